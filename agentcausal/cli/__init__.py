@@ -1,0 +1,59 @@
+"""The ``agentcausal`` command line: one entry point, one module per verb.
+
+Each verb module in this package defines ``register(subparsers)``. Verbs that
+run a pipeline import ``flows`` lazily inside their handler: the CLI is the one
+library module that reaches up to the Prefect layer, and only when run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from agentcausal import __version__
+from agentcausal.exceptions import AgentCausalError
+
+__all__ = ["main", "build_parser"]
+
+VERB_MODULES = ["attribute", "discover", "demo", "data", "serve"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agentcausal",
+        description="LLM agents on causal questions: DCFA failure attribution and MAC causal discovery, "
+        "as cached, retryable Prefect pipelines.",
+    )
+    parser.add_argument("--version", action="version", version=f"agentcausal {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
+    for name in VERB_MODULES:
+        try:
+            mod = importlib.import_module(f"agentcausal.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"agentcausal.cli.{name}":
+                continue
+            raise
+        mod.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        return int(args.func(args) or 0)
+    except AgentCausalError as exc:
+        print(f"agentcausal: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("agentcausal: interrupted; finished steps are cached, rerun to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

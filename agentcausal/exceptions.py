@@ -1,0 +1,163 @@
+"""One exception hierarchy for agentcausal.
+
+Every error the library raises on purpose derives from :class:`AgentCausalError`
+and carries structured fields, so callers (CLI, Prefect tasks, reports) can show
+a clear message and record the failure without parsing strings.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentCausalError",
+    "ConfigError",
+    "UnknownProfileError",
+    "UnknownStageError",
+    "MissingAPIKeyError",
+    "EndpointUnreachableError",
+    "LLMCallError",
+    "StructuredOutputError",
+    "ModelFileError",
+    "TraceFormatError",
+    "DatasetError",
+    "AlgorithmError",
+    "SandboxError",
+]
+
+
+class AgentCausalError(Exception):
+    """Base class of every error raised on purpose by agentcausal."""
+
+
+class ConfigError(AgentCausalError):
+    """A settings or profiles file is missing or malformed.
+
+    Attributes
+    ----------
+    path : str or None
+        The file at fault, when there is one.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message if path is None else f"{message} (in {path})")
+        self.path = path
+
+
+class UnknownProfileError(ConfigError):
+    """A routing names a profile that the profiles file does not define."""
+
+    def __init__(self, profile: str, known: list[str], *, path: str | None = None) -> None:
+        super().__init__(
+            f"unknown LLM profile {profile!r}; defined profiles: {', '.join(sorted(known)) or 'none'}",
+            path=path,
+        )
+        self.profile = profile
+        self.known = known
+
+
+class UnknownStageError(ConfigError):
+    """A stage name has no route in the active routing and no ``default`` route."""
+
+    def __init__(self, stage: str, routing: str, known: list[str]) -> None:
+        super().__init__(
+            f"stage {stage!r} has no route in routing {routing!r}; routed stages: "
+            f"{', '.join(sorted(known)) or 'none'}"
+        )
+        self.stage = stage
+        self.routing = routing
+        self.known = known
+
+
+class MissingAPIKeyError(ConfigError):
+    """The environment variable a profile names for its API key is not set."""
+
+    def __init__(self, profile: str, env_var: str) -> None:
+        super().__init__(
+            f"profile {profile!r} reads its API key from ${env_var}, which is not set; "
+            f"export {env_var}=... or route the stage to another profile"
+        )
+        self.profile = profile
+        self.env_var = env_var
+
+
+class EndpointUnreachableError(AgentCausalError):
+    """An endpoint refused or timed out on every retry."""
+
+    def __init__(self, profile: str, base_url: str, cause: str) -> None:
+        super().__init__(f"profile {profile!r}: endpoint {base_url} unreachable after retries: {cause}")
+        self.profile = profile
+        self.base_url = base_url
+        self.cause = cause
+
+
+class LLMCallError(AgentCausalError):
+    """An endpoint answered with a non-retryable error (e.g. 400, 401, 404)."""
+
+    def __init__(self, profile: str, stage: str, status: int | None, detail: str) -> None:
+        super().__init__(f"stage {stage!r} on profile {profile!r}: HTTP {status}: {detail}")
+        self.profile = profile
+        self.stage = stage
+        self.status = status
+        self.detail = detail
+
+
+class StructuredOutputError(AgentCausalError):
+    """A reply still failed validation against its pydantic model after all repair attempts.
+
+    Attributes
+    ----------
+    stage : str
+    reply_model : str
+        Name of the pydantic model the reply had to satisfy.
+    raw : str
+        The last raw reply text.
+    attempts : int
+    errors : str
+        The last validation error.
+    """
+
+    def __init__(self, stage: str, reply_model: str, raw: str, attempts: int, errors: str) -> None:
+        super().__init__(
+            f"stage {stage!r}: reply still invalid for {reply_model} after {attempts} attempts: "
+            f"{errors[:500]} | raw reply: {raw[:300]!r}"
+        )
+        self.stage = stage
+        self.reply_model = reply_model
+        self.raw = raw
+        self.attempts = attempts
+        self.errors = errors
+
+
+class ModelFileError(AgentCausalError):
+    """A model file is missing, incomplete or fails its sha256 check."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message if path is None else f"{path}: {message}")
+        self.path = path
+
+
+class TraceFormatError(AgentCausalError):
+    """A trace file cannot be read as a Who&When or agentcausal trace."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message if path is None else f"{path}: {message}")
+        self.path = path
+
+
+class DatasetError(AgentCausalError):
+    """A dataset or its metadata is missing or malformed."""
+
+    def __init__(self, message: str, *, name: str | None = None) -> None:
+        super().__init__(message if name is None else f"dataset {name!r}: {message}")
+        self.name = name
+
+
+class AlgorithmError(AgentCausalError):
+    """A causal-discovery algorithm failed, timed out, or got invalid parameters."""
+
+    def __init__(self, algorithm: str, message: str) -> None:
+        super().__init__(f"{algorithm}: {message}")
+        self.algorithm = algorithm
+
+
+class SandboxError(AgentCausalError):
+    """LLM-written code could not run in the sandbox, or the sandbox is unavailable."""

@@ -1,0 +1,430 @@
+"""The one LLM gateway: chat, structured replies and embeddings for every stage.
+
+Every call names a *stage* (``dcfa.gca``, ``dcfa.lce``, ``dcfa.embed``,
+``mac.debate``, ``mac.coder``, ``baseline`` ...). The active routing
+(:mod:`agentcausal.llm.profiles`) maps it to a profile, and the call goes
+through the ``openai`` client to that OpenAI-compatible endpoint: a commercial
+API, vLLM, or the embedded llama.cpp server (:mod:`agentcausal.llm.local`).
+One code path for all three.
+
+Around each call the gateway adds:
+
+* **Disk cache** (diskcache, default ``cache/llm/``): key = sha256 of
+  (base URL, model, messages, sampling parameters, JSON schema). The API key
+  never enters the key. Only complete, valid replies are stored (diskcache
+  writes are atomic), so a crash leaves nothing half-written. ``refresh=True``
+  bypasses reads but still writes.
+* **Retries**: the ``openai`` client's own exponential backoff with jitter on
+  429, 5xx, timeouts and connection errors (``max_retries`` per gateway; it
+  honours ``Retry-After``). After the last retry: :class:`EndpointUnreachableError`.
+* **Concurrency limit** per endpoint, in-process (a semaphore per base URL and
+  model sized by the profile's ``max_concurrency``). Prefect's global
+  concurrency limits cost about 1 s per acquisition here: too slow per call.
+* **Structured replies**: the pydantic model's JSON schema is sent as
+  ``response_format`` (``json_schema``, or ``json_object`` with the schema in
+  the prompt); the reply is validated; an invalid reply is sent back with the
+  validation error for repair, up to ``max_repairs`` times, then
+  :class:`StructuredOutputError` carries the raw text. We wrote this loop
+  instead of using instructor because it must share the cache key, usage
+  accounting and ``json_schema`` mode that llama.cpp's and vLLM's servers
+  support, and instructor's default tool-calling modes are not supported by
+  llama.cpp's server.
+* **Token accounting** per stage and per item in :attr:`Gateway.usage`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import openai
+from pydantic import BaseModel, ValidationError
+
+from agentcausal.exceptions import (
+    EndpointUnreachableError,
+    LLMCallError,
+    StructuredOutputError,
+)
+from agentcausal.llm.profiles import Profile, ProfileSet, load_profiles
+from agentcausal.llm.usage import StageUsage, UsageLedger
+
+__all__ = ["Gateway", "Message", "cache_key"]
+
+log = logging.getLogger(__name__)
+
+Message = dict[str, str]
+T = TypeVar("T", bound=BaseModel)
+
+_SEMAPHORES: dict[tuple[str, str], threading.BoundedSemaphore] = {}
+_SEM_LOCK = threading.Lock()
+_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
+
+
+def _semaphore(profile: Profile, base_url: str) -> threading.BoundedSemaphore:
+    key = (base_url, profile.model)
+    with _SEM_LOCK:
+        if key not in _SEMAPHORES:
+            _SEMAPHORES[key] = threading.BoundedSemaphore(profile.max_concurrency)
+        return _SEMAPHORES[key]
+
+
+def cache_key(base_url: str, model: str, payload: dict[str, Any]) -> str:
+    """sha256 hex of (base URL, model, request payload); never includes an API key.
+
+    Parameters
+    ----------
+    base_url : str
+        The profile's base URL (``"embedded"`` for the packaged server, so the
+        key does not change with the port it happens to bind).
+    model : str
+    payload : dict
+        Messages, sampling parameters and schema, JSON-serialisable.
+    """
+    blob = json.dumps({"base_url": base_url, "model": model, **payload}, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _extract_json(text: str) -> str:
+    """Strip code fences and surrounding prose from a JSON reply."""
+    t = _FENCE.sub("", text.strip()).strip()
+    if t.startswith("{") or t.startswith("["):
+        return t
+    start, end = t.find("{"), t.rfind("}")
+    return t[start : end + 1] if 0 <= start < end else t
+
+
+class Gateway:
+    """Routes, caches, retries and counts every LLM and embedding call.
+
+    Parameters
+    ----------
+    profiles : ProfileSet
+        Profiles and the active routing (:func:`agentcausal.llm.profiles.load_profiles`).
+    cache_dir : path or None
+        Disk cache folder; ``None`` disables caching.
+    refresh : bool
+        Bypass cache reads (writes still happen).
+    max_retries : int
+        Retries of one request on 429, 5xx, timeouts and connection errors.
+    max_repairs : int
+        Extra attempts for a structured reply that fails validation.
+
+    Examples
+    --------
+    >>> from agentcausal.llm import Gateway
+    >>> gw = Gateway.from_settings(cache_dir=None)
+    >>> gw.profile_for("dcfa.gca").name
+    'embedded'
+    """
+
+    def __init__(
+        self,
+        profiles: ProfileSet,
+        *,
+        cache_dir: str | Path | None = "cache/llm",
+        refresh: bool = False,
+        max_retries: int = 4,
+        max_repairs: int = 2,
+    ) -> None:
+        self.profiles = profiles
+        self.refresh = refresh
+        self.max_retries = max_retries
+        self.max_repairs = max_repairs
+        self.usage = UsageLedger()
+        self._cache = None
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
+        if self.cache_dir is not None:
+            import diskcache
+
+            self.cache_dir.mkdir(parents=True, exist_ok=True)
+            self._cache = diskcache.Cache(str(self.cache_dir), size_limit=2**34)
+        self._clients: dict[str, openai.OpenAI] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(
+        cls,
+        *,
+        routing: str | None = None,
+        profiles_path: str | Path | None = None,
+        cache_dir: str | Path | None = "cache/llm",
+        refresh: bool = False,
+        max_retries: int = 4,
+    ) -> "Gateway":
+        """Build a gateway from the profiles file and a routing name (see :func:`load_profiles`)."""
+        return cls(
+            load_profiles(profiles_path, routing),
+            cache_dir=cache_dir,
+            refresh=refresh,
+            max_retries=max_retries,
+        )
+
+    # ------------------------------------------------------------------ routing
+    def profile_for(self, stage: str) -> Profile:
+        """The profile serving ``stage``. Raises UnknownStageError (see ProfileSet)."""
+        return self.profiles.profile_for(stage)
+
+    def model_for(self, stage: str) -> str:
+        """``"profile:model"`` label of the stage, for records and cache keys of results."""
+        p = self.profile_for(stage)
+        return f"{p.name}:{p.model}"
+
+    def _base_url(self, profile: Profile) -> str:
+        if profile.is_embedded:
+            from agentcausal.llm import local
+
+            return local.ensure_embedded_server(profile)
+        return profile.base_url
+
+    def _client(self, profile: Profile) -> tuple[openai.OpenAI, str]:
+        base_url = self._base_url(profile)
+        key = f"{profile.name}|{base_url}"
+        with self._lock:
+            if key not in self._clients:
+                self._clients[key] = openai.OpenAI(
+                    base_url=base_url,
+                    api_key=profile.api_key(),
+                    timeout=profile.timeout_s,
+                    max_retries=self.max_retries,
+                )
+            return self._clients[key], base_url
+
+    # ------------------------------------------------------------------- cache
+    def _cache_get(self, key: str) -> Any:
+        if self._cache is None or self.refresh:
+            return None
+        return self._cache.get(key)
+
+    def _cache_set(self, key: str, value: Any) -> None:
+        if self._cache is not None:
+            self._cache.set(key, value)
+
+    # -------------------------------------------------------------------- chat
+    def _request(
+        self, stage: str, profile: Profile, messages: list[Message], params: dict[str, Any]
+    ) -> tuple[str, int, int]:
+        client, base_url = self._client(profile)
+        try:
+            with _semaphore(profile, base_url):
+                resp = client.chat.completions.create(model=profile.model, messages=messages, **params)
+        except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+            raise EndpointUnreachableError(profile.name, base_url, f"{type(exc).__name__}: {exc}") from exc
+        except (openai.RateLimitError, openai.InternalServerError) as exc:
+            raise EndpointUnreachableError(profile.name, base_url, f"HTTP {exc.status_code}: {exc}") from exc
+        except openai.APIStatusError as exc:
+            raise LLMCallError(profile.name, stage, exc.status_code, str(exc)[:500]) from exc
+        if not resp.choices:
+            raise LLMCallError(profile.name, stage, None, "reply has no choices")
+        text = resp.choices[0].message.content or ""
+        u = resp.usage
+        return text, (u.prompt_tokens if u else 0), (u.completion_tokens if u else 0)
+
+    def _record(self, stage: str, item: str | None, profile: Profile, t0: float, **kw: int) -> None:
+        pt, ct = kw.get("prompt_tokens", 0), kw.get("completion_tokens", 0)
+        cost = pt / 1000 * profile.price_prompt_per_1k + ct / 1000 * profile.price_completion_per_1k
+        self.usage.record(
+            stage, item, StageUsage(calls=1, seconds=time.perf_counter() - t0, cost_usd=cost, **kw)
+        )
+
+    def chat(
+        self,
+        stage: str,
+        messages: Sequence[Message],
+        *,
+        item: str | None = None,
+        max_tokens: int | None = None,
+        temperature: float = 0.0,
+    ) -> str:
+        """One chat completion, cached.
+
+        Parameters
+        ----------
+        stage : str, routed stage name
+        messages : sequence of {"role", "content"} dicts
+        item : str, optional; the trace or dataset id for usage accounting
+        max_tokens : int, optional; completion cap in tokens
+        temperature : float; 0 by default (the papers run at temperature 0)
+
+        Returns
+        -------
+        str, the reply text.
+
+        Raises
+        ------
+        UnknownStageError, MissingAPIKeyError, EndpointUnreachableError, LLMCallError
+        """
+        profile = self.profile_for(stage)
+        msgs = [dict(m) for m in messages]
+        params: dict[str, Any] = {"temperature": temperature}
+        if max_tokens is not None:
+            params["max_tokens"] = max_tokens
+        key = cache_key(profile.base_url, profile.model, {"messages": msgs, "params": params})
+        t0 = time.perf_counter()
+        hit = self._cache_get(key)
+        if hit is not None:
+            self._record(stage, item, profile, t0, cache_hits=1)
+            return hit["text"]
+        text, pt, ct = self._request(stage, profile, msgs, params)
+        self._cache_set(key, {"text": text})
+        self._record(stage, item, profile, t0, requests=1, prompt_tokens=pt, completion_tokens=ct)
+        log.debug("stage=%s profile=%s prompt_tokens=%d completion_tokens=%d", stage, profile.name, pt, ct)
+        return text
+
+    def structured(
+        self,
+        stage: str,
+        messages: Sequence[Message],
+        reply_model: type[T],
+        *,
+        item: str | None = None,
+        max_tokens: int | None = None,
+        temperature: float = 0.0,
+    ) -> T:
+        """A chat completion validated against a pydantic model, repaired on failure, cached.
+
+        Parameters
+        ----------
+        stage, messages, item, max_tokens, temperature : as in :meth:`chat`
+        reply_model : pydantic model class; its JSON schema is sent with the request,
+            and its docstring and field descriptions are what the model reads.
+
+        Returns
+        -------
+        An instance of ``reply_model``.
+
+        Raises
+        ------
+        StructuredOutputError
+            The reply is still invalid after ``max_repairs`` repair attempts;
+            carries the last raw text, the attempt count and the error.
+        UnknownStageError, MissingAPIKeyError, EndpointUnreachableError, LLMCallError
+        """
+        profile = self.profile_for(stage)
+        schema = reply_model.model_json_schema()
+        msgs = [dict(m) for m in messages]
+        params: dict[str, Any] = {"temperature": temperature}
+        if max_tokens is not None:
+            params["max_tokens"] = max_tokens
+        if profile.json_mode == "json_schema":
+            params["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": reply_model.__name__, "schema": schema, "strict": False},
+            }
+        else:
+            params["response_format"] = {"type": "json_object"}
+            msgs = msgs + [
+                {
+                    "role": "system",
+                    "content": "Reply with one JSON object that satisfies this JSON schema:\n"
+                    + json.dumps(schema),
+                }
+            ]
+        key = cache_key(profile.base_url, profile.model, {"messages": msgs, "params": params, "schema": schema})
+        t0 = time.perf_counter()
+        hit = self._cache_get(key)
+        if hit is not None:
+            try:
+                out = reply_model.model_validate_json(_extract_json(hit["text"]))
+                self._record(stage, item, profile, t0, cache_hits=1)
+                return out
+            except ValidationError:
+                pass  # reply model changed since: ask again
+        convo = list(msgs)
+        requests = pt_total = ct_total = 0
+        raw, err = "", ""
+        for attempt in range(1 + self.max_repairs):
+            raw, pt, ct = self._request(stage, profile, convo, params)
+            requests += 1
+            pt_total += pt
+            ct_total += ct
+            try:
+                out = reply_model.model_validate_json(_extract_json(raw))
+            except ValidationError as exc:
+                err = str(exc)
+                log.info("stage=%s invalid %s reply (attempt %d): %s", stage, reply_model.__name__, attempt + 1, err[:200])
+                convo = convo + [
+                    {"role": "assistant", "content": raw},
+                    {
+                        "role": "user",
+                        "content": "Your reply did not validate against the required JSON schema:\n"
+                        f"{err[:1500]}\nReply again with only the corrected JSON object.",
+                    },
+                ]
+                continue
+            self._cache_set(key, {"text": raw})
+            self._record(
+                stage, item, profile, t0, requests=requests, prompt_tokens=pt_total, completion_tokens=ct_total
+            )
+            return out
+        self._record(stage, item, profile, t0, requests=requests, prompt_tokens=pt_total, completion_tokens=ct_total)
+        raise StructuredOutputError(stage, reply_model.__name__, raw, requests, err)
+
+    # -------------------------------------------------------------- embeddings
+    def embed(self, stage: str, texts: Sequence[str], *, item: str | None = None) -> np.ndarray:
+        """Embed texts, each cached on disk by (base URL, model, text).
+
+        Parameters
+        ----------
+        stage : str, an embedding stage (e.g. ``dcfa.embed``)
+        texts : sequence of str, length n
+        item : str, optional
+
+        Returns
+        -------
+        ndarray of shape (n, dim), float32, rows L2-normalised (so a dot product is a cosine).
+
+        Raises
+        ------
+        UnknownStageError, MissingAPIKeyError, EndpointUnreachableError, LLMCallError
+        """
+        profile = self.profile_for(stage)
+        t0 = time.perf_counter()
+        keys = [cache_key(profile.base_url, profile.model, {"embed": t}) for t in texts]
+        vecs: list[np.ndarray | None] = [self._cache_get(k) for k in keys]
+        missing = [i for i, v in enumerate(vecs) if v is None]
+        requests = pt = 0
+        if missing:
+            todo = [texts[i] for i in missing]
+            if profile.is_local_embedder:
+                from agentcausal.llm import local
+
+                new = local.local_embedder(profile.model)(todo)
+            else:
+                client, base_url = self._client(profile)
+                try:
+                    with _semaphore(profile, base_url):
+                        resp = client.embeddings.create(model=profile.model, input=todo)
+                except (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError,
+                        openai.InternalServerError) as exc:
+                    raise EndpointUnreachableError(profile.name, base_url, str(exc)) from exc
+                except openai.APIStatusError as exc:
+                    raise LLMCallError(profile.name, stage, exc.status_code, str(exc)[:500]) from exc
+                new = np.array([d.embedding for d in resp.data], dtype=np.float32)
+                pt = resp.usage.prompt_tokens if resp.usage else 0
+            requests = 1
+            new = np.asarray(new, dtype=np.float32)
+            for j, i in enumerate(missing):
+                vecs[i] = new[j]
+                self._cache_set(keys[i], new[j])
+        arr = np.vstack([np.asarray(v, dtype=np.float32) for v in vecs]) if vecs else np.zeros((0, 0), np.float32)
+        norms = np.linalg.norm(arr, axis=1, keepdims=True) if arr.size else 1.0
+        arr = arr / np.where(norms == 0, 1.0, norms)
+        self._record(stage, item, profile, t0, requests=requests, prompt_tokens=pt,
+                     cache_hits=len(texts) - len(missing))
+        return arr
+
+    def close(self) -> None:
+        """Close HTTP clients and the disk cache."""
+        for c in self._clients.values():
+            c.close()
+        self._clients.clear()
+        if self._cache is not None:
+            self._cache.close()

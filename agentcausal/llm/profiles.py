@@ -1,0 +1,206 @@
+"""LLM profiles and per-stage routing.
+
+A *profile* names one endpoint and model (:class:`Profile`); a *routing* maps
+stage names (``dcfa.gca``, ``dcfa.lce``, ``dcfa.embed``, ``mac.debate``,
+``mac.coder``, ``baseline`` ...) to profiles. Both come from one TOML file
+(default: the packaged ``agentcausal/llm/profiles.toml``; override with
+``$AGENTCAUSAL_PROFILES``) with environment overrides
+``AGENTCAUSAL_PROFILE_<NAME>_<FIELD>`` (name upper-cased, ``-`` as ``_``).
+
+Resolution rule for a stage (documented choice): the exact stage name, then
+``embed`` for stages ending in ``.embed``, then ``default``. Anything else is
+an :class:`~agentcausal.exceptions.UnknownStageError`.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agentcausal.exceptions import (
+    ConfigError,
+    MissingAPIKeyError,
+    UnknownProfileError,
+    UnknownStageError,
+)
+
+__all__ = ["Profile", "ProfileSet", "load_profiles", "DEFAULT_PROFILES_PATH"]
+
+DEFAULT_PROFILES_PATH = Path(__file__).with_name("profiles.toml")
+
+
+class Profile(BaseModel):
+    """One endpoint + model.
+
+    Attributes
+    ----------
+    name : str
+    kind : "chat" or "embedding"
+    base_url : str
+        OpenAI-compatible base URL; ``"embedded"`` starts the packaged llama.cpp
+        server; ``"local"`` (embedding only) runs sentence-transformers in-process.
+    model : str
+    api_key_env : str or None
+        Name of the environment variable holding the key (never the key).
+    api_key_optional : bool
+        Send a placeholder key when the variable is unset (vLLM without auth).
+    max_concurrency : int
+        In-process limit of simultaneous requests to this endpoint.
+    timeout_s : float
+        Per-request timeout, seconds.
+    context_window : int
+        Tokens the model accepts (prompt + completion); renderers budget prompts by it.
+    json_mode : "json_schema" or "json_object"
+    price_prompt_per_1k, price_completion_per_1k : float
+        USD per 1000 tokens, for cost reports (0 = free/unknown).
+    model_path : str or None
+        For ``embedded``: a GGUF file to serve instead of the packaged model.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    kind: Literal["chat", "embedding"] = "chat"
+    base_url: str
+    model: str
+    api_key_env: str | None = None
+    api_key_optional: bool = False
+    max_concurrency: int = Field(4, ge=1)
+    timeout_s: float = Field(120.0, gt=0)
+    context_window: int = Field(8192, ge=256)
+    json_mode: Literal["json_schema", "json_object"] = "json_schema"
+    price_prompt_per_1k: float = 0.0
+    price_completion_per_1k: float = 0.0
+    model_path: str | None = None
+
+    def api_key(self) -> str:
+        """The API key from the environment.
+
+        Raises
+        ------
+        MissingAPIKeyError
+            If ``api_key_env`` is set, the variable is unset and the key is not optional.
+        """
+        if self.api_key_env is None:
+            return "not-needed"
+        value = os.environ.get(self.api_key_env)
+        if value:
+            return value
+        if self.api_key_optional:
+            return "not-needed"
+        raise MissingAPIKeyError(self.name, self.api_key_env)
+
+    @property
+    def is_embedded(self) -> bool:
+        return self.base_url == "embedded"
+
+    @property
+    def is_local_embedder(self) -> bool:
+        return self.base_url == "local"
+
+
+class ProfileSet(BaseModel):
+    """All profiles and routings of one file, with one routing active.
+
+    Raises
+    ------
+    UnknownProfileError
+        At construction, if a routing names a profile that does not exist.
+    ConfigError
+        If the active routing does not exist.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    profiles: dict[str, Profile]
+    routings: dict[str, dict[str, str]]
+    routing: str = "default"
+    path: str | None = None
+
+    def model_post_init(self, __context: object) -> None:
+        if self.routing not in self.routings:
+            raise ConfigError(
+                f"unknown routing {self.routing!r}; defined routings: {', '.join(sorted(self.routings))}",
+                path=self.path,
+            )
+        for rname, table in self.routings.items():
+            for stage, pname in table.items():
+                if pname not in self.profiles:
+                    raise UnknownProfileError(pname, list(self.profiles), path=self.path)
+
+    def profile_for(self, stage: str) -> Profile:
+        """The profile that serves ``stage`` under the active routing.
+
+        Raises
+        ------
+        UnknownStageError
+            If neither the stage, its fallback (``embed``) nor ``default`` is routed.
+        """
+        table = self.routings[self.routing]
+        if stage in table:
+            return self.profiles[table[stage]]
+        if stage.endswith(".embed") and "embed" in table:
+            return self.profiles[table["embed"]]
+        if not stage.endswith(".embed") and "default" in table:
+            return self.profiles[table["default"]]
+        raise UnknownStageError(stage, self.routing, list(table))
+
+    def with_routing(self, routing: str) -> "ProfileSet":
+        return ProfileSet(profiles=self.profiles, routings=self.routings, routing=routing, path=self.path)
+
+
+def _env_overrides(name: str, raw: dict) -> dict:
+    prefix = f"AGENTCAUSAL_PROFILE_{name.upper().replace('-', '_')}_"
+    out = dict(raw)
+    for key, value in os.environ.items():
+        if key.startswith(prefix):
+            out[key[len(prefix):].lower()] = value
+    return out
+
+
+def load_profiles(path: str | os.PathLike | None = None, routing: str | None = None) -> ProfileSet:
+    """Read profiles and routings from TOML, apply environment overrides.
+
+    Parameters
+    ----------
+    path : path, optional
+        The TOML file; default ``$AGENTCAUSAL_PROFILES`` or the packaged file.
+    routing : str, optional
+        Active routing; default ``$AGENTCAUSAL_ROUTING`` or ``"default"``.
+
+    Returns
+    -------
+    ProfileSet
+
+    Raises
+    ------
+    ConfigError
+        If the file is missing, is not TOML, or a profile has a bad field.
+    UnknownProfileError
+        If a routing names an undefined profile.
+    """
+    path = Path(path or os.environ.get("AGENTCAUSAL_PROFILES") or DEFAULT_PROFILES_PATH)
+    if not path.is_file():
+        raise ConfigError("profiles file not found", path=str(path))
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"not valid TOML: {exc}", path=str(path)) from exc
+    profiles: dict[str, Profile] = {}
+    for name, raw in (data.get("profiles") or {}).items():
+        try:
+            profiles[name] = Profile(name=name, **_env_overrides(name, raw))
+        except ValidationError as exc:
+            raise ConfigError(f"profile {name!r} is invalid: {exc}", path=str(path)) from exc
+    routings = {k: dict(v) for k, v in (data.get("routings") or {}).items()}
+    routings.setdefault("default", {"default": next(iter(profiles), "")} if profiles else {})
+    return ProfileSet(
+        profiles=profiles,
+        routings=routings,
+        routing=routing or os.environ.get("AGENTCAUSAL_ROUTING") or "default",
+        path=str(path),
+    )

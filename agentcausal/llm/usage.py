@@ -1,0 +1,71 @@
+"""Token and time accounting per stage and per item (trace or dataset).
+
+The gateway records one :class:`CallRecord` per logical call (cache hits
+included, with zero new tokens), so reports can show prompt and completion
+tokens, cache hits, requests, seconds and cost by stage and by item.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+
+from pydantic import BaseModel
+
+__all__ = ["StageUsage", "UsageLedger"]
+
+
+class StageUsage(BaseModel):
+    """Totals for one stage (and optionally one item).
+
+    Attributes
+    ----------
+    calls : logical calls made by the method
+    requests : HTTP requests actually sent (retries and repairs included)
+    cache_hits : calls served from the disk cache
+    prompt_tokens, completion_tokens : tokens reported by the endpoint
+    seconds : wall seconds spent in calls (cache hits count their lookup time)
+    cost_usd : from the profile's prices
+    """
+
+    calls: int = 0
+    requests: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    cost_usd: float = 0.0
+
+    def add(self, other: "StageUsage") -> "StageUsage":
+        return StageUsage(**{k: getattr(self, k) + getattr(other, k) for k in StageUsage.model_fields})
+
+
+class UsageLedger:
+    """Thread-safe totals keyed by (item, stage); ``item=None`` for unattributed calls."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._data: dict[tuple[str | None, str], StageUsage] = defaultdict(StageUsage)
+
+    def record(self, stage: str, item: str | None, usage: StageUsage) -> None:
+        with self._lock:
+            self._data[(item, stage)] = self._data[(item, stage)].add(usage)
+
+    def by_stage(self, item: str | None = None) -> dict[str, StageUsage]:
+        """Totals per stage; for one item when ``item`` is given, else over all items."""
+        out: dict[str, StageUsage] = defaultdict(StageUsage)
+        with self._lock:
+            for (it, stage), u in self._data.items():
+                if item is None or it == item:
+                    out[stage] = out[stage].add(u)
+        return dict(out)
+
+    def total(self, item: str | None = None) -> StageUsage:
+        tot = StageUsage()
+        for u in self.by_stage(item).values():
+            tot = tot.add(u)
+        return tot
+
+    def reset(self) -> None:
+        with self._lock:
+            self._data.clear()

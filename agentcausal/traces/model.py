@@ -1,0 +1,163 @@
+"""Trace, Step, Label and Attribution: the data model of failure attribution.
+
+Step indices are **0-based** everywhere, as in Who&When (``mistake_step`` is a
+0-based index into ``history``; in Hand-Crafted traces step 0 is the human query).
+
+References
+----------
+Zhang, S. et al. "Which Agent Causes Task Failures and When? On Automated
+Failure Attribution of LLM Multi-Agent Systems." ICML 2025. arXiv:2505.00212.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = ["Step", "Label", "Trace", "Attribution", "normalise_agent"]
+
+
+def normalise_agent(name: str | None) -> str:
+    """Canonical agent name for comparison: text before the first space, case-folded,
+    with ``_`` and ``-`` removed (``"Orchestrator (thought)"`` -> ``"orchestrator"``,
+    ``"Verification_Expert"`` and ``"VerificationExpert"`` -> ``"verificationexpert"``).
+
+    >>> normalise_agent("Orchestrator (-> WebSurfer)")
+    'orchestrator'
+    """
+    if not name:
+        return ""
+    head = name.strip().split(" ", 1)[0]
+    return head.casefold().replace("_", "").replace("-", "")
+
+
+class Step(BaseModel):
+    """One message of a trace.
+
+    Attributes
+    ----------
+    index : int, 0-based position in the trace
+    agent : str, the speaking agent (Who&When: ``name``, or ``role`` cut at the first space)
+    role : str, the raw role field (``assistant``, ``user``, ``Orchestrator (thought)`` ...)
+    content : str
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    index: int = Field(ge=0)
+    agent: str
+    role: str = ""
+    content: str
+
+
+class Label(BaseModel):
+    """The annotated decisive error of a failed trace (Who&When ``mistake_*``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    agent: str
+    step: int = Field(ge=0)
+    reason: str = ""
+
+
+class Trace(BaseModel):
+    """A failed multi-agent run.
+
+    Attributes
+    ----------
+    id : str, unique within a corpus (e.g. ``"algorithm-generated/38"``)
+    source : str, subset or origin (``"Algorithm-Generated"``, ``"Hand-Crafted"``, ``"examples"``)
+    question : str
+    ground_truth : str, the correct final answer
+    steps : list of Step, indices 0..n-1 in order
+    label : Label or None
+
+    Raises
+    ------
+    pydantic.ValidationError
+        If the steps are empty, not numbered 0..n-1 in order, or the label step is out of range.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    source: str = ""
+    question: str
+    ground_truth: str
+    steps: list[Step]
+    label: Label | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check(self) -> "Trace":
+        if not self.steps:
+            raise ValueError(f"trace {self.id!r} has no steps")
+        for i, s in enumerate(self.steps):
+            if s.index != i:
+                raise ValueError(f"trace {self.id!r}: step at position {i} has index {s.index}")
+        if self.label is not None and self.label.step >= len(self.steps):
+            raise ValueError(
+                f"trace {self.id!r}: label step {self.label.step} out of range 0..{len(self.steps) - 1}"
+            )
+        return self
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    @property
+    def agents(self) -> list[str]:
+        """Distinct agents in order of first appearance."""
+        seen: dict[str, None] = {}
+        for s in self.steps:
+            seen.setdefault(s.agent, None)
+        return list(seen)
+
+    def content_hash(self) -> str:
+        """sha256 hex of the canonical JSON of question, ground truth and steps
+        (not the label, so relabelling does not invalidate attributions)."""
+        payload = json.dumps(
+            {
+                "question": self.question,
+                "ground_truth": self.ground_truth,
+                "steps": [[s.index, s.agent, s.role, s.content] for s in self.steps],
+            },
+            sort_keys=True,
+            ensure_ascii=False,
+        )
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+
+class Attribution(BaseModel):
+    """One method's answer for one trace.
+
+    Attributes
+    ----------
+    trace_id : str
+    method : str, e.g. ``"all_at_once"``, ``"step_by_step"``, ``"binary_search"``, ``"dcfa"``
+    step : int or None, predicted 0-based decisive-error step; None when undetermined or failed
+    agent : str or None
+    reason : str
+    settings : dict, the method settings that produced it (enter the cache key)
+    prompt_version : str
+    models : dict stage -> model name
+    usage : dict stage -> token/time totals (see :class:`agentcausal.llm.usage.StageUsage`)
+    seconds : float, wall time of the whole attribution
+    error : str or None, set when the method failed; a failed trace counts as wrong
+    details : dict, method-specific record (DCFA: deviations, graph edges, search path ...)
+    """
+
+    trace_id: str
+    method: str
+    step: int | None = None
+    agent: str | None = None
+    reason: str = ""
+    settings: dict[str, Any] = Field(default_factory=dict)
+    prompt_version: str = ""
+    models: dict[str, str] = Field(default_factory=dict)
+    usage: dict[str, dict[str, float]] = Field(default_factory=dict)
+    seconds: float = 0.0
+    error: str | None = None
+    details: dict[str, Any] = Field(default_factory=dict)

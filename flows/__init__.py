@@ -1,0 +1,1 @@
+"""Prefect flows: wiring, mapping over a corpus or datasets, artifacts. Thin."""

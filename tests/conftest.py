@@ -1,0 +1,63 @@
+"""Shared fixtures: the fake OpenAI-compatible server and gateways pointed at it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from agentcausal.llm import Gateway, Profile, ProfileSet
+from tests.fakes.fake_openai import FakeOpenAIServer
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+WHO_AND_WHEN = Path(os.environ.get("AGENTCAUSAL_WHO_AND_WHEN", SHARED / "data" / "who_and_when"))
+
+
+def fake_profiles(base_url: str, **overrides: object) -> ProfileSet:
+    """A ProfileSet routing every chat stage to ``fake`` and embeddings to ``fake-embed``."""
+    chat = {"name": "fake", "base_url": base_url, "model": "fake-model", "max_concurrency": 4,
+            "timeout_s": 2.0, "context_window": 8192}
+    chat.update(overrides)
+    return ProfileSet(
+        profiles={
+            "fake": Profile(**chat),
+            "fake-embed": Profile(name="fake-embed", kind="embedding", base_url=base_url, model="fake-embed"),
+        },
+        routings={"default": {"default": "fake", "embed": "fake-embed"}},
+    )
+
+
+@pytest.fixture
+def fake_server():
+    """A started FakeOpenAIServer (test double); push replies with ``fake_server.push(...)``."""
+    with FakeOpenAIServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def make_gateway(tmp_path):
+    """Factory: ``make_gateway(server, cache=True, **profile_overrides) -> Gateway`` on the fake server."""
+    made: list[Gateway] = []
+
+    def _make(server: FakeOpenAIServer, *, cache: bool = True, cache_dir: Path | None = None,
+              max_retries: int = 3, **overrides: object) -> Gateway:
+        gw = Gateway(
+            fake_profiles(server.base_url, **overrides),
+            cache_dir=(cache_dir or tmp_path / "llm-cache") if cache else None,
+            max_retries=max_retries,
+        )
+        made.append(gw)
+        return gw
+
+    yield _make
+    for gw in made:
+        gw.close()
+
+
+@pytest.fixture
+def who_and_when_dir() -> Path:
+    """The Who&When development split from ../shared; skips the test when absent."""
+    if not (WHO_AND_WHEN / "Algorithm-Generated").is_dir():
+        pytest.skip(f"Who&When development split not found at {WHO_AND_WHEN}")
+    return WHO_AND_WHEN

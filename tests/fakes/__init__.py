@@ -1,0 +1,1 @@
+"""Test doubles. Never product defaults: tests and benchmarks only."""

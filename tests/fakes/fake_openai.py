@@ -1,0 +1,204 @@
+"""A fake OpenAI-compatible HTTP server: TEST DOUBLE for tests and benchmarks only.
+
+It serves ``POST /v1/chat/completions`` and ``POST /v1/embeddings`` on
+127.0.0.1 with:
+
+* scripted replies (a queue of strings, consumed in order) or a rule-based
+  ``responder(body) -> str`` that sees the whole request JSON;
+* a fixed latency per request (seconds);
+* request counting (``server.count``, ``server.requests``) and the peak number
+  of requests in flight (``server.max_in_flight``), to check concurrency limits;
+* fault injection: a queue of faults consumed one per request before normal
+  replies: ``429``, ``500``, ``"timeout"`` (sleeps past the client timeout),
+  ``"malformed"`` (content that is not JSON), ``"truncated"`` (a cut-off JSON
+  body with ``finish_reason: length``).
+
+Embeddings are deterministic pseudo-random unit vectors seeded by the text's
+hash, so equal texts embed equally and different texts differ.
+
+Examples
+--------
+>>> with FakeOpenAIServer(replies=["hello"]) as srv:   # doctest: +SKIP
+...     srv.base_url
+'http://127.0.0.1:PORT/v1'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+
+__all__ = ["FakeOpenAIServer"]
+
+Responder = Callable[[dict[str, Any]], str]
+
+
+class FakeOpenAIServer:
+    """A scripted OpenAI-compatible server on a free loopback port (test double)."""
+
+    def __init__(
+        self,
+        replies: Iterable[str] | None = None,
+        responder: Responder | None = None,
+        *,
+        latency_s: float = 0.0,
+        faults: Iterable[int | str] = (),
+        timeout_sleep_s: float = 3.0,
+        embedding_dim: int = 16,
+    ) -> None:
+        self.replies: deque[str] = deque(replies or [])
+        self.responder = responder
+        self.latency_s = latency_s
+        self.faults: deque[int | str] = deque(faults)
+        self.timeout_sleep_s = timeout_sleep_s
+        self.embedding_dim = embedding_dim
+        self.requests: list[dict[str, Any]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ control
+    @property
+    def count(self) -> int:
+        """Requests received (faulted ones included)."""
+        return len(self.requests)
+
+    @property
+    def chat_requests(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r.get("_path", "").endswith("/chat/completions")]
+
+    @property
+    def base_url(self) -> str:
+        assert self._httpd is not None, "server not started"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def push(self, *replies: str) -> None:
+        self.replies.extend(replies)
+
+    def inject(self, *faults: int | str) -> None:
+        self.faults.extend(faults)
+
+    def start(self) -> "FakeOpenAIServer":
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # quiet
+                pass
+
+            def _send(self, code: int, payload: dict[str, Any] | str, headers: dict[str, str] | None = None) -> None:
+                data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                try:
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                body["_path"] = self.path
+                body["_auth"] = self.headers.get("Authorization", "")
+                with server._lock:
+                    server.requests.append(body)
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                    fault = server.faults.popleft() if server.faults else None
+                try:
+                    if server.latency_s:
+                        time.sleep(server.latency_s)
+                    if fault == "timeout":
+                        time.sleep(server.timeout_sleep_s)
+                        self._send(504, {"error": {"message": "slow"}})
+                        return
+                    if isinstance(fault, int):
+                        self._send(fault, {"error": {"message": f"injected {fault}", "type": "fault"}},
+                                   {"Retry-After": "0"} if fault == 429 else None)
+                        return
+                    if self.path.endswith("/embeddings"):
+                        self._send(200, server._embeddings(body))
+                        return
+                    if self.path.endswith("/chat/completions"):
+                        if fault == "malformed":
+                            text, finish = "this is not JSON {", "stop"
+                        elif fault == "truncated":
+                            text, finish = '{"step": 3, "agent": "Web', "length"
+                        else:
+                            text, finish = server._reply(body), "stop"
+                        self._send(200, server._completion(body, text, finish))
+                        return
+                    self._send(404, {"error": {"message": f"no route {self.path}"}})
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> "FakeOpenAIServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---------------------------------------------------------------- replies
+    def _reply(self, body: dict[str, Any]) -> str:
+        with self._lock:
+            if self.replies:
+                return self.replies.popleft()
+        if self.responder is not None:
+            return self.responder(body)
+        raise AssertionError("FakeOpenAIServer: no scripted reply left and no responder")
+
+    @staticmethod
+    def _completion(body: dict[str, Any], text: str, finish: str) -> dict[str, Any]:
+        prompt_chars = sum(len(str(m.get("content", ""))) for m in body.get("messages", []))
+        return {
+            "id": "fake-1",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "fake"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
+            "usage": {
+                "prompt_tokens": prompt_chars // 4 + 1,
+                "completion_tokens": len(text) // 4 + 1,
+                "total_tokens": prompt_chars // 4 + len(text) // 4 + 2,
+            },
+        }
+
+    def _embeddings(self, body: dict[str, Any]) -> dict[str, Any]:
+        inputs = body.get("input", [])
+        if isinstance(inputs, str):
+            inputs = [inputs]
+        data = []
+        for i, t in enumerate(inputs):
+            seed = int.from_bytes(hashlib.sha256(t.encode()).digest()[:4], "little")
+            v = np.random.default_rng(seed).normal(size=self.embedding_dim)
+            data.append({"object": "embedding", "index": i, "embedding": (v / np.linalg.norm(v)).tolist()})
+        return {"object": "list", "data": data, "model": body.get("model"),
+                "usage": {"prompt_tokens": sum(len(t) // 4 + 1 for t in inputs), "total_tokens": 0}}
