@@ -3,7 +3,17 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
+
+# Prefect settings must be in place before prefect is first imported (FACTS.md:
+# the ephemeral API took 9-19 s to start here and timed out at the default 20 s).
+os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="agentcausal-prefect-"))
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import pytest
 
