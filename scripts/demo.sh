@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Set up (scripts/setup.sh) and run the main job on the embedded default model:
+# failure attribution (three Who&When baselines + DCFA) on real traces and
+# causal discovery (MAC + statistical baselines). Results go to runs/demo-*/.
+# Extra arguments go to `agentcausal demo` (see `agentcausal demo --help`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS=${PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS:-120}
+export PREFECT_SERVER_ANALYTICS_ENABLED=${PREFECT_SERVER_ANALYTICS_ENABLED:-false}
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+exec .venv/bin/agentcausal demo "$@"
