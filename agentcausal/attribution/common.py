@@ -1,0 +1,260 @@
+"""What the attribution methods share: baseline settings, prompt pieces, budgets, and the runner.
+
+* :class:`BaselineSettings`: the settings every Who&When baseline takes
+  (``with_ground_truth``, reply cap, context budget).
+* :func:`system_prompt`, :func:`task_block`: the short instructions and the
+  delimited question (and, with ground truth, the correct answer).
+* :func:`trace_budget`: characters of trace text a stage's context window allows.
+* :func:`usage_item`: the usage-ledger item key of one (trace, method) run.
+  Baselines pass ``item=usage_item(trace.id, method)`` on every gateway call,
+  so two methods running at once on the same trace in one process do not mix
+  their token counts; a method that passes ``item=trace.id`` (DCFA) is counted
+  too (see :func:`run_method`).
+* :func:`run_method`: run one registered method on one trace and always return
+  an :class:`~agentcausal.traces.model.Attribution`; an
+  :class:`~agentcausal.exceptions.AgentCausalError` becomes an Attribution with
+  ``error`` set (it counts as wrong), with seconds, usage, models and settings filled in.
+
+References
+----------
+Zhang, S. et al. "Which Agent Causes Task Failures and When? On Automated
+Failure Attribution of LLM Multi-Agent Systems." ICML 2025. arXiv:2505.00212, section 4.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agentcausal.exceptions import AgentCausalError, ConfigError
+from agentcausal.llm import Gateway
+from agentcausal.llm.usage import StageUsage
+from agentcausal.traces.model import Attribution, Trace
+from agentcausal.traces.render import DATA_NOTICE, budget_chars, delimit
+
+__all__ = [
+    "BASELINE_STAGE",
+    "BaselineSettings",
+    "system_prompt",
+    "task_block",
+    "trace_budget",
+    "usage_item",
+    "usage_delta",
+    "method_settings",
+    "run_method",
+]
+
+#: the routed stage name of every baseline call
+BASELINE_STAGE = "baseline"
+
+_ROLE = (
+    "You find the decisive error in a failed multi-agent run: the step whose mistake, "
+    "had it been avoided, would have let the team reach the correct answer. "
+    "Steps are numbered from 0."
+)
+
+
+class BaselineSettings(BaseModel):
+    """Settings shared by the three Who&When baselines (enter the cache key).
+
+    Attributes
+    ----------
+    with_ground_truth : bool, show the correct final answer in the prompt (Who&When's
+        "with ground truth" setting)
+    max_tokens : int, completion cap per call, tokens
+    reserve_tokens : int, tokens of the context window kept for instructions and the reply
+    context_tokens : int or None, a tighter context cap than the profile's window (CPU runs); None = the window
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    with_ground_truth: bool = True
+    max_tokens: int = Field(160, ge=16)
+    reserve_tokens: int = Field(768, ge=0)
+    context_tokens: int | None = Field(None, ge=512)
+
+
+def system_prompt(task: str) -> str:
+    """The system message: role, the data notice, and the task.
+
+    Parameters
+    ----------
+    task : str, one sentence saying what to answer
+
+    Returns
+    -------
+    str
+    """
+    return f"{_ROLE} {DATA_NOTICE} {task} Reply with one JSON object."
+
+
+def task_block(trace: Trace, with_ground_truth: bool) -> str:
+    """The delimited question and, optionally, the correct answer.
+
+    Parameters
+    ----------
+    trace : Trace
+    with_ground_truth : bool
+
+    Returns
+    -------
+    str, ``<question>...</question>`` and ``<answer>...</answer>`` lines, escaped.
+    """
+    out = "The team's task:\n" + delimit("question", trace.question.strip())
+    if with_ground_truth:
+        out += "\nThe correct answer:\n" + delimit("answer", trace.ground_truth.strip())
+    return out
+
+
+def trace_budget(gw: Gateway, settings: BaselineSettings, stage: str = BASELINE_STAGE) -> int:
+    """Characters of trace text one prompt may hold for ``stage``.
+
+    Parameters
+    ----------
+    gw : Gateway
+    settings : BaselineSettings
+    stage : str
+
+    Returns
+    -------
+    int, :func:`~agentcausal.traces.render.budget_chars` of the smaller of the
+    profile's context window and ``settings.context_tokens``, less the reserve
+    and the completion cap.
+
+    Raises
+    ------
+    UnknownStageError
+        If the stage has no route.
+    """
+    window = gw.profile_for(stage).context_window
+    if settings.context_tokens is not None:
+        window = min(window, settings.context_tokens)
+    return budget_chars(window, reserve_tokens=settings.reserve_tokens + settings.max_tokens)
+
+
+def usage_item(trace_id: str, method: str) -> str:
+    """Usage-ledger item key of one (trace, method) run: ``"<trace_id>::<method>"``.
+
+    >>> usage_item("Hand-Crafted/20", "all_at_once")
+    'Hand-Crafted/20::all_at_once'
+    """
+    return f"{trace_id}::{method}"
+
+
+def usage_delta(before: Mapping[str, StageUsage], after: Mapping[str, StageUsage]) -> dict[str, StageUsage]:
+    """Per-stage usage added between two ledger snapshots (stages with no calls dropped).
+
+    Parameters
+    ----------
+    before, after : mapping stage -> StageUsage (``gw.usage.by_stage(item)``)
+
+    Returns
+    -------
+    dict stage -> StageUsage
+    """
+    out: dict[str, StageUsage] = {}
+    for stage, a in after.items():
+        b = before.get(stage, StageUsage())
+        d = StageUsage(**{k: getattr(a, k) - getattr(b, k) for k in StageUsage.model_fields})
+        if d.calls or d.requests:
+            out[stage] = d
+    return out
+
+
+def method_settings(settings_model: type[BaseModel], values: BaseModel | Mapping[str, Any] | None) -> BaseModel:
+    """Validate method settings against the method's settings model.
+
+    Parameters
+    ----------
+    settings_model : the method's frozen settings class
+    values : an instance, a mapping of field values, or None for the defaults.
+        A ``with_ground_truth`` key is dropped for a model that does not define
+        it (it is a run-wide switch); any other unknown key is an error.
+
+    Returns
+    -------
+    An instance of ``settings_model``.
+
+    Raises
+    ------
+    ConfigError
+        If the values do not validate (unknown field, wrong type); lists the valid fields.
+    """
+    if isinstance(values, settings_model):
+        return values
+    data = dict(values.model_dump() if isinstance(values, BaseModel) else (values or {}))
+    if "with_ground_truth" in data and "with_ground_truth" not in settings_model.model_fields:
+        data.pop("with_ground_truth")
+    try:
+        return settings_model(**data)
+    except ValidationError as exc:
+        fields = ", ".join(settings_model.model_fields)
+        raise ConfigError(f"invalid settings for {settings_model.__name__}: {exc}; valid fields: {fields}") from exc
+
+
+def run_method(
+    trace: Trace,
+    method: str,
+    gw: Gateway,
+    settings: BaseModel | Mapping[str, Any] | None = None,
+) -> Attribution:
+    """Run one registered attribution method on one trace; never raises for a method failure.
+
+    Parameters
+    ----------
+    trace : Trace
+    method : str, a registered name (``all_at_once``, ``step_by_step``, ``binary_search``, ``dcfa`` ...)
+    gw : Gateway
+    settings : the method's settings (instance or mapping); None = defaults
+
+    Returns
+    -------
+    Attribution with ``trace_id``, ``method``, ``settings`` (validated, as a dict),
+    ``prompt_version``, ``models`` (stage -> ``profile:model``), ``usage`` (stage ->
+    totals added during this run, from the ledger items ``trace.id`` and
+    :func:`usage_item`) and ``seconds`` filled in. When the method raised an
+    :class:`AgentCausalError`, ``step`` and ``agent`` are None and ``error``
+    holds ``"<ErrorClass>: <message>"``.
+
+    Raises
+    ------
+    ConfigError
+        If the method is unknown or the settings are invalid (a setup error, not a trace failure).
+    """
+    from agentcausal.attribution.registry import get_method
+
+    spec = get_method(method)
+    st = method_settings(spec.settings_model, settings)
+    items = (trace.id, usage_item(trace.id, method))
+    before = [gw.usage.by_stage(item=i) for i in items]
+    t0 = time.perf_counter()
+    try:
+        out = spec.run(trace, gw, st)
+    except AgentCausalError as exc:
+        out = Attribution(trace_id=trace.id, method=method, error=f"{type(exc).__name__}: {exc}")
+    seconds = time.perf_counter() - t0
+    usage: dict[str, StageUsage] = {}
+    for i, b in zip(items, before):
+        for stage, u in usage_delta(b, gw.usage.by_stage(item=i)).items():
+            usage[stage] = usage[stage].add(u) if stage in usage else u
+    models: dict[str, str] = {}
+    for stage in spec.stages:
+        try:
+            models[stage] = gw.model_for(stage)
+        except AgentCausalError:
+            models[stage] = "unrouted"
+    return out.model_copy(
+        update={
+            "trace_id": trace.id,
+            "method": method,
+            "settings": st.model_dump(mode="json"),
+            "prompt_version": spec.prompt_version,
+            "models": {**models, **out.models},
+            "usage": {k: v.model_dump() for k, v in usage.items()},
+            "seconds": seconds,
+        }
+    )
+

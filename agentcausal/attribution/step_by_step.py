@@ -1,0 +1,138 @@
+"""Step-by-Step: walk the steps in order and stop at the first one judged the decisive error.
+
+The second Who&When baseline. For step ``i = 0, 1, ...`` one prompt shows the
+task, optionally the correct answer, and the steps ``0..i`` (numbered,
+delimited, within the context budget), and asks whether step ``i`` is the
+decisive error (:class:`StepVerdict`). The first "yes" ends the walk; its
+speaker is the predicted agent.
+
+**When no step gets a yes** (documented choice, setting ``on_no_yes``):
+
+* ``"undetermined"`` (default): ``step`` and ``agent`` are None and the reason
+  says so; the trace counts as wrong in evaluation. This reports the method's
+  own outcome instead of inventing one.
+* ``"last_step"``: predict the last step and its speaker (a fallback some
+  re-implementations use; ``details["fallback"]`` is True).
+
+References
+----------
+Zhang, S. et al. "Which Agent Causes Task Failures and When? On Automated
+Failure Attribution of LLM Multi-Agent Systems." ICML 2025. arXiv:2505.00212,
+section 4.1 (Step-by-Step).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from agentcausal.attribution.common import (
+    BASELINE_STAGE,
+    BaselineSettings,
+    system_prompt,
+    task_block,
+    trace_budget,
+    usage_item,
+)
+from agentcausal.attribution.registry import MethodSpec, register
+from agentcausal.llm import Gateway
+from agentcausal.traces.model import Attribution, Trace
+from agentcausal.traces.render import escape_data, render_steps
+
+__all__ = ["NAME", "PROMPT_VERSION", "TEMPLATE", "StepVerdict", "StepByStepSettings", "build_messages", "run"]
+
+NAME = "step_by_step"
+PROMPT_VERSION = "step_by_step/1"
+
+#: the user message; fields: task, trace, i, agent
+TEMPLATE = (
+    "{task}\n\nThe run so far, up to step {i}:\n{trace}\n\n"
+    "Is step {i} (by {agent}) the decisive error that made the run fail? "
+    "Say decisive=true only if this step's mistake caused the failure."
+)
+
+
+class StepVerdict(BaseModel):
+    """Your verdict on the latest step shown."""
+
+    reason: str = Field(description="One sentence on this step.")
+    decisive: bool = Field(description="true if this step is the decisive error, else false.")
+
+
+class StepByStepSettings(BaselineSettings):
+    """Settings of Step-by-Step.
+
+    Attributes
+    ----------
+    on_no_yes : "undetermined" or "last_step", what to return when no step gets a yes
+        (see the module docstring)
+    """
+
+    on_no_yes: Literal["undetermined", "last_step"] = "undetermined"
+
+
+def build_messages(trace: Trace, i: int, settings: StepByStepSettings, budget: int | None) -> list[dict[str, str]]:
+    """The chat messages that ask about step ``i`` (0-based), showing steps ``0..i``.
+
+    Parameters
+    ----------
+    trace : Trace
+    i : int, 0-based step asked about
+    settings : StepByStepSettings
+    budget : int or None, characters of trace text allowed
+
+    Returns
+    -------
+    list of message dicts
+    """
+    user = TEMPLATE.format(task=task_block(trace, settings.with_ground_truth),
+                           trace=render_steps(trace.steps[: i + 1], budget), i=i,
+                           agent=escape_data(trace.steps[i].agent))
+    sys = system_prompt("Judge only whether the latest step shown is the decisive error.")
+    return [{"role": "system", "content": sys}, {"role": "user", "content": user}]
+
+
+def run(trace: Trace, gw: Gateway, settings: StepByStepSettings) -> Attribution:
+    """Attribute one trace with Step-by-Step.
+
+    Parameters
+    ----------
+    trace : Trace, n steps
+    gw : Gateway; calls stage ``baseline`` up to n times
+    settings : StepByStepSettings
+
+    Returns
+    -------
+    Attribution: the first step judged decisive and its speaker; when none is,
+    see ``on_no_yes``. ``details["asked"]`` is the number of steps asked about,
+    ``details["verdicts"]`` the reasons given, in order.
+
+    Raises
+    ------
+    StructuredOutputError, EndpointUnreachableError, LLMCallError
+        From the gateway.
+    """
+    budget = trace_budget(gw, settings)
+    reasons: list[str] = []
+    for i in range(len(trace)):
+        reply = gw.structured(BASELINE_STAGE, build_messages(trace, i, settings, budget), StepVerdict,
+                              item=usage_item(trace.id, NAME), max_tokens=settings.max_tokens)
+        reasons.append(reply.reason)
+        if reply.decisive:
+            return Attribution(trace_id=trace.id, method=NAME, step=i, agent=trace.steps[i].agent,
+                               reason=reply.reason, prompt_version=PROMPT_VERSION,
+                               details={"asked": i + 1, "verdicts": reasons, "fallback": False})
+    details = {"asked": len(trace), "verdicts": reasons, "fallback": settings.on_no_yes == "last_step"}
+    if settings.on_no_yes == "last_step":
+        last = len(trace) - 1
+        return Attribution(trace_id=trace.id, method=NAME, step=last, agent=trace.steps[last].agent,
+                           reason="no step was judged decisive; fell back to the last step",
+                           prompt_version=PROMPT_VERSION, details=details)
+    return Attribution(trace_id=trace.id, method=NAME, step=None, agent=None,
+                       reason="undetermined: no step was judged decisive", prompt_version=PROMPT_VERSION,
+                       details=details)
+
+
+SPEC = register(MethodSpec(name=NAME, run=run, settings_model=StepByStepSettings, prompt_version=PROMPT_VERSION,
+                           stages=(BASELINE_STAGE,)))
