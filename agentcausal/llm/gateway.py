@@ -40,7 +40,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -49,6 +49,7 @@ import openai
 from pydantic import BaseModel, ValidationError
 
 from agentcausal.exceptions import (
+    ConfigError,
     EndpointUnreachableError,
     LLMCallError,
     StructuredOutputError,
@@ -62,6 +63,7 @@ log = logging.getLogger(__name__)
 
 Message = dict[str, str]
 T = TypeVar("T", bound=BaseModel)
+R = TypeVar("R")
 
 _SEMAPHORES: dict[tuple[str, str], threading.BoundedSemaphore] = {}
 _SEM_LOCK = threading.Lock()
@@ -90,6 +92,29 @@ def cache_key(base_url: str, model: str, payload: dict[str, Any]) -> str:
     """
     blob = json.dumps({"base_url": base_url, "model": model, **payload}, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _repair_prompt(error: str, truncated: bool) -> str:
+    """The user turn that sends a validation error back for repair (the instructor-style reask)."""
+    head = (
+        "Your reply was cut off before the JSON object was complete. Reply again with a shorter, "
+        "complete JSON object (keep text fields brief)."
+        if truncated
+        else "Your reply did not validate against the required JSON schema."
+    )
+    return f"{head}\nValidation error:\n{error[:1500]}\nReply again with only the corrected JSON object."
+
+
+def _cache_identity(profile: Profile) -> str:
+    """What stands for the endpoint in a cache key: the base URL, plus the GGUF for embedded profiles.
+
+    The embedded server binds a different port each run, so ``"embedded"`` (not
+    the port) enters the key; a profile that serves its own ``model_path`` adds it,
+    so two GGUF files under one model name never share cached replies.
+    """
+    if profile.is_embedded and profile.model_path:
+        return f"embedded:{profile.model_path}"
+    return profile.base_url
 
 
 def _extract_json(text: str) -> str:
@@ -172,6 +197,16 @@ class Gateway:
         """The profile serving ``stage``. Raises UnknownStageError (see ProfileSet)."""
         return self.profiles.profile_for(stage)
 
+    def _routed(self, stage: str, kind: str) -> Profile:
+        profile = self.profile_for(stage)
+        if profile.kind != kind:
+            raise ConfigError(
+                f"stage {stage!r} is routed to profile {profile.name!r} of kind {profile.kind!r}, "
+                f"but the call needs a {kind!r} profile",
+                path=self.profiles.path,
+            )
+        return profile
+
     def model_for(self, stage: str) -> str:
         """``"profile:model"`` label of the stage, for records and cache keys of results."""
         p = self.profile_for(stage)
@@ -208,24 +243,42 @@ class Gateway:
             self._cache.set(key, value)
 
     # -------------------------------------------------------------------- chat
-    def _request(
-        self, stage: str, profile: Profile, messages: list[Message], params: dict[str, Any]
-    ) -> tuple[str, int, int]:
+    def _call(self, stage: str, profile: Profile, fn: Callable[[openai.OpenAI], R]) -> R:
+        """Run one client call under the endpoint's semaphore; map openai errors to ours.
+
+        The ``openai`` client has already retried (with backoff and jitter) when
+        an error reaches here, so a retryable error means the endpoint stayed
+        unavailable.
+        """
         client, base_url = self._client(profile)
         try:
             with _semaphore(profile, base_url):
-                resp = client.chat.completions.create(model=profile.model, messages=messages, **params)
-        except (openai.APIConnectionError, openai.APITimeoutError) as exc:
-            raise EndpointUnreachableError(profile.name, base_url, f"{type(exc).__name__}: {exc}") from exc
+                return fn(client)
+        except openai.APITimeoutError as exc:
+            cause = f"stage {stage!r}: timed out after {profile.timeout_s:g} s ({self.max_retries} retries)"
+            raise EndpointUnreachableError(profile.name, base_url, cause) from exc
+        except openai.APIConnectionError as exc:
+            cause = f"stage {stage!r}: connection failed ({self.max_retries} retries): {exc}"
+            raise EndpointUnreachableError(profile.name, base_url, cause) from exc
         except (openai.RateLimitError, openai.InternalServerError) as exc:
-            raise EndpointUnreachableError(profile.name, base_url, f"HTTP {exc.status_code}: {exc}") from exc
+            cause = f"stage {stage!r}: HTTP {exc.status_code} ({self.max_retries} retries): {str(exc)[:300]}"
+            raise EndpointUnreachableError(profile.name, base_url, cause) from exc
         except openai.APIStatusError as exc:
             raise LLMCallError(profile.name, stage, exc.status_code, str(exc)[:500]) from exc
+
+    def _request(
+        self, stage: str, profile: Profile, messages: list[Message], params: dict[str, Any]
+    ) -> tuple[str, str | None, int, int]:
+        """One chat completion request: (text, finish_reason, prompt_tokens, completion_tokens)."""
+        resp = self._call(
+            stage, profile, lambda c: c.chat.completions.create(model=profile.model, messages=messages, **params)
+        )
         if not resp.choices:
             raise LLMCallError(profile.name, stage, None, "reply has no choices")
-        text = resp.choices[0].message.content or ""
+        choice = resp.choices[0]
+        text = choice.message.content or ""
         u = resp.usage
-        return text, (u.prompt_tokens if u else 0), (u.completion_tokens if u else 0)
+        return text, choice.finish_reason, (u.prompt_tokens if u else 0), (u.completion_tokens if u else 0)
 
     def _record(self, stage: str, item: str | None, profile: Profile, t0: float, **kw: int) -> None:
         pt, ct = kw.get("prompt_tokens", 0), kw.get("completion_tokens", 0)
@@ -260,19 +313,21 @@ class Gateway:
         Raises
         ------
         UnknownStageError, MissingAPIKeyError, EndpointUnreachableError, LLMCallError
+        ConfigError
+            If the stage is routed to an embedding profile.
         """
-        profile = self.profile_for(stage)
+        profile = self._routed(stage, "chat")
         msgs = [dict(m) for m in messages]
         params: dict[str, Any] = {"temperature": temperature}
         if max_tokens is not None:
             params["max_tokens"] = max_tokens
-        key = cache_key(profile.base_url, profile.model, {"messages": msgs, "params": params})
+        key = cache_key(_cache_identity(profile), profile.model, {"messages": msgs, "params": params})
         t0 = time.perf_counter()
         hit = self._cache_get(key)
         if hit is not None:
             self._record(stage, item, profile, t0, cache_hits=1)
             return hit["text"]
-        text, pt, ct = self._request(stage, profile, msgs, params)
+        text, _finish, pt, ct = self._request(stage, profile, msgs, params)
         self._cache_set(key, {"text": text})
         self._record(stage, item, profile, t0, requests=1, prompt_tokens=pt, completion_tokens=ct)
         log.debug("stage=%s profile=%s prompt_tokens=%d completion_tokens=%d", stage, profile.name, pt, ct)
@@ -305,9 +360,15 @@ class Gateway:
         StructuredOutputError
             The reply is still invalid after ``max_repairs`` repair attempts;
             carries the last raw text, the attempt count and the error.
+            Each repair request sends the original messages, the last invalid
+            reply and its validation error (not every earlier attempt: prompts
+            stay short on small local models); a reply cut off at
+            ``max_tokens`` is asked again for a shorter object.
         UnknownStageError, MissingAPIKeyError, EndpointUnreachableError, LLMCallError
+        ConfigError
+            If the stage is routed to an embedding profile.
         """
-        profile = self.profile_for(stage)
+        profile = self._routed(stage, "chat")
         schema = reply_model.model_json_schema()
         msgs = [dict(m) for m in messages]
         params: dict[str, Any] = {"temperature": temperature}
@@ -327,7 +388,9 @@ class Gateway:
                     + json.dumps(schema),
                 }
             ]
-        key = cache_key(profile.base_url, profile.model, {"messages": msgs, "params": params, "schema": schema})
+        key = cache_key(
+            _cache_identity(profile), profile.model, {"messages": msgs, "params": params, "schema": schema}
+        )
         t0 = time.perf_counter()
         hit = self._cache_get(key)
         if hit is not None:
@@ -341,7 +404,7 @@ class Gateway:
         requests = pt_total = ct_total = 0
         raw, err = "", ""
         for attempt in range(1 + self.max_repairs):
-            raw, pt, ct = self._request(stage, profile, convo, params)
+            raw, finish, pt, ct = self._request(stage, profile, convo, params)
             requests += 1
             pt_total += pt
             ct_total += ct
@@ -349,14 +412,14 @@ class Gateway:
                 out = reply_model.model_validate_json(_extract_json(raw))
             except ValidationError as exc:
                 err = str(exc)
-                log.info("stage=%s invalid %s reply (attempt %d): %s", stage, reply_model.__name__, attempt + 1, err[:200])
-                convo = convo + [
+                truncated = finish == "length"
+                if truncated:
+                    err = f"reply cut off at max_tokens={max_tokens} (finish_reason=length); {err}"
+                log.info("stage=%s invalid %s reply (attempt %d): %s", stage, reply_model.__name__,
+                         attempt + 1, err[:200])
+                convo = msgs + [
                     {"role": "assistant", "content": raw},
-                    {
-                        "role": "user",
-                        "content": "Your reply did not validate against the required JSON schema:\n"
-                        f"{err[:1500]}\nReply again with only the corrected JSON object.",
-                    },
+                    {"role": "user", "content": _repair_prompt(err, truncated)},
                 ]
                 continue
             self._cache_set(key, {"text": raw})
@@ -384,10 +447,14 @@ class Gateway:
         Raises
         ------
         UnknownStageError, MissingAPIKeyError, EndpointUnreachableError, LLMCallError
+        ConfigError
+            If the stage is routed to a chat profile.
+        ModelFileError
+            If the local embedder's model cannot be loaded.
         """
-        profile = self.profile_for(stage)
+        profile = self._routed(stage, "embedding")
         t0 = time.perf_counter()
-        keys = [cache_key(profile.base_url, profile.model, {"embed": t}) for t in texts]
+        keys = [cache_key(_cache_identity(profile), profile.model, {"embed": t}) for t in texts]
         vecs: list[np.ndarray | None] = [self._cache_get(k) for k in keys]
         missing = [i for i, v in enumerate(vecs) if v is None]
         requests = pt = 0
@@ -398,15 +465,11 @@ class Gateway:
 
                 new = local.local_embedder(profile.model)(todo)
             else:
-                client, base_url = self._client(profile)
-                try:
-                    with _semaphore(profile, base_url):
-                        resp = client.embeddings.create(model=profile.model, input=todo)
-                except (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError,
-                        openai.InternalServerError) as exc:
-                    raise EndpointUnreachableError(profile.name, base_url, str(exc)) from exc
-                except openai.APIStatusError as exc:
-                    raise LLMCallError(profile.name, stage, exc.status_code, str(exc)[:500]) from exc
+                resp = self._call(stage, profile, lambda c: c.embeddings.create(model=profile.model, input=todo))
+                if len(resp.data) != len(todo):
+                    raise LLMCallError(profile.name, stage, None,
+                                       f"asked for {len(todo)} embeddings, got {len(resp.data)}")
+                resp.data.sort(key=lambda d: d.index)
                 new = np.array([d.embedding for d in resp.data], dtype=np.float32)
                 pt = resp.usage.prompt_tokens if resp.usage else 0
             requests = 1

@@ -14,6 +14,7 @@ an :class:`~agentcausal.exceptions.UnknownStageError`.
 
 from __future__ import annotations
 
+import logging
 import os
 import tomllib
 from pathlib import Path
@@ -31,6 +32,8 @@ from agentcausal.exceptions import (
 __all__ = ["Profile", "ProfileSet", "load_profiles", "DEFAULT_PROFILES_PATH"]
 
 DEFAULT_PROFILES_PATH = Path(__file__).with_name("profiles.toml")
+
+log = logging.getLogger(__name__)
 
 
 class Profile(BaseModel):
@@ -153,12 +156,36 @@ class ProfileSet(BaseModel):
         return ProfileSet(profiles=self.profiles, routings=self.routings, routing=routing, path=self.path)
 
 
-def _env_overrides(name: str, raw: dict) -> dict:
-    prefix = f"AGENTCAUSAL_PROFILE_{name.upper().replace('-', '_')}_"
-    out = dict(raw)
+ENV_PREFIX = "AGENTCAUSAL_PROFILE_"
+
+
+def _env_name(profile: str) -> str:
+    return profile.upper().replace("-", "_").replace(".", "_")
+
+
+def _env_overrides(names: list[str]) -> dict[str, dict[str, str]]:
+    """Field overrides per profile from ``AGENTCAUSAL_PROFILE_<NAME>_<FIELD>`` variables.
+
+    A variable belongs to the profile with the longest matching name whose rest
+    is a :class:`Profile` field, so ``AGENTCAUSAL_PROFILE_OPENAI_EMBED_MODEL``
+    sets ``model`` of ``openai-embed``, not a field ``embed_model`` of ``openai``.
+    Variables that match no profile and field are logged as warnings (typos).
+    """
+    fields = set(Profile.model_fields) - {"name"}
+    by_env = sorted(((_env_name(n), n) for n in names), key=lambda t: -len(t[0]))
+    out: dict[str, dict[str, str]] = {n: {} for n in names}
     for key, value in os.environ.items():
-        if key.startswith(prefix):
-            out[key[len(prefix):].lower()] = value
+        if not key.startswith(ENV_PREFIX):
+            continue
+        rest = key[len(ENV_PREFIX):]
+        for env_name, name in by_env:
+            field = rest[len(env_name) + 1:].lower()
+            if rest.startswith(env_name + "_") and field in fields:
+                out[name][field] = value
+                break
+        else:
+            log.warning("ignoring %s: no profile with that field (profiles: %s; fields: %s)",
+                        key, ", ".join(sorted(names)), ", ".join(sorted(fields)))
     return out
 
 
@@ -191,11 +218,17 @@ def load_profiles(path: str | os.PathLike | None = None, routing: str | None = N
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"not valid TOML: {exc}", path=str(path)) from exc
     profiles: dict[str, Profile] = {}
-    for name, raw in (data.get("profiles") or {}).items():
+    raw_profiles = data.get("profiles") or {}
+    overrides = _env_overrides(list(raw_profiles))
+    for name, raw in raw_profiles.items():
+        if not isinstance(raw, dict):
+            raise ConfigError(f"profile {name!r} must be a table [profiles.{name}]", path=str(path))
         try:
-            profiles[name] = Profile(name=name, **_env_overrides(name, raw))
+            profiles[name] = Profile(name=name, **{**raw, **overrides[name]})
         except ValidationError as exc:
-            raise ConfigError(f"profile {name!r} is invalid: {exc}", path=str(path)) from exc
+            env = ", ".join(f"{ENV_PREFIX}{_env_name(name)}_{f.upper()}" for f in overrides[name])
+            where = f" (environment overrides: {env})" if env else ""
+            raise ConfigError(f"profile {name!r} is invalid{where}: {exc}", path=str(path)) from exc
     routings = {k: dict(v) for k, v in (data.get("routings") or {}).items()}
     routings.setdefault("default", {"default": next(iter(profiles), "")} if profiles else {})
     return ProfileSet(

@@ -11,7 +11,10 @@ It serves ``POST /v1/chat/completions`` and ``POST /v1/embeddings`` on
 * fault injection: a queue of faults consumed one per request before normal
   replies: ``429``, ``500``, ``"timeout"`` (sleeps past the client timeout),
   ``"malformed"`` (content that is not JSON), ``"truncated"`` (a cut-off JSON
-  body with ``finish_reason: length``).
+  body with ``finish_reason: length``), ``"drop"`` (closes the connection
+  without answering). Error replies carry ``retry-after-ms`` (default 1 ms) so
+  the ``openai`` client's backoff does not slow tests down; set
+  ``retry_after_ms=None`` to get its plain exponential backoff.
 
 Embeddings are deterministic pseudo-random unit vectors seeded by the text's
 hash, so equal texts embed equally and different texts differ.
@@ -53,6 +56,7 @@ class FakeOpenAIServer:
         faults: Iterable[int | str] = (),
         timeout_sleep_s: float = 3.0,
         embedding_dim: int = 16,
+        retry_after_ms: float | None = 1,
     ) -> None:
         self.replies: deque[str] = deque(replies or [])
         self.responder = responder
@@ -60,6 +64,7 @@ class FakeOpenAIServer:
         self.faults: deque[int | str] = deque(faults)
         self.timeout_sleep_s = timeout_sleep_s
         self.embedding_dim = embedding_dim
+        self.retry_after_ms = retry_after_ms
         self.requests: list[dict[str, Any]] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -127,9 +132,13 @@ class FakeOpenAIServer:
                         time.sleep(server.timeout_sleep_s)
                         self._send(504, {"error": {"message": "slow"}})
                         return
+                    if fault == "drop":
+                        self.close_connection = True
+                        self.connection.shutdown(2)
+                        return
                     if isinstance(fault, int):
-                        self._send(fault, {"error": {"message": f"injected {fault}", "type": "fault"}},
-                                   {"Retry-After": "0"} if fault == 429 else None)
+                        hdrs = {} if server.retry_after_ms is None else {"retry-after-ms": str(server.retry_after_ms)}
+                        self._send(fault, {"error": {"message": f"injected {fault}", "type": "fault"}}, hdrs)
                         return
                     if self.path.endswith("/embeddings"):
                         self._send(200, server._embeddings(body))
@@ -150,7 +159,8 @@ class FakeOpenAIServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
+                                        daemon=True)
         self._thread.start()
         return self
 
