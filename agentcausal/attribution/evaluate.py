@@ -1,0 +1,359 @@
+"""Exact evaluation of failure attributions: step, agent and both-correct accuracy.
+
+* **Step match** is exact integer equality of the 0-based steps. (Who&When's
+  own script matched substrings, so a true step 1 scored a predicted 10 as
+  correct; we do not repeat that.)
+* **Agent match** compares :func:`~agentcausal.traces.model.normalise_agent` names.
+* An undetermined answer (step None) or a failed method (``error`` set) counts as wrong.
+* Traces without a label are kept in the results but left out of accuracy.
+
+:func:`results_frame` turns attributions and their traces into one row per
+(trace, method): the Parquet schema of a run. :func:`evaluate_frame` computes
+every table from such a frame, so a run folder can be re-evaluated without the traces.
+
+References
+----------
+Zhang, S. et al. "Which Agent Causes Task Failures and When? On Automated
+Failure Attribution of LLM Multi-Agent Systems." ICML 2025. arXiv:2505.00212,
+section 3 (metrics: agent-level and step-level accuracy).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+import pandas as pd
+
+from agentcausal.exceptions import TraceFormatError
+from agentcausal.traces.model import Attribution, Trace, normalise_agent
+
+__all__ = [
+    "RESULT_COLUMNS",
+    "LENGTH_BUCKETS",
+    "Evaluation",
+    "step_match",
+    "agent_match",
+    "length_bucket",
+    "results_frame",
+    "accuracy",
+    "step_error_histogram",
+    "usage_by_stage",
+    "evaluate_frame",
+    "save_results",
+    "load_results",
+]
+
+#: columns of a results frame, one row per (trace, method)
+RESULT_COLUMNS = [
+    "trace_id", "method", "subset", "n_steps", "length_bucket", "true_step", "true_agent", "pred_step",
+    "pred_agent", "step_correct", "agent_correct", "both_correct", "abs_step_error", "undetermined", "error",
+    "reason", "seconds", "calls", "requests", "cache_hits", "prompt_tokens", "completion_tokens", "cost_usd",
+    "prompt_version", "settings_json", "models_json", "usage_json", "details_json", "trace_hash",
+]
+
+#: trace-length buckets (number of steps), inclusive bounds
+LENGTH_BUCKETS = ((1, 10, "1-10"), (11, 30, "11-30"), (31, 60, "31-60"), (61, 10**9, "61+"))
+
+
+class Evaluation(NamedTuple):
+    """Every table of one evaluation (pandas DataFrames).
+
+    Attributes
+    ----------
+    overall : per method: n, labelled, step_acc, agent_acc, both_acc, undetermined, failed
+    by_subset : the same per (method, subset)
+    by_length : the same per (method, length_bucket)
+    step_error_hist : per method, counts of |pred - true| (column ``none`` = undetermined or failed)
+    cost_per_trace : per method: mean seconds, calls, requests, prompt and completion tokens per trace
+    cost_by_stage : per (method, stage): totals and per-trace means of tokens and seconds
+    failures : rows whose method failed: trace_id, method, error
+    """
+
+    overall: pd.DataFrame
+    by_subset: pd.DataFrame
+    by_length: pd.DataFrame
+    step_error_hist: pd.DataFrame
+    cost_per_trace: pd.DataFrame
+    cost_by_stage: pd.DataFrame
+    failures: pd.DataFrame
+
+
+def step_match(pred: int | None, true: int | None) -> bool:
+    """Exact 0-based step match; None never matches.
+
+    >>> step_match(10, 1), step_match(1, 1), step_match(None, 0)
+    (False, True, False)
+    """
+    return pred is not None and true is not None and int(pred) == int(true)
+
+
+def agent_match(pred: str | None, true: str | None) -> bool:
+    """Agent match after :func:`normalise_agent`; empty names never match.
+
+    >>> agent_match("Orchestrator (thought)", "orchestrator"), agent_match("Verification_Expert", "VerificationExpert")
+    (True, True)
+    >>> agent_match(None, "WebSurfer")
+    False
+    """
+    p, t = normalise_agent(pred), normalise_agent(true)
+    return bool(p) and p == t
+
+
+def length_bucket(n_steps: int) -> str:
+    """The :data:`LENGTH_BUCKETS` label of a trace length.
+
+    >>> length_bucket(10), length_bucket(11), length_bucket(130)
+    ('1-10', '11-30', '61+')
+    """
+    for lo, hi, name in LENGTH_BUCKETS:
+        if lo <= n_steps <= hi:
+            return name
+    return LENGTH_BUCKETS[-1][2]
+
+
+def _row(a: Attribution, t: Trace | None) -> dict[str, object]:
+    labelled = t is not None and t.label is not None
+    true_step = t.label.step if labelled else None
+    true_agent = t.label.agent if labelled else None
+    tot: dict[str, float] = {}
+    for u in a.usage.values():
+        for k, v in u.items():
+            tot[k] = tot.get(k, 0) + v
+    n = len(t) if t is not None else 0
+    return {
+        "trace_id": a.trace_id,
+        "method": a.method,
+        "subset": (t.source if t is not None else "") or a.trace_id.split("/", 1)[0],
+        "n_steps": n,
+        "length_bucket": length_bucket(n) if n else "",
+        "true_step": true_step,
+        "true_agent": true_agent,
+        "pred_step": a.step,
+        "pred_agent": a.agent,
+        "step_correct": step_match(a.step, true_step) if labelled else None,
+        "agent_correct": agent_match(a.agent, true_agent) if labelled else None,
+        "both_correct": (step_match(a.step, true_step) and agent_match(a.agent, true_agent)) if labelled else None,
+        "abs_step_error": abs(a.step - true_step) if labelled and a.step is not None else None,
+        "undetermined": a.error is None and a.step is None,
+        "error": a.error,
+        "reason": a.reason,
+        "seconds": a.seconds,
+        "calls": int(tot.get("calls", 0)),
+        "requests": int(tot.get("requests", 0)),
+        "cache_hits": int(tot.get("cache_hits", 0)),
+        "prompt_tokens": int(tot.get("prompt_tokens", 0)),
+        "completion_tokens": int(tot.get("completion_tokens", 0)),
+        "cost_usd": float(tot.get("cost_usd", 0.0)),
+        "prompt_version": a.prompt_version,
+        "settings_json": json.dumps(a.settings, sort_keys=True, default=str),
+        "models_json": json.dumps(a.models, sort_keys=True),
+        "usage_json": json.dumps(a.usage, sort_keys=True),
+        "details_json": json.dumps(a.details, sort_keys=True, default=str),
+        "trace_hash": t.content_hash() if t is not None else "",
+    }
+
+
+def results_frame(attributions: Sequence[Attribution], traces: Sequence[Trace] | Mapping[str, Trace]) -> pd.DataFrame:
+    """One row per attribution, scored against its trace's label.
+
+    Parameters
+    ----------
+    attributions : sequence of Attribution (any methods)
+    traces : the traces, as a sequence or a mapping id -> Trace
+
+    Returns
+    -------
+    DataFrame with :data:`RESULT_COLUMNS`; nullable columns use pandas' nullable dtypes.
+
+    Raises
+    ------
+    TraceFormatError
+        If an attribution names a trace that is not given.
+    """
+    by_id = dict(traces) if isinstance(traces, Mapping) else {t.id: t for t in traces}
+    rows = []
+    for a in attributions:
+        if a.trace_id not in by_id:
+            raise TraceFormatError(f"attribution for unknown trace {a.trace_id!r}")
+        rows.append(_row(a, by_id[a.trace_id]))
+    df = pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    for c in ("true_step", "pred_step", "abs_step_error"):
+        df[c] = df[c].astype("Int64")
+    for c in ("step_correct", "agent_correct", "both_correct"):
+        df[c] = df[c].astype("boolean")
+    for c in ("error", "pred_agent", "true_agent"):
+        df[c] = df[c].astype("string")
+    return df
+
+
+def accuracy(df: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
+    """Step, agent and both-correct accuracy per method (and per ``by`` columns).
+
+    Parameters
+    ----------
+    df : results frame (:func:`results_frame`)
+    by : extra grouping columns, e.g. ``["subset"]`` or ``["length_bucket"]``
+
+    Returns
+    -------
+    DataFrame with columns method, *by, n, labelled, step_acc, agent_acc, both_acc
+    (fractions in [0, 1] over labelled rows; NaN when none), undetermined, failed.
+    """
+    keys = ["method", *by]
+    out = []
+    for key, g in df.groupby(keys, sort=True, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        lab = g[g["true_step"].notna()]
+        n_lab = len(lab)
+
+        def frac(col: str, lab: pd.DataFrame = lab, n_lab: int = n_lab) -> float:
+            return float(lab[col].fillna(False).astype(bool).sum()) / n_lab if n_lab else float("nan")
+
+        out.append({**dict(zip(keys, key)), "n": len(g), "labelled": n_lab, "step_acc": frac("step_correct"),
+                    "agent_acc": frac("agent_correct"), "both_acc": frac("both_correct"),
+                    "undetermined": int(g["undetermined"].sum()), "failed": int(g["error"].notna().sum())})
+    cols = [*keys, "n", "labelled", "step_acc", "agent_acc", "both_acc", "undetermined", "failed"]
+    return pd.DataFrame(out, columns=cols)
+
+
+def step_error_histogram(df: pd.DataFrame, max_bin: int = 5) -> pd.DataFrame:
+    """Counts of |predicted step - true step| per method, over labelled rows.
+
+    Parameters
+    ----------
+    df : results frame
+    max_bin : int, errors of ``max_bin`` or more share the last column ``">=max_bin"``
+
+    Returns
+    -------
+    DataFrame indexed by method with columns ``"0"``, ``"1"``, ..., ``">=max_bin"``
+    and ``"none"`` (undetermined or failed).
+    """
+    cols = [str(i) for i in range(max_bin)] + [f">={max_bin}", "none"]
+    rows = {}
+    for method, g in df[df["true_step"].notna()].groupby("method", sort=True):
+        counts = dict.fromkeys(cols, 0)
+        for e in g["abs_step_error"]:
+            if pd.isna(e):
+                counts["none"] += 1
+            else:
+                counts[str(int(e)) if int(e) < max_bin else f">={max_bin}"] += 1
+        rows[method] = counts
+    return pd.DataFrame.from_dict(rows, orient="index", columns=cols).rename_axis("method")
+
+
+def usage_by_stage(df: pd.DataFrame) -> pd.DataFrame:
+    """Tokens, calls and seconds per (method, stage), as totals and per-trace means.
+
+    Parameters
+    ----------
+    df : results frame (reads ``usage_json``)
+
+    Returns
+    -------
+    DataFrame with columns method, stage, traces, calls, requests, cache_hits, prompt_tokens,
+    completion_tokens, seconds, prompt_tokens_per_trace, completion_tokens_per_trace, seconds_per_trace.
+    """
+    acc: dict[tuple[str, str], dict[str, float]] = {}
+    n_traces = df.groupby("method")["trace_id"].nunique().to_dict()
+    for method, blob in zip(df["method"], df["usage_json"]):
+        for stage, u in json.loads(blob or "{}").items():
+            d = acc.setdefault((method, stage), {})
+            for k in ("calls", "requests", "cache_hits", "prompt_tokens", "completion_tokens", "seconds"):
+                d[k] = d.get(k, 0) + float(u.get(k, 0))
+    rows = []
+    for (method, stage), d in sorted(acc.items()):
+        n = n_traces.get(method, 1) or 1
+        rows.append({"method": method, "stage": stage, "traces": n, **{k: d[k] for k in d},
+                     "prompt_tokens_per_trace": d["prompt_tokens"] / n,
+                     "completion_tokens_per_trace": d["completion_tokens"] / n,
+                     "seconds_per_trace": d["seconds"] / n})
+    cols = ["method", "stage", "traces", "calls", "requests", "cache_hits", "prompt_tokens", "completion_tokens",
+            "seconds", "prompt_tokens_per_trace", "completion_tokens_per_trace", "seconds_per_trace"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def evaluate_frame(df: pd.DataFrame) -> Evaluation:
+    """Every evaluation table from a results frame.
+
+    Parameters
+    ----------
+    df : results frame (:func:`results_frame` or :func:`load_results`)
+
+    Returns
+    -------
+    Evaluation
+
+    Examples
+    --------
+    >>> from agentcausal.traces.model import Attribution, Label, Step, Trace
+    >>> t = Trace(id="x/1", question="q", ground_truth="a", label=Label(agent="B", step=1),
+    ...           steps=[Step(index=0, agent="A", content=""), Step(index=1, agent="B", content="")])
+    >>> ev = evaluate_frame(results_frame([Attribution(trace_id="x/1", method="m", step=1, agent="b")], [t]))
+    >>> ev.overall[["step_acc", "agent_acc", "both_acc"]].values.tolist()
+    [[1.0, 1.0, 1.0]]
+    """
+    cost = df.groupby("method", sort=True).agg(
+        traces=("trace_id", "nunique"), seconds=("seconds", "mean"), calls=("calls", "mean"),
+        requests=("requests", "mean"), prompt_tokens=("prompt_tokens", "mean"),
+        completion_tokens=("completion_tokens", "mean"), cost_usd=("cost_usd", "sum")).reset_index()
+    failures = df[df["error"].notna()][["trace_id", "method", "error"]].reset_index(drop=True)
+    return Evaluation(
+        overall=accuracy(df),
+        by_subset=accuracy(df, ["subset"]),
+        by_length=accuracy(df, ["length_bucket"]),
+        step_error_hist=step_error_histogram(df),
+        cost_per_trace=cost,
+        cost_by_stage=usage_by_stage(df),
+        failures=failures,
+    )
+
+
+def save_results(df: pd.DataFrame, path: str | Path) -> Path:
+    """Write a results frame to Parquet (creates parent folders).
+
+    Parameters
+    ----------
+    df : results frame
+    path : target ``.parquet`` file
+
+    Returns
+    -------
+    Path
+    """
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    df.to_parquet(p, index=False)
+    return p
+
+
+def load_results(path: str | Path) -> pd.DataFrame:
+    """Read a results frame from a Parquet file or a run folder holding ``results.parquet``.
+
+    Parameters
+    ----------
+    path : file or run folder
+
+    Returns
+    -------
+    DataFrame
+
+    Raises
+    ------
+    TraceFormatError
+        If no results file is found or it lacks the result columns.
+    """
+    p = Path(path)
+    if p.is_dir():
+        p = p / "results.parquet"
+    if not p.is_file():
+        raise TraceFormatError("no results.parquet here; is this a run folder from `agentcausal attribute`?",
+                               path=str(p))
+    df = pd.read_parquet(p)
+    missing = [c for c in RESULT_COLUMNS if c not in df.columns]
+    if missing:
+        raise TraceFormatError(f"results file lacks columns {', '.join(missing)}", path=str(p))
+    return df

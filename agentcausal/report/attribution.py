@@ -1,0 +1,144 @@
+"""Markdown report and printable tables of a failure-attribution run.
+
+:func:`markdown_report` renders an :class:`~agentcausal.attribution.evaluate.Evaluation`
+(accuracy overall, per subset, per trace length, the step-error histogram,
+cost per trace and per stage, and failed traces with their errors);
+:func:`accuracy_text` is the short table the CLI prints.
+
+References
+----------
+Zhang, S. et al. "Which Agent Causes Task Failures and When?" ICML 2025. arXiv:2505.00212.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from agentcausal.attribution.evaluate import Evaluation
+
+__all__ = ["markdown_table", "markdown_report", "accuracy_text", "write_report", "table_records"]
+
+_PCT = ("step_acc", "agent_acc", "both_acc")
+
+
+def _fmt(v: object, col: str) -> str:
+    if v is None or (isinstance(v, float) and pd.isna(v)):
+        return "–"
+    if col in _PCT:
+        return f"{100 * float(v):.1f}%"
+    if isinstance(v, float):
+        return f"{v:,.1f}" if abs(v) >= 1 or v == 0 else f"{v:.3f}"
+    return str(v).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(df: pd.DataFrame, *, index: bool = False) -> str:
+    """A DataFrame as a GitHub markdown table (accuracy columns as percentages).
+
+    Parameters
+    ----------
+    df : DataFrame
+    index : bool, include the index as the first column
+
+    Returns
+    -------
+    str; ``"(none)"`` for an empty frame.
+    """
+    if index:
+        df = df.reset_index()
+    if df.empty:
+        return "(none)"
+    cols = [str(c) for c in df.columns]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for row in df.itertuples(index=False):
+        lines.append("| " + " | ".join(_fmt(v, c) for v, c in zip(row, cols)) + " |")
+    return "\n".join(lines)
+
+
+def accuracy_text(ev: Evaluation) -> str:
+    """The overall accuracy table as plain text for a terminal.
+
+    Parameters
+    ----------
+    ev : Evaluation
+
+    Returns
+    -------
+    str
+    """
+    df = ev.overall.copy()
+    for c in _PCT:
+        df[c] = df[c].map(lambda v: "–" if pd.isna(v) else f"{100 * v:.1f}%")
+    return df.to_string(index=False)
+
+
+def markdown_report(ev: Evaluation, *, title: str = "Failure attribution", meta: Mapping[str, object] | None = None) -> str:
+    """The whole evaluation as one markdown document.
+
+    Parameters
+    ----------
+    ev : Evaluation
+    title : str
+    meta : mapping shown as a bullet list under the title (corpus, routing, run folder ...)
+
+    Returns
+    -------
+    str
+    """
+    parts = [f"# {title}", ""]
+    for k, v in (meta or {}).items():
+        parts.append(f"- **{k}**: {v}")
+    parts += [
+        "",
+        "Exact 0-based step match; agents compared after normalisation. Undetermined answers and "
+        "failed methods count as wrong.",
+        "", "## Accuracy", "", markdown_table(ev.overall),
+        "", "## Per subset", "", markdown_table(ev.by_subset),
+        "", "## Per trace length (steps)", "", markdown_table(ev.by_length),
+        "", "## |predicted step − true step|", "", markdown_table(ev.step_error_hist, index=True),
+        "", "## Cost per trace (means)", "", markdown_table(ev.cost_per_trace),
+        "", "## Cost per stage", "", markdown_table(ev.cost_by_stage),
+        "", f"## Failed traces ({len(ev.failures)})", "", markdown_table(ev.failures), "",
+    ]
+    return "\n".join(parts)
+
+
+def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, object] | None = None) -> Path:
+    """Write ``report.md`` and ``accuracy.csv`` into a run folder.
+
+    Parameters
+    ----------
+    ev : Evaluation
+    run_dir : folder
+    meta : see :func:`markdown_report`
+
+    Returns
+    -------
+    Path of ``report.md``.
+    """
+    d = Path(run_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    ev.overall.to_csv(d / "accuracy.csv", index=False)
+    p = d / "report.md"
+    p.write_text(markdown_report(ev, meta=meta), encoding="utf-8")
+    return p
+
+
+def table_records(df: pd.DataFrame) -> list[dict[str, object]]:
+    """Rows as JSON-friendly dicts (NaN as None, accuracies rounded), e.g. for a UI table artifact.
+
+    Parameters
+    ----------
+    df : DataFrame
+
+    Returns
+    -------
+    list of dict
+    """
+    out = []
+    for rec in df.to_dict(orient="records"):
+        out.append({str(k): (None if isinstance(v, float) and pd.isna(v) else
+                             (round(float(v), 4) if isinstance(v, float) else v)) for k, v in rec.items()})
+    return out
