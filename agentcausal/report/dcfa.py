@@ -1,0 +1,132 @@
+"""Draw a DCFA attribution's dependency graph as mermaid, like the DCFA paper's Figure 4.
+
+Nodes are steps (``τ3 · WebSurfer``); solid arrows are the validated
+dependency edges p -> q; orange dashed arrows are the accepted moves of the
+LCE search, labelled with their ΔS. Colours: yellow = minor deviation,
+orange = GCA hypothesis, red = final decisive step (a node that is several
+of these takes the last colour in that order and lists every role in its
+label).
+
+References
+----------
+DCFA seed paper (``../shared/seeds/002_2c62354fb78fce0f.txt``), section 5.4.4, Figure 4.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentcausal.traces.model import Attribution
+
+__all__ = ["MAX_ALL_NODES", "dependency_graph_mermaid"]
+
+#: traces with at most this many steps show every step; longer ones only the steps involved
+MAX_ALL_NODES = 40
+
+_CLASSES = (
+    "  classDef deviation fill:#fff3b0,stroke:#c9a800,color:#000\n"
+    "  classDef hypothesis fill:#ffb347,stroke:#d2691e,color:#000\n"
+    "  classDef decisive fill:#e34040,stroke:#8b0000,color:#fff\n"
+)
+
+
+def _label(text: str) -> str:
+    """Text safe inside a quoted mermaid label."""
+    out = " ".join(str(text).split())
+    for a, b in (("&", "#amp;"), ('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"), ("|", "#124;"),
+                 ("[", "#91;"), ("]", "#93;"), ("`", "#96;")):
+        out = out.replace(a, b)
+    return out[:60]
+
+
+def dependency_graph_mermaid(attribution: Attribution) -> str:
+    """Mermaid ``flowchart`` source of a DCFA attribution's dependency graph (no code fences).
+
+    Parameters
+    ----------
+    attribution : Attribution from ``dcfa`` or ``dcfa_gca_only``; reads
+        ``details``: ``n_steps``, ``edges``, ``deviations``, ``hypothesis``,
+        ``lce.path``, ``lce.scores`` and ``final`` (all but ``n_steps`` and
+        ``edges`` optional). Agents come from the hypothesis/final records
+        when known.
+
+    Returns
+    -------
+    str, mermaid source starting with ``flowchart LR``; wrap it in a
+    ```` ```mermaid ```` block to embed it in markdown. An attribution whose
+    GCA failed gives a one-node chart saying so.
+
+    Raises
+    ------
+    ValueError
+        If ``details`` has no ``n_steps`` (not a DCFA attribution).
+
+    References
+    ----------
+    DCFA section 5.4.4, Figure 4.
+
+    Examples
+    --------
+    >>> a = Attribution(trace_id="t", method="dcfa", step=2, details={
+    ...     "n_steps": 3, "edges": [[0, 2]], "deviations": [{"step": 0, "reason": "r"}],
+    ...     "hypothesis": {"step": 0}, "final": {"step": 2}})
+    >>> print(dependency_graph_mermaid(a).splitlines()[0])
+    flowchart LR
+    """
+    d: dict[str, Any] = attribution.details or {}
+    if "n_steps" not in d:
+        raise ValueError(f"attribution of {attribution.trace_id!r} by {attribution.method!r} has no DCFA details")
+    if "edges" not in d:
+        msg = _label(attribution.error or "no dependency graph")
+        return f'flowchart LR\n  err["{_label(attribution.trace_id)}: {msg}"]\n'
+    n = int(d["n_steps"])
+    edges = [(int(p), int(q)) for p, q in d.get("edges", [])]
+    deviations = {int(x["step"]) for x in d.get("deviations", [])}
+    hyp = (d.get("hypothesis") or {}).get("step")
+    final = (d.get("final") or {}).get("step", attribution.step)
+    lce = d.get("lce") or {}
+    path = [(int(m["pivot"]), int(m["step"]), m.get("direction", ""), float(m.get("delta_s", 0.0)))
+            for m in lce.get("path", []) or []]
+    scores = {int(x["step"]): float(x["s"]) for x in lce.get("scores", []) or []}
+    agents = {}
+    for key in ("hypothesis", "final"):
+        rec = d.get(key) or {}
+        if rec.get("agent") is not None and rec.get("step") is not None:
+            agents[int(rec["step"])] = rec["agent"]
+
+    involved = set(deviations) | {p for e in edges for p in e} | {x for m in path for x in m[:2]}
+    involved |= {x for x in (hyp, final) if x is not None}
+    nodes = range(n) if n <= MAX_ALL_NODES else sorted(i for i in involved if 0 <= i < n)
+
+    lines = ["flowchart LR",
+             "  %% yellow: minor deviation; orange: GCA hypothesis; red: final decisive step;",
+             "  %% solid: dependency edge; dashed orange: LCE search move (with ΔS)"]
+    for i in nodes:
+        roles = [r for r, on in (("deviation", i in deviations), ("hypothesis", i == hyp),
+                                 ("decisive", i == final)) if on]
+        text = f"τ{i}"
+        if i in agents:
+            text += f" · {agents[i]}"
+        if i in scores:
+            text += f" · S={scores[i]:.2f}"
+        if roles:
+            text += " · " + ", ".join(roles)
+        lines.append(f'  s{i}["{_label(text)}"]')
+    link = 0
+    for p, q in edges:
+        lines.append(f"  s{p} --> s{q}")
+        link += 1
+    search_links = []
+    for pivot, step, direction, ds in path:
+        tag = "fwd" if direction == "forward" else "bwd"
+        lines.append(f'  s{pivot} -.->|"{tag} ΔS={ds:+.2f}"| s{step}')
+        search_links.append(str(link))
+        link += 1
+    lines.append(_CLASSES.rstrip("\n"))
+    for cls, members in (("deviation", deviations), ("hypothesis", {hyp}), ("decisive", {final})):
+        shown = [f"s{i}" for i in sorted(x for x in members if x is not None) if i in set(nodes)]
+        if shown:
+            lines.append(f"  class {','.join(shown)} {cls}")
+    if search_links:
+        lines.append(f"  linkStyle {','.join(search_links)} stroke:#ff8c00,stroke-width:2px,stroke-dasharray:5 5")
+    return "\n".join(lines) + "\n"
