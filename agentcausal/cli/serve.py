@@ -8,8 +8,10 @@ processes to share). It prints its base URL and serves until Ctrl-C::
     agentcausal serve-local --model 1.5b --port 8080
     agentcausal serve-local --model /path/to/any.gguf
 
-Point a profile at it with e.g. ``AGENTCAUSAL_PROFILE_VLLM_BASE_URL=<url>``
-and ``AGENTCAUSAL_ROUTING=paper``, or use any OpenAI client.
+``export AGENTCAUSAL_EMBEDDED_URL=<url>`` makes every agentcausal process
+use this server for the ``embedded`` profiles instead of starting its own
+(one model in memory, cache keys unchanged). Or point another profile at it
+(``AGENTCAUSAL_PROFILE_VLLM_BASE_URL=<url>``), or use any OpenAI client.
 """
 
 from __future__ import annotations
@@ -59,7 +61,8 @@ def serve_local(args: argparse.Namespace, *, stop: threading.Event | None = None
                              host=args.host, threads=args.threads, alias=alias)
     print(f"serving {path} ({args.slots} slots x {args.ctx} tokens) as model {alias!r}", flush=True)
     print(f"base URL: {srv.base_url}", flush=True)
-    print(f"  e.g. AGENTCAUSAL_PROFILE_VLLM_BASE_URL={srv.base_url} "
+    print(f"share it with agentcausal runs:  export {local.SHARED_SERVER_ENV}={srv.base_url}", flush=True)
+    print(f"or route a profile to it:        AGENTCAUSAL_PROFILE_VLLM_BASE_URL={srv.base_url} "
           f"AGENTCAUSAL_PROFILE_VLLM_MODEL={alias}", flush=True)
     print("Ctrl-C to stop", flush=True)
     stop = stop or threading.Event()

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from agentcausal.exceptions import EndpointUnreachableError, ModelFileError
+from agentcausal.exceptions import ConfigError, EndpointUnreachableError, ModelFileError
 
 if TYPE_CHECKING:
     from agentcausal.llm.profiles import Profile
@@ -65,6 +65,7 @@ __all__ = [
     "EmbeddedServer",
     "local_embedder",
     "models_dir",
+    "SHARED_SERVER_ENV",
 ]
 
 log = logging.getLogger(__name__)
@@ -422,11 +423,38 @@ def _stop_all() -> None:
 atexit.register(_stop_all)
 
 
+SHARED_SERVER_ENV = "AGENTCAUSAL_EMBEDDED_URL"
+
+
+def _served_models(url: str) -> list[str]:
+    with urllib.request.urlopen(f"{url}/models", timeout=10) as r:
+        return [m["id"] for m in json.loads(r.read()).get("data", [])]
+
+
+def _check_shared_server(url: str, profile: "Profile") -> str:
+    """Use a server started by ``agentcausal serve-local`` if it serves the profile's model."""
+    want = Path(profile.model_path).stem if profile.model_path else _spec(profile.model).filename.removesuffix(".gguf")
+    try:
+        served = _served_models(url)
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise EndpointUnreachableError(profile.name, url, f"${SHARED_SERVER_ENV} is set but: {exc}") from exc
+    if want not in served:
+        raise ConfigError(
+            f"${SHARED_SERVER_ENV}={url} serves {served}, but profile {profile.name!r} needs {want!r}; "
+            f"start `agentcausal serve-local --model ...` with that model or unset {SHARED_SERVER_ENV}"
+        )
+    return url
+
+
 def ensure_embedded_server(profile: "Profile") -> str:
     """Base URL of the embedded server for an ``embedded`` profile, starting it on first use.
 
     One server per process per (model file, slots, context): started under a
     lock, so concurrent first calls start it once; stopped at interpreter exit.
+    If ``$AGENTCAUSAL_EMBEDDED_URL`` is set (printed by ``agentcausal
+    serve-local``), that running server is used instead, after checking that it
+    serves the profile's model; several processes can then share one server,
+    and cache keys stay those of the embedded profile.
 
     Parameters
     ----------
@@ -444,12 +472,19 @@ def ensure_embedded_server(profile: "Profile") -> str:
     ModelFileError
         If the model file is missing, unknown or fails its sha256 check.
     EndpointUnreachableError
-        If the server does not become healthy.
+        If the server does not become healthy, or ``$AGENTCAUSAL_EMBEDDED_URL`` does not answer.
+    ConfigError
+        If ``$AGENTCAUSAL_EMBEDDED_URL`` serves another model.
     """
     fast_key = (profile.model, profile.model_path, profile.max_concurrency, profile.context_window)
     with _SERVERS_LOCK:
         if fast_key in _BY_PROFILE:
             return _BY_PROFILE[fast_key]
+        shared = os.environ.get(SHARED_SERVER_ENV)
+        if shared:
+            url = _check_shared_server(shared.rstrip("/"), profile)
+            _BY_PROFILE[fast_key] = url
+            return url
         path = resolve_model_path(profile)
         key = (str(path.resolve()), profile.max_concurrency, profile.context_window)
         srv = _SERVERS.get(key)

@@ -1,7 +1,7 @@
 """A fake OpenAI-compatible HTTP server: TEST DOUBLE for tests and benchmarks only.
 
-It serves ``POST /v1/chat/completions`` and ``POST /v1/embeddings`` on
-127.0.0.1 with:
+It serves ``POST /v1/chat/completions``, ``POST /v1/embeddings``,
+``GET /v1/models`` and ``GET /health`` on 127.0.0.1 with:
 
 * scripted replies (a queue of strings, consumed in order) or a rule-based
   ``responder(body) -> str`` that sees the whole request JSON;
@@ -57,6 +57,7 @@ class FakeOpenAIServer:
         timeout_sleep_s: float = 3.0,
         embedding_dim: int = 16,
         retry_after_ms: float | None = 1,
+        models: Iterable[str] = ("fake-model",),
     ) -> None:
         self.replies: deque[str] = deque(replies or [])
         self.responder = responder
@@ -65,6 +66,7 @@ class FakeOpenAIServer:
         self.timeout_sleep_s = timeout_sleep_s
         self.embedding_dim = embedding_dim
         self.retry_after_ms = retry_after_ms
+        self.models = list(models)
         self.requests: list[dict[str, Any]] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -114,6 +116,14 @@ class FakeOpenAIServer:
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
+
+            def do_GET(self) -> None:  # noqa: N802
+                if self.path.rstrip("/").endswith("/models"):
+                    self._send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in server.models]})
+                elif self.path.rstrip("/").endswith("/health"):
+                    self._send(200, {"status": "ok"})
+                else:
+                    self._send(404, {"error": {"message": f"no route {self.path}"}})
 
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("Content-Length", 0))

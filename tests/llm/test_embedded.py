@@ -1,0 +1,102 @@
+"""The real embedded default: packaged Qwen2.5-Coder-0.5B served by llama.cpp, and all-MiniLM-L6-v2.
+
+Slow (a model load and a few seconds of CPU decoding each); prompts are tiny
+and ``max_tokens`` small. Run with ``pytest -m slow tests/llm``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from typing import Literal
+
+import numpy as np
+import pytest
+from pydantic import BaseModel, Field
+
+from agentcausal.llm import Gateway, load_profiles, local
+
+pytestmark = pytest.mark.slow
+
+
+class FailingStep(BaseModel):
+    """Which step of the log went wrong."""
+
+    step: int = Field(description="0-based index of the failing step")
+    verdict: Literal["correct", "wrong"]
+
+
+@pytest.fixture(scope="module")
+def embedded_gateway(tmp_path_factory):
+    """A gateway on the shipped default routing (embedded server + local embedder), fresh cache."""
+    gw = Gateway.from_settings(routing="default", cache_dir=tmp_path_factory.mktemp("llm-cache"))
+    yield gw
+    gw.close()
+
+
+def test_embedded_server_returns_a_schema_valid_structured_reply(embedded_gateway):
+    msgs = [{"role": "user", "content": "Log: step 0 plan ok; step 1 code adds 2+2=5. "
+                                        "Which step is wrong? Answer in JSON."}]
+    t0 = time.perf_counter()
+    out = embedded_gateway.structured("dcfa.gca", msgs, FailingStep, item="tiny", max_tokens=48)
+    elapsed = time.perf_counter() - t0
+    assert isinstance(out, FailingStep)
+    u = embedded_gateway.usage.by_stage("tiny")["dcfa.gca"]
+    assert u.requests >= 1 and u.prompt_tokens > 0 and u.completion_tokens > 0
+    print(f"\nembedded structured call (incl. server start): {elapsed:.1f} s, usage {u}")
+    # the second identical call is served from the disk cache
+    again = embedded_gateway.structured("dcfa.gca", msgs, FailingStep, item="tiny", max_tokens=48)
+    assert again == out
+    assert embedded_gateway.usage.by_stage("tiny")["dcfa.gca"].cache_hits == 1
+
+
+def test_embedded_server_is_one_per_process_with_profile_slots_and_context(embedded_gateway):
+    profile = embedded_gateway.profile_for("dcfa.lce")
+    url = local.ensure_embedded_server(profile)
+    assert url == local.ensure_embedded_server(profile)
+    root = url.removesuffix("/v1")
+    assert url.startswith("http://127.0.0.1:")
+    props = json.loads(urllib.request.urlopen(f"{root}/props", timeout=5).read())
+    assert props["total_slots"] == profile.max_concurrency
+    assert props["default_generation_settings"]["n_ctx"] == profile.context_window
+
+
+def test_real_local_embedding_separates_paraphrase_from_noise(embedded_gateway):
+    vecs = embedded_gateway.embed("dcfa.embed", ["the answer is 42", "42 is the answer", "k"])
+    assert vecs.shape == (3, 384)
+    np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), 1.0, rtol=1e-5)
+    assert vecs[0] @ vecs[1] > 0.9 > 0.5 > vecs[0] @ vecs[2]
+
+
+def test_serve_local_cli_serves_until_interrupted(monkeypatch):
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from agentcausal.cli import main; sys.exit(main())", "serve-local", "--slots", "1", "--ctx", "1024"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        url = None
+        deadline = time.monotonic() + 120
+        while url is None and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            if line.startswith("base URL: "):
+                url = line.split(": ", 1)[1].strip()
+        assert url and url.endswith("/v1"), "serve-local did not print its base URL"
+        with urllib.request.urlopen(url.removesuffix("/v1") + "/health", timeout=5) as r:
+            assert r.status == 200
+        # another agentcausal process can share it: it reports the model name the profile expects
+        monkeypatch.setattr(local, "_BY_PROFILE", {})
+        monkeypatch.setenv(local.SHARED_SERVER_ENV, url)
+        assert local.ensure_embedded_server(load_profiles().profile_for("baseline")) == url
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
