@@ -10,7 +10,9 @@ One code path for all three.
 Around each call the gateway adds:
 
 * **Disk cache** (diskcache, default ``cache/llm/``): key = sha256 of
-  (base URL, model, messages, sampling parameters, JSON schema). The API key
+  (base URL, model, messages, sampling parameters, JSON schema); for embedded
+  profiles the word ``embedded`` (plus the GGUF path when ``model_path`` is set)
+  stands for the base URL, since the port changes every run. The API key
   never enters the key. Only complete, valid replies are stored (diskcache
   writes are atomic), so a crash leaves nothing half-written. ``refresh=True``
   bypasses reads but still writes.
@@ -183,13 +185,27 @@ class Gateway:
         cache_dir: str | Path | None = "cache/llm",
         refresh: bool = False,
         max_retries: int = 4,
+        max_repairs: int = 2,
     ) -> "Gateway":
-        """Build a gateway from the profiles file and a routing name (see :func:`load_profiles`)."""
+        """Build a gateway from the profiles file and a routing name.
+
+        Parameters
+        ----------
+        routing : str, optional; default ``$AGENTCAUSAL_ROUTING`` or ``"default"``
+        profiles_path : path, optional; default ``$AGENTCAUSAL_PROFILES`` or the packaged file
+        cache_dir, refresh, max_retries, max_repairs : as in :class:`Gateway`
+
+        Raises
+        ------
+        ConfigError, UnknownProfileError
+            See :func:`agentcausal.llm.profiles.load_profiles`.
+        """
         return cls(
             load_profiles(profiles_path, routing),
             cache_dir=cache_dir,
             refresh=refresh,
             max_retries=max_retries,
+            max_repairs=max_repairs,
         )
 
     # ------------------------------------------------------------------ routing
@@ -208,9 +224,14 @@ class Gateway:
         return profile
 
     def model_for(self, stage: str) -> str:
-        """``"profile:model"`` label of the stage, for records and cache keys of results."""
+        """``"profile:model"`` label of the stage, for records and cache keys of results.
+
+        An embedded profile serving its own ``model_path`` gets ``@<file name>``
+        appended, so results from two GGUF files never share a label.
+        """
         p = self.profile_for(stage)
-        return f"{p.name}:{p.model}"
+        label = f"{p.name}:{p.model}"
+        return f"{label}@{Path(p.model_path).name}" if p.is_embedded and p.model_path else label
 
     def _base_url(self, profile: Profile) -> str:
         if profile.is_embedded:

@@ -340,3 +340,14 @@ def test_embedding_endpoint_outage_raises_endpoint_error(fake_server, make_gatew
     gw = make_gateway(fake_server, max_retries=1)
     with pytest.raises(EndpointUnreachableError, match="'fake-embed'"):
         gw.embed("dcfa.embed", ["x"])
+
+
+def test_model_for_labels_profile_and_model_and_own_gguf(tmp_path):
+    from agentcausal.llm import load_profiles
+
+    gw = Gateway(load_profiles(), cache_dir=None)
+    assert gw.model_for("dcfa.gca") == "embedded:qwen2.5-coder-0.5b-instruct-q4_k_m"
+    own = ProfileSet(profiles={"embedded": Profile(name="embedded", base_url="embedded", model="m",
+                                                   model_path=str(tmp_path / "mine.gguf"))},
+                     routings={"default": {"default": "embedded"}})
+    assert Gateway(own, cache_dir=None).model_for("x") == "embedded:m@mine.gguf"
