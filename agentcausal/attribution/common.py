@@ -23,13 +23,15 @@ Failure Attribution of LLM Multi-Agent Systems." ICML 2025. arXiv:2505.00212, se
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agentcausal.exceptions import AgentCausalError, ConfigError
+from agentcausal.exceptions import AgentCausalError, ConfigError, EndpointUnreachableError
 from agentcausal.llm import Gateway
 from agentcausal.llm.usage import StageUsage
 from agentcausal.traces.model import Attribution, Trace
@@ -44,6 +46,9 @@ __all__ = [
     "usage_item",
     "usage_delta",
     "method_settings",
+    "resolve_methods",
+    "attribution_key",
+    "failed_attribution",
     "run_method",
 ]
 
@@ -195,11 +200,106 @@ def method_settings(settings_model: type[BaseModel], values: BaseModel | Mapping
         raise ConfigError(f"invalid settings for {settings_model.__name__}: {exc}; valid fields: {fields}") from exc
 
 
+def resolve_methods(
+    methods: Sequence[str],
+    settings: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    with_ground_truth: bool | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Check method names and settings up front and return validated settings per method.
+
+    Parameters
+    ----------
+    methods : method names, in order (duplicates dropped)
+    settings : optional mapping method -> field values
+    with_ground_truth : bool or None; when given, overrides ``with_ground_truth``
+        for every method whose settings define it
+
+    Returns
+    -------
+    dict method -> settings as JSON-friendly dict (all fields, defaults filled in)
+
+    Raises
+    ------
+    ConfigError
+        If no method is given, a name is unknown (lists the valid ones), settings name a
+        method that is not run, or settings do not validate.
+    """
+    from agentcausal.attribution.registry import get_method
+
+    if not methods:
+        raise ConfigError("no attribution method given")
+    settings = dict(settings or {})
+    extra = sorted(set(settings) - set(methods))
+    if extra:
+        raise ConfigError(f"settings given for methods that are not run: {', '.join(extra)}")
+    out: dict[str, dict[str, Any]] = {}
+    for name in dict.fromkeys(methods):
+        spec = get_method(name)
+        values = dict(settings.get(name, {}))
+        if with_ground_truth is not None and "with_ground_truth" in spec.settings_model.model_fields:
+            values["with_ground_truth"] = with_ground_truth
+        out[name] = method_settings(spec.settings_model, values).model_dump(mode="json")
+    return out
+
+
+def attribution_key(trace: Trace, method: str, settings: BaseModel | Mapping[str, Any] | None, gw: Gateway) -> str:
+    """Cache key of one attribution: what determines its result and nothing else.
+
+    Parameters
+    ----------
+    trace : Trace (its :meth:`~agentcausal.traces.model.Trace.content_hash`, not the label)
+    method : str
+    settings : the method settings (validated against the method's model first)
+    gw : Gateway, for the model serving each of the method's stages
+
+    Returns
+    -------
+    str, sha256 hex of (trace content hash, method, settings, prompt version,
+    ``profile:model`` and context window per stage).
+
+    Raises
+    ------
+    ConfigError
+        If the method is unknown or the settings are invalid.
+    """
+    from agentcausal.attribution.registry import get_method
+
+    spec = get_method(method)
+    st = method_settings(spec.settings_model, settings).model_dump(mode="json")
+    models = {}
+    for stage in spec.stages:
+        try:
+            models[stage] = [gw.model_for(stage), gw.profile_for(stage).context_window]
+        except AgentCausalError:
+            models[stage] = ["unrouted", 0]
+    blob = json.dumps({"trace": trace.content_hash(), "method": method, "settings": st,
+                       "prompt_version": spec.prompt_version, "models": models}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def failed_attribution(trace_id: str, method: str, exc: BaseException) -> Attribution:
+    """An Attribution recording a failure (``error = "<ErrorClass>: <message>"``); counts as wrong.
+
+    Parameters
+    ----------
+    trace_id, method : str
+    exc : the exception
+
+    Returns
+    -------
+    Attribution with step and agent None.
+    """
+    return Attribution(trace_id=trace_id, method=method, error=f"{type(exc).__name__}: {exc}")
+
+
 def run_method(
     trace: Trace,
     method: str,
     gw: Gateway,
     settings: BaseModel | Mapping[str, Any] | None = None,
+    *,
+    raise_transient: bool = False,
 ) -> Attribution:
     """Run one registered attribution method on one trace; never raises for a method failure.
 
@@ -209,6 +309,8 @@ def run_method(
     method : str, a registered name (``all_at_once``, ``step_by_step``, ``binary_search``, ``dcfa`` ...)
     gw : Gateway
     settings : the method's settings (instance or mapping); None = defaults
+    raise_transient : bool, re-raise :class:`EndpointUnreachableError` instead of
+        recording it (so an orchestrator can retry it and not cache the failure)
 
     Returns
     -------
@@ -223,6 +325,8 @@ def run_method(
     ------
     ConfigError
         If the method is unknown or the settings are invalid (a setup error, not a trace failure).
+    EndpointUnreachableError
+        Only with ``raise_transient=True``, when the endpoint stayed unreachable.
     """
     from agentcausal.attribution.registry import get_method
 
@@ -233,8 +337,12 @@ def run_method(
     t0 = time.perf_counter()
     try:
         out = spec.run(trace, gw, st)
+    except EndpointUnreachableError as exc:
+        if raise_transient:
+            raise
+        out = failed_attribution(trace.id, method, exc)
     except AgentCausalError as exc:
-        out = Attribution(trace_id=trace.id, method=method, error=f"{type(exc).__name__}: {exc}")
+        out = failed_attribution(trace.id, method, exc)
     seconds = time.perf_counter() - t0
     usage: dict[str, StageUsage] = {}
     for i, b in zip(items, before):

@@ -44,6 +44,8 @@ __all__ = [
     "evaluate_frame",
     "save_results",
     "load_results",
+    "save_run",
+    "load_run_meta",
 ]
 
 #: columns of a results frame, one row per (trace, method)
@@ -357,3 +359,45 @@ def load_results(path: str | Path) -> pd.DataFrame:
     if missing:
         raise TraceFormatError(f"results file lacks columns {', '.join(missing)}", path=str(p))
     return df
+
+
+def save_run(attributions: Sequence[Attribution], traces: Sequence[Trace], run_dir: str | Path,
+             meta: Mapping[str, object] | None = None) -> Path:
+    """Write a run folder: ``results.parquet`` (one row per trace and method) and ``run.json`` (meta).
+
+    Parameters
+    ----------
+    attributions : sequence of Attribution
+    traces : the traces they refer to
+    run_dir : folder (created)
+    meta : JSON-serialisable facts about the run (corpus, methods, settings, routing ...)
+
+    Returns
+    -------
+    Path of ``results.parquet``.
+
+    Raises
+    ------
+    TraceFormatError
+        If an attribution names a trace that is not given.
+    """
+    d = Path(run_dir)
+    p = save_results(results_frame(attributions, traces), d / "results.parquet")
+    (d / "run.json").write_text(json.dumps(dict(meta or {}), indent=2, sort_keys=True, default=str) + "\n",
+                                encoding="utf-8")
+    return p
+
+
+def load_run_meta(run_dir: str | Path) -> dict[str, object]:
+    """The ``run.json`` of a run folder, or an empty dict when absent.
+
+    Parameters
+    ----------
+    run_dir : folder
+
+    Returns
+    -------
+    dict
+    """
+    p = Path(run_dir) / "run.json"
+    return json.loads(p.read_text(encoding="utf-8")) if p.is_file() else {}

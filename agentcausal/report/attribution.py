@@ -14,12 +14,29 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
 
-from agentcausal.attribution.evaluate import Evaluation
+from agentcausal.attribution.evaluate import Evaluation, evaluate_frame, load_results, load_run_meta
 
-__all__ = ["markdown_table", "markdown_report", "accuracy_text", "write_report", "table_records"]
+__all__ = ["RunReport", "markdown_table", "markdown_report", "accuracy_text", "write_report", "report_run",
+           "table_records"]
+
+
+class RunReport(NamedTuple):
+    """The evaluation of a run folder and where its report went.
+
+    Attributes
+    ----------
+    evaluation : Evaluation
+    markdown : str, the report text
+    path : Path of ``report.md``
+    """
+
+    evaluation: Evaluation
+    markdown: str
+    path: Path
 
 _PCT = ("step_acc", "agent_acc", "both_acc")
 
@@ -124,6 +141,30 @@ def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, obje
     p = d / "report.md"
     p.write_text(markdown_report(ev, meta=meta), encoding="utf-8")
     return p
+
+
+def report_run(run_dir: str | Path) -> RunReport:
+    """Evaluate a run folder from its ``results.parquet`` and write ``report.md`` and ``accuracy.csv``.
+
+    Parameters
+    ----------
+    run_dir : folder written by the ``attribute`` flow
+
+    Returns
+    -------
+    RunReport
+
+    Raises
+    ------
+    TraceFormatError
+        If the folder holds no valid ``results.parquet``.
+    """
+    meta = load_run_meta(run_dir)
+    ev = evaluate_frame(load_results(run_dir))
+    shown = {k: meta[k] for k in ("corpus", "methods", "routing", "models", "traces", "started") if k in meta}
+    shown["run folder"] = str(run_dir)
+    path = write_report(ev, run_dir, meta=shown)
+    return RunReport(ev, path.read_text(encoding="utf-8"), path)
 
 
 def table_records(df: pd.DataFrame) -> list[dict[str, object]]:

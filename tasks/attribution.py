@@ -1,0 +1,69 @@
+"""Prefect tasks of the ``attribute`` flow: load a corpus, attribute one trace, save, evaluate.
+
+``attribute_trace`` is cached across flow runs: its key
+(:func:`agentcausal.attribution.common.attribution_key`) is the trace content
+hash, the method, its validated settings, the prompt version and the model
+and context window per stage; results persist under ``<cache_dir>/prefect``
+(set with ``with_options`` by the flow, see :func:`attribute_options`). An
+unreachable endpoint is re-raised so Prefect retries it and never caches the
+failure; other method failures are recorded in the Attribution (deterministic
+at temperature 0, so caching them is safe; ``--refresh`` reruns them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from prefect import task
+from prefect.context import TaskRunContext
+
+from agentcausal.attribution.common import attribution_key, run_method
+from agentcausal.attribution.evaluate import save_run
+from agentcausal.report.attribution import RunReport, report_run
+from agentcausal.settings import RunSettings
+from agentcausal.traces.io import load_traces, select_traces
+from agentcausal.traces.model import Attribution, Trace
+from tasks.common import gateway_for, result_storage
+
+__all__ = ["load_corpus", "attribute_trace", "attribute_options", "save_attributions", "evaluate_run"]
+
+
+def _attribution_cache_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:
+    gw = gateway_for(parameters["settings"])
+    return "attribute-" + attribution_key(parameters["trace"], parameters["method"],
+                                          parameters["method_settings"], gw)
+
+
+@task(name="load-corpus")
+def load_corpus(paths: Sequence[str], ids: Sequence[str] | None = None, limit: int | None = None,
+                max_steps: int | None = None) -> list[Trace]:
+    """Traces from folders/files (Who&When or our JSONL), selected by ids, length and count."""
+    return select_traces(load_traces(paths), ids=ids, limit=limit, max_steps=max_steps)
+
+
+@task(name="attribute-trace", retries=2, retry_delay_seconds=2, cache_key_fn=_attribution_cache_key,
+      persist_result=True, task_run_name="{method}:{trace.id}")
+def attribute_trace(trace: Trace, method: str, method_settings: Mapping[str, Any],
+                    settings: RunSettings) -> Attribution:
+    """One method on one trace (see :func:`agentcausal.attribution.common.run_method`)."""
+    return run_method(trace, method, gateway_for(settings), method_settings, raise_transient=True)
+
+
+def attribute_options(settings: RunSettings) -> dict[str, Any]:
+    """``with_options`` for :func:`attribute_trace`: persisted result storage and refresh."""
+    return {"result_storage": Path(result_storage(settings)), "refresh_cache": settings.refresh}
+
+
+@task(name="save-attributions")
+def save_attributions(attributions: Sequence[Attribution], traces: Sequence[Trace], run_dir: str,
+                      meta: Mapping[str, Any]) -> str:
+    """``results.parquet`` and ``run.json`` in the run folder."""
+    return str(save_run(attributions, traces, run_dir, meta))
+
+
+@task(name="evaluate-run")
+def evaluate_run(run_dir: str) -> RunReport:
+    """Accuracy tables and ``report.md`` of a run folder."""
+    return report_run(run_dir)

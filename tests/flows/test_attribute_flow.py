@@ -1,0 +1,77 @@
+"""The ``attribute`` flow end to end on the fake server (test double) and Prefect's ephemeral API:
+results, report, artifacts, and cache reuse across two flow runs."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from agentcausal.settings import RunSettings
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "data" / "examples"
+
+REPLIES = {
+    "AllAtOnceReply": {"reason": "wrong conversion", "agent": "Conversion_Expert", "step": 2},
+    "StepVerdict": {"reason": "yes", "decisive": True},
+    "HalfChoice": {"reason": "r", "part": "first"},
+}
+
+
+def _responder(body):
+    return json.dumps(REPLIES[body["response_format"]["json_schema"]["name"]])
+
+
+@pytest.fixture
+def fake_settings(fake_server, tmp_path):
+    """RunSettings routing every stage to the fake server, caches in a temp folder."""
+    fake_server.responder = _responder
+    toml = tmp_path / "profiles.toml"
+    toml.write_text(
+        f'[profiles.fake]\nkind = "chat"\nbase_url = "{fake_server.base_url}"\nmodel = "fake-model"\n'
+        'max_concurrency = 4\ntimeout_s = 5\ncontext_window = 8192\n\n[routings.default]\ndefault = "fake"\n')
+    return RunSettings(profiles_path=str(toml), cache_dir=str(tmp_path / "cache"))
+
+
+@pytest.mark.timeout(240)
+def test_attribute_flow_writes_run_and_reuses_cache(fake_server, fake_settings, tmp_path):
+    from flows.attribute import attribute
+
+    corpus = [str(EXAMPLES / "wrong_unit_at_step_2.json"), str(EXAMPLES / "bad_plan_at_step_0.json")]
+    methods = ["all_at_once", "step_by_step", "binary_search"]
+    run1 = attribute(corpus, methods=methods, settings=fake_settings, out_dir=str(tmp_path / "run1"))
+    first = fake_server.count
+    # all_at_once 1 + step_by_step 1 (first yes at step 0) + binary_search ceil(log2 n) per trace
+    assert first == 2 * (1 + 1) + 3 + 2
+
+    df = pd.read_parquet(Path(run1) / "results.parquet")
+    assert len(df) == 6 and set(df["method"]) == set(methods)
+    row = df[(df.method == "all_at_once") & (df.trace_id == "examples/wrong_unit_at_step_2")].iloc[0]
+    assert bool(row["both_correct"]) and row["requests"] == 1
+    report = (Path(run1) / "report.md").read_text()
+    assert "## Accuracy" in report and "all_at_once" in report
+
+    # second run, new run folder: every attribution comes from Prefect's persisted cache
+    run2 = attribute(corpus, methods=methods, settings=fake_settings, out_dir=str(tmp_path / "run2"))
+    assert fake_server.count == first, "second run made LLM requests"
+    df2 = pd.read_parquet(Path(run2) / "results.parquet")
+    # identical records (same seconds, requests > 0): the task did not rerun, not even from the LLM cache
+    key = ["trace_id", "method"]
+    pd.testing.assert_frame_equal(df.sort_values(key)[["seconds", "requests", "pred_step"]].reset_index(drop=True),
+                                  df2.sort_values(key)[["seconds", "requests", "pred_step"]].reset_index(drop=True))
+
+    # changing a setting changes the key: all_at_once reruns (served by the LLM cache or the server)
+    run3 = attribute(corpus, methods=["all_at_once"], with_ground_truth=False, settings=fake_settings,
+                     out_dir=str(tmp_path / "run3"))
+    df3 = pd.read_parquet(Path(run3) / "results.parquet")
+    assert fake_server.count == first + 2
+    assert all(json.loads(s)["with_ground_truth"] is False for s in df3["settings_json"])
+
+
+def test_flow_rejects_unknown_method_before_any_call(fake_server, fake_settings, tmp_path):
+    from agentcausal.exceptions import ConfigError
+    from flows.attribute import attribute
+
+    with pytest.raises(ConfigError, match="unknown attribution method"):
+        attribute.fn([str(EXAMPLES)], methods=["nope"], settings=fake_settings, out_dir=str(tmp_path / "r"))
+    assert fake_server.count == 0
