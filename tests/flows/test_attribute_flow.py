@@ -75,3 +75,16 @@ def test_flow_rejects_unknown_method_before_any_call(fake_server, fake_settings,
     with pytest.raises(ConfigError, match="unknown attribution method"):
         attribute.fn([str(EXAMPLES)], methods=["nope"], settings=fake_settings, out_dir=str(tmp_path / "r"))
     assert fake_server.count == 0
+
+
+def test_cli_attribute_runs_flow_and_prints_table(fake_server, fake_settings, tmp_path, capsys):
+    from agentcausal.cli import main
+
+    rc = main(["attribute", str(EXAMPLES), "-m", "all_at_once", "--limit", "2", "--profiles",
+               fake_settings.profiles_path, "--cache-dir", fake_settings.cache_dir, "--out", str(tmp_path / "run"),
+               "--no-ground-truth"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "all_at_once" in out and "step_acc" in out and str(tmp_path / "run") in out
+    assert fake_server.count == 2
+    assert all("<answer>" not in r["messages"][1]["content"] for r in fake_server.chat_requests)

@@ -1,0 +1,135 @@
+"""``agentcausal attribute`` and ``agentcausal evaluate``: failure attribution over a trace corpus.
+
+::
+
+    agentcausal attribute data/examples --method all_at_once --method binary_search --limit 4
+    agentcausal attribute ../shared/data/who_and_when --method dcfa --max-steps 10 --limit 5 --out runs/dcfa5
+    agentcausal attribute traces.jsonl --method step_by_step --set step_by_step.on_no_yes=last_step
+    agentcausal evaluate runs/dcfa5
+
+``attribute`` runs the Prefect flow ``attribute`` (one cached, retried task per
+trace and method), shows a progress bar, writes ``results.parquet``,
+``report.md`` and ``accuracy.csv`` into the run folder and prints the accuracy
+table. ``evaluate`` recomputes the tables and report of a run folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from agentcausal.exceptions import ConfigError
+
+__all__ = ["register", "cmd_attribute", "cmd_evaluate", "parse_sets"]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``attribute`` and ``evaluate`` verbs."""
+    p = subparsers.add_parser(
+        "attribute", help="attribute failed traces to an agent and step with one or more methods",
+        description="Run attribution methods over traces (a Who&When folder, Who&When *.json files, or our "
+        "Trace *.jsonl) as a cached Prefect flow; write results.parquet and report.md to a run folder.")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="trace folder(s) or file(s)")
+    p.add_argument("--method", "-m", action="append", dest="methods", metavar="NAME",
+                   help="method to run (repeatable): all_at_once, step_by_step, binary_search, dcfa "
+                   "(default: all_at_once)")
+    p.add_argument("--set", action="append", dest="sets", default=[], metavar="METHOD.FIELD=VALUE",
+                   help="a method setting (repeatable), e.g. step_by_step.on_no_yes=last_step; VALUE is JSON or text")
+    p.add_argument("--limit", type=int, default=None, help="at most N traces (after --id and --max-steps)")
+    p.add_argument("--id", action="append", dest="ids", metavar="TRACE_ID",
+                   help="only this trace id (repeatable), e.g. Algorithm-Generated/38")
+    p.add_argument("--max-steps", type=int, default=None, help="skip traces with more steps")
+    p.add_argument("--out", default=None, metavar="DIR", help="run folder (default runs/attribute-<timestamp>)")
+    p.add_argument("--routing", default=None, help="LLM routing from the profiles file (default: 'default')")
+    p.add_argument("--profiles", default=None, help="profiles TOML (default: packaged or $AGENTCAUSAL_PROFILES)")
+    p.add_argument("--cache-dir", default=None, help="cache root (default: cache/ or $AGENTCAUSAL_CACHE_DIR)")
+    p.add_argument("--no-ground-truth", action="store_true",
+                   help="do not show the correct final answer to the methods")
+    p.add_argument("--refresh", action="store_true", help="ignore cached results and LLM replies (rewrites them)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_attribute)
+
+    e = subparsers.add_parser("evaluate", help="recompute accuracy tables and report.md of a run folder",
+                              description="Exact step/agent evaluation of a run folder written by `attribute`.")
+    e.add_argument("run_dir", metavar="RUN_DIR")
+    e.set_defaults(func=cmd_evaluate)
+
+
+def parse_sets(items: list[str]) -> dict[str, dict[str, Any]]:
+    """``["m.field=value", ...]`` as ``{"m": {"field": value}}``; values parsed as JSON, else kept as text.
+
+    Raises
+    ------
+    ConfigError
+        If an item is not ``METHOD.FIELD=VALUE``.
+
+    Examples
+    --------
+    >>> parse_sets(["step_by_step.on_no_yes=last_step", "all_at_once.max_tokens=200"])
+    {'step_by_step': {'on_no_yes': 'last_step'}, 'all_at_once': {'max_tokens': 200}}
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        method, dot, field = key.partition(".")
+        if not sep or not dot or not method or not field:
+            raise ConfigError(f"--set expects METHOD.FIELD=VALUE, got {item!r}")
+        try:
+            value: Any = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        out.setdefault(method, {})[field] = value
+    return out
+
+
+def cmd_attribute(args: argparse.Namespace) -> int:
+    """Handler of ``agentcausal attribute``: check inputs, run the flow, print the table.
+
+    Raises
+    ------
+    ConfigError
+        If a path does not exist, a method is unknown or a setting is invalid (before any LLM call).
+    """
+    from agentcausal.attribution.common import resolve_methods
+    from agentcausal.settings import RunSettings
+
+    missing = [p for p in args.paths if not Path(p).exists()]
+    if missing:
+        raise ConfigError(f"no such trace file or folder: {', '.join(missing)}")
+    methods = args.methods or ["all_at_once"]
+    sets = parse_sets(args.sets)
+    resolve_methods(methods, sets, with_ground_truth=False if args.no_ground_truth else None)  # fail fast
+    settings = RunSettings.from_env(routing=args.routing, profiles_path=args.profiles, cache_dir=args.cache_dir,
+                                    refresh=True if args.refresh else None)
+    from flows.attribute import run_attribute  # the CLI is the one library module that reaches up to flows
+
+    run_dir = run_attribute(args.paths, methods, method_settings=sets or None, settings=settings, limit=args.limit,
+                            ids=args.ids, max_steps=args.max_steps,
+                            with_ground_truth=False if args.no_ground_truth else None,
+                            out_dir=args.out, progress=not args.no_progress and sys.stderr.isatty())
+    return _print_run(run_dir)
+
+
+def _print_run(run_dir: str) -> int:
+    from agentcausal.report.attribution import accuracy_text, report_run
+
+    rep = report_run(run_dir)
+    print(accuracy_text(rep.evaluation))
+    if len(rep.evaluation.failures):
+        print(f"\n{len(rep.evaluation.failures)} failed (trace, method) pairs; see the report.")
+    print(f"\nrun folder: {run_dir}\nreport:     {rep.path}")
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    """Handler of ``agentcausal evaluate``.
+
+    Raises
+    ------
+    TraceFormatError
+        If the folder holds no valid ``results.parquet``.
+    """
+    return _print_run(args.run_dir)
