@@ -256,13 +256,13 @@ def run_gca(trace: Trace, gw: Gateway, settings: DcfaSettings) -> GcaResult:
     """
     n = len(trace)
     s = settings
-    budget = trace_budget(gw, STAGE, s, max(s.gca_max_tokens, s.hg_max_tokens))
+    budget = trace_budget(gw, STAGE, s, max(s.gca_tokens, s.hg_max_tokens))
     if s.split_mdi_cgc:
         mdi = gw.structured(
             STAGE,
             prompts.mdi_messages(trace.question, trace.steps, max_deviations=s.max_deviations, budget=budget),
             prompts.mdi_model(s.max_deviations, s.max_reason_chars),
-            item=trace.id, max_tokens=s.gca_max_tokens,
+            item=trace.id, max_tokens=s.gca_tokens,
         )
         devs = validate_deviations(((d.step, d.reason) for d in mdi.deviations), n,
                                    max_deviations=s.max_deviations, max_reason_chars=s.max_reason_chars)
@@ -270,7 +270,7 @@ def run_gca(trace: Trace, gw: Gateway, settings: DcfaSettings) -> GcaResult:
             STAGE,
             prompts.cgc_messages(trace.question, trace.steps, devs.deviations, max_edges=s.max_edges, budget=budget),
             prompts.cgc_model(s.max_edges),
-            item=trace.id, max_tokens=s.gca_max_tokens,
+            item=trace.id, max_tokens=s.gca_tokens,
         )
         raw_edges: Sequence[prompts.Edge] = cgc.edges
     else:
@@ -279,7 +279,7 @@ def run_gca(trace: Trace, gw: Gateway, settings: DcfaSettings) -> GcaResult:
             prompts.gca_joint_messages(trace.question, trace.steps, max_deviations=s.max_deviations,
                                        max_edges=s.max_edges, budget=budget),
             prompts.gca_joint_model(s.max_deviations, s.max_edges, s.max_reason_chars),
-            item=trace.id, max_tokens=s.gca_max_tokens,
+            item=trace.id, max_tokens=s.gca_tokens,
         )
         devs = validate_deviations(((d.step, d.reason) for d in joint.deviations), n,
                                    max_deviations=s.max_deviations, max_reason_chars=s.max_reason_chars)

@@ -31,18 +31,20 @@ class DcfaSettings(BaseModel):
     max_iterations : int, pivot moves per search direction (Algorithm 2 has no
         cap; each move costs up to two simulations). Default 3.
     max_deviations : int, most minor deviations asked for (advisory ``maxItems``
-        in the reply schema; extra ones are cut). Default 6.
-    max_edges : int, most dependency edges asked for (same mechanism). Default 12.
-    max_reason_chars : int, advisory ``maxLength`` of each reason; longer ones are cut. Default 200.
+        in the reply schema; extra ones are cut). Default 5.
+    max_edges : int, most dependency edges asked for (same mechanism). Default 10.
+    max_reason_chars : int, advisory ``maxLength`` of each reason; longer ones are cut. Default 120.
     max_corrected_step_chars : int, advisory ``maxLength`` of each corrected step
         (a corrected step longer than this is cut). Default 300.
-    gca_max_tokens : int, completion cap of the MDI+CGC call (and of each when split). Default 400.
-    hg_max_tokens : int, completion cap of HG. Default 120.
+    gca_max_tokens : int or None, completion cap of the MDI+CGC call (and of each
+        when split); None = derived from the caps so a full reply fits
+        (:attr:`gca_tokens`, 432 with the defaults). Default None.
+    hg_max_tokens : int, completion cap of HG. Default 96.
     correct_max_tokens : int or None, completion cap of Correct; None = derived
         from the step count and ``max_corrected_step_chars`` (about 1 token per
         3 characters, plus 64). Default None.
     simulation_max_tokens : int, completion cap of one Simulation. Default 48.
-    ded_max_tokens : int, completion cap of DED. Default 120.
+    ded_max_tokens : int, completion cap of DED. Default 96.
     simulation_sees_truth : bool, show the correct answer to Simulation. Default
         False: the outcome is scored by its similarity to the truth, so showing
         the truth would let the simulator copy it and flatten every ΔS.
@@ -57,18 +59,26 @@ class DcfaSettings(BaseModel):
     use_lce: bool = True
     split_mdi_cgc: bool = False
     max_iterations: int = Field(3, ge=0)
-    max_deviations: int = Field(6, ge=1)
-    max_edges: int = Field(12, ge=0)
-    max_reason_chars: int = Field(200, ge=20)
+    max_deviations: int = Field(5, ge=1)
+    max_edges: int = Field(10, ge=0)
+    max_reason_chars: int = Field(120, ge=20)
     max_corrected_step_chars: int = Field(300, ge=40)
-    gca_max_tokens: int = Field(400, ge=16)
-    hg_max_tokens: int = Field(120, ge=16)
+    gca_max_tokens: int | None = Field(None, ge=16)
+    hg_max_tokens: int = Field(96, ge=16)
     correct_max_tokens: int | None = Field(None, ge=16)
     simulation_max_tokens: int = Field(48, ge=8)
-    ded_max_tokens: int = Field(120, ge=16)
+    ded_max_tokens: int = Field(96, ge=16)
     simulation_sees_truth: bool = False
     max_workers: int = Field(4, ge=1)
     reserve_tokens: int = Field(1024, ge=0)
+
+    @property
+    def gca_tokens(self) -> int:
+        """Completion cap of an MDI/CGC call: ``gca_max_tokens``, or enough for the caps
+        (about 1 token per 3 reason characters + 12 per deviation, 14 per edge, 32 of framing)."""
+        if self.gca_max_tokens is not None:
+            return self.gca_max_tokens
+        return self.max_deviations * (self.max_reason_chars // 3 + 12) + self.max_edges * 14 + 32
 
 
 class DcfaGcaOnlySettings(DcfaSettings):

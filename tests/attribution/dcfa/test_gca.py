@@ -65,7 +65,7 @@ def test_gca_joint_is_two_calls_and_validates_the_graph(fake_server, make_gatewa
     cut = gca_prompt.index("</trace>") + len("</trace>")
     assert hg_prompt[:cut] == gca_prompt[:cut]
     for b in fake_server.chat_requests:
-        assert b["max_tokens"] in (DcfaSettings().gca_max_tokens, DcfaSettings().hg_max_tokens)
+        assert b["max_tokens"] in (DcfaSettings().gca_tokens, DcfaSettings().hg_max_tokens)
         assert b["response_format"]["type"] == "json_schema"
 
 
