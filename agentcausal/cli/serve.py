@@ -37,7 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     p.add_argument("--slots", type=int, default=2, help="parallel decoding slots (default 2)")
     p.add_argument("--ctx", type=int, default=8192, help="context tokens per slot (default 8192)")
-    p.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores but one)")
     p.set_defaults(func=serve_local)
 
 

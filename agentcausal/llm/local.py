@@ -65,6 +65,7 @@ __all__ = [
     "EmbeddedServer",
     "local_embedder",
     "models_dir",
+    "default_threads",
     "SHARED_SERVER_ENV",
 ]
 
@@ -308,6 +309,21 @@ class EmbeddedServer:
         del server
 
 
+def default_threads() -> int:
+    """CPU threads for the embedded server: all cores but one (at least one).
+
+    llama.cpp's threads wait for each other at every operation, so a thread
+    that loses its core to another process stalls the rest. Measured here on
+    2 cores with other processes busy (0.5B model, 621-token prompt): 2
+    threads decoded at 0.3 to 0.9 tokens/s, 1 thread at about 10 tokens/s and
+    prefilled faster too. Leaving one core to Python, Prefect and the embedder
+    costs little when the machine is idle and avoids that collapse. Override
+    with the profile's ``threads`` (``AGENTCAUSAL_PROFILE_EMBEDDED_THREADS``) or
+    ``agentcausal serve-local --threads``.
+    """
+    return max(1, (os.cpu_count() or 2) - 1)
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -350,7 +366,7 @@ def start_server(
         ``n_parallel * ctx_per_slot`` tokens, split evenly (``kv_unified=False``)
     port : int, optional; a free port by default
     host : str; loopback by default
-    threads : int, optional; CPU threads for decode and prefill (default: all cores)
+    threads : int, optional; CPU threads for decode and prefill (default: :func:`default_threads`)
     alias : str, optional; model name reported by ``/v1/models``
     health_timeout_s : float, seconds to wait for ``/health`` to answer 200
     verbosity : int, llama.cpp's log threshold on stderr (1 error, 2 warning, 3 info)
@@ -382,7 +398,7 @@ def start_server(
     params.ctx_shift = False  # a prompt over budget fails loudly instead of silently dropping tokens
     params.hostnames = [host]
     params.port = port or _free_port()
-    n = threads or os.cpu_count() or 1
+    n = threads or default_threads()
     params.cpuparams.n_threads = n
     params.cpuparams_batch.n_threads = n
     params.endpoint_metrics = True
@@ -407,7 +423,7 @@ def start_server(
 
 
 _SERVERS: dict[tuple[str, int, int], EmbeddedServer] = {}
-_BY_PROFILE: dict[tuple[str, str | None, int, int], str] = {}
+_BY_PROFILE: dict[tuple[str, str | None, int, int, int | None], str] = {}
 _SERVERS_LOCK = threading.Lock()
 
 
@@ -460,8 +476,8 @@ def ensure_embedded_server(profile: "Profile") -> str:
     ----------
     profile : Profile with ``base_url = "embedded"``. ``max_concurrency`` sets
         the server's slots (``n_parallel``), ``context_window`` the tokens per
-        slot, ``model_path`` (optional) a GGUF to serve instead of the packaged
-        model named by ``model``.
+        slot, ``threads`` the CPU threads, ``model_path`` (optional) a GGUF to
+        serve instead of the packaged model named by ``model``.
 
     Returns
     -------
@@ -476,7 +492,7 @@ def ensure_embedded_server(profile: "Profile") -> str:
     ConfigError
         If ``$AGENTCAUSAL_EMBEDDED_URL`` serves another model.
     """
-    fast_key = (profile.model, profile.model_path, profile.max_concurrency, profile.context_window)
+    fast_key = (profile.model, profile.model_path, profile.max_concurrency, profile.context_window, profile.threads)
     with _SERVERS_LOCK:
         if fast_key in _BY_PROFILE:
             return _BY_PROFILE[fast_key]
@@ -490,7 +506,7 @@ def ensure_embedded_server(profile: "Profile") -> str:
         srv = _SERVERS.get(key)
         if srv is None:
             srv = start_server(path, n_parallel=profile.max_concurrency, ctx_per_slot=profile.context_window,
-                               alias=profile.model)
+                               threads=profile.threads, alias=profile.model)
             _SERVERS[key] = srv
         _BY_PROFILE[fast_key] = srv.base_url
         return srv.base_url

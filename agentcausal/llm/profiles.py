@@ -62,6 +62,9 @@ class Profile(BaseModel):
         USD per 1000 tokens, for cost reports (0 = free/unknown).
     model_path : str or None
         For ``embedded``: a GGUF file to serve instead of the packaged model.
+    threads : int or None
+        For ``embedded``: CPU threads of the llama.cpp server; default all cores
+        but one (see :func:`agentcausal.llm.local.default_threads`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -79,6 +82,7 @@ class Profile(BaseModel):
     price_prompt_per_1k: float = 0.0
     price_completion_per_1k: float = 0.0
     model_path: str | None = None
+    threads: int | None = Field(None, ge=1)
 
     def api_key(self) -> str:
         """The API key from the environment.

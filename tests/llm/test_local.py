@@ -211,3 +211,12 @@ def test_unreachable_shared_server_names_the_variable(monkeypatch):
     monkeypatch.setenv(local.SHARED_SERVER_ENV, "http://127.0.0.1:9/v1")
     with pytest.raises(EndpointUnreachableError, match="AGENTCAUSAL_EMBEDDED_URL"):
         local.ensure_embedded_server(load_profiles().profile_for("baseline"))
+
+
+def test_default_threads_leaves_one_core_free(monkeypatch):
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert local.default_threads() == 1
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    assert local.default_threads() == 15
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert local.default_threads() == 1
