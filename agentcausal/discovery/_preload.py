@@ -1,0 +1,14 @@
+"""Imported once by the forkserver of :mod:`agentcausal.discovery.algorithms`, so workers start warm."""
+
+import warnings
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    import numpy  # noqa: F401
+    from causallearn.search.ConstraintBased.FCI import fci  # noqa: F401
+    from causallearn.search.ConstraintBased.PC import pc  # noqa: F401
+    from causallearn.search.FCMBased import lingam  # noqa: F401
+    from causallearn.search.ScoreBased.ExactSearch import bic_exact_search  # noqa: F401
+    from causallearn.search.ScoreBased.GES import ges  # noqa: F401
+
+    import agentcausal.discovery.algorithms  # noqa: F401

@@ -1,0 +1,366 @@
+"""Benchmark and user datasets for causal discovery, offline, with variable descriptions.
+
+* bnlearn networks (Earthquake, Cancer, Survey, Asia, Child, Sachs, Alarm):
+  BIF files vendored in ``data/bnlearn/`` (see its ``ORIGIN.md``), read with
+  pgmpy's ``BIFReader`` and forward-sampled with a seed. Columns follow the BIF
+  file's variable order; states are integer codes in the BIF file's state order.
+* Auto MPG: ``vega_datasets``' packaged ``cars.json`` (no download), rows with a
+  missing Horsepower or Miles_per_Gallon dropped (392 rows), five continuous
+  variables; true graph from Takayama et al. (2024).
+* User datasets: a CSV or Parquet file plus a JSON metadata file (see
+  :func:`load_user_dataset`).
+
+Every variable has a description in ``data/descriptions/<name>.json``; MAC's
+metadata text I is built from them (:func:`metadata_text`).
+
+References
+----------
+Le et al. "Multi-Agent Causal Discovery Using Large Language Models." arXiv:2407.15073, §4.1.
+Scutari. "Learning Bayesian Networks with the bnlearn R Package." JSS 35 (3), 2010.
+Takayama et al. "Integrating Large Language Models in Causal Discovery: A Statistical
+Causal Approach." arXiv:2402.01454, 2024.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import json
+import os
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import joblib
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from agentcausal.discovery.graph import CausalGraph
+from agentcausal.exceptions import DatasetError
+
+__all__ = [
+    "BNLEARN_NETWORKS",
+    "BENCHMARKS",
+    "MAIN_BENCHMARKS",
+    "DataType",
+    "VariableInfo",
+    "DatasetMetadata",
+    "Dataset",
+    "data_dir",
+    "load_dataset",
+    "load_user_dataset",
+    "metadata_text",
+    "sample_rows",
+]
+
+BNLEARN_NETWORKS = ("earthquake", "cancer", "survey", "asia", "child", "sachs", "alarm")
+BENCHMARKS = BNLEARN_NETWORKS + ("auto_mpg",)
+#: The six datasets of the main benchmark table (the paper's five plus Asia).
+MAIN_BENCHMARKS = ("earthquake", "cancer", "survey", "asia", "child", "auto_mpg")
+
+DataType = Literal["discrete", "continuous"]
+
+
+class VariableInfo(BaseModel):
+    """What a variable measures, and its states (discrete) or unit (in the description)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    description: str
+    states: tuple[str, ...] | None = None
+
+
+class DatasetMetadata(BaseModel):
+    """Descriptions of a dataset and its variables (the metadata I of MAC, §3.1)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    title: str
+    domain: str
+    source: str = ""
+    variables: dict[str, VariableInfo]
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """Observations O with variables V, metadata I and (when known) the true graph.
+
+    Attributes
+    ----------
+    name : str
+    variables : tuple of str, length d, the column order of ``data``
+    data : ndarray of shape (n, d); integer codes (as float64) for discrete data
+    data_type : "discrete" or "continuous"
+    metadata : DatasetMetadata
+    true_graph : CausalGraph or None
+    seed : int or None, the sampling seed (bnlearn networks)
+    """
+
+    name: str
+    variables: tuple[str, ...]
+    data: np.ndarray
+    data_type: DataType
+    metadata: DatasetMetadata
+    true_graph: CausalGraph | None = None
+    seed: int | None = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return int(self.data.shape[0])
+
+    @property
+    def d(self) -> int:
+        return int(self.data.shape[1])
+
+    def content_hash(self) -> str:
+        """``joblib.hash`` of the data array and the column names: the cache key of results on this data."""
+        return joblib.hash((np.ascontiguousarray(self.data), tuple(self.variables), self.data_type))
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame(self.data, columns=list(self.variables))
+
+
+def data_dir() -> Path:
+    """The folder holding ``bnlearn/`` and ``descriptions/``.
+
+    Order: ``$AGENTCAUSAL_DATA_DIR``; the repository's ``data/`` (editable
+    install or source tree); ``agentcausal/data`` inside the package.
+
+    Raises
+    ------
+    DatasetError if none of them has ``bnlearn/``.
+    """
+    here = Path(__file__).resolve()
+    candidates = []
+    if os.environ.get("AGENTCAUSAL_DATA_DIR"):
+        candidates.append(Path(os.environ["AGENTCAUSAL_DATA_DIR"]))
+    candidates += [here.parents[2] / "data", here.parents[1] / "data"]
+    for c in candidates:
+        if (c / "bnlearn").is_dir():
+            return c
+    raise DatasetError(f"no data folder with bnlearn/ found; looked in {', '.join(map(str, candidates))}; "
+                       "set AGENTCAUSAL_DATA_DIR")
+
+
+def _read_descriptions(name: str) -> dict:
+    path = data_dir() / "descriptions" / f"{name}.json"
+    if not path.is_file():
+        raise DatasetError(f"no descriptions file {path}", name=name)
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"{path} is not valid JSON: {exc}", name=name) from exc
+
+
+@functools.lru_cache(maxsize=16)
+def _bif_model(name: str):
+    path = data_dir() / "bnlearn" / f"{name}.bif.gz"
+    if not path.is_file():
+        raise DatasetError(f"BIF file {path} is missing", name=name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from pgmpy.readwrite import BIFReader
+
+        reader = BIFReader(string=gzip.open(path, "rt").read())
+        model = reader.get_model()
+    return reader, model
+
+
+def _load_bnlearn(name: str, n: int, seed: int) -> Dataset:
+    reader, model = _bif_model(name)
+    variables = tuple(reader.variable_names)
+    states = {v: tuple(reader.variable_states[v]) for v in variables}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        df = model.simulate(n_samples=n, seed=seed, show_progress=False)
+    cols = []
+    for v in variables:
+        codes = {s: i for i, s in enumerate(states[v])}
+        col = df[v].astype(str).map(codes)
+        if col.isna().any():
+            raise DatasetError(f"sampled states of {v} not in the BIF states {states[v]}", name=name)
+        cols.append(col.to_numpy(dtype=np.float64))
+    desc = _read_descriptions(name)
+    missing = set(variables) - set(desc["variables"])
+    if missing:
+        raise DatasetError(f"descriptions lack variables {sorted(missing)}", name=name)
+    meta = DatasetMetadata(
+        title=desc["title"], domain=desc["domain"], source=desc.get("source", ""),
+        variables={v: VariableInfo(description=desc["variables"][v], states=states[v]) for v in variables},
+    )
+    true = CausalGraph.from_edges(variables, sorted(model.edges()))
+    return Dataset(name=name, variables=variables, data=np.column_stack(cols), data_type="discrete",
+                   metadata=meta, true_graph=true, seed=seed)
+
+
+def _load_auto_mpg() -> Dataset:
+    from vega_datasets import data as vd
+
+    if not vd.cars.is_local:  # pragma: no cover - depends on the installed package
+        raise DatasetError("vega_datasets does not ship cars.json locally", name="auto_mpg")
+    df = vd.cars().dropna(subset=["Horsepower", "Miles_per_Gallon"])
+    df = df.rename(columns={"Miles_per_Gallon": "Mpg", "Weight_in_lbs": "Weight"})
+    variables = ("Displacement", "Mpg", "Horsepower", "Weight", "Acceleration")
+    desc = _read_descriptions("auto_mpg")
+    meta = DatasetMetadata(
+        title=desc["title"], domain=desc["domain"], source=desc.get("source", ""),
+        variables={v: VariableInfo(description=desc["variables"][v]) for v in variables},
+    )
+    true = CausalGraph.from_edges(variables, [tuple(e) for e in desc["true_edges"]])
+    return Dataset(name="auto_mpg", variables=variables, data=df[list(variables)].to_numpy(dtype=np.float64),
+                   data_type="continuous", metadata=meta, true_graph=true)
+
+
+def load_dataset(name: str, n: int = 1000, seed: int = 0) -> Dataset:
+    """Load a benchmark dataset offline.
+
+    Parameters
+    ----------
+    name : one of :data:`BENCHMARKS` (case-insensitive; ``"auto"`` is an alias of ``"auto_mpg"``)
+    n : int, rows to sample from a bnlearn network (Auto MPG always has its 392 rows)
+    seed : int, sampling seed of a bnlearn network (Auto MPG ignores it)
+
+    Returns
+    -------
+    Dataset with ``data`` of shape (n, d).
+
+    Raises
+    ------
+    DatasetError on an unknown name, n < 1, or a missing data file.
+
+    Examples
+    --------
+    >>> ds = load_dataset("earthquake", n=50, seed=0)   # doctest: +SKIP
+    >>> ds.data.shape, ds.variables[0]                   # doctest: +SKIP
+    ((50, 5), 'Burglary')
+    """
+    key = name.lower().replace("-", "_")
+    key = "auto_mpg" if key in ("auto", "autompg") else key
+    if key not in BENCHMARKS:
+        raise DatasetError(f"unknown dataset; known: {', '.join(BENCHMARKS)} (or a user CSV/Parquet path)",
+                           name=name)
+    if n < 1:
+        raise DatasetError(f"n must be >= 1, got {n}", name=name)
+    if key == "auto_mpg":
+        return _load_auto_mpg()
+    return _load_bnlearn(key, n, seed)
+
+
+class _UserMeta(BaseModel):
+    title: str | None = None
+    domain: str = ""
+    variables: dict[str, str | VariableInfo]
+    true_edges: list[tuple[str, str]] | None = None
+    data_type: DataType | None = None
+
+
+def load_user_dataset(data_path: str | os.PathLike, meta_path: str | os.PathLike) -> Dataset:
+    """Load a user dataset: a CSV or Parquet table plus a JSON metadata file.
+
+    The metadata file holds ``{"title": str, "domain": str, "variables": {name:
+    description}, "true_edges": [[cause, effect], ...] (optional), "data_type":
+    "discrete" | "continuous" (optional)}``. Columns not in ``variables`` are
+    ignored; rows with missing values are dropped. Non-numeric columns are
+    coded as integers in sorted order of their values. The data type is
+    ``discrete`` when every column is integer-valued with at most 10 levels,
+    unless the file says otherwise.
+
+    Parameters
+    ----------
+    data_path : path to ``.csv`` or ``.parquet``
+    meta_path : path to ``.json``
+
+    Returns
+    -------
+    Dataset
+
+    Raises
+    ------
+    DatasetError on a missing file, an unknown suffix, invalid metadata, or a
+    described variable absent from the table.
+    """
+    data_path, meta_path = Path(data_path), Path(meta_path)
+    name = data_path.stem
+    for p in (data_path, meta_path):
+        if not p.is_file():
+            raise DatasetError(f"file not found: {p}", name=name)
+    if data_path.suffix.lower() == ".csv":
+        df = pd.read_csv(data_path)
+    elif data_path.suffix.lower() in (".parquet", ".pq"):
+        df = pd.read_parquet(data_path)
+    else:
+        raise DatasetError(f"data file must be .csv or .parquet, got {data_path.suffix!r}", name=name)
+    try:
+        um = _UserMeta.model_validate_json(meta_path.read_text())
+    except ValidationError as exc:
+        raise DatasetError(f"invalid metadata {meta_path}: {exc}", name=name) from exc
+    variables = tuple(um.variables)
+    absent = [v for v in variables if v not in df.columns]
+    if absent:
+        raise DatasetError(f"variables {absent} are not columns of {data_path}", name=name)
+    df = df[list(variables)].dropna()
+    states: dict[str, tuple[str, ...] | None] = {}
+    for v in variables:
+        if not pd.api.types.is_numeric_dtype(df[v]):
+            levels = sorted(df[v].astype(str).unique())
+            states[v] = tuple(levels)
+            df[v] = df[v].astype(str).map({s: i for i, s in enumerate(levels)})
+        else:
+            states[v] = None
+    arr = df.to_numpy(dtype=np.float64)
+    if um.data_type is not None:
+        dtype: DataType = um.data_type
+    else:
+        integer = np.all(np.mod(arr, 1) == 0, axis=0) & (np.array([len(np.unique(c)) for c in arr.T]) <= 10)
+        dtype = "discrete" if bool(np.all(integer)) else "continuous"
+    info = {v: (d if isinstance(d, VariableInfo) else VariableInfo(description=d, states=states[v]))
+            for v, d in um.variables.items()}
+    meta = DatasetMetadata(title=um.title or name, domain=um.domain, source=str(data_path), variables=info)
+    true = None
+    if um.true_edges is not None:
+        try:
+            true = CausalGraph.from_edges(variables, um.true_edges)
+        except ValidationError as exc:
+            raise DatasetError(f"invalid true_edges: {exc}", name=name) from exc
+    return Dataset(name=name, variables=variables, data=arr, data_type=dtype, metadata=meta, true_graph=true)
+
+
+def metadata_text(ds: Dataset, *, with_states: bool = True) -> str:
+    """The metadata I as short lines: the domain, then ``- name: description [states]``.
+
+    Parameters
+    ----------
+    ds : Dataset
+    with_states : bool, list the states of discrete variables
+
+    Returns
+    -------
+    str, one line per variable, in column order.
+    """
+    lines = [f"Domain: {ds.metadata.domain}"]
+    for v in ds.variables:
+        info = ds.metadata.variables[v]
+        states = f" [states: {', '.join(info.states)}]" if with_states and info.states else ""
+        lines.append(f"- {v}: {info.description}{states}")
+    return "\n".join(lines)
+
+
+def sample_rows(ds: Dataset, k: int, seed: int) -> np.ndarray:
+    """The subset S: ``k`` rows drawn without replacement with ``seed``.
+
+    Parameters
+    ----------
+    ds : Dataset
+    k : int, rows wanted (capped at n)
+    seed : int
+
+    Returns
+    -------
+    ndarray of shape (min(k, n), d).
+    """
+    rng = np.random.default_rng(seed)
+    idx = rng.choice(ds.n, size=min(k, ds.n), replace=False)
+    return ds.data[np.sort(idx)]

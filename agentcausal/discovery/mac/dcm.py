@@ -1,0 +1,65 @@
+"""The Debate-Coding Module (DCM, MAC alg. 2): choose an algorithm by debate, then run it on the full data.
+
+Step (i): MDM in algorithm mode over (V, I, S), S a few rows sampled with the
+seed (``subset_size`` rows). Step (ii): the executor (typed or coding) runs the
+winning algorithm on the full O and returns the data graph G_C.
+
+References
+----------
+Le et al. "Multi-Agent Causal Discovery Using Large Language Models." arXiv:2407.15073, §3.4, alg. 2.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from agentcausal.discovery.datasets import Dataset, metadata_text, sample_rows
+from agentcausal.discovery.mac.debate import AlgorithmContext, Debate, ProposedAlgorithm, debate_algorithm, \
+    format_rows
+from agentcausal.discovery.mac.executor import Execution, execute
+from agentcausal.discovery.mac.settings import MACSettings
+
+__all__ = ["DCMResult", "algorithm_context", "debate_coding_module"]
+
+
+class DCMResult(BaseModel):
+    """The algorithm debate and the execution that produced G_C."""
+
+    model_config = ConfigDict(frozen=True)
+    debate: Debate
+    execution: Execution
+
+
+def algorithm_context(ds: Dataset, settings: MACSettings, seed: int) -> AlgorithmContext:
+    """(V, I, S) for algorithm mode: S is ``settings.subset_size`` rows drawn with ``seed``."""
+    rows = sample_rows(ds, settings.subset_size, seed) if settings.subset_size else ds.data[:0]
+    return AlgorithmContext(variables=ds.variables, metadata=metadata_text(ds), rows=format_rows(rows, ds.data_type),
+                            n=ds.n, data_type=ds.data_type)
+
+
+def debate_coding_module(gw, ds: Dataset, settings: MACSettings = MACSettings(), *, seed: int = 0,
+                         item: str | None = None) -> DCMResult:
+    """Run DCM: algorithm debate, then the executor on the full data.
+
+    Parameters
+    ----------
+    gw : Gateway (stages ``mac.debate`` and, in coding mode, ``mac.coder``)
+    ds : Dataset
+    settings : MACSettings
+    seed : int, draws the subset S
+    item : str, optional; usage-accounting id
+
+    Returns
+    -------
+    DCMResult(debate, execution); ``execution.graph`` is G_C.
+
+    Raises
+    ------
+    StructuredOutputError if the Affirmative's reply stays invalid.
+    AlgorithmError if the chosen algorithm fails or times out.
+    UnknownStageError, EndpointUnreachableError, LLMCallError from the gateway.
+    """
+    debate = debate_algorithm(gw, algorithm_context(ds, settings, seed), settings, item=item)
+    win = debate.winning
+    assert isinstance(win, ProposedAlgorithm)
+    return DCMResult(debate=debate, execution=execute(gw, ds, win.choice, settings, item=item))

@@ -1,0 +1,426 @@
+"""The Meta-Debate Module (MDM, MAC alg. 1): Affirmative, Negative and Judge, in algorithm or graph mode.
+
+A debate is data: :class:`Debate` records every round's proposals and the
+:class:`Verdict`, so a report can show why an algorithm or a graph won.
+
+Control flow (``rounds = R``, paper §4.3):
+
+1. the Affirmative proposes;
+2. the Negative proposes a plausible alternative to it;
+3. for each further round, the Affirmative revises given the Negative's last
+   alternative, and the Negative answers the revision;
+4. the Judge compares the last two proposals (skipped when they are equal:
+   the Affirmative wins with reason "no disagreement").
+
+Single-agent ablation (§4.4): step 1 only; the Affirmative's proposal wins.
+
+Judge rule. Algorithm mode: the Judge names the winner against stated
+criteria (data type, assumptions, sample and graph size). Graph mode: the
+disagreements are computed here and listed for the Judge (pairs linked in one
+graph only, colliders in one graph only, reversed edges); the Judge votes A,
+B or tie on each of three criteria (skeleton, colliders, directions); each vote
+is a point and the graph with more points wins, the Affirmative on a tie.
+
+A Negative or Judge reply that stays invalid after the gateway's repairs does
+not stop the debate: it is recorded in ``Debate.notes`` and the Affirmative
+wins. An invalid Affirmative reply raises.
+
+References
+----------
+Le et al. "Multi-Agent Causal Discovery Using Large Language Models." arXiv:2407.15073, §3.3, alg. 1, app. A.1.
+Du et al. 2023. "Improving Factuality and Reasoning in Language Models through Multiagent Debate."
+arXiv:2305.14325.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Literal, NamedTuple, Union
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentcausal.discovery.algorithms import AlgorithmChoice, default_choice
+from agentcausal.discovery.mac import prompts as P
+from agentcausal.discovery.mac.settings import DEBATE_STAGE, MACSettings
+from agentcausal.exceptions import StructuredOutputError
+
+__all__ = [
+    "ProposedAlgorithm",
+    "ProposedGraph",
+    "Verdict",
+    "DebateRound",
+    "Debate",
+    "AlgorithmContext",
+    "GraphContext",
+    "debate_algorithm",
+    "debate_graph",
+    "graph_disagreements",
+    "to_choice",
+    "format_rows",
+]
+
+_F = ConfigDict(frozen=True)
+
+
+class ProposedAlgorithm(BaseModel):
+    """An algorithm proposal after validation: the parameters that will run, and what was adjusted."""
+
+    model_config = _F
+    kind: Literal["algorithm"] = "algorithm"
+    choice: AlgorithmChoice
+    reason: str = ""
+    notes: tuple[str, ...] = ()
+
+    def label(self) -> str:
+        return _choice_label(self.choice)
+
+
+class ProposedGraph(BaseModel):
+    """A graph proposal: ``(cause, effect)`` pairs over the variables, in the proposer's order."""
+
+    model_config = _F
+    kind: Literal["graph"] = "graph"
+    edges: tuple[tuple[str, str], ...]
+
+    def label(self) -> str:
+        return "; ".join(f"{a} -> {b}" for a, b in self.edges) or "(no edges)"
+
+
+Proposal = Union[ProposedAlgorithm, ProposedGraph]
+
+
+class Verdict(BaseModel):
+    """The Judge's decision: winner, per-criterion votes (graph mode) and reason."""
+
+    model_config = _F
+    winner: Literal["affirmative", "negative"]
+    votes: dict[str, str] = Field(default_factory=dict)
+    reason: str = ""
+
+
+class DebateRound(BaseModel):
+    """One Affirmative-Negative exchange (``negative`` is None in the single-agent ablation)."""
+
+    model_config = _F
+    affirmative: Proposal = Field(discriminator="kind")
+    negative: Proposal | None = Field(None, discriminator="kind")
+
+
+class Debate(BaseModel):
+    """A whole MDM run, as data (``Debate(affirmative, negative, verdict)`` plus the history)."""
+
+    model_config = _F
+    mode: Literal["algorithm", "graph"]
+    rounds: tuple[DebateRound, ...]
+    verdict: Verdict
+    notes: tuple[str, ...] = ()
+
+    @property
+    def affirmative(self) -> Proposal:
+        return self.rounds[-1].affirmative
+
+    @property
+    def negative(self) -> Proposal | None:
+        return self.rounds[-1].negative
+
+    @property
+    def winning(self) -> Proposal:
+        """The winning proposal."""
+        if self.verdict.winner == "negative" and self.negative is not None:
+            return self.negative
+        return self.affirmative
+
+
+class AlgorithmContext(NamedTuple):
+    """(V, I, S) of algorithm mode: variables, metadata text, subset rows as text, and data facts."""
+
+    variables: tuple[str, ...]
+    metadata: str
+    rows: str
+    n: int
+    data_type: str
+
+
+class GraphContext(NamedTuple):
+    """(V, I) of graph mode: variables, metadata text, and evidence sentences (Meta Fusion's I_c)."""
+
+    variables: tuple[str, ...]
+    metadata: str
+    evidence: tuple[str, ...] = ()
+
+
+def format_rows(rows: np.ndarray, data_type: str) -> str:
+    """Subset rows as comma-separated lines: integer codes for discrete data, 4 significant digits else.
+
+    Parameters
+    ----------
+    rows : ndarray of shape (k, d)
+    data_type : "discrete" or "continuous"
+    """
+    fmt = (lambda x: str(int(x))) if data_type == "discrete" else (lambda x: f"{x:.4g}")
+    return "\n".join(",".join(fmt(x) for x in r) for r in np.asarray(rows))
+
+
+def _choice_label(choice: AlgorithmChoice) -> str:
+    params = ", ".join(f"{k}={v}" for k, v in choice.model_dump().items() if k != "algorithm")
+    return f"{choice.algorithm}({params})"
+
+
+def to_choice(reply: P.AlgorithmProposalReply, data_type: str, d: int) -> ProposedAlgorithm:
+    """Validate an algorithm reply into the parameters that will run.
+
+    Starts from the data-type-aware defaults (:func:`default_choice`) and takes
+    the reply's test and alpha only where they suit the data type (chi-square
+    or G-square for discrete data, Fisher-z for continuous; alpha in (0, 0.5]);
+    each rejected value is noted.
+
+    Parameters
+    ----------
+    reply : AlgorithmProposalReply
+    data_type : "discrete" or "continuous"
+    d : int, number of variables
+
+    Returns
+    -------
+    ProposedAlgorithm
+    """
+    base = default_choice(reply.algorithm, data_type, d)
+    notes: list[str] = []
+    update: dict[str, object] = {}
+    if reply.algorithm in ("pc", "fci"):
+        ok_tests = ("chisq", "gsq") if data_type == "discrete" else ("fisherz",)
+        if reply.indep_test is not None:
+            if reply.indep_test in ok_tests:
+                update["indep_test"] = reply.indep_test
+            else:
+                notes.append(f"indep_test {reply.indep_test} unsuited to {data_type} data; "
+                             f"used {base.indep_test}")  # type: ignore[union-attr]
+        if reply.alpha is not None:
+            if 0 < reply.alpha <= 0.5:
+                update["alpha"] = reply.alpha
+            else:
+                notes.append(f"alpha {reply.alpha} out of (0, 0.5]; used {base.alpha}")  # type: ignore[union-attr]
+    if reply.algorithm == "direct_lingam" and data_type == "discrete":
+        notes.append("direct_lingam assumes continuous non-Gaussian data; run on integer codes")
+    return ProposedAlgorithm(choice=base.model_copy(update=update), reason=reply.reason, notes=tuple(notes))
+
+
+def _tokens(settings: MACSettings, n: int) -> int:
+    return max(16, int(n * settings.max_tokens_scale))
+
+
+def _call(gw, role: str, prompt: str, model: type, settings: MACSettings, max_tokens: int, item: str | None):
+    msgs = [P.system_message(role), {"role": "user", "content": prompt}]
+    return gw.structured(DEBATE_STAGE, msgs, model, item=item, max_tokens=_tokens(settings, max_tokens))
+
+
+def _run(
+    propose: Callable[[Proposal | None, Proposal | None], Proposal],
+    counter: Callable[[Proposal], Proposal],
+    judge: Callable[[Proposal, Proposal], Verdict],
+    settings: MACSettings,
+    mode: Literal["algorithm", "graph"],
+) -> Debate:
+    notes: list[str] = []
+    aff = propose(None, None)
+    if settings.single_agent:
+        return Debate(mode=mode, rounds=(DebateRound(affirmative=aff),),
+                      verdict=Verdict(winner="affirmative", reason="single agent (no Negative or Judge)"))
+    rounds: list[DebateRound] = []
+    neg: Proposal | None = None
+    for r in range(settings.rounds):
+        if r > 0:
+            aff = propose(aff, neg)
+        try:
+            neg = counter(aff)
+        except StructuredOutputError as exc:
+            notes.append(f"round {r}: Negative reply invalid ({exc.errors[:120]}); Affirmative wins")
+            rounds.append(DebateRound(affirmative=aff))
+            return Debate(mode=mode, rounds=tuple(rounds), notes=tuple(notes),
+                          verdict=Verdict(winner="affirmative", reason="Negative gave no valid proposal"))
+        rounds.append(DebateRound(affirmative=aff, negative=neg))
+    assert neg is not None
+    if _same(aff, neg):
+        verdict = Verdict(winner="affirmative", reason="no disagreement")
+    else:
+        try:
+            verdict = judge(aff, neg)
+        except StructuredOutputError as exc:
+            notes.append(f"Judge reply invalid ({exc.errors[:120]}); Affirmative wins")
+            verdict = Verdict(winner="affirmative", reason="Judge gave no valid verdict")
+    return Debate(mode=mode, rounds=tuple(rounds), verdict=verdict, notes=tuple(notes))
+
+
+def _same(a: Proposal, b: Proposal) -> bool:
+    if isinstance(a, ProposedGraph) and isinstance(b, ProposedGraph):
+        return set(a.edges) == set(b.edges)
+    if isinstance(a, ProposedAlgorithm) and isinstance(b, ProposedAlgorithm):
+        return a.choice == b.choice
+    return False
+
+
+def debate_algorithm(gw, ctx: AlgorithmContext, settings: MACSettings = MACSettings(), *,
+                     item: str | None = None) -> Debate:
+    """MDM in algorithm mode over (V, I, S): choose one algorithm and its parameters from the pool.
+
+    Parameters
+    ----------
+    gw : Gateway, the ``mac.debate`` stage is used
+    ctx : AlgorithmContext
+    settings : MACSettings (rounds, single_agent, max_tokens_scale)
+    item : str, optional; dataset id for usage accounting
+
+    Returns
+    -------
+    Debate with ``mode="algorithm"``; ``debate.winning.choice`` is the algorithm to run.
+
+    Raises
+    ------
+    StructuredOutputError if the Affirmative's reply stays invalid.
+    UnknownStageError, EndpointUnreachableError, LLMCallError from the gateway.
+
+    References
+    ----------
+    Le et al., arXiv:2407.15073, alg. 1 (algorithm mode) and alg. 2 step (i).
+    """
+    d = len(ctx.variables)
+    base = dict(metadata=P.delimit("metadata", ctx.metadata), n=ctx.n, d=d, data_type=ctx.data_type,
+                columns=", ".join(ctx.variables), rows=P.delimit("rows", ctx.rows or "(none)"),
+                pool=P.POOL_DESCRIPTION)
+
+    def propose(own: Proposal | None, other: Proposal | None) -> Proposal:
+        prompt = P.ALGO_AFFIRMATIVE_TEMPLATE.format(**base)
+        if own is not None and other is not None:
+            prompt += (f"\nYou chose {own.label()}. The Negative proposed {other.label()}: "
+                       f"{getattr(other, 'reason', '')}\nKeep or change your choice.")
+        reply = _call(gw, "Affirmative", prompt, P.AlgorithmProposalReply, settings, 120, item)
+        return to_choice(reply, ctx.data_type, d)
+
+    def counter(aff: Proposal) -> Proposal:
+        assert isinstance(aff, ProposedAlgorithm)
+        prompt = P.ALGO_NEGATIVE_TEMPLATE.format(**base, proposal=aff.choice.algorithm, reason=aff.reason)
+        reply = _call(gw, "Negative", prompt, P.AlgorithmProposalReply, settings, 120, item)
+        return to_choice(reply, ctx.data_type, d)
+
+    def judge(a: Proposal, b: Proposal) -> Verdict:
+        assert isinstance(a, ProposedAlgorithm) and isinstance(b, ProposedAlgorithm)
+        prompt = P.ALGO_JUDGE_TEMPLATE.format(metadata=base["metadata"], n=ctx.n, d=d, data_type=ctx.data_type,
+                                              a=a.label(), a_reason=a.reason, b=b.label(), b_reason=b.reason)
+        reply = _call(gw, "Judge", prompt, P.AlgorithmVerdictReply, settings, 100, item)
+        return Verdict(winner="affirmative" if reply.winner == "A" else "negative", reason=reply.reason)
+
+    return _run(propose, counter, judge, settings, "algorithm")
+
+
+def _colliders(edges: Sequence[tuple[str, str]]) -> set[tuple[str, str, str]]:
+    parents: dict[str, set[str]] = {}
+    for a, b in edges:
+        parents.setdefault(b, set()).add(a)
+    linked = {frozenset(e) for e in edges}
+    out = set()
+    for child, ps in parents.items():
+        for x, y in itertools.combinations(sorted(ps), 2):
+            if frozenset((x, y)) not in linked:
+                out.add((x, child, y))
+    return out
+
+
+def graph_disagreements(a: Sequence[tuple[str, str]], b: Sequence[tuple[str, str]]) -> list[str]:
+    """Where two proposed graphs differ: skeleton, colliders, directions (one line each, empty lines omitted).
+
+    Parameters
+    ----------
+    a, b : sequences of (cause, effect) pairs
+
+    Returns
+    -------
+    list of str, e.g. ``["linked only in A: X -> Y", "reversed: A has X -> Y, B has Y -> X"]``.
+
+    Examples
+    --------
+    >>> graph_disagreements([("X", "Y"), ("Z", "Y")], [("Y", "X")])
+    ['linked only in A: Z -> Y', 'colliders only in A: X -> Y <- Z', 'reversed: A has X -> Y, B has Y -> X']
+    """
+    sa, sb = {frozenset(e) for e in a}, {frozenset(e) for e in b}
+    only_a = [f"{x} -> {y}" for x, y in a if frozenset((x, y)) not in sb]
+    only_b = [f"{x} -> {y}" for x, y in b if frozenset((x, y)) not in sa]
+    ca, cb = _colliders(a), _colliders(b)
+    rev = [f"A has {x} -> {y}, B has {y} -> {x}" for x, y in a if (y, x) in set(b) and (x, y) not in set(b)]
+    lines = []
+    if only_a:
+        lines.append("linked only in A: " + "; ".join(only_a))
+    if only_b:
+        lines.append("linked only in B: " + "; ".join(only_b))
+    if ca - cb:
+        lines.append("colliders only in A: " + "; ".join(f"{x} -> {c} <- {y}" for x, c, y in sorted(ca - cb)))
+    if cb - ca:
+        lines.append("colliders only in B: " + "; ".join(f"{x} -> {c} <- {y}" for x, c, y in sorted(cb - ca)))
+    if rev:
+        lines.append("reversed: " + "; ".join(rev))
+    return lines
+
+
+def _graph_tokens(d: int) -> int:
+    return 24 + 15 * max(2, 2 * d)
+
+
+def debate_graph(gw, ctx: GraphContext, settings: MACSettings = MACSettings(), *,
+                 item: str | None = None) -> Debate:
+    """MDM in graph mode over (V, I ∪ I_c): propose, counter-propose and judge a causal graph.
+
+    Parameters
+    ----------
+    gw : Gateway, the ``mac.debate`` stage is used
+    ctx : GraphContext (evidence = Meta Fusion sentences, empty for MDM-only)
+    settings : MACSettings
+    item : str, optional
+
+    Returns
+    -------
+    Debate with ``mode="graph"``; ``debate.winning.edges`` is the graph, not yet
+    validated (see :func:`agentcausal.discovery.mac.mdm.refine_graph`).
+
+    Raises
+    ------
+    StructuredOutputError if the Affirmative's reply stays invalid.
+    UnknownStageError, EndpointUnreachableError, LLMCallError from the gateway.
+
+    References
+    ----------
+    Le et al., arXiv:2407.15073, alg. 1 (graph mode), alg. 3, app. A.1.
+    """
+    model = P.graph_reply_model(tuple(ctx.variables))
+    evidence = (P.delimit("data_graph", "\n".join(ctx.evidence)) + "\n") if ctx.evidence else ""
+    if evidence:
+        evidence = "A statistical algorithm found on the data:\n" + evidence
+    base = dict(metadata=P.delimit("metadata", ctx.metadata), evidence=evidence, principles=P.CAUSAL_PRINCIPLES)
+    cap = _graph_tokens(len(ctx.variables))
+
+    def parse(reply: BaseModel) -> ProposedGraph:
+        return ProposedGraph(edges=tuple((e.cause, e.effect) for e in reply.edges))  # type: ignore[attr-defined]
+
+    def propose(own: Proposal | None, other: Proposal | None) -> Proposal:
+        if own is None or other is None:
+            prompt = P.GRAPH_AFFIRMATIVE_TEMPLATE.format(**base)
+        else:
+            prompt = P.GRAPH_REVISE_TEMPLATE.format(**base, own=own.label(), other=other.label())
+        return parse(_call(gw, "Affirmative", prompt, model, settings, cap, item))
+
+    def counter(aff: Proposal) -> Proposal:
+        prompt = P.GRAPH_NEGATIVE_TEMPLATE.format(**base, proposal=aff.label())
+        return parse(_call(gw, "Negative", prompt, model, settings, cap, item))
+
+    def judge(a: Proposal, b: Proposal) -> Verdict:
+        assert isinstance(a, ProposedGraph) and isinstance(b, ProposedGraph)
+        dis = "\n".join(graph_disagreements(a.edges, b.edges)) or "(none)"
+        prompt = P.GRAPH_JUDGE_TEMPLATE.format(**base, a=a.label(), b=b.label(), disagreements=dis)
+        reply = _call(gw, "Judge", prompt, P.GraphVerdictReply, settings, 100, item)
+        votes = {"skeleton": reply.skeleton, "colliders": reply.colliders, "directions": reply.directions}
+        pa = sum(v == "A" for v in votes.values())
+        pb = sum(v == "B" for v in votes.values())
+        return Verdict(winner="negative" if pb > pa else "affirmative", votes=votes,
+                       reason=f"{reply.reason} (points A {pa}, B {pb})")
+
+    return _run(propose, counter, judge, settings, "graph")

@@ -1,0 +1,202 @@
+"""MAC prompts and their reply models, side by side, with one PROMPT_VERSION.
+
+The paper's prompts are only in its figures 6 and 7 (images), so these are our
+own, written from the text of §3.3-§3.5 and app. A: the Affirmative proposes,
+the Negative proposes a plausible alternative aimed at disputed decisions, the
+Judge scores the disagreements against stated criteria. They are kept short
+because the default model is a 0.5B model on 2 CPU cores (about 47 tokens/s
+prefill, 18 tokens/s decode), and every reply is a small JSON object.
+
+Text that comes from data or metadata files is delimited by tags and has ``<``
+escaped (:func:`delimit`), so it cannot close a tag or open a new one.
+
+Templates are module constants (override by passing your own to the builders).
+
+References
+----------
+Le et al. "Multi-Agent Causal Discovery Using Large Language Models." arXiv:2407.15073, §3.3-§3.5, app. A.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+__all__ = [
+    "PROMPT_VERSION",
+    "POOL_DESCRIPTION",
+    "CAUSAL_PRINCIPLES",
+    "ALGO_AFFIRMATIVE_TEMPLATE",
+    "ALGO_NEGATIVE_TEMPLATE",
+    "ALGO_JUDGE_TEMPLATE",
+    "GRAPH_AFFIRMATIVE_TEMPLATE",
+    "GRAPH_NEGATIVE_TEMPLATE",
+    "GRAPH_JUDGE_TEMPLATE",
+    "ZERO_SHOT_TEMPLATE",
+    "CODER_TEMPLATE",
+    "CODER_RETRY_TEMPLATE",
+    "AlgorithmProposalReply",
+    "AlgorithmVerdictReply",
+    "GraphVerdictReply",
+    "CodeReply",
+    "graph_reply_model",
+    "delimit",
+]
+
+PROMPT_VERSION = "mac-2025-01-v1"
+
+POOL_DESCRIPTION = (
+    "pc: constraint-based, conditional independence tests; returns a CPDAG.\n"
+    "fci: like pc but allows hidden confounders; returns a PAG.\n"
+    "ges: greedy score search (BDeu for discrete, BIC for continuous); returns a CPDAG.\n"
+    "exact_search: exact BIC score search; best for few variables; returns a DAG.\n"
+    "direct_lingam: linear non-Gaussian continuous data only; returns a DAG."
+)
+
+CAUSAL_PRINCIPLES = (
+    "Principles: two variables are directly linked only if no other variables explain their dependence; "
+    "in a collider A -> B <- C, A and C are independent until B is known; no cycles; "
+    "set the other directions by causal and time order from the descriptions."
+)
+
+SYSTEM_TEMPLATE = "You are the {role} in a debate among causal discovery experts. Reply only with JSON."
+
+ALGO_AFFIRMATIVE_TEMPLATE = (
+    "Choose one causal discovery algorithm for this dataset.\n{metadata}\n"
+    "Data: {n} rows, {d} variables, {data_type}. Sample rows (columns in order {columns}):\n{rows}\n"
+    "Algorithms:\n{pool}\n"
+    "Pick the one whose assumptions fit the data type, sample size and number of variables."
+)
+ALGO_NEGATIVE_TEMPLATE = (
+    ALGO_AFFIRMATIVE_TEMPLATE
+    + "\nThe Affirmative chose {proposal}: {reason}\n"
+    "Propose a different algorithm that may fit better, and say why."
+)
+ALGO_JUDGE_TEMPLATE = (
+    "Judge which algorithm suits this dataset.\n{metadata}\n"
+    "Data: {n} rows, {d} variables, {data_type}.\n"
+    "A: {a} ({a_reason})\nB: {b} ({b_reason})\n"
+    "Criteria: fit to the data type; fit of assumptions (linearity, Gaussianity, hidden confounders); "
+    "sample size and number of variables. Name the winner."
+)
+
+GRAPH_AFFIRMATIVE_TEMPLATE = (
+    "Propose the causal graph (a DAG) over these variables.\n{metadata}\n{evidence}"
+    "{principles}\nList each direct cause -> effect edge."
+)
+GRAPH_NEGATIVE_TEMPLATE = (
+    "Propose a plausible alternative causal graph (a DAG) over these variables.\n{metadata}\n{evidence}"
+    "{principles}\nThe Affirmative proposed:\n{proposal}\n"
+    "Change the edges you doubt: missing or extra links, colliders, directions. List every edge of your graph."
+)
+GRAPH_REVISE_TEMPLATE = (
+    GRAPH_AFFIRMATIVE_TEMPLATE
+    + "\nYour last graph:\n{own}\nThe Negative proposed instead:\n{other}\n"
+    "Keep your edges that are right and adopt the Negative's that are right. List every edge."
+)
+GRAPH_JUDGE_TEMPLATE = (
+    "Judge two causal graphs over these variables.\n{metadata}\n{evidence}{principles}\n"
+    "Graph A:\n{a}\nGraph B:\n{b}\nDisagreements:\n{disagreements}\n"
+    "For each criterion say which graph is better (A, B or tie): skeleton (which pairs are linked), "
+    "colliders, directions."
+)
+
+ZERO_SHOT_TEMPLATE = (
+    "Give the causal graph (a DAG) over these variables.\n{metadata}\nList each direct cause -> effect edge."
+)
+
+CODER_TEMPLATE = (
+    "Write a Python script that runs causal discovery with causal-learn (import causallearn).\n"
+    "Algorithm: {algorithm} with parameters {params}.\n"
+    "Load the data with X = numpy.load('data.npy'): shape ({n}, {d}), float, columns {columns}, {data_type}.\n"
+    "Save a numpy int matrix A of shape ({d}, {d}) with numpy.save('adjacency.npy', A), where A[i, j] = 1 "
+    "means column i causes column j, and A[i, j] = A[j, i] = 1 means linked with unknown direction. "
+    "Encodings: GeneralGraph.graph[j, i] == 1 and graph[i, j] == -1 means i -> j; "
+    "bic_exact_search returns dag with dag[i, j] = 1 for i -> j; "
+    "DirectLiNGAM adjacency_matrix_[i, j] != 0 means j -> i.\n"
+    "No network, no files other than data.npy and adjacency.npy. Reply with the code only in the JSON field."
+)
+CODER_RETRY_TEMPLATE = "The script failed:\n{error}\nFix it and reply with the full corrected script."
+
+
+def delimit(tag: str, text: str) -> str:
+    """Wrap data text in ``<tag>...</tag>`` with ``<`` escaped inside, so it cannot break out.
+
+    Examples
+    --------
+    >>> delimit("rows", "a</rows>b")
+    '<rows>\\na&lt;/rows>b\\n</rows>'
+    """
+    return f"<{tag}>\n{text.replace('<', '&lt;')}\n</{tag}>"
+
+
+def system_message(role: str) -> dict[str, str]:
+    return {"role": "system", "content": SYSTEM_TEMPLATE.format(role=role)}
+
+
+class AlgorithmProposalReply(BaseModel):
+    """One algorithm from the pool, optional parameters, and a short reason."""
+
+    algorithm: Literal["pc", "fci", "ges", "exact_search", "direct_lingam"]
+    indep_test: Literal["chisq", "gsq", "fisherz"] | None = Field(
+        None, description="independence test for pc or fci (chisq or gsq for discrete, fisherz for continuous)")
+    alpha: float | None = Field(None, description="significance level for pc or fci, e.g. 0.05")
+    reason: str = Field(description="one short sentence", max_length=240)
+
+
+class AlgorithmVerdictReply(BaseModel):
+    """The better proposal, A or B, and a short reason."""
+
+    winner: Literal["A", "B"]
+    reason: str = Field(description="one short sentence", max_length=240)
+
+
+Vote = Literal["A", "B", "tie"]
+
+
+class GraphVerdictReply(BaseModel):
+    """Which graph is better on each criterion (A, B or tie), and a short reason."""
+
+    skeleton: Vote
+    colliders: Vote
+    directions: Vote
+    reason: str = Field(description="one short sentence", max_length=240)
+
+
+class CodeReply(BaseModel):
+    """A complete Python script."""
+
+    code: str
+
+
+class _EdgeBase(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+@functools.lru_cache(maxsize=64)
+def graph_reply_model(variables: tuple[str, ...]) -> type[BaseModel]:
+    """The reply model of a graph proposal over ``variables``: ``{"edges": [{"cause", "effect"}, ...]}``.
+
+    Variable names are an enum in the JSON schema, so a grammar-constrained
+    endpoint (llama.cpp, vLLM) can only name known variables. At most ``2 d``
+    edges (the true graphs here have at most 1.25 d).
+
+    Parameters
+    ----------
+    variables : tuple of str, length d
+
+    Returns
+    -------
+    A pydantic model class named ``GraphProposal``.
+    """
+    var = Literal[variables]  # type: ignore[valid-type]
+    edge = create_model("Edge", __base__=_EdgeBase, cause=(var, ...), effect=(var, ...))
+    model = create_model(
+        "GraphProposal",
+        edges=(list[edge], Field(max_length=max(2, 2 * len(variables)),
+                                 description="direct cause -> effect edges")),
+    )
+    model.__doc__ = "A causal graph as a list of direct cause -> effect edges."
+    return model

@@ -1,0 +1,258 @@
+"""Every discovery method behind one call: statistical baselines, MAC and its ablations, the LLM baseline.
+
+==================  ===========================================================
+method              what runs
+==================  ===========================================================
+``pc`` ``fci``      one pool algorithm with data-type-aware defaults
+``ges``
+``exact_search``
+``direct_lingam``
+``mac``             full MAC (DCM -> Meta Fusion -> MDM)
+``mac_single``      MAC with a single agent per debate (§4.4)
+``dcm_only``        DCM alone (§4.3)
+``mdm_only``        MDM on the metadata alone (§4.3)
+``llm_zero_shot``   one LLM call from the metadata (§4.1)
+==================  ===========================================================
+
+:func:`run_discovery` never raises for a method failure (timeout, invalid
+reply): the :class:`DiscoveryOutcome` records the error, so one failure does
+not stop a benchmark. Transient endpoint errors are re-raised when
+``raise_transient`` is set, so a Prefect retry can repeat them.
+
+References
+----------
+Le et al. "Multi-Agent Causal Discovery Using Large Language Models." arXiv:2407.15073, §4.1-§4.4.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Sequence
+from typing import Any, Callable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentcausal.discovery.algorithms import ALGORITHMS, default_choice, run_algorithm
+from agentcausal.discovery.baselines import llm_zero_shot
+from agentcausal.discovery.datasets import Dataset
+from agentcausal.discovery.graph import CausalGraph
+from agentcausal.discovery.mac.pipeline import run_mac
+from agentcausal.discovery.mac.prompts import PROMPT_VERSION
+from agentcausal.discovery.mac.settings import BASELINE_STAGE, CODER_STAGE, DEBATE_STAGE, MACSettings
+from agentcausal.exceptions import AgentCausalError, ConfigError, EndpointUnreachableError
+
+__all__ = [
+    "STATISTICAL_METHODS",
+    "LLM_METHODS",
+    "METHODS",
+    "DiscoveryConfig",
+    "DiscoveryOutcome",
+    "resolve_methods",
+    "method_stages",
+    "run_discovery",
+    "discovery_key",
+]
+
+STATISTICAL_METHODS = ALGORITHMS
+LLM_METHODS = ("mac", "mac_single", "dcm_only", "mdm_only", "llm_zero_shot")
+METHODS = STATISTICAL_METHODS + LLM_METHODS
+
+
+class DiscoveryConfig(BaseModel):
+    """Settings of a discovery run shared by all methods.
+
+    Attributes
+    ----------
+    mac : MACSettings, for ``mac`` (the ablations override ``single_agent`` or ``stages``)
+    algorithm_timeout_s : float, wall limit of a statistical baseline
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    mac: MACSettings = Field(default_factory=MACSettings)
+    algorithm_timeout_s: float = Field(300.0, gt=0)
+
+
+class DiscoveryOutcome(BaseModel):
+    """One method on one dataset and seed: the graph (or the error) and what it cost.
+
+    Attributes
+    ----------
+    dataset, seed, n, method : what ran
+    graph : CausalGraph or None (None on error)
+    true_graph : CausalGraph or None
+    error : str, empty on success
+    seconds : float, wall time of the method
+    details : JSON-able record (the algorithm parameters, or the MAC debates and fusion sentences)
+    models : stage -> ``profile:model`` for LLM methods
+    usage : stage -> token and call totals (:class:`agentcausal.llm.usage.StageUsage` as dict)
+    prompt_version : str, for LLM methods
+    data_hash : str, ``joblib.hash`` of the data and columns
+    """
+
+    model_config = ConfigDict(frozen=True)
+    dataset: str
+    seed: int
+    n: int
+    method: str
+    graph: CausalGraph | None = None
+    true_graph: CausalGraph | None = None
+    error: str = ""
+    seconds: float = 0.0
+    details: dict[str, Any] = Field(default_factory=dict)
+    models: dict[str, str] = Field(default_factory=dict)
+    usage: dict[str, dict[str, float]] = Field(default_factory=dict)
+    prompt_version: str = ""
+    data_hash: str = ""
+
+
+def resolve_methods(names: Sequence[str]) -> list[str]:
+    """Check method names up front; ``"statistical"`` expands to the five pool algorithms.
+
+    Raises
+    ------
+    ConfigError on an unknown name (the message lists the valid ones).
+    """
+    out: list[str] = []
+    for name in names:
+        key = name.lower().replace("-", "_")
+        expanded = list(STATISTICAL_METHODS) if key in ("statistical", "stat") else [key]
+        for k in expanded:
+            if k not in METHODS:
+                raise ConfigError(f"unknown discovery method {name!r}; choose from {', '.join(METHODS)} "
+                                  "or 'statistical'")
+            if k not in out:
+                out.append(k)
+    return out
+
+
+def method_stages(method: str, config: DiscoveryConfig) -> tuple[str, ...]:
+    """LLM stages a method calls (empty for statistical baselines)."""
+    if method in STATISTICAL_METHODS:
+        return ()
+    if method == "llm_zero_shot":
+        return (BASELINE_STAGE,)
+    coder = (CODER_STAGE,) if config.mac.executor == "coding" and method != "mdm_only" else ()
+    return (DEBATE_STAGE,) + coder
+
+
+def _mac_settings(method: str, config: DiscoveryConfig) -> MACSettings:
+    upd = {"mac_single": {"single_agent": True}, "dcm_only": {"stages": "dcm_only"},
+           "mdm_only": {"stages": "mdm_only"}}.get(method, {})
+    return config.mac.model_copy(update=upd)
+
+
+def _statistical(method: str) -> Callable[..., tuple[CausalGraph, dict[str, Any]]]:
+    def run(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
+        choice = default_choice(method, ds.data_type, ds.d)
+        res = run_algorithm(ds.data, ds.variables, choice, timeout_s=config.algorithm_timeout_s)
+        return res.graph, {"choice": choice.model_dump(mode="json")}
+
+    return run
+
+
+def _mac(method: str) -> Callable[..., tuple[CausalGraph, dict[str, Any]]]:
+    def run(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
+        res = run_mac(gw, ds, _mac_settings(method, config), seed=seed, item=item)
+        return res.graph, res.model_dump(mode="json", exclude={"graph"})
+
+    return run
+
+
+def _zero_shot(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
+    res = llm_zero_shot(gw, ds, item=item, max_tokens_scale=config.mac.max_tokens_scale)
+    return res.graph, {"dropped": list(res.dropped)}
+
+
+_HANDLERS: dict[str, Callable[..., tuple[CausalGraph, dict[str, Any]]]] = {
+    **{m: _statistical(m) for m in STATISTICAL_METHODS},
+    **{m: _mac(m) for m in ("mac", "mac_single", "dcm_only", "mdm_only")},
+    "llm_zero_shot": _zero_shot,
+}
+
+
+def run_discovery(method: str, ds: Dataset, gw=None, config: DiscoveryConfig = DiscoveryConfig(), *,
+                  seed: int = 0, raise_transient: bool = False) -> DiscoveryOutcome:
+    """Run one method on one dataset.
+
+    Parameters
+    ----------
+    method : one of :data:`METHODS`
+    ds : Dataset
+    gw : Gateway, required for LLM methods (None is fine for statistical ones)
+    config : DiscoveryConfig
+    seed : int, the dataset seed (also draws MAC's subset S)
+    raise_transient : re-raise EndpointUnreachableError (for retries) instead of recording it
+
+    Returns
+    -------
+    DiscoveryOutcome, with ``error`` set when the method failed.
+
+    Raises
+    ------
+    ConfigError on an unknown method, or an LLM method without a gateway.
+    EndpointUnreachableError when ``raise_transient`` is set and the endpoint is down.
+    """
+    if method not in _HANDLERS:
+        raise ConfigError(f"unknown discovery method {method!r}; choose from {', '.join(METHODS)}")
+    stages = method_stages(method, config)
+    if stages and gw is None:
+        raise ConfigError(f"method {method!r} calls an LLM; pass a gateway")
+    item = f"{ds.name}:{seed}:{method}"
+    before = gw.usage.by_stage(item) if gw is not None else {}
+    models = {}
+    for s in stages:
+        try:
+            models[s] = gw.model_for(s)
+        except AgentCausalError:
+            models[s] = "unrouted"
+    common = dict(dataset=ds.name, seed=seed, n=ds.n, method=method, true_graph=ds.true_graph, models=models,
+                  prompt_version=PROMPT_VERSION if stages else "", data_hash=ds.content_hash())
+    t0 = time.perf_counter()
+    try:
+        graph, details = _HANDLERS[method](gw, ds, config, seed, item)
+        err = ""
+    except EndpointUnreachableError:
+        if raise_transient:
+            raise
+        graph, details, err = None, {}, "endpoint unreachable"
+    except AgentCausalError as exc:
+        graph, details, err = None, {}, f"{type(exc).__name__}: {exc}"[:2000]
+    seconds = time.perf_counter() - t0
+    usage = {}
+    if gw is not None:
+        after = gw.usage.by_stage(item)
+        for s, u in after.items():
+            b = before.get(s)
+            usage[s] = {k: getattr(u, k) - (getattr(b, k) if b else 0) for k in type(u).model_fields}
+    return DiscoveryOutcome(graph=graph, error=err, seconds=seconds, details=details, usage=usage, **common)
+
+
+def discovery_key(ds: Dataset, method: str, config: DiscoveryConfig, gw=None, *, seed: int = 0) -> str:
+    """Cache key of one outcome: what determines it and nothing else.
+
+    sha256 of (``joblib.hash`` of the data array, column names and data type;
+    dataset name and the run seed; method; the config; the prompt version and the
+    ``profile:model`` of each stage the method calls). Statistical methods
+    ignore the LLM parts.
+
+    Raises
+    ------
+    ConfigError on an unknown method.
+    """
+    if method not in _HANDLERS:
+        raise ConfigError(f"unknown discovery method {method!r}; choose from {', '.join(METHODS)}")
+    stages = method_stages(method, config)
+    models = {}
+    for s in stages:
+        try:
+            models[s] = [gw.model_for(s), gw.profile_for(s).context_window] if gw is not None else ["none", 0]
+        except AgentCausalError:
+            models[s] = ["unrouted", 0]
+    blob = json.dumps({
+        "data": ds.content_hash(), "dataset": ds.name, "seed": seed, "method": method,
+        "config": config.model_dump(mode="json") if stages else {"timeout": config.algorithm_timeout_s},
+        "prompt_version": PROMPT_VERSION if stages else "", "models": models,
+    }, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()

@@ -1,0 +1,58 @@
+"""Fixtures for discovery tests: tiny datasets and a scripted MAC responder for the fake server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from agentcausal.discovery.datasets import Dataset, DatasetMetadata, VariableInfo
+from agentcausal.discovery.graph import CausalGraph
+
+
+def reply_kind(body: dict) -> tuple[str, str]:
+    """(reply model name, role) of a chat request the MAC code sent."""
+    name = body.get("response_format", {}).get("json_schema", {}).get("name", "")
+    system = body["messages"][0]["content"]
+    role = system.split("You are the ")[1].split(" in")[0] if "You are the " in system else "coder"
+    return name, role
+
+
+def mac_responder(*, affirmative_algo="pc", negative_algo="ges", algo_winner="A",
+                  affirmative_edges=(("Burglary", "Alarm"),), negative_edges=(("Alarm", "Burglary"),),
+                  votes=("A", "A", "tie"), code: str | None = None) -> Callable[[dict], str]:
+    """A rule-based responder that answers each MAC call by its reply model and role."""
+
+    def respond(body: dict) -> str:
+        name, role = reply_kind(body)
+        if name == "AlgorithmProposalReply":
+            algo = affirmative_algo if role == "Affirmative" else negative_algo
+            return json.dumps({"algorithm": algo, "reason": f"{role} likes {algo}"})
+        if name == "AlgorithmVerdictReply":
+            return json.dumps({"winner": algo_winner, "reason": "fits the data"})
+        if name == "GraphProposal":
+            edges = affirmative_edges if role in ("Affirmative", "sole expert") else negative_edges
+            return json.dumps({"edges": [{"cause": a, "effect": b} for a, b in edges]})
+        if name == "GraphVerdictReply":
+            return json.dumps({"skeleton": votes[0], "colliders": votes[1], "directions": votes[2],
+                               "reason": "judged"})
+        if name == "CodeReply":
+            return json.dumps({"code": code or "raise SystemExit(1)"})
+        raise AssertionError(f"unexpected request {name!r} from {role!r}")
+
+    return respond
+
+
+@pytest.fixture
+def collider_dataset() -> Dataset:
+    """Three continuous variables X -> Z <- Y (linear, uniform noise), 800 rows."""
+    rng = np.random.default_rng(0)
+    x, y = rng.uniform(size=800), rng.uniform(size=800)
+    z = x + y + 0.3 * rng.uniform(size=800)
+    meta = DatasetMetadata(title="collider", domain="toy", variables={
+        "X": VariableInfo(description="cause one"), "Y": VariableInfo(description="cause two"),
+        "Z": VariableInfo(description="common effect")})
+    return Dataset(name="collider", variables=("X", "Y", "Z"), data=np.c_[x, y, z], data_type="continuous",
+                   metadata=meta, true_graph=CausalGraph.from_edges("XYZ", [("X", "Z"), ("Y", "Z")]), seed=0)
