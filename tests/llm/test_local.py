@@ -1,4 +1,7 @@
-"""Packaged-model join and verification, model-path resolution, and the serve-local verb (no model load)."""
+"""Packaged-model join and verification, model-path resolution, the shared server and the serve-local verb.
+
+No model is loaded here (see test_embedded.py for the slow real-model tests).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ import pytest
 
 from agentcausal.cli import build_parser
 from agentcausal.exceptions import ModelFileError
-from agentcausal.llm import Profile, local
+from agentcausal.llm import Profile, local, packaged
 
 PART_BYTES = [b"GGUF" + b"a" * 3000, b"b" * 5000, b"c" * 17]
 
@@ -31,7 +34,7 @@ def three_part_model(tmp_path, monkeypatch):
         """))
     monkeypatch.syspath_prepend(str(site))
     joined = b"".join(PART_BYTES)
-    spec = local.PackagedModel(
+    spec = packaged.PackagedModel(
         filename="tiny.gguf",
         packages=tuple(f"tinypart_{os.getpid()}_{i}" for i in range(1, 4)),
         size=len(joined),
@@ -39,7 +42,7 @@ def three_part_model(tmp_path, monkeypatch):
         requirement="pip install tiny-parts",
         aliases=("tiny-model",),
     )
-    monkeypatch.setitem(local.PACKAGED_MODELS, "tiny", spec)
+    monkeypatch.setitem(packaged.PACKAGED_MODELS, "tiny", spec)
     monkeypatch.setenv("AGENTCAUSAL_CACHE_DIR", str(tmp_path / "cache"))
     yield spec
     for name in spec.packages:
@@ -47,81 +50,81 @@ def three_part_model(tmp_path, monkeypatch):
 
 
 def test_parts_are_joined_in_order_and_verified(three_part_model, tmp_path):
-    path = local.packaged_model_path("tiny")
+    path = packaged.packaged_model_path("tiny")
     assert path == tmp_path / "cache" / "models" / "tiny.gguf"
     assert path.read_bytes() == b"".join(PART_BYTES)
-    assert local.packaged_model_path("tiny-model") == path  # alias
+    assert packaged.packaged_model_path("tiny-model") == path  # alias
     assert [p.name for p in path.parent.iterdir()] and not list(path.parent.glob("*.part"))
 
 
 def test_verified_file_is_not_rehashed_on_the_next_start(three_part_model, monkeypatch):
-    path = local.packaged_model_path("tiny")
+    path = packaged.packaged_model_path("tiny")
 
     def no_hashing(_):
         raise AssertionError("re-hashed a verified file")
 
-    monkeypatch.setattr(local, "_sha256_file", no_hashing)
-    assert local.packaged_model_path("tiny") == path
+    monkeypatch.setattr(packaged, "_sha256_file", no_hashing)
+    assert packaged.packaged_model_path("tiny") == path
 
 
 def test_touched_file_is_rehashed_once(three_part_model, monkeypatch):
-    path = local.packaged_model_path("tiny")
+    path = packaged.packaged_model_path("tiny")
     os.utime(path, ns=(1, 1))
     calls = []
-    real = local._sha256_file
-    monkeypatch.setattr(local, "_sha256_file", lambda p: calls.append(p) or real(p))
-    local.packaged_model_path("tiny")
-    local.packaged_model_path("tiny")
+    real = packaged._sha256_file
+    monkeypatch.setattr(packaged, "_sha256_file", lambda p: calls.append(p) or real(p))
+    packaged.packaged_model_path("tiny")
+    packaged.packaged_model_path("tiny")
     assert calls == [path]
 
 
 def test_bad_hash_of_parts_is_refused_and_nothing_is_left(three_part_model, monkeypatch, tmp_path):
-    monkeypatch.setitem(local.PACKAGED_MODELS, "tiny", three_part_model._replace(sha256="0" * 64))
+    monkeypatch.setitem(packaged.PACKAGED_MODELS, "tiny", three_part_model._replace(sha256="0" * 64))
     with pytest.raises(ModelFileError, match="fails verification") as err:
-        local.packaged_model_path("tiny")
+        packaged.packaged_model_path("tiny")
     assert err.value.path.endswith("tiny.gguf")
     assert "pip install tiny-parts" in str(err.value)
     assert list((tmp_path / "cache" / "models").iterdir()) == []
 
 
 def test_corrupted_joined_file_is_deleted_and_joined_again(three_part_model):
-    path = local.packaged_model_path("tiny")
-    local._marker(path).unlink()
+    path = packaged.packaged_model_path("tiny")
+    packaged._marker(path).unlink()
     path.write_bytes(b"corrupt")
-    assert local.packaged_model_path("tiny").read_bytes() == b"".join(PART_BYTES)
+    assert packaged.packaged_model_path("tiny").read_bytes() == b"".join(PART_BYTES)
 
 
 def test_missing_part_package_names_the_requirement_to_install(three_part_model, monkeypatch):
     spec = three_part_model._replace(packages=three_part_model.packages + ("tinypart_absent_4",))
-    monkeypatch.setitem(local.PACKAGED_MODELS, "tiny", spec)
+    monkeypatch.setitem(packaged.PACKAGED_MODELS, "tiny", spec)
     with pytest.raises(ModelFileError, match="'tinypart_absent_4' is not installed.*pip install tiny-parts"):
-        local.packaged_model_path("tiny")
+        packaged.packaged_model_path("tiny")
 
 
 def test_optional_1_5b_model_names_its_requirements_file_when_absent(monkeypatch, tmp_path):
     monkeypatch.setenv("AGENTCAUSAL_CACHE_DIR", str(tmp_path))
-    if all(_importable(m) for m in local.PACKAGED_MODELS["1.5b"].packages):
+    if all(_importable(m) for m in packaged.PACKAGED_MODELS["1.5b"].packages):
         pytest.skip("1.5B parts are installed here")
     with pytest.raises(ModelFileError, match="requirements/models-1_5b.txt"):
-        local.packaged_model_path("1.5b")
+        packaged.packaged_model_path("1.5b")
 
 
 def test_unknown_packaged_model_lists_known_names():
     with pytest.raises(ModelFileError, match="unknown packaged model '7b'.*0.5b"):
-        local.packaged_model_path("7b")
+        packaged.packaged_model_path("7b")
 
 
 def test_profile_model_path_overrides_packaged_model(tmp_path):
     gguf = tmp_path / "mine.gguf"
     gguf.write_bytes(b"GGUF")
     p = Profile(name="embedded", base_url="embedded", model="anything", model_path=str(gguf))
-    assert local.resolve_model_path(p) == gguf
+    assert packaged.resolve_model_path(p) == gguf
 
 
 def test_missing_model_path_names_profile_and_file(tmp_path):
     p = Profile(name="mine", base_url="embedded", model="m", model_path=str(tmp_path / "absent.gguf"))
     with pytest.raises(ModelFileError, match="'mine'") as err:
-        local.resolve_model_path(p)
+        packaged.resolve_model_path(p)
     assert err.value.path.endswith("absent.gguf")
 
 
@@ -139,8 +142,8 @@ def test_shipped_requirements_pin_every_part_by_hash():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2] / "requirements"
-    for spec, fname in ((local.PACKAGED_MODELS["0.5b"], "models.txt"),
-                        (local.PACKAGED_MODELS["1.5b"], "models-1_5b.txt")):
+    for spec, fname in ((packaged.PACKAGED_MODELS["0.5b"], "models.txt"),
+                        (packaged.PACKAGED_MODELS["1.5b"], "models-1_5b.txt")):
         text = (root / fname).read_text()
         for mod in spec.packages:
             dist = mod.replace("_", "-")
