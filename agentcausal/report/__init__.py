@@ -1,0 +1,1 @@
+"""Reports: accuracy and SHD tables, markdown with graphs drawn, plots."""
