@@ -1,0 +1,63 @@
+"""The algorithm pool: defaults by data type, runs in a worker process, timeouts, failures."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from agentcausal.discovery.algorithms import ALGORITHMS, ExactSearchParams, PCParams, default_choice, parse_choice, \
+    run_algorithm
+from agentcausal.exceptions import AlgorithmError
+
+
+def test_defaults_follow_the_data_type_and_bound_exact_search():
+    assert default_choice("pc", "discrete", 5).indep_test == "chisq"
+    assert default_choice("fci", "continuous", 5).indep_test == "fisherz"
+    assert default_choice("ges", "discrete", 5).score_func == "local_score_BDeu"
+    assert default_choice("ges", "continuous", 5).score_func == "local_score_BIC"
+    small, big = default_choice("exact_search", "discrete", 8), default_choice("exact_search", "discrete", 20)
+    assert small.max_parents == big.max_parents == 2
+    assert (small.super_graph, big.super_graph) == ("none", "pc_skeleton")
+    with pytest.raises(AlgorithmError, match="not in the pool"):
+        default_choice("notears", "continuous", 3)
+
+
+def test_parse_choice_validates_parameters():
+    assert parse_choice({"algorithm": "pc", "alpha": 0.01}) == PCParams(alpha=0.01)
+    with pytest.raises(ValidationError):
+        parse_choice({"algorithm": "pc", "alpha": 2})
+    with pytest.raises(ValidationError):
+        parse_choice({"algorithm": "exact_search", "max_parents": 9})
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_every_pool_algorithm_runs_in_a_worker_on_a_collider(collider_dataset, algorithm):
+    ds = collider_dataset
+    res = run_algorithm(ds.data, ds.variables, default_choice(algorithm, ds.data_type, ds.d), timeout_s=60)
+    assert res.graph.nodes == ds.variables
+    assert res.graph.skeleton() >= {frozenset("XZ"), frozenset("YZ")}
+    if algorithm in ("pc", "ges", "exact_search", "direct_lingam"):
+        assert {("X", "Z"), ("Y", "Z")} <= res.graph.directed_edges()
+
+
+def test_fci_stdout_is_silenced(collider_dataset, capfd):
+    ds = collider_dataset
+    run_algorithm(ds.data, ds.variables, default_choice("fci", "continuous", 3), timeout_s=60)
+    assert capfd.readouterr().out == ""
+
+
+def test_a_run_past_its_timeout_is_killed():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(3000, 16))
+    x[:, 1:] += x[:, :-1]
+    with pytest.raises(AlgorithmError, match="timed out after 0.5 s"):
+        run_algorithm(x, [f"v{i}" for i in range(16)], ExactSearchParams(max_parents=4), timeout_s=0.5)
+
+
+def test_failures_and_shape_mismatch_raise_algorithm_error():
+    with pytest.raises(AlgorithmError, match="does not match"):
+        run_algorithm(np.zeros((10, 2)), ["a", "b", "c"], PCParams())
+    bogus = PCParams.model_construct(algorithm="pc", indep_test="bogus", alpha=0.05)  # bypasses validation
+    with pytest.raises(AlgorithmError, match="pc: failed: .*bogus"):
+        run_algorithm(np.random.default_rng(0).normal(size=(50, 3)), ["a", "b", "c"], bogus, timeout_s=60)
