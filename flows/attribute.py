@@ -28,6 +28,7 @@ from agentcausal.attribution.common import failed_attribution, resolve_methods
 from agentcausal.report.attribution import table_records
 from agentcausal.settings import RunSettings
 from agentcausal.traces.model import Attribution
+from flows.runners import RunnerChoice, with_runner
 from tasks.attribution import attribute_options, attribute_trace, evaluate_run, load_corpus, save_attributions
 
 __all__ = ["attribute", "run_attribute", "default_run_dir"]
@@ -112,8 +113,8 @@ def _as_exc(res: object) -> BaseException:
 
 
 def run_attribute(paths: Sequence[str], methods: Sequence[str], *, method_settings: Mapping[str, dict] | None = None,
-                  settings: RunSettings | None = None, **kw: Any) -> str:
-    """Plain-Python entry point (CLI, demo): :func:`attribute` with list arguments."""
-    return attribute(paths=[str(p) for p in paths], methods=list(methods),
-                     method_settings={k: dict(v) for k, v in (method_settings or {}).items()} or None,
-                     settings=settings, **kw)
+                  settings: RunSettings | None = None, runner: RunnerChoice | None = None, **kw: Any) -> str:
+    """Plain-Python entry point (CLI, demo): :func:`attribute` with list arguments, on ``runner``'s task runner."""
+    return with_runner(attribute, runner)(
+        paths=[str(p) for p in paths], methods=list(methods),
+        method_settings={k: dict(v) for k, v in (method_settings or {}).items()} or None, settings=settings, **kw)

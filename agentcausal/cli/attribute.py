@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agentcausal.cli.runner_options import add_runner_arguments
 from agentcausal.exceptions import ConfigError
 
 __all__ = ["register", "cmd_attribute", "cmd_evaluate", "parse_sets"]
@@ -50,6 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="do not show the correct final answer to the methods")
     p.add_argument("--refresh", action="store_true", help="ignore cached results and LLM replies (rewrites them)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_runner_arguments(p)
     p.set_defaults(func=cmd_attribute)
 
     e = subparsers.add_parser("evaluate", help="recompute accuracy tables and report.md of a run folder",
@@ -105,11 +107,14 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     settings = RunSettings.from_env(routing=args.routing, profiles_path=args.profiles, cache_dir=args.cache_dir,
                                     refresh=True if args.refresh else None)
     from flows.attribute import run_attribute  # the CLI is the one library module that reaches up to flows
+    from flows.runners import runner_choice_from_args
+
+    runner = runner_choice_from_args(args)
 
     run_dir = run_attribute(args.paths, methods, method_settings=sets or None, settings=settings, limit=args.limit,
                             ids=args.ids, max_steps=args.max_steps,
                             with_ground_truth=False if args.no_ground_truth else None,
-                            out_dir=args.out, progress=not args.no_progress and sys.stderr.isatty())
+                            out_dir=args.out, progress=not args.no_progress and sys.stderr.isatty(), runner=runner)
     return _print_run(run_dir)
 
 

@@ -1,0 +1,192 @@
+"""Task-runner selection for the flows: a thread pool by default, Dask (``prefect-dask``) to scale out.
+
+Every flow keeps Prefect's default thread pool unless a caller swaps the
+runner with ``flow.with_options(task_runner=...)``; :func:`with_runner` does
+that from the two CLI options ``--runner {thread,dask}`` and
+``--dask-address``::
+
+    from flows.attribute import attribute
+    from flows.runners import RunnerChoice, with_runner
+
+    run = with_runner(attribute, RunnerChoice(kind="dask"))          # a local cluster, one per flow run
+    run = with_runner(attribute, RunnerChoice(kind="dask", dask_address="tcp://10.0.0.5:8786"))
+    run_dir = run(paths=["data/examples"], methods=["all_at_once"])
+
+What workers share
+------------------
+* **Prefect API.** Task runs are reported from the worker processes. With
+  no ``PREFECT_API_URL`` Prefect would start one temporary API server per
+  worker process (each with its own database, about 10 s each); the Dask
+  runner here starts the flow process's temporary server once and hands its
+  URL to the workers instead. For a remote cluster set ``PREFECT_API_URL``
+  to a server every worker can reach (``prefect server start``).
+* **Caches.** The LLM reply cache (diskcache under ``<cache_dir>/llm``,
+  SQLite in WAL mode) and Prefect's persisted task results
+  (``<cache_dir>/prefect``, one file per cache key) are safe for several
+  processes at once; workers on other machines need the same path on a
+  shared file system. Pass an absolute ``--cache-dir`` (relative paths are
+  resolved in each worker's working directory).
+* **LLM endpoints.** Concurrency limits (``max_concurrency`` in a profile)
+  hold per process: N workers may send N times as many requests. With the
+  ``embedded`` profile every worker would start its own llama.cpp server;
+  run ``agentcausal serve-local`` once and ``export AGENTCAUSAL_EMBEDDED_URL``
+  so that all of them share it.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, TypeVar
+
+from prefect import Flow
+from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from prefect_dask import DaskTaskRunner
+
+from agentcausal.exceptions import ConfigError
+
+__all__ = ["RunnerKind", "RunnerChoice", "SharedAPIDaskTaskRunner", "task_runner", "with_runner",
+           "runner_choice_from_args"]
+
+F = TypeVar("F", bound=Flow)
+
+
+class RunnerKind(str, Enum):
+    """Where mapped tasks run."""
+
+    THREAD = "thread"  #: threads of the flow process (Prefect's default)
+    DASK = "dask"  #: a Dask cluster: an existing scheduler, or a local cluster started for the run
+
+
+class RunnerChoice(BaseModel):
+    """The task runner a flow run should use.
+
+    Attributes
+    ----------
+    kind : RunnerKind
+    dask_address : str or None, a running scheduler (``tcp://host:8786``); None starts a
+        ``distributed.LocalCluster`` for the flow run and closes it afterwards
+    n_workers : int or None, local-cluster worker processes (default: Dask's choice from the cores)
+    threads_per_worker : int, threads per local worker; tasks mostly wait on HTTP, so more than one
+    max_workers : int or None, thread-pool size for ``thread`` (default: Prefect's)
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: RunnerKind = RunnerKind.THREAD
+    dask_address: str | None = None
+    n_workers: int | None = Field(default=None, ge=1)
+    threads_per_worker: int = Field(default=4, ge=1)
+    max_workers: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _address_needs_dask(self) -> "RunnerChoice":
+        if self.kind is RunnerKind.THREAD and self.dask_address:
+            raise ValueError("a Dask scheduler address needs kind='dask'")
+        if self.dask_address and self.n_workers is not None:
+            raise ValueError("n_workers sizes a local cluster; an existing scheduler has its own workers")
+        return self
+
+
+class SharedAPIDaskTaskRunner(DaskTaskRunner):
+    """``prefect_dask.DaskTaskRunner`` whose workers report to the flow process's Prefect API.
+
+    Without ``PREFECT_API_URL`` (Prefect's temporary, "ephemeral" API), the
+    stock runner lets every worker process start a temporary API server of
+    its own: slow, and their task runs never reach the flow's database. On
+    entering, this runner starts (or finds) the flow process's temporary
+    server and puts its URL in the settings that Prefect serialises with
+    every submitted task. With ``PREFECT_API_URL`` set it behaves exactly as
+    ``DaskTaskRunner``.
+
+    Parameters
+    ----------
+    As ``prefect_dask.DaskTaskRunner`` (``address``, ``cluster_class``, ``cluster_kwargs``, ...).
+    """
+
+    def __enter__(self) -> "SharedAPIDaskTaskRunner":
+        from prefect.settings import PREFECT_API_URL, temporary_settings
+
+        super().__enter__()
+        if not PREFECT_API_URL.value():
+            from prefect.server.api.server import SubprocessASGIServer
+
+            server = SubprocessASGIServer()  # a per-process singleton: the one the flow's client uses
+            server.start()
+            self._exit_stack.enter_context(temporary_settings(updates={PREFECT_API_URL: server.api_url}))
+        return self
+
+
+def task_runner(choice: RunnerChoice | None = None) -> TaskRunner:
+    """The Prefect task runner for a :class:`RunnerChoice`.
+
+    Parameters
+    ----------
+    choice : RunnerChoice or None (a default thread pool)
+
+    Returns
+    -------
+    ``ThreadPoolTaskRunner`` for ``thread``; :class:`SharedAPIDaskTaskRunner` for ``dask``,
+    connected to ``dask_address`` or starting a ``distributed.LocalCluster`` of worker
+    processes (``n_workers`` x ``threads_per_worker``).
+
+    Examples
+    --------
+    >>> type(task_runner(RunnerChoice(kind="dask", dask_address="tcp://127.0.0.1:8786"))).__name__
+    'SharedAPIDaskTaskRunner'
+    >>> type(task_runner()).__name__
+    'ThreadPoolTaskRunner'
+    """
+    choice = choice or RunnerChoice()
+    if choice.kind is RunnerKind.THREAD:
+        return ThreadPoolTaskRunner(max_workers=choice.max_workers)
+    if choice.dask_address:
+        return SharedAPIDaskTaskRunner(address=choice.dask_address)
+    cluster: dict[str, Any] = {"processes": True, "threads_per_worker": choice.threads_per_worker}
+    if choice.n_workers is not None:
+        cluster["n_workers"] = choice.n_workers
+    return SharedAPIDaskTaskRunner(cluster_kwargs=cluster)
+
+
+def with_runner(flow: F, choice: RunnerChoice | None = None) -> F:
+    """``flow`` with the task runner of ``choice`` (``flow.with_options(task_runner=...)``).
+
+    Parameters
+    ----------
+    flow : a Prefect flow (e.g. ``flows.attribute.attribute``)
+    choice : RunnerChoice or None; None and the default thread choice return ``flow`` unchanged
+
+    Returns
+    -------
+    The same kind of flow, runnable with the same parameters.
+    """
+    if choice is None or choice == RunnerChoice():
+        return flow
+    return flow.with_options(task_runner=task_runner(choice))
+
+
+def runner_choice_from_args(args: Any) -> RunnerChoice:
+    """The :class:`RunnerChoice` of parsed ``--runner``/``--dask-address``/``--dask-workers`` options.
+
+    Parameters
+    ----------
+    args : argparse.Namespace from a parser set up by ``agentcausal.cli.runner_options.add_runner_arguments``
+
+    Returns
+    -------
+    RunnerChoice
+
+    Raises
+    ------
+    ConfigError
+        If ``--dask-address`` or ``--dask-workers`` is given without ``--runner dask``, or both are given.
+    """
+    kind = getattr(args, "runner", "thread") or "thread"
+    address = getattr(args, "dask_address", None)
+    workers = getattr(args, "dask_workers", None)
+    if kind != RunnerKind.DASK.value and (address or workers):
+        raise ConfigError("--dask-address and --dask-workers need --runner dask")
+    try:
+        return RunnerChoice(kind=RunnerKind(kind), dask_address=address, n_workers=workers)
+    except ValueError as exc:
+        raise ConfigError(f"invalid runner options: {exc}") from exc
