@@ -98,12 +98,14 @@ def default_threads() -> int:
     """CPU threads for the embedded server: all cores but one (at least one).
 
     llama.cpp's threads wait for each other at every operation, so a thread
-    that loses its core to another process stalls the rest. Measured here on
-    2 cores with other processes busy (0.5B model, 621-token prompt): 2
-    threads decoded at 0.3 to 0.9 tokens/s, 1 thread at about 10 tokens/s and
-    prefilled faster too. Leaving one core to Python, Prefect and the embedder
-    costs little when the machine is idle and avoids that collapse. Override
-    with the profile's ``threads`` (``AGENTCAUSAL_PROFILE_EMBEDDED_THREADS``) or
+    that loses its core to another process stalls the rest. Measured here on 2
+    cores (0.5B model, 621-token prompt, 21 tokens out): idle, 2 threads
+    prefilled at 100 tokens/s and decoded at 29 (7 s), 1 thread at 50 and 15
+    (13.5 s); with other processes busy, 2 threads fell to 14 and 0.3 to 2.8
+    (19 to 105 s) while 1 thread held 32 to 50 and 10 to 15. We trade the idle
+    best case for a predictable worst case: Python, Prefect and the embedder
+    keep a core. Override with the profile's ``threads``
+    (``AGENTCAUSAL_PROFILE_EMBEDDED_THREADS=2``) or
     ``agentcausal serve-local --threads``.
     """
     return max(1, (os.cpu_count() or 2) - 1)
