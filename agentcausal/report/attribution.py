@@ -19,6 +19,8 @@ from typing import NamedTuple
 import pandas as pd
 
 from agentcausal.attribution.evaluate import Evaluation, evaluate_frame, load_results, load_run_meta
+from agentcausal.report.html import attribution_tables, write_html_report
+from agentcausal.report.plots import attribution_figures, figures_markdown
 
 __all__ = ["RunReport", "markdown_table", "markdown_report", "accuracy_text", "write_report", "report_run",
            "table_records"]
@@ -123,7 +125,7 @@ def markdown_report(ev: Evaluation, *, title: str = "Failure attribution", meta:
 
 
 def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, object] | None = None) -> Path:
-    """Write ``report.md`` and ``accuracy.csv`` into a run folder.
+    """Write ``report.md``, ``report.html``, the PNG plots and ``accuracy.csv`` into a run folder.
 
     Parameters
     ----------
@@ -139,7 +141,9 @@ def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, obje
     d.mkdir(parents=True, exist_ok=True)
     ev.overall.to_csv(d / "accuracy.csv", index=False)
     p = d / "report.md"
-    p.write_text(markdown_report(ev, meta=meta), encoding="utf-8")
+    figs = attribution_figures(ev, d)  # PNGs in the run folder; text charts in report.md, images in report.html
+    p.write_text(markdown_report(ev, meta=meta) + figures_markdown(figs), encoding="utf-8")
+    write_html_report(d / "report.html", "Failure attribution", meta or {}, figs, attribution_tables(ev))
     return p
 
 
