@@ -1,4 +1,14 @@
-"""``agentcausal serve-local``: run the embedded llama.cpp server standalone.
+"""``agentcausal serve-local`` (the embedded llama.cpp server) and ``agentcausal serve`` (the scheduled flows).
+
+``agentcausal serve`` serves the deployments of ``deploy/prefect.yaml`` (the
+``attribute`` and ``discover`` flows with their cron schedules) from this
+process until Ctrl-C; see ``flows/serve.py`` and ``deploy/README.md``::
+
+    prefect server start &  export PREFECT_API_URL=http://127.0.0.1:4200/api
+    agentcausal serve --list
+    agentcausal serve --only attribute/who-and-when-nightly
+
+``agentcausal serve-local`` runs the embedded llama.cpp server standalone.
 
 The same OpenAI-compatible server the gateway starts in-process for the
 ``embedded`` profile, kept running for other tools (or for several agentcausal
@@ -20,7 +30,7 @@ import argparse
 import threading
 from pathlib import Path
 
-__all__ = ["register", "serve_local"]
+__all__ = ["register", "serve_local", "cmd_serve"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -39,6 +49,45 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--ctx", type=int, default=8192, help="context tokens per slot (default 8192)")
     p.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores but one)")
     p.set_defaults(func=serve_local)
+    _register_serve(subparsers)
+
+
+def _register_serve(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``serve`` verb (scheduled deployments)."""
+    p = subparsers.add_parser(
+        "serve", help="serve the scheduled flow deployments of deploy/prefect.yaml (prefect.serve)",
+        description="Serve the attribute and discover deployments (cron schedules, parameters) from this "
+        "process until Ctrl-C. Needs a Prefect server: `prefect server start` and PREFECT_API_URL.")
+    p.add_argument("--file", default=None, metavar="YAML", help="deployment file (default: deploy/prefect.yaml)")
+    p.add_argument("--only", action="append", default=None, metavar="NAME",
+                   help="serve only this deployment (repeatable), e.g. attribute/who-and-when-nightly")
+    p.add_argument("--limit", type=int, default=None, help="most flow runs at once (default: no limit)")
+    p.add_argument("--list", action="store_true", help="check the file, list deployments and schedules, exit")
+    p.set_defaults(func=cmd_serve)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Handler of ``agentcausal serve``: check the deployment file, then list or serve it.
+
+    Raises
+    ------
+    ConfigError
+        If the file is invalid (unknown flow, parameters the flow rejects, bad cron), a name in
+        ``--only`` is unknown, or (when serving) ``PREFECT_API_URL`` is not set.
+    """
+    from flows import serve as fs  # the CLI is the one library module that reaches up to flows
+
+    path = args.file or fs.DEFAULT_FILE
+    specs = fs.load_specs(path)
+    if args.list:
+        for s in specs:
+            when = "; ".join(f"{c.cron} {c.timezone}" + ("" if c.active else " (inactive)") for c in s.schedules)
+            print(f"{fs.load_flow(s).name}/{s.name}  [{when or 'no schedule'}]  {s.entrypoint}")
+            for k, v in s.parameters.items():
+                print(f"    {k} = {v!r}")
+        return 0
+    fs.serve(path, only=args.only, limit=args.limit)
+    return 0
 
 
 def serve_local(args: argparse.Namespace, *, stop: threading.Event | None = None) -> int:

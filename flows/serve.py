@@ -1,0 +1,219 @@
+"""Serve the deployments of ``deploy/prefect.yaml`` from this process (``prefect.serve``).
+
+The same file drives both ways of running the scheduled jobs: ``prefect
+deploy --prefect-file deploy/prefect.yaml`` plus a worker, or this module
+(``agentcausal serve``), which reads each deployment's name, entrypoint,
+parameters, schedules, tags and description, builds it with
+``flow.to_deployment`` and serves them all with one ``prefect.serve`` loop.
+Served runs execute in subprocesses of this process. Schedules need a real
+API (``prefect server start`` and ``PREFECT_API_URL``): Prefect's temporary
+API has no scheduler.
+
+::
+
+    from flows.serve import load_specs, serve
+    specs = load_specs()                       # validate the file: flows exist, parameters fit
+    serve(only=["attribute/who-and-when-nightly"])
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from prefect import Flow
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agentcausal.exceptions import ConfigError
+
+__all__ = ["DEFAULT_FILE", "ScheduleSpec", "DeploymentSpec", "load_specs", "load_flow", "runner_deployments",
+           "serve"]
+
+#: the deployment file shipped in the repository
+DEFAULT_FILE = Path(__file__).resolve().parents[1] / "deploy" / "prefect.yaml"
+
+
+class ScheduleSpec(BaseModel):
+    """One cron schedule of a deployment (the ``schedules`` items of ``prefect.yaml``)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    cron: str
+    timezone: str = "UTC"
+    active: bool = True
+
+
+class DeploymentSpec(BaseModel):
+    """One deployment of ``prefect.yaml``, as this module reads it.
+
+    Attributes
+    ----------
+    name : deployment name (the full name is ``<flow name>/<name>``)
+    entrypoint : ``path/to/file.py:flow_function`` relative to the repository root
+    parameters : default parameters of its runs (validated against the flow's signature)
+    schedules : cron schedules
+    description, tags : shown in the UI
+    """
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    name: str
+    entrypoint: str
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    schedules: list[ScheduleSpec] = Field(default_factory=list)
+    description: str | None = None
+    tags: list[str] = Field(default_factory=list)
+
+    @property
+    def module(self) -> str:
+        """The entrypoint as an importable module name (``flows/attribute.py`` -> ``flows.attribute``)."""
+        path = self.entrypoint.split(":", 1)[0]
+        return path.removesuffix(".py").replace("/", ".").replace("\\", ".")
+
+    @property
+    def function(self) -> str:
+        return self.entrypoint.split(":", 1)[1]
+
+
+def load_flow(spec: DeploymentSpec) -> Flow:
+    """Import the flow a deployment names.
+
+    Parameters
+    ----------
+    spec : DeploymentSpec
+
+    Returns
+    -------
+    The Prefect flow object.
+
+    Raises
+    ------
+    ConfigError
+        If the module or function does not exist or is not a flow.
+    """
+    try:
+        obj = getattr(importlib.import_module(spec.module), spec.function)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"deployment {spec.name!r}: entrypoint {spec.entrypoint!r} not found: {exc}") from exc
+    if not isinstance(obj, Flow):
+        raise ConfigError(f"deployment {spec.name!r}: {spec.entrypoint!r} is not a Prefect flow")
+    return obj
+
+
+def load_specs(path: str | Path = DEFAULT_FILE, *, check: bool = True) -> list[DeploymentSpec]:
+    """Read and check the deployments of a ``prefect.yaml``.
+
+    Parameters
+    ----------
+    path : the deployment file (default ``deploy/prefect.yaml``)
+    check : import every flow and validate its parameters and cron expressions
+
+    Returns
+    -------
+    list of DeploymentSpec, in file order.
+
+    Raises
+    ------
+    ConfigError
+        If the file is missing or not YAML, a deployment is malformed, names a flow that does not
+        exist, has parameters the flow rejects, or a cron expression is invalid.
+    """
+    p = Path(path)
+    try:
+        doc = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot read deployment file: {exc}", path=str(p)) from exc
+    try:
+        specs = [DeploymentSpec.model_validate(d) for d in doc.get("deployments") or []]
+    except ValidationError as exc:
+        raise ConfigError(f"malformed deployment: {exc}", path=str(p)) from exc
+    if not specs:
+        raise ConfigError("no deployments", path=str(p))
+    if check:
+        from prefect.client.schemas.schedules import CronSchedule
+
+        for s in specs:
+            fl = load_flow(s)
+            try:
+                fl.validate_parameters(dict(s.parameters))
+            except Exception as exc:  # noqa: BLE001 - Prefect raises ParameterTypeError / SignatureMismatchError
+                raise ConfigError(f"deployment {s.name!r}: parameters do not fit flow {fl.name!r}: {exc}",
+                                  path=str(p)) from exc
+            for sch in s.schedules:
+                try:
+                    CronSchedule(cron=sch.cron, timezone=sch.timezone)
+                except (ValueError, ValidationError) as exc:
+                    raise ConfigError(f"deployment {s.name!r}: bad schedule {sch.cron!r}: {exc}",
+                                      path=str(p)) from exc
+    return specs
+
+
+def _full_name(spec: DeploymentSpec) -> str:
+    return f"{load_flow(spec).name}/{spec.name}"
+
+
+def runner_deployments(specs: Sequence[DeploymentSpec], only: Sequence[str] | None = None) -> list[Any]:
+    """``flow.to_deployment`` for each spec (optionally only some), ready for ``prefect.serve``.
+
+    Parameters
+    ----------
+    specs : from :func:`load_specs`
+    only : full names (``attribute/who-and-when-nightly``) or bare deployment names to keep; None keeps all
+
+    Returns
+    -------
+    list of ``prefect.deployments.runner.RunnerDeployment``.
+
+    Raises
+    ------
+    ConfigError
+        If a name in ``only`` matches no deployment.
+    """
+    from prefect.client.schemas.actions import DeploymentScheduleCreate
+    from prefect.client.schemas.schedules import CronSchedule
+    from prefect.deployments.runner import EntrypointType
+
+    chosen = list(specs)
+    if only:
+        names = {s.name: s for s in specs} | {_full_name(s): s for s in specs}
+        missing = [n for n in only if n not in names]
+        if missing:
+            raise ConfigError(f"no deployment named {', '.join(missing)}; known: "
+                              f"{', '.join(_full_name(s) for s in specs)}")
+        chosen = list({id(names[n]): names[n] for n in only}.values())
+    out = []
+    for s in chosen:
+        schedules = [DeploymentScheduleCreate(schedule=CronSchedule(cron=c.cron, timezone=c.timezone),
+                                              active=c.active) for c in s.schedules]
+        out.append(load_flow(s).to_deployment(
+            name=s.name, parameters=dict(s.parameters), schedules=schedules or None, description=s.description,
+            tags=list(s.tags), entrypoint_type=EntrypointType.MODULE_PATH))
+    return out
+
+
+def serve(path: str | Path = DEFAULT_FILE, *, only: Sequence[str] | None = None, limit: int | None = None) -> None:
+    """Serve the deployments of ``path`` until interrupted (``prefect.serve``).
+
+    Parameters
+    ----------
+    path : the deployment file
+    only : see :func:`runner_deployments`
+    limit : most flow runs at once (None: no limit)
+
+    Raises
+    ------
+    ConfigError
+        As :func:`load_specs` and :func:`runner_deployments`; also when ``PREFECT_API_URL`` is not set
+        (Prefect's temporary API does not run schedules).
+    """
+    from prefect import serve as prefect_serve
+    from prefect.settings import PREFECT_API_URL
+
+    if not PREFECT_API_URL.value():
+        raise ConfigError("PREFECT_API_URL is not set: schedules need a Prefect server. Start one with "
+                          "`prefect server start` and `export PREFECT_API_URL=http://127.0.0.1:4200/api`")
+    deployments = runner_deployments(load_specs(path), only=only)
+    prefect_serve(*deployments, limit=limit)
