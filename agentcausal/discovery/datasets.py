@@ -27,6 +27,7 @@ import functools
 import gzip
 import json
 import os
+import threading
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +52,7 @@ __all__ = [
     "data_dir",
     "load_dataset",
     "load_user_dataset",
+    "load_spec",
     "metadata_text",
     "sample_rows",
 ]
@@ -155,6 +157,11 @@ def _read_descriptions(name: str) -> dict:
         raise DatasetError(f"{path} is not valid JSON: {exc}", name=name) from exc
 
 
+# pgmpy's sampler touches shared state (the cached model, numpy's global RNG): one sampler at a time,
+# or concurrent loads in a thread pool draw different rows for the same seed.
+_SAMPLE_LOCK = threading.Lock()
+
+
 @functools.lru_cache(maxsize=16)
 def _bif_model(name: str):
     path = data_dir() / "bnlearn" / f"{name}.bif.gz"
@@ -170,12 +177,13 @@ def _bif_model(name: str):
 
 
 def _load_bnlearn(name: str, n: int, seed: int) -> Dataset:
-    reader, model = _bif_model(name)
-    variables = tuple(reader.variable_names)
-    states = {v: tuple(reader.variable_states[v]) for v in variables}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        df = model.simulate(n_samples=n, seed=seed, show_progress=False)
+    with _SAMPLE_LOCK:
+        reader, model = _bif_model(name)
+        variables = tuple(reader.variable_names)
+        states = {v: tuple(reader.variable_states[v]) for v in variables}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            df = model.simulate(n_samples=n, seed=seed, show_progress=False)
     cols = []
     for v in variables:
         codes = {s: i for i, s in enumerate(states[v])}
@@ -326,6 +334,25 @@ def load_user_dataset(data_path: str | os.PathLike, meta_path: str | os.PathLike
         except ValidationError as exc:
             raise DatasetError(f"invalid true_edges: {exc}", name=name) from exc
     return Dataset(name=name, variables=variables, data=arr, data_type=dtype, metadata=meta, true_graph=true)
+
+
+def load_spec(spec: str, n: int = 1000, seed: int = 0) -> Dataset:
+    """Load a dataset named on the command line: a benchmark name, or a ``.csv``/``.parquet`` path.
+
+    For a path, the metadata file is the same path with ``.json`` as suffix,
+    or an explicit ``DATA::META`` pair (``data.csv::meta.json``). ``n`` and
+    ``seed`` apply to benchmark networks only.
+
+    Raises
+    ------
+    DatasetError as :func:`load_dataset` and :func:`load_user_dataset`.
+    """
+    if "::" in spec:
+        data, meta = spec.split("::", 1)
+        return load_user_dataset(data, meta)
+    if Path(spec).suffix.lower() in (".csv", ".parquet", ".pq"):
+        return load_user_dataset(spec, Path(spec).with_suffix(".json"))
+    return load_dataset(spec, n=n, seed=seed)
 
 
 def metadata_text(ds: Dataset, *, with_states: bool = True) -> str:

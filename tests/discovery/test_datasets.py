@@ -122,3 +122,12 @@ def test_data_dir_env_override_must_hold_bnlearn(tmp_path, monkeypatch):
     assert data_dir() != tmp_path  # falls through to the repository's data/
     (tmp_path / "bnlearn").mkdir()
     assert data_dir() == tmp_path
+
+
+def test_concurrent_loads_draw_the_same_rows_as_sequential_ones():
+    from concurrent.futures import ThreadPoolExecutor
+
+    seq = [load_dataset("cancer", n=300, seed=s).content_hash() for s in (0, 1, 2, 3)]
+    with ThreadPoolExecutor(4) as pool:
+        par = list(pool.map(lambda s: load_dataset("cancer", n=300, seed=s).content_hash(), (0, 1, 2, 3)))
+    assert par == seq

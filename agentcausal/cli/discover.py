@@ -1,0 +1,159 @@
+"""``agentcausal discover``: causal discovery over datasets x seeds x methods, as a cached Prefect flow.
+
+::
+
+    agentcausal discover --dataset earthquake --dataset asia --method mac --method pc --seeds 0 1 --n 1000
+    agentcausal discover --dataset all --method statistical --out runs/stat
+    agentcausal discover --dataset mydata.csv --method mac --rounds 2 --executor coding
+    agentcausal discover --report runs/discover-20250101-120000
+
+Prints the SHD / NHD / F1 table and the run folder (``results.parquet``,
+``outcomes.jsonl``, ``summary.csv``, ``graphs/``, ``report.md``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from agentcausal.cli.runner_options import add_runner_arguments
+from agentcausal.exceptions import ConfigError, DatasetError
+
+__all__ = ["register", "cmd_discover", "build_config"]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``discover`` verb."""
+    p = subparsers.add_parser(
+        "discover", help="causal discovery: MAC, its ablations, an LLM baseline and statistical baselines",
+        description="Run causal-discovery methods over benchmark or user datasets and seeds as a cached Prefect "
+        "flow; write results.parquet, report.md and graph drawings to a run folder and print SHD / NHD / F1.")
+    p.add_argument("--dataset", "-d", action="append", dest="datasets", metavar="NAME|PATH",
+                   help="benchmark (earthquake, cancer, survey, asia, child, sachs, alarm, auto_mpg; 'main' = the "
+                   "six of the main table; 'all' = all eight) or a .csv/.parquet file with its .json metadata "
+                   "beside it (or DATA::META); repeatable")
+    p.add_argument("--method", "-m", action="append", dest="methods", metavar="NAME",
+                   help="mac, mac_single, dcm_only, mdm_only, llm_zero_shot, pc, fci, ges, exact_search, "
+                   "direct_lingam, or 'statistical' (the five); repeatable (default: mac)")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0], metavar="SEED", help="seeds (default: 0)")
+    p.add_argument("--n", type=int, default=1000, help="rows sampled from a bnlearn network (default 1000)")
+    p.add_argument("--out", default=None, metavar="DIR", help="run folder (default runs/discover-<timestamp>)")
+    p.add_argument("--routing", default=None, help="LLM routing from the profiles file (default: 'default')")
+    p.add_argument("--profiles", default=None, help="profiles TOML (default: packaged or $AGENTCAUSAL_PROFILES)")
+    p.add_argument("--cache-dir", default=None, help="cache root (default: cache/ or $AGENTCAUSAL_CACHE_DIR)")
+    p.add_argument("--refresh", action="store_true", help="ignore cached results and LLM replies (rewrites them)")
+    g = p.add_argument_group("MAC")
+    g.add_argument("--rounds", type=int, default=1, help="Affirmative-Negative rounds per debate (1-5, default 1)")
+    g.add_argument("--subset-size", type=int, default=5, help="rows of the subset S in the algorithm debate")
+    g.add_argument("--executor", choices=("typed", "coding"), default="typed",
+                   help="run the chosen algorithm typed (default) or as LLM-written code in a sandbox")
+    g.add_argument("--coding-attempts", type=int, default=3, help="scripts tried in coding mode (default 3)")
+    g.add_argument("--timeout", type=float, default=300.0, help="wall limit of one statistical algorithm, s")
+    g.add_argument("--shd-reversal", type=int, choices=(1, 2), default=1,
+                   help="SHD cost of a reversed edge (default 1)")
+    p.add_argument("--report", metavar="RUN_DIR", default=None,
+                   help="only recompute the tables and report of an existing run folder")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_runner_arguments(p)
+    p.set_defaults(func=cmd_discover)
+
+
+def build_config(args: argparse.Namespace):
+    """The :class:`DiscoveryConfig` of parsed options.
+
+    Raises
+    ------
+    ConfigError on an invalid value (e.g. ``--rounds 9``).
+    """
+    from pydantic import ValidationError
+
+    from agentcausal.discovery.mac.settings import MACSettings
+    from agentcausal.discovery.methods import DiscoveryConfig
+
+    try:
+        mac = MACSettings(rounds=args.rounds, subset_size=args.subset_size, executor=args.executor,
+                          coding_attempts=args.coding_attempts, algorithm_timeout_s=args.timeout)
+        return DiscoveryConfig(mac=mac, algorithm_timeout_s=args.timeout)
+    except ValidationError as exc:
+        raise ConfigError(f"invalid MAC option: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from exc
+
+
+def _expand(datasets: list[str]) -> list[str]:
+    from agentcausal.discovery.datasets import BENCHMARKS, MAIN_BENCHMARKS
+
+    out: list[str] = []
+    for d in datasets:
+        for x in {"main": MAIN_BENCHMARKS, "all": BENCHMARKS}.get(d.lower(), (d,)):
+            if x not in out:
+                out.append(x)
+    return out
+
+
+def _check_datasets(specs: list[str]) -> None:
+    from agentcausal.discovery.datasets import BENCHMARKS
+
+    for s in specs:
+        if "::" in s:
+            paths = s.split("::", 1)
+        elif Path(s).suffix.lower() in (".csv", ".parquet", ".pq"):
+            paths = [s, str(Path(s).with_suffix(".json"))]
+        else:
+            key = s.lower().replace("-", "_")
+            if key not in BENCHMARKS and key not in ("auto", "autompg"):
+                raise DatasetError(f"unknown dataset; choose from {', '.join(BENCHMARKS)}, 'main', 'all', "
+                                   "or a .csv/.parquet path", name=s)
+            continue
+        missing = [p for p in paths if not Path(p).is_file()]
+        if missing:
+            raise DatasetError(f"file not found: {', '.join(missing)} (a user dataset needs its .json metadata)",
+                               name=s)
+
+
+def cmd_discover(args: argparse.Namespace) -> int:
+    """Handler of ``agentcausal discover``: check inputs, run the flow, print the table.
+
+    Raises
+    ------
+    ConfigError, DatasetError
+        On an unknown method or dataset, a missing file or an invalid option (before any work).
+    """
+    from agentcausal.report.discovery import summary_text, write_report
+
+    if args.report:
+        if not (Path(args.report) / "outcomes.jsonl").is_file():
+            raise ConfigError(f"{args.report} holds no outcomes.jsonl (not a discover run folder)")
+        files = write_report(args.report, reversal_cost=args.shd_reversal)
+        print(summary_text(files.frame, reversal_cost=args.shd_reversal))
+        print(f"\nrun folder: {files.run_dir}\nreport:     {files.report}")
+        return 0
+    from agentcausal.discovery.methods import resolve_methods
+    from agentcausal.settings import RunSettings
+
+    if not args.datasets:
+        raise ConfigError("name at least one --dataset (e.g. --dataset earthquake, or --dataset main)")
+    if args.n < 10:
+        raise ConfigError(f"--n must be at least 10, got {args.n}")
+    datasets = _expand(args.datasets)
+    _check_datasets(datasets)
+    methods = resolve_methods(args.methods or ["mac"])
+    config = build_config(args)
+    settings = RunSettings.from_env(routing=args.routing, profiles_path=args.profiles, cache_dir=args.cache_dir,
+                                    refresh=True if args.refresh else None)
+    from flows.discover import run_discover  # the CLI is the one library module that reaches up to flows
+    from flows.runners import runner_choice_from_args
+
+    runner = runner_choice_from_args(args)
+    run_dir = run_discover(datasets, methods, seeds=args.seeds, n=args.n, config=config, settings=settings,
+                           out_dir=args.out, reversal_cost=args.shd_reversal,
+                           progress=not args.no_progress and sys.stderr.isatty(),
+                           runner=None if runner.kind.value == "thread" and runner.max_workers is None else runner)
+    import pandas as pd
+
+    frame = pd.read_parquet(Path(run_dir) / "results.parquet")
+    print(summary_text(frame, reversal_cost=args.shd_reversal))
+    failed = frame[frame["error"] != ""]
+    if len(failed):
+        print(f"\n{len(failed)} failed runs; see the report.")
+    print(f"\nrun folder: {run_dir}\nreport:     {Path(run_dir) / 'report.md'}")
+    return 0

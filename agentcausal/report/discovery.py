@@ -1,0 +1,390 @@
+"""Tables, graph drawings and the markdown report of a causal-discovery run.
+
+* :func:`outcomes_frame`: one row per (dataset, seed, method) with SHD, NHD,
+  precision / recall / F1 (directed and skeleton), time, tokens and errors.
+* :func:`summary_table`: mean ± std over seeds per dataset and method.
+* :func:`summary_text`: the SHD / NHD / F1 table the CLI prints.
+* :func:`graph_mermaid` and :func:`draw_graph_png`: a predicted graph against
+  the truth (correct, reversed, extra, missing edges).
+* :func:`save_run` / :func:`write_report`: ``results.parquet``,
+  ``outcomes.jsonl``, ``run.json``, ``graphs/*.png`` and ``report.md``.
+
+Every table states its conventions (:data:`~agentcausal.discovery.metrics.SHD_CONVENTION`,
+:data:`~agentcausal.discovery.metrics.NHD_CONVENTION`).
+
+References
+----------
+Le et al. "Multi-Agent Causal Discovery Using Large Language Models." arXiv:2407.15073, §4, app. B.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
+
+import pandas as pd
+
+from agentcausal.discovery.graph import CausalGraph
+from agentcausal.discovery.methods import DiscoveryOutcome
+from agentcausal.discovery.metrics import NHD_CONVENTION, SHD_CONVENTION, evaluate_graph
+
+__all__ = ["outcomes_frame", "summary_table", "summary_text", "graph_mermaid", "draw_graph_png",
+           "markdown_report", "save_run", "write_report", "load_outcomes", "table_records", "RunFiles"]
+
+_METRICS = ("shd", "nhd", "f1", "precision", "recall", "skeleton_f1")
+
+
+def outcomes_frame(outcomes: Sequence[DiscoveryOutcome], *, reversal_cost: Literal[1, 2] = 1) -> pd.DataFrame:
+    """One row per outcome with its metrics against the true graph.
+
+    Parameters
+    ----------
+    outcomes : sequence of DiscoveryOutcome
+    reversal_cost : 1 or 2, how SHD counts a reversed edge
+
+    Returns
+    -------
+    DataFrame with columns dataset, seed, n, method, shd, shd_reversal_cost,
+    nhd, precision, recall, f1, skeleton_precision, skeleton_recall,
+    skeleton_f1, n_pred_edges, n_true_edges, seconds, prompt_tokens,
+    completion_tokens, llm_requests, error, edges (JSON), algorithm (the
+    algorithm MAC's DCM ran, if any), models (JSON), prompt_version, data_hash.
+    Metric cells are NaN when the method failed or there is no true graph.
+    """
+    rows = []
+    for o in outcomes:
+        row: dict[str, Any] = {"dataset": o.dataset, "seed": o.seed, "n": o.n, "method": o.method}
+        if o.graph is not None and o.true_graph is not None:
+            m = evaluate_graph(o.true_graph, o.graph, reversal_cost=reversal_cost)
+            row.update(m.model_dump())
+            row["shd_reversal_cost"] = row.pop("reversal_cost")
+        else:
+            row.update({k: float("nan") for k in ("shd", "nhd", "precision", "recall", "f1", "skeleton_precision",
+                                                  "skeleton_recall", "skeleton_f1")})
+            row.update(shd_reversal_cost=reversal_cost, n_true_edges=len(o.true_graph.edges) if o.true_graph else 0,
+                       n_pred_edges=len(o.graph.edges) if o.graph else 0)
+        row.update(
+            seconds=round(o.seconds, 3),
+            prompt_tokens=int(sum(u.get("prompt_tokens", 0) for u in o.usage.values())),
+            completion_tokens=int(sum(u.get("completion_tokens", 0) for u in o.usage.values())),
+            llm_requests=int(sum(u.get("requests", 0) for u in o.usage.values())),
+            error=o.error,
+            edges=json.dumps(o.graph.edge_strings() if o.graph else []),
+            algorithm=_dcm_algorithm(o),
+            models=json.dumps(o.models, sort_keys=True),
+            prompt_version=o.prompt_version,
+            data_hash=o.data_hash,
+        )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _dcm_algorithm(o: DiscoveryOutcome) -> str:
+    try:
+        return o.details["dcm"]["execution"]["choice"]["algorithm"]
+    except (KeyError, TypeError):
+        return o.details.get("choice", {}).get("algorithm", "") if isinstance(o.details, dict) else ""
+
+
+def summary_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Mean and std over seeds of SHD, NHD, F1 (and skeleton F1) per dataset and method.
+
+    Returns
+    -------
+    DataFrame indexed by (dataset, method) with columns ``<metric>_mean``,
+    ``<metric>_std``, ``runs`` and ``errors``.
+    """
+    if df.empty:
+        return pd.DataFrame()
+    g = df.groupby(["dataset", "method"], sort=False)
+    out = g[list(_METRICS)].agg(["mean", "std"])
+    out.columns = [f"{a}_{b}" for a, b in out.columns]
+    out["runs"] = g.size()
+    out["errors"] = g["error"].apply(lambda s: int((s != "").sum()))
+    out["seconds_mean"] = g["seconds"].mean()
+    return out
+
+
+def _cell(mean: float, std: float, digits: int) -> str:
+    if pd.isna(mean):
+        return "–"
+    s = f"{mean:.{digits}f}"
+    return s if pd.isna(std) or std == 0 else f"{s}±{std:.{digits}f}"
+
+
+def summary_text(df: pd.DataFrame, *, reversal_cost: int = 1) -> str:
+    """The SHD / NHD / F1 table as fixed-width text, one row per (dataset, method), with the conventions.
+
+    Parameters
+    ----------
+    df : DataFrame from :func:`outcomes_frame`
+    reversal_cost : int, only for the caption
+
+    Returns
+    -------
+    str
+    """
+    if df.empty:
+        return "(no results)"
+    s = summary_table(df)
+    lines = [f"{'dataset':<11} {'method':<14} {'SHD':>9} {'NHD':>11} {'F1':>11} {'skel F1':>9} {'s':>6} {'runs':>4}"]
+    for (ds, m), r in s.iterrows():
+        err = f"  ({r['errors']} failed)" if r["errors"] else ""
+        lines.append(f"{ds:<11} {m:<14} {_cell(r.shd_mean, r.shd_std, 1):>9} {_cell(r.nhd_mean, r.nhd_std, 3):>11} "
+                     f"{_cell(r.f1_mean, r.f1_std, 2):>11} {_cell(r.skeleton_f1_mean, r.skeleton_f1_std, 2):>9} "
+                     f"{r.seconds_mean:>6.1f} {int(r.runs):>4}{err}")
+    lines.append(f"{SHD_CONVENTION[reversal_cost]}. {NHD_CONVENTION}. F1 on directed edges "
+                 "(undirected edges are no directed claim). Mean±std over seeds.")
+    return "\n".join(lines)
+
+
+def _mid(name: str) -> str:
+    return "n_" + "".join(c if c.isalnum() else "_" for c in name)
+
+
+def graph_mermaid(pred: CausalGraph, true: CausalGraph | None = None) -> str:
+    """Mermaid source of a predicted graph, compared with the truth when given.
+
+    Edge styles: correct directed edge ``-->``; reversed ``-- reversed -->``;
+    extra edge ``-. extra .->``; missing true edge ``-. missing .-`` ;
+    undirected ``---``; other marks (bidirected, circle) are labelled with their symbol.
+
+    Returns
+    -------
+    str starting with ``flowchart LR``; wrap it in a ```` ```mermaid ```` block.
+
+    Examples
+    --------
+    >>> t = CausalGraph.from_edges("AB", [("A", "B")])
+    >>> print(graph_mermaid(CausalGraph.from_edges("AB", [("B", "A")]), t))
+    flowchart LR
+      n_A["A"]
+      n_B["B"]
+      n_B -- reversed --> n_A
+    """
+    lines = ["flowchart LR"] + [f'  {_mid(v)}["{v}"]' for v in pred.nodes]
+    true_dir = true.directed_edges() if true is not None else set()
+    true_skel = true.skeleton() if true is not None else set()
+    for e in pred.edges:
+        o = e.oriented()
+        if o is None:
+            sym = str(e).split(" ")[1]
+            lines.append(f"  {_mid(e.u)} ---|{sym}| {_mid(e.v)}" if sym != "---" else f"  {_mid(e.u)} --- {_mid(e.v)}")
+        elif true is None or o in true_dir:
+            lines.append(f"  {_mid(o[0])} --> {_mid(o[1])}")
+        elif (o[1], o[0]) in true_dir:
+            lines.append(f"  {_mid(o[0])} -- reversed --> {_mid(o[1])}")
+        else:
+            lines.append(f"  {_mid(o[0])} -. extra .-> {_mid(o[1])}")
+    if true is not None:
+        for pair in sorted(true_skel - pred.skeleton(), key=sorted):
+            a, b = next((x, y) for x, y in true_dir if {x, y} == pair) if any(
+                {x, y} == pair for x, y in true_dir) else sorted(pair)
+            lines.append(f"  {_mid(a)} -. missing .- {_mid(b)}")
+    return "\n".join(lines)
+
+
+def draw_graph_png(pred: CausalGraph, true: CausalGraph | None, path: str | Path, *, title: str = "") -> Path:
+    """Draw the predicted graph (green correct, orange reversed, red extra, grey dashed missing) to a PNG.
+
+    Parameters
+    ----------
+    pred : CausalGraph
+    true : CausalGraph or None
+    path : output file
+    title : str
+
+    Returns
+    -------
+    Path of the PNG.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import networkx as nx
+
+    g = nx.DiGraph()
+    g.add_nodes_from(pred.nodes)
+    true_dir = true.directed_edges() if true is not None else set()
+    colours: dict[tuple[str, str], str] = {}
+    styles: dict[tuple[str, str], str] = {}
+    for e in pred.edges:
+        o = e.oriented() or (e.u, e.v)
+        g.add_edge(*o)
+        if e.oriented() is None:
+            colours[o] = "tab:blue"
+        elif true is None or o in true_dir:
+            colours[o] = "tab:green"
+        elif (o[1], o[0]) in true_dir:
+            colours[o] = "tab:orange"
+        else:
+            colours[o] = "tab:red"
+        styles[o] = "solid"
+    if true is not None:
+        for a, b in true_dir:
+            if frozenset((a, b)) not in pred.skeleton():
+                g.add_edge(a, b)
+                colours[(a, b)], styles[(a, b)] = "lightgrey", "dashed"
+    try:
+        pos = nx.nx_agraph.graphviz_layout(g, prog="dot")
+    except Exception:  # noqa: BLE001 - graphviz is optional
+        pos = nx.kamada_kawai_layout(g) if len(g) > 1 else nx.circular_layout(g)
+    fig, ax = plt.subplots(figsize=(2 + 0.6 * len(g), 1.5 + 0.45 * len(g)))
+    nx.draw_networkx_nodes(g, pos, ax=ax, node_color="white", edgecolors="black", node_size=900)
+    nx.draw_networkx_labels(g, pos, ax=ax, font_size=7)
+    for edge in g.edges:
+        nx.draw_networkx_edges(g, pos, edgelist=[edge], ax=ax, edge_color=colours[edge], style=styles[edge],
+                               arrows=True, arrowstyle="-" if colours[edge] == "tab:blue" else "-|>",
+                               arrowsize=14, node_size=900)
+    ax.set_title(title, fontsize=9)
+    ax.axis("off")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def _debate_lines(o: DiscoveryOutcome) -> list[str]:
+    d = o.details or {}
+    out = []
+    dcm = d.get("dcm")
+    if dcm:
+        deb, exe = dcm["debate"], dcm["execution"]
+        aff = deb["rounds"][-1]["affirmative"]["choice"]["algorithm"]
+        neg = (deb["rounds"][-1].get("negative") or {}).get("choice", {}).get("algorithm", "–")
+        out.append(f"- DCM: Affirmative {aff}, Negative {neg}; verdict {deb['verdict']['winner']} "
+                   f"({deb['verdict']['reason'][:160]}); ran {exe['choice']['algorithm']} in {exe['mode']} mode"
+                   + (f" (fallback: {exe['fallback_reason'][:160]})" if exe.get("fallback_reason") else ""))
+    if d.get("fusion"):
+        out.append(f"- Meta Fusion: {len(d['fusion'])} sentences, e.g. " + "; ".join(d["fusion"][:4]))
+    mdm = d.get("mdm")
+    if mdm:
+        v = mdm["debate"]["verdict"]
+        out.append(f"- MDM: verdict {v['winner']} {v.get('votes') or ''} ({v['reason'][:160]})")
+        if mdm.get("dropped"):
+            out.append("- dropped while validating: " + "; ".join(mdm["dropped"]))
+    for note in (dcm or {}).get("debate", {}).get("notes", []) + (mdm or {}).get("debate", {}).get("notes", []):
+        out.append(f"- note: {note}")
+    return out
+
+
+def markdown_report(df: pd.DataFrame, outcomes: Sequence[DiscoveryOutcome], meta: Mapping[str, Any], *,
+                    reversal_cost: int = 1, graphs_dir: str = "graphs") -> str:
+    """The run's ``report.md``: settings, the summary table, failures, and per-dataset graphs and debates.
+
+    Parameters
+    ----------
+    df : DataFrame from :func:`outcomes_frame`
+    outcomes : the outcomes (for graphs and debate records)
+    meta : run metadata (datasets, methods, seeds, n, settings, models, wall time)
+    reversal_cost : int, for the caption
+    graphs_dir : folder of the PNGs, relative to the report
+
+    Returns
+    -------
+    str, markdown.
+    """
+    lines = ["# Causal discovery run", ""]
+    for k in ("datasets", "methods", "seeds", "n", "routing", "wall_seconds", "models", "config"):
+        if k in meta:
+            lines.append(f"- **{k}**: `{json.dumps(meta[k]) if not isinstance(meta[k], str) else meta[k]}`")
+    lines += ["", "## Results (mean ± std over seeds)", "", "```", summary_text(df, reversal_cost=reversal_cost),
+              "```", ""]
+    failed = df[df["error"] != ""] if not df.empty else df
+    if len(failed):
+        lines += ["## Failures", ""]
+        lines += [f"- {r.dataset} seed {r.seed} {r.method}: {str(r.error)[:300]}" for r in failed.itertuples()]
+        lines.append("")
+    lines += ["## Graphs (first seed)", "",
+              "Legend: solid correct; `reversed`; `extra` (not in the truth); `missing` (true edge not found).", ""]
+    first_seed: dict[tuple[str, str], DiscoveryOutcome] = {}
+    for o in outcomes:
+        first_seed.setdefault((o.dataset, o.method), o)
+    for (ds, m), o in first_seed.items():
+        if o.graph is None:
+            continue
+        lines += [f"### {ds} / {m} (seed {o.seed})", ""]
+        lines += _debate_lines(o)
+        png = Path(graphs_dir) / f"{ds}__{m}.png"
+        lines += ["", f"![{ds} {m}]({png.as_posix()})", "", "```mermaid", graph_mermaid(o.graph, o.true_graph),
+                  "```", ""]
+    return "\n".join(lines)
+
+
+class RunFiles(NamedTuple):
+    """Where a run's files went and its results table."""
+
+    run_dir: Path
+    frame: pd.DataFrame
+    report: Path
+
+
+def save_run(outcomes: Sequence[DiscoveryOutcome], run_dir: str | Path, meta: Mapping[str, Any]) -> Path:
+    """Write ``outcomes.jsonl`` (full records) and ``run.json`` to the run folder.
+
+    Returns
+    -------
+    Path of the run folder.
+    """
+    run = Path(run_dir)
+    run.mkdir(parents=True, exist_ok=True)
+    with open(run / "outcomes.jsonl", "w") as fh:
+        for o in outcomes:
+            fh.write(o.model_dump_json() + "\n")
+    (run / "run.json").write_text(json.dumps(dict(meta), indent=2, default=str))
+    return run
+
+
+def load_outcomes(run_dir: str | Path) -> list[DiscoveryOutcome]:
+    """Read ``outcomes.jsonl`` back."""
+    path = Path(run_dir) / "outcomes.jsonl"
+    return [DiscoveryOutcome.model_validate_json(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw: bool = True) -> RunFiles:
+    """Evaluate a saved run: ``results.parquet``, ``summary.csv``, ``graphs/*.png`` and ``report.md``.
+
+    Parameters
+    ----------
+    run_dir : folder written by :func:`save_run`
+    reversal_cost : 1 or 2, SHD convention
+    draw : bool, draw PNGs (first seed of each dataset and method)
+
+    Returns
+    -------
+    RunFiles(run_dir, frame, report)
+    """
+    run = Path(run_dir)
+    outcomes = load_outcomes(run)
+    meta = json.loads((run / "run.json").read_text()) if (run / "run.json").is_file() else {}
+    df = outcomes_frame(outcomes, reversal_cost=reversal_cost)
+    df.to_parquet(run / "results.parquet", index=False)
+    summary_table(df).to_csv(run / "summary.csv")
+    if draw:
+        done: set[tuple[str, str]] = set()
+        for o in outcomes:
+            if o.graph is not None and (o.dataset, o.method) not in done:
+                done.add((o.dataset, o.method))
+                draw_graph_png(o.graph, o.true_graph, run / "graphs" / f"{o.dataset}__{o.method}.png",
+                               title=f"{o.dataset} / {o.method} (seed {o.seed})")
+    md = markdown_report(df, outcomes, meta, reversal_cost=reversal_cost)
+    (run / "report.md").write_text(md)
+    return RunFiles(run, df, run / "report.md")
+
+
+def table_records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """Summary rows as JSON-able dicts (for a Prefect table artifact)."""
+    s = summary_table(df)
+    if s.empty:
+        return []
+    out = []
+    for (ds, m), r in s.iterrows():
+        out.append({"dataset": ds, "method": m, "SHD": _cell(r.shd_mean, r.shd_std, 2),
+                    "NHD": _cell(r.nhd_mean, r.nhd_std, 3), "F1": _cell(r.f1_mean, r.f1_std, 2),
+                    "skeleton F1": _cell(r.skeleton_f1_mean, r.skeleton_f1_std, 2), "runs": int(r.runs),
+                    "errors": int(r.errors), "seconds": round(float(r.seconds_mean), 2)})
+    return out

@@ -1,0 +1,133 @@
+"""The ``discover`` flow: datasets x seeds x methods as mapped, cached, retried tasks; then the report.
+
+Wiring only: load each (dataset, seed), check the methods up front, map
+``discover_one`` over every (dataset, seed, method) (LLM methods first, so
+the long debates start while the statistical baselines run), record failures
+that survive the retries as error outcomes, save, evaluate, and publish a
+Prefect table artifact and the markdown report.
+
+Run it from Python::
+
+    from flows.discover import run_discover
+    run_dir = run_discover(["earthquake", "asia"], ["mac", "pc"], seeds=[0], n=1000)
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, unmapped
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.futures import as_completed
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from agentcausal.discovery.methods import LLM_METHODS, DiscoveryConfig, DiscoveryOutcome, method_stages, \
+    resolve_methods
+from agentcausal.report.discovery import table_records
+from agentcausal.settings import RunSettings
+from flows.runners import RunnerChoice, with_runner
+from tasks.common import gateway_for
+from tasks.discovery import discover_one, discover_options, load_discovery_dataset, report_discovery, \
+    save_discovery
+
+__all__ = ["discover", "run_discover", "default_run_dir"]
+
+
+def default_run_dir(out_root: str = "runs") -> str:
+    """``runs/discover-YYYYmmdd-HHMMSS``."""
+    return str(Path(out_root) / f"discover-{dt.datetime.now():%Y%m%d-%H%M%S}")
+
+
+@flow(name="discover", log_prints=True, task_runner=ThreadPoolTaskRunner(max_workers=3))
+def discover(
+    datasets: list[str],
+    methods: list[str] = ["mac"],  # noqa: B006 (Prefect parameters are copied)
+    seeds: list[int] = [0],  # noqa: B006
+    n: int = 1000,
+    config: DiscoveryConfig | None = None,
+    settings: RunSettings | None = None,
+    out_dir: str | None = None,
+    reversal_cost: int = 1,
+    progress: bool = False,
+) -> str:
+    """Run every method on every dataset and seed; write a run folder; return its path.
+
+    Parameters
+    ----------
+    datasets : benchmark names or ``.csv``/``.parquet`` paths (metadata beside them as ``.json``)
+    methods : method names (see :data:`agentcausal.discovery.methods.METHODS`; ``statistical`` = the pool)
+    seeds : sampling seeds (bnlearn networks) and MAC subset seeds
+    n : rows sampled from a bnlearn network
+    config : DiscoveryConfig (MAC settings, timeouts)
+    settings : RunSettings (routing, cache folder, refresh); default from the environment
+    out_dir : the run folder; default ``runs/discover-<timestamp>``
+    reversal_cost : 1 or 2, how SHD counts a reversed edge
+    progress : show a tqdm bar on stderr
+
+    Returns
+    -------
+    str, the run folder holding ``results.parquet``, ``outcomes.jsonl``, ``summary.csv``,
+    ``run.json``, ``graphs/`` and ``report.md``.
+    """
+    settings = settings or RunSettings.from_env()
+    config = config or DiscoveryConfig()
+    names = resolve_methods(methods)
+    ordered = [m for m in names if m in LLM_METHODS] + [m for m in names if m not in LLM_METHODS]
+    pairs = [(spec, s) for spec in datasets for s in seeds]
+    loaded = load_discovery_dataset.map(spec=[p for p, _ in pairs], n=unmapped(n), seed=[s for _, s in pairs])
+    data = [f.result() for f in loaded]
+    jobs = [(m, i) for m in ordered for i in range(len(pairs))]
+    started = time.time()
+    futures = discover_one.with_options(**discover_options(settings)).map(
+        dataset=[data[i] for _, i in jobs], method=[m for m, _ in jobs], config=unmapped(config),
+        settings=unmapped(settings), seed=[pairs[i][1] for _, i in jobs])
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(jobs), unit="run", desc="discover")
+    for _ in as_completed(list(futures)):
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    outcomes = []
+    for (m, i), f in zip(jobs, futures):
+        res = f.result(raise_on_failure=False)
+        if isinstance(res, DiscoveryOutcome):
+            outcomes.append(res)
+        else:
+            ds = data[i]
+            outcomes.append(DiscoveryOutcome(dataset=ds.name, seed=pairs[i][1], n=ds.n, method=m,
+                                             true_graph=ds.true_graph, error=f"task failed: {res!r}"[:2000]))
+    stages = sorted({s for m in names for s in method_stages(m, config)})
+    gw = gateway_for(settings) if stages else None
+    meta = {"datasets": list(datasets), "methods": names, "seeds": list(seeds), "n": n,
+            "routing": settings.routing, "config": config.model_dump(mode="json"),
+            "models": {s: gw.model_for(s) for s in stages} if gw else {},
+            "started": dt.datetime.fromtimestamp(started).isoformat(timespec="seconds"),
+            "wall_seconds": round(time.time() - started, 2), "reversal_cost": reversal_cost}
+    run_dir = out_dir or default_run_dir()
+    save_discovery(outcomes, run_dir, meta)
+    files = report_discovery(run_dir, reversal_cost)
+    create_table_artifact(table_records(files.frame), key="discovery-metrics",
+                          description=f"SHD / NHD / F1 per dataset and method (SHD reversal cost {reversal_cost})")
+    create_markdown_artifact(files.report.read_text(), key="discovery-report", description=f"run folder {run_dir}")
+    return run_dir
+
+
+def run_discover(datasets: Sequence[str], methods: Sequence[str], *, seeds: Sequence[int] = (0,), n: int = 1000,
+                 config: DiscoveryConfig | None = None, settings: RunSettings | None = None,
+                 runner: RunnerChoice | None = None, **kw: Any) -> str:
+    """Plain-Python entry point (CLI, demo): :func:`discover` with list arguments, on ``runner``'s task runner.
+
+    The default runner is a pool of 3 threads (algorithm runs are worker
+    processes; the gateway limits concurrent LLM calls per endpoint).
+    """
+    fl = with_runner(discover, runner) if runner is not None else discover
+    return fl(datasets=list(datasets), methods=list(methods), seeds=[int(s) for s in seeds], n=n, config=config,
+              settings=settings, **kw)

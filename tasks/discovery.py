@@ -1,0 +1,68 @@
+"""Prefect tasks of the ``discover`` flow: load a dataset, run one method on it, save and report.
+
+``discover_one`` is cached across flow runs: its key
+(:func:`agentcausal.discovery.methods.discovery_key`) is ``joblib.hash`` of the
+data array and column names (never a pickled DataFrame), the dataset name and
+seed, the method, the config, and for LLM methods the prompt version and the
+``profile:model`` of each stage. Results persist under ``<cache_dir>/prefect``.
+An unreachable endpoint is re-raised so Prefect retries it and never caches
+the failure; other failures are recorded in the outcome.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from prefect import task
+from prefect.context import TaskRunContext
+
+from agentcausal.discovery.datasets import Dataset, load_spec
+from agentcausal.discovery.methods import DiscoveryConfig, DiscoveryOutcome, discovery_key, method_stages, \
+    run_discovery
+from agentcausal.report.discovery import RunFiles, save_run, write_report
+from agentcausal.settings import RunSettings
+from tasks.common import gateway_for, result_storage
+
+__all__ = ["load_discovery_dataset", "discover_one", "discover_options", "save_discovery", "report_discovery"]
+
+
+def _gw(method: str, config: DiscoveryConfig, settings: RunSettings):
+    return gateway_for(settings) if method_stages(method, config) else None
+
+
+def _discover_key(context: TaskRunContext, p: dict[str, Any]) -> str:
+    gw = _gw(p["method"], p["config"], p["settings"])
+    return "discover-" + discovery_key(p["dataset"], p["method"], p["config"], gw, seed=p["seed"])
+
+
+@task(name="load-dataset", retries=1, task_run_name="load:{spec}:{seed}")
+def load_discovery_dataset(spec: str, n: int, seed: int) -> Dataset:
+    """A benchmark or user dataset (:func:`agentcausal.discovery.datasets.load_spec`)."""
+    return load_spec(spec, n=n, seed=seed)
+
+
+@task(name="discover", retries=2, retry_delay_seconds=2, cache_key_fn=_discover_key, persist_result=True,
+      task_run_name="{method}:{dataset.name}:{seed}")
+def discover_one(dataset: Dataset, method: str, config: DiscoveryConfig, settings: RunSettings,
+                 seed: int) -> DiscoveryOutcome:
+    """One method on one dataset (:func:`agentcausal.discovery.methods.run_discovery`)."""
+    return run_discovery(method, dataset, _gw(method, config, settings), config, seed=seed, raise_transient=True)
+
+
+def discover_options(settings: RunSettings) -> dict[str, Any]:
+    """``with_options`` for :func:`discover_one`: persisted result storage and refresh."""
+    return {"result_storage": Path(result_storage(settings)), "refresh_cache": settings.refresh}
+
+
+@task(name="save-discovery")
+def save_discovery(outcomes: Sequence[DiscoveryOutcome], run_dir: str, meta: Mapping[str, Any]) -> str:
+    """``outcomes.jsonl`` and ``run.json`` in the run folder."""
+    return str(save_run(outcomes, run_dir, meta))
+
+
+@task(name="report-discovery")
+def report_discovery(run_dir: str, reversal_cost: int = 1) -> RunFiles:
+    """``results.parquet``, ``summary.csv``, graphs and ``report.md`` of a run folder."""
+    return write_report(run_dir, reversal_cost=reversal_cost)  # type: ignore[arg-type]
