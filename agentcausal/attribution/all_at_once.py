@@ -20,6 +20,8 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 
+from agentcausal.llm.replies import ShortText
+
 from agentcausal.attribution.common import (
     BASELINE_STAGE,
     BaselineSettings,
@@ -36,7 +38,7 @@ from agentcausal.traces.render import render_steps_info
 __all__ = ["NAME", "PROMPT_VERSION", "TEMPLATE", "AllAtOnceReply", "AllAtOnceSettings", "Prompt", "build_messages", "run"]
 
 NAME = "all_at_once"
-PROMPT_VERSION = "all_at_once/1"
+PROMPT_VERSION = "all_at_once/2"
 
 #: the user message; fields: task, trace, n_last
 TEMPLATE = (
@@ -49,7 +51,7 @@ TEMPLATE = (
 class AllAtOnceReply(BaseModel):
     """Your verdict on the decisive error of the whole run."""
 
-    reason: str = Field(description="One or two sentences: what went wrong at that step.")
+    reason: ShortText(300) = Field(description="One or two sentences: what went wrong at that step.")
     agent: str | None = Field(description="Name of the agent who made the decisive error, as shown; null if undetermined.")
     step: int | None = Field(description="Step number of the decisive error; null if undetermined.")
 

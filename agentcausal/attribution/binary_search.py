@@ -23,6 +23,8 @@ from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
+from agentcausal.llm.replies import ShortText
+
 from agentcausal.attribution.common import (
     BASELINE_STAGE,
     BaselineSettings,
@@ -40,7 +42,7 @@ __all__ = ["NAME", "PROMPT_VERSION", "TEMPLATE", "HalfChoice", "BinarySearchSett
            "build_messages", "run"]
 
 NAME = "binary_search"
-PROMPT_VERSION = "binary_search/1"
+PROMPT_VERSION = "binary_search/2"
 
 #: the user message; fields: task, trace, lo, hi, a_lo, a_hi, b_lo, b_hi
 TEMPLATE = (
@@ -52,7 +54,7 @@ TEMPLATE = (
 class HalfChoice(BaseModel):
     """Your choice of the part that holds the decisive error."""
 
-    reason: str = Field(description="One sentence.")
+    reason: ShortText(200) = Field(description="One sentence.")
     part: Literal["first", "second", "undetermined"] = Field(
         description="'first' or 'second' part of the steps shown; 'undetermined' only if you cannot tell.")
 

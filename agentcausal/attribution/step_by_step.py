@@ -27,6 +27,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from agentcausal.llm.replies import ShortText
+
 from agentcausal.attribution.common import (
     BASELINE_STAGE,
     BaselineSettings,
@@ -43,7 +45,7 @@ from agentcausal.traces.render import escape_data, render_steps
 __all__ = ["NAME", "PROMPT_VERSION", "TEMPLATE", "StepVerdict", "StepByStepSettings", "build_messages", "run"]
 
 NAME = "step_by_step"
-PROMPT_VERSION = "step_by_step/1"
+PROMPT_VERSION = "step_by_step/2"
 
 #: the user message; fields: task, trace, i, agent
 TEMPLATE = (
@@ -56,7 +58,7 @@ TEMPLATE = (
 class StepVerdict(BaseModel):
     """Your verdict on the latest step shown."""
 
-    reason: str = Field(description="One sentence on this step.")
+    reason: ShortText(200) = Field(description="One sentence on this step.")
     decisive: bool = Field(description="true if this step is the decisive error, else false.")
 
 

@@ -41,7 +41,7 @@ def test_all_at_once_one_call_whole_trace(fake_server, make_gateway, handoff_err
     assert "<answer>42</answer>" in _user(fake_server.chat_requests[0])
     assert a.usage["baseline"]["requests"] == 1 and a.usage["baseline"]["prompt_tokens"] > 0
     assert a.models == {"baseline": "fake:fake-model"}
-    assert a.prompt_version == "all_at_once/1" and a.settings["with_ground_truth"] is True
+    assert a.prompt_version == "all_at_once/2" and a.settings["with_ground_truth"] is True
     assert a.seconds > 0
 
 

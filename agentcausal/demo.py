@@ -1,0 +1,98 @@
+"""What the README's main job runs: a fixed, CPU-sized selection of real inputs.
+
+The selection is data, not code paths: :func:`demo_plan` returns a
+:class:`DemoPlan` that the ``demo`` flow executes. Defaults (chosen so the job
+fits in about 15 minutes on 2 CPU cores with the embedded 0.5B model):
+
+* traces: our invented examples in ``data/examples/`` (always present) plus
+  the two shortest Algorithm-Generated traces of the Who&When development
+  split, ``38.json`` and ``47.json`` (6 steps, 2.9k and 3.5k characters), when
+  the benchmark folder is present;
+* attribution methods: ``all_at_once``, ``step_by_step``, ``binary_search``, ``dcfa``;
+* MAC (with the zero-shot LLM baseline and the five statistical algorithms
+  beside it) on Earthquake and Asia; the statistical algorithms alone on
+  Cancer, Survey, Child and Auto MPG; n = 1000 rows, seed 0.
+
+``quick=True`` keeps two example traces, the two cheapest baselines and MAC on
+Earthquake only: a smoke run of every stage in a few minutes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from agentcausal.discovery.datasets import data_dir
+
+__all__ = ["DemoPlan", "demo_plan", "DEMO_TRACE_FILES", "examples_dir"]
+
+#: real Who&When traces of the demo, relative to the benchmark folder
+DEMO_TRACE_FILES = ("Algorithm-Generated/38.json", "Algorithm-Generated/47.json")
+ATTRIBUTION_METHODS = ("all_at_once", "step_by_step", "binary_search", "dcfa")
+STATISTICAL = ("pc", "fci", "ges", "exact_search", "direct_lingam")
+
+
+class DemoPlan(BaseModel):
+    """Everything the demo flow runs.
+
+    Attributes
+    ----------
+    trace_paths : trace files or folders for the ``attribute`` flow
+    attribution_methods : registered attribution method names
+    mac_datasets, mac_methods : the discovery run with MAC
+    statistical_datasets, statistical_methods : the statistical-only discovery run
+    seeds : sampling seeds; n : rows per bnlearn sample
+    out_dir : the demo's run folder
+    notes : what was left out and why (e.g. no Who&When folder)
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    trace_paths: tuple[str, ...]
+    attribution_methods: tuple[str, ...] = ATTRIBUTION_METHODS
+    mac_datasets: tuple[str, ...] = ("earthquake", "asia")
+    mac_methods: tuple[str, ...] = ("mac", "llm_zero_shot", *STATISTICAL)
+    statistical_datasets: tuple[str, ...] = ("cancer", "survey", "child", "auto_mpg")
+    statistical_methods: tuple[str, ...] = STATISTICAL
+    seeds: tuple[int, ...] = (0,)
+    n: int = 1000
+    out_dir: str
+    notes: tuple[str, ...] = ()
+
+
+def examples_dir() -> Path:
+    """``data/examples`` (invented traces shipped with the project)."""
+    return data_dir() / "examples"
+
+
+def demo_plan(who_and_when_dir: str | Path, *, out_root: str | Path = "runs", quick: bool = False,
+              out_dir: str | Path | None = None) -> DemoPlan:
+    """The demo selection for this machine.
+
+    Parameters
+    ----------
+    who_and_when_dir : the Who&When benchmark folder; real traces are used when it holds them
+    out_root : where ``demo-<timestamp>`` goes (ignored when ``out_dir`` is given)
+    quick : a smaller smoke selection (see module docstring)
+    out_dir : explicit run folder
+
+    Returns
+    -------
+    DemoPlan; ``notes`` says when the real traces were not found.
+    """
+    notes: list[str] = []
+    examples = sorted(str(p) for p in examples_dir().glob("*.json"))
+    real = [Path(who_and_when_dir) / f for f in DEMO_TRACE_FILES]
+    found = [str(p) for p in real if p.is_file()]
+    if len(found) < len(real):
+        notes.append(f"Who&When traces not found under {who_and_when_dir} (set AGENTCAUSAL_WHO_AND_WHEN_DIR or "
+                     "run `agentcausal data fetch who-and-when`); attributing the example traces only")
+    out = str(out_dir or Path(out_root) / f"demo-{dt.datetime.now():%Y%m%d-%H%M%S}")
+    if quick:
+        return DemoPlan(trace_paths=tuple(examples[:2]), attribution_methods=("all_at_once", "binary_search"),
+                        mac_datasets=("earthquake",), mac_methods=("mac", "pc", "ges"),
+                        statistical_datasets=("asia",), statistical_methods=("pc", "ges"),
+                        out_dir=out, notes=tuple(notes))
+    return DemoPlan(trace_paths=tuple(examples + found), out_dir=out, notes=tuple(notes))
