@@ -80,7 +80,7 @@ __all__ = [
 ]
 
 #: enters every cache key and every stored attribution; bump on any prompt or reply-model change
-PROMPT_VERSION = "dcfa-1"
+PROMPT_VERSION = "dcfa-2"
 
 SYSTEM_TEMPLATE = (
     "You analyse failed runs of LLM multi-agent systems to find the decisive error. "
@@ -117,14 +117,14 @@ CGC_TEMPLATE = (
     "Minor deviations found:\n{deviations}\n" + _EDGE_TASK
 )
 
-#: HG (Figure 10)
+#: HG (Figure 10); asks for the *first* decisive mistake, Who&When's definition (chosen over a
+#: "follow the propagation" wording that the 0.5B model parroted, on Algorithm-Generated 38, 47, 73)
 HG_TEMPLATE = (
     "The run above failed. The correct answer is {truth}.\n"
     "Minor deviations:\n{deviations}\n"
     "Dependency edges (source -> target): {edges}\n"
-    "Follow how the deviations propagate along the edges to the wrong final answer and name the "
-    "decisive error: the single step (0 to {last}) whose correction would most plausibly have led "
-    "to the correct answer. Give a one-sentence reason."
+    "Which step is the decisive error, the first step whose mistake made the final answer wrong? "
+    "Give its number (0 to {last}) and say in one sentence what that step got wrong."
 )
 
 #: Correct (Figure 11)

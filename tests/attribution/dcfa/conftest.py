@@ -36,7 +36,7 @@ def kind_of(body: dict[str, Any]) -> str:
         return "gca"
     if "Minor deviations: list up to" in u:
         return "mdi"
-    if "name the decisive error" in u:
+    if "Which step is the decisive error" in u:
         return "hg"
     if "Write a corrected version" in u:
         return "correct"
