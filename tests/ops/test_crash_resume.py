@@ -1,0 +1,79 @@
+"""Crash and resume: the ``attribute`` CLI killed with SIGKILL in the middle of a corpus, then rerun, finishes
+with every trace, no duplicated or wrong record, and no repeat of any LLM call that had completed.
+
+The fake server (test double) runs in the test process, so it outlives the killed run and counts every request
+by prompt across both runs. The profile allows one request at a time and each takes 0.6 s, so at the kill
+exactly one request is in flight and every earlier one has been answered (and cached) for at least 0.4 s.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+from tests.ops.conftest import EXAMPLES, METHODS, prompt_key, requests_by_prompt, write_profiles
+
+LATENCY_S = 0.6
+KILL_AT_REQUEST = 7
+
+
+def _cli(args, env, log):
+    code = "import sys; from agentcausal.cli import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.Popen([sys.executable, "-c", code, *args], env=env, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_sigkill_mid_corpus_then_rerun_finishes_without_repeating_llm_calls(scripted_server, tmp_path):
+    from prefect.server.api.server import SubprocessASGIServer
+
+    api = SubprocessASGIServer()  # this process's temporary Prefect API; both CLI runs report to it
+    api.start(timeout=180)
+    env = dict(os.environ, PREFECT_API_URL=api.api_url)
+    scripted_server.latency_s = LATENCY_S
+    profiles = write_profiles(tmp_path / "profiles.toml", scripted_server.base_url, max_concurrency=1)
+    run_dir = tmp_path / "run"
+    args = ["attribute", str(EXAMPLES), *sum((["-m", m] for m in METHODS), []), "--profiles", profiles,
+            "--cache-dir", str(tmp_path / "cache"), "--out", str(run_dir), "--no-progress"]
+
+    # run 1: SIGKILL while request KILL_AT_REQUEST is being answered
+    with open(tmp_path / "run1.log", "w") as log:
+        proc = _cli(args, env, log)
+        deadline = time.monotonic() + 300
+        while scripted_server.count < KILL_AT_REQUEST:
+            assert proc.poll() is None, (tmp_path / "run1.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, "run 1 made too few requests"
+            time.sleep(0.01)
+        time.sleep(LATENCY_S - 0.2)
+        in_flight = scripted_server.in_flight
+        done_before_kill = [prompt_key(r) for r in scripted_server.chat_requests[: scripted_server.count - in_flight]]
+        os.killpg(proc.pid, signal.SIGKILL)
+        assert proc.wait(timeout=30) == -signal.SIGKILL
+    assert in_flight == 1, "expected exactly one request in flight at the kill"
+    assert len(done_before_kill) == KILL_AT_REQUEST - 1
+    assert not (run_dir / "results.parquet").exists(), "run 1 was not killed mid-corpus"
+    time.sleep(LATENCY_S)  # let the server finish answering the dead client
+
+    # run 2: the same command
+    with open(tmp_path / "run2.log", "w") as log:
+        proc = _cli(args, env, log)
+        assert proc.wait(timeout=400) == 0, (tmp_path / "run2.log").read_text()[-3000:]
+
+    counts = requests_by_prompt(scripted_server)
+    repeated = [k for k in done_before_kill if counts[k] != 1]
+    assert not repeated, f"{len(repeated)} LLM calls completed before the kill were asked again"
+    assert sum(c - 1 for c in counts.values()) <= in_flight, "more prompts repeated than were in flight"
+    assert len(counts) > KILL_AT_REQUEST, "run 2 asked nothing new: the kill was not mid-corpus"
+
+    df = pd.read_parquet(run_dir / "results.parquet")
+    n_traces = len(list(EXAMPLES.glob("*.json")))
+    assert len(df) == n_traces * len(METHODS) and not df.duplicated(["trace_id", "method"]).any()
+    assert df["error"].isna().all()
+    by = {m: g for m, g in df.groupby("method")}
+    assert set(by["all_at_once"]["pred_step"]) == {2} and set(by["all_at_once"]["pred_agent"]) == {"Conversion_Expert"}
+    assert set(by["step_by_step"]["pred_step"]) == {0} and set(by["binary_search"]["pred_step"]) == {0}
