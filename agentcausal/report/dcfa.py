@@ -36,7 +36,7 @@ def _label(text: str) -> str:
     for a, b in (("&", "#amp;"), ('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"), ("|", "#124;"),
                  ("[", "#91;"), ("]", "#93;"), ("`", "#96;")):
         out = out.replace(a, b)
-    return out[:60]
+    return out[:90]
 
 
 def dependency_graph_mermaid(attribution: Attribution) -> str:
@@ -46,9 +46,9 @@ def dependency_graph_mermaid(attribution: Attribution) -> str:
     ----------
     attribution : Attribution from ``dcfa`` or ``dcfa_gca_only``; reads
         ``details``: ``n_steps``, ``edges``, ``deviations``, ``hypothesis``,
-        ``lce.path``, ``lce.scores`` and ``final`` (all but ``n_steps`` and
-        ``edges`` optional). Agents come from the hypothesis/final records
-        when known.
+        ``lce.path``, ``lce.scores``, ``final`` and ``step_agents`` (all but
+        ``n_steps`` and ``edges`` optional; without ``step_agents`` only the
+        hypothesis and final steps show their agent).
 
     Returns
     -------
@@ -88,7 +88,7 @@ def dependency_graph_mermaid(attribution: Attribution) -> str:
     path = [(int(m["pivot"]), int(m["step"]), m.get("direction", ""), float(m.get("delta_s", 0.0)))
             for m in lce.get("path", []) or []]
     scores = {int(x["step"]): float(x["s"]) for x in lce.get("scores", []) or []}
-    agents = {}
+    agents = {i: a for i, a in enumerate(d.get("step_agents") or [])}
     for key in ("hypothesis", "final"):
         rec = d.get(key) or {}
         if rec.get("agent") is not None and rec.get("step") is not None:

@@ -3,11 +3,13 @@
 The :class:`~agentcausal.traces.model.Attribution` of a DCFA run carries in
 ``details`` (all JSON-serialisable):
 
-``n_steps``; ``deviations`` (list of {step, reason}); ``dropped_deviations``;
+``n_steps``; ``step_agents`` (agent of each step); ``gca_calls`` ("joint" or
+"split"); ``deviations`` (list of {step, reason}); ``dropped_deviations``;
 ``edges`` (list of [p, q]); ``dropped_edges`` ({out_of_range, self_loops,
 backward, duplicates}); ``hypothesis`` ({step, agent, reason}); ``lce``
 (None for the GCA-only ablation, else {corrected_steps, correct_fallback,
-scores: list of {step, s} with step -1 = original trace, outcomes,
+scores: list of {step, s} with step -1 = original trace, outcomes: list of
+{step, outcome} of the counterfactuals actually simulated,
 evaluated and path: lists of {direction, iteration, pivot, step, s, delta_s,
 accepted}, visited, stopped, candidates, decision: {step, reason, skipped},
 error}); ``final`` ({step, agent, reason, source: "ded" | "hypothesis"}).
@@ -120,7 +122,8 @@ def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str =
     stages = STAGES if settings.use_lce else (GCA_STAGE,)
     base = dict(trace_id=trace.id, method=method, settings=settings.model_dump(), prompt_version=PROMPT_VERSION,
                 models={s: gw.model_for(s) for s in stages})
-    details: dict[str, Any] = {"n_steps": len(trace), "gca_calls": "split" if settings.split_mdi_cgc else "joint"}
+    details: dict[str, Any] = {"n_steps": len(trace), "step_agents": [st.agent for st in trace.steps],
+                               "gca_calls": "split" if settings.split_mdi_cgc else "joint"}
     try:
         gca = run_gca(trace, gw, settings)
     except StructuredOutputError as exc:

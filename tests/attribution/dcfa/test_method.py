@@ -210,3 +210,13 @@ def test_embedding_scores_are_cosines(fake_server, make_gateway):
     gw = make_gateway(fake_server)
     v = gw.embed("dcfa.embed", ["42", "42", "x"])
     assert np.allclose(np.linalg.norm(v, axis=1), 1.0) and float(v[0] @ v[1]) == pytest.approx(1.0, abs=1e-6)
+
+
+def test_mermaid_of_a_run_shows_agents_roles_and_search(fake_server, make_gateway, chain_responder,
+                                                        wrong_lookup_at_step_1):
+    fake_server.responder = chain_responder
+    a = run_dcfa(wrong_lookup_at_step_1, make_gateway(fake_server), DcfaSettings())
+    text = dependency_graph_mermaid(a)
+    assert 's0["τ0 · Agent0' in text and 's5["τ5 · Agent2"]' in text
+    assert "  class s1 hypothesis" in text and "  class s2 decisive" in text
+    assert "  s1 -.->|" in text
