@@ -29,6 +29,8 @@ import pandas as pd
 from agentcausal.discovery.graph import CausalGraph
 from agentcausal.discovery.methods import DiscoveryOutcome
 from agentcausal.discovery.metrics import NHD_CONVENTION, SHD_CONVENTION, evaluate_graph
+from agentcausal.report.html import write_html_report
+from agentcausal.report.plots import Figure, discovery_figures, figures_markdown
 
 __all__ = ["outcomes_frame", "summary_table", "summary_text", "graph_mermaid", "draw_graph_png",
            "markdown_report", "save_run", "write_report", "load_outcomes", "table_records", "RunFiles"]
@@ -346,7 +348,8 @@ def load_outcomes(run_dir: str | Path) -> list[DiscoveryOutcome]:
 
 
 def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw: bool = True) -> RunFiles:
-    """Evaluate a saved run: ``results.parquet``, ``summary.csv``, ``graphs/*.png`` and ``report.md``.
+    """Evaluate a saved run: ``results.parquet``, ``summary.csv``, ``graphs/*.png``, ``report.md``, ``report.html``
+    and the plots (``shd.png``, ``stage_cost.png``).
 
     Parameters
     ----------
@@ -372,7 +375,14 @@ def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw:
                 draw_graph_png(o.graph, o.true_graph, run / "graphs" / f"{o.dataset}__{o.method}.png",
                                title=f"{o.dataset} / {o.method} (seed {o.seed})")
     md = markdown_report(df, outcomes, meta, reversal_cost=reversal_cost)
-    (run / "report.md").write_text(md)
+    figs = discovery_figures(df, outcomes, run)  # PNGs in the run folder; text charts in report.md
+    (run / "report.md").write_text(md + figures_markdown(figs))
+    graphs = [Figure(p.stem, p.stem.replace("__", " / "), p, "") for p in sorted((run / "graphs").glob("*.png"))]
+    runs = df[[c for c in ("dataset", "seed", "method", "shd", "nhd", "f1", "skeleton_f1", "seconds", "prompt_tokens",
+                           "completion_tokens", "error") if c in df]] if not df.empty else df
+    write_html_report(run / "report.html", "Causal discovery", {k: meta[k] for k in ("datasets", "methods", "seeds",
+                      "n", "routing", "wall_seconds") if k in meta}, figs + graphs,
+                      [("Results (mean ± std over seeds)", summary_table(df).reset_index()), ("Runs", runs)])
     return RunFiles(run, df, run / "report.md")
 
 

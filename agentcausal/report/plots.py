@@ -151,15 +151,22 @@ def text_histograms(rows: dict[str, Sequence[float]], bins: Sequence[str]) -> st
     return "\n".join(lines)
 
 
-def _grouped_bars(ax: Any, frame: pd.DataFrame, *, ylabel: str, yerr: pd.DataFrame | None = None) -> None:
+def _grouped_bars(ax: Any, frame: pd.DataFrame, *, ylabel: str, yerr: pd.DataFrame | None = None,
+                  value_fmt: str | None = None) -> None:
     """Bars of ``frame`` (rows on the x axis, one colour per column)."""
     n = max(1, len(frame.columns))
     w = 0.8 / n
     xs = range(len(frame.index))
     for j, col in enumerate(frame.columns):
-        err = None if yerr is None else yerr[col].fillna(0).to_numpy()
-        ax.bar([x + (j - (n - 1) / 2) * w for x in xs], frame[col].fillna(0).to_numpy(), w, label=str(col),
-               yerr=err, capsize=2 if err is not None else 0)
+        vals = frame[col].fillna(0).to_numpy()
+        err = None
+        if yerr is not None:  # counts and distances are >= 0: clip the lower whisker at 0
+            e = yerr[col].fillna(0).to_numpy()
+            err = [[min(a, b) for a, b in zip(e, vals)], list(e)]
+        bars = ax.bar([x + (j - (n - 1) / 2) * w for x in xs], vals, w, label=str(col), yerr=err,
+                      capsize=2 if err is not None else 0)
+        if value_fmt:  # print values, so that a bar of height 0 is still read as 0
+            ax.bar_label(bars, fmt=value_fmt, fontsize=7, padding=1)
     ax.set_xticks(list(xs))
     ax.set_xticklabels([str(i) for i in frame.index], rotation=0 if len(frame.index) < 6 else 30, ha="center")
     ax.set_ylabel(ylabel)
@@ -193,7 +200,7 @@ def accuracy_by_length_png(by_length: pd.DataFrame, path: str | Path) -> Path:
         wide = df.pivot_table(index="length_bucket", columns="method", values=col, aggfunc="first").reindex(order)
         n = df.groupby("length_bucket")["labelled"].max().reindex(order)
         wide.index = [f"{b}\n(n={int(k)})" for b, k in zip(order, n)]
-        _grouped_bars(ax, 100 * wide, ylabel="accuracy (%)")
+        _grouped_bars(ax, 100 * wide, ylabel="accuracy (%)", value_fmt="%.0f")
         ax.set_xlabel("trace length (steps)")
         ax.set_title(f"{name} accuracy", fontsize=10)
         ax.set_ylim(0, 100)
@@ -277,8 +284,9 @@ def shd_png(results: pd.DataFrame, path: str | Path) -> Path:
     plt = _plt()
     g = results.dropna(subset=["shd"]).groupby(["dataset", "method"], sort=False)["shd"]
     mean, std = g.mean().unstack("method"), g.std().unstack("method")
-    fig, ax = plt.subplots(figsize=(2.5 + 1.3 * max(1, len(mean.index)), 3.4))
-    _grouped_bars(ax, mean, ylabel="SHD (lower is better)", yerr=std)
+    fig, ax = plt.subplots(figsize=(4.5 + 1.3 * max(1, len(mean.index)), 3.4))
+    _grouped_bars(ax, mean, ylabel="SHD (lower is better)", yerr=std, value_fmt="%.1f")
+    ax.set_ylim(bottom=0)
     ax.set_xlabel("dataset")
     ax.set_title("SHD by dataset and method", fontsize=10)
     return _save(fig, path)
