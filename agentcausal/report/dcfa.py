@@ -9,7 +9,9 @@ label).
 
 References
 ----------
-DCFA seed paper (``../shared/seeds/002_2c62354fb78fce0f.txt``), section 5.4.4, Figure 4.
+Wang, Zehao, Lanjun Wang, Shilong Jin, Junjie Chen, and Yanghua Xiao. "DCFA: Dual-view
+Causal-inspired Attribution for Failure Reasoning in LLM-based Multi-agent Systems"
+(seed ``../shared/seeds/002_2c62354fb78fce0f.txt``; code github.com/wzhSteve/DCFA), section 5.4.4, Figure 4.
 """
 
 from __future__ import annotations

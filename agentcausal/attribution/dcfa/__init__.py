@@ -1,4 +1,4 @@
-"""DCFA: Dependency-aware Causal-inspired Failure Attribution (GCA + LCE).
+"""DCFA: Dual-view Causal-inspired Failure Attribution (GCA + LCE).
 
 Registers two methods in :mod:`agentcausal.attribution.registry`:
 
@@ -10,12 +10,19 @@ A plain call, without Prefect::
     from agentcausal.attribution.dcfa import DcfaSettings, run_dcfa
     attribution = run_dcfa(trace, gateway, DcfaSettings())
 
+From the command line (the ``attribute`` flow; settings with ``--set``)::
+
+    agentcausal attribute ../shared/data/who_and_when --id Algorithm-Generated/38 \
+        -m dcfa -m dcfa_gca_only --set dcfa.max_iterations=2
+
 Stages: ``dcfa.gca`` (MDI, CGC, HG), ``dcfa.lce`` (Correct, Simulation, DED),
 ``dcfa.embed`` (the outcome encoder). Step indices are 0-based.
 
 References
 ----------
-DCFA seed paper (``../shared/seeds/002_2c62354fb78fce0f.txt``), sections 4.1
+Wang, Zehao, Lanjun Wang, Shilong Jin, Junjie Chen, and Yanghua Xiao. "DCFA: Dual-view
+Causal-inspired Attribution for Failure Reasoning in LLM-based Multi-agent Systems"
+(seed ``../shared/seeds/002_2c62354fb78fce0f.txt``; code github.com/wzhSteve/DCFA), sections 4.1
 and 4.2, appendices K and L.
 """
 

@@ -19,7 +19,9 @@ stage ``dcfa.gca`` with ``item=trace.id``.
 
 References
 ----------
-DCFA seed paper (``../shared/seeds/002_2c62354fb78fce0f.txt``), section 4.1,
+Wang, Zehao, Lanjun Wang, Shilong Jin, Junjie Chen, and Yanghua Xiao. "DCFA: Dual-view
+Causal-inspired Attribution for Failure Reasoning in LLM-based Multi-agent Systems"
+(seed ``../shared/seeds/002_2c62354fb78fce0f.txt``; code github.com/wzhSteve/DCFA), section 4.1,
 appendix K (Algorithm 1), appendix L (Figures 9 and 10).
 """
 

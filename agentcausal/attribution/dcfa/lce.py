@@ -35,7 +35,9 @@ every call passes ``item=trace.id``.
 
 References
 ----------
-DCFA seed paper (``../shared/seeds/002_2c62354fb78fce0f.txt``), section 4.2,
+Wang, Zehao, Lanjun Wang, Shilong Jin, Junjie Chen, and Yanghua Xiao. "DCFA: Dual-view
+Causal-inspired Attribution for Failure Reasoning in LLM-based Multi-agent Systems"
+(seed ``../shared/seeds/002_2c62354fb78fce0f.txt``; code github.com/wzhSteve/DCFA), section 4.2,
 eqs. 8 to 13; appendix K, Algorithm 2; appendix L, Figures 11 to 13.
 """
 

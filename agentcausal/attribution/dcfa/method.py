@@ -22,7 +22,9 @@ gateway at the same time would be counted too); ``models`` the
 
 References
 ----------
-DCFA seed paper (``../shared/seeds/002_2c62354fb78fce0f.txt``), section 4 and
+Wang, Zehao, Lanjun Wang, Shilong Jin, Junjie Chen, and Yanghua Xiao. "DCFA: Dual-view
+Causal-inspired Attribution for Failure Reasoning in LLM-based Multi-agent Systems"
+(seed ``../shared/seeds/002_2c62354fb78fce0f.txt``; code github.com/wzhSteve/DCFA), section 4 and
 appendix K; the "w/o LCE" ablation of its section 5.
 """
 

@@ -27,7 +27,9 @@ short renditions of them for a 0.5B model.
 
 References
 ----------
-DCFA seed paper (``../shared/seeds/002_2c62354fb78fce0f.txt``), sections 4.1
+Wang, Zehao, Lanjun Wang, Shilong Jin, Junjie Chen, and Yanghua Xiao. "DCFA: Dual-view
+Causal-inspired Attribution for Failure Reasoning in LLM-based Multi-agent Systems"
+(seed ``../shared/seeds/002_2c62354fb78fce0f.txt``; code github.com/wzhSteve/DCFA), sections 4.1
 and 4.2, appendix L (Figures 9 to 13).
 """
 
