@@ -1,0 +1,37 @@
+"""Prefect UI artifacts of an ``attribute`` flow run, read back from the Prefect API by key: the progress bar
+(at 100 %), the accuracy table and the markdown report with its text charts."""
+
+import pytest
+
+from tests.ops.conftest import EXAMPLES, METHODS, settings_at
+
+
+@pytest.mark.timeout(300)
+def test_attribute_run_creates_progress_table_and_report_artifacts(scripted_server, profiles_file, tmp_path):
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterKey
+
+    from flows.attribute import attribute
+
+    state = attribute([str(EXAMPLES)], methods=METHODS[:2], settings=settings_at(profiles_file, tmp_path / "c"),
+                      out_dir=str(tmp_path / "run"), return_state=True)
+    assert state.is_completed()
+    run_id = state.state_details.flow_run_id
+    keys = ["attribute-progress", "attribution-accuracy", "attribution-report"]
+    with get_client(sync_client=True) as client:
+        arts = client.read_artifacts(artifact_filter=ArtifactFilter(
+            key=ArtifactFilterKey(any_=keys), flow_run_id=ArtifactFilterFlowRunId(any_=[run_id])))
+    by_key = {a.key: a for a in arts}
+    assert set(by_key) == set(keys)
+    assert by_key["attribute-progress"].type == "progress" and float(by_key["attribute-progress"].data) == 100.0
+    table = by_key["attribution-accuracy"]
+    assert table.type == "table" and {row["method"] for row in _rows(table.data)} == set(METHODS[:2])
+    report = by_key["attribution-report"]
+    assert report.type == "markdown" and "## Accuracy" in report.data and "## Plots" in report.data
+    assert "█" in report.data  # the charts render as text in the UI
+
+
+def _rows(data):
+    import json
+
+    return json.loads(data) if isinstance(data, str) else data
