@@ -1,0 +1,134 @@
+"""Run the benchmarks and write JSON and markdown into ``bench/results/``.
+
+Usage (from the repository root)::
+
+    .venv/bin/python -m bench                  # 1-4: throughput, cache reuse, LCE economy, MAC statistical stage
+    .venv/bin/python -m bench --only mac       # one benchmark (throughput also writes cache_reuse and lce_economy)
+    .venv/bin/python -m bench --quick          # a smoke run: 10 traces, seed 0, no Prefect flow
+    .venv/bin/python -m bench --embedded --embedded-traces 1   # 5: the embedded model (long; opt-in)
+
+Results: ``throughput``, ``cache_reuse``, ``lce_economy``, ``mac_statistical``
+(and ``embedded``) as ``.json`` and ``.md``, plus ``summary.md`` (the
+README's Performance section) and ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+__all__ = ["main"]
+
+SECTIONS = ("throughput", "mac")
+
+
+def _env() -> None:
+    """Prefect and hub settings before anything imports them (as tests/conftest.py does)."""
+    os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="agentcausal-bench-prefect-"))
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
+    p.add_argument("--only", choices=SECTIONS, action="append",
+                   help="run only this benchmark (repeatable); default: all of 1-4")
+    p.add_argument("--traces", type=int, default=50, help="traces in the throughput corpus (default 50)")
+    p.add_argument("--latency-ms", type=float, default=200.0, help="fake server latency per request (default 200)")
+    p.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16], help="levels (default 1 4 16)")
+    p.add_argument("--flow-concurrency", type=int, default=4,
+                   help="concurrency of the Prefect-flow run of All-at-Once; 0 skips it (default 4)")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4], help="MAC-stage seeds (default 0-4)")
+    p.add_argument("--jobs", type=int, default=2, help="MAC-stage algorithm runs at a time (default 2)")
+    p.add_argument("--quick", action="store_true", help="smoke run: 10 traces, concurrency 1 and 16, seed 0, no flow")
+    p.add_argument("--embedded", action="store_true", help="only benchmark 5: the embedded model (long)")
+    p.add_argument("--embedded-traces", type=int, default=6, help="shortest dev traces for --embedded (default 6)")
+    p.add_argument("--methods", nargs="+", default=None, help="methods for --embedded (default: all registered)")
+    p.add_argument("--out", type=Path, default=None, help="results folder (default bench/results)")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    _env()
+    from bench.common import RESULTS_DIR, bench_corpus, machine, who_and_when_dir, write_result
+
+    out = args.out or RESULTS_DIR
+    if args.quick:
+        args.traces, args.concurrency, args.seeds, args.flow_concurrency = 10, [1, 16], [0], 0
+    started = time.perf_counter()
+    before = machine()
+    print(f"machine: {before['cpus']} cores, load average {before['load_avg_1_5_15']}", flush=True)
+
+    if args.embedded:
+        from bench.embedded import embedded_markdown, embedded_selection, run_embedded, summarise
+
+        root = who_and_when_dir()
+        if root is None:
+            print("the Who&When development split was not found (set AGENTCAUSAL_WHO_AND_WHEN_DIR)", file=sys.stderr)
+            return 2
+        traces = embedded_selection(root, args.embedded_traces)
+
+        def save(rows: list) -> None:
+            payload = {"traces": [t.id for t in traces], "methods": args.methods, "rows": rows,
+                       "summary": summarise(rows), "machine": machine(), "partial": True}
+            write_result("embedded", payload, embedded_markdown(payload, payload["machine"]), out)
+
+        res = run_embedded(traces, args.methods, on_row=save)
+        res["machine"] = machine()
+        write_result("embedded", res, embedded_markdown(res, res["machine"]), out)
+        print(f"embedded: {time.perf_counter() - started:.0f} s; results in {out}", flush=True)
+        return 0
+
+    sections = args.only or list(SECTIONS)
+    written: dict[str, dict] = {}
+    timings: dict[str, float] = {}
+    if "throughput" in sections:
+        from bench.throughput import cache_markdown, economy_markdown, run_throughput, throughput_markdown
+
+        traces, corpus = bench_corpus(args.traces)
+        print(f"1-3. throughput, cache reuse, LCE economy: {corpus}", flush=True)
+        t0 = time.perf_counter()
+        res = run_throughput(traces, corpus, latency_s=args.latency_ms / 1000, concurrencies=args.concurrency,
+                             flow_concurrency=args.flow_concurrency or None)
+        timings["throughput"] = round(time.perf_counter() - t0, 1)
+        m = machine()
+        for name, md in (("throughput", throughput_markdown), ("cache_reuse", cache_markdown),
+                         ("lce_economy", economy_markdown)):
+            payload = {**res[name], "machine": m, "machine_at_start": before}
+            write_result(name, payload, md(res[name], m), out)
+            written[name] = payload
+    if "mac" in sections:
+        from bench.mac_stage import mac_markdown, run_mac_stage
+
+        print(f"4. MAC statistical stage: seeds {args.seeds}, {args.jobs} at a time", flush=True)
+        t0 = time.perf_counter()
+        res = run_mac_stage(seeds=args.seeds, jobs=args.jobs)
+        timings["mac"] = round(time.perf_counter() - t0, 1)
+        m = machine()
+        payload = {**res, "machine": m}
+        write_result("mac_statistical", payload, mac_markdown(res, m), out)
+        written["mac_statistical"] = payload
+    total = time.perf_counter() - started
+    if not args.only and not args.quick:
+        from bench.summary import summary_markdown
+
+        after = machine()
+        summary = {"seconds": round(total, 1), "sections_s": timings, "machine_at_start": before,
+                   "machine_at_end": after, "argv": sys.argv[1:]}
+        write_result("summary", summary, summary_markdown(written, summary), out)
+    print(f"done in {total:.0f} s; results in {out}", flush=True)
+    print(json.dumps(timings), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,99 @@
+"""The README's "Performance" section, written from the latest results (``bench/results/summary.md``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.common import md_table
+
+__all__ = ["summary_markdown", "COMMAND"]
+
+COMMAND = ".venv/bin/python -m bench"
+
+
+def _throughput(t: dict[str, Any]) -> str:
+    rows = []
+    for r in t["library"] + t["prefect_flow"]:
+        rows.append({"method": r["method"], "path": r["path"], "concurrency": r["concurrency"],
+                     "requests": r["requests"], "wall s": r["wall_s"], "bound s": r["bound_s"],
+                     "wall / bound": r["wall_over_bound"], "overhead ms / request": r["overhead_ms_per_request"],
+                     "CPU ms / request": r.get("cpu_ms_per_request")})
+    flow = ""
+    if t.get("prefect_api_start_s") is not None:
+        flow = (f" The Prefect row is the `attribute` flow (thread pool, cached tasks, Parquet, report, artifacts);"
+                f" starting Prefect's temporary API took a further {t['prefect_api_start_s']:.0f} s.")
+    n = t["library"][0]["traces"] if t["library"] else "?"
+    return (f"**Throughput** ({n} traces, fake "
+            f"OpenAI server with {t['latency_s'] * 1000:.0f} ms per request; bound = requests x latency / "
+            "concurrency, overhead = (wall - bound) x concurrency / requests, CPU = the pipeline process's CPU "
+            "time per request; the server runs in another process)." + flow + "\n\n" + md_table(rows))
+
+
+def _cache(c: dict[str, Any]) -> str:
+    rows = [{"method": r["method"], "path": r["path"], "concurrency": r["concurrency"], "wall s": r["wall_s"],
+             "requests": r["requests"]} for r in c["rows"]]
+    return "**Cache reuse** (the same corpus again, same cache folder; target 0 requests).\n\n" + md_table(rows)
+
+
+def _economy(e: dict[str, Any]) -> str:
+    s = e.get("summary") or {}
+    if not s:
+        return ""
+    return (
+        "**LCE economy** (DCFA, same corpus; scripted simulated outcomes, so search depth follows the script; "
+        "tokens = characters / 4). Per trace: "
+        f"{s['requests_per_trace']} requests ({s['gca_requests_per_trace']} GCA, {s['lce_requests_per_trace']} LCE, "
+        f"{s['embed_requests_per_trace']} embedding), {s['neighbours_evaluated_per_trace']} neighbours evaluated over "
+        f"{s['distinct_steps_evaluated_per_trace']} distinct steps, {s['simulations_per_trace']} simulations after "
+        f"memoisation (paper: m ≈ {s['paper_expansions_per_trace']} expansions); prompt tokens mean "
+        f"{s['prompt_tokens_per_trace'] / 1000:.1f}k, median {s['median_prompt_tokens_per_trace'] / 1000:.1f}k "
+        f"(paper: ~{s['paper_tokens_per_trace'] // 1000}k; GCA here {s['gca_prompt_tokens_per_trace'] / 1000:.1f}k, "
+        f"paper ~{s['paper_gca_tokens_per_trace'] // 1000}k).\n"
+    )
+
+
+def _mac(m: dict[str, Any]) -> str:
+    algs = list(dict.fromkeys(r["algorithm"] for r in m["summary"]))
+    by: dict[str, dict[str, Any]] = {}
+    mismatches = []
+    for r in m["summary"]:
+        def mean(x: str) -> str:
+            return x.split(" ± ")[0]
+
+        cell = f"{mean(r['shd'])} / {mean(r['f1_adj'])} ({mean(r['seconds'])} s)"
+        by.setdefault(r["dataset"], {"dataset": r["dataset"]})[r["algorithm"]] = cell
+        if r["anchor_shd_f1"] and r["anchor_shd_f1"] != r["seed0_shd_f1"]:
+            mismatches.append(f"{r['dataset']} {r['algorithm']}: seed 0 {r['seed0_shd_f1']}, anchor {r['anchor_shd_f1']}")
+    n_anchor = sum(1 for r in m["summary"] if r["anchor_shd_f1"])
+    check = ("Seed 0 reproduces all {} anchors of issue 7 (SHD / F1).".format(n_anchor) if not mismatches
+             else "Seed 0 against the anchors of issue 7 differs on: " + "; ".join(mismatches) + ".")
+    return (
+        f"**MAC statistical stage** (causal-learn pool, n = {m['n']}, seeds {m['seeds'][0]}-{m['seeds'][-1]}, "
+        "Auto MPG its 392 rows once; mean SHD / F1 over adjacency entries (mean seconds); "
+        f"Exact Search bounded: {m['exact_search_bound']}). {check}\n\n" + md_table(list(by.values()),
+                                                                                   ["dataset", *algs])
+    )
+
+
+def summary_markdown(written: dict[str, dict[str, Any]], run: dict[str, Any]) -> str:
+    """The Performance section: latest numbers and the command that reproduces them."""
+    ms, me = run["machine_at_start"], run["machine_at_end"]
+    parts = [
+        "## Performance\n",
+        f"Measured {me['when'][:10]} at commit {me['commit']} on {me['cpus']} CPU cores (load average "
+        f"{ms['load_avg_1_5_15'][0]} at the start, {me['load_avg_1_5_15'][0]} at the end; the machine was shared), "
+        f"by `{COMMAND}` in {run['seconds'] / 60:.1f} minutes. It writes JSON and markdown for each benchmark "
+        "into `bench/results/`; `bench/README.md` says what each measures.\n",
+    ]
+    if "throughput" in written:
+        parts.append(_throughput(written["throughput"]))
+    if "cache_reuse" in written:
+        parts.append(_cache(written["cache_reuse"]))
+    if "lce_economy" in written:
+        parts.append(_economy(written["lce_economy"]))
+    if "mac_statistical" in written:
+        parts.append(_mac(written["mac_statistical"]))
+    parts.append("Embedded-model accuracy (all attribution methods on the shortest development traces, "
+                 "seconds and tokens per trace) is opt-in and long: "
+                 f"`{COMMAND} --embedded --embedded-traces 6`.\n")
+    return "\n".join(parts)
