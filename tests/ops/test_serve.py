@@ -1,0 +1,69 @@
+"""``agentcausal serve`` end to end: it registers a deployment file's deployments with a Prefect API and runs
+a flow run triggered through that API (the fake server, a test double, answers the LLM calls)."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.ops.conftest import EXAMPLES
+
+TINY = """
+deployments:
+  - name: tiny
+    entrypoint: flows/attribute.py:attribute
+    parameters:
+      paths: ["{trace}"]
+      methods: ["all_at_once"]
+      out_dir: "{out}"
+      settings: {{profiles_path: "{profiles}", cache_dir: "{cache}"}}
+    schedules:
+      - cron: "0 0 1 1 *"
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_serve_registers_deployments_and_runs_a_triggered_flow_run(scripted_server, profiles_file, tmp_path):
+    from prefect.client.orchestration import get_client
+    from prefect.deployments import run_deployment
+    from prefect.server.api.server import SubprocessASGIServer
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    api = SubprocessASGIServer()
+    api.start(timeout=180)
+    spec = tmp_path / "prefect.yaml"
+    spec.write_text(TINY.format(trace=EXAMPLES / "wrong_unit_at_step_2.json", out=tmp_path / "run",
+                                profiles=profiles_file, cache=tmp_path / "cache"))
+    env = dict(os.environ, PREFECT_API_URL=api.api_url, PREFECT_RUNNER_POLL_FREQUENCY="1")
+    code = "import sys; from agentcausal.cli import main; sys.exit(main(sys.argv[1:]))"
+    with open(tmp_path / "serve.log", "w") as log:
+        proc = subprocess.Popen([sys.executable, "-c", code, "serve", "--file", str(spec)], env=env, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        with temporary_settings(updates={PREFECT_API_URL: api.api_url}):
+            deadline = time.monotonic() + 180
+            with get_client(sync_client=True) as client:
+                while True:
+                    assert proc.poll() is None, (tmp_path / "serve.log").read_text()[-3000:]
+                    assert time.monotonic() < deadline, "deployment never registered"
+                    try:
+                        dep = client.read_deployment_by_name("attribute/tiny")
+                        break
+                    except Exception:  # noqa: BLE001 - not registered yet
+                        time.sleep(1)
+            assert dep.schedules and dep.schedules[0].schedule.cron == "0 0 1 1 *"
+            run = run_deployment("attribute/tiny", timeout=240)
+        assert run.state.is_completed(), (run.state, (tmp_path / "serve.log").read_text()[-3000:])
+        assert (tmp_path / "run" / "results.parquet").is_file() and (tmp_path / "run" / "report.html").is_file()
+        assert scripted_server.count == 1
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
