@@ -53,6 +53,7 @@ def discover(
     out_dir: str | None = None,
     reversal_cost: int = 1,
     progress: bool = False,
+    llm_datasets: list[str] | None = None,
 ) -> str:
     """Run every method on every dataset and seed; write a run folder; return its path.
 
@@ -67,6 +68,8 @@ def discover(
     out_dir : the run folder; default ``runs/discover-<timestamp>``
     reversal_cost : 1 or 2, how SHD counts a reversed edge
     progress : show a tqdm bar on stderr
+    llm_datasets : run LLM methods (MAC, its ablations, zero-shot) only on these datasets
+        (default: on all); statistical methods run on every dataset
 
     Returns
     -------
@@ -80,7 +83,10 @@ def discover(
     pairs = [(spec, s) for spec in datasets for s in seeds]
     loaded = load_discovery_dataset.map(spec=[p for p, _ in pairs], n=unmapped(n), seed=[s for _, s in pairs])
     data = [f.result() for f in loaded]
-    jobs = [(m, i) for m in ordered for i in range(len(pairs))]
+    llm_only = None if llm_datasets is None else {d.lower() for d in llm_datasets}
+    jobs = [(m, i) for m in ordered for i in range(len(pairs))
+            if m not in LLM_METHODS or llm_only is None or pairs[i][0].lower() in llm_only
+            or data[i].name in llm_only]
     started = time.time()
     futures = discover_one.with_options(**discover_options(settings)).map(
         dataset=[data[i] for _, i in jobs], method=[m for m, _ in jobs], config=unmapped(config),
@@ -104,9 +110,13 @@ def discover(
             ds = data[i]
             outcomes.append(DiscoveryOutcome(dataset=ds.name, seed=pairs[i][1], n=ds.n, method=m,
                                              true_graph=ds.true_graph, error=f"task failed: {res!r}"[:2000]))
+    order = sorted(range(len(jobs)), key=lambda k: (datasets.index(pairs[jobs[k][1]][0]), names.index(jobs[k][0]),
+                                                     pairs[jobs[k][1]][1]))
+    outcomes = [outcomes[k] for k in order]  # dataset-major, methods in the order asked
     stages = sorted({s for m in names for s in method_stages(m, config)})
     gw = gateway_for(settings) if stages else None
-    meta = {"datasets": list(datasets), "methods": names, "seeds": list(seeds), "n": n,
+    meta = {"datasets": list(datasets), "methods": names, "llm_datasets": llm_datasets, "seeds": list(seeds),
+            "n": n,
             "routing": settings.routing, "config": config.model_dump(mode="json"),
             "models": {s: gw.model_for(s) for s in stages} if gw else {},
             "started": dt.datetime.fromtimestamp(started).isoformat(timespec="seconds"),

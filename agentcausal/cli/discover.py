@@ -4,6 +4,7 @@
 
     agentcausal discover --dataset earthquake --dataset asia --method mac --method pc --seeds 0 1 --n 1000
     agentcausal discover --dataset all --method statistical --out runs/stat
+    agentcausal discover --dataset main --method statistical --method mac --llm-dataset earthquake --llm-dataset asia
     agentcausal discover --dataset mydata.csv --method mac --rounds 2 --executor coding
     agentcausal discover --report runs/discover-20250101-120000
 
@@ -36,6 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--method", "-m", action="append", dest="methods", metavar="NAME",
                    help="mac, mac_single, dcm_only, mdm_only, llm_zero_shot, pc, fci, ges, exact_search, "
                    "direct_lingam, or 'statistical' (the five); repeatable (default: mac)")
+    p.add_argument("--llm-dataset", action="append", dest="llm_datasets", metavar="NAME",
+                   help="run LLM methods only on this dataset (repeatable; default: every dataset); "
+                   "statistical methods run on all")
     p.add_argument("--seeds", type=int, nargs="+", default=[0], metavar="SEED", help="seeds (default: 0)")
     p.add_argument("--n", type=int, default=1000, help="rows sampled from a bnlearn network (default 1000)")
     p.add_argument("--out", default=None, metavar="DIR", help="run folder (default runs/discover-<timestamp>)")
@@ -137,6 +141,10 @@ def cmd_discover(args: argparse.Namespace) -> int:
     datasets = _expand(args.datasets)
     _check_datasets(datasets)
     methods = resolve_methods(args.methods or ["mac"])
+    if args.llm_datasets:
+        unknown = [d for d in _expand(args.llm_datasets) if d not in datasets]
+        if unknown:
+            raise ConfigError(f"--llm-dataset {', '.join(unknown)} is not among the --dataset values")
     config = build_config(args)
     settings = RunSettings.from_env(routing=args.routing, profiles_path=args.profiles, cache_dir=args.cache_dir,
                                     refresh=True if args.refresh else None)
@@ -145,7 +153,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
 
     runner = runner_choice_from_args(args)
     run_dir = run_discover(datasets, methods, seeds=args.seeds, n=args.n, config=config, settings=settings,
-                           out_dir=args.out, reversal_cost=args.shd_reversal,
+                           out_dir=args.out, reversal_cost=args.shd_reversal, llm_datasets=args.llm_datasets,
                            progress=not args.no_progress and sys.stderr.isatty(),
                            runner=None if runner.kind.value == "thread" and runner.max_workers is None else runner)
     import pandas as pd

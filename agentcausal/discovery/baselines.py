@@ -35,7 +35,7 @@ def llm_zero_shot(gw, ds: Dataset, *, item: str | None = None, max_tokens_scale:
     StructuredOutputError, UnknownStageError, EndpointUnreachableError, LLMCallError.
     """
     model = P.graph_reply_model(tuple(ds.variables))
-    msgs = [P.system_message("sole expert"),
+    msgs = [P.system_message(),
             {"role": "user", "content": P.ZERO_SHOT_TEMPLATE.format(metadata=P.delimit("metadata", metadata_text(ds)))}]
     cap = int((24 + 15 * max(2, 2 * ds.d)) * max_tokens_scale)
     reply = gw.structured(BASELINE_STAGE, msgs, model, item=item, max_tokens=cap)

@@ -100,7 +100,10 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
     """
     if df.empty:
         return pd.DataFrame()
-    g = df.groupby(["dataset", "method"], sort=False)
+    # rows grouped by dataset (in order of first appearance), methods in order of first appearance
+    df = df.assign(dataset=pd.Categorical(df["dataset"], categories=list(dict.fromkeys(df["dataset"]))),
+                   method=pd.Categorical(df["method"], categories=list(dict.fromkeys(df["method"]))))
+    g = df.groupby(["dataset", "method"], sort=True, observed=True)
     out = g[list(_METRICS)].agg(["mean", "std"])
     out.columns = [f"{a}_{b}" for a, b in out.columns]
     out["runs"] = g.size()

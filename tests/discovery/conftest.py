@@ -15,8 +15,8 @@ from agentcausal.discovery.graph import CausalGraph
 def reply_kind(body: dict) -> tuple[str, str]:
     """(reply model name, role) of a chat request the MAC code sent."""
     name = body.get("response_format", {}).get("json_schema", {}).get("name", "")
-    system = body["messages"][0]["content"]
-    role = system.split("You are the ")[1].split(" in")[0] if "You are the " in system else "coder"
+    user = body["messages"][1]["content"]
+    role = user.split("You are the ")[1].split(".")[0] if "You are the " in user else "coder"
     return name, role
 
 
@@ -33,7 +33,7 @@ def mac_responder(*, affirmative_algo="pc", negative_algo="ges", algo_winner="A"
         if name == "AlgorithmVerdictReply":
             return json.dumps({"winner": algo_winner, "reason": "fits the data"})
         if name == "GraphProposal":
-            edges = affirmative_edges if role in ("Affirmative", "sole expert") else negative_edges
+            edges = negative_edges if role == "Negative" else affirmative_edges
             return json.dumps({"edges": [{"cause": a, "effect": b} for a, b in edges]})
         if name == "GraphVerdictReply":
             return json.dumps({"skeleton": votes[0], "colliders": votes[1], "directions": votes[2],

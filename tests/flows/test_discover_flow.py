@@ -71,12 +71,17 @@ def test_cli_discover_prints_table_and_checks_inputs(fake_server, fake_settings,
     from agentcausal.cli import main
 
     out = tmp_path / "cli"
-    rc = main(["discover", "--dataset", "cancer", "--method", "pc", "--method", "mdm_only", "--n", "200",
+    rc = main(["discover", "--dataset", "cancer", "--dataset", "survey", "--method", "pc", "--method", "mdm_only",
+               "--llm-dataset", "cancer", "--n", "200",
                "--profiles", fake_settings.profiles_path, "--cache-dir", fake_settings.cache_dir,
                "--out", str(out), "--no-progress"])
     text = capsys.readouterr().out
     assert rc == 0 and "cancer" in text and "mdm_only" in text and "SHD: a reversed edge counts once" in text
     assert (out / "report.md").is_file()
+    df = pd.read_parquet(out / "results.parquet")
+    assert sorted(zip(df.dataset, df.method)) == [("cancer", "mdm_only"), ("cancer", "pc"), ("survey", "pc")]
+    assert main(["discover", "--dataset", "asia", "--llm-dataset", "child"]) == 2
+    assert "not among the --dataset" in capsys.readouterr().err
     assert main(["discover", "--dataset", "nowhere", "--method", "pc"]) == 2
     assert "unknown dataset" in capsys.readouterr().err
     assert main(["discover", "--dataset", "asia", "--method", "magic"]) == 2

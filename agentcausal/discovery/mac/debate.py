@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentcausal.discovery.algorithms import AlgorithmChoice, default_choice
 from agentcausal.discovery.mac import prompts as P
+from agentcausal.discovery.mac.fusion import FUSION_HEADER
 from agentcausal.discovery.mac.settings import DEBATE_STAGE, MACSettings
 from agentcausal.exceptions import StructuredOutputError
 
@@ -212,7 +213,7 @@ def _tokens(settings: MACSettings, n: int) -> int:
 
 
 def _call(gw, role: str, prompt: str, model: type, settings: MACSettings, max_tokens: int, item: str | None):
-    msgs = [P.system_message(role), {"role": "user", "content": prompt}]
+    msgs = [P.system_message(), {"role": "user", "content": prompt}]
     return gw.structured(DEBATE_STAGE, msgs, model, item=item, max_tokens=_tokens(settings, max_tokens))
 
 
@@ -306,8 +307,7 @@ def debate_algorithm(gw, ctx: AlgorithmContext, settings: MACSettings = MACSetti
 
     def judge(a: Proposal, b: Proposal) -> Verdict:
         assert isinstance(a, ProposedAlgorithm) and isinstance(b, ProposedAlgorithm)
-        prompt = P.ALGO_JUDGE_TEMPLATE.format(metadata=base["metadata"], n=ctx.n, d=d, data_type=ctx.data_type,
-                                              a=a.label(), a_reason=a.reason, b=b.label(), b_reason=b.reason)
+        prompt = P.ALGO_JUDGE_TEMPLATE.format(**base, a=a.label(), a_reason=a.reason, b=b.label(), b_reason=b.reason)
         reply = _call(gw, "Judge", prompt, P.AlgorithmVerdictReply, settings, 100, item)
         return Verdict(winner="affirmative" if reply.winner == "A" else "negative", reason=reply.reason)
 
@@ -394,7 +394,7 @@ def debate_graph(gw, ctx: GraphContext, settings: MACSettings = MACSettings(), *
     model = P.graph_reply_model(tuple(ctx.variables))
     evidence = (P.delimit("data_graph", "\n".join(ctx.evidence)) + "\n") if ctx.evidence else ""
     if evidence:
-        evidence = "A statistical algorithm found on the data:\n" + evidence
+        evidence = FUSION_HEADER + "\n" + evidence
     base = dict(metadata=P.delimit("metadata", ctx.metadata), evidence=evidence, principles=P.CAUSAL_PRINCIPLES)
     cap = _graph_tokens(len(ctx.variables))
 

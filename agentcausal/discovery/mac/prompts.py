@@ -45,7 +45,7 @@ __all__ = [
     "delimit",
 ]
 
-PROMPT_VERSION = "mac-2025-01-v1"
+PROMPT_VERSION = "mac-2025-01-v3"
 
 POOL_DESCRIPTION = (
     "pc: constraint-based, conditional independence tests; returns a CPDAG.\n"
@@ -61,50 +61,57 @@ CAUSAL_PRINCIPLES = (
     "set the other directions by causal and time order from the descriptions."
 )
 
-SYSTEM_TEMPLATE = "You are the {role} in a debate among causal discovery experts. Reply only with JSON."
+SYSTEM_TEMPLATE = "You are a causal discovery expert in a debate. Reply only with JSON."
 
-ALGO_AFFIRMATIVE_TEMPLATE = (
+# Every prompt of one debate starts with the same context block and ends with the role's task, so
+# llama.cpp and vLLM serve the shared prefix from their prompt cache.
+ALGO_CONTEXT_TEMPLATE = (
     "Choose one causal discovery algorithm for this dataset.\n{metadata}\n"
     "Data: {n} rows, {d} variables, {data_type}. Sample rows (columns in order {columns}):\n{rows}\n"
     "Algorithms:\n{pool}\n"
-    "Pick the one whose assumptions fit the data type, sample size and number of variables."
+)
+ALGO_AFFIRMATIVE_TEMPLATE = (
+    ALGO_CONTEXT_TEMPLATE
+    + "You are the Affirmative. Choose the algorithm whose assumptions fit the data type, sample size and "
+    "number of variables."
 )
 ALGO_NEGATIVE_TEMPLATE = (
-    ALGO_AFFIRMATIVE_TEMPLATE
-    + "\nThe Affirmative chose {proposal}: {reason}\n"
+    ALGO_CONTEXT_TEMPLATE
+    + "You are the Negative. The Affirmative chose {proposal}: {reason}\n"
     "Propose a different algorithm that may fit better, and say why."
 )
 ALGO_JUDGE_TEMPLATE = (
-    "Judge which algorithm suits this dataset.\n{metadata}\n"
-    "Data: {n} rows, {d} variables, {data_type}.\n"
-    "A: {a} ({a_reason})\nB: {b} ({b_reason})\n"
+    ALGO_CONTEXT_TEMPLATE
+    + "You are the Judge.\nA: {a} ({a_reason})\nB: {b} ({b_reason})\n"
     "Criteria: fit to the data type; fit of assumptions (linearity, Gaussianity, hidden confounders); "
     "sample size and number of variables. Name the winner."
 )
 
+GRAPH_CONTEXT_TEMPLATE = "Find the causal graph (a DAG) over these variables.\n{metadata}\n{evidence}{principles}\n"
 GRAPH_AFFIRMATIVE_TEMPLATE = (
-    "Propose the causal graph (a DAG) over these variables.\n{metadata}\n{evidence}"
-    "{principles}\nList each direct cause -> effect edge."
+    GRAPH_CONTEXT_TEMPLATE
+    + "You are the Affirmative. List each direct cause -> effect edge."
 )
 GRAPH_NEGATIVE_TEMPLATE = (
-    "Propose a plausible alternative causal graph (a DAG) over these variables.\n{metadata}\n{evidence}"
-    "{principles}\nThe Affirmative proposed:\n{proposal}\n"
-    "Change the edges you doubt: missing or extra links, colliders, directions. List every edge of your graph."
+    GRAPH_CONTEXT_TEMPLATE
+    + "You are the Negative. The Affirmative proposed:\n{proposal}\n"
+    "Propose a plausible alternative DAG: change the edges you doubt (missing or extra links, colliders, "
+    "directions). List every edge of your graph."
 )
 GRAPH_REVISE_TEMPLATE = (
-    GRAPH_AFFIRMATIVE_TEMPLATE
-    + "\nYour last graph:\n{own}\nThe Negative proposed instead:\n{other}\n"
-    "Keep your edges that are right and adopt the Negative's that are right. List every edge."
+    GRAPH_CONTEXT_TEMPLATE
+    + "You are the Affirmative. Your last graph:\n{own}\nThe Negative proposed instead:\n{other}\n"
+    "Keep your edges that are right and adopt the Negative's that are right. List every edge of your DAG."
 )
 GRAPH_JUDGE_TEMPLATE = (
-    "Judge two causal graphs over these variables.\n{metadata}\n{evidence}{principles}\n"
-    "Graph A:\n{a}\nGraph B:\n{b}\nDisagreements:\n{disagreements}\n"
+    GRAPH_CONTEXT_TEMPLATE
+    + "You are the Judge.\nGraph A:\n{a}\nGraph B:\n{b}\nDisagreements:\n{disagreements}\n"
     "For each criterion say which graph is better (A, B or tie): skeleton (which pairs are linked), "
     "colliders, directions."
 )
 
 ZERO_SHOT_TEMPLATE = (
-    "Give the causal graph (a DAG) over these variables.\n{metadata}\nList each direct cause -> effect edge."
+    "Find the causal graph (a DAG) over these variables.\n{metadata}\nList each direct cause -> effect edge."
 )
 
 CODER_TEMPLATE = (
@@ -132,8 +139,9 @@ def delimit(tag: str, text: str) -> str:
     return f"<{tag}>\n{text.replace('<', '&lt;')}\n</{tag}>"
 
 
-def system_message(role: str) -> dict[str, str]:
-    return {"role": "system", "content": SYSTEM_TEMPLATE.format(role=role)}
+def system_message() -> dict[str, str]:
+    """The one system message of every debate call (the role is named at the end of the user prompt)."""
+    return {"role": "system", "content": SYSTEM_TEMPLATE}
 
 
 class AlgorithmProposalReply(BaseModel):
