@@ -96,8 +96,11 @@ class SharedAPIDaskTaskRunner(DaskTaskRunner):
     its own: slow, and their task runs never reach the flow's database. On
     entering, this runner starts (or finds) the flow process's temporary
     server and puts its URL in the settings that Prefect serialises with
-    every submitted task. With ``PREFECT_API_URL`` set it behaves exactly as
-    ``DaskTaskRunner``.
+    every submitted task. With ``PREFECT_API_URL`` set it behaves as
+    ``DaskTaskRunner``. A local cluster it starts has non-daemonic worker
+    processes, so that tasks may start processes of their own (the discovery
+    algorithm pool does); start remote workers with
+    ``DASK_DISTRIBUTED__WORKER__DAEMON=False dask worker ...`` for the same.
 
     Parameters
     ----------
@@ -105,9 +108,12 @@ class SharedAPIDaskTaskRunner(DaskTaskRunner):
     """
 
     def __enter__(self) -> "SharedAPIDaskTaskRunner":
+        import dask
         from prefect.settings import PREFECT_API_URL, temporary_settings
 
         super().__enter__()
+        # local workers may start processes of their own (the discovery algorithm pool): not daemonic
+        self._exit_stack.enter_context(dask.config.set({"distributed.worker.daemon": False}))
         if not PREFECT_API_URL.value():
             from prefect.server.api.server import SubprocessASGIServer
 

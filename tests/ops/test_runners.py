@@ -65,3 +65,15 @@ def test_cli_attribute_rejects_runner_options_before_any_call(fake_server, tmp_p
 
     rc = main(["attribute", str(EXAMPLES), "--dask-address", "tcp://h:1", "--cache-dir", str(tmp_path)])
     assert rc == 2 and fake_server.count == 0
+
+
+def test_dask_runner_makes_local_workers_non_daemonic_and_keeps_a_set_api_url():
+    import dask
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    url = "http://127.0.0.1:9/api"  # set: the runner must not start or substitute a temporary API
+    with temporary_settings(updates={PREFECT_API_URL: url}):
+        with task_runner(RunnerChoice(kind=RunnerKind.DASK, n_workers=1)):
+            assert dask.config.get("distributed.worker.daemon") is False  # tasks may start processes
+            assert PREFECT_API_URL.value() == url
+    assert dask.config.get("distributed.worker.daemon") is True
