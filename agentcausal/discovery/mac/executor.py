@@ -139,8 +139,8 @@ def execute_coding(gw, ds: Dataset, choice: AlgorithmChoice, settings: MACSettin
     params = choice.model_dump(exclude={"algorithm"})
     msgs = [{"role": "system", "content": "You write correct, minimal Python. Reply only with JSON."},
             {"role": "user", "content": P.CODER_TEMPLATE.format(
-                algorithm=choice.algorithm, params=params, n=ds.n, d=ds.d,
-                columns=", ".join(ds.variables), data_type=ds.data_type)}]
+                algorithm=choice.algorithm, params=params, usage=P.CODER_USAGE[choice.algorithm], n=ds.n,
+                d=ds.d, columns=", ".join(ds.variables), data_type=ds.data_type)}]
     attempts: list[CodingAttempt] = []
     total = 0.0
     for _ in range(settings.coding_attempts):
