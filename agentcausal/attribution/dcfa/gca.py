@@ -15,7 +15,7 @@ Three processes over the whole trace:
 
 By default MDI and CGC are one call and HG a second, as in the paper's
 appendix L; ``split_mdi_cgc`` makes MDI and CGC two calls. All calls use
-stage ``dcfa.gca`` with ``item=trace.id``.
+stage ``dcfa.gca`` with the usage item ``item`` (default ``trace.id``).
 
 References
 ----------
@@ -231,14 +231,15 @@ def trace_budget(gw: Gateway, stage: str, settings: DcfaSettings, max_tokens: in
     return budget_chars(gw.profile_for(stage).context_window, reserve_tokens=settings.reserve_tokens + max_tokens)
 
 
-def run_gca(trace: Trace, gw: Gateway, settings: DcfaSettings) -> GcaResult:
+def run_gca(trace: Trace, gw: Gateway, settings: DcfaSettings, *, item: str | None = None) -> GcaResult:
     """Run MDI, CGC and HG on one trace (Algorithm 1).
 
     Parameters
     ----------
     trace : Trace, N steps, 0-based
-    gw : Gateway; calls go to stage ``dcfa.gca`` with ``item=trace.id``
+    gw : Gateway; calls go to stage ``dcfa.gca``
     settings : DcfaSettings (``split_mdi_cgc``, caps and ``max_tokens``)
+    item : str or None, the usage-ledger item of every call; None = ``trace.id``
 
     Returns
     -------
@@ -258,13 +259,14 @@ def run_gca(trace: Trace, gw: Gateway, settings: DcfaSettings) -> GcaResult:
     """
     n = len(trace)
     s = settings
+    item = item or trace.id
     budget = trace_budget(gw, STAGE, s, max(s.gca_tokens, s.hg_max_tokens))
     if s.split_mdi_cgc:
         mdi = gw.structured(
             STAGE,
             prompts.mdi_messages(trace.question, trace.steps, max_deviations=s.max_deviations, budget=budget),
             prompts.mdi_model(s.max_deviations, s.max_reason_chars),
-            item=trace.id, max_tokens=s.gca_tokens,
+            item=item, max_tokens=s.gca_tokens,
         )
         devs = validate_deviations(((d.step, d.reason) for d in mdi.deviations), n,
                                    max_deviations=s.max_deviations, max_reason_chars=s.max_reason_chars)
@@ -272,7 +274,7 @@ def run_gca(trace: Trace, gw: Gateway, settings: DcfaSettings) -> GcaResult:
             STAGE,
             prompts.cgc_messages(trace.question, trace.steps, devs.deviations, max_edges=s.max_edges, budget=budget),
             prompts.cgc_model(s.max_edges),
-            item=trace.id, max_tokens=s.gca_tokens,
+            item=item, max_tokens=s.gca_tokens,
         )
         raw_edges: Sequence[prompts.Edge] = cgc.edges
     else:
@@ -281,7 +283,7 @@ def run_gca(trace: Trace, gw: Gateway, settings: DcfaSettings) -> GcaResult:
             prompts.gca_joint_messages(trace.question, trace.steps, max_deviations=s.max_deviations,
                                        max_edges=s.max_edges, budget=budget),
             prompts.gca_joint_model(s.max_deviations, s.max_edges, s.max_reason_chars),
-            item=trace.id, max_tokens=s.gca_tokens,
+            item=item, max_tokens=s.gca_tokens,
         )
         devs = validate_deviations(((d.step, d.reason) for d in joint.deviations), n,
                                    max_deviations=s.max_deviations, max_reason_chars=s.max_reason_chars)
@@ -292,7 +294,7 @@ def run_gca(trace: Trace, gw: Gateway, settings: DcfaSettings) -> GcaResult:
         prompts.hg_messages(trace.question, trace.ground_truth, trace.steps, devs.deviations,
                             graph_edges(graph.graph), budget=budget),
         prompts.hypothesis_model(n, s.max_reason_chars),
-        item=trace.id, max_tokens=s.hg_max_tokens,
+        item=item, max_tokens=s.hg_max_tokens,
     )
     return GcaResult(
         deviations=devs.deviations,

@@ -31,7 +31,9 @@
   only one candidate).
 
 Stages: Correct, Simulation and DED call ``dcfa.lce``; embeddings ``dcfa.embed``;
-every call passes ``item=trace.id``.
+every call passes the usage item ``item`` (default ``trace.id``; :func:`run_dcfa
+<agentcausal.attribution.dcfa.method.run_dcfa>` passes ``"<trace id>::<method>"`` so that
+``dcfa`` and ``dcfa_gca_only`` running at once on one trace count their own calls).
 
 References
 ----------
@@ -238,15 +240,17 @@ def _correct_max_tokens(n: int, settings: DcfaSettings, context_window: int) -> 
     return min(n * (settings.max_corrected_step_chars // 3 + 4) + 64, max(256, context_window // 3))
 
 
-def correct_trace(trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSettings) -> Correction:
+def correct_trace(trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSettings, *,
+                  item: str | None = None) -> Correction:
     """Correct(Ŷ, T, T^e, R^e, G): a corrected version of the whole trace (eq. 8).
 
     Parameters
     ----------
     trace : Trace, N steps
     gca : GcaResult, deviations and graph
-    gw : Gateway; stage ``dcfa.lce``, ``item=trace.id``
+    gw : Gateway; stage ``dcfa.lce``
     settings : DcfaSettings (``max_corrected_step_chars``, ``correct_max_tokens``)
+    item : str or None, usage item; None = ``trace.id``
 
     Returns
     -------
@@ -272,7 +276,7 @@ def correct_trace(trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSetti
     original = [s.content for s in trace.steps]
     try:
         reply = gw.structured(STAGE, messages, prompts.corrected_trace_model(n, settings.max_corrected_step_chars),
-                              item=trace.id, max_tokens=max_tokens)
+                              item=item or trace.id, max_tokens=max_tokens)
     except StructuredOutputError as exc:
         return _fallback(original, exc.raw, settings)
     return normalise_correction(original, reply.steps, max_chars=settings.max_corrected_step_chars)
@@ -388,7 +392,8 @@ class CounterfactualScorer:
     gw : Gateway (thread-safe); Simulation on ``dcfa.lce``, Enc on ``dcfa.embed``
     settings : DcfaSettings
     pool : ThreadPoolExecutor or None; None evaluates sequentially
-    correct : callable (trace, gca, gw, settings) -> Correction; default :func:`correct_trace`
+    correct : callable (trace, gca, gw, settings, item=...) -> Correction; default :func:`correct_trace`
+    item : str or None, usage item; None = ``trace.id``
 
     Attributes
     ----------
@@ -397,8 +402,9 @@ class CounterfactualScorer:
 
     def __init__(self, trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSettings,
                  pool: ThreadPoolExecutor | None = None,
-                 correct: Callable[[Trace, GcaResult, Gateway, DcfaSettings], Correction] = correct_trace) -> None:
+                 correct: Callable[..., Correction] = correct_trace, item: str | None = None) -> None:
         self.trace, self.gca, self.gw, self.settings, self.pool = trace, gca, gw, settings, pool
+        self.item = item or trace.id
         self._correct = correct
         self._correction: Correction | None = None
         self._s: dict[int, float] = {}
@@ -414,7 +420,7 @@ class CounterfactualScorer:
     def _ensure_correction(self) -> Correction:
         with self._lock:
             if self._correction is None:
-                self._correction = self._correct(self.trace, self.gca, self.gw, self.settings)
+                self._correction = self._correct(self.trace, self.gca, self.gw, self.settings, item=self.item)
             return self._correction
 
     def _simulate(self, i: int) -> str:
@@ -424,7 +430,7 @@ class CounterfactualScorer:
         truth = self.trace.ground_truth if self.settings.simulation_sees_truth else None
         msgs = prompts.simulation_messages(self.trace.question, steps, i, truth=truth,
                                            budget=_lce_budget(self.gw, self.settings, len(self.trace)))
-        reply = self.gw.structured(STAGE, msgs, prompts.SimulatedOutcome, item=self.trace.id,
+        reply = self.gw.structured(STAGE, msgs, prompts.SimulatedOutcome, item=self.item,
                                    max_tokens=self.settings.simulation_max_tokens)
         return reply.outcome.strip()
 
@@ -462,10 +468,10 @@ class CounterfactualScorer:
         if todo:
             outcomes = list(self.pool.map(self._simulate, todo)) if self.pool else [self._simulate(c) for c in todo]
             if self._truth is None:
-                vecs = self.gw.embed(EMBED_STAGE, [self.trace.ground_truth, *outcomes], item=self.trace.id)
+                vecs = self.gw.embed(EMBED_STAGE, [self.trace.ground_truth, *outcomes], item=self.item)
                 self._truth, vecs = vecs[0], vecs[1:]
             else:
-                vecs = self.gw.embed(EMBED_STAGE, outcomes, item=self.trace.id)
+                vecs = self.gw.embed(EMBED_STAGE, outcomes, item=self.item)
             with self._lock:
                 for c, text, v in zip(todo, outcomes, vecs):
                     self.simulated[c] = text
@@ -567,7 +573,7 @@ def bidirectional_search(graph: nx.DiGraph, hypothesis: int, evaluate: Evaluate,
 
 # ------------------------------------------------------------------ DED
 def decide(trace: Trace, candidates: Sequence[int], graph: nx.DiGraph, gw: Gateway,
-           settings: DcfaSettings) -> Decision:
+           settings: DcfaSettings, *, item: str | None = None) -> Decision:
     """DED(Ŷ, T^c, G): the decisive error among the candidate steps.
 
     Parameters
@@ -575,8 +581,9 @@ def decide(trace: Trace, candidates: Sequence[int], graph: nx.DiGraph, gw: Gatew
     trace : Trace
     candidates : sequence of int, {hypothesis} ∪ visited (0-based)
     graph : networkx.DiGraph, the dependency graph (all its edges are shown)
-    gw : Gateway; stage ``dcfa.lce``, ``item=trace.id``
+    gw : Gateway; stage ``dcfa.lce``
     settings : DcfaSettings (``ded_max_tokens``, ``max_reason_chars``)
+    item : str or None, usage item; None = ``trace.id``
 
     Returns
     -------
@@ -601,11 +608,12 @@ def decide(trace: Trace, candidates: Sequence[int], graph: nx.DiGraph, gw: Gatew
     msgs = prompts.ded_messages(trace.question, trace.ground_truth, [trace.steps[c] for c in cands],
                                 graph_edges(graph), budget=_lce_budget(gw, settings, len(trace)))
     reply = gw.structured(STAGE, msgs, prompts.decision_model(cands, settings.max_reason_chars),
-                          item=trace.id, max_tokens=settings.ded_max_tokens)
+                          item=item or trace.id, max_tokens=settings.ded_max_tokens)
     return Decision(int(reply.step), reply.reason.strip()[: settings.max_reason_chars], False)
 
 
-def run_lce(trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSettings) -> LceResult:
+def run_lce(trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSettings, *,
+            item: str | None = None) -> LceResult:
     """Refine GCA's hypothesis by counterfactual-inspired search and DED (Algorithm 2).
 
     Parameters
@@ -614,6 +622,7 @@ def run_lce(trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSettings) -
     gca : GcaResult
     gw : Gateway
     settings : DcfaSettings (``max_iterations``, ``max_workers`` and the LCE caps)
+    item : str or None, usage item of every call; None = ``trace.id``
 
     Returns
     -------
@@ -631,8 +640,8 @@ def run_lce(trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSettings) -
     DCFA section 4.2; appendix K, Algorithm 2.
     """
     with ThreadPoolExecutor(max_workers=settings.max_workers, thread_name_prefix="dcfa-sim") as pool:
-        scorer = CounterfactualScorer(trace, gca, gw, settings, pool)
+        scorer = CounterfactualScorer(trace, gca, gw, settings, pool, item=item)
         search = bidirectional_search(gca.graph, gca.hypothesis_step, scorer, max_iterations=settings.max_iterations)
     candidates = tuple(sorted(set(search.visited)))
-    decision = decide(trace, candidates, gca.graph, gw, settings)
+    decision = decide(trace, candidates, gca.graph, gw, settings, item=item)
     return LceResult(search, candidates, decision, scorer.correction, scorer.scores, dict(scorer.simulated))

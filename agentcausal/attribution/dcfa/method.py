@@ -15,10 +15,10 @@ accepted}, visited, stopped, candidates, decision: {step, reason, skipped},
 error}); ``final`` ({step, agent, reason, source: "ded" | "hypothesis"}).
 
 ``usage`` holds the calls, tokens, cache hits and seconds of each DCFA stage
-for this trace (the difference of the gateway's ledger before and after, so
-another method running on the *same* trace in another thread of the same
-gateway at the same time would be counted too); ``models`` the
-``profile:model`` of each stage.
+for this trace and method: every call is booked under the ledger item
+``"<trace id>::<method>"`` (:func:`agentcausal.attribution.common.usage_item`),
+so ``dcfa`` and ``dcfa_gca_only`` running at once on one trace do not count
+each other's calls; ``models`` the ``profile:model`` of each stage.
 
 References
 ----------
@@ -33,6 +33,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from agentcausal.attribution.common import usage_item
 from agentcausal.attribution.dcfa.gca import STAGE as GCA_STAGE
 from agentcausal.attribution.dcfa.gca import GcaResult, graph_edges, run_gca
 from agentcausal.attribution.dcfa.lce import EMBED_STAGE, LceResult, run_lce
@@ -98,7 +99,7 @@ def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str =
     Parameters
     ----------
     trace : Trace, N steps, 0-based
-    gw : Gateway; stages ``dcfa.gca``, ``dcfa.lce``, ``dcfa.embed``, ``item=trace.id``
+    gw : Gateway; stages ``dcfa.gca``, ``dcfa.lce``, ``dcfa.embed``; usage item ``"<trace id>::<method>"``
     settings : DcfaSettings
     method : str, the name stored in the Attribution (``dcfa`` or ``dcfa_gca_only``)
 
@@ -120,24 +121,25 @@ def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str =
     DCFA section 4; appendix K, Algorithms 1 and 2.
     """
     t0 = time.perf_counter()
-    before = _usage_snapshot(gw, trace.id)
+    item = usage_item(trace.id, method)
+    before = _usage_snapshot(gw, item)
     stages = STAGES if settings.use_lce else (GCA_STAGE,)
     base = dict(trace_id=trace.id, method=method, settings=settings.model_dump(), prompt_version=PROMPT_VERSION,
                 models={s: gw.model_for(s) for s in stages})
     details: dict[str, Any] = {"n_steps": len(trace), "step_agents": [st.agent for st in trace.steps],
                                "gca_calls": "split" if settings.split_mdi_cgc else "joint"}
     try:
-        gca = run_gca(trace, gw, settings)
+        gca = run_gca(trace, gw, settings, item=item)
     except StructuredOutputError as exc:
         return Attribution(**base, error=f"GCA: {exc}", details=details,
-                           usage=_usage_diff(before, _usage_snapshot(gw, trace.id)),
+                           usage=_usage_diff(before, _usage_snapshot(gw, item)),
                            seconds=time.perf_counter() - t0)
     details.update(_gca_details(trace, gca))
     step, reason, source = gca.hypothesis_step, gca.hypothesis_reason, "hypothesis"
     details["lce"] = None
     if settings.use_lce:
         try:
-            lce = run_lce(trace, gca, gw, settings)
+            lce = run_lce(trace, gca, gw, settings, item=item)
         except StructuredOutputError as exc:
             details["lce"] = {"error": str(exc)}
         else:
@@ -146,5 +148,5 @@ def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str =
                 step, reason, source = lce.decision.step, lce.decision.reason, "ded"
     details["final"] = {"step": step, "agent": trace.steps[step].agent, "reason": reason, "source": source}
     return Attribution(**base, step=step, agent=trace.steps[step].agent, reason=reason, details=details,
-                       usage=_usage_diff(before, _usage_snapshot(gw, trace.id)),
+                       usage=_usage_diff(before, _usage_snapshot(gw, item)),
                        seconds=time.perf_counter() - t0)

@@ -71,11 +71,24 @@ def test_each_counterfactual_is_simulated_once(fake_server, make_gateway, chain_
 
 
 def test_neighbours_are_simulated_concurrently(fake_server, make_gateway, chain_responder, wrong_lookup_at_step_1):
-    fake_server.responder = chain_responder
-    fake_server.latency_s = 0.1
-    gw = make_gateway(fake_server)
-    run_dcfa(wrong_lookup_at_step_1, gw, DcfaSettings())
-    assert fake_server.max_in_flight >= 2
+    # the first pivot's neighbours need T~(1) and T~(2): each simulation waits until the other is in flight
+    import threading
+
+    barrier = threading.Barrier(2, timeout=10)
+    waited = []
+
+    def responder(body):
+        if kind_of(body) == "simulation" and revised_through(body) in (1, 2):
+            try:
+                barrier.wait()
+                waited.append("together")
+            except threading.BrokenBarrierError:
+                waited.append("alone")
+        return chain_responder(body)
+
+    fake_server.responder = responder
+    run_dcfa(wrong_lookup_at_step_1, make_gateway(fake_server, timeout_s=30.0), DcfaSettings())
+    assert waited == ["together", "together"]
 
 
 def test_simulation_prompts_share_prefix_and_hide_truth(fake_server, make_gateway, chain_responder,
@@ -220,3 +233,17 @@ def test_mermaid_of_a_run_shows_agents_roles_and_search(fake_server, make_gatewa
     assert 's0["τ0 · Agent0' in text and 's5["τ5 · Agent2"]' in text
     assert "  class s1 hypothesis" in text and "  class s2 decisive" in text
     assert "  s1 -.->|" in text
+
+
+def test_concurrent_methods_on_one_trace_count_their_own_calls(fake_server, make_gateway, chain_responder,
+                                                               wrong_lookup_at_step_1):
+    from concurrent.futures import ThreadPoolExecutor
+
+    fake_server.responder = chain_responder
+    fake_server.latency_s = 0.05
+    gw = make_gateway(fake_server, cache=False)
+    with ThreadPoolExecutor(2) as pool:
+        full, ablation = pool.map(lambda m: run_method(wrong_lookup_at_step_1, m, gw), ["dcfa", "dcfa_gca_only"])
+    assert full.usage["dcfa.gca"]["calls"] == 2 and ablation.usage["dcfa.gca"]["calls"] == 2
+    assert set(ablation.usage) == {"dcfa.gca"}
+    assert gw.usage.by_stage()["dcfa.gca"].calls == 4
