@@ -170,12 +170,14 @@ def execute_coding(gw, ds: Dataset, choice: AlgorithmChoice, settings: MACSettin
             return Execution(graph=CausalGraph.from_adjacency(ds.variables, adj), mode="coding", choice=choice,
                              seconds=total, attempts=tuple(attempts))
         attempts.append(CodingAttempt(code=reply.code, ok=False, error=error[-1500:], seconds=res.seconds))
+        feedback = P.CODER_RETRY_TEMPLATE.format(error=P.delimit("error", error[-1500:]))
         msgs = msgs + [{"role": "assistant", "content": reply.model_dump_json()},
-                       {"role": "user", "content": P.CODER_RETRY_TEMPLATE.format(error=P.delimit("error", error[-1500:]))}]
+                       {"role": "user", "content": feedback}]
     typed = execute_typed(ds, choice, timeout_s=settings.algorithm_timeout_s)
+    last = attempts[-1].error[:200] if attempts else ""
     return typed.model_copy(update={
         "attempts": tuple(attempts), "seconds": typed.seconds + total,
-        "fallback_reason": f"coding failed after {len(attempts)} attempt(s): {attempts[-1].error[:200] if attempts else ''}"})
+        "fallback_reason": f"coding failed after {len(attempts)} attempt(s): {last}"})
 
 
 def execute(gw, ds: Dataset, choice: AlgorithmChoice, settings: MACSettings = MACSettings(), *,
