@@ -247,3 +247,33 @@ def test_concurrent_methods_on_one_trace_count_their_own_calls(fake_server, make
     assert full.usage["dcfa.gca"]["calls"] == 2 and ablation.usage["dcfa.gca"]["calls"] == 2
     assert set(ablation.usage) == {"dcfa.gca"}
     assert gw.usage.by_stage()["dcfa.gca"].calls == 4
+
+
+def test_scorer_rejects_out_of_range_indices(fake_server, make_gateway, wrong_lookup_at_step_1):
+    from agentcausal.attribution.dcfa.gca import run_gca
+    from agentcausal.attribution.dcfa.lce import CounterfactualScorer
+
+    fake_server.responder = DcfaResponder(**CHAIN)
+    gw = make_gateway(fake_server)
+    gca = run_gca(wrong_lookup_at_step_1, gw, DcfaSettings())
+    scorer = CounterfactualScorer(wrong_lookup_at_step_1, gca, gw, DcfaSettings())
+    with pytest.raises(ValueError, match="outside -1..5"):
+        scorer([6])
+    assert scorer([-1, 0]) == {-1: pytest.approx(scorer([0])[0]), 0: pytest.approx(scorer([-1])[-1])}
+
+
+def test_decide_needs_candidates(fake_server, make_gateway, wrong_lookup_at_step_1):
+    import networkx as nx
+
+    from agentcausal.attribution.dcfa.lce import decide
+
+    with pytest.raises(ValueError, match="at least one candidate"):
+        decide(wrong_lookup_at_step_1, [], nx.DiGraph(), make_gateway(fake_server), DcfaSettings())
+
+
+def test_unreachable_endpoint_propagates_for_retry(fake_server, make_gateway, wrong_lookup_at_step_1):
+    from agentcausal.exceptions import EndpointUnreachableError
+
+    fake_server.inject(500, 500)
+    with pytest.raises(EndpointUnreachableError):
+        run_dcfa(wrong_lookup_at_step_1, make_gateway(fake_server, max_retries=1), DcfaSettings())
