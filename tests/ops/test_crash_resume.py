@@ -15,7 +15,7 @@ import time
 import pandas as pd
 import pytest
 
-from tests.ops.conftest import EXAMPLES, METHODS, prompt_key, requests_by_prompt, write_profiles
+from tests.ops.conftest import EXAMPLES, METHODS, prompt_key, requests_by_prompt, settings_at, write_profiles
 
 LATENCY_S = 0.6
 KILL_AT_REQUEST = 7
@@ -77,3 +77,27 @@ def test_sigkill_mid_corpus_then_rerun_finishes_without_repeating_llm_calls(scri
     by = {m: g for m, g in df.groupby("method")}
     assert set(by["all_at_once"]["pred_step"]) == {2} and set(by["all_at_once"]["pred_agent"]) == {"Conversion_Expert"}
     assert set(by["step_by_step"]["pred_step"]) == {0} and set(by["binary_search"]["pred_step"]) == {0}
+
+
+@pytest.mark.timeout(300)
+def test_result_files_torn_by_a_kill_count_as_missing(scripted_server, profiles_file, tmp_path):
+    """A Prefect result file cut short (a kill during its write) is not read as a result: the task reruns,
+    served by the LLM reply cache, and the record is the same."""
+    from flows.attribute import run_attribute
+
+    settings = settings_at(profiles_file, tmp_path / "cache")
+    corpus = [str(EXAMPLES / "wrong_unit_at_step_2.json"), str(EXAMPLES / "bad_plan_at_step_0.json")]
+    first = pd.read_parquet(f"{run_attribute(corpus, ['all_at_once'], settings=settings, out_dir=str(tmp_path / 'r1'))}"
+                            "/results.parquet")
+    n = scripted_server.count
+    files = [p for p in (tmp_path / "cache" / "prefect").rglob("*") if p.is_file()]
+    assert len(files) >= 2
+    for p in files:
+        p.write_bytes(p.read_bytes()[: p.stat().st_size // 2])
+    again = pd.read_parquet(f"{run_attribute(corpus, ['all_at_once'], settings=settings, out_dir=str(tmp_path / 'r2'))}"
+                            "/results.parquet")
+    assert scripted_server.count == n
+    cols = ["trace_id", "pred_step", "pred_agent", "error"]
+    pd.testing.assert_frame_equal(first.sort_values("trace_id")[cols].reset_index(drop=True),
+                                  again.sort_values("trace_id")[cols].reset_index(drop=True))
+    assert (again["cache_hits"] == 1).all() and (again["requests"] == 0).all()
