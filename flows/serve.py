@@ -29,11 +29,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agentcausal.exceptions import ConfigError
 
-__all__ = ["DEFAULT_FILE", "ScheduleSpec", "DeploymentSpec", "load_specs", "load_flow", "runner_deployments",
+__all__ = ["DEFAULT_FILE", "default_file", "ScheduleSpec", "DeploymentSpec", "load_specs", "load_flow",
+           "runner_deployments",
            "serve"]
 
 #: the deployment file shipped in the repository
 DEFAULT_FILE = Path(__file__).resolve().parents[1] / "deploy" / "prefect.yaml"
+
+
+def default_file() -> Path:
+    """``deploy/prefect.yaml`` of the working directory if there is one, else the repository's."""
+    here = Path.cwd() / "deploy" / "prefect.yaml"
+    return here if here.is_file() else DEFAULT_FILE
 
 
 class ScheduleSpec(BaseModel):
@@ -103,12 +110,12 @@ def load_flow(spec: DeploymentSpec) -> Flow:
     return obj
 
 
-def load_specs(path: str | Path = DEFAULT_FILE, *, check: bool = True) -> list[DeploymentSpec]:
+def load_specs(path: str | Path | None = None, *, check: bool = True) -> list[DeploymentSpec]:
     """Read and check the deployments of a ``prefect.yaml``.
 
     Parameters
     ----------
-    path : the deployment file (default ``deploy/prefect.yaml``)
+    path : the deployment file (default :func:`default_file`)
     check : import every flow and validate its parameters and cron expressions
 
     Returns
@@ -121,7 +128,7 @@ def load_specs(path: str | Path = DEFAULT_FILE, *, check: bool = True) -> list[D
         If the file is missing or not YAML, a deployment is malformed, names a flow that does not
         exist, has parameters the flow rejects, or a cron expression is invalid.
     """
-    p = Path(path)
+    p = Path(path) if path is not None else default_file()
     try:
         doc = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
@@ -194,12 +201,12 @@ def runner_deployments(specs: Sequence[DeploymentSpec], only: Sequence[str] | No
     return out
 
 
-def serve(path: str | Path = DEFAULT_FILE, *, only: Sequence[str] | None = None, limit: int | None = None) -> None:
+def serve(path: str | Path | None = None, *, only: Sequence[str] | None = None, limit: int | None = None) -> None:
     """Serve the deployments of ``path`` until interrupted (``prefect.serve``).
 
     Parameters
     ----------
-    path : the deployment file
+    path : the deployment file (default :func:`default_file`)
     only : see :func:`runner_deployments`
     limit : most flow runs at once (None: no limit)
 

@@ -77,7 +77,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     """
     from flows import serve as fs  # the CLI is the one library module that reaches up to flows
 
-    path = args.file or fs.DEFAULT_FILE
+    path = args.file or fs.default_file()
     specs = fs.load_specs(path)
     if args.list:
         for s in specs:
