@@ -30,8 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agentcausal.exceptions import ConfigError
 
 __all__ = ["DEFAULT_FILE", "default_file", "ScheduleSpec", "DeploymentSpec", "load_specs", "load_flow",
-           "runner_deployments",
-           "serve"]
+           "runner_deployments", "serve"]
 
 #: the deployment file shipped in the repository
 DEFAULT_FILE = Path(__file__).resolve().parents[1] / "deploy" / "prefect.yaml"
