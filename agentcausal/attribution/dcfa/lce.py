@@ -45,9 +45,8 @@ eqs. 8 to 13; appendix K, Algorithm 2; appendix L, Figures 11 to 13.
 
 from __future__ import annotations
 
-import json
 import threading
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
@@ -55,9 +54,16 @@ import networkx as nx
 import numpy as np
 
 from agentcausal.attribution.dcfa import prompts
-from agentcausal.attribution.dcfa.gca import GcaResult, graph_edges, trace_budget
+from agentcausal.attribution.dcfa.correct import (
+    STAGE,
+    Correction,
+    correct_trace,
+    lce_budget,
+    normalise_correction,
+)
+from agentcausal.attribution.dcfa.gca import GcaResult, graph_edges
+from agentcausal.attribution.dcfa.search import SearchResult, SearchStep, bidirectional_search, delta_s
 from agentcausal.attribution.dcfa.settings import DcfaSettings
-from agentcausal.exceptions import StructuredOutputError
 from agentcausal.llm import Gateway
 from agentcausal.traces.model import Step, Trace
 
@@ -80,70 +86,8 @@ __all__ = [
     "run_lce",
 ]
 
-#: routed stage of Correct, Simulation and DED
-STAGE = "dcfa.lce"
 #: routed stage of the outcome encoder Enc
 EMBED_STAGE = "dcfa.embed"
-
-Evaluate = Callable[[Collection[int]], Mapping[int, float]]
-
-
-class Correction(NamedTuple):
-    """A corrected trace aligned step by step with the original.
-
-    Attributes
-    ----------
-    contents : tuple of str, length N, the corrected content of every step
-        (the original content where the corrector left it unchanged)
-    changed : tuple of int, 0-based steps whose content differs from the original
-    fallback : str or None, what :func:`normalise_correction` had to do to reach
-        N steps (``"padded 4 -> 6"``, ``"truncated 8 -> 6"``, ``"unparseable"``), None when the
-        reply had exactly N steps
-    """
-
-    contents: tuple[str, ...]
-    changed: tuple[int, ...]
-    fallback: str | None = None
-
-
-class SearchStep(NamedTuple):
-    """One neighbour evaluated during the search.
-
-    Attributes
-    ----------
-    direction : "forward" or "backward"
-    iteration : int, 1-based iteration of that direction
-    pivot : int, the pivot whose neighbour this is
-    step : int, the neighbour (0-based)
-    s : float, S(step)
-    delta_s : float, ΔS(step) = S(step) - S(step - 1)
-    accepted : bool, whether it became the next pivot
-    """
-
-    direction: str
-    iteration: int
-    pivot: int
-    step: int
-    s: float
-    delta_s: float
-    accepted: bool
-
-
-class SearchResult(NamedTuple):
-    """Outcome of the bidirectional greedy search.
-
-    Attributes
-    ----------
-    evaluated : tuple of SearchStep, every neighbour evaluated, in order
-    path : tuple of SearchStep, the accepted moves (forward first, then backward)
-    visited : tuple of int, the hypothesis and every accepted pivot, in visiting order
-    stopped : dict direction -> "no_neighbours" | "no_positive" | "max_iterations"
-    """
-
-    evaluated: tuple[SearchStep, ...]
-    path: tuple[SearchStep, ...]
-    visited: tuple[int, ...]
-    stopped: dict[str, str]
 
 
 class Decision(NamedTuple):
@@ -173,127 +117,6 @@ class LceResult(NamedTuple):
     correction: Correction | None
     scores: dict[int, float]
     outcomes: dict[int, str]
-
-
-# ------------------------------------------------------------------ Correct
-def normalise_correction(original: Sequence[str], replied: Sequence[str] | None, *,
-                         max_chars: int | None = None) -> Correction:
-    """Align a corrector's reply with the original steps (the documented fallback).
-
-    ``""`` (or whitespace) and a copy of the original mean "unchanged". A reply
-    with too few strings is padded with "unchanged", one with too many is
-    truncated to N, and ``None`` (unparseable) means nothing is corrected; the
-    :attr:`Correction.fallback` field records which.
-
-    Parameters
-    ----------
-    original : sequence of str, length N, the original step contents
-    replied : sequence of str or None, the corrector's strings
-    max_chars : int or None, cut each corrected content to this length
-
-    Returns
-    -------
-    Correction
-
-    Examples
-    --------
-    >>> normalise_correction(["a", "b", "c"], ["", "B"])
-    Correction(contents=('a', 'B', 'c'), changed=(1,), fallback='padded 2 -> 3')
-    """
-    n = len(original)
-    fallback = None
-    if replied is None:
-        replied, fallback = [], "unparseable"
-    elif len(replied) < n:
-        fallback = f"padded {len(replied)} -> {n}"
-    elif len(replied) > n:
-        fallback = f"truncated {len(replied)} -> {n}"
-    contents, changed = [], []
-    for i, orig in enumerate(original):
-        new = replied[i].strip() if i < len(replied) and isinstance(replied[i], str) else ""
-        if max_chars is not None:
-            new = new[:max_chars]
-        if not new or new == orig.strip():
-            contents.append(orig)
-        else:
-            contents.append(new)
-            changed.append(i)
-    return Correction(tuple(contents), tuple(changed), fallback)
-
-
-def _lenient_steps(raw: str) -> list[str] | None:
-    """The ``steps`` list of a reply that failed validation, if any can be read."""
-    start, end = raw.find("{"), raw.rfind("}")
-    try:
-        data = json.loads(raw[start : end + 1] if 0 <= start < end else raw)
-    except (ValueError, TypeError):
-        return None
-    steps = data.get("steps") if isinstance(data, dict) else data
-    if not isinstance(steps, list):
-        return None
-    return [s if isinstance(s, str) else json.dumps(s) for s in steps]
-
-
-def _correct_max_tokens(n: int, settings: DcfaSettings, context_window: int) -> int:
-    if settings.correct_max_tokens is not None:
-        return settings.correct_max_tokens
-    return min(n * (settings.max_corrected_step_chars // 3 + 4) + 64, max(256, context_window // 3))
-
-
-def correct_trace(trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSettings, *,
-                  item: str | None = None) -> Correction:
-    """Correct(Ŷ, T, T^e, R^e, G): a corrected version of the whole trace (eq. 8).
-
-    Parameters
-    ----------
-    trace : Trace, N steps
-    gca : GcaResult, deviations and graph
-    gw : Gateway; stage ``dcfa.lce``
-    settings : DcfaSettings (``max_corrected_step_chars``, ``correct_max_tokens``)
-    item : str or None, usage item; None = ``trace.id``
-
-    Returns
-    -------
-    Correction with exactly N contents; ``fallback`` set when the reply still
-    had the wrong step count after the gateway's repairs (see :func:`normalise_correction`).
-
-    Raises
-    ------
-    UnknownStageError, EndpointUnreachableError, LLMCallError
-        From the gateway (a reply that stays invalid is *not* raised: it falls back).
-
-    References
-    ----------
-    DCFA section 4.2.1, eq. 8; appendix L, Figure 11.
-    """
-    n = len(trace)
-    ctx = gw.profile_for(STAGE).context_window
-    max_tokens = _correct_max_tokens(n, settings, ctx)
-    messages = prompts.correct_messages(
-        trace.question, trace.ground_truth, trace.steps, gca.deviations, graph_edges(gca.graph),
-        max_chars=settings.max_corrected_step_chars, budget=_lce_budget(gw, settings, n),
-    )
-    original = [s.content for s in trace.steps]
-    try:
-        reply = gw.structured(STAGE, messages, prompts.corrected_trace_model(n, settings.max_corrected_step_chars),
-                              item=item or trace.id, max_tokens=max_tokens)
-    except StructuredOutputError as exc:
-        return _fallback(original, exc.raw, settings)
-    return normalise_correction(original, reply.steps, max_chars=settings.max_corrected_step_chars)
-
-
-def _fallback(original: Sequence[str], raw: str, settings: DcfaSettings) -> Correction:
-    steps = _lenient_steps(raw)
-    out = normalise_correction(original, steps, max_chars=settings.max_corrected_step_chars)
-    if out.fallback is None:  # right count but invalid otherwise (e.g. non-strings)
-        out = out._replace(fallback="invalid reply, read leniently")
-    return out
-
-
-def _lce_budget(gw: Gateway, settings: DcfaSettings, n: int) -> int:
-    ctx = gw.profile_for(STAGE).context_window
-    biggest = max(_correct_max_tokens(n, settings, ctx), settings.simulation_max_tokens, settings.ded_max_tokens)
-    return trace_budget(gw, STAGE, settings, biggest)
 
 
 # ------------------------------------------------------------------ counterfactuals
@@ -354,31 +177,6 @@ def canonical_index(changed: Collection[int], i: int) -> int:
     return max(below) if below else -1
 
 
-def delta_s(scores: Mapping[int, float], i: int) -> float:
-    """Marginal attributional impact of correcting step i (DCFA eq. 11).
-
-    Parameters
-    ----------
-    scores : mapping step -> S(step), cosine in [-1, 1]; key -1 is the uncorrected trace
-    i : int, 0-based step index
-
-    Returns
-    -------
-    float, S(i) - S(i - 1).
-
-    Raises
-    ------
-    KeyError
-        If S(i) or S(i - 1) has not been computed.
-
-    Examples
-    --------
-    >>> delta_s({-1: 0.25, 0: 0.75}, 0)
-    0.5
-    """
-    return scores[i] - scores[i - 1]
-
-
 class CounterfactualScorer:
     """S(i) for the counterfactual traces of one trace, memoised and evaluated concurrently.
 
@@ -429,7 +227,7 @@ class CounterfactualScorer:
         steps = splice(self.trace.steps, corr.contents, i)
         truth = self.trace.ground_truth if self.settings.simulation_sees_truth else None
         msgs = prompts.simulation_messages(self.trace.question, steps, i, truth=truth,
-                                           budget=_lce_budget(self.gw, self.settings, len(self.trace)))
+                                           budget=lce_budget(self.gw, self.settings, len(self.trace)))
         reply = self.gw.structured(STAGE, msgs, prompts.SimulatedOutcome, item=self.item,
                                    max_tokens=self.settings.simulation_max_tokens)
         return reply.outcome.strip()
@@ -482,95 +280,6 @@ class CounterfactualScorer:
             return {i: self._s[i] for i in indices}
 
 
-# ------------------------------------------------------------------ search
-def _neighbours(graph: nx.DiGraph, pivot: int, direction: str) -> list[int]:
-    if pivot not in graph:
-        return []
-    nbrs = graph.successors(pivot) if direction == "forward" else graph.predecessors(pivot)
-    return sorted(int(x) for x in nbrs)
-
-
-def bidirectional_search(graph: nx.DiGraph, hypothesis: int, evaluate: Evaluate, *,
-                         max_iterations: int) -> SearchResult:
-    """Greedy bidirectional search from the hypothesis on the dependency graph (Algorithm 2).
-
-    Forward search: the candidates of pivot p are its **successors**
-    {j | (p, j) ∈ E} (eq. 12); backward search: its **predecessors**
-    {k | (k, p) ∈ E} (eq. 13). Both start at the hypothesis. In each
-    iteration all candidates are scored (one ``evaluate`` call, so their
-    simulations run concurrently), the one with the largest ΔS is taken
-    (ties: the lower step), and it becomes the pivot if ΔS > 0; otherwise,
-    with no candidates, or after ``max_iterations`` moves, that direction stops.
-    Note: the authors' released code swaps the names "forward" and
-    "backward"; this function follows the paper (forward = successors).
-    Edges always point from an earlier to a later step (validated), so each
-    direction moves monotonically and terminates even without the cap.
-
-    Parameters
-    ----------
-    graph : networkx.DiGraph over 0-based steps
-    hypothesis : int, the GCA hypothesis (initial pivot p(0))
-    evaluate : callable taking a collection of step indices (-1..N-1) and
-        returning a mapping index -> S(index); called with each candidate j and j - 1
-    max_iterations : int >= 0, most pivot moves per direction
-
-    Returns
-    -------
-    SearchResult
-
-    Raises
-    ------
-    ValueError
-        If ``max_iterations`` is negative.
-
-    References
-    ----------
-    DCFA section 4.2.1, eqs. 11 to 13; appendix K, Algorithm 2.
-
-    Examples
-    --------
-    >>> g = nx.DiGraph([(0, 1), (1, 2)])
-    >>> s = {-1: 0.0, 0: 0.1, 1: 0.5, 2: 0.6}
-    >>> r = bidirectional_search(g, 1, lambda idx: {i: s[i] for i in idx}, max_iterations=5)
-    >>> r.visited, r.stopped
-    ((1, 2, 0), {'forward': 'no_neighbours', 'backward': 'no_neighbours'})
-    """
-    if max_iterations < 0:
-        raise ValueError(f"max_iterations must be >= 0, got {max_iterations}")
-    evaluated: list[SearchStep] = []
-    path: list[SearchStep] = []
-    visited = [hypothesis]
-    stopped: dict[str, str] = {}
-    for direction in ("forward", "backward"):
-        pivot = hypothesis
-        iteration = 0
-        while True:
-            nbrs = _neighbours(graph, pivot, direction)
-            if not nbrs:
-                stopped[direction] = "no_neighbours"
-                break
-            if iteration >= max_iterations:
-                stopped[direction] = "max_iterations"
-                break
-            iteration += 1
-            scores = evaluate(sorted({x for j in nbrs for x in (j, j - 1)}))
-            ranked = sorted(((delta_s(scores, j), -j) for j in nbrs), reverse=True)
-            best_ds, best = ranked[0][0], -ranked[0][1]
-            accept = best_ds > 0
-            for j in nbrs:
-                st = SearchStep(direction, iteration, pivot, j, scores[j], delta_s(scores, j), accept and j == best)
-                evaluated.append(st)
-                if st.accepted:
-                    path.append(st)
-            if not accept:
-                stopped[direction] = "no_positive"
-                break
-            pivot = best
-            if best not in visited:
-                visited.append(best)
-    return SearchResult(tuple(evaluated), tuple(path), tuple(visited), stopped)
-
-
 # ------------------------------------------------------------------ DED
 def decide(trace: Trace, candidates: Sequence[int], graph: nx.DiGraph, gw: Gateway,
            settings: DcfaSettings, *, item: str | None = None) -> Decision:
@@ -606,7 +315,7 @@ def decide(trace: Trace, candidates: Sequence[int], graph: nx.DiGraph, gw: Gatew
     if len(cands) == 1:
         return Decision(cands[0], "", True)
     msgs = prompts.ded_messages(trace.question, trace.ground_truth, [trace.steps[c] for c in cands],
-                                graph_edges(graph), budget=_lce_budget(gw, settings, len(trace)))
+                                graph_edges(graph), budget=lce_budget(gw, settings, len(trace)))
     reply = gw.structured(STAGE, msgs, prompts.decision_model(cands, settings.max_reason_chars),
                           item=item or trace.id, max_tokens=settings.ded_max_tokens)
     return Decision(int(reply.step), reply.reason.strip()[: settings.max_reason_chars], False)
