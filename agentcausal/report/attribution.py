@@ -12,6 +12,7 @@ Zhang, S. et al. "Which Agent Causes Task Failures and When?" ICML 2025. arXiv:2
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
@@ -21,6 +22,7 @@ import pandas as pd
 from agentcausal.attribution.evaluate import Evaluation, evaluate_frame, load_results, load_run_meta
 from agentcausal.report.html import attribution_tables, write_html_report
 from agentcausal.report.plots import attribution_figures, figures_markdown
+from agentcausal.traces.model import Attribution
 
 __all__ = ["RunReport", "markdown_table", "markdown_report", "accuracy_text", "write_report", "report_run",
            "table_records"]
@@ -124,7 +126,46 @@ def markdown_report(ev: Evaluation, *, title: str = "Failure attribution", meta:
     return "\n".join(parts)
 
 
-def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, object] | None = None) -> Path:
+def dependency_graphs_markdown(results: pd.DataFrame, *, max_graphs: int = 50) -> str:
+    """A markdown section drawing each DCFA attribution's dependency graph (mermaid), like DCFA's Figure 4.
+
+    Parameters
+    ----------
+    results : results frame (``results.parquet``) with ``details_json``
+    max_graphs : int, at most this many graphs (first by trace id)
+
+    Returns
+    -------
+    str, empty when no row has DCFA details.
+
+    References
+    ----------
+    DCFA seed paper, section 5.4.4, Figure 4.
+    """
+    from agentcausal.report.dcfa import dependency_graph_mermaid
+
+    rows = results[results["method"].astype(str).str.startswith("dcfa")
+                   & results["details_json"].notna()].sort_values(["trace_id", "method"])
+    parts: list[str] = []
+    for _, r in rows.head(max_graphs).iterrows():
+        details = json.loads(r["details_json"] or "{}")
+        if not details:
+            continue
+        a = Attribution(trace_id=str(r["trace_id"]), method=str(r["method"]),
+                        step=None if pd.isna(r["pred_step"]) else int(r["pred_step"]),
+                        agent=None if pd.isna(r["pred_agent"]) else str(r["pred_agent"]), details=details)
+        truth = "" if pd.isna(r["true_step"]) else f" (annotated decisive step: {int(r['true_step'])})"
+        parts += [f"### {r['trace_id']} · {r['method']}{truth}", "", "```mermaid",
+                  dependency_graph_mermaid(a).rstrip(), "```", ""]
+    if not parts:
+        return ""
+    return "\n".join(["", "## Dependency graphs (DCFA)", "",
+                      "Yellow: minor deviation; orange: GCA hypothesis; red: final decisive step; "
+                      "dashed: accepted LCE search moves with their ΔS.", "", *parts])
+
+
+def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, object] | None = None,
+                 results: pd.DataFrame | None = None) -> Path:
     """Write ``report.md``, ``report.html``, the PNG plots and ``accuracy.csv`` into a run folder.
 
     Parameters
@@ -142,7 +183,8 @@ def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, obje
     ev.overall.to_csv(d / "accuracy.csv", index=False)
     p = d / "report.md"
     figs = attribution_figures(ev, d)  # PNGs in the run folder; text charts in report.md, images in report.html
-    p.write_text(markdown_report(ev, meta=meta) + figures_markdown(figs), encoding="utf-8")
+    graphs = dependency_graphs_markdown(results) if results is not None else ""
+    p.write_text(markdown_report(ev, meta=meta) + figures_markdown(figs) + graphs, encoding="utf-8")
     write_html_report(d / "report.html", "Failure attribution", meta or {}, figs, attribution_tables(ev))
     return p
 
@@ -164,10 +206,11 @@ def report_run(run_dir: str | Path) -> RunReport:
         If the folder holds no valid ``results.parquet``.
     """
     meta = load_run_meta(run_dir)
-    ev = evaluate_frame(load_results(run_dir))
+    results = load_results(run_dir)
+    ev = evaluate_frame(results)
     shown = {k: meta[k] for k in ("corpus", "methods", "routing", "models", "traces", "started") if k in meta}
     shown["run folder"] = str(run_dir)
-    path = write_report(ev, run_dir, meta=shown)
+    path = write_report(ev, run_dir, meta=shown, results=results)
     return RunReport(ev, path.read_text(encoding="utf-8"), path)
 
 
