@@ -36,13 +36,14 @@ Around each call the gateway adds:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -175,6 +176,7 @@ class Gateway:
             self._cache = diskcache.Cache(str(self.cache_dir), size_limit=2**34)
         self._clients: dict[str, openai.OpenAI] = {}
         self._lock = threading.Lock()
+        self._flights: dict[str, list] = {}
 
     @classmethod
     def from_settings(
@@ -254,6 +256,25 @@ class Gateway:
             return self._clients[key], base_url
 
     # ------------------------------------------------------------------- cache
+    @contextlib.contextmanager
+    def _single_flight(self, key: str) -> Iterator[None]:
+        """Serialise identical requests in this process: the second caller waits, then reads the cache.
+
+        Without it, two methods that send the same prompt at the same moment (e.g. the GCA
+        calls of ``dcfa`` and ``dcfa_gca_only`` on one trace) would both miss the cache and
+        pay twice.
+        """
+        with self._lock:
+            entry = self._flights.setdefault(key, [threading.Lock(), 0])
+            entry[1] += 1
+        try:
+            with entry[0]:
+                yield
+        finally:
+            with self._lock:
+                entry[1] -= 1
+                if entry[1] == 0:
+                    self._flights.pop(key, None)
     def _cache_get(self, key: str) -> Any:
         if self._cache is None or self.refresh:
             return None
@@ -344,15 +365,16 @@ class Gateway:
             params["max_tokens"] = max_tokens
         key = cache_key(_cache_identity(profile), profile.model, {"messages": msgs, "params": params})
         t0 = time.perf_counter()
-        hit = self._cache_get(key)
-        if hit is not None:
-            self._record(stage, item, profile, t0, cache_hits=1)
-            return hit["text"]
-        text, _finish, pt, ct = self._request(stage, profile, msgs, params)
-        self._cache_set(key, {"text": text})
-        self._record(stage, item, profile, t0, requests=1, prompt_tokens=pt, completion_tokens=ct)
-        log.debug("stage=%s profile=%s prompt_tokens=%d completion_tokens=%d", stage, profile.name, pt, ct)
-        return text
+        with self._single_flight(key):  # identical calls in flight wait for the first
+            hit = self._cache_get(key)
+            if hit is not None:
+                self._record(stage, item, profile, t0, cache_hits=1)
+                return hit["text"]
+            text, _finish, pt, ct = self._request(stage, profile, msgs, params)
+            self._cache_set(key, {"text": text})
+            self._record(stage, item, profile, t0, requests=1, prompt_tokens=pt, completion_tokens=ct)
+            log.debug("stage=%s profile=%s prompt_tokens=%d completion_tokens=%d", stage, profile.name, pt, ct)
+            return text
 
     def structured(
         self,
@@ -413,43 +435,44 @@ class Gateway:
             _cache_identity(profile), profile.model, {"messages": msgs, "params": params, "schema": schema}
         )
         t0 = time.perf_counter()
-        hit = self._cache_get(key)
-        if hit is not None:
-            try:
-                out = reply_model.model_validate_json(_extract_json(hit["text"]))
-                self._record(stage, item, profile, t0, cache_hits=1)
+        with self._single_flight(key):  # identical calls in flight wait for the first
+            hit = self._cache_get(key)
+            if hit is not None:
+                try:
+                    out = reply_model.model_validate_json(_extract_json(hit["text"]))
+                    self._record(stage, item, profile, t0, cache_hits=1)
+                    return out
+                except ValidationError:
+                    pass  # reply model changed since: ask again
+            convo = list(msgs)
+            requests = pt_total = ct_total = 0
+            raw, err = "", ""
+            for attempt in range(1 + self.max_repairs):
+                raw, finish, pt, ct = self._request(stage, profile, convo, params)
+                requests += 1
+                pt_total += pt
+                ct_total += ct
+                try:
+                    out = reply_model.model_validate_json(_extract_json(raw))
+                except ValidationError as exc:
+                    err = str(exc)
+                    truncated = finish == "length"
+                    if truncated:
+                        err = f"reply cut off at max_tokens={max_tokens} (finish_reason=length); {err}"
+                    log.info("stage=%s invalid %s reply (attempt %d): %s", stage, reply_model.__name__,
+                             attempt + 1, err[:200])
+                    convo = msgs + [
+                        {"role": "assistant", "content": raw},
+                        {"role": "user", "content": _repair_prompt(err, truncated)},
+                    ]
+                    continue
+                self._cache_set(key, {"text": raw})
+                self._record(
+                    stage, item, profile, t0, requests=requests, prompt_tokens=pt_total, completion_tokens=ct_total
+                )
                 return out
-            except ValidationError:
-                pass  # reply model changed since: ask again
-        convo = list(msgs)
-        requests = pt_total = ct_total = 0
-        raw, err = "", ""
-        for attempt in range(1 + self.max_repairs):
-            raw, finish, pt, ct = self._request(stage, profile, convo, params)
-            requests += 1
-            pt_total += pt
-            ct_total += ct
-            try:
-                out = reply_model.model_validate_json(_extract_json(raw))
-            except ValidationError as exc:
-                err = str(exc)
-                truncated = finish == "length"
-                if truncated:
-                    err = f"reply cut off at max_tokens={max_tokens} (finish_reason=length); {err}"
-                log.info("stage=%s invalid %s reply (attempt %d): %s", stage, reply_model.__name__,
-                         attempt + 1, err[:200])
-                convo = msgs + [
-                    {"role": "assistant", "content": raw},
-                    {"role": "user", "content": _repair_prompt(err, truncated)},
-                ]
-                continue
-            self._cache_set(key, {"text": raw})
-            self._record(
-                stage, item, profile, t0, requests=requests, prompt_tokens=pt_total, completion_tokens=ct_total
-            )
-            return out
-        self._record(stage, item, profile, t0, requests=requests, prompt_tokens=pt_total, completion_tokens=ct_total)
-        raise StructuredOutputError(stage, reply_model.__name__, raw, requests, err)
+            self._record(stage, item, profile, t0, requests=requests, prompt_tokens=pt_total, completion_tokens=ct_total)
+            raise StructuredOutputError(stage, reply_model.__name__, raw, requests, err)
 
     # -------------------------------------------------------------- embeddings
     def embed(self, stage: str, texts: Sequence[str], *, item: str | None = None) -> np.ndarray:

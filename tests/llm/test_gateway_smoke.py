@@ -27,3 +27,22 @@ def test_malformed_json_is_repaired(fake_server, make_gateway):
     assert fake_server.count == 2
     # the repair request carried the validation error back to the model
     assert "did not validate" in fake_server.requests[1]["messages"][-1]["content"]
+
+
+def test_identical_calls_in_flight_make_one_request(fake_server, make_gateway):
+    import threading
+
+    fake_server.latency_s = 0.3
+    fake_server.push('{"step": 1, "agent": "A"}', '{"step": 9, "agent": "B"}')
+    gw = make_gateway(fake_server)
+    msgs = [{"role": "user", "content": "same prompt"}]
+    out: list[Pick] = []
+    threads = [threading.Thread(target=lambda: out.append(gw.structured("baseline", msgs, Pick))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert fake_server.count == 1
+    assert out == [Pick(step=1, agent="A")] * 4
+    assert gw.usage.by_stage()["baseline"].cache_hits == 3
+    assert gw._flights == {}  # no lock left behind
