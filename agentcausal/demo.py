@@ -41,8 +41,9 @@ class DemoPlan(BaseModel):
     ----------
     trace_paths : trace files or folders for the ``attribute`` flow
     attribution_methods : registered attribution method names
-    mac_datasets, mac_methods : the discovery run with MAC
-    statistical_datasets, statistical_methods : the statistical-only discovery run
+    datasets : discovery datasets (every method in ``statistical_methods`` runs on each)
+    statistical_methods : pool algorithms run on every dataset
+    llm_methods, llm_datasets : MAC and the LLM baseline, on these datasets only
     seeds : sampling seeds; n : rows per bnlearn sample
     out_dir : the demo's run folder
     notes : what was left out and why (e.g. no Who&When folder)
@@ -52,10 +53,10 @@ class DemoPlan(BaseModel):
 
     trace_paths: tuple[str, ...]
     attribution_methods: tuple[str, ...] = ATTRIBUTION_METHODS
-    mac_datasets: tuple[str, ...] = ("earthquake", "asia")
-    mac_methods: tuple[str, ...] = ("mac", "llm_zero_shot", *STATISTICAL)
-    statistical_datasets: tuple[str, ...] = ("cancer", "survey", "child", "auto_mpg")
+    datasets: tuple[str, ...] = ("earthquake", "cancer", "survey", "asia", "child", "auto_mpg")
     statistical_methods: tuple[str, ...] = STATISTICAL
+    llm_methods: tuple[str, ...] = ("mac", "llm_zero_shot")
+    llm_datasets: tuple[str, ...] = ("earthquake", "asia")
     seeds: tuple[int, ...] = (0,)
     n: int = 1000
     out_dir: str
@@ -92,7 +93,6 @@ def demo_plan(who_and_when_dir: str | Path, *, out_root: str | Path = "runs", qu
     out = str(out_dir or Path(out_root) / f"demo-{dt.datetime.now():%Y%m%d-%H%M%S}")
     if quick:
         return DemoPlan(trace_paths=tuple(examples[:2]), attribution_methods=("all_at_once", "binary_search"),
-                        mac_datasets=("earthquake",), mac_methods=("mac", "pc", "ges"),
-                        statistical_datasets=("asia",), statistical_methods=("pc", "ges"),
-                        out_dir=out, notes=tuple(notes))
+                        datasets=("earthquake", "asia"), statistical_methods=("pc", "ges"), llm_methods=("mac",),
+                        llm_datasets=("earthquake",), out_dir=out, notes=tuple(notes))
     return DemoPlan(trace_paths=tuple(examples + found), out_dir=out, notes=tuple(notes))

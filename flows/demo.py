@@ -3,8 +3,8 @@
 1. ``attribute`` — All-at-Once, Step-by-Step, Binary-Search and DCFA over the
    demo trace selection (our example traces plus a fixed selection of real
    Who&When traces);
-2. ``discover`` — MAC beside the statistical baselines on Earthquake and Asia,
-   and the statistical baselines alone on Cancer, Survey, Child and Auto MPG.
+2. ``discover`` — the statistical baselines on Earthquake, Cancer, Survey, Asia,
+   Child and Auto MPG, with MAC and the zero-shot LLM baseline on Earthquake and Asia.
 
 Wiring only; the selection itself is :mod:`agentcausal.demo`.
 """
@@ -23,7 +23,7 @@ __all__ = ["demo"]
 
 @flow(name="demo", log_prints=True)
 def demo(plan: DemoPlan, settings: RunSettings | None = None, progress: bool = False) -> dict[str, str]:
-    """Run the demo plan; return ``{"attribution": dir, "discovery-mac": dir, "discovery-statistical": dir}``.
+    """Run the demo plan; return ``{"attribution": run folder, "discovery": run folder}``.
 
     Parameters
     ----------
@@ -36,13 +36,9 @@ def demo(plan: DemoPlan, settings: RunSettings | None = None, progress: bool = F
     if plan.trace_paths:
         out["attribution"] = attribute(paths=list(plan.trace_paths), methods=list(plan.attribution_methods),
                                        settings=settings, out_dir=f"{plan.out_dir}/attribution", progress=progress)
-    if plan.mac_datasets:
-        out["discovery-mac"] = discover(datasets=list(plan.mac_datasets), methods=list(plan.mac_methods),
-                                        seeds=list(plan.seeds), n=plan.n, settings=settings,
-                                        out_dir=f"{plan.out_dir}/discovery-mac", progress=progress)
-    if plan.statistical_datasets:
-        out["discovery-statistical"] = discover(
-            datasets=list(plan.statistical_datasets), methods=list(plan.statistical_methods),
-            seeds=list(plan.seeds), n=plan.n, settings=settings,
-            out_dir=f"{plan.out_dir}/discovery-statistical", progress=progress)
+    if plan.datasets:
+        out["discovery"] = discover(datasets=list(plan.datasets),
+                                    methods=[*plan.llm_methods, *plan.statistical_methods],
+                                    llm_datasets=list(plan.llm_datasets), seeds=list(plan.seeds), n=plan.n,
+                                    settings=settings, out_dir=f"{plan.out_dir}/discovery", progress=progress)
     return out

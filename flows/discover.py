@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow, unmapped
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.artifacts import create_markdown_artifact, create_progress_artifact, create_table_artifact, \
+    update_progress_artifact
 from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
@@ -96,9 +97,13 @@ def discover(
         from tqdm import tqdm
 
         bar = tqdm(total=len(jobs), unit="run", desc="discover")
-    for _ in as_completed(list(futures)):
+    bar_id = create_progress_artifact(progress=0.0, key="discover-progress",
+                                      description=f"{len(futures)} (dataset, seed, method) runs")
+    for done, _ in enumerate(as_completed(list(futures)), 1):
         if bar is not None:
             bar.update(1)
+        if done % max(1, len(futures) // 20) == 0 or done == len(futures):
+            update_progress_artifact(bar_id, progress=100.0 * done / max(1, len(futures)))
     if bar is not None:
         bar.close()
     outcomes = []

@@ -52,8 +52,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     for note in plan.notes:
         print(f"note: {note}", file=sys.stderr)
     print(f"agentcausal demo: {len(plan.trace_paths)} trace files x {len(plan.attribution_methods)} attribution "
-          f"methods; MAC on {', '.join(plan.mac_datasets)}; statistical baselines on "
-          f"{len(set(plan.mac_datasets) | set(plan.statistical_datasets))} datasets; routing {settings.routing!r}",
+          f"methods; MAC on {', '.join(plan.llm_datasets)}; statistical baselines on "
+          f"{len(plan.datasets)} datasets; routing {settings.routing!r}",
           file=sys.stderr)
     from flows.demo import demo  # the CLI is the one library module that reaches up to flows
 
@@ -62,10 +62,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if "attribution" in dirs:
         print("\n== Failure attribution (Who&When metrics; exact step match) ==")
         print(accuracy_text(report_run(dirs["attribution"]).evaluation))
-    for key in ("discovery-mac", "discovery-statistical"):
-        if key in dirs:
-            print(f"\n== Causal discovery: {key.split('-', 1)[1]} ==")
-            print(summary_text(pd.read_parquet(Path(dirs[key]) / "results.parquet")))
+    if "discovery" in dirs:
+        print("\n== Causal discovery (SHD / NHD / F1 against the true graph) ==")
+        print(summary_text(pd.read_parquet(Path(dirs["discovery"]) / "results.parquet")))
     print(f"\nrun folder: {plan.out_dir}  ({time.time() - t0:.0f} s)")
     for key, d in dirs.items():
         print(f"  {key:<22} {d}/report.md")

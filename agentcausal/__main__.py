@@ -1,0 +1,7 @@
+"""``python -m agentcausal`` is the ``agentcausal`` command."""
+
+import sys
+
+from agentcausal.cli import main
+
+sys.exit(main())
