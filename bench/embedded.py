@@ -97,12 +97,14 @@ def summarise(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def embedded_markdown(payload: dict[str, Any], machine: dict[str, Any]) -> str:
-    models = sorted({r["model"] for r in payload["rows"]})
+    models = sorted({m for r in payload["rows"] for m in r["model"].split(", ") if m})
     return (
         "# Embedded-model accuracy and cost per trace\n\n"
         f"Model: {', '.join(models) or '-'} (default routing). Traces: {', '.join(payload['traces'])} "
         "(the shortest Algorithm-Generated traces of the development split). With so few traces the "
-        "accuracies say little; the seconds and tokens per trace are the point. "
+        "accuracies say little; the seconds and tokens per trace are the point. Methods run one after "
+        "the other on one LLM cache, so a call another method already made is a cache hit (`dcfa_gca_only` "
+        "repeats DCFA's GCA calls, so it costs nothing after `dcfa`: its cost is DCFA's GCA part). "
         f"Machine: {machine['cpus']} cores, load average {machine['load_avg_1_5_15']}, {machine['when']}.\n\n"
         + md_table(payload["summary"])
         + "\n## Per trace\n\n"

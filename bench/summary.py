@@ -68,7 +68,7 @@ def _mac(m: dict[str, Any]) -> str:
     check = ("Seed 0 reproduces all {} anchors of issue 7 (SHD / F1).".format(n_anchor) if not mismatches
              else "Seed 0 against the anchors of issue 7 differs on: " + "; ".join(mismatches) + ".")
     return (
-        f"**MAC statistical stage** (causal-learn pool, n = {m['n']}, seeds {m['seeds'][0]}-{m['seeds'][-1]}, "
+        f"**MAC statistical stage** (causal-learn pool, n = {m['n']}, seeds {', '.join(map(str, m['seeds']))}, "
         "Auto MPG its 392 rows once; mean SHD / F1 over adjacency entries (mean seconds); "
         f"Exact Search bounded: {m['exact_search_bound']}). {check}\n\n" + md_table(list(by.values()),
                                                                                    ["dataset", *algs])
@@ -81,7 +81,7 @@ def summary_markdown(written: dict[str, dict[str, Any]], run: dict[str, Any]) ->
     parts = [
         "## Performance\n",
         f"Measured {me['when'][:10]} at commit {me['commit']} on {me['cpus']} CPU cores (load average "
-        f"{ms['load_avg_1_5_15'][0]} at the start, {me['load_avg_1_5_15'][0]} at the end; the machine was shared), "
+        f"{ms['load_avg_1_5_15'][0]} at the start, {me['load_avg_1_5_15'][0]} at the end), "
         f"by `{COMMAND}` in {run['seconds'] / 60:.1f} minutes. It writes JSON and markdown for each benchmark "
         "into `bench/results/`; `bench/README.md` says what each measures.\n",
     ]
