@@ -20,8 +20,6 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 
-from agentcausal.llm.replies import ShortText
-
 from agentcausal.attribution.common import (
     BASELINE_STAGE,
     BaselineSettings,
@@ -32,6 +30,7 @@ from agentcausal.attribution.common import (
 )
 from agentcausal.attribution.registry import MethodSpec, register
 from agentcausal.llm import Gateway
+from agentcausal.llm.replies import ShortText
 from agentcausal.traces.model import Attribution, Trace
 from agentcausal.traces.render import render_steps_info
 

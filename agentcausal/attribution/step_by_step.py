@@ -27,8 +27,6 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from agentcausal.llm.replies import ShortText
-
 from agentcausal.attribution.common import (
     BASELINE_STAGE,
     BaselineSettings,
@@ -39,6 +37,7 @@ from agentcausal.attribution.common import (
 )
 from agentcausal.attribution.registry import MethodSpec, register
 from agentcausal.llm import Gateway
+from agentcausal.llm.replies import ShortText
 from agentcausal.traces.model import Attribution, Trace
 from agentcausal.traces.render import escape_data, render_steps
 
