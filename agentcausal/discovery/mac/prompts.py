@@ -24,6 +24,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from agentcausal.llm.replies import ShortText
+
 __all__ = [
     "PROMPT_VERSION",
     "POOL_DESCRIPTION",
@@ -164,14 +166,14 @@ class AlgorithmProposalReply(BaseModel):
     indep_test: Literal["chisq", "gsq", "fisherz"] | None = Field(
         None, description="independence test for pc or fci (chisq or gsq for discrete, fisherz for continuous)")
     alpha: float | None = Field(None, description="significance level for pc or fci, e.g. 0.05")
-    reason: str = Field(description="one short sentence", max_length=240)
+    reason: ShortText(240) = Field(description="one short sentence")
 
 
 class AlgorithmVerdictReply(BaseModel):
     """The better proposal, A or B, and a short reason."""
 
     winner: Literal["A", "B"]
-    reason: str = Field(description="one short sentence", max_length=240)
+    reason: ShortText(240) = Field(description="one short sentence")
 
 
 Vote = Literal["A", "B", "tie"]
@@ -183,7 +185,7 @@ class GraphVerdictReply(BaseModel):
     skeleton: Vote
     colliders: Vote
     directions: Vote
-    reason: str = Field(description="one short sentence", max_length=240)
+    reason: ShortText(240) = Field(description="one short sentence")
 
 
 class CodeReply(BaseModel):
