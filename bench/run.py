@@ -9,7 +9,7 @@ Usage (from the repository root)::
 
 Results: ``throughput``, ``cache_reuse``, ``lce_economy``, ``mac_statistical``
 (and ``embedded``) as ``.json`` and ``.md``, plus ``summary.md`` (the
-README's Performance section) and ``summary.json``.
+README's Performance section, also written into ``bench/README.md``) and ``summary.json``.
 """
 
 from __future__ import annotations
@@ -52,6 +52,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--embedded", action="store_true", help="only benchmark 5: the embedded model (long)")
     p.add_argument("--embedded-traces", type=int, default=6, help="shortest dev traces for --embedded (default 6)")
     p.add_argument("--methods", nargs="+", default=None, help="methods for --embedded (default: all registered)")
+    p.add_argument("--summary", action="store_true",
+                   help="only rewrite summary.md and the README section from the results already in the folder")
     p.add_argument("--out", type=Path, default=None, help="results folder (default bench/results)")
     return p.parse_args(argv)
 
@@ -70,6 +72,19 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     before = machine()
     print(f"machine: {before['cpus']} cores, load average {before['load_avg_1_5_15']}", flush=True)
+
+    if args.summary:
+        from bench.summary import summary_markdown, update_readme
+
+        written = {n: json.loads((out / f"{n}.json").read_text())
+                   for n in ("throughput", "cache_reuse", "lce_economy", "mac_statistical") if (out / f"{n}.json").is_file()}
+        summary = json.loads((out / "summary.json").read_text())
+        section = summary_markdown(written, summary)
+        write_result("summary", summary, section, out)
+        if out == RESULTS_DIR:
+            update_readme(section)
+        print(section)
+        return 0
 
     if args.embedded:
         from bench.embedded import embedded_markdown, embedded_selection, run_embedded, summarise
@@ -122,12 +137,15 @@ def main(argv: list[str] | None = None) -> int:
         written["mac_statistical"] = payload
     total = time.perf_counter() - started
     if not args.only and not args.quick:
-        from bench.summary import summary_markdown
+        from bench.summary import summary_markdown, update_readme
 
         after = machine()
         summary = {"seconds": round(total, 1), "sections_s": timings, "machine_at_start": before,
                    "machine_at_end": after, "argv": sys.argv[1:]}
-        write_result("summary", summary, summary_markdown(written, summary), out)
+        section = summary_markdown(written, summary)
+        write_result("summary", summary, section, out)
+        if out == RESULTS_DIR:
+            update_readme(section)
     print(f"done in {total:.0f} s; results in {out}", flush=True)
     print(json.dumps(timings), flush=True)
     return 0

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from bench.common import md_table
 
-__all__ = ["summary_markdown", "COMMAND"]
+__all__ = ["summary_markdown", "update_readme", "COMMAND"]
 
 COMMAND = ".venv/bin/python -m bench"
 
@@ -93,7 +94,31 @@ def summary_markdown(written: dict[str, dict[str, Any]], run: dict[str, Any]) ->
         parts.append(_economy(written["lce_economy"]))
     if "mac_statistical" in written:
         parts.append(_mac(written["mac_statistical"]))
-    parts.append("Embedded-model accuracy (all attribution methods on the shortest development traces, "
-                 "seconds and tokens per trace) is opt-in and long: "
-                 f"`{COMMAND} --embedded --embedded-traces 6`.\n")
+    parts.append(_embedded())
     return "\n".join(parts)
+
+
+def _embedded() -> str:
+    """The last embedded run (``results/embedded.json``), if any, and how to run it."""
+    import json
+
+    how = ("Embedded-model accuracy (all attribution methods on the shortest development traces, seconds and "
+           f"tokens per trace) is opt-in and long: `{COMMAND} --embedded --embedded-traces 6`.")
+    path = Path(__file__).with_name("results") / "embedded.json"
+    if not path.is_file():
+        return how + "\n"
+    e = json.loads(path.read_text())
+    cells = ", ".join(f"{r['method']} {r['seconds_per_trace']:.0f} s / {r['prompt_tokens_per_trace']} prompt tokens"
+                      for r in e.get("summary", []))
+    load = (e.get("machine") or {}).get("load_avg_1_5_15", ["?"])[0]
+    return (f"{how} Last run ({(e.get('machine') or {}).get('when', '')[:10]}, {len(e.get('traces', []))} trace(s): "
+            f"{', '.join(e.get('traces', []))}; load average {load}), per trace: {cells} "
+            "(`dcfa_gca_only` reuses DCFA's cached GCA calls).\n")
+
+
+def update_readme(section: str, readme: Path = Path(__file__).with_name("README.md")) -> Path:
+    """Replace the ``## Performance`` section (to the end of the file) of ``bench/README.md`` with ``section``."""
+    text = readme.read_text()
+    head = text.split("## Performance", 1)[0].rstrip() + "\n\n"
+    readme.write_text(head + section.strip() + "\n")
+    return readme
