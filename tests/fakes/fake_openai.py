@@ -100,6 +100,7 @@ class FakeOpenAIServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # no 40 ms delayed-ACK stall per response
 
             def log_message(self, *args: Any) -> None:  # quiet
                 pass
