@@ -4,7 +4,7 @@ The selection is data, not code paths: :func:`demo_plan` returns a
 :class:`DemoPlan` that the ``demo`` flow executes. Defaults (chosen so the job
 fits in about 15 minutes on 2 CPU cores with the embedded 0.5B model):
 
-* traces: our invented examples in ``data/examples/`` (always present) plus
+* traces: two of our invented examples in ``data/examples/`` (always present) plus
   the two shortest Algorithm-Generated traces of the Who&When development
   split, ``38.json`` and ``47.json`` (6 steps, 2.9k and 3.5k characters), when
   the benchmark folder is present;
@@ -26,10 +26,12 @@ from pydantic import BaseModel, ConfigDict
 
 from agentcausal.discovery.datasets import data_dir
 
-__all__ = ["DemoPlan", "demo_plan", "DEMO_TRACE_FILES", "examples_dir"]
+__all__ = ["DemoPlan", "demo_plan", "DEMO_TRACE_FILES", "DEMO_EXAMPLES", "examples_dir"]
 
 #: real Who&When traces of the demo, relative to the benchmark folder
 DEMO_TRACE_FILES = ("Algorithm-Generated/38.json", "Algorithm-Generated/47.json")
+#: our invented traces in the demo: a unit slip, and a misread tool output behind an injected instruction
+DEMO_EXAMPLES = ("wrong_unit_at_step_2.json", "misread_tool_output_at_step_4.json")
 ATTRIBUTION_METHODS = ("all_at_once", "step_by_step", "binary_search", "dcfa")
 STATISTICAL = ("pc", "fci", "ges", "exact_search", "direct_lingam")
 
@@ -84,7 +86,7 @@ def demo_plan(who_and_when_dir: str | Path, *, out_root: str | Path = "runs", qu
     DemoPlan; ``notes`` says when the real traces were not found.
     """
     notes: list[str] = []
-    examples = sorted(str(p) for p in examples_dir().glob("*.json"))
+    examples = [str(examples_dir() / name) for name in DEMO_EXAMPLES]
     real = [Path(who_and_when_dir) / f for f in DEMO_TRACE_FILES]
     found = [str(p) for p in real if p.is_file()]
     if len(found) < len(real):

@@ -46,3 +46,10 @@ def test_quick_demo_runs_every_stage_on_the_embedded_model(tmp_path):
     mac = discovery[discovery["method"] == "mac"].iloc[0]
     assert mac["error"] == "" and mac["dataset"] == "earthquake"
     assert (out / "attribution" / "report.md").is_file() and (out / "discovery" / "report.md").is_file()
+
+
+def test_demo_refuses_zero_threads_before_any_work(capsys):
+    from agentcausal.cli import main
+
+    assert main(["demo", "--threads", "0"]) == 2
+    assert "--threads must be at least 1" in capsys.readouterr().err

@@ -30,6 +30,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--cache-dir", default=None, help="cache root (default: cache/ or $AGENTCAUSAL_CACHE_DIR)")
     p.add_argument("--who-and-when", default=None, metavar="DIR",
                    help="Who&When folder (default: $AGENTCAUSAL_WHO_AND_WHEN_DIR or data/who_and_when)")
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="CPU threads of the embedded model (default: every core, since the demo owns the machine; "
+                   "$AGENTCAUSAL_PROFILE_EMBEDDED_THREADS wins; use fewer when other work shares the machine)")
     p.add_argument("--refresh", action="store_true", help="ignore cached results and LLM replies")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_demo)
@@ -37,15 +40,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Handler of ``agentcausal demo``: plan, run the demo flow, print both tables."""
+    import os
     from pathlib import Path
 
     import pandas as pd
+
+    from agentcausal.exceptions import ConfigError
 
     from agentcausal.demo import demo_plan
     from agentcausal.report.attribution import accuracy_text, report_run
     from agentcausal.report.discovery import summary_text
     from agentcausal.settings import RunSettings
 
+    if args.threads is not None and args.threads < 1:
+        raise ConfigError(f"--threads must be at least 1, got {args.threads}")
+    # Documented choice: the embedded server's usual default keeps one core free
+    # (agentcausal.llm.local.default_threads); the demo runs alone, and on 2 cores
+    # every core roughly halves its time.
+    os.environ.setdefault("AGENTCAUSAL_PROFILE_EMBEDDED_THREADS", str(args.threads or os.cpu_count() or 1))
     settings = RunSettings.from_env(routing=args.routing, profiles_path=args.profiles, cache_dir=args.cache_dir,
                                     who_and_when_dir=args.who_and_when, refresh=True if args.refresh else None)
     plan = demo_plan(settings.who_and_when_dir, quick=args.quick, out_dir=args.out)
