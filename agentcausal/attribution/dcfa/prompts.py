@@ -42,6 +42,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from agentcausal.llm import Message
+from agentcausal.llm.replies import ShortText
 from agentcausal.traces.model import Step
 from agentcausal.traces.render import DATA_NOTICE, delimit, escape_data, render_steps_info
 
@@ -222,7 +223,7 @@ class DecisionReply(BaseModel):
 
 
 def _reason(max_chars: int, description: str = "one sentence") -> object:
-    return Annotated[str, Field(description=description, json_schema_extra={"maxLength": max_chars})]
+    return ShortText(max_chars, description)
 
 
 @functools.lru_cache(maxsize=64)
