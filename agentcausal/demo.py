@@ -2,7 +2,7 @@
 
 The selection is data, not code paths: :func:`demo_plan` returns a
 :class:`DemoPlan` that the ``demo`` flow executes. Defaults (chosen so the job
-fits in about 15 minutes on 2 CPU cores with the embedded 0.5B model):
+took about 9 minutes on 2 idle CPU cores with the embedded 0.5B model):
 
 * traces: two of our invented examples in ``data/examples/`` (always present) plus
   the two shortest Algorithm-Generated traces of the Who&When development

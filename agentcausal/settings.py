@@ -8,6 +8,7 @@ relative to the working directory.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -55,6 +56,28 @@ class RunSettings(BaseModel):
     @property
     def llm_cache_dir(self) -> Path:
         return Path(self.cache_dir) / "llm"
+
+    def check_routes(self, stages: Iterable[str]) -> None:
+        """Fail fast, before any work: the routing exists, every stage is routed, every key is set.
+
+        Parameters
+        ----------
+        stages : stage names the run will call (e.g. a method's ``MethodSpec.stages``)
+
+        Raises
+        ------
+        ConfigError
+            If the profiles file or the routing does not exist.
+        UnknownStageError
+            If a stage has no route.
+        MissingAPIKeyError
+            If a stage's profile reads its key from an unset variable.
+        """
+        from agentcausal.llm.profiles import load_profiles
+
+        profiles = load_profiles(self.profiles_path, self.routing)
+        for stage in stages:
+            profiles.profile_for(stage).api_key()
 
     def gateway(self):
         """A :class:`agentcausal.llm.Gateway` for these settings (new each call; see tasks for reuse)."""

@@ -21,7 +21,7 @@ from agentcausal.llm import Gateway, Profile, ProfileSet
 from tests.fakes.fake_openai import FakeOpenAIServer
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
-WHO_AND_WHEN = Path(os.environ.get("AGENTCAUSAL_WHO_AND_WHEN", SHARED / "data" / "who_and_when"))
+WHO_AND_WHEN = Path(os.environ.get("AGENTCAUSAL_WHO_AND_WHEN_DIR", SHARED / "data" / "who_and_when"))
 
 
 def fake_profiles(base_url: str, **overrides: object) -> ProfileSet:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 
 from agentcausal import __version__
@@ -40,9 +41,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Prefect settings the CLI sets unless the environment already has them (FACTS: the
+#: ephemeral API took 9-19 s to start here and timed out at Prefect's default 20 s;
+#: telemetry fails noisily offline; per-task INFO logs drown the tables).
+PREFECT_DEFAULTS = {
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "PREFECT_LOGGING_LEVEL": "WARNING",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    for key, value in PREFECT_DEFAULTS.items():
+        if not (key == "PREFECT_LOGGING_LEVEL" and args.verbose):
+            os.environ.setdefault(key, value)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

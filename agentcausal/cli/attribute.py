@@ -104,8 +104,17 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     methods = args.methods or ["all_at_once"]
     sets = parse_sets(args.sets)
     resolve_methods(methods, sets, with_ground_truth=False if args.no_ground_truth else None)  # fail fast
+    if args.limit is not None and args.limit < 1:
+        raise ConfigError(f"--limit must be at least 1, got {args.limit}")
+    if args.max_steps is not None and args.max_steps < 1:
+        raise ConfigError(f"--max-steps must be at least 1, got {args.max_steps}")
     settings = RunSettings.from_env(routing=args.routing, profiles_path=args.profiles, cache_dir=args.cache_dir,
                                     refresh=True if args.refresh else None)
+    from agentcausal.attribution.registry import get_method
+    from agentcausal.traces.io import load_traces
+
+    settings.check_routes({st for m in methods for st in get_method(m).stages})
+    load_traces(args.paths)  # malformed trace files fail here, before Prefect starts
     from flows.attribute import run_attribute  # the CLI is the one library module that reaches up to flows
     from flows.runners import runner_choice_from_args
 

@@ -61,6 +61,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     settings = RunSettings.from_env(routing=args.routing, profiles_path=args.profiles, cache_dir=args.cache_dir,
                                     who_and_when_dir=args.who_and_when, refresh=True if args.refresh else None)
     plan = demo_plan(settings.who_and_when_dir, quick=args.quick, out_dir=args.out)
+    from agentcausal.attribution.registry import get_method
+    from agentcausal.discovery.methods import DiscoveryConfig, method_stages
+
+    settings.check_routes({st for m in plan.attribution_methods for st in get_method(m).stages}
+                          | {st for m in plan.llm_methods for st in method_stages(m, DiscoveryConfig())})
     for note in plan.notes:
         print(f"note: {note}", file=sys.stderr)
     print(f"agentcausal demo: {len(plan.trace_paths)} trace files x {len(plan.attribution_methods)} attribution "

@@ -148,6 +148,9 @@ def cmd_discover(args: argparse.Namespace) -> int:
     config = build_config(args)
     settings = RunSettings.from_env(routing=args.routing, profiles_path=args.profiles, cache_dir=args.cache_dir,
                                     refresh=True if args.refresh else None)
+    from agentcausal.discovery.methods import method_stages
+
+    settings.check_routes({st for m in methods for st in method_stages(m, config)})
     from flows.discover import run_discover  # the CLI is the one library module that reaches up to flows
     from flows.runners import runner_choice_from_args
 
