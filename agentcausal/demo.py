@@ -1,8 +1,8 @@
 """What the README's main job runs: a fixed, CPU-sized selection of real inputs.
 
 The selection is data, not code paths: :func:`demo_plan` returns a
-:class:`DemoPlan` that the ``demo`` flow executes. Defaults (chosen so the job
-took about 9 minutes on 2 idle CPU cores with the embedded 0.5B model):
+:class:`DemoPlan` that the ``demo`` flow executes. Defaults (sized for CPUs: the
+whole job took about 9 minutes on 2 idle cores with the embedded 0.5B model):
 
 * traces: two of our invented examples in ``data/examples/`` (always present) plus
   the two shortest Algorithm-Generated traces of the Who&When development
