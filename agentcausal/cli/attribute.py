@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from agentcausal.cli.runner_options import add_runner_arguments
+from agentcausal.cli.settings_options import add_settings_arguments, settings_from_args
 from agentcausal.exceptions import ConfigError
 
 __all__ = ["register", "cmd_attribute", "cmd_evaluate", "parse_sets"]
@@ -44,12 +45,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="only this trace id (repeatable), e.g. Algorithm-Generated/38")
     p.add_argument("--max-steps", type=int, default=None, help="skip traces with more steps")
     p.add_argument("--out", default=None, metavar="DIR", help="run folder (default runs/attribute-<timestamp>)")
-    p.add_argument("--routing", default=None, help="LLM routing from the profiles file (default: 'default')")
-    p.add_argument("--profiles", default=None, help="profiles TOML (default: packaged or $AGENTCAUSAL_PROFILES)")
-    p.add_argument("--cache-dir", default=None, help="cache root (default: cache/ or $AGENTCAUSAL_CACHE_DIR)")
+    add_settings_arguments(p)
     p.add_argument("--no-ground-truth", action="store_true",
                    help="do not show the correct final answer to the methods")
-    p.add_argument("--refresh", action="store_true", help="ignore cached results and LLM replies (rewrites them)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_runner_arguments(p)
     p.set_defaults(func=cmd_attribute)
@@ -96,7 +94,6 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         If a path does not exist, a method is unknown or a setting is invalid (before any LLM call).
     """
     from agentcausal.attribution.common import resolve_methods
-    from agentcausal.settings import RunSettings
 
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
@@ -108,8 +105,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         raise ConfigError(f"--limit must be at least 1, got {args.limit}")
     if args.max_steps is not None and args.max_steps < 1:
         raise ConfigError(f"--max-steps must be at least 1, got {args.max_steps}")
-    settings = RunSettings.from_env(routing=args.routing, profiles_path=args.profiles, cache_dir=args.cache_dir,
-                                    refresh=True if args.refresh else None)
+    settings = settings_from_args(args)
     from agentcausal.attribution.registry import get_method
     from agentcausal.traces.io import load_traces
 

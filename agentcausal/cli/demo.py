@@ -9,6 +9,8 @@
 from __future__ import annotations
 
 import argparse
+
+from agentcausal.cli.settings_options import add_settings_arguments, settings_from_args
 import sys
 import time
 
@@ -25,15 +27,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "everything to a run folder. Reruns come from the cache.")
     p.add_argument("--quick", action="store_true", help="a smaller smoke selection (a few minutes)")
     p.add_argument("--out", default=None, metavar="DIR", help="run folder (default runs/demo-<timestamp>)")
-    p.add_argument("--routing", default=None, help="LLM routing from the profiles file (default: 'default')")
-    p.add_argument("--profiles", default=None, help="profiles TOML (default: packaged or $AGENTCAUSAL_PROFILES)")
-    p.add_argument("--cache-dir", default=None, help="cache root (default: cache/ or $AGENTCAUSAL_CACHE_DIR)")
+    add_settings_arguments(p)
     p.add_argument("--who-and-when", default=None, metavar="DIR",
                    help="Who&When folder (default: $AGENTCAUSAL_WHO_AND_WHEN_DIR or data/who_and_when)")
     p.add_argument("--threads", type=int, default=None, metavar="N",
                    help="CPU threads of the embedded model (default: every core, since the demo owns the machine; "
                    "$AGENTCAUSAL_PROFILE_EMBEDDED_THREADS wins; use fewer when other work shares the machine)")
-    p.add_argument("--refresh", action="store_true", help="ignore cached results and LLM replies")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_demo)
 
@@ -50,7 +49,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from agentcausal.demo import demo_plan
     from agentcausal.report.attribution import accuracy_text, report_run
     from agentcausal.report.discovery import summary_text
-    from agentcausal.settings import RunSettings
 
     if args.threads is not None and args.threads < 1:
         raise ConfigError(f"--threads must be at least 1, got {args.threads}")
@@ -58,8 +56,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     # (agentcausal.llm.local.default_threads); the demo runs alone, and on 2 cores
     # every core roughly halves its time.
     os.environ.setdefault("AGENTCAUSAL_PROFILE_EMBEDDED_THREADS", str(args.threads or os.cpu_count() or 1))
-    settings = RunSettings.from_env(routing=args.routing, profiles_path=args.profiles, cache_dir=args.cache_dir,
-                                    who_and_when_dir=args.who_and_when, refresh=True if args.refresh else None)
+    settings = settings_from_args(args, who_and_when_dir=args.who_and_when)
     plan = demo_plan(settings.who_and_when_dir, quick=args.quick, out_dir=args.out)
     from agentcausal.attribution.registry import get_method
     from agentcausal.discovery.methods import DiscoveryConfig, method_stages

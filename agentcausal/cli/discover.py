@@ -15,6 +15,8 @@ Prints the SHD / NHD / F1 table and the run folder (``results.parquet``,
 from __future__ import annotations
 
 import argparse
+
+from agentcausal.cli.settings_options import add_settings_arguments, settings_from_args
 import sys
 from pathlib import Path
 
@@ -43,10 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seeds", type=int, nargs="+", default=[0], metavar="SEED", help="seeds (default: 0)")
     p.add_argument("--n", type=int, default=1000, help="rows sampled from a bnlearn network (default 1000)")
     p.add_argument("--out", default=None, metavar="DIR", help="run folder (default runs/discover-<timestamp>)")
-    p.add_argument("--routing", default=None, help="LLM routing from the profiles file (default: 'default')")
-    p.add_argument("--profiles", default=None, help="profiles TOML (default: packaged or $AGENTCAUSAL_PROFILES)")
-    p.add_argument("--cache-dir", default=None, help="cache root (default: cache/ or $AGENTCAUSAL_CACHE_DIR)")
-    p.add_argument("--refresh", action="store_true", help="ignore cached results and LLM replies (rewrites them)")
+    add_settings_arguments(p)
     g = p.add_argument_group("MAC")
     g.add_argument("--rounds", type=int, default=1, help="Affirmative-Negative rounds per debate (1-5, default 1)")
     g.add_argument("--subset-size", type=int, default=5, help="rows of the subset S in the algorithm debate")
@@ -132,7 +131,6 @@ def cmd_discover(args: argparse.Namespace) -> int:
         print(f"\nrun folder: {files.run_dir}\nreport:     {files.report}")
         return 0
     from agentcausal.discovery.methods import resolve_methods
-    from agentcausal.settings import RunSettings
 
     if not args.datasets:
         raise ConfigError("name at least one --dataset (e.g. --dataset earthquake, or --dataset main)")
@@ -146,8 +144,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
         if unknown:
             raise ConfigError(f"--llm-dataset {', '.join(unknown)} is not among the --dataset values")
     config = build_config(args)
-    settings = RunSettings.from_env(routing=args.routing, profiles_path=args.profiles, cache_dir=args.cache_dir,
-                                    refresh=True if args.refresh else None)
+    settings = settings_from_args(args)
     from agentcausal.discovery.methods import method_stages
 
     settings.check_routes({st for m in methods for st in method_stages(m, config)})
