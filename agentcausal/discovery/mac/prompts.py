@@ -48,7 +48,7 @@ __all__ = [
     "delimit",
 ]
 
-PROMPT_VERSION = "mac-2025-01-v4"
+PROMPT_VERSION = "mac-2026-11-v5"  # v5: codebook descriptions (no relations), per-edge reasons
 
 POOL_DESCRIPTION = (
     "pc: constraint-based, conditional independence tests; returns a CPDAG.\n"
