@@ -28,14 +28,14 @@ import pandas as pd
 
 from agentcausal.discovery.graph import CausalGraph
 from agentcausal.discovery.methods import DiscoveryOutcome
-from agentcausal.discovery.metrics import NHD_CONVENTION, SHD_CONVENTION, evaluate_graph
+from agentcausal.discovery.metrics import METRIC_COLUMNS, METRICS_FOOTER, SHD_CONVENTION, evaluate_graph
 from agentcausal.report.html import write_html_report
 from agentcausal.report.plots import Figure, discovery_figures, figures_markdown
 
 __all__ = ["outcomes_frame", "summary_table", "summary_text", "graph_mermaid", "draw_graph_png",
            "markdown_report", "save_run", "write_report", "load_outcomes", "table_records", "RunFiles"]
 
-_METRICS = ("shd", "nhd", "f1", "precision", "recall", "skeleton_f1")
+_METRICS = (*METRIC_COLUMNS, "precision", "recall")
 
 
 def outcomes_frame(outcomes: Sequence[DiscoveryOutcome], *, reversal_cost: Literal[1, 2] = 1) -> pd.DataFrame:
@@ -49,7 +49,7 @@ def outcomes_frame(outcomes: Sequence[DiscoveryOutcome], *, reversal_cost: Liter
     Returns
     -------
     DataFrame with columns dataset, seed, n, method, shd, shd_reversal_cost,
-    nhd, precision, recall, f1, skeleton_precision, skeleton_recall,
+    shd2, nhd, precision, recall, f1, skeleton_precision, skeleton_recall,
     skeleton_f1, n_pred_edges, n_true_edges, seconds, prompt_tokens,
     completion_tokens, llm_requests, error, edges (JSON), algorithm (the
     algorithm MAC's DCM ran, if any), models (JSON), prompt_version, data_hash.
@@ -63,7 +63,7 @@ def outcomes_frame(outcomes: Sequence[DiscoveryOutcome], *, reversal_cost: Liter
             row.update(m.model_dump())
             row["shd_reversal_cost"] = row.pop("reversal_cost")
         else:
-            row.update({k: float("nan") for k in ("shd", "nhd", "precision", "recall", "f1", "skeleton_precision",
+            row.update({k: float("nan") for k in ("shd", "shd2", "nhd", "precision", "recall", "f1", "skeleton_precision",
                                                   "skeleton_recall", "skeleton_f1")})
             row.update(shd_reversal_cost=reversal_cost, n_true_edges=len(o.true_graph.edges) if o.true_graph else 0,
                        n_pred_edges=len(o.graph.edges) if o.graph else 0)
@@ -109,6 +109,7 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
     out["runs"] = g.size()
     out["errors"] = g["error"].apply(lambda s: int((s != "").sum()))
     out["seconds_mean"] = g["seconds"].mean()
+    out["n"] = g["n"].agg(lambda s: "/".join(str(int(v)) for v in dict.fromkeys(s)))
     return out
 
 
@@ -134,14 +135,16 @@ def summary_text(df: pd.DataFrame, *, reversal_cost: int = 1) -> str:
     if df.empty:
         return "(no results)"
     s = summary_table(df)
-    lines = [f"{'dataset':<11} {'method':<14} {'SHD':>9} {'NHD':>11} {'F1':>11} {'skel F1':>9} {'s':>6} {'runs':>4}"]
+    digits = {"shd": 1, "shd2": 1, "nhd": 3, "f1": 2, "skeleton_f1": 2}
+    lines = [f"{'dataset':<11} {'n':>6} {'method':<14} " + " ".join(f"{h:>11}" for h in METRIC_COLUMNS.values())
+             + f" {'s':>6} {'runs':>4}"]
     for (ds, m), r in s.iterrows():
         err = f"  ({r['errors']} failed)" if r["errors"] else ""
-        lines.append(f"{ds:<11} {m:<14} {_cell(r.shd_mean, r.shd_std, 1):>9} {_cell(r.nhd_mean, r.nhd_std, 3):>11} "
-                     f"{_cell(r.f1_mean, r.f1_std, 2):>11} {_cell(r.skeleton_f1_mean, r.skeleton_f1_std, 2):>9} "
-                     f"{r.seconds_mean:>6.1f} {int(r.runs):>4}{err}")
-    lines.append(f"{SHD_CONVENTION[reversal_cost]}. {NHD_CONVENTION}. F1 on directed edges "
-                 "(undirected edges are no directed claim). Mean±std over seeds.")
+        cells = " ".join(f"{_cell(r[f'{k}_mean'], r[f'{k}_std'], digits[k]):>11}" for k in METRIC_COLUMNS)
+        lines.append(f"{ds:<11} {r['n']:>6} {m:<14} {cells} {r.seconds_mean:>6.1f} {int(r.runs):>4}{err}")
+    caption = METRICS_FOOTER if reversal_cost == 1 else f"{SHD_CONVENTION[reversal_cost]} in the SHD column. " \
+        + METRICS_FOOTER
+    lines.append(f"{caption} n: rows of data. Mean±std over seeds.")
     return "\n".join(lines)
 
 
@@ -381,7 +384,7 @@ def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw:
     figs = discovery_figures(df, outcomes, run)  # PNGs in the run folder; text charts in report.md
     (run / "report.md").write_text(md + figures_markdown(figs))
     graphs = [Figure(p.stem, p.stem.replace("__", " / "), p, "") for p in sorted((run / "graphs").glob("*.png"))]
-    runs = df[[c for c in ("dataset", "seed", "method", "shd", "nhd", "f1", "skeleton_f1", "seconds", "prompt_tokens",
+    runs = df[[c for c in ("dataset", "seed", "n", "method", *METRIC_COLUMNS, "seconds", "prompt_tokens",
                            "completion_tokens", "error") if c in df]] if not df.empty else df
     write_html_report(run / "report.html", "Causal discovery", {k: meta[k] for k in ("datasets", "methods", "seeds",
                       "n", "routing", "wall_seconds") if k in meta}, figs + graphs,
@@ -396,8 +399,9 @@ def table_records(df: pd.DataFrame) -> list[dict[str, Any]]:
         return []
     out = []
     for (ds, m), r in s.iterrows():
-        out.append({"dataset": ds, "method": m, "SHD": _cell(r.shd_mean, r.shd_std, 2),
-                    "NHD": _cell(r.nhd_mean, r.nhd_std, 3), "F1": _cell(r.f1_mean, r.f1_std, 2),
-                    "skeleton F1": _cell(r.skeleton_f1_mean, r.skeleton_f1_std, 2), "runs": int(r.runs),
+        digits = {"shd": 2, "shd2": 2, "nhd": 3, "f1": 2, "skeleton_f1": 2}
+        out.append({"dataset": ds, "n": r["n"], "method": m,
+                    **{h: _cell(r[f"{k}_mean"], r[f"{k}_std"], digits[k]) for k, h in METRIC_COLUMNS.items()},
+                    "runs": int(r.runs),
                     "errors": int(r.errors), "seconds": round(float(r.seconds_mean), 2)})
     return out
