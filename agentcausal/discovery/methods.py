@@ -38,6 +38,7 @@ from agentcausal.discovery.algorithms import ALGORITHMS, default_choice, run_alg
 from agentcausal.discovery.baselines import llm_zero_shot
 from agentcausal.discovery.datasets import Dataset
 from agentcausal.discovery.graph import CausalGraph
+from agentcausal.discovery.mac.calls import sample_index
 from agentcausal.discovery.mac.pipeline import run_mac
 from agentcausal.discovery.mac.prompts import PROMPT_VERSION
 from agentcausal.discovery.mac.settings import BASELINE_STAGE, CODER_STAGE, DEBATE_STAGE, MACSettings
@@ -67,11 +68,15 @@ class DiscoveryConfig(BaseModel):
     ----------
     mac : MACSettings, for ``mac`` (the ablations override ``single_agent`` or ``stages``)
     algorithm_timeout_s : float, wall limit of a statistical baseline
+    repeat : int >= 0, the repeat index of ``--repeats K``: LLM methods ask for sample
+        ``sample_index(seed, repeat)`` (the data seed itself for repeat 0), so each (seed, repeat)
+        is an independent, separately cached answer (:mod:`agentcausal.discovery.mac.calls`)
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     mac: MACSettings = Field(default_factory=MACSettings)
     algorithm_timeout_s: float = Field(300.0, gt=0)
+    repeat: int = Field(0, ge=0)
 
 
 class DiscoveryOutcome(BaseModel):
@@ -154,15 +159,17 @@ def _statistical(method: str) -> Callable[..., tuple[CausalGraph, dict[str, Any]
 
 def _mac(method: str) -> Callable[..., tuple[CausalGraph, dict[str, Any]]]:
     def run(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
-        res = run_mac(gw, ds, _mac_settings(method, config), seed=seed, item=item)
-        return res.graph, res.model_dump(mode="json", exclude={"graph"})
+        sample = sample_index(seed, config.repeat)
+        res = run_mac(gw, ds, _mac_settings(method, config), seed=seed, item=item, sample=sample)
+        return res.graph, {**res.model_dump(mode="json", exclude={"graph"}), "sample": sample}
 
     return run
 
 
 def _zero_shot(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
-    res = llm_zero_shot(gw, ds, item=item, max_tokens_scale=config.mac.max_tokens_scale)
-    return res.graph, {"dropped": list(res.dropped)}
+    sample = sample_index(seed, config.repeat)
+    res = llm_zero_shot(gw, ds, item=item, max_tokens_scale=config.mac.max_tokens_scale, sample=sample)
+    return res.graph, {"dropped": list(res.dropped), "sample": sample}
 
 
 _HANDLERS: dict[str, Callable[..., tuple[CausalGraph, dict[str, Any]]]] = {
