@@ -80,13 +80,14 @@ def discover(
     settings = settings or RunSettings.from_env()
     config = config or DiscoveryConfig()
     names = resolve_methods(methods)
-    ordered = [m for m in names if m in LLM_METHODS] + [m for m in names if m not in LLM_METHODS]
+    llm = {m for m in names if m.partition("@")[0] in LLM_METHODS}  # "mac@names": an anonymised LLM method
+    ordered = [m for m in names if m in llm] + [m for m in names if m not in llm]
     pairs = [(spec, s) for spec in datasets for s in seeds]
     loaded = load_discovery_dataset.map(spec=[p for p, _ in pairs], n=unmapped(n), seed=[s for _, s in pairs])
     data = [f.result() for f in loaded]
     llm_only = None if llm_datasets is None else {d.lower() for d in llm_datasets}
     jobs = [(m, i) for m in ordered for i in range(len(pairs))
-            if m not in LLM_METHODS or llm_only is None or pairs[i][0].lower() in llm_only
+            if m not in llm or llm_only is None or pairs[i][0].lower() in llm_only
             or data[i].name in llm_only]
     started = time.time()
     futures = discover_one.with_options(**discover_options(settings)).map(

@@ -39,6 +39,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--method", "-m", action="append", dest="methods", metavar="NAME",
                    help="mac, mac_single, dcm_only, mdm_only, llm_zero_shot, pc, fci, ges, exact_search, "
                    "direct_lingam, or 'statistical' (the five); repeatable (default: mac)")
+    p.add_argument("--anonymise", action="append", choices=("none", "names", "all"), metavar="MODE",
+                   help="memorisation control, repeatable: run each LLM method once per mode: none (as is), "
+                   "names (neutral variable ids, descriptions kept), all (ids only: descriptions, states and "
+                   "domain dropped); the report shows the modes side by side (default: none)")
     p.add_argument("--llm-dataset", action="append", dest="llm_datasets", metavar="NAME",
                    help="run LLM methods only on this dataset (repeatable; default: every dataset); "
                    "statistical methods run on all")
@@ -138,7 +142,9 @@ def cmd_discover(args: argparse.Namespace) -> int:
         raise ConfigError(f"--n must be at least 10, got {args.n}")
     datasets = _expand(args.datasets)
     _check_datasets(datasets)
-    methods = resolve_methods(args.methods or ["mac"])
+    from agentcausal.discovery.methods import with_anonymise
+
+    methods = with_anonymise(resolve_methods(args.methods or ["mac"]), args.anonymise or ["none"])
     if args.llm_datasets:
         unknown = [d for d in _expand(args.llm_datasets) if d not in datasets]
         if unknown:

@@ -12,6 +12,8 @@ method              what runs
 ``dcm_only``        DCM alone (§4.3)
 ``mdm_only``        MDM on the metadata alone (§4.3)
 ``llm_zero_shot``   one LLM call from the metadata (§4.1)
+``m@names``         LLM method ``m`` with neutral variable ids (memorisation control,
+``m@all``           :mod:`agentcausal.discovery.anonymise`); ``m@all`` also drops the metadata
 ==================  ===========================================================
 
 :func:`run_discovery` never raises for a method failure (timeout, invalid
@@ -35,6 +37,7 @@ from typing import Any, Callable
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentcausal.discovery.algorithms import ALGORITHMS, default_choice, run_algorithm
+from agentcausal.discovery.anonymise import ANONYMISE_MODES, anonymise, restore_names
 from agentcausal.discovery.baselines import llm_zero_shot
 from agentcausal.discovery.datasets import Dataset
 from agentcausal.discovery.graph import CausalGraph
@@ -51,6 +54,8 @@ __all__ = [
     "DiscoveryConfig",
     "DiscoveryOutcome",
     "resolve_methods",
+    "split_method",
+    "with_anonymise",
     "method_stages",
     "run_discovery",
     "discovery_key",
@@ -112,6 +117,44 @@ class DiscoveryOutcome(BaseModel):
     data_hash: str = ""
 
 
+def split_method(method: str) -> tuple[str, str]:
+    """``"mac@names"`` -> ``("mac", "names")``; a plain name has mode ``"none"``.
+
+    Raises
+    ------
+    ConfigError on an unknown base method or mode, or a mode on a statistical method.
+    """
+    base, _, mode = method.partition("@")
+    mode = mode or "none"
+    if base not in METHODS:
+        raise ConfigError(f"unknown discovery method {method!r}; choose from {', '.join(METHODS)} "
+                          "or 'statistical'")
+    if mode not in ANONYMISE_MODES:
+        raise ConfigError(f"unknown anonymise mode in {method!r}; choose from {', '.join(ANONYMISE_MODES)}")
+    if mode != "none" and base not in LLM_METHODS:
+        raise ConfigError(f"{method!r}: anonymising only applies to LLM methods ({', '.join(LLM_METHODS)})")
+    return base, mode
+
+
+def with_anonymise(methods: Sequence[str], modes: Sequence[str]) -> list[str]:
+    """Each LLM method once per memorisation-control mode (``mac``, ``mac@names``, ``mac@all``...).
+
+    Statistical methods are kept once; mode ``none`` keeps the plain name.
+
+    >>> with_anonymise(["mac", "pc"], ["none", "names"])
+    ['mac', 'mac@names', 'pc']
+    """
+    out: list[str] = []
+    for m in methods:
+        base, _ = split_method(m)
+        for mode in (modes if base in LLM_METHODS else ["none"]):
+            split_method(f"{base}@{mode}")
+            name = base if mode == "none" else f"{base}@{mode}"
+            if name not in out:
+                out.append(name)
+    return out
+
+
 def resolve_methods(names: Sequence[str]) -> list[str]:
     """Check method names up front; ``"statistical"`` expands to the five pool algorithms.
 
@@ -124,9 +167,8 @@ def resolve_methods(names: Sequence[str]) -> list[str]:
         key = name.lower().replace("-", "_")
         expanded = list(STATISTICAL_METHODS) if key in ("statistical", "stat") else [key]
         for k in expanded:
-            if k not in METHODS:
-                raise ConfigError(f"unknown discovery method {name!r}; choose from {', '.join(METHODS)} "
-                                  "or 'statistical'")
+            base, mode = split_method(k)
+            k = base if mode == "none" else k
             if k not in out:
                 out.append(k)
     return out
@@ -134,6 +176,7 @@ def resolve_methods(names: Sequence[str]) -> list[str]:
 
 def method_stages(method: str, config: DiscoveryConfig) -> tuple[str, ...]:
     """LLM stages a method calls (empty for statistical baselines)."""
+    method = method.partition("@")[0]
     if method in STATISTICAL_METHODS:
         return ()
     if method == "llm_zero_shot":
@@ -177,6 +220,19 @@ _HANDLERS: dict[str, Callable[..., tuple[CausalGraph, dict[str, Any]]]] = {
     **{m: _mac(m) for m in ("mac", "mac_single", "dcm_only", "mdm_only")},
     "llm_zero_shot": _zero_shot,
 }
+
+
+def _anonymised(method: str, mode: str) -> Callable[..., tuple[CausalGraph, dict[str, Any]]]:
+    def run(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
+        anon, back = anonymise(ds, mode)
+        graph, details = _HANDLERS[method](gw, anon, config, seed, item)
+        return restore_names(graph, back, ds.variables), {**details, "anonymise": {"mode": mode, "ids": back}}
+
+    return run
+
+
+_HANDLERS.update({f"{m}@{mode}": _anonymised(m, mode) for m in LLM_METHODS for mode in ANONYMISE_MODES
+                  if mode != "none"})
 
 
 def run_discovery(method: str, ds: Dataset, gw=None, config: DiscoveryConfig = DiscoveryConfig(), *,

@@ -33,7 +33,8 @@ from agentcausal.report.html import write_html_report
 from agentcausal.report.plots import Figure, discovery_figures, figures_markdown
 
 __all__ = ["outcomes_frame", "summary_table", "summary_text", "graph_mermaid", "draw_graph_png",
-           "markdown_report", "save_run", "write_report", "load_outcomes", "table_records", "RunFiles"]
+           "markdown_report", "memorisation_text", "save_run", "write_report", "load_outcomes", "table_records",
+           "RunFiles"]
 
 _METRICS = (*METRIC_COLUMNS, "precision", "recall")
 
@@ -145,6 +146,34 @@ def summary_text(df: pd.DataFrame, *, reversal_cost: int = 1) -> str:
     caption = METRICS_FOOTER if reversal_cost == 1 else f"{SHD_CONVENTION[reversal_cost]} in the SHD column. " \
         + METRICS_FOOTER
     lines.append(f"{caption} n: rows of data. Mean±std over seeds.")
+    return "\n".join(lines)
+
+
+def memorisation_text(df: pd.DataFrame) -> str:
+    """Memorisation control: each LLM method's mean SHD / F1 per anonymise mode, side by side.
+
+    Methods named ``m@names`` / ``m@all`` (:func:`agentcausal.discovery.methods.with_anonymise`) are
+    grouped with ``m``; columns ``none``, ``names``, ``all``. Empty string when no method was anonymised.
+    """
+    if df.empty or not df["method"].str.contains("@").any():
+        return ""
+    d = df.assign(base=df["method"].str.partition("@")[0],
+                  mode=df["method"].str.partition("@")[2].replace("", "none"))
+    d = d[d["base"].isin(set(d.loc[d["mode"] != "none", "base"]))]
+    g = d.groupby(["dataset", "n", "base", "mode"], sort=False)[["shd", "f1"]].mean()
+    modes = [m for m in ("none", "names", "all") if m in set(d["mode"])]
+    lines = [f"{'dataset':<11} {'n':>6} {'method':<14} " + " ".join(f"{m:>13}" for m in modes)]
+    for (ds, n, base), _ in d.groupby(["dataset", "n", "base"], sort=False):
+        cells = []
+        for m in modes:
+            if (ds, n, base, m) in g.index:
+                r = g.loc[(ds, n, base, m)]
+                cells.append(f"{r.shd:.1f} / {r.f1:.2f}" if not pd.isna(r.shd) else "–")
+            else:
+                cells.append("")
+        lines.append(f"{ds:<11} {n:>6} {base:<14} " + " ".join(f"{c:>13}" for c in cells))
+    lines.append("Cells: mean SHD / F1 over seeds. none: as is; names: neutral variable ids, descriptions kept; "
+                 "all: ids only (descriptions, state names and domain dropped).")
     return "\n".join(lines)
 
 
@@ -302,6 +331,8 @@ def markdown_report(df: pd.DataFrame, outcomes: Sequence[DiscoveryOutcome], meta
             lines.append(f"- **{k}**: `{json.dumps(meta[k]) if not isinstance(meta[k], str) else meta[k]}`")
     lines += ["", "## Results (mean ± std over seeds)", "", "```", summary_text(df, reversal_cost=reversal_cost),
               "```", ""]
+    if mem := memorisation_text(df):
+        lines += ["## Memorisation control (anonymise modes side by side)", "", "```", mem, "```", ""]
     failed = df[df["error"] != ""] if not df.empty else df
     if len(failed):
         lines += ["## Failures", ""]
