@@ -79,6 +79,13 @@ def _mac(m: dict[str, Any]) -> str:
     )
 
 
+def _exact(e: dict[str, Any]) -> str:
+    rows = [{"variant": r["variant"], "n": r["n"], **{h: r[k] for k, h in METRIC_COLUMNS.items()}}
+            for r in e["summary"]]
+    return (f"**Exact search on discrete data** ({e['dataset']}, seeds {', '.join(map(str, e['seeds']))}; "
+            f"mean over seeds; n per row). {e['finding']}\n\n" + md_table(rows) + f"\n{METRICS_FOOTER}\n")
+
+
 def summary_markdown(written: dict[str, dict[str, Any]], run: dict[str, Any]) -> str:
     """The Performance section: latest numbers and the command that reproduces them."""
     ms, me = run["machine_at_start"], run["machine_at_end"]
@@ -97,6 +104,8 @@ def summary_markdown(written: dict[str, dict[str, Any]], run: dict[str, Any]) ->
         parts.append(_economy(written["lce_economy"]))
     if "mac_statistical" in written:
         parts.append(_mac(written["mac_statistical"]))
+    if "exact_discrete" in written:
+        parts.append(_exact(written["exact_discrete"]))
     parts.append(_embedded())
     return "\n".join(parts)
 

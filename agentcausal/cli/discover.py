@@ -37,7 +37,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "six of the main table; 'all' = all eight) or a .csv/.parquet file with its .json metadata "
                    "beside it (or DATA::META); repeatable")
     p.add_argument("--method", "-m", action="append", dest="methods", metavar="NAME",
-                   help="mac, mac_single, dcm_only, mdm_only, llm_zero_shot, pc, fci, ges, exact_search, "
+                   help="mac, mac_single, dcm_only, mdm_only, llm_zero_shot, react, llm_scd, ils_csl, pc, fci, ges, "
+                   "exact_search, "
                    "direct_lingam, or 'statistical' (the five); repeatable (default: mac)")
     p.add_argument("--anonymise", action="append", choices=("none", "names", "all"), metavar="MODE",
                    help="memorisation control, repeatable: run each LLM method once per mode: none (as is), "

@@ -12,6 +12,9 @@ method              what runs
 ``dcm_only``        DCM alone (§4.3)
 ``mdm_only``        MDM on the metadata alone (§4.3)
 ``llm_zero_shot``   one LLM call from the metadata (§4.1)
+``react``           ReAct agent with data tools (Yao et al., arXiv:2210.03629)
+``llm_scd``         PC with an LLM-derived prior (Takayama et al., arXiv:2402.01454)
+``ils_csl``         hill climbing with iterative LLM edge supervision (Ban et al., arXiv:2311.11689)
 ``m@names``         LLM method ``m`` with neutral variable ids (memorisation control,
 ``m@all``           :mod:`agentcausal.discovery.anonymise`); ``m@all`` also drops the metadata
 ==================  ===========================================================
@@ -41,6 +44,9 @@ from agentcausal.discovery.anonymise import ANONYMISE_MODES, anonymise, restore_
 from agentcausal.discovery.baselines import llm_zero_shot
 from agentcausal.discovery.datasets import Dataset
 from agentcausal.discovery.graph import CausalGraph
+from agentcausal.discovery.ils_csl import ILSCSLSettings, ils_csl
+from agentcausal.discovery.llm_scd import LLMSCDSettings, llm_scd
+from agentcausal.discovery.react import ReActSettings, react_discovery
 from agentcausal.discovery.mac.calls import sample_index
 from agentcausal.discovery.mac.pipeline import run_mac
 from agentcausal.discovery.mac.prompts import PROMPT_VERSION
@@ -50,6 +56,7 @@ from agentcausal.exceptions import AgentCausalError, ConfigError, EndpointUnreac
 __all__ = [
     "STATISTICAL_METHODS",
     "LLM_METHODS",
+    "BASELINE_METHODS",
     "METHODS",
     "DiscoveryConfig",
     "DiscoveryOutcome",
@@ -62,7 +69,9 @@ __all__ = [
 ]
 
 STATISTICAL_METHODS = ALGORITHMS
-LLM_METHODS = ("mac", "mac_single", "dcm_only", "mdm_only", "llm_zero_shot")
+LLM_METHODS = ("mac", "mac_single", "dcm_only", "mdm_only", "llm_zero_shot", "react", "llm_scd", "ils_csl")
+#: LLM baselines of the MAC paper's §4.1 that call only the baseline stage
+BASELINE_METHODS = ("llm_zero_shot", "react", "llm_scd", "ils_csl")
 METHODS = STATISTICAL_METHODS + LLM_METHODS
 
 
@@ -73,6 +82,7 @@ class DiscoveryConfig(BaseModel):
     ----------
     mac : MACSettings, for ``mac`` (the ablations override ``single_agent`` or ``stages``)
     algorithm_timeout_s : float, wall limit of a statistical baseline
+    react, llm_scd, ils_csl : settings of those LLM baselines
     repeat : int >= 0, the repeat index of ``--repeats K``: LLM methods ask for sample
         ``sample_index(seed, repeat)`` (the data seed itself for repeat 0), so each (seed, repeat)
         is an independent, separately cached answer (:mod:`agentcausal.discovery.mac.calls`)
@@ -81,6 +91,9 @@ class DiscoveryConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     mac: MACSettings = Field(default_factory=MACSettings)
     algorithm_timeout_s: float = Field(300.0, gt=0)
+    react: ReActSettings = Field(default_factory=ReActSettings)
+    llm_scd: LLMSCDSettings = Field(default_factory=LLMSCDSettings)
+    ils_csl: ILSCSLSettings = Field(default_factory=ILSCSLSettings)
     repeat: int = Field(0, ge=0)
 
 
@@ -179,7 +192,7 @@ def method_stages(method: str, config: DiscoveryConfig) -> tuple[str, ...]:
     method = method.partition("@")[0]
     if method in STATISTICAL_METHODS:
         return ()
-    if method == "llm_zero_shot":
+    if method in BASELINE_METHODS:
         return (BASELINE_STAGE,)
     coder = (CODER_STAGE,) if config.mac.executor == "coding" and method != "mdm_only" else ()
     return (DEBATE_STAGE,) + coder
@@ -215,10 +228,31 @@ def _zero_shot(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
     return res.graph, {"dropped": list(res.dropped), "sample": sample}
 
 
+def _react(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
+    sample = sample_index(seed, config.repeat)
+    res = react_discovery(gw, ds, config.react, item=item, sample=sample)
+    return res.graph, {**res.model_dump(mode="json", exclude={"graph"}), "sample": sample}
+
+
+def _llm_scd(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
+    sample = sample_index(seed, config.repeat)
+    res = llm_scd(gw, ds, config.llm_scd, item=item, sample=sample)
+    return res.graph, {**res.model_dump(mode="json", exclude={"graph"}), "sample": sample}
+
+
+def _ils_csl(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
+    sample = sample_index(seed, config.repeat)
+    res = ils_csl(gw, ds, config.ils_csl, item=item, sample=sample)
+    return res.graph, {**res.model_dump(mode="json", exclude={"graph"}), "sample": sample}
+
+
 _HANDLERS: dict[str, Callable[..., tuple[CausalGraph, dict[str, Any]]]] = {
     **{m: _statistical(m) for m in STATISTICAL_METHODS},
     **{m: _mac(m) for m in ("mac", "mac_single", "dcm_only", "mdm_only")},
     "llm_zero_shot": _zero_shot,
+    "react": _react,
+    "llm_scd": _llm_scd,
+    "ils_csl": _ils_csl,
 }
 
 

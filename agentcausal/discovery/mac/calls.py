@@ -45,24 +45,26 @@ def sample_index(seed: int, repeat: int = 0) -> int:
 
 
 @functools.lru_cache(maxsize=16)
-def _accepts_sample(cls: type) -> bool:
+def _accepts(cls: type, name: str) -> bool:
     try:
-        return "sample" in inspect.signature(cls.structured).parameters
+        return name in inspect.signature(cls.structured).parameters
     except (TypeError, ValueError, AttributeError):
         return False
 
 
 def structured(gw, stage: str, messages: Sequence[dict[str, str]], reply_model: type, *, item: str | None,
-               max_tokens: int, sample: int = 0) -> Any:
-    """``gw.structured`` with the sample index (dropped for a gateway without ``sample``, e.g. a test double).
+               max_tokens: int, sample: int = 0, temperature: float | None = None) -> Any:
+    """``gw.structured`` with the sample index and temperature (each dropped for a gateway without it).
 
     Raises
     ------
     whatever ``Gateway.structured`` raises (StructuredOutputError, EndpointUnreachableError, ...).
     """
     kwargs: dict[str, Any] = {}
-    if sample and _accepts_sample(type(gw)):
+    if sample and _accepts(type(gw), "sample"):
         kwargs["sample"] = sample
+    if temperature is not None and _accepts(type(gw), "temperature"):
+        kwargs["temperature"] = temperature
     return gw.structured(stage, messages, reply_model, item=item, max_tokens=max_tokens, **kwargs)
 
 
