@@ -120,6 +120,43 @@ def _cache_identity(profile: Profile) -> str:
     return profile.base_url
 
 
+def _chat_params(
+    profile: Profile, max_tokens: int | None, temperature: float | None, sample: int
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Request parameters in the profile's dialect, and what of them enters the cache key.
+
+    Returns ``(params, key_extra)``: ``params`` go into the request (and the
+    cache key); ``key_extra`` holds what changes the result without being sent
+    (``sample`` when the endpoint takes no seed). With the defaults (dialect
+    ``max_tokens``, temperature allowed, ``sample=0``) the params are exactly
+    ``{"temperature": t, "max_tokens": n}``, so cache keys written before
+    these settings existed still match.
+    """
+    if sample < 0:
+        raise ValueError(f"sample must be >= 0, got {sample}")
+    params: dict[str, Any] = {}
+    if profile.temperature_allowed:
+        params["temperature"] = float(profile.temperature if temperature is None else temperature)
+    elif temperature is not None and temperature != profile.temperature:
+        log.debug("profile %s takes no temperature; ignoring temperature=%s", profile.name, temperature)
+    cap = max_tokens
+    if profile.hidden_reasoning_counts:
+        cap = profile.max_output_tokens  # the method's cap sizes the visible answer; reasoning needs headroom
+    elif cap is not None and profile.max_output_tokens is not None:
+        cap = min(cap, profile.max_output_tokens)
+    if cap is not None:
+        params[profile.token_cap_param] = cap
+    if profile.reasoning_effort is not None:
+        params["reasoning_effort"] = profile.reasoning_effort
+    key_extra: dict[str, Any] = {}
+    if sample > 0:
+        if profile.seed_supported:
+            params["seed"] = sample
+        else:
+            key_extra["sample"] = sample
+    return params, key_extra
+
+
 def _extract_json(text: str) -> str:
     """Strip code fences and surrounding prose from a JSON reply."""
     t = _FENCE.sub("", text.strip()).strip()
@@ -336,7 +373,8 @@ class Gateway:
         *,
         item: str | None = None,
         max_tokens: int | None = None,
-        temperature: float = 0.0,
+        sample: int = 0,
+        temperature: float | None = None,
     ) -> str:
         """One chat completion, cached.
 
@@ -345,8 +383,18 @@ class Gateway:
         stage : str, routed stage name
         messages : sequence of {"role", "content"} dicts
         item : str, optional; the trace or dataset id for usage accounting
-        max_tokens : int, optional; completion cap in tokens
-        temperature : float; 0 by default (the papers run at temperature 0)
+        max_tokens : int, optional
+            Completion cap in tokens, clamped to the profile's ``max_output_tokens``
+            and sent under the profile's ``token_cap_param``; for a profile whose
+            hidden reasoning counts against the cap, the profile's
+            ``max_output_tokens`` (or no cap) is sent instead.
+        sample : int
+            Repeat index. 0 (default) is the ordinary call; ``sample > 0`` is
+            cached apart and sent as ``seed = sample`` where the profile takes a
+            seed, so K repeats give K independent draws at the profile's temperature.
+        temperature : float, optional
+            ``None`` (default) uses the profile's ``temperature`` (0 unless set);
+            not sent where the profile's ``temperature_allowed`` is false.
 
         Returns
         -------
@@ -360,10 +408,8 @@ class Gateway:
         """
         profile = self._routed(stage, "chat")
         msgs = [dict(m) for m in messages]
-        params: dict[str, Any] = {"temperature": temperature}
-        if max_tokens is not None:
-            params["max_tokens"] = max_tokens
-        key = cache_key(_cache_identity(profile), profile.model, {"messages": msgs, "params": params})
+        params, key_extra = _chat_params(profile, max_tokens, temperature, sample)
+        key = cache_key(_cache_identity(profile), profile.model, {"messages": msgs, "params": params, **key_extra})
         t0 = time.perf_counter()
         with self._single_flight(key):  # identical calls in flight wait for the first
             hit = self._cache_get(key)
@@ -384,13 +430,14 @@ class Gateway:
         *,
         item: str | None = None,
         max_tokens: int | None = None,
-        temperature: float = 0.0,
+        sample: int = 0,
+        temperature: float | None = None,
     ) -> T:
         """A chat completion validated against a pydantic model, repaired on failure, cached.
 
         Parameters
         ----------
-        stage, messages, item, max_tokens, temperature : as in :meth:`chat`
+        stage, messages, item, max_tokens, sample, temperature : as in :meth:`chat`
         reply_model : pydantic model class; its JSON schema is sent with the request,
             and its docstring and field descriptions are what the model reads.
 
@@ -414,9 +461,7 @@ class Gateway:
         profile = self._routed(stage, "chat")
         schema = reply_model.model_json_schema()
         msgs = [dict(m) for m in messages]
-        params: dict[str, Any] = {"temperature": temperature}
-        if max_tokens is not None:
-            params["max_tokens"] = max_tokens
+        params, key_extra = _chat_params(profile, max_tokens, temperature, sample)
         if profile.json_mode == "json_schema":
             params["response_format"] = {
                 "type": "json_schema",
@@ -432,7 +477,8 @@ class Gateway:
                 }
             ]
         key = cache_key(
-            _cache_identity(profile), profile.model, {"messages": msgs, "params": params, "schema": schema}
+            _cache_identity(profile), profile.model,
+            {"messages": msgs, "params": params, "schema": schema, **key_extra},
         )
         t0 = time.perf_counter()
         with self._single_flight(key):  # identical calls in flight wait for the first
@@ -527,6 +573,14 @@ class Gateway:
         self._record(stage, item, profile, t0, requests=requests, prompt_tokens=pt,
                      cache_hits=len(texts) - len(missing))
         return arr
+
+    def max_output_tokens(self, stage: str) -> int | None:
+        """The completion-token ceiling of the profile serving ``stage`` (``None`` = no ceiling).
+
+        Methods under the ``paper`` preset derive their completion budgets from
+        it instead of fixed token counts. Raises UnknownStageError (see ProfileSet).
+        """
+        return self.profile_for(stage).max_output_tokens
 
     def close(self) -> None:
         """Close HTTP clients and the disk cache."""

@@ -65,6 +65,36 @@ class Profile(BaseModel):
     threads : int or None
         For ``embedded``: CPU threads of the llama.cpp server; default all cores
         but one (see :func:`agentcausal.llm.local.default_threads`).
+    temperature : float
+        Sampling temperature used when a call does not pass one (0 = the papers'
+        deterministic setting). Not sent when ``temperature_allowed`` is false.
+    max_output_tokens : int or None
+        Ceiling on completion tokens per request (the model's or the account's
+        output limit); a method's own cap is clamped to it, and methods under the
+        ``paper`` preset derive their completion budgets from it
+        (:meth:`agentcausal.llm.Gateway.max_output_tokens`). ``None`` = no ceiling.
+    limit_group : str or None
+        Profiles naming the same group (e.g. a chat and an embedding profile on
+        one server) share one concurrency limit, of the size declared in the
+        profiles file's ``[limit_groups]`` table (default: the largest
+        ``max_concurrency`` among the group's profiles).
+    token_cap_param : "max_tokens" or "max_completion_tokens"
+        The request parameter carrying the completion cap. OpenAI's reasoning
+        models (o-series, GPT-5) refuse ``max_tokens``.
+    temperature_allowed : bool
+        Whether the endpoint accepts a ``temperature`` (OpenAI's reasoning
+        models accept only the default and refuse the parameter otherwise).
+    reasoning_effort : str or None
+        Sent as ``reasoning_effort`` (``"minimal"``, ``"low"``, ``"medium"``,
+        ``"high"``) when set; ``None`` sends nothing (the endpoint's default).
+    hidden_reasoning_counts : bool
+        Hidden reasoning tokens count against the completion cap. A method's
+        cap sizes the visible answer only, so the gateway then sends
+        ``max_output_tokens`` as the cap (or no cap when that is unset)
+        instead of the method's cap.
+    seed_supported : bool
+        Whether the endpoint takes a ``seed``; repeats (``sample > 0``) send
+        ``seed = sample`` only where it does (they are cached apart either way).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -83,6 +113,14 @@ class Profile(BaseModel):
     price_completion_per_1k: float = 0.0
     model_path: str | None = None
     threads: int | None = Field(None, ge=1)
+    temperature: float = Field(0.0, ge=0.0)
+    max_output_tokens: int | None = Field(None, ge=1)
+    limit_group: str | None = None
+    token_cap_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    temperature_allowed: bool = True
+    reasoning_effort: str | None = None
+    hidden_reasoning_counts: bool = False
+    seed_supported: bool = True
 
     def api_key(self) -> str:
         """The API key from the environment.
