@@ -10,6 +10,12 @@ stage names (``dcfa.gca``, ``dcfa.lce``, ``dcfa.embed``, ``mac.debate``,
 Resolution rule for a stage (documented choice): the exact stage name, then
 ``embed`` for stages ending in ``.embed``, then ``default``. Anything else is
 an :class:`~agentcausal.exceptions.UnknownStageError`.
+
+Concurrency limits are per profile (``max_concurrency``). Profiles that name
+the same ``limit_group`` (e.g. a chat and an embedding profile served by one
+vLLM) share one limit instead, of the size given in the file's
+``[limit_groups]`` table (``name = size``); a group missing from that table
+gets the largest ``max_concurrency`` of its profiles.
 """
 
 from __future__ import annotations
@@ -165,6 +171,7 @@ class ProfileSet(BaseModel):
     routings: dict[str, dict[str, str]]
     routing: str = "default"
     path: str | None = None
+    limit_groups: dict[str, int] = {}
 
     def model_post_init(self, __context: object) -> None:
         if self.routing not in self.routings:
@@ -176,6 +183,21 @@ class ProfileSet(BaseModel):
             for stage, pname in table.items():
                 if pname not in self.profiles:
                     raise UnknownProfileError(pname, list(self.profiles), path=self.path)
+        for group, size in self.limit_groups.items():
+            if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+                raise ConfigError(f"[limit_groups] {group} = {size!r}: the size must be an integer >= 1",
+                                  path=self.path)
+
+    def limit_group_size(self, group: str) -> int:
+        """Requests in flight allowed at once across all profiles naming ``group`` as ``limit_group``.
+
+        The size declared in the profiles file's ``[limit_groups]`` table, else
+        the largest ``max_concurrency`` among the group's profiles.
+        """
+        if group in self.limit_groups:
+            return self.limit_groups[group]
+        sizes = [p.max_concurrency for p in self.profiles.values() if p.limit_group == group]
+        return max(sizes, default=1)
 
     def profile_for(self, stage: str) -> Profile:
         """The profile that serves ``stage`` under the active routing.
@@ -195,7 +217,8 @@ class ProfileSet(BaseModel):
         raise UnknownStageError(stage, self.routing, list(table))
 
     def with_routing(self, routing: str) -> "ProfileSet":
-        return ProfileSet(profiles=self.profiles, routings=self.routings, routing=routing, path=self.path)
+        return ProfileSet(profiles=self.profiles, routings=self.routings, routing=routing, path=self.path,
+                          limit_groups=self.limit_groups)
 
 
 ENV_PREFIX = "AGENTCAUSAL_PROFILE_"
@@ -273,9 +296,16 @@ def load_profiles(path: str | os.PathLike | None = None, routing: str | None = N
             raise ConfigError(f"profile {name!r} is invalid{where}: {exc}", path=str(path)) from exc
     routings = {k: dict(v) for k, v in (data.get("routings") or {}).items()}
     routings.setdefault("default", {"default": next(iter(profiles), "")} if profiles else {})
+    limit_groups = data.get("limit_groups") or {}
+    if not isinstance(limit_groups, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in limit_groups.values()
+    ):
+        raise ConfigError(f"[limit_groups] must be a table of name = size (an integer >= 1), got {limit_groups!r}",
+                          path=str(path))
     return ProfileSet(
         profiles=profiles,
         routings=routings,
+        limit_groups=dict(limit_groups),
         routing=routing or os.environ.get("AGENTCAUSAL_ROUTING") or "default",
         path=str(path),
     )

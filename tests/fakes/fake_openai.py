@@ -85,6 +85,10 @@ class FakeOpenAIServer:
         return [r for r in self.requests if r.get("_path", "").endswith("/chat/completions")]
 
     @property
+    def embedding_requests(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r.get("_path", "").endswith("/embeddings")]
+
+    @property
     def base_url(self) -> str:
         assert self._httpd is not None, "server not started"
         return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
