@@ -312,9 +312,15 @@ class Gateway:
         key = f"{profile.name}|{base_url}"
         with self._lock:
             if key not in self._clients:
+                if profile.is_embedded:
+                    from agentcausal.llm import local
+
+                    api_key = local.embedded_api_key(base_url)  # the server's per-process key
+                else:
+                    api_key = profile.api_key()
                 self._clients[key] = openai.OpenAI(
                     base_url=base_url,
-                    api_key=profile.api_key(),
+                    api_key=api_key,
                     timeout=profile.timeout_s,
                     max_retries=self.max_retries,
                 )
