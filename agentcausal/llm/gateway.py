@@ -204,7 +204,8 @@ class Gateway:
     cache_dir : path or None
         Disk cache folder; ``None`` disables caching.
     refresh : bool
-        Bypass cache reads (writes still happen).
+        Bypass reads of entries written before this gateway (writes still
+        happen, and identical calls in this run still share one request).
     max_retries : int
         Retries of one request on 429, 5xx, timeouts and connection errors.
     max_repairs : int
@@ -242,6 +243,7 @@ class Gateway:
         self._clients: dict[str, openai.OpenAI] = {}
         self._lock = threading.Lock()
         self._flights: dict[str, list] = {}
+        self._fresh: set[str] = set()  # keys written by this gateway (readable under refresh)
 
     @classmethod
     def from_settings(
@@ -361,13 +363,16 @@ class Gateway:
         return filelock.FileLock(str(folder / f"{key}.lock"))
 
     def _cache_get(self, key: str) -> Any:
-        if self._cache is None or self.refresh:
+        """The cached value, or None; under ``refresh`` only entries this gateway wrote itself."""
+        if self._cache is None or (self.refresh and key not in self._fresh):
             return None
         return self._cache.get(key)
 
     def _cache_set(self, key: str, value: Any) -> None:
         if self._cache is not None:
             self._cache.set(key, value)
+            with self._lock:
+                self._fresh.add(key)
 
     # -------------------------------------------------------------------- chat
     def _call(self, stage: str, profile: Profile, fn: Callable[[openai.OpenAI], R], timer: _Timer) -> R:
