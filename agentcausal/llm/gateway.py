@@ -107,6 +107,14 @@ class _Timer:
 
     wait: float = 0.0
     request: float = 0.0
+    requests: int = 0  # HTTP requests sent, the client's own retries included
+
+
+_SENT = threading.local()  # HTTP requests sent by this thread (an httpx request hook counts them)
+
+
+def _count_request(_request: Any) -> None:
+    _SENT.n = getattr(_SENT, "n", 0) + 1
 
 
 def cache_key(base_url: str, model: str, payload: dict[str, Any]) -> str:
@@ -325,6 +333,7 @@ class Gateway:
                     api_key=api_key,
                     timeout=profile.timeout_s,
                     max_retries=self.max_retries,
+                    http_client=openai.DefaultHttpxClient(event_hooks={"request": [_count_request]}),
                 )
             return self._clients[key], base_url
 
@@ -389,6 +398,7 @@ class Gateway:
         sem.acquire()
         t1 = time.perf_counter()
         timer.wait += t1 - t0
+        sent = getattr(_SENT, "n", 0)
         try:
             return fn(client)
         except openai.APITimeoutError as exc:
@@ -405,6 +415,7 @@ class Gateway:
         finally:
             sem.release()
             timer.request += time.perf_counter() - t1
+            timer.requests += getattr(_SENT, "n", 0) - sent
 
     def _request(
         self, stage: str, profile: Profile, messages: list[Message], params: dict[str, Any], timer: _Timer
@@ -480,9 +491,13 @@ class Gateway:
             if hit is not None:
                 self._record(stage, item, profile, timer, cache_hits=1)
                 return hit["text"]
-            text, _finish, pt, ct = self._request(stage, profile, msgs, params, timer)
+            try:
+                text, _finish, pt, ct = self._request(stage, profile, msgs, params, timer)
+            except (EndpointUnreachableError, LLMCallError):
+                self._record(stage, item, profile, timer, requests=timer.requests)  # time and requests spent
+                raise
             self._cache_set(key, {"text": text})
-            self._record(stage, item, profile, timer, requests=1, prompt_tokens=pt, completion_tokens=ct)
+            self._record(stage, item, profile, timer, requests=timer.requests, prompt_tokens=pt, completion_tokens=ct)
             log.debug("stage=%s profile=%s prompt_tokens=%d completion_tokens=%d", stage, profile.name, pt, ct)
             return text
 
@@ -555,11 +570,16 @@ class Gateway:
                 except ValidationError:
                     pass  # reply model changed since: ask again
             convo = list(msgs)
-            requests = pt_total = ct_total = 0
+            attempts = pt_total = ct_total = 0
             raw, err = "", ""
             for attempt in range(1 + self.max_repairs):
-                raw, finish, pt, ct = self._request(stage, profile, convo, params, timer)
-                requests += 1
+                try:
+                    raw, finish, pt, ct = self._request(stage, profile, convo, params, timer)
+                except (EndpointUnreachableError, LLMCallError):
+                    self._record(stage, item, profile, timer, requests=timer.requests, prompt_tokens=pt_total,
+                                 completion_tokens=ct_total)
+                    raise
+                attempts += 1
                 pt_total += pt
                 ct_total += ct
                 try:
@@ -577,12 +597,12 @@ class Gateway:
                     ]
                     continue
                 self._cache_set(key, {"text": raw})
-                self._record(
-                    stage, item, profile, timer, requests=requests, prompt_tokens=pt_total, completion_tokens=ct_total
-                )
+                self._record(stage, item, profile, timer, requests=timer.requests, prompt_tokens=pt_total,
+                             completion_tokens=ct_total)
                 return out
-            self._record(stage, item, profile, timer, requests=requests, prompt_tokens=pt_total, completion_tokens=ct_total)
-            raise StructuredOutputError(stage, reply_model.__name__, raw, requests, err)
+            self._record(stage, item, profile, timer, requests=timer.requests, prompt_tokens=pt_total,
+                         completion_tokens=ct_total)
+            raise StructuredOutputError(stage, reply_model.__name__, raw, attempts, err)
 
     # -------------------------------------------------------------- embeddings
     def embed(self, stage: str, texts: Sequence[str], *, item: str | None = None) -> np.ndarray:
@@ -623,8 +643,12 @@ class Gateway:
                 if todo_keys:
                     first = {k: t for k, t in zip(keys, texts)}
                     todo = [first[k] for k in todo_keys]  # each distinct text once
-                    new, pt = self._embed_request(stage, profile, todo, timer)
-                    requests = 1
+                    try:
+                        new, pt = self._embed_request(stage, profile, todo, timer)
+                    except (EndpointUnreachableError, LLMCallError):
+                        self._record(stage, item, profile, timer, requests=timer.requests)
+                        raise
+                    requests = max(1, timer.requests)  # the in-process embedder counts as one
                     for k, v in zip(todo_keys, new):
                         found[k] = v
                         self._cache_set(k, v)

@@ -220,3 +220,18 @@ def test_refresh_rereads_nothing_old_but_shares_this_runs_replies(tmp_path):
         out = run_threads(lambda i: gw.chat("baseline", [{"role": "user", "content": "q"}]), 4)
         assert out == ["new"] * 4 and srv.count == 2
         gw.close()
+
+
+def test_requests_count_the_clients_retries_and_failed_calls_are_recorded(tmp_path):
+    with FakeOpenAIServer(responder=lambda b: "ok", faults=[429, 500]) as srv:
+        gw = Gateway(profiles_for(srv.base_url), cache_dir=None, max_retries=3)
+        assert gw.chat("baseline", [{"role": "user", "content": "q"}], item="t") == "ok"
+        assert gw.usage.by_stage("t")["baseline"].requests == 3 == srv.count
+        gw2 = Gateway(profiles_for(srv.base_url), cache_dir=None, max_retries=2)
+        srv.inject(500, 500, 500)
+        with pytest.raises(EndpointUnreachableError):
+            gw2.chat("baseline", [{"role": "user", "content": "q2"}], item="f")
+        u = gw2.usage.by_stage("f")["baseline"]
+        assert (u.calls, u.requests, u.prompt_tokens) == (1, 3, 0) and u.request_seconds > 0
+        gw.close()
+        gw2.close()
