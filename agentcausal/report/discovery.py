@@ -34,7 +34,7 @@ from agentcausal.report.plots import discovery_figures, figures_markdown
 
 __all__ = ["outcomes_frame", "summary_table", "summary_text", "graph_mermaid", "draw_graph_png",
            "markdown_report", "save_run", "write_report", "load_outcomes", "table_records", "RunFiles",
-           "graphs_html", "write_graph_outputs"]
+           "graphs_html", "write_graph_outputs", "edge_table_markdown"]
 
 _METRICS = ("shd", "nhd", "f1", "precision", "recall", "skeleton_f1")
 
@@ -192,6 +192,34 @@ def graph_mermaid(pred: CausalGraph, true: CausalGraph | None = None) -> str:
     return "\n".join(lines)
 
 
+def edge_table_markdown(pred: CausalGraph, true: CausalGraph | None = None) -> str:
+    """The predicted graph as a markdown edge table (readable in any markdown viewer, unlike mermaid).
+
+    Columns: source, target, type (``directed``, ``undirected``, ``bidirected``,
+    ``partially_directed``) and, against the truth, status (``correct``,
+    ``reversed``, ``extra``, or ``missing`` for true edges not found).
+
+    Returns
+    -------
+    str, a markdown table.
+    """
+    from agentcausal.report.graph_files import edge_rows
+
+    true_dir = true.directed_edges() if true is not None else set()
+    rows = []
+    for a, b, t in edge_rows(pred):
+        status = ""
+        if true is not None:
+            status = ("correct" if (a, b) in true_dir else "reversed" if (b, a) in true_dir else "extra") \
+                if t == "directed" else ("in truth" if frozenset((a, b)) in true.skeleton() else "extra")
+        rows.append(f"| {a} | {b} | {t} | {status} |")
+    if true is not None:
+        for a, b, t in edge_rows(true):
+            if frozenset((a, b)) not in pred.skeleton():
+                rows.append(f"| {a} | {b} | {t} | missing |")
+    return "\n".join(["| source | target | type | status |", "|---|---|---|---|", *rows])
+
+
 def draw_graph_png(pred: CausalGraph, true: CausalGraph | None, path: str | Path, *, title: str = "") -> Path:
     """Draw the predicted graph (green correct, orange reversed, red extra, grey dashed missing) to a PNG.
 
@@ -316,8 +344,8 @@ def markdown_report(df: pd.DataFrame, outcomes: Sequence[DiscoveryOutcome], meta
         lines += [f"### {ds} / {m} (seed {o.seed})", ""]
         lines += _debate_lines(o)
         png = Path(graphs_dir) / f"{ds}__{m}.png"
-        lines += ["", f"![{ds} {m}]({png.as_posix()})", "", "```mermaid", graph_mermaid(o.graph, o.true_graph),
-                  "```", ""]
+        lines += ["", f"![{ds} {m}]({png.as_posix()})", "", edge_table_markdown(o.graph, o.true_graph), "",
+                  "```mermaid", graph_mermaid(o.graph, o.true_graph), "```", ""]
     return "\n".join(lines)
 
 
