@@ -43,11 +43,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 #: Prefect settings the CLI sets unless the environment already has them (FACTS: the
 #: ephemeral API took 9-19 s to start here and timed out at Prefect's default 20 s;
-#: telemetry fails noisily offline; per-task INFO logs drown the tables).
+#: telemetry fails noisily offline; per-task INFO logs drown the tables). INFO logs go to the
+#: Prefect API (the UI shows them) while the console handler shows warnings only (INFO with -v).
 PREFECT_DEFAULTS = {
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-    "PREFECT_LOGGING_LEVEL": "WARNING",
+    "PREFECT_LOGGING_LEVEL": "INFO",
+    "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING",
     "HF_HUB_OFFLINE": "1",
     "TRANSFORMERS_OFFLINE": "1",
 }
@@ -57,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     for key, value in PREFECT_DEFAULTS.items():
-        if not (key == "PREFECT_LOGGING_LEVEL" and args.verbose):
+        if not (key == "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL" and args.verbose):
             os.environ.setdefault(key, value)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
