@@ -55,6 +55,34 @@ PREFECT_DEFAULTS = {
 }
 
 
+#: environment a quiet console needs unless ``-v``: no Hugging Face download/weights-loading bars,
+#: transformers errors only, llama.cpp errors only (its start-up notes are not for users to act on)
+QUIET_ENV = {
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "TRANSFORMERS_VERBOSITY": "error",
+    "AGENTCAUSAL_LLAMA_VERBOSITY": "1",
+}
+
+#: third-party loggers whose warnings a user cannot act on, raised to ERROR unless ``-v``
+#: (pgmpy: "Probability values don't exactly sum to 1" float rounding of the BIF tables)
+QUIET_LOGGERS = ("pgmpy",)
+
+
+def quiet_third_party(verbose: bool) -> None:
+    """Keep third-party notes a user cannot act on off the console unless ``verbose``.
+
+    Sets :data:`QUIET_ENV` (where not already set) and raises :data:`QUIET_LOGGERS` to ERROR;
+    with ``verbose`` it does nothing, so every note shows. Warnings a user can act on (ours,
+    Prefect's, failing calls) are untouched.
+    """
+    if verbose:
+        return
+    for key, value in QUIET_ENV.items():
+        os.environ.setdefault(key, value)
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -63,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             os.environ.setdefault(key, value)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    quiet_third_party(args.verbose)
     try:
         return int(args.func(args) or 0)
     except AgentCausalError as exc:
