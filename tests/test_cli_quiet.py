@@ -17,7 +17,8 @@ def restore_pgmpy_level():
 
 def test_pgmpy_rounding_warning_is_hidden_unless_verbose(restore_pgmpy_level, monkeypatch, caplog):
     for key in QUIET_ENV:
-        monkeypatch.delenv(key, raising=False)
+        monkeypatch.setenv(key, "placeholder")  # recorded, so the teardown restores the environment
+        monkeypatch.delenv(key)
     restore_pgmpy_level.setLevel(logging.NOTSET)
     quiet_third_party(verbose=True)
     with caplog.at_level(logging.WARNING):
