@@ -2,8 +2,12 @@
 
 Wiring only: load each (dataset, seed), check the methods up front, map
 ``discover_one`` over every (dataset, seed, method) (LLM methods first, so
-the long debates start while the statistical baselines run), record failures
-that survive the retries as error outcomes, save, evaluate, and publish a
+the long debates start while the statistical baselines run; with
+``--retry-failed`` the runs whose cached outcome is ``content_failed`` or
+``degraded`` are mapped with a cache refresh), record failures that survive
+the retries as ``status="failed"`` outcomes (never cached), put the current
+true graph into every outcome (scoring happens outside the cached step), mark
+outcomes served by Prefect's cache ``reused``, save, evaluate, and publish a
 Prefect table artifact and the markdown report.
 
 Run it from Python::
@@ -31,9 +35,9 @@ from agentcausal.discovery.methods import LLM_METHODS, DiscoveryConfig, Discover
 from agentcausal.report.discovery import table_records
 from agentcausal.settings import RunSettings
 from flows.runners import RunnerChoice, with_runner
-from tasks.common import gateway_for
-from tasks.discovery import discover_one, discover_options, load_discovery_dataset, report_discovery, \
-    save_discovery
+from tasks.common import RETRIED_STATUSES, gateway_for, stored_status, was_cached
+from tasks.discovery import discover_one, discover_options, discover_task_key, load_discovery_dataset, \
+    report_discovery, save_discovery
 
 __all__ = ["discover", "run_discover", "default_run_dir"]
 
@@ -89,9 +93,18 @@ def discover(
             if m not in LLM_METHODS or llm_only is None or pairs[i][0].lower() in llm_only
             or data[i].name in llm_only]
     started = time.time()
-    futures = discover_one.with_options(**discover_options(settings)).map(
-        dataset=[data[i] for _, i in jobs], method=[m for m, _ in jobs], config=unmapped(config),
-        settings=unmapped(settings), seed=[pairs[i][1] for _, i in jobs])
+    retry = [settings.retry_failed and not settings.refresh
+             and stored_status(settings, discover_task_key(data[i], m, config, settings, pairs[i][1]))
+             in RETRIED_STATUSES for m, i in jobs]
+    futures: list = [None] * len(jobs)
+    for refresh in (False, True):
+        idx = [k for k, r in enumerate(retry) if r == refresh]
+        if idx:
+            mapped = discover_one.with_options(**discover_options(settings, refresh=refresh)).map(
+                dataset=[data[jobs[k][1]] for k in idx], method=[jobs[k][0] for k in idx], config=unmapped(config),
+                settings=unmapped(settings), seed=[pairs[jobs[k][1]][1] for k in idx])
+            for k, f in zip(idx, mapped):
+                futures[k] = f
     bar = None
     if progress:
         from tqdm import tqdm
@@ -109,12 +122,14 @@ def discover(
     outcomes = []
     for (m, i), f in zip(jobs, futures):
         res = f.result(raise_on_failure=False)
-        if isinstance(res, DiscoveryOutcome):
-            outcomes.append(res)
-        else:
-            ds = data[i]
+        ds = data[i]
+        if isinstance(res, DiscoveryOutcome):  # scored against the truth of now, not of when it was cached
+            outcomes.append(res.model_copy(update={"true_graph": ds.true_graph, "dataset": ds.name,
+                                                   "reused": res.reused or was_cached(f)}))
+        else:  # raised: a failure of the run (transport, timeout ...), not cached, retried by the next run
             outcomes.append(DiscoveryOutcome(dataset=ds.name, seed=pairs[i][1], n=ds.n, method=m,
-                                             true_graph=ds.true_graph, error=f"task failed: {res!r}"[:2000]))
+                                             true_graph=ds.true_graph, error=f"task failed: {res!r}"[:2000],
+                                             status="failed", status_detail=type(res).__name__))
     order = sorted(range(len(jobs)), key=lambda k: (datasets.index(pairs[jobs[k][1]][0]), names.index(jobs[k][0]),
                                                      pairs[jobs[k][1]][1]))
     outcomes = [outcomes[k] for k in order]  # dataset-major, methods in the order asked
@@ -125,7 +140,8 @@ def discover(
             "routing": settings.routing, "config": config.model_dump(mode="json"),
             "models": {s: gw.model_for(s) for s in stages} if gw else {},
             "started": dt.datetime.fromtimestamp(started).isoformat(timespec="seconds"),
-            "wall_seconds": round(time.time() - started, 2), "reversal_cost": reversal_cost}
+            "wall_seconds": round(time.time() - started, 2), "reversal_cost": reversal_cost,
+            "retry_failed": settings.retry_failed, "refresh": settings.refresh}
     run_dir = out_dir or default_run_dir()
     save_discovery(outcomes, run_dir, meta)
     files = report_discovery(run_dir, reversal_cost)

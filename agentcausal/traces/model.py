@@ -13,11 +13,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["Step", "Label", "Trace", "Attribution", "normalise_agent"]
+__all__ = ["Step", "Label", "Trace", "Attribution", "ResultStatus", "normalise_agent"]
+
+#: how complete a result is: ``complete``; ``degraded`` (a method fell back after a failed stage,
+#: e.g. DCFA's GCA hypothesis after LCE failed); ``content_failed`` (a reply still invalid after all
+#: repairs: a property of the input, cached); ``failed`` (transport, auth, rate limit, timeout, dead
+#: worker: never cached, retried by the next run)
+ResultStatus = Literal["complete", "degraded", "content_failed", "failed"]
 
 
 def normalise_agent(name: str | None) -> str:
@@ -147,6 +153,10 @@ class Attribution(BaseModel):
     seconds : float, wall time of the whole attribution
     error : str or None, set when the method failed; a failed trace counts as wrong
     details : dict, method-specific record (DCFA: deviations, graph edges, search path ...)
+    status : ResultStatus, ``complete``, ``degraded``, ``content_failed`` or ``failed``
+    status_detail : str or None, why degraded or failed
+    reused : bool, the result came from a cache (Prefect's task cache, or every LLM call a cache
+        hit): this run paid nothing for it; ``usage`` is what it cost when computed
     """
 
     trace_id: str
@@ -161,3 +171,6 @@ class Attribution(BaseModel):
     seconds: float = 0.0
     error: str | None = None
     details: dict[str, Any] = Field(default_factory=dict)
+    status: ResultStatus = "complete"
+    status_detail: str | None = None
+    reused: bool = False
