@@ -15,7 +15,9 @@ import hashlib
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from agentcausal.traces.text import clean_text
 
 __all__ = ["Step", "Label", "Trace", "Attribution", "normalise_agent"]
 
@@ -51,6 +53,12 @@ class Step(BaseModel):
     agent: str
     role: str = ""
     content: str
+
+    @field_validator("agent", "role", "content")
+    @classmethod
+    def _valid_unicode(cls, v: str) -> str:
+        # lone surrogates (valid JSON, invalid Unicode) break hashing, JSON encoders and HTTP bodies
+        return clean_text(v)
 
 
 class Label(BaseModel):
@@ -90,6 +98,11 @@ class Trace(BaseModel):
     steps: list[Step]
     label: Label | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("id", "source", "question", "ground_truth")
+    @classmethod
+    def _valid_unicode(cls, v: str) -> str:
+        return clean_text(v)
 
     @model_validator(mode="after")
     def _check(self) -> "Trace":
