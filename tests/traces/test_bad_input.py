@@ -230,3 +230,30 @@ def test_cli_skip_invalid_runs_the_rest_and_records_skipped(mixed_folder, fake_s
     run = json.loads((out / "run.json").read_text())
     assert [Path(s["path"]).name for s in run["skipped"]] == ["2.json", "3.json", "4.json"]
     assert "skipping 3 invalid" in capsys.readouterr().err
+
+
+# ---- agent names ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    ("Orchestrator (thought)", "Orchestrator"),
+    ("Orchestrator (-> WebSurfer)", "orchestrator"),
+    ("**Planner**", "Planner"),
+    ("*Planner (draft)*", "planner"),
+    ("Verification_Expert", "Verification Expert"),
+    ("Web-Surfer", "websurfer"),
+    ("`Coder`", "CODER"),
+])
+def test_agent_names_that_compare_equal(a, b):
+    from agentcausal.attribution.evaluate import agent_match
+    from agentcausal.traces.model import normalise_agent
+
+    assert normalise_agent(a) == normalise_agent(b) and agent_match(a, b)
+
+
+@pytest.mark.parametrize(("a", "b"), [("WebSurfer", "FileSurfer"), ("Web Surfer Helper", "WebSurfer"),
+                                      ("Planner", "Planner2"), ("", ""), (None, "x")])
+def test_agent_names_that_differ(a, b):
+    from agentcausal.attribution.evaluate import agent_match
+
+    assert not agent_match(a, b)
