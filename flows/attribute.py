@@ -56,6 +56,8 @@ def attribute(
     with_ground_truth: bool | None = None,
     out_dir: str | None = None,
     progress: bool = False,
+    skip_invalid: bool = False,
+    meta: dict[str, Any] | None = None,
 ) -> str:
     """Attribute every selected trace with every method; write a run folder; return its path.
 
@@ -69,6 +71,8 @@ def attribute(
     with_ground_truth : override for every method that has the setting
     out_dir : the run folder; default ``runs/attribute-<timestamp>``
     progress : show a tqdm bar on stderr
+    skip_invalid : leave out invalid trace files (and JSONL lines) instead of refusing the corpus
+    meta : extra entries for ``run.json`` (the CLI passes ``{"skipped": [...]}``, the inputs it left out)
 
     Returns
     -------
@@ -76,7 +80,7 @@ def attribute(
     """
     settings = settings or RunSettings.from_env()
     resolved = resolve_methods(methods, method_settings, with_ground_truth=with_ground_truth)
-    traces = load_corpus(paths, ids=ids, limit=limit, max_steps=max_steps)
+    traces = load_corpus(paths, ids=ids, limit=limit, max_steps=max_steps, skip_invalid=skip_invalid)
     run_dir = out_dir or default_run_dir()
     pairs = [(t, m) for t in traces for m in resolved]
     started = time.time()
@@ -114,7 +118,7 @@ def attribute(
                                                        "reused": res.reused or was_cached(f)}))
         else:  # raised: a failure of the run, not of the content; not cached, retried by the next run
             attributions.append(failed_attribution(t.id, m, _as_exc(res), status="failed"))
-    meta = {"corpus": [str(p) for p in paths], "methods": resolved, "routing": settings.routing,
+    meta = {**(meta or {}), "corpus": [str(p) for p in paths], "methods": resolved, "routing": settings.routing,
             "models": {m: a.models for m, a in {a.method: a for a in attributions}.items()},
             "traces": len(traces), "started": dt.datetime.fromtimestamp(started).isoformat(timespec="seconds"),
             "wall_seconds": round(time.time() - started, 2), "profiles": str(settings.profiles_path or "packaged"),

@@ -32,6 +32,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from agentcausal.discovery.methods import LLM_METHODS, DiscoveryConfig, DiscoveryOutcome, method_stages, \
     resolve_methods
+from agentcausal.discovery.user_data import unique_dataset_names
 from agentcausal.report.discovery import table_records
 from agentcausal.settings import RunSettings
 from flows.runners import RunnerChoice, with_runner
@@ -59,6 +60,7 @@ def discover(
     reversal_cost: int = 1,
     progress: bool = False,
     llm_datasets: list[str] | None = None,
+    meta: dict[str, Any] | None = None,
 ) -> str:
     """Run every method on every dataset and seed; write a run folder; return its path.
 
@@ -75,6 +77,7 @@ def discover(
     progress : show a tqdm bar on stderr
     llm_datasets : run LLM methods (MAC, its ablations, zero-shot) only on these datasets
         (default: on all); statistical methods run on every dataset
+    meta : extra entries for ``run.json`` (the CLI passes ``{"skipped": [...]}``, the datasets it left out)
 
     Returns
     -------
@@ -86,7 +89,9 @@ def discover(
     names = resolve_methods(methods)
     ordered = [m for m in names if m in LLM_METHODS] + [m for m in names if m not in LLM_METHODS]
     pairs = [(spec, s) for spec in datasets for s in seeds]
-    loaded = load_discovery_dataset.map(spec=[p for p, _ in pairs], n=unmapped(n), seed=[s for _, s in pairs])
+    names_of = unique_dataset_names(list(datasets))  # two <folder>/data.csv get distinct names
+    loaded = load_discovery_dataset.map(spec=[p for p, _ in pairs], n=unmapped(n), seed=[s for _, s in pairs],
+                                        name=[names_of[p] for p, _ in pairs])
     data = [f.result() for f in loaded]
     llm_only = None if llm_datasets is None else {d.lower() for d in llm_datasets}
     jobs = [(m, i) for m in ordered for i in range(len(pairs))
@@ -135,7 +140,7 @@ def discover(
     outcomes = [outcomes[k] for k in order]  # dataset-major, methods in the order asked
     stages = sorted({s for m in names for s in method_stages(m, config)})
     gw = gateway_for(settings) if stages else None
-    meta = {"datasets": list(datasets), "methods": names, "llm_datasets": llm_datasets, "seeds": list(seeds),
+    meta = {**(meta or {}), "datasets": list(datasets), "methods": names, "llm_datasets": llm_datasets, "seeds": list(seeds),
             "n": n,
             "routing": settings.routing, "config": config.model_dump(mode="json"),
             "models": {s: gw.model_for(s) for s in stages} if gw else {},
