@@ -22,7 +22,8 @@ What a script run by :func:`run_sandboxed` gets, and what it cannot do:
   home, no repository, no caches, no ``/etc/shadow``, no sockets on disk.
   The script and its input files are bound read-only into ``/sandbox``, its
   working directory and the one writable host directory (a fresh temp dir,
-  removed afterwards); ``/tmp`` is a size-capped private tmpfs. Installations
+  removed afterwards); ``/tmp`` and ``/dev/shm`` are size-capped private
+  tmpfs mounts; the sandbox's own root and ``/dev`` are read-only. Installations
   outside world-readable paths (pyenv under ``/root``) are bound through a
   private mount namespace the root parent prepares, never by widening modes.
 * **Environment.** Empty but for ``PATH``, ``HOME``/``TMPDIR`` (``/tmp``),
@@ -229,6 +230,10 @@ def _command(bwrap: str, host_tmp: Path, work: Path, ro_files: Mapping[str, Path
             "--bind", str(work), WORKDIR]
     for name, path in ro_files.items():
         cmd += ["--ro-bind", str(path), f"{WORKDIR}/{name}"]
+    # the root and /dev are tmpfs mounts of bwrap's: read-only once set up, so only the
+    # size-capped /tmp, /dev/shm and the working directory take writes
+    cmd += ["--size", str(limits.tmpfs_mb * 2 ** 20), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
+            "--remount-ro", "/"]
     cmd += ["--chdir", WORKDIR, *_sandbox_env(), "--", *argv]
     return cmd
 
