@@ -22,6 +22,7 @@ import pandas as pd
 
 from agentcausal.attribution.evaluate import Evaluation, evaluate_frame, load_results, load_run_meta
 from agentcausal.report.html import attribution_tables, html_table, write_html_report
+from agentcausal.runfiles import atomic_write_text
 from agentcausal.report.plots import attribution_figures, figures_markdown
 from agentcausal.report.traces_html import per_trace_html, trace_sections_html
 from agentcausal.traces.model import Attribution, Trace
@@ -123,9 +124,23 @@ def markdown_report(ev: Evaluation, *, title: str = "Failure attribution", meta:
         "", "## |predicted step − true step|", "", markdown_table(ev.step_error_hist, index=True),
         "", "## Cost per trace (means)", "", markdown_table(ev.cost_per_trace),
         "", "## Cost per stage", "", markdown_table(ev.cost_by_stage),
+        *_cost_this_run_section(ev, meta),
         "", f"## Failed traces ({len(ev.failures)})", "", markdown_table(ev.failures), "",
     ]
     return "\n".join(parts)
+
+
+def _cost_this_run_section(ev: Evaluation, meta: Mapping[str, object] | None) -> list[str]:
+    """"This run" vs "original" cost (totals), request seconds and the run's wall time."""
+    if ev.cost_this_run is None or ev.cost_this_run.empty:
+        return []
+    wall = (meta or {}).get("wall_seconds")
+    return ["", "## Cost: this run vs original (totals)", "",
+            "Reused rows (Prefect's task cache, or every LLM call a cache hit) cost this run nothing; "
+            "*original* is what the records cost when computed. Request seconds: time inside HTTP requests, "
+            "summed over calls (concurrent calls overlap, so it can exceed the wall time)."
+            + (f" Wall time of this run: {float(wall):,.1f} s." if isinstance(wall, (int, float)) else ""),
+            "", markdown_table(ev.cost_this_run)]
 
 
 def dependency_graphs_markdown(results: pd.DataFrame, *, max_graphs: int = 50) -> str:
@@ -192,7 +207,7 @@ def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, obje
     p = d / "report.md"
     figs = attribution_figures(ev, d)  # PNGs in the run folder; text charts in report.md, images in report.html
     graphs = dependency_graphs_markdown(results) if results is not None else ""
-    p.write_text(markdown_report(ev, meta=meta) + figures_markdown(figs) + graphs, encoding="utf-8")
+    atomic_write_text(p, markdown_report(ev, meta=meta) + figures_markdown(figs) + graphs)
     sections: list[str] = []
     if results is not None and not results.empty:
         sections = ["<h2>Per trace</h2><p class='note'>One row per trace and method; click a header to sort, "
@@ -241,7 +256,8 @@ def report_run(run_dir: str | Path) -> RunReport:
     meta = load_run_meta(run_dir)
     results = load_results(run_dir)
     ev = evaluate_frame(results)
-    shown = {k: meta[k] for k in ("corpus", "methods", "routing", "models", "traces", "started") if k in meta}
+    shown = {k: meta[k] for k in ("corpus", "methods", "routing", "models", "traces", "started", "wall_seconds")
+             if k in meta}
     shown["run folder"] = str(run_dir)
     path = write_report(ev, run_dir, meta=shown, results=results, traces=_run_traces(meta, results))
     return RunReport(ev, path.read_text(encoding="utf-8"), path)
