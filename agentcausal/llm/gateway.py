@@ -15,7 +15,11 @@ Around each call the gateway adds:
   stands for the base URL, since the port changes every run. The API key
   never enters the key. Only complete, valid replies are stored (diskcache
   writes are atomic), so a crash leaves nothing half-written. ``refresh=True``
-  bypasses reads but still writes.
+  bypasses reads of earlier entries but still writes. A repeat index
+  (``sample > 0``) enters the key and the request (``seed``).
+* **Dialects**: the completion cap goes under the profile's
+  ``token_cap_param``; ``temperature`` only where allowed;
+  ``reasoning_effort`` where set (see :class:`~agentcausal.llm.profiles.Profile`).
 * **Retries**: the ``openai`` client's own exponential backoff with jitter on
   429, 5xx, timeouts and connection errors (``max_retries`` per gateway; it
   honours ``Retry-After``). After the last retry: :class:`EndpointUnreachableError`.
