@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from agentcausal.cli import main
@@ -121,9 +122,9 @@ def test_jsonl_text_is_normalised_and_bad_lines_listed(tmp_path):
 
 @pytest.fixture
 def mixed_folder(tmp_path):
-    """A folder with two valid traces and three invalid files of different kinds."""
+    """A folder with two valid traces (one holding a lone surrogate) and three invalid files of different kinds."""
     d = tmp_path / "corpus"
-    _write(d / "1.json", _trace({"role": "A", "content": "fine"}))
+    _write(d / "1.json", _trace({"role": "A", "content": "fine \ud800 (a lone surrogate, valid JSON)"}))
     _write(d / "2.json", _trace({"role": "A", "content": 42}))
     (d / "3.json").write_text('{"history": [')
     _write(d / "4.json", _trace({"role": "A", "content": "x"}, mistake_step="9"))
@@ -226,7 +227,10 @@ def test_cli_skip_invalid_runs_the_rest_and_records_skipped(mixed_folder, fake_s
     rc = main(["attribute", str(mixed_folder), "--skip-invalid", "-m", "all_at_once", "--profiles", str(toml),
                "--cache-dir", str(tmp_path / "cache"), "--out", str(out), "--no-progress"])
     assert rc == 0
-    assert fake_server.count == 2  # the two valid traces
+    assert fake_server.count == 2  # the two valid traces, the lone surrogate replaced before the flow
+    assert any("\ufffd" in json.dumps(r, ensure_ascii=False) for r in fake_server.chat_requests)
+    df = pd.read_parquet(out / "results.parquet")
+    assert sorted(df["trace_id"]) == ["examples/1", "examples/5"] and (df["error"].fillna("") == "").all()
     run = json.loads((out / "run.json").read_text())
     assert [Path(s["path"]).name for s in run["skipped"]] == ["2.json", "3.json", "4.json"]
     assert "skipping 3 invalid" in capsys.readouterr().err
