@@ -177,7 +177,7 @@ def check_traces(paths: list[str], *, skip_invalid: bool = False) -> list[dict[s
         is missing, two traces share an id, or ``skip_invalid`` leaves no trace.
     """
     from agentcausal.exceptions import InvalidTracesError, TraceFormatError
-    from agentcausal.traces.io import load_traces, scan_traces
+    from agentcausal.traces.io import check_unique_ids, scan_traces
 
     scan = scan_traces(paths)
     if scan.invalid and not skip_invalid:
@@ -188,7 +188,7 @@ def check_traces(paths: list[str], *, skip_invalid: bool = False) -> list[dict[s
             print(f"  {e}", file=sys.stderr)
     if not scan.traces:
         raise TraceFormatError("no valid trace to run", path=", ".join(paths))
-    load_traces(paths, skip_invalid=skip_invalid)  # duplicate ids among the valid traces
+    check_unique_ids(scan.traces)
     return scan.skipped()
 
 
