@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "AgentCausalError",
+    "CompareError",
     "ConfigError",
     "UnknownProfileError",
     "UnknownStageError",
@@ -18,11 +19,13 @@ __all__ = [
     "StructuredOutputError",
     "ModelFileError",
     "TraceFormatError",
+    "RunFileError",
     "InvalidTracesError",
     "DatasetError",
     "InvalidDatasetsError",
     "AlgorithmError",
     "SandboxError",
+    "is_content_failure",
 ]
 
 
@@ -178,6 +181,18 @@ class InvalidTracesError(TraceFormatError):
         self.errors = list(errors)
 
 
+class RunFileError(TraceFormatError):
+    """A file of a run folder (``results.parquet``, ``run.json``, ``outcomes.jsonl``) is missing, torn or malformed.
+
+    Attributes
+    ----------
+    path : str, the file
+    """
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message, path=path)
+
+
 class DatasetError(AgentCausalError):
     """A dataset or its metadata is missing or malformed.
 
@@ -214,12 +229,57 @@ class InvalidDatasetsError(DatasetError):
 
 
 class AlgorithmError(AgentCausalError):
-    """A causal-discovery algorithm failed, timed out, or got invalid parameters."""
+    """A causal-discovery algorithm failed, timed out, or got invalid parameters.
 
-    def __init__(self, algorithm: str, message: str) -> None:
+    Attributes
+    ----------
+    algorithm : str
+    transient : bool
+        True for a failure of the run rather than of the data (a timeout, a
+        worker process that died): it may not recur, so it is never cached.
+    """
+
+    def __init__(self, algorithm: str, message: str, *, transient: bool = False) -> None:
         super().__init__(f"{algorithm}: {message}")
         self.algorithm = algorithm
+        self.transient = transient
 
 
 class SandboxError(AgentCausalError):
     """LLM-written code could not run in the sandbox, or the sandbox is unavailable."""
+
+
+def is_content_failure(exc: BaseException) -> bool:
+    """True when a failure is a property of the input, so recording (and caching) it is safe.
+
+    Content failures: a reply still invalid after all repairs
+    (:class:`StructuredOutputError`), an unreadable trace or dataset
+    (:class:`TraceFormatError`, :class:`DatasetError`) and an algorithm that
+    fails on the data (:class:`AlgorithmError` not marked ``transient``).
+    Everything else is a failure of the run: transport, timeouts, rate limits
+    (:class:`EndpointUnreachableError`), HTTP errors such as 401
+    (:class:`LLMCallError`), algorithm timeouts and dead workers, setup errors
+    and bugs; those are retried on the next run and never cached.
+
+    >>> is_content_failure(AlgorithmError("pc", "timed out", transient=True))
+    False
+    >>> is_content_failure(StructuredOutputError("s", "M", "x", 3, "bad"))
+    True
+    """
+    if isinstance(exc, AlgorithmError):
+        return not exc.transient
+    return isinstance(exc, (StructuredOutputError, TraceFormatError, DatasetError))
+
+
+class CompareError(AgentCausalError):
+    """Two run folders cannot be compared (different kinds, or no shared items).
+
+    Attributes
+    ----------
+    run_a, run_b : str, the run folders
+    """
+
+    def __init__(self, message: str, *, run_a: str, run_b: str) -> None:
+        super().__init__(message)
+        self.run_a = run_a
+        self.run_b = run_b

@@ -14,13 +14,19 @@ from __future__ import annotations
 import hashlib
 import json
 import unicodedata
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agentcausal.traces.text import clean_text
 
-__all__ = ["Step", "Label", "Trace", "Attribution", "normalise_agent"]
+__all__ = ["Step", "Label", "Trace", "Attribution", "ResultStatus", "normalise_agent"]
+
+#: how complete a result is: ``complete``; ``degraded`` (a method fell back after a failed stage,
+#: e.g. DCFA's GCA hypothesis after LCE failed); ``content_failed`` (a reply still invalid after all
+#: repairs: a property of the input, cached); ``failed`` (transport, auth, rate limit, timeout, dead
+#: worker: never cached, retried by the next run)
+ResultStatus = Literal["complete", "degraded", "content_failed", "failed"]
 
 
 def _drop_trailing_parenthetical(name: str) -> str:
@@ -198,6 +204,10 @@ class Attribution(BaseModel):
     seconds : float, wall time of the whole attribution
     error : str or None, set when the method failed; a failed trace counts as wrong
     details : dict, method-specific record (DCFA: deviations, graph edges, search path ...)
+    status : ResultStatus, ``complete``, ``degraded``, ``content_failed`` or ``failed``
+    status_detail : str or None, why degraded or failed
+    reused : bool, the result came from a cache (Prefect's task cache, or every LLM call a cache
+        hit): this run paid nothing for it; ``usage`` is what it cost when computed
     """
 
     trace_id: str
@@ -212,3 +222,6 @@ class Attribution(BaseModel):
     seconds: float = 0.0
     error: str | None = None
     details: dict[str, Any] = Field(default_factory=dict)
+    status: ResultStatus = "complete"
+    status_detail: str | None = None
+    reused: bool = False
