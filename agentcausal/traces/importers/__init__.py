@@ -113,8 +113,8 @@ def detect_format(path: str | Path) -> str:
         raise TraceFormatError(f"cannot read as text: {exc}", path=str(p)) from exc
     try:
         first = next(iter_json_values(text), None)
-    except ValueError:
-        first = None
+    except ValueError as exc:
+        raise TraceFormatError(f"not JSON ({exc}); expected {EXPECTED}", path=str(p)) from exc
     try:
         fmt = _classify(first, text) if first is not None else None
     except TraceFormatError as exc:
