@@ -56,6 +56,9 @@ RESULT_COLUMNS = [
     "prompt_version", "settings_json", "models_json", "usage_json", "details_json", "trace_hash",
 ]
 
+#: columns older results files may lack: ``span_id`` of the blamed step (imported traces)
+OPTIONAL_COLUMNS = ["span_id"]
+
 #: trace-length buckets (number of steps), inclusive bounds
 LENGTH_BUCKETS = ((1, 10, "1-10"), (11, 30, "11-30"), (31, 60, "31-60"), (61, 10**9, "61+"))
 
@@ -155,6 +158,8 @@ def _row(a: Attribution, t: Trace | None) -> dict[str, object]:
         "usage_json": json.dumps(a.usage, sort_keys=True),
         "details_json": json.dumps(a.details, sort_keys=True, default=str),
         "trace_hash": t.content_hash() if t is not None else "",
+        "span_id": t.steps[a.step].metadata.get("span_id") if t is not None and a.step is not None
+        and 0 <= a.step < n else None,
     }
 
 
@@ -181,12 +186,12 @@ def results_frame(attributions: Sequence[Attribution], traces: Sequence[Trace] |
         if a.trace_id not in by_id:
             raise TraceFormatError(f"attribution for unknown trace {a.trace_id!r}")
         rows.append(_row(a, by_id[a.trace_id]))
-    df = pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    df = pd.DataFrame(rows, columns=RESULT_COLUMNS + OPTIONAL_COLUMNS)
     for c in ("true_step", "pred_step", "abs_step_error"):
         df[c] = df[c].astype("Int64")
     for c in ("step_correct", "agent_correct", "both_correct"):
         df[c] = df[c].astype("boolean")
-    for c in ("error", "pred_agent", "true_agent"):
+    for c in ("error", "pred_agent", "true_agent", "span_id"):
         df[c] = df[c].astype("string")
     return df
 
