@@ -29,6 +29,7 @@ class RunSettings(BaseModel):
     profiles_path : str or None, the profiles TOML (default: packaged file)
     cache_dir : str, root of the disk caches (``<cache_dir>/llm``, ``<cache_dir>/prefect`` ...)
     who_and_when_dir : str, the Who&When benchmark folder
+    mast_dir, agentrx_dir : str, the MAST-Data and AgentRx folders (``agentcausal data fetch mast|agentrx``)
     refresh : bool, bypass LLM cache reads
     """
 
@@ -38,6 +39,8 @@ class RunSettings(BaseModel):
     profiles_path: str | None = None
     cache_dir: str = "cache"
     who_and_when_dir: str = "data/who_and_when"
+    mast_dir: str = "data/mast"
+    agentrx_dir: str = "data/agentrx"
     refresh: bool = False
 
     @classmethod
@@ -48,6 +51,8 @@ class RunSettings(BaseModel):
             "profiles_path": _env("PROFILES", None),
             "cache_dir": _env("CACHE_DIR", "cache"),
             "who_and_when_dir": _env("WHO_AND_WHEN_DIR", "data/who_and_when"),
+            "mast_dir": _env("MAST_DIR", "data/mast"),
+            "agentrx_dir": _env("AGENTRX_DIR", "data/agentrx"),
             "refresh": _env("REFRESH", "0") in ("1", "true", "yes"),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})

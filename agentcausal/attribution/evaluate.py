@@ -56,8 +56,9 @@ RESULT_COLUMNS = [
     "prompt_version", "settings_json", "models_json", "usage_json", "details_json", "trace_hash",
 ]
 
-#: columns older results files may lack: ``span_id`` of the blamed step (imported traces)
-OPTIONAL_COLUMNS = ["span_id"]
+#: columns older results files may lack: ``span_id`` of the blamed step (imported traces) and the
+#: trace-level ``failure_modes`` of corpora without step labels (MAST)
+OPTIONAL_COLUMNS = ["span_id", "failure_modes"]
 
 #: trace-length buckets (number of steps), inclusive bounds
 LENGTH_BUCKETS = ((1, 10, "1-10"), (11, 30, "11-30"), (31, 60, "31-60"), (61, 10**9, "61+"))
@@ -160,6 +161,7 @@ def _row(a: Attribution, t: Trace | None) -> dict[str, object]:
         "trace_hash": t.content_hash() if t is not None else "",
         "span_id": t.steps[a.step].metadata.get("span_id") if t is not None and a.step is not None
         and 0 <= a.step < n else None,
+        "failure_modes": "; ".join(t.metadata.get("failure_modes") or []) or None if t is not None else None,
     }
 
 
@@ -191,7 +193,7 @@ def results_frame(attributions: Sequence[Attribution], traces: Sequence[Trace] |
         df[c] = df[c].astype("Int64")
     for c in ("step_correct", "agent_correct", "both_correct"):
         df[c] = df[c].astype("boolean")
-    for c in ("error", "pred_agent", "true_agent", "span_id"):
+    for c in ("error", "pred_agent", "true_agent", *OPTIONAL_COLUMNS):
         df[c] = df[c].astype("string")
     return df
 

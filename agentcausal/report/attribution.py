@@ -182,13 +182,14 @@ def blamed_steps_markdown(results: pd.DataFrame, *, max_rows: int = 500) -> str:
     has_span = "span_id" in results.columns and bool(results["span_id"].notna().any())
     if results.empty or not (has_span or results["true_step"].isna().all()):
         return ""
-    cols = [c for c in ("trace_id", "method", "pred_step", "pred_agent", "span_id", "true_step", "true_agent")
-            if c in results.columns]
+    cols = [c for c in ("trace_id", "method", "pred_step", "pred_agent", "span_id", "true_step", "true_agent",
+                        "failure_modes") if c in results.columns and (c != "failure_modes" or results[c].notna().any())]
     df = results[cols].sort_values(["trace_id", "method"]).head(max_rows)
     df = df.astype(object).where(df.notna(), None)
     return "\n".join(["", "## Blamed steps", "",
                       "The decisive step (0-based) and agent each method blamed; `span_id` finds the step's span "
-                      "in the tracing UI the trace was imported from.", "", markdown_table(df), ""])
+                      "in the tracing UI the trace was imported from; `failure_modes` are a corpus's trace-level "
+                      "labels (MAST).", "", markdown_table(df), ""])
 
 
 def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, object] | None = None,
