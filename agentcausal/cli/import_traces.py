@@ -85,15 +85,14 @@ def prepare_corpus(args: argparse.Namespace) -> list[str]:
     ------
     TraceFormatError, ConfigError
     """
-    from agentcausal.traces.importers import detect_format
+    from agentcausal.traces.importers import detect_formats
     from agentcausal.traces.importers.labels import require_ground_truth
     from agentcausal.traces.io import select_traces, write_jsonl
 
     traces = load_with_options(args.paths, args)
     if not getattr(args, "no_ground_truth", False):
         require_ground_truth(select_traces(traces, ids=args.ids, limit=args.limit, max_steps=args.max_steps))
-    fmts = {args.format} if args.format != "auto" else {detect_format(p) for p in args.paths}
-    if fmts <= {"who-and-when", "jsonl"} and not args.labels:
+    if {fmt for _, fmt in detect_formats(args.paths, args.format)} <= {"who-and-when", "jsonl"} and not args.labels:
         return list(args.paths)
     if not args.out:
         from flows.attribute import default_run_dir

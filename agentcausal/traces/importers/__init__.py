@@ -34,7 +34,7 @@ from agentcausal.exceptions import TraceFormatError
 from agentcausal.traces.importers._spans import iter_json_values, spans_to_traces
 from agentcausal.traces.model import Trace
 
-__all__ = ["FORMATS", "SPAN_FORMATS", "detect_format", "import_traces", "import_file"]
+__all__ = ["FORMATS", "SPAN_FORMATS", "detect_format", "detect_formats", "import_traces", "import_file"]
 
 #: the values of ``--format`` (``auto`` detects per file)
 FORMATS = ("auto", "who-and-when", "jsonl", "otel", "openinference", "ag2", "langsmith", "mast", "agentrx")
@@ -46,6 +46,10 @@ EXPECTED = ("Who&When JSON (an object with 'history'), our Trace JSONL ('steps' 
             "('resourceSpans'), OpenInference console spans ('context' with 'span_id'), an AG2 runtime-log SQLite "
             "database or chat history (messages with 'content' and 'name'/'source'), a LangSmith run export "
             "('dotted_order'), MAST rows ('mast_annotation') or AgentRx rows ('trajectory_id')")
+
+
+#: files a folder is expanded to (an explicitly named file may have any name)
+FOLDER_SUFFIXES = (".json", ".jsonl", ".ndjson", ".db", ".sqlite", ".sqlite3")
 
 
 def _is_sqlite(p: Path) -> bool:
@@ -95,7 +99,8 @@ def detect_format(path: str | Path) -> str:
 
     Returns
     -------
-    str, one of :data:`FORMATS` other than ``auto``.
+    str, one of :data:`FORMATS` other than ``auto`` (a folder: ``who-and-when``; see
+    :func:`detect_formats` for folders of other files).
 
     Raises
     ------
@@ -122,6 +127,42 @@ def detect_format(path: str | Path) -> str:
     if fmt is None:
         raise TraceFormatError(f"matches no trace format; expected {EXPECTED}", path=str(p))
     return fmt
+
+
+def detect_formats(paths: Sequence[str | Path], format: str = "auto") -> list[tuple[Path, str]]:  # noqa: A002
+    """Each file to read with its format: a Who&When folder stays whole (``who-and-when``); any other
+    folder is expanded to its files (hidden files skipped), each detected unless ``format`` names one.
+
+    Raises
+    ------
+    TraceFormatError
+        If a path does not exist, the format is unknown, or a file matches no format.
+    """
+    from agentcausal.traces.whowhen import SUBSETS
+
+    if format not in FORMATS:
+        raise TraceFormatError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
+    out: list[tuple[Path, str]] = []
+    for raw in paths:
+        p = Path(raw)
+        if not p.exists():
+            raise TraceFormatError("no such file or folder", path=str(p))
+        if p.is_dir() and (p.name in SUBSETS or any((p / s).is_dir() for s in SUBSETS)):
+            out.append((p, "who-and-when"))
+        elif p.is_dir() and format in ("mast", "agentrx"):
+            out.append((p, format))
+        elif p.is_dir():
+            files = sorted(f for f in p.iterdir() if f.is_file() and f.suffix in FOLDER_SUFFIXES
+                           and not f.name.startswith("."))
+            if not files:
+                raise TraceFormatError(f"folder holds no trace files ({', '.join(FOLDER_SUFFIXES)})", path=str(p))
+            found = [(f, format if format != "auto" else detect_format(f)) for f in files]
+            if {fmt for _, fmt in found} == {"agentrx"}:  # labels and trajectories are joined per folder
+                found = [(p, "agentrx")]
+            out.extend(found)
+        else:
+            out.append((p, format if format != "auto" else detect_format(p)))
+    return out
 
 
 def _span_records(fmt: str, path: Path, logs: str | Path | None) -> list:
@@ -183,15 +224,9 @@ def import_traces(paths: Sequence[str | Path], format: str = "auto", *,  # noqa:
         If a path does not exist or matches no format, a file is malformed, a trace is
         invalid, or two traces share an id.
     """
-    if format not in FORMATS:
-        raise TraceFormatError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
     out: list[Trace] = []
     pooled: dict[str, list] = {}
-    for raw in paths:
-        p = Path(raw)
-        if not p.exists():
-            raise TraceFormatError("no such file or folder", path=str(p))
-        fmt = detect_format(p) if format == "auto" else format
+    for p, fmt in detect_formats(paths, format):
         if fmt in ("who-and-when", "jsonl"):
             from agentcausal.traces.io import load_traces
 

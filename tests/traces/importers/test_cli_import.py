@@ -95,3 +95,12 @@ def test_attribute_with_labels(otel_file, tmp_path, monkeypatch):
     (t,) = read_jsonl(calls["paths"][0])
     assert t.ground_truth == "71 C" and t.label.step == 2 and t.label.agent == "researcher"
     assert t.question == QUESTION
+
+
+def test_folders_detected_per_file(otel_file, tmp_path):
+    from agentcausal.demo import examples_dir
+    from agentcausal.traces.importers import detect_formats, import_traces
+
+    assert {f for _, f in detect_formats([examples_dir()])} == {"who-and-when"}  # README.md is not read
+    assert [t.id for t in import_traces([examples_dir()])][0].startswith("examples/")
+    assert detect_formats([tmp_path]) == [(otel_file, "otel")]
