@@ -187,7 +187,7 @@ def openinference_record(span: OtlpSpan) -> SpanRecord:
 def openinference_records(path: str | Path) -> list[SpanRecord]:
     """Span records of an OpenInference file: OTLP JSON or a console-exporter stream.
 
-    Spans without ``openinference.span.kind`` in an OTLP file are read with the GenAI rules.
+    Spans without ``openinference.span.kind`` are read with the GenAI rules (:mod:`.otel`).
 
     Raises
     ------
@@ -203,7 +203,9 @@ def openinference_records(path: str | Path) -> list[SpanRecord]:
         from agentcausal.traces.importers.otel import otel_records
 
         return otel_records(p)
-    return [openinference_record(s) for s in read_console(p)]
+    from agentcausal.traces.importers.otel import any_record
+
+    return [any_record(s) for s in read_console(p)]
 
 
 def load_openinference(path: str | Path, *, tool_agent: str | None = None,
