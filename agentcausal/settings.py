@@ -30,7 +30,10 @@ class RunSettings(BaseModel):
     cache_dir : str, root of the disk caches (``<cache_dir>/llm``, ``<cache_dir>/prefect`` ...)
     who_and_when_dir : str, the Who&When benchmark folder
     mast_dir, agentrx_dir : str, the MAST-Data and AgentRx folders (``agentcausal data fetch mast|agentrx``)
-    refresh : bool, bypass LLM cache reads
+    refresh : bool, bypass LLM cache reads and recompute every cached task result
+    retry_failed : bool, also recompute cached results marked ``content_failed`` or ``degraded``
+        (a plain run reuses them; ``failed`` results are never cached, so always retried);
+        complete results are still reused
     """
 
     model_config = ConfigDict(frozen=True)
@@ -42,6 +45,7 @@ class RunSettings(BaseModel):
     mast_dir: str = "data/mast"
     agentrx_dir: str = "data/agentrx"
     refresh: bool = False
+    retry_failed: bool = False
 
     @classmethod
     def from_env(cls, **overrides: object) -> "RunSettings":
@@ -54,6 +58,7 @@ class RunSettings(BaseModel):
             "mast_dir": _env("MAST_DIR", "data/mast"),
             "agentrx_dir": _env("AGENTRX_DIR", "data/agentrx"),
             "refresh": _env("REFRESH", "0") in ("1", "true", "yes"),
+            "retry_failed": _env("RETRY_FAILED", "0") in ("1", "true", "yes"),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from agentcausal.traces.model import Trace
 
-__all__ = ["register", "cmd_import", "add_import_arguments", "load_with_options", "prepare_corpus"]
+__all__ = ["register", "cmd_import", "add_import_arguments", "load_with_options", "prepare_corpus",
+           "refuse_truthless"]
 
 
 def add_import_arguments(p: argparse.ArgumentParser) -> None:
@@ -70,35 +71,50 @@ def load_with_options(paths: Sequence[str], args: argparse.Namespace) -> list[Tr
 
 
 def prepare_corpus(args: argparse.Namespace) -> list[str]:
-    """For ``attribute``: load and check the corpus up front; import it into the run folder when needed.
+    """For ``attribute``: the paths the flow should read, importing other formats into the run folder.
 
     Who&When and Trace JSONL paths without ``--labels`` are passed on as they are; anything
-    else is imported and written to ``<run folder>/traces.jsonl`` (``args.out`` is set to the
-    run folder). Unless ``--no-ground-truth``, the selected traces without ground truth are
-    refused, all in one message.
+    else is imported (``--format``, ``--logs``, ``--tool-agent``, ``--skip-invalid``), labelled
+    (``--labels``) and written to ``<run folder>/traces.jsonl`` (``args.out`` is set to the
+    run folder when it was not given).
 
     Returns
     -------
-    list of str, the paths the flow should read.
+    list of str
 
     Raises
     ------
-    TraceFormatError, ConfigError
+    TraceFormatError
+        If a file matches no format, is malformed or holds an invalid trace, or a label does not fit.
     """
     from agentcausal.traces.importers import detect_formats
-    from agentcausal.traces.importers.labels import require_ground_truth
-    from agentcausal.traces.io import select_traces, write_jsonl
+    from agentcausal.traces.io import write_jsonl
 
-    traces = load_with_options(args.paths, args)
-    if not getattr(args, "no_ground_truth", False):
-        require_ground_truth(select_traces(traces, ids=args.ids, limit=args.limit, max_steps=args.max_steps))
     if {fmt for _, fmt in detect_formats(args.paths, args.format)} <= {"who-and-when", "jsonl"} and not args.labels:
         return list(args.paths)
+    traces = load_with_options(args.paths, args)
     if not args.out:
         from flows.attribute import default_run_dir
 
         args.out = default_run_dir()
     return [str(write_jsonl(traces, Path(args.out) / "traces.jsonl"))]
+
+
+def refuse_truthless(paths: Sequence[str], args: argparse.Namespace) -> None:
+    """Unless ``--no-ground-truth``: refuse the selected traces that have no ground truth, all in one message.
+
+    Raises
+    ------
+    ConfigError
+        Naming every selected trace without a ground truth.
+    """
+    if getattr(args, "no_ground_truth", False):
+        return
+    from agentcausal.traces.importers.labels import require_ground_truth
+    from agentcausal.traces.io import load_traces, select_traces
+
+    traces = load_traces(paths, skip_invalid=bool(getattr(args, "skip_invalid", False)))
+    require_ground_truth(select_traces(traces, ids=args.ids, limit=args.limit, max_steps=args.max_steps))
 
 
 def cmd_import(args: argparse.Namespace) -> int:

@@ -106,24 +106,33 @@ def detect_format(path: str | Path) -> str:
     ------
     TraceFormatError
         If the file matches no format; the message names the file and what was expected.
+        A ``.json``/``.jsonl`` file that is broken or matches no other format is given to the
+        Who&When/Trace JSONL loader, whose message names the broken line or field.
     """
     p = Path(path)
     if p.is_dir():
         return "who-and-when"
     if _is_sqlite(p):
         return "ag2"
+    native = {".json": "who-and-when", ".jsonl": "jsonl"}.get(p.suffix)
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
+        if native:
+            return native
         raise TraceFormatError(f"cannot read as text: {exc}", path=str(p)) from exc
     try:
         first = next(iter_json_values(text), None)
     except ValueError as exc:
+        if native:  # the native loader names the broken file and line
+            return native
         raise TraceFormatError(f"not JSON ({exc}); expected {EXPECTED}", path=str(p)) from exc
     try:
         fmt = _classify(first, text) if first is not None else None
     except TraceFormatError as exc:
         raise TraceFormatError(str(exc), path=str(p)) from exc
+    if fmt is None and native:  # the native loader says which field is wrong
+        return native
     if fmt is None:
         raise TraceFormatError(f"matches no trace format; expected {EXPECTED}", path=str(p))
     return fmt

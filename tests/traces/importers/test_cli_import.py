@@ -28,7 +28,7 @@ def test_import_writes_jsonl_and_prints_table(otel_file, tmp_path, capsys):
 
 
 def test_import_unknown_format_is_one_line(tmp_path, capsys):
-    f = tmp_path / "x.json"
+    f = tmp_path / "x.log"
     f.write_text('{"hello": 1}')
     assert main(["import", str(f), "-o", str(tmp_path / "o.jsonl")]) == 2
     err = capsys.readouterr().err
