@@ -32,7 +32,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub = p.add_subparsers(dest="data_verb", metavar="ACTION", required=True)
     f = sub.add_parser("fetch", help="download a dataset", description="Download a dataset from its public home.")
     f.add_argument("dataset", choices=DATASETS)
-    f.add_argument("--dest", default=None, help="target folder (default: the who_and_when_dir setting)")
+    f.add_argument("--dest", default=None,
+                   help="target folder (default: the who_and_when_dir, mast_dir or agentrx_dir setting)")
     f.add_argument("--url", default=None, help="archive URL (default: the GitHub repository zip)")
     f.add_argument("--timeout", type=float, default=60.0, help="network timeout, seconds")
     f.add_argument("--force", action="store_true", help="replace an existing copy")
