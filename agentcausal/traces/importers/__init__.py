@@ -25,7 +25,6 @@ Imported traces carry no ground truth; :mod:`.labels` adds it from a side file.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any

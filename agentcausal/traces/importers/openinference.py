@@ -38,7 +38,7 @@ from typing import Any
 from agentcausal.exceptions import TraceFormatError
 from agentcausal.traces.importers._spans import SpanRecord, iso_to_ns, iter_json_values, message_text, norm_id, \
     spans_to_traces
-from agentcausal.traces.importers.otel import OtlpSpan, is_otlp, read_otlp
+from agentcausal.traces.importers.otel import OtlpSpan, is_otlp
 from agentcausal.traces.model import Trace
 
 __all__ = ["read_console", "openinference_record", "openinference_records", "load_openinference"]

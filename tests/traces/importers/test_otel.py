@@ -133,3 +133,22 @@ def test_not_otlp(tmp_path):
     (tmp_path / "x.json").write_text('{"a": 1}')
     with pytest.raises(TraceFormatError, match="resourceSpans"):
         load_otel(tmp_path / "x.json")
+
+
+def test_inference_details_event_and_response_key(tmp_path):
+    """v1.37+ content on the event gen_ai.client.inference.operation.details; a tool result spelled
+    `response` as in the docs example."""
+    out = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": ANSWER}]}])
+    inp = json.dumps([{"role": "user", "parts": [{"type": "text", "content": QUESTION}]}])
+    ev = {"name": "gen_ai.client.inference.operation.details", "timeUnixNano": "101",
+          "attributes": _kv({"gen_ai.output.messages": out, "gen_ai.input.messages": inp})}
+    spans = [_span("dd00000000000001", "", "invoke_agent Writer", 100, {"gen_ai.operation.name": "invoke_agent",
+                                                                        "gen_ai.agent.name": "Writer"}),
+             _span("dd00000000000002", "dd00000000000001", "chat m", 101, {"gen_ai.operation.name": "chat"}, [ev]),
+             _span("dd00000000000003", "dd00000000000001", "execute_tool calc", 102,
+                   {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.call.response": "4"})]
+    (tmp_path / "t.json").write_text(json.dumps(_doc(spans)))
+    t = load_otel(tmp_path / "t.json")[0]
+    assert [(s.agent, s.role, s.content) for s in t.steps] == [("Writer", "assistant", ANSWER),
+                                                               ("Writer", "tool", "4")]
+    assert t.question == QUESTION and t.steps[1].metadata["tool_name"] == "calc"
