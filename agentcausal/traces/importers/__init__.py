@@ -238,7 +238,7 @@ def import_traces(paths: Sequence[str | Path], format: str = "auto", *,  # noqa:
         if fmt in ("who-and-when", "jsonl"):
             from agentcausal.traces.io import load_traces
 
-            out.extend(load_traces([p]))
+            out.extend(load_traces([p], skip_invalid=skip_invalid))
         elif fmt in SPAN_FORMATS:
             pooled.setdefault(fmt, []).extend(_span_records(fmt, p, logs))
         elif fmt == "ag2":
