@@ -2,8 +2,12 @@
 
 Wiring only: load each (dataset, seed), check the methods up front, map
 ``discover_one`` over every (dataset, seed, method) (LLM methods first, so
-the long debates start while the statistical baselines run), record failures
-that survive the retries as error outcomes, save, evaluate, and publish a
+the long debates start while the statistical baselines run; with
+``--retry-failed`` the runs whose cached outcome is ``content_failed`` or
+``degraded`` are mapped with a cache refresh), record failures that survive
+the retries as ``status="failed"`` outcomes (never cached), put the current
+true graph into every outcome (scoring happens outside the cached step), mark
+outcomes served by Prefect's cache ``reused``, save, evaluate, and publish a
 Prefect table artifact and the markdown report.
 
 Run it from Python::
@@ -28,12 +32,13 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from agentcausal.discovery.methods import LLM_METHODS, DiscoveryConfig, DiscoveryOutcome, method_stages, \
     resolve_methods
+from agentcausal.discovery.user_data import unique_dataset_names
 from agentcausal.report.discovery import table_records
 from agentcausal.settings import RunSettings
 from flows.runners import RunnerChoice, with_runner
-from tasks.common import gateway_for
-from tasks.discovery import discover_one, discover_options, load_discovery_dataset, report_discovery, \
-    save_discovery
+from tasks.common import RETRIED_STATUSES, gateway_for, stored_status, was_cached
+from tasks.discovery import discover_one, discover_options, discover_task_key, load_discovery_dataset, \
+    report_discovery, save_discovery
 
 __all__ = ["discover", "run_discover", "default_run_dir"]
 
@@ -55,6 +60,7 @@ def discover(
     reversal_cost: int = 1,
     progress: bool = False,
     llm_datasets: list[str] | None = None,
+    meta: dict[str, Any] | None = None,
 ) -> str:
     """Run every method on every dataset and seed; write a run folder; return its path.
 
@@ -71,6 +77,7 @@ def discover(
     progress : show a tqdm bar on stderr
     llm_datasets : run LLM methods (MAC, its ablations, zero-shot) only on these datasets
         (default: on all); statistical methods run on every dataset
+    meta : extra entries for ``run.json`` (the CLI passes ``{"skipped": [...]}``, the datasets it left out)
 
     Returns
     -------
@@ -82,16 +89,27 @@ def discover(
     names = resolve_methods(methods)
     ordered = [m for m in names if m in LLM_METHODS] + [m for m in names if m not in LLM_METHODS]
     pairs = [(spec, s) for spec in datasets for s in seeds]
-    loaded = load_discovery_dataset.map(spec=[p for p, _ in pairs], n=unmapped(n), seed=[s for _, s in pairs])
+    names_of = unique_dataset_names(list(datasets))  # two <folder>/data.csv get distinct names
+    loaded = load_discovery_dataset.map(spec=[p for p, _ in pairs], n=unmapped(n), seed=[s for _, s in pairs],
+                                        name=[names_of[p] for p, _ in pairs])
     data = [f.result() for f in loaded]
     llm_only = None if llm_datasets is None else {d.lower() for d in llm_datasets}
     jobs = [(m, i) for m in ordered for i in range(len(pairs))
             if m not in LLM_METHODS or llm_only is None or pairs[i][0].lower() in llm_only
             or data[i].name in llm_only]
     started = time.time()
-    futures = discover_one.with_options(**discover_options(settings)).map(
-        dataset=[data[i] for _, i in jobs], method=[m for m, _ in jobs], config=unmapped(config),
-        settings=unmapped(settings), seed=[pairs[i][1] for _, i in jobs])
+    retry = [settings.retry_failed and not settings.refresh
+             and stored_status(settings, discover_task_key(data[i], m, config, settings, pairs[i][1]))
+             in RETRIED_STATUSES for m, i in jobs]
+    futures: list = [None] * len(jobs)
+    for refresh in (False, True):
+        idx = [k for k, r in enumerate(retry) if r == refresh]
+        if idx:
+            mapped = discover_one.with_options(**discover_options(settings, refresh=refresh)).map(
+                dataset=[data[jobs[k][1]] for k in idx], method=[jobs[k][0] for k in idx], config=unmapped(config),
+                settings=unmapped(settings), seed=[pairs[jobs[k][1]][1] for k in idx])
+            for k, f in zip(idx, mapped):
+                futures[k] = f
     bar = None
     if progress:
         from tqdm import tqdm
@@ -109,23 +127,26 @@ def discover(
     outcomes = []
     for (m, i), f in zip(jobs, futures):
         res = f.result(raise_on_failure=False)
-        if isinstance(res, DiscoveryOutcome):
-            outcomes.append(res)
-        else:
-            ds = data[i]
+        ds = data[i]
+        if isinstance(res, DiscoveryOutcome):  # scored against the truth of now, not of when it was cached
+            outcomes.append(res.model_copy(update={"true_graph": ds.true_graph, "dataset": ds.name,
+                                                   "reused": res.reused or was_cached(f)}))
+        else:  # raised: a failure of the run (transport, timeout ...), not cached, retried by the next run
             outcomes.append(DiscoveryOutcome(dataset=ds.name, seed=pairs[i][1], n=ds.n, method=m,
-                                             true_graph=ds.true_graph, error=f"task failed: {res!r}"[:2000]))
+                                             true_graph=ds.true_graph, error=f"task failed: {res!r}"[:2000],
+                                             status="failed", status_detail=type(res).__name__))
     order = sorted(range(len(jobs)), key=lambda k: (datasets.index(pairs[jobs[k][1]][0]), names.index(jobs[k][0]),
                                                      pairs[jobs[k][1]][1]))
     outcomes = [outcomes[k] for k in order]  # dataset-major, methods in the order asked
     stages = sorted({s for m in names for s in method_stages(m, config)})
     gw = gateway_for(settings) if stages else None
-    meta = {"datasets": list(datasets), "methods": names, "llm_datasets": llm_datasets, "seeds": list(seeds),
+    meta = {**(meta or {}), "datasets": list(datasets), "methods": names, "llm_datasets": llm_datasets, "seeds": list(seeds),
             "n": n,
             "routing": settings.routing, "config": config.model_dump(mode="json"),
             "models": {s: gw.model_for(s) for s in stages} if gw else {},
             "started": dt.datetime.fromtimestamp(started).isoformat(timespec="seconds"),
-            "wall_seconds": round(time.time() - started, 2), "reversal_cost": reversal_cost}
+            "wall_seconds": round(time.time() - started, 2), "reversal_cost": reversal_cost,
+            "retry_failed": settings.retry_failed, "refresh": settings.refresh}
     run_dir = out_dir or default_run_dir()
     save_discovery(outcomes, run_dir, meta)
     files = report_discovery(run_dir, reversal_cost)

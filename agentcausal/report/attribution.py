@@ -21,6 +21,7 @@ import pandas as pd
 
 from agentcausal.attribution.evaluate import Evaluation, evaluate_frame, load_results, load_run_meta
 from agentcausal.report.html import attribution_tables, write_html_report
+from agentcausal.runfiles import atomic_write_text
 from agentcausal.report.plots import attribution_figures, figures_markdown
 from agentcausal.traces.model import Attribution
 
@@ -121,9 +122,23 @@ def markdown_report(ev: Evaluation, *, title: str = "Failure attribution", meta:
         "", "## |predicted step − true step|", "", markdown_table(ev.step_error_hist, index=True),
         "", "## Cost per trace (means)", "", markdown_table(ev.cost_per_trace),
         "", "## Cost per stage", "", markdown_table(ev.cost_by_stage),
+        *_cost_this_run_section(ev, meta),
         "", f"## Failed traces ({len(ev.failures)})", "", markdown_table(ev.failures), "",
     ]
     return "\n".join(parts)
+
+
+def _cost_this_run_section(ev: Evaluation, meta: Mapping[str, object] | None) -> list[str]:
+    """"This run" vs "original" cost (totals), request seconds and the run's wall time."""
+    if ev.cost_this_run is None or ev.cost_this_run.empty:
+        return []
+    wall = (meta or {}).get("wall_seconds")
+    return ["", "## Cost: this run vs original (totals)", "",
+            "Reused rows (Prefect's task cache, or every LLM call a cache hit) cost this run nothing; "
+            "*original* is what the records cost when computed. Request seconds: time inside HTTP requests, "
+            "summed over calls (concurrent calls overlap, so it can exceed the wall time)."
+            + (f" Wall time of this run: {float(wall):,.1f} s." if isinstance(wall, (int, float)) else ""),
+            "", markdown_table(ev.cost_this_run)]
 
 
 def dependency_graphs_markdown(results: pd.DataFrame, *, max_graphs: int = 50) -> str:
@@ -184,7 +199,7 @@ def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, obje
     p = d / "report.md"
     figs = attribution_figures(ev, d)  # PNGs in the run folder; text charts in report.md, images in report.html
     graphs = dependency_graphs_markdown(results) if results is not None else ""
-    p.write_text(markdown_report(ev, meta=meta) + figures_markdown(figs) + graphs, encoding="utf-8")
+    atomic_write_text(p, markdown_report(ev, meta=meta) + figures_markdown(figs) + graphs)
     write_html_report(d / "report.html", "Failure attribution", meta or {}, figs, attribution_tables(ev))
     return p
 
@@ -208,7 +223,8 @@ def report_run(run_dir: str | Path) -> RunReport:
     meta = load_run_meta(run_dir)
     results = load_results(run_dir)
     ev = evaluate_frame(results)
-    shown = {k: meta[k] for k in ("corpus", "methods", "routing", "models", "traces", "started") if k in meta}
+    shown = {k: meta[k] for k in ("corpus", "methods", "routing", "models", "traces", "started", "wall_seconds")
+             if k in meta}
     shown["run folder"] = str(run_dir)
     path = write_report(ev, run_dir, meta=shown, results=results)
     return RunReport(ev, path.read_text(encoding="utf-8"), path)
