@@ -199,3 +199,17 @@ def test_cli_refuses_coding_and_marks_auto_fallback(monkeypatch, capsys):
 
     ds = load_dataset("earthquake", n=100, seed=0)
     assert discovery_key(ds, "mac", config) == discovery_key(ds, "mac", DiscoveryConfig(mac=config.mac))
+
+
+def test_auto_fallback_is_marked_in_the_rows_that_run_dcm(fake_server, make_gateway):
+    from agentcausal.discovery.datasets import load_dataset
+    from agentcausal.discovery.methods import DiscoveryConfig, run_discovery
+    from tests.discovery.conftest import mac_responder
+
+    fake_server.responder = mac_responder()
+    ds = load_dataset("earthquake", n=200, seed=0)
+    config = DiscoveryConfig(executor_fallback="executor auto: the coding sandbox cannot run here (x)")
+    gw = make_gateway(fake_server)
+    dcm = run_discovery("dcm_only", ds, gw, config)
+    assert dcm.error == "" and dcm.details["executor_fallback"] == config.executor_fallback
+    assert "executor_fallback" not in run_discovery("pc", ds, None, config).details

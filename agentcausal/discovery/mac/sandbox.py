@@ -426,8 +426,11 @@ def _preexec(limits: SandboxLimits, cpu_s: int, cg: Path | None):  # pragma: no 
     def apply() -> None:
         os.setsid()
         if cg is not None:
-            with open(cg / "cgroup.procs", "w") as f:
-                f.write(str(os.getpid()))
+            try:  # best effort: the watchdog caps memory without it
+                with open(cg / "cgroup.procs", "w") as f:
+                    f.write(str(os.getpid()))
+            except OSError:
+                pass
         mem = limits.memory_mb * 2 ** 20
         resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
@@ -510,7 +513,6 @@ def _run(bwrap: str, script: str, inputs: Mapping[str, bytes], output_names: tup
             except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL'd processes do not linger
                 _kill_tree(proc)
                 proc.wait()
-            _kill_tree(proc) if _tree(proc.pid) else None
             out.thread.join(timeout=5)
             err.thread.join(timeout=5)
             _remove_cgroup(cg)
