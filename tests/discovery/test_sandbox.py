@@ -213,3 +213,31 @@ def test_auto_fallback_is_marked_in_the_rows_that_run_dcm(fake_server, make_gate
     dcm = run_discovery("dcm_only", ds, gw, config)
     assert dcm.error == "" and dcm.details["executor_fallback"] == config.executor_fallback
     assert "executor_fallback" not in run_discovery("pc", ds, None, config).details
+
+
+def test_redact_replaces_profile_keys_and_secret_named_variables(monkeypatch, tmp_path):
+    from agentcausal.redact import redact, register_secret_env
+
+    toml = tmp_path / "profiles.toml"
+    toml.write_text('[profiles.p]\nkind = "chat"\nbase_url = "http://x"\nmodel = "m"\napi_key_env = "MY_CRED"\n')
+    monkeypatch.setenv("AGENTCAUSAL_PROFILES", str(toml))
+    monkeypatch.setenv("MY_CRED", "cred-value-123")          # named by a profile, not by its name
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_abcdefgh")        # matched by name
+    monkeypatch.setenv("DB_PASSWORD", "short")                # under 8 characters: left alone
+    monkeypatch.setenv("HOME_DIR_NAME", "cred-value-123-x")   # not secret by name; longer overlapping value
+    monkeypatch.setenv("OTHER_SETTING", "ghp_abcdefgh-not")
+    text = "a cred-value-123 b ghp_abcdefgh c short"
+    assert redact(text) == "a [REDACTED:MY_CRED] b [REDACTED:GITHUB_TOKEN] c short"
+    monkeypatch.setenv("PLAIN_NAME", "plain-value-99")
+    assert redact("plain-value-99") == "plain-value-99"
+    register_secret_env("PLAIN_NAME")
+    assert redact("x plain-value-99") == "x [REDACTED:PLAIN_NAME]"
+
+
+@needs_sandbox
+def test_sandbox_output_is_redacted(monkeypatch):
+    monkeypatch.setenv("SANDBOX_TEST_API_KEY", "sk-visible-in-script-only")
+    res = run_sandboxed("import sys\nprint('sk-visible-in-script-only')\nsys.exit('sk-visible-in-script-only')",
+                        timeout_s=20)
+    assert "sk-visible" not in res.stdout + res.stderr
+    assert "[REDACTED:SANDBOX_TEST_API_KEY]" in res.stdout and "[REDACTED:SANDBOX_TEST_API_KEY]" in res.stderr
