@@ -28,7 +28,8 @@ What a script run by :func:`run_sandboxed` gets, and what it cannot do:
   private mount namespace the root parent prepares, never by widening modes.
 * **Environment.** Empty but for ``PATH``, ``HOME``/``TMPDIR`` (``/tmp``),
   ``LANG``, single-thread BLAS settings and ``MPLBACKEND``; ``python -I -B``.
-* **Limits.** ``RLIMIT_NPROC`` (processes of the sandbox uid, default 300),
+* **Limits.** ``RLIMIT_NPROC`` (at most ``max_processes``, default 300, new
+  processes and threads of the sandbox uid beyond those it already runs),
   ``RLIMIT_FSIZE`` (largest file), ``RLIMIT_AS`` (address space per process),
   ``RLIMIT_CPU``, no core files; the memory of the whole process tree
   (``memory_mb``) through a cgroup v2 where one is writable and always through
@@ -47,8 +48,8 @@ Where bubblewrap is missing or cannot create its namespaces the sandbox fails
 closed: :func:`sandbox_available` says why and :func:`run_sandboxed` raises
 :class:`SandboxError`; it never runs the script with weaker isolation.
 
-Limits that remain: the process cap counts every process of the sandbox uid on
-the machine (concurrent sandboxes share it); CPU time beyond ``RLIMIT_CPU`` is
+Limits that remain: the process cap is counted per uid by the kernel, so
+sandboxes started at the same time share it; CPU time beyond ``RLIMIT_CPU`` is
 not shared fairly; the kernel is shared (a kernel exploit escapes any
 namespace sandbox).
 
@@ -121,7 +122,7 @@ class SandboxLimits(NamedTuple):
     ----------
     memory_mb : int, resident memory of the whole process tree, MiB; also the
         address-space limit of each process
-    max_processes : int, processes of the sandbox uid (RLIMIT_NPROC)
+    max_processes : int, new processes and threads of the sandbox uid (RLIMIT_NPROC above the current count)
     file_size_mb : int, largest file the script may write, MiB (RLIMIT_FSIZE)
     disk_mb : int, bytes written to the working directory in total, MiB
     tmpfs_mb : int, size of the private ``/tmp``, MiB
@@ -422,7 +423,19 @@ def _remove_cgroup(cg: Path | None) -> None:  # pragma: no cover - needs a deleg
             time.sleep(0.02)
 
 
-def _preexec(limits: SandboxLimits, cpu_s: int, cg: Path | None):  # pragma: no cover - runs in the child
+def _tasks_of(uid: int) -> int:
+    """Tasks (processes and threads) whose real uid is ``uid`` now: what RLIMIT_NPROC counts."""
+    n = 0
+    for p in psutil.process_iter(["uids", "num_threads"]):
+        try:
+            if p.info["uids"] is not None and p.info["uids"].real == uid:
+                n += p.info["num_threads"] or 1
+        except (psutil.Error, AttributeError):
+            pass
+    return n
+
+
+def _preexec(limits: SandboxLimits, cpu_s: int, cg: Path | None, nproc: int):  # pragma: no cover - in the child
     def apply() -> None:
         os.setsid()
         if cg is not None:
@@ -435,7 +448,7 @@ def _preexec(limits: SandboxLimits, cpu_s: int, cg: Path | None):  # pragma: no 
         resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_NPROC, (limits.max_processes, limits.max_processes))
+        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
         fsize = limits.file_size_mb * 2 ** 20
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
 
@@ -480,11 +493,13 @@ def _run(bwrap: str, script: str, inputs: Mapping[str, bytes], output_names: tup
         os.chmod(work, 0o700)
         cmd = _command(bwrap, host_tmp, work, ro_files, [sys.executable, "-I", "-B", "script.py"], limits)
         cg = _make_cgroup(limits)
+        # the kernel counts every task of the uid on the machine: allow max_processes beyond those running now
+        nproc = limits.max_processes + _tasks_of(SANDBOX_UID if root else os.getuid())
         t0 = time.perf_counter()
         try:
             proc = subprocess.Popen(cmd, env={"PATH": "/usr/bin:/bin:/usr/sbin:/sbin", "LANG": "C.UTF-8"},
                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    preexec_fn=_preexec(limits, cpu_s, cg), cwd="/")
+                                    preexec_fn=_preexec(limits, cpu_s, cg, nproc), cwd="/")
         except OSError:
             _remove_cgroup(cg)
             raise
