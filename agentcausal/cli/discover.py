@@ -82,8 +82,11 @@ def build_config(args: argparse.Namespace):
 
     from agentcausal.discovery.mac.executor import resolve_executor
 
-    executor, fallback = resolve_executor(args.executor)
-    if fallback:
+    # only MAC, mac_single and dcm_only run an executor: refuse or say "fallback" only for them
+    uses_dcm = any(m.lower().replace("-", "_") in ("mac", "mac_single", "dcm_only")
+                   for m in (getattr(args, "methods", None) or ["mac"]))
+    executor, fallback = resolve_executor(args.executor if uses_dcm or args.executor == "typed" else "auto")
+    if fallback and uses_dcm:
         print(fallback, file=sys.stderr)
     try:
         mac = MACSettings(rounds=args.rounds, subset_size=args.subset_size, executor=executor,

@@ -191,10 +191,13 @@ def test_cli_refuses_coding_and_marks_auto_fallback(monkeypatch, capsys):
     assert main(["discover", "--dataset", "asia", "--method", "mac", "--executor", "coding"]) == 2
     err = capsys.readouterr().err
     assert "bubblewrap missing" in err and len(err.strip().splitlines()) == 1
-    args = argparse.Namespace(rounds=1, subset_size=5, executor="auto", coding_attempts=3, timeout=300.0)
+    args = argparse.Namespace(rounds=1, subset_size=5, executor="auto", coding_attempts=3, timeout=300.0,
+                              methods=["pc", "MAC"])
     config = build_config(args)
     assert config.mac.executor == "typed" and "bubblewrap missing" in config.executor_fallback
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    build_config(argparse.Namespace(**{**vars(args), "methods": ["pc", "mdm_only"], "executor": "coding"}))
+    assert capsys.readouterr().err == ""  # no method runs an executor: nothing to refuse or say
     from agentcausal.discovery.datasets import load_dataset
 
     ds = load_dataset("earthquake", n=100, seed=0)
