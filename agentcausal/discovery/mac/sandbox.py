@@ -166,16 +166,22 @@ def _world_reachable(path: str) -> bool:
         return False
 
 
-def _python_roots() -> list[str]:
-    """Real paths of the Python installation and the virtual environment (deduplicated, nested removed)."""
-    roots = []
-    for p in (sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable))):
+def _python_roots() -> list[tuple[str, str]]:
+    """(real path, path inside) of the Python installation and the virtual environment.
+
+    Each is bound at its real path and, where a symlink leads to it, also at the
+    path Python knows it by (``sys.prefix`` decides whether the venv is active).
+    Trees under ``/usr`` are already bound; trees inside another are dropped.
+    """
+    pairs = []
+    for p in (sys.base_prefix, sys.prefix, os.path.dirname(sys.executable)):
         rp = os.path.realpath(p)
-        if rp.startswith("/usr/") or rp == "/usr" or not os.path.isdir(rp):
+        if rp == "/usr" or rp.startswith("/usr/") or not os.path.isdir(rp):
             continue
-        roots.append(rp)
-    roots = sorted(set(roots))
-    return [r for r in roots if not any(r != o and r.startswith(o + "/") for o in roots)]
+        pairs += [(rp, rp), (rp, os.path.abspath(p))]
+    pairs = sorted(set(pairs))
+    dests = [d for _, d in pairs]
+    return [(src, d) for src, d in pairs if not any(d != o and d.startswith(o + "/") for o in dests)]
 
 
 def _system_binds() -> list[str]:
@@ -208,13 +214,13 @@ def _command(bwrap: str, host_tmp: Path, work: Path, ro_files: Mapping[str, Path
     uid, gid = (SANDBOX_UID, SANDBOX_UID) if root else (os.getuid(), os.getgid())
     staged: list[tuple[str, str]] = []  # (host path, staging mount point)
     binds: list[str] = []
-    for i, rp in enumerate(_python_roots()):
+    for i, (rp, dest) in enumerate(_python_roots()):
         src = rp
         if root and not _world_reachable(rp):
             src = str(host_tmp / "stage" / str(i))
             os.makedirs(src, mode=0o755)
             staged.append((rp, src))
-        binds += ["--ro-bind", src, rp]
+        binds += ["--ro-bind", src, dest]
     cmd: list[str] = []
     if staged:
         script = " && ".join(f"mount --bind -o ro {shlex.quote(a)} {shlex.quote(b)}" for a, b in staged)
@@ -226,8 +232,9 @@ def _command(bwrap: str, host_tmp: Path, work: Path, ro_files: Mapping[str, Path
     if _bwrap_supports_disable_userns(bwrap):
         cmd += ["--disable-userns"]
     cmd += ["--die-with-parent", "--new-session", "--uid", str(uid), "--gid", str(gid),
-            *_system_binds(), *binds,
+            *_system_binds(),
             "--proc", "/proc", "--dev", "/dev", "--size", str(limits.tmpfs_mb * 2 ** 20), "--tmpfs", "/tmp",
+            *binds,  # after /tmp: a venv reached through /tmp stays visible
             "--bind", str(work), WORKDIR]
     for name, path in ro_files.items():
         cmd += ["--ro-bind", str(path), f"{WORKDIR}/{name}"]
@@ -256,7 +263,7 @@ def _probe() -> str | None:
         return f"bubblewrap cannot start here: {exc}"
     if res.returncode != 0 or res.stdout.strip() != "ok":
         detail = (res.stderr.strip().splitlines() or [f"exit code {res.returncode}"])[-1][:300]
-        return f"bubblewrap cannot create its namespaces here: {detail}"
+        return f"the sandbox cannot start here (bubblewrap: {detail})"
     return None
 
 
