@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "AgentCausalError",
+    "CompareError",
     "ConfigError",
     "UnknownProfileError",
     "UnknownStageError",
@@ -268,3 +269,17 @@ def is_content_failure(exc: BaseException) -> bool:
     if isinstance(exc, AlgorithmError):
         return not exc.transient
     return isinstance(exc, (StructuredOutputError, TraceFormatError, DatasetError))
+
+
+class CompareError(AgentCausalError):
+    """Two run folders cannot be compared (different kinds, or no shared items).
+
+    Attributes
+    ----------
+    run_a, run_b : str, the run folders
+    """
+
+    def __init__(self, message: str, *, run_a: str, run_b: str) -> None:
+        super().__init__(message)
+        self.run_a = run_a
+        self.run_b = run_b
