@@ -1,9 +1,12 @@
 """The ``attribute`` flow: every (trace, method) pair as a mapped, cached, retried task; then evaluation.
 
 Wiring only: load the corpus, check methods and settings, map
-``attribute_trace`` over (trace, method), record failures that survive the
-retries as error rows, save Parquet, evaluate, publish a Prefect table,
-markdown and progress artifacts.
+``attribute_trace`` over (trace, method) (with ``--retry-failed``, the pairs
+whose cached record is ``content_failed`` or ``degraded`` are mapped with a
+cache refresh, so their new record replaces the old under the same key),
+record failures that survive the retries as ``status="failed"`` rows (never
+cached), mark rows served by Prefect's cache ``reused``, save Parquet,
+evaluate, publish a Prefect table, markdown and progress artifacts.
 
 Run it from Python::
 
@@ -27,9 +30,13 @@ from prefect.futures import as_completed
 from agentcausal.attribution.common import failed_attribution, resolve_methods
 from agentcausal.report.attribution import table_records
 from agentcausal.settings import RunSettings
+from agentcausal.report.artifacts import ProgressLine, corpus_label, self_contained_markdown
 from agentcausal.traces.model import Attribution
+from flows import naming
 from flows.runners import RunnerChoice, with_runner
-from tasks.attribution import attribute_options, attribute_trace, evaluate_run, load_corpus, save_attributions
+from tasks.attribution import attribute_options, attribute_task_key, attribute_trace, evaluate_run, load_corpus, \
+    save_attributions
+from tasks.common import RETRIED_STATUSES, stored_status, was_cached
 
 __all__ = ["attribute", "run_attribute", "default_run_dir"]
 
@@ -39,7 +46,7 @@ def default_run_dir(out_root: str = "runs") -> str:
     return str(Path(out_root) / f"attribute-{dt.datetime.now():%Y%m%d-%H%M%S}")
 
 
-@flow(name="attribute", log_prints=True)
+@flow(name="attribute", log_prints=True, flow_run_name=naming.attribute_run_name)
 def attribute(
     paths: list[str],
     methods: list[str] = ["all_at_once"],  # noqa: B006 (Prefect parameters are copied)
@@ -51,6 +58,8 @@ def attribute(
     with_ground_truth: bool | None = None,
     out_dir: str | None = None,
     progress: bool = False,
+    skip_invalid: bool = False,
+    meta: dict[str, Any] | None = None,
 ) -> str:
     """Attribute every selected trace with every method; write a run folder; return its path.
 
@@ -64,6 +73,8 @@ def attribute(
     with_ground_truth : override for every method that has the setting
     out_dir : the run folder; default ``runs/attribute-<timestamp>``
     progress : show a tqdm bar on stderr
+    skip_invalid : leave out invalid trace files (and JSONL lines) instead of refusing the corpus
+    meta : extra entries for ``run.json`` (the CLI passes ``{"skipped": [...]}``, the inputs it left out)
 
     Returns
     -------
@@ -71,23 +82,38 @@ def attribute(
     """
     settings = settings or RunSettings.from_env()
     resolved = resolve_methods(methods, method_settings, with_ground_truth=with_ground_truth)
-    traces = load_corpus(paths, ids=ids, limit=limit, max_steps=max_steps)
+    paths = naming.corpus_paths(paths, settings)  # empty: the Who&When folder of the settings, resolved now
+    traces = load_corpus(paths, ids=ids, limit=limit, max_steps=max_steps, skip_invalid=skip_invalid)
+    naming.add_run_tags(resolved, settings, preset=getattr(settings, "preset", None),
+                        subsets={t.source for t in traces})
+    subject = corpus_label(paths)
     run_dir = out_dir or default_run_dir()
     pairs = [(t, m) for t in traces for m in resolved]
     started = time.time()
-    futures = attribute_trace.with_options(**attribute_options(settings)).map(
-        trace=[t for t, _ in pairs], method=[m for _, m in pairs],
-        method_settings=[resolved[m] for _, m in pairs], settings=unmapped(settings))
-    bar_id = create_progress_artifact(progress=0.0, key="attribute-progress",
+    retry = [settings.retry_failed and not settings.refresh
+             and stored_status(settings, attribute_task_key(t, m, resolved[m], settings)) in RETRIED_STATUSES
+             for t, m in pairs]
+    futures: list = [None] * len(pairs)
+    for refresh in (False, True):
+        idx = [i for i, r in enumerate(retry) if r == refresh]
+        if idx:
+            mapped = attribute_trace.with_options(**attribute_options(settings, refresh=refresh)).map(
+                trace=[pairs[i][0] for i in idx], method=[pairs[i][1] for i in idx],
+                method_settings=[resolved[pairs[i][1]] for i in idx], settings=unmapped(settings))
+            for i, f in zip(idx, mapped):
+                futures[i] = f
+    bar_id = create_progress_artifact(progress=0.0, key=naming.key("attribute-progress", subject),
                                       description=f"{len(pairs)} (trace, method) pairs")
     bar = None
     if progress:
         from tqdm import tqdm
 
         bar = tqdm(total=len(pairs), unit="attribution", desc="attribute")
+    line = ProgressLine(len(pairs), "attribute")  # plain lines when stderr is not a terminal
     for done, _ in enumerate(as_completed(list(futures)), 1):
         if bar is not None:
             bar.update(1)
+        line.update(done)
         if done % max(1, len(pairs) // 20) == 0 or done == len(pairs):
             update_progress_artifact(bar_id, progress=100.0 * done / max(1, len(pairs)))
     if bar is not None:
@@ -95,16 +121,22 @@ def attribute(
     attributions = []
     for (t, m), f in zip(pairs, futures):
         res = f.result(raise_on_failure=False)  # the Attribution, or the exception that survived retries
-        attributions.append(res if isinstance(res, Attribution) else failed_attribution(t.id, m, _as_exc(res)))
-    meta = {"corpus": [str(p) for p in paths], "methods": resolved, "routing": settings.routing,
+        if isinstance(res, Attribution):  # own id always (never a record of a same-content trace)
+            attributions.append(res.model_copy(update={"trace_id": t.id, "method": m,
+                                                       "reused": res.reused or was_cached(f)}))
+        else:  # raised: a failure of the run, not of the content; not cached, retried by the next run
+            attributions.append(failed_attribution(t.id, m, _as_exc(res), status="failed"))
+    meta = {**(meta or {}), "corpus": [str(p) for p in paths], "methods": resolved, "routing": settings.routing,
             "models": {m: a.models for m, a in {a.method: a for a in attributions}.items()},
             "traces": len(traces), "started": dt.datetime.fromtimestamp(started).isoformat(timespec="seconds"),
-            "wall_seconds": round(time.time() - started, 2), "profiles": str(settings.profiles_path or "packaged")}
+            "wall_seconds": round(time.time() - started, 2), "profiles": str(settings.profiles_path or "packaged"),
+            "retry_failed": settings.retry_failed, "refresh": settings.refresh}
     save_attributions(attributions, traces, run_dir, meta)
     report = evaluate_run(run_dir)
-    create_table_artifact(table_records(report.evaluation.overall), key="attribution-accuracy",
+    create_table_artifact(table_records(report.evaluation.overall), key=naming.key("attribution-accuracy", subject),
                           description="Step, agent and both-correct accuracy per method")
-    create_markdown_artifact(report.markdown, key="attribution-report", description=f"run folder {run_dir}")
+    create_markdown_artifact(self_contained_markdown(report.markdown, run_dir),
+                             key=naming.key("attribution-report", subject), description=f"run folder {run_dir}")
     return run_dir
 
 

@@ -12,13 +12,14 @@ process until Ctrl-C; see ``flows/serve.py`` and ``deploy/README.md``::
 
 The same OpenAI-compatible server the gateway starts in-process for the
 ``embedded`` profile, kept running for other tools (or for several agentcausal
-processes to share). It prints its base URL and serves until Ctrl-C::
+processes to share). It prints its base URL and its API key (random per
+start; requests without it are refused) and serves until Ctrl-C::
 
     agentcausal serve-local                       # packaged Qwen2.5-Coder-0.5B, free port
     agentcausal serve-local --model 1.5b --port 8080
     agentcausal serve-local --model /path/to/any.gguf
 
-``export AGENTCAUSAL_EMBEDDED_URL=<url>`` makes every agentcausal process
+``export AGENTCAUSAL_EMBEDDED_URL=<url> AGENTCAUSAL_EMBEDDED_KEY=<key>`` makes every agentcausal process
 use this server for the ``embedded`` profiles instead of starting its own
 (one model in memory, cache keys unchanged). Or point another profile at it
 (``AGENTCAUSAL_PROFILE_VLLM_BASE_URL=<url>``), or use any OpenAI client.
@@ -27,6 +28,7 @@ use this server for the ``embedded`` profiles instead of starting its own
 from __future__ import annotations
 
 import argparse
+import sys
 import threading
 from pathlib import Path
 
@@ -62,7 +64,9 @@ def _register_serve(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--only", action="append", default=None, metavar="NAME",
                    help="serve only this deployment (repeatable), e.g. attribute/who-and-when-nightly")
     p.add_argument("--limit", type=int, default=None, help="most flow runs at once (default: no limit)")
-    p.add_argument("--list", action="store_true", help="check the file, list deployments and schedules, exit")
+    p.add_argument("--list", action="store_true",
+                   help="check the file and every deployment's inputs, list deployments and schedules, exit "
+                   "(exit 1 when an input is missing)")
     p.set_defaults(func=cmd_serve)
 
 
@@ -80,11 +84,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
     path = args.file or fs.default_file()
     specs = fs.load_specs(path)
     if args.list:
+        missing = []
         for s in specs:
             when = "; ".join(f"{c.cron} {c.timezone}" + ("" if c.active else " (inactive)") for c in s.schedules)
             print(f"{fs.load_flow(s).name}/{s.name}  [{when or 'no schedule'}]  {s.entrypoint}")
             for k, v in s.parameters.items():
                 print(f"    {k} = {v!r}")
+            for c in fs.check_inputs(s):
+                print(f"    {c.kind} {c.value}: {'ok' if c.exists else 'MISSING'}" + (f" ({c.note})" if c.note else ""))
+                if not c.exists:
+                    missing.append(f"{s.name}: {c.value}")
+        if missing:
+            print(f"agentcausal: error: {len(missing)} deployment input(s) missing: {'; '.join(missing)}",
+                  file=sys.stderr)
+            return 1
         return 0
     fs.serve(path, only=args.only, limit=args.limit)
     return 0
@@ -110,9 +123,10 @@ def serve_local(args: argparse.Namespace, *, stop: threading.Event | None = None
                              host=args.host, threads=args.threads, alias=alias)
     print(f"serving {path} ({args.slots} slots x {args.ctx} tokens) as model {alias!r}", flush=True)
     print(f"base URL: {srv.base_url}", flush=True)
-    print(f"share it with agentcausal runs:  export {local.SHARED_SERVER_ENV}={srv.base_url}", flush=True)
+    print(f"share it with agentcausal runs:  export {local.SHARED_SERVER_ENV}={srv.base_url} "
+          f"{local.SHARED_SERVER_KEY_ENV}={srv.api_key}", flush=True)
     print(f"or route a profile to it:        AGENTCAUSAL_PROFILE_VLLM_BASE_URL={srv.base_url} "
-          f"AGENTCAUSAL_PROFILE_VLLM_MODEL={alias}", flush=True)
+          f"AGENTCAUSAL_PROFILE_VLLM_MODEL={alias} VLLM_API_KEY={srv.api_key}", flush=True)
     print("Ctrl-C to stop", flush=True)
     stop = stop or threading.Event()
     try:

@@ -8,6 +8,8 @@ It serves ``POST /v1/chat/completions``, ``POST /v1/embeddings``,
 * a fixed latency per request (seconds);
 * request counting (``server.count``, ``server.requests``) and the peak number
   of requests in flight (``server.max_in_flight``), to check concurrency limits;
+* ``api_key``: when set, every request but ``/health`` without
+  ``Authorization: Bearer <api_key>`` gets HTTP 401, as llama.cpp's server does;
 * fault injection: a queue of faults consumed one per request before normal
   replies: ``429``, ``500``, ``"timeout"`` (sleeps past the client timeout),
   ``"malformed"`` (content that is not JSON), ``"truncated"`` (a cut-off JSON
@@ -15,6 +17,14 @@ It serves ``POST /v1/chat/completions``, ``POST /v1/embeddings``,
   without answering). Error replies carry ``retry-after-ms`` (default 1 ms) so
   the ``openai`` client's backoff does not slow tests down; set
   ``retry_after_ms=None`` to get its plain exponential backoff.
+
+``dialect="reasoning"`` makes the chat endpoint refuse requests as OpenAI's
+reasoning models (o-series, GPT-5) do: HTTP 400 ``unsupported_parameter``
+for ``max_tokens`` ("Use 'max_completion_tokens' instead") and
+``unsupported_value`` for any ``temperature`` but 1; it also spends
+``reasoning_tokens`` hidden tokens per reply out of ``max_completion_tokens``
+(a cap too small for them gives empty content and ``finish_reason: length``,
+as the real API does), counted in ``completion_tokens``.
 
 Embeddings are deterministic pseudo-random unit vectors seeded by the text's
 hash, so equal texts embed equally and different texts differ.
@@ -58,7 +68,15 @@ class FakeOpenAIServer:
         embedding_dim: int = 16,
         retry_after_ms: float | None = 1,
         models: Iterable[str] = ("fake-model",),
+        dialect: str = "chat",
+        reasoning_tokens: int = 64,
+        api_key: str | None = None,
     ) -> None:
+        self.api_key = api_key
+        if dialect not in ("chat", "reasoning"):
+            raise ValueError(f"dialect must be 'chat' or 'reasoning', got {dialect!r}")
+        self.dialect = dialect
+        self.reasoning_tokens = reasoning_tokens
         self.replies: deque[str] = deque(replies or [])
         self.responder = responder
         self.latency_s = latency_s
@@ -83,6 +101,10 @@ class FakeOpenAIServer:
     @property
     def chat_requests(self) -> list[dict[str, Any]]:
         return [r for r in self.requests if r.get("_path", "").endswith("/chat/completions")]
+
+    @property
+    def embedding_requests(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r.get("_path", "").endswith("/embeddings")]
 
     @property
     def base_url(self) -> str:
@@ -118,7 +140,17 @@ class FakeOpenAIServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
+            def _refused(self) -> bool:
+                """401 like llama.cpp's server when ``api_key`` is set and the request lacks it."""
+                if server.api_key is None or self.headers.get("Authorization") == f"Bearer {server.api_key}":
+                    return False
+                self._send(401, {"error": {"message": "Invalid API Key", "type": "authentication_error",
+                                           "code": 401}})
+                return True
+
             def do_GET(self) -> None:  # noqa: N802
+                if not self.path.rstrip("/").endswith("/health") and self._refused():
+                    return
                 if self.path.rstrip("/").endswith("/models"):
                     self._send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in server.models]})
                 elif self.path.rstrip("/").endswith("/health"):
@@ -131,6 +163,8 @@ class FakeOpenAIServer:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 body["_path"] = self.path
                 body["_auth"] = self.headers.get("Authorization", "")
+                if self._refused():
+                    return
                 with server._lock:
                     server.requests.append(body)
                     server.in_flight += 1
@@ -155,6 +189,13 @@ class FakeOpenAIServer:
                         self._send(200, server._embeddings(body))
                         return
                     if self.path.endswith("/chat/completions"):
+                        refusal = server._refusal(body)
+                        if refusal is not None:
+                            self._send(400, refusal)
+                            return
+                        if server.dialect == "reasoning":
+                            self._send(200, server._reasoning_completion(body))
+                            return
                         if fault == "malformed":
                             text, finish = "this is not JSON {", "stop"
                         elif fault == "truncated":
@@ -195,6 +236,37 @@ class FakeOpenAIServer:
         if self.responder is not None:
             return self.responder(body)
         raise AssertionError("FakeOpenAIServer: no scripted reply left and no responder")
+
+    def _refusal(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """The 400 error body OpenAI's reasoning models send for parameters they refuse, else None."""
+        if self.dialect != "reasoning":
+            return None
+        if "max_tokens" in body:
+            return {"error": {
+                "message": "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                           "Use 'max_completion_tokens' instead.",
+                "type": "invalid_request_error", "param": "max_tokens", "code": "unsupported_parameter"}}
+        if "temperature" in body and body["temperature"] != 1:
+            return {"error": {
+                "message": f"Unsupported value: 'temperature' does not support {body['temperature']} with this "
+                           "model. Only the default (1) value is supported.",
+                "type": "invalid_request_error", "param": "temperature", "code": "unsupported_value"}}
+        return None
+
+    def _reasoning_completion(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A reply after hidden reasoning that spends ``reasoning_tokens`` of the completion cap."""
+        text = self._reply(body)
+        cap = body.get("max_completion_tokens")
+        visible = len(text) // 4 + 1
+        if cap is not None and self.reasoning_tokens + visible > cap:
+            text, finish, visible = "", "length", max(0, cap - self.reasoning_tokens)
+        else:
+            finish = "stop"
+        out = self._completion(body, text, finish)
+        spent = min(self.reasoning_tokens, cap) if cap is not None else self.reasoning_tokens
+        out["usage"]["completion_tokens"] = spent + visible
+        out["usage"]["completion_tokens_details"] = {"reasoning_tokens": spent}
+        return out
 
     @staticmethod
     def _completion(body: dict[str, Any], text: str, finish: str) -> dict[str, Any]:

@@ -108,8 +108,8 @@ def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str =
     Attribution with ``step``/``agent``/``reason`` of the decisive error
     (0-based step) and the DCFA record in ``details`` (see module docstring).
     A GCA reply that stays invalid gives an Attribution with ``error`` set and
-    no step; one in LCE falls back to the GCA hypothesis and is recorded in
-    ``details["lce"]["error"]``.
+    no step; one in LCE falls back to the GCA hypothesis, recorded in
+    ``details["lce"]["error"]`` and marked ``status="degraded"``.
 
     Raises
     ------
@@ -147,6 +147,9 @@ def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str =
             if not lce.decision.skipped:
                 step, reason, source = lce.decision.step, lce.decision.reason, "ded"
     details["final"] = {"step": step, "agent": trace.steps[step].agent, "reason": reason, "source": source}
+    lce_error = (details["lce"] or {}).get("error")
     return Attribution(**base, step=step, agent=trace.steps[step].agent, reason=reason, details=details,
                        usage=_usage_diff(before, _usage_snapshot(gw, item)),
-                       seconds=time.perf_counter() - t0)
+                       seconds=time.perf_counter() - t0,
+                       status="degraded" if lce_error else "complete",
+                       status_detail=f"LCE failed, GCA hypothesis kept: {lce_error[:300]}" if lce_error else None)
