@@ -53,8 +53,8 @@ METRIC_COLUMNS: dict[str, str] = {"shd": "SHD", "shd2": "SHD₂", "nhd": "NHD", 
 
 #: the footer every metric table carries: how each column is computed
 METRICS_FOOTER = (
-    "SHD: per node pair, a differing edge state counts 1 (a reversed edge counts once). "
-    "SHD₂: sum_ij |A_true[i,j] - A_pred[i,j]| (a reversed edge counts twice; the paper's app. B). "
+    f"{SHD_CONVENTION[1]} (per node pair, a differing edge state counts 1). "
+    "SHD₂: a reversed edge counts twice (sum_ij |A_true[i,j] - A_pred[i,j]|; the paper's app. B). "
     f"{NHD_CONVENTION}. F1: directed edges (an undirected, bidirected or circle edge is no directed claim). "
     "skel F1: adjacencies, whatever the marks."
 )
