@@ -71,7 +71,9 @@ def _mac(m: dict[str, Any]) -> str:
              else "Seed 0 against the SHD anchors of issue 7 differs on: " + "; ".join(mismatches) + ".")
     cols = " / ".join(METRIC_COLUMNS.values())
     return (
-        f"**MAC statistical stage** (causal-learn pool, n = {m['n']}, seeds {', '.join(map(str, m['seeds']))}, "
+        f"**MAC statistical stage** (measured {(m.get('machine') or {}).get('when', '?')[:16]}, load average "
+        f"{(m.get('machine') or {}).get('load_avg_1_5_15', ['?'])[0]}; "
+        f"causal-learn pool, n = {m['n']}, seeds {', '.join(map(str, m['seeds']))}, "
         f"Auto MPG its 392 rows once; each cell: mean {cols} (mean seconds); "
         f"Exact Search bounded: {m['exact_search_bound']}). {check}\n\n" + md_table(list(by.values()),
                                                                                    ["dataset (n)", *algs])
@@ -82,7 +84,8 @@ def _mac(m: dict[str, Any]) -> str:
 def _exact(e: dict[str, Any]) -> str:
     rows = [{"variant": r["variant"], "n": r["n"], **{h: r[k] for k, h in METRIC_COLUMNS.items()}}
             for r in e["summary"]]
-    return (f"**Exact search on discrete data** ({e['dataset']}, seeds {', '.join(map(str, e['seeds']))}; "
+    return (f"**Exact search on discrete data** (measured {(e.get('machine') or {}).get('when', '?')[:16]}; "
+            f"{e['dataset']}, seeds {', '.join(map(str, e['seeds']))}; "
             f"mean over seeds; n per row). {e['finding']}\n\n" + md_table(rows) + f"\n{METRICS_FOOTER}\n")
 
 
