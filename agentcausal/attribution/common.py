@@ -205,15 +205,18 @@ def resolve_methods(
     settings: Mapping[str, Mapping[str, Any]] | None = None,
     *,
     with_ground_truth: bool | None = None,
+    preset: str | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Check method names and settings up front and return validated settings per method.
 
     Parameters
     ----------
     methods : method names, in order (duplicates dropped)
-    settings : optional mapping method -> field values
+    settings : optional mapping method -> field values (``--set``; win over the preset)
     with_ground_truth : bool or None; when given, overrides ``with_ground_truth``
-        for every method whose settings define it
+        for every method
+    preset : str or None, the settings preset (``"paper"``, ``"small"``;
+        :mod:`agentcausal.presets`); None = the settings models' defaults (``paper``)
 
     Returns
     -------
@@ -223,9 +226,11 @@ def resolve_methods(
     ------
     ConfigError
         If no method is given, a name is unknown (lists the valid ones), settings name a
-        method that is not run, or settings do not validate.
+        method that is not run, settings do not validate, the preset is unknown, or
+        ``with_ground_truth`` is False and a method cannot run without the truth.
     """
     from agentcausal.attribution.registry import get_method
+    from agentcausal.presets import resolve
 
     if not methods:
         raise ConfigError("no attribution method given")
@@ -237,9 +242,14 @@ def resolve_methods(
     for name in dict.fromkeys(methods):
         spec = get_method(name)
         values = dict(settings.get(name, {}))
-        if with_ground_truth is not None and "with_ground_truth" in spec.settings_model.model_fields:
+        has_truth = "with_ground_truth" in spec.settings_model.model_fields
+        if with_ground_truth is False and not has_truth:
+            raise ConfigError(f"method {name} cannot run without ground truth (drop --no-ground-truth or the method)")
+        if with_ground_truth is not None and has_truth:
             values["with_ground_truth"] = with_ground_truth
-        out[name] = method_settings(spec.settings_model, values).model_dump(mode="json")
+        if "with_ground_truth" in values and not has_truth:
+            values.pop("with_ground_truth")
+        out[name] = resolve(spec.settings_model, spec.presets, preset, values).model_dump(mode="json")
     return out
 
 

@@ -127,6 +127,13 @@ class ProfileSet(BaseModel):
     routings: dict[str, dict[str, str]]
     routing: str = "default"
     path: str | None = None
+    #: routing -> method-settings preset named by its ``preset`` key (agentcausal.presets)
+    presets: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def preset(self) -> str:
+        """The method-settings preset of the active routing (``"small"`` when it names none)."""
+        return self.presets.get(self.routing, "small")
 
     def model_post_init(self, __context: object) -> None:
         if self.routing not in self.routings:
@@ -157,7 +164,8 @@ class ProfileSet(BaseModel):
         raise UnknownStageError(stage, self.routing, list(table))
 
     def with_routing(self, routing: str) -> "ProfileSet":
-        return ProfileSet(profiles=self.profiles, routings=self.routings, routing=routing, path=self.path)
+        return ProfileSet(profiles=self.profiles, routings=self.routings, routing=routing, path=self.path,
+                          presets=self.presets)
 
 
 ENV_PREFIX = "AGENTCAUSAL_PROFILE_"
@@ -234,10 +242,12 @@ def load_profiles(path: str | os.PathLike | None = None, routing: str | None = N
             where = f" (environment overrides: {env})" if env else ""
             raise ConfigError(f"profile {name!r} is invalid{where}: {exc}", path=str(path)) from exc
     routings = {k: dict(v) for k, v in (data.get("routings") or {}).items()}
+    presets = {k: str(v.pop("preset")) for k, v in routings.items() if "preset" in v}  # not a stage
     routings.setdefault("default", {"default": next(iter(profiles), "")} if profiles else {})
     return ProfileSet(
         profiles=profiles,
         routings=routings,
         routing=routing or os.environ.get("AGENTCAUSAL_ROUTING") or "default",
         path=str(path),
+        presets=presets,
     )
