@@ -27,7 +27,7 @@ import hashlib
 import json
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -40,6 +40,9 @@ from agentcausal.traces.render import DATA_NOTICE, budget_chars, delimit
 __all__ = [
     "BASELINE_STAGE",
     "BaselineSettings",
+    "BASELINE_PRESETS",
+    "baseline_tokens",
+    "agent_names",
     "system_prompt",
     "task_block",
     "trace_budget",
@@ -67,19 +70,40 @@ class BaselineSettings(BaseModel):
 
     Attributes
     ----------
+    prompts : "paper" or "small", the prompt set (set by the preset, :mod:`agentcausal.presets`):
+        ``paper`` follows Who&When's released code (forced choices), ``small`` the short wording
+        with an "undetermined" escape for sub-2B models
     with_ground_truth : bool, show the correct final answer in the prompt (Who&When's
         "with ground truth" setting)
-    max_tokens : int, completion cap per call, tokens
+    max_tokens : int or None, completion cap per call, tokens; None = the profile's budget
+        (:func:`agentcausal.presets.completion_budget`); ``small``: 160
     reserve_tokens : int, tokens of the context window kept for instructions and the reply
     context_tokens : int or None, a tighter context cap than the profile's window (CPU runs); None = the window
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    prompts: Literal["paper", "small"] = "paper"
     with_ground_truth: bool = True
-    max_tokens: int = Field(160, ge=16)
+    max_tokens: int | None = Field(None, ge=16)
     reserve_tokens: int = Field(768, ge=0)
     context_tokens: int | None = Field(None, ge=512)
+
+
+#: presets of the three baselines (:mod:`agentcausal.presets`); fields not listed keep the ``paper`` defaults
+BASELINE_PRESETS: dict[str, dict[str, Any]] = {"paper": {}, "small": {"prompts": "small", "max_tokens": 160}}
+
+
+def baseline_tokens(gw: Gateway, settings: BaselineSettings, stage: str = BASELINE_STAGE) -> int:
+    """Completion cap (tokens) of one baseline call: ``max_tokens``, else the profile's budget."""
+    from agentcausal.presets import completion_budget
+
+    return completion_budget(gw, stage, settings.max_tokens)
+
+
+def agent_names(trace: Trace) -> tuple[str, ...]:
+    """The trace's own agents, in order of first appearance (the choices of an agent-naming reply)."""
+    return tuple(dict.fromkeys(s.agent for s in trace.steps))
 
 
 def system_prompt(task: str) -> str:
@@ -137,7 +161,7 @@ def trace_budget(gw: Gateway, settings: BaselineSettings, stage: str = BASELINE_
     window = gw.profile_for(stage).context_window
     if settings.context_tokens is not None:
         window = min(window, settings.context_tokens)
-    return budget_chars(window, reserve_tokens=settings.reserve_tokens + settings.max_tokens)
+    return budget_chars(window, reserve_tokens=settings.reserve_tokens + baseline_tokens(gw, settings, stage))
 
 
 def usage_item(trace_id: str, method: str) -> str:
@@ -369,7 +393,7 @@ def run_method(
             "trace_id": trace.id,
             "method": method,
             "settings": st.model_dump(mode="json"),
-            "prompt_version": spec.prompt_version,
+            "prompt_version": out.prompt_version or spec.prompt_version,  # the prompt set used
             "models": {**models, **out.models},
             "usage": {k: v.model_dump() for k, v in usage.items()},
             "seconds": seconds,

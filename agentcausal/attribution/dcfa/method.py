@@ -49,7 +49,7 @@ from agentcausal.attribution.dcfa.gca import STAGE as GCA_STAGE
 from agentcausal.attribution.dcfa.gca import GcaResult, graph_edges, run_gca
 from agentcausal.attribution.dcfa.lce import EMBED_STAGE, LceResult, run_lce
 from agentcausal.attribution.dcfa.lce import STAGE as LCE_STAGE
-from agentcausal.attribution.dcfa.prompts import PROMPT_VERSION, PROMPT_VERSIONS
+from agentcausal.attribution.dcfa.prompts import PROMPT_VERSIONS
 from agentcausal.attribution.dcfa.settings import DcfaSettings
 from agentcausal.exceptions import AgentCausalError, StructuredOutputError
 from agentcausal.llm import Gateway, StageUsage
@@ -141,8 +141,8 @@ def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str =
     stages = STAGES if settings.use_lce else (GCA_STAGE,)
     if not settings.with_ground_truth:
         stages = tuple(s for s in stages if s != EMBED_STAGE)
-    base = dict(trace_id=trace.id, method=method, settings=settings.model_dump(), prompt_version=PROMPT_VERSION,
-                models={s: gw.model_for(s) for s in stages})
+    base = dict(trace_id=trace.id, method=method, settings=settings.model_dump(),
+                prompt_version=PROMPT_VERSIONS[settings.prompts], models={s: gw.model_for(s) for s in stages})
     details: dict[str, Any] = {"n_steps": len(trace), "step_agents": [st.agent for st in trace.steps],
                                "gca_calls": "split" if settings.split_mdi_cgc else "joint",
                                "preset_prompts": settings.prompts,
