@@ -25,6 +25,7 @@ from prefect.artifacts import create_markdown_artifact, create_progress_artifact
 from prefect.futures import as_completed
 
 from agentcausal.attribution.common import failed_attribution, resolve_methods
+from agentcausal.repeats import mark_repeat
 from agentcausal.report.attribution import table_records
 from agentcausal.settings import RunSettings
 from agentcausal.traces.model import Attribution
@@ -51,6 +52,9 @@ def attribute(
     with_ground_truth: bool | None = None,
     out_dir: str | None = None,
     progress: bool = False,
+    preset: str | None = None,
+    repeats: int = 1,
+    plan: dict[str, Any] | None = None,
 ) -> str:
     """Attribute every selected trace with every method; write a run folder; return its path.
 
@@ -64,20 +68,28 @@ def attribute(
     with_ground_truth : override for every method that has the setting
     out_dir : the run folder; default ``runs/attribute-<timestamp>``
     progress : show a tqdm bar on stderr
+    preset : settings preset (``paper``/``small``); None = the routing's (:mod:`agentcausal.presets`)
+    repeats : runs per (trace, method), repeat index r = 0..repeats-1 (:mod:`agentcausal.repeats`)
+    plan : the run plan (:mod:`agentcausal.plan`), stored in ``run.json`` as ``plan``
 
     Returns
     -------
     str, the run folder holding ``results.parquet``, ``run.json``, ``report.md``, ``accuracy.csv``.
     """
     settings = settings or RunSettings.from_env()
-    resolved = resolve_methods(methods, method_settings, with_ground_truth=with_ground_truth)
+    from agentcausal.presets import routing_preset
+
+    preset = preset or routing_preset(settings.profiles_path, settings.routing)
+    resolved = resolve_methods(methods, method_settings, with_ground_truth=with_ground_truth, preset=preset)
     traces = load_corpus(paths, ids=ids, limit=limit, max_steps=max_steps)
     run_dir = out_dir or default_run_dir()
-    pairs = [(t, m) for t in traces for m in resolved]
+    triples = [(t, m, r) for t in traces for m in resolved for r in range(max(1, repeats))]
+    pairs = [(t, m) for t, m, _ in triples]
     started = time.time()
     futures = attribute_trace.with_options(**attribute_options(settings)).map(
         trace=[t for t, _ in pairs], method=[m for _, m in pairs],
-        method_settings=[resolved[m] for _, m in pairs], settings=unmapped(settings))
+        method_settings=[resolved[m] for _, m in pairs], settings=unmapped(settings),
+        repeat=[r for _, _, r in triples])
     bar_id = create_progress_artifact(progress=0.0, key="attribute-progress",
                                       description=f"{len(pairs)} (trace, method) pairs")
     bar = None
@@ -93,13 +105,15 @@ def attribute(
     if bar is not None:
         bar.close()
     attributions = []
-    for (t, m), f in zip(pairs, futures):
+    for (t, m, r), f in zip(triples, futures):
         res = f.result(raise_on_failure=False)  # the Attribution, or the exception that survived retries
-        attributions.append(res if isinstance(res, Attribution) else failed_attribution(t.id, m, _as_exc(res)))
+        attributions.append(res if isinstance(res, Attribution)
+                            else mark_repeat(failed_attribution(t.id, m, _as_exc(res)), r))
     meta = {"corpus": [str(p) for p in paths], "methods": resolved, "routing": settings.routing,
             "models": {m: a.models for m, a in {a.method: a for a in attributions}.items()},
             "traces": len(traces), "started": dt.datetime.fromtimestamp(started).isoformat(timespec="seconds"),
-            "wall_seconds": round(time.time() - started, 2), "profiles": str(settings.profiles_path or "packaged")}
+            "wall_seconds": round(time.time() - started, 2), "profiles": str(settings.profiles_path or "packaged"),
+            "preset": preset, "repeats": max(1, repeats), "plan": plan}
     save_attributions(attributions, traces, run_dir, meta)
     report = evaluate_run(run_dir)
     create_table_artifact(table_records(report.evaluation.overall), key="attribution-accuracy",

@@ -55,6 +55,7 @@ def discover(
     reversal_cost: int = 1,
     progress: bool = False,
     llm_datasets: list[str] | None = None,
+    plan: dict[str, Any] | None = None,
 ) -> str:
     """Run every method on every dataset and seed; write a run folder; return its path.
 
@@ -125,7 +126,8 @@ def discover(
             "routing": settings.routing, "config": config.model_dump(mode="json"),
             "models": {s: gw.model_for(s) for s in stages} if gw else {},
             "started": dt.datetime.fromtimestamp(started).isoformat(timespec="seconds"),
-            "wall_seconds": round(time.time() - started, 2), "reversal_cost": reversal_cost}
+            "wall_seconds": round(time.time() - started, 2), "reversal_cost": reversal_cost,
+            "plan": plan}  # the run plan (agentcausal.plan), as --dry-run prints it
     run_dir = out_dir or default_run_dir()
     save_discovery(outcomes, run_dir, meta)
     files = report_discovery(run_dir, reversal_cost)

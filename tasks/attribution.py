@@ -21,6 +21,7 @@ from prefect.context import TaskRunContext
 
 from agentcausal.attribution.common import attribution_key, run_method
 from agentcausal.attribution.evaluate import save_run
+from agentcausal.repeats import mark_repeat, with_sample
 from agentcausal.report.attribution import RunReport, report_run
 from agentcausal.settings import RunSettings
 from agentcausal.traces.io import load_traces, select_traces
@@ -33,7 +34,7 @@ __all__ = ["load_corpus", "attribute_trace", "attribute_options", "save_attribut
 def _attribution_cache_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:
     gw = gateway_for(parameters["settings"])
     return "attribute-" + attribution_key(parameters["trace"], parameters["method"],
-                                          parameters["method_settings"], gw)
+                                          parameters["method_settings"], gw, parameters.get("repeat", 0))
 
 
 @task(name="load-corpus")
@@ -46,9 +47,12 @@ def load_corpus(paths: Sequence[str], ids: Sequence[str] | None = None, limit: i
 @task(name="attribute-trace", retries=2, retry_delay_seconds=2, cache_key_fn=_attribution_cache_key,
       persist_result=True, task_run_name="{method}:{trace.id}")
 def attribute_trace(trace: Trace, method: str, method_settings: Mapping[str, Any],
-                    settings: RunSettings) -> Attribution:
-    """One method on one trace (see :func:`agentcausal.attribution.common.run_method`)."""
-    return run_method(trace, method, gateway_for(settings), method_settings, raise_transient=True)
+                    settings: RunSettings, repeat: int = 0) -> Attribution:
+    """One method on one trace, repeat ``repeat`` (see :func:`agentcausal.attribution.common.run_method`
+    and :mod:`agentcausal.repeats`)."""
+    out = run_method(trace, method, with_sample(gateway_for(settings), repeat), method_settings,
+                     raise_transient=True)
+    return mark_repeat(out, repeat)
 
 
 def attribute_options(settings: RunSettings) -> dict[str, Any]:

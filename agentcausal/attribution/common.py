@@ -277,7 +277,8 @@ def resolve_methods(
     return out
 
 
-def attribution_key(trace: Trace, method: str, settings: BaseModel | Mapping[str, Any] | None, gw: Gateway) -> str:
+def attribution_key(trace: Trace, method: str, settings: BaseModel | Mapping[str, Any] | None, gw: Gateway,
+                    repeat: int = 0) -> str:
     """Cache key of one attribution: what determines its result and nothing else.
 
     Parameters
@@ -286,11 +287,12 @@ def attribution_key(trace: Trace, method: str, settings: BaseModel | Mapping[str
     method : str
     settings : the method settings (validated against the method's model first)
     gw : Gateway, for the model serving each of the method's stages
+    repeat : int, the repeat index (``--repeats``); 0 leaves the key as it was without repeats
 
     Returns
     -------
     str, sha256 hex of (trace content hash, method, settings, prompt version,
-    ``profile:model`` and context window per stage).
+    ``profile:model`` and context window per stage, and the repeat when > 0).
 
     Raises
     ------
@@ -307,8 +309,11 @@ def attribution_key(trace: Trace, method: str, settings: BaseModel | Mapping[str
             models[stage] = [gw.model_for(stage), gw.profile_for(stage).context_window]
         except AgentCausalError:
             models[stage] = ["unrouted", 0]
-    blob = json.dumps({"trace": trace.content_hash(), "method": method, "settings": st,
-                       "prompt_version": spec.prompt_version, "models": models}, sort_keys=True)
+    payload = {"trace": trace.content_hash(), "method": method, "settings": st,
+               "prompt_version": spec.prompt_version, "models": models}
+    if repeat:
+        payload["repeat"] = repeat
+    blob = json.dumps(payload, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 

@@ -5,12 +5,19 @@
     agentcausal attribute data/examples --method all_at_once --method binary_search --limit 4
     agentcausal attribute ../shared/data/who_and_when --method dcfa --max-steps 10 --limit 5 --out runs/dcfa5
     agentcausal attribute traces.jsonl --method step_by_step --set step_by_step.on_no_yes=last_step
+    agentcausal attribute data/examples -m dcfa --routing paper --dry-run   # the plan as JSON, no request
+    agentcausal attribute data/examples -m dcfa --preset small --repeats 3
     agentcausal evaluate runs/dcfa5
 
 ``attribute`` runs the Prefect flow ``attribute`` (one cached, retried task per
 trace and method), shows a progress bar, writes ``results.parquet``,
 ``report.md`` and ``accuracy.csv`` into the run folder and prints the accuracy
 table. ``evaluate`` recomputes the tables and report of a run folder.
+
+Method settings come from a preset (``--preset paper|small``; default: the
+routing's ``preset`` key, :mod:`agentcausal.presets`), then ``--set``.
+``--dry-run`` prints the plan (:mod:`agentcausal.plan`) as one JSON object and
+exits 0 without starting a model, making a request or needing an API key.
 """
 
 from __future__ import annotations
@@ -47,7 +54,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default=None, metavar="DIR", help="run folder (default runs/attribute-<timestamp>)")
     add_settings_arguments(p)
     p.add_argument("--no-ground-truth", action="store_true",
-                   help="do not show the correct final answer to the methods")
+                   help="no method sees the correct final answer (DCFA runs its no_truth variant; a method that "
+                   "cannot run without the answer is refused)")
+    p.add_argument("--preset", default=None, metavar="NAME",
+                   help="method-settings preset: paper (as the papers define the methods) or small (caps and "
+                   "wording for sub-2B models); default: the routing's preset")
+    p.add_argument("--repeats", type=int, default=1, metavar="K",
+                   help="run every (trace, method) K times (repeat r sent as sample/seed r); report mean ± std")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the run plan as one JSON object and exit (no model, no request, no API key)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_runner_arguments(p)
     p.set_defaults(func=cmd_attribute)
@@ -94,32 +109,44 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         If a path does not exist, a method is unknown or a setting is invalid (before any LLM call).
     """
     from agentcausal.attribution.common import resolve_methods
+    from agentcausal.presets import routing_preset
 
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
         raise ConfigError(f"no such trace file or folder: {', '.join(missing)}")
-    methods = args.methods or ["all_at_once"]
+    methods = list(dict.fromkeys(args.methods or ["all_at_once"]))
     sets = parse_sets(args.sets)
-    resolve_methods(methods, sets, with_ground_truth=False if args.no_ground_truth else None)  # fail fast
     if args.limit is not None and args.limit < 1:
         raise ConfigError(f"--limit must be at least 1, got {args.limit}")
     if args.max_steps is not None and args.max_steps < 1:
         raise ConfigError(f"--max-steps must be at least 1, got {args.max_steps}")
+    if args.repeats < 1:
+        raise ConfigError(f"--repeats must be at least 1, got {args.repeats}")
     settings = settings_from_args(args)
-    from agentcausal.attribution.registry import get_method
-    from agentcausal.traces.io import load_traces
+    preset = args.preset or routing_preset(settings.profiles_path, settings.routing)
+    with_truth = False if args.no_ground_truth else None
+    resolved = resolve_methods(methods, sets, with_ground_truth=with_truth, preset=preset)  # fail fast
+    from agentcausal.plan import attribute_plan
 
-    settings.check_routes({st for m in methods for st in get_method(m).stages})
-    load_traces(args.paths)  # malformed trace files fail here, before Prefect starts
+    plan = attribute_plan(args.paths, methods, resolved=resolved, preset=preset, routing=settings.routing,
+                          profiles_path=settings.profiles_path, ids=args.ids, limit=args.limit,
+                          max_steps=args.max_steps, repeats=args.repeats)  # malformed trace files fail here
+    if args.dry_run:
+        print(plan.dumps())
+        return 0
+    from agentcausal.attribution.registry import get_method
+
+    settings.check_routes({st for m in methods for st in get_method(m).stages
+                           if resolved[m].get("with_ground_truth", True) or not st.endswith(".embed")})
     from flows.attribute import run_attribute  # the CLI is the one library module that reaches up to flows
     from flows.runners import runner_choice_from_args
 
     runner = runner_choice_from_args(args)
 
-    run_dir = run_attribute(args.paths, methods, method_settings=sets or None, settings=settings, limit=args.limit,
-                            ids=args.ids, max_steps=args.max_steps,
-                            with_ground_truth=False if args.no_ground_truth else None,
-                            out_dir=args.out, progress=not args.no_progress and sys.stderr.isatty(), runner=runner)
+    run_dir = run_attribute(args.paths, methods, method_settings=resolved, settings=settings, limit=args.limit,
+                            ids=args.ids, max_steps=args.max_steps, with_ground_truth=with_truth,
+                            out_dir=args.out, progress=not args.no_progress and sys.stderr.isatty(), runner=runner,
+                            preset=preset, repeats=args.repeats, plan=plan.to_json_dict())
     return _print_run(run_dir)
 
 

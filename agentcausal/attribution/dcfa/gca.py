@@ -178,7 +178,7 @@ def validate_edges(edges: Iterable[tuple[int, int]], n_steps: int, *, max_edges:
     --------
     >>> g, d = validate_edges([(0, 2), (2, 2), (3, 1), (0, 2), (1, 9)], n_steps=4)
     >>> sorted(g.edges()), d
-    ([(0, 2)], DroppedEdges(out_of_range=1, self_loops=1, backward=1, duplicates=1))
+    ([(0, 2)], DroppedEdges(out_of_range=1, self_loops=1, backward=1, duplicates=1, capped=0, not_causal=0))
     """
     if n_steps < 1:
         raise ValueError(f"n_steps must be >= 1, got {n_steps}")
