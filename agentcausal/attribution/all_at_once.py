@@ -65,7 +65,8 @@ PAPER_TEMPLATE = (
     "{task}\n\nThe conversation, steps 0 to {n_last}:\n{trace}\n\n"
     "Based on this conversation, predict: (1) the name of the agent who made a mistake that is directly "
     "responsible for the wrong solution to the task; (2) the step number at which that agent made the "
-    "mistake; (3) the reason for your prediction. You must name one agent and one step."
+    "mistake first; (3) the reason for your prediction. If no agent made an obvious mistake, decide on one "
+    "single agent anyway. You must name one agent and one step."
 )
 
 #: the user message; fields: task, trace, n_last

@@ -67,7 +67,8 @@ PAPER_TEMPLATE = (
     "{task}\n\nThe conversation, steps {lo} to {hi}; the most critical mistake, the one that made the task "
     "fail, lies in these steps:\n{trace}\n\n"
     "Which part contains that mistake: the first part (steps {a_lo} to {a_hi}) or the second part "
-    "(steps {b_lo} to {b_hi})? You must choose one."
+    "(steps {b_lo} to {b_hi})? If no single clear error is evident, choose the part with the step you believe "
+    "is most responsible for the failure. You must choose one."
 )
 
 #: the user message; fields: task, trace, lo, hi, a_lo, a_hi, b_lo, b_hi

@@ -15,13 +15,12 @@ Remaining deviations from Who&When's code under ``paper``: a JSON verdict
 reply, and the steps so far rendered with our delimiters and shortened to the
 context budget.
 
-**When no step gets a yes** (documented choice, setting ``on_no_yes``):
+**When no step gets a yes** (setting ``on_no_yes``):
 
-* ``"undetermined"`` (default): ``step`` and ``agent`` are None and the reason
-  says so; the trace counts as wrong in evaluation. This reports the method's
-  own outcome instead of inventing one.
-* ``"last_step"``: predict the last step and its speaker (a fallback some
-  re-implementations use; ``details["fallback"]`` is True).
+* ``"last_step"`` (default, the ``paper`` preset): predict the last step and its
+  speaker, as Who&When's released code does (``details["fallback"]`` is True).
+* ``"undetermined"`` (the ``small`` preset): ``step`` and ``agent`` are None and the
+  reason says so; the trace counts as wrong in evaluation.
 
 References
 ----------
@@ -64,8 +63,8 @@ PROMPT_VERSION = "+".join(PROMPT_VERSIONS[k] for k in sorted(PROMPT_VERSIONS))
 PAPER_TEMPLATE = (
     "{task}\n\nThe conversation so far, up to step {i}:\n{trace}\n\n"
     "Does the most recent step (step {i}, by {agent}) contain an error that could hinder the problem-solving "
-    "process or keep the team from reaching the correct answer? Set decisive=true if it does, false if not, "
-    "and explain."
+    "process or lead to an incorrect solution? Set decisive=true if it does, false if not, and explain. "
+    "Avoid being overly critical: focus on errors that clearly derail the process."
 )
 
 #: the user message; fields: task, trace, i, agent
@@ -92,11 +91,11 @@ class StepByStepSettings(BaselineSettings):
         (see the module docstring)
     """
 
-    on_no_yes: Literal["undetermined", "last_step"] = "undetermined"
+    on_no_yes: Literal["undetermined", "last_step"] = "last_step"
 
 
 #: presets (:mod:`agentcausal.presets`)
-PRESETS = BASELINE_PRESETS
+PRESETS = {"paper": {}, "small": {**BASELINE_PRESETS["small"], "on_no_yes": "undetermined"}}
 
 
 def build_messages(trace: Trace, i: int, settings: StepByStepSettings, budget: int | None) -> list[dict[str, str]]:

@@ -91,16 +91,17 @@ def test_step_by_step_stops_at_first_yes(fake_server, make_gateway, handoff_erro
     assert a.usage["baseline"]["calls"] == 3
 
 
-def test_step_by_step_never_yes_is_undetermined(fake_server, make_gateway, handoff_error_at_step_3):
+def test_step_by_step_never_yes_is_undetermined_under_small(fake_server, make_gateway, handoff_error_at_step_3):
     fake_server.responder = lambda body: json.dumps({"reason": "fine", "decisive": False})
-    a = run_method(handoff_error_at_step_3, "step_by_step", make_gateway(fake_server))
+    a = run_method(handoff_error_at_step_3, "step_by_step", make_gateway(fake_server),
+                   {**SMALL, "on_no_yes": "undetermined"})
     assert a.step is None and a.agent is None and a.error is None
     assert "undetermined" in a.reason and fake_server.count == 6
 
 
-def test_step_by_step_never_yes_last_step_fallback(fake_server, make_gateway, handoff_error_at_step_3):
+def test_step_by_step_never_yes_last_step_as_who_and_when(fake_server, make_gateway, handoff_error_at_step_3):
     fake_server.responder = lambda body: json.dumps({"reason": "fine", "decisive": False})
-    a = run_method(handoff_error_at_step_3, "step_by_step", make_gateway(fake_server), {"on_no_yes": "last_step"})
+    a = run_method(handoff_error_at_step_3, "step_by_step", make_gateway(fake_server))  # paper: last step
     assert (a.step, a.agent) == (5, "Agent2") and a.details["fallback"] is True
 
 
