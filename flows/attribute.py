@@ -25,6 +25,7 @@ from prefect.artifacts import create_markdown_artifact, create_progress_artifact
 from prefect.futures import as_completed
 
 from agentcausal.attribution.common import failed_attribution, resolve_methods
+from agentcausal.attribution.paper_tables import speaker_mismatches
 from agentcausal.repeats import mark_repeat
 from agentcausal.report.attribution import table_records
 from agentcausal.settings import RunSettings
@@ -113,7 +114,8 @@ def attribute(
             "models": {m: a.models for m, a in {a.method: a for a in attributions}.items()},
             "traces": len(traces), "started": dt.datetime.fromtimestamp(started).isoformat(timespec="seconds"),
             "wall_seconds": round(time.time() - started, 2), "profiles": str(settings.profiles_path or "packaged"),
-            "preset": preset, "repeats": max(1, repeats), "plan": plan}
+            "preset": preset, "repeats": max(1, repeats), "plan": plan,
+            "speaker_mismatch": speaker_mismatches(traces)}
     save_attributions(attributions, traces, run_dir, meta)
     report = evaluate_run(run_dir)
     create_table_artifact(table_records(report.evaluation.overall), key="attribution-accuracy",

@@ -56,7 +56,9 @@ RESULT_COLUMNS = [
     "prompt_version", "settings_json", "models_json", "usage_json", "details_json", "trace_hash",
 ]
 
-#: trace-length buckets (number of steps), inclusive bounds
+#: trace-length buckets (number of steps), inclusive bounds; our own coarse buckets (from neither paper). The
+#: grouping the DCFA paper reports (Who&When's five length levels) is
+#: :data:`agentcausal.attribution.paper_tables.WHO_WHEN_LEVELS`
 LENGTH_BUCKETS = ((1, 10, "1-10"), (11, 30, "11-30"), (31, 60, "31-60"), (61, 10**9, "61+"))
 
 

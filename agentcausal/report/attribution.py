@@ -165,7 +165,7 @@ def dependency_graphs_markdown(results: pd.DataFrame, *, max_graphs: int = 50) -
 
 
 def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, object] | None = None,
-                 results: pd.DataFrame | None = None) -> Path:
+                 results: pd.DataFrame | None = None, run_meta: Mapping[str, object] | None = None) -> Path:
     """Write ``report.md``, ``report.html``, the PNG plots and ``accuracy.csv`` into a run folder.
 
     Parameters
@@ -184,7 +184,10 @@ def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, obje
     p = d / "report.md"
     figs = attribution_figures(ev, d)  # PNGs in the run folder; text charts in report.md, images in report.html
     graphs = dependency_graphs_markdown(results) if results is not None else ""
-    p.write_text(markdown_report(ev, meta=meta) + figures_markdown(figs) + graphs, encoding="utf-8")
+    from agentcausal.attribution.paper_tables import paper_tables_markdown  # the DCFA paper's tables
+
+    paper = paper_tables_markdown(results, dict(run_meta or {})) if results is not None else ""
+    p.write_text(markdown_report(ev, meta=meta) + paper + figures_markdown(figs) + graphs, encoding="utf-8")
     write_html_report(d / "report.html", "Failure attribution", meta or {}, figs, attribution_tables(ev))
     return p
 
@@ -210,7 +213,7 @@ def report_run(run_dir: str | Path) -> RunReport:
     ev = evaluate_frame(results)
     shown = {k: meta[k] for k in ("corpus", "methods", "routing", "models", "traces", "started") if k in meta}
     shown["run folder"] = str(run_dir)
-    path = write_report(ev, run_dir, meta=shown, results=results)
+    path = write_report(ev, run_dir, meta=shown, results=results, run_meta=meta)
     return RunReport(ev, path.read_text(encoding="utf-8"), path)
 
 
