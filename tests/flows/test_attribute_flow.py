@@ -19,7 +19,13 @@ REPLIES = {
 
 
 def _responder(body):
-    return json.dumps(REPLIES[body["response_format"]["json_schema"]["name"]])
+    fmt = body["response_format"]["json_schema"]
+    reply = dict(REPLIES[fmt["name"]])
+    agents = fmt["schema"]["properties"].get("agent", {})
+    choices = next((a["enum"] for a in agents.get("anyOf", [agents]) if "enum" in a), None)
+    if choices and reply.get("agent") not in choices:  # the agent enum lists the trace's own agents
+        reply["agent"] = choices[0]
+    return json.dumps(reply)
 
 
 @pytest.fixture
@@ -88,3 +94,21 @@ def test_cli_attribute_runs_flow_and_prints_table(fake_server, fake_settings, tm
     assert "all_at_once" in out and "step_acc" in out and str(tmp_path / "run") in out
     assert fake_server.count == 2
     assert all("<answer>" not in r["messages"][1]["content"] for r in fake_server.chat_requests)
+
+
+@pytest.mark.timeout(240)
+def test_cli_repeats_send_sample_and_store_the_plan(fake_server, fake_settings, tmp_path, capsys):
+    from agentcausal.cli import main
+
+    rc = main(["attribute", str(EXAMPLES / "wrong_unit_at_step_2.json"), "-m", "all_at_once", "--repeats", "2",
+               "--profiles", fake_settings.profiles_path, "--cache-dir", fake_settings.cache_dir,
+               "--out", str(tmp_path / "run")])
+    assert rc == 0
+    assert fake_server.count == 2  # repeat 1 is a new request (sample=1 in its cache key), not a cache hit
+    assert [r.get("seed") for r in fake_server.chat_requests].count(1) <= 1
+    df = pd.read_parquet(tmp_path / "run" / "results.parquet")
+    assert sorted(json.loads(d).get("repeat", 0) for d in df["details_json"]) == [0, 1]
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert meta["repeats"] == 2 and meta["preset"] == "small"
+    assert meta["plan"]["kind"] == "attribute" and meta["plan"]["repeats"] == 2
+    assert meta["plan"]["methods"]["all_at_once"]["settings"]["prompts"] == "small"
