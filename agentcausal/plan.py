@@ -132,7 +132,8 @@ def missing_keys(profiles: Any, stages: Sequence[str]) -> list[str]:
 
 def attribute_plan(paths: Sequence[str], methods: Sequence[str], *, resolved: Mapping[str, Mapping[str, Any]],
                    preset: str, routing: str, profiles_path: str | None = None, ids: Sequence[str] | None = None,
-                   limit: int | None = None, max_steps: int | None = None, repeats: int = 1) -> Plan:
+                   limit: int | None = None, max_steps: int | None = None, repeats: int = 1,
+                   skip_invalid: bool = False) -> Plan:
     """The plan of ``agentcausal attribute``.
 
     Parameters
@@ -144,6 +145,7 @@ def attribute_plan(paths: Sequence[str], methods: Sequence[str], *, resolved: Ma
     routing, profiles_path : the routing and profiles file
     ids, limit, max_steps : the trace selection (:func:`agentcausal.traces.io.select_traces`)
     repeats : int, runs per (trace, method)
+    skip_invalid : leave out invalid trace inputs (as the flow does with ``--skip-invalid``)
 
     Returns
     -------
@@ -160,7 +162,7 @@ def attribute_plan(paths: Sequence[str], methods: Sequence[str], *, resolved: Ma
     origin: dict[str, str] = {}
     traces = []
     for p in paths:
-        for t in load_traces([p]):
+        for t in (load_traces([p], skip_invalid=True) if skip_invalid else load_traces([p])):
             origin[t.id] = str(p)
             traces.append(t)
     traces = select_traces(traces, ids=ids, limit=limit, max_steps=max_steps)

@@ -29,7 +29,10 @@ class RunSettings(BaseModel):
     profiles_path : str or None, the profiles TOML (default: packaged file)
     cache_dir : str, root of the disk caches (``<cache_dir>/llm``, ``<cache_dir>/prefect`` ...)
     who_and_when_dir : str, the Who&When benchmark folder
-    refresh : bool, bypass LLM cache reads
+    refresh : bool, bypass LLM cache reads and recompute every cached task result
+    retry_failed : bool, also recompute cached results marked ``content_failed`` or ``degraded``
+        (a plain run reuses them; ``failed`` results are never cached, so always retried);
+        complete results are still reused
     """
 
     model_config = ConfigDict(frozen=True)
@@ -39,6 +42,7 @@ class RunSettings(BaseModel):
     cache_dir: str = "cache"
     who_and_when_dir: str = "data/who_and_when"
     refresh: bool = False
+    retry_failed: bool = False
 
     @classmethod
     def from_env(cls, **overrides: object) -> "RunSettings":
@@ -49,6 +53,7 @@ class RunSettings(BaseModel):
             "cache_dir": _env("CACHE_DIR", "cache"),
             "who_and_when_dir": _env("WHO_AND_WHEN_DIR", "data/who_and_when"),
             "refresh": _env("REFRESH", "0") in ("1", "true", "yes"),
+            "retry_failed": _env("RETRY_FAILED", "0") in ("1", "true", "yes"),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)

@@ -1,9 +1,12 @@
 """The ``attribute`` flow: every (trace, method) pair as a mapped, cached, retried task; then evaluation.
 
 Wiring only: load the corpus, check methods and settings, map
-``attribute_trace`` over (trace, method), record failures that survive the
-retries as error rows, save Parquet, evaluate, publish a Prefect table,
-markdown and progress artifacts.
+``attribute_trace`` over (trace, method) (with ``--retry-failed``, the pairs
+whose cached record is ``content_failed`` or ``degraded`` are mapped with a
+cache refresh, so their new record replaces the old under the same key),
+record failures that survive the retries as ``status="failed"`` rows (never
+cached), mark rows served by Prefect's cache ``reused``, save Parquet,
+evaluate, publish a Prefect table, markdown and progress artifacts.
 
 Run it from Python::
 
@@ -29,9 +32,13 @@ from agentcausal.attribution.paper_tables import speaker_mismatches
 from agentcausal.repeats import mark_repeat
 from agentcausal.report.attribution import table_records
 from agentcausal.settings import RunSettings
+from agentcausal.report.artifacts import ProgressLine, corpus_label, self_contained_markdown
 from agentcausal.traces.model import Attribution
+from flows import naming
 from flows.runners import RunnerChoice, with_runner
-from tasks.attribution import attribute_options, attribute_trace, evaluate_run, load_corpus, save_attributions
+from tasks.attribution import attribute_options, attribute_task_key, attribute_trace, evaluate_run, load_corpus, \
+    save_attributions
+from tasks.common import RETRIED_STATUSES, stored_status, was_cached
 
 __all__ = ["attribute", "run_attribute", "default_run_dir"]
 
@@ -41,7 +48,7 @@ def default_run_dir(out_root: str = "runs") -> str:
     return str(Path(out_root) / f"attribute-{dt.datetime.now():%Y%m%d-%H%M%S}")
 
 
-@flow(name="attribute", log_prints=True)
+@flow(name="attribute", log_prints=True, flow_run_name=naming.attribute_run_name)
 def attribute(
     paths: list[str],
     methods: list[str] = ["all_at_once"],  # noqa: B006 (Prefect parameters are copied)
@@ -53,6 +60,8 @@ def attribute(
     with_ground_truth: bool | None = None,
     out_dir: str | None = None,
     progress: bool = False,
+    skip_invalid: bool = False,
+    meta: dict[str, Any] | None = None,
     preset: str | None = None,
     repeats: int = 1,
     plan: dict[str, Any] | None = None,
@@ -69,6 +78,8 @@ def attribute(
     with_ground_truth : override for every method that has the setting
     out_dir : the run folder; default ``runs/attribute-<timestamp>``
     progress : show a tqdm bar on stderr
+    skip_invalid : leave out invalid trace files (and JSONL lines) instead of refusing the corpus
+    meta : extra entries for ``run.json`` (the CLI passes ``{"skipped": [...]}``, the inputs it left out)
     preset : settings preset (``paper``/``small``); None = the routing's (:mod:`agentcausal.presets`)
     repeats : runs per (trace, method), repeat index r = 0..repeats-1 (:mod:`agentcausal.repeats`)
     plan : the run plan (:mod:`agentcausal.plan`), stored in ``run.json`` as ``plan``
@@ -82,25 +93,39 @@ def attribute(
 
     preset = preset or routing_preset(settings.profiles_path, settings.routing)
     resolved = resolve_methods(methods, method_settings, with_ground_truth=with_ground_truth, preset=preset)
-    traces = load_corpus(paths, ids=ids, limit=limit, max_steps=max_steps)
+    paths = naming.corpus_paths(paths, settings)  # empty: the Who&When folder of the settings, resolved now
+    traces = load_corpus(paths, ids=ids, limit=limit, max_steps=max_steps, skip_invalid=skip_invalid)
+    naming.add_run_tags(resolved, settings, preset=preset, subsets={t.source for t in traces})
+    subject = corpus_label(paths)
     run_dir = out_dir or default_run_dir()
     triples = [(t, m, r) for t in traces for m in resolved for r in range(max(1, repeats))]
     pairs = [(t, m) for t, m, _ in triples]
     started = time.time()
-    futures = attribute_trace.with_options(**attribute_options(settings)).map(
-        trace=[t for t, _ in pairs], method=[m for _, m in pairs],
-        method_settings=[resolved[m] for _, m in pairs], settings=unmapped(settings),
-        repeat=[r for _, _, r in triples])
-    bar_id = create_progress_artifact(progress=0.0, key="attribute-progress",
+    retry = [settings.retry_failed and not settings.refresh
+             and stored_status(settings, attribute_task_key(t, m, resolved[m], settings, r)) in RETRIED_STATUSES
+             for t, m, r in triples]
+    futures: list = [None] * len(pairs)
+    for refresh in (False, True):
+        idx = [i for i, r in enumerate(retry) if r == refresh]
+        if idx:
+            mapped = attribute_trace.with_options(**attribute_options(settings, refresh=refresh)).map(
+                trace=[pairs[i][0] for i in idx], method=[pairs[i][1] for i in idx],
+                method_settings=[resolved[pairs[i][1]] for i in idx], settings=unmapped(settings),
+                repeat=[triples[i][2] for i in idx])
+            for i, f in zip(idx, mapped):
+                futures[i] = f
+    bar_id = create_progress_artifact(progress=0.0, key=naming.key("attribute-progress", subject),
                                       description=f"{len(pairs)} (trace, method) pairs")
     bar = None
     if progress:
         from tqdm import tqdm
 
         bar = tqdm(total=len(pairs), unit="attribution", desc="attribute")
+    line = ProgressLine(len(pairs), "attribute")  # plain lines when stderr is not a terminal
     for done, _ in enumerate(as_completed(list(futures)), 1):
         if bar is not None:
             bar.update(1)
+        line.update(done)
         if done % max(1, len(pairs) // 20) == 0 or done == len(pairs):
             update_progress_artifact(bar_id, progress=100.0 * done / max(1, len(pairs)))
     if bar is not None:
@@ -108,19 +133,24 @@ def attribute(
     attributions = []
     for (t, m, r), f in zip(triples, futures):
         res = f.result(raise_on_failure=False)  # the Attribution, or the exception that survived retries
-        attributions.append(res if isinstance(res, Attribution)
-                            else mark_repeat(failed_attribution(t.id, m, _as_exc(res)), r))
-    meta = {"corpus": [str(p) for p in paths], "methods": resolved, "routing": settings.routing,
+        if isinstance(res, Attribution):  # own id always (never a record of a same-content trace)
+            attributions.append(res.model_copy(update={"trace_id": t.id, "method": m,
+                                                       "reused": res.reused or was_cached(f)}))
+        else:  # raised: a failure of the run, not of the content; not cached, retried by the next run
+            attributions.append(mark_repeat(failed_attribution(t.id, m, _as_exc(res), status="failed"), r))
+    meta = {**(meta or {}), "corpus": [str(p) for p in paths], "methods": resolved, "routing": settings.routing,
             "models": {m: a.models for m, a in {a.method: a for a in attributions}.items()},
             "traces": len(traces), "started": dt.datetime.fromtimestamp(started).isoformat(timespec="seconds"),
             "wall_seconds": round(time.time() - started, 2), "profiles": str(settings.profiles_path or "packaged"),
+            "retry_failed": settings.retry_failed, "refresh": settings.refresh,
             "preset": preset, "repeats": max(1, repeats), "plan": plan,
             "speaker_mismatch": speaker_mismatches(traces)}
     save_attributions(attributions, traces, run_dir, meta)
     report = evaluate_run(run_dir)
-    create_table_artifact(table_records(report.evaluation.overall), key="attribution-accuracy",
+    create_table_artifact(table_records(report.evaluation.overall), key=naming.key("attribution-accuracy", subject),
                           description="Step, agent and both-correct accuracy per method")
-    create_markdown_artifact(report.markdown, key="attribution-report", description=f"run folder {run_dir}")
+    create_markdown_artifact(self_contained_markdown(report.markdown, run_dir),
+                             key=naming.key("attribution-report", subject), description=f"run folder {run_dir}")
     return run_dir
 
 

@@ -1,13 +1,16 @@
 """Prefect tasks of the ``attribute`` flow: load a corpus, attribute one trace, save, evaluate.
 
 ``attribute_trace`` is cached across flow runs: its key
-(:func:`agentcausal.attribution.common.attribution_key`) is the trace content
-hash, the method, its validated settings, the prompt version and the model
-and context window per stage; results persist under ``<cache_dir>/prefect``
-(set with ``with_options`` by the flow, see :func:`attribute_options`). An
-unreachable endpoint is re-raised so Prefect retries it and never caches the
-failure; other method failures are recorded in the Attribution (deterministic
-at temperature 0, so caching them is safe; ``--refresh`` reruns them).
+(:func:`agentcausal.attribution.common.attribution_key`) is the trace id and
+content hash, the method, its validated settings, the prompt version and the
+model and context window per stage; results persist under
+``<cache_dir>/prefect`` (set with ``with_options`` by the flow, see
+:func:`attribute_options`). The label is not in the key and not in the
+record: evaluation reads the current trace's label. Only content failures (a
+reply still invalid after all repairs) are returned and so cached, marked
+``content_failed``; transport, 401, rate-limit and timeout failures raise, so
+Prefect never caches them (it retries transport errors within the run,
+:func:`tasks.common.retry_transport`) and the next run tries again.
 """
 
 from __future__ import annotations
@@ -26,26 +29,32 @@ from agentcausal.report.attribution import RunReport, report_run
 from agentcausal.settings import RunSettings
 from agentcausal.traces.io import load_traces, select_traces
 from agentcausal.traces.model import Attribution, Trace
-from tasks.common import gateway_for, result_storage
+from tasks.common import gateway_for, result_storage, retry_transport
 
-__all__ = ["load_corpus", "attribute_trace", "attribute_options", "save_attributions", "evaluate_run"]
+__all__ = ["load_corpus", "attribute_trace", "attribute_options", "attribute_task_key", "save_attributions",
+           "evaluate_run"]
+
+
+def attribute_task_key(trace: Trace, method: str, method_settings: Mapping[str, Any], settings: RunSettings,
+                       repeat: int = 0) -> str:
+    """The Prefect cache key of :func:`attribute_trace` for these arguments (repeat 0 = the key without repeats)."""
+    return "attribute-" + attribution_key(trace, method, method_settings, gateway_for(settings), repeat)
 
 
 def _attribution_cache_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:
-    gw = gateway_for(parameters["settings"])
-    return "attribute-" + attribution_key(parameters["trace"], parameters["method"],
-                                          parameters["method_settings"], gw, parameters.get("repeat", 0))
+    return attribute_task_key(parameters["trace"], parameters["method"], parameters["method_settings"],
+                              parameters["settings"], parameters.get("repeat", 0))
 
 
 @task(name="load-corpus")
 def load_corpus(paths: Sequence[str], ids: Sequence[str] | None = None, limit: int | None = None,
-                max_steps: int | None = None) -> list[Trace]:
+                max_steps: int | None = None, skip_invalid: bool = False) -> list[Trace]:
     """Traces from folders/files (Who&When or our JSONL), selected by ids, length and count."""
-    return select_traces(load_traces(paths), ids=ids, limit=limit, max_steps=max_steps)
+    return select_traces(load_traces(paths, skip_invalid=skip_invalid), ids=ids, limit=limit, max_steps=max_steps)
 
 
-@task(name="attribute-trace", retries=2, retry_delay_seconds=2, cache_key_fn=_attribution_cache_key,
-      persist_result=True, task_run_name="{method}:{trace.id}")
+@task(name="attribute-trace", retries=2, retry_delay_seconds=2, retry_condition_fn=retry_transport,
+      cache_key_fn=_attribution_cache_key, persist_result=True, task_run_name="{method}:{trace.id}")
 def attribute_trace(trace: Trace, method: str, method_settings: Mapping[str, Any],
                     settings: RunSettings, repeat: int = 0) -> Attribution:
     """One method on one trace, repeat ``repeat`` (see :func:`agentcausal.attribution.common.run_method`
@@ -55,9 +64,13 @@ def attribute_trace(trace: Trace, method: str, method_settings: Mapping[str, Any
     return mark_repeat(out, repeat)
 
 
-def attribute_options(settings: RunSettings) -> dict[str, Any]:
-    """``with_options`` for :func:`attribute_trace`: persisted result storage and refresh."""
-    return {"result_storage": Path(result_storage(settings)), "refresh_cache": settings.refresh}
+def attribute_options(settings: RunSettings, *, refresh: bool = False) -> dict[str, Any]:
+    """``with_options`` for :func:`attribute_trace`: persisted result storage and refresh.
+
+    ``refresh=True`` recomputes and overwrites the cached record under the same key
+    (``--retry-failed`` on a content-failed or degraded record).
+    """
+    return {"result_storage": Path(result_storage(settings)), "refresh_cache": settings.refresh or refresh}
 
 
 @task(name="save-attributions")

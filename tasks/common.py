@@ -1,22 +1,34 @@
-"""What every task shares: one gateway per process and settings, and the cache policy.
+"""What every task shares: one gateway per process and settings, the cache policy and its helpers.
 
 Prefect caching: the default policy includes the run id, so nothing would be
 reused across flow runs. Tasks here use explicit key functions over canonical
-content hashes (trace content hash, ``joblib.hash`` of data) plus the task's
-source, and persist results under ``<cache_dir>/prefect``. LLM calls are also
-cached per request by the gateway, so a task that crashed midway repeats no
-completed call when retried.
+content hashes (trace id and content hash, ``joblib.hash`` of data) and
+persist results under ``<cache_dir>/prefect``. LLM calls are also cached per
+request by the gateway, so a task that crashed midway repeats no completed call
+when retried.
+
+Only results a later run may reuse are ever persisted: a task that fails for a
+reason outside the content (transport, 401, rate limit, timeout, dead worker)
+raises, so Prefect caches nothing for it. :func:`retry_transport` lets Prefect
+retry only transport-level errors within a run. :func:`stored_status` reads the
+status of a persisted result, so ``--retry-failed`` can recompute the
+``content_failed`` and ``degraded`` ones under the same key.
 """
 
 from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import Any
 
+from agentcausal.exceptions import EndpointUnreachableError, LLMCallError
 from agentcausal.llm import Gateway
 from agentcausal.settings import RunSettings
 
-__all__ = ["gateway_for", "result_storage"]
+__all__ = ["gateway_for", "result_storage", "retry_transport", "stored_status", "was_cached", "RETRIED_STATUSES"]
+
+#: statuses of persisted results that ``--retry-failed`` recomputes
+RETRIED_STATUSES = ("content_failed", "degraded")
 
 
 @functools.lru_cache(maxsize=8)
@@ -30,3 +42,51 @@ def result_storage(settings: RunSettings) -> str:
     path = Path(settings.cache_dir, "prefect").resolve()
     path.mkdir(parents=True, exist_ok=True)
     return str(path)
+
+
+def retry_transport(task: Any, task_run: Any, state: Any) -> bool:
+    """Prefect ``retry_condition_fn``: retry within the run only what may pass in seconds.
+
+    An unreachable endpoint (connection, timeout, 429, 5xx after the client's
+    own retries) or an HTTP error without a status or with 408/409/429/5xx is
+    retried; a 401/403/404, an algorithm timeout or a content failure is not
+    (the row is recorded as failed and the next run tries again).
+    """
+    exc = getattr(state, "data", None)
+    if isinstance(exc, EndpointUnreachableError):
+        return True
+    if isinstance(exc, LLMCallError):
+        return exc.status is None or exc.status in (408, 409, 429) or exc.status >= 500
+    return False
+
+
+def stored_status(settings: RunSettings, key: str) -> str | None:
+    """The ``status`` of the result persisted under a task cache key, or None (absent or unreadable).
+
+    Parameters
+    ----------
+    settings : RunSettings (its ``cache_dir`` locates the result storage)
+    key : the task's cache key
+
+    Returns
+    -------
+    str or None
+    """
+    from prefect.filesystems import LocalFileSystem
+    from prefect.results import ResultStore
+
+    store = ResultStore(result_storage=LocalFileSystem(basepath=result_storage(settings)))
+    try:
+        if not store.exists(key):
+            return None
+        return getattr(store.read(key).result, "status", None)
+    except Exception:  # noqa: BLE001 - a torn record counts as absent (Prefect recomputes it too)
+        return None
+
+
+def was_cached(future: Any) -> bool:
+    """True when a finished Prefect future's result came from the task cache (state name ``Cached``)."""
+    try:
+        return future.state.name == "Cached"
+    except Exception:  # noqa: BLE001 - a runner whose futures lack a state: assume computed
+        return False

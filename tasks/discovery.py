@@ -3,10 +3,13 @@
 ``discover_one`` is cached across flow runs: its key
 (:func:`agentcausal.discovery.methods.discovery_key`) is ``joblib.hash`` of the
 data array and column names (never a pickled DataFrame), the dataset name and
-seed, the method, the config, and for LLM methods the prompt version and the
-``profile:model`` of each stage. Results persist under ``<cache_dir>/prefect``.
-An unreachable endpoint is re-raised so Prefect retries it and never caches
-the failure; other failures are recorded in the outcome.
+seed, the method, the config, and for LLM methods the metadata that enters the
+prompts, the prompt version and the ``profile:model`` of each stage. Results
+persist under ``<cache_dir>/prefect``. The cached task returns the graph; the
+flow scores it against the current true graph (the truth is not in the key).
+Only content failures are returned and cached (``content_failed``); transport,
+401, rate-limit, algorithm-timeout and dead-worker failures raise, so Prefect
+never caches them and the next run tries again.
 """
 
 from __future__ import annotations
@@ -23,37 +26,47 @@ from agentcausal.discovery.methods import DiscoveryConfig, DiscoveryOutcome, dis
     run_discovery
 from agentcausal.report.discovery import RunFiles, save_run, write_report
 from agentcausal.settings import RunSettings
-from tasks.common import gateway_for, result_storage
+from tasks.common import gateway_for, result_storage, retry_transport
 
-__all__ = ["load_discovery_dataset", "discover_one", "discover_options", "save_discovery", "report_discovery"]
+__all__ = ["load_discovery_dataset", "discover_one", "discover_options", "discover_task_key", "save_discovery",
+           "report_discovery"]
 
 
 def _gw(method: str, config: DiscoveryConfig, settings: RunSettings):
     return gateway_for(settings) if method_stages(method, config) else None
 
 
+def discover_task_key(dataset: Dataset, method: str, config: DiscoveryConfig, settings: RunSettings,
+                      seed: int) -> str:
+    """The Prefect cache key of :func:`discover_one` for these arguments."""
+    return "discover-" + discovery_key(dataset, method, config, _gw(method, config, settings), seed=seed)
+
+
 def _discover_key(context: TaskRunContext, p: dict[str, Any]) -> str:
-    gw = _gw(p["method"], p["config"], p["settings"])
-    return "discover-" + discovery_key(p["dataset"], p["method"], p["config"], gw, seed=p["seed"])
+    return discover_task_key(p["dataset"], p["method"], p["config"], p["settings"], p["seed"])
 
 
 @task(name="load-dataset", retries=1, task_run_name="load:{spec}:{seed}")
-def load_discovery_dataset(spec: str, n: int, seed: int) -> Dataset:
+def load_discovery_dataset(spec: str, n: int, seed: int, name: str | None = None) -> Dataset:
     """A benchmark or user dataset (:func:`agentcausal.discovery.datasets.load_spec`)."""
-    return load_spec(spec, n=n, seed=seed)
+    return load_spec(spec, n=n, seed=seed, name=name)
 
 
-@task(name="discover", retries=2, retry_delay_seconds=2, cache_key_fn=_discover_key, persist_result=True,
-      task_run_name="{method}:{dataset.name}:{seed}")
+@task(name="discover", retries=2, retry_delay_seconds=2, retry_condition_fn=retry_transport,
+      cache_key_fn=_discover_key, persist_result=True, task_run_name="{method}:{dataset.name}:{seed}")
 def discover_one(dataset: Dataset, method: str, config: DiscoveryConfig, settings: RunSettings,
                  seed: int) -> DiscoveryOutcome:
     """One method on one dataset (:func:`agentcausal.discovery.methods.run_discovery`)."""
     return run_discovery(method, dataset, _gw(method, config, settings), config, seed=seed, raise_transient=True)
 
 
-def discover_options(settings: RunSettings) -> dict[str, Any]:
-    """``with_options`` for :func:`discover_one`: persisted result storage and refresh."""
-    return {"result_storage": Path(result_storage(settings)), "refresh_cache": settings.refresh}
+def discover_options(settings: RunSettings, *, refresh: bool = False) -> dict[str, Any]:
+    """``with_options`` for :func:`discover_one`: persisted result storage and refresh.
+
+    ``refresh=True`` recomputes and overwrites the cached record under the same key
+    (``--retry-failed`` on a content-failed or degraded record).
+    """
+    return {"result_storage": Path(result_storage(settings)), "refresh_cache": settings.refresh or refresh}
 
 
 @task(name="save-discovery")

@@ -10,10 +10,14 @@
   so two methods running at once on the same trace in one process do not mix
   their token counts; a method that passes ``item=trace.id`` (DCFA) is counted
   too (see :func:`run_method`).
-* :func:`run_method`: run one registered method on one trace and always return
-  an :class:`~agentcausal.traces.model.Attribution`; an
-  :class:`~agentcausal.exceptions.AgentCausalError` becomes an Attribution with
-  ``error`` set (it counts as wrong), with seconds, usage, models and settings filled in.
+* :func:`run_method`: run one registered method on one trace and return an
+  :class:`~agentcausal.traces.model.Attribution` with seconds, usage, models
+  and settings filled in. A content failure (a reply still invalid after all
+  repairs, :func:`~agentcausal.exceptions.is_content_failure`) becomes an
+  Attribution with ``error`` set and ``status="content_failed"`` (it counts as
+  wrong, and may be cached); any other failure (transport, 401, rate limit,
+  timeout) is re-raised under ``raise_transient`` so an orchestrator never
+  caches it, else recorded with ``status="failed"``.
 
 References
 ----------
@@ -31,10 +35,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agentcausal.exceptions import AgentCausalError, ConfigError, EndpointUnreachableError
+from agentcausal.exceptions import AgentCausalError, ConfigError, is_content_failure
 from agentcausal.llm import Gateway
 from agentcausal.llm.usage import StageUsage
-from agentcausal.traces.model import Attribution, Trace
+from agentcausal.traces.model import Attribution, ResultStatus, Trace
 from agentcausal.traces.render import DATA_NOTICE, budget_chars, delimit
 
 __all__ = [
@@ -283,7 +287,8 @@ def attribution_key(trace: Trace, method: str, settings: BaseModel | Mapping[str
 
     Parameters
     ----------
-    trace : Trace (its :meth:`~agentcausal.traces.model.Trace.content_hash`, not the label)
+    trace : Trace (its id and :meth:`~agentcausal.traces.model.Trace.content_hash`; not the
+        label, which no method sees: scoring reads the current trace's label, never a cached one)
     method : str
     settings : the method settings (validated against the method's model first)
     gw : Gateway, for the model serving each of the method's stages
@@ -291,8 +296,9 @@ def attribution_key(trace: Trace, method: str, settings: BaseModel | Mapping[str
 
     Returns
     -------
-    str, sha256 hex of (trace content hash, method, settings, prompt version,
-    ``profile:model`` and context window per stage, and the repeat when > 0).
+    str, sha256 hex of (trace id, trace content hash, method, settings, prompt version,
+    ``profile:model`` and context window per stage, and the repeat when > 0). The id is in the key
+    so two traces with the same content keep one record each.
 
     Raises
     ------
@@ -309,7 +315,7 @@ def attribution_key(trace: Trace, method: str, settings: BaseModel | Mapping[str
             models[stage] = [gw.model_for(stage), gw.profile_for(stage).context_window]
         except AgentCausalError:
             models[stage] = ["unrouted", 0]
-    payload = {"trace": trace.content_hash(), "method": method, "settings": st,
+    payload = {"trace_id": trace.id, "trace": trace.content_hash(), "method": method, "settings": st,
                "prompt_version": spec.prompt_version, "models": models}
     if repeat:
         payload["repeat"] = repeat
@@ -317,19 +323,25 @@ def attribution_key(trace: Trace, method: str, settings: BaseModel | Mapping[str
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def failed_attribution(trace_id: str, method: str, exc: BaseException) -> Attribution:
+def failed_attribution(trace_id: str, method: str, exc: BaseException, *,
+                       status: ResultStatus | None = None) -> Attribution:
     """An Attribution recording a failure (``error = "<ErrorClass>: <message>"``); counts as wrong.
 
     Parameters
     ----------
     trace_id, method : str
     exc : the exception
+    status : ``content_failed`` or ``failed``; None = from
+        :func:`~agentcausal.exceptions.is_content_failure`
 
     Returns
     -------
-    Attribution with step and agent None.
+    Attribution with step and agent None, ``status`` and ``status_detail`` (the error class) set.
     """
-    return Attribution(trace_id=trace_id, method=method, error=f"{type(exc).__name__}: {exc}")
+    if status is None:
+        status = "content_failed" if is_content_failure(exc) else "failed"
+    return Attribution(trace_id=trace_id, method=method, error=f"{type(exc).__name__}: {exc}", status=status,
+                       status_detail=type(exc).__name__)
 
 
 def run_method(
@@ -348,8 +360,9 @@ def run_method(
     method : str, a registered name (``all_at_once``, ``step_by_step``, ``binary_search``, ``dcfa`` ...)
     gw : Gateway
     settings : the method's settings (instance or mapping); None = defaults
-    raise_transient : bool, re-raise :class:`EndpointUnreachableError` instead of
-        recording it (so an orchestrator can retry it and not cache the failure)
+    raise_transient : bool, re-raise every failure that is not a content failure
+        (:func:`~agentcausal.exceptions.is_content_failure`: transport, 401, rate limit,
+        timeout ...) instead of recording it, so an orchestrator retries it and never caches it
 
     Returns
     -------
@@ -357,15 +370,20 @@ def run_method(
     ``prompt_version``, ``models`` (stage -> ``profile:model``), ``usage`` (stage ->
     totals added during this run, from the ledger items ``trace.id`` and
     :func:`usage_item`) and ``seconds`` filled in. When the method raised an
-    :class:`AgentCausalError`, ``step`` and ``agent`` are None and ``error``
-    holds ``"<ErrorClass>: <message>"``.
+    :class:`AgentCausalError`, ``step`` and ``agent`` are None, ``error``
+    holds ``"<ErrorClass>: <message>"`` and ``status`` is ``content_failed`` or
+    ``failed``; a method that returned an error itself is ``content_failed``
+    (methods record only content failures); ``degraded`` is kept as the method
+    set it. ``reused`` is True when every LLM call was a cache hit (this run
+    sent no request).
 
     Raises
     ------
     ConfigError
         If the method is unknown or the settings are invalid (a setup error, not a trace failure).
-    EndpointUnreachableError
-        Only with ``raise_transient=True``, when the endpoint stayed unreachable.
+    AgentCausalError
+        Only with ``raise_transient=True``: a failure that is not a content failure
+        (e.g. EndpointUnreachableError, LLMCallError, a transient AlgorithmError).
     """
     from agentcausal.attribution.registry import get_method
 
@@ -376,12 +394,12 @@ def run_method(
     t0 = time.perf_counter()
     try:
         out = spec.run(trace, gw, st)
-    except EndpointUnreachableError as exc:
-        if raise_transient:
+    except AgentCausalError as exc:
+        if raise_transient and not is_content_failure(exc):
             raise
         out = failed_attribution(trace.id, method, exc)
-    except AgentCausalError as exc:
-        out = failed_attribution(trace.id, method, exc)
+    if out.error and out.status == "complete":
+        out = out.model_copy(update={"status": "content_failed", "status_detail": out.status_detail or "method error"})
     seconds = time.perf_counter() - t0
     usage: dict[str, StageUsage] = {}
     for i, b in zip(items, before):
@@ -402,6 +420,7 @@ def run_method(
             "models": {**models, **out.models},
             "usage": {k: v.model_dump() for k, v in usage.items()},
             "seconds": seconds,
+            "reused": bool(usage) and all(u.requests == 0 and u.calls > 0 for u in usage.values()),
         }
     )
 

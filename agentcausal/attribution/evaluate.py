@@ -27,7 +27,8 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from agentcausal.exceptions import TraceFormatError
+from agentcausal.exceptions import RunFileError, TraceFormatError
+from agentcausal.runfiles import atomic_path, atomic_write_text
 from agentcausal.traces.model import Attribution, Trace, normalise_agent
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "accuracy",
     "step_error_histogram",
     "usage_by_stage",
+    "cost_this_run",
     "evaluate_frame",
     "save_results",
     "load_results",
@@ -54,7 +56,11 @@ RESULT_COLUMNS = [
     "pred_agent", "step_correct", "agent_correct", "both_correct", "abs_step_error", "undetermined", "error",
     "reason", "seconds", "calls", "requests", "cache_hits", "prompt_tokens", "completion_tokens", "cost_usd",
     "prompt_version", "settings_json", "models_json", "usage_json", "details_json", "trace_hash",
+    "status", "status_detail", "reused", "request_seconds", "wait_seconds", "run_requests", "run_prompt_tokens",
+    "run_completion_tokens", "run_request_seconds", "run_cost_usd",
 ]
+#: columns every results file has had; the later ones are filled with defaults when an old file lacks them
+_CORE_COLUMNS = RESULT_COLUMNS[:RESULT_COLUMNS.index("status")]
 
 #: trace-length buckets (number of steps), inclusive bounds; our own coarse buckets (from neither paper). The
 #: grouping the DCFA paper reports (Who&When's five length levels) is
@@ -73,7 +79,10 @@ class Evaluation(NamedTuple):
     step_error_hist : per method, counts of |pred - true| (column ``none`` = undetermined or failed)
     cost_per_trace : per method: mean seconds, calls, requests, prompt and completion tokens per trace
     cost_by_stage : per (method, stage): totals and per-trace means of tokens and seconds
-    failures : rows whose method failed: trace_id, method, error
+    failures : rows whose method failed: trace_id, method, status, error
+    cost_this_run : per method, totals: rows, reused, degraded, then requests, prompt and completion
+        tokens, request seconds and cost, each "this run" (what this run actually spent: 0 for a reused
+        row) beside "original" (what the records cost when they were computed)
     """
 
     overall: pd.DataFrame
@@ -83,6 +92,7 @@ class Evaluation(NamedTuple):
     cost_per_trace: pd.DataFrame
     cost_by_stage: pd.DataFrame
     failures: pd.DataFrame
+    cost_this_run: pd.DataFrame | None = None
 
 
 def step_match(pred: int | None, true: int | None) -> bool:
@@ -127,6 +137,11 @@ def _row(a: Attribution, t: Trace | None) -> dict[str, object]:
         for k, v in u.items():
             tot[k] = tot.get(k, 0) + v
     n = len(t) if t is not None else 0
+    # seconds in requests vs waiting for an endpoint slot (StageUsage request_seconds / wait_seconds when
+    # the gateway records them; before that, ``seconds`` is the time in calls, waiting included)
+    request_s = sum(float(u.get("request_seconds", u.get("seconds", 0.0))) for u in a.usage.values())
+    wait_s = sum(float(u.get("wait_seconds", 0.0)) for u in a.usage.values())
+    spent = 0 if a.reused else 1  # a reused record cost this run nothing; its usage is the original cost
     return {
         "trace_id": a.trace_id,
         "method": a.method,
@@ -157,6 +172,16 @@ def _row(a: Attribution, t: Trace | None) -> dict[str, object]:
         "usage_json": json.dumps(a.usage, sort_keys=True),
         "details_json": json.dumps(a.details, sort_keys=True, default=str),
         "trace_hash": t.content_hash() if t is not None else "",
+        "status": "content_failed" if a.error and a.status == "complete" else a.status,  # a method-recorded error
+        "status_detail": a.status_detail,
+        "reused": a.reused,
+        "request_seconds": request_s,
+        "wait_seconds": wait_s,
+        "run_requests": spent * int(tot.get("requests", 0)),
+        "run_prompt_tokens": spent * int(tot.get("prompt_tokens", 0)),
+        "run_completion_tokens": spent * int(tot.get("completion_tokens", 0)),
+        "run_request_seconds": spent * request_s,
+        "run_cost_usd": spent * float(tot.get("cost_usd", 0.0)),
     }
 
 
@@ -188,8 +213,9 @@ def results_frame(attributions: Sequence[Attribution], traces: Sequence[Trace] |
         df[c] = df[c].astype("Int64")
     for c in ("step_correct", "agent_correct", "both_correct"):
         df[c] = df[c].astype("boolean")
-    for c in ("error", "pred_agent", "true_agent"):
+    for c in ("error", "pred_agent", "true_agent", "status", "status_detail"):
         df[c] = df[c].astype("string")
+    df["reused"] = df["reused"].astype(bool)
     return df
 
 
@@ -204,7 +230,9 @@ def accuracy(df: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
     Returns
     -------
     DataFrame with columns method, *by, n, labelled, step_acc, agent_acc, both_acc
-    (fractions in [0, 1] over labelled rows; NaN when none), undetermined, failed.
+    (fractions in [0, 1] over labelled rows; NaN when none), undetermined, failed (rows with an
+    error: content failures and failures of the run), degraded (a fallback answer, counted in
+    the accuracy), reused (served from a cache in this run).
     """
     keys = ["method", *by]
     out = []
@@ -218,8 +246,11 @@ def accuracy(df: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
 
         out.append({**dict(zip(keys, key)), "n": len(g), "labelled": n_lab, "step_acc": frac("step_correct"),
                     "agent_acc": frac("agent_correct"), "both_acc": frac("both_correct"),
-                    "undetermined": int(g["undetermined"].sum()), "failed": int(g["error"].notna().sum())})
-    cols = [*keys, "n", "labelled", "step_acc", "agent_acc", "both_acc", "undetermined", "failed"]
+                    "undetermined": int(g["undetermined"].sum()), "failed": int(g["error"].notna().sum()),
+                    "degraded": int((g["status"] == "degraded").sum()) if "status" in g else 0,
+                    "reused": int(g["reused"].astype(bool).sum()) if "reused" in g else 0})
+    cols = [*keys, "n", "labelled", "step_acc", "agent_acc", "both_acc", "undetermined", "failed", "degraded",
+            "reused"]
     return pd.DataFrame(out, columns=cols)
 
 
@@ -304,7 +335,7 @@ def evaluate_frame(df: pd.DataFrame) -> Evaluation:
         traces=("trace_id", "nunique"), seconds=("seconds", "mean"), calls=("calls", "mean"),
         requests=("requests", "mean"), prompt_tokens=("prompt_tokens", "mean"),
         completion_tokens=("completion_tokens", "mean"), cost_usd=("cost_usd", "sum")).reset_index()
-    failures = df[df["error"].notna()][["trace_id", "method", "error"]].reset_index(drop=True)
+    failures = df[df["error"].notna()][["trace_id", "method", "status", "error"]].reset_index(drop=True)
     return Evaluation(
         overall=accuracy(df),
         by_subset=accuracy(df, ["subset"]),
@@ -313,11 +344,52 @@ def evaluate_frame(df: pd.DataFrame) -> Evaluation:
         cost_per_trace=cost,
         cost_by_stage=usage_by_stage(df),
         failures=failures,
+        cost_this_run=cost_this_run(df),
     )
 
 
+def cost_this_run(df: pd.DataFrame) -> pd.DataFrame:
+    """What this run spent beside what its records cost when computed, per method (totals).
+
+    A reused row (Prefect's task cache, or every LLM call a cache hit) cost
+    this run nothing: its ``run_*`` columns are 0 and its original usage is
+    what the first run paid. Request seconds are time inside HTTP requests
+    (``request_seconds`` of the gateway's usage, or the time in calls where
+    the gateway does not split off the wait for an endpoint slot).
+
+    Parameters
+    ----------
+    df : results frame
+
+    Returns
+    -------
+    DataFrame with columns method, rows, reused, degraded, requests_this_run, requests_original,
+    prompt_tokens_this_run, prompt_tokens_original, completion_tokens_this_run,
+    completion_tokens_original, request_s_this_run, request_s_original, cost_usd_this_run, cost_usd_original.
+    """
+    rows = []
+    for method, g in df.groupby("method", sort=True):
+        rows.append({
+            "method": method, "rows": len(g), "reused": int(g["reused"].astype(bool).sum()),
+            "degraded": int((g["status"] == "degraded").sum()),
+            "requests_this_run": int(g["run_requests"].sum()), "requests_original": int(g["requests"].sum()),
+            "prompt_tokens_this_run": int(g["run_prompt_tokens"].sum()),
+            "prompt_tokens_original": int(g["prompt_tokens"].sum()),
+            "completion_tokens_this_run": int(g["run_completion_tokens"].sum()),
+            "completion_tokens_original": int(g["completion_tokens"].sum()),
+            "request_s_this_run": float(g["run_request_seconds"].sum()),
+            "request_s_original": float(g["request_seconds"].sum()),
+            "cost_usd_this_run": float(g["run_cost_usd"].sum()), "cost_usd_original": float(g["cost_usd"].sum()),
+        })
+    cols = ["method", "rows", "reused", "degraded", "requests_this_run", "requests_original",
+            "prompt_tokens_this_run", "prompt_tokens_original", "completion_tokens_this_run",
+            "completion_tokens_original", "request_s_this_run", "request_s_original", "cost_usd_this_run",
+            "cost_usd_original"]
+    return pd.DataFrame(rows, columns=cols)
+
+
 def save_results(df: pd.DataFrame, path: str | Path) -> Path:
-    """Write a results frame to Parquet (creates parent folders).
+    """Write a results frame to Parquet atomically (temporary file, then rename; creates parent folders).
 
     Parameters
     ----------
@@ -329,8 +401,8 @@ def save_results(df: pd.DataFrame, path: str | Path) -> Path:
     Path
     """
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    df.to_parquet(p, index=False)
+    with atomic_path(p) as tmp:
+        df.to_parquet(tmp, index=False)
     return p
 
 
@@ -347,25 +419,44 @@ def load_results(path: str | Path) -> pd.DataFrame:
 
     Raises
     ------
-    TraceFormatError
-        If no results file is found or it lacks the result columns.
+    RunFileError (a TraceFormatError)
+        If no results file is found, it cannot be read as Parquet (empty, torn by a kill)
+        or it lacks the result columns; the message names the file.
     """
     p = Path(path)
     if p.is_dir():
         p = p / "results.parquet"
     if not p.is_file():
-        raise TraceFormatError("no results.parquet here; is this a run folder from `agentcausal attribute`?",
-                               path=str(p))
-    df = pd.read_parquet(p)
-    missing = [c for c in RESULT_COLUMNS if c not in df.columns]
+        raise RunFileError("no results.parquet here; is this a run folder from `agentcausal attribute`?",
+                           path=str(p))
+    try:
+        df = pd.read_parquet(p)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a torn or empty file
+        raise RunFileError(f"not a readable Parquet file ({p.stat().st_size} bytes; torn or empty?): "
+                           f"{type(exc).__name__}: {str(exc)[:200]}", path=str(p)) from exc
+    missing = [c for c in _CORE_COLUMNS if c not in df.columns]
     if missing:
-        raise TraceFormatError(f"results file lacks columns {', '.join(missing)}", path=str(p))
+        raise RunFileError(f"results file lacks columns {', '.join(missing)}", path=str(p))
+    if "status" not in df.columns:  # run folders written before the status columns existed
+        df["status"] = ["complete" if pd.isna(e) else "content_failed" for e in df["error"]]
+    for c, default in (("status_detail", None), ("reused", False), ("wait_seconds", 0.0)):
+        if c not in df.columns:
+            df[c] = default
+    if "request_seconds" not in df.columns:
+        df["request_seconds"] = [sum(float(u.get("seconds", 0.0)) for u in json.loads(b or "{}").values())
+                                 for b in df["usage_json"]]
+    for run_col, col in (("run_requests", "requests"), ("run_prompt_tokens", "prompt_tokens"),
+                         ("run_completion_tokens", "completion_tokens"), ("run_request_seconds", "request_seconds"),
+                         ("run_cost_usd", "cost_usd")):
+        if run_col not in df.columns:
+            df[run_col] = df[col]
     return df
 
 
 def save_run(attributions: Sequence[Attribution], traces: Sequence[Trace], run_dir: str | Path,
              meta: Mapping[str, object] | None = None) -> Path:
-    """Write a run folder: ``results.parquet`` (one row per trace and method) and ``run.json`` (meta).
+    """Write a run folder: ``results.parquet`` (one row per trace and method) and ``run.json`` (meta),
+    each atomically (temporary file, then rename).
 
     Parameters
     ----------
@@ -385,8 +476,7 @@ def save_run(attributions: Sequence[Attribution], traces: Sequence[Trace], run_d
     """
     d = Path(run_dir)
     p = save_results(results_frame(attributions, traces), d / "results.parquet")
-    (d / "run.json").write_text(json.dumps(dict(meta or {}), indent=2, sort_keys=True, default=str) + "\n",
-                                encoding="utf-8")
+    atomic_write_text(d / "run.json", json.dumps(dict(meta or {}), indent=2, sort_keys=True, default=str) + "\n")
     return p
 
 
@@ -400,6 +490,19 @@ def load_run_meta(run_dir: str | Path) -> dict[str, object]:
     Returns
     -------
     dict
+
+    Raises
+    ------
+    RunFileError
+        If ``run.json`` exists but is not a JSON object (torn, empty).
     """
     p = Path(run_dir) / "run.json"
-    return json.loads(p.read_text(encoding="utf-8")) if p.is_file() else {}
+    if not p.is_file():
+        return {}
+    try:
+        meta = json.loads(p.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RunFileError(f"not valid JSON (torn or empty?): {exc}", path=str(p)) from exc
+    if not isinstance(meta, dict):
+        raise RunFileError("not a JSON object", path=str(p))
+    return meta

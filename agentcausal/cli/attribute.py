@@ -32,7 +32,7 @@ from agentcausal.cli.runner_options import add_runner_arguments
 from agentcausal.cli.settings_options import add_settings_arguments, settings_from_args
 from agentcausal.exceptions import ConfigError
 
-__all__ = ["register", "cmd_attribute", "cmd_evaluate", "parse_sets"]
+__all__ = ["register", "cmd_attribute", "cmd_evaluate", "parse_sets", "check_traces"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -64,6 +64,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--dry-run", action="store_true",
                    help="print the run plan as one JSON object and exit (no model, no request, no API key)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--skip-invalid", action="store_true",
+                   help="run the valid traces and list the invalid files (and JSONL lines) left out, instead of "
+                   "refusing the corpus; run.json records them under 'skipped'")
     add_runner_arguments(p)
     p.set_defaults(func=cmd_attribute)
 
@@ -126,11 +129,12 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     preset = args.preset or routing_preset(settings.profiles_path, settings.routing)
     with_truth = False if args.no_ground_truth else None
     resolved = resolve_methods(methods, sets, with_ground_truth=with_truth, preset=preset)  # fail fast
+    skipped = check_traces(args.paths, skip_invalid=args.skip_invalid)  # the flow's own loader, before Prefect
     from agentcausal.plan import attribute_plan
 
     plan = attribute_plan(args.paths, methods, resolved=resolved, preset=preset, routing=settings.routing,
                           profiles_path=settings.profiles_path, ids=args.ids, limit=args.limit,
-                          max_steps=args.max_steps, repeats=args.repeats)  # malformed trace files fail here
+                          max_steps=args.max_steps, repeats=args.repeats, skip_invalid=args.skip_invalid)
     if args.dry_run:
         print(plan.dumps())
         return 0
@@ -146,8 +150,43 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     run_dir = run_attribute(args.paths, methods, method_settings=resolved, settings=settings, limit=args.limit,
                             ids=args.ids, max_steps=args.max_steps, with_ground_truth=with_truth,
                             out_dir=args.out, progress=not args.no_progress and sys.stderr.isatty(), runner=runner,
+                            skip_invalid=args.skip_invalid, meta={"skipped": skipped} if args.skip_invalid else None,
                             preset=preset, repeats=args.repeats, plan=plan.to_json_dict())
     return _print_run(run_dir)
+
+
+def check_traces(paths: list[str], *, skip_invalid: bool = False) -> list[dict[str, Any]]:
+    """Read every trace file the way the flow will; refuse all invalid ones at once, or list them.
+
+    Parameters
+    ----------
+    paths : trace folders and files
+    skip_invalid : print the invalid inputs and go on with the rest, instead of refusing
+
+    Returns
+    -------
+    list of ``{"path", "field", "error"}``, the inputs left out (empty without ``skip_invalid``).
+
+    Raises
+    ------
+    TraceFormatError
+        If an input is invalid (one message naming every file and field), a path
+        is missing, two traces share an id, or ``skip_invalid`` leaves no trace.
+    """
+    from agentcausal.exceptions import InvalidTracesError, TraceFormatError
+    from agentcausal.traces.io import load_traces, scan_traces
+
+    scan = scan_traces(paths)
+    if scan.invalid and not skip_invalid:
+        raise scan.invalid[0] if len(scan.invalid) == 1 else InvalidTracesError(scan.invalid)
+    if scan.invalid:
+        print(f"agentcausal: skipping {len(scan.invalid)} invalid trace input(s):", file=sys.stderr)
+        for e in scan.invalid:
+            print(f"  {e}", file=sys.stderr)
+    if not scan.traces:
+        raise TraceFormatError("no valid trace to run", path=", ".join(paths))
+    load_traces(paths, skip_invalid=skip_invalid)  # duplicate ids among the valid traces
+    return scan.skipped()
 
 
 def _print_run(run_dir: str) -> int:

@@ -276,11 +276,11 @@ def run_algorithm(data: np.ndarray, variables: tuple[str, ...] | list[str], choi
     child.close()
     try:
         if not parent.poll(timeout_s):
-            raise AlgorithmError(name, f"timed out after {timeout_s:g} s (worker killed)")
+            raise AlgorithmError(name, f"timed out after {timeout_s:g} s (worker killed)", transient=True)
         try:
             msg = parent.recv()
         except EOFError as exc:
-            raise AlgorithmError(name, f"worker died (exit code {proc.exitcode})") from exc
+            raise AlgorithmError(name, f"worker died (exit code {proc.exitcode})", transient=True) from exc
     finally:
         if proc.is_alive():
             proc.kill()

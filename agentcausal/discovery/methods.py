@@ -14,10 +14,19 @@ method              what runs
 ``llm_zero_shot``   one LLM call from the metadata (§4.1)
 ==================  ===========================================================
 
-:func:`run_discovery` never raises for a method failure (timeout, invalid
-reply): the :class:`DiscoveryOutcome` records the error, so one failure does
-not stop a benchmark. Transient endpoint errors are re-raised when
-``raise_transient`` is set, so a Prefect retry can repeat them.
+:func:`run_discovery` never raises for a content failure (a reply still
+invalid after all repairs, an algorithm failing on the data): the
+:class:`DiscoveryOutcome` records the error with ``status="content_failed"``,
+so one failure does not stop a benchmark. Failures of the run (transport,
+401, rate limit, an algorithm timeout or dead worker) are re-raised when
+``raise_transient`` is set, so an orchestrator retries them and never caches
+them; otherwise they are recorded with ``status="failed"``. A MAC run that
+fell back after a failed stage (coding executor to typed, an invalid
+Negative or Judge reply) is ``status="degraded"``.
+
+The outcome's ``true_graph`` is the truth when it ran; a report must score
+against the current truth (the ``discover`` flow replaces it), so the cache
+key holds no truth.
 
 References
 ----------
@@ -30,18 +39,18 @@ import hashlib
 import json
 import time
 from collections.abc import Sequence
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentcausal.discovery.algorithms import ALGORITHMS, default_choice, run_algorithm
 from agentcausal.discovery.baselines import llm_zero_shot
-from agentcausal.discovery.datasets import Dataset
+from agentcausal.discovery.datasets import Dataset, metadata_text
 from agentcausal.discovery.graph import CausalGraph
 from agentcausal.discovery.mac.pipeline import run_mac
 from agentcausal.discovery.mac.prompts import PROMPT_VERSION
 from agentcausal.discovery.mac.settings import BASELINE_STAGE, CODER_STAGE, DEBATE_STAGE, MACSettings
-from agentcausal.exceptions import AgentCausalError, ConfigError, EndpointUnreachableError
+from agentcausal.exceptions import AgentCausalError, ConfigError, is_content_failure
 
 __all__ = [
     "STATISTICAL_METHODS",
@@ -53,6 +62,7 @@ __all__ = [
     "method_stages",
     "run_discovery",
     "discovery_key",
+    "degradation",
 ]
 
 STATISTICAL_METHODS = ALGORITHMS
@@ -89,6 +99,11 @@ class DiscoveryOutcome(BaseModel):
     usage : stage -> token and call totals (:class:`agentcausal.llm.usage.StageUsage` as dict)
     prompt_version : str, for LLM methods
     data_hash : str, ``joblib.hash`` of the data and columns
+    status : ``complete``, ``degraded`` (a fallback after a failed stage), ``content_failed``
+        (cached) or ``failed`` (transport, timeout ...: never cached)
+    status_detail : str or None, why degraded or failed
+    reused : bool, the outcome came from a cache (Prefect's task cache, or every LLM call a
+        cache hit): this run paid nothing for it; ``usage`` is what it cost when computed
     """
 
     model_config = ConfigDict(frozen=True)
@@ -105,6 +120,9 @@ class DiscoveryOutcome(BaseModel):
     usage: dict[str, dict[str, float]] = Field(default_factory=dict)
     prompt_version: str = ""
     data_hash: str = ""
+    status: Literal["complete", "degraded", "content_failed", "failed"] = "complete"
+    status_detail: str | None = None
+    reused: bool = False
 
 
 def resolve_methods(names: Sequence[str]) -> list[str]:
@@ -183,16 +201,19 @@ def run_discovery(method: str, ds: Dataset, gw=None, config: DiscoveryConfig = D
     gw : Gateway, required for LLM methods (None is fine for statistical ones)
     config : DiscoveryConfig
     seed : int, the dataset seed (also draws MAC's subset S)
-    raise_transient : re-raise EndpointUnreachableError (for retries) instead of recording it
+    raise_transient : re-raise a failure that is not a content failure
+        (:func:`~agentcausal.exceptions.is_content_failure`) instead of recording it
 
     Returns
     -------
-    DiscoveryOutcome, with ``error`` set when the method failed.
+    DiscoveryOutcome, with ``error`` and ``status`` set when the method failed, ``status="degraded"``
+    and ``status_detail`` after a fallback, ``reused`` when every LLM call was a cache hit.
 
     Raises
     ------
     ConfigError on an unknown method, or an LLM method without a gateway.
-    EndpointUnreachableError when ``raise_transient`` is set and the endpoint is down.
+    AgentCausalError when ``raise_transient`` is set and the failure is not a content failure
+    (EndpointUnreachableError, LLMCallError, an AlgorithmError timeout ...).
     """
     if method not in _HANDLERS:
         raise ConfigError(f"unknown discovery method {method!r}; choose from {', '.join(METHODS)}")
@@ -210,32 +231,76 @@ def run_discovery(method: str, ds: Dataset, gw=None, config: DiscoveryConfig = D
     common = dict(dataset=ds.name, seed=seed, n=ds.n, method=method, true_graph=ds.true_graph, models=models,
                   prompt_version=PROMPT_VERSION if stages else "", data_hash=ds.content_hash())
     t0 = time.perf_counter()
+    status, detail = "complete", None
     try:
         graph, details = _HANDLERS[method](gw, ds, config, seed, item)
         err = ""
-    except EndpointUnreachableError:
-        if raise_transient:
-            raise
-        graph, details, err = None, {}, "endpoint unreachable"
+        detail = degradation(details)
+        status = "degraded" if detail else "complete"
     except AgentCausalError as exc:
+        if raise_transient and not is_content_failure(exc):
+            raise
         graph, details, err = None, {}, f"{type(exc).__name__}: {exc}"[:2000]
+        status, detail = ("content_failed" if is_content_failure(exc) else "failed"), type(exc).__name__
     seconds = time.perf_counter() - t0
     usage = {}
     if gw is not None:
         after = gw.usage.by_stage(item)
         for s, u in after.items():
             b = before.get(s)
-            usage[s] = {k: getattr(u, k) - (getattr(b, k) if b else 0) for k in type(u).model_fields}
-    return DiscoveryOutcome(graph=graph, error=err, seconds=seconds, details=details, usage=usage, **common)
+            d = {k: getattr(u, k) - (getattr(b, k) if b else 0) for k in type(u).model_fields}
+            if d.get("calls") or d.get("requests"):
+                usage[s] = d
+    reused = bool(usage) and all(u.get("requests", 0) == 0 for u in usage.values())
+    return DiscoveryOutcome(graph=graph, error=err, seconds=seconds, details=details, usage=usage, status=status,
+                            status_detail=detail, reused=reused, **common)
+
+
+def degradation(details: dict[str, Any]) -> str | None:
+    """Why a MAC record is degraded (a fallback after a failed stage), or None.
+
+    Reads ``details["degraded"]`` when a method sets it, the executor's
+    ``fallback_reason`` (coding executor fell back to the typed one) and the
+    debate notes (an invalid Negative or Judge reply made the Affirmative win).
+
+    Parameters
+    ----------
+    details : the outcome's ``details`` (``MACResult`` as JSON, or a baseline's record)
+
+    Returns
+    -------
+    str or None, ``"; "``-joined reasons.
+
+    >>> degradation({"dcm": {"execution": {"fallback_reason": "sandbox unavailable"}, "debate": {"notes": []}}})
+    'DCM executor: sandbox unavailable'
+    >>> degradation({"choice": {}}) is None
+    True
+    """
+    reasons: list[str] = []
+    if not isinstance(details, dict):
+        return None
+    if details.get("degraded"):
+        reasons.append(str(details["degraded"]))
+    dcm = details.get("dcm") if isinstance(details.get("dcm"), dict) else {}
+    fb = (dcm.get("execution") or {}).get("fallback_reason") if isinstance(dcm.get("execution"), dict) else None
+    if fb:
+        reasons.append(f"DCM executor: {fb}")
+    for stage in ("dcm", "mdm"):
+        part = details.get(stage) if isinstance(details.get(stage), dict) else {}
+        for note in (part.get("debate") or {}).get("notes", []) if isinstance(part.get("debate"), dict) else []:
+            reasons.append(f"{stage.upper()}: {note}")
+    return "; ".join(reasons)[:1000] if reasons else None
 
 
 def discovery_key(ds: Dataset, method: str, config: DiscoveryConfig, gw=None, *, seed: int = 0) -> str:
     """Cache key of one outcome: what determines it and nothing else.
 
     sha256 of (``joblib.hash`` of the data array, column names and data type;
-    dataset name and the run seed; method; the config; the prompt version and the
-    ``profile:model`` of each stage the method calls). Statistical methods
-    ignore the LLM parts.
+    dataset name and the run seed; method; the config; for LLM methods the
+    metadata and its prompt text (variable descriptions enter MAC's prompts),
+    the prompt version and the ``profile:model`` of each stage). Statistical
+    methods ignore the LLM parts. The true graph is not in the key: the
+    outcome is scored outside the cached step, against the current truth.
 
     Raises
     ------
@@ -254,5 +319,6 @@ def discovery_key(ds: Dataset, method: str, config: DiscoveryConfig, gw=None, *,
         "data": ds.content_hash(), "dataset": ds.name, "seed": seed, "method": method,
         "config": config.model_dump(mode="json") if stages else {"timeout": config.algorithm_timeout_s},
         "prompt_version": PROMPT_VERSION if stages else "", "models": models,
-    }, sort_keys=True)
+        "metadata": [ds.metadata.model_dump(mode="json"), metadata_text(ds)] if stages else None,
+    }, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()

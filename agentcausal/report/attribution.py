@@ -12,6 +12,7 @@ Zhang, S. et al. "Which Agent Causes Task Failures and When?" ICML 2025. arXiv:2
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,9 +21,11 @@ from typing import NamedTuple
 import pandas as pd
 
 from agentcausal.attribution.evaluate import Evaluation, evaluate_frame, load_results, load_run_meta
-from agentcausal.report.html import attribution_tables, write_html_report
+from agentcausal.report.html import attribution_tables, html_table, write_html_report
+from agentcausal.runfiles import atomic_write_text
 from agentcausal.report.plots import attribution_figures, figures_markdown
-from agentcausal.traces.model import Attribution
+from agentcausal.report.traces_html import per_trace_html, trace_sections_html
+from agentcausal.traces.model import Attribution, Trace
 
 __all__ = ["RunReport", "markdown_table", "markdown_report", "accuracy_text", "write_report", "report_run",
            "table_records"]
@@ -121,9 +124,23 @@ def markdown_report(ev: Evaluation, *, title: str = "Failure attribution", meta:
         "", "## |predicted step − true step|", "", markdown_table(ev.step_error_hist, index=True),
         "", "## Cost per trace (means)", "", markdown_table(ev.cost_per_trace),
         "", "## Cost per stage", "", markdown_table(ev.cost_by_stage),
+        *_cost_this_run_section(ev, meta),
         "", f"## Failed traces ({len(ev.failures)})", "", markdown_table(ev.failures), "",
     ]
     return "\n".join(parts)
+
+
+def _cost_this_run_section(ev: Evaluation, meta: Mapping[str, object] | None) -> list[str]:
+    """"This run" vs "original" cost (totals), request seconds and the run's wall time."""
+    if ev.cost_this_run is None or ev.cost_this_run.empty:
+        return []
+    wall = (meta or {}).get("wall_seconds")
+    return ["", "## Cost: this run vs original (totals)", "",
+            "Reused rows (Prefect's task cache, or every LLM call a cache hit) cost this run nothing; "
+            "*original* is what the records cost when computed. Request seconds: time inside HTTP requests, "
+            "summed over calls (concurrent calls overlap, so it can exceed the wall time)."
+            + (f" Wall time of this run: {float(wall):,.1f} s." if isinstance(wall, (int, float)) else ""),
+            "", markdown_table(ev.cost_this_run)]
 
 
 def dependency_graphs_markdown(results: pd.DataFrame, *, max_graphs: int = 50) -> str:
@@ -165,14 +182,21 @@ def dependency_graphs_markdown(results: pd.DataFrame, *, max_graphs: int = 50) -
 
 
 def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, object] | None = None,
-                 results: pd.DataFrame | None = None, run_meta: Mapping[str, object] | None = None) -> Path:
+                 results: pd.DataFrame | None = None, traces: Mapping[str, Trace] | None = None,
+                 run_meta: Mapping[str, object] | None = None) -> Path:
     """Write ``report.md``, ``report.html``, the PNG plots and ``accuracy.csv`` into a run folder.
+
+    ``report.html`` leads with the summary tables, then the per-trace table
+    (sortable, filterable) and one section per trace (steps with the blamed
+    ones highlighted, DCFA's dependency graphs as SVG), then the plots.
 
     Parameters
     ----------
     ev : Evaluation
     run_dir : folder
     meta : see :func:`markdown_report`
+    results : the results frame (for the per-trace table and sections); None leaves them out
+    traces : trace id -> Trace, for the step text in the per-trace sections
 
     Returns
     -------
@@ -187,9 +211,34 @@ def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, obje
     from agentcausal.attribution.paper_tables import paper_tables_markdown  # the DCFA paper's tables
 
     paper = paper_tables_markdown(results, dict(run_meta or {})) if results is not None else ""
-    p.write_text(markdown_report(ev, meta=meta) + paper + figures_markdown(figs) + graphs, encoding="utf-8")
-    write_html_report(d / "report.html", "Failure attribution", meta or {}, figs, attribution_tables(ev))
+    atomic_write_text(p, markdown_report(ev, meta=meta) + paper + figures_markdown(figs) + graphs)
+    sections: list[str] = []
+    if results is not None and not results.empty:
+        sections = ["<h2>Per trace</h2><p class='note'>One row per trace and method; click a header to sort, "
+                    "type to filter, click a trace to see its steps.</p>", per_trace_html(results),
+                    trace_sections_html(results, traces)]
+    tables = attribution_tables(ev)
+    write_html_report(d / "report.html", "Failure attribution", meta or {}, figs, tables[:2],
+                      sections=[*sections, *_later_tables(tables[2:])])
     return p
+
+
+def _later_tables(tables: list[tuple[str, pd.DataFrame]]) -> list[str]:
+    return [f"<h2>{html.escape(h)}</h2>{html_table(df)}" for h, df in tables]
+
+
+def _run_traces(meta: Mapping[str, object], results: pd.DataFrame) -> dict[str, Trace]:
+    """The run's traces re-read from its corpus paths (best effort: {} when they are gone or unreadable)."""
+    from agentcausal.exceptions import AgentCausalError
+    from agentcausal.traces.io import load_traces
+
+    corpus = meta.get("corpus")
+    paths = [corpus] if isinstance(corpus, str) else list(corpus or [])  # type: ignore[arg-type]
+    wanted = set(results["trace_id"].astype(str))
+    try:
+        return {t.id: t for t in load_traces([str(p) for p in paths]) if t.id in wanted}
+    except (AgentCausalError, OSError, ValueError):
+        return {}
 
 
 def report_run(run_dir: str | Path) -> RunReport:
@@ -211,9 +260,10 @@ def report_run(run_dir: str | Path) -> RunReport:
     meta = load_run_meta(run_dir)
     results = load_results(run_dir)
     ev = evaluate_frame(results)
-    shown = {k: meta[k] for k in ("corpus", "methods", "routing", "models", "traces", "started") if k in meta}
+    shown = {k: meta[k] for k in ("corpus", "methods", "routing", "models", "traces", "started", "wall_seconds")
+             if k in meta}
     shown["run folder"] = str(run_dir)
-    path = write_report(ev, run_dir, meta=shown, results=results, run_meta=meta)
+    path = write_report(ev, run_dir, meta=shown, results=results, traces=_run_traces(meta, results), run_meta=meta)
     return RunReport(ev, path.read_text(encoding="utf-8"), path)
 
 

@@ -29,11 +29,14 @@ import pandas as pd
 from agentcausal.discovery.graph import CausalGraph
 from agentcausal.discovery.methods import DiscoveryOutcome
 from agentcausal.discovery.metrics import NHD_CONVENTION, SHD_CONVENTION, evaluate_graph
-from agentcausal.report.html import write_html_report
-from agentcausal.report.plots import Figure, discovery_figures, figures_markdown
+from agentcausal.exceptions import RunFileError
+from agentcausal.report.html import html_table, write_html_report
+from agentcausal.report.plots import discovery_figures, figures_markdown
+from agentcausal.runfiles import atomic_path, atomic_write_text
 
 __all__ = ["outcomes_frame", "summary_table", "summary_text", "graph_mermaid", "draw_graph_png",
-           "markdown_report", "save_run", "write_report", "load_outcomes", "table_records", "RunFiles"]
+           "markdown_report", "save_run", "write_report", "load_outcomes", "table_records", "RunFiles",
+           "graphs_html", "write_graph_outputs", "edge_table_markdown"]
 
 _METRICS = ("shd", "nhd", "f1", "precision", "recall", "skeleton_f1")
 
@@ -52,7 +55,11 @@ def outcomes_frame(outcomes: Sequence[DiscoveryOutcome], *, reversal_cost: Liter
     nhd, precision, recall, f1, skeleton_precision, skeleton_recall,
     skeleton_f1, n_pred_edges, n_true_edges, seconds, prompt_tokens,
     completion_tokens, llm_requests, error, edges (JSON), algorithm (the
-    algorithm MAC's DCM ran, if any), models (JSON), prompt_version, data_hash.
+    algorithm MAC's DCM ran, if any), models (JSON), prompt_version, data_hash,
+    status, status_detail, reused, request_seconds (time inside HTTP requests, or in
+    calls where the gateway does not split off the wait for a slot), and the "this run"
+    cost run_llm_requests, run_prompt_tokens, run_completion_tokens, run_request_seconds
+    (0 for a reused outcome; the unprefixed columns are the original cost).
     Metric cells are NaN when the method failed or there is no true graph.
     """
     rows = []
@@ -78,7 +85,15 @@ def outcomes_frame(outcomes: Sequence[DiscoveryOutcome], *, reversal_cost: Liter
             models=json.dumps(o.models, sort_keys=True),
             prompt_version=o.prompt_version,
             data_hash=o.data_hash,
+            status=o.status,
+            status_detail=o.status_detail or "",
+            reused=o.reused,
+            request_seconds=float(sum(u.get("request_seconds", u.get("seconds", 0.0)) for u in o.usage.values())),
         )
+        spent = 0 if o.reused else 1  # a reused outcome cost this run nothing
+        row.update(run_llm_requests=spent * row["llm_requests"], run_prompt_tokens=spent * row["prompt_tokens"],
+                   run_completion_tokens=spent * row["completion_tokens"],
+                   run_request_seconds=spent * row["request_seconds"])
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -108,6 +123,9 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
     out.columns = [f"{a}_{b}" for a, b in out.columns]
     out["runs"] = g.size()
     out["errors"] = g["error"].apply(lambda s: int((s != "").sum()))
+    if "status" in df:
+        out["degraded"] = g["status"].apply(lambda s: int((s == "degraded").sum()))
+        out["reused"] = g["reused"].apply(lambda s: int(s.astype(bool).sum()))
     out["seconds_mean"] = g["seconds"].mean()
     return out
 
@@ -137,6 +155,7 @@ def summary_text(df: pd.DataFrame, *, reversal_cost: int = 1) -> str:
     lines = [f"{'dataset':<11} {'method':<14} {'SHD':>9} {'NHD':>11} {'F1':>11} {'skel F1':>9} {'s':>6} {'runs':>4}"]
     for (ds, m), r in s.iterrows():
         err = f"  ({r['errors']} failed)" if r["errors"] else ""
+        err += f"  ({int(r['degraded'])} degraded)" if r.get("degraded", 0) else ""
         lines.append(f"{ds:<11} {m:<14} {_cell(r.shd_mean, r.shd_std, 1):>9} {_cell(r.nhd_mean, r.nhd_std, 3):>11} "
                      f"{_cell(r.f1_mean, r.f1_std, 2):>11} {_cell(r.skeleton_f1_mean, r.skeleton_f1_std, 2):>9} "
                      f"{r.seconds_mean:>6.1f} {int(r.runs):>4}{err}")
@@ -189,6 +208,34 @@ def graph_mermaid(pred: CausalGraph, true: CausalGraph | None = None) -> str:
                 {x, y} == pair for x, y in true_dir) else sorted(pair)
             lines.append(f"  {_mid(a)} -. missing .- {_mid(b)}")
     return "\n".join(lines)
+
+
+def edge_table_markdown(pred: CausalGraph, true: CausalGraph | None = None) -> str:
+    """The predicted graph as a markdown edge table (readable in any markdown viewer, unlike mermaid).
+
+    Columns: source, target, type (``directed``, ``undirected``, ``bidirected``,
+    ``partially_directed``) and, against the truth, status (``correct``,
+    ``reversed``, ``extra``, or ``missing`` for true edges not found).
+
+    Returns
+    -------
+    str, a markdown table.
+    """
+    from agentcausal.report.graph_files import edge_rows
+
+    true_dir = true.directed_edges() if true is not None else set()
+    rows = []
+    for a, b, t in edge_rows(pred):
+        status = ""
+        if true is not None:
+            status = ("correct" if (a, b) in true_dir else "reversed" if (b, a) in true_dir else "extra") \
+                if t == "directed" else ("in truth" if frozenset((a, b)) in true.skeleton() else "extra")
+        rows.append(f"| {a} | {b} | {t} | {status} |")
+    if true is not None:
+        for a, b, t in edge_rows(true):
+            if frozenset((a, b)) not in pred.skeleton():
+                rows.append(f"| {a} | {b} | {t} | missing |")
+    return "\n".join(["| source | target | type | status |", "|---|---|---|---|", *rows])
 
 
 def draw_graph_png(pred: CausalGraph, true: CausalGraph | None, path: str | Path, *, title: str = "") -> Path:
@@ -299,10 +346,17 @@ def markdown_report(df: pd.DataFrame, outcomes: Sequence[DiscoveryOutcome], meta
             lines.append(f"- **{k}**: `{json.dumps(meta[k]) if not isinstance(meta[k], str) else meta[k]}`")
     lines += ["", "## Results (mean ± std over seeds)", "", "```", summary_text(df, reversal_cost=reversal_cost),
               "```", ""]
+    lines += _cost_this_run_lines(df, meta)
     failed = df[df["error"] != ""] if not df.empty else df
     if len(failed):
         lines += ["## Failures", ""]
-        lines += [f"- {r.dataset} seed {r.seed} {r.method}: {str(r.error)[:300]}" for r in failed.itertuples()]
+        lines += [f"- {r.dataset} seed {r.seed} {r.method} ({getattr(r, 'status', 'failed')}): {str(r.error)[:300]}"
+                  for r in failed.itertuples()]
+        lines.append("")
+    degraded = df[df["status"] == "degraded"] if "status" in df else df.iloc[0:0]
+    if len(degraded):
+        lines += [f"## Degraded ({len(degraded)}: a fallback after a failed stage; scored as returned)", ""]
+        lines += [f"- {r.dataset} seed {r.seed} {r.method}: {str(r.status_detail)[:300]}" for r in degraded.itertuples()]
         lines.append("")
     lines += ["## Graphs (first seed)", "",
               "Legend: solid correct; `reversed`; `extra` (not in the truth); `missing` (true edge not found).", ""]
@@ -315,9 +369,138 @@ def markdown_report(df: pd.DataFrame, outcomes: Sequence[DiscoveryOutcome], meta
         lines += [f"### {ds} / {m} (seed {o.seed})", ""]
         lines += _debate_lines(o)
         png = Path(graphs_dir) / f"{ds}__{m}.png"
-        lines += ["", f"![{ds} {m}]({png.as_posix()})", "", "```mermaid", graph_mermaid(o.graph, o.true_graph),
-                  "```", ""]
+        lines += ["", f"![{ds} {m}]({png.as_posix()})", "", edge_table_markdown(o.graph, o.true_graph), "",
+                  "```mermaid", graph_mermaid(o.graph, o.true_graph), "```", ""]
     return "\n".join(lines)
+
+
+def _svg_edges(pred: CausalGraph, true: CausalGraph | None) -> list[Any]:
+    """Edges of ``pred`` classed against ``true`` (correct, reversed, extra, undirected, other) plus missing ones."""
+    from agentcausal.discovery.graph import Mark
+    from agentcausal.report.svg import SvgEdge
+
+    true_dir = true.directed_edges() if true is not None else set()
+    out = []
+    for e in pred.edges:
+        o = e.oriented()
+        if o is None:
+            if e.is_undirected:
+                out.append(SvgEdge(e.u, e.v, "undirected", arrow=False))
+            else:
+                out.append(SvgEdge(e.u, e.v, "other", arrow=Mark(e.mark_v) == Mark.ARROW,
+                                   arrow_back=Mark(e.mark_u) == Mark.ARROW))
+        elif true is None or o in true_dir:
+            out.append(SvgEdge(o[0], o[1], "correct" if true is not None else ""))
+        elif (o[1], o[0]) in true_dir:
+            out.append(SvgEdge(o[0], o[1], "reversed"))
+        else:
+            out.append(SvgEdge(o[0], o[1], "extra"))
+    if true is not None:
+        pred_skel = pred.skeleton()
+        for te in true.edges:
+            if frozenset((te.u, te.v)) not in pred_skel:
+                o = te.oriented() or (te.u, te.v)
+                out.append(SvgEdge(o[0], o[1], "missing", arrow=te.oriented() is not None))
+    return out
+
+
+def graphs_html(outcomes: Sequence[DiscoveryOutcome]) -> str:
+    """Per dataset, the true graph and each method's graph (first seed) as inline SVG, sharing one layout.
+
+    The layout is the true graph's (:func:`agentcausal.report.svg.graph_layout`), or that of all
+    methods' edges together when there is no truth, so a node sits in the same place in every
+    drawing of a dataset. Edges are coloured as in the legend (correct, reversed, extra, missing,
+    undirected, bidirected / partially directed).
+
+    Parameters
+    ----------
+    outcomes : DiscoveryOutcome records
+
+    Returns
+    -------
+    str, HTML: a legend, then one ``<section>`` per dataset.
+    """
+    import html as _html
+
+    from agentcausal.report.svg import SvgEdge, graph_layout, legend_html, render_svg
+
+    e = _html.escape
+    first: dict[str, dict[str, DiscoveryOutcome]] = {}
+    for o in outcomes:
+        first.setdefault(o.dataset, {}).setdefault(o.method, o)
+    parts = ["<h2>Graphs (first seed)</h2>", legend_html()]
+    for ds, by_method in first.items():
+        true = next((o.true_graph for o in by_method.values() if o.true_graph is not None), None)
+        if true is not None:
+            nodes = list(true.nodes)
+            lay_edges = [(ed.oriented() or (ed.u, ed.v)) for ed in true.edges]
+        else:
+            nodes = list(dict.fromkeys(v for o in by_method.values() if o.graph for v in o.graph.nodes))
+            lay_edges = [(ed.oriented() or (ed.u, ed.v)) for o in by_method.values() if o.graph for ed in o.graph.edges]
+        layout = graph_layout(nodes, lay_edges)
+        figs = []
+        if true is not None:
+            t_edges = [SvgEdge(*(ed.oriented() or (ed.u, ed.v)), arrow=ed.oriented() is not None) for ed in true.edges]
+            figs.append(f"<figure><figcaption>true graph ({len(true.edges)} edges)</figcaption>"
+                        f"{render_svg(layout, t_edges, title=f'{ds}: true graph')}</figure>")
+        for m, o in by_method.items():
+            if o.graph is None:
+                figs.append(f"<figure><figcaption>{e(m)} (seed {o.seed})</figcaption><p>no graph: "
+                            f"{e((o.error or 'failed')[:300])}</p></figure>")
+                continue
+            figs.append(f"<figure><figcaption>{e(m)} (seed {o.seed}, {len(o.graph.edges)} edges)</figcaption>"
+                        f"{render_svg(layout, _svg_edges(o.graph, true), title=f'{ds}: {m}')}</figure>")
+        parts.append(f"<section id='g-{e(ds)}'><h3>{e(ds)}</h3><div class='graphs'>{''.join(figs)}</div></section>")
+    return "\n".join(parts)
+
+
+def write_graph_outputs(outcomes: Sequence[DiscoveryOutcome], run_dir: str | Path) -> list[Path]:
+    """Every discovered graph (and each dataset's true graph) as DOT and edge-list CSV under ``graphs/``.
+
+    Files: ``graphs/<dataset>__<method>__seed<seed>.dot`` / ``.csv`` and
+    ``graphs/<dataset>__truth.dot`` / ``.csv`` (see :mod:`agentcausal.report.graph_files`).
+
+    Parameters
+    ----------
+    outcomes : DiscoveryOutcome records
+    run_dir : the run folder
+
+    Returns
+    -------
+    list of the written paths.
+    """
+    from agentcausal.report.graph_files import write_graph_files
+
+    g = Path(run_dir) / "graphs"
+    out: list[Path] = []
+    truths: set[str] = set()
+    for o in outcomes:
+        if o.graph is not None:
+            out += write_graph_files(o.graph, g / f"{o.dataset}__{o.method}__seed{o.seed}")
+        if o.true_graph is not None and o.dataset not in truths:
+            truths.add(o.dataset)
+            out += write_graph_files(o.true_graph, g / f"{o.dataset}__truth")
+    return out
+
+
+def _cost_this_run_lines(df: pd.DataFrame, meta: Mapping[str, Any]) -> list[str]:
+    """"This run" vs "original" LLM cost per method (totals), with request seconds and the wall time."""
+    if df.empty or "run_llm_requests" not in df:
+        return []
+    lines = ["## Cost: this run vs original (totals)", "",
+             "Reused outcomes (Prefect's task cache, or every LLM call a cache hit) cost this run nothing; "
+             "*original* is what they cost when computed. Request s: time inside HTTP requests, summed over "
+             "calls." + (f" Wall time of this run: {float(meta['wall_seconds']):,.1f} s."
+                         if isinstance(meta.get("wall_seconds"), (int, float)) else ""), "",
+             "| method | runs | reused | requests this run | requests original | tokens this run | tokens original "
+             "| request s this run | request s original |", "|---|---|---|---|---|---|---|---|---|"]
+    for m, g in df.groupby("method", sort=False):
+        lines.append(f"| {m} | {len(g)} | {int(g['reused'].astype(bool).sum())} | {int(g['run_llm_requests'].sum())} "
+                     f"| {int(g['llm_requests'].sum())} "
+                     f"| {int(g['run_prompt_tokens'].sum() + g['run_completion_tokens'].sum())} "
+                     f"| {int(g['prompt_tokens'].sum() + g['completion_tokens'].sum())} "
+                     f"| {g['run_request_seconds'].sum():.1f} | {g['request_seconds'].sum():.1f} |")
+    return lines + [""]
 
 
 class RunFiles(NamedTuple):
@@ -337,17 +520,32 @@ def save_run(outcomes: Sequence[DiscoveryOutcome], run_dir: str | Path, meta: Ma
     """
     run = Path(run_dir)
     run.mkdir(parents=True, exist_ok=True)
-    with open(run / "outcomes.jsonl", "w") as fh:
-        for o in outcomes:
-            fh.write(o.model_dump_json() + "\n")
-    (run / "run.json").write_text(json.dumps(dict(meta), indent=2, default=str))
+    atomic_write_text(run / "outcomes.jsonl", "".join(o.model_dump_json() + "\n" for o in outcomes))
+    atomic_write_text(run / "run.json", json.dumps(dict(meta), indent=2, default=str))
     return run
 
 
 def load_outcomes(run_dir: str | Path) -> list[DiscoveryOutcome]:
-    """Read ``outcomes.jsonl`` back."""
+    """Read ``outcomes.jsonl`` back.
+
+    Raises
+    ------
+    RunFileError
+        If the file is missing or a line is not a valid outcome (torn by a kill); names the file and line.
+    """
     path = Path(run_dir) / "outcomes.jsonl"
-    return [DiscoveryOutcome.model_validate_json(line) for line in path.read_text().splitlines() if line.strip()]
+    if not path.is_file():
+        raise RunFileError("no outcomes.jsonl here; is this a run folder from `agentcausal discover`?",
+                           path=str(path))
+    out = []
+    for i, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        if line.strip():
+            try:
+                out.append(DiscoveryOutcome.model_validate_json(line))
+            except ValueError as exc:
+                raise RunFileError(f"line {i} is not a valid outcome (torn?): {str(exc)[:200]}",
+                                   path=str(path)) from exc
+    return out
 
 
 def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw: bool = True) -> RunFiles:
@@ -366,10 +564,15 @@ def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw:
     """
     run = Path(run_dir)
     outcomes = load_outcomes(run)
-    meta = json.loads((run / "run.json").read_text()) if (run / "run.json").is_file() else {}
+    try:
+        meta = json.loads((run / "run.json").read_text()) if (run / "run.json").is_file() else {}
+    except ValueError as exc:
+        raise RunFileError(f"not valid JSON (torn or empty?): {exc}", path=str(run / "run.json")) from exc
     df = outcomes_frame(outcomes, reversal_cost=reversal_cost)
-    df.to_parquet(run / "results.parquet", index=False)
-    summary_table(df).to_csv(run / "summary.csv")
+    with atomic_path(run / "results.parquet") as tmp:
+        df.to_parquet(tmp, index=False)
+    with atomic_path(run / "summary.csv") as tmp:
+        summary_table(df).to_csv(tmp)
     if draw:
         done: set[tuple[str, str]] = set()
         for o in outcomes:
@@ -379,13 +582,22 @@ def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw:
                                title=f"{o.dataset} / {o.method} (seed {o.seed})")
     md = markdown_report(df, outcomes, meta, reversal_cost=reversal_cost)
     figs = discovery_figures(df, outcomes, run)  # PNGs in the run folder; text charts in report.md
-    (run / "report.md").write_text(md + figures_markdown(figs))
-    graphs = [Figure(p.stem, p.stem.replace("__", " / "), p, "") for p in sorted((run / "graphs").glob("*.png"))]
-    runs = df[[c for c in ("dataset", "seed", "method", "shd", "nhd", "f1", "skeleton_f1", "seconds", "prompt_tokens",
+    atomic_write_text(run / "report.md", md + figures_markdown(figs))
+    write_graph_outputs(outcomes, run)
+    runs = df[[c for c in ("dataset", "seed", "method", "status", "reused", "shd", "nhd", "f1", "skeleton_f1", "seconds",
+                           "prompt_tokens",
                            "completion_tokens", "error") if c in df]] if not df.empty else df
-    write_html_report(run / "report.html", "Causal discovery", {k: meta[k] for k in ("datasets", "methods", "seeds",
-                      "n", "routing", "wall_seconds") if k in meta}, figs + graphs,
-                      [("Results (mean ± std over seeds)", summary_table(df).reset_index()), ("Runs", runs)])
+    summary = pd.DataFrame(table_records(df))
+    facts = {k: meta[k] for k in ("datasets", "methods", "seeds", "n", "routing", "wall_seconds", "models", "config")
+             if k in meta}
+    facts["run folder"] = str(run)
+    conventions = (f"<p class='note'>{SHD_CONVENTION[reversal_cost]}. {NHD_CONVENTION}. F1 on directed edges "
+                   "(undirected edges are no directed claim). Mean±std over seeds. Graphs also as DOT and "
+                   "edge-list CSV in graphs/.</p>")
+    write_html_report(run / "report.html", "Causal discovery", facts, figs,
+                      [("Results (mean ± std over seeds)", summary)],
+                      sections=[conventions, graphs_html(outcomes), "<h2>Runs</h2>", html_table(runs, table_id="runs",
+                                sortable=True, filterable=True)])
     return RunFiles(run, df, run / "report.md")
 
 

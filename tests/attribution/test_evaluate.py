@@ -76,7 +76,7 @@ def test_hand_computed_accuracy(four_labelled_traces, predictions):
     assert h.loc["m"].to_dict() == {"0": 2, "1": 1, "2": 0, "3": 0, "4": 0, ">=5": 0, "none": 1}
     assert h.loc["n", "none"] == 1 and h.loc["n", "0"] == 1
 
-    assert ev.failures.to_dict("records") == [{"trace_id": "HC/2", "method": "m",
+    assert ev.failures.to_dict("records") == [{"trace_id": "HC/2", "method": "m", "status": "content_failed",
                                                "error": "StructuredOutputError: bad"}]
 
 

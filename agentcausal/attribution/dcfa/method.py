@@ -169,16 +169,7 @@ def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str =
             if not lce.decision.skipped:
                 step, reason, source = lce.decision.step, lce.decision.reason, "ded"
     details["final"] = {"step": step, "agent": trace.steps[step].agent, "reason": reason, "source": source}
-    return Attribution(**base, **_status(degraded, details), step=step, agent=trace.steps[step].agent, reason=reason,
-                       details=details, usage=_usage_diff(before, _usage_snapshot(gw, item)),
-                       seconds=time.perf_counter() - t0)
-
-
-def _status(degraded: str | None, details: dict[str, Any]) -> dict[str, Any]:
-    """``status``/``status_detail`` of a degraded run (also in ``details`` until every reader has the fields)."""
-    if degraded is None:
-        return {}
-    details["status"], details["status_detail"] = "degraded", degraded
-    if "status" in Attribution.model_fields:
-        return {"status": "degraded", "status_detail": degraded}
-    return {}  # TODO(lead): records adds Attribution.status/status_detail; then drop the details copy
+    return Attribution(**base, step=step, agent=trace.steps[step].agent, reason=reason, details=details,
+                       usage=_usage_diff(before, _usage_snapshot(gw, item)),
+                       seconds=time.perf_counter() - t0,
+                       status="degraded" if degraded else "complete", status_detail=degraded)

@@ -1,0 +1,77 @@
+"""Result status and cache keys of attributions (no Prefect): which failures are content failures (cacheable),
+which are failures of the run (raised for a retry), degraded DCFA answers, reuse marking, and the trace id in
+the key. The fake OpenAI server is a test double."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentcausal.attribution.common import attribution_key, failed_attribution, run_method
+from agentcausal.exceptions import AlgorithmError, DatasetError, EndpointUnreachableError, LLMCallError, \
+    StructuredOutputError, TraceFormatError, is_content_failure
+from agentcausal.traces.io import load_traces
+
+CASES = Path(__file__).resolve().parents[3] / "shared" / "cases"
+ALL_AT_ONCE = json.dumps({"reason": "wrong product", "agent": "Math_Expert", "step": 0})
+
+
+@pytest.fixture
+def t3():
+    if not (CASES / "t3.json").is_file():
+        pytest.skip("../shared/cases not found")
+    return load_traces([CASES / "t3.json"])[0]
+
+
+@pytest.mark.parametrize("exc, content", [
+    (StructuredOutputError("s", "M", "raw", 3, "bad"), True),
+    (TraceFormatError("bad step"), True),
+    (DatasetError("constant column"), True),
+    (AlgorithmError("pc", "failed: singular matrix"), True),
+    (AlgorithmError("pc", "timed out after 0.02 s", transient=True), False),
+    (AlgorithmError("pc", "worker died (exit code -9)", transient=True), False),
+    (LLMCallError("p", "s", 401, "unauthorised"), False),
+    (LLMCallError("p", "s", 400, "bad request"), False),
+    (EndpointUnreachableError("p", "http://x", "429"), False),
+    (RuntimeError("a bug"), False),
+])
+def test_only_failures_of_the_content_are_content_failures(exc, content):
+    assert is_content_failure(exc) is content
+    assert failed_attribution("t", "m", exc).status == ("content_failed" if content else "failed")
+
+
+def test_a_401_is_raised_for_a_retry_not_recorded(fake_server, make_gateway, t3):
+    fake_server.inject(401)
+    gw = make_gateway(fake_server)
+    with pytest.raises(LLMCallError):
+        run_method(t3, "all_at_once", gw, raise_transient=True)
+    fake_server.inject(401)
+    a = run_method(t3, "all_at_once", gw)  # a plain call records it, marked failed (never to be cached)
+    assert a.status == "failed" and a.status_detail == "LLMCallError" and a.step is None
+
+
+def test_reply_invalid_after_repairs_is_a_marked_content_failure(fake_server, make_gateway, t3):
+    fake_server.responder = lambda body: "no JSON here"
+    a = run_method(t3, "all_at_once", make_gateway(fake_server), raise_transient=True)
+    assert a.status == "content_failed" and a.error.startswith("StructuredOutputError") and not a.reused
+
+
+def test_all_calls_from_the_llm_cache_mark_the_row_reused(fake_server, make_gateway, t3):
+    fake_server.responder = lambda body: ALL_AT_ONCE
+    gw = make_gateway(fake_server)
+    first = run_method(t3, "all_at_once", gw)
+    again = run_method(t3, "all_at_once", gw)
+    assert first.status == "complete" and not first.reused and first.usage["baseline"]["requests"] == 1
+    assert again.reused and again.usage["baseline"]["requests"] == 0 and fake_server.count == 1
+
+
+def test_same_content_different_ids_have_different_keys(fake_server, make_gateway):
+    if not (CASES / "dup_content_traces").is_dir():
+        pytest.skip("../shared/cases not found")
+    a, b = load_traces([CASES / "dup_content_traces"])
+    assert a.content_hash() == b.content_hash() and a.id != b.id
+    gw = make_gateway(fake_server)
+    assert attribution_key(a, "all_at_once", None, gw) != attribution_key(b, "all_at_once", None, gw)
+    # the label is not in the key (no method sees it): relabelling keeps the cached record
+    relabelled = a.model_copy(update={"label": b.label})
+    assert attribution_key(a, "all_at_once", None, gw) == attribution_key(relabelled, "all_at_once", None, gw)

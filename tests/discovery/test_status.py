@@ -1,0 +1,51 @@
+"""Result status and cache keys of discovery outcomes (no Prefect): an algorithm timeout is a failure of the run
+(raised for a retry, never cached), the metadata that enters MAC's prompts is in the key, the truth is not,
+and a MAC fallback is marked degraded."""
+
+import dataclasses
+
+import pytest
+
+from agentcausal.discovery.datasets import DatasetMetadata, VariableInfo
+from agentcausal.discovery.graph import CausalGraph
+from agentcausal.discovery.methods import DiscoveryConfig, degradation, discovery_key, run_discovery
+from agentcausal.exceptions import AlgorithmError
+
+
+def test_algorithm_timeout_is_raised_for_a_retry_or_recorded_as_failed(collider_dataset):
+    config = DiscoveryConfig(algorithm_timeout_s=0.001)
+    with pytest.raises(AlgorithmError) as info:
+        run_discovery("pc", collider_dataset, None, config, raise_transient=True)
+    assert info.value.transient
+    out = run_discovery("pc", collider_dataset, None, config)
+    assert out.status == "failed" and out.status_detail == "AlgorithmError" and out.graph is None
+
+
+def test_a_complete_statistical_run_is_complete_and_not_reused(collider_dataset):
+    out = run_discovery("pc", collider_dataset, None, DiscoveryConfig(), raise_transient=True)
+    assert out.status == "complete" and out.graph is not None and not out.reused
+
+
+def test_metadata_is_in_the_key_of_llm_methods_and_the_truth_in_no_key(collider_dataset, make_gateway, fake_server):
+    gw = make_gateway(fake_server)
+    meta = DatasetMetadata(title="collider", domain="toy", variables={
+        "X": VariableInfo(description="cause one"), "Y": VariableInfo(description="cause two"),
+        "Z": VariableInfo(description="final outcome (edited)")})
+    edited = dataclasses.replace(collider_dataset, metadata=meta)
+    retruthed = dataclasses.replace(collider_dataset, true_graph=CausalGraph.from_edges("XYZ", [("Z", "Y")]))
+    config = DiscoveryConfig()
+    for method in ("mac", "llm_zero_shot"):
+        assert discovery_key(collider_dataset, method, config, gw) != discovery_key(edited, method, config, gw)
+        assert discovery_key(collider_dataset, method, config, gw) == discovery_key(retruthed, method, config, gw)
+    # statistical methods never read the metadata: their cached graph stays valid
+    assert discovery_key(collider_dataset, "pc", config) == discovery_key(edited, "pc", config)
+    assert discovery_key(collider_dataset, "pc", config) == discovery_key(retruthed, "pc", config)
+
+
+def test_mac_fallbacks_are_degraded():
+    details = {"dcm": {"execution": {"fallback_reason": "coding failed after 2 attempt(s): boom"},
+                       "debate": {"notes": []}},
+               "mdm": {"debate": {"notes": ["Judge reply invalid (x); Affirmative wins"]}}}
+    why = degradation(details)
+    assert "coding failed" in why and "Judge reply invalid" in why
+    assert degradation({"dcm": {"execution": {"fallback_reason": ""}, "debate": {"notes": []}}}) is None
