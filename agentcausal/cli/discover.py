@@ -219,12 +219,13 @@ def cmd_discover(args: argparse.Namespace) -> int:
     from flows.runners import runner_choice_from_args
 
     runner = runner_choice_from_args(args)
-    import inspect
+    from agentcausal.discovery.methods import DiscoveryConfig
 
     extra: dict = {"plan": plan.to_json_dict()}
     if args.repeats > 1:
-        if "repeats" not in inspect.signature(run_discover).parameters:
-            raise ConfigError("--repeats > 1 needs the discover flow's repeat support, which this version lacks")
+        if "repeat" not in DiscoveryConfig.model_fields:
+            raise ConfigError("--repeats > 1 needs DiscoveryConfig.repeat (MAC's repeat index), which this "
+                              "version lacks")
         extra["repeats"] = args.repeats
     run_dir = run_discover(datasets, methods, seeds=args.seeds, n=args.n, config=config, settings=settings, **extra,
                            out_dir=args.out, reversal_cost=args.shd_reversal, llm_datasets=llm_datasets,
