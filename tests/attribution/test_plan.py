@@ -75,3 +75,9 @@ def test_discover_dry_run(routing, capsys):
     assert set(plan["methods"]) == {"mac", "pc"} and plan["methods"]["pc"]["stages"] == {}
     assert plan["methods"]["mac"]["preset"] == ("paper" if routing in PAPER_ROUTINGS else "small")
     assert plan["missing_keys"] == (["OPENAI_API_KEY"] if routing in PAPER_ROUTINGS else [])
+
+
+def test_demo_unknown_preset_fails_before_any_work(capsys, monkeypatch):
+    monkeypatch.setenv("AGENTCAUSAL_PROFILE_EMBEDDED_THREADS", "1")  # the demo sets it otherwise
+    assert main(["demo", "--preset", "huge"]) == 2
+    assert "unknown preset 'huge'" in capsys.readouterr().err
