@@ -51,10 +51,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g = p.add_argument_group("MAC")
     g.add_argument("--rounds", type=int, default=None, help="Affirmative-Negative rounds per debate (1-5, default 1)")
     g.add_argument("--subset-size", type=int, default=None, help="rows of the subset S in the algorithm debate")
-    g.add_argument("--executor", choices=("typed", "coding"), default=None,
-                   help="run the chosen algorithm typed (default) or as LLM-written code in a sandbox")
+    g.add_argument("--executor", choices=("auto", "typed", "coding"), default="auto",
+                   help="auto (default): LLM-written causal-learn code in the sandbox where the sandbox works "
+                   "here, else typed (said in one line and marked in the rows); coding: refused where the "
+                   "sandbox cannot work; typed: run the chosen algorithm through the pool")
     g.add_argument("--coding-attempts", type=int, default=None, help="scripts tried in coding mode (default 3)")
-    g.add_argument("--timeout", type=float, default=None, help="wall limit of one statistical algorithm, s")
+    g.add_argument("--timeout", type=float, default=None, help="wall limit of one statistical algorithm, s "
+                   "(default 300)")
     g.add_argument("--shd-reversal", type=int, choices=(1, 2), default=1,
                    help="SHD cost of a reversed edge (default 1)")
     p.add_argument("--preset", default=None, metavar="NAME",
@@ -87,8 +90,17 @@ def build_config(args: argparse.Namespace, preset: str | None = None):
     from agentcausal.discovery.methods import DiscoveryConfig
     from agentcausal.presets import preset_values
 
+    from agentcausal.discovery.mac.executor import resolve_executor
+
+    # only MAC, mac_single and dcm_only run an executor: refuse or say "fallback" only for them
+    uses_dcm = any(m.lower().replace("-", "_") in ("mac", "mac_single", "dcm_only")
+                   for m in (getattr(args, "methods", None) or ["mac"]))
+    executor, fallback = resolve_executor(args.executor if uses_dcm or args.executor == "typed" else "auto")
+    if fallback and uses_dcm:
+        print(fallback, file=sys.stderr)
+    # the preset's MAC values, then the options given (None = not given)
     given = {"rounds": getattr(args, "rounds", None), "subset_size": getattr(args, "subset_size", None),
-             "executor": getattr(args, "executor", None), "coding_attempts": getattr(args, "coding_attempts", None),
+             "executor": executor, "coding_attempts": getattr(args, "coding_attempts", None),
              "algorithm_timeout_s": getattr(args, "timeout", None)}
     values = preset_values(getattr(mac_settings, "PRESETS", {}), preset) if preset else {}
     values.setdefault("algorithm_timeout_s", 300.0)  # the --timeout default
@@ -96,7 +108,8 @@ def build_config(args: argparse.Namespace, preset: str | None = None):
     timeout = getattr(args, "timeout", None)
     try:
         mac = mac_settings.MACSettings(**values)
-        return DiscoveryConfig(mac=mac, algorithm_timeout_s=300.0 if timeout is None else timeout)
+        return DiscoveryConfig(mac=mac, algorithm_timeout_s=300.0 if timeout is None else timeout,
+                               executor_fallback=fallback)
     except ValidationError as exc:
         raise ConfigError(f"invalid MAC option: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from exc
 
