@@ -84,7 +84,7 @@ def outcomes_frame(outcomes: Sequence[DiscoveryOutcome], *, reversal_cost: Liter
             models=json.dumps(o.models, sort_keys=True),
             prompt_version=o.prompt_version,
             data_hash=o.data_hash,
-            status=o.status,
+            status="content_failed" if o.error and o.status == "complete" else o.status,  # pre-status records
             status_detail=o.status_detail or "",
             reused=o.reused,
             request_seconds=float(sum(u.get("request_seconds", u.get("seconds", 0.0)) for u in o.usage.values())),
