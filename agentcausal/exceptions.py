@@ -9,6 +9,7 @@ from __future__ import annotations
 
 __all__ = [
     "AgentCausalError",
+    "CompareError",
     "ConfigError",
     "UnknownProfileError",
     "UnknownStageError",
@@ -19,7 +20,9 @@ __all__ = [
     "ModelFileError",
     "TraceFormatError",
     "RunFileError",
+    "InvalidTracesError",
     "DatasetError",
+    "InvalidDatasetsError",
     "AlgorithmError",
     "SandboxError",
     "is_content_failure",
@@ -138,11 +141,44 @@ class ModelFileError(AgentCausalError):
 
 
 class TraceFormatError(AgentCausalError):
-    """A trace file cannot be read as a Who&When or agentcausal trace."""
+    """A trace file cannot be read as a Who&When or agentcausal trace.
 
-    def __init__(self, message: str, *, path: str | None = None) -> None:
-        super().__init__(message if path is None else f"{path}: {message}")
+    Attributes
+    ----------
+    path : str or None
+        The file at fault.
+    field : str or None
+        The field at fault (``history[3].content``, ``line 7``); the first one
+        when the message lists several.
+    detail : str
+        The message without path and field.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, field: str | None = None) -> None:
+        text = message if field is None else f"{field}: {message}"
+        super().__init__(text if path is None else f"{path}: {text}")
         self.path = path
+        self.field = field
+        self.detail = message
+
+
+class InvalidTracesError(TraceFormatError):
+    """Several trace inputs are invalid; the one-line message lists every file (and field).
+
+    Attributes
+    ----------
+    errors : list of TraceFormatError, one per invalid file or JSONL line
+    """
+
+    #: at most this many inputs are spelled out in the message (all stay in ``errors``)
+    SHOWN = 20
+
+    def __init__(self, errors: list[TraceFormatError]) -> None:
+        shown = "; ".join(str(e) for e in errors[: self.SHOWN])
+        more = f"; and {len(errors) - self.SHOWN} more" if len(errors) > self.SHOWN else ""
+        super().__init__(f"{len(errors)} invalid trace input(s): {shown}{more} "
+                         "(fix them, or pass --skip-invalid to run the valid rest)")
+        self.errors = list(errors)
 
 
 class RunFileError(TraceFormatError):
@@ -158,11 +194,38 @@ class RunFileError(TraceFormatError):
 
 
 class DatasetError(AgentCausalError):
-    """A dataset or its metadata is missing or malformed."""
+    """A dataset or its metadata is missing or malformed.
 
-    def __init__(self, message: str, *, name: str | None = None) -> None:
+    Attributes
+    ----------
+    name : str or None
+        The dataset (its name or the path given).
+    file : str or None
+        The file at fault, when there is one.
+    column : str or None
+        The column (or metadata field) at fault, when there is one.
+    """
+
+    def __init__(self, message: str, *, name: str | None = None, file: str | None = None,
+                 column: str | None = None) -> None:
         super().__init__(message if name is None else f"dataset {name!r}: {message}")
         self.name = name
+        self.file = file
+        self.column = column
+
+
+class InvalidDatasetsError(DatasetError):
+    """Several datasets are invalid; the one-line message lists each.
+
+    Attributes
+    ----------
+    errors : list of DatasetError
+    """
+
+    def __init__(self, errors: list[DatasetError]) -> None:
+        super().__init__(f"{len(errors)} invalid dataset(s): " + "; ".join(str(e) for e in errors)
+                         + " (fix them, or pass --skip-invalid to run the valid rest)")
+        self.errors = list(errors)
 
 
 class AlgorithmError(AgentCausalError):
@@ -206,3 +269,17 @@ def is_content_failure(exc: BaseException) -> bool:
     if isinstance(exc, AlgorithmError):
         return not exc.transient
     return isinstance(exc, (StructuredOutputError, TraceFormatError, DatasetError))
+
+
+class CompareError(AgentCausalError):
+    """Two run folders cannot be compared (different kinds, or no shared items).
+
+    Attributes
+    ----------
+    run_a, run_b : str, the run folders
+    """
+
+    def __init__(self, message: str, *, run_a: str, run_b: str) -> None:
+        super().__init__(message)
+        self.run_a = run_a
+        self.run_b = run_b

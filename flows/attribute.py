@@ -30,7 +30,9 @@ from prefect.futures import as_completed
 from agentcausal.attribution.common import failed_attribution, resolve_methods
 from agentcausal.report.attribution import table_records
 from agentcausal.settings import RunSettings
+from agentcausal.report.artifacts import ProgressLine, corpus_label, self_contained_markdown
 from agentcausal.traces.model import Attribution
+from flows import naming
 from flows.runners import RunnerChoice, with_runner
 from tasks.attribution import attribute_options, attribute_task_key, attribute_trace, evaluate_run, load_corpus, \
     save_attributions
@@ -44,7 +46,7 @@ def default_run_dir(out_root: str = "runs") -> str:
     return str(Path(out_root) / f"attribute-{dt.datetime.now():%Y%m%d-%H%M%S}")
 
 
-@flow(name="attribute", log_prints=True)
+@flow(name="attribute", log_prints=True, flow_run_name=naming.attribute_run_name)
 def attribute(
     paths: list[str],
     methods: list[str] = ["all_at_once"],  # noqa: B006 (Prefect parameters are copied)
@@ -56,6 +58,8 @@ def attribute(
     with_ground_truth: bool | None = None,
     out_dir: str | None = None,
     progress: bool = False,
+    skip_invalid: bool = False,
+    meta: dict[str, Any] | None = None,
 ) -> str:
     """Attribute every selected trace with every method; write a run folder; return its path.
 
@@ -69,6 +73,8 @@ def attribute(
     with_ground_truth : override for every method that has the setting
     out_dir : the run folder; default ``runs/attribute-<timestamp>``
     progress : show a tqdm bar on stderr
+    skip_invalid : leave out invalid trace files (and JSONL lines) instead of refusing the corpus
+    meta : extra entries for ``run.json`` (the CLI passes ``{"skipped": [...]}``, the inputs it left out)
 
     Returns
     -------
@@ -76,7 +82,11 @@ def attribute(
     """
     settings = settings or RunSettings.from_env()
     resolved = resolve_methods(methods, method_settings, with_ground_truth=with_ground_truth)
-    traces = load_corpus(paths, ids=ids, limit=limit, max_steps=max_steps)
+    paths = naming.corpus_paths(paths, settings)  # empty: the Who&When folder of the settings, resolved now
+    traces = load_corpus(paths, ids=ids, limit=limit, max_steps=max_steps, skip_invalid=skip_invalid)
+    naming.add_run_tags(resolved, settings, preset=getattr(settings, "preset", None),
+                        subsets={t.source for t in traces})
+    subject = corpus_label(paths)
     run_dir = out_dir or default_run_dir()
     pairs = [(t, m) for t in traces for m in resolved]
     started = time.time()
@@ -92,16 +102,18 @@ def attribute(
                 method_settings=[resolved[pairs[i][1]] for i in idx], settings=unmapped(settings))
             for i, f in zip(idx, mapped):
                 futures[i] = f
-    bar_id = create_progress_artifact(progress=0.0, key="attribute-progress",
+    bar_id = create_progress_artifact(progress=0.0, key=naming.key("attribute-progress", subject),
                                       description=f"{len(pairs)} (trace, method) pairs")
     bar = None
     if progress:
         from tqdm import tqdm
 
         bar = tqdm(total=len(pairs), unit="attribution", desc="attribute")
+    line = ProgressLine(len(pairs), "attribute")  # plain lines when stderr is not a terminal
     for done, _ in enumerate(as_completed(list(futures)), 1):
         if bar is not None:
             bar.update(1)
+        line.update(done)
         if done % max(1, len(pairs) // 20) == 0 or done == len(pairs):
             update_progress_artifact(bar_id, progress=100.0 * done / max(1, len(pairs)))
     if bar is not None:
@@ -114,16 +126,17 @@ def attribute(
                                                        "reused": res.reused or was_cached(f)}))
         else:  # raised: a failure of the run, not of the content; not cached, retried by the next run
             attributions.append(failed_attribution(t.id, m, _as_exc(res), status="failed"))
-    meta = {"corpus": [str(p) for p in paths], "methods": resolved, "routing": settings.routing,
+    meta = {**(meta or {}), "corpus": [str(p) for p in paths], "methods": resolved, "routing": settings.routing,
             "models": {m: a.models for m, a in {a.method: a for a in attributions}.items()},
             "traces": len(traces), "started": dt.datetime.fromtimestamp(started).isoformat(timespec="seconds"),
             "wall_seconds": round(time.time() - started, 2), "profiles": str(settings.profiles_path or "packaged"),
             "retry_failed": settings.retry_failed, "refresh": settings.refresh}
     save_attributions(attributions, traces, run_dir, meta)
     report = evaluate_run(run_dir)
-    create_table_artifact(table_records(report.evaluation.overall), key="attribution-accuracy",
+    create_table_artifact(table_records(report.evaluation.overall), key=naming.key("attribution-accuracy", subject),
                           description="Step, agent and both-correct accuracy per method")
-    create_markdown_artifact(report.markdown, key="attribution-report", description=f"run folder {run_dir}")
+    create_markdown_artifact(self_contained_markdown(report.markdown, run_dir),
+                             key=naming.key("attribution-report", subject), description=f"run folder {run_dir}")
     return run_dir
 
 

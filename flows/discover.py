@@ -32,8 +32,11 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from agentcausal.discovery.methods import LLM_METHODS, DiscoveryConfig, DiscoveryOutcome, method_stages, \
     resolve_methods
+from agentcausal.discovery.user_data import unique_dataset_names
+from agentcausal.report.artifacts import ProgressLine, self_contained_markdown
 from agentcausal.report.discovery import table_records
 from agentcausal.settings import RunSettings
+from flows import naming
 from flows.runners import RunnerChoice, with_runner
 from tasks.common import RETRIED_STATUSES, gateway_for, stored_status, was_cached
 from tasks.discovery import discover_one, discover_options, discover_task_key, load_discovery_dataset, \
@@ -47,7 +50,8 @@ def default_run_dir(out_root: str = "runs") -> str:
     return str(Path(out_root) / f"discover-{dt.datetime.now():%Y%m%d-%H%M%S}")
 
 
-@flow(name="discover", log_prints=True, task_runner=ThreadPoolTaskRunner(max_workers=3))
+@flow(name="discover", log_prints=True, flow_run_name=naming.discover_run_name,
+      task_runner=ThreadPoolTaskRunner(max_workers=3))
 def discover(
     datasets: list[str],
     methods: list[str] = ["mac"],  # noqa: B006 (Prefect parameters are copied)
@@ -59,6 +63,7 @@ def discover(
     reversal_cost: int = 1,
     progress: bool = False,
     llm_datasets: list[str] | None = None,
+    meta: dict[str, Any] | None = None,
 ) -> str:
     """Run every method on every dataset and seed; write a run folder; return its path.
 
@@ -75,6 +80,7 @@ def discover(
     progress : show a tqdm bar on stderr
     llm_datasets : run LLM methods (MAC, its ablations, zero-shot) only on these datasets
         (default: on all); statistical methods run on every dataset
+    meta : extra entries for ``run.json`` (the CLI passes ``{"skipped": [...]}``, the datasets it left out)
 
     Returns
     -------
@@ -84,9 +90,13 @@ def discover(
     settings = settings or RunSettings.from_env()
     config = config or DiscoveryConfig()
     names = resolve_methods(methods)
+    naming.add_run_tags(names, settings, preset=getattr(settings, "preset", None))
+    subject = "+".join(datasets)
     ordered = [m for m in names if m in LLM_METHODS] + [m for m in names if m not in LLM_METHODS]
     pairs = [(spec, s) for spec in datasets for s in seeds]
-    loaded = load_discovery_dataset.map(spec=[p for p, _ in pairs], n=unmapped(n), seed=[s for _, s in pairs])
+    names_of = unique_dataset_names(list(datasets))  # two <folder>/data.csv get distinct names
+    loaded = load_discovery_dataset.map(spec=[p for p, _ in pairs], n=unmapped(n), seed=[s for _, s in pairs],
+                                        name=[names_of[p] for p, _ in pairs])
     data = [f.result() for f in loaded]
     llm_only = None if llm_datasets is None else {d.lower() for d in llm_datasets}
     jobs = [(m, i) for m in ordered for i in range(len(pairs))
@@ -110,11 +120,13 @@ def discover(
         from tqdm import tqdm
 
         bar = tqdm(total=len(jobs), unit="run", desc="discover")
-    bar_id = create_progress_artifact(progress=0.0, key="discover-progress",
+    line = ProgressLine(len(jobs), "discover")  # plain lines when stderr is not a terminal
+    bar_id = create_progress_artifact(progress=0.0, key=naming.key("discover-progress", subject),
                                       description=f"{len(futures)} (dataset, seed, method) runs")
     for done, _ in enumerate(as_completed(list(futures)), 1):
         if bar is not None:
             bar.update(1)
+        line.update(done)
         if done % max(1, len(futures) // 20) == 0 or done == len(futures):
             update_progress_artifact(bar_id, progress=100.0 * done / max(1, len(futures)))
     if bar is not None:
@@ -135,7 +147,7 @@ def discover(
     outcomes = [outcomes[k] for k in order]  # dataset-major, methods in the order asked
     stages = sorted({s for m in names for s in method_stages(m, config)})
     gw = gateway_for(settings) if stages else None
-    meta = {"datasets": list(datasets), "methods": names, "llm_datasets": llm_datasets, "seeds": list(seeds),
+    meta = {**(meta or {}), "datasets": list(datasets), "methods": names, "llm_datasets": llm_datasets, "seeds": list(seeds),
             "n": n,
             "routing": settings.routing, "config": config.model_dump(mode="json"),
             "models": {s: gw.model_for(s) for s in stages} if gw else {},
@@ -145,9 +157,10 @@ def discover(
     run_dir = out_dir or default_run_dir()
     save_discovery(outcomes, run_dir, meta)
     files = report_discovery(run_dir, reversal_cost)
-    create_table_artifact(table_records(files.frame), key="discovery-metrics",
+    create_table_artifact(table_records(files.frame), key=naming.key("discovery-metrics", subject),
                           description=f"SHD / NHD / F1 per dataset and method (SHD reversal cost {reversal_cost})")
-    create_markdown_artifact(files.report.read_text(), key="discovery-report", description=f"run folder {run_dir}")
+    create_markdown_artifact(self_contained_markdown(files.report.read_text(), run_dir),
+                             key=naming.key("discovery-report", subject), description=f"run folder {run_dir}")
     return run_dir
 
 

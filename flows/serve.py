@@ -21,7 +21,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 from prefect import Flow
@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agentcausal.exceptions import ConfigError
 
 __all__ = ["DEFAULT_FILE", "default_file", "ScheduleSpec", "DeploymentSpec", "load_specs", "load_flow",
-           "runner_deployments", "serve"]
+           "runner_deployments", "serve", "InputCheck", "check_inputs"]
 
 #: the deployment file shipped in the repository
 DEFAULT_FILE = Path(__file__).resolve().parents[1] / "deploy" / "prefect.yaml"
@@ -155,6 +155,68 @@ def load_specs(path: str | Path | None = None, *, check: bool = True) -> list[De
                     raise ConfigError(f"deployment {s.name!r}: bad schedule {sch.cron!r}: {exc}",
                                       path=str(p)) from exc
     return specs
+
+
+class InputCheck(NamedTuple):
+    """One input of a deployment and whether it is there.
+
+    Attributes
+    ----------
+    deployment : str, the deployment's name
+    kind : ``"corpus"`` (a trace folder or file) or ``"dataset"`` (a benchmark name or data file)
+    value : str, the path or name as the run will see it (empty ``paths`` resolved from the settings)
+    exists : bool
+    note : str, why it counts as missing (or where an empty ``paths`` came from)
+    """
+
+    deployment: str
+    kind: str
+    value: str
+    exists: bool
+    note: str = ""
+
+
+def check_inputs(spec: DeploymentSpec) -> list[InputCheck]:
+    """The inputs a deployment's runs will read, resolved as at run time, and whether each exists.
+
+    ``attribute`` deployments: each of ``paths``, or, when ``paths`` is empty, the
+    Who&When folder of the deployment's ``settings`` or of this environment
+    (``AGENTCAUSAL_WHO_AND_WHEN_DIR``). ``discover`` deployments: each dataset is a
+    known benchmark name, or a data file with its ``.json`` metadata (``DATA::META`` pairs too).
+    Relative paths are relative to the working directory (the repository root when served).
+
+    Parameters
+    ----------
+    spec : DeploymentSpec
+
+    Returns
+    -------
+    list of InputCheck (empty for a flow without file inputs).
+    """
+    from flows.naming import corpus_paths
+
+    p = spec.parameters
+    out: list[InputCheck] = []
+    if "paths" in p or spec.function == "attribute":
+        note = "" if p.get("paths") else "paths empty: the who_and_when_dir setting"
+        for path in corpus_paths(p.get("paths"), p.get("settings")):
+            out.append(InputCheck(spec.name, "corpus", path, Path(path).exists(),
+                                  note if Path(path).exists() else (note + "; " if note else "") + "not found"))
+    for ds in p.get("datasets") or []:
+        from agentcausal.discovery.datasets import BENCHMARKS
+
+        if "::" in ds:
+            files = ds.split("::", 1)
+        elif Path(ds).suffix.lower() in (".csv", ".parquet", ".pq"):
+            files = [ds, str(Path(ds).with_suffix(".json"))]
+        else:
+            ok = ds.lower() in BENCHMARKS
+            out.append(InputCheck(spec.name, "dataset", ds, ok, "" if ok else "not a known benchmark"))
+            continue
+        missing = [f for f in files if not Path(f).is_file()]
+        out.append(InputCheck(spec.name, "dataset", ds, not missing,
+                              f"not found: {', '.join(missing)}" if missing else ""))
+    return out
 
 
 def _full_name(spec: DeploymentSpec) -> str:

@@ -46,9 +46,9 @@ def _attribution_cache_key(context: TaskRunContext, parameters: dict[str, Any]) 
 
 @task(name="load-corpus")
 def load_corpus(paths: Sequence[str], ids: Sequence[str] | None = None, limit: int | None = None,
-                max_steps: int | None = None) -> list[Trace]:
+                max_steps: int | None = None, skip_invalid: bool = False) -> list[Trace]:
     """Traces from folders/files (Who&When or our JSONL), selected by ids, length and count."""
-    return select_traces(load_traces(paths), ids=ids, limit=limit, max_steps=max_steps)
+    return select_traces(load_traces(paths, skip_invalid=skip_invalid), ids=ids, limit=limit, max_steps=max_steps)
 
 
 @task(name="attribute-trace", retries=2, retry_delay_seconds=2, retry_condition_fn=retry_transport,

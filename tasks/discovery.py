@@ -47,9 +47,9 @@ def _discover_key(context: TaskRunContext, p: dict[str, Any]) -> str:
 
 
 @task(name="load-dataset", retries=1, task_run_name="load:{spec}:{seed}")
-def load_discovery_dataset(spec: str, n: int, seed: int) -> Dataset:
+def load_discovery_dataset(spec: str, n: int, seed: int, name: str | None = None) -> Dataset:
     """A benchmark or user dataset (:func:`agentcausal.discovery.datasets.load_spec`)."""
-    return load_spec(spec, n=n, seed=seed)
+    return load_spec(spec, n=n, seed=seed, name=name)
 
 
 @task(name="discover", retries=2, retry_delay_seconds=2, retry_condition_fn=retry_transport,

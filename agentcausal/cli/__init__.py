@@ -18,7 +18,7 @@ from agentcausal.exceptions import AgentCausalError
 
 __all__ = ["main", "build_parser"]
 
-VERB_MODULES = ["attribute", "discover", "demo", "data", "serve"]
+VERB_MODULES = ["attribute", "discover", "demo", "data", "serve", "compare"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,24 +43,55 @@ def build_parser() -> argparse.ArgumentParser:
 
 #: Prefect settings the CLI sets unless the environment already has them (FACTS: the
 #: ephemeral API took 9-19 s to start here and timed out at Prefect's default 20 s;
-#: telemetry fails noisily offline; per-task INFO logs drown the tables).
+#: telemetry fails noisily offline; per-task INFO logs drown the tables). INFO logs go to the
+#: Prefect API (the UI shows them) while the console handler shows warnings only (INFO with -v).
 PREFECT_DEFAULTS = {
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-    "PREFECT_LOGGING_LEVEL": "WARNING",
+    "PREFECT_LOGGING_LEVEL": "INFO",
+    "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING",
     "HF_HUB_OFFLINE": "1",
     "TRANSFORMERS_OFFLINE": "1",
 }
+
+
+#: environment a quiet console needs unless ``-v``: no Hugging Face download/weights-loading bars,
+#: transformers errors only, llama.cpp errors only (its start-up notes are not for users to act on)
+QUIET_ENV = {
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "TRANSFORMERS_VERBOSITY": "error",
+    "AGENTCAUSAL_LLAMA_VERBOSITY": "1",
+}
+
+#: third-party loggers whose warnings a user cannot act on, raised to ERROR unless ``-v``
+#: (pgmpy: "Probability values don't exactly sum to 1" float rounding of the BIF tables)
+QUIET_LOGGERS = ("pgmpy",)
+
+
+def quiet_third_party(verbose: bool) -> None:
+    """Keep third-party notes a user cannot act on off the console unless ``verbose``.
+
+    Sets :data:`QUIET_ENV` (where not already set) and raises :data:`QUIET_LOGGERS` to ERROR;
+    with ``verbose`` it does nothing, so every note shows. Warnings a user can act on (ours,
+    Prefect's, failing calls) are untouched.
+    """
+    if verbose:
+        return
+    for key, value in QUIET_ENV.items():
+        os.environ.setdefault(key, value)
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     for key, value in PREFECT_DEFAULTS.items():
-        if not (key == "PREFECT_LOGGING_LEVEL" and args.verbose):
+        if not (key == "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL" and args.verbose):
             os.environ.setdefault(key, value)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    quiet_third_party(args.verbose)
     try:
         return int(args.func(args) or 0)
     except AgentCausalError as exc:

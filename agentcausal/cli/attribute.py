@@ -25,7 +25,7 @@ from agentcausal.cli.runner_options import add_runner_arguments
 from agentcausal.cli.settings_options import add_settings_arguments, settings_from_args
 from agentcausal.exceptions import ConfigError
 
-__all__ = ["register", "cmd_attribute", "cmd_evaluate", "parse_sets"]
+__all__ = ["register", "cmd_attribute", "cmd_evaluate", "parse_sets", "parse_bool_sets", "check_traces"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -49,6 +49,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-ground-truth", action="store_true",
                    help="do not show the correct final answer to the methods")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--skip-invalid", action="store_true",
+                   help="run the valid traces and list the invalid files (and JSONL lines) left out, instead of "
+                   "refusing the corpus; run.json records them under 'skipped'")
     add_runner_arguments(p)
     p.set_defaults(func=cmd_attribute)
 
@@ -85,6 +88,38 @@ def parse_sets(items: list[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def parse_bool_sets(sets: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``--set`` values of boolean method settings parsed by :func:`agentcausal.settings.parse_bool`.
+
+    ``dcfa.x=Yes`` and ``dcfa.x=off`` become True and False; anything but
+    true/false, 1/0, yes/no, on/off (any case) is refused naming the setting,
+    instead of pydantic's looser reading (``"t"``, ``"y"``). Settings of unknown
+    methods and non-boolean fields pass unchanged.
+
+    Raises
+    ------
+    ConfigError
+        If a boolean setting has another value.
+    """
+    import typing
+
+    from agentcausal.attribution.registry import get_method
+    from agentcausal.exceptions import AgentCausalError
+    from agentcausal.settings import parse_bool
+
+    out = {m: dict(v) for m, v in sets.items()}
+    for method, values in out.items():
+        try:
+            fields = get_method(method).settings_model.model_fields
+        except AgentCausalError:
+            continue  # resolve_methods names the unknown method
+        for field, value in values.items():
+            ann = fields[field].annotation if field in fields else None
+            if ann is bool or (bool in typing.get_args(ann) and value is not None):
+                values[field] = parse_bool(value, name=f"--set {method}.{field}")
+    return out
+
+
 def cmd_attribute(args: argparse.Namespace) -> int:
     """Handler of ``agentcausal attribute``: check inputs, run the flow, print the table.
 
@@ -99,7 +134,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     if missing:
         raise ConfigError(f"no such trace file or folder: {', '.join(missing)}")
     methods = args.methods or ["all_at_once"]
-    sets = parse_sets(args.sets)
+    sets = parse_bool_sets(parse_sets(args.sets))
     resolve_methods(methods, sets, with_ground_truth=False if args.no_ground_truth else None)  # fail fast
     if args.limit is not None and args.limit < 1:
         raise ConfigError(f"--limit must be at least 1, got {args.limit}")
@@ -107,10 +142,9 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         raise ConfigError(f"--max-steps must be at least 1, got {args.max_steps}")
     settings = settings_from_args(args)
     from agentcausal.attribution.registry import get_method
-    from agentcausal.traces.io import load_traces
 
     settings.check_routes({st for m in methods for st in get_method(m).stages})
-    load_traces(args.paths)  # malformed trace files fail here, before Prefect starts
+    skipped = check_traces(args.paths, skip_invalid=args.skip_invalid)  # the flow's own loader, before Prefect
     from flows.attribute import run_attribute  # the CLI is the one library module that reaches up to flows
     from flows.runners import runner_choice_from_args
 
@@ -119,8 +153,43 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     run_dir = run_attribute(args.paths, methods, method_settings=sets or None, settings=settings, limit=args.limit,
                             ids=args.ids, max_steps=args.max_steps,
                             with_ground_truth=False if args.no_ground_truth else None,
-                            out_dir=args.out, progress=not args.no_progress and sys.stderr.isatty(), runner=runner)
+                            out_dir=args.out, progress=not args.no_progress and sys.stderr.isatty(), runner=runner,
+                            skip_invalid=args.skip_invalid, meta={"skipped": skipped} if args.skip_invalid else None)
     return _print_run(run_dir)
+
+
+def check_traces(paths: list[str], *, skip_invalid: bool = False) -> list[dict[str, Any]]:
+    """Read every trace file the way the flow will; refuse all invalid ones at once, or list them.
+
+    Parameters
+    ----------
+    paths : trace folders and files
+    skip_invalid : print the invalid inputs and go on with the rest, instead of refusing
+
+    Returns
+    -------
+    list of ``{"path", "field", "error"}``, the inputs left out (empty without ``skip_invalid``).
+
+    Raises
+    ------
+    TraceFormatError
+        If an input is invalid (one message naming every file and field), a path
+        is missing, two traces share an id, or ``skip_invalid`` leaves no trace.
+    """
+    from agentcausal.exceptions import InvalidTracesError, TraceFormatError
+    from agentcausal.traces.io import check_unique_ids, scan_traces
+
+    scan = scan_traces(paths)
+    if scan.invalid and not skip_invalid:
+        raise scan.invalid[0] if len(scan.invalid) == 1 else InvalidTracesError(scan.invalid)
+    if scan.invalid:
+        print(f"agentcausal: skipping {len(scan.invalid)} invalid trace input(s):", file=sys.stderr)
+        for e in scan.invalid:
+            print(f"  {e}", file=sys.stderr)
+    if not scan.traces:
+        raise TraceFormatError("no valid trace to run", path=", ".join(paths))
+    check_unique_ids(scan.traces)
+    return scan.skipped()
 
 
 def _print_run(run_dir: str) -> int:

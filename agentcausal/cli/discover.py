@@ -15,15 +15,16 @@ Prints the SHD / NHD / F1 table and the run folder (``results.parquet``,
 from __future__ import annotations
 
 import argparse
-
-from agentcausal.cli.settings_options import add_settings_arguments, settings_from_args
 import sys
 from pathlib import Path
+from typing import Any
+
+from agentcausal.cli.settings_options import add_settings_arguments, settings_from_args
 
 from agentcausal.cli.runner_options import add_runner_arguments
 from agentcausal.exceptions import ConfigError, DatasetError
 
-__all__ = ["register", "cmd_discover", "build_config"]
+__all__ = ["register", "cmd_discover", "build_config", "check_datasets"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -58,6 +59,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--report", metavar="RUN_DIR", default=None,
                    help="only recompute the tables and report of an existing run folder")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--skip-invalid", action="store_true",
+                   help="run the valid datasets and list the invalid user datasets left out, instead of refusing; "
+                   "run.json records them under 'skipped'")
     add_runner_arguments(p)
     p.set_defaults(func=cmd_discover)
 
@@ -93,24 +97,57 @@ def _expand(datasets: list[str]) -> list[str]:
     return out
 
 
-def _check_datasets(specs: list[str]) -> None:
-    from agentcausal.discovery.datasets import BENCHMARKS
+def check_datasets(specs: list[str], *, skip_invalid: bool = False) -> tuple[list[str], list[dict[str, Any]]]:
+    """Validate every dataset before any work: benchmark names, and each user dataset read in full.
+
+    User datasets are loaded as the flow will load them (same names, same
+    checks), so what passes here does not fail later for its data.
+
+    Parameters
+    ----------
+    specs : dataset specs (benchmark names, ``.csv``/``.parquet`` paths, ``DATA::META``)
+    skip_invalid : print the invalid user datasets and go on with the rest, instead of refusing
+
+    Returns
+    -------
+    (valid specs, skipped) where skipped holds ``{"dataset", "file", "column", "error"}`` records.
+
+    Raises
+    ------
+    DatasetError
+        On an unknown benchmark name, two specs naming one file, an invalid user
+        dataset (without ``skip_invalid``; :class:`InvalidDatasetsError` lists each
+        when several are), or when ``skip_invalid`` leaves no dataset.
+    """
+    from agentcausal.discovery.datasets import BENCHMARKS, load_spec
+    from agentcausal.discovery.user_data import unique_dataset_names
+    from agentcausal.exceptions import InvalidDatasetsError
 
     for s in specs:
-        if "::" in s:
-            paths = s.split("::", 1)
-        elif Path(s).suffix.lower() in (".csv", ".parquet", ".pq"):
-            paths = [s, str(Path(s).with_suffix(".json"))]
-        else:
-            key = s.lower().replace("-", "_")
-            if key not in BENCHMARKS and key not in ("auto", "autompg"):
-                raise DatasetError(f"unknown dataset; choose from {', '.join(BENCHMARKS)}, 'main', 'all', "
-                                   "or a .csv/.parquet path", name=s)
-            continue
-        missing = [p for p in paths if not Path(p).is_file()]
-        if missing:
-            raise DatasetError(f"file not found: {', '.join(missing)} (a user dataset needs its .json metadata)",
-                               name=s)
+        user = "::" in s or Path(s).suffix.lower() in (".csv", ".parquet", ".pq")
+        key = s.lower().replace("-", "_")
+        if not user and key not in BENCHMARKS and key not in ("auto", "autompg"):
+            raise DatasetError(f"unknown dataset; choose from {', '.join(BENCHMARKS)}, 'main', 'all', "
+                               "or a .csv/.parquet path (with its .json metadata beside it, or DATA::META)", name=s)
+    names = unique_dataset_names(specs)
+    errors: dict[str, DatasetError] = {}
+    for s in specs:
+        if "::" in s or Path(s).suffix.lower() in (".csv", ".parquet", ".pq"):
+            try:
+                load_spec(s, name=names[s])
+            except DatasetError as exc:
+                errors[s] = exc
+    if errors and not skip_invalid:
+        raise next(iter(errors.values())) if len(errors) == 1 else InvalidDatasetsError(list(errors.values()))
+    if errors:
+        print(f"agentcausal: skipping {len(errors)} invalid dataset(s):", file=sys.stderr)
+        for e in errors.values():
+            print(f"  {e}", file=sys.stderr)
+    valid = [s for s in specs if s not in errors]
+    if not valid:
+        raise DatasetError("no valid dataset to run", name=", ".join(specs))
+    skipped = [{"dataset": s, "file": e.file, "column": e.column, "error": str(e)} for s, e in errors.items()]
+    return valid, skipped
 
 
 def cmd_discover(args: argparse.Namespace) -> int:
@@ -137,12 +174,15 @@ def cmd_discover(args: argparse.Namespace) -> int:
     if args.n < 10:
         raise ConfigError(f"--n must be at least 10, got {args.n}")
     datasets = _expand(args.datasets)
-    _check_datasets(datasets)
     methods = resolve_methods(args.methods or ["mac"])
-    if args.llm_datasets:
-        unknown = [d for d in _expand(args.llm_datasets) if d not in datasets]
+    llm_datasets = args.llm_datasets
+    if llm_datasets:
+        unknown = [d for d in _expand(llm_datasets) if d not in datasets]
         if unknown:
             raise ConfigError(f"--llm-dataset {', '.join(unknown)} is not among the --dataset values")
+    datasets, skipped = check_datasets(datasets, skip_invalid=args.skip_invalid)
+    if llm_datasets and skipped:
+        llm_datasets = [d for d in llm_datasets if d not in {s["dataset"] for s in skipped}] or None
     config = build_config(args)
     settings = settings_from_args(args)
     from agentcausal.discovery.methods import method_stages
@@ -153,7 +193,8 @@ def cmd_discover(args: argparse.Namespace) -> int:
 
     runner = runner_choice_from_args(args)
     run_dir = run_discover(datasets, methods, seeds=args.seeds, n=args.n, config=config, settings=settings,
-                           out_dir=args.out, reversal_cost=args.shd_reversal, llm_datasets=args.llm_datasets,
+                           out_dir=args.out, reversal_cost=args.shd_reversal, llm_datasets=llm_datasets,
+                           meta={"skipped": skipped} if args.skip_invalid else None,
                            progress=not args.no_progress and sys.stderr.isatty(),
                            runner=None if runner.kind.value == "thread" and runner.max_workers is None else runner)
     import pandas as pd

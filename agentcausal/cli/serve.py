@@ -27,6 +27,7 @@ use this server for the ``embedded`` profiles instead of starting its own
 from __future__ import annotations
 
 import argparse
+import sys
 import threading
 from pathlib import Path
 
@@ -62,7 +63,9 @@ def _register_serve(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--only", action="append", default=None, metavar="NAME",
                    help="serve only this deployment (repeatable), e.g. attribute/who-and-when-nightly")
     p.add_argument("--limit", type=int, default=None, help="most flow runs at once (default: no limit)")
-    p.add_argument("--list", action="store_true", help="check the file, list deployments and schedules, exit")
+    p.add_argument("--list", action="store_true",
+                   help="check the file and every deployment's inputs, list deployments and schedules, exit "
+                   "(exit 1 when an input is missing)")
     p.set_defaults(func=cmd_serve)
 
 
@@ -80,11 +83,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
     path = args.file or fs.default_file()
     specs = fs.load_specs(path)
     if args.list:
+        missing = []
         for s in specs:
             when = "; ".join(f"{c.cron} {c.timezone}" + ("" if c.active else " (inactive)") for c in s.schedules)
             print(f"{fs.load_flow(s).name}/{s.name}  [{when or 'no schedule'}]  {s.entrypoint}")
             for k, v in s.parameters.items():
                 print(f"    {k} = {v!r}")
+            for c in fs.check_inputs(s):
+                print(f"    {c.kind} {c.value}: {'ok' if c.exists else 'MISSING'}" + (f" ({c.note})" if c.note else ""))
+                if not c.exists:
+                    missing.append(f"{s.name}: {c.value}")
+        if missing:
+            print(f"agentcausal: error: {len(missing)} deployment input(s) missing: {'; '.join(missing)}",
+                  file=sys.stderr)
+            return 1
         return 0
     fs.serve(path, only=args.only, limit=args.limit)
     return 0

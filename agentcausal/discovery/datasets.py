@@ -7,8 +7,9 @@
 * Auto MPG: ``vega_datasets``' packaged ``cars.json`` (no download), rows with a
   missing Horsepower or Miles_per_Gallon dropped (392 rows), five continuous
   variables; true graph from Takayama et al. (2024).
-* User datasets: a CSV or Parquet file plus a JSON metadata file (see
-  :func:`load_user_dataset`).
+* User datasets: a CSV or Parquet file plus a JSON metadata file, validated
+  before any method (see :func:`load_user_dataset` and
+  :mod:`agentcausal.discovery.user_data`).
 
 Every variable has a description in ``data/descriptions/<name>.json``; MAC's
 metadata text I is built from them (:func:`metadata_text`).
@@ -31,15 +32,18 @@ import threading
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import joblib
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from agentcausal.discovery.graph import CausalGraph
 from agentcausal.exceptions import DatasetError
+
+if TYPE_CHECKING:
+    from agentcausal.discovery.user_data import DatasetChecks
 
 __all__ = [
     "BNLEARN_NETWORKS",
@@ -257,29 +261,27 @@ def load_dataset(name: str, n: int = 1000, seed: int = 0) -> Dataset:
     return _load_bnlearn(key, n, seed)
 
 
-class _UserMeta(BaseModel):
-    title: str | None = None
-    domain: str = ""
-    variables: dict[str, str | VariableInfo]
-    true_edges: list[tuple[str, str]] | None = None
-    data_type: DataType | None = None
-
-
-def load_user_dataset(data_path: str | os.PathLike, meta_path: str | os.PathLike) -> Dataset:
-    """Load a user dataset: a CSV or Parquet table plus a JSON metadata file.
+def load_user_dataset(data_path: str | os.PathLike, meta_path: str | os.PathLike, *,
+                      checks: "DatasetChecks | None" = None, name: str | None = None) -> Dataset:
+    """Load a user dataset: a CSV or Parquet table plus a JSON metadata file, validated before any method.
 
     The metadata file holds ``{"title": str, "domain": str, "variables": {name:
     description}, "true_edges": [[cause, effect], ...] (optional), "data_type":
-    "discrete" | "continuous" (optional)}``. Columns not in ``variables`` are
-    ignored; rows with missing values are dropped. Non-numeric columns are
+    "discrete" | "continuous" (optional), "missing_values": [marker, ...]
+    (optional)}``. Columns not in ``variables`` are ignored; rows with a missing
+    value are dropped. Text columns with few distinct values are categories,
     coded as integers in sorted order of their values. The data type is
     ``discrete`` when every column is integer-valued with at most 10 levels,
-    unless the file says otherwise.
+    unless the file says otherwise. What is refused, and the minimum number of
+    rows, are in :mod:`agentcausal.discovery.user_data`.
 
     Parameters
     ----------
     data_path : path to ``.csv`` or ``.parquet``
     meta_path : path to ``.json``
+    checks : DatasetChecks, the validation thresholds (default: from the environment)
+    name : the dataset's name (default: the data file's stem; see
+        :func:`agentcausal.discovery.user_data.unique_dataset_names`)
 
     Returns
     -------
@@ -287,61 +289,29 @@ def load_user_dataset(data_path: str | os.PathLike, meta_path: str | os.PathLike
 
     Raises
     ------
-    DatasetError on a missing file, an unknown suffix, invalid metadata, or a
-    described variable absent from the table.
+    DatasetError
+        On a missing file, an unknown suffix, invalid or truncated metadata, a
+        ragged or empty table, a described variable absent from the table, or a
+        column or row count the module docstring of
+        :mod:`agentcausal.discovery.user_data` refuses; ``file`` and ``column`` say where.
     """
-    data_path, meta_path = Path(data_path), Path(meta_path)
-    name = data_path.stem
-    for p in (data_path, meta_path):
-        if not p.is_file():
-            raise DatasetError(f"file not found: {p}", name=name)
-    if data_path.suffix.lower() == ".csv":
-        df = pd.read_csv(data_path)
-    elif data_path.suffix.lower() in (".parquet", ".pq"):
-        df = pd.read_parquet(data_path)
-    else:
-        raise DatasetError(f"data file must be .csv or .parquet, got {data_path.suffix!r}", name=name)
-    try:
-        um = _UserMeta.model_validate_json(meta_path.read_text())
-    except ValidationError as exc:
-        raise DatasetError(f"invalid metadata {meta_path}: {exc}", name=name) from exc
-    variables = tuple(um.variables)
-    absent = [v for v in variables if v not in df.columns]
-    if absent:
-        raise DatasetError(f"variables {absent} are not columns of {data_path}", name=name)
-    df = df[list(variables)].dropna()
-    states: dict[str, tuple[str, ...] | None] = {}
-    for v in variables:
-        if not pd.api.types.is_numeric_dtype(df[v]):
-            levels = sorted(df[v].astype(str).unique())
-            states[v] = tuple(levels)
-            df[v] = df[v].astype(str).map({s: i for i, s in enumerate(levels)})
-        else:
-            states[v] = None
-    arr = df.to_numpy(dtype=np.float64)
-    if um.data_type is not None:
-        dtype: DataType = um.data_type
-    else:
-        integer = np.all(np.mod(arr, 1) == 0, axis=0) & (np.array([len(np.unique(c)) for c in arr.T]) <= 10)
-        dtype = "discrete" if bool(np.all(integer)) else "continuous"
-    info = {v: (d if isinstance(d, VariableInfo) else VariableInfo(description=d, states=states[v]))
-            for v, d in um.variables.items()}
-    meta = DatasetMetadata(title=um.title or name, domain=um.domain, source=str(data_path), variables=info)
-    true = None
-    if um.true_edges is not None:
-        try:
-            true = CausalGraph.from_edges(variables, um.true_edges)
-        except ValidationError as exc:
-            raise DatasetError(f"invalid true_edges: {exc}", name=name) from exc
-    return Dataset(name=name, variables=variables, data=arr, data_type=dtype, metadata=meta, true_graph=true)
+    from agentcausal.discovery.user_data import read_user_dataset
+
+    return read_user_dataset(data_path, meta_path, checks=checks, name=name)
 
 
-def load_spec(spec: str, n: int = 1000, seed: int = 0) -> Dataset:
+def load_spec(spec: str, n: int = 1000, seed: int = 0, *, name: str | None = None) -> Dataset:
     """Load a dataset named on the command line: a benchmark name, or a ``.csv``/``.parquet`` path.
 
     For a path, the metadata file is the same path with ``.json`` as suffix,
     or an explicit ``DATA::META`` pair (``data.csv::meta.json``). ``n`` and
     ``seed`` apply to benchmark networks only.
+
+    Parameters
+    ----------
+    spec : benchmark name, data path, or ``DATA::META``
+    n, seed : rows and sampling seed of a bnlearn network
+    name : a user dataset's name (default its file's stem)
 
     Raises
     ------
@@ -349,9 +319,9 @@ def load_spec(spec: str, n: int = 1000, seed: int = 0) -> Dataset:
     """
     if "::" in spec:
         data, meta = spec.split("::", 1)
-        return load_user_dataset(data, meta)
+        return load_user_dataset(data, meta, name=name)
     if Path(spec).suffix.lower() in (".csv", ".parquet", ".pq"):
-        return load_user_dataset(spec, Path(spec).with_suffix(".json"))
+        return load_user_dataset(spec, Path(spec).with_suffix(".json"), name=name)
     return load_dataset(spec, n=n, seed=seed)
 
 

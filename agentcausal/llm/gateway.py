@@ -19,8 +19,14 @@ Around each call the gateway adds:
 * **Retries**: the ``openai`` client's own exponential backoff with jitter on
   429, 5xx, timeouts and connection errors (``max_retries`` per gateway; it
   honours ``Retry-After``). After the last retry: :class:`EndpointUnreachableError`.
-* **Concurrency limit** per endpoint, in-process (a semaphore per base URL and
-  model sized by the profile's ``max_concurrency``). Prefect's global
+* **One paid call per prompt**: identical requests in flight (chat, structured
+  and embedding batches) wait for the first, across threads (a lock per cache
+  key) and processes sharing the cache folder (a ``filelock`` lock file per
+  key under ``<cache>/locks/``); after the wait the cache is read again.
+* **Concurrency limit** per profile, in-process (a semaphore sized by the
+  profile's ``max_concurrency``); profiles naming one ``limit_group`` share one
+  semaphore of the group's size. A slot is held for one client call, its
+  retries and backoff included, and released however it ends. Prefect's global
   concurrency limits cost about 1 s per acquisition here: too slow per call.
 * **Structured replies**: the pydantic model's JSON schema is sent as
   ``response_format`` (``json_schema``, or ``json_object`` with the schema in
@@ -31,12 +37,15 @@ Around each call the gateway adds:
   accounting and ``json_schema`` mode that llama.cpp's and vLLM's servers
   support, and instructor's default tool-calling modes are not supported by
   llama.cpp's server.
-* **Token accounting** per stage and per item in :attr:`Gateway.usage`.
+* **Token and time accounting** per stage and per item in :attr:`Gateway.usage`:
+  time waiting (for a slot or for an identical call in flight) and time in
+  requests are kept apart; a cache hit has no request time.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -68,17 +77,36 @@ Message = dict[str, str]
 T = TypeVar("T", bound=BaseModel)
 R = TypeVar("R")
 
-_SEMAPHORES: dict[tuple[str, str], threading.BoundedSemaphore] = {}
+_SEMAPHORES: dict[tuple, threading.BoundedSemaphore] = {}
 _SEM_LOCK = threading.Lock()
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
 
 
-def _semaphore(profile: Profile, base_url: str) -> threading.BoundedSemaphore:
-    key = (base_url, profile.model)
+def _semaphore(profiles: ProfileSet, profile: Profile, base_url: str) -> threading.BoundedSemaphore:
+    """The process-wide slot pool of a profile, or of its ``limit_group``.
+
+    Keyed by the profile (name, URL, model, size), so two profiles on one
+    endpoint each keep their own limit; profiles naming one ``limit_group``
+    share a pool of the group's size (:meth:`ProfileSet.limit_group_size`).
+    """
+    if profile.limit_group is not None:
+        size = profiles.limit_group_size(profile.limit_group)
+        key: tuple = ("group", profile.limit_group, size)
+    else:
+        size = profile.max_concurrency
+        key = ("profile", profile.name, base_url, profile.model, size)
     with _SEM_LOCK:
         if key not in _SEMAPHORES:
-            _SEMAPHORES[key] = threading.BoundedSemaphore(profile.max_concurrency)
+            _SEMAPHORES[key] = threading.BoundedSemaphore(size)
         return _SEMAPHORES[key]
+
+
+@dataclasses.dataclass
+class _Timer:
+    """Seconds one logical call spent waiting (for a slot or an identical call in flight) and in requests."""
+
+    wait: float = 0.0
+    request: float = 0.0
 
 
 def cache_key(base_url: str, model: str, payload: dict[str, Any]) -> str:
@@ -118,6 +146,43 @@ def _cache_identity(profile: Profile) -> str:
     if profile.is_embedded and profile.model_path:
         return f"embedded:{profile.model_path}"
     return profile.base_url
+
+
+def _chat_params(
+    profile: Profile, max_tokens: int | None, temperature: float | None, sample: int
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Request parameters in the profile's dialect, and what of them enters the cache key.
+
+    Returns ``(params, key_extra)``: ``params`` go into the request (and the
+    cache key); ``key_extra`` holds what changes the result without being sent
+    (``sample`` when the endpoint takes no seed). With the defaults (dialect
+    ``max_tokens``, temperature allowed, ``sample=0``) the params are exactly
+    ``{"temperature": t, "max_tokens": n}``, so cache keys written before
+    these settings existed still match.
+    """
+    if sample < 0:
+        raise ValueError(f"sample must be >= 0, got {sample}")
+    params: dict[str, Any] = {}
+    if profile.temperature_allowed:
+        params["temperature"] = float(profile.temperature if temperature is None else temperature)
+    elif temperature is not None and temperature != profile.temperature:
+        log.debug("profile %s takes no temperature; ignoring temperature=%s", profile.name, temperature)
+    cap = max_tokens
+    if profile.hidden_reasoning_counts:
+        cap = profile.max_output_tokens  # the method's cap sizes the visible answer; reasoning needs headroom
+    elif cap is not None and profile.max_output_tokens is not None:
+        cap = min(cap, profile.max_output_tokens)
+    if cap is not None:
+        params[profile.token_cap_param] = cap
+    if profile.reasoning_effort is not None:
+        params["reasoning_effort"] = profile.reasoning_effort
+    key_extra: dict[str, Any] = {}
+    if sample > 0:
+        if profile.seed_supported:
+            params["seed"] = sample
+        else:
+            key_extra["sample"] = sample
+    return params, key_extra
 
 
 def _extract_json(text: str) -> str:
@@ -257,24 +322,38 @@ class Gateway:
 
     # ------------------------------------------------------------------- cache
     @contextlib.contextmanager
-    def _single_flight(self, key: str) -> Iterator[None]:
-        """Serialise identical requests in this process: the second caller waits, then reads the cache.
+    def _single_flight(self, key: str, timer: _Timer) -> Iterator[None]:
+        """Serialise identical requests: a second caller waits for the first, then reads the cache.
 
-        Without it, two methods that send the same prompt at the same moment (e.g. the GCA
-        calls of ``dcfa`` and ``dcfa_gca_only`` on one trace) would both miss the cache and
-        pay twice.
+        Threads of this process wait on a lock per key; processes sharing the
+        cache folder wait on a lock file per key (``filelock``; the OS releases
+        it if the holder dies). Without it, two methods or two runs sending the
+        same prompt at the same moment would both miss the cache and pay twice.
+        Time spent here counts as wait time.
         """
+        t0 = time.perf_counter()
         with self._lock:
             entry = self._flights.setdefault(key, [threading.Lock(), 0])
             entry[1] += 1
         try:
-            with entry[0]:
+            with entry[0], self._file_lock(key):
+                timer.wait += time.perf_counter() - t0
                 yield
         finally:
             with self._lock:
                 entry[1] -= 1
                 if entry[1] == 0:
                     self._flights.pop(key, None)
+
+    def _file_lock(self, key: str) -> contextlib.AbstractContextManager:
+        if self.cache_dir is None:
+            return contextlib.nullcontext()
+        import filelock
+
+        folder = self.cache_dir / "locks" / key[:2]
+        folder.mkdir(parents=True, exist_ok=True)
+        return filelock.FileLock(str(folder / f"{key}.lock"))
+
     def _cache_get(self, key: str) -> Any:
         if self._cache is None or self.refresh:
             return None
@@ -285,17 +364,22 @@ class Gateway:
             self._cache.set(key, value)
 
     # -------------------------------------------------------------------- chat
-    def _call(self, stage: str, profile: Profile, fn: Callable[[openai.OpenAI], R]) -> R:
-        """Run one client call under the endpoint's semaphore; map openai errors to ours.
+    def _call(self, stage: str, profile: Profile, fn: Callable[[openai.OpenAI], R], timer: _Timer) -> R:
+        """Run one client call holding a slot of the profile's limit; map openai errors to ours.
 
         The ``openai`` client has already retried (with backoff and jitter) when
         an error reaches here, so a retryable error means the endpoint stayed
-        unavailable.
+        unavailable. The slot is held through those retries (so requests in
+        flight never exceed the limit) and released however the call ends.
         """
         client, base_url = self._client(profile)
+        sem = _semaphore(self.profiles, profile, base_url)
+        t0 = time.perf_counter()
+        sem.acquire()
+        t1 = time.perf_counter()
+        timer.wait += t1 - t0
         try:
-            with _semaphore(profile, base_url):
-                return fn(client)
+            return fn(client)
         except openai.APITimeoutError as exc:
             cause = f"stage {stage!r}: timed out after {profile.timeout_s:g} s ({self.max_retries} retries)"
             raise EndpointUnreachableError(profile.name, base_url, cause) from exc
@@ -307,13 +391,17 @@ class Gateway:
             raise EndpointUnreachableError(profile.name, base_url, cause) from exc
         except openai.APIStatusError as exc:
             raise LLMCallError(profile.name, stage, exc.status_code, str(exc)[:500]) from exc
+        finally:
+            sem.release()
+            timer.request += time.perf_counter() - t1
 
     def _request(
-        self, stage: str, profile: Profile, messages: list[Message], params: dict[str, Any]
+        self, stage: str, profile: Profile, messages: list[Message], params: dict[str, Any], timer: _Timer
     ) -> tuple[str, str | None, int, int]:
         """One chat completion request: (text, finish_reason, prompt_tokens, completion_tokens)."""
         resp = self._call(
-            stage, profile, lambda c: c.chat.completions.create(model=profile.model, messages=messages, **params)
+            stage, profile, lambda c: c.chat.completions.create(model=profile.model, messages=messages, **params),
+            timer,
         )
         if not resp.choices:
             raise LLMCallError(profile.name, stage, None, "reply has no choices")
@@ -322,11 +410,13 @@ class Gateway:
         u = resp.usage
         return text, choice.finish_reason, (u.prompt_tokens if u else 0), (u.completion_tokens if u else 0)
 
-    def _record(self, stage: str, item: str | None, profile: Profile, t0: float, **kw: int) -> None:
+    def _record(self, stage: str, item: str | None, profile: Profile, timer: _Timer, **kw: int) -> None:
         pt, ct = kw.get("prompt_tokens", 0), kw.get("completion_tokens", 0)
         cost = pt / 1000 * profile.price_prompt_per_1k + ct / 1000 * profile.price_completion_per_1k
         self.usage.record(
-            stage, item, StageUsage(calls=1, seconds=time.perf_counter() - t0, cost_usd=cost, **kw)
+            stage, item,
+            StageUsage(calls=1, seconds=timer.request, request_seconds=timer.request, wait_seconds=timer.wait,
+                       cost_usd=cost, **kw),
         )
 
     def chat(
@@ -336,7 +426,8 @@ class Gateway:
         *,
         item: str | None = None,
         max_tokens: int | None = None,
-        temperature: float = 0.0,
+        sample: int = 0,
+        temperature: float | None = None,
     ) -> str:
         """One chat completion, cached.
 
@@ -345,8 +436,18 @@ class Gateway:
         stage : str, routed stage name
         messages : sequence of {"role", "content"} dicts
         item : str, optional; the trace or dataset id for usage accounting
-        max_tokens : int, optional; completion cap in tokens
-        temperature : float; 0 by default (the papers run at temperature 0)
+        max_tokens : int, optional
+            Completion cap in tokens, clamped to the profile's ``max_output_tokens``
+            and sent under the profile's ``token_cap_param``; for a profile whose
+            hidden reasoning counts against the cap, the profile's
+            ``max_output_tokens`` (or no cap) is sent instead.
+        sample : int
+            Repeat index. 0 (default) is the ordinary call; ``sample > 0`` is
+            cached apart and sent as ``seed = sample`` where the profile takes a
+            seed, so K repeats give K independent draws at the profile's temperature.
+        temperature : float, optional
+            ``None`` (default) uses the profile's ``temperature`` (0 unless set);
+            not sent where the profile's ``temperature_allowed`` is false.
 
         Returns
         -------
@@ -360,19 +461,17 @@ class Gateway:
         """
         profile = self._routed(stage, "chat")
         msgs = [dict(m) for m in messages]
-        params: dict[str, Any] = {"temperature": temperature}
-        if max_tokens is not None:
-            params["max_tokens"] = max_tokens
-        key = cache_key(_cache_identity(profile), profile.model, {"messages": msgs, "params": params})
-        t0 = time.perf_counter()
-        with self._single_flight(key):  # identical calls in flight wait for the first
+        params, key_extra = _chat_params(profile, max_tokens, temperature, sample)
+        key = cache_key(_cache_identity(profile), profile.model, {"messages": msgs, "params": params, **key_extra})
+        timer = _Timer()
+        with self._single_flight(key, timer):  # identical calls in flight wait for the first
             hit = self._cache_get(key)
             if hit is not None:
-                self._record(stage, item, profile, t0, cache_hits=1)
+                self._record(stage, item, profile, timer, cache_hits=1)
                 return hit["text"]
-            text, _finish, pt, ct = self._request(stage, profile, msgs, params)
+            text, _finish, pt, ct = self._request(stage, profile, msgs, params, timer)
             self._cache_set(key, {"text": text})
-            self._record(stage, item, profile, t0, requests=1, prompt_tokens=pt, completion_tokens=ct)
+            self._record(stage, item, profile, timer, requests=1, prompt_tokens=pt, completion_tokens=ct)
             log.debug("stage=%s profile=%s prompt_tokens=%d completion_tokens=%d", stage, profile.name, pt, ct)
             return text
 
@@ -384,13 +483,14 @@ class Gateway:
         *,
         item: str | None = None,
         max_tokens: int | None = None,
-        temperature: float = 0.0,
+        sample: int = 0,
+        temperature: float | None = None,
     ) -> T:
         """A chat completion validated against a pydantic model, repaired on failure, cached.
 
         Parameters
         ----------
-        stage, messages, item, max_tokens, temperature : as in :meth:`chat`
+        stage, messages, item, max_tokens, sample, temperature : as in :meth:`chat`
         reply_model : pydantic model class; its JSON schema is sent with the request,
             and its docstring and field descriptions are what the model reads.
 
@@ -414,9 +514,7 @@ class Gateway:
         profile = self._routed(stage, "chat")
         schema = reply_model.model_json_schema()
         msgs = [dict(m) for m in messages]
-        params: dict[str, Any] = {"temperature": temperature}
-        if max_tokens is not None:
-            params["max_tokens"] = max_tokens
+        params, key_extra = _chat_params(profile, max_tokens, temperature, sample)
         if profile.json_mode == "json_schema":
             params["response_format"] = {
                 "type": "json_schema",
@@ -432,15 +530,16 @@ class Gateway:
                 }
             ]
         key = cache_key(
-            _cache_identity(profile), profile.model, {"messages": msgs, "params": params, "schema": schema}
+            _cache_identity(profile), profile.model,
+            {"messages": msgs, "params": params, "schema": schema, **key_extra},
         )
-        t0 = time.perf_counter()
-        with self._single_flight(key):  # identical calls in flight wait for the first
+        timer = _Timer()
+        with self._single_flight(key, timer):  # identical calls in flight wait for the first
             hit = self._cache_get(key)
             if hit is not None:
                 try:
                     out = reply_model.model_validate_json(_extract_json(hit["text"]))
-                    self._record(stage, item, profile, t0, cache_hits=1)
+                    self._record(stage, item, profile, timer, cache_hits=1)
                     return out
                 except ValidationError:
                     pass  # reply model changed since: ask again
@@ -448,7 +547,7 @@ class Gateway:
             requests = pt_total = ct_total = 0
             raw, err = "", ""
             for attempt in range(1 + self.max_repairs):
-                raw, finish, pt, ct = self._request(stage, profile, convo, params)
+                raw, finish, pt, ct = self._request(stage, profile, convo, params, timer)
                 requests += 1
                 pt_total += pt
                 ct_total += ct
@@ -468,10 +567,10 @@ class Gateway:
                     continue
                 self._cache_set(key, {"text": raw})
                 self._record(
-                    stage, item, profile, t0, requests=requests, prompt_tokens=pt_total, completion_tokens=ct_total
+                    stage, item, profile, timer, requests=requests, prompt_tokens=pt_total, completion_tokens=ct_total
                 )
                 return out
-            self._record(stage, item, profile, t0, requests=requests, prompt_tokens=pt_total, completion_tokens=ct_total)
+            self._record(stage, item, profile, timer, requests=requests, prompt_tokens=pt_total, completion_tokens=ct_total)
             raise StructuredOutputError(stage, reply_model.__name__, raw, requests, err)
 
     # -------------------------------------------------------------- embeddings
@@ -497,36 +596,62 @@ class Gateway:
             If the local embedder's model cannot be loaded.
         """
         profile = self._routed(stage, "embedding")
-        t0 = time.perf_counter()
-        keys = [cache_key(_cache_identity(profile), profile.model, {"embed": t}) for t in texts]
+        timer = _Timer()
+        ident = _cache_identity(profile)
+        keys = [cache_key(ident, profile.model, {"embed": t}) for t in texts]
         vecs: list[np.ndarray | None] = [self._cache_get(k) for k in keys]
-        missing = [i for i, v in enumerate(vecs) if v is None]
+        hits = sum(v is not None for v in vecs)
         requests = pt = 0
-        if missing:
-            todo = [texts[i] for i in missing]
-            if profile.is_local_embedder:
-                from agentcausal.llm import local
-
-                new = local.local_embedder(profile.model)(todo)
-            else:
-                resp = self._call(stage, profile, lambda c: c.embeddings.create(model=profile.model, input=todo))
-                if len(resp.data) != len(todo):
-                    raise LLMCallError(profile.name, stage, None,
-                                       f"asked for {len(todo)} embeddings, got {len(resp.data)}")
-                resp.data.sort(key=lambda d: d.index)
-                new = np.array([d.embedding for d in resp.data], dtype=np.float32)
-                pt = resp.usage.prompt_tokens if resp.usage else 0
-            requests = 1
-            new = np.asarray(new, dtype=np.float32)
-            for j, i in enumerate(missing):
-                vecs[i] = new[j]
-                self._cache_set(keys[i], new[j])
+        if hits < len(texts):
+            # one flight per set of missing texts: identical batches in flight wait for the first
+            batch = list(dict.fromkeys(k for k, v in zip(keys, vecs) if v is None))  # first-seen order
+            flight = hashlib.sha256(("embed-batch\n" + "\n".join(sorted(batch))).encode()).hexdigest()
+            with self._single_flight(flight, timer):
+                found = {k: self._cache_get(k) for k in batch}
+                todo_keys = [k for k in batch if found[k] is None]
+                if todo_keys:
+                    first = {k: t for k, t in zip(keys, texts)}
+                    todo = [first[k] for k in todo_keys]  # each distinct text once
+                    new, pt = self._embed_request(stage, profile, todo, timer)
+                    requests = 1
+                    for k, v in zip(todo_keys, new):
+                        found[k] = v
+                        self._cache_set(k, v)
+            vecs = [v if v is not None else found[k] for k, v in zip(keys, vecs)]
+            requested = set(todo_keys)
+            hits = sum(k not in requested for k in keys)  # texts served by the cache, after the wait too
         arr = np.vstack([np.asarray(v, dtype=np.float32) for v in vecs]) if vecs else np.zeros((0, 0), np.float32)
         norms = np.linalg.norm(arr, axis=1, keepdims=True) if arr.size else 1.0
         arr = arr / np.where(norms == 0, 1.0, norms)
-        self._record(stage, item, profile, t0, requests=requests, prompt_tokens=pt,
-                     cache_hits=len(texts) - len(missing))
+        self._record(stage, item, profile, timer, requests=requests, prompt_tokens=pt, cache_hits=hits)
         return arr
+
+    def _embed_request(
+        self, stage: str, profile: Profile, todo: list[str], timer: _Timer
+    ) -> tuple[np.ndarray, int]:
+        """Embed ``todo`` with one request (or the in-process embedder): (vectors (n, dim), prompt tokens)."""
+        if profile.is_local_embedder:
+            from agentcausal.llm import local
+
+            t0 = time.perf_counter()
+            try:
+                return np.asarray(local.local_embedder(profile.model)(todo), dtype=np.float32), 0
+            finally:
+                timer.request += time.perf_counter() - t0
+        resp = self._call(stage, profile, lambda c: c.embeddings.create(model=profile.model, input=todo), timer)
+        if len(resp.data) != len(todo):
+            raise LLMCallError(profile.name, stage, None, f"asked for {len(todo)} embeddings, got {len(resp.data)}")
+        resp.data.sort(key=lambda d: d.index)
+        new = np.array([d.embedding for d in resp.data], dtype=np.float32)
+        return new, (resp.usage.prompt_tokens if resp.usage else 0)
+
+    def max_output_tokens(self, stage: str) -> int | None:
+        """The completion-token ceiling of the profile serving ``stage`` (``None`` = no ceiling).
+
+        Methods under the ``paper`` preset derive their completion budgets from
+        it instead of fixed token counts. Raises UnknownStageError (see ProfileSet).
+        """
+        return self.profile_for(stage).max_output_tokens
 
     def close(self) -> None:
         """Close HTTP clients and the disk cache."""

@@ -183,7 +183,8 @@ def start_server(
     params.cpuparams.n_threads = n
     params.cpuparams_batch.n_threads = n
     params.endpoint_metrics = True
-    params.verbosity = verbosity  # llama.cpp log threshold: 1 error, 2 warning, 3 info, 4 debug
+    # llama.cpp log threshold: 1 error, 2 warning, 3 info, 4 debug; the CLI sets 1 unless -v
+    params.verbosity = int(os.environ.get("AGENTCAUSAL_LLAMA_VERBOSITY", verbosity))
     if alias:
         params.model_alias = {alias}
     t0 = time.perf_counter()

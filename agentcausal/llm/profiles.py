@@ -10,6 +10,12 @@ stage names (``dcfa.gca``, ``dcfa.lce``, ``dcfa.embed``, ``mac.debate``,
 Resolution rule for a stage (documented choice): the exact stage name, then
 ``embed`` for stages ending in ``.embed``, then ``default``. Anything else is
 an :class:`~agentcausal.exceptions.UnknownStageError`.
+
+Concurrency limits are per profile (``max_concurrency``). Profiles that name
+the same ``limit_group`` (e.g. a chat and an embedding profile served by one
+vLLM) share one limit instead, of the size given in the file's
+``[limit_groups]`` table (``name = size``); a group missing from that table
+gets the largest ``max_concurrency`` of its profiles.
 """
 
 from __future__ import annotations
@@ -65,6 +71,36 @@ class Profile(BaseModel):
     threads : int or None
         For ``embedded``: CPU threads of the llama.cpp server; default all cores
         but one (see :func:`agentcausal.llm.local.default_threads`).
+    temperature : float
+        Sampling temperature used when a call does not pass one (0 = the papers'
+        deterministic setting). Not sent when ``temperature_allowed`` is false.
+    max_output_tokens : int or None
+        Ceiling on completion tokens per request (the model's or the account's
+        output limit); a method's own cap is clamped to it, and methods under the
+        ``paper`` preset derive their completion budgets from it
+        (:meth:`agentcausal.llm.Gateway.max_output_tokens`). ``None`` = no ceiling.
+    limit_group : str or None
+        Profiles naming the same group (e.g. a chat and an embedding profile on
+        one server) share one concurrency limit, of the size declared in the
+        profiles file's ``[limit_groups]`` table (default: the largest
+        ``max_concurrency`` among the group's profiles).
+    token_cap_param : "max_tokens" or "max_completion_tokens"
+        The request parameter carrying the completion cap. OpenAI's reasoning
+        models (o-series, GPT-5) refuse ``max_tokens``.
+    temperature_allowed : bool
+        Whether the endpoint accepts a ``temperature`` (OpenAI's reasoning
+        models accept only the default and refuse the parameter otherwise).
+    reasoning_effort : str or None
+        Sent as ``reasoning_effort`` (``"minimal"``, ``"low"``, ``"medium"``,
+        ``"high"``) when set; ``None`` sends nothing (the endpoint's default).
+    hidden_reasoning_counts : bool
+        Hidden reasoning tokens count against the completion cap. A method's
+        cap sizes the visible answer only, so the gateway then sends
+        ``max_output_tokens`` as the cap (or no cap when that is unset)
+        instead of the method's cap.
+    seed_supported : bool
+        Whether the endpoint takes a ``seed``; repeats (``sample > 0``) send
+        ``seed = sample`` only where it does (they are cached apart either way).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -83,6 +119,14 @@ class Profile(BaseModel):
     price_completion_per_1k: float = 0.0
     model_path: str | None = None
     threads: int | None = Field(None, ge=1)
+    temperature: float = Field(0.0, ge=0.0)
+    max_output_tokens: int | None = Field(None, ge=1)
+    limit_group: str | None = None
+    token_cap_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    temperature_allowed: bool = True
+    reasoning_effort: str | None = None
+    hidden_reasoning_counts: bool = False
+    seed_supported: bool = True
 
     def api_key(self) -> str:
         """The API key from the environment.
@@ -127,6 +171,7 @@ class ProfileSet(BaseModel):
     routings: dict[str, dict[str, str]]
     routing: str = "default"
     path: str | None = None
+    limit_groups: dict[str, int] = {}
 
     def model_post_init(self, __context: object) -> None:
         if self.routing not in self.routings:
@@ -138,6 +183,21 @@ class ProfileSet(BaseModel):
             for stage, pname in table.items():
                 if pname not in self.profiles:
                     raise UnknownProfileError(pname, list(self.profiles), path=self.path)
+        for group, size in self.limit_groups.items():
+            if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+                raise ConfigError(f"[limit_groups] {group} = {size!r}: the size must be an integer >= 1",
+                                  path=self.path)
+
+    def limit_group_size(self, group: str) -> int:
+        """Requests in flight allowed at once across all profiles naming ``group`` as ``limit_group``.
+
+        The size declared in the profiles file's ``[limit_groups]`` table, else
+        the largest ``max_concurrency`` among the group's profiles.
+        """
+        if group in self.limit_groups:
+            return self.limit_groups[group]
+        sizes = [p.max_concurrency for p in self.profiles.values() if p.limit_group == group]
+        return max(sizes, default=1)
 
     def profile_for(self, stage: str) -> Profile:
         """The profile that serves ``stage`` under the active routing.
@@ -157,7 +217,8 @@ class ProfileSet(BaseModel):
         raise UnknownStageError(stage, self.routing, list(table))
 
     def with_routing(self, routing: str) -> "ProfileSet":
-        return ProfileSet(profiles=self.profiles, routings=self.routings, routing=routing, path=self.path)
+        return ProfileSet(profiles=self.profiles, routings=self.routings, routing=routing, path=self.path,
+                          limit_groups=self.limit_groups)
 
 
 ENV_PREFIX = "AGENTCAUSAL_PROFILE_"
@@ -235,9 +296,16 @@ def load_profiles(path: str | os.PathLike | None = None, routing: str | None = N
             raise ConfigError(f"profile {name!r} is invalid{where}: {exc}", path=str(path)) from exc
     routings = {k: dict(v) for k, v in (data.get("routings") or {}).items()}
     routings.setdefault("default", {"default": next(iter(profiles), "")} if profiles else {})
+    limit_groups = data.get("limit_groups") or {}
+    if not isinstance(limit_groups, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in limit_groups.values()
+    ):
+        raise ConfigError(f"[limit_groups] must be a table of name = size (an integer >= 1), got {limit_groups!r}",
+                          path=str(path))
     return ProfileSet(
         profiles=profiles,
         routings=routings,
+        limit_groups=dict(limit_groups),
         routing=routing or os.environ.get("AGENTCAUSAL_ROUTING") or "default",
         path=str(path),
     )

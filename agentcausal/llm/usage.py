@@ -24,7 +24,12 @@ class StageUsage(BaseModel):
     requests : HTTP requests actually sent (retries and repairs included)
     cache_hits : calls served from the disk cache
     prompt_tokens, completion_tokens : tokens reported by the endpoint
-    seconds : wall seconds spent in calls (cache hits count their lookup time)
+    seconds : seconds spent in requests (same as ``request_seconds``; kept for
+        older readers and stored records)
+    request_seconds : seconds spent in HTTP requests (their retries and backoff
+        included), or in the in-process embedder; 0 for cache hits
+    wait_seconds : seconds spent waiting for a concurrency slot or for an
+        identical call in flight (not included in ``request_seconds``)
     cost_usd : from the profile's prices
     """
 
@@ -34,6 +39,8 @@ class StageUsage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
+    request_seconds: float = 0.0
+    wait_seconds: float = 0.0
     cost_usd: float = 0.0
 
     def add(self, other: "StageUsage") -> "StageUsage":

@@ -12,6 +12,7 @@ Zhang, S. et al. "Which Agent Causes Task Failures and When?" ICML 2025. arXiv:2
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,10 +21,11 @@ from typing import NamedTuple
 import pandas as pd
 
 from agentcausal.attribution.evaluate import Evaluation, evaluate_frame, load_results, load_run_meta
-from agentcausal.report.html import attribution_tables, write_html_report
+from agentcausal.report.html import attribution_tables, html_table, write_html_report
 from agentcausal.runfiles import atomic_write_text
 from agentcausal.report.plots import attribution_figures, figures_markdown
-from agentcausal.traces.model import Attribution
+from agentcausal.report.traces_html import per_trace_html, trace_sections_html
+from agentcausal.traces.model import Attribution, Trace
 
 __all__ = ["RunReport", "markdown_table", "markdown_report", "accuracy_text", "write_report", "report_run",
            "table_records"]
@@ -180,14 +182,20 @@ def dependency_graphs_markdown(results: pd.DataFrame, *, max_graphs: int = 50) -
 
 
 def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, object] | None = None,
-                 results: pd.DataFrame | None = None) -> Path:
+                 results: pd.DataFrame | None = None, traces: Mapping[str, Trace] | None = None) -> Path:
     """Write ``report.md``, ``report.html``, the PNG plots and ``accuracy.csv`` into a run folder.
+
+    ``report.html`` leads with the summary tables, then the per-trace table
+    (sortable, filterable) and one section per trace (steps with the blamed
+    ones highlighted, DCFA's dependency graphs as SVG), then the plots.
 
     Parameters
     ----------
     ev : Evaluation
     run_dir : folder
     meta : see :func:`markdown_report`
+    results : the results frame (for the per-trace table and sections); None leaves them out
+    traces : trace id -> Trace, for the step text in the per-trace sections
 
     Returns
     -------
@@ -200,8 +208,33 @@ def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, obje
     figs = attribution_figures(ev, d)  # PNGs in the run folder; text charts in report.md, images in report.html
     graphs = dependency_graphs_markdown(results) if results is not None else ""
     atomic_write_text(p, markdown_report(ev, meta=meta) + figures_markdown(figs) + graphs)
-    write_html_report(d / "report.html", "Failure attribution", meta or {}, figs, attribution_tables(ev))
+    sections: list[str] = []
+    if results is not None and not results.empty:
+        sections = ["<h2>Per trace</h2><p class='note'>One row per trace and method; click a header to sort, "
+                    "type to filter, click a trace to see its steps.</p>", per_trace_html(results),
+                    trace_sections_html(results, traces)]
+    tables = attribution_tables(ev)
+    write_html_report(d / "report.html", "Failure attribution", meta or {}, figs, tables[:2],
+                      sections=[*sections, *_later_tables(tables[2:])])
     return p
+
+
+def _later_tables(tables: list[tuple[str, pd.DataFrame]]) -> list[str]:
+    return [f"<h2>{html.escape(h)}</h2>{html_table(df)}" for h, df in tables]
+
+
+def _run_traces(meta: Mapping[str, object], results: pd.DataFrame) -> dict[str, Trace]:
+    """The run's traces re-read from its corpus paths (best effort: {} when they are gone or unreadable)."""
+    from agentcausal.exceptions import AgentCausalError
+    from agentcausal.traces.io import load_traces
+
+    corpus = meta.get("corpus")
+    paths = [corpus] if isinstance(corpus, str) else list(corpus or [])  # type: ignore[arg-type]
+    wanted = set(results["trace_id"].astype(str))
+    try:
+        return {t.id: t for t in load_traces([str(p) for p in paths]) if t.id in wanted}
+    except (AgentCausalError, OSError, ValueError):
+        return {}
 
 
 def report_run(run_dir: str | Path) -> RunReport:
@@ -226,7 +259,7 @@ def report_run(run_dir: str | Path) -> RunReport:
     shown = {k: meta[k] for k in ("corpus", "methods", "routing", "models", "traces", "started", "wall_seconds")
              if k in meta}
     shown["run folder"] = str(run_dir)
-    path = write_report(ev, run_dir, meta=shown, results=results)
+    path = write_report(ev, run_dir, meta=shown, results=results, traces=_run_traces(meta, results))
     return RunReport(ev, path.read_text(encoding="utf-8"), path)
 
 

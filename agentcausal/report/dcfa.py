@@ -20,7 +20,7 @@ from typing import Any
 
 from agentcausal.traces.model import Attribution
 
-__all__ = ["MAX_ALL_NODES", "dependency_graph_mermaid"]
+__all__ = ["MAX_ALL_NODES", "dependency_graph_mermaid", "dependency_graph_svg"]
 
 #: traces with at most this many steps show every step; longer ones only the steps involved
 MAX_ALL_NODES = 40
@@ -132,3 +132,66 @@ def dependency_graph_mermaid(attribution: Attribution) -> str:
     if search_links:
         lines.append(f"  linkStyle {','.join(search_links)} stroke:#ff8c00,stroke-width:2px,stroke-dasharray:5 5")
     return "\n".join(lines) + "\n"
+
+
+def dependency_graph_svg(attribution: Attribution) -> str:
+    """The dependency graph of a DCFA attribution as inline SVG (same content and colours as the mermaid chart).
+
+    Steps are laid out in layers along the validated dependency edges
+    (:func:`agentcausal.report.svg.graph_layout`); solid arrows are the edges,
+    orange dashed curves the accepted LCE search moves labelled with ΔS; boxes
+    are yellow (minor deviation), orange (GCA hypothesis) or red (final decisive step).
+
+    Parameters
+    ----------
+    attribution : Attribution from ``dcfa`` or ``dcfa_gca_only`` (see :func:`dependency_graph_mermaid`)
+
+    Returns
+    -------
+    str, an ``<svg>`` element; an attribution without a graph gives a ``<p>`` saying why.
+
+    Raises
+    ------
+    ValueError
+        If ``details`` has no ``n_steps`` (not a DCFA attribution).
+
+    References
+    ----------
+    DCFA section 5.4.4, Figure 4.
+    """
+    import html as _html
+
+    from agentcausal.report.svg import SvgEdge, graph_layout, render_svg
+
+    d: dict[str, Any] = attribution.details or {}
+    if "n_steps" not in d:
+        raise ValueError(f"attribution of {attribution.trace_id!r} by {attribution.method!r} has no DCFA details")
+    if "edges" not in d:
+        return f"<p>No dependency graph: {_html.escape(attribution.error or 'GCA did not build one')}</p>"
+    n = int(d["n_steps"])
+    edges = [(int(p), int(q)) for p, q in d.get("edges", [])]
+    deviations = {int(x["step"]) for x in d.get("deviations", [])}
+    hyp = (d.get("hypothesis") or {}).get("step")
+    final = (d.get("final") or {}).get("step", attribution.step)
+    lce = d.get("lce") or {}
+    path = [(int(m["pivot"]), int(m["step"]), float(m.get("delta_s", 0.0))) for m in lce.get("path", []) or []]
+    agents = {i: a for i, a in enumerate(d.get("step_agents") or [])}
+    for key in ("hypothesis", "final"):
+        rec = d.get(key) or {}
+        if rec.get("agent") is not None and rec.get("step") is not None:
+            agents[int(rec["step"])] = rec["agent"]
+    involved = set(deviations) | {p for e in edges for p in e} | {x for m in path for x in m[:2]}
+    involved |= {x for x in (hyp, final) if x is not None}
+    steps = list(range(n)) if n <= MAX_ALL_NODES else sorted(i for i in involved if 0 <= i < n)
+    names = [f"s{i}" for i in steps]
+    labels = {f"s{i}": f"τ{i}" + (f" · {agents[i]}" if i in agents else "") for i in steps}
+    classes: dict[str, str] = {}
+    for cls, members in (("deviation", deviations), ("hypothesis", {hyp}), ("decisive", {final})):
+        for i in members:
+            if i is not None:
+                classes[f"s{i}"] = cls
+    layout = graph_layout(names, [(f"s{p}", f"s{q}") for p, q in edges], labels)
+    svg_edges = [SvgEdge(f"s{p}", f"s{q}", "dependency") for p, q in edges]
+    svg_edges += [SvgEdge(f"s{p}", f"s{q}", "search", label=f"ΔS={ds:+.2f}") for p, q, ds in path]
+    return render_svg(layout, svg_edges, labels=labels, node_classes=classes,
+                      title=f"dependency graph of {attribution.trace_id} ({attribution.method})")

@@ -30,12 +30,13 @@ from agentcausal.discovery.graph import CausalGraph
 from agentcausal.discovery.methods import DiscoveryOutcome
 from agentcausal.discovery.metrics import NHD_CONVENTION, SHD_CONVENTION, evaluate_graph
 from agentcausal.exceptions import RunFileError
-from agentcausal.report.html import write_html_report
-from agentcausal.report.plots import Figure, discovery_figures, figures_markdown
+from agentcausal.report.html import html_table, write_html_report
+from agentcausal.report.plots import discovery_figures, figures_markdown
 from agentcausal.runfiles import atomic_path, atomic_write_text
 
 __all__ = ["outcomes_frame", "summary_table", "summary_text", "graph_mermaid", "draw_graph_png",
-           "markdown_report", "save_run", "write_report", "load_outcomes", "table_records", "RunFiles"]
+           "markdown_report", "save_run", "write_report", "load_outcomes", "table_records", "RunFiles",
+           "graphs_html", "write_graph_outputs", "edge_table_markdown"]
 
 _METRICS = ("shd", "nhd", "f1", "precision", "recall", "skeleton_f1")
 
@@ -209,6 +210,34 @@ def graph_mermaid(pred: CausalGraph, true: CausalGraph | None = None) -> str:
     return "\n".join(lines)
 
 
+def edge_table_markdown(pred: CausalGraph, true: CausalGraph | None = None) -> str:
+    """The predicted graph as a markdown edge table (readable in any markdown viewer, unlike mermaid).
+
+    Columns: source, target, type (``directed``, ``undirected``, ``bidirected``,
+    ``partially_directed``) and, against the truth, status (``correct``,
+    ``reversed``, ``extra``, or ``missing`` for true edges not found).
+
+    Returns
+    -------
+    str, a markdown table.
+    """
+    from agentcausal.report.graph_files import edge_rows
+
+    true_dir = true.directed_edges() if true is not None else set()
+    rows = []
+    for a, b, t in edge_rows(pred):
+        status = ""
+        if true is not None:
+            status = ("correct" if (a, b) in true_dir else "reversed" if (b, a) in true_dir else "extra") \
+                if t == "directed" else ("in truth" if frozenset((a, b)) in true.skeleton() else "extra")
+        rows.append(f"| {a} | {b} | {t} | {status} |")
+    if true is not None:
+        for a, b, t in edge_rows(true):
+            if frozenset((a, b)) not in pred.skeleton():
+                rows.append(f"| {a} | {b} | {t} | missing |")
+    return "\n".join(["| source | target | type | status |", "|---|---|---|---|", *rows])
+
+
 def draw_graph_png(pred: CausalGraph, true: CausalGraph | None, path: str | Path, *, title: str = "") -> Path:
     """Draw the predicted graph (green correct, orange reversed, red extra, grey dashed missing) to a PNG.
 
@@ -340,9 +369,118 @@ def markdown_report(df: pd.DataFrame, outcomes: Sequence[DiscoveryOutcome], meta
         lines += [f"### {ds} / {m} (seed {o.seed})", ""]
         lines += _debate_lines(o)
         png = Path(graphs_dir) / f"{ds}__{m}.png"
-        lines += ["", f"![{ds} {m}]({png.as_posix()})", "", "```mermaid", graph_mermaid(o.graph, o.true_graph),
-                  "```", ""]
+        lines += ["", f"![{ds} {m}]({png.as_posix()})", "", edge_table_markdown(o.graph, o.true_graph), "",
+                  "```mermaid", graph_mermaid(o.graph, o.true_graph), "```", ""]
     return "\n".join(lines)
+
+
+def _svg_edges(pred: CausalGraph, true: CausalGraph | None) -> list[Any]:
+    """Edges of ``pred`` classed against ``true`` (correct, reversed, extra, undirected, other) plus missing ones."""
+    from agentcausal.discovery.graph import Mark
+    from agentcausal.report.svg import SvgEdge
+
+    true_dir = true.directed_edges() if true is not None else set()
+    out = []
+    for e in pred.edges:
+        o = e.oriented()
+        if o is None:
+            if e.is_undirected:
+                out.append(SvgEdge(e.u, e.v, "undirected", arrow=False))
+            else:
+                out.append(SvgEdge(e.u, e.v, "other", arrow=Mark(e.mark_v) == Mark.ARROW,
+                                   arrow_back=Mark(e.mark_u) == Mark.ARROW))
+        elif true is None or o in true_dir:
+            out.append(SvgEdge(o[0], o[1], "correct" if true is not None else ""))
+        elif (o[1], o[0]) in true_dir:
+            out.append(SvgEdge(o[0], o[1], "reversed"))
+        else:
+            out.append(SvgEdge(o[0], o[1], "extra"))
+    if true is not None:
+        pred_skel = pred.skeleton()
+        for te in true.edges:
+            if frozenset((te.u, te.v)) not in pred_skel:
+                o = te.oriented() or (te.u, te.v)
+                out.append(SvgEdge(o[0], o[1], "missing", arrow=te.oriented() is not None))
+    return out
+
+
+def graphs_html(outcomes: Sequence[DiscoveryOutcome]) -> str:
+    """Per dataset, the true graph and each method's graph (first seed) as inline SVG, sharing one layout.
+
+    The layout is the true graph's (:func:`agentcausal.report.svg.graph_layout`), or that of all
+    methods' edges together when there is no truth, so a node sits in the same place in every
+    drawing of a dataset. Edges are coloured as in the legend (correct, reversed, extra, missing,
+    undirected, bidirected / partially directed).
+
+    Parameters
+    ----------
+    outcomes : DiscoveryOutcome records
+
+    Returns
+    -------
+    str, HTML: a legend, then one ``<section>`` per dataset.
+    """
+    import html as _html
+
+    from agentcausal.report.svg import SvgEdge, graph_layout, legend_html, render_svg
+
+    e = _html.escape
+    first: dict[str, dict[str, DiscoveryOutcome]] = {}
+    for o in outcomes:
+        first.setdefault(o.dataset, {}).setdefault(o.method, o)
+    parts = ["<h2>Graphs (first seed)</h2>", legend_html()]
+    for ds, by_method in first.items():
+        true = next((o.true_graph for o in by_method.values() if o.true_graph is not None), None)
+        if true is not None:
+            nodes = list(true.nodes)
+            lay_edges = [(ed.oriented() or (ed.u, ed.v)) for ed in true.edges]
+        else:
+            nodes = list(dict.fromkeys(v for o in by_method.values() if o.graph for v in o.graph.nodes))
+            lay_edges = [(ed.oriented() or (ed.u, ed.v)) for o in by_method.values() if o.graph for ed in o.graph.edges]
+        layout = graph_layout(nodes, lay_edges)
+        figs = []
+        if true is not None:
+            t_edges = [SvgEdge(*(ed.oriented() or (ed.u, ed.v)), arrow=ed.oriented() is not None) for ed in true.edges]
+            figs.append(f"<figure><figcaption>true graph ({len(true.edges)} edges)</figcaption>"
+                        f"{render_svg(layout, t_edges, title=f'{ds}: true graph')}</figure>")
+        for m, o in by_method.items():
+            if o.graph is None:
+                figs.append(f"<figure><figcaption>{e(m)} (seed {o.seed})</figcaption><p>no graph: "
+                            f"{e((o.error or 'failed')[:300])}</p></figure>")
+                continue
+            figs.append(f"<figure><figcaption>{e(m)} (seed {o.seed}, {len(o.graph.edges)} edges)</figcaption>"
+                        f"{render_svg(layout, _svg_edges(o.graph, true), title=f'{ds}: {m}')}</figure>")
+        parts.append(f"<section id='g-{e(ds)}'><h3>{e(ds)}</h3><div class='graphs'>{''.join(figs)}</div></section>")
+    return "\n".join(parts)
+
+
+def write_graph_outputs(outcomes: Sequence[DiscoveryOutcome], run_dir: str | Path) -> list[Path]:
+    """Every discovered graph (and each dataset's true graph) as DOT and edge-list CSV under ``graphs/``.
+
+    Files: ``graphs/<dataset>__<method>__seed<seed>.dot`` / ``.csv`` and
+    ``graphs/<dataset>__truth.dot`` / ``.csv`` (see :mod:`agentcausal.report.graph_files`).
+
+    Parameters
+    ----------
+    outcomes : DiscoveryOutcome records
+    run_dir : the run folder
+
+    Returns
+    -------
+    list of the written paths.
+    """
+    from agentcausal.report.graph_files import write_graph_files
+
+    g = Path(run_dir) / "graphs"
+    out: list[Path] = []
+    truths: set[str] = set()
+    for o in outcomes:
+        if o.graph is not None:
+            out += write_graph_files(o.graph, g / f"{o.dataset}__{o.method}__seed{o.seed}")
+        if o.true_graph is not None and o.dataset not in truths:
+            truths.add(o.dataset)
+            out += write_graph_files(o.true_graph, g / f"{o.dataset}__truth")
+    return out
 
 
 def _cost_this_run_lines(df: pd.DataFrame, meta: Mapping[str, Any]) -> list[str]:
@@ -445,12 +583,21 @@ def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw:
     md = markdown_report(df, outcomes, meta, reversal_cost=reversal_cost)
     figs = discovery_figures(df, outcomes, run)  # PNGs in the run folder; text charts in report.md
     atomic_write_text(run / "report.md", md + figures_markdown(figs))
-    graphs = [Figure(p.stem, p.stem.replace("__", " / "), p, "") for p in sorted((run / "graphs").glob("*.png"))]
-    runs = df[[c for c in ("dataset", "seed", "method", "shd", "nhd", "f1", "skeleton_f1", "seconds", "prompt_tokens",
+    write_graph_outputs(outcomes, run)
+    runs = df[[c for c in ("dataset", "seed", "method", "status", "reused", "shd", "nhd", "f1", "skeleton_f1", "seconds",
+                           "prompt_tokens",
                            "completion_tokens", "error") if c in df]] if not df.empty else df
-    write_html_report(run / "report.html", "Causal discovery", {k: meta[k] for k in ("datasets", "methods", "seeds",
-                      "n", "routing", "wall_seconds") if k in meta}, figs + graphs,
-                      [("Results (mean ± std over seeds)", summary_table(df).reset_index()), ("Runs", runs)])
+    summary = pd.DataFrame(table_records(df))
+    facts = {k: meta[k] for k in ("datasets", "methods", "seeds", "n", "routing", "wall_seconds", "models", "config")
+             if k in meta}
+    facts["run folder"] = str(run)
+    conventions = (f"<p class='note'>{SHD_CONVENTION[reversal_cost]}. {NHD_CONVENTION}. F1 on directed edges "
+                   "(undirected edges are no directed claim). Mean±std over seeds. Graphs also as DOT and "
+                   "edge-list CSV in graphs/.</p>")
+    write_html_report(run / "report.html", "Causal discovery", facts, figs,
+                      [("Results (mean ± std over seeds)", summary)],
+                      sections=[conventions, graphs_html(outcomes), "<h2>Runs</h2>", html_table(runs, table_id="runs",
+                                sortable=True, filterable=True)])
     return RunFiles(run, df, run / "report.md")
 
 

@@ -158,12 +158,14 @@ def _grouped_bars(ax: Any, frame: pd.DataFrame, *, ylabel: str, yerr: pd.DataFra
     w = 0.8 / n
     xs = range(len(frame.index))
     for j, col in enumerate(frame.columns):
-        vals = frame[col].fillna(0).to_numpy()
+        # a missing value (the method did not run there) draws no bar at all, never a bar of height 0
+        keep = [i for i, v in enumerate(frame[col].to_numpy()) if pd.notna(v)]
+        vals = [float(frame[col].iloc[i]) for i in keep]
         err = None
         if yerr is not None:  # counts and distances are >= 0: clip the lower whisker at 0
-            e = yerr[col].fillna(0).to_numpy()
-            err = [[min(a, b) for a, b in zip(e, vals)], list(e)]
-        bars = ax.bar([x + (j - (n - 1) / 2) * w for x in xs], vals, w, label=str(col), yerr=err,
+            e = [float(x) if pd.notna(x) else 0.0 for x in (yerr[col].iloc[i] for i in keep)]
+            err = [[min(a, b) for a, b in zip(e, vals)], e]
+        bars = ax.bar([list(xs)[i] + (j - (n - 1) / 2) * w for i in keep], vals, w, label=str(col), yerr=err,
                       capsize=2 if err is not None else 0)
         if value_fmt:  # print values, so that a bar of height 0 is still read as 0
             ax.bar_label(bars, fmt=value_fmt, fontsize=7, padding=1)

@@ -8,6 +8,11 @@ converted in by writing that shape. :func:`load_traces` accepts any mix of
 * a folder of Who&When ``*.json`` files and/or our ``*.jsonl`` files,
 * single ``*.json`` (Who&When) or ``*.jsonl`` (ours) files.
 
+Every file is read before anything is refused: :func:`scan_traces` returns
+the valid traces and one error per invalid file (or JSONL line), and
+:func:`load_traces` refuses them all in one message, or leaves them out when
+``skip_invalid`` is set.
+
 References
 ----------
 Zhang, S. et al. "Which Agent Causes Task Failures and When?" ICML 2025. arXiv:2505.00212.
@@ -15,20 +20,114 @@ Zhang, S. et al. "Which Agent Causes Task Failures and When?" ICML 2025. arXiv:2
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from pydantic import ValidationError
 
-from agentcausal.exceptions import TraceFormatError
+from agentcausal.exceptions import InvalidTracesError, TraceFormatError
 from agentcausal.traces.model import Trace
-from agentcausal.traces.whowhen import SUBSETS, load_who_and_when, load_who_and_when_file
+from agentcausal.traces.text import content_text, optional_text
+from agentcausal.traces.whowhen import SUBSETS, load_who_and_when_file, who_and_when_files
 
-__all__ = ["read_jsonl", "write_jsonl", "load_traces", "select_traces"]
+__all__ = ["TraceScan", "read_jsonl", "write_jsonl", "scan_traces", "load_traces", "check_unique_ids", "select_traces"]
+
+
+class TraceScan(NamedTuple):
+    """What :func:`scan_traces` found.
+
+    Attributes
+    ----------
+    traces : list of Trace, the valid ones, in order
+    invalid : list of TraceFormatError, one per invalid file (or JSONL line), each naming file and field
+    """
+
+    traces: list[Trace]
+    invalid: list[TraceFormatError]
+
+    def skipped(self) -> list[dict[str, str | None]]:
+        """The invalid inputs as JSON-ready records ``{"path", "field", "error"}`` (for ``run.json``)."""
+        return [{"path": e.path, "field": e.field, "error": e.detail} for e in self.invalid]
+
+
+def _validation_summary(exc: ValidationError) -> str:
+    """A pydantic error on one line: ``loc: msg; loc: msg``."""
+    items = [f"{'.'.join(str(x) for x in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors()[:5]]
+    return "; ".join(items).replace("\n", " ")
+
+
+def _normalise_record(obj: object) -> dict:
+    """A parsed Trace JSON object with its text fields normalised (see :mod:`agentcausal.traces.text`)."""
+    if not isinstance(obj, dict):
+        raise TraceFormatError("expected a JSON object")
+    out = dict(obj)
+    problems: list[TraceFormatError] = []
+
+    def norm(fn, value, field, **kw):
+        try:
+            return fn(value, field=field, **kw)
+        except TraceFormatError as exc:
+            problems.append(exc)
+            return ""
+
+    for key in ("question", "ground_truth"):
+        if key in out:
+            out[key] = norm(optional_text, out[key], key, numbers=True)
+    if isinstance(out.get("steps"), list):
+        steps = []
+        for i, st in enumerate(out["steps"]):
+            if isinstance(st, dict):
+                st = dict(st)
+                for key in ("agent", "role"):
+                    if key in st:
+                        st[key] = norm(optional_text, st[key], f"steps[{i}].{key}")
+                if "content" in st:
+                    st["content"] = norm(content_text, st["content"], f"steps[{i}].content")
+            steps.append(st)
+        out["steps"] = steps
+    if problems:
+        raise TraceFormatError("; ".join(str(p) for p in problems[:10]), field=None)
+    return out
+
+
+def _scan_jsonl(path: Path) -> TraceScan:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        return TraceScan([], [TraceFormatError(f"not UTF-8 text (byte {exc.start})", path=str(path))])
+    except OSError as exc:
+        return TraceScan([], [TraceFormatError(f"cannot read: {exc.strerror or exc}", path=str(path))])
+    traces: list[Trace] = []
+    errors: list[TraceFormatError] = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"line {n}"
+        try:
+            obj = json.loads(line)
+            traces.append(Trace.model_validate(_normalise_record(obj)))
+        except json.JSONDecodeError as exc:
+            errors.append(TraceFormatError(f"not JSON: {exc.msg} at column {exc.colno}", path=str(path), field=where))
+        except TraceFormatError as exc:
+            errors.append(TraceFormatError(f"not a Trace: {exc.detail}", path=str(path), field=where))
+        except ValidationError as exc:
+            errors.append(TraceFormatError(f"not a Trace: {_validation_summary(exc)}", path=str(path), field=where))
+    return TraceScan(traces, errors)
+
+
+def _raise_all(errors: list[TraceFormatError]) -> None:
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise InvalidTracesError(errors)
 
 
 def read_jsonl(path: str | Path) -> list[Trace]:
     """Read our Trace JSONL.
+
+    Text fields are normalised as for Who&When files (:mod:`agentcausal.traces.text`).
 
     Parameters
     ----------
@@ -41,22 +140,12 @@ def read_jsonl(path: str | Path) -> list[Trace]:
     Raises
     ------
     TraceFormatError
-        If a line is not JSON or not a valid Trace (the message names the line).
+        If a line is not JSON or not a valid Trace (the message names the line);
+        :class:`~agentcausal.exceptions.InvalidTracesError` listing each line when several are.
     """
-    p = Path(path)
-    out = []
-    try:
-        lines = p.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise TraceFormatError(f"cannot read: {exc}", path=str(p)) from exc
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            out.append(Trace.model_validate_json(line))
-        except ValidationError as exc:
-            raise TraceFormatError(f"line {n}: not a Trace: {str(exc)[:400]}", path=str(p)) from exc
-    return out
+    scan = _scan_jsonl(Path(path))
+    _raise_all(scan.invalid)
+    return scan.traces
 
 
 def write_jsonl(traces: Iterable[Trace], path: str | Path) -> Path:
@@ -79,31 +168,71 @@ def write_jsonl(traces: Iterable[Trace], path: str | Path) -> Path:
     return p
 
 
-def _load_one(path: Path) -> list[Trace]:
+def _files(path: Path) -> list[tuple[Path, str | None]]:
+    """The trace files a path stands for, each with its Who&When subset (None for JSONL)."""
     if path.is_dir():
         if path.name in SUBSETS or any((path / s).is_dir() for s in SUBSETS):
-            return load_who_and_when(path)
+            return [(f, subset) for f, subset in who_and_when_files(path)]
         files = sorted(path.glob("*.json")) + sorted(path.glob("*.jsonl"))
         if not files:
             raise TraceFormatError("folder holds no Who&When subsets, *.json or *.jsonl files", path=str(path))
-        out: list[Trace] = []
-        for f in files:
-            out.extend(_load_one(f))
-        return out
+        return [item for f in files for item in _files(f)]
     if path.suffix == ".jsonl":
-        return read_jsonl(path)
+        return [(path, None)]
     if path.suffix == ".json":
-        subset = path.parent.name if path.parent.name in SUBSETS else "examples"
-        return [load_who_and_when_file(path, subset=subset)]
+        return [(path, path.parent.name if path.parent.name in SUBSETS else "examples")]
     raise TraceFormatError("expected a folder, a Who&When .json file or a Trace .jsonl file", path=str(path))
 
 
-def load_traces(paths: Sequence[str | Path]) -> list[Trace]:
+def scan_traces(paths: Sequence[str | Path]) -> TraceScan:
+    """Read every trace of the given paths, collecting the invalid ones instead of stopping at the first.
+
+    This is the one loader behind :func:`load_traces`, the CLI's up-front
+    check and the flow, so a corpus that passes the check loads the same way later.
+
+    Parameters
+    ----------
+    paths : sequence of paths (folders, ``.json``, ``.jsonl``)
+
+    Returns
+    -------
+    TraceScan(traces, invalid)
+
+    Raises
+    ------
+    TraceFormatError
+        If a path does not exist or has an unknown kind, or a folder holds no trace files
+        (these are not skippable: they name no trace).
+    DatasetError
+        As :func:`agentcausal.traces.whowhen.who_and_when_files`.
+    """
+    traces: list[Trace] = []
+    errors: list[TraceFormatError] = []
+    for raw in paths:
+        p = Path(raw)
+        if not p.exists():
+            raise TraceFormatError("no such file or folder", path=str(p))
+        for f, subset in _files(p):
+            if subset is None:
+                scan = _scan_jsonl(f)
+                traces.extend(scan.traces)
+                errors.extend(scan.invalid)
+                continue
+            try:
+                traces.append(load_who_and_when_file(f, subset=subset))
+            except TraceFormatError as exc:
+                errors.append(exc)
+    return TraceScan(traces, errors)
+
+
+def load_traces(paths: Sequence[str | Path], *, skip_invalid: bool = False) -> list[Trace]:
     """Load traces from folders and files of either format.
 
     Parameters
     ----------
     paths : sequence of paths (folders, ``.json``, ``.jsonl``)
+    skip_invalid : bool, leave out invalid files (and JSONL lines) instead of
+        refusing; :func:`scan_traces` says which
 
     Returns
     -------
@@ -112,26 +241,37 @@ def load_traces(paths: Sequence[str | Path]) -> list[Trace]:
     Raises
     ------
     TraceFormatError
-        If a path does not exist, has an unknown kind, is malformed, or two traces share an id.
+        If a path does not exist, has an unknown kind, is malformed (unless
+        ``skip_invalid``), or two traces share an id.
+    InvalidTracesError
+        If several inputs are malformed (and not ``skip_invalid``): one message listing each file and field.
 
     Examples
     --------
     >>> from agentcausal.traces.io import load_traces
     >>> ts = load_traces(["data/examples"])  # doctest: +SKIP
     """
-    out: list[Trace] = []
-    for raw in paths:
-        p = Path(raw)
-        if not p.exists():
-            raise TraceFormatError("no such file or folder", path=str(p))
-        out.extend(_load_one(p))
+    scan = scan_traces(paths)
+    if not skip_invalid:
+        _raise_all(scan.invalid)
+    check_unique_ids(scan.traces)
+    return scan.traces
+
+
+def check_unique_ids(traces: Sequence[Trace]) -> None:
+    """Refuse a corpus in which two traces share an id.
+
+    Raises
+    ------
+    TraceFormatError
+        Naming up to ten duplicated ids.
+    """
     seen: dict[str, int] = {}
-    for t in out:
+    for t in traces:
         seen[t.id] = seen.get(t.id, 0) + 1
     dups = [k for k, v in seen.items() if v > 1]
     if dups:
         raise TraceFormatError(f"duplicate trace ids: {', '.join(dups[:10])}")
-    return out
 
 
 def select_traces(traces: Sequence[Trace], *, ids: Sequence[str] | None = None, limit: int | None = None,

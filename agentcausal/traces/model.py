@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from agentcausal.traces.text import clean_text
 
 __all__ = ["Step", "Label", "Trace", "Attribution", "ResultStatus", "normalise_agent"]
 
@@ -26,18 +29,55 @@ __all__ = ["Step", "Label", "Trace", "Attribution", "ResultStatus", "normalise_a
 ResultStatus = Literal["complete", "degraded", "content_failed", "failed"]
 
 
-def normalise_agent(name: str | None) -> str:
-    """Canonical agent name for comparison: text before the first space, case-folded,
-    with ``_`` and ``-`` removed (``"Orchestrator (thought)"`` -> ``"orchestrator"``,
-    ``"Verification_Expert"`` and ``"VerificationExpert"`` -> ``"verificationexpert"``).
+def _drop_trailing_parenthetical(name: str) -> str:
+    """``"Orchestrator (-> WebSurfer (x))"`` -> ``"Orchestrator"``; balanced groups only, repeatedly."""
+    text = name.rstrip()
+    while text.endswith(")"):
+        depth = 0
+        for i in range(len(text) - 1, -1, -1):
+            depth += {")": 1, "(": -1}.get(text[i], 0)
+            if depth == 0:
+                break
+        if depth != 0 or i == 0:
+            break  # unbalanced, or the whole name is a parenthetical: keep it
+        text = text[:i].rstrip()
+    return text
 
+
+_IGNORED = str.maketrans("", "", " \t\n_-*`~")
+
+
+def normalise_agent(name: str | None) -> str:
+    """Canonical agent name for comparison.
+
+    A trailing parenthetical is dropped first (Hand-Crafted's
+    ``"Orchestrator (thought)"``, ``"Orchestrator (-> WebSurfer)"``), then the
+    name is NFKC-normalised and case-folded, and spaces, ``_``, ``-`` and
+    markdown emphasis (``*``, backticks, ``~``) are ignored, as are quotes
+    around the whole name.
+
+    Parameters
+    ----------
+    name : str or None
+
+    Returns
+    -------
+    str, ``""`` for None or an empty name.
+
+    Examples
+    --------
     >>> normalise_agent("Orchestrator (-> WebSurfer)")
     'orchestrator'
+    >>> normalise_agent("**Verification_Expert**") == normalise_agent("verification expert")
+    True
+    >>> normalise_agent("Web-Surfer") == normalise_agent("WebSurfer") == normalise_agent("`websurfer`")
+    True
     """
     if not name:
         return ""
-    head = name.strip().split(" ", 1)[0]
-    return head.casefold().replace("_", "").replace("-", "")
+    text = unicodedata.normalize("NFKC", name).strip().strip("\"'")
+    text = _drop_trailing_parenthetical(text.translate(str.maketrans("", "", "*`~")).strip())
+    return text.casefold().translate(_IGNORED)
 
 
 class Step(BaseModel):
@@ -57,6 +97,12 @@ class Step(BaseModel):
     agent: str
     role: str = ""
     content: str
+
+    @field_validator("agent", "role", "content")
+    @classmethod
+    def _valid_unicode(cls, v: str) -> str:
+        # lone surrogates (valid JSON, invalid Unicode) break hashing, JSON encoders and HTTP bodies
+        return clean_text(v)
 
 
 class Label(BaseModel):
@@ -96,6 +142,11 @@ class Trace(BaseModel):
     steps: list[Step]
     label: Label | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("id", "source", "question", "ground_truth")
+    @classmethod
+    def _valid_unicode(cls, v: str) -> str:
+        return clean_text(v)
 
     @model_validator(mode="after")
     def _check(self) -> "Trace":

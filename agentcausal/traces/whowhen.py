@@ -9,6 +9,11 @@ Who&When holds failed multi-agent runs, one JSON object per file, in two subsets
   (``"Orchestrator (thought)"`` gives ``"Orchestrator"``); step 0 is the human query.
 
 ``mistake_step`` is a string holding a **0-based** index into ``history``.
+Text fields are normalised at load (:mod:`agentcausal.traces.text`): lone
+surrogates become U+FFFD, ``null`` content is empty, a list of text parts is
+joined, any other content type is refused naming the file and step. A step
+whose ``name`` and ``role`` are both missing or null has the agent
+``"unknown"`` (:data:`UNKNOWN_AGENT`), which matches no labelled agent.
 Older files spell ``ground_truth`` as ``groundtruth``; both are accepted.
 Trace ids are ``"<subset>/<file stem>"``, e.g. ``"Algorithm-Generated/38"``.
 
@@ -34,16 +39,19 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentcausal.exceptions import DatasetError, TraceFormatError
+from agentcausal.exceptions import DatasetError, InvalidTracesError, TraceFormatError
 from agentcausal.traces.model import Label, Step, Trace
+from agentcausal.traces.text import clean_text, content_text, optional_text
 
 __all__ = [
     "SUBSETS",
+    "UNKNOWN_AGENT",
     "WHO_AND_WHEN_ZIP_URL",
     "agent_of",
     "parse_who_and_when",
     "load_who_and_when_file",
     "load_who_and_when",
+    "who_and_when_files",
     "fetch_who_and_when",
 ]
 
@@ -54,15 +62,21 @@ SUBSETS = ("Algorithm-Generated", "Hand-Crafted")
 WHO_AND_WHEN_ZIP_URL = "https://codeload.github.com/ag2ai/Agents_Failure_Attribution/zip/refs/heads/main"
 
 
+#: the agent of a step whose ``name`` and ``role`` are both missing or null
+UNKNOWN_AGENT = "unknown"
+
+
 def agent_of(entry: dict[str, Any]) -> str:
     """The speaking agent of one ``history`` entry.
 
     ``name`` when present (Algorithm-Generated), else ``role`` cut at the first
-    space (Hand-Crafted).
+    space (Hand-Crafted). A ``null`` or empty ``name`` counts as absent; when
+    ``role`` is missing, null or empty too, the agent is :data:`UNKNOWN_AGENT`
+    (``"unknown"``), a name that matches no labelled agent.
 
     Parameters
     ----------
-    entry : dict with ``role`` and optionally ``name``
+    entry : dict with ``role`` and optionally ``name`` (strings or null)
 
     Returns
     -------
@@ -74,22 +88,39 @@ def agent_of(entry: dict[str, Any]) -> str:
     'Orchestrator'
     >>> agent_of({"role": "user", "name": "Excel_Expert", "content": ""})
     'Excel_Expert'
+    >>> agent_of({"role": None, "name": None, "content": ""})
+    'unknown'
     """
     name = entry.get("name")
     if isinstance(name, str) and name.strip():
-        return name.strip()
-    role = str(entry.get("role", "")).strip()
-    return role.split(" ", 1)[0] if role else "unknown"
+        return clean_text(name.strip())
+    role = entry.get("role")
+    role = clean_text(role).strip() if isinstance(role, str) else ""
+    return role.split(" ", 1)[0] if role else UNKNOWN_AGENT
 
 
-def parse_who_and_when(data: dict[str, Any], trace_id: str, *, source: str = "") -> Trace:
+def _field(problems: list[TraceFormatError], fn: Any, value: Any, field: str, **kw: Any) -> str:
+    try:
+        return fn(value, field=field, **kw)
+    except TraceFormatError as exc:
+        problems.append(exc)
+        return ""
+
+
+def parse_who_and_when(data: dict[str, Any], trace_id: str, *, source: str = "", path: str | None = None) -> Trace:
     """One Who&When JSON object as a :class:`Trace`.
+
+    Text fields are normalised as :mod:`agentcausal.traces.text` says: lone
+    surrogates become U+FFFD, ``null`` content becomes ``""``, a list of text
+    parts is joined; any other content type is refused. Every bad field of the
+    object is found before raising, and the one error lists them all.
 
     Parameters
     ----------
     data : dict, the parsed JSON of one file
     trace_id : str, e.g. ``"Hand-Crafted/20"``
     source : str, the subset name
+    path : str, optional; the file, for the error
 
     Returns
     -------
@@ -99,33 +130,54 @@ def parse_who_and_when(data: dict[str, Any], trace_id: str, *, source: str = "")
     Raises
     ------
     TraceFormatError
-        If ``history`` is missing or empty, an entry is not an object, or
-        ``mistake_step`` is not an integer in range.
+        If ``history`` is missing or empty, an entry is not an object, a
+        content is not text (number, boolean, object, non-text part), ``role``
+        or ``name`` is not text or null, or ``mistake_step`` is not an integer
+        in range. ``field`` names the first bad field (``history[3].content``);
+        the message names each.
     """
     history = data.get("history")
     if not isinstance(history, list) or not history:
-        raise TraceFormatError(f"trace {trace_id!r}: 'history' must be a non-empty list", path=None)
+        raise TraceFormatError(f"trace {trace_id!r}: 'history' must be a non-empty list", path=path)
+    problems: list[TraceFormatError] = []
     steps: list[Step] = []
     for i, entry in enumerate(history):
         if not isinstance(entry, dict):
-            raise TraceFormatError(f"trace {trace_id!r}: history[{i}] is not an object")
-        steps.append(
-            Step(index=i, agent=agent_of(entry), role=str(entry.get("role", "")), content=str(entry.get("content", "")))
-        )
+            problems.append(TraceFormatError("is not an object", field=f"history[{i}]"))
+            continue
+        role = _field(problems, optional_text, entry.get("role"), f"history[{i}].role")
+        _field(problems, optional_text, entry.get("name"), f"history[{i}].name")
+        content = _field(problems, content_text, entry.get("content"), f"history[{i}].content")
+        steps.append(Step(index=i, agent=agent_of(entry), role=role, content=content))
+    question = _field(problems, optional_text, data.get("question"), "question", numbers=True)
+    gt_key = "ground_truth" if "ground_truth" in data else "groundtruth"
+    gt = _field(problems, optional_text, data.get(gt_key), gt_key, numbers=True)
     label = None
     if "mistake_step" in data and data["mistake_step"] not in (None, ""):
-        try:
-            step = int(str(data["mistake_step"]).strip())
-        except ValueError as exc:
-            raise TraceFormatError(f"trace {trace_id!r}: mistake_step {data['mistake_step']!r} is not an integer") from exc
-        if not 0 <= step < len(steps):
-            raise TraceFormatError(f"trace {trace_id!r}: mistake_step {step} out of range 0..{len(steps) - 1}")
-        label = Label(agent=str(data.get("mistake_agent", "")), step=step, reason=str(data.get("mistake_reason", "")))
-    gt = data.get("ground_truth", data.get("groundtruth", ""))
+        raw = data["mistake_step"]
+        step = None
+        if isinstance(raw, bool) or not isinstance(raw, (int, str)) or not str(raw).strip().lstrip("-").isdigit():
+            problems.append(TraceFormatError(f"{str(raw)[:40]!r} is not an integer", field="mistake_step"))
+        else:
+            step = int(str(raw).strip())
+            if not 0 <= step < len(history):
+                problems.append(TraceFormatError(f"{step} out of range 0..{len(history) - 1}", field="mistake_step"))
+                step = None
+        agent = _field(problems, optional_text, data.get("mistake_agent"), "mistake_agent")
+        reason = _field(problems, optional_text, data.get("mistake_reason"), "mistake_reason")
+        if step is not None:
+            label = Label(agent=agent, step=step, reason=reason)
+    if problems:
+        listed = "; ".join(str(p) for p in problems[:10])
+        more = f"; and {len(problems) - 10} more" if len(problems) > 10 else ""
+        err = TraceFormatError(f"trace {trace_id!r}: {listed}{more}", path=path)
+        err.field = problems[0].field  # the first bad field; the message names each
+        raise err
     skip = {"history", "question", "ground_truth", "groundtruth", "mistake_agent", "mistake_step",
             "mistake_reason", "system_prompt"}
-    metadata = {k: v for k, v in data.items() if k not in skip and isinstance(v, (str, int, float, bool))}
-    return Trace(id=trace_id, source=source, question=str(data.get("question", "")), ground_truth=str(gt),
+    metadata = {k: (clean_text(v) if isinstance(v, str) else v) for k, v in data.items()
+                if k not in skip and isinstance(v, (str, int, float, bool))}
+    return Trace(id=trace_id, source=source, question=question, ground_truth=gt,
                  steps=steps, label=label, metadata=metadata)
 
 
@@ -144,24 +196,61 @@ def load_who_and_when_file(path: str | Path, *, subset: str | None = None) -> Tr
     Raises
     ------
     TraceFormatError
-        If the file is not JSON or not a Who&When object.
+        If the file cannot be read, is not JSON (the message names line and
+        column), or is not a valid Who&When object (see :func:`parse_who_and_when`).
     """
     p = Path(path)
     subset = subset or p.parent.name
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise TraceFormatError(f"cannot read as JSON: {exc}", path=str(p)) from exc
+        text = p.read_text(encoding="utf-8", errors="strict")
+    except UnicodeDecodeError as exc:
+        raise TraceFormatError(f"not UTF-8 text (byte {exc.start})", path=str(p)) from exc
+    except OSError as exc:
+        raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path=str(p)) from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TraceFormatError(f"cannot read as JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+                               path=str(p)) from exc
+    except RecursionError as exc:
+        raise TraceFormatError("cannot read as JSON: nested too deeply", path=str(p)) from exc
     if not isinstance(data, dict):
         raise TraceFormatError("expected a JSON object", path=str(p))
-    try:
-        return parse_who_and_when(data, f"{subset}/{p.stem}", source=subset)
-    except TraceFormatError as exc:
-        raise TraceFormatError(str(exc), path=str(p)) from exc
+    return parse_who_and_when(data, f"{subset}/{p.stem}", source=subset, path=str(p))
 
 
 def _numeric_key(p: Path) -> tuple[int, str]:
     return (int(p.stem), p.stem) if p.stem.isdigit() else (10**9, p.stem)
+
+
+def who_and_when_files(root: str | Path, subsets: Sequence[str] = SUBSETS) -> list[tuple[Path, str]]:
+    """The files of a Who&When folder with their subsets, subset by subset, in numeric order.
+
+    Parameters
+    ----------
+    root : path holding ``Algorithm-Generated/`` and/or ``Hand-Crafted/`` (or a subset folder)
+    subsets : subset names to read
+
+    Returns
+    -------
+    list of (file, subset)
+
+    Raises
+    ------
+    DatasetError
+        If the folder does not exist or holds none of the subsets.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise DatasetError(f"folder {root} not found; run `agentcausal data fetch who-and-when` "
+                           "or set AGENTCAUSAL_WHO_AND_WHEN_DIR", name="who-and-when")
+    if root.name in SUBSETS:
+        folders = [root]
+    else:
+        folders = [root / s for s in subsets if (root / s).is_dir()]
+    if not folders:
+        raise DatasetError(f"{root} holds none of the subsets {', '.join(subsets)}", name="who-and-when")
+    return [(f, folder.name) for folder in folders for f in sorted(folder.glob("*.json"), key=_numeric_key)]
 
 
 def load_who_and_when(root: str | Path, subsets: Sequence[str] = SUBSETS) -> list[Trace]:
@@ -182,22 +271,20 @@ def load_who_and_when(root: str | Path, subsets: Sequence[str] = SUBSETS) -> lis
     DatasetError
         If the folder does not exist or holds none of the subsets.
     TraceFormatError
-        If a file is malformed.
+        If one file is malformed; :class:`~agentcausal.exceptions.InvalidTracesError`
+        (a subclass) listing each when several are.
     """
-    root = Path(root)
-    if not root.is_dir():
-        raise DatasetError(f"folder {root} not found; run `agentcausal data fetch who-and-when` "
-                           "or set AGENTCAUSAL_WHO_AND_WHEN_DIR", name="who-and-when")
-    if root.name in SUBSETS:
-        folders = [root]
-    else:
-        folders = [root / s for s in subsets if (root / s).is_dir()]
-    if not folders:
-        raise DatasetError(f"{root} holds none of the subsets {', '.join(subsets)}", name="who-and-when")
     traces: list[Trace] = []
-    for folder in folders:
-        for f in sorted(folder.glob("*.json"), key=_numeric_key):
-            traces.append(load_who_and_when_file(f, subset=folder.name))
+    errors: list[TraceFormatError] = []
+    for f, subset in who_and_when_files(root, subsets):
+        try:
+            traces.append(load_who_and_when_file(f, subset=subset))
+        except TraceFormatError as exc:
+            errors.append(exc)
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise InvalidTracesError(errors)
     return traces
 
 

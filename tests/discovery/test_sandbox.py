@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
 import socket
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -59,11 +62,33 @@ def test_sandbox_scrubs_the_environment_and_round_trips_files(monkeypatch):
     assert res.outputs == {"out.txt": b"HELLO"}
 
 
-def test_sandbox_fails_closed_without_namespaces(monkeypatch):
-    monkeypatch.setattr(sandbox, "isolation_prefix", lambda: None)
-    assert "coding mode refused" in sandbox.sandbox_available()
-    with pytest.raises(SandboxError, match="unshare"):
-        run_sandboxed("print(1)")
+def test_sandbox_fails_closed_without_bubblewrap(monkeypatch):
+    monkeypatch.setattr(sandbox, "_bwrap", lambda: None)
+    sandbox._cached_probe.cache_clear()
+    try:
+        assert "bubblewrap" in sandbox.sandbox_available()
+        with pytest.raises(SandboxError, match="bubblewrap"):
+            run_sandboxed("print(1)")
+    finally:
+        sandbox._cached_probe.cache_clear()
+
+
+def test_sandbox_fails_closed_when_bwrap_cannot_start(monkeypatch):
+    folder = Path(tempfile.mkdtemp())  # readable by the uid a root parent drops to (pytest's tmp_path is not)
+    folder.chmod(0o755)
+    fake = folder / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(sandbox, "_bwrap", lambda: str(fake))
+    sandbox._cached_probe.cache_clear()
+    try:
+        reason = sandbox.sandbox_available()
+        assert reason is not None and "No permissions to create new namespace" in reason
+        with pytest.raises(SandboxError, match="namespace"):
+            run_sandboxed("print(1)")
+    finally:
+        sandbox._cached_probe.cache_clear()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @needs_sandbox

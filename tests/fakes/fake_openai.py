@@ -16,6 +16,14 @@ It serves ``POST /v1/chat/completions``, ``POST /v1/embeddings``,
   the ``openai`` client's backoff does not slow tests down; set
   ``retry_after_ms=None`` to get its plain exponential backoff.
 
+``dialect="reasoning"`` makes the chat endpoint refuse requests as OpenAI's
+reasoning models (o-series, GPT-5) do: HTTP 400 ``unsupported_parameter``
+for ``max_tokens`` ("Use 'max_completion_tokens' instead") and
+``unsupported_value`` for any ``temperature`` but 1; it also spends
+``reasoning_tokens`` hidden tokens per reply out of ``max_completion_tokens``
+(a cap too small for them gives empty content and ``finish_reason: length``,
+as the real API does), counted in ``completion_tokens``.
+
 Embeddings are deterministic pseudo-random unit vectors seeded by the text's
 hash, so equal texts embed equally and different texts differ.
 
@@ -58,7 +66,13 @@ class FakeOpenAIServer:
         embedding_dim: int = 16,
         retry_after_ms: float | None = 1,
         models: Iterable[str] = ("fake-model",),
+        dialect: str = "chat",
+        reasoning_tokens: int = 64,
     ) -> None:
+        if dialect not in ("chat", "reasoning"):
+            raise ValueError(f"dialect must be 'chat' or 'reasoning', got {dialect!r}")
+        self.dialect = dialect
+        self.reasoning_tokens = reasoning_tokens
         self.replies: deque[str] = deque(replies or [])
         self.responder = responder
         self.latency_s = latency_s
@@ -83,6 +97,10 @@ class FakeOpenAIServer:
     @property
     def chat_requests(self) -> list[dict[str, Any]]:
         return [r for r in self.requests if r.get("_path", "").endswith("/chat/completions")]
+
+    @property
+    def embedding_requests(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r.get("_path", "").endswith("/embeddings")]
 
     @property
     def base_url(self) -> str:
@@ -155,6 +173,13 @@ class FakeOpenAIServer:
                         self._send(200, server._embeddings(body))
                         return
                     if self.path.endswith("/chat/completions"):
+                        refusal = server._refusal(body)
+                        if refusal is not None:
+                            self._send(400, refusal)
+                            return
+                        if server.dialect == "reasoning":
+                            self._send(200, server._reasoning_completion(body))
+                            return
                         if fault == "malformed":
                             text, finish = "this is not JSON {", "stop"
                         elif fault == "truncated":
@@ -195,6 +220,37 @@ class FakeOpenAIServer:
         if self.responder is not None:
             return self.responder(body)
         raise AssertionError("FakeOpenAIServer: no scripted reply left and no responder")
+
+    def _refusal(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """The 400 error body OpenAI's reasoning models send for parameters they refuse, else None."""
+        if self.dialect != "reasoning":
+            return None
+        if "max_tokens" in body:
+            return {"error": {
+                "message": "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                           "Use 'max_completion_tokens' instead.",
+                "type": "invalid_request_error", "param": "max_tokens", "code": "unsupported_parameter"}}
+        if "temperature" in body and body["temperature"] != 1:
+            return {"error": {
+                "message": f"Unsupported value: 'temperature' does not support {body['temperature']} with this "
+                           "model. Only the default (1) value is supported.",
+                "type": "invalid_request_error", "param": "temperature", "code": "unsupported_value"}}
+        return None
+
+    def _reasoning_completion(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A reply after hidden reasoning that spends ``reasoning_tokens`` of the completion cap."""
+        text = self._reply(body)
+        cap = body.get("max_completion_tokens")
+        visible = len(text) // 4 + 1
+        if cap is not None and self.reasoning_tokens + visible > cap:
+            text, finish, visible = "", "length", max(0, cap - self.reasoning_tokens)
+        else:
+            finish = "stop"
+        out = self._completion(body, text, finish)
+        spent = min(self.reasoning_tokens, cap) if cap is not None else self.reasoning_tokens
+        out["usage"]["completion_tokens"] = spent + visible
+        out["usage"]["completion_tokens_details"] = {"reasoning_tokens": spent}
+        return out
 
     @staticmethod
     def _completion(body: dict[str, Any], text: str, finish: str) -> dict[str, Any]:

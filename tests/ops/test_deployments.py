@@ -43,7 +43,7 @@ def test_runner_deployments_carry_schedules_parameters_and_module_entrypoints():
     nightly = next(d for d in deps if d.name == "who-and-when-nightly")
     assert nightly.entrypoint == "flows.attribute.attribute"
     assert nightly.schedules[0].schedule.cron == "0 2 * * *" and nightly.schedules[0].active
-    assert nightly.parameters["paths"] == ["data/who_and_when"]
+    assert nightly.parameters["paths"] == []  # resolved from the settings when the run starts
     only = runner_deployments(load_specs(DEFAULT_FILE), only=["discover/bnlearn-weekly"])
     assert [d.name for d in only] == ["bnlearn-weekly"]
 
@@ -82,9 +82,10 @@ def test_missing_file_is_config_error(tmp_path):
         load_specs(tmp_path / "absent.yaml")
 
 
-def test_cli_serve_list_prints_every_deployment(capsys):
+def test_cli_serve_list_prints_every_deployment(capsys, tmp_path, monkeypatch):
     from agentcausal.cli import main
 
+    monkeypatch.setenv("AGENTCAUSAL_WHO_AND_WHEN_DIR", str(tmp_path))  # an existing folder: every input there
     assert main(["serve", "--list"]) == 0
     out = capsys.readouterr().out
     for name in ("attribute/who-and-when-nightly", "attribute/dcfa-paper-weekly", "discover/bnlearn-weekly"):
@@ -109,3 +110,34 @@ def test_serve_without_api_url_raises():
 
     with temporary_settings(updates={PREFECT_API_URL: None}), pytest.raises(ConfigError, match="PREFECT_API_URL"):
         serve(DEFAULT_FILE)
+
+
+def test_empty_paths_resolve_from_the_who_and_when_setting_and_serve_list_checks_inputs(tmp_path, monkeypatch,
+                                                                                         capsys):
+    from agentcausal.cli import main
+    from agentcausal.settings import RunSettings
+    from flows.naming import corpus_paths
+    from flows.serve import check_inputs
+
+    ww = tmp_path / "ww"
+    monkeypatch.setenv("AGENTCAUSAL_WHO_AND_WHEN_DIR", str(ww))
+    specs = {s.name: s for s in load_specs(DEFAULT_FILE)}
+    assert specs["who-and-when-nightly"].parameters["paths"] == []
+    # at run time: the environment's folder, also under a deployment `settings` mapping naming only the routing
+    assert corpus_paths([], RunSettings.model_validate({"routing": "paper"})) == [str(ww)]
+    assert corpus_paths([], RunSettings(who_and_when_dir="elsewhere")) == ["elsewhere"]
+    assert corpus_paths(["x"], None) == ["x"]
+    (check,) = check_inputs(specs["who-and-when-nightly"])
+    assert check.value == str(ww) and not check.exists
+    assert main(["serve", "--list"]) == 1
+    captured = capsys.readouterr()
+    assert f"corpus {ww}: MISSING" in captured.out and "who-and-when-nightly" in captured.err
+    assert "dataset asia: ok" in captured.out
+    ww.mkdir()
+    assert main(["serve", "--list"]) == 0
+    bad = tmp_path / "p.yaml"
+    bad.write_text(GOOD + "  - name: d\n    entrypoint: flows/discover.py:discover\n"
+                   "    parameters: {datasets: [nosuchnet, missing.csv]}\n")
+    checks = [c for s in load_specs(bad) for c in check_inputs(s)]
+    assert [(c.value, c.exists) for c in checks if c.kind == "dataset"] == [("nosuchnet", False),
+                                                                            ("missing.csv", False)]

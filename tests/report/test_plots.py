@@ -78,7 +78,7 @@ def test_write_report_adds_plots_and_standalone_html(short_and_long_traces_evalu
     assert "## Plots" in md.read_text()
     html = (tmp_path / "report.html").read_text()
     assert html.count("data:image/png;base64,") == 3
-    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert "<script>x</script>" not in html and "&lt;script&gt;x" in html
     assert "EndpointUnreachableError" in html and "Failed traces (1)" in html
 
 

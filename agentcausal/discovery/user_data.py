@@ -1,0 +1,464 @@
+"""User datasets (a CSV or Parquet table plus a JSON metadata file), read and validated before any method.
+
+Everything a causal-discovery method cannot use is refused here, naming the
+file and the line, field or column, with no traceback:
+
+* **files**: a missing file, text that is not UTF-8, a truncated or invalid
+  metadata JSON (line and column), a metadata field of the wrong type, an empty
+  CSV, a CSV row with more or fewer fields than the header (its line), two
+  columns with one name, a Parquet file that cannot be read;
+* **variables**: fewer than two, a described variable missing from the table,
+  a ``true_edges`` entry naming an unknown variable;
+* **columns** (each described variable): all values missing; a value that is
+  neither a number nor a missing-value marker in a column of numbers (its line);
+  a text column with more than :attr:`DatasetChecks.max_categories` distinct
+  values (free text, not a category); an infinity; a constant (zero variance:
+  conditional-independence tests read the NaN p-values of a constant as
+  dependence, so PC and FCI would connect it to everything);
+* **rows**: after dropping the rows with a missing value, fewer than
+  ``max(min_rows, min_rows_per_variable * d)`` rows (10 and 5 by default:
+  at least 15 rows for 3 variables).
+
+Missing values are empty cells and the markers of :data:`DEFAULT_MISSING_VALUES`
+(case-insensitive, surrounding spaces ignored); a metadata file may list its own
+markers as ``"missing_values": [...]``, which replace the defaults. Rows with a
+missing value are dropped (their count is kept in ``Dataset.extra``). A text
+column with few distinct values is a category, coded 0..k-1 in sorted order of
+its values (the states).
+
+The thresholds are :class:`DatasetChecks` fields, read from the environment
+variables ``AGENTCAUSAL_MIN_ROWS``, ``AGENTCAUSAL_MIN_ROWS_PER_VARIABLE`` and
+``AGENTCAUSAL_MAX_CATEGORIES`` by :meth:`DatasetChecks.from_env`.
+
+References
+----------
+Spirtes, P., Glymour, C. and Scheines, R. *Causation, Prediction, and Search*, 2nd ed.
+MIT Press, 2000. doi:10.7551/mitpress/1754.001.0001 (conditional-independence tests need variance).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agentcausal.exceptions import AgentCausalError, ConfigError, DatasetError
+
+__all__ = ["DEFAULT_MISSING_VALUES", "DatasetChecks", "read_user_dataset", "unique_dataset_names"]
+
+#: cells read as missing (compared case-insensitively after stripping spaces); pandas' defaults plus ``?`` and ``.``
+DEFAULT_MISSING_VALUES = ("", "NA", "N/A", "NaN", "-NaN", "null", "None", "<NA>", "#N/A", "#NA", "missing", "?", ".")
+
+_SHOWN = 5  # problems of one kind spelled out in a message
+
+
+class DatasetChecks(BaseModel):
+    """Thresholds of user-dataset validation (see the module docstring).
+
+    Attributes
+    ----------
+    min_rows : int, the fewest rows any dataset may have (default 10)
+    min_rows_per_variable : int, rows needed per variable (default 5); the minimum is
+        ``max(min_rows, min_rows_per_variable * d)``
+    max_categories : int, the most distinct values of a text column (default 20); more is free text
+    missing_values : tuple of str, missing-value markers (a metadata file's ``missing_values`` replace them)
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    min_rows: int = Field(10, ge=1)
+    min_rows_per_variable: int = Field(5, ge=0)
+    max_categories: int = Field(20, ge=2)
+    missing_values: tuple[str, ...] = DEFAULT_MISSING_VALUES
+
+    def min_n(self, d: int) -> int:
+        """The fewest rows a dataset with ``d`` variables may have.
+
+        Examples
+        --------
+        >>> DatasetChecks().min_n(3), DatasetChecks().min_n(8)
+        (15, 40)
+        """
+        return max(self.min_rows, self.min_rows_per_variable * d)
+
+    @classmethod
+    def from_env(cls) -> "DatasetChecks":
+        """Defaults, then ``AGENTCAUSAL_MIN_ROWS``, ``AGENTCAUSAL_MIN_ROWS_PER_VARIABLE``, ``AGENTCAUSAL_MAX_CATEGORIES``.
+
+        Raises
+        ------
+        ConfigError
+            If a variable is set to something that is not a valid integer for its field.
+        """
+        values: dict[str, Any] = {}
+        for field in ("min_rows", "min_rows_per_variable", "max_categories"):
+            var = f"AGENTCAUSAL_{field.upper()}"
+            raw = os.environ.get(var)
+            if raw is None or not raw.strip():
+                continue
+            try:
+                values[field] = int(raw.strip())
+            except ValueError as exc:
+                raise ConfigError(f"${var} must be an integer, got {raw!r}") from exc
+        try:
+            return cls(**values)
+        except ValidationError as exc:
+            e = exc.errors()[0]
+            raise ConfigError(f"$AGENTCAUSAL_{str(e['loc'][0]).upper()}: {e['msg']}") from exc
+
+
+class _UserMeta(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    title: str | None = None
+    domain: str = ""
+    variables: dict[str, Any]
+    true_edges: list[tuple[str, str]] | None = None
+    data_type: str | None = None
+    missing_values: list[str] | None = None
+
+
+def _one_line(exc: ValidationError) -> tuple[str, str]:
+    """(first field, ``field: message; ...``) of a pydantic error."""
+    items = [(".".join(str(x) for x in e["loc"]) or "value", e["msg"]) for e in exc.errors()]
+    return items[0][0], "; ".join(f"{loc}: {msg}" for loc, msg in items[:_SHOWN]).replace("\n", " ")
+
+
+def _read_meta(meta_path: Path, name: str):
+    from agentcausal.discovery.datasets import VariableInfo
+
+    err = dict(name=name, file=str(meta_path))
+    try:
+        text = meta_path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"metadata {meta_path} is not UTF-8 text (byte {exc.start})", **err) from exc
+    except OSError as exc:
+        raise DatasetError(f"cannot read metadata {meta_path}: {exc.strerror or exc}", **err) from exc
+    if not text.strip():
+        raise DatasetError(f"metadata {meta_path} is empty", **err)
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(f"metadata {meta_path} is not valid JSON: {exc.msg} at line {exc.lineno} column "
+                           f"{exc.colno}", **err) from exc
+    if not isinstance(obj, dict):
+        raise DatasetError(f"invalid metadata {meta_path}: expected a JSON object", **err)
+    try:
+        um = _UserMeta.model_validate(obj)
+    except ValidationError as exc:
+        field, msg = _one_line(exc)
+        raise DatasetError(f"invalid metadata {meta_path}: {msg}", column=field, **err) from exc
+    info: dict[str, Any] = {}
+    for v, d in um.variables.items():
+        try:
+            info[v] = d if isinstance(d, str) else VariableInfo.model_validate(d)
+        except ValidationError as exc:
+            raise DatasetError(f"invalid metadata {meta_path}: variables.{v}: {_one_line(exc)[1]}",
+                               column=f"variables.{v}", **err) from exc
+    if um.data_type not in (None, "discrete", "continuous"):
+        raise DatasetError(f"invalid metadata {meta_path}: data_type must be 'discrete' or 'continuous', "
+                           f"got {um.data_type!r}", column="data_type", **err)
+    unknown = sorted({x for e in um.true_edges or [] for x in e if x not in info})
+    if unknown:
+        raise DatasetError(f"invalid true_edges in {meta_path}: {', '.join(map(repr, unknown))} not among the "
+                           "variables", column="true_edges", **err)
+    if len(info) < 2:
+        raise DatasetError(f"metadata {meta_path} describes {len(info)} variable(s); causal discovery needs at "
+                           "least 2", column="variables", **err)
+    return um, info
+
+
+def _read_csv(path: Path, name: str) -> tuple[list[str], list[list[str]], list[int]]:
+    """Header, rows and each row's line number; ragged rows, empty files and undecodable text refused."""
+    err = dict(name=name, file=str(path))
+    rows: list[list[str]] = []
+    lines: list[int] = []
+    ragged: list[str] = []
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            while header is not None and not any(c.strip() for c in header):
+                header = next(reader, None)  # leading blank lines
+            if header is None:
+                raise DatasetError(f"{path} is empty (no header line)", **err)
+            for row in reader:
+                if not row or (len(row) == 1 and not row[0].strip()):
+                    continue  # blank line
+                if len(row) != len(header):
+                    ragged.append(f"line {reader.line_num} has {len(row)}")
+                    continue
+                rows.append(row)
+                lines.append(reader.line_num)
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{path} is not UTF-8 text (byte {exc.start})", **err) from exc
+    except csv.Error as exc:
+        raise DatasetError(f"{path} is not a valid CSV: {exc}", **err) from exc
+    except OSError as exc:
+        raise DatasetError(f"cannot read {path}: {exc.strerror or exc}", **err) from exc
+    if ragged:
+        more = f" (and {len(ragged) - _SHOWN} more rows)" if len(ragged) > _SHOWN else ""
+        raise DatasetError(f"{path}: ragged rows: {'; '.join(ragged[:_SHOWN])} fields, the header has "
+                           f"{len(header)}{more}", column=None, **err)
+    if not rows:
+        raise DatasetError(f"{path} has a header but no data rows", **err)
+    return [h.strip() for h in header], rows, lines
+
+
+def _read_table(path: Path, name: str) -> tuple[list[str], dict[str, list[Any]], list[int]]:
+    """Column names, each column's raw cells (str, number or None) and the rows' line numbers (CSV) or row numbers."""
+    err = dict(name=name, file=str(path))
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        header, rows, lines = _read_csv(path, name)
+        columns = [str(h) for h in header]
+        cells = {h: [r[j] for r in rows] for j, h in enumerate(columns)}
+    elif suffix in (".parquet", ".pq"):
+        try:
+            df = pd.read_parquet(path)
+        except Exception as exc:  # pyarrow raises many types for a bad file
+            raise DatasetError(f"cannot read {path} as Parquet: {type(exc).__name__}: "
+                               f"{str(exc).splitlines()[0][:200] if str(exc) else ''}", **err) from exc
+        columns = [str(c) for c in df.columns]
+        if not len(df):
+            raise DatasetError(f"{path} has no rows", **err)
+        cells = {}
+        for j, c in enumerate(columns):
+            if c not in cells:
+                col = df.iloc[:, j]
+                cells[c] = [None if _is_na(x) else x for x in col.tolist()]
+        lines = list(range(1, len(df) + 1))
+    else:
+        raise DatasetError(f"data file must be .csv or .parquet, got {path.suffix!r}", **err)
+    dups = sorted(c for c, k in Counter(c for c in columns if c).items() if k > 1)
+    if dups:
+        raise DatasetError(f"{path}: duplicate column name(s) {', '.join(map(repr, dups))}", column=dups[0], **err)
+    return columns, cells, lines
+
+
+def _is_na(x: Any) -> bool:
+    try:
+        return bool(pd.isna(x))
+    except (TypeError, ValueError):
+        return False
+
+
+def _number(cell: Any) -> float | None:
+    """The cell as a float, or None when it is not a number (text, boolean text ...)."""
+    if isinstance(cell, bool):
+        return float(cell)
+    if isinstance(cell, (int, float, np.integer, np.floating)):
+        return float(cell)
+    if isinstance(cell, str):
+        s = cell.strip()
+        if "_" in s:  # Python's float() accepts 1_000; a data file does not mean that
+            return None
+        try:
+            return float(s)
+        except ValueError:
+            return None
+    return None
+
+
+def _column(name: str, cells: list[Any], lines: list[int], markers: set[str], checks: DatasetChecks,
+            where: str) -> tuple[np.ndarray, tuple[str, ...] | None, list[str]]:
+    """One described column as floats (NaN = missing) and its states; problems as messages."""
+    values = np.full(len(cells), np.nan)
+    missing = np.zeros(len(cells), dtype=bool)
+    text: list[tuple[int, str]] = []
+    numeric = 0
+    for i, c in enumerate(cells):
+        if c is None or (isinstance(c, str) and c.strip().casefold() in markers) or (
+                not isinstance(c, str) and _is_na(c)):
+            missing[i] = True
+            continue
+        x = _number(c)
+        if x is None:
+            text.append((i, str(c).strip()))
+        elif math.isnan(x):
+            missing[i] = True
+        else:
+            values[i] = x
+            numeric += 1
+    if missing.all():
+        return values, None, [f"column {name!r} has no values (all {len(cells)} missing)"]
+    if text and numeric:
+        i, tok = text[0]
+        more = f" (and {len(text) - 1} more)" if len(text) > 1 else ""
+        return values, None, [f"column {name!r} holds numbers and the non-numeric value {tok[:40]!r} ({where} "
+                              f"{lines[i]}){more}; if it marks a missing value, list it under \"missing_values\" in "
+                              "the metadata"]
+    if text:
+        levels = sorted({t for _, t in text})
+        if len(levels) > checks.max_categories:
+            return values, None, [f"column {name!r} is free text ({len(levels)} distinct values, more than "
+                                  f"{checks.max_categories} categories); remove it from \"variables\" or code it"]
+        codes = {s: k for k, s in enumerate(levels)}
+        for i, t in text:
+            values[i] = codes[t]
+        return values, tuple(levels), []
+    inf = np.flatnonzero(np.isinf(values))
+    if inf.size:
+        return values, None, [f"column {name!r} holds {'an infinity' if inf.size == 1 else f'{inf.size} infinities'} "
+                              f"({where} {lines[inf[0]]}: {cells[inf[0]]!s:.20})"]
+    return values, None, []
+
+
+def read_user_dataset(data_path: str | os.PathLike, meta_path: str | os.PathLike, *,
+                      checks: DatasetChecks | None = None, name: str | None = None):
+    """Read and validate a user dataset (see the module docstring for every rule).
+
+    Parameters
+    ----------
+    data_path : path to ``.csv`` or ``.parquet``
+    meta_path : path to the ``.json`` metadata
+    checks : DatasetChecks, default :meth:`DatasetChecks.from_env`
+    name : the dataset's name; default the data file's stem
+
+    Returns
+    -------
+    Dataset, ``extra["rows_dropped_missing"]`` the rows left out for a missing value.
+
+    Raises
+    ------
+    DatasetError
+        On any refused input, with ``file`` and (when one is at fault) ``column`` set;
+        the message is one line naming the file and the line, field or column(s).
+    """
+    from agentcausal.discovery.datasets import Dataset, DatasetMetadata, VariableInfo
+    from agentcausal.discovery.graph import CausalGraph
+
+    data_path, meta_path = Path(data_path), Path(meta_path)
+    name = name or data_path.stem
+    checks = checks or DatasetChecks.from_env()
+    if not data_path.is_file():
+        raise DatasetError(f"file not found: {data_path}", name=name, file=str(data_path))
+    if not meta_path.is_file():
+        raise DatasetError(f"file not found: {meta_path} (a user dataset needs its .json metadata beside it, "
+                           "or DATA::META)", name=name, file=str(meta_path))
+    if data_path.suffix.lower() not in (".csv", ".parquet", ".pq"):
+        raise DatasetError(f"data file must be .csv or .parquet, got {data_path.suffix!r}", name=name,
+                           file=str(data_path))
+    um, described = _read_meta(meta_path, name)
+    columns, cells, lines = _read_table(data_path, name)
+    variables = tuple(described)
+    absent = [v for v in variables if v not in cells]
+    if absent:
+        raise DatasetError(f"variables {absent} are not columns of {data_path} (columns: "
+                           f"{', '.join(c for c in columns if c)[:300]})", name=name, file=str(data_path),
+                           column=absent[0])
+    markers = {m.strip().casefold() for m in (um.missing_values if um.missing_values is not None
+                                              else checks.missing_values)}
+    where = "line" if data_path.suffix.lower() == ".csv" else "row"
+    cols, states, problems, bad = [], {}, [], []
+    for v in variables:
+        values, st, probs = _column(v, cells[v], lines, markers, checks, where)
+        cols.append(values)
+        states[v] = st
+        problems += probs
+        bad += [v] * bool(probs)
+    err = dict(name=name, file=str(data_path))
+    if problems:
+        raise DatasetError(f"{data_path}: {'; '.join(problems)}", column=bad[0], **err)
+    arr = np.column_stack(cols)
+    keep = ~np.isnan(arr).any(axis=1)
+    dropped = int((~keep).sum())
+    arr = arr[keep]
+    d = len(variables)
+    if arr.shape[0] < checks.min_n(d):
+        why = f" after dropping {dropped} with a missing value" if dropped else ""
+        raise DatasetError(f"{data_path}: {arr.shape[0]} rows{why}; {d} variables need at least {checks.min_n(d)} "
+                           f"(max({checks.min_rows}, {checks.min_rows_per_variable} x {d}))", **err)
+    constant = [v for v, c in zip(variables, arr.T) if np.all(c == c[0])]
+    if constant:
+        listed = ", ".join(f"{v!r} (always {arr[0, variables.index(v)]:g})" for v in constant)
+        raise DatasetError(f"{data_path}: constant column(s) {listed}: a variable without variance has no causal "
+                           "relations to find and breaks independence tests; remove it from \"variables\"",
+                           column=constant[0], **err)
+    if um.data_type is not None:
+        dtype = um.data_type
+    else:
+        integer = np.all(np.mod(arr, 1) == 0, axis=0) & (np.array([len(np.unique(c)) for c in arr.T]) <= 10)
+        dtype = "discrete" if bool(np.all(integer)) else "continuous"
+    info = {v: (d if isinstance(d, VariableInfo) else VariableInfo(description=d, states=states[v]))
+            for v, d in described.items()}
+    meta = DatasetMetadata(title=um.title or name, domain=um.domain, source=str(data_path), variables=info)
+    true = None
+    if um.true_edges is not None:
+        try:
+            true = CausalGraph.from_edges(variables, um.true_edges)
+        except (ValidationError, AgentCausalError) as exc:
+            msg = _one_line(exc)[1] if isinstance(exc, ValidationError) else str(exc)
+            raise DatasetError(f"invalid true_edges in {meta_path}: {msg}", name=name, file=str(meta_path),
+                               column="true_edges") from exc
+    return Dataset(name=name, variables=variables, data=arr, data_type=dtype, metadata=meta, true_graph=true,
+                   extra={"rows_dropped_missing": dropped})
+
+
+def _data_file(spec: str) -> Path | None:
+    if "::" in spec:
+        return Path(spec.split("::", 1)[0])
+    if Path(spec).suffix.lower() in (".csv", ".parquet", ".pq"):
+        return Path(spec)
+    return None
+
+
+def unique_dataset_names(specs: list[str]) -> dict[str, str]:
+    """A name per dataset spec, unique within the list and stable for the same list.
+
+    A benchmark keeps its name; a user dataset is named after its file's stem
+    (``data/chain.csv`` is ``chain``). When two specs would share a name (two
+    ``<folder>/data.csv``, or a user file named like a benchmark), each of them
+    is named with as many parent folders as make the names distinct, joined by
+    ``-`` (``folderA-data``, ``folderB-data``; no ``/``, as names become file names
+    in run folders).
+
+    Parameters
+    ----------
+    specs : dataset specs as given to :func:`agentcausal.discovery.datasets.load_spec`
+
+    Returns
+    -------
+    dict spec -> name
+
+    Raises
+    ------
+    DatasetError
+        If two specs name the same data file.
+
+    Examples
+    --------
+    >>> unique_dataset_names(["a/data.csv", "b/data.csv", "asia", "x/chain.csv"])
+    {'a/data.csv': 'a-data', 'b/data.csv': 'b-data', 'asia': 'asia', 'x/chain.csv': 'chain'}
+    """
+    files = {s: _data_file(s) for s in specs}
+    resolved: dict[Path, str] = {}
+    for s, f in files.items():
+        if f is None:
+            continue
+        r = f.resolve()
+        if r in resolved and resolved[r] != s:
+            raise DatasetError(f"the same data file is named twice ({resolved[r]!r} and {s!r})", name=s, file=str(f))
+        resolved[r] = s
+    names = {s: (f.stem if f is not None else s.lower().replace("-", "_")) for s, f in files.items()}
+    counts = Counter(names.values())
+    clash = [s for s in specs if files[s] is not None and counts[names[s]] > 1]
+    group: dict[str, list[str]] = {}
+    for s in clash:
+        group.setdefault(names[s], []).append(s)
+    for members in group.values():
+        parts = {s: files[s].resolve().with_suffix("").parts for s in members}
+        for k in range(2, max(len(p) for p in parts.values()) + 1):
+            cand = {s: "-".join(p[-k:]) for s, p in parts.items()}
+            if len(set(cand.values())) == len(members):
+                names.update(cand)
+                break
+    return {s: (names[s] if files[s] is not None else s) for s in specs}

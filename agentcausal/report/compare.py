@@ -1,0 +1,309 @@
+"""Compare two run folders: per method, the metrics side by side with paired tests on the shared items.
+
+Attribution runs (``results.parquet`` of the ``attribute`` flow): items are
+(trace, seed, repeat) — ``seed`` / ``repeat`` / ``sample`` columns are used
+when both runs have them. Per method and metric (step, agent, both correct;
+labelled traces only; failed and undetermined answers count as wrong, as in
+the evaluation) the accuracies of A and B, their difference, and the exact
+McNemar test on the discordant pairs: with b items right in A only and c
+right in B only, p = the two-sided binomial test of b successes in b + c
+trials at 1/2 (p = 1 when b + c = 0). The traces whose verdict flipped are
+listed.
+
+Discovery runs (``outcomes.jsonl``): items are (dataset, seed, repeat). Per
+method and metric (SHD, NHD, F1, skeleton F1) the means of A and B, the mean
+difference, and the Wilcoxon signed-rank test on the paired values
+(``scipy.stats.wilcoxon``, two-sided, zero differences dropped; p = 1 when
+every difference is 0). Items whose SHD changed are listed.
+
+Cost: per method, mean tokens (prompt + completion) and seconds per shared item.
+
+References
+----------
+McNemar, Q. "Note on the sampling error of the difference between correlated proportions or percentages."
+Psychometrika 12, 1947. doi:10.1007/BF02295996. Wilcoxon, F. "Individual comparisons by ranking methods."
+Biometrics Bulletin 1(6), 1945. doi:10.2307/3001968.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Literal, NamedTuple
+
+import pandas as pd
+
+from agentcausal.exceptions import CompareError
+
+__all__ = ["Comparison", "compare_runs", "mcnemar_exact", "wilcoxon_paired", "comparison_markdown",
+           "comparison_html", "write_comparison_html", "run_kind"]
+
+RunKind = Literal["attribution", "discovery"]
+
+_ATTR_METRICS = {"step_correct": "step accuracy", "agent_correct": "agent accuracy", "both_correct": "both correct"}
+_DISC_METRICS = {"shd": "SHD", "nhd": "NHD", "f1": "F1", "skeleton_f1": "skeleton F1"}
+_REPEAT_COLS = ("seed", "repeat", "sample")
+
+
+class Comparison(NamedTuple):
+    """The comparison of run A with run B.
+
+    Attributes
+    ----------
+    kind : ``"attribution"`` or ``"discovery"``
+    run_a, run_b : Path
+    keys : the columns pairing items (e.g. ``["trace_id"]`` or ``["dataset", "seed"]``)
+    shared : int, items (over all methods) present in both runs
+    metrics : per (method, metric): n (paired items), a, b (accuracy as a fraction, or mean), diff (b − a),
+        test (``McNemar exact`` / ``Wilcoxon``), a_only / b_only (McNemar's discordant counts:
+        right in A only / in B only; NaN for Wilcoxon), p_value
+    flipped : per changed item: method, item key columns, metric, a, b
+    cost : per method: n, a_tokens, b_tokens, diff_tokens, a_seconds, b_seconds, diff_seconds (means per item)
+    """
+
+    kind: RunKind
+    run_a: Path
+    run_b: Path
+    keys: list[str]
+    shared: int
+    metrics: pd.DataFrame
+    flipped: pd.DataFrame
+    cost: pd.DataFrame
+
+
+def mcnemar_exact(a_only: int, b_only: int) -> float:
+    """Two-sided exact McNemar p-value from the discordant counts.
+
+    Parameters
+    ----------
+    a_only : int, items right in A and wrong in B
+    b_only : int, items wrong in A and right in B
+
+    Returns
+    -------
+    float in [0, 1]; 1.0 when there are no discordant pairs.
+
+    Examples
+    --------
+    >>> mcnemar_exact(3, 0)
+    0.25
+    """
+    from scipy.stats import binomtest
+
+    n = int(a_only) + int(b_only)
+    if n == 0:
+        return 1.0
+    return float(binomtest(int(a_only), n, 0.5, alternative="two-sided").pvalue)
+
+
+def wilcoxon_paired(a: list[float], b: list[float]) -> float:
+    """Two-sided Wilcoxon signed-rank p-value of paired values (zero differences dropped).
+
+    Returns
+    -------
+    float; 1.0 when every difference is zero; NaN with no pairs.
+    """
+    from scipy.stats import wilcoxon
+
+    d = [y - x for x, y in zip(a, b) if pd.notna(x) and pd.notna(y)]
+    if not d:
+        return float("nan")
+    if all(v == 0 for v in d):
+        return 1.0
+    return float(wilcoxon(d, zero_method="wilcox", alternative="two-sided").pvalue)
+
+
+def run_kind(run_dir: str | Path) -> RunKind:
+    """``"discovery"`` when the folder has ``outcomes.jsonl``, ``"attribution"`` when it has ``results.parquet``.
+
+    Raises
+    ------
+    CompareError
+        If it has neither.
+    """
+    d = Path(run_dir)
+    if (d / "outcomes.jsonl").is_file():
+        return "discovery"
+    if (d / "results.parquet").is_file():
+        return "attribution"
+    raise CompareError(f"{d} is not a run folder (no results.parquet or outcomes.jsonl)", run_a=str(d), run_b="")
+
+
+def _load(run_dir: Path, kind: RunKind) -> pd.DataFrame:
+    if kind == "attribution":
+        from agentcausal.attribution.evaluate import load_results
+
+        df = load_results(run_dir)
+        df = df.assign(tokens=df["prompt_tokens"].fillna(0) + df["completion_tokens"].fillna(0))
+        return df
+    from agentcausal.report.discovery import load_outcomes, outcomes_frame
+
+    df = outcomes_frame(load_outcomes(run_dir))
+    return df.assign(tokens=df["prompt_tokens"].fillna(0) + df["completion_tokens"].fillna(0))
+
+
+def compare_runs(run_a: str | Path, run_b: str | Path) -> Comparison:
+    """Compare two run folders of the same kind on their shared items.
+
+    Parameters
+    ----------
+    run_a, run_b : run folders (both attribution or both discovery)
+
+    Returns
+    -------
+    Comparison
+
+    Raises
+    ------
+    CompareError
+        If the runs are of different kinds or share no (method, item) pair.
+    """
+    a_dir, b_dir = Path(run_a), Path(run_b)
+    kind = run_kind(a_dir)
+    if run_kind(b_dir) != kind:
+        raise CompareError(f"cannot compare a {kind} run ({a_dir}) with a {run_kind(b_dir)} run ({b_dir})",
+                           run_a=str(a_dir), run_b=str(b_dir))
+    a, b = _load(a_dir, kind), _load(b_dir, kind)
+    base = ["trace_id"] if kind == "attribution" else ["dataset"]
+    keys = base + [c for c in _REPEAT_COLS if c in a.columns and c in b.columns]
+    metrics = _ATTR_METRICS if kind == "attribution" else _DISC_METRICS
+    cols = keys + ["method", *metrics, "tokens", "seconds"] + (["true_step"] if kind == "attribution" else [])
+    m = a[cols].merge(b[[c for c in cols if c != "true_step"]], on=keys + ["method"], suffixes=("_a", "_b"))
+    if m.empty:
+        raise CompareError(f"{a_dir} and {b_dir} share no (method, {', '.join(keys)}) item; nothing to compare",
+                           run_a=str(a_dir), run_b=str(b_dir))
+    rows, flips, costs = [], [], []
+    for method, g in m.groupby("method", sort=True):
+        for col, name in metrics.items():
+            if kind == "attribution":
+                lab = g[g["true_step"].notna()]
+                x = lab[f"{col}_a"].fillna(False).astype(bool)
+                y = lab[f"{col}_b"].fillna(False).astype(bool)
+                a_only, b_only = int((x & ~y).sum()), int((~x & y).sum())
+                rows.append({"method": method, "metric": name, "n": len(lab),
+                             "a": float(x.mean()) if len(lab) else float("nan"),
+                             "b": float(y.mean()) if len(lab) else float("nan"),
+                             "diff": float(y.mean() - x.mean()) if len(lab) else float("nan"),
+                             "test": "McNemar exact", "a_only": a_only, "b_only": b_only,
+                             "p_value": mcnemar_exact(a_only, b_only) if len(lab) else float("nan")})
+                for r in lab[x != y].itertuples(index=False):
+                    rec = r._asdict()
+                    flips.append({"method": method, **{k: rec[k] for k in keys}, "metric": name,
+                                  "a": "right" if rec[f"{col}_a"] else "wrong",
+                                  "b": "right" if rec[f"{col}_b"] else "wrong"})
+            else:
+                ok = g[g[f"{col}_a"].notna() & g[f"{col}_b"].notna()]
+                rows.append({"method": method, "metric": name, "n": len(ok),
+                             "a": float(ok[f"{col}_a"].mean()) if len(ok) else float("nan"),
+                             "b": float(ok[f"{col}_b"].mean()) if len(ok) else float("nan"),
+                             "diff": float((ok[f"{col}_b"] - ok[f"{col}_a"]).mean()) if len(ok) else float("nan"),
+                             "test": "Wilcoxon", "a_only": float("nan"), "b_only": float("nan"),
+                             "p_value": wilcoxon_paired(list(ok[f"{col}_a"]), list(ok[f"{col}_b"]))})
+                if col == "shd":
+                    for r in ok[ok["shd_a"] != ok["shd_b"]].itertuples(index=False):
+                        rec = r._asdict()
+                        flips.append({"method": method, **{k: rec[k] for k in keys}, "metric": name,
+                                      "a": rec["shd_a"], "b": rec["shd_b"]})
+        costs.append({"method": method, "n": len(g), "a_tokens": float(g["tokens_a"].mean()),
+                      "b_tokens": float(g["tokens_b"].mean()),
+                      "diff_tokens": float(g["tokens_b"].mean() - g["tokens_a"].mean()),
+                      "a_seconds": float(g["seconds_a"].mean()), "b_seconds": float(g["seconds_b"].mean()),
+                      "diff_seconds": float(g["seconds_b"].mean() - g["seconds_a"].mean())})
+    flipped = pd.DataFrame(flips, columns=["method", *keys, "metric", "a", "b"])
+    return Comparison(kind, a_dir, b_dir, keys, len(m.drop_duplicates(keys)), pd.DataFrame(rows), flipped,
+                      pd.DataFrame(costs))
+
+
+def _fmt_metric(v: float, metric: str) -> str:
+    from agentcausal.report.html import human_number
+
+    if pd.isna(v):
+        return "–"
+    if "accuracy" in metric or metric == "both correct":
+        return f"{100 * v:+.1f} pp" if metric.startswith("Δ") else f"{100 * v:.1f}%"
+    return human_number(round(float(v), 3))
+
+
+def _display(c: Comparison) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The three tables with formatted cells (strings) for markdown and HTML."""
+    from agentcausal.report.html import human_number
+
+    pct = c.kind == "attribution"
+    met = pd.DataFrame([{
+        "method": r.method, "metric": r.metric, "n": int(r.n),
+        "A": _fmt_metric(r.a, r.metric), "B": _fmt_metric(r.b, r.metric),
+        "B − A": ("–" if pd.isna(r.diff) else f"{100 * r.diff:+.1f} pp") if pct else
+        ("–" if pd.isna(r.diff) else f"{r.diff:+.3g}"),
+        "test": r.test + (f" (A only {int(r.a_only)}, B only {int(r.b_only)})" if pct else ""),
+        "p": "–" if pd.isna(r.p_value) else f"{r.p_value:.3g}"} for r in c.metrics.itertuples()])
+    cost = pd.DataFrame([{
+        "method": r.method, "items": int(r.n), "tokens A": human_number(round(r.a_tokens)),
+        "tokens B": human_number(round(r.b_tokens)), "tokens B − A": f"{r.diff_tokens:+,.0f}",
+        "seconds A": human_number(round(r.a_seconds, 2)), "seconds B": human_number(round(r.b_seconds, 2)),
+        "seconds B − A": f"{r.diff_seconds:+,.2f}"} for r in c.cost.itertuples()])
+    flipped = c.flipped.copy()
+    return met, flipped, cost
+
+
+def _md_table(df: pd.DataFrame) -> str:
+    if df.empty:
+        return "(none)"
+    cols = [str(x) for x in df.columns]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for row in df.itertuples(index=False):
+        lines.append("| " + " | ".join(str(v).replace("|", "\\|") for v in row) + " |")
+    return "\n".join(lines)
+
+
+def _intro(c: Comparison) -> str:
+    what = ("exact McNemar test on right/wrong per labelled trace (failed and undetermined count as wrong)"
+            if c.kind == "attribution" else "Wilcoxon signed-rank test on the paired values")
+    return (f"A = {c.run_a}, B = {c.run_b}; {c.kind} runs; {c.shared} shared items paired by "
+            f"({', '.join(c.keys)}); per method: {what}; two-sided p-values.")
+
+
+def comparison_markdown(c: Comparison) -> str:
+    """The comparison as markdown: metrics with tests, flipped items, cost.
+
+    Returns
+    -------
+    str
+    """
+    met, flipped, cost = _display(c)
+    head = "Flipped verdicts" if c.kind == "attribution" else "Items whose SHD changed"
+    return "\n".join([f"# Compare {c.run_a.name} (A) with {c.run_b.name} (B)", "", _intro(c), "",
+                      "## Metrics", "", _md_table(met), "", f"## {head} ({len(flipped)})", "", _md_table(flipped),
+                      "", "## Cost per item (means)", "", _md_table(cost), ""])
+
+
+def comparison_html(c: Comparison) -> str:
+    """The comparison as a standalone HTML page (sortable tables, no network)."""
+    from agentcausal.report.html import html_table, page
+
+    met, flipped, cost = _display(c)
+    head = "Flipped verdicts" if c.kind == "attribution" else "Items whose SHD changed"
+    return page(f"Compare {c.run_a.name} (A) with {c.run_b.name} (B)", [
+        f"<p class='note'>{html.escape(_intro(c))}</p>", "<h2>Metrics</h2>",
+        html_table(met, table_id="metrics", sortable=True),
+        f"<h2>{html.escape(head)} ({len(flipped)})</h2>",
+        html_table(flipped, table_id="flipped", sortable=True, filterable=True),
+        "<h2>Cost per item (means)</h2>", html_table(cost, table_id="cost", sortable=True)])
+
+
+def write_comparison_html(c: Comparison, path: str | Path) -> Path:
+    """Write :func:`comparison_html` to ``path`` (folders created); also ``<stem>.json`` with the raw tables.
+
+    Returns
+    -------
+    Path of the HTML file.
+    """
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(comparison_html(c), encoding="utf-8")
+    raw = {"run_a": str(c.run_a), "run_b": str(c.run_b), "kind": c.kind, "keys": c.keys, "shared": c.shared,
+           "metrics": json.loads(c.metrics.to_json(orient="records")),
+           "flipped": json.loads(c.flipped.to_json(orient="records")),
+           "cost": json.loads(c.cost.to_json(orient="records"))}
+    p.with_suffix(".json").write_text(json.dumps(raw, indent=2), encoding="utf-8")
+    return p

@@ -1,0 +1,130 @@
+"""Flow-run names, tags, artifact keys and corpus paths of the ``attribute`` and ``discover`` flows.
+
+Wiring helpers over :mod:`agentcausal.report.artifacts` that read the running
+flow's parameters and deployment from ``prefect.runtime``:
+
+* :func:`attribute_run_name` / :func:`discover_run_name`: ``flow_run_name`` callables
+  (``who_and_when · all_at_once+dcfa · default``; a deployment's runs carry its name instead of the corpus);
+* :func:`subject`: the deployment name when run from a deployment, else the corpus / dataset label;
+* :func:`add_run_tags`: add ``method:`` / ``routing:`` / ``preset:`` / ``subset:`` tags to the running
+  flow run (through the API, so deployment runs get them too);
+* :func:`corpus_paths`: the ``paths`` parameter, or the Who&When folder of the settings
+  (``AGENTCAUSAL_WHO_AND_WHEN_DIR``) when it is empty, resolved when the run starts.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from agentcausal.report.artifacts import artifact_key, corpus_label, run_name, run_tags
+
+__all__ = ["attribute_run_name", "discover_run_name", "subject", "add_run_tags", "corpus_paths", "key",
+           "who_and_when_dir"]
+
+log = logging.getLogger(__name__)
+
+
+def _params() -> dict[str, Any]:
+    from prefect.runtime import flow_run
+
+    try:
+        return dict(flow_run.parameters or {})
+    except Exception:  # noqa: BLE001 - outside a flow run
+        return {}
+
+
+def _deployment_name() -> str | None:
+    from prefect.runtime import deployment
+
+    try:
+        return deployment.name
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _routing(settings: Any) -> str:
+    if settings is None:
+        from agentcausal.settings import RunSettings
+
+        return RunSettings.from_env().routing
+    return str(getattr(settings, "routing", None) or (settings.get("routing") if isinstance(settings, dict)
+                                                        else None) or "default")
+
+
+def who_and_when_dir(settings: Any = None) -> str:
+    """The Who&When folder of ``settings`` (a RunSettings, a mapping, or None for the environment).
+
+    A RunSettings or mapping that does not set ``who_and_when_dir`` (a deployment's ``settings``
+    naming only the routing) takes the environment's (``AGENTCAUSAL_WHO_AND_WHEN_DIR``).
+    """
+    from agentcausal.settings import RunSettings
+
+    env = RunSettings.from_env()
+    if isinstance(settings, RunSettings):  # a field the deployment's mapping did not name: the environment's
+        return settings.who_and_when_dir if "who_and_when_dir" in settings.model_fields_set else env.who_and_when_dir
+    if isinstance(settings, dict) and settings.get("who_and_when_dir"):
+        return str(settings["who_and_when_dir"])
+    return env.who_and_when_dir
+
+
+def corpus_paths(paths: Sequence[str] | None, settings: Any = None) -> list[str]:
+    """``paths``, or ``[who_and_when_dir]`` from the settings when ``paths`` is empty.
+
+    Parameters
+    ----------
+    paths : the flow's ``paths`` parameter
+    settings : RunSettings, a mapping, or None (the environment: ``AGENTCAUSAL_WHO_AND_WHEN_DIR``)
+
+    Returns
+    -------
+    list of str
+    """
+    return [str(p) for p in paths] if paths else [who_and_when_dir(settings)]
+
+
+def subject(default: str) -> str:
+    """The deployment's name when the run comes from a deployment, else ``default``."""
+    return _deployment_name() or default
+
+
+def attribute_run_name() -> str:
+    """``flow_run_name`` of the ``attribute`` flow: ``<deployment or corpus> · <methods> · <routing>``."""
+    p = _params()
+    label = corpus_label(p.get("paths") or [who_and_when_dir(p.get("settings"))])
+    return run_name(subject(label), p.get("methods") or [], _routing(p.get("settings")))
+
+
+def discover_run_name() -> str:
+    """``flow_run_name`` of the ``discover`` flow: ``<deployment or datasets> · <methods> · <routing>``."""
+    p = _params()
+    label = "+".join(p.get("datasets") or []) or "datasets"
+    return run_name(subject(label), p.get("methods") or [], _routing(p.get("settings")))
+
+
+def key(kind: str, default_subject: str) -> str:
+    """:func:`agentcausal.report.artifacts.artifact_key` of ``kind`` for this run's subject."""
+    return artifact_key(kind, subject(default_subject))
+
+
+def add_run_tags(methods: Iterable[str], settings: Any = None, *, preset: str | None = None,
+                 subsets: Iterable[str] = ()) -> list[str]:
+    """Add the run's tags to the running flow run (best effort: a failure is logged, never raised).
+
+    Returns
+    -------
+    list of the tags added.
+    """
+    from prefect.runtime import flow_run
+
+    tags = run_tags(list(methods), _routing(settings), preset, subsets)
+    try:
+        from prefect.client.orchestration import get_client
+
+        with get_client(sync_client=True) as client:
+            fr = client.read_flow_run(flow_run.id)
+            client.update_flow_run(flow_run.id, tags=sorted(set(fr.tags or []) | set(tags)))
+    except Exception as exc:  # noqa: BLE001 - tags are a convenience; the run goes on
+        log.debug("could not tag flow run: %s", exc)
+    return tags

@@ -1,0 +1,69 @@
+"""``agentcausal compare``: paired tests, flipped traces, refusal of runs with nothing in common."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentcausal.attribution.evaluate import save_run
+from agentcausal.cli import main
+from agentcausal.discovery.graph import CausalGraph
+from agentcausal.discovery.methods import DiscoveryOutcome
+from agentcausal.report.compare import compare_runs, mcnemar_exact
+from agentcausal.report.discovery import save_run as save_discovery
+from agentcausal.traces.model import Attribution, Label, Step, Trace
+
+
+def _traces(n: int, prefix: str = "ww") -> list[Trace]:
+    return [Trace(id=f"{prefix}/{i}", question="q", ground_truth="a", label=Label(agent="A", step=1),
+                  steps=[Step(index=k, agent="A" if k == 1 else "B", content=f"s{k}") for k in range(3)])
+            for i in range(n)]
+
+
+def _run(path, traces, right: set[int], tokens: int) -> None:
+    usage = {"baseline": {"calls": 1, "requests": 1, "prompt_tokens": tokens, "completion_tokens": 10}}
+    atts = [Attribution(trace_id=t.id, method="all_at_once", step=1 if i in right else 2,
+                        agent="A" if i in right else "B", usage=usage) for i, t in enumerate(traces)]
+    save_run(atts, traces, path, {"corpus": [], "methods": {"all_at_once": {}}})
+
+
+def test_compare_attribution_runs_pins_flips_and_mcnemar(tmp_path, capsys):
+    ts = _traces(6)
+    _run(tmp_path / "a", ts, right={0, 1, 2, 3}, tokens=100)   # 4 of 6 right
+    _run(tmp_path / "b", ts, right={3, 4}, tokens=300)         # ww/0-2 flipped to wrong, ww/4 to right
+    c = compare_runs(tmp_path / "a", tmp_path / "b")
+    step = c.metrics.set_index("metric").loc["step accuracy"]
+    assert (step.a_only, step.b_only, step.n) == (3, 1, 6)
+    # exact McNemar: two-sided binomial of 3 vs 1 discordant pairs = 2 * P(X <= 1 | 4, 1/2) = 2 * 5/16
+    assert step.p_value == pytest.approx(0.625)
+    flipped = c.flipped[c.flipped.metric == "step accuracy"]
+    assert sorted(flipped.trace_id) == ["ww/0", "ww/1", "ww/2", "ww/4"]
+    assert dict(zip(flipped.trace_id, flipped.b))["ww/4"] == "right"
+    assert c.cost.iloc[0].diff_tokens == pytest.approx(200)
+
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    out, err = capsys.readouterr()
+    assert "| all_at_once | step accuracy | 6 | 66.7% | 33.3% | -33.3 pp |" in out
+    assert "| 0.625 |" in out and "ww/4" in out
+    assert str(tmp_path / "b" / "compare.html") in err and (tmp_path / "b" / "compare.html").is_file()
+
+
+def test_compare_refuses_runs_without_shared_items(tmp_path, capsys):
+    _run(tmp_path / "a", _traces(2, "x"), right={0}, tokens=1)
+    _run(tmp_path / "b", _traces(2, "y"), right={0}, tokens=1)
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "share no" in err
+
+
+def test_compare_discovery_runs_uses_wilcoxon_on_shd(tmp_path):
+    true = CausalGraph.from_edges("ABC", [("A", "B"), ("B", "C")])
+    good, bad = CausalGraph.from_edges("ABC", [("A", "B"), ("B", "C")]), CausalGraph.from_edges("ABC", [("C", "A")])
+    for name, g in (("a", good), ("b", bad)):
+        save_discovery([DiscoveryOutcome(dataset="toy", seed=s, n=10, method="pc", graph=g, true_graph=true)
+                        for s in range(6)], tmp_path / name, {})
+    c = compare_runs(tmp_path / "a", tmp_path / "b")
+    shd = c.metrics.set_index("metric").loc["SHD"]
+    assert shd.a == 0 and shd.b == 3 and shd.test == "Wilcoxon"
+    assert shd.p_value == pytest.approx(2 / 2 ** 6)  # exact: all six differences positive
+    assert len(c.flipped) == 6
+    assert mcnemar_exact(0, 0) == 1.0
