@@ -198,7 +198,12 @@ def _print_run(run_dir: str) -> int:
     rep = report_run(run_dir)
     print(accuracy_text(rep.evaluation))
     if len(rep.evaluation.failures):
-        print(f"\n{len(rep.evaluation.failures)} failed (trace, method) pairs; see the report.")
+        st = rep.evaluation.failures["status"].value_counts() if "status" in rep.evaluation.failures else {}
+        print(f"\n{len(rep.evaluation.failures)} failed (trace, method) pairs; see the report."
+              + (f" {st.get('failed', 0)} failed in this run (not cached; the next run retries them)."
+                 if st.get("failed", 0) else "")
+              + (f" {st.get('content_failed', 0)} content failures (cached; --retry-failed recomputes them)."
+                 if st.get("content_failed", 0) else ""))
     print(f"\nrun folder: {run_dir}\nreport:     {rep.path}")
     return 0
 

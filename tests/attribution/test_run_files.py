@@ -109,3 +109,14 @@ def test_reused_rows_cost_this_run_nothing_and_the_report_says_so(tmp_path):
     save_run(atts, [TRACE, t2], tmp_path, {"wall_seconds": 7.0})
     md = report_run(tmp_path).markdown
     assert "## Cost: this run vs original" in md and "Wall time of this run: 7.0 s" in md
+
+
+def test_evaluate_says_which_failures_a_rerun_retries(tmp_path, capsys):
+    t2 = TRACE.model_copy(update={"id": "x/2"})
+    save_run([Attribution(trace_id="x/1", method="m", error="LLMCallError: 401", status="failed"),
+              Attribution(trace_id="x/2", method="m", error="StructuredOutputError: bad", status="content_failed")],
+             [TRACE, t2], tmp_path, {})
+    assert main(["evaluate", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "1 failed in this run (not cached; the next run retries them)" in out
+    assert "1 content failures (cached; --retry-failed recomputes them)" in out
