@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agentcausal.cli.import_traces import add_import_arguments, prepare_corpus, refuse_truthless
 from agentcausal.cli.runner_options import add_runner_arguments
 from agentcausal.cli.settings_options import add_settings_arguments, settings_from_args
 from agentcausal.exceptions import ConfigError
@@ -46,6 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-steps", type=int, default=None, help="skip traces with more steps")
     p.add_argument("--out", default=None, metavar="DIR", help="run folder (default runs/attribute-<timestamp>)")
     add_settings_arguments(p)
+    add_import_arguments(p)
     p.add_argument("--no-ground-truth", action="store_true",
                    help="do not show the correct final answer to the methods")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -144,13 +146,15 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     from agentcausal.attribution.registry import get_method
 
     settings.check_routes({st for m in methods for st in get_method(m).stages})
-    skipped = check_traces(args.paths, skip_invalid=args.skip_invalid)  # the flow's own loader, before Prefect
+    paths = prepare_corpus(args)  # other formats and --labels: imported into <run folder>/traces.jsonl
+    skipped = check_traces(paths, skip_invalid=args.skip_invalid)  # the flow's own loader, before Prefect
+    refuse_truthless(paths, args)  # traces without ground truth need --no-ground-truth
     from flows.attribute import run_attribute  # the CLI is the one library module that reaches up to flows
     from flows.runners import runner_choice_from_args
 
     runner = runner_choice_from_args(args)
 
-    run_dir = run_attribute(args.paths, methods, method_settings=sets or None, settings=settings, limit=args.limit,
+    run_dir = run_attribute(paths, methods, method_settings=sets or None, settings=settings, limit=args.limit,
                             ids=args.ids, max_steps=args.max_steps,
                             with_ground_truth=False if args.no_ground_truth else None,
                             out_dir=args.out, progress=not args.no_progress and sys.stderr.isatty(), runner=runner,
