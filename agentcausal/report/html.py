@@ -38,7 +38,7 @@ padding:0 4px;margin:0 2px;font-size:11px}span.badge.true{background:#2a8f2a}td.
 max-width:720px;font-family:ui-monospace,monospace;font-size:12px}details summary{cursor:pointer}
 .graphs{display:flex;flex-wrap:wrap;gap:1em}.graphs figure{margin:0;border:1px solid #eee;padding:.4em}
 p.legend{font-size:12px}p.note{font-size:13px;color:#555}input.filter{margin:.3em 0;padding:3px;width:20em}
-table.facts td{text-align:left}"""
+table.facts td{text-align:left}td.text{min-width:16em}"""
 
 #: sorts a ``table.sortable`` by the clicked column (numbers numerically) and filters rows by the
 #: ``input.filter`` whose ``data-table`` names the table's id (case-insensitive substring of the row text)
@@ -156,6 +156,8 @@ def _fact(v: Any) -> str:
     if isinstance(v, Mapping):
         if not v:
             return "–"
+        if all(x in (None, "", {}, []) for x in v.values()):  # e.g. methods without settings: their names
+            return e(", ".join(str(k) for k in v))
         return "<table class='facts'>" + "".join(f"<tr><th>{e(str(k))}</th><td>{_fact(x)}</td></tr>"
                                                  for k, x in v.items()) + "</table>"
     if isinstance(v, (list, tuple)):

@@ -96,9 +96,9 @@ def _trace_cell(v: Any, _row: Mapping[str, Any]) -> tuple[str, str]:
 def _reason_cell(v: Any, _row: Mapping[str, Any]) -> tuple[str, str]:
     text = str(v or "")
     if len(text) <= _PREVIEW:
-        return html.escape(text), ""
+        return html.escape(text), "text"
     return (f"<details><summary>{html.escape(text[:_PREVIEW])}…</summary>{html.escape(text[_PREVIEW:])}</details>",
-            "")
+            "text")
 
 
 def per_trace_html(results: pd.DataFrame) -> str:
