@@ -21,12 +21,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agentcausal.cli.import_traces import add_import_arguments, prepare_corpus, refuse_truthless
 from agentcausal.cli.runner_options import add_runner_arguments
 from agentcausal.cli.settings_options import add_model_arguments, add_settings_arguments, \
     apply_model_arguments, settings_from_args
 from agentcausal.exceptions import ConfigError
 
-__all__ = ["register", "cmd_attribute", "cmd_evaluate", "parse_sets", "check_traces"]
+__all__ = ["register", "cmd_attribute", "cmd_evaluate", "parse_sets", "parse_bool_sets", "check_traces"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -48,6 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default=None, metavar="DIR", help="run folder (default runs/attribute-<timestamp>)")
     add_settings_arguments(p)
     add_model_arguments(p)
+    add_import_arguments(p)
     p.add_argument("--no-ground-truth", action="store_true",
                    help="do not show the correct final answer to the methods")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -90,6 +92,38 @@ def parse_sets(items: list[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def parse_bool_sets(sets: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``--set`` values of boolean method settings parsed by :func:`agentcausal.settings.parse_bool`.
+
+    ``dcfa.x=Yes`` and ``dcfa.x=off`` become True and False; anything but
+    true/false, 1/0, yes/no, on/off (any case) is refused naming the setting,
+    instead of pydantic's looser reading (``"t"``, ``"y"``). Settings of unknown
+    methods and non-boolean fields pass unchanged.
+
+    Raises
+    ------
+    ConfigError
+        If a boolean setting has another value.
+    """
+    import typing
+
+    from agentcausal.attribution.registry import get_method
+    from agentcausal.exceptions import AgentCausalError
+    from agentcausal.settings import parse_bool
+
+    out = {m: dict(v) for m, v in sets.items()}
+    for method, values in out.items():
+        try:
+            fields = get_method(method).settings_model.model_fields
+        except AgentCausalError:
+            continue  # resolve_methods names the unknown method
+        for field, value in values.items():
+            ann = fields[field].annotation if field in fields else None
+            if ann is bool or (bool in typing.get_args(ann) and value is not None):
+                values[field] = parse_bool(value, name=f"--set {method}.{field}")
+    return out
+
+
 def cmd_attribute(args: argparse.Namespace) -> int:
     """Handler of ``agentcausal attribute``: check inputs, run the flow, print the table.
 
@@ -104,7 +138,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     if missing:
         raise ConfigError(f"no such trace file or folder: {', '.join(missing)}")
     methods = args.methods or ["all_at_once"]
-    sets = parse_sets(args.sets)
+    sets = parse_bool_sets(parse_sets(args.sets))
     resolve_methods(methods, sets, with_ground_truth=False if args.no_ground_truth else None)  # fail fast
     if args.limit is not None and args.limit < 1:
         raise ConfigError(f"--limit must be at least 1, got {args.limit}")
@@ -114,13 +148,15 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     from agentcausal.attribution.registry import get_method
 
     settings.check_routes({st for m in methods for st in get_method(m).stages})
-    skipped = check_traces(args.paths, skip_invalid=args.skip_invalid)  # the flow's own loader, before Prefect
+    paths = prepare_corpus(args)  # other formats and --labels: imported into <run folder>/traces.jsonl
+    skipped = check_traces(paths, skip_invalid=args.skip_invalid)  # the flow's own loader, before Prefect
+    refuse_truthless(paths, args)  # traces without ground truth need --no-ground-truth
     from flows.attribute import run_attribute  # the CLI is the one library module that reaches up to flows
     from flows.runners import runner_choice_from_args
 
     runner = runner_choice_from_args(args)
 
-    run_dir = run_attribute(args.paths, methods, method_settings=sets or None, settings=settings, limit=args.limit,
+    run_dir = run_attribute(paths, methods, method_settings=sets or None, settings=settings, limit=args.limit,
                             ids=args.ids, max_steps=args.max_steps,
                             with_ground_truth=False if args.no_ground_truth else None,
                             out_dir=args.out, progress=not args.no_progress and sys.stderr.isatty(), runner=runner,
@@ -149,7 +185,7 @@ def check_traces(paths: list[str], *, skip_invalid: bool = False) -> list[dict[s
         is missing, two traces share an id, or ``skip_invalid`` leaves no trace.
     """
     from agentcausal.exceptions import InvalidTracesError, TraceFormatError
-    from agentcausal.traces.io import load_traces, scan_traces
+    from agentcausal.traces.io import check_unique_ids, scan_traces
 
     scan = scan_traces(paths)
     if scan.invalid and not skip_invalid:
@@ -160,7 +196,7 @@ def check_traces(paths: list[str], *, skip_invalid: bool = False) -> list[dict[s
             print(f"  {e}", file=sys.stderr)
     if not scan.traces:
         raise TraceFormatError("no valid trace to run", path=", ".join(paths))
-    load_traces(paths, skip_invalid=skip_invalid)  # duplicate ids among the valid traces
+    check_unique_ids(scan.traces)
     return scan.skipped()
 
 
