@@ -86,4 +86,10 @@ def test_attribute_with_base_url_and_model_runs_on_that_endpoint(fake_server, tm
     meta = json.loads((out / "run.json").read_text())
     assert meta["routing"] == "cli" and meta["model"]["model"] == "fake-model"
     assert meta["model"]["base_url"] == fake_server.base_url and meta["model"]["context_window"] == 8192
-    assert "cli:fake-model" in json.dumps(meta["models"]) or "fake-model" in json.dumps(meta["models"])
+    assert "fake-model" in json.dumps(meta["models"])
+    # the report of this fake-server run: one per-trace row, the blamed step highlighted (html.parser)
+    from tests.report.test_html_report import parse
+
+    tree = parse((out / "report.html").read_text())
+    assert len([1 for _, t in tree.find("a") if t.startswith("examples/")]) == 1
+    assert [t for _, t in tree.find("tr", class_="blamed")][0].startswith("2")  # the scripted reply blames step 2
