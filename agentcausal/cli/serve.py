@@ -96,8 +96,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 if not c.exists:
                     missing.append(f"{s.name}: {c.value}")
         if missing:
-            print(f"agentcausal: error: {len(missing)} deployment input(s) missing: {'; '.join(missing)}",
-                  file=sys.stderr)
+            print(f"agentcausal: error: {len(missing)} deployment input(s) missing: {'; '.join(missing)} "
+                  "(set AGENTCAUSAL_WHO_AND_WHEN_DIR or run `agentcausal data fetch who-and-when` for the "
+                  "Who&When corpus)", file=sys.stderr)
             return 1
         return 0
     fs.serve(path, only=args.only, limit=args.limit)
