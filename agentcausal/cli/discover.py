@@ -52,8 +52,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g = p.add_argument_group("MAC")
     g.add_argument("--rounds", type=int, default=1, help="Affirmative-Negative rounds per debate (1-5, default 1)")
     g.add_argument("--subset-size", type=int, default=5, help="rows of the subset S in the algorithm debate")
-    g.add_argument("--executor", choices=("typed", "coding"), default="typed",
-                   help="run the chosen algorithm typed (default) or as LLM-written code in a sandbox")
+    g.add_argument("--executor", choices=("auto", "typed", "coding"), default="auto",
+                   help="auto (default): LLM-written causal-learn code in the sandbox where the sandbox works "
+                   "here, else typed (said in one line and marked in the rows); coding: refused where the "
+                   "sandbox cannot work; typed: run the chosen algorithm through the pool")
     g.add_argument("--coding-attempts", type=int, default=3, help="scripts tried in coding mode (default 3)")
     g.add_argument("--timeout", type=float, default=300.0, help="wall limit of one statistical algorithm, s")
     g.add_argument("--shd-reversal", type=int, choices=(1, 2), default=1,
@@ -80,10 +82,18 @@ def build_config(args: argparse.Namespace):
     from agentcausal.discovery.mac.settings import MACSettings
     from agentcausal.discovery.methods import DiscoveryConfig
 
+    from agentcausal.discovery.mac.executor import resolve_executor
+
+    # only MAC, mac_single and dcm_only run an executor: refuse or say "fallback" only for them
+    uses_dcm = any(m.lower().replace("-", "_") in ("mac", "mac_single", "dcm_only")
+                   for m in (getattr(args, "methods", None) or ["mac"]))
+    executor, fallback = resolve_executor(args.executor if uses_dcm or args.executor == "typed" else "auto")
+    if fallback and uses_dcm:
+        print(fallback, file=sys.stderr)
     try:
-        mac = MACSettings(rounds=args.rounds, subset_size=args.subset_size, executor=args.executor,
+        mac = MACSettings(rounds=args.rounds, subset_size=args.subset_size, executor=executor,
                           coding_attempts=args.coding_attempts, algorithm_timeout_s=args.timeout)
-        return DiscoveryConfig(mac=mac, algorithm_timeout_s=args.timeout)
+        return DiscoveryConfig(mac=mac, algorithm_timeout_s=args.timeout, executor_fallback=fallback)
     except ValidationError as exc:
         raise ConfigError(f"invalid MAC option: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from exc
 
