@@ -76,7 +76,8 @@ def per_trace_frame(results: pd.DataFrame) -> pd.DataFrame:
                      "blamed agent": None if _na(r["pred_agent"]) else str(r["pred_agent"]),
                      "true step": None if _na(r["true_step"]) else int(r["true_step"]),
                      "true agent": None if _na(r["true_agent"]) else str(r["true_agent"]),
-                     "verdict": _verdict(r), "reason": f"error: {err}" if err else ("" if _na(r.get("reason")) else str(r.get("reason"))),
+                     "verdict": _verdict(r),
+                     "reason": f"error: {err}" if err else ("" if _na(r.get("reason")) else str(r.get("reason"))),
                      "tokens": int((r.get("prompt_tokens") or 0) + (r.get("completion_tokens") or 0)),
                      "seconds": float(r.get("seconds") or 0.0),
                      "cost (USD)": float(r.get("cost_usd") or 0.0)})
