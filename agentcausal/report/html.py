@@ -30,7 +30,8 @@ _CSS = """body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto
 table{border-collapse:collapse;font-size:13px;margin:.5em 0 1.5em}th,td{border:1px solid #ccc;padding:3px 7px;
 vertical-align:top}th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}
 img{max-width:100%}figure{margin:1em 0 2em}figcaption{font-weight:600;margin-bottom:.3em}
-.scroll{overflow-x:auto;max-width:100%}table.sortable th{cursor:pointer}table.sortable th:after{content:" ⇅";color:#aaa}
+.scroll{overflow-x:auto;max-width:100%}table.sortable th{cursor:pointer}
+table.sortable th:after{content:" ⇅";color:#aaa}
 td.right{background:#e3f5e3}td.wrong{background:#fbe3e3}td.failed{background:#eee;color:#777}
 tr.blamed td{background:#fff1c2}tr.truth td:first-child{border-left:4px solid #2a8f2a}
 tr.blamed.truth td{background:#d8f0c8}span.badge{display:inline-block;background:#e34040;color:#fff;border-radius:3px;
