@@ -23,7 +23,8 @@ from typing import Any
 
 from agentcausal.cli.import_traces import add_import_arguments, prepare_corpus, refuse_truthless
 from agentcausal.cli.runner_options import add_runner_arguments
-from agentcausal.cli.settings_options import add_settings_arguments, settings_from_args
+from agentcausal.cli.settings_options import add_model_arguments, add_settings_arguments, \
+    apply_model_arguments, settings_from_args
 from agentcausal.exceptions import ConfigError
 
 __all__ = ["register", "cmd_attribute", "cmd_evaluate", "parse_sets", "parse_bool_sets", "check_traces"]
@@ -47,6 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-steps", type=int, default=None, help="skip traces with more steps")
     p.add_argument("--out", default=None, metavar="DIR", help="run folder (default runs/attribute-<timestamp>)")
     add_settings_arguments(p)
+    add_model_arguments(p)
     add_import_arguments(p)
     p.add_argument("--no-ground-truth", action="store_true",
                    help="do not show the correct final answer to the methods")
@@ -142,7 +144,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         raise ConfigError(f"--limit must be at least 1, got {args.limit}")
     if args.max_steps is not None and args.max_steps < 1:
         raise ConfigError(f"--max-steps must be at least 1, got {args.max_steps}")
-    settings = settings_from_args(args)
+    settings, model_facts = apply_model_arguments(args, settings_from_args(args))
     from agentcausal.attribution.registry import get_method
 
     settings.check_routes({st for m in methods for st in get_method(m).stages})
@@ -158,7 +160,9 @@ def cmd_attribute(args: argparse.Namespace) -> int:
                             ids=args.ids, max_steps=args.max_steps,
                             with_ground_truth=False if args.no_ground_truth else None,
                             out_dir=args.out, progress=not args.no_progress and sys.stderr.isatty(), runner=runner,
-                            skip_invalid=args.skip_invalid, meta={"skipped": skipped} if args.skip_invalid else None)
+                            skip_invalid=args.skip_invalid,
+                            meta={**({"skipped": skipped} if args.skip_invalid else {}),
+                                  **({"model": model_facts} if model_facts else {})} or None)
     return _print_run(run_dir)
 
 
