@@ -36,8 +36,8 @@ from agentcausal.report.artifacts import ProgressLine, corpus_label, self_contai
 from agentcausal.traces.model import Attribution
 from flows import naming
 from flows.runners import RunnerChoice, with_runner
-from tasks.attribution import attribute_options, attribute_task_key, attribute_trace, evaluate_run, load_corpus, \
-    save_attributions
+from tasks.attribution import UncachedDegraded, attribute_options, attribute_task_key, attribute_trace, \
+    evaluate_run, load_corpus, save_attributions
 from tasks.common import RETRIED_STATUSES, stored_status, was_cached
 
 __all__ = ["attribute", "run_attribute", "default_run_dir"]
@@ -136,6 +136,8 @@ def attribute(
         if isinstance(res, Attribution):  # own id always (never a record of a same-content trace)
             attributions.append(res.model_copy(update={"trace_id": t.id, "method": m,
                                                        "reused": res.reused or was_cached(f)}))
+        elif isinstance(res, UncachedDegraded):  # fell back after a failure of the run: kept, not cached
+            attributions.append(res.attribution.model_copy(update={"trace_id": t.id, "method": m}))
         else:  # raised: a failure of the run, not of the content; not cached, retried by the next run
             attributions.append(mark_repeat(failed_attribution(t.id, m, _as_exc(res), status="failed"), r))
     meta = {**(meta or {}), "corpus": [str(p) for p in paths], "methods": resolved, "routing": settings.routing,

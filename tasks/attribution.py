@@ -31,7 +31,7 @@ from agentcausal.traces.io import load_traces, select_traces
 from agentcausal.traces.model import Attribution, Trace
 from tasks.common import gateway_for, result_storage, retry_transport
 
-__all__ = ["load_corpus", "attribute_trace", "attribute_options", "attribute_task_key", "save_attributions",
+__all__ = ["load_corpus", "attribute_trace", "UncachedDegraded", "attribute_options", "attribute_task_key", "save_attributions",
            "evaluate_run"]
 
 
@@ -59,9 +59,23 @@ def attribute_trace(trace: Trace, method: str, method_settings: Mapping[str, Any
                     settings: RunSettings, repeat: int = 0) -> Attribution:
     """One method on one trace, repeat ``repeat`` (see :func:`agentcausal.attribution.common.run_method`
     and :mod:`agentcausal.repeats`)."""
-    out = run_method(trace, method, with_sample(gateway_for(settings), repeat), method_settings,
-                     raise_transient=True)
-    return mark_repeat(out, repeat)
+    out = mark_repeat(run_method(trace, method, with_sample(gateway_for(settings), repeat), method_settings,
+                                 raise_transient=True), repeat)
+    if out.status == "degraded" and ((out.details.get("lce") or {}).get("cause") == "run"):
+        raise UncachedDegraded(out)  # a fallback after a failure of the run: recorded, never cached
+    return out
+
+
+class UncachedDegraded(Exception):
+    """A degraded record whose fallback followed a failure of the run (transport, 401, timeout):
+    the flow records ``attribution`` and the next run computes it again (never cached)."""
+
+    def __init__(self, attribution: Attribution) -> None:
+        super().__init__(attribution.status_detail or "degraded")
+        self.attribution = attribution
+
+    def __reduce__(self):  # picklable for process and Dask workers
+        return (UncachedDegraded, (self.attribution,))
 
 
 def attribute_options(settings: RunSettings, *, refresh: bool = False) -> dict[str, Any]:

@@ -112,3 +112,35 @@ def test_cli_repeats_send_sample_and_store_the_plan(fake_server, fake_settings, 
     assert meta["repeats"] == 2 and meta["preset"] == "small"
     assert meta["plan"]["kind"] == "attribute" and meta["plan"]["repeats"] == 2
     assert meta["plan"]["methods"]["all_at_once"]["settings"]["prompts"] == "small"
+
+
+@pytest.mark.timeout(240)
+def test_lce_transport_failure_keeps_the_hypothesis_and_is_not_cached(fake_server, fake_settings, tmp_path):
+    """GCA answers; every LCE request fails in transport: the row is the GCA hypothesis, marked degraded,
+    and the next run asks LCE again (a failure of the run is never cached)."""
+    from bench.responders import BenchResponder
+    from flows.attribute import attribute
+    from tests.attribution.dcfa.conftest import kind_of
+
+    bench = BenchResponder()
+
+    def responder(body):
+        if kind_of(body) in ("correct", "simulation", "ded"):
+            raise ConnectionError("LCE endpoint down")  # the fake server drops the connection
+        return bench(body)
+
+    fake_server.responder = responder
+    toml = Path(fake_settings.profiles_path)
+    toml.write_text(toml.read_text() + 'embed = "fake-embed"\n\n[profiles.fake-embed]\nkind = "embedding"\n'
+                    f'base_url = "{fake_server.base_url}"\nmodel = "fake-embed"\n')
+    corpus = [str(EXAMPLES / "wrong_unit_at_step_2.json")]
+    df = pd.read_parquet(Path(attribute(corpus, methods=["dcfa"], settings=fake_settings,
+                                        out_dir=str(tmp_path / "r1"))) / "results.parquet")
+    row = df.iloc[0]
+    assert row["status"] == "degraded" and pd.isna(row["error"])
+    details = json.loads(row["details_json"])
+    assert details["final"]["source"] == "hypothesis" and details["lce"]["cause"] == "run"
+    assert row["pred_step"] == details["hypothesis"]["step"]
+    lce_asked = sum(kind_of(b) == "correct" for b in fake_server.chat_requests)
+    attribute(corpus, methods=["dcfa"], settings=fake_settings, out_dir=str(tmp_path / "r2"))
+    assert sum(kind_of(b) == "correct" for b in fake_server.chat_requests) > lce_asked  # not served from cache

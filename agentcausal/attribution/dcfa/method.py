@@ -25,6 +25,9 @@ context overflow) falls back to the GCA hypothesis: ``details["lce"]`` is
 ``{"error": "<ErrorClass>: <message>"}``, ``final.source`` is
 ``"hypothesis"`` and the Attribution is marked degraded (``status`` and
 ``status_detail``), so a trace whose GCA succeeded is never scored as failed.
+``details["lce"]["cause"]`` says whether the failure was one of content
+(``"content"``: a reply still invalid, cacheable) or of the run (``"run"``:
+transport, 401, timeout), which the ``attribute`` task returns without caching.
 
 ``usage`` holds the calls, tokens, cache hits and seconds of each DCFA stage
 for this trace and method: every call is booked under the ledger item
@@ -51,7 +54,7 @@ from agentcausal.attribution.dcfa.lce import EMBED_STAGE, LceResult, run_lce
 from agentcausal.attribution.dcfa.lce import STAGE as LCE_STAGE
 from agentcausal.attribution.dcfa.prompts import PROMPT_VERSIONS
 from agentcausal.attribution.dcfa.settings import DcfaSettings
-from agentcausal.exceptions import AgentCausalError, StructuredOutputError
+from agentcausal.exceptions import AgentCausalError, StructuredOutputError, is_content_failure
 from agentcausal.llm import Gateway, StageUsage
 from agentcausal.traces.model import Attribution, Trace
 
@@ -163,7 +166,9 @@ def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str =
             lce = run_lce(trace, gca, gw, settings, item=item)
         except AgentCausalError as exc:  # endpoint, invalid/empty reply, context overflow: keep GCA's answer
             degraded = f"LCE failed, GCA hypothesis kept: {type(exc).__name__}: {exc}"[:500]
-            details["lce"] = {"error": f"{type(exc).__name__}: {exc}"}
+            # "run": a failure of the run (transport, 401, timeout), which an orchestrator must not cache
+            details["lce"] = {"error": f"{type(exc).__name__}: {exc}",
+                              "cause": "content" if is_content_failure(exc) else "run"}
         else:
             details["lce"] = _lce_details(lce)
             if not lce.decision.skipped:
