@@ -38,6 +38,7 @@ __all__ = [
     "preset_values",
     "completion_budget",
     "routing_preset",
+    "gateway_preset",
 ]
 
 #: the presets every method defines
@@ -138,3 +139,10 @@ def routing_preset(profiles_path: str | None, routing: str) -> str:
     from agentcausal.llm.profiles import load_profiles
 
     return getattr(load_profiles(profiles_path, routing), "preset", None) or DEFAULT_PRESET
+
+
+def gateway_preset(gw: Any) -> str | None:
+    """The preset the gateway's active routing names, or None (a plain library call then gets the
+    settings models' defaults, the ``paper`` preset)."""
+    profiles = getattr(gw, "profiles", None)
+    return getattr(profiles, "preset", None)

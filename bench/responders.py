@@ -51,7 +51,7 @@ _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
 _STEP_TAG = re.compile(r'<step n="(\d+)">\n(?:Step \d+ \| )?([^:\n]*)')
 _BLOCK = re.compile(r'<step n="(\d+)">\n(.*?)\n</step>', re.S)
 _REVISED = re.compile(r"Steps 0 to (\d+) above are revised")
-_STEP_ASKED = re.compile(r"Is step (\d+) \(by ")
+_STEP_ASKED = re.compile(r"(?:Is step|most recent step \(step) (\d+)[ ,]")
 _PARTS = re.compile(r"first part \(steps (\d+) to (\d+)\) or the second part \(steps (\d+) to (\d+)\)")
 
 
@@ -173,12 +173,15 @@ class BenchResponder:
             "AllAtOnceReply": self._all_at_once,
             "StepVerdict": self._step_verdict,
             "HalfChoice": self._half_choice,
+            "ForcedHalfChoice": self._half_choice,
             "DeviationsAndGraph": self._gca_joint,
             "DeviationsReply": self._mdi,
             "EdgesReply": self._cgc,
             "HypothesisReply": self._hypothesis,
             "CorrectedTraceReply": self._correct,
             "SimulatedOutcome": self._simulation,
+            "PaperSimulatedOutcome": self._simulation,
+            "JudgeReply": self._judge,
             "DecisionReply": self._decision,
             "A2PReply": self._a2p,
             "EchoScan": self._echo_scan,
@@ -238,7 +241,12 @@ class BenchResponder:
         k = self._culprit(u, n)
         if _h("aao", q, n) % 1000 >= self.p_all_at_once * 1000:
             k = _h("aao-miss", q, n) % n
-        return {"reason": f"step {k} took a wrong turn", "agent": self._agents(u).get(k) or None, "step": k}
+        agent = self._agents(u).get(k) or None
+        choices = next((a["enum"] for a in (lambda p: p.get("anyOf", [p]))(
+            _schema(body).get("properties", {}).get("agent", {})) if "enum" in a), None)
+        if choices and agent not in choices:  # the schema lists the trace's own agents
+            agent = choices[0]
+        return {"reason": f"step {k} took a wrong turn", "agent": agent, "step": k}
 
     def _step_verdict(self, body: dict[str, Any], u: str) -> dict[str, Any]:
         m = _STEP_ASKED.search(u)
@@ -249,7 +257,8 @@ class BenchResponder:
     def _half_choice(self, body: dict[str, Any], u: str) -> dict[str, Any]:
         m = _PARTS.search(u)
         if not m:
-            return {"reason": "cannot tell", "part": "undetermined"}
+            forced = "undetermined" not in json.dumps(_schema(body))
+            return {"reason": "cannot tell", "part": "first" if forced else "undetermined"}
         a_lo, a_hi, b_lo, b_hi = map(int, m.groups())
         n = self._lookup(u) or self._register(u)  # the first call shows the whole trace
         q = self._question(u)
@@ -307,16 +316,24 @@ class BenchResponder:
     def _deviations(self, u: str, n: int) -> list[dict[str, Any]]:
         return [{"step": s, "reason": f"step {s} is unverified"} for s in self._flagged(u, n)][:5]
 
+    @staticmethod
+    def _judged(body: dict[str, Any], edges: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Edges with the CGC judgements when the schema asks for them (``paper`` prompts)."""
+        if "JudgedEdge" not in json.dumps(_schema(body)):
+            return edges
+        return [{**e, "reason": "it uses that value", "temporal": True, "necessary": True, "sufficient": True}
+                for e in edges]
+
     def _gca_joint(self, body: dict[str, Any], u: str) -> dict[str, Any]:
         n = self._register(u)
-        return {"deviations": self._deviations(u, n), "edges": self._edges(u, n)}
+        return {"deviations": self._deviations(u, n), "edges": self._judged(body, self._edges(u, n))}
 
     def _mdi(self, body: dict[str, Any], u: str) -> dict[str, Any]:
         n = self._register(u)
         return {"deviations": self._deviations(u, n)}
 
     def _cgc(self, body: dict[str, Any], u: str) -> dict[str, Any]:
-        return {"edges": self._edges(u, self._register(u))}
+        return {"edges": self._judged(body, self._edges(u, self._register(u)))}
 
     def _hypothesis(self, body: dict[str, Any], u: str) -> dict[str, Any]:
         step_schema = _schema(body).get("properties", {}).get("step", {})
@@ -329,9 +346,9 @@ class BenchResponder:
     # ------------------------------------------------------------- DCFA: LCE
     def _correct(self, body: dict[str, Any], u: str) -> dict[str, Any]:
         steps_schema = _schema(body).get("properties", {}).get("steps", {})
-        n = self._register(u, steps_schema.get("minItems"))
+        n = self._register(u, steps_schema.get("maxItems"))
         flagged = set(self._flagged(u, n))
-        return {"steps": [f"corrected step {i}" if i in flagged else "" for i in range(n)]}
+        return {"steps": [{"step": i, "content": f"corrected step {i}" if i in flagged else ""} for i in range(n)]}
 
     def _simulation(self, body: dict[str, Any], u: str) -> dict[str, Any]:
         m = _REVISED.search(u)
@@ -344,6 +361,13 @@ class BenchResponder:
         if truth is not None and i >= self._culprit(u, n):
             return {"outcome": truth}
         return {"outcome": f"wrong answer {_h('sim', q, n, i) % 4}"}
+
+    def _judge(self, body: dict[str, Any], u: str) -> dict[str, Any]:
+        m = re.search(r"<data>(.*?)</data>", u, re.S)
+        outcome = m.group(1).strip() if m else ""
+        with self._lock:
+            truth = self._truths.get(self._question(u))
+        return {"probability": 0.9 if truth is not None and outcome == truth else 0.1}
 
     def _decision(self, body: dict[str, Any], u: str) -> dict[str, Any]:
         cands = _schema(body).get("properties", {}).get("step", {}).get("enum") or \

@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agentcausal.exceptions import AgentCausalError, ConfigError, is_content_failure
 from agentcausal.llm import Gateway
 from agentcausal.llm.usage import StageUsage
+from agentcausal.presets import gateway_preset
 from agentcausal.traces.model import Attribution, ResultStatus, Trace
 from agentcausal.traces.render import DATA_NOTICE, budget_chars, delimit
 
@@ -197,15 +198,18 @@ def usage_delta(before: Mapping[str, StageUsage], after: Mapping[str, StageUsage
     return out
 
 
-def method_settings(settings_model: type[BaseModel], values: BaseModel | Mapping[str, Any] | None) -> BaseModel:
+def method_settings(settings_model: type[BaseModel], values: BaseModel | Mapping[str, Any] | None,
+                    presets: Mapping[str, Mapping[str, Any]] | None = None, preset: str | None = None) -> BaseModel:
     """Validate method settings against the method's settings model.
 
     Parameters
     ----------
     settings_model : the method's frozen settings class
-    values : an instance, a mapping of field values, or None for the defaults.
+    values : an instance (used as it is), a mapping of field values, or None for the defaults.
         A ``with_ground_truth`` key is dropped for a model that does not define
         it (it is a run-wide switch); any other unknown key is an error.
+    presets, preset : the method's ``PRESETS`` and the preset whose values lie under ``values``
+        (:mod:`agentcausal.presets`); None = the model defaults (``paper``)
 
     Returns
     -------
@@ -214,18 +218,16 @@ def method_settings(settings_model: type[BaseModel], values: BaseModel | Mapping
     Raises
     ------
     ConfigError
-        If the values do not validate (unknown field, wrong type); lists the valid fields.
+        If the values do not validate (unknown field, wrong type) or the preset is unknown; lists the valid fields.
     """
+    from agentcausal.presets import resolve
+
     if isinstance(values, settings_model):
         return values
     data = dict(values.model_dump() if isinstance(values, BaseModel) else (values or {}))
     if "with_ground_truth" in data and "with_ground_truth" not in settings_model.model_fields:
         data.pop("with_ground_truth")
-    try:
-        return settings_model(**data)
-    except ValidationError as exc:
-        fields = ", ".join(settings_model.model_fields)
-        raise ConfigError(f"invalid settings for {settings_model.__name__}: {exc}; valid fields: {fields}") from exc
+    return resolve(settings_model, presets or {}, preset, data)
 
 
 def resolve_methods(
@@ -308,7 +310,7 @@ def attribution_key(trace: Trace, method: str, settings: BaseModel | Mapping[str
     from agentcausal.attribution.registry import get_method
 
     spec = get_method(method)
-    st = method_settings(spec.settings_model, settings).model_dump(mode="json")
+    st = method_settings(spec.settings_model, settings, spec.presets, gateway_preset(gw)).model_dump(mode="json")
     models = {}
     for stage in spec.stages:
         try:
@@ -359,7 +361,8 @@ def run_method(
     trace : Trace
     method : str, a registered name (``all_at_once``, ``step_by_step``, ``binary_search``, ``dcfa`` ...)
     gw : Gateway
-    settings : the method's settings (instance or mapping); None = defaults
+    settings : the method's settings (instance, used as it is; or mapping over the preset the gateway's routing
+        names, :func:`agentcausal.presets.gateway_preset`); None = that preset (or the model defaults)
     raise_transient : bool, re-raise every failure that is not a content failure
         (:func:`~agentcausal.exceptions.is_content_failure`: transport, 401, rate limit,
         timeout ...) instead of recording it, so an orchestrator retries it and never caches it
@@ -388,7 +391,7 @@ def run_method(
     from agentcausal.attribution.registry import get_method
 
     spec = get_method(method)
-    st = method_settings(spec.settings_model, settings)
+    st = method_settings(spec.settings_model, settings, spec.presets, gateway_preset(gw))  # routing's preset
     items = (trace.id, usage_item(trace.id, method))
     before = [gw.usage.by_stage(item=i) for i in items]
     t0 = time.perf_counter()

@@ -176,9 +176,9 @@ class ProfileSet(BaseModel):
     presets: dict[str, str] = Field(default_factory=dict)
 
     @property
-    def preset(self) -> str:
-        """The method-settings preset of the active routing (``"small"`` when it names none)."""
-        return self.presets.get(self.routing, "small")
+    def preset(self) -> str | None:
+        """The method-settings preset the active routing names (its ``preset`` key), or None."""
+        return self.presets.get(self.routing)
 
     def model_post_init(self, __context: object) -> None:
         if self.routing not in self.routings:

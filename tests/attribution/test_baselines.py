@@ -268,3 +268,25 @@ def test_routings_name_their_preset():
     assert p.preset == "small" and p.with_routing("embedded-1_5b").preset == "small"
     assert p.with_routing("paper").preset == "paper" and p.with_routing("openai").preset == "paper"
     assert "preset" not in p.routings["paper"]  # not a stage
+
+
+def test_library_call_follows_the_routing_preset(fake_server, handoff_error_at_step_3, tmp_path):
+    from agentcausal.attribution.common import attribution_key
+    from agentcausal.llm import Gateway
+    from tests.conftest import fake_profiles
+
+    base = fake_profiles(fake_server.base_url)
+    small = Gateway(base.model_copy(update={"presets": {"default": "small"}}), cache_dir=None)
+    paper = Gateway(base, cache_dir=None)  # names no preset: the model defaults (paper)
+    try:
+        fake_server.responder = lambda body: json.dumps({"reason": "r", "part": "undetermined"})
+        a = run_method(handoff_error_at_step_3, "binary_search", small)
+        assert a.settings["prompts"] == "small" and a.step is None  # small keeps the undetermined escape
+        assert run_method(handoff_error_at_step_3, "binary_search", small, {"max_tokens": 99}).settings[
+            "prompts"] == "small"  # a mapping lies over the routing's preset
+        k_small = attribution_key(handoff_error_at_step_3, "binary_search", None, small)
+        k_paper = attribution_key(handoff_error_at_step_3, "binary_search", None, paper)
+        assert k_small != k_paper
+    finally:
+        small.close()
+        paper.close()
