@@ -291,7 +291,8 @@ class BenchResponder:
         for name, prop in schema.get("properties", {}).items():
             vote = schema.get("$defs", {}).get(prop.get("$ref", "").rsplit("/", 1)[-1], {})
             st = vote.get("properties", {}).get("step", {})
-            cands = st.get("enum") or [c for b in st.get("anyOf", []) for c in b.get("enum", [])] or [0]
+            cands = [c for b in st.get("anyOf", [st]) for c in (b.get("enum") or ([b["const"]] if "const" in b else []))]
+            cands = cands or [0]  # a single candidate is a ``const``
             pick = k if k in cands and _h("echo-vote", q, name) % 10 < 7 else cands[_h("echo", q, name) % len(cands)]
             out[name] = {"hypothesis": f"step {pick} starts the failure", "evidence": "its value is never checked",
                          "step": pick, "agent": self._agents(u).get(pick),

@@ -62,6 +62,10 @@ RESULT_COLUMNS = [
 #: columns every results file has had; the later ones are filled with defaults when an old file lacks them
 _CORE_COLUMNS = RESULT_COLUMNS[:RESULT_COLUMNS.index("status")]
 
+#: columns older results files may lack: ``span_id`` of the blamed step (imported traces) and the
+#: trace-level ``failure_modes`` of corpora without step labels (MAST)
+OPTIONAL_COLUMNS = ["span_id", "failure_modes"]
+
 #: trace-length buckets (number of steps), inclusive bounds; our own coarse buckets (from neither paper). The
 #: grouping the DCFA paper reports (Who&When's five length levels) is
 #: :data:`agentcausal.attribution.paper_tables.WHO_WHEN_LEVELS`
@@ -182,6 +186,9 @@ def _row(a: Attribution, t: Trace | None) -> dict[str, object]:
         "run_completion_tokens": spent * int(tot.get("completion_tokens", 0)),
         "run_request_seconds": spent * request_s,
         "run_cost_usd": spent * float(tot.get("cost_usd", 0.0)),
+        "span_id": t.steps[a.step].metadata.get("span_id") if t is not None and a.step is not None
+        and 0 <= a.step < n else None,
+        "failure_modes": "; ".join(t.metadata.get("failure_modes") or []) or None if t is not None else None,
     }
 
 
@@ -208,12 +215,12 @@ def results_frame(attributions: Sequence[Attribution], traces: Sequence[Trace] |
         if a.trace_id not in by_id:
             raise TraceFormatError(f"attribution for unknown trace {a.trace_id!r}")
         rows.append(_row(a, by_id[a.trace_id]))
-    df = pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    df = pd.DataFrame(rows, columns=RESULT_COLUMNS + OPTIONAL_COLUMNS)
     for c in ("true_step", "pred_step", "abs_step_error"):
         df[c] = df[c].astype("Int64")
     for c in ("step_correct", "agent_correct", "both_correct"):
         df[c] = df[c].astype("boolean")
-    for c in ("error", "pred_agent", "true_agent", "status", "status_detail"):
+    for c in ("error", "pred_agent", "true_agent", "status", "status_detail", *OPTIONAL_COLUMNS):
         df[c] = df[c].astype("string")
     df["reused"] = df["reused"].astype(bool)
     return df

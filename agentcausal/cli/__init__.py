@@ -18,7 +18,7 @@ from agentcausal.exceptions import AgentCausalError
 
 __all__ = ["main", "build_parser"]
 
-VERB_MODULES = ["attribute", "discover", "demo", "data", "serve", "compare"]
+VERB_MODULES = ["attribute", "discover", "demo", "data", "serve", "compare", "import_traces"]
 
 
 def build_parser() -> argparse.ArgumentParser:

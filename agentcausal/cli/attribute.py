@@ -28,11 +28,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agentcausal.cli.import_traces import add_import_arguments, prepare_corpus, refuse_truthless
 from agentcausal.cli.runner_options import add_runner_arguments
 from agentcausal.cli.settings_options import add_settings_arguments, settings_from_args
 from agentcausal.exceptions import ConfigError
 
-__all__ = ["register", "cmd_attribute", "cmd_evaluate", "parse_sets", "check_traces"]
+__all__ = ["register", "cmd_attribute", "cmd_evaluate", "parse_sets", "parse_bool_sets", "check_traces"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -53,6 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-steps", type=int, default=None, help="skip traces with more steps")
     p.add_argument("--out", default=None, metavar="DIR", help="run folder (default runs/attribute-<timestamp>)")
     add_settings_arguments(p)
+    add_import_arguments(p)
     p.add_argument("--no-ground-truth", action="store_true",
                    help="no method sees the correct final answer (DCFA runs its no_truth variant; a method that "
                    "cannot run without the answer is refused)")
@@ -103,6 +105,38 @@ def parse_sets(items: list[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def parse_bool_sets(sets: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``--set`` values of boolean method settings parsed by :func:`agentcausal.settings.parse_bool`.
+
+    ``dcfa.x=Yes`` and ``dcfa.x=off`` become True and False; anything but
+    true/false, 1/0, yes/no, on/off (any case) is refused naming the setting,
+    instead of pydantic's looser reading (``"t"``, ``"y"``). Settings of unknown
+    methods and non-boolean fields pass unchanged.
+
+    Raises
+    ------
+    ConfigError
+        If a boolean setting has another value.
+    """
+    import typing
+
+    from agentcausal.attribution.registry import get_method
+    from agentcausal.exceptions import AgentCausalError
+    from agentcausal.settings import parse_bool
+
+    out = {m: dict(v) for m, v in sets.items()}
+    for method, values in out.items():
+        try:
+            fields = get_method(method).settings_model.model_fields
+        except AgentCausalError:
+            continue  # resolve_methods names the unknown method
+        for field, value in values.items():
+            ann = fields[field].annotation if field in fields else None
+            if ann is bool or (bool in typing.get_args(ann) and value is not None):
+                values[field] = parse_bool(value, name=f"--set {method}.{field}")
+    return out
+
+
 def cmd_attribute(args: argparse.Namespace) -> int:
     """Handler of ``agentcausal attribute``: check inputs, run the flow, print the table.
 
@@ -118,7 +152,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     if missing:
         raise ConfigError(f"no such trace file or folder: {', '.join(missing)}")
     methods = list(dict.fromkeys(args.methods or ["all_at_once"]))
-    sets = parse_sets(args.sets)
+    sets = parse_bool_sets(parse_sets(args.sets))
     if args.limit is not None and args.limit < 1:
         raise ConfigError(f"--limit must be at least 1, got {args.limit}")
     if args.max_steps is not None and args.max_steps < 1:
@@ -129,10 +163,12 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     preset = args.preset or routing_preset(settings.profiles_path, settings.routing)
     with_truth = False if args.no_ground_truth else None
     resolved = resolve_methods(methods, sets, with_ground_truth=with_truth, preset=preset)  # fail fast
-    skipped = check_traces(args.paths, skip_invalid=args.skip_invalid)  # the flow's own loader, before Prefect
+    paths = prepare_corpus(args)  # other formats and --labels: imported into <run folder>/traces.jsonl
+    skipped = check_traces(paths, skip_invalid=args.skip_invalid)  # the flow's own loader, before Prefect
+    refuse_truthless(paths, args)  # traces without ground truth need --no-ground-truth
     from agentcausal.plan import attribute_plan
 
-    plan = attribute_plan(args.paths, methods, resolved=resolved, preset=preset, routing=settings.routing,
+    plan = attribute_plan(paths, methods, resolved=resolved, preset=preset, routing=settings.routing,
                           profiles_path=settings.profiles_path, ids=args.ids, limit=args.limit,
                           max_steps=args.max_steps, repeats=args.repeats, skip_invalid=args.skip_invalid)
     if args.dry_run:
@@ -147,7 +183,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
 
     runner = runner_choice_from_args(args)
 
-    run_dir = run_attribute(args.paths, methods, method_settings=resolved, settings=settings, limit=args.limit,
+    run_dir = run_attribute(paths, methods, method_settings=resolved, settings=settings, limit=args.limit,
                             ids=args.ids, max_steps=args.max_steps, with_ground_truth=with_truth,
                             out_dir=args.out, progress=not args.no_progress and sys.stderr.isatty(), runner=runner,
                             skip_invalid=args.skip_invalid, meta={"skipped": skipped} if args.skip_invalid else None,
@@ -174,7 +210,7 @@ def check_traces(paths: list[str], *, skip_invalid: bool = False) -> list[dict[s
         is missing, two traces share an id, or ``skip_invalid`` leaves no trace.
     """
     from agentcausal.exceptions import InvalidTracesError, TraceFormatError
-    from agentcausal.traces.io import load_traces, scan_traces
+    from agentcausal.traces.io import check_unique_ids, scan_traces
 
     scan = scan_traces(paths)
     if scan.invalid and not skip_invalid:
@@ -185,7 +221,7 @@ def check_traces(paths: list[str], *, skip_invalid: bool = False) -> list[dict[s
             print(f"  {e}", file=sys.stderr)
     if not scan.traces:
         raise TraceFormatError("no valid trace to run", path=", ".join(paths))
-    load_traces(paths, skip_invalid=skip_invalid)  # duplicate ids among the valid traces
+    check_unique_ids(scan.traces)
     return scan.skipped()
 
 

@@ -51,10 +51,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g = p.add_argument_group("MAC")
     g.add_argument("--rounds", type=int, default=None, help="Affirmative-Negative rounds per debate (1-5, default 1)")
     g.add_argument("--subset-size", type=int, default=None, help="rows of the subset S in the algorithm debate")
-    g.add_argument("--executor", choices=("typed", "coding"), default=None,
-                   help="run the chosen algorithm typed (default) or as LLM-written code in a sandbox")
+    g.add_argument("--executor", choices=("auto", "typed", "coding"), default=None,
+                   help="auto (default): LLM-written causal-learn code in the sandbox where the sandbox works "
+                   "here, else typed (said in one line and marked in the rows); coding: refused where the "
+                   "sandbox cannot work; typed: run the chosen algorithm through the pool")
     g.add_argument("--coding-attempts", type=int, default=None, help="scripts tried in coding mode (default 3)")
-    g.add_argument("--timeout", type=float, default=None, help="wall limit of one statistical algorithm, s")
+    g.add_argument("--timeout", type=float, default=None, help="wall limit of one statistical algorithm, s (default 300)")
     g.add_argument("--shd-reversal", type=int, choices=(1, 2), default=1,
                    help="SHD cost of a reversed edge (default 1)")
     p.add_argument("--preset", default=None, metavar="NAME",
@@ -85,18 +87,29 @@ def build_config(args: argparse.Namespace, preset: str | None = None):
 
     from agentcausal.discovery.mac import settings as mac_settings
     from agentcausal.discovery.methods import DiscoveryConfig
+    from agentcausal.discovery.mac.executor import resolve_executor
     from agentcausal.presets import preset_values
 
     given = {"rounds": getattr(args, "rounds", None), "subset_size": getattr(args, "subset_size", None),
-             "executor": getattr(args, "executor", None), "coding_attempts": getattr(args, "coding_attempts", None),
+             "coding_attempts": getattr(args, "coding_attempts", None),
              "algorithm_timeout_s": getattr(args, "timeout", None)}
     values = preset_values(getattr(mac_settings, "PRESETS", {}), preset) if preset else {}
     values.setdefault("algorithm_timeout_s", 300.0)  # the --timeout default
     values.update({k: v for k, v in given.items() if v is not None})
+    # the executor: --executor, else the preset's, else auto; only MAC, mac_single and dcm_only run an
+    # executor: refuse or say "fallback" only for them
+    requested = getattr(args, "executor", None) or values.pop("executor", None) or "auto"
+    uses_dcm = any(m.lower().replace("-", "_") in ("mac", "mac_single", "dcm_only")
+                   for m in (getattr(args, "methods", None) or ["mac"]))
+    executor, fallback = resolve_executor(requested if uses_dcm or requested == "typed" else "auto")
+    if fallback and uses_dcm:
+        print(fallback, file=sys.stderr)
+    values["executor"] = executor
     timeout = getattr(args, "timeout", None)
     try:
         mac = mac_settings.MACSettings(**values)
-        return DiscoveryConfig(mac=mac, algorithm_timeout_s=300.0 if timeout is None else timeout)
+        return DiscoveryConfig(mac=mac, algorithm_timeout_s=300.0 if timeout is None else timeout,
+                               executor_fallback=fallback)
     except ValidationError as exc:
         raise ConfigError(f"invalid MAC option: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from exc
 

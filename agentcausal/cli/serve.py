@@ -12,13 +12,14 @@ process until Ctrl-C; see ``flows/serve.py`` and ``deploy/README.md``::
 
 The same OpenAI-compatible server the gateway starts in-process for the
 ``embedded`` profile, kept running for other tools (or for several agentcausal
-processes to share). It prints its base URL and serves until Ctrl-C::
+processes to share). It prints its base URL and its API key (random per
+start; requests without it are refused) and serves until Ctrl-C::
 
     agentcausal serve-local                       # packaged Qwen2.5-Coder-0.5B, free port
     agentcausal serve-local --model 1.5b --port 8080
     agentcausal serve-local --model /path/to/any.gguf
 
-``export AGENTCAUSAL_EMBEDDED_URL=<url>`` makes every agentcausal process
+``export AGENTCAUSAL_EMBEDDED_URL=<url> AGENTCAUSAL_EMBEDDED_KEY=<key>`` makes every agentcausal process
 use this server for the ``embedded`` profiles instead of starting its own
 (one model in memory, cache keys unchanged). Or point another profile at it
 (``AGENTCAUSAL_PROFILE_VLLM_BASE_URL=<url>``), or use any OpenAI client.
@@ -122,9 +123,10 @@ def serve_local(args: argparse.Namespace, *, stop: threading.Event | None = None
                              host=args.host, threads=args.threads, alias=alias)
     print(f"serving {path} ({args.slots} slots x {args.ctx} tokens) as model {alias!r}", flush=True)
     print(f"base URL: {srv.base_url}", flush=True)
-    print(f"share it with agentcausal runs:  export {local.SHARED_SERVER_ENV}={srv.base_url}", flush=True)
+    print(f"share it with agentcausal runs:  export {local.SHARED_SERVER_ENV}={srv.base_url} "
+          f"{local.SHARED_SERVER_KEY_ENV}={srv.api_key}", flush=True)
     print(f"or route a profile to it:        AGENTCAUSAL_PROFILE_VLLM_BASE_URL={srv.base_url} "
-          f"AGENTCAUSAL_PROFILE_VLLM_MODEL={alias}", flush=True)
+          f"AGENTCAUSAL_PROFILE_VLLM_MODEL={alias} VLLM_API_KEY={srv.api_key}", flush=True)
     print("Ctrl-C to stop", flush=True)
     stop = stop or threading.Event()
     try:

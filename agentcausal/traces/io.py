@@ -32,7 +32,7 @@ from agentcausal.traces.model import Trace
 from agentcausal.traces.text import content_text, optional_text
 from agentcausal.traces.whowhen import SUBSETS, load_who_and_when_file, who_and_when_files
 
-__all__ = ["TraceScan", "read_jsonl", "write_jsonl", "scan_traces", "load_traces", "select_traces"]
+__all__ = ["TraceScan", "read_jsonl", "write_jsonl", "scan_traces", "load_traces", "check_unique_ids", "select_traces"]
 
 
 class TraceScan(NamedTuple):
@@ -254,13 +254,24 @@ def load_traces(paths: Sequence[str | Path], *, skip_invalid: bool = False) -> l
     scan = scan_traces(paths)
     if not skip_invalid:
         _raise_all(scan.invalid)
+    check_unique_ids(scan.traces)
+    return scan.traces
+
+
+def check_unique_ids(traces: Sequence[Trace]) -> None:
+    """Refuse a corpus in which two traces share an id.
+
+    Raises
+    ------
+    TraceFormatError
+        Naming up to ten duplicated ids.
+    """
     seen: dict[str, int] = {}
-    for t in scan.traces:
+    for t in traces:
         seen[t.id] = seen.get(t.id, 0) + 1
     dups = [k for k, v in seen.items() if v > 1]
     if dups:
         raise TraceFormatError(f"duplicate trace ids: {', '.join(dups[:10])}")
-    return scan.traces
 
 
 def select_traces(traces: Sequence[Trace], *, ids: Sequence[str] | None = None, limit: int | None = None,

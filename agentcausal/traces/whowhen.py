@@ -11,7 +11,9 @@ Who&When holds failed multi-agent runs, one JSON object per file, in two subsets
 ``mistake_step`` is a string holding a **0-based** index into ``history``.
 Text fields are normalised at load (:mod:`agentcausal.traces.text`): lone
 surrogates become U+FFFD, ``null`` content is empty, a list of text parts is
-joined, any other content type is refused naming the file and step.
+joined, any other content type is refused naming the file and step. A step
+whose ``name`` and ``role`` are both missing or null has the agent
+``"unknown"`` (:data:`UNKNOWN_AGENT`), which matches no labelled agent.
 Older files spell ``ground_truth`` as ``groundtruth``; both are accepted.
 Trace ids are ``"<subset>/<file stem>"``, e.g. ``"Algorithm-Generated/38"``.
 
