@@ -38,6 +38,11 @@ code; this is a reimplementation from its paper with the DCFA paper's cost
    vote of the winning step's voters; a tie, or no agent named, takes the
    step's speaker when it is among the tied, else the earliest speaking of them.
 
+The panel shows at most as many candidates as their windows fit the context
+(:func:`panel_capacity`: at least ``MIN_WINDOW_CHARS`` each after the global
+view's quarter of the budget); candidates beyond are listed in
+``details["candidates_over_budget"]`` (a safety bound, not a method setting).
+
 * ``paper``: all six analysts, candidates bounded only by the trace (n), the
   layer radii of ECHO's paper, reply caps from the profile, forced choices
   (every analyst votes; candidate steps bounded in the schema).
@@ -92,7 +97,7 @@ __all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "ANALYSTS", "
            "PAPER_SCAN_TEMPLATE", "PANEL_TEMPLATE", "PAPER_PANEL_TEMPLATE", "EchoSettings", "EchoScan",
            "EchoCandidate", "EchoVote", "EchoPanelReply", "Vote", "Consensus", "consensus", "key_lines",
            "summary_line", "milestone", "hierarchical_view", "global_view", "scan_model", "panel_model",
-           "scan_messages", "panel_messages", "run"]
+           "scan_messages", "panel_messages", "panel_capacity", "MIN_WINDOW_CHARS", "run"]
 
 NAME = "echo"
 #: version of each prompt set
@@ -480,12 +485,28 @@ def scan_messages(trace: Trace, settings: EchoSettings, budget: int | None, k: i
             {"role": "user", "content": user}]
 
 
+#: the least characters of one candidate's window in the panel prompt
+MIN_WINDOW_CHARS = 1000
+
+
+def panel_capacity(budget: int | None) -> int:
+    """How many candidate windows fit the panel prompt: ``(budget - global view) // MIN_WINDOW_CHARS``
+    (at least 1; unbounded without a budget). The global view takes a quarter of the budget.
+
+    >>> panel_capacity(20_000), panel_capacity(None) > 10**6
+    (15, True)
+    """
+    if budget is None:
+        return 10**9
+    return max(1, (budget - max(MIN_WINDOW_CHARS, budget // 4)) // MIN_WINDOW_CHARS)
+
+
 def panel_messages(trace: Trace, settings: EchoSettings, budget: int | None, overview: str,
                    candidates: Sequence[tuple[int, str]]) -> list[dict[str, str]]:
     """The panel call's messages: the global view (a quarter of ``budget``) and each candidate's
     window (the rest, shared equally)."""
-    share = None if budget is None else max(1000, budget // 4)
-    per = None if budget is None else max(1000, (budget - (share or 0)) // max(1, len(candidates)))
+    share = None if budget is None else max(MIN_WINDOW_CHARS, budget // 4)
+    per = None if budget is None else max(MIN_WINDOW_CHARS, (budget - (share or 0)) // max(1, len(candidates)))
     windows = "\n".join(f"Candidate step {c} (from the survey: {escape_data(reason)})\n"
                         f"{hierarchical_view(trace, c, settings, per)}" for c, reason in candidates)
     template = PAPER_PANEL_TEMPLATE if settings.prompts == "paper" else PANEL_TEMPLATE
@@ -537,12 +558,15 @@ def run(trace: Trace, gw: Gateway, settings: EchoSettings) -> Attribution:
             cands.setdefault(c.step, c.reason)
         else:
             invalid.append(c.step)
-    candidates = list(cands.items())[:k]
+    listed = list(cands.items())[:k]
+    candidates = listed[:panel_capacity(budget)]  # the windows that fit the context (safety bound)
     details: dict[str, Any] = {"overview": scan.overview, "candidates": [{"step": s, "reason": r} for s, r in candidates],
                                "consensus": settings.consensus, "tie_break": settings.tie_break,
                                "prompt_version": version}
     if invalid:
         details["invalid_candidates"] = invalid
+    if len(listed) > len(candidates):
+        details["candidates_over_budget"] = [s for s, _ in listed[len(candidates):]]
     if not candidates:
         return Attribution(trace_id=trace.id, method=NAME, step=None, agent=None,
                            reason="undetermined: the scan listed no valid candidate step", prompt_version=version,

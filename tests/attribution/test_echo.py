@@ -187,3 +187,13 @@ def test_echo_presets():
     assert (paper["l1_radius"], paper["l2_radius"], paper["l3_radius"]) == (1, 3, 6)  # ECHO's layers
     assert small["max_tokens"] == 384 and small["max_candidates"] == 3 and small["prompts"] == "small"
     assert (paper["consensus"], paper["tie_break"]) == ("confidence_weighted", "earliest")
+
+
+def test_echo_panel_keeps_the_candidates_that_fit(fake_server, make_gateway):
+    names = list(ANALYSTS)
+    t = _trace(20, content=lambda i: f"step {i} " + "words " * 300)
+    fake_server.push(_scan(*range(19, 9, -1)), _panel(names, 19, "Agent1"))
+    a = run_method(t, "echo", make_gateway(fake_server, context_window=4096))
+    kept, over = a.details["candidates"], a.details["candidates_over_budget"]
+    assert 1 <= len(kept) < 10 and [c["step"] for c in kept] + over == list(range(19, 9, -1))  # scan order kept
+    assert a.step == 19 and len(_user(fake_server.chat_requests[1])) < 4096 * 4
