@@ -130,10 +130,11 @@ def missing_keys(profiles: Any, stages: Sequence[str]) -> list[str]:
     return sorted(out)
 
 
-def attribute_plan(paths: Sequence[str], methods: Sequence[str], *, resolved: Mapping[str, Mapping[str, Any]],
+def attribute_plan(paths: Sequence[str], methods: Sequence[str] = (), *,
+                   resolved: Mapping[str, Mapping[str, Any]],
                    preset: str, routing: str, profiles_path: str | None = None, ids: Sequence[str] | None = None,
                    limit: int | None = None, max_steps: int | None = None, repeats: int = 1,
-                   skip_invalid: bool = False) -> Plan:
+                   skip_invalid: bool = False, traces: Sequence[tuple[str, Any]] | None = None) -> Plan:
     """The plan of ``agentcausal attribute``.
 
     Parameters
@@ -146,6 +147,7 @@ def attribute_plan(paths: Sequence[str], methods: Sequence[str], *, resolved: Ma
     ids, limit, max_steps : the trace selection (:func:`agentcausal.traces.io.select_traces`)
     repeats : int, runs per (trace, method)
     skip_invalid : leave out invalid trace inputs (as the flow does with ``--skip-invalid``)
+    traces : (path, Trace) pairs already read (imported formats); None = read ``paths``
 
     Returns
     -------
@@ -159,13 +161,11 @@ def attribute_plan(paths: Sequence[str], methods: Sequence[str], *, resolved: Ma
     from agentcausal.attribution.registry import get_method
     from agentcausal.traces.io import load_traces, select_traces
 
-    origin: dict[str, str] = {}
-    traces = []
-    for p in paths:
-        for t in (load_traces([p], skip_invalid=True) if skip_invalid else load_traces([p])):
-            origin[t.id] = str(p)
-            traces.append(t)
-    traces = select_traces(traces, ids=ids, limit=limit, max_steps=max_steps)
+    if traces is None:
+        traces = [(str(p), t) for p in paths
+                  for t in (load_traces([p], skip_invalid=True) if skip_invalid else load_traces([p]))]
+    origin = {t.id: p for p, t in traces}
+    traces = select_traces([t for _, t in traces], ids=ids, limit=limit, max_steps=max_steps)
     profiles = _profiles(profiles_path, routing)
     all_stages: list[str] = []
     mplans = {}

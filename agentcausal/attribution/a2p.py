@@ -43,9 +43,9 @@ Zhang, S. et al. "Which Agent Causes Task Failures and When?" ICML 2025. arXiv:2
 from __future__ import annotations
 
 import functools
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field, WithJsonSchema, create_model
 
 from agentcausal.attribution.common import (
     BASELINE_STAGE,
@@ -145,7 +145,8 @@ def reply_model(agents: tuple[str, ...], n_steps: int, forced: bool, field_chars
     required and bounds step to ``0..n_steps-1``; otherwise both may be null.
     Reasoning fields carry ``maxLength = field_chars``.
     """
-    agent_t = Literal[agents]  # type: ignore[valid-type]
+    # an enum even for one agent (pydantic writes a one-value Literal as "const", which fewer servers take)
+    agent_t = Annotated[Literal[agents], WithJsonSchema({"type": "string", "enum": list(agents)})]  # type: ignore
     text = {name: (ShortText(field_chars), Field(description=A2PReply.model_fields[name].description))
             for name in ("abduction", "action", "prediction", "reason")}
     if forced:

@@ -31,9 +31,9 @@ section 4.1 (All-at-Once).
 from __future__ import annotations
 
 import functools
-from typing import Literal, NamedTuple
+from typing import Annotated, Literal, NamedTuple
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field, WithJsonSchema, create_model
 
 from agentcausal.attribution.common import (
     BASELINE_PRESETS,
@@ -97,7 +97,8 @@ PRESETS = BASELINE_PRESETS
 def reply_model(agents: tuple[str, ...], n_steps: int, forced: bool) -> type[AllAtOnceReply]:
     """The reply model of one trace: ``agent`` an enum of ``agents``; ``forced`` (``paper``) makes
     agent and step required and bounds step to ``0..n_steps-1``; otherwise both may be null."""
-    agent_t = Literal[agents]  # type: ignore[valid-type]
+    # an enum even for one agent (pydantic writes a one-value Literal as "const", which fewer servers take)
+    agent_t = Annotated[Literal[agents], WithJsonSchema({"type": "string", "enum": list(agents)})]  # type: ignore
     if forced:
         return create_model(
             "AllAtOnceReply", __base__=AllAtOnceReply,

@@ -73,9 +73,9 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from typing import Any, Literal, NamedTuple
+from typing import Annotated, Any, Literal, NamedTuple
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field, WithJsonSchema, create_model
 
 from agentcausal.attribution.common import (
     BASELINE_STAGE,
@@ -315,8 +315,9 @@ def panel_model(agents: tuple[str, ...], candidates: tuple[int, ...], analysts: 
                 field_chars: int) -> type[EchoPanelReply]:
     """The panel reply model: one required :class:`EchoVote` per analyst; ``step`` an enum of the
     candidates and ``agent`` an enum of the trace's agents (both nullable unless ``forced``)."""
-    step_t: Any = Literal[candidates]  # type: ignore[valid-type]
-    agent_t: Any = Literal[agents]  # type: ignore[valid-type]
+    # enums even for one value (pydantic writes a one-value Literal as "const", which fewer servers take)
+    step_t: Any = Annotated[Literal[candidates], WithJsonSchema({"type": "integer", "enum": list(candidates)})]
+    agent_t: Any = Annotated[Literal[agents], WithJsonSchema({"type": "string", "enum": list(agents)})]
     if not forced:
         step_t, agent_t = step_t | None, agent_t | None
     vote = create_model(

@@ -163,21 +163,22 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     preset = args.preset or routing_preset(settings.profiles_path, settings.routing)
     with_truth = False if args.no_ground_truth else None
     resolved = resolve_methods(methods, sets, with_ground_truth=with_truth, preset=preset)  # fail fast
-    paths = prepare_corpus(args)  # other formats and --labels: imported into <run folder>/traces.jsonl
-    skipped = check_traces(paths, skip_invalid=args.skip_invalid)  # the flow's own loader, before Prefect
-    refuse_truthless(paths, args)  # traces without ground truth need --no-ground-truth
     from agentcausal.plan import attribute_plan
 
-    plan = attribute_plan(paths, methods, resolved=resolved, preset=preset, routing=settings.routing,
-                          profiles_path=settings.profiles_path, ids=args.ids, limit=args.limit,
-                          max_steps=args.max_steps, repeats=args.repeats, skip_invalid=args.skip_invalid)
-    if args.dry_run:
-        print(plan.dumps())
+    plan_args = dict(methods=methods, resolved=resolved, preset=preset, routing=settings.routing,
+                     profiles_path=settings.profiles_path, ids=args.ids, limit=args.limit, max_steps=args.max_steps,
+                     repeats=args.repeats, skip_invalid=args.skip_invalid)
+    if args.dry_run:  # no model, no request, no key, nothing written
+        print(attribute_plan(args.paths, traces=_dry_run_traces(args), **plan_args).dumps())
         return 0
     from agentcausal.attribution.registry import get_method
 
     settings.check_routes({st for m in methods for st in get_method(m).stages
                            if resolved[m].get("with_ground_truth", True) or not st.endswith(".embed")})
+    paths = prepare_corpus(args)  # other formats and --labels: imported into <run folder>/traces.jsonl
+    skipped = check_traces(paths, skip_invalid=args.skip_invalid)  # the flow's own loader, before Prefect
+    refuse_truthless(paths, args)  # traces without ground truth need --no-ground-truth
+    plan = attribute_plan(paths, **plan_args)
     from flows.attribute import run_attribute  # the CLI is the one library module that reaches up to flows
     from flows.runners import runner_choice_from_args
 
@@ -189,6 +190,18 @@ def cmd_attribute(args: argparse.Namespace) -> int:
                             skip_invalid=args.skip_invalid, meta={"skipped": skipped} if args.skip_invalid else None,
                             preset=preset, repeats=args.repeats, plan=plan.to_json_dict())
     return _print_run(run_dir)
+
+
+def _dry_run_traces(args: argparse.Namespace) -> list | None:
+    """For ``--dry-run``: traces of other formats (or with ``--labels``) read in memory, never written;
+    None for Who&When and Trace JSONL paths, which the plan reads itself (after the same checks as a run)."""
+    from agentcausal.cli.import_traces import load_with_options
+    from agentcausal.traces.importers import detect_formats
+
+    if {fmt for _, fmt in detect_formats(args.paths, args.format)} <= {"who-and-when", "jsonl"} and not args.labels:
+        check_traces(list(args.paths), skip_invalid=args.skip_invalid)
+        return None
+    return [(str(p), t) for p in args.paths for t in load_with_options([p], args)]
 
 
 def check_traces(paths: list[str], *, skip_invalid: bool = False) -> list[dict[str, Any]]:

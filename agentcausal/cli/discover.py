@@ -51,12 +51,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g = p.add_argument_group("MAC")
     g.add_argument("--rounds", type=int, default=None, help="Affirmative-Negative rounds per debate (1-5, default 1)")
     g.add_argument("--subset-size", type=int, default=None, help="rows of the subset S in the algorithm debate")
-    g.add_argument("--executor", choices=("auto", "typed", "coding"), default=None,
+    g.add_argument("--executor", choices=("auto", "typed", "coding"), default="auto",
                    help="auto (default): LLM-written causal-learn code in the sandbox where the sandbox works "
                    "here, else typed (said in one line and marked in the rows); coding: refused where the "
                    "sandbox cannot work; typed: run the chosen algorithm through the pool")
     g.add_argument("--coding-attempts", type=int, default=None, help="scripts tried in coding mode (default 3)")
-    g.add_argument("--timeout", type=float, default=None, help="wall limit of one statistical algorithm, s (default 300)")
+    g.add_argument("--timeout", type=float, default=None, help="wall limit of one statistical algorithm, s "
+                   "(default 300)")
     g.add_argument("--shd-reversal", type=int, choices=(1, 2), default=1,
                    help="SHD cost of a reversed edge (default 1)")
     p.add_argument("--preset", default=None, metavar="NAME",
@@ -87,24 +88,23 @@ def build_config(args: argparse.Namespace, preset: str | None = None):
 
     from agentcausal.discovery.mac import settings as mac_settings
     from agentcausal.discovery.methods import DiscoveryConfig
-    from agentcausal.discovery.mac.executor import resolve_executor
     from agentcausal.presets import preset_values
 
+    from agentcausal.discovery.mac.executor import resolve_executor
+
+    # only MAC, mac_single and dcm_only run an executor: refuse or say "fallback" only for them
+    uses_dcm = any(m.lower().replace("-", "_") in ("mac", "mac_single", "dcm_only")
+                   for m in (getattr(args, "methods", None) or ["mac"]))
+    executor, fallback = resolve_executor(args.executor if uses_dcm or args.executor == "typed" else "auto")
+    if fallback and uses_dcm:
+        print(fallback, file=sys.stderr)
+    # the preset's MAC values, then the options given (None = not given)
     given = {"rounds": getattr(args, "rounds", None), "subset_size": getattr(args, "subset_size", None),
-             "coding_attempts": getattr(args, "coding_attempts", None),
+             "executor": executor, "coding_attempts": getattr(args, "coding_attempts", None),
              "algorithm_timeout_s": getattr(args, "timeout", None)}
     values = preset_values(getattr(mac_settings, "PRESETS", {}), preset) if preset else {}
     values.setdefault("algorithm_timeout_s", 300.0)  # the --timeout default
     values.update({k: v for k, v in given.items() if v is not None})
-    # the executor: --executor, else the preset's, else auto; only MAC, mac_single and dcm_only run an
-    # executor: refuse or say "fallback" only for them
-    requested = getattr(args, "executor", None) or values.pop("executor", None) or "auto"
-    uses_dcm = any(m.lower().replace("-", "_") in ("mac", "mac_single", "dcm_only")
-                   for m in (getattr(args, "methods", None) or ["mac"]))
-    executor, fallback = resolve_executor(requested if uses_dcm or requested == "typed" else "auto")
-    if fallback and uses_dcm:
-        print(fallback, file=sys.stderr)
-    values["executor"] = executor
     timeout = getattr(args, "timeout", None)
     try:
         mac = mac_settings.MACSettings(**values)
@@ -232,12 +232,13 @@ def cmd_discover(args: argparse.Namespace) -> int:
     from flows.runners import runner_choice_from_args
 
     runner = runner_choice_from_args(args)
-    import inspect
+    from agentcausal.discovery.methods import DiscoveryConfig
 
     extra: dict = {"plan": plan.to_json_dict()}
     if args.repeats > 1:
-        if "repeats" not in inspect.signature(run_discover).parameters:
-            raise ConfigError("--repeats > 1 needs the discover flow's repeat support, which this version lacks")
+        if "repeat" not in DiscoveryConfig.model_fields:
+            raise ConfigError("--repeats > 1 needs DiscoveryConfig.repeat (MAC's repeat index), which this "
+                              "version lacks")
         extra["repeats"] = args.repeats
     run_dir = run_discover(datasets, methods, seeds=args.seeds, n=args.n, config=config, settings=settings, **extra,
                            out_dir=args.out, reversal_cost=args.shd_reversal, llm_datasets=llm_datasets,

@@ -236,11 +236,11 @@ def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, obje
     p = d / "report.md"
     figs = attribution_figures(ev, d)  # PNGs in the run folder; text charts in report.md, images in report.html
     graphs = dependency_graphs_markdown(results) if results is not None else ""
+    blamed = blamed_steps_markdown(results) if results is not None else ""
     from agentcausal.attribution.paper_tables import paper_tables_markdown  # the DCFA paper's tables
 
     paper = paper_tables_markdown(results, dict(run_meta or {})) if results is not None else ""
-    blamed = blamed_steps_markdown(results) if results is not None else ""
-    atomic_write_text(p, markdown_report(ev, meta=meta) + blamed + paper + figures_markdown(figs) + graphs)
+    atomic_write_text(p, markdown_report(ev, meta=meta) + paper + blamed + figures_markdown(figs) + graphs)
     sections: list[str] = []
     if results is not None and not results.empty:
         sections = ["<h2>Per trace</h2><p class='note'>One row per trace and method; click a header to sort, "

@@ -106,3 +106,11 @@ def test_a2p_presets():
     paper, small = (resolve_methods(["a2p"], preset=p)["a2p"] for p in ("paper", "small"))
     assert paper["max_tokens"] is None and paper["prompts"] == "paper"  # budget from the profile
     assert small["max_tokens"] == 384 and small["prompts"] == "small" and small["field_chars"] < paper["field_chars"]
+
+
+def test_a2p_one_agent_trace_keeps_an_enum(fake_server, make_gateway):
+    t = Trace(id="t/solo", question="q", ground_truth="a",
+              steps=[Step(index=i, agent="Solo", content=f"s{i}") for i in range(3)])
+    fake_server.push(_reply("Solo", 1))
+    a = run_method(t, "a2p", make_gateway(fake_server))
+    assert _schema(fake_server.chat_requests[0])["properties"]["agent"]["enum"] == ["Solo"] and a.agent == "Solo"

@@ -75,3 +75,21 @@ def test_discover_dry_run(routing, capsys):
     assert set(plan["methods"]) == {"mac", "pc"} and plan["methods"]["pc"]["stages"] == {}
     assert plan["methods"]["mac"]["preset"] == ("paper" if routing in PAPER_ROUTINGS else "small")
     assert plan["missing_keys"] == (["OPENAI_API_KEY"] if routing in PAPER_ROUTINGS else [])
+
+
+def test_demo_unknown_preset_fails_before_any_work(capsys, monkeypatch):
+    monkeypatch.setenv("AGENTCAUSAL_PROFILE_EMBEDDED_THREADS", "1")  # the demo sets it otherwise
+    assert main(["demo", "--preset", "huge"]) == 2
+    assert "unknown preset 'huge'" in capsys.readouterr().err
+
+
+def test_attribute_dry_run_on_an_imported_format_writes_nothing(tmp_path, capsys):
+    from tests.traces.importers.conftest import genai_spans, otlp_json
+
+    f = tmp_path / "spans.json"
+    f.write_text(json.dumps(otlp_json(genai_spans())))
+    out = tmp_path / "run"
+    plan = _dry(["attribute", str(f), "-m", "dcfa", "--no-ground-truth", "--out", str(out), "--dry-run"], capsys)
+    assert len(plan["items"]) == 1 and plan["items"][0]["path"] == str(f)
+    assert plan["methods"]["dcfa"]["variant"] == "no_truth"
+    assert not out.exists()  # a dry run imports in memory only

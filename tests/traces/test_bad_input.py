@@ -218,9 +218,9 @@ def test_cli_skip_invalid_with_nothing_valid_is_refused(tmp_path, capsys):
 
 @pytest.mark.timeout(240)
 def test_cli_skip_invalid_runs_the_rest_and_records_skipped(mixed_folder, fake_server, tmp_path, capsys):
-    def responder(body):  # names an agent from the schema's enum (the trace's own agents)
+    def responder(body):  # name an agent the schema's enum offers (the trace's own agents)
         agent = body["response_format"]["json_schema"]["schema"]["properties"]["agent"]
-        choices = next(a.get("enum") or [a["const"]] for a in agent.get("anyOf", [agent]) if {"enum", "const"} & set(a))
+        choices = next(a["enum"] for a in agent.get("anyOf", [agent]) if "enum" in a)
         return json.dumps({"reason": "r", "agent": choices[0], "step": 0})
 
     fake_server.responder = responder
