@@ -30,7 +30,8 @@ from typing import Any
 
 from agentcausal.cli.import_traces import add_import_arguments, prepare_corpus, refuse_truthless
 from agentcausal.cli.runner_options import add_runner_arguments
-from agentcausal.cli.settings_options import add_settings_arguments, settings_from_args
+from agentcausal.cli.settings_options import add_model_arguments, add_settings_arguments, \
+    apply_model_arguments, settings_from_args
 from agentcausal.exceptions import ConfigError
 
 __all__ = ["register", "cmd_attribute", "cmd_evaluate", "parse_sets", "parse_bool_sets", "check_traces"]
@@ -54,6 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-steps", type=int, default=None, help="skip traces with more steps")
     p.add_argument("--out", default=None, metavar="DIR", help="run folder (default runs/attribute-<timestamp>)")
     add_settings_arguments(p)
+    add_model_arguments(p)
     add_import_arguments(p)
     p.add_argument("--no-ground-truth", action="store_true",
                    help="no method sees the correct final answer (DCFA runs its no_truth variant; a method that "
@@ -159,7 +161,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         raise ConfigError(f"--max-steps must be at least 1, got {args.max_steps}")
     if args.repeats < 1:
         raise ConfigError(f"--repeats must be at least 1, got {args.repeats}")
-    settings = settings_from_args(args)
+    settings, model_facts = apply_model_arguments(args, settings_from_args(args))
     preset = args.preset or routing_preset(settings.profiles_path, settings.routing)
     with_truth = False if args.no_ground_truth else None
     resolved = resolve_methods(methods, sets, with_ground_truth=with_truth, preset=preset)  # fail fast
@@ -187,7 +189,9 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     run_dir = run_attribute(paths, methods, method_settings=resolved, settings=settings, limit=args.limit,
                             ids=args.ids, max_steps=args.max_steps, with_ground_truth=with_truth,
                             out_dir=args.out, progress=not args.no_progress and sys.stderr.isatty(), runner=runner,
-                            skip_invalid=args.skip_invalid, meta={"skipped": skipped} if args.skip_invalid else None,
+                            skip_invalid=args.skip_invalid,
+                            meta={**({"skipped": skipped} if args.skip_invalid else {}),
+                                  **({"model": model_facts} if model_facts else {})} or None,
                             preset=preset, repeats=args.repeats, plan=plan.to_json_dict())
     return _print_run(run_dir)
 
@@ -244,7 +248,12 @@ def _print_run(run_dir: str) -> int:
     rep = report_run(run_dir)
     print(accuracy_text(rep.evaluation))
     if len(rep.evaluation.failures):
-        print(f"\n{len(rep.evaluation.failures)} failed (trace, method) pairs; see the report.")
+        st = rep.evaluation.failures["status"].value_counts() if "status" in rep.evaluation.failures else {}
+        print(f"\n{len(rep.evaluation.failures)} failed (trace, method) pairs; see the report."
+              + (f" {st.get('failed', 0)} failed in this run (not cached; the next run retries them)."
+                 if st.get("failed", 0) else "")
+              + (f" {st.get('content_failed', 0)} content failures (cached; --retry-failed recomputes them)."
+                 if st.get("content_failed", 0) else ""))
     print(f"\nrun folder: {run_dir}\nreport:     {rep.path}")
     return 0
 

@@ -20,7 +20,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentcausal.cli.settings_options import add_settings_arguments, settings_from_args
+from agentcausal.cli.settings_options import add_model_arguments, add_settings_arguments, \
+    apply_model_arguments, settings_from_args
 
 from agentcausal.cli.runner_options import add_runner_arguments
 from agentcausal.exceptions import ConfigError, DatasetError
@@ -48,6 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--n", type=int, default=1000, help="rows sampled from a bnlearn network (default 1000)")
     p.add_argument("--out", default=None, metavar="DIR", help="run folder (default runs/discover-<timestamp>)")
     add_settings_arguments(p)
+    add_model_arguments(p)
     g = p.add_argument_group("MAC")
     g.add_argument("--rounds", type=int, default=None, help="Affirmative-Negative rounds per debate (1-5, default 1)")
     g.add_argument("--subset-size", type=int, default=None, help="rows of the subset S in the algorithm debate")
@@ -213,7 +215,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
     datasets, skipped = check_datasets(datasets, skip_invalid=args.skip_invalid)
     if llm_datasets and skipped:
         llm_datasets = [d for d in llm_datasets if d not in {s["dataset"] for s in skipped}] or None
-    settings = settings_from_args(args)
+    settings, model_facts = apply_model_arguments(args, settings_from_args(args))
     from agentcausal.presets import routing_preset
 
     preset = args.preset or routing_preset(settings.profiles_path, settings.routing)
@@ -242,7 +244,8 @@ def cmd_discover(args: argparse.Namespace) -> int:
         extra["repeats"] = args.repeats
     run_dir = run_discover(datasets, methods, seeds=args.seeds, n=args.n, config=config, settings=settings, **extra,
                            out_dir=args.out, reversal_cost=args.shd_reversal, llm_datasets=llm_datasets,
-                           meta={"skipped": skipped} if args.skip_invalid else None,
+                           meta={**({"skipped": skipped} if args.skip_invalid else {}),
+                                 **({"model": model_facts} if model_facts else {})} or None,
                            progress=not args.no_progress and sys.stderr.isatty(),
                            runner=None if runner.kind.value == "thread" and runner.max_workers is None else runner)
     import pandas as pd

@@ -159,7 +159,7 @@ def dependency_graphs_markdown(results: pd.DataFrame, *, max_graphs: int = 50) -
     ----------
     DCFA seed paper, section 5.4.4, Figure 4.
     """
-    from agentcausal.report.dcfa import dependency_graph_mermaid
+    from agentcausal.report.dcfa import dependency_graph_edge_table, dependency_graph_mermaid
 
     rows = results[results["method"].astype(str).str.startswith("dcfa")
                    & results["details_json"].notna()].sort_values(["trace_id", "method"])
@@ -172,8 +172,8 @@ def dependency_graphs_markdown(results: pd.DataFrame, *, max_graphs: int = 50) -
                         step=None if pd.isna(r["pred_step"]) else int(r["pred_step"]),
                         agent=None if pd.isna(r["pred_agent"]) else str(r["pred_agent"]), details=details)
         truth = "" if pd.isna(r["true_step"]) else f" (annotated decisive step: {int(r['true_step'])})"
-        parts += [f"### {r['trace_id']} · {r['method']}{truth}", "", "```mermaid",
-                  dependency_graph_mermaid(a).rstrip(), "```", ""]
+        parts += [f"### {r['trace_id']} · {r['method']}{truth}", "", dependency_graph_edge_table(a), "",
+                  "```mermaid", dependency_graph_mermaid(a).rstrip(), "```", ""]
     if not parts:
         return ""
     return "\n".join(["", "## Dependency graphs (DCFA)", "",
