@@ -75,7 +75,7 @@ import re
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, NamedTuple
 
-from pydantic import BaseModel, Field, WithJsonSchema, create_model
+from pydantic import BaseModel, Field, WithJsonSchema, create_model, field_validator
 
 from agentcausal.attribution.common import (
     BASELINE_STAGE,
@@ -258,6 +258,13 @@ class EchoSettings(BaselineSettings):
     min_confidence: float = Field(0.0, ge=0.0, le=1.0)
     min_support: float = Field(0.0, ge=0.0, le=1.0)
     field_chars: int = Field(1000, ge=40)
+
+    @field_validator("analysts")
+    @classmethod
+    def _distinct(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        if len(set(v)) != len(v):
+            raise ValueError(f"analysts must be distinct, got {list(v)}")
+        return v
 
 
 #: presets (:mod:`agentcausal.presets`); fields not listed keep the ``paper`` defaults

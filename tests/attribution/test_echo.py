@@ -187,6 +187,10 @@ def test_echo_presets():
     assert (paper["l1_radius"], paper["l2_radius"], paper["l3_radius"]) == (1, 3, 6)  # ECHO's layers
     assert small["max_tokens"] == 384 and small["max_candidates"] == 3 and small["prompts"] == "small"
     assert (paper["consensus"], paper["tie_break"]) == ("confidence_weighted", "earliest")
+    from agentcausal.exceptions import ConfigError
+
+    with pytest.raises(ConfigError, match="distinct"):
+        resolve_methods(["echo"], {"echo": {"analysts": ["balanced", "balanced"]}})
 
 
 def test_echo_panel_keeps_the_candidates_that_fit(fake_server, make_gateway):
