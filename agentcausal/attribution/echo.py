@@ -54,8 +54,8 @@ view's quarter of the budget); candidates beyond are listed in
 
 Choices the paper leaves open, each a setting: the number of candidates, the
 analysts' foci, the character caps of L2-L4, the consensus and tie-break rules,
-and the thresholds. Deviations from ECHO's paper: ECHO analyses positions with
-separate analyst calls; here the analysts share one panel call over the
+and the thresholds. Deviations from ECHO's paper: ECHO's analysts are separate agents (decoupled
+analysis, one call each); here the analysts share one panel call over the
 scan's candidates (the DCFA paper's cost table counts two full-context calls),
 and the scan replaces ECHO's exhaustive per-position pass. Without ground
 truth (``with_ground_truth = False``, Who&When's second setting) neither call
