@@ -16,6 +16,9 @@ towards it:
 * Step-by-Step sees only the steps so far, so it says "decisive" with a
   fixed chance per step (15 %), by a hash of the step;
 * Binary-Search picks the part holding ``k*`` 80 % of the time;
+* A2P answers as All-at-Once, with its abduction, action and prediction;
+  ECHO's scan lists ``k*`` among MDI's steps (in a hashed order) and each
+  panel analyst votes ``k*`` 70 % of the time, with a hashed confidence;
 * DCFA: MDI lists ``k*`` and 1 to 3 other steps, CGC draws forward edges
   between listed steps and their neighbours, HG names ``k*`` or a listed step,
   Correct rewrites the listed steps, **Simulation** answers the correct answer
@@ -164,6 +167,7 @@ class BenchResponder:
         self.counts: dict[str, int] = {}
         self._truths: dict[str, str] = {}
         self._n_of_block: dict[int, int] = {}
+        self._echo_culprit: dict[str, int] = {}
         self._lock = threading.Lock()
         self._handlers: dict[str, Callable[[dict[str, Any], str], dict[str, Any]]] = {
             "AllAtOnceReply": self._all_at_once,
@@ -179,6 +183,9 @@ class BenchResponder:
             "PaperSimulatedOutcome": self._simulation,
             "JudgeReply": self._judge,
             "DecisionReply": self._decision,
+            "A2PReply": self._a2p,
+            "EchoScan": self._echo_scan,
+            "EchoPanelReply": self._echo_panel,
         }
 
     # ------------------------------------------------------------- helpers
@@ -259,6 +266,38 @@ class BenchResponder:
         wrong = "second" if right == "first" else "first"
         part = right if _h("bs", q, n, a_lo, b_hi) % 1000 < self.p_binary * 1000 else wrong
         return {"reason": f"the error is in the {part} part", "part": part}
+
+    def _a2p(self, body: dict[str, Any], u: str) -> dict[str, Any]:
+        verdict = self._all_at_once(body, u)
+        return {"abduction": f"a wrong assumption at step {verdict['step']}", "action": "check the value first",
+                "prediction": "the next agents use the checked value", "reverses_failure": True, **verdict}
+
+    def _echo_scan(self, body: dict[str, Any], u: str) -> dict[str, Any]:
+        n = self._register(u)
+        cap = _schema(body).get("properties", {}).get("candidates", {}).get("maxItems") or n
+        with self._lock:
+            self._echo_culprit[self._question(u)] = self._culprit(u, n)
+        steps = list(dict.fromkeys([self._culprit(u, n), *self._flagged(u, n)]))[:cap]
+        steps.sort(key=lambda s: _h("echo-rank", self._question(u), s))  # the culprit is not always first
+        return {"overview": "the run drifted from the task",
+                "candidates": [{"step": s, "reason": f"step {s} looks unverified"} for s in steps]}
+
+    def _echo_panel(self, body: dict[str, Any], u: str) -> dict[str, Any]:
+        schema = _schema(body)
+        q = self._question(u)
+        with self._lock:
+            k = self._echo_culprit.get(q)
+        out = {}
+        for name, prop in schema.get("properties", {}).items():
+            vote = schema.get("$defs", {}).get(prop.get("$ref", "").rsplit("/", 1)[-1], {})
+            st = vote.get("properties", {}).get("step", {})
+            cands = [c for b in st.get("anyOf", [st]) for c in (b.get("enum") or ([b["const"]] if "const" in b else []))]
+            cands = cands or [0]  # a single candidate is a ``const``
+            pick = k if k in cands and _h("echo-vote", q, name) % 10 < 7 else cands[_h("echo", q, name) % len(cands)]
+            out[name] = {"hypothesis": f"step {pick} starts the failure", "evidence": "its value is never checked",
+                         "step": pick, "agent": self._agents(u).get(pick),
+                         "confidence": round(0.3 + (_h("conf", q, name) % 70) / 100, 2)}
+        return out
 
     # ------------------------------------------------------------- DCFA: GCA
     def _edges(self, u: str, n: int) -> list[dict[str, int]]:

@@ -30,6 +30,8 @@ KNOWN_MODULES = [
     "agentcausal.attribution.step_by_step",
     "agentcausal.attribution.binary_search",
     "agentcausal.attribution.dcfa",
+    "agentcausal.attribution.a2p",
+    "agentcausal.attribution.echo",
 ]
 
 _REGISTRY: dict[str, "MethodSpec"] = {}

@@ -45,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Trace *.jsonl) as a cached Prefect flow; write results.parquet and report.md to a run folder.")
     p.add_argument("paths", nargs="+", metavar="PATH", help="trace folder(s) or file(s)")
     p.add_argument("--method", "-m", action="append", dest="methods", metavar="NAME",
-                   help="method to run (repeatable): all_at_once, step_by_step, binary_search, dcfa "
+                   help="method to run (repeatable): all_at_once, step_by_step, binary_search, a2p, echo, dcfa "
                    "(default: all_at_once)")
     p.add_argument("--set", action="append", dest="sets", default=[], metavar="METHOD.FIELD=VALUE",
                    help="a method setting (repeatable), e.g. step_by_step.on_no_yes=last_step; VALUE is JSON or text")
