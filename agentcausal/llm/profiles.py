@@ -403,7 +403,8 @@ def cli_profiles_toml(base_url: str, model: str, *, api_key_env: str | None = No
     """A profiles file routing every chat stage to one OpenAI-compatible endpoint (profile and routing ``cli``).
 
     The file is ``source`` (default the packaged profiles) plus a chat profile
-    ``cli`` and a routing ``cli`` whose ``default`` is that profile. Embedding
+    ``cli`` and a routing ``cli`` whose ``default`` is that profile and whose
+    method-settings preset is ``paper`` (``--preset`` overrides it). Embedding
     stages keep the embedded sentence-transformers embedder (``embedder-local``)
     unless ``embed_model`` is given, which adds an embedding profile ``cli-embed``
     on the same endpoint. The context window is the one the server reports on
@@ -454,7 +455,8 @@ def cli_profiles_toml(base_url: str, model: str, *, api_key_env: str | None = No
     except ValidationError as exc:
         raise ConfigError(f"--base-url/--model give an invalid profile: {exc}") from exc
     routings = dict(data.get("routings") or {})
-    routings[CLI_PROFILE] = {"default": CLI_PROFILE, "embed": embed}
+    # a model named on the command line is taken to be a real one: the papers' settings (``--preset small`` overrides)
+    routings[CLI_PROFILE] = {"default": CLI_PROFILE, "embed": embed, "preset": "paper"}
     out = {**data, "profiles": profiles, "routings": routings}
     facts: dict[str, object] = {"base_url": base_url, "model": model, "api_key_env": api_key_env,
                                 "context_window": window, "context_window_source": origin,
