@@ -7,6 +7,8 @@ Usage (from the repository root)::
     .venv/bin/python -m bench --only exact     # 6: which score lets exact search recover Earthquake (by n)
     .venv/bin/python -m bench --quick          # a smoke run: 10 traces, seed 0, no Prefect flow
     .venv/bin/python -m bench --embedded --embedded-traces 1   # 5: the embedded model (long; opt-in)
+    .venv/bin/python -m bench --embedded --embedded-traces 1 --methods a2p echo --preset small \
+        --out bench/results/a2p-echo               # A2P and ECHO on the shortest development trace
 
 Results: ``throughput``, ``cache_reuse``, ``lce_economy``, ``mac_statistical``,
 ``exact_discrete`` (and ``embedded``) as ``.json`` and ``.md``, plus ``summary.md`` (the
@@ -53,6 +55,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--embedded", action="store_true", help="only benchmark 5: the embedded model (long)")
     p.add_argument("--embedded-traces", type=int, default=6, help="shortest dev traces for --embedded (default 6)")
     p.add_argument("--methods", nargs="+", default=None, help="methods for --embedded (default: all registered)")
+    p.add_argument("--preset", default=None, choices=("paper", "small"),
+                   help="method-settings preset for --embedded (default: the settings models' defaults)")
     p.add_argument("--summary", action="store_true",
                    help="only rewrite summary.md and the README section from the results already in the folder")
     p.add_argument("--out", type=Path, default=None, help="results folder (default bench/results)")
@@ -102,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
                        "summary": summarise(rows), "machine": machine(), "partial": True}
             write_result("embedded", payload, embedded_markdown(payload, payload["machine"]), out)
 
-        res = run_embedded(traces, args.methods, on_row=save)
+        res = run_embedded(traces, args.methods, preset=args.preset, on_row=save)
         res["machine"] = machine()
         write_result("embedded", res, embedded_markdown(res, res["machine"]), out)
         print(f"embedded: {time.perf_counter() - started:.0f} s; results in {out}", flush=True)

@@ -28,14 +28,16 @@ from prefect.artifacts import create_markdown_artifact, create_progress_artifact
 from prefect.futures import as_completed
 
 from agentcausal.attribution.common import failed_attribution, resolve_methods
+from agentcausal.attribution.paper_tables import speaker_mismatches
+from agentcausal.repeats import mark_repeat
 from agentcausal.report.attribution import table_records
 from agentcausal.settings import RunSettings
 from agentcausal.report.artifacts import ProgressLine, corpus_label, self_contained_markdown
 from agentcausal.traces.model import Attribution
 from flows import naming
 from flows.runners import RunnerChoice, with_runner
-from tasks.attribution import attribute_options, attribute_task_key, attribute_trace, evaluate_run, load_corpus, \
-    save_attributions
+from tasks.attribution import UncachedDegraded, attribute_options, attribute_task_key, attribute_trace, \
+    evaluate_run, load_corpus, save_attributions
 from tasks.common import RETRIED_STATUSES, stored_status, was_cached
 
 __all__ = ["attribute", "run_attribute", "default_run_dir"]
@@ -60,6 +62,9 @@ def attribute(
     progress: bool = False,
     skip_invalid: bool = False,
     meta: dict[str, Any] | None = None,
+    preset: str | None = None,
+    repeats: int = 1,
+    plan: dict[str, Any] | None = None,
 ) -> str:
     """Attribute every selected trace with every method; write a run folder; return its path.
 
@@ -75,31 +80,38 @@ def attribute(
     progress : show a tqdm bar on stderr
     skip_invalid : leave out invalid trace files (and JSONL lines) instead of refusing the corpus
     meta : extra entries for ``run.json`` (the CLI passes ``{"skipped": [...]}``, the inputs it left out)
+    preset : settings preset (``paper``/``small``); None = the routing's (:mod:`agentcausal.presets`)
+    repeats : runs per (trace, method), repeat index r = 0..repeats-1 (:mod:`agentcausal.repeats`)
+    plan : the run plan (:mod:`agentcausal.plan`), stored in ``run.json`` as ``plan``
 
     Returns
     -------
     str, the run folder holding ``results.parquet``, ``run.json``, ``report.md``, ``accuracy.csv``.
     """
     settings = settings or RunSettings.from_env()
-    resolved = resolve_methods(methods, method_settings, with_ground_truth=with_ground_truth)
+    from agentcausal.presets import routing_preset
+
+    preset = preset or routing_preset(settings.profiles_path, settings.routing)
+    resolved = resolve_methods(methods, method_settings, with_ground_truth=with_ground_truth, preset=preset)
     paths = naming.corpus_paths(paths, settings)  # empty: the Who&When folder of the settings, resolved now
     traces = load_corpus(paths, ids=ids, limit=limit, max_steps=max_steps, skip_invalid=skip_invalid)
-    naming.add_run_tags(resolved, settings, preset=getattr(settings, "preset", None),
-                        subsets={t.source for t in traces})
+    naming.add_run_tags(resolved, settings, preset=preset, subsets={t.source for t in traces})
     subject = corpus_label(paths)
     run_dir = out_dir or default_run_dir()
-    pairs = [(t, m) for t in traces for m in resolved]
+    triples = [(t, m, r) for t in traces for m in resolved for r in range(max(1, repeats))]
+    pairs = [(t, m) for t, m, _ in triples]
     started = time.time()
     retry = [settings.retry_failed and not settings.refresh
-             and stored_status(settings, attribute_task_key(t, m, resolved[m], settings)) in RETRIED_STATUSES
-             for t, m in pairs]
+             and stored_status(settings, attribute_task_key(t, m, resolved[m], settings, r)) in RETRIED_STATUSES
+             for t, m, r in triples]
     futures: list = [None] * len(pairs)
     for refresh in (False, True):
         idx = [i for i, r in enumerate(retry) if r == refresh]
         if idx:
             mapped = attribute_trace.with_options(**attribute_options(settings, refresh=refresh)).map(
                 trace=[pairs[i][0] for i in idx], method=[pairs[i][1] for i in idx],
-                method_settings=[resolved[pairs[i][1]] for i in idx], settings=unmapped(settings))
+                method_settings=[resolved[pairs[i][1]] for i in idx], settings=unmapped(settings),
+                repeat=[triples[i][2] for i in idx])
             for i, f in zip(idx, mapped):
                 futures[i] = f
     bar_id = create_progress_artifact(progress=0.0, key=naming.key("attribute-progress", subject),
@@ -119,18 +131,22 @@ def attribute(
     if bar is not None:
         bar.close()
     attributions = []
-    for (t, m), f in zip(pairs, futures):
+    for (t, m, r), f in zip(triples, futures):
         res = f.result(raise_on_failure=False)  # the Attribution, or the exception that survived retries
         if isinstance(res, Attribution):  # own id always (never a record of a same-content trace)
             attributions.append(res.model_copy(update={"trace_id": t.id, "method": m,
                                                        "reused": res.reused or was_cached(f)}))
+        elif isinstance(res, UncachedDegraded):  # fell back after a failure of the run: kept, not cached
+            attributions.append(res.attribution.model_copy(update={"trace_id": t.id, "method": m}))
         else:  # raised: a failure of the run, not of the content; not cached, retried by the next run
-            attributions.append(failed_attribution(t.id, m, _as_exc(res), status="failed"))
+            attributions.append(mark_repeat(failed_attribution(t.id, m, _as_exc(res), status="failed"), r))
     meta = {**(meta or {}), "corpus": [str(p) for p in paths], "methods": resolved, "routing": settings.routing,
             "models": {m: a.models for m, a in {a.method: a for a in attributions}.items()},
             "traces": len(traces), "started": dt.datetime.fromtimestamp(started).isoformat(timespec="seconds"),
             "wall_seconds": round(time.time() - started, 2), "profiles": str(settings.profiles_path or "packaged"),
-            "retry_failed": settings.retry_failed, "refresh": settings.refresh}
+            "retry_failed": settings.retry_failed, "refresh": settings.refresh,
+            "preset": preset, "repeats": max(1, repeats), "plan": plan,
+            "speaker_mismatch": speaker_mismatches(traces)}
     save_attributions(attributions, traces, run_dir, meta)
     report = evaluate_run(run_dir)
     create_table_artifact(table_records(report.evaluation.overall), key=naming.key("attribution-accuracy", subject),

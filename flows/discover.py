@@ -33,6 +33,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from agentcausal.discovery.methods import LLM_METHODS, DiscoveryConfig, DiscoveryOutcome, method_stages, \
     resolve_methods
 from agentcausal.discovery.user_data import unique_dataset_names
+from agentcausal.exceptions import ConfigError
 from agentcausal.report.artifacts import ProgressLine, self_contained_markdown
 from agentcausal.report.discovery import table_records
 from agentcausal.settings import RunSettings
@@ -64,6 +65,8 @@ def discover(
     progress: bool = False,
     llm_datasets: list[str] | None = None,
     meta: dict[str, Any] | None = None,
+    plan: dict[str, Any] | None = None,
+    repeats: int = 1,
 ) -> str:
     """Run every method on every dataset and seed; write a run folder; return its path.
 
@@ -81,6 +84,9 @@ def discover(
     llm_datasets : run LLM methods (MAC, its ablations, zero-shot) only on these datasets
         (default: on all); statistical methods run on every dataset
     meta : extra entries for ``run.json`` (the CLI passes ``{"skipped": [...]}``, the datasets it left out)
+    plan : the run plan (:mod:`agentcausal.plan`), stored in ``run.json`` as ``plan``
+    repeats : runs per (dataset, seed, LLM method), repeat r in the config (``DiscoveryConfig.repeat``,
+        so in the cache key and MAC's samples); statistical methods run once
 
     Returns
     -------
@@ -89,6 +95,10 @@ def discover(
     """
     settings = settings or RunSettings.from_env()
     config = config or DiscoveryConfig()
+    reps = max(1, repeats)
+    if reps > 1 and "repeat" not in DiscoveryConfig.model_fields:
+        raise ConfigError("--repeats > 1 needs DiscoveryConfig.repeat (the repeat index in MAC's key and samples)")
+    configs = [config if r == 0 else config.model_copy(update={"repeat": r}) for r in range(reps)]
     names = resolve_methods(methods)
     naming.add_run_tags(names, settings, preset=getattr(settings, "preset", None))
     subject = "+".join(datasets)
@@ -100,19 +110,21 @@ def discover(
                                         name=[names_of[p] for p, _ in pairs])
     data = [f.result() for f in loaded]
     llm_only = None if llm_datasets is None else {d.lower() for d in llm_datasets}
-    jobs = [(m, i) for m in ordered for i in range(len(pairs))
+    jobs = [(m, i, r) for m in ordered for i in range(len(pairs))
             if m not in llm or llm_only is None or pairs[i][0].lower() in llm_only
-            or data[i].name in llm_only]
+            or data[i].name in llm_only
+            for r in (range(reps) if m in llm else (0,))]  # repeats: LLM methods only
     started = time.time()
     retry = [settings.retry_failed and not settings.refresh
-             and stored_status(settings, discover_task_key(data[i], m, config, settings, pairs[i][1]))
-             in RETRIED_STATUSES for m, i in jobs]
+             and stored_status(settings, discover_task_key(data[i], m, configs[r], settings, pairs[i][1]))
+             in RETRIED_STATUSES for m, i, r in jobs]
     futures: list = [None] * len(jobs)
     for refresh in (False, True):
         idx = [k for k, r in enumerate(retry) if r == refresh]
         if idx:
             mapped = discover_one.with_options(**discover_options(settings, refresh=refresh)).map(
-                dataset=[data[jobs[k][1]] for k in idx], method=[jobs[k][0] for k in idx], config=unmapped(config),
+                dataset=[data[jobs[k][1]] for k in idx], method=[jobs[k][0] for k in idx],
+                config=[configs[jobs[k][2]] for k in idx],
                 settings=unmapped(settings), seed=[pairs[jobs[k][1]][1] for k in idx])
             for k, f in zip(idx, mapped):
                 futures[k] = f
@@ -133,7 +145,7 @@ def discover(
     if bar is not None:
         bar.close()
     outcomes = []
-    for (m, i), f in zip(jobs, futures):
+    for (m, i, _r), f in zip(jobs, futures):
         res = f.result(raise_on_failure=False)
         ds = data[i]
         if isinstance(res, DiscoveryOutcome):  # scored against the truth of now, not of when it was cached
@@ -144,7 +156,7 @@ def discover(
                                              true_graph=ds.true_graph, error=f"task failed: {res!r}"[:2000],
                                              status="failed", status_detail=type(res).__name__))
     order = sorted(range(len(jobs)), key=lambda k: (datasets.index(pairs[jobs[k][1]][0]), names.index(jobs[k][0]),
-                                                     pairs[jobs[k][1]][1]))
+                                                     pairs[jobs[k][1]][1], jobs[k][2]))
     outcomes = [outcomes[k] for k in order]  # dataset-major, methods in the order asked
     stages = sorted({s for m in names for s in method_stages(m, config)})
     gw = gateway_for(settings) if stages else None
@@ -154,7 +166,8 @@ def discover(
             "models": {s: gw.model_for(s) for s in stages} if gw else {},
             "started": dt.datetime.fromtimestamp(started).isoformat(timespec="seconds"),
             "wall_seconds": round(time.time() - started, 2), "reversal_cost": reversal_cost,
-            "retry_failed": settings.retry_failed, "refresh": settings.refresh}
+            "retry_failed": settings.retry_failed, "refresh": settings.refresh,
+            "plan": plan, "repeats": reps}  # the run plan (agentcausal.plan), as --dry-run prints it
     run_dir = out_dir or default_run_dir()
     save_discovery(outcomes, run_dir, meta)
     files = report_discovery(run_dir, reversal_cost)

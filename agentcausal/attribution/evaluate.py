@@ -66,7 +66,9 @@ _CORE_COLUMNS = RESULT_COLUMNS[:RESULT_COLUMNS.index("status")]
 #: trace-level ``failure_modes`` of corpora without step labels (MAST)
 OPTIONAL_COLUMNS = ["span_id", "failure_modes"]
 
-#: trace-length buckets (number of steps), inclusive bounds
+#: trace-length buckets (number of steps), inclusive bounds; our own coarse buckets (from neither paper). The
+#: grouping the DCFA paper reports (Who&When's five length levels) is
+#: :data:`agentcausal.attribution.paper_tables.WHO_WHEN_LEVELS`
 LENGTH_BUCKETS = ((1, 10, "1-10"), (11, 30, "11-30"), (31, 60, "31-60"), (61, 10**9, "61+"))
 
 
@@ -295,7 +297,9 @@ def usage_by_stage(df: pd.DataFrame) -> pd.DataFrame:
     Returns
     -------
     DataFrame with columns method, stage, traces, calls, requests, cache_hits, prompt_tokens,
-    completion_tokens, seconds, prompt_tokens_per_trace, completion_tokens_per_trace, seconds_per_trace.
+    completion_tokens, seconds, prompt_tokens_per_trace, completion_tokens_per_trace, seconds_per_trace,
+    request_seconds (time inside requests; the time in calls where the gateway does not split it
+    off) and wait_seconds (time waiting for an endpoint slot, 0 where not recorded).
     """
     acc: dict[tuple[str, str], dict[str, float]] = {}
     n_traces = df.groupby("method")["trace_id"].nunique().to_dict()
@@ -304,6 +308,9 @@ def usage_by_stage(df: pd.DataFrame) -> pd.DataFrame:
             d = acc.setdefault((method, stage), {})
             for k in ("calls", "requests", "cache_hits", "prompt_tokens", "completion_tokens", "seconds"):
                 d[k] = d.get(k, 0) + float(u.get(k, 0))
+            # time inside requests vs waiting for an endpoint slot (time in calls where the gateway does not split)
+            d["request_seconds"] = d.get("request_seconds", 0) + float(u.get("request_seconds", u.get("seconds", 0)))
+            d["wait_seconds"] = d.get("wait_seconds", 0) + float(u.get("wait_seconds", 0))
     rows = []
     for (method, stage), d in sorted(acc.items()):
         n = n_traces.get(method, 1) or 1
@@ -312,7 +319,8 @@ def usage_by_stage(df: pd.DataFrame) -> pd.DataFrame:
                      "completion_tokens_per_trace": d["completion_tokens"] / n,
                      "seconds_per_trace": d["seconds"] / n})
     cols = ["method", "stage", "traces", "calls", "requests", "cache_hits", "prompt_tokens", "completion_tokens",
-            "seconds", "prompt_tokens_per_trace", "completion_tokens_per_trace", "seconds_per_trace"]
+            "seconds", "prompt_tokens_per_trace", "completion_tokens_per_trace", "seconds_per_trace",
+            "request_seconds", "wait_seconds"]
     return pd.DataFrame(rows, columns=cols)
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import argparse
 
-from agentcausal.cli.settings_options import add_settings_arguments, settings_from_args
+from agentcausal.cli.settings_options import add_model_arguments, add_settings_arguments, \
+    apply_model_arguments, settings_from_args
 import sys
 import time
 
@@ -28,11 +29,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--quick", action="store_true", help="a smaller smoke selection (a few minutes)")
     p.add_argument("--out", default=None, metavar="DIR", help="run folder (default runs/demo-<timestamp>)")
     add_settings_arguments(p)
+    add_model_arguments(p)
     p.add_argument("--who-and-when", default=None, metavar="DIR",
                    help="Who&When folder (default: $AGENTCAUSAL_WHO_AND_WHEN_DIR or data/who_and_when)")
     p.add_argument("--threads", type=int, default=None, metavar="N",
                    help="CPU threads of the embedded model (default: every core, since the demo owns the machine; "
                    "$AGENTCAUSAL_PROFILE_EMBEDDED_THREADS wins; use fewer when other work shares the machine)")
+    p.add_argument("--preset", default=None, metavar="NAME",
+                   help="method-settings preset: paper or small; default: the routing's preset")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_demo)
 
@@ -56,7 +60,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     # (agentcausal.llm.local.default_threads); the demo runs alone, and on 2 cores
     # every core roughly halves its time.
     os.environ.setdefault("AGENTCAUSAL_PROFILE_EMBEDDED_THREADS", str(args.threads or os.cpu_count() or 1))
-    settings = settings_from_args(args, who_and_when_dir=args.who_and_when)
+    settings, _ = apply_model_arguments(args, settings_from_args(args, who_and_when_dir=args.who_and_when))
+    from agentcausal.presets import preset_values, routing_preset
+
+    preset = args.preset or routing_preset(settings.profiles_path, settings.routing)
+    preset_values({}, preset)  # an unknown preset fails here, before any work
     plan = demo_plan(settings.who_and_when_dir, quick=args.quick, out_dir=args.out)
     from agentcausal.attribution.registry import get_method
     from agentcausal.discovery.methods import DiscoveryConfig, method_stages
@@ -67,12 +75,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f"note: {note}", file=sys.stderr)
     print(f"agentcausal demo: {len(plan.trace_paths)} trace files x {len(plan.attribution_methods)} attribution "
           f"methods; MAC on {', '.join(plan.llm_datasets)}; statistical baselines on "
-          f"{len(plan.datasets)} datasets; routing {settings.routing!r}",
+          f"{len(plan.datasets)} datasets; routing {settings.routing!r}, preset {preset!r}",
           file=sys.stderr)
     from flows.demo import demo  # the CLI is the one library module that reaches up to flows
 
     t0 = time.time()
-    dirs = demo(plan=plan, settings=settings, progress=not args.no_progress and sys.stderr.isatty())
+    dirs = demo(plan=plan, settings=settings, progress=not args.no_progress and sys.stderr.isatty(), preset=preset)
     if "attribution" in dirs:
         print("\n== Failure attribution (Who&When metrics; exact step match) ==")
         print(accuracy_text(report_run(dirs["attribution"]).evaluation))

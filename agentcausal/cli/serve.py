@@ -16,8 +16,8 @@ processes to share). It prints its base URL and its API key (random per
 start; requests without it are refused) and serves until Ctrl-C::
 
     agentcausal serve-local                       # packaged Qwen2.5-Coder-0.5B, free port
-    agentcausal serve-local --model 1.5b --port 8080
-    agentcausal serve-local --model /path/to/any.gguf
+    agentcausal serve-local --gguf 1.5b --port 8080
+    agentcausal serve-local --gguf /path/to/any.gguf
 
 ``export AGENTCAUSAL_EMBEDDED_URL=<url> AGENTCAUSAL_EMBEDDED_KEY=<key>`` makes every agentcausal process
 use this server for the ``embedded`` profiles instead of starting its own
@@ -43,8 +43,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Serve the packaged model (or any GGUF) through llama.cpp's OpenAI-compatible server "
         "on 127.0.0.1 until Ctrl-C.",
     )
-    p.add_argument("--model", default="0.5b",
-                   help="0.5b (default, packaged Qwen2.5-Coder-0.5B Q4_K_M), 1.5b, or a GGUF file path")
+    p.add_argument("--gguf", default="0.5b", metavar="MODEL",
+                   help="which GGUF to serve: 0.5b (default, packaged Qwen2.5-Coder-0.5B Q4_K_M), 1.5b, or a GGUF "
+                   "file path (the pipeline verbs' --model names a model on an endpoint; this one a file)")
     p.add_argument("--port", type=int, default=None, help="port (default: a free one)")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     p.add_argument("--slots", type=int, default=2, help="parallel decoding slots (default 2)")
@@ -95,8 +96,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 if not c.exists:
                     missing.append(f"{s.name}: {c.value}")
         if missing:
-            print(f"agentcausal: error: {len(missing)} deployment input(s) missing: {'; '.join(missing)}",
-                  file=sys.stderr)
+            print(f"agentcausal: error: {len(missing)} deployment input(s) missing: {'; '.join(missing)} "
+                  "(set AGENTCAUSAL_WHO_AND_WHEN_DIR or run `agentcausal data fetch who-and-when` for the "
+                  "Who&When corpus)", file=sys.stderr)
             return 1
         return 0
     fs.serve(path, only=args.only, limit=args.limit)
@@ -115,7 +117,7 @@ def serve_local(args: argparse.Namespace, *, stop: threading.Event | None = None
     """
     from agentcausal.llm import local
 
-    model = args.model
+    model = args.gguf
     path = Path(model).expanduser() if (model.endswith(".gguf") or Path(model).expanduser().is_file()) \
         else local.packaged_model_path(model)
     alias = path.stem

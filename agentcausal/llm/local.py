@@ -283,7 +283,7 @@ def _check_shared_server(url: str, profile: "Profile") -> str:
     if want not in served:
         raise ConfigError(
             f"${SHARED_SERVER_ENV}={url} serves {served}, but profile {profile.name!r} needs {want!r}; "
-            f"start `agentcausal serve-local --model ...` with that model or unset {SHARED_SERVER_ENV}"
+            f"start `agentcausal serve-local --gguf ...` with that model or unset {SHARED_SERVER_ENV}"
         )
     return url
 
