@@ -115,8 +115,13 @@ def build_config(args: argparse.Namespace, preset: str | None = None):
     timeout = getattr(args, "timeout", None)
     try:
         mac = mac_settings.MACSettings(**values)
+        from agentcausal.discovery import ils_csl, llm_scd, react
+
+        baselines = {name: mod.__dict__[cls](**(preset_values(mod.PRESETS, preset) if preset else {}))
+                     for name, mod, cls in (("react", react, "ReActSettings"), ("llm_scd", llm_scd, "LLMSCDSettings"),
+                                            ("ils_csl", ils_csl, "ILSCSLSettings"))}
         return DiscoveryConfig(mac=mac, algorithm_timeout_s=300.0 if timeout is None else timeout,
-                               executor_fallback=fallback)
+                               executor_fallback=fallback, **baselines)
     except ValidationError as exc:
         raise ConfigError(f"invalid MAC option: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from exc
 
@@ -230,7 +235,8 @@ def cmd_discover(args: argparse.Namespace) -> int:
     from agentcausal.plan import discover_plan
 
     plan = discover_plan(datasets, methods, config=config, preset=preset, routing=settings.routing,
-                         profiles_path=settings.profiles_path, n=args.n, repeats=args.repeats)
+                         profiles_path=settings.profiles_path, n=args.n, repeats=args.repeats,
+                         anonymise=args.anonymise or ["none"])
     if args.dry_run:
         print(plan.dumps())
         return 0
