@@ -167,7 +167,7 @@ def default_choice(algorithm: str, data_type: str, d: int) -> AlgorithmChoice:
     Examples
     --------
     >>> default_choice("pc", "discrete", 5)
-    PCParams(algorithm='pc', indep_test='chisq', alpha=0.05)
+    PCParams(algorithm='pc', indep_test='chisq', alpha=0.05, forbidden=(), required=())
     """
     discrete = data_type == "discrete"
     test = "chisq" if discrete else "fisherz"
