@@ -29,16 +29,20 @@ from prefect.futures import as_completed
 
 from agentcausal.attribution.common import failed_attribution, resolve_methods
 from agentcausal.report.attribution import table_records
+from agentcausal.resume import chunked, plan_resume
 from agentcausal.settings import RunSettings
 from agentcausal.report.artifacts import ProgressLine, corpus_label, self_contained_markdown
 from agentcausal.traces.model import Attribution
 from flows import naming
 from flows.runners import RunnerChoice, with_runner
-from tasks.attribution import attribute_options, attribute_task_key, attribute_trace, evaluate_run, load_corpus, \
-    save_attributions
-from tasks.common import RETRIED_STATUSES, stored_status, was_cached
+from tasks.attribution import attribute_chunk, attribute_options, attribute_task_key, attribute_trace, evaluate_run, \
+    load_corpus, save_attributions
+from tasks.common import RETRIED_STATUSES, result_index, stored_status, was_cached
 
-__all__ = ["attribute", "run_attribute", "default_run_dir"]
+__all__ = ["attribute", "run_attribute", "default_run_dir", "DEFAULT_CHUNK_SIZE"]
+
+#: traces per task by default (``--chunk-size``); measured in bench/results/scale.json
+DEFAULT_CHUNK_SIZE = 1
 
 
 def default_run_dir(out_root: str = "runs") -> str:
@@ -60,6 +64,7 @@ def attribute(
     progress: bool = False,
     skip_invalid: bool = False,
     meta: dict[str, Any] | None = None,
+    chunk_size: int | None = None,
 ) -> str:
     """Attribute every selected trace with every method; write a run folder; return its path.
 
@@ -75,6 +80,9 @@ def attribute(
     progress : show a tqdm bar on stderr
     skip_invalid : leave out invalid trace files (and JSONL lines) instead of refusing the corpus
     meta : extra entries for ``run.json`` (the CLI passes ``{"skipped": [...]}``, the inputs it left out)
+    chunk_size : traces per task (default :data:`DEFAULT_CHUNK_SIZE`); 1 = one cached task run per
+        (trace, method); more = one task per chunk of one method's traces, each trace cached in the
+        results index as it finishes
 
     Returns
     -------
@@ -90,42 +98,62 @@ def attribute(
     run_dir = out_dir or default_run_dir()
     pairs = [(t, m) for t in traces for m in resolved]
     started = time.time()
-    retry = [settings.retry_failed and not settings.refresh
-             and stored_status(settings, attribute_task_key(t, m, resolved[m], settings)) in RETRIED_STATUSES
-             for t, m in pairs]
-    futures: list = [None] * len(pairs)
-    for refresh in (False, True):
-        idx = [i for i, r in enumerate(retry) if r == refresh]
-        if idx:
+    keys = [attribute_task_key(t, m, resolved[m], settings) for t, m in pairs]
+    index = result_index(settings, "attribute")
+    plan = plan_resume(keys, index, refresh=settings.refresh, retry_failed=settings.retry_failed)
+    run, rerun = plan.run, list(plan.rerun)
+    if settings.retry_failed and not settings.refresh:  # records Prefect holds that the index does not
+        moved = {i for i in run if stored_status(settings, keys[i]) in RETRIED_STATUSES}
+        run, rerun = [i for i in run if i not in moved], sorted(rerun + list(moved))
+    size = chunk_size or DEFAULT_CHUNK_SIZE
+    groups: list[tuple[list[int], Any]] = []  # (positions, future) in submission order
+    for idx, refresh in ((run, settings.refresh), (rerun, True)):
+        if not idx:
+            continue
+        if size <= 1:
             mapped = attribute_trace.with_options(**attribute_options(settings, refresh=refresh)).map(
                 trace=[pairs[i][0] for i in idx], method=[pairs[i][1] for i in idx],
                 method_settings=[resolved[pairs[i][1]] for i in idx], settings=unmapped(settings))
-            for i, f in zip(idx, mapped):
-                futures[i] = f
+            groups += [([i], f) for i, f in zip(idx, mapped)]
+            continue
+        for m in resolved:
+            for chunk in chunked([i for i in idx if pairs[i][1] == m], size):
+                f = attribute_chunk.submit([pairs[i][0] for i in chunk], m, resolved[m], settings,
+                                           not_before=started if refresh else None)
+                groups.append((chunk, f))
+    results: dict[int, Any] = dict(plan.reused)
     bar_id = create_progress_artifact(progress=0.0, key=naming.key("attribute-progress", subject),
-                                      description=f"{len(pairs)} (trace, method) pairs")
+                                      description=f"{len(pairs)} (trace, method) pairs, {len(results)} reused")
     bar = None
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(pairs), unit="attribution", desc="attribute")
+        bar = tqdm(total=len(pairs), unit="attribution", desc="attribute", initial=len(results))
     line = ProgressLine(len(pairs), "attribute")  # plain lines when stderr is not a terminal
-    for done, _ in enumerate(as_completed(list(futures)), 1):
+    done = len(results)
+    positions = {id(f): chunk for chunk, f in groups}
+    step = max(1, len(pairs) // 20)
+    for f in as_completed([f for _, f in groups]):
+        chunk = positions[id(f)]
+        res = f.result(raise_on_failure=False)  # an Attribution, a list of them, or the exception left after retries
+        for k, i in enumerate(chunk):
+            results[i] = _one(res, k, f, size > 1, index, keys[i], started)
+        before, done = done, done + len(chunk)
         if bar is not None:
-            bar.update(1)
+            bar.update(len(chunk))
         line.update(done)
-        if done % max(1, len(pairs) // 20) == 0 or done == len(pairs):
+        if done // step != before // step or done == len(pairs):
             update_progress_artifact(bar_id, progress=100.0 * done / max(1, len(pairs)))
     if bar is not None:
         bar.close()
     attributions = []
-    for (t, m), f in zip(pairs, futures):
-        res = f.result(raise_on_failure=False)  # the Attribution, or the exception that survived retries
+    for i, (t, m) in enumerate(pairs):
+        res = results.get(i)
         if isinstance(res, Attribution):  # own id always (never a record of a same-content trace)
-            attributions.append(res.model_copy(update={"trace_id": t.id, "method": m,
-                                                       "reused": res.reused or was_cached(f)}))
+            attributions.append(res.model_copy(update={"trace_id": t.id, "method": m}))
         else:  # raised: a failure of the run, not of the content; not cached, retried by the next run
             attributions.append(failed_attribution(t.id, m, _as_exc(res), status="failed"))
+    _publish_reuse(attributions, len(plan.reused), subject)
     meta = {**(meta or {}), "corpus": [str(p) for p in paths], "methods": resolved, "routing": settings.routing,
             "models": {m: a.models for m, a in {a.method: a for a in attributions}.items()},
             "traces": len(traces), "started": dt.datetime.fromtimestamp(started).isoformat(timespec="seconds"),
@@ -138,6 +166,31 @@ def attribute(
     create_markdown_artifact(self_contained_markdown(report.markdown, run_dir),
                              key=naming.key("attribution-report", subject), description=f"run folder {run_dir}")
     return run_dir
+
+
+def _one(res: Any, k: int, future: Any, chunk: bool, index: Any, key: str, started: float) -> Any:
+    """The record of the k-th item of a finished task (stored in the index), or the exception that survived."""
+    if chunk and isinstance(res, list):
+        return res[k]  # the chunk task stored it
+    if chunk:  # the chunk failed after its retries: its finished items are in the index
+        return index.get(key, not_before=started) or res
+    if isinstance(res, Attribution):
+        res = res.model_copy(update={"reused": res.reused or was_cached(future)})
+        index.put(key, res)
+    return res
+
+
+def _publish_reuse(rows: Sequence[Attribution], reused_from_index: int, subject: str) -> None:
+    """A table artifact of the reused rows (first 1,000) and a log line with the counts."""
+    reused = [a for a in rows if a.reused]
+    print(f"attribute: {len(reused)} of {len(rows)} (trace, method) results reused "
+          f"({reused_from_index} from the results index without a task run)")
+    if reused:
+        create_table_artifact(
+            [{"trace_id": a.trace_id, "method": a.method, "status": a.status} for a in reused[:1000]],
+            key=naming.key("attribute-reused", subject),
+            description=(f"{len(reused)} of {len(rows)} results reused, {reused_from_index} of them from the results "
+                         f"index (no task run){'; first 1,000 listed' if len(reused) > 1000 else ''}"))
 
 
 def _as_exc(res: object) -> BaseException:

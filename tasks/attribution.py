@@ -15,23 +15,26 @@ Prefect never caches them (it retries transport errors within the run,
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from prefect import task
+from prefect.cache_policies import NO_CACHE
 from prefect.context import TaskRunContext
 
 from agentcausal.attribution.common import attribution_key, run_method
 from agentcausal.attribution.evaluate import save_run
 from agentcausal.report.attribution import RunReport, report_run
+from agentcausal.resume import run_chunk
 from agentcausal.settings import RunSettings
 from agentcausal.traces.io import load_traces, select_traces
 from agentcausal.traces.model import Attribution, Trace
-from tasks.common import gateway_for, result_storage, retry_transport
+from tasks.common import chunk_run_name, gateway_for, result_index, result_storage, retry_transport
 
-__all__ = ["load_corpus", "attribute_trace", "attribute_options", "attribute_task_key", "save_attributions",
-           "evaluate_run"]
+__all__ = ["load_corpus", "attribute_trace", "attribute_chunk", "attribute_options", "attribute_task_key",
+           "save_attributions", "evaluate_run"]
 
 
 def attribute_task_key(trace: Trace, method: str, method_settings: Mapping[str, Any], settings: RunSettings) -> str:
@@ -57,6 +60,18 @@ def attribute_trace(trace: Trace, method: str, method_settings: Mapping[str, Any
                     settings: RunSettings) -> Attribution:
     """One method on one trace (see :func:`agentcausal.attribution.common.run_method`)."""
     return run_method(trace, method, gateway_for(settings), method_settings, raise_transient=True)
+
+
+@task(name="attribute-chunk", retries=2, retry_delay_seconds=2, retry_condition_fn=retry_transport,
+      cache_policy=NO_CACHE, persist_result=False, task_run_name=chunk_run_name)
+def attribute_chunk(traces: Sequence[Trace], method: str, method_settings: Mapping[str, Any], settings: RunSettings,
+                    not_before: float | None = None) -> list[Attribution]:
+    """One method on a chunk of traces, each cached per trace in the results index
+    (:func:`agentcausal.resume.run_chunk`; a retry repeats only the unfinished traces)."""
+    return run_chunk([(attribute_task_key(t, method, method_settings, settings),
+                       functools.partial(run_method, t, method, gateway_for(settings), method_settings,
+                                         raise_transient=True)) for t in traces],
+                     result_index(settings, "attribute"), not_before=not_before)
 
 
 def attribute_options(settings: RunSettings, *, refresh: bool = False) -> dict[str, Any]:
