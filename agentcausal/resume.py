@@ -11,7 +11,9 @@ Storage: one :class:`diskcache.Cache` (SQLite in WAL mode, every write a
 transaction, safe for several processes) per kind under
 ``<cache_dir>/results/<kind>``, beside Prefect's persisted task results
 (``<cache_dir>/prefect``, which still serve a task run whose record is not in
-the index). Each entry is the record's JSON and the time it was stored.
+the index). Each entry is the record (pickled by diskcache, as Prefect
+pickles its results: a JSON round trip would turn the usage counts into
+floats) and the time it was stored.
 
 What is stored follows the cache rules: only results a later run may reuse
 (``complete``, ``degraded``, ``content_failed``); a ``failed`` record (a
@@ -79,24 +81,21 @@ class ResultIndex(Generic[R]):
             return False
         if getattr(record, "reused", False):
             record = record.model_copy(update={"reused": False})
-        self._cache.set(key, (time.time(), record.model_dump_json()))
+        self._cache.set(key, (time.time(), record))
         return True
 
     def get(self, key: str, *, not_before: float | None = None) -> R | None:
         """The record stored under ``key`` (stored at or after ``not_before`` when given), or None.
 
-        A record that no longer validates against the model (a field renamed since) counts as absent.
+        An entry that no longer loads as the model (the class changed since) counts as absent.
         """
-        entry = self._cache.get(key)
-        if entry is None:
-            return None
-        stored, text = entry
-        if not_before is not None and stored < not_before:
-            return None
         try:
-            return self.model.model_validate_json(text)
-        except ValueError:
+            stored, record = self._cache.get(key) or (0.0, None)
+        except Exception:  # noqa: BLE001 - unpickling a record of an older class: recompute it
             return None
+        if not isinstance(record, self.model) or (not_before is not None and stored < not_before):
+            return None
+        return record
 
     def close(self) -> None:
         self._cache.close()

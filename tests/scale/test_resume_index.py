@@ -39,8 +39,8 @@ def test_plan_reuses_stored_runs_missing_and_retries_failed_statuses(index):
     assert fresh.reused == {} and fresh.run == [0, 1, 2, 3]
 
 
-def test_a_record_that_no_longer_validates_counts_as_absent(index):
-    index._cache.set("x", (time.time(), '{"not": "an attribution"}'))
+def test_a_record_that_no_longer_loads_counts_as_absent(index):
+    index._cache.set("x", (time.time(), {"not": "an attribution"}))
     assert index.get("x") is None
 
 
