@@ -26,6 +26,7 @@ from prefect import flow, unmapped
 from prefect.artifacts import create_markdown_artifact, create_progress_artifact, create_table_artifact, \
     update_progress_artifact
 from prefect.futures import as_completed
+from prefect.utilities.annotations import quote
 
 from agentcausal.attribution.common import failed_attribution, resolve_methods
 from agentcausal.report.attribution import table_records
@@ -118,7 +119,7 @@ def attribute(
             continue
         for m in resolved:
             for chunk in chunked([i for i in idx if pairs[i][1] == m], size):
-                f = attribute_chunk.submit([pairs[i][0] for i in chunk], m, resolved[m], settings,
+                f = attribute_chunk.submit(quote([pairs[i][0] for i in chunk]), m, resolved[m], settings,
                                            not_before=started if refresh else None)
                 groups.append((chunk, f))
     results: dict[int, Any] = dict(plan.reused)
@@ -159,7 +160,7 @@ def attribute(
             "traces": len(traces), "started": dt.datetime.fromtimestamp(started).isoformat(timespec="seconds"),
             "wall_seconds": round(time.time() - started, 2), "profiles": str(settings.profiles_path or "packaged"),
             "retry_failed": settings.retry_failed, "refresh": settings.refresh}
-    save_attributions(attributions, traces, run_dir, meta)
+    save_attributions(quote(attributions), quote(traces), run_dir, meta)  # quote: Prefect visits no record
     report = evaluate_run(run_dir)
     create_table_artifact(table_records(report.evaluation.overall), key=naming.key("attribution-accuracy", subject),
                           description="Step, agent and both-correct accuracy per method")

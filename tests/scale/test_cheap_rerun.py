@@ -103,3 +103,25 @@ def test_retry_failed_recomputes_content_failures_and_chunks_match_items(fake_se
                              chunk_size=1))
     cols = ["trace_id", "method", "pred_step", "pred_agent", "status", "requests"]
     pd.testing.assert_frame_equal(r[cols], items[cols])
+
+
+@pytest.mark.timeout(300)
+def test_finished_discovery_reruns_without_task_runs(fake_server, tmp_path, monkeypatch):
+    import flows.discover as fd
+    from tests.discovery.conftest import mac_responder
+
+    edges = (("Burglary", "Alarm"), ("Earthquake", "Alarm"), ("Alarm", "JohnCalls"), ("Alarm", "MaryCalls"))
+    fake_server.responder = mac_responder(affirmative_edges=edges, negative_edges=edges[:2])
+    settings = RunSettings(profiles_path=write_profiles(tmp_path / "profiles.toml", fake_server.base_url),
+                           cache_dir=str(tmp_path / "cache"))
+    kw = dict(datasets=["earthquake"], seeds=[0], n=300, settings=settings)
+    run1 = fd.discover(methods=["llm_zero_shot", "pc"], out_dir=str(tmp_path / "r1"), **kw)
+    first = fake_server.count
+    spy = Spy(fd.discover_one)
+    monkeypatch.setattr(fd, "discover_one", spy)
+    run2 = fd.discover(methods=["llm_zero_shot", "pc", "ges"], out_dir=str(tmp_path / "r2"), **kw)
+    assert spy.methods == ["ges"] and fake_server.count == first
+    a = pd.read_parquet(Path(run1) / "results.parquet").set_index("method")
+    b = pd.read_parquet(Path(run2) / "results.parquet").set_index("method")
+    assert b.loc[["llm_zero_shot", "pc"], "reused"].all() and not b.loc["ges", "reused"]
+    assert (a["shd"] == b.loc[a.index, "shd"]).all() and (a["seconds"] == b.loc[a.index, "seconds"]).all()
