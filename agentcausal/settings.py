@@ -76,6 +76,7 @@ class RunSettings(BaseModel):
     profiles_path : str or None, the profiles TOML (default: packaged file)
     cache_dir : str, root of the disk caches (``<cache_dir>/llm``, ``<cache_dir>/prefect`` ...)
     who_and_when_dir : str, the Who&When benchmark folder
+    mast_dir, agentrx_dir : str, the MAST-Data and AgentRx folders (``agentcausal data fetch mast|agentrx``)
     refresh : bool, bypass LLM cache reads and recompute every cached task result
     retry_failed : bool, also recompute cached results marked ``content_failed`` or ``degraded``
         (a plain run reuses them; ``failed`` results are never cached, so always retried);
@@ -88,6 +89,8 @@ class RunSettings(BaseModel):
     profiles_path: str | None = None
     cache_dir: str = "cache"
     who_and_when_dir: str = "data/who_and_when"
+    mast_dir: str = "data/mast"
+    agentrx_dir: str = "data/agentrx"
     refresh: bool = False
     retry_failed: bool = False
 
@@ -107,6 +110,8 @@ class RunSettings(BaseModel):
             "profiles_path": _env("PROFILES", None),
             "cache_dir": _env("CACHE_DIR", "cache"),
             "who_and_when_dir": _env("WHO_AND_WHEN_DIR", "data/who_and_when"),
+            "mast_dir": _env("MAST_DIR", "data/mast"),
+            "agentrx_dir": _env("AGENTRX_DIR", "data/agentrx"),
             "refresh": _env_bool("REFRESH", False),
             "retry_failed": _env_bool("RETRY_FAILED", False),
         }

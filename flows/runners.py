@@ -29,8 +29,11 @@ What workers share
 * **LLM endpoints.** Concurrency limits (``max_concurrency`` in a profile)
   hold per process: N workers may send N times as many requests. With the
   ``embedded`` profile every worker would start its own llama.cpp server;
-  run ``agentcausal serve-local`` once and ``export AGENTCAUSAL_EMBEDDED_URL``
-  so that all of them share it.
+  run ``agentcausal serve-local`` once and export the ``AGENTCAUSAL_EMBEDDED_URL``
+  and ``AGENTCAUSAL_EMBEDDED_KEY`` it prints so that all of them share it.
+* **Network.** A local cluster listens on loopback only: scheduler and
+  workers on 127.0.0.1, the scheduler's HTTP server (Dask dashboard) on
+  127.0.0.1 and a free port (Dask's default binds every interface on :8787).
 """
 
 from __future__ import annotations
@@ -134,7 +137,7 @@ def task_runner(choice: RunnerChoice | None = None) -> TaskRunner:
     -------
     ``ThreadPoolTaskRunner`` for ``thread``; :class:`SharedAPIDaskTaskRunner` for ``dask``,
     connected to ``dask_address`` or starting a ``distributed.LocalCluster`` of worker
-    processes (``n_workers`` x ``threads_per_worker``).
+    processes (``n_workers`` x ``threads_per_worker``) on 127.0.0.1, dashboard included.
 
     Examples
     --------
@@ -148,7 +151,12 @@ def task_runner(choice: RunnerChoice | None = None) -> TaskRunner:
         return ThreadPoolTaskRunner(max_workers=choice.max_workers)
     if choice.dask_address:
         return SharedAPIDaskTaskRunner(address=choice.dask_address)
-    cluster: dict[str, Any] = {"processes": True, "threads_per_worker": choice.threads_per_worker}
+    cluster: dict[str, Any] = {
+        "processes": True,
+        "threads_per_worker": choice.threads_per_worker,
+        "host": "127.0.0.1",  # scheduler and workers on loopback only
+        "dashboard_address": "127.0.0.1:0",  # loopback, a free port (Dask's default: every interface, :8787)
+    }
     if choice.n_workers is not None:
         cluster["n_workers"] = choice.n_workers
     return SharedAPIDaskTaskRunner(cluster_kwargs=cluster)

@@ -198,7 +198,7 @@ def check_inputs(spec: DeploymentSpec) -> list[InputCheck]:
     p = spec.parameters
     out: list[InputCheck] = []
     if "paths" in p or spec.function == "attribute":
-        note = "" if p.get("paths") else "paths empty: the who_and_when_dir setting"
+        note = "" if p.get("paths") else "paths empty: the Who&When folder, AGENTCAUSAL_WHO_AND_WHEN_DIR"
         for path in corpus_paths(p.get("paths"), p.get("settings")):
             out.append(InputCheck(spec.name, "corpus", path, Path(path).exists(),
                                   note if Path(path).exists() else (note + "; " if note else "") + "not found"))

@@ -62,6 +62,10 @@ RESULT_COLUMNS = [
 #: columns every results file has had; the later ones are filled with defaults when an old file lacks them
 _CORE_COLUMNS = RESULT_COLUMNS[:RESULT_COLUMNS.index("status")]
 
+#: columns older results files may lack: ``span_id`` of the blamed step (imported traces) and the
+#: trace-level ``failure_modes`` of corpora without step labels (MAST)
+OPTIONAL_COLUMNS = ["span_id", "failure_modes"]
+
 #: trace-length buckets (number of steps), inclusive bounds
 LENGTH_BUCKETS = ((1, 10, "1-10"), (11, 30, "11-30"), (31, 60, "31-60"), (61, 10**9, "61+"))
 
@@ -180,6 +184,9 @@ def _row(a: Attribution, t: Trace | None) -> dict[str, object]:
         "run_completion_tokens": spent * int(tot.get("completion_tokens", 0)),
         "run_request_seconds": spent * request_s,
         "run_cost_usd": spent * float(tot.get("cost_usd", 0.0)),
+        "span_id": t.steps[a.step].metadata.get("span_id") if t is not None and a.step is not None
+        and 0 <= a.step < n else None,
+        "failure_modes": "; ".join(t.metadata.get("failure_modes") or []) or None if t is not None else None,
     }
 
 
@@ -206,12 +213,12 @@ def results_frame(attributions: Sequence[Attribution], traces: Sequence[Trace] |
         if a.trace_id not in by_id:
             raise TraceFormatError(f"attribution for unknown trace {a.trace_id!r}")
         rows.append(_row(a, by_id[a.trace_id]))
-    df = pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    df = pd.DataFrame(rows, columns=RESULT_COLUMNS + OPTIONAL_COLUMNS)
     for c in ("true_step", "pred_step", "abs_step_error"):
         df[c] = df[c].astype("Int64")
     for c in ("step_correct", "agent_correct", "both_correct"):
         df[c] = df[c].astype("boolean")
-    for c in ("error", "pred_agent", "true_agent", "status", "status_detail"):
+    for c in ("error", "pred_agent", "true_agent", "status", "status_detail", *OPTIONAL_COLUMNS):
         df[c] = df[c].astype("string")
     df["reused"] = df["reused"].astype(bool)
     return df
@@ -288,7 +295,9 @@ def usage_by_stage(df: pd.DataFrame) -> pd.DataFrame:
     Returns
     -------
     DataFrame with columns method, stage, traces, calls, requests, cache_hits, prompt_tokens,
-    completion_tokens, seconds, prompt_tokens_per_trace, completion_tokens_per_trace, seconds_per_trace.
+    completion_tokens, seconds, prompt_tokens_per_trace, completion_tokens_per_trace, seconds_per_trace,
+    request_seconds (time inside requests; the time in calls where the gateway does not split it
+    off) and wait_seconds (time waiting for an endpoint slot, 0 where not recorded).
     """
     acc: dict[tuple[str, str], dict[str, float]] = {}
     n_traces = df.groupby("method")["trace_id"].nunique().to_dict()
@@ -297,6 +306,9 @@ def usage_by_stage(df: pd.DataFrame) -> pd.DataFrame:
             d = acc.setdefault((method, stage), {})
             for k in ("calls", "requests", "cache_hits", "prompt_tokens", "completion_tokens", "seconds"):
                 d[k] = d.get(k, 0) + float(u.get(k, 0))
+            # time inside requests vs waiting for an endpoint slot (time in calls where the gateway does not split)
+            d["request_seconds"] = d.get("request_seconds", 0) + float(u.get("request_seconds", u.get("seconds", 0)))
+            d["wait_seconds"] = d.get("wait_seconds", 0) + float(u.get("wait_seconds", 0))
     rows = []
     for (method, stage), d in sorted(acc.items()):
         n = n_traces.get(method, 1) or 1
@@ -305,7 +317,8 @@ def usage_by_stage(df: pd.DataFrame) -> pd.DataFrame:
                      "completion_tokens_per_trace": d["completion_tokens"] / n,
                      "seconds_per_trace": d["seconds"] / n})
     cols = ["method", "stage", "traces", "calls", "requests", "cache_hits", "prompt_tokens", "completion_tokens",
-            "seconds", "prompt_tokens_per_trace", "completion_tokens_per_trace", "seconds_per_trace"]
+            "seconds", "prompt_tokens_per_trace", "completion_tokens_per_trace", "seconds_per_trace",
+            "request_seconds", "wait_seconds"]
     return pd.DataFrame(rows, columns=cols)
 
 

@@ -18,7 +18,7 @@ from agentcausal.exceptions import AgentCausalError
 
 __all__ = ["main", "build_parser"]
 
-VERB_MODULES = ["attribute", "discover", "demo", "data", "serve", "compare"]
+VERB_MODULES = ["attribute", "discover", "demo", "data", "serve", "compare", "import_traces"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -89,8 +89,10 @@ def main(argv: list[str] | None = None) -> int:
     for key, value in PREFECT_DEFAULTS.items():
         if not (key == "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL" and args.verbose):
             os.environ.setdefault(key, value)
+    console = logging.StreamHandler()  # INFO records still reach Prefect's API handler; the console shows warnings
+    console.setLevel(logging.INFO if args.verbose else logging.WARNING)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", handlers=[console])
     quiet_third_party(args.verbose)
     try:
         return int(args.func(args) or 0)

@@ -21,8 +21,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agentcausal.cli.import_traces import add_import_arguments, prepare_corpus, refuse_truthless
 from agentcausal.cli.runner_options import add_runner_arguments
-from agentcausal.cli.settings_options import add_settings_arguments, settings_from_args
+from agentcausal.cli.settings_options import add_model_arguments, add_settings_arguments, \
+    apply_model_arguments, settings_from_args
 from agentcausal.exceptions import ConfigError
 
 __all__ = ["register", "cmd_attribute", "cmd_evaluate", "parse_sets", "parse_bool_sets", "check_traces"]
@@ -46,6 +48,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-steps", type=int, default=None, help="skip traces with more steps")
     p.add_argument("--out", default=None, metavar="DIR", help="run folder (default runs/attribute-<timestamp>)")
     add_settings_arguments(p)
+    add_model_arguments(p)
+    add_import_arguments(p)
     p.add_argument("--no-ground-truth", action="store_true",
                    help="do not show the correct final answer to the methods")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -143,21 +147,25 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         raise ConfigError(f"--limit must be at least 1, got {args.limit}")
     if args.max_steps is not None and args.max_steps < 1:
         raise ConfigError(f"--max-steps must be at least 1, got {args.max_steps}")
-    settings = settings_from_args(args)
+    settings, model_facts = apply_model_arguments(args, settings_from_args(args))
     from agentcausal.attribution.registry import get_method
 
     settings.check_routes({st for m in methods for st in get_method(m).stages})
-    skipped = check_traces(args.paths, skip_invalid=args.skip_invalid)  # the flow's own loader, before Prefect
+    paths = prepare_corpus(args)  # other formats and --labels: imported into <run folder>/traces.jsonl
+    skipped = check_traces(paths, skip_invalid=args.skip_invalid)  # the flow's own loader, before Prefect
+    refuse_truthless(paths, args)  # traces without ground truth need --no-ground-truth
     from flows.attribute import run_attribute  # the CLI is the one library module that reaches up to flows
     from flows.runners import runner_choice_from_args
 
     runner = runner_choice_from_args(args)
 
-    run_dir = run_attribute(args.paths, methods, method_settings=sets or None, settings=settings, limit=args.limit,
+    run_dir = run_attribute(paths, methods, method_settings=sets or None, settings=settings, limit=args.limit,
                             ids=args.ids, max_steps=args.max_steps,
                             with_ground_truth=False if args.no_ground_truth else None,
                             out_dir=args.out, progress=not args.no_progress and sys.stderr.isatty(), runner=runner,
-                            skip_invalid=args.skip_invalid, meta={"skipped": skipped} if args.skip_invalid else None,
+                            skip_invalid=args.skip_invalid,
+                            meta={**({"skipped": skipped} if args.skip_invalid else {}),
+                                  **({"model": model_facts} if model_facts else {})} or None,
                             chunk_size=args.chunk_size)
     return _print_run(run_dir)
 
@@ -202,7 +210,12 @@ def _print_run(run_dir: str) -> int:
     rep = report_run(run_dir)
     print(accuracy_text(rep.evaluation))
     if len(rep.evaluation.failures):
-        print(f"\n{len(rep.evaluation.failures)} failed (trace, method) pairs; see the report.")
+        st = rep.evaluation.failures["status"].value_counts() if "status" in rep.evaluation.failures else {}
+        print(f"\n{len(rep.evaluation.failures)} failed (trace, method) pairs; see the report."
+              + (f" {st.get('failed', 0)} failed in this run (not cached; the next run retries them)."
+                 if st.get("failed", 0) else "")
+              + (f" {st.get('content_failed', 0)} content failures (cached; --retry-failed recomputes them)."
+                 if st.get("content_failed", 0) else ""))
     print(f"\nrun folder: {run_dir}\nreport:     {rep.path}")
     return 0
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import argparse
 
-from agentcausal.cli.settings_options import add_settings_arguments, settings_from_args
+from agentcausal.cli.settings_options import add_model_arguments, add_settings_arguments, \
+    apply_model_arguments, settings_from_args
 import sys
 import time
 
@@ -28,6 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--quick", action="store_true", help="a smaller smoke selection (a few minutes)")
     p.add_argument("--out", default=None, metavar="DIR", help="run folder (default runs/demo-<timestamp>)")
     add_settings_arguments(p)
+    add_model_arguments(p)
     p.add_argument("--who-and-when", default=None, metavar="DIR",
                    help="Who&When folder (default: $AGENTCAUSAL_WHO_AND_WHEN_DIR or data/who_and_when)")
     p.add_argument("--threads", type=int, default=None, metavar="N",
@@ -56,7 +58,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     # (agentcausal.llm.local.default_threads); the demo runs alone, and on 2 cores
     # every core roughly halves its time.
     os.environ.setdefault("AGENTCAUSAL_PROFILE_EMBEDDED_THREADS", str(args.threads or os.cpu_count() or 1))
-    settings = settings_from_args(args, who_and_when_dir=args.who_and_when)
+    settings, _ = apply_model_arguments(args, settings_from_args(args, who_and_when_dir=args.who_and_when))
     plan = demo_plan(settings.who_and_when_dir, quick=args.quick, out_dir=args.out)
     from agentcausal.attribution.registry import get_method
     from agentcausal.discovery.methods import DiscoveryConfig, method_stages

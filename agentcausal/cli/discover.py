@@ -19,7 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentcausal.cli.settings_options import add_settings_arguments, settings_from_args
+from agentcausal.cli.settings_options import add_model_arguments, add_settings_arguments, \
+    apply_model_arguments, settings_from_args
 
 from agentcausal.cli.runner_options import add_runner_arguments
 from agentcausal.exceptions import ConfigError, DatasetError
@@ -47,11 +48,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--n", type=int, default=1000, help="rows sampled from a bnlearn network (default 1000)")
     p.add_argument("--out", default=None, metavar="DIR", help="run folder (default runs/discover-<timestamp>)")
     add_settings_arguments(p)
+    add_model_arguments(p)
     g = p.add_argument_group("MAC")
     g.add_argument("--rounds", type=int, default=1, help="Affirmative-Negative rounds per debate (1-5, default 1)")
     g.add_argument("--subset-size", type=int, default=5, help="rows of the subset S in the algorithm debate")
-    g.add_argument("--executor", choices=("typed", "coding"), default="typed",
-                   help="run the chosen algorithm typed (default) or as LLM-written code in a sandbox")
+    g.add_argument("--executor", choices=("auto", "typed", "coding"), default="auto",
+                   help="auto (default): LLM-written causal-learn code in the sandbox where the sandbox works "
+                   "here, else typed (said in one line and marked in the rows); coding: refused where the "
+                   "sandbox cannot work; typed: run the chosen algorithm through the pool")
     g.add_argument("--coding-attempts", type=int, default=3, help="scripts tried in coding mode (default 3)")
     g.add_argument("--timeout", type=float, default=300.0, help="wall limit of one statistical algorithm, s")
     g.add_argument("--shd-reversal", type=int, choices=(1, 2), default=1,
@@ -78,10 +82,18 @@ def build_config(args: argparse.Namespace):
     from agentcausal.discovery.mac.settings import MACSettings
     from agentcausal.discovery.methods import DiscoveryConfig
 
+    from agentcausal.discovery.mac.executor import resolve_executor
+
+    # only MAC, mac_single and dcm_only run an executor: refuse or say "fallback" only for them
+    uses_dcm = any(m.lower().replace("-", "_") in ("mac", "mac_single", "dcm_only")
+                   for m in (getattr(args, "methods", None) or ["mac"]))
+    executor, fallback = resolve_executor(args.executor if uses_dcm or args.executor == "typed" else "auto")
+    if fallback and uses_dcm:
+        print(fallback, file=sys.stderr)
     try:
-        mac = MACSettings(rounds=args.rounds, subset_size=args.subset_size, executor=args.executor,
+        mac = MACSettings(rounds=args.rounds, subset_size=args.subset_size, executor=executor,
                           coding_attempts=args.coding_attempts, algorithm_timeout_s=args.timeout)
-        return DiscoveryConfig(mac=mac, algorithm_timeout_s=args.timeout)
+        return DiscoveryConfig(mac=mac, algorithm_timeout_s=args.timeout, executor_fallback=fallback)
     except ValidationError as exc:
         raise ConfigError(f"invalid MAC option: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from exc
 
@@ -184,7 +196,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
     if llm_datasets and skipped:
         llm_datasets = [d for d in llm_datasets if d not in {s["dataset"] for s in skipped}] or None
     config = build_config(args)
-    settings = settings_from_args(args)
+    settings, model_facts = apply_model_arguments(args, settings_from_args(args))
     from agentcausal.discovery.methods import method_stages
 
     settings.check_routes({st for m in methods for st in method_stages(m, config)})
@@ -194,7 +206,8 @@ def cmd_discover(args: argparse.Namespace) -> int:
     runner = runner_choice_from_args(args)
     run_dir = run_discover(datasets, methods, seeds=args.seeds, n=args.n, config=config, settings=settings,
                            out_dir=args.out, reversal_cost=args.shd_reversal, llm_datasets=llm_datasets,
-                           meta={"skipped": skipped} if args.skip_invalid else None,
+                           meta={**({"skipped": skipped} if args.skip_invalid else {}),
+                                 **({"model": model_facts} if model_facts else {})} or None,
                            progress=not args.no_progress and sys.stderr.isatty(),
                            runner=None if runner.kind.value == "thread" and runner.max_workers is None else runner)
     import pandas as pd

@@ -12,13 +12,14 @@ process until Ctrl-C; see ``flows/serve.py`` and ``deploy/README.md``::
 
 The same OpenAI-compatible server the gateway starts in-process for the
 ``embedded`` profile, kept running for other tools (or for several agentcausal
-processes to share). It prints its base URL and serves until Ctrl-C::
+processes to share). It prints its base URL and its API key (random per
+start; requests without it are refused) and serves until Ctrl-C::
 
     agentcausal serve-local                       # packaged Qwen2.5-Coder-0.5B, free port
-    agentcausal serve-local --model 1.5b --port 8080
-    agentcausal serve-local --model /path/to/any.gguf
+    agentcausal serve-local --gguf 1.5b --port 8080
+    agentcausal serve-local --gguf /path/to/any.gguf
 
-``export AGENTCAUSAL_EMBEDDED_URL=<url>`` makes every agentcausal process
+``export AGENTCAUSAL_EMBEDDED_URL=<url> AGENTCAUSAL_EMBEDDED_KEY=<key>`` makes every agentcausal process
 use this server for the ``embedded`` profiles instead of starting its own
 (one model in memory, cache keys unchanged). Or point another profile at it
 (``AGENTCAUSAL_PROFILE_VLLM_BASE_URL=<url>``), or use any OpenAI client.
@@ -42,8 +43,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Serve the packaged model (or any GGUF) through llama.cpp's OpenAI-compatible server "
         "on 127.0.0.1 until Ctrl-C.",
     )
-    p.add_argument("--model", default="0.5b",
-                   help="0.5b (default, packaged Qwen2.5-Coder-0.5B Q4_K_M), 1.5b, or a GGUF file path")
+    p.add_argument("--gguf", default="0.5b", metavar="MODEL",
+                   help="which GGUF to serve: 0.5b (default, packaged Qwen2.5-Coder-0.5B Q4_K_M), 1.5b, or a GGUF "
+                   "file path (the pipeline verbs' --model names a model on an endpoint; this one a file)")
     p.add_argument("--port", type=int, default=None, help="port (default: a free one)")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     p.add_argument("--slots", type=int, default=2, help="parallel decoding slots (default 2)")
@@ -94,8 +96,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 if not c.exists:
                     missing.append(f"{s.name}: {c.value}")
         if missing:
-            print(f"agentcausal: error: {len(missing)} deployment input(s) missing: {'; '.join(missing)}",
-                  file=sys.stderr)
+            print(f"agentcausal: error: {len(missing)} deployment input(s) missing: {'; '.join(missing)} "
+                  "(set AGENTCAUSAL_WHO_AND_WHEN_DIR or run `agentcausal data fetch who-and-when` for the "
+                  "Who&When corpus)", file=sys.stderr)
             return 1
         return 0
     fs.serve(path, only=args.only, limit=args.limit)
@@ -114,7 +117,7 @@ def serve_local(args: argparse.Namespace, *, stop: threading.Event | None = None
     """
     from agentcausal.llm import local
 
-    model = args.model
+    model = args.gguf
     path = Path(model).expanduser() if (model.endswith(".gguf") or Path(model).expanduser().is_file()) \
         else local.packaged_model_path(model)
     alias = path.stem
@@ -122,9 +125,10 @@ def serve_local(args: argparse.Namespace, *, stop: threading.Event | None = None
                              host=args.host, threads=args.threads, alias=alias)
     print(f"serving {path} ({args.slots} slots x {args.ctx} tokens) as model {alias!r}", flush=True)
     print(f"base URL: {srv.base_url}", flush=True)
-    print(f"share it with agentcausal runs:  export {local.SHARED_SERVER_ENV}={srv.base_url}", flush=True)
+    print(f"share it with agentcausal runs:  export {local.SHARED_SERVER_ENV}={srv.base_url} "
+          f"{local.SHARED_SERVER_KEY_ENV}={srv.api_key}", flush=True)
     print(f"or route a profile to it:        AGENTCAUSAL_PROFILE_VLLM_BASE_URL={srv.base_url} "
-          f"AGENTCAUSAL_PROFILE_VLLM_MODEL={alias}", flush=True)
+          f"AGENTCAUSAL_PROFILE_VLLM_MODEL={alias} VLLM_API_KEY={srv.api_key}", flush=True)
     print("Ctrl-C to stop", flush=True)
     stop = stop or threading.Event()
     try:

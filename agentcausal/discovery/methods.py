@@ -77,11 +77,15 @@ class DiscoveryConfig(BaseModel):
     ----------
     mac : MACSettings, for ``mac`` (the ablations override ``single_agent`` or ``stages``)
     algorithm_timeout_s : float, wall limit of a statistical baseline
+    executor_fallback : str, why ``--executor auto`` runs the typed executor
+        (sandbox unavailable); recorded as ``details["executor_fallback"]`` of
+        the methods that run DCM; not part of the cache key
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     mac: MACSettings = Field(default_factory=MACSettings)
     algorithm_timeout_s: float = Field(300.0, gt=0)
+    executor_fallback: str = ""
 
 
 class DiscoveryOutcome(BaseModel):
@@ -234,6 +238,8 @@ def run_discovery(method: str, ds: Dataset, gw=None, config: DiscoveryConfig = D
     status, detail = "complete", None
     try:
         graph, details = _HANDLERS[method](gw, ds, config, seed, item)
+        if config.executor_fallback and method in ("mac", "mac_single", "dcm_only"):
+            details = {**details, "executor_fallback": config.executor_fallback}
         err = ""
         detail = degradation(details)
         status = "degraded" if detail else "complete"
@@ -317,7 +323,8 @@ def discovery_key(ds: Dataset, method: str, config: DiscoveryConfig, gw=None, *,
             models[s] = ["unrouted", 0]
     blob = json.dumps({
         "data": ds.content_hash(), "dataset": ds.name, "seed": seed, "method": method,
-        "config": config.model_dump(mode="json") if stages else {"timeout": config.algorithm_timeout_s},
+        "config": config.model_dump(mode="json", exclude={"executor_fallback"}) if stages
+        else {"timeout": config.algorithm_timeout_s},
         "prompt_version": PROMPT_VERSION if stages else "", "models": models,
         "metadata": [ds.metadata.model_dump(mode="json"), metadata_text(ds)] if stages else None,
     }, sort_keys=True, default=str)

@@ -15,14 +15,18 @@ Around each call the gateway adds:
   stands for the base URL, since the port changes every run. The API key
   never enters the key. Only complete, valid replies are stored (diskcache
   writes are atomic), so a crash leaves nothing half-written. ``refresh=True``
-  bypasses reads but still writes.
+  bypasses reads of earlier entries but still writes. A repeat index
+  (``sample > 0``) enters the key and the request (``seed``).
+* **Dialects**: the completion cap goes under the profile's
+  ``token_cap_param``; ``temperature`` only where allowed;
+  ``reasoning_effort`` where set (see :class:`~agentcausal.llm.profiles.Profile`).
 * **Retries**: the ``openai`` client's own exponential backoff with jitter on
   429, 5xx, timeouts and connection errors (``max_retries`` per gateway; it
   honours ``Retry-After``). After the last retry: :class:`EndpointUnreachableError`.
 * **One paid call per prompt**: identical requests in flight (chat, structured
   and embedding batches) wait for the first, across threads (a lock per cache
-  key) and processes sharing the cache folder (a ``filelock`` lock file per
-  key under ``<cache>/locks/``); after the wait the cache is read again.
+  key) and processes sharing the cache folder (``filelock`` lock files under
+  ``<cache>/locks/``, one per key prefix); after the wait the cache is read again.
 * **Concurrency limit** per profile, in-process (a semaphore sized by the
   profile's ``max_concurrency``); profiles naming one ``limit_group`` share one
   semaphore of the group's size. A slot is held for one client call, its
@@ -107,6 +111,14 @@ class _Timer:
 
     wait: float = 0.0
     request: float = 0.0
+    requests: int = 0  # HTTP requests sent, the client's own retries included
+
+
+_SENT = threading.local()  # HTTP requests sent by this thread (an httpx request hook counts them)
+
+
+def _count_request(_request: Any) -> None:
+    _SENT.n = getattr(_SENT, "n", 0) + 1
 
 
 def cache_key(base_url: str, model: str, payload: dict[str, Any]) -> str:
@@ -204,7 +216,8 @@ class Gateway:
     cache_dir : path or None
         Disk cache folder; ``None`` disables caching.
     refresh : bool
-        Bypass cache reads (writes still happen).
+        Bypass reads of entries written before this gateway (writes still
+        happen, and identical calls in this run still share one request).
     max_retries : int
         Retries of one request on 429, 5xx, timeouts and connection errors.
     max_repairs : int
@@ -242,6 +255,7 @@ class Gateway:
         self._clients: dict[str, openai.OpenAI] = {}
         self._lock = threading.Lock()
         self._flights: dict[str, list] = {}
+        self._fresh: set[str] = set()  # keys written by this gateway (readable under refresh)
 
     @classmethod
     def from_settings(
@@ -312,11 +326,18 @@ class Gateway:
         key = f"{profile.name}|{base_url}"
         with self._lock:
             if key not in self._clients:
+                if profile.is_embedded:
+                    from agentcausal.llm import local
+
+                    api_key = local.embedded_api_key(base_url)  # the server's per-process key
+                else:
+                    api_key = profile.api_key()
                 self._clients[key] = openai.OpenAI(
                     base_url=base_url,
-                    api_key=profile.api_key(),
+                    api_key=api_key,
                     timeout=profile.timeout_s,
                     max_retries=self.max_retries,
+                    http_client=openai.DefaultHttpxClient(event_hooks={"request": [_count_request]}),
                 )
             return self._clients[key], base_url
 
@@ -350,18 +371,25 @@ class Gateway:
             return contextlib.nullcontext()
         import filelock
 
-        folder = self.cache_dir / "locks" / key[:2]
+        # 4096 lock files, striped by the key's first 3 hex digits: the folder stays bounded (a lock
+        # file cannot be deleted safely while another process may wait on it), and two different
+        # keys share a stripe rarely (about 3 % of the time with 16 calls in flight), which only
+        # makes one of them wait. A call holds one stripe at a time, so no deadlock.
+        folder = self.cache_dir / "locks"
         folder.mkdir(parents=True, exist_ok=True)
-        return filelock.FileLock(str(folder / f"{key}.lock"))
+        return filelock.FileLock(str(folder / f"{key[:3]}.lock"))
 
     def _cache_get(self, key: str) -> Any:
-        if self._cache is None or self.refresh:
+        """The cached value, or None; under ``refresh`` only entries this gateway wrote itself."""
+        if self._cache is None or (self.refresh and key not in self._fresh):
             return None
         return self._cache.get(key)
 
     def _cache_set(self, key: str, value: Any) -> None:
         if self._cache is not None:
             self._cache.set(key, value)
+            with self._lock:
+                self._fresh.add(key)
 
     # -------------------------------------------------------------------- chat
     def _call(self, stage: str, profile: Profile, fn: Callable[[openai.OpenAI], R], timer: _Timer) -> R:
@@ -378,6 +406,7 @@ class Gateway:
         sem.acquire()
         t1 = time.perf_counter()
         timer.wait += t1 - t0
+        sent = getattr(_SENT, "n", 0)
         try:
             return fn(client)
         except openai.APITimeoutError as exc:
@@ -394,6 +423,7 @@ class Gateway:
         finally:
             sem.release()
             timer.request += time.perf_counter() - t1
+            timer.requests += getattr(_SENT, "n", 0) - sent
 
     def _request(
         self, stage: str, profile: Profile, messages: list[Message], params: dict[str, Any], timer: _Timer
@@ -469,9 +499,13 @@ class Gateway:
             if hit is not None:
                 self._record(stage, item, profile, timer, cache_hits=1)
                 return hit["text"]
-            text, _finish, pt, ct = self._request(stage, profile, msgs, params, timer)
+            try:
+                text, _finish, pt, ct = self._request(stage, profile, msgs, params, timer)
+            except (EndpointUnreachableError, LLMCallError):
+                self._record(stage, item, profile, timer, requests=timer.requests)  # time and requests spent
+                raise
             self._cache_set(key, {"text": text})
-            self._record(stage, item, profile, timer, requests=1, prompt_tokens=pt, completion_tokens=ct)
+            self._record(stage, item, profile, timer, requests=timer.requests, prompt_tokens=pt, completion_tokens=ct)
             log.debug("stage=%s profile=%s prompt_tokens=%d completion_tokens=%d", stage, profile.name, pt, ct)
             return text
 
@@ -544,11 +578,16 @@ class Gateway:
                 except ValidationError:
                     pass  # reply model changed since: ask again
             convo = list(msgs)
-            requests = pt_total = ct_total = 0
+            attempts = pt_total = ct_total = 0
             raw, err = "", ""
             for attempt in range(1 + self.max_repairs):
-                raw, finish, pt, ct = self._request(stage, profile, convo, params, timer)
-                requests += 1
+                try:
+                    raw, finish, pt, ct = self._request(stage, profile, convo, params, timer)
+                except (EndpointUnreachableError, LLMCallError):
+                    self._record(stage, item, profile, timer, requests=timer.requests, prompt_tokens=pt_total,
+                                 completion_tokens=ct_total)
+                    raise
+                attempts += 1
                 pt_total += pt
                 ct_total += ct
                 try:
@@ -566,12 +605,12 @@ class Gateway:
                     ]
                     continue
                 self._cache_set(key, {"text": raw})
-                self._record(
-                    stage, item, profile, timer, requests=requests, prompt_tokens=pt_total, completion_tokens=ct_total
-                )
+                self._record(stage, item, profile, timer, requests=timer.requests, prompt_tokens=pt_total,
+                             completion_tokens=ct_total)
                 return out
-            self._record(stage, item, profile, timer, requests=requests, prompt_tokens=pt_total, completion_tokens=ct_total)
-            raise StructuredOutputError(stage, reply_model.__name__, raw, requests, err)
+            self._record(stage, item, profile, timer, requests=timer.requests, prompt_tokens=pt_total,
+                         completion_tokens=ct_total)
+            raise StructuredOutputError(stage, reply_model.__name__, raw, attempts, err)
 
     # -------------------------------------------------------------- embeddings
     def embed(self, stage: str, texts: Sequence[str], *, item: str | None = None) -> np.ndarray:
@@ -612,8 +651,12 @@ class Gateway:
                 if todo_keys:
                     first = {k: t for k, t in zip(keys, texts)}
                     todo = [first[k] for k in todo_keys]  # each distinct text once
-                    new, pt = self._embed_request(stage, profile, todo, timer)
-                    requests = 1
+                    try:
+                        new, pt = self._embed_request(stage, profile, todo, timer)
+                    except (EndpointUnreachableError, LLMCallError):
+                        self._record(stage, item, profile, timer, requests=timer.requests)
+                        raise
+                    requests = max(1, timer.requests)  # the in-process embedder counts as one
                     for k, v in zip(todo_keys, new):
                         found[k] = v
                         self._cache_set(k, v)

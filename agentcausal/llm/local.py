@@ -3,7 +3,10 @@
 * :func:`ensure_embedded_server` starts llama.cpp's own OpenAI-compatible HTTP
   server in this process through the ``xllamacpp`` wheel (``xllamacpp.Server``),
   on 127.0.0.1 and a free port, once per process and model, and stops it at
-  exit. It serves ``response_format`` ``json_schema`` (constrained decoding with
+  exit. It refuses requests without its API key (a random one per server,
+  held in memory only and sent by the gateway's client; never in a file, a
+  log or a cache key) and grants no cross-origin access (no web page in a
+  browser can read its replies). It serves ``response_format`` ``json_schema`` (constrained decoding with
   LLGuidance) and reuses a repeated prompt prefix from its prompt cache
   (``usage.prompt_tokens_details.cached_tokens``). The GGUF comes from
   :mod:`agentcausal.llm.packaged` (joined and sha256-verified) or the profile's
@@ -26,6 +29,7 @@ import importlib
 import json
 import logging
 import os
+import secrets
 import threading
 import time
 import urllib.error
@@ -61,6 +65,8 @@ __all__ = [
     "default_threads",
     "local_embedder",
     "SHARED_SERVER_ENV",
+    "SHARED_SERVER_KEY_ENV",
+    "embedded_api_key",
 ]
 
 log = logging.getLogger(__name__)
@@ -77,16 +83,21 @@ class EmbeddedServer:
     n_parallel : int, decoding slots (simultaneous requests)
     ctx_per_slot : int, tokens of context each slot holds (prompt + completion)
     started_s : float, seconds from start to healthy
+    api_key : str, the key every request but ``/health`` must carry (``Authorization: Bearer``)
     """
 
     def __init__(self, server: Any, base_url: str, model_path: Path, n_parallel: int, ctx_per_slot: int,
-                 started_s: float) -> None:
+                 started_s: float, api_key: str = "") -> None:
         self._server = server
+        self.api_key = api_key
         self.base_url = base_url
         self.model_path = model_path
         self.n_parallel = n_parallel
         self.ctx_per_slot = ctx_per_slot
         self.started_s = started_s
+
+    def __repr__(self) -> str:  # never shows the key
+        return f"EmbeddedServer(base_url={self.base_url!r}, model_path={str(self.model_path)!r})"
 
     def stop(self) -> None:
         """Stop the HTTP server and free the model (xllamacpp stops it when the object is freed)."""
@@ -136,6 +147,7 @@ def start_server(
     alias: str | None = None,
     health_timeout_s: float = 120.0,
     verbosity: int = 2,
+    api_key: str | None = None,
 ) -> EmbeddedServer:
     """Start llama.cpp's OpenAI-compatible server on ``host:port`` in this process.
 
@@ -151,6 +163,11 @@ def start_server(
     alias : str, optional; model name reported by ``/v1/models``
     health_timeout_s : float, seconds to wait for ``/health`` to answer 200
     verbosity : int, llama.cpp's log threshold on stderr (1 error, 2 warning, 3 info)
+    api_key : str, optional
+        The key requests must carry; default a fresh random one
+        (``secrets.token_urlsafe(32)``), kept only in the returned object.
+        Cross-origin access is always off: no ``Access-Control-Allow-Origin``
+        matches any web origin and credentials are never allowed.
 
     Returns
     -------
@@ -178,6 +195,10 @@ def start_server(
     params.cache_ram_mib = 1024
     params.ctx_shift = False  # a prompt over budget fails loudly instead of silently dropping tokens
     params.hostnames = [host]
+    key = api_key or secrets.token_urlsafe(32)
+    params.api_keys = [key]  # every endpoint but /health answers 401 without it
+    params.cors_origins = ""  # Access-Control-Allow-Origin: "" matches no web origin
+    params.cors_credentials = False
     params.port = port or 0  # 0: llama.cpp binds a free port and reports it in listening_address
     n = threads or default_threads()
     params.cpuparams.n_threads = n
@@ -201,7 +222,7 @@ def start_server(
     started = time.perf_counter() - t0
     log.info("embedded llama.cpp server for %s up at %s in %.1f s (%d slots x %d tokens)",
              path.name, root, started, n_parallel, ctx_per_slot)
-    return EmbeddedServer(server, f"{root}/v1", path, n_parallel, ctx_per_slot, started)
+    return EmbeddedServer(server, f"{root}/v1", path, n_parallel, ctx_per_slot, started, api_key=key)
 
 
 _SERVERS: dict[tuple[str, int, int], EmbeddedServer] = {}
@@ -222,10 +243,26 @@ atexit.register(_stop_all)
 
 
 SHARED_SERVER_ENV = "AGENTCAUSAL_EMBEDDED_URL"
+SHARED_SERVER_KEY_ENV = "AGENTCAUSAL_EMBEDDED_KEY"
+
+
+def embedded_api_key(base_url: str) -> str:
+    """The API key of the embedded server at ``base_url``, for the gateway's client.
+
+    The key of a server this process started, or ``$AGENTCAUSAL_EMBEDDED_KEY``
+    for a shared ``agentcausal serve-local`` server (``"not-needed"`` when unset).
+    """
+    with _SERVERS_LOCK:
+        for srv in _SERVERS.values():
+            if srv.base_url == base_url:
+                return srv.api_key
+    return os.environ.get(SHARED_SERVER_KEY_ENV) or "not-needed"
 
 
 def _served_models(url: str) -> list[str]:
-    with urllib.request.urlopen(f"{url}/models", timeout=10) as r:
+    key = os.environ.get(SHARED_SERVER_KEY_ENV)
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    with urllib.request.urlopen(urllib.request.Request(f"{url}/models", headers=headers), timeout=10) as r:
         return [m["id"] for m in json.loads(r.read()).get("data", [])]
 
 
@@ -234,12 +271,19 @@ def _check_shared_server(url: str, profile: "Profile") -> str:
     want = served_name(profile)
     try:
         served = _served_models(url)
+    except urllib.error.HTTPError as exc:
+        if exc.code == 401:
+            raise ConfigError(
+                f"${SHARED_SERVER_ENV}={url} refused our key (HTTP 401): export {SHARED_SERVER_KEY_ENV} "
+                "as printed by `agentcausal serve-local`"
+            ) from exc
+        raise EndpointUnreachableError(profile.name, url, f"${SHARED_SERVER_ENV} is set but: {exc}") from exc
     except (urllib.error.URLError, OSError, ValueError) as exc:
         raise EndpointUnreachableError(profile.name, url, f"${SHARED_SERVER_ENV} is set but: {exc}") from exc
     if want not in served:
         raise ConfigError(
             f"${SHARED_SERVER_ENV}={url} serves {served}, but profile {profile.name!r} needs {want!r}; "
-            f"start `agentcausal serve-local --model ...` with that model or unset {SHARED_SERVER_ENV}"
+            f"start `agentcausal serve-local --gguf ...` with that model or unset {SHARED_SERVER_ENV}"
         )
     return url
 
@@ -251,8 +295,10 @@ def ensure_embedded_server(profile: "Profile") -> str:
     lock, so concurrent first calls start it once; stopped at interpreter exit.
     If ``$AGENTCAUSAL_EMBEDDED_URL`` is set (printed by ``agentcausal
     serve-local``), that running server is used instead, after checking that it
-    serves the profile's model; several processes can then share one server,
-    and cache keys stay those of the embedded profile.
+    serves the profile's model (with ``$AGENTCAUSAL_EMBEDDED_KEY`` as its key);
+    several processes can then share one server, and cache keys stay those of
+    the embedded profile. The key of a server started here never leaves this
+    process (:func:`embedded_api_key`).
 
     Parameters
     ----------

@@ -20,8 +20,9 @@ class StageUsage(BaseModel):
 
     Attributes
     ----------
-    calls : logical calls made by the method
-    requests : HTTP requests actually sent (retries and repairs included)
+    calls : logical calls made by the method (failed ones included)
+    requests : HTTP requests actually sent (the client's retries and the
+        repairs included; a call that failed counts what it sent)
     cache_hits : calls served from the disk cache
     prompt_tokens, completion_tokens : tokens reported by the endpoint
     seconds : seconds spent in requests (same as ``request_seconds``; kept for

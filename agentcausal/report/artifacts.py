@@ -161,6 +161,7 @@ class ProgressLine:
         now = time.monotonic()
         if done - self._last_done >= self.every or now - self._last >= self.seconds or done >= self.total:
             pct = 100.0 * done / max(1, self.total)
-            print(f"{self.label}: {done}/{self.total} ({pct:.0f}%) {now - self.start:.0f} s", file=self.stream,
-                  flush=True)
+            # written, not printed: a flow's log_prints would turn print() into a log record
+            self.stream.write(f"{self.label}: {done}/{self.total} ({pct:.0f}%) {now - self.start:.0f} s\n")
+            self.stream.flush()
             self._last, self._last_done = now, done

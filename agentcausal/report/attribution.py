@@ -28,7 +28,7 @@ from agentcausal.report.traces_html import per_trace_html, trace_sections_html
 from agentcausal.traces.model import Attribution, Trace
 
 __all__ = ["RunReport", "markdown_table", "markdown_report", "accuracy_text", "write_report", "report_run",
-           "table_records"]
+           "table_records", "blamed_steps_markdown"]
 
 
 class RunReport(NamedTuple):
@@ -159,7 +159,7 @@ def dependency_graphs_markdown(results: pd.DataFrame, *, max_graphs: int = 50) -
     ----------
     DCFA seed paper, section 5.4.4, Figure 4.
     """
-    from agentcausal.report.dcfa import dependency_graph_mermaid
+    from agentcausal.report.dcfa import dependency_graph_edge_table, dependency_graph_mermaid
 
     rows = results[results["method"].astype(str).str.startswith("dcfa")
                    & results["details_json"].notna()].sort_values(["trace_id", "method"])
@@ -172,13 +172,41 @@ def dependency_graphs_markdown(results: pd.DataFrame, *, max_graphs: int = 50) -
                         step=None if pd.isna(r["pred_step"]) else int(r["pred_step"]),
                         agent=None if pd.isna(r["pred_agent"]) else str(r["pred_agent"]), details=details)
         truth = "" if pd.isna(r["true_step"]) else f" (annotated decisive step: {int(r['true_step'])})"
-        parts += [f"### {r['trace_id']} · {r['method']}{truth}", "", "```mermaid",
-                  dependency_graph_mermaid(a).rstrip(), "```", ""]
+        parts += [f"### {r['trace_id']} · {r['method']}{truth}", "", dependency_graph_edge_table(a), "",
+                  "```mermaid", dependency_graph_mermaid(a).rstrip(), "```", ""]
     if not parts:
         return ""
     return "\n".join(["", "## Dependency graphs (DCFA)", "",
                       "Yellow: minor deviation; orange: GCA hypothesis; red: final decisive step; "
                       "dashed: accepted LCE search moves with their ΔS.", "", *parts])
+
+
+def blamed_steps_markdown(results: pd.DataFrame, *, max_rows: int = 500) -> str:
+    """A markdown section listing each trace's blamed step and agent per method, with the step's span id.
+
+    Shown when some trace was imported from spans (a ``span_id`` is known) or no trace is labelled
+    (then the accuracy tables are empty and this list is the result).
+
+    Parameters
+    ----------
+    results : results frame (``results.parquet``)
+    max_rows : int, at most this many rows (by trace id, then method)
+
+    Returns
+    -------
+    str, empty when neither holds.
+    """
+    has_span = "span_id" in results.columns and bool(results["span_id"].notna().any())
+    if results.empty or not (has_span or results["true_step"].isna().all()):
+        return ""
+    cols = [c for c in ("trace_id", "method", "pred_step", "pred_agent", "span_id", "true_step", "true_agent",
+                        "failure_modes") if c in results.columns and (c != "failure_modes" or results[c].notna().any())]
+    df = results[cols].sort_values(["trace_id", "method"]).head(max_rows)
+    df = df.astype(object).where(df.notna(), None)
+    return "\n".join(["", "## Blamed steps", "",
+                      "The decisive step (0-based) and agent each method blamed; `span_id` finds the step's span "
+                      "in the tracing UI the trace was imported from; `failure_modes` are a corpus's trace-level "
+                      "labels (MAST).", "", markdown_table(df), ""])
 
 
 def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, object] | None = None,
@@ -207,7 +235,8 @@ def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, obje
     p = d / "report.md"
     figs = attribution_figures(ev, d)  # PNGs in the run folder; text charts in report.md, images in report.html
     graphs = dependency_graphs_markdown(results) if results is not None else ""
-    atomic_write_text(p, markdown_report(ev, meta=meta) + figures_markdown(figs) + graphs)
+    blamed = blamed_steps_markdown(results) if results is not None else ""
+    atomic_write_text(p, markdown_report(ev, meta=meta) + blamed + figures_markdown(figs) + graphs)
     sections: list[str] = []
     if results is not None and not results.empty:
         sections = ["<h2>Per trace</h2><p class='note'>One row per trace and method; click a header to sort, "

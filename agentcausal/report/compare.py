@@ -242,7 +242,14 @@ def _display(c: Comparison) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
         "tokens B": human_number(round(r.b_tokens)), "tokens B − A": f"{r.diff_tokens:+,.0f}",
         "seconds A": human_number(round(r.a_seconds, 2)), "seconds B": human_number(round(r.b_seconds, 2)),
         "seconds B − A": f"{r.diff_seconds:+,.2f}"} for r in c.cost.itertuples()])
-    flipped = c.flipped.copy()
+    flipped = c.flipped
+    if not flipped.empty:  # one row per (method, item), one column per metric: "A → B", blank when unchanged
+        idx = ["method", *c.keys]
+        f = flipped.assign(change=[f"{a} → {b}" for a, b in zip(flipped["a"], flipped["b"])])
+        order = list(dict.fromkeys(f["metric"]))
+        flipped = (f.pivot_table(index=idx, columns="metric", values="change", aggfunc="first")
+                   .reindex(columns=order).fillna("").reset_index())
+        flipped.columns.name = None
     return met, flipped, cost
 
 

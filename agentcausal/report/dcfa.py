@@ -20,7 +20,7 @@ from typing import Any
 
 from agentcausal.traces.model import Attribution
 
-__all__ = ["MAX_ALL_NODES", "dependency_graph_mermaid", "dependency_graph_svg"]
+__all__ = ["MAX_ALL_NODES", "dependency_graph_mermaid", "dependency_graph_svg", "dependency_graph_edge_table"]
 
 #: traces with at most this many steps show every step; longer ones only the steps involved
 MAX_ALL_NODES = 40
@@ -195,3 +195,49 @@ def dependency_graph_svg(attribution: Attribution) -> str:
     svg_edges += [SvgEdge(f"s{p}", f"s{q}", "search", label=f"ΔS={ds:+.2f}") for p, q, ds in path]
     return render_svg(layout, svg_edges, labels=labels, node_classes=classes,
                       title=f"dependency graph of {attribution.trace_id} ({attribution.method})")
+
+
+def dependency_graph_edge_table(attribution: Attribution) -> str:
+    """The dependency graph as a markdown table (readable where mermaid is not drawn, e.g. Prefect's older UI).
+
+    One row per validated dependency edge (``dependency``) and per accepted LCE move
+    (``LCE forward`` / ``LCE backward`` with its ΔS); then the roles of the steps.
+
+    Parameters
+    ----------
+    attribution : a DCFA Attribution (see :func:`dependency_graph_mermaid`)
+
+    Returns
+    -------
+    str, markdown; a one-line note when there is no graph.
+
+    Examples
+    --------
+    >>> a = Attribution(trace_id="t", method="dcfa", step=2, details={"n_steps": 3, "edges": [[0, 2]],
+    ...     "final": {"step": 2}})
+    >>> print(dependency_graph_edge_table(a))
+    | from | to | kind |
+    |---|---|---|
+    | τ0 | τ2 | dependency |
+    <BLANKLINE>
+    final decisive step: τ2
+    """
+    d: dict[str, Any] = attribution.details or {}
+    if "edges" not in d:
+        return f"No dependency graph: {attribution.error or 'GCA did not build one'}."
+    rows = ["| from | to | kind |", "|---|---|---|"]
+    rows += [f"| τ{int(p)} | τ{int(q)} | dependency |" for p, q in d.get("edges", [])]
+    for m in (d.get("lce") or {}).get("path", []) or []:
+        rows.append(f"| τ{int(m['pivot'])} | τ{int(m['step'])} | LCE {m.get('direction', '')} "
+                    f"ΔS={float(m.get('delta_s', 0.0)):+.2f} |")
+    roles = []
+    devs = sorted(int(x["step"]) for x in d.get("deviations", []))
+    if devs:
+        roles.append("minor deviations: " + ", ".join(f"τ{i}" for i in devs))
+    hyp = (d.get("hypothesis") or {}).get("step")
+    if hyp is not None:
+        roles.append(f"GCA hypothesis: τ{hyp}")
+    final = (d.get("final") or {}).get("step", attribution.step)
+    if final is not None:
+        roles.append(f"final decisive step: τ{final}")
+    return "\n".join(rows) + ("\n\n" + "; ".join(roles) if roles else "")

@@ -85,7 +85,7 @@ def outcomes_frame(outcomes: Sequence[DiscoveryOutcome], *, reversal_cost: Liter
             models=json.dumps(o.models, sort_keys=True),
             prompt_version=o.prompt_version,
             data_hash=o.data_hash,
-            status=o.status,
+            status="content_failed" if o.error and o.status == "complete" else o.status,  # pre-status records
             status_detail=o.status_detail or "",
             reused=o.reused,
             request_seconds=float(sum(u.get("request_seconds", u.get("seconds", 0.0)) for u in o.usage.values())),
@@ -584,9 +584,9 @@ def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw:
     figs = discovery_figures(df, outcomes, run)  # PNGs in the run folder; text charts in report.md
     atomic_write_text(run / "report.md", md + figures_markdown(figs))
     write_graph_outputs(outcomes, run)
-    runs = df[[c for c in ("dataset", "seed", "method", "status", "reused", "shd", "nhd", "f1", "skeleton_f1", "seconds",
-                           "prompt_tokens",
-                           "completion_tokens", "error") if c in df]] if not df.empty else df
+    shown = ("dataset", "seed", "method", "status", "reused", "shd", "nhd", "f1", "skeleton_f1", "seconds",
+             "prompt_tokens", "completion_tokens", "error")
+    runs = df[[c for c in shown if c in df]] if not df.empty else df
     summary = pd.DataFrame(table_records(df))
     facts = {k: meta[k] for k in ("datasets", "methods", "seeds", "n", "routing", "wall_seconds", "models", "config")
              if k in meta}

@@ -30,7 +30,8 @@ _CSS = """body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto
 table{border-collapse:collapse;font-size:13px;margin:.5em 0 1.5em}th,td{border:1px solid #ccc;padding:3px 7px;
 vertical-align:top}th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}
 img{max-width:100%}figure{margin:1em 0 2em}figcaption{font-weight:600;margin-bottom:.3em}
-.scroll{overflow-x:auto;max-width:100%}table.sortable th{cursor:pointer}table.sortable th:after{content:" ⇅";color:#aaa}
+.scroll{overflow-x:auto;max-width:100%}table.sortable th{cursor:pointer}
+table.sortable th:after{content:" ⇅";color:#aaa}
 td.right{background:#e3f5e3}td.wrong{background:#fbe3e3}td.failed{background:#eee;color:#777}
 tr.blamed td{background:#fff1c2}tr.truth td:first-child{border-left:4px solid #2a8f2a}
 tr.blamed.truth td{background:#d8f0c8}span.badge{display:inline-block;background:#e34040;color:#fff;border-radius:3px;
@@ -38,7 +39,7 @@ padding:0 4px;margin:0 2px;font-size:11px}span.badge.true{background:#2a8f2a}td.
 max-width:720px;font-family:ui-monospace,monospace;font-size:12px}details summary{cursor:pointer}
 .graphs{display:flex;flex-wrap:wrap;gap:1em}.graphs figure{margin:0;border:1px solid #eee;padding:.4em}
 p.legend{font-size:12px}p.note{font-size:13px;color:#555}input.filter{margin:.3em 0;padding:3px;width:20em}
-table.facts td{text-align:left}"""
+table.facts td{text-align:left}td.text{min-width:16em}"""
 
 #: sorts a ``table.sortable`` by the clicked column (numbers numerically) and filters rows by the
 #: ``input.filter`` whose ``data-table`` names the table's id (case-insensitive substring of the row text)
@@ -156,6 +157,8 @@ def _fact(v: Any) -> str:
     if isinstance(v, Mapping):
         if not v:
             return "–"
+        if all(x in (None, "", {}, []) for x in v.values()):  # e.g. methods without settings: their names
+            return e(", ".join(str(k) for k in v))
         return "<table class='facts'>" + "".join(f"<tr><th>{e(str(k))}</th><td>{_fact(x)}</td></tr>"
                                                  for k, x in v.items()) + "</table>"
     if isinstance(v, (list, tuple)):

@@ -66,7 +66,7 @@ def per_trace_frame(results: pd.DataFrame) -> pd.DataFrame:
     DataFrame with columns trace, subset, steps, method, blamed step, blamed agent, true step,
     true agent, verdict (``right``: step and agent; ``step right``; ``agent right``; ``wrong``;
     ``undetermined``; ``failed``; ``unlabelled``), reason (the method's reason, or its error),
-    tokens (prompt + completion), seconds.
+    tokens (prompt + completion), seconds, and cost (USD) when a profile has prices.
     """
     rows = []
     for r in results.sort_values(["trace_id", "method"]).to_dict(orient="records"):
@@ -76,11 +76,15 @@ def per_trace_frame(results: pd.DataFrame) -> pd.DataFrame:
                      "blamed agent": None if _na(r["pred_agent"]) else str(r["pred_agent"]),
                      "true step": None if _na(r["true_step"]) else int(r["true_step"]),
                      "true agent": None if _na(r["true_agent"]) else str(r["true_agent"]),
-                     "verdict": _verdict(r), "reason": (f"error: {err}" if err else (r.get("reason") or "")),
+                     "verdict": _verdict(r),
+                     "reason": f"error: {err}" if err else ("" if _na(r.get("reason")) else str(r.get("reason"))),
                      "tokens": int((r.get("prompt_tokens") or 0) + (r.get("completion_tokens") or 0)),
-                     "seconds": float(r.get("seconds") or 0.0)})
-    return pd.DataFrame(rows, columns=["trace", "subset", "steps", "method", "blamed step", "blamed agent",
-                                       "true step", "true agent", "verdict", "reason", "tokens", "seconds"])
+                     "seconds": float(r.get("seconds") or 0.0),
+                     "cost (USD)": float(r.get("cost_usd") or 0.0)})
+    cols = ["trace", "subset", "steps", "method", "blamed step", "blamed agent", "true step", "true agent", "verdict",
+            "reason", "tokens", "seconds", "cost (USD)"]
+    df = pd.DataFrame(rows, columns=cols)
+    return df if df["cost (USD)"].any() else df.drop(columns=["cost (USD)"])  # priced profiles only
 
 
 def _verdict_cell(v: Any, _row: Mapping[str, Any]) -> tuple[str, str]:
@@ -96,9 +100,9 @@ def _trace_cell(v: Any, _row: Mapping[str, Any]) -> tuple[str, str]:
 def _reason_cell(v: Any, _row: Mapping[str, Any]) -> tuple[str, str]:
     text = str(v or "")
     if len(text) <= _PREVIEW:
-        return html.escape(text), ""
+        return html.escape(text), "text"
     return (f"<details><summary>{html.escape(text[:_PREVIEW])}…</summary>{html.escape(text[_PREVIEW:])}</details>",
-            "")
+            "text")
 
 
 def per_trace_html(results: pd.DataFrame) -> str:

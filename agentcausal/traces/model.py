@@ -89,6 +89,8 @@ class Step(BaseModel):
     agent : str, the speaking agent (Who&When: ``name``, or ``role`` cut at the first space)
     role : str, the raw role field (``assistant``, ``user``, ``Orchestrator (thought)`` ...)
     content : str
+    metadata : dict, where the step came from in an imported trace (``span_id``, ``trace_id`` ...);
+        not part of :meth:`Trace.content_hash`
     """
 
     model_config = ConfigDict(frozen=True)
@@ -97,6 +99,7 @@ class Step(BaseModel):
     agent: str
     role: str = ""
     content: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("agent", "role", "content")
     @classmethod

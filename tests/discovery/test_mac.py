@@ -57,7 +57,7 @@ def test_coding_executor_runs_llm_code_in_the_sandbox(fake_server, make_gateway,
     code = ("import numpy as np\nfrom causallearn.search.ConstraintBased.PC import pc\n"
             "X = np.load('data.npy')\ng = pc(X, 0.05, 'chisq', show_progress=False).G.graph\n"
             "A = ((g.T == 1) & (g == -1)).astype(int) | ((g == -1) & (g.T == -1)).astype(int)\n"
-            "np.save('adjacency.npy', A)\n")
+            "np.save('adjacency.npy', A)\nopen('encoding.txt', 'w').write('adjacency')\n")
     fake_server.responder = mac_responder(code=code)
     from agentcausal.discovery.algorithms import PCParams
 

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from agentcausal.discovery.mac import sandbox
-from agentcausal.discovery.mac.executor import validate_adjacency
+from agentcausal.discovery.mac import executor
+from agentcausal.discovery.mac.executor import coder_usage, read_result, resolve_executor, validate_adjacency
 from agentcausal.discovery.mac.sandbox import run_sandboxed, sandbox_available
-from agentcausal.exceptions import SandboxError
+from agentcausal.exceptions import ConfigError, SandboxError
 
 needs_sandbox = pytest.mark.skipif(sandbox_available() is not None, reason=f"{sandbox_available()}")
 
@@ -105,8 +106,12 @@ def _npy(a: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
-def test_validate_adjacency():
-    assert validate_adjacency(_npy(np.array([[0, 2], [0, 0]])), 2).tolist() == [[0, 1], [0, 0]]
+def test_validate_adjacency_is_strictly_binary():
+    assert validate_adjacency(_npy(np.array([[0, 1], [1, 0]])), 2).tolist() == [[0, 1], [1, 0]]
+    with pytest.raises(SandboxError, match="G.graph"):  # a raw causal-learn graph saved as an adjacency
+        validate_adjacency(_npy(np.array([[0, -1], [1, 0]])), 2)
+    with pytest.raises(SandboxError, match="0 or 1"):
+        validate_adjacency(_npy(np.array([[0, 0.3], [0, 0]])), 2)
     with pytest.raises(SandboxError, match="shape"):
         validate_adjacency(_npy(np.zeros((3, 3))), 2)
     with pytest.raises(SandboxError, match="diagonal"):
@@ -115,3 +120,127 @@ def test_validate_adjacency():
         validate_adjacency(_npy(np.array([[0, np.nan], [0, 0]])), 2)
     with pytest.raises(SandboxError, match="unreadable"):
         validate_adjacency(b"not numpy", 2)
+
+
+V = ("A", "B", "C")
+
+
+def test_read_result_converts_each_declared_encoding():
+    # causal-learn G.graph: A -> B (graph[B, A] = 1, graph[A, B] = -1), B --- C
+    g = np.array([[0, -1, 0], [1, 0, -1], [0, -1, 0]])
+    graph = read_result(_npy(g), b"general_graph\n", V)
+    assert graph.directed_edges() == {("A", "B")} and graph.skeleton() == {frozenset("AB"), frozenset("BC")}
+    # FCI marks: A o-> B, B <-> C
+    pag = read_result(_npy(np.array([[0, 2, 0], [1, 0, 1], [0, 1, 0]])), "general_graph", V)
+    assert sorted(str(e) for e in pag.edges) == ["A o-> B", "B <-> C"]
+    # LiNGAM B[i, j] != 0 means j -> i: B[1, 0] = 0.8 is A -> B (never reversed)
+    b = np.array([[0, 0, 0], [0.8, 0, 0], [0, -1.2, 0]])
+    assert read_result(_npy(b), "lingam", V).directed_edges() == {("A", "B"), ("B", "C")}
+    dag = np.array([[0, 1, 0], [0, 0, 1], [0, 0, 0]])
+    assert read_result(_npy(dag), "exact_search", V).directed_edges() == {("A", "B"), ("B", "C")}
+    assert read_result(_npy(dag), "adjacency", V).directed_edges() == {("A", "B"), ("B", "C")}
+
+
+def test_read_result_rejects_undeclared_or_mismatched_encodings():
+    g = np.array([[0, -1, 0], [1, 0, -1], [0, -1, 0]])
+    with pytest.raises(SandboxError, match="no encoding.txt"):
+        read_result(_npy(g), None, V)
+    with pytest.raises(SandboxError, match="unknown encoding"):
+        read_result(_npy(g), "pag", V)
+    with pytest.raises(SandboxError, match="G.graph"):  # raw G.graph declared as a 0/1 adjacency
+        read_result(_npy(g), "adjacency", V)
+    with pytest.raises(SandboxError, match="without one at"):  # a 0/1 adjacency declared as G.graph
+        read_result(_npy(np.array([[0, 1, 0], [0, 0, 1], [0, 0, 0]])), "general_graph", V)
+    with pytest.raises(SandboxError, match="marks must be"):
+        read_result(_npy(np.array([[0, 3, 0], [1, 0, 0], [0, 0, 0]])), "general_graph", V)
+    with pytest.raises(SandboxError, match="infinity"):
+        read_result(_npy(np.array([[0, np.inf, 0], [0, 0, 0], [0, 0, 0]])), "lingam", V)
+
+
+def test_coder_usage_shows_the_pool_bounds():
+    from agentcausal.discovery.algorithms import EXACT_SEARCH_SUPERGRAPH_ABOVE, default_choice
+
+    big = EXACT_SEARCH_SUPERGRAPH_ABOVE + 1
+    usage = coder_usage(default_choice("exact_search", "discrete", big), "discrete", big)
+    assert "super_graph=sg" in usage and "pc(X, 0.2, 'chisq'" in usage and "max_parents=2" in usage
+    small = coder_usage(default_choice("exact_search", "continuous", 5), "continuous", 5)
+    assert "sg = None" in small and "encoding: exact_search" in small
+    assert "encoding: lingam" in coder_usage(default_choice("direct_lingam", "continuous", 5), "continuous", 5)
+    assert "fci(X, 'chisq', 0.05" in coder_usage(default_choice("fci", "discrete", 5), "discrete", 5)
+
+
+def test_resolve_executor(monkeypatch):
+    monkeypatch.setattr(executor, "sandbox_available", lambda: None)
+    assert resolve_executor("auto") == ("coding", "") and resolve_executor("coding") == ("coding", "")
+    monkeypatch.setattr(executor, "sandbox_available", lambda: "bubblewrap missing")
+    mode, note = resolve_executor("auto")
+    assert mode == "typed" and "bubblewrap missing" in note and "\n" not in note
+    with pytest.raises(ConfigError, match="--executor coding needs the sandbox.*bubblewrap missing"):
+        resolve_executor("coding")
+    assert resolve_executor("typed") == ("typed", "")
+
+
+def test_cli_refuses_coding_and_marks_auto_fallback(monkeypatch, capsys):
+    import argparse
+
+    from agentcausal.cli import main
+    from agentcausal.cli.discover import build_config
+    from agentcausal.discovery.methods import DiscoveryConfig, discovery_key
+
+    monkeypatch.setattr(executor, "sandbox_available", lambda: "bubblewrap missing")
+    assert main(["discover", "--dataset", "asia", "--method", "mac", "--executor", "coding"]) == 2
+    err = capsys.readouterr().err
+    assert "bubblewrap missing" in err and len(err.strip().splitlines()) == 1
+    args = argparse.Namespace(rounds=1, subset_size=5, executor="auto", coding_attempts=3, timeout=300.0,
+                              methods=["pc", "MAC"])
+    config = build_config(args)
+    assert config.mac.executor == "typed" and "bubblewrap missing" in config.executor_fallback
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    build_config(argparse.Namespace(**{**vars(args), "methods": ["pc", "mdm_only"], "executor": "coding"}))
+    assert capsys.readouterr().err == ""  # no method runs an executor: nothing to refuse or say
+    from agentcausal.discovery.datasets import load_dataset
+
+    ds = load_dataset("earthquake", n=100, seed=0)
+    assert discovery_key(ds, "mac", config) == discovery_key(ds, "mac", DiscoveryConfig(mac=config.mac))
+
+
+def test_auto_fallback_is_marked_in_the_rows_that_run_dcm(fake_server, make_gateway):
+    from agentcausal.discovery.datasets import load_dataset
+    from agentcausal.discovery.methods import DiscoveryConfig, run_discovery
+    from tests.discovery.conftest import mac_responder
+
+    fake_server.responder = mac_responder()
+    ds = load_dataset("earthquake", n=200, seed=0)
+    config = DiscoveryConfig(executor_fallback="executor auto: the coding sandbox cannot run here (x)")
+    gw = make_gateway(fake_server)
+    dcm = run_discovery("dcm_only", ds, gw, config)
+    assert dcm.error == "" and dcm.details["executor_fallback"] == config.executor_fallback
+    assert "executor_fallback" not in run_discovery("pc", ds, None, config).details
+
+
+def test_redact_replaces_profile_keys_and_secret_named_variables(monkeypatch, tmp_path):
+    from agentcausal.redact import redact, register_secret_env
+
+    toml = tmp_path / "profiles.toml"
+    toml.write_text('[profiles.p]\nkind = "chat"\nbase_url = "http://x"\nmodel = "m"\napi_key_env = "MY_CRED"\n')
+    monkeypatch.setenv("AGENTCAUSAL_PROFILES", str(toml))
+    monkeypatch.setenv("MY_CRED", "cred-value-123")          # named by a profile, not by its name
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_abcdefgh")        # matched by name
+    monkeypatch.setenv("DB_PASSWORD", "short")                # under 8 characters: left alone
+    monkeypatch.setenv("HOME_DIR_NAME", "cred-value-123-x")   # not secret by name; longer overlapping value
+    monkeypatch.setenv("OTHER_SETTING", "ghp_abcdefgh-not")
+    text = "a cred-value-123 b ghp_abcdefgh c short"
+    assert redact(text) == "a [REDACTED:MY_CRED] b [REDACTED:GITHUB_TOKEN] c short"
+    monkeypatch.setenv("PLAIN_NAME", "plain-value-99")
+    assert redact("plain-value-99") == "plain-value-99"
+    register_secret_env("PLAIN_NAME")
+    assert redact("x plain-value-99") == "x [REDACTED:PLAIN_NAME]"
+
+
+@needs_sandbox
+def test_sandbox_output_is_redacted(monkeypatch):
+    monkeypatch.setenv("SANDBOX_TEST_API_KEY", "sk-visible-in-script-only")
+    res = run_sandboxed("import sys\nprint('sk-visible-in-script-only')\nsys.exit('sk-visible-in-script-only')",
+                        timeout_s=20)
+    assert "sk-visible" not in res.stdout + res.stderr
+    assert "[REDACTED:SANDBOX_TEST_API_KEY]" in res.stdout and "[REDACTED:SANDBOX_TEST_API_KEY]" in res.stderr

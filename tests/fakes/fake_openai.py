@@ -8,6 +8,8 @@ It serves ``POST /v1/chat/completions``, ``POST /v1/embeddings``,
 * a fixed latency per request (seconds);
 * request counting (``server.count``, ``server.requests``) and the peak number
   of requests in flight (``server.max_in_flight``), to check concurrency limits;
+* ``api_key``: when set, every request but ``/health`` without
+  ``Authorization: Bearer <api_key>`` gets HTTP 401, as llama.cpp's server does;
 * fault injection: a queue of faults consumed one per request before normal
   replies: ``429``, ``500``, ``"timeout"`` (sleeps past the client timeout),
   ``"malformed"`` (content that is not JSON), ``"truncated"`` (a cut-off JSON
@@ -68,7 +70,9 @@ class FakeOpenAIServer:
         models: Iterable[str] = ("fake-model",),
         dialect: str = "chat",
         reasoning_tokens: int = 64,
+        api_key: str | None = None,
     ) -> None:
+        self.api_key = api_key
         if dialect not in ("chat", "reasoning"):
             raise ValueError(f"dialect must be 'chat' or 'reasoning', got {dialect!r}")
         self.dialect = dialect
@@ -136,7 +140,17 @@ class FakeOpenAIServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
+            def _refused(self) -> bool:
+                """401 like llama.cpp's server when ``api_key`` is set and the request lacks it."""
+                if server.api_key is None or self.headers.get("Authorization") == f"Bearer {server.api_key}":
+                    return False
+                self._send(401, {"error": {"message": "Invalid API Key", "type": "authentication_error",
+                                           "code": 401}})
+                return True
+
             def do_GET(self) -> None:  # noqa: N802
+                if not self.path.rstrip("/").endswith("/health") and self._refused():
+                    return
                 if self.path.rstrip("/").endswith("/models"):
                     self._send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in server.models]})
                 elif self.path.rstrip("/").endswith("/health"):
@@ -149,6 +163,8 @@ class FakeOpenAIServer:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 body["_path"] = self.path
                 body["_auth"] = self.headers.get("Authorization", "")
+                if self._refused():
+                    return
                 with server._lock:
                     server.requests.append(body)
                     server.in_flight += 1

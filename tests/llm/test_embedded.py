@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from typing import Literal
 
@@ -61,9 +62,31 @@ def test_embedded_server_is_one_per_process_with_profile_slots_and_context(embed
     assert url == local.ensure_embedded_server(profile)
     root = url.removesuffix("/v1")
     assert url.startswith("http://127.0.0.1:")
-    props = json.loads(urllib.request.urlopen(f"{root}/props", timeout=5).read())
+    auth = {"Authorization": f"Bearer {local.embedded_api_key(url)}"}
+    props = json.loads(urllib.request.urlopen(urllib.request.Request(f"{root}/props", headers=auth), timeout=5).read())
     assert props["total_slots"] == profile.max_concurrency
     assert props["default_generation_settings"]["n_ctx"] == profile.context_window
+
+
+def test_embedded_server_refuses_requests_without_its_key_and_other_origins(embedded_gateway):
+    url = local.ensure_embedded_server(embedded_gateway.profile_for("dcfa.gca"))
+    key = local.embedded_api_key(url)
+    assert url.startswith("http://127.0.0.1:") and len(key) >= 32
+
+    def get(headers: dict[str, str]) -> tuple[int, dict[str, str]]:
+        req = urllib.request.Request(f"{url}/models", headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=5) as r:
+                return r.status, dict(r.headers)
+        except urllib.error.HTTPError as exc:
+            return exc.code, dict(exc.headers)
+
+    assert get({})[0] == 401
+    assert get({"Authorization": "Bearer not-the-key"})[0] == 401
+    status, headers = get({"Authorization": f"Bearer {key}", "Origin": "http://evil.example"})
+    assert status == 200
+    assert headers.get("Access-Control-Allow-Origin", "") in ("", None)  # no web origin may read replies
+    assert headers.get("Access-Control-Allow-Credentials", "false") != "true"
 
 
 def test_real_local_embedding_separates_paraphrase_from_noise(embedded_gateway):
@@ -89,11 +112,14 @@ def test_serve_local_cli_serves_until_interrupted(monkeypatch):
             if line.startswith("base URL: "):
                 url = line.split(": ", 1)[1].strip()
         assert url and url.endswith("/v1"), "serve-local did not print its base URL"
+        share = proc.stdout.readline()  # "share it with agentcausal runs:  export ...URL=... ...KEY=<key>"
+        key = share.rsplit(f"{local.SHARED_SERVER_KEY_ENV}=", 1)[1].strip()
         with urllib.request.urlopen(url.removesuffix("/v1") + "/health", timeout=5) as r:
             assert r.status == 200
         # another agentcausal process can share it: it reports the model name the profile expects
         monkeypatch.setattr(local, "_BY_PROFILE", {})
         monkeypatch.setenv(local.SHARED_SERVER_ENV, url)
+        monkeypatch.setenv(local.SHARED_SERVER_KEY_ENV, key)
         assert local.ensure_embedded_server(load_profiles().profile_for("baseline")) == url
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=30) == 0

@@ -151,8 +151,8 @@ def test_shipped_requirements_pin_every_part_by_hash():
 
 
 def test_serve_local_verb_parses_model_and_port():
-    args = build_parser().parse_args(["serve-local", "--model", "1.5b", "--port", "8089"])
-    assert (args.model, args.port, args.slots, args.ctx, args.host) == ("1.5b", 8089, 2, 8192, "127.0.0.1")
+    args = build_parser().parse_args(["serve-local", "--gguf", "1.5b", "--port", "8089"])
+    assert (args.gguf, args.port, args.slots, args.ctx, args.host) == ("1.5b", 8089, 2, 8192, "127.0.0.1")
     assert args.func.__name__ == "serve_local"
 
 

@@ -202,3 +202,36 @@ def test_waiting_for_a_slot_is_counted_apart_from_request_time(tmp_path):
         hit = gw.usage.by_stage("t")["baseline"]
         assert (hit.cache_hits, hit.requests, hit.request_seconds, hit.seconds) == (1, 0, 0.0, 0.0)
         gw.close()
+
+
+def test_two_gateways_in_one_process_on_one_cache_pay_once(tmp_path):
+    with FakeOpenAIServer(responder=lambda b: "one", latency_s=0.1) as srv:
+        gws = [Gateway(profiles_for(srv.base_url), cache_dir=tmp_path / "c") for _ in range(2)]
+        out = run_threads(lambda i: gws[i % 2].chat("baseline", [{"role": "user", "content": "q"}]), 6)
+        assert out == ["one"] * 6 and srv.count == 1
+        for gw in gws:
+            gw.close()
+
+
+def test_refresh_rereads_nothing_old_but_shares_this_runs_replies(tmp_path):
+    with FakeOpenAIServer(replies=["old", "new", "unexpected"], latency_s=0.05) as srv:
+        Gateway(profiles_for(srv.base_url), cache_dir=tmp_path / "c").chat("baseline", [{"role": "user", "content": "q"}])
+        gw = Gateway(profiles_for(srv.base_url), cache_dir=tmp_path / "c", refresh=True)
+        out = run_threads(lambda i: gw.chat("baseline", [{"role": "user", "content": "q"}]), 4)
+        assert out == ["new"] * 4 and srv.count == 2
+        gw.close()
+
+
+def test_requests_count_the_clients_retries_and_failed_calls_are_recorded(tmp_path):
+    with FakeOpenAIServer(responder=lambda b: "ok", faults=[429, 500]) as srv:
+        gw = Gateway(profiles_for(srv.base_url), cache_dir=None, max_retries=3)
+        assert gw.chat("baseline", [{"role": "user", "content": "q"}], item="t") == "ok"
+        assert gw.usage.by_stage("t")["baseline"].requests == 3 == srv.count
+        gw2 = Gateway(profiles_for(srv.base_url), cache_dir=None, max_retries=2)
+        srv.inject(500, 500, 500)
+        with pytest.raises(EndpointUnreachableError):
+            gw2.chat("baseline", [{"role": "user", "content": "q2"}], item="f")
+        u = gw2.usage.by_stage("f")["baseline"]
+        assert (u.calls, u.requests, u.prompt_tokens) == (1, 3, 0) and u.request_seconds > 0
+        gw.close()
+        gw2.close()

@@ -77,3 +77,16 @@ def test_dask_runner_makes_local_workers_non_daemonic_and_keeps_a_set_api_url():
             assert dask.config.get("distributed.worker.daemon") is False  # tasks may start processes
             assert PREFECT_API_URL.value() == url
     assert dask.config.get("distributed.worker.daemon") is True
+
+
+def test_dask_local_cluster_listens_on_loopback_only():
+    from distributed import LocalCluster
+
+    tr = task_runner(RunnerChoice(kind=RunnerKind.DASK, n_workers=1))
+    kw = tr.cluster_kwargs
+    assert kw["host"] == "127.0.0.1" and kw["dashboard_address"].startswith("127.0.0.1:")
+    with LocalCluster(**{**kw, "threads_per_worker": 1}) as cluster:
+        assert cluster.scheduler_address.startswith("tcp://127.0.0.1:")
+        assert all(w.startswith("tcp://127.0.0.1:") for w in cluster.scheduler_info["workers"])
+        http = [sock.getsockname()[0] for sock in cluster.scheduler.http_server._sockets.values()]
+        assert http and set(http) == {"127.0.0.1"}  # the dashboard's HTTP server too

@@ -43,7 +43,8 @@ def test_compare_attribution_runs_pins_flips_and_mcnemar(tmp_path, capsys):
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
     out, err = capsys.readouterr()
     assert "| all_at_once | step accuracy | 6 | 66.7% | 33.3% | -33.3 pp |" in out
-    assert "| 0.625 |" in out and "ww/4" in out
+    assert "| 0.625 |" in out
+    assert "| all_at_once | ww/4 | wrong → right | wrong → right | wrong → right |" in out  # one row per trace
     assert str(tmp_path / "b" / "compare.html") in err and (tmp_path / "b" / "compare.html").is_file()
 
 

@@ -92,7 +92,8 @@ def attribution_run(tmp_path):
     atts = [Attribution(trace_id="ww/1", method="all_at_once", step=2, agent="Agent0", reason="it <b>broke</b>",
                         usage=usage),
             Attribution(trace_id="ww/2", method="all_at_once", step=0, agent="Agent0", reason="guess", usage=usage),
-            Attribution(trace_id="ww/3", method="all_at_once", step=1, agent="Agent1", reason="unlabelled", usage=usage),
+            Attribution(trace_id="ww/3", method="all_at_once", step=1, agent="Agent1", reason="unlabelled",
+                        usage=usage),
             Attribution(trace_id="ww/1", method="dcfa", step=2, agent="Agent0", details=_dcfa_details(4, 2)),
             Attribution(trace_id="ww/2", method="dcfa", error="EndpointUnreachableError: down"),
             Attribution(trace_id="ww/3", method="dcfa", step=2, agent="Agent0", details=_dcfa_details(3, 2))]

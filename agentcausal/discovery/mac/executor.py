@@ -1,14 +1,25 @@
 """The executors of DCM step (ii): run the chosen algorithm on the full data O.
 
-* **typed** (default): the validated :data:`AlgorithmChoice` runs through the
+* **typed**: the validated :data:`AlgorithmChoice` runs through the
   pool (:func:`agentcausal.discovery.algorithms.run_algorithm`).
 * **coding** (the paper's Causal Coding Executor): the LLM (stage
-  ``mac.coder``) writes a causal-learn script; it runs in the sandbox
-  (:mod:`agentcausal.discovery.mac.sandbox`) with ``data.npy`` as input and must
-  write ``adjacency.npy``; a failure's traceback goes back to the LLM, up to
-  ``coding_attempts`` scripts; the adjacency is validated (shape (d, d), 0/1,
-  zero diagonal). When the sandbox is unavailable, or every attempt fails,
-  it falls back to typed mode and records why.
+  ``mac.coder``) writes a causal-learn script, shown how to call the chosen
+  algorithm with the pool's bounds; it runs in the sandbox
+  (:mod:`agentcausal.discovery.mac.sandbox`) with ``data.npy`` as a read-only
+  input and must write the result matrix to ``adjacency.npy`` and the name of
+  its encoding to ``encoding.txt`` (:data:`ENCODINGS`). The output is checked
+  strictly (:func:`read_result`): a binary 0/1 adjacency, causal-learn's
+  ``GeneralGraph.graph`` endpoint marks (-1 tail, 1 arrow, 2 circle), the
+  ``bic_exact_search`` DAG, or DirectLiNGAM's ``B`` (``B[i, j] != 0`` means
+  j -> i), each converted explicitly; anything else is rejected. A failure's
+  traceback or the rejection goes back to the LLM, up to ``coding_attempts``
+  scripts. When the sandbox is unavailable, or every attempt fails, it falls
+  back to typed mode and records why.
+* **auto** (the CLI default, :func:`resolve_executor`): coding where the
+  sandbox works here, typed elsewhere, with the reason printed and recorded.
+
+Text from the sandbox is redacted (:func:`agentcausal.redact.redact`) before it
+enters a prompt or a record.
 
 References
 ----------
@@ -23,15 +34,39 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from agentcausal.discovery.algorithms import AlgorithmChoice, run_algorithm
+from agentcausal.discovery.algorithms import EXACT_SEARCH_SUPERGRAPH_ABOVE, AlgorithmChoice, run_algorithm
 from agentcausal.discovery.datasets import Dataset
 from agentcausal.discovery.graph import CausalGraph
 from agentcausal.discovery.mac import prompts as P
 from agentcausal.discovery.mac.sandbox import run_sandboxed, sandbox_available
 from agentcausal.discovery.mac.settings import CODER_STAGE, MACSettings
-from agentcausal.exceptions import AlgorithmError, SandboxError, StructuredOutputError
+from agentcausal.exceptions import AlgorithmError, ConfigError, SandboxError, StructuredOutputError
+from agentcausal.redact import redact
 
-__all__ = ["CodingAttempt", "Execution", "execute_typed", "execute_coding", "execute", "validate_adjacency"]
+__all__ = ["CodingAttempt", "Execution", "ENCODINGS", "CODER_TEMPLATE", "coder_usage", "execute_typed",
+           "execute_coding", "execute", "validate_adjacency", "read_result", "resolve_executor"]
+
+#: encodings a coder script may declare in ``encoding.txt``, and what each means
+ENCODINGS = {
+    "adjacency": "int 0/1 matrix, M[i, j] = 1 means column i causes column j; M[i, j] = M[j, i] = 1 means "
+                 "linked with unknown direction",
+    "general_graph": "causal-learn GeneralGraph.graph exactly as pc, fci or ges return it: endpoint marks -1 tail, "
+                     "1 arrow, 2 circle; M[j, i] = 1 and M[i, j] = -1 means i -> j",
+    "exact_search": "the dag of bic_exact_search as returned, M[i, j] = 1 means i -> j",
+    "lingam": "DirectLiNGAM adjacency_matrix_ B as returned, B[i, j] != 0 means j -> i",
+}
+
+CODER_TEMPLATE = (
+    "Write a Python script that runs causal discovery with causal-learn (import causallearn).\n"
+    "Load the data with X = numpy.load('data.npy'): shape ({n}, {d}), float, columns in order {columns}, {data_type}.\n"
+    "Algorithm: {algorithm} with parameters {params}. Call it like this (these are the pool's bounds):\n"
+    "{usage}\n"
+    "Save the matrix M exactly as the library returns it with numpy.save('adjacency.npy', M) and write the name of "
+    "its encoding to 'encoding.txt'. Encodings:\n{encodings}\n"
+    "Any other values, a wrong shape or a missing encoding.txt are rejected. No network; write only adjacency.npy "
+    "and encoding.txt in the current directory. Reply with the code only in the JSON field."
+)
+CODER_RETRY_TEMPLATE = "The script failed:\n{error}\nFix it and reply with the full corrected script."
 
 
 class CodingAttempt(BaseModel):
@@ -77,8 +112,72 @@ def execute_typed(ds: Dataset, choice: AlgorithmChoice, *, timeout_s: float = 12
     return Execution(graph=run.graph, mode="typed", choice=choice, seconds=run.seconds)
 
 
+def coder_usage(choice: AlgorithmChoice, data_type: str, d: int) -> str:
+    """Python lines that call ``choice`` in causal-learn with the pool's parameters and bounds.
+
+    Exact Search is bounded by ``max_parents`` and, above
+    :data:`~agentcausal.discovery.algorithms.EXACT_SEARCH_SUPERGRAPH_ABOVE`
+    variables, restricted to a PC skeleton (super-graph), as the typed executor runs it.
+
+    Parameters
+    ----------
+    choice : AlgorithmChoice
+    data_type : "discrete" or "continuous"
+    d : int, number of variables
+
+    Returns
+    -------
+    str, the call and the encoding to declare.
+    """
+    p = choice.model_dump()
+    a = choice.algorithm
+    if a == "pc":
+        return ("from causallearn.search.ConstraintBased.PC import pc\n"
+                f"M = pc(X, {p['alpha']}, '{p['indep_test']}', show_progress=False, verbose=False).G.graph"
+                "  # encoding: general_graph")
+    if a == "fci":
+        return ("from causallearn.search.ConstraintBased.FCI import fci\n"
+                f"G, _ = fci(X, '{p['indep_test']}', {p['alpha']}, show_progress=False, verbose=False)\n"
+                "M = G.graph  # encoding: general_graph")
+    if a == "ges":
+        return ("from causallearn.search.ScoreBased.GES import ges\n"
+                f"M = ges(X, score_func='{p['score_func']}')['G'].graph  # encoding: general_graph")
+    if a == "exact_search":
+        test = "chisq" if data_type == "discrete" else "fisherz"
+        if p.get("super_graph") == "pc_skeleton":
+            sg = ("from causallearn.search.ConstraintBased.PC import pc\n"
+                  f"# {d} variables (more than {EXACT_SEARCH_SUPERGRAPH_ABOVE}): search only within a PC skeleton\n"
+                  f"sg = (pc(X, {p.get('super_graph_alpha', 0.2)}, '{test}', show_progress=False, verbose=False)"
+                  ".G.graph != 0).astype(int)\n")
+        else:
+            sg = "sg = None  # no super-graph needed at this size\n"
+        return ("from causallearn.search.ScoreBased.ExactSearch import bic_exact_search\n" + sg +
+                f"M, _ = bic_exact_search(X, super_graph=sg, search_method='{p.get('search_method', 'astar')}', "
+                f"max_parents={p.get('max_parents', 2)})  # encoding: exact_search")
+    if a == "direct_lingam":
+        return ("from causallearn.search.FCMBased import lingam\n"
+                f"m = lingam.DirectLiNGAM(random_state=0, measure='{p.get('measure', 'pwling')}')\n"
+                "m.fit(X)\nM = m.adjacency_matrix_  # encoding: lingam")
+    raise AlgorithmError(a, "no coder usage for this algorithm")  # pragma: no cover
+
+
+def _load_matrix(raw: bytes, d: int) -> np.ndarray:
+    try:
+        a = np.load(io.BytesIO(raw), allow_pickle=False)
+    except Exception as exc:  # noqa: BLE001 - any unreadable file is the script's fault
+        raise SandboxError(f"adjacency.npy unreadable: {exc}") from exc
+    if a.shape != (d, d):
+        raise SandboxError(f"adjacency has shape {a.shape}, expected ({d}, {d})")
+    if not (np.issubdtype(a.dtype, np.number) or a.dtype == bool) or not np.isfinite(a.astype(float)).all():
+        raise SandboxError("adjacency must be numeric, without NaN or infinity")
+    a = a.astype(float)
+    if np.diag(a).any():
+        raise SandboxError("adjacency has a non-zero diagonal (self-loop)")
+    return a
+
+
 def validate_adjacency(raw: bytes, d: int) -> np.ndarray:
-    """Read and check the ``adjacency.npy`` a script wrote.
+    """Read and check a binary ``adjacency.npy`` (encoding ``adjacency``).
 
     Parameters
     ----------
@@ -91,21 +190,93 @@ def validate_adjacency(raw: bytes, d: int) -> np.ndarray:
 
     Raises
     ------
-    SandboxError if it cannot be read, has the wrong shape, holds values other
-    than 0 and 1 (after taking ``!= 0``: NaN is rejected), or has a non-zero diagonal.
+    SandboxError if it cannot be read, has the wrong shape, holds NaN, infinity
+    or any value other than 0 and 1, or has a non-zero diagonal. Values in
+    {-1, 0, 1, 2} get a hint that the matrix looks like causal-learn's ``G.graph``.
     """
+    a = _load_matrix(raw, d)
+    values = set(np.unique(a).tolist())
+    if not values <= {0.0, 1.0}:
+        hint = (" (this looks like causal-learn's G.graph: save it unchanged and declare general_graph)"
+                if values <= {-1.0, 0.0, 1.0, 2.0} else "")
+        raise SandboxError(f"adjacency values must be 0 or 1, found {sorted(values)[:6]}{hint}")
+    return a.astype(int)
+
+
+def read_result(raw: bytes, encoding: bytes | str | None, variables: tuple[str, ...] | list[str]) -> CausalGraph:
+    """Convert a coder script's matrix to a graph by the encoding it declared.
+
+    Parameters
+    ----------
+    raw : bytes of ``adjacency.npy``
+    encoding : contents of ``encoding.txt`` (one of :data:`ENCODINGS`), or None if absent
+    variables : the d variable names in column order
+
+    Returns
+    -------
+    CausalGraph
+
+    Raises
+    ------
+    SandboxError on a missing or unknown encoding, or a matrix that does not
+    fit it: ``adjacency``/``exact_search`` need 0/1 entries; ``general_graph``
+    needs integer marks in {-1, 1, 2} set on both ends of each edge (a
+    symmetric non-zero pattern); ``lingam`` needs finite reals; every encoding
+    needs shape (d, d) and a zero diagonal.
+    """
+    names = ", ".join(ENCODINGS)
+    if encoding is None:
+        raise SandboxError(f"the script wrote no encoding.txt; write one of: {names}")
+    enc = (encoding.decode(errors="replace") if isinstance(encoding, bytes) else encoding).strip().lower()
+    if enc not in ENCODINGS:
+        raise SandboxError(f"unknown encoding {enc[:40]!r} in encoding.txt; write one of: {names}")
+    d = len(variables)
+    if enc in ("adjacency", "exact_search"):
+        return CausalGraph.from_adjacency(variables, validate_adjacency(raw, d))
+    m = _load_matrix(raw, d)
+    if enc == "lingam":
+        return CausalGraph.from_causallearn(m, variables, "lingam")
+    values = set(np.unique(m).tolist())
+    if not values <= {-1.0, 0.0, 1.0, 2.0}:
+        raise SandboxError(f"general_graph marks must be -1, 1 or 2 (0: no edge), found {sorted(values)[:6]}")
+    if ((m != 0) != (m.T != 0)).any():
+        i, j = map(int, np.argwhere((m != 0) != (m.T != 0))[0])
+        raise SandboxError(f"general_graph has a mark at ({i}, {j}) without one at ({j}, {i}): not a "
+                           "causal-learn G.graph (a 0/1 adjacency is declared as adjacency)")
     try:
-        a = np.load(io.BytesIO(raw), allow_pickle=False)
-    except Exception as exc:  # noqa: BLE001 - any unreadable file is the script's fault
-        raise SandboxError(f"adjacency.npy unreadable: {exc}") from exc
-    if a.shape != (d, d):
-        raise SandboxError(f"adjacency has shape {a.shape}, expected ({d}, {d})")
-    if not np.issubdtype(a.dtype, np.number) or np.isnan(a.astype(float)).any():
-        raise SandboxError("adjacency must be numeric without NaN")
-    a = (a != 0).astype(int)
-    if np.diag(a).any():
-        raise SandboxError("adjacency has a non-zero diagonal (self-loop)")
-    return a
+        return CausalGraph.from_causallearn(m.astype(int), variables, "general_graph")
+    except (AlgorithmError, ValueError) as exc:
+        raise SandboxError(f"general_graph not convertible: {exc}") from exc
+
+
+def resolve_executor(requested: str) -> tuple[Literal["typed", "coding"], str]:
+    """The executor that runs for ``--executor requested``, and the fallback note ("" if none).
+
+    Parameters
+    ----------
+    requested : "auto", "coding" or "typed"
+
+    Returns
+    -------
+    (executor, note): ``auto`` gives ``coding`` where the sandbox works here,
+    else ``typed`` with a one-line note saying why.
+
+    Raises
+    ------
+    ConfigError for ``coding`` where the sandbox cannot work (it is never run
+    with weaker isolation), or an unknown value.
+    """
+    if requested == "typed":
+        return "typed", ""
+    if requested not in ("auto", "coding"):
+        raise ConfigError(f"unknown executor {requested!r}; choose auto, coding or typed")
+    reason = sandbox_available()
+    if reason is None:
+        return "coding", ""
+    if requested == "coding":
+        raise ConfigError(f"--executor coding needs the sandbox, which cannot run here: {reason} "
+                          "(use --executor typed or auto)")
+    return "typed", f"executor auto: the coding sandbox cannot run here ({reason}); the typed executor runs instead"
 
 
 def execute_coding(gw, ds: Dataset, choice: AlgorithmChoice, settings: MACSettings = MACSettings(), *,
@@ -138,9 +309,10 @@ def execute_coding(gw, ds: Dataset, choice: AlgorithmChoice, settings: MACSettin
     data_npy = buf.getvalue()
     params = choice.model_dump(exclude={"algorithm"})
     msgs = [{"role": "system", "content": "You write correct, minimal Python. Reply only with JSON."},
-            {"role": "user", "content": P.CODER_TEMPLATE.format(
-                algorithm=choice.algorithm, params=params, usage=P.CODER_USAGE[choice.algorithm], n=ds.n,
-                d=ds.d, columns=", ".join(ds.variables), data_type=ds.data_type)}]
+            {"role": "user", "content": CODER_TEMPLATE.format(
+                algorithm=choice.algorithm, params=params, usage=coder_usage(choice, ds.data_type, ds.d), n=ds.n,
+                d=ds.d, columns=", ".join(ds.variables), data_type=ds.data_type,
+                encodings="\n".join(f"  {k}: {v}" for k, v in ENCODINGS.items()))}]
     attempts: list[CodingAttempt] = []
     total = 0.0
     for _ in range(settings.coding_attempts):
@@ -148,9 +320,10 @@ def execute_coding(gw, ds: Dataset, choice: AlgorithmChoice, settings: MACSettin
             reply = gw.structured(CODER_STAGE, msgs, P.CodeReply, item=item,
                                   max_tokens=int(600 * settings.max_tokens_scale))
         except StructuredOutputError as exc:
-            attempts.append(CodingAttempt(code=exc.raw[:4000], ok=False, error=f"invalid reply: {exc.errors[:300]}"))
+            attempts.append(CodingAttempt(code=redact(exc.raw[:4000]), ok=False,
+                                          error=redact(f"invalid reply: {exc.errors[:300]}")))
             break
-        res = run_sandboxed(reply.code, {"data.npy": data_npy}, output_names=("adjacency.npy",),
+        res = run_sandboxed(reply.code, {"data.npy": data_npy}, output_names=("adjacency.npy", "encoding.txt"),
                             timeout_s=settings.sandbox_timeout_s, memory_mb=settings.sandbox_memory_mb)
         total += res.seconds
         error = ""
@@ -162,16 +335,17 @@ def execute_coding(gw, ds: Dataset, choice: AlgorithmChoice, settings: MACSettin
             error = "the script wrote no adjacency.npy"
         else:
             try:
-                adj = validate_adjacency(res.outputs["adjacency.npy"], ds.d)
+                graph = read_result(res.outputs["adjacency.npy"], res.outputs.get("encoding.txt"), ds.variables)
             except SandboxError as exc:
                 error = str(exc)
+        code = redact(reply.code)
         if not error:
-            attempts.append(CodingAttempt(code=reply.code, ok=True, seconds=res.seconds))
-            return Execution(graph=CausalGraph.from_adjacency(ds.variables, adj), mode="coding", choice=choice,
-                             seconds=total, attempts=tuple(attempts))
-        attempts.append(CodingAttempt(code=reply.code, ok=False, error=error[-1500:], seconds=res.seconds))
-        feedback = P.CODER_RETRY_TEMPLATE.format(error=P.delimit("error", error[-1500:]))
-        msgs = msgs + [{"role": "assistant", "content": reply.model_dump_json()},
+            attempts.append(CodingAttempt(code=code, ok=True, seconds=res.seconds))
+            return Execution(graph=graph, mode="coding", choice=choice, seconds=total, attempts=tuple(attempts))
+        error = redact(error)
+        attempts.append(CodingAttempt(code=code, ok=False, error=error[-1500:], seconds=res.seconds))
+        feedback = CODER_RETRY_TEMPLATE.format(error=P.delimit("error", error[-1500:]))
+        msgs = msgs + [{"role": "assistant", "content": redact(reply.model_dump_json())},
                        {"role": "user", "content": feedback}]
     typed = execute_typed(ds, choice, timeout_s=settings.algorithm_timeout_s)
     last = attempts[-1].error[:200] if attempts else ""

@@ -28,7 +28,8 @@ What a script run by :func:`run_sandboxed` gets, and what it cannot do:
   private mount namespace the root parent prepares, never by widening modes.
 * **Environment.** Empty but for ``PATH``, ``HOME``/``TMPDIR`` (``/tmp``),
   ``LANG``, single-thread BLAS settings and ``MPLBACKEND``; ``python -I -B``.
-* **Limits.** ``RLIMIT_NPROC`` (processes of the sandbox uid, default 300),
+* **Limits.** ``RLIMIT_NPROC`` (at most ``max_processes``, default 300, new
+  processes and threads of the sandbox uid beyond those it already runs),
   ``RLIMIT_FSIZE`` (largest file), ``RLIMIT_AS`` (address space per process),
   ``RLIMIT_CPU``, no core files; the memory of the whole process tree
   (``memory_mb``) through a cgroup v2 where one is writable and always through
@@ -47,8 +48,8 @@ Where bubblewrap is missing or cannot create its namespaces the sandbox fails
 closed: :func:`sandbox_available` says why and :func:`run_sandboxed` raises
 :class:`SandboxError`; it never runs the script with weaker isolation.
 
-Limits that remain: the process cap counts every process of the sandbox uid on
-the machine (concurrent sandboxes share it); CPU time beyond ``RLIMIT_CPU`` is
+Limits that remain: the process cap is counted per uid by the kernel, so
+sandboxes started at the same time share it; CPU time beyond ``RLIMIT_CPU`` is
 not shared fairly; the kernel is shared (a kernel exploit escapes any
 namespace sandbox).
 
@@ -121,7 +122,7 @@ class SandboxLimits(NamedTuple):
     ----------
     memory_mb : int, resident memory of the whole process tree, MiB; also the
         address-space limit of each process
-    max_processes : int, processes of the sandbox uid (RLIMIT_NPROC)
+    max_processes : int, new processes and threads of the sandbox uid (RLIMIT_NPROC above the current count)
     file_size_mb : int, largest file the script may write, MiB (RLIMIT_FSIZE)
     disk_mb : int, bytes written to the working directory in total, MiB
     tmpfs_mb : int, size of the private ``/tmp``, MiB
@@ -165,16 +166,22 @@ def _world_reachable(path: str) -> bool:
         return False
 
 
-def _python_roots() -> list[str]:
-    """Real paths of the Python installation and the virtual environment (deduplicated, nested removed)."""
-    roots = []
-    for p in (sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable))):
+def _python_roots() -> list[tuple[str, str]]:
+    """(real path, path inside) of the Python installation and the virtual environment.
+
+    Each is bound at its real path and, where a symlink leads to it, also at the
+    path Python knows it by (``sys.prefix`` decides whether the venv is active).
+    Trees under ``/usr`` are already bound; trees inside another are dropped.
+    """
+    pairs = []
+    for p in (sys.base_prefix, sys.prefix, os.path.dirname(sys.executable)):
         rp = os.path.realpath(p)
-        if rp.startswith("/usr/") or rp == "/usr" or not os.path.isdir(rp):
+        if rp == "/usr" or rp.startswith("/usr/") or not os.path.isdir(rp):
             continue
-        roots.append(rp)
-    roots = sorted(set(roots))
-    return [r for r in roots if not any(r != o and r.startswith(o + "/") for o in roots)]
+        pairs += [(rp, rp), (rp, os.path.abspath(p))]
+    pairs = sorted(set(pairs))
+    dests = [d for _, d in pairs]
+    return [(src, d) for src, d in pairs if not any(d != o and d.startswith(o + "/") for o in dests)]
 
 
 def _system_binds() -> list[str]:
@@ -207,13 +214,13 @@ def _command(bwrap: str, host_tmp: Path, work: Path, ro_files: Mapping[str, Path
     uid, gid = (SANDBOX_UID, SANDBOX_UID) if root else (os.getuid(), os.getgid())
     staged: list[tuple[str, str]] = []  # (host path, staging mount point)
     binds: list[str] = []
-    for i, rp in enumerate(_python_roots()):
+    for i, (rp, dest) in enumerate(_python_roots()):
         src = rp
         if root and not _world_reachable(rp):
             src = str(host_tmp / "stage" / str(i))
             os.makedirs(src, mode=0o755)
             staged.append((rp, src))
-        binds += ["--ro-bind", src, rp]
+        binds += ["--ro-bind", src, dest]
     cmd: list[str] = []
     if staged:
         script = " && ".join(f"mount --bind -o ro {shlex.quote(a)} {shlex.quote(b)}" for a, b in staged)
@@ -225,8 +232,9 @@ def _command(bwrap: str, host_tmp: Path, work: Path, ro_files: Mapping[str, Path
     if _bwrap_supports_disable_userns(bwrap):
         cmd += ["--disable-userns"]
     cmd += ["--die-with-parent", "--new-session", "--uid", str(uid), "--gid", str(gid),
-            *_system_binds(), *binds,
+            *_system_binds(),
             "--proc", "/proc", "--dev", "/dev", "--size", str(limits.tmpfs_mb * 2 ** 20), "--tmpfs", "/tmp",
+            *binds,  # after /tmp: a venv reached through /tmp stays visible
             "--bind", str(work), WORKDIR]
     for name, path in ro_files.items():
         cmd += ["--ro-bind", str(path), f"{WORKDIR}/{name}"]
@@ -255,7 +263,7 @@ def _probe() -> str | None:
         return f"bubblewrap cannot start here: {exc}"
     if res.returncode != 0 or res.stdout.strip() != "ok":
         detail = (res.stderr.strip().splitlines() or [f"exit code {res.returncode}"])[-1][:300]
-        return f"bubblewrap cannot create its namespaces here: {detail}"
+        return f"the sandbox cannot start here (bubblewrap: {detail})"
     return None
 
 
@@ -422,17 +430,32 @@ def _remove_cgroup(cg: Path | None) -> None:  # pragma: no cover - needs a deleg
             time.sleep(0.02)
 
 
-def _preexec(limits: SandboxLimits, cpu_s: int, cg: Path | None):  # pragma: no cover - runs in the child
+def _tasks_of(uid: int) -> int:
+    """Tasks (processes and threads) whose real uid is ``uid`` now: what RLIMIT_NPROC counts."""
+    n = 0
+    for p in psutil.process_iter(["uids", "num_threads"]):
+        try:
+            if p.info["uids"] is not None and p.info["uids"].real == uid:
+                n += p.info["num_threads"] or 1
+        except (psutil.Error, AttributeError):
+            pass
+    return n
+
+
+def _preexec(limits: SandboxLimits, cpu_s: int, cg: Path | None, nproc: int):  # pragma: no cover - in the child
     def apply() -> None:
         os.setsid()
         if cg is not None:
-            with open(cg / "cgroup.procs", "w") as f:
-                f.write(str(os.getpid()))
+            try:  # best effort: the watchdog caps memory without it
+                with open(cg / "cgroup.procs", "w") as f:
+                    f.write(str(os.getpid()))
+            except OSError:
+                pass
         mem = limits.memory_mb * 2 ** 20
         resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_NPROC, (limits.max_processes, limits.max_processes))
+        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
         fsize = limits.file_size_mb * 2 ** 20
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
 
@@ -477,11 +500,13 @@ def _run(bwrap: str, script: str, inputs: Mapping[str, bytes], output_names: tup
         os.chmod(work, 0o700)
         cmd = _command(bwrap, host_tmp, work, ro_files, [sys.executable, "-I", "-B", "script.py"], limits)
         cg = _make_cgroup(limits)
+        # the kernel counts every task of the uid on the machine: allow max_processes beyond those running now
+        nproc = limits.max_processes + _tasks_of(SANDBOX_UID if root else os.getuid())
         t0 = time.perf_counter()
         try:
             proc = subprocess.Popen(cmd, env={"PATH": "/usr/bin:/bin:/usr/sbin:/sbin", "LANG": "C.UTF-8"},
                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    preexec_fn=_preexec(limits, cpu_s, cg), cwd="/")
+                                    preexec_fn=_preexec(limits, cpu_s, cg, nproc), cwd="/")
         except OSError:
             _remove_cgroup(cg)
             raise
@@ -510,7 +535,6 @@ def _run(bwrap: str, script: str, inputs: Mapping[str, bytes], output_names: tup
             except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL'd processes do not linger
                 _kill_tree(proc)
                 proc.wait()
-            _kill_tree(proc) if _tree(proc.pid) else None
             out.thread.join(timeout=5)
             err.thread.join(timeout=5)
             _remove_cgroup(cg)

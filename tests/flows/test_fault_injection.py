@@ -1,0 +1,80 @@
+"""Fault injection: 20 synthetic traces, three methods, about 20 % of requests faulted (401, 429, 500, timeouts,
+dropped connections, malformed and truncated replies) on the fake server (test double).
+
+Every row of the faulty run either matches the fault-free run or is marked (failed, content_failed, degraded);
+a plain rerun on a healthy endpoint retries the failed rows, ``--retry-failed`` recomputes the content-failed and
+degraded ones, and then every answer equals the fault-free run's.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from agentcausal.settings import RunSettings
+from agentcausal.traces.io import write_jsonl
+from bench.common import profiles_toml, synthetic_traces
+from bench.responders import BenchResponder
+from tests.fakes.fake_openai import FakeOpenAIServer
+
+METHODS = ["all_at_once", "binary_search", "dcfa"]
+FAULTS = (401, 429, 500, "timeout", "drop", "malformed", "truncated")
+ANSWER = ["trace_id", "method", "pred_step", "pred_agent"]
+
+
+def _schedule(n: int, seed: int = 0) -> list:
+    """About 20 % faults over ``n`` requests (``None`` = a normal reply); a 401 among the first requests."""
+    rng = random.Random(seed)
+    out = [rng.choice(FAULTS) if rng.random() < 0.2 else None for _ in range(n)]
+    out[2] = 401
+    return out
+
+
+def _run(corpus: str, settings: RunSettings, out: Path) -> pd.DataFrame:
+    from flows.attribute import attribute
+
+    run_dir = attribute([corpus], methods=METHODS, settings=settings, out_dir=str(out))
+    return pd.read_parquet(Path(run_dir) / "results.parquet").sort_values(["trace_id", "method"]).reset_index(
+        drop=True)
+
+
+def _settings(server: FakeOpenAIServer, tmp_path: Path, name: str, **kw) -> RunSettings:
+    toml = profiles_toml(tmp_path / f"{name}.toml", server.base_url, 4, model=f"m-{name}")
+    return RunSettings(profiles_path=str(toml), cache_dir=str(tmp_path / f"cache-{name}"), **kw)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_faulty_run_is_marked_and_recovers_to_the_fault_free_answers(tmp_path):
+    corpus = str(write_jsonl(synthetic_traces(20, seed=3), tmp_path / "corpus.jsonl"))
+    with FakeOpenAIServer(responder=BenchResponder()) as clean:
+        reference = _run(corpus, _settings(clean, tmp_path, "clean"), tmp_path / "reference")
+        n_requests = clean.count
+    assert (reference["status"] == "complete").all()
+
+    with FakeOpenAIServer(responder=BenchResponder(), faults=_schedule(n_requests), timeout_sleep_s=0.2) as srv:
+        settings = _settings(srv, tmp_path, "faulty")
+        faulty = _run(corpus, settings, tmp_path / "faulty")
+        srv.faults.clear()  # the endpoint is healthy from here on
+        marked = faulty["status"] != "complete"
+        assert marked.any() and (faulty.loc[marked, "status"] != "").all()
+        same = (faulty[ANSWER].astype(str) == reference[ANSWER].astype(str)).all(axis=1)
+        assert (same | marked).all(), faulty.loc[~same & ~marked, ANSWER + ["status"]]  # no silent difference
+        assert set(faulty.loc[faulty.status == "failed", "status_detail"]) <= {
+            "LLMCallError", "EndpointUnreachableError"}
+
+        before = srv.count
+        plain = _run(corpus, settings, tmp_path / "plain")  # retries the failed rows, reuses the rest
+        assert (plain["status"] != "failed").all()
+        assert srv.count > before or not (faulty["status"] == "failed").any()
+        assert plain.loc[faulty["status"] == "complete", "reused"].all()
+        kept = faulty["status"].isin(["content_failed", "degraded"])
+        assert plain.loc[kept, "reused"].all() and (plain.loc[kept, "status"] == faulty.loc[kept, "status"]).all()
+
+        final = _run(corpus, settings.model_copy(update={"retry_failed": True}), tmp_path / "retried")
+    pd.testing.assert_frame_equal(final[ANSWER], reference[ANSWER])
+    assert (final["status"] == "complete").all()
+    assert final.loc[plain["status"] == "complete", "reused"].all()  # complete rows are never recomputed

@@ -1,0 +1,168 @@
+"""Records across flow runs, on the fake server (test double) and Prefect's ephemeral API: every trace keeps its
+own record (``../shared/cases/dup_content_traces``), discovery is scored against the current truth
+(``stale_truth``), failures of the run are never cached (``t3.json`` + one 401; PC with a tiny timeout), content
+failures are cached and marked and ``--retry-failed`` recomputes them, and reused rows cost this run nothing."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from agentcausal.discovery.graph import CausalGraph
+from agentcausal.discovery.methods import DiscoveryConfig
+from agentcausal.settings import RunSettings
+
+CASES = Path(__file__).resolve().parents[3] / "shared" / "cases"
+GOOD = {"AllAtOnceReply": {"reason": "wrong product", "agent": "Math_Expert", "step": 0},
+        "StepVerdict": {"reason": "yes", "decisive": True},
+        "HalfChoice": {"reason": "r", "part": "first"}}
+
+
+def _good(body):
+    return json.dumps(GOOD[body["response_format"]["json_schema"]["name"]])
+
+
+@pytest.fixture
+def cases() -> Path:
+    if not (CASES / "t3.json").is_file():
+        pytest.skip("../shared/cases not found")
+    return CASES
+
+
+@pytest.fixture
+def settings(fake_server, tmp_path) -> RunSettings:
+    fake_server.responder = _good
+    toml = tmp_path / "profiles.toml"
+    toml.write_text(
+        f'[profiles.fake]\nkind = "chat"\nbase_url = "{fake_server.base_url}"\nmodel = "fake-model"\n'
+        'max_concurrency = 4\ntimeout_s = 5\ncontext_window = 8192\n\n[routings.default]\ndefault = "fake"\n')
+    return RunSettings(profiles_path=str(toml), cache_dir=str(tmp_path / "cache"))
+
+
+def _rows(run_dir: str) -> pd.DataFrame:
+    return pd.read_parquet(Path(run_dir) / "results.parquet").sort_values(["trace_id", "method"]).reset_index(
+        drop=True)
+
+
+@pytest.mark.timeout(300)
+def test_same_content_traces_keep_their_own_records_on_first_run_and_rerun(cases, settings, fake_server, tmp_path):
+    from flows.attribute import attribute
+
+    corpus = [str(cases / "dup_content_traces")]
+    for k in (1, 2):
+        df = _rows(attribute(corpus, methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / f"r{k}")))
+        assert len(df) == 2 and df["trace_id"].nunique() == 2, df[["trace_id", "true_step"]]
+        labels = dict(zip(df["trace_id"].str.rsplit("/", n=1).str[-1], zip(df["true_step"], df["true_agent"])))
+        assert labels == {"copyA": (0, "Math_Expert"), "copyB": (1, "Check_Expert")}
+        # the same answer, scored against each trace's own label
+        assert df["step_correct"].tolist() == [True, False]
+        # first run: one paid request, the other trace's identical prompt a cache hit; rerun: Prefect's cache
+        assert df["reused"].sum() == (1 if k == 1 else 2)
+    assert fake_server.count == 1  # identical prompts: one paid request
+
+
+@pytest.mark.timeout(300)
+def test_transient_401_is_not_cached_and_the_next_run_retries_it(cases, settings, fake_server, tmp_path):
+    from flows.attribute import attribute
+
+    fake_server.inject(401)
+    df1 = _rows(attribute([str(cases / "t3.json")], methods=["all_at_once"], settings=settings,
+                          out_dir=str(tmp_path / "r1")))
+    assert df1.loc[0, "status"] == "failed" and "401" in df1.loc[0, "error"] and fake_server.count == 1
+
+    df2 = _rows(attribute([str(cases / "t3.json")], methods=["all_at_once"], settings=settings,
+                          out_dir=str(tmp_path / "r2")))
+    assert fake_server.count == 2 and df2.loc[0, "requests"] == 1  # retried, not replayed
+    assert df2.loc[0, "status"] == "complete" and df2.loc[0, "pred_step"] == 0 and pd.isna(df2.loc[0, "error"])
+    assert not df2.loc[0, "reused"] and df2.loc[0, "run_requests"] == 1
+
+
+@pytest.mark.timeout(300)
+def test_content_failure_is_cached_and_marked_and_retry_failed_recomputes_it(settings, fake_server, tmp_path):
+    from flows.attribute import attribute
+
+    examples = Path(__file__).resolve().parents[2] / "data" / "examples"
+    corpus = [str(examples / "wrong_unit_at_step_2.json"), str(examples / "bad_plan_at_step_0.json")]
+    fake_server.responder = lambda body: (_good(body) if "HalfChoice" not in json.dumps(body["response_format"])
+                                          else "never JSON")
+    methods = ["all_at_once", "binary_search"]
+    run = dict(methods=methods, settings=settings)
+    df1 = _rows(attribute(corpus, **run, out_dir=str(tmp_path / "r1")))
+    bs1 = df1[df1.method == "binary_search"]
+    assert (bs1["status"] == "content_failed").all() and bs1["error"].str.startswith("StructuredOutputError").all()
+    n1 = fake_server.count
+
+    # a plain rerun reuses everything, the content failures included, marked as such
+    df2 = _rows(attribute(corpus, **run, out_dir=str(tmp_path / "r2")))
+    assert fake_server.count == n1 and df2["reused"].all() and (df2["run_requests"] == 0).all()
+    assert df2["status"].tolist() == df1["status"].tolist()
+    report = (tmp_path / "r2" / "report.md").read_text()
+    assert "## Cost: this run vs original" in report
+
+    # --retry-failed recomputes only the content failures; the complete rows are still reused
+    fake_server.responder = _good
+    df3 = _rows(attribute(corpus, methods=methods, out_dir=str(tmp_path / "r3"),
+                          settings=settings.model_copy(update={"retry_failed": True})))
+    bs3, aao3 = df3[df3.method == "binary_search"], df3[df3.method == "all_at_once"]
+    assert (bs3["status"] == "complete").all() and bs3["pred_step"].notna().all() and not bs3["reused"].any()
+    assert aao3["reused"].all() and (aao3["run_requests"] == 0).all()
+    assert fake_server.count > n1
+    n3 = fake_server.count
+    # the recomputed records replaced the old ones under the same keys: a plain run reuses them
+    df4 = _rows(attribute(corpus, **run, out_dir=str(tmp_path / "r4")))
+    assert fake_server.count == n3 and (df4["status"] == "complete").all() and df4["reused"].all()
+
+
+@pytest.mark.timeout(300)
+def test_discovery_is_scored_against_the_current_truth(cases, settings, tmp_path):
+    from flows.discover import discover
+
+    work = tmp_path / "data"
+    work.mkdir()
+    shutil.copy(cases / "stale_truth" / "chain.csv", work / "chain.csv")
+    shutil.copy(cases / "stale_truth" / "meta_before.json", work / "chain.json")
+    spec = str(work / "chain.csv")
+    df1 = pd.read_parquet(Path(discover([spec], methods=["pc"], settings=settings, out_dir=str(tmp_path / "r1")))
+                          / "results.parquet")
+    shutil.copy(cases / "stale_truth" / "meta_after.json", work / "chain.json")
+    df2 = pd.read_parquet(Path(discover([spec], methods=["pc"], settings=settings, out_dir=str(tmp_path / "r2")))
+                          / "results.parquet")
+    before = json.loads((cases / "stale_truth" / "meta_before.json").read_text())["true_edges"]
+    after = json.loads((cases / "stale_truth" / "meta_after.json").read_text())["true_edges"]
+    assert df1.loc[0, "n_true_edges"] == len(before) and df2.loc[0, "n_true_edges"] == len(after)
+    assert df1.loc[0, "edges"] == df2.loc[0, "edges"] and bool(df2.loc[0, "reused"])  # same graph, from the cache
+    # scored against the new truth without --refresh
+    from agentcausal.discovery.metrics import evaluate_graph
+    from agentcausal.report.discovery import load_outcomes
+
+    pred = load_outcomes(tmp_path / "r2")[0].graph
+    for df, edges in ((df1, before), (df2, after)):
+        m = evaluate_graph(CausalGraph.from_edges("XYZ", [tuple(e) for e in edges]), pred)
+        assert (df.loc[0, "shd"], df.loc[0, "f1"], df.loc[0, "skeleton_f1"]) == pytest.approx(
+            (m.shd, m.f1, m.skeleton_f1), nan_ok=True)
+    assert df1.loc[0, "skeleton_f1"] != df2.loc[0, "skeleton_f1"]
+
+
+@pytest.mark.timeout(300)
+def test_algorithm_timeout_is_not_cached(cases, settings, tmp_path):
+    from flows.discover import discover
+    from tasks.common import stored_status
+    from tasks.discovery import discover_task_key
+    from agentcausal.discovery.datasets import load_spec
+
+    work = tmp_path / "data"
+    work.mkdir()
+    shutil.copy(cases / "stale_truth" / "chain.csv", work / "chain.csv")
+    shutil.copy(cases / "stale_truth" / "meta_after.json", work / "chain.json")
+    spec = str(work / "chain.csv")
+    config = DiscoveryConfig(algorithm_timeout_s=0.001)
+    for k in (1, 2):
+        df = pd.read_parquet(Path(discover([spec], methods=["pc"], config=config, settings=settings,
+                                           out_dir=str(tmp_path / f"r{k}"))) / "results.parquet")
+        assert df.loc[0, "status"] == "failed" and "timed out" in df.loc[0, "error"]
+        assert not df.loc[0, "reused"]  # recomputed on the rerun, never replayed
+    assert stored_status(settings, discover_task_key(load_spec(spec), "pc", config, settings, 0)) is None
