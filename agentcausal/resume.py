@@ -36,7 +36,11 @@ from pydantic import BaseModel
 
 from agentcausal.exceptions import AgentCausalError
 
-__all__ = ["RETRIED_STATUSES", "ResultIndex", "ResumePlan", "plan_resume", "run_chunk", "chunked"]
+__all__ = ["RETRIED_STATUSES", "MIN_CHUNKS", "ResultIndex", "ResumePlan", "plan_resume", "run_chunk", "chunked",
+           "chunk_length"]
+
+#: a method's jobs are split into at least this many chunks (when it has as many jobs)
+MIN_CHUNKS = 8
 
 #: statuses of stored results that ``retry_failed`` recomputes
 RETRIED_STATUSES = ("content_failed", "degraded")
@@ -152,6 +156,18 @@ def plan_resume(keys: Sequence[str], index: ResultIndex, *, refresh: bool = Fals
         else:
             reused[i] = rec.model_copy(update={"reused": True})
     return ResumePlan(reused, run, rerun)
+
+
+def chunk_length(n_jobs: int, chunk_size: int, min_chunks: int = MIN_CHUNKS) -> int:
+    """Jobs per chunk: at most ``chunk_size``, and small enough for ``min_chunks`` chunks.
+
+    Enough chunks keep several workers (Dask processes, threads) busy; a small
+    job list gets chunks of one (one task per item).
+
+    >>> chunk_length(2000, 25), chunk_length(60, 25), chunk_length(12, 25), chunk_length(300, 1)
+    (25, 8, 2, 1)
+    """
+    return max(1, min(int(chunk_size), -(-n_jobs // min_chunks)))
 
 
 def chunked(positions: Sequence[int], size: int) -> list[list[int]]:

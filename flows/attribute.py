@@ -30,7 +30,7 @@ from prefect.utilities.annotations import quote
 
 from agentcausal.attribution.common import failed_attribution, resolve_methods
 from agentcausal.report.attribution import table_records
-from agentcausal.resume import chunked, plan_resume
+from agentcausal.resume import chunk_length, chunked, plan_resume
 from agentcausal.settings import RunSettings
 from agentcausal.report.artifacts import ProgressLine, corpus_label, self_contained_markdown
 from agentcausal.traces.model import Attribution
@@ -42,8 +42,9 @@ from tasks.common import RETRIED_STATUSES, result_index, stored_status, was_cach
 
 __all__ = ["attribute", "run_attribute", "default_run_dir", "DEFAULT_CHUNK_SIZE"]
 
-#: traces per task by default (``--chunk-size``); measured in bench/results/scale.json
-DEFAULT_CHUNK_SIZE = 1
+#: traces per task by default (``--chunk-size``; :func:`agentcausal.resume.chunk_length` keeps at least
+#: 8 tasks per method, so small corpora keep one task run per trace); measured in bench/results/scale.json
+DEFAULT_CHUNK_SIZE = 25
 
 
 def default_run_dir(out_root: str = "runs") -> str:
@@ -81,7 +82,8 @@ def attribute(
     progress : show a tqdm bar on stderr
     skip_invalid : leave out invalid trace files (and JSONL lines) instead of refusing the corpus
     meta : extra entries for ``run.json`` (the CLI passes ``{"skipped": [...]}``, the inputs it left out)
-    chunk_size : traces per task (default :data:`DEFAULT_CHUNK_SIZE`); 1 = one cached task run per
+    chunk_size : traces per task, at most (default :data:`DEFAULT_CHUNK_SIZE`; fewer when a method has
+        under 8 chunks' worth, see :func:`agentcausal.resume.chunk_length`); 1 = one cached task run per
         (trace, method); more = one task per chunk of one method's traces, each trace cached in the
         results index as it finishes
 
@@ -106,22 +108,21 @@ def attribute(
     if settings.retry_failed and not settings.refresh:  # records Prefect holds that the index does not
         moved = {i for i in run if stored_status(settings, keys[i]) in RETRIED_STATUSES}
         run, rerun = [i for i in run if i not in moved], sorted(rerun + list(moved))
-    size = chunk_size or DEFAULT_CHUNK_SIZE
-    groups: list[tuple[list[int], Any]] = []  # (positions, future) in submission order
+    groups: list[tuple[list[int], Any, bool]] = []  # (positions, future, chunk task?) in submission order
     for idx, refresh in ((run, settings.refresh), (rerun, True)):
-        if not idx:
-            continue
-        if size <= 1:
-            mapped = attribute_trace.with_options(**attribute_options(settings, refresh=refresh)).map(
-                trace=[pairs[i][0] for i in idx], method=[pairs[i][1] for i in idx],
-                method_settings=[resolved[pairs[i][1]] for i in idx], settings=unmapped(settings))
-            groups += [([i], f) for i, f in zip(idx, mapped)]
-            continue
         for m in resolved:
-            for chunk in chunked([i for i in idx if pairs[i][1] == m], size):
+            mine = [i for i in idx if pairs[i][1] == m]
+            size = chunk_length(len(mine), chunk_size or DEFAULT_CHUNK_SIZE)
+            if mine and size <= 1:  # one cached task run per trace
+                mapped = attribute_trace.with_options(**attribute_options(settings, refresh=refresh)).map(
+                    trace=[pairs[i][0] for i in mine], method=unmapped(m), method_settings=unmapped(resolved[m]),
+                    settings=unmapped(settings))
+                groups += [([i], f, False) for i, f in zip(mine, mapped)]
+                continue
+            for chunk in chunked(mine, size):
                 f = attribute_chunk.submit(quote([pairs[i][0] for i in chunk]), m, resolved[m], settings,
                                            not_before=started if refresh else None)
-                groups.append((chunk, f))
+                groups.append((chunk, f, True))
     results: dict[int, Any] = dict(plan.reused)
     bar_id = create_progress_artifact(progress=0.0, key=naming.key("attribute-progress", subject),
                                       description=f"{len(pairs)} (trace, method) pairs, {len(results)} reused")
@@ -132,13 +133,13 @@ def attribute(
         bar = tqdm(total=len(pairs), unit="attribution", desc="attribute", initial=len(results))
     line = ProgressLine(len(pairs), "attribute")  # plain lines when stderr is not a terminal
     done = len(results)
-    positions = {id(f): chunk for chunk, f in groups}
+    positions = {id(f): (chunk, is_chunk) for chunk, f, is_chunk in groups}
     step = max(1, len(pairs) // 20)
-    for f in as_completed([f for _, f in groups]):
-        chunk = positions[id(f)]
+    for f in as_completed([f for _, f, _ in groups]):
+        chunk, is_chunk = positions[id(f)]
         res = f.result(raise_on_failure=False)  # an Attribution, a list of them, or the exception left after retries
         for k, i in enumerate(chunk):
-            results[i] = _one(res, k, f, size > 1, index, keys[i], started)
+            results[i] = _one(res, k, f, is_chunk, index, keys[i], started)
         before, done = done, done + len(chunk)
         if bar is not None:
             bar.update(len(chunk))

@@ -37,12 +37,14 @@ class Spy:
 
         class _Bound:
             def map(self, **p):
-                outer.methods += list(p["method"])
+                m = p["method"]
+                items = p.get("trace", p.get("dataset"))
+                outer.methods += [m.value] * len(items) if hasattr(m, "value") else list(m)
                 return outer.task.with_options(**kw).map(**p)
         return _Bound()
 
     def submit(self, traces, method, *a, **kw):
-        self.methods += [method] * len(traces)
+        self.methods += [method] * len(traces.unquote() if hasattr(traces, "unquote") else traces)
         return self.task.submit(traces, method, *a, **kw)
 
 
@@ -82,12 +84,18 @@ def test_finished_corpus_reruns_without_task_runs_or_requests(fake_server, setti
 
 
 @pytest.mark.timeout(300)
-def test_retry_failed_recomputes_content_failures_and_chunks_match_items(fake_server, settings, tmp_path):
+def test_retry_failed_recomputes_content_failures_and_chunks_match_items(fake_server, settings, tmp_path,
+                                                                       monkeypatch):
+    import flows.attribute as fa
     from flows.attribute import attribute
+
+    monkeypatch.setattr(fa, "chunk_length", lambda n, size: size)  # chunks even of a 2-trace corpus
+    spy = Spy(fa.attribute_chunk)
+    monkeypatch.setattr(fa, "attribute_chunk", spy)
 
     fake_server.responder = lambda body: "no JSON here"
     run1 = attribute(CORPUS, methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / "r1"), chunk_size=4)
-    assert set(_frame(run1)["status"]) == {"content_failed"}
+    assert set(_frame(run1)["status"]) == {"content_failed"} and spy.methods == ["all_at_once"] * 2
     fake_server.responder = _responder
     plain = attribute(CORPUS, methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / "r2"), chunk_size=4)
     p = _frame(plain)
