@@ -1,12 +1,16 @@
-"""The ``attribute`` flow: every (trace, method) pair as a mapped, cached, retried task; then evaluation.
+"""The ``attribute`` flow: every (trace, method) pair not yet finished as a cached, retried task; then evaluation.
 
-Wiring only: load the corpus, check methods and settings, map
-``attribute_trace`` over (trace, method) (with ``--retry-failed``, the pairs
-whose cached record is ``content_failed`` or ``degraded`` are mapped with a
+Wiring only: load the corpus, check methods and settings, look every (trace,
+method) up in the results index (:mod:`agentcausal.resume`: reused rows need
+no task run), submit the missing ones, one method at a time, as chunk tasks
+``attribute_chunk`` of up to ``chunk_size`` traces (each trace cached on its
+own as it finishes) or, for a small corpus or ``chunk_size=1``, one
+``attribute_trace`` task per trace (with ``--retry-failed``, the pairs whose
+stored record is ``content_failed`` or ``degraded`` are run again with a
 cache refresh, so their new record replaces the old under the same key),
 record failures that survive the retries as ``status="failed"`` rows (never
-cached), mark rows served by Prefect's cache ``reused``, save Parquet,
-evaluate, publish a Prefect table, markdown and progress artifacts.
+cached), mark reused rows ``reused`` (and list them in a table artifact),
+save Parquet, evaluate, publish a Prefect table, markdown and progress artifacts.
 
 Run it from Python::
 
