@@ -37,8 +37,13 @@ def gateway_for(settings: RunSettings) -> Gateway:
 
 
 def result_index(settings: RunSettings, kind: str) -> ResultIndex:
-    """The finished-results index of ``kind`` under ``<cache_dir>/results`` (one handle per process and folder)."""
-    return _index(str(Path(settings.cache_dir).resolve()), kind)
+    """The finished-results index of ``kind`` under ``<cache_dir>/results`` (one handle per process and folder;
+    a new one when the folder was removed since)."""
+    idx = _index(str(Path(settings.cache_dir).resolve()), kind)
+    if not (idx.path / "cache.db").is_file():
+        _index.cache_clear()
+        idx = _index(str(Path(settings.cache_dir).resolve()), kind)
+    return idx
 
 
 @functools.lru_cache(maxsize=8)
