@@ -11,6 +11,11 @@ reply still invalid after all repairs) are returned and so cached, marked
 ``content_failed``; transport, 401, rate-limit and timeout failures raise, so
 Prefect never caches them (it retries transport errors within the run,
 :func:`tasks.common.retry_transport`) and the next run tries again.
+
+``attribute_chunk`` runs one method on a chunk of traces (``--chunk-size``):
+not cached by Prefect as a whole; each trace's record is stored under the same
+key in the results index (:mod:`agentcausal.resume`) as it finishes, so a
+retry of the chunk repeats only its unfinished traces.
 """
 
 from __future__ import annotations
