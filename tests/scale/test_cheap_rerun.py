@@ -133,3 +133,20 @@ def test_finished_discovery_reruns_without_task_runs(fake_server, tmp_path, monk
     b = pd.read_parquet(Path(run2) / "results.parquet").set_index("method")
     assert b.loc[["llm_zero_shot", "pc"], "reused"].all() and not b.loc["ges", "reused"]
     assert (a["shd"] == b.loc[a.index, "shd"]).all() and (a["seconds"] == b.loc[a.index, "seconds"]).all()
+
+
+@pytest.mark.timeout(300)
+def test_a_401_inside_a_chunk_fails_one_row_and_the_next_run_repeats_only_it(fake_server, settings, tmp_path,
+                                                                            monkeypatch):
+    import flows.attribute as fa
+
+    monkeypatch.setattr(fa, "chunk_length", lambda n, size: size)  # one chunk of both traces
+    fake_server.inject(401)  # the first request: not retried (retry_transport), never cached
+    r1 = _frame(fa.attribute(CORPUS, methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / "r1"),
+                             chunk_size=2))
+    assert sorted(r1["status"]) == ["complete", "failed"] and fake_server.count == 2
+    ok = r1.loc[r1.status == "complete", "trace_id"].item()
+    r2 = _frame(fa.attribute(CORPUS, methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / "r2"),
+                             chunk_size=2))
+    assert set(r2["status"]) == {"complete"} and fake_server.count == 3  # only the failed trace asked again
+    assert r2.set_index("trace_id")["reused"].to_dict() == {t: t == ok for t in r2["trace_id"]}
