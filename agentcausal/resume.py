@@ -181,7 +181,8 @@ def chunked(positions: Sequence[int], size: int) -> list[list[int]]:
 
 
 def run_chunk(jobs: Sequence[tuple[str, Callable[[], R]]], index: ResultIndex, *,
-              not_before: float | None = None, workers: int | None = None) -> list[R]:
+              not_before: float | None = None, workers: int | None = None,
+              store_if: Callable[[R], bool] | None = None) -> list[R]:
     """Run a chunk of jobs on a small thread pool, storing each record as it finishes.
 
     A job whose key holds a record stored at or after ``not_before`` is not run
@@ -197,6 +198,8 @@ def run_chunk(jobs: Sequence[tuple[str, Callable[[], R]]], index: ResultIndex, *
     index : ResultIndex where each returned record is stored (``failed`` ones are not)
     not_before : float or None, seconds since the epoch; None reuses any stored record
     workers : int or None, jobs at a time (default: all of them)
+    store_if : predicate on a returned record; False = return it but do not store it (a record
+        the caller may not cache); default: store every returned record the index accepts
 
     Returns
     -------
@@ -218,7 +221,8 @@ def run_chunk(jobs: Sequence[tuple[str, Callable[[], R]]], index: ResultIndex, *
             rec = fn()
         except AgentCausalError as exc:
             return exc
-        index.put(key, rec)
+        if store_if is None or store_if(rec):
+            index.put(key, rec)
         return rec
 
     if not jobs:

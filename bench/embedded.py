@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentcausal.attribution.common import run_method
+from agentcausal.attribution.common import resolve_methods, run_method
 from agentcausal.attribution.evaluate import agent_match, step_match
 from agentcausal.attribution.registry import method_names
 from agentcausal.settings import RunSettings
@@ -38,10 +38,17 @@ def embedded_selection(root: Path, k: int) -> list[Trace]:
     return ag[:k]
 
 
-def run_embedded(traces: Sequence[Trace], methods: Sequence[str] | None = None, *,
+def run_embedded(traces: Sequence[Trace], methods: Sequence[str] | None = None, *, preset: str | None = None,
                  cache_dir: Path = REPO / "cache" / "bench-embedded", on_row: Callable[[list], None] | None = None,
                  log=print) -> dict[str, Any]:
     """Every method on every trace with the default routing; one row per (trace, method).
+
+    Parameters
+    ----------
+    traces : the traces (:func:`embedded_selection`)
+    methods : method names; None = every registered method
+    preset : ``"paper"``, ``"small"`` or None (the settings models' defaults, which are ``paper``)
+    cache_dir, on_row, log : the LLM cache folder, a callback after every row, the progress printer
 
     Returns
     -------
@@ -50,13 +57,14 @@ def run_embedded(traces: Sequence[Trace], methods: Sequence[str] | None = None, 
     per method (means per trace, accuracies).
     """
     methods = list(methods or method_names())
+    settings = resolve_methods(methods, preset=preset) if preset else {}  # None: the models' defaults
     gw = RunSettings.from_env(cache_dir=str(cache_dir)).gateway()  # replies under <cache_dir>/llm
     rows: list[dict[str, Any]] = []
     try:
         for t in traces:
             for m in methods:
                 t0 = time.perf_counter()
-                a = run_method(t, m, gw)
+                a = run_method(t, m, gw, settings.get(m))
                 wall = time.perf_counter() - t0
                 tot = {k: sum(u.get(k, 0) for u in a.usage.values())
                        for k in ("requests", "cache_hits", "prompt_tokens", "completion_tokens")}

@@ -16,6 +16,9 @@ towards it:
 * Step-by-Step sees only the steps so far, so it says "decisive" with a
   fixed chance per step (15 %), by a hash of the step;
 * Binary-Search picks the part holding ``k*`` 80 % of the time;
+* A2P answers as All-at-Once, with its abduction, action and prediction;
+  ECHO's scan lists ``k*`` among MDI's steps (in a hashed order) and each
+  panel analyst votes ``k*`` 70 % of the time, with a hashed confidence;
 * DCFA: MDI lists ``k*`` and 1 to 3 other steps, CGC draws forward edges
   between listed steps and their neighbours, HG names ``k*`` or a listed step,
   Correct rewrites the listed steps, **Simulation** answers the correct answer
@@ -48,7 +51,7 @@ _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
 _STEP_TAG = re.compile(r'<step n="(\d+)">\n(?:Step \d+ \| )?([^:\n]*)')
 _BLOCK = re.compile(r'<step n="(\d+)">\n(.*?)\n</step>', re.S)
 _REVISED = re.compile(r"Steps 0 to (\d+) above are revised")
-_STEP_ASKED = re.compile(r"Is step (\d+) \(by ")
+_STEP_ASKED = re.compile(r"(?:Is step|most recent step \(step) (\d+)[ ,]")
 _PARTS = re.compile(r"first part \(steps (\d+) to (\d+)\) or the second part \(steps (\d+) to (\d+)\)")
 
 
@@ -164,18 +167,25 @@ class BenchResponder:
         self.counts: dict[str, int] = {}
         self._truths: dict[str, str] = {}
         self._n_of_block: dict[int, int] = {}
+        self._echo_culprit: dict[str, int] = {}
         self._lock = threading.Lock()
         self._handlers: dict[str, Callable[[dict[str, Any], str], dict[str, Any]]] = {
             "AllAtOnceReply": self._all_at_once,
             "StepVerdict": self._step_verdict,
             "HalfChoice": self._half_choice,
+            "ForcedHalfChoice": self._half_choice,
             "DeviationsAndGraph": self._gca_joint,
             "DeviationsReply": self._mdi,
             "EdgesReply": self._cgc,
             "HypothesisReply": self._hypothesis,
             "CorrectedTraceReply": self._correct,
             "SimulatedOutcome": self._simulation,
+            "PaperSimulatedOutcome": self._simulation,
+            "JudgeReply": self._judge,
             "DecisionReply": self._decision,
+            "A2PReply": self._a2p,
+            "EchoScan": self._echo_scan,
+            "EchoPanelReply": self._echo_panel,
         }
 
     # ------------------------------------------------------------- helpers
@@ -231,7 +241,12 @@ class BenchResponder:
         k = self._culprit(u, n)
         if _h("aao", q, n) % 1000 >= self.p_all_at_once * 1000:
             k = _h("aao-miss", q, n) % n
-        return {"reason": f"step {k} took a wrong turn", "agent": self._agents(u).get(k) or None, "step": k}
+        agent = self._agents(u).get(k) or None
+        choices = next((a["enum"] for a in (lambda p: p.get("anyOf", [p]))(
+            _schema(body).get("properties", {}).get("agent", {})) if "enum" in a), None)
+        if choices and agent not in choices:  # the schema lists the trace's own agents
+            agent = choices[0]
+        return {"reason": f"step {k} took a wrong turn", "agent": agent, "step": k}
 
     def _step_verdict(self, body: dict[str, Any], u: str) -> dict[str, Any]:
         m = _STEP_ASKED.search(u)
@@ -242,7 +257,8 @@ class BenchResponder:
     def _half_choice(self, body: dict[str, Any], u: str) -> dict[str, Any]:
         m = _PARTS.search(u)
         if not m:
-            return {"reason": "cannot tell", "part": "undetermined"}
+            forced = "undetermined" not in json.dumps(_schema(body))
+            return {"reason": "cannot tell", "part": "first" if forced else "undetermined"}
         a_lo, a_hi, b_lo, b_hi = map(int, m.groups())
         n = self._lookup(u) or self._register(u)  # the first call shows the whole trace
         q = self._question(u)
@@ -250,6 +266,38 @@ class BenchResponder:
         wrong = "second" if right == "first" else "first"
         part = right if _h("bs", q, n, a_lo, b_hi) % 1000 < self.p_binary * 1000 else wrong
         return {"reason": f"the error is in the {part} part", "part": part}
+
+    def _a2p(self, body: dict[str, Any], u: str) -> dict[str, Any]:
+        verdict = self._all_at_once(body, u)
+        return {"abduction": f"a wrong assumption at step {verdict['step']}", "action": "check the value first",
+                "prediction": "the next agents use the checked value", "reverses_failure": True, **verdict}
+
+    def _echo_scan(self, body: dict[str, Any], u: str) -> dict[str, Any]:
+        n = self._register(u)
+        cap = _schema(body).get("properties", {}).get("candidates", {}).get("maxItems") or n
+        with self._lock:
+            self._echo_culprit[self._question(u)] = self._culprit(u, n)
+        steps = list(dict.fromkeys([self._culprit(u, n), *self._flagged(u, n)]))[:cap]
+        steps.sort(key=lambda s: _h("echo-rank", self._question(u), s))  # the culprit is not always first
+        return {"overview": "the run drifted from the task",
+                "candidates": [{"step": s, "reason": f"step {s} looks unverified"} for s in steps]}
+
+    def _echo_panel(self, body: dict[str, Any], u: str) -> dict[str, Any]:
+        schema = _schema(body)
+        q = self._question(u)
+        with self._lock:
+            k = self._echo_culprit.get(q)
+        out = {}
+        for name, prop in schema.get("properties", {}).items():
+            vote = schema.get("$defs", {}).get(prop.get("$ref", "").rsplit("/", 1)[-1], {})
+            st = vote.get("properties", {}).get("step", {})
+            cands = [c for b in st.get("anyOf", [st]) for c in (b.get("enum") or ([b["const"]] if "const" in b else []))]
+            cands = cands or [0]  # a single candidate is a ``const``
+            pick = k if k in cands and _h("echo-vote", q, name) % 10 < 7 else cands[_h("echo", q, name) % len(cands)]
+            out[name] = {"hypothesis": f"step {pick} starts the failure", "evidence": "its value is never checked",
+                         "step": pick, "agent": self._agents(u).get(pick),
+                         "confidence": round(0.3 + (_h("conf", q, name) % 70) / 100, 2)}
+        return out
 
     # ------------------------------------------------------------- DCFA: GCA
     def _edges(self, u: str, n: int) -> list[dict[str, int]]:
@@ -269,16 +317,24 @@ class BenchResponder:
     def _deviations(self, u: str, n: int) -> list[dict[str, Any]]:
         return [{"step": s, "reason": f"step {s} is unverified"} for s in self._flagged(u, n)][:5]
 
+    @staticmethod
+    def _judged(body: dict[str, Any], edges: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Edges with the CGC judgements when the schema asks for them (``paper`` prompts)."""
+        if "JudgedEdge" not in json.dumps(_schema(body)):
+            return edges
+        return [{**e, "reason": "it uses that value", "temporal": True, "necessary": True, "sufficient": True}
+                for e in edges]
+
     def _gca_joint(self, body: dict[str, Any], u: str) -> dict[str, Any]:
         n = self._register(u)
-        return {"deviations": self._deviations(u, n), "edges": self._edges(u, n)}
+        return {"deviations": self._deviations(u, n), "edges": self._judged(body, self._edges(u, n))}
 
     def _mdi(self, body: dict[str, Any], u: str) -> dict[str, Any]:
         n = self._register(u)
         return {"deviations": self._deviations(u, n)}
 
     def _cgc(self, body: dict[str, Any], u: str) -> dict[str, Any]:
-        return {"edges": self._edges(u, self._register(u))}
+        return {"edges": self._judged(body, self._edges(u, self._register(u)))}
 
     def _hypothesis(self, body: dict[str, Any], u: str) -> dict[str, Any]:
         step_schema = _schema(body).get("properties", {}).get("step", {})
@@ -291,9 +347,9 @@ class BenchResponder:
     # ------------------------------------------------------------- DCFA: LCE
     def _correct(self, body: dict[str, Any], u: str) -> dict[str, Any]:
         steps_schema = _schema(body).get("properties", {}).get("steps", {})
-        n = self._register(u, steps_schema.get("minItems"))
+        n = self._register(u, steps_schema.get("maxItems"))
         flagged = set(self._flagged(u, n))
-        return {"steps": [f"corrected step {i}" if i in flagged else "" for i in range(n)]}
+        return {"steps": [{"step": i, "content": f"corrected step {i}" if i in flagged else ""} for i in range(n)]}
 
     def _simulation(self, body: dict[str, Any], u: str) -> dict[str, Any]:
         m = _REVISED.search(u)
@@ -306,6 +362,13 @@ class BenchResponder:
         if truth is not None and i >= self._culprit(u, n):
             return {"outcome": truth}
         return {"outcome": f"wrong answer {_h('sim', q, n, i) % 4}"}
+
+    def _judge(self, body: dict[str, Any], u: str) -> dict[str, Any]:
+        m = re.search(r"<data>(.*?)</data>", u, re.S)
+        outcome = m.group(1).strip() if m else ""
+        with self._lock:
+            truth = self._truths.get(self._question(u))
+        return {"probability": 0.9 if truth is not None and outcome == truth else 0.1}
 
     def _decision(self, body: dict[str, Any], u: str) -> dict[str, Any]:
         cands = _schema(body).get("properties", {}).get("step", {}).get("enum") or \

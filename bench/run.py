@@ -7,6 +7,8 @@ Usage (from the repository root)::
     .venv/bin/python -m bench --quick          # a smoke run: 10 traces, seed 0, no Prefect flow
     .venv/bin/python -m bench --embedded --embedded-traces 1   # 5: the embedded model (long; opt-in)
     .venv/bin/python -m bench --only scale     # 6: the attribute flow at scale (long; opt-in)
+    .venv/bin/python -m bench --embedded --embedded-traces 1 --methods a2p echo --preset small \
+        --out bench/results/a2p-echo               # A2P and ECHO on the shortest development trace
 
 Results: ``throughput``, ``cache_reuse``, ``lce_economy``, ``mac_statistical``
 (and ``embedded``) as ``.json`` and ``.md``, plus ``summary.md`` (the
@@ -64,6 +66,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="--only scale: concurrency levels (default 16 64)")
     p.add_argument("--chunk-size", type=int, nargs="+", default=None,
                    help="--only scale: traces per task to compare (default: the flow's default)")
+    p.add_argument("--preset", default=None, choices=("paper", "small"),
+                   help="method-settings preset for --embedded (default: the settings models' defaults)")
     p.add_argument("--summary", action="store_true",
                    help="only rewrite summary.md and the README section from the results already in the folder")
     p.add_argument("--out", type=Path, default=None, help="results folder (default bench/results)")
@@ -112,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
                        "summary": summarise(rows), "machine": machine(), "partial": True}
             write_result("embedded", payload, embedded_markdown(payload, payload["machine"]), out)
 
-        res = run_embedded(traces, args.methods, on_row=save)
+        res = run_embedded(traces, args.methods, preset=args.preset, on_row=save)
         res["machine"] = machine()
         write_result("embedded", res, embedded_markdown(res, res["machine"]), out)
         print(f"embedded: {time.perf_counter() - started:.0f} s; results in {out}", flush=True)

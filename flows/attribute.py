@@ -33,6 +33,8 @@ from prefect.futures import as_completed
 from prefect.utilities.annotations import quote
 
 from agentcausal.attribution.common import failed_attribution, resolve_methods
+from agentcausal.attribution.paper_tables import speaker_mismatches
+from agentcausal.repeats import mark_repeat
 from agentcausal.report.attribution import table_records
 from agentcausal.resume import chunk_length, chunked, plan_resume
 from agentcausal.settings import RunSettings
@@ -40,8 +42,8 @@ from agentcausal.report.artifacts import ProgressLine, corpus_label, self_contai
 from agentcausal.traces.model import Attribution
 from flows import naming
 from flows.runners import RunnerChoice, with_runner
-from tasks.attribution import attribute_chunk, attribute_options, attribute_task_key, attribute_trace, evaluate_run, \
-    load_corpus, save_attributions
+from tasks.attribution import UncachedDegraded, attribute_chunk, attribute_options, attribute_task_key, \
+    attribute_trace, evaluate_run, load_corpus, save_attributions
 from tasks.common import RETRIED_STATUSES, result_index, stored_status, was_cached
 
 __all__ = ["attribute", "run_attribute", "default_run_dir", "DEFAULT_CHUNK_SIZE"]
@@ -70,6 +72,9 @@ def attribute(
     progress: bool = False,
     skip_invalid: bool = False,
     meta: dict[str, Any] | None = None,
+    preset: str | None = None,
+    repeats: int = 1,
+    plan: dict[str, Any] | None = None,
     chunk_size: int | None = None,
 ) -> str:
     """Attribute every selected trace with every method; write a run folder; return its path.
@@ -86,6 +91,9 @@ def attribute(
     progress : show a tqdm bar on stderr
     skip_invalid : leave out invalid trace files (and JSONL lines) instead of refusing the corpus
     meta : extra entries for ``run.json`` (the CLI passes ``{"skipped": [...]}``, the inputs it left out)
+    preset : settings preset (``paper``/``small``); None = the routing's (:mod:`agentcausal.presets`)
+    repeats : runs per (trace, method), repeat index r = 0..repeats-1 (:mod:`agentcausal.repeats`)
+    plan : the run plan (:mod:`agentcausal.plan`), stored in ``run.json`` as ``plan``
     chunk_size : traces per task, at most (default :data:`DEFAULT_CHUNK_SIZE`; fewer when a method has
         under 8 chunks' worth, see :func:`agentcausal.resume.chunk_length`); 1 = one cached task run per
         (trace, method); more = one task per chunk of one method's traces, each trace cached in the
@@ -96,19 +104,22 @@ def attribute(
     str, the run folder holding ``results.parquet``, ``run.json``, ``report.md``, ``accuracy.csv``.
     """
     settings = settings or RunSettings.from_env()
-    resolved = resolve_methods(methods, method_settings, with_ground_truth=with_ground_truth)
+    from agentcausal.presets import routing_preset
+
+    preset = preset or routing_preset(settings.profiles_path, settings.routing)
+    resolved = resolve_methods(methods, method_settings, with_ground_truth=with_ground_truth, preset=preset)
     paths = naming.corpus_paths(paths, settings)  # empty: the Who&When folder of the settings, resolved now
     traces = load_corpus(paths, ids=ids, limit=limit, max_steps=max_steps, skip_invalid=skip_invalid)
-    naming.add_run_tags(resolved, settings, preset=getattr(settings, "preset", None),
-                        subsets={t.source for t in traces})
+    naming.add_run_tags(resolved, settings, preset=preset, subsets={t.source for t in traces})
     subject = corpus_label(paths)
     run_dir = out_dir or default_run_dir()
-    pairs = [(t, m) for t in traces for m in resolved]
+    triples = [(t, m, r) for t in traces for m in resolved for r in range(max(1, repeats))]
+    pairs = [(t, m) for t, m, _ in triples]
     started = time.time()
-    keys = [attribute_task_key(t, m, resolved[m], settings) for t, m in pairs]
+    keys = [attribute_task_key(t, m, resolved[m], settings, r) for t, m, r in triples]
     index = result_index(settings, "attribute")
-    plan = plan_resume(keys, index, refresh=settings.refresh, retry_failed=settings.retry_failed)
-    run, rerun = plan.run, list(plan.rerun)
+    resume = plan_resume(keys, index, refresh=settings.refresh, retry_failed=settings.retry_failed)
+    run, rerun = resume.run, list(resume.rerun)
     if settings.retry_failed and not settings.refresh:  # records Prefect holds that the index does not
         moved = {i for i in run if stored_status(settings, keys[i]) in RETRIED_STATUSES}
         run, rerun = [i for i in run if i not in moved], sorted(rerun + list(moved))
@@ -117,17 +128,18 @@ def attribute(
         for m in resolved:
             mine = [i for i in idx if pairs[i][1] == m]
             size = chunk_length(len(mine), chunk_size or DEFAULT_CHUNK_SIZE)
-            if mine and size <= 1:  # one cached task run per trace
+            if mine and size <= 1:  # one cached task run per (trace, repeat)
                 mapped = attribute_trace.with_options(**attribute_options(settings, refresh=refresh)).map(
                     trace=[pairs[i][0] for i in mine], method=unmapped(m), method_settings=unmapped(resolved[m]),
-                    settings=unmapped(settings))
+                    settings=unmapped(settings), repeat=[triples[i][2] for i in mine])
                 groups += [([i], f, False) for i, f in zip(mine, mapped)]
                 continue
             for chunk in chunked(mine, size):
                 f = attribute_chunk.submit(quote([pairs[i][0] for i in chunk]), m, resolved[m], settings,
+                                           repeats=[triples[i][2] for i in chunk],
                                            not_before=started if refresh else None)
                 groups.append((chunk, f, True))
-    results: dict[int, Any] = dict(plan.reused)
+    results: dict[int, Any] = dict(resume.reused)
     bar_id = create_progress_artifact(progress=0.0, key=naming.key("attribute-progress", subject),
                                       description=f"{len(pairs)} (trace, method) pairs, {len(results)} reused")
     bar = None
@@ -153,18 +165,22 @@ def attribute(
     if bar is not None:
         bar.close()
     attributions = []
-    for i, (t, m) in enumerate(pairs):
+    for i, (t, m, r) in enumerate(triples):
         res = results.get(i)
         if isinstance(res, Attribution):  # own id always (never a record of a same-content trace)
             attributions.append(res.model_copy(update={"trace_id": t.id, "method": m}))
+        elif isinstance(res, UncachedDegraded):  # fell back after a failure of the run: kept, not cached
+            attributions.append(res.attribution.model_copy(update={"trace_id": t.id, "method": m}))
         else:  # raised: a failure of the run, not of the content; not cached, retried by the next run
-            attributions.append(failed_attribution(t.id, m, _as_exc(res), status="failed"))
-    _publish_reuse(attributions, len(plan.reused), subject)
+            attributions.append(mark_repeat(failed_attribution(t.id, m, _as_exc(res), status="failed"), r))
+    _publish_reuse(attributions, len(resume.reused), subject)
     meta = {**(meta or {}), "corpus": [str(p) for p in paths], "methods": resolved, "routing": settings.routing,
             "models": {m: a.models for m, a in {a.method: a for a in attributions}.items()},
             "traces": len(traces), "started": dt.datetime.fromtimestamp(started).isoformat(timespec="seconds"),
             "wall_seconds": round(time.time() - started, 2), "profiles": str(settings.profiles_path or "packaged"),
-            "retry_failed": settings.retry_failed, "refresh": settings.refresh}
+            "retry_failed": settings.retry_failed, "refresh": settings.refresh,
+            "preset": preset, "repeats": max(1, repeats), "plan": plan,
+            "speaker_mismatch": speaker_mismatches(traces)}
     save_attributions(quote(attributions), quote(traces), run_dir, meta)  # quote: Prefect visits no record
     report = evaluate_run(run_dir)
     create_table_artifact(table_records(report.evaluation.overall), key=naming.key("attribution-accuracy", subject),

@@ -22,7 +22,8 @@ __all__ = ["demo"]
 
 
 @flow(name="demo", log_prints=True)
-def demo(plan: DemoPlan, settings: RunSettings | None = None, progress: bool = False) -> dict[str, str]:
+def demo(plan: DemoPlan, settings: RunSettings | None = None, progress: bool = False,
+         preset: str | None = None) -> dict[str, str]:
     """Run the demo plan; return ``{"attribution": run folder, "discovery": run folder}``.
 
     Parameters
@@ -30,15 +31,24 @@ def demo(plan: DemoPlan, settings: RunSettings | None = None, progress: bool = F
     plan : DemoPlan, what to run and where to write it (see :func:`agentcausal.demo.demo_plan`)
     settings : RunSettings; default from the environment
     progress : tqdm bars on stderr
+    preset : method-settings preset (``paper``/``small``); None = the routing's (:mod:`agentcausal.presets`)
     """
     settings = settings or RunSettings.from_env()
+    from agentcausal.discovery.mac import settings as mac_settings
+    from agentcausal.discovery.methods import DiscoveryConfig
+    from agentcausal.presets import resolve, routing_preset
+
+    preset = preset or routing_preset(settings.profiles_path, settings.routing)
+    config = DiscoveryConfig(mac=resolve(mac_settings.MACSettings, getattr(mac_settings, "PRESETS", {}), preset))
     out: dict[str, str] = {}
     if plan.trace_paths:
         out["attribution"] = attribute(paths=list(plan.trace_paths), methods=list(plan.attribution_methods),
-                                       settings=settings, out_dir=f"{plan.out_dir}/attribution", progress=progress)
+                                       settings=settings, out_dir=f"{plan.out_dir}/attribution", progress=progress,
+                                       preset=preset)
     if plan.datasets:
         out["discovery"] = discover(datasets=list(plan.datasets),
                                     methods=[*plan.llm_methods, *plan.statistical_methods],
                                     llm_datasets=list(plan.llm_datasets), seeds=list(plan.seeds), n=plan.n,
-                                    settings=settings, out_dir=f"{plan.out_dir}/discovery", progress=progress)
+                                    settings=settings, config=config, out_dir=f"{plan.out_dir}/discovery",
+                                    progress=progress)
     return out

@@ -34,6 +34,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from agentcausal.discovery.methods import LLM_METHODS, DiscoveryConfig, DiscoveryOutcome, method_stages, \
     resolve_methods
 from agentcausal.discovery.user_data import unique_dataset_names
+from agentcausal.exceptions import ConfigError
 from agentcausal.report.artifacts import ProgressLine, self_contained_markdown
 from agentcausal.report.discovery import table_records
 from agentcausal.settings import RunSettings
@@ -66,6 +67,8 @@ def discover(
     progress: bool = False,
     llm_datasets: list[str] | None = None,
     meta: dict[str, Any] | None = None,
+    plan: dict[str, Any] | None = None,
+    repeats: int = 1,
 ) -> str:
     """Run every method on every dataset and seed; write a run folder; return its path.
 
@@ -83,6 +86,9 @@ def discover(
     llm_datasets : run LLM methods (MAC, its ablations, zero-shot) only on these datasets
         (default: on all); statistical methods run on every dataset
     meta : extra entries for ``run.json`` (the CLI passes ``{"skipped": [...]}``, the datasets it left out)
+    plan : the run plan (:mod:`agentcausal.plan`), stored in ``run.json`` as ``plan``
+    repeats : runs per (dataset, seed, LLM method), repeat r in the config (``DiscoveryConfig.repeat``,
+        so in the cache key and MAC's samples); statistical methods run once
 
     Returns
     -------
@@ -91,6 +97,10 @@ def discover(
     """
     settings = settings or RunSettings.from_env()
     config = config or DiscoveryConfig()
+    reps = max(1, repeats)
+    if reps > 1 and "repeat" not in DiscoveryConfig.model_fields:
+        raise ConfigError("--repeats > 1 needs DiscoveryConfig.repeat (the repeat index in MAC's key and samples)")
+    configs = [config if r == 0 else config.model_copy(update={"repeat": r}) for r in range(reps)]
     names = resolve_methods(methods)
     naming.add_run_tags(names, settings, preset=getattr(settings, "preset", None))
     subject = "+".join(datasets)
@@ -101,14 +111,15 @@ def discover(
                                         name=[names_of[p] for p, _ in pairs])
     data = [f.result() for f in loaded]
     llm_only = None if llm_datasets is None else {d.lower() for d in llm_datasets}
-    jobs = [(m, i) for m in ordered for i in range(len(pairs))
+    jobs = [(m, i, r) for m in ordered for i in range(len(pairs))
             if m not in LLM_METHODS or llm_only is None or pairs[i][0].lower() in llm_only
-            or data[i].name in llm_only]
+            or data[i].name in llm_only
+            for r in (range(reps) if m in LLM_METHODS else (0,))]  # repeats: LLM methods only
     started = time.time()
-    keys = [discover_task_key(data[i], m, config, settings, pairs[i][1]) for m, i in jobs]
+    keys = [discover_task_key(data[i], m, configs[r], settings, pairs[i][1]) for m, i, r in jobs]
     index = result_index(settings, "discover")
-    plan = plan_resume(keys, index, refresh=settings.refresh, retry_failed=settings.retry_failed)
-    run, rerun = plan.run, list(plan.rerun)
+    resume = plan_resume(keys, index, refresh=settings.refresh, retry_failed=settings.retry_failed)
+    run, rerun = resume.run, list(resume.rerun)
     if settings.retry_failed and not settings.refresh:  # records Prefect holds that the index does not
         moved = {k for k in run if stored_status(settings, keys[k]) in RETRIED_STATUSES}
         run, rerun = [k for k in run if k not in moved], sorted(rerun + list(moved))
@@ -116,17 +127,18 @@ def discover(
     for idx, refresh in ((run, settings.refresh), (rerun, True)):
         if idx:
             mapped = discover_one.with_options(**discover_options(settings, refresh=refresh)).map(
-                dataset=[data[jobs[k][1]] for k in idx], method=[jobs[k][0] for k in idx], config=unmapped(config),
+                dataset=[data[jobs[k][1]] for k in idx], method=[jobs[k][0] for k in idx],
+                config=[configs[jobs[k][2]] for k in idx],
                 settings=unmapped(settings), seed=[pairs[jobs[k][1]][1] for k in idx])
             futures.update(zip(idx, mapped))
-    results: dict[int, Any] = dict(plan.reused)
-    if plan.reused:
-        print(f"discover: {len(plan.reused)} of {len(jobs)} runs reused from the results index (no task run)")
+    results: dict[int, Any] = dict(resume.reused)
+    if resume.reused:
+        print(f"discover: {len(resume.reused)} of {len(jobs)} runs reused from the results index (no task run)")
         create_table_artifact(
             [{"dataset": r.dataset, "seed": r.seed, "method": r.method, "status": r.status}
-             for r in list(plan.reused.values())[:1000]],
+             for r in list(resume.reused.values())[:1000]],
             key=naming.key("discover-reused", subject),
-            description=f"{len(plan.reused)} of {len(jobs)} (dataset, seed, method) runs reused from the results "
+            description=f"{len(resume.reused)} of {len(jobs)} (dataset, seed, method) runs reused from the results "
                         "index (no task run)")
     bar = None
     if progress:
@@ -154,7 +166,7 @@ def discover(
     if bar is not None:
         bar.close()
     outcomes = []
-    for k, (m, i) in enumerate(jobs):
+    for k, (m, i, _r) in enumerate(jobs):
         res = results.get(k)
         ds = data[i]
         if isinstance(res, DiscoveryOutcome):  # scored against the truth of now, not of when it was cached
@@ -164,7 +176,7 @@ def discover(
                                              true_graph=ds.true_graph, error=f"task failed: {res!r}"[:2000],
                                              status="failed", status_detail=type(res).__name__))
     order = sorted(range(len(jobs)), key=lambda k: (datasets.index(pairs[jobs[k][1]][0]), names.index(jobs[k][0]),
-                                                     pairs[jobs[k][1]][1]))
+                                                     pairs[jobs[k][1]][1], jobs[k][2]))
     outcomes = [outcomes[k] for k in order]  # dataset-major, methods in the order asked
     stages = sorted({s for m in names for s in method_stages(m, config)})
     gw = gateway_for(settings) if stages else None
@@ -174,7 +186,8 @@ def discover(
             "models": {s: gw.model_for(s) for s in stages} if gw else {},
             "started": dt.datetime.fromtimestamp(started).isoformat(timespec="seconds"),
             "wall_seconds": round(time.time() - started, 2), "reversal_cost": reversal_cost,
-            "retry_failed": settings.retry_failed, "refresh": settings.refresh}
+            "retry_failed": settings.retry_failed, "refresh": settings.refresh,
+            "plan": plan, "repeats": reps}  # the run plan (agentcausal.plan), as --dry-run prints it
     run_dir = out_dir or default_run_dir()
     save_discovery(outcomes, run_dir, meta)
     files = report_discovery(run_dir, reversal_cost)

@@ -31,6 +31,7 @@ from prefect.context import TaskRunContext
 
 from agentcausal.attribution.common import attribution_key, run_method
 from agentcausal.attribution.evaluate import save_run
+from agentcausal.repeats import mark_repeat, with_sample
 from agentcausal.report.attribution import RunReport, report_run
 from agentcausal.resume import run_chunk
 from agentcausal.settings import RunSettings
@@ -38,18 +39,19 @@ from agentcausal.traces.io import load_traces, select_traces
 from agentcausal.traces.model import Attribution, Trace
 from tasks.common import chunk_run_name, gateway_for, result_index, result_storage, retry_transport
 
-__all__ = ["load_corpus", "attribute_trace", "attribute_chunk", "attribute_options", "attribute_task_key",
-           "save_attributions", "evaluate_run"]
+__all__ = ["load_corpus", "attribute_trace", "attribute_chunk", "UncachedDegraded", "attribute_options",
+           "attribute_task_key", "save_attributions", "evaluate_run"]
 
 
-def attribute_task_key(trace: Trace, method: str, method_settings: Mapping[str, Any], settings: RunSettings) -> str:
-    """The Prefect cache key of :func:`attribute_trace` for these arguments."""
-    return "attribute-" + attribution_key(trace, method, method_settings, gateway_for(settings))
+def attribute_task_key(trace: Trace, method: str, method_settings: Mapping[str, Any], settings: RunSettings,
+                       repeat: int = 0) -> str:
+    """The Prefect cache key of :func:`attribute_trace` for these arguments (repeat 0 = the key without repeats)."""
+    return "attribute-" + attribution_key(trace, method, method_settings, gateway_for(settings), repeat)
 
 
 def _attribution_cache_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:
     return attribute_task_key(parameters["trace"], parameters["method"], parameters["method_settings"],
-                              parameters["settings"])
+                              parameters["settings"], parameters.get("repeat", 0))
 
 
 @task(name="load-corpus")
@@ -59,24 +61,51 @@ def load_corpus(paths: Sequence[str], ids: Sequence[str] | None = None, limit: i
     return select_traces(load_traces(paths, skip_invalid=skip_invalid), ids=ids, limit=limit, max_steps=max_steps)
 
 
+def _attribute_one(trace: Trace, method: str, method_settings: Mapping[str, Any], settings: RunSettings,
+                   repeat: int = 0) -> Attribution:
+    return mark_repeat(run_method(trace, method, with_sample(gateway_for(settings), repeat), method_settings,
+                                  raise_transient=True), repeat)
+
+
+def _cacheable(out: Attribution) -> bool:
+    """False for a degraded record whose fallback followed a failure of the run (never cached)."""
+    return not (out.status == "degraded" and ((out.details.get("lce") or {}).get("cause") == "run"))
+
+
 @task(name="attribute-trace", retries=2, retry_delay_seconds=2, retry_condition_fn=retry_transport,
       cache_key_fn=_attribution_cache_key, persist_result=True, task_run_name="{method}:{trace.id}")
 def attribute_trace(trace: Trace, method: str, method_settings: Mapping[str, Any],
-                    settings: RunSettings) -> Attribution:
-    """One method on one trace (see :func:`agentcausal.attribution.common.run_method`)."""
-    return run_method(trace, method, gateway_for(settings), method_settings, raise_transient=True)
+                    settings: RunSettings, repeat: int = 0) -> Attribution:
+    """One method on one trace, repeat ``repeat`` (see :func:`agentcausal.attribution.common.run_method`
+    and :mod:`agentcausal.repeats`)."""
+    out = _attribute_one(trace, method, method_settings, settings, repeat)
+    if not _cacheable(out):
+        raise UncachedDegraded(out)  # a fallback after a failure of the run: recorded, never cached
+    return out
+
+
+class UncachedDegraded(Exception):
+    """A degraded record whose fallback followed a failure of the run (transport, 401, timeout):
+    the flow records ``attribution`` and the next run computes it again (never cached)."""
+
+    def __init__(self, attribution: Attribution) -> None:
+        super().__init__(attribution.status_detail or "degraded")
+        self.attribution = attribution
+
+    def __reduce__(self):  # picklable for process and Dask workers
+        return (UncachedDegraded, (self.attribution,))
 
 
 @task(name="attribute-chunk", retries=2, retry_delay_seconds=2, retry_condition_fn=retry_transport,
       cache_policy=NO_CACHE, persist_result=False, task_run_name=chunk_run_name)
 def attribute_chunk(traces: Sequence[Trace], method: str, method_settings: Mapping[str, Any], settings: RunSettings,
-                    not_before: float | None = None) -> list[Attribution]:
-    """One method on a chunk of traces, each cached per trace in the results index
-    (:func:`agentcausal.resume.run_chunk`; a retry repeats only the unfinished traces)."""
-    return run_chunk([(attribute_task_key(t, method, method_settings, settings),
-                       functools.partial(run_method, t, method, gateway_for(settings), method_settings,
-                                         raise_transient=True)) for t in traces],
-                     result_index(settings, "attribute"), not_before=not_before)
+                    repeats: Sequence[int] | None = None, not_before: float | None = None) -> list[Attribution]:
+    """One method on a chunk of (trace, repeat) items, each cached on its own in the results index
+    (:func:`agentcausal.resume.run_chunk`; a retry repeats only the unfinished items)."""
+    return run_chunk([(attribute_task_key(t, method, method_settings, settings, r),
+                       functools.partial(_attribute_one, t, method, method_settings, settings, r))
+                      for t, r in zip(traces, repeats or [0] * len(traces))],
+                     result_index(settings, "attribute"), not_before=not_before, store_if=_cacheable)
 
 
 def attribute_options(settings: RunSettings, *, refresh: bool = False) -> dict[str, Any]:

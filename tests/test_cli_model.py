@@ -56,6 +56,7 @@ def test_context_window_from_server_else_flag_else_default(models_server, tmp_pa
             assert ps.profile_for(stage).name == "cli" and ps.profile_for(stage).model == model
         assert ps.profile_for("dcfa.embed").base_url == "local"  # the embedded embedder
         assert ps.profile_for("baseline").context_window == want[0]
+        assert ps.preset == "paper"  # a model named on the command line gets the papers' settings
         assert load_profiles(p, "paper").profile_for("dcfa.lce").name == "vllm"  # other routings kept
 
 

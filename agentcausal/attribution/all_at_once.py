@@ -2,10 +2,24 @@
 
 The first Who&When baseline. One prompt holds the task, optionally the correct
 answer, and the whole trace (numbered, delimited, shortened to the stage's
-context budget); the reply is an :class:`AllAtOnceReply`. The model may answer
-"undetermined" (``step`` null). A step outside ``0..n-1`` is recorded as
-undetermined with the raw value in ``details["invalid_step"]``. When the reply
-names a step but no agent, the speaker of that step is taken.
+context budget); the reply is an :class:`AllAtOnceReply`. In every preset the
+``agent`` field is an enum of the trace's own agents (JSON schema), so a
+reply cannot blame a character named in the text; ``step`` is range-checked.
+
+* ``paper`` (:data:`PAPER_TEMPLATE`, as Who&When's released code): a forced single
+  choice: the agent directly responsible for the wrong solution, the step where
+  it made that mistake, and the reason. An out-of-range step goes through the
+  gateway's repair loop (schema bounds).
+* ``small`` (:data:`TEMPLATE`): the model may answer "undetermined" (``step`` and
+  ``agent`` null). A step outside ``0..n-1`` is recorded as undetermined with
+  the raw value in ``details["invalid_step"]``. When the reply names a step but
+  no agent, the speaker of that step is taken.
+
+Remaining deviations from Who&When's code under ``paper``: the reply is one
+JSON object (schema-constrained) instead of free text parsed by regular
+expressions, and the trace is rendered with our delimiters and shortened to
+the context budget (the original sends it whole); both keep the method's
+question and its single call.
 
 References
 ----------
@@ -16,13 +30,17 @@ section 4.1 (All-at-Once).
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import functools
+from typing import Annotated, Literal, NamedTuple
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, WithJsonSchema, create_model
 
 from agentcausal.attribution.common import (
+    BASELINE_PRESETS,
     BASELINE_STAGE,
     BaselineSettings,
+    agent_names,
+    baseline_tokens,
     system_prompt,
     task_block,
     trace_budget,
@@ -34,10 +52,22 @@ from agentcausal.llm.replies import ShortText
 from agentcausal.traces.model import Attribution, Trace
 from agentcausal.traces.render import render_steps_info
 
-__all__ = ["NAME", "PROMPT_VERSION", "TEMPLATE", "AllAtOnceReply", "AllAtOnceSettings", "Prompt", "build_messages", "run"]
+__all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "PAPER_TEMPLATE", "AllAtOnceReply",
+           "AllAtOnceSettings", "Prompt", "build_messages", "reply_model", "run"]
 
 NAME = "all_at_once"
-PROMPT_VERSION = "all_at_once/2"
+#: version of each prompt set
+PROMPT_VERSIONS = {"paper": "all_at_once/paper-1", "small": "all_at_once/3"}
+PROMPT_VERSION = "+".join(PROMPT_VERSIONS[k] for k in sorted(PROMPT_VERSIONS))
+
+#: the ``paper`` user message (Who&When's All-at-Once question); fields: task, trace, n_last
+PAPER_TEMPLATE = (
+    "{task}\n\nThe conversation, steps 0 to {n_last}:\n{trace}\n\n"
+    "Based on this conversation, predict: (1) the name of the agent who made a mistake that is directly "
+    "responsible for the wrong solution to the task; (2) the step number at which that agent made the "
+    "mistake first; (3) the reason for your prediction. If no agent made an obvious mistake, decide on one "
+    "single agent anyway. You must name one agent and one step."
+)
 
 #: the user message; fields: task, trace, n_last
 TEMPLATE = (
@@ -57,6 +87,27 @@ class AllAtOnceReply(BaseModel):
 
 class AllAtOnceSettings(BaselineSettings):
     """Settings of All-at-Once (see :class:`~agentcausal.attribution.common.BaselineSettings`)."""
+
+
+#: presets (:mod:`agentcausal.presets`)
+PRESETS = BASELINE_PRESETS
+
+
+@functools.lru_cache(maxsize=256)
+def reply_model(agents: tuple[str, ...], n_steps: int, forced: bool) -> type[AllAtOnceReply]:
+    """The reply model of one trace: ``agent`` an enum of ``agents``; ``forced`` (``paper``) makes
+    agent and step required and bounds step to ``0..n_steps-1``; otherwise both may be null."""
+    # an enum even for one agent (pydantic writes a one-value Literal as "const", which fewer servers take)
+    agent_t = Annotated[Literal[agents], WithJsonSchema({"type": "string", "enum": list(agents)})]  # type: ignore
+    if forced:
+        return create_model(
+            "AllAtOnceReply", __base__=AllAtOnceReply,
+            agent=(agent_t, Field(description="Name of the agent who made the decisive error, as shown.")),
+            step=(int, Field(ge=0, le=max(n_steps - 1, 0), description="Step number of the decisive error.")))
+    return create_model(
+        "AllAtOnceReply", __base__=AllAtOnceReply,
+        agent=(agent_t | None, Field(description="Name of the agent who made the decisive error, as shown; "
+                                                  "null if undetermined.")))
 
 
 class Prompt(NamedTuple):
@@ -80,7 +131,8 @@ def build_messages(trace: Trace, settings: AllAtOnceSettings, budget: int | None
     Prompt(messages, shortened)
     """
     rendered = render_steps_info(trace.steps, budget)
-    user = TEMPLATE.format(task=task_block(trace, settings.with_ground_truth), trace=rendered.text,
+    template = PAPER_TEMPLATE if settings.prompts == "paper" else TEMPLATE
+    user = template.format(task=task_block(trace, settings.with_ground_truth), trace=rendered.text,
                            n_last=len(trace) - 1)
     sys = system_prompt("Name the agent and the step of the decisive error.")
     return Prompt([{"role": "system", "content": sys}, {"role": "user", "content": user}], rendered.shortened)
@@ -113,9 +165,10 @@ def run(trace: Trace, gw: Gateway, settings: AllAtOnceSettings) -> Attribution:
     3
     """
     messages, shortened = build_messages(trace, settings, trace_budget(gw, settings))
-    reply = gw.structured(BASELINE_STAGE, messages, AllAtOnceReply, item=usage_item(trace.id, NAME),
-                          max_tokens=settings.max_tokens)
-    details: dict[str, object] = {"shortened": list(shortened)}
+    model = reply_model(agent_names(trace), len(trace), settings.prompts == "paper")
+    reply = gw.structured(BASELINE_STAGE, messages, model, item=usage_item(trace.id, NAME),
+                          max_tokens=baseline_tokens(gw, settings))
+    details: dict[str, object] = {"shortened": list(shortened), "prompt_version": PROMPT_VERSIONS[settings.prompts]}
     step, agent = reply.step, (reply.agent or "").strip() or None
     if step is not None and not 0 <= step < len(trace):
         details["invalid_step"] = step
@@ -123,8 +176,8 @@ def run(trace: Trace, gw: Gateway, settings: AllAtOnceSettings) -> Attribution:
     if step is not None and agent is None:
         agent = trace.steps[step].agent
     return Attribution(trace_id=trace.id, method=NAME, step=step, agent=agent, reason=reply.reason,
-                       prompt_version=PROMPT_VERSION, details=details)
+                       prompt_version=PROMPT_VERSIONS[settings.prompts], details=details)
 
 
 SPEC = register(MethodSpec(name=NAME, run=run, settings_model=AllAtOnceSettings, prompt_version=PROMPT_VERSION,
-                           stages=(BASELINE_STAGE,)))
+                           stages=(BASELINE_STAGE,), presets=PRESETS))

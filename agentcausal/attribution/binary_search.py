@@ -7,8 +7,20 @@ longer). One prompt shows the task, optionally the correct answer, and the
 segment's steps with their own step numbers, names both parts by their step
 ranges, and asks which part holds the decisive error (:class:`HalfChoice`).
 When one step remains it is the prediction, with its speaker as the agent.
-A trace of n steps takes ``ceil(log2 n)`` calls. An "undetermined" reply ends
-the search with ``step`` None.
+A trace of n steps takes ``ceil(log2 n)`` calls; the agent is always the
+speaker of the remaining step (one of the trace's own agents).
+
+* ``paper`` (:data:`PAPER_TEMPLATE`, as Who&When's released code): the reply must
+  choose a part; an ambiguous reply (one that stays invalid after the gateway's
+  repairs) takes a seeded random half, as the original does when its reply names
+  neither half (seed ``random_seed`` with the trace id and segment; recorded
+  in ``details["path"]`` as ``"random": true``).
+* ``small`` (:data:`TEMPLATE`): the reply may be "undetermined", which ends the
+  search with ``step`` None.
+
+Remaining deviations from Who&When's code under ``paper``: a JSON choice
+(schema enum "first"/"second") instead of "upper half"/"lower half" parsed from
+free text, and the segment rendered with our delimiters within the context budget.
 
 References
 ----------
@@ -19,29 +31,45 @@ section 4.1 (Binary Search).
 
 from __future__ import annotations
 
+import hashlib
+import random
 from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
 from agentcausal.attribution.common import (
+    BASELINE_PRESETS,
     BASELINE_STAGE,
     BaselineSettings,
+    baseline_tokens,
     system_prompt,
     task_block,
     trace_budget,
     usage_item,
 )
 from agentcausal.attribution.registry import MethodSpec, register
+from agentcausal.exceptions import StructuredOutputError
 from agentcausal.llm import Gateway
 from agentcausal.llm.replies import ShortText
 from agentcausal.traces.model import Attribution, Trace
 from agentcausal.traces.render import render_steps
 
-__all__ = ["NAME", "PROMPT_VERSION", "TEMPLATE", "HalfChoice", "BinarySearchSettings", "Split", "split",
-           "build_messages", "run"]
+__all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "PAPER_TEMPLATE", "HalfChoice",
+           "ForcedHalfChoice", "BinarySearchSettings", "Split", "split", "random_half", "build_messages", "run"]
 
 NAME = "binary_search"
-PROMPT_VERSION = "binary_search/2"
+#: version of each prompt set
+PROMPT_VERSIONS = {"paper": "binary_search/paper-1", "small": "binary_search/2"}
+PROMPT_VERSION = "+".join(PROMPT_VERSIONS[k] for k in sorted(PROMPT_VERSIONS))
+
+#: the ``paper`` user message (Who&When's Binary-Search question); fields as in :data:`TEMPLATE`
+PAPER_TEMPLATE = (
+    "{task}\n\nThe conversation, steps {lo} to {hi}; the most critical mistake, the one that made the task "
+    "fail, lies in these steps:\n{trace}\n\n"
+    "Which part contains that mistake: the first part (steps {a_lo} to {a_hi}) or the second part "
+    "(steps {b_lo} to {b_hi})? If no single clear error is evident, choose the part with the step you believe "
+    "is most responsible for the failure. You must choose one."
+)
 
 #: the user message; fields: task, trace, lo, hi, a_lo, a_hi, b_lo, b_hi
 TEMPLATE = (
@@ -58,8 +86,38 @@ class HalfChoice(BaseModel):
         description="'first' or 'second' part of the steps shown; 'undetermined' only if you cannot tell.")
 
 
+class ForcedHalfChoice(BaseModel):
+    """Your choice of the part that holds the decisive error (one of the two)."""
+
+    reason: ShortText(200) = Field(description="One sentence.")
+    part: Literal["first", "second"] = Field(description="'first' or 'second' part of the steps shown.")
+
+
 class BinarySearchSettings(BaselineSettings):
-    """Settings of Binary-Search (see :class:`~agentcausal.attribution.common.BaselineSettings`)."""
+    """Settings of Binary-Search (see :class:`~agentcausal.attribution.common.BaselineSettings`).
+
+    Attributes
+    ----------
+    random_seed : int, seed of the random half taken on an ambiguous reply (``paper``)
+    """
+
+    random_seed: int = 0
+
+
+#: presets (:mod:`agentcausal.presets`)
+PRESETS = BASELINE_PRESETS
+
+
+def random_half(trace_id: str, lo: int, hi: int, seed: int) -> str:
+    """The seeded random part (``"first"`` or ``"second"``) of segment ``lo..hi`` of a trace.
+
+    Deterministic in (trace id, segment, seed), so a rerun takes the same path.
+
+    >>> random_half("t/1", 0, 5, 0) == random_half("t/1", 0, 5, 0)
+    True
+    """
+    digest = hashlib.sha256(f"{trace_id}|{lo}|{hi}|{seed}".encode()).digest()
+    return random.Random(digest).choice(("first", "second"))
 
 
 class Split(NamedTuple):
@@ -119,7 +177,8 @@ def build_messages(trace: Trace, lo: int, hi: int, settings: BinarySearchSetting
         If the segment has fewer than two steps.
     """
     s = split(lo, hi)
-    user = TEMPLATE.format(task=task_block(trace, settings.with_ground_truth),
+    template = PAPER_TEMPLATE if settings.prompts == "paper" else TEMPLATE
+    user = template.format(task=task_block(trace, settings.with_ground_truth),
                            trace=render_steps(trace.steps[lo : hi + 1], budget), lo=lo, hi=hi,
                            a_lo=s.first[0], a_hi=s.first[1], b_lo=s.second[0], b_hi=s.second[1])
     sys = system_prompt("Choose the part of the steps shown that holds the decisive error.")
@@ -138,7 +197,8 @@ def run(trace: Trace, gw: Gateway, settings: BinarySearchSettings) -> Attributio
     Returns
     -------
     Attribution with the remaining step and its speaker, or step None when a
-    reply was "undetermined". ``details["path"]`` lists each segment and the part chosen.
+    reply was "undetermined" (``small``). ``details["path"]`` lists each segment, the
+    part chosen and whether it was a random half (``paper``, ambiguous reply).
 
     Raises
     ------
@@ -149,20 +209,30 @@ def run(trace: Trace, gw: Gateway, settings: BinarySearchSettings) -> Attributio
     lo, hi = 0, len(trace) - 1
     path: list[dict[str, object]] = []
     reason = "single-step trace"
+    forced = settings.prompts == "paper"
     while hi > lo:
-        reply = gw.structured(BASELINE_STAGE, build_messages(trace, lo, hi, settings, budget), HalfChoice,
-                              item=usage_item(trace.id, NAME), max_tokens=settings.max_tokens)
-        path.append({"segment": [lo, hi], "part": reply.part, "reason": reply.reason})
+        msgs = build_messages(trace, lo, hi, settings, budget)
+        try:
+            reply = gw.structured(BASELINE_STAGE, msgs, ForcedHalfChoice if forced else HalfChoice,
+                                  item=usage_item(trace.id, NAME), max_tokens=baseline_tokens(gw, settings))
+        except StructuredOutputError:
+            if not forced:
+                raise
+            part = random_half(trace.id, lo, hi, settings.random_seed)
+            reply = ForcedHalfChoice(part=part, reason=f"ambiguous reply; random {part} part")
+            path.append({"segment": [lo, hi], "part": part, "reason": reply.reason, "random": True})
+        else:
+            path.append({"segment": [lo, hi], "part": reply.part, "reason": reply.reason, "random": False})
         reason = reply.reason
         if reply.part == "undetermined":
             return Attribution(trace_id=trace.id, method=NAME, step=None, agent=None,
                                reason=f"undetermined in steps {lo}-{hi}: {reply.reason}",
-                               prompt_version=PROMPT_VERSION, details={"path": path})
+                               prompt_version=PROMPT_VERSIONS[settings.prompts], details={"path": path})
         s = split(lo, hi)
         lo, hi = s.first if reply.part == "first" else s.second
     return Attribution(trace_id=trace.id, method=NAME, step=lo, agent=trace.steps[lo].agent, reason=reason,
-                       prompt_version=PROMPT_VERSION, details={"path": path})
+                       prompt_version=PROMPT_VERSIONS[settings.prompts], details={"path": path})
 
 
 SPEC = register(MethodSpec(name=NAME, run=run, settings_model=BinarySearchSettings, prompt_version=PROMPT_VERSION,
-                           stages=(BASELINE_STAGE,)))
+                           stages=(BASELINE_STAGE,), presets=PRESETS))

@@ -31,19 +31,23 @@ import hashlib
 import json
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agentcausal.exceptions import AgentCausalError, ConfigError, is_content_failure
 from agentcausal.llm import Gateway
 from agentcausal.llm.usage import StageUsage
+from agentcausal.presets import gateway_preset
 from agentcausal.traces.model import Attribution, ResultStatus, Trace
 from agentcausal.traces.render import DATA_NOTICE, budget_chars, delimit
 
 __all__ = [
     "BASELINE_STAGE",
     "BaselineSettings",
+    "BASELINE_PRESETS",
+    "baseline_tokens",
+    "agent_names",
     "system_prompt",
     "task_block",
     "trace_budget",
@@ -71,19 +75,40 @@ class BaselineSettings(BaseModel):
 
     Attributes
     ----------
+    prompts : "paper" or "small", the prompt set (set by the preset, :mod:`agentcausal.presets`):
+        ``paper`` follows Who&When's released code (forced choices), ``small`` the short wording
+        with an "undetermined" escape for sub-2B models
     with_ground_truth : bool, show the correct final answer in the prompt (Who&When's
         "with ground truth" setting)
-    max_tokens : int, completion cap per call, tokens
+    max_tokens : int or None, completion cap per call, tokens; None = the profile's budget
+        (:func:`agentcausal.presets.completion_budget`); ``small``: 160
     reserve_tokens : int, tokens of the context window kept for instructions and the reply
     context_tokens : int or None, a tighter context cap than the profile's window (CPU runs); None = the window
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    prompts: Literal["paper", "small"] = "paper"
     with_ground_truth: bool = True
-    max_tokens: int = Field(160, ge=16)
+    max_tokens: int | None = Field(None, ge=16)
     reserve_tokens: int = Field(768, ge=0)
     context_tokens: int | None = Field(None, ge=512)
+
+
+#: presets of the three baselines (:mod:`agentcausal.presets`); fields not listed keep the ``paper`` defaults
+BASELINE_PRESETS: dict[str, dict[str, Any]] = {"paper": {}, "small": {"prompts": "small", "max_tokens": 160}}
+
+
+def baseline_tokens(gw: Gateway, settings: BaselineSettings, stage: str = BASELINE_STAGE) -> int:
+    """Completion cap (tokens) of one baseline call: ``max_tokens``, else the profile's budget."""
+    from agentcausal.presets import completion_budget
+
+    return completion_budget(gw, stage, settings.max_tokens)
+
+
+def agent_names(trace: Trace) -> tuple[str, ...]:
+    """The trace's own agents, in order of first appearance (the choices of an agent-naming reply)."""
+    return tuple(dict.fromkeys(s.agent for s in trace.steps))
 
 
 def system_prompt(task: str) -> str:
@@ -141,7 +166,7 @@ def trace_budget(gw: Gateway, settings: BaselineSettings, stage: str = BASELINE_
     window = gw.profile_for(stage).context_window
     if settings.context_tokens is not None:
         window = min(window, settings.context_tokens)
-    return budget_chars(window, reserve_tokens=settings.reserve_tokens + settings.max_tokens)
+    return budget_chars(window, reserve_tokens=settings.reserve_tokens + baseline_tokens(gw, settings, stage))
 
 
 def usage_item(trace_id: str, method: str) -> str:
@@ -173,15 +198,18 @@ def usage_delta(before: Mapping[str, StageUsage], after: Mapping[str, StageUsage
     return out
 
 
-def method_settings(settings_model: type[BaseModel], values: BaseModel | Mapping[str, Any] | None) -> BaseModel:
+def method_settings(settings_model: type[BaseModel], values: BaseModel | Mapping[str, Any] | None,
+                    presets: Mapping[str, Mapping[str, Any]] | None = None, preset: str | None = None) -> BaseModel:
     """Validate method settings against the method's settings model.
 
     Parameters
     ----------
     settings_model : the method's frozen settings class
-    values : an instance, a mapping of field values, or None for the defaults.
+    values : an instance (used as it is), a mapping of field values, or None for the defaults.
         A ``with_ground_truth`` key is dropped for a model that does not define
         it (it is a run-wide switch); any other unknown key is an error.
+    presets, preset : the method's ``PRESETS`` and the preset whose values lie under ``values``
+        (:mod:`agentcausal.presets`); None = the model defaults (``paper``)
 
     Returns
     -------
@@ -190,18 +218,16 @@ def method_settings(settings_model: type[BaseModel], values: BaseModel | Mapping
     Raises
     ------
     ConfigError
-        If the values do not validate (unknown field, wrong type); lists the valid fields.
+        If the values do not validate (unknown field, wrong type) or the preset is unknown; lists the valid fields.
     """
+    from agentcausal.presets import resolve
+
     if isinstance(values, settings_model):
         return values
     data = dict(values.model_dump() if isinstance(values, BaseModel) else (values or {}))
     if "with_ground_truth" in data and "with_ground_truth" not in settings_model.model_fields:
         data.pop("with_ground_truth")
-    try:
-        return settings_model(**data)
-    except ValidationError as exc:
-        fields = ", ".join(settings_model.model_fields)
-        raise ConfigError(f"invalid settings for {settings_model.__name__}: {exc}; valid fields: {fields}") from exc
+    return resolve(settings_model, presets or {}, preset, data)
 
 
 def resolve_methods(
@@ -209,15 +235,18 @@ def resolve_methods(
     settings: Mapping[str, Mapping[str, Any]] | None = None,
     *,
     with_ground_truth: bool | None = None,
+    preset: str | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Check method names and settings up front and return validated settings per method.
 
     Parameters
     ----------
     methods : method names, in order (duplicates dropped)
-    settings : optional mapping method -> field values
+    settings : optional mapping method -> field values (``--set``; win over the preset)
     with_ground_truth : bool or None; when given, overrides ``with_ground_truth``
-        for every method whose settings define it
+        for every method
+    preset : str or None, the settings preset (``"paper"``, ``"small"``;
+        :mod:`agentcausal.presets`); None = the settings models' defaults (``paper``)
 
     Returns
     -------
@@ -227,9 +256,11 @@ def resolve_methods(
     ------
     ConfigError
         If no method is given, a name is unknown (lists the valid ones), settings name a
-        method that is not run, or settings do not validate.
+        method that is not run, settings do not validate, the preset is unknown, or
+        ``with_ground_truth`` is False and a method cannot run without the truth.
     """
     from agentcausal.attribution.registry import get_method
+    from agentcausal.presets import resolve
 
     if not methods:
         raise ConfigError("no attribution method given")
@@ -241,13 +272,19 @@ def resolve_methods(
     for name in dict.fromkeys(methods):
         spec = get_method(name)
         values = dict(settings.get(name, {}))
-        if with_ground_truth is not None and "with_ground_truth" in spec.settings_model.model_fields:
+        has_truth = "with_ground_truth" in spec.settings_model.model_fields
+        if with_ground_truth is False and not has_truth:
+            raise ConfigError(f"method {name} cannot run without ground truth (drop --no-ground-truth or the method)")
+        if with_ground_truth is not None and has_truth:
             values["with_ground_truth"] = with_ground_truth
-        out[name] = method_settings(spec.settings_model, values).model_dump(mode="json")
+        if "with_ground_truth" in values and not has_truth:
+            values.pop("with_ground_truth")
+        out[name] = resolve(spec.settings_model, spec.presets, preset, values).model_dump(mode="json")
     return out
 
 
-def attribution_key(trace: Trace, method: str, settings: BaseModel | Mapping[str, Any] | None, gw: Gateway) -> str:
+def attribution_key(trace: Trace, method: str, settings: BaseModel | Mapping[str, Any] | None, gw: Gateway,
+                    repeat: int = 0) -> str:
     """Cache key of one attribution: what determines its result and nothing else.
 
     Parameters
@@ -257,12 +294,13 @@ def attribution_key(trace: Trace, method: str, settings: BaseModel | Mapping[str
     method : str
     settings : the method settings (validated against the method's model first)
     gw : Gateway, for the model serving each of the method's stages
+    repeat : int, the repeat index (``--repeats``); 0 leaves the key as it was without repeats
 
     Returns
     -------
     str, sha256 hex of (trace id, trace content hash, method, settings, prompt version,
-    ``profile:model`` and context window per stage). The id is in the key so two traces
-    with the same content keep one record each.
+    ``profile:model`` and context window per stage, and the repeat when > 0). The id is in the key
+    so two traces with the same content keep one record each.
 
     Raises
     ------
@@ -272,15 +310,18 @@ def attribution_key(trace: Trace, method: str, settings: BaseModel | Mapping[str
     from agentcausal.attribution.registry import get_method
 
     spec = get_method(method)
-    st = method_settings(spec.settings_model, settings).model_dump(mode="json")
+    st = method_settings(spec.settings_model, settings, spec.presets, gateway_preset(gw)).model_dump(mode="json")
     models = {}
     for stage in spec.stages:
         try:
             models[stage] = [gw.model_for(stage), gw.profile_for(stage).context_window]
         except AgentCausalError:
             models[stage] = ["unrouted", 0]
-    blob = json.dumps({"trace_id": trace.id, "trace": trace.content_hash(), "method": method, "settings": st,
-                       "prompt_version": spec.prompt_version, "models": models}, sort_keys=True)
+    payload = {"trace_id": trace.id, "trace": trace.content_hash(), "method": method, "settings": st,
+               "prompt_version": spec.prompt_version, "models": models}
+    if repeat:
+        payload["repeat"] = repeat
+    blob = json.dumps(payload, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -320,7 +361,8 @@ def run_method(
     trace : Trace
     method : str, a registered name (``all_at_once``, ``step_by_step``, ``binary_search``, ``dcfa`` ...)
     gw : Gateway
-    settings : the method's settings (instance or mapping); None = defaults
+    settings : the method's settings (instance, used as it is; or mapping over the preset the gateway's routing
+        names, :func:`agentcausal.presets.gateway_preset`); None = that preset (or the model defaults)
     raise_transient : bool, re-raise every failure that is not a content failure
         (:func:`~agentcausal.exceptions.is_content_failure`: transport, 401, rate limit,
         timeout ...) instead of recording it, so an orchestrator retries it and never caches it
@@ -349,7 +391,7 @@ def run_method(
     from agentcausal.attribution.registry import get_method
 
     spec = get_method(method)
-    st = method_settings(spec.settings_model, settings)
+    st = method_settings(spec.settings_model, settings, spec.presets, gateway_preset(gw))  # routing's preset
     items = (trace.id, usage_item(trace.id, method))
     before = [gw.usage.by_stage(item=i) for i in items]
     t0 = time.perf_counter()
@@ -377,7 +419,7 @@ def run_method(
             "trace_id": trace.id,
             "method": method,
             "settings": st.model_dump(mode="json"),
-            "prompt_version": spec.prompt_version,
+            "prompt_version": out.prompt_version or spec.prompt_version,  # the prompt set used
             "models": {**models, **out.models},
             "usage": {k: v.model_dump() for k, v in usage.items()},
             "seconds": seconds,

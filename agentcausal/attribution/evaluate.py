@@ -66,7 +66,9 @@ _CORE_COLUMNS = RESULT_COLUMNS[:RESULT_COLUMNS.index("status")]
 #: trace-level ``failure_modes`` of corpora without step labels (MAST)
 OPTIONAL_COLUMNS = ["span_id", "failure_modes"]
 
-#: trace-length buckets (number of steps), inclusive bounds
+#: trace-length buckets (number of steps), inclusive bounds; our own coarse buckets (from neither paper). The
+#: grouping the DCFA paper reports (Who&When's five length levels) is
+#: :data:`agentcausal.attribution.paper_tables.WHO_WHEN_LEVELS`
 LENGTH_BUCKETS = ((1, 10, "1-10"), (11, 30, "11-30"), (31, 60, "31-60"), (61, 10**9, "61+"))
 
 

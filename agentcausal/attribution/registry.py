@@ -12,8 +12,9 @@ by hand.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -29,6 +30,8 @@ KNOWN_MODULES = [
     "agentcausal.attribution.step_by_step",
     "agentcausal.attribution.binary_search",
     "agentcausal.attribution.dcfa",
+    "agentcausal.attribution.a2p",
+    "agentcausal.attribution.echo",
 ]
 
 _REGISTRY: dict[str, "MethodSpec"] = {}
@@ -46,6 +49,8 @@ class MethodSpec:
     settings_model : frozen pydantic model class with defaults for every field
     prompt_version : str
     stages : tuple of stage names the method calls (for routing checks and reports)
+    presets : mapping preset name -> settings field values (the settings module's ``PRESETS``;
+        :mod:`agentcausal.presets`); empty = every preset is the model defaults
     """
 
     name: str
@@ -53,6 +58,7 @@ class MethodSpec:
     settings_model: type[BaseModel]
     prompt_version: str
     stages: tuple[str, ...]
+    presets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 def register(spec: MethodSpec) -> MethodSpec:

@@ -1,18 +1,26 @@
-"""Step-by-Step: walk the steps in order and stop at the first one judged the decisive error.
+"""Step-by-Step: walk the steps in order and stop at the first one judged to be in error.
 
 The second Who&When baseline. For step ``i = 0, 1, ...`` one prompt shows the
 task, optionally the correct answer, and the steps ``0..i`` (numbered,
-delimited, within the context budget), and asks whether step ``i`` is the
-decisive error (:class:`StepVerdict`). The first "yes" ends the walk; its
-speaker is the predicted agent.
+delimited, within the context budget), and asks about step ``i``
+(:class:`StepVerdict`). The first "yes" ends the walk; its speaker is the
+predicted agent (so the agent is always one of the trace's own).
 
-**When no step gets a yes** (documented choice, setting ``on_no_yes``):
+* ``paper`` (:data:`PAPER_TEMPLATE`, as Who&When's released code): does the most
+  recent step contain an error that could hinder the task from being solved?
+* ``small`` (:data:`TEMPLATE`): is step ``i`` the decisive error that made the run fail?
 
-* ``"undetermined"`` (default): ``step`` and ``agent`` are None and the reason
-  says so; the trace counts as wrong in evaluation. This reports the method's
-  own outcome instead of inventing one.
-* ``"last_step"``: predict the last step and its speaker (a fallback some
-  re-implementations use; ``details["fallback"]`` is True).
+Remaining deviations from Who&When's code under ``paper``: a JSON verdict
+(schema-constrained boolean) instead of a free-text "Yes"/"No" parsed from the
+reply, and the steps so far rendered with our delimiters and shortened to the
+context budget.
+
+**When no step gets a yes** (setting ``on_no_yes``):
+
+* ``"last_step"`` (default, the ``paper`` preset): predict the last step and its
+  speaker, as Who&When's released code does (``details["fallback"]`` is True).
+* ``"undetermined"`` (the ``small`` preset): ``step`` and ``agent`` are None and the
+  reason says so; the trace counts as wrong in evaluation.
 
 References
 ----------
@@ -28,8 +36,10 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from agentcausal.attribution.common import (
+    BASELINE_PRESETS,
     BASELINE_STAGE,
     BaselineSettings,
+    baseline_tokens,
     system_prompt,
     task_block,
     trace_budget,
@@ -41,10 +51,21 @@ from agentcausal.llm.replies import ShortText
 from agentcausal.traces.model import Attribution, Trace
 from agentcausal.traces.render import escape_data, render_steps
 
-__all__ = ["NAME", "PROMPT_VERSION", "TEMPLATE", "StepVerdict", "StepByStepSettings", "build_messages", "run"]
+__all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "PAPER_TEMPLATE", "StepVerdict",
+           "StepByStepSettings", "build_messages", "run"]
 
 NAME = "step_by_step"
-PROMPT_VERSION = "step_by_step/2"
+#: version of each prompt set
+PROMPT_VERSIONS = {"paper": "step_by_step/paper-1", "small": "step_by_step/2"}
+PROMPT_VERSION = "+".join(PROMPT_VERSIONS[k] for k in sorted(PROMPT_VERSIONS))
+
+#: the ``paper`` user message (Who&When's Step-by-Step question); fields: task, trace, i, agent
+PAPER_TEMPLATE = (
+    "{task}\n\nThe conversation so far, up to step {i}:\n{trace}\n\n"
+    "Does the most recent step (step {i}, by {agent}) contain an error that could hinder the problem-solving "
+    "process or lead to an incorrect solution? Set decisive=true if it does, false if not, and explain. "
+    "Avoid being overly critical: focus on errors that clearly derail the process."
+)
 
 #: the user message; fields: task, trace, i, agent
 TEMPLATE = (
@@ -70,7 +91,11 @@ class StepByStepSettings(BaselineSettings):
         (see the module docstring)
     """
 
-    on_no_yes: Literal["undetermined", "last_step"] = "undetermined"
+    on_no_yes: Literal["undetermined", "last_step"] = "last_step"
+
+
+#: presets (:mod:`agentcausal.presets`)
+PRESETS = {"paper": {}, "small": {**BASELINE_PRESETS["small"], "on_no_yes": "undetermined"}}
 
 
 def build_messages(trace: Trace, i: int, settings: StepByStepSettings, budget: int | None) -> list[dict[str, str]]:
@@ -87,10 +112,13 @@ def build_messages(trace: Trace, i: int, settings: StepByStepSettings, budget: i
     -------
     list of message dicts
     """
-    user = TEMPLATE.format(task=task_block(trace, settings.with_ground_truth),
+    template = PAPER_TEMPLATE if settings.prompts == "paper" else TEMPLATE
+    user = template.format(task=task_block(trace, settings.with_ground_truth),
                            trace=render_steps(trace.steps[: i + 1], budget), i=i,
                            agent=escape_data(trace.steps[i].agent))
-    sys = system_prompt("Judge only whether the latest step shown is the decisive error.")
+    sys = system_prompt("Judge only whether the latest step shown contains an error that could hinder the task."
+                        if settings.prompts == "paper" else
+                        "Judge only whether the latest step shown is the decisive error.")
     return [{"role": "system", "content": sys}, {"role": "user", "content": user}]
 
 
@@ -118,22 +146,22 @@ def run(trace: Trace, gw: Gateway, settings: StepByStepSettings) -> Attribution:
     reasons: list[str] = []
     for i in range(len(trace)):
         reply = gw.structured(BASELINE_STAGE, build_messages(trace, i, settings, budget), StepVerdict,
-                              item=usage_item(trace.id, NAME), max_tokens=settings.max_tokens)
+                              item=usage_item(trace.id, NAME), max_tokens=baseline_tokens(gw, settings))
         reasons.append(reply.reason)
         if reply.decisive:
             return Attribution(trace_id=trace.id, method=NAME, step=i, agent=trace.steps[i].agent,
-                               reason=reply.reason, prompt_version=PROMPT_VERSION,
+                               reason=reply.reason, prompt_version=PROMPT_VERSIONS[settings.prompts],
                                details={"asked": i + 1, "verdicts": reasons, "fallback": False})
     details = {"asked": len(trace), "verdicts": reasons, "fallback": settings.on_no_yes == "last_step"}
     if settings.on_no_yes == "last_step":
         last = len(trace) - 1
         return Attribution(trace_id=trace.id, method=NAME, step=last, agent=trace.steps[last].agent,
                            reason="no step was judged decisive; fell back to the last step",
-                           prompt_version=PROMPT_VERSION, details=details)
+                           prompt_version=PROMPT_VERSIONS[settings.prompts], details=details)
     return Attribution(trace_id=trace.id, method=NAME, step=None, agent=None,
-                       reason="undetermined: no step was judged decisive", prompt_version=PROMPT_VERSION,
+                       reason="undetermined: no step was judged decisive", prompt_version=PROMPT_VERSIONS[settings.prompts],
                        details=details)
 
 
 SPEC = register(MethodSpec(name=NAME, run=run, settings_model=StepByStepSettings, prompt_version=PROMPT_VERSION,
-                           stages=(BASELINE_STAGE,)))
+                           stages=(BASELINE_STAGE,), presets=PRESETS))

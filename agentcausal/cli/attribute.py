@@ -5,12 +5,19 @@
     agentcausal attribute data/examples --method all_at_once --method binary_search --limit 4
     agentcausal attribute ../shared/data/who_and_when --method dcfa --max-steps 10 --limit 5 --out runs/dcfa5
     agentcausal attribute traces.jsonl --method step_by_step --set step_by_step.on_no_yes=last_step
+    agentcausal attribute data/examples -m dcfa --routing paper --dry-run   # the plan as JSON, no request
+    agentcausal attribute data/examples -m dcfa --preset small --repeats 3
     agentcausal evaluate runs/dcfa5
 
 ``attribute`` runs the Prefect flow ``attribute`` (one cached, retried task per
 trace and method), shows a progress bar, writes ``results.parquet``,
 ``report.md`` and ``accuracy.csv`` into the run folder and prints the accuracy
 table. ``evaluate`` recomputes the tables and report of a run folder.
+
+Method settings come from a preset (``--preset paper|small``; default: the
+routing's ``preset`` key, :mod:`agentcausal.presets`), then ``--set``.
+``--dry-run`` prints the plan (:mod:`agentcausal.plan`) as one JSON object and
+exits 0 without starting a model, making a request or needing an API key.
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Trace *.jsonl) as a cached Prefect flow; write results.parquet and report.md to a run folder.")
     p.add_argument("paths", nargs="+", metavar="PATH", help="trace folder(s) or file(s)")
     p.add_argument("--method", "-m", action="append", dest="methods", metavar="NAME",
-                   help="method to run (repeatable): all_at_once, step_by_step, binary_search, dcfa "
+                   help="method to run (repeatable): all_at_once, step_by_step, binary_search, a2p, echo, dcfa "
                    "(default: all_at_once)")
     p.add_argument("--set", action="append", dest="sets", default=[], metavar="METHOD.FIELD=VALUE",
                    help="a method setting (repeatable), e.g. step_by_step.on_no_yes=last_step; VALUE is JSON or text")
@@ -51,7 +58,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_model_arguments(p)
     add_import_arguments(p)
     p.add_argument("--no-ground-truth", action="store_true",
-                   help="do not show the correct final answer to the methods")
+                   help="no method sees the correct final answer (DCFA runs its no_truth variant; a method that "
+                   "cannot run without the answer is refused)")
+    p.add_argument("--preset", default=None, metavar="NAME",
+                   help="method-settings preset: paper (as the papers define the methods) or small (caps and "
+                   "wording for sub-2B models); default: the routing's preset")
+    p.add_argument("--repeats", type=int, default=1, metavar="K",
+                   help="run every (trace, method) K times (repeat r sent as sample/seed r); report mean ± std")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the run plan as one JSON object and exit (no model, no request, no API key)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--skip-invalid", action="store_true",
                    help="run the valid traces and list the invalid files (and JSONL lines) left out, instead of "
@@ -136,38 +151,65 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         If a path does not exist, a method is unknown or a setting is invalid (before any LLM call).
     """
     from agentcausal.attribution.common import resolve_methods
+    from agentcausal.presets import routing_preset
 
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
         raise ConfigError(f"no such trace file or folder: {', '.join(missing)}")
-    methods = args.methods or ["all_at_once"]
+    methods = list(dict.fromkeys(args.methods or ["all_at_once"]))
     sets = parse_bool_sets(parse_sets(args.sets))
-    resolve_methods(methods, sets, with_ground_truth=False if args.no_ground_truth else None)  # fail fast
     if args.limit is not None and args.limit < 1:
         raise ConfigError(f"--limit must be at least 1, got {args.limit}")
     if args.max_steps is not None and args.max_steps < 1:
         raise ConfigError(f"--max-steps must be at least 1, got {args.max_steps}")
+    if args.repeats < 1:
+        raise ConfigError(f"--repeats must be at least 1, got {args.repeats}")
     settings, model_facts = apply_model_arguments(args, settings_from_args(args))
+    preset = args.preset or routing_preset(settings.profiles_path, settings.routing)
+    with_truth = False if args.no_ground_truth else None
+    resolved = resolve_methods(methods, sets, with_ground_truth=with_truth, preset=preset)  # fail fast
+    from agentcausal.plan import attribute_plan
+
+    plan_args = dict(methods=methods, resolved=resolved, preset=preset, routing=settings.routing,
+                     profiles_path=settings.profiles_path, ids=args.ids, limit=args.limit, max_steps=args.max_steps,
+                     repeats=args.repeats, skip_invalid=args.skip_invalid)
+    if args.dry_run:  # no model, no request, no key, nothing written
+        print(attribute_plan(args.paths, traces=_dry_run_traces(args), **plan_args).dumps())
+        return 0
     from agentcausal.attribution.registry import get_method
 
-    settings.check_routes({st for m in methods for st in get_method(m).stages})
+    settings.check_routes({st for m in methods for st in get_method(m).stages
+                           if resolved[m].get("with_ground_truth", True) or not st.endswith(".embed")})
     paths = prepare_corpus(args)  # other formats and --labels: imported into <run folder>/traces.jsonl
     skipped = check_traces(paths, skip_invalid=args.skip_invalid)  # the flow's own loader, before Prefect
     refuse_truthless(paths, args)  # traces without ground truth need --no-ground-truth
+    plan = attribute_plan(paths, **plan_args)
     from flows.attribute import run_attribute  # the CLI is the one library module that reaches up to flows
     from flows.runners import runner_choice_from_args
 
     runner = runner_choice_from_args(args)
 
-    run_dir = run_attribute(paths, methods, method_settings=sets or None, settings=settings, limit=args.limit,
-                            ids=args.ids, max_steps=args.max_steps,
-                            with_ground_truth=False if args.no_ground_truth else None,
+    run_dir = run_attribute(paths, methods, method_settings=resolved, settings=settings, limit=args.limit,
+                            ids=args.ids, max_steps=args.max_steps, with_ground_truth=with_truth,
                             out_dir=args.out, progress=not args.no_progress and sys.stderr.isatty(), runner=runner,
                             skip_invalid=args.skip_invalid,
                             meta={**({"skipped": skipped} if args.skip_invalid else {}),
                                   **({"model": model_facts} if model_facts else {})} or None,
+                            preset=preset, repeats=args.repeats, plan=plan.to_json_dict(),
                             chunk_size=args.chunk_size)
     return _print_run(run_dir)
+
+
+def _dry_run_traces(args: argparse.Namespace) -> list | None:
+    """For ``--dry-run``: traces of other formats (or with ``--labels``) read in memory, never written;
+    None for Who&When and Trace JSONL paths, which the plan reads itself (after the same checks as a run)."""
+    from agentcausal.cli.import_traces import load_with_options
+    from agentcausal.traces.importers import detect_formats
+
+    if {fmt for _, fmt in detect_formats(args.paths, args.format)} <= {"who-and-when", "jsonl"} and not args.labels:
+        check_traces(list(args.paths), skip_invalid=args.skip_invalid)
+        return None
+    return [(str(p), t) for p in args.paths for t in load_with_options([p], args)]
 
 
 def check_traces(paths: list[str], *, skip_invalid: bool = False) -> list[dict[str, Any]]:

@@ -35,6 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--threads", type=int, default=None, metavar="N",
                    help="CPU threads of the embedded model (default: every core, since the demo owns the machine; "
                    "$AGENTCAUSAL_PROFILE_EMBEDDED_THREADS wins; use fewer when other work shares the machine)")
+    p.add_argument("--preset", default=None, metavar="NAME",
+                   help="method-settings preset: paper or small; default: the routing's preset")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_demo)
 
@@ -59,6 +61,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     # every core roughly halves its time.
     os.environ.setdefault("AGENTCAUSAL_PROFILE_EMBEDDED_THREADS", str(args.threads or os.cpu_count() or 1))
     settings, _ = apply_model_arguments(args, settings_from_args(args, who_and_when_dir=args.who_and_when))
+    from agentcausal.presets import preset_values, routing_preset
+
+    preset = args.preset or routing_preset(settings.profiles_path, settings.routing)
+    preset_values({}, preset)  # an unknown preset fails here, before any work
     plan = demo_plan(settings.who_and_when_dir, quick=args.quick, out_dir=args.out)
     from agentcausal.attribution.registry import get_method
     from agentcausal.discovery.methods import DiscoveryConfig, method_stages
@@ -69,12 +75,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f"note: {note}", file=sys.stderr)
     print(f"agentcausal demo: {len(plan.trace_paths)} trace files x {len(plan.attribution_methods)} attribution "
           f"methods; MAC on {', '.join(plan.llm_datasets)}; statistical baselines on "
-          f"{len(plan.datasets)} datasets; routing {settings.routing!r}",
+          f"{len(plan.datasets)} datasets; routing {settings.routing!r}, preset {preset!r}",
           file=sys.stderr)
     from flows.demo import demo  # the CLI is the one library module that reaches up to flows
 
     t0 = time.time()
-    dirs = demo(plan=plan, settings=settings, progress=not args.no_progress and sys.stderr.isatty())
+    dirs = demo(plan=plan, settings=settings, progress=not args.no_progress and sys.stderr.isatty(), preset=preset)
     if "attribution" in dirs:
         print("\n== Failure attribution (Who&When metrics; exact step match) ==")
         print(accuracy_text(report_run(dirs["attribution"]).evaluation))

@@ -7,6 +7,7 @@
     agentcausal discover --dataset main --method statistical --method mac --llm-dataset earthquake --llm-dataset asia
     agentcausal discover --dataset mydata.csv --method mac --rounds 2 --executor coding
     agentcausal discover --report runs/discover-20250101-120000
+    agentcausal discover --dataset asia --method mac --routing paper --dry-run    # the plan as JSON
 
 Prints the SHD / NHD / F1 table and the run folder (``results.parquet``,
 ``outcomes.jsonl``, ``summary.csv``, ``graphs/``, ``report.md``).
@@ -50,16 +51,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_settings_arguments(p)
     add_model_arguments(p)
     g = p.add_argument_group("MAC")
-    g.add_argument("--rounds", type=int, default=1, help="Affirmative-Negative rounds per debate (1-5, default 1)")
-    g.add_argument("--subset-size", type=int, default=5, help="rows of the subset S in the algorithm debate")
+    g.add_argument("--rounds", type=int, default=None, help="Affirmative-Negative rounds per debate (1-5, default 1)")
+    g.add_argument("--subset-size", type=int, default=None, help="rows of the subset S in the algorithm debate")
     g.add_argument("--executor", choices=("auto", "typed", "coding"), default="auto",
                    help="auto (default): LLM-written causal-learn code in the sandbox where the sandbox works "
                    "here, else typed (said in one line and marked in the rows); coding: refused where the "
                    "sandbox cannot work; typed: run the chosen algorithm through the pool")
-    g.add_argument("--coding-attempts", type=int, default=3, help="scripts tried in coding mode (default 3)")
-    g.add_argument("--timeout", type=float, default=300.0, help="wall limit of one statistical algorithm, s")
+    g.add_argument("--coding-attempts", type=int, default=None, help="scripts tried in coding mode (default 3)")
+    g.add_argument("--timeout", type=float, default=None, help="wall limit of one statistical algorithm, s "
+                   "(default 300)")
     g.add_argument("--shd-reversal", type=int, choices=(1, 2), default=1,
                    help="SHD cost of a reversed edge (default 1)")
+    p.add_argument("--preset", default=None, metavar="NAME",
+                   help="method-settings preset: paper or small; default: the routing's preset")
+    p.add_argument("--repeats", type=int, default=1, metavar="K",
+                   help="run every (dataset, seed, method) K times (repeat r sent as sample/seed r)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the run plan as one JSON object and exit (no model, no request, no API key)")
     p.add_argument("--report", metavar="RUN_DIR", default=None,
                    help="only recompute the tables and report of an existing run folder")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -70,17 +78,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_discover)
 
 
-def build_config(args: argparse.Namespace):
-    """The :class:`DiscoveryConfig` of parsed options.
+def build_config(args: argparse.Namespace, preset: str | None = None):
+    """The :class:`DiscoveryConfig` of parsed options: MAC's settings from ``preset``
+    (:mod:`agentcausal.presets`; None = the model defaults), then the options given.
 
     Raises
     ------
-    ConfigError on an invalid value (e.g. ``--rounds 9``).
+    ConfigError on an invalid value (e.g. ``--rounds 9``) or an unknown preset.
     """
     from pydantic import ValidationError
 
-    from agentcausal.discovery.mac.settings import MACSettings
+    from agentcausal.discovery.mac import settings as mac_settings
     from agentcausal.discovery.methods import DiscoveryConfig
+    from agentcausal.presets import preset_values
 
     from agentcausal.discovery.mac.executor import resolve_executor
 
@@ -90,10 +100,18 @@ def build_config(args: argparse.Namespace):
     executor, fallback = resolve_executor(args.executor if uses_dcm or args.executor == "typed" else "auto")
     if fallback and uses_dcm:
         print(fallback, file=sys.stderr)
+    # the preset's MAC values, then the options given (None = not given)
+    given = {"rounds": getattr(args, "rounds", None), "subset_size": getattr(args, "subset_size", None),
+             "executor": executor, "coding_attempts": getattr(args, "coding_attempts", None),
+             "algorithm_timeout_s": getattr(args, "timeout", None)}
+    values = preset_values(getattr(mac_settings, "PRESETS", {}), preset) if preset else {}
+    values.setdefault("algorithm_timeout_s", 300.0)  # the --timeout default
+    values.update({k: v for k, v in given.items() if v is not None})
+    timeout = getattr(args, "timeout", None)
     try:
-        mac = MACSettings(rounds=args.rounds, subset_size=args.subset_size, executor=executor,
-                          coding_attempts=args.coding_attempts, algorithm_timeout_s=args.timeout)
-        return DiscoveryConfig(mac=mac, algorithm_timeout_s=args.timeout, executor_fallback=fallback)
+        mac = mac_settings.MACSettings(**values)
+        return DiscoveryConfig(mac=mac, algorithm_timeout_s=300.0 if timeout is None else timeout,
+                               executor_fallback=fallback)
     except ValidationError as exc:
         raise ConfigError(f"invalid MAC option: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from exc
 
@@ -192,11 +210,23 @@ def cmd_discover(args: argparse.Namespace) -> int:
         unknown = [d for d in _expand(llm_datasets) if d not in datasets]
         if unknown:
             raise ConfigError(f"--llm-dataset {', '.join(unknown)} is not among the --dataset values")
+    if args.repeats < 1:
+        raise ConfigError(f"--repeats must be at least 1, got {args.repeats}")
     datasets, skipped = check_datasets(datasets, skip_invalid=args.skip_invalid)
     if llm_datasets and skipped:
         llm_datasets = [d for d in llm_datasets if d not in {s["dataset"] for s in skipped}] or None
-    config = build_config(args)
     settings, model_facts = apply_model_arguments(args, settings_from_args(args))
+    from agentcausal.presets import routing_preset
+
+    preset = args.preset or routing_preset(settings.profiles_path, settings.routing)
+    config = build_config(args, preset)
+    from agentcausal.plan import discover_plan
+
+    plan = discover_plan(datasets, methods, config=config, preset=preset, routing=settings.routing,
+                         profiles_path=settings.profiles_path, n=args.n, repeats=args.repeats)
+    if args.dry_run:
+        print(plan.dumps())
+        return 0
     from agentcausal.discovery.methods import method_stages
 
     settings.check_routes({st for m in methods for st in method_stages(m, config)})
@@ -204,7 +234,15 @@ def cmd_discover(args: argparse.Namespace) -> int:
     from flows.runners import runner_choice_from_args
 
     runner = runner_choice_from_args(args)
-    run_dir = run_discover(datasets, methods, seeds=args.seeds, n=args.n, config=config, settings=settings,
+    from agentcausal.discovery.methods import DiscoveryConfig
+
+    extra: dict = {"plan": plan.to_json_dict()}
+    if args.repeats > 1:
+        if "repeat" not in DiscoveryConfig.model_fields:
+            raise ConfigError("--repeats > 1 needs DiscoveryConfig.repeat (MAC's repeat index), which this "
+                              "version lacks")
+        extra["repeats"] = args.repeats
+    run_dir = run_discover(datasets, methods, seeds=args.seeds, n=args.n, config=config, settings=settings, **extra,
                            out_dir=args.out, reversal_cost=args.shd_reversal, llm_datasets=llm_datasets,
                            meta={**({"skipped": skipped} if args.skip_invalid else {}),
                                  **({"model": model_facts} if model_facts else {})} or None,

@@ -172,6 +172,13 @@ class ProfileSet(BaseModel):
     routing: str = "default"
     path: str | None = None
     limit_groups: dict[str, int] = {}
+    #: routing -> method-settings preset named by its ``preset`` key (agentcausal.presets)
+    presets: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def preset(self) -> str | None:
+        """The method-settings preset the active routing names (its ``preset`` key), or None."""
+        return self.presets.get(self.routing)
 
     def model_post_init(self, __context: object) -> None:
         if self.routing not in self.routings:
@@ -218,7 +225,7 @@ class ProfileSet(BaseModel):
 
     def with_routing(self, routing: str) -> "ProfileSet":
         return ProfileSet(profiles=self.profiles, routings=self.routings, routing=routing, path=self.path,
-                          limit_groups=self.limit_groups)
+                          limit_groups=self.limit_groups, presets=self.presets)
 
 
 ENV_PREFIX = "AGENTCAUSAL_PROFILE_"
@@ -295,6 +302,7 @@ def load_profiles(path: str | os.PathLike | None = None, routing: str | None = N
             where = f" (environment overrides: {env})" if env else ""
             raise ConfigError(f"profile {name!r} is invalid{where}: {exc}", path=str(path)) from exc
     routings = {k: dict(v) for k, v in (data.get("routings") or {}).items()}
+    presets = {k: str(v.pop("preset")) for k, v in routings.items() if "preset" in v}  # not a stage
     routings.setdefault("default", {"default": next(iter(profiles), "")} if profiles else {})
     limit_groups = data.get("limit_groups") or {}
     if not isinstance(limit_groups, dict) or not all(
@@ -308,6 +316,7 @@ def load_profiles(path: str | os.PathLike | None = None, routing: str | None = N
         limit_groups=dict(limit_groups),
         routing=routing or os.environ.get("AGENTCAUSAL_ROUTING") or "default",
         path=str(path),
+        presets=presets,
     )
 
 
@@ -394,7 +403,8 @@ def cli_profiles_toml(base_url: str, model: str, *, api_key_env: str | None = No
     """A profiles file routing every chat stage to one OpenAI-compatible endpoint (profile and routing ``cli``).
 
     The file is ``source`` (default the packaged profiles) plus a chat profile
-    ``cli`` and a routing ``cli`` whose ``default`` is that profile. Embedding
+    ``cli`` and a routing ``cli`` whose ``default`` is that profile and whose
+    method-settings preset is ``paper`` (``--preset`` overrides it). Embedding
     stages keep the embedded sentence-transformers embedder (``embedder-local``)
     unless ``embed_model`` is given, which adds an embedding profile ``cli-embed``
     on the same endpoint. The context window is the one the server reports on
@@ -445,7 +455,8 @@ def cli_profiles_toml(base_url: str, model: str, *, api_key_env: str | None = No
     except ValidationError as exc:
         raise ConfigError(f"--base-url/--model give an invalid profile: {exc}") from exc
     routings = dict(data.get("routings") or {})
-    routings[CLI_PROFILE] = {"default": CLI_PROFILE, "embed": embed}
+    # a model named on the command line is taken to be a real one: the papers' settings (``--preset small`` overrides)
+    routings[CLI_PROFILE] = {"default": CLI_PROFILE, "embed": embed, "preset": "paper"}
     out = {**data, "profiles": profiles, "routings": routings}
     facts: dict[str, object] = {"base_url": base_url, "model": model, "api_key_env": api_key_env,
                                 "context_window": window, "context_window_source": origin,

@@ -210,7 +210,8 @@ def blamed_steps_markdown(results: pd.DataFrame, *, max_rows: int = 500) -> str:
 
 
 def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, object] | None = None,
-                 results: pd.DataFrame | None = None, traces: Mapping[str, Trace] | None = None) -> Path:
+                 results: pd.DataFrame | None = None, traces: Mapping[str, Trace] | None = None,
+                 run_meta: Mapping[str, object] | None = None) -> Path:
     """Write ``report.md``, ``report.html``, the PNG plots and ``accuracy.csv`` into a run folder.
 
     ``report.html`` leads with the summary tables, then the per-trace table
@@ -236,7 +237,10 @@ def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, obje
     figs = attribution_figures(ev, d)  # PNGs in the run folder; text charts in report.md, images in report.html
     graphs = dependency_graphs_markdown(results) if results is not None else ""
     blamed = blamed_steps_markdown(results) if results is not None else ""
-    atomic_write_text(p, markdown_report(ev, meta=meta) + blamed + figures_markdown(figs) + graphs)
+    from agentcausal.attribution.paper_tables import paper_tables_markdown  # the DCFA paper's tables
+
+    paper = paper_tables_markdown(results, dict(run_meta or {})) if results is not None else ""
+    atomic_write_text(p, markdown_report(ev, meta=meta) + paper + blamed + figures_markdown(figs) + graphs)
     sections: list[str] = []
     if results is not None and not results.empty:
         sections = ["<h2>Per trace</h2><p class='note'>One row per trace and method; click a header to sort, "
@@ -288,7 +292,7 @@ def report_run(run_dir: str | Path) -> RunReport:
     shown = {k: meta[k] for k in ("corpus", "methods", "routing", "models", "traces", "started", "wall_seconds")
              if k in meta}
     shown["run folder"] = str(run_dir)
-    path = write_report(ev, run_dir, meta=shown, results=results, traces=_run_traces(meta, results))
+    path = write_report(ev, run_dir, meta=shown, results=results, traces=_run_traces(meta, results), run_meta=meta)
     return RunReport(ev, path.read_text(encoding="utf-8"), path)
 
 

@@ -45,8 +45,15 @@ def test_split_gca_and_every_dcfa_stage_are_handled(fake_server, make_gateway):
     fake_server.responder = responder = BenchResponder()
     gw = make_gateway(fake_server, cache=False)
     seen: set[str] = set()
+    from agentcausal.attribution.binary_search import PRESETS as BASELINE_PRESETS
+    from agentcausal.attribution.dcfa import PRESETS as DCFA_PRESETS
+    from agentcausal.attribution.echo import PRESETS as ECHO_PRESETS
+
     for method, settings in [("all_at_once", None), ("step_by_step", None), ("binary_search", None),
-                             ("dcfa", {"split_mdi_cgc": True}), ("dcfa", None)]:
+                             ("binary_search", BASELINE_PRESETS["small"]),
+                             ("dcfa", {"split_mdi_cgc": True}), ("dcfa", None), ("dcfa", DCFA_PRESETS["small"]),
+                             ("dcfa", {"with_ground_truth": False}), ("a2p", None), ("echo", None),
+                             ("echo", ECHO_PRESETS["small"])]:
         for k in range(6):  # several traces, so DED (needs two candidates) is reached
             att = run_method(_trace(5 + k, f"bench/t{k}"), method, gw, settings)
             calls, requests = _usage(att)

@@ -19,7 +19,13 @@ REPLIES = {
 
 
 def _responder(body):
-    return json.dumps(REPLIES[body["response_format"]["json_schema"]["name"]])
+    fmt = body["response_format"]["json_schema"]
+    reply = dict(REPLIES[fmt["name"]])
+    agents = fmt["schema"]["properties"].get("agent", {})
+    choices = next((a["enum"] for a in agents.get("anyOf", [agents]) if "enum" in a), None)
+    if choices and reply.get("agent") not in choices:  # the agent enum lists the trace's own agents
+        reply["agent"] = choices[0]
+    return json.dumps(reply)
 
 
 @pytest.fixture
@@ -88,3 +94,53 @@ def test_cli_attribute_runs_flow_and_prints_table(fake_server, fake_settings, tm
     assert "all_at_once" in out and "step_acc" in out and str(tmp_path / "run") in out
     assert fake_server.count == 2
     assert all("<answer>" not in r["messages"][1]["content"] for r in fake_server.chat_requests)
+
+
+@pytest.mark.timeout(240)
+def test_cli_repeats_send_sample_and_store_the_plan(fake_server, fake_settings, tmp_path, capsys):
+    from agentcausal.cli import main
+
+    rc = main(["attribute", str(EXAMPLES / "wrong_unit_at_step_2.json"), "-m", "all_at_once", "--repeats", "2",
+               "--profiles", fake_settings.profiles_path, "--cache-dir", fake_settings.cache_dir,
+               "--out", str(tmp_path / "run")])
+    assert rc == 0
+    assert fake_server.count == 2  # repeat 1 is a new request (sample=1 in its cache key), not a cache hit
+    assert sorted(str(r.get("seed")) for r in fake_server.chat_requests) == ["1", "None"]  # seed = repeat index
+    df = pd.read_parquet(tmp_path / "run" / "results.parquet")
+    assert sorted(json.loads(d).get("repeat", 0) for d in df["details_json"]) == [0, 1]
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert meta["repeats"] == 2 and meta["preset"] == "small"
+    assert meta["plan"]["kind"] == "attribute" and meta["plan"]["repeats"] == 2
+    assert meta["plan"]["methods"]["all_at_once"]["settings"]["prompts"] == "small"
+
+
+@pytest.mark.timeout(240)
+def test_lce_transport_failure_keeps_the_hypothesis_and_is_not_cached(fake_server, fake_settings, tmp_path):
+    """GCA answers; every LCE request fails in transport: the row is the GCA hypothesis, marked degraded,
+    and the next run asks LCE again (a failure of the run is never cached)."""
+    from bench.responders import BenchResponder
+    from flows.attribute import attribute
+    from tests.attribution.dcfa.conftest import kind_of
+
+    bench = BenchResponder()
+
+    def responder(body):
+        if kind_of(body) in ("correct", "simulation", "ded"):
+            raise ConnectionError("LCE endpoint down")  # the fake server drops the connection
+        return bench(body)
+
+    fake_server.responder = responder
+    toml = Path(fake_settings.profiles_path)
+    toml.write_text(toml.read_text() + 'embed = "fake-embed"\n\n[profiles.fake-embed]\nkind = "embedding"\n'
+                    f'base_url = "{fake_server.base_url}"\nmodel = "fake-embed"\n')
+    corpus = [str(EXAMPLES / "wrong_unit_at_step_2.json")]
+    df = pd.read_parquet(Path(attribute(corpus, methods=["dcfa"], settings=fake_settings,
+                                        out_dir=str(tmp_path / "r1"))) / "results.parquet")
+    row = df.iloc[0]
+    assert row["status"] == "degraded" and pd.isna(row["error"])
+    details = json.loads(row["details_json"])
+    assert details["final"]["source"] == "hypothesis" and details["lce"]["cause"] == "run"
+    assert row["pred_step"] == details["hypothesis"]["step"]
+    lce_asked = sum(kind_of(b) == "correct" for b in fake_server.chat_requests)
+    attribute(corpus, methods=["dcfa"], settings=fake_settings, out_dir=str(tmp_path / "r2"))
+    assert sum(kind_of(b) == "correct" for b in fake_server.chat_requests) > lce_asked  # not served from cache

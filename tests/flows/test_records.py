@@ -23,7 +23,13 @@ GOOD = {"AllAtOnceReply": {"reason": "wrong product", "agent": "Math_Expert", "s
 
 
 def _good(body):
-    return json.dumps(GOOD[body["response_format"]["json_schema"]["name"]])
+    fmt = body["response_format"]["json_schema"]
+    reply = dict(GOOD[fmt["name"]])
+    agent = fmt["schema"]["properties"].get("agent", {})
+    choices = next((a["enum"] for a in agent.get("anyOf", [agent]) if "enum" in a), None)
+    if choices and reply["agent"] not in choices:  # the agent enum lists the trace's own agents
+        reply["agent"] = choices[0]
+    return json.dumps(reply)
 
 
 @pytest.fixture

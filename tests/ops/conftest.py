@@ -21,7 +21,13 @@ METHODS = ["all_at_once", "step_by_step", "binary_search"]
 
 
 def scripted_responder(body):
-    return json.dumps(REPLIES[body["response_format"]["json_schema"]["name"]])
+    fmt = body["response_format"]["json_schema"]
+    reply = dict(REPLIES[fmt["name"]])
+    agent = fmt["schema"]["properties"].get("agent", {})
+    choices = next((a["enum"] for a in agent.get("anyOf", [agent]) if "enum" in a), None)
+    if choices and reply["agent"] not in choices:  # the agent enum lists the trace's own agents
+        reply["agent"] = choices[0]
+    return json.dumps(reply)
 
 
 def prompt_key(request: dict) -> str:

@@ -76,7 +76,9 @@ def test_sigkill_mid_corpus_then_rerun_finishes_without_repeating_llm_calls(scri
     assert len(df) == n_traces * len(METHODS) and not df.duplicated(["trace_id", "method"]).any()
     assert df["error"].isna().all()
     by = {m: g for m, g in df.groupby("method")}
-    assert set(by["all_at_once"]["pred_step"]) == {2} and set(by["all_at_once"]["pred_agent"]) == {"Conversion_Expert"}
+    aao = by["all_at_once"].set_index("trace_id")["pred_agent"]
+    assert set(by["all_at_once"]["pred_step"]) == {2} and aao["examples/wrong_unit_at_step_2"] == "Conversion_Expert"
+    assert aao.notna().all()  # elsewhere the scripted reply names one of that trace's own agents (schema enum)
     assert set(by["step_by_step"]["pred_step"]) == {0} and set(by["binary_search"]["pred_step"]) == {0}
 
 

@@ -218,7 +218,12 @@ def test_cli_skip_invalid_with_nothing_valid_is_refused(tmp_path, capsys):
 
 @pytest.mark.timeout(240)
 def test_cli_skip_invalid_runs_the_rest_and_records_skipped(mixed_folder, fake_server, tmp_path, capsys):
-    fake_server.responder = lambda body: json.dumps({"reason": "r", "agent": "A", "step": 0})
+    def responder(body):  # name an agent the schema's enum offers (the trace's own agents)
+        agent = body["response_format"]["json_schema"]["schema"]["properties"]["agent"]
+        choices = next(a["enum"] for a in agent.get("anyOf", [agent]) if "enum" in a)
+        return json.dumps({"reason": "r", "agent": choices[0], "step": 0})
+
+    fake_server.responder = responder
     toml = tmp_path / "profiles.toml"
     toml.write_text(
         f'[profiles.fake]\nkind = "chat"\nbase_url = "{fake_server.base_url}"\nmodel = "fake-model"\n'

@@ -1,17 +1,20 @@
 """Correct, LCE's corrector (DCFA eq. 8): one corrected version of the whole trace.
 
-The reply is one string per step, ``""`` meaning "unchanged" (so unchanged
-steps cost no decode tokens and keep their full text). The step count is
-validated (the gateway's repair loop re-asks); if the reply is still wrong,
-the documented fallback (:func:`normalise_correction`) keeps the first N
-strings and pads missing ones as unchanged, and records which it did. A
-corrected step longer than ``max_corrected_step_chars`` is cut.
+The reply names each step by number: a list of ``{step, content}``
+(``content`` ``""`` meaning "unchanged", so unchanged steps cost no decode
+tokens and keep their full text). Entries are matched to steps by number,
+never by position, so a missing entry leaves its step unchanged and an extra
+or repeated one can never shift the others (:func:`normalise_correction`
+records missing, repeated and out-of-range entries). A step is "changed"
+only if its corrected content differs from the original *before* any
+truncation; a changed step longer than ``max_corrected_step_chars`` (when
+set) is then cut, and the cut is recorded.
 
 References
 ----------
 Wang, Zehao, Lanjun Wang, Shilong Jin, Junjie Chen, and Yanghua Xiao. "DCFA: Dual-view
 Causal-inspired Attribution for Failure Reasoning in LLM-based Multi-agent Systems"
-(seed ``../shared/seeds/002_2c62354fb78fce0f.txt``; code github.com/wzhSteve/DCFA), section 4.2.1, eq. 8; appendix L, Figure 11.
+(code github.com/wzhSteve/DCFA), section 4.2.1, eq. 8; appendix L, Figure 11.
 """
 
 from __future__ import annotations
@@ -25,9 +28,10 @@ from agentcausal.attribution.dcfa.gca import GcaResult, graph_edges, trace_budge
 from agentcausal.attribution.dcfa.settings import DcfaSettings
 from agentcausal.exceptions import StructuredOutputError
 from agentcausal.llm import Gateway
+from agentcausal.presets import completion_budget
 from agentcausal.traces.model import Trace
 
-__all__ = ["STAGE", "Correction", "normalise_correction", "correct_trace", "lce_budget"]
+__all__ = ["STAGE", "Correction", "normalise_correction", "correct_trace", "lce_budget", "lce_tokens"]
 
 #: routed stage of Correct, Simulation and DED
 STAGE = "dcfa.lce"
@@ -40,31 +44,36 @@ class Correction(NamedTuple):
     ----------
     contents : tuple of str, length N, the corrected content of every step
         (the original content where the corrector left it unchanged)
-    changed : tuple of int, 0-based steps whose content differs from the original
-    fallback : str or None, what :func:`normalise_correction` had to do to reach
-        N steps (``"padded 4 -> 6"``, ``"truncated 8 -> 6"``, ``"unparseable"``), None when the
-        reply had exactly N steps
+    changed : tuple of int, 0-based steps whose corrected content differs from the original
+        (compared before any truncation)
+    fallback : str or None, what had to be done to read the reply (``"unparseable"``,
+        ``"invalid reply, read leniently"``, ``"ignored 2 entries (out of range or repeated)"``);
+        None when every entry named a distinct step in range
+    missing : tuple of int, steps the reply did not name (left unchanged)
+    truncated : tuple of int, changed steps cut to ``max_corrected_step_chars``
     """
 
     contents: tuple[str, ...]
     changed: tuple[int, ...]
     fallback: str | None = None
+    missing: tuple[int, ...] = ()
+    truncated: tuple[int, ...] = ()
 
 
-def normalise_correction(original: Sequence[str], replied: Sequence[str] | None, *,
+def normalise_correction(original: Sequence[str], replied: Sequence[tuple[int, str]] | None, *,
                          max_chars: int | None = None) -> Correction:
-    """Align a corrector's reply with the original steps (the documented fallback).
+    """Align a corrector's ``(step, content)`` entries with the original steps, by step number.
 
-    ``""`` (or whitespace) and a copy of the original mean "unchanged". A reply
-    with too few strings is padded with "unchanged", one with too many is
-    truncated to N, and ``None`` (unparseable) means nothing is corrected; the
-    :attr:`Correction.fallback` field records which.
+    ``""`` (or whitespace) and a copy of the original (ignoring surrounding
+    whitespace) mean "unchanged". A step without an entry is unchanged and
+    listed in ``missing``; a repeated step keeps its first entry; an entry
+    out of range is ignored; ``None`` (unparseable) means nothing is corrected.
 
     Parameters
     ----------
     original : sequence of str, length N, the original step contents
-    replied : sequence of str or None, the corrector's strings
-    max_chars : int or None, cut each corrected content to this length
+    replied : sequence of (step, content) or None, the corrector's entries
+    max_chars : int or None, cut each *changed* content to this length (after the comparison)
 
     Returns
     -------
@@ -72,32 +81,39 @@ def normalise_correction(original: Sequence[str], replied: Sequence[str] | None,
 
     Examples
     --------
-    >>> normalise_correction(["a", "b", "c"], ["", "B"])
-    Correction(contents=('a', 'B', 'c'), changed=(1,), fallback='padded 2 -> 3')
+    >>> normalise_correction(["a", "b", "c"], [(2, "C"), (0, "")])
+    Correction(contents=('a', 'b', 'C'), changed=(2,), fallback=None, missing=(1,), truncated=())
     """
     n = len(original)
+    by_step: dict[int, str] = {}
+    ignored = 0
     fallback = None
     if replied is None:
-        replied, fallback = [], "unparseable"
-    elif len(replied) < n:
-        fallback = f"padded {len(replied)} -> {n}"
-    elif len(replied) > n:
-        fallback = f"truncated {len(replied)} -> {n}"
-    contents, changed = [], []
+        fallback, replied = "unparseable", []
+    for step, content in replied:
+        if not isinstance(step, int) or not 0 <= step < n or step in by_step:
+            ignored += 1
+        else:
+            by_step[step] = content if isinstance(content, str) else ""
+    if ignored:
+        fallback = f"ignored {ignored} entries (out of range or repeated)"
+    contents, changed, truncated = [], [], []
     for i, orig in enumerate(original):
-        new = replied[i].strip() if i < len(replied) and isinstance(replied[i], str) else ""
-        if max_chars is not None:
-            new = new[:max_chars]
+        new = by_step.get(i, "").strip()
         if not new or new == orig.strip():
             contents.append(orig)
-        else:
-            contents.append(new)
-            changed.append(i)
-    return Correction(tuple(contents), tuple(changed), fallback)
+            continue
+        changed.append(i)
+        if max_chars is not None and len(new) > max_chars:
+            new = new[:max_chars]
+            truncated.append(i)
+        contents.append(new)
+    missing = () if fallback == "unparseable" else tuple(i for i in range(n) if i not in by_step)
+    return Correction(tuple(contents), tuple(changed), fallback, missing, tuple(truncated))
 
 
-def _lenient_steps(raw: str) -> list[str] | None:
-    """The ``steps`` list of a reply that failed validation, if any can be read."""
+def _lenient_steps(raw: str) -> list[tuple[int, str]] | None:
+    """The ``steps`` entries of a reply that failed validation, if any can be read."""
     start, end = raw.find("{"), raw.rfind("}")
     try:
         data = json.loads(raw[start : end + 1] if 0 <= start < end else raw)
@@ -106,13 +122,23 @@ def _lenient_steps(raw: str) -> list[str] | None:
     steps = data.get("steps") if isinstance(data, dict) else data
     if not isinstance(steps, list):
         return None
-    return [s if isinstance(s, str) else json.dumps(s) for s in steps]
+    out = []
+    for e in steps:
+        if isinstance(e, dict) and isinstance(e.get("step"), int):
+            c = e.get("content", "")
+            out.append((e["step"], c if isinstance(c, str) else json.dumps(c)))
+    return out
 
 
-def _correct_max_tokens(n: int, settings: DcfaSettings, context_window: int) -> int:
+def _correct_max_tokens(n: int, settings: DcfaSettings, gw: Gateway) -> int:
+    """``correct_max_tokens``; else derived from ``max_corrected_step_chars`` when set (about 1 token
+    per 3 characters + 12 per entry, plus 64, at most a third of the window); else the profile's budget."""
     if settings.correct_max_tokens is not None:
         return settings.correct_max_tokens
-    return min(n * (settings.max_corrected_step_chars // 3 + 4) + 64, max(256, context_window // 3))
+    if settings.max_corrected_step_chars is not None:
+        ctx = gw.profile_for(STAGE).context_window
+        return min(n * (settings.max_corrected_step_chars // 3 + 12) + 64, max(256, ctx // 3))
+    return completion_budget(gw, STAGE, None)
 
 
 def correct_trace(trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSettings, *,
@@ -129,8 +155,8 @@ def correct_trace(trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSetti
 
     Returns
     -------
-    Correction with exactly N contents; ``fallback`` set when the reply still
-    had the wrong step count after the gateway's repairs (see :func:`normalise_correction`).
+    Correction with exactly N contents; ``fallback`` set when the reply could only be read
+    leniently or had ignored entries (see :func:`normalise_correction`).
 
     Raises
     ------
@@ -142,11 +168,11 @@ def correct_trace(trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSetti
     DCFA section 4.2.1, eq. 8; appendix L, Figure 11.
     """
     n = len(trace)
-    ctx = gw.profile_for(STAGE).context_window
-    max_tokens = _correct_max_tokens(n, settings, ctx)
+    max_tokens = _correct_max_tokens(n, settings, gw)
+    truth = trace.ground_truth if settings.with_ground_truth else None
     messages = prompts.correct_messages(
-        trace.question, trace.ground_truth, trace.steps, gca.deviations, graph_edges(gca.graph),
-        max_chars=settings.max_corrected_step_chars, budget=lce_budget(gw, settings, n),
+        trace.question, truth, trace.steps, gca.deviations, graph_edges(gca.lce_graph),
+        max_chars=settings.max_corrected_step_chars, budget=lce_budget(gw, settings, n), style=settings.prompts,
     )
     original = [s.content for s in trace.steps]
     try:
@@ -154,13 +180,14 @@ def correct_trace(trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSetti
                               item=item or trace.id, max_tokens=max_tokens)
     except StructuredOutputError as exc:
         return _fallback(original, exc.raw, settings)
-    return normalise_correction(original, reply.steps, max_chars=settings.max_corrected_step_chars)
+    return normalise_correction(original, [(e.step, e.content) for e in reply.steps],
+                                max_chars=settings.max_corrected_step_chars)
 
 
 def _fallback(original: Sequence[str], raw: str, settings: DcfaSettings) -> Correction:
     steps = _lenient_steps(raw)
     out = normalise_correction(original, steps, max_chars=settings.max_corrected_step_chars)
-    if out.fallback is None:  # right count but invalid otherwise (e.g. non-strings)
+    if out.fallback is None:  # readable entries, but the reply was invalid otherwise
         out = out._replace(fallback="invalid reply, read leniently")
     return out
 
@@ -168,6 +195,13 @@ def _fallback(original: Sequence[str], raw: str, settings: DcfaSettings) -> Corr
 def lce_budget(gw: Gateway, settings: DcfaSettings, n: int) -> int:
     """Character budget of the trace block in every ``dcfa.lce`` prompt of an N-step trace
     (one budget for Correct, Simulation and DED, so their prompts share prefixes)."""
-    ctx = gw.profile_for(STAGE).context_window
-    biggest = max(_correct_max_tokens(n, settings, ctx), settings.simulation_max_tokens, settings.ded_max_tokens)
+    biggest = max(_correct_max_tokens(n, settings, gw), *lce_tokens(gw, settings))
     return trace_budget(gw, STAGE, settings, biggest)
+
+
+def lce_tokens(gw: Gateway, settings: DcfaSettings) -> tuple[int, int, int]:
+    """Completion caps (tokens) of Simulation, DED and the no-truth judge: the settings, else
+    the profile's budget (:func:`agentcausal.presets.completion_budget`)."""
+    return (completion_budget(gw, STAGE, settings.simulation_max_tokens),
+            completion_budget(gw, STAGE, settings.ded_max_tokens),
+            completion_budget(gw, STAGE, settings.judge_max_tokens))

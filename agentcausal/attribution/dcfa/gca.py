@@ -6,12 +6,22 @@ Three processes over the whole trace:
   each with a short reason;
 * **CGC** (causal-inspired dependency graph construction, eqs. 3 to 6): edges
   p -> q kept only when p < q (temporality) and the model judges step p
-  necessary and sufficient for step q. What the model returns is validated
-  (:func:`validate_edges`): self-loops, edges with p >= q, out-of-range
-  steps and duplicates are dropped and counted. The graph is a
+  necessary and sufficient for step q. Under the ``paper`` prompts every
+  edge of the one reply carries the three judgements and a reason
+  (:class:`~agentcausal.attribution.dcfa.prompts.JudgedEdge`); an edge is
+  kept only if all three hold (no extra calls), and every judgement is
+  recorded (:attr:`GcaResult.edge_judgements`). Under ``small`` the prompt
+  states the criteria and the reply lists edges only. What the model returns
+  is validated (:func:`validate_edges`): self-loops, edges with p >= q,
+  out-of-range steps and duplicates are dropped and counted. The graph is a
   ``networkx.DiGraph`` over all steps 0..N-1 (V is every step, section 4.1.2);
 * **HG** (hypothesis generation, eq. 7): the hypothesised decisive step and
-  its reason, from the truth, the trace, the deviations and the graph.
+  its reason, from the truth (unless the method runs without it), the trace,
+  the deviations and *every* valid edge.
+
+When ``max_edges`` caps the graph (``small`` preset), the cap applies to the
+graph LCE searches, after HG: the edges closest to the hypothesis are kept
+(:func:`cap_edges`) and the number dropped is reported as ``capped``.
 
 By default MDI and CGC are one call and HG a second, as in the paper's
 appendix L; ``split_mdi_cgc`` makes MDI and CGC two calls. All calls use
@@ -21,7 +31,7 @@ References
 ----------
 Wang, Zehao, Lanjun Wang, Shilong Jin, Junjie Chen, and Yanghua Xiao. "DCFA: Dual-view
 Causal-inspired Attribution for Failure Reasoning in LLM-based Multi-agent Systems"
-(seed ``../shared/seeds/002_2c62354fb78fce0f.txt``; code github.com/wzhSteve/DCFA), section 4.1,
+(code github.com/wzhSteve/DCFA), section 4.1,
 appendix K (Algorithm 1), appendix L (Figures 9 and 10).
 """
 
@@ -35,6 +45,7 @@ import networkx as nx
 from agentcausal.attribution.dcfa import prompts
 from agentcausal.attribution.dcfa.settings import DcfaSettings
 from agentcausal.llm import Gateway
+from agentcausal.presets import completion_budget
 from agentcausal.traces.model import Trace
 from agentcausal.traces.render import budget_chars
 
@@ -47,6 +58,8 @@ __all__ = [
     "GcaResult",
     "validate_edges",
     "validate_deviations",
+    "cap_edges",
+    "gca_budgets",
     "graph_edges",
     "trace_budget",
     "run_gca",
@@ -63,10 +76,13 @@ class DroppedEdges(NamedTuple):
     self_loops: int = 0
     backward: int = 0  # p > q: violates temporality (eq. 3)
     duplicates: int = 0
+    capped: int = 0  # valid edges left out of the searched graph by ``max_edges``
+    not_causal: int = 0  # judged edges where temporal, necessary or sufficient was false
 
     @property
     def total(self) -> int:
-        return self.out_of_range + self.self_loops + self.backward + self.duplicates
+        return (self.out_of_range + self.self_loops + self.backward + self.duplicates + self.capped
+                + self.not_causal)
 
 
 class DroppedDeviations(NamedTuple):
@@ -104,10 +120,14 @@ class GcaResult(NamedTuple):
     ----------
     deviations : tuple of (step, reason), 0-based steps, validated
     dropped_deviations : DroppedDeviations
-    graph : networkx.DiGraph over all steps, validated edges
-    dropped_edges : DroppedEdges
+    graph : networkx.DiGraph over all steps, every validated edge (what HG saw)
+    dropped_edges : DroppedEdges (``capped``: edges left out of ``search_graph``)
     hypothesis_step : int, 0-based
     hypothesis_reason : str
+    search_graph : networkx.DiGraph or None, the graph LCE searches (``graph`` capped by
+        ``max_edges`` around the hypothesis); None = ``graph``
+    edge_judgements : tuple of dict, the CGC judgements of every proposed edge under the
+        ``paper`` prompts ({source, target, temporal, necessary, sufficient, reason, kept}); empty under ``small``
     """
 
     deviations: tuple[tuple[int, str], ...]
@@ -116,6 +136,13 @@ class GcaResult(NamedTuple):
     dropped_edges: DroppedEdges
     hypothesis_step: int
     hypothesis_reason: str
+    search_graph: nx.DiGraph | None = None
+    edge_judgements: tuple[dict, ...] = ()
+
+    @property
+    def lce_graph(self) -> nx.DiGraph:
+        """The graph LCE searches (``search_graph``, else ``graph``)."""
+        return self.graph if self.search_graph is None else self.search_graph
 
 
 def validate_edges(edges: Iterable[tuple[int, int]], n_steps: int, *, max_edges: int | None = None) -> GraphValidation:
@@ -123,7 +150,7 @@ def validate_edges(edges: Iterable[tuple[int, int]], n_steps: int, *, max_edges:
 
     Rules, in order (an edge is counted under the first rule it breaks):
     out of range (either end not in 0..n_steps-1), self-loop (p == q),
-    backward (p > q, eq. 3), duplicate (already kept, or ``max_edges``
+    backward (p > q, eq. 3), duplicate (already kept), capped (``max_edges``
     edges already kept).
 
     Parameters
@@ -131,7 +158,8 @@ def validate_edges(edges: Iterable[tuple[int, int]], n_steps: int, *, max_edges:
     edges : iterable of (p, q) int pairs, 0-based steps, as the model returned them
     n_steps : int, number of steps N of the trace (nodes are 0..N-1)
     max_edges : int or None, keep at most this many valid edges (first ones win);
-        later valid edges are counted under ``duplicates``
+        later valid edges are counted under ``capped`` (DCFA itself caps by closeness
+        to the hypothesis instead, :func:`cap_edges`)
 
     Returns
     -------
@@ -150,13 +178,13 @@ def validate_edges(edges: Iterable[tuple[int, int]], n_steps: int, *, max_edges:
     --------
     >>> g, d = validate_edges([(0, 2), (2, 2), (3, 1), (0, 2), (1, 9)], n_steps=4)
     >>> sorted(g.edges()), d
-    ([(0, 2)], DroppedEdges(out_of_range=1, self_loops=1, backward=1, duplicates=1))
+    ([(0, 2)], DroppedEdges(out_of_range=1, self_loops=1, backward=1, duplicates=1, capped=0, not_causal=0))
     """
     if n_steps < 1:
         raise ValueError(f"n_steps must be >= 1, got {n_steps}")
     g = nx.DiGraph()
     g.add_nodes_from(range(n_steps))
-    oor = loops = back = dup = 0
+    oor = loops = back = dup = cap = 0
     for p, q in edges:
         if not (0 <= p < n_steps and 0 <= q < n_steps):
             oor += 1
@@ -164,11 +192,53 @@ def validate_edges(edges: Iterable[tuple[int, int]], n_steps: int, *, max_edges:
             loops += 1
         elif p > q:
             back += 1
-        elif g.has_edge(p, q) or (max_edges is not None and g.number_of_edges() >= max_edges):
+        elif g.has_edge(p, q):
             dup += 1
+        elif max_edges is not None and g.number_of_edges() >= max_edges:
+            cap += 1
         else:
             g.add_edge(p, q)
-    return GraphValidation(g, DroppedEdges(oor, loops, back, dup))
+    return GraphValidation(g, DroppedEdges(oor, loops, back, dup, cap))
+
+
+def cap_edges(graph: nx.DiGraph, hypothesis: int, max_edges: int | None) -> tuple[nx.DiGraph, int]:
+    """Keep the ``max_edges`` edges closest to the hypothesis (the graph LCE searches).
+
+    Closeness of an edge (p, q) to the hypothesis h: 0 when p <= h <= q, else the
+    distance from h to the nearer end; ties go to the shorter edge, then the
+    earlier source. Every step stays a node.
+
+    Parameters
+    ----------
+    graph : networkx.DiGraph over 0-based steps
+    hypothesis : int, GCA's hypothesised step
+    max_edges : int or None; None = no cap (the graph itself is returned)
+
+    Returns
+    -------
+    (graph, dropped): the capped graph and the number of edges it left out.
+
+    Examples
+    --------
+    >>> g = nx.DiGraph([(0, 1), (1, 2), (4, 5), (2, 3)])
+    >>> h, d = cap_edges(g, 2, 2)
+    >>> sorted(h.edges()), d
+    ([(1, 2), (2, 3)], 2)
+    """
+    edges = graph_edges(graph)
+    if max_edges is None or len(edges) <= max_edges:
+        return graph, 0
+
+    def closeness(e: tuple[int, int]) -> tuple[int, int, int]:
+        p, q = e
+        d = 0 if p <= hypothesis <= q else min(abs(p - hypothesis), abs(q - hypothesis))
+        return d, q - p, p
+
+    keep = sorted(edges, key=closeness)[:max_edges]
+    out = nx.DiGraph()
+    out.add_nodes_from(graph.nodes())
+    out.add_edges_from(keep)
+    return out, len(edges) - len(keep)
 
 
 def validate_deviations(deviations: Iterable[tuple[int, str]], n_steps: int, *, max_deviations: int | None = None,
@@ -231,6 +301,27 @@ def trace_budget(gw: Gateway, stage: str, settings: DcfaSettings, max_tokens: in
     return budget_chars(gw.profile_for(stage).context_window, reserve_tokens=settings.reserve_tokens + max_tokens)
 
 
+def gca_budgets(gw: Gateway, settings: DcfaSettings) -> tuple[int, int]:
+    """Completion caps (tokens) of the MDI/CGC call and of HG: the settings, else the
+    profile's budget (:func:`agentcausal.presets.completion_budget`)."""
+    return (completion_budget(gw, STAGE, settings.gca_tokens), completion_budget(gw, STAGE, settings.hg_max_tokens))
+
+
+def _judged(raw_edges: Sequence[object]) -> tuple[list[tuple[int, int]], tuple[dict, ...], int]:
+    """Edges whose three judgements hold, every judgement as a record, and how many failed."""
+    kept, records, failed = [], [], 0
+    for e in raw_edges:
+        holds = bool(e.temporal and e.necessary and e.sufficient)
+        records.append({"source": e.source, "target": e.target, "temporal": e.temporal,
+                        "necessary": e.necessary, "sufficient": e.sufficient,
+                        "reason": e.reason.strip(), "kept": holds})
+        if holds:
+            kept.append((e.source, e.target))
+        else:
+            failed += 1
+    return kept, tuple(records), failed
+
+
 def run_gca(trace: Trace, gw: Gateway, settings: DcfaSettings, *, item: str | None = None) -> GcaResult:
     """Run MDI, CGC and HG on one trace (Algorithm 1).
 
@@ -238,7 +329,7 @@ def run_gca(trace: Trace, gw: Gateway, settings: DcfaSettings, *, item: str | No
     ----------
     trace : Trace, N steps, 0-based
     gw : Gateway; calls go to stage ``dcfa.gca``
-    settings : DcfaSettings (``split_mdi_cgc``, caps and ``max_tokens``)
+    settings : DcfaSettings (``prompts``, ``with_ground_truth``, ``split_mdi_cgc``, caps and budgets)
     item : str or None, the usage-ledger item of every call; None = ``trace.id``
 
     Returns
@@ -260,47 +351,60 @@ def run_gca(trace: Trace, gw: Gateway, settings: DcfaSettings, *, item: str | No
     n = len(trace)
     s = settings
     item = item or trace.id
-    budget = trace_budget(gw, STAGE, s, max(s.gca_tokens, s.hg_max_tokens))
+    style, judged = s.prompts, s.prompts == "paper"
+    gca_tokens, hg_tokens = gca_budgets(gw, s)
+    budget = trace_budget(gw, STAGE, s, max(gca_tokens, hg_tokens))
     if s.split_mdi_cgc:
         mdi = gw.structured(
             STAGE,
-            prompts.mdi_messages(trace.question, trace.steps, max_deviations=s.max_deviations, budget=budget),
+            prompts.mdi_messages(trace.question, trace.steps, max_deviations=s.max_deviations, budget=budget,
+                                 style=style),
             prompts.mdi_model(s.max_deviations, s.max_reason_chars),
-            item=item, max_tokens=s.gca_tokens,
+            item=item, max_tokens=gca_tokens,
         )
         devs = validate_deviations(((d.step, d.reason) for d in mdi.deviations), n,
                                    max_deviations=s.max_deviations, max_reason_chars=s.max_reason_chars)
         cgc = gw.structured(
             STAGE,
-            prompts.cgc_messages(trace.question, trace.steps, devs.deviations, max_edges=s.max_edges, budget=budget),
-            prompts.cgc_model(s.max_edges),
-            item=item, max_tokens=s.gca_tokens,
+            prompts.cgc_messages(trace.question, trace.steps, devs.deviations, max_edges=s.max_edges, budget=budget,
+                                 style=style),
+            prompts.cgc_model(s.max_edges, judged, s.max_reason_chars),
+            item=item, max_tokens=gca_tokens,
         )
-        raw_edges: Sequence[prompts.Edge] = cgc.edges
+        raw_edges: Sequence = cgc.edges
     else:
         joint = gw.structured(
             STAGE,
             prompts.gca_joint_messages(trace.question, trace.steps, max_deviations=s.max_deviations,
-                                       max_edges=s.max_edges, budget=budget),
-            prompts.gca_joint_model(s.max_deviations, s.max_edges, s.max_reason_chars),
-            item=item, max_tokens=s.gca_tokens,
+                                       max_edges=s.max_edges, budget=budget, style=style),
+            prompts.gca_joint_model(s.max_deviations, s.max_edges, s.max_reason_chars, judged),
+            item=item, max_tokens=gca_tokens,
         )
         devs = validate_deviations(((d.step, d.reason) for d in joint.deviations), n,
                                    max_deviations=s.max_deviations, max_reason_chars=s.max_reason_chars)
         raw_edges = joint.edges
-    graph = validate_edges(((e.source, e.target) for e in raw_edges), n, max_edges=s.max_edges)
+    judgements: tuple[dict, ...] = ()
+    not_causal = 0
+    if judged:
+        pairs, judgements, not_causal = _judged(raw_edges)
+    else:
+        pairs = [(e.source, e.target) for e in raw_edges]
+    graph = validate_edges(pairs, n)  # HG sees every valid edge; the cap applies to the searched graph
     hyp = gw.structured(
         STAGE,
-        prompts.hg_messages(trace.question, trace.ground_truth, trace.steps, devs.deviations,
-                            graph_edges(graph.graph), budget=budget),
+        prompts.hg_messages(trace.question, trace.ground_truth if s.with_ground_truth else None, trace.steps,
+                            devs.deviations, graph_edges(graph.graph), budget=budget, style=style),
         prompts.hypothesis_model(n, s.max_reason_chars),
-        item=item, max_tokens=s.hg_max_tokens,
+        item=item, max_tokens=hg_tokens,
     )
+    search_graph, capped = cap_edges(graph.graph, hyp.step, s.max_edges)
     return GcaResult(
         deviations=devs.deviations,
         dropped_deviations=devs.dropped,
         graph=graph.graph,
-        dropped_edges=graph.dropped,
+        dropped_edges=graph.dropped._replace(capped=capped, not_causal=not_causal),
         hypothesis_step=hyp.step,
         hypothesis_reason=hyp.reason.strip()[: s.max_reason_chars],
+        search_graph=search_graph if capped else None,
+        edge_judgements=judgements,
     )

@@ -1,19 +1,19 @@
 """LCE, the Local Counterfactual-inspired Enhancement module of DCFA (section 4.2, Algorithm 2).
 
 * **Correct** (eq. 8): one corrected version of the whole trace, conditioned
-  on the truth, the deviations and the graph, with exactly as many steps as
-  the original. The reply is one string per step, ``""`` meaning "unchanged"
-  (so unchanged steps cost no decode tokens and keep their full text). The
-  step count is validated (the gateway's repair loop re-asks); if the reply
-  is still wrong, the documented fallback (:func:`normalise_correction`)
-  keeps the first N strings and pads missing ones as unchanged, and records
-  which it did. A corrected step longer than ``max_corrected_step_chars`` is cut.
+  on the truth, the deviations and the graph, every step in place. The reply
+  names each step by number (``{step, content}``, ``""`` = unchanged), see
+  :mod:`agentcausal.attribution.dcfa.correct`.
 * **Counterfactual trace** for step i (:func:`splice`): corrected steps 0..i,
   original steps i+1..N-1; i = -1 is the original trace, i = N-1 the fully
   corrected one.
 * **Simulation** (eq. 9) predicts the counterfactual trace's final answer;
   **S(i)** = cosine(Enc(outcome i), Enc(truth)) (eq. 10), with Enc the
-  ``dcfa.embed`` stage. **S(-1)**, "nothing corrected", is defined as the
+  ``dcfa.embed`` stage. Without ground truth (the ``no_truth`` variant, beyond
+  the paper) S(i) is instead a judge's probability, in [0, 1], that outcome
+  i answers the question correctly (one ``dcfa.lce`` call per distinct
+  outcome; the judge sees the question and the outcome only). An empty
+  simulated outcome is an error (it cannot be scored). **S(-1)**, "nothing corrected", is defined as the
   score of simulating the *original* trace with the same prompt, so every
   S(i) is measured by the same simulator and ΔS(0) = S(0) - S(-1) compares
   like with like (the logged final answer is not used).
@@ -25,7 +25,8 @@
 * **Bidirectional greedy search** (:func:`bidirectional_search`): forward over
   the pivot's successors (edges p -> j), backward over its predecessors
   (edges k -> p), each taking the neighbour with the largest positive ΔS as
-  the next pivot, until none is positive or ``max_iterations`` moves.
+  the next pivot, until none is positive or ``max_iterations`` moves (None =
+  no cap: the search ends within n moves because edges point forward).
 * **DED**: the final decisive error among {hypothesis} and the visited
   pivots, given the truth, those steps and the graph (skipped when there is
   only one candidate).
@@ -39,7 +40,7 @@ References
 ----------
 Wang, Zehao, Lanjun Wang, Shilong Jin, Junjie Chen, and Yanghua Xiao. "DCFA: Dual-view
 Causal-inspired Attribution for Failure Reasoning in LLM-based Multi-agent Systems"
-(seed ``../shared/seeds/002_2c62354fb78fce0f.txt``; code github.com/wzhSteve/DCFA), section 4.2,
+(code github.com/wzhSteve/DCFA), section 4.2,
 eqs. 8 to 13; appendix K, Algorithm 2; appendix L, Figures 11 to 13.
 """
 
@@ -59,11 +60,13 @@ from agentcausal.attribution.dcfa.correct import (
     Correction,
     correct_trace,
     lce_budget,
+    lce_tokens,
     normalise_correction,
 )
 from agentcausal.attribution.dcfa.gca import GcaResult, graph_edges
 from agentcausal.attribution.dcfa.search import SearchResult, SearchStep, bidirectional_search, delta_s
 from agentcausal.attribution.dcfa.settings import DcfaSettings
+from agentcausal.exceptions import StructuredOutputError
 from agentcausal.llm import Gateway
 from agentcausal.traces.model import Step, Trace
 
@@ -224,13 +227,33 @@ class CounterfactualScorer:
     def _simulate(self, i: int) -> str:
         corr = self._correction
         assert corr is not None
+        s = self.settings
         steps = splice(self.trace.steps, corr.contents, i)
-        truth = self.trace.ground_truth if self.settings.simulation_sees_truth else None
+        truth = self.trace.ground_truth if s.simulation_sees_truth and s.with_ground_truth else None
         msgs = prompts.simulation_messages(self.trace.question, steps, i, truth=truth,
-                                           budget=lce_budget(self.gw, self.settings, len(self.trace)))
-        reply = self.gw.structured(STAGE, msgs, prompts.SimulatedOutcome, item=self.item,
-                                   max_tokens=self.settings.simulation_max_tokens)
-        return reply.outcome.strip()
+                                           budget=lce_budget(self.gw, s, len(self.trace)), style=s.prompts)
+        model = prompts.simulation_model(s.prompts)
+        reply = self.gw.structured(STAGE, msgs, model, item=self.item, max_tokens=lce_tokens(self.gw, s)[0])
+        outcome = reply.outcome.strip()
+        if not outcome:
+            raise StructuredOutputError(STAGE, model.__name__, "", 1, f"empty simulated outcome of T~({i})")
+        return outcome
+
+    def _judge(self, outcome: str) -> float:
+        reply = self.gw.structured(STAGE, prompts.judge_messages(self.trace.question, outcome), prompts.JudgeReply,
+                                   item=self.item, max_tokens=lce_tokens(self.gw, self.settings)[2])
+        return float(reply.probability)
+
+    def _score(self, outcomes: list[str]) -> list[float]:
+        """S of each outcome: cosine to the truth (eq. 10), or the judge's probability without truth."""
+        if not self.settings.with_ground_truth:
+            return list(self.pool.map(self._judge, outcomes)) if self.pool else [self._judge(o) for o in outcomes]
+        if self._truth is None:
+            vecs = self.gw.embed(EMBED_STAGE, [self.trace.ground_truth, *outcomes], item=self.item)
+            self._truth, vecs = vecs[0], vecs[1:]
+        else:
+            vecs = self.gw.embed(EMBED_STAGE, outcomes, item=self.item)
+        return [float(np.clip(np.dot(v, self._truth), -1.0, 1.0)) for v in vecs]
 
     @property
     def scores(self) -> dict[int, float]:
@@ -246,7 +269,7 @@ class CounterfactualScorer:
 
         Returns
         -------
-        dict i -> S(i), cosine in [-1, 1].
+        dict i -> S(i): cosine in [-1, 1], or a probability in [0, 1] without truth.
 
         Raises
         ------
@@ -265,15 +288,11 @@ class CounterfactualScorer:
             todo = sorted({c for c in canon.values() if c not in self.simulated})
         if todo:
             outcomes = list(self.pool.map(self._simulate, todo)) if self.pool else [self._simulate(c) for c in todo]
-            if self._truth is None:
-                vecs = self.gw.embed(EMBED_STAGE, [self.trace.ground_truth, *outcomes], item=self.item)
-                self._truth, vecs = vecs[0], vecs[1:]
-            else:
-                vecs = self.gw.embed(EMBED_STAGE, outcomes, item=self.item)
+            scores = self._score(outcomes)
             with self._lock:
-                for c, text, v in zip(todo, outcomes, vecs):
+                for c, text, v in zip(todo, outcomes, scores):
                     self.simulated[c] = text
-                    self._s[c] = float(np.clip(np.dot(v, self._truth), -1.0, 1.0))
+                    self._s[c] = v
         with self._lock:
             for i, c in canon.items():
                 self._s[i] = self._s[c]
@@ -314,10 +333,11 @@ def decide(trace: Trace, candidates: Sequence[int], graph: nx.DiGraph, gw: Gatew
         raise ValueError("DED needs at least one candidate step")
     if len(cands) == 1:
         return Decision(cands[0], "", True)
-    msgs = prompts.ded_messages(trace.question, trace.ground_truth, [trace.steps[c] for c in cands],
-                                graph_edges(graph), budget=lce_budget(gw, settings, len(trace)))
+    truth = trace.ground_truth if settings.with_ground_truth else None
+    msgs = prompts.ded_messages(trace.question, truth, [trace.steps[c] for c in cands],
+                                graph_edges(graph), budget=lce_budget(gw, settings, len(trace)), style=settings.prompts)
     reply = gw.structured(STAGE, msgs, prompts.decision_model(cands, settings.max_reason_chars),
-                          item=item or trace.id, max_tokens=settings.ded_max_tokens)
+                          item=item or trace.id, max_tokens=lce_tokens(gw, settings)[1])
     return Decision(int(reply.step), reply.reason.strip()[: settings.max_reason_chars], False)
 
 
@@ -350,7 +370,8 @@ def run_lce(trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSettings, *
     """
     with ThreadPoolExecutor(max_workers=settings.max_workers, thread_name_prefix="dcfa-sim") as pool:
         scorer = CounterfactualScorer(trace, gca, gw, settings, pool, item=item)
-        search = bidirectional_search(gca.graph, gca.hypothesis_step, scorer, max_iterations=settings.max_iterations)
+        cap = settings.max_iterations if settings.max_iterations is not None else len(trace)
+        search = bidirectional_search(gca.lce_graph, gca.hypothesis_step, scorer, max_iterations=cap)
     candidates = tuple(sorted(set(search.visited)))
-    decision = decide(trace, candidates, gca.graph, gw, settings, item=item)
+    decision = decide(trace, candidates, gca.lce_graph, gw, settings, item=item)
     return LceResult(search, candidates, decision, scorer.correction, scorer.scores, dict(scorer.simulated))

@@ -4,15 +4,30 @@ The :class:`~agentcausal.traces.model.Attribution` of a DCFA run carries in
 ``details`` (all JSON-serialisable):
 
 ``n_steps``; ``step_agents`` (agent of each step); ``gca_calls`` ("joint" or
-"split"); ``deviations`` (list of {step, reason}); ``dropped_deviations``;
-``edges`` (list of [p, q]); ``dropped_edges`` ({out_of_range, self_loops,
-backward, duplicates}); ``hypothesis`` ({step, agent, reason}); ``lce``
+"split"); ``preset_prompts`` ("paper" or "small") and ``prompt_version`` (of that
+prompt set); ``variant`` ("with_truth" or "no_truth"); ``deviations`` (list of
+{step, reason}); ``dropped_deviations``; ``edges`` (list of [p, q], every valid
+edge, what HG saw); ``search_edges`` (the edges LCE searched when ``max_edges``
+capped the graph, else None); ``edge_judgements`` (``paper`` prompts: every
+proposed edge with {temporal, necessary, sufficient, reason, kept});
+``dropped_edges`` ({out_of_range, self_loops, backward, duplicates, capped,
+not_causal}); ``hypothesis`` ({step, agent, reason}); ``lce``
 (None for the GCA-only ablation, else {corrected_steps, correct_fallback,
+correct_missing, correct_truncated,
 scores: list of {step, s} with step -1 = original trace, outcomes: list of
 {step, outcome} of the counterfactuals actually simulated,
 evaluated and path: lists of {direction, iteration, pivot, step, s, delta_s,
 accepted}, visited, stopped, candidates, decision: {step, reason, skipped},
 error}); ``final`` ({step, agent, reason, source: "ded" | "hypothesis"}).
+
+Any LCE failure (an endpoint error, an invalid, empty or over-long reply, a
+context overflow) falls back to the GCA hypothesis: ``details["lce"]`` is
+``{"error": "<ErrorClass>: <message>"}``, ``final.source`` is
+``"hypothesis"`` and the Attribution is marked degraded (``status`` and
+``status_detail``), so a trace whose GCA succeeded is never scored as failed.
+``details["lce"]["cause"]`` says whether the failure was one of content
+(``"content"``: a reply still invalid, cacheable) or of the run (``"run"``:
+transport, 401, timeout), which the ``attribute`` task returns without caching.
 
 ``usage`` holds the calls, tokens, cache hits and seconds of each DCFA stage
 for this trace and method: every call is booked under the ledger item
@@ -24,8 +39,7 @@ References
 ----------
 Wang, Zehao, Lanjun Wang, Shilong Jin, Junjie Chen, and Yanghua Xiao. "DCFA: Dual-view
 Causal-inspired Attribution for Failure Reasoning in LLM-based Multi-agent Systems"
-(seed ``../shared/seeds/002_2c62354fb78fce0f.txt``; code github.com/wzhSteve/DCFA), section 4 and
-appendix K; the "w/o LCE" ablation of its section 5.
+(code github.com/wzhSteve/DCFA), section 4 and appendix K; the "w/o LCE" ablation of its section 5.
 """
 
 from __future__ import annotations
@@ -38,9 +52,9 @@ from agentcausal.attribution.dcfa.gca import STAGE as GCA_STAGE
 from agentcausal.attribution.dcfa.gca import GcaResult, graph_edges, run_gca
 from agentcausal.attribution.dcfa.lce import EMBED_STAGE, LceResult, run_lce
 from agentcausal.attribution.dcfa.lce import STAGE as LCE_STAGE
-from agentcausal.attribution.dcfa.prompts import PROMPT_VERSION
+from agentcausal.attribution.dcfa.prompts import PROMPT_VERSIONS
 from agentcausal.attribution.dcfa.settings import DcfaSettings
-from agentcausal.exceptions import StructuredOutputError
+from agentcausal.exceptions import AgentCausalError, StructuredOutputError, is_content_failure
 from agentcausal.llm import Gateway, StageUsage
 from agentcausal.traces.model import Attribution, Trace
 
@@ -71,6 +85,8 @@ def _gca_details(trace: Trace, gca: GcaResult) -> dict[str, Any]:
         "deviations": [{"step": s, "reason": r} for s, r in gca.deviations],
         "dropped_deviations": gca.dropped_deviations._asdict(),
         "edges": [list(e) for e in graph_edges(gca.graph)],
+        "search_edges": None if gca.search_graph is None else [list(e) for e in graph_edges(gca.search_graph)],
+        "edge_judgements": list(gca.edge_judgements),
         "dropped_edges": gca.dropped_edges._asdict(),
         "hypothesis": {"step": h, "agent": trace.steps[h].agent, "reason": gca.hypothesis_reason},
     }
@@ -81,6 +97,8 @@ def _lce_details(lce: LceResult) -> dict[str, Any]:
     return {
         "corrected_steps": list(corr.changed) if corr else None,
         "correct_fallback": corr.fallback if corr else None,
+        "correct_missing": list(corr.missing) if corr else None,
+        "correct_truncated": list(corr.truncated) if corr else None,
         "scores": [{"step": i, "s": s} for i, s in sorted(lce.scores.items())],
         "outcomes": [{"step": i, "outcome": o[:300]} for i, o in sorted(lce.outcomes.items())],
         "evaluated": [e._asdict() for e in lce.search.evaluated],
@@ -108,8 +126,8 @@ def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str =
     Attribution with ``step``/``agent``/``reason`` of the decisive error
     (0-based step) and the DCFA record in ``details`` (see module docstring).
     A GCA reply that stays invalid gives an Attribution with ``error`` set and
-    no step; one in LCE falls back to the GCA hypothesis, recorded in
-    ``details["lce"]["error"]`` and marked ``status="degraded"``.
+    no step; any LCE failure falls back to the GCA hypothesis, is recorded in
+    ``details["lce"]["error"]`` and marks the Attribution degraded.
 
     Raises
     ------
@@ -124,10 +142,15 @@ def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str =
     item = usage_item(trace.id, method)
     before = _usage_snapshot(gw, item)
     stages = STAGES if settings.use_lce else (GCA_STAGE,)
-    base = dict(trace_id=trace.id, method=method, settings=settings.model_dump(), prompt_version=PROMPT_VERSION,
-                models={s: gw.model_for(s) for s in stages})
+    if not settings.with_ground_truth:
+        stages = tuple(s for s in stages if s != EMBED_STAGE)
+    base = dict(trace_id=trace.id, method=method, settings=settings.model_dump(),
+                prompt_version=PROMPT_VERSIONS[settings.prompts], models={s: gw.model_for(s) for s in stages})
     details: dict[str, Any] = {"n_steps": len(trace), "step_agents": [st.agent for st in trace.steps],
-                               "gca_calls": "split" if settings.split_mdi_cgc else "joint"}
+                               "gca_calls": "split" if settings.split_mdi_cgc else "joint",
+                               "preset_prompts": settings.prompts,
+                               "prompt_version": PROMPT_VERSIONS[settings.prompts],
+                               "variant": settings.variant}
     try:
         gca = run_gca(trace, gw, settings, item=item)
     except StructuredOutputError as exc:
@@ -137,19 +160,21 @@ def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str =
     details.update(_gca_details(trace, gca))
     step, reason, source = gca.hypothesis_step, gca.hypothesis_reason, "hypothesis"
     details["lce"] = None
+    degraded: str | None = None
     if settings.use_lce:
         try:
             lce = run_lce(trace, gca, gw, settings, item=item)
-        except StructuredOutputError as exc:
-            details["lce"] = {"error": str(exc)}
+        except AgentCausalError as exc:  # endpoint, invalid/empty reply, context overflow: keep GCA's answer
+            degraded = f"LCE failed, GCA hypothesis kept: {type(exc).__name__}: {exc}"[:500]
+            # "run": a failure of the run (transport, 401, timeout), which an orchestrator must not cache
+            details["lce"] = {"error": f"{type(exc).__name__}: {exc}",
+                              "cause": "content" if is_content_failure(exc) else "run"}
         else:
             details["lce"] = _lce_details(lce)
             if not lce.decision.skipped:
                 step, reason, source = lce.decision.step, lce.decision.reason, "ded"
     details["final"] = {"step": step, "agent": trace.steps[step].agent, "reason": reason, "source": source}
-    lce_error = (details["lce"] or {}).get("error")
     return Attribution(**base, step=step, agent=trace.steps[step].agent, reason=reason, details=details,
                        usage=_usage_diff(before, _usage_snapshot(gw, item)),
                        seconds=time.perf_counter() - t0,
-                       status="degraded" if lce_error else "complete",
-                       status_detail=f"LCE failed, GCA hypothesis kept: {lce_error[:300]}" if lce_error else None)
+                       status="degraded" if degraded else "complete", status_detail=degraded)

@@ -28,23 +28,33 @@ def revised_through(body: dict[str, Any]) -> int:
 
 
 def kind_of(body: dict[str, Any]) -> str:
-    """Which DCFA prompt a request carries."""
+    """Which DCFA prompt a request carries (either prompt set, ``small`` or ``paper``)."""
     u = user_text(body)
     if "Minor deviations found:" in u:
         return "cgc"
-    if "1. Minor deviations" in u:
+    if "1. Minor deviations" in u or ("Task 1, minor deviations" in u and "Task 2" in u):
         return "gca"
-    if "Minor deviations: list up to" in u:
+    if "Minor deviations: list up to" in u or "Task 1, minor deviations" in u:
         return "mdi"
-    if "Which step is the decisive error" in u:
+    if "Which step is the decisive error" in u or "Reason globally over this graph" in u:
         return "hg"
-    if "Write a corrected version" in u:
+    if "Write a corrected version" in u or "Write the corrected run" in u:
         return "correct"
-    if "Continue the run" in u:
+    if "Continue the run" in u or "Starting from the revised steps" in u:
         return "simulation"
-    if "candidates for the decisive error" in u:
+    if "candidates for the decisive error" in u or "candidate decisive errors" in u:
         return "ded"
+    if "How likely is it that this answer" in u:
+        return "judge"
     return "unknown"
+
+
+def is_paper(body: dict[str, Any]) -> bool:
+    """Whether the request uses the ``paper`` prompt set."""
+    u = user_text(body)
+    return any(m in u for m in ("Task 1, minor deviations", "Task 2, causal", "Reason globally",
+                                "Write the corrected run", "Starting from the revised steps",
+                                "candidate decisive errors", "How likely is it"))
 
 
 class DcfaResponder:
@@ -55,19 +65,26 @@ class DcfaResponder:
     deviations : list of (step, reason)
     edges : list of (p, q), as the "model" proposes them (may be invalid)
     hypothesis : int, HG's step (or a callable body -> reply text)
-    corrected : list of str, Correct's strings ("" = unchanged)
+    corrected : list of str, Correct's content per step ("" = unchanged), sent as {step, content}
+        entries in order; or a list of dicts sent as they are
     outcomes : mapping revised-through index -> simulated outcome (default "wrong")
     decision : int or None, DED's step (None = the largest candidate)
+    judgements : mapping (p, q) -> (temporal, necessary, sufficient) for ``paper`` edges (default all true)
+    probabilities : mapping outcome -> the no-truth judge's probability (default 0.1)
     """
 
     def __init__(self, *, deviations=((1, "wrong lookup"),), edges=(), hypothesis: int | Callable = 1,
-                 corrected=("",) * 6, outcomes: Mapping[int, str] | None = None, decision: int | None = None):
+                 corrected=("",) * 6, outcomes: Mapping[int, str] | None = None, decision: int | None = None,
+                 judgements: Mapping[tuple[int, int], tuple[bool, bool, bool]] | None = None,
+                 probabilities: Mapping[str, float] | None = None):
         self.deviations = list(deviations)
         self.edges = list(edges)
         self.hypothesis = hypothesis
         self.corrected = list(corrected)
         self.outcomes = dict(outcomes or {})
         self.decision = decision
+        self.judgements = dict(judgements or {})
+        self.probabilities = dict(probabilities or {})
         self.calls: list[str] = []
         self.simulated: list[int] = []
         self._lock = threading.Lock()
@@ -80,7 +97,14 @@ class DcfaResponder:
         with self._lock:
             self.calls.append(kind)
         devs = [{"step": s, "reason": r} for s, r in self.deviations]
-        edges = [{"source": p, "target": q} for p, q in self.edges]
+        if is_paper(body):
+            edges = []
+            for p, q in self.edges:
+                t, n, s = self.judgements.get((p, q), (True, True, True))
+                edges.append({"source": p, "target": q, "reason": "uses its value", "temporal": t,
+                              "necessary": n, "sufficient": s})
+        else:
+            edges = [{"source": p, "target": q} for p, q in self.edges]
         if kind == "gca":
             return json.dumps({"deviations": devs, "edges": edges})
         if kind == "mdi":
@@ -92,12 +116,19 @@ class DcfaResponder:
                 return self.hypothesis(body)
             return json.dumps({"step": self.hypothesis, "reason": "origin of the wrong value"})
         if kind == "correct":
-            return json.dumps({"steps": self.corrected})
+            entries = [c if isinstance(c, dict) else {"step": i, "content": c} for i, c in enumerate(self.corrected)]
+            return json.dumps({"steps": entries})
         if kind == "simulation":
             i = revised_through(body)
             with self._lock:
                 self.simulated.append(i)
-            return json.dumps({"outcome": self.outcomes.get(i, "wrong")})
+            out = {"outcome": self.outcomes.get(i, "wrong")}
+            if is_paper(body):
+                out = {"reasoning": "the revised value flows on", **out}
+            return json.dumps(out)
+        if kind == "judge":
+            m = re.search(r"<data>\n?(.*?)\n?</data>", user_text(body), re.S)
+            return json.dumps({"probability": self.probabilities.get(m.group(1).strip() if m else "", 0.1)})
         if kind == "ded":
             cands = [int(x) for x in re.findall(r'<step n="(\d+)">', user_text(body))]
             return json.dumps({"step": self.decision if self.decision is not None else max(cands),
@@ -115,3 +146,11 @@ def make_trace(n: int = 6, tid: str = "examples/arith", step: int = 1) -> Trace:
 def wrong_lookup_at_step_1() -> Trace:
     """Six steps; the annotated decisive error is step 1."""
     return make_trace()
+
+
+def small(**overrides: Any):
+    """DcfaSettings of the ``small`` preset (today's caps and wording) with overrides."""
+    from agentcausal.attribution.dcfa import PRESETS, DcfaSettings
+    from agentcausal.presets import resolve
+
+    return resolve(DcfaSettings, PRESETS, "small", overrides)

@@ -14,7 +14,7 @@ from agentcausal.attribution.dcfa.gca import (
     validate_edges,
 )
 from agentcausal.exceptions import StructuredOutputError
-from tests.attribution.dcfa.conftest import DcfaResponder, kind_of, user_text
+from tests.attribution.dcfa.conftest import DcfaResponder, kind_of, user_text, small
 
 
 # ------------------------------------------------------------------ validation
@@ -31,7 +31,7 @@ def test_validate_edges_drops_and_counts_each_kind():
 
 def test_validate_edges_caps_count():
     g, dropped = validate_edges([(0, 1), (1, 2), (2, 3)], n_steps=4, max_edges=2)
-    assert graph_edges(g) == [(0, 1), (1, 2)] and dropped.duplicates == 1
+    assert graph_edges(g) == [(0, 1), (1, 2)] and dropped.capped == 1 and dropped.duplicates == 0  # reported as such
 
 
 def test_validate_edges_needs_a_step():
@@ -51,7 +51,7 @@ def test_gca_joint_is_two_calls_and_validates_the_graph(fake_server, make_gatewa
     fake_server.responder = r = DcfaResponder(deviations=[(1, "wrong lookup"), (9, "bogus")],
                                               edges=[(1, 2), (2, 1), (3, 3), (1, 2), (2, 7)], hypothesis=1)
     gw = make_gateway(fake_server)
-    out = run_gca(wrong_lookup_at_step_1, gw, DcfaSettings())
+    out = run_gca(wrong_lookup_at_step_1, gw, small())
     assert r.calls == ["gca", "hg"]
     assert out.deviations == ((1, "wrong lookup"),)
     assert graph_edges(out.graph) == [(1, 2)]
@@ -65,13 +65,13 @@ def test_gca_joint_is_two_calls_and_validates_the_graph(fake_server, make_gatewa
     cut = gca_prompt.index("</trace>") + len("</trace>")
     assert hg_prompt[:cut] == gca_prompt[:cut]
     for b in fake_server.chat_requests:
-        assert b["max_tokens"] in (DcfaSettings().gca_tokens, DcfaSettings().hg_max_tokens)
+        assert b["max_tokens"] in (small().gca_tokens, small().hg_max_tokens)
         assert b["response_format"]["type"] == "json_schema"
 
 
 def test_gca_split_makes_three_calls(fake_server, make_gateway, wrong_lookup_at_step_1):
     fake_server.responder = r = DcfaResponder(edges=[(1, 3)], hypothesis=3)
-    out = run_gca(wrong_lookup_at_step_1, make_gateway(fake_server), DcfaSettings(split_mdi_cgc=True))
+    out = run_gca(wrong_lookup_at_step_1, make_gateway(fake_server), small(split_mdi_cgc=True))
     assert r.calls == ["mdi", "cgc", "hg"]
     assert "- step 1: wrong lookup" in user_text(fake_server.chat_requests[1])
     assert graph_edges(out.graph) == [(1, 3)] and out.hypothesis_step == 3
@@ -80,7 +80,7 @@ def test_gca_split_makes_three_calls(fake_server, make_gateway, wrong_lookup_at_
 def test_gca_hypothesis_out_of_range_is_repaired(fake_server, make_gateway, wrong_lookup_at_step_1):
     replies = iter([json.dumps({"step": 6, "reason": "x"}), json.dumps({"step": 5, "reason": "y"})])
     fake_server.responder = DcfaResponder(hypothesis=lambda body: next(replies))
-    out = run_gca(wrong_lookup_at_step_1, make_gateway(fake_server), DcfaSettings())
+    out = run_gca(wrong_lookup_at_step_1, make_gateway(fake_server), small())
     assert out.hypothesis_step == 5
     assert [kind_of(b) for b in fake_server.chat_requests] == ["gca", "hg", "hg"]
 
@@ -88,4 +88,4 @@ def test_gca_hypothesis_out_of_range_is_repaired(fake_server, make_gateway, wron
 def test_gca_raises_when_hypothesis_stays_invalid(fake_server, make_gateway, wrong_lookup_at_step_1):
     fake_server.responder = DcfaResponder(hypothesis=lambda body: json.dumps({"step": 99, "reason": "x"}))
     with pytest.raises(StructuredOutputError, match="HypothesisReply"):
-        run_gca(wrong_lookup_at_step_1, make_gateway(fake_server), DcfaSettings())
+        run_gca(wrong_lookup_at_step_1, make_gateway(fake_server), small())

@@ -72,18 +72,19 @@ def test_canonical_index_skips_unchanged_steps():
 
 # ------------------------------------------------------------------ Correct fallback
 def test_correction_empty_string_and_copies_mean_unchanged():
-    c = normalise_correction(["a", "b", "c"], ["", " b ", "C"])
-    assert c.contents == ("a", "b", "C") and c.changed == (2,) and c.fallback is None
+    c = normalise_correction(["a", "b", "c"], [(0, ""), (1, " b "), (2, "C")])
+    assert c.contents == ("a", "b", "C") and c.changed == (2,) and c.fallback is None and c.missing == ()
 
 
-def test_correction_pads_short_reply_with_original_steps():
-    c = normalise_correction(["a", "b", "c", "d"], ["A"])
-    assert c.contents == ("A", "b", "c", "d") and c.changed == (0,) and c.fallback == "padded 1 -> 4"
+def test_correction_skipped_step_shifts_nothing():
+    # the reply skips step 1: step 2's correction stays at step 2 (matched by number, not position)
+    c = normalise_correction(["a", "b", "c", "d"], [(0, "A"), (2, "C"), (3, "")])
+    assert c.contents == ("A", "b", "C", "d") and c.changed == (0, 2) and c.missing == (1,)
 
 
-def test_correction_truncates_long_reply():
-    c = normalise_correction(["a", "b"], ["A", "B", "C"])
-    assert c.contents == ("A", "B") and c.fallback == "truncated 3 -> 2"
+def test_correction_ignores_repeated_and_out_of_range_entries():
+    c = normalise_correction(["a", "b"], [(1, "B"), (1, "Z"), (5, "X"), (-1, "Y")])
+    assert c.contents == ("a", "B") and c.fallback == "ignored 3 entries (out of range or repeated)"
 
 
 def test_correction_unparseable_corrects_nothing():
@@ -92,8 +93,15 @@ def test_correction_unparseable_corrects_nothing():
 
 
 def test_correction_caps_step_length():
-    c = normalise_correction(["a"], ["x" * 500], max_chars=40)
-    assert c.contents == ("x" * 40,)
+    c = normalise_correction(["a"], [(0, "x" * 500)], max_chars=40)
+    assert c.contents == ("x" * 40,) and c.truncated == (0,)
+
+
+def test_long_step_echoed_verbatim_is_unchanged():
+    # a 500-character step copied back is not "changed", even though the cap would cut it
+    long = "y" * 500
+    c = normalise_correction(["a", long], [(0, ""), (1, long + "\n")], max_chars=300)
+    assert c.changed == () and c.contents == ("a", long) and c.truncated == ()
 
 
 # ------------------------------------------------------------------ search on hand-built graphs

@@ -16,15 +16,19 @@ def test_hypothesis_model_bounds_step_to_trace():
     assert (schema["minimum"], schema["maximum"]) == (0, 3)
 
 
-def test_corrected_trace_model_needs_exactly_n_steps():
+def test_corrected_trace_model_names_steps_in_range():
     m = prompts.corrected_trace_model(3, 50)
-    assert m(steps=["", "b", ""]).steps == ["", "b", ""]
-    for bad in (["a"], ["a"] * 4):
-        with pytest.raises(ValidationError):
-            m(steps=bad)
-    items = m.model_json_schema()["properties"]["steps"]
-    assert (items["minItems"], items["maxItems"], items["items"]["maxLength"]) == (3, 3, 50)
-    assert m(steps=["x" * 80, "", ""]).steps[0] == "x" * 80  # maxLength is advisory: the caller cuts
+    reply = m(steps=[{"step": 1, "content": "b"}])
+    assert [(e.step, e.content) for e in reply.steps] == [(1, "b")]  # a step may be left out
+    with pytest.raises(ValidationError):
+        m(steps=[{"step": 3, "content": "x"}])
+    schema = m.model_json_schema()
+    assert schema["properties"]["steps"]["maxItems"] == 3
+    entry = schema["$defs"]["CorrectedStep"]["properties"]
+    assert (entry["step"]["minimum"], entry["step"]["maximum"], entry["content"]["maxLength"]) == (0, 2, 50)
+    assert m(steps=[{"step": 0, "content": "x" * 80}]).steps[0].content == "x" * 80  # advisory: the caller cuts
+    assert "maxLength" not in prompts.corrected_trace_model(3, None).model_json_schema()["$defs"]["CorrectedStep"][
+        "properties"]["content"]
 
 
 def test_decision_model_is_an_enum_of_candidates():

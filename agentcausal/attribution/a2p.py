@@ -1,0 +1,229 @@
+"""A2P (Abduct–Act–Predict): one full-trace call that reasons as a counterfactual before it attributes.
+
+A2P scaffolds the All-at-Once question with the three steps of a structural
+counterfactual. In one prompt the model (1) **abducts** the hidden cause of the
+failure (a knowledge gap, misreading or flawed assumption behind one agent's
+action) and picks the error that is its most plausible root; (2) **acts**: it
+writes the minimal corrective action an agent should have taken at that step;
+(3) **predicts** the next few turns after that intervention and whether the
+corrected run would reach the correct answer. It then names the agent and the
+step of the decisive error. One call per trace, a prompt of about 300 tokens
+plus the trace (the DCFA paper's appendix E counts A2P so); the reply is an
+:class:`A2PReply` whose reasoning fields come before the verdict, so the model
+writes them first. In every preset ``agent`` is an enum of the trace's own
+agents (JSON schema), and ``step`` is range-checked.
+
+* ``paper`` (:data:`PAPER_TEMPLATE`, after A2P's released prompt): a forced
+  single choice (agent and step required, step bounded to ``0..n-1`` in the
+  schema, so an out-of-range step goes through the gateway's repair loop); the
+  prediction spans ``horizon_min..horizon_max`` turns (3-5, as A2P's prompt);
+  reasoning fields up to ``field_chars`` characters each.
+* ``small`` (:data:`TEMPLATE`): short wording for sub-2B models, short
+  reasoning fields, and the "undetermined" escape (``step`` and ``agent``
+  null); a step outside ``0..n-1`` is recorded as undetermined with the raw
+  value in ``details["invalid_step"]``; a step without an agent takes the step's speaker.
+
+The prediction's verdict (``reverses_failure``) is recorded in ``details`` and
+does not change the attribution: A2P's code makes one pass and reads only the
+final attribution. Deviations from A2P's code: a JSON reply (schema-constrained)
+instead of the "Agent Name: / Step Number:" text format; the trace rendered
+with our delimiters and shortened to the context budget; and, beyond the
+paper (Who&When's second setting), ``with_ground_truth = False`` drops the
+correct answer from the prompt (A2P's prompt always shows it) and asks
+whether the corrected run would reach *a* correct answer.
+
+References
+----------
+West, A. et al. "Abduct, Act, Predict: Scaffolding Causal Inference for
+Automated Failure Attribution in Multi-Agent Systems." arXiv:2509.10401 (2025);
+code: github.com/jimmywang585/A2P (MIT).
+Zhang, S. et al. "Which Agent Causes Task Failures and When?" ICML 2025. arXiv:2505.00212.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, WithJsonSchema, create_model
+
+from agentcausal.attribution.common import (
+    BASELINE_STAGE,
+    BaselineSettings,
+    agent_names,
+    baseline_tokens,
+    system_prompt,
+    task_block,
+    trace_budget,
+    usage_item,
+)
+from agentcausal.attribution.registry import MethodSpec, register
+from agentcausal.llm import Gateway
+from agentcausal.llm.replies import ShortText
+from agentcausal.traces.model import Attribution, Trace
+from agentcausal.traces.render import render_steps_info
+
+__all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "PAPER_TEMPLATE", "A2PReply",
+           "A2PSettings", "build_messages", "reply_model", "run"]
+
+NAME = "a2p"
+#: version of each prompt set
+PROMPT_VERSIONS = {"paper": "a2p/paper-1", "small": "a2p/1"}
+PROMPT_VERSION = "+".join(PROMPT_VERSIONS[k] for k in sorted(PROMPT_VERSIONS))
+
+#: the ``paper`` user message (A2P's scaffold); fields: task, trace, n_last, h_min, h_max, outcome
+PAPER_TEMPLATE = (
+    "Multiple agents collaborated on the task below and produced an incorrect solution. Identify the root "
+    "cause of the failure with structured causal inference: Abduct, Act, Predict.\n\n{task}\n\n"
+    "The conversation, steps 0 to {n_last}:\n{trace}\n\n"
+    "1. Abduction (infer hidden root causes): for each potentially problematic action, infer the hidden "
+    "factors that explain it (knowledge gaps, misinterpretations, flawed assumptions, missing information), "
+    "and identify the error that is the most plausible root cause of the failure.\n"
+    "2. Action (minimal corrective intervention): for that error, state the specific action the agent should "
+    "have taken instead: the minimal, concrete intervention that addresses the root cause.\n"
+    "3. Prediction (counterfactual trajectory): simulate the next {h_min} to {h_max} turns had the correct "
+    "action been taken, trace intervention -> intermediate effects -> outcome, and say whether this "
+    "trajectory would {outcome}.\n\n"
+    "Then give the attribution: the agent whose error is the decisive root cause of the failure, the step "
+    "number where that error first occurred, and the causal mechanism linking it to the failure. The error "
+    "you name must be decisive: corrected by your intervention, the outcome would change from failure to "
+    "success. You must name one agent and one step."
+)
+
+#: the ``small`` user message; fields as in :data:`PAPER_TEMPLATE`
+TEMPLATE = (
+    "{task}\n\nThe run, steps 0 to {n_last}:\n{trace}\n\n"
+    "Answer in three short parts, then the verdict. Abduction: what hidden mistake made the run fail? "
+    "Action: what should that step have done instead? Prediction: with that fix, would the run {outcome}? "
+    "Verdict: the agent and the step number of the decisive error; null for both only if you cannot tell."
+)
+
+
+class A2PReply(BaseModel):
+    """Your Abduct-Act-Predict analysis of the failed run, then the decisive error."""
+
+    abduction: str = Field(description="The hidden root cause of the failure and the error it explains.")
+    action: str = Field(description="The minimal corrective action the agent should have taken at that step.")
+    prediction: str = Field(description="The next few turns after the correction, and their outcome.")
+    reverses_failure: bool = Field(description="Would the corrected run reach the correct answer?")
+    agent: str | None = Field(description="Name of the agent who made the decisive error, as shown.")
+    step: int | None = Field(description="Step number where the decisive error first occurred.")
+    reason: str = Field(description="The causal mechanism linking the error to the failure.")
+
+
+class A2PSettings(BaselineSettings):
+    """Settings of A2P (see :class:`~agentcausal.attribution.common.BaselineSettings` for the shared ones).
+
+    Attributes
+    ----------
+    horizon_min, horizon_max : int, turns the prediction simulates after the intervention
+        (the paper's "short horizon"; 3 to 5 in A2P's released prompt; ``paper`` prompt only, a
+        ``horizon_max`` below ``horizon_min`` counts as ``horizon_min``)
+    field_chars : int, the most characters of each reasoning field of the reply (abduction, action,
+        prediction, reason; a schema ``maxLength``, longer text is truncated). Not in the paper, whose
+        code asks for a reason under 150 words and leaves the rest to the completion cap; ``paper``:
+        2000, ``small``: 240 (a 0.5B model must finish the JSON within its cap)
+    """
+
+    horizon_min: int = Field(3, ge=1)
+    horizon_max: int = Field(5, ge=1)
+    field_chars: int = Field(2000, ge=40)
+
+
+#: presets (:mod:`agentcausal.presets`); fields not listed keep the ``paper`` defaults
+PRESETS: dict[str, dict[str, Any]] = {
+    "paper": {},
+    "small": {"prompts": "small", "max_tokens": 384, "field_chars": 240},
+}
+
+
+@functools.lru_cache(maxsize=256)
+def reply_model(agents: tuple[str, ...], n_steps: int, forced: bool, field_chars: int) -> type[A2PReply]:
+    """The reply model of one trace.
+
+    ``agent`` is an enum of ``agents``; ``forced`` (``paper``) makes agent and step
+    required and bounds step to ``0..n_steps-1``; otherwise both may be null.
+    Reasoning fields carry ``maxLength = field_chars``.
+    """
+    # an enum even for one agent (pydantic writes a one-value Literal as "const", which fewer servers take)
+    agent_t = Annotated[Literal[agents], WithJsonSchema({"type": "string", "enum": list(agents)})]  # type: ignore
+    text = {name: (ShortText(field_chars), Field(description=A2PReply.model_fields[name].description))
+            for name in ("abduction", "action", "prediction", "reason")}
+    if forced:
+        who = {"agent": (agent_t, Field(description="Name of the agent who made the decisive error, as shown.")),
+               "step": (int, Field(ge=0, le=max(n_steps - 1, 0),
+                                   description="Step number where the decisive error first occurred."))}
+    else:
+        who = {"agent": (agent_t | None, Field(description="Name of the agent who made the decisive error, as "
+                                                           "shown; null if undetermined.")),
+               "step": (int | None, Field(description="Step number of the decisive error; null if undetermined."))}
+    return create_model("A2PReply", __base__=A2PReply, **text, **who)
+
+
+def build_messages(trace: Trace, settings: A2PSettings, budget: int | None) -> tuple[list[dict[str, str]],
+                                                                                      tuple[int, ...]]:
+    """The chat messages for one trace and the 0-based steps the budget shortened.
+
+    Parameters
+    ----------
+    trace : Trace
+    settings : A2PSettings
+    budget : int or None, characters of trace text allowed
+
+    Returns
+    -------
+    (messages, shortened)
+    """
+    rendered = render_steps_info(trace.steps, budget)
+    template = PAPER_TEMPLATE if settings.prompts == "paper" else TEMPLATE
+    outcome = "lead to the correct answer" if settings.with_ground_truth else "lead to a correct answer"
+    user = template.format(task=task_block(trace, settings.with_ground_truth), trace=rendered.text,
+                           n_last=len(trace) - 1, h_min=settings.horizon_min,
+                           h_max=max(settings.horizon_min, settings.horizon_max), outcome=outcome)
+    sys = system_prompt("Abduct the root cause, define the corrective action, predict its outcome, then name "
+                        "the agent and the step of the decisive error.")
+    return [{"role": "system", "content": sys}, {"role": "user", "content": user}], rendered.shortened
+
+
+def run(trace: Trace, gw: Gateway, settings: A2PSettings) -> Attribution:
+    """Attribute one trace with A2P.
+
+    Parameters
+    ----------
+    trace : Trace, n steps
+    gw : Gateway; calls stage ``baseline`` once
+    settings : A2PSettings
+
+    Returns
+    -------
+    Attribution with the predicted 0-based step and agent (None when undetermined, ``small``);
+    ``details`` holds ``abduction``, ``action``, ``prediction``, ``reverses_failure``,
+    ``shortened`` (steps cut to fit the budget), ``prompt_version`` and, for an
+    out-of-range reply, ``invalid_step``.
+
+    Raises
+    ------
+    StructuredOutputError, EndpointUnreachableError, LLMCallError
+        From the gateway (:func:`~agentcausal.attribution.common.run_method` turns them into an error record).
+    """
+    messages, shortened = build_messages(trace, settings, trace_budget(gw, settings))
+    forced = settings.prompts == "paper"
+    model = reply_model(agent_names(trace), len(trace), forced, settings.field_chars)
+    reply = gw.structured(BASELINE_STAGE, messages, model, item=usage_item(trace.id, NAME),
+                          max_tokens=baseline_tokens(gw, settings))
+    version = PROMPT_VERSIONS[settings.prompts]
+    details: dict[str, object] = {"abduction": reply.abduction, "action": reply.action,
+                                  "prediction": reply.prediction, "reverses_failure": reply.reverses_failure,
+                                  "shortened": list(shortened), "prompt_version": version}
+    step, agent = reply.step, (reply.agent or "").strip() or None
+    if step is not None and not 0 <= step < len(trace):
+        details["invalid_step"] = step
+        step = None
+    if step is not None and agent is None:
+        agent = trace.steps[step].agent
+    return Attribution(trace_id=trace.id, method=NAME, step=step, agent=agent, reason=reply.reason,
+                       prompt_version=version, details=details)
+
+
+SPEC = register(MethodSpec(name=NAME, run=run, settings_model=A2PSettings, prompt_version=PROMPT_VERSION,
+                           stages=(BASELINE_STAGE,), presets=PRESETS))

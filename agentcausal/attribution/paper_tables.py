@@ -1,0 +1,307 @@
+"""The tables the DCFA paper reports, from one run's results frame.
+
+Every function reads a results frame (:func:`agentcausal.attribution.evaluate.results_frame`,
+one row per trace, method and repeat); DCFA's record is read from ``details_json``
+(see :mod:`agentcausal.attribution.dcfa.method`).
+
+* :func:`accuracy_by_level`: step accuracy by Who&When's trace-length levels
+  (the grouping of the DCFA paper's Figure 3, on Hand-Crafted).
+* :func:`gca_only_accuracy`: DCFA without LCE from the *stored* GCA hypothesis of
+  every ``dcfa`` row (the paper's Table 2, at no extra cost), and
+  :func:`lce_effect`: what LCE did to it (fixed / broken / unchanged).
+* :func:`lce_diagnostics`: expansions m (the paper's m ≈ 4.5), simulations, stop
+  reasons, DED skipped, Correct fallbacks, degraded rows, and whether the labelled
+  step reached the candidate set T^c, was a minor deviation or touched an edge.
+* :func:`graph_stats`: edges per graph per subset (the paper's Table 5) and cap hits.
+* :func:`signed_step_error_histogram`: predicted minus labelled step.
+* :func:`accuracy_over_repeats`: mean ± std of accuracy over repeats (the paper's Table 4).
+* :func:`speaker_mismatches`: traces whose labelled agent is not the speaker of the
+  labelled step (they cannot score on agent level from the step alone).
+
+References
+----------
+Wang, Zehao, Lanjun Wang, Shilong Jin, Junjie Chen, and Yanghua Xiao. "DCFA: Dual-view
+Causal-inspired Attribution for Failure Reasoning in LLM-based Multi-agent Systems"
+(code github.com/wzhSteve/DCFA), sections 5.3 and 5.4, Figure 3, Tables 2, 4 and 5.
+Zhang, S. et al. "Which Agent Causes Task Failures and When?" ICML 2025. arXiv:2505.00212.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from agentcausal.repeats import mean_std, repeat_of
+from agentcausal.traces.model import Trace, normalise_agent
+
+__all__ = [
+    "WHO_WHEN_LEVELS",
+    "who_when_level",
+    "accuracy_by_level",
+    "gca_only_accuracy",
+    "lce_effect",
+    "lce_diagnostics",
+    "graph_stats",
+    "signed_step_error_histogram",
+    "accuracy_over_repeats",
+    "speaker_mismatches",
+    "paper_tables_markdown",
+]
+
+#: Who&When's five trace-length levels (inclusive step counts). Who&When groups Hand-Crafted traces into
+#: five levels of context length and the DCFA paper's Figure 3 reuses them without stating the bounds; the
+#: text we have gives Hand-Crafted's range (5 to 130 steps), so the levels here are five equal-width bins over
+#: that range (our reading; change them here if Who&When's exact bounds are needed).
+WHO_WHEN_LEVELS = ((1, 29, "Level 1"), (30, 54, "Level 2"), (55, 79, "Level 3"), (80, 104, "Level 4"),
+                   (105, 10**9, "Level 5"))
+
+
+def _details(blob: Any) -> dict[str, Any]:
+    try:
+        return json.loads(blob or "{}")
+    except (TypeError, ValueError):
+        return {}
+
+
+def who_when_level(n_steps: int) -> str:
+    """The :data:`WHO_WHEN_LEVELS` label of a trace length.
+
+    >>> who_when_level(10), who_when_level(54), who_when_level(130)
+    ('Level 1', 'Level 2', 'Level 5')
+    """
+    for lo, hi, name in WHO_WHEN_LEVELS:
+        if lo <= n_steps <= hi:
+            return name
+    return WHO_WHEN_LEVELS[-1][2]
+
+
+def _step_acc(g: pd.DataFrame, col: str = "step_correct") -> float:
+    lab = g[g["true_step"].notna()]
+    return float(lab[col].fillna(False).astype(bool).mean()) if len(lab) else float("nan")
+
+
+def accuracy_by_level(df: pd.DataFrame, subset: str | None = "Hand-Crafted") -> pd.DataFrame:
+    """Step accuracy per (method, Who&When level) over labelled rows (of ``subset``; None = all).
+
+    Returns
+    -------
+    DataFrame: method, level, n, step_acc (fraction in [0, 1]).
+    """
+    d = df if subset is None else df[df["subset"] == subset]
+    d = d.assign(level=[who_when_level(int(n)) for n in d["n_steps"]])
+    rows = [{"method": m, "level": lv, "n": len(g), "step_acc": _step_acc(g)}
+            for (m, lv), g in d.groupby(["method", "level"], sort=True)]
+    return pd.DataFrame(rows, columns=["method", "level", "n", "step_acc"])
+
+
+def _dcfa_rows(df: pd.DataFrame, method: str = "dcfa") -> list[tuple[pd.Series, dict[str, Any]]]:
+    return [(r, _details(r["details_json"])) for _, r in df[df["method"] == method].iterrows()]
+
+
+def gca_only_accuracy(df: pd.DataFrame, method: str = "dcfa") -> pd.DataFrame:
+    """DCFA without LCE, scored from the GCA hypothesis stored with every ``method`` row.
+
+    Returns
+    -------
+    DataFrame: subset, n (labelled rows with a hypothesis), gca_step_acc, dcfa_step_acc (fractions).
+    """
+    rows = []
+    for r, d in _dcfa_rows(df, method):
+        h = (d.get("hypothesis") or {}).get("step")
+        if pd.isna(r["true_step"]) or h is None:
+            continue
+        rows.append({"subset": r["subset"], "gca": int(h) == int(r["true_step"]), "dcfa": bool(r["step_correct"])})
+    t = pd.DataFrame(rows, columns=["subset", "gca", "dcfa"])
+    out = [{"subset": s, "n": len(g), "gca_step_acc": g["gca"].mean(), "dcfa_step_acc": g["dcfa"].mean()}
+           for s, g in t.groupby("subset", sort=True)]
+    return pd.DataFrame(out, columns=["subset", "n", "gca_step_acc", "dcfa_step_acc"])
+
+
+def lce_effect(df: pd.DataFrame, method: str = "dcfa") -> pd.DataFrame:
+    """What LCE did to the GCA hypothesis, counted per subset.
+
+    fixed: hypothesis wrong, final right; broken: hypothesis right, final wrong;
+    unchanged_right / unchanged_wrong: both right / both wrong (on step level).
+
+    Returns
+    -------
+    DataFrame: subset, fixed, broken, unchanged_right, unchanged_wrong.
+    """
+    cols = ["fixed", "broken", "unchanged_right", "unchanged_wrong"]
+    acc: dict[str, Counter] = {}
+    for r, d in _dcfa_rows(df, method):
+        h = (d.get("hypothesis") or {}).get("step")
+        if pd.isna(r["true_step"]) or h is None:
+            continue
+        hyp_ok, fin_ok = int(h) == int(r["true_step"]), bool(r["step_correct"])
+        key = ("unchanged_right" if hyp_ok and fin_ok else "broken" if hyp_ok else
+               "fixed" if fin_ok else "unchanged_wrong")
+        acc.setdefault(r["subset"], Counter())[key] += 1
+    return pd.DataFrame([{"subset": s, **{c: int(c_.get(c, 0)) for c in cols}} for s, c_ in sorted(acc.items())],
+                        columns=["subset", *cols])
+
+
+def lce_diagnostics(df: pd.DataFrame, method: str = "dcfa") -> pd.DataFrame:
+    """LCE's economy and reach per subset (means over ``method`` rows that ran LCE).
+
+    Returns
+    -------
+    DataFrame: subset, traces, expansions_m (accepted pivot moves), evaluated (neighbours scored),
+    simulations (distinct counterfactual traces simulated), stop_<reason> counts per direction,
+    ded_skipped, correct_fallbacks, degraded (LCE failed, hypothesis kept), label_in_candidates,
+    label_was_deviation, label_on_edge (fractions over labelled rows).
+    """
+    acc: dict[str, dict[str, float]] = {}
+    for r, d in _dcfa_rows(df, method):
+        lce = d.get("lce")
+        if lce is None:
+            continue
+        a = acc.setdefault(r["subset"], Counter())
+        a["traces"] += 1
+        if lce.get("error") and "path" not in lce:
+            a["degraded"] += 1
+            continue
+        a["expansions_m"] += len(lce.get("path", []))
+        a["evaluated"] += len(lce.get("evaluated", []))
+        a["simulations"] += len(lce.get("outcomes", []))
+        for direction, why in (lce.get("stopped") or {}).items():
+            a[f"stop_{why}"] += 1
+        a["ded_skipped"] += bool((lce.get("decision") or {}).get("skipped"))
+        a["correct_fallbacks"] += lce.get("correct_fallback") is not None
+        if not pd.isna(r["true_step"]):
+            t = int(r["true_step"])
+            a["labelled"] += 1
+            a["label_in_candidates"] += t in lce.get("candidates", [])
+            a["label_was_deviation"] += t in [x["step"] for x in d.get("deviations", [])]
+            a["label_on_edge"] += any(t in e for e in d.get("edges", []))
+    rows = []
+    for s, a in sorted(acc.items()):
+        ran = max(1, a["traces"] - a["degraded"])
+        lab = max(1, a["labelled"])
+        row = {"subset": s, "traces": int(a["traces"]), "degraded": int(a["degraded"])}
+        for k in ("expansions_m", "evaluated", "simulations"):
+            row[k] = a[k] / ran
+        for k in sorted(k for k in a if k.startswith("stop_")):
+            row[k] = int(a[k])
+        row.update(ded_skipped=int(a["ded_skipped"]), correct_fallbacks=int(a["correct_fallbacks"]),
+                   label_in_candidates=a["label_in_candidates"] / lab, label_was_deviation=a["label_was_deviation"] / lab,
+                   label_on_edge=a["label_on_edge"] / lab)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def graph_stats(df: pd.DataFrame) -> pd.DataFrame:
+    """Dependency-graph statistics per (method, subset) of every DCFA row with a graph.
+
+    Returns
+    -------
+    DataFrame: method, subset, graphs, edges_mean, edges_max, cap_hits (graphs whose searched graph the
+    ``max_edges`` cap cut), capped_mean (edges cut), not_causal_mean (judged edges rejected).
+    """
+    rows = []
+    for (m, s), g in df.groupby(["method", "subset"], sort=True):
+        recs = [_details(b) for b in g["details_json"]]
+        recs = [d for d in recs if "edges" in d]
+        if not recs:
+            continue
+        edges = [len(d["edges"]) for d in recs]
+        capped = [int((d.get("dropped_edges") or {}).get("capped", 0)) for d in recs]
+        nc = [int((d.get("dropped_edges") or {}).get("not_causal", 0)) for d in recs]
+        rows.append({"method": m, "subset": s, "graphs": len(recs), "edges_mean": sum(edges) / len(edges),
+                     "edges_max": max(edges), "cap_hits": sum(c > 0 for c in capped),
+                     "capped_mean": sum(capped) / len(recs), "not_causal_mean": sum(nc) / len(recs)})
+    return pd.DataFrame(rows, columns=["method", "subset", "graphs", "edges_mean", "edges_max", "cap_hits",
+                                       "capped_mean", "not_causal_mean"])
+
+
+def signed_step_error_histogram(df: pd.DataFrame, max_bin: int = 5) -> pd.DataFrame:
+    """Counts of predicted minus labelled step per method (negative = too early), over labelled rows.
+
+    Columns ``"<=-max_bin"``, ``-max_bin+1`` .. ``max_bin-1``, ``">=max_bin"`` and ``"none"``
+    (undetermined or failed); indexed by method.
+    """
+    cols = [f"<=-{max_bin}", *[str(i) for i in range(-max_bin + 1, max_bin)], f">={max_bin}", "none"]
+    out = {}
+    for m, g in df[df["true_step"].notna()].groupby("method", sort=True):
+        c = dict.fromkeys(cols, 0)
+        for p, t in zip(g["pred_step"], g["true_step"]):
+            if pd.isna(p):
+                c["none"] += 1
+                continue
+            e = int(p) - int(t)
+            c[cols[0] if e <= -max_bin else f">={max_bin}" if e >= max_bin else str(e)] += 1
+        out[m] = c
+    return pd.DataFrame.from_dict(out, orient="index", columns=cols).rename_axis("method")
+
+
+def accuracy_over_repeats(df: pd.DataFrame) -> pd.DataFrame:
+    """Step and agent accuracy per method as mean ± sample std over repeats (``details["repeat"]``).
+
+    Returns
+    -------
+    DataFrame: method, repeats, step_acc_mean, step_acc_std, agent_acc_mean, agent_acc_std.
+    """
+    d = df.assign(repeat=[repeat_of(_details(b)) for b in df["details_json"]])
+    rows = []
+    for m, g in d.groupby("method", sort=True):
+        per = [(_step_acc(h), _step_acc(h, "agent_correct")) for _, h in g.groupby("repeat", sort=True)]
+        sm, ss = mean_std([p[0] for p in per])
+        am, as_ = mean_std([p[1] for p in per])
+        rows.append({"method": m, "repeats": len(per), "step_acc_mean": sm, "step_acc_std": ss,
+                     "agent_acc_mean": am, "agent_acc_std": as_})
+    return pd.DataFrame(rows, columns=["method", "repeats", "step_acc_mean", "step_acc_std", "agent_acc_mean",
+                                       "agent_acc_std"])
+
+
+def speaker_mismatches(traces: Sequence[Trace]) -> list[dict[str, Any]]:
+    """Labelled traces whose labelled agent is not the speaker of the labelled step.
+
+    Returns
+    -------
+    list of {trace_id, step, labelled_agent, speaker} (names as in the trace; compared after
+    :func:`~agentcausal.traces.model.normalise_agent`).
+    """
+    out = []
+    for t in traces:
+        if t.label is None or t.label.step is None or not 0 <= t.label.step < len(t):
+            continue
+        speaker = t.steps[t.label.step].agent
+        if normalise_agent(speaker) != normalise_agent(t.label.agent):
+            out.append({"trace_id": t.id, "step": t.label.step, "labelled_agent": t.label.agent, "speaker": speaker})
+    return out
+
+
+def _md(df: pd.DataFrame, index: bool = False) -> str:
+    from agentcausal.report.attribution import markdown_table
+
+    return markdown_table(df, index=index)
+
+
+def paper_tables_markdown(df: pd.DataFrame, meta: dict[str, Any] | None = None) -> str:
+    """The sections above as markdown (empty sections left out), for ``report.md``."""
+    parts: list[str] = []
+    lv = accuracy_by_level(df)
+    if len(lv):
+        parts += ["## Step accuracy by Who&When length level (Hand-Crafted)", "",
+                  "Levels: " + ", ".join(f"{n} {lo}-{hi if hi < 10**9 else '…'} steps" for lo, hi, n in WHO_WHEN_LEVELS)
+                  + " (see `WHO_WHEN_LEVELS` for where the bounds come from).", "", _md(lv), ""]
+    if (df["method"] == "dcfa").any():
+        parts += ["## DCFA without LCE (from the stored GCA hypothesis)", "", _md(gca_only_accuracy(df)), "",
+                  "## What LCE did (step level)", "", _md(lce_effect(df)), "",
+                  "## LCE diagnostics (means per trace that ran LCE)", "", _md(lce_diagnostics(df)), ""]
+    gs = graph_stats(df)
+    if len(gs):
+        parts += ["## Dependency graphs: edges per trace", "", _md(gs), ""]
+    parts += ["## Predicted − labelled step", "", _md(signed_step_error_histogram(df), index=True), ""]
+    rep = accuracy_over_repeats(df)
+    if len(rep) and rep["repeats"].max() > 1:
+        parts += ["## Accuracy over repeats (mean ± sample std)", "", _md(rep), ""]
+    mism = (meta or {}).get("speaker_mismatch") or []
+    if mism:
+        parts += [f"## Labelled agent is not the speaker of the labelled step ({len(mism)} traces)", "",
+                  "These cannot score on agent level from the step alone.", "", _md(pd.DataFrame(mism)), ""]
+    return "\n".join(["", *parts]) if parts else ""

@@ -1,0 +1,260 @@
+"""The run plan: what a run will do, readable before it spends anything (``--dry-run``).
+
+One schema for both verbs (:class:`Plan`)::
+
+    {"kind": "attribute" | "discover",
+     "items": [{"id", "path", "sha256", ("n", "d" for discover)}],
+     "methods": {name: {"preset", "variant", "settings": {...resolved fields...},
+                        "stages": {stage: "profile:model"}}},
+     "repeats": K,
+     "missing_keys": [ENV_VAR, ...],
+     ("anonymise": [...] for discover)}
+
+Building a plan reads trace files, dataset metadata and the profiles file;
+it starts no model, makes no request and needs no API key (keys that a
+stage would need and that are unset are listed under ``missing_keys``).
+The same plan is stored in the run folder's ``run.json`` (``meta["plan"]``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["PlanItem", "MethodPlan", "Plan", "stage_models", "missing_keys", "attribute_plan", "discover_plan"]
+
+
+class PlanItem(BaseModel):
+    """One input: a trace (attribute) or a dataset (discover).
+
+    Attributes
+    ----------
+    id : str, trace id or dataset name
+    path : str, the file or folder it is read from (as given)
+    sha256 : str, trace content hash (:meth:`Trace.content_hash`), or sha256 of the dataset file
+    n : int or None, rows (discover)
+    d : int or None, variables (discover)
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    path: str
+    sha256: str
+    n: int | None = None
+    d: int | None = None
+
+
+class MethodPlan(BaseModel):
+    """One method as it will run.
+
+    Attributes
+    ----------
+    preset : str, the settings preset (``paper`` or ``small``)
+    variant : str, ``with_truth`` or ``no_truth`` (attribution); ``default`` (discovery)
+    settings : dict, the resolved settings (every field)
+    stages : dict stage -> ``profile:model``
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    preset: str
+    variant: str
+    settings: dict[str, Any]
+    stages: dict[str, str]
+
+
+class Plan(BaseModel):
+    """What a run will do (see the module docstring for the JSON shape)."""
+
+    kind: Literal["attribute", "discover"]
+    items: list[PlanItem]
+    methods: dict[str, MethodPlan]
+    repeats: int = Field(1, ge=1)
+    missing_keys: list[str] = Field(default_factory=list)
+    anonymise: list[str] | None = None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The plan as one JSON-friendly dict (item ``n``/``d`` only for discover; ``anonymise`` only for discover)."""
+        out = self.model_dump(mode="json")
+        if self.kind == "attribute":
+            out.pop("anonymise", None)
+            out["items"] = [{k: v for k, v in it.items() if k not in ("n", "d")} for it in out["items"]]
+        elif out.get("anonymise") is None:
+            out["anonymise"] = []
+        return out
+
+    def dumps(self) -> str:
+        """One JSON object (what ``--dry-run`` prints)."""
+        return json.dumps(self.to_json_dict(), indent=2, sort_keys=False)
+
+
+def _profiles(profiles_path: str | None, routing: str):
+    from agentcausal.llm.profiles import load_profiles
+
+    return load_profiles(profiles_path, routing)
+
+
+def stage_models(profiles: Any, stages: Sequence[str]) -> dict[str, str]:
+    """``{stage: "profile:model"}`` for each stage (``"unrouted"`` when no route serves it)."""
+    from agentcausal.exceptions import AgentCausalError
+
+    out = {}
+    for st in stages:
+        try:
+            p = profiles.profile_for(st)
+            out[st] = f"{p.name}:{p.model}"
+        except AgentCausalError:
+            out[st] = "unrouted"
+    return out
+
+
+def missing_keys(profiles: Any, stages: Sequence[str]) -> list[str]:
+    """Environment variables a stage's profile reads its key from that are unset (sorted, unique)."""
+    from agentcausal.exceptions import AgentCausalError, MissingAPIKeyError
+
+    out = set()
+    for st in stages:
+        try:
+            profiles.profile_for(st).api_key()
+        except MissingAPIKeyError as exc:
+            p = profiles.profile_for(st)
+            out.add(p.api_key_env or str(exc))
+        except AgentCausalError:
+            continue
+    return sorted(out)
+
+
+def attribute_plan(paths: Sequence[str], methods: Sequence[str] = (), *,
+                   resolved: Mapping[str, Mapping[str, Any]],
+                   preset: str, routing: str, profiles_path: str | None = None, ids: Sequence[str] | None = None,
+                   limit: int | None = None, max_steps: int | None = None, repeats: int = 1,
+                   skip_invalid: bool = False, traces: Sequence[tuple[str, Any]] | None = None) -> Plan:
+    """The plan of ``agentcausal attribute``.
+
+    Parameters
+    ----------
+    paths : trace folders/files as given
+    methods : method names
+    resolved : method -> resolved settings (:func:`agentcausal.attribution.common.resolve_methods`)
+    preset : str, the preset the settings were resolved with
+    routing, profiles_path : the routing and profiles file
+    ids, limit, max_steps : the trace selection (:func:`agentcausal.traces.io.select_traces`)
+    repeats : int, runs per (trace, method)
+    skip_invalid : leave out invalid trace inputs (as the flow does with ``--skip-invalid``)
+    traces : (path, Trace) pairs already read (imported formats); None = read ``paths``
+
+    Returns
+    -------
+    Plan
+
+    Raises
+    ------
+    TraceFormatError, ConfigError
+        On a malformed trace file or an unknown routing/method.
+    """
+    from agentcausal.attribution.registry import get_method
+    from agentcausal.traces.io import load_traces, select_traces
+
+    if traces is None:
+        traces = [(str(p), t) for p in paths
+                  for t in (load_traces([p], skip_invalid=True) if skip_invalid else load_traces([p]))]
+    origin = {t.id: p for p, t in traces}
+    traces = select_traces([t for _, t in traces], ids=ids, limit=limit, max_steps=max_steps)
+    profiles = _profiles(profiles_path, routing)
+    all_stages: list[str] = []
+    mplans = {}
+    for m in methods:
+        spec = get_method(m)
+        st = dict(resolved[m])
+        stages = list(spec.stages)
+        if st.get("with_ground_truth") is False:
+            stages = [s for s in stages if not s.endswith(".embed")]  # the no-truth DCFA scores with a judge
+        all_stages += stages
+        mplans[m] = MethodPlan(preset=preset, variant="with_truth" if st.get("with_ground_truth", True) else "no_truth",
+                               settings=st, stages=stage_models(profiles, stages))
+    items = [PlanItem(id=t.id, path=origin[t.id], sha256=t.content_hash()) for t in traces]
+    return Plan(kind="attribute", items=items, methods=mplans, repeats=repeats,
+                missing_keys=missing_keys(profiles, all_stages))
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _dataset_item(spec: str, n: int) -> PlanItem:
+    """n, d and a file hash of a dataset, from metadata where that is cheap (bnlearn: the descriptions)."""
+    from agentcausal.discovery.datasets import BENCHMARKS, data_dir
+
+    key = spec.lower().replace("-", "_")
+    if key in ("auto", "autompg"):
+        key = "auto_mpg"
+    if key in BENCHMARKS:
+        root = data_dir()
+        desc_path = root / "descriptions" / f"{key}.json"
+        d = len(json.loads(desc_path.read_text()).get("variables", {}))
+        bif = root / "bnlearn" / f"{key}.bif.gz"
+        if bif.is_file():
+            return PlanItem(id=key, path=str(bif), sha256=_sha256_file(bif), n=n, d=d)
+        from agentcausal.discovery.datasets import load_dataset
+
+        ds = load_dataset(key, n=n)  # auto_mpg: a small CSV, every row
+        return PlanItem(id=key, path=str(desc_path), sha256=_sha256_file(desc_path), n=int(ds.data.shape[0]), d=d)
+    data_path, meta_path = spec.split("::", 1) if "::" in spec else (spec, str(Path(spec).with_suffix(".json")))
+    from agentcausal.discovery.datasets import load_user_dataset
+
+    ds = load_user_dataset(data_path, meta_path)
+    return PlanItem(id=ds.name, path=data_path, sha256=_sha256_file(Path(data_path)), n=int(ds.data.shape[0]),
+                    d=len(ds.variables))
+
+
+def discover_plan(datasets: Sequence[str], methods: Sequence[str], *, config: Any, preset: str, routing: str,
+                  profiles_path: str | None = None, n: int = 1000, repeats: int = 1,
+                  anonymise: Sequence[str] = ()) -> Plan:
+    """The plan of ``agentcausal discover``.
+
+    Parameters
+    ----------
+    datasets : dataset names or paths (expanded)
+    methods : discovery method names (resolved)
+    config : DiscoveryConfig
+    preset : str, the preset MAC's settings were resolved with
+    routing, profiles_path : the routing and profiles file
+    n : int, rows sampled from a bnlearn network
+    repeats : int, runs per (dataset, seed, method)
+    anonymise : variable-anonymisation choices (empty until that option exists)
+
+    Returns
+    -------
+    Plan with items carrying ``n`` and ``d``.
+
+    Raises
+    ------
+    DatasetError, ConfigError
+    """
+    from agentcausal.discovery.methods import STATISTICAL_METHODS, method_stages
+
+    profiles = _profiles(profiles_path, routing)
+    all_stages: list[str] = []
+    mplans = {}
+    for m in methods:
+        stages = list(method_stages(m, config))
+        all_stages += stages
+        if m in STATISTICAL_METHODS:
+            settings: dict[str, Any] = {"algorithm_timeout_s": config.algorithm_timeout_s}
+        else:
+            settings = config.mac.model_dump(mode="json")
+        mplans[m] = MethodPlan(preset=preset, variant="default", settings=settings,
+                               stages=stage_models(profiles, stages))
+    items = [_dataset_item(d, n) for d in datasets]
+    return Plan(kind="discover", items=items, methods=mplans, repeats=repeats,
+                missing_keys=missing_keys(profiles, all_stages), anonymise=list(anonymise))

@@ -1,0 +1,92 @@
+"""The DCFA paper's tables from a hand-built results frame (no LLM)."""
+
+import pandas as pd
+import pytest
+
+from agentcausal.attribution.evaluate import results_frame
+from agentcausal.attribution.paper_tables import (
+    accuracy_by_level,
+    accuracy_over_repeats,
+    gca_only_accuracy,
+    graph_stats,
+    lce_diagnostics,
+    lce_effect,
+    paper_tables_markdown,
+    signed_step_error_histogram,
+    speaker_mismatches,
+    who_when_level,
+)
+from agentcausal.traces.model import Attribution, Label, Step, Trace
+
+
+def _trace(tid, n, step, agent=None):
+    steps = [Step(index=i, agent=f"A{i % 2}", content=f"c{i}") for i in range(n)]
+    return Trace(id=tid, source="Hand-Crafted", question="q", ground_truth="a",
+                 steps=steps, label=Label(agent=agent or f"A{step % 2}", step=step))
+
+
+def _dcfa(tid, hyp, final, *, label_in=True, path=1, capped=0, repeat=0, edges=((0, 1), (1, 2))):
+    lce = {"path": [{}] * path, "evaluated": [{}] * (path + 1), "outcomes": [{}] * 2,
+           "stopped": {"forward": "no_positive", "backward": "no_neighbours"},
+           "decision": {"skipped": False}, "correct_fallback": None,
+           "candidates": [hyp, final] if label_in else [hyp]}
+    d = {"hypothesis": {"step": hyp}, "lce": lce, "edges": [list(e) for e in edges],
+         "deviations": [{"step": hyp, "reason": "r"}], "dropped_edges": {"capped": capped, "not_causal": 1}}
+    if repeat:
+        d["repeat"] = repeat
+    return Attribution(trace_id=tid, method="dcfa", step=final, agent="A0", details=d)
+
+
+@pytest.fixture
+def frame():
+    traces = [_trace("h/1", 10, 2), _trace("h/2", 40, 1), _trace("h/3", 10, 1)]
+    atts = [_dcfa("h/1", hyp=1, final=2), _dcfa("h/2", hyp=1, final=0, capped=3),
+            _dcfa("h/3", hyp=0, final=0, label_in=False)]
+    return results_frame(atts, traces), traces
+
+
+def test_levels():
+    assert [who_when_level(n) for n in (5, 30, 60, 90, 130)] == [f"Level {i}" for i in range(1, 6)]
+
+
+def test_gca_only_and_lce_effect(frame):
+    df, _ = frame
+    g = gca_only_accuracy(df).iloc[0]
+    assert g["n"] == 3 and g["gca_step_acc"] == pytest.approx(1 / 3) and g["dcfa_step_acc"] == pytest.approx(1 / 3)
+    e = lce_effect(df).iloc[0]
+    assert (e["fixed"], e["broken"], e["unchanged_right"], e["unchanged_wrong"]) == (1, 1, 0, 1)
+
+
+def test_lce_diagnostics_and_graph_stats(frame):
+    df, _ = frame
+    d = lce_diagnostics(df).iloc[0]
+    assert d["traces"] == 3 and d["expansions_m"] == 1 and d["simulations"] == 2
+    assert d["label_in_candidates"] == pytest.approx(2 / 3) and d["label_on_edge"] == pytest.approx(1.0)
+    assert d["stop_no_positive"] == 3
+    gs = graph_stats(df).iloc[0]
+    assert gs["edges_mean"] == 2 and gs["cap_hits"] == 1 and gs["capped_mean"] == 1
+
+
+def test_signed_histogram_and_levels(frame):
+    df, _ = frame
+    h = signed_step_error_histogram(df).loc["dcfa"]
+    assert h["0"] == 1 and h["-1"] == 2 and h["1"] == 0  # h/2 and h/3 predicted one step early
+    lv = accuracy_by_level(df)
+    assert set(lv["level"]) == {"Level 1", "Level 2"}
+
+
+def test_repeats_mean_std():
+    traces = [_trace("h/1", 10, 2)]
+    atts = [_dcfa("h/1", 1, 2), _dcfa("h/1", 1, 1, repeat=1)]
+    rep = accuracy_over_repeats(results_frame(atts, traces)).iloc[0]
+    assert rep["repeats"] == 2 and rep["step_acc_mean"] == pytest.approx(0.5)
+    assert rep["step_acc_std"] == pytest.approx(0.7071, abs=1e-3)
+
+
+def test_speaker_mismatch_flagged_in_report(frame):
+    df, traces = frame
+    odd = _trace("h/9", 4, 1, agent="A0")  # step 1 is spoken by A1
+    mism = speaker_mismatches([*traces, odd])
+    assert mism == [{"trace_id": "h/9", "step": 1, "labelled_agent": "A0", "speaker": "A1"}]
+    md = paper_tables_markdown(df, {"speaker_mismatch": mism})
+    assert "not the speaker of the labelled step (1 traces)" in md and "DCFA without LCE" in md
