@@ -3,6 +3,7 @@ task run per item and without a request; adding a method runs only that method; 
 content failures; chunk tasks give the same rows as one task per item."""
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -16,7 +17,13 @@ KEY = ["trace_id", "method"]
 
 
 def _responder(body):
-    return json.dumps(REPLIES[body["response_format"]["json_schema"]["name"]])
+    """The scripted reply, its agent one the schema allows (the reply schema lists each trace's agents)."""
+    schema = body["response_format"]["json_schema"]
+    reply = dict(REPLIES[schema["name"]])
+    enums = re.findall(r'"enum": \[("[^"]+")', json.dumps(schema))  # the agent enum, wherever the schema nests it
+    if "agent" in reply and enums and json.dumps(reply["agent"]) not in enums:
+        reply["agent"] = json.loads(enums[0])
+    return json.dumps(reply)
 
 
 @pytest.fixture
