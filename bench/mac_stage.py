@@ -6,10 +6,10 @@ and every pool algorithm is deterministic on fixed data, so it runs once) and
 each algorithm runs through :func:`agentcausal.discovery.methods.run_discovery`
 with the pool's data-type-aware defaults, in its own worker process, one at a
 time. Metrics come from :func:`agentcausal.discovery.metrics.evaluate_graph`
-(SHD with a reversal counted once; F1 over directed edges; skeleton F1), plus
-:func:`adjacency_f1`, the F1 over the entries of the adjacency matrices where an
-undirected (or bidirected, or circle) edge sets both directions: the convention
-of the issue's anchors (it reproduces them exactly on seed 0).
+with the one convention of every table (:data:`~agentcausal.discovery.metrics.METRIC_COLUMNS`:
+SHD, SHD₂, NHD, directed F1, skeleton F1; footer
+:data:`~agentcausal.discovery.metrics.METRICS_FOOTER`). Seed 0 is checked
+against the SHD anchors measured when issue 7 was filed.
 """
 
 from __future__ import annotations
@@ -22,33 +22,16 @@ from typing import Any
 from agentcausal.discovery.algorithms import ALGORITHMS, EXACT_SEARCH_SUPERGRAPH_ABOVE
 from agentcausal.discovery.datasets import MAIN_BENCHMARKS, load_dataset
 from agentcausal.discovery.methods import DiscoveryConfig, run_discovery
-from agentcausal.discovery.graph import CausalGraph
-from agentcausal.discovery.metrics import SHD_CONVENTION, evaluate_graph, prf
+from agentcausal.discovery.metrics import METRIC_COLUMNS, METRICS_FOOTER, evaluate_graph
 from bench.common import md_table
 
-__all__ = ["ANCHORS", "adjacency_f1", "run_mac_stage", "mac_markdown"]
+__all__ = ["ANCHORS", "run_mac_stage", "mac_markdown"]
 
-#: single-seed figures measured when the issue was filed (SHD, F1 by :func:`adjacency_f1`), n = 1000, seed 0
-ANCHORS: dict[tuple[str, str], tuple[int, float]] = {
-    ("earthquake", "pc"): (4, 0.60), ("earthquake", "ges"): (0, 1.00),
-    ("asia", "pc"): (6, 0.62), ("asia", "ges"): (3, 0.82),
-    ("child", "pc"): (10, 0.69), ("child", "fci"): (11, 0.80), ("child", "ges"): (17, 0.72),
-    ("auto_mpg", "pc"): (7, 0.14), ("auto_mpg", "ges"): (7, 0.56),
+#: single-seed SHD (reversal once) measured when issue 7 was filed, n = 1000, seed 0
+ANCHORS: dict[tuple[str, str], int] = {
+    ("earthquake", "pc"): 4, ("earthquake", "ges"): 0, ("asia", "pc"): 6, ("asia", "ges"): 3,
+    ("child", "pc"): 10, ("child", "fci"): 11, ("child", "ges"): 17, ("auto_mpg", "pc"): 7, ("auto_mpg", "ges"): 7,
 }
-
-
-def adjacency_f1(true: CausalGraph, pred: CausalGraph) -> float:
-    """F1 over ordered pairs ``(i, j)`` with ``A[i, j] = 1`` in ``to_adjacency()``.
-
-    An undirected, bidirected or circle edge claims both directions, so a
-    correct adjacency left unoriented earns half credit instead of none (the
-    directed F1 of :func:`~agentcausal.discovery.metrics.evaluate_graph` gives it none).
-    """
-    def pairs(g: CausalGraph) -> set[tuple[int, int]]:
-        a = g.to_adjacency()
-        return {(i, j) for i in range(len(a)) for j in range(len(a)) if a[i, j]}
-
-    return prf(pairs(true), pairs(pred))[2]
 
 
 def _warm_pool() -> float:
@@ -99,9 +82,8 @@ def run_mac_stage(datasets: Sequence[str] = MAIN_BENCHMARKS, seeds: Sequence[int
                                "seconds": round(out.seconds, 3), "error": out.error or None}
         if out.graph is not None and ds.true_graph is not None:
             m = evaluate_graph(ds.true_graph, out.graph)
-            row.update(shd=m.shd, f1_adj=round(adjacency_f1(ds.true_graph, out.graph), 3),
-                       f1=round(m.f1, 3), skeleton_f1=round(m.skeleton_f1, 3),
-                       nhd=round(m.nhd, 4), pred_edges=m.n_pred_edges, true_edges=m.n_true_edges)
+            row.update(shd=m.shd, shd2=m.shd2, nhd=round(m.nhd, 4), f1=round(m.f1, 3),
+                       skeleton_f1=round(m.skeleton_f1, 3), pred_edges=m.n_pred_edges, true_edges=m.n_true_edges)
         return row, out.details.get("choice")
 
     runs: list[dict[str, Any]] = []
@@ -114,14 +96,13 @@ def run_mac_stage(datasets: Sequence[str] = MAIN_BENCHMARKS, seeds: Sequence[int
             defaults.setdefault(row["dataset"], {})[row["algorithm"]] = choice
             runs.append(row)
             log(f"  {row['dataset']} seed {row['seed']} {row['algorithm']}: {row['seconds']:.1f} s, "
-                f"SHD {row.get('shd')}, F1 {row.get('f1_adj')}{' ' + row['error'] if row['error'] else ''}")
+                f"SHD {row.get('shd')}, F1 {row.get('f1')}{' ' + row['error'] if row['error'] else ''}")
     wall = time.perf_counter() - t1
     order = {(d, a): (i, j) for i, d in enumerate(datasets) for j, a in enumerate(algorithms)}
     runs.sort(key=lambda r: (order[(r["dataset"], r["algorithm"])], r["seed"]))
     return {"n": n, "seeds": list(seeds), "jobs": jobs, "runs": runs, "summary": _summary(runs, order),
             "defaults": defaults,
-            "conventions": {"shd": SHD_CONVENTION[1], "f1": "directed edges; undirected edges are no claim",
-                            "f1_adj": "adjacency-matrix entries; an undirected edge claims both directions"},
+            "conventions": {"columns": METRIC_COLUMNS, "footer": METRICS_FOOTER},
             "exact_search_bound": (f"max_parents=2; PC-skeleton super-graph (alpha 0.2) above "
                                    f"{EXACT_SEARCH_SUPERGRAPH_ABOVE} nodes"),
             "timeout_s": timeout_s, "pool_start_s": round(warm, 2), "dataset_load_s": round(load_s, 2),
@@ -148,10 +129,8 @@ def _summary(runs: Sequence[dict[str, Any]], order: dict[tuple[str, str], tuple[
         anchor = ANCHORS.get((name, alg))
         out.append({
             "dataset": name, "algorithm": alg, "runs": len(g), "failed": len(g) - len(ok),
-            "seconds": ms("seconds"), "shd": ms("shd"), "f1_adj": ms("f1_adj"), "f1_directed": ms("f1"),
-            "skeleton_f1": ms("skeleton_f1"),
-            "seed0_shd_f1": f"{s0['shd']} / {s0['f1_adj']:.2f}" if s0 else "-",
-            "anchor_shd_f1": f"{anchor[0]} / {anchor[1]:.2f}" if anchor else "",
+            "n": g[0]["n"], "seconds": ms("seconds"), **{k: ms(k) for k in METRIC_COLUMNS},
+            "seed0_shd": s0["shd"] if s0 else "-", "anchor_shd": anchor if anchor is not None else "",
         })
     return out
 
@@ -164,10 +143,8 @@ def mac_markdown(payload: dict[str, Any], machine: dict[str, Any]) -> str:
     return (
         "# MAC statistical stage: the causal-learn pool on the six datasets\n\n"
         f"n = {payload['n']} rows (Auto MPG: its 392 rows, one run: no seed), seeds {payload['seeds']}; "
-        "mean ± standard deviation over seeds. SHD counts a reversed edge once. f1_adj is the F1 over "
-        "adjacency-matrix entries (an undirected edge claims both directions): the anchors' convention, "
-        "and seed0_shd_f1 uses it; f1_directed counts directed edges only (an undirected edge is no claim), "
-        "as `agentcausal.discovery.metrics` reports. The anchor is the single-seed figure (seed 0) from issue 7. "
+        f"mean ± standard deviation over seeds. {METRICS_FOOTER} "
+        "The anchor is the single-seed SHD (seed 0) from issue 7. "
         f"Each run in its own worker process, {payload['jobs']} at a time; {total:.0f} s of algorithm time, "
         f"{payload['wall_s']:.0f} s of wall time "
         f"(plus {payload['dataset_load_s']:.0f} s sampling the data and {payload['pool_start_s']:.1f} s "

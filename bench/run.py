@@ -4,14 +4,15 @@ Usage (from the repository root)::
 
     .venv/bin/python -m bench                  # 1-4: throughput, cache reuse, LCE economy, MAC statistical stage
     .venv/bin/python -m bench --only mac       # one benchmark (throughput also writes cache_reuse and lce_economy)
+    .venv/bin/python -m bench --only exact     # 6: which score lets exact search recover Earthquake (by n)
     .venv/bin/python -m bench --quick          # a smoke run: 10 traces, seed 0, no Prefect flow
     .venv/bin/python -m bench --embedded --embedded-traces 1   # 5: the embedded model (long; opt-in)
-    .venv/bin/python -m bench --only scale     # 6: the attribute flow at scale (long; opt-in)
+    .venv/bin/python -m bench --only scale     # 7: the attribute flow at scale (long; opt-in)
     .venv/bin/python -m bench --embedded --embedded-traces 1 --methods a2p echo --preset small \
         --out bench/results/a2p-echo               # A2P and ECHO on the shortest development trace
 
-Results: ``throughput``, ``cache_reuse``, ``lce_economy``, ``mac_statistical``
-(and ``embedded``) as ``.json`` and ``.md``, plus ``summary.md`` (the
+Results: ``throughput``, ``cache_reuse``, ``lce_economy``, ``mac_statistical``,
+``exact_discrete`` (and ``embedded``) as ``.json`` and ``.md``, plus ``summary.md`` (the
 README's Performance section, also written into ``bench/README.md``) and ``summary.json``.
 """
 
@@ -27,7 +28,7 @@ from pathlib import Path
 
 __all__ = ["main"]
 
-SECTIONS = ("throughput", "mac")
+SECTIONS = ("throughput", "mac", "exact")
 #: opt-in sections, run only when named with ``--only``
 OPT_IN = ("scale",)
 
@@ -93,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
         from bench.summary import summary_markdown, update_readme
 
         written = {n: json.loads((out / f"{n}.json").read_text())
-                   for n in ("throughput", "cache_reuse", "lce_economy", "mac_statistical") if (out / f"{n}.json").is_file()}
+                   for n in ("throughput", "cache_reuse", "lce_economy", "mac_statistical", "exact_discrete")
+                   if (out / f"{n}.json").is_file()}
         summary = json.loads((out / "summary.json").read_text())
         section = summary_markdown(written, summary)
         write_result("summary", summary, section, out)
@@ -151,12 +153,24 @@ def main(argv: list[str] | None = None) -> int:
         payload = {**res, "machine": m}
         write_result("mac_statistical", payload, mac_markdown(res, m), out)
         written["mac_statistical"] = payload
+    if "exact" in sections:
+        from bench.exact_discrete import exact_markdown, run_exact_discrete
+
+        print("6. exact search on discrete data (Earthquake, n 1000 5000 20000, seeds 0 1)", flush=True)
+        t0 = time.perf_counter()
+        res = run_exact_discrete(seeds=args.seeds[:2] if args.quick else (0, 1),
+                                 ns=(1000,) if args.quick else (1000, 5000, 20000))
+        timings["exact"] = round(time.perf_counter() - t0, 1)
+        m = machine()
+        payload = {**res, "machine": m}
+        write_result("exact_discrete", payload, exact_markdown(res, m), out)
+        written["exact_discrete"] = payload
     if "scale" in sections:
         from bench.scale import run_scale, scale_markdown
 
         plan = [("all_at_once", args.scale_traces or 2000)] + ([("dcfa", args.scale_dcfa_traces)]
                                                                 if args.scale_dcfa_traces else [])
-        print(f"6. scale: {plan}, latency {args.scale_latency_ms} ms, concurrency {args.scale_concurrency}", flush=True)
+        print(f"7. scale: {plan}, latency {args.scale_latency_ms} ms, concurrency {args.scale_concurrency}", flush=True)
         t0 = time.perf_counter()
         res = run_scale(plan, latencies_s=[x / 1000 for x in args.scale_latency_ms],
                         concurrencies=args.scale_concurrency, chunk_sizes=args.chunk_size or [None])

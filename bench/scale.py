@@ -1,4 +1,4 @@
-"""Benchmark 6 (opt-in, ``--only scale``): the ``attribute`` flow over large synthetic corpora.
+"""Benchmark 7 (opt-in, ``--only scale``): the ``attribute`` flow over large synthetic corpora.
 
 Each row runs the Prefect ``attribute`` flow (the CLI's default thread runner,
 the temporary Prefect API already started by a warm-up flow and timed apart)

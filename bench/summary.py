@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from agentcausal.discovery.metrics import METRIC_COLUMNS, METRICS_FOOTER
 from bench.common import md_table
 
 __all__ = ["summary_markdown", "update_readme", "COMMAND"]
@@ -61,19 +62,31 @@ def _mac(m: dict[str, Any]) -> str:
         def mean(x: str) -> str:
             return x.split(" ± ")[0]
 
-        cell = f"{mean(r['shd'])} / {mean(r['f1_adj'])} ({mean(r['seconds'])} s)"
-        by.setdefault(r["dataset"], {"dataset": r["dataset"]})[r["algorithm"]] = cell
-        if r["anchor_shd_f1"] and r["anchor_shd_f1"] != r["seed0_shd_f1"]:
-            mismatches.append(f"{r['dataset']} {r['algorithm']}: seed 0 {r['seed0_shd_f1']}, anchor {r['anchor_shd_f1']}")
-    n_anchor = sum(1 for r in m["summary"] if r["anchor_shd_f1"])
-    check = ("Seed 0 reproduces all {} anchors of issue 7 (SHD / F1).".format(n_anchor) if not mismatches
-             else "Seed 0 against the anchors of issue 7 differs on: " + "; ".join(mismatches) + ".")
+        cell = " / ".join(mean(r[k]) for k in METRIC_COLUMNS) + f" ({mean(r['seconds'])} s)"
+        by.setdefault(r["dataset"], {"dataset (n)": f"{r['dataset']} ({r.get('n', m['n'])})"})[r["algorithm"]] = cell
+        if r.get("anchor_shd", "") != "" and str(r["anchor_shd"]) != str(r["seed0_shd"]):
+            mismatches.append(f"{r['dataset']} {r['algorithm']}: seed 0 {r['seed0_shd']}, anchor {r['anchor_shd']}")
+    n_anchor = sum(1 for r in m["summary"] if r.get("anchor_shd", "") != "")
+    check = ("Seed 0 reproduces all {} SHD anchors of issue 7.".format(n_anchor) if not mismatches
+             else "Seed 0 against the SHD anchors of issue 7 differs on: " + "; ".join(mismatches) + ".")
+    cols = " / ".join(METRIC_COLUMNS.values())
     return (
-        f"**MAC statistical stage** (causal-learn pool, n = {m['n']}, seeds {', '.join(map(str, m['seeds']))}, "
-        "Auto MPG its 392 rows once; mean SHD / F1 over adjacency entries (mean seconds); "
+        f"**MAC statistical stage** (measured {(m.get('machine') or {}).get('when', '?')[:16]}, load average "
+        f"{(m.get('machine') or {}).get('load_avg_1_5_15', ['?'])[0]}; "
+        f"causal-learn pool, n = {m['n']}, seeds {', '.join(map(str, m['seeds']))}, "
+        f"Auto MPG its 392 rows once; each cell: mean {cols} (mean seconds); "
         f"Exact Search bounded: {m['exact_search_bound']}). {check}\n\n" + md_table(list(by.values()),
-                                                                                   ["dataset", *algs])
+                                                                                   ["dataset (n)", *algs])
+        + f"\n{METRICS_FOOTER}\n"
     )
+
+
+def _exact(e: dict[str, Any]) -> str:
+    rows = [{"variant": r["variant"], "n": r["n"], **{h: r[k] for k, h in METRIC_COLUMNS.items()}}
+            for r in e["summary"]]
+    return (f"**Exact search on discrete data** (measured {(e.get('machine') or {}).get('when', '?')[:16]}; "
+            f"{e['dataset']}, seeds {', '.join(map(str, e['seeds']))}; "
+            f"mean over seeds; n per row). {e['finding']}\n\n" + md_table(rows) + f"\n{METRICS_FOOTER}\n")
 
 
 def summary_markdown(written: dict[str, dict[str, Any]], run: dict[str, Any]) -> str:
@@ -94,6 +107,8 @@ def summary_markdown(written: dict[str, dict[str, Any]], run: dict[str, Any]) ->
         parts.append(_economy(written["lce_economy"]))
     if "mac_statistical" in written:
         parts.append(_mac(written["mac_statistical"]))
+    if "exact_discrete" in written:
+        parts.append(_exact(written["exact_discrete"]))
     parts.append(_embedded())
     parts.append(scale_section())
     return "\n".join(parts)

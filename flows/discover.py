@@ -104,7 +104,8 @@ def discover(
     names = resolve_methods(methods)
     naming.add_run_tags(names, settings, preset=getattr(settings, "preset", None))
     subject = "+".join(datasets)
-    ordered = [m for m in names if m in LLM_METHODS] + [m for m in names if m not in LLM_METHODS]
+    llm = {m for m in names if m.partition("@")[0] in LLM_METHODS}  # "mac@names": an anonymised LLM method
+    ordered = [m for m in names if m in llm] + [m for m in names if m not in llm]
     pairs = [(spec, s) for spec in datasets for s in seeds]
     names_of = unique_dataset_names(list(datasets))  # two <folder>/data.csv get distinct names
     loaded = load_discovery_dataset.map(spec=[p for p, _ in pairs], n=unmapped(n), seed=[s for _, s in pairs],
@@ -112,9 +113,9 @@ def discover(
     data = [f.result() for f in loaded]
     llm_only = None if llm_datasets is None else {d.lower() for d in llm_datasets}
     jobs = [(m, i, r) for m in ordered for i in range(len(pairs))
-            if m not in LLM_METHODS or llm_only is None or pairs[i][0].lower() in llm_only
+            if m not in llm or llm_only is None or pairs[i][0].lower() in llm_only
             or data[i].name in llm_only
-            for r in (range(reps) if m in LLM_METHODS else (0,))]  # repeats: LLM methods only
+            for r in (range(reps) if m in llm else (0,))]  # repeats: LLM methods only
     started = time.time()
     keys = [discover_task_key(data[i], m, configs[r], settings, pairs[i][1]) for m, i, r in jobs]
     index = result_index(settings, "discover")

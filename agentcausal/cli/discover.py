@@ -40,8 +40,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "six of the main table; 'all' = all eight) or a .csv/.parquet file with its .json metadata "
                    "beside it (or DATA::META); repeatable")
     p.add_argument("--method", "-m", action="append", dest="methods", metavar="NAME",
-                   help="mac, mac_single, dcm_only, mdm_only, llm_zero_shot, pc, fci, ges, exact_search, "
+                   help="mac, mac_single, dcm_only, mdm_only, llm_zero_shot, react, llm_scd, ils_csl, pc, fci, ges, "
+                   "exact_search, "
                    "direct_lingam, or 'statistical' (the five); repeatable (default: mac)")
+    p.add_argument("--anonymise", action="append", choices=("none", "names", "all"), metavar="MODE",
+                   help="memorisation control, repeatable: run each LLM method once per mode: none (as is), "
+                   "names (neutral variable ids, descriptions kept), all (ids only: descriptions, states and "
+                   "domain dropped); the report shows the modes side by side (default: none)")
     p.add_argument("--llm-dataset", action="append", dest="llm_datasets", metavar="NAME",
                    help="run LLM methods only on this dataset (repeatable; default: every dataset); "
                    "statistical methods run on all")
@@ -95,7 +100,7 @@ def build_config(args: argparse.Namespace, preset: str | None = None):
     from agentcausal.discovery.mac.executor import resolve_executor
 
     # only MAC, mac_single and dcm_only run an executor: refuse or say "fallback" only for them
-    uses_dcm = any(m.lower().replace("-", "_") in ("mac", "mac_single", "dcm_only")
+    uses_dcm = any(m.lower().replace("-", "_").partition("@")[0] in ("mac", "mac_single", "dcm_only")
                    for m in (getattr(args, "methods", None) or ["mac"]))
     executor, fallback = resolve_executor(args.executor if uses_dcm or args.executor == "typed" else "auto")
     if fallback and uses_dcm:
@@ -110,8 +115,13 @@ def build_config(args: argparse.Namespace, preset: str | None = None):
     timeout = getattr(args, "timeout", None)
     try:
         mac = mac_settings.MACSettings(**values)
+        from agentcausal.discovery import ils_csl, llm_scd, react
+
+        baselines = {name: mod.__dict__[cls](**(preset_values(mod.PRESETS, preset) if preset else {}))
+                     for name, mod, cls in (("react", react, "ReActSettings"), ("llm_scd", llm_scd, "LLMSCDSettings"),
+                                            ("ils_csl", ils_csl, "ILSCSLSettings"))}
         return DiscoveryConfig(mac=mac, algorithm_timeout_s=300.0 if timeout is None else timeout,
-                               executor_fallback=fallback)
+                               executor_fallback=fallback, **baselines)
     except ValidationError as exc:
         raise ConfigError(f"invalid MAC option: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from exc
 
@@ -204,7 +214,9 @@ def cmd_discover(args: argparse.Namespace) -> int:
     if args.n < 10:
         raise ConfigError(f"--n must be at least 10, got {args.n}")
     datasets = _expand(args.datasets)
-    methods = resolve_methods(args.methods or ["mac"])
+    from agentcausal.discovery.methods import with_anonymise
+
+    methods = with_anonymise(resolve_methods(args.methods or ["mac"]), args.anonymise or ["none"])
     llm_datasets = args.llm_datasets
     if llm_datasets:
         unknown = [d for d in _expand(llm_datasets) if d not in datasets]
@@ -223,7 +235,8 @@ def cmd_discover(args: argparse.Namespace) -> int:
     from agentcausal.plan import discover_plan
 
     plan = discover_plan(datasets, methods, config=config, preset=preset, routing=settings.routing,
-                         profiles_path=settings.profiles_path, n=args.n, repeats=args.repeats)
+                         profiles_path=settings.profiles_path, n=args.n, repeats=args.repeats,
+                         anonymise=args.anonymise or [])  # [] = not asked: names as they are
     if args.dry_run:
         print(plan.dumps())
         return 0

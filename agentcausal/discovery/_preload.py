@@ -10,5 +10,6 @@ with warnings.catch_warnings():
     from causallearn.search.FCMBased import lingam  # noqa: F401
     from causallearn.search.ScoreBased.ExactSearch import bic_exact_search  # noqa: F401
     from causallearn.search.ScoreBased.GES import ges  # noqa: F401
+    from pgmpy.structure_score import BIC  # noqa: F401  (discrete-score exact search)
 
     import agentcausal.discovery.algorithms  # noqa: F401

@@ -12,6 +12,11 @@ method              what runs
 ``dcm_only``        DCM alone (§4.3)
 ``mdm_only``        MDM on the metadata alone (§4.3)
 ``llm_zero_shot``   one LLM call from the metadata (§4.1)
+``react``           ReAct agent with data tools (Yao et al., arXiv:2210.03629)
+``llm_scd``         PC with an LLM-derived prior (Takayama et al., arXiv:2402.01454)
+``ils_csl``         hill climbing with iterative LLM edge supervision (Ban et al., arXiv:2311.11689)
+``m@names``         LLM method ``m`` with neutral variable ids (memorisation control,
+``m@all``           :mod:`agentcausal.discovery.anonymise`); ``m@all`` also drops the metadata
 ==================  ===========================================================
 
 :func:`run_discovery` never raises for a content failure (a reply still
@@ -44,9 +49,14 @@ from typing import Any, Callable, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentcausal.discovery.algorithms import ALGORITHMS, default_choice, run_algorithm
+from agentcausal.discovery.anonymise import ANONYMISE_MODES, anonymise, restore_names
 from agentcausal.discovery.baselines import llm_zero_shot
 from agentcausal.discovery.datasets import Dataset, metadata_text
 from agentcausal.discovery.graph import CausalGraph
+from agentcausal.discovery.ils_csl import ILSCSLSettings, ils_csl
+from agentcausal.discovery.llm_scd import LLMSCDSettings, llm_scd
+from agentcausal.discovery.react import ReActSettings, react_discovery
+from agentcausal.discovery.mac.calls import sample_index
 from agentcausal.discovery.mac.pipeline import run_mac
 from agentcausal.discovery.mac.prompts import PROMPT_VERSION
 from agentcausal.discovery.mac.settings import BASELINE_STAGE, CODER_STAGE, DEBATE_STAGE, MACSettings
@@ -55,10 +65,13 @@ from agentcausal.exceptions import AgentCausalError, ConfigError, is_content_fai
 __all__ = [
     "STATISTICAL_METHODS",
     "LLM_METHODS",
+    "BASELINE_METHODS",
     "METHODS",
     "DiscoveryConfig",
     "DiscoveryOutcome",
     "resolve_methods",
+    "split_method",
+    "with_anonymise",
     "method_stages",
     "run_discovery",
     "discovery_key",
@@ -66,7 +79,9 @@ __all__ = [
 ]
 
 STATISTICAL_METHODS = ALGORITHMS
-LLM_METHODS = ("mac", "mac_single", "dcm_only", "mdm_only", "llm_zero_shot")
+LLM_METHODS = ("mac", "mac_single", "dcm_only", "mdm_only", "llm_zero_shot", "react", "llm_scd", "ils_csl")
+#: LLM baselines of the MAC paper's §4.1 that call only the baseline stage
+BASELINE_METHODS = ("llm_zero_shot", "react", "llm_scd", "ils_csl")
 METHODS = STATISTICAL_METHODS + LLM_METHODS
 
 
@@ -77,6 +92,10 @@ class DiscoveryConfig(BaseModel):
     ----------
     mac : MACSettings, for ``mac`` (the ablations override ``single_agent`` or ``stages``)
     algorithm_timeout_s : float, wall limit of a statistical baseline
+    react, llm_scd, ils_csl : settings of those LLM baselines
+    repeat : int >= 0, the repeat index of ``--repeats K``: LLM methods ask for sample
+        ``sample_index(seed, repeat)`` (the data seed itself for repeat 0), so each (seed, repeat)
+        is an independent, separately cached answer (:mod:`agentcausal.discovery.mac.calls`)
     executor_fallback : str, why ``--executor auto`` runs the typed executor
         (sandbox unavailable); recorded as ``details["executor_fallback"]`` of
         the methods that run DCM; not part of the cache key
@@ -85,6 +104,10 @@ class DiscoveryConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     mac: MACSettings = Field(default_factory=MACSettings)
     algorithm_timeout_s: float = Field(300.0, gt=0)
+    react: ReActSettings = Field(default_factory=ReActSettings)
+    llm_scd: LLMSCDSettings = Field(default_factory=LLMSCDSettings)
+    ils_csl: ILSCSLSettings = Field(default_factory=ILSCSLSettings)
+    repeat: int = Field(0, ge=0)
     executor_fallback: str = ""
 
 
@@ -129,6 +152,44 @@ class DiscoveryOutcome(BaseModel):
     reused: bool = False
 
 
+def split_method(method: str) -> tuple[str, str]:
+    """``"mac@names"`` -> ``("mac", "names")``; a plain name has mode ``"none"``.
+
+    Raises
+    ------
+    ConfigError on an unknown base method or mode, or a mode on a statistical method.
+    """
+    base, _, mode = method.partition("@")
+    mode = mode or "none"
+    if base not in METHODS:
+        raise ConfigError(f"unknown discovery method {method!r}; choose from {', '.join(METHODS)} "
+                          "or 'statistical'")
+    if mode not in ANONYMISE_MODES:
+        raise ConfigError(f"unknown anonymise mode in {method!r}; choose from {', '.join(ANONYMISE_MODES)}")
+    if mode != "none" and base not in LLM_METHODS:
+        raise ConfigError(f"{method!r}: anonymising only applies to LLM methods ({', '.join(LLM_METHODS)})")
+    return base, mode
+
+
+def with_anonymise(methods: Sequence[str], modes: Sequence[str]) -> list[str]:
+    """Each LLM method once per memorisation-control mode (``mac``, ``mac@names``, ``mac@all``...).
+
+    Statistical methods are kept once; mode ``none`` keeps the plain name.
+
+    >>> with_anonymise(["mac", "pc"], ["none", "names"])
+    ['mac', 'mac@names', 'pc']
+    """
+    out: list[str] = []
+    for m in methods:
+        base, _ = split_method(m)
+        for mode in (modes if base in LLM_METHODS else ["none"]):
+            split_method(f"{base}@{mode}")
+            name = base if mode == "none" else f"{base}@{mode}"
+            if name not in out:
+                out.append(name)
+    return out
+
+
 def resolve_methods(names: Sequence[str]) -> list[str]:
     """Check method names up front; ``"statistical"`` expands to the five pool algorithms.
 
@@ -141,9 +202,8 @@ def resolve_methods(names: Sequence[str]) -> list[str]:
         key = name.lower().replace("-", "_")
         expanded = list(STATISTICAL_METHODS) if key in ("statistical", "stat") else [key]
         for k in expanded:
-            if k not in METHODS:
-                raise ConfigError(f"unknown discovery method {name!r}; choose from {', '.join(METHODS)} "
-                                  "or 'statistical'")
+            base, mode = split_method(k)
+            k = base if mode == "none" else k
             if k not in out:
                 out.append(k)
     return out
@@ -151,9 +211,10 @@ def resolve_methods(names: Sequence[str]) -> list[str]:
 
 def method_stages(method: str, config: DiscoveryConfig) -> tuple[str, ...]:
     """LLM stages a method calls (empty for statistical baselines)."""
+    method = method.partition("@")[0]
     if method in STATISTICAL_METHODS:
         return ()
-    if method == "llm_zero_shot":
+    if method in BASELINE_METHODS:
         return (BASELINE_STAGE,)
     coder = (CODER_STAGE,) if config.mac.executor == "coding" and method != "mdm_only" else ()
     return (DEBATE_STAGE,) + coder
@@ -176,22 +237,58 @@ def _statistical(method: str) -> Callable[..., tuple[CausalGraph, dict[str, Any]
 
 def _mac(method: str) -> Callable[..., tuple[CausalGraph, dict[str, Any]]]:
     def run(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
-        res = run_mac(gw, ds, _mac_settings(method, config), seed=seed, item=item)
-        return res.graph, res.model_dump(mode="json", exclude={"graph"})
+        sample = sample_index(seed, config.repeat)
+        res = run_mac(gw, ds, _mac_settings(method, config), seed=seed, item=item, sample=sample)
+        return res.graph, {**res.model_dump(mode="json", exclude={"graph"}), "sample": sample}
 
     return run
 
 
 def _zero_shot(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
-    res = llm_zero_shot(gw, ds, item=item, max_tokens_scale=config.mac.max_tokens_scale)
-    return res.graph, {"dropped": list(res.dropped)}
+    sample = sample_index(seed, config.repeat)
+    res = llm_zero_shot(gw, ds, item=item, max_tokens_scale=config.mac.max_tokens_scale, sample=sample)
+    return res.graph, {"dropped": list(res.dropped), "sample": sample}
+
+
+def _react(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
+    sample = sample_index(seed, config.repeat)
+    res = react_discovery(gw, ds, config.react, item=item, sample=sample)
+    return res.graph, {**res.model_dump(mode="json", exclude={"graph"}), "sample": sample}
+
+
+def _llm_scd(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
+    sample = sample_index(seed, config.repeat)
+    res = llm_scd(gw, ds, config.llm_scd, item=item, sample=sample)
+    return res.graph, {**res.model_dump(mode="json", exclude={"graph"}), "sample": sample}
+
+
+def _ils_csl(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
+    sample = sample_index(seed, config.repeat)
+    res = ils_csl(gw, ds, config.ils_csl, item=item, sample=sample)
+    return res.graph, {**res.model_dump(mode="json", exclude={"graph"}), "sample": sample}
 
 
 _HANDLERS: dict[str, Callable[..., tuple[CausalGraph, dict[str, Any]]]] = {
     **{m: _statistical(m) for m in STATISTICAL_METHODS},
     **{m: _mac(m) for m in ("mac", "mac_single", "dcm_only", "mdm_only")},
     "llm_zero_shot": _zero_shot,
+    "react": _react,
+    "llm_scd": _llm_scd,
+    "ils_csl": _ils_csl,
 }
+
+
+def _anonymised(method: str, mode: str) -> Callable[..., tuple[CausalGraph, dict[str, Any]]]:
+    def run(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
+        anon, back = anonymise(ds, mode)
+        graph, details = _HANDLERS[method](gw, anon, config, seed, item)
+        return restore_names(graph, back, ds.variables), {**details, "anonymise": {"mode": mode, "ids": back}}
+
+    return run
+
+
+_HANDLERS.update({f"{m}@{mode}": _anonymised(m, mode) for m in LLM_METHODS for mode in ANONYMISE_MODES
+                  if mode != "none"})
 
 
 def run_discovery(method: str, ds: Dataset, gw=None, config: DiscoveryConfig = DiscoveryConfig(), *,
@@ -238,7 +335,7 @@ def run_discovery(method: str, ds: Dataset, gw=None, config: DiscoveryConfig = D
     status, detail = "complete", None
     try:
         graph, details = _HANDLERS[method](gw, ds, config, seed, item)
-        if config.executor_fallback and method in ("mac", "mac_single", "dcm_only"):
+        if config.executor_fallback and method.partition("@")[0] in ("mac", "mac_single", "dcm_only"):
             details = {**details, "executor_fallback": config.executor_fallback}
         err = ""
         detail = degradation(details)

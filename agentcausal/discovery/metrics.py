@@ -41,19 +41,37 @@ from pydantic import BaseModel, ConfigDict
 from agentcausal.discovery.graph import CausalGraph
 from agentcausal.exceptions import AlgorithmError
 
-__all__ = ["GraphMetrics", "SHD_CONVENTION", "NHD_CONVENTION", "shd", "nhd", "prf", "evaluate_graph"]
+__all__ = ["GraphMetrics", "SHD_CONVENTION", "NHD_CONVENTION", "METRIC_COLUMNS", "METRICS_FOOTER", "shd", "nhd",
+           "prf", "evaluate_graph"]
 
 SHD_CONVENTION = {1: "SHD: a reversed edge counts once", 2: "SHD: a reversed edge counts twice"}
-NHD_CONVENTION = "NHD: skeleton Hamming distance / d^2 (directions ignored; an undirected edge is an adjacency)"
+NHD_CONVENTION = ("NHD = sum_ij |S_true[i,j] - S_pred[i,j]| / d^2, S the symmetric d x d skeleton matrix "
+                  "(directions ignored; an undirected edge is an adjacency)")
+
+#: the metric columns every table shows (run tables, bench, README), field -> header, in this order
+METRIC_COLUMNS: dict[str, str] = {"shd": "SHD", "shd2": "SHD₂", "nhd": "NHD", "f1": "F1", "skeleton_f1": "skel F1"}
+
+#: the footer every metric table carries: how each column is computed
+METRICS_FOOTER = (
+    f"{SHD_CONVENTION[1]} (per node pair, a differing edge state counts 1). "
+    "SHD₂: a reversed edge counts twice (sum_ij |A_true[i,j] - A_pred[i,j]|; the paper's app. B). "
+    f"{NHD_CONVENTION}. F1: directed edges (an undirected, bidirected or circle edge is no directed claim). "
+    "skel F1: adjacencies, whatever the marks."
+)
 
 
 class GraphMetrics(BaseModel):
-    """Metrics of one predicted graph against the true graph."""
+    """Metrics of one predicted graph against the true graph.
+
+    ``shd`` follows ``reversal_cost`` (1 by default); ``shd2`` always counts a
+    reversal twice (the paper's literal definition), so every table can show both.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     shd: int
     reversal_cost: Literal[1, 2]
+    shd2: int
     nhd: float
     precision: float
     recall: float
@@ -170,7 +188,8 @@ def evaluate_graph(true: CausalGraph, pred: CausalGraph, *, reversal_cost: Liter
     p, r, f = prf(true.directed_edges(), pred.directed_edges())
     sp, sr, sf = prf(true.skeleton(), pred.skeleton())
     return GraphMetrics(
-        shd=shd(true, pred, reversal_cost=reversal_cost), reversal_cost=reversal_cost, nhd=nhd(true, pred),
+        shd=shd(true, pred, reversal_cost=reversal_cost), reversal_cost=reversal_cost,
+        shd2=shd(true, pred, reversal_cost=2), nhd=nhd(true, pred),
         precision=p, recall=r, f1=f, skeleton_precision=sp, skeleton_recall=sr, skeleton_f1=sf,
         n_true_edges=len(true.edges), n_pred_edges=len(pred.edges),
     )

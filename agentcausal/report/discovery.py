@@ -10,7 +10,7 @@
   ``outcomes.jsonl``, ``run.json``, ``graphs/*.png`` and ``report.md``.
 
 Every table states its conventions (:data:`~agentcausal.discovery.metrics.SHD_CONVENTION`,
-:data:`~agentcausal.discovery.metrics.NHD_CONVENTION`).
+:data:`~agentcausal.discovery.metrics.METRICS_FOOTER`).
 
 References
 ----------
@@ -28,17 +28,17 @@ import pandas as pd
 
 from agentcausal.discovery.graph import CausalGraph
 from agentcausal.discovery.methods import DiscoveryOutcome
-from agentcausal.discovery.metrics import NHD_CONVENTION, SHD_CONVENTION, evaluate_graph
+from agentcausal.discovery.metrics import METRIC_COLUMNS, METRICS_FOOTER, SHD_CONVENTION, evaluate_graph
 from agentcausal.exceptions import RunFileError
 from agentcausal.report.html import html_table, write_html_report
 from agentcausal.report.plots import discovery_figures, figures_markdown
 from agentcausal.runfiles import atomic_path, atomic_write_text
 
 __all__ = ["outcomes_frame", "summary_table", "summary_text", "graph_mermaid", "draw_graph_png",
-           "markdown_report", "save_run", "write_report", "load_outcomes", "table_records", "RunFiles",
-           "graphs_html", "write_graph_outputs", "edge_table_markdown"]
+           "markdown_report", "memorisation_text", "save_run", "write_report", "load_outcomes", "table_records",
+           "RunFiles", "graphs_html", "write_graph_outputs", "edge_table_markdown"]
 
-_METRICS = ("shd", "nhd", "f1", "precision", "recall", "skeleton_f1")
+_METRICS = (*METRIC_COLUMNS, "precision", "recall")
 
 
 def outcomes_frame(outcomes: Sequence[DiscoveryOutcome], *, reversal_cost: Literal[1, 2] = 1) -> pd.DataFrame:
@@ -52,7 +52,7 @@ def outcomes_frame(outcomes: Sequence[DiscoveryOutcome], *, reversal_cost: Liter
     Returns
     -------
     DataFrame with columns dataset, seed, n, method, shd, shd_reversal_cost,
-    nhd, precision, recall, f1, skeleton_precision, skeleton_recall,
+    shd2, nhd, precision, recall, f1, skeleton_precision, skeleton_recall,
     skeleton_f1, n_pred_edges, n_true_edges, seconds, prompt_tokens,
     completion_tokens, llm_requests, error, edges (JSON), algorithm (the
     algorithm MAC's DCM ran, if any), models (JSON), prompt_version, data_hash,
@@ -70,7 +70,7 @@ def outcomes_frame(outcomes: Sequence[DiscoveryOutcome], *, reversal_cost: Liter
             row.update(m.model_dump())
             row["shd_reversal_cost"] = row.pop("reversal_cost")
         else:
-            row.update({k: float("nan") for k in ("shd", "nhd", "precision", "recall", "f1", "skeleton_precision",
+            row.update({k: float("nan") for k in ("shd", "shd2", "nhd", "precision", "recall", "f1", "skeleton_precision",
                                                   "skeleton_recall", "skeleton_f1")})
             row.update(shd_reversal_cost=reversal_cost, n_true_edges=len(o.true_graph.edges) if o.true_graph else 0,
                        n_pred_edges=len(o.graph.edges) if o.graph else 0)
@@ -127,6 +127,7 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
         out["degraded"] = g["status"].apply(lambda s: int((s == "degraded").sum()))
         out["reused"] = g["reused"].apply(lambda s: int(s.astype(bool).sum()))
     out["seconds_mean"] = g["seconds"].mean()
+    out["n"] = g["n"].agg(lambda s: "/".join(str(int(v)) for v in dict.fromkeys(s)))
     return out
 
 
@@ -152,15 +153,45 @@ def summary_text(df: pd.DataFrame, *, reversal_cost: int = 1) -> str:
     if df.empty:
         return "(no results)"
     s = summary_table(df)
-    lines = [f"{'dataset':<11} {'method':<14} {'SHD':>9} {'NHD':>11} {'F1':>11} {'skel F1':>9} {'s':>6} {'runs':>4}"]
+    digits = {"shd": 1, "shd2": 1, "nhd": 3, "f1": 2, "skeleton_f1": 2}
+    lines = [f"{'dataset':<11} {'n':>6} {'method':<14} " + " ".join(f"{h:>11}" for h in METRIC_COLUMNS.values())
+             + f" {'s':>6} {'runs':>4}"]
     for (ds, m), r in s.iterrows():
         err = f"  ({r['errors']} failed)" if r["errors"] else ""
         err += f"  ({int(r['degraded'])} degraded)" if r.get("degraded", 0) else ""
-        lines.append(f"{ds:<11} {m:<14} {_cell(r.shd_mean, r.shd_std, 1):>9} {_cell(r.nhd_mean, r.nhd_std, 3):>11} "
-                     f"{_cell(r.f1_mean, r.f1_std, 2):>11} {_cell(r.skeleton_f1_mean, r.skeleton_f1_std, 2):>9} "
-                     f"{r.seconds_mean:>6.1f} {int(r.runs):>4}{err}")
-    lines.append(f"{SHD_CONVENTION[reversal_cost]}. {NHD_CONVENTION}. F1 on directed edges "
-                 "(undirected edges are no directed claim). Mean±std over seeds.")
+        cells = " ".join(f"{_cell(r[f'{k}_mean'], r[f'{k}_std'], digits[k]):>11}" for k in METRIC_COLUMNS)
+        lines.append(f"{ds:<11} {r['n']:>6} {m:<14} {cells} {r.seconds_mean:>6.1f} {int(r.runs):>4}{err}")
+    caption = METRICS_FOOTER if reversal_cost == 1 else f"{SHD_CONVENTION[reversal_cost]} in the SHD column. " \
+        + METRICS_FOOTER
+    lines.append(f"{caption} n: rows of data. Mean±std over seeds.")
+    return "\n".join(lines)
+
+
+def memorisation_text(df: pd.DataFrame) -> str:
+    """Memorisation control: each LLM method's mean SHD / F1 per anonymise mode, side by side.
+
+    Methods named ``m@names`` / ``m@all`` (:func:`agentcausal.discovery.methods.with_anonymise`) are
+    grouped with ``m``; columns ``none``, ``names``, ``all``. Empty string when no method was anonymised.
+    """
+    if df.empty or not df["method"].str.contains("@").any():
+        return ""
+    d = df.assign(base=df["method"].str.partition("@")[0],
+                  mode=df["method"].str.partition("@")[2].replace("", "none"))
+    d = d[d["base"].isin(set(d.loc[d["mode"] != "none", "base"]))]
+    g = d.groupby(["dataset", "n", "base", "mode"], sort=False)[["shd", "f1"]].mean()
+    modes = [m for m in ("none", "names", "all") if m in set(d["mode"])]
+    lines = [f"{'dataset':<11} {'n':>6} {'method':<14} " + " ".join(f"{m:>13}" for m in modes)]
+    for (ds, n, base), _ in d.groupby(["dataset", "n", "base"], sort=False):
+        cells = []
+        for m in modes:
+            if (ds, n, base, m) in g.index:
+                r = g.loc[(ds, n, base, m)]
+                cells.append(f"{r.shd:.1f} / {r.f1:.2f}" if not pd.isna(r.shd) else "–")
+            else:
+                cells.append("")
+        lines.append(f"{ds:<11} {n:>6} {base:<14} " + " ".join(f"{c:>13}" for c in cells))
+    lines.append("Cells: mean SHD / F1 over seeds. none: as is; names: neutral variable ids, descriptions kept; "
+                 "all: ids only (descriptions, state names and domain dropped).")
     return "\n".join(lines)
 
 
@@ -346,6 +377,8 @@ def markdown_report(df: pd.DataFrame, outcomes: Sequence[DiscoveryOutcome], meta
             lines.append(f"- **{k}**: `{json.dumps(meta[k]) if not isinstance(meta[k], str) else meta[k]}`")
     lines += ["", "## Results (mean ± std over seeds)", "", "```", summary_text(df, reversal_cost=reversal_cost),
               "```", ""]
+    if mem := memorisation_text(df):
+        lines += ["## Memorisation control (anonymise modes side by side)", "", "```", mem, "```", ""]
     lines += _cost_this_run_lines(df, meta)
     failed = df[df["error"] != ""] if not df.empty else df
     if len(failed):
@@ -584,16 +617,16 @@ def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw:
     figs = discovery_figures(df, outcomes, run)  # PNGs in the run folder; text charts in report.md
     atomic_write_text(run / "report.md", md + figures_markdown(figs))
     write_graph_outputs(outcomes, run)
-    shown = ("dataset", "seed", "method", "status", "reused", "shd", "nhd", "f1", "skeleton_f1", "seconds",
+    shown = ("dataset", "seed", "n", "method", "status", "reused", *METRIC_COLUMNS, "seconds",
              "prompt_tokens", "completion_tokens", "error")
     runs = df[[c for c in shown if c in df]] if not df.empty else df
     summary = pd.DataFrame(table_records(df))
     facts = {k: meta[k] for k in ("datasets", "methods", "seeds", "n", "routing", "wall_seconds", "models", "config")
              if k in meta}
     facts["run folder"] = str(run)
-    conventions = (f"<p class='note'>{SHD_CONVENTION[reversal_cost]}. {NHD_CONVENTION}. F1 on directed edges "
-                   "(undirected edges are no directed claim). Mean±std over seeds. Graphs also as DOT and "
-                   "edge-list CSV in graphs/.</p>")
+    shd_note = "" if reversal_cost == 1 else f"{SHD_CONVENTION[reversal_cost]} in the SHD column. "
+    conventions = (f"<p class='note'>{shd_note}{METRICS_FOOTER} n: rows of data. Mean±std over seeds. Graphs also "
+                   "as DOT and edge-list CSV in graphs/.</p>")
     write_html_report(run / "report.html", "Causal discovery", facts, figs,
                       [("Results (mean ± std over seeds)", summary)],
                       sections=[conventions, graphs_html(outcomes), "<h2>Runs</h2>", html_table(runs, table_id="runs",
@@ -608,8 +641,9 @@ def table_records(df: pd.DataFrame) -> list[dict[str, Any]]:
         return []
     out = []
     for (ds, m), r in s.iterrows():
-        out.append({"dataset": ds, "method": m, "SHD": _cell(r.shd_mean, r.shd_std, 2),
-                    "NHD": _cell(r.nhd_mean, r.nhd_std, 3), "F1": _cell(r.f1_mean, r.f1_std, 2),
-                    "skeleton F1": _cell(r.skeleton_f1_mean, r.skeleton_f1_std, 2), "runs": int(r.runs),
+        digits = {"shd": 2, "shd2": 2, "nhd": 3, "f1": 2, "skeleton_f1": 2}
+        out.append({"dataset": ds, "n": r["n"], "method": m,
+                    **{h: _cell(r[f"{k}_mean"], r[f"{k}_std"], digits[k]) for k, h in METRIC_COLUMNS.items()},
+                    "runs": int(r.runs),
                     "errors": int(r.errors), "seconds": round(float(r.seconds_mean), 2)})
     return out

@@ -61,3 +61,32 @@ def test_failures_and_shape_mismatch_raise_algorithm_error():
     bogus = PCParams.model_construct(algorithm="pc", indep_test="bogus", alpha=0.05)  # bypasses validation
     with pytest.raises(AlgorithmError, match="pc: failed: .*bogus"):
         run_algorithm(np.random.default_rng(0).normal(size=(50, 3)), ["a", "b", "c"], bogus, timeout_s=60)
+
+
+def _discrete_collider(n: int = 3000, seed: int = 0) -> np.ndarray:
+    """Binary X -> Z <- Y with Z = X or Y, 5% noise; strong enough for any score to see."""
+    rng = np.random.default_rng(seed)
+    x, y = rng.integers(0, 2, n), rng.integers(0, 2, n)
+    z = (x | y) ^ (rng.random(n) < 0.05)
+    return np.c_[x, y, z].astype(float)
+
+
+def test_exact_search_scores_discrete_data_with_a_discrete_score_up_to_ten_nodes():
+    assert default_choice("exact_search", "discrete", 5).score == "bic_discrete"
+    assert default_choice("exact_search", "discrete", 20).score == "bic_gaussian"
+    assert default_choice("exact_search", "continuous", 5).score == "bic_gaussian"
+
+
+@pytest.mark.parametrize("score", ["bic_discrete", "bdeu", "k2"])
+def test_discrete_exact_search_finds_a_collider(score):
+    data = _discrete_collider()
+    run = run_algorithm(data, ("X", "Y", "Z"), ExactSearchParams(score=score, equivalent_sample_size=1.0))
+    assert run.graph.directed_edges() == {("X", "Z"), ("Y", "Z")}
+
+
+def test_pc_background_knowledge_forbids_and_requires_directions():
+    data = _discrete_collider()
+    free = run_algorithm(data, ("X", "Y", "Z"), PCParams(indep_test="chisq"))
+    assert free.graph.directed_edges() == {("X", "Z"), ("Y", "Z")}
+    bk = run_algorithm(data, ("X", "Y", "Z"), PCParams(indep_test="chisq", forbidden=((0, 2),), required=((2, 1),)))
+    assert ("X", "Z") not in bk.graph.directed_edges() and ("Z", "Y") in bk.graph.directed_edges()

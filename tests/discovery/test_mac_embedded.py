@@ -21,3 +21,24 @@ def test_mac_on_earthquake_with_the_embedded_model(tmp_path):
     assert out.details["dcm"]["execution"]["choice"]["algorithm"] in ("pc", "fci", "ges", "exact_search",
                                                                       "direct_lingam")
     assert out.usage["mac.debate"]["requests"] >= 4
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_llm_baselines_on_earthquake_with_the_embedded_model(tmp_path):
+    """ReAct, LLM-SCD and ILS-CSL under the ``small`` preset, seed 0, with MAC in one table."""
+    from agentcausal.discovery import ils_csl, llm_scd, react
+    from agentcausal.discovery.methods import DiscoveryConfig
+    from agentcausal.llm import Gateway
+    from agentcausal.report.discovery import outcomes_frame, summary_text
+
+    gw = Gateway.from_settings(cache_dir=tmp_path / "llm")
+    ds = load_dataset("earthquake", n=1000, seed=0)
+    config = DiscoveryConfig(react=react.ReActSettings(**react.PRESETS["small"]),
+                             llm_scd=llm_scd.LLMSCDSettings(**llm_scd.PRESETS["small"]),
+                             ils_csl=ils_csl.ILSCSLSettings(**ils_csl.PRESETS["small"]))
+    outs = [run_discovery(m, ds, gw, config, seed=0) for m in ("react", "llm_scd", "ils_csl", "mac")]
+    for o in outs:
+        assert o.graph is not None and o.error == "", (o.method, o.error)
+    table = summary_text(outcomes_frame(outs))
+    assert all(m in table for m in ("react", "llm_scd", "ils_csl", "mac"))

@@ -14,10 +14,12 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from agentcausal.discovery.datasets import Dataset, metadata_text, sample_rows
-from agentcausal.discovery.mac.debate import AlgorithmContext, Debate, ProposedAlgorithm, debate_algorithm, \
-    format_rows
+from agentcausal.discovery.algorithms import default_choice
+from agentcausal.discovery.mac.debate import AlgorithmContext, Debate, DebateRound, ProposedAlgorithm, Verdict, \
+    debate_algorithm, format_rows
 from agentcausal.discovery.mac.executor import Execution, execute
 from agentcausal.discovery.mac.settings import MACSettings
+from agentcausal.exceptions import StructuredOutputError
 
 __all__ = ["DCMResult", "algorithm_context", "debate_coding_module"]
 
@@ -38,7 +40,7 @@ def algorithm_context(ds: Dataset, settings: MACSettings, seed: int) -> Algorith
 
 
 def debate_coding_module(gw, ds: Dataset, settings: MACSettings = MACSettings(), *, seed: int = 0,
-                         item: str | None = None) -> DCMResult:
+                         item: str | None = None, sample: int = 0) -> DCMResult:
     """Run DCM: algorithm debate, then the executor on the full data.
 
     Parameters
@@ -48,18 +50,28 @@ def debate_coding_module(gw, ds: Dataset, settings: MACSettings = MACSettings(),
     settings : MACSettings
     seed : int, draws the subset S
     item : str, optional; usage-accounting id
+    sample : int, the LLM sample index
 
     Returns
     -------
-    DCMResult(debate, execution); ``execution.graph`` is G_C.
+    DCMResult(debate, execution); ``execution.graph`` is G_C. When the algorithm
+    debate gives no valid proposal (the Affirmative's reply stays invalid after
+    the gateway's repairs), ``settings.fallback_algorithm`` runs with the pool's
+    defaults and the debate's ``notes`` say so (the run is degraded).
 
     Raises
     ------
-    StructuredOutputError if the Affirmative's reply stays invalid.
     AlgorithmError if the chosen algorithm fails or times out.
     UnknownStageError, EndpointUnreachableError, LLMCallError from the gateway.
     """
-    debate = debate_algorithm(gw, algorithm_context(ds, settings, seed), settings, item=item)
+    try:
+        debate = debate_algorithm(gw, algorithm_context(ds, settings, seed), settings, item=item, sample=sample)
+    except StructuredOutputError as exc:
+        choice = default_choice(settings.fallback_algorithm, ds.data_type, ds.d)
+        note = f"algorithm debate gave no valid proposal ({str(exc)[:120]}); ran {settings.fallback_algorithm}"
+        debate = Debate(mode="algorithm", notes=(note,),
+                        rounds=(DebateRound(affirmative=ProposedAlgorithm(choice=choice, reason="fallback")),),
+                        verdict=Verdict(winner="affirmative", reason="fallback algorithm"))
     win = debate.winning
     assert isinstance(win, ProposedAlgorithm)
     return DCMResult(debate=debate, execution=execute(gw, ds, win.choice, settings, item=item))

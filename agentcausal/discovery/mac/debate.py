@@ -15,11 +15,15 @@ Control flow (``rounds = R``, paper §4.3):
 Single-agent ablation (§4.4): step 1 only; the Affirmative's proposal wins.
 
 Judge rule. Algorithm mode: the Judge names the winner against stated
-criteria (data type, assumptions, sample and graph size). Graph mode: the
-disagreements are computed here and listed for the Judge (pairs linked in one
-graph only, colliders in one graph only, reversed edges); the Judge votes A,
-B or tie on each of three criteria (skeleton, colliders, directions); each vote
-is a point and the graph with more points wins, the Affirmative on a tie.
+criteria (data type, assumptions, sample and graph size). Graph mode: every
+edge carries a short reason (``MACSettings.edge_reason_chars``), which the
+Negative answers and the Judge reads beside the disagreements computed here
+(pairs linked in one graph only, colliders in one graph only, reversed
+edges). ``MACSettings.judge_rule`` says how the Judge decides: ``criteria``
+(default) = a vote A, B or tie on each of skeleton, colliders and directions,
+one point per vote, more points wins; ``overall`` = one vote. A tie goes to
+``MACSettings.tie_break``: the Affirmative (default), the Negative, or the
+graph with fewer edges.
 
 A Negative or Judge reply that stays invalid after the gateway's repairs does
 not stop the debate: it is recorded in ``Debate.notes`` and the Affirmative
@@ -43,6 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentcausal.discovery.algorithms import AlgorithmChoice, default_choice
 from agentcausal.discovery.mac import prompts as P
+from agentcausal.discovery.mac.calls import budget, graph_reply_tokens, structured
 from agentcausal.discovery.mac.fusion import FUSION_HEADER
 from agentcausal.discovery.mac.settings import DEBATE_STAGE, MACSettings
 from agentcausal.exceptions import StructuredOutputError
@@ -79,14 +84,20 @@ class ProposedAlgorithm(BaseModel):
 
 
 class ProposedGraph(BaseModel):
-    """A graph proposal: ``(cause, effect)`` pairs over the variables, in the proposer's order."""
+    """A graph proposal: ``(cause, effect)`` pairs over the variables, in the proposer's order,
+    with the proposer's short reason for each (``reasons[i]`` for ``edges[i]``; empty without reasons)."""
 
     model_config = _F
     kind: Literal["graph"] = "graph"
     edges: tuple[tuple[str, str], ...]
+    reasons: tuple[str, ...] = ()
 
     def label(self) -> str:
-        return "; ".join(f"{a} -> {b}" for a, b in self.edges) or "(no edges)"
+        """One line per edge, ``X -> Y: reason`` (``; ``-joined without reasons)."""
+        if not any(self.reasons):
+            return "; ".join(f"{a} -> {b}" for a, b in self.edges) or "(no edges)"
+        return "\n".join(f"{a} -> {b}: {r}" if r else f"{a} -> {b}"
+                         for (a, b), r in zip(self.edges, self.reasons)) or "(no edges)"
 
 
 Proposal = Union[ProposedAlgorithm, ProposedGraph]
@@ -212,9 +223,11 @@ def _tokens(settings: MACSettings, n: int) -> int:
     return max(16, int(n * settings.max_tokens_scale))
 
 
-def _call(gw, role: str, prompt: str, model: type, settings: MACSettings, max_tokens: int, item: str | None):
+def _call(gw, role: str, prompt: str, model: type, settings: MACSettings, max_tokens: int, item: str | None,
+          sample: int = 0):
     msgs = [P.system_message(), {"role": "user", "content": prompt}]
-    return gw.structured(DEBATE_STAGE, msgs, model, item=item, max_tokens=_tokens(settings, max_tokens))
+    return structured(gw, DEBATE_STAGE, msgs, model, item=item, sample=sample,
+                      max_tokens=budget(gw, DEBATE_STAGE, _tokens(settings, max_tokens)))
 
 
 def _run(
@@ -263,7 +276,7 @@ def _same(a: Proposal, b: Proposal) -> bool:
 
 
 def debate_algorithm(gw, ctx: AlgorithmContext, settings: MACSettings = MACSettings(), *,
-                     item: str | None = None) -> Debate:
+                     item: str | None = None, sample: int = 0) -> Debate:
     """MDM in algorithm mode over (V, I, S): choose one algorithm and its parameters from the pool.
 
     Parameters
@@ -272,6 +285,7 @@ def debate_algorithm(gw, ctx: AlgorithmContext, settings: MACSettings = MACSetti
     ctx : AlgorithmContext
     settings : MACSettings (rounds, single_agent, max_tokens_scale)
     item : str, optional; dataset id for usage accounting
+    sample : int, the LLM sample index (0 = the single-answer cache keys)
 
     Returns
     -------
@@ -296,19 +310,19 @@ def debate_algorithm(gw, ctx: AlgorithmContext, settings: MACSettings = MACSetti
         if own is not None and other is not None:
             prompt += (f"\nYou chose {own.label()}. The Negative proposed {other.label()}: "
                        f"{getattr(other, 'reason', '')}\nKeep or change your choice.")
-        reply = _call(gw, "Affirmative", prompt, P.AlgorithmProposalReply, settings, 120, item)
+        reply = _call(gw, "Affirmative", prompt, P.AlgorithmProposalReply, settings, 120, item, sample)
         return to_choice(reply, ctx.data_type, d)
 
     def counter(aff: Proposal) -> Proposal:
         assert isinstance(aff, ProposedAlgorithm)
         prompt = P.ALGO_NEGATIVE_TEMPLATE.format(**base, proposal=aff.choice.algorithm, reason=aff.reason)
-        reply = _call(gw, "Negative", prompt, P.AlgorithmProposalReply, settings, 120, item)
+        reply = _call(gw, "Negative", prompt, P.AlgorithmProposalReply, settings, 120, item, sample)
         return to_choice(reply, ctx.data_type, d)
 
     def judge(a: Proposal, b: Proposal) -> Verdict:
         assert isinstance(a, ProposedAlgorithm) and isinstance(b, ProposedAlgorithm)
         prompt = P.ALGO_JUDGE_TEMPLATE.format(**base, a=a.label(), a_reason=a.reason, b=b.label(), b_reason=b.reason)
-        reply = _call(gw, "Judge", prompt, P.AlgorithmVerdictReply, settings, 100, item)
+        reply = _call(gw, "Judge", prompt, P.AlgorithmVerdictReply, settings, 100, item, sample)
         return Verdict(winner="affirmative" if reply.winner == "A" else "negative", reason=reply.reason)
 
     return _run(propose, counter, judge, settings, "algorithm")
@@ -362,20 +376,25 @@ def graph_disagreements(a: Sequence[tuple[str, str]], b: Sequence[tuple[str, str
     return lines
 
 
-def _graph_tokens(d: int) -> int:
-    return 24 + 15 * max(2, 2 * d)
+def _tie_break(settings: MACSettings, a: ProposedGraph, b: ProposedGraph) -> Literal["affirmative", "negative"]:
+    if settings.tie_break == "negative":
+        return "negative"
+    if settings.tie_break == "fewer_edges" and len(b.edges) < len(a.edges):
+        return "negative"
+    return "affirmative"
 
 
 def debate_graph(gw, ctx: GraphContext, settings: MACSettings = MACSettings(), *,
-                 item: str | None = None) -> Debate:
+                 item: str | None = None, sample: int = 0) -> Debate:
     """MDM in graph mode over (V, I ∪ I_c): propose, counter-propose and judge a causal graph.
 
     Parameters
     ----------
     gw : Gateway, the ``mac.debate`` stage is used
     ctx : GraphContext (evidence = Meta Fusion sentences, empty for MDM-only)
-    settings : MACSettings
+    settings : MACSettings (rounds, single_agent, edge_reason_chars, judge_rule, tie_break)
     item : str, optional
+    sample : int, the LLM sample index (0 = the single-answer cache keys)
 
     Returns
     -------
@@ -391,36 +410,48 @@ def debate_graph(gw, ctx: GraphContext, settings: MACSettings = MACSettings(), *
     ----------
     Le et al., arXiv:2407.15073, alg. 1 (graph mode), alg. 3, app. A.1.
     """
-    model = P.graph_reply_model(tuple(ctx.variables))
+    rc = settings.edge_reason_chars
+    model = P.graph_reply_model(tuple(ctx.variables), rc)
     evidence = (P.delimit("data_graph", "\n".join(ctx.evidence)) + "\n") if ctx.evidence else ""
     if evidence:
         evidence = FUSION_HEADER + "\n" + evidence
-    base = dict(metadata=P.delimit("metadata", ctx.metadata), evidence=evidence, principles=P.CAUSAL_PRINCIPLES)
-    cap = _graph_tokens(len(ctx.variables))
+    base = dict(metadata=P.delimit("metadata", ctx.metadata), evidence=evidence, principles=P.CAUSAL_PRINCIPLES,
+                with_reason=P.WITH_REASON if rc else "")
+    cap = graph_reply_tokens(ctx.variables, max_edges=P.max_graph_edges(len(ctx.variables)), reason_chars=rc)
 
     def parse(reply: BaseModel) -> ProposedGraph:
-        return ProposedGraph(edges=tuple((e.cause, e.effect) for e in reply.edges))  # type: ignore[attr-defined]
+        edges = reply.edges  # type: ignore[attr-defined]
+        return ProposedGraph(edges=tuple((e.cause, e.effect) for e in edges),
+                             reasons=tuple(getattr(e, "reason", "") for e in edges) if rc else ())
 
     def propose(own: Proposal | None, other: Proposal | None) -> Proposal:
         if own is None or other is None:
             prompt = P.GRAPH_AFFIRMATIVE_TEMPLATE.format(**base)
         else:
             prompt = P.GRAPH_REVISE_TEMPLATE.format(**base, own=own.label(), other=other.label())
-        return parse(_call(gw, "Affirmative", prompt, model, settings, cap, item))
+        return parse(_call(gw, "Affirmative", prompt, model, settings, cap, item, sample))
 
     def counter(aff: Proposal) -> Proposal:
         prompt = P.GRAPH_NEGATIVE_TEMPLATE.format(**base, proposal=aff.label())
-        return parse(_call(gw, "Negative", prompt, model, settings, cap, item))
+        return parse(_call(gw, "Negative", prompt, model, settings, cap, item, sample))
 
     def judge(a: Proposal, b: Proposal) -> Verdict:
         assert isinstance(a, ProposedGraph) and isinstance(b, ProposedGraph)
         dis = "\n".join(graph_disagreements(a.edges, b.edges)) or "(none)"
-        prompt = P.GRAPH_JUDGE_TEMPLATE.format(**base, a=a.label(), b=b.label(), disagreements=dis)
-        reply = _call(gw, "Judge", prompt, P.GraphVerdictReply, settings, 100, item)
-        votes = {"skeleton": reply.skeleton, "colliders": reply.colliders, "directions": reply.directions}
+        if settings.judge_rule == "overall":
+            prompt = P.GRAPH_JUDGE_OVERALL_TEMPLATE.format(**base, a=a.label(), b=b.label(), disagreements=dis)
+            reply = _call(gw, "Judge", prompt, P.GraphOverallVerdictReply, settings, 100, item, sample)
+            votes = {"overall": reply.winner}
+        else:
+            prompt = P.GRAPH_JUDGE_TEMPLATE.format(**base, a=a.label(), b=b.label(), disagreements=dis)
+            reply = _call(gw, "Judge", prompt, P.GraphVerdictReply, settings, 100, item, sample)
+            votes = {"skeleton": reply.skeleton, "colliders": reply.colliders, "directions": reply.directions}
         pa = sum(v == "A" for v in votes.values())
         pb = sum(v == "B" for v in votes.values())
-        return Verdict(winner="negative" if pb > pa else "affirmative", votes=votes,
-                       reason=f"{reply.reason} (points A {pa}, B {pb})")
+        if pa != pb:
+            return Verdict(winner="negative" if pb > pa else "affirmative", votes=votes,
+                           reason=f"{reply.reason} (points A {pa}, B {pb})")
+        return Verdict(winner=_tie_break(settings, a, b), votes=votes,
+                       reason=f"{reply.reason} (points A {pa}, B {pb}; tie to {settings.tie_break})")
 
     return _run(propose, counter, judge, settings, "graph")

@@ -3,8 +3,14 @@
 Three kinds of sentence, in this order:
 
 1. directed edges: ``"Hot -> Sales"``;
-2. other edges (undirected, bidirected, circle marks):
-   ``"Hot and Swim are associated, direction unknown"``;
+2. other edges, read as the field reads CPDAG and PAG marks (Zhang 2008):
+
+   * ``X --- Y`` (CPDAG): ``"X --- Y: adjacent; the data leave the direction undetermined"``;
+   * ``X <-> Y`` (PAG): ``"X <-> Y: a hidden common cause of X and Y; neither causes the other directly"``;
+   * ``X o-> Y`` (PAG): ``"X o-> Y: Y does not cause X; the mark at X is undetermined (X causes Y, or a
+     hidden common cause, or both)"``;
+   * ``X o-o Y`` (PAG): ``"X o-o Y: adjacent; both marks undetermined"``;
+   * ``X --o Y`` (PAG): ``"X --o Y: X is a cause of Y or of selection; the mark at Y is undetermined"``;
 3. implied orderings: for each directed path of length >= 2 (the transitive
    closure of the directed part, minus its direct edges),
    ``"Hot precedes Attack (indirectly)"``; at most ``max_orderings`` of them,
@@ -13,17 +19,55 @@ Three kinds of sentence, in this order:
 References
 ----------
 Le et al. "Multi-Agent Causal Discovery Using Large Language Models." arXiv:2407.15073, §3.5.
+Zhang. 2008. "On the completeness of orientation rules for causal discovery in the presence of latent
+confounders and selection bias." Artificial Intelligence 172 (16-17). doi:10.1016/j.artint.2008.08.001.
 """
 
 from __future__ import annotations
 
 import networkx as nx
 
-from agentcausal.discovery.graph import CausalGraph
+from agentcausal.discovery.graph import CausalGraph, Edge, Mark
 
-__all__ = ["meta_fusion", "FUSION_HEADER"]
+__all__ = ["meta_fusion", "edge_sentence", "FUSION_HEADER"]
 
 FUSION_HEADER = "A statistical algorithm found on the data:"
+
+
+def edge_sentence(e: Edge, order: dict[str, int] | None = None) -> str:
+    """One undirected, bidirected or circle-marked edge as the field reads it (see the module docstring).
+
+    Parameters
+    ----------
+    e : Edge that is not directed
+    order : node -> column index, to put symmetric edges in column order
+
+    Examples
+    --------
+    >>> edge_sentence(Edge("A", "B", Mark.ARROW, Mark.ARROW))
+    'A <-> B: a hidden common cause of A and B; neither causes the other directly'
+    >>> edge_sentence(Edge("B", "A", Mark.ARROW, Mark.CIRCLE))
+    'A o-> B: B does not cause A; the mark at A is undetermined (A causes B, or a hidden common cause, or both)'
+    """
+    mu, mv = Mark(e.mark_u), Mark(e.mark_v)
+    u, v = e.u, e.v
+    # put the circle (or tail) first: "X o-> Y", "X --o Y"
+    if (mu, mv) in ((Mark.ARROW, Mark.CIRCLE), (Mark.CIRCLE, Mark.TAIL)):
+        u, v, mu, mv = v, u, mv, mu
+    if mu == mv and order is not None and order.get(u, 0) > order.get(v, 0):
+        u, v = v, u
+    if (mu, mv) == (Mark.TAIL, Mark.TAIL):
+        return f"{u} --- {v}: adjacent; the data leave the direction undetermined"
+    if (mu, mv) == (Mark.ARROW, Mark.ARROW):
+        return f"{u} <-> {v}: a hidden common cause of {u} and {v}; neither causes the other directly"
+    if (mu, mv) == (Mark.CIRCLE, Mark.ARROW):
+        return (f"{u} o-> {v}: {v} does not cause {u}; the mark at {u} is undetermined "
+                f"({u} causes {v}, or a hidden common cause, or both)")
+    if (mu, mv) == (Mark.CIRCLE, Mark.CIRCLE):
+        return f"{u} o-o {v}: adjacent; both marks undetermined"
+    if (mu, mv) == (Mark.TAIL, Mark.CIRCLE):
+        return f"{u} --o {v}: {u} is a cause of {v} or of selection; the mark at {v} is undetermined"
+    return f"{e}: adjacent"
 
 
 def meta_fusion(graph: CausalGraph, *, max_orderings: int = 10) -> list[str]:
@@ -52,8 +96,7 @@ def meta_fusion(graph: CausalGraph, *, max_orderings: int = 10) -> list[str]:
     out = [f"{a} -> {b}" for a, b in directed]
     for e in graph.edges:
         if e.oriented() is None:
-            a, b = sorted((e.u, e.v), key=idx.__getitem__)
-            out.append(f"{a} and {b} are associated, direction unknown")
+            out.append(edge_sentence(e, idx))
     dg = nx.DiGraph()
     dg.add_nodes_from(graph.nodes)
     dg.add_edges_from(directed)

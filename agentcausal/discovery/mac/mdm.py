@@ -34,7 +34,7 @@ class MDMResult(BaseModel):
 
 
 def refine_graph(gw, ds: Dataset, evidence: Sequence[str] = (), settings: MACSettings = MACSettings(), *,
-                 item: str | None = None) -> MDMResult:
+                 item: str | None = None, sample: int = 0) -> MDMResult:
     """MDM in graph mode, then validation to a DAG.
 
     Parameters
@@ -44,6 +44,7 @@ def refine_graph(gw, ds: Dataset, evidence: Sequence[str] = (), settings: MACSet
     evidence : sentences of Meta Fusion (I_c); empty for the MDM-only ablation
     settings : MACSettings
     item : str, optional
+    sample : int, the LLM sample index
 
     Returns
     -------
@@ -55,7 +56,7 @@ def refine_graph(gw, ds: Dataset, evidence: Sequence[str] = (), settings: MACSet
     UnknownStageError, EndpointUnreachableError, LLMCallError from the gateway.
     """
     ctx = GraphContext(variables=ds.variables, metadata=metadata_text(ds), evidence=tuple(evidence))
-    debate = debate_graph(gw, ctx, settings, item=item)
+    debate = debate_graph(gw, ctx, settings, item=item, sample=sample)
     win = debate.winning
     assert isinstance(win, ProposedGraph)
     repaired = repair_to_dag(ds.variables, win.edges)

@@ -24,22 +24,28 @@ from agentcausal.discovery.mac.dcm import DCMResult, debate_coding_module
 from agentcausal.discovery.mac.fusion import meta_fusion
 from agentcausal.discovery.mac.mdm import MDMResult, refine_graph
 from agentcausal.discovery.mac.settings import MACSettings
+from agentcausal.exceptions import StructuredOutputError
 
 __all__ = ["MACResult", "run_mac"]
 
 
 class MACResult(BaseModel):
-    """The final graph and every intermediate: DCM, the fusion sentences, MDM."""
+    """The final graph and every intermediate: DCM, the fusion sentences, MDM.
+
+    ``degraded`` says why the graph is not the full pipeline's (MDM failed after its repairs, so the
+    answer is the DCM graph G_C); the discovery record then has ``status="degraded"``.
+    """
 
     model_config = ConfigDict(frozen=True)
     graph: CausalGraph
     dcm: DCMResult | None = None
     fusion: tuple[str, ...] = ()
     mdm: MDMResult | None = None
+    degraded: str | None = None
 
 
 def run_mac(gw, ds: Dataset, settings: MACSettings = MACSettings(), *, seed: int = 0,
-            item: str | None = None) -> MACResult:
+            item: str | None = None, sample: int = 0) -> MACResult:
     """Run MAC (or an ablation, per ``settings.stages`` and ``settings.single_agent``) on one dataset.
 
     Parameters
@@ -49,14 +55,17 @@ def run_mac(gw, ds: Dataset, settings: MACSettings = MACSettings(), *, seed: int
     settings : MACSettings
     seed : int, draws the subset S of the algorithm debate
     item : str, optional; usage-accounting id
+    sample : int, the LLM sample index (``discover`` passes the data seed)
 
     Returns
     -------
-    MACResult; ``graph`` is a DAG except for ``dcm_only`` (G_C as the algorithm returned it).
+    MACResult; ``graph`` is a DAG except for ``dcm_only`` (G_C as the algorithm returned it) and a
+    degraded full run (MDM failed after its repairs: G_C, with ``degraded`` saying why).
 
     Raises
     ------
-    StructuredOutputError, AlgorithmError, UnknownStageError, EndpointUnreachableError, LLMCallError.
+    StructuredOutputError (MDM-only, when the Affirmative's reply stays invalid), AlgorithmError,
+    UnknownStageError, EndpointUnreachableError, LLMCallError.
 
     Examples
     --------
@@ -66,11 +75,15 @@ def run_mac(gw, ds: Dataset, settings: MACSettings = MACSettings(), *, seed: int
     True
     """
     if settings.stages == "mdm_only":
-        mdm = refine_graph(gw, ds, (), settings, item=item)
+        mdm = refine_graph(gw, ds, (), settings, item=item, sample=sample)
         return MACResult(graph=mdm.graph, mdm=mdm)
-    dcm = debate_coding_module(gw, ds, settings, seed=seed, item=item)
+    dcm = debate_coding_module(gw, ds, settings, seed=seed, item=item, sample=sample)
     if settings.stages == "dcm_only":
         return MACResult(graph=dcm.execution.graph, dcm=dcm)
     sentences = tuple(meta_fusion(dcm.execution.graph, max_orderings=settings.max_orderings))
-    mdm = refine_graph(gw, ds, sentences, settings, item=item)
+    try:
+        mdm = refine_graph(gw, ds, sentences, settings, item=item, sample=sample)
+    except StructuredOutputError as exc:
+        return MACResult(graph=dcm.execution.graph, dcm=dcm, fusion=sentences,
+                         degraded=f"MDM failed after repairs ({str(exc)[:200]}); the answer is the DCM graph")
     return MACResult(graph=mdm.graph, dcm=dcm, fusion=sentences, mdm=mdm)

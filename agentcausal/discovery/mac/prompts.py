@@ -36,6 +36,8 @@ __all__ = [
     "GRAPH_AFFIRMATIVE_TEMPLATE",
     "GRAPH_NEGATIVE_TEMPLATE",
     "GRAPH_JUDGE_TEMPLATE",
+    "GRAPH_JUDGE_OVERALL_TEMPLATE",
+    "WITH_REASON",
     "ZERO_SHOT_TEMPLATE",
     "CODER_TEMPLATE",
     "CODER_RETRY_TEMPLATE",
@@ -43,12 +45,14 @@ __all__ = [
     "AlgorithmProposalReply",
     "AlgorithmVerdictReply",
     "GraphVerdictReply",
+    "GraphOverallVerdictReply",
     "CodeReply",
     "graph_reply_model",
+    "max_graph_edges",
     "delimit",
 ]
 
-PROMPT_VERSION = "mac-2025-01-v4"
+PROMPT_VERSION = "mac-2026-11-v5"  # v5: codebook descriptions (no relations), per-edge reasons
 
 POOL_DESCRIPTION = (
     "pc: constraint-based, conditional independence tests; returns a CPDAG.\n"
@@ -93,25 +97,33 @@ ALGO_JUDGE_TEMPLATE = (
 GRAPH_CONTEXT_TEMPLATE = "Find the causal graph (a DAG) over these variables.\n{metadata}\n{evidence}{principles}\n"
 GRAPH_AFFIRMATIVE_TEMPLATE = (
     GRAPH_CONTEXT_TEMPLATE
-    + "You are the Affirmative. List each direct cause -> effect edge."
+    + "You are the Affirmative. List each direct cause -> effect edge{with_reason}."
 )
 GRAPH_NEGATIVE_TEMPLATE = (
     GRAPH_CONTEXT_TEMPLATE
     + "You are the Negative. The Affirmative proposed:\n{proposal}\n"
     "Propose a plausible alternative DAG: change the edges you doubt (missing or extra links, colliders, "
-    "directions). List every edge of your graph."
+    "directions), answering the Affirmative's reasons. List every edge of your graph{with_reason}."
 )
 GRAPH_REVISE_TEMPLATE = (
     GRAPH_CONTEXT_TEMPLATE
     + "You are the Affirmative. Your last graph:\n{own}\nThe Negative proposed instead:\n{other}\n"
-    "Keep your edges that are right and adopt the Negative's that are right. List every edge of your DAG."
+    "Keep your edges that are right and adopt the Negative's that are right. List every edge of your "
+    "DAG{with_reason}."
 )
 GRAPH_JUDGE_TEMPLATE = (
     GRAPH_CONTEXT_TEMPLATE
     + "You are the Judge.\nGraph A:\n{a}\nGraph B:\n{b}\nDisagreements:\n{disagreements}\n"
-    "For each criterion say which graph is better (A, B or tie): skeleton (which pairs are linked), "
-    "colliders, directions."
+    "Weigh each side's reasons. For each criterion say which graph is better (A, B or tie): skeleton "
+    "(which pairs are linked), colliders, directions."
 )
+GRAPH_JUDGE_OVERALL_TEMPLATE = (
+    GRAPH_CONTEXT_TEMPLATE
+    + "You are the Judge.\nGraph A:\n{a}\nGraph B:\n{b}\nDisagreements:\n{disagreements}\n"
+    "Weigh each side's reasons and say which graph is better overall (A, B or tie)."
+)
+#: appended to a graph task when edges carry reasons
+WITH_REASON = ", each with a short reason"
 
 ZERO_SHOT_TEMPLATE = (
     "Find the causal graph (a DAG) over these variables.\n{metadata}\nList each direct cause -> effect edge."
@@ -188,6 +200,13 @@ class GraphVerdictReply(BaseModel):
     reason: ShortText(240) = Field(description="one short sentence")
 
 
+class GraphOverallVerdictReply(BaseModel):
+    """Which graph is better overall (A, B or tie), and a short reason."""
+
+    winner: Vote
+    reason: ShortText(240) = Field(description="one short sentence")
+
+
 class CodeReply(BaseModel):
     """A complete Python script."""
 
@@ -198,28 +217,39 @@ class _EdgeBase(BaseModel):
     model_config = ConfigDict(frozen=True)
 
 
+def max_graph_edges(d: int) -> int:
+    """The schema's bound on a graph reply's edge list: ``2 d`` (the true graphs here have at most 1.25 d)."""
+    return max(2, 2 * d)
+
+
 @functools.lru_cache(maxsize=64)
-def graph_reply_model(variables: tuple[str, ...]) -> type[BaseModel]:
-    """The reply model of a graph proposal over ``variables``: ``{"edges": [{"cause", "effect"}, ...]}``.
+def graph_reply_model(variables: tuple[str, ...], reason_chars: int = 0) -> type[BaseModel]:
+    """The reply model of a graph proposal over ``variables``: ``{"edges": [{"cause", "effect", "reason"}, ...]}``.
 
     Variable names are an enum in the JSON schema, so a grammar-constrained
-    endpoint (llama.cpp, vLLM) can only name known variables. At most ``2 d``
-    edges (the true graphs here have at most 1.25 d).
+    endpoint (llama.cpp, vLLM) can only name known variables. At most
+    :func:`max_graph_edges` edges.
 
     Parameters
     ----------
     variables : tuple of str, length d
+    reason_chars : int, cap of each edge's ``reason`` (the argument the Negative and the Judge read);
+        0 = no reason field
 
     Returns
     -------
     A pydantic model class named ``GraphProposal``.
     """
     var = Literal[variables]  # type: ignore[valid-type]
-    edge = create_model("Edge", __base__=_EdgeBase, cause=(var, ...), effect=(var, ...))
+    fields: dict = {"cause": (var, ...), "effect": (var, ...)}
+    if reason_chars:
+        fields["reason"] = (ShortText(reason_chars), Field("", description="why, in a few words"))
+    edge = create_model("Edge", __base__=_EdgeBase, **fields)
     model = create_model(
         "GraphProposal",
-        edges=(list[edge], Field(max_length=max(2, 2 * len(variables)),
+        edges=(list[edge], Field(max_length=max_graph_edges(len(variables)),
                                  description="direct cause -> effect edges")),
     )
-    model.__doc__ = "A causal graph as a list of direct cause -> effect edges."
+    model.__doc__ = "A causal graph as a list of direct cause -> effect edges" + (
+        ", each with a short reason." if reason_chars else ".")
     return model

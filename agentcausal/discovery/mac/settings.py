@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["MACSettings", "DEBATE_STAGE", "CODER_STAGE", "BASELINE_STAGE"]
+__all__ = ["MACSettings", "PRESETS", "DEBATE_STAGE", "CODER_STAGE", "BASELINE_STAGE"]
 
 DEBATE_STAGE = "mac.debate"
 CODER_STAGE = "mac.coder"
@@ -31,6 +31,18 @@ class MACSettings(BaseModel):
     sandbox_memory_mb : int, address-space limit of a sandboxed script
     max_orderings : int, cap on implied-ordering sentences in Meta Fusion
     max_tokens_scale : float, multiplies every completion cap (raise it for verbose models)
+    edge_reason_chars : int, the cap (characters) of the short reason each graph-mode edge carries, which
+        the Negative and the Judge read; 0 = edges without reasons (the paper's figures show arguments,
+        so ``paper`` keeps them)
+    judge_rule : how the graph-mode Judge decides (the paper leaves the rule open, app. A.1):
+        "criteria" = the Judge votes A, B or tie on each of three criteria (skeleton, colliders,
+        directions), a vote is a point and the graph with more points wins; "overall" = the Judge names
+        the better graph (A, B or tie) in one vote
+    tie_break : who wins a graph-mode tie (equal points, or an "overall" tie): "affirmative" (the
+        proposal under debate stands), "negative", or "fewer_edges" (the sparser graph; the Affirmative
+        on equal counts)
+    fallback_algorithm : the pool algorithm DCM runs when the algorithm debate gives no valid proposal
+        (the run is then marked degraded)
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -46,3 +58,15 @@ class MACSettings(BaseModel):
     sandbox_memory_mb: int = Field(4096, ge=256)
     max_orderings: int = Field(10, ge=0)
     max_tokens_scale: float = Field(1.0, gt=0, le=10)
+    edge_reason_chars: int = Field(160, ge=0, le=400)
+    judge_rule: Literal["criteria", "overall"] = "criteria"
+    tie_break: Literal["affirmative", "negative", "fewer_edges"] = "affirmative"
+    fallback_algorithm: Literal["pc", "fci", "ges", "exact_search", "direct_lingam"] = "pc"
+
+
+#: field values per preset (:mod:`agentcausal.presets`); ``paper`` = the model defaults. ``small`` (sub-2B
+#: models on CPU): shorter per-edge reasons, so a graph reply over Alarm's 37 variables still fits.
+PRESETS: dict[str, dict[str, Any]] = {
+    "paper": {},
+    "small": {"edge_reason_chars": 60},
+}

@@ -1,0 +1,156 @@
+"""LLM-SCD: statistical causal discovery with prior knowledge an LLM derives from the metadata and a first SCD result.
+
+Takayama et al. (arXiv:2402.01454) run in three steps:
+
+1. a statistical causal discovery (SCD) algorithm runs on the data;
+2. *statistical causal prompting*: for every ordered pair ``(x, y)`` the LLM is
+   shown the metadata and the SCD result and asked whether ``x`` directly
+   causes ``y``; ``n_samples`` answers (at ``temperature``) give a probability
+   ``p(x -> y)``;
+3. the probabilities become a prior-knowledge matrix (``x -> y`` required
+   when ``p >= required_at``, forbidden when ``p <= forbidden_at``, else left
+   to the data) and the SCD algorithm runs again under it.
+
+Here the SCD algorithm is PC (one of the paper's; causal-learn's
+``BackgroundKnowledge`` carries the prior), with the pool's data-type-aware
+test. Settings the paper leaves to the user are documented fields.
+
+The MAC paper (arXiv:2407.15073, §4.1) lists LLM-SCD among its LLM baselines; its
+text pairs the baselines' names and citations differently from the methods' own
+papers. This implementation follows Takayama et al.
+
+References
+----------
+Takayama et al. 2024. "Integrating Large Language Models in Causal Discovery: A Statistical Causal
+Approach." arXiv:2402.01454.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentcausal.discovery.algorithms import default_choice, run_algorithm
+from agentcausal.discovery.datasets import Dataset, metadata_text
+from agentcausal.discovery.graph import CausalGraph
+from agentcausal.discovery.llm_common import edges_text, system_message
+from agentcausal.discovery.mac import prompts as P
+from agentcausal.discovery.mac.calls import budget, structured
+from agentcausal.discovery.mac.settings import BASELINE_STAGE
+from agentcausal.llm.replies import ShortText
+
+__all__ = ["LLMSCDSettings", "PRESETS", "LLMSCDResult", "llm_scd"]
+
+
+class LLMSCDSettings(BaseModel):
+    """Settings of LLM-SCD.
+
+    Attributes
+    ----------
+    n_samples : int, answers per ordered pair; ``p(x -> y)`` is the share of "yes"
+    temperature : float, sampling temperature of those answers (None = the profile's)
+    required_at : float, ``p >= required_at`` makes ``x -> y`` required
+    forbidden_at : float, ``p <= forbidden_at`` makes ``x -> y`` forbidden
+    reason_chars : int, cap of the reason the LLM gives before its answer
+    algorithm_timeout_s : float, wall limit of each PC run
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    n_samples: int = Field(5, ge=1, le=20)
+    temperature: float | None = Field(0.7, ge=0, le=2)
+    required_at: float = Field(0.95, gt=0.5, le=1)
+    forbidden_at: float = Field(0.05, ge=0, lt=0.5)
+    reason_chars: int = Field(200, ge=20, le=1000)
+    algorithm_timeout_s: float = Field(120.0, gt=0)
+
+
+#: ``paper`` = the defaults; ``small``: one answer per pair, short reasons (sub-2B models on CPU)
+PRESETS: dict[str, dict[str, Any]] = {"paper": {}, "small": {"n_samples": 1, "reason_chars": 80}}
+
+PAIR_TEMPLATE = (
+    "{metadata}\nA statistical causal discovery algorithm (PC) found on the data:\n{scd}\n"
+    "Question: does {x} directly cause {y} (a change in {x} changes {y} not only through other variables)? "
+    "Give a short reason, then answer yes or no."
+)
+
+
+class LLMSCDResult(BaseModel):
+    """The first SCD graph, the LLM probabilities, the prior, and the final graph."""
+
+    model_config = ConfigDict(frozen=True)
+    first: CausalGraph
+    probabilities: dict[str, float]
+    required: tuple[str, ...]
+    forbidden: tuple[str, ...]
+    graph: CausalGraph
+
+
+def _pair_model(reason_chars: int) -> type[BaseModel]:
+    from pydantic import create_model
+
+    return create_model("PairReply", reason=(ShortText(reason_chars), Field(description="one short sentence")),
+                        answer=(Literal["yes", "no"], ...))
+
+
+def llm_scd(gw, ds: Dataset, settings: LLMSCDSettings = LLMSCDSettings(), *, item: str | None = None,
+            sample: int = 0) -> LLMSCDResult:
+    """Run LLM-SCD on one dataset.
+
+    Parameters
+    ----------
+    gw : Gateway (stage ``mac.baseline``)
+    ds : Dataset
+    settings : LLMSCDSettings
+    item : str, optional; usage-accounting id
+    sample : int, the LLM sample index of this run; answer ``k`` of a pair uses
+        ``sample * n_samples + k``
+
+    Returns
+    -------
+    LLMSCDResult; ``graph`` is PC's CPDAG under the prior.
+
+    Raises
+    ------
+    AlgorithmError if PC fails; StructuredOutputError, UnknownStageError, EndpointUnreachableError,
+    LLMCallError from the gateway.
+
+    References
+    ----------
+    Takayama et al., arXiv:2402.01454.
+    """
+    base = default_choice("pc", ds.data_type, ds.d)
+    first = run_algorithm(ds.data, ds.variables, base, timeout_s=settings.algorithm_timeout_s).graph
+    model = _pair_model(settings.reason_chars)
+    cap = budget(gw, BASELINE_STAGE, settings.reason_chars // 3 + 40)
+    meta = P.delimit("metadata", metadata_text(ds))
+    scd = P.delimit("scd_result", edges_text(first.edge_strings()))
+    probs: dict[str, float] = {}
+    required: list[tuple[int, int]] = []
+    forbidden: list[tuple[int, int]] = []
+    for i, x in enumerate(ds.variables):
+        for j, y in enumerate(ds.variables):
+            if i == j:
+                continue
+            msgs = [system_message(), {"role": "user", "content": PAIR_TEMPLATE.format(metadata=meta, scd=scd,
+                                                                                        x=x, y=y)}]
+            yes = 0
+            for k in range(settings.n_samples):
+                reply = structured(gw, BASELINE_STAGE, msgs, model, item=item, max_tokens=cap,
+                                   sample=sample * settings.n_samples + k, temperature=settings.temperature)
+                yes += reply.answer == "yes"
+            p = yes / settings.n_samples
+            probs[f"{x} -> {y}"] = p
+            if p >= settings.required_at:
+                required.append((i, j))
+            elif p <= settings.forbidden_at:
+                forbidden.append((i, j))
+    # a pair required both ways is left to the data
+    both = {(i, j) for i, j in required if (j, i) in required}
+    required = [e for e in required if e not in both]
+    choice = base.model_copy(update={"required": tuple(required), "forbidden": tuple(forbidden)})
+    graph = run_algorithm(ds.data, ds.variables, choice, timeout_s=settings.algorithm_timeout_s).graph
+    name = ds.variables.__getitem__
+    return LLMSCDResult(first=first, probabilities=probs, graph=graph,
+                        required=tuple(f"{name(i)} -> {name(j)}" for i, j in required),
+                        forbidden=tuple(f"{name(i)} -> {name(j)}" for i, j in forbidden))

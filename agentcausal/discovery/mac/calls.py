@@ -1,0 +1,107 @@
+"""How MAC and the LLM discovery baselines call the gateway: the sample index and completion budgets.
+
+* :func:`structured` passes the LLM *sample index* (``sample``) to
+  ``Gateway.structured``: sample 0 keeps the cache keys of a single answer, a
+  sample > 0 is cached apart and sent as the request's ``seed`` where the
+  profile allows. ``discover`` uses the data seed as the sample index, so
+  methods whose prompt does not depend on the data (zero-shot, MDM-only) still
+  get an independent answer per seed.
+* :func:`graph_reply_tokens` is the completion budget a graph reply needs,
+  from the number of variables, the length of their names and the reply schema
+  (per-edge reasons included); :func:`budget` bounds it by the profile's
+  ``max_output_tokens``.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["structured", "sample_index", "graph_reply_tokens", "budget", "CHARS_PER_TOKEN", "REPEAT_STRIDE"]
+
+#: characters per token assumed for budgets: 3 is below English prose (about 4) and upper-case
+#: abbreviations (HYPOVOLEMIA, LVEDVOLUME) tokenise worse, so budgets err on the generous side
+CHARS_PER_TOKEN = 3.0
+
+#: sample index of repeat ``r`` of data seed ``s``: ``s + r * REPEAT_STRIDE`` (seeds below the stride)
+REPEAT_STRIDE = 1 << 20
+
+
+def sample_index(seed: int, repeat: int = 0) -> int:
+    """The LLM sample index of one (data seed, repeat): ``seed + repeat * REPEAT_STRIDE``.
+
+    Repeat 0 of seed ``s`` is sample ``s`` (so seed 0 keeps the single-answer cache keys),
+    and every (seed, repeat) pair with ``0 <= seed < REPEAT_STRIDE`` has its own index.
+
+    >>> sample_index(3), sample_index(0, 1) == REPEAT_STRIDE
+    (3, True)
+    """
+    if not 0 <= seed < REPEAT_STRIDE or repeat < 0:
+        raise ValueError(f"seed must be in [0, {REPEAT_STRIDE}) and repeat >= 0, got {seed}, {repeat}")
+    return seed + repeat * REPEAT_STRIDE
+
+
+@functools.lru_cache(maxsize=16)
+def _accepts(cls: type, name: str) -> bool:
+    try:
+        return name in inspect.signature(cls.structured).parameters
+    except (TypeError, ValueError, AttributeError):
+        return False
+
+
+def structured(gw, stage: str, messages: Sequence[dict[str, str]], reply_model: type, *, item: str | None,
+               max_tokens: int, sample: int = 0, temperature: float | None = None) -> Any:
+    """``gw.structured`` with the sample index and temperature (each dropped for a gateway without it).
+
+    Raises
+    ------
+    whatever ``Gateway.structured`` raises (StructuredOutputError, EndpointUnreachableError, ...).
+    """
+    kwargs: dict[str, Any] = {}
+    if sample and _accepts(type(gw), "sample"):
+        kwargs["sample"] = sample
+    if temperature is not None and _accepts(type(gw), "temperature"):
+        kwargs["temperature"] = temperature
+    return gw.structured(stage, messages, reply_model, item=item, max_tokens=max_tokens, **kwargs)
+
+
+def graph_reply_tokens(variables: Sequence[str], *, max_edges: int, reason_chars: int) -> int:
+    """Completion tokens a graph reply of up to ``max_edges`` edges can need.
+
+    Per edge ``{"cause": "<name>", "effect": "<name>", "reason": "<text>"}``: 40
+    characters of JSON and spacing, two of the longest names, and the reason
+    cap; divided by :data:`CHARS_PER_TOKEN`, plus 16 tokens for the envelope.
+
+    Parameters
+    ----------
+    variables : the variable names
+    max_edges : int, the schema's bound on the edge list
+    reason_chars : int, the per-edge reason cap (0 = no reason field)
+
+    Returns
+    -------
+    int, tokens.
+
+    Examples
+    --------
+    >>> graph_reply_tokens(["A", "B"], max_edges=4, reason_chars=0)
+    72
+    """
+    longest = max((len(v) for v in variables), default=1)
+    per_edge = 40 + 2 * longest + (reason_chars + 14 if reason_chars else 0)
+    return 16 + math.ceil(max_edges * per_edge / CHARS_PER_TOKEN)
+
+
+def budget(gw, stage: str, need: int) -> int:
+    """``need`` bounded by the profile's ``max_output_tokens`` (``Gateway.max_output_tokens(stage)``), if any."""
+    getter = getattr(gw, "max_output_tokens", None)
+    ceiling = None
+    if callable(getter):
+        try:
+            ceiling = getter(stage)
+        except Exception:  # noqa: BLE001 - an unrouted stage fails later, at the call, with its own error
+            ceiling = None
+    return int(min(need, ceiling)) if ceiling else int(need)

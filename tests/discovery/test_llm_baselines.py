@@ -1,0 +1,148 @@
+"""The MAC paper's LLM baselines: ReAct, LLM-SCD, ILS-CSL, each from its own paper, on the fake server."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import re
+
+import pytest
+
+from agentcausal.discovery import ils_csl as ils_mod
+from agentcausal.discovery import llm_scd as scd_mod
+from agentcausal.discovery import react as react_mod
+from agentcausal.discovery.datasets import load_dataset
+from agentcausal.discovery.ils_csl import ILSCSLSettings, hill_climb
+from agentcausal.discovery.llm_scd import LLMSCDSettings
+from agentcausal.discovery.methods import DiscoveryConfig, method_stages, resolve_methods, run_discovery
+from agentcausal.discovery.react import ReActSettings
+from agentcausal.llm.gateway import Gateway
+from agentcausal.report.discovery import outcomes_frame, summary_text
+from tests.discovery.conftest import mac_responder, reply_kind
+
+NAMES = ("earthquake", "asia")
+
+
+@functools.lru_cache(maxsize=None)
+def dataset(name: str, seed: int):
+    return load_dataset(name, n=500, seed=seed)
+
+
+@functools.lru_cache(maxsize=1)
+def truth() -> frozenset:
+    return frozenset(e for name in NAMES for e in dataset(name, 0).true_graph.directed_edges())
+
+
+def oracle(body: dict) -> str:
+    """Answers every baseline's requests as an oracle that knows the true edges of both networks."""
+    name, role = reply_kind(body)
+    prompt = body["messages"][1]["content"]
+    if name == "ReActStepReply":
+        steps = prompt.count("Observation ")
+        variables = re.findall(r"^- (\w+):", prompt, re.M)
+        if steps == 0:
+            return json.dumps({"thought": "look at the data", "action": "summary"})
+        if steps == 1:
+            return json.dumps({"thought": "test a pair", "action": "test", "x": variables[0], "y": variables[1],
+                               "given": [variables[2]]})
+        if steps == 2:
+            return json.dumps({"thought": "run pc", "action": "run_algorithm", "algorithm": "pc"})
+        edges = [{"cause": a, "effect": b} for a, b in sorted(truth()) if a in variables and b in variables]
+        return json.dumps({"thought": "done", "action": "finish", "edges": edges})
+    if name == "PairReply":
+        x, y = re.search(r"does (\w+) directly cause (\w+)", prompt).groups()
+        return json.dumps({"reason": "domain knowledge", "answer": "yes" if (x, y) in truth() else "no"})
+    if name == "EdgeVerdictReply":
+        x, y = re.search(r"proposes the edge (\w+) -> (\w+)", prompt).groups()
+        verdict = "correct" if (x, y) in truth() else "reversed" if (y, x) in truth() else "absent"
+        return json.dumps({"reason": "domain knowledge", "verdict": verdict})
+    return mac_responder()(body)
+
+
+def test_methods_are_registered_with_the_baseline_stage():
+    assert resolve_methods(["react", "llm_scd", "ils_csl"]) == ["react", "llm_scd", "ils_csl"]
+    for m in ("react", "llm_scd", "ils_csl"):
+        assert method_stages(m, DiscoveryConfig()) == ("mac.baseline",)
+    for mod, paper in ((react_mod, "2210.03629"), (scd_mod, "2402.01454"), (ils_mod, "2311.11689")):
+        assert paper in mod.__doc__ and "pairs the baselines' names and citations differently" in mod.__doc__
+        assert set(mod.PRESETS) >= {"paper", "small"}
+
+
+def test_react_uses_its_tools_and_sees_their_observations(fake_server, make_gateway):
+    ds = dataset("earthquake", 0)
+    fake_server.responder = oracle
+    out = run_discovery("react", ds, make_gateway(fake_server), seed=0)
+    assert out.error == "" and [s["action"] for s in out.details["steps"]] == ["summary", "test", "run_algorithm",
+                                                                             "finish"]
+    last = fake_server.chat_requests[-1]["messages"][1]["content"]
+    assert "Strongest associations" in last and "p = " in last and "pc found:" in last
+    assert out.graph.directed_edges() == ds.true_graph.directed_edges()
+
+
+def test_react_asks_for_a_final_graph_when_steps_run_out(fake_server, make_gateway):
+    ds = dataset("earthquake", 0)
+    fake_server.responder = lambda body: (json.dumps({"thought": "more", "action": "summary"})
+                                          if reply_kind(body)[0] == "ReActStepReply"
+                                          else json.dumps({"edges": [{"cause": "Burglary", "effect": "Alarm"}]}))
+    res = react_mod.react_discovery(make_gateway(fake_server), ds, ReActSettings(max_steps=2))
+    assert not res.finished and len(res.steps) == 2 and fake_server.count == 3
+    assert res.graph.directed_edges() == {("Burglary", "Alarm")}
+
+
+def test_llm_scd_turns_answers_into_a_prior_for_pc(fake_server, make_gateway):
+    ds = dataset("earthquake", 0)
+    fake_server.responder = oracle
+    res = scd_mod.llm_scd(make_gateway(fake_server), ds, LLMSCDSettings(n_samples=2))
+    d = ds.d
+    samples = 2 if "sample" in inspect.signature(Gateway.structured).parameters else 1  # else cache hits
+    assert fake_server.count == d * (d - 1) * samples
+    assert "A statistical causal discovery algorithm (PC) found" in fake_server.chat_requests[0]["messages"][1][
+        "content"]
+    assert set(res.required) == {f"{a} -> {b}" for a, b in ds.true_graph.directed_edges()}
+    assert len(res.forbidden) == d * (d - 1) - len(res.required)
+    # PC under the prior: no forbidden direction, and every required pair PC keeps adjacent is oriented so
+    forbidden = {tuple(e.split(" -> ")) for e in res.forbidden}
+    assert not res.graph.directed_edges() & forbidden
+    for e in res.required:
+        a, b = e.split(" -> ")
+        if frozenset((a, b)) in res.graph.skeleton():
+            assert (a, b) in res.graph.directed_edges()
+    assert res.graph.skeleton() and res.graph.directed_edges() <= ds.true_graph.directed_edges()
+
+
+def test_ils_csl_supervises_learned_edges_and_iterates(fake_server, make_gateway):
+    ds = dataset("asia", 0)
+    fake_server.responder = oracle
+    res = ils_mod.ils_csl(make_gateway(fake_server), ds, ILSCSLSettings())
+    first = set(res.iterations[0])
+    asked = [re.search(r"proposes the edge (\w+ -> \w+)", r["messages"][1]["content"]).group(1)
+             for r in fake_server.chat_requests]
+    assert set(asked) >= {e.replace(" --> ", " -> ") for e in first}  # every learned edge is judged
+    assert len(asked) == len(set(asked)) == len(res.verdicts)          # each once
+    assert len(res.iterations) >= 2
+    for e, v in res.verdicts.items():
+        a, b = e.split(" -> ")
+        if v == "absent":
+            assert (a, b) not in res.graph.directed_edges() and (b, a) not in res.graph.directed_edges()
+        else:
+            assert ((a, b) if v == "correct" else (b, a)) in res.graph.directed_edges()
+    # the constraints are hard: hill climbing under them keeps a required edge and drops a forbidden one
+    g = hill_climb(ds, {("xray", "either")}, {("either", "xray")})
+    assert ("xray", "either") in g.directed_edges()
+
+
+@pytest.mark.parametrize("preset", ["small"])
+def test_earthquake_and_asia_seeds_0_1_with_mac_in_one_table(fake_server, make_gateway, preset):
+    fake_server.responder = oracle
+    gw = make_gateway(fake_server)
+    config = DiscoveryConfig(react=ReActSettings(**react_mod.PRESETS[preset]),
+                             llm_scd=LLMSCDSettings(**scd_mod.PRESETS[preset]),
+                             ils_csl=ILSCSLSettings(**ils_mod.PRESETS[preset]))
+    outs = [run_discovery(m, dataset(name, s), gw, config, seed=s)
+            for name in NAMES for s in (0, 1) for m in ("react", "llm_scd", "ils_csl", "mac")]
+    assert all(o.error == "" and o.graph is not None for o in outs), [o.error for o in outs if o.error]
+    table = summary_text(outcomes_frame(outs))
+    for name in NAMES:
+        for m in ("react", "llm_scd", "ils_csl", "mac"):
+            assert re.search(rf"^{name}\s+500\s+{m}\s", table, re.M), (name, m)
