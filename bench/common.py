@@ -82,17 +82,19 @@ def bench_profiles(base_url: str, concurrency: int, *, model: str = "bench-model
                    context_window: int = 128000) -> ProfileSet:
     """Every chat stage and the embeddings on one fake endpoint, sharing one concurrency limit.
 
-    Chat and embedding profiles name the same base URL and model, so the
-    gateway's per-endpoint semaphore (keyed by base URL and model) caps *all*
-    requests in flight at ``concurrency`` and ``sum of latencies / concurrency``
-    is a true lower bound of the wall time. Use a new ``model`` label per
-    configuration: semaphores live for the process.
+    Chat and embedding profiles name one ``limit_group`` (named after ``model``)
+    of size ``concurrency``, so the gateway caps *all* requests in flight at
+    ``concurrency`` (each profile alone would have its own limit, and DCFA's
+    embeddings would add to the chat requests) and ``sum of latencies /
+    concurrency`` is a true lower bound of the wall time. Use a new ``model``
+    label per configuration: semaphores live for the process.
     """
-    common = dict(base_url=base_url, model=model, max_concurrency=concurrency, timeout_s=60.0)
+    common = dict(base_url=base_url, model=model, max_concurrency=concurrency, timeout_s=60.0, limit_group=model)
     return ProfileSet(
         profiles={"bench": Profile(name="bench", context_window=context_window, **common),
                   "bench-embed": Profile(name="bench-embed", kind="embedding", **common)},
         routings={"default": {"default": "bench", "embed": "bench-embed"}},
+        limit_groups={model: concurrency},
     )
 
 
@@ -105,10 +107,12 @@ def profiles_toml(path: str | Path, base_url: str, concurrency: int, *, model: s
                   context_window: int = 128000) -> Path:
     """The same profiles as :func:`bench_profiles`, as a TOML file for ``RunSettings.profiles_path``."""
     text = (
+        f'[limit_groups]\n"{model}" = {concurrency}\n\n'
         f'[profiles.bench]\nkind = "chat"\nbase_url = "{base_url}"\nmodel = "{model}"\n'
-        f"max_concurrency = {concurrency}\ntimeout_s = 60\ncontext_window = {context_window}\n\n"
+        f"max_concurrency = {concurrency}\ntimeout_s = 60\ncontext_window = {context_window}\n"
+        f'limit_group = "{model}"\n\n'
         f'[profiles.bench-embed]\nkind = "embedding"\nbase_url = "{base_url}"\nmodel = "{model}"\n'
-        f"max_concurrency = {concurrency}\ntimeout_s = 60\n\n"
+        f'max_concurrency = {concurrency}\ntimeout_s = 60\nlimit_group = "{model}"\n\n'
         '[routings.default]\ndefault = "bench"\nembed = "bench-embed"\n'
     )
     p = Path(path)

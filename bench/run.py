@@ -7,6 +7,7 @@ Usage (from the repository root)::
     .venv/bin/python -m bench --only exact     # 6: which score lets exact search recover Earthquake (by n)
     .venv/bin/python -m bench --quick          # a smoke run: 10 traces, seed 0, no Prefect flow
     .venv/bin/python -m bench --embedded --embedded-traces 1   # 5: the embedded model (long; opt-in)
+    .venv/bin/python -m bench --only scale     # 7: the attribute flow at scale (long; opt-in)
     .venv/bin/python -m bench --embedded --embedded-traces 1 --methods a2p echo --preset small \
         --out bench/results/a2p-echo               # A2P and ECHO on the shortest development trace
 
@@ -28,6 +29,8 @@ from pathlib import Path
 __all__ = ["main"]
 
 SECTIONS = ("throughput", "mac", "exact")
+#: opt-in sections, run only when named with ``--only``
+OPT_IN = ("scale",)
 
 
 def _env() -> None:
@@ -42,7 +45,7 @@ def _env() -> None:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
-    p.add_argument("--only", choices=SECTIONS, action="append",
+    p.add_argument("--only", choices=SECTIONS + OPT_IN, action="append",
                    help="run only this benchmark (repeatable); default: all of 1-4")
     p.add_argument("--traces", type=int, default=50, help="traces in the throughput corpus (default 50)")
     p.add_argument("--latency-ms", type=float, default=200.0, help="fake server latency per request (default 200)")
@@ -55,6 +58,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--embedded", action="store_true", help="only benchmark 5: the embedded model (long)")
     p.add_argument("--embedded-traces", type=int, default=6, help="shortest dev traces for --embedded (default 6)")
     p.add_argument("--methods", nargs="+", default=None, help="methods for --embedded (default: all registered)")
+    p.add_argument("--scale-traces", type=int, default=None,
+                   help="--only scale: all_at_once corpus size (default 2000; 10000 for the memory target)")
+    p.add_argument("--scale-dcfa-traces", type=int, default=500, help="--only scale: dcfa corpus size; 0 skips dcfa")
+    p.add_argument("--scale-latency-ms", type=float, nargs="+", default=[1000.0, 200.0],
+                   help="--only scale: fake server latencies (default 1000 200)")
+    p.add_argument("--scale-concurrency", type=int, nargs="+", default=[16, 64],
+                   help="--only scale: concurrency levels (default 16 64)")
+    p.add_argument("--chunk-size", type=int, nargs="+", default=None,
+                   help="--only scale: traces per task to compare (default: the flow's default)")
     p.add_argument("--preset", default=None, choices=("paper", "small"),
                    help="method-settings preset for --embedded (default: the settings models' defaults)")
     p.add_argument("--summary", action="store_true",
@@ -153,6 +165,20 @@ def main(argv: list[str] | None = None) -> int:
         payload = {**res, "machine": m}
         write_result("exact_discrete", payload, exact_markdown(res, m), out)
         written["exact_discrete"] = payload
+    if "scale" in sections:
+        from bench.scale import run_scale, scale_markdown
+
+        plan = [("all_at_once", args.scale_traces or 2000)] + ([("dcfa", args.scale_dcfa_traces)]
+                                                                if args.scale_dcfa_traces else [])
+        print(f"7. scale: {plan}, latency {args.scale_latency_ms} ms, concurrency {args.scale_concurrency}", flush=True)
+        t0 = time.perf_counter()
+        res = run_scale(plan, latencies_s=[x / 1000 for x in args.scale_latency_ms],
+                        concurrencies=args.scale_concurrency, chunk_sizes=args.chunk_size or [None])
+        timings["scale"] = round(time.perf_counter() - t0, 1)
+        m = machine()
+        payload = {**res, "machine": m, "machine_at_start": before, "argv": sys.argv[1:]}
+        write_result("scale", payload, scale_markdown(res, m), out)
+        written["scale"] = payload
     total = time.perf_counter() - started
     if not args.only and not args.quick:
         from bench.summary import summary_markdown, update_readme

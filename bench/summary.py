@@ -110,7 +110,28 @@ def summary_markdown(written: dict[str, dict[str, Any]], run: dict[str, Any]) ->
     if "exact_discrete" in written:
         parts.append(_exact(written["exact_discrete"]))
     parts.append(_embedded())
+    parts.append(scale_section())
     return "\n".join(parts)
+
+
+def scale_section(path: Path = Path(__file__).with_name("results") / "scale.json") -> str:
+    """The last opt-in scale run (``results/scale.json``), if any, and how to run the full one."""
+    import json
+
+    how = (f"**Scale** (opt-in, long: `{COMMAND} --only scale`; all_at_once on 2,000 synthetic traces and DCFA on "
+           "500 at 1 s and 200 ms per request, concurrency 16 and 64; `--scale-traces 10000` for the memory "
+           "target). The `attribute` flow with the CLI's thread runner; bound = requests x latency / concurrency; "
+           "ratio = wall / bound; rerun = the same command again on the same cache (results index, no task run); "
+           "peak = the fake server's peak requests in flight; rss = peak memory of the flow's process.")
+    if not path.is_file():
+        return how + "\n"
+    res = json.loads(path.read_text())
+    m = res.get("machine") or {}
+    cols = ["traces", "method", "concurrency", "chunk_size", "latency_s", "requests", "peak_in_flight", "wall_s",
+            "bound_s", "ratio", "rerun_s", "rerun_requests", "rerun_fraction", "rss_mb", "rows_ok"]
+    return (f"{how} Last run: {m.get('when', '')[:16]} at commit {m.get('commit', '')}, {m.get('cpus')} cores, load "
+            f"average {(res.get('machine_at_start') or {}).get('load_avg_1_5_15', ['?'])[0]} at the start "
+            f"(`{' '.join(res.get('argv') or [])}`).\n\n" + md_table(res["rows"], cols))
 
 
 def _embedded() -> str:

@@ -1,12 +1,16 @@
-"""The ``attribute`` flow: every (trace, method) pair as a mapped, cached, retried task; then evaluation.
+"""The ``attribute`` flow: every (trace, method) pair not yet finished as a cached, retried task; then evaluation.
 
-Wiring only: load the corpus, check methods and settings, map
-``attribute_trace`` over (trace, method) (with ``--retry-failed``, the pairs
-whose cached record is ``content_failed`` or ``degraded`` are mapped with a
+Wiring only: load the corpus, check methods and settings, look every (trace,
+method) up in the results index (:mod:`agentcausal.resume`: reused rows need
+no task run), submit the missing ones, one method at a time, as chunk tasks
+``attribute_chunk`` of up to ``chunk_size`` traces (each trace cached on its
+own as it finishes) or, for a small corpus or ``chunk_size=1``, one
+``attribute_trace`` task per trace (with ``--retry-failed``, the pairs whose
+stored record is ``content_failed`` or ``degraded`` are run again with a
 cache refresh, so their new record replaces the old under the same key),
 record failures that survive the retries as ``status="failed"`` rows (never
-cached), mark rows served by Prefect's cache ``reused``, save Parquet,
-evaluate, publish a Prefect table, markdown and progress artifacts.
+cached), mark reused rows ``reused`` (and list them in a table artifact),
+save Parquet, evaluate, publish a Prefect table, markdown and progress artifacts.
 
 Run it from Python::
 
@@ -26,21 +30,27 @@ from prefect import flow, unmapped
 from prefect.artifacts import create_markdown_artifact, create_progress_artifact, create_table_artifact, \
     update_progress_artifact
 from prefect.futures import as_completed
+from prefect.utilities.annotations import quote
 
 from agentcausal.attribution.common import failed_attribution, resolve_methods
 from agentcausal.attribution.paper_tables import speaker_mismatches
 from agentcausal.repeats import mark_repeat
 from agentcausal.report.attribution import table_records
+from agentcausal.resume import chunk_length, chunked, plan_resume
 from agentcausal.settings import RunSettings
 from agentcausal.report.artifacts import ProgressLine, corpus_label, self_contained_markdown
 from agentcausal.traces.model import Attribution
 from flows import naming
 from flows.runners import RunnerChoice, with_runner
-from tasks.attribution import UncachedDegraded, attribute_options, attribute_task_key, attribute_trace, \
-    evaluate_run, load_corpus, save_attributions
-from tasks.common import RETRIED_STATUSES, stored_status, was_cached
+from tasks.attribution import UncachedDegraded, attribute_chunk, attribute_options, attribute_task_key, \
+    attribute_trace, evaluate_run, load_corpus, save_attributions
+from tasks.common import RETRIED_STATUSES, result_index, stored_status, was_cached
 
-__all__ = ["attribute", "run_attribute", "default_run_dir"]
+__all__ = ["attribute", "run_attribute", "default_run_dir", "DEFAULT_CHUNK_SIZE"]
+
+#: traces per task by default (``--chunk-size``; :func:`agentcausal.resume.chunk_length` keeps at least
+#: 8 tasks per method, so small corpora keep one task run per trace); measured in bench/results/scale.json
+DEFAULT_CHUNK_SIZE = 25
 
 
 def default_run_dir(out_root: str = "runs") -> str:
@@ -65,6 +75,7 @@ def attribute(
     preset: str | None = None,
     repeats: int = 1,
     plan: dict[str, Any] | None = None,
+    chunk_size: int | None = None,
 ) -> str:
     """Attribute every selected trace with every method; write a run folder; return its path.
 
@@ -83,6 +94,10 @@ def attribute(
     preset : settings preset (``paper``/``small``); None = the routing's (:mod:`agentcausal.presets`)
     repeats : runs per (trace, method), repeat index r = 0..repeats-1 (:mod:`agentcausal.repeats`)
     plan : the run plan (:mod:`agentcausal.plan`), stored in ``run.json`` as ``plan``
+    chunk_size : traces per task, at most (default :data:`DEFAULT_CHUNK_SIZE`; fewer when a method has
+        under 8 chunks' worth, see :func:`agentcausal.resume.chunk_length`); 1 = one cached task run per
+        (trace, method); more = one task per chunk of one method's traces, each trace cached in the
+        results index as it finishes
 
     Returns
     -------
@@ -101,45 +116,64 @@ def attribute(
     triples = [(t, m, r) for t in traces for m in resolved for r in range(max(1, repeats))]
     pairs = [(t, m) for t, m, _ in triples]
     started = time.time()
-    retry = [settings.retry_failed and not settings.refresh
-             and stored_status(settings, attribute_task_key(t, m, resolved[m], settings, r)) in RETRIED_STATUSES
-             for t, m, r in triples]
-    futures: list = [None] * len(pairs)
-    for refresh in (False, True):
-        idx = [i for i, r in enumerate(retry) if r == refresh]
-        if idx:
-            mapped = attribute_trace.with_options(**attribute_options(settings, refresh=refresh)).map(
-                trace=[pairs[i][0] for i in idx], method=[pairs[i][1] for i in idx],
-                method_settings=[resolved[pairs[i][1]] for i in idx], settings=unmapped(settings),
-                repeat=[triples[i][2] for i in idx])
-            for i, f in zip(idx, mapped):
-                futures[i] = f
+    keys = [attribute_task_key(t, m, resolved[m], settings, r) for t, m, r in triples]
+    index = result_index(settings, "attribute")
+    resume = plan_resume(keys, index, refresh=settings.refresh, retry_failed=settings.retry_failed)
+    run, rerun = resume.run, list(resume.rerun)
+    if settings.retry_failed and not settings.refresh:  # records Prefect holds that the index does not
+        moved = {i for i in run if stored_status(settings, keys[i]) in RETRIED_STATUSES}
+        run, rerun = [i for i in run if i not in moved], sorted(rerun + list(moved))
+    groups: list[tuple[list[int], Any, bool]] = []  # (positions, future, chunk task?) in submission order
+    for idx, refresh in ((run, settings.refresh), (rerun, True)):
+        for m in resolved:
+            mine = [i for i in idx if pairs[i][1] == m]
+            size = chunk_length(len(mine), chunk_size or DEFAULT_CHUNK_SIZE)
+            if mine and size <= 1:  # one cached task run per (trace, repeat)
+                mapped = attribute_trace.with_options(**attribute_options(settings, refresh=refresh)).map(
+                    trace=[pairs[i][0] for i in mine], method=unmapped(m), method_settings=unmapped(resolved[m]),
+                    settings=unmapped(settings), repeat=[triples[i][2] for i in mine])
+                groups += [([i], f, False) for i, f in zip(mine, mapped)]
+                continue
+            for chunk in chunked(mine, size):
+                f = attribute_chunk.submit(quote([pairs[i][0] for i in chunk]), m, resolved[m], settings,
+                                           repeats=[triples[i][2] for i in chunk],
+                                           not_before=started if refresh else None)
+                groups.append((chunk, f, True))
+    results: dict[int, Any] = dict(resume.reused)
     bar_id = create_progress_artifact(progress=0.0, key=naming.key("attribute-progress", subject),
-                                      description=f"{len(pairs)} (trace, method) pairs")
+                                      description=f"{len(pairs)} (trace, method) pairs, {len(results)} reused")
     bar = None
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(pairs), unit="attribution", desc="attribute")
+        bar = tqdm(total=len(pairs), unit="attribution", desc="attribute", initial=len(results))
     line = ProgressLine(len(pairs), "attribute")  # plain lines when stderr is not a terminal
-    for done, _ in enumerate(as_completed(list(futures)), 1):
+    done = len(results)
+    positions = {id(f): (chunk, is_chunk) for chunk, f, is_chunk in groups}
+    step = max(1, len(pairs) // 20)
+    for f in as_completed([f for _, f, _ in groups]):
+        chunk, is_chunk = positions[id(f)]
+        res = f.result(raise_on_failure=False)  # an Attribution, a list of them, or the exception left after retries
+        for k, i in enumerate(chunk):
+            results[i] = _one(res, k, f, is_chunk, index, keys[i], started)
+        before, done = done, done + len(chunk)
         if bar is not None:
-            bar.update(1)
+            bar.update(len(chunk))
         line.update(done)
-        if done % max(1, len(pairs) // 20) == 0 or done == len(pairs):
+        if done // step != before // step or done == len(pairs):
             update_progress_artifact(bar_id, progress=100.0 * done / max(1, len(pairs)))
     if bar is not None:
         bar.close()
     attributions = []
-    for (t, m, r), f in zip(triples, futures):
-        res = f.result(raise_on_failure=False)  # the Attribution, or the exception that survived retries
+    for i, (t, m, r) in enumerate(triples):
+        res = results.get(i)
         if isinstance(res, Attribution):  # own id always (never a record of a same-content trace)
-            attributions.append(res.model_copy(update={"trace_id": t.id, "method": m,
-                                                       "reused": res.reused or was_cached(f)}))
+            attributions.append(res.model_copy(update={"trace_id": t.id, "method": m}))
         elif isinstance(res, UncachedDegraded):  # fell back after a failure of the run: kept, not cached
             attributions.append(res.attribution.model_copy(update={"trace_id": t.id, "method": m}))
         else:  # raised: a failure of the run, not of the content; not cached, retried by the next run
             attributions.append(mark_repeat(failed_attribution(t.id, m, _as_exc(res), status="failed"), r))
+    _publish_reuse(attributions, len(resume.reused), subject)
     meta = {**(meta or {}), "corpus": [str(p) for p in paths], "methods": resolved, "routing": settings.routing,
             "models": {m: a.models for m, a in {a.method: a for a in attributions}.items()},
             "traces": len(traces), "started": dt.datetime.fromtimestamp(started).isoformat(timespec="seconds"),
@@ -147,13 +181,38 @@ def attribute(
             "retry_failed": settings.retry_failed, "refresh": settings.refresh,
             "preset": preset, "repeats": max(1, repeats), "plan": plan,
             "speaker_mismatch": speaker_mismatches(traces)}
-    save_attributions(attributions, traces, run_dir, meta)
+    save_attributions(quote(attributions), quote(traces), run_dir, meta)  # quote: Prefect visits no record
     report = evaluate_run(run_dir)
     create_table_artifact(table_records(report.evaluation.overall), key=naming.key("attribution-accuracy", subject),
                           description="Step, agent and both-correct accuracy per method")
     create_markdown_artifact(self_contained_markdown(report.markdown, run_dir),
                              key=naming.key("attribution-report", subject), description=f"run folder {run_dir}")
     return run_dir
+
+
+def _one(res: Any, k: int, future: Any, chunk: bool, index: Any, key: str, started: float) -> Any:
+    """The record of the k-th item of a finished task (stored in the index), or the exception that survived."""
+    if chunk and isinstance(res, list):
+        return res[k]  # the chunk task stored it
+    if chunk:  # the chunk failed after its retries: its finished items are in the index
+        return index.get(key, not_before=started) or res
+    if isinstance(res, Attribution):
+        res = res.model_copy(update={"reused": res.reused or was_cached(future)})
+        index.put(key, res)
+    return res
+
+
+def _publish_reuse(rows: Sequence[Attribution], reused_from_index: int, subject: str) -> None:
+    """A table artifact of the reused rows (first 1,000) and a log line with the counts."""
+    reused = [a for a in rows if a.reused]
+    print(f"attribute: {len(reused)} of {len(rows)} (trace, method) results reused "
+          f"({reused_from_index} from the results index without a task run)")
+    if reused:
+        create_table_artifact(
+            [{"trace_id": a.trace_id, "method": a.method, "status": a.status} for a in reused[:1000]],
+            key=naming.key("attribute-reused", subject),
+            description=(f"{len(reused)} of {len(rows)} results reused, {reused_from_index} of them from the results "
+                         f"index (no task run){'; first 1,000 listed' if len(reused) > 1000 else ''}"))
 
 
 def _as_exc(res: object) -> BaseException:

@@ -1,7 +1,8 @@
 """The ``discover`` flow: datasets x seeds x methods as mapped, cached, retried tasks; then the report.
 
 Wiring only: load each (dataset, seed), check the methods up front, map
-``discover_one`` over every (dataset, seed, method) (LLM methods first, so
+``discover_one`` over every (dataset, seed, method) missing from the results
+index (:mod:`agentcausal.resume`; the others are reused without a task run) (LLM methods first, so
 the long debates start while the statistical baselines run; with
 ``--retry-failed`` the runs whose cached outcome is ``content_failed`` or
 ``degraded`` are mapped with a cache refresh), record failures that survive
@@ -39,7 +40,8 @@ from agentcausal.report.discovery import table_records
 from agentcausal.settings import RunSettings
 from flows import naming
 from flows.runners import RunnerChoice, with_runner
-from tasks.common import RETRIED_STATUSES, gateway_for, stored_status, was_cached
+from agentcausal.resume import plan_resume
+from tasks.common import RETRIED_STATUSES, gateway_for, result_index, stored_status, was_cached
 from tasks.discovery import discover_one, discover_options, discover_task_key, load_discovery_dataset, \
     report_discovery, save_discovery
 
@@ -115,42 +117,61 @@ def discover(
             or data[i].name in llm_only
             for r in (range(reps) if m in llm else (0,))]  # repeats: LLM methods only
     started = time.time()
-    retry = [settings.retry_failed and not settings.refresh
-             and stored_status(settings, discover_task_key(data[i], m, configs[r], settings, pairs[i][1]))
-             in RETRIED_STATUSES for m, i, r in jobs]
-    futures: list = [None] * len(jobs)
-    for refresh in (False, True):
-        idx = [k for k, r in enumerate(retry) if r == refresh]
+    keys = [discover_task_key(data[i], m, configs[r], settings, pairs[i][1]) for m, i, r in jobs]
+    index = result_index(settings, "discover")
+    resume = plan_resume(keys, index, refresh=settings.refresh, retry_failed=settings.retry_failed)
+    run, rerun = resume.run, list(resume.rerun)
+    if settings.retry_failed and not settings.refresh:  # records Prefect holds that the index does not
+        moved = {k for k in run if stored_status(settings, keys[k]) in RETRIED_STATUSES}
+        run, rerun = [k for k in run if k not in moved], sorted(rerun + list(moved))
+    futures: dict[int, Any] = {}
+    for idx, refresh in ((run, settings.refresh), (rerun, True)):
         if idx:
             mapped = discover_one.with_options(**discover_options(settings, refresh=refresh)).map(
                 dataset=[data[jobs[k][1]] for k in idx], method=[jobs[k][0] for k in idx],
                 config=[configs[jobs[k][2]] for k in idx],
                 settings=unmapped(settings), seed=[pairs[jobs[k][1]][1] for k in idx])
-            for k, f in zip(idx, mapped):
-                futures[k] = f
+            futures.update(zip(idx, mapped))
+    results: dict[int, Any] = dict(resume.reused)
+    if resume.reused:
+        print(f"discover: {len(resume.reused)} of {len(jobs)} runs reused from the results index (no task run)")
+        create_table_artifact(
+            [{"dataset": r.dataset, "seed": r.seed, "method": r.method, "status": r.status}
+             for r in list(resume.reused.values())[:1000]],
+            key=naming.key("discover-reused", subject),
+            description=f"{len(resume.reused)} of {len(jobs)} (dataset, seed, method) runs reused from the results "
+                        "index (no task run)")
     bar = None
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(jobs), unit="run", desc="discover")
+        bar = tqdm(total=len(jobs), unit="run", desc="discover", initial=len(results))
     line = ProgressLine(len(jobs), "discover")  # plain lines when stderr is not a terminal
     bar_id = create_progress_artifact(progress=0.0, key=naming.key("discover-progress", subject),
-                                      description=f"{len(futures)} (dataset, seed, method) runs")
-    for done, _ in enumerate(as_completed(list(futures)), 1):
+                                      description=f"{len(jobs)} (dataset, seed, method) runs, {len(results)} reused")
+    position = {id(f): k for k, f in futures.items()}
+    done = len(results)
+    for f in as_completed(list(futures.values())):
+        k = position[id(f)]
+        res = f.result(raise_on_failure=False)
+        if isinstance(res, DiscoveryOutcome):
+            res = res.model_copy(update={"reused": res.reused or was_cached(f)})
+            index.put(keys[k], res)
+        results[k] = res
+        done += 1
         if bar is not None:
             bar.update(1)
         line.update(done)
-        if done % max(1, len(futures) // 20) == 0 or done == len(futures):
-            update_progress_artifact(bar_id, progress=100.0 * done / max(1, len(futures)))
+        if done % max(1, len(jobs) // 20) == 0 or done == len(jobs):
+            update_progress_artifact(bar_id, progress=100.0 * done / max(1, len(jobs)))
     if bar is not None:
         bar.close()
     outcomes = []
-    for (m, i, _r), f in zip(jobs, futures):
-        res = f.result(raise_on_failure=False)
+    for k, (m, i, _r) in enumerate(jobs):
+        res = results.get(k)
         ds = data[i]
         if isinstance(res, DiscoveryOutcome):  # scored against the truth of now, not of when it was cached
-            outcomes.append(res.model_copy(update={"true_graph": ds.true_graph, "dataset": ds.name,
-                                                   "reused": res.reused or was_cached(f)}))
+            outcomes.append(res.model_copy(update={"true_graph": ds.true_graph, "dataset": ds.name}))
         else:  # raised: a failure of the run (transport, timeout ...), not cached, retried by the next run
             outcomes.append(DiscoveryOutcome(dataset=ds.name, seed=pairs[i][1], n=ds.n, method=m,
                                              true_graph=ds.true_graph, error=f"task failed: {res!r}"[:2000],

@@ -11,28 +11,36 @@ reply still invalid after all repairs) are returned and so cached, marked
 ``content_failed``; transport, 401, rate-limit and timeout failures raise, so
 Prefect never caches them (it retries transport errors within the run,
 :func:`tasks.common.retry_transport`) and the next run tries again.
+
+``attribute_chunk`` runs one method on a chunk of traces (``--chunk-size``):
+not cached by Prefect as a whole; each trace's record is stored under the same
+key in the results index (:mod:`agentcausal.resume`) as it finishes, so a
+retry of the chunk repeats only its unfinished traces.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from prefect import task
+from prefect.cache_policies import NO_CACHE
 from prefect.context import TaskRunContext
 
 from agentcausal.attribution.common import attribution_key, run_method
 from agentcausal.attribution.evaluate import save_run
 from agentcausal.repeats import mark_repeat, with_sample
 from agentcausal.report.attribution import RunReport, report_run
+from agentcausal.resume import run_chunk
 from agentcausal.settings import RunSettings
 from agentcausal.traces.io import load_traces, select_traces
 from agentcausal.traces.model import Attribution, Trace
-from tasks.common import gateway_for, result_storage, retry_transport
+from tasks.common import chunk_run_name, gateway_for, result_index, result_storage, retry_transport
 
-__all__ = ["load_corpus", "attribute_trace", "UncachedDegraded", "attribute_options", "attribute_task_key", "save_attributions",
-           "evaluate_run"]
+__all__ = ["load_corpus", "attribute_trace", "attribute_chunk", "UncachedDegraded", "attribute_options",
+           "attribute_task_key", "save_attributions", "evaluate_run"]
 
 
 def attribute_task_key(trace: Trace, method: str, method_settings: Mapping[str, Any], settings: RunSettings,
@@ -53,15 +61,25 @@ def load_corpus(paths: Sequence[str], ids: Sequence[str] | None = None, limit: i
     return select_traces(load_traces(paths, skip_invalid=skip_invalid), ids=ids, limit=limit, max_steps=max_steps)
 
 
+def _attribute_one(trace: Trace, method: str, method_settings: Mapping[str, Any], settings: RunSettings,
+                   repeat: int = 0) -> Attribution:
+    return mark_repeat(run_method(trace, method, with_sample(gateway_for(settings), repeat), method_settings,
+                                  raise_transient=True), repeat)
+
+
+def _cacheable(out: Attribution) -> bool:
+    """False for a degraded record whose fallback followed a failure of the run (never cached)."""
+    return not (out.status == "degraded" and ((out.details.get("lce") or {}).get("cause") == "run"))
+
+
 @task(name="attribute-trace", retries=2, retry_delay_seconds=2, retry_condition_fn=retry_transport,
       cache_key_fn=_attribution_cache_key, persist_result=True, task_run_name="{method}:{trace.id}")
 def attribute_trace(trace: Trace, method: str, method_settings: Mapping[str, Any],
                     settings: RunSettings, repeat: int = 0) -> Attribution:
     """One method on one trace, repeat ``repeat`` (see :func:`agentcausal.attribution.common.run_method`
     and :mod:`agentcausal.repeats`)."""
-    out = mark_repeat(run_method(trace, method, with_sample(gateway_for(settings), repeat), method_settings,
-                                 raise_transient=True), repeat)
-    if out.status == "degraded" and ((out.details.get("lce") or {}).get("cause") == "run"):
+    out = _attribute_one(trace, method, method_settings, settings, repeat)
+    if not _cacheable(out):
         raise UncachedDegraded(out)  # a fallback after a failure of the run: recorded, never cached
     return out
 
@@ -76,6 +94,18 @@ class UncachedDegraded(Exception):
 
     def __reduce__(self):  # picklable for process and Dask workers
         return (UncachedDegraded, (self.attribution,))
+
+
+@task(name="attribute-chunk", retries=2, retry_delay_seconds=2, retry_condition_fn=retry_transport,
+      cache_policy=NO_CACHE, persist_result=False, task_run_name=chunk_run_name)
+def attribute_chunk(traces: Sequence[Trace], method: str, method_settings: Mapping[str, Any], settings: RunSettings,
+                    repeats: Sequence[int] | None = None, not_before: float | None = None) -> list[Attribution]:
+    """One method on a chunk of (trace, repeat) items, each cached on its own in the results index
+    (:func:`agentcausal.resume.run_chunk`; a retry repeats only the unfinished items)."""
+    return run_chunk([(attribute_task_key(t, method, method_settings, settings, r),
+                       functools.partial(_attribute_one, t, method, method_settings, settings, r))
+                      for t, r in zip(traces, repeats or [0] * len(traces))],
+                     result_index(settings, "attribute"), not_before=not_before, store_if=_cacheable)
 
 
 def attribute_options(settings: RunSettings, *, refresh: bool = False) -> dict[str, Any]:

@@ -23,18 +23,47 @@ from typing import Any
 
 from agentcausal.exceptions import EndpointUnreachableError, LLMCallError
 from agentcausal.llm import Gateway
+from agentcausal.resume import RETRIED_STATUSES, ResultIndex
 from agentcausal.settings import RunSettings
 
-__all__ = ["gateway_for", "result_storage", "retry_transport", "stored_status", "was_cached", "RETRIED_STATUSES"]
-
-#: statuses of persisted results that ``--retry-failed`` recomputes
-RETRIED_STATUSES = ("content_failed", "degraded")
+__all__ = ["gateway_for", "result_index", "result_storage", "retry_transport", "stored_status", "was_cached",
+           "chunk_run_name", "RETRIED_STATUSES"]
 
 
 @functools.lru_cache(maxsize=8)
 def gateway_for(settings: RunSettings) -> Gateway:
     """One gateway per (process, settings): shares HTTP clients, semaphores and the disk cache handle."""
     return settings.gateway()
+
+
+def result_index(settings: RunSettings, kind: str) -> ResultIndex:
+    """The finished-results index of ``kind`` under ``<cache_dir>/results`` (one handle per process and folder;
+    a new one when the folder was removed since)."""
+    idx = _index(str(Path(settings.cache_dir).resolve()), kind)
+    if not (idx.path / "cache.db").is_file():
+        _index.cache_clear()
+        idx = _index(str(Path(settings.cache_dir).resolve()), kind)
+    return idx
+
+
+@functools.lru_cache(maxsize=8)
+def _index(cache_dir: str, kind: str) -> ResultIndex:
+    if kind == "attribute":
+        from agentcausal.traces.model import Attribution as model
+    else:
+        from agentcausal.discovery.methods import DiscoveryOutcome as model
+    return ResultIndex(cache_dir, kind, model)
+
+
+def chunk_run_name() -> str:
+    """Task-run name of a chunk task: ``<method>:<first id>..<last id> (<n>)``."""
+    from prefect.runtime import task_run
+
+    p = task_run.parameters
+    items = p.get("traces") or p.get("datasets") or []
+    items = items.unquote() if hasattr(items, "unquote") else items  # the flow passes the list quoted
+    ids = [getattr(x, "id", None) or getattr(x, "name", "?") for x in items]
+    return f"{p.get('method')}:{ids[0]}..{ids[-1]} ({len(ids)})" if ids else f"{p.get('method')}:empty"
 
 
 def result_storage(settings: RunSettings) -> str:

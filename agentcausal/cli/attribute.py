@@ -72,6 +72,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="run the valid traces and list the invalid files (and JSONL lines) left out, instead of "
                    "refusing the corpus; run.json records them under 'skipped'")
     add_runner_arguments(p)
+    p.add_argument("--chunk-size", type=int, default=None, metavar="N",
+                   help="traces per Prefect task (default: flows.attribute.DEFAULT_CHUNK_SIZE); 1 = a task run per "
+                   "(trace, method); each trace is cached on its own either way")
     p.set_defaults(func=cmd_attribute)
 
     e = subparsers.add_parser("evaluate", help="recompute accuracy tables and report.md of a run folder",
@@ -192,7 +195,8 @@ def cmd_attribute(args: argparse.Namespace) -> int:
                             skip_invalid=args.skip_invalid,
                             meta={**({"skipped": skipped} if args.skip_invalid else {}),
                                   **({"model": model_facts} if model_facts else {})} or None,
-                            preset=preset, repeats=args.repeats, plan=plan.to_json_dict())
+                            preset=preset, repeats=args.repeats, plan=plan.to_json_dict(),
+                            chunk_size=args.chunk_size)
     return _print_run(run_dir)
 
 

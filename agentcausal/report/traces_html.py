@@ -165,8 +165,10 @@ def trace_sections_html(results: pd.DataFrame, traces: Mapping[str, Trace] | Non
     out = ["<h2>Traces</h2>", "<p class='note'>Per trace: the steps (red badge: the method that blamed the step; "
            "green: the annotated decisive step), then each DCFA method's dependency graph (yellow: minor deviation; "
            "orange: GCA hypothesis; red: final decisive step; dashed orange: accepted LCE moves with ΔS).</p>"]
-    for tid, grp in results.groupby("trace_id", sort=True):
-        recs = grp.sort_values("method").to_dict(orient="records")
+    by_trace: dict[str, list[dict[str, Any]]] = {}  # one to_dict for the frame: per-group pandas calls cost ~10 ms each
+    for r in results.sort_values(["trace_id", "method"]).to_dict(orient="records"):
+        by_trace.setdefault(r["trace_id"], []).append(r)
+    for tid, recs in by_trace.items():
         first = recs[0]
         t = traces.get(str(tid))
         if t is not None and first.get("trace_hash") and t.content_hash() != first.get("trace_hash"):
