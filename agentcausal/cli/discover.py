@@ -236,7 +236,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
 
     plan = discover_plan(datasets, methods, config=config, preset=preset, routing=settings.routing,
                          profiles_path=settings.profiles_path, n=args.n, repeats=args.repeats,
-                         anonymise=args.anonymise or [])  # [] = not asked: names as they are
+                         anonymise=args.anonymise or [], seeds=args.seeds)  # [] = not asked: names as they are
     if args.dry_run:
         print(plan.dumps())
         return 0
