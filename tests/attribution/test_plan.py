@@ -125,6 +125,36 @@ def test_attribute_dry_run_jsonl_items_name_the_file(tmp_path, capsys):
     assert items[1]["file_sha256"] == items[2]["file_sha256"] != items[1]["sha256"]
 
 
+def _truthless(tmp_path):
+    from agentcausal.traces.io import load_traces, write_jsonl
+
+    t = load_traces(["data/examples"])[0]
+    return write_jsonl([t.model_copy(update={"ground_truth": ""})], tmp_path / "nogt.jsonl")
+
+
+def test_dry_run_refuses_traces_without_ground_truth_like_the_run(tmp_path, capsys):
+    f = _truthless(tmp_path)
+    assert main(["attribute", str(f), "-m", "all_at_once", "--dry-run"]) == 2
+    dry = capsys.readouterr()
+    assert dry.out == "" and "have no ground truth" in dry.err and len(dry.err.strip().splitlines()) == 1
+    out = tmp_path / "run"
+    assert main(["attribute", str(f), "-m", "all_at_once", "--out", str(out)]) == 2
+    assert capsys.readouterr().err == dry.err and not out.exists()
+    assert _dry(["attribute", str(f), "-m", "all_at_once", "--no-ground-truth", "--dry-run"], capsys)["items"]
+
+
+def test_refused_imported_run_leaves_no_run_folder(tmp_path, capsys):
+    from tests.traces.importers.conftest import genai_spans, otlp_json
+
+    f = tmp_path / "spans.json"
+    f.write_text(json.dumps(otlp_json(genai_spans())))
+    out = tmp_path / "run"
+    assert main(["attribute", str(f), "-m", "all_at_once", "--dry-run"]) == 2
+    assert "have no ground truth" in capsys.readouterr().err
+    assert main(["attribute", str(f), "-m", "all_at_once", "--out", str(out)]) == 2
+    assert "have no ground truth" in capsys.readouterr().err and not out.exists()
+
+
 def test_demo_unknown_preset_fails_before_any_work(capsys, monkeypatch):
     monkeypatch.setenv("AGENTCAUSAL_PROFILE_EMBEDDED_THREADS", "1")  # the demo sets it otherwise
     assert main(["demo", "--preset", "huge"]) == 2
