@@ -104,6 +104,18 @@ def test_discover_dry_run_anonymised_method_names_its_mode(capsys):
     assert plan["methods"]["react@names"]["settings"]["anonymise"] == "names"
 
 
+def test_discover_set_reaches_the_plan_and_checks_names(capsys):
+    plan = _dry(["discover", "-d", "earthquake", "-m", "dcm_only", "-m", "react", "--set", "mac.rounds=2",
+                 "--set", "react.max_steps=6", "--dry-run"], capsys)
+    assert plan["methods"]["dcm_only"]["settings"]["rounds"] == 2
+    assert plan["methods"]["react"]["settings"]["max_steps"] == 6
+    for bad, words in (("mac.nope=1", "valid: stages"), ("pc.alpha=1", "mac, react"), ("mac.rounds=9", "rounds"),
+                       ("mac.executor=coding", "--executor")):
+        assert main(["discover", "-d", "earthquake", "--set", bad, "--dry-run"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert words in err and len(err.splitlines()) == 1
+
+
 def test_attribute_plan_file_hash_tells_relabelled_copies_apart(tmp_path, capsys):
     src = json.loads((ROOT / "data/examples/wrong_unit_at_step_2.json").read_text())
     for name, agent in (("a", "Math_Expert"), ("b", "Conversion_Expert")):
