@@ -365,6 +365,13 @@ def _debate_lines(o: DiscoveryOutcome) -> list[str]:
     return out
 
 
+def _shown_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The run facts a report shows."""
+    shown = {k: meta[k] for k in ("datasets", "methods", "seeds", "n", "routing", "wall_seconds", "models", "config")
+             if k in meta}
+    return shown
+
+
 def markdown_report(df: pd.DataFrame, outcomes: Sequence[DiscoveryOutcome], meta: Mapping[str, Any], *,
                     reversal_cost: int = 1, graphs_dir: str = "graphs") -> str:
     """The run's ``report.md``: settings, the summary table, failures, and per-dataset graphs and debates.
@@ -381,10 +388,9 @@ def markdown_report(df: pd.DataFrame, outcomes: Sequence[DiscoveryOutcome], meta
     -------
     str, markdown.
     """
-    lines = ["# Causal discovery run", ""]
-    for k in ("datasets", "methods", "seeds", "n", "routing", "wall_seconds", "models", "config"):
-        if k in meta:
-            lines.append(f"- **{k}**: `{json.dumps(meta[k]) if not isinstance(meta[k], str) else meta[k]}`")
+    from agentcausal.report.html import facts_markdown
+
+    lines = ["# Causal discovery run", "", *facts_markdown(_shown_meta(meta))]
     lines += ["", "## Results (mean ± std over seeds)", "", "```", summary_text(df, reversal_cost=reversal_cost),
               "```", ""]
     if mem := memorisation_text(df):
@@ -631,8 +637,7 @@ def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw:
              "prompt_tokens", "completion_tokens", "error")
     runs = df[[c for c in shown if c in df]] if not df.empty else df
     summary = pd.DataFrame(table_records(df))
-    facts = {k: meta[k] for k in ("datasets", "methods", "seeds", "n", "routing", "wall_seconds", "models", "config")
-             if k in meta}
+    facts = _shown_meta(meta)
     facts["run folder"] = str(run)
     shd_note = "" if reversal_cost == 1 else f"{SHD_CONVENTION[reversal_cost]} in the SHD column. "
     conventions = (f"<p class='note'>{shd_note}{METRICS_FOOTER} n: rows of data. Mean±std over seeds. "
