@@ -365,10 +365,44 @@ def _debate_lines(o: DiscoveryOutcome) -> list[str]:
     return out
 
 
+_MAC_VARIANTS = ("mac", "mac_single", "dcm_only", "mdm_only", "llm_zero_shot")  # read config.mac
+
+
+def config_for_methods(config: Mapping[str, Any], methods: Sequence[str]) -> dict[str, Any]:
+    """The part of a run's ``config`` (a dumped ``DiscoveryConfig``) that the given methods read.
+
+    ``mac`` for MAC and its ablations (and ``llm_zero_shot``, which reads ``mac.max_tokens_scale``);
+    ``react`` / ``llm_scd`` / ``ils_csl`` for those baselines; ``algorithm_timeout_s`` for the
+    statistical algorithms; ``repeat`` and a non-empty ``executor_fallback`` whenever present.
+    An ``@mode`` suffix (anonymised variant) counts as its method.
+
+    Parameters
+    ----------
+    config : mapping, ``run.json``'s ``config``
+    methods : method names that ran
+
+    Returns
+    -------
+    dict, the kept keys in the config's order.
+    """
+    from agentcausal.discovery.methods import STATISTICAL_METHODS
+
+    bases = {str(m).split("@")[0] for m in methods}
+    keep = {"repeat"}
+    if bases & set(_MAC_VARIANTS):
+        keep |= {"mac", "executor_fallback"}
+    keep |= bases & {"react", "llm_scd", "ils_csl"}
+    if bases & set(STATISTICAL_METHODS):
+        keep.add("algorithm_timeout_s")
+    return {k: v for k, v in config.items() if k in keep and v not in ("", None)}
+
+
 def _shown_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
-    """The run facts a report shows."""
+    """The run facts a report shows; the config only for the methods that ran."""
     shown = {k: meta[k] for k in ("datasets", "methods", "seeds", "n", "routing", "wall_seconds", "models", "config")
              if k in meta}
+    if isinstance(shown.get("config"), Mapping):
+        shown["config"] = config_for_methods(shown["config"], list(meta.get("methods") or []))
     return shown
 
 
