@@ -42,7 +42,6 @@ from agentcausal.discovery.llm_common import (
     reasoned_answer_model,
     reasoned_answer_tokens,
 )
-from agentcausal.discovery.mac import prompts as P
 from agentcausal.discovery.mac.calls import budget, structured
 from agentcausal.discovery.mac.settings import BASELINE_STAGE
 from agentcausal.exceptions import AlgorithmError
