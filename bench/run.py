@@ -117,12 +117,12 @@ def main(argv: list[str] | None = None) -> int:
         traces = embedded_selection(root, args.embedded_traces)
 
         def save(rows: list) -> None:
-            payload = {"traces": [t.id for t in traces], "methods": args.methods, "rows": rows,
+            payload = {"traces": [t.id for t in traces], "methods": args.methods, "preset": args.preset, "rows": rows,
                        "summary": summarise(rows), "machine": machine(), "partial": True}
             write_result("embedded", payload, embedded_markdown(payload, payload["machine"]), out)
 
         res = run_embedded(traces, args.methods, preset=args.preset, on_row=save)
-        res["machine"] = machine()
+        res.update(machine=machine(), preset=args.preset, argv=sys.argv[1:])
         write_result("embedded", res, embedded_markdown(res, res["machine"]), out)
         print(f"embedded: {time.perf_counter() - started:.0f} s; results in {out}", flush=True)
         return 0
