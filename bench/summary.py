@@ -63,6 +63,15 @@ def _economy(e: dict[str, Any]) -> str:
             f"{s['prompt_tokens_per_trace'] / 1000:.1f}k, median {s['median_prompt_tokens_per_trace'] / 1000:.1f}k "
             f"(GCA {s['gca_prompt_tokens_per_trace'] / 1000:.1f}k)")
     s = next(iter(ecos.values()))["summary"]
+    same = ""
+    keys = ("simulations_per_trace", "neighbours_evaluated_per_trace", "lce_requests_per_trace", "moves_per_trace")
+    if len(ecos) > 1 and len({tuple(eco["summary"].get(k) for k in keys) for eco in ecos.values()}) == 1:
+        rows = [r for eco in ecos.values() for r in eco.get("per_trace", [])]
+        peak = (f" (at most {max(r['moves'] for r in rows)} accepted moves and {max(r['simulations'] for r in rows)} "
+                "simulations on any trace)") if rows else ""
+        same = (" The presets' search counts are identical: under this script the search stops early" + peak
+                + ", so no cap of `small` binds; only the prompt wording (tokens) differs. How far `paper`'s "
+                "uncapped search goes on a real model is not measured here.")
     return (
         f"**LCE economy** ({_stamp(e)}; DCFA on the same corpus at the highest concurrency; scripted simulated "
         "outcomes, so the search depth follows the script, not a model; tokens = characters / 4; `paper` has no "
@@ -70,7 +79,7 @@ def _economy(e: dict[str, Any]) -> str:
         "`bench/results/lce_economy.md` has both presets' settings and tables). Per trace "
         + "; ".join(cells)
         + f". The DCFA paper: m ≈ {s['paper_expansions_per_trace']} expansions, ~{s['paper_tokens_per_trace'] // 1000}k "
-        f"prompt tokens, ~{s['paper_gca_tokens_per_trace'] // 1000}k of them GCA.\n"
+        f"prompt tokens, ~{s['paper_gca_tokens_per_trace'] // 1000}k of them GCA." + same + "\n"
     )
 
 
@@ -132,6 +141,9 @@ def summary_markdown(written: dict[str, dict[str, Any]], run: dict[str, Any]) ->
         parts.append(_exact(written["exact_discrete"]))
     parts.append(_embedded())
     parts.append(scale_section())
+    parts.append(f"Reproduce: `{COMMAND}` (benchmarks 1-4 and 6; `--only throughput` re-measures 1-3 alone, "
+                 "then `--summary` rewrites this section); `bench/README.md` explains each measure and, under "
+                 "\"Scale: where the time goes\", where the flow's time goes at scale.\n")
     return "\n".join(parts)
 
 
@@ -170,7 +182,20 @@ def _embedded() -> str:
     load = (e.get("machine") or {}).get("load_avg_1_5_15", ["?"])[0]
     return (f"{how} Last run ({(e.get('machine') or {}).get('when', '')[:10]}, {len(e.get('traces', []))} trace(s): "
             f"{', '.join(e.get('traces', []))}; load average {load}), per trace: {cells} "
-            "(`dcfa_gca_only` reuses DCFA's cached GCA calls).\n")
+            "(`dcfa_gca_only` reuses DCFA's cached GCA calls)." + _a2p_echo() + "\n")
+
+
+def _a2p_echo(path: Path = Path(__file__).with_name("results") / "a2p-echo" / "embedded.json") -> str:
+    """One sentence on the A2P and ECHO embedded run (``results/a2p-echo``), if any."""
+    import json
+
+    if not path.is_file():
+        return ""
+    e = json.loads(path.read_text())
+    cells = ", ".join(f"{r['method']} {r['seconds']:.0f} s / {r['requests']} requests / {r['prompt_tokens']} prompt "
+                      f"tokens, step {r['pred_step']} (labelled {r['true_step']})" for r in e.get("rows", []))
+    return (f" A2P and ECHO ran once on {', '.join(e.get('traces', []))} under preset `{e.get('preset') or 'paper'}` "
+            f"({(e.get('machine') or {}).get('when', '')[:10]}): {cells}; `bench/README.md` (5) says what it shows.")
 
 
 #: the READMEs whose ``## Performance`` section is this summary
