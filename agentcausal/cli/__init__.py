@@ -16,7 +16,7 @@ import sys
 from agentcausal import __version__
 from agentcausal.exceptions import AgentCausalError
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "console_logging"]
 
 VERB_MODULES = ["attribute", "discover", "demo", "data", "serve", "compare", "import_traces"]
 
@@ -83,16 +83,32 @@ def quiet_third_party(verbose: bool) -> None:
         logging.getLogger(name).setLevel(logging.ERROR)
 
 
+def console_logging(verbose: bool) -> None:
+    """Show warnings on the console (INFO too with ``verbose``); INFO records still reach Prefect's API handler.
+
+    Adds a stderr handler at that level to the root logger when it has none. A console
+    handler already on the root logger (Prefect's own, set up by an earlier flow run in
+    this process, or a host application's) is set to that level too: otherwise it would
+    keep showing every INFO record whatever the CLI's ``-v`` says.
+    """
+    level = logging.INFO if verbose else logging.WARNING
+    root = logging.getLogger()
+    consoles = [s for s in (sys.stderr, sys.stdout, sys.__stderr__, sys.__stdout__) if s is not None]
+    for handler in root.handlers:
+        if any(getattr(handler, "stream", None) is s for s in consoles):
+            handler.setLevel(level)
+    console = logging.StreamHandler()
+    console.setLevel(level)
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", handlers=[console])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     for key, value in PREFECT_DEFAULTS.items():
         if not (key == "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL" and args.verbose):
             os.environ.setdefault(key, value)
-    console = logging.StreamHandler()  # INFO records still reach Prefect's API handler; the console shows warnings
-    console.setLevel(logging.INFO if args.verbose else logging.WARNING)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", handlers=[console])
+    console_logging(args.verbose)
     quiet_third_party(args.verbose)
     try:
         return int(args.func(args) or 0)

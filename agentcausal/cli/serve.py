@@ -28,8 +28,10 @@ use this server for the ``embedded`` profiles instead of starting its own
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 __all__ = ["register", "serve_local", "cmd_serve"]
@@ -105,8 +107,38 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _stop_on_signals(stop: threading.Event) -> Callable[[], None]:
+    """Make SIGINT (Ctrl-C) and SIGTERM set ``stop``; return a function restoring the previous handlers.
+
+    A flag instead of ``KeyboardInterrupt``: the exception lands at whatever line runs
+    when the signal comes (a banner ``print``, the model load), so a plain ``try`` around
+    the wait loop misses a Ctrl-C that comes early. A second SIGINT while ``stop`` is
+    already set raises ``KeyboardInterrupt`` (to break a stuck start). Off the main
+    thread (signals cannot be handled there) this does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def handler(signum: int, frame: object) -> None:
+        if signum == signal.SIGINT and stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def restore() -> None:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+    return restore
+
+
 def serve_local(args: argparse.Namespace, *, stop: threading.Event | None = None) -> int:
-    """Start the server, print its base URL, block until Ctrl-C (or ``stop`` is set).
+    """Start the server, print its base URL, serve until Ctrl-C or SIGTERM (or ``stop`` is set).
+
+    Ctrl-C or SIGTERM at any point after the command starts (even while the model
+    loads) stops the server cleanly and returns 0; a second Ctrl-C while it is still
+    starting interrupts at once.
 
     Raises
     ------
@@ -121,22 +153,24 @@ def serve_local(args: argparse.Namespace, *, stop: threading.Event | None = None
     path = Path(model).expanduser() if (model.endswith(".gguf") or Path(model).expanduser().is_file()) \
         else local.packaged_model_path(model)
     alias = path.stem
-    srv = local.start_server(path, n_parallel=args.slots, ctx_per_slot=args.ctx, port=args.port,
-                             host=args.host, threads=args.threads, alias=alias)
-    print(f"serving {path} ({args.slots} slots x {args.ctx} tokens) as model {alias!r}", flush=True)
-    print(f"base URL: {srv.base_url}", flush=True)
-    print(f"share it with agentcausal runs:  export {local.SHARED_SERVER_ENV}={srv.base_url} "
-          f"{local.SHARED_SERVER_KEY_ENV}={srv.api_key}", flush=True)
-    print(f"or route a profile to it:        AGENTCAUSAL_PROFILE_VLLM_BASE_URL={srv.base_url} "
-          f"AGENTCAUSAL_PROFILE_VLLM_MODEL={alias} VLLM_API_KEY={srv.api_key}", flush=True)
-    print("Ctrl-C to stop", flush=True)
     stop = stop or threading.Event()
+    restore = _stop_on_signals(stop)
     try:
-        while not stop.wait(0.5):
-            pass
-    except KeyboardInterrupt:
-        pass
+        srv = local.start_server(path, n_parallel=args.slots, ctx_per_slot=args.ctx, port=args.port,
+                                 host=args.host, threads=args.threads, alias=alias)
+        try:
+            print(f"serving {path} ({args.slots} slots x {args.ctx} tokens) as model {alias!r}", flush=True)
+            print(f"base URL: {srv.base_url}", flush=True)
+            print(f"share it with agentcausal runs:  export {local.SHARED_SERVER_ENV}={srv.base_url} "
+                  f"{local.SHARED_SERVER_KEY_ENV}={srv.api_key}", flush=True)
+            print(f"or route a profile to it:        AGENTCAUSAL_PROFILE_VLLM_BASE_URL={srv.base_url} "
+                  f"AGENTCAUSAL_PROFILE_VLLM_MODEL={alias} VLLM_API_KEY={srv.api_key}", flush=True)
+            print("Ctrl-C to stop", flush=True)
+            while not stop.wait(0.5):
+                pass
+        finally:
+            srv.stop()
     finally:
-        srv.stop()
+        restore()
     print("stopped", flush=True)
     return 0

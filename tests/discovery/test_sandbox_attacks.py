@@ -358,24 +358,38 @@ def test_symlinked_outputs_are_not_followed_on_the_host():
 
 # --------------------------------------------------------------------------------------- as a non-root caller
 
-# Make every path the unprivileged run needs reachable for uid 65534 inside a private mount
-# namespace (pyenv under /root is 0700 here): bind the needed tree aside, cover its closed
-# ancestor with an empty tmpfs, and bind the tree back. The host's mounts are untouched.
+# Make every path before "--" reachable for uid 65534 inside a private mount namespace (pyenv under
+# /root is 0700 here; a CI clone may sit under a 0700 folder in /tmp), then exec what follows "--".
+# A path under a directory others cannot search (its topmost such ancestor) is bound aside into a
+# staging folder, the ancestor is covered with an empty tmpfs, and the path is bound back. Every path
+# is staged before any tmpfs goes on (a tmpfs must not hide a path still to stage, nor the staging
+# folder). Search permission for others is the 10th mode character: "x", or "t" on a sticky folder
+# such as /tmp. The host's mounts are untouched; the staging folder is removed before the exec.
 _REACH = """
 set -e
+S=$(mktemp -d); i=0
 for p in "$@"; do
   [ "$p" = "--" ] && break
-  a=$(dirname "$p"); blocked=""
+  i=$((i + 1)); a=$(dirname "$p"); blocked=""
   while [ "$a" != "/" ]; do
-    if [ "$(stat -c %A "$a" | cut -c10)" != "x" ]; then blocked="$a"; fi
+    case "$(stat -c %A "$a" | cut -c10)" in x|t) ;; *) blocked="$a" ;; esac
     a=$(dirname "$a")
   done
   if [ -n "$blocked" ]; then
-    s=$(mktemp -d); mount --bind "$p" "$s"
-    mountpoint -q "$blocked" || mount -t tmpfs -o mode=755 tmpfs "$blocked"
-    mkdir -p "$p"; mount --bind "$s" "$p"
+    mkdir "$S/$i"; mount --bind "$p" "$S/$i"; printf '%s\\n' "$blocked" > "$S/$i.blocked"
   fi
 done
+touch "$S/covered"; i=0
+for p in "$@"; do
+  [ "$p" = "--" ] && break
+  i=$((i + 1)); [ -f "$S/$i.blocked" ] || continue
+  blocked=$(cat "$S/$i.blocked")
+  if ! grep -qxF "$blocked" "$S/covered"; then
+    mount -t tmpfs -o mode=755 tmpfs "$blocked"; printf '%s\\n' "$blocked" >> "$S/covered"
+  fi
+  mkdir -p "$p"; mount --bind "$S/$i" "$p"; umount "$S/$i"; rmdir "$S/$i"
+done
+rm -f "$S"/*.blocked "$S/covered"; rmdir "$S"  # never rm -r: a staged path is bound there until unmounted
 while [ "$1" != "--" ]; do shift; done; shift
 exec "$@"
 """
@@ -386,7 +400,7 @@ def test_attacks_fail_for_an_unprivileged_caller():
     """Re-run this file as uid 65534 (the non-root deployment), where the sandbox maps the caller's own uid."""
     if os.geteuid() != 0:
         pytest.skip("already unprivileged: the tests above are the non-root variant")
-    for tool in ("unshare", "setpriv", "mount", "mountpoint"):
+    for tool in ("unshare", "setpriv", "mount", "umount"):
         if shutil.which(tool) is None:
             pytest.skip(f"needs {tool} to run as another user")
     base = _world_dir()
