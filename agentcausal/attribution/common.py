@@ -31,9 +31,9 @@ import hashlib
 import json
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema
 
 from agentcausal.exceptions import AgentCausalError, ConfigError, is_content_failure
 from agentcausal.llm import Gateway
@@ -48,7 +48,10 @@ __all__ = [
     "BASELINE_PRESETS",
     "baseline_tokens",
     "agent_names",
+    "enum_choice",
     "system_prompt",
+    "baseline_messages",
+    "decisive_verdict",
     "task_block",
     "trace_budget",
     "usage_item",
@@ -109,6 +112,67 @@ def baseline_tokens(gw: Gateway, settings: BaselineSettings, stage: str = BASELI
 def agent_names(trace: Trace) -> tuple[str, ...]:
     """The trace's own agents, in order of first appearance (the choices of an agent-naming reply)."""
     return tuple(dict.fromkeys(s.agent for s in trace.steps))
+
+
+def enum_choice(values: tuple[Any, ...], json_type: Literal["string", "integer"] = "string") -> Any:
+    """A reply field's type that takes one of ``values``, written as a JSON-schema ``enum``.
+
+    An enum even for one value: pydantic writes a one-value ``Literal`` as ``const``, which
+    fewer servers take.
+
+    Parameters
+    ----------
+    values : tuple of str or int, the allowed values (e.g. :func:`agent_names`)
+    json_type : "string" or "integer", the schema type of the values
+
+    Returns
+    -------
+    An ``Annotated[Literal[values], WithJsonSchema(...)]`` type for a pydantic field.
+    """
+    return Annotated[Literal[values], WithJsonSchema({"type": json_type, "enum": list(values)})]  # type: ignore
+
+
+def decisive_verdict(trace: Trace, step: int | None, agent: str | None,
+                     details: dict[str, Any]) -> tuple[int | None, str | None]:
+    """The decisive error a reply names, checked against the trace.
+
+    A step outside ``0..n-1`` is recorded as ``details["invalid_step"]`` and read as
+    undetermined (None); a blank agent is None; a step without an agent takes the
+    step's speaker.
+
+    Parameters
+    ----------
+    trace : Trace, n steps
+    step : int or None, the reply's 0-based step
+    agent : str or None, the reply's agent
+    details : dict, the attribution's details (updated in place)
+
+    Returns
+    -------
+    (step, agent), each None when undetermined.
+    """
+    agent = (agent or "").strip() or None
+    if step is not None and not 0 <= step < len(trace):
+        details["invalid_step"] = step
+        step = None
+    if step is not None and agent is None:
+        agent = trace.steps[step].agent
+    return step, agent
+
+
+def baseline_messages(instruction: str, user: str) -> list[dict[str, str]]:
+    """The chat messages of one baseline call: :func:`system_prompt` of ``instruction``, then ``user``.
+
+    Parameters
+    ----------
+    instruction : str, one sentence saying what to answer
+    user : str, the user message
+
+    Returns
+    -------
+    list of two message dicts (system, user)
+    """
+    return [{"role": "system", "content": system_prompt(instruction)}, {"role": "user", "content": user}]
 
 
 def system_prompt(task: str) -> str:

@@ -31,12 +31,13 @@ import logging
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from agentcausal.exceptions import TraceFormatError
 from agentcausal.traces.model import Step, Trace
 
-__all__ = ["SpanRecord", "spans_to_traces", "iter_json_values", "norm_id", "iso_to_ns", "message_text",
+__all__ = ["SpanRecord", "spans_to_traces", "iter_json_values", "read_json_records", "norm_id", "iso_to_ns", "message_text",
            "CONTENT_OFF_HINT"]
 
 log = logging.getLogger(__name__)
@@ -143,6 +144,30 @@ def iter_json_values(text: str) -> Iterator[Any]:
             return
         value, i = dec.raw_decode(text, i)
         yield value
+
+
+def read_json_records(path: Path, error: str) -> list[Any]:
+    """The records of a file of JSON values (:func:`iter_json_values`), top-level arrays flattened.
+
+    Parameters
+    ----------
+    path : the file (UTF-8)
+    error : str, the start of the message when the file cannot be read or parsed
+
+    Returns
+    -------
+    list, each value of the file, or each element of a value that is an array
+
+    Raises
+    ------
+    TraceFormatError
+        ``"<error>: <reason>"`` naming ``path``, if the file cannot be read as UTF-8 or is not JSON.
+    """
+    try:
+        values = list(iter_json_values(path.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise TraceFormatError(f"{error}: {exc}", path=str(path)) from exc
+    return [r for v in values for r in (v if isinstance(v, list) else [v])]
 
 
 def message_text(content: Any) -> str:
