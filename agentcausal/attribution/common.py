@@ -441,8 +441,9 @@ def run_method(
     holds ``"<ErrorClass>: <message>"`` and ``status`` is ``content_failed`` or
     ``failed``; a method that returned an error itself is ``content_failed``
     (methods record only content failures); ``degraded`` is kept as the method
-    set it. ``reused`` is True when every LLM call was a cache hit (this run
-    sent no request).
+    set it. ``reused`` is True when every LLM call was a cache hit on an entry
+    an earlier run wrote (this run sent no request); a hit on an entry this run
+    wrote (an identical call of another trace, or one merged in flight) is not reuse.
 
     Raises
     ------
@@ -487,7 +488,8 @@ def run_method(
             "models": {**models, **out.models},
             "usage": {k: v.model_dump() for k, v in usage.items()},
             "seconds": seconds,
-            "reused": bool(usage) and all(u.requests == 0 and u.calls > 0 for u in usage.values()),
+            "reused": bool(usage) and all(u.requests == 0 and u.cache_hits > u.run_hits == 0
+                                             for u in usage.values()),
         }
     )
 

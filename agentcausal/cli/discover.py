@@ -39,7 +39,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--dataset", "-d", action="append", dest="datasets", metavar="NAME|PATH",
                    help="benchmark (earthquake, cancer, survey, asia, child, sachs, alarm, auto_mpg; 'main' = the "
                    "six of the main table; 'all' = all eight) or a .csv/.parquet file with its .json metadata "
-                   "beside it (or DATA::META); repeatable")
+                   "beside it (or DATA::META): {\"variables\": {column: description}, \"domain\": str, \"true_edges\": "
+                   "[[cause, effect], ...] (optional; no true graph -> no SHD/F1), \"data_type\", \"missing_values\"} "
+                   "-- see README 'Your own dataset's metadata'; repeatable")
     p.add_argument("--method", "-m", action="append", dest="methods", metavar="NAME",
                    help="mac, mac_single, dcm_only, mdm_only, llm_zero_shot, react, llm_scd, ils_csl, pc, fci, ges, "
                    "exact_search, "
@@ -214,9 +216,13 @@ def check_datasets(specs: list[str], *, skip_invalid: bool = False) -> tuple[lis
     for s in specs:
         if "::" in s or Path(s).suffix.lower() in (".csv", ".parquet", ".pq"):
             try:
-                load_spec(s, name=names[s])
+                ds = load_spec(s, name=names[s])
             except DatasetError as exc:
                 errors[s] = exc
+                continue
+            if ds.true_graph is None:
+                print(f"agentcausal: note: {names[s]} has no true graph (no \"true_edges\" in its metadata): "
+                      "SHD, NHD and F1 are shown as -", file=sys.stderr)
     if errors and not skip_invalid:
         raise next(iter(errors.values())) if len(errors) == 1 else InvalidDatasetsError(list(errors.values()))
     if errors:

@@ -380,7 +380,8 @@ def run_discovery(method: str, ds: Dataset, gw=None, config: DiscoveryConfig = D
             d = {k: getattr(u, k) - (getattr(b, k) if b else 0) for k in type(u).model_fields}
             if d.get("calls") or d.get("requests"):
                 usage[s] = d
-    reused = bool(usage) and all(u.get("requests", 0) == 0 for u in usage.values())
+    reused = bool(usage) and all(u.get("requests", 0) == 0 and u.get("cache_hits", 0) > u.get("run_hits", 0) == 0
+                                    for u in usage.values())
     return DiscoveryOutcome(graph=graph, error=err, seconds=seconds, details=details, usage=usage, status=status,
                             status_detail=detail, reused=reused, **common)
 

@@ -180,17 +180,18 @@ def parse_who_and_when(data: dict[str, Any], trace_id: str, *, source: str = "",
                  steps=steps, label=label, metadata=metadata)
 
 
-def load_who_and_when_file(path: str | Path, *, subset: str | None = None) -> Trace:
+def load_who_and_when_file(path: str | Path, *, subset: str | None = None, trace_id: str | None = None) -> Trace:
     """Load one Who&When file.
 
     Parameters
     ----------
     path : path to ``<subset>/<n>.json``
     subset : str, optional; default the parent folder's name
+    trace_id : str, optional; default ``"<subset>/<stem>"``
 
     Returns
     -------
-    Trace with id ``"<subset>/<stem>"``.
+    Trace with id ``trace_id`` (by default ``"<subset>/<stem>"``).
 
     Raises
     ------
@@ -215,7 +216,7 @@ def load_who_and_when_file(path: str | Path, *, subset: str | None = None) -> Tr
         raise TraceFormatError("cannot read as JSON: nested too deeply", path=str(p)) from exc
     if not isinstance(data, dict):
         raise TraceFormatError("expected a JSON object", path=str(p))
-    return parse_who_and_when(data, f"{subset}/{p.stem}", source=subset, path=str(p))
+    return parse_who_and_when(data, trace_id or f"{subset}/{p.stem}", source=subset, path=str(p))
 
 
 def _numeric_key(p: Path) -> tuple[int, str]:

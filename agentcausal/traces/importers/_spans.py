@@ -237,7 +237,8 @@ def spans_to_traces(spans: Iterable[SpanRecord], *, source: str, file: str | Non
 
     Parameters
     ----------
-    spans : span records of any number of traces, in any order
+    spans : span records of any number of traces, in any order; a span given more than once
+        (same trace id and span id, e.g. from two files) is kept once (the copy with content)
     source : str, the format name, stored as ``Trace.source``
     file : str, optional; the file name, kept in ``Trace.metadata["file"]``
     tool_agent : str, optional; agent name for tool steps (default: the calling agent's name)
@@ -255,13 +256,23 @@ def spans_to_traces(spans: Iterable[SpanRecord], *, source: str, file: str | Non
         If a trace has no LLM/tool/agent span, or none of its steps carries content
         (content capture off); all such traces are named in one message.
     """
-    groups: dict[str, list[SpanRecord]] = {}
+    groups: dict[str, dict[str, SpanRecord]] = {}
+    dropped = 0
     for s in spans:
-        groups.setdefault(s.trace_id, []).append(s)
+        group = groups.setdefault(s.trace_id, {})
+        kept = group.get(s.span_id)
+        if kept is None:
+            group[s.span_id] = s
+            continue
+        dropped += 1  # the same span twice (e.g. two exports holding it): keep one
+        if kept.content is None and s.content is not None:
+            group[s.span_id] = s  # the copy that carries the content
+    if dropped:
+        log.info("dropped %d duplicate span(s) (same trace id and span id)", dropped)
     out: list[tuple[int, Trace]] = []
     bad: list[str] = []
-    for tid, group in groups.items():
-        ordered = _order(group)
+    for tid, by_span in groups.items():
+        ordered = _order(list(by_span.values()))
         by_id = {s.span_id: s for s in ordered}
         has_step_below: set[str] = set()
         for s in ordered:
