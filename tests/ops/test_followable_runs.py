@@ -33,8 +33,10 @@ def test_cli_run_logs_to_the_api_quietly_with_name_tags_and_keys(scripted_server
     assert " INFO " not in proc.stderr and "| INFO" not in proc.stderr, proc.stderr[-2000:]
     assert "attribute: " in proc.stderr and "(100%)" in proc.stderr  # the plain progress line
     with temporary_settings(updates={PREFECT_API_URL: api.api_url}), get_client(sync_client=True) as client:
-        (run,) = client.read_flow_runs(flow_run_filter=FlowRunFilter(name=FlowRunFilterName(
+        # the session's Prefect database may hold same-named runs of other tests: ours is the one writing tmp_path/run
+        named = client.read_flow_runs(flow_run_filter=FlowRunFilter(name=FlowRunFilterName(
             any_=["examples · all_at_once · default"])))
+        (run,) = [r for r in named if str(tmp_path / "run") in str(r.parameters.get("out_dir"))]
         assert {"method:all_at_once", "routing:default"} <= set(run.tags)
         logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run.id])))
         assert any(log.level == 20 for log in logs)  # INFO reached the API
