@@ -38,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         mod.register(sub)
+    for verb_parser in sub.choices.values():  # -v after the verb too; SUPPRESS keeps a -v given before it
+        verb_parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                                 help="log at INFO level (also accepted before the verb)")
     return parser
 
 

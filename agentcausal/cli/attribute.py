@@ -45,8 +45,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Trace *.jsonl) as a cached Prefect flow; write results.parquet and report.md to a run folder.")
     p.add_argument("paths", nargs="+", metavar="PATH", help="trace folder(s) or file(s)")
     p.add_argument("--method", "-m", action="append", dest="methods", metavar="NAME",
-                   help="method to run (repeatable): all_at_once, step_by_step, binary_search, a2p, echo, dcfa "
-                   "(default: all_at_once)")
+                   help="method to run (repeatable): all_at_once, step_by_step, binary_search, a2p, echo, dcfa, "
+                   "dcfa_gca_only (default: all_at_once)")
     p.add_argument("--set", action="append", dest="sets", default=[], metavar="METHOD.FIELD=VALUE",
                    help="a method setting (repeatable), e.g. step_by_step.on_no_yes=last_step; VALUE is JSON or text")
     p.add_argument("--limit", type=int, default=None, help="at most N traces (after --id and --max-steps)")
@@ -71,6 +71,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--skip-invalid", action="store_true",
                    help="run the valid traces and list the invalid files (and JSONL lines) left out, instead of "
                    "refusing the corpus; run.json records them under 'skipped'")
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="CPU threads of the embedded model (default: all cores but one; "
+                   "$AGENTCAUSAL_PROFILE_EMBEDDED_THREADS wins)")
     add_runner_arguments(p)
     p.add_argument("--chunk-size", type=int, default=None, metavar="N",
                    help="traces per Prefect task (default: flows.attribute.DEFAULT_CHUNK_SIZE); 1 = a task run per "
@@ -79,7 +82,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     e = subparsers.add_parser("evaluate", help="recompute accuracy tables and report.md of a run folder",
                               description="Exact step/agent evaluation of a run folder written by `attribute`.")
-    e.add_argument("run_dir", metavar="RUN_DIR")
+    e.add_argument("run_dir", metavar="RUN_DIR",
+                   help="run folder written by `attribute` (holds results.parquet and run.json), e.g. runs/dcfa5")
     e.set_defaults(func=cmd_evaluate)
 
 
@@ -164,6 +168,12 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         raise ConfigError(f"--max-steps must be at least 1, got {args.max_steps}")
     if args.repeats < 1:
         raise ConfigError(f"--repeats must be at least 1, got {args.repeats}")
+    if args.threads is not None:
+        if args.threads < 1:
+            raise ConfigError(f"--threads must be at least 1, got {args.threads}")
+        import os
+
+        os.environ.setdefault("AGENTCAUSAL_PROFILE_EMBEDDED_THREADS", str(args.threads))
     settings, model_facts = apply_model_arguments(args, settings_from_args(args))
     preset = args.preset or routing_preset(settings.profiles_path, settings.routing)
     with_truth = False if args.no_ground_truth else None

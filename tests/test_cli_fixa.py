@@ -1,0 +1,54 @@
+"""CLI fixes from the fresh-user trial: -v after the verb, help texts, one-line errors, all-skipped inputs,
+evaluate on a discovery run, unreachable endpoints. Fast: no model, no Prefect run."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentcausal.cli import build_parser, main
+
+
+def test_verbose_after_the_verb_is_accepted():
+    p = build_parser()
+    assert p.parse_args(["attribute", "x", "-v"]).verbose is True
+    assert p.parse_args(["-v", "attribute", "x"]).verbose is True  # before the verb still works
+    assert p.parse_args(["attribute", "x"]).verbose is False
+    assert p.parse_args(["evaluate", "runs/x", "--verbose"]).verbose is True
+
+
+@pytest.mark.parametrize("verb", ["attribute", "evaluate", "discover", "compare"])
+def test_every_verb_help_names_verbose(verb, capsys):
+    with pytest.raises(SystemExit):
+        main([verb, "--help"])
+    assert "--verbose" in capsys.readouterr().out
+
+
+def test_attribute_help_lists_dcfa_gca_only_and_threads(capsys):
+    with pytest.raises(SystemExit):
+        main(["attribute", "--help"])
+    out = capsys.readouterr().out
+    assert "dcfa_gca_only" in out and "--threads" in out
+
+
+def test_evaluate_help_explains_run_dir(capsys):
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--help"])
+    assert "results.parquet" in capsys.readouterr().out
+
+
+def test_threads_below_one_refused(tmp_path, capsys):
+    (tmp_path / "t.jsonl").write_text("")
+    assert main(["attribute", str(tmp_path / "t.jsonl"), "--threads", "0", "--dry-run"]) == 2
+    assert "--threads must be at least 1" in capsys.readouterr().err
+
+
+def test_compare_kind_mismatch_uses_the_right_article(tmp_path):
+    from agentcausal.exceptions import CompareError
+    from agentcausal.report.compare import compare_runs
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "results.parquet").write_bytes(b"")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "outcomes.jsonl").write_text("")
+    with pytest.raises(CompareError, match="cannot compare an attribution run .* with a discovery run"):
+        compare_runs(tmp_path / "a", tmp_path / "b")
