@@ -52,3 +52,17 @@ def test_compare_kind_mismatch_uses_the_right_article(tmp_path):
     (tmp_path / "b" / "outcomes.jsonl").write_text("")
     with pytest.raises(CompareError, match="cannot compare an attribution run .* with a discovery run"):
         compare_runs(tmp_path / "a", tmp_path / "b")
+
+
+def test_set_unknown_field_is_one_line_naming_the_valid_fields(capsys):
+    assert main(["attribute", "data/examples", "--set", "all_at_once.nonexistent=3", "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err
+    assert "unknown field nonexistent of method all_at_once" in err and "valid fields:" in err and "max_tokens" in err
+    assert "pydantic" not in err and "extra_forbidden" not in err
+
+
+def test_set_bad_value_is_one_line(capsys):
+    assert main(["attribute", "data/examples", "--set", "all_at_once.max_tokens=abc", "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "all_at_once.max_tokens" in err and "pydantic" not in err
