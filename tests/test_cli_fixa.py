@@ -66,3 +66,34 @@ def test_set_bad_value_is_one_line(capsys):
     assert main(["attribute", "data/examples", "--set", "all_at_once.max_tokens=abc", "--dry-run"]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "all_at_once.max_tokens" in err and "pydantic" not in err
+
+
+def test_evaluate_rereports_a_discovery_run(tmp_path, monkeypatch, capsys):
+    import pandas as pd
+
+    import agentcausal.report.discovery as disc
+
+    run = tmp_path / "disc"
+    run.mkdir()
+    (run / "outcomes.jsonl").write_text("")
+    (run / "results.parquet").write_bytes(b"")  # discovery folders hold one too; outcomes.jsonl decides
+    seen = {}
+
+    class Files:
+        frame, run_dir, report = pd.DataFrame(), str(run), str(run / "report.md")
+
+    def fake_write_report(run_dir, **kw):
+        seen["run_dir"] = run_dir
+        return Files()
+
+    monkeypatch.setattr(disc, "write_report", fake_write_report)
+    monkeypatch.setattr(disc, "summary_text", lambda frame, **kw: "SUMMARY TABLE")
+    assert main(["evaluate", str(run)]) == 0
+    out, err = capsys.readouterr()
+    assert seen["run_dir"] == str(run) and "SUMMARY TABLE" in out
+    assert "discovery run" in err and "discover --report" in err and "lacks columns" not in err
+
+
+def test_evaluate_on_a_missing_folder_is_one_line(tmp_path, capsys):
+    assert main(["evaluate", str(tmp_path / "nope")]) == 2
+    assert "no such run folder" in capsys.readouterr().err

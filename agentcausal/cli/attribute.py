@@ -275,9 +275,27 @@ def _print_run(run_dir: str) -> int:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """Handler of ``agentcausal evaluate``.
 
+    A discovery run folder (``outcomes.jsonl``) is re-reported the way
+    ``agentcausal discover --report RUN_DIR`` does, saying so in one line.
+
     Raises
     ------
-    TraceFormatError
+    ConfigError
+        If the folder is missing.
+    RunFileError
         If the folder holds no valid ``results.parquet``.
     """
-    return _print_run(args.run_dir)
+    run_dir = Path(args.run_dir)
+    if not run_dir.is_dir():
+        raise ConfigError(f"no such run folder: {run_dir}")
+    if (run_dir / "outcomes.jsonl").is_file():  # written by `discover` only
+        from agentcausal.report.discovery import summary_text, write_report
+
+        print(f"agentcausal: {run_dir} is a discovery run; re-reporting it as "
+              f"`agentcausal discover --report {run_dir}` does", file=sys.stderr)
+        files = write_report(str(run_dir))
+        print(summary_text(files.frame))
+        print(f"\nrun folder: {files.run_dir}\nreport:     {files.report}")
+        return 0
+    return _print_run(str(run_dir))
+
