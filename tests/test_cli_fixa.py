@@ -97,3 +97,37 @@ def test_evaluate_rereports_a_discovery_run(tmp_path, monkeypatch, capsys):
 def test_evaluate_on_a_missing_folder_is_one_line(tmp_path, capsys):
     assert main(["evaluate", str(tmp_path / "nope")]) == 2
     assert "no such run folder" in capsys.readouterr().err
+
+
+def _nocontent(path):
+    import json
+
+    from tests.traces.importers.conftest import genai_spans, otlp_json
+
+    path.write_text(json.dumps(otlp_json(genai_spans(content=False))))
+    return path
+
+
+def test_all_skipped_names_the_input_files_and_leaves_no_run_folder(tmp_path, capsys):
+    f = _nocontent(tmp_path / "nocontent.json")
+    out = tmp_path / "runs" / "empty"
+    assert main(["attribute", str(f), "--no-ground-truth", "--skip-invalid", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert lines[-1].startswith("agentcausal: error: ") and str(f) in lines[-1]
+    assert "traces.jsonl" not in lines[-1]
+    assert any(ln.startswith("agentcausal: skipping ") for ln in lines[:-1])
+    assert not out.exists()
+
+
+def test_refused_after_import_leaves_no_run_folder(tmp_path, capsys):
+    import json
+
+    from tests.traces.importers.conftest import genai_spans, otlp_json
+
+    f = tmp_path / "run.json"
+    f.write_text(json.dumps(otlp_json(genai_spans())))
+    out = tmp_path / "runs" / "x"
+    assert main(["attribute", str(f), "-m", "all_at_once", "--out", str(out)]) == 2  # no ground truth
+    assert "ground truth" in capsys.readouterr().err
+    assert not out.exists()

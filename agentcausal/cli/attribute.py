@@ -190,9 +190,15 @@ def cmd_attribute(args: argparse.Namespace) -> int:
 
     settings.check_routes({st for m in methods for st in get_method(m).stages
                            if resolved[m].get("with_ground_truth", True) or not st.endswith(".embed")})
-    paths = prepare_corpus(args)  # other formats and --labels: imported into <run folder>/traces.jsonl
-    skipped = check_traces(paths, skip_invalid=args.skip_invalid)  # the flow's own loader, before Prefect
-    refuse_truthless(paths, args)  # traces without ground truth need --no-ground-truth
+    out_existed = bool(args.out) and Path(args.out).exists()
+    try:
+        paths = prepare_corpus(args)  # other formats and --labels: imported into <run folder>/traces.jsonl
+        skipped = check_traces(paths, skip_invalid=args.skip_invalid)  # the flow's own loader, before Prefect
+        refuse_truthless(paths, args)  # traces without ground truth need --no-ground-truth
+    except BaseException:
+        if args.out and not out_existed:  # refused before the run: leave no run folder behind
+            _remove_new_run_folder(Path(args.out))
+        raise
     plan = attribute_plan(paths, **plan_args)
     from flows.attribute import run_attribute  # the CLI is the one library module that reaches up to flows
     from flows.runners import runner_choice_from_args
@@ -208,6 +214,15 @@ def cmd_attribute(args: argparse.Namespace) -> int:
                             preset=preset, repeats=args.repeats, plan=plan.to_json_dict(),
                             chunk_size=args.chunk_size)
     return _print_run(run_dir)
+
+
+def _remove_new_run_folder(run_dir: Path) -> None:
+    """Remove what :func:`prepare_corpus` wrote into a run folder this command created (its traces.jsonl)."""
+    (run_dir / "traces.jsonl").unlink(missing_ok=True)
+    try:
+        run_dir.rmdir()  # only when empty: never anything else
+    except OSError:
+        pass
 
 
 def _dry_run_traces(args: argparse.Namespace) -> list | None:
