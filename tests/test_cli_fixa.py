@@ -131,3 +131,43 @@ def test_refused_after_import_leaves_no_run_folder(tmp_path, capsys):
     assert main(["attribute", str(f), "-m", "all_at_once", "--out", str(out)]) == 2  # no ground truth
     assert "ground truth" in capsys.readouterr().err
     assert not out.exists()
+
+
+def _closed_port_url() -> str:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"  # nothing listens there now
+
+
+def test_unreachable_endpoint_stops_before_work_in_one_line(tmp_path, capsys):
+    url = _closed_port_url()
+    out = tmp_path / "run"
+    rc = main(["attribute", "data/examples", "--base-url", url, "--model", "m", "--limit", "1",
+               "--cache-dir", str(tmp_path / "cache"), "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2
+    assert err.splitlines() == [err] and err.startswith(f"agentcausal: error: endpoint unreachable: cli at {url}")
+    assert "Traceback" not in err and not out.exists()
+
+
+def test_dry_run_skips_the_endpoint_check(tmp_path, capsys):
+    url = _closed_port_url()
+    assert main(["attribute", "data/examples", "--base-url", url, "--model", "m", "--limit", "1",
+                 "--cache-dir", str(tmp_path / "cache"), "--dry-run"]) == 0
+    assert "endpoint unreachable" not in capsys.readouterr().err
+
+
+def test_endpoint_check_accepts_any_http_answer_and_skips_embedded(tmp_path):
+    from agentcausal.cli.endpoints import check_endpoints
+    from tests.fakes.fake_openai import FakeOpenAIServer
+
+    assert check_endpoints(None, "default", {"baseline", "dcfa.embed"}) == []  # embedded and local: not checked
+    toml = tmp_path / "p.toml"
+    with FakeOpenAIServer(replies=["x"]) as fake:
+        toml.write_text(f'[profiles.f]\nkind = "chat"\nbase_url = "{fake.base_url}"\nmodel = "m"\n'
+                        'max_concurrency = 1\ntimeout_s = 5\ncontext_window = 4096\n\n'
+                        '[routings.default]\ndefault = "f"\n')
+        assert check_endpoints(str(toml), "default", {"baseline", "dcfa.gca"}) == [fake.base_url]

@@ -188,8 +188,12 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         return 0
     from agentcausal.attribution.registry import get_method
 
-    settings.check_routes({st for m in methods for st in get_method(m).stages
-                           if resolved[m].get("with_ground_truth", True) or not st.endswith(".embed")})
+    stages = {st for m in methods for st in get_method(m).stages
+              if resolved[m].get("with_ground_truth", True) or not st.endswith(".embed")}
+    settings.check_routes(stages)
+    from agentcausal.cli.endpoints import check_endpoints
+
+    check_endpoints(settings.profiles_path, settings.routing, stages)  # one line and exit 2 when one is down
     out_existed = bool(args.out) and Path(args.out).exists()
     try:
         paths = prepare_corpus(args)  # other formats and --labels: imported into <run folder>/traces.jsonl
