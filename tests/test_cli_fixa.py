@@ -171,3 +171,74 @@ def test_endpoint_check_accepts_any_http_answer_and_skips_embedded(tmp_path):
                         'max_concurrency = 1\ntimeout_s = 5\ncontext_window = 4096\n\n'
                         '[routings.default]\ndefault = "f"\n')
         assert check_endpoints(str(toml), "default", {"baseline", "dcfa.gca"}) == [fake.base_url]
+
+
+def _failed_task_records():
+    import logging
+    import sys
+
+    try:
+        try:
+            raise ConnectionError("refused")
+        except ConnectionError as inner:
+            raise RuntimeError("endpoint down") from inner
+    except RuntimeError:
+        exc_info = sys.exc_info()
+    failed = logging.LogRecord("prefect.task_runs", logging.ERROR, __file__, 1,
+                               "Task run failed with exception: %r - Retries are exhausted", (exc_info[1],), exc_info)
+    state = logging.LogRecord("prefect.task_runs", logging.ERROR, __file__, 2,
+                              "Finished in state Failed('Task run encountered an exception')", None, None)
+    other = logging.LogRecord("agentcausal.x", logging.ERROR, __file__, 3, "kept", None, exc_info)
+    return failed, state, other
+
+
+def test_failed_task_runs_reach_the_console_in_one_line():
+    import io
+    import logging
+
+    from agentcausal.cli import OneLineTaskFailures
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(OneLineTaskFailures())
+    failed, state, other = _failed_task_records()
+    for r in (failed, state):
+        handler.handle(r)
+    text = stream.getvalue()
+    assert text.count("\n") == 1 and "endpoint down" in text and "Traceback" not in text
+    assert "Finished in state" not in text
+    handler.handle(other)  # not a task-run record: untouched, traceback and all
+    assert "Traceback" in stream.getvalue()
+
+
+def test_quiet_task_failures_is_off_with_verbose_and_added_once():
+    import io
+    import logging
+
+    from agentcausal.cli import OneLineTaskFailures, quiet_task_failures
+
+    root = logging.getLogger()
+    handler = logging.StreamHandler(io.StringIO())
+    handler.stream = __import__("sys").stderr
+    root.addHandler(handler)
+    try:
+        quiet_task_failures(True)
+        assert not any(isinstance(f, OneLineTaskFailures) for f in handler.filters)
+        quiet_task_failures(False)
+        quiet_task_failures(False)
+        assert sum(isinstance(f, OneLineTaskFailures) for f in handler.filters) == 1
+    finally:
+        root.removeHandler(handler)
+
+
+@pytest.mark.slow  # a Prefect flow run (about a minute here); no model
+def test_run_whose_endpoint_drops_every_request_exits_1_in_one_line(tmp_path, capsys):
+    from tests.fakes.fake_openai import FakeOpenAIServer
+
+    with FakeOpenAIServer(faults=["drop"] * 500) as srv:  # /models answers, every chat request is dropped
+        rc = main(["attribute", "data/examples", "--base-url", srv.base_url, "--model", "fake-model", "--limit", "1",
+                   "--cache-dir", str(tmp_path / "c"), "--out", str(tmp_path / "r"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith(f"agentcausal: error: endpoint unreachable: cli at {srv.base_url}")

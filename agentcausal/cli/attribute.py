@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -207,6 +208,10 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     from flows.attribute import run_attribute  # the CLI is the one library module that reaches up to flows
     from flows.runners import runner_choice_from_args
 
+    from agentcausal.cli import quiet_task_failures
+
+    quiet_task_failures(getattr(args, "verbose", False))  # Prefect's handlers exist now
+
     runner = runner_choice_from_args(args)
 
     run_dir = run_attribute(paths, methods, method_settings=resolved, settings=settings, limit=args.limit,
@@ -217,7 +222,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
                                   **({"model": model_facts} if model_facts else {})} or None,
                             preset=preset, repeats=args.repeats, plan=plan.to_json_dict(),
                             chunk_size=args.chunk_size)
-    return _print_run(run_dir)
+    return _print_run(run_dir, exit_on_unreachable=True)
 
 
 def _remove_new_run_folder(run_dir: Path) -> None:
@@ -275,7 +280,39 @@ def check_traces(paths: list[str], *, skip_invalid: bool = False) -> list[dict[s
     return scan.skipped()
 
 
-def _print_run(run_dir: str) -> int:
+#: ``EndpointUnreachableError: profile 'P': endpoint URL unreachable after retries: CAUSE`` in a row's error
+_UNREACHABLE = re.compile(r"EndpointUnreachableError: profile '([^']*)': endpoint (\S+) unreachable after retries: (.*)")
+
+
+def unreachable_summary(failures: Any, rows: int) -> str | None:
+    """One line when every one of ``rows`` rows failed because its endpoint was unreachable, else None.
+
+    Parameters
+    ----------
+    failures : DataFrame with ``error`` (and ``status``), :attr:`Evaluation.failures`
+    rows : number of (trace, method) rows of the run
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> f = pd.DataFrame({"status": ["failed"], "error": [
+    ...     "EndpointUnreachableError: profile 'cli': endpoint http://h:9/v1 unreachable after retries: refused"]})
+    >>> unreachable_summary(f, 1)
+    'endpoint unreachable: cli at http://h:9/v1 — refused (all 1 row(s) failed; nothing was cached)'
+    >>> unreachable_summary(f, 2) is None
+    True
+    """
+    if rows < 1 or len(failures) != rows or "error" not in failures:
+        return None
+    hits = [_UNREACHABLE.search(str(e)) for e in failures["error"]]
+    if not all(hits):
+        return None
+    first = hits[0]
+    return (f"endpoint unreachable: {first.group(1)} at {first.group(2)} — {first.group(3).strip()} "
+            f"(all {rows} row(s) failed; nothing was cached)")
+
+
+def _print_run(run_dir: str, *, exit_on_unreachable: bool = False) -> int:
     from agentcausal.report.attribution import accuracy_text, report_run
 
     rep = report_run(run_dir)
@@ -288,6 +325,11 @@ def _print_run(run_dir: str) -> int:
               + (f" {st.get('content_failed', 0)} content failures (cached; --retry-failed recomputes them)."
                  if st.get("content_failed", 0) else ""))
     print(f"\nrun folder: {run_dir}\nreport:     {rep.path}")
+    line = unreachable_summary(rep.evaluation.failures, int(rep.evaluation.overall["n"].sum())) \
+        if exit_on_unreachable and "n" in rep.evaluation.overall else None
+    if line:
+        print(f"agentcausal: error: {line}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -250,6 +250,10 @@ def cmd_discover(args: argparse.Namespace) -> int:
     from flows.discover import run_discover  # the CLI is the one library module that reaches up to flows
     from flows.runners import runner_choice_from_args
 
+    from agentcausal.cli import quiet_task_failures
+
+    quiet_task_failures(getattr(args, "verbose", False))  # Prefect's handlers exist now
+
     runner = runner_choice_from_args(args)
     from agentcausal.discovery.methods import DiscoveryConfig
 
