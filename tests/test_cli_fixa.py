@@ -236,9 +236,10 @@ def test_run_whose_endpoint_drops_every_request_exits_1_in_one_line(tmp_path, ca
     from tests.fakes.fake_openai import FakeOpenAIServer
 
     with FakeOpenAIServer(faults=["drop"] * 500) as srv:  # /models answers, every chat request is dropped
-        rc = main(["attribute", "data/examples", "--base-url", srv.base_url, "--model", "fake-model", "--limit", "1",
+        url = srv.base_url
+        rc = main(["attribute", "data/examples", "--base-url", url, "--model", "fake-model", "--limit", "1",
                    "--cache-dir", str(tmp_path / "c"), "--out", str(tmp_path / "r"), "--no-progress"])
     err = capsys.readouterr().err
     assert rc == 1
     assert "Traceback" not in err
-    assert err.strip().splitlines()[-1].startswith(f"agentcausal: error: endpoint unreachable: cli at {srv.base_url}")
+    assert err.strip().splitlines()[-1].startswith(f"agentcausal: error: endpoint unreachable: cli at {url}")
