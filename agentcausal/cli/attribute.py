@@ -222,7 +222,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
                                   **({"model": model_facts} if model_facts else {})} or None,
                             preset=preset, repeats=args.repeats, plan=plan.to_json_dict(),
                             chunk_size=args.chunk_size)
-    return _print_run(run_dir, exit_on_unreachable=True)
+    return _print_run(run_dir)
 
 
 def _remove_new_run_folder(run_dir: Path) -> None:
@@ -312,7 +312,7 @@ def unreachable_summary(failures: Any, rows: int) -> str | None:
             f"(all {rows} row(s) failed; nothing was cached)")
 
 
-def _print_run(run_dir: str, *, exit_on_unreachable: bool = False) -> int:
+def _print_run(run_dir: str, *, exit_on_unreachable: bool = True) -> int:
     from agentcausal.report.attribution import accuracy_text, report_run
 
     rep = report_run(run_dir)
@@ -358,5 +358,5 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         print(summary_text(files.frame))
         print(f"\nrun folder: {files.run_dir}\nreport:     {files.report}")
         return 0
-    return _print_run(str(run_dir))
+    return _print_run(str(run_dir), exit_on_unreachable=False)
 
