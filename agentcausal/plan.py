@@ -3,12 +3,19 @@
 One schema for both verbs (:class:`Plan`)::
 
     {"kind": "attribute" | "discover",
-     "items": [{"id", "path", "sha256", ("n", "d" for discover)}],
-     "methods": {name: {"preset", "variant", "settings": {...resolved fields...},
+     "routing": NAME, "preset": NAME,
+     "items": [{"id", "path", "sha256", "file_sha256", ("n", "d" for discover)}],
+     "methods": {name: {"preset", "variant", "settings": {...resolved fields, as the run applies them...},
                         "stages": {stage: "profile:model"}}},
      "repeats": K,
+     ("seeds": [...], "n": N for discover),
      "missing_keys": [ENV_VAR, ...],
      ("anonymise": [...] for discover)}
+
+An attribute item's ``path`` is the file its trace was read from, ``sha256`` the
+trace's content hash (:meth:`agentcausal.traces.model.Trace.content_hash`:
+question, ground truth and steps, not the label) and ``file_sha256`` the sha256
+of that file's bytes (so two copies of a trace with different labels differ).
 
 Building a plan reads trace files, dataset metadata and the profiles file;
 it starts no model, makes no request and needs no API key (keys that a
@@ -35,8 +42,10 @@ class PlanItem(BaseModel):
     Attributes
     ----------
     id : str, trace id or dataset name
-    path : str, the file or folder it is read from (as given)
-    sha256 : str, trace content hash (:meth:`Trace.content_hash`), or sha256 of the dataset file
+    path : str, the file it is read from (a trace's own file inside a folder given; the dataset file)
+    sha256 : str, trace content hash (:meth:`Trace.content_hash`: question, ground truth and steps,
+        not the label), or sha256 of the dataset file's bytes
+    file_sha256 : str or None, sha256 of the bytes of ``path`` (attribute; None when ``path`` is no file)
     n : int or None, rows (discover)
     d : int or None, variables (discover)
     """
@@ -46,6 +55,7 @@ class PlanItem(BaseModel):
     id: str
     path: str
     sha256: str
+    file_sha256: str | None = None
     n: int | None = None
     d: int | None = None
 
@@ -73,20 +83,28 @@ class Plan(BaseModel):
     """What a run will do (see the module docstring for the JSON shape)."""
 
     kind: Literal["attribute", "discover"]
+    routing: str | None = None
+    preset: str | None = None
     items: list[PlanItem]
     methods: dict[str, MethodPlan]
     repeats: int = Field(1, ge=1)
+    seeds: list[int] | None = None
+    n: int | None = None
     missing_keys: list[str] = Field(default_factory=list)
     anonymise: list[str] | None = None
 
     def to_json_dict(self) -> dict[str, Any]:
-        """The plan as one JSON-friendly dict (item ``n``/``d`` only for discover; ``anonymise`` only for discover)."""
+        """The plan as one JSON-friendly dict (item ``n``/``d``, ``seeds``, ``n`` and ``anonymise`` only for
+        discover; ``file_sha256`` only for attribute)."""
         out = self.model_dump(mode="json")
         if self.kind == "attribute":
-            out.pop("anonymise", None)
+            for k in ("anonymise", "seeds", "n"):
+                out.pop(k, None)
             out["items"] = [{k: v for k, v in it.items() if k not in ("n", "d")} for it in out["items"]]
-        elif out.get("anonymise") is None:
-            out["anonymise"] = []
+        else:
+            out["items"] = [{k: v for k, v in it.items() if k != "file_sha256"} for it in out["items"]]
+            if out.get("anonymise") is None:
+                out["anonymise"] = []
         return out
 
     def dumps(self) -> str:
@@ -147,7 +165,7 @@ def attribute_plan(paths: Sequence[str], methods: Sequence[str] = (), *,
     ids, limit, max_steps : the trace selection (:func:`agentcausal.traces.io.select_traces`)
     repeats : int, runs per (trace, method)
     skip_invalid : leave out invalid trace inputs (as the flow does with ``--skip-invalid``)
-    traces : (path, Trace) pairs already read (imported formats); None = read ``paths``
+    traces : (file, Trace) pairs already read (imported formats); None = read ``paths``
 
     Returns
     -------
@@ -162,8 +180,8 @@ def attribute_plan(paths: Sequence[str], methods: Sequence[str] = (), *,
     from agentcausal.traces.io import load_traces, select_traces
 
     if traces is None:
-        traces = [(str(p), t) for p in paths
-                  for t in (load_traces([p], skip_invalid=True) if skip_invalid else load_traces([p]))]
+        loaded = load_traces(list(paths), skip_invalid=skip_invalid)
+        traces = list(zip(_trace_files(paths), loaded, strict=True))
     origin = {t.id: p for p, t in traces}
     traces = select_traces([t for _, t in traces], ids=ids, limit=limit, max_steps=max_steps)
     profiles = _profiles(profiles_path, routing)
@@ -178,9 +196,25 @@ def attribute_plan(paths: Sequence[str], methods: Sequence[str] = (), *,
         all_stages += stages
         mplans[m] = MethodPlan(preset=preset, variant="with_truth" if st.get("with_ground_truth", True) else "no_truth",
                                settings=st, stages=stage_models(profiles, stages))
-    items = [PlanItem(id=t.id, path=origin[t.id], sha256=t.content_hash()) for t in traces]
-    return Plan(kind="attribute", items=items, methods=mplans, repeats=repeats,
+    file_hash: dict[str, str | None] = {}
+    for p in {origin[t.id] for t in traces}:
+        file_hash[p] = _sha256_file(Path(p)) if Path(p).is_file() else None
+    items = [PlanItem(id=t.id, path=origin[t.id], sha256=t.content_hash(), file_sha256=file_hash[origin[t.id]])
+             for t in traces]
+    return Plan(kind="attribute", routing=routing, preset=preset, items=items, methods=mplans, repeats=repeats,
                 missing_keys=missing_keys(profiles, all_stages))
+
+
+def _trace_files(paths: Sequence[str]) -> list[str]:
+    """The file each valid trace of ``paths`` comes from, in :func:`~agentcausal.traces.io.scan_traces` order
+    (a folder stands for its files; a JSONL file for each of its valid lines)."""
+    from agentcausal.traces.io import _files, scan_traces
+
+    out: list[str] = []
+    for p in paths:
+        for f, _ in _files(Path(p)):
+            out += [str(f)] * len(scan_traces([f]).traces)
+    return out
 
 
 def _sha256_file(path: Path) -> str:
@@ -219,7 +253,7 @@ def _dataset_item(spec: str, n: int) -> PlanItem:
 
 def discover_plan(datasets: Sequence[str], methods: Sequence[str], *, config: Any, preset: str, routing: str,
                   profiles_path: str | None = None, n: int = 1000, repeats: int = 1,
-                  anonymise: Sequence[str] = ()) -> Plan:
+                  anonymise: Sequence[str] = (), seeds: Sequence[int] = (0,)) -> Plan:
     """The plan of ``agentcausal discover``.
 
     Parameters
@@ -231,7 +265,8 @@ def discover_plan(datasets: Sequence[str], methods: Sequence[str], *, config: An
     routing, profiles_path : the routing and profiles file
     n : int, rows sampled from a bnlearn network
     repeats : int, runs per (dataset, seed, method)
-    anonymise : variable-anonymisation choices (empty until that option exists)
+    anonymise : variable-anonymisation choices (``--anonymise``; empty = not asked)
+    seeds : the run seeds
 
     Returns
     -------
@@ -241,7 +276,7 @@ def discover_plan(datasets: Sequence[str], methods: Sequence[str], *, config: An
     ------
     DatasetError, ConfigError
     """
-    from agentcausal.discovery.methods import STATISTICAL_METHODS, method_stages
+    from agentcausal.discovery.methods import method_settings, method_stages
 
     profiles = _profiles(profiles_path, routing)
     all_stages: list[str] = []
@@ -249,12 +284,8 @@ def discover_plan(datasets: Sequence[str], methods: Sequence[str], *, config: An
     for m in methods:
         stages = list(method_stages(m, config))
         all_stages += stages
-        if m in STATISTICAL_METHODS:
-            settings: dict[str, Any] = {"algorithm_timeout_s": config.algorithm_timeout_s}
-        else:
-            settings = config.mac.model_dump(mode="json")
-        mplans[m] = MethodPlan(preset=preset, variant="default", settings=settings,
+        mplans[m] = MethodPlan(preset=preset, variant="default", settings=method_settings(m, config),
                                stages=stage_models(profiles, stages))
     items = [_dataset_item(d, n) for d in datasets]
-    return Plan(kind="discover", items=items, methods=mplans, repeats=repeats,
-                missing_keys=missing_keys(profiles, all_stages), anonymise=list(anonymise))
+    return Plan(kind="discover", routing=routing, preset=preset, items=items, methods=mplans, repeats=repeats,
+                seeds=list(seeds), n=n, missing_keys=missing_keys(profiles, all_stages), anonymise=list(anonymise))

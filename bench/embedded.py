@@ -108,7 +108,9 @@ def embedded_markdown(payload: dict[str, Any], machine: dict[str, Any]) -> str:
     models = sorted({m for r in payload["rows"] for m in r["model"].split(", ") if m})
     return (
         "# Embedded-model accuracy and cost per trace\n\n"
-        f"Model: {', '.join(models) or '-'} (default routing). Traces: {', '.join(payload['traces'])} "
+        f"Model: {', '.join(models) or '-'} (default routing). Method-settings preset: "
+        f"{payload.get('preset') or 'none named (the settings models defaults, i.e. paper)'}. "
+        f"Traces: {', '.join(payload['traces'])} "
         "(the shortest Algorithm-Generated traces of the development split). With so few traces the "
         "accuracies say little; the seconds and tokens per trace are the point. Methods run one after "
         "the other on one LLM cache, so a call another method already made is a cache hit (`dcfa_gca_only` "

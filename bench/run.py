@@ -68,7 +68,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--chunk-size", type=int, nargs="+", default=None,
                    help="--only scale: traces per task to compare (default: the flow's default)")
     p.add_argument("--preset", default=None, choices=("paper", "small"),
-                   help="method-settings preset for --embedded (default: the settings models' defaults)")
+                   help="method-settings preset: of the throughput runs (default paper) and of --embedded "
+                        "(default: the settings models' defaults, i.e. paper)")
+    p.add_argument("--economy-presets", nargs="*", default=["small"], choices=("paper", "small"),
+                   help="presets whose LCE economy is measured beside --preset (one more DCFA run each; default small)")
     p.add_argument("--summary", action="store_true",
                    help="only rewrite summary.md and the README section from the results already in the folder")
     p.add_argument("--out", type=Path, default=None, help="results folder (default bench/results)")
@@ -114,12 +117,12 @@ def main(argv: list[str] | None = None) -> int:
         traces = embedded_selection(root, args.embedded_traces)
 
         def save(rows: list) -> None:
-            payload = {"traces": [t.id for t in traces], "methods": args.methods, "rows": rows,
+            payload = {"traces": [t.id for t in traces], "methods": args.methods, "preset": args.preset, "rows": rows,
                        "summary": summarise(rows), "machine": machine(), "partial": True}
             write_result("embedded", payload, embedded_markdown(payload, payload["machine"]), out)
 
         res = run_embedded(traces, args.methods, preset=args.preset, on_row=save)
-        res["machine"] = machine()
+        res.update(machine=machine(), preset=args.preset, argv=sys.argv[1:])
         write_result("embedded", res, embedded_markdown(res, res["machine"]), out)
         print(f"embedded: {time.perf_counter() - started:.0f} s; results in {out}", flush=True)
         return 0
@@ -134,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"1-3. throughput, cache reuse, LCE economy: {corpus}", flush=True)
         t0 = time.perf_counter()
         res = run_throughput(traces, corpus, latency_s=args.latency_ms / 1000, concurrencies=args.concurrency,
-                             flow_concurrency=args.flow_concurrency or None)
+                             flow_concurrency=args.flow_concurrency or None, preset=args.preset or "paper",
+                             economy_presets=args.economy_presets)
         timings["throughput"] = round(time.perf_counter() - t0, 1)
         m = machine()
         for name, md in (("throughput", throughput_markdown), ("cache_reuse", cache_markdown),

@@ -7,10 +7,19 @@ from typing import Any
 
 from agentcausal.discovery.metrics import METRIC_COLUMNS, METRICS_FOOTER
 from bench.common import md_table
+from bench.throughput import economies
 
 __all__ = ["summary_markdown", "update_readme", "COMMAND"]
 
 COMMAND = ".venv/bin/python -m bench"
+
+
+def _stamp(payload: dict[str, Any]) -> str:
+    """When, where and at which commit a result was measured (its ``machine`` record)."""
+    m = payload.get("machine") or {}
+    start = (payload.get("machine_at_start") or m).get("load_avg_1_5_15", ["?"])[0]
+    return (f"measured {m.get('when', '?')[:16]} at commit {m.get('commit', '?')}, load average {start} at the "
+            f"start")
 
 
 def _throughput(t: dict[str, Any]) -> str:
@@ -25,7 +34,8 @@ def _throughput(t: dict[str, Any]) -> str:
         flow = (f" The Prefect row is the `attribute` flow (thread pool, cached tasks, Parquet, report, artifacts);"
                 f" starting Prefect's temporary API took a further {t['prefect_api_start_s']:.0f} s.")
     n = t["library"][0]["traces"] if t["library"] else "?"
-    return (f"**Throughput** ({n} traces, fake "
+    preset = f"method-settings preset `{t['preset']}`" if t.get("preset") else "no preset named"
+    return (f"**Throughput** ({_stamp(t)}; {preset}; {n} traces, fake "
             f"OpenAI server with {t['latency_s'] * 1000:.0f} ms per request; bound = requests x latency / "
             "concurrency, overhead = (wall - bound) x concurrency / requests, CPU = the pipeline process's CPU "
             "time per request; the server runs in another process)." + flow + "\n\n" + md_table(rows))
@@ -38,19 +48,38 @@ def _cache(c: dict[str, Any]) -> str:
 
 
 def _economy(e: dict[str, Any]) -> str:
-    s = e.get("summary") or {}
-    if not s:
+    ecos = economies(e)
+    if not ecos:
         return ""
+    cells = []
+    for name, eco in ecos.items():
+        s = eco["summary"]
+        cells.append(
+            f"under preset `{name}`: {s['requests_per_trace']} requests ({s['gca_requests_per_trace']} GCA, "
+            f"{s['lce_requests_per_trace']} LCE, {s['embed_requests_per_trace']} embedding), "
+            f"{s['neighbours_evaluated_per_trace']} neighbours evaluated over "
+            f"{s['distinct_steps_evaluated_per_trace']} distinct steps, **{s['simulations_per_trace']} simulations** "
+            f"after memoisation, {s.get('moves_per_trace', '?')} accepted moves; prompt tokens mean "
+            f"{s['prompt_tokens_per_trace'] / 1000:.1f}k, median {s['median_prompt_tokens_per_trace'] / 1000:.1f}k "
+            f"(GCA {s['gca_prompt_tokens_per_trace'] / 1000:.1f}k)")
+    s = next(iter(ecos.values()))["summary"]
+    same = ""
+    keys = ("simulations_per_trace", "neighbours_evaluated_per_trace", "lce_requests_per_trace", "moves_per_trace")
+    if len(ecos) > 1 and len({tuple(eco["summary"].get(k) for k in keys) for eco in ecos.values()}) == 1:
+        rows = [r for eco in ecos.values() for r in eco.get("per_trace", [])]
+        peak = (f" (at most {max(r['moves'] for r in rows)} accepted moves and {max(r['simulations'] for r in rows)} "
+                "simulations on any trace)") if rows else ""
+        same = (" The presets' search counts are identical: under this script the search stops early" + peak
+                + ", so no cap of `small` binds; only the prompt wording (tokens) differs. How far `paper`'s "
+                "uncapped search goes on a real model is not measured here.")
     return (
-        "**LCE economy** (DCFA, same corpus; scripted simulated outcomes, so search depth follows the script; "
-        "tokens = characters / 4). Per trace: "
-        f"{s['requests_per_trace']} requests ({s['gca_requests_per_trace']} GCA, {s['lce_requests_per_trace']} LCE, "
-        f"{s['embed_requests_per_trace']} embedding), {s['neighbours_evaluated_per_trace']} neighbours evaluated over "
-        f"{s['distinct_steps_evaluated_per_trace']} distinct steps, {s['simulations_per_trace']} simulations after "
-        f"memoisation (paper: m ≈ {s['paper_expansions_per_trace']} expansions); prompt tokens mean "
-        f"{s['prompt_tokens_per_trace'] / 1000:.1f}k, median {s['median_prompt_tokens_per_trace'] / 1000:.1f}k "
-        f"(paper: ~{s['paper_tokens_per_trace'] // 1000}k; GCA here {s['gca_prompt_tokens_per_trace'] / 1000:.1f}k, "
-        f"paper ~{s['paper_gca_tokens_per_trace'] // 1000}k).\n"
+        f"**LCE economy** ({_stamp(e)}; DCFA on the same corpus at the highest concurrency; scripted simulated "
+        "outcomes, so the search depth follows the script, not a model; tokens = characters / 4; `paper` has no "
+        "cap on edges, deviations or iterations, `small` keeps 3 iterations, 5 deviations, 10 edges; "
+        "`bench/results/lce_economy.md` has both presets' settings and tables). Per trace "
+        + "; ".join(cells)
+        + f". The DCFA paper: m ≈ {s['paper_expansions_per_trace']} expansions, ~{s['paper_tokens_per_trace'] // 1000}k "
+        f"prompt tokens, ~{s['paper_gca_tokens_per_trace'] // 1000}k of them GCA." + same + "\n"
     )
 
 
@@ -94,9 +123,10 @@ def summary_markdown(written: dict[str, dict[str, Any]], run: dict[str, Any]) ->
     ms, me = run["machine_at_start"], run["machine_at_end"]
     parts = [
         "## Performance\n",
-        f"Measured {me['when'][:10]} at commit {me['commit']} on {me['cpus']} CPU cores (load average "
-        f"{ms['load_avg_1_5_15'][0]} at the start, {me['load_avg_1_5_15'][0]} at the end), "
-        f"by `{COMMAND}` in {run['seconds'] / 60:.1f} minutes. It writes JSON and markdown for each benchmark "
+        f"The last full run of `{COMMAND}` took {run['seconds'] / 60:.1f} minutes ({me['when'][:10]}, commit "
+        f"{me['commit']}, {me['cpus']} CPU cores, load average {ms['load_avg_1_5_15'][0]} at the start, "
+        f"{me['load_avg_1_5_15'][0]} at the end); a benchmark re-run alone since (`--only`) says when and at "
+        "which commit it was measured. It writes JSON and markdown for each benchmark "
         "into `bench/results/`; `bench/README.md` says what each measures.\n",
     ]
     if "throughput" in written:
@@ -111,6 +141,9 @@ def summary_markdown(written: dict[str, dict[str, Any]], run: dict[str, Any]) ->
         parts.append(_exact(written["exact_discrete"]))
     parts.append(_embedded())
     parts.append(scale_section())
+    parts.append(f"Reproduce: `{COMMAND}` (benchmarks 1-4 and 6; `--only throughput` re-measures 1-3 alone, "
+                 "then `--summary` rewrites this section); `bench/README.md` explains each measure and, under "
+                 "\"Scale: where the time goes\", where the flow's time goes at scale.\n")
     return "\n".join(parts)
 
 
@@ -149,12 +182,42 @@ def _embedded() -> str:
     load = (e.get("machine") or {}).get("load_avg_1_5_15", ["?"])[0]
     return (f"{how} Last run ({(e.get('machine') or {}).get('when', '')[:10]}, {len(e.get('traces', []))} trace(s): "
             f"{', '.join(e.get('traces', []))}; load average {load}), per trace: {cells} "
-            "(`dcfa_gca_only` reuses DCFA's cached GCA calls).\n")
+            "(`dcfa_gca_only` reuses DCFA's cached GCA calls)." + _a2p_echo() + "\n")
 
 
-def update_readme(section: str, readme: Path = Path(__file__).with_name("README.md")) -> Path:
-    """Replace the ``## Performance`` section (to the end of the file) of ``bench/README.md`` with ``section``."""
-    text = readme.read_text()
-    head = text.split("## Performance", 1)[0].rstrip() + "\n\n"
-    readme.write_text(head + section.strip() + "\n")
-    return readme
+def _a2p_echo(path: Path = Path(__file__).with_name("results") / "a2p-echo" / "embedded.json") -> str:
+    """One sentence on the A2P and ECHO embedded run (``results/a2p-echo``), if any."""
+    import json
+
+    if not path.is_file():
+        return ""
+    e = json.loads(path.read_text())
+    cells = ", ".join(f"{r['method']} {r['seconds']:.0f} s / {r['requests']} requests / {r['prompt_tokens']} prompt "
+                      f"tokens, step {r['pred_step']} (labelled {r['true_step']})" for r in e.get("rows", []))
+    return (f" A2P and ECHO ran once on {', '.join(e.get('traces', []))} under preset `{e.get('preset') or 'paper'}` "
+            f"({(e.get('machine') or {}).get('when', '')[:10]}): {cells}; `bench/README.md` (5) says what it shows.")
+
+
+#: the READMEs whose ``## Performance`` section is this summary
+READMES = (Path(__file__).with_name("README.md"), Path(__file__).resolve().parents[1] / "README.md")
+
+
+def update_readme(section: str, readme: Path | None = None) -> list[Path]:
+    """Replace the ``## Performance`` section (to the next ``## `` heading or the end) with ``section``.
+
+    ``readme`` None: both :data:`READMES` (``bench/README.md`` and the project README), where
+    they have such a section. Returns the files rewritten.
+    """
+    written = []
+    for path in ([readme] if readme is not None else READMES):
+        if not path.is_file():
+            continue
+        text = path.read_text()
+        if "\n## Performance\n" not in text:
+            continue
+        head, rest = text.split("\n## Performance\n", 1)
+        tail = rest.split("\n## ", 1)
+        after = "\n## " + tail[1] if len(tail) == 2 else ""
+        path.write_text(head.rstrip() + "\n\n" + section.strip() + "\n" + ("\n" + after.lstrip("\n") if after else ""))
+        written.append(path)
+    return written

@@ -20,7 +20,13 @@ request, answered by :class:`bench.responders.BenchResponder`.
 * **Cache reuse**: the same corpus again on the same cache folder (a new
   gateway, so the disk cache serves it; for the flow, Prefect's task cache).
 * **LCE economy**: from the DCFA run: requests, simulations, neighbours
-  evaluated, distinct steps evaluated and prompt tokens per trace.
+  evaluated, distinct steps evaluated and prompt tokens per trace, under the
+  ``paper`` preset (the run above: no cap the paper does not have) and, beside
+  it, each further preset named (default ``small``: one more DCFA run at the
+  highest concurrency on a fresh cache).
+
+Every run's gateway routing names its method-settings preset
+(:mod:`agentcausal.presets`; default ``paper``), and the payloads record it.
 """
 
 from __future__ import annotations
@@ -59,22 +65,24 @@ def _usage_totals(atts: Sequence[Attribution]) -> dict[str, float]:
 
 
 def library_run(traces: Sequence[Trace], method: str, concurrency: int, server: ServerProcess, cache_dir: Path,
-                *, label: str) -> tuple[dict[str, Any], list[Attribution]]:
+                *, label: str, preset: str | None = "paper") -> tuple[dict[str, Any], list[Attribution]]:
     """``run_method`` over the corpus on a pool of ``concurrency`` threads; one row of results.
 
     Returns
     -------
-    (row, attributions); the row holds wall seconds, requests, the latency bound,
+    (row, attributions); the row holds the preset, wall seconds, requests, the latency bound,
     peak in flight, overhead per request (ms), and errors.
     """
     server.reset()
-    gw = bench_gateway(server.base_url, concurrency, cache_dir, model=f"bench-{label}")
+    gw = bench_gateway(server.base_url, concurrency, cache_dir, model=f"bench-{label}", preset=preset)
     cpu0, t0 = time.process_time(), time.perf_counter()
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="bench") as pool:
         atts = list(pool.map(lambda t: run_method(t, method, gw), traces))
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     gw.close()
-    return _row("library", method, concurrency, wall, server, atts, len(traces), cpu), atts
+    row = _row("library", method, concurrency, wall, server, atts, len(traces), cpu)
+    row["preset"] = preset or "paper"
+    return row, atts
 
 
 def _row(path: str, method: str, c: int, wall: float, server: ServerProcess, atts: Sequence[Attribution],
@@ -113,7 +121,7 @@ def _prefect_warmup() -> float:
 
 
 def flow_run(corpus_file: Path, method: str, concurrency: int, server: ServerProcess, work: Path,
-             *, label: str, n_traces: int) -> tuple[dict[str, Any], list[Attribution]]:
+             *, label: str, n_traces: int, preset: str | None = "paper") -> tuple[dict[str, Any], list[Attribution]]:
     """The ``attribute`` flow over the corpus file with a thread pool of ``concurrency``; one row of results.
 
     The flow's cache folder is ``work/cache`` and its profiles a TOML file on the fake
@@ -125,7 +133,8 @@ def flow_run(corpus_file: Path, method: str, concurrency: int, server: ServerPro
     from flows.attribute import run_attribute
     from flows.runners import RunnerChoice
 
-    toml = profiles_toml(work / f"profiles-{label}.toml", server.base_url, concurrency, model=f"bench-{label}")
+    toml = profiles_toml(work / f"profiles-{label}.toml", server.base_url, concurrency, model=f"bench-{label}",
+                         preset=preset)
     settings = RunSettings(profiles_path=str(toml), cache_dir=str(work / "cache"), routing="default")
     server.reset()
     out = work / f"run-{label}-{time.time_ns()}"
@@ -137,17 +146,24 @@ def flow_run(corpus_file: Path, method: str, concurrency: int, server: ServerPro
     errors = int(df["error"].notna().sum()) if "error" in df else 0
     row = _row("prefect flow", method, concurrency, wall, server, [], n_traces, cpu)
     row["errors"] = errors
+    row["preset"] = preset or "paper"
     return row, []
 
 
 # ------------------------------------------------------------------ LCE economy
+#: DCFA settings that differ between the presets (recorded with each economy, as the run resolved them)
+CAP_FIELDS = ("prompts", "max_iterations", "max_deviations", "max_edges", "max_corrected_step_chars")
+
+
 def lce_economy(atts: Sequence[Attribution], traces: Sequence[Trace]) -> dict[str, Any]:
     """Requests, simulations, neighbours and prompt tokens per DCFA trace, and their means.
 
     Returns
     -------
     dict with ``per_trace`` rows, ``by_distinct_steps`` rows (traces grouped by the number of
-    distinct steps the search evaluated) and ``summary`` (means, and the paper's figures).
+    distinct steps the search evaluated), ``summary`` (means, and the paper's figures) and
+    ``settings`` (the DCFA fields of :data:`CAP_FIELDS` as the first attribution resolved them;
+    None = no cap).
     """
     n_by_id = {t.id: len(t) for t in traces}
     chars_by_id = {t.id: sum(len(s.content) for s in t.steps) for t in traces}
@@ -198,18 +214,31 @@ def lce_economy(atts: Sequence[Attribution], traces: Sequence[Trace]) -> dict[st
         "paper_expansions_per_trace": PAPER_LCE_EXPANSIONS, "paper_tokens_per_trace": PAPER_DCFA_TOKENS,
         "paper_gca_tokens_per_trace": PAPER_GCA_TOKENS,
     }
-    return {"per_trace": rows, "by_distinct_steps": by_distinct, "summary": summary}
+    settings = {k: (atts[0].settings or {}).get(k) for k in CAP_FIELDS} if atts else {}
+    return {"per_trace": rows, "by_distinct_steps": by_distinct, "summary": summary, "settings": settings}
 
 
 # ------------------------------------------------------------------ the section runner
 def run_throughput(traces: Sequence[Trace], corpus: str, *, latency_s: float = 0.2,
                    concurrencies: Sequence[int] = (1, 4, 16), methods: Sequence[str] = ("all_at_once", "dcfa"),
-                   flow_concurrency: int | None = 4, log=print) -> dict[str, Any]:
+                   flow_concurrency: int | None = 4, preset: str = "paper",
+                   economy_presets: Sequence[str] = ("small",), log=print) -> dict[str, Any]:
     """Benchmarks 1 to 3 on one fake server; returns the three result payloads.
+
+    Parameters
+    ----------
+    traces, corpus : the corpus and its description
+    latency_s : fake server latency per request (seconds)
+    concurrencies, methods, flow_concurrency : the throughput grid (flow_concurrency None: no flow run)
+    preset : the method-settings preset of every throughput run (default ``paper``); its DCFA run at the
+        highest concurrency is the LCE economy's main measurement
+    economy_presets : further presets whose LCE economy is measured beside it (one DCFA run each at the
+        highest concurrency, fresh cache; not timed into the throughput table)
 
     Returns
     -------
-    dict with keys ``throughput``, ``cache_reuse``, ``lce_economy`` (JSON-able).
+    dict with keys ``throughput``, ``cache_reuse``, ``lce_economy`` (JSON-able); ``lce_economy`` holds
+    ``preset`` and its economy at the top level and the others under ``other_presets``.
     """
     work = Path(tempfile.mkdtemp(prefix="agentcausal-bench-"))
     rows: list[dict[str, Any]] = []
@@ -224,17 +253,28 @@ def run_throughput(traces: Sequence[Trace], corpus: str, *, latency_s: float = 0
         for method in methods:
             for c in concurrencies:
                 cache_dir = work / f"llm-{method}-c{c}"
-                row, atts = library_run(traces, method, c, server, cache_dir, label=f"{method}-c{c}")
+                row, atts = library_run(traces, method, c, server, cache_dir, label=f"{method}-c{c}", preset=preset)
                 rows.append(row)
                 log(f"  {method} c={c}: {row['wall_s']:.1f} s, {row['requests']} requests, "
                     f"bound {row['bound_s']:.1f} s, overhead {row['overhead_ms_per_request']} ms/request")
-                if method == "dcfa":
+                if method == "dcfa" and c == max(concurrencies):
                     dcfa_atts = atts
                 if c == max(concurrencies):
-                    again, _ = library_run(traces, method, c, server, cache_dir, label=f"{method}-c{c}")
+                    again, _ = library_run(traces, method, c, server, cache_dir, label=f"{method}-c{c}",
+                                           preset=preset)
                     again.update(run="second (same cache folder, new gateway)")
                     cache_rows.append(again)
                     log(f"  {method} c={c} again: {again['wall_s']:.2f} s, {again['requests']} requests")
+        other_economy: dict[str, dict[str, Any]] = {}
+        if "dcfa" in methods:
+            c = max(concurrencies)
+            for p in (x for x in economy_presets if x != preset):
+                row, atts = library_run(traces, "dcfa", c, server, work / f"llm-dcfa-{p}", label=f"dcfa-{p}-c{c}",
+                                        preset=p)
+                other_economy[p] = {**lce_economy(atts, traces), "run": {k: row[k] for k in
+                                                                         ("concurrency", "wall_s", "requests",
+                                                                          "errors")}}
+                log(f"  dcfa under {p!r} (LCE economy) c={c}: {row['wall_s']:.1f} s, {row['requests']} requests")
         flow_rows: list[dict[str, Any]] = []
         warm = None
         if flow_concurrency:
@@ -244,7 +284,7 @@ def run_throughput(traces: Sequence[Trace], corpus: str, *, latency_s: float = 0
             log(f"  Prefect temporary API up in {warm:.1f} s")
             for rep in ("first", "second (same cache folder: Prefect task cache)"):
                 row, _ = flow_run(corpus_file, "all_at_once", flow_concurrency, server, work,
-                                  label=f"flow-c{flow_concurrency}", n_traces=len(traces))
+                                  label=f"flow-c{flow_concurrency}", n_traces=len(traces), preset=preset)
                 row["run"] = rep
                 (flow_rows if rep == "first" else cache_rows).append(row)
                 log(f"  flow all_at_once c={flow_concurrency} ({rep}): {row['wall_s']:.1f} s, "
@@ -255,10 +295,11 @@ def run_throughput(traces: Sequence[Trace], corpus: str, *, latency_s: float = 0
         r.setdefault("run", "second")
     economy = lce_economy(dcfa_atts, traces) if dcfa_atts else {}
     return {
-        "throughput": {"corpus": corpus, "latency_s": latency_s, "library": rows, "prefect_flow": flow_rows,
+        "throughput": {"corpus": corpus, "preset": preset, "latency_s": latency_s, "library": rows,
+                       "prefect_flow": flow_rows,
                        "prefect_api_start_s": round(warm, 2) if warm is not None else None},
         "cache_reuse": {"corpus": corpus, "rows": cache_rows},
-        "lce_economy": {"corpus": corpus, **economy},
+        "lce_economy": {"corpus": corpus, "preset": preset, **economy, "other_presets": other_economy},
     }
 
 
@@ -271,7 +312,8 @@ CACHE_COLUMNS = ["path", "method", "concurrency", "run", "wall_s", "requests", "
 def throughput_markdown(payload: dict[str, Any], machine: dict[str, Any]) -> str:
     t = payload
     lines = [f"# Throughput against the fake server ({t['latency_s'] * 1000:.0f} ms per request)\n",
-             f"Corpus: {t['corpus']}. Machine: {machine['cpus']} cores, load average "
+             f"Corpus: {t['corpus']}. Method-settings preset: `{t.get('preset', 'unnamed')}`. "
+             f"Machine: {machine['cpus']} cores, load average "
              f"{machine['load_avg_1_5_15']} at the end, commit {machine['commit']}, {machine['when']}.\n",
              "bound = requests x latency / concurrency (one concurrency limit shared by chat and embedding "
              "requests); overhead per request = (wall - bound) x concurrency / requests (at concurrency > 1 it "
@@ -292,33 +334,59 @@ def cache_markdown(payload: dict[str, Any], machine: dict[str, Any]) -> str:
             + md_table(payload["rows"], CACHE_COLUMNS))
 
 
+#: (label, summary key, the DCFA paper's figure key or None) of the LCE economy's table
+ECONOMY_MEASURES = [
+    ("LCE expansions per trace (Simulation calls after memoisation; paper: m ≈ 4.5)", "simulations_per_trace",
+     "paper_expansions_per_trace"),
+    ("neighbours evaluated per trace (before memoisation)", "neighbours_evaluated_per_trace", None),
+    ("distinct steps evaluated per trace", "distinct_steps_evaluated_per_trace", None),
+    ("accepted moves per trace", "moves_per_trace", None),
+    ("requests per trace (all stages, embeddings included)", "requests_per_trace", None),
+    ("LCE requests per trace (Simulation, Correct, DED)", "lce_requests_per_trace", None),
+    ("prompt tokens per trace, mean (paper: ~32k)", "prompt_tokens_per_trace", "paper_tokens_per_trace"),
+    ("prompt tokens per trace, median", "median_prompt_tokens_per_trace", None),
+    ("GCA prompt tokens per trace (paper: ~13k)", "gca_prompt_tokens_per_trace", "paper_gca_tokens_per_trace"),
+    ("DED called (share of traces)", "ded_called_share", None),
+    ("errors (traces)", "errors", None),
+]
+
+
+def economies(payload: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """preset -> economy (``per_trace``, ``by_distinct_steps``, ``summary``, ``settings``) of an
+    ``lce_economy`` payload, main preset first (a payload written before presets: ``"unnamed"``)."""
+    out = {payload.get("preset") or "unnamed": payload} if payload.get("summary") else {}
+    out.update(payload.get("other_presets") or {})
+    return out
+
+
+def _settings_text(settings: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {'none (no cap)' if v is None else v}" for k, v in settings.items())
+
+
 def economy_markdown(payload: dict[str, Any], machine: dict[str, Any]) -> str:
-    s = payload.get("summary") or {}
-    if not s:
+    ecos = economies(payload)
+    if not ecos:
         return "# LCE economy\n\n_no DCFA run_\n"
-    summary_rows = [
-        {"measure": "LCE expansions per trace (Simulation calls; paper: m ≈ 4.5)",
-         "here": s["simulations_per_trace"], "paper": s["paper_expansions_per_trace"]},
-        {"measure": "neighbours evaluated per trace (before memoisation)", "here": s["neighbours_evaluated_per_trace"],
-         "paper": None},
-        {"measure": "distinct steps evaluated per trace", "here": s["distinct_steps_evaluated_per_trace"], "paper": None},
-        {"measure": "requests per trace (all stages, embeddings included)", "here": s["requests_per_trace"],
-         "paper": None},
-        {"measure": "prompt tokens per trace, mean (paper: ~32k)", "here": s["prompt_tokens_per_trace"],
-         "paper": s["paper_tokens_per_trace"]},
-        {"measure": "prompt tokens per trace, median", "here": s["median_prompt_tokens_per_trace"], "paper": None},
-        {"measure": "GCA prompt tokens per trace (paper: ~13k)", "here": s["gca_prompt_tokens_per_trace"],
-         "paper": s["paper_gca_tokens_per_trace"]},
-        {"measure": "DED called (share of traces)", "here": s["ded_called_share"], "paper": None},
-    ]
-    return (
+    first = next(iter(ecos.values()))["summary"]
+    rows = []
+    for label, key, paper_key in ECONOMY_MEASURES:
+        row: dict[str, Any] = {"measure": label}
+        for name, e in ecos.items():
+            row[f"preset {name}"] = e["summary"].get(key)
+        row["DCFA paper"] = first.get(paper_key) if paper_key else None
+        rows.append(row)
+    settings = "".join(f"- `{name}`: {_settings_text(e.get('settings') or {})}\n" for name, e in ecos.items())
+    parts = [
         "# LCE economy (DCFA)\n\n"
         f"Corpus: {payload['corpus']}. Fake server with the bench responder: the simulated outcomes are "
         "scripted (the correct answer once the revised prefix covers a hidden culprit step chosen by a hash of "
         "the question, one of four wrong answers by step before it), so the search depth and these counts "
         "depend on that script, not on a real model. Prompt tokens are the fake server's count "
-        "(characters / 4), with a 128k-token context window, so no trace is shortened.\n\n"
-        + md_table(summary_rows, ["measure", "here", "paper"])
-        + "\n## By number of distinct steps evaluated\n\n"
-        + md_table(payload["by_distinct_steps"])
-    )
+        "(characters / 4), with a 128k-token context window, so no trace is shortened. "
+        f"Machine: {machine['cpus']} cores, load average {machine['load_avg_1_5_15']}, commit "
+        f"{machine['commit']}, {machine['when']}.\n\nDCFA settings that differ between the presets, as the "
+        "runs resolved them:\n\n" + settings + "\n" + md_table(rows)]
+    for name, e in ecos.items():
+        parts.append(f"\n## By number of distinct steps evaluated (preset `{name}`)\n\n"
+                     + md_table(e["by_distinct_steps"]))
+    return "".join(parts)

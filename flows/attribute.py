@@ -27,8 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow, unmapped
-from prefect.artifacts import create_markdown_artifact, create_progress_artifact, create_table_artifact, \
-    update_progress_artifact
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.futures import as_completed
 from prefect.utilities.annotations import quote
 
@@ -36,15 +35,16 @@ from agentcausal.attribution.common import failed_attribution, resolve_methods
 from agentcausal.attribution.paper_tables import speaker_mismatches
 from agentcausal.repeats import mark_repeat
 from agentcausal.report.attribution import table_records
-from agentcausal.resume import chunk_length, chunked, plan_resume
+from agentcausal.resume import chunk_length, chunked
 from agentcausal.settings import RunSettings
-from agentcausal.report.artifacts import ProgressLine, corpus_label, self_contained_markdown
+from agentcausal.report.artifacts import corpus_label, self_contained_markdown
 from agentcausal.traces.model import Attribution
 from flows import naming
+from flows.progress import RunProgress
 from flows.runners import RunnerChoice, with_runner
 from tasks.attribution import UncachedDegraded, attribute_chunk, attribute_options, attribute_task_key, \
     attribute_trace, evaluate_run, load_corpus, save_attributions
-from tasks.common import RETRIED_STATUSES, result_index, stored_status, was_cached
+from tasks.common import plan_task_resume, result_index, was_cached
 
 __all__ = ["attribute", "run_attribute", "default_run_dir", "DEFAULT_CHUNK_SIZE"]
 
@@ -118,11 +118,8 @@ def attribute(
     started = time.time()
     keys = [attribute_task_key(t, m, resolved[m], settings, r) for t, m, r in triples]
     index = result_index(settings, "attribute")
-    resume = plan_resume(keys, index, refresh=settings.refresh, retry_failed=settings.retry_failed)
-    run, rerun = resume.run, list(resume.rerun)
-    if settings.retry_failed and not settings.refresh:  # records Prefect holds that the index does not
-        moved = {i for i in run if stored_status(settings, keys[i]) in RETRIED_STATUSES}
-        run, rerun = [i for i in run if i not in moved], sorted(rerun + list(moved))
+    resume = plan_task_resume(keys, index, settings)
+    run, rerun = resume.run, resume.rerun
     groups: list[tuple[list[int], Any, bool]] = []  # (positions, future, chunk task?) in submission order
     for idx, refresh in ((run, settings.refresh), (rerun, True)):
         for m in resolved:
@@ -140,30 +137,17 @@ def attribute(
                                            not_before=started if refresh else None)
                 groups.append((chunk, f, True))
     results: dict[int, Any] = dict(resume.reused)
-    bar_id = create_progress_artifact(progress=0.0, key=naming.key("attribute-progress", subject),
-                                      description=f"{len(pairs)} (trace, method) pairs, {len(results)} reused")
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(pairs), unit="attribution", desc="attribute", initial=len(results))
-    line = ProgressLine(len(pairs), "attribute")  # plain lines when stderr is not a terminal
-    done = len(results)
+    shown = RunProgress(len(pairs), len(results), desc="attribute", unit="attribution", bar=progress,
+                        key=naming.key("attribute-progress", subject),
+                        description=f"{len(pairs)} (trace, method) pairs, {len(results)} reused")
     positions = {id(f): (chunk, is_chunk) for chunk, f, is_chunk in groups}
-    step = max(1, len(pairs) // 20)
     for f in as_completed([f for _, f, _ in groups]):
         chunk, is_chunk = positions[id(f)]
         res = f.result(raise_on_failure=False)  # an Attribution, a list of them, or the exception left after retries
         for k, i in enumerate(chunk):
             results[i] = _one(res, k, f, is_chunk, index, keys[i], started)
-        before, done = done, done + len(chunk)
-        if bar is not None:
-            bar.update(len(chunk))
-        line.update(done)
-        if done // step != before // step or done == len(pairs):
-            update_progress_artifact(bar_id, progress=100.0 * done / max(1, len(pairs)))
-    if bar is not None:
-        bar.close()
+        shown.advance(len(chunk))
+    shown.close()
     attributions = []
     for i, (t, m, r) in enumerate(triples):
         res = results.get(i)

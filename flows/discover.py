@@ -26,8 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow, unmapped
-from prefect.artifacts import create_markdown_artifact, create_progress_artifact, create_table_artifact, \
-    update_progress_artifact
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
@@ -35,13 +34,13 @@ from agentcausal.discovery.methods import LLM_METHODS, DiscoveryConfig, Discover
     resolve_methods
 from agentcausal.discovery.user_data import unique_dataset_names
 from agentcausal.exceptions import ConfigError
-from agentcausal.report.artifacts import ProgressLine, self_contained_markdown
+from agentcausal.report.artifacts import self_contained_markdown
 from agentcausal.report.discovery import table_records
 from agentcausal.settings import RunSettings
 from flows import naming
+from flows.progress import RunProgress
 from flows.runners import RunnerChoice, with_runner
-from agentcausal.resume import plan_resume
-from tasks.common import RETRIED_STATUSES, gateway_for, result_index, stored_status, was_cached
+from tasks.common import gateway_for, plan_task_resume, result_index, was_cached
 from tasks.discovery import discover_one, discover_options, discover_task_key, load_discovery_dataset, \
     report_discovery, save_discovery
 
@@ -119,11 +118,8 @@ def discover(
     started = time.time()
     keys = [discover_task_key(data[i], m, configs[r], settings, pairs[i][1]) for m, i, r in jobs]
     index = result_index(settings, "discover")
-    resume = plan_resume(keys, index, refresh=settings.refresh, retry_failed=settings.retry_failed)
-    run, rerun = resume.run, list(resume.rerun)
-    if settings.retry_failed and not settings.refresh:  # records Prefect holds that the index does not
-        moved = {k for k in run if stored_status(settings, keys[k]) in RETRIED_STATUSES}
-        run, rerun = [k for k in run if k not in moved], sorted(rerun + list(moved))
+    resume = plan_task_resume(keys, index, settings)
+    run, rerun = resume.run, resume.rerun
     futures: dict[int, Any] = {}
     for idx, refresh in ((run, settings.refresh), (rerun, True)):
         if idx:
@@ -141,16 +137,10 @@ def discover(
             key=naming.key("discover-reused", subject),
             description=f"{len(resume.reused)} of {len(jobs)} (dataset, seed, method) runs reused from the results "
                         "index (no task run)")
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(jobs), unit="run", desc="discover", initial=len(results))
-    line = ProgressLine(len(jobs), "discover")  # plain lines when stderr is not a terminal
-    bar_id = create_progress_artifact(progress=0.0, key=naming.key("discover-progress", subject),
-                                      description=f"{len(jobs)} (dataset, seed, method) runs, {len(results)} reused")
+    shown = RunProgress(len(jobs), len(results), desc="discover", unit="run", bar=progress,
+                        key=naming.key("discover-progress", subject),
+                        description=f"{len(jobs)} (dataset, seed, method) runs, {len(results)} reused")
     position = {id(f): k for k, f in futures.items()}
-    done = len(results)
     for f in as_completed(list(futures.values())):
         k = position[id(f)]
         res = f.result(raise_on_failure=False)
@@ -158,14 +148,8 @@ def discover(
             res = res.model_copy(update={"reused": res.reused or was_cached(f)})
             index.put(keys[k], res)
         results[k] = res
-        done += 1
-        if bar is not None:
-            bar.update(1)
-        line.update(done)
-        if done % max(1, len(jobs) // 20) == 0 or done == len(jobs):
-            update_progress_artifact(bar_id, progress=100.0 * done / max(1, len(jobs)))
-    if bar is not None:
-        bar.close()
+        shown.advance()
+    shown.close()
     outcomes = []
     for k, (m, i, _r) in enumerate(jobs):
         res = results.get(k)

@@ -18,15 +18,16 @@ status of a persisted result, so ``--retry-failed`` can recompute the
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from agentcausal.exceptions import EndpointUnreachableError, LLMCallError
 from agentcausal.llm import Gateway
-from agentcausal.resume import RETRIED_STATUSES, ResultIndex
+from agentcausal.resume import RETRIED_STATUSES, ResultIndex, ResumePlan, plan_resume
 from agentcausal.settings import RunSettings
 
-__all__ = ["gateway_for", "result_index", "result_storage", "retry_transport", "stored_status", "was_cached",
+__all__ = ["gateway_for", "result_index", "plan_task_resume", "result_storage", "retry_transport", "stored_status", "was_cached",
            "chunk_run_name", "RETRIED_STATUSES"]
 
 
@@ -87,6 +88,29 @@ def retry_transport(task: Any, task_run: Any, state: Any) -> bool:
     if isinstance(exc, LLMCallError):
         return exc.status is None or exc.status in (408, 409, 429) or exc.status >= 500
     return False
+
+
+def plan_task_resume(keys: Sequence[str], index: ResultIndex, settings: RunSettings) -> ResumePlan:
+    """:func:`~agentcausal.resume.plan_resume` under the run's ``refresh`` and ``retry_failed``, with
+    ``retry_failed`` also rerunning the jobs whose record only Prefect's result storage holds
+    (:func:`stored_status` in :data:`~agentcausal.resume.RETRIED_STATUSES`).
+
+    Parameters
+    ----------
+    keys : one task cache key per job, in job order
+    index : ResultIndex of the job's kind (:func:`result_index`)
+    settings : RunSettings
+
+    Returns
+    -------
+    ResumePlan; ``rerun`` sorted when records moved there from ``run``.
+    """
+    resume = plan_resume(keys, index, refresh=settings.refresh, retry_failed=settings.retry_failed)
+    run, rerun = resume.run, list(resume.rerun)
+    if settings.retry_failed and not settings.refresh:  # records Prefect holds that the index does not
+        moved = {i for i in run if stored_status(settings, keys[i]) in RETRIED_STATUSES}
+        run, rerun = [i for i in run if i not in moved], sorted(rerun + list(moved))
+    return ResumePlan(resume.reused, run, rerun)
 
 
 def stored_status(settings: RunSettings, key: str) -> str | None:

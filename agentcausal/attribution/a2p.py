@@ -43,16 +43,18 @@ Zhang, S. et al. "Which Agent Causes Task Failures and When?" ICML 2025. arXiv:2
 from __future__ import annotations
 
 import functools
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, Field, WithJsonSchema, create_model
+from pydantic import BaseModel, Field, create_model
 
 from agentcausal.attribution.common import (
     BASELINE_STAGE,
     BaselineSettings,
     agent_names,
+    baseline_messages,
     baseline_tokens,
-    system_prompt,
+    decisive_verdict,
+    enum_choice,
     task_block,
     trace_budget,
     usage_item,
@@ -145,8 +147,7 @@ def reply_model(agents: tuple[str, ...], n_steps: int, forced: bool, field_chars
     required and bounds step to ``0..n_steps-1``; otherwise both may be null.
     Reasoning fields carry ``maxLength = field_chars``.
     """
-    # an enum even for one agent (pydantic writes a one-value Literal as "const", which fewer servers take)
-    agent_t = Annotated[Literal[agents], WithJsonSchema({"type": "string", "enum": list(agents)})]  # type: ignore
+    agent_t = enum_choice(agents)
     text = {name: (ShortText(field_chars), Field(description=A2PReply.model_fields[name].description))
             for name in ("abduction", "action", "prediction", "reason")}
     if forced:
@@ -180,9 +181,8 @@ def build_messages(trace: Trace, settings: A2PSettings, budget: int | None) -> t
     user = template.format(task=task_block(trace, settings.with_ground_truth), trace=rendered.text,
                            n_last=len(trace) - 1, h_min=settings.horizon_min,
                            h_max=max(settings.horizon_min, settings.horizon_max), outcome=outcome)
-    sys = system_prompt("Abduct the root cause, define the corrective action, predict its outcome, then name "
-                        "the agent and the step of the decisive error.")
-    return [{"role": "system", "content": sys}, {"role": "user", "content": user}], rendered.shortened
+    return baseline_messages("Abduct the root cause, define the corrective action, predict its outcome, then name "
+                             "the agent and the step of the decisive error.", user), rendered.shortened
 
 
 def run(trace: Trace, gw: Gateway, settings: A2PSettings) -> Attribution:
@@ -215,12 +215,7 @@ def run(trace: Trace, gw: Gateway, settings: A2PSettings) -> Attribution:
     details: dict[str, object] = {"abduction": reply.abduction, "action": reply.action,
                                   "prediction": reply.prediction, "reverses_failure": reply.reverses_failure,
                                   "shortened": list(shortened), "prompt_version": version}
-    step, agent = reply.step, (reply.agent or "").strip() or None
-    if step is not None and not 0 <= step < len(trace):
-        details["invalid_step"] = step
-        step = None
-    if step is not None and agent is None:
-        agent = trace.steps[step].agent
+    step, agent = decisive_verdict(trace, reply.step, reply.agent, details)
     return Attribution(trace_id=trace.id, method=NAME, step=step, agent=agent, reason=reply.reason,
                        prompt_version=version, details=details)
 

@@ -31,17 +31,19 @@ section 4.1 (All-at-Once).
 from __future__ import annotations
 
 import functools
-from typing import Annotated, Literal, NamedTuple
+from typing import NamedTuple
 
-from pydantic import BaseModel, Field, WithJsonSchema, create_model
+from pydantic import BaseModel, Field, create_model
 
 from agentcausal.attribution.common import (
     BASELINE_PRESETS,
     BASELINE_STAGE,
     BaselineSettings,
     agent_names,
+    baseline_messages,
     baseline_tokens,
-    system_prompt,
+    decisive_verdict,
+    enum_choice,
     task_block,
     trace_budget,
     usage_item,
@@ -97,8 +99,7 @@ PRESETS = BASELINE_PRESETS
 def reply_model(agents: tuple[str, ...], n_steps: int, forced: bool) -> type[AllAtOnceReply]:
     """The reply model of one trace: ``agent`` an enum of ``agents``; ``forced`` (``paper``) makes
     agent and step required and bounds step to ``0..n_steps-1``; otherwise both may be null."""
-    # an enum even for one agent (pydantic writes a one-value Literal as "const", which fewer servers take)
-    agent_t = Annotated[Literal[agents], WithJsonSchema({"type": "string", "enum": list(agents)})]  # type: ignore
+    agent_t = enum_choice(agents)
     if forced:
         return create_model(
             "AllAtOnceReply", __base__=AllAtOnceReply,
@@ -134,8 +135,7 @@ def build_messages(trace: Trace, settings: AllAtOnceSettings, budget: int | None
     template = PAPER_TEMPLATE if settings.prompts == "paper" else TEMPLATE
     user = template.format(task=task_block(trace, settings.with_ground_truth), trace=rendered.text,
                            n_last=len(trace) - 1)
-    sys = system_prompt("Name the agent and the step of the decisive error.")
-    return Prompt([{"role": "system", "content": sys}, {"role": "user", "content": user}], rendered.shortened)
+    return Prompt(baseline_messages("Name the agent and the step of the decisive error.", user), rendered.shortened)
 
 
 def run(trace: Trace, gw: Gateway, settings: AllAtOnceSettings) -> Attribution:
@@ -169,12 +169,7 @@ def run(trace: Trace, gw: Gateway, settings: AllAtOnceSettings) -> Attribution:
     reply = gw.structured(BASELINE_STAGE, messages, model, item=usage_item(trace.id, NAME),
                           max_tokens=baseline_tokens(gw, settings))
     details: dict[str, object] = {"shortened": list(shortened), "prompt_version": PROMPT_VERSIONS[settings.prompts]}
-    step, agent = reply.step, (reply.agent or "").strip() or None
-    if step is not None and not 0 <= step < len(trace):
-        details["invalid_step"] = step
-        step = None
-    if step is not None and agent is None:
-        agent = trace.steps[step].agent
+    step, agent = decisive_verdict(trace, reply.step, reply.agent, details)
     return Attribution(trace_id=trace.id, method=NAME, step=step, agent=agent, reason=reply.reason,
                        prompt_version=PROMPT_VERSIONS[settings.prompts], details=details)
 

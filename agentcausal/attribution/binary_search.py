@@ -41,8 +41,8 @@ from agentcausal.attribution.common import (
     BASELINE_PRESETS,
     BASELINE_STAGE,
     BaselineSettings,
+    baseline_messages,
     baseline_tokens,
-    system_prompt,
     task_block,
     trace_budget,
     usage_item,
@@ -181,8 +181,7 @@ def build_messages(trace: Trace, lo: int, hi: int, settings: BinarySearchSetting
     user = template.format(task=task_block(trace, settings.with_ground_truth),
                            trace=render_steps(trace.steps[lo : hi + 1], budget), lo=lo, hi=hi,
                            a_lo=s.first[0], a_hi=s.first[1], b_lo=s.second[0], b_hi=s.second[1])
-    sys = system_prompt("Choose the part of the steps shown that holds the decisive error.")
-    return [{"role": "system", "content": sys}, {"role": "user", "content": user}]
+    return baseline_messages("Choose the part of the steps shown that holds the decisive error.", user)
 
 
 def run(trace: Trace, gw: Gateway, settings: BinarySearchSettings) -> Attribution:

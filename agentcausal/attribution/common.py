@@ -31,9 +31,9 @@ import hashlib
 import json
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema
 
 from agentcausal.exceptions import AgentCausalError, ConfigError, is_content_failure
 from agentcausal.llm import Gateway
@@ -48,7 +48,10 @@ __all__ = [
     "BASELINE_PRESETS",
     "baseline_tokens",
     "agent_names",
+    "enum_choice",
     "system_prompt",
+    "baseline_messages",
+    "decisive_verdict",
     "task_block",
     "trace_budget",
     "usage_item",
@@ -109,6 +112,67 @@ def baseline_tokens(gw: Gateway, settings: BaselineSettings, stage: str = BASELI
 def agent_names(trace: Trace) -> tuple[str, ...]:
     """The trace's own agents, in order of first appearance (the choices of an agent-naming reply)."""
     return tuple(dict.fromkeys(s.agent for s in trace.steps))
+
+
+def enum_choice(values: tuple[Any, ...], json_type: Literal["string", "integer"] = "string") -> Any:
+    """A reply field's type that takes one of ``values``, written as a JSON-schema ``enum``.
+
+    An enum even for one value: pydantic writes a one-value ``Literal`` as ``const``, which
+    fewer servers take.
+
+    Parameters
+    ----------
+    values : tuple of str or int, the allowed values (e.g. :func:`agent_names`)
+    json_type : "string" or "integer", the schema type of the values
+
+    Returns
+    -------
+    An ``Annotated[Literal[values], WithJsonSchema(...)]`` type for a pydantic field.
+    """
+    return Annotated[Literal[values], WithJsonSchema({"type": json_type, "enum": list(values)})]  # type: ignore
+
+
+def decisive_verdict(trace: Trace, step: int | None, agent: str | None,
+                     details: dict[str, Any]) -> tuple[int | None, str | None]:
+    """The decisive error a reply names, checked against the trace.
+
+    A step outside ``0..n-1`` is recorded as ``details["invalid_step"]`` and read as
+    undetermined (None); a blank agent is None; a step without an agent takes the
+    step's speaker.
+
+    Parameters
+    ----------
+    trace : Trace, n steps
+    step : int or None, the reply's 0-based step
+    agent : str or None, the reply's agent
+    details : dict, the attribution's details (updated in place)
+
+    Returns
+    -------
+    (step, agent), each None when undetermined.
+    """
+    agent = (agent or "").strip() or None
+    if step is not None and not 0 <= step < len(trace):
+        details["invalid_step"] = step
+        step = None
+    if step is not None and agent is None:
+        agent = trace.steps[step].agent
+    return step, agent
+
+
+def baseline_messages(instruction: str, user: str) -> list[dict[str, str]]:
+    """The chat messages of one baseline call: :func:`system_prompt` of ``instruction``, then ``user``.
+
+    Parameters
+    ----------
+    instruction : str, one sentence saying what to answer
+    user : str, the user message
+
+    Returns
+    -------
+    list of two message dicts (system, user)
+    """
+    return [{"role": "system", "content": system_prompt(instruction)}, {"role": "user", "content": user}]
 
 
 def system_prompt(task: str) -> str:
@@ -377,8 +441,9 @@ def run_method(
     holds ``"<ErrorClass>: <message>"`` and ``status`` is ``content_failed`` or
     ``failed``; a method that returned an error itself is ``content_failed``
     (methods record only content failures); ``degraded`` is kept as the method
-    set it. ``reused`` is True when every LLM call was a cache hit (this run
-    sent no request).
+    set it. ``reused`` is True when every LLM call was a cache hit on an entry
+    an earlier run wrote (this run sent no request); a hit on an entry this run
+    wrote (an identical call of another trace, or one merged in flight) is not reuse.
 
     Raises
     ------
@@ -423,7 +488,8 @@ def run_method(
             "models": {**models, **out.models},
             "usage": {k: v.model_dump() for k, v in usage.items()},
             "seconds": seconds,
-            "reused": bool(usage) and all(u.requests == 0 and u.calls > 0 for u in usage.values()),
+            "reused": bool(usage) and all(u.requests == 0 and u.cache_hits > u.run_hits == 0
+                                             for u in usage.values()),
         }
     )
 

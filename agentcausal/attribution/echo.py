@@ -73,16 +73,17 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, Field, WithJsonSchema, create_model, field_validator
+from pydantic import BaseModel, Field, create_model, field_validator
 
 from agentcausal.attribution.common import (
     BASELINE_STAGE,
     BaselineSettings,
     agent_names,
+    baseline_messages,
     baseline_tokens,
-    system_prompt,
+    enum_choice,
     task_block,
     trace_budget,
     usage_item,
@@ -322,9 +323,8 @@ def panel_model(agents: tuple[str, ...], candidates: tuple[int, ...], analysts: 
                 field_chars: int) -> type[EchoPanelReply]:
     """The panel reply model: one required :class:`EchoVote` per analyst; ``step`` an enum of the
     candidates and ``agent`` an enum of the trace's agents (both nullable unless ``forced``)."""
-    # enums even for one value (pydantic writes a one-value Literal as "const", which fewer servers take)
-    step_t: Any = Annotated[Literal[candidates], WithJsonSchema({"type": "integer", "enum": list(candidates)})]
-    agent_t: Any = Annotated[Literal[agents], WithJsonSchema({"type": "string", "enum": list(agents)})]
+    step_t: Any = enum_choice(candidates, "integer")
+    agent_t: Any = enum_choice(agents)
     if not forced:
         step_t, agent_t = step_t | None, agent_t | None
     vote = create_model(
@@ -489,8 +489,7 @@ def scan_messages(trace: Trace, settings: EchoSettings, budget: int | None, k: i
     template = PAPER_SCAN_TEMPLATE if settings.prompts == "paper" else SCAN_TEMPLATE
     user = template.format(task=task_block(trace, settings.with_ground_truth),
                            trace=render_steps_info(trace.steps, budget).text, n_last=len(trace) - 1, k=k)
-    return [{"role": "system", "content": system_prompt("List the candidate steps for the decisive error.")},
-            {"role": "user", "content": user}]
+    return baseline_messages("List the candidate steps for the decisive error.", user)
 
 
 #: the least characters of one candidate's window in the panel prompt
@@ -524,8 +523,7 @@ def panel_messages(trace: Trace, settings: EchoSettings, budget: int | None, ove
                            l1=settings.l1_radius, l2=max(settings.l1_radius, settings.l2_radius),
                            l3=max(settings.l1_radius, settings.l2_radius, settings.l3_radius),
                            m=len(settings.analysts), analysts=analysts)
-    return [{"role": "system", "content": system_prompt("Give each analyst's vote on the decisive error.")},
-            {"role": "user", "content": user}]
+    return baseline_messages("Give each analyst's vote on the decisive error.", user)
 
 
 def run(trace: Trace, gw: Gateway, settings: EchoSettings) -> Attribution:

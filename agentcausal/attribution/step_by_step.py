@@ -39,8 +39,8 @@ from agentcausal.attribution.common import (
     BASELINE_PRESETS,
     BASELINE_STAGE,
     BaselineSettings,
+    baseline_messages,
     baseline_tokens,
-    system_prompt,
     task_block,
     trace_budget,
     usage_item,
@@ -116,10 +116,10 @@ def build_messages(trace: Trace, i: int, settings: StepByStepSettings, budget: i
     user = template.format(task=task_block(trace, settings.with_ground_truth),
                            trace=render_steps(trace.steps[: i + 1], budget), i=i,
                            agent=escape_data(trace.steps[i].agent))
-    sys = system_prompt("Judge only whether the latest step shown contains an error that could hinder the task."
-                        if settings.prompts == "paper" else
-                        "Judge only whether the latest step shown is the decisive error.")
-    return [{"role": "system", "content": sys}, {"role": "user", "content": user}]
+    instruction = ("Judge only whether the latest step shown contains an error that could hinder the task."
+                   if settings.prompts == "paper" else
+                   "Judge only whether the latest step shown is the decisive error.")
+    return baseline_messages(instruction, user)
 
 
 def run(trace: Trace, gw: Gateway, settings: StepByStepSettings) -> Attribution:

@@ -184,8 +184,9 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     plan_args = dict(methods=methods, resolved=resolved, preset=preset, routing=settings.routing,
                      profiles_path=settings.profiles_path, ids=args.ids, limit=args.limit, max_steps=args.max_steps,
                      repeats=args.repeats, skip_invalid=args.skip_invalid)
-    if args.dry_run:  # no model, no request, no key, nothing written
-        print(attribute_plan(args.paths, traces=_dry_run_traces(args), **plan_args).dumps())
+    if args.dry_run:  # no model, no request, no key, nothing written; the same refusals as a run
+        imported, _ = _checked_corpus(args)
+        print(attribute_plan(args.paths, traces=imported, **plan_args).dumps())
         return 0
     from agentcausal.attribution.registry import get_method
 
@@ -194,17 +195,19 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     settings.check_routes(stages)
     from agentcausal.cli.endpoints import check_endpoints
 
+    imported, skipped = _checked_corpus(args)  # every refusal before anything is written
     check_endpoints(settings.profiles_path, settings.routing, stages)  # one line and exit 2 when one is down
     out_existed = bool(args.out) and Path(args.out).exists()
     try:
-        paths = prepare_corpus(args)  # other formats and --labels: imported into <run folder>/traces.jsonl
-        skipped = check_traces(paths, skip_invalid=args.skip_invalid)  # the flow's own loader, before Prefect
-        refuse_truthless(paths, args)  # traces without ground truth need --no-ground-truth
+        # other formats and --labels: imported into <run folder>/traces.jsonl
+        paths = prepare_corpus(args, traces=None if imported is None else [t for _, t in imported])
+        if imported is not None:
+            skipped = check_traces(paths, skip_invalid=args.skip_invalid)  # the flow's own loader, before Prefect
     except BaseException:
         if args.out and not out_existed:  # refused before the run: leave no run folder behind
             _remove_new_run_folder(Path(args.out))
         raise
-    plan = attribute_plan(paths, **plan_args)
+    plan = attribute_plan(args.paths, traces=imported, **plan_args)
     from flows.attribute import run_attribute  # the CLI is the one library module that reaches up to flows
     from flows.runners import runner_choice_from_args
 
@@ -234,16 +237,41 @@ def _remove_new_run_folder(run_dir: Path) -> None:
         pass
 
 
-def _dry_run_traces(args: argparse.Namespace) -> list | None:
-    """For ``--dry-run``: traces of other formats (or with ``--labels``) read in memory, never written;
-    None for Who&When and Trace JSONL paths, which the plan reads itself (after the same checks as a run)."""
+def _checked_corpus(args: argparse.Namespace) -> tuple[list | None, list[dict[str, Any]]]:
+    """The corpus checks of a run (and of ``--dry-run``), before anything is written.
+
+    Who&When and Trace JSONL paths are read by :func:`check_traces`; other formats (or
+    ``--labels``) are imported in memory. Unless ``--no-ground-truth``, selected traces
+    without ground truth are refused (:func:`agentcausal.cli.import_traces.refuse_truthless`).
+
+    Returns
+    -------
+    (imported, skipped): (file, Trace) pairs of an imported corpus, or None for paths the flow
+    reads as they are; the inputs ``--skip-invalid`` left out.
+
+    Raises
+    ------
+    TraceFormatError, ConfigError
+    """
     from agentcausal.cli.import_traces import load_with_options
     from agentcausal.traces.importers import detect_formats
 
     if {fmt for _, fmt in detect_formats(args.paths, args.format)} <= {"who-and-when", "jsonl"} and not args.labels:
-        check_traces(list(args.paths), skip_invalid=args.skip_invalid)
-        return None
-    return [(str(p), t) for p in args.paths for t in load_with_options([p], args)]
+        skipped = check_traces(list(args.paths), skip_invalid=args.skip_invalid)
+        refuse_truthless(args.paths, args)
+        return None, skipped
+    imported = [(str(p), t) for p in args.paths for t in load_with_options([p], args)]
+    if not imported:  # every trace skipped: name the user's files
+        from agentcausal.exceptions import TraceFormatError
+
+        raise TraceFormatError("no valid trace to run (every trace was skipped)", path=", ".join(args.paths))
+    if not args.no_ground_truth:
+        from agentcausal.traces.importers.labels import require_ground_truth
+        from agentcausal.traces.io import select_traces
+
+        require_ground_truth(select_traces([t for _, t in imported], ids=args.ids, limit=args.limit,
+                                           max_steps=args.max_steps))
+    return imported, []
 
 
 def check_traces(paths: list[str], *, skip_invalid: bool = False) -> list[dict[str, Any]]:

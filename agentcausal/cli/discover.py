@@ -6,6 +6,7 @@
     agentcausal discover --dataset all --method statistical --out runs/stat
     agentcausal discover --dataset main --method statistical --method mac --llm-dataset earthquake --llm-dataset asia
     agentcausal discover --dataset mydata.csv --method mac --rounds 2 --executor coding
+    agentcausal discover --dataset asia --method mac --method react --set mac.rounds=2 --set react.max_steps=6
     agentcausal discover --report runs/discover-20250101-120000
     agentcausal discover --dataset asia --method mac --routing paper --dry-run    # the plan as JSON
 
@@ -38,7 +39,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--dataset", "-d", action="append", dest="datasets", metavar="NAME|PATH",
                    help="benchmark (earthquake, cancer, survey, asia, child, sachs, alarm, auto_mpg; 'main' = the "
                    "six of the main table; 'all' = all eight) or a .csv/.parquet file with its .json metadata "
-                   "beside it (or DATA::META); repeatable")
+                   "beside it (or DATA::META): {\"variables\": {column: description}, \"domain\": str, \"true_edges\": "
+                   "[[cause, effect], ...] (optional; no true graph -> no SHD/F1), \"data_type\", \"missing_values\"} "
+                   "-- see README 'Your own dataset's metadata'; repeatable")
     p.add_argument("--method", "-m", action="append", dest="methods", metavar="NAME",
                    help="mac, mac_single, dcm_only, mdm_only, llm_zero_shot, react, llm_scd, ils_csl, pc, fci, ges, "
                    "exact_search, "
@@ -69,6 +72,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="SHD cost of a reversed edge (default 1)")
     p.add_argument("--preset", default=None, metavar="NAME",
                    help="method-settings preset: paper or small; default: the routing's preset")
+    p.add_argument("--set", action="append", dest="sets", default=[], metavar="METHOD.FIELD=VALUE",
+                   help="a method setting (repeatable; after the preset and the MAC options above): METHOD is mac "
+                   "(MAC, mac_single, dcm_only, mdm_only; llm_zero_shot reads mac.max_tokens_scale), react, "
+                   "llm_scd or ils_csl, e.g. mac.rounds=2, react.max_steps=6; VALUE is JSON or text")
     p.add_argument("--repeats", type=int, default=1, metavar="K",
                    help="run every (dataset, seed, method) K times (repeat r sent as sample/seed r)")
     p.add_argument("--dry-run", action="store_true",
@@ -113,17 +120,52 @@ def build_config(args: argparse.Namespace, preset: str | None = None):
     values.setdefault("algorithm_timeout_s", 300.0)  # the --timeout default
     values.update({k: v for k, v in given.items() if v is not None})
     timeout = getattr(args, "timeout", None)
+    from agentcausal.discovery import ils_csl, llm_scd, react
+
+    models = {"mac": mac_settings.MACSettings, "react": react.ReActSettings, "llm_scd": llm_scd.LLMSCDSettings,
+              "ils_csl": ils_csl.ILSCSLSettings}
+    sets = _discover_sets(getattr(args, "sets", None) or [], models)
+    values.update(sets.get("mac", {}))
     try:
         mac = mac_settings.MACSettings(**values)
-        from agentcausal.discovery import ils_csl, llm_scd, react
-
-        baselines = {name: mod.__dict__[cls](**(preset_values(mod.PRESETS, preset) if preset else {}))
-                     for name, mod, cls in (("react", react, "ReActSettings"), ("llm_scd", llm_scd, "LLMSCDSettings"),
-                                            ("ils_csl", ils_csl, "ILSCSLSettings"))}
+        baselines = {name: models[name](**{**(preset_values(mod.PRESETS, preset) if preset else {}),
+                                           **sets.get(name, {})})
+                     for name, mod in (("react", react), ("llm_scd", llm_scd), ("ils_csl", ils_csl))}
         return DiscoveryConfig(mac=mac, algorithm_timeout_s=300.0 if timeout is None else timeout,
                                executor_fallback=fallback, **baselines)
     except ValidationError as exc:
         raise ConfigError(f"invalid MAC option: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from exc
+
+
+def _discover_sets(items: list[str], models: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``--set METHOD.FIELD=VALUE`` of ``discover`` as ``{method: {field: value}}``, names checked up front.
+
+    Raises
+    ------
+    ConfigError
+        On a malformed item, a method other than those of ``models``, an unknown field (the
+        message lists the valid ones) or a boolean setting with another value.
+    """
+    import typing
+
+    from agentcausal.cli.attribute import parse_sets
+    from agentcausal.settings import parse_bool
+
+    sets = parse_sets(items)
+    for method, values in sets.items():
+        if method not in models:
+            raise ConfigError(f"--set {method}.{next(iter(values))}: discover settings belong to {', '.join(models)} "
+                              "(mac covers mac_single, dcm_only, mdm_only and llm_zero_shot)")
+        fields = models[method].model_fields
+        for field, value in values.items():
+            if method == "mac" and field == "executor":
+                raise ConfigError("--set mac.executor: use --executor (it checks the sandbox)")
+            if field not in fields:
+                raise ConfigError(f"--set {method}.{field}: unknown field; valid: {', '.join(fields)}")
+            ann = fields[field].annotation
+            if ann is bool or (bool in typing.get_args(ann) and value is not None):
+                values[field] = parse_bool(value, name=f"--set {method}.{field}")
+    return sets
 
 
 def _expand(datasets: list[str]) -> list[str]:
@@ -174,9 +216,13 @@ def check_datasets(specs: list[str], *, skip_invalid: bool = False) -> tuple[lis
     for s in specs:
         if "::" in s or Path(s).suffix.lower() in (".csv", ".parquet", ".pq"):
             try:
-                load_spec(s, name=names[s])
+                ds = load_spec(s, name=names[s])
             except DatasetError as exc:
                 errors[s] = exc
+                continue
+            if ds.true_graph is None:
+                print(f"agentcausal: note: {names[s]} has no true graph (no \"true_edges\" in its metadata): "
+                      "SHD, NHD and F1 are shown as -", file=sys.stderr)
     if errors and not skip_invalid:
         raise next(iter(errors.values())) if len(errors) == 1 else InvalidDatasetsError(list(errors.values()))
     if errors:
@@ -236,7 +282,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
 
     plan = discover_plan(datasets, methods, config=config, preset=preset, routing=settings.routing,
                          profiles_path=settings.profiles_path, n=args.n, repeats=args.repeats,
-                         anonymise=args.anonymise or [])  # [] = not asked: names as they are
+                         anonymise=args.anonymise or [], seeds=args.seeds)  # [] = not asked: names as they are
     if args.dry_run:
         print(plan.dumps())
         return 0

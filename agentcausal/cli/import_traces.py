@@ -102,13 +102,13 @@ def _skip_notices() -> Iterator[None]:
         logger.propagate = propagate
 
 
-def prepare_corpus(args: argparse.Namespace) -> list[str]:
+def prepare_corpus(args: argparse.Namespace, traces: Sequence[Trace] | None = None) -> list[str]:
     """For ``attribute``: the paths the flow should read, importing other formats into the run folder.
 
     Who&When and Trace JSONL paths without ``--labels`` are passed on as they are; anything
     else is imported (``--format``, ``--logs``, ``--tool-agent``, ``--skip-invalid``), labelled
     (``--labels``) and written to ``<run folder>/traces.jsonl`` (``args.out`` is set to the
-    run folder when it was not given).
+    run folder when it was not given). ``traces``: the corpus already imported (not read again).
 
     Returns
     -------
@@ -126,7 +126,7 @@ def prepare_corpus(args: argparse.Namespace) -> list[str]:
 
     if {fmt for _, fmt in detect_formats(args.paths, args.format)} <= {"who-and-when", "jsonl"} and not args.labels:
         return list(args.paths)
-    traces = load_with_options(args.paths, args)
+    traces = load_with_options(args.paths, args) if traces is None else traces
     if not traces:  # every trace skipped: say so about the user's files, before a run folder exists
         raise TraceFormatError("no valid trace to run (every trace was skipped)", path=", ".join(args.paths))
     if not args.out:

@@ -32,16 +32,19 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field
 
-from agentcausal.discovery.datasets import Dataset, metadata_text
+from agentcausal.discovery.datasets import Dataset
 from agentcausal.discovery.graph import CausalGraph
-from agentcausal.discovery.llm_common import system_message
-from agentcausal.discovery.mac import prompts as P
+from agentcausal.discovery.llm_common import (
+    baseline_messages,
+    metadata_block,
+    reasoned_answer_model,
+    reasoned_answer_tokens,
+)
 from agentcausal.discovery.mac.calls import budget, structured
 from agentcausal.discovery.mac.settings import BASELINE_STAGE
 from agentcausal.exceptions import AlgorithmError
-from agentcausal.llm.replies import ShortText
 
 __all__ = ["ILSCSLSettings", "PRESETS", "ILSCSLResult", "ils_csl", "hill_climb"]
 
@@ -144,11 +147,10 @@ def ils_csl(gw, ds: Dataset, settings: ILSCSLSettings = ILSCSLSettings(), *, ite
     ----------
     Ban et al., arXiv:2311.11689.
     """
-    model = create_model("EdgeVerdictReply",
-                         reason=(ShortText(settings.reason_chars), Field(description="one short sentence")),
-                         verdict=(Literal["correct", "reversed", "absent"], ...))
-    cap = budget(gw, BASELINE_STAGE, settings.reason_chars // 3 + 40)
-    meta = P.delimit("metadata", metadata_text(ds))
+    model = reasoned_answer_model("EdgeVerdictReply", "verdict", ("correct", "reversed", "absent"),
+                                  settings.reason_chars)
+    cap = budget(gw, BASELINE_STAGE, reasoned_answer_tokens(settings.reason_chars))
+    meta = metadata_block(ds)
     required: set[tuple[str, str]] = set()
     forbidden: set[tuple[str, str]] = set()
     verdicts: dict[str, str] = {}
@@ -161,7 +163,7 @@ def ils_csl(gw, ds: Dataset, settings: ILSCSLSettings = ILSCSLSettings(), *, ite
             key = f"{x} -> {y}"
             if key in verdicts or f"{y} -> {x}" in verdicts:
                 continue
-            msgs = [system_message(), {"role": "user", "content": EDGE_TEMPLATE.format(metadata=meta, x=x, y=y)}]
+            msgs = baseline_messages(EDGE_TEMPLATE.format(metadata=meta, x=x, y=y))
             verdict = structured(gw, BASELINE_STAGE, msgs, model, item=item, max_tokens=cap, sample=sample).verdict
             verdicts[key] = verdict
             before = len(required) + len(forbidden)

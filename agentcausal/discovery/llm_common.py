@@ -8,18 +8,67 @@ Le et al. "Multi-Agent Causal Discovery Using Large Language Models." arXiv:2407
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Literal
 
 import numpy as np
+from pydantic import BaseModel, Field, create_model
 
-from agentcausal.discovery.datasets import Dataset
+from agentcausal.discovery.datasets import Dataset, metadata_text
+from agentcausal.discovery.mac import prompts as P
+from agentcausal.llm.replies import ShortText
 
-__all__ = ["SYSTEM", "system_message", "data_summary", "edges_text"]
+__all__ = ["SYSTEM", "system_message", "baseline_messages", "metadata_block", "reasoned_answer_model",
+           "reasoned_answer_tokens", "data_summary", "edges_text"]
 
 SYSTEM = "You are a causal discovery expert. Reply only with JSON."
 
 
 def system_message() -> dict[str, str]:
+    """The system message of every LLM-baseline call (:data:`SYSTEM`)."""
     return {"role": "system", "content": SYSTEM}
+
+
+def baseline_messages(user: str) -> list[dict[str, str]]:
+    """The chat messages of one LLM-baseline call: :func:`system_message`, then ``user``.
+
+    Parameters
+    ----------
+    user : str, the user message
+
+    Returns
+    -------
+    list of two message dicts (system, user)
+    """
+    return [system_message(), {"role": "user", "content": user}]
+
+
+def metadata_block(ds: Dataset) -> str:
+    """The dataset's variable descriptions (:func:`~agentcausal.discovery.datasets.metadata_text`),
+    delimited as ``<metadata>``."""
+    return P.delimit("metadata", metadata_text(ds))
+
+
+def reasoned_answer_model(name: str, field: str, choices: tuple[str, ...], reason_chars: int) -> type[BaseModel]:
+    """A reply model of a short reason followed by one of ``choices``.
+
+    Parameters
+    ----------
+    name : str, the model's (schema's) name
+    field : str, the name of the answer field
+    choices : tuple of str, the answers allowed
+    reason_chars : int, the most characters of the reason
+
+    Returns
+    -------
+    A pydantic model with fields ``reason`` (str) then ``field`` (one of ``choices``).
+    """
+    return create_model(name, reason=(ShortText(reason_chars), Field(description="one short sentence")),
+                        **{field: (Literal[choices], ...)})  # type: ignore[valid-type]
+
+
+def reasoned_answer_tokens(reason_chars: int) -> int:
+    """Completion tokens a :func:`reasoned_answer_model` reply needs: ``reason_chars // 3 + 40``."""
+    return reason_chars // 3 + 40
 
 
 def edges_text(edges: Iterable[str]) -> str:

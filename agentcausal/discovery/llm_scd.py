@@ -27,18 +27,23 @@ Approach." arXiv:2402.01454.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentcausal.discovery.algorithms import default_choice, run_algorithm
-from agentcausal.discovery.datasets import Dataset, metadata_text
+from agentcausal.discovery.datasets import Dataset
 from agentcausal.discovery.graph import CausalGraph
-from agentcausal.discovery.llm_common import edges_text, system_message
+from agentcausal.discovery.llm_common import (
+    baseline_messages,
+    edges_text,
+    metadata_block,
+    reasoned_answer_model,
+    reasoned_answer_tokens,
+)
 from agentcausal.discovery.mac import prompts as P
 from agentcausal.discovery.mac.calls import budget, structured
 from agentcausal.discovery.mac.settings import BASELINE_STAGE
-from agentcausal.llm.replies import ShortText
 
 __all__ = ["LLMSCDSettings", "PRESETS", "LLMSCDResult", "llm_scd"]
 
@@ -86,13 +91,6 @@ class LLMSCDResult(BaseModel):
     graph: CausalGraph
 
 
-def _pair_model(reason_chars: int) -> type[BaseModel]:
-    from pydantic import create_model
-
-    return create_model("PairReply", reason=(ShortText(reason_chars), Field(description="one short sentence")),
-                        answer=(Literal["yes", "no"], ...))
-
-
 def llm_scd(gw, ds: Dataset, settings: LLMSCDSettings = LLMSCDSettings(), *, item: str | None = None,
             sample: int = 0) -> LLMSCDResult:
     """Run LLM-SCD on one dataset.
@@ -121,9 +119,9 @@ def llm_scd(gw, ds: Dataset, settings: LLMSCDSettings = LLMSCDSettings(), *, ite
     """
     base = default_choice("pc", ds.data_type, ds.d)
     first = run_algorithm(ds.data, ds.variables, base, timeout_s=settings.algorithm_timeout_s).graph
-    model = _pair_model(settings.reason_chars)
-    cap = budget(gw, BASELINE_STAGE, settings.reason_chars // 3 + 40)
-    meta = P.delimit("metadata", metadata_text(ds))
+    model = reasoned_answer_model("PairReply", "answer", ("yes", "no"), settings.reason_chars)
+    cap = budget(gw, BASELINE_STAGE, reasoned_answer_tokens(settings.reason_chars))
+    meta = metadata_block(ds)
     scd = P.delimit("scd_result", edges_text(first.edge_strings()))
     probs: dict[str, float] = {}
     required: list[tuple[int, int]] = []
@@ -132,8 +130,7 @@ def llm_scd(gw, ds: Dataset, settings: LLMSCDSettings = LLMSCDSettings(), *, ite
         for j, y in enumerate(ds.variables):
             if i == j:
                 continue
-            msgs = [system_message(), {"role": "user", "content": PAIR_TEMPLATE.format(metadata=meta, scd=scd,
-                                                                                        x=x, y=y)}]
+            msgs = baseline_messages(PAIR_TEMPLATE.format(metadata=meta, scd=scd, x=x, y=y))
             yes = 0
             for k in range(settings.n_samples):
                 reply = structured(gw, BASELINE_STAGE, msgs, model, item=item, max_tokens=cap,

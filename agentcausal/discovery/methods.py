@@ -73,6 +73,7 @@ __all__ = [
     "split_method",
     "with_anonymise",
     "method_stages",
+    "method_settings",
     "run_discovery",
     "discovery_key",
     "degradation",
@@ -226,6 +227,31 @@ def _mac_settings(method: str, config: DiscoveryConfig) -> MACSettings:
     return config.mac.model_copy(update=upd)
 
 
+def method_settings(method: str, config: DiscoveryConfig) -> dict[str, Any]:
+    """The settings a method runs with, as the run applies them (JSON-able; for the run plan).
+
+    MAC's ablations show their variant (``mac_single``: ``single_agent``; ``dcm_only``/``mdm_only``:
+    ``stages``); ``react``, ``llm_scd`` and ``ils_csl`` their own settings; ``llm_zero_shot`` the one
+    MAC field it reads (``max_tokens_scale``); a statistical method its wall limit. An anonymised
+    method (``mac@names``) adds ``anonymise``.
+
+    Raises
+    ------
+    ConfigError on an unknown method.
+    """
+    base, mode = split_method(method)
+    out: dict[str, Any]
+    if base in STATISTICAL_METHODS:
+        out = {"algorithm_timeout_s": config.algorithm_timeout_s}
+    elif base in ("mac", "mac_single", "dcm_only", "mdm_only"):
+        out = _mac_settings(base, config).model_dump(mode="json")
+    elif base == "llm_zero_shot":
+        out = {"max_tokens_scale": config.mac.max_tokens_scale}
+    else:
+        out = getattr(config, base).model_dump(mode="json")
+    return {**out, "anonymise": mode} if mode != "none" else out
+
+
 def _statistical(method: str) -> Callable[..., tuple[CausalGraph, dict[str, Any]]]:
     def run(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
         choice = default_choice(method, ds.data_type, ds.d)
@@ -354,7 +380,8 @@ def run_discovery(method: str, ds: Dataset, gw=None, config: DiscoveryConfig = D
             d = {k: getattr(u, k) - (getattr(b, k) if b else 0) for k in type(u).model_fields}
             if d.get("calls") or d.get("requests"):
                 usage[s] = d
-    reused = bool(usage) and all(u.get("requests", 0) == 0 for u in usage.values())
+    reused = bool(usage) and all(u.get("requests", 0) == 0 and u.get("cache_hits", 0) > u.get("run_hits", 0) == 0
+                                    for u in usage.values())
     return DiscoveryOutcome(graph=graph, error=err, seconds=seconds, details=details, usage=usage, status=status,
                             status_detail=detail, reused=reused, **common)
 

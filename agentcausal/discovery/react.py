@@ -31,9 +31,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from agentcausal.discovery.algorithms import ALGORITHMS, default_choice, run_algorithm
-from agentcausal.discovery.datasets import Dataset, metadata_text
+from agentcausal.discovery.datasets import Dataset
 from agentcausal.discovery.graph import CausalGraph, RepairedGraph, repair_to_dag
-from agentcausal.discovery.llm_common import data_summary, system_message
+from agentcausal.discovery.llm_common import baseline_messages, data_summary, metadata_block
 from agentcausal.discovery.mac import prompts as P
 from agentcausal.discovery.mac.calls import budget, graph_reply_tokens, structured
 from agentcausal.discovery.mac.settings import BASELINE_STAGE
@@ -177,9 +177,9 @@ def react_discovery(gw, ds: Dataset, settings: ReActSettings = ReActSettings(), 
     def prompt(tail: str) -> list[dict[str, str]]:
         traj = "\n".join(f"Thought {i + 1}: {s.thought}\nAction {i + 1}: {s.action} {s.args}\n"
                          f"Observation {i + 1}: {s.observation}" for i, s in enumerate(steps)) or "(none yet)"
-        body = TASK.format(metadata=P.delimit("metadata", metadata_text(ds)), pool=", ".join(ALGORITHMS),
+        body = TASK.format(metadata=metadata_block(ds), pool=", ".join(ALGORITHMS),
                            trajectory=P.delimit("trajectory", traj))
-        return [system_message(), {"role": "user", "content": body + tail}]
+        return baseline_messages(body + tail)
 
     for _ in range(settings.max_steps):
         reply = structured(gw, BASELINE_STAGE, prompt(STEP), model, item=item, max_tokens=cap, sample=sample)

@@ -385,6 +385,13 @@ class Gateway:
             return None
         return self._cache.get(key)
 
+    def _run_hit(self, key: str) -> int:
+        """1 when a cache hit was served by an entry this gateway wrote (an identical call earlier
+        in this run, or one in flight that this call waited for), else 0: such a hit is not reuse
+        of an earlier run's result."""
+        with self._lock:
+            return int(key in self._fresh)
+
     def _cache_set(self, key: str, value: Any) -> None:
         if self._cache is not None:
             self._cache.set(key, value)
@@ -497,7 +504,7 @@ class Gateway:
         with self._single_flight(key, timer):  # identical calls in flight wait for the first
             hit = self._cache_get(key)
             if hit is not None:
-                self._record(stage, item, profile, timer, cache_hits=1)
+                self._record(stage, item, profile, timer, cache_hits=1, run_hits=self._run_hit(key))
                 return hit["text"]
             try:
                 text, _finish, pt, ct = self._request(stage, profile, msgs, params, timer)
@@ -573,7 +580,7 @@ class Gateway:
             if hit is not None:
                 try:
                     out = reply_model.model_validate_json(_extract_json(hit["text"]))
-                    self._record(stage, item, profile, timer, cache_hits=1)
+                    self._record(stage, item, profile, timer, cache_hits=1, run_hits=self._run_hit(key))
                     return out
                 except ValidationError:
                     pass  # reply model changed since: ask again
@@ -666,7 +673,9 @@ class Gateway:
         arr = np.vstack([np.asarray(v, dtype=np.float32) for v in vecs]) if vecs else np.zeros((0, 0), np.float32)
         norms = np.linalg.norm(arr, axis=1, keepdims=True) if arr.size else 1.0
         arr = arr / np.where(norms == 0, 1.0, norms)
-        self._record(stage, item, profile, timer, requests=requests, prompt_tokens=pt, cache_hits=hits)
+        served = [k for k in keys if k not in requested] if hits < len(texts) else keys
+        self._record(stage, item, profile, timer, requests=requests, prompt_tokens=pt, cache_hits=hits,
+                     run_hits=sum(self._run_hit(k) for k in served))
         return arr
 
     def _embed_request(

@@ -24,6 +24,9 @@ class StageUsage(BaseModel):
     requests : HTTP requests actually sent (the client's retries and the
         repairs included; a call that failed counts what it sent)
     cache_hits : calls served from the disk cache
+    run_hits : those of ``cache_hits`` served by an entry written earlier in this run by the
+        same gateway (an identical call made before, or in flight and waited for): not reuse
+        of an earlier run's result
     prompt_tokens, completion_tokens : tokens reported by the endpoint
     seconds : seconds spent in requests (same as ``request_seconds``; kept for
         older readers and stored records)
@@ -37,6 +40,7 @@ class StageUsage(BaseModel):
     calls: int = 0
     requests: int = 0
     cache_hits: int = 0
+    run_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0

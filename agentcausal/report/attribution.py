@@ -105,15 +105,16 @@ def markdown_report(ev: Evaluation, *, title: str = "Failure attribution", meta:
     ----------
     ev : Evaluation
     title : str
-    meta : mapping shown as a bullet list under the title (corpus, routing, run folder ...)
+    meta : mapping shown as a bullet list under the title (corpus, routing, run folder ...), as readable
+        text (:func:`~agentcausal.report.html.facts_markdown`), per-method settings as a table
 
     Returns
     -------
     str
     """
-    parts = [f"# {title}", ""]
-    for k, v in (meta or {}).items():
-        parts.append(f"- **{k}**: {v}")
+    from agentcausal.report.html import facts_markdown
+
+    parts = [f"# {title}", "", *facts_markdown(meta or {})]
     parts += [
         "",
         "Exact 0-based step match; agents compared after normalisation. Undetermined answers and "

@@ -11,12 +11,19 @@ trials at 1/2 (p = 1 when b + c = 0). The traces whose verdict flipped are
 listed.
 
 Discovery runs (``outcomes.jsonl``): items are (dataset, seed, repeat). Per
-method and metric (SHD, NHD, F1, skeleton F1) the means of A and B, the mean
+method and metric (the run tables' columns,
+:data:`~agentcausal.discovery.metrics.METRIC_COLUMNS`: SHD, SHD₂, NHD, F1,
+skeleton F1) the means of A and B, the mean
 difference, and the Wilcoxon signed-rank test on the paired values
 (``scipy.stats.wilcoxon``, two-sided, zero differences dropped; p = 1 when
 every difference is 0). Items whose SHD changed are listed.
 
-Cost: per method, mean tokens (prompt + completion) and seconds per shared item.
+Cost: per method, mean tokens (prompt + completion) and seconds per shared item,
+each both "this run" (what the run spent: 0 for a reused item, from the
+``run_*`` columns) and "original" (what the item cost when it was computed).
+
+Unpaired: methods present in only one run, and items of a shared method
+present in only one run, are listed (never silently dropped).
 
 References
 ----------
@@ -34,6 +41,7 @@ from typing import Literal, NamedTuple
 
 import pandas as pd
 
+from agentcausal.discovery.metrics import METRIC_COLUMNS
 from agentcausal.exceptions import CompareError
 
 __all__ = ["Comparison", "compare_runs", "mcnemar_exact", "wilcoxon_paired", "comparison_markdown",
@@ -42,7 +50,7 @@ __all__ = ["Comparison", "compare_runs", "mcnemar_exact", "wilcoxon_paired", "co
 RunKind = Literal["attribution", "discovery"]
 
 _ATTR_METRICS = {"step_correct": "step accuracy", "agent_correct": "agent accuracy", "both_correct": "both correct"}
-_DISC_METRICS = {"shd": "SHD", "nhd": "NHD", "f1": "F1", "skeleton_f1": "skeleton F1"}
+_DISC_METRICS = dict(METRIC_COLUMNS)  # the one convention of every discovery table
 _REPEAT_COLS = ("seed", "repeat", "sample")
 
 
@@ -59,7 +67,12 @@ class Comparison(NamedTuple):
         test (``McNemar exact`` / ``Wilcoxon``), a_only / b_only (McNemar's discordant counts:
         right in A only / in B only; NaN for Wilcoxon), p_value
     flipped : per changed item: method, item key columns, metric, a, b
-    cost : per method: n, a_tokens, b_tokens, diff_tokens, a_seconds, b_seconds, diff_seconds (means per item)
+    cost : per method: n, a_reused, b_reused (items reused from an earlier run), then means per item of
+        a_tokens, b_tokens, diff_tokens, a_seconds, b_seconds, diff_seconds (original cost: what the item
+        cost when computed) and a_run_tokens, b_run_tokens, a_run_seconds, b_run_seconds (this run's cost:
+        0 for a reused item)
+    unpaired : per (method, run) with items in only one run: method, only_in (``"A"`` / ``"B"``),
+        items (count), whole_method (the other run lacks the method), which (the item keys, first 10)
     """
 
     kind: RunKind
@@ -70,6 +83,7 @@ class Comparison(NamedTuple):
     metrics: pd.DataFrame
     flipped: pd.DataFrame
     cost: pd.DataFrame
+    unpaired: pd.DataFrame = pd.DataFrame(columns=["method", "only_in", "items", "whole_method", "which"])
 
 
 def mcnemar_exact(a_only: int, b_only: int) -> float:
@@ -140,12 +154,38 @@ def _load(run_dir: Path, kind: RunKind) -> pd.DataFrame:
         from agentcausal.attribution.evaluate import load_results
 
         df = load_results(run_dir)
-        df = df.assign(tokens=df["prompt_tokens"].fillna(0) + df["completion_tokens"].fillna(0))
-        return df
-    from agentcausal.report.discovery import load_outcomes, outcomes_frame
+    else:
+        from agentcausal.report.discovery import load_outcomes, outcomes_frame
 
-    df = outcomes_frame(load_outcomes(run_dir))
-    return df.assign(tokens=df["prompt_tokens"].fillna(0) + df["completion_tokens"].fillna(0))
+        df = outcomes_frame(load_outcomes(run_dir))
+    reused = df["reused"].fillna(False).astype(bool) if "reused" in df else pd.Series(False, index=df.index)
+    tokens = df["prompt_tokens"].fillna(0) + df["completion_tokens"].fillna(0)
+    if "run_prompt_tokens" in df and "run_completion_tokens" in df:
+        run_tokens = df["run_prompt_tokens"].fillna(0) + df["run_completion_tokens"].fillna(0)
+    else:  # older run folders: only the reused flag tells this run's cost
+        run_tokens = tokens.where(~reused, 0)
+    return df.assign(tokens=tokens, run_tokens=run_tokens, reused=reused,
+                     run_seconds=df["seconds"].where(~reused, 0.0))
+
+
+def _unpaired(a: pd.DataFrame, b: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per (method, run), the items present in only one of the two runs."""
+    rows = []
+    for side, this, other in (("A", a, b), ("B", b, a)):
+        other_methods = set(other["method"])
+        for method, g in this.groupby("method", sort=True):
+            items = g[keys].drop_duplicates()
+            whole = method not in other_methods
+            if not whole:
+                there = other.loc[other["method"] == method, keys].drop_duplicates()
+                items = items.merge(there, on=keys, how="left", indicator=True)
+                items = items[items["_merge"] == "left_only"][keys]
+            if items.empty:
+                continue
+            names = [" ".join(str(v) for v in r) for r in items.itertuples(index=False)]
+            rows.append({"method": method, "only_in": side, "items": len(items), "whole_method": whole,
+                         "which": ", ".join(names[:10]) + (f" … (+{len(names) - 10})" if len(names) > 10 else "")})
+    return pd.DataFrame(rows, columns=["method", "only_in", "items", "whole_method", "which"])
 
 
 def compare_runs(run_a: str | Path, run_b: str | Path) -> Comparison:
@@ -173,7 +213,8 @@ def compare_runs(run_a: str | Path, run_b: str | Path) -> Comparison:
     base = ["trace_id"] if kind == "attribution" else ["dataset"]
     keys = base + [c for c in _REPEAT_COLS if c in a.columns and c in b.columns]
     metrics = _ATTR_METRICS if kind == "attribution" else _DISC_METRICS
-    cols = keys + ["method", *metrics, "tokens", "seconds"] + (["true_step"] if kind == "attribution" else [])
+    cols = keys + ["method", *metrics, "tokens", "seconds", "run_tokens", "run_seconds", "reused"] + (
+        ["true_step"] if kind == "attribution" else [])
     m = a[cols].merge(b[[c for c in cols if c != "true_step"]], on=keys + ["method"], suffixes=("_a", "_b"))
     if m.empty:
         raise CompareError(f"{a_dir} and {b_dir} share no (method, {', '.join(keys)}) item; nothing to compare",
@@ -210,14 +251,18 @@ def compare_runs(run_a: str | Path, run_b: str | Path) -> Comparison:
                         rec = r._asdict()
                         flips.append({"method": method, **{k: rec[k] for k in keys}, "metric": name,
                                       "a": rec["shd_a"], "b": rec["shd_b"]})
-        costs.append({"method": method, "n": len(g), "a_tokens": float(g["tokens_a"].mean()),
+        costs.append({"method": method, "n": len(g), "a_reused": int(g["reused_a"].sum()),
+                      "b_reused": int(g["reused_b"].sum()), "a_tokens": float(g["tokens_a"].mean()),
                       "b_tokens": float(g["tokens_b"].mean()),
                       "diff_tokens": float(g["tokens_b"].mean() - g["tokens_a"].mean()),
                       "a_seconds": float(g["seconds_a"].mean()), "b_seconds": float(g["seconds_b"].mean()),
-                      "diff_seconds": float(g["seconds_b"].mean() - g["seconds_a"].mean())})
+                      "diff_seconds": float(g["seconds_b"].mean() - g["seconds_a"].mean()),
+                      "a_run_tokens": float(g["run_tokens_a"].mean()), "b_run_tokens": float(g["run_tokens_b"].mean()),
+                      "a_run_seconds": float(g["run_seconds_a"].mean()),
+                      "b_run_seconds": float(g["run_seconds_b"].mean())})
     flipped = pd.DataFrame(flips, columns=["method", *keys, "metric", "a", "b"])
     return Comparison(kind, a_dir, b_dir, keys, len(m.drop_duplicates(keys)), pd.DataFrame(rows), flipped,
-                      pd.DataFrame(costs))
+                      pd.DataFrame(costs), _unpaired(a, b, keys))
 
 
 def _fmt_metric(v: float, metric: str) -> str:
@@ -242,11 +287,20 @@ def _display(c: Comparison) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
         ("–" if pd.isna(r.diff) else f"{r.diff:+.3g}"),
         "test": r.test + (f" (A only {int(r.a_only)}, B only {int(r.b_only)})" if pct else ""),
         "p": "–" if pd.isna(r.p_value) else f"{r.p_value:.3g}"} for r in c.metrics.itertuples()])
+    def tok(v: float) -> str:
+        return human_number(round(v))
+
+    def sec(v: float) -> str:
+        return human_number(round(v, 2))
+
     cost = pd.DataFrame([{
-        "method": r.method, "items": int(r.n), "tokens A": human_number(round(r.a_tokens)),
-        "tokens B": human_number(round(r.b_tokens)), "tokens B − A": f"{r.diff_tokens:+,.0f}",
-        "seconds A": human_number(round(r.a_seconds, 2)), "seconds B": human_number(round(r.b_seconds, 2)),
-        "seconds B − A": f"{r.diff_seconds:+,.2f}"} for r in c.cost.itertuples()])
+        "method": r.method, "items": int(r.n), "reused A": int(r.a_reused), "reused B": int(r.b_reused),
+        "tokens A this run": tok(r.a_run_tokens), "tokens A original": tok(r.a_tokens),
+        "tokens B this run": tok(r.b_run_tokens), "tokens B original": tok(r.b_tokens),
+        "tokens B − A original": f"{r.diff_tokens:+,.0f}",
+        "seconds A this run": sec(r.a_run_seconds), "seconds A original": sec(r.a_seconds),
+        "seconds B this run": sec(r.b_run_seconds), "seconds B original": sec(r.b_seconds),
+        "seconds B − A original": f"{r.diff_seconds:+,.2f}"} for r in c.cost.itertuples()])
     flipped = c.flipped
     if not flipped.empty:  # one row per (method, item), one column per metric: "A → B", blank when unchanged
         idx = ["method", *c.keys]
@@ -256,6 +310,19 @@ def _display(c: Comparison) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
                    .reindex(columns=order).fillna("").reset_index())
         flipped.columns.name = None
     return met, flipped, cost
+
+
+_COST_NOTE = ("Means per shared item. *this run*: what the run spent (0 for an item reused from an earlier run's "
+              "results); *original*: what the item cost when it was computed. Seconds: the method's wall time.")
+
+
+def _unpaired_display(c: Comparison) -> pd.DataFrame:
+    names = {"A": c.run_a.name, "B": c.run_b.name}
+    return pd.DataFrame([{"method": r.method, "only in": f"{r.only_in} ({names[r.only_in]})",
+                          "items": int(r.items),
+                          "what": "method not run in the other" if r.whole_method else "items missing in the other",
+                          "items (first 10)": r.which} for r in c.unpaired.itertuples()],
+                        columns=["method", "only in", "items", "what", "items (first 10)"])
 
 
 def _md_table(df: pd.DataFrame) -> str:
@@ -283,10 +350,12 @@ def comparison_markdown(c: Comparison) -> str:
     str
     """
     met, flipped, cost = _display(c)
+    unp = _unpaired_display(c)
     head = "Flipped verdicts" if c.kind == "attribution" else "Items whose SHD changed"
     return "\n".join([f"# Compare {c.run_a.name} (A) with {c.run_b.name} (B)", "", _intro(c), "",
                       "## Metrics", "", _md_table(met), "", f"## {head} ({len(flipped)})", "", _md_table(flipped),
-                      "", "## Cost per item (means)", "", _md_table(cost), ""])
+                      "", "## Cost per item (means)", "", _COST_NOTE, "", _md_table(cost), "",
+                      f"## In one run only ({len(unp)}: not compared)", "", _md_table(unp), ""])
 
 
 def comparison_html(c: Comparison) -> str:
@@ -294,13 +363,16 @@ def comparison_html(c: Comparison) -> str:
     from agentcausal.report.html import html_table, page
 
     met, flipped, cost = _display(c)
+    unp = _unpaired_display(c)
     head = "Flipped verdicts" if c.kind == "attribution" else "Items whose SHD changed"
     return page(f"Compare {c.run_a.name} (A) with {c.run_b.name} (B)", [
         f"<p class='note'>{html.escape(_intro(c))}</p>", "<h2>Metrics</h2>",
         html_table(met, table_id="metrics", sortable=True),
         f"<h2>{html.escape(head)} ({len(flipped)})</h2>",
         html_table(flipped, table_id="flipped", sortable=True, filterable=True),
-        "<h2>Cost per item (means)</h2>", html_table(cost, table_id="cost", sortable=True)])
+        "<h2>Cost per item (means)</h2>", f"<p class='note'>{html.escape(_COST_NOTE)}</p>",
+        html_table(cost, table_id="cost", sortable=True),
+        f"<h2>In one run only ({len(unp)}: not compared)</h2>", html_table(unp, table_id="unpaired", sortable=True)])
 
 
 def write_comparison_html(c: Comparison, path: str | Path) -> Path:
@@ -316,6 +388,7 @@ def write_comparison_html(c: Comparison, path: str | Path) -> Path:
     raw = {"run_a": str(c.run_a), "run_b": str(c.run_b), "kind": c.kind, "keys": c.keys, "shared": c.shared,
            "metrics": json.loads(c.metrics.to_json(orient="records")),
            "flipped": json.loads(c.flipped.to_json(orient="records")),
-           "cost": json.loads(c.cost.to_json(orient="records"))}
+           "cost": json.loads(c.cost.to_json(orient="records")),
+           "unpaired": json.loads(c.unpaired.to_json(orient="records"))}
     p.with_suffix(".json").write_text(json.dumps(raw, indent=2), encoding="utf-8")
     return p

@@ -16,7 +16,7 @@ Causal-inspired Attribution for Failure Reasoning in LLM-based Multi-agent Syste
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from agentcausal.traces.model import Attribution
 
@@ -39,6 +39,56 @@ def _label(text: str) -> str:
                  ("[", "#91;"), ("]", "#93;"), ("`", "#96;")):
         out = out.replace(a, b)
     return out[:90]
+
+
+class _GraphView(NamedTuple):
+    """What the drawings read from a DCFA attribution's ``details`` (see :func:`_graph_view`)."""
+
+    n: int
+    edges: list[tuple[int, int]]
+    deviations: set[int]
+    hypothesis: int | None
+    final: int | None
+    moves: list[tuple[int, int, str, float]]  # accepted LCE moves: (pivot, step, direction, ΔS)
+    scores: dict[int, float]
+    agents: dict[int, str]
+    nodes: list[int]
+
+
+def _graph_view(attribution: Attribution) -> _GraphView | None:
+    """The dependency graph of a DCFA attribution as the drawings read it; None when GCA built none.
+
+    ``nodes`` are all steps when there are at most :data:`MAX_ALL_NODES`, else only the steps
+    involved (deviations, edge ends, LCE moves, hypothesis, final).
+
+    Raises
+    ------
+    ValueError
+        If ``details`` has no ``n_steps`` (not a DCFA attribution).
+    """
+    d: dict[str, Any] = attribution.details or {}
+    if "n_steps" not in d:
+        raise ValueError(f"attribution of {attribution.trace_id!r} by {attribution.method!r} has no DCFA details")
+    if "edges" not in d:
+        return None
+    n = int(d["n_steps"])
+    edges = [(int(p), int(q)) for p, q in d.get("edges", [])]
+    deviations = {int(x["step"]) for x in d.get("deviations", [])}
+    hyp = (d.get("hypothesis") or {}).get("step")
+    final = (d.get("final") or {}).get("step", attribution.step)
+    lce = d.get("lce") or {}
+    moves = [(int(m["pivot"]), int(m["step"]), m.get("direction", ""), float(m.get("delta_s", 0.0)))
+             for m in lce.get("path", []) or []]
+    scores = {int(x["step"]): float(x["s"]) for x in lce.get("scores", []) or []}
+    agents = {i: a for i, a in enumerate(d.get("step_agents") or [])}
+    for key in ("hypothesis", "final"):
+        rec = d.get(key) or {}
+        if rec.get("agent") is not None and rec.get("step") is not None:
+            agents[int(rec["step"])] = rec["agent"]
+    involved = set(deviations) | {p for e in edges for p in e} | {x for m in moves for x in m[:2]}
+    involved |= {x for x in (hyp, final) if x is not None}
+    nodes = list(range(n)) if n <= MAX_ALL_NODES else sorted(i for i in involved if 0 <= i < n)
+    return _GraphView(n, edges, deviations, hyp, final, moves, scores, agents, nodes)
 
 
 def dependency_graph_mermaid(attribution: Attribution) -> str:
@@ -75,30 +125,12 @@ def dependency_graph_mermaid(attribution: Attribution) -> str:
     >>> print(dependency_graph_mermaid(a).splitlines()[0])
     flowchart LR
     """
-    d: dict[str, Any] = attribution.details or {}
-    if "n_steps" not in d:
-        raise ValueError(f"attribution of {attribution.trace_id!r} by {attribution.method!r} has no DCFA details")
-    if "edges" not in d:
+    g = _graph_view(attribution)
+    if g is None:
         msg = _label(attribution.error or "no dependency graph")
         return f'flowchart LR\n  err["{_label(attribution.trace_id)}: {msg}"]\n'
-    n = int(d["n_steps"])
-    edges = [(int(p), int(q)) for p, q in d.get("edges", [])]
-    deviations = {int(x["step"]) for x in d.get("deviations", [])}
-    hyp = (d.get("hypothesis") or {}).get("step")
-    final = (d.get("final") or {}).get("step", attribution.step)
-    lce = d.get("lce") or {}
-    path = [(int(m["pivot"]), int(m["step"]), m.get("direction", ""), float(m.get("delta_s", 0.0)))
-            for m in lce.get("path", []) or []]
-    scores = {int(x["step"]): float(x["s"]) for x in lce.get("scores", []) or []}
-    agents = {i: a for i, a in enumerate(d.get("step_agents") or [])}
-    for key in ("hypothesis", "final"):
-        rec = d.get(key) or {}
-        if rec.get("agent") is not None and rec.get("step") is not None:
-            agents[int(rec["step"])] = rec["agent"]
-
-    involved = set(deviations) | {p for e in edges for p in e} | {x for m in path for x in m[:2]}
-    involved |= {x for x in (hyp, final) if x is not None}
-    nodes = range(n) if n <= MAX_ALL_NODES else sorted(i for i in involved if 0 <= i < n)
+    edges, deviations, hyp, final, path = g.edges, g.deviations, g.hypothesis, g.final, g.moves
+    scores, agents, nodes = g.scores, g.agents, g.nodes
 
     lines = ["flowchart LR",
              "  %% yellow: minor deviation; orange: GCA hypothesis; red: final decisive step;",
@@ -163,26 +195,10 @@ def dependency_graph_svg(attribution: Attribution) -> str:
 
     from agentcausal.report.svg import SvgEdge, graph_layout, render_svg
 
-    d: dict[str, Any] = attribution.details or {}
-    if "n_steps" not in d:
-        raise ValueError(f"attribution of {attribution.trace_id!r} by {attribution.method!r} has no DCFA details")
-    if "edges" not in d:
+    g = _graph_view(attribution)
+    if g is None:
         return f"<p>No dependency graph: {_html.escape(attribution.error or 'GCA did not build one')}</p>"
-    n = int(d["n_steps"])
-    edges = [(int(p), int(q)) for p, q in d.get("edges", [])]
-    deviations = {int(x["step"]) for x in d.get("deviations", [])}
-    hyp = (d.get("hypothesis") or {}).get("step")
-    final = (d.get("final") or {}).get("step", attribution.step)
-    lce = d.get("lce") or {}
-    path = [(int(m["pivot"]), int(m["step"]), float(m.get("delta_s", 0.0))) for m in lce.get("path", []) or []]
-    agents = {i: a for i, a in enumerate(d.get("step_agents") or [])}
-    for key in ("hypothesis", "final"):
-        rec = d.get(key) or {}
-        if rec.get("agent") is not None and rec.get("step") is not None:
-            agents[int(rec["step"])] = rec["agent"]
-    involved = set(deviations) | {p for e in edges for p in e} | {x for m in path for x in m[:2]}
-    involved |= {x for x in (hyp, final) if x is not None}
-    steps = list(range(n)) if n <= MAX_ALL_NODES else sorted(i for i in involved if 0 <= i < n)
+    edges, deviations, hyp, final, agents, steps = g.edges, g.deviations, g.hypothesis, g.final, g.agents, g.nodes
     names = [f"s{i}" for i in steps]
     labels = {f"s{i}": f"τ{i}" + (f" · {agents[i]}" if i in agents else "") for i in steps}
     classes: dict[str, str] = {}
@@ -192,7 +208,7 @@ def dependency_graph_svg(attribution: Attribution) -> str:
                 classes[f"s{i}"] = cls
     layout = graph_layout(names, [(f"s{p}", f"s{q}") for p, q in edges], labels)
     svg_edges = [SvgEdge(f"s{p}", f"s{q}", "dependency") for p, q in edges]
-    svg_edges += [SvgEdge(f"s{p}", f"s{q}", "search", label=f"ΔS={ds:+.2f}") for p, q, ds in path]
+    svg_edges += [SvgEdge(f"s{p}", f"s{q}", "search", label=f"ΔS={ds:+.2f}") for p, q, _, ds in g.moves]
     return render_svg(layout, svg_edges, labels=labels, node_classes=classes,
                       title=f"dependency graph of {attribution.trace_id} ({attribution.method})")
 

@@ -131,6 +131,15 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+#: what the "s" column measures
+SECONDS_NOTE = ("s: mean wall time of the method per run in seconds, timed around the whole method call: for a "
+                "statistical algorithm it includes starting its worker process (often more than the algorithm "
+                "itself on a small dataset), for an LLM method the waits for the endpoint; a reused run shows the "
+                "time it took when computed.")
+#: what the "reused" column counts
+REUSED_NOTE = "reused: runs taken from an earlier run's results (cache), which cost this run nothing."
+
+
 def _cell(mean: float, std: float, digits: int) -> str:
     if pd.isna(mean):
         return "–"
@@ -155,15 +164,16 @@ def summary_text(df: pd.DataFrame, *, reversal_cost: int = 1) -> str:
     s = summary_table(df)
     digits = {"shd": 1, "shd2": 1, "nhd": 3, "f1": 2, "skeleton_f1": 2}
     lines = [f"{'dataset':<11} {'n':>6} {'method':<14} " + " ".join(f"{h:>11}" for h in METRIC_COLUMNS.values())
-             + f" {'s':>6} {'runs':>4}"]
+             + f" {'s':>6} {'runs':>4} {'reused':>6}"]
     for (ds, m), r in s.iterrows():
         err = f"  ({r['errors']} failed)" if r["errors"] else ""
         err += f"  ({int(r['degraded'])} degraded)" if r.get("degraded", 0) else ""
         cells = " ".join(f"{_cell(r[f'{k}_mean'], r[f'{k}_std'], digits[k]):>11}" for k in METRIC_COLUMNS)
-        lines.append(f"{ds:<11} {r['n']:>6} {m:<14} {cells} {r.seconds_mean:>6.1f} {int(r.runs):>4}{err}")
+        reused = int(r["reused"]) if "reused" in r and pd.notna(r["reused"]) else 0
+        lines.append(f"{ds:<11} {r['n']:>6} {m:<14} {cells} {r.seconds_mean:>6.1f} {int(r.runs):>4} {reused:>6}{err}")
     caption = METRICS_FOOTER if reversal_cost == 1 else f"{SHD_CONVENTION[reversal_cost]} in the SHD column. " \
         + METRICS_FOOTER
-    lines.append(f"{caption} n: rows of data. Mean±std over seeds.")
+    lines.append(f"{caption} n: rows of data. Mean±std over seeds. {SECONDS_NOTE} {REUSED_NOTE}")
     return "\n".join(lines)
 
 
@@ -355,6 +365,47 @@ def _debate_lines(o: DiscoveryOutcome) -> list[str]:
     return out
 
 
+_MAC_VARIANTS = ("mac", "mac_single", "dcm_only", "mdm_only", "llm_zero_shot")  # read config.mac
+
+
+def config_for_methods(config: Mapping[str, Any], methods: Sequence[str]) -> dict[str, Any]:
+    """The part of a run's ``config`` (a dumped ``DiscoveryConfig``) that the given methods read.
+
+    ``mac`` for MAC and its ablations (and ``llm_zero_shot``, which reads ``mac.max_tokens_scale``);
+    ``react`` / ``llm_scd`` / ``ils_csl`` for those baselines; ``algorithm_timeout_s`` for the
+    statistical algorithms; ``repeat`` and a non-empty ``executor_fallback`` whenever present.
+    An ``@mode`` suffix (anonymised variant) counts as its method.
+
+    Parameters
+    ----------
+    config : mapping, ``run.json``'s ``config``
+    methods : method names that ran
+
+    Returns
+    -------
+    dict, the kept keys in the config's order.
+    """
+    from agentcausal.discovery.methods import STATISTICAL_METHODS
+
+    bases = {str(m).split("@")[0] for m in methods}
+    keep = {"repeat"}
+    if bases & set(_MAC_VARIANTS):
+        keep |= {"mac", "executor_fallback"}
+    keep |= bases & {"react", "llm_scd", "ils_csl"}
+    if bases & set(STATISTICAL_METHODS):
+        keep.add("algorithm_timeout_s")
+    return {k: v for k, v in config.items() if k in keep and v not in ("", None)}
+
+
+def _shown_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The run facts a report shows; the config only for the methods that ran."""
+    shown = {k: meta[k] for k in ("datasets", "methods", "seeds", "n", "routing", "wall_seconds", "models", "config")
+             if k in meta}
+    if isinstance(shown.get("config"), Mapping):
+        shown["config"] = config_for_methods(shown["config"], list(meta.get("methods") or []))
+    return shown
+
+
 def markdown_report(df: pd.DataFrame, outcomes: Sequence[DiscoveryOutcome], meta: Mapping[str, Any], *,
                     reversal_cost: int = 1, graphs_dir: str = "graphs") -> str:
     """The run's ``report.md``: settings, the summary table, failures, and per-dataset graphs and debates.
@@ -371,10 +422,9 @@ def markdown_report(df: pd.DataFrame, outcomes: Sequence[DiscoveryOutcome], meta
     -------
     str, markdown.
     """
-    lines = ["# Causal discovery run", ""]
-    for k in ("datasets", "methods", "seeds", "n", "routing", "wall_seconds", "models", "config"):
-        if k in meta:
-            lines.append(f"- **{k}**: `{json.dumps(meta[k]) if not isinstance(meta[k], str) else meta[k]}`")
+    from agentcausal.report.html import facts_markdown
+
+    lines = ["# Causal discovery run", "", *facts_markdown(_shown_meta(meta))]
     lines += ["", "## Results (mean ± std over seeds)", "", "```", summary_text(df, reversal_cost=reversal_cost),
               "```", ""]
     if mem := memorisation_text(df):
@@ -621,12 +671,11 @@ def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw:
              "prompt_tokens", "completion_tokens", "error")
     runs = df[[c for c in shown if c in df]] if not df.empty else df
     summary = pd.DataFrame(table_records(df))
-    facts = {k: meta[k] for k in ("datasets", "methods", "seeds", "n", "routing", "wall_seconds", "models", "config")
-             if k in meta}
+    facts = _shown_meta(meta)
     facts["run folder"] = str(run)
     shd_note = "" if reversal_cost == 1 else f"{SHD_CONVENTION[reversal_cost]} in the SHD column. "
-    conventions = (f"<p class='note'>{shd_note}{METRICS_FOOTER} n: rows of data. Mean±std over seeds. Graphs also "
-                   "as DOT and edge-list CSV in graphs/.</p>")
+    conventions = (f"<p class='note'>{shd_note}{METRICS_FOOTER} n: rows of data. Mean±std over seeds. "
+                   f"{SECONDS_NOTE} {REUSED_NOTE} Graphs also as DOT and edge-list CSV in graphs/.</p>")
     write_html_report(run / "report.html", "Causal discovery", facts, figs,
                       [("Results (mean ± std over seeds)", summary)],
                       sections=[conventions, graphs_html(outcomes), "<h2>Runs</h2>", html_table(runs, table_id="runs",
@@ -645,5 +694,6 @@ def table_records(df: pd.DataFrame) -> list[dict[str, Any]]:
         out.append({"dataset": ds, "n": r["n"], "method": m,
                     **{h: _cell(r[f"{k}_mean"], r[f"{k}_std"], digits[k]) for k, h in METRIC_COLUMNS.items()},
                     "runs": int(r.runs),
-                    "errors": int(r.errors), "seconds": round(float(r.seconds_mean), 2)})
+                    "errors": int(r.errors), "reused": int(r["reused"]) if "reused" in r else 0,
+                    "seconds": round(float(r.seconds_mean), 2)})
     return out

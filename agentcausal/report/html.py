@@ -24,6 +24,7 @@ from agentcausal.report.plots import Figure
 from agentcausal.report.svg import SVG_CSS
 
 __all__ = ["html_report", "write_html_report", "attribution_tables", "human_number", "html_table", "facts_table",
+           "facts_markdown", "readable_value",
            "page", "TABLE_SCRIPT"]
 
 _CSS = """body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
@@ -190,6 +191,57 @@ def facts_table(meta: Mapping[str, Any]) -> str:
         return ""
     rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{_fact(v)}</td></tr>" for k, v in meta.items())
     return f"<table class='facts'>{rows}</table>"
+
+
+def readable_value(v: Any) -> str:
+    """A JSON-like value as plain text (no Python reprs): lists comma-separated, mappings ``k = v; …``.
+
+    ``None`` reads "none", an empty list or mapping "none", booleans "yes" / "no"; nested mappings are
+    bracketed: ``mac = (rounds = 2; executor = coding)``.
+
+    Returns
+    -------
+    str
+    """
+    if v is None:
+        return "none"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, Mapping):
+        if not v:
+            return "none"
+        return "; ".join(f"{k} = " + (f"({readable_value(x)})" if isinstance(x, Mapping) and x else readable_value(x))
+                         for k, x in v.items())
+    if isinstance(v, (list, tuple, set, frozenset)):
+        return ", ".join(readable_value(x) for x in v) if v else "none"
+    return str(v)
+
+
+def facts_markdown(meta: Mapping[str, Any]) -> list[str]:
+    """Run facts as markdown lines (the header of a ``report.md``), readable text rather than Python reprs.
+
+    A scalar or list is one bullet (``- **corpus**: data/examples, more``); a mapping whose values include
+    mappings (per-method settings, a run config) is a bullet followed by a two-column table, one row per
+    key, its settings as ``name = value; …``; any other mapping is one bullet of ``key = value; …``.
+
+    Parameters
+    ----------
+    meta : mapping of fact name -> value (JSON-like)
+
+    Returns
+    -------
+    list of str (markdown lines, ending with a blank line when a table closes the list)
+    """
+    lines: list[str] = []
+    for k, v in meta.items():
+        if isinstance(v, Mapping) and any(isinstance(x, Mapping) for x in v.values()):
+            lines += [f"- **{k}**:", "", f"  | {k} | settings |", "  |---|---|"]
+            lines += ["  | " + str(name).replace("|", "\\|") + " | " + readable_value(x).replace("|", "\\|") + " |"
+                      for name, x in v.items()]
+            lines.append("")
+        else:
+            lines.append(f"- **{k}**: {readable_value(v)}")
+    return lines
 
 
 def _figures(figures: Sequence[Figure]) -> str:

@@ -8,6 +8,11 @@ converted in by writing that shape. :func:`load_traces` accepts any mix of
 * a folder of Who&When ``*.json`` files and/or our ``*.jsonl`` files,
 * single ``*.json`` (Who&When) or ``*.jsonl`` (ours) files.
 
+Ids: Who&When files in a subset folder are ``"<subset>/<stem>"``; a loose
+``.json`` file is ``"<parent folder>/<stem>"``, widened with more parent folders
+only where two files would clash; a JSONL trace keeps its own ``id``. A trace
+whose id an earlier one already has is an invalid input (named with both files).
+
 Every file is read before anything is refused: :func:`scan_traces` returns
 the valid traces and one error per invalid file (or JSONL line), and
 :func:`load_traces` refuses them all in one message, or leaves them out when
@@ -168,6 +173,9 @@ def write_jsonl(traces: Iterable[Trace], path: str | Path) -> Path:
     return p
 
 
+LOOSE = "examples"  # the source of a loose Who&When .json file (outside a subset folder)
+
+
 def _files(path: Path) -> list[tuple[Path, str | None]]:
     """The trace files a path stands for, each with its Who&When subset (None for JSONL)."""
     if path.is_dir():
@@ -180,8 +188,33 @@ def _files(path: Path) -> list[tuple[Path, str | None]]:
     if path.suffix == ".jsonl":
         return [(path, None)]
     if path.suffix == ".json":
-        return [(path, path.parent.name if path.parent.name in SUBSETS else "examples")]
+        return [(path, path.parent.name if path.parent.name in SUBSETS else LOOSE)]
     raise TraceFormatError("expected a folder, a Who&When .json file or a Trace .jsonl file", path=str(path))
+
+
+def _loose_ids(files: Sequence[Path]) -> dict[Path, str]:
+    """Ids for loose Who&When ``.json`` files (outside a subset folder): ``"<parent folder>/<stem>"``,
+    widened by one more parent folder at a time for the files whose ids would otherwise clash
+    (``/a/x/trace.json`` and ``/b/x/trace.json`` become ``a/x/trace`` and ``b/x/trace``), so files
+    in different folders never share an id and ``data/examples/<stem>.json`` stays ``examples/<stem>``.
+    The same file given twice keeps one id (a duplicate :func:`scan_traces` reports)."""
+    resolved = {f: f.resolve() for f in files}
+
+    def ident(f: Path, depth: int) -> str:
+        r = resolved[f]
+        parts = [*r.parent.parts[1:][-depth:], r.stem]
+        return "/".join(parts)
+
+    depth = {f: 1 for f in files}
+    while True:
+        groups: dict[str, set[Path]] = {}
+        for f in files:
+            groups.setdefault(ident(f, depth[f]), set()).add(resolved[f])
+        widen = [f for f in files if len(groups[ident(f, depth[f])]) > 1 and depth[f] < len(resolved[f].parents) - 1]
+        if not widen:
+            return {f: ident(f, depth[f]) for f in files}
+        for f in widen:
+            depth[f] += 1
 
 
 def scan_traces(paths: Sequence[str | Path]) -> TraceScan:
@@ -196,7 +229,8 @@ def scan_traces(paths: Sequence[str | Path]) -> TraceScan:
 
     Returns
     -------
-    TraceScan(traces, invalid)
+    TraceScan(traces, invalid); the traces have unique ids: a later trace whose id is
+    taken is in ``invalid`` ("duplicate trace id ... (first read from <file>)").
 
     Raises
     ------
@@ -206,23 +240,38 @@ def scan_traces(paths: Sequence[str | Path]) -> TraceScan:
     DatasetError
         As :func:`agentcausal.traces.whowhen.who_and_when_files`.
     """
-    traces: list[Trace] = []
-    errors: list[TraceFormatError] = []
+    found: list[tuple[Path, str | None]] = []
     for raw in paths:
         p = Path(raw)
         if not p.exists():
             raise TraceFormatError("no such file or folder", path=str(p))
-        for f, subset in _files(p):
-            if subset is None:
-                scan = _scan_jsonl(f)
-                traces.extend(scan.traces)
-                errors.extend(scan.invalid)
-                continue
-            try:
-                traces.append(load_who_and_when_file(f, subset=subset))
-            except TraceFormatError as exc:
-                errors.append(exc)
-    return TraceScan(traces, errors)
+        found.extend(_files(p))
+    loose = _loose_ids([f for f, subset in found if subset == LOOSE])
+    traces: list[Trace] = []
+    origins: list[str] = []
+    errors: list[TraceFormatError] = []
+    for f, subset in found:
+        if subset is None:
+            scan = _scan_jsonl(f)
+            traces.extend(scan.traces)
+            origins.extend(str(f) for _ in scan.traces)
+            errors.extend(scan.invalid)
+            continue
+        try:
+            traces.append(load_who_and_when_file(f, subset=subset, trace_id=loose.get(f)))
+            origins.append(str(f))
+        except TraceFormatError as exc:
+            errors.append(exc)
+    first: dict[str, str] = {}
+    unique: list[Trace] = []
+    for t, origin in zip(traces, origins):
+        if t.id in first:  # a later duplicate: refused with the other invalid inputs (or skipped)
+            errors.append(TraceFormatError(f"duplicate trace id {t.id!r} (first read from {first[t.id]})",
+                                           path=origin))
+            continue
+        first[t.id] = origin
+        unique.append(t)
+    return TraceScan(unique, errors)
 
 
 def load_traces(paths: Sequence[str | Path], *, skip_invalid: bool = False) -> list[Trace]:

@@ -32,14 +32,13 @@ import io
 import json
 import shutil
 import tempfile
-import urllib.error
-import urllib.request
 import zipfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from agentcausal.exceptions import DatasetError, InvalidTracesError, TraceFormatError
+from agentcausal.traces.download import check_dest_free, download
 from agentcausal.traces.model import Label, Step, Trace
 from agentcausal.traces.text import clean_text, content_text, optional_text
 
@@ -181,17 +180,18 @@ def parse_who_and_when(data: dict[str, Any], trace_id: str, *, source: str = "",
                  steps=steps, label=label, metadata=metadata)
 
 
-def load_who_and_when_file(path: str | Path, *, subset: str | None = None) -> Trace:
+def load_who_and_when_file(path: str | Path, *, subset: str | None = None, trace_id: str | None = None) -> Trace:
     """Load one Who&When file.
 
     Parameters
     ----------
     path : path to ``<subset>/<n>.json``
     subset : str, optional; default the parent folder's name
+    trace_id : str, optional; default ``"<subset>/<stem>"``
 
     Returns
     -------
-    Trace with id ``"<subset>/<stem>"``.
+    Trace with id ``trace_id`` (by default ``"<subset>/<stem>"``).
 
     Raises
     ------
@@ -216,7 +216,7 @@ def load_who_and_when_file(path: str | Path, *, subset: str | None = None) -> Tr
         raise TraceFormatError("cannot read as JSON: nested too deeply", path=str(p)) from exc
     if not isinstance(data, dict):
         raise TraceFormatError("expected a JSON object", path=str(p))
-    return parse_who_and_when(data, f"{subset}/{p.stem}", source=subset, path=str(p))
+    return parse_who_and_when(data, trace_id or f"{subset}/{p.stem}", source=subset, path=str(p))
 
 
 def _numeric_key(p: Path) -> tuple[int, str]:
@@ -313,19 +313,11 @@ def fetch_who_and_when(dest: str | Path, *, url: str = WHO_AND_WHEN_ZIP_URL, tim
         no ``Who&When/`` data, or ``dest`` already holds data and ``overwrite`` is False.
     """
     dest = Path(dest)
-    if dest.is_dir() and any(dest.iterdir()) and not overwrite:
-        raise DatasetError(f"{dest} already holds data; pass overwrite=True (--force) to replace it",
-                           name="who-and-when")
-    try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 (fixed https URL)
-            blob = resp.read()
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise DatasetError(
-            f"cannot download {url}: {exc}. This machine seems offline; copy the `Who&When/` folder of "
-            f"https://github.com/ag2ai/Agents_Failure_Attribution into {dest} by hand, or point "
-            "AGENTCAUSAL_WHO_AND_WHEN_DIR at an existing copy",
-            name="who-and-when",
-        ) from exc
+    check_dest_free(dest, name="who-and-when", overwrite=overwrite, hint="pass overwrite=True (--force) to replace it")
+    blob = download(url, name="who-and-when", timeout_s=timeout_s,
+                    offline_hint="This machine seems offline; copy the `Who&When/` folder of "
+                                 f"https://github.com/ag2ai/Agents_Failure_Attribution into {dest} by hand, or point "
+                                 "AGENTCAUSAL_WHO_AND_WHEN_DIR at an existing copy")
     try:
         zf = zipfile.ZipFile(io.BytesIO(blob))
     except zipfile.BadZipFile as exc:

@@ -38,8 +38,10 @@ def test_attribute_dry_run_every_method_and_routing(method, routing, capsys, mon
     monkeypatch.setattr(gateway.Gateway, "__init__", forbidden)
     plan = _dry(["attribute", "data/examples", "-m", method, "--routing", routing, "--dry-run"], capsys)
     assert plan["kind"] == "attribute" and plan["repeats"] == 1
-    assert {"id", "path", "sha256"} == set(plan["items"][0]) and len(plan["items"]) == 4
+    assert {"id", "path", "sha256", "file_sha256"} == set(plan["items"][0]) and len(plan["items"]) == 4
+    assert all(Path(i["path"]).is_file() and Path(i["path"]).parent == Path("data/examples") for i in plan["items"])
     m = plan["methods"][method]
+    assert plan["routing"] == routing and plan["preset"] == m["preset"]
     assert set(m) == {"preset", "variant", "settings", "stages"} and m["variant"] == "with_truth"
     assert m["preset"] == ("paper" if routing in PAPER_ROUTINGS else "small")
     assert all(":" in v for v in m["stages"].values())
@@ -75,6 +77,94 @@ def test_discover_dry_run(routing, capsys):
     assert set(plan["methods"]) == {"mac", "pc"} and plan["methods"]["pc"]["stages"] == {}
     assert plan["methods"]["mac"]["preset"] == ("paper" if routing in PAPER_ROUTINGS else "small")
     assert plan["missing_keys"] == (["OPENAI_API_KEY"] if routing in PAPER_ROUTINGS else [])
+    assert plan["routing"] == routing and plan["preset"] == plan["methods"]["mac"]["preset"]
+    assert plan["seeds"] == [0] and plan["n"] == 1000 and plan["repeats"] == 1
+
+
+def test_discover_dry_run_shows_each_variant_and_baseline_as_it_runs(capsys):
+    from agentcausal.discovery.methods import LLM_METHODS, DiscoveryConfig, _mac_settings
+
+    plan = _dry(["discover", "-d", "earthquake", *[a for m in LLM_METHODS for a in ("-m", m)], "--seeds", "3", "4",
+                 "--n", "500", "--repeats", "2", "--dry-run"], capsys)
+    assert plan["seeds"] == [3, 4] and plan["n"] == 500 and plan["repeats"] == 2
+    s = {m: x["settings"] for m, x in plan["methods"].items()}
+    assert (s["mac"]["stages"], s["mac"]["single_agent"]) == ("full", False)
+    assert (s["mac_single"]["stages"], s["mac_single"]["single_agent"]) == ("full", True)
+    assert s["dcm_only"]["stages"] == "dcm_only" and s["mdm_only"]["stages"] == "mdm_only"
+    for m in ("mac", "mac_single", "dcm_only", "mdm_only"):  # what the run hands run_mac
+        assert s[m] == _mac_settings(m, DiscoveryConfig(mac=DiscoveryConfig.model_fields["mac"].annotation(
+            **{k: v for k, v in s["mac"].items()}))).model_dump(mode="json")
+    for m in ("react", "llm_scd", "ils_csl"):
+        assert set(s[m]) == set(DiscoveryConfig.model_fields[m].annotation.model_fields) and "rounds" not in s[m]
+    assert set(s["llm_zero_shot"]) == {"max_tokens_scale"}
+
+
+def test_discover_dry_run_anonymised_method_names_its_mode(capsys):
+    plan = _dry(["discover", "-d", "earthquake", "-m", "react", "--anonymise", "names", "--dry-run"], capsys)
+    assert plan["methods"]["react@names"]["settings"]["anonymise"] == "names"
+
+
+def test_discover_set_reaches_the_plan_and_checks_names(capsys):
+    plan = _dry(["discover", "-d", "earthquake", "-m", "dcm_only", "-m", "react", "--set", "mac.rounds=2",
+                 "--set", "react.max_steps=6", "--dry-run"], capsys)
+    assert plan["methods"]["dcm_only"]["settings"]["rounds"] == 2
+    assert plan["methods"]["react"]["settings"]["max_steps"] == 6
+    for bad, words in (("mac.nope=1", "valid: stages"), ("pc.alpha=1", "mac, react"), ("mac.rounds=9", "rounds"),
+                       ("mac.executor=coding", "--executor")):
+        assert main(["discover", "-d", "earthquake", "--set", bad, "--dry-run"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert words in err and len(err.splitlines()) == 1
+
+
+def test_attribute_plan_file_hash_tells_relabelled_copies_apart(tmp_path, capsys):
+    src = json.loads((ROOT / "data/examples/wrong_unit_at_step_2.json").read_text())
+    for name, agent in (("a", "Math_Expert"), ("b", "Conversion_Expert")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "t.json").write_text(json.dumps({**src, "mistake_agent": agent}))
+    one = _dry(["attribute", str(tmp_path / "a"), "--dry-run"], capsys)["items"][0]
+    two = _dry(["attribute", str(tmp_path / "b" / "t.json"), "--dry-run"], capsys)["items"][0]
+    assert one["path"] == str(tmp_path / "a" / "t.json") and two["path"] == str(tmp_path / "b" / "t.json")
+    assert one["sha256"] == two["sha256"]  # the trace's content: the label is not part of it
+    assert one["file_sha256"] != two["file_sha256"]
+
+
+def test_attribute_dry_run_jsonl_items_name_the_file(tmp_path, capsys):
+    from agentcausal.traces.io import load_traces, write_jsonl
+
+    f = write_jsonl(load_traces(["data/examples"])[:2], tmp_path / "two.jsonl")
+    items = _dry(["attribute", "data/examples/wrong_unit_at_step_2.json", str(f), "--dry-run"], capsys)["items"]
+    assert [i["path"] for i in items] == ["data/examples/wrong_unit_at_step_2.json", str(f), str(f)]
+    assert items[1]["file_sha256"] == items[2]["file_sha256"] != items[1]["sha256"]
+
+
+def _truthless(tmp_path):
+    from agentcausal.traces.io import load_traces, write_jsonl
+
+    t = load_traces(["data/examples"])[0]
+    return write_jsonl([t.model_copy(update={"ground_truth": ""})], tmp_path / "nogt.jsonl")
+
+
+def test_dry_run_refuses_traces_without_ground_truth_like_the_run(tmp_path, capsys):
+    f = _truthless(tmp_path)
+    assert main(["attribute", str(f), "-m", "all_at_once", "--dry-run"]) == 2
+    dry = capsys.readouterr()
+    assert dry.out == "" and "have no ground truth" in dry.err and len(dry.err.strip().splitlines()) == 1
+    out = tmp_path / "run"
+    assert main(["attribute", str(f), "-m", "all_at_once", "--out", str(out)]) == 2
+    assert capsys.readouterr().err == dry.err and not out.exists()
+    assert _dry(["attribute", str(f), "-m", "all_at_once", "--no-ground-truth", "--dry-run"], capsys)["items"]
+
+
+def test_refused_imported_run_leaves_no_run_folder(tmp_path, capsys):
+    from tests.traces.importers.conftest import genai_spans, otlp_json
+
+    f = tmp_path / "spans.json"
+    f.write_text(json.dumps(otlp_json(genai_spans())))
+    out = tmp_path / "run"
+    assert main(["attribute", str(f), "-m", "all_at_once", "--dry-run"]) == 2
+    assert "have no ground truth" in capsys.readouterr().err
+    assert main(["attribute", str(f), "-m", "all_at_once", "--out", str(out)]) == 2
+    assert "have no ground truth" in capsys.readouterr().err and not out.exists()
 
 
 def test_demo_unknown_preset_fails_before_any_work(capsys, monkeypatch):

@@ -58,9 +58,8 @@ def test_reply_invalid_after_repairs_is_a_marked_content_failure(fake_server, ma
 
 def test_all_calls_from_the_llm_cache_mark_the_row_reused(fake_server, make_gateway, t3):
     fake_server.responder = lambda body: ALL_AT_ONCE
-    gw = make_gateway(fake_server)
-    first = run_method(t3, "all_at_once", gw)
-    again = run_method(t3, "all_at_once", gw)
+    first = run_method(t3, "all_at_once", make_gateway(fake_server))
+    again = run_method(t3, "all_at_once", make_gateway(fake_server))  # a later run, same cache folder
     assert first.status == "complete" and not first.reused and first.usage["baseline"]["requests"] == 1
     assert again.reused and again.usage["baseline"]["requests"] == 0 and fake_server.count == 1
 
@@ -75,3 +74,23 @@ def test_same_content_different_ids_have_different_keys(fake_server, make_gatewa
     # the label is not in the key (no method sees it): relabelling keeps the cached record
     relabelled = a.model_copy(update={"label": b.label})
     assert attribution_key(a, "all_at_once", None, gw) == attribution_key(relabelled, "all_at_once", None, gw)
+
+
+def test_identical_requests_within_one_run_are_not_reused(fake_server, make_gateway):
+    """Two traces of the same history on a fresh cache: the second call is served by the entry the
+    first wrote in this run (sequentially or merged in flight) -- not reuse of an earlier run."""
+    if not (CASES / "dup_content_traces").is_dir():
+        pytest.skip("../shared/cases not found")
+    from concurrent.futures import ThreadPoolExecutor
+
+    a, b = load_traces([CASES / "dup_content_traces"])
+    fake_server.responder = lambda body: ALL_AT_ONCE
+    gw = make_gateway(fake_server)
+    with ThreadPoolExecutor(2) as pool:
+        rows = list(pool.map(lambda t: run_method(t, "all_at_once", gw), [a, b]))
+    rows.append(run_method(a, "all_at_once", gw))  # once more, after both finished
+    assert fake_server.count == 1  # one request served all three
+    assert [r.reused for r in rows] == [False, False, False]
+    assert sum(r.usage["baseline"]["run_hits"] for r in rows) == 2
+    later = [run_method(t, "all_at_once", make_gateway(fake_server)) for t in (a, b)]  # an earlier run's cache
+    assert [r.reused for r in later] == [True, True] and fake_server.count == 1

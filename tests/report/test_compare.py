@@ -68,3 +68,43 @@ def test_compare_discovery_runs_uses_wilcoxon_on_shd(tmp_path):
     assert shd.p_value == pytest.approx(2 / 2 ** 6)  # exact: all six differences positive
     assert len(c.flipped) == 6
     assert mcnemar_exact(0, 0) == 1.0
+
+
+def test_compare_cost_shows_this_run_and_original_for_a_reused_run(tmp_path, capsys):
+    ts = _traces(3)
+    _run(tmp_path / "a", ts, right={0}, tokens=100)
+    usage = {"baseline": {"calls": 1, "requests": 1, "prompt_tokens": 100, "completion_tokens": 10}}
+    atts = [Attribution(trace_id=t.id, method="all_at_once", step=1, agent="A", usage=usage, reused=True) for t in ts]
+    save_run(atts, ts, tmp_path / "b", {"corpus": [], "methods": {"all_at_once": {}}})  # fully reused: 0 requests
+    cost = compare_runs(tmp_path / "a", tmp_path / "b").cost.iloc[0]
+    assert cost.b_run_tokens == 0 and cost.b_tokens == cost.a_tokens == 110
+    assert cost.a_run_tokens == 110 and (cost.a_reused, cost.b_reused) == (0, 3)
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    out = capsys.readouterr().out
+    assert "tokens B this run" in out and "tokens B original" in out
+    assert "| all_at_once | 3 | 0 | 3 | 110 | 110 | 0 | 110 |" in out
+
+
+def test_compare_discovery_lists_unpaired_methods_and_items_and_uses_metric_columns(tmp_path, capsys):
+    from agentcausal.discovery.metrics import METRIC_COLUMNS
+
+    true = CausalGraph.from_edges("ABC", [("A", "B"), ("B", "C")])
+    g = CausalGraph.from_edges("ABC", [("B", "A")])
+    a = [DiscoveryOutcome(dataset="toy", seed=s, n=10, method=m, graph=g, true_graph=true)
+         for m in ("pc", "ges") for s in range(3)]
+    b = [DiscoveryOutcome(dataset="toy", seed=s, n=10, method=m, graph=g, true_graph=true)
+         for m in ("pc", "fci") for s in range(2)]
+    save_discovery(a, tmp_path / "a", {})
+    save_discovery(b, tmp_path / "b", {})
+    c = compare_runs(tmp_path / "a", tmp_path / "b")
+    assert list(dict.fromkeys(c.metrics.metric)) == list(METRIC_COLUMNS.values())  # SHD₂ included
+    by = c.metrics.set_index("metric")
+    assert by.loc["SHD₂"].a == 3 and by.loc["SHD"].a == 2  # the reversed A→B counts twice in SHD₂ only
+    u = c.unpaired.set_index(["method", "only_in"])
+    assert u.loc[("ges", "A")].whole_method and u.loc[("ges", "A")]["items"] == 3
+    assert u.loc[("fci", "B")].whole_method and u.loc[("fci", "B")]["items"] == 2
+    assert not u.loc[("pc", "A")].whole_method and u.loc[("pc", "A")]["items"] == 1
+    assert "toy 2" in u.loc[("pc", "A")].which
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    out = capsys.readouterr().out
+    assert "## In one run only (3: not compared)" in out and "method not run in the other" in out

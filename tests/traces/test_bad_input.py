@@ -144,10 +144,10 @@ def test_folder_lists_every_invalid_file_at_once(mixed_folder):
 
 def test_skip_invalid_loads_the_rest(mixed_folder):
     scan = scan_traces([mixed_folder])
-    assert [t.id for t in scan.traces] == ["examples/1", "examples/5"]
+    assert [t.id for t in scan.traces] == ["corpus/1", "corpus/5"]
     assert [Path(s["path"]).name for s in scan.skipped()] == ["2.json", "3.json", "4.json"]
     assert scan.skipped()[0]["field"] == "history[0].content"
-    assert [t.id for t in load_traces([mixed_folder], skip_invalid=True)] == ["examples/1", "examples/5"]
+    assert [t.id for t in load_traces([mixed_folder], skip_invalid=True)] == ["corpus/1", "corpus/5"]
 
 
 def test_who_and_when_folder_lists_every_invalid_file(tmp_path):
@@ -235,7 +235,7 @@ def test_cli_skip_invalid_runs_the_rest_and_records_skipped(mixed_folder, fake_s
     assert fake_server.count == 2  # the two valid traces, the lone surrogate replaced before the flow
     assert any("\ufffd" in json.dumps(r, ensure_ascii=False) for r in fake_server.chat_requests)
     df = pd.read_parquet(out / "results.parquet")
-    assert sorted(df["trace_id"]) == ["examples/1", "examples/5"] and (df["error"].fillna("") == "").all()
+    assert sorted(df["trace_id"]) == ["corpus/1", "corpus/5"] and (df["error"].fillna("") == "").all()
     run = json.loads((out / "run.json").read_text())
     assert [Path(s["path"]).name for s in run["skipped"]] == ["2.json", "3.json", "4.json"]
     assert "skipping 3 invalid" in capsys.readouterr().err

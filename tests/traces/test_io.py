@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from agentcausal.exceptions import TraceFormatError
-from agentcausal.traces.io import load_traces, read_jsonl, select_traces, write_jsonl
+from agentcausal.exceptions import InvalidTracesError, TraceFormatError
+from agentcausal.traces.io import load_traces, read_jsonl, scan_traces, select_traces, write_jsonl
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "data" / "examples"
 
@@ -31,8 +31,36 @@ def test_jsonl_round_trip(tmp_path):
 def test_mixed_paths_and_duplicate_ids(tmp_path):
     one = EXAMPLES / "bad_plan_at_step_0.json"
     assert [t.id for t in load_traces([one])] == ["examples/bad_plan_at_step_0"]
-    with pytest.raises(TraceFormatError, match="duplicate trace ids"):
+    with pytest.raises(TraceFormatError, match="duplicate trace id 'examples/bad_plan_at_step_0'") as info:
         load_traces([EXAMPLES, one])
+    assert info.value.path == str(one) and str(one) in str(info.value)
+    # --skip-invalid keeps the first and skips the later duplicate, listing it
+    scan = scan_traces([EXAMPLES, one])
+    assert len(scan.traces) == 4 and [s["path"] for s in scan.skipped()] == [str(one)]
+    assert len(load_traces([EXAMPLES, one], skip_invalid=True)) == 4
+
+
+def test_loose_files_in_different_folders_get_distinct_stable_ids(tmp_path):
+    src = (EXAMPLES / "bad_plan_at_step_0.json").read_text()
+    paths = []
+    for folder in ("r1", "r2", "a/x", "b/x"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "trace.json").write_text(src)
+        paths.append(tmp_path / folder / "trace.json")
+    ids = [t.id for t in load_traces(paths)]
+    assert ids == ["r1/trace", "r2/trace", "a/x/trace", "b/x/trace"]
+    assert [t.id for t in load_traces(paths)] == ids  # stable
+    assert [t.id for t in load_traces(paths[:1])] == ["r1/trace"]  # widened only when needed
+
+
+def test_duplicates_are_listed_with_the_other_invalid_inputs(tmp_path):
+    (tmp_path / "bad.json").write_text("{")
+    good = tmp_path / "t.jsonl"
+    write_jsonl(load_traces([EXAMPLES / "bad_plan_at_step_0.json"]), good)
+    with pytest.raises(InvalidTracesError) as info:
+        load_traces([tmp_path / "bad.json", good, good])
+    assert sorted(Path(e.path).name for e in info.value.errors) == ["bad.json", "t.jsonl"]
+    assert "duplicate trace id" in str(info.value)
 
 
 def test_bad_paths_raise(tmp_path):

@@ -259,10 +259,7 @@ def import_traces(paths: Sequence[str | Path], format: str = "auto", *,  # noqa:
             out.extend(load_agentrx(p))
     for fmt, records in pooled.items():
         out.extend(spans_to_traces(records, source=fmt, file=None, tool_agent=tool_agent, skip_invalid=skip_invalid))
-    seen: dict[str, int] = {}
-    for t in out:
-        seen[t.id] = seen.get(t.id, 0) + 1
-    dups = [k for k, v in seen.items() if v > 1]
-    if dups:
-        raise TraceFormatError(f"duplicate trace ids: {', '.join(dups[:10])}")
+    from agentcausal.traces.io import check_unique_ids
+
+    check_unique_ids(out)
     return out

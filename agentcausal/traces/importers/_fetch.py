@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
-from agentcausal.exceptions import DatasetError
+from agentcausal.traces.download import check_dest_free, download
 
 __all__ = ["HF_RESOLVE", "fetch_files"]
 
@@ -42,20 +40,15 @@ def fetch_files(name: str, repo: str, files: Sequence[str], dest: str | Path, *,
         says where to put a copy by hand).
     """
     dest = Path(dest)
-    if dest.is_dir() and any(dest.iterdir()) and not overwrite:
-        raise DatasetError(f"{dest} already holds data; pass --force to replace it", name=name)
+    check_dest_free(dest, name=name, overwrite=overwrite)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=dest.parent))
     try:
         for f in files:
             url = base_url.format(repo=repo, file=f)
-            try:
-                with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 (fixed https URL)
-                    (tmp / f).write_bytes(resp.read())
-            except (urllib.error.URLError, OSError, ValueError) as exc:
-                raise DatasetError(
-                    f"cannot download {url}: {exc}. Offline? Copy {', '.join(files)} from "
-                    f"https://huggingface.co/datasets/{repo} into {dest} by hand", name=name) from exc
+            download(url, name=name, timeout_s=timeout_s, to=tmp / f,
+                     offline_hint=f"Offline? Copy {', '.join(files)} from "
+                                  f"https://huggingface.co/datasets/{repo} into {dest} by hand")
         if dest.exists():
             shutil.rmtree(dest)
         shutil.move(str(tmp), str(dest))

@@ -31,12 +31,13 @@ import logging
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from agentcausal.exceptions import TraceFormatError
 from agentcausal.traces.model import Step, Trace
 
-__all__ = ["SpanRecord", "spans_to_traces", "iter_json_values", "norm_id", "iso_to_ns", "message_text",
+__all__ = ["SpanRecord", "spans_to_traces", "iter_json_values", "read_json_records", "norm_id", "iso_to_ns", "message_text",
            "CONTENT_OFF_HINT"]
 
 log = logging.getLogger(__name__)
@@ -145,6 +146,30 @@ def iter_json_values(text: str) -> Iterator[Any]:
         yield value
 
 
+def read_json_records(path: Path, error: str) -> list[Any]:
+    """The records of a file of JSON values (:func:`iter_json_values`), top-level arrays flattened.
+
+    Parameters
+    ----------
+    path : the file (UTF-8)
+    error : str, the start of the message when the file cannot be read or parsed
+
+    Returns
+    -------
+    list, each value of the file, or each element of a value that is an array
+
+    Raises
+    ------
+    TraceFormatError
+        ``"<error>: <reason>"`` naming ``path``, if the file cannot be read as UTF-8 or is not JSON.
+    """
+    try:
+        values = list(iter_json_values(path.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise TraceFormatError(f"{error}: {exc}", path=str(path)) from exc
+    return [r for v in values for r in (v if isinstance(v, list) else [v])]
+
+
 def message_text(content: Any) -> str:
     """Plain text of a message ``content``: a string, a list of parts (``text``/``content`` keys,
     tool calls), or anything else as JSON."""
@@ -212,7 +237,8 @@ def spans_to_traces(spans: Iterable[SpanRecord], *, source: str, file: str | Non
 
     Parameters
     ----------
-    spans : span records of any number of traces, in any order
+    spans : span records of any number of traces, in any order; a span given more than once
+        (same trace id and span id, e.g. from two files) is kept once (the copy with content)
     source : str, the format name, stored as ``Trace.source``
     file : str, optional; the file name, kept in ``Trace.metadata["file"]``
     tool_agent : str, optional; agent name for tool steps (default: the calling agent's name)
@@ -230,13 +256,23 @@ def spans_to_traces(spans: Iterable[SpanRecord], *, source: str, file: str | Non
         If a trace has no LLM/tool/agent span, or none of its steps carries content
         (content capture off); all such traces are named in one message.
     """
-    groups: dict[str, list[SpanRecord]] = {}
+    groups: dict[str, dict[str, SpanRecord]] = {}
+    dropped = 0
     for s in spans:
-        groups.setdefault(s.trace_id, []).append(s)
+        group = groups.setdefault(s.trace_id, {})
+        kept = group.get(s.span_id)
+        if kept is None:
+            group[s.span_id] = s
+            continue
+        dropped += 1  # the same span twice (e.g. two exports holding it): keep one
+        if kept.content is None and s.content is not None:
+            group[s.span_id] = s  # the copy that carries the content
+    if dropped:
+        log.info("dropped %d duplicate span(s) (same trace id and span id)", dropped)
     out: list[tuple[int, Trace]] = []
     bad: list[str] = []
-    for tid, group in groups.items():
-        ordered = _order(group)
+    for tid, by_span in groups.items():
+        ordered = _order(list(by_span.values()))
         by_id = {s.span_id: s for s in ordered}
         has_step_below: set[str] = set()
         for s in ordered:

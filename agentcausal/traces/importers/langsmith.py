@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from agentcausal.exceptions import TraceFormatError
-from agentcausal.traces.importers._spans import SpanRecord, iter_json_values, message_text, spans_to_traces
+from agentcausal.traces.importers._spans import SpanRecord, message_text, read_json_records, spans_to_traces
 from agentcausal.traces.model import Trace
 
 __all__ = ["read_runs", "langsmith_records", "load_langsmith"]
@@ -43,11 +43,7 @@ def read_runs(path: str | Path) -> list[dict[str, Any]]:
         If the file is not JSON or a record lacks ``id``/``run_type``.
     """
     p = Path(path)
-    try:
-        values = list(iter_json_values(p.read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise TraceFormatError(f"not JSON: {exc}", path=str(p)) from exc
-    runs = [r for v in values for r in (v if isinstance(v, list) else [v])]
+    runs = read_json_records(p, "not JSON")
     for i, r in enumerate(runs):
         if not isinstance(r, dict) or "id" not in r or "run_type" not in r:
             raise TraceFormatError(f"record {i}: expected a LangSmith run (id, run_type, dotted_order)", path=str(p))

@@ -36,8 +36,15 @@ from pathlib import Path
 from typing import Any
 
 from agentcausal.exceptions import TraceFormatError
-from agentcausal.traces.importers._spans import SpanRecord, iso_to_ns, iter_json_values, message_text, norm_id, \
-    spans_to_traces
+from agentcausal.traces.importers._spans import (
+    SpanRecord,
+    iso_to_ns,
+    iter_json_values,
+    message_text,
+    norm_id,
+    read_json_records,
+    spans_to_traces,
+)
 from agentcausal.traces.importers.otel import OtlpSpan, is_otlp
 from agentcausal.traces.model import Trace
 
@@ -58,23 +65,18 @@ def read_console(path: str | Path) -> list[OtlpSpan]:
         If the file is not such a stream.
     """
     p = Path(path)
-    try:
-        values = list(iter_json_values(p.read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise TraceFormatError(f"cannot read as a stream of JSON spans: {exc}", path=str(p)) from exc
     out = []
-    for v in values:
-        for sp in v if isinstance(v, list) else [v]:
-            ctx = sp.get("context") if isinstance(sp, dict) else None
-            if not isinstance(ctx, dict) or "span_id" not in ctx:
-                raise TraceFormatError("expected console-exporter spans (objects with context.span_id)", path=str(p))
-            parent = sp.get("parent_id")
-            out.append(OtlpSpan(
-                trace_id=norm_id(ctx.get("trace_id")), span_id=norm_id(ctx.get("span_id")),
-                parent_id=norm_id(parent) if parent else None, name=str(sp.get("name", "")),
-                start=iso_to_ns(sp.get("start_time")), attrs=dict(sp.get("attributes") or {}),
-                events=[(str(e.get("name", "")), dict(e.get("attributes") or {})) for e in sp.get("events") or []],
-                resource=dict((sp.get("resource") or {}).get("attributes") or {})))
+    for sp in read_json_records(p, "cannot read as a stream of JSON spans"):
+        ctx = sp.get("context") if isinstance(sp, dict) else None
+        if not isinstance(ctx, dict) or "span_id" not in ctx:
+            raise TraceFormatError("expected console-exporter spans (objects with context.span_id)", path=str(p))
+        parent = sp.get("parent_id")
+        out.append(OtlpSpan(
+            trace_id=norm_id(ctx.get("trace_id")), span_id=norm_id(ctx.get("span_id")),
+            parent_id=norm_id(parent) if parent else None, name=str(sp.get("name", "")),
+            start=iso_to_ns(sp.get("start_time")), attrs=dict(sp.get("attributes") or {}),
+            events=[(str(e.get("name", "")), dict(e.get("attributes") or {})) for e in sp.get("events") or []],
+            resource=dict((sp.get("resource") or {}).get("attributes") or {})))
     return out
 
 

@@ -152,3 +152,20 @@ def test_inference_details_event_and_response_key(tmp_path):
     assert [(s.agent, s.role, s.content) for s in t.steps] == [("Writer", "assistant", ANSWER),
                                                                ("Writer", "tool", "4")]
     assert t.question == QUESTION and t.steps[1].metadata["tool_name"] == "calc"
+
+
+def test_files_sharing_a_trace_id_merge_without_repeating_spans(tmp_path):
+    """Two exports of one trace (overlapping: the same spans in both) give one trace, each span once."""
+    from agentcausal.traces.importers import import_traces
+
+    doc = otlp_json(genai_spans())
+    single = tmp_path / "one.json"
+    single.write_text(json.dumps(doc))
+    once = import_traces([single], "otel")
+    (tmp_path / "a.json").write_text(json.dumps(doc))
+    (tmp_path / "b.json").write_text(json.dumps(doc))
+    merged = import_traces([tmp_path / "a.json", tmp_path / "b.json"], "otel")
+    assert len(merged) == 1 and len(merged[0].steps) == len(once[0].steps)
+    ids = [s.metadata["span_id"] for s in merged[0].steps]
+    assert len(ids) == len(set(ids))
+    check_run(merged[0])
