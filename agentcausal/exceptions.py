@@ -14,6 +14,7 @@ __all__ = [
     "UnknownProfileError",
     "UnknownStageError",
     "MissingAPIKeyError",
+    "EndpointCheckError",
     "EndpointUnreachableError",
     "LLMCallError",
     "StructuredOutputError",
@@ -283,3 +284,18 @@ class CompareError(AgentCausalError):
         super().__init__(message)
         self.run_a = run_a
         self.run_b = run_b
+
+
+class EndpointCheckError(EndpointUnreachableError):
+    """A chat endpoint did not answer the check before a run (``GET <base_url>/models``).
+
+    Attributes
+    ----------
+    profile, base_url, cause : as in :class:`EndpointUnreachableError`
+    """
+
+    def __init__(self, profile: str, base_url: str, cause: str) -> None:
+        AgentCausalError.__init__(self, f"endpoint unreachable: {profile} at {base_url} — {cause}")
+        self.profile = profile
+        self.base_url = base_url
+        self.cause = cause

@@ -35,6 +35,7 @@ __all__ = [
     "DEFAULT_PRESET",
     "FALLBACK_MAX_OUTPUT_TOKENS",
     "resolve",
+    "settings_error_line",
     "preset_values",
     "completion_budget",
     "routing_preset",
@@ -68,7 +69,7 @@ def preset_values(presets: Mapping[str, Mapping[str, Any]], preset: str) -> dict
 
 
 def resolve(settings_model: type[S], presets: Mapping[str, Mapping[str, Any]], preset: str | None,
-            overrides: Mapping[str, Any] | None = None) -> S:
+            overrides: Mapping[str, Any] | None = None, *, name: str | None = None) -> S:
     """Settings of one method: model defaults, then the preset's values, then ``overrides``.
 
     Parameters
@@ -77,6 +78,7 @@ def resolve(settings_model: type[S], presets: Mapping[str, Mapping[str, Any]], p
     presets : the method's ``PRESETS`` mapping preset name -> field values
     preset : str or None; None = the model defaults (the ``paper`` preset)
     overrides : field values that win over the preset (``--set``)
+    name : the method's name for error messages (default: the model's class name)
 
     Returns
     -------
@@ -101,8 +103,34 @@ def resolve(settings_model: type[S], presets: Mapping[str, Mapping[str, Any]], p
     try:
         return settings_model(**values)
     except ValidationError as exc:
-        fields = ", ".join(settings_model.model_fields)
-        raise ConfigError(f"invalid settings for {settings_model.__name__}: {exc}; valid fields: {fields}") from exc
+        raise ConfigError(settings_error_line(exc, settings_model, name or settings_model.__name__)) from exc
+
+
+def settings_error_line(exc: ValidationError, settings_model: type[BaseModel], name: str) -> str:
+    """One line for a settings :class:`~pydantic.ValidationError`: each bad field and why, no pydantic dump or URL.
+
+    Examples
+    --------
+    >>> from pydantic import BaseModel, ConfigDict
+    >>> class S(BaseModel):
+    ...     model_config = ConfigDict(extra="forbid")
+    ...     k: int = 1
+    >>> try:
+    ...     S(k="x", nope=3)
+    ... except ValidationError as e:
+    ...     print(settings_error_line(e, S, "m"))
+    invalid value 'x' for m.k: Input should be a valid integer, unable to parse string as an integer; unknown field nope of method m; valid fields: k
+    """
+    parts, unknown = [], False
+    for err in exc.errors():
+        field = ".".join(str(x) for x in err.get("loc", ())) or "?"
+        if err.get("type") == "extra_forbidden":
+            unknown = True
+            parts.append(f"unknown field {field} of method {name}")
+        else:
+            parts.append(f"invalid value {err.get('input')!r} for {name}.{field}: {err.get('msg', 'invalid')}")
+    fields = ", ".join(settings_model.model_fields)
+    return "; ".join(parts) + (f"; valid fields: {fields}" if unknown else "")
 
 
 def completion_budget(gw: Any, stage: str, fixed: int | None) -> int:

@@ -343,7 +343,7 @@ def resolve_methods(
             values["with_ground_truth"] = with_ground_truth
         if "with_ground_truth" in values and not has_truth:
             values.pop("with_ground_truth")
-        out[name] = resolve(spec.settings_model, spec.presets, preset, values).model_dump(mode="json")
+        out[name] = resolve(spec.settings_model, spec.presets, preset, values, name=name).model_dump(mode="json")
     return out
 
 

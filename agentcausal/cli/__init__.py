@@ -16,7 +16,7 @@ import sys
 from agentcausal import __version__
 from agentcausal.exceptions import AgentCausalError
 
-__all__ = ["main", "build_parser", "console_logging"]
+__all__ = ["main", "build_parser", "console_logging", "quiet_task_failures"]
 
 VERB_MODULES = ["attribute", "discover", "demo", "data", "serve", "compare", "import_traces"]
 
@@ -38,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         mod.register(sub)
+    for verb_parser in sub.choices.values():  # -v after the verb too; SUPPRESS keeps a -v given before it
+        verb_parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                                 help="log at INFO level (also accepted before the verb)")
     return parser
 
 
@@ -100,6 +103,48 @@ def console_logging(verbose: bool) -> None:
     console = logging.StreamHandler()
     console.setLevel(level)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", handlers=[console])
+
+
+#: loggers whose failure records (a failed task or flow run, with chained tracebacks) the console
+#: shows in one line unless ``-v``; the Prefect API (the UI) still gets the full record
+TASK_RUN_LOGGERS = ("prefect.task_runs", "prefect.flow_runs")
+
+
+class OneLineTaskFailures(logging.Filter):
+    """Console filter: a failed task run in one line, without its traceback; Prefect's repeat of it dropped.
+
+    Prefect logs a failed task run twice at ERROR: "Task run failed with exception: …" with
+    the chained tracebacks, then "Finished in state Failed(…)". The run's summary table and
+    report say which (trace, method) failed and why, so the console keeps the first line of the
+    first record only. Records are changed only after Prefect's API handler (on the task-run
+    logger itself) has sent them, since this filter sits on root's console handlers.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith(TASK_RUN_LOGGERS) or record.levelno < logging.WARNING:
+            return True
+        msg = record.getMessage()
+        if msg.startswith("Finished in state Failed") or msg.startswith("Finished in state Crashed"):
+            return False
+        if record.exc_info or record.exc_text or "\n" in msg:
+            record.msg, record.args = msg.split("\n", 1)[0], None
+            record.exc_info, record.exc_text, record.stack_info = None, None, None
+        return True
+
+
+def quiet_task_failures(verbose: bool) -> None:
+    """Put :class:`OneLineTaskFailures` on the root logger's console handlers (unless ``verbose``).
+
+    Call after Prefect is imported (it sets up its handlers on import); calling twice adds nothing.
+    """
+    if verbose:
+        return
+    consoles = [s for s in (sys.stderr, sys.stdout, sys.__stderr__, sys.__stdout__) if s is not None]
+    for handler in logging.getLogger().handlers:
+        if any(getattr(handler, "stream", None) is s for s in consoles) or type(handler).__name__ == \
+                "PrefectConsoleHandler":
+            if not any(isinstance(f, OneLineTaskFailures) for f in handler.filters):
+                handler.addFilter(OneLineTaskFailures())
 
 
 def main(argv: list[str] | None = None) -> int:

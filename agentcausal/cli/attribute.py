@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -45,8 +46,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Trace *.jsonl) as a cached Prefect flow; write results.parquet and report.md to a run folder.")
     p.add_argument("paths", nargs="+", metavar="PATH", help="trace folder(s) or file(s)")
     p.add_argument("--method", "-m", action="append", dest="methods", metavar="NAME",
-                   help="method to run (repeatable): all_at_once, step_by_step, binary_search, a2p, echo, dcfa "
-                   "(default: all_at_once)")
+                   help="method to run (repeatable): all_at_once, step_by_step, binary_search, a2p, echo, dcfa, "
+                   "dcfa_gca_only (default: all_at_once)")
     p.add_argument("--set", action="append", dest="sets", default=[], metavar="METHOD.FIELD=VALUE",
                    help="a method setting (repeatable), e.g. step_by_step.on_no_yes=last_step; VALUE is JSON or text")
     p.add_argument("--limit", type=int, default=None, help="at most N traces (after --id and --max-steps)")
@@ -71,6 +72,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--skip-invalid", action="store_true",
                    help="run the valid traces and list the invalid files (and JSONL lines) left out, instead of "
                    "refusing the corpus; run.json records them under 'skipped'")
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="CPU threads of the embedded model (default: all cores but one; "
+                   "$AGENTCAUSAL_PROFILE_EMBEDDED_THREADS wins)")
     add_runner_arguments(p)
     p.add_argument("--chunk-size", type=int, default=None, metavar="N",
                    help="traces per Prefect task (default: flows.attribute.DEFAULT_CHUNK_SIZE); 1 = a task run per "
@@ -79,7 +83,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     e = subparsers.add_parser("evaluate", help="recompute accuracy tables and report.md of a run folder",
                               description="Exact step/agent evaluation of a run folder written by `attribute`.")
-    e.add_argument("run_dir", metavar="RUN_DIR")
+    e.add_argument("run_dir", metavar="RUN_DIR",
+                   help="run folder written by `attribute` (holds results.parquet and run.json), e.g. runs/dcfa5")
     e.set_defaults(func=cmd_evaluate)
 
 
@@ -164,6 +169,12 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         raise ConfigError(f"--max-steps must be at least 1, got {args.max_steps}")
     if args.repeats < 1:
         raise ConfigError(f"--repeats must be at least 1, got {args.repeats}")
+    if args.threads is not None:
+        if args.threads < 1:
+            raise ConfigError(f"--threads must be at least 1, got {args.threads}")
+        import os
+
+        os.environ.setdefault("AGENTCAUSAL_PROFILE_EMBEDDED_THREADS", str(args.threads))
     settings, model_facts = apply_model_arguments(args, settings_from_args(args))
     preset = args.preset or routing_preset(settings.profiles_path, settings.routing)
     with_truth = False if args.no_ground_truth else None
@@ -179,16 +190,30 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         return 0
     from agentcausal.attribution.registry import get_method
 
-    settings.check_routes({st for m in methods for st in get_method(m).stages
-                           if resolved[m].get("with_ground_truth", True) or not st.endswith(".embed")})
+    stages = {st for m in methods for st in get_method(m).stages
+              if resolved[m].get("with_ground_truth", True) or not st.endswith(".embed")}
+    settings.check_routes(stages)
+    from agentcausal.cli.endpoints import check_endpoints
+
     imported, skipped = _checked_corpus(args)  # every refusal before anything is written
-    # other formats and --labels: imported into <run folder>/traces.jsonl
-    paths = prepare_corpus(args, traces=None if imported is None else [t for _, t in imported])
-    if imported is not None:
-        skipped = check_traces(paths, skip_invalid=args.skip_invalid)  # the flow's own loader, before Prefect
+    check_endpoints(settings.profiles_path, settings.routing, stages)  # one line and exit 2 when one is down
+    out_existed = bool(args.out) and Path(args.out).exists()
+    try:
+        # other formats and --labels: imported into <run folder>/traces.jsonl
+        paths = prepare_corpus(args, traces=None if imported is None else [t for _, t in imported])
+        if imported is not None:
+            skipped = check_traces(paths, skip_invalid=args.skip_invalid)  # the flow's own loader, before Prefect
+    except BaseException:
+        if args.out and not out_existed:  # refused before the run: leave no run folder behind
+            _remove_new_run_folder(Path(args.out))
+        raise
     plan = attribute_plan(args.paths, traces=imported, **plan_args)
     from flows.attribute import run_attribute  # the CLI is the one library module that reaches up to flows
     from flows.runners import runner_choice_from_args
+
+    from agentcausal.cli import quiet_task_failures
+
+    quiet_task_failures(getattr(args, "verbose", False))  # Prefect's handlers exist now
 
     runner = runner_choice_from_args(args)
 
@@ -201,6 +226,15 @@ def cmd_attribute(args: argparse.Namespace) -> int:
                             preset=preset, repeats=args.repeats, plan=plan.to_json_dict(),
                             chunk_size=args.chunk_size)
     return _print_run(run_dir)
+
+
+def _remove_new_run_folder(run_dir: Path) -> None:
+    """Remove what :func:`prepare_corpus` wrote into a run folder this command created (its traces.jsonl)."""
+    (run_dir / "traces.jsonl").unlink(missing_ok=True)
+    try:
+        run_dir.rmdir()  # only when empty: never anything else
+    except OSError:
+        pass
 
 
 def _checked_corpus(args: argparse.Namespace) -> tuple[list | None, list[dict[str, Any]]]:
@@ -227,6 +261,10 @@ def _checked_corpus(args: argparse.Namespace) -> tuple[list | None, list[dict[st
         refuse_truthless(args.paths, args)
         return None, skipped
     imported = [(str(p), t) for p in args.paths for t in load_with_options([p], args)]
+    if not imported:  # every trace skipped: name the user's files
+        from agentcausal.exceptions import TraceFormatError
+
+        raise TraceFormatError("no valid trace to run (every trace was skipped)", path=", ".join(args.paths))
     if not args.no_ground_truth:
         from agentcausal.traces.importers.labels import require_ground_truth
         from agentcausal.traces.io import select_traces
@@ -270,7 +308,39 @@ def check_traces(paths: list[str], *, skip_invalid: bool = False) -> list[dict[s
     return scan.skipped()
 
 
-def _print_run(run_dir: str) -> int:
+#: ``EndpointUnreachableError: profile 'P': endpoint URL unreachable after retries: CAUSE`` in a row's error
+_UNREACHABLE = re.compile(r"EndpointUnreachableError: profile '([^']*)': endpoint (\S+) unreachable after retries: (.*)")
+
+
+def unreachable_summary(failures: Any, rows: int) -> str | None:
+    """One line when every one of ``rows`` rows failed because its endpoint was unreachable, else None.
+
+    Parameters
+    ----------
+    failures : DataFrame with ``error`` (and ``status``), :attr:`Evaluation.failures`
+    rows : number of (trace, method) rows of the run
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> f = pd.DataFrame({"status": ["failed"], "error": [
+    ...     "EndpointUnreachableError: profile 'cli': endpoint http://h:9/v1 unreachable after retries: refused"]})
+    >>> unreachable_summary(f, 1)
+    'endpoint unreachable: cli at http://h:9/v1 — refused (all 1 row(s) failed; nothing was cached)'
+    >>> unreachable_summary(f, 2) is None
+    True
+    """
+    if rows < 1 or len(failures) != rows or "error" not in failures:
+        return None
+    hits = [_UNREACHABLE.search(str(e)) for e in failures["error"]]
+    if not all(hits):
+        return None
+    first = hits[0]
+    return (f"endpoint unreachable: {first.group(1)} at {first.group(2)} — {first.group(3).strip()} "
+            f"(all {rows} row(s) failed; nothing was cached)")
+
+
+def _print_run(run_dir: str, *, exit_on_unreachable: bool = True) -> int:
     from agentcausal.report.attribution import accuracy_text, report_run
 
     rep = report_run(run_dir)
@@ -283,15 +353,38 @@ def _print_run(run_dir: str) -> int:
               + (f" {st.get('content_failed', 0)} content failures (cached; --retry-failed recomputes them)."
                  if st.get("content_failed", 0) else ""))
     print(f"\nrun folder: {run_dir}\nreport:     {rep.path}")
+    line = unreachable_summary(rep.evaluation.failures, int(rep.evaluation.overall["n"].sum())) \
+        if exit_on_unreachable and "n" in rep.evaluation.overall else None
+    if line:
+        print(f"agentcausal: error: {line}", file=sys.stderr)
+        return 1
     return 0
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """Handler of ``agentcausal evaluate``.
 
+    A discovery run folder (``outcomes.jsonl``) is re-reported the way
+    ``agentcausal discover --report RUN_DIR`` does, saying so in one line.
+
     Raises
     ------
-    TraceFormatError
+    ConfigError
+        If the folder is missing.
+    RunFileError
         If the folder holds no valid ``results.parquet``.
     """
-    return _print_run(args.run_dir)
+    run_dir = Path(args.run_dir)
+    if not run_dir.is_dir():
+        raise ConfigError(f"no such run folder: {run_dir}")
+    if (run_dir / "outcomes.jsonl").is_file():  # written by `discover` only
+        from agentcausal.report.discovery import summary_text, write_report
+
+        print(f"agentcausal: {run_dir} is a discovery run; re-reporting it as "
+              f"`agentcausal discover --report {run_dir}` does", file=sys.stderr)
+        files = write_report(str(run_dir))
+        print(summary_text(files.frame))
+        print(f"\nrun folder: {files.run_dir}\nreport:     {files.report}")
+        return 0
+    return _print_run(str(run_dir), exit_on_unreachable=False)
+

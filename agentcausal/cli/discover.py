@@ -288,9 +288,17 @@ def cmd_discover(args: argparse.Namespace) -> int:
         return 0
     from agentcausal.discovery.methods import method_stages
 
-    settings.check_routes({st for m in methods for st in method_stages(m, config)})
+    stages = {st for m in methods for st in method_stages(m, config)}
+    settings.check_routes(stages)
+    from agentcausal.cli.endpoints import check_endpoints
+
+    check_endpoints(settings.profiles_path, settings.routing, stages)  # one line and exit 2 when one is down
     from flows.discover import run_discover  # the CLI is the one library module that reaches up to flows
     from flows.runners import runner_choice_from_args
+
+    from agentcausal.cli import quiet_task_failures
+
+    quiet_task_failures(getattr(args, "verbose", False))  # Prefect's handlers exist now
 
     runner = runner_choice_from_args(args)
     from agentcausal.discovery.methods import DiscoveryConfig

@@ -14,7 +14,8 @@ the fly: the imported corpus is written as ``traces.jsonl`` in the run folder.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from agentcausal.traces.model import Trace
@@ -63,11 +64,42 @@ def load_with_options(paths: Sequence[str], args: argparse.Namespace) -> list[Tr
     from agentcausal.traces.importers import import_traces
     from agentcausal.traces.importers.labels import apply_labels, read_labels
 
-    traces = import_traces(paths, args.format, logs=args.logs, tool_agent=args.tool_agent,
-                           skip_invalid=bool(getattr(args, "skip_invalid", False)))
+    with _skip_notices():
+        traces = import_traces(paths, args.format, logs=args.logs, tool_agent=args.tool_agent,
+                               skip_invalid=bool(getattr(args, "skip_invalid", False)))
     if args.labels:
         traces = apply_labels(traces, read_labels(args.labels))
     return traces
+
+
+#: logger whose "skipped ..." warnings (--skip-invalid) the CLI prints in its own style
+_IMPORT_LOGGER = "agentcausal.traces.importers"
+
+
+@contextlib.contextmanager
+def _skip_notices() -> Iterator[None]:
+    """Print the importers' "skipped ..." warnings as ``agentcausal: skipping ...`` lines, not as log records."""
+    import logging
+    import sys
+
+    class _Notice(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            msg = record.getMessage()
+            if msg.startswith("skipped "):
+                text = msg[len('skipped '):].replace(" cannot be imported", " that cannot be imported", 1)
+                print(f"agentcausal: skipping {text}", file=sys.stderr)
+            else:  # any other warning goes on to the usual handlers
+                logging.getLogger().handle(record)
+
+    logger = logging.getLogger(_IMPORT_LOGGER)
+    handler, propagate = _Notice(level=logging.WARNING), logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
 
 
 def prepare_corpus(args: argparse.Namespace, traces: Sequence[Trace] | None = None) -> list[str]:
@@ -85,14 +117,18 @@ def prepare_corpus(args: argparse.Namespace, traces: Sequence[Trace] | None = No
     Raises
     ------
     TraceFormatError
-        If a file matches no format, is malformed or holds an invalid trace, or a label does not fit.
+        If a file matches no format, is malformed or holds an invalid trace, a label does not fit,
+        or no trace is left (all skipped by ``--skip-invalid``; the message names the input files).
     """
+    from agentcausal.exceptions import TraceFormatError
     from agentcausal.traces.importers import detect_formats
     from agentcausal.traces.io import write_jsonl
 
     if {fmt for _, fmt in detect_formats(args.paths, args.format)} <= {"who-and-when", "jsonl"} and not args.labels:
         return list(args.paths)
     traces = load_with_options(args.paths, args) if traces is None else traces
+    if not traces:  # every trace skipped: say so about the user's files, before a run folder exists
+        raise TraceFormatError("no valid trace to run (every trace was skipped)", path=", ".join(args.paths))
     if not args.out:
         from flows.attribute import default_run_dir
 

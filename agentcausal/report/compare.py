@@ -128,6 +128,11 @@ def wilcoxon_paired(a: list[float], b: list[float]) -> float:
     return float(wilcoxon(d, zero_method="wilcox", alternative="two-sided").pvalue)
 
 
+def _a(word: str) -> str:
+    """``word`` with its indefinite article: "an attribution", "a discovery"."""
+    return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
+
+
 def run_kind(run_dir: str | Path) -> RunKind:
     """``"discovery"`` when the folder has ``outcomes.jsonl``, ``"attribution"`` when it has ``results.parquet``.
 
@@ -202,7 +207,7 @@ def compare_runs(run_a: str | Path, run_b: str | Path) -> Comparison:
     a_dir, b_dir = Path(run_a), Path(run_b)
     kind = run_kind(a_dir)
     if run_kind(b_dir) != kind:
-        raise CompareError(f"cannot compare a {kind} run ({a_dir}) with a {run_kind(b_dir)} run ({b_dir})",
+        raise CompareError(f"cannot compare {_a(kind)} run ({a_dir}) with {_a(run_kind(b_dir))} run ({b_dir})",
                            run_a=str(a_dir), run_b=str(b_dir))
     a, b = _load(a_dir, kind), _load(b_dir, kind)
     base = ["trace_id"] if kind == "attribution" else ["dataset"]
