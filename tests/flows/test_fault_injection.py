@@ -2,8 +2,9 @@
 dropped connections, malformed and truncated replies) on the fake server (test double).
 
 Every row of the faulty run either matches the fault-free run or is marked (failed, content_failed, degraded);
-a plain rerun on a healthy endpoint retries the failed rows, ``--retry-failed`` recomputes the content-failed and
-degraded ones, and then every answer equals the fault-free run's.
+a plain rerun on a healthy endpoint retries the failed rows and the rows degraded by a failure of the run
+(``status_detail`` "LCE failed (run)"), reuses the content-failed and content-degraded ones, ``--retry-failed``
+recomputes those, and then every answer equals the fault-free run's.
 """
 
 from __future__ import annotations
@@ -71,8 +72,14 @@ def test_faulty_run_is_marked_and_recovers_to_the_fault_free_answers(tmp_path):
         assert (plain["status"] != "failed").all()
         assert srv.count > before or not (faulty["status"] == "failed").any()
         assert plain.loc[faulty["status"] == "complete", "reused"].all()
-        kept = faulty["status"].isin(["content_failed", "degraded"])
+        # a fallback after a failure of the run (transport, 401, timeout during LCE) is a failure of the run:
+        # never cached, so the plain rerun recomputes it on the healthy endpoint; content-caused marks are kept
+        of_run = (faulty["status"] == "degraded") & faulty["status_detail"].fillna("").str.startswith(
+            "LCE failed (run)")
+        kept = faulty["status"].isin(["content_failed", "degraded"]) & ~of_run
         assert plain.loc[kept, "reused"].all() and (plain.loc[kept, "status"] == faulty.loc[kept, "status"]).all()
+        assert (plain.loc[of_run, "status"] == "complete").all() and not plain.loc[of_run, "reused"].any()
+        assert (plain.loc[of_run, ANSWER].astype(str) == reference.loc[of_run, ANSWER].astype(str)).all(axis=None)
 
         final = _run(corpus, settings.model_copy(update={"retry_failed": True}), tmp_path / "retried")
     pd.testing.assert_frame_equal(final[ANSWER], reference[ANSWER])

@@ -27,7 +27,9 @@ context overflow) falls back to the GCA hypothesis: ``details["lce"]`` is
 ``status_detail``), so a trace whose GCA succeeded is never scored as failed.
 ``details["lce"]["cause"]`` says whether the failure was one of content
 (``"content"``: a reply still invalid, cacheable) or of the run (``"run"``:
-transport, 401, timeout), which the ``attribute`` task returns without caching.
+transport, 401, timeout), which the ``attribute`` task returns without caching
+(so a plain rerun recomputes it); ``status_detail`` starts ``"LCE failed (content)"`` or
+``"LCE failed (run)"`` accordingly.
 
 ``usage`` holds the calls, tokens, cache hits and seconds of each DCFA stage
 for this trace and method: every call is booked under the ledger item
@@ -165,10 +167,10 @@ def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str =
         try:
             lce = run_lce(trace, gca, gw, settings, item=item)
         except AgentCausalError as exc:  # endpoint, invalid/empty reply, context overflow: keep GCA's answer
-            degraded = f"LCE failed, GCA hypothesis kept: {type(exc).__name__}: {exc}"[:500]
             # "run": a failure of the run (transport, 401, timeout), which an orchestrator must not cache
-            details["lce"] = {"error": f"{type(exc).__name__}: {exc}",
-                              "cause": "content" if is_content_failure(exc) else "run"}
+            cause = "content" if is_content_failure(exc) else "run"
+            degraded = f"LCE failed ({cause}), GCA hypothesis kept: {type(exc).__name__}: {exc}"[:500]
+            details["lce"] = {"error": f"{type(exc).__name__}: {exc}", "cause": cause}
         else:
             details["lce"] = _lce_details(lce)
             if not lce.decision.skipped:
