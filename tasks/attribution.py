@@ -33,7 +33,7 @@ from agentcausal.attribution.common import attribution_key, run_method
 from agentcausal.attribution.evaluate import save_run
 from agentcausal.repeats import mark_repeat, with_sample
 from agentcausal.report.attribution import RunReport, report_run
-from agentcausal.resume import run_chunk
+from agentcausal.resume import item_workers, routed_limits, run_chunk
 from agentcausal.settings import RunSettings
 from agentcausal.traces.io import load_traces, select_traces
 from agentcausal.traces.model import Attribution, Trace
@@ -105,7 +105,8 @@ def attribute_chunk(traces: Sequence[Trace], method: str, method_settings: Mappi
     return run_chunk([(attribute_task_key(t, method, method_settings, settings, r),
                        functools.partial(_attribute_one, t, method, method_settings, settings, r))
                       for t, r in zip(traces, repeats or [0] * len(traces))],
-                     result_index(settings, "attribute"), not_before=not_before, store_if=_cacheable)
+                     result_index(settings, "attribute"), not_before=not_before, store_if=_cacheable,
+                     workers=item_workers(routed_limits(gateway_for(settings).profiles)))
 
 
 def attribute_options(settings: RunSettings, *, refresh: bool = False) -> dict[str, Any]:
