@@ -50,7 +50,7 @@ from pydantic import BaseModel
 from agentcausal.exceptions import AgentCausalError
 
 __all__ = ["RETRIED_STATUSES", "MIN_CHUNKS", "ResultIndex", "ResumePlan", "plan_resume", "run_chunk", "chunked",
-           "chunk_length", "item_pool", "item_workers", "routed_limits"]
+           "chunk_length", "item_pool", "item_workers", "routed_limits", "chunk_items"]
 
 #: a method's jobs are split into at least this many chunks (when it has as many jobs)
 MIN_CHUNKS = 8
@@ -207,6 +207,26 @@ def chunked(positions: Sequence[int], size: int) -> list[list[int]]:
     """
     size = max(1, int(size))
     return [list(positions[i:i + size]) for i in range(0, len(positions), size)]
+
+
+def chunk_items(items: Any) -> Sequence[Any]:
+    """A chunk task's item list as the flow passed it, whatever the task runner made of the wrapper.
+
+    The flow wraps a chunk's items in Prefect's ``quote`` (so Prefect does not walk every record);
+    the thread runner unwraps it; on Dask it arrives pickled, where a ``quote`` comes back holding a
+    one-element tuple of the list (``quote`` is a tuple subclass), and tuples nested in plain
+    sequences (items are records, never sequences themselves, so unwrapping them is safe).
+
+    >>> chunk_items(([1, 2],)), chunk_items([[1, 2]]), chunk_items([3]), chunk_items((4, 5))
+    ([1, 2], [1, 2], [3], (4, 5))
+    """
+    while True:
+        if hasattr(items, "unquote"):
+            items = items.unquote()
+        elif isinstance(items, (list, tuple)) and len(items) == 1 and isinstance(items[0], (list, tuple)):
+            items = items[0]
+        else:
+            return items
 
 
 def routed_limits(profiles: Any) -> list[int]:

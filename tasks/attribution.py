@@ -33,7 +33,7 @@ from agentcausal.attribution.common import attribution_key, run_method
 from agentcausal.attribution.evaluate import save_run
 from agentcausal.repeats import mark_repeat, with_sample
 from agentcausal.report.attribution import RunReport, report_run
-from agentcausal.resume import item_workers, routed_limits, run_chunk
+from agentcausal.resume import chunk_items, item_workers, routed_limits, run_chunk
 from agentcausal.settings import RunSettings
 from agentcausal.traces.io import load_traces, select_traces
 from agentcausal.traces.model import Attribution, Trace
@@ -102,6 +102,7 @@ def attribute_chunk(traces: Sequence[Trace], method: str, method_settings: Mappi
                     repeats: Sequence[int] | None = None, not_before: float | None = None) -> list[Attribution]:
     """One method on a chunk of (trace, repeat) items, each cached on its own in the results index
     (:func:`agentcausal.resume.run_chunk`; a retry repeats only the unfinished items)."""
+    traces = chunk_items(traces)  # Dask delivers the flow's quote(...) as a one-element sequence
     return run_chunk([(attribute_task_key(t, method, method_settings, settings, r),
                        functools.partial(_attribute_one, t, method, method_settings, settings, r))
                       for t, r in zip(traces, repeats or [0] * len(traces))],

@@ -85,3 +85,18 @@ def test_pool_size_follows_the_routed_limits():
     workers = item_workers(routed_limits(profiles))
     assert 40 <= workers <= 2 * 40  # at least every slot of the largest limit, a bounded slack above it
     assert item_workers([]) >= 1
+
+
+def test_chunk_items_survive_the_dask_round_trip():
+    """Dask pickles a chunk task's arguments: Prefect's ``quote`` (a tuple subclass) comes back holding a
+    one-element tuple of the list, which the thread runner never shows (the Dask runner's chunks failed on it)."""
+    import pickle
+
+    from prefect.utilities.annotations import quote
+
+    from agentcausal.resume import chunk_items
+
+    traces = [Attribution(trace_id=f"t{i}", method="m", step=0, agent="A") for i in range(3)]
+    for wrapped in (quote(traces), pickle.loads(pickle.dumps(quote(traces))), (traces,), [tuple(traces)], traces):
+        assert [t.trace_id for t in chunk_items(wrapped)] == ["t0", "t1", "t2"]
+    assert [t.trace_id for t in chunk_items([traces[0]])] == ["t0"]  # a chunk of one record stays one record
