@@ -9,7 +9,7 @@ shared by chat and embedding requests (a new model label per row, so no row
 reads another's LLM cache). Then the same flow again on the same cache
 folder (a fully cached rerun).
 
-With ``runners=("thread", "dask")`` the all_at_once rows run once more on
+With ``runners=("thread", "dask")`` the all_at_once rows of the first latency run once more on
 the Dask runner (``flows.runners``: a local cluster of ``dask_workers`` worker
 processes, started inside the timed flow call); the concurrency limit holds
 per process, so each worker's profile gets ``concurrency / dask_workers``
@@ -132,7 +132,7 @@ def run_scale(plan: Sequence[tuple[str, int]] = DEFAULT_PLAN, *, latencies_s: Se
     latencies_s : fake-server latencies per request, seconds (one server each)
     concurrencies : ``max_concurrency`` levels
     chunk_sizes : traces per task to compare (None: the flow's default)
-    runners : ``thread`` and/or ``dask``; Dask rows only for all_at_once (issue 15 item 6)
+    runners : ``thread`` and/or ``dask``; Dask rows only for all_at_once at the first latency (issue 15 item 6)
     dask_workers : local Dask worker processes of the ``dask`` rows
     work : scratch folder (default: a new temporary folder)
 
@@ -158,7 +158,7 @@ def run_scale(plan: Sequence[tuple[str, int]] = DEFAULT_PLAN, *, latencies_s: Se
             for method, n in plan:
                 for c in concurrencies:
                     for cs, rn in [(cs, rn) for rn in runners for cs in chunk_sizes
-                                   if rn == "thread" or method == "all_at_once"]:
+                                   if rn == "thread" or (method == "all_at_once" and lat == latencies_s[0])]:
                         label = f"{method}-n{n}-c{c}-l{int(lat * 1000)}-k{cs or 0}-{rn}-{time.time_ns()}"
                         row = scale_row(corpora[n][0], corpora[n][1], method, c, server, work, chunk_size=cs,
                                         label=label, runner=rn, dask_workers=dask_workers)
