@@ -160,8 +160,8 @@ def scale_section(path: Path = Path(__file__).with_name("results") / "scale.json
         return how + "\n"
     res = json.loads(path.read_text())
     m = res.get("machine") or {}
-    cols = ["traces", "method", "concurrency", "chunk_size", "latency_s", "requests", "peak_in_flight", "wall_s",
-            "bound_s", "ratio", "rerun_s", "rerun_requests", "rerun_fraction", "rss_mb", "rows_ok"]
+    cols = ["runner", "traces", "method", "concurrency", "chunk_size", "latency_s", "requests", "peak_in_flight",
+            "wall_s", "bound_s", "ratio", "rerun_s", "rerun_requests", "rerun_fraction", "rss_mb", "rows_ok"]
     return (f"{how} Last run: {m.get('when', '')[:16]} at commit {m.get('commit', '')}, {m.get('cpus')} cores, load "
             f"average {(res.get('machine_at_start') or {}).get('load_avg_1_5_15', ['?'])[0]} at the start "
             f"(`{' '.join(res.get('argv') or [])}`).\n\n" + md_table(res["rows"], cols))

@@ -83,7 +83,7 @@ def test_pool_size_follows_the_routed_limits():
         routings={"default": {"default": "chat", "embed": "emb"}}, limit_groups={"g": 40})
     assert sorted(routed_limits(profiles)) == [3, 40]  # the group's size, not the profile's; unrouted ignored
     workers = item_workers(routed_limits(profiles))
-    assert 40 <= workers <= 2 * 40  # at least every slot of the largest limit, a bounded slack above it
+    assert 40 <= workers <= 5 * 40  # at least every slot of the largest limit, a bounded number of items per slot
     assert item_workers([]) >= 1
 
 
