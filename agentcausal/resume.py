@@ -87,7 +87,10 @@ class ResultIndex(Generic[R]):
         self.path = Path(cache_dir, "results", kind).resolve()
         self.path.mkdir(parents=True, exist_ok=True)
         self.model = model
-        self._cache = diskcache.Cache(str(self.path), size_limit=2**34)
+        # every thread that reads or writes holds its own SQLite connection (diskcache): without a memory map
+        # and with a small page cache each costs a fraction of the defaults (64 MiB map, 32 MiB cache), which
+        # matters with a pool of hundreds of item threads (bench/README.md, "Scale: where the time goes")
+        self._cache = diskcache.Cache(str(self.path), size_limit=2**34, sqlite_mmap_size=0, sqlite_cache_size=256)
 
     def put(self, key: str, record: R) -> bool:
         """Store ``record`` under ``key`` unless its status is ``failed``; True when stored.
@@ -253,17 +256,18 @@ def routed_limits(profiles: Any) -> list[int]:
 
 #: item threads per slot of the largest limit. Items whose requests chain (DCFA: about 7 per trace, each
 #: waiting on the one before, with the client's own work between them) leave a slot idle whenever too few
-#: items are active; with several items per slot the slots stay full and the active items share them, so
-#: the last ones to finish are those with the longest remaining chains (measured on 150 DCFA traces at
-#: concurrency 16: 1.25 items per slot left the wall 1.28 x the bound, all items at once 1.22 x)
-ITEM_SLACK = 4.0
+#: items are active, so more than one item per slot; every thread costs memory (its stack, its SQLite
+#: connections, about 0.5 MB) and, where the client's CPU is the bottleneck, contention. Measured under load
+#: on 2 cores: 150 DCFA traces at concurrency 16 ran 1.28 x the bound at 1.25 items per slot and 1.22 x with
+#: every item at once; 3,000 All-at-Once traces at concurrency 64 held 417 MB at 1.25 per slot and 509 MB at 4
+ITEM_SLACK = 2.0
 
 
 def item_workers(limits: Iterable[int], *, slack: float = ITEM_SLACK, minimum: int = 4) -> int:
     """Items at a time in one process: ``ceil(slack x largest limit) + 2``, at least ``minimum``.
 
     >>> item_workers([16]), item_workers([64, 8]), item_workers([])
-    (66, 258, 4)
+    (34, 130, 4)
     """
     top = max(list(limits) or [0])
     return max(minimum, math.ceil(slack * top) + 2 if top else minimum)

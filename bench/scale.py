@@ -22,7 +22,7 @@ peak of requests in flight), ``wall_s`` (the flow call, first run),
 time), ``ratio = wall_s / bound_s``, ``rerun_s`` and ``rerun_requests`` (the
 second run), ``rerun_fraction = rerun_s / wall_s``, ``rss_mb`` (peak resident
 memory of the benchmark process so far, ``ru_maxrss``: the flow runs in this
-process, the server does not), ``rows_ok`` (the run's Parquet holds every
+process; the server and the corpus generator do not), ``rows_ok`` (the run's Parquet holds every
 trace once under its own id and no ``failed`` row, on both runs) and
 ``failed_rows`` (rows of both runs whose status is ``failed``: a failure of
 the run, such as a task that raised, which ``rows_ok`` alone would not show).
@@ -34,6 +34,8 @@ import resource
 import tempfile
 import time
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +61,15 @@ def _rows_ok(run_dir: str, ids: Sequence[str]) -> tuple[bool, int]:
 
     df = pd.read_parquet(Path(run_dir) / "results.parquet", columns=["trace_id", "status"])
     return (len(df) == len(ids) and list(sorted(df["trace_id"])) == sorted(ids)), int((df["status"] == "failed").sum())
+
+
+def _write_corpus(n: int, path: Path) -> list[str]:
+    """``n`` synthetic traces as JSONL at ``path`` (run in a child process); their ids."""
+    from agentcausal.traces.io import write_jsonl
+
+    traces = synthetic_traces(n)
+    write_jsonl(traces, path)
+    return [t.id for t in traces]
 
 
 def scale_row(corpus_file: Path, ids: Sequence[str], method: str, concurrency: int, server: ServerProcess,
@@ -140,16 +151,14 @@ def run_scale(plan: Sequence[tuple[str, int]] = DEFAULT_PLAN, *, latencies_s: Se
     -------
     dict with ``rows`` (see :data:`COLUMNS`), ``prefect_api_start_s`` and the plan
     """
-    from agentcausal.traces.io import write_jsonl
     from bench.throughput import _prefect_warmup
 
     work = work or Path(tempfile.mkdtemp(prefix="agentcausal-bench-scale-"))
     corpora = {}
-    for method, n in plan:
-        if n not in corpora:
-            traces = synthetic_traces(n)
-            corpora[n] = (write_jsonl(traces, work / f"corpus-{n}.jsonl"), [t.id for t in traces])
-            del traces
+    sizes = sorted({n for _, n in plan})
+    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as child:  # rss_mb: the flow's alone
+        for n, ids in zip(sizes, child.map(_write_corpus, sizes, [work / f"corpus-{n}.jsonl" for n in sizes])):
+            corpora[n] = (work / f"corpus-{n}.jsonl", ids)
     warm = _prefect_warmup()
     log(f"  Prefect temporary API up in {warm:.1f} s")
     rows: list[dict[str, Any]] = []
