@@ -59,6 +59,11 @@ class PlanItem(BaseModel):
     n: int | None = None
     d: int | None = None
 
+    def content_hash(self) -> str:
+        """``sha256``: for a trace, what :meth:`Trace.content_hash` gave when the plan was built (so an item
+        stands for its trace in :func:`agentcausal.attribution.common.attribution_key`)."""
+        return self.sha256
+
 
 class MethodPlan(BaseModel):
     """One method as it will run.
@@ -177,11 +182,13 @@ def attribute_plan(paths: Sequence[str], methods: Sequence[str] = (), *,
         On a malformed trace file or an unknown routing/method.
     """
     from agentcausal.attribution.registry import get_method
-    from agentcausal.traces.io import load_traces, select_traces
+    from agentcausal.traces.io import _raise_all, scan_traces, select_traces
 
-    if traces is None:
-        loaded = load_traces(list(paths), skip_invalid=skip_invalid)
-        traces = list(zip(_trace_files(paths), loaded, strict=True))
+    if traces is None:  # one read of the corpus: the traces and the file each came from
+        scan = scan_traces(list(paths))
+        if not skip_invalid:
+            _raise_all(scan.invalid)
+        traces = list(zip(scan.origins, scan.traces, strict=True))
     origin = {t.id: p for p, t in traces}
     traces = select_traces([t for _, t in traces], ids=ids, limit=limit, max_steps=max_steps)
     profiles = _profiles(profiles_path, routing)
@@ -203,18 +210,6 @@ def attribute_plan(paths: Sequence[str], methods: Sequence[str] = (), *,
              for t in traces]
     return Plan(kind="attribute", routing=routing, preset=preset, items=items, methods=mplans, repeats=repeats,
                 missing_keys=missing_keys(profiles, all_stages))
-
-
-def _trace_files(paths: Sequence[str]) -> list[str]:
-    """The file each valid trace of ``paths`` comes from, in :func:`~agentcausal.traces.io.scan_traces` order
-    (a folder stands for its files; a JSONL file for each of its valid lines)."""
-    from agentcausal.traces.io import _files, scan_traces
-
-    out: list[str] = []
-    for p in paths:
-        for f, _ in _files(Path(p)):
-            out += [str(f)] * len(scan_traces([f]).traces)
-    return out
 
 
 def _sha256_file(path: Path) -> str:
