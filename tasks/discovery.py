@@ -24,6 +24,8 @@ from prefect.context import TaskRunContext
 from agentcausal.discovery.datasets import Dataset, load_spec
 from agentcausal.discovery.methods import DiscoveryConfig, DiscoveryOutcome, discovery_key, method_stages, \
     run_discovery
+from agentcausal.plan import PlanItem
+from agentcausal.runs.items import check_file_item
 from agentcausal.report.discovery import RunFiles, save_run, write_report
 from agentcausal.settings import RunSettings
 from tasks.common import gateway_for, result_storage, retry_transport
@@ -47,8 +49,12 @@ def _discover_key(context: TaskRunContext, p: dict[str, Any]) -> str:
 
 
 @task(name="load-dataset", retries=1, task_run_name="load:{spec}:{seed}")
-def load_discovery_dataset(spec: str, n: int, seed: int, name: str | None = None) -> Dataset:
-    """A benchmark or user dataset (:func:`agentcausal.discovery.datasets.load_spec`)."""
+def load_discovery_dataset(spec: str, n: int, seed: int, name: str | None = None,
+                           item: PlanItem | None = None) -> Dataset:
+    """A benchmark or user dataset (:func:`agentcausal.discovery.datasets.load_spec`); with its plan item, the
+    file's sha256 is checked first (:func:`agentcausal.runs.items.check_file_item`)."""
+    if item is not None:
+        check_file_item(item)
     return load_spec(spec, n=n, seed=seed, name=name)
 
 
