@@ -35,12 +35,12 @@ from prefect.cache_policies import NO_CACHE
 from prefect.context import TaskRunContext
 
 from agentcausal.attribution.common import attribution_key, run_method
-from agentcausal.attribution.evaluate import save_run
 from agentcausal.attribution.paper_tables import speaker_mismatches
 from agentcausal.plan import PlanItem
 from agentcausal.repeats import mark_repeat, with_sample
 from agentcausal.report.attribution import RunReport, report_run
 from agentcausal.resume import run_chunk
+from agentcausal.runs.folder import save_attribution_run
 from agentcausal.runs.items import load_trace_item, load_trace_items
 from agentcausal.settings import RunSettings
 from agentcausal.traces.model import Attribution
@@ -127,7 +127,8 @@ def save_attributions(attributions: Sequence[Attribution], items: Sequence[PlanI
     """``results.parquet`` and ``run.json`` in the run folder (traces read from their plan items, for the
     current labels; ``run.json`` gains ``speaker_mismatch``)."""
     traces = load_trace_items(items)
-    return str(save_run(attributions, traces, run_dir, {**meta, "speaker_mismatch": speaker_mismatches(traces)}))
+    meta = {**meta, "speaker_mismatch": speaker_mismatches(traces)}
+    return str(save_attribution_run(attributions, traces, run_dir, meta))
 
 
 @task(name="evaluate-run")

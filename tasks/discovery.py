@@ -26,7 +26,8 @@ from agentcausal.discovery.methods import DiscoveryConfig, DiscoveryOutcome, dis
     run_discovery
 from agentcausal.plan import PlanItem
 from agentcausal.runs.items import check_file_item
-from agentcausal.report.discovery import RunFiles, save_run, write_report
+from agentcausal.report.discovery import RunFiles, write_report
+from agentcausal.runs.folder import save_discovery_run
 from agentcausal.settings import RunSettings
 from tasks.common import gateway_for, result_storage, retry_transport
 
@@ -78,7 +79,7 @@ def discover_options(settings: RunSettings, *, refresh: bool = False) -> dict[st
 @task(name="save-discovery")
 def save_discovery(outcomes: Sequence[DiscoveryOutcome], run_dir: str, meta: Mapping[str, Any]) -> str:
     """``outcomes.jsonl`` and ``run.json`` in the run folder."""
-    return str(save_run(outcomes, run_dir, meta))
+    return str(save_discovery_run(outcomes, run_dir, meta))
 
 
 @task(name="report-discovery")

@@ -402,12 +402,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     if not run_dir.is_dir():
         raise ConfigError(f"no such run folder: {run_dir}")
-    if (run_dir / "outcomes.jsonl").is_file():  # written by `discover` only
-        from agentcausal.report.discovery import summary_text, write_report
+    from agentcausal.runs.folder import report_run_folder, run_kind
+
+    if run_kind(run_dir) == "discover":
+        from agentcausal.report.discovery import summary_text
 
         print(f"agentcausal: {run_dir} is a discovery run; re-reporting it as "
               f"`agentcausal discover --report {run_dir}` does", file=sys.stderr)
-        files = write_report(str(run_dir))
+        files = report_run_folder(str(run_dir))
         print(summary_text(files.frame))
         print(f"\nrun folder: {files.run_dir}\nreport:     {files.report}")
         return 0
