@@ -358,11 +358,11 @@ def _print_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool
 
     if evaluate:
         rep = report_run(run_dir)
-        overall, failures, path = rep.evaluation.overall, rep.evaluation.failures, rep.path
+        shown, path = rep.evaluation, rep.path
     else:
-        overall, failures = read_attribution_summary(run_dir)
-        path = Path(run_dir) / "report.md"
-    print(accuracy_text(_Overall(overall)))
+        shown, path = read_attribution_summary(run_dir), Path(run_dir) / "report.md"
+    overall, failures = shown.overall, shown.failures
+    print(accuracy_text(shown))
     if len(failures):
         st = failures["status"].value_counts() if "status" in failures else {}
         print(f"\n{len(failures)} failed (trace, method) pairs; see the report."
@@ -377,13 +377,6 @@ def _print_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool
         print(f"agentcausal: error: {line}", file=sys.stderr)
         return 1
     return 0
-
-
-class _Overall:
-    """Stands in for an Evaluation in :func:`~agentcausal.report.attribution.accuracy_text` (reads ``overall``)."""
-
-    def __init__(self, overall: Any) -> None:
-        self.overall = overall
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
