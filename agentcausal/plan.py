@@ -220,8 +220,9 @@ def _sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def _dataset_item(spec: str, n: int) -> PlanItem:
-    """n, d and a file hash of a dataset, from metadata where that is cheap (bnlearn: the descriptions)."""
+def _dataset_item(spec: str, n: int, loaded: Any = None) -> PlanItem:
+    """n, d and a file hash of a dataset, from metadata where that is cheap (bnlearn: the descriptions);
+    ``loaded``: the user dataset as the CLI's check already read it (not read again)."""
     from agentcausal.discovery.datasets import BENCHMARKS, data_dir
 
     key = spec.lower().replace("-", "_")
@@ -241,14 +242,15 @@ def _dataset_item(spec: str, n: int) -> PlanItem:
     data_path, meta_path = spec.split("::", 1) if "::" in spec else (spec, str(Path(spec).with_suffix(".json")))
     from agentcausal.discovery.datasets import load_user_dataset
 
-    ds = load_user_dataset(data_path, meta_path)
+    ds = loaded if loaded is not None else load_user_dataset(data_path, meta_path)
     return PlanItem(id=ds.name, path=data_path, sha256=_sha256_file(Path(data_path)), n=int(ds.data.shape[0]),
                     d=len(ds.variables))
 
 
 def discover_plan(datasets: Sequence[str], methods: Sequence[str], *, config: Any, preset: str, routing: str,
                   profiles_path: str | None = None, n: int = 1000, repeats: int = 1,
-                  anonymise: Sequence[str] = (), seeds: Sequence[int] = (0,)) -> Plan:
+                  anonymise: Sequence[str] = (), seeds: Sequence[int] = (0,),
+                  loaded: Mapping[str, Any] | None = None) -> Plan:
     """The plan of ``agentcausal discover``.
 
     Parameters
@@ -262,6 +264,7 @@ def discover_plan(datasets: Sequence[str], methods: Sequence[str], *, config: An
     repeats : int, runs per (dataset, seed, method)
     anonymise : variable-anonymisation choices (``--anonymise``; empty = not asked)
     seeds : the run seeds
+    loaded : spec -> Dataset, user datasets already read and checked (the CLI's check); not read again
 
     Returns
     -------
@@ -281,6 +284,6 @@ def discover_plan(datasets: Sequence[str], methods: Sequence[str], *, config: An
         all_stages += stages
         mplans[m] = MethodPlan(preset=preset, variant="default", settings=method_settings(m, config),
                                stages=stage_models(profiles, stages))
-    items = [_dataset_item(d, n) for d in datasets]
+    items = [_dataset_item(d, n, (loaded or {}).get(d)) for d in datasets]
     return Plan(kind="discover", routing=routing, preset=preset, items=items, methods=mplans, repeats=repeats,
                 seeds=list(seeds), n=n, missing_keys=missing_keys(profiles, all_stages), anonymise=list(anonymise))
