@@ -17,7 +17,7 @@ agents (JSON schema), and ``step`` is range-checked.
   single choice (agent and step required, step bounded to ``0..n-1`` in the
   schema, so an out-of-range step goes through the gateway's repair loop); the
   prediction spans ``horizon_min..horizon_max`` turns (3-5, as A2P's prompt);
-  reasoning fields up to ``field_chars`` characters each.
+  reasoning fields without a character cap (``field_chars`` None).
 * ``small`` (:data:`TEMPLATE`): short wording for sub-2B models, short
   reasoning fields, and the "undetermined" escape (``step`` and ``agent``
   null); a step outside ``0..n-1`` is recorded as undetermined with the raw
@@ -55,13 +55,13 @@ from agentcausal.attribution.common import (
     baseline_tokens,
     decisive_verdict,
     enum_choice,
+    reply_text,
     task_block,
     trace_budget,
     usage_item,
 )
 from agentcausal.attribution.registry import MethodSpec, register
 from agentcausal.llm import Gateway
-from agentcausal.llm.replies import ShortText
 from agentcausal.traces.model import Attribution, Trace
 from agentcausal.traces.render import render_steps_info
 
@@ -70,7 +70,7 @@ __all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "
 
 NAME = "a2p"
 #: version of each prompt set
-PROMPT_VERSIONS = {"paper": "a2p/paper-1", "small": "a2p/1"}
+PROMPT_VERSIONS = {"paper": "a2p/paper-2", "small": "a2p/1"}
 PROMPT_VERSION = "+".join(PROMPT_VERSIONS[k] for k in sorted(PROMPT_VERSIONS))
 
 #: the ``paper`` user message (A2P's scaffold); fields: task, trace, n_last, h_min, h_max, outcome
@@ -87,9 +87,9 @@ PAPER_TEMPLATE = (
     "action been taken, trace intervention -> intermediate effects -> outcome, and say whether this "
     "trajectory would {outcome}.\n\n"
     "Then give the attribution: the agent whose error is the decisive root cause of the failure, the step "
-    "number where that error first occurred, and the causal mechanism linking it to the failure. The error "
-    "you name must be decisive: corrected by your intervention, the outcome would change from failure to "
-    "success. You must name one agent and one step."
+    "number where that error first occurred, and the causal mechanism linking it to the failure, in under "
+    "150 words. The error you name must be decisive: corrected by your intervention, the outcome would "
+    "change from failure to success. You must name one agent and one step."
 )
 
 #: the ``small`` user message; fields as in :data:`PAPER_TEMPLATE`
@@ -121,15 +121,16 @@ class A2PSettings(BaselineSettings):
     horizon_min, horizon_max : int, turns the prediction simulates after the intervention
         (the paper's "short horizon"; 3 to 5 in A2P's released prompt; ``paper`` prompt only, a
         ``horizon_max`` below ``horizon_min`` counts as ``horizon_min``)
-    field_chars : int, the most characters of each reasoning field of the reply (abduction, action,
-        prediction, reason; a schema ``maxLength``, longer text is truncated). Not in the paper, whose
-        code asks for a reason under 150 words and leaves the rest to the completion cap; ``paper``:
-        2000, ``small``: 240 (a 0.5B model must finish the JSON within its cap)
+    field_chars : int or None, the most characters of each reasoning field of the reply (abduction,
+        action, prediction, reason; a schema ``maxLength``, longer text is truncated). None = no cap
+        (``paper``): A2P's code has no character bound, its prompt asks for a reason "under 150
+        words" (kept as an instruction in :data:`PAPER_TEMPLATE`) and its reply is bounded only by
+        the completion cap. ``small``: 240 (a 0.5B model must finish the JSON within its cap)
     """
 
     horizon_min: int = Field(3, ge=1)
     horizon_max: int = Field(5, ge=1)
-    field_chars: int = Field(2000, ge=40)
+    field_chars: int | None = Field(None, ge=40)
 
 
 #: presets (:mod:`agentcausal.presets`); fields not listed keep the ``paper`` defaults
@@ -140,15 +141,15 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 @functools.lru_cache(maxsize=256)
-def reply_model(agents: tuple[str, ...], n_steps: int, forced: bool, field_chars: int) -> type[A2PReply]:
+def reply_model(agents: tuple[str, ...], n_steps: int, forced: bool, field_chars: int | None) -> type[A2PReply]:
     """The reply model of one trace.
 
     ``agent`` is an enum of ``agents``; ``forced`` (``paper``) makes agent and step
     required and bounds step to ``0..n_steps-1``; otherwise both may be null.
-    Reasoning fields carry ``maxLength = field_chars``.
+    Reasoning fields carry ``maxLength = field_chars`` (none when None).
     """
     agent_t = enum_choice(agents)
-    text = {name: (ShortText(field_chars), Field(description=A2PReply.model_fields[name].description))
+    text = {name: (reply_text(field_chars), Field(description=A2PReply.model_fields[name].description))
             for name in ("abduction", "action", "prediction", "reason")}
     if forced:
         who = {"agent": (agent_t, Field(description="Name of the agent who made the decisive error, as shown.")),

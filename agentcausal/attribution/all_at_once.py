@@ -44,13 +44,13 @@ from agentcausal.attribution.common import (
     baseline_tokens,
     decisive_verdict,
     enum_choice,
+    reply_text,
     task_block,
     trace_budget,
     usage_item,
 )
 from agentcausal.attribution.registry import MethodSpec, register
 from agentcausal.llm import Gateway
-from agentcausal.llm.replies import ShortText
 from agentcausal.traces.model import Attribution, Trace
 from agentcausal.traces.render import render_steps_info
 
@@ -82,31 +82,43 @@ TEMPLATE = (
 class AllAtOnceReply(BaseModel):
     """Your verdict on the decisive error of the whole run."""
 
-    reason: ShortText(300) = Field(description="One or two sentences: what went wrong at that step.")
+    reason: str = Field(description="One or two sentences: what went wrong at that step.")
     agent: str | None = Field(description="Name of the agent who made the decisive error, as shown; null if undetermined.")
     step: int | None = Field(description="Step number of the decisive error; null if undetermined.")
 
 
 class AllAtOnceSettings(BaselineSettings):
-    """Settings of All-at-Once (see :class:`~agentcausal.attribution.common.BaselineSettings`)."""
+    """Settings of All-at-Once (see :class:`~agentcausal.attribution.common.BaselineSettings`).
+
+    Attributes
+    ----------
+    reason_chars : int or None, the most characters of the reply's reason (schema ``maxLength``,
+        longer text cut); None = no cap (``paper``: Who&When's code asks for "the reason for your
+        prediction" with no length and bounds only the completion); ``small``: 300
+    """
+
+    reason_chars: int | None = Field(None, ge=40)
 
 
 #: presets (:mod:`agentcausal.presets`)
-PRESETS = BASELINE_PRESETS
+PRESETS = {"paper": {}, "small": {**BASELINE_PRESETS["small"], "reason_chars": 300}}
 
 
 @functools.lru_cache(maxsize=256)
-def reply_model(agents: tuple[str, ...], n_steps: int, forced: bool) -> type[AllAtOnceReply]:
+def reply_model(agents: tuple[str, ...], n_steps: int, forced: bool,
+                reason_chars: int | None = None) -> type[AllAtOnceReply]:
     """The reply model of one trace: ``agent`` an enum of ``agents``; ``forced`` (``paper``) makes
-    agent and step required and bounds step to ``0..n_steps-1``; otherwise both may be null."""
+    agent and step required and bounds step to ``0..n_steps-1``; otherwise both may be null;
+    ``reason`` carries ``maxLength = reason_chars`` (none when None)."""
     agent_t = enum_choice(agents)
+    reason = (reply_text(reason_chars), Field(description=AllAtOnceReply.model_fields["reason"].description))
     if forced:
         return create_model(
-            "AllAtOnceReply", __base__=AllAtOnceReply,
+            "AllAtOnceReply", __base__=AllAtOnceReply, reason=reason,
             agent=(agent_t, Field(description="Name of the agent who made the decisive error, as shown.")),
             step=(int, Field(ge=0, le=max(n_steps - 1, 0), description="Step number of the decisive error.")))
     return create_model(
-        "AllAtOnceReply", __base__=AllAtOnceReply,
+        "AllAtOnceReply", __base__=AllAtOnceReply, reason=reason,
         agent=(agent_t | None, Field(description="Name of the agent who made the decisive error, as shown; "
                                                   "null if undetermined.")))
 
@@ -165,7 +177,7 @@ def run(trace: Trace, gw: Gateway, settings: AllAtOnceSettings) -> Attribution:
     3
     """
     messages, shortened = build_messages(trace, settings, trace_budget(gw, settings))
-    model = reply_model(agent_names(trace), len(trace), settings.prompts == "paper")
+    model = reply_model(agent_names(trace), len(trace), settings.prompts == "paper", settings.reason_chars)
     reply = gw.structured(BASELINE_STAGE, messages, model, item=usage_item(trace.id, NAME),
                           max_tokens=baseline_tokens(gw, settings))
     details: dict[str, object] = {"shortened": list(shortened), "prompt_version": PROMPT_VERSIONS[settings.prompts]}

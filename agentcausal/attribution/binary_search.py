@@ -31,11 +31,12 @@ section 4.1 (Binary Search).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 from typing import Literal, NamedTuple
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from agentcausal.attribution.common import (
     BASELINE_PRESETS,
@@ -43,6 +44,7 @@ from agentcausal.attribution.common import (
     BaselineSettings,
     baseline_messages,
     baseline_tokens,
+    reply_text,
     task_block,
     trace_budget,
     usage_item,
@@ -50,12 +52,12 @@ from agentcausal.attribution.common import (
 from agentcausal.attribution.registry import MethodSpec, register
 from agentcausal.exceptions import StructuredOutputError
 from agentcausal.llm import Gateway
-from agentcausal.llm.replies import ShortText
 from agentcausal.traces.model import Attribution, Trace
 from agentcausal.traces.render import render_steps
 
 __all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "PAPER_TEMPLATE", "HalfChoice",
-           "ForcedHalfChoice", "BinarySearchSettings", "Split", "split", "random_half", "build_messages", "run"]
+           "ForcedHalfChoice", "choice_model", "BinarySearchSettings", "Split", "split", "random_half",
+           "build_messages", "run"]
 
 NAME = "binary_search"
 #: version of each prompt set
@@ -81,7 +83,7 @@ TEMPLATE = (
 class HalfChoice(BaseModel):
     """Your choice of the part that holds the decisive error."""
 
-    reason: ShortText(200) = Field(description="One sentence.")
+    reason: str = Field(description="One sentence.")
     part: Literal["first", "second", "undetermined"] = Field(
         description="'first' or 'second' part of the steps shown; 'undetermined' only if you cannot tell.")
 
@@ -89,7 +91,7 @@ class HalfChoice(BaseModel):
 class ForcedHalfChoice(BaseModel):
     """Your choice of the part that holds the decisive error (one of the two)."""
 
-    reason: ShortText(200) = Field(description="One sentence.")
+    reason: str = Field(description="One sentence.")
     part: Literal["first", "second"] = Field(description="'first' or 'second' part of the steps shown.")
 
 
@@ -99,13 +101,26 @@ class BinarySearchSettings(BaselineSettings):
     Attributes
     ----------
     random_seed : int, seed of the random half taken on an ambiguous reply (``paper``)
+    reason_chars : int or None, the most characters of each choice's reason (schema ``maxLength``,
+        longer text cut); None = no cap (``paper``: Who&When's code asks for the half and an
+        explanation with no length and bounds only the completion); ``small``: 200
     """
 
     random_seed: int = 0
+    reason_chars: int | None = Field(None, ge=40)
 
 
 #: presets (:mod:`agentcausal.presets`)
-PRESETS = BASELINE_PRESETS
+PRESETS = {"paper": {}, "small": {**BASELINE_PRESETS["small"], "reason_chars": 200}}
+
+
+@functools.lru_cache(maxsize=32)
+def choice_model(forced: bool, reason_chars: int | None) -> type[HalfChoice] | type[ForcedHalfChoice]:
+    """The reply model of one halving: :class:`ForcedHalfChoice` (``paper``) or :class:`HalfChoice`,
+    with ``reason`` capped at ``reason_chars`` characters (none when None)."""
+    base = ForcedHalfChoice if forced else HalfChoice
+    return create_model(base.__name__, __base__=base,
+                        reason=(reply_text(reason_chars), Field(description=base.model_fields["reason"].description)))
 
 
 def random_half(trace_id: str, lo: int, hi: int, seed: int) -> str:
@@ -212,7 +227,7 @@ def run(trace: Trace, gw: Gateway, settings: BinarySearchSettings) -> Attributio
     while hi > lo:
         msgs = build_messages(trace, lo, hi, settings, budget)
         try:
-            reply = gw.structured(BASELINE_STAGE, msgs, ForcedHalfChoice if forced else HalfChoice,
+            reply = gw.structured(BASELINE_STAGE, msgs, choice_model(forced, settings.reason_chars),
                                   item=usage_item(trace.id, NAME), max_tokens=baseline_tokens(gw, settings))
         except StructuredOutputError:
             if not forced:

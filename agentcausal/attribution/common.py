@@ -4,6 +4,7 @@
   (``with_ground_truth``, reply cap, context budget).
 * :func:`system_prompt`, :func:`task_block`: the short instructions and the
   delimited question (and, with ground truth, the correct answer).
+* :func:`reply_text`: a reply's free-text field, capped (``small``) or not (``paper``).
 * :func:`trace_budget`: characters of trace text a stage's context window allows.
 * :func:`usage_item`: the usage-ledger item key of one (trace, method) run.
   Baselines pass ``item=usage_item(trace.id, method)`` on every gateway call,
@@ -49,6 +50,7 @@ __all__ = [
     "baseline_tokens",
     "agent_names",
     "enum_choice",
+    "reply_text",
     "system_prompt",
     "baseline_messages",
     "decisive_verdict",
@@ -107,6 +109,29 @@ def baseline_tokens(gw: Gateway, settings: BaselineSettings, stage: str = BASELI
     from agentcausal.presets import completion_budget
 
     return completion_budget(gw, stage, settings.max_tokens)
+
+
+def reply_text(max_chars: int | None) -> Any:
+    """The type of a free-text reply field: capped at ``max_chars`` characters, or not at all.
+
+    Parameters
+    ----------
+    max_chars : int or None; an int gives :func:`~agentcausal.llm.replies.ShortText` (schema
+        ``maxLength``, longer text cut on validation: the ``small`` presets' bound on a sub-2B
+        model's decode time); None gives a plain ``str`` (the ``paper`` presets: no cap the
+        papers do not have; the profile's completion budget bounds the reply)
+
+    Examples
+    --------
+    >>> from pydantic import create_model
+    >>> create_model("R", reason=(reply_text(5), ...))(reason="abcdefgh").reason
+    'abcde'
+    >>> "maxLength" in create_model("R", reason=(reply_text(None), ...)).model_json_schema()["properties"]["reason"]
+    False
+    """
+    from agentcausal.llm.replies import ShortText
+
+    return str if max_chars is None else ShortText(max_chars)
 
 
 def agent_names(trace: Trace) -> tuple[str, ...]:

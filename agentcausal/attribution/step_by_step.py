@@ -31,9 +31,10 @@ section 4.1 (Step-by-Step).
 
 from __future__ import annotations
 
+import functools
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from agentcausal.attribution.common import (
     BASELINE_PRESETS,
@@ -41,18 +42,18 @@ from agentcausal.attribution.common import (
     BaselineSettings,
     baseline_messages,
     baseline_tokens,
+    reply_text,
     task_block,
     trace_budget,
     usage_item,
 )
 from agentcausal.attribution.registry import MethodSpec, register
 from agentcausal.llm import Gateway
-from agentcausal.llm.replies import ShortText
 from agentcausal.traces.model import Attribution, Trace
 from agentcausal.traces.render import escape_data, render_steps
 
 __all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "PAPER_TEMPLATE", "StepVerdict",
-           "StepByStepSettings", "build_messages", "run"]
+           "StepByStepSettings", "verdict_model", "build_messages", "run"]
 
 NAME = "step_by_step"
 #: version of each prompt set
@@ -78,7 +79,7 @@ TEMPLATE = (
 class StepVerdict(BaseModel):
     """Your verdict on the latest step shown."""
 
-    reason: ShortText(200) = Field(description="One sentence on this step.")
+    reason: str = Field(description="One sentence on this step.")
     decisive: bool = Field(description="true if this step is the decisive error, else false.")
 
 
@@ -89,13 +90,25 @@ class StepByStepSettings(BaselineSettings):
     ----------
     on_no_yes : "undetermined" or "last_step", what to return when no step gets a yes
         (see the module docstring)
+    reason_chars : int or None, the most characters of each verdict's reason (schema ``maxLength``,
+        longer text cut); None = no cap (``paper``: Who&When's code asks for "a clear explanation"
+        with no length and bounds only the completion); ``small``: 200
     """
 
     on_no_yes: Literal["undetermined", "last_step"] = "last_step"
+    reason_chars: int | None = Field(None, ge=40)
 
 
 #: presets (:mod:`agentcausal.presets`)
-PRESETS = {"paper": {}, "small": {**BASELINE_PRESETS["small"], "on_no_yes": "undetermined"}}
+PRESETS = {"paper": {}, "small": {**BASELINE_PRESETS["small"], "on_no_yes": "undetermined", "reason_chars": 200}}
+
+
+@functools.lru_cache(maxsize=16)
+def verdict_model(reason_chars: int | None) -> type[StepVerdict]:
+    """The verdict model with ``reason`` capped at ``reason_chars`` characters (none when None)."""
+    description = StepVerdict.model_fields["reason"].description
+    return create_model("StepVerdict", __base__=StepVerdict,
+                        reason=(reply_text(reason_chars), Field(description=description)))
 
 
 def build_messages(trace: Trace, i: int, settings: StepByStepSettings, budget: int | None) -> list[dict[str, str]]:
@@ -145,7 +158,8 @@ def run(trace: Trace, gw: Gateway, settings: StepByStepSettings) -> Attribution:
     budget = trace_budget(gw, settings)
     reasons: list[str] = []
     for i in range(len(trace)):
-        reply = gw.structured(BASELINE_STAGE, build_messages(trace, i, settings, budget), StepVerdict,
+        reply = gw.structured(BASELINE_STAGE, build_messages(trace, i, settings, budget),
+                              verdict_model(settings.reason_chars),
                               item=usage_item(trace.id, NAME), max_tokens=baseline_tokens(gw, settings))
         reasons.append(reply.reason)
         if reply.decisive:
