@@ -59,7 +59,7 @@ __all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "
 
 NAME = "all_at_once"
 #: version of each prompt set
-PROMPT_VERSIONS = {"paper": "all_at_once/paper-1", "small": "all_at_once/3"}
+PROMPT_VERSIONS = {"paper": "all_at_once/paper-2", "small": "all_at_once/3"}
 PROMPT_VERSION = "+".join(PROMPT_VERSIONS[k] for k in sorted(PROMPT_VERSIONS))
 
 #: the ``paper`` user message (Who&When's All-at-Once question); fields: task, trace, n_last

@@ -61,7 +61,7 @@ __all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "
 
 NAME = "binary_search"
 #: version of each prompt set
-PROMPT_VERSIONS = {"paper": "binary_search/paper-1", "small": "binary_search/2"}
+PROMPT_VERSIONS = {"paper": "binary_search/paper-2", "small": "binary_search/2"}
 PROMPT_VERSION = "+".join(PROMPT_VERSIONS[k] for k in sorted(PROMPT_VERSIONS))
 
 #: the ``paper`` user message (Who&When's Binary-Search question); fields as in :data:`TEMPLATE`
@@ -119,7 +119,7 @@ def choice_model(forced: bool, reason_chars: int | None) -> type[HalfChoice] | t
     """The reply model of one halving: :class:`ForcedHalfChoice` (``paper``) or :class:`HalfChoice`,
     with ``reason`` capped at ``reason_chars`` characters (none when None)."""
     base = ForcedHalfChoice if forced else HalfChoice
-    return create_model(base.__name__, __base__=base,
+    return create_model(base.__name__, __base__=base, __doc__=base.__doc__,
                         reason=(reply_text(reason_chars), Field(description=base.model_fields["reason"].description)))
 
 

@@ -104,7 +104,7 @@ __all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "ANALYSTS", "
 
 NAME = "echo"
 #: version of each prompt set
-PROMPT_VERSIONS = {"paper": "echo/paper-1", "small": "echo/1"}
+PROMPT_VERSIONS = {"paper": "echo/paper-2", "small": "echo/1"}
 PROMPT_VERSION = "+".join(PROMPT_VERSIONS[k] for k in sorted(PROMPT_VERSIONS))
 
 AnalystName = Literal["conservative", "evidence", "causal_chain", "coordination", "reasoning", "balanced"]

@@ -57,7 +57,7 @@ __all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "
 
 NAME = "step_by_step"
 #: version of each prompt set
-PROMPT_VERSIONS = {"paper": "step_by_step/paper-1", "small": "step_by_step/2"}
+PROMPT_VERSIONS = {"paper": "step_by_step/paper-2", "small": "step_by_step/2"}
 PROMPT_VERSION = "+".join(PROMPT_VERSIONS[k] for k in sorted(PROMPT_VERSIONS))
 
 #: the ``paper`` user message (Who&When's Step-by-Step question); fields: task, trace, i, agent
@@ -107,7 +107,7 @@ PRESETS = {"paper": {}, "small": {**BASELINE_PRESETS["small"], "on_no_yes": "und
 def verdict_model(reason_chars: int | None) -> type[StepVerdict]:
     """The verdict model with ``reason`` capped at ``reason_chars`` characters (none when None)."""
     description = StepVerdict.model_fields["reason"].description
-    return create_model("StepVerdict", __base__=StepVerdict,
+    return create_model("StepVerdict", __base__=StepVerdict, __doc__=StepVerdict.__doc__,
                         reason=(reply_text(reason_chars), Field(description=description)))
 
 

@@ -44,7 +44,7 @@ def test_all_at_once_one_call_whole_trace(fake_server, make_gateway, handoff_err
     assert "<answer>42</answer>" in _user(fake_server.chat_requests[0])
     assert a.usage["baseline"]["requests"] == 1 and a.usage["baseline"]["prompt_tokens"] > 0
     assert a.models == {"baseline": "fake:fake-model"}
-    assert a.prompt_version == "all_at_once/paper-1" and a.settings["with_ground_truth"] is True
+    assert a.prompt_version == "all_at_once/paper-2" and a.settings["with_ground_truth"] is True
     assert a.seconds > 0
 
 
@@ -221,7 +221,7 @@ def test_step_by_step_paper_asks_about_an_error_that_could_hinder(fake_server, m
     no = json.dumps({"reason": "fine", "decisive": False})
     fake_server.push(no, json.dumps({"reason": "wrong value", "decisive": True}))
     a = run_method(handoff_error_at_step_3, "step_by_step", make_gateway(fake_server))
-    assert a.step == 1 and a.prompt_version == "step_by_step/paper-1"
+    assert a.step == 1 and a.prompt_version == "step_by_step/paper-2"
     assert "contain an error that could hinder" in _user(fake_server.chat_requests[0])
     fake_server.push(json.dumps({"reason": "bad", "decisive": True}))
     run_method(handoff_error_at_step_3, "step_by_step", make_gateway(fake_server, cache=False), SMALL)

@@ -119,7 +119,7 @@ __all__ = [
 ]
 
 #: version of each prompt set; bump the one whose prompts or reply models change
-PROMPT_VERSIONS = {"paper": "dcfa-paper-1", "small": "dcfa-small-3"}
+PROMPT_VERSIONS = {"paper": "dcfa-paper-2", "small": "dcfa-small-3"}
 
 #: enters every cache key and every stored attribution (both sets; the settings name the set used)
 PROMPT_VERSION = "+".join(PROMPT_VERSIONS[k] for k in sorted(PROMPT_VERSIONS))
@@ -366,16 +366,18 @@ class CorrectedTraceReply(BaseModel):
     steps: list[CorrectedStep] = Field(description='one entry per step: {step, content}; "" = unchanged')
 
 
+# ``small`` prompts: the advisory maxLength of 160 bounds a 0.5B model's decode time (the class
+# docstring is the schema description the model reads, so it stays as the prompt version has it)
 class SimulatedOutcome(BaseModel):
-    """The final answer a (partly corrected) run would give (Simulation; ``small`` prompts, whose
-    advisory ``maxLength`` of 160 bounds a 0.5B model's decode time)."""
+    """The final answer a (partly corrected) run would give (Simulation)."""
 
     outcome: str = Field(description="the final answer only", json_schema_extra={"maxLength": 160})
 
 
+# no length cap on the outcome (the paper's Figure 12 prompt has none; the profile's completion
+# budget bounds the reply); the class docstring is the schema description the model reads
 class PaperSimulatedOutcome(BaseModel):
-    """Simulation under the ``paper`` prompts: the reconstructed continuation, then the answer
-    (no length cap: the paper's Figure 12 prompt has none; the profile's completion budget bounds it)."""
+    """Simulation under the ``paper`` prompts: the reconstructed continuation, then the answer."""
 
     reasoning: str = Field("", description="how the run would continue from the revised steps")
     outcome: str = Field(description="the final answer only")
