@@ -27,7 +27,10 @@ The prediction's verdict (``reverses_failure``) is recorded in ``details`` and
 does not change the attribution: A2P's code makes one pass and reads only the
 final attribution. Deviations from A2P's code: a JSON reply (schema-constrained)
 instead of the "Agent Name: / Step Number:" text format; the trace rendered
-with our delimiters and shortened to the context budget; and, beyond the
+with our delimiters and shortened to the context budget; the completion cap is
+the profile's budget (:func:`~agentcausal.presets.completion_budget`; A2P's
+code sends its CLI's ``max_tokens``, default 20000, more than some endpoints'
+output limits accept); and, beyond the
 paper (Who&When's second setting), ``with_ground_truth = False`` drops the
 correct answer from the prompt (A2P's prompt always shows it) and asks
 whether the corrected run would reach *a* correct answer.

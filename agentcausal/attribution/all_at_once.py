@@ -19,7 +19,11 @@ Remaining deviations from Who&When's code under ``paper``: the reply is one
 JSON object (schema-constrained) instead of free text parsed by regular
 expressions, and the trace is rendered with our delimiters and shortened to
 the context budget (the original sends it whole); both keep the method's
-question and its single call.
+question and its single call. And the completion cap is the profile's budget
+(:func:`~agentcausal.presets.completion_budget`) where Who&When's code sends
+``max_tokens=1024`` (its CLI default), because the reasoning models the DCFA
+paper runs spend hidden reasoning from the same budget and a fixed 1024 would
+cut them off.
 
 References
 ----------
