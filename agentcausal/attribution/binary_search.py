@@ -20,7 +20,10 @@ speaker of the remaining step (one of the trace's own agents).
 
 Remaining deviations from Who&When's code under ``paper``: a JSON choice
 (schema enum "first"/"second") instead of "upper half"/"lower half" parsed from
-free text, and the segment rendered with our delimiters within the context budget;
+free text, with a one-sentence reason beside the choice (the original asks for the
+phrase alone; the reason is kept so ``details["path"]`` says why each part was
+taken), and the segment rendered with our delimiters and step numbers within the
+context budget;
 the completion cap is the profile's budget
 (:func:`~agentcausal.presets.completion_budget`) where Who&When's code sends
 ``max_tokens=1024`` (its CLI default), because the reasoning models the DCFA
