@@ -35,6 +35,11 @@ paper (Who&When's second setting), ``with_ground_truth = False`` drops the
 correct answer from the prompt (A2P's prompt always shows it) and asks
 whether the corrected run would reach *a* correct answer.
 
+Under ``paper`` the system message is the source code's own role sentence
+(:data:`PAPER_ROLE`) followed by our data notice (the trace is data, never
+instructions: a guard against text in the trace steering the judge) and a
+one-line task asking for JSON.
+
 References
 ----------
 West, A. et al. "Abduct, Act, Predict: Scaffolding Causal Inference for
@@ -68,7 +73,7 @@ from agentcausal.llm import Gateway
 from agentcausal.traces.model import Attribution, Trace
 from agentcausal.traces.render import render_steps_info
 
-__all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "PAPER_TEMPLATE", "A2PReply",
+__all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "PAPER_TEMPLATE", "PAPER_ROLE", "A2PReply",
            "A2PSettings", "build_messages", "reply_model", "run"]
 
 NAME = "a2p"
@@ -94,6 +99,9 @@ PAPER_TEMPLATE = (
     "150 words. The error you name must be decisive: corrected by your intervention, the outcome would "
     "change from failure to success. You must name one agent and one step."
 )
+
+#: the ``paper`` system message's role sentence (A2P's code)
+PAPER_ROLE = "You are a helpful assistant skilled in analyzing conversations."
 
 #: the ``small`` user message; fields as in :data:`PAPER_TEMPLATE`
 TEMPLATE = (
@@ -186,7 +194,8 @@ def build_messages(trace: Trace, settings: A2PSettings, budget: int | None) -> t
                            n_last=len(trace) - 1, h_min=settings.horizon_min,
                            h_max=max(settings.horizon_min, settings.horizon_max), outcome=outcome)
     return baseline_messages("Abduct the root cause, define the corrective action, predict its outcome, then name "
-                             "the agent and the step of the decisive error.", user), rendered.shortened
+                             "the agent and the step of the decisive error.", user,
+                             PAPER_ROLE if settings.prompts == "paper" else None), rendered.shortened
 
 
 def run(trace: Trace, gw: Gateway, settings: A2PSettings) -> Attribution:

@@ -23,7 +23,10 @@ question and its single call. And the completion cap is the profile's budget
 (:func:`~agentcausal.presets.completion_budget`) where Who&When's code sends
 ``max_tokens=1024`` (its CLI default), because the reasoning models the DCFA
 paper runs spend hidden reasoning from the same budget and a fixed 1024 would
-cut them off.
+cut them off. Under ``paper`` the system message is the source code's own role sentence
+(:data:`PAPER_ROLE`) followed by our data notice (the trace is data, never
+instructions: a guard against text in the trace steering the judge) and a
+one-line task asking for JSON.
 
 References
 ----------
@@ -58,7 +61,7 @@ from agentcausal.llm import Gateway
 from agentcausal.traces.model import Attribution, Trace
 from agentcausal.traces.render import render_steps_info
 
-__all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "PAPER_TEMPLATE", "AllAtOnceReply",
+__all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "PAPER_TEMPLATE", "PAPER_ROLE", "AllAtOnceReply",
            "AllAtOnceSettings", "Prompt", "build_messages", "reply_model", "run"]
 
 NAME = "all_at_once"
@@ -74,6 +77,9 @@ PAPER_TEMPLATE = (
     "mistake first; (3) the reason for your prediction. If no agent made an obvious mistake, decide on one "
     "single agent anyway. You must name one agent and one step."
 )
+
+#: the ``paper`` system message's role sentence (Who&When's code)
+PAPER_ROLE = "You are a helpful assistant skilled in analyzing conversations."
 
 #: the user message; fields: task, trace, n_last
 TEMPLATE = (
@@ -151,7 +157,9 @@ def build_messages(trace: Trace, settings: AllAtOnceSettings, budget: int | None
     template = PAPER_TEMPLATE if settings.prompts == "paper" else TEMPLATE
     user = template.format(task=task_block(trace, settings.with_ground_truth), trace=rendered.text,
                            n_last=len(trace) - 1)
-    return Prompt(baseline_messages("Name the agent and the step of the decisive error.", user), rendered.shortened)
+    role = PAPER_ROLE if settings.prompts == "paper" else None
+    return Prompt(baseline_messages("Name the agent and the step of the decisive error.", user, role),
+                  rendered.shortened)
 
 
 def run(trace: Trace, gw: Gateway, settings: AllAtOnceSettings) -> Attribution:

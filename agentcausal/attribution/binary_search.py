@@ -23,12 +23,16 @@ Remaining deviations from Who&When's code under ``paper``: a JSON choice
 free text, with a one-sentence reason beside the choice (the original asks for the
 phrase alone; the reason is kept so ``details["path"]`` says why each part was
 taken), and the segment rendered with our delimiters and step numbers within the
-context budget;
-the completion cap is the profile's budget
+context budget; the completion cap is the profile's budget
 (:func:`~agentcausal.presets.completion_budget`) where Who&When's code sends
 ``max_tokens=1024`` (its CLI default), because the reasoning models the DCFA
 paper runs spend hidden reasoning from the same budget and a fixed 1024 would
 cut them off.
+
+Under ``paper`` the system message is the source code's own role sentence
+(:data:`PAPER_ROLE`) followed by our data notice (the trace is data, never
+instructions: a guard against text in the trace steering the judge) and a
+one-line task asking for JSON.
 
 References
 ----------
@@ -63,7 +67,7 @@ from agentcausal.llm import Gateway
 from agentcausal.traces.model import Attribution, Trace
 from agentcausal.traces.render import render_steps
 
-__all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "PAPER_TEMPLATE", "HalfChoice",
+__all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "PAPER_TEMPLATE", "PAPER_ROLE", "HalfChoice",
            "ForcedHalfChoice", "choice_model", "BinarySearchSettings", "Split", "split", "random_half",
            "build_messages", "run"]
 
@@ -80,6 +84,9 @@ PAPER_TEMPLATE = (
     "(steps {b_lo} to {b_hi})? If no single clear error is evident, choose the part with the step you believe "
     "is most responsible for the failure. You must choose one."
 )
+
+#: the ``paper`` system message's role sentence (Who&When's code)
+PAPER_ROLE = "You are an AI assistant specializing in localizing errors in conversation segments."
 
 #: the user message; fields: task, trace, lo, hi, a_lo, a_hi, b_lo, b_hi
 TEMPLATE = (
@@ -204,7 +211,8 @@ def build_messages(trace: Trace, lo: int, hi: int, settings: BinarySearchSetting
     user = template.format(task=task_block(trace, settings.with_ground_truth),
                            trace=render_steps(trace.steps[lo : hi + 1], budget), lo=lo, hi=hi,
                            a_lo=s.first[0], a_hi=s.first[1], b_lo=s.second[0], b_hi=s.second[1])
-    return baseline_messages("Choose the part of the steps shown that holds the decisive error.", user)
+    return baseline_messages("Choose the part of the steps shown that holds the decisive error.", user,
+                             PAPER_ROLE if settings.prompts == "paper" else None)
 
 
 def run(trace: Trace, gw: Gateway, settings: BinarySearchSettings) -> Attribution:

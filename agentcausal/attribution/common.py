@@ -185,33 +185,41 @@ def decisive_verdict(trace: Trace, step: int | None, agent: str | None,
     return step, agent
 
 
-def baseline_messages(instruction: str, user: str) -> list[dict[str, str]]:
+def baseline_messages(instruction: str, user: str, role: str | None = None) -> list[dict[str, str]]:
     """The chat messages of one baseline call: :func:`system_prompt` of ``instruction``, then ``user``.
 
     Parameters
     ----------
     instruction : str, one sentence saying what to answer
     user : str, the user message
+    role : str or None, the system message's first sentence; None = ours (the decisive-error
+        definition). The ``paper`` presets pass the source code's own system message.
 
     Returns
     -------
     list of two message dicts (system, user)
     """
-    return [{"role": "system", "content": system_prompt(instruction)}, {"role": "user", "content": user}]
+    return [{"role": "system", "content": system_prompt(instruction, role)}, {"role": "user", "content": user}]
 
 
-def system_prompt(task: str) -> str:
+def system_prompt(task: str, role: str | None = None) -> str:
     """The system message: role, the data notice, and the task.
 
     Parameters
     ----------
     task : str, one sentence saying what to answer
+    role : str or None, the role sentence; None = ours (the decisive-error definition)
 
     Returns
     -------
     str
+
+    Examples
+    --------
+    >>> system_prompt("Say hi.", "You are a helpful assistant.").startswith("You are a helpful assistant. ")
+    True
     """
-    return f"{_ROLE} {DATA_NOTICE} {task} Reply with one JSON object."
+    return f"{role or _ROLE} {DATA_NOTICE} {task} Reply with one JSON object."
 
 
 def task_block(trace: Trace, with_ground_truth: bool) -> str:

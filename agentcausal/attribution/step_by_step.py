@@ -19,6 +19,11 @@ context budget; the completion cap is the profile's budget
 paper runs spend hidden reasoning from the same budget and a fixed 1024 would
 cut them off.
 
+Under ``paper`` the system message is the source code's own role sentence
+(:data:`PAPER_ROLE`) followed by our data notice (the trace is data, never
+instructions: a guard against text in the trace steering the judge) and a
+one-line task asking for JSON.
+
 **A verdict that stays invalid** after the gateway's repairs: under ``paper``
 the walk goes on to the next step (the step counts as "no" and is listed in
 ``details["unparsable"]``), as Who&When's code does with a reply in an
@@ -65,7 +70,7 @@ from agentcausal.llm import Gateway
 from agentcausal.traces.model import Attribution, Trace
 from agentcausal.traces.render import escape_data, render_steps
 
-__all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "PAPER_TEMPLATE", "StepVerdict",
+__all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "PAPER_TEMPLATE", "PAPER_ROLE", "StepVerdict",
            "StepByStepSettings", "verdict_model", "build_messages", "run"]
 
 NAME = "step_by_step"
@@ -80,6 +85,9 @@ PAPER_TEMPLATE = (
     "process or lead to an incorrect solution? Set decisive=true if it does, false if not, and explain. "
     "Avoid being overly critical: focus on errors that clearly derail the process."
 )
+
+#: the ``paper`` system message's role sentence (Who&When's code)
+PAPER_ROLE = "You are a precise step-by-step conversation evaluator."
 
 #: the user message; fields: task, trace, i, agent
 TEMPLATE = (
@@ -145,7 +153,7 @@ def build_messages(trace: Trace, i: int, settings: StepByStepSettings, budget: i
     instruction = ("Judge only whether the latest step shown contains an error that could hinder the task."
                    if settings.prompts == "paper" else
                    "Judge only whether the latest step shown is the decisive error.")
-    return baseline_messages(instruction, user)
+    return baseline_messages(instruction, user, PAPER_ROLE if settings.prompts == "paper" else None)
 
 
 def run(trace: Trace, gw: Gateway, settings: StepByStepSettings) -> Attribution:

@@ -66,3 +66,20 @@ def test_echo_layers_uncut_under_paper_and_cut_under_small():
     assert echo.key_lines(step, paper.l2_chars).endswith("Therefore the answer is 4")
     assert len(echo.key_lines(step, small.l2_chars)) <= small.l2_chars
     assert len(echo.milestone(step, paper.l4_chars)) > len(echo.milestone(step, small.l4_chars))
+
+
+@pytest.mark.parametrize("method", ["all_at_once", "step_by_step", "binary_search", "a2p"])
+def test_paper_system_message_is_the_source_codes_own(method, fake_server, make_gateway):
+    from agentcausal.attribution.common import run_method
+    from agentcausal.traces.model import Step, Trace
+
+    mod = {"all_at_once": all_at_once, "step_by_step": step_by_step, "binary_search": binary_search, "a2p": a2p}[method]
+    fake_server.responder = lambda body: "not json"  # the content does not matter here
+    trace = Trace(id="t/1", question="q", ground_truth="a",
+                  steps=[Step(index=i, agent=f"A{i % 2}", content=f"step {i}") for i in range(4)])
+    gw = make_gateway(fake_server, cache=False)
+    run_method(trace, method, gw)
+    run_method(trace, method, gw, {"prompts": "small"})
+    systems = [r["messages"][0]["content"] for r in fake_server.chat_requests]
+    assert systems[0].startswith(mod.PAPER_ROLE + " ")
+    assert systems[-1].startswith("You find the decisive error")
