@@ -61,8 +61,8 @@ def chunk_run_name() -> str:
     from prefect.runtime import task_run
 
     p = task_run.parameters
-    items = p.get("traces") or p.get("datasets") or []
-    items = chunk_items(items)  # the flow passes the list quoted (Dask: as a one-element tuple)
+    items = p.get("items") or p.get("traces") or p.get("datasets") or []
+    items = chunk_items(items)  # the flow passes the list quoted (Dask: a pickled quote, see chunk_items)
     ids = [getattr(x, "id", None) or getattr(x, "name", "?") for x in items]
     return f"{p.get('method')}:{ids[0]}..{ids[-1]} ({len(ids)})" if ids else f"{p.get('method')}:empty"
 
