@@ -181,9 +181,13 @@ def main(argv: list[str] | None = None) -> int:
                                                                 if args.scale_dcfa_traces else [])
         print(f"7. scale: {plan}, latency {args.scale_latency_ms} ms, concurrency {args.scale_concurrency}", flush=True)
         t0 = time.perf_counter()
+        def save_scale(partial: dict) -> None:  # after each row: a long run interrupted keeps its rows
+            payload = {**partial, "machine": machine(), "machine_at_start": before, "argv": sys.argv[1:]}
+            write_result("scale", payload, scale_markdown(partial, payload["machine"]), out)
+
         res = run_scale(plan, latencies_s=[x / 1000 for x in args.scale_latency_ms],
                         concurrencies=args.scale_concurrency, chunk_sizes=args.chunk_size or [None],
-                        runners=args.runner, dask_workers=args.dask_workers)
+                        runners=args.runner, dask_workers=args.dask_workers, on_row=save_scale)
         timings["scale"] = round(time.perf_counter() - t0, 1)
         m = machine()
         payload = {**res, "machine": m, "machine_at_start": before, "argv": sys.argv[1:]}

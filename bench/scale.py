@@ -134,7 +134,7 @@ def scale_row(corpus_file: Path, ids: Sequence[str], method: str, concurrency: i
 def run_scale(plan: Sequence[tuple[str, int]] = DEFAULT_PLAN, *, latencies_s: Sequence[float] = (1.0, 0.2),
               concurrencies: Sequence[int] = (16, 64), chunk_sizes: Sequence[int | None] = (None,),
               runners: Sequence[str] = ("thread",), dask_workers: int = 2,
-              work: Path | None = None, log=print) -> dict[str, Any]:
+              work: Path | None = None, log=print, on_row=None) -> dict[str, Any]:
     """Every (latency, method and corpus size, concurrency, chunk size) row; the ``scale.json`` payload.
 
     Parameters
@@ -146,6 +146,7 @@ def run_scale(plan: Sequence[tuple[str, int]] = DEFAULT_PLAN, *, latencies_s: Se
     runners : ``thread`` and/or ``dask``; Dask rows only for all_at_once at the first latency (issue 15 item 6)
     dask_workers : local Dask worker processes of the ``dask`` rows
     work : scratch folder (default: a new temporary folder)
+    on_row : callable or None, called with the payload so far after each row (partial results on disk)
 
     Returns
     -------
@@ -172,6 +173,10 @@ def run_scale(plan: Sequence[tuple[str, int]] = DEFAULT_PLAN, *, latencies_s: Se
                         row = scale_row(corpora[n][0], corpora[n][1], method, c, server, work, chunk_size=cs,
                                         label=label, runner=rn, dask_workers=dask_workers)
                         rows.append(row)
+                        if on_row is not None:
+                            on_row({"rows": list(rows), "prefect_api_start_s": round(warm, 2), "partial": True,
+                                    "plan": [list(p) for p in plan], "latencies_s": list(latencies_s),
+                                    "concurrencies": list(concurrencies)})
                         log(f"  {row['runner']} {method} n={n} c={c} chunk={row['chunk_size']} latency={lat}: "
                             f"wall {row['wall_s']} s / bound {row['bound_s']} s = {row['ratio']}, "
                             f"rerun {row['rerun_s']} s ({row['rerun_requests']} requests), "
