@@ -30,8 +30,8 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from agentcausal.discovery.methods import LLM_METHODS, DiscoveryConfig, DiscoveryOutcome, method_stages, \
-    resolve_methods
+from agentcausal.discovery.methods import DCM_METHODS, LLM_METHODS, DiscoveryConfig, DiscoveryOutcome, \
+    method_stages, resolve_methods
 from agentcausal.discovery.user_data import unique_dataset_names
 from agentcausal.exceptions import ConfigError
 from agentcausal.report.artifacts import self_contained_markdown
@@ -96,7 +96,12 @@ def discover(
     """
     settings = settings or RunSettings.from_env()
     config = config or DiscoveryConfig()
+    if config.mac.executor == "auto":  # a Python caller's default (the CLI resolves and says it itself)
+        config = config.resolved()
+        if config.executor_fallback and any(m.partition("@")[0] in DCM_METHODS for m in resolve_methods(methods)):
+            print(config.executor_fallback)
     reps = max(1, repeats)
+    config = config.model_copy(update={"samples": len(seeds) * reps})  # > 1: methods' sampling_temperature
     if reps > 1 and "repeat" not in DiscoveryConfig.model_fields:
         raise ConfigError("--repeats > 1 needs DiscoveryConfig.repeat (the repeat index in MAC's key and samples)")
     configs = [config if r == 0 else config.model_copy(update={"repeat": r}) for r in range(reps)]

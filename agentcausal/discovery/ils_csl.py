@@ -58,6 +58,14 @@ class ILSCSLSettings(BaseModel):
     discrete_score : pgmpy score on discrete data ("bdeu", "bic-d" or "k2")
     equivalent_sample_size : float, BDeu's prior strength
     reason_chars : int, cap of the reason the LLM gives before its verdict
+    sampling_temperature : float or None, temperature of the method's LLM calls in a run that asks for
+        more than one LLM sample per (dataset, method) (several seeds, or ``--repeats``), so that
+        mean ± std over them measures sampling variation; a single-sample run, and None, use the
+        profile's temperature (0 unless the profile sets one: the MAC paper's setting, arXiv:2407.15073
+        §4.1, for all its LLM methods). ``paper`` keeps None as the MAC paper does (at temperature 0 a method whose prompt does not
+        depend on the data answers the same for every seed, and the report then says "identical
+        samples: std not informative"); ``small`` samples at 0.7, the temperature of the published
+        generation config of Qwen2.5-Coder-Instruct, the embedded model's family
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -65,10 +73,12 @@ class ILSCSLSettings(BaseModel):
     discrete_score: Literal["bdeu", "bic-d", "k2"] = "bdeu"
     equivalent_sample_size: float = Field(10.0, gt=0)
     reason_chars: int = Field(200, ge=20, le=1000)
+    sampling_temperature: float | None = Field(None, ge=0, le=2)
 
 
 #: ``paper`` = the defaults; ``small``: two rounds and short reasons (sub-2B models on CPU)
-PRESETS: dict[str, dict[str, Any]] = {"paper": {}, "small": {"max_iterations": 2, "reason_chars": 80}}
+PRESETS: dict[str, dict[str, Any]] = {"paper": {}, "small": {"max_iterations": 2, "reason_chars": 80,
+                                                              "sampling_temperature": 0.7}}
 
 EDGE_TEMPLATE = (
     "{metadata}\nA structure-learning algorithm proposes the edge {x} -> {y}.\n"
@@ -123,7 +133,7 @@ def hill_climb(ds: Dataset, required: set[tuple[str, str]], forbidden: set[tuple
 
 
 def ils_csl(gw, ds: Dataset, settings: ILSCSLSettings = ILSCSLSettings(), *, item: str | None = None,
-            sample: int = 0) -> ILSCSLResult:
+            sample: int = 0, temperature: float | None = None) -> ILSCSLResult:
     """Run ILS-CSL on one dataset.
 
     Parameters
@@ -133,6 +143,7 @@ def ils_csl(gw, ds: Dataset, settings: ILSCSLSettings = ILSCSLSettings(), *, ite
     settings : ILSCSLSettings
     item : str, optional; usage-accounting id
     sample : int, the LLM sample index
+    temperature : float or None, sampling temperature of every call (None = the profile's)
 
     Returns
     -------
@@ -164,7 +175,8 @@ def ils_csl(gw, ds: Dataset, settings: ILSCSLSettings = ILSCSLSettings(), *, ite
             if key in verdicts or f"{y} -> {x}" in verdicts:
                 continue
             msgs = baseline_messages(EDGE_TEMPLATE.format(metadata=meta, x=x, y=y))
-            verdict = structured(gw, BASELINE_STAGE, msgs, model, item=item, max_tokens=cap, sample=sample).verdict
+            verdict = structured(gw, BASELINE_STAGE, msgs, model, item=item, max_tokens=cap, sample=sample,
+                                 temperature=temperature).verdict
             verdicts[key] = verdict
             before = len(required) + len(forbidden)
             if verdict == "correct":

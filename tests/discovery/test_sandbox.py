@@ -204,6 +204,25 @@ def test_cli_refuses_coding_and_marks_auto_fallback(monkeypatch, capsys):
     assert discovery_key(ds, "mac", config) == discovery_key(ds, "mac", DiscoveryConfig(mac=config.mac))
 
 
+def test_cli_executor_default_is_the_presets(monkeypatch, capsys):
+    """No --executor: paper resolves auto (here: typed, said once); small keeps typed and says nothing."""
+    import argparse
+
+    from agentcausal.cli.discover import build_config
+
+    monkeypatch.setattr(executor, "sandbox_available", lambda: "bubblewrap missing")
+    args = argparse.Namespace(rounds=None, subset_size=None, executor=None, coding_attempts=None, timeout=None,
+                              methods=["mac"])
+    paper = build_config(args, "paper")
+    assert paper.mac.executor == "typed" and "bubblewrap missing" in paper.executor_fallback
+    assert "bubblewrap missing" in capsys.readouterr().err
+    small = build_config(args, "small")
+    assert small.mac.executor == "typed" and small.executor_fallback == "" and capsys.readouterr().err == ""
+    monkeypatch.setattr(executor, "sandbox_available", lambda: None)
+    assert build_config(args, "paper").mac.executor == "coding"
+    assert build_config(argparse.Namespace(**{**vars(args), "executor": "auto"}), "small").mac.executor == "coding"
+
+
 def test_auto_fallback_is_marked_in_the_rows_that_run_dcm(fake_server, make_gateway):
     from agentcausal.discovery.datasets import load_dataset
     from agentcausal.discovery.methods import DiscoveryConfig, run_discovery
@@ -211,7 +230,11 @@ def test_auto_fallback_is_marked_in_the_rows_that_run_dcm(fake_server, make_gate
 
     fake_server.responder = mac_responder()
     ds = load_dataset("earthquake", n=200, seed=0)
-    config = DiscoveryConfig(executor_fallback="executor auto: the coding sandbox cannot run here (x)")
+    from agentcausal.discovery.mac.settings import MACSettings
+
+    # as the CLI resolves --executor auto where the sandbox cannot run
+    config = DiscoveryConfig(mac=MACSettings(executor="typed"),
+                             executor_fallback="executor auto: the coding sandbox cannot run here (x)")
     gw = make_gateway(fake_server)
     dcm = run_discovery("dcm_only", ds, gw, config)
     assert dcm.error == "" and dcm.details["executor_fallback"] == config.executor_fallback

@@ -38,6 +38,7 @@ from agentcausal.discovery.algorithms import EXACT_SEARCH_SUPERGRAPH_ABOVE, Algo
 from agentcausal.discovery.datasets import Dataset
 from agentcausal.discovery.graph import CausalGraph
 from agentcausal.discovery.mac import prompts as P
+from agentcausal.discovery.mac.calls import structured
 from agentcausal.discovery.mac.sandbox import run_sandboxed, sandbox_available
 from agentcausal.discovery.mac.settings import CODER_STAGE, MACSettings
 from agentcausal.exceptions import AlgorithmError, ConfigError, SandboxError, StructuredOutputError
@@ -280,7 +281,7 @@ def resolve_executor(requested: str) -> tuple[Literal["typed", "coding"], str]:
 
 
 def execute_coding(gw, ds: Dataset, choice: AlgorithmChoice, settings: MACSettings = MACSettings(), *,
-                   item: str | None = None) -> Execution:
+                   item: str | None = None, sample: int = 0, temperature: float | None = None) -> Execution:
     """The Causal Coding Executor: LLM-written causal-learn code in the sandbox, typed fallback.
 
     Parameters
@@ -290,6 +291,8 @@ def execute_coding(gw, ds: Dataset, choice: AlgorithmChoice, settings: MACSettin
     choice : AlgorithmChoice, the algorithm DCM chose
     settings : MACSettings (coding_attempts, sandbox limits, algorithm_timeout_s for the fallback)
     item : str, optional
+    sample : int, the LLM sample index (a repeat gets its own script)
+    temperature : float or None, sampling temperature (None = the profile's)
 
     Returns
     -------
@@ -317,8 +320,8 @@ def execute_coding(gw, ds: Dataset, choice: AlgorithmChoice, settings: MACSettin
     total = 0.0
     for _ in range(settings.coding_attempts):
         try:
-            reply = gw.structured(CODER_STAGE, msgs, P.CodeReply, item=item,
-                                  max_tokens=int(600 * settings.max_tokens_scale))
+            reply = structured(gw, CODER_STAGE, msgs, P.CodeReply, item=item, sample=sample,
+                               temperature=temperature, max_tokens=int(600 * settings.max_tokens_scale))
         except StructuredOutputError as exc:
             attempts.append(CodingAttempt(code=redact(exc.raw[:4000]), ok=False,
                                           error=redact(f"invalid reply: {exc.errors[:300]}")))
@@ -355,15 +358,17 @@ def execute_coding(gw, ds: Dataset, choice: AlgorithmChoice, settings: MACSettin
 
 
 def execute(gw, ds: Dataset, choice: AlgorithmChoice, settings: MACSettings = MACSettings(), *,
-            item: str | None = None) -> Execution:
-    """Dispatch on ``settings.executor`` ("typed" or "coding").
+            item: str | None = None, sample: int = 0, temperature: float | None = None) -> Execution:
+    """Dispatch on ``settings.executor``: "typed", "coding", or "auto" (coding where the sandbox
+    works here, else typed: :func:`resolve_executor`).
 
     Raises
     ------
     AlgorithmError if the algorithm fails (in typed mode or in the fallback).
     """
-    if settings.executor == "coding":
-        return execute_coding(gw, ds, choice, settings, item=item)
-    if settings.executor != "typed":  # pragma: no cover - the settings model forbids it
+    mode = resolve_executor("auto")[0] if settings.executor == "auto" else settings.executor
+    if mode == "coding":
+        return execute_coding(gw, ds, choice, settings, item=item, sample=sample, temperature=temperature)
+    if mode != "typed":  # pragma: no cover - the settings model forbids it
         raise AlgorithmError("executor", f"unknown executor {settings.executor!r}")
     return execute_typed(ds, choice, timeout_s=settings.algorithm_timeout_s)
