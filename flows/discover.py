@@ -35,7 +35,7 @@ from agentcausal.discovery.methods import DCM_METHODS, LLM_METHODS, DiscoveryCon
 from agentcausal.discovery.user_data import unique_dataset_names
 from agentcausal.exceptions import ConfigError
 from agentcausal.report.artifacts import self_contained_markdown
-from agentcausal.report.discovery import table_records
+from agentcausal.report.discovery import run_notes, table_records
 from agentcausal.settings import RunSettings
 from flows import naming
 from flows.progress import RunProgress
@@ -177,7 +177,8 @@ def discover(
             "started": dt.datetime.fromtimestamp(started).isoformat(timespec="seconds"),
             "wall_seconds": round(time.time() - started, 2), "reversal_cost": reversal_cost,
             "retry_failed": settings.retry_failed, "refresh": settings.refresh,
-            "plan": plan, "repeats": reps}  # the run plan (agentcausal.plan), as --dry-run prints it
+            "plan": plan, "repeats": reps,  # the run plan (agentcausal.plan), as --dry-run prints it
+            "notes": run_notes(outcomes)}  # e.g. a dataset without a true graph (metrics shown as -)
     run_dir = out_dir or default_run_dir()
     save_discovery(outcomes, run_dir, meta)
     files = report_discovery(run_dir, reversal_cost)

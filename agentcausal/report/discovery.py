@@ -36,7 +36,8 @@ from agentcausal.runfiles import atomic_path, atomic_write_text
 
 __all__ = ["outcomes_frame", "summary_table", "summary_text", "graph_mermaid", "draw_graph_png",
            "markdown_report", "memorisation_text", "save_run", "write_report", "load_outcomes", "table_records",
-           "RunFiles", "graphs_html", "write_graph_outputs", "edge_table_markdown"]
+           "RunFiles", "graphs_html", "write_graph_outputs", "edge_table_markdown", "run_notes", "executor_lines",
+           "IDENTICAL_NOTE"]
 
 _METRICS = (*METRIC_COLUMNS, "precision", "recall")
 
@@ -473,11 +474,15 @@ def markdown_report(df: pd.DataFrame, outcomes: Sequence[DiscoveryOutcome], meta
     from agentcausal.report.html import facts_markdown
 
     lines = ["# Causal discovery run", "", *facts_markdown(_shown_meta(meta))]
+    notes = list(dict.fromkeys([*(meta.get("notes") or []), *run_notes(outcomes)]))
+    if notes:
+        lines += ["", "## Notes", "", *[f"- {n}" for n in notes]]
     lines += ["", "## Results (mean ± std over seeds)", "", "```", summary_text(df, reversal_cost=reversal_cost),
               "```", ""]
     if mem := memorisation_text(df):
         lines += ["## Memorisation control (anonymise modes side by side)", "", "```", mem, "```", ""]
     lines += _cost_this_run_lines(df, meta)
+    lines += executor_lines(df)
     failed = df[df["error"] != ""] if not df.empty else df
     if len(failed):
         lines += ["## Failures", ""]
@@ -503,6 +508,53 @@ def markdown_report(df: pd.DataFrame, outcomes: Sequence[DiscoveryOutcome], meta
         lines += ["", f"![{ds} {m}]({png.as_posix()})", "", edge_table_markdown(o.graph, o.true_graph), "",
                   "```mermaid", graph_mermaid(o.graph, o.true_graph), "```", ""]
     return "\n".join(lines)
+
+
+def run_notes(outcomes: Sequence[DiscoveryOutcome]) -> list[str]:
+    """Notes a reader of the run needs before its tables: each dataset without a true graph.
+
+    The ``discover`` flow writes them into ``run.json`` (``notes``); :func:`markdown_report` shows them.
+
+    Parameters
+    ----------
+    outcomes : the run's outcomes
+
+    Returns
+    -------
+    list of str, one line per note (empty when there is nothing to say).
+    """
+    missing = list(dict.fromkeys(o.dataset for o in outcomes if o.true_graph is None))
+    return [f"{name} has no true graph (no \"true_edges\" in its metadata): SHD, NHD and F1 are shown as -"
+            for name in missing]
+
+
+def executor_lines(df: pd.DataFrame) -> list[str]:
+    """How DCM ran its algorithm: per method, runs by the coding agent and by the typed executor, and why
+    the typed executor ran instead of the coding agent (count per reason).
+
+    Parameters
+    ----------
+    df : DataFrame from :func:`outcomes_frame` (columns ``executor`` and ``executor_fallback``)
+
+    Returns
+    -------
+    list of markdown lines (empty when no run used DCM).
+    """
+    if df.empty or "executor" not in df or not (df["executor"] != "").any():
+        return []
+    lines = ["## DCM executor", "",
+             "How DCM ran the algorithm its debate chose: *coding* = the Causal Coding Executor (an LLM-written "
+             "causal-learn script in the sandbox), *typed* = the pool's own call. A fallback is a run meant for "
+             "the coding agent that ran typed (the sandbox unavailable under `--executor auto`, or every script "
+             "failed: those runs are also degraded).", ""]
+    for m, g in df[df["executor"] != ""].groupby("method", sort=False):
+        fb = g["executor_fallback"][g["executor_fallback"] != ""]
+        line = (f"- {m}: coding {int((g['executor'] == 'coding').sum())}, typed {int((g['executor'] == 'typed').sum())}"
+                f" of {len(g)} runs; fallbacks {len(fb)}")
+        if len(fb):
+            line += ": " + "; ".join(f"{reason[:200]} ({count}x)" for reason, count in fb.value_counts().items())
+        lines.append(line)
+    return lines + [""]
 
 
 def _svg_edges(pred: CausalGraph, true: CausalGraph | None) -> list[Any]:
@@ -715,8 +767,8 @@ def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw:
     figs = discovery_figures(df, outcomes, run)  # PNGs in the run folder; text charts in report.md
     atomic_write_text(run / "report.md", md + figures_markdown(figs))
     write_graph_outputs(outcomes, run)
-    shown = ("dataset", "seed", "n", "method", "status", "reused", *METRIC_COLUMNS, "seconds",
-             "prompt_tokens", "completion_tokens", "error")
+    shown = ("dataset", "seed", "n", "method", "status", "reused", "executor", "executor_fallback", *METRIC_COLUMNS,
+             "seconds", "prompt_tokens", "completion_tokens", "error")
     runs = df[[c for c in shown if c in df]] if not df.empty else df
     summary = pd.DataFrame(table_records(df))
     facts = _shown_meta(meta)
