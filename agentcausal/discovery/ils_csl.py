@@ -16,8 +16,9 @@ pair, is what keeps the LLM's work linear in the graph's size.
 
 The search here is pgmpy's hill climbing (one of the paper's backbones) with
 ``ExpertKnowledge`` carrying the constraints (hard constraints, as the paper's
-main variant), scored with BDeu on discrete data and Gaussian BIC on continuous
-data.
+main variant), scored with BDeu (equivalent sample size 1, parent sets of at most
+3, as the authors' code scores them) on discrete data and Gaussian BIC on
+continuous data.
 
 The MAC paper (arXiv:2407.15073, §4.1) lists ILS-CSL among its LLM baselines; its
 text pairs the baselines' names and citations differently from the methods' own
@@ -55,8 +56,14 @@ class ILSCSLSettings(BaseModel):
     Attributes
     ----------
     max_iterations : int, bound on learn-supervise rounds (the paper iterates until no new constraint)
-    discrete_score : pgmpy score on discrete data ("bdeu", "bic-d" or "k2")
-    equivalent_sample_size : float, BDeu's prior strength
+    discrete_score : pgmpy score on discrete data ("bdeu", "bic-d" or "k2"); the authors' default
+        is BDeu (their code's ``--score bdeu``)
+    equivalent_sample_size : float, BDeu's prior strength (equivalent sample size). The paper's text
+        names no value; the authors' released code (github.com/tyMadara/ILS-CSL) computes the BDeu local
+        scores with pygobnilp at its ``--alpha`` default of 1, which ``paper`` follows (pgmpy's own
+        default, 10, would favour denser graphs on the 250-2000-row samples these methods see)
+    max_parents : int or None, bound on each node's parents in the search; the authors' scores cover
+        parent sets of at most 3 (their ``--palim`` default); None = unbounded
     reason_chars : int, cap of the reason the LLM gives before its verdict
     sampling_temperature : float or None, temperature of the method's LLM calls in a run that asks for
         more than one LLM sample per (dataset, method) (several seeds, or ``--repeats``), so that
@@ -71,7 +78,8 @@ class ILSCSLSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     max_iterations: int = Field(10, ge=1, le=50)
     discrete_score: Literal["bdeu", "bic-d", "k2"] = "bdeu"
-    equivalent_sample_size: float = Field(10.0, gt=0)
+    equivalent_sample_size: float = Field(1.0, gt=0)
+    max_parents: int | None = Field(3, ge=1)
     reason_chars: int = Field(200, ge=20, le=1000)
     sampling_temperature: float | None = Field(None, ge=0, le=2)
 
@@ -125,7 +133,7 @@ def hill_climb(ds: Dataset, required: set[tuple[str, str]], forbidden: set[tuple
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             dag = HillClimbSearch(frame).estimate(
-                scoring_method=score, show_progress=False,
+                scoring_method=score, show_progress=False, max_indegree=settings.max_parents,
                 expert_knowledge=ExpertKnowledge(forbidden_edges=sorted(forbidden), required_edges=sorted(required)))
     except Exception as exc:  # noqa: BLE001 - pgmpy raises plain exceptions
         raise AlgorithmError("ils_csl", f"hill climbing failed: {type(exc).__name__}: {exc}") from exc
