@@ -26,7 +26,25 @@ from agentcausal.settings import RunSettings
 from agentcausal.traces.model import Trace
 from bench.common import REPO, md_table
 
-__all__ = ["embedded_selection", "run_embedded", "embedded_markdown"]
+__all__ = ["embedded_preset", "embedded_selection", "run_embedded", "embedded_markdown"]
+
+
+def embedded_preset(preset: str | None = None, settings: RunSettings | None = None) -> str:
+    """The method-settings preset of an embedded run: ``preset`` when given, else the one the active
+    routing names in the profiles file (:func:`agentcausal.presets.routing_preset`; ``small`` for the
+    default routing, whose model is the embedded 0.5B one).
+
+    >>> embedded_preset("paper")
+    'paper'
+    >>> embedded_preset(settings=RunSettings(routing="default"))
+    'small'
+    """
+    if preset:
+        return preset
+    from agentcausal.presets import routing_preset
+
+    rs = settings or RunSettings.from_env()
+    return routing_preset(rs.profiles_path, rs.routing)
 
 
 def embedded_selection(root: Path, k: int) -> list[Trace]:
@@ -47,18 +65,21 @@ def run_embedded(traces: Sequence[Trace], methods: Sequence[str] | None = None, 
     ----------
     traces : the traces (:func:`embedded_selection`)
     methods : method names; None = every registered method
-    preset : ``"paper"``, ``"small"`` or None (the settings models' defaults, which are ``paper``)
+    preset : ``"paper"``, ``"small"`` or None (the routing's preset, :func:`embedded_preset`:
+        ``small`` for the default routing)
     cache_dir, on_row, log : the LLM cache folder, a callback after every row, the progress printer
 
     Returns
     -------
-    dict with ``rows`` (trace, method, steps, seconds, requests, cache hits, prompt and
-    completion tokens, predicted and true step, step/agent correct, error) and ``summary``
-    per method (means per trace, accuracies).
+    dict with ``preset`` (the preset used), ``rows`` (trace, method, steps, seconds, requests,
+    cache hits, prompt and completion tokens, predicted and true step, step/agent correct, error)
+    and ``summary`` per method (means per trace, accuracies).
     """
     methods = list(methods or method_names())
-    settings = resolve_methods(methods, preset=preset) if preset else {}  # None: the models' defaults
-    gw = RunSettings.from_env(cache_dir=str(cache_dir)).gateway()  # replies under <cache_dir>/llm
+    rs = RunSettings.from_env(cache_dir=str(cache_dir))
+    preset = embedded_preset(preset, rs)
+    settings = resolve_methods(methods, preset=preset)
+    gw = rs.gateway()  # replies under <cache_dir>/llm
     rows: list[dict[str, Any]] = []
     try:
         for t in traces:
@@ -84,7 +105,8 @@ def run_embedded(traces: Sequence[Trace], methods: Sequence[str] | None = None, 
                     on_row(rows)
     finally:
         gw.close()
-    return {"traces": [t.id for t in traces], "methods": methods, "rows": rows, "summary": summarise(rows)}
+    return {"traces": [t.id for t in traces], "methods": methods, "preset": preset, "rows": rows,
+            "summary": summarise(rows)}
 
 
 def summarise(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -109,7 +131,7 @@ def embedded_markdown(payload: dict[str, Any], machine: dict[str, Any]) -> str:
     return (
         "# Embedded-model accuracy and cost per trace\n\n"
         f"Model: {', '.join(models) or '-'} (default routing). Method-settings preset: "
-        f"{payload.get('preset') or 'none named (the settings models defaults, i.e. paper)'}. "
+        f"{payload.get('preset') or 'not recorded (a run before presets were recorded)'}. "
         f"Traces: {', '.join(payload['traces'])} "
         "(the shortest Algorithm-Generated traces of the development split). With so few traces the "
         "accuracies say little; the seconds and tokens per trace are the point. Methods run one after "

@@ -70,7 +70,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="--only scale: traces per task to compare (default: the flow's default)")
     p.add_argument("--preset", default=None, choices=("paper", "small"),
                    help="method-settings preset: of the throughput runs (default paper) and of --embedded "
-                        "(default: the settings models' defaults, i.e. paper)")
+                        "(default: the routing's preset, small for the default routing)")
     p.add_argument("--economy-presets", nargs="*", default=["small"], choices=("paper", "small"),
                    help="presets whose LCE economy is measured beside --preset (one more DCFA run each; default small)")
     p.add_argument("--summary", action="store_true",
@@ -109,21 +109,23 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     if args.embedded:
-        from bench.embedded import embedded_markdown, embedded_selection, run_embedded, summarise
+        from bench.embedded import embedded_markdown, embedded_preset, embedded_selection, run_embedded, summarise
 
         root = who_and_when_dir()
         if root is None:
             print("the Who&When development split was not found (set AGENTCAUSAL_WHO_AND_WHEN_DIR)", file=sys.stderr)
             return 2
         traces = embedded_selection(root, args.embedded_traces)
+        preset = embedded_preset(args.preset)  # --preset, else the routing's (small for the default routing)
+        print(f"embedded: method-settings preset {preset}", flush=True)
 
         def save(rows: list) -> None:
-            payload = {"traces": [t.id for t in traces], "methods": args.methods, "preset": args.preset, "rows": rows,
+            payload = {"traces": [t.id for t in traces], "methods": args.methods, "preset": preset, "rows": rows,
                        "summary": summarise(rows), "machine": machine(), "partial": True}
             write_result("embedded", payload, embedded_markdown(payload, payload["machine"]), out)
 
-        res = run_embedded(traces, args.methods, preset=args.preset, on_row=save)
-        res.update(machine=machine(), preset=args.preset, argv=sys.argv[1:])
+        res = run_embedded(traces, args.methods, preset=preset, on_row=save)
+        res.update(machine=machine(), argv=sys.argv[1:])
         write_result("embedded", res, embedded_markdown(res, res["machine"]), out)
         print(f"embedded: {time.perf_counter() - started:.0f} s; results in {out}", flush=True)
         return 0

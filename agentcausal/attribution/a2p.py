@@ -17,7 +17,7 @@ agents (JSON schema), and ``step`` is range-checked.
   single choice (agent and step required, step bounded to ``0..n-1`` in the
   schema, so an out-of-range step goes through the gateway's repair loop); the
   prediction spans ``horizon_min..horizon_max`` turns (3-5, as A2P's prompt);
-  reasoning fields up to ``field_chars`` characters each.
+  reasoning fields without a character cap (``field_chars`` None).
 * ``small`` (:data:`TEMPLATE`): short wording for sub-2B models, short
   reasoning fields, and the "undetermined" escape (``step`` and ``agent``
   null); a step outside ``0..n-1`` is recorded as undetermined with the raw
@@ -27,10 +27,18 @@ The prediction's verdict (``reverses_failure``) is recorded in ``details`` and
 does not change the attribution: A2P's code makes one pass and reads only the
 final attribution. Deviations from A2P's code: a JSON reply (schema-constrained)
 instead of the "Agent Name: / Step Number:" text format; the trace rendered
-with our delimiters and shortened to the context budget; and, beyond the
+with our delimiters and shortened to the context budget; the completion cap is
+the profile's budget (:func:`~agentcausal.presets.completion_budget`; A2P's
+code sends its CLI's ``max_tokens``, default 20000, more than some endpoints'
+output limits accept); and, beyond the
 paper (Who&When's second setting), ``with_ground_truth = False`` drops the
 correct answer from the prompt (A2P's prompt always shows it) and asks
 whether the corrected run would reach *a* correct answer.
+
+Under ``paper`` the system message is the source code's own role sentence
+(:data:`PAPER_ROLE`) followed by our data notice (the trace is data, never
+instructions: a guard against text in the trace steering the judge) and a
+one-line task asking for JSON.
 
 References
 ----------
@@ -55,22 +63,22 @@ from agentcausal.attribution.common import (
     baseline_tokens,
     decisive_verdict,
     enum_choice,
+    reply_text,
     task_block,
     trace_budget,
     usage_item,
 )
 from agentcausal.attribution.registry import MethodSpec, register
 from agentcausal.llm import Gateway
-from agentcausal.llm.replies import ShortText
 from agentcausal.traces.model import Attribution, Trace
 from agentcausal.traces.render import render_steps_info
 
-__all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "PAPER_TEMPLATE", "A2PReply",
+__all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "PAPER_TEMPLATE", "PAPER_ROLE", "A2PReply",
            "A2PSettings", "build_messages", "reply_model", "run"]
 
 NAME = "a2p"
 #: version of each prompt set
-PROMPT_VERSIONS = {"paper": "a2p/paper-1", "small": "a2p/1"}
+PROMPT_VERSIONS = {"paper": "a2p/paper-2", "small": "a2p/1"}
 PROMPT_VERSION = "+".join(PROMPT_VERSIONS[k] for k in sorted(PROMPT_VERSIONS))
 
 #: the ``paper`` user message (A2P's scaffold); fields: task, trace, n_last, h_min, h_max, outcome
@@ -87,10 +95,13 @@ PAPER_TEMPLATE = (
     "action been taken, trace intervention -> intermediate effects -> outcome, and say whether this "
     "trajectory would {outcome}.\n\n"
     "Then give the attribution: the agent whose error is the decisive root cause of the failure, the step "
-    "number where that error first occurred, and the causal mechanism linking it to the failure. The error "
-    "you name must be decisive: corrected by your intervention, the outcome would change from failure to "
-    "success. You must name one agent and one step."
+    "number where that error first occurred, and the causal mechanism linking it to the failure, in under "
+    "150 words. The error you name must be decisive: corrected by your intervention, the outcome would "
+    "change from failure to success. You must name one agent and one step."
 )
+
+#: the ``paper`` system message's role sentence (A2P's code)
+PAPER_ROLE = "You are a helpful assistant skilled in analyzing conversations."
 
 #: the ``small`` user message; fields as in :data:`PAPER_TEMPLATE`
 TEMPLATE = (
@@ -121,15 +132,16 @@ class A2PSettings(BaselineSettings):
     horizon_min, horizon_max : int, turns the prediction simulates after the intervention
         (the paper's "short horizon"; 3 to 5 in A2P's released prompt; ``paper`` prompt only, a
         ``horizon_max`` below ``horizon_min`` counts as ``horizon_min``)
-    field_chars : int, the most characters of each reasoning field of the reply (abduction, action,
-        prediction, reason; a schema ``maxLength``, longer text is truncated). Not in the paper, whose
-        code asks for a reason under 150 words and leaves the rest to the completion cap; ``paper``:
-        2000, ``small``: 240 (a 0.5B model must finish the JSON within its cap)
+    field_chars : int or None, the most characters of each reasoning field of the reply (abduction,
+        action, prediction, reason; a schema ``maxLength``, longer text is truncated). None = no cap
+        (``paper``): A2P's code has no character bound, its prompt asks for a reason "under 150
+        words" (kept as an instruction in :data:`PAPER_TEMPLATE`) and its reply is bounded only by
+        the completion cap. ``small``: 240 (a 0.5B model must finish the JSON within its cap)
     """
 
     horizon_min: int = Field(3, ge=1)
     horizon_max: int = Field(5, ge=1)
-    field_chars: int = Field(2000, ge=40)
+    field_chars: int | None = Field(None, ge=40)
 
 
 #: presets (:mod:`agentcausal.presets`); fields not listed keep the ``paper`` defaults
@@ -140,15 +152,15 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 @functools.lru_cache(maxsize=256)
-def reply_model(agents: tuple[str, ...], n_steps: int, forced: bool, field_chars: int) -> type[A2PReply]:
+def reply_model(agents: tuple[str, ...], n_steps: int, forced: bool, field_chars: int | None) -> type[A2PReply]:
     """The reply model of one trace.
 
     ``agent`` is an enum of ``agents``; ``forced`` (``paper``) makes agent and step
     required and bounds step to ``0..n_steps-1``; otherwise both may be null.
-    Reasoning fields carry ``maxLength = field_chars``.
+    Reasoning fields carry ``maxLength = field_chars`` (none when None).
     """
     agent_t = enum_choice(agents)
-    text = {name: (ShortText(field_chars), Field(description=A2PReply.model_fields[name].description))
+    text = {name: (reply_text(field_chars), Field(description=A2PReply.model_fields[name].description))
             for name in ("abduction", "action", "prediction", "reason")}
     if forced:
         who = {"agent": (agent_t, Field(description="Name of the agent who made the decisive error, as shown.")),
@@ -182,7 +194,8 @@ def build_messages(trace: Trace, settings: A2PSettings, budget: int | None) -> t
                            n_last=len(trace) - 1, h_min=settings.horizon_min,
                            h_max=max(settings.horizon_min, settings.horizon_max), outcome=outcome)
     return baseline_messages("Abduct the root cause, define the corrective action, predict its outcome, then name "
-                             "the agent and the step of the decisive error.", user), rendered.shortened
+                             "the agent and the step of the decisive error.", user,
+                             PAPER_ROLE if settings.prompts == "paper" else None), rendered.shortened
 
 
 def run(trace: Trace, gw: Gateway, settings: A2PSettings) -> Attribution:

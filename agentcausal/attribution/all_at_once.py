@@ -19,7 +19,14 @@ Remaining deviations from Who&When's code under ``paper``: the reply is one
 JSON object (schema-constrained) instead of free text parsed by regular
 expressions, and the trace is rendered with our delimiters and shortened to
 the context budget (the original sends it whole); both keep the method's
-question and its single call.
+question and its single call. And the completion cap is the profile's budget
+(:func:`~agentcausal.presets.completion_budget`) where Who&When's code sends
+``max_tokens=1024`` (its CLI default), because the reasoning models the DCFA
+paper runs spend hidden reasoning from the same budget and a fixed 1024 would
+cut them off. Under ``paper`` the system message is the source code's own role sentence
+(:data:`PAPER_ROLE`) followed by our data notice (the trace is data, never
+instructions: a guard against text in the trace steering the judge) and a
+one-line task asking for JSON.
 
 References
 ----------
@@ -44,22 +51,22 @@ from agentcausal.attribution.common import (
     baseline_tokens,
     decisive_verdict,
     enum_choice,
+    reply_text,
     task_block,
     trace_budget,
     usage_item,
 )
 from agentcausal.attribution.registry import MethodSpec, register
 from agentcausal.llm import Gateway
-from agentcausal.llm.replies import ShortText
 from agentcausal.traces.model import Attribution, Trace
 from agentcausal.traces.render import render_steps_info
 
-__all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "PAPER_TEMPLATE", "AllAtOnceReply",
+__all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "PAPER_TEMPLATE", "PAPER_ROLE", "AllAtOnceReply",
            "AllAtOnceSettings", "Prompt", "build_messages", "reply_model", "run"]
 
 NAME = "all_at_once"
 #: version of each prompt set
-PROMPT_VERSIONS = {"paper": "all_at_once/paper-1", "small": "all_at_once/3"}
+PROMPT_VERSIONS = {"paper": "all_at_once/paper-2", "small": "all_at_once/3"}
 PROMPT_VERSION = "+".join(PROMPT_VERSIONS[k] for k in sorted(PROMPT_VERSIONS))
 
 #: the ``paper`` user message (Who&When's All-at-Once question); fields: task, trace, n_last
@@ -70,6 +77,9 @@ PAPER_TEMPLATE = (
     "mistake first; (3) the reason for your prediction. If no agent made an obvious mistake, decide on one "
     "single agent anyway. You must name one agent and one step."
 )
+
+#: the ``paper`` system message's role sentence (Who&When's code)
+PAPER_ROLE = "You are a helpful assistant skilled in analyzing conversations."
 
 #: the user message; fields: task, trace, n_last
 TEMPLATE = (
@@ -82,31 +92,43 @@ TEMPLATE = (
 class AllAtOnceReply(BaseModel):
     """Your verdict on the decisive error of the whole run."""
 
-    reason: ShortText(300) = Field(description="One or two sentences: what went wrong at that step.")
+    reason: str = Field(description="One or two sentences: what went wrong at that step.")
     agent: str | None = Field(description="Name of the agent who made the decisive error, as shown; null if undetermined.")
     step: int | None = Field(description="Step number of the decisive error; null if undetermined.")
 
 
 class AllAtOnceSettings(BaselineSettings):
-    """Settings of All-at-Once (see :class:`~agentcausal.attribution.common.BaselineSettings`)."""
+    """Settings of All-at-Once (see :class:`~agentcausal.attribution.common.BaselineSettings`).
+
+    Attributes
+    ----------
+    reason_chars : int or None, the most characters of the reply's reason (schema ``maxLength``,
+        longer text cut); None = no cap (``paper``: Who&When's code asks for "the reason for your
+        prediction" with no length and bounds only the completion); ``small``: 300
+    """
+
+    reason_chars: int | None = Field(None, ge=40)
 
 
 #: presets (:mod:`agentcausal.presets`)
-PRESETS = BASELINE_PRESETS
+PRESETS = {"paper": {}, "small": {**BASELINE_PRESETS["small"], "reason_chars": 300}}
 
 
 @functools.lru_cache(maxsize=256)
-def reply_model(agents: tuple[str, ...], n_steps: int, forced: bool) -> type[AllAtOnceReply]:
+def reply_model(agents: tuple[str, ...], n_steps: int, forced: bool,
+                reason_chars: int | None = None) -> type[AllAtOnceReply]:
     """The reply model of one trace: ``agent`` an enum of ``agents``; ``forced`` (``paper``) makes
-    agent and step required and bounds step to ``0..n_steps-1``; otherwise both may be null."""
+    agent and step required and bounds step to ``0..n_steps-1``; otherwise both may be null;
+    ``reason`` carries ``maxLength = reason_chars`` (none when None)."""
     agent_t = enum_choice(agents)
+    reason = (reply_text(reason_chars), Field(description=AllAtOnceReply.model_fields["reason"].description))
     if forced:
         return create_model(
-            "AllAtOnceReply", __base__=AllAtOnceReply,
+            "AllAtOnceReply", __base__=AllAtOnceReply, reason=reason,
             agent=(agent_t, Field(description="Name of the agent who made the decisive error, as shown.")),
             step=(int, Field(ge=0, le=max(n_steps - 1, 0), description="Step number of the decisive error.")))
     return create_model(
-        "AllAtOnceReply", __base__=AllAtOnceReply,
+        "AllAtOnceReply", __base__=AllAtOnceReply, reason=reason,
         agent=(agent_t | None, Field(description="Name of the agent who made the decisive error, as shown; "
                                                   "null if undetermined.")))
 
@@ -135,7 +157,9 @@ def build_messages(trace: Trace, settings: AllAtOnceSettings, budget: int | None
     template = PAPER_TEMPLATE if settings.prompts == "paper" else TEMPLATE
     user = template.format(task=task_block(trace, settings.with_ground_truth), trace=rendered.text,
                            n_last=len(trace) - 1)
-    return Prompt(baseline_messages("Name the agent and the step of the decisive error.", user), rendered.shortened)
+    role = PAPER_ROLE if settings.prompts == "paper" else None
+    return Prompt(baseline_messages("Name the agent and the step of the decisive error.", user, role),
+                  rendered.shortened)
 
 
 def run(trace: Trace, gw: Gateway, settings: AllAtOnceSettings) -> Attribution:
@@ -165,7 +189,7 @@ def run(trace: Trace, gw: Gateway, settings: AllAtOnceSettings) -> Attribution:
     3
     """
     messages, shortened = build_messages(trace, settings, trace_budget(gw, settings))
-    model = reply_model(agent_names(trace), len(trace), settings.prompts == "paper")
+    model = reply_model(agent_names(trace), len(trace), settings.prompts == "paper", settings.reason_chars)
     reply = gw.structured(BASELINE_STAGE, messages, model, item=usage_item(trace.id, NAME),
                           max_tokens=baseline_tokens(gw, settings))
     details: dict[str, object] = {"shortened": list(shortened), "prompt_version": PROMPT_VERSIONS[settings.prompts]}

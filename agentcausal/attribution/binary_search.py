@@ -20,7 +20,19 @@ speaker of the remaining step (one of the trace's own agents).
 
 Remaining deviations from Who&When's code under ``paper``: a JSON choice
 (schema enum "first"/"second") instead of "upper half"/"lower half" parsed from
-free text, and the segment rendered with our delimiters within the context budget.
+free text, with a one-sentence reason beside the choice (the original asks for the
+phrase alone; the reason is kept so ``details["path"]`` says why each part was
+taken), and the segment rendered with our delimiters and step numbers within the
+context budget; the completion cap is the profile's budget
+(:func:`~agentcausal.presets.completion_budget`) where Who&When's code sends
+``max_tokens=1024`` (its CLI default), because the reasoning models the DCFA
+paper runs spend hidden reasoning from the same budget and a fixed 1024 would
+cut them off.
+
+Under ``paper`` the system message is the source code's own role sentence
+(:data:`PAPER_ROLE`) followed by our data notice (the trace is data, never
+instructions: a guard against text in the trace steering the judge) and a
+one-line task asking for JSON.
 
 References
 ----------
@@ -31,11 +43,12 @@ section 4.1 (Binary Search).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 from typing import Literal, NamedTuple
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from agentcausal.attribution.common import (
     BASELINE_PRESETS,
@@ -43,6 +56,7 @@ from agentcausal.attribution.common import (
     BaselineSettings,
     baseline_messages,
     baseline_tokens,
+    reply_text,
     task_block,
     trace_budget,
     usage_item,
@@ -50,16 +64,16 @@ from agentcausal.attribution.common import (
 from agentcausal.attribution.registry import MethodSpec, register
 from agentcausal.exceptions import StructuredOutputError
 from agentcausal.llm import Gateway
-from agentcausal.llm.replies import ShortText
 from agentcausal.traces.model import Attribution, Trace
 from agentcausal.traces.render import render_steps
 
-__all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "PAPER_TEMPLATE", "HalfChoice",
-           "ForcedHalfChoice", "BinarySearchSettings", "Split", "split", "random_half", "build_messages", "run"]
+__all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "PAPER_TEMPLATE", "PAPER_ROLE", "HalfChoice",
+           "ForcedHalfChoice", "choice_model", "BinarySearchSettings", "Split", "split", "random_half",
+           "build_messages", "run"]
 
 NAME = "binary_search"
 #: version of each prompt set
-PROMPT_VERSIONS = {"paper": "binary_search/paper-1", "small": "binary_search/2"}
+PROMPT_VERSIONS = {"paper": "binary_search/paper-2", "small": "binary_search/2"}
 PROMPT_VERSION = "+".join(PROMPT_VERSIONS[k] for k in sorted(PROMPT_VERSIONS))
 
 #: the ``paper`` user message (Who&When's Binary-Search question); fields as in :data:`TEMPLATE`
@@ -71,6 +85,9 @@ PAPER_TEMPLATE = (
     "is most responsible for the failure. You must choose one."
 )
 
+#: the ``paper`` system message's role sentence (Who&When's code)
+PAPER_ROLE = "You are an AI assistant specializing in localizing errors in conversation segments."
+
 #: the user message; fields: task, trace, lo, hi, a_lo, a_hi, b_lo, b_hi
 TEMPLATE = (
     "{task}\n\nThe decisive error is somewhere in steps {lo} to {hi}:\n{trace}\n\n"
@@ -81,7 +98,7 @@ TEMPLATE = (
 class HalfChoice(BaseModel):
     """Your choice of the part that holds the decisive error."""
 
-    reason: ShortText(200) = Field(description="One sentence.")
+    reason: str = Field(description="One sentence.")
     part: Literal["first", "second", "undetermined"] = Field(
         description="'first' or 'second' part of the steps shown; 'undetermined' only if you cannot tell.")
 
@@ -89,7 +106,7 @@ class HalfChoice(BaseModel):
 class ForcedHalfChoice(BaseModel):
     """Your choice of the part that holds the decisive error (one of the two)."""
 
-    reason: ShortText(200) = Field(description="One sentence.")
+    reason: str = Field(description="One sentence.")
     part: Literal["first", "second"] = Field(description="'first' or 'second' part of the steps shown.")
 
 
@@ -99,13 +116,26 @@ class BinarySearchSettings(BaselineSettings):
     Attributes
     ----------
     random_seed : int, seed of the random half taken on an ambiguous reply (``paper``)
+    reason_chars : int or None, the most characters of each choice's reason (schema ``maxLength``,
+        longer text cut); None = no cap (``paper``: Who&When's code asks for the half and an
+        explanation with no length and bounds only the completion); ``small``: 200
     """
 
     random_seed: int = 0
+    reason_chars: int | None = Field(None, ge=40)
 
 
 #: presets (:mod:`agentcausal.presets`)
-PRESETS = BASELINE_PRESETS
+PRESETS = {"paper": {}, "small": {**BASELINE_PRESETS["small"], "reason_chars": 200}}
+
+
+@functools.lru_cache(maxsize=32)
+def choice_model(forced: bool, reason_chars: int | None) -> type[HalfChoice] | type[ForcedHalfChoice]:
+    """The reply model of one halving: :class:`ForcedHalfChoice` (``paper``) or :class:`HalfChoice`,
+    with ``reason`` capped at ``reason_chars`` characters (none when None)."""
+    base = ForcedHalfChoice if forced else HalfChoice
+    return create_model(base.__name__, __base__=base, __doc__=base.__doc__,
+                        reason=(reply_text(reason_chars), Field(description=base.model_fields["reason"].description)))
 
 
 def random_half(trace_id: str, lo: int, hi: int, seed: int) -> str:
@@ -181,7 +211,8 @@ def build_messages(trace: Trace, lo: int, hi: int, settings: BinarySearchSetting
     user = template.format(task=task_block(trace, settings.with_ground_truth),
                            trace=render_steps(trace.steps[lo : hi + 1], budget), lo=lo, hi=hi,
                            a_lo=s.first[0], a_hi=s.first[1], b_lo=s.second[0], b_hi=s.second[1])
-    return baseline_messages("Choose the part of the steps shown that holds the decisive error.", user)
+    return baseline_messages("Choose the part of the steps shown that holds the decisive error.", user,
+                             PAPER_ROLE if settings.prompts == "paper" else None)
 
 
 def run(trace: Trace, gw: Gateway, settings: BinarySearchSettings) -> Attribution:
@@ -212,7 +243,7 @@ def run(trace: Trace, gw: Gateway, settings: BinarySearchSettings) -> Attributio
     while hi > lo:
         msgs = build_messages(trace, lo, hi, settings, budget)
         try:
-            reply = gw.structured(BASELINE_STAGE, msgs, ForcedHalfChoice if forced else HalfChoice,
+            reply = gw.structured(BASELINE_STAGE, msgs, choice_model(forced, settings.reason_chars),
                                   item=usage_item(trace.id, NAME), max_tokens=baseline_tokens(gw, settings))
         except StructuredOutputError:
             if not forced:

@@ -4,6 +4,7 @@
   (``with_ground_truth``, reply cap, context budget).
 * :func:`system_prompt`, :func:`task_block`: the short instructions and the
   delimited question (and, with ground truth, the correct answer).
+* :func:`reply_text`: a reply's free-text field, capped (``small``) or not (``paper``).
 * :func:`trace_budget`: characters of trace text a stage's context window allows.
 * :func:`usage_item`: the usage-ledger item key of one (trace, method) run.
   Baselines pass ``item=usage_item(trace.id, method)`` on every gateway call,
@@ -49,6 +50,7 @@ __all__ = [
     "baseline_tokens",
     "agent_names",
     "enum_choice",
+    "reply_text",
     "system_prompt",
     "baseline_messages",
     "decisive_verdict",
@@ -109,6 +111,29 @@ def baseline_tokens(gw: Gateway, settings: BaselineSettings, stage: str = BASELI
     return completion_budget(gw, stage, settings.max_tokens)
 
 
+def reply_text(max_chars: int | None) -> Any:
+    """The type of a free-text reply field: capped at ``max_chars`` characters, or not at all.
+
+    Parameters
+    ----------
+    max_chars : int or None; an int gives :func:`~agentcausal.llm.replies.ShortText` (schema
+        ``maxLength``, longer text cut on validation: the ``small`` presets' bound on a sub-2B
+        model's decode time); None gives a plain ``str`` (the ``paper`` presets: no cap the
+        papers do not have; the profile's completion budget bounds the reply)
+
+    Examples
+    --------
+    >>> from pydantic import create_model
+    >>> create_model("R", reason=(reply_text(5), ...))(reason="abcdefgh").reason
+    'abcde'
+    >>> "maxLength" in create_model("R", reason=(reply_text(None), ...)).model_json_schema()["properties"]["reason"]
+    False
+    """
+    from agentcausal.llm.replies import ShortText
+
+    return str if max_chars is None else ShortText(max_chars)
+
+
 def agent_names(trace: Trace) -> tuple[str, ...]:
     """The trace's own agents, in order of first appearance (the choices of an agent-naming reply)."""
     return tuple(dict.fromkeys(s.agent for s in trace.steps))
@@ -160,33 +185,41 @@ def decisive_verdict(trace: Trace, step: int | None, agent: str | None,
     return step, agent
 
 
-def baseline_messages(instruction: str, user: str) -> list[dict[str, str]]:
+def baseline_messages(instruction: str, user: str, role: str | None = None) -> list[dict[str, str]]:
     """The chat messages of one baseline call: :func:`system_prompt` of ``instruction``, then ``user``.
 
     Parameters
     ----------
     instruction : str, one sentence saying what to answer
     user : str, the user message
+    role : str or None, the system message's first sentence; None = ours (the decisive-error
+        definition). The ``paper`` presets pass the source code's own system message.
 
     Returns
     -------
     list of two message dicts (system, user)
     """
-    return [{"role": "system", "content": system_prompt(instruction)}, {"role": "user", "content": user}]
+    return [{"role": "system", "content": system_prompt(instruction, role)}, {"role": "user", "content": user}]
 
 
-def system_prompt(task: str) -> str:
+def system_prompt(task: str, role: str | None = None) -> str:
     """The system message: role, the data notice, and the task.
 
     Parameters
     ----------
     task : str, one sentence saying what to answer
+    role : str or None, the role sentence; None = ours (the decisive-error definition)
 
     Returns
     -------
     str
+
+    Examples
+    --------
+    >>> system_prompt("Say hi.", "You are a helpful assistant.").startswith("You are a helpful assistant. ")
+    True
     """
-    return f"{_ROLE} {DATA_NOTICE} {task} Reply with one JSON object."
+    return f"{role or _ROLE} {DATA_NOTICE} {task} Reply with one JSON object."
 
 
 def task_block(trace: Trace, with_ground_truth: bool) -> str:

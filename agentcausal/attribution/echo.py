@@ -44,8 +44,10 @@ view's quarter of the budget); candidates beyond are listed in
 ``details["candidates_over_budget"]`` (a safety bound, not a method setting).
 
 * ``paper``: all six analysts, candidates bounded only by the trace (n), the
-  layer radii of ECHO's paper, reply caps from the profile, forced choices
-  (every analyst votes; candidate steps bounded in the schema).
+  layer radii of ECHO's paper, no character caps (neither on the L2-L4
+  extracts nor on the reply's text fields: ECHO gives none; the context
+  budget bounds the views and the profile's completion budget the replies),
+  forced choices (every analyst votes; candidate steps bounded in the schema).
 * ``small``: three analysts, three candidates, short text fields and a fixed
   completion cap for sub-2B models, and the "undetermined" escape (an analyst
   may abstain with null step; out-of-range candidates are dropped and recorded
@@ -53,7 +55,7 @@ view's quarter of the budget); candidates beyond are listed in
   trace undetermined).
 
 Choices the paper leaves open, each a setting: the number of candidates, the
-analysts' foci, the character caps of L2-L4, the consensus and tie-break rules,
+analysts' foci, the character caps of L2-L4 (none under ``paper``), the consensus and tie-break rules,
 and the thresholds. Deviations from ECHO's paper: ECHO's analysts are separate agents (decoupled
 analysis, one call each); here the analysts share one panel call over the
 scan's candidates (the DCFA paper's cost table counts two full-context calls),
@@ -84,13 +86,13 @@ from agentcausal.attribution.common import (
     baseline_messages,
     baseline_tokens,
     enum_choice,
+    reply_text,
     task_block,
     trace_budget,
     usage_item,
 )
 from agentcausal.attribution.registry import MethodSpec, register
 from agentcausal.llm import Gateway
-from agentcausal.llm.replies import ShortText
 from agentcausal.traces.model import Attribution, Step, Trace
 from agentcausal.traces.render import escape_data, render_steps_info, shorten
 
@@ -102,7 +104,7 @@ __all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "ANALYSTS", "
 
 NAME = "echo"
 #: version of each prompt set
-PROMPT_VERSIONS = {"paper": "echo/paper-1", "small": "echo/1"}
+PROMPT_VERSIONS = {"paper": "echo/paper-2", "small": "echo/1"}
 PROMPT_VERSION = "+".join(PROMPT_VERSIONS[k] for k in sorted(PROMPT_VERSIONS))
 
 AnalystName = Literal["conservative", "evidence", "causal_chain", "coordination", "reasoning", "balanced"]
@@ -172,18 +174,23 @@ def _lines(text: str) -> list[str]:
     return [ln.strip() for ln in text.splitlines() if ln.strip() and not _FENCE.match(ln.strip())]
 
 
-def key_lines(text: str, max_chars: int) -> str:
+def _cap(text: str, max_chars: int | None) -> str:
+    """``text`` shortened to ``max_chars`` (:func:`~agentcausal.traces.render.shorten`); None = as it is."""
+    return text if max_chars is None else shorten(text, max_chars)
+
+
+def key_lines(text: str, max_chars: int | None) -> str:
     """L2 content: the lines that report errors, decisions, results or hand-offs, up to ``max_chars``.
 
     Parameters
     ----------
     text : str, a step's content
-    max_chars : int
+    max_chars : int or None (None = no cap)
 
     Returns
     -------
     str, the matching lines joined by `` / `` (the head of the text when none match),
-    shortened to ``max_chars``.
+    shortened to ``max_chars`` when it is set.
 
     Examples
     --------
@@ -192,10 +199,10 @@ def key_lines(text: str, max_chars: int) -> str:
     """
     lines = _lines(text)
     keep = [ln for ln in lines if _ERROR.search(ln) or _DECISION.search(ln) or _HANDOFF.search(ln)]
-    return shorten(" / ".join(keep or lines[:2]) if lines else "", max_chars)
+    return _cap(" / ".join(keep or lines[:2]) if lines else "", max_chars)
 
 
-def summary_line(text: str, max_chars: int) -> str:
+def summary_line(text: str, max_chars: int | None) -> str:
     """L3 content: the first sentence and any warning lines, up to ``max_chars``.
 
     >>> summary_line("We searched the web. Nothing else.\\nError: 404", 100)
@@ -206,10 +213,10 @@ def summary_line(text: str, max_chars: int) -> str:
         return ""
     first = _SENTENCE.split(lines[0], maxsplit=1)[0]
     warn = [ln for ln in lines[1:] if _ERROR.search(ln)]
-    return shorten(" / ".join([first, *warn]), max_chars)
+    return _cap(" / ".join([first, *warn]), max_chars)
 
 
-def milestone(text: str, max_chars: int) -> str:
+def milestone(text: str, max_chars: int | None) -> str:
     """L4 content: markers of what the step reports and its first sentence, up to ``max_chars``.
 
     >>> milestone("Final answer: 12 because of an error", 80)
@@ -219,7 +226,7 @@ def milestone(text: str, max_chars: int) -> str:
              if rx.search(text)]
     lines = _lines(text)
     first = _SENTENCE.split(lines[0], maxsplit=1)[0] if lines else ""
-    return " ".join([*marks, shorten(first, max_chars)]).strip()
+    return " ".join([*marks, _cap(first, max_chars)]).strip()
 
 
 # ------------------------------------------------------------------ settings
@@ -234,16 +241,21 @@ class EchoSettings(BaselineSettings):
         length (``paper``, no cap); ``small``: 3
     l1_radius, l2_radius, l3_radius : int, the distances of ECHO's layers L1 (full, ±1), L2 (key
         lines, ±2-3) and L3 (summary, ±4-6); farther steps are in the global view only (L4)
-    l2_chars, l3_chars, l4_chars : int, the most characters per step at L2, L3 and in the global view
-        (L4); the paper gives no numbers (``paper``: 600 / 240 / 120; ``small``: 300 / 120 / 60)
+    l2_chars, l3_chars, l4_chars : int or None, the most characters per step at L2, L3 and in the
+        global view (L4). ECHO defines each layer by what it keeps (L2 key reasoning lines, L3 an
+        outcome summary and warnings, L4 a milestone line, extracted by pattern matching) and gives
+        no character counts, so ``paper`` has none (None: the extraction alone compresses; the
+        rendered views stay within the context budget, see :func:`panel_messages`); ``small``:
+        300 / 120 / 60
     consensus : ``"confidence_weighted"`` (a vote weighs its confidence, ECHO's rule) or ``"majority"``
         (every vote weighs 1)
     tie_break : ``"earliest"`` (default), ``"highest_confidence"`` or ``"scan_rank"`` (see the module docstring)
     min_confidence : float, votes with a lower confidence are dropped (0 = keep all)
     min_support : float, the winner's least share of the total vote weight; below it the trace is
         undetermined (0 = always decide)
-    field_chars : int, the most characters of each text field of the replies (schema ``maxLength``);
-        ``paper``: 1000, ``small``: 160
+    field_chars : int or None, the most characters of each text field of the replies (schema
+        ``maxLength``, longer text cut); None = no cap (``paper``: ECHO's paper gives none; the
+        profile's completion budget bounds the reply); ``small``: 160
     """
 
     analysts: tuple[AnalystName, ...] = Field(tuple(ANALYSTS), min_length=1)
@@ -251,14 +263,14 @@ class EchoSettings(BaselineSettings):
     l1_radius: int = Field(1, ge=0)
     l2_radius: int = Field(3, ge=0)
     l3_radius: int = Field(6, ge=0)
-    l2_chars: int = Field(600, ge=40)
-    l3_chars: int = Field(240, ge=40)
-    l4_chars: int = Field(120, ge=20)
+    l2_chars: int | None = Field(None, ge=40)
+    l3_chars: int | None = Field(None, ge=40)
+    l4_chars: int | None = Field(None, ge=20)
     consensus: Literal["confidence_weighted", "majority"] = "confidence_weighted"
     tie_break: Literal["earliest", "highest_confidence", "scan_rank"] = "earliest"
     min_confidence: float = Field(0.0, ge=0.0, le=1.0)
     min_support: float = Field(0.0, ge=0.0, le=1.0)
-    field_chars: int = Field(1000, ge=40)
+    field_chars: int | None = Field(None, ge=40)
 
     @field_validator("analysts")
     @classmethod
@@ -306,21 +318,23 @@ class EchoPanelReply(BaseModel):
 
 
 @functools.lru_cache(maxsize=256)
-def scan_model(n_steps: int, k: int, forced: bool, field_chars: int) -> type[EchoScan]:
+def scan_model(n_steps: int, k: int, forced: bool, field_chars: int | None) -> type[EchoScan]:
     """The scan reply model: 1..k candidates; ``forced`` (``paper``) bounds steps to ``0..n_steps-1``."""
     step_f = (int, Field(ge=0, le=max(n_steps - 1, 0), description="Step number.")) if forced else \
         (int, Field(description="Step number."))
     cand = create_model("EchoCandidate", __base__=EchoCandidate, step=step_f,
-                        reason=(ShortText(field_chars), Field(description=EchoCandidate.model_fields["reason"].description)))
+                        reason=(reply_text(field_chars),
+                                Field(description=EchoCandidate.model_fields["reason"].description)))
     return create_model("EchoScan", __base__=EchoScan,
-                        overview=(ShortText(field_chars), Field(description=EchoScan.model_fields["overview"].description)),
+                        overview=(reply_text(field_chars),
+                                  Field(description=EchoScan.model_fields["overview"].description)),
                         candidates=(list[cand], Field(min_length=1 if forced else 0, max_length=k,
                                                       description="Candidate steps, most likely first.")))
 
 
 @functools.lru_cache(maxsize=256)
 def panel_model(agents: tuple[str, ...], candidates: tuple[int, ...], analysts: tuple[str, ...], forced: bool,
-                field_chars: int) -> type[EchoPanelReply]:
+                field_chars: int | None) -> type[EchoPanelReply]:
     """The panel reply model: one required :class:`EchoVote` per analyst; ``step`` an enum of the
     candidates and ``agent`` an enum of the trace's agents (both nullable unless ``forced``)."""
     step_t: Any = enum_choice(candidates, "integer")
@@ -329,8 +343,8 @@ def panel_model(agents: tuple[str, ...], candidates: tuple[int, ...], analysts: 
         step_t, agent_t = step_t | None, agent_t | None
     vote = create_model(
         "EchoVote", __base__=EchoVote,
-        hypothesis=(ShortText(field_chars), Field(description=EchoVote.model_fields["hypothesis"].description)),
-        evidence=(ShortText(field_chars), Field(description=EchoVote.model_fields["evidence"].description)),
+        hypothesis=(reply_text(field_chars), Field(description=EchoVote.model_fields["hypothesis"].description)),
+        evidence=(reply_text(field_chars), Field(description=EchoVote.model_fields["evidence"].description)),
         step=(step_t, Field(description="The candidate step of the decisive error" + ("." if forced else
                                                                                       "; null if you cannot tell."))),
         agent=(agent_t, Field(description="The agent responsible, as shown.")))

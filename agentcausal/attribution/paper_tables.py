@@ -52,10 +52,13 @@ __all__ = [
     "paper_tables_markdown",
 ]
 
-#: Who&When's five trace-length levels (inclusive step counts). Who&When groups Hand-Crafted traces into
-#: five levels of context length and the DCFA paper's Figure 3 reuses them without stating the bounds; the
-#: text we have gives Hand-Crafted's range (5 to 130 steps), so the levels here are five equal-width bins over
-#: that range (our reading; change them here if Who&When's exact bounds are needed).
+#: Five trace-length levels (inclusive step counts) standing in for Who&When's. Who&When groups Hand-Crafted
+#: traces into five levels of context length and the DCFA paper's Figure 3 reuses them ("five context-length
+#: levels defined by the Who&When benchmark") without stating the bounds; neither the Who&When paper
+#: (arXiv:2505.00212) and its released code nor the DCFA paper as we have them give them (searched again
+#: 2026-11-30). The DCFA paper gives Hand-Crafted's range (5 to 130 steps, its appendix A), so these levels
+#: are OURS: five equal-width bins of 25 steps over that range, the last one open. Replace them here if
+#: Who&When's bounds turn up.
 WHO_WHEN_LEVELS = ((1, 29, "Level 1"), (30, 54, "Level 2"), (55, 79, "Level 3"), (80, 104, "Level 4"),
                    (105, 10**9, "Level 5"))
 
@@ -286,9 +289,10 @@ def paper_tables_markdown(df: pd.DataFrame, meta: dict[str, Any] | None = None) 
     parts: list[str] = []
     lv = accuracy_by_level(df)
     if len(lv):
-        parts += ["## Step accuracy by Who&When length level (Hand-Crafted)", "",
+        parts += ["## Step accuracy by trace-length level (Hand-Crafted)", "",
                   "Levels: " + ", ".join(f"{n} {lo}-{hi if hi < 10**9 else '…'} steps" for lo, hi, n in WHO_WHEN_LEVELS)
-                  + " (see `WHO_WHEN_LEVELS` for where the bounds come from).", "", _md(lv), ""]
+                  + " (our equal-width bins over Hand-Crafted's 5-130 steps: Who&When's own level bounds are "
+                  "not published; see `WHO_WHEN_LEVELS`).", "", _md(lv), ""]
     if (df["method"] == "dcfa").any():
         parts += ["## DCFA without LCE (from the stored GCA hypothesis)", "", _md(gca_only_accuracy(df)), "",
                   "## What LCE did (step level)", "", _md(lce_effect(df)), "",

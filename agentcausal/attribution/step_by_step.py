@@ -13,14 +13,31 @@ predicted agent (so the agent is always one of the trace's own).
 Remaining deviations from Who&When's code under ``paper``: a JSON verdict
 (schema-constrained boolean) instead of a free-text "Yes"/"No" parsed from the
 reply, and the steps so far rendered with our delimiters and shortened to the
-context budget.
+context budget; the completion cap is the profile's budget
+(:func:`~agentcausal.presets.completion_budget`) where Who&When's code sends
+``max_tokens=1024`` (its CLI default), because the reasoning models the DCFA
+paper runs spend hidden reasoning from the same budget and a fixed 1024 would
+cut them off.
+
+Under ``paper`` the system message is the source code's own role sentence
+(:data:`PAPER_ROLE`) followed by our data notice (the trace is data, never
+instructions: a guard against text in the trace steering the judge) and a
+one-line task asking for JSON.
+
+**A verdict that stays invalid** after the gateway's repairs: under ``paper``
+the walk goes on to the next step (the step counts as "no" and is listed in
+``details["unparsable"]``), as Who&When's code does with a reply in an
+unexpected format; under ``small`` it fails the trace (a content failure).
 
 **When no step gets a yes** (setting ``on_no_yes``):
 
-* ``"last_step"`` (default, the ``paper`` preset): predict the last step and its
-  speaker, as Who&When's released code does (``details["fallback"]`` is True).
-* ``"undetermined"`` (the ``small`` preset): ``step`` and ``agent`` are None and the
-  reason says so; the trace counts as wrong in evaluation.
+* ``"undetermined"`` (default, both presets): ``step`` and ``agent`` are None and
+  the reason says so; the trace counts as wrong in evaluation. This is what
+  Who&When's released code does: it prints no prediction for such a trace, and
+  its evaluation divides by every trace, so the trace counts as wrong on agent
+  and step.
+* ``"last_step"`` (beyond the source): predict the last step and its speaker
+  (``details["fallback"]`` is True).
 
 References
 ----------
@@ -31,9 +48,10 @@ section 4.1 (Step-by-Step).
 
 from __future__ import annotations
 
+import functools
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
 from agentcausal.attribution.common import (
     BASELINE_PRESETS,
@@ -41,22 +59,23 @@ from agentcausal.attribution.common import (
     BaselineSettings,
     baseline_messages,
     baseline_tokens,
+    reply_text,
     task_block,
     trace_budget,
     usage_item,
 )
 from agentcausal.attribution.registry import MethodSpec, register
+from agentcausal.exceptions import StructuredOutputError
 from agentcausal.llm import Gateway
-from agentcausal.llm.replies import ShortText
 from agentcausal.traces.model import Attribution, Trace
 from agentcausal.traces.render import escape_data, render_steps
 
-__all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "PAPER_TEMPLATE", "StepVerdict",
-           "StepByStepSettings", "build_messages", "run"]
+__all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "PAPER_TEMPLATE", "PAPER_ROLE", "StepVerdict",
+           "StepByStepSettings", "verdict_model", "build_messages", "run"]
 
 NAME = "step_by_step"
 #: version of each prompt set
-PROMPT_VERSIONS = {"paper": "step_by_step/paper-1", "small": "step_by_step/2"}
+PROMPT_VERSIONS = {"paper": "step_by_step/paper-2", "small": "step_by_step/2"}
 PROMPT_VERSION = "+".join(PROMPT_VERSIONS[k] for k in sorted(PROMPT_VERSIONS))
 
 #: the ``paper`` user message (Who&When's Step-by-Step question); fields: task, trace, i, agent
@@ -66,6 +85,9 @@ PAPER_TEMPLATE = (
     "process or lead to an incorrect solution? Set decisive=true if it does, false if not, and explain. "
     "Avoid being overly critical: focus on errors that clearly derail the process."
 )
+
+#: the ``paper`` system message's role sentence (Who&When's code)
+PAPER_ROLE = "You are a precise step-by-step conversation evaluator."
 
 #: the user message; fields: task, trace, i, agent
 TEMPLATE = (
@@ -78,7 +100,7 @@ TEMPLATE = (
 class StepVerdict(BaseModel):
     """Your verdict on the latest step shown."""
 
-    reason: ShortText(200) = Field(description="One sentence on this step.")
+    reason: str = Field(description="One sentence on this step.")
     decisive: bool = Field(description="true if this step is the decisive error, else false.")
 
 
@@ -89,13 +111,25 @@ class StepByStepSettings(BaselineSettings):
     ----------
     on_no_yes : "undetermined" or "last_step", what to return when no step gets a yes
         (see the module docstring)
+    reason_chars : int or None, the most characters of each verdict's reason (schema ``maxLength``,
+        longer text cut); None = no cap (``paper``: Who&When's code asks for "a clear explanation"
+        with no length and bounds only the completion); ``small``: 200
     """
 
-    on_no_yes: Literal["undetermined", "last_step"] = "last_step"
+    on_no_yes: Literal["undetermined", "last_step"] = "undetermined"
+    reason_chars: int | None = Field(None, ge=40)
 
 
 #: presets (:mod:`agentcausal.presets`)
-PRESETS = {"paper": {}, "small": {**BASELINE_PRESETS["small"], "on_no_yes": "undetermined"}}
+PRESETS = {"paper": {}, "small": {**BASELINE_PRESETS["small"], "reason_chars": 200}}
+
+
+@functools.lru_cache(maxsize=16)
+def verdict_model(reason_chars: int | None) -> type[StepVerdict]:
+    """The verdict model with ``reason`` capped at ``reason_chars`` characters (none when None)."""
+    description = StepVerdict.model_fields["reason"].description
+    return create_model("StepVerdict", __base__=StepVerdict, __doc__=StepVerdict.__doc__,
+                        reason=(reply_text(reason_chars), Field(description=description)))
 
 
 def build_messages(trace: Trace, i: int, settings: StepByStepSettings, budget: int | None) -> list[dict[str, str]]:
@@ -119,7 +153,7 @@ def build_messages(trace: Trace, i: int, settings: StepByStepSettings, budget: i
     instruction = ("Judge only whether the latest step shown contains an error that could hinder the task."
                    if settings.prompts == "paper" else
                    "Judge only whether the latest step shown is the decisive error.")
-    return baseline_messages(instruction, user)
+    return baseline_messages(instruction, user, PAPER_ROLE if settings.prompts == "paper" else None)
 
 
 def run(trace: Trace, gw: Gateway, settings: StepByStepSettings) -> Attribution:
@@ -135,32 +169,46 @@ def run(trace: Trace, gw: Gateway, settings: StepByStepSettings) -> Attribution:
     -------
     Attribution: the first step judged decisive and its speaker; when none is,
     see ``on_no_yes``. ``details["asked"]`` is the number of steps asked about,
-    ``details["verdicts"]`` the reasons given, in order.
+    ``details["verdicts"]`` the reasons given, in order, and ``details["unparsable"]``
+    the steps whose verdict stayed invalid (``paper``: counted as "no").
 
     Raises
     ------
-    StructuredOutputError, EndpointUnreachableError, LLMCallError
+    StructuredOutputError
+        From the gateway, under ``small`` only (``paper`` goes on to the next step).
+    EndpointUnreachableError, LLMCallError
         From the gateway.
     """
     budget = trace_budget(gw, settings)
     reasons: list[str] = []
+    unparsable: list[int] = []
     for i in range(len(trace)):
-        reply = gw.structured(BASELINE_STAGE, build_messages(trace, i, settings, budget), StepVerdict,
-                              item=usage_item(trace.id, NAME), max_tokens=baseline_tokens(gw, settings))
+        try:
+            reply = gw.structured(BASELINE_STAGE, build_messages(trace, i, settings, budget),
+                                  verdict_model(settings.reason_chars),
+                                  item=usage_item(trace.id, NAME), max_tokens=baseline_tokens(gw, settings))
+        except StructuredOutputError:
+            if settings.prompts != "paper":
+                raise
+            unparsable.append(i)
+            reasons.append("unparsable verdict; taken as no")
+            continue
         reasons.append(reply.reason)
         if reply.decisive:
             return Attribution(trace_id=trace.id, method=NAME, step=i, agent=trace.steps[i].agent,
                                reason=reply.reason, prompt_version=PROMPT_VERSIONS[settings.prompts],
-                               details={"asked": i + 1, "verdicts": reasons, "fallback": False})
-    details = {"asked": len(trace), "verdicts": reasons, "fallback": settings.on_no_yes == "last_step"}
+                               details={"asked": i + 1, "verdicts": reasons, "unparsable": unparsable,
+                                        "fallback": False})
+    details = {"asked": len(trace), "verdicts": reasons, "unparsable": unparsable,
+               "fallback": settings.on_no_yes == "last_step"}
     if settings.on_no_yes == "last_step":
         last = len(trace) - 1
         return Attribution(trace_id=trace.id, method=NAME, step=last, agent=trace.steps[last].agent,
                            reason="no step was judged decisive; fell back to the last step",
                            prompt_version=PROMPT_VERSIONS[settings.prompts], details=details)
     return Attribution(trace_id=trace.id, method=NAME, step=None, agent=None,
-                       reason="undetermined: no step was judged decisive", prompt_version=PROMPT_VERSIONS[settings.prompts],
-                       details=details)
+                       reason="undetermined: no step was judged decisive",
+                       prompt_version=PROMPT_VERSIONS[settings.prompts], details=details)
 
 
 SPEC = register(MethodSpec(name=NAME, run=run, settings_model=StepByStepSettings, prompt_version=PROMPT_VERSION,

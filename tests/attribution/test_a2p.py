@@ -59,7 +59,7 @@ def test_a2p_runs_on_examples(fake_server, make_gateway, preset, truth):
         assert a.error is None and a.status == "complete"
         assert (a.step, a.agent) == (len(t) - 1, t.steps[-1].agent)
         assert a.details["reverses_failure"] is True and "metres" in a.details["action"]
-        assert a.prompt_version == ("a2p/paper-1" if preset == "paper" else "a2p/1")
+        assert a.prompt_version == ("a2p/paper-2" if preset == "paper" else "a2p/1")
         assert a.settings["with_ground_truth"] is truth
     assert fake_server.count == len(traces)  # one full-trace call per trace
     for req, t in zip(fake_server.chat_requests, traces):
@@ -105,7 +105,8 @@ def test_a2p_small_undetermined_out_of_range_and_speaker(fake_server, make_gatew
 def test_a2p_presets():
     paper, small = (resolve_methods(["a2p"], preset=p)["a2p"] for p in ("paper", "small"))
     assert paper["max_tokens"] is None and paper["prompts"] == "paper"  # budget from the profile
-    assert small["max_tokens"] == 384 and small["prompts"] == "small" and small["field_chars"] < paper["field_chars"]
+    assert small["max_tokens"] == 384 and small["prompts"] == "small" and small["field_chars"] == 240
+    assert paper["field_chars"] is None  # A2P's code has no character bound
 
 
 def test_a2p_one_agent_trace_keeps_an_enum(fake_server, make_gateway):

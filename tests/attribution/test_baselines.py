@@ -44,7 +44,7 @@ def test_all_at_once_one_call_whole_trace(fake_server, make_gateway, handoff_err
     assert "<answer>42</answer>" in _user(fake_server.chat_requests[0])
     assert a.usage["baseline"]["requests"] == 1 and a.usage["baseline"]["prompt_tokens"] > 0
     assert a.models == {"baseline": "fake:fake-model"}
-    assert a.prompt_version == "all_at_once/paper-1" and a.settings["with_ground_truth"] is True
+    assert a.prompt_version == "all_at_once/paper-2" and a.settings["with_ground_truth"] is True
     assert a.seconds > 0
 
 
@@ -99,10 +99,32 @@ def test_step_by_step_never_yes_is_undetermined_under_small(fake_server, make_ga
     assert "undetermined" in a.reason and fake_server.count == 6
 
 
-def test_step_by_step_never_yes_last_step_as_who_and_when(fake_server, make_gateway, handoff_error_at_step_3):
+def test_step_by_step_never_yes_gives_no_prediction_as_who_and_when(fake_server, make_gateway,
+                                                                    handoff_error_at_step_3):
+    # Who&When's code prints no prediction when no step gets a yes; its evaluation counts the trace wrong
     fake_server.responder = lambda body: json.dumps({"reason": "fine", "decisive": False})
-    a = run_method(handoff_error_at_step_3, "step_by_step", make_gateway(fake_server))  # paper: last step
-    assert (a.step, a.agent) == (5, "Agent2") and a.details["fallback"] is True
+    gw = make_gateway(fake_server)
+    a = run_method(handoff_error_at_step_3, "step_by_step", gw)  # paper
+    assert (a.step, a.agent, a.error) == (None, None, None) and a.details["fallback"] is False
+    b = run_method(handoff_error_at_step_3, "step_by_step", gw, {"on_no_yes": "last_step"})  # beyond the source
+    assert (b.step, b.agent) == (5, "Agent2") and b.details["fallback"] is True
+
+
+def _asked_step(body) -> int:
+    return int(re.search(r"so far, up to step (\d+)", json.dumps(body["messages"])).group(1))
+
+
+def test_step_by_step_paper_walks_past_an_unparsable_verdict(fake_server, make_gateway, handoff_error_at_step_3):
+    def responder(body):
+        i = _asked_step(body)
+        return "not json at all" if i == 1 else json.dumps({"reason": "r", "decisive": i == 2})
+
+    fake_server.responder = responder
+    gw = make_gateway(fake_server, cache=False)
+    a = run_method(handoff_error_at_step_3, "step_by_step", gw)  # paper: as Who&When's code, go on
+    assert (a.step, a.error) == (2, None) and a.details["unparsable"] == [1]
+    b = run_method(handoff_error_at_step_3, "step_by_step", gw, SMALL)  # small: a content failure
+    assert b.step is None and b.error.startswith("StructuredOutputError") and b.status == "content_failed"
 
 
 # --------------------------------------------------------------- binary search
@@ -221,7 +243,7 @@ def test_step_by_step_paper_asks_about_an_error_that_could_hinder(fake_server, m
     no = json.dumps({"reason": "fine", "decisive": False})
     fake_server.push(no, json.dumps({"reason": "wrong value", "decisive": True}))
     a = run_method(handoff_error_at_step_3, "step_by_step", make_gateway(fake_server))
-    assert a.step == 1 and a.prompt_version == "step_by_step/paper-1"
+    assert a.step == 1 and a.prompt_version == "step_by_step/paper-2"
     assert "contain an error that could hinder" in _user(fake_server.chat_requests[0])
     fake_server.push(json.dumps({"reason": "bad", "decisive": True}))
     run_method(handoff_error_at_step_3, "step_by_step", make_gateway(fake_server, cache=False), SMALL)
@@ -246,8 +268,9 @@ def test_paper_has_no_small_model_caps():
 
     paper = resolve_methods(["all_at_once", "dcfa"], preset="paper")
     small = resolve_methods(["all_at_once", "dcfa"], preset="small")
-    for field in ("max_edges", "max_deviations", "max_iterations", "max_corrected_step_chars"):
+    for field in ("max_edges", "max_deviations", "max_iterations", "max_corrected_step_chars", "max_reason_chars"):
         assert paper["dcfa"][field] is None and small["dcfa"][field] is not None
+    assert paper["all_at_once"]["reason_chars"] is None and small["all_at_once"]["reason_chars"] == 300
     assert (small["dcfa"]["max_edges"], small["dcfa"]["max_iterations"], small["dcfa"]["max_deviations"]) == (10, 3, 5)
     assert small["dcfa"]["max_corrected_step_chars"] == 300
     for field in ("hg_max_tokens", "simulation_max_tokens", "ded_max_tokens", "gca_max_tokens",

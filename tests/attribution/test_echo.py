@@ -84,7 +84,7 @@ def test_echo_runs_on_examples(fake_server, make_gateway, preset, truth):
         assert (a.step, a.agent) == (expected, t.steps[expected].agent)
         assert [v["analyst"] for v in a.details["votes"]] == settings["analysts"]
         assert a.details["candidates"][0]["step"] == last
-        assert a.prompt_version == ("echo/paper-1" if preset == "paper" else "echo/1")
+        assert a.prompt_version == ("echo/paper-2" if preset == "paper" else "echo/1")
     assert fake_server.count == 2 * len(traces)  # two full-context calls per trace
     for req in fake_server.chat_requests:
         assert ("<answer>" in _user(req)) is truth

@@ -11,7 +11,17 @@ from agentcausal.cli import main
 ROOT = Path(__file__).resolve().parents[2]
 ROUTINGS = ["default", "embedded-1_5b", "paper", "openai"]
 PAPER_ROUTINGS = {"paper", "openai"}
-SMALL_CAPS = ("max_edges", "max_deviations", "max_iterations", "max_corrected_step_chars")
+#: per method, the small-model caps: None (no cap) under ``paper``, set under ``small``
+SMALL_CAPS = {
+    "dcfa": ("max_edges", "max_deviations", "max_iterations", "max_corrected_step_chars", "max_reason_chars",
+             "hg_max_tokens", "simulation_max_tokens", "ded_max_tokens", "judge_max_tokens"),
+    "all_at_once": ("max_tokens", "reason_chars"),
+    "step_by_step": ("max_tokens", "reason_chars"),
+    "binary_search": ("max_tokens", "reason_chars"),
+    "a2p": ("max_tokens", "field_chars"),
+    "echo": ("max_tokens", "max_candidates", "field_chars", "l2_chars", "l3_chars", "l4_chars"),
+}
+SMALL_CAPS["dcfa_gca_only"] = SMALL_CAPS["dcfa"]
 
 
 def _dry(argv, capsys):
@@ -46,9 +56,23 @@ def test_attribute_dry_run_every_method_and_routing(method, routing, capsys, mon
     assert m["preset"] == ("paper" if routing in PAPER_ROUTINGS else "small")
     assert all(":" in v for v in m["stages"].values())
     assert plan["missing_keys"] == (["OPENAI_API_KEY"] if routing in PAPER_ROUTINGS else [])
-    if method.startswith("dcfa"):
-        caps = [m["settings"][c] for c in SMALL_CAPS]
-        assert all(c is None for c in caps) if routing in PAPER_ROUTINGS else all(c is not None for c in caps)
+    caps = {c: m["settings"][c] for c in SMALL_CAPS[method]}
+    if routing in PAPER_ROUTINGS:
+        assert all(v is None for v in caps.values()), caps  # paper: no cap the paper does not have
+    else:
+        assert all(v is not None for v in caps.values()), caps  # small keeps them
+
+
+def test_every_small_cap_is_pinned_and_paper_adds_no_numeric_cap():
+    """Every numeric field ``small`` sets is a listed cap, and ``paper`` sets no number of its own."""
+    from agentcausal.attribution.registry import get_method
+
+    assert set(SMALL_CAPS) == set(method_names())
+    for method in method_names():
+        spec = get_method(method)
+        small_numbers = {k for k, v in spec.presets["small"].items() if isinstance(v, int) and not isinstance(v, bool)}
+        assert small_numbers <= set(SMALL_CAPS[method]) | {"max_tokens"}, (method, small_numbers)
+        assert not [k for k, v in spec.presets.get("paper", {}).items() if isinstance(v, int)], method
 
 
 def test_attribute_dry_run_preset_set_repeats_and_no_truth(capsys):

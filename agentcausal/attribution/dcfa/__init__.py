@@ -21,6 +21,30 @@ defaults) and ``small``; ``--preset`` or the routing's ``preset`` key chooses.
 Stages: ``dcfa.gca`` (MDI, CGC, HG), ``dcfa.lce`` (Correct, Simulation, DED),
 ``dcfa.embed`` (the outcome encoder). Step indices are 0-based.
 
+What remains different from the paper under ``paper``, each with its reason
+(the ``small`` preset's caps and wording are listed in
+:mod:`~agentcausal.attribution.dcfa.settings`):
+
+* Replies are JSON objects constrained by a schema (the paper's prompts are
+  shown only as figures); a trace longer than the stage's context window is
+  shortened to fit (the paper sends it whole; a long step keeps its head and
+  tail around an omission marker, :func:`~agentcausal.traces.render.render_steps_info`).
+* The prompts follow the intent of the appendix figures, not their wording
+  (:mod:`~agentcausal.attribution.dcfa.prompts`).
+* S(-1), the score of the uncorrected trace that ΔS(0) needs, is the score of
+  simulating the original trace with the same prompt (the paper leaves it
+  open; this measures every S(i) with the same simulator).
+* Simulation does not see the correct answer (``simulation_sees_truth``): S(i)
+  is its similarity to the truth, so showing the truth would let the
+  simulator copy it.
+* Forward and backward follow the paper's definitions (the released code
+  swaps the two names; :mod:`~agentcausal.attribution.dcfa.search`).
+* Identical counterfactual traces are simulated once, neighbours are
+  evaluated concurrently and DED is skipped when only one candidate remains:
+  none of these changes a result.
+* Any LCE failure keeps the GCA hypothesis and marks the row degraded (the
+  paper has no failure path); the ``no_truth`` variant is beyond the paper.
+
 References
 ----------
 Wang, Zehao, Lanjun Wang, Shilong Jin, Junjie Chen, and Yanghua Xiao. "DCFA: Dual-view

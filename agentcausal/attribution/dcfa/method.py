@@ -15,7 +15,8 @@ not_causal}); ``hypothesis`` ({step, agent, reason}); ``lce``
 (None for the GCA-only ablation, else {corrected_steps, correct_fallback,
 correct_missing, correct_truncated,
 scores: list of {step, s} with step -1 = original trace, outcomes: list of
-{step, outcome} of the counterfactuals actually simulated,
+{step, outcome} of the counterfactuals actually simulated (each outcome's first 300
+characters, a bound on the record's size only: S(i) is computed from the whole outcome),
 evaluated and path: lists of {direction, iteration, pivot, step, s, delta_s,
 accepted}, visited, stopped, candidates, decision: {step, reason, skipped},
 error}); ``final`` ({step, agent, reason, source: "ded" | "hypothesis"}).

@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -119,7 +119,7 @@ __all__ = [
 ]
 
 #: version of each prompt set; bump the one whose prompts or reply models change
-PROMPT_VERSIONS = {"paper": "dcfa-paper-1", "small": "dcfa-small-3"}
+PROMPT_VERSIONS = {"paper": "dcfa-paper-2", "small": "dcfa-small-3"}
 
 #: enters every cache key and every stored attribution (both sets; the settings name the set used)
 PROMPT_VERSION = "+".join(PROMPT_VERSIONS[k] for k in sorted(PROMPT_VERSIONS))
@@ -366,17 +366,21 @@ class CorrectedTraceReply(BaseModel):
     steps: list[CorrectedStep] = Field(description='one entry per step: {step, content}; "" = unchanged')
 
 
+# ``small`` prompts: the advisory maxLength of 160 bounds a 0.5B model's decode time (the class
+# docstring is the schema description the model reads, so it stays as the prompt version has it)
 class SimulatedOutcome(BaseModel):
     """The final answer a (partly corrected) run would give (Simulation)."""
 
     outcome: str = Field(description="the final answer only", json_schema_extra={"maxLength": 160})
 
 
+# no length cap on the outcome (the paper's Figure 12 prompt has none; the profile's completion
+# budget bounds the reply); the class docstring is the schema description the model reads
 class PaperSimulatedOutcome(BaseModel):
     """Simulation under the ``paper`` prompts: the reconstructed continuation, then the answer."""
 
     reasoning: str = Field("", description="how the run would continue from the revised steps")
-    outcome: str = Field(description="the final answer only", json_schema_extra={"maxLength": 400})
+    outcome: str = Field(description="the final answer only")
 
 
 class DecisionReply(BaseModel):
@@ -386,12 +390,16 @@ class DecisionReply(BaseModel):
     reason: str = Field(description="one sentence")
 
 
-def _reason(max_chars: int, description: str = "one sentence") -> object:
+def _reason(max_chars: int | None, description: str = "one sentence") -> object:
+    """A reason field: :func:`ShortText` (schema ``maxLength``, cut on validation) when ``max_chars``
+    is set, else a plain string (``paper``: no cap)."""
+    if max_chars is None:
+        return Annotated[str, Field(description=description)]
     return ShortText(max_chars, description)
 
 
 @functools.lru_cache(maxsize=64)
-def _deviation_model(max_reason_chars: int) -> type[Deviation]:
+def _deviation_model(max_reason_chars: int | None) -> type[Deviation]:
     return create_model(
         "Deviation",
         __base__=Deviation,
@@ -404,24 +412,24 @@ def _items(cap: int | None) -> dict[str, int] | None:
 
 
 @functools.lru_cache(maxsize=64)
-def _judged_edge_model(max_reason_chars: int) -> type[JudgedEdge]:
+def _judged_edge_model(max_reason_chars: int | None) -> type[JudgedEdge]:
     return create_model("JudgedEdge", __base__=JudgedEdge,
                         reason=(_reason(max_reason_chars, "one sentence on the dependency"), ...))
 
 
-def _edge_type(judged: bool, max_reason_chars: int) -> type:
+def _edge_type(judged: bool, max_reason_chars: int | None) -> type:
     return _judged_edge_model(max_reason_chars) if judged else Edge
 
 
 @functools.lru_cache(maxsize=64)
-def gca_joint_model(max_deviations: int | None, max_edges: int | None, max_reason_chars: int,
+def gca_joint_model(max_deviations: int | None, max_edges: int | None, max_reason_chars: int | None,
                     judged: bool = False) -> type[DeviationsAndGraph]:
     """Reply model of MDI + CGC with advisory ``maxItems``/``maxLength`` (see module docstring).
 
     Parameters
     ----------
     max_deviations, max_edges : int or None, advisory list caps (None = no ``maxItems``)
-    max_reason_chars : int, advisory reason length cap
+    max_reason_chars : int or None, reason length cap (``maxLength``, cut on validation); None = none
     judged : bool, edges carry the CGC judgements (:class:`JudgedEdge`, ``paper`` prompts)
 
     Returns
@@ -439,7 +447,7 @@ def gca_joint_model(max_deviations: int | None, max_edges: int | None, max_reaso
 
 
 @functools.lru_cache(maxsize=64)
-def mdi_model(max_deviations: int | None, max_reason_chars: int) -> type[DeviationsReply]:
+def mdi_model(max_deviations: int | None, max_reason_chars: int | None) -> type[DeviationsReply]:
     """Reply model of MDI alone (advisory caps as in :func:`gca_joint_model`)."""
     dev = _deviation_model(max_reason_chars)
     return create_model(
@@ -450,7 +458,7 @@ def mdi_model(max_deviations: int | None, max_reason_chars: int) -> type[Deviati
 
 
 @functools.lru_cache(maxsize=64)
-def cgc_model(max_edges: int | None, judged: bool = False, max_reason_chars: int = 120) -> type[EdgesReply]:
+def cgc_model(max_edges: int | None, judged: bool = False, max_reason_chars: int | None = None) -> type[EdgesReply]:
     """Reply model of CGC alone (advisory ``maxItems``; judged edges as in :func:`gca_joint_model`)."""
     return create_model(
         "EdgesReply",
@@ -461,7 +469,7 @@ def cgc_model(max_edges: int | None, judged: bool = False, max_reason_chars: int
 
 
 @functools.lru_cache(maxsize=256)
-def hypothesis_model(n_steps: int, max_reason_chars: int) -> type[HypothesisReply]:
+def hypothesis_model(n_steps: int, max_reason_chars: int | None) -> type[HypothesisReply]:
     """Reply model of HG whose ``step`` must lie in ``0 .. n_steps - 1`` (validated).
 
     Raises
@@ -518,7 +526,7 @@ def simulation_model(style: str) -> type[BaseModel]:
 
 
 @functools.lru_cache(maxsize=256)
-def decision_model(candidates: tuple[int, ...], max_reason_chars: int) -> type[DecisionReply]:
+def decision_model(candidates: tuple[int, ...], max_reason_chars: int | None) -> type[DecisionReply]:
     """Reply model of DED whose ``step`` must be one of ``candidates`` (a JSON-schema enum).
 
     Raises

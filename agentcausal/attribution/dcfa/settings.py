@@ -2,7 +2,7 @@
 
 The model defaults are the ``paper`` preset: DCFA as its paper defines it,
 with no cap the paper does not have (``max_edges``, ``max_deviations``,
-``max_iterations`` and ``max_corrected_step_chars`` are None; safety bounds
+``max_iterations``, ``max_corrected_step_chars`` and ``max_reason_chars`` are None; safety bounds
 come from the trace: at most n(n-1)/2 edges and n deviations survive
 validation, and the search moves monotonically so it ends within n moves),
 completion budgets from the profile's ``max_output_tokens``
@@ -68,8 +68,10 @@ class DcfaSettings(BaseModel):
         valid edge, and a cap keeps the edges closest to the hypothesis (the dropped
         count is reported as ``capped``). None = no cap (at most n(n-1)/2 valid edges).
         ``small``: 10 (also ``maxItems`` in the CGC reply schema).
-    max_reason_chars : int, ``maxLength`` of each reason (schema; longer ones are cut).
-        Default 400; ``small``: 120.
+    max_reason_chars : int or None, ``maxLength`` of each reason of MDI, CGC, HG and DED
+        (schema; longer ones are cut). None = no cap (``paper``: the paper's prompts ask for
+        brief explanations, appendix K, and give no length; the profile's completion budget
+        bounds the reply). ``small``: 120.
     max_corrected_step_chars : int or None, ``maxLength`` of each corrected step (a longer
         one is cut after the changed/unchanged comparison). None = no cap. ``small``: 300.
     gca_max_tokens : int or None, completion cap of the MDI+CGC call (and of each when
@@ -99,7 +101,7 @@ class DcfaSettings(BaseModel):
     max_iterations: int | None = Field(None, ge=0)
     max_deviations: int | None = Field(None, ge=1)
     max_edges: int | None = Field(None, ge=0)
-    max_reason_chars: int = Field(400, ge=20)
+    max_reason_chars: int | None = Field(None, ge=20)
     max_corrected_step_chars: int | None = Field(None, ge=40)
     gca_max_tokens: int | None = Field(None, ge=16)
     hg_max_tokens: int | None = Field(None, ge=16)
@@ -119,12 +121,12 @@ class DcfaSettings(BaseModel):
     @property
     def gca_tokens(self) -> int | None:
         """Completion cap of an MDI/CGC call: ``gca_max_tokens``, or enough for the caps when both
-        list caps are set (about 1 token per 3 reason characters + 12 per deviation, 14 per edge
-        (``small`` wording; 40 + reason per judged edge under ``paper``), 32 of framing); None = the
-        profile's budget."""
+        list caps and ``max_reason_chars`` are set (about 1 token per 3 reason characters + 12 per
+        deviation, 14 per edge (``small`` wording; 40 + reason per judged edge under ``paper``
+        prompts), 32 of framing); None = the profile's budget."""
         if self.gca_max_tokens is not None:
             return self.gca_max_tokens
-        if self.max_deviations is None or self.max_edges is None:
+        if self.max_deviations is None or self.max_edges is None or self.max_reason_chars is None:
             return None
         per_edge = 14 if self.prompts == "small" else 40 + self.max_reason_chars // 3
         return self.max_deviations * (self.max_reason_chars // 3 + 12) + self.max_edges * per_edge + 32
