@@ -293,7 +293,9 @@ def llm_temperature(method: str, config: DiscoveryConfig) -> float | None:
     MAC, its ablations and ``llm_zero_shot`` read ``mac.sampling_temperature``, ``react`` and
     ``ils_csl`` their own, each only when the run asks for more than one sample
     (``config.samples > 1``); ``llm_scd`` samples each pair's answers at its ``temperature`` by
-    design (Takayama et al., arXiv:2402.01454); statistical methods: None.
+    design (Takayama et al., arXiv:2402.01454); statistical methods: None. Sample 0 (seed 0,
+    repeat 0) goes out without a ``seed`` (the gateway sends ``seed = sample`` only above 0), so
+    above temperature 0 its draw is the server's; it is cached like every other.
 
     Raises
     ------
