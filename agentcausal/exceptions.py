@@ -22,6 +22,7 @@ __all__ = [
     "TraceFormatError",
     "RunFileError",
     "InvalidTracesError",
+    "ItemChangedError",
     "DatasetError",
     "InvalidDatasetsError",
     "AlgorithmError",
@@ -192,6 +193,23 @@ class RunFileError(TraceFormatError):
 
     def __init__(self, message: str, *, path: str) -> None:
         super().__init__(message, path=path)
+
+
+class ItemChangedError(AgentCausalError):
+    """An input of a run plan no longer matches the plan: its file changed (or went away) since the plan was built.
+
+    Attributes
+    ----------
+    item : str, the item's id (trace id or dataset name)
+    path : str, the file it is read from
+    detail : str, what differs (expected and found sha256, or why it cannot be read)
+    """
+
+    def __init__(self, item: str, path: str, detail: str) -> None:
+        super().__init__(f"{item!r} ({path}): {detail}; the file changed since the run plan was built")
+        self.item = item
+        self.path = path
+        self.detail = detail
 
 
 class DatasetError(AgentCausalError):

@@ -59,6 +59,11 @@ class PlanItem(BaseModel):
     n: int | None = None
     d: int | None = None
 
+    def content_hash(self) -> str:
+        """``sha256``: for a trace, what :meth:`Trace.content_hash` gave when the plan was built (so an item
+        stands for its trace in :func:`agentcausal.attribution.common.attribution_key`)."""
+        return self.sha256
+
 
 class MethodPlan(BaseModel):
     """One method as it will run.
@@ -177,11 +182,13 @@ def attribute_plan(paths: Sequence[str], methods: Sequence[str] = (), *,
         On a malformed trace file or an unknown routing/method.
     """
     from agentcausal.attribution.registry import get_method
-    from agentcausal.traces.io import load_traces, select_traces
+    from agentcausal.traces.io import _raise_all, scan_traces, select_traces
 
-    if traces is None:
-        loaded = load_traces(list(paths), skip_invalid=skip_invalid)
-        traces = list(zip(_trace_files(paths), loaded, strict=True))
+    if traces is None:  # one read of the corpus: the traces and the file each came from
+        scan = scan_traces(list(paths))
+        if not skip_invalid:
+            _raise_all(scan.invalid)
+        traces = list(zip(scan.origins, scan.traces, strict=True))
     origin = {t.id: p for p, t in traces}
     traces = select_traces([t for _, t in traces], ids=ids, limit=limit, max_steps=max_steps)
     profiles = _profiles(profiles_path, routing)
@@ -205,18 +212,6 @@ def attribute_plan(paths: Sequence[str], methods: Sequence[str] = (), *,
                 missing_keys=missing_keys(profiles, all_stages))
 
 
-def _trace_files(paths: Sequence[str]) -> list[str]:
-    """The file each valid trace of ``paths`` comes from, in :func:`~agentcausal.traces.io.scan_traces` order
-    (a folder stands for its files; a JSONL file for each of its valid lines)."""
-    from agentcausal.traces.io import _files, scan_traces
-
-    out: list[str] = []
-    for p in paths:
-        for f, _ in _files(Path(p)):
-            out += [str(f)] * len(scan_traces([f]).traces)
-    return out
-
-
 def _sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -225,8 +220,9 @@ def _sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def _dataset_item(spec: str, n: int) -> PlanItem:
-    """n, d and a file hash of a dataset, from metadata where that is cheap (bnlearn: the descriptions)."""
+def _dataset_item(spec: str, n: int, loaded: Any = None) -> PlanItem:
+    """n, d and a file hash of a dataset, from metadata where that is cheap (bnlearn: the descriptions);
+    ``loaded``: the user dataset as the CLI's check already read it (not read again)."""
     from agentcausal.discovery.datasets import BENCHMARKS, data_dir
 
     key = spec.lower().replace("-", "_")
@@ -246,14 +242,15 @@ def _dataset_item(spec: str, n: int) -> PlanItem:
     data_path, meta_path = spec.split("::", 1) if "::" in spec else (spec, str(Path(spec).with_suffix(".json")))
     from agentcausal.discovery.datasets import load_user_dataset
 
-    ds = load_user_dataset(data_path, meta_path)
+    ds = loaded if loaded is not None else load_user_dataset(data_path, meta_path)
     return PlanItem(id=ds.name, path=data_path, sha256=_sha256_file(Path(data_path)), n=int(ds.data.shape[0]),
                     d=len(ds.variables))
 
 
 def discover_plan(datasets: Sequence[str], methods: Sequence[str], *, config: Any, preset: str, routing: str,
                   profiles_path: str | None = None, n: int = 1000, repeats: int = 1,
-                  anonymise: Sequence[str] = (), seeds: Sequence[int] = (0,)) -> Plan:
+                  anonymise: Sequence[str] = (), seeds: Sequence[int] = (0,),
+                  loaded: Mapping[str, Any] | None = None) -> Plan:
     """The plan of ``agentcausal discover``.
 
     Parameters
@@ -267,6 +264,7 @@ def discover_plan(datasets: Sequence[str], methods: Sequence[str], *, config: An
     repeats : int, runs per (dataset, seed, method)
     anonymise : variable-anonymisation choices (``--anonymise``; empty = not asked)
     seeds : the run seeds
+    loaded : spec -> Dataset, user datasets already read and checked (the CLI's check); not read again
 
     Returns
     -------
@@ -286,6 +284,6 @@ def discover_plan(datasets: Sequence[str], methods: Sequence[str], *, config: An
         all_stages += stages
         mplans[m] = MethodPlan(preset=preset, variant="default", settings=method_settings(m, config),
                                stages=stage_models(profiles, stages))
-    items = [_dataset_item(d, n) for d in datasets]
+    items = [_dataset_item(d, n, (loaded or {}).get(d)) for d in datasets]
     return Plan(kind="discover", routing=routing, preset=preset, items=items, methods=mplans, repeats=repeats,
                 seeds=list(seeds), n=n, missing_keys=missing_keys(profiles, all_stages), anonymise=list(anonymise))

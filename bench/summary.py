@@ -182,7 +182,24 @@ def _embedded() -> str:
     load = (e.get("machine") or {}).get("load_avg_1_5_15", ["?"])[0]
     return (f"{how} Last run ({(e.get('machine') or {}).get('when', '')[:10]}, {len(e.get('traces', []))} trace(s): "
             f"{', '.join(e.get('traces', []))}; load average {load}), per trace: {cells} "
-            "(`dcfa_gca_only` reuses DCFA's cached GCA calls)." + _a2p_echo() + "\n")
+            "(`dcfa_gca_only` reuses DCFA's cached GCA calls)." + _a2p_echo() + _small_vs_before() + "\n")
+
+
+def _small_vs_before(path: Path = Path(__file__).with_name("results") / "embedded_small_vs_before.json") -> str:
+    """One sentence on the before/after check of the ``small`` preset (``bench.embedded_compare``), if any."""
+    import json
+
+    if not path.is_file():
+        return ""
+    e = json.loads(path.read_text())
+    cells = ", ".join(f"{m} step {r['step_correct_before']}→{r['step_correct_after']}, agent "
+                      f"{r['agent_correct_before']}→{r['agent_correct_after']} of {r['n']}"
+                      for m, r in e.get("methods", {}).items())
+    verdict = "not worse for any method" if all(r["not_worse"] for r in e.get("methods", {}).values()) else \
+        "WORSE for " + ", ".join(m for m, r in e["methods"].items() if not r["not_worse"])
+    return (f" Preset `small` after the DCFA-fidelity change vs the settings before it "
+            f"(`bench/results/embedded_small_vs_before.md`, {len(e.get('traces', []))} traces): {verdict} "
+            f"({cells}). {e.get('note', '')}")
 
 
 def _a2p_echo(path: Path = Path(__file__).with_name("results") / "a2p-echo" / "embedded.json") -> str:

@@ -1,6 +1,10 @@
 """The ``attribute`` flow: every (trace, method) pair not yet finished as a cached, retried task; then evaluation.
 
-Wiring only: load the corpus, check methods and settings, look every (trace,
+Wiring only. The flow receives the run plan (:class:`agentcausal.plan.Plan`:
+items by id, path and sha256, methods with resolved settings; the CLI builds
+it once, a Python caller may pass plain paths and the flow builds it), and
+passes tasks plan items, never traces: each task loads its own trace from its
+path and checks its hash (:mod:`agentcausal.runs.items`). It looks every (trace,
 method) up in the results index (:mod:`agentcausal.resume`: reused rows need
 no task run), submit the missing ones, one method at a time, as chunk tasks
 ``attribute_chunk`` of up to ``chunk_size`` traces (each trace cached on its
@@ -16,6 +20,7 @@ Run it from Python::
 
     from flows.attribute import attribute
     run_dir = attribute(["data/examples"], methods=["all_at_once", "dcfa"], limit=4)
+    run_dir = attribute([], plan=attribute_plan(...))   # what the CLI does
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from prefect.futures import as_completed
 from prefect.utilities.annotations import quote
 
 from agentcausal.attribution.common import failed_attribution, resolve_methods
-from agentcausal.attribution.paper_tables import speaker_mismatches
+from agentcausal.plan import Plan, attribute_plan
 from agentcausal.repeats import mark_repeat
 from agentcausal.report.attribution import table_records
 from agentcausal.resume import chunk_length, chunked
@@ -43,7 +48,7 @@ from flows import naming
 from flows.progress import RunProgress
 from flows.runners import RunnerChoice, with_runner
 from tasks.attribution import UncachedDegraded, attribute_chunk, attribute_options, attribute_task_key, \
-    attribute_trace, evaluate_run, load_corpus, save_attributions
+    attribute_trace, evaluate_run, save_attributions
 from tasks.common import plan_task_resume, result_index, was_cached
 
 __all__ = ["attribute", "run_attribute", "default_run_dir", "DEFAULT_CHUNK_SIZE"]
@@ -74,7 +79,7 @@ def attribute(
     meta: dict[str, Any] | None = None,
     preset: str | None = None,
     repeats: int = 1,
-    plan: dict[str, Any] | None = None,
+    plan: Plan | dict[str, Any] | None = None,
     chunk_size: int | None = None,
 ) -> str:
     """Attribute every selected trace with every method; write a run folder; return its path.
@@ -93,7 +98,12 @@ def attribute(
     meta : extra entries for ``run.json`` (the CLI passes ``{"skipped": [...]}``, the inputs it left out)
     preset : settings preset (``paper``/``small``); None = the routing's (:mod:`agentcausal.presets`)
     repeats : runs per (trace, method), repeat index r = 0..repeats-1 (:mod:`agentcausal.repeats`)
-    plan : the run plan (:mod:`agentcausal.plan`), stored in ``run.json`` as ``plan``
+    plan : the run plan (:class:`agentcausal.plan.Plan` or its JSON dict). When given, it is what runs: its
+        items (traces by id, path and sha256), methods with their resolved settings, preset and repeats;
+        ``methods``, ``method_settings``, ``with_ground_truth``, ``preset``, ``repeats``, the selection
+        (``limit``, ``ids``, ``max_steps``) and ``skip_invalid`` are then not read, and ``paths`` only names
+        the corpus in ``run.json``. None: the flow builds it from those arguments
+        (:func:`agentcausal.plan.attribute_plan`, one read of the corpus). Stored in ``run.json`` as ``plan``.
     chunk_size : traces per task, at most (default :data:`DEFAULT_CHUNK_SIZE`; fewer when a method has
         under 8 chunks' worth, see :func:`agentcausal.resume.chunk_length`); 1 = one cached task run per
         (trace, method); more = one task per chunk of one method's traces, each trace cached in the
@@ -104,16 +114,22 @@ def attribute(
     str, the run folder holding ``results.parquet``, ``run.json``, ``report.md``, ``accuracy.csv``.
     """
     settings = settings or RunSettings.from_env()
-    from agentcausal.presets import routing_preset
-
-    preset = preset or routing_preset(settings.profiles_path, settings.routing)
-    resolved = resolve_methods(methods, method_settings, with_ground_truth=with_ground_truth, preset=preset)
     paths = naming.corpus_paths(paths, settings)  # empty: the Who&When folder of the settings, resolved now
-    traces = load_corpus(paths, ids=ids, limit=limit, max_steps=max_steps, skip_invalid=skip_invalid)
-    naming.add_run_tags(resolved, settings, preset=preset, subsets={t.source for t in traces})
+    if plan is None:
+        from agentcausal.presets import routing_preset
+
+        preset = preset or routing_preset(settings.profiles_path, settings.routing)
+        resolved = resolve_methods(methods, method_settings, with_ground_truth=with_ground_truth, preset=preset)
+        plan = attribute_plan(paths, list(resolved), resolved=resolved, preset=preset, routing=settings.routing,
+                              profiles_path=settings.profiles_path, ids=ids, limit=limit, max_steps=max_steps,
+                              repeats=max(1, repeats), skip_invalid=skip_invalid)
+    plan = plan if isinstance(plan, Plan) else Plan.model_validate(plan)
+    items, preset, repeats = plan.items, plan.preset, plan.repeats
+    resolved = {m: dict(mp.settings) for m, mp in plan.methods.items()}
+    naming.add_run_tags(resolved, settings, preset=preset)
     subject = corpus_label(paths)
     run_dir = out_dir or default_run_dir()
-    triples = [(t, m, r) for t in traces for m in resolved for r in range(max(1, repeats))]
+    triples = [(t, m, r) for t in items for m in resolved for r in range(max(1, repeats))]
     pairs = [(t, m) for t, m, _ in triples]
     started = time.time()
     keys = [attribute_task_key(t, m, resolved[m], settings, r) for t, m, r in triples]
@@ -127,7 +143,7 @@ def attribute(
             size = chunk_length(len(mine), chunk_size or DEFAULT_CHUNK_SIZE)
             if mine and size <= 1:  # one cached task run per (trace, repeat)
                 mapped = attribute_trace.with_options(**attribute_options(settings, refresh=refresh)).map(
-                    trace=[pairs[i][0] for i in mine], method=unmapped(m), method_settings=unmapped(resolved[m]),
+                    item=[pairs[i][0] for i in mine], method=unmapped(m), method_settings=unmapped(resolved[m]),
                     settings=unmapped(settings), repeat=[triples[i][2] for i in mine])
                 groups += [([i], f, False) for i, f in zip(mine, mapped)]
                 continue
@@ -160,18 +176,24 @@ def attribute(
     _publish_reuse(attributions, len(resume.reused), subject)
     meta = {**(meta or {}), "corpus": [str(p) for p in paths], "methods": resolved, "routing": settings.routing,
             "models": {m: a.models for m, a in {a.method: a for a in attributions}.items()},
-            "traces": len(traces), "started": dt.datetime.fromtimestamp(started).isoformat(timespec="seconds"),
+            "traces": len(items), "started": dt.datetime.fromtimestamp(started).isoformat(timespec="seconds"),
             "wall_seconds": round(time.time() - started, 2), "profiles": str(settings.profiles_path or "packaged"),
             "retry_failed": settings.retry_failed, "refresh": settings.refresh,
-            "preset": preset, "repeats": max(1, repeats), "plan": plan,
-            "speaker_mismatch": speaker_mismatches(traces)}
-    save_attributions(quote(attributions), quote(traces), run_dir, meta)  # quote: Prefect visits no record
+            "preset": preset, "repeats": max(1, repeats), "plan": plan.to_json_dict()}
+    save_attributions(quote(attributions), quote(items), run_dir, meta)  # quote: Prefect visits no record
     report = evaluate_run(run_dir)
+    naming.add_run_tags(resolved, settings, preset=preset, subsets=_subsets(report))
     create_table_artifact(table_records(report.evaluation.overall), key=naming.key("attribution-accuracy", subject),
                           description="Step, agent and both-correct accuracy per method")
     create_markdown_artifact(self_contained_markdown(report.markdown, run_dir),
                              key=naming.key("attribution-report", subject), description=f"run folder {run_dir}")
     return run_dir
+
+
+def _subsets(report: Any) -> set[str]:
+    """The corpus subsets (``Trace.source``) the evaluation found, for the run's tags."""
+    by = report.evaluation.by_subset
+    return {str(s) for s in by["subset"]} if "subset" in getattr(by, "columns", ()) else set()
 
 
 def _one(res: Any, k: int, future: Any, chunk: bool, index: Any, key: str, started: float) -> Any:

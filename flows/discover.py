@@ -34,6 +34,7 @@ from agentcausal.discovery.methods import DCM_METHODS, LLM_METHODS, DiscoveryCon
     method_stages, resolve_methods
 from agentcausal.discovery.user_data import unique_dataset_names
 from agentcausal.exceptions import ConfigError
+from agentcausal.plan import Plan, discover_plan
 from agentcausal.report.artifacts import self_contained_markdown
 from agentcausal.report.discovery import run_notes, table_records
 from agentcausal.settings import RunSettings
@@ -66,7 +67,7 @@ def discover(
     progress: bool = False,
     llm_datasets: list[str] | None = None,
     meta: dict[str, Any] | None = None,
-    plan: dict[str, Any] | None = None,
+    plan: Plan | dict[str, Any] | None = None,
     repeats: int = 1,
 ) -> str:
     """Run every method on every dataset and seed; write a run folder; return its path.
@@ -85,7 +86,10 @@ def discover(
     llm_datasets : run LLM methods (MAC, its ablations, zero-shot) only on these datasets
         (default: on all); statistical methods run on every dataset
     meta : extra entries for ``run.json`` (the CLI passes ``{"skipped": [...]}``, the datasets it left out)
-    plan : the run plan (:mod:`agentcausal.plan`), stored in ``run.json`` as ``plan``
+    plan : the run plan (:class:`agentcausal.plan.Plan` or its JSON dict; the CLI builds it once). Its dataset
+        items (id, path, sha256; in ``datasets`` order) are checked by the load task: a dataset file changed
+        since the plan is an :class:`~agentcausal.exceptions.ItemChangedError` naming it. None: the flow builds
+        it (:func:`agentcausal.plan.discover_plan`). Stored in ``run.json`` as ``plan``.
     repeats : runs per (dataset, seed, LLM method), repeat r in the config (``DiscoveryConfig.repeat``,
         so in the cache key and MAC's samples); statistical methods run once
 
@@ -106,6 +110,14 @@ def discover(
         raise ConfigError("--repeats > 1 needs DiscoveryConfig.repeat (the repeat index in MAC's key and samples)")
     configs = [config if r == 0 else config.model_copy(update={"repeat": r}) for r in range(reps)]
     names = resolve_methods(methods)
+    if plan is None:
+        from agentcausal.presets import routing_preset
+
+        plan = discover_plan(list(datasets), names, config=config, routing=settings.routing,
+                             preset=routing_preset(settings.profiles_path, settings.routing),
+                             profiles_path=settings.profiles_path, n=n, repeats=reps, seeds=list(seeds))
+    plan = plan if isinstance(plan, Plan) else Plan.model_validate(plan)
+    item_of = dict(zip(datasets, plan.items)) if len(plan.items) == len(datasets) else {}
     naming.add_run_tags(names, settings, preset=getattr(settings, "preset", None))
     subject = "+".join(datasets)
     llm = {m for m in names if m.partition("@")[0] in LLM_METHODS}  # "mac@names": an anonymised LLM method
@@ -113,7 +125,8 @@ def discover(
     pairs = [(spec, s) for spec in datasets for s in seeds]
     names_of = unique_dataset_names(list(datasets))  # two <folder>/data.csv get distinct names
     loaded = load_discovery_dataset.map(spec=[p for p, _ in pairs], n=unmapped(n), seed=[s for _, s in pairs],
-                                        name=[names_of[p] for p, _ in pairs])
+                                        name=[names_of[p] for p, _ in pairs],
+                                        item=[item_of.get(p) for p, _ in pairs])
     data = [f.result() for f in loaded]
     llm_only = None if llm_datasets is None else {d.lower() for d in llm_datasets}
     jobs = [(m, i, r) for m in ordered for i in range(len(pairs))
@@ -177,7 +190,7 @@ def discover(
             "started": dt.datetime.fromtimestamp(started).isoformat(timespec="seconds"),
             "wall_seconds": round(time.time() - started, 2), "reversal_cost": reversal_cost,
             "retry_failed": settings.retry_failed, "refresh": settings.refresh,
-            "plan": plan, "repeats": reps,  # the run plan (agentcausal.plan), as --dry-run prints it
+            "plan": plan.to_json_dict(), "repeats": reps,  # the run plan (agentcausal.plan), as --dry-run prints it
             "notes": run_notes(outcomes)}  # e.g. a dataset without a true graph (metrics shown as -)
     run_dir = out_dir or default_run_dir()
     save_discovery(outcomes, run_dir, meta)

@@ -1,4 +1,9 @@
-"""Prefect tasks of the ``attribute`` flow: load a corpus, attribute one trace, save, evaluate.
+"""Prefect tasks of the ``attribute`` flow: attribute one trace (or a chunk), save, evaluate.
+
+Tasks receive plan items (:class:`agentcausal.plan.PlanItem`: id, path,
+sha256), never traces: each loads its own trace with
+:func:`agentcausal.runs.items.load_trace_item` (parsed once per process and
+file, its content hash checked against the plan).
 
 ``attribute_trace`` is cached across flow runs: its key
 (:func:`agentcausal.attribution.common.attribution_key`) is the trace id and
@@ -30,41 +35,39 @@ from prefect.cache_policies import NO_CACHE
 from prefect.context import TaskRunContext
 
 from agentcausal.attribution.common import attribution_key, run_method
-from agentcausal.attribution.evaluate import save_run
+from agentcausal.attribution.paper_tables import speaker_mismatches
+from agentcausal.plan import PlanItem
 from agentcausal.repeats import mark_repeat, with_sample
 from agentcausal.report.attribution import RunReport, report_run
 from agentcausal.resume import run_chunk
+from agentcausal.runs.folder import save_attribution_run
+from agentcausal.runs.items import load_trace_item, load_trace_items
 from agentcausal.settings import RunSettings
-from agentcausal.traces.io import load_traces, select_traces
-from agentcausal.traces.model import Attribution, Trace
+from agentcausal.traces.model import Attribution
 from tasks.common import chunk_run_name, gateway_for, result_index, result_storage, retry_transport
 
-__all__ = ["load_corpus", "attribute_trace", "attribute_chunk", "UncachedDegraded", "attribute_options",
+__all__ = ["attribute_trace", "attribute_chunk", "UncachedDegraded", "attribute_options",
            "attribute_task_key", "save_attributions", "evaluate_run"]
 
 
-def attribute_task_key(trace: Trace, method: str, method_settings: Mapping[str, Any], settings: RunSettings,
+def attribute_task_key(item: PlanItem, method: str, method_settings: Mapping[str, Any], settings: RunSettings,
                        repeat: int = 0) -> str:
-    """The Prefect cache key of :func:`attribute_trace` for these arguments (repeat 0 = the key without repeats)."""
-    return "attribute-" + attribution_key(trace, method, method_settings, gateway_for(settings), repeat)
+    """The Prefect cache key of :func:`attribute_trace` for these arguments (repeat 0 = the key without repeats).
+
+    ``item`` is the trace's plan item (its id and content hash are what the key holds; a
+    :class:`~agentcausal.traces.model.Trace` gives the same key)."""
+    return "attribute-" + attribution_key(item, method, method_settings, gateway_for(settings), repeat)
 
 
 def _attribution_cache_key(context: TaskRunContext, parameters: dict[str, Any]) -> str:
-    return attribute_task_key(parameters["trace"], parameters["method"], parameters["method_settings"],
+    return attribute_task_key(parameters["item"], parameters["method"], parameters["method_settings"],
                               parameters["settings"], parameters.get("repeat", 0))
 
 
-@task(name="load-corpus")
-def load_corpus(paths: Sequence[str], ids: Sequence[str] | None = None, limit: int | None = None,
-                max_steps: int | None = None, skip_invalid: bool = False) -> list[Trace]:
-    """Traces from folders/files (Who&When or our JSONL), selected by ids, length and count."""
-    return select_traces(load_traces(paths, skip_invalid=skip_invalid), ids=ids, limit=limit, max_steps=max_steps)
-
-
-def _attribute_one(trace: Trace, method: str, method_settings: Mapping[str, Any], settings: RunSettings,
+def _attribute_one(item: PlanItem, method: str, method_settings: Mapping[str, Any], settings: RunSettings,
                    repeat: int = 0) -> Attribution:
-    return mark_repeat(run_method(trace, method, with_sample(gateway_for(settings), repeat), method_settings,
-                                  raise_transient=True), repeat)
+    return mark_repeat(run_method(load_trace_item(item), method, with_sample(gateway_for(settings), repeat),
+                                  method_settings, raise_transient=True), repeat)
 
 
 def _cacheable(out: Attribution) -> bool:
@@ -73,12 +76,12 @@ def _cacheable(out: Attribution) -> bool:
 
 
 @task(name="attribute-trace", retries=2, retry_delay_seconds=2, retry_condition_fn=retry_transport,
-      cache_key_fn=_attribution_cache_key, persist_result=True, task_run_name="{method}:{trace.id}")
-def attribute_trace(trace: Trace, method: str, method_settings: Mapping[str, Any],
+      cache_key_fn=_attribution_cache_key, persist_result=True, task_run_name="{method}:{item.id}")
+def attribute_trace(item: PlanItem, method: str, method_settings: Mapping[str, Any],
                     settings: RunSettings, repeat: int = 0) -> Attribution:
-    """One method on one trace, repeat ``repeat`` (see :func:`agentcausal.attribution.common.run_method`
-    and :mod:`agentcausal.repeats`)."""
-    out = _attribute_one(trace, method, method_settings, settings, repeat)
+    """One method on the trace of one plan item, repeat ``repeat`` (see
+    :func:`agentcausal.attribution.common.run_method` and :mod:`agentcausal.repeats`)."""
+    out = _attribute_one(item, method, method_settings, settings, repeat)
     if not _cacheable(out):
         raise UncachedDegraded(out)  # a fallback after a failure of the run: recorded, never cached
     return out
@@ -98,13 +101,14 @@ class UncachedDegraded(Exception):
 
 @task(name="attribute-chunk", retries=2, retry_delay_seconds=2, retry_condition_fn=retry_transport,
       cache_policy=NO_CACHE, persist_result=False, task_run_name=chunk_run_name)
-def attribute_chunk(traces: Sequence[Trace], method: str, method_settings: Mapping[str, Any], settings: RunSettings,
-                    repeats: Sequence[int] | None = None, not_before: float | None = None) -> list[Attribution]:
-    """One method on a chunk of (trace, repeat) items, each cached on its own in the results index
+def attribute_chunk(items: Sequence[PlanItem], method: str, method_settings: Mapping[str, Any],
+                    settings: RunSettings, repeats: Sequence[int] | None = None,
+                    not_before: float | None = None) -> list[Attribution]:
+    """One method on a chunk of (plan item, repeat) pairs, each cached on its own in the results index
     (:func:`agentcausal.resume.run_chunk`; a retry repeats only the unfinished items)."""
     return run_chunk([(attribute_task_key(t, method, method_settings, settings, r),
                        functools.partial(_attribute_one, t, method, method_settings, settings, r))
-                      for t, r in zip(traces, repeats or [0] * len(traces))],
+                      for t, r in zip(items, repeats or [0] * len(items))],
                      result_index(settings, "attribute"), not_before=not_before, store_if=_cacheable)
 
 
@@ -118,10 +122,13 @@ def attribute_options(settings: RunSettings, *, refresh: bool = False) -> dict[s
 
 
 @task(name="save-attributions")
-def save_attributions(attributions: Sequence[Attribution], traces: Sequence[Trace], run_dir: str,
+def save_attributions(attributions: Sequence[Attribution], items: Sequence[PlanItem], run_dir: str,
                       meta: Mapping[str, Any]) -> str:
-    """``results.parquet`` and ``run.json`` in the run folder."""
-    return str(save_run(attributions, traces, run_dir, meta))
+    """``results.parquet`` and ``run.json`` in the run folder (traces read from their plan items, for the
+    current labels; ``run.json`` gains ``speaker_mismatch``)."""
+    traces = load_trace_items(items)
+    meta = {**meta, "speaker_mismatch": speaker_mismatches(traces)}
+    return str(save_attribution_run(attributions, traces, run_dir, meta))
 
 
 @task(name="evaluate-run")

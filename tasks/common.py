@@ -61,7 +61,7 @@ def chunk_run_name() -> str:
     from prefect.runtime import task_run
 
     p = task_run.parameters
-    items = p.get("traces") or p.get("datasets") or []
+    items = p.get("items") or p.get("traces") or p.get("datasets") or []
     items = items.unquote() if hasattr(items, "unquote") else items  # the flow passes the list quoted
     ids = [getattr(x, "id", None) or getattr(x, "name", "?") for x in items]
     return f"{p.get('method')}:{ids[0]}..{ids[-1]} ({len(ids)})" if ids else f"{p.get('method')}:empty"

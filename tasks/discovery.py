@@ -24,7 +24,10 @@ from prefect.context import TaskRunContext
 from agentcausal.discovery.datasets import Dataset, load_spec
 from agentcausal.discovery.methods import DiscoveryConfig, DiscoveryOutcome, discovery_key, method_stages, \
     run_discovery
-from agentcausal.report.discovery import RunFiles, save_run, write_report
+from agentcausal.plan import PlanItem
+from agentcausal.runs.items import check_file_item
+from agentcausal.report.discovery import RunFiles, write_report
+from agentcausal.runs.folder import save_discovery_run
 from agentcausal.settings import RunSettings
 from tasks.common import gateway_for, result_storage, retry_transport
 
@@ -47,8 +50,12 @@ def _discover_key(context: TaskRunContext, p: dict[str, Any]) -> str:
 
 
 @task(name="load-dataset", retries=1, task_run_name="load:{spec}:{seed}")
-def load_discovery_dataset(spec: str, n: int, seed: int, name: str | None = None) -> Dataset:
-    """A benchmark or user dataset (:func:`agentcausal.discovery.datasets.load_spec`)."""
+def load_discovery_dataset(spec: str, n: int, seed: int, name: str | None = None,
+                           item: PlanItem | None = None) -> Dataset:
+    """A benchmark or user dataset (:func:`agentcausal.discovery.datasets.load_spec`); with its plan item, the
+    file's sha256 is checked first (:func:`agentcausal.runs.items.check_file_item`)."""
+    if item is not None:
+        check_file_item(item)
     return load_spec(spec, n=n, seed=seed, name=name)
 
 
@@ -72,7 +79,7 @@ def discover_options(settings: RunSettings, *, refresh: bool = False) -> dict[st
 @task(name="save-discovery")
 def save_discovery(outcomes: Sequence[DiscoveryOutcome], run_dir: str, meta: Mapping[str, Any]) -> str:
     """``outcomes.jsonl`` and ``run.json`` in the run folder."""
-    return str(save_run(outcomes, run_dir, meta))
+    return str(save_discovery_run(outcomes, run_dir, meta))
 
 
 @task(name="report-discovery")

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
@@ -488,41 +487,25 @@ def run_method(
     """
     from agentcausal.attribution.registry import get_method
 
+    from agentcausal.runs.envelope import run_enveloped
+
     spec = get_method(method)
     st = method_settings(spec.settings_model, settings, spec.presets, gateway_preset(gw))  # routing's preset
-    items = (trace.id, usage_item(trace.id, method))
-    before = [gw.usage.by_stage(item=i) for i in items]
-    t0 = time.perf_counter()
-    try:
-        out = spec.run(trace, gw, st)
-    except AgentCausalError as exc:
-        if raise_transient and not is_content_failure(exc):
-            raise
-        out = failed_attribution(trace.id, method, exc)
+    env = run_enveloped(lambda: spec.run(trace, gw, st), gw=gw, stages=spec.stages,
+                        usage_items=(trace.id, usage_item(trace.id, method)), raise_transient=raise_transient)
+    out = env.result if env.error is None else failed_attribution(trace.id, method, env.error)
     if out.error and out.status == "complete":
         out = out.model_copy(update={"status": "content_failed", "status_detail": out.status_detail or "method error"})
-    seconds = time.perf_counter() - t0
-    usage: dict[str, StageUsage] = {}
-    for i, b in zip(items, before):
-        for stage, u in usage_delta(b, gw.usage.by_stage(item=i)).items():
-            usage[stage] = usage[stage].add(u) if stage in usage else u
-    models: dict[str, str] = {}
-    for stage in spec.stages:
-        try:
-            models[stage] = gw.model_for(stage)
-        except AgentCausalError:
-            models[stage] = "unrouted"
     return out.model_copy(
         update={
             "trace_id": trace.id,
             "method": method,
             "settings": st.model_dump(mode="json"),
             "prompt_version": out.prompt_version or spec.prompt_version,  # the prompt set used
-            "models": {**models, **out.models},
-            "usage": {k: v.model_dump() for k, v in usage.items()},
-            "seconds": seconds,
-            "reused": bool(usage) and all(u.requests == 0 and u.cache_hits > u.run_hits == 0
-                                             for u in usage.values()),
+            "models": {**env.models, **out.models},
+            "usage": {k: v.model_dump() for k, v in env.usage.items()},
+            "seconds": env.seconds,
+            "reused": env.reused,
         }
     )
 

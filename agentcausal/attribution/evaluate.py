@@ -27,8 +27,8 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from agentcausal.exceptions import RunFileError, TraceFormatError
-from agentcausal.runfiles import atomic_path, atomic_write_text
+from agentcausal.exceptions import TraceFormatError
+from agentcausal.runfiles import atomic_path
 from agentcausal.traces.model import Attribution, Trace, normalise_agent
 
 __all__ = [
@@ -419,103 +419,6 @@ def save_results(df: pd.DataFrame, path: str | Path) -> Path:
     return p
 
 
-def load_results(path: str | Path) -> pd.DataFrame:
-    """Read a results frame from a Parquet file or a run folder holding ``results.parquet``.
-
-    Parameters
-    ----------
-    path : file or run folder
-
-    Returns
-    -------
-    DataFrame
-
-    Raises
-    ------
-    RunFileError (a TraceFormatError)
-        If no results file is found, it cannot be read as Parquet (empty, torn by a kill)
-        or it lacks the result columns; the message names the file.
-    """
-    p = Path(path)
-    if p.is_dir():
-        p = p / "results.parquet"
-    if not p.is_file():
-        raise RunFileError("no results.parquet here; is this a run folder from `agentcausal attribute`?",
-                           path=str(p))
-    try:
-        df = pd.read_parquet(p)
-    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a torn or empty file
-        raise RunFileError(f"not a readable Parquet file ({p.stat().st_size} bytes; torn or empty?): "
-                           f"{type(exc).__name__}: {str(exc)[:200]}", path=str(p)) from exc
-    missing = [c for c in _CORE_COLUMNS if c not in df.columns]
-    if missing:
-        raise RunFileError(f"results file lacks columns {', '.join(missing)}", path=str(p))
-    if "status" not in df.columns:  # run folders written before the status columns existed
-        df["status"] = ["complete" if pd.isna(e) else "content_failed" for e in df["error"]]
-    for c, default in (("status_detail", None), ("reused", False), ("wait_seconds", 0.0)):
-        if c not in df.columns:
-            df[c] = default
-    if "request_seconds" not in df.columns:
-        df["request_seconds"] = [sum(float(u.get("seconds", 0.0)) for u in json.loads(b or "{}").values())
-                                 for b in df["usage_json"]]
-    for run_col, col in (("run_requests", "requests"), ("run_prompt_tokens", "prompt_tokens"),
-                         ("run_completion_tokens", "completion_tokens"), ("run_request_seconds", "request_seconds"),
-                         ("run_cost_usd", "cost_usd")):
-        if run_col not in df.columns:
-            df[run_col] = df[col]
-    return df
-
-
-def save_run(attributions: Sequence[Attribution], traces: Sequence[Trace], run_dir: str | Path,
-             meta: Mapping[str, object] | None = None) -> Path:
-    """Write a run folder: ``results.parquet`` (one row per trace and method) and ``run.json`` (meta),
-    each atomically (temporary file, then rename).
-
-    Parameters
-    ----------
-    attributions : sequence of Attribution
-    traces : the traces they refer to
-    run_dir : folder (created)
-    meta : JSON-serialisable facts about the run (corpus, methods, settings, routing ...)
-
-    Returns
-    -------
-    Path of ``results.parquet``.
-
-    Raises
-    ------
-    TraceFormatError
-        If an attribution names a trace that is not given.
-    """
-    d = Path(run_dir)
-    p = save_results(results_frame(attributions, traces), d / "results.parquet")
-    atomic_write_text(d / "run.json", json.dumps(dict(meta or {}), indent=2, sort_keys=True, default=str) + "\n")
-    return p
-
-
-def load_run_meta(run_dir: str | Path) -> dict[str, object]:
-    """The ``run.json`` of a run folder, or an empty dict when absent.
-
-    Parameters
-    ----------
-    run_dir : folder
-
-    Returns
-    -------
-    dict
-
-    Raises
-    ------
-    RunFileError
-        If ``run.json`` exists but is not a JSON object (torn, empty).
-    """
-    p = Path(run_dir) / "run.json"
-    if not p.is_file():
-        return {}
-    try:
-        meta = json.loads(p.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise RunFileError(f"not valid JSON (torn or empty?): {exc}", path=str(p)) from exc
-    if not isinstance(meta, dict):
-        raise RunFileError("not a JSON object", path=str(p))
-    return meta
+# The run folder moved to agentcausal.runs.folder (one module for both halves); these names stay for their
+# many callers.
+from agentcausal.runs.folder import load_results, load_run_meta, save_attribution_run as save_run  # noqa: E402

@@ -29,13 +29,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentcausal.cli.import_traces import add_import_arguments, prepare_corpus, refuse_truthless
+from agentcausal.cli.import_traces import add_import_arguments, prepare_corpus
 from agentcausal.cli.runner_options import add_runner_arguments
 from agentcausal.cli.settings_options import add_model_arguments, add_settings_arguments, \
     apply_model_arguments, settings_from_args
 from agentcausal.exceptions import ConfigError
 
-__all__ = ["register", "cmd_attribute", "cmd_evaluate", "parse_sets", "parse_bool_sets", "check_traces"]
+__all__ = ["register", "cmd_attribute", "cmd_evaluate", "parse_sets", "parse_bool_sets", "check_traces",
+           "scan_corpus"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -185,8 +186,8 @@ def cmd_attribute(args: argparse.Namespace) -> int:
                      profiles_path=settings.profiles_path, ids=args.ids, limit=args.limit, max_steps=args.max_steps,
                      repeats=args.repeats, skip_invalid=args.skip_invalid)
     if args.dry_run:  # no model, no request, no key, nothing written; the same refusals as a run
-        imported, _ = _checked_corpus(args)
-        print(attribute_plan(args.paths, traces=imported, **plan_args).dumps())
+        corpus, _, _ = _checked_corpus(args)
+        print(attribute_plan(args.paths, traces=corpus, **plan_args).dumps())
         return 0
     from agentcausal.attribution.registry import get_method
 
@@ -195,19 +196,19 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     settings.check_routes(stages)
     from agentcausal.cli.endpoints import check_endpoints
 
-    imported, skipped = _checked_corpus(args)  # every refusal before anything is written
+    corpus, skipped, imported = _checked_corpus(args)  # the one read of the corpus; every refusal before writing
     check_endpoints(settings.profiles_path, settings.routing, stages)  # one line and exit 2 when one is down
     out_existed = bool(args.out) and Path(args.out).exists()
     try:
-        # other formats and --labels: imported into <run folder>/traces.jsonl
-        paths = prepare_corpus(args, traces=None if imported is None else [t for _, t in imported])
-        if imported is not None:
-            skipped = check_traces(paths, skip_invalid=args.skip_invalid)  # the flow's own loader, before Prefect
+        # other formats and --labels: imported into <run folder>/traces.jsonl; the plan points there
+        paths = prepare_corpus(args, traces=[t for _, t in corpus]) if imported else list(args.paths)
+        if imported:
+            corpus = [(paths[0], t) for _, t in corpus]
+        plan = attribute_plan(paths, traces=corpus, **plan_args)
     except BaseException:
         if args.out and not out_existed:  # refused before the run: leave no run folder behind
             _remove_new_run_folder(Path(args.out))
         raise
-    plan = attribute_plan(args.paths, traces=imported, **plan_args)
     from flows.attribute import run_attribute  # the CLI is the one library module that reaches up to flows
     from flows.runners import runner_choice_from_args
 
@@ -217,14 +218,11 @@ def cmd_attribute(args: argparse.Namespace) -> int:
 
     runner = runner_choice_from_args(args)
 
-    run_dir = run_attribute(paths, methods, method_settings=resolved, settings=settings, limit=args.limit,
-                            ids=args.ids, max_steps=args.max_steps, with_ground_truth=with_truth,
-                            out_dir=args.out, progress=not args.no_progress and sys.stderr.isatty(), runner=runner,
-                            skip_invalid=args.skip_invalid,
+    run_dir = run_attribute(paths, methods, settings=settings, out_dir=args.out,
+                            progress=not args.no_progress and sys.stderr.isatty(), runner=runner,
                             meta={**({"skipped": skipped} if args.skip_invalid else {}),
                                   **({"model": model_facts} if model_facts else {})} or None,
-                            preset=preset, repeats=args.repeats, plan=plan.to_json_dict(),
-                            chunk_size=args.chunk_size)
+                            plan=plan, chunk_size=args.chunk_size)
     return _print_run(run_dir)
 
 
@@ -237,17 +235,18 @@ def _remove_new_run_folder(run_dir: Path) -> None:
         pass
 
 
-def _checked_corpus(args: argparse.Namespace) -> tuple[list | None, list[dict[str, Any]]]:
-    """The corpus checks of a run (and of ``--dry-run``), before anything is written.
+def _checked_corpus(args: argparse.Namespace) -> tuple[list[tuple[str, Any]], list[dict[str, Any]], bool]:
+    """The corpus checks of a run (and of ``--dry-run``), before anything is written: the one read of the corpus.
 
-    Who&When and Trace JSONL paths are read by :func:`check_traces`; other formats (or
-    ``--labels``) are imported in memory. Unless ``--no-ground-truth``, selected traces
-    without ground truth are refused (:func:`agentcausal.cli.import_traces.refuse_truthless`).
+    Who&When and Trace JSONL paths are read by :func:`scan_corpus` (the loader the tasks use);
+    other formats (or ``--labels``) are imported in memory. Unless ``--no-ground-truth``, selected
+    traces without ground truth are refused.
 
     Returns
     -------
-    (imported, skipped): (file, Trace) pairs of an imported corpus, or None for paths the flow
-    reads as they are; the inputs ``--skip-invalid`` left out.
+    (corpus, skipped, imported): (file, Trace) pairs of every valid trace, the inputs
+    ``--skip-invalid`` left out, and whether the corpus was imported (it is then written to
+    ``<run folder>/traces.jsonl`` before the run, and the plan points there).
 
     Raises
     ------
@@ -255,27 +254,27 @@ def _checked_corpus(args: argparse.Namespace) -> tuple[list | None, list[dict[st
     """
     from agentcausal.cli.import_traces import load_with_options
     from agentcausal.traces.importers import detect_formats
+    from agentcausal.traces.importers.labels import require_ground_truth
+    from agentcausal.traces.io import select_traces
 
     if {fmt for _, fmt in detect_formats(args.paths, args.format)} <= {"who-and-when", "jsonl"} and not args.labels:
-        skipped = check_traces(list(args.paths), skip_invalid=args.skip_invalid)
-        refuse_truthless(args.paths, args)
-        return None, skipped
-    imported = [(str(p), t) for p in args.paths for t in load_with_options([p], args)]
-    if not imported:  # every trace skipped: name the user's files
-        from agentcausal.exceptions import TraceFormatError
+        scan = scan_corpus(list(args.paths), skip_invalid=args.skip_invalid)
+        corpus, skipped, imported = list(zip(scan.origins, scan.traces, strict=True)), scan.skipped(), False
+    else:
+        corpus = [(str(p), t) for p in args.paths for t in load_with_options([p], args)]
+        skipped, imported = [], True
+        if not corpus:  # every trace skipped: name the user's files
+            from agentcausal.exceptions import TraceFormatError
 
-        raise TraceFormatError("no valid trace to run (every trace was skipped)", path=", ".join(args.paths))
+            raise TraceFormatError("no valid trace to run (every trace was skipped)", path=", ".join(args.paths))
     if not args.no_ground_truth:
-        from agentcausal.traces.importers.labels import require_ground_truth
-        from agentcausal.traces.io import select_traces
-
-        require_ground_truth(select_traces([t for _, t in imported], ids=args.ids, limit=args.limit,
+        require_ground_truth(select_traces([t for _, t in corpus], ids=args.ids, limit=args.limit,
                                            max_steps=args.max_steps))
-    return imported, []
+    return corpus, skipped, imported
 
 
-def check_traces(paths: list[str], *, skip_invalid: bool = False) -> list[dict[str, Any]]:
-    """Read every trace file the way the flow will; refuse all invalid ones at once, or list them.
+def scan_corpus(paths: list[str], *, skip_invalid: bool = False) -> Any:
+    """Read every trace file the way the run will; refuse all invalid ones at once, or list them.
 
     Parameters
     ----------
@@ -284,7 +283,7 @@ def check_traces(paths: list[str], *, skip_invalid: bool = False) -> list[dict[s
 
     Returns
     -------
-    list of ``{"path", "field", "error"}``, the inputs left out (empty without ``skip_invalid``).
+    TraceScan (``traces``, ``invalid``, ``origins``); ``skipped()`` lists the inputs left out.
 
     Raises
     ------
@@ -305,7 +304,18 @@ def check_traces(paths: list[str], *, skip_invalid: bool = False) -> list[dict[s
     if not scan.traces:
         raise TraceFormatError("no valid trace to run", path=", ".join(paths))
     check_unique_ids(scan.traces)
-    return scan.skipped()
+    return scan
+
+
+def check_traces(paths: list[str], *, skip_invalid: bool = False) -> list[dict[str, Any]]:
+    """:func:`scan_corpus`, returning only the inputs left out (``{"path", "field", "error"}`` each).
+
+    Raises
+    ------
+    TraceFormatError
+        As :func:`scan_corpus`.
+    """
+    return scan_corpus(paths, skip_invalid=skip_invalid).skipped()
 
 
 #: ``EndpointUnreachableError: profile 'P': endpoint URL unreachable after retries: CAUSE`` in a row's error
@@ -340,21 +350,29 @@ def unreachable_summary(failures: Any, rows: int) -> str | None:
             f"(all {rows} row(s) failed; nothing was cached)")
 
 
-def _print_run(run_dir: str, *, exit_on_unreachable: bool = True) -> int:
+def _print_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool = False) -> int:
+    """Print the accuracy table of a run folder: as the flow's report step wrote it (``evaluate=False``: the run
+    is evaluated and reported once, by the flow) or evaluated and reported again (``agentcausal evaluate``)."""
     from agentcausal.report.attribution import accuracy_text, report_run
+    from agentcausal.runs.folder import read_attribution_summary
 
-    rep = report_run(run_dir)
-    print(accuracy_text(rep.evaluation))
-    if len(rep.evaluation.failures):
-        st = rep.evaluation.failures["status"].value_counts() if "status" in rep.evaluation.failures else {}
-        print(f"\n{len(rep.evaluation.failures)} failed (trace, method) pairs; see the report."
+    if evaluate:
+        rep = report_run(run_dir)
+        shown, path = rep.evaluation, rep.path
+    else:
+        shown, path = read_attribution_summary(run_dir), Path(run_dir) / "report.md"
+    overall, failures = shown.overall, shown.failures
+    print(accuracy_text(shown))
+    if len(failures):
+        st = failures["status"].value_counts() if "status" in failures else {}
+        print(f"\n{len(failures)} failed (trace, method) pairs; see the report."
               + (f" {st.get('failed', 0)} failed in this run (not cached; the next run retries them)."
                  if st.get("failed", 0) else "")
               + (f" {st.get('content_failed', 0)} content failures (cached; --retry-failed recomputes them)."
                  if st.get("content_failed", 0) else ""))
-    print(f"\nrun folder: {run_dir}\nreport:     {rep.path}")
-    line = unreachable_summary(rep.evaluation.failures, int(rep.evaluation.overall["n"].sum())) \
-        if exit_on_unreachable and "n" in rep.evaluation.overall else None
+    print(f"\nrun folder: {run_dir}\nreport:     {path}")
+    line = unreachable_summary(failures, int(overall["n"].sum())) \
+        if exit_on_unreachable and "n" in overall else None
     if line:
         print(f"agentcausal: error: {line}", file=sys.stderr)
         return 1
@@ -377,14 +395,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     if not run_dir.is_dir():
         raise ConfigError(f"no such run folder: {run_dir}")
-    if (run_dir / "outcomes.jsonl").is_file():  # written by `discover` only
-        from agentcausal.report.discovery import summary_text, write_report
+    from agentcausal.runs.folder import report_run_folder, run_kind
+
+    if run_kind(run_dir) == "discover":
+        from agentcausal.report.discovery import summary_text
 
         print(f"agentcausal: {run_dir} is a discovery run; re-reporting it as "
               f"`agentcausal discover --report {run_dir}` does", file=sys.stderr)
-        files = write_report(str(run_dir))
+        files = report_run_folder(str(run_dir))
         print(summary_text(files.frame))
         print(f"\nrun folder: {files.run_dir}\nreport:     {files.report}")
         return 0
-    return _print_run(str(run_dir), exit_on_unreachable=False)
+    return _print_run(str(run_dir), exit_on_unreachable=False, evaluate=True)
 

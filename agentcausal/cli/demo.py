@@ -51,7 +51,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from agentcausal.exceptions import ConfigError
 
     from agentcausal.demo import demo_plan
-    from agentcausal.report.attribution import accuracy_text, report_run
+    from agentcausal.report.attribution import accuracy_text
+    from agentcausal.runs.folder import read_attribution_summary
     from agentcausal.report.discovery import summary_text
 
     if args.threads is not None and args.threads < 1:
@@ -83,7 +84,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     dirs = demo(plan=plan, settings=settings, progress=not args.no_progress and sys.stderr.isatty(), preset=preset)
     if "attribution" in dirs:
         print("\n== Failure attribution (Who&When metrics; exact step match) ==")
-        print(accuracy_text(report_run(dirs["attribution"]).evaluation))
+        print(accuracy_text(read_attribution_summary(dirs["attribution"])))  # as the flow evaluated it
     if "discovery" in dirs:
         print("\n== Causal discovery (SHD / NHD / F1 against the true graph) ==")
         print(summary_text(pd.read_parquet(Path(dirs["discovery"]) / "results.parquet")))

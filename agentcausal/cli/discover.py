@@ -182,7 +182,8 @@ def _expand(datasets: list[str]) -> list[str]:
     return out
 
 
-def check_datasets(specs: list[str], *, skip_invalid: bool = False) -> tuple[list[str], list[dict[str, Any]]]:
+def check_datasets(specs: list[str], *, skip_invalid: bool = False,
+                   loaded: dict[str, Any] | None = None) -> tuple[list[str], list[dict[str, Any]]]:
     """Validate every dataset before any work: benchmark names, and each user dataset read in full.
 
     User datasets are loaded as the flow will load them (same names, same
@@ -192,6 +193,7 @@ def check_datasets(specs: list[str], *, skip_invalid: bool = False) -> tuple[lis
     ----------
     specs : dataset specs (benchmark names, ``.csv``/``.parquet`` paths, ``DATA::META``)
     skip_invalid : print the invalid user datasets and go on with the rest, instead of refusing
+    loaded : a dict to fill with spec -> Dataset for the user datasets read here (so the plan reads none again)
 
     Returns
     -------
@@ -223,6 +225,8 @@ def check_datasets(specs: list[str], *, skip_invalid: bool = False) -> tuple[lis
             except DatasetError as exc:
                 errors[s] = exc
                 continue
+            if loaded is not None:
+                loaded[s] = ds
             if ds.true_graph is None:
                 print(f"agentcausal: note: {names[s]} has no true graph (no \"true_edges\" in its metadata): "
                       "SHD, NHD and F1 are shown as -", file=sys.stderr)
@@ -273,7 +277,8 @@ def cmd_discover(args: argparse.Namespace) -> int:
             raise ConfigError(f"--llm-dataset {', '.join(unknown)} is not among the --dataset values")
     if args.repeats < 1:
         raise ConfigError(f"--repeats must be at least 1, got {args.repeats}")
-    datasets, skipped = check_datasets(datasets, skip_invalid=args.skip_invalid)
+    loaded: dict[str, Any] = {}
+    datasets, skipped = check_datasets(datasets, skip_invalid=args.skip_invalid, loaded=loaded)
     if llm_datasets and skipped:
         llm_datasets = [d for d in llm_datasets if d not in {s["dataset"] for s in skipped}] or None
     settings, model_facts = apply_model_arguments(args, settings_from_args(args))
@@ -285,7 +290,8 @@ def cmd_discover(args: argparse.Namespace) -> int:
 
     plan = discover_plan(datasets, methods, config=config, preset=preset, routing=settings.routing,
                          profiles_path=settings.profiles_path, n=args.n, repeats=args.repeats,
-                         anonymise=args.anonymise or [], seeds=args.seeds)  # [] = not asked: names as they are
+                         anonymise=args.anonymise or [], seeds=args.seeds,  # [] = not asked: names as they are
+                         loaded=loaded)  # user datasets as the check read them: not read again
     if args.dry_run:
         print(plan.dumps())
         return 0
@@ -306,7 +312,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
     runner = runner_choice_from_args(args)
     from agentcausal.discovery.methods import DiscoveryConfig
 
-    extra: dict = {"plan": plan.to_json_dict()}
+    extra: dict = {"plan": plan}
     if args.repeats > 1:
         if "repeat" not in DiscoveryConfig.model_fields:
             raise ConfigError("--repeats > 1 needs DiscoveryConfig.repeat (MAC's repeat index), which this "

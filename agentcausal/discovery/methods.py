@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from collections.abc import Sequence
 from typing import Any, Callable, Literal
 
@@ -417,43 +416,26 @@ def run_discovery(method: str, ds: Dataset, gw=None, config: DiscoveryConfig = D
     stages = method_stages(method, config)
     if stages and gw is None:
         raise ConfigError(f"method {method!r} calls an LLM; pass a gateway")
+    from agentcausal.runs.envelope import run_enveloped
+
     item = f"{ds.name}:{seed}:{method}"
-    before = gw.usage.by_stage(item) if gw is not None else {}
-    models = {}
-    for s in stages:
-        try:
-            models[s] = gw.model_for(s)
-        except AgentCausalError:
-            models[s] = "unrouted"
-    common = dict(dataset=ds.name, seed=seed, n=ds.n, method=method, true_graph=ds.true_graph, models=models,
+    env = run_enveloped(lambda: _HANDLERS[method](gw, ds, config, seed, item), gw=gw, stages=stages,
+                        usage_items=(item,), raise_transient=raise_transient)
+    common = dict(dataset=ds.name, seed=seed, n=ds.n, method=method, true_graph=ds.true_graph, models=env.models,
                   prompt_version=PROMPT_VERSION if stages else "", data_hash=ds.content_hash())
-    t0 = time.perf_counter()
-    status, detail = "complete", None
-    try:
-        graph, details = _HANDLERS[method](gw, ds, config, seed, item)
+    if env.error is None:
+        graph, details = env.result
         if config.executor_fallback and method.partition("@")[0] in ("mac", "mac_single", "dcm_only"):
             details = {**details, "executor_fallback": config.executor_fallback}
-        err = ""
-        detail = degradation(details)
+        err, detail = "", degradation(details)
         status = "degraded" if detail else "complete"
-    except AgentCausalError as exc:
-        if raise_transient and not is_content_failure(exc):
-            raise
+    else:
+        exc = env.error
         graph, details, err = None, {}, f"{type(exc).__name__}: {exc}"[:2000]
         status, detail = ("content_failed" if is_content_failure(exc) else "failed"), type(exc).__name__
-    seconds = time.perf_counter() - t0
-    usage = {}
-    if gw is not None:
-        after = gw.usage.by_stage(item)
-        for s, u in after.items():
-            b = before.get(s)
-            d = {k: getattr(u, k) - (getattr(b, k) if b else 0) for k in type(u).model_fields}
-            if d.get("calls") or d.get("requests"):
-                usage[s] = d
-    reused = bool(usage) and all(u.get("requests", 0) == 0 and u.get("cache_hits", 0) > u.get("run_hits", 0) == 0
-                                    for u in usage.values())
-    return DiscoveryOutcome(graph=graph, error=err, seconds=seconds, details=details, usage=usage, status=status,
-                            status_detail=detail, reused=reused, **common)
+    usage = {s: u.model_dump() for s, u in env.usage.items()}
+    return DiscoveryOutcome(graph=graph, error=err, seconds=env.seconds, details=details, usage=usage, status=status,
+                            status_detail=detail, reused=env.reused, **common)
 
 
 def degradation(details: dict[str, Any]) -> str | None:

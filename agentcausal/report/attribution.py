@@ -258,13 +258,24 @@ def _later_tables(tables: list[tuple[str, pd.DataFrame]]) -> list[str]:
 
 
 def _run_traces(meta: Mapping[str, object], results: pd.DataFrame) -> dict[str, Trace]:
-    """The run's traces re-read from its corpus paths (best effort: {} when they are gone or unreadable)."""
+    """The run's traces, read from the plan's items (by path, hash checked; :mod:`agentcausal.runs.items`) or,
+    for a run folder without a plan, from its corpus paths (best effort: {} when they are gone or unreadable)."""
     from agentcausal.exceptions import AgentCausalError
     from agentcausal.traces.io import load_traces
 
+    wanted = set(results["trace_id"].astype(str))
+    plan = meta.get("plan")
+    if isinstance(plan, Mapping) and plan.get("kind") == "attribute" and plan.get("items"):
+        from agentcausal.plan import PlanItem
+        from agentcausal.runs.items import load_trace_items
+
+        try:
+            items = [PlanItem.model_validate(i) for i in plan["items"] if i.get("id") in wanted]  # type: ignore
+            return {t.id: t for t in load_trace_items(items)}
+        except (AgentCausalError, OSError, ValueError):
+            pass  # changed since the run: the corpus as it is now, below
     corpus = meta.get("corpus")
     paths = [corpus] if isinstance(corpus, str) else list(corpus or [])  # type: ignore[arg-type]
-    wanted = set(results["trace_id"].astype(str))
     try:
         return {t.id: t for t in load_traces([str(p) for p in paths]) if t.id in wanted}
     except (AgentCausalError, OSError, ValueError):

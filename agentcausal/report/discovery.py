@@ -29,7 +29,6 @@ import pandas as pd
 from agentcausal.discovery.graph import CausalGraph
 from agentcausal.discovery.methods import DiscoveryOutcome
 from agentcausal.discovery.metrics import METRIC_COLUMNS, METRICS_FOOTER, SHD_CONVENTION, evaluate_graph
-from agentcausal.exceptions import RunFileError
 from agentcausal.report.html import html_table, write_html_report
 from agentcausal.report.plots import discovery_figures, figures_markdown
 from agentcausal.runfiles import atomic_path, atomic_write_text
@@ -694,41 +693,8 @@ class RunFiles(NamedTuple):
     report: Path
 
 
-def save_run(outcomes: Sequence[DiscoveryOutcome], run_dir: str | Path, meta: Mapping[str, Any]) -> Path:
-    """Write ``outcomes.jsonl`` (full records) and ``run.json`` to the run folder.
-
-    Returns
-    -------
-    Path of the run folder.
-    """
-    run = Path(run_dir)
-    run.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(run / "outcomes.jsonl", "".join(o.model_dump_json() + "\n" for o in outcomes))
-    atomic_write_text(run / "run.json", json.dumps(dict(meta), indent=2, default=str))
-    return run
 
 
-def load_outcomes(run_dir: str | Path) -> list[DiscoveryOutcome]:
-    """Read ``outcomes.jsonl`` back.
-
-    Raises
-    ------
-    RunFileError
-        If the file is missing or a line is not a valid outcome (torn by a kill); names the file and line.
-    """
-    path = Path(run_dir) / "outcomes.jsonl"
-    if not path.is_file():
-        raise RunFileError("no outcomes.jsonl here; is this a run folder from `agentcausal discover`?",
-                           path=str(path))
-    out = []
-    for i, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-        if line.strip():
-            try:
-                out.append(DiscoveryOutcome.model_validate_json(line))
-            except ValueError as exc:
-                raise RunFileError(f"line {i} is not a valid outcome (torn?): {str(exc)[:200]}",
-                                   path=str(path)) from exc
-    return out
 
 
 def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw: bool = True) -> RunFiles:
@@ -747,10 +713,7 @@ def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw:
     """
     run = Path(run_dir)
     outcomes = load_outcomes(run)
-    try:
-        meta = json.loads((run / "run.json").read_text()) if (run / "run.json").is_file() else {}
-    except ValueError as exc:
-        raise RunFileError(f"not valid JSON (torn or empty?): {exc}", path=str(run / "run.json")) from exc
+    meta = load_run_meta(run)
     df = outcomes_frame(outcomes, reversal_cost=reversal_cost)
     with atomic_path(run / "results.parquet") as tmp:
         df.to_parquet(tmp, index=False)
@@ -798,3 +761,9 @@ def table_records(df: pd.DataFrame) -> list[dict[str, Any]]:
                     "note": IDENTICAL_NOTE if r.get("identical_samples", False) else "",
                     "seconds": round(float(r.seconds_mean), 2)})
     return out
+
+
+# The run folder moved to agentcausal.runs.folder (one module for both halves); these names stay for their callers.
+from agentcausal.runs.folder import load_discovery_outcomes as load_outcomes  # noqa: E402
+from agentcausal.runs.folder import load_run_meta  # noqa: E402
+from agentcausal.runs.folder import save_discovery_run as save_run  # noqa: E402

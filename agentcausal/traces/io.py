@@ -47,10 +47,13 @@ class TraceScan(NamedTuple):
     ----------
     traces : list of Trace, the valid ones, in order
     invalid : list of TraceFormatError, one per invalid file (or JSONL line), each naming file and field
+    origins : list of str, the file each trace was read from (same order as ``traces``; filled by
+        :func:`scan_traces`)
     """
 
     traces: list[Trace]
     invalid: list[TraceFormatError]
+    origins: list[str] = []  # noqa: RUF012 - a NamedTuple default, never mutated
 
     def skipped(self) -> list[dict[str, str | None]]:
         """The invalid inputs as JSON-ready records ``{"path", "field", "error"}`` (for ``run.json``)."""
@@ -264,6 +267,7 @@ def scan_traces(paths: Sequence[str | Path]) -> TraceScan:
             errors.append(exc)
     first: dict[str, str] = {}
     unique: list[Trace] = []
+    kept: list[str] = []
     for t, origin in zip(traces, origins):
         if t.id in first:  # a later duplicate: refused with the other invalid inputs (or skipped)
             errors.append(TraceFormatError(f"duplicate trace id {t.id!r} (first read from {first[t.id]})",
@@ -271,7 +275,8 @@ def scan_traces(paths: Sequence[str | Path]) -> TraceScan:
             continue
         first[t.id] = origin
         unique.append(t)
-    return TraceScan(unique, errors)
+        kept.append(origin)
+    return TraceScan(unique, errors, kept)
 
 
 def load_traces(paths: Sequence[str | Path], *, skip_invalid: bool = False) -> list[Trace]:

@@ -45,7 +45,7 @@ class Spy:
         class _Bound:
             def map(self, **p):
                 m = p["method"]
-                items = p.get("trace", p.get("dataset"))
+                items = p.get("item", p.get("trace", p.get("dataset")))
                 outer.methods += [m.value] * len(items) if hasattr(m, "value") else list(m)
                 return outer.task.with_options(**kw).map(**p)
         return _Bound()

@@ -1,7 +1,9 @@
 """DCFA end to end: GCA, then (unless ablated) LCE, recorded as one Attribution.
 
 The :class:`~agentcausal.traces.model.Attribution` of a DCFA run carries in
-``details`` (all JSON-serialisable):
+``details`` (all JSON-serialisable; built as the typed
+:class:`~agentcausal.attribution.dcfa.details.DcfaDetails`, read back with
+``DcfaDetails.read``):
 
 ``n_steps``; ``step_agents`` (agent of each step); ``gca_calls`` ("joint" or
 "split"); ``preset_prompts`` ("paper" or "small") and ``prompt_version`` (of that
@@ -51,6 +53,8 @@ import time
 from typing import Any
 
 from agentcausal.attribution.common import usage_item
+from agentcausal.attribution.dcfa.details import DcfaDetails, DeviationRecord, FinalChoice, LceFailure, LceRecord, \
+    StepChoice
 from agentcausal.attribution.dcfa.gca import STAGE as GCA_STAGE
 from agentcausal.attribution.dcfa.gca import GcaResult, graph_edges, run_gca
 from agentcausal.attribution.dcfa.lce import EMBED_STAGE, LceResult, run_lce
@@ -85,19 +89,19 @@ def _gca_details(trace: Trace, gca: GcaResult) -> dict[str, Any]:
     h = gca.hypothesis_step
     return {
         "n_steps": len(trace),
-        "deviations": [{"step": s, "reason": r} for s, r in gca.deviations],
+        "deviations": [DeviationRecord(step=s, reason=r) for s, r in gca.deviations],
         "dropped_deviations": gca.dropped_deviations._asdict(),
         "edges": [list(e) for e in graph_edges(gca.graph)],
         "search_edges": None if gca.search_graph is None else [list(e) for e in graph_edges(gca.search_graph)],
         "edge_judgements": list(gca.edge_judgements),
         "dropped_edges": gca.dropped_edges._asdict(),
-        "hypothesis": {"step": h, "agent": trace.steps[h].agent, "reason": gca.hypothesis_reason},
+        "hypothesis": StepChoice(step=h, agent=trace.steps[h].agent, reason=gca.hypothesis_reason),
     }
 
 
-def _lce_details(lce: LceResult) -> dict[str, Any]:
+def _lce_details(lce: LceResult) -> LceRecord:
     corr = lce.correction
-    return {
+    return LceRecord(**{
         "corrected_steps": list(corr.changed) if corr else None,
         "correct_fallback": corr.fallback if corr else None,
         "correct_missing": list(corr.missing) if corr else None,
@@ -111,7 +115,7 @@ def _lce_details(lce: LceResult) -> dict[str, Any]:
         "candidates": list(lce.candidates),
         "decision": lce.decision._asdict(),
         "error": None,
-    }
+    })
 
 
 def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str = "dcfa") -> Attribution:
@@ -149,20 +153,19 @@ def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str =
         stages = tuple(s for s in stages if s != EMBED_STAGE)
     base = dict(trace_id=trace.id, method=method, settings=settings.model_dump(),
                 prompt_version=PROMPT_VERSIONS[settings.prompts], models={s: gw.model_for(s) for s in stages})
-    details: dict[str, Any] = {"n_steps": len(trace), "step_agents": [st.agent for st in trace.steps],
-                               "gca_calls": "split" if settings.split_mdi_cgc else "joint",
-                               "preset_prompts": settings.prompts,
-                               "prompt_version": PROMPT_VERSIONS[settings.prompts],
-                               "variant": settings.variant}
+    details = DcfaDetails(n_steps=len(trace), step_agents=[st.agent for st in trace.steps],
+                          gca_calls="split" if settings.split_mdi_cgc else "joint", preset_prompts=settings.prompts,
+                          prompt_version=PROMPT_VERSIONS[settings.prompts], variant=settings.variant)
     try:
         gca = run_gca(trace, gw, settings, item=item)
     except StructuredOutputError as exc:
-        return Attribution(**base, error=f"GCA: {exc}", details=details,
+        return Attribution(**base, error=f"GCA: {exc}", details=details.dump(),
                            usage=_usage_diff(before, _usage_snapshot(gw, item)),
                            seconds=time.perf_counter() - t0)
-    details.update(_gca_details(trace, gca))
+    for k, v in _gca_details(trace, gca).items():
+        setattr(details, k, v)
     step, reason, source = gca.hypothesis_step, gca.hypothesis_reason, "hypothesis"
-    details["lce"] = None
+    details.lce = None
     degraded: str | None = None
     if settings.use_lce:
         try:
@@ -171,13 +174,13 @@ def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str =
             # "run": a failure of the run (transport, 401, timeout), which an orchestrator must not cache
             cause = "content" if is_content_failure(exc) else "run"
             degraded = f"LCE failed ({cause}), GCA hypothesis kept: {type(exc).__name__}: {exc}"[:500]
-            details["lce"] = {"error": f"{type(exc).__name__}: {exc}", "cause": cause}
+            details.lce = LceFailure(error=f"{type(exc).__name__}: {exc}", cause=cause)
         else:
-            details["lce"] = _lce_details(lce)
+            details.lce = _lce_details(lce)
             if not lce.decision.skipped:
                 step, reason, source = lce.decision.step, lce.decision.reason, "ded"
-    details["final"] = {"step": step, "agent": trace.steps[step].agent, "reason": reason, "source": source}
-    return Attribution(**base, step=step, agent=trace.steps[step].agent, reason=reason, details=details,
+    details.final = FinalChoice(step=step, agent=trace.steps[step].agent, reason=reason, source=source)
+    return Attribution(**base, step=step, agent=trace.steps[step].agent, reason=reason, details=details.dump(),
                        usage=_usage_diff(before, _usage_snapshot(gw, item)),
                        seconds=time.perf_counter() - t0,
                        status="degraded" if degraded else "complete", status_detail=degraded)
