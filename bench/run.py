@@ -8,6 +8,7 @@ Usage (from the repository root)::
     .venv/bin/python -m bench --quick          # a smoke run: 10 traces, seed 0, no Prefect flow
     .venv/bin/python -m bench --embedded --embedded-traces 1   # 5: the embedded model (long; opt-in)
     .venv/bin/python -m bench --only scale     # 7: the attribute flow at scale (long; opt-in)
+    .venv/bin/python -m bench --only alarm     # 8: MAC and zero-shot on Alarm, embedded model (long; opt-in)
     .venv/bin/python -m bench --embedded --embedded-traces 1 --methods a2p echo --preset small \
         --out bench/results/a2p-echo               # A2P and ECHO on the shortest development trace
 
@@ -30,7 +31,7 @@ __all__ = ["main"]
 
 SECTIONS = ("throughput", "mac", "exact")
 #: opt-in sections, run only when named with ``--only``
-OPT_IN = ("scale",)
+OPT_IN = ("scale", "alarm")
 
 
 def _env() -> None:
@@ -193,6 +194,17 @@ def main(argv: list[str] | None = None) -> int:
         payload = {**res, "machine": m, "machine_at_start": before, "argv": sys.argv[1:]}
         write_result("scale", payload, scale_markdown(res, m), out)
         written["scale"] = payload
+    if "alarm" in sections:  # bench/alarm.py
+        from bench.alarm import alarm_markdown, run_alarm
+
+        print(f"8. alarm: MAC and zero-shot, seed {args.seeds[0]}, preset {args.preset or 'small'}", flush=True)
+        t0 = time.perf_counter()
+        res = run_alarm(seed=args.seeds[0], preset=args.preset or "small", on_row=lambda r: write_result(
+            "alarm", {**r, "partial": True, "machine": machine()}, alarm_markdown({**r, "partial": True}, machine()),
+            out))
+        timings["alarm"] = round(time.perf_counter() - t0, 1)
+        payload = {**res, "machine": machine(), "argv": sys.argv[1:]}
+        write_result("alarm", payload, alarm_markdown(res, payload["machine"]), out)
     total = time.perf_counter() - started
     if not args.only and not args.quick:
         from bench.summary import summary_markdown, update_readme

@@ -30,13 +30,13 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from agentcausal.discovery.methods import LLM_METHODS, DiscoveryConfig, DiscoveryOutcome, method_stages, \
-    resolve_methods
+from agentcausal.discovery.methods import DCM_METHODS, LLM_METHODS, DiscoveryConfig, DiscoveryOutcome, \
+    method_stages, resolve_methods
 from agentcausal.discovery.user_data import unique_dataset_names
 from agentcausal.exceptions import ConfigError
 from agentcausal.plan import Plan, discover_plan
 from agentcausal.report.artifacts import self_contained_markdown
-from agentcausal.report.discovery import table_records
+from agentcausal.report.discovery import run_notes, table_records
 from agentcausal.settings import RunSettings
 from flows import naming
 from flows.progress import RunProgress
@@ -100,7 +100,12 @@ def discover(
     """
     settings = settings or RunSettings.from_env()
     config = config or DiscoveryConfig()
+    if config.mac.executor == "auto":  # a Python caller's default (the CLI resolves and says it itself)
+        config = config.resolved()
+        if config.executor_fallback and any(m.partition("@")[0] in DCM_METHODS for m in resolve_methods(methods)):
+            print(config.executor_fallback)
     reps = max(1, repeats)
+    config = config.model_copy(update={"samples": len(seeds) * reps})  # > 1: methods' sampling_temperature
     if reps > 1 and "repeat" not in DiscoveryConfig.model_fields:
         raise ConfigError("--repeats > 1 needs DiscoveryConfig.repeat (the repeat index in MAC's key and samples)")
     configs = [config if r == 0 else config.model_copy(update={"repeat": r}) for r in range(reps)]
@@ -185,7 +190,8 @@ def discover(
             "started": dt.datetime.fromtimestamp(started).isoformat(timespec="seconds"),
             "wall_seconds": round(time.time() - started, 2), "reversal_cost": reversal_cost,
             "retry_failed": settings.retry_failed, "refresh": settings.refresh,
-            "plan": plan.to_json_dict(), "repeats": reps}  # the run plan (agentcausal.plan), as --dry-run prints it
+            "plan": plan.to_json_dict(), "repeats": reps,  # the run plan (agentcausal.plan), as --dry-run prints it
+            "notes": run_notes(outcomes)}  # e.g. a dataset without a true graph (metrics shown as -)
     run_dir = out_dir or default_run_dir()
     save_discovery(outcomes, run_dir, meta)
     files = report_discovery(run_dir, reversal_cost)

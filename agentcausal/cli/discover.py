@@ -61,10 +61,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g = p.add_argument_group("MAC")
     g.add_argument("--rounds", type=int, default=None, help="Affirmative-Negative rounds per debate (1-5, default 1)")
     g.add_argument("--subset-size", type=int, default=None, help="rows of the subset S in the algorithm debate")
-    g.add_argument("--executor", choices=("auto", "typed", "coding"), default="auto",
-                   help="auto (default): LLM-written causal-learn code in the sandbox where the sandbox works "
-                   "here, else typed (said in one line and marked in the rows); coding: refused where the "
-                   "sandbox cannot work; typed: run the chosen algorithm through the pool")
+    g.add_argument("--executor", choices=("auto", "typed", "coding"), default=None,
+                   help="auto (default; the small preset: typed): LLM-written causal-learn code in the sandbox "
+                   "where the sandbox works here, else typed (said in one line and marked in the rows); coding: "
+                   "refused where the sandbox cannot work; typed: run the chosen algorithm through the pool")
     g.add_argument("--coding-attempts", type=int, default=None, help="scripts tried in coding mode (default 3)")
     g.add_argument("--timeout", type=float, default=None, help="wall limit of one statistical algorithm, s "
                    "(default 300)")
@@ -109,14 +109,16 @@ def build_config(args: argparse.Namespace, preset: str | None = None):
     # only MAC, mac_single and dcm_only run an executor: refuse or say "fallback" only for them
     uses_dcm = any(m.lower().replace("-", "_").partition("@")[0] in ("mac", "mac_single", "dcm_only")
                    for m in (getattr(args, "methods", None) or ["mac"]))
-    executor, fallback = resolve_executor(args.executor if uses_dcm or args.executor == "typed" else "auto")
+    values = preset_values(getattr(mac_settings, "PRESETS", {}), preset) if preset else {}
+    # --executor given, else the preset's (small: typed), else auto
+    requested = getattr(args, "executor", None) or values.get("executor", "auto")
+    executor, fallback = resolve_executor(requested if uses_dcm or requested == "typed" else "auto")
     if fallback and uses_dcm:
         print(fallback, file=sys.stderr)
     # the preset's MAC values, then the options given (None = not given)
     given = {"rounds": getattr(args, "rounds", None), "subset_size": getattr(args, "subset_size", None),
              "executor": executor, "coding_attempts": getattr(args, "coding_attempts", None),
              "algorithm_timeout_s": getattr(args, "timeout", None)}
-    values = preset_values(getattr(mac_settings, "PRESETS", {}), preset) if preset else {}
     values.setdefault("algorithm_timeout_s", 300.0)  # the --timeout default
     values.update({k: v for k, v in given.items() if v is not None})
     timeout = getattr(args, "timeout", None)
@@ -131,8 +133,9 @@ def build_config(args: argparse.Namespace, preset: str | None = None):
         baselines = {name: models[name](**{**(preset_values(mod.PRESETS, preset) if preset else {}),
                                            **sets.get(name, {})})
                      for name, mod in (("react", react), ("llm_scd", llm_scd), ("ils_csl", ils_csl))}
+        samples = len(getattr(args, "seeds", None) or [0]) * max(1, getattr(args, "repeats", 1) or 1)
         return DiscoveryConfig(mac=mac, algorithm_timeout_s=300.0 if timeout is None else timeout,
-                               executor_fallback=fallback, **baselines)
+                               executor_fallback=fallback, samples=samples, **baselines)
     except ValidationError as exc:
         raise ConfigError(f"invalid MAC option: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from exc
 

@@ -18,7 +18,7 @@ __all__ = ["llm_zero_shot"]
 
 
 def llm_zero_shot(gw, ds: Dataset, *, item: str | None = None, max_tokens_scale: float = 1.0,
-                  sample: int = 0) -> RepairedGraph:
+                  sample: int = 0, temperature: float | None = None) -> RepairedGraph:
     """Ask the model once for the causal graph of ``ds`` from its variable descriptions.
 
     Parameters
@@ -29,6 +29,7 @@ def llm_zero_shot(gw, ds: Dataset, *, item: str | None = None, max_tokens_scale:
     max_tokens_scale : float, multiplies the completion cap (from the variables, their names and the reply
         schema; bounded by the profile's ``max_output_tokens``)
     sample : int, the LLM sample index (``discover`` passes the data seed, so each seed is a fresh answer)
+    temperature : float or None, sampling temperature of every call (None = the profile's)
 
     Returns
     -------
@@ -43,5 +44,6 @@ def llm_zero_shot(gw, ds: Dataset, *, item: str | None = None, max_tokens_scale:
             {"role": "user", "content": P.ZERO_SHOT_TEMPLATE.format(metadata=P.delimit("metadata", metadata_text(ds)))}]
     need = graph_reply_tokens(ds.variables, max_edges=P.max_graph_edges(ds.d), reason_chars=0)
     cap = budget(gw, BASELINE_STAGE, int(need * max_tokens_scale))
-    reply = structured(gw, BASELINE_STAGE, msgs, model, item=item, max_tokens=cap, sample=sample)
+    reply = structured(gw, BASELINE_STAGE, msgs, model, item=item, max_tokens=cap, sample=sample,
+                       temperature=temperature)
     return repair_to_dag(ds.variables, [(e.cause, e.effect) for e in reply.edges])

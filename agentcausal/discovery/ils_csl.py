@@ -16,8 +16,9 @@ pair, is what keeps the LLM's work linear in the graph's size.
 
 The search here is pgmpy's hill climbing (one of the paper's backbones) with
 ``ExpertKnowledge`` carrying the constraints (hard constraints, as the paper's
-main variant), scored with BDeu on discrete data and Gaussian BIC on continuous
-data.
+main variant), scored with BDeu (equivalent sample size 1, parent sets of at most
+3, as the authors' code scores them) on discrete data and Gaussian BIC on
+continuous data.
 
 The MAC paper (arXiv:2407.15073, §4.1) lists ILS-CSL among its LLM baselines; its
 text pairs the baselines' names and citations differently from the methods' own
@@ -55,20 +56,37 @@ class ILSCSLSettings(BaseModel):
     Attributes
     ----------
     max_iterations : int, bound on learn-supervise rounds (the paper iterates until no new constraint)
-    discrete_score : pgmpy score on discrete data ("bdeu", "bic-d" or "k2")
-    equivalent_sample_size : float, BDeu's prior strength
+    discrete_score : pgmpy score on discrete data ("bdeu", "bic-d" or "k2"); the authors' default
+        is BDeu (their code's ``--score bdeu``)
+    equivalent_sample_size : float, BDeu's prior strength (equivalent sample size). The paper's text
+        names no value; the authors' released code (github.com/tyMadara/ILS-CSL) computes the BDeu local
+        scores with pygobnilp at its ``--alpha`` default of 1, which ``paper`` follows (pgmpy's own
+        default, 10, would favour denser graphs on the 250-2000-row samples these methods see)
+    max_parents : int or None, bound on each node's parents in the search; the authors' scores cover
+        parent sets of at most 3 (their ``--palim`` default); None = unbounded
     reason_chars : int, cap of the reason the LLM gives before its verdict
+    sampling_temperature : float or None, temperature of the method's LLM calls in a run that asks for
+        more than one LLM sample per (dataset, method) (several seeds, or ``--repeats``), so that
+        mean ± std over them measures sampling variation; a single-sample run, and None, use the
+        profile's temperature (0 unless the profile sets one: the MAC paper's setting, arXiv:2407.15073
+        §4.1, for all its LLM methods). ``paper`` keeps None as the MAC paper does (at temperature 0 a method whose prompt does not
+        depend on the data answers the same for every seed, and the report then says "identical
+        samples: std not informative"); ``small`` samples at 0.7, the temperature of the published
+        generation config of Qwen2.5-Coder-Instruct, the embedded model's family
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     max_iterations: int = Field(10, ge=1, le=50)
     discrete_score: Literal["bdeu", "bic-d", "k2"] = "bdeu"
-    equivalent_sample_size: float = Field(10.0, gt=0)
+    equivalent_sample_size: float = Field(1.0, gt=0)
+    max_parents: int | None = Field(3, ge=1)
     reason_chars: int = Field(200, ge=20, le=1000)
+    sampling_temperature: float | None = Field(None, ge=0, le=2)
 
 
 #: ``paper`` = the defaults; ``small``: two rounds and short reasons (sub-2B models on CPU)
-PRESETS: dict[str, dict[str, Any]] = {"paper": {}, "small": {"max_iterations": 2, "reason_chars": 80}}
+PRESETS: dict[str, dict[str, Any]] = {"paper": {}, "small": {"max_iterations": 2, "reason_chars": 80,
+                                                              "sampling_temperature": 0.7}}
 
 EDGE_TEMPLATE = (
     "{metadata}\nA structure-learning algorithm proposes the edge {x} -> {y}.\n"
@@ -115,7 +133,7 @@ def hill_climb(ds: Dataset, required: set[tuple[str, str]], forbidden: set[tuple
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             dag = HillClimbSearch(frame).estimate(
-                scoring_method=score, show_progress=False,
+                scoring_method=score, show_progress=False, max_indegree=settings.max_parents,
                 expert_knowledge=ExpertKnowledge(forbidden_edges=sorted(forbidden), required_edges=sorted(required)))
     except Exception as exc:  # noqa: BLE001 - pgmpy raises plain exceptions
         raise AlgorithmError("ils_csl", f"hill climbing failed: {type(exc).__name__}: {exc}") from exc
@@ -123,7 +141,7 @@ def hill_climb(ds: Dataset, required: set[tuple[str, str]], forbidden: set[tuple
 
 
 def ils_csl(gw, ds: Dataset, settings: ILSCSLSettings = ILSCSLSettings(), *, item: str | None = None,
-            sample: int = 0) -> ILSCSLResult:
+            sample: int = 0, temperature: float | None = None) -> ILSCSLResult:
     """Run ILS-CSL on one dataset.
 
     Parameters
@@ -133,6 +151,7 @@ def ils_csl(gw, ds: Dataset, settings: ILSCSLSettings = ILSCSLSettings(), *, ite
     settings : ILSCSLSettings
     item : str, optional; usage-accounting id
     sample : int, the LLM sample index
+    temperature : float or None, sampling temperature of every call (None = the profile's)
 
     Returns
     -------
@@ -164,7 +183,8 @@ def ils_csl(gw, ds: Dataset, settings: ILSCSLSettings = ILSCSLSettings(), *, ite
             if key in verdicts or f"{y} -> {x}" in verdicts:
                 continue
             msgs = baseline_messages(EDGE_TEMPLATE.format(metadata=meta, x=x, y=y))
-            verdict = structured(gw, BASELINE_STAGE, msgs, model, item=item, max_tokens=cap, sample=sample).verdict
+            verdict = structured(gw, BASELINE_STAGE, msgs, model, item=item, max_tokens=cap, sample=sample,
+                                 temperature=temperature).verdict
             verdicts[key] = verdict
             before = len(required) + len(forbidden)
             if verdict == "correct":

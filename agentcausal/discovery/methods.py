@@ -65,6 +65,7 @@ __all__ = [
     "STATISTICAL_METHODS",
     "LLM_METHODS",
     "BASELINE_METHODS",
+    "DCM_METHODS",
     "METHODS",
     "DiscoveryConfig",
     "DiscoveryOutcome",
@@ -73,6 +74,7 @@ __all__ = [
     "with_anonymise",
     "method_stages",
     "method_settings",
+    "llm_temperature",
     "run_discovery",
     "discovery_key",
     "degradation",
@@ -82,6 +84,8 @@ STATISTICAL_METHODS = ALGORITHMS
 LLM_METHODS = ("mac", "mac_single", "dcm_only", "mdm_only", "llm_zero_shot", "react", "llm_scd", "ils_csl")
 #: LLM baselines of the MAC paper's §4.1 that call only the baseline stage
 BASELINE_METHODS = ("llm_zero_shot", "react", "llm_scd", "ils_csl")
+#: methods that run DCM, so an executor (``mac.executor``)
+DCM_METHODS = ("mac", "mac_single", "dcm_only")
 METHODS = STATISTICAL_METHODS + LLM_METHODS
 
 
@@ -96,9 +100,18 @@ class DiscoveryConfig(BaseModel):
     repeat : int >= 0, the repeat index of ``--repeats K``: LLM methods ask for sample
         ``sample_index(seed, repeat)`` (the data seed itself for repeat 0), so each (seed, repeat)
         is an independent, separately cached answer (:mod:`agentcausal.discovery.mac.calls`)
-    executor_fallback : str, why ``--executor auto`` runs the typed executor
+    executor_fallback : str, why ``executor="auto"`` runs the typed executor
         (sandbox unavailable); recorded as ``details["executor_fallback"]`` of
-        the methods that run DCM; not part of the cache key
+        the methods that run DCM; not part of the cache key. Set by :meth:`resolved`.
+    samples : int >= 1, LLM samples the run asks per (dataset, method): seeds x repeats (the
+        ``discover`` flow and CLI set it). Above 1 the LLM methods call at their
+        ``sampling_temperature`` (:func:`llm_temperature`), so std over seeds measures sampling
+        variation; not itself in the cache key (the temperature it selects is)
+
+    ``mac.executor`` defaults to ``"auto"`` (the coding agent, as the MAC paper runs DCM, where
+    the sandbox works); :func:`run_discovery`, :func:`discovery_key`, :func:`method_stages` and
+    :func:`method_settings` see it resolved (:meth:`resolved`), so a cache key and a plan name the
+    executor that runs here.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -109,6 +122,22 @@ class DiscoveryConfig(BaseModel):
     ils_csl: ILSCSLSettings = Field(default_factory=ILSCSLSettings)
     repeat: int = Field(0, ge=0)
     executor_fallback: str = ""
+    samples: int = Field(1, ge=1)
+
+    def resolved(self) -> DiscoveryConfig:
+        """This config with ``mac.executor="auto"`` replaced by the executor that runs here.
+
+        ``auto`` becomes ``coding`` where the sandbox works, else ``typed`` with
+        ``executor_fallback`` saying why (:func:`~agentcausal.discovery.mac.executor.resolve_executor`);
+        a config already resolved is returned as it is.
+        """
+        if self.mac.executor != "auto":
+            return self
+        from agentcausal.discovery.mac.executor import resolve_executor
+
+        mode, note = resolve_executor("auto")
+        return self.model_copy(update={"mac": self.mac.model_copy(update={"executor": mode}),
+                                       "executor_fallback": note})
 
 
 class DiscoveryOutcome(BaseModel):
@@ -216,7 +245,7 @@ def method_stages(method: str, config: DiscoveryConfig) -> tuple[str, ...]:
         return ()
     if method in BASELINE_METHODS:
         return (BASELINE_STAGE,)
-    coder = (CODER_STAGE,) if config.mac.executor == "coding" and method != "mdm_only" else ()
+    coder = (CODER_STAGE,) if config.resolved().mac.executor == "coding" and method != "mdm_only" else ()
     return (DEBATE_STAGE,) + coder
 
 
@@ -230,25 +259,60 @@ def method_settings(method: str, config: DiscoveryConfig) -> dict[str, Any]:
     """The settings a method runs with, as the run applies them (JSON-able; for the run plan).
 
     MAC's ablations show their variant (``mac_single``: ``single_agent``; ``dcm_only``/``mdm_only``:
-    ``stages``); ``react``, ``llm_scd`` and ``ils_csl`` their own settings; ``llm_zero_shot`` the one
-    MAC field it reads (``max_tokens_scale``); a statistical method its wall limit. An anonymised
-    method (``mac@names``) adds ``anonymise``.
+    ``stages``); ``react``, ``llm_scd`` and ``ils_csl`` their own settings; ``llm_zero_shot`` the MAC
+    fields it reads (``max_tokens_scale``, ``sampling_temperature``); a statistical method its wall
+    limit. An LLM method adds ``temperature_used``, what its calls use in this run
+    (:func:`llm_temperature`; None = the profile's temperature). An anonymised method (``mac@names``)
+    adds ``anonymise``. ``mac.executor`` shows the executor that runs here (never ``auto``).
 
     Raises
     ------
     ConfigError on an unknown method.
     """
     base, mode = split_method(method)
+    config = config.resolved()
     out: dict[str, Any]
     if base in STATISTICAL_METHODS:
         out = {"algorithm_timeout_s": config.algorithm_timeout_s}
     elif base in ("mac", "mac_single", "dcm_only", "mdm_only"):
         out = _mac_settings(base, config).model_dump(mode="json")
     elif base == "llm_zero_shot":
-        out = {"max_tokens_scale": config.mac.max_tokens_scale}
+        out = {"max_tokens_scale": config.mac.max_tokens_scale,
+               "sampling_temperature": config.mac.sampling_temperature}
     else:
         out = getattr(config, base).model_dump(mode="json")
+    if base not in STATISTICAL_METHODS:  # what this run's calls use (None = the profile's temperature)
+        out["temperature_used"] = llm_temperature(base, config)
     return {**out, "anonymise": mode} if mode != "none" else out
+
+
+def llm_temperature(method: str, config: DiscoveryConfig) -> float | None:
+    """The sampling temperature a method's LLM calls use under ``config`` (None = the profile's).
+
+    MAC, its ablations and ``llm_zero_shot`` read ``mac.sampling_temperature``, ``react`` and
+    ``ils_csl`` their own, each only when the run asks for more than one sample
+    (``config.samples > 1``); ``llm_scd`` samples each pair's answers at its ``temperature`` by
+    design (Takayama et al., arXiv:2402.01454); statistical methods: None. Sample 0 (seed 0,
+    repeat 0) goes out without a ``seed`` (the gateway sends ``seed = sample`` only above 0), so
+    above temperature 0 its draw is the server's; it is cached like every other.
+
+    Raises
+    ------
+    ConfigError on an unknown method.
+
+    >>> llm_temperature("llm_zero_shot", DiscoveryConfig(mac=MACSettings(sampling_temperature=0.7), samples=2))
+    0.7
+    >>> llm_temperature("llm_zero_shot", DiscoveryConfig(mac=MACSettings(sampling_temperature=0.7))) is None
+    True
+    """
+    base, _ = split_method(method)
+    if base in STATISTICAL_METHODS:
+        return None
+    if base == "llm_scd":
+        return config.llm_scd.temperature
+    settings = config.mac if base in ("mac", "mac_single", "dcm_only", "mdm_only", "llm_zero_shot") \
+        else getattr(config, base)
+    return settings.sampling_temperature if config.samples > 1 else None
 
 
 def _statistical(method: str) -> Callable[..., tuple[CausalGraph, dict[str, Any]]]:
@@ -263,34 +327,39 @@ def _statistical(method: str) -> Callable[..., tuple[CausalGraph, dict[str, Any]
 def _mac(method: str) -> Callable[..., tuple[CausalGraph, dict[str, Any]]]:
     def run(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
         sample = sample_index(seed, config.repeat)
-        res = run_mac(gw, ds, _mac_settings(method, config), seed=seed, item=item, sample=sample)
-        return res.graph, {**res.model_dump(mode="json", exclude={"graph"}), "sample": sample}
+        t = llm_temperature(method, config)
+        res = run_mac(gw, ds, _mac_settings(method, config), seed=seed, item=item, sample=sample, temperature=t)
+        return res.graph, {**res.model_dump(mode="json", exclude={"graph"}), "sample": sample, "temperature": t}
 
     return run
 
 
 def _zero_shot(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
     sample = sample_index(seed, config.repeat)
-    res = llm_zero_shot(gw, ds, item=item, max_tokens_scale=config.mac.max_tokens_scale, sample=sample)
-    return res.graph, {"dropped": list(res.dropped), "sample": sample}
+    t = llm_temperature("llm_zero_shot", config)
+    res = llm_zero_shot(gw, ds, item=item, max_tokens_scale=config.mac.max_tokens_scale, sample=sample, temperature=t)
+    return res.graph, {"dropped": list(res.dropped), "sample": sample, "temperature": t}
 
 
 def _react(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
     sample = sample_index(seed, config.repeat)
-    res = react_discovery(gw, ds, config.react, item=item, sample=sample)
-    return res.graph, {**res.model_dump(mode="json", exclude={"graph"}), "sample": sample}
+    t = llm_temperature("react", config)
+    res = react_discovery(gw, ds, config.react, item=item, sample=sample, temperature=t)
+    return res.graph, {**res.model_dump(mode="json", exclude={"graph"}), "sample": sample, "temperature": t}
 
 
 def _llm_scd(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
     sample = sample_index(seed, config.repeat)
     res = llm_scd(gw, ds, config.llm_scd, item=item, sample=sample)
-    return res.graph, {**res.model_dump(mode="json", exclude={"graph"}), "sample": sample}
+    return res.graph, {**res.model_dump(mode="json", exclude={"graph"}), "sample": sample,
+                       "temperature": config.llm_scd.temperature}
 
 
 def _ils_csl(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
     sample = sample_index(seed, config.repeat)
-    res = ils_csl(gw, ds, config.ils_csl, item=item, sample=sample)
-    return res.graph, {**res.model_dump(mode="json", exclude={"graph"}), "sample": sample}
+    t = llm_temperature("ils_csl", config)
+    res = ils_csl(gw, ds, config.ils_csl, item=item, sample=sample, temperature=t)
+    return res.graph, {**res.model_dump(mode="json", exclude={"graph"}), "sample": sample, "temperature": t}
 
 
 _HANDLERS: dict[str, Callable[..., tuple[CausalGraph, dict[str, Any]]]] = {
@@ -343,6 +412,7 @@ def run_discovery(method: str, ds: Dataset, gw=None, config: DiscoveryConfig = D
     """
     if method not in _HANDLERS:
         raise ConfigError(f"unknown discovery method {method!r}; choose from {', '.join(METHODS)}")
+    config = config.resolved()  # executor "auto": the one that runs here
     stages = method_stages(method, config)
     if stages and gw is None:
         raise ConfigError(f"method {method!r} calls an LLM; pass a gateway")
@@ -408,9 +478,11 @@ def discovery_key(ds: Dataset, method: str, config: DiscoveryConfig, gw=None, *,
     """Cache key of one outcome: what determines it and nothing else.
 
     sha256 of (``joblib.hash`` of the data array, column names and data type;
-    dataset name and the run seed; method; the config; for LLM methods the
-    metadata and its prompt text (variable descriptions enter MAC's prompts),
-    the prompt version and the ``profile:model`` of each stage). Statistical
+    dataset name and the run seed; method; the config, its executor resolved
+    (never ``auto``); for LLM methods the sampling temperature the run uses
+    when it is not the profile's (:func:`llm_temperature`), the metadata and
+    its prompt text (variable descriptions enter MAC's prompts), the prompt
+    version and the ``profile:model`` of each stage). Statistical
     methods ignore the LLM parts. The true graph is not in the key: the
     outcome is scored outside the cached step, against the current truth.
 
@@ -420,6 +492,7 @@ def discovery_key(ds: Dataset, method: str, config: DiscoveryConfig, gw=None, *,
     """
     if method not in _HANDLERS:
         raise ConfigError(f"unknown discovery method {method!r}; choose from {', '.join(METHODS)}")
+    config = config.resolved()  # the key names the executor that runs here, never "auto"
     stages = method_stages(method, config)
     models = {}
     for s in stages:
@@ -429,8 +502,9 @@ def discovery_key(ds: Dataset, method: str, config: DiscoveryConfig, gw=None, *,
             models[s] = ["unrouted", 0]
     blob = json.dumps({
         "data": ds.content_hash(), "dataset": ds.name, "seed": seed, "method": method,
-        "config": config.model_dump(mode="json", exclude={"executor_fallback"}) if stages
+        "config": config.model_dump(mode="json", exclude={"executor_fallback", "samples"}) if stages
         else {"timeout": config.algorithm_timeout_s},
+        **({"temperature": t} if (t := llm_temperature(method, config)) is not None else {}),
         "prompt_version": PROMPT_VERSION if stages else "", "models": models,
         "metadata": [ds.metadata.model_dump(mode="json"), metadata_text(ds)] if stages else None,
     }, sort_keys=True, default=str)

@@ -53,6 +53,14 @@ class ReActSettings(BaseModel):
     alpha : float, significance level the ``test`` tool reports against
     max_given : int, conditioning-set size the ``test`` tool accepts
     algorithm_timeout_s : float, wall limit of the ``run_algorithm`` tool
+    sampling_temperature : float or None, temperature of the method's LLM calls in a run that asks for
+        more than one LLM sample per (dataset, method) (several seeds, or ``--repeats``), so that
+        mean ± std over them measures sampling variation; a single-sample run, and None, use the
+        profile's temperature (0 unless the profile sets one: the MAC paper's setting, arXiv:2407.15073
+        §4.1, for all its LLM methods). ``paper`` keeps None as the MAC paper does (at temperature 0 a method whose prompt does not
+        depend on the data answers the same for every seed, and the report then says "identical
+        samples: std not informative"); ``small`` samples at 0.7, the temperature of the published
+        generation config of Qwen2.5-Coder-Instruct, the embedded model's family
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -61,10 +69,12 @@ class ReActSettings(BaseModel):
     alpha: float = Field(0.05, gt=0, lt=1)
     max_given: int = Field(3, ge=0, le=6)
     algorithm_timeout_s: float = Field(120.0, gt=0)
+    sampling_temperature: float | None = Field(None, ge=0, le=2)
 
 
 #: ``paper`` = the defaults; ``small`` = fewer, shorter steps for sub-2B models on CPU
-PRESETS: dict[str, dict[str, Any]] = {"paper": {}, "small": {"max_steps": 4, "thought_chars": 120}}
+PRESETS: dict[str, dict[str, Any]] = {"paper": {}, "small": {"max_steps": 4, "thought_chars": 120,
+                                                              "sampling_temperature": 0.7}}
 
 TASK = (
     "Find the causal graph (a DAG) over these variables using the data.\n{metadata}\n"
@@ -145,7 +155,7 @@ def _observe(ds: Dataset, reply: Any, settings: ReActSettings) -> str:
 
 
 def react_discovery(gw, ds: Dataset, settings: ReActSettings = ReActSettings(), *, item: str | None = None,
-                    sample: int = 0) -> ReActResult:
+                    sample: int = 0, temperature: float | None = None) -> ReActResult:
     """Run the ReAct agent on one dataset.
 
     Parameters
@@ -155,6 +165,7 @@ def react_discovery(gw, ds: Dataset, settings: ReActSettings = ReActSettings(), 
     settings : ReActSettings
     item : str, optional; usage-accounting id
     sample : int, the LLM sample index
+    temperature : float or None, sampling temperature of every call (None = the profile's)
 
     Returns
     -------
@@ -182,7 +193,8 @@ def react_discovery(gw, ds: Dataset, settings: ReActSettings = ReActSettings(), 
         return baseline_messages(body + tail)
 
     for _ in range(settings.max_steps):
-        reply = structured(gw, BASELINE_STAGE, prompt(STEP), model, item=item, max_tokens=cap, sample=sample)
+        reply = structured(gw, BASELINE_STAGE, prompt(STEP), model, item=item, max_tokens=cap, sample=sample,
+                           temperature=temperature)
         if reply.action == "finish":
             edges = [(e.cause, e.effect) for e in reply.edges]
             steps.append(ReActStep(thought=reply.thought, action="finish", args={"edges": len(edges)}))
@@ -193,7 +205,7 @@ def react_discovery(gw, ds: Dataset, settings: ReActSettings = ReActSettings(), 
         steps.append(ReActStep(thought=reply.thought, action=reply.action, args=args,
                                observation=_observe(ds, reply, settings)))
     final = P.graph_reply_model(tuple(ds.variables))
-    reply = structured(gw, BASELINE_STAGE, prompt(FINAL), final, item=item, sample=sample,
+    reply = structured(gw, BASELINE_STAGE, prompt(FINAL), final, item=item, sample=sample, temperature=temperature,
                        max_tokens=budget(gw, BASELINE_STAGE, graph_reply_tokens(
                            ds.variables, max_edges=P.max_graph_edges(ds.d), reason_chars=0)))
     rep: RepairedGraph = repair_to_dag(ds.variables, [(e.cause, e.effect) for e in reply.edges])

@@ -35,7 +35,8 @@ from agentcausal.runfiles import atomic_path, atomic_write_text
 
 __all__ = ["outcomes_frame", "summary_table", "summary_text", "graph_mermaid", "draw_graph_png",
            "markdown_report", "memorisation_text", "save_run", "write_report", "load_outcomes", "table_records",
-           "RunFiles", "graphs_html", "write_graph_outputs", "edge_table_markdown"]
+           "RunFiles", "graphs_html", "write_graph_outputs", "edge_table_markdown", "run_notes", "executor_lines",
+           "IDENTICAL_NOTE"]
 
 _METRICS = (*METRIC_COLUMNS, "precision", "recall")
 
@@ -55,8 +56,11 @@ def outcomes_frame(outcomes: Sequence[DiscoveryOutcome], *, reversal_cost: Liter
     skeleton_f1, n_pred_edges, n_true_edges, seconds, prompt_tokens,
     completion_tokens, llm_requests, error, edges (JSON), algorithm (the
     algorithm MAC's DCM ran, if any), models (JSON), prompt_version, data_hash,
-    status, status_detail, reused, request_seconds (time inside HTTP requests, or in
-    calls where the gateway does not split off the wait for a slot), and the "this run"
+    status, status_detail, reused, temperature (the sampling temperature an LLM method's calls used;
+    NaN = the profile's, or not an LLM method), executor (``coding`` or ``typed``: how DCM ran its
+    algorithm, empty without DCM), executor_fallback (why DCM ran typed instead of the coding agent:
+    the sandbox unavailable under ``executor="auto"``, or the scripts failed), request_seconds (time
+    inside HTTP requests, or in calls where the gateway does not split off the wait for a slot), and the "this run"
     cost run_llm_requests, run_prompt_tokens, run_completion_tokens, run_request_seconds
     (0 for a reused outcome; the unprefixed columns are the original cost).
     Metric cells are NaN when the method failed or there is no true graph.
@@ -87,6 +91,9 @@ def outcomes_frame(outcomes: Sequence[DiscoveryOutcome], *, reversal_cost: Liter
             status="content_failed" if o.error and o.status == "complete" else o.status,  # pre-status records
             status_detail=o.status_detail or "",
             reused=o.reused,
+            temperature=_temperature(o),
+            executor=_executor(o)[0],
+            executor_fallback=_executor(o)[1],
             request_seconds=float(sum(u.get("request_seconds", u.get("seconds", 0.0)) for u in o.usage.values())),
         )
         spent = 0 if o.reused else 1  # a reused outcome cost this run nothing
@@ -95,6 +102,42 @@ def outcomes_frame(outcomes: Sequence[DiscoveryOutcome], *, reversal_cost: Liter
                    run_request_seconds=spent * row["request_seconds"])
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _temperature(o: DiscoveryOutcome) -> float:
+    t = o.details.get("temperature") if isinstance(o.details, dict) else None
+    return float(t) if isinstance(t, (int, float)) else float("nan")
+
+
+def _executor(o: DiscoveryOutcome) -> tuple[str, str]:
+    """(mode DCM ran, why it is not the coding agent it was meant to be) from an outcome's details."""
+    d = o.details if isinstance(o.details, dict) else {}
+    exe = (d.get("dcm") or {}).get("execution") if isinstance(d.get("dcm"), dict) else None
+    if not isinstance(exe, dict):
+        return "", ""
+    reason = exe.get("fallback_reason") or d.get("executor_fallback") or ""
+    return str(exe.get("mode", "")), str(reason)
+
+
+def _identical_samples(g: pd.DataFrame) -> bool:
+    """Two or more LLM samples, every one the same graph, none drawn above temperature 0: their std is 0
+    because the samples are one answer repeated (the MAC paper's temperature 0), not because the method is
+    stable."""
+    from agentcausal.discovery.methods import LLM_METHODS
+
+    ok = g[g["error"] == ""]
+    if len(ok) < 2 or str(g["method"].iloc[0]).split("@")[0] not in LLM_METHODS:
+        return False
+    temps = ok["temperature"] if "temperature" in ok else pd.Series([float("nan")] * len(ok))
+    return ok["edges"].nunique() == 1 and bool(((temps.isna()) | (temps == 0)).all())
+
+
+#: what the note after an LLM method's row says (and why)
+IDENTICAL_NOTE = "identical samples: std not informative"
+IDENTICAL_EXPLAINED = (f"{IDENTICAL_NOTE}: every sample of that LLM method was the same graph at temperature 0 "
+                       "(the profile's, as in the MAC paper), so its std is 0 by construction; a preset's "
+                       "sampling_temperature (e.g. --preset small, or --set mac.sampling_temperature=0.7) draws "
+                       "distinct samples when a run asks for several.")
 
 
 def _dcm_algorithm(o: DiscoveryOutcome) -> str:
@@ -110,7 +153,9 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
     Returns
     -------
     DataFrame indexed by (dataset, method) with columns ``<metric>_mean``,
-    ``<metric>_std``, ``runs`` and ``errors``.
+    ``<metric>_std``, ``runs``, ``errors`` and ``identical_samples`` (an LLM method whose two or
+    more samples were all the same graph at temperature 0: its std says nothing, see
+    :data:`IDENTICAL_NOTE`).
     """
     if df.empty:
         return pd.DataFrame()
@@ -125,6 +170,8 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
     if "status" in df:
         out["degraded"] = g["status"].apply(lambda s: int((s == "degraded").sum()))
         out["reused"] = g["reused"].apply(lambda s: int(s.astype(bool).sum()))
+    same = {k: _identical_samples(part) for k, part in g} if "edges" in df else {}
+    out["identical_samples"] = [bool(same.get(k, False)) for k in out.index]
     out["seconds_mean"] = g["seconds"].mean()
     out["n"] = g["n"].agg(lambda s: "/".join(str(int(v)) for v in dict.fromkeys(s)))
     return out
@@ -167,12 +214,14 @@ def summary_text(df: pd.DataFrame, *, reversal_cost: int = 1) -> str:
     for (ds, m), r in s.iterrows():
         err = f"  ({r['errors']} failed)" if r["errors"] else ""
         err += f"  ({int(r['degraded'])} degraded)" if r.get("degraded", 0) else ""
+        err += f"  ({IDENTICAL_NOTE})" if r.get("identical_samples", False) else ""
         cells = " ".join(f"{_cell(r[f'{k}_mean'], r[f'{k}_std'], digits[k]):>11}" for k in METRIC_COLUMNS)
         reused = int(r["reused"]) if "reused" in r and pd.notna(r["reused"]) else 0
         lines.append(f"{ds:<11} {r['n']:>6} {m:<14} {cells} {r.seconds_mean:>6.1f} {int(r.runs):>4} {reused:>6}{err}")
     caption = METRICS_FOOTER if reversal_cost == 1 else f"{SHD_CONVENTION[reversal_cost]} in the SHD column. " \
         + METRICS_FOOTER
-    lines.append(f"{caption} n: rows of data. Mean±std over seeds. {SECONDS_NOTE} {REUSED_NOTE}")
+    lines.append(f"{caption} n: rows of data. Mean±std over seeds. {SECONDS_NOTE} {REUSED_NOTE}"
+                 + (f" {IDENTICAL_EXPLAINED}" if bool(s.get("identical_samples", pd.Series(dtype=bool)).any()) else ""))
     return "\n".join(lines)
 
 
@@ -424,11 +473,15 @@ def markdown_report(df: pd.DataFrame, outcomes: Sequence[DiscoveryOutcome], meta
     from agentcausal.report.html import facts_markdown
 
     lines = ["# Causal discovery run", "", *facts_markdown(_shown_meta(meta))]
+    notes = list(dict.fromkeys([*(meta.get("notes") or []), *run_notes(outcomes)]))
+    if notes:
+        lines += ["", "## Notes", "", *[f"- {n}" for n in notes]]
     lines += ["", "## Results (mean ± std over seeds)", "", "```", summary_text(df, reversal_cost=reversal_cost),
               "```", ""]
     if mem := memorisation_text(df):
         lines += ["## Memorisation control (anonymise modes side by side)", "", "```", mem, "```", ""]
     lines += _cost_this_run_lines(df, meta)
+    lines += executor_lines(df)
     failed = df[df["error"] != ""] if not df.empty else df
     if len(failed):
         lines += ["## Failures", ""]
@@ -454,6 +507,53 @@ def markdown_report(df: pd.DataFrame, outcomes: Sequence[DiscoveryOutcome], meta
         lines += ["", f"![{ds} {m}]({png.as_posix()})", "", edge_table_markdown(o.graph, o.true_graph), "",
                   "```mermaid", graph_mermaid(o.graph, o.true_graph), "```", ""]
     return "\n".join(lines)
+
+
+def run_notes(outcomes: Sequence[DiscoveryOutcome]) -> list[str]:
+    """Notes a reader of the run needs before its tables: each dataset without a true graph.
+
+    The ``discover`` flow writes them into ``run.json`` (``notes``); :func:`markdown_report` shows them.
+
+    Parameters
+    ----------
+    outcomes : the run's outcomes
+
+    Returns
+    -------
+    list of str, one line per note (empty when there is nothing to say).
+    """
+    missing = list(dict.fromkeys(o.dataset for o in outcomes if o.true_graph is None))
+    return [f"{name} has no true graph (no \"true_edges\" in its metadata): SHD, NHD and F1 are shown as -"
+            for name in missing]
+
+
+def executor_lines(df: pd.DataFrame) -> list[str]:
+    """How DCM ran its algorithm: per method, runs by the coding agent and by the typed executor, and why
+    the typed executor ran instead of the coding agent (count per reason).
+
+    Parameters
+    ----------
+    df : DataFrame from :func:`outcomes_frame` (columns ``executor`` and ``executor_fallback``)
+
+    Returns
+    -------
+    list of markdown lines (empty when no run used DCM).
+    """
+    if df.empty or "executor" not in df or not (df["executor"] != "").any():
+        return []
+    lines = ["## DCM executor", "",
+             "How DCM ran the algorithm its debate chose: *coding* = the Causal Coding Executor (an LLM-written "
+             "causal-learn script in the sandbox), *typed* = the pool's own call. A fallback is a run meant for "
+             "the coding agent that ran typed (the sandbox unavailable under `--executor auto`, or every script "
+             "failed: those runs are also degraded).", ""]
+    for m, g in df[df["executor"] != ""].groupby("method", sort=False):
+        fb = g["executor_fallback"][g["executor_fallback"] != ""]
+        line = (f"- {m}: coding {int((g['executor'] == 'coding').sum())}, typed {int((g['executor'] == 'typed').sum())}"
+                f" of {len(g)} runs; fallbacks {len(fb)}")
+        if len(fb):
+            line += ": " + "; ".join(f"{reason[:200]} ({count}x)" for reason, count in fb.value_counts().items())
+        lines.append(line)
+    return lines + [""]
 
 
 def _svg_edges(pred: CausalGraph, true: CausalGraph | None) -> list[Any]:
@@ -630,8 +730,8 @@ def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw:
     figs = discovery_figures(df, outcomes, run)  # PNGs in the run folder; text charts in report.md
     atomic_write_text(run / "report.md", md + figures_markdown(figs))
     write_graph_outputs(outcomes, run)
-    shown = ("dataset", "seed", "n", "method", "status", "reused", *METRIC_COLUMNS, "seconds",
-             "prompt_tokens", "completion_tokens", "error")
+    shown = ("dataset", "seed", "n", "method", "status", "reused", "executor", "executor_fallback", *METRIC_COLUMNS,
+             "seconds", "prompt_tokens", "completion_tokens", "error")
     runs = df[[c for c in shown if c in df]] if not df.empty else df
     summary = pd.DataFrame(table_records(df))
     facts = _shown_meta(meta)
@@ -658,6 +758,7 @@ def table_records(df: pd.DataFrame) -> list[dict[str, Any]]:
                     **{h: _cell(r[f"{k}_mean"], r[f"{k}_std"], digits[k]) for k, h in METRIC_COLUMNS.items()},
                     "runs": int(r.runs),
                     "errors": int(r.errors), "reused": int(r["reused"]) if "reused" in r else 0,
+                    "note": IDENTICAL_NOTE if r.get("identical_samples", False) else "",
                     "seconds": round(float(r.seconds_mean), 2)})
     return out
 

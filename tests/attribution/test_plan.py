@@ -115,12 +115,15 @@ def test_discover_dry_run_shows_each_variant_and_baseline_as_it_runs(capsys):
     assert (s["mac"]["stages"], s["mac"]["single_agent"]) == ("full", False)
     assert (s["mac_single"]["stages"], s["mac_single"]["single_agent"]) == ("full", True)
     assert s["dcm_only"]["stages"] == "dcm_only" and s["mdm_only"]["stages"] == "mdm_only"
+    # every LLM method adds the temperature its calls use in this run (seeds x repeats > 1: the preset's)
+    assert all(s[m].pop("temperature_used") == (0.7 if m != "llm_scd" else s[m]["temperature"])
+               for m in LLM_METHODS)
     for m in ("mac", "mac_single", "dcm_only", "mdm_only"):  # what the run hands run_mac
         assert s[m] == _mac_settings(m, DiscoveryConfig(mac=DiscoveryConfig.model_fields["mac"].annotation(
             **{k: v for k, v in s["mac"].items()}))).model_dump(mode="json")
     for m in ("react", "llm_scd", "ils_csl"):
         assert set(s[m]) == set(DiscoveryConfig.model_fields[m].annotation.model_fields) and "rounds" not in s[m]
-    assert set(s["llm_zero_shot"]) == {"max_tokens_scale"}
+    assert set(s["llm_zero_shot"]) == {"max_tokens_scale", "sampling_temperature"}
 
 
 def test_discover_dry_run_anonymised_method_names_its_mode(capsys):

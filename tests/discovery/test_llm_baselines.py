@@ -132,6 +132,17 @@ def test_ils_csl_supervises_learned_edges_and_iterates(fake_server, make_gateway
     assert ("xray", "either") in g.directed_edges()
 
 
+def test_ils_csl_search_follows_the_authors_bdeu_prior_and_parent_bound():
+    settings = ILSCSLSettings()
+    assert (settings.discrete_score, settings.equivalent_sample_size, settings.max_parents) == ("bdeu", 1.0, 3)
+    ds = dataset("asia", 0)
+    free = hill_climb(ds, set(), set(), settings.model_copy(update={"max_parents": None}))
+    most = max(sum(1 for _, b in free.directed_edges() if b == v) for v in ds.variables)
+    assert most >= 2  # asia has a two-parent node the search finds: the bound below is not vacuous
+    one = hill_climb(ds, set(), set(), settings.model_copy(update={"max_parents": 1}))
+    assert all(sum(1 for _, b in one.directed_edges() if b == v) <= 1 for v in ds.variables)
+
+
 @pytest.mark.parametrize("preset", ["small"])
 def test_earthquake_and_asia_seeds_0_1_with_mac_in_one_table(fake_server, make_gateway, preset):
     fake_server.responder = oracle

@@ -26,7 +26,7 @@ def earthquake():
 
 def test_full_mac_runs_dcm_fusion_mdm_and_outputs_a_dag(fake_server, make_gateway, earthquake):
     fake_server.responder = mac_responder(affirmative_edges=CYCLIC)
-    res = run_mac(make_gateway(fake_server), earthquake, MACSettings(), seed=0)
+    res = run_mac(make_gateway(fake_server), earthquake, MACSettings(executor="typed"), seed=0)
     kinds = [reply_kind(r) for r in fake_server.chat_requests]
     assert [k for k, _ in kinds] == ["AlgorithmProposalReply"] * 2 + ["AlgorithmVerdictReply"] + \
         ["GraphProposal"] * 2 + ["GraphVerdictReply"]
@@ -43,12 +43,12 @@ def test_full_mac_runs_dcm_fusion_mdm_and_outputs_a_dag(fake_server, make_gatewa
 def test_ablations_call_only_their_stages(fake_server, make_gateway, earthquake):
     fake_server.responder = mac_responder()
     gw = make_gateway(fake_server, cache=False)
-    dcm = run_mac(gw, earthquake, MACSettings(stages="dcm_only"))
+    dcm = run_mac(gw, earthquake, MACSettings(stages="dcm_only", executor="typed"))
     assert fake_server.count == 3 and dcm.mdm is None and dcm.graph == dcm.dcm.execution.graph
     mdm = run_mac(gw, earthquake, MACSettings(stages="mdm_only"))
     assert fake_server.count == 6 and mdm.dcm is None and mdm.fusion == ()
     assert "<data_graph>" not in fake_server.chat_requests[3]["messages"][1]["content"]
-    single = run_mac(gw, earthquake, MACSettings(single_agent=True))
+    single = run_mac(gw, earthquake, MACSettings(single_agent=True, executor="typed"))
     assert fake_server.count == 8 and single.mdm.debate.negative is None
 
 
@@ -80,6 +80,49 @@ def test_coding_executor_feeds_tracebacks_back_then_falls_back_to_typed(fake_ser
     assert len(exe.attempts) == 2 and "ValueError: boom" in exe.attempts[0].error
     retry = fake_server.chat_requests[1]["messages"]
     assert retry[-1]["content"].startswith("The script failed:") and "ValueError: boom" in retry[-1]["content"]
+
+
+CODE_PC = ("import numpy as np\nfrom causallearn.search.ConstraintBased.PC import pc\n"
+           "X = np.load('data.npy')\ng = pc(X, 0.05, 'chisq', show_progress=False).G.graph\n"
+           "np.save('adjacency.npy', g)\nopen('encoding.txt', 'w').write('general_graph')\n")
+
+
+@needs_sandbox
+def test_default_config_runs_the_coding_agent_where_the_sandbox_works(fake_server, make_gateway, earthquake):
+    """No executor named (a Python caller, the scheduled deployment): DCM's coder writes the script."""
+    fake_server.responder = mac_responder(code=CODE_PC)
+    assert MACSettings().executor == "auto" and DiscoveryConfig().resolved().mac.executor == "coding"
+    out = run_discovery("dcm_only", earthquake, make_gateway(fake_server), DiscoveryConfig(), seed=0)
+    assert [k for k, _ in map(reply_kind, fake_server.chat_requests)][-1] == "CodeReply"
+    assert out.details["dcm"]["execution"]["mode"] == "coding" and out.status == "complete"
+    assert out.models["mac.coder"] == "fake:fake-model" and "executor_fallback" not in out.details
+    # the key names the executor that runs, the same as when it is asked for by name
+    assert discovery_key(earthquake, "mac", DiscoveryConfig()) == \
+        discovery_key(earthquake, "mac", DiscoveryConfig(mac=MACSettings(executor="coding")))
+    assert discovery_key(earthquake, "mac", DiscoveryConfig()) != \
+        discovery_key(earthquake, "mac", DiscoveryConfig(mac=MACSettings(executor="typed")))
+
+
+def test_default_config_runs_typed_and_says_why_where_the_sandbox_cannot(fake_server, make_gateway, earthquake,
+                                                                          monkeypatch):
+    monkeypatch.setattr(ex, "sandbox_available", lambda: "no namespaces here")
+    fake_server.responder = mac_responder()
+    config = DiscoveryConfig().resolved()
+    assert config.mac.executor == "typed" and "no namespaces here" in config.executor_fallback
+    out = run_discovery("mac", earthquake, make_gateway(fake_server), DiscoveryConfig(), seed=0)
+    assert "CodeReply" not in [k for k, _ in map(reply_kind, fake_server.chat_requests)]
+    assert out.details["executor_fallback"] == config.executor_fallback and "mac.coder" not in out.models
+    assert out.details["dcm"]["execution"]["mode"] == "typed" and out.status == "complete"
+
+
+def test_small_preset_keeps_the_typed_executor():
+    from agentcausal.discovery.mac.settings import PRESETS
+    from agentcausal.discovery.methods import method_settings, method_stages
+
+    small = DiscoveryConfig(mac=MACSettings(**PRESETS["small"]))
+    assert small.resolved() is small and method_stages("mac", small) == ("mac.debate",)
+    assert method_settings("mac", small)["executor"] == "typed"
+    assert method_settings("mac", DiscoveryConfig())["executor"] in ("coding", "typed")
 
 
 def test_coding_executor_falls_back_when_the_sandbox_is_unavailable(fake_server, make_gateway, earthquake,

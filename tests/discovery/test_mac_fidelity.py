@@ -51,6 +51,47 @@ def test_mdm_only_gets_an_independent_sample_per_seed(fake_server, make_gateway,
     assert n0 > 0 and fake_server.count == 2 * n0
 
 
+@gateway_has_sample
+@pytest.mark.parametrize("method", ["llm_zero_shot", "mdm_only"])
+def test_two_seeds_under_small_send_two_requests_at_a_sampling_temperature(fake_server, make_gateway, earthquake,
+                                                                          method):
+    """A run asking for several samples calls at the preset's sampling temperature, each seed its own draw."""
+    from agentcausal.presets import resolve
+
+    fake_server.responder = mac_responder()
+    gw = make_gateway(fake_server)
+    mac = resolve(MACSettings, PRESETS, "small")
+    config = DiscoveryConfig(mac=mac, samples=2)  # seeds 0 and 1, as the discover flow sets it
+    outs = [run_discovery(method, earthquake, gw, config, seed=0)]
+    n0 = fake_server.count
+    outs.append(run_discovery(method, earthquake, gw, config, seed=1))
+    bodies = fake_server.chat_requests
+    assert n0 >= 1 and len(bodies) == 2 * n0  # the same prompts: only sample and seed differ
+    assert {b["temperature"] for b in bodies} == {mac.sampling_temperature} and mac.sampling_temperature > 0
+    assert [b.get("seed") for b in bodies] == [None] * n0 + [1] * n0
+    assert [o.details["temperature"] for o in outs] == [mac.sampling_temperature] * 2
+    # a single-sample run keeps the profile's temperature (0): the paper's setting, and the old cache keys
+    run_discovery(method, earthquake, gw, DiscoveryConfig(mac=mac), seed=2)
+    assert fake_server.chat_requests[-1]["temperature"] == 0
+
+
+def test_the_sampling_temperature_enters_the_key_and_the_plan(fake_server, make_gateway, earthquake):
+    from agentcausal.discovery import react
+    from agentcausal.discovery.methods import method_settings
+
+    gw = make_gateway(fake_server)
+    small = DiscoveryConfig(mac=MACSettings(**PRESETS["small"]), react=react.ReActSettings(**react.PRESETS["small"]))
+    for m in ("mac", "llm_zero_shot", "react"):
+        one, two, three = (discovery_key(earthquake, m, small.model_copy(update={"samples": k}), gw) for k in (1, 2, 3))
+        assert one != two == three  # the temperature the samples select is keyed, not the count
+        assert method_settings(m, small)["temperature_used"] is None
+        assert method_settings(m, small.model_copy(update={"samples": 2}))["temperature_used"] == 0.7
+    # paper: the profile's temperature (0) whatever the count, so keys do not change with it
+    paper = DiscoveryConfig()
+    assert discovery_key(earthquake, "mac", paper, gw) == \
+        discovery_key(earthquake, "mac", paper.model_copy(update={"samples": 5}), gw)
+
+
 def test_repeat_enters_the_cache_key_and_sample_indices_are_distinct(fake_server, make_gateway, earthquake):
     gw = make_gateway(fake_server)
     assert discovery_key(earthquake, "mac", DiscoveryConfig(), gw, seed=0) != \

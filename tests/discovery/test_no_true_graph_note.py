@@ -26,3 +26,16 @@ def test_true_edges_given_no_note(tmp_path, capsys):
     spec = _write(tmp_path, {"domain": "toy", "variables": {"a": "cause", "b": "effect"}, "true_edges": [["a", "b"]]})
     check_datasets([spec])
     assert "no true graph" not in capsys.readouterr().err
+
+
+def test_the_flow_writes_the_note_into_run_json_and_report_md(tmp_path):
+    from agentcausal.settings import RunSettings
+    from flows.discover import discover
+
+    spec = _write(tmp_path, {"domain": "toy", "variables": {"a": "first", "b": "second"}})
+    run = discover(datasets=[spec], methods=["pc"], settings=RunSettings(cache_dir=str(tmp_path / "cache")),
+                   out_dir=str(tmp_path / "run"))
+    notes = json.loads((tmp_path / "run" / "run.json").read_text())["notes"]
+    assert len(notes) == 1 and "no true graph" in notes[0]
+    assert notes[0] in (tmp_path / "run" / "report.md").read_text()
+    assert run == str(tmp_path / "run")

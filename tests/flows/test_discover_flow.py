@@ -9,16 +9,23 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from agentcausal.discovery.mac.sandbox import sandbox_available
 from agentcausal.settings import RunSettings
 from tests.discovery.conftest import mac_responder
 
 EDGES = (("Burglary", "Alarm"), ("Earthquake", "Alarm"), ("Alarm", "JohnCalls"), ("Alarm", "MaryCalls"))
+#: what the fake coder writes: causal-learn's PC, its G.graph saved with the general_graph encoding
+CODE_PC = ("import numpy as np\nfrom causallearn.search.ConstraintBased.PC import pc\n"
+           "X = np.load('data.npy')\ng = pc(X, 0.05, 'chisq', show_progress=False).G.graph\n"
+           "np.save('adjacency.npy', g)\nopen('encoding.txt', 'w').write('general_graph')\n")
+#: a flow called without a config runs DCM's coding agent where the sandbox works (executor "auto")
+CODER = 1 if sandbox_available() is None else 0
 
 
 @pytest.fixture
 def fake_settings(fake_server, tmp_path):
     """RunSettings routing every stage to the fake server (MAC responder), caches in a temp folder."""
-    fake_server.responder = mac_responder(affirmative_edges=EDGES, negative_edges=EDGES[:2])
+    fake_server.responder = mac_responder(affirmative_edges=EDGES, negative_edges=EDGES[:2], code=CODE_PC)
     toml = tmp_path / "profiles.toml"
     toml.write_text(
         f'[profiles.fake]\nkind = "chat"\nbase_url = "{fake_server.base_url}"\nmodel = "fake-model"\n'
@@ -34,14 +41,18 @@ def test_discover_flow_writes_run_and_reuses_cache(fake_server, fake_settings, t
               settings=fake_settings)
     run1 = discover(**kw, out_dir=str(tmp_path / "run1"))
     first = fake_server.count
-    assert first == 2 * (6 + 1)  # mac 6 calls per seed; zero-shot 1 per seed (each seed is its own LLM sample)
+    # mac: 6 debate calls and (where the sandbox works) one coder call per seed; zero-shot 1 per seed
+    # (each seed is its own LLM sample)
+    assert first == 2 * (6 + CODER + 1)
 
     df = pd.read_parquet(Path(run1) / "results.parquet")
     assert len(df) == 8 and set(df["method"]) == {"mac", "llm_zero_shot", "pc", "ges"}
     assert (df["error"] == "").all()
     mac = df[df.method == "mac"].iloc[0]
-    assert mac.shd == 0 and mac.f1 == 1.0 and mac.algorithm == "pc" and mac.llm_requests == 6
-    assert json.loads(mac.models) == {"mac.debate": "fake:fake-model"}
+    assert mac.shd == 0 and mac.f1 == 1.0 and mac.algorithm == "pc" and mac.llm_requests == 6 + CODER
+    assert json.loads(mac.models) == {"mac.debate": "fake:fake-model",
+                                      **({"mac.coder": "fake:fake-model"} if CODER else {})}
+    assert mac.status == "complete"  # the coder's script ran (or, without a sandbox, typed ran as asked)
     assert set(df["shd_reversal_cost"]) == {1}
     report = (Path(run1) / "report.md").read_text()
     assert "SHD: a reversed edge counts once" in report and "```mermaid" in report and "- DCM: Affirmative pc" in report

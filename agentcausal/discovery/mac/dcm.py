@@ -40,7 +40,7 @@ def algorithm_context(ds: Dataset, settings: MACSettings, seed: int) -> Algorith
 
 
 def debate_coding_module(gw, ds: Dataset, settings: MACSettings = MACSettings(), *, seed: int = 0,
-                         item: str | None = None, sample: int = 0) -> DCMResult:
+                         item: str | None = None, sample: int = 0, temperature: float | None = None) -> DCMResult:
     """Run DCM: algorithm debate, then the executor on the full data.
 
     Parameters
@@ -50,7 +50,8 @@ def debate_coding_module(gw, ds: Dataset, settings: MACSettings = MACSettings(),
     settings : MACSettings
     seed : int, draws the subset S
     item : str, optional; usage-accounting id
-    sample : int, the LLM sample index
+    sample : int, the LLM sample index (the debate's and the coder's)
+    temperature : float or None, sampling temperature (None = the profile's)
 
     Returns
     -------
@@ -65,7 +66,8 @@ def debate_coding_module(gw, ds: Dataset, settings: MACSettings = MACSettings(),
     UnknownStageError, EndpointUnreachableError, LLMCallError from the gateway.
     """
     try:
-        debate = debate_algorithm(gw, algorithm_context(ds, settings, seed), settings, item=item, sample=sample)
+        debate = debate_algorithm(gw, algorithm_context(ds, settings, seed), settings, item=item, sample=sample,
+                                  temperature=temperature)
     except StructuredOutputError as exc:
         choice = default_choice(settings.fallback_algorithm, ds.data_type, ds.d)
         note = f"algorithm debate gave no valid proposal ({str(exc)[:120]}); ran {settings.fallback_algorithm}"
@@ -74,4 +76,5 @@ def debate_coding_module(gw, ds: Dataset, settings: MACSettings = MACSettings(),
                         verdict=Verdict(winner="affirmative", reason="fallback algorithm"))
     win = debate.winning
     assert isinstance(win, ProposedAlgorithm)
-    return DCMResult(debate=debate, execution=execute(gw, ds, win.choice, settings, item=item))
+    execution = execute(gw, ds, win.choice, settings, item=item, sample=sample, temperature=temperature)
+    return DCMResult(debate=debate, execution=execution)

@@ -224,9 +224,9 @@ def _tokens(settings: MACSettings, n: int) -> int:
 
 
 def _call(gw, role: str, prompt: str, model: type, settings: MACSettings, max_tokens: int, item: str | None,
-          sample: int = 0):
+          sample: int = 0, temperature: float | None = None):
     msgs = [P.system_message(), {"role": "user", "content": prompt}]
-    return structured(gw, DEBATE_STAGE, msgs, model, item=item, sample=sample,
+    return structured(gw, DEBATE_STAGE, msgs, model, item=item, sample=sample, temperature=temperature,
                       max_tokens=budget(gw, DEBATE_STAGE, _tokens(settings, max_tokens)))
 
 
@@ -276,7 +276,7 @@ def _same(a: Proposal, b: Proposal) -> bool:
 
 
 def debate_algorithm(gw, ctx: AlgorithmContext, settings: MACSettings = MACSettings(), *,
-                     item: str | None = None, sample: int = 0) -> Debate:
+                     item: str | None = None, sample: int = 0, temperature: float | None = None) -> Debate:
     """MDM in algorithm mode over (V, I, S): choose one algorithm and its parameters from the pool.
 
     Parameters
@@ -286,6 +286,7 @@ def debate_algorithm(gw, ctx: AlgorithmContext, settings: MACSettings = MACSetti
     settings : MACSettings (rounds, single_agent, max_tokens_scale)
     item : str, optional; dataset id for usage accounting
     sample : int, the LLM sample index (0 = the single-answer cache keys)
+    temperature : float or None, sampling temperature of every call (None = the profile's)
 
     Returns
     -------
@@ -310,19 +311,19 @@ def debate_algorithm(gw, ctx: AlgorithmContext, settings: MACSettings = MACSetti
         if own is not None and other is not None:
             prompt += (f"\nYou chose {own.label()}. The Negative proposed {other.label()}: "
                        f"{getattr(other, 'reason', '')}\nKeep or change your choice.")
-        reply = _call(gw, "Affirmative", prompt, P.AlgorithmProposalReply, settings, 120, item, sample)
+        reply = _call(gw, "Affirmative", prompt, P.AlgorithmProposalReply, settings, 120, item, sample, temperature)
         return to_choice(reply, ctx.data_type, d)
 
     def counter(aff: Proposal) -> Proposal:
         assert isinstance(aff, ProposedAlgorithm)
         prompt = P.ALGO_NEGATIVE_TEMPLATE.format(**base, proposal=aff.choice.algorithm, reason=aff.reason)
-        reply = _call(gw, "Negative", prompt, P.AlgorithmProposalReply, settings, 120, item, sample)
+        reply = _call(gw, "Negative", prompt, P.AlgorithmProposalReply, settings, 120, item, sample, temperature)
         return to_choice(reply, ctx.data_type, d)
 
     def judge(a: Proposal, b: Proposal) -> Verdict:
         assert isinstance(a, ProposedAlgorithm) and isinstance(b, ProposedAlgorithm)
         prompt = P.ALGO_JUDGE_TEMPLATE.format(**base, a=a.label(), a_reason=a.reason, b=b.label(), b_reason=b.reason)
-        reply = _call(gw, "Judge", prompt, P.AlgorithmVerdictReply, settings, 100, item, sample)
+        reply = _call(gw, "Judge", prompt, P.AlgorithmVerdictReply, settings, 100, item, sample, temperature)
         return Verdict(winner="affirmative" if reply.winner == "A" else "negative", reason=reply.reason)
 
     return _run(propose, counter, judge, settings, "algorithm")
@@ -385,7 +386,7 @@ def _tie_break(settings: MACSettings, a: ProposedGraph, b: ProposedGraph) -> Lit
 
 
 def debate_graph(gw, ctx: GraphContext, settings: MACSettings = MACSettings(), *,
-                 item: str | None = None, sample: int = 0) -> Debate:
+                 item: str | None = None, sample: int = 0, temperature: float | None = None) -> Debate:
     """MDM in graph mode over (V, I ∪ I_c): propose, counter-propose and judge a causal graph.
 
     Parameters
@@ -395,6 +396,7 @@ def debate_graph(gw, ctx: GraphContext, settings: MACSettings = MACSettings(), *
     settings : MACSettings (rounds, single_agent, edge_reason_chars, judge_rule, tie_break)
     item : str, optional
     sample : int, the LLM sample index (0 = the single-answer cache keys)
+    temperature : float or None, sampling temperature of every call (None = the profile's)
 
     Returns
     -------
@@ -429,22 +431,22 @@ def debate_graph(gw, ctx: GraphContext, settings: MACSettings = MACSettings(), *
             prompt = P.GRAPH_AFFIRMATIVE_TEMPLATE.format(**base)
         else:
             prompt = P.GRAPH_REVISE_TEMPLATE.format(**base, own=own.label(), other=other.label())
-        return parse(_call(gw, "Affirmative", prompt, model, settings, cap, item, sample))
+        return parse(_call(gw, "Affirmative", prompt, model, settings, cap, item, sample, temperature))
 
     def counter(aff: Proposal) -> Proposal:
         prompt = P.GRAPH_NEGATIVE_TEMPLATE.format(**base, proposal=aff.label())
-        return parse(_call(gw, "Negative", prompt, model, settings, cap, item, sample))
+        return parse(_call(gw, "Negative", prompt, model, settings, cap, item, sample, temperature))
 
     def judge(a: Proposal, b: Proposal) -> Verdict:
         assert isinstance(a, ProposedGraph) and isinstance(b, ProposedGraph)
         dis = "\n".join(graph_disagreements(a.edges, b.edges)) or "(none)"
         if settings.judge_rule == "overall":
             prompt = P.GRAPH_JUDGE_OVERALL_TEMPLATE.format(**base, a=a.label(), b=b.label(), disagreements=dis)
-            reply = _call(gw, "Judge", prompt, P.GraphOverallVerdictReply, settings, 100, item, sample)
+            reply = _call(gw, "Judge", prompt, P.GraphOverallVerdictReply, settings, 100, item, sample, temperature)
             votes = {"overall": reply.winner}
         else:
             prompt = P.GRAPH_JUDGE_TEMPLATE.format(**base, a=a.label(), b=b.label(), disagreements=dis)
-            reply = _call(gw, "Judge", prompt, P.GraphVerdictReply, settings, 100, item, sample)
+            reply = _call(gw, "Judge", prompt, P.GraphVerdictReply, settings, 100, item, sample, temperature)
             votes = {"skeleton": reply.skeleton, "colliders": reply.colliders, "directions": reply.directions}
         pa = sum(v == "A" for v in votes.values())
         pb = sum(v == "B" for v in votes.values())

@@ -38,6 +38,7 @@ from agentcausal.discovery.algorithms import EXACT_SEARCH_SUPERGRAPH_ABOVE, Algo
 from agentcausal.discovery.datasets import Dataset
 from agentcausal.discovery.graph import CausalGraph
 from agentcausal.discovery.mac import prompts as P
+from agentcausal.discovery.mac.calls import structured
 from agentcausal.discovery.mac.sandbox import run_sandboxed, sandbox_available
 from agentcausal.discovery.mac.settings import CODER_STAGE, MACSettings
 from agentcausal.exceptions import AlgorithmError, ConfigError, SandboxError, StructuredOutputError
@@ -52,7 +53,7 @@ ENCODINGS = {
                  "linked with unknown direction",
     "general_graph": "causal-learn GeneralGraph.graph exactly as pc, fci or ges return it: endpoint marks -1 tail, "
                      "1 arrow, 2 circle; M[j, i] = 1 and M[i, j] = -1 means i -> j",
-    "exact_search": "the dag of bic_exact_search as returned, M[i, j] = 1 means i -> j",
+    "exact_search": "the 0/1 DAG of an exact search as the usage above builds it, M[i, j] = 1 means i -> j",
     "lingam": "DirectLiNGAM adjacency_matrix_ B as returned, B[i, j] != 0 means j -> i",
 }
 
@@ -113,11 +114,17 @@ def execute_typed(ds: Dataset, choice: AlgorithmChoice, *, timeout_s: float = 12
 
 
 def coder_usage(choice: AlgorithmChoice, data_type: str, d: int) -> str:
-    """Python lines that call ``choice`` in causal-learn with the pool's parameters and bounds.
+    """Python lines that call ``choice`` with the pool's parameters and bounds, as the typed executor runs it.
 
-    Exact Search is bounded by ``max_parents`` and, above
-    :data:`~agentcausal.discovery.algorithms.EXACT_SEARCH_SUPERGRAPH_ABOVE`
-    variables, restricted to a PC skeleton (super-graph), as the typed executor runs it.
+    Each pool algorithm as :func:`~agentcausal.discovery.algorithms.run_algorithm` calls it: PC with its
+    background knowledge (required / forbidden edges) when the choice has any; Exact Search bounded by
+    ``max_parents`` and, above :data:`~agentcausal.discovery.algorithms.EXACT_SEARCH_SUPERGRAPH_ABOVE`
+    variables, restricted to a PC skeleton (super-graph); on discrete data of at most that many
+    variables Exact Search scores with pgmpy's discrete score (``choice.score``: BIC, BDeu with its
+    equivalent sample size, or K2) over the same bounded parent sets and causal-learn's A* / DP
+    search (:func:`~agentcausal.discovery.algorithms.scored_exact_search`, written out, since the
+    sandbox has causal-learn and pgmpy but not this package). Executed on the same data, the lines
+    give the graph the typed executor gives (a test checks it).
 
     Parameters
     ----------
@@ -127,13 +134,24 @@ def coder_usage(choice: AlgorithmChoice, data_type: str, d: int) -> str:
 
     Returns
     -------
-    str, the call and the encoding to declare.
+    str, Python lines that read ``X`` (the data) and set ``M``; the last comment names the encoding.
     """
     p = choice.model_dump()
     a = choice.algorithm
+    test = "chisq" if data_type == "discrete" else "fisherz"
     if a == "pc":
-        return ("from causallearn.search.ConstraintBased.PC import pc\n"
-                f"M = pc(X, {p['alpha']}, '{p['indep_test']}', show_progress=False, verbose=False).G.graph"
+        bk, arg = "", ""
+        if p["forbidden"] or p["required"]:
+            bk = ("from causallearn.graph.GraphNode import GraphNode\n"
+                  "from causallearn.utils.PCUtils.BackgroundKnowledge import BackgroundKnowledge\n"
+                  "bk = BackgroundKnowledge()  # column i is node X{i+1}\n"
+                  f"for i, j in {list(map(tuple, p['forbidden']))}:  # i -> j forbidden\n"
+                  "    bk.add_forbidden_by_node(GraphNode(f'X{i + 1}'), GraphNode(f'X{j + 1}'))\n"
+                  f"for i, j in {list(map(tuple, p['required']))}:  # i -> j required\n"
+                  "    bk.add_required_by_node(GraphNode(f'X{i + 1}'), GraphNode(f'X{j + 1}'))\n")
+            arg = ", background_knowledge=bk"
+        return ("from causallearn.search.ConstraintBased.PC import pc\n" + bk +
+                f"M = pc(X, {p['alpha']}, '{p['indep_test']}', show_progress=False, verbose=False{arg}).G.graph"
                 "  # encoding: general_graph")
     if a == "fci":
         return ("from causallearn.search.ConstraintBased.FCI import fci\n"
@@ -143,7 +161,6 @@ def coder_usage(choice: AlgorithmChoice, data_type: str, d: int) -> str:
         return ("from causallearn.search.ScoreBased.GES import ges\n"
                 f"M = ges(X, score_func='{p['score_func']}')['G'].graph  # encoding: general_graph")
     if a == "exact_search":
-        test = "chisq" if data_type == "discrete" else "fisherz"
         if p.get("super_graph") == "pc_skeleton":
             sg = ("from causallearn.search.ConstraintBased.PC import pc\n"
                   f"# {d} variables (more than {EXACT_SEARCH_SUPERGRAPH_ABOVE}): search only within a PC skeleton\n"
@@ -151,9 +168,36 @@ def coder_usage(choice: AlgorithmChoice, data_type: str, d: int) -> str:
                   ".G.graph != 0).astype(int)\n")
         else:
             sg = "sg = None  # no super-graph needed at this size\n"
-        return ("from causallearn.search.ScoreBased.ExactSearch import bic_exact_search\n" + sg +
-                f"M, _ = bic_exact_search(X, super_graph=sg, search_method='{p.get('search_method', 'astar')}', "
-                f"max_parents={p.get('max_parents', 2)})  # encoding: exact_search")
+        search, maxp = p.get("search_method", "astar"), p.get("max_parents", 2)
+        if p.get("score", "bic_gaussian") == "bic_gaussian":
+            return ("from causallearn.search.ScoreBased.ExactSearch import bic_exact_search\n" + sg +
+                    f"M, _ = bic_exact_search(X, super_graph=sg, search_method='{search}', "
+                    f"max_parents={maxp})  # encoding: exact_search")
+        score = {"bic_discrete": "BIC(frame)", "k2": "K2(frame)",
+                 "bdeu": f"BDeu(frame, equivalent_sample_size={p.get('equivalent_sample_size', 10.0)})"}[p["score"]]
+        path = "astar_shortest_path" if search == "astar" else "dp_shortest_path"
+        return (
+            "# exact search with pgmpy's discrete score over parent sets of at most "
+            f"{maxp} (causal-learn's bic_exact_search would score these integer codes with a Gaussian BIC)\n"
+            "import itertools\nimport numpy as np\nimport pandas as pd\n"
+            f"from causallearn.search.ScoreBased.ExactSearch import {path}, insort, query_best_structure\n"
+            f"from pgmpy.structure_score import {score.split('(')[0]}\n" + sg +
+            "d = X.shape[1]\ncols = [f'x{i}' for i in range(d)]\n"
+            f"frame = pd.DataFrame(X.astype(int), columns=cols)\nscore = {score}\n"
+            "graphs = []\n"
+            "for i in range(d):\n"
+            "    allowed = [j for j in range(d) if j != i and (sg is None or sg[j, i])]\n"
+            "    pg = []  # parent sets of i, each kept only if no subset costs less\n"
+            f"    for k in range(min({maxp}, len(allowed)) + 1):\n"
+            "        for ps in itertools.combinations(allowed, k):\n"
+            "            cost = -score.local_score(cols[i], tuple(cols[j] for j in ps))\n"
+            "            if all(query_best_structure(pg, tuple(q for q in ps if q != v))[1] >= cost for v in ps):\n"
+            "                insort(pg, ps, cost)\n"
+            "    graphs.append(pg)\n"
+            f"structures, _ = {path}(tuple(graphs), True)\n"
+            "M = np.zeros((d, d), dtype=int)\n"
+            "for i, ps in enumerate(structures):\n"
+            "    M[list(ps), i] = 1  # encoding: exact_search")
     if a == "direct_lingam":
         return ("from causallearn.search.FCMBased import lingam\n"
                 f"m = lingam.DirectLiNGAM(random_state=0, measure='{p.get('measure', 'pwling')}')\n"
@@ -280,7 +324,7 @@ def resolve_executor(requested: str) -> tuple[Literal["typed", "coding"], str]:
 
 
 def execute_coding(gw, ds: Dataset, choice: AlgorithmChoice, settings: MACSettings = MACSettings(), *,
-                   item: str | None = None) -> Execution:
+                   item: str | None = None, sample: int = 0, temperature: float | None = None) -> Execution:
     """The Causal Coding Executor: LLM-written causal-learn code in the sandbox, typed fallback.
 
     Parameters
@@ -290,6 +334,8 @@ def execute_coding(gw, ds: Dataset, choice: AlgorithmChoice, settings: MACSettin
     choice : AlgorithmChoice, the algorithm DCM chose
     settings : MACSettings (coding_attempts, sandbox limits, algorithm_timeout_s for the fallback)
     item : str, optional
+    sample : int, the LLM sample index (a repeat gets its own script)
+    temperature : float or None, sampling temperature (None = the profile's)
 
     Returns
     -------
@@ -317,8 +363,8 @@ def execute_coding(gw, ds: Dataset, choice: AlgorithmChoice, settings: MACSettin
     total = 0.0
     for _ in range(settings.coding_attempts):
         try:
-            reply = gw.structured(CODER_STAGE, msgs, P.CodeReply, item=item,
-                                  max_tokens=int(600 * settings.max_tokens_scale))
+            reply = structured(gw, CODER_STAGE, msgs, P.CodeReply, item=item, sample=sample,
+                               temperature=temperature, max_tokens=int(600 * settings.max_tokens_scale))
         except StructuredOutputError as exc:
             attempts.append(CodingAttempt(code=redact(exc.raw[:4000]), ok=False,
                                           error=redact(f"invalid reply: {exc.errors[:300]}")))
@@ -355,15 +401,17 @@ def execute_coding(gw, ds: Dataset, choice: AlgorithmChoice, settings: MACSettin
 
 
 def execute(gw, ds: Dataset, choice: AlgorithmChoice, settings: MACSettings = MACSettings(), *,
-            item: str | None = None) -> Execution:
-    """Dispatch on ``settings.executor`` ("typed" or "coding").
+            item: str | None = None, sample: int = 0, temperature: float | None = None) -> Execution:
+    """Dispatch on ``settings.executor``: "typed", "coding", or "auto" (coding where the sandbox
+    works here, else typed: :func:`resolve_executor`).
 
     Raises
     ------
     AlgorithmError if the algorithm fails (in typed mode or in the fallback).
     """
-    if settings.executor == "coding":
-        return execute_coding(gw, ds, choice, settings, item=item)
-    if settings.executor != "typed":  # pragma: no cover - the settings model forbids it
+    mode = resolve_executor("auto")[0] if settings.executor == "auto" else settings.executor
+    if mode == "coding":
+        return execute_coding(gw, ds, choice, settings, item=item, sample=sample, temperature=temperature)
+    if mode != "typed":  # pragma: no cover - the settings model forbids it
         raise AlgorithmError("executor", f"unknown executor {settings.executor!r}")
     return execute_typed(ds, choice, timeout_s=settings.algorithm_timeout_s)

@@ -34,7 +34,7 @@ class MDMResult(BaseModel):
 
 
 def refine_graph(gw, ds: Dataset, evidence: Sequence[str] = (), settings: MACSettings = MACSettings(), *,
-                 item: str | None = None, sample: int = 0) -> MDMResult:
+                 item: str | None = None, sample: int = 0, temperature: float | None = None) -> MDMResult:
     """MDM in graph mode, then validation to a DAG.
 
     Parameters
@@ -45,6 +45,7 @@ def refine_graph(gw, ds: Dataset, evidence: Sequence[str] = (), settings: MACSet
     settings : MACSettings
     item : str, optional
     sample : int, the LLM sample index
+    temperature : float or None, sampling temperature (None = the profile's)
 
     Returns
     -------
@@ -56,7 +57,7 @@ def refine_graph(gw, ds: Dataset, evidence: Sequence[str] = (), settings: MACSet
     UnknownStageError, EndpointUnreachableError, LLMCallError from the gateway.
     """
     ctx = GraphContext(variables=ds.variables, metadata=metadata_text(ds), evidence=tuple(evidence))
-    debate = debate_graph(gw, ctx, settings, item=item, sample=sample)
+    debate = debate_graph(gw, ctx, settings, item=item, sample=sample, temperature=temperature)
     win = debate.winning
     assert isinstance(win, ProposedGraph)
     repaired = repair_to_dag(ds.variables, win.edges)

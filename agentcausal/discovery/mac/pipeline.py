@@ -45,7 +45,7 @@ class MACResult(BaseModel):
 
 
 def run_mac(gw, ds: Dataset, settings: MACSettings = MACSettings(), *, seed: int = 0,
-            item: str | None = None, sample: int = 0) -> MACResult:
+            item: str | None = None, sample: int = 0, temperature: float | None = None) -> MACResult:
     """Run MAC (or an ablation, per ``settings.stages`` and ``settings.single_agent``) on one dataset.
 
     Parameters
@@ -56,6 +56,8 @@ def run_mac(gw, ds: Dataset, settings: MACSettings = MACSettings(), *, seed: int
     seed : int, draws the subset S of the algorithm debate
     item : str, optional; usage-accounting id
     sample : int, the LLM sample index (``discover`` passes the data seed)
+    temperature : float or None, sampling temperature of every call (None = the profile's;
+        ``discover`` passes ``sampling_temperature`` when a run asks for several samples)
 
     Returns
     -------
@@ -75,14 +77,14 @@ def run_mac(gw, ds: Dataset, settings: MACSettings = MACSettings(), *, seed: int
     True
     """
     if settings.stages == "mdm_only":
-        mdm = refine_graph(gw, ds, (), settings, item=item, sample=sample)
+        mdm = refine_graph(gw, ds, (), settings, item=item, sample=sample, temperature=temperature)
         return MACResult(graph=mdm.graph, mdm=mdm)
-    dcm = debate_coding_module(gw, ds, settings, seed=seed, item=item, sample=sample)
+    dcm = debate_coding_module(gw, ds, settings, seed=seed, item=item, sample=sample, temperature=temperature)
     if settings.stages == "dcm_only":
         return MACResult(graph=dcm.execution.graph, dcm=dcm)
     sentences = tuple(meta_fusion(dcm.execution.graph, max_orderings=settings.max_orderings))
     try:
-        mdm = refine_graph(gw, ds, sentences, settings, item=item, sample=sample)
+        mdm = refine_graph(gw, ds, sentences, settings, item=item, sample=sample, temperature=temperature)
     except StructuredOutputError as exc:
         return MACResult(graph=dcm.execution.graph, dcm=dcm, fusion=sentences,
                          degraded=f"MDM failed after repairs ({str(exc)[:200]}); the answer is the DCM graph")

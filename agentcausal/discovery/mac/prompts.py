@@ -39,9 +39,6 @@ __all__ = [
     "GRAPH_JUDGE_OVERALL_TEMPLATE",
     "WITH_REASON",
     "ZERO_SHOT_TEMPLATE",
-    "CODER_TEMPLATE",
-    "CODER_RETRY_TEMPLATE",
-    "CODER_USAGE",
     "AlgorithmProposalReply",
     "AlgorithmVerdictReply",
     "GraphVerdictReply",
@@ -52,7 +49,8 @@ __all__ = [
     "delimit",
 ]
 
-PROMPT_VERSION = "mac-2026-11-v5"  # v5: codebook descriptions (no relations), per-edge reasons
+PROMPT_VERSION = "mac-2026-11-v6"  # v6: the coder is shown each algorithm as the executor runs it
+# (v5: codebook descriptions (no relations), per-edge reasons)
 
 POOL_DESCRIPTION = (
     "pc: constraint-based, conditional independence tests; returns a CPDAG.\n"
@@ -129,30 +127,7 @@ ZERO_SHOT_TEMPLATE = (
     "Find the causal graph (a DAG) over these variables.\n{metadata}\nList each direct cause -> effect edge."
 )
 
-CODER_TEMPLATE = (
-    "Write a Python script that runs causal discovery with causal-learn (import causallearn).\n"
-    "Algorithm: {algorithm} with parameters {params}. Use: {usage}\n"
-    "Load the data with X = numpy.load('data.npy'): shape ({n}, {d}), float, columns {columns}, {data_type}.\n"
-    "Save a numpy int matrix A of shape ({d}, {d}) with numpy.save('adjacency.npy', A), where A[i, j] = 1 "
-    "means column i causes column j, and A[i, j] = A[j, i] = 1 means linked with unknown direction. "
-    "Encodings: GeneralGraph.graph[j, i] == 1 and graph[i, j] == -1 means i -> j; "
-    "bic_exact_search returns dag with dag[i, j] = 1 for i -> j; "
-    "DirectLiNGAM adjacency_matrix_[i, j] != 0 means j -> i.\n"
-    "No network, no files other than data.npy and adjacency.npy. Reply with the code only in the JSON field."
-)
-#: how to call each pool algorithm in causal-learn (shown to the coder)
-CODER_USAGE = {
-    "pc": "from causallearn.search.ConstraintBased.PC import pc; G = pc(X, alpha, indep_test, "
-          "show_progress=False).G.graph",
-    "fci": "from causallearn.search.ConstraintBased.FCI import fci; G = fci(X, indep_test, alpha, "
-           "show_progress=False)[0].graph",
-    "ges": "from causallearn.search.ScoreBased.GES import ges; G = ges(X, score_func=score_func)['G'].graph",
-    "exact_search": "from causallearn.search.ScoreBased.ExactSearch import bic_exact_search; "
-                    "dag, _ = bic_exact_search(X, max_parents=max_parents)",
-    "direct_lingam": "from causallearn.search.FCMBased import lingam; m = lingam.DirectLiNGAM(); m.fit(X); "
-                     "B = m.adjacency_matrix_",
-}
-CODER_RETRY_TEMPLATE = "The script failed:\n{error}\nFix it and reply with the full corrected script."
+# the coder's prompt lives beside the executor that runs its script (executor.CODER_TEMPLATE, coder_usage)
 
 
 def delimit(tag: str, text: str) -> str:

@@ -23,8 +23,12 @@ class MACSettings(BaseModel):
     single_agent : bool, Affirmative only: no Negative, no Judge (paper §4.4)
     rounds : int in [1, 5], Affirmative-Negative exchanges before the Judge (paper §4.3; default 1)
     subset_size : int, rows of the subset S shown in algorithm mode
-    executor : "typed" (run the chosen algorithm through the pool) or
-        "coding" (LLM-written causal-learn script in a sandbox; falls back to typed)
+    executor : "auto" (default, the paper's DCM: the Causal Coding Executor where the sandbox of
+        :mod:`agentcausal.discovery.mac.sandbox` works here, else the typed executor; resolved at run
+        time by :func:`agentcausal.discovery.mac.executor.resolve_executor`, and the run records why
+        when it falls back), "coding" (LLM-written causal-learn script in the sandbox; falls back to
+        typed after ``coding_attempts`` failed scripts) or "typed" (run the chosen algorithm through the
+        pool, no coder calls)
     coding_attempts : int, scripts tried (traceback fed back) before falling back
     algorithm_timeout_s : float, wall limit of one pool algorithm
     sandbox_timeout_s : float, wall limit of one sandboxed script
@@ -43,6 +47,14 @@ class MACSettings(BaseModel):
         on equal counts)
     fallback_algorithm : the pool algorithm DCM runs when the algorithm debate gives no valid proposal
         (the run is then marked degraded)
+    sampling_temperature : float or None, temperature of MAC's LLM calls (debates and coder; ``llm_zero_shot`` reads it too) in a run that asks for
+        more than one LLM sample per (dataset, method) (several seeds, or ``--repeats``), so that
+        mean ± std over them measures sampling variation; a single-sample run, and None, use the
+        profile's temperature (0 unless the profile sets one: the MAC paper's setting, arXiv:2407.15073
+        §4.1). ``paper`` keeps None as the paper does (at temperature 0 a method whose prompt does not
+        depend on the data answers the same for every seed, and the report then says "identical
+        samples: std not informative"); ``small`` samples at 0.7, the temperature of the published
+        generation config of Qwen2.5-Coder-Instruct, the embedded model's family
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -51,7 +63,7 @@ class MACSettings(BaseModel):
     single_agent: bool = False
     rounds: int = Field(1, ge=1, le=5)
     subset_size: int = Field(5, ge=0, le=50)
-    executor: Literal["typed", "coding"] = "typed"
+    executor: Literal["auto", "typed", "coding"] = "auto"
     coding_attempts: int = Field(3, ge=1, le=10)
     algorithm_timeout_s: float = Field(120.0, gt=0)
     sandbox_timeout_s: float = Field(120.0, gt=0)
@@ -62,11 +74,19 @@ class MACSettings(BaseModel):
     judge_rule: Literal["criteria", "overall"] = "criteria"
     tie_break: Literal["affirmative", "negative", "fewer_edges"] = "affirmative"
     fallback_algorithm: Literal["pc", "fci", "ges", "exact_search", "direct_lingam"] = "pc"
+    sampling_temperature: float | None = Field(None, ge=0, le=2)
 
 
-#: field values per preset (:mod:`agentcausal.presets`); ``paper`` = the model defaults. ``small`` (sub-2B
-#: models on CPU): shorter per-edge reasons, so a graph reply over Alarm's 37 variables still fits.
+#: field values per preset (:mod:`agentcausal.presets`); ``paper`` = the model defaults (the coding
+#: executor where the sandbox works). ``small`` (sub-2B models on CPU): shorter per-edge reasons, so a
+#: graph reply over Alarm's 37 variables still fits; and the typed executor: a coder call is a prompt
+#: of about 1,000 tokens (algorithm, parameters, usage block, encodings) and a script of up to 600
+#: tokens, up to ``coding_attempts`` = 3 times with the traceback fed back, while the embedded 0.5B
+#: model on 2 CPU cores takes about 60 s for 1,000 prompt + 70 completion tokens (the embedded-model
+#: benchmark of ``python -m bench``): coding would add several minutes to each MAC run (the demo runs
+#: MAC on two datasets), and a script that fails all attempts ends in the typed executor anyway, with
+#: the row marked degraded. ``--executor auto`` or ``--executor coding`` turns it on under ``small``.
 PRESETS: dict[str, dict[str, Any]] = {
     "paper": {},
-    "small": {"edge_reason_chars": 60},
+    "small": {"edge_reason_chars": 60, "executor": "typed", "sampling_temperature": 0.7},
 }
