@@ -21,23 +21,36 @@ transport, 401, rate-limit or timeout failure) is refused. ``refresh``
 recomputes everything; ``retry_failed`` recomputes the ``content_failed`` and
 ``degraded`` records (the new record replaces the old under the same key).
 
+Scheduling: a chunk task does not run its items on threads of its own. Every
+chunk of a process hands its items to one first-in, first-out thread pool of
+the process (:func:`item_pool`) of a few items per slot of the routing's
+largest LLM concurrency limit (:func:`item_workers`), so the limit's slots
+stay busy until the last items, whatever the chunk boundaries (no last wave
+of a few chunks), items whose requests chain (DCFA) share the slots with
+enough others to hide the gaps between their requests, and the threads of a
+process stay bounded however large the corpus (measured in
+``bench/results/scale.json``).
+
 This module never imports Prefect: the flows call it before submitting and
 after each result; the chunk tasks call :func:`run_chunk`.
 """
 
 from __future__ import annotations
 
+import math
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Generic, NamedTuple, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from pydantic import BaseModel
 
 from agentcausal.exceptions import AgentCausalError
 
 __all__ = ["RETRIED_STATUSES", "MIN_CHUNKS", "ResultIndex", "ResumePlan", "plan_resume", "run_chunk", "chunked",
-           "chunk_length"]
+           "chunk_length", "item_pool", "item_workers", "routed_limits", "chunk_items"]
 
 #: a method's jobs are split into at least this many chunks (when it has as many jobs)
 MIN_CHUNKS = 8
@@ -74,7 +87,10 @@ class ResultIndex(Generic[R]):
         self.path = Path(cache_dir, "results", kind).resolve()
         self.path.mkdir(parents=True, exist_ok=True)
         self.model = model
-        self._cache = diskcache.Cache(str(self.path), size_limit=2**34)
+        # every thread that reads or writes holds its own SQLite connection (diskcache): without a memory map
+        # and with a small page cache each costs a fraction of the defaults (64 MiB map, 32 MiB cache), which
+        # matters with a pool of hundreds of item threads (bench/README.md, "Scale: where the time goes")
+        self._cache = diskcache.Cache(str(self.path), size_limit=2**34, sqlite_mmap_size=0, sqlite_cache_size=256)
 
     def put(self, key: str, record: R) -> bool:
         """Store ``record`` under ``key`` unless its status is ``failed``; True when stored.
@@ -100,6 +116,23 @@ class ResultIndex(Generic[R]):
         if not isinstance(record, self.model) or (not_before is not None and stored < not_before):
             return None
         return record
+
+    def get_many(self, keys: Sequence[str]) -> list[R | None]:
+        """The records stored under ``keys`` (None where absent), read in one SQLite transaction.
+
+        One transaction instead of one per key: a rerun of a finished corpus reads the whole
+        index at once (measured in ``bench/results/scale.json``).
+        """
+        out: list[R | None] = []
+        with self._cache.transact():
+            for key in keys:
+                try:
+                    stored = self._cache.get(key)
+                except Exception:  # noqa: BLE001 - unpickling a record of an older class: recompute it
+                    stored = None
+                rec = stored[1] if stored else None
+                out.append(rec if isinstance(rec, self.model) else None)
+        return out
 
     def close(self) -> None:
         self._cache.close()
@@ -147,8 +180,7 @@ def plan_resume(keys: Sequence[str], index: ResultIndex, *, refresh: bool = Fals
     reused: dict[int, BaseModel] = {}
     run: list[int] = []
     rerun: list[int] = []
-    for i, key in enumerate(keys):
-        rec = index.get(key)
+    for i, rec in enumerate(index.get_many(keys)):
         if rec is None:
             run.append(i)
         elif retry_failed and getattr(rec, "status", "complete") in RETRIED_STATUSES:
@@ -180,24 +212,105 @@ def chunked(positions: Sequence[int], size: int) -> list[list[int]]:
     return [list(positions[i:i + size]) for i in range(0, len(positions), size)]
 
 
+def chunk_items(items: Any) -> Sequence[Any]:
+    """A chunk task's item list as the flow passed it, whatever the task runner made of the wrapper.
+
+    The flow wraps a chunk's items in Prefect's ``quote`` (so Prefect does not walk every record);
+    the thread runner unwraps it; on Dask it arrives pickled, where a ``quote`` comes back holding a
+    one-element tuple of the list (``quote`` is a tuple subclass), and tuples nested in plain
+    sequences (items are records, never sequences themselves, so unwrapping them is safe).
+
+    >>> chunk_items(([1, 2],)), chunk_items([[1, 2]]), chunk_items([3]), chunk_items((4, 5))
+    ([1, 2], [1, 2], [3], (4, 5))
+    """
+    while True:
+        if hasattr(items, "unquote"):
+            items = items.unquote()
+        elif isinstance(items, (list, tuple)) and len(items) == 1 and isinstance(items[0], (list, tuple)):
+            items = items[0]
+        else:
+            return items
+
+
+def routed_limits(profiles: Any) -> list[int]:
+    """The concurrency limit of every profile the active routing uses (its ``limit_group``'s size where it
+    names one).
+
+    Parameters
+    ----------
+    profiles : agentcausal.llm.ProfileSet
+
+    Returns
+    -------
+    list of int, one per routed profile (empty when the routing names none)
+    """
+    out = []
+    for name in set(profiles.routings.get(profiles.routing, {}).values()):
+        prof = profiles.profiles.get(name)
+        if prof is None:
+            continue
+        group = getattr(prof, "limit_group", None)
+        out.append(profiles.limit_group_size(group) if group else prof.max_concurrency)
+    return out
+
+
+#: item threads per slot of the largest limit. Items whose requests chain (DCFA: about 7 per trace, each
+#: waiting on the one before, with the client's own work between them) leave a slot idle whenever too few
+#: items are active, so more than one item per slot; every thread costs memory (its stack, its SQLite
+#: connections, about 0.5 MB) and, where the client's CPU is the bottleneck, contention. Measured under load
+#: on 2 cores: 150 DCFA traces at concurrency 16 ran 1.28 x the bound at 1.25 items per slot and 1.22 x with
+#: every item at once; 3,000 All-at-Once traces at concurrency 64 held 417 MB at 1.25 per slot and 509 MB at 4
+ITEM_SLACK = 2.0
+
+
+def item_workers(limits: Iterable[int], *, slack: float = ITEM_SLACK, minimum: int = 4) -> int:
+    """Items at a time in one process: ``ceil(slack x largest limit) + 2``, at least ``minimum``.
+
+    >>> item_workers([16]), item_workers([64, 8]), item_workers([])
+    (34, 130, 4)
+    """
+    top = max(list(limits) or [0])
+    return max(minimum, math.ceil(slack * top) + 2 if top else minimum)
+
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def item_pool(workers: int) -> ThreadPoolExecutor:
+    """The process-wide first-in, first-out thread pool of ``workers`` threads that runs chunk items.
+
+    Every :func:`run_chunk` of the process with the same ``workers`` shares it, so items of
+    all chunks queue in one line (threads start as needed, up to ``workers``).
+    """
+    workers = max(1, int(workers))
+    with _POOLS_LOCK:
+        pool = _POOLS.get(workers)
+        if pool is None:
+            pool = _POOLS[workers] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"items{workers}")
+        return pool
+
+
 def run_chunk(jobs: Sequence[tuple[str, Callable[[], R]]], index: ResultIndex, *,
               not_before: float | None = None, workers: int | None = None,
               store_if: Callable[[R], bool] | None = None) -> list[R]:
-    """Run a chunk of jobs on a small thread pool, storing each record as it finishes.
+    """Run a chunk of jobs on the process's item pool, storing each record as it finishes.
 
     A job whose key holds a record stored at or after ``not_before`` is not run
     again (so a retried chunk repeats only its unfinished jobs). A job that
     raises a failure of the run (transport, 401, timeout: the job raises it
     itself) does not stop the others; the first such failure is raised after
     the last job, so the orchestrator retries the chunk and caches nothing of it.
-    The LLM gateway's limits, not ``workers``, bound the requests in flight.
+    The jobs go to :func:`item_pool` (``workers`` threads shared by every chunk of
+    the process, first in, first out); the LLM gateway's limits bound the requests in flight.
 
     Parameters
     ----------
     jobs : (cache key, zero-argument callable returning the record) per item
     index : ResultIndex where each returned record is stored (``failed`` ones are not)
     not_before : float or None, seconds since the epoch; None reuses any stored record
-    workers : int or None, jobs at a time (default: all of them)
+    workers : int or None, the item pool's size (:func:`item_workers` of the routing's limits);
+        None: a pool as large as this chunk (its own items all at once)
     store_if : predicate on a returned record; False = return it but do not store it (a record
         the caller may not cache); default: store every returned record the index accepts
 
@@ -210,8 +323,6 @@ def run_chunk(jobs: Sequence[tuple[str, Callable[[], R]]], index: ResultIndex, *
     AgentCausalError
         The first failure of the run raised by a job, after every job was tried.
     """
-    from concurrent.futures import ThreadPoolExecutor
-
     def one(job: tuple[str, Callable[[], R]]) -> R | BaseException:
         key, fn = job
         rec = index.get(key, not_before=not_before)
@@ -227,9 +338,13 @@ def run_chunk(jobs: Sequence[tuple[str, Callable[[], R]]], index: ResultIndex, *
 
     if not jobs:
         return []
-    with ThreadPoolExecutor(max_workers=max(1, min(len(jobs), workers or len(jobs))),
-                            thread_name_prefix="chunk") as pool:
-        out = list(pool.map(one, jobs))
+    if workers is None:
+        with ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="chunk") as pool:
+            out = list(pool.map(one, jobs))
+    else:
+        futures = [item_pool(workers).submit(one, job) for job in jobs]
+        wait(futures)  # every job tried before anything is raised
+        out = [f.result() for f in futures]
     failures = [r for r in out if isinstance(r, BaseException)]
     if failures:
         raise failures[0]

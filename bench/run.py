@@ -66,6 +66,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="--only scale: fake server latencies (default 1000 200)")
     p.add_argument("--scale-concurrency", type=int, nargs="+", default=[16, 64],
                    help="--only scale: concurrency levels (default 16 64)")
+    p.add_argument("--runner", nargs="+", choices=("thread", "dask"), default=["thread"],
+                   help="--only scale: task runners (default thread; dask adds all_at_once rows on a local cluster)")
+    p.add_argument("--dask-workers", type=int, default=2, help="--only scale: local Dask workers (default 2)")
     p.add_argument("--chunk-size", type=int, nargs="+", default=None,
                    help="--only scale: traces per task to compare (default: the flow's default)")
     p.add_argument("--preset", default=None, choices=("paper", "small"),
@@ -179,8 +182,13 @@ def main(argv: list[str] | None = None) -> int:
                                                                 if args.scale_dcfa_traces else [])
         print(f"7. scale: {plan}, latency {args.scale_latency_ms} ms, concurrency {args.scale_concurrency}", flush=True)
         t0 = time.perf_counter()
+        def save_scale(partial: dict) -> None:  # after each row: a long run interrupted keeps its rows
+            payload = {**partial, "machine": machine(), "machine_at_start": before, "argv": sys.argv[1:]}
+            write_result("scale", payload, scale_markdown(partial, payload["machine"]), out)
+
         res = run_scale(plan, latencies_s=[x / 1000 for x in args.scale_latency_ms],
-                        concurrencies=args.scale_concurrency, chunk_sizes=args.chunk_size or [None])
+                        concurrencies=args.scale_concurrency, chunk_sizes=args.chunk_size or [None],
+                        runners=args.runner, dask_workers=args.dask_workers, on_row=save_scale)
         timings["scale"] = round(time.perf_counter() - t0, 1)
         m = machine()
         payload = {**res, "machine": m, "machine_at_start": before, "argv": sys.argv[1:]}

@@ -41,12 +41,17 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, TypeVar
 
+import functools
+from typing import TYPE_CHECKING
+
 from prefect import Flow
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from prefect_dask import DaskTaskRunner
 
 from agentcausal.exceptions import ConfigError
+
+if TYPE_CHECKING:
+    from prefect_dask import DaskTaskRunner
 
 __all__ = ["RunnerKind", "RunnerChoice", "SharedAPIDaskTaskRunner", "task_runner", "with_runner",
            "runner_choice_from_args"]
@@ -91,39 +96,54 @@ class RunnerChoice(BaseModel):
         return self
 
 
-class SharedAPIDaskTaskRunner(DaskTaskRunner):
-    """``prefect_dask.DaskTaskRunner`` whose workers report to the flow process's Prefect API.
+@functools.cache
+def _shared_api_dask_runner() -> type:
+    """The :class:`SharedAPIDaskTaskRunner` class, built on first use: ``prefect_dask`` (and Dask with it, about
+    30 MB and 0.5 s) is imported only by a run that asks for Dask."""
+    from prefect_dask import DaskTaskRunner
 
-    Without ``PREFECT_API_URL`` (Prefect's temporary, "ephemeral" API), the
-    stock runner lets every worker process start a temporary API server of
-    its own: slow, and their task runs never reach the flow's database. On
-    entering, this runner starts (or finds) the flow process's temporary
-    server and puts its URL in the settings that Prefect serialises with
-    every submitted task. With ``PREFECT_API_URL`` set it behaves as
-    ``DaskTaskRunner``. A local cluster it starts has non-daemonic worker
-    processes, so that tasks may start processes of their own (the discovery
-    algorithm pool does); start remote workers with
-    ``DASK_DISTRIBUTED__WORKER__DAEMON=False dask worker ...`` for the same.
+    class SharedAPIDaskTaskRunner(DaskTaskRunner):
+        """``prefect_dask.DaskTaskRunner`` whose workers report to the flow process's Prefect API.
 
-    Parameters
-    ----------
-    As ``prefect_dask.DaskTaskRunner`` (``address``, ``cluster_class``, ``cluster_kwargs``, ...).
-    """
+        Without ``PREFECT_API_URL`` (Prefect's temporary, "ephemeral" API), the
+        stock runner lets every worker process start a temporary API server of
+        its own: slow, and their task runs never reach the flow's database. On
+        entering, this runner starts (or finds) the flow process's temporary
+        server and puts its URL in the settings that Prefect serialises with
+        every submitted task. With ``PREFECT_API_URL`` set it behaves as
+        ``DaskTaskRunner``. A local cluster it starts has non-daemonic worker
+        processes, so that tasks may start processes of their own (the discovery
+        algorithm pool does); start remote workers with
+        ``DASK_DISTRIBUTED__WORKER__DAEMON=False dask worker ...`` for the same.
 
-    def __enter__(self) -> "SharedAPIDaskTaskRunner":
-        import dask
-        from prefect.settings import PREFECT_API_URL, temporary_settings
+        Parameters
+        ----------
+        As ``prefect_dask.DaskTaskRunner`` (``address``, ``cluster_class``, ``cluster_kwargs``, ...).
+        """
 
-        super().__enter__()
-        # local workers may start processes of their own (the discovery algorithm pool): not daemonic
-        self._exit_stack.enter_context(dask.config.set({"distributed.worker.daemon": False}))
-        if not PREFECT_API_URL.value():
-            from prefect.server.api.server import SubprocessASGIServer
+        def __enter__(self) -> "SharedAPIDaskTaskRunner":
+            import dask
+            from prefect.settings import PREFECT_API_URL, temporary_settings
 
-            server = SubprocessASGIServer()  # a per-process singleton: the one the flow's client uses
-            server.start()
-            self._exit_stack.enter_context(temporary_settings(updates={PREFECT_API_URL: server.api_url}))
-        return self
+            super().__enter__()
+            # local workers may start processes of their own (the discovery algorithm pool): not daemonic
+            self._exit_stack.enter_context(dask.config.set({"distributed.worker.daemon": False}))
+            if not PREFECT_API_URL.value():
+                from prefect.server.api.server import SubprocessASGIServer
+
+                server = SubprocessASGIServer()  # a per-process singleton: the one the flow's client uses
+                server.start()
+                self._exit_stack.enter_context(temporary_settings(updates={PREFECT_API_URL: server.api_url}))
+            return self
+
+    SharedAPIDaskTaskRunner.__qualname__ = "SharedAPIDaskTaskRunner"  # pickled by reference: this module's name
+    return SharedAPIDaskTaskRunner
+
+
+def __getattr__(name: str) -> Any:  # ``from flows.runners import SharedAPIDaskTaskRunner`` imports Dask then
+    if name == "SharedAPIDaskTaskRunner":
+        return _shared_api_dask_runner()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def task_runner(choice: RunnerChoice | None = None) -> TaskRunner:
@@ -150,7 +170,7 @@ def task_runner(choice: RunnerChoice | None = None) -> TaskRunner:
     if choice.kind is RunnerKind.THREAD:
         return ThreadPoolTaskRunner(max_workers=choice.max_workers)
     if choice.dask_address:
-        return SharedAPIDaskTaskRunner(address=choice.dask_address)
+        return _shared_api_dask_runner()(address=choice.dask_address)
     cluster: dict[str, Any] = {
         "processes": True,
         "threads_per_worker": choice.threads_per_worker,
@@ -159,7 +179,7 @@ def task_runner(choice: RunnerChoice | None = None) -> TaskRunner:
     }
     if choice.n_workers is not None:
         cluster["n_workers"] = choice.n_workers
-    return SharedAPIDaskTaskRunner(cluster_kwargs=cluster)
+    return _shared_api_dask_runner()(cluster_kwargs=cluster)
 
 
 def with_runner(flow: F, choice: RunnerChoice | None = None) -> F:

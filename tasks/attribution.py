@@ -39,7 +39,7 @@ from agentcausal.attribution.paper_tables import speaker_mismatches
 from agentcausal.plan import PlanItem
 from agentcausal.repeats import mark_repeat, with_sample
 from agentcausal.report.attribution import RunReport, report_run
-from agentcausal.resume import run_chunk
+from agentcausal.resume import chunk_items, item_workers, routed_limits, run_chunk
 from agentcausal.runs.folder import save_attribution_run
 from agentcausal.runs.items import load_trace_item, load_trace_items
 from agentcausal.settings import RunSettings
@@ -106,10 +106,12 @@ def attribute_chunk(items: Sequence[PlanItem], method: str, method_settings: Map
                     not_before: float | None = None) -> list[Attribution]:
     """One method on a chunk of (plan item, repeat) pairs, each cached on its own in the results index
     (:func:`agentcausal.resume.run_chunk`; a retry repeats only the unfinished items)."""
+    items = chunk_items(items)  # Dask delivers the flow's quote(...) as a one-element sequence
     return run_chunk([(attribute_task_key(t, method, method_settings, settings, r),
                        functools.partial(_attribute_one, t, method, method_settings, settings, r))
                       for t, r in zip(items, repeats or [0] * len(items))],
-                     result_index(settings, "attribute"), not_before=not_before, store_if=_cacheable)
+                     result_index(settings, "attribute"), not_before=not_before, store_if=_cacheable,
+                     workers=item_workers(routed_limits(gateway_for(settings).profiles)))
 
 
 def attribute_options(settings: RunSettings, *, refresh: bool = False) -> dict[str, Any]:

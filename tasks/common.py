@@ -24,7 +24,7 @@ from typing import Any
 
 from agentcausal.exceptions import EndpointUnreachableError, LLMCallError
 from agentcausal.llm import Gateway
-from agentcausal.resume import RETRIED_STATUSES, ResultIndex, ResumePlan, plan_resume
+from agentcausal.resume import RETRIED_STATUSES, ResultIndex, ResumePlan, chunk_items, plan_resume
 from agentcausal.settings import RunSettings
 
 __all__ = ["gateway_for", "result_index", "plan_task_resume", "result_storage", "retry_transport", "stored_status", "was_cached",
@@ -62,7 +62,7 @@ def chunk_run_name() -> str:
 
     p = task_run.parameters
     items = p.get("items") or p.get("traces") or p.get("datasets") or []
-    items = items.unquote() if hasattr(items, "unquote") else items  # the flow passes the list quoted
+    items = chunk_items(items)  # the flow passes the list quoted (Dask: a pickled quote, see chunk_items)
     ids = [getattr(x, "id", None) or getattr(x, "name", "?") for x in items]
     return f"{p.get('method')}:{ids[0]}..{ids[-1]} ({len(ids)})" if ids else f"{p.get('method')}:empty"
 

@@ -7,7 +7,9 @@ It serves ``POST /v1/chat/completions``, ``POST /v1/embeddings``,
   ``responder(body) -> str`` that sees the whole request JSON;
 * a fixed latency per request (seconds);
 * request counting (``server.count``, ``server.requests``) and the peak number
-  of requests in flight (``server.max_in_flight``), to check concurrency limits;
+  of requests in flight (``server.max_in_flight``; a request is in flight from its
+  arrival until its answer starts, so a client that sends its next request as
+  soon as it has read an answer is never counted twice), to check concurrency limits;
 * ``api_key``: when set, every request but ``/health`` without
   ``Authorization: Bearer <api_key>`` gets HTTP 401, as llama.cpp's server does;
 * fault injection: a queue of faults consumed one per request before normal
@@ -127,8 +129,15 @@ class FakeOpenAIServer:
             def log_message(self, *args: Any) -> None:  # quiet
                 pass
 
+            def _answered(self) -> None:
+                if getattr(self, "_in_flight", False):
+                    self._in_flight = False
+                    with server._lock:
+                        server.in_flight -= 1
+
             def _send(self, code: int, payload: dict[str, Any] | str, headers: dict[str, str] | None = None) -> None:
                 data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+                self._answered()  # in flight until the answer starts: the client may send its next one then
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -170,6 +179,7 @@ class FakeOpenAIServer:
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                     fault = server.faults.popleft() if server.faults else None
+                self._in_flight = True
                 try:
                     if server.latency_s:
                         time.sleep(server.latency_s)
@@ -206,8 +216,7 @@ class FakeOpenAIServer:
                         return
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
                 finally:
-                    with server._lock:
-                        server.in_flight -= 1
+                    self._answered()
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
