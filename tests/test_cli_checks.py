@@ -44,3 +44,25 @@ def test_check_routes_names_stage_and_key(monkeypatch):
         RunSettings(routing="paper").check_routes(["dcfa.gca"])
     with pytest.raises(ConfigError, match="unknown routing"):
         RunSettings(routing="nope").check_routes([])
+
+
+def test_dry_run_into_a_closed_pipe_ends_without_a_traceback():
+    """`attribute ... --dry-run | head`: the reader closes stdout before the write; no BrokenPipeError traceback."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    cmd = (f"{sys.executable} -m agentcausal attribute data/examples --method all_at_once --method dcfa "
+           f"--dry-run | true")  # true exits before the plan is written
+    proc = subprocess.run(["bash", "-c", cmd], cwd=repo, capture_output=True, text=True, timeout=300)
+    assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr[-2000:]
+
+
+def test_chunk_size_help_states_the_flows_default():
+    from agentcausal.cli import build_parser
+    from flows.attribute import DEFAULT_CHUNK_SIZE
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command" or getattr(a, "choices", None))
+    text = sub.choices["attribute"].format_help()
+    assert f"default {DEFAULT_CHUNK_SIZE}," in " ".join(text.split())

@@ -163,6 +163,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("agentcausal: interrupted; finished steps are cached, rerun to resume", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `... --dry-run | head`: the reader closed stdout; no traceback
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's flush at exit would raise again
+        return 0
 
 
 if __name__ == "__main__":

@@ -78,7 +78,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "$AGENTCAUSAL_PROFILE_EMBEDDED_THREADS wins)")
     add_runner_arguments(p)
     p.add_argument("--chunk-size", type=int, default=None, metavar="N",
-                   help="traces per Prefect task (default: flows.attribute.DEFAULT_CHUNK_SIZE); 1 = a task run per "
+                   help="traces per Prefect task (default 25, fewer when a method has under 8 chunks' worth); 1 = a task run per "
                    "(trace, method); each trace is cached on its own either way")
     p.set_defaults(func=cmd_attribute)
 

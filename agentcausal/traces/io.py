@@ -353,7 +353,10 @@ def select_traces(traces: Sequence[Trace], *, ids: Sequence[str] | None = None, 
         known = {t.id for t in out}
         missing = [i for i in ids if i not in known]
         if missing:
-            raise TraceFormatError(f"unknown trace ids: {', '.join(missing[:10])}")
+            some = sorted(known)[:5]
+            hint = (f"; ids here look like {', '.join(some)}{' ...' if len(known) > 5 else ''} ({len(known)} in all)"
+                    if known else "; no traces were read")
+            raise TraceFormatError(f"unknown trace ids: {', '.join(missing[:10])}{hint}")
         wanted = set(ids)
         out = [t for t in out if t.id in wanted]
     if max_steps is not None:

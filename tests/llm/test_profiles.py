@@ -61,6 +61,13 @@ def test_shipped_paper_routing_mirrors_dcfa_hardware_split():
     assert ps.profiles["openai"].api_key_env == "OPENAI_API_KEY"
 
 
+def test_shipped_paper_routing_sends_every_mac_stage_and_the_llm_discovery_baselines_to_gpt4o():
+    from agentcausal.discovery.mac.settings import BASELINE_STAGE, CODER_STAGE, DEBATE_STAGE
+
+    ps = load_profiles(routing="paper")
+    assert {ps.profile_for(s).model for s in (DEBATE_STAGE, CODER_STAGE, BASELINE_STAGE)} == {"gpt-4o"}
+
+
 def test_gateway_from_settings_reads_routing_from_environment(monkeypatch):
     monkeypatch.setenv("AGENTCAUSAL_ROUTING", "paper")
     gw = Gateway.from_settings(cache_dir=None)
