@@ -42,7 +42,8 @@ class PlanItem(BaseModel):
     Attributes
     ----------
     id : str, trace id or dataset name
-    path : str, the file it is read from (a trace's own file inside a folder given; the dataset file)
+    path : str, the file it is read from (a trace's own file inside a folder given; the dataset file),
+        absolute and resolved
     sha256 : str, trace content hash (:meth:`Trace.content_hash`: question, ground truth and steps,
         not the label), or sha256 of the dataset file's bytes
     file_sha256 : str or None, sha256 of the bytes of ``path`` (attribute; None when ``path`` is no file)
@@ -189,7 +190,7 @@ def attribute_plan(paths: Sequence[str], methods: Sequence[str] = (), *,
         if not skip_invalid:
             _raise_all(scan.invalid)
         traces = list(zip(scan.origins, scan.traces, strict=True))
-    origin = {t.id: p for p, t in traces}
+    origin = {t.id: _abs(p) for p, t in traces}  # absolute: run.json read from any directory names the file
     traces = select_traces([t for _, t in traces], ids=ids, limit=limit, max_steps=max_steps)
     profiles = _profiles(profiles_path, routing)
     all_stages: list[str] = []
@@ -210,6 +211,11 @@ def attribute_plan(paths: Sequence[str], methods: Sequence[str] = (), *,
              for t in traces]
     return Plan(kind="attribute", routing=routing, preset=preset, items=items, methods=mplans, repeats=repeats,
                 missing_keys=missing_keys(profiles, all_stages))
+
+
+def _abs(path: str | Path) -> str:
+    """``path`` absolute and resolved (symlinks followed), as a plan item names its file."""
+    return str(Path(path).expanduser().resolve())
 
 
 def _sha256_file(path: Path) -> str:
@@ -234,16 +240,16 @@ def _dataset_item(spec: str, n: int, loaded: Any = None) -> PlanItem:
         d = len(json.loads(desc_path.read_text()).get("variables", {}))
         bif = root / "bnlearn" / f"{key}.bif.gz"
         if bif.is_file():
-            return PlanItem(id=key, path=str(bif), sha256=_sha256_file(bif), n=n, d=d)
+            return PlanItem(id=key, path=_abs(bif), sha256=_sha256_file(bif), n=n, d=d)
         from agentcausal.discovery.datasets import load_dataset
 
         ds = load_dataset(key, n=n)  # auto_mpg: a small CSV, every row
-        return PlanItem(id=key, path=str(desc_path), sha256=_sha256_file(desc_path), n=int(ds.data.shape[0]), d=d)
+        return PlanItem(id=key, path=_abs(desc_path), sha256=_sha256_file(desc_path), n=int(ds.data.shape[0]), d=d)
     data_path, meta_path = spec.split("::", 1) if "::" in spec else (spec, str(Path(spec).with_suffix(".json")))
     from agentcausal.discovery.datasets import load_user_dataset
 
     ds = loaded if loaded is not None else load_user_dataset(data_path, meta_path)
-    return PlanItem(id=ds.name, path=data_path, sha256=_sha256_file(Path(data_path)), n=int(ds.data.shape[0]),
+    return PlanItem(id=ds.name, path=_abs(data_path), sha256=_sha256_file(Path(data_path)), n=int(ds.data.shape[0]),
                     d=len(ds.variables))
 
 

@@ -49,7 +49,7 @@ def test_attribute_dry_run_every_method_and_routing(method, routing, capsys, mon
     plan = _dry(["attribute", "data/examples", "-m", method, "--routing", routing, "--dry-run"], capsys)
     assert plan["kind"] == "attribute" and plan["repeats"] == 1
     assert {"id", "path", "sha256", "file_sha256"} == set(plan["items"][0]) and len(plan["items"]) == 4
-    assert all(Path(i["path"]).is_file() and Path(i["path"]).parent == Path("data/examples") for i in plan["items"])
+    assert all(Path(i["path"]).is_file() and Path(i["path"]).parent == ROOT / "data/examples" for i in plan["items"])
     m = plan["methods"][method]
     assert plan["routing"] == routing and plan["preset"] == m["preset"]
     assert set(m) == {"preset", "variant", "settings", "stages"} and m["variant"] == "with_truth"
@@ -103,6 +103,7 @@ def test_discover_dry_run(routing, capsys):
     assert plan["missing_keys"] == (["OPENAI_API_KEY"] if routing in PAPER_ROUTINGS else [])
     assert plan["routing"] == routing and plan["preset"] == plan["methods"]["mac"]["preset"]
     assert plan["seeds"] == [0] and plan["n"] == 1000 and plan["repeats"] == 1
+    assert all(Path(i["path"]).is_absolute() and Path(i["path"]).is_file() for i in plan["items"])
 
 
 def test_discover_dry_run_shows_each_variant_and_baseline_as_it_runs(capsys):
@@ -160,7 +161,8 @@ def test_attribute_dry_run_jsonl_items_name_the_file(tmp_path, capsys):
 
     f = write_jsonl(load_traces(["data/examples"])[:2], tmp_path / "two.jsonl")
     items = _dry(["attribute", "data/examples/wrong_unit_at_step_2.json", str(f), "--dry-run"], capsys)["items"]
-    assert [i["path"] for i in items] == ["data/examples/wrong_unit_at_step_2.json", str(f), str(f)]
+    # absolute although given relative (the cwd is ROOT): run.json read from elsewhere still names the file
+    assert [i["path"] for i in items] == [str(ROOT / "data/examples/wrong_unit_at_step_2.json"), str(f), str(f)]
     assert items[1]["file_sha256"] == items[2]["file_sha256"] != items[1]["sha256"]
 
 
