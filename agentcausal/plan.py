@@ -10,6 +10,8 @@ One schema for both verbs (:class:`Plan`)::
      "repeats": K,
      ("seeds": [...], "n": N for discover),
      "missing_keys": [ENV_VAR, ...],
+     ("sources": [{"path", "sha256", "format"}], "labels": {"path", "sha256", "format"}
+      for an imported attribute corpus),
      ("anonymise": [...] for discover)}
 
 An attribute item's ``path`` is the file its trace was read from, ``sha256`` the
@@ -20,6 +22,12 @@ of that file's bytes (so two copies of a trace with different labels differ).
 Building a plan reads trace files, dataset metadata and the profiles file;
 it starts no model, makes no request and needs no API key (keys that a
 stage would need and that are unset are listed under ``missing_keys``).
+An imported corpus (another trace format, or ``--labels``) runs from
+``<run folder>/traces.jsonl``; its items name that file, and ``sources`` /
+``labels`` name the files it was imported from (absolute paths and the
+sha256 of their bytes), so the run's provenance stays in ``run.json``.
+Every ``path`` is absolute and resolved.
+
 The same plan is stored in the run folder's ``run.json`` (``meta["plan"]``).
 """
 
@@ -33,7 +41,47 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["PlanItem", "MethodPlan", "Plan", "stage_models", "missing_keys", "attribute_plan", "discover_plan"]
+__all__ = ["SourceFile", "source_files", "PlanItem", "MethodPlan", "Plan", "stage_models", "missing_keys", "attribute_plan", "discover_plan"]
+
+
+class SourceFile(BaseModel):
+    """A file an imported corpus was read from (provenance; the run reads ``<run folder>/traces.jsonl``).
+
+    Attributes
+    ----------
+    path : str, absolute and resolved
+    sha256 : str or None, sha256 of the file's bytes (None for a folder, e.g. a Who&When or AgentRx folder)
+    format : str, the trace format it was read as (:data:`agentcausal.traces.importers.FORMATS`),
+        ``labels`` for the ``--labels`` JSONL, ``otlp-logs`` for the ``--logs`` file
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    sha256: str | None
+    format: str
+
+
+def source_files(detected: Sequence[tuple[str | Path, str]], labels: str | Path | None = None,
+                 logs: str | Path | None = None) -> tuple[list[SourceFile], SourceFile | None]:
+    """The provenance of an imported corpus: each input file with its sha256 and format, and the labels file.
+
+    Parameters
+    ----------
+    detected : (path, format) per input (:func:`agentcausal.traces.importers.detect_formats`)
+    labels : the ``--labels`` file, or None
+    logs : the ``--logs`` file (listed among the sources), or None
+
+    Returns
+    -------
+    (sources, labels) : list of SourceFile, and SourceFile or None
+    """
+    def one(p: str | Path, fmt: str) -> SourceFile:
+        q = Path(p)
+        return SourceFile(path=_abs(q), sha256=_sha256_file(q) if q.is_file() else None, format=fmt)
+
+    sources = [one(p, f) for p, f in detected] + ([one(logs, "otlp-logs")] if logs else [])
+    return sources, (one(labels, "labels") if labels else None)
 
 
 class PlanItem(BaseModel):
@@ -97,12 +145,17 @@ class Plan(BaseModel):
     seeds: list[int] | None = None
     n: int | None = None
     missing_keys: list[str] = Field(default_factory=list)
+    sources: list[SourceFile] | None = None
+    labels: SourceFile | None = None
     anonymise: list[str] | None = None
 
     def to_json_dict(self) -> dict[str, Any]:
         """The plan as one JSON-friendly dict (item ``n``/``d``, ``seeds``, ``n`` and ``anonymise`` only for
-        discover; ``file_sha256`` only for attribute)."""
+        discover; ``file_sha256`` only for attribute; ``sources`` and ``labels`` only for an imported corpus)."""
         out = self.model_dump(mode="json")
+        for k in ("sources", "labels"):
+            if out.get(k) is None:
+                out.pop(k, None)
         if self.kind == "attribute":
             for k in ("anonymise", "seeds", "n"):
                 out.pop(k, None)
@@ -158,7 +211,8 @@ def attribute_plan(paths: Sequence[str], methods: Sequence[str] = (), *,
                    resolved: Mapping[str, Mapping[str, Any]],
                    preset: str, routing: str, profiles_path: str | None = None, ids: Sequence[str] | None = None,
                    limit: int | None = None, max_steps: int | None = None, repeats: int = 1,
-                   skip_invalid: bool = False, traces: Sequence[tuple[str, Any]] | None = None) -> Plan:
+                   skip_invalid: bool = False, traces: Sequence[tuple[str, Any]] | None = None,
+                   sources: Sequence[SourceFile] | None = None, labels: SourceFile | None = None) -> Plan:
     """The plan of ``agentcausal attribute``.
 
     Parameters
@@ -172,6 +226,7 @@ def attribute_plan(paths: Sequence[str], methods: Sequence[str] = (), *,
     repeats : int, runs per (trace, method)
     skip_invalid : leave out invalid trace inputs (as the flow does with ``--skip-invalid``)
     traces : (file, Trace) pairs already read (imported formats); None = read ``paths``
+    sources, labels : provenance of an imported corpus (:func:`source_files`); None when not imported
 
     Returns
     -------
@@ -210,7 +265,8 @@ def attribute_plan(paths: Sequence[str], methods: Sequence[str] = (), *,
     items = [PlanItem(id=t.id, path=origin[t.id], sha256=t.content_hash(), file_sha256=file_hash[origin[t.id]])
              for t in traces]
     return Plan(kind="attribute", routing=routing, preset=preset, items=items, methods=mplans, repeats=repeats,
-                missing_keys=missing_keys(profiles, all_stages))
+                missing_keys=missing_keys(profiles, all_stages),
+                sources=list(sources) if sources is not None else None, labels=labels)
 
 
 def _abs(path: str | Path) -> str:

@@ -212,3 +212,37 @@ def test_attribute_dry_run_on_an_imported_format_writes_nothing(tmp_path, capsys
     assert len(plan["items"]) == 1 and plan["items"][0]["path"] == str(f)
     assert plan["methods"]["dcfa"]["variant"] == "no_truth"
     assert not out.exists()  # a dry run imports in memory only
+
+
+def test_imported_corpus_records_its_source_and_labels_files(tmp_path, capsys, monkeypatch):
+    import hashlib
+
+    import flows.attribute
+    from tests.traces.importers.conftest import genai_spans, otlp_json
+
+    f = tmp_path / "spans.json"
+    f.write_text(json.dumps(otlp_json(genai_spans())))
+    from agentcausal.traces.importers import import_traces
+
+    tid = import_traces([f])[0].id
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(json.dumps({"trace_id": tid, "ground_truth": "71 C", "mistake_step": 1}) + "\n")
+    sha = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in (f, labels)}
+    dry = _dry(["attribute", str(f), "--labels", str(labels), "-m", "all_at_once", "--dry-run"], capsys)
+    assert dry["sources"] == [{"path": str(f), "sha256": sha[f], "format": "otel"}]
+    assert dry["labels"] == {"path": str(labels), "sha256": sha[labels], "format": "labels"}
+    calls = {}
+
+    def fake_run(paths, methods, **kw):
+        calls.update(kw)
+        return kw["out_dir"]
+
+    monkeypatch.setattr(flows.attribute, "run_attribute", fake_run)
+    monkeypatch.setattr("agentcausal.cli.attribute._print_run", lambda run_dir: 0)
+    run = tmp_path / "run"
+    assert main(["attribute", str(f), "--labels", str(labels), "-m", "all_at_once", "--out", str(run)]) == 0
+    plan = calls["plan"].to_json_dict()  # what run.json stores as "plan"
+    assert plan["items"][0]["path"] == str(run / "traces.jsonl")  # the run reads the imported copy
+    assert plan["sources"] == dry["sources"] and plan["labels"] == dry["labels"]
+    # a corpus that is not imported has neither key
+    assert not {"sources", "labels"} & set(_dry(["attribute", "data/examples", "--dry-run"], capsys))
