@@ -12,7 +12,7 @@ One schema for both verbs (:class:`Plan`)::
      "missing_keys": [ENV_VAR, ...],
      ("sources": [{"path", "sha256", "format"}], "labels": {"path", "sha256", "format"}
       for an imported attribute corpus),
-     ("anonymise": [...] for discover)}
+     ("anonymise": [...] for discover; ["none"] when not asked, the CLI default)}
 
 An attribute item's ``path`` is the file its trace was read from, ``sha256`` the
 trace's content hash (:meth:`agentcausal.traces.model.Trace.content_hash`:
@@ -162,8 +162,8 @@ class Plan(BaseModel):
             out["items"] = [{k: v for k, v in it.items() if k not in ("n", "d")} for it in out["items"]]
         else:
             out["items"] = [{k: v for k, v in it.items() if k != "file_sha256"} for it in out["items"]]
-            if out.get("anonymise") is None:
-                out["anonymise"] = []
+            if not out.get("anonymise"):  # not asked: the names as they are, ``--anonymise``'s default
+                out["anonymise"] = ["none"]
         return out
 
     def dumps(self) -> str:
@@ -324,7 +324,7 @@ def discover_plan(datasets: Sequence[str], methods: Sequence[str], *, config: An
     routing, profiles_path : the routing and profiles file
     n : int, rows sampled from a bnlearn network
     repeats : int, runs per (dataset, seed, method)
-    anonymise : variable-anonymisation choices (``--anonymise``; empty = not asked)
+    anonymise : variable-anonymisation choices (``--anonymise``; empty = not asked, shown as ``["none"]``)
     seeds : the run seeds
     loaded : spec -> Dataset, user datasets already read and checked (the CLI's check); not read again
 

@@ -94,7 +94,7 @@ def test_attribute_dry_run_unknown_preset_is_one_line_exit_2(capsys):
 def test_discover_dry_run(routing, capsys):
     plan = _dry(["discover", "--dataset", "asia", "--dataset", "auto_mpg", "-m", "mac", "-m", "pc",
                  "--routing", routing, "--dry-run"], capsys)
-    assert plan["kind"] == "discover" and plan["anonymise"] == []
+    assert plan["kind"] == "discover" and plan["anonymise"] == ["none"]  # not asked: --anonymise's default
     items = {i["id"]: i for i in plan["items"]}
     assert items["asia"]["d"] == 8 and items["asia"]["n"] == 1000 and items["auto_mpg"]["d"] == 5
     assert len(items["asia"]["sha256"]) == 64
