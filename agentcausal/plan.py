@@ -6,7 +6,8 @@ One schema for both verbs (:class:`Plan`)::
      "routing": NAME, "preset": NAME,
      "items": [{"id", "path", "sha256", "file_sha256", ("n", "d" for discover)}],
      "methods": {name: {"preset", "variant", "settings": {...resolved fields, as the run applies them...},
-                        "stages": {stage: "profile:model"}}},
+                        "stages": {stage: "profile:model"},
+                        "profile_params": {stage: {"temperature", "max_output_tokens"}}}},
      "repeats": K,
      ("seeds": [...], "n": N for discover),
      "missing_keys": [ENV_VAR, ...],
@@ -18,6 +19,18 @@ An attribute item's ``path`` is the file its trace was read from, ``sha256`` the
 trace's content hash (:meth:`agentcausal.traces.model.Trace.content_hash`:
 question, ground truth and steps, not the label) and ``file_sha256`` the sha256
 of that file's bytes (so two copies of a trace with different labels differ).
+
+A setting that is null because the routed profile decides (an attribution
+method's ``max_tokens`` fields, a discovery method's ``temperature_used``) is
+shown by what the profile applies: ``profile_params`` gives per stage the
+temperature the requests send (None: the profile sends none, the endpoint's
+default applies) and the completion-token ceiling ``max_output_tokens`` (the
+cap a null ``max_tokens`` leaves, None: no ceiling). A discovery method's
+``temperature_used`` holds the profile's temperature when its stages agree on
+one, with ``temperature_from`` (``setting``, ``profile``, ``not sent`` or
+``profile (per stage)``; ``setting (not sent: …)`` when the profile takes no
+temperature) saying where it comes from. An attribution method's
+``settings`` stay as resolved (they enter the cache keys).
 
 Building a plan reads trace files, dataset metadata and the profiles file;
 it starts no model, makes no request and needs no API key (keys that a
@@ -41,7 +54,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["SourceFile", "source_files", "PlanItem", "MethodPlan", "Plan", "stage_models", "missing_keys", "attribute_plan", "discover_plan"]
+__all__ = ["SourceFile", "source_files", "PlanItem", "MethodPlan", "Plan", "stage_models", "profile_params",
+           "missing_keys", "attribute_plan", "discover_plan"]
 
 
 class SourceFile(BaseModel):
@@ -123,6 +137,9 @@ class MethodPlan(BaseModel):
     variant : str, ``with_truth`` or ``no_truth`` (attribution); ``default`` (discovery)
     settings : dict, the resolved settings (every field)
     stages : dict stage -> ``profile:model``
+    profile_params : dict stage -> {``temperature``: float or None (None: not sent, the endpoint's default),
+        ``max_output_tokens``: int or None (the profile's completion ceiling; None: none)}, what the routed
+        profile applies where a setting is null (unrouted stages are left out)
     """
 
     model_config = ConfigDict(frozen=True)
@@ -131,6 +148,7 @@ class MethodPlan(BaseModel):
     variant: str
     settings: dict[str, Any]
     stages: dict[str, str]
+    profile_params: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
 class Plan(BaseModel):
@@ -189,6 +207,41 @@ def stage_models(profiles: Any, stages: Sequence[str]) -> dict[str, str]:
         except AgentCausalError:
             out[st] = "unrouted"
     return out
+
+
+def profile_params(profiles: Any, stages: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Per routed stage, what its profile applies where a method setting is null.
+
+    Returns
+    -------
+    dict stage -> {"temperature": float or None (None: the profile sends no temperature),
+    "max_output_tokens": int or None (completion ceiling; None: none)}; unrouted stages are left out.
+    """
+    from agentcausal.exceptions import AgentCausalError
+
+    out = {}
+    for st in stages:
+        try:
+            p = profiles.profile_for(st)
+        except AgentCausalError:
+            continue
+        out[st] = {"temperature": float(p.temperature) if p.temperature_allowed else None,
+                   "max_output_tokens": p.max_output_tokens}
+    return out
+
+
+def _with_temperature(settings: dict[str, Any], params: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """A discovery method's ``temperature_used`` as its calls apply it, with ``temperature_from``."""
+    if "temperature_used" not in settings:
+        return settings
+    if settings["temperature_used"] is not None:
+        unsent = bool(params) and all(p["temperature"] is None for p in params.values())
+        return {**settings, "temperature_from": "setting (not sent: the profile takes none)" if unsent else "setting"}
+    temps = {p["temperature"] for p in params.values()}
+    if len(temps) != 1:  # no routed stage, or stages that disagree: see profile_params
+        return {**settings, "temperature_from": "profile (per stage)"}
+    (t,) = temps
+    return {**settings, "temperature_used": t, "temperature_from": "profile" if t is not None else "not sent"}
 
 
 def missing_keys(profiles: Any, stages: Sequence[str]) -> list[str]:
@@ -258,7 +311,8 @@ def attribute_plan(paths: Sequence[str], methods: Sequence[str] = (), *,
             stages = [s for s in stages if not s.endswith(".embed")]  # the no-truth DCFA scores with a judge
         all_stages += stages
         mplans[m] = MethodPlan(preset=preset, variant="with_truth" if st.get("with_ground_truth", True) else "no_truth",
-                               settings=st, stages=stage_models(profiles, stages))
+                               settings=st, stages=stage_models(profiles, stages),
+                               profile_params=profile_params(profiles, stages))
     file_hash: dict[str, str | None] = {}
     for p in {origin[t.id] for t in traces}:
         file_hash[p] = _sha256_file(Path(p)) if Path(p).is_file() else None
@@ -344,8 +398,10 @@ def discover_plan(datasets: Sequence[str], methods: Sequence[str], *, config: An
     for m in methods:
         stages = list(method_stages(m, config))
         all_stages += stages
-        mplans[m] = MethodPlan(preset=preset, variant="default", settings=method_settings(m, config),
-                               stages=stage_models(profiles, stages))
+        params = profile_params(profiles, stages)
+        mplans[m] = MethodPlan(preset=preset, variant="default",
+                               settings=_with_temperature(method_settings(m, config), params),
+                               stages=stage_models(profiles, stages), profile_params=params)
     items = [_dataset_item(d, n, (loaded or {}).get(d)) for d in datasets]
     return Plan(kind="discover", routing=routing, preset=preset, items=items, methods=mplans, repeats=repeats,
                 seeds=list(seeds), n=n, missing_keys=missing_keys(profiles, all_stages), anonymise=list(anonymise))

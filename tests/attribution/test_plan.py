@@ -52,7 +52,7 @@ def test_attribute_dry_run_every_method_and_routing(method, routing, capsys, mon
     assert all(Path(i["path"]).is_file() and Path(i["path"]).parent == ROOT / "data/examples" for i in plan["items"])
     m = plan["methods"][method]
     assert plan["routing"] == routing and plan["preset"] == m["preset"]
-    assert set(m) == {"preset", "variant", "settings", "stages"} and m["variant"] == "with_truth"
+    assert set(m) == {"preset", "variant", "settings", "stages", "profile_params"} and m["variant"] == "with_truth"
     assert m["preset"] == ("paper" if routing in PAPER_ROUTINGS else "small")
     assert all(":" in v for v in m["stages"].values())
     assert plan["missing_keys"] == (["OPENAI_API_KEY"] if routing in PAPER_ROUTINGS else [])
@@ -119,6 +119,7 @@ def test_discover_dry_run_shows_each_variant_and_baseline_as_it_runs(capsys):
     # every LLM method adds the temperature its calls use in this run (seeds x repeats > 1: the preset's)
     assert all(s[m].pop("temperature_used") == (0.7 if m != "llm_scd" else s[m]["temperature"])
                for m in LLM_METHODS)
+    assert all(s[m].pop("temperature_from").startswith("setting") for m in LLM_METHODS)
     for m in ("mac", "mac_single", "dcm_only", "mdm_only"):  # what the run hands run_mac
         assert s[m] == _mac_settings(m, DiscoveryConfig(mac=DiscoveryConfig.model_fields["mac"].annotation(
             **{k: v for k, v in s["mac"].items()}))).model_dump(mode="json")
@@ -246,3 +247,30 @@ def test_imported_corpus_records_its_source_and_labels_files(tmp_path, capsys, m
     assert plan["sources"] == dry["sources"] and plan["labels"] == dry["labels"]
     # a corpus that is not imported has neither key
     assert not {"sources", "labels"} & set(_dry(["attribute", "data/examples", "--dry-run"], capsys))
+
+
+@pytest.mark.parametrize("routing", ["paper", "default"])
+def test_plan_shows_what_the_profile_applies_where_a_setting_is_null(routing, capsys):
+    from agentcausal.llm.profiles import load_profiles
+
+    profiles = load_profiles(None, routing)
+    plan = _dry(["discover", "-d", "earthquake", "-m", "mac", "-m", "llm_zero_shot", "-m", "pc", "--seeds", "0", "1",
+                 "--routing", routing, "--dry-run"], capsys)
+    for name in ("mac", "llm_zero_shot"):
+        m = plan["methods"][name]
+        stage_profiles = [profiles.profile_for(st) for st in m["stages"]]
+        assert m["profile_params"] == {st: {"temperature": p.temperature if p.temperature_allowed else None,
+                                            "max_output_tokens": p.max_output_tokens}
+                                       for st, p in zip(m["stages"], stage_profiles)}
+        if m["settings"]["sampling_temperature"] is not None:  # small: the preset samples at its own value
+            assert m["settings"]["temperature_used"] == m["settings"]["sampling_temperature"]
+            assert m["settings"]["temperature_from"].startswith("setting")
+        else:  # paper: the profile's temperature, named as such (never a bare null)
+            assert m["settings"]["temperature_from"] == "profile"
+            assert m["settings"]["temperature_used"] == stage_profiles[0].temperature
+    assert "temperature_used" not in plan["methods"]["pc"]["settings"] and plan["methods"]["pc"]["profile_params"] == {}
+    att = _dry(["attribute", "data/examples", "-m", "all_at_once", "--routing", routing, "--dry-run"], capsys)
+    m = att["methods"]["all_at_once"]
+    for st, params in m["profile_params"].items():  # the ceiling a null max_tokens leaves
+        assert params["max_output_tokens"] == profiles.profile_for(st).max_output_tokens
+    assert set(m["profile_params"]) == set(m["stages"])
