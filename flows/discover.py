@@ -190,6 +190,7 @@ def discover(
             "started": dt.datetime.fromtimestamp(started).isoformat(timespec="seconds"),
             "wall_seconds": round(time.time() - started, 2), "reversal_cost": reversal_cost,
             "retry_failed": settings.retry_failed, "refresh": settings.refresh,
+            "preset": plan.preset,  # top level, as attribute's run.json has it
             "plan": plan.to_json_dict(), "repeats": reps,  # the run plan (agentcausal.plan), as --dry-run prints it
             "notes": run_notes(outcomes)}  # e.g. a dataset without a true graph (metrics shown as -)
     run_dir = out_dir or default_run_dir()

@@ -186,8 +186,8 @@ def cmd_attribute(args: argparse.Namespace) -> int:
                      profiles_path=settings.profiles_path, ids=args.ids, limit=args.limit, max_steps=args.max_steps,
                      repeats=args.repeats, skip_invalid=args.skip_invalid)
     if args.dry_run:  # no model, no request, no key, nothing written; the same refusals as a run
-        corpus, _, _ = _checked_corpus(args)
-        print(attribute_plan(args.paths, traces=corpus, **plan_args).dumps())
+        corpus, _, imported = _checked_corpus(args)
+        print(attribute_plan(args.paths, traces=corpus, **plan_args, **_provenance(args, imported)).dumps())
         return 0
     from agentcausal.attribution.registry import get_method
 
@@ -204,7 +204,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         paths = prepare_corpus(args, traces=[t for _, t in corpus]) if imported else list(args.paths)
         if imported:
             corpus = [(paths[0], t) for _, t in corpus]
-        plan = attribute_plan(paths, traces=corpus, **plan_args)
+        plan = attribute_plan(paths, traces=corpus, **plan_args, **_provenance(args, imported))
     except BaseException:
         if args.out and not out_existed:  # refused before the run: leave no run folder behind
             _remove_new_run_folder(Path(args.out))
@@ -224,6 +224,17 @@ def cmd_attribute(args: argparse.Namespace) -> int:
                                   **({"model": model_facts} if model_facts else {})} or None,
                             plan=plan, chunk_size=args.chunk_size)
     return _print_run(run_dir)
+
+
+def _provenance(args: argparse.Namespace, imported: bool) -> dict[str, Any]:
+    """``sources``/``labels`` of :func:`agentcausal.plan.attribute_plan` for an imported corpus (else none)."""
+    if not imported:
+        return {}
+    from agentcausal.plan import source_files
+    from agentcausal.traces.importers import detect_formats
+
+    sources, labels = source_files(detect_formats(args.paths, args.format), args.labels, args.logs)
+    return {"sources": sources, "labels": labels}
 
 
 def _remove_new_run_folder(run_dir: Path) -> None:

@@ -41,6 +41,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from agentcausal.report.compare import compare_runs, comparison_markdown, write_comparison_html
 
     c = compare_runs(args.run_a, args.run_b)
+    warning = c.content_warning()
+    if warning:  # paired by id: an edited trace keeps its id; say so before the tables
+        print(f"warning: {warning}", file=sys.stderr)
     out = Path(args.out) if args.out else Path(args.run_b) / "compare.html"
     print(comparison_markdown(c))
     path = write_comparison_html(c, out)

@@ -22,6 +22,13 @@ Cost: per method, mean tokens (prompt + completion) and seconds per shared item,
 each both "this run" (what the run spent: 0 for a reused item, from the
 ``run_*`` columns) and "original" (what the item cost when it was computed).
 
+Same id, different content: items are paired by id, so an edited trace (or a
+dataset sampled differently) keeps its id with a different content hash
+(``trace_hash`` of ``results.parquet``: :meth:`Trace.content_hash`; ``data_hash``
+of a discovery outcome). Such pairs are still compared (the user may want the
+edit's effect) but counted and listed (``content_differs``), named in the intro
+and warned about by the CLI.
+
 Unpaired: methods present in only one run, and items of a shared method
 present in only one run, are listed (never silently dropped).
 
@@ -73,6 +80,9 @@ class Comparison(NamedTuple):
         0 for a reused item)
     unpaired : per (method, run) with items in only one run: method, only_in (``"A"`` / ``"B"``),
         items (count), whole_method (the other run lacks the method), which (the item keys, first 10)
+    content_differs : per paired item (over all methods) whose content hash differs between the runs:
+        the item key columns, a_hash, b_hash (full sha256 / joblib hash); empty when every pair has the same
+        content or a run predates content hashes
     """
 
     kind: RunKind
@@ -84,6 +94,32 @@ class Comparison(NamedTuple):
     flipped: pd.DataFrame
     cost: pd.DataFrame
     unpaired: pd.DataFrame = pd.DataFrame(columns=["method", "only_in", "items", "whole_method", "which"])
+    content_differs: pd.DataFrame = pd.DataFrame(columns=["a_hash", "b_hash"])
+
+    def content_warning(self) -> str | None:
+        """One line when some pairs differ in content (``N pairs differ in content …``), else None."""
+        n = len(self.content_differs)
+        if not n:
+            return None
+        names = [" ".join(str(r[k]) for k in self.keys) for _, r in self.content_differs.iterrows()]
+        shown = ", ".join(names[:5]) + (f" … (+{n - 5})" if n > 5 else "")
+        return (f"{n} pair{'s' if n != 1 else ''} differ{'s' if n == 1 else ''} in content (same id, different "
+                f"content hash; paired anyway): {shown}")
+
+
+_HASH_COL = {"attribution": "trace_hash", "discovery": "data_hash"}
+
+
+def _content_differs(a: pd.DataFrame, b: pd.DataFrame, keys: list[str], hcol: str) -> pd.DataFrame:
+    """The paired items (unique keys) whose content hash differs; items without a hash (older runs) are skipped."""
+    cols = keys + ["a_hash", "b_hash"]
+    if hcol not in a.columns or hcol not in b.columns:
+        return pd.DataFrame(columns=cols)
+    ha = a[keys + [hcol]].drop_duplicates(keys).rename(columns={hcol: "a_hash"})
+    hb = b[keys + [hcol]].drop_duplicates(keys).rename(columns={hcol: "b_hash"})
+    m = ha.merge(hb, on=keys)
+    known = m["a_hash"].fillna("").astype(str).ne("") & m["b_hash"].fillna("").astype(str).ne("")
+    return m[known & (m["a_hash"] != m["b_hash"])][cols].reset_index(drop=True)
 
 
 def mcnemar_exact(a_only: int, b_only: int) -> float:
@@ -261,8 +297,10 @@ def compare_runs(run_a: str | Path, run_b: str | Path) -> Comparison:
                       "a_run_seconds": float(g["run_seconds_a"].mean()),
                       "b_run_seconds": float(g["run_seconds_b"].mean())})
     flipped = pd.DataFrame(flips, columns=["method", *keys, "metric", "a", "b"])
-    return Comparison(kind, a_dir, b_dir, keys, len(m.drop_duplicates(keys)), pd.DataFrame(rows), flipped,
-                      pd.DataFrame(costs), _unpaired(a, b, keys))
+    paired = m[keys].drop_duplicates()
+    differs = _content_differs(a.merge(paired, on=keys), b.merge(paired, on=keys), keys, _HASH_COL[kind])
+    return Comparison(kind, a_dir, b_dir, keys, len(paired), pd.DataFrame(rows), flipped,
+                      pd.DataFrame(costs), _unpaired(a, b, keys), differs)
 
 
 def _fmt_metric(v: float, metric: str) -> str:
@@ -309,7 +347,17 @@ def _display(c: Comparison) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
         flipped = (f.pivot_table(index=idx, columns="metric", values="change", aggfunc="first")
                    .reindex(columns=order).fillna("").reset_index())
         flipped.columns.name = None
+        if len(c.content_differs):  # flag the pairs whose contents differ (same id, edited content)
+            diff = set(map(tuple, c.content_differs[c.keys].astype(str).itertuples(index=False)))
+            flipped["content"] = ["differs" if tuple(str(v) for v in r) in diff else "same"
+                                  for r in flipped[c.keys].itertuples(index=False)]
     return met, flipped, cost
+
+
+def _differs_display(c: Comparison) -> pd.DataFrame:
+    return pd.DataFrame([{**{k: r[k] for k in c.keys}, "content hash A": str(r["a_hash"])[:12] + "…",
+                          "content hash B": str(r["b_hash"])[:12] + "…"} for _, r in c.content_differs.iterrows()],
+                        columns=[*c.keys, "content hash A", "content hash B"])
 
 
 _COST_NOTE = ("Means per shared item. *this run*: what the run spent (0 for an item reused from an earlier run's "
@@ -338,8 +386,11 @@ def _md_table(df: pd.DataFrame) -> str:
 def _intro(c: Comparison) -> str:
     what = ("exact McNemar test on right/wrong per labelled trace (failed and undetermined count as wrong)"
             if c.kind == "attribution" else "Wilcoxon signed-rank test on the paired values")
+    n = len(c.content_differs)
+    differs = (f" {n} pair{'s' if n != 1 else ''} differ{'s' if n == 1 else ''} in content (same id, different "
+               "content hash): paired anyway, listed under 'Same id, different content'." if n else "")
     return (f"A = {c.run_a}, B = {c.run_b}; {c.kind} runs; {c.shared} shared items paired by "
-            f"({', '.join(c.keys)}); per method: {what}; two-sided p-values.")
+            f"({', '.join(c.keys)}); per method: {what}; two-sided p-values.{differs}")
 
 
 def comparison_markdown(c: Comparison) -> str:
@@ -355,7 +406,15 @@ def comparison_markdown(c: Comparison) -> str:
     return "\n".join([f"# Compare {c.run_a.name} (A) with {c.run_b.name} (B)", "", _intro(c), "",
                       "## Metrics", "", _md_table(met), "", f"## {head} ({len(flipped)})", "", _md_table(flipped),
                       "", "## Cost per item (means)", "", _COST_NOTE, "", _md_table(cost), "",
-                      f"## In one run only ({len(unp)}: not compared)", "", _md_table(unp), ""])
+                      f"## In one run only ({len(unp)}: not compared)", "", _md_table(unp), "",
+                      *_differs_md(c)])
+
+
+def _differs_md(c: Comparison) -> list[str]:
+    if not len(c.content_differs):
+        return []
+    return [f"## Same id, different content ({len(c.content_differs)}: paired anyway)", "",
+            _md_table(_differs_display(c)), ""]
 
 
 def comparison_html(c: Comparison) -> str:
@@ -372,7 +431,10 @@ def comparison_html(c: Comparison) -> str:
         html_table(flipped, table_id="flipped", sortable=True, filterable=True),
         "<h2>Cost per item (means)</h2>", f"<p class='note'>{html.escape(_COST_NOTE)}</p>",
         html_table(cost, table_id="cost", sortable=True),
-        f"<h2>In one run only ({len(unp)}: not compared)</h2>", html_table(unp, table_id="unpaired", sortable=True)])
+        f"<h2>In one run only ({len(unp)}: not compared)</h2>", html_table(unp, table_id="unpaired", sortable=True),
+        *([f"<h2>Same id, different content ({len(c.content_differs)}: paired anyway)</h2>",
+           html_table(_differs_display(c), table_id="content_differs", sortable=True)]
+          if len(c.content_differs) else [])])
 
 
 def write_comparison_html(c: Comparison, path: str | Path) -> Path:
@@ -389,6 +451,7 @@ def write_comparison_html(c: Comparison, path: str | Path) -> Path:
            "metrics": json.loads(c.metrics.to_json(orient="records")),
            "flipped": json.loads(c.flipped.to_json(orient="records")),
            "cost": json.loads(c.cost.to_json(orient="records")),
-           "unpaired": json.loads(c.unpaired.to_json(orient="records"))}
+           "unpaired": json.loads(c.unpaired.to_json(orient="records")),
+           "content_differs": json.loads(c.content_differs.to_json(orient="records"))}
     p.with_suffix(".json").write_text(json.dumps(raw, indent=2), encoding="utf-8")
     return p

@@ -49,10 +49,10 @@ def test_attribute_dry_run_every_method_and_routing(method, routing, capsys, mon
     plan = _dry(["attribute", "data/examples", "-m", method, "--routing", routing, "--dry-run"], capsys)
     assert plan["kind"] == "attribute" and plan["repeats"] == 1
     assert {"id", "path", "sha256", "file_sha256"} == set(plan["items"][0]) and len(plan["items"]) == 4
-    assert all(Path(i["path"]).is_file() and Path(i["path"]).parent == Path("data/examples") for i in plan["items"])
+    assert all(Path(i["path"]).is_file() and Path(i["path"]).parent == ROOT / "data/examples" for i in plan["items"])
     m = plan["methods"][method]
     assert plan["routing"] == routing and plan["preset"] == m["preset"]
-    assert set(m) == {"preset", "variant", "settings", "stages"} and m["variant"] == "with_truth"
+    assert set(m) == {"preset", "variant", "settings", "stages", "profile_params"} and m["variant"] == "with_truth"
     assert m["preset"] == ("paper" if routing in PAPER_ROUTINGS else "small")
     assert all(":" in v for v in m["stages"].values())
     assert plan["missing_keys"] == (["OPENAI_API_KEY"] if routing in PAPER_ROUTINGS else [])
@@ -94,7 +94,7 @@ def test_attribute_dry_run_unknown_preset_is_one_line_exit_2(capsys):
 def test_discover_dry_run(routing, capsys):
     plan = _dry(["discover", "--dataset", "asia", "--dataset", "auto_mpg", "-m", "mac", "-m", "pc",
                  "--routing", routing, "--dry-run"], capsys)
-    assert plan["kind"] == "discover" and plan["anonymise"] == []
+    assert plan["kind"] == "discover" and plan["anonymise"] == ["none"]  # not asked: --anonymise's default
     items = {i["id"]: i for i in plan["items"]}
     assert items["asia"]["d"] == 8 and items["asia"]["n"] == 1000 and items["auto_mpg"]["d"] == 5
     assert len(items["asia"]["sha256"]) == 64
@@ -103,6 +103,7 @@ def test_discover_dry_run(routing, capsys):
     assert plan["missing_keys"] == (["OPENAI_API_KEY"] if routing in PAPER_ROUTINGS else [])
     assert plan["routing"] == routing and plan["preset"] == plan["methods"]["mac"]["preset"]
     assert plan["seeds"] == [0] and plan["n"] == 1000 and plan["repeats"] == 1
+    assert all(Path(i["path"]).is_absolute() and Path(i["path"]).is_file() for i in plan["items"])
 
 
 def test_discover_dry_run_shows_each_variant_and_baseline_as_it_runs(capsys):
@@ -118,6 +119,7 @@ def test_discover_dry_run_shows_each_variant_and_baseline_as_it_runs(capsys):
     # every LLM method adds the temperature its calls use in this run (seeds x repeats > 1: the preset's)
     assert all(s[m].pop("temperature_used") == (0.7 if m != "llm_scd" else s[m]["temperature"])
                for m in LLM_METHODS)
+    assert all(s[m].pop("temperature_from").startswith("setting") for m in LLM_METHODS)
     for m in ("mac", "mac_single", "dcm_only", "mdm_only"):  # what the run hands run_mac
         assert s[m] == _mac_settings(m, DiscoveryConfig(mac=DiscoveryConfig.model_fields["mac"].annotation(
             **{k: v for k, v in s["mac"].items()}))).model_dump(mode="json")
@@ -160,7 +162,8 @@ def test_attribute_dry_run_jsonl_items_name_the_file(tmp_path, capsys):
 
     f = write_jsonl(load_traces(["data/examples"])[:2], tmp_path / "two.jsonl")
     items = _dry(["attribute", "data/examples/wrong_unit_at_step_2.json", str(f), "--dry-run"], capsys)["items"]
-    assert [i["path"] for i in items] == ["data/examples/wrong_unit_at_step_2.json", str(f), str(f)]
+    # absolute although given relative (the cwd is ROOT): run.json read from elsewhere still names the file
+    assert [i["path"] for i in items] == [str(ROOT / "data/examples/wrong_unit_at_step_2.json"), str(f), str(f)]
     assert items[1]["file_sha256"] == items[2]["file_sha256"] != items[1]["sha256"]
 
 
@@ -210,3 +213,64 @@ def test_attribute_dry_run_on_an_imported_format_writes_nothing(tmp_path, capsys
     assert len(plan["items"]) == 1 and plan["items"][0]["path"] == str(f)
     assert plan["methods"]["dcfa"]["variant"] == "no_truth"
     assert not out.exists()  # a dry run imports in memory only
+
+
+def test_imported_corpus_records_its_source_and_labels_files(tmp_path, capsys, monkeypatch):
+    import hashlib
+
+    import flows.attribute
+    from tests.traces.importers.conftest import genai_spans, otlp_json
+
+    f = tmp_path / "spans.json"
+    f.write_text(json.dumps(otlp_json(genai_spans())))
+    from agentcausal.traces.importers import import_traces
+
+    tid = import_traces([f])[0].id
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(json.dumps({"trace_id": tid, "ground_truth": "71 C", "mistake_step": 1}) + "\n")
+    sha = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in (f, labels)}
+    dry = _dry(["attribute", str(f), "--labels", str(labels), "-m", "all_at_once", "--dry-run"], capsys)
+    assert dry["sources"] == [{"path": str(f), "sha256": sha[f], "format": "otel"}]
+    assert dry["labels"] == {"path": str(labels), "sha256": sha[labels], "format": "labels"}
+    calls = {}
+
+    def fake_run(paths, methods, **kw):
+        calls.update(kw)
+        return kw["out_dir"]
+
+    monkeypatch.setattr(flows.attribute, "run_attribute", fake_run)
+    monkeypatch.setattr("agentcausal.cli.attribute._print_run", lambda run_dir: 0)
+    run = tmp_path / "run"
+    assert main(["attribute", str(f), "--labels", str(labels), "-m", "all_at_once", "--out", str(run)]) == 0
+    plan = calls["plan"].to_json_dict()  # what run.json stores as "plan"
+    assert plan["items"][0]["path"] == str(run / "traces.jsonl")  # the run reads the imported copy
+    assert plan["sources"] == dry["sources"] and plan["labels"] == dry["labels"]
+    # a corpus that is not imported has neither key
+    assert not {"sources", "labels"} & set(_dry(["attribute", "data/examples", "--dry-run"], capsys))
+
+
+@pytest.mark.parametrize("routing", ["paper", "default"])
+def test_plan_shows_what_the_profile_applies_where_a_setting_is_null(routing, capsys):
+    from agentcausal.llm.profiles import load_profiles
+
+    profiles = load_profiles(None, routing)
+    plan = _dry(["discover", "-d", "earthquake", "-m", "mac", "-m", "llm_zero_shot", "-m", "pc", "--seeds", "0", "1",
+                 "--routing", routing, "--dry-run"], capsys)
+    for name in ("mac", "llm_zero_shot"):
+        m = plan["methods"][name]
+        stage_profiles = [profiles.profile_for(st) for st in m["stages"]]
+        assert m["profile_params"] == {st: {"temperature": p.temperature if p.temperature_allowed else None,
+                                            "max_output_tokens": p.max_output_tokens}
+                                       for st, p in zip(m["stages"], stage_profiles)}
+        if m["settings"]["sampling_temperature"] is not None:  # small: the preset samples at its own value
+            assert m["settings"]["temperature_used"] == m["settings"]["sampling_temperature"]
+            assert m["settings"]["temperature_from"].startswith("setting")
+        else:  # paper: the profile's temperature, named as such (never a bare null)
+            assert m["settings"]["temperature_from"] == "profile"
+            assert m["settings"]["temperature_used"] == stage_profiles[0].temperature
+    assert "temperature_used" not in plan["methods"]["pc"]["settings"] and plan["methods"]["pc"]["profile_params"] == {}
+    att = _dry(["attribute", "data/examples", "-m", "all_at_once", "--routing", routing, "--dry-run"], capsys)
+    m = att["methods"]["all_at_once"]
+    for st, params in m["profile_params"].items():  # the ceiling a null max_tokens leaves
+        assert params["max_output_tokens"] == profiles.profile_for(st).max_output_tokens
+    assert set(m["profile_params"]) == set(m["stages"])

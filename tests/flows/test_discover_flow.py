@@ -91,6 +91,9 @@ def test_cli_discover_prints_table_and_checks_inputs(fake_server, fake_settings,
     assert (out / "report.md").is_file()
     df = pd.read_parquet(out / "results.parquet")
     assert sorted(zip(df.dataset, df.method)) == [("cancer", "mdm_only"), ("cancer", "pc"), ("survey", "pc")]
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["preset"] == meta["plan"]["preset"] is not None  # top level, like attribute's run.json
+    assert meta["plan"]["anonymise"] == ["none"] and all(Path(i["path"]).is_absolute() for i in meta["plan"]["items"])
     assert main(["discover", "--dataset", "asia", "--llm-dataset", "child"]) == 2
     assert "not among the --dataset" in capsys.readouterr().err
     assert main(["discover", "--dataset", "nowhere", "--method", "pc"]) == 2

@@ -108,3 +108,35 @@ def test_compare_discovery_lists_unpaired_methods_and_items_and_uses_metric_colu
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
     out = capsys.readouterr().out
     assert "## In one run only (3: not compared)" in out and "method not run in the other" in out
+
+
+def test_compare_flags_pairs_whose_content_differs(tmp_path, capsys):
+    ts = _traces(3)
+    edited = [ts[0], ts[1].model_copy(update={"question": "q, edited"}), ts[2]]  # same id, new content
+    assert edited[1].content_hash() != ts[1].content_hash()
+    _run(tmp_path / "a", ts, right={0, 1, 2}, tokens=10)
+    _run(tmp_path / "b", edited, right={0, 2}, tokens=10)
+    c = compare_runs(tmp_path / "a", tmp_path / "b")
+    assert c.shared == 3  # still paired
+    assert list(c.content_differs.trace_id) == ["ww/1"]
+    assert c.content_differs.iloc[0].b_hash == edited[1].content_hash()
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    out, err = capsys.readouterr()
+    assert "warning: 1 pair differs in content" in err and "ww/1" in err
+    assert "1 pair differs in content" in out and "## Same id, different content (1: paired anyway)" in out
+    assert "| all_at_once | ww/1 | right → wrong | right → wrong | right → wrong | differs |" in out
+    # the same contents: no warning, no section, no column
+    _run(tmp_path / "c", ts, right={0}, tokens=10)
+    assert compare_runs(tmp_path / "a", tmp_path / "c").content_differs.empty
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "c")]) == 0
+    out, err = capsys.readouterr()
+    assert "warning" not in err and "differ in content" not in out and "| same |" not in out
+
+
+def test_compare_discovery_flags_different_data_under_one_name(tmp_path):
+    true = CausalGraph.from_edges("AB", [("A", "B")])
+    for name, h in (("a", "h1"), ("b", "h2")):
+        save_discovery([DiscoveryOutcome(dataset="toy", seed=0, n=10, method="pc", graph=true, true_graph=true,
+                                         data_hash=h)], tmp_path / name, {})
+    c = compare_runs(tmp_path / "a", tmp_path / "b")
+    assert len(c.content_differs) == 1 and "1 pair differs in content" in c.content_warning()
