@@ -47,7 +47,7 @@ def main() -> None:
         gw.close()
     stats = pstats.Stats(prof)
     print(f"{args.method}: {args.n} items, {1000 * cpu / args.n:.2f} ms CPU per item (profiled), "
-          f"{stats.total_calls / args.n:.0f} Python function calls per item (the load-independent measure)")
+          f"{stats.total_calls / args.n:.0f} Python function calls per item (nearly load-independent)")
     for (file, line, func), (_cc, nc, _tt, ct, _callers) in sorted(stats.stats.items(), key=lambda kv: -kv[1][3]):
         where = f"{file}:{line}({func})"
         if any(w in where for w in WATCH) and ct / args.n > 0.0002:
