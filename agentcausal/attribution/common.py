@@ -28,6 +28,7 @@ Failure Attribution of LLM Multi-Agent Systems." ICML 2025. arXiv:2505.00212, se
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -138,6 +139,7 @@ def agent_names(trace: Trace) -> tuple[str, ...]:
     return tuple(dict.fromkeys(s.agent for s in trace.steps))
 
 
+@functools.lru_cache(maxsize=1024)
 def enum_choice(values: tuple[Any, ...], json_type: Literal["string", "integer"] = "string") -> Any:
     """A reply field's type that takes one of ``values``, written as a JSON-schema ``enum``.
 
@@ -151,7 +153,9 @@ def enum_choice(values: tuple[Any, ...], json_type: Literal["string", "integer"]
 
     Returns
     -------
-    An ``Annotated[Literal[values], WithJsonSchema(...)]`` type for a pydantic field.
+    An ``Annotated[Literal[values], WithJsonSchema(...)]`` type for a pydantic field; the same
+    object for the same arguments (cached: building the ``Literal`` costs more than the lookup,
+    and pydantic copies the schema dict before use).
     """
     return Annotated[Literal[values], WithJsonSchema({"type": json_type, "enum": list(values)})]  # type: ignore
 

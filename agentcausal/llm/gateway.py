@@ -56,6 +56,7 @@ import logging
 import re
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -119,6 +120,27 @@ _SENT = threading.local()  # HTTP requests sent by this thread (an httpx request
 
 def _count_request(_request: Any) -> None:
     _SENT.n = getattr(_SENT, "n", 0) + 1
+
+
+_SCHEMAS: weakref.WeakKeyDictionary[type[BaseModel], tuple[dict[str, Any], str]] = weakref.WeakKeyDictionary()
+_SCHEMAS_LOCK = threading.Lock()
+
+
+def _reply_schema(reply_model: type[BaseModel]) -> tuple[dict[str, Any], str]:
+    """``reply_model``'s JSON schema and its ``json.dumps`` text, built once per model class.
+
+    A model class's schema never changes, and building it costs about a millisecond of
+    CPU per call (pydantic); every structured call used to rebuild it. Held weakly, so a
+    class built per trace shape goes when its method's cache lets it go. The dict is shared:
+    callers only read it (it goes into the request and the cache key as it is).
+    """
+    hit = _SCHEMAS.get(reply_model)
+    if hit is None:
+        schema = reply_model.model_json_schema()
+        hit = (schema, json.dumps(schema))
+        with _SCHEMAS_LOCK:
+            _SCHEMAS[reply_model] = hit
+    return hit
 
 
 def cache_key(base_url: str, model: str, payload: dict[str, Any]) -> str:
@@ -553,7 +575,7 @@ class Gateway:
             If the stage is routed to an embedding profile.
         """
         profile = self._routed(stage, "chat")
-        schema = reply_model.model_json_schema()
+        schema, schema_text = _reply_schema(reply_model)
         msgs = [dict(m) for m in messages]
         params, key_extra = _chat_params(profile, max_tokens, temperature, sample)
         if profile.json_mode == "json_schema":
@@ -567,7 +589,7 @@ class Gateway:
                 {
                     "role": "system",
                     "content": "Reply with one JSON object that satisfies this JSON schema:\n"
-                    + json.dumps(schema),
+                    + schema_text,
                 }
             ]
         key = cache_key(

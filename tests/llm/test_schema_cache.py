@@ -1,0 +1,93 @@
+"""Reply models and their JSON schemas are built once, and caching them changes no request body or cache key.
+
+The gateway keeps each reply model's schema per class (``gateway._reply_schema``) and
+``enum_choice`` its field type per value tuple. Here the same traces run through each
+method twice, once with those caches bypassed and every method's model cache cleared (the
+code before them) and once as shipped, against the fake server; the request bodies it
+received and the payloads hashed into cache keys must be the same, byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import agentcausal.llm.gateway as gateway_mod
+from agentcausal.attribution import a2p, all_at_once, binary_search, echo, step_by_step
+from agentcausal.attribution import common as att_common
+from agentcausal.attribution.common import run_method
+from agentcausal.attribution.dcfa import prompts as dcfa_prompts
+from bench.common import synthetic_traces
+from bench.responders import BenchResponder
+from tests.fakes.fake_openai import FakeOpenAIServer
+
+MODEL_CACHES = [a2p.reply_model, all_at_once.reply_model, binary_search.choice_model, echo.scan_model,
+                echo.panel_model, step_by_step.verdict_model, att_common.enum_choice] + [
+    getattr(dcfa_prompts, n) for n in ("_deviation_model", "_judged_edge_model", "gca_joint_model", "mdi_model",
+                                       "cgc_model", "hypothesis_model", "corrected_trace_model", "decision_model")]
+
+
+def _clear_model_caches() -> None:
+    for fn in MODEL_CACHES:
+        fn.cache_clear()
+
+
+def _record(method: str, make_gateway, tmp_path, monkeypatch, *, label: str, json_mode: str) -> tuple[list, list]:
+    """(sorted request bodies, sorted cache-key payloads) of ``method`` on three synthetic traces."""
+    payloads: list[str] = []
+    real_key = gateway_mod.cache_key
+
+    def spy(base_url, model, payload):
+        payloads.append(json.dumps([model, payload], sort_keys=True))
+        return real_key(base_url, model, payload)
+
+    monkeypatch.setattr(gateway_mod, "cache_key", spy)
+    with FakeOpenAIServer(responder=BenchResponder()) as srv:
+        gw = make_gateway(srv, cache_dir=tmp_path / f"cache-{label}", json_mode=json_mode, context_window=128000)
+        for trace in synthetic_traces(3, seed=1):
+            run_method(trace, method, gw)
+        bodies = [json.dumps(r, sort_keys=True) for r in srv.chat_requests]
+    assert bodies, "the method sent no request"
+    return sorted(bodies), sorted(payloads)  # DCFA runs stages in parallel: order varies
+
+
+@pytest.mark.parametrize("method,json_mode", [
+    ("all_at_once", "json_schema"), ("all_at_once", "json_object"), ("step_by_step", "json_schema"),
+    ("binary_search", "json_schema"), ("a2p", "json_schema"), ("dcfa", "json_schema")])
+def test_cached_models_and_schemas_send_the_same_requests_and_keys(method, json_mode, make_gateway, tmp_path,
+                                                                 monkeypatch):
+    with monkeypatch.context() as m:  # before: schema rebuilt on every call, field types rebuilt per model
+        m.setattr(gateway_mod, "_reply_schema",
+                  lambda model: (model.model_json_schema(), json.dumps(model.model_json_schema())))
+        for mod in (all_at_once, a2p, echo):
+            m.setattr(mod, "enum_choice", att_common.enum_choice.__wrapped__)
+        _clear_model_caches()
+        before = _record(method, make_gateway, tmp_path, m, label="before", json_mode=json_mode)
+    _clear_model_caches()
+    after = _record(method, make_gateway, tmp_path, monkeypatch, label="after", json_mode=json_mode)
+    assert after[0] == before[0]
+    assert after[1] == before[1]
+
+
+def test_reply_model_and_schema_are_built_once_per_shape():
+    _clear_model_caches()
+    first = all_at_once.reply_model(("Coder", "WebSurfer"), 4, True, None)
+    assert all_at_once.reply_model(("Coder", "WebSurfer"), 4, True, None) is first
+    assert all_at_once.reply_model(("WebSurfer", "Coder"), 4, True, None) is not first
+    schema, text = gateway_mod._reply_schema(first)
+    assert gateway_mod._reply_schema(first)[0] is schema
+    assert schema == first.model_json_schema() and text == json.dumps(first.model_json_schema())
+
+
+def test_shared_enum_type_keeps_each_models_own_schema():
+    """One cached field type in two models with different field descriptions: neither leaks into the other."""
+    agents = ("Coder", "Assistant")
+    _clear_model_caches()
+    forced, loose = (all_at_once.reply_model(agents, 3, f, None) for f in (True, False))
+    gateway_mod._reply_schema(forced)
+    got = gateway_mod._reply_schema(loose)[0]
+    _clear_model_caches()
+    fresh = all_at_once.reply_model.__wrapped__(agents, 3, False, None).model_json_schema()
+    assert json.dumps(got) == json.dumps(fresh)
+    assert got["properties"]["agent"] != gateway_mod._reply_schema(forced)[0]["properties"]["agent"]
