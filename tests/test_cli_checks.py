@@ -66,3 +66,17 @@ def test_chunk_size_help_states_the_flows_default():
     sub = next(a for a in build_parser()._actions if a.dest == "command" or getattr(a, "choices", None))
     text = sub.choices["attribute"].format_help()
     assert f"default {DEFAULT_CHUNK_SIZE}," in " ".join(text.split())
+
+
+def test_discover_takes_threads_like_attribute(capsys, monkeypatch):
+    """`discover --threads N` checks N and hands it to the embedded profile, as `attribute --threads` does."""
+    from agentcausal.cli import main
+
+    monkeypatch.setenv("AGENTCAUSAL_PROFILE_EMBEDDED_THREADS", "")  # restored (removed) after the test
+    monkeypatch.delenv("AGENTCAUSAL_PROFILE_EMBEDDED_THREADS")
+    assert main(["discover", "--dataset", "cancer", "--method", "pc", "--threads", "0", "--dry-run"]) == 2
+    assert "--threads must be at least 1" in capsys.readouterr().err
+    assert main(["discover", "--dataset", "cancer", "--method", "pc", "--threads", "1", "--dry-run"]) == 0
+    import os
+
+    assert os.environ.get("AGENTCAUSAL_PROFILE_EMBEDDED_THREADS") == "1"

@@ -31,8 +31,8 @@ from typing import Any
 
 from agentcausal.cli.import_traces import add_import_arguments, prepare_corpus
 from agentcausal.cli.runner_options import add_runner_arguments
-from agentcausal.cli.settings_options import add_model_arguments, add_settings_arguments, \
-    apply_model_arguments, settings_from_args
+from agentcausal.cli.settings_options import add_model_arguments, add_settings_arguments, add_threads_argument, \
+    apply_model_arguments, apply_threads, settings_from_args
 from agentcausal.exceptions import ConfigError
 
 __all__ = ["register", "cmd_attribute", "cmd_evaluate", "parse_sets", "parse_bool_sets", "check_traces",
@@ -73,9 +73,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--skip-invalid", action="store_true",
                    help="run the valid traces and list the invalid files (and JSONL lines) left out, instead of "
                    "refusing the corpus; run.json records them under 'skipped'")
-    p.add_argument("--threads", type=int, default=None, metavar="N",
-                   help="CPU threads of the embedded model (default: all cores but one; "
-                   "$AGENTCAUSAL_PROFILE_EMBEDDED_THREADS wins)")
+    add_threads_argument(p)
     add_runner_arguments(p)
     p.add_argument("--chunk-size", type=int, default=None, metavar="N",
                    help="traces per Prefect task (default 25, fewer when a method has under 8 chunks' worth); 1 = a task run per "
@@ -170,12 +168,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         raise ConfigError(f"--max-steps must be at least 1, got {args.max_steps}")
     if args.repeats < 1:
         raise ConfigError(f"--repeats must be at least 1, got {args.repeats}")
-    if args.threads is not None:
-        if args.threads < 1:
-            raise ConfigError(f"--threads must be at least 1, got {args.threads}")
-        import os
-
-        os.environ.setdefault("AGENTCAUSAL_PROFILE_EMBEDDED_THREADS", str(args.threads))
+    apply_threads(args)
     settings, model_facts = apply_model_arguments(args, settings_from_args(args))
     preset = args.preset or routing_preset(settings.profiles_path, settings.routing)
     with_truth = False if args.no_ground_truth else None

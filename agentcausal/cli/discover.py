@@ -21,8 +21,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentcausal.cli.settings_options import add_model_arguments, add_settings_arguments, \
-    apply_model_arguments, settings_from_args
+from agentcausal.cli.settings_options import add_model_arguments, add_settings_arguments, add_threads_argument, \
+    apply_model_arguments, apply_threads, settings_from_args
 
 from agentcausal.cli.runner_options import add_runner_arguments
 from agentcausal.exceptions import ConfigError, DatasetError
@@ -86,6 +86,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--skip-invalid", action="store_true",
                    help="run the valid datasets and list the invalid user datasets left out, instead of refusing; "
                    "run.json records them under 'skipped'")
+    add_threads_argument(p)
     add_runner_arguments(p)
     p.set_defaults(func=cmd_discover)
 
@@ -266,6 +267,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
         raise ConfigError("name at least one --dataset (e.g. --dataset earthquake, or --dataset main)")
     if args.n < 10:
         raise ConfigError(f"--n must be at least 10, got {args.n}")
+    apply_threads(args)
     datasets = _expand(args.datasets)
     from agentcausal.discovery.methods import with_anonymise
 

@@ -99,3 +99,30 @@ def apply_model_arguments(args: argparse.Namespace, settings: RunSettings) -> tu
     path.write_text(text, encoding="utf-8")
     facts = {**facts, "profiles_file": str(path)}
     return settings.model_copy(update={"routing": CLI_PROFILE, "profiles_path": str(path)}), facts
+
+
+def add_threads_argument(parser: argparse.ArgumentParser) -> None:
+    """``--threads N``: CPU threads of the embedded model (``attribute``, ``discover``)."""
+    parser.add_argument("--threads", type=int, default=None, metavar="N",
+                        help="CPU threads of the embedded model (default: all cores but one; "
+                        "$AGENTCAUSAL_PROFILE_EMBEDDED_THREADS wins)")
+
+
+def apply_threads(args: argparse.Namespace) -> None:
+    """Check ``--threads`` and hand it to the embedded profile through ``AGENTCAUSAL_PROFILE_EMBEDDED_THREADS``
+    (an explicit environment value wins).
+
+    Raises
+    ------
+    ConfigError
+        If ``--threads`` is below 1.
+    """
+    if args.threads is None:
+        return
+    if args.threads < 1:
+        from agentcausal.exceptions import ConfigError
+
+        raise ConfigError(f"--threads must be at least 1, got {args.threads}")
+    import os
+
+    os.environ.setdefault("AGENTCAUSAL_PROFILE_EMBEDDED_THREADS", str(args.threads))
