@@ -54,8 +54,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["SourceFile", "source_files", "PlanItem", "MethodPlan", "Plan", "stage_models", "profile_params",
-           "missing_keys", "attribute_plan", "discover_plan"]
+__all__ = ["SourceFile", "sha256_file", "source_files", "PlanItem", "MethodPlan", "Plan", "stage_models",
+           "profile_params", "missing_keys", "attribute_plan", "discover_plan"]
 
 
 class SourceFile(BaseModel):
@@ -92,7 +92,7 @@ def source_files(detected: Sequence[tuple[str | Path, str]], labels: str | Path 
     """
     def one(p: str | Path, fmt: str) -> SourceFile:
         q = Path(p)
-        return SourceFile(path=_abs(q), sha256=_sha256_file(q) if q.is_file() else None, format=fmt)
+        return SourceFile(path=_abs(q), sha256=sha256_file(q) if q.is_file() else None, format=fmt)
 
     sources = [one(p, f) for p, f in detected] + ([one(logs, "otlp-logs")] if logs else [])
     return sources, (one(labels, "labels") if labels else None)
@@ -315,7 +315,7 @@ def attribute_plan(paths: Sequence[str], methods: Sequence[str] = (), *,
                                profile_params=profile_params(profiles, stages))
     file_hash: dict[str, str | None] = {}
     for p in {origin[t.id] for t in traces}:
-        file_hash[p] = _sha256_file(Path(p)) if Path(p).is_file() else None
+        file_hash[p] = sha256_file(Path(p)) if Path(p).is_file() else None
     items = [PlanItem(id=t.id, path=origin[t.id], sha256=t.content_hash(), file_sha256=file_hash[origin[t.id]])
              for t in traces]
     return Plan(kind="attribute", routing=routing, preset=preset, items=items, methods=mplans, repeats=repeats,
@@ -328,7 +328,14 @@ def _abs(path: str | Path) -> str:
     return str(Path(path).expanduser().resolve())
 
 
-def _sha256_file(path: Path) -> str:
+def sha256_file(path: str | Path) -> str:
+    """sha256 hex digest of a file's bytes, read in 1 MiB blocks (a plan item's ``sha256`` / ``file_sha256``).
+
+    Raises
+    ------
+    OSError
+        If the file cannot be read.
+    """
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -350,16 +357,16 @@ def _dataset_item(spec: str, n: int, loaded: Any = None) -> PlanItem:
         d = len(json.loads(desc_path.read_text()).get("variables", {}))
         bif = root / "bnlearn" / f"{key}.bif.gz"
         if bif.is_file():
-            return PlanItem(id=key, path=_abs(bif), sha256=_sha256_file(bif), n=n, d=d)
+            return PlanItem(id=key, path=_abs(bif), sha256=sha256_file(bif), n=n, d=d)
         from agentcausal.discovery.datasets import load_dataset
 
         ds = load_dataset(key, n=n)  # auto_mpg: a small CSV, every row
-        return PlanItem(id=key, path=_abs(desc_path), sha256=_sha256_file(desc_path), n=int(ds.data.shape[0]), d=d)
+        return PlanItem(id=key, path=_abs(desc_path), sha256=sha256_file(desc_path), n=int(ds.data.shape[0]), d=d)
     data_path, meta_path = spec.split("::", 1) if "::" in spec else (spec, str(Path(spec).with_suffix(".json")))
     from agentcausal.discovery.datasets import load_user_dataset
 
     ds = loaded if loaded is not None else load_user_dataset(data_path, meta_path)
-    return PlanItem(id=ds.name, path=_abs(data_path), sha256=_sha256_file(Path(data_path)), n=int(ds.data.shape[0]),
+    return PlanItem(id=ds.name, path=_abs(data_path), sha256=sha256_file(Path(data_path)), n=int(ds.data.shape[0]),
                     d=len(ds.variables))
 
 

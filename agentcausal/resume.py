@@ -123,16 +123,8 @@ class ResultIndex(Generic[R]):
         One transaction instead of one per key: a rerun of a finished corpus reads the whole
         index at once (measured in ``bench/results/scale.json``).
         """
-        out: list[R | None] = []
         with self._cache.transact():
-            for key in keys:
-                try:
-                    stored = self._cache.get(key)
-                except Exception:  # noqa: BLE001 - unpickling a record of an older class: recompute it
-                    stored = None
-                rec = stored[1] if stored else None
-                out.append(rec if isinstance(rec, self.model) else None)
-        return out
+            return [self.get(key) for key in keys]
 
     def close(self) -> None:
         self._cache.close()

@@ -174,7 +174,8 @@ def attribute(
         else:  # raised: a failure of the run, not of the content; not cached, retried by the next run
             attributions.append(mark_repeat(failed_attribution(t.id, m, _as_exc(res), status="failed"), r))
     _publish_reuse(attributions, len(resume.reused), subject)
-    meta = {**(meta or {}), "corpus": [str(Path(p).resolve()) for p in paths], "methods": resolved, "routing": settings.routing,
+    meta = {**(meta or {}), "corpus": [str(Path(p).resolve()) for p in paths], "methods": resolved,
+            "routing": settings.routing,
             "models": {m: a.models for m, a in {a.method: a for a in attributions}.items()},
             "traces": len(items), "started": dt.datetime.fromtimestamp(started).isoformat(timespec="seconds"),
             "wall_seconds": round(time.time() - started, 2), "profiles": str(settings.profiles_path or "packaged"),

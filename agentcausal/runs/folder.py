@@ -108,6 +108,8 @@ def save_attribution_run(attributions: Sequence[Attribution], traces: Sequence[T
     p = save_results(results_frame(attributions, traces), d / "results.parquet")
     write_run_meta(d, meta or {})
     return p
+
+
 def load_results(path: str | Path) -> pd.DataFrame:
     """Read a results frame from a Parquet file or a run folder holding ``results.parquet``.
 

@@ -104,11 +104,10 @@ def load_trace_items(items: Sequence[object]) -> list[Trace]:
 
 @functools.lru_cache(maxsize=256)
 def _file_sha256(path: str, mtime_ns: int, size: int) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    """:func:`agentcausal.plan.sha256_file`, once per file version (path, modification time, size)."""
+    from agentcausal.plan import sha256_file
+
+    return sha256_file(path)
 
 
 def check_file_item(item: object) -> None:
