@@ -49,3 +49,28 @@ def test_mac_fallbacks_are_degraded():
     why = degradation(details)
     assert "coding failed" in why and "Judge reply invalid" in why
     assert degradation({"dcm": {"execution": {"fallback_reason": ""}, "debate": {"notes": []}}}) is None
+
+
+@pytest.mark.parametrize("kind, role", [
+    ("AlgorithmProposalReply", "Affirmative"), ("AlgorithmProposalReply", "Negative"),
+    ("AlgorithmVerdictReply", None), ("GraphProposal", "Affirmative"), ("GraphProposal", "Negative"),
+    ("GraphVerdictReply", None),
+])
+def test_every_unreadable_mac_reply_gives_a_marked_row(fake_server, make_gateway, kind, role):
+    # each MAC fallback fills its typed result with values of the declared types: a row is marked
+    # (degraded, or content_failed where no fallback exists), never a crashed task
+    from agentcausal.discovery.datasets import load_dataset
+    from agentcausal.discovery.mac import MACSettings
+    from tests.discovery.conftest import mac_responder, reply_kind
+
+    base = mac_responder()
+
+    def respond(body):
+        name, who = reply_kind(body)
+        return "no json here" if name == kind and role in (None, who) else base(body)
+
+    fake_server.responder = respond
+    out = run_discovery("mac", load_dataset("earthquake", n=300, seed=0), make_gateway(fake_server),
+                        DiscoveryConfig(mac=MACSettings(executor="typed")))
+    assert out.status in ("degraded", "content_failed"), (out.status, out.status_detail)
+    assert out.status_detail

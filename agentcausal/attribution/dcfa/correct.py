@@ -51,6 +51,8 @@ class Correction(NamedTuple):
         None when every entry named a distinct step in range
     missing : tuple of int, steps the reply did not name (left unchanged)
     truncated : tuple of int, changed steps cut to ``max_corrected_step_chars``
+    invalid : bool, the reply failed validation after every repair and was read leniently
+        (``fallback`` says how); LCE then runs on what could be read and the record is degraded
     """
 
     contents: tuple[str, ...]
@@ -58,6 +60,7 @@ class Correction(NamedTuple):
     fallback: str | None = None
     missing: tuple[int, ...] = ()
     truncated: tuple[int, ...] = ()
+    invalid: bool = False
 
 
 def normalise_correction(original: Sequence[str], replied: Sequence[tuple[int, str]] | None, *,
@@ -82,7 +85,7 @@ def normalise_correction(original: Sequence[str], replied: Sequence[tuple[int, s
     Examples
     --------
     >>> normalise_correction(["a", "b", "c"], [(2, "C"), (0, "")])
-    Correction(contents=('a', 'b', 'C'), changed=(2,), fallback=None, missing=(1,), truncated=())
+    Correction(contents=('a', 'b', 'C'), changed=(2,), fallback=None, missing=(1,), truncated=(), invalid=False)
     """
     n = len(original)
     by_step: dict[int, str] = {}
@@ -187,9 +190,10 @@ def correct_trace(trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSetti
 def _fallback(original: Sequence[str], raw: str, settings: DcfaSettings) -> Correction:
     steps = _lenient_steps(raw)
     out = normalise_correction(original, steps, max_chars=settings.max_corrected_step_chars)
-    if out.fallback is None:  # readable entries, but the reply was invalid otherwise
-        out = out._replace(fallback="invalid reply, read leniently")
-    return out
+    how = out.fallback if out.fallback == "unparseable" else "invalid reply, read leniently"
+    if out.fallback not in (None, "unparseable"):  # readable entries, some of them ignored
+        how = f"{how}; {out.fallback}"
+    return out._replace(fallback=how, invalid=True)
 
 
 def lce_budget(gw: Gateway, settings: DcfaSettings, n: int) -> int:

@@ -67,7 +67,8 @@ class LceRecord(_Record):
     """What LCE did (Correct, Simulation, search, DED); ``error`` None."""
 
     corrected_steps: list[int] | None
-    correct_fallback: bool | None
+    correct_fallback: str | None  # Correction.fallback: how the reply had to be read, None when read as sent
+    correct_invalid: bool = False  # Correct's reply failed validation and was read leniently (or not at all)
     correct_missing: list[int] | None
     correct_truncated: list[int] | None
     scores: list[dict[str, Number]]

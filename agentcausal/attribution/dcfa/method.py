@@ -14,8 +14,9 @@ capped the graph, else None); ``edge_judgements`` (``paper`` prompts: every
 proposed edge with {temporal, necessary, sufficient, reason, kept});
 ``dropped_edges`` ({out_of_range, self_loops, backward, duplicates, capped,
 not_causal}); ``hypothesis`` ({step, agent, reason}); ``lce``
-(None for the GCA-only ablation, else {corrected_steps, correct_fallback,
-correct_missing, correct_truncated,
+(None for the GCA-only ablation, else {corrected_steps, correct_fallback (how Correct's reply
+had to be read, or None), correct_invalid (the reply stayed invalid after every repair: the
+Attribution is then degraded), correct_missing, correct_truncated,
 scores: list of {step, s} with step -1 = original trace, outcomes: list of
 {step, outcome} of the counterfactuals actually simulated (each outcome's first 300
 characters, a bound on the record's size only: S(i) is computed from the whole outcome),
@@ -104,6 +105,7 @@ def _lce_details(lce: LceResult) -> LceRecord:
     return LceRecord(**{
         "corrected_steps": list(corr.changed) if corr else None,
         "correct_fallback": corr.fallback if corr else None,
+        "correct_invalid": corr.invalid if corr else False,
         "correct_missing": list(corr.missing) if corr else None,
         "correct_truncated": list(corr.truncated) if corr else None,
         "scores": [{"step": i, "s": s} for i, s in sorted(lce.scores.items())],
@@ -177,6 +179,8 @@ def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str =
             details.lce = LceFailure(error=f"{type(exc).__name__}: {exc}", cause=cause)
         else:
             details.lce = _lce_details(lce)
+            if lce.correction is not None and lce.correction.invalid:  # a content failure: cacheable, marked
+                degraded = f"Correct's reply stayed invalid ({lce.correction.fallback}); LCE ran on what could be read"
             if not lce.decision.skipped:
                 step, reason, source = lce.decision.step, lce.decision.reason, "ded"
     details.final = FinalChoice(step=step, agent=trace.steps[step].agent, reason=reason, source=source)

@@ -8,6 +8,7 @@ import pytest
 
 from agentcausal.attribution.common import run_method
 from agentcausal.attribution.dcfa import DcfaSettings, run_dcfa
+from agentcausal.attribution.dcfa.details import DcfaDetails
 from agentcausal.attribution.registry import get_method
 from agentcausal.report.dcfa import dependency_graph_mermaid
 from tests.attribution.dcfa.conftest import DcfaResponder, kind_of, revised_through, user_text, small
@@ -308,3 +309,53 @@ def test_unreachable_endpoint_propagates_for_retry(fake_server, make_gateway, wr
     fake_server.inject(500, 500)
     with pytest.raises(EndpointUnreachableError):
         run_dcfa(wrong_lookup_at_step_1, make_gateway(fake_server, max_retries=1), small())
+
+
+def _preset(preset: str, **overrides):
+    """DcfaSettings of ``preset`` (``paper`` = the model's defaults) with overrides."""
+    return small(**overrides) if preset == "small" else DcfaSettings(**overrides)
+
+
+def _unreadable(kind: str, base: DcfaResponder, reply: str = "no json here"):
+    """``base``'s replies, except that every ``kind`` request (and its repairs) gets ``reply``."""
+    return lambda body: reply if kind_of(body) == kind else base(body)
+
+
+@pytest.mark.parametrize("preset", ["small", "paper"])
+@pytest.mark.parametrize("reply", ["no json here", '{"steps": [{"step": 1, "content": ["fixed", 1]}]}'])
+def test_unreadable_correct_reply_degrades_the_row(fake_server, make_gateway, wrong_lookup_at_step_1, preset,
+                                                   reply):
+    # Correct's reply stays invalid after every repair: LCE runs on what could be read, the row is degraded
+    # (a content failure: cached and marked), never a crashed task
+    fake_server.responder = _unreadable("correct", DcfaResponder(**CHAIN), reply)
+    a = run_method(wrong_lookup_at_step_1, "dcfa", make_gateway(fake_server), _preset(preset))
+    lce = a.details["lce"]
+    assert a.error is None and a.step is not None
+    assert lce["correct_invalid"] is True and isinstance(lce["correct_fallback"], str)
+    assert lce["correct_fallback"].startswith("unparseable" if reply == "no json here" else "invalid reply")
+    assert a.status == "degraded" and "Correct's reply stayed invalid" in a.status_detail
+
+
+@pytest.mark.parametrize("kind, split, expected", [
+    ("gca", False, "content_failed"), ("mdi", True, "content_failed"), ("cgc", True, "content_failed"),
+    ("hg", False, "content_failed"), ("correct", False, "degraded"), ("simulation", False, "degraded"),
+    ("ded", False, "degraded"),
+])
+@pytest.mark.parametrize("preset", ["small", "paper"])
+def test_every_unreadable_stage_gives_a_marked_row(fake_server, make_gateway, wrong_lookup_at_step_1, kind, split,
+                                                   expected, preset):
+    # each fallback path fills the typed DCFA record with values of the declared types (a mistyped field
+    # would raise a ValidationError and crash the task instead of marking the row)
+    fake_server.responder = _unreadable(kind, DcfaResponder(**CHAIN))
+    a = run_method(wrong_lookup_at_step_1, "dcfa", make_gateway(fake_server),
+                   _preset(preset, split_mdi_cgc=split))
+    assert a.status == expected, (a.status, a.status_detail, a.error)
+    assert DcfaDetails.read(a.details).n_steps == len(wrong_lookup_at_step_1)  # reads back as the typed model
+
+
+@pytest.mark.parametrize("preset", ["small", "paper"])
+def test_unreadable_no_truth_judge_gives_a_marked_row(fake_server, make_gateway, wrong_lookup_at_step_1, preset):
+    fake_server.responder = _unreadable("judge", DcfaResponder(**CHAIN))
+    a = run_method(wrong_lookup_at_step_1, "dcfa", make_gateway(fake_server),
+                   _preset(preset, with_ground_truth=False))
+    assert a.status == "degraded" and a.error is None, (a.status, a.status_detail)
