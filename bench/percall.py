@@ -16,7 +16,7 @@ import pstats
 import tempfile
 import time
 
-from agentcausal.attribution.common import run_method
+from agentcausal.attribution.jobs import run_method
 from bench.common import bench_gateway, synthetic_traces
 from bench.server import ServerProcess
 

@@ -1,6 +1,6 @@
 """The ``attribute`` flow: every (trace, method) pair not yet finished as a cached, retried task; then evaluation.
 
-Wiring only. The flow receives the run plan (:class:`agentcausal.plan.Plan`:
+Wiring only. The flow receives the run plan (:class:`agentcausal.runs.plan.Plan`:
 items by id, path and sha256, methods with resolved settings; the CLI builds
 it once, a Python caller may pass plain paths and the flow builds it), and
 passes tasks plan items, never traces: each task loads its own trace from its
@@ -36,11 +36,13 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.futures import as_completed
 from prefect.utilities.annotations import quote
 
-from agentcausal.attribution.common import failed_attribution, resolve_methods
-from agentcausal.plan import Plan, attribute_plan
+from agentcausal.attribution.jobs import failed_attribution
+from agentcausal.attribution.registry import resolve_methods
+from agentcausal.attribution.plan import attribute_plan
+from agentcausal.runs.plan import Plan
 from agentcausal.repeats import mark_repeat
 from agentcausal.report.attribution import table_records
-from agentcausal.resume import chunk_length, chunked
+from agentcausal.runs.scheduling import chunk_length, chunked
 from agentcausal.settings import RunSettings
 from agentcausal.report.artifacts import corpus_label, self_contained_markdown
 from agentcausal.traces.model import Attribution
@@ -53,7 +55,7 @@ from tasks.common import plan_task_resume, result_index, was_cached
 
 __all__ = ["attribute", "run_attribute", "default_run_dir", "DEFAULT_CHUNK_SIZE"]
 
-#: traces per task by default (``--chunk-size``; :func:`agentcausal.resume.chunk_length` keeps at least
+#: traces per task by default (``--chunk-size``; :func:`agentcausal.runs.scheduling.chunk_length` keeps at least
 #: 8 tasks per method, so small corpora keep one task run per trace); measured in bench/results/scale.json
 DEFAULT_CHUNK_SIZE = 25
 
@@ -96,16 +98,16 @@ def attribute(
     progress : show a tqdm bar on stderr
     skip_invalid : leave out invalid trace files (and JSONL lines) instead of refusing the corpus
     meta : extra entries for ``run.json`` (the CLI passes ``{"skipped": [...]}``, the inputs it left out)
-    preset : settings preset (``paper``/``small``); None = the routing's (:mod:`agentcausal.presets`)
+    preset : settings preset (``paper``/``small``); None = the routing's (:mod:`agentcausal.settings`)
     repeats : runs per (trace, method), repeat index r = 0..repeats-1 (:mod:`agentcausal.repeats`)
-    plan : the run plan (:class:`agentcausal.plan.Plan` or its JSON dict). When given, it is what runs: its
+    plan : the run plan (:class:`agentcausal.runs.plan.Plan` or its JSON dict). When given, it is what runs: its
         items (traces by id, path and sha256), methods with their resolved settings, preset and repeats;
         ``methods``, ``method_settings``, ``with_ground_truth``, ``preset``, ``repeats``, the selection
         (``limit``, ``ids``, ``max_steps``) and ``skip_invalid`` are then not read, and ``paths`` only names
         the corpus in ``run.json``. None: the flow builds it from those arguments
-        (:func:`agentcausal.plan.attribute_plan`, one read of the corpus). Stored in ``run.json`` as ``plan``.
+        (:func:`agentcausal.attribution.plan.attribute_plan`, one read of the corpus). Stored in ``run.json`` as ``plan``.
     chunk_size : traces per task, at most (default :data:`DEFAULT_CHUNK_SIZE`; fewer when a method has
-        under 8 chunks' worth, see :func:`agentcausal.resume.chunk_length`); 1 = one cached task run per
+        under 8 chunks' worth, see :func:`agentcausal.runs.scheduling.chunk_length`); 1 = one cached task run per
         (trace, method); more = one task per chunk of one method's traces, each trace cached in the
         results index as it finishes
 
@@ -116,7 +118,7 @@ def attribute(
     settings = settings or RunSettings.from_env()
     paths = naming.corpus_paths(paths, settings)  # empty: the Who&When folder of the settings, resolved now
     if plan is None:
-        from agentcausal.presets import routing_preset
+        from agentcausal.settings import routing_preset
 
         preset = preset or routing_preset(settings.profiles_path, settings.routing)
         resolved = resolve_methods(methods, method_settings, with_ground_truth=with_ground_truth, preset=preset)

@@ -6,14 +6,14 @@
 2. ``discover`` — the statistical baselines on Earthquake, Cancer, Survey, Asia,
    Child and Auto MPG, with MAC and the zero-shot LLM baseline on Earthquake and Asia.
 
-Wiring only; the selection itself is :mod:`agentcausal.demo`.
+Wiring only; the selection itself is :mod:`agentcausal.demo_selection`.
 """
 
 from __future__ import annotations
 
 from prefect import flow
 
-from agentcausal.demo import DemoPlan
+from agentcausal.demo_selection import DemoSelection
 from agentcausal.settings import RunSettings
 from flows.attribute import attribute
 from flows.discover import discover
@@ -22,21 +22,21 @@ __all__ = ["demo"]
 
 
 @flow(name="demo", log_prints=True)
-def demo(plan: DemoPlan, settings: RunSettings | None = None, progress: bool = False,
+def demo(plan: DemoSelection, settings: RunSettings | None = None, progress: bool = False,
          preset: str | None = None) -> dict[str, str]:
     """Run the demo plan; return ``{"attribution": run folder, "discovery": run folder}``.
 
     Parameters
     ----------
-    plan : DemoPlan, what to run and where to write it (see :func:`agentcausal.demo.demo_plan`)
+    plan : DemoSelection, what to run and where to write it (see :func:`agentcausal.demo_selection.demo_selection`)
     settings : RunSettings; default from the environment
     progress : tqdm bars on stderr
-    preset : method-settings preset (``paper``/``small``); None = the routing's (:mod:`agentcausal.presets`)
+    preset : method-settings preset (``paper``/``small``); None = the routing's (:mod:`agentcausal.settings`)
     """
     settings = settings or RunSettings.from_env()
     from agentcausal.discovery.mac import settings as mac_settings
-    from agentcausal.discovery.methods import DiscoveryConfig
-    from agentcausal.presets import resolve, routing_preset
+    from agentcausal.discovery.config import DiscoveryConfig
+    from agentcausal.settings import resolve, routing_preset
 
     preset = preset or routing_preset(settings.profiles_path, settings.routing)
     config = DiscoveryConfig(mac=resolve(mac_settings.MACSettings, getattr(mac_settings, "PRESETS", {}), preset))

@@ -30,11 +30,13 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from agentcausal.discovery.methods import DCM_METHODS, LLM_METHODS, DiscoveryConfig, DiscoveryOutcome, \
-    method_stages, resolve_methods
+from agentcausal.discovery.config import DiscoveryConfig
+from agentcausal.discovery.outcome import DiscoveryOutcome
+from agentcausal.discovery.registry import DCM_METHODS, LLM_METHODS, method_stages, resolve_methods
 from agentcausal.discovery.user_data import unique_dataset_names
 from agentcausal.exceptions import ConfigError
-from agentcausal.plan import Plan, discover_plan
+from agentcausal.discovery.plan import discover_plan
+from agentcausal.runs.plan import Plan
 from agentcausal.report.artifacts import self_contained_markdown
 from agentcausal.report.discovery import run_notes, table_records
 from agentcausal.settings import RunSettings
@@ -75,7 +77,7 @@ def discover(
     Parameters
     ----------
     datasets : benchmark names or ``.csv``/``.parquet`` paths (metadata beside them as ``.json``)
-    methods : method names (see :data:`agentcausal.discovery.methods.METHODS`; ``statistical`` = the pool)
+    methods : method names (see :data:`agentcausal.discovery.registry.METHODS`; ``statistical`` = the pool)
     seeds : sampling seeds (bnlearn networks) and MAC subset seeds
     n : rows sampled from a bnlearn network
     config : DiscoveryConfig (MAC settings, timeouts)
@@ -86,10 +88,10 @@ def discover(
     llm_datasets : run LLM methods (MAC, its ablations, zero-shot) only on these datasets
         (default: on all); statistical methods run on every dataset
     meta : extra entries for ``run.json`` (the CLI passes ``{"skipped": [...]}``, the datasets it left out)
-    plan : the run plan (:class:`agentcausal.plan.Plan` or its JSON dict; the CLI builds it once). Its dataset
+    plan : the run plan (:class:`agentcausal.runs.plan.Plan` or its JSON dict; the CLI builds it once). Its dataset
         items (id, path, sha256; in ``datasets`` order) are checked by the load task: a dataset file changed
         since the plan is an :class:`~agentcausal.exceptions.ItemChangedError` naming it. None: the flow builds
-        it (:func:`agentcausal.plan.discover_plan`). Stored in ``run.json`` as ``plan``.
+        it (:func:`agentcausal.discovery.plan.discover_plan`). Stored in ``run.json`` as ``plan``.
     repeats : runs per (dataset, seed, LLM method), repeat r in the config (``DiscoveryConfig.repeat``,
         so in the cache key and MAC's samples); statistical methods run once
 
@@ -111,7 +113,7 @@ def discover(
     configs = [config if r == 0 else config.model_copy(update={"repeat": r}) for r in range(reps)]
     names = resolve_methods(methods)
     if plan is None:
-        from agentcausal.presets import routing_preset
+        from agentcausal.settings import routing_preset
 
         plan = discover_plan(list(datasets), names, config=config, routing=settings.routing,
                              preset=routing_preset(settings.profiles_path, settings.routing),
@@ -191,7 +193,7 @@ def discover(
             "wall_seconds": round(time.time() - started, 2), "reversal_cost": reversal_cost,
             "retry_failed": settings.retry_failed, "refresh": settings.refresh,
             "preset": plan.preset,  # top level, as attribute's run.json has it
-            "plan": plan.to_json_dict(), "repeats": reps,  # the run plan (agentcausal.plan), as --dry-run prints it
+            "plan": plan.to_json_dict(), "repeats": reps,  # the run plan (agentcausal.runs.plan), as --dry-run prints it
             "notes": run_notes(outcomes)}  # e.g. a dataset without a true graph (metrics shown as -)
     run_dir = out_dir or default_run_dir()
     save_discovery(outcomes, run_dir, meta)

@@ -1,12 +1,12 @@
 """Prefect tasks of the ``attribute`` flow: attribute one trace (or a chunk), save, evaluate.
 
-Tasks receive plan items (:class:`agentcausal.plan.PlanItem`: id, path,
+Tasks receive plan items (:class:`agentcausal.runs.plan.PlanItem`: id, path,
 sha256), never traces: each loads its own trace with
 :func:`agentcausal.runs.items.load_trace_item` (parsed once per process and
 file, its content hash checked against the plan).
 
 ``attribute_trace`` is cached across flow runs: its key
-(:func:`agentcausal.attribution.common.attribution_key`) is the trace id and
+(:func:`agentcausal.attribution.cache_key.attribution_key`) is the trace id and
 content hash, the method, its validated settings, the prompt version and the
 model and context window per stage; results persist under
 ``<cache_dir>/prefect`` (set with ``with_options`` by the flow, see
@@ -34,13 +34,14 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.context import TaskRunContext
 
-from agentcausal.attribution.common import attribution_key, run_method
+from agentcausal.attribution.cache_key import attribution_key
+from agentcausal.attribution.jobs import run_method
 from agentcausal.attribution.paper_tables import speaker_mismatches
-from agentcausal.plan import PlanItem
+from agentcausal.runs.plan import PlanItem
 from agentcausal.repeats import mark_repeat, with_sample
 from agentcausal.report.attribution import RunReport, report_run
-from agentcausal.resume import chunk_items, item_workers, routed_limits, run_chunk
-from agentcausal.runs.folder import save_attribution_run
+from agentcausal.runs.scheduling import chunk_items, item_workers, routed_limits, run_chunk
+from agentcausal.attribution.evaluate import save_run
 from agentcausal.runs.items import load_trace_item, load_trace_items
 from agentcausal.settings import RunSettings
 from agentcausal.traces.model import Attribution
@@ -80,7 +81,7 @@ def _cacheable(out: Attribution) -> bool:
 def attribute_trace(item: PlanItem, method: str, method_settings: Mapping[str, Any],
                     settings: RunSettings, repeat: int = 0) -> Attribution:
     """One method on the trace of one plan item, repeat ``repeat`` (see
-    :func:`agentcausal.attribution.common.run_method` and :mod:`agentcausal.repeats`)."""
+    :func:`agentcausal.attribution.jobs.run_method` and :mod:`agentcausal.repeats`)."""
     out = _attribute_one(item, method, method_settings, settings, repeat)
     if not _cacheable(out):
         raise UncachedDegraded(out)  # a fallback after a failure of the run: recorded, never cached
@@ -105,7 +106,7 @@ def attribute_chunk(items: Sequence[PlanItem], method: str, method_settings: Map
                     settings: RunSettings, repeats: Sequence[int] | None = None,
                     not_before: float | None = None) -> list[Attribution]:
     """One method on a chunk of (plan item, repeat) pairs, each cached on its own in the results index
-    (:func:`agentcausal.resume.run_chunk`; a retry repeats only the unfinished items)."""
+    (:func:`agentcausal.runs.scheduling.run_chunk`; a retry repeats only the unfinished items)."""
     items = chunk_items(items)  # Dask delivers the flow's quote(...) as a one-element sequence
     return run_chunk([(attribute_task_key(t, method, method_settings, settings, r),
                        functools.partial(_attribute_one, t, method, method_settings, settings, r))
@@ -130,7 +131,7 @@ def save_attributions(attributions: Sequence[Attribution], items: Sequence[PlanI
     current labels; ``run.json`` gains ``speaker_mismatch``)."""
     traces = load_trace_items(items)
     meta = {**meta, "speaker_mismatch": speaker_mismatches(traces)}
-    return str(save_attribution_run(attributions, traces, run_dir, meta))
+    return str(save_run(attributions, traces, run_dir, meta))
 
 
 @task(name="evaluate-run")

@@ -24,7 +24,8 @@ from typing import Any
 
 from agentcausal.exceptions import EndpointUnreachableError, LLMCallError
 from agentcausal.llm import Gateway
-from agentcausal.resume import RETRIED_STATUSES, ResultIndex, ResumePlan, chunk_items, plan_resume
+from agentcausal.runs.scheduling import chunk_items
+from agentcausal.runs.store import RETRIED_STATUSES, ResultIndex, ResumePlan, plan_resume
 from agentcausal.settings import RunSettings
 
 __all__ = ["gateway_for", "result_index", "plan_task_resume", "result_storage", "retry_transport", "stored_status", "was_cached",
@@ -52,7 +53,7 @@ def _index(cache_dir: str, kind: str) -> ResultIndex:
     if kind == "attribute":
         from agentcausal.traces.model import Attribution as model
     else:
-        from agentcausal.discovery.methods import DiscoveryOutcome as model
+        from agentcausal.discovery.outcome import DiscoveryOutcome as model
     return ResultIndex(cache_dir, kind, model)
 
 
@@ -91,9 +92,9 @@ def retry_transport(task: Any, task_run: Any, state: Any) -> bool:
 
 
 def plan_task_resume(keys: Sequence[str], index: ResultIndex, settings: RunSettings) -> ResumePlan:
-    """:func:`~agentcausal.resume.plan_resume` under the run's ``refresh`` and ``retry_failed``, with
+    """:func:`~agentcausal.runs.store.plan_resume` under the run's ``refresh`` and ``retry_failed``, with
     ``retry_failed`` also rerunning the jobs whose record only Prefect's result storage holds
-    (:func:`stored_status` in :data:`~agentcausal.resume.RETRIED_STATUSES`).
+    (:func:`stored_status` in :data:`~agentcausal.runs.store.RETRIED_STATUSES`).
 
     Parameters
     ----------

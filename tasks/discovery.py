@@ -1,7 +1,7 @@
 """Prefect tasks of the ``discover`` flow: load a dataset, run one method on it, save and report.
 
 ``discover_one`` is cached across flow runs: its key
-(:func:`agentcausal.discovery.methods.discovery_key`) is ``joblib.hash`` of the
+(:func:`agentcausal.discovery.cache_key.discovery_key`) is ``joblib.hash`` of the
 data array and column names (never a pickled DataFrame), the dataset name and
 seed, the method, the config, and for LLM methods the metadata that enters the
 prompts, the prompt version and the ``profile:model`` of each stage. Results
@@ -22,12 +22,15 @@ from prefect import task
 from prefect.context import TaskRunContext
 
 from agentcausal.discovery.datasets import Dataset, load_spec
-from agentcausal.discovery.methods import DiscoveryConfig, DiscoveryOutcome, discovery_key, method_stages, \
-    run_discovery
-from agentcausal.plan import PlanItem
+from agentcausal.discovery.cache_key import discovery_key
+from agentcausal.discovery.config import DiscoveryConfig
+from agentcausal.discovery.jobs import run_discovery
+from agentcausal.discovery.outcome import DiscoveryOutcome
+from agentcausal.discovery.registry import method_stages
+from agentcausal.runs.plan import PlanItem
 from agentcausal.runs.items import check_file_item
 from agentcausal.report.discovery import RunFiles, write_report
-from agentcausal.runs.folder import save_discovery_run
+from agentcausal.discovery.outcome import save_outcomes
 from agentcausal.settings import RunSettings
 from tasks.common import gateway_for, result_storage, retry_transport
 
@@ -63,7 +66,7 @@ def load_discovery_dataset(spec: str, n: int, seed: int, name: str | None = None
       cache_key_fn=_discover_key, persist_result=True, task_run_name="{method}:{dataset.name}:{seed}")
 def discover_one(dataset: Dataset, method: str, config: DiscoveryConfig, settings: RunSettings,
                  seed: int) -> DiscoveryOutcome:
-    """One method on one dataset (:func:`agentcausal.discovery.methods.run_discovery`)."""
+    """One method on one dataset (:func:`agentcausal.discovery.jobs.run_discovery`)."""
     return run_discovery(method, dataset, _gw(method, config, settings), config, seed=seed, raise_transient=True)
 
 
@@ -79,7 +82,7 @@ def discover_options(settings: RunSettings, *, refresh: bool = False) -> dict[st
 @task(name="save-discovery")
 def save_discovery(outcomes: Sequence[DiscoveryOutcome], run_dir: str, meta: Mapping[str, Any]) -> str:
     """``outcomes.jsonl`` and ``run.json`` in the run folder."""
-    return str(save_discovery_run(outcomes, run_dir, meta))
+    return str(save_outcomes(outcomes, run_dir, meta))
 
 
 @task(name="report-discovery")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agentcausal.cli import main
-from agentcausal.demo import examples_dir
+from agentcausal.demo_selection import examples_dir
 from agentcausal.exceptions import ConfigError, MissingAPIKeyError
 from agentcausal.settings import RunSettings
 

@@ -20,7 +20,7 @@ JSON object (schema-constrained) instead of free text parsed by regular
 expressions, and the trace is rendered with our delimiters and shortened to
 the context budget (the original sends it whole); both keep the method's
 question and its single call. And the completion cap is the profile's budget
-(:func:`~agentcausal.presets.completion_budget`) where Who&When's code sends
+(:func:`~agentcausal.settings.completion_budget`) where Who&When's code sends
 ``max_tokens=1024`` (its CLI default), because the reasoning models the DCFA
 paper runs spend hidden reasoning from the same budget and a fixed 1024 would
 cut them off. Under ``paper`` the system message is the source code's own role sentence
@@ -42,21 +42,22 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, Field, create_model
 
-from agentcausal.attribution.common import (
-    BASELINE_PRESETS,
-    BASELINE_STAGE,
-    BaselineSettings,
+from agentcausal.attribution.baseline_prompts import (
     agent_names,
     baseline_messages,
-    baseline_tokens,
     decisive_verdict,
     enum_choice,
     reply_text,
     task_block,
-    trace_budget,
-    usage_item,
 )
-from agentcausal.attribution.registry import MethodSpec, register
+from agentcausal.attribution.baseline_settings import (
+    BASELINE_PRESETS,
+    BASELINE_STAGE,
+    BaselineSettings,
+    baseline_tokens,
+    trace_budget,
+)
+from agentcausal.attribution.registry import MethodSpec, register, usage_item
 from agentcausal.llm import Gateway
 from agentcausal.traces.model import Attribution, Trace
 from agentcausal.traces.render import render_steps_info
@@ -98,7 +99,7 @@ class AllAtOnceReply(BaseModel):
 
 
 class AllAtOnceSettings(BaselineSettings):
-    """Settings of All-at-Once (see :class:`~agentcausal.attribution.common.BaselineSettings`).
+    """Settings of All-at-Once (see :class:`~agentcausal.attribution.baseline_settings.BaselineSettings`).
 
     Attributes
     ----------
@@ -110,7 +111,7 @@ class AllAtOnceSettings(BaselineSettings):
     reason_chars: int | None = Field(None, ge=40)
 
 
-#: presets (:mod:`agentcausal.presets`)
+#: presets (:mod:`agentcausal.settings`)
 PRESETS = {"paper": {}, "small": {**BASELINE_PRESETS["small"], "reason_chars": 300}}
 
 
@@ -180,11 +181,11 @@ def run(trace: Trace, gw: Gateway, settings: AllAtOnceSettings) -> Attribution:
     Raises
     ------
     StructuredOutputError, EndpointUnreachableError, LLMCallError
-        From the gateway (:func:`~agentcausal.attribution.common.run_method` turns them into an error record).
+        From the gateway (:func:`~agentcausal.attribution.jobs.run_method` turns them into an error record).
 
     Examples
     --------
-    >>> from agentcausal.attribution.common import run_method  # doctest: +SKIP
+    >>> from agentcausal.attribution.jobs import run_method  # doctest: +SKIP
     >>> run_method(trace, "all_at_once", gw).step  # doctest: +SKIP
     3
     """

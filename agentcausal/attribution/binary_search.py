@@ -24,7 +24,7 @@ free text, with a one-sentence reason beside the choice (the original asks for t
 phrase alone; the reason is kept so ``details["path"]`` says why each part was
 taken), and the segment rendered with our delimiters and step numbers within the
 context budget; the completion cap is the profile's budget
-(:func:`~agentcausal.presets.completion_budget`) where Who&When's code sends
+(:func:`~agentcausal.settings.completion_budget`) where Who&When's code sends
 ``max_tokens=1024`` (its CLI default), because the reasoning models the DCFA
 paper runs spend hidden reasoning from the same budget and a fixed 1024 would
 cut them off.
@@ -50,18 +50,15 @@ from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, Field, create_model
 
-from agentcausal.attribution.common import (
+from agentcausal.attribution.baseline_prompts import baseline_messages, reply_text, task_block
+from agentcausal.attribution.baseline_settings import (
     BASELINE_PRESETS,
     BASELINE_STAGE,
     BaselineSettings,
-    baseline_messages,
     baseline_tokens,
-    reply_text,
-    task_block,
     trace_budget,
-    usage_item,
 )
-from agentcausal.attribution.registry import MethodSpec, register
+from agentcausal.attribution.registry import MethodSpec, register, usage_item
 from agentcausal.exceptions import StructuredOutputError
 from agentcausal.llm import Gateway
 from agentcausal.traces.model import Attribution, Trace
@@ -111,7 +108,7 @@ class ForcedHalfChoice(BaseModel):
 
 
 class BinarySearchSettings(BaselineSettings):
-    """Settings of Binary-Search (see :class:`~agentcausal.attribution.common.BaselineSettings`).
+    """Settings of Binary-Search (see :class:`~agentcausal.attribution.baseline_settings.BaselineSettings`).
 
     Attributes
     ----------
@@ -125,7 +122,7 @@ class BinarySearchSettings(BaselineSettings):
     reason_chars: int | None = Field(None, ge=40)
 
 
-#: presets (:mod:`agentcausal.presets`)
+#: presets (:mod:`agentcausal.settings`)
 PRESETS = {"paper": {}, "small": {**BASELINE_PRESETS["small"], "reason_chars": 200}}
 
 

@@ -8,8 +8,9 @@
 * Traces without a label are kept in the results but left out of accuracy.
 
 :func:`results_frame` turns attributions and their traces into one row per
-(trace, method): the Parquet schema of a run. :func:`evaluate_frame` computes
-every table from such a frame, so a run folder can be re-evaluated without the traces.
+(trace, method): the Parquet schema of a run (``results.parquet``: :func:`save_run`, :func:`load_results`).
+:func:`evaluate_frame` computes every table from such a frame, so a run folder can be re-evaluated
+without the traces; :func:`read_attribution_summary` reads back what a report step wrote.
 
 References
 ----------
@@ -27,8 +28,8 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from agentcausal.exceptions import TraceFormatError
-from agentcausal.runfiles import atomic_path
+from agentcausal.exceptions import RunFileError, TraceFormatError
+from agentcausal.runs.folder import atomic_path, write_run_meta
 from agentcausal.traces.model import Attribution, Trace, normalise_agent
 
 __all__ = [
@@ -47,7 +48,8 @@ __all__ = [
     "save_results",
     "load_results",
     "save_run",
-    "load_run_meta",
+    "AttributionSummary",
+    "read_attribution_summary",
 ]
 
 #: columns of a results frame, one row per (trace, method)
@@ -419,6 +421,117 @@ def save_results(df: pd.DataFrame, path: str | Path) -> Path:
     return p
 
 
-# The run folder moved to agentcausal.runs.folder (one module for both halves); these names stay for their
-# many callers.
-from agentcausal.runs.folder import load_results, load_run_meta, save_attribution_run as save_run  # noqa: E402
+def save_run(attributions: Sequence[Attribution], traces: Sequence[Trace], run_dir: str | Path,
+             meta: Mapping[str, object] | None = None) -> Path:
+    """Write a run folder: ``results.parquet`` (one row per trace and method) and ``run.json`` (meta),
+    each atomically (temporary file, then rename).
+
+    Parameters
+    ----------
+    attributions : sequence of Attribution
+    traces : the traces they refer to
+    run_dir : folder (created)
+    meta : JSON-serialisable facts about the run (corpus, methods, settings, routing ...)
+
+    Returns
+    -------
+    Path of ``results.parquet``.
+
+    Raises
+    ------
+    TraceFormatError
+        If an attribution names a trace that is not given.
+    """
+    d = Path(run_dir)
+    p = save_results(results_frame(attributions, traces), d / "results.parquet")
+    write_run_meta(d, meta or {})
+    return p
+
+
+def load_results(path: str | Path) -> pd.DataFrame:
+    """Read a results frame from a Parquet file or a run folder holding ``results.parquet``.
+
+    Parameters
+    ----------
+    path : file or run folder
+
+    Returns
+    -------
+    DataFrame
+
+    Raises
+    ------
+    RunFileError (a TraceFormatError)
+        If no results file is found, it cannot be read as Parquet (empty, torn by a kill)
+        or it lacks the result columns; the message names the file.
+    """
+    p = Path(path)
+    if p.is_dir():
+        p = p / "results.parquet"
+    if not p.is_file():
+        raise RunFileError("no results.parquet here; is this a run folder from `agentcausal attribute`?",
+                           path=str(p))
+    try:
+        df = pd.read_parquet(p)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a torn or empty file
+        raise RunFileError(f"not a readable Parquet file ({p.stat().st_size} bytes; torn or empty?): "
+                           f"{type(exc).__name__}: {str(exc)[:200]}", path=str(p)) from exc
+    missing = [c for c in _CORE_COLUMNS if c not in df.columns]
+    if missing:
+        raise RunFileError(f"results file lacks columns {', '.join(missing)}", path=str(p))
+    if "status" not in df.columns:  # run folders written before the status columns existed
+        df["status"] = ["complete" if pd.isna(e) else "content_failed" for e in df["error"]]
+    for c, default in (("status_detail", None), ("reused", False), ("wait_seconds", 0.0)):
+        if c not in df.columns:
+            df[c] = default
+    if "request_seconds" not in df.columns:
+        df["request_seconds"] = [sum(float(u.get("seconds", 0.0)) for u in json.loads(b or "{}").values())
+                                 for b in df["usage_json"]]
+    for run_col, col in (("run_requests", "requests"), ("run_prompt_tokens", "prompt_tokens"),
+                         ("run_completion_tokens", "completion_tokens"), ("run_request_seconds", "request_seconds"),
+                         ("run_cost_usd", "cost_usd")):
+        if run_col not in df.columns:
+            df[run_col] = df[col]
+    return df
+
+
+class AttributionSummary(NamedTuple):
+    """What the ``attribute`` flow's report step wrote, read back without evaluating again.
+
+    Attributes
+    ----------
+    overall : DataFrame, the overall accuracy table (``accuracy.csv``)
+    failures : DataFrame, rows with an error: trace_id, method, status, error
+    """
+
+    overall: pd.DataFrame
+    failures: pd.DataFrame
+
+
+def read_attribution_summary(run_dir: str | Path) -> AttributionSummary:
+    """The accuracy table and the failed rows of an evaluated attribution run folder (no re-evaluation).
+
+    Parameters
+    ----------
+    run_dir : folder written and evaluated by the ``attribute`` flow (``accuracy.csv``, ``results.parquet``)
+
+    Returns
+    -------
+    AttributionSummary
+
+    Raises
+    ------
+    RunFileError
+        If ``accuracy.csv`` or ``results.parquet`` is missing or unreadable.
+    """
+    d = Path(run_dir)
+    acc = d / "accuracy.csv"
+    if not acc.is_file():
+        raise RunFileError("no accuracy.csv here; was the run evaluated? (`agentcausal evaluate` writes it)",
+                           path=str(acc))
+    try:
+        overall = pd.read_csv(acc)
+        rows = pd.read_parquet(d / "results.parquet", columns=["trace_id", "method", "status", "error"])
+    except Exception as exc:  # noqa: BLE001 - pandas/pyarrow raise several types for a torn file
+        raise RunFileError(f"unreadable run file: {type(exc).__name__}: {str(exc)[:200]}", path=str(d)) from exc
+    return AttributionSummary(overall, rows[rows["error"].notna()].reset_index(drop=True))

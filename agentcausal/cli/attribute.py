@@ -15,8 +15,8 @@ trace and method), shows a progress bar, writes ``results.parquet``,
 table. ``evaluate`` recomputes the tables and report of a run folder.
 
 Method settings come from a preset (``--preset paper|small``; default: the
-routing's ``preset`` key, :mod:`agentcausal.presets`), then ``--set``.
-``--dry-run`` prints the plan (:mod:`agentcausal.plan`) as one JSON object and
+routing's ``preset`` key, :mod:`agentcausal.settings`), then ``--set``.
+``--dry-run`` prints the plan (:mod:`agentcausal.runs.plan`) as one JSON object and
 exits 0 without starting a model, making a request or needing an API key.
 """
 
@@ -154,8 +154,8 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     ConfigError
         If a path does not exist, a method is unknown or a setting is invalid (before any LLM call).
     """
-    from agentcausal.attribution.common import resolve_methods
-    from agentcausal.presets import routing_preset
+    from agentcausal.attribution.registry import resolve_methods
+    from agentcausal.settings import routing_preset
 
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
@@ -173,7 +173,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     preset = args.preset or routing_preset(settings.profiles_path, settings.routing)
     with_truth = False if args.no_ground_truth else None
     resolved = resolve_methods(methods, sets, with_ground_truth=with_truth, preset=preset)  # fail fast
-    from agentcausal.plan import attribute_plan
+    from agentcausal.attribution.plan import attribute_plan
 
     plan_args = dict(methods=methods, resolved=resolved, preset=preset, routing=settings.routing,
                      profiles_path=settings.profiles_path, ids=args.ids, limit=args.limit, max_steps=args.max_steps,
@@ -220,10 +220,10 @@ def cmd_attribute(args: argparse.Namespace) -> int:
 
 
 def _provenance(args: argparse.Namespace, imported: bool) -> dict[str, Any]:
-    """``sources``/``labels`` of :func:`agentcausal.plan.attribute_plan` for an imported corpus (else none)."""
+    """``sources``/``labels`` of :func:`agentcausal.attribution.plan.attribute_plan` for an imported corpus (else none)."""
     if not imported:
         return {}
-    from agentcausal.plan import source_files
+    from agentcausal.runs.plan import source_files
     from agentcausal.traces.importers import detect_formats
 
     sources, labels = source_files(detect_formats(args.paths, args.format), args.labels, args.logs)
@@ -358,7 +358,7 @@ def _print_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool
     """Print the accuracy table of a run folder: as the flow's report step wrote it (``evaluate=False``: the run
     is evaluated and reported once, by the flow) or evaluated and reported again (``agentcausal evaluate``)."""
     from agentcausal.report.attribution import accuracy_text, report_run
-    from agentcausal.runs.folder import read_attribution_summary
+    from agentcausal.attribution.evaluate import read_attribution_summary
 
     if evaluate:
         rep = report_run(run_dir)
@@ -399,14 +399,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     if not run_dir.is_dir():
         raise ConfigError(f"no such run folder: {run_dir}")
-    from agentcausal.runs.folder import report_run_folder, run_kind
+    from agentcausal.runs.folder import run_kind
 
     if run_kind(run_dir) == "discover":
-        from agentcausal.report.discovery import summary_text
+        from agentcausal.report.discovery import summary_text, write_report
 
         print(f"agentcausal: {run_dir} is a discovery run; re-reporting it as "
               f"`agentcausal discover --report {run_dir}` does", file=sys.stderr)
-        files = report_run_folder(str(run_dir))
+        files = write_report(str(run_dir))
         print(summary_text(files.frame))
         print(f"\nrun folder: {files.run_dir}\nreport:     {files.report}")
         return 0

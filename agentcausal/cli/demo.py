@@ -50,9 +50,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     from agentcausal.exceptions import ConfigError
 
-    from agentcausal.demo import demo_plan
+    from agentcausal.demo_selection import demo_selection
     from agentcausal.report.attribution import accuracy_text
-    from agentcausal.runs.folder import read_attribution_summary
+    from agentcausal.attribution.evaluate import read_attribution_summary
     from agentcausal.report.discovery import summary_text
 
     if args.threads is not None and args.threads < 1:
@@ -62,13 +62,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     # every core roughly halves its time.
     os.environ.setdefault("AGENTCAUSAL_PROFILE_EMBEDDED_THREADS", str(args.threads or os.cpu_count() or 1))
     settings, _ = apply_model_arguments(args, settings_from_args(args, who_and_when_dir=args.who_and_when))
-    from agentcausal.presets import preset_values, routing_preset
+    from agentcausal.settings import preset_values, routing_preset
 
     preset = args.preset or routing_preset(settings.profiles_path, settings.routing)
     preset_values({}, preset)  # an unknown preset fails here, before any work
-    plan = demo_plan(settings.who_and_when_dir, quick=args.quick, out_dir=args.out)
+    plan = demo_selection(settings.who_and_when_dir, quick=args.quick, out_dir=args.out)
     from agentcausal.attribution.registry import get_method
-    from agentcausal.discovery.methods import DiscoveryConfig, method_stages
+    from agentcausal.discovery.config import DiscoveryConfig
+    from agentcausal.discovery.registry import method_stages
 
     settings.check_routes({st for m in plan.attribution_methods for st in get_method(m).stages}
                           | {st for m in plan.llm_methods for st in method_stages(m, DiscoveryConfig())})

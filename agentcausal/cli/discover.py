@@ -93,7 +93,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def build_config(args: argparse.Namespace, preset: str | None = None):
     """The :class:`DiscoveryConfig` of parsed options: MAC's settings from ``preset``
-    (:mod:`agentcausal.presets`; None = the model defaults), then the options given.
+    (:mod:`agentcausal.settings`; None = the model defaults), then the options given.
 
     Raises
     ------
@@ -102,8 +102,8 @@ def build_config(args: argparse.Namespace, preset: str | None = None):
     from pydantic import ValidationError
 
     from agentcausal.discovery.mac import settings as mac_settings
-    from agentcausal.discovery.methods import DiscoveryConfig
-    from agentcausal.presets import preset_values
+    from agentcausal.discovery.config import DiscoveryConfig
+    from agentcausal.settings import preset_values
 
     from agentcausal.discovery.mac.executor import resolve_executor
 
@@ -261,7 +261,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
         print(summary_text(files.frame, reversal_cost=args.shd_reversal))
         print(f"\nrun folder: {files.run_dir}\nreport:     {files.report}")
         return 0
-    from agentcausal.discovery.methods import resolve_methods
+    from agentcausal.discovery.registry import resolve_methods
 
     if not args.datasets:
         raise ConfigError("name at least one --dataset (e.g. --dataset earthquake, or --dataset main)")
@@ -269,7 +269,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
         raise ConfigError(f"--n must be at least 10, got {args.n}")
     apply_threads(args)
     datasets = _expand(args.datasets)
-    from agentcausal.discovery.methods import with_anonymise
+    from agentcausal.discovery.registry import with_anonymise
 
     methods = with_anonymise(resolve_methods(args.methods or ["mac"]), args.anonymise or ["none"])
     llm_datasets = args.llm_datasets
@@ -284,11 +284,11 @@ def cmd_discover(args: argparse.Namespace) -> int:
     if llm_datasets and skipped:
         llm_datasets = [d for d in llm_datasets if d not in {s["dataset"] for s in skipped}] or None
     settings, model_facts = apply_model_arguments(args, settings_from_args(args))
-    from agentcausal.presets import routing_preset
+    from agentcausal.settings import routing_preset
 
     preset = args.preset or routing_preset(settings.profiles_path, settings.routing)
     config = build_config(args, preset)
-    from agentcausal.plan import discover_plan
+    from agentcausal.discovery.plan import discover_plan
 
     plan = discover_plan(datasets, methods, config=config, preset=preset, routing=settings.routing,
                          profiles_path=settings.profiles_path, n=args.n, repeats=args.repeats,
@@ -297,7 +297,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(plan.dumps())
         return 0
-    from agentcausal.discovery.methods import method_stages
+    from agentcausal.discovery.registry import method_stages
 
     stages = {st for m in methods for st in method_stages(m, config)}
     settings.check_routes(stages)
@@ -312,7 +312,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
     quiet_task_failures(getattr(args, "verbose", False))  # Prefect's handlers exist now
 
     runner = runner_choice_from_args(args)
-    from agentcausal.discovery.methods import DiscoveryConfig
+    from agentcausal.discovery.config import DiscoveryConfig
 
     extra: dict = {"plan": plan}
     if args.repeats > 1:

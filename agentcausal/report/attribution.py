@@ -20,9 +20,10 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from agentcausal.attribution.evaluate import Evaluation, evaluate_frame, load_results, load_run_meta
+from agentcausal.attribution.evaluate import Evaluation, evaluate_frame, load_results
+from agentcausal.runs.folder import load_run_meta
 from agentcausal.report.html import attribution_tables, html_table, write_html_report
-from agentcausal.runfiles import atomic_write_text
+from agentcausal.runs.folder import atomic_write_text
 from agentcausal.report.plots import attribution_figures, figures_markdown
 from agentcausal.report.traces_html import per_trace_html, trace_sections_html
 from agentcausal.traces.model import Attribution, Trace
@@ -266,7 +267,7 @@ def _run_traces(meta: Mapping[str, object], results: pd.DataFrame) -> dict[str, 
     wanted = set(results["trace_id"].astype(str))
     plan = meta.get("plan")
     if isinstance(plan, Mapping) and plan.get("kind") == "attribute" and plan.get("items"):
-        from agentcausal.plan import PlanItem
+        from agentcausal.runs.plan import PlanItem
         from agentcausal.runs.items import load_trace_items
 
         try:

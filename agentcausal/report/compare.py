@@ -191,7 +191,8 @@ def _load(run_dir: Path, kind: RunKind) -> pd.DataFrame:
 
         df = load_results(run_dir)
     else:
-        from agentcausal.report.discovery import load_outcomes, outcomes_frame
+        from agentcausal.discovery.evaluate import outcomes_frame
+        from agentcausal.discovery.outcome import load_outcomes
 
         df = outcomes_frame(load_outcomes(run_dir))
     reused = df["reused"].fillna(False).astype(bool) if "reused" in df else pd.Series(False, index=df.index)

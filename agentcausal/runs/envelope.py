@@ -6,8 +6,8 @@ added (per stage, from the gateway's ledger items of this item), the model of
 each stage (``profile:model``, ``"unrouted"`` when no route serves it),
 whether every LLM call was served by a cache entry an earlier run wrote
 (``reused``), and optionally the item's cache key. The two halves turn it into
-their records: :func:`agentcausal.attribution.common.run_method` (an
-``Attribution``) and :func:`agentcausal.discovery.methods.run_discovery` (a
+their records: :func:`agentcausal.attribution.jobs.run_method` (an
+``Attribution``) and :func:`agentcausal.discovery.jobs.run_discovery` (a
 ``DiscoveryOutcome``); the record's ``status`` / ``status_detail`` rules stay
 with each half.
 

@@ -1,8 +1,8 @@
 """Plan items by (id, path, sha256): what a task loads instead of receiving a whole corpus.
 
-The CLI (or :func:`agentcausal.plan.attribute_plan` for a Python caller) reads
+The CLI (or :func:`agentcausal.attribution.plan.attribute_plan` for a Python caller) reads
 and validates the corpus once and writes each trace into the plan as a
-:class:`~agentcausal.plan.PlanItem`: its id, the file it is read from, the
+:class:`~agentcausal.runs.plan.PlanItem`: its id, the file it is read from, the
 trace's content hash and the file's sha256. A task then loads only its own
 item with :func:`load_trace_item`: the file is parsed once per process (a
 cache keyed by ``(path, file sha256)``, so the traces of one JSONL file are
@@ -104,8 +104,8 @@ def load_trace_items(items: Sequence[object]) -> list[Trace]:
 
 @functools.lru_cache(maxsize=256)
 def _file_sha256(path: str, mtime_ns: int, size: int) -> str:
-    """:func:`agentcausal.plan.sha256_file`, once per file version (path, modification time, size)."""
-    from agentcausal.plan import sha256_file
+    """:func:`agentcausal.runs.plan.sha256_file`, once per file version (path, modification time, size)."""
+    from agentcausal.runs.plan import sha256_file
 
     return sha256_file(path)
 

@@ -107,7 +107,8 @@ def test_discover_dry_run(routing, capsys):
 
 
 def test_discover_dry_run_shows_each_variant_and_baseline_as_it_runs(capsys):
-    from agentcausal.discovery.methods import LLM_METHODS, DiscoveryConfig, _mac_settings
+    from agentcausal.discovery.config import DiscoveryConfig
+    from agentcausal.discovery.registry import LLM_METHODS, mac_settings
 
     plan = _dry(["discover", "-d", "earthquake", *[a for m in LLM_METHODS for a in ("-m", m)], "--seeds", "3", "4",
                  "--n", "500", "--repeats", "2", "--dry-run"], capsys)
@@ -121,7 +122,7 @@ def test_discover_dry_run_shows_each_variant_and_baseline_as_it_runs(capsys):
                for m in LLM_METHODS)
     assert all(s[m].pop("temperature_from").startswith("setting") for m in LLM_METHODS)
     for m in ("mac", "mac_single", "dcm_only", "mdm_only"):  # what the run hands run_mac
-        assert s[m] == _mac_settings(m, DiscoveryConfig(mac=DiscoveryConfig.model_fields["mac"].annotation(
+        assert s[m] == mac_settings(m, DiscoveryConfig(mac=DiscoveryConfig.model_fields["mac"].annotation(
             **{k: v for k, v in s["mac"].items()}))).model_dump(mode="json")
     for m in ("react", "llm_scd", "ils_csl"):
         assert set(s[m]) == set(DiscoveryConfig.model_fields[m].annotation.model_fields) and "rounds" not in s[m]

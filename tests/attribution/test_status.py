@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agentcausal.attribution.common import attribution_key, failed_attribution, run_method
+from agentcausal.attribution.cache_key import attribution_key
+from agentcausal.attribution.jobs import failed_attribution, run_method
 from agentcausal.exceptions import AlgorithmError, DatasetError, EndpointUnreachableError, LLMCallError, \
     StructuredOutputError, TraceFormatError, is_content_failure
 from agentcausal.traces.io import load_traces

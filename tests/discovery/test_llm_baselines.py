@@ -15,10 +15,13 @@ from agentcausal.discovery import react as react_mod
 from agentcausal.discovery.datasets import load_dataset
 from agentcausal.discovery.ils_csl import ILSCSLSettings, hill_climb
 from agentcausal.discovery.llm_scd import LLMSCDSettings
-from agentcausal.discovery.methods import DiscoveryConfig, method_stages, resolve_methods, run_discovery
+from agentcausal.discovery.config import DiscoveryConfig
+from agentcausal.discovery.jobs import run_discovery
+from agentcausal.discovery.registry import method_stages, resolve_methods
 from agentcausal.discovery.react import ReActSettings
 from agentcausal.llm.gateway import Gateway
-from agentcausal.report.discovery import outcomes_frame, summary_text
+from agentcausal.discovery.evaluate import outcomes_frame
+from agentcausal.report.discovery import summary_text
 from tests.discovery.conftest import mac_responder, reply_kind
 
 NAMES = ("earthquake", "asia")

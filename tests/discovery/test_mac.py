@@ -10,7 +10,10 @@ from agentcausal.discovery.datasets import load_dataset
 from agentcausal.discovery.mac import MACSettings, run_mac
 from agentcausal.discovery.mac import executor as ex
 from agentcausal.discovery.mac.sandbox import sandbox_available
-from agentcausal.discovery.methods import DiscoveryConfig, discovery_key, resolve_methods, run_discovery
+from agentcausal.discovery.cache_key import discovery_key
+from agentcausal.discovery.config import DiscoveryConfig
+from agentcausal.discovery.jobs import run_discovery
+from agentcausal.discovery.registry import resolve_methods
 from agentcausal.exceptions import ConfigError
 from tests.discovery.conftest import mac_responder, reply_kind
 
@@ -117,7 +120,7 @@ def test_default_config_runs_typed_and_says_why_where_the_sandbox_cannot(fake_se
 
 def test_small_preset_keeps_the_typed_executor():
     from agentcausal.discovery.mac.settings import PRESETS
-    from agentcausal.discovery.methods import method_settings, method_stages
+    from agentcausal.discovery.registry import method_settings, method_stages
 
     small = DiscoveryConfig(mac=MACSettings(**PRESETS["small"]))
     assert small.resolved() is small and method_stages("mac", small) == ("mac.debate",)

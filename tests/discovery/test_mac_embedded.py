@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agentcausal.discovery.datasets import load_dataset
-from agentcausal.discovery.methods import run_discovery
+from agentcausal.discovery.jobs import run_discovery
 
 
 @pytest.mark.slow
@@ -28,9 +28,10 @@ def test_mac_on_earthquake_with_the_embedded_model(tmp_path):
 def test_llm_baselines_on_earthquake_with_the_embedded_model(tmp_path):
     """ReAct, LLM-SCD and ILS-CSL under the ``small`` preset, seed 0, with MAC in one table."""
     from agentcausal.discovery import ils_csl, llm_scd, react
-    from agentcausal.discovery.methods import DiscoveryConfig
+    from agentcausal.discovery.config import DiscoveryConfig
     from agentcausal.llm import Gateway
-    from agentcausal.report.discovery import outcomes_frame, summary_text
+    from agentcausal.discovery.evaluate import outcomes_frame
+    from agentcausal.report.discovery import summary_text
 
     gw = Gateway.from_settings(cache_dir=tmp_path / "llm")
     ds = load_dataset("earthquake", n=1000, seed=0)

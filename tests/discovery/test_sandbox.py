@@ -228,7 +228,8 @@ def test_cli_refuses_coding_and_marks_auto_fallback(monkeypatch, capsys):
 
     from agentcausal.cli import main
     from agentcausal.cli.discover import build_config
-    from agentcausal.discovery.methods import DiscoveryConfig, discovery_key
+    from agentcausal.discovery.cache_key import discovery_key
+    from agentcausal.discovery.config import DiscoveryConfig
 
     monkeypatch.setattr(executor, "sandbox_available", lambda: "bubblewrap missing")
     assert main(["discover", "--dataset", "asia", "--method", "mac", "--executor", "coding"]) == 2
@@ -268,7 +269,8 @@ def test_cli_executor_default_is_the_presets(monkeypatch, capsys):
 
 def test_auto_fallback_is_marked_in_the_rows_that_run_dcm(fake_server, make_gateway):
     from agentcausal.discovery.datasets import load_dataset
-    from agentcausal.discovery.methods import DiscoveryConfig, run_discovery
+    from agentcausal.discovery.config import DiscoveryConfig
+    from agentcausal.discovery.jobs import run_discovery
     from tests.discovery.conftest import mac_responder
 
     fake_server.responder = mac_responder()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentcausal.exceptions import ItemChangedError
-from agentcausal.plan import attribute_plan
+from agentcausal.attribution.plan import attribute_plan
 from agentcausal.runs import items as run_items
 from agentcausal.traces.io import load_traces, write_jsonl
 

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from agentcausal.discovery.graph import CausalGraph
-from agentcausal.discovery.methods import DiscoveryConfig
+from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.settings import RunSettings
 
 CASES = Path(__file__).resolve().parents[3] / "shared" / "cases"
@@ -144,7 +144,7 @@ def test_discovery_is_scored_against_the_current_truth(cases, settings, tmp_path
     assert df1.loc[0, "edges"] == df2.loc[0, "edges"] and bool(df2.loc[0, "reused"])  # same graph, from the cache
     # scored against the new truth without --refresh
     from agentcausal.discovery.metrics import evaluate_graph
-    from agentcausal.report.discovery import load_outcomes
+    from agentcausal.discovery.outcome import load_outcomes
 
     pred = load_outcomes(tmp_path / "r2")[0].graph
     for df, edges in ((df1, before), (df2, after)):

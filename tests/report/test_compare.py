@@ -7,9 +7,8 @@ import pytest
 from agentcausal.attribution.evaluate import save_run
 from agentcausal.cli import main
 from agentcausal.discovery.graph import CausalGraph
-from agentcausal.discovery.methods import DiscoveryOutcome
+from agentcausal.discovery.outcome import DiscoveryOutcome, save_outcomes as save_discovery
 from agentcausal.report.compare import compare_runs, mcnemar_exact
-from agentcausal.report.discovery import save_run as save_discovery
 from agentcausal.traces.model import Attribution, Label, Step, Trace
 
 

@@ -12,10 +12,9 @@ import pytest
 
 from agentcausal.attribution.evaluate import load_results, save_run
 from agentcausal.discovery.graph import CausalGraph, Edge, Mark
-from agentcausal.discovery.methods import DiscoveryOutcome
+from agentcausal.discovery.outcome import DiscoveryOutcome, save_outcomes as save_discovery_run
 from agentcausal.report import plots
 from agentcausal.report.attribution import report_run
-from agentcausal.report.discovery import save_run as save_discovery_run
 from agentcausal.report.discovery import write_report as write_discovery_report
 from agentcausal.report.html import human_number
 from agentcausal.traces.io import write_jsonl

@@ -7,10 +7,11 @@ import re
 
 from agentcausal.attribution.evaluate import save_run
 from agentcausal.discovery.graph import CausalGraph
-from agentcausal.discovery.methods import DiscoveryConfig, DiscoveryOutcome
+from agentcausal.discovery.config import DiscoveryConfig
+from agentcausal.discovery.outcome import DiscoveryOutcome, save_outcomes as save_disc
 from agentcausal.report.attribution import report_run
-from agentcausal.report.discovery import (SECONDS_NOTE, config_for_methods, outcomes_frame, save_run as save_disc,
-                                          summary_text, table_records, write_report)
+from agentcausal.discovery.evaluate import outcomes_frame
+from agentcausal.report.discovery import SECONDS_NOTE, config_for_methods, summary_text, table_records, write_report
 from agentcausal.report.html import facts_markdown, readable_value
 from agentcausal.traces.model import Attribution, Label, Step, Trace
 

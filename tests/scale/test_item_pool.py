@@ -9,7 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from agentcausal.llm import Profile, ProfileSet
-from agentcausal.resume import ResultIndex, item_pool, item_workers, routed_limits, run_chunk
+from agentcausal.runs.scheduling import item_pool, item_workers, routed_limits, run_chunk
+from agentcausal.runs.store import ResultIndex
 from agentcausal.traces.model import Attribution
 
 
@@ -94,7 +95,7 @@ def test_chunk_items_survive_the_dask_round_trip():
 
     from prefect.utilities.annotations import quote
 
-    from agentcausal.resume import chunk_items
+    from agentcausal.runs.scheduling import chunk_items
 
     traces = [Attribution(trace_id=f"t{i}", method="m", step=0, agent="A") for i in range(3)]
     for wrapped in (quote(traces), pickle.loads(pickle.dumps(quote(traces))), (traces,), [tuple(traces)], traces):

@@ -5,7 +5,8 @@ import time
 import pytest
 
 from agentcausal.exceptions import EndpointUnreachableError
-from agentcausal.resume import ResultIndex, chunked, plan_resume, run_chunk
+from agentcausal.runs.scheduling import chunked, run_chunk
+from agentcausal.runs.store import ResultIndex, plan_resume
 from agentcausal.traces.model import Attribution
 
 

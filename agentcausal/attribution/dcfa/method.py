@@ -37,7 +37,7 @@ transport, 401, timeout), which the ``attribute`` task returns without caching
 
 ``usage`` holds the calls, tokens, cache hits and seconds of each DCFA stage
 for this trace and method: every call is booked under the ledger item
-``"<trace id>::<method>"`` (:func:`agentcausal.attribution.common.usage_item`),
+``"<trace id>::<method>"`` (:func:`agentcausal.attribution.registry.usage_item`),
 so ``dcfa`` and ``dcfa_gca_only`` running at once on one trace do not count
 each other's calls; ``models`` the ``profile:model`` of each stage.
 
@@ -53,7 +53,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from agentcausal.attribution.common import usage_item
+from agentcausal.attribution.registry import usage_item
 from agentcausal.attribution.dcfa.details import DcfaDetails, DeviationRecord, FinalChoice, LceFailure, LceRecord, \
     StepChoice
 from agentcausal.attribution.dcfa.gca import STAGE as GCA_STAGE

@@ -24,7 +24,7 @@ so a bad reply goes through the gateway's repair loop.
 
 The paper shows its prompts only as figures (Figures 9 to 13) whose captions
 and section 4 state their intent. Two prompt sets, chosen by the settings'
-``prompts`` field (set by the preset, :mod:`agentcausal.presets`) and
+``prompts`` field (set by the preset, :mod:`agentcausal.settings`) and
 versioned separately (:data:`PROMPT_VERSIONS`):
 
 * ``paper`` (``PAPER_*`` templates): the intent of the appendix prompts:

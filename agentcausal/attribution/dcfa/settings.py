@@ -6,7 +6,7 @@ with no cap the paper does not have (``max_edges``, ``max_deviations``,
 come from the trace: at most n(n-1)/2 edges and n deviations survive
 validation, and the search moves monotonically so it ends within n moves),
 completion budgets from the profile's ``max_output_tokens``
-(:func:`agentcausal.presets.completion_budget`), and the paper-intent prompts.
+(:func:`agentcausal.settings.completion_budget`), and the paper-intent prompts.
 :data:`PRESETS` ``"small"`` holds the caps and wording tuned for the embedded
 Qwen2.5-Coder-0.5B on 2 CPU cores (8192-token context per slot, about 47 tok/s
 prefill and 18 tok/s decode), where one short Who&When trace (6 steps, ~3k
@@ -76,7 +76,7 @@ class DcfaSettings(BaseModel):
         one is cut after the changed/unchanged comparison). None = no cap. ``small``: 300.
     gca_max_tokens : int or None, completion cap of the MDI+CGC call (and of each when
         split); None = enough for the caps when both list caps are set (:meth:`gca_tokens`),
-        else the profile's budget (:func:`agentcausal.presets.completion_budget`).
+        else the profile's budget (:func:`agentcausal.settings.completion_budget`).
     hg_max_tokens, simulation_max_tokens, ded_max_tokens, judge_max_tokens : int or None,
         completion caps of HG, one Simulation, DED and the no-truth judge; None = the
         profile's budget. ``small``: 96, 48, 96, 64.

@@ -77,7 +77,7 @@ class MACSettings(BaseModel):
     sampling_temperature: float | None = Field(None, ge=0, le=2)
 
 
-#: field values per preset (:mod:`agentcausal.presets`); ``paper`` = the model defaults (the coding
+#: field values per preset (:mod:`agentcausal.settings`); ``paper`` = the model defaults (the coding
 #: executor where the sandbox works). ``small`` (sub-2B models on CPU): shorter per-edge reasons, so a
 #: graph reply over Alarm's 37 variables still fits; and the typed executor: a coder call is a prompt
 #: of about 1,000 tokens (algorithm, parameters, usage block, encodings) and a script of up to 600

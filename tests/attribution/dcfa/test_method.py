@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from agentcausal.attribution.common import run_method
+from agentcausal.attribution.jobs import run_method
 from agentcausal.attribution.dcfa import DcfaSettings, run_dcfa
 from agentcausal.attribution.dcfa.details import DcfaDetails
 from agentcausal.attribution.registry import get_method

@@ -48,14 +48,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentcausal.exceptions import AgentCausalError, MissingAPIKeyError
+from agentcausal.llm.profiles import ProfileSet, load_profiles
+
 __all__ = ["SourceFile", "sha256_file", "source_files", "PlanItem", "MethodPlan", "Plan", "stage_models",
-           "profile_params", "missing_keys", "attribute_plan", "discover_plan"]
+           "profile_params", "missing_keys", "routed_profiles", "absolute_path"]
 
 
 class SourceFile(BaseModel):
@@ -92,7 +95,7 @@ def source_files(detected: Sequence[tuple[str | Path, str]], labels: str | Path 
     """
     def one(p: str | Path, fmt: str) -> SourceFile:
         q = Path(p)
-        return SourceFile(path=_abs(q), sha256=sha256_file(q) if q.is_file() else None, format=fmt)
+        return SourceFile(path=absolute_path(q), sha256=sha256_file(q) if q.is_file() else None, format=fmt)
 
     sources = [one(p, f) for p, f in detected] + ([one(logs, "otlp-logs")] if logs else [])
     return sources, (one(labels, "labels") if labels else None)
@@ -124,7 +127,7 @@ class PlanItem(BaseModel):
 
     def content_hash(self) -> str:
         """``sha256``: for a trace, what :meth:`Trace.content_hash` gave when the plan was built (so an item
-        stands for its trace in :func:`agentcausal.attribution.common.attribution_key`)."""
+        stands for its trace in :func:`agentcausal.attribution.cache_key.attribution_key`)."""
         return self.sha256
 
 
@@ -189,16 +192,13 @@ class Plan(BaseModel):
         return json.dumps(self.to_json_dict(), indent=2, sort_keys=False)
 
 
-def _profiles(profiles_path: str | None, routing: str):
-    from agentcausal.llm.profiles import load_profiles
-
+def routed_profiles(profiles_path: str | None, routing: str) -> ProfileSet:
+    """The profiles file's profiles under ``routing`` (:func:`agentcausal.llm.profiles.load_profiles`)."""
     return load_profiles(profiles_path, routing)
 
 
 def stage_models(profiles: Any, stages: Sequence[str]) -> dict[str, str]:
     """``{stage: "profile:model"}`` for each stage (``"unrouted"`` when no route serves it)."""
-    from agentcausal.exceptions import AgentCausalError
-
     out = {}
     for st in stages:
         try:
@@ -217,8 +217,6 @@ def profile_params(profiles: Any, stages: Sequence[str]) -> dict[str, dict[str, 
     dict stage -> {"temperature": float or None (None: the profile sends no temperature),
     "max_output_tokens": int or None (completion ceiling; None: none)}; unrouted stages are left out.
     """
-    from agentcausal.exceptions import AgentCausalError
-
     out = {}
     for st in stages:
         try:
@@ -230,24 +228,8 @@ def profile_params(profiles: Any, stages: Sequence[str]) -> dict[str, dict[str, 
     return out
 
 
-def _with_temperature(settings: dict[str, Any], params: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """A discovery method's ``temperature_used`` as its calls apply it, with ``temperature_from``."""
-    if "temperature_used" not in settings:
-        return settings
-    if settings["temperature_used"] is not None:
-        unsent = bool(params) and all(p["temperature"] is None for p in params.values())
-        return {**settings, "temperature_from": "setting (not sent: the profile takes none)" if unsent else "setting"}
-    temps = {p["temperature"] for p in params.values()}
-    if len(temps) != 1:  # no routed stage, or stages that disagree: see profile_params
-        return {**settings, "temperature_from": "profile (per stage)"}
-    (t,) = temps
-    return {**settings, "temperature_used": t, "temperature_from": "profile" if t is not None else "not sent"}
-
-
 def missing_keys(profiles: Any, stages: Sequence[str]) -> list[str]:
     """Environment variables a stage's profile reads its key from that are unset (sorted, unique)."""
-    from agentcausal.exceptions import AgentCausalError, MissingAPIKeyError
-
     out = set()
     for st in stages:
         try:
@@ -260,70 +242,7 @@ def missing_keys(profiles: Any, stages: Sequence[str]) -> list[str]:
     return sorted(out)
 
 
-def attribute_plan(paths: Sequence[str], methods: Sequence[str] = (), *,
-                   resolved: Mapping[str, Mapping[str, Any]],
-                   preset: str, routing: str, profiles_path: str | None = None, ids: Sequence[str] | None = None,
-                   limit: int | None = None, max_steps: int | None = None, repeats: int = 1,
-                   skip_invalid: bool = False, traces: Sequence[tuple[str, Any]] | None = None,
-                   sources: Sequence[SourceFile] | None = None, labels: SourceFile | None = None) -> Plan:
-    """The plan of ``agentcausal attribute``.
-
-    Parameters
-    ----------
-    paths : trace folders/files as given
-    methods : method names
-    resolved : method -> resolved settings (:func:`agentcausal.attribution.common.resolve_methods`)
-    preset : str, the preset the settings were resolved with
-    routing, profiles_path : the routing and profiles file
-    ids, limit, max_steps : the trace selection (:func:`agentcausal.traces.io.select_traces`)
-    repeats : int, runs per (trace, method)
-    skip_invalid : leave out invalid trace inputs (as the flow does with ``--skip-invalid``)
-    traces : (file, Trace) pairs already read (imported formats); None = read ``paths``
-    sources, labels : provenance of an imported corpus (:func:`source_files`); None when not imported
-
-    Returns
-    -------
-    Plan
-
-    Raises
-    ------
-    TraceFormatError, ConfigError
-        On a malformed trace file or an unknown routing/method.
-    """
-    from agentcausal.attribution.registry import get_method
-    from agentcausal.traces.io import _raise_all, scan_traces, select_traces
-
-    if traces is None:  # one read of the corpus: the traces and the file each came from
-        scan = scan_traces(list(paths))
-        if not skip_invalid:
-            _raise_all(scan.invalid)
-        traces = list(zip(scan.origins, scan.traces, strict=True))
-    origin = {t.id: _abs(p) for p, t in traces}  # absolute: run.json read from any directory names the file
-    traces = select_traces([t for _, t in traces], ids=ids, limit=limit, max_steps=max_steps)
-    profiles = _profiles(profiles_path, routing)
-    all_stages: list[str] = []
-    mplans = {}
-    for m in methods:
-        spec = get_method(m)
-        st = dict(resolved[m])
-        stages = list(spec.stages)
-        if st.get("with_ground_truth") is False:
-            stages = [s for s in stages if not s.endswith(".embed")]  # the no-truth DCFA scores with a judge
-        all_stages += stages
-        mplans[m] = MethodPlan(preset=preset, variant="with_truth" if st.get("with_ground_truth", True) else "no_truth",
-                               settings=st, stages=stage_models(profiles, stages),
-                               profile_params=profile_params(profiles, stages))
-    file_hash: dict[str, str | None] = {}
-    for p in {origin[t.id] for t in traces}:
-        file_hash[p] = sha256_file(Path(p)) if Path(p).is_file() else None
-    items = [PlanItem(id=t.id, path=origin[t.id], sha256=t.content_hash(), file_sha256=file_hash[origin[t.id]])
-             for t in traces]
-    return Plan(kind="attribute", routing=routing, preset=preset, items=items, methods=mplans, repeats=repeats,
-                missing_keys=missing_keys(profiles, all_stages),
-                sources=list(sources) if sources is not None else None, labels=labels)
-
-
-def _abs(path: str | Path) -> str:
+def absolute_path(path: str | Path) -> str:
     """``path`` absolute and resolved (symlinks followed), as a plan item names its file."""
     return str(Path(path).expanduser().resolve())
 
@@ -343,72 +262,3 @@ def sha256_file(path: str | Path) -> str:
     return h.hexdigest()
 
 
-def _dataset_item(spec: str, n: int, loaded: Any = None) -> PlanItem:
-    """n, d and a file hash of a dataset, from metadata where that is cheap (bnlearn: the descriptions);
-    ``loaded``: the user dataset as the CLI's check already read it (not read again)."""
-    from agentcausal.discovery.datasets import BENCHMARKS, data_dir
-
-    key = spec.lower().replace("-", "_")
-    if key in ("auto", "autompg"):
-        key = "auto_mpg"
-    if key in BENCHMARKS:
-        root = data_dir()
-        desc_path = root / "descriptions" / f"{key}.json"
-        d = len(json.loads(desc_path.read_text()).get("variables", {}))
-        bif = root / "bnlearn" / f"{key}.bif.gz"
-        if bif.is_file():
-            return PlanItem(id=key, path=_abs(bif), sha256=sha256_file(bif), n=n, d=d)
-        from agentcausal.discovery.datasets import load_dataset
-
-        ds = load_dataset(key, n=n)  # auto_mpg: a small CSV, every row
-        return PlanItem(id=key, path=_abs(desc_path), sha256=sha256_file(desc_path), n=int(ds.data.shape[0]), d=d)
-    data_path, meta_path = spec.split("::", 1) if "::" in spec else (spec, str(Path(spec).with_suffix(".json")))
-    from agentcausal.discovery.datasets import load_user_dataset
-
-    ds = loaded if loaded is not None else load_user_dataset(data_path, meta_path)
-    return PlanItem(id=ds.name, path=_abs(data_path), sha256=sha256_file(Path(data_path)), n=int(ds.data.shape[0]),
-                    d=len(ds.variables))
-
-
-def discover_plan(datasets: Sequence[str], methods: Sequence[str], *, config: Any, preset: str, routing: str,
-                  profiles_path: str | None = None, n: int = 1000, repeats: int = 1,
-                  anonymise: Sequence[str] = (), seeds: Sequence[int] = (0,),
-                  loaded: Mapping[str, Any] | None = None) -> Plan:
-    """The plan of ``agentcausal discover``.
-
-    Parameters
-    ----------
-    datasets : dataset names or paths (expanded)
-    methods : discovery method names (resolved)
-    config : DiscoveryConfig
-    preset : str, the preset MAC's settings were resolved with
-    routing, profiles_path : the routing and profiles file
-    n : int, rows sampled from a bnlearn network
-    repeats : int, runs per (dataset, seed, method)
-    anonymise : variable-anonymisation choices (``--anonymise``; empty = not asked, shown as ``["none"]``)
-    seeds : the run seeds
-    loaded : spec -> Dataset, user datasets already read and checked (the CLI's check); not read again
-
-    Returns
-    -------
-    Plan with items carrying ``n`` and ``d``.
-
-    Raises
-    ------
-    DatasetError, ConfigError
-    """
-    from agentcausal.discovery.methods import method_settings, method_stages
-
-    profiles = _profiles(profiles_path, routing)
-    all_stages: list[str] = []
-    mplans = {}
-    for m in methods:
-        stages = list(method_stages(m, config))
-        all_stages += stages
-        params = profile_params(profiles, stages)
-        mplans[m] = MethodPlan(preset=preset, variant="default",
-                               settings=_with_temperature(method_settings(m, config), params),
-                               stages=stage_models(profiles, stages), profile_params=params)
-    items = [_dataset_item(d, n, (loaded or {}).get(d)) for d in datasets]
-    return Plan(kind="discover", routing=routing, preset=preset, items=items, methods=mplans, repeats=repeats,
-                seeds=list(seeds), n=n, missing_keys=missing_keys(profiles, all_stages), anonymise=list(anonymise))

@@ -1,0 +1,140 @@
+"""The record of one discovery method on one dataset and seed (:class:`DiscoveryOutcome`), and why it is degraded.
+
+A MAC run that fell back after a failed stage (coding executor to typed, an invalid Negative or Judge
+reply) is ``status="degraded"`` (:func:`degradation` says why). The outcome's ``true_graph`` is the
+truth when it was scored; the cache key holds no truth, and a run folder is scored against the
+current truth. A run folder holds every outcome of a run in ``outcomes.jsonl``
+(:func:`save_outcomes`, :func:`load_outcomes`).
+
+References
+----------
+Le et al. "Multi-Agent Causal Discovery Using Large Language Models." arXiv:2407.15073, §4.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentcausal.discovery.graph import CausalGraph
+from agentcausal.exceptions import RunFileError
+from agentcausal.runs.folder import atomic_write_text, write_run_meta
+
+__all__ = ["DiscoveryOutcome", "degradation", "save_outcomes", "load_outcomes"]
+
+
+class DiscoveryOutcome(BaseModel):
+    """One method on one dataset and seed: the graph (or the error) and what it cost.
+
+    Attributes
+    ----------
+    dataset, seed, n, method : what ran
+    graph : CausalGraph or None (None on error)
+    true_graph : CausalGraph or None
+    error : str, empty on success
+    seconds : float, wall time of the method
+    details : JSON-able record (the algorithm parameters, or the MAC debates and fusion sentences)
+    models : stage -> ``profile:model`` for LLM methods
+    usage : stage -> token and call totals (:class:`agentcausal.llm.usage.StageUsage` as dict)
+    prompt_version : str, for LLM methods
+    data_hash : str, ``joblib.hash`` of the data and columns
+    status : ``complete``, ``degraded`` (a fallback after a failed stage), ``content_failed``
+        (cached) or ``failed`` (transport, timeout ...: never cached)
+    status_detail : str or None, why degraded or failed
+    reused : bool, the outcome came from a cache (Prefect's task cache, or every LLM call a
+        cache hit): this run paid nothing for it; ``usage`` is what it cost when computed
+    """
+
+    model_config = ConfigDict(frozen=True)
+    dataset: str
+    seed: int
+    n: int
+    method: str
+    graph: CausalGraph | None = None
+    true_graph: CausalGraph | None = None
+    error: str = ""
+    seconds: float = 0.0
+    details: dict[str, Any] = Field(default_factory=dict)
+    models: dict[str, str] = Field(default_factory=dict)
+    usage: dict[str, dict[str, float]] = Field(default_factory=dict)
+    prompt_version: str = ""
+    data_hash: str = ""
+    status: Literal["complete", "degraded", "content_failed", "failed"] = "complete"
+    status_detail: str | None = None
+    reused: bool = False
+
+
+def degradation(details: dict[str, Any]) -> str | None:
+    """Why a MAC record is degraded (a fallback after a failed stage), or None.
+
+    Reads ``details["degraded"]`` when a method sets it, the executor's
+    ``fallback_reason`` (coding executor fell back to the typed one) and the
+    debate notes (an invalid Negative or Judge reply made the Affirmative win).
+
+    Parameters
+    ----------
+    details : the outcome's ``details`` (``MACResult`` as JSON, or a baseline's record)
+
+    Returns
+    -------
+    str or None, ``"; "``-joined reasons.
+
+    >>> degradation({"dcm": {"execution": {"fallback_reason": "sandbox unavailable"}, "debate": {"notes": []}}})
+    'DCM executor: sandbox unavailable'
+    >>> degradation({"choice": {}}) is None
+    True
+    """
+    reasons: list[str] = []
+    if not isinstance(details, dict):
+        return None
+    if details.get("degraded"):
+        reasons.append(str(details["degraded"]))
+    dcm = details.get("dcm") if isinstance(details.get("dcm"), dict) else {}
+    fb = (dcm.get("execution") or {}).get("fallback_reason") if isinstance(dcm.get("execution"), dict) else None
+    if fb:
+        reasons.append(f"DCM executor: {fb}")
+    for stage in ("dcm", "mdm"):
+        part = details.get(stage) if isinstance(details.get(stage), dict) else {}
+        for note in (part.get("debate") or {}).get("notes", []) if isinstance(part.get("debate"), dict) else []:
+            reasons.append(f"{stage.upper()}: {note}")
+    return "; ".join(reasons)[:1000] if reasons else None
+
+
+def save_outcomes(outcomes: Sequence[DiscoveryOutcome], run_dir: str | Path, meta: Mapping[str, Any]) -> Path:
+    """Write ``outcomes.jsonl`` (full records) and ``run.json`` to the run folder.
+
+    Returns
+    -------
+    Path of the run folder.
+    """
+    run = Path(run_dir)
+    run.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(run / "outcomes.jsonl", "".join(o.model_dump_json() + "\n" for o in outcomes))
+    write_run_meta(run, meta)
+    return run
+
+
+def load_outcomes(run_dir: str | Path) -> list[DiscoveryOutcome]:
+    """Read ``outcomes.jsonl`` back.
+
+    Raises
+    ------
+    RunFileError
+        If the file is missing or a line is not a valid outcome (torn by a kill); names the file and line.
+    """
+    path = Path(run_dir) / "outcomes.jsonl"
+    if not path.is_file():
+        raise RunFileError("no outcomes.jsonl here; is this a run folder from `agentcausal discover`?",
+                           path=str(path))
+    out = []
+    for i, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        if line.strip():
+            try:
+                out.append(DiscoveryOutcome.model_validate_json(line))
+            except ValueError as exc:
+                raise RunFileError(f"line {i} is not a valid outcome (torn?): {str(exc)[:200]}",
+                                   path=str(path)) from exc
+    return out
