@@ -16,11 +16,11 @@ from typing import Any
 from pydantic import BaseModel
 
 from agentcausal.attribution.registry import get_method, method_settings, usage_item
-from agentcausal.exceptions import is_content_failure
 from agentcausal.llm import Gateway
+from agentcausal.records import ResultStatus, failure_fields
 from agentcausal.runs.envelope import run_enveloped
 from agentcausal.settings import gateway_preset
-from agentcausal.traces.model import Attribution, ResultStatus, Trace
+from agentcausal.traces.model import Attribution, Trace
 
 __all__ = ["failed_attribution", "run_method"]
 
@@ -40,10 +40,7 @@ def failed_attribution(trace_id: str, method: str, exc: BaseException, *,
     -------
     Attribution with step and agent None, ``status`` and ``status_detail`` (the error class) set.
     """
-    if status is None:
-        status = "content_failed" if is_content_failure(exc) else "failed"
-    return Attribution(trace_id=trace_id, method=method, error=f"{type(exc).__name__}: {exc}", status=status,
-                       status_detail=type(exc).__name__)
+    return Attribution(trace_id=trace_id, method=method, **failure_fields(exc, status))
 
 
 def run_method(
@@ -69,17 +66,17 @@ def run_method(
 
     Returns
     -------
-    Attribution with ``trace_id``, ``method``, ``settings`` (validated, as a dict),
-    ``prompt_version``, ``models`` (stage -> ``profile:model``), ``usage`` (stage ->
-    totals added during this run, from the ledger items ``trace.id`` and
-    :func:`usage_item`) and ``seconds`` filled in. When the method raised an
-    :class:`AgentCausalError`, ``step`` and ``agent`` are None, ``error``
-    holds ``"<ErrorClass>: <message>"`` and ``status`` is ``content_failed`` or
-    ``failed``; a method that returned an error itself is ``content_failed``
-    (methods record only content failures); ``degraded`` is kept as the method
-    set it. ``reused`` is True when every LLM call was a cache hit on an entry
-    an earlier run wrote (this run sent no request); a hit on an entry this run
-    wrote (an identical call of another trace, or one merged in flight) is not reuse.
+    Attribution: the method's answer, ``details``, ``status`` and ``prompt_version`` (the
+    registered one when the method sets none), stamped here once with ``trace_id``, ``method``,
+    ``settings`` (validated, as a dict) and the envelope's ``models`` (stage -> ``profile:model``),
+    ``usage`` (stage -> totals added during this run, from the ledger items ``trace.id`` and
+    :func:`~agentcausal.attribution.registry.usage_item`), ``seconds`` and ``reused`` (every LLM
+    call a cache hit on an entry an earlier run wrote: this run sent no request; a hit on an entry
+    this run wrote, an identical call of another trace or one merged in flight, is not reuse).
+    When the method raised an :class:`AgentCausalError`, ``step`` and ``agent`` are None,
+    ``error`` holds ``"<ErrorClass>: <message>"`` and ``status`` is ``content_failed`` or
+    ``failed``; a method that returned an error itself is ``content_failed`` (methods record
+    only content failures); ``degraded`` is kept as the method set it.
 
     Raises
     ------
@@ -96,15 +93,5 @@ def run_method(
     out = env.result if env.error is None else failed_attribution(trace.id, method, env.error)
     if out.error and out.status == "complete":
         out = out.model_copy(update={"status": "content_failed", "status_detail": out.status_detail or "method error"})
-    return out.model_copy(
-        update={
-            "trace_id": trace.id,
-            "method": method,
-            "settings": st.model_dump(mode="json"),
-            "prompt_version": out.prompt_version or spec.prompt_version,  # the prompt set used
-            "models": {**env.models, **out.models},
-            "usage": {k: v.model_dump() for k, v in env.usage.items()},
-            "seconds": env.seconds,
-            "reused": env.reused,
-        }
-    )
+    return out.model_copy(update={"trace_id": trace.id, "method": method, "settings": st.model_dump(mode="json"),
+                                  "prompt_version": out.prompt_version or spec.prompt_version, **env.stamp()})

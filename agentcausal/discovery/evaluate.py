@@ -64,7 +64,7 @@ def outcomes_frame(outcomes: Sequence[DiscoveryOutcome], *, reversal_cost: Liter
             prompt_tokens=int(sum(u.get("prompt_tokens", 0) for u in o.usage.values())),
             completion_tokens=int(sum(u.get("completion_tokens", 0) for u in o.usage.values())),
             llm_requests=int(sum(u.get("requests", 0) for u in o.usage.values())),
-            error=o.error,
+            error=o.error or "",  # the frame's convention: "" when the method did not fail
             edges=json.dumps(o.graph.edge_strings() if o.graph else []),
             algorithm=_dcm_algorithm(o),
             models=json.dumps(o.models, sort_keys=True),

@@ -22,8 +22,9 @@ from agentcausal.discovery.datasets import Dataset
 from agentcausal.discovery.mac.prompts import PROMPT_VERSION
 from agentcausal.discovery.outcome import DiscoveryOutcome, degradation
 from agentcausal.discovery.registry import DCM_METHODS, method_handler, method_stages
-from agentcausal.exceptions import ConfigError, is_content_failure
+from agentcausal.exceptions import ConfigError
 from agentcausal.llm import Gateway
+from agentcausal.records import failure_fields
 from agentcausal.runs.envelope import run_enveloped
 
 __all__ = ["run_discovery"]
@@ -62,18 +63,13 @@ def run_discovery(method: str, ds: Dataset, gw: Gateway | None = None, config: D
     item = f"{ds.name}:{seed}:{method}"
     env = run_enveloped(lambda: handler(gw, ds, config, seed, item), gw=gw, stages=stages,
                         usage_items=(item,), raise_transient=raise_transient)
-    common = dict(dataset=ds.name, seed=seed, n=ds.n, method=method, true_graph=ds.true_graph, models=env.models,
-                  prompt_version=PROMPT_VERSION if stages else "", data_hash=ds.content_hash())
-    if env.error is None:
-        graph, details = env.result
-        if config.executor_fallback and method.partition("@")[0] in DCM_METHODS:
-            details = {**details, "executor_fallback": config.executor_fallback}
-        err, detail = "", degradation(details)
-        status = "degraded" if detail else "complete"
-    else:
-        exc = env.error
-        graph, details, err = None, {}, f"{type(exc).__name__}: {exc}"[:2000]
-        status, detail = ("content_failed" if is_content_failure(exc) else "failed"), type(exc).__name__
-    usage = {s: u.model_dump() for s, u in env.usage.items()}
-    return DiscoveryOutcome(graph=graph, error=err, seconds=env.seconds, details=details, usage=usage, status=status,
-                            status_detail=detail, reused=env.reused, **common)
+    common = dict(dataset=ds.name, seed=seed, n=ds.n, method=method, true_graph=ds.true_graph,
+                  prompt_version=PROMPT_VERSION if stages else "", data_hash=ds.content_hash(), **env.stamp())
+    if env.error is not None:
+        return DiscoveryOutcome(**common, **failure_fields(env.error, max_chars=2000))
+    graph, details = env.result
+    if config.executor_fallback and method.partition("@")[0] in DCM_METHODS:
+        details = {**details, "executor_fallback": config.executor_fallback}
+    detail = degradation(details)
+    return DiscoveryOutcome(**common, graph=graph, details=details, status="degraded" if detail else "complete",
+                            status_detail=detail)

@@ -15,56 +15,41 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict
 
 from agentcausal.discovery.graph import CausalGraph
 from agentcausal.exceptions import RunFileError
+from agentcausal.records import RunRecord
 from agentcausal.runs.folder import atomic_write_text, write_run_meta
 
 __all__ = ["DiscoveryOutcome", "degradation", "save_outcomes", "load_outcomes"]
 
 
-class DiscoveryOutcome(BaseModel):
-    """One method on one dataset and seed: the graph (or the error) and what it cost.
+class DiscoveryOutcome(RunRecord):
+    """One method on one dataset and seed: the graph (or the error) and what it cost (a
+    :class:`~agentcausal.records.RunRecord`).
 
     Attributes
     ----------
-    dataset, seed, n, method : what ran
+    dataset, seed, n : what it ran on (``n`` rows)
     graph : CausalGraph or None (None on error)
-    true_graph : CausalGraph or None
-    error : str, empty on success
-    seconds : float, wall time of the method
-    details : JSON-able record (the algorithm parameters, or the MAC debates and fusion sentences)
-    models : stage -> ``profile:model`` for LLM methods
-    usage : stage -> token and call totals (:class:`agentcausal.llm.usage.StageUsage` as dict)
-    prompt_version : str, for LLM methods
+    true_graph : CausalGraph or None, the truth it was scored against (a run folder's: the current one)
     data_hash : str, ``joblib.hash`` of the data and columns
-    status : ``complete``, ``degraded`` (a fallback after a failed stage), ``content_failed``
-        (cached) or ``failed`` (transport, timeout ...: never cached)
-    status_detail : str or None, why degraded or failed
-    reused : bool, the outcome came from a cache (Prefect's task cache, or every LLM call a
-        cache hit): this run paid nothing for it; ``usage`` is what it cost when computed
+
+    The fields every record holds (``method``, ``prompt_version``, ``models``, ``usage``, ``seconds``,
+    ``error``, ``details``, ``status``, ``status_detail``, ``reused``) are :class:`RunRecord`'s;
+    ``details`` holds the algorithm parameters, or the MAC debates and fusion sentences.
     """
 
     model_config = ConfigDict(frozen=True)
     dataset: str
     seed: int
     n: int
-    method: str
     graph: CausalGraph | None = None
     true_graph: CausalGraph | None = None
-    error: str = ""
-    seconds: float = 0.0
-    details: dict[str, Any] = Field(default_factory=dict)
-    models: dict[str, str] = Field(default_factory=dict)
-    usage: dict[str, dict[str, float]] = Field(default_factory=dict)
-    prompt_version: str = ""
     data_hash: str = ""
-    status: Literal["complete", "degraded", "content_failed", "failed"] = "complete"
-    status_detail: str | None = None
-    reused: bool = False
 
 
 def degradation(details: dict[str, Any]) -> str | None:

@@ -14,20 +14,14 @@ from __future__ import annotations
 import hashlib
 import json
 import unicodedata
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from agentcausal.records import RunRecord
 from agentcausal.traces.text import clean_text
 
-__all__ = ["Step", "Label", "Trace", "Attribution", "ResultStatus", "normalise_agent"]
-
-#: how complete a result is: ``complete``; ``degraded`` (a method fell back after a failed stage,
-#: e.g. DCFA's GCA hypothesis after LCE failed); ``content_failed`` (a reply still invalid after all
-#: repairs: a property of the input, cached); ``failed`` (transport, auth, rate limit, timeout, dead
-#: worker: never cached, retried by the next run)
-ResultStatus = Literal["complete", "degraded", "content_failed", "failed"]
-
+__all__ = ["Step", "Label", "Trace", "Attribution", "normalise_agent"]
 
 def _drop_trailing_parenthetical(name: str) -> str:
     """``"Orchestrator (-> WebSurfer (x))"`` -> ``"Orchestrator"``; balanced groups only, repeatedly."""
@@ -190,41 +184,23 @@ class Trace(BaseModel):
         return hashlib.sha256(payload.encode()).hexdigest()
 
 
-class Attribution(BaseModel):
-    """One method's answer for one trace.
+class Attribution(RunRecord):
+    """One method's answer for one trace (a :class:`~agentcausal.records.RunRecord`).
 
     Attributes
     ----------
     trace_id : str
-    method : str, e.g. ``"all_at_once"``, ``"step_by_step"``, ``"binary_search"``, ``"dcfa"``
     step : int or None, predicted 0-based decisive-error step; None when undetermined or failed
     agent : str or None
     reason : str
     settings : dict, the method settings that produced it (enter the cache key)
-    prompt_version : str
-    models : dict stage -> model name
-    usage : dict stage -> token/time totals (see :class:`agentcausal.llm.usage.StageUsage`)
-    seconds : float, wall time of the whole attribution
-    error : str or None, set when the method failed; a failed trace counts as wrong
-    details : dict, method-specific record (DCFA: deviations, graph edges, search path ...)
-    status : ResultStatus, ``complete``, ``degraded``, ``content_failed`` or ``failed``
-    status_detail : str or None, why degraded or failed
-    reused : bool, the result came from a cache (Prefect's task cache, or every LLM call a cache
-        hit): this run paid nothing for it; ``usage`` is what it cost when computed
+
+    The fields every record holds (``method``, ``prompt_version``, ``models``, ``usage``, ``seconds``,
+    ``error``, ``details``, ``status``, ``status_detail``, ``reused``) are :class:`RunRecord`'s.
     """
 
     trace_id: str
-    method: str
     step: int | None = None
     agent: str | None = None
     reason: str = ""
     settings: dict[str, Any] = Field(default_factory=dict)
-    prompt_version: str = ""
-    models: dict[str, str] = Field(default_factory=dict)
-    usage: dict[str, dict[str, float]] = Field(default_factory=dict)
-    seconds: float = 0.0
-    error: str | None = None
-    details: dict[str, Any] = Field(default_factory=dict)
-    status: ResultStatus = "complete"
-    status_detail: str | None = None
-    reused: bool = False

@@ -76,7 +76,7 @@ def test_react_uses_its_tools_and_sees_their_observations(fake_server, make_gate
     ds = dataset("earthquake", 0)
     fake_server.responder = oracle
     out = run_discovery("react", ds, make_gateway(fake_server), seed=0)
-    assert out.error == "" and [s["action"] for s in out.details["steps"]] == ["summary", "test", "run_algorithm",
+    assert out.error is None and [s["action"] for s in out.details["steps"]] == ["summary", "test", "run_algorithm",
                                                                              "finish"]
     last = fake_server.chat_requests[-1]["messages"][1]["content"]
     assert "Strongest associations" in last and "p = " in last and "pc found:" in last
@@ -155,7 +155,7 @@ def test_earthquake_and_asia_seeds_0_1_with_mac_in_one_table(fake_server, make_g
                              ils_csl=ILSCSLSettings(**ils_mod.PRESETS[preset]))
     outs = [run_discovery(m, dataset(name, s), gw, config, seed=s)
             for name in NAMES for s in (0, 1) for m in ("react", "llm_scd", "ils_csl", "mac")]
-    assert all(o.error == "" and o.graph is not None for o in outs), [o.error for o in outs if o.error]
+    assert all(o.error is None and o.graph is not None for o in outs), [o.error for o in outs if o.error]
     table = summary_text(outcomes_frame(outs))
     for name in NAMES:
         for m in ("react", "llm_scd", "ils_csl", "mac"):

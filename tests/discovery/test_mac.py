@@ -142,12 +142,12 @@ def test_run_discovery_records_statistical_llm_and_failed_methods(fake_server, m
     fake_server.responder = mac_responder()
     gw = make_gateway(fake_server)
     pc = run_discovery("pc", earthquake, None, seed=0)
-    assert pc.error == "" and pc.details["choice"]["indep_test"] == "chisq" and pc.models == {}
+    assert pc.error is None and pc.details["choice"]["indep_test"] == "chisq" and pc.models == {}
     zs = run_discovery("llm_zero_shot", earthquake, gw, seed=0)
     assert zs.graph.directed_edges() == {("Burglary", "Alarm")} and zs.models == {"mac.baseline": "fake:fake-model"}
     assert zs.usage["mac.baseline"]["requests"] == 1
     mac = run_discovery("mac", earthquake, gw, seed=0)
-    assert mac.error == "" and mac.details["dcm"]["debate"]["verdict"]["winner"] == "affirmative"
+    assert mac.error is None and mac.details["dcm"]["debate"]["verdict"]["winner"] == "affirmative"
     fake_server.responder = lambda body: "garbage"
     bad = run_discovery("mdm_only", earthquake, make_gateway(fake_server, cache=False), seed=0)
     assert bad.graph is None and bad.error.startswith("StructuredOutputError")

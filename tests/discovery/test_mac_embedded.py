@@ -16,7 +16,7 @@ def test_mac_on_earthquake_with_the_embedded_model(tmp_path):
     gw = Gateway.from_settings(cache_dir=tmp_path / "llm")
     ds = load_dataset("earthquake", n=1000, seed=0)
     out = run_discovery("mac", ds, gw, seed=0)
-    assert out.error == "", out.error
+    assert out.error is None, out.error
     assert out.graph is not None and out.graph.is_dag()
     assert out.details["dcm"]["execution"]["choice"]["algorithm"] in ("pc", "fci", "ges", "exact_search",
                                                                       "direct_lingam")
@@ -40,6 +40,6 @@ def test_llm_baselines_on_earthquake_with_the_embedded_model(tmp_path):
                              ils_csl=ils_csl.ILSCSLSettings(**ils_csl.PRESETS["small"]))
     outs = [run_discovery(m, ds, gw, config, seed=0) for m in ("react", "llm_scd", "ils_csl", "mac")]
     for o in outs:
-        assert o.graph is not None and o.error == "", (o.method, o.error)
+        assert o.graph is not None and o.error is None, (o.method, o.error)
     table = summary_text(outcomes_frame(outs))
     assert all(m in table for m in ("react", "llm_scd", "ils_csl", "mac"))

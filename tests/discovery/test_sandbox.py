@@ -282,7 +282,7 @@ def test_auto_fallback_is_marked_in_the_rows_that_run_dcm(fake_server, make_gate
                              executor_fallback="executor auto: the coding sandbox cannot run here (x)")
     gw = make_gateway(fake_server)
     dcm = run_discovery("dcm_only", ds, gw, config)
-    assert dcm.error == "" and dcm.details["executor_fallback"] == config.executor_fallback
+    assert dcm.error is None and dcm.details["executor_fallback"] == config.executor_fallback
     assert "executor_fallback" not in run_discovery("pc", ds, None, config).details
 
 
