@@ -46,7 +46,7 @@ class RunRecord(BaseModel):
     method: str
     prompt_version: str = ""
     models: dict[str, str] = Field(default_factory=dict)
-    usage: dict[str, dict[str, float]] = Field(default_factory=dict)
+    usage: dict[str, dict[str, int | float]] = Field(default_factory=dict)  # counts stay int through JSON
     seconds: float = 0.0
     error: str | None = None
     details: dict[str, Any] = Field(default_factory=dict)

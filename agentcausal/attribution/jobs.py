@@ -1,4 +1,5 @@
-"""Attribution jobs: one registered method on one trace, in the run envelope, as one record.
+"""Attribution jobs: one registered method on one trace, in the run envelope, as one record; the attribution
+half of the run engine (:data:`ATTRIBUTION`).
 
 :func:`run_method` runs a method and returns an :class:`~agentcausal.traces.model.Attribution` with
 seconds, usage, models and settings filled in. A content failure (a reply still invalid after all
@@ -10,19 +11,28 @@ caches it, else recorded with ``status="failed"`` (:func:`failed_attribution`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
+from agentcausal.attribution.cache_key import attribution_keyer
+from agentcausal.attribution.results import ResultsWriter
+from agentcausal.attribution.paper_tables import speaker_mismatches
 from agentcausal.attribution.registry import get_method, method_settings, usage_item
 from agentcausal.llm import Gateway
-from agentcausal.records import ResultStatus, failure_fields
+from agentcausal.records import ResultStatus, RunRecord, failure_fields
+from agentcausal.repeats import mark_repeat, with_sample
+from agentcausal.runs.engine import Job, gateway_for
 from agentcausal.runs.envelope import run_enveloped
-from agentcausal.settings import gateway_preset
+from agentcausal.runs.items import load_trace_item
+from agentcausal.runs.plan import Plan
+from agentcausal.runs.scheduling import item_workers, routed_limits
+from agentcausal.settings import RunSettings, gateway_preset
 from agentcausal.traces.model import Attribution, Trace
 
-__all__ = ["failed_attribution", "run_method"]
+__all__ = ["failed_attribution", "run_method", "AttributionHalf", "ATTRIBUTION"]
 
 
 def failed_attribution(trace_id: str, method: str, exc: BaseException, *,
@@ -95,3 +105,77 @@ def run_method(
         out = out.model_copy(update={"status": "content_failed", "status_detail": out.status_detail or "method error"})
     return out.model_copy(update={"trace_id": trace.id, "method": method, "settings": st.model_dump(mode="json"),
                                   "prompt_version": out.prompt_version or spec.prompt_version, **env.stamp()})
+
+
+class _AttributionSink:
+    """``results.parquet`` of an attribution run, each record scored against its trace as it is now."""
+
+    def __init__(self, plan: Plan, run_dir: Path) -> None:
+        self.plan = plan
+        self.writer = ResultsWriter(run_dir / "results.parquet")
+        self.models: dict[str, dict[str, str]] = {}
+        self.mismatches: list[dict[str, Any]] = []
+        self._trace: Trace | None = None
+
+    def add(self, job: Job, record: RunRecord) -> None:
+        if self._trace is None or self._trace.id != job.item.id:  # jobs come item by item: one trace at a time
+            self._trace = load_trace_item(job.item)
+            self.mismatches += speaker_mismatches([self._trace])
+        if record.models and job.method not in self.models:
+            self.models[job.method] = dict(record.models)
+        self.writer.add(record, self._trace)  # type: ignore[arg-type]
+
+    def close(self) -> dict[str, Any]:
+        self.writer.close()
+        return {"methods": {m: mp.settings for m, mp in self.plan.methods.items()}, "models": self.models,
+                "traces": self.plan.item_count, "speaker_mismatch": self.mismatches,
+                **({"skipped": self.plan.skipped} if self.plan.skipped is not None else {})}
+
+
+class AttributionHalf:
+    """The attribution half of the run engine (:class:`agentcausal.runs.engine.RunHalf`): a job is one
+    method on one trace (repeat r); its key is :func:`~agentcausal.attribution.cache_key.attribution_key`;
+    a task loads the trace from its plan item and runs :func:`run_method` (repeat r sends ``sample=r``,
+    :mod:`agentcausal.repeats`); results are scored into ``results.parquet`` against the current labels."""
+
+    kind = "attribute"
+    record_type = Attribution
+
+    def job_counts(self, plan: Plan) -> dict[str, int]:
+        return {m: plan.item_count * plan.repeats for m in plan.methods}
+
+    def jobs(self, plan: Plan) -> Iterator[Job]:
+        for item in plan.iter_items():
+            for m in plan.methods:
+                for r in range(plan.repeats):
+                    yield Job(item, m, repeat=r)
+
+    def submission_order(self, plan: Plan) -> Iterator[Job]:
+        return self.jobs(plan)
+
+    def keyer(self, plan: Plan, settings: RunSettings) -> Callable[[Job], str]:
+        keys = attribution_keyer(gateway_for(settings))
+        return lambda job: "attribute-" + keys(job.item, job.method, plan.methods[job.method].settings, job.repeat)
+
+    def run(self, job: Job, plan: Plan, settings: RunSettings) -> Attribution:
+        gw = with_sample(gateway_for(settings), job.repeat)
+        out = run_method(load_trace_item(job.item), job.method, gw, plan.methods[job.method].settings,
+                         raise_transient=True)
+        return mark_repeat(out, job.repeat)
+
+    def storable(self, record: RunRecord) -> bool:
+        """False for a degraded record whose fallback followed a failure of the run (never cached)."""
+        return not (record.status == "degraded" and (record.details.get("lce") or {}).get("cause") == "run")
+
+    def failed(self, job: Job, exc: BaseException) -> Attribution:
+        return mark_repeat(failed_attribution(job.item.id, job.method, exc, status="failed"), job.repeat)
+
+    def item_workers(self, settings: RunSettings) -> int:
+        return item_workers(routed_limits(gateway_for(settings).profiles))
+
+    def sink(self, plan: Plan, run_dir: Path, meta: Mapping[str, Any]) -> _AttributionSink:
+        return _AttributionSink(plan, run_dir)
+
+
+#: the attribution half of the run engine
+ATTRIBUTION = AttributionHalf()

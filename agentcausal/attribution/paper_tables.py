@@ -1,6 +1,6 @@
 """The tables the DCFA paper reports, from one run's results frame.
 
-Every function reads a results frame (:func:`agentcausal.attribution.evaluate.results_frame`,
+Every function reads a results frame (:func:`agentcausal.attribution.results.results_frame`,
 one row per trace, method and repeat); DCFA's record is read from ``details_json``
 (see :mod:`agentcausal.attribution.dcfa.method`).
 
@@ -49,7 +49,6 @@ __all__ = [
     "signed_step_error_histogram",
     "accuracy_over_repeats",
     "speaker_mismatches",
-    "paper_tables_markdown",
 ]
 
 #: Five trace-length levels (inclusive step counts) standing in for Who&When's. Who&When groups Hand-Crafted
@@ -276,36 +275,3 @@ def speaker_mismatches(traces: Sequence[Trace]) -> list[dict[str, Any]]:
         if normalise_agent(speaker) != normalise_agent(t.label.agent):
             out.append({"trace_id": t.id, "step": t.label.step, "labelled_agent": t.label.agent, "speaker": speaker})
     return out
-
-
-def _md(df: pd.DataFrame, index: bool = False) -> str:
-    from agentcausal.report.attribution import markdown_table
-
-    return markdown_table(df, index=index)
-
-
-def paper_tables_markdown(df: pd.DataFrame, meta: dict[str, Any] | None = None) -> str:
-    """The sections above as markdown (empty sections left out), for ``report.md``."""
-    parts: list[str] = []
-    lv = accuracy_by_level(df)
-    if len(lv):
-        parts += ["## Step accuracy by trace-length level (Hand-Crafted)", "",
-                  "Levels: " + ", ".join(f"{n} {lo}-{hi if hi < 10**9 else '…'} steps" for lo, hi, n in WHO_WHEN_LEVELS)
-                  + " (our equal-width bins over Hand-Crafted's 5-130 steps: Who&When's own level bounds are "
-                  "not published; see `WHO_WHEN_LEVELS`).", "", _md(lv), ""]
-    if (df["method"] == "dcfa").any():
-        parts += ["## DCFA without LCE (from the stored GCA hypothesis)", "", _md(gca_only_accuracy(df)), "",
-                  "## What LCE did (step level)", "", _md(lce_effect(df)), "",
-                  "## LCE diagnostics (means per trace that ran LCE)", "", _md(lce_diagnostics(df)), ""]
-    gs = graph_stats(df)
-    if len(gs):
-        parts += ["## Dependency graphs: edges per trace", "", _md(gs), ""]
-    parts += ["## Predicted − labelled step", "", _md(signed_step_error_histogram(df), index=True), ""]
-    rep = accuracy_over_repeats(df)
-    if len(rep) and rep["repeats"].max() > 1:
-        parts += ["## Accuracy over repeats (mean ± sample std)", "", _md(rep), ""]
-    mism = (meta or {}).get("speaker_mismatch") or []
-    if mism:
-        parts += [f"## Labelled agent is not the speaker of the labelled step ({len(mism)} traces)", "",
-                  "These cannot score on agent level from the step alone.", "", _md(pd.DataFrame(mism)), ""]
-    return "\n".join(["", *parts]) if parts else ""

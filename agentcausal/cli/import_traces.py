@@ -130,9 +130,9 @@ def prepare_corpus(args: argparse.Namespace, traces: Sequence[Trace] | None = No
     if not traces:  # every trace skipped: say so about the user's files, before a run folder exists
         raise TraceFormatError("no valid trace to run (every trace was skipped)", path=", ".join(args.paths))
     if not args.out:
-        from flows.attribute import default_run_dir
+        from agentcausal.runs.folder import default_run_dir
 
-        args.out = default_run_dir()
+        args.out = default_run_dir("attribute")
     return [str(write_jsonl(traces, Path(args.out) / "traces.jsonl"))]
 
 

@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
 
 from agentcausal.discovery.metrics import evaluate_graph
-from agentcausal.discovery.outcome import DiscoveryOutcome
+from agentcausal.discovery.outcome import DiscoveryOutcome, load_outcomes
+from agentcausal.runs.folder import atomic_path
 
-__all__ = ["outcomes_frame"]
+__all__ = ["outcomes_frame", "run_notes", "score_run"]
 
 
 def outcomes_frame(outcomes: Sequence[DiscoveryOutcome], *, reversal_cost: Literal[1, 2] = 1) -> pd.DataFrame:
@@ -106,3 +108,39 @@ def _dcm_algorithm(o: DiscoveryOutcome) -> str:
         return o.details["dcm"]["execution"]["choice"]["algorithm"]
     except (KeyError, TypeError):
         return o.details.get("choice", {}).get("algorithm", "") if isinstance(o.details, dict) else ""
+
+
+def run_notes(outcomes: Sequence[DiscoveryOutcome]) -> list[str]:
+    """Notes a reader of the run needs before its tables: each dataset without a true graph.
+
+    The run engine writes them into ``run.json`` (``notes``); :func:`markdown_report` shows them.
+
+    Parameters
+    ----------
+    outcomes : the run's outcomes
+
+    Returns
+    -------
+    list of str, one line per note (empty when there is nothing to say).
+    """
+    missing = list(dict.fromkeys(o.dataset for o in outcomes if o.true_graph is None))
+    return [f"{name} has no true graph (no \"true_edges\" in its metadata): SHD, NHD and F1 are shown as -"
+            for name in missing]
+
+
+def score_run(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1) -> pd.DataFrame:
+    """Score a discovery run folder's ``outcomes.jsonl`` into ``results.parquet`` (atomically); the frame.
+
+    What ``discover --report RUN_DIR --shd-reversal 2`` runs before the report: the outcomes scored again
+    under another SHD convention, against the true graphs they hold.
+
+    Raises
+    ------
+    RunFileError
+        If ``outcomes.jsonl`` is missing or torn.
+    """
+    run = Path(run_dir)
+    df = outcomes_frame(load_outcomes(run), reversal_cost=reversal_cost)
+    with atomic_path(run / "results.parquet") as tmp:
+        df.to_parquet(tmp, index=False)
+    return df

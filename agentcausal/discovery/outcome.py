@@ -88,8 +88,9 @@ def degradation(details: dict[str, Any]) -> str | None:
     return "; ".join(reasons)[:1000] if reasons else None
 
 
-def save_outcomes(outcomes: Sequence[DiscoveryOutcome], run_dir: str | Path, meta: Mapping[str, Any]) -> Path:
-    """Write ``outcomes.jsonl`` (full records) and ``run.json`` to the run folder.
+def save_outcomes(outcomes: Sequence[DiscoveryOutcome], run_dir: str | Path,
+                  meta: Mapping[str, Any] | None = None) -> Path:
+    """Write ``outcomes.jsonl`` (full records) and, with ``meta``, ``run.json`` to the run folder.
 
     Returns
     -------
@@ -98,7 +99,8 @@ def save_outcomes(outcomes: Sequence[DiscoveryOutcome], run_dir: str | Path, met
     run = Path(run_dir)
     run.mkdir(parents=True, exist_ok=True)
     atomic_write_text(run / "outcomes.jsonl", "".join(o.model_dump_json() + "\n" for o in outcomes))
-    write_run_meta(run, meta)
+    if meta is not None:
+        write_run_meta(run, meta)
     return run
 
 

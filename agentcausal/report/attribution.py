@@ -16,20 +16,27 @@ import html
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pandas as pd
 
-from agentcausal.attribution.evaluate import Evaluation, evaluate_frame, load_results
-from agentcausal.runs.folder import load_run_meta
-from agentcausal.report.html import attribution_tables, html_table, write_html_report
-from agentcausal.runs.folder import atomic_write_text
+from agentcausal.attribution.evaluate import Evaluation, evaluate_frame
+from agentcausal.attribution.results import load_results
+from agentcausal.attribution.paper_tables import WHO_WHEN_LEVELS, accuracy_by_level, accuracy_over_repeats, \
+    gca_only_accuracy, graph_stats, lce_diagnostics, lce_effect, signed_step_error_histogram
+from agentcausal.exceptions import AgentCausalError
+from agentcausal.report.dcfa import dependency_graph_edge_table, dependency_graph_mermaid
+from agentcausal.report.html import attribution_tables, facts_markdown, html_table, write_html_report
 from agentcausal.report.plots import attribution_figures, figures_markdown
 from agentcausal.report.traces_html import per_trace_html, trace_sections_html
+from agentcausal.runs.folder import atomic_write_text, load_run_meta
+from agentcausal.runs.items import load_trace_item
+from agentcausal.runs.plan import PLAN_FILE, read_plan
+from agentcausal.traces.io import load_traces
 from agentcausal.traces.model import Attribution, Trace
 
 __all__ = ["RunReport", "markdown_table", "markdown_report", "accuracy_text", "write_report", "report_run",
-           "table_records", "blamed_steps_markdown"]
+           "table_records", "blamed_steps_markdown", "paper_tables_markdown"]
 
 
 class RunReport(NamedTuple):
@@ -113,8 +120,6 @@ def markdown_report(ev: Evaluation, *, title: str = "Failure attribution", meta:
     -------
     str
     """
-    from agentcausal.report.html import facts_markdown
-
     parts = [f"# {title}", "", *facts_markdown(meta or {})]
     parts += [
         "",
@@ -138,7 +143,7 @@ def _cost_this_run_section(ev: Evaluation, meta: Mapping[str, object] | None) ->
         return []
     wall = (meta or {}).get("wall_seconds")
     return ["", "## Cost: this run vs original (totals)", "",
-            "Reused rows (Prefect's task cache, or every LLM call a cache hit) cost this run nothing; "
+            "Reused rows (read from the results store, or every LLM call a cache hit) cost this run nothing; "
             "*original* is what the records cost when computed. Request seconds: time inside HTTP requests, "
             "summed over calls (concurrent calls overlap, so it can exceed the wall time)."
             + (f" Wall time of this run: {float(wall):,.1f} s." if isinstance(wall, (int, float)) else ""),
@@ -161,8 +166,6 @@ def dependency_graphs_markdown(results: pd.DataFrame, *, max_graphs: int = 50) -
     ----------
     DCFA seed paper, section 5.4.4, Figure 4.
     """
-    from agentcausal.report.dcfa import dependency_graph_edge_table, dependency_graph_mermaid
-
     rows = results[results["method"].astype(str).str.startswith("dcfa")
                    & results["details_json"].notna()].sort_values(["trace_id", "method"])
     parts: list[str] = []
@@ -239,8 +242,6 @@ def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, obje
     figs = attribution_figures(ev, d)  # PNGs in the run folder; text charts in report.md, images in report.html
     graphs = dependency_graphs_markdown(results) if results is not None else ""
     blamed = blamed_steps_markdown(results) if results is not None else ""
-    from agentcausal.attribution.paper_tables import paper_tables_markdown  # the DCFA paper's tables
-
     paper = paper_tables_markdown(results, dict(run_meta or {})) if results is not None else ""
     atomic_write_text(p, markdown_report(ev, meta=meta) + paper + blamed + figures_markdown(figs) + graphs)
     sections: list[str] = []
@@ -258,21 +259,15 @@ def _later_tables(tables: list[tuple[str, pd.DataFrame]]) -> list[str]:
     return [f"<h2>{html.escape(h)}</h2>{html_table(df)}" for h, df in tables]
 
 
-def _run_traces(meta: Mapping[str, object], results: pd.DataFrame) -> dict[str, Trace]:
-    """The run's traces, read from the plan's items (by path, hash checked; :mod:`agentcausal.runs.items`) or,
-    for a run folder without a plan, from its corpus paths (best effort: {} when they are gone or unreadable)."""
-    from agentcausal.exceptions import AgentCausalError
-    from agentcausal.traces.io import load_traces
-
+def _run_traces(run_dir: Path, meta: Mapping[str, object], results: pd.DataFrame) -> dict[str, Trace]:
+    """The run's traces, read from its plan's items (by path and offset, hash checked;
+    :mod:`agentcausal.runs.items`) or, for a run folder without a plan, from its corpus paths (best
+    effort: {} when they are gone or unreadable)."""
     wanted = set(results["trace_id"].astype(str))
-    plan = meta.get("plan")
-    if isinstance(plan, Mapping) and plan.get("kind") == "attribute" and plan.get("items"):
-        from agentcausal.runs.plan import PlanItem
-        from agentcausal.runs.items import load_trace_items
-
+    plan_file = run_dir / PLAN_FILE
+    if plan_file.is_file():
         try:
-            items = [PlanItem.model_validate(i) for i in plan["items"] if i.get("id") in wanted]  # type: ignore
-            return {t.id: t for t in load_trace_items(items)}
+            return {i.id: load_trace_item(i) for i in read_plan(plan_file).iter_items() if i.id in wanted}
         except (AgentCausalError, OSError, ValueError):
             pass  # changed since the run: the corpus as it is now, below
     corpus = meta.get("corpus")
@@ -305,7 +300,8 @@ def report_run(run_dir: str | Path) -> RunReport:
     shown = {k: meta[k] for k in ("corpus", "methods", "routing", "models", "traces", "started", "wall_seconds")
              if k in meta}
     shown["run folder"] = str(run_dir)
-    path = write_report(ev, run_dir, meta=shown, results=results, traces=_run_traces(meta, results), run_meta=meta)
+    path = write_report(ev, run_dir, meta=shown, results=results, traces=_run_traces(Path(run_dir), meta, results),
+                        run_meta=meta)
     return RunReport(ev, path.read_text(encoding="utf-8"), path)
 
 
@@ -325,3 +321,31 @@ def table_records(df: pd.DataFrame) -> list[dict[str, object]]:
         out.append({str(k): (None if isinstance(v, float) and pd.isna(v) else
                              (round(float(v), 4) if isinstance(v, float) else v)) for k, v in rec.items()})
     return out
+
+
+def paper_tables_markdown(df: pd.DataFrame, meta: dict[str, Any] | None = None) -> str:
+    """The DCFA paper's tables (:mod:`agentcausal.attribution.paper_tables`) as markdown sections (empty ones left
+    out), for ``report.md``."""
+    parts: list[str] = []
+    lv = accuracy_by_level(df)
+    if len(lv):
+        parts += ["## Step accuracy by trace-length level (Hand-Crafted)", "",
+                  "Levels: " + ", ".join(f"{n} {lo}-{hi if hi < 10**9 else '…'} steps" for lo, hi, n in WHO_WHEN_LEVELS)
+                  + " (our equal-width bins over Hand-Crafted's 5-130 steps: Who&When's own level bounds are "
+                  "not published; see `WHO_WHEN_LEVELS`).", "", markdown_table(lv), ""]
+    if (df["method"] == "dcfa").any():
+        parts += ["## DCFA without LCE (from the stored GCA hypothesis)", "", markdown_table(gca_only_accuracy(df)), "",
+                  "## What LCE did (step level)", "", markdown_table(lce_effect(df)), "",
+                  "## LCE diagnostics (means per trace that ran LCE)", "", markdown_table(lce_diagnostics(df)), ""]
+    gs = graph_stats(df)
+    if len(gs):
+        parts += ["## Dependency graphs: edges per trace", "", markdown_table(gs), ""]
+    parts += ["## Predicted − labelled step", "", markdown_table(signed_step_error_histogram(df), index=True), ""]
+    rep = accuracy_over_repeats(df)
+    if len(rep) and rep["repeats"].max() > 1:
+        parts += ["## Accuracy over repeats (mean ± sample std)", "", markdown_table(rep), ""]
+    mism = (meta or {}).get("speaker_mismatch") or []
+    if mism:
+        parts += [f"## Labelled agent is not the speaker of the labelled step ({len(mism)} traces)", "",
+                  "These cannot score on agent level from the step alone.", "", markdown_table(pd.DataFrame(mism)), ""]
+    return "\n".join(["", *parts]) if parts else ""

@@ -27,8 +27,9 @@ from typing import Any, Literal, NamedTuple
 import pandas as pd
 
 from agentcausal.discovery.graph import CausalGraph
+from agentcausal.exceptions import RunFileError
 from agentcausal.discovery.outcome import DiscoveryOutcome
-from agentcausal.discovery.evaluate import outcomes_frame
+from agentcausal.discovery.evaluate import run_notes
 from agentcausal.discovery.metrics import METRIC_COLUMNS, METRICS_FOOTER, SHD_CONVENTION
 from agentcausal.discovery.outcome import DiscoveryOutcome, load_outcomes
 from agentcausal.report.html import html_table, write_html_report
@@ -36,8 +37,8 @@ from agentcausal.report.plots import discovery_figures, figures_markdown
 from agentcausal.runs.folder import atomic_path, atomic_write_text, load_run_meta
 
 __all__ = ["summary_table", "summary_text", "graph_mermaid", "draw_graph_png",
-           "markdown_report", "memorisation_text", "write_report", "table_records",
-           "RunFiles", "graphs_html", "write_graph_outputs", "edge_table_markdown", "run_notes", "executor_lines",
+           "markdown_report", "memorisation_text", "write_report", "load_scored", "table_records",
+           "RunFiles", "graphs_html", "write_graph_outputs", "edge_table_markdown", "executor_lines",
            "IDENTICAL_NOTE"]
 
 _METRICS = (*METRIC_COLUMNS, "precision", "recall")
@@ -426,24 +427,6 @@ def markdown_report(df: pd.DataFrame, outcomes: Sequence[DiscoveryOutcome], meta
     return "\n".join(lines)
 
 
-def run_notes(outcomes: Sequence[DiscoveryOutcome]) -> list[str]:
-    """Notes a reader of the run needs before its tables: each dataset without a true graph.
-
-    The ``discover`` flow writes them into ``run.json`` (``notes``); :func:`markdown_report` shows them.
-
-    Parameters
-    ----------
-    outcomes : the run's outcomes
-
-    Returns
-    -------
-    list of str, one line per note (empty when there is nothing to say).
-    """
-    missing = list(dict.fromkeys(o.dataset for o in outcomes if o.true_graph is None))
-    return [f"{name} has no true graph (no \"true_edges\" in its metadata): SHD, NHD and F1 are shown as -"
-            for name in missing]
-
-
 def executor_lines(df: pd.DataFrame) -> list[str]:
     """How DCM ran its algorithm: per method, runs by the coding agent and by the typed executor, and why
     the typed executor ran instead of the coding agent (count per reason).
@@ -587,7 +570,7 @@ def _cost_this_run_lines(df: pd.DataFrame, meta: Mapping[str, Any]) -> list[str]
     if df.empty or "run_llm_requests" not in df:
         return []
     lines = ["## Cost: this run vs original (totals)", "",
-             "Reused outcomes (Prefect's task cache, or every LLM call a cache hit) cost this run nothing; "
+             "Reused outcomes (read from the results store, or every LLM call a cache hit) cost this run nothing; "
              "*original* is what they cost when computed. Request s: time inside HTTP requests, summed over "
              "calls." + (f" Wall time of this run: {float(meta['wall_seconds']):,.1f} s."
                          if isinstance(meta.get("wall_seconds"), (int, float)) else ""), "",
@@ -614,14 +597,34 @@ class RunFiles(NamedTuple):
 
 
 
+def load_scored(run_dir: str | Path) -> pd.DataFrame:
+    """The scored frame of a discovery run folder (``results.parquet``, written by the run or by
+    :func:`agentcausal.discovery.evaluate.score_run`).
+
+    Raises
+    ------
+    RunFileError
+        If the file is missing or unreadable.
+    """
+    p = Path(run_dir) / "results.parquet"
+    if not p.is_file():
+        raise RunFileError("no results.parquet here: the outcomes are not scored "
+                           "(`agentcausal discover --report RUN_DIR` scores them)", path=str(p))
+    try:
+        return pd.read_parquet(p)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a torn or empty file
+        raise RunFileError(f"not a readable Parquet file (torn or empty?): {type(exc).__name__}", path=str(p)) from exc
+
+
 def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw: bool = True) -> RunFiles:
-    """Evaluate a saved run: ``results.parquet``, ``summary.csv``, ``graphs/*.png``, ``report.md``, ``report.html``
-    and the plots (``shd.png``, ``stage_cost.png``).
+    """Report a scored run: ``summary.csv``, ``graphs/*.png``, ``report.md``, ``report.html`` and the plots
+    (``shd.png``, ``stage_cost.png``), from its ``results.parquet`` and ``outcomes.jsonl``.
 
     Parameters
     ----------
-    run_dir : folder holding ``outcomes.jsonl`` (:func:`agentcausal.discovery.outcome.save_outcomes`)
-    reversal_cost : 1 or 2, SHD convention
+    run_dir : folder holding ``outcomes.jsonl`` and the scored ``results.parquet``
+        (:func:`agentcausal.discovery.evaluate.score_run`)
+    reversal_cost : 1 or 2, the SHD convention the frame was scored with (for the report's text)
     draw : bool, draw PNGs (first seed of each dataset and method)
 
     Returns
@@ -631,9 +634,7 @@ def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw:
     run = Path(run_dir)
     outcomes = load_outcomes(run)
     meta = load_run_meta(run)
-    df = outcomes_frame(outcomes, reversal_cost=reversal_cost)
-    with atomic_path(run / "results.parquet") as tmp:
-        df.to_parquet(tmp, index=False)
+    df = load_scored(run)
     with atomic_path(run / "summary.csv") as tmp:
         summary_table(df).to_csv(tmp)
     if draw:

@@ -14,6 +14,7 @@ killed while it writes leaves either the old file or the new one, never a torn o
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 import os
 import tempfile
@@ -23,7 +24,8 @@ from typing import Any, Literal
 
 from agentcausal.exceptions import RunFileError
 
-__all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "write_run_meta", "load_run_meta", "run_kind"]
+__all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "write_run_meta", "load_run_meta", "run_kind",
+           "default_run_dir"]
 
 
 @contextlib.contextmanager
@@ -122,3 +124,8 @@ def load_run_meta(run_dir: str | Path) -> dict[str, object]:
 def run_kind(run_dir: str | Path) -> Literal["attribute", "discover"]:
     """``discover`` for a folder holding ``outcomes.jsonl`` (written by ``discover`` only), else ``attribute``."""
     return "discover" if (Path(run_dir) / "outcomes.jsonl").is_file() else "attribute"
+
+
+def default_run_dir(kind: Literal["attribute", "discover", "demo"], out_root: str | Path = "runs") -> str:
+    """``<out_root>/<kind>-YYYYmmdd-HHMMSS``, the run folder of a run not told where to write."""
+    return str(Path(out_root) / f"{kind}-{dt.datetime.now():%Y%m%d-%H%M%S}")

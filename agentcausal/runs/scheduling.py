@@ -10,8 +10,8 @@ enough others to hide the gaps between their requests, and the threads of a
 process stay bounded however large the corpus (measured in
 ``bench/results/scale.json``).
 
-This module never imports Prefect: the flows call it before submitting and
-after each result; the chunk tasks call :func:`run_chunk`.
+The run engine (:mod:`agentcausal.runs.engine`) cuts each method's jobs into chunks
+(:func:`chunk_length`) and runs a chunk's items with :func:`run_items`.
 """
 
 from __future__ import annotations
@@ -22,15 +22,14 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any, TypeVar
 
-from pydantic import BaseModel
-
 from agentcausal.exceptions import AgentCausalError
-from agentcausal.runs.store import ResultIndex
+from agentcausal.records import RunRecord
+from agentcausal.runs.store import ResultStore
 
-__all__ = ["MIN_CHUNKS", "run_chunk", "chunked", "chunk_length", "item_pool", "item_workers", "routed_limits",
+__all__ = ["MIN_CHUNKS", "run_items", "chunked", "chunk_length", "item_pool", "item_workers", "routed_limits",
            "chunk_items"]
 
-R = TypeVar("R", bound=BaseModel)
+R = TypeVar("R", bound=RunRecord)
 
 
 #: a method's jobs are split into at least this many chunks (when it has as many jobs)
@@ -140,49 +139,49 @@ def item_pool(workers: int) -> ThreadPoolExecutor:
         return pool
 
 
-def run_chunk(jobs: Sequence[tuple[str, Callable[[], R]]], index: ResultIndex, *,
+def run_items(jobs: Sequence[tuple[str, Callable[[], R]]], store: ResultStore, *,
               not_before: float | None = None, workers: int | None = None,
-              store_if: Callable[[R], bool] | None = None) -> list[R]:
+              store_if: Callable[[R], bool] | None = None) -> list[R | None]:
     """Run a chunk of jobs on the process's item pool, storing each record as it finishes.
 
-    A job whose key holds a record stored at or after ``not_before`` is not run
-    again (so a retried chunk repeats only its unfinished jobs). A job that
-    raises a failure of the run (transport, 401, timeout: the job raises it
-    itself) does not stop the others; the first such failure is raised after
-    the last job, so the orchestrator retries the chunk and caches nothing of it.
-    The jobs go to :func:`item_pool` (``workers`` threads shared by every chunk of
-    the process, first in, first out); the LLM gateway's limits bound the requests in flight.
+    A job whose key holds a record stored at or after ``not_before`` is not run again (so a retried
+    chunk repeats only its unfinished jobs). A job that raises a failure of the run (transport, 401,
+    timeout: the job raises it itself) does not stop the others; the first such failure is raised after
+    the last job, so the orchestrator retries the chunk and nothing of it is stored. The jobs go to
+    :func:`item_pool` (``workers`` threads shared by every chunk of the process, first in, first out);
+    the LLM gateway's limits bound the requests in flight. Each job's record is dropped once stored:
+    the caller reads it back from the store.
 
     Parameters
     ----------
     jobs : (cache key, zero-argument callable returning the record) per item
-    index : ResultIndex where each returned record is stored (``failed`` ones are not)
+    store : ResultStore where each returned record is stored (``failed`` ones are not)
     not_before : float or None, seconds since the epoch; None reuses any stored record
     workers : int or None, the item pool's size (:func:`item_workers` of the routing's limits);
         None: a pool as large as this chunk (its own items all at once)
     store_if : predicate on a returned record; False = return it but do not store it (a record
-        the caller may not cache); default: store every returned record the index accepts
+        the caller may not cache); default: store every returned record the store accepts
 
     Returns
     -------
-    list of records, in job order
+    list, in job order: None for a record in the store (stored now, or found there), else the record
+    that was not stored (``store_if`` refused it, or its status is ``failed``)
 
     Raises
     ------
     AgentCausalError
         The first failure of the run raised by a job, after every job was tried.
     """
-    def one(job: tuple[str, Callable[[], R]]) -> R | BaseException:
+    def one(job: tuple[str, Callable[[], R]]) -> R | BaseException | None:
         key, fn = job
-        rec = index.get(key, not_before=not_before)
-        if rec is not None:
-            return rec
+        if store.get(key, not_before=not_before) is not None:
+            return None
         try:
             rec = fn()
         except AgentCausalError as exc:
             return exc
-        if store_if is None or store_if(rec):
-            index.put(key, rec)
+        if (store_if is None or store_if(rec)) and store.put(key, rec, cache_hits_only=rec.reused):
+            return None
         return rec
 
     if not jobs:
@@ -198,5 +197,3 @@ def run_chunk(jobs: Sequence[tuple[str, Callable[[], R]]], index: ResultIndex, *
     if failures:
         raise failures[0]
     return out  # type: ignore[return-value]
-
-

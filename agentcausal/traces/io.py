@@ -26,7 +26,7 @@ Zhang, S. et al. "Which Agent Causes Task Failures and When?" ICML 2025. arXiv:2
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -37,7 +37,8 @@ from agentcausal.traces.model import Trace
 from agentcausal.traces.text import content_text, optional_text
 from agentcausal.traces.whowhen import SUBSETS, load_who_and_when_file, who_and_when_files
 
-__all__ = ["TraceScan", "read_jsonl", "write_jsonl", "scan_traces", "load_traces", "check_unique_ids", "select_traces"]
+__all__ = ["TraceScan", "ScannedTrace", "read_jsonl", "iter_jsonl", "read_jsonl_line", "write_jsonl", "iter_traces",
+           "scan_traces", "load_traces", "check_unique_ids", "select_traces"]
 
 
 class TraceScan(NamedTuple):
@@ -100,28 +101,89 @@ def _normalise_record(obj: object) -> dict:
     return out
 
 
-def _scan_jsonl(path: Path) -> TraceScan:
+def _parse_jsonl_line(line: str, path: Path, where: str) -> Trace:
+    """One line of our Trace JSONL as a Trace.
+
+    Raises
+    ------
+    TraceFormatError
+        If the line is not JSON or not a valid Trace (naming the file and ``where``).
+    """
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        return TraceScan([], [TraceFormatError(f"not UTF-8 text (byte {exc.start})", path=str(path))])
+        obj = json.loads(line)
+        return Trace.model_validate(_normalise_record(obj))
+    except json.JSONDecodeError as exc:
+        raise TraceFormatError(f"not JSON: {exc.msg} at column {exc.colno}", path=str(path), field=where) from exc
+    except TraceFormatError as exc:
+        raise TraceFormatError(f"not a Trace: {exc.detail}", path=str(path), field=where) from exc
+    except ValidationError as exc:
+        raise TraceFormatError(f"not a Trace: {_validation_summary(exc)}", path=str(path), field=where) from exc
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Trace | TraceFormatError]]:
+    """The traces of our Trace JSONL one line at a time, each with the byte offset its line starts at.
+
+    Parameters
+    ----------
+    path : file with one Trace JSON object per line (blank lines skipped)
+
+    Yields
+    ------
+    (offset, Trace or TraceFormatError) : the byte offset of the line in the file, and its trace, or the
+    error naming the file and line (not JSON, not a valid Trace, not UTF-8); a file that cannot be read
+    is one error at offset -1. :func:`read_jsonl_line` reads one line back by its offset.
+    """
+    p = Path(path)
+    try:
+        fh = p.open("rb")
     except OSError as exc:
-        return TraceScan([], [TraceFormatError(f"cannot read: {exc.strerror or exc}", path=str(path))])
+        yield -1, TraceFormatError(f"cannot read: {exc.strerror or exc}", path=str(p))
+        return
+    with fh:
+        offset = 0
+        for n, raw in enumerate(fh, 1):
+            start, offset = offset, offset + len(raw)
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield start, TraceFormatError(f"not UTF-8 text (byte {start + exc.start})", path=str(p),
+                                              field=f"line {n}")
+                continue
+            if not line.strip():
+                continue
+            try:
+                yield start, _parse_jsonl_line(line, p, f"line {n}")
+            except TraceFormatError as exc:
+                yield start, exc
+
+
+def read_jsonl_line(path: str | Path, offset: int) -> Trace:
+    """The trace on the line of our Trace JSONL that starts at byte ``offset`` (see :func:`iter_jsonl`).
+
+    Raises
+    ------
+    TraceFormatError
+        If the file cannot be read or the line is not a valid Trace.
+    """
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            fh.seek(offset)
+            raw = fh.readline()
+    except OSError as exc:
+        raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path=str(p)) from exc
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TraceFormatError(f"not UTF-8 text (byte {offset + exc.start})", path=str(p)) from exc
+    return _parse_jsonl_line(line, p, f"byte {offset}")
+
+
+def _scan_jsonl(path: Path) -> TraceScan:
     traces: list[Trace] = []
     errors: list[TraceFormatError] = []
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        where = f"line {n}"
-        try:
-            obj = json.loads(line)
-            traces.append(Trace.model_validate(_normalise_record(obj)))
-        except json.JSONDecodeError as exc:
-            errors.append(TraceFormatError(f"not JSON: {exc.msg} at column {exc.colno}", path=str(path), field=where))
-        except TraceFormatError as exc:
-            errors.append(TraceFormatError(f"not a Trace: {exc.detail}", path=str(path), field=where))
-        except ValidationError as exc:
-            errors.append(TraceFormatError(f"not a Trace: {_validation_summary(exc)}", path=str(path), field=where))
+    for _, t in iter_jsonl(path):
+        (errors if isinstance(t, TraceFormatError) else traces).append(t)
     return TraceScan(traces, errors)
 
 
@@ -220,20 +282,35 @@ def _loose_ids(files: Sequence[Path]) -> dict[Path, str]:
             depth[f] += 1
 
 
-def scan_traces(paths: Sequence[str | Path]) -> TraceScan:
-    """Read every trace of the given paths, collecting the invalid ones instead of stopping at the first.
+class ScannedTrace(NamedTuple):
+    """One valid trace of a corpus, where it was read from.
 
-    This is the one loader behind :func:`load_traces`, the CLI's up-front
-    check and the flow, so a corpus that passes the check loads the same way later.
+    Attributes
+    ----------
+    trace : Trace
+    path : str, the file it was read from
+    offset : int or None, the byte offset of its line in a JSONL file (None: a Who&When file)
+    """
+
+    trace: Trace
+    path: str
+    offset: int | None
+
+
+def iter_traces(paths: Sequence[str | Path]) -> Iterator[ScannedTrace | TraceFormatError]:
+    """Every trace of the given paths one at a time, or the error of an invalid input, in corpus order.
+
+    One trace is parsed at a time (a JSONL file line by line), so a corpus is never held whole.
+    A later trace whose id an earlier one has is an error ("duplicate trace id ... (first read
+    from <file>)"): the ids seen are kept, nothing else.
 
     Parameters
     ----------
     paths : sequence of paths (folders, ``.json``, ``.jsonl``)
 
-    Returns
-    -------
-    TraceScan(traces, invalid); the traces have unique ids: a later trace whose id is
-    taken is in ``invalid`` ("duplicate trace id ... (first read from <file>)").
+    Yields
+    ------
+    ScannedTrace, or TraceFormatError naming the file (and line or field) of an invalid input
 
     Raises
     ------
@@ -250,33 +327,56 @@ def scan_traces(paths: Sequence[str | Path]) -> TraceScan:
             raise TraceFormatError("no such file or folder", path=str(p))
         found.extend(_files(p))
     loose = _loose_ids([f for f, subset in found if subset == LOOSE])
+    first: dict[str, str] = {}
+    for f, subset in found:
+        origin = str(f)
+        if subset is None:
+            scanned: Iterable[tuple[int | None, Trace | TraceFormatError]] = iter_jsonl(f)
+        else:
+            try:
+                scanned = [(None, load_who_and_when_file(f, subset=subset, trace_id=loose.get(f)))]
+            except TraceFormatError as exc:
+                scanned = [(None, exc)]
+        for offset, t in scanned:
+            if isinstance(t, TraceFormatError):
+                yield t
+            elif t.id in first:  # a later duplicate: refused with the other invalid inputs (or skipped)
+                yield TraceFormatError(f"duplicate trace id {t.id!r} (first read from {first[t.id]})", path=origin)
+            else:
+                first[t.id] = origin
+                yield ScannedTrace(t, origin, offset)
+
+
+def scan_traces(paths: Sequence[str | Path]) -> TraceScan:
+    """Read every trace of the given paths, collecting the invalid ones instead of stopping at the first.
+
+    This is :func:`iter_traces` collected: the one loader behind :func:`load_traces`, the CLI's
+    up-front check and the flow, so a corpus that passes the check loads the same way later.
+
+    Parameters
+    ----------
+    paths : sequence of paths (folders, ``.json``, ``.jsonl``)
+
+    Returns
+    -------
+    TraceScan(traces, invalid); the traces have unique ids: a later trace whose id is
+    taken is in ``invalid`` ("duplicate trace id ... (first read from <file>)").
+
+    Raises
+    ------
+    TraceFormatError, DatasetError
+        As :func:`iter_traces`.
+    """
     traces: list[Trace] = []
     origins: list[str] = []
     errors: list[TraceFormatError] = []
-    for f, subset in found:
-        if subset is None:
-            scan = _scan_jsonl(f)
-            traces.extend(scan.traces)
-            origins.extend(str(f) for _ in scan.traces)
-            errors.extend(scan.invalid)
-            continue
-        try:
-            traces.append(load_who_and_when_file(f, subset=subset, trace_id=loose.get(f)))
-            origins.append(str(f))
-        except TraceFormatError as exc:
-            errors.append(exc)
-    first: dict[str, str] = {}
-    unique: list[Trace] = []
-    kept: list[str] = []
-    for t, origin in zip(traces, origins):
-        if t.id in first:  # a later duplicate: refused with the other invalid inputs (or skipped)
-            errors.append(TraceFormatError(f"duplicate trace id {t.id!r} (first read from {first[t.id]})",
-                                           path=origin))
-            continue
-        first[t.id] = origin
-        unique.append(t)
-        kept.append(origin)
-    return TraceScan(unique, errors, kept)
+    for x in iter_traces(paths):
+        if isinstance(x, TraceFormatError):
+            errors.append(x)
+        else:
+            traces.append(x.trace)
+            origins.append(x.path)
+    return TraceScan(traces, errors, origins)
 
 
 def load_traces(paths: Sequence[str | Path], *, skip_invalid: bool = False) -> list[Trace]:

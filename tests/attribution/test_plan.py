@@ -48,7 +48,8 @@ def test_attribute_dry_run_every_method_and_routing(method, routing, capsys, mon
     monkeypatch.setattr(gateway.Gateway, "__init__", forbidden)
     plan = _dry(["attribute", "data/examples", "-m", method, "--routing", routing, "--dry-run"], capsys)
     assert plan["kind"] == "attribute" and plan["repeats"] == 1
-    assert {"id", "path", "sha256", "file_sha256"} == set(plan["items"][0]) and len(plan["items"]) == 4
+    assert {"id", "path", "offset", "sha256", "file_sha256"} == set(plan["items"][0]) and len(plan["items"]) == 4
+    assert plan["item_count"] == 4
     assert all(Path(i["path"]).is_file() and Path(i["path"]).parent == ROOT / "data/examples" for i in plan["items"])
     m = plan["methods"][method]
     assert plan["routing"] == routing and plan["preset"] == m["preset"]
@@ -243,7 +244,9 @@ def test_imported_corpus_records_its_source_and_labels_files(tmp_path, capsys, m
     monkeypatch.setattr("agentcausal.cli.attribute._print_run", lambda run_dir: 0)
     run = tmp_path / "run"
     assert main(["attribute", str(f), "--labels", str(labels), "-m", "all_at_once", "--out", str(run)]) == 0
-    plan = calls["plan"].to_json_dict()  # what run.json stores as "plan"
+    from agentcausal.runs.plan import read_plan
+
+    plan = read_plan(calls["plan"]).to_json_dict()  # the plan.json the run reads; what run.json stores as "plan"
     assert plan["items"][0]["path"] == str(run / "traces.jsonl")  # the run reads the imported copy
     assert plan["sources"] == dry["sources"] and plan["labels"] == dry["labels"]
     # a corpus that is not imported has neither key

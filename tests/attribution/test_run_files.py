@@ -6,7 +6,7 @@ import os
 import pandas as pd
 import pytest
 
-from agentcausal.attribution.evaluate import load_results, results_frame, save_run
+from agentcausal.attribution.results import load_results, results_frame, save_run
 from agentcausal.runs.folder import atomic_path, load_run_meta
 from agentcausal.cli import main
 from agentcausal.discovery.graph import CausalGraph

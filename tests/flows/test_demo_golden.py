@@ -128,7 +128,7 @@ def test_demo_results_equal_the_golden_copy(fake_server, tmp_path):
                                  str(EXAMPLES / "misread_tool_output_at_step_4.json")),
                     datasets=("earthquake",), statistical_methods=("pc", "ges"), llm_methods=("mac", "llm_zero_shot"),
                     llm_datasets=("earthquake",), seeds=(0,), n=300, out_dir=str(tmp_path / "demo"))
-    dirs = demo(plan=plan, settings=settings, preset="small")
+    dirs = demo(selection=plan, settings=settings, preset="small")
     got = {half: canonical(pd.read_parquet(Path(dirs[half]) / "results.parquet"))
            for half in ("attribution", "discovery")}
     assert len(got["attribution"]["rows"]) == 8 and len(got["discovery"]["rows"]) == 4

@@ -157,9 +157,8 @@ def test_discovery_is_scored_against_the_current_truth(cases, settings, tmp_path
 @pytest.mark.timeout(300)
 def test_algorithm_timeout_is_not_cached(cases, settings, tmp_path):
     from flows.discover import discover
-    from tasks.common import stored_status
-    from tasks.discovery import discover_task_key
-    from agentcausal.discovery.datasets import load_spec
+    from agentcausal.discovery.outcome import DiscoveryOutcome
+    from agentcausal.runs.store import ResultStore
 
     work = tmp_path / "data"
     work.mkdir()
@@ -172,4 +171,4 @@ def test_algorithm_timeout_is_not_cached(cases, settings, tmp_path):
                                            out_dir=str(tmp_path / f"r{k}"))) / "results.parquet")
         assert df.loc[0, "status"] == "failed" and "timed out" in df.loc[0, "error"]
         assert not df.loc[0, "reused"]  # recomputed on the rerun, never replayed
-    assert stored_status(settings, discover_task_key(load_spec(spec), "pc", config, settings, 0)) is None
+    assert len(ResultStore(settings.cache_dir, "discover", DiscoveryOutcome)) == 0  # nothing stored, twice

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 from agentcausal.discovery.graph import CausalGraph
-from agentcausal.discovery.outcome import DiscoveryOutcome, save_outcomes as save_run
+from agentcausal.discovery.evaluate import score_run
+from agentcausal.discovery.outcome import DiscoveryOutcome, save_outcomes
 from agentcausal.discovery.evaluate import outcomes_frame
 from agentcausal.report.discovery import (
     IDENTICAL_NOTE,
@@ -16,6 +17,12 @@ from agentcausal.report.discovery import (
     summary_text,
     write_report,
 )
+
+
+def save_run(outcomes, run_dir, meta):
+    """``outcomes.jsonl``, ``run.json`` and the scored ``results.parquet``, as a discover run writes them."""
+    save_outcomes(outcomes, run_dir, meta)
+    score_run(run_dir)
 
 V = ("A", "B", "C")
 TRUE = CausalGraph.from_edges(V, [("A", "B"), ("B", "C")])
