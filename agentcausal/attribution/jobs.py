@@ -158,9 +158,11 @@ class AttributionHalf:
         return lambda job: "attribute-" + keys(job.item, job.method, plan.methods[job.method].settings, job.repeat)
 
     def run(self, job: Job, plan: Plan, settings: RunSettings) -> Attribution:
-        gw = with_sample(gateway_for(settings), job.repeat)
-        out = run_method(load_trace_item(job.item), job.method, gw, plan.methods[job.method].settings,
-                         raise_transient=True)
+        gw = gateway_for(settings)
+        out = run_method(load_trace_item(job.item), job.method, with_sample(gw, job.repeat),
+                         plan.methods[job.method].settings, raise_transient=True)
+        if plan.repeats == 1:  # the record holds its usage now; repeats share the ledger item, so keep it then
+            gw.usage.release(usage_item(job.item.id, job.method))
         return mark_repeat(out, job.repeat)
 
     def storable(self, record: RunRecord) -> bool:

@@ -135,6 +135,11 @@ def results_frame(attributions: Sequence[Attribution], traces: Sequence[Trace] |
         if a.trace_id not in by_id:
             raise TraceFormatError(f"attribution for unknown trace {a.trace_id!r}")
         rows.append(_row(a, by_id[a.trace_id]))
+    return _frame(rows)
+
+
+def _frame(rows: Sequence[dict[str, object]]) -> pd.DataFrame:
+    """Scored rows (:func:`_row`) as a results frame with the file's dtypes."""
     df = pd.DataFrame(rows, columns=RESULT_COLUMNS + OPTIONAL_COLUMNS)
     for c in ("true_step", "pred_step", "abs_step_error"):
         df[c] = df[c].astype("Int64")
@@ -212,26 +217,25 @@ class ResultsWriter:
     'results.parquet'
     """
 
-    def __init__(self, path: str | Path, *, batch: int = 2000) -> None:
+    def __init__(self, path: str | Path, *, batch: int = 1000) -> None:
         self.path = Path(path)
         self.batch = batch
         self.rows = 0
-        self._pending: list[tuple[Attribution, Trace]] = []
+        self._pending: list[dict[str, object]] = []  # scored rows: the traces are not kept
         self._atomic = atomic_path(self.path)
         self._tmp = self._atomic.__enter__()
         self._writer: pq.ParquetWriter | None = None
 
     def add(self, attribution: Attribution, trace: Trace) -> None:
         """Score one attribution against ``trace`` (its label as it is now)."""
-        self._pending.append((attribution, trace))
+        self._pending.append(_row(attribution, trace))
         if len(self._pending) >= self.batch:
             self._flush()
 
     def _flush(self) -> None:
         if not self._pending and self._writer is not None:
             return
-        frame = results_frame([a for a, _ in self._pending], {t.id: t for _, t in self._pending})
-        table = pa.Table.from_pandas(frame, preserve_index=False)
+        table = pa.Table.from_pandas(_frame(self._pending), preserve_index=False)
         if self._writer is None:
             self._writer = pq.ParquetWriter(self._tmp, table.schema)
         self._writer.write_table(table.cast(self._writer.schema))
@@ -246,12 +250,14 @@ class ResultsWriter:
         return self.path
 
 
-def load_results(path: str | Path) -> pd.DataFrame:
+def load_results(path: str | Path, *, without: Sequence[str] = ()) -> pd.DataFrame:
     """Read a results frame from a Parquet file or a run folder holding ``results.parquet``.
 
     Parameters
     ----------
     path : file or run folder
+    without : columns not to read (a report of a large run leaves out what it never shows, e.g.
+        ``settings_json`` and ``models_json``)
 
     Returns
     -------
@@ -270,11 +276,12 @@ def load_results(path: str | Path) -> pd.DataFrame:
         raise RunFileError("no results.parquet here; is this a run folder from `agentcausal attribute`?",
                            path=str(p))
     try:
-        df = pd.read_parquet(p)
+        names = pq.read_schema(p).names
+        df = pd.read_parquet(p, columns=[c for c in names if c not in set(without)])
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a torn or empty file
         raise RunFileError(f"not a readable Parquet file ({p.stat().st_size} bytes; torn or empty?): "
                            f"{type(exc).__name__}: {str(exc)[:200]}", path=str(p)) from exc
-    missing = [c for c in _CORE_COLUMNS if c not in df.columns]
+    missing = [c for c in _CORE_COLUMNS if c not in df.columns and c not in without]
     if missing:
         raise RunFileError(f"results file lacks columns {', '.join(missing)}", path=str(p))
     if "status" not in df.columns:  # run folders written before the status columns existed

@@ -38,7 +38,16 @@ from agentcausal.runs.items import check_file_item
 from agentcausal.runs.plan import Plan, PlanItem
 from agentcausal.settings import RunSettings
 
-__all__ = ["run_discovery", "DiscoveryHalf", "DISCOVERY", "DISCOVER_WORKERS"]
+__all__ = ["run_discovery", "usage_item", "DiscoveryHalf", "DISCOVERY", "DISCOVER_WORKERS"]
+
+
+def usage_item(dataset: str, seed: int, method: str) -> str:
+    """The usage-ledger item of one discovery run: ``"<dataset>:<seed>:<method>"``.
+
+    >>> usage_item("asia", 0, "mac")
+    'asia:0:mac'
+    """
+    return f"{dataset}:{seed}:{method}"
 
 
 def run_discovery(method: str, ds: Dataset, gw: Gateway | None = None, config: DiscoveryConfig = DiscoveryConfig(), *,
@@ -71,7 +80,7 @@ def run_discovery(method: str, ds: Dataset, gw: Gateway | None = None, config: D
     stages = method_stages(method, config)
     if stages and gw is None:
         raise ConfigError(f"method {method!r} calls an LLM; pass a gateway")
-    item = f"{ds.name}:{seed}:{method}"
+    item = usage_item(ds.name, seed, method)
     env = run_enveloped(lambda: handler(gw, ds, config, seed, item), gw=gw, stages=stages,
                         usage_items=(item,), raise_transient=raise_transient)
     common = dict(dataset=ds.name, seed=seed, n=ds.n, method=method, true_graph=ds.true_graph,
@@ -185,8 +194,11 @@ class DiscoveryHalf:
     def run(self, job: Job, plan: Plan, settings: RunSettings) -> DiscoveryOutcome:
         config = _config(plan, job.repeat)
         gw = gateway_for(settings) if method_stages(job.method, config) else None
-        return run_discovery(job.method, _load(job.item, plan, job.seed), gw, config, seed=job.seed,
-                             raise_transient=True)
+        ds = _load(job.item, plan, job.seed)
+        out = run_discovery(job.method, ds, gw, config, seed=job.seed, raise_transient=True)
+        if gw is not None and plan.repeats == 1:  # the record holds its usage now (repeats share the item)
+            gw.usage.release(usage_item(ds.name, job.seed, job.method))
+        return out
 
     def storable(self, record: RunRecord) -> bool:
         return True  # a failure of the run raises; every returned outcome may be stored

@@ -273,7 +273,11 @@ class Gateway:
             import diskcache
 
             self.cache_dir.mkdir(parents=True, exist_ok=True)
-            self._cache = diskcache.Cache(str(self.cache_dir), size_limit=2**34)
+            # every thread that calls holds its own SQLite connection: without a memory map and with a small
+            # page cache each stays small (diskcache's defaults, a 64 MiB map and 32 MiB cache per connection,
+            # grew the run engine's process with the corpus: bench/engine_memory.py)
+            self._cache = diskcache.Cache(str(self.cache_dir), size_limit=2**34, sqlite_mmap_size=0,
+                                          sqlite_cache_size=64)
         self._clients: dict[str, openai.OpenAI] = {}
         self._lock = threading.Lock()
         self._flights: dict[str, list] = {}

@@ -246,13 +246,29 @@ def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, obje
     atomic_write_text(p, markdown_report(ev, meta=meta) + paper + blamed + figures_markdown(figs) + graphs)
     sections: list[str] = []
     if results is not None and not results.empty:
+        shown = _shown_rows(results)
+        cut = (f" The first {shown['trace_id'].nunique():,} of {results['trace_id'].nunique():,} traces are shown "
+               "here; every row is in results.parquet." if len(shown) < len(results) else "")
         sections = ["<h2>Per trace</h2><p class='note'>One row per trace and method; click a header to sort, "
-                    "type to filter, click a trace to see its steps.</p>", per_trace_html(results),
-                    trace_sections_html(results, traces)]
+                    f"type to filter, click a trace to see its steps.{cut}</p>", per_trace_html(shown),
+                    trace_sections_html(shown, traces)]
     tables = attribution_tables(ev)
     write_html_report(d / "report.html", "Failure attribution", meta or {}, figs, tables[:2],
                       sections=[*sections, *_later_tables(tables[2:])])
     return p
+
+
+#: traces the HTML report shows row by row and step by step at most (a report of a large corpus stays readable
+#: and its writing stays in bounded memory; every row is in results.parquet)
+MAX_SHOWN_TRACES = 500
+
+
+def _shown_rows(results: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the first :data:`MAX_SHOWN_TRACES` traces (by id), every method's."""
+    ids = results["trace_id"].drop_duplicates()
+    if len(ids) <= MAX_SHOWN_TRACES:
+        return results
+    return results[results["trace_id"].isin(set(ids.sort_values().head(MAX_SHOWN_TRACES)))]
 
 
 def _later_tables(tables: list[tuple[str, pd.DataFrame]]) -> list[str]:
@@ -260,10 +276,10 @@ def _later_tables(tables: list[tuple[str, pd.DataFrame]]) -> list[str]:
 
 
 def _run_traces(run_dir: Path, meta: Mapping[str, object], results: pd.DataFrame) -> dict[str, Trace]:
-    """The run's traces, read from its plan's items (by path and offset, hash checked;
-    :mod:`agentcausal.runs.items`) or, for a run folder without a plan, from its corpus paths (best
-    effort: {} when they are gone or unreadable)."""
-    wanted = set(results["trace_id"].astype(str))
+    """The traces the report shows (:func:`_shown_rows`), read from the run's plan items (by path and offset,
+    hash checked; :mod:`agentcausal.runs.items`) or, for a run folder without a plan, from its corpus paths
+    (best effort: {} when they are gone or unreadable)."""
+    wanted = set(_shown_rows(results)["trace_id"].astype(str))  # only the traces the report shows
     plan_file = run_dir / PLAN_FILE
     if plan_file.is_file():
         try:
@@ -295,7 +311,7 @@ def report_run(run_dir: str | Path) -> RunReport:
         If the folder holds no valid ``results.parquet``.
     """
     meta = load_run_meta(run_dir)
-    results = load_results(run_dir)
+    results = load_results(run_dir, without=("settings_json", "models_json"))  # never shown
     ev = evaluate_frame(results)
     shown = {k: meta[k] for k in ("corpus", "methods", "routing", "models", "traces", "started", "wall_seconds")
              if k in meta}

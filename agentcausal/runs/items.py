@@ -15,6 +15,7 @@ A file that changed since the plan, or went away, is one
 from __future__ import annotations
 
 import functools
+import threading
 from pathlib import Path
 
 from agentcausal.exceptions import AgentCausalError, ItemChangedError
@@ -26,10 +27,19 @@ from agentcausal.traces.whowhen import SUBSETS, load_who_and_when_file
 __all__ = ["load_trace_item", "check_file_item", "clear_cache"]
 
 
+_hash_lock = threading.Lock()
+
+
 @functools.lru_cache(maxsize=256)
-def _file_sha256(path: str, mtime_ns: int, size: int) -> str:
-    """:func:`agentcausal.runs.plan.sha256_file`, once per file version (path, modification time, size)."""
+def _hashed(path: str, mtime_ns: int, size: int) -> str:
     return sha256_file(path)
+
+
+def _file_sha256(path: str, mtime_ns: int, size: int) -> str:
+    """:func:`agentcausal.runs.plan.sha256_file`, once per file version (path, modification time, size) and
+    process: the first thread hashes, the others wait for it (a pool's threads all start on one file)."""
+    with _hash_lock:
+        return _hashed(path, mtime_ns, size)
 
 
 def _check_file(iid: str, path: str, sha: str) -> None:
@@ -98,4 +108,4 @@ def check_file_item(item: PlanItem) -> None:
 
 def clear_cache() -> None:
     """Forget the file hashes (tests; a long-lived worker after its corpus changed)."""
-    _file_sha256.cache_clear()
+    _hashed.cache_clear()

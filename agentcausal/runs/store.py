@@ -121,7 +121,8 @@ class ResultStore(Generic[R]):
             db = sqlite3.connect(self.path, timeout=60.0, isolation_level=None, check_same_thread=False)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
-            db.execute("PRAGMA cache_size=-512")  # 512 KiB per connection: a pool has hundreds of threads
+            db.execute("PRAGMA cache_size=-128")  # 128 KiB per connection: a pool has hundreds of threads
+            db.execute("PRAGMA mmap_size=0")
             self._local.db = db
             with self._count_lock:
                 self._open.append(db)
