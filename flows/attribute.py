@@ -1,7 +1,4 @@
-"""The ``attribute`` flow: the run engine over a trace corpus as chunk tasks, then the report (wiring only).
-
-``run_attribute(["data/examples"], ["all_at_once", "dcfa"], limit=4)``; see :mod:`flows.engine`.
-"""
+"""The ``attribute`` flow: the run engine over a trace corpus as chunk tasks, then the report (:mod:`flows.engine`)."""
 
 from __future__ import annotations
 
@@ -46,8 +43,7 @@ def attribute(paths: list[str], methods: list[str] = ["all_at_once"],  # noqa: B
     run_engine(ATTRIBUTION, plan, settings, attribute_chunk, run_dir, chunk_size=chunk_size, subject=subject,
                bar=progress, meta={**(meta or {}), "corpus": [str(Path(p).resolve()) for p in paths]})
     report = evaluate_run(run_dir)
-    naming.add_run_tags(plan.methods, settings, preset=plan.preset, subsets=set(report.evaluation.by_subset.get(
-        "subset", [])))
+    naming.add_run_tags(plan.methods, settings, preset=plan.preset, subsets=set(report.evaluation.by_subset["subset"]))
     publish_report(subject, run_dir, table_key="attribution-accuracy", table=table_records(report.evaluation.overall),
                    table_description="Step, agent and both-correct accuracy per method",
                    report_key="attribution-report", markdown=report.markdown)

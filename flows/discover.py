@@ -1,7 +1,5 @@
-"""The ``discover`` flow: the run engine over datasets x seeds x methods as chunk tasks, then the report (wiring only).
-
-``run_discover(["earthquake", "asia"], ["mac", "pc"], seeds=[0], n=1000)``; see :mod:`flows.engine`.
-"""
+"""The ``discover`` flow: the run engine over datasets x seeds x methods as chunk tasks, then the report
+(:mod:`flows.engine`)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ __all__ = ["attribute_chunk", "evaluate_run"]
 
 @task(name="attribute-chunk", cache_policy=NO_CACHE, retry_condition_fn=retry_transport,
       task_run_name=chunk_run_name, **CHUNK_TASK)
-def attribute_chunk(chunk: Chunk) -> list[RunRecord | None]:
+def attribute_chunk(chunk: Chunk) -> list[RunRecord | None] | None:
     """One method on a chunk of traces, each record stored as it finishes (:func:`agentcausal.runs.engine.run_chunk`)."""
     return run_chunk(ATTRIBUTION, unquoted(chunk))
 

@@ -16,7 +16,7 @@ __all__ = ["discover_chunk", "report_discovery"]
 
 @task(name="discover-chunk", cache_policy=NO_CACHE, retry_condition_fn=retry_transport,
       task_run_name=chunk_run_name, **CHUNK_TASK)
-def discover_chunk(chunk: Chunk) -> list[RunRecord | None]:
+def discover_chunk(chunk: Chunk) -> list[RunRecord | None] | None:
     """One method on a chunk of (dataset, seed) jobs, each outcome stored as it finishes
     (:func:`agentcausal.runs.engine.run_chunk`)."""
     return run_chunk(DISCOVERY, unquoted(chunk))

@@ -24,7 +24,7 @@ from agentcausal.attribution.registry import get_method, method_settings, usage_
 from agentcausal.llm import Gateway
 from agentcausal.records import ResultStatus, RunRecord, failure_fields
 from agentcausal.repeats import mark_repeat, with_sample
-from agentcausal.runs.engine import Job, gateway_for
+from agentcausal.runs.engine import DEFAULT_CHUNK_SIZE, Job, gateway_for
 from agentcausal.runs.envelope import run_enveloped
 from agentcausal.runs.items import load_trace_item
 from agentcausal.runs.plan import Plan
@@ -140,6 +140,7 @@ class AttributionHalf:
 
     kind = "attribute"
     record_type = Attribution
+    default_chunk_size = DEFAULT_CHUNK_SIZE
 
     def job_counts(self, plan: Plan) -> dict[str, int]:
         return {m: plan.item_count * plan.repeats for m in plan.methods}

@@ -47,6 +47,12 @@ RESULT_COLUMNS = [
 _CORE_COLUMNS = RESULT_COLUMNS[:RESULT_COLUMNS.index("status")]
 
 
+#: text columns that are never null: read into Arrow-backed strings (a large run's frame stays small)
+_TEXT_COLUMNS = ("reason", "prompt_version", "settings_json", "models_json", "usage_json", "details_json", "trace_hash")
+
+#: name columns that are never null (object columns of a frame built in memory)
+_NAME_COLUMNS = ("trace_id", "method", "subset", "length_bucket")
+
 #: columns older results files may lack: ``span_id`` of the blamed step (imported traces) and the
 #: trace-level ``failure_modes`` of corpora without step labels (MAST)
 OPTIONAL_COLUMNS = ["span_id", "failure_modes"]
@@ -292,6 +298,9 @@ def load_results(path: str | Path, *, without: Sequence[str] = ()) -> pd.DataFra
     if "request_seconds" not in df.columns:
         df["request_seconds"] = [sum(float(u.get("seconds", 0.0)) for u in json.loads(b or "{}").values())
                                  for b in df["usage_json"]]
+    for c in df.columns:  # text in Arrow's buffers, not one Python object per cell (missing cells stay pd.NA)
+        if c in _TEXT_COLUMNS or isinstance(df[c].dtype, pd.StringDtype) or c in _NAME_COLUMNS:
+            df[c] = df[c].astype("string[pyarrow]")
     for run_col, col in (("run_requests", "requests"), ("run_prompt_tokens", "prompt_tokens"),
                          ("run_completion_tokens", "completion_tokens"), ("run_request_seconds", "request_seconds"),
                          ("run_cost_usd", "cost_usd")):

@@ -81,8 +81,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_threads_argument(p)
     add_runner_arguments(p)
     p.add_argument("--chunk-size", type=int, default=None, metavar="N",
-                   help="traces per Prefect task (default 25, fewer when a method has under 8 chunks' worth); 1 = a task run per "
-                   "(trace, method); each trace is cached on its own either way")
+                   help="traces per Prefect task (default 25, fewer when a method has under 8 chunks' worth, more when "
+                   "it would have over 400 chunks); 1 = a task run per (trace, method); each trace is stored on its "
+                   "own either way")
     p.set_defaults(func=cmd_attribute)
 
     e = subparsers.add_parser("evaluate", help="recompute accuracy tables and report.md of a run folder",
@@ -167,6 +168,8 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     from agentcausal.cli.endpoints import check_endpoints
     from agentcausal.runs.folder import default_run_dir
     from agentcausal.runs.plan import ITEMS_FILE, SHOWN_ITEMS, write_plan
+    from agentcausal.runs.store import ResultStore
+    from agentcausal.traces.model import Attribution
 
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
@@ -206,14 +209,15 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         else:
             paths = list(args.paths)
         plan = attribute_plan(paths, items_file=run_dir / ITEMS_FILE, **plan_args)
+        ResultStore(settings.cache_dir, "attribute", Attribution).close()  # an unreadable store: one line, now
         check_endpoints(settings.profiles_path, settings.routing, stages)  # one line and exit 2 when one is down
         plan_file = write_plan(plan, run_dir)
     except BaseException:
         if not out_existed:
             _remove_new_run_folder(run_dir)
         raise
-    from flows.attribute import run_attribute  # the CLI is the one library package that reaches up to flows
-    from flows.runners import runner_choice_from_args
+    from flows.attribute import run_attribute  # start-up cost (Prefect, ~1 s): the CLI is the one library package that reaches up to flows
+    from flows.runners import runner_choice_from_args  # (the same)
 
     quiet_task_failures(getattr(args, "verbose", False))  # Prefect's handlers exist now
     run_attribute(paths, list(resolved), settings=settings, out_dir=str(run_dir), plan=str(plan_file),
@@ -249,7 +253,7 @@ def _provenance(args: argparse.Namespace, imported: bool) -> dict[str, Any]:
     if not imported:
         return {}
     from agentcausal.runs.plan import source_files  # start-up cost (see cmd_attribute)
-    from agentcausal.traces.importers import detect_formats
+    from agentcausal.traces.importers import detect_formats  # (the same)
 
     sources, labels = source_files(detect_formats(args.paths, args.format), args.labels, args.logs)
     return {"sources": sources, "labels": labels}
@@ -303,7 +307,7 @@ def _print_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool
     """Print the accuracy table of a run folder: as the flow's report step wrote it (``evaluate=False``: the run
     is evaluated and reported once, by the flow) or evaluated and reported again (``agentcausal evaluate``)."""
     from agentcausal.attribution.results import read_attribution_summary  # start-up cost (see cmd_attribute)
-    from agentcausal.report.attribution import accuracy_text, report_run
+    from agentcausal.report.attribution import accuracy_text, report_run  # (the same)
 
     if evaluate:
         rep = report_run(run_dir)
@@ -345,7 +349,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if not run_dir.is_dir():
         raise ConfigError(f"no such run folder: {run_dir}")
     from agentcausal.report.discovery import summary_text, write_report  # start-up cost (see cmd_attribute)
-    from agentcausal.runs.folder import run_kind
+    from agentcausal.runs.folder import run_kind  # (the same)
 
     if run_kind(run_dir) == "discover":
 

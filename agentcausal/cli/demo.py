@@ -77,7 +77,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
           f"methods; MAC on {', '.join(plan.llm_datasets)}; statistical baselines on "
           f"{len(plan.datasets)} datasets; routing {settings.routing!r}, preset {preset!r}",
           file=sys.stderr)
-    from flows.demo import demo  # the CLI is the one library module that reaches up to flows
+    from flows.demo import demo  # start-up cost (Prefect, ~1 s): the CLI is the one library package that reaches up to flows
 
     t0 = time.time()
     dirs = demo(selection=plan, settings=settings, progress=not args.no_progress and sys.stderr.isatty(), preset=preset)

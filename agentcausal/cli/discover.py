@@ -207,7 +207,7 @@ def check_datasets(specs: list[str], *, skip_invalid: bool = False,
         when several are), or when ``skip_invalid`` leaves no dataset.
     """
     from agentcausal.discovery.datasets import BENCHMARKS, load_spec  # start-up cost (see cmd_discover)
-    from agentcausal.discovery.user_data import unique_dataset_names
+    from agentcausal.discovery.user_data import unique_dataset_names  # (the same)
 
     for s in specs:
         user = "::" in s or Path(s).suffix.lower() in (".csv", ".parquet", ".pq")
@@ -259,6 +259,8 @@ def cmd_discover(args: argparse.Namespace) -> int:
     from agentcausal.report.discovery import load_scored, summary_text, write_report
     from agentcausal.runs.folder import default_run_dir
     from agentcausal.runs.plan import write_plan
+    from agentcausal.runs.store import ResultStore
+    from agentcausal.discovery.outcome import DiscoveryOutcome
 
     if args.report:
         if not (Path(args.report) / "outcomes.jsonl").is_file():
@@ -300,11 +302,12 @@ def cmd_discover(args: argparse.Namespace) -> int:
         return 0
     stages = {st for m in methods for st in method_stages(m, config)}
     settings.check_routes(stages)
+    ResultStore(settings.cache_dir, "discover", DiscoveryOutcome).close()  # an unreadable store: one line, now
     check_endpoints(settings.profiles_path, settings.routing, stages)  # one line and exit 2 when one is down
     run_dir = args.out or default_run_dir("discover")
     plan_file = write_plan(plan, run_dir)
-    from flows.discover import run_discover  # the CLI is the one library package that reaches up to flows
-    from flows.runners import runner_choice_from_args
+    from flows.discover import run_discover  # start-up cost (Prefect, ~1 s): the CLI is the one library package that reaches up to flows
+    from flows.runners import runner_choice_from_args  # (the same)
 
     quiet_task_failures(getattr(args, "verbose", False))  # Prefect's handlers exist now
     runner = runner_choice_from_args(args)

@@ -148,6 +148,7 @@ class DiscoveryHalf:
 
     kind = "discover"
     record_type = DiscoveryOutcome
+    default_chunk_size = 1  # a discovery job runs for seconds to minutes: one task run each
 
     def _methods(self, plan: Plan, item: PlanItem) -> Iterator[str]:
         llm_only = None if plan.llm_datasets is None else set(plan.llm_datasets)

@@ -45,7 +45,7 @@ from agentcausal.llm import Gateway
 from agentcausal.records import RunRecord
 from agentcausal.runs.folder import write_run_meta
 from agentcausal.runs.plan import Plan, PlanItem, write_plan
-from agentcausal.runs.scheduling import chunk_length, run_items
+from agentcausal.runs.scheduling import MAX_CHUNKS, chunk_length, run_items
 from agentcausal.runs.store import RETRIED_STATUSES, ResultStore
 from agentcausal.settings import RunSettings
 
@@ -134,10 +134,12 @@ class RunHalf(Protocol):
     ----------
     kind : str, ``attribute`` or ``discover`` (the results store's folder, the run's kind)
     record_type : the half's record class (a :class:`~agentcausal.records.RunRecord`)
+    default_chunk_size : int, jobs per chunk task when the run names none
     """
 
     kind: str
     record_type: type[RunRecord]
+    default_chunk_size: int
 
     def job_counts(self, plan: Plan) -> dict[str, int]:
         """Jobs per method of the plan (for chunk sizes and progress), without reading items."""
@@ -188,13 +190,14 @@ def _store(cache_dir: str, kind: str, model: type[RunRecord]) -> ResultStore:
     return ResultStore(cache_dir, kind, model)
 
 
-def run_chunk(half: RunHalf, chunk: Chunk) -> list[RunRecord | None]:
+def run_chunk(half: RunHalf, chunk: Chunk) -> list[RunRecord | None] | None:
     """Run one chunk (the body of a chunk task): every job on the process's item pool, each record stored
     as it finishes (:func:`agentcausal.runs.scheduling.run_items`).
 
     Returns
     -------
-    list, in job order: None where the record is in the store, else the record that could not be stored
+    None when every record is in the store (the common case: nothing for the orchestrator to hold), else a
+    list in job order: None where the record is in the store, the record that could not be stored elsewhere
 
     Raises
     ------
@@ -204,8 +207,9 @@ def run_chunk(half: RunHalf, chunk: Chunk) -> list[RunRecord | None]:
     store = result_store(chunk.settings, half.kind, half.record_type)
     jobs = [(key, functools.partial(half.run, job, chunk.plan, chunk.settings))
             for job, key in zip(chunk.jobs, chunk.keys, strict=True)]
-    return run_items(jobs, store, not_before=chunk.not_before, workers=half.item_workers(chunk.settings),
-                     store_if=half.storable)
+    out = run_items(jobs, store, not_before=chunk.not_before, workers=half.item_workers(chunk.settings),
+                    store_if=half.storable)
+    return None if all(r is None for r in out) else out
 
 
 @dataclass
@@ -243,8 +247,9 @@ class RunEngine:
     plan : Plan (its items in memory or in its items file)
     settings : RunSettings (``refresh``: nothing reused; ``retry_failed``: stored ``content_failed`` and
         ``degraded`` records computed again)
-    chunk_size : int or None, jobs per chunk at most (default :data:`DEFAULT_CHUNK_SIZE`; fewer when a
-        method has under 8 chunks' worth; 1 = one task per job)
+    chunk_size : int or None, jobs per chunk at most (fewer when a method has under 8 chunks' worth; 1 = one
+        task per job); None: the half's ``default_chunk_size``, or more where a method would otherwise have
+        over :data:`~agentcausal.runs.scheduling.MAX_CHUNKS` chunks
     on_progress : callable or None, called with the number of jobs newly done (reused or finished)
 
     Raises
@@ -262,8 +267,8 @@ class RunEngine:
         self.keyer = half.keyer(plan, settings)
         counts = half.job_counts(plan)
         self.total = sum(counts.values())
-        size = chunk_size or DEFAULT_CHUNK_SIZE
-        self.chunk_len = {m: chunk_length(n, size) for m, n in counts.items()}
+        self.chunk_len = {m: chunk_length(n, chunk_size or max(half.default_chunk_size, -(-n // MAX_CHUNKS)))
+                          for m, n in counts.items()}
         self.on_progress = on_progress
         self.unstored: dict[str, RunRecord] = {}  # records no store holds: fallbacks after a run failure, failures
         self.from_store = 0
@@ -314,13 +319,14 @@ class RunEngine:
                      keys=tuple(k for _, k in pending), plan=self.header, settings=self.settings,
                      not_before=self.started)
 
-    def done(self, chunk: Chunk, result: list[RunRecord | None] | BaseException) -> None:
-        """Take a finished chunk's answer: its unstored records, or the failure left after its retries."""
+    def done(self, chunk: Chunk, result: list[RunRecord | None] | BaseException | None) -> None:
+        """Take a finished chunk's answer: its unstored records (None: every record stored), or the failure
+        left after its retries."""
         if isinstance(result, BaseException):  # a failure of the run: its unfinished jobs get a failed row
             for job, key in zip(chunk.jobs, chunk.keys, strict=True):
                 if self.store.get(key, not_before=self.started) is None:
                     self.unstored[key] = self.half.failed(job, result)
-        else:
+        elif result is not None:
             for key, rec in zip(chunk.keys, result, strict=True):
                 if rec is not None:
                     self.unstored[key] = rec

@@ -26,7 +26,7 @@ from agentcausal.exceptions import AgentCausalError
 from agentcausal.records import RunRecord
 from agentcausal.runs.store import ResultStore
 
-__all__ = ["MIN_CHUNKS", "run_items", "chunked", "chunk_length", "item_pool", "item_workers", "routed_limits",
+__all__ = ["MIN_CHUNKS", "MAX_CHUNKS", "run_items", "chunked", "chunk_length", "item_pool", "item_workers", "routed_limits",
            "chunk_items"]
 
 R = TypeVar("R", bound=RunRecord)
@@ -34,6 +34,11 @@ R = TypeVar("R", bound=RunRecord)
 
 #: a method's jobs are split into at least this many chunks (when it has as many jobs)
 MIN_CHUNKS = 8
+
+#: by default a method's jobs are split into at most this many chunks (larger chunks for a larger corpus):
+#: the orchestrator keeps a little for every task run (measured: about 40 KB per Prefect task run in the
+#: flow's process, so a corpus's memory would grow with its chunks), and thousands of task runs make no map
+MAX_CHUNKS = 400
 
 
 def chunk_length(n_jobs: int, chunk_size: int, min_chunks: int = MIN_CHUNKS) -> int:

@@ -100,3 +100,30 @@ def test_both_halves_run_through_one_engine_and_rerun_for_nothing(settings, fake
     assert fake_server.count == n and len(chunks) == before
     assert a2["reused"].all() and d2["reused"].all() and (d2["shd"].fillna(-1) == d["shd"].fillna(-1)).all()
     assert json.loads((tmp_path / "d2" / "run.json").read_text())["rows"]["from_store"] == len(want)
+
+
+@pytest.mark.timeout(300)
+def test_a_stored_record_that_fails_its_check_is_recomputed_and_reported(settings, fake_server, tmp_path):
+    """One flipped value in the results store: the rerun drops that record (never serves it), computes it
+    again (its LLM call a cache hit), says so in run.json and on the console, and reuses the others."""
+    import sqlite3
+
+    from flows.attribute import attribute
+
+    corpus = [str(EXAMPLES / "wrong_unit_at_step_2.json"), str(EXAMPLES / "bad_plan_at_step_0.json")]
+    first = pd.read_parquet(Path(attribute(corpus, methods=["all_at_once"], settings=settings,
+                                           out_dir=str(tmp_path / "r1"))) / "results.parquet")
+    n = fake_server.count
+    db = sqlite3.connect(Path(settings.cache_dir) / "results" / "attribute" / "records.sqlite3")
+    (key,) = db.execute("SELECT key FROM records WHERE body LIKE '%wrong_unit%'").fetchone()
+    db.execute("UPDATE records SET body = replace(body, '\"status\":\"complete\"', '\"status\":\"degraded\"') "
+               "WHERE key = ?", (key,))  # valid JSON, a valid record: only its checksum tells
+    db.commit()
+    db.close()
+    run = attribute(corpus, methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / "r2"))
+    again = pd.read_parquet(Path(run) / "results.parquet").set_index("trace_id")
+    meta = json.loads((Path(run) / "run.json").read_text())
+    assert meta["store"]["dropped"] == 1 and meta["rows"]["from_store"] == 1 and fake_server.count == n
+    assert (again["status"] == "complete").all()  # the tampered value was never served
+    assert (again["pred_step"] == first.set_index("trace_id").loc[again.index, "pred_step"]).all()
+    assert again.loc["examples/bad_plan_at_step_0", "reused"] and again["cache_hits"].sum() >= 1

@@ -56,7 +56,9 @@ def test_a_record_that_fails_its_checksum_is_dropped_counted_and_never_served(st
 
 
 def test_a_corrupt_store_file_is_one_line_naming_it(tmp_path):
-    path = ResultStore(tmp_path, "attribute", Attribution).path
+    store = ResultStore(tmp_path, "attribute", Attribution)
+    path = store.path
+    store.close()
     path.write_bytes(b"not a database" * 100)
     for suffix in ("-wal", "-shm"):
         path.with_name(path.name + suffix).unlink(missing_ok=True)
@@ -69,7 +71,7 @@ def test_a_corrupt_store_file_is_one_line_naming_it(tmp_path):
 class ToyHalf:
     """A half whose jobs answer from a dict: what ran is recorded, status per item id."""
 
-    kind, record_type = "attribute", Attribution
+    kind, record_type, default_chunk_size = "attribute", Attribution, 2
 
     def __init__(self, status=None):
         self.status, self.ran, self.rows = dict(status or {}), [], []
@@ -177,3 +179,20 @@ def test_chunk_stores_each_item_and_a_retry_repeats_only_the_failed_one(store):
 def test_chunked_keeps_order_and_sizes():
     assert chunked(list(range(7)), 3) == [[0, 1, 2], [3, 4, 5], [6]]
     assert chunked([4, 9], 0) == [[4], [9]]
+
+
+def test_the_cli_names_a_corrupt_store_in_one_line_before_any_work(fake_server, tmp_path, capsys):
+    from agentcausal.cli import main
+    from tests.ops.conftest import EXAMPLES, write_profiles
+
+    store = ResultStore(tmp_path / "cache", "attribute", Attribution)
+    path = store.path
+    store.close()
+    path.write_bytes(b"\x00garbage" * 512)
+    for suffix in ("-wal", "-shm"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
+    rc = main(["attribute", str(EXAMPLES), "--profiles", write_profiles(tmp_path / "p.toml", fake_server.base_url),
+               "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "run"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err and str(path) in err and len(err.strip().splitlines()) == 1
+    assert fake_server.count == 0 and not (tmp_path / "run").exists()  # refused before any request or file
