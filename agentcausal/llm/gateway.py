@@ -19,7 +19,11 @@ Around each call the gateway adds:
   (``sample > 0``) enters the key and the request (``seed``).
 * **Dialects**: the completion cap goes under the profile's
   ``token_cap_param``; ``temperature`` only where allowed;
-  ``reasoning_effort`` where set (see :class:`~agentcausal.llm.profiles.Profile`).
+  ``reasoning_effort`` and ``extra_body`` where set (see
+  :class:`~agentcausal.llm.profiles.Profile`). A visible ``<think>…</think>``
+  block at the start of a reply (a reasoning model served without a
+  reasoning parser) is removed before the reply is parsed or cached
+  (:func:`agentcausal.llm.replies.strip_reasoning`).
 * **Retries**: the ``openai`` client's own exponential backoff with jitter on
   429, 5xx, timeouts and connection errors (``max_retries`` per gateway; it
   honours ``Retry-After``). After the last retry: :class:`EndpointUnreachableError`.
@@ -72,6 +76,7 @@ from agentcausal.exceptions import (
     StructuredOutputError,
 )
 from agentcausal.llm.profiles import Profile, ProfileSet, load_profiles
+from agentcausal.llm.replies import strip_reasoning
 from agentcausal.llm.usage import StageUsage, UsageLedger
 
 __all__ = ["Gateway", "Message", "cache_key"]
@@ -189,7 +194,9 @@ def _chat_params(
 
     Returns ``(params, key_extra)``: ``params`` go into the request (and the
     cache key); ``key_extra`` holds what changes the result without being sent
-    (``sample`` when the endpoint takes no seed). With the defaults (dialect
+    (``sample`` when the endpoint takes no seed). A profile's ``extra_body``
+    (e.g. Qwen3's thinking switch) goes in as ``extra_body``, which the ``openai``
+    client merges into the request's JSON. With the defaults (dialect
     ``max_tokens``, temperature allowed, ``sample=0``) the params are exactly
     ``{"temperature": t, "max_tokens": n}``, so cache keys written before
     these settings existed still match.
@@ -210,6 +217,8 @@ def _chat_params(
         params[profile.token_cap_param] = cap
     if profile.reasoning_effort is not None:
         params["reasoning_effort"] = profile.reasoning_effort
+    if profile.extra_body:
+        params["extra_body"] = dict(profile.extra_body)  # merged into the JSON body by the openai client
     key_extra: dict[str, Any] = {}
     if sample > 0:
         if profile.seed_supported:
@@ -465,7 +474,7 @@ class Gateway:
         if not resp.choices:
             raise LLMCallError(profile.name, stage, None, "reply has no choices")
         choice = resp.choices[0]
-        text = choice.message.content or ""
+        text = strip_reasoning(choice.message.content or "")  # a visible <think> block is not the answer
         u = resp.usage
         return text, choice.finish_reason, (u.prompt_tokens if u else 0), (u.completion_tokens if u else 0)
 
