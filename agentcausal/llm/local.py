@@ -105,6 +105,10 @@ class EmbeddedServer:
         del server
 
 
+#: the server's seed for a request that sends none (llama.cpp's default draws a random one per request)
+SAMPLING_SEED = 0
+
+
 def default_threads() -> int:
     """CPU threads for the embedded server: all cores but one (at least one).
 
@@ -148,6 +152,8 @@ def start_server(
     health_timeout_s: float = 120.0,
     verbosity: int = 2,
     api_key: str | None = None,
+    deterministic: bool = False,
+    server_options: dict[str, Any] | None = None,
 ) -> EmbeddedServer:
     """Start llama.cpp's OpenAI-compatible server on ``host:port`` in this process.
 
@@ -187,12 +193,16 @@ def start_server(
         raise ModelFileError("GGUF model file not found", path=str(path))
     params = xlc.CommonParams()
     params.model.path = str(path)
+    if deterministic:
+        n_parallel = 1  # two slots decoding in one batch change each other's numbers
     params.n_parallel = n_parallel
     params.n_ctx = n_parallel * ctx_per_slot
     params.kv_unified = False  # each slot gets exactly ctx_per_slot tokens
     params.fit_params = False  # keep n_ctx as asked instead of auto-shrinking it
-    params.cache_prompt = True
-    params.cache_ram_mib = 1024
+    # a reused prompt prefix was computed in another batch split, which changes the reply's numbers
+    params.cache_prompt = not deterministic
+    params.cache_ram_mib = 0 if deterministic else 1024
+    params.sampling.seed = SAMPLING_SEED  # a request without a seed draws the same way on every fresh server
     params.ctx_shift = False  # a prompt over budget fails loudly instead of silently dropping tokens
     params.hostnames = [host]
     key = api_key or secrets.token_urlsafe(32)
@@ -208,6 +218,10 @@ def start_server(
     params.verbosity = int(os.environ.get("AGENTCAUSAL_LLAMA_VERBOSITY", verbosity))
     if alias:
         params.model_alias = {alias}
+    for name, value in (server_options or {}).items():  # llama.cpp's own options (benchmarks, experiments)
+        if not hasattr(params, name):
+            raise ConfigError(f"unknown llama.cpp server option {name!r}")
+        setattr(params, name, value)
     t0 = time.perf_counter()
     try:
         server = xlc.Server(params)
