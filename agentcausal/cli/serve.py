@@ -53,6 +53,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--slots", type=int, default=2, help="parallel decoding slots (default 2)")
     p.add_argument("--ctx", type=int, default=8192, help="context tokens per slot (default 8192)")
     p.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores but one)")
+    p.add_argument("--reproducible", action=argparse.BooleanOptionalAction, default=True,
+                   help="one reply per request whatever ran before or beside it: one slot, batch-independent "
+                        "kernels (default; docs/embedded.md); --no-reproducible: --slots slots, faster")
     p.set_defaults(func=serve_local)
     _register_serve(subparsers)
 
@@ -157,9 +160,11 @@ def serve_local(args: argparse.Namespace, *, stop: threading.Event | None = None
     restore = _stop_on_signals(stop)
     try:
         srv = local.start_server(path, n_parallel=args.slots, ctx_per_slot=args.ctx, port=args.port,
-                                 host=args.host, threads=args.threads, alias=alias)
+                                 host=args.host, threads=args.threads, alias=alias,
+                                 deterministic=getattr(args, "reproducible", True))
         try:
-            print(f"serving {path} ({args.slots} slots x {args.ctx} tokens) as model {alias!r}", flush=True)
+            print(f"serving {path} ({srv.n_parallel} slots x {args.ctx} tokens) as model {alias!r}"
+                  + (", reproducible" if getattr(args, "reproducible", True) else ""), flush=True)
             print(f"base URL: {srv.base_url}", flush=True)
             print(f"share it with agentcausal runs:  export {local.SHARED_SERVER_ENV}={srv.base_url} "
                   f"{local.SHARED_SERVER_KEY_ENV}={srv.api_key}", flush=True)

@@ -121,6 +121,11 @@ class Profile(BaseModel):
     prices_as_of : str or None
         ISO date (``YYYY-MM-DD``) the two prices were read from the provider's price
         list; ``None`` for a profile without prices (0 = free or unknown).
+    reproducible : bool
+        For ``embedded``: serve so that one request gets one reply whatever ran before
+        or beside it (one decoding slot, no reuse of cached prompt prefixes; see
+        :func:`agentcausal.llm.local.start_server` and ``docs/embedded.md``), at a speed
+        cost. Ignored by other endpoints.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -150,6 +155,7 @@ class Profile(BaseModel):
     extra_body: dict[str, Any] | None = None
     reasoning: Literal["none", "always", "on", "off"] = "none"
     prices_as_of: str | None = Field(None, pattern=r"^\d{4}-\d{2}-\d{2}$")
+    reproducible: bool = False
 
     @field_validator("extra_body", mode="before")
     @classmethod
@@ -184,6 +190,8 @@ class Profile(BaseModel):
             out["extra_body"] = self.extra_body
         if self.kind == "chat" and self.json_mode != "json_schema":
             out["json_mode"] = self.json_mode
+        if self.is_embedded:
+            out["reproducible"] = self.reproducible
         return out
 
     def api_key(self) -> str:
