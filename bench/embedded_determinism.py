@@ -39,8 +39,9 @@ SCHEMA = {"type": "object", "properties": {"reason": {"type": "string", "maxLeng
           "required": ["reason", "error"]}
 
 
-GUIDE = " ".join(f"Rule {i}: an error is a step whose content contradicts the problem, an earlier step or a tool "
-                 f"output, or that skips a check the plan asked for; rule {i} applies to every agent." for i in range(24))
+GUIDE = " ".join(f"Rule {i}: an error is a step whose content contradicts the problem, an earlier step or a "
+                 f"tool output, or that skips a check the plan asked for; rule {i} applies to every agent."
+                 for i in range(24))
 
 
 def prompts(long: bool = False) -> list[dict]:
@@ -206,8 +207,9 @@ def methods(reproducible: bool, out: Path, runs: int, sets: list[str] | None = N
                        "replies": replies, "server_metrics_cumulative": metrics, "requests": list(sent)})
         sent.clear()
         print(f"run {i}: {len(replies)} replies, {wall:.0f} s wall, {record[-1]['cpu_s']:.0f} s CPU", flush=True)
-    out.write_text(json.dumps({"reproducible": reproducible, "workload": workload, "threads": profiles.profiles["embedded"].threads
-                               or local.default_threads(), "runs": record}, indent=1))
+    threads = profiles.profiles["embedded"].threads or local.default_threads()
+    out.write_text(json.dumps({"reproducible": reproducible, "workload": workload, "threads": threads,
+                               "runs": record}, indent=1))
     base = record[0]
     for r in record[1:]:
         same = sum(r["replies"].get(k) == v for k, v in base["replies"].items())

@@ -97,7 +97,7 @@ def apply_model_arguments(args: argparse.Namespace, settings: RunSettings) -> tu
     """Settings routed as ``--base-url/--model`` and ``--route`` ask, and the facts for run.json.
 
     Without those flags: ``(settings, {})``. Otherwise the profiles file of the settings plus the
-    command line's routing (:func:`agentcausal.llm.profiles.command_line_profiles_toml`: routing ``cli``
+    command line's routing (:func:`agentcausal.llm.command_line.command_line_profiles_toml`: routing ``cli``
     with ``--base-url``, else ``<routing>+cli``) is written under ``<cache_dir>/profiles/cli-<hash>.toml``
     and the settings point there.
 
@@ -112,13 +112,13 @@ def apply_model_arguments(args: argparse.Namespace, settings: RunSettings) -> tu
         One line for each bad value: only one of ``--base-url`` and ``--model``; ``--routing`` with them
         (they choose the routing); ``--api-key-env``, ``--context-window`` or ``--embed-model`` without
         ``--base-url``; ``--context-window`` below 256; a malformed ``--route``, an unknown stage, profile
-        or routing, a stage routed twice (:func:`agentcausal.llm.profiles.parse_route`).
+        or routing, a stage routed twice (:func:`agentcausal.llm.command_line.parse_route`).
     """
     import hashlib
     from pathlib import Path
 
     from agentcausal.exceptions import ConfigError
-    from agentcausal.llm.profiles import command_line_profiles_toml, parse_route
+    from agentcausal.llm.command_line import command_line_profiles_toml, parse_route
 
     base_url, model = getattr(args, "base_url", None), getattr(args, "model", None)
     raw_routes = getattr(args, "routes", None) or []

@@ -119,7 +119,8 @@ def test_every_backbone_of_both_papers_has_a_routing():
         assert r.profile_for("dcfa.gca").model == model and r.profile_for("baseline").model == model
         assert r.profile_for("dcfa.lce").model == "Qwen/Qwen3-Coder-30B-A3B-Instruct"  # LCE on every row
         assert r.profile_for("dcfa.embed").model == "text-embedding-3-large"
-    mac = {"mac-gpt4o": "gpt-4o", "mac-gemini-2.0-flash": "gemini-2.0-flash", "mac-deepseek-r1": "deepseek-ai/DeepSeek-R1"}
+    mac = {"mac-gpt4o": "gpt-4o", "mac-gemini-2.0-flash": "gemini-2.0-flash",
+           "mac-deepseek-r1": "deepseek-ai/DeepSeek-R1"}
     for routing, model in mac.items():
         r = ps.with_routing(routing)
         for stage in ("mac.debate", "mac.coder", "mac.baseline"):
