@@ -92,10 +92,39 @@ def test_sandbox_fails_closed_when_bwrap_cannot_start(monkeypatch):
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def test_sandbox_fails_closed_without_its_seccomp_filter(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_pyseccomp(name, *args, **kwargs):
+        if name == "pyseccomp":
+            raise RuntimeError("Unable to find libseccomp")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_pyseccomp)
+    sandbox._seccomp_filter.cache_clear()
+    sandbox._cached_probe.cache_clear()
+    try:
+        reason = sandbox.sandbox_available()
+        assert reason is not None and "seccomp" in reason and "libseccomp" in reason and "\n" not in reason
+        with pytest.raises(SandboxError, match="seccomp"):
+            run_sandboxed("print(1)")
+        assert resolve_executor("auto")[0] == "typed"  # the typed executor runs, saying why
+        with pytest.raises(ConfigError, match="seccomp"):
+            resolve_executor("coding")
+    finally:
+        monkeypatch.undo()
+        sandbox._seccomp_filter.cache_clear()
+        sandbox._cached_probe.cache_clear()
+
+
 @needs_sandbox
 def test_sandbox_rejects_path_like_input_names():
     with pytest.raises(SandboxError, match="plain file name"):
         run_sandboxed("print(1)", {"../x": b""})
+    with pytest.raises(SandboxError, match="plain file name"):
+        run_sandboxed("print(1)", output_names=("../../etc/passwd",))
 
 
 def _npy(a: np.ndarray) -> bytes:

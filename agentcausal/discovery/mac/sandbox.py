@@ -19,7 +19,8 @@ What a script run by :func:`run_sandboxed` gets, and what it cannot do:
 * **Kernel keyrings.** The sandbox starts in a new, empty session keyring
   (``KEYCTL_JOIN_SESSION_KEYRING`` before bubblewrap), and the seccomp filter
   refuses ``add_key``, ``request_key`` and ``keyctl``: no keyring of the
-  parent (session, user or a key by its serial) can be read or written.
+  parent (session, user or a key by its serial) can be read or written, and
+  ``/proc/keys`` and ``/proc/key-users`` read as empty.
 * **System calls.** A seccomp filter (built with libseccomp through
   ``pyseccomp``, loaded by ``bwrap --seccomp``; :data:`DENIED_SYSCALLS`)
   answers ``EPERM`` to the calls a causal-learn script never needs: keyrings;
@@ -258,6 +259,16 @@ def _system_binds() -> list[str]:
     return args
 
 
+def _hidden_proc_files() -> list[str]:
+    """Cover ``/proc/keys`` and ``/proc/key-users``: they list the descriptions of keys the uid may view
+    (a non-root parent's own keys, when the sandbox runs as its uid)."""
+    args: list[str] = []
+    for f in ("/proc/keys", "/proc/key-users"):
+        if os.path.exists(f):
+            args += ["--ro-bind", "/dev/null", f]
+    return args
+
+
 def _sandbox_env() -> list[str]:
     env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
            "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg",
@@ -325,7 +336,7 @@ def _command(bwrap: str, host_tmp: Path, ro_files: Mapping[str, Path], argv: lis
         cmd += ["--disable-userns"]
     cmd += ["--die-with-parent", "--new-session", "--uid", str(uid), "--gid", str(gid),
             *_system_binds(),
-            "--proc", "/proc", "--dev", "/dev", "--bind", str(fs / "tmp"), "/tmp",
+            "--proc", "/proc", *_hidden_proc_files(), "--dev", "/dev", "--bind", str(fs / "tmp"), "/tmp",
             *binds,  # after /tmp: a venv reached through /tmp stays visible
             "--bind", str(fs / "work"), WORKDIR]
     for name, path in ro_files.items():
