@@ -339,3 +339,74 @@ def test_sandbox_output_is_redacted(monkeypatch):
                         timeout_s=20)
     assert "sk-visible" not in res.stdout + res.stderr
     assert "[REDACTED:SANDBOX_TEST_API_KEY]" in res.stdout and "[REDACTED:SANDBOX_TEST_API_KEY]" in res.stderr
+
+
+SECRET = "sk-proj-Zq8~Xv2+Lm/9Tr4_Wc7!Hy1Na6Pd3Qe5"  # '+', '/', '~', '!' : URL and base64 alphabets differ
+
+
+def _encodings(secret: str) -> dict[str, str]:
+    import base64
+    import textwrap as tw
+    from urllib.parse import quote, quote_plus
+
+    raw = secret.encode()
+    return {
+        "reversed": secret[::-1],
+        "hex": raw.hex(),
+        "HEX": raw.hex().upper(),
+        "url": quote(secret, safe=""),
+        "url_plus": quote_plus(secret),
+        "url_every_byte": "".join(f"%{b:02X}" for b in raw),
+        "base64": base64.b64encode(raw).decode(),
+        "base64_unpadded": base64.b64encode(raw).decode().rstrip("="),
+        "base64_urlsafe": base64.urlsafe_b64encode(raw).decode(),
+        "base64_in_longer_text_0": base64.b64encode(b"KEY=" + raw + b"\n").decode(),
+        "base64_in_longer_text_1": base64.b64encode(b"OPENAI_API_KEY=" + raw).decode(),
+        "base64_in_longer_text_2": base64.b64encode(b"k=" + raw + b";").decode(),
+        "base64_wrapped": "\n".join(tw.wrap(base64.b64encode(b"export X=" + raw * 2).decode(), 20)),
+    }
+
+
+@pytest.mark.parametrize("kind", list(_encodings(SECRET)))
+def test_redact_catches_the_common_encodings_of_a_secret(monkeypatch, kind):
+    from agentcausal.redact import redact
+
+    monkeypatch.setenv("ENC_TEST_API_KEY", SECRET)
+    blob = _encodings(SECRET)[kind]
+    out = redact(f"leaked: {blob} (end)")
+    assert "[REDACTED:ENC_TEST_API_KEY" in out and out.endswith("(end)")
+    # nothing that decodes back to the secret is left
+    import base64
+    import binascii
+
+    for token in out.replace("\n", "").split():
+        for decode in (lambda t: base64.b64decode(t + "=" * (-len(t) % 4)), bytes.fromhex,
+                       lambda t: base64.urlsafe_b64decode(t + "=" * (-len(t) % 4))):
+            try:
+                assert SECRET.encode() not in decode(token)
+            except (ValueError, binascii.Error):
+                pass
+    assert SECRET[::-1] not in out and SECRET not in out
+
+
+def test_redact_leaves_ordinary_text_alone(monkeypatch):
+    from agentcausal.redact import redact
+
+    monkeypatch.setenv("ENC_TEST_API_KEY", SECRET)
+    import base64
+
+    text = ("PC on 5 variables; adjacency [[0, 1], [0, 0]] " + base64.b64encode(bytes(range(256))).decode()
+            + " deadbeef%20cafe " + "x" * 100)
+    assert redact(text) == text
+
+
+@needs_sandbox
+def test_sandbox_output_is_redacted_in_every_encoding(monkeypatch):
+    monkeypatch.setenv("SANDBOX_TEST_API_KEY", SECRET)
+    forms = _encodings(SECRET)
+    script = "import sys\nforms = " + repr(forms) + "\nprint(*forms.values())\nsys.exit(forms['base64'])"
+    res = run_sandboxed(script, timeout_s=20)
+    text = res.stdout + res.stderr
+    for kind, blob in forms.items():
+        assert blob.replace("\n", "")[4:-4] not in text.replace("\n", ""), kind
+    assert text.count("[REDACTED:SANDBOX_TEST_API_KEY") >= len(forms)
