@@ -168,8 +168,8 @@ def detect_formats(paths: Sequence[str | Path], format: str = "auto") -> list[tu
         elif p.is_dir() and format in ("mast", "agentrx"):
             out.append((p, format))
         elif p.is_dir():
-            files = sorted(f for f in p.iterdir() if f.is_file() and f.suffix in FOLDER_SUFFIXES
-                           and not f.name.startswith("."))
+            files = sorted(f for f in p.iterdir() if f.suffix in FOLDER_SUFFIXES  # a FIFO or link too: the
+                           and not f.name.startswith("."))  # loader names it, unopened
             if not files:
                 raise TraceFormatError(f"folder holds no trace files ({', '.join(FOLDER_SUFFIXES)})", path=str(p))
             found = [(f, format if format != "auto" else detect_format(f)) for f in files]
