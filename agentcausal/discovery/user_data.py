@@ -506,6 +506,14 @@ def missing_summary(ds: Dataset) -> str | None:
             f"({_missing_text(ds.extra.get('missing_by_column', {}))})")
 
 
+def _resolved(f: Path) -> Path:
+    """``f.resolve()``, or its absolute path where a symlink loop stops that (the loader names the loop)."""
+    try:
+        return f.resolve()
+    except (OSError, RuntimeError):
+        return Path(os.path.abspath(f))
+
+
 def _data_file(spec: str) -> Path | None:
     if "::" in spec:
         return Path(spec.split("::", 1)[0])
@@ -547,7 +555,7 @@ def unique_dataset_names(specs: list[str]) -> dict[str, str]:
     for s, f in files.items():
         if f is None:
             continue
-        r = f.resolve()
+        r = _resolved(f)
         if r in resolved and resolved[r] != s:
             raise DatasetError(f"the same data file is named twice ({resolved[r]!r} and {s!r})", name=s, file=str(f))
         resolved[r] = s
@@ -558,7 +566,7 @@ def unique_dataset_names(specs: list[str]) -> dict[str, str]:
     for s in clash:
         group.setdefault(names[s], []).append(s)
     for members in group.values():
-        parts = {s: files[s].resolve().with_suffix("").parts for s in members}
+        parts = {s: _resolved(files[s]).with_suffix("").parts for s in members}
         for k in range(2, max(len(p) for p in parts.values()) + 1):
             cand = {s: "-".join(p[-k:]) for s, p in parts.items()}
             if len(set(cand.values())) == len(members):
