@@ -241,3 +241,12 @@ def test_a_many_step_trace_over_the_window_is_refused_for_its_item(fake_server, 
     a = run_method(trace, method, make_gateway(fake_server))
     assert fake_server.count == 0
     assert a.status == "content_failed" and "ContextWindowError" in a.error and "8,192-token" in a.error
+
+
+@pytest.mark.parametrize("fmt", ["auto", "otel", "openinference", "ag2", "langsmith"])
+def test_importers_open_no_fifo_or_device_whatever_the_format(tmp_path, fmt):
+    os.mkfifo(tmp_path / "spans.json")
+    os.symlink("/dev/zero", tmp_path / "zero.ndjson")
+    for f, words in ((tmp_path / "spans.json", "a FIFO"), (tmp_path / "zero.ndjson", "/dev/zero")):
+        r = _cli("import", str(f), "--format", fmt, "--out", str(tmp_path / "out.jsonl"), timeout=60)
+        assert r.returncode == 2 and str(f) in _one_line(r.stderr) and words in r.stderr, (fmt, r.stderr)

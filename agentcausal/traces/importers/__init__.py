@@ -172,13 +172,27 @@ def detect_formats(paths: Sequence[str | Path], format: str = "auto") -> list[tu
                            and not f.name.startswith("."))  # loader names it, unopened
             if not files:
                 raise TraceFormatError(f"folder holds no trace files ({', '.join(FOLDER_SUFFIXES)})", path=str(p))
-            found = [(f, format if format != "auto" else detect_format(f)) for f in files]
+            found = [(f, format if format != "auto" else detect_format(f)) for f in files if _unrefused(f, format)]
             if {fmt for _, fmt in found} == {"agentrx"}:  # labels and trajectories are joined per folder
                 found = [(p, "agentrx")]
             out.extend(found)
         else:
-            out.append((p, format if format != "auto" else detect_format(p)))
+            out.append((p, format if format != "auto" and _unrefused(p, format) else detect_format(p)))
     return out
+
+
+def _unrefused(p: Path, format: str) -> bool:  # noqa: A002
+    """True, or TraceFormatError when ``--format`` names a non-native format for a file that may not be
+    read (FIFO, device, symlink loop, over the size limit): never opened. Native formats are named by
+    their loader (and ``--skip-invalid`` can skip them)."""
+    from agentcausal.traces.io import input_refusal
+
+    if format in ("auto", "who-and-when", "jsonl") or p.is_dir():
+        return True
+    refusal = input_refusal(p)
+    if refusal is not None:
+        raise TraceFormatError(refusal, path=str(p))
+    return True
 
 
 def _span_records(fmt: str, path: Path, logs: str | Path | None) -> list:
