@@ -30,6 +30,7 @@ Failure Attribution of LLM Multi-Agent Systems." ICML 2025. arXiv:2505.00212.
 from __future__ import annotations
 
 import io
+import json
 import re
 import shutil
 import tempfile
@@ -219,8 +220,6 @@ def load_who_and_when_file(path: str | Path, *, subset: str | None = None, trace
         JSON (the message names line and column), nests too deeply or holds a
         too-long integer, or is not a valid Who&When object (see :func:`parse_who_and_when`).
     """
-    import json
-
     p = Path(path)
     subset = subset or p.parent.name
     try:
