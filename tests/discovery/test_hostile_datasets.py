@@ -18,6 +18,15 @@ from agentcausal.cli import main
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(autouse=True)
+def _input_limits_restored(monkeypatch):
+    """``--max-input-mb`` and ``--drop-missing`` set the process environment (for the flow's tasks):
+    each test starts without them and leaves none behind."""
+    for var in ("AGENTCAUSAL_MAX_INPUT_MB", "AGENTCAUSAL_DROP_MISSING"):
+        monkeypatch.setenv(var, "")
+        monkeypatch.delenv(var)
+
+
 def _meta(path: Path, variables=("x", "y", "z"), **extra) -> Path:
     path.write_text(json.dumps({"title": "t", "domain": "d", "variables": {v: f"variable {v}" for v in variables},
                                 **extra}))
@@ -141,7 +150,6 @@ def test_a_fifo_dataset_never_hangs(tmp_path):
 
 
 def test_an_oversized_table_is_refused_unless_the_limit_is_raised(tmp_path, capsys, monkeypatch):
-    monkeypatch.delenv("AGENTCAUSAL_MAX_INPUT_MB", raising=False)
     data = _csv(tmp_path / "big.csv", n=30_000)  # about 0.9 MiB
     assert main(["discover", "--dataset", str(data), "--method", "pc", "--dry-run", "--max-input-mb", "0.5"]) == 2
     line = _one_line(capsys.readouterr().err)
@@ -165,7 +173,6 @@ def test_skip_invalid_names_every_hostile_dataset_and_runs_the_rest(tmp_path, ca
 
 
 def test_drop_missing_accepts_and_announces_the_rows_dropped(tmp_path, capsys, monkeypatch):
-    monkeypatch.delenv("AGENTCAUSAL_DROP_MISSING", raising=False)
     data = _missing(tmp_path)
     assert main(["discover", "--dataset", str(data), "--method", "pc", "--dry-run", "--drop-missing"]) == 0
     out, err = capsys.readouterr()
@@ -176,7 +183,6 @@ def test_drop_missing_accepts_and_announces_the_rows_dropped(tmp_path, capsys, m
 @pytest.mark.slow  # a Prefect flow run
 @pytest.mark.timeout(300)
 def test_run_json_records_the_rows_dropped(tmp_path, capsys, monkeypatch):
-    monkeypatch.delenv("AGENTCAUSAL_DROP_MISSING", raising=False)
     data = _missing(tmp_path)
     out = tmp_path / "run"
     assert main(["discover", "--dataset", str(data), "--method", "pc", "--drop-missing", "--out", str(out),

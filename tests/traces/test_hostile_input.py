@@ -19,6 +19,15 @@ from agentcausal.traces.io import scan_traces
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(autouse=True)
+def _input_limits_restored(monkeypatch):
+    """``--max-input-mb`` and ``--drop-missing`` set the process environment (for the flow's tasks):
+    each test starts without them and leaves none behind."""
+    for var in ("AGENTCAUSAL_MAX_INPUT_MB", "AGENTCAUSAL_DROP_MISSING"):
+        monkeypatch.setenv(var, "")
+        monkeypatch.delenv(var)
+
+
 def _trace(n_steps: int = 2, **extra: object) -> dict:
     hist = [{"name": f"A{i % 2}", "role": "assistant", "content": f"step {i}"} for i in range(n_steps)]
     return {"question": "q", "ground_truth": "a", "history": hist, **extra}
@@ -142,7 +151,6 @@ def test_jsonl_lines_are_named(tmp_path):
 
 def test_size_limit_refuses_unread_unless_raised(tmp_path, capsys, monkeypatch):
     f = _write(tmp_path / "c" / "big.json", json.dumps(_trace()) + " " * (2 * 2 ** 20))
-    monkeypatch.delenv("AGENTCAUSAL_MAX_INPUT_MB", raising=False)
     assert main(["attribute", str(f), "--dry-run", "--max-input-mb", "1"]) == 2
     line = _one_line(capsys.readouterr().err)
     assert str(f) in line and "2.0 MiB, over the 1.0 MiB input limit" in line and "--max-input-mb" in line
