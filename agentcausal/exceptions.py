@@ -27,6 +27,7 @@ __all__ = [
     "InvalidDatasetsError",
     "AlgorithmError",
     "SandboxError",
+    "CorruptStoreError",
     "is_content_failure",
 ]
 
@@ -266,6 +267,19 @@ class AlgorithmError(AgentCausalError):
 
 class SandboxError(AgentCausalError):
     """LLM-written code could not run in the sandbox, or the sandbox is unavailable."""
+
+
+class CorruptStoreError(AgentCausalError):
+    """A store file (a cache's SQLite database) cannot be read; the one-line message says what to do.
+
+    Attributes
+    ----------
+    path : str, the file at fault
+    """
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 def is_content_failure(exc: BaseException) -> bool:
