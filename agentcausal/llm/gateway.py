@@ -592,6 +592,8 @@ class Gateway:
         max_tokens: int | None = None,
         sample: int = 0,
         temperature: float | None = None,
+        schema: dict[str, Any] | None = None,
+        context: Any = None,
     ) -> T:
         """A chat completion validated against a pydantic model, repaired on failure, cached.
 
@@ -600,6 +602,16 @@ class Gateway:
         stage, messages, item, max_tokens, sample, temperature : as in :meth:`chat`
         reply_model : pydantic model class; its JSON schema is sent with the request,
             and its docstring and field descriptions are what the model reads.
+        schema : dict, optional
+            The JSON schema to send (and key) instead of ``reply_model``'s own: a per-call
+            variant of one template (an enum of this trace's agents, a bound on its steps), so a
+            method whose reply shape varies per item need not build a pydantic class and its
+            schema per shape (about 1-2 ms of CPU each). ``reply_model`` must then enforce the
+            same constraints, reading them from ``context``; the dict is only read. Its ``title``
+            names it in ``response_format`` (else the class name).
+        context : optional
+            pydantic's validation context for ``reply_model.model_validate_json`` (every reply,
+            cached ones included), e.g. the agents and step count a ``schema`` was built for.
 
         Returns
         -------
@@ -619,13 +631,18 @@ class Gateway:
             If the stage is routed to an embedding profile.
         """
         profile = self._routed(stage, "chat")
-        schema, schema_text = _reply_schema(reply_model)
+        name = reply_model.__name__
+        if schema is None:
+            schema, schema_text = _reply_schema(reply_model)
+        else:
+            name = schema.get("title") or name
+            schema_text = json.dumps(schema) if profile.json_mode != "json_schema" else ""
         msgs = [dict(m) for m in messages]
         params, key_extra = _chat_params(profile, max_tokens, temperature, sample)
         if profile.json_mode == "json_schema":
             params["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": reply_model.__name__, "schema": schema, "strict": False},
+                "json_schema": {"name": name, "schema": schema, "strict": False},
             }
         else:
             params["response_format"] = {"type": "json_object"}
@@ -645,7 +662,7 @@ class Gateway:
             hit = self._cached_text(key)
             if hit is not None:
                 try:
-                    out = reply_model.model_validate_json(_extract_json(hit))
+                    out = reply_model.model_validate_json(_extract_json(hit), context=context)
                     self._record(stage, item, profile, timer, cache_hits=1, run_hits=self._run_hit(key))
                     return out
                 except ValidationError:
@@ -664,7 +681,7 @@ class Gateway:
                 pt_total += pt
                 ct_total += ct
                 try:
-                    out = reply_model.model_validate_json(_extract_json(raw))
+                    out = reply_model.model_validate_json(_extract_json(raw), context=context)
                 except ValidationError as exc:
                     err = str(exc)
                     truncated = finish == "length"

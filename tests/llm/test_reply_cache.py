@@ -261,3 +261,35 @@ def test_records_are_data_and_keys_stay_the_request_hashes(fake_server, tmp_path
     assert k == key and len(k) == 64 and set(rec) == {"v", "key", "sha256", "value"}
     assert rec["key"] == key and rec["value"] == {"text": "plain text"}
     assert b"plain text" in value  # stored, not compressed: greppable
+
+
+def test_a_key_held_by_another_process_waits_and_is_free_again_when_that_process_is_killed(tmp_path):
+    import subprocess
+    import sys
+    import threading
+
+    key = "ab" * 32
+    holder = ("import signal, sys\nfrom agentcausal.llm.reply_cache import ReplyCache\n"
+              "s = ReplyCache(sys.argv[1])\nheld = s.process_lock(sys.argv[2])\nheld.__enter__()\nprint('held', flush=True)\n"
+              "signal.pause()\n")
+    proc = subprocess.Popen([sys.executable, "-c", holder, str(tmp_path / "c"), key], stdout=subprocess.PIPE,
+                            text=True, cwd=Path(__file__).resolve().parents[2])
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        store = ReplyCache(tmp_path / "c")
+        got = threading.Event()
+
+        def take() -> None:
+            with store.process_lock(key):
+                got.set()
+
+        threading.Thread(target=take, daemon=True).start()
+        with store.process_lock("cd" * 32):  # another key is free meanwhile
+            pass
+        assert not got.wait(0.5)  # the same key waits for the other process
+        proc.kill()
+        assert got.wait(10)  # the OS released the dead holder's lock
+        store.close()
+    finally:
+        proc.kill()
+        proc.wait(10)
