@@ -98,7 +98,7 @@ def is_full_run(payload: dict[str, Any]) -> bool:
 
 def _machine_line(p: dict[str, Any]) -> str:
     m, s = p.get("machine") or {}, p.get("machine_at_start") or {}
-    return (f"{m.get('when', '?')[:16].replace('T', ' ')}, commit {m.get('commit') or '?'}, {m.get('cpus', '?')} "
+    return (f"{m.get('when', '?')[:16].replace('T', ' ')} (end), commit {m.get('commit') or '?'}, {m.get('cpus', '?')} "
             f"cores, load average {(s.get('load_avg_1_5_15') or ['?'])[0]} at the start and "
             f"{(m.get('load_avg_1_5_15') or ['?'])[0]} at the end")
 
@@ -143,7 +143,7 @@ def performance_markdown(scale: dict[str, Any] | None, percall: dict[str, Any] |
             + ("**Measured before this benchmark had issue 22's rows**: its Dask rows start the cluster inside the "
                "timed call, it has no CPU column and no memory pair, and its rss is the process's peak so far. "
                if old else "")
-            + ("The issue's full sizes. " if full else
+            + ("" if old else "The issue's full sizes. " if full else
                "**A reduced run** (not the issue's sizes: it validates the benchmark's code; the targets below are "
                "judged on these rows only, and the full run, `python -m bench --only scale`, is still to be made). ")
             + "Fake OpenAI server (test double) in its own process with a fixed latency per request; Prefect's "
@@ -166,7 +166,7 @@ def performance_markdown(scale: dict[str, Any] | None, percall: dict[str, Any] |
         parts.append(f"\n{len(held)} of {len(targets)} targets held, {len(missed)} missed"
                      + (f" ({'; '.join(t['target'] for t in missed)})" if missed else "")
                      + f", {len(targets) - len(held) - len(missed)} not measured"
-                     + ("" if full else " (a reduced run: no verdict on the issue's sizes)") + ".\n")
+                     + ("" if full or old else " (a reduced run: no verdict on the issue's sizes)") + ".\n")
     else:
         parts.append("## Scale\n\nNot measured yet: `python -m bench --only scale` (about 20 minutes of both cores).\n")
     if percall:
