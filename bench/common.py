@@ -15,8 +15,8 @@ from typing import Any
 from agentcausal.llm import Gateway, Profile, ProfileSet
 from agentcausal.traces.model import Label, Step, Trace
 
-__all__ = ["RESULTS_DIR", "who_and_when_dir", "bench_corpus", "iter_synthetic_traces", "synthetic_traces", "bench_profiles",
-           "bench_gateway", "profiles_toml", "machine", "write_result", "md_table"]
+__all__ = ["RESULTS_DIR", "who_and_when_dir", "bench_corpus", "iter_synthetic_traces", "synthetic_traces",
+           "bench_profiles", "bench_gateway", "profiles_toml", "machine", "write_result", "md_table"]
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 REPO = Path(__file__).resolve().parents[1]

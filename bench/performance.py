@@ -9,7 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.common import RESULTS_DIR, REPO, md_table
+from bench.common import REPO, RESULTS_DIR, md_table
+from bench.scale import DEFAULT_MEMORY_TRACES, DEFAULT_PLAN
 
 __all__ = ["DOC", "scale_targets", "is_full_run", "performance_markdown", "write_performance_doc"]
 
@@ -88,8 +89,6 @@ def scale_targets(payload: dict[str, Any]) -> list[dict[str, Any]]:
 
 def is_full_run(payload: dict[str, Any]) -> bool:
     """Whether ``payload`` measured the issue's sizes: the default plan, latencies, concurrencies, Dask and memory."""
-    from bench.scale import DEFAULT_MEMORY_TRACES, DEFAULT_PLAN
-
     return ([tuple(p) for p in payload.get("plan", [])] == [tuple(p) for p in DEFAULT_PLAN]
             and payload.get("latencies_s") == [1.0, 0.2] and payload.get("concurrencies") == [16, 64]
             and "dask" in payload.get("runners", []) and payload.get("memory_traces") == list(DEFAULT_MEMORY_TRACES)
@@ -147,7 +146,8 @@ def performance_markdown(scale: dict[str, Any] | None, percall: dict[str, Any] |
                "**A reduced run** (not the issue's sizes: it validates the benchmark's code; the targets below are "
                "judged on these rows only, and the full run, `python -m bench --only scale`, is still to be made). ")
             + "Fake OpenAI server (test double) in its own process with a fixed latency per request; Prefect's "
-            f"temporary API started before timing ({scale.get('prefect_api_start_s')} s, in no row); bound = requests x "
+            f"temporary API started before timing ({scale.get('prefect_api_start_s')} s, in no row); bound = "
+            "requests x "
             "latency / concurrency (a lower bound of the wall time); ratio = wall / bound; cpu_ms_per_request = CPU "
             "of the client's processes (the flow's, and on Dask its workers') during the first run per request: it "
             "binds where it nears 1000 x latency / concurrency ms per core; rerun = the same flow again on the same "

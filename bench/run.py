@@ -60,7 +60,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--embedded", action="store_true", help="only benchmark 5: the embedded model (long)")
     p.add_argument("--embedded-traces", type=int, default=6, help="shortest dev traces for --embedded (default 6)")
     p.add_argument("--methods", nargs="+", default=None, help="methods for --embedded (default: all registered)")
-    p.add_argument("--scale-traces", type=int, default=None, help="--only scale: all_at_once corpus size (default 2000)")
+    p.add_argument("--scale-traces", type=int, default=None,
+                   help="--only scale: all_at_once corpus size (default 2000)")
     p.add_argument("--scale-dcfa-traces", type=int, default=500, help="--only scale: dcfa corpus size; 0 skips dcfa")
     p.add_argument("--scale-latency-ms", type=float, nargs="+", default=[1000.0, 200.0],
                    help="--only scale: fake server latencies (default 1000 200)")

@@ -222,11 +222,9 @@ def scale_row(corpus_file: Path, ids: Sequence[str], method: str, concurrency: i
 
 def _memory_row(api_url: str, corpus_file: Path, ids: list[str], concurrency: int, base_url: str, latency_s: float,
                 work: Path, label: str) -> dict[str, Any]:  # pragma: no cover - runs in a fresh child process
-    """One memory-pair row in this (fresh) process, on the parent's Prefect API: first run only."""
-    from bench.run import _env
-
-    os.environ["PREFECT_API_URL"] = api_url
-    _env()
+    """One memory-pair row in this (fresh) process, on the parent's Prefect API: first run only (the rest of the
+    Prefect settings come with the parent's environment)."""
+    os.environ["PREFECT_API_URL"] = api_url  # before Prefect is imported here
 
     class _Server:  # the parent's server: only its URL and latency are needed here; counts come from the parent
         def __init__(self) -> None:
@@ -238,8 +236,8 @@ def _memory_row(api_url: str, corpus_file: Path, ids: list[str], concurrency: in
         def stats(self) -> dict[str, Any]:
             return {"requests": 0, "max_in_flight": 0}
 
-    return scale_row(corpus_file, ids, "all_at_once", concurrency, _Server(), work, label=label,  # type: ignore[arg-type]
-                     rerun=False)
+    return scale_row(corpus_file, ids, "all_at_once", concurrency, _Server(), work,  # type: ignore[arg-type]
+                     label=label, rerun=False)
 
 
 def memory_row(corpus_file: Path, ids: list[str], concurrency: int, server: ServerProcess, work: Path,

@@ -270,7 +270,8 @@ def test_a_key_held_by_another_process_waits_and_is_free_again_when_that_process
 
     key = "ab" * 32
     holder = ("import signal, sys\nfrom agentcausal.llm.reply_cache import ReplyCache\n"
-              "s = ReplyCache(sys.argv[1])\nheld = s.process_lock(sys.argv[2])\nheld.__enter__()\nprint('held', flush=True)\n"
+              "s = ReplyCache(sys.argv[1])\nheld = s.process_lock(sys.argv[2])\nheld.__enter__()\n"
+              "print('held', flush=True)\n"
               "signal.pause()\n")
     proc = subprocess.Popen([sys.executable, "-c", holder, str(tmp_path / "c"), key], stdout=subprocess.PIPE,
                             text=True, cwd=Path(__file__).resolve().parents[2])

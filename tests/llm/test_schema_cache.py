@@ -151,3 +151,33 @@ def test_a_schema_template_with_a_validation_context_sends_the_per_shape_models_
     with pytest.raises(ValidationError, match="agent must be one of"):
         _TemplateVerdict.model_validate_json('{"reason": "r", "agent": "Nobody", "step": 0}',
                                              context={"agents": ("Coder",), "n_steps": 3})
+
+
+def test_requests_through_post_send_what_chat_completions_create_sent(make_gateway, tmp_path, monkeypatch):
+    """The gateway sends chat bodies with the client's ``post`` (no per-call SDK transform): every request the
+    fake server receives (body, path, bearer key) equals what ``chat.completions.create`` sent, for structured
+    replies in both JSON modes, a repeat index (seed) and a plain chat."""
+
+    def through_create(self, stage, profile, messages, params, timer):  # the gateway's request before the change
+        resp = self._call(stage, profile, lambda c: c.chat.completions.create(model=profile.model,
+                                                                              messages=messages, **params), timer)
+        choice = resp.choices[0]
+        u = resp.usage
+        return choice.message.content or "", choice.finish_reason, u.prompt_tokens, u.completion_tokens
+
+    def calls(gw) -> None:
+        for t in synthetic_traces(2, seed=5):
+            run_method(t, "all_at_once", gw)
+        gw.chat("baseline", [{"role": "user", "content": "plain"}], max_tokens=12, sample=2)
+
+    seen = []
+    for variant in ("create", "post"):
+        for json_mode in ("json_schema", "json_object"):
+            with monkeypatch.context() as m, FakeOpenAIServer(responder=BenchResponder()) as srv:
+                if variant == "create":
+                    m.setattr(gateway_mod.Gateway, "_request", through_create)
+                gw = make_gateway(srv, cache_dir=tmp_path / f"{variant}-{json_mode}", json_mode=json_mode,
+                                  context_window=128000)
+                calls(gw)
+                seen.append(sorted(json.dumps(r, sort_keys=True) for r in srv.chat_requests))
+    assert seen[0] and seen[:2] == seen[2:]
