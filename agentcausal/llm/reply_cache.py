@@ -10,7 +10,8 @@ is a corrupt record, never code or an unbounded read. Each value is a record::
 
 so a flipped bit, a torn value file or a record filed under another key fails on read. Such
 a record is dropped (deleted), counted (:attr:`ReplyCache.dropped`, by reason in
-:attr:`ReplyCache.drop_reasons`), logged as one warning line, and read as a miss: the
+:attr:`ReplyCache.drop_reasons`), logged as one warning line (the first
+:data:`WARNED_DROPS` of a store; the rest at debug level), and read as a miss: the
 caller asks the endpoint again (one request) and stores a good record over it. The
 checksum catches corruption and misfiled records; it is no signature (anyone who can
 write the folder can write a record that checks), but nothing written there runs as code.
@@ -68,6 +69,8 @@ log = logging.getLogger(__name__)
 #: the largest record read back, bytes (stored or decompressed); larger is a corrupt record
 MAX_RECORD_BYTES = 64 * 2**20
 RECORD_VERSION = 1
+#: dropped records logged one warning line each; later ones are counted (and logged at debug level)
+WARNED_DROPS = 3
 _VALUE_FILE = re.compile(r"[0-9a-f]{2}/[0-9a-f]{2}/[0-9a-f]{28}\.val")  # diskcache's Disk.filename pattern
 _HEX = re.compile(r"[0-9a-f]{15}")
 
@@ -396,8 +399,14 @@ class ReplyCache:
         with self._count_lock:
             self.dropped += 1
             self.drop_reasons[reason] += 1
-        log.warning("LLM reply cache %s: the record of request %s failed its check (%s); dropped, asking again",
-                    self.path, key[:12], reason)
+            n = self.dropped
+        if n <= WARNED_DROPS:  # a cache of an older version fails on every record: a few lines, then the count
+            more = (f"; further records that fail their check are counted without a line each "
+                    f"(Gateway.cache_notice)" if n == WARNED_DROPS else "")
+            log.warning("LLM reply cache %s: the record of request %s failed its check (%s); dropped, asking "
+                        "again%s", self.path, key[:12], reason, more)
+        else:
+            log.debug("LLM reply cache %s: record %s dropped (%s)", self.path, key[:12], reason)
 
     @contextlib.contextmanager
     def process_lock(self, key: str) -> Iterator[None]:

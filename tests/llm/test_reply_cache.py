@@ -294,3 +294,30 @@ def test_a_key_held_by_another_process_waits_and_is_free_again_when_that_process
     finally:
         proc.kill()
         proc.wait(10)
+
+
+def test_a_cache_of_the_pickled_format_is_asked_again_with_a_few_lines_and_a_count(fake_server, tmp_path, caplog):
+    """Replies an older version stored (pickled by diskcache's default reader) are never read: each is dropped and
+    asked again once; the console gets the first few lines and the count, not one line per record."""
+    from agentcausal.llm.reply_cache import WARNED_DROPS
+
+    cache = tmp_path / "c"
+    prompts = [[{"role": "user", "content": f"q{i}"}] for i in range(WARNED_DROPS + 3)]
+    fake_server.responder = lambda body: "new"
+    gw = _gateway(fake_server, cache)
+    for p in prompts:
+        gw.chat("baseline", p)
+    gw.close()
+    keys = [k for k, *_ in _rows(cache)]
+    with diskcache.Cache(str(cache)) as old:  # what the older version wrote under the same keys
+        for k in keys:
+            old.set(k, {"text": "old"})
+    assert {m for _k, m, _f, _v in _rows(cache)} == {4}  # diskcache's pickle mode
+    sent = fake_server.count
+    gw = _gateway(fake_server, cache)
+    with caplog.at_level(logging.WARNING, logger="agentcausal.llm.reply_cache"):
+        assert [gw.chat("baseline", p) for p in prompts] == ["new"] * len(prompts)
+    assert fake_server.count == sent + len(prompts) and gw.cache_dropped == len(prompts)
+    assert len([r for r in caplog.records if "failed its check" in r.getMessage()]) == WARNED_DROPS
+    assert f"{len(prompts)} record(s)" in gw.cache_notice() and "pickle format" in gw.cache_notice()
+    gw.close()
