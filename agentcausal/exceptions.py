@@ -29,6 +29,7 @@ __all__ = [
     "SandboxError",
     "InputFileError",
     "ContextWindowError",
+    "CorruptStoreError",
     "is_content_failure",
 ]
 
@@ -305,6 +306,19 @@ class ContextWindowError(AgentCausalError):
         self.profile = profile
         self.prompt_tokens = prompt_tokens
         self.context_window = context_window
+
+
+class CorruptStoreError(AgentCausalError):
+    """A store file (a cache's SQLite database) cannot be read; the one-line message says what to do.
+
+    Attributes
+    ----------
+    path : str, the file at fault
+    """
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 def is_content_failure(exc: BaseException) -> bool:
