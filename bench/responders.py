@@ -175,12 +175,15 @@ class BenchResponder:
             "HalfChoice": self._half_choice,
             "ForcedHalfChoice": self._half_choice,
             "DeviationsAndGraph": self._gca_joint,
+            "DeviationsAndLinks": self._gca_joint,
+            "CausalListsReply": self._cgc,
             "DeviationsReply": self._mdi,
             "EdgesReply": self._cgc,
             "HypothesisReply": self._hypothesis,
             "CorrectedTraceReply": self._correct,
             "SimulatedOutcome": self._simulation,
             "PaperSimulatedOutcome": self._simulation,
+            "RootCauseOutcome": self._simulation,
             "JudgeReply": self._judge,
             "DecisionReply": self._decision,
             "A2PReply": self._a2p,
@@ -325,16 +328,29 @@ class BenchResponder:
         return [{**e, "reason": "it uses that value", "temporal": True, "necessary": True, "sufficient": True}
                 for e in edges]
 
+    @staticmethod
+    def _lists(edges: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The edges as per-step cause/effect lists (``cgc="code"`` replies)."""
+        steps: dict[int, dict[str, Any]] = {}
+        for e in edges:
+            steps.setdefault(e["target"], {"step": e["target"], "causes": [], "effects": []})["causes"].append(e["source"])
+            steps.setdefault(e["source"], {"step": e["source"], "causes": [], "effects": []})["effects"].append(e["target"])
+        return [steps[k] for k in sorted(steps)]
+
+    def _graph(self, body: dict[str, Any], edges: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"steps": self._lists(edges)} if schema_name(body) in ("CausalListsReply", "DeviationsAndLinks") \
+            else {"edges": self._judged(body, edges)}
+
     def _gca_joint(self, body: dict[str, Any], u: str) -> dict[str, Any]:
         n = self._register(u)
-        return {"deviations": self._deviations(u, n), "edges": self._judged(body, self._edges(u, n))}
+        return {"deviations": self._deviations(u, n), **self._graph(body, self._edges(u, n))}
 
     def _mdi(self, body: dict[str, Any], u: str) -> dict[str, Any]:
         n = self._register(u)
         return {"deviations": self._deviations(u, n)}
 
     def _cgc(self, body: dict[str, Any], u: str) -> dict[str, Any]:
-        return {"edges": self._judged(body, self._edges(u, self._register(u)))}
+        return self._graph(body, self._edges(u, self._register(u)))
 
     def _hypothesis(self, body: dict[str, Any], u: str) -> dict[str, Any]:
         step_schema = _schema(body).get("properties", {}).get("step", {})
@@ -353,15 +369,17 @@ class BenchResponder:
 
     def _simulation(self, body: dict[str, Any], u: str) -> dict[str, Any]:
         m = _REVISED.search(u)
-        i = int(m.group(1)) if m else -1
         blocks = self._blocks(u)  # the whole (partly corrected) trace is shown
+        # no "Steps 0 to i" note (``simulation="code"``): the last step showing Correct's content
+        i = int(m.group(1)) if m else max((j for j, b in blocks if "corrected step" in b), default=-1)
         n = max(j for j, _ in blocks) + 1 if blocks else 1
         q = self._question(u)
         with self._lock:
             truth = self._truths.get(q)
-        if truth is not None and i >= self._culprit(u, n):
-            return {"outcome": truth}
-        return {"outcome": f"wrong answer {_h('sim', q, n, i) % 4}"}
+        out = truth if truth is not None and i >= self._culprit(u, n) else f"wrong answer {_h('sim', q, n, i) % 4}"
+        if schema_name(body) == "RootCauseOutcome":
+            return {"reason": f"the corrections through step {i} carry on", "answer": out}
+        return {"outcome": out}
 
     def _judge(self, body: dict[str, Any], u: str) -> dict[str, Any]:
         m = re.search(r"<data>(.*?)</data>", u, re.S)

@@ -268,8 +268,9 @@ def test_paper_has_no_small_model_caps():
 
     paper = resolve_methods(["all_at_once", "dcfa"], preset="paper")
     small = resolve_methods(["all_at_once", "dcfa"], preset="small")
-    for field in ("max_edges", "max_deviations", "max_iterations", "max_corrected_step_chars", "max_reason_chars"):
+    for field in ("max_edges", "max_deviations", "max_corrected_step_chars", "max_reason_chars"):
         assert paper["dcfa"][field] is None and small["dcfa"][field] is not None
+    assert paper["dcfa"]["max_iterations"] == 5  # the released code's --max_iterations default, not a small-model cap
     assert paper["all_at_once"]["reason_chars"] is None and small["all_at_once"]["reason_chars"] == 300
     assert (small["dcfa"]["max_edges"], small["dcfa"]["max_iterations"], small["dcfa"]["max_deviations"]) == (10, 3, 5)
     assert small["dcfa"]["max_corrected_step_chars"] == 300
