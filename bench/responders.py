@@ -51,7 +51,9 @@ _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
 _STEP_TAG = re.compile(r'<step n="(\d+)">\n(?:Step \d+ \| )?([^:\n]*)')
 _BLOCK = re.compile(r'<step n="(\d+)">\n(.*?)\n</step>', re.S)
 _REVISED = re.compile(r"Steps 0 to (\d+) above are revised")
-_STEP_ASKED = re.compile(r"(?:Is step|most recent step \(step) (\d+)[ ,]")
+_STEP_ASKED = re.compile(r"(?:Is step|most recent step \(step) (\d+)[ ,]|most recent step \((\d+)\)")
+_UPPER = re.compile(r"upper half \(from step (\d+) to step (\d+)\) or in the lower half \(from step (\d+) to step (\d+)\)")
+_SPEAKER = re.compile(r"^([^:\n<]+): ", re.M)
 _PARTS = re.compile(r"first part \(steps (\d+) to (\d+)\) or the second part \(steps (\d+) to (\d+)\)")
 
 
@@ -168,12 +170,14 @@ class BenchResponder:
         self._truths: dict[str, str] = {}
         self._n_of_block: dict[int, int] = {}
         self._echo_culprit: dict[str, int] = {}
+        self._segment_n: dict[str, int] = {}
         self._lock = threading.Lock()
         self._handlers: dict[str, Callable[[dict[str, Any], str], dict[str, Any]]] = {
             "AllAtOnceReply": self._all_at_once,
             "StepVerdict": self._step_verdict,
+            "StepErrorVerdict": self._step_verdict,
+            "PaperHalfChoice": self._half_choice,
             "HalfChoice": self._half_choice,
-            "ForcedHalfChoice": self._half_choice,
             "DeviationsAndGraph": self._gca_joint,
             "DeviationsAndLinks": self._gca_joint,
             "CausalListsReply": self._cgc,
@@ -239,12 +243,16 @@ class BenchResponder:
 
     # ------------------------------------------------------------- baselines
     def _all_at_once(self, body: dict[str, Any], u: str) -> dict[str, Any]:
-        n = self._register(u)
+        step_schema = _schema(body).get("properties", {}).get("step", {})
+        n = self._register(u, int(step_schema["maximum"]) + 1 if "maximum" in step_schema else None)
         q = self._question(u)
         k = self._culprit(u, n)
         if _h("aao", q, n) % 1000 >= self.p_all_at_once * 1000:
             k = _h("aao-miss", q, n) % n
         agent = self._agents(u).get(k) or None
+        if agent is None:  # ``paper``: "speaker: content" lines without step numbers, the agent free text
+            speakers = _SPEAKER.findall(u.split("<trace>", 1)[-1].split("</trace>", 1)[0])
+            agent = (speakers[k] if len(speakers) == n else speakers[0] if speakers else "unknown").strip()
         choices = next((a["enum"] for a in (lambda p: p.get("anyOf", [p]))(
             _schema(body).get("properties", {}).get("agent", {})) if "enum" in a), None)
         if choices and agent not in choices:  # the schema lists the trace's own agents
@@ -253,11 +261,23 @@ class BenchResponder:
 
     def _step_verdict(self, body: dict[str, Any], u: str) -> dict[str, Any]:
         m = _STEP_ASKED.search(u)
-        i = int(m.group(1)) if m else 0
+        i = int(m.group(1) or m.group(2)) if m else 0
         decisive = _h("sbs", self._question(u), i) % 1000 < self.hazard * 1000
+        if schema_name(body) == "StepErrorVerdict":
+            return {"error": decisive, "reason": f"step {i} {'has' if decisive else 'has no'} derailing error"}
         return {"reason": f"step {i} {'is' if decisive else 'is not'} the decisive error", "decisive": decisive}
 
     def _half_choice(self, body: dict[str, Any], u: str) -> dict[str, Any]:
+        up = _UPPER.search(u)
+        if up:  # ``paper``: upper/lower half; the first call's segment is the whole trace
+            a_lo, a_hi, b_lo, b_hi = map(int, up.groups())
+            q = self._question(u)
+            with self._lock:
+                n = self._segment_n.setdefault(q, b_hi + 1)
+            right = "upper half" if self._culprit(u, n) <= a_hi else "lower half"
+            wrong = "lower half" if right == "upper half" else "upper half"
+            half = right if _h("bs", q, n, a_lo, b_hi) % 1000 < self.p_binary * 1000 else wrong
+            return {"half": half, "reason": f"the error is in the {half}"}
         m = _PARTS.search(u)
         if not m:
             forced = "undetermined" not in json.dumps(_schema(body))

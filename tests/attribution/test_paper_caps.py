@@ -24,7 +24,7 @@ def _reply_models(method, s):
     if method == "all_at_once":
         return [all_at_once.reply_model(("A", "B"), 4, forced, s.reason_chars)]
     if method == "step_by_step":
-        return [step_by_step.verdict_model(s.reason_chars)]
+        return [step_by_step.verdict_model(s.reason_chars, forced)]
     if method == "binary_search":
         return [binary_search.choice_model(forced, s.reason_chars)]
     if method == "a2p":
