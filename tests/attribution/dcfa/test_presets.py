@@ -98,3 +98,21 @@ def test_cli_refuses_a_method_that_cannot_run_without_truth(capsys, monkeypatch)
         from agentcausal.attribution import registry
 
         registry._REGISTRY.pop("needs_truth_demo", None)
+
+
+def test_each_prompt_set_takes_only_the_variants_it_has():
+    from agentcausal.exceptions import ConfigError
+    from agentcausal.presets import resolve
+    from agentcausal.attribution.dcfa import PRESETS
+
+    with pytest.raises(ConfigError, match="prompts='small' has only"):
+        resolve(DcfaSettings, PRESETS, "small", {"cgc": "code"})
+    with pytest.raises(ConfigError, match="cgc='edges' needs prompts='small'"):
+        resolve(DcfaSettings, PRESETS, "paper", {"cgc": "edges"})
+    paper, s = DcfaSettings(), small()
+    assert (paper.mdi_cgc, paper.cgc, paper.simulation, paper.ded, paper.search_order) == (
+        "split", "code", "code", "code", "causes_first")
+    assert (paper.delta_s_decimals, paper.search_ties, paper.revisit, paper.max_iterations) == (3, "outward", False, 5)
+    # small keeps its short prompts; the search rules are the paper's
+    assert (s.mdi_cgc, s.cgc, s.simulation, s.ded) == ("joint", "edges", "equations", "equations")
+    assert (s.search_order, s.delta_s_decimals, s.search_ties, s.revisit) == ("causes_first", 3, "outward", False)
