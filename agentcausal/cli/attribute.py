@@ -71,6 +71,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="run every (trace, method) K times (repeat r sent as sample/seed r); report mean ± std")
     p.add_argument("--dry-run", action="store_true",
                    help="print the run plan as one JSON object and exit (no model, no request, no API key)")
+    p.add_argument("--show-prompts", action="store_true",
+                   help="with --dry-run: print the messages every method would send for the first trace (or each "
+                   "--id), earlier replies as placeholders, instead of the plan")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--skip-invalid", action="store_true",
                    help="run the valid traces and list the invalid files (and JSONL lines) left out, instead of "
@@ -184,6 +187,12 @@ def cmd_attribute(args: argparse.Namespace) -> int:
                      repeats=args.repeats, skip_invalid=args.skip_invalid)
     if args.dry_run:  # no model, no request, no key, nothing written; the same refusals as a run
         corpus, _, imported = _checked_corpus(args)
+        if args.show_prompts:
+            from agentcausal.attribution.previews import show_prompts
+
+            print(show_prompts([t for _, t in corpus], resolved, ids=args.ids, profiles_path=settings.profiles_path,
+                               routing=settings.routing))
+            return 0
         print(attribute_plan(args.paths, traces=corpus, **plan_args, **_provenance(args, imported)).dumps())
         return 0
     from agentcausal.attribution.registry import get_method

@@ -18,6 +18,7 @@ import agentcausal.llm.gateway as gateway_mod
 from agentcausal.attribution import a2p, all_at_once, binary_search, echo, step_by_step
 from agentcausal.attribution import common as att_common
 from agentcausal.attribution.common import run_method
+from agentcausal.attribution.dcfa import ded as dcfa_ded
 from agentcausal.attribution.dcfa import prompts as dcfa_prompts
 from bench.common import synthetic_traces
 from bench.responders import BenchResponder
@@ -26,7 +27,7 @@ from tests.fakes.fake_openai import FakeOpenAIServer
 MODEL_CACHES = [a2p.reply_model, all_at_once.reply_model, binary_search.choice_model, echo.scan_model,
                 echo.panel_model, step_by_step.verdict_model, att_common.enum_choice] + [
     getattr(dcfa_prompts, n) for n in ("_deviation_model", "_judged_edge_model", "gca_joint_model", "mdi_model",
-                                       "cgc_model", "hypothesis_model", "corrected_trace_model", "decision_model")]
+                                       "cgc_model", "hypothesis_model", "corrected_trace_model")] + [dcfa_ded.decision_model]
 
 
 def _clear_model_caches() -> None:
