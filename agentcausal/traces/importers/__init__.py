@@ -174,12 +174,12 @@ def detect_formats(paths: Sequence[str | Path], format: str = "auto") -> list[tu
 
 
 def _span_records(fmt: str, path: Path, logs: str | Path | None) -> list:
+    from agentcausal.traces.importers.openinference import openinference_records, span_record
+
     if fmt == "otel":
         from agentcausal.traces.importers.otel import otel_records
 
-        return otel_records(path, logs=logs)
-    from agentcausal.traces.importers.openinference import openinference_records
-
+        return otel_records(path, logs=logs, record=span_record)
     return openinference_records(path)
 
 

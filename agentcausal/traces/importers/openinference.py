@@ -45,10 +45,11 @@ from agentcausal.traces.importers._spans import (
     read_json_records,
     spans_to_traces,
 )
-from agentcausal.traces.importers.otel import OtlpSpan, is_otlp
+from agentcausal.traces.importers._otlp import OtlpSpan, is_otlp
+from agentcausal.traces.importers.otel import genai_record, otel_records
 from agentcausal.traces.model import Trace
 
-__all__ = ["read_console", "openinference_record", "openinference_records", "load_openinference"]
+__all__ = ["read_console", "openinference_record", "span_record", "openinference_records", "load_openinference"]
 
 #: what OpenInference writes in place of hidden content
 REDACTED = "__REDACTED__"
@@ -186,6 +187,13 @@ def openinference_record(span: OtlpSpan) -> SpanRecord:
                       question=_value(a.get("input.value")) or first_user, first_user=first_user, meta=meta)
 
 
+def span_record(span: OtlpSpan) -> SpanRecord:
+    """One span read by its own convention: OpenInference when it has ``openinference.span.kind``, else GenAI."""
+    if "openinference.span.kind" in span.attrs:
+        return openinference_record(span)
+    return genai_record(span)
+
+
 def openinference_records(path: str | Path) -> list[SpanRecord]:
     """Span records of an OpenInference file: OTLP JSON or a console-exporter stream.
 
@@ -202,12 +210,8 @@ def openinference_records(path: str | Path) -> list[SpanRecord]:
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise TraceFormatError(f"not JSON: {exc}", path=str(p)) from exc
     if is_otlp(first):
-        from agentcausal.traces.importers.otel import otel_records
-
-        return otel_records(p)
-    from agentcausal.traces.importers.otel import any_record
-
-    return [any_record(s) for s in read_console(p)]
+        return otel_records(p, record=span_record)
+    return [span_record(s) for s in read_console(p)]
 
 
 def load_openinference(path: str | Path, *, tool_agent: str | None = None,
