@@ -109,7 +109,9 @@ def uses_importer(args: argparse.Namespace) -> bool:
 
     if getattr(args, "from_phoenix", None) or args.labels:
         return True
-    return not {fmt for _, fmt in detect_formats(args.paths, args.format)} <= {"who-and-when", "jsonl"}
+    unrecognised: list = []  # files of no format: the importer names (or, with --skip-invalid, skips) them
+    found = {fmt for _, fmt in detect_formats(args.paths, args.format, unrecognised=unrecognised)}
+    return bool(unrecognised) or not found <= {"who-and-when", "jsonl"}
 
 
 def import_corpus(args: argparse.Namespace) -> tuple[list[tuple[str, Trace]], list[dict[str, Any]]]:
@@ -188,8 +190,8 @@ def import_sources(args: argparse.Namespace) -> tuple[list[Any], Any]:
     from agentcausal.plan import SourceFile, source_files
     from agentcausal.traces.importers import detect_formats
 
-    sources, labels = source_files(detect_formats(args.paths, args.format) if args.paths else [], args.labels,
-                                   args.logs)
+    detected = detect_formats(args.paths, args.format, unrecognised=[]) if args.paths else []
+    sources, labels = source_files(detected, args.labels, args.logs)
     q = phoenix_query(args)
     if q is not None:
         d = {k: v for k, v in q.describe().items() if v is not None and k not in ("phoenix", "project")}

@@ -17,7 +17,10 @@ Mapping (``openinference.span.kind``):
   (``Researcher._execute_core`` gives ``Researcher``); an AGENT span with no
   step below it is the step itself (``output.value``);
 * ``CHAIN`` is structure; a LangGraph node named in the span's ``metadata``
-  JSON (``langgraph_node``) names the agent of the spans below it;
+  JSON (``langgraph_node``) names the agent of the spans below it; a CrewAI
+  kickoff's ``crew_inputs`` (else its first task's description) is a question;
+* a JSON ``output.value`` gives its text field (``output``, ``answer``, ...,
+  CrewAI's ``raw``);
 * the root span's ``input.value`` is the question, else the first user
   message of an LLM span. ``llm.input_messages`` never makes steps (it repeats
   the history).
@@ -130,7 +133,7 @@ def _value(v: Any) -> str | None:
     else:
         parsed = v
     if isinstance(parsed, dict):
-        for k in ("question", "input", "query", "task", "content", "output", "answer", "result"):
+        for k in ("question", "input", "query", "task", "content", "output", "answer", "result", "raw"):
             if isinstance(parsed.get(k), str):
                 return parsed[k]
         msgs = parsed.get("messages")
@@ -148,6 +151,22 @@ def _graph_node(attrs: dict[str, Any]) -> str | None:
             return None
     node = meta.get("langgraph_node") if isinstance(meta, dict) else None
     return str(node) if node and not str(node).startswith("__") else None
+
+
+def _crew_question(attrs: dict[str, Any]) -> str | None:
+    """A CrewAI kickoff's question: its ``crew_inputs`` (when not empty), else the first task's description."""
+    for key in ("crew_inputs", "crew_tasks"):
+        v = attrs.get(key)
+        if isinstance(v, str):
+            try:
+                v = json.loads(v)
+            except json.JSONDecodeError:
+                continue
+        if key == "crew_inputs" and isinstance(v, dict) and v:
+            return json.dumps(v, ensure_ascii=False) if len(v) > 1 else str(next(iter(v.values())))
+        if key == "crew_tasks" and isinstance(v, list) and v and isinstance(v[0], dict) and v[0].get("description"):
+            return str(v[0]["description"])
+    return None
 
 
 def openinference_record(span: OtlpSpan) -> SpanRecord:
@@ -178,6 +197,7 @@ def openinference_record(span: OtlpSpan) -> SpanRecord:
         content = _value(a.get("output.value"))
     elif k == "CHAIN":
         kind = "chain"
+        first_user = _crew_question(a)
     else:
         kind = "other"
     if content == REDACTED:
