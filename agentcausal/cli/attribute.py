@@ -267,7 +267,8 @@ def _checked_corpus(args: argparse.Namespace) -> tuple[list[tuple[str, Any]], li
         if not corpus:  # every trace skipped: name the user's files
             from agentcausal.exceptions import TraceFormatError
 
-            raise TraceFormatError("no valid trace to run (every trace was skipped)", path=", ".join(args.paths))
+            raise TraceFormatError("no valid trace to run (every trace was skipped)",
+                                   path=", ".join([*args.paths, *([args.from_phoenix] if args.from_phoenix else [])]))
     if not args.no_ground_truth:
         require_ground_truth(select_traces([t for _, t in corpus], ids=args.ids, limit=args.limit,
                                            max_steps=args.max_steps))

@@ -53,7 +53,7 @@ class PhoenixServer:
         self.proc = subprocess.Popen([str(python), str(Path(__file__).with_name("phoenix_serve.py"))], env=env,
                                      stdout=self._log, stderr=subprocess.STDOUT, cwd=workdir)
 
-    def wait(self, timeout_s: float = 120.0) -> None:
+    def wait(self, timeout_s: float = 180.0) -> None:
         import httpx
 
         deadline = time.monotonic() + timeout_s
