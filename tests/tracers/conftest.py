@@ -17,6 +17,9 @@ from pathlib import Path
 
 import pytest
 
+#: helper scripts run in the test-service environments, not modules of this test process
+collect_ignore = ["sdk_runs", "phoenix_serve.py"]
+
 ROOT = Path(__file__).resolve().parents[2]
 SKIPPED = ROOT / ".test-services-skipped"
 

@@ -11,26 +11,29 @@ from __future__ import annotations
 
 import sys
 
-import grpc.aio
 
-_server = grpc.aio.server
+def serve() -> None:
+    """Bind every gRPC server of this process to loopback, then run ``phoenix serve``."""
+    import grpc.aio
 
+    make = grpc.aio.server
 
-def _loopback_server(*args, **kwargs):
-    server = _server(*args, **kwargs)
-    add = server.add_insecure_port
+    def loopback_server(*args, **kwargs):
+        server = make(*args, **kwargs)
+        add = server.add_insecure_port
 
-    def add_loopback(address: str) -> int:
-        return add(f"127.0.0.1:{address.rpartition(':')[2]}")
+        def add_loopback(address: str) -> int:
+            return add(f"127.0.0.1:{address.rpartition(':')[2]}")
 
-    server.add_insecure_port = add_loopback
-    return server
+        server.add_insecure_port = add_loopback
+        return server
 
-
-grpc.aio.server = _loopback_server
-
-if __name__ == "__main__":
+    grpc.aio.server = loopback_server
     from phoenix.server.main import main
 
     sys.argv = ["phoenix", "serve"]
     main()
+
+
+if __name__ == "__main__":
+    serve()
