@@ -30,6 +30,7 @@ __all__ = [
     "InputFileError",
     "ContextWindowError",
     "CorruptStoreError",
+    "TraceStoreError",
     "is_content_failure",
 ]
 
@@ -373,3 +374,18 @@ class EndpointCheckError(EndpointUnreachableError):
         self.profile = profile
         self.base_url = base_url
         self.cause = cause
+
+
+class TraceStoreError(AgentCausalError):
+    """A trace store (an Arize Phoenix server ...) cannot be reached, refuses a request or answers unexpectedly.
+
+    Attributes
+    ----------
+    url : str, the store's address
+    detail : str, the message without the address
+    """
+
+    def __init__(self, message: str, *, url: str) -> None:
+        super().__init__(f"{url}: {message}")
+        self.url = url
+        self.detail = message
