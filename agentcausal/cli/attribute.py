@@ -377,7 +377,8 @@ def _print_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool
     else:
         shown, path = read_attribution_summary(run_dir), Path(run_dir) / "report.md"
     overall, failures = shown.overall, shown.failures
-    print(accuracy_text(shown))
+    from agentcausal.report.blamed import console_summary  # unlabelled rows: the blamed steps, then accuracy
+    print(console_summary(run_dir, accuracy_text(shown)))
     if len(failures):
         st = failures["status"].value_counts() if "status" in failures else {}
         print(f"\n{len(failures)} failed (trace, method) pairs; see the report."
