@@ -7,7 +7,8 @@ model of the call that names the blamed step gains an ``evidence`` field
 (:func:`ask_evidence`). The setting enters the cache key with the other settings.
 
 The quote is then checked against the blamed step's content
-(:func:`check_evidence`): it is kept only when it is a substring of the step,
+(:func:`check_evidence`): it is kept only when it has at least
+:data:`MIN_CHARS` characters and is a substring of the step,
 either exactly or after collapsing runs of whitespace, in which case the
 step's own text is stored, so a stored quote is always verbatim. Otherwise it
 is dropped and the record says why (``evidence_note``). Surrounding quote
@@ -28,11 +29,14 @@ from pydantic import BaseModel, Field, create_model
 
 from agentcausal.llm.replies import ShortText
 
-__all__ = ["EVIDENCE_CHARS", "EVIDENCE_REQUEST", "EvidenceCheck", "with_evidence", "ask_evidence", "check_evidence",
+__all__ = ["EVIDENCE_CHARS", "MIN_CHARS", "EVIDENCE_REQUEST", "EvidenceCheck", "with_evidence", "ask_evidence", "check_evidence",
            "evidence_fields"]
 
 #: ``maxLength`` of the evidence field (a longer quote is cut, which keeps it a substring)
 EVIDENCE_CHARS = 300
+
+#: a shorter quote is no evidence (a letter or a word fragment is a substring of almost any step)
+MIN_CHARS = 4
 
 #: the sentence added to a prompt that asks for evidence
 EVIDENCE_REQUEST = ('Also reply with "evidence": a short quote (at most {n} characters) copied exactly, character '
@@ -120,6 +124,8 @@ def check_evidence(quote: str | None, content: str, step: int) -> EvidenceCheck:
     q = (quote or "").strip().strip(_QUOTES).strip()
     if not q:
         return EvidenceCheck(None, "no quote given")
+    if len(q) < MIN_CHARS:
+        return EvidenceCheck(None, f"dropped: the quote is too short to be evidence ({q!r})")
     if q in content:
         return EvidenceCheck(q, None)
     words = q.split()
