@@ -316,6 +316,9 @@ def report_run(run_dir: str | Path) -> RunReport:
     ev = evaluate_frame(results)
     shown = {k: meta[k] for k in ("corpus", "methods", "routing", "models", "traces", "started", "wall_seconds")
              if k in meta}
+    plan = meta.get("plan")
+    if isinstance(plan, Mapping) and plan.get("sources"):  # an imported corpus: its files, not the run's copy
+        shown["corpus"] = [str(s.get("path")) for s in plan["sources"] if isinstance(s, Mapping)]  # type: ignore
     shown["run folder"] = str(run_dir)
     path = write_report(ev, run_dir, meta=shown, results=results, traces=_run_traces(meta, results), run_meta=meta)
     return RunReport(ev, path.read_text(encoding="utf-8"), path)
