@@ -183,3 +183,15 @@ def test_evidence_check_keeps_only_substrings():
     assert check_evidence("“34 kPa water boils”", content, 3).evidence == "34 kPa water\n boils"
     assert check_evidence("water boils at 100 C", content, 3).evidence is None
     assert check_evidence("", content, 3).note == "no quote given"
+
+
+def test_previews_show_the_evidence_request_where_it_is_sent():
+    from agentcausal.attribution.evidence import EVIDENCE_REQUEST
+    from agentcausal.attribution.previews import attribution_previews
+
+    ask = EVIDENCE_REQUEST.split(":")[0]
+    trace = make_trace()
+    for method, asked in (("all_at_once", {"All-at-Once"}), ("dcfa", {"HG", "DED"})):
+        on = attribution_previews(trace, method, {"quote_evidence": True})
+        assert {p.call for p in on if ask in p.messages[-1]["content"]} == asked
+        assert not any(ask in m["content"] for p in attribution_previews(trace, method) for m in p.messages)
