@@ -29,8 +29,8 @@ from pydantic import BaseModel, Field, create_model
 
 from agentcausal.llm.replies import ShortText
 
-__all__ = ["EVIDENCE_CHARS", "MIN_CHARS", "EVIDENCE_REQUEST", "EvidenceCheck", "with_evidence", "ask_evidence", "check_evidence",
-           "evidence_fields"]
+__all__ = ["EVIDENCE_CHARS", "MIN_CHARS", "EVIDENCE_REQUEST", "EvidenceCheck", "with_evidence", "ask_evidence",
+           "check_evidence", "evidence_fields"]
 
 #: ``maxLength`` of the evidence field (a longer quote is cut, which keeps it a substring)
 EVIDENCE_CHARS = 300

@@ -65,8 +65,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     tid = find_trace(list(results["trace_id"].astype(str)), args.trace)
     trace = _run_traces(load_run_meta(args.run_dir), results[results["trace_id"].astype(str) == tid]).get(tid)
-    rows = results[results["trace_id"].astype(str) == tid]
-    if trace is not None and rows["trace_hash"].notna().any() and str(rows["trace_hash"].iloc[0]) not in ("", trace.content_hash()):
+    recorded = str(results.loc[results["trace_id"].astype(str) == tid, "trace_hash"].iloc[0] or "")
+    if trace is not None and recorded not in ("", "nan", "<NA>", trace.content_hash()):
         trace = None  # the file changed since the run: its text is not the text the methods saw
     print(trace_view_text(results, tid, trace, methods=args.methods, width=args.width, full=args.full))
     return 0

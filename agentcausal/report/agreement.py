@@ -50,8 +50,8 @@ AGREEMENT_NOTE = (
     "agreement: share of paired traces whose blamed 0-based step is the same, over the pairs where both blamed a "
     f"step (k/n), with a {int(LEVEL * 100)}% percentile bootstrap interval ({RESAMPLES:,} resamples of the pairs); "
     "not compared: pairs where either was undetermined or failed. chance: the agreement expected if both picked "
-    "a step at random, mean of 1/(steps of the trace). κ = (agreement − chance) / (1 − chance) (Brennan–Prediger "
-    "form: chance from each trace's own step count).")
+    "a step at random, mean of 1/(steps of the trace). κ = (agreement − chance) / (1 − chance) "
+    "(Brennan–Prediger form: chance from each trace's own step count).")
 
 
 class AgreementStats(NamedTuple):
@@ -284,8 +284,11 @@ def run_differences(meta_a: Mapping[str, Any], meta_b: Mapping[str, Any], a: pd.
     DataFrame: what (``preset``, ``settings``, ``models``, ``corpus``, ``routing``, ``run``), key, A, B
     (readable text, ``–`` where a run lacks the key); empty when nothing differs.
     """
-    fa = {k: v for top, val in _comparable(meta_a).items() if top not in _VOLATILE for k, v in _flat({top: val}).items()}
-    fb = {k: v for top, val in _comparable(meta_b).items() if top not in _VOLATILE for k, v in _flat({top: val}).items()}
+    def facts(meta: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: v for top, val in _comparable(meta).items() if top not in _VOLATILE
+                for k, v in _flat({top: val}).items()}
+
+    fa, fb = facts(meta_a), facts(meta_b)
     rows = []
     for k in sorted(set(fa) | set(fb)):
         va, vb = fa.get(k, _MISSING), fb.get(k, _MISSING)

@@ -123,7 +123,8 @@ def markdown_report(ev: Evaluation, *, title: str = "Failure attribution", meta:
     meta : the run's facts (corpus, routing, run folder, per-method settings ...): corpus, methods,
         routing, preset and traces on one line under the title, every fact as readable text
         (:func:`~agentcausal.report.html.facts_markdown`) folded in a ``<details>`` block after ``lead``
-    lead : markdown placed before the accuracy tables (the blamed steps, :func:`~agentcausal.report.blamed.blamed_markdown`)
+    lead : markdown placed before the accuracy tables (the blamed steps,
+        :func:`~agentcausal.report.blamed.blamed_markdown`)
 
     Returns
     -------

@@ -26,8 +26,9 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["one_line", "blamed_frame", "blamed_text", "blamed_markdown", "blamed_html", "console_summary",
-           "fix_text", "REASON_CHARS"]
+from agentcausal.report.blame_text import fix_text, one_line
+
+__all__ = ["blamed_frame", "blamed_text", "blamed_markdown", "blamed_html", "console_summary", "REASON_CHARS"]
 
 #: characters of a reason shown in a report table (longer ones cut with "…")
 REASON_CHARS = 160
@@ -35,18 +36,6 @@ REASON_CHARS = 160
 
 def _na(v: Any) -> bool:
     return v is None or v is pd.NA or (isinstance(v, float) and v != v)
-
-
-def one_line(text: Any, width: int | None = None) -> str:
-    """``text`` on one line (runs of whitespace as one space), cut to ``width`` characters with "…".
-
-    >>> one_line("a\\n  b c", 4), one_line("short", 10), one_line(None)
-    ('a b…', 'short', '')
-    """
-    s = "" if _na(text) else " ".join(str(text).split())
-    if width is not None and len(s) > width:
-        return s[: max(width - 1, 0)] + "…"
-    return s
 
 
 def _json(v: Any) -> Any:
@@ -58,18 +47,6 @@ def _json(v: Any) -> Any:
         except ValueError:
             return None
     return v
-
-
-def fix_text(corrected: Mapping[str, Any] | None, width: int | None = None) -> str:
-    """A corrected action on one line: ``step N → "content" ⇒ outcome "…"`` (empty when there is none)."""
-    if not corrected:
-        return ""
-    head = f'"{one_line(corrected.get("content"), None)}"' if corrected.get("changed", True) else \
-        "(left unchanged by the corrector)"
-    out = f"step {corrected.get('step')} → {head}"
-    if corrected.get("outcome"):
-        out += f' ⇒ outcome "{one_line(corrected["outcome"])}"'
-    return one_line(out, width)
 
 
 def blamed_frame(results: pd.DataFrame) -> pd.DataFrame:
@@ -116,7 +93,8 @@ def blamed_frame(results: pd.DataFrame) -> pd.DataFrame:
     if not df.empty:
         df = df.sort_values(["trace", "method", "repeat"], kind="stable").reset_index(drop=True)
     df["step"] = df["step"].astype("Int64")
-    for c in ("agent", "span_id", "evidence", "evidence_note", "true_agent", "failure_modes"):  # None, never NaN, where absent
+    # None, never NaN, where a value is absent
+    for c in ("agent", "span_id", "evidence", "evidence_note", "true_agent", "failure_modes"):
         df[c] = df[c].astype(object).where(df[c].notna(), None)
     return df
 
@@ -163,7 +141,8 @@ def blamed_text(results: pd.DataFrame, *, width: int | None = None, max_rows: in
             *(["span id"] if show_span else []), "confidence"]
     for r in shown.itertuples(index=False):
         table.append([r.trace, *([r.method] if show_method else []), *([str(r.repeat)] if show_repeat else []),
-                      _step(r.step), r.agent or "–", *([r.span_id or "–"] if show_span else []), _conf(r.confidence)])
+                      _step(r.step), r.agent or "–", *([r.span_id or "–"] if show_span else []),
+                      _conf(r.confidence)])
     widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(head)]
     limit = {"trace": 36, "agent": 24, "method": 20, "span id": 32}
     widths = [min(w, limit.get(h, w)) for w, h in zip(widths, head)]
@@ -184,22 +163,20 @@ def blamed_text(results: pd.DataFrame, *, width: int | None = None, max_rows: in
     return "\n".join(lines)
 
 
-def console_summary(run_dir: str | Path, accuracy: str) -> str:
+def console_summary(results: pd.DataFrame, accuracy: str, run_dir: str | Path = "RUN") -> str:
     """What ``agentcausal attribute`` prints after a run: the blamed steps of unlabelled traces (when there are
     any), then ``accuracy`` (the accuracy table's text) when some trace is labelled.
 
     Parameters
     ----------
-    run_dir : the run folder (``results.parquet``)
+    results : the run's results frame (``results.parquet``)
     accuracy : the accuracy table as text (:func:`~agentcausal.report.attribution.accuracy_text`)
+    run_dir : the run folder, named in the hint to ``agentcausal show``
 
     Returns
     -------
     str
     """
-    from agentcausal.attribution.evaluate import load_results
-
-    results = load_results(run_dir)
     parts = []
     unlabelled = results["true_step"].isna()
     if unlabelled.any():
@@ -238,7 +215,8 @@ def blamed_markdown(results: pd.DataFrame, *, max_rows: int = 500, report_html: 
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in df.head(max_rows).itertuples(index=False):
         trace = f"[{_md(r.trace)}]({report_html}#{trace_anchor(r.trace)})" if report_html else _md(r.trace)
-        ev = f"“{_md(one_line(r.evidence, 120))}”" if r.evidence else (_md(r.evidence_note) if r.evidence_note else "")
+        ev = f"“{_md(one_line(r.evidence, 120))}”" if r.evidence else \
+            (_md(r.evidence_note) if r.evidence_note else "")
         cells = [trace, _md(r.method), *([str(r.repeat)] if show_repeat else []), _step(r.step), _md(r.agent or "–"),
                  *([f"`{r.span_id}`" if r.span_id else "–"] if show_span else []), _conf(r.confidence),
                  _md(one_line(r.reason, REASON_CHARS)), ev, _md(fix_text(r.corrected_action, 160)),

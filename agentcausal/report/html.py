@@ -279,7 +279,7 @@ def page(title: str, blocks: Sequence[str]) -> str:
 
 def facts_line(meta: Mapping[str, Any], keys: Sequence[str] = ("corpus", "methods", "routing", "preset", "traces",
                                                                 "run folder")) -> str:
-    """The few facts a reader needs first, on one line: ``corpus: …  ·  methods: …`` (escaped HTML, ``""`` if none).
+    """The few facts a reader needs first, on one line: ``corpus: …  ·  methods: …`` (HTML; ``""`` if none).
 
     A ``methods`` mapping (per-method settings) is shown by its names.
     """

@@ -17,7 +17,8 @@ from typing import Any
 import pandas as pd
 
 from agentcausal.exceptions import ConfigError
-from agentcausal.report.blamed import blamed_frame, one_line
+from agentcausal.report.blame_text import one_line
+from agentcausal.report.blamed import blamed_frame
 from agentcausal.traces.model import Trace
 
 __all__ = ["find_trace", "trace_view_text"]

@@ -150,7 +150,7 @@ def _content(text: str, marks: tuple[str, ...] = ()) -> str:
 
 def _blame_row(r: Mapping[str, Any]) -> str:
     """The row under a blamed step: one method's reason, confidence, evidence and fix."""
-    from agentcausal.report.blamed import fix_text, one_line
+    from agentcausal.report.blame_text import fix_text, one_line
 
     e = html.escape
     bits = [f"<b>{e(str(r['method']))}</b>"]

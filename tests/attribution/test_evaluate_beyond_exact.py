@@ -32,7 +32,8 @@ def frame():
     atts = []
     for t, p in zip(ts, preds):
         if p is None:
-            atts += [Attribution(trace_id=t.id, method=m, error="StructuredOutputError: bad") for m in ("dcfa", "all_at_once")]
+            atts += [Attribution(trace_id=t.id, method=m, error="StructuredOutputError: bad")
+                     for m in ("dcfa", "all_at_once")]
             continue
         # dcfa ranks: the labelled step 1 is second in its candidates on HC/3 and third on HC/4
         second = {"HC/3": [p, 1], "HC/4": [p, 7, 1]}.get(t.id, [p])
@@ -66,7 +67,8 @@ def test_per_subset_raw_counts_and_display(frame):
     assert shown.loc[("all_at_once", "HC"), "top-3 (candidates)"] == "not ranked"
     assert shown.loc[("dcfa", "AG"), "step (Who&When substring rule)"] == "1/3 (33.3%)"
     md = markdown_report(ev)
-    for col in ("Hit@1 (±1 step)", "Hit@3 (±3)", "Hit@5 (±5)", "top-3 (candidates)", "step (Who&When substring rule)"):
+    for col in ("Hit@1 (±1 step)", "Hit@3 (±3)", "Hit@5 (±5)", "top-3 (candidates)",
+                "step (Who&When substring rule)"):
         assert col in md
     assert "DCFA's released evaluate.py" in md and "Who&When's released evaluate.py" in md
 
