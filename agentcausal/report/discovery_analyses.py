@@ -4,7 +4,9 @@ Computations live in :mod:`agentcausal.discovery.analyses`; this module draws
 and writes them: :func:`rounds_png` (SHD and F1 against rounds, Fig. 4),
 :func:`analyses_report` (every section as markdown, HTML fragments and
 :class:`~agentcausal.report.plots.Figure` records, for ``report.md`` and
-``report.html``). Every table opens with its ``n`` and its SHD convention.
+``report.html``), :func:`backbone_rank_sections` (the rank tables over the
+backbones of several runs, for ``compare``). Every table opens with its ``n``
+and its SHD convention.
 
 References
 ----------
@@ -25,7 +27,8 @@ from agentcausal.discovery.metrics import METRIC_COLUMNS
 from agentcausal.report.html import html_table
 from agentcausal.report.plots import Figure, _plt, _save, text_bars
 
-__all__ = ["AnalysesReport", "rounds_png", "analyses_report", "markdown_table", "rank_sections"]
+__all__ = ["AnalysesReport", "rounds_png", "analyses_report", "markdown_table", "rank_sections", "backbone_label",
+           "backbone_rank_sections"]
 
 
 class AnalysesReport(NamedTuple):
@@ -207,3 +210,36 @@ def analyses_report(df: pd.DataFrame, outcomes: Iterable[Any], run_dir: str | Pa
     if len(md) == 2:
         return AnalysesReport([], [], [])
     return AnalysesReport(md, parts, figs)
+
+
+def backbone_label(run_dir: str | Path) -> str:
+    """A discovery run's backbone as the rank tables name it: its MAC debate model (else every model it
+    routed), with the run folder's name, e.g. ``"openai-gpt4o:gpt-4o (discover-A)"``."""
+    from agentcausal.runs.folder import load_run_meta
+
+    run = Path(run_dir)
+    try:
+        models = dict(load_run_meta(run).get("models") or {})
+    except Exception:  # noqa: BLE001 - a run without a readable run.json is named by its folder
+        models = {}
+    model = models.get("mac.debate") or "; ".join(sorted(set(models.values()))) or "no LLM"
+    return f"{model} ({run.name})"
+
+
+def backbone_rank_sections(run_dirs: Sequence[str | Path], *, heading: str = "##") -> AnalysesReport:
+    """Mean ranks and win/tie/loss over backbones × datasets: each discovery run is one backbone
+    (:func:`backbone_label`), as ``compare`` is given runs of several backbone LLMs.
+
+    Parameters
+    ----------
+    run_dirs : discovery run folders (``outcomes.jsonl``)
+    heading : markdown heading level
+
+    Returns
+    -------
+    AnalysesReport (markdown and HTML, no figure).
+    """
+    from agentcausal.report.discovery import load_outcomes, outcomes_frame
+
+    frames = {backbone_label(r): outcomes_frame(load_outcomes(r)) for r in run_dirs}
+    return rank_sections(A.stack_backbones(frames), heading=heading, over="backbones and datasets")

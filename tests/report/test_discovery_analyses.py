@@ -102,3 +102,23 @@ def test_discover_rounds_sweep_writes_the_paper_analyses(fake_server, tmp_path, 
     again = pd.read_parquet(tmp_path / "again" / "results.parquet")
     assert again["reused"].all() and sorted(again.method.unique()) == sorted(methods)
     capsys.readouterr()
+
+
+def test_compare_ranks_over_the_backbones_of_two_runs(tmp_path):
+    from agentcausal.discovery.graph import CausalGraph
+    from agentcausal.report.compare import compare_runs, comparison_html, comparison_markdown
+    from agentcausal.report.discovery import save_run
+
+    true = CausalGraph.from_edges("ABC", [("A", "B"), ("B", "C")])
+    right, wrong = true, CausalGraph.from_edges("ABC", [("C", "A")])
+    for run, model, mac_graph in (("gpt", "openai-gpt4o:gpt-4o", right), ("r1", "deepseek:deepseek-reasoner", wrong)):
+        outs = [DiscoveryOutcome(dataset=ds, seed=0, n=10, method=m, graph=g, true_graph=true)
+                for ds in ("toy1", "toy2") for m, g in (("mac", mac_graph), ("pc", right if ds == "toy1" else wrong))]
+        save_run(outs, tmp_path / run, {"models": {"mac.debate": model}})
+    c = compare_runs(tmp_path / "gpt", tmp_path / "r1")
+    md = comparison_markdown(c)
+    assert "## Mean rank over backbones and datasets (paper Fig. 2)" in md
+    assert "n = 2 datasets × 1 seeds × 2 backbones" in md
+    # mac's SHD ranks: gpt toy1 tie with pc (1.5), toy2 better (1); r1 toy1 worse (2), toy2 tie (1.5)
+    assert "| mac | 1.50 |" in md and "| mac | pc | 1/2/1 |" in md
+    assert "Mean rank over backbones and datasets" in comparison_html(c)
