@@ -20,9 +20,9 @@ main variant), scored with BDeu (equivalent sample size 1, parent sets of at mos
 3, as the authors' code scores them) on discrete data and Gaussian BIC on
 continuous data.
 
-The MAC paper (arXiv:2407.15073, §4.1) lists ILS-CSL among its LLM baselines; its
-text pairs the baselines' names and citations differently from the methods' own
-papers. This implementation follows Ban et al.
+The MAC paper (arXiv:2407.15073, §4.1) lists ILS-CSL among its LLM baselines but
+cites it as Takayama et al. (2024); ILS-CSL is the name Ban et al. give their method,
+which this module implements (docs/baselines.md).
 
 References
 ----------

@@ -15,9 +15,9 @@ Here the SCD algorithm is PC (one of the paper's; causal-learn's
 ``BackgroundKnowledge`` carries the prior), with the pool's data-type-aware
 test. Settings the paper leaves to the user are documented fields.
 
-The MAC paper (arXiv:2407.15073, §4.1) lists LLM-SCD among its LLM baselines; its
-text pairs the baselines' names and citations differently from the methods' own
-papers. This implementation follows Takayama et al.
+The MAC paper (arXiv:2407.15073, §4.1) lists LLM-SCD among its LLM baselines but
+cites it as Ban et al. (2023); the name is Takayama et al.'s method (their code:
+github.com/mas-takayama/LLM-and-SCD), which this module implements (docs/baselines.md).
 
 References
 ----------

@@ -14,9 +14,8 @@ Each step is one structured call that sees the metadata and the whole trajectory
 so far. After ``max_steps`` steps without ``finish``, one more call asks for the
 final graph. The graph is validated to a DAG like MAC's.
 
-The MAC paper (arXiv:2407.15073, §4.1) lists ReAct among its LLM baselines; its text
-pairs the baselines' names and citations differently from the methods' own papers.
-This implementation follows Yao et al.
+The MAC paper (arXiv:2407.15073, §4.1) lists ReAct among its LLM baselines; this
+implementation follows Yao et al. (docs/baselines.md: which paper each baseline implements).
 
 References
 ----------
