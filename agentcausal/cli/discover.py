@@ -308,10 +308,11 @@ def cmd_discover(args: argparse.Namespace) -> int:
                          anonymise=args.anonymise or [], seeds=args.seeds,  # [] = not asked: names as they are
                          loaded=loaded)  # user datasets as the check read them: not read again
     if args.show_prompts:
-        from agentcausal.discovery.mac.preview import mac_previews
+        from agentcausal.discovery.previews import discover_previews
         from agentcausal.llm.preview import render_previews
 
-        print(render_previews(mac_previews(datasets, methods, config, n=args.n, loaded=loaded), max_lines=0))
+        print(render_previews(discover_previews(datasets, methods, config, n=args.n, seed=args.seeds[0],
+                                                loaded=loaded), max_lines=0))
         return 0
     if args.dry_run:
         print(plan.dumps())

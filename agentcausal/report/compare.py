@@ -412,9 +412,11 @@ def comparison_markdown(c: Comparison) -> str:
 
 def _backbone_ranks(c: Comparison):
     """Discovery runs: the MAC paper's mean ranks and win counts over both runs' backbones × datasets."""
-    from agentcausal.report.discovery_analyses import AnalysesReport, backbone_rank_sections
+    from agentcausal.report.discovery_analyses import AnalysesReport, backbone_label, backbone_rank_sections
 
-    return backbone_rank_sections([c.run_a, c.run_b]) if c.kind == "discovery" else AnalysesReport([], [], [])
+    if c.kind != "discovery":
+        return AnalysesReport([], [], [])
+    return backbone_rank_sections({backbone_label(r): _load(r, "discovery") for r in (c.run_a, c.run_b)})
 
 
 def _differs_md(c: Comparison) -> list[str]:

@@ -16,7 +16,8 @@ Le et al. "Multi-Agent Causal Discovery Using Large Language Models." arXiv:2407
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Sequence
+import json
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -215,31 +216,26 @@ def analyses_report(df: pd.DataFrame, outcomes: Iterable[Any], run_dir: str | Pa
 def backbone_label(run_dir: str | Path) -> str:
     """A discovery run's backbone as the rank tables name it: its MAC debate model (else every model it
     routed), with the run folder's name, e.g. ``"openai-gpt4o:gpt-4o (discover-A)"``."""
-    from agentcausal.runs.folder import load_run_meta
-
     run = Path(run_dir)
-    try:
-        models = dict(load_run_meta(run).get("models") or {})
-    except Exception:  # noqa: BLE001 - a run without a readable run.json is named by its folder
+    try:  # read here, not through agentcausal.runs.folder, which imports the report modules
+        models = dict(json.loads((run / "run.json").read_text(encoding="utf-8")).get("models") or {})
+    except (OSError, ValueError, AttributeError, TypeError):  # no readable run.json: named by its folder
         models = {}
     model = models.get("mac.debate") or "; ".join(sorted(set(models.values()))) or "no LLM"
     return f"{model} ({run.name})"
 
 
-def backbone_rank_sections(run_dirs: Sequence[str | Path], *, heading: str = "##") -> AnalysesReport:
-    """Mean ranks and win/tie/loss over backbones × datasets: each discovery run is one backbone
-    (:func:`backbone_label`), as ``compare`` is given runs of several backbone LLMs.
+def backbone_rank_sections(frames: Mapping[str, pd.DataFrame], *, heading: str = "##") -> AnalysesReport:
+    """Mean ranks and win/tie/loss over backbones × datasets: each scored frame is one run, on one backbone
+    LLM (labelled by :func:`backbone_label`), as ``compare`` is given runs of several backbones.
 
     Parameters
     ----------
-    run_dirs : discovery run folders (``outcomes.jsonl``)
+    frames : backbone label -> scored frame of that run (:func:`agentcausal.report.discovery.outcomes_frame`)
     heading : markdown heading level
 
     Returns
     -------
     AnalysesReport (markdown and HTML, no figure).
     """
-    from agentcausal.report.discovery import load_outcomes, outcomes_frame
-
-    frames = {backbone_label(r): outcomes_frame(load_outcomes(r)) for r in run_dirs}
     return rank_sections(A.stack_backbones(frames), heading=heading, over="backbones and datasets")

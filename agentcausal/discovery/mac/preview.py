@@ -1,4 +1,5 @@
-"""What MAC would send, without a request: each agent's messages for ``discover --show-prompts``.
+"""What MAC would send, without a request: each agent's messages (``discover --show-prompts``,
+through :func:`agentcausal.discovery.previews.discover_previews`).
 
 Every message comes from the builders a run uses
 (:func:`~agentcausal.discovery.mac.prompts.algorithm_messages`,
@@ -16,21 +17,17 @@ Le et al. "Multi-Agent Causal Discovery Using Large Language Models." arXiv:2407
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agentcausal.discovery.anonymise import anonymise
-from agentcausal.discovery.datasets import Dataset, load_spec, metadata_text
+from agentcausal.discovery.datasets import Dataset, metadata_text
 from agentcausal.discovery.mac import prompts as P
 from agentcausal.discovery.mac.dcm import algorithm_context
 from agentcausal.discovery.mac.executor import ENCODINGS
 from agentcausal.discovery.mac.prompts import GraphContext
 from agentcausal.discovery.mac.settings import CODER_STAGE, DEBATE_STAGE, MACSettings
-from agentcausal.discovery.methods import _mac_settings, split_method
-from agentcausal.discovery.rounds import apply_rounds
 from agentcausal.llm.preview import PromptPreview, placeholder
 
-__all__ = ["mac_method_previews", "mac_previews"]
+__all__ = ["mac_method_previews"]
 
 
 def _debate(method: str, stage_name: str, build, settings: MACSettings, judge_extra: dict[str, Any]) -> list[PromptPreview]:
@@ -93,39 +90,4 @@ def mac_method_previews(method: str, ds: Dataset, settings: MACSettings, *, seed
         out += _debate(method, "MDM graph debate", lambda role, **k: P.graph_messages(style, role, gctx, **kw, **k),
                        settings, {"disagreements": placeholder("the Affirmative and the Negative (their disagreements, computed "
                                                       "from A and B)")})
-    return out
-
-
-def mac_previews(datasets: Sequence[str], methods: Sequence[str], config: Any, *, n: int = 1000, seed: int = 0,
-                 loaded: Mapping[str, Dataset] | None = None) -> list[PromptPreview]:
-    """Previews of every MAC method among ``methods`` on every dataset (other methods are skipped).
-
-    Parameters
-    ----------
-    datasets : dataset specs (benchmark names or paths)
-    methods : method names of the run (rounds variants and ``@mode`` anonymised ones included)
-    config : DiscoveryConfig (its ``mac`` settings, resolved per method as the run resolves them)
-    n, seed : rows and seed of a benchmark sample (the subset S is drawn with ``seed``)
-    loaded : spec -> Dataset already read (user datasets)
-
-    Returns
-    -------
-    list of PromptPreview
-
-    Raises
-    ------
-    DatasetError as :func:`~agentcausal.discovery.datasets.load_spec`.
-    """
-    config = config.resolved()
-    out: list[PromptPreview] = []
-    for spec in datasets:
-        ds = (loaded or {}).get(spec) or load_spec(spec, n=n, seed=seed)
-        for m in methods:
-            base, mode = split_method(m)
-            if base not in ("mac", "mac_single", "dcm_only", "mdm_only"):
-                continue
-            shown = anonymise(ds, mode)[0] if mode != "none" else ds
-            settings = _mac_settings(base, apply_rounds(m, config)[1])
-            out += [p._replace(method=f"{m} on {ds.name}")
-                    for p in mac_method_previews(m, shown, settings, seed=seed, executor=settings.executor)]
     return out
