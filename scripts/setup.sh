@@ -10,16 +10,21 @@ if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
   echo "agentcausal needs Python >= 3.11 (found $("$PYTHON" --version 2>&1)); set PYTHON=..." >&2
   exit 1
 fi
-# The coding sandbox (discover --executor coding/auto) needs bubblewrap. Install it where we can
-# (root with apt-get); never fail the setup over it: without it the sandbox reports itself
-# unavailable and discovery uses the typed executor.
-if ! command -v bwrap >/dev/null 2>&1; then
+# The coding sandbox (discover --executor coding/auto) needs bubblewrap and libseccomp (its seccomp
+# filter, through pyseccomp in requirements/base.txt). Install them where we can (root with apt-get);
+# never fail the setup over it: without them the sandbox reports the missing piece in one line and
+# discovery uses the typed executor.
+sandbox_missing=""
+command -v bwrap >/dev/null 2>&1 || sandbox_missing="bubblewrap"
+ldconfig -p 2>/dev/null | grep -q 'libseccomp\.so\.2' || sandbox_missing="${sandbox_missing:+$sandbox_missing }libseccomp2"
+if [ -n "$sandbox_missing" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "agentcausal setup: installing bubblewrap (coding sandbox)..."
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; } >/dev/null 2>&1 \
-      || echo "agentcausal setup: could not install bubblewrap; the coding sandbox will be unavailable" >&2
+    echo "agentcausal setup: installing $sandbox_missing (coding sandbox)..."
+    # shellcheck disable=SC2086
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $sandbox_missing; } >/dev/null 2>&1 \
+      || echo "agentcausal setup: could not install $sandbox_missing; the coding sandbox will be unavailable" >&2
   else
-    echo "agentcausal setup: bubblewrap (bwrap) not found; install it for the coding sandbox" >&2
+    echo "agentcausal setup: $sandbox_missing not found; install it for the coding sandbox" >&2
   fi
 fi
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv

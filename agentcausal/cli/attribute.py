@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from agentcausal.cli.import_traces import add_import_arguments, prepare_corpus
+from agentcausal.cli.input_options import add_input_arguments, apply_input_arguments
 from agentcausal.cli.runner_options import add_runner_arguments
 from agentcausal.cli.settings_options import add_model_arguments, add_settings_arguments, add_threads_argument, \
     apply_model_arguments, apply_threads, settings_from_args
@@ -75,6 +77,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "refusing the corpus; run.json records them under 'skipped'")
     add_threads_argument(p)
     add_runner_arguments(p)
+    add_input_arguments(p)
     p.add_argument("--chunk-size", type=int, default=None, metavar="N",
                    help="traces per Prefect task (default 25, fewer when a method has under 8 chunks' worth); 1 = a task run per "
                    "(trace, method); each trace is cached on its own either way")
@@ -157,7 +160,8 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     from agentcausal.attribution.common import resolve_methods
     from agentcausal.presets import routing_preset
 
-    missing = [p for p in args.paths if not Path(p).exists()]
+    apply_input_arguments(args)
+    missing = [p for p in args.paths if not os.path.lexists(p)]  # a symlink loop is named by the loader
     if missing:
         raise ConfigError(f"no such trace file or folder: {', '.join(missing)}")
     methods = list(dict.fromkeys(args.methods or ["all_at_once"]))

@@ -26,6 +26,7 @@ from typing import Any
 from agentcausal.cli.settings_options import add_model_arguments, add_settings_arguments, add_threads_argument, \
     apply_model_arguments, apply_threads, settings_from_args
 
+from agentcausal.cli.input_options import add_input_arguments, apply_input_arguments
 from agentcausal.cli.runner_options import add_runner_arguments
 from agentcausal.exceptions import ConfigError, DatasetError
 
@@ -95,6 +96,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "run.json records them under 'skipped'")
     add_threads_argument(p)
     add_runner_arguments(p)
+    add_input_arguments(p, datasets=True)
     p.set_defaults(func=cmd_discover)
 
 
@@ -218,7 +220,7 @@ def check_datasets(specs: list[str], *, skip_invalid: bool = False,
         when several are), or when ``skip_invalid`` leaves no dataset.
     """
     from agentcausal.discovery.datasets import BENCHMARKS, load_spec
-    from agentcausal.discovery.user_data import unique_dataset_names
+    from agentcausal.discovery.user_data import missing_summary, unique_dataset_names
     from agentcausal.exceptions import InvalidDatasetsError
 
     for s in specs:
@@ -238,6 +240,8 @@ def check_datasets(specs: list[str], *, skip_invalid: bool = False,
                 continue
             if loaded is not None:
                 loaded[s] = ds
+            if missing_summary(ds):  # rows dropped for a missing value (--drop-missing): said, and in run.json
+                print(f"agentcausal: note: {missing_summary(ds)}", file=sys.stderr)
             if ds.true_graph is None:
                 print(f"agentcausal: note: {names[s]} has no true graph (no \"true_edges\" in its metadata): "
                       "SHD, NHD and F1 are shown as -", file=sys.stderr)
@@ -278,6 +282,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
     if args.n < 10:
         raise ConfigError(f"--n must be at least 10, got {args.n}")
     apply_threads(args)
+    apply_input_arguments(args)
     datasets = _expand(args.datasets)
     from agentcausal.discovery.methods import with_anonymise
 
@@ -343,6 +348,9 @@ def cmd_discover(args: argparse.Namespace) -> int:
     run_dir = run_discover(datasets, methods, seeds=args.seeds, n=args.n, config=config, settings=settings, **extra,
                            out_dir=args.out, reversal_cost=args.shd_reversal, llm_datasets=llm_datasets,
                            meta={**({"skipped": skipped} if args.skip_invalid else {}),
+                                 **({"missing_values": dropped} if (dropped := {ds.name: {k: ds.extra[k] for k in (
+                                     "rows_read", "rows_dropped_missing", "missing_by_column")} for ds in
+                                     loaded.values() if ds.extra.get("rows_dropped_missing")}) else {}),
                                  **({"model": model_facts} if model_facts else {})} or None,
                            progress=not args.no_progress and sys.stderr.isatty(),
                            runner=None if runner.kind.value == "thread" and runner.max_workers is None else runner)

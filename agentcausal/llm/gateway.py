@@ -72,6 +72,7 @@ from agentcausal.exceptions import (
     StructuredOutputError,
 )
 from agentcausal.llm.profiles import Profile, ProfileSet, load_profiles
+from agentcausal.llm.window import check_prompt_window
 from agentcausal.llm.usage import StageUsage, UsageLedger
 
 __all__ = ["Gateway", "Message", "cache_key"]
@@ -458,6 +459,7 @@ class Gateway:
         self, stage: str, profile: Profile, messages: list[Message], params: dict[str, Any], timer: _Timer
     ) -> tuple[str, str | None, int, int]:
         """One chat completion request: (text, finish_reason, prompt_tokens, completion_tokens)."""
+        check_prompt_window(stage, profile, messages)  # over the window: refused for the item, never sent
         resp = self._call(
             stage, profile, lambda c: c.chat.completions.create(model=profile.model, messages=messages, **params),
             timer,

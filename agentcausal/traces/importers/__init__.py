@@ -25,6 +25,7 @@ Imported traces carry no ground truth; :mod:`.labels` adds it from a side file.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -108,12 +109,19 @@ def detect_format(path: str | Path) -> str:
         A ``.json``/``.jsonl`` file that is broken or matches no other format is given to the
         Who&When/Trace JSONL loader, whose message names the broken line or field.
     """
+    from agentcausal.traces.io import input_refusal
+
     p = Path(path)
     if p.is_dir():
         return "who-and-when"
+    native = {".json": "who-and-when", ".jsonl": "jsonl"}.get(p.suffix)
+    refusal = input_refusal(p)  # nothing is opened: a FIFO, a device or a symlink loop never hangs or floods
+    if refusal is not None:
+        if native:  # the native loader refuses it by name (or --skip-invalid skips it)
+            return native
+        raise TraceFormatError(refusal, path=str(p))
     if _is_sqlite(p):
         return "ag2"
-    native = {".json": "who-and-when", ".jsonl": "jsonl"}.get(p.suffix)
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -122,7 +130,7 @@ def detect_format(path: str | Path) -> str:
         raise TraceFormatError(f"cannot read as text: {exc}", path=str(p)) from exc
     try:
         first = next(iter_json_values(text), None)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         if native:  # the native loader names the broken file and line
             return native
         raise TraceFormatError(f"not JSON ({exc}); expected {EXPECTED}", path=str(p)) from exc
@@ -153,24 +161,38 @@ def detect_formats(paths: Sequence[str | Path], format: str = "auto") -> list[tu
     out: list[tuple[Path, str]] = []
     for raw in paths:
         p = Path(raw)
-        if not p.exists():
+        if not os.path.lexists(p):  # a symlink loop or dangling link is named by the loader
             raise TraceFormatError("no such file or folder", path=str(p))
         if p.is_dir() and (p.name in SUBSETS or any((p / s).is_dir() for s in SUBSETS)):
             out.append((p, "who-and-when"))
         elif p.is_dir() and format in ("mast", "agentrx"):
             out.append((p, format))
         elif p.is_dir():
-            files = sorted(f for f in p.iterdir() if f.is_file() and f.suffix in FOLDER_SUFFIXES
-                           and not f.name.startswith("."))
+            files = sorted(f for f in p.iterdir() if f.suffix in FOLDER_SUFFIXES  # a FIFO or link too: the
+                           and not f.name.startswith("."))  # loader names it, unopened
             if not files:
                 raise TraceFormatError(f"folder holds no trace files ({', '.join(FOLDER_SUFFIXES)})", path=str(p))
-            found = [(f, format if format != "auto" else detect_format(f)) for f in files]
+            found = [(f, format if format != "auto" else detect_format(f)) for f in files if _unrefused(f, format)]
             if {fmt for _, fmt in found} == {"agentrx"}:  # labels and trajectories are joined per folder
                 found = [(p, "agentrx")]
             out.extend(found)
         else:
-            out.append((p, format if format != "auto" else detect_format(p)))
+            out.append((p, format if format != "auto" and _unrefused(p, format) else detect_format(p)))
     return out
+
+
+def _unrefused(p: Path, format: str) -> bool:  # noqa: A002
+    """True, or TraceFormatError when ``--format`` names a non-native format for a file that may not be
+    read (FIFO, device, symlink loop, over the size limit): never opened. Native formats are named by
+    their loader (and ``--skip-invalid`` can skip them)."""
+    from agentcausal.traces.io import input_refusal
+
+    if format in ("auto", "who-and-when", "jsonl") or p.is_dir():
+        return True
+    refusal = input_refusal(p)
+    if refusal is not None:
+        raise TraceFormatError(refusal, path=str(p))
+    return True
 
 
 def _span_records(fmt: str, path: Path, logs: str | Path | None) -> list:
