@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 from agentcausal.exceptions import ConfigError
 
 __all__ = ["ROUNDS_METHODS", "ROUNDS_RANGE", "rounds_variant", "expand_rounds", "split_rounds", "apply_rounds",
-           "base_method"]
+           "base_method", "file_stem"]
 
 #: methods whose debates have Affirmative-Negative rounds (``mac_single`` has no Negative)
 ROUNDS_METHODS = ("mac", "dcm_only", "mdm_only")
@@ -139,3 +139,13 @@ def base_method(method: str) -> str:
     """
     match = _VARIANT.match(method.strip())
     return (match["base"] if match else method).partition("@")[0]
+
+
+def file_stem(method: str) -> str:
+    """A method's name as a file name part: a rounds variant without spaces or brackets, others as they are.
+
+    >>> file_stem("mac@names (rounds 2)"), file_stem("mac@names")
+    ('mac@names_rounds2', 'mac@names')
+    """
+    base, rounds = split_rounds(method)
+    return base if rounds is None else f"{base}_rounds{rounds}"

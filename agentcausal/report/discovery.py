@@ -29,7 +29,7 @@ import pandas as pd
 from agentcausal.discovery.graph import CausalGraph
 from agentcausal.discovery.methods import DiscoveryOutcome
 from agentcausal.discovery.metrics import METRIC_COLUMNS, METRICS_FOOTER, SHD_CONVENTION, evaluate_graph
-from agentcausal.discovery.rounds import base_method, rounds_variant, split_rounds
+from agentcausal.discovery.rounds import base_method, file_stem, rounds_variant, split_rounds
 from agentcausal.report.discovery_analyses import analyses_report
 from agentcausal.report.html import html_table, write_html_report
 from agentcausal.report.plots import discovery_figures, figures_markdown
@@ -506,7 +506,7 @@ def markdown_report(df: pd.DataFrame, outcomes: Sequence[DiscoveryOutcome], meta
             continue
         lines += [f"### {ds} / {m} (seed {o.seed})", ""]
         lines += _debate_lines(o)
-        png = Path(graphs_dir) / f"{ds}__{m}.png"
+        png = Path(graphs_dir) / f"{ds}__{file_stem(m)}.png"
         lines += ["", f"![{ds} {m}]({png.as_posix()})", "", edge_table_markdown(o.graph, o.true_graph), "",
                   "```mermaid", graph_mermaid(o.graph, o.true_graph), "```", ""]
     return "\n".join(lines)
@@ -661,7 +661,7 @@ def write_graph_outputs(outcomes: Sequence[DiscoveryOutcome], run_dir: str | Pat
     truths: set[str] = set()
     for o in outcomes:
         if o.graph is not None:
-            out += write_graph_files(o.graph, g / f"{o.dataset}__{o.method}__seed{o.seed}")
+            out += write_graph_files(o.graph, g / f"{o.dataset}__{file_stem(o.method)}__seed{o.seed}")
         if o.true_graph is not None and o.dataset not in truths:
             truths.add(o.dataset)
             out += write_graph_files(o.true_graph, g / f"{o.dataset}__truth")
@@ -727,7 +727,7 @@ def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw:
         for o in outcomes:
             if o.graph is not None and (o.dataset, o.method) not in done:
                 done.add((o.dataset, o.method))
-                draw_graph_png(o.graph, o.true_graph, run / "graphs" / f"{o.dataset}__{o.method}.png",
+                draw_graph_png(o.graph, o.true_graph, run / "graphs" / f"{o.dataset}__{file_stem(o.method)}.png",
                                title=f"{o.dataset} / {o.method} (seed {o.seed})")
     md = markdown_report(df, outcomes, meta, reversal_cost=reversal_cost)
     figs = discovery_figures(df, outcomes, run)  # PNGs in the run folder; text charts in report.md

@@ -91,6 +91,9 @@ def test_discover_rounds_sweep_writes_the_paper_analyses(fake_server, tmp_path, 
         assert heading in md and heading in page
     assert md.count("n = 2 datasets × 1 seeds") >= 4 and "SHD: a reversed edge counts once" in md
     assert (out / "rounds.png").stat().st_size > 1000 and "PNG: [rounds.png](rounds.png)" in md
+    # each variant's graph files carry no space or bracket, so the report's links work
+    assert (out / "graphs" / "cancer__mac_rounds2.png").is_file() and "(graphs/cancer__mac_rounds2.png)" in md
+    assert (out / "graphs" / "cancer__mac_rounds3__seed0.dot").is_file()
     assert "SHD and F1 against debate rounds" in page and "data:image/png;base64" in page
     cost = md.split("### Cost as a multiple of zero-shot")[1]
     assert "| llm_zero_shot | 2 |" in cost and "No profile of this run has prices" not in cost
