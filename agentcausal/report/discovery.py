@@ -731,7 +731,7 @@ def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw:
                                title=f"{o.dataset} / {o.method} (seed {o.seed})")
     md = markdown_report(df, outcomes, meta, reversal_cost=reversal_cost)
     figs = discovery_figures(df, outcomes, run)  # PNGs in the run folder; text charts in report.md
-    paper = analyses_report(df, outcomes, run)  # the MAC paper's analyses: rounds plot, ranks, wins, cost
+    paper = analyses_report(df, outcomes, run, meta)  # the MAC paper's analyses: rounds plot, ranks, wins, cost
     figs += paper.figures
     atomic_write_text(run / "report.md", md + "\n".join(["", *paper.markdown]) + figures_markdown(figs))
     write_graph_outputs(outcomes, run)

@@ -28,7 +28,8 @@ from agentcausal.discovery.metrics import METRIC_COLUMNS
 from agentcausal.report.html import html_table
 from agentcausal.report.plots import Figure, _plt, _save, text_bars
 
-__all__ = ["AnalysesReport", "rounds_png", "analyses_report", "markdown_table", "rank_sections", "backbone_label",
+__all__ = ["AnalysesReport", "rounds_png", "analyses_report", "price_notes", "markdown_table", "rank_sections",
+           "backbone_label",
            "backbone_rank_sections"]
 
 
@@ -145,7 +146,37 @@ def rank_sections(df: pd.DataFrame, *, heading: str = "##", over: str = "dataset
     return AnalysesReport(md, parts, [])
 
 
-def analyses_report(df: pd.DataFrame, outcomes: Iterable[Any], run_dir: str | Path) -> AnalysesReport:
+def price_notes(meta: Mapping[str, Any] | None) -> list[str]:
+    """The prices each model of a run was charged at, with their date, as its plan recorded them.
+
+    Reads ``run.json``'s ``plan.methods[m].stages`` (stage -> ``profile:model``) and
+    ``profile_params[stage]`` (``price_prompt_per_1k``, ``price_completion_per_1k``, ``prices_as_of`` when
+    the plan carries them).
+
+    Parameters
+    ----------
+    meta : the run's ``run.json`` (or None)
+
+    Returns
+    -------
+    list of str, one per model, e.g. ``"openai-gpt4o:gpt-4o: 0.0025 / 0.01 USD per 1k prompt / completion
+    tokens, prices as of 2026-05-01"``; empty when the plan records no prices.
+    """
+    plan = (meta or {}).get("plan") or {}
+    out: dict[str, str] = {}
+    for m in (plan.get("methods") or {}).values():
+        for stage, label in (m.get("stages") or {}).items():
+            pp = ((m.get("profile_params") or {}).get(stage) or {})
+            if "price_prompt_per_1k" not in pp and "prices_as_of" not in pp:
+                continue
+            when = pp.get("prices_as_of") or "an undated price"
+            out.setdefault(label, f"{label}: {pp.get('price_prompt_per_1k', 0)} / {pp.get('price_completion_per_1k', 0)} "
+                                  f"USD per 1k prompt / completion tokens, prices as of {when}")
+    return list(out.values())
+
+
+def analyses_report(df: pd.DataFrame, outcomes: Iterable[Any], run_dir: str | Path,
+                    meta: Mapping[str, Any] | None = None) -> AnalysesReport:
     """Every analysis section of a discovery run: the rounds sweep (plot and table), mean ranks,
     win/tie/loss counts, cost multiples. Sections with nothing to show are left out.
 
@@ -154,6 +185,7 @@ def analyses_report(df: pd.DataFrame, outcomes: Iterable[Any], run_dir: str | Pa
     df : scored frame (:func:`agentcausal.report.discovery.outcomes_frame`)
     outcomes : the run's ``DiscoveryOutcome`` records (their usage, for the cost table)
     run_dir : the run folder (``rounds.png`` is written into it)
+    meta : the run's ``run.json`` (the prices and their dates, :func:`price_notes`), optional
 
     Returns
     -------
@@ -196,6 +228,10 @@ def analyses_report(df: pd.DataFrame, outcomes: Iterable[Any], run_dir: str | Pa
         if (costs.table["cached_runs"] > 0).any():
             note += (" Cached runs: runs with calls the LLM cache served (an identical earlier request), which "
                      "count 0 tokens here; rerun with --refresh and an empty cache for a full count.")
+        prices = price_notes(meta)
+        note += (" Prices: " + "; ".join(prices) + "." if prices else
+                 " Prices: each profile's price_prompt_per_1k / price_completion_per_1k (and prices_as_of) in the "
+                 "profiles file; this run's plan does not record them.")
         if not (costs.table["cost_usd"] > 0).any():
             note += " No profile of this run has prices: dollars are 0."
         t = costs.table

@@ -125,3 +125,20 @@ def test_compare_ranks_over_the_backbones_of_two_runs(tmp_path):
     # mac's SHD ranks: gpt toy1 tie with pc (1.5), toy2 better (1); r1 toy1 worse (2), toy2 tie (1.5)
     assert "| mac | 1.50 |" in md and "| mac | pc | 1/2/1 |" in md
     assert "Mean rank over backbones and datasets" in comparison_html(c)
+
+
+def test_cost_section_names_the_prices_and_their_date_when_the_plan_records_them(tmp_path):
+    from agentcausal.report.discovery_analyses import price_notes
+
+    meta = {"plan": {"methods": {"mac": {"stages": {"mac.debate": "openai-gpt4o:gpt-4o"}, "profile_params": {
+        "mac.debate": {"temperature": 0.0, "price_prompt_per_1k": 0.0025, "price_completion_per_1k": 0.01,
+                       "prices_as_of": "2026-05-01"}}}, "pc": {"stages": {}}}}}
+    assert price_notes(meta) == ["openai-gpt4o:gpt-4o: 0.0025 / 0.01 USD per 1k prompt / completion tokens, "
+                                 "prices as of 2026-05-01"]
+    assert price_notes({}) == [] and price_notes(None) == []
+    df = pd.DataFrame([{"dataset": "a", "seed": 0, "method": m, "shd": 1.0, "nhd": .1, "f1": .5,
+                        "shd_reversal_cost": 1} for m in ("mac", "llm_zero_shot")])
+    outs = [_outcome("a", "mac", 1000, 10, 0.003), _outcome("a", "llm_zero_shot", 100, 10, 0.0004)]
+    md = "\n".join(analyses_report(df, outs, tmp_path, meta).markdown)
+    assert "Prices: openai-gpt4o:gpt-4o: 0.0025 / 0.01 USD per 1k" in md and "as of 2026-05-01" in md
+    assert "does not record them" in "\n".join(analyses_report(df, outs, tmp_path).markdown)
