@@ -317,7 +317,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
         from agentcausal.llm.preview import render_previews
 
         print(render_previews(discover_previews(datasets, methods, config, n=args.n, seed=args.seeds[0],
-                                                loaded=loaded), max_lines=0))
+                                                loaded=loaded)))  # instructions whole, data blocks cut
         return 0
     if args.dry_run:
         print(plan.dumps())

@@ -50,25 +50,26 @@ def test_show_prompts_renders_each_mac_agent_with_role_principles_procedure_and_
     assert main(["discover", "-d", "earthquake", "-m", method, "-m", "pc", "--routing", "paper",
                  "--show-prompts"]) == 0
     out = capsys.readouterr().out
-    blocks = out.split("=== ")[1:]
-    headers = [b.splitlines()[0] for b in blocks]
-    assert [h.split(" · ")[2].split(" (")[0] for h in headers] == calls  # pc has no prompt: not shown
-    assert all(h.startswith(f"{method} on earthquake · mac.") for h in headers)
+    blocks = [b for b in out.split("\n=== ") if b.strip()]
+    headers = [b.lstrip("= ").splitlines()[0] for b in blocks]
+    assert [h.split(" · ")[1].split(" (")[0] for h in headers] == calls  # pc has no prompt: not shown
+    assert all(h.startswith(f"{method} on earthquake · ") and "(stage mac." in h for h in headers)
     for b in blocks:
         if "debug a failed script" in b:
             assert "# Execution result" in b and placeholder("the sandbox (the script's error)") in b
             continue
         assert all(f"# {part}\n" in b for part in ("Role", "Goal", "Procedure", "Output format"))
-        assert "--- system\n" in b and "--- user\n" in b
+        assert "--- system ---\n" in b and "--- user ---\n" in b
         if "debate" in b.splitlines()[0]:
             assert "# Causal principles\n" in b
-    graph_judge = next(b for b in blocks if b.startswith(f"{method} on earthquake · mac.debate · MDM graph debate: J")) \
+    graph_judge = next(b for b in blocks if f"{method} on earthquake · MDM graph debate: Judge" in b) \
         if method != "mac_single" else ""
     if graph_judge:
         assert placeholder("the Affirmative (A)") in graph_judge and "Colliders (v-structures)" in graph_judge
     if method == "mac":
         assert placeholder("Meta Fusion (the data graph G_C as sentences)") in out
         assert "<rows>\n" in blocks[0] and "- Burglary:" in blocks[0]  # the real context: S and the metadata
+        assert "elided" not in out  # earthquake's blocks fit in the 8 lines a data block shows
 
 
 def test_show_prompts_with_rounds_shows_the_revision_of_each_variant(capsys):
