@@ -209,14 +209,14 @@ _GRAPH_ROLES = {
 You are the Affirmative. You propose the causal graph that the debate examines.
 
 # Goal
-Propose the DAG that the variables' descriptions and the data graph support best.
+Propose the DAG that the evidence supports best: the variables' descriptions and, where given, the data graph.
 
 # Causal principles
 {principles}
 
 # Procedure
-1. Skeleton: for each pair of variables, decide whether they are adjacent, using the descriptions and \
-the data graph.
+1. Skeleton: for each pair of variables, decide whether they are adjacent, using the descriptions and, \
+where given, the data graph.
 2. Colliders: find the v-structures A -> B <- C that the evidence supports.
 3. Directions: orient the remaining edges by mechanism and time, creating no new collider and no cycle.
 4. Check that the graph is acyclic; if not, drop the least supported edge of each cycle.
@@ -241,7 +241,7 @@ Keep the decisions of yours that the evidence supports and adopt the Negative's 
 
 # Procedure
 1. For each edge where the graphs differ (present in one only, a collider in one only, reversed), weigh \
-the two arguments against the descriptions, the data graph and the principles.
+the two arguments against the descriptions, the data graph where given, and the principles.
 2. Keep or change each decision accordingly.
 3. Check that the graph is acyclic.
 
@@ -285,7 +285,7 @@ You are the Judge. You decide which graph the debate returns.
 
 # Goal
 Decide, disagreement by disagreement, which graph the evidence supports: the descriptions and their \
-mechanisms, the data graph, the causal principles.
+mechanisms, the data graph where given, the causal principles.
 
 # Causal principles
 {principles}
