@@ -75,9 +75,10 @@ def stack_backbones(frames: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     -------
     DataFrame, the rows of every frame, ``backbone`` first.
     """
-    return pd.concat([f.assign(backbone=name) for name, f in frames.items()], ignore_index=True)[
-        ["backbone", *[c for c in next(iter(frames.values())).columns if c != "backbone"]]] if frames else \
-        pd.DataFrame()
+    if not frames:
+        return pd.DataFrame()
+    stacked = pd.concat([f.assign(backbone=name) for name, f in frames.items()], ignore_index=True)
+    return stacked[["backbone", *[c for c in stacked.columns if c != "backbone"]]]
 
 
 def evaluation_points(df: pd.DataFrame) -> list[str]:

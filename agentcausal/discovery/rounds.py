@@ -128,7 +128,8 @@ def apply_rounds(method: str, config: C) -> tuple[str, C]:
     if rounds is None:
         return method, config
     mac: Any = getattr(config, "mac")
-    return base, config.model_copy(update={"mac": mac.model_copy(update={"rounds": rounds})})  # type: ignore[attr-defined]
+    update = {"mac": mac.model_copy(update={"rounds": rounds})}
+    return base, config.model_copy(update=update)  # type: ignore[attr-defined]
 
 
 def base_method(method: str) -> str:

@@ -65,7 +65,7 @@ def markdown_table(df: pd.DataFrame, *, digits: int = 2) -> str:
 
 def _headed(df: pd.DataFrame) -> pd.DataFrame:
     """Metric columns under their report names (``shd`` -> ``SHD``, ``shd_points`` -> ``SHD points``)."""
-    names = {**{k: v for k, v in METRIC_COLUMNS.items()}, **{f"{k}_points": f"{v} points" for k, v in METRIC_COLUMNS.items()}}
+    names = {**METRIC_COLUMNS, **{f"{k}_points": f"{v} points" for k, v in METRIC_COLUMNS.items()}}
     return df.rename(columns=names)
 
 
@@ -170,8 +170,9 @@ def price_notes(meta: Mapping[str, Any] | None) -> list[str]:
             if "price_prompt_per_1k" not in pp and "prices_as_of" not in pp:
                 continue
             when = pp.get("prices_as_of") or "an undated price"
-            out.setdefault(label, f"{label}: {pp.get('price_prompt_per_1k', 0)} / {pp.get('price_completion_per_1k', 0)} "
-                                  f"USD per 1k prompt / completion tokens, prices as of {when}")
+            prompt, completion = pp.get("price_prompt_per_1k", 0), pp.get("price_completion_per_1k", 0)
+            out.setdefault(label, f"{label}: {prompt} / {completion} USD per 1k prompt / completion tokens, "
+                                  f"prices as of {when}")
     return list(out.values())
 
 

@@ -128,7 +128,8 @@ def test_paper_prompts_give_each_agent_role_goal_principles_procedure_and_output
         ["Affirmative", "Negative", "Affirmative", "Negative", "Judge"]
     for body in fake_server.chat_requests:
         user = body["messages"][1]["content"]
-        assert all(f"# {part}\n" in user for part in ("Role", "Goal", "Causal principles", "Procedure", "Output format"))
+        parts = ("Role", "Goal", "Causal principles", "Procedure", "Output format")
+        assert all(f"# {part}\n" in user for part in parts)
         assert user.index("# Task") < user.index("# Role") < user.index("# Output format")
     graph_user = fake_server.chat_requests[3]["messages"][1]["content"]
     assert "Colliders (v-structures)" in graph_user and "No cycles" in graph_user and "mechanism" in graph_user

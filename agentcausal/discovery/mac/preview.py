@@ -30,7 +30,8 @@ from agentcausal.llm.preview import PromptPreview, placeholder
 __all__ = ["mac_method_previews"]
 
 
-def _debate(method: str, stage_name: str, build, settings: MACSettings, judge_extra: dict[str, Any]) -> list[PromptPreview]:
+def _debate(method: str, stage_name: str, build, settings: MACSettings,
+            judge_extra: dict[str, Any]) -> list[PromptPreview]:
     """Affirmative, Negative, (the Affirmative's revision when rounds > 1) and Judge of one debate."""
     out = [PromptPreview(method, DEBATE_STAGE, f"{stage_name}: Affirmative", build("affirmative"))]
     if settings.single_agent:
@@ -43,8 +44,8 @@ def _debate(method: str, stage_name: str, build, settings: MACSettings, judge_ex
                                  build("revise", own=placeholder("the Affirmative, last round"),
                                        other=placeholder("the Negative, last round"))))
     out.append(PromptPreview(method, DEBATE_STAGE, f"{stage_name}: Judge",
-                             build("judge", own=placeholder("the Affirmative (A)"), other=placeholder("the Negative (B)"),
-                                   **judge_extra)))
+                             build("judge", own=placeholder("the Affirmative (A)"),
+                                   other=placeholder("the Negative (B)"), **judge_extra)))
     return out
 
 
@@ -88,6 +89,6 @@ def mac_method_previews(method: str, ds: Dataset, settings: MACSettings, *, seed
         gctx = GraphContext(variables=ds.variables, metadata=metadata_text(ds), evidence=evidence)
         kw = dict(with_reason=settings.edge_reason_chars != 0, judge_rule=settings.judge_rule)
         out += _debate(method, "MDM graph debate", lambda role, **k: P.graph_messages(style, role, gctx, **kw, **k),
-                       settings, {"disagreements": placeholder("the Affirmative and the Negative (their disagreements, computed "
-                                                      "from A and B)")})
+                       settings, {"disagreements": placeholder(
+                           "the Affirmative and the Negative (their disagreements, computed from A and B)")})
     return out

@@ -285,7 +285,8 @@ def graph_verdict_model(style: str = "small", reason_chars: int | None = 240,
         doc = ("Your weighing of the disagreements, then which graph is better overall (A, B or tie)." if paper
                else "Which graph is better overall (A, B or tie), and a short reason.")
     else:
-        name, votes = "GraphVerdictReply", {"skeleton": (Vote, ...), "colliders": (Vote, ...), "directions": (Vote, ...)}
+        name = "GraphVerdictReply"
+        votes = {"skeleton": (Vote, ...), "colliders": (Vote, ...), "directions": (Vote, ...)}
         doc = ("Your scoring of the disagreements, then which graph is better on each criterion (A, B or tie)."
                if paper else "Which graph is better on each criterion (A, B or tie), and a short reason.")
     if paper:
