@@ -29,6 +29,8 @@ __all__ = [
     "SandboxError",
     "InputFileError",
     "ContextWindowError",
+    "CorruptStoreError",
+    "TraceStoreError",
     "is_content_failure",
 ]
 
@@ -307,6 +309,19 @@ class ContextWindowError(AgentCausalError):
         self.context_window = context_window
 
 
+class CorruptStoreError(AgentCausalError):
+    """A store file (a cache's SQLite database) cannot be read; the one-line message says what to do.
+
+    Attributes
+    ----------
+    path : str, the file at fault
+    """
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
 def is_content_failure(exc: BaseException) -> bool:
     """True when a failure is a property of the input, so recording (and caching) it is safe.
 
@@ -359,3 +374,18 @@ class EndpointCheckError(EndpointUnreachableError):
         self.profile = profile
         self.base_url = base_url
         self.cause = cause
+
+
+class TraceStoreError(AgentCausalError):
+    """A trace store (an Arize Phoenix server ...) cannot be reached, refuses a request or answers unexpectedly.
+
+    Attributes
+    ----------
+    url : str, the store's address
+    detail : str, the message without the address
+    """
+
+    def __init__(self, message: str, *, url: str) -> None:
+        super().__init__(f"{url}: {message}")
+        self.url = url
+        self.detail = message

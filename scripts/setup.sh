@@ -38,3 +38,28 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/python -m pip install -q --no-deps -e .
   echo "$want" > "$stamp"
 fi
+# --- Trace-store test services (tracer) -------------------------------------------------------------
+# An Arize Phoenix server (.venv-phoenix) and the agent SDKs with their OpenInference instrumentation
+# (.venv-agents), each in its own virtual environment so the core .venv does not carry their ~140
+# packages each (and their pins, which clash with each other). The Phoenix round trip and the SDK import
+# tests use them; the project itself never imports them. AGENTCAUSAL_TEST_SERVICES=0 skips both (the
+# tests then skip, naming that reason); without it a failed install fails the setup.
+services_venv() {  # DIR REQUIREMENTS: (re)create DIR from a fully pinned requirements file when it changed
+  local dir=$1 req=$2 want
+  want=$(sha256sum "$req" | cut -d' ' -f1)
+  if [ "$(cat "$dir/.agentcausal-installed" 2>/dev/null)" != "$want" ]; then
+    echo "agentcausal setup: installing $req into $dir (test services; under a minute with a warm pip cache)..."
+    rm -rf "$dir"
+    "$PYTHON" -m venv "$dir"
+    "$dir/bin/python" -m pip install -q --upgrade pip
+    "$dir/bin/python" -m pip install -q -r "$req"
+    echo "$want" > "$dir/.agentcausal-installed"
+  fi
+}
+if [ "${AGENTCAUSAL_TEST_SERVICES:-1}" = 0 ]; then
+  echo "AGENTCAUSAL_TEST_SERVICES=0 when scripts/setup.sh ran" > .test-services-skipped
+else
+  rm -f .test-services-skipped
+  services_venv .venv-phoenix requirements/phoenix.txt
+  services_venv .venv-agents requirements/agents.txt
+fi

@@ -77,7 +77,8 @@ class Evaluation(NamedTuple):
 
     Attributes
     ----------
-    overall : per method: n, labelled, step_acc, agent_acc, both_acc, undetermined, failed
+    overall : per method: n, labelled, step_acc, agent_acc, both_acc (each beside its count of correct
+        rows, step_k, agent_k, both_k), undetermined, failed
     by_subset : the same per (method, subset)
     by_length : the same per (method, length_bucket)
     step_error_hist : per method, counts of |pred - true| (column ``none`` = undetermined or failed)
@@ -236,10 +237,20 @@ def accuracy(df: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
 
     Returns
     -------
-    DataFrame with columns method, *by, n, labelled, step_acc, agent_acc, both_acc
-    (fractions in [0, 1] over labelled rows; NaN when none), undetermined, failed (rows with an
-    error: content failures and failures of the run), degraded (a fallback answer, counted in
-    the accuracy), reused (served from a cache in this run).
+    DataFrame with columns method, *by, n, labelled, step_acc, step_k, agent_acc, agent_k,
+    both_acc, both_k (each ``*_acc`` a fraction in [0, 1] over labelled rows, NaN when none,
+    beside its raw count ``*_k`` of correct rows: ``step_acc = step_k / labelled``, so 53.17 %
+    reads as 67/126), undetermined, failed (rows with an error: content failures and failures
+    of the run), degraded (a fallback answer, counted in the accuracy), reused (served from a
+    cache in this run).
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"method": ["m"] * 3, "true_step": [1, 2, 3], "step_correct": [True, False, True],
+    ...                    "agent_correct": [True, True, False], "both_correct": [True, False, False],
+    ...                    "undetermined": [False] * 3, "error": [None] * 3})
+    >>> accuracy(df)[["labelled", "step_k", "agent_k", "both_k"]].values.tolist()
+    [[3, 2, 2, 1]]
     """
     keys = ["method", *by]
     out = []
@@ -248,16 +259,21 @@ def accuracy(df: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
         lab = g[g["true_step"].notna()]
         n_lab = len(lab)
 
-        def frac(col: str, lab: pd.DataFrame = lab, n_lab: int = n_lab) -> float:
-            return float(lab[col].fillna(False).astype(bool).sum()) / n_lab if n_lab else float("nan")
+        def count(col: str, lab: pd.DataFrame = lab) -> int:
+            return int(lab[col].fillna(False).astype(bool).sum())
 
-        out.append({**dict(zip(keys, key)), "n": len(g), "labelled": n_lab, "step_acc": frac("step_correct"),
-                    "agent_acc": frac("agent_correct"), "both_acc": frac("both_correct"),
+        def frac(col: str, n_lab: int = n_lab) -> float:
+            return count(col) / n_lab if n_lab else float("nan")
+
+        out.append({**dict(zip(keys, key)), "n": len(g), "labelled": n_lab,
+                    "step_acc": frac("step_correct"), "step_k": count("step_correct"),
+                    "agent_acc": frac("agent_correct"), "agent_k": count("agent_correct"),
+                    "both_acc": frac("both_correct"), "both_k": count("both_correct"),
                     "undetermined": int(g["undetermined"].sum()), "failed": int(g["error"].notna().sum()),
                     "degraded": int((g["status"] == "degraded").sum()) if "status" in g else 0,
                     "reused": int(g["reused"].astype(bool).sum()) if "reused" in g else 0})
-    cols = [*keys, "n", "labelled", "step_acc", "agent_acc", "both_acc", "undetermined", "failed", "degraded",
-            "reused"]
+    cols = [*keys, "n", "labelled", "step_acc", "step_k", "agent_acc", "agent_k", "both_acc", "both_k",
+            "undetermined", "failed", "degraded", "reused"]
     return pd.DataFrame(out, columns=cols)
 
 

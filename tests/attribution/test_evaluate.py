@@ -112,7 +112,7 @@ def test_parquet_round_trip_and_report(tmp_path, four_labelled_traces, predictio
     assert evaluate_frame(back).overall.equals(evaluate_frame(df).overall)
     ev = evaluate_frame(back)
     md = markdown_report(ev, meta={"corpus": "x"})
-    assert "| m | 4 | 4 | 50.0% | 50.0% | 25.0% | 0 | 1 |" in md
+    assert "| m | 4 | 4 | 50.0% | 2 | 50.0% | 2 | 25.0% | 1 | 0 | 1 |" in md  # each accuracy beside its count k
     assert "StructuredOutputError: bad" in md
     assert "50.0%" in accuracy_text(ev)
     p = write_report(ev, tmp_path / "run")

@@ -14,7 +14,9 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "data" / "examples"
 REPLIES = {
     "AllAtOnceReply": {"reason": "wrong conversion", "agent": "Conversion_Expert", "step": 2},
     "StepVerdict": {"reason": "yes", "decisive": True},
+    "StepErrorVerdict": {"error": True, "reason": "yes"},
     "HalfChoice": {"reason": "r", "part": "first"},
+    "PaperHalfChoice": {"half": "upper half", "reason": "r"},
 }
 
 
