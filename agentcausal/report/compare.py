@@ -520,7 +520,16 @@ def comparison_markdown(c: Comparison) -> str:
                       *_unlabelled_md(c), *metrics,
                       "## Cost per item (means)", "", _COST_NOTE, "", _md_table(cost), "",
                       f"## In one run only ({len(unp)}: not compared)", "", _md_table(unp), "",
-                      *_differs_md(c)])
+                      *_differs_md(c), *_backbone_ranks(c).markdown])
+
+
+def _backbone_ranks(c: Comparison):
+    """Discovery runs: the MAC paper's mean ranks and win counts over both runs' backbones × datasets."""
+    from agentcausal.report.discovery_analyses import AnalysesReport, backbone_label, backbone_rank_sections
+
+    if c.kind != "discovery":
+        return AnalysesReport([], [], [])
+    return backbone_rank_sections({backbone_label(r): _load(r, "discovery") for r in (c.run_a, c.run_b)})
 
 
 def _differs_md(c: Comparison) -> list[str]:
@@ -576,7 +585,7 @@ def comparison_html(c: Comparison, base: str | Path | None = None) -> str:
         f"<h2>In one run only ({len(unp)}: not compared)</h2>", html_table(unp, table_id="unpaired", sortable=True),
         *([f"<h2>Same id, different content ({len(c.content_differs)}: paired anyway)</h2>",
            html_table(_differs_display(c), table_id="content_differs", sortable=True)]
-          if len(c.content_differs) else [])])
+          if len(c.content_differs) else []), *_backbone_ranks(c).html])
 
 
 def write_comparison_html(c: Comparison, path: str | Path) -> Path:

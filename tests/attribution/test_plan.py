@@ -123,12 +123,15 @@ def test_discover_dry_run_shows_each_variant_and_baseline_as_it_runs(capsys):
     assert all(s[m].pop("temperature_used") == (0.7 if m != "llm_scd" else s[m]["temperature"])
                for m in LLM_METHODS)
     assert all(s[m].pop("temperature_from").startswith("setting") for m in LLM_METHODS)
+    # what the paper leaves unspecified is named with its value (MAC and ReAct)
+    assert all("paper: unspecified" in v for m in ("mac", "mac_single", "dcm_only", "mdm_only", "react")
+               for v in s[m].pop("paper_unspecified").values())
     for m in ("mac", "mac_single", "dcm_only", "mdm_only"):  # what the run hands run_mac
         assert s[m] == _mac_settings(m, DiscoveryConfig(mac=DiscoveryConfig.model_fields["mac"].annotation(
             **{k: v for k, v in s["mac"].items()}))).model_dump(mode="json")
     for m in ("react", "llm_scd", "ils_csl"):
         assert set(s[m]) == set(DiscoveryConfig.model_fields[m].annotation.model_fields) and "rounds" not in s[m]
-    assert set(s["llm_zero_shot"]) == {"max_tokens_scale", "sampling_temperature"}
+    assert set(s["llm_zero_shot"]) == {"max_tokens_scale", "edges_per_variable", "sampling_temperature"}
 
 
 def test_discover_dry_run_anonymised_method_names_its_mode(capsys):
@@ -141,7 +144,7 @@ def test_discover_set_reaches_the_plan_and_checks_names(capsys):
                  "--set", "react.max_steps=6", "--dry-run"], capsys)
     assert plan["methods"]["dcm_only"]["settings"]["rounds"] == 2
     assert plan["methods"]["react"]["settings"]["max_steps"] == 6
-    for bad, words in (("mac.nope=1", "valid: stages"), ("pc.alpha=1", "mac, react"), ("mac.rounds=9", "rounds"),
+    for bad, words in (("mac.nope=1", "valid: prompts, stages"), ("pc.alpha=1", "mac, react"), ("mac.rounds=9", "rounds"),
                        ("mac.executor=coding", "--executor")):
         assert main(["discover", "-d", "earthquake", "--set", bad, "--dry-run"]) == 2
         err = capsys.readouterr().err.strip()

@@ -105,7 +105,7 @@ class _TemplateVerdict(all_at_once.AllAtOnceReply):
     @model_validator(mode="after")
     def _in_this_trace(self, info: ValidationInfo) -> "_TemplateVerdict":
         ctx = info.context or {}
-        if self.agent not in ctx["agents"]:
+        if "agents" in ctx and self.agent not in ctx["agents"]:
             raise ValueError(f"agent must be one of {list(ctx['agents'])}")
         if not 0 <= self.step < max(ctx["n_steps"], 1):
             raise ValueError(f"step must be in 0..{ctx['n_steps'] - 1}")
@@ -113,9 +113,11 @@ class _TemplateVerdict(all_at_once.AllAtOnceReply):
 
 
 def _template_schema(template: dict, agents: tuple[str, ...], n_steps: int) -> dict:
-    """All-at-Once's forced (``paper``) schema for one trace, by substitution into one template."""
+    """All-at-Once's forced (``paper``) schema for one trace, by substitution into one template: the step's
+    bound, and the agent enum where the template has one (``paper``'s agent is free text)."""
     props = template["properties"]
-    return {**template, "properties": {**props, "agent": {**props["agent"], "enum": list(agents)},
+    agent = {**props["agent"], "enum": list(agents)} if "enum" in props["agent"] else props["agent"]
+    return {**template, "properties": {**props, "agent": agent,
                                        "step": {**props["step"], "maximum": max(n_steps - 1, 0)}}}
 
 
