@@ -53,6 +53,11 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     if not Path(args.run_dir).is_dir():
         raise ConfigError(f"no such run folder: {args.run_dir}")
+    from agentcausal.runs.folder import run_kind
+
+    if run_kind(args.run_dir) == "discover":
+        raise ConfigError(f"{args.run_dir} is a discovery run; `show` prints attribution runs "
+                          f"(`agentcausal evaluate {args.run_dir}` re-reports a discovery run)")
     results = load_results(args.run_dir)
     if args.methods:
         results = results[results["method"].isin(args.methods)]
