@@ -98,7 +98,14 @@ def accuracy_text(ev: Evaluation) -> str:
     """
     from agentcausal.report.accuracy import accuracy_display
 
-    return accuracy_display(ev.overall).to_string(index=False)
+    shown = accuracy_display(ev.overall)
+    short = {"step (exact)": "step", "step and agent": "both", "Hit@1 (±1 step)": "Hit@1 ±1", "Hit@3 (±3)": "Hit@3 ±3",
+             "Hit@5 (±5)": "Hit@5 ±5", "top-3 (candidates)": "top-3"}
+    ww = [c for c in shown.columns if "Who&When" in c]  # in the reports, for comparing with published numbers
+    text = shown.drop(columns=ww + [c for c in ("degraded", "reused") if c in shown and not shown[c].any()]) \
+        .rename(columns=short).to_string(index=False)
+    return text + ("\n(k/n over labelled traces; Who&When's substring rule and the per-subset tables are in the "
+                   "report)" if ww else "")
 
 
 def _split_facts(meta: Mapping[str, object]) -> tuple[dict[str, object], dict[str, object]]:
