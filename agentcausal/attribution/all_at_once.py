@@ -73,6 +73,8 @@ from agentcausal.attribution.common import (
     trace_budget,
     usage_item,
 )
+from agentcausal.attribution.candidates import single_answer
+from agentcausal.attribution.evidence import ask_evidence, evidence_fields, with_evidence
 from agentcausal.attribution.registry import MethodSpec, register
 from agentcausal.llm import Gateway
 from agentcausal.traces.model import Attribution, Trace, normalise_agent
@@ -129,9 +131,13 @@ class AllAtOnceSettings(BaselineSettings):
     reason_chars : int or None, the most characters of the reply's reason (schema ``maxLength``,
         longer text cut); None = no cap (``paper``: Who&When's code asks for "the reason for your
         prediction" with no length and bounds only the completion); ``small``: 300
+    quote_evidence : bool, ask for one more reply field, ``evidence``, a verbatim quote from the
+        blamed step (kept only when it is a substring of it: :mod:`agentcausal.attribution.evidence`).
+        Beyond the paper; False in every preset, so what ``paper`` and ``small`` send is unchanged.
     """
 
     reason_chars: int | None = Field(None, ge=40)
+    quote_evidence: bool = False
 
 
 #: presets (:mod:`agentcausal.presets`)
@@ -269,6 +275,8 @@ def run(trace: Trace, gw: Gateway, settings: AllAtOnceSettings) -> Attribution:
     """
     messages, shortened = build_messages(trace, settings, trace_budget(gw, settings))
     model = reply_model(agent_names(trace), len(trace), settings.prompts == "paper", settings.reason_chars)
+    if settings.quote_evidence:  # one more reply field (off in every preset)
+        messages, model = ask_evidence(messages), with_evidence(model)
     reply = gw.structured(BASELINE_STAGE, messages, model, item=usage_item(trace.id, NAME),
                           max_tokens=baseline_tokens(gw, settings))
     details: dict[str, object] = {"shortened": list(shortened), "prompt_version": PROMPT_VERSIONS[settings.prompts]}
@@ -279,7 +287,10 @@ def run(trace: Trace, gw: Gateway, settings: AllAtOnceSettings) -> Attribution:
     else:
         step, agent = decisive_verdict(trace, reply.step, reply.agent, details)
     return Attribution(trace_id=trace.id, method=NAME, step=step, agent=agent, reason=reply.reason,
-                       prompt_version=PROMPT_VERSIONS[settings.prompts], details=details)
+                       prompt_version=PROMPT_VERSIONS[settings.prompts], details=details,
+                       candidates=single_answer(trace, step),
+                       **evidence_fields(getattr(reply, "evidence", None), trace.steps, step,
+                                         asked=settings.quote_evidence))
 
 
 SPEC = register(MethodSpec(name=NAME, run=run, settings_model=AllAtOnceSettings, prompt_version=PROMPT_VERSION,

@@ -68,6 +68,7 @@ from agentcausal.attribution.common import (
     trace_budget,
     usage_item,
 )
+from agentcausal.attribution.candidates import single_answer
 from agentcausal.attribution.registry import MethodSpec, register
 from agentcausal.exceptions import StructuredOutputError
 from agentcausal.llm import Gateway
@@ -276,7 +277,8 @@ def run(trace: Trace, gw: Gateway, settings: BinarySearchSettings) -> Attributio
         s = split(lo, hi)
         lo, hi = s.first if part == "first" else s.second
     return Attribution(trace_id=trace.id, method=NAME, step=lo, agent=trace.steps[lo].agent, reason=reason,
-                       prompt_version=PROMPT_VERSIONS[settings.prompts], details={"path": path})
+                       prompt_version=PROMPT_VERSIONS[settings.prompts], details={"path": path},
+                       candidates=single_answer(trace, lo))
 
 
 SPEC = register(MethodSpec(name=NAME, run=run, settings_model=BinarySearchSettings, prompt_version=PROMPT_VERSION,

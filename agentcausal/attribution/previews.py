@@ -123,7 +123,13 @@ def attribution_previews(trace: Trace, method: str, settings: Mapping[str, Any] 
     if method not in PREVIEWS:
         raise ConfigError(f"no prompt preview for method {method!r}; methods with one: {', '.join(sorted(PREVIEWS))}")
     s = method_settings(spec.settings_model, dict(settings or {}))
-    return PREVIEWS[method](trace, s, profiles, method)
+    out = PREVIEWS[method](trace, s, profiles, method)
+    if getattr(s, "quote_evidence", False):  # the calls that name the blamed step ask for a verbatim quote
+        from agentcausal.attribution.evidence import ask_evidence
+
+        asks = {"HG", "DED"} if method.startswith("dcfa") else None
+        out = [p._replace(messages=ask_evidence(p.messages)) if asks is None or p.call in asks else p for p in out]
+    return out
 
 
 def show_prompts(traces: Sequence[Trace], resolved: Mapping[str, Mapping[str, Any]], *,

@@ -75,6 +75,8 @@ from agentcausal.attribution.common import (
     trace_budget,
     usage_item,
 )
+from agentcausal.attribution.candidates import single_answer
+from agentcausal.attribution.evidence import ask_evidence, evidence_fields, with_evidence
 from agentcausal.attribution.registry import MethodSpec, register
 from agentcausal.exceptions import StructuredOutputError
 from agentcausal.llm import Gateway
@@ -139,10 +141,14 @@ class StepByStepSettings(BaselineSettings):
     reason_chars : int or None, the most characters of each verdict's reason (schema ``maxLength``,
         longer text cut); None = no cap (``paper``: Who&When's code asks for "a clear explanation"
         with no length and bounds only the completion); ``small``: 200
+    quote_evidence : bool, ask for one more reply field, ``evidence``, a verbatim quote from the
+        step asked about (the first step judged decisive is the blamed one) (kept only when it is a substring of it: :mod:`agentcausal.attribution.evidence`).
+        Beyond the paper; False in every preset, so what ``paper`` and ``small`` send is unchanged.
     """
 
     on_no_yes: Literal["undetermined", "last_step"] = "undetermined"
     reason_chars: int | None = Field(None, ge=40)
+    quote_evidence: bool = False
 
 
 #: presets (:mod:`agentcausal.presets`)
@@ -215,10 +221,13 @@ def run(trace: Trace, gw: Gateway, settings: StepByStepSettings) -> Attribution:
     reasons: list[str] = []
     unparsable: list[int] = []
     for i in range(len(trace)):
+        msgs, model = build_messages(trace, i, settings, budget), verdict_model(settings.reason_chars,
+                                                                               settings.prompts == "paper")
+        if settings.quote_evidence:  # one more reply field (off in every preset)
+            msgs, model = ask_evidence(msgs), with_evidence(model)
         try:
-            reply = gw.structured(BASELINE_STAGE, build_messages(trace, i, settings, budget),
-                                  verdict_model(settings.reason_chars, settings.prompts == "paper"),
-                                  item=usage_item(trace.id, NAME), max_tokens=baseline_tokens(gw, settings))
+            reply = gw.structured(BASELINE_STAGE, msgs, model, item=usage_item(trace.id, NAME),
+                                  max_tokens=baseline_tokens(gw, settings))
         except StructuredOutputError:
             if settings.prompts != "paper":
                 raise
@@ -230,14 +239,18 @@ def run(trace: Trace, gw: Gateway, settings: StepByStepSettings) -> Attribution:
             return Attribution(trace_id=trace.id, method=NAME, step=i, agent=trace.steps[i].agent,
                                reason=reply.reason, prompt_version=PROMPT_VERSIONS[settings.prompts],
                                details={"asked": i + 1, "verdicts": reasons, "unparsable": unparsable,
-                                        "fallback": False})
+                                        "fallback": False}, candidates=single_answer(trace, i),
+                               **evidence_fields(getattr(reply, "evidence", None), trace.steps, i,
+                                                 asked=settings.quote_evidence))
     details = {"asked": len(trace), "verdicts": reasons, "unparsable": unparsable,
                "fallback": settings.on_no_yes == "last_step"}
     if settings.on_no_yes == "last_step":
         last = len(trace) - 1
         return Attribution(trace_id=trace.id, method=NAME, step=last, agent=trace.steps[last].agent,
                            reason="no step was judged decisive; fell back to the last step",
-                           prompt_version=PROMPT_VERSIONS[settings.prompts], details=details)
+                           prompt_version=PROMPT_VERSIONS[settings.prompts], details=details,
+                           candidates=single_answer(trace, last),
+                           evidence_note="no step was judged decisive" if settings.quote_evidence else None)
     return Attribution(trace_id=trace.id, method=NAME, step=None, agent=None,
                        reason="undetermined: no step was judged decisive",
                        prompt_version=PROMPT_VERSIONS[settings.prompts], details=details)

@@ -369,7 +369,7 @@ def _print_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool
     """Print the accuracy table of a run folder: as the flow's report step wrote it (``evaluate=False``: the run
     is evaluated and reported once, by the flow) or evaluated and reported again (``agentcausal evaluate``)."""
     from agentcausal.report.attribution import accuracy_text, report_run
-    from agentcausal.runs.folder import read_attribution_summary
+    from agentcausal.runs.folder import load_results, read_attribution_summary
 
     if evaluate:
         rep = report_run(run_dir)
@@ -377,7 +377,8 @@ def _print_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool
     else:
         shown, path = read_attribution_summary(run_dir), Path(run_dir) / "report.md"
     overall, failures = shown.overall, shown.failures
-    print(accuracy_text(shown))
+    from agentcausal.report.blamed import console_summary  # unlabelled rows: the blamed steps, then accuracy
+    print(console_summary(load_results(run_dir), accuracy_text(shown), run_dir))
     if len(failures):
         st = failures["status"].value_counts() if "status" in failures else {}
         print(f"\n{len(failures)} failed (trace, method) pairs; see the report."

@@ -45,6 +45,7 @@ from pydantic import BaseModel, Field, create_model
 from agentcausal.attribution.dcfa import prompts
 from agentcausal.attribution.dcfa.correct import STAGE, lce_budget, lce_tokens
 from agentcausal.attribution.dcfa.settings import DcfaSettings
+from agentcausal.attribution.evidence import ask_evidence, with_evidence
 from agentcausal.llm import Gateway, Message
 from agentcausal.traces.model import Step, Trace
 from agentcausal.traces.render import delimit, escape_data
@@ -152,12 +153,14 @@ class Decision(NamedTuple):
     reason : str
     skipped : bool, no call was made (``ded="equations"`` with one candidate)
     off_candidates : bool, the step is not in T^c (``ded="code"`` allows it, as the released code)
+    evidence : str or None, the quote from the chosen step, as replied (unchecked; ``quote_evidence`` only)
     """
 
     step: int
     reason: str
     skipped: bool
     off_candidates: bool = False
+    evidence: str | None = None
 
 
 class DecisionReply(BaseModel):
@@ -324,6 +327,9 @@ def decide(trace: Trace, candidates: Sequence[DedCandidate], graph: nx.DiGraph,
                         budget=lce_budget(gw, settings, len(trace)), style=settings.prompts, variant=settings.ded,
                         reasons=reasons, n_steps=len(trace))
     model = decision_model(tuple(steps), settings.max_reason_chars, len(trace) if code else None)
+    if settings.quote_evidence:  # one more reply field (off in every preset): agentcausal.attribution.evidence
+        msgs, model = ask_evidence(msgs), with_evidence(model)
     reply = gw.structured(STAGE, msgs, model, item=item or trace.id, max_tokens=lce_tokens(gw, settings)[1])
     step = int(reply.step)
-    return Decision(step, reply.reason.strip()[: settings.max_reason_chars], False, step not in steps)
+    return Decision(step, reply.reason.strip()[: settings.max_reason_chars], False, step not in steps,
+                    getattr(reply, "evidence", None))

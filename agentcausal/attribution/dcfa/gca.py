@@ -59,6 +59,7 @@ import networkx as nx
 from agentcausal.attribution.dcfa import prompts
 from agentcausal.attribution.dcfa.prompts import StepLinks
 from agentcausal.attribution.dcfa.settings import DcfaSettings
+from agentcausal.attribution.evidence import ask_evidence, with_evidence
 from agentcausal.llm import Gateway
 from agentcausal.presets import completion_budget
 from agentcausal.traces.model import Trace
@@ -163,6 +164,8 @@ class GcaResult(NamedTuple):
         ``cgc="equations"`` ({source, target, temporal, necessary, sufficient, reason, kept}); else empty
     links : tuple of StepLinks, the validated per-step lists under ``cgc="code"``; else empty
     log_answer : str or None, the log's final answer as HG read it (``paper`` prompts)
+    hypothesis_evidence : str or None, HG's quote from the hypothesised step, as replied (unchecked;
+        ``quote_evidence`` only)
     """
 
     deviations: tuple[tuple[int, str], ...]
@@ -175,6 +178,7 @@ class GcaResult(NamedTuple):
     edge_judgements: tuple[dict, ...] = ()
     links: tuple[StepLinks, ...] = ()
     log_answer: str | None = None
+    hypothesis_evidence: str | None = None
 
     @property
     def lce_graph(self) -> nx.DiGraph:
@@ -531,13 +535,12 @@ def run_gca(trace: Trace, gw: Gateway, settings: DcfaSettings, *, item: str | No
         graph = GraphValidation(v.graph, v.dropped._replace(not_causal=not_causal))
     shown = list(links) if links else graph_edges(graph.graph)
     paper = style == "paper"
-    hyp = gw.structured(
-        STAGE,
-        prompts.hg_messages(trace.question, trace.ground_truth if s.with_ground_truth else None, trace.steps,
-                            devs.deviations, shown, budget=budget, style=style),
-        prompts.hypothesis_model(n, s.max_reason_chars, paper),
-        item=item, max_tokens=hg_tokens,
-    )
+    hg_msgs = prompts.hg_messages(trace.question, trace.ground_truth if s.with_ground_truth else None, trace.steps,
+                                  devs.deviations, shown, budget=budget, style=style)
+    hg_model = prompts.hypothesis_model(n, s.max_reason_chars, paper)
+    if s.quote_evidence:  # one more reply field (off in every preset): agentcausal.attribution.evidence
+        hg_msgs, hg_model = ask_evidence(hg_msgs), with_evidence(hg_model)
+    hyp = gw.structured(STAGE, hg_msgs, hg_model, item=item, max_tokens=hg_tokens)
     search_graph, capped = cap_edges(graph.graph, hyp.step, s.max_edges)
     return GcaResult(
         deviations=devs.deviations,
@@ -550,4 +553,5 @@ def run_gca(trace: Trace, gw: Gateway, settings: DcfaSettings, *, item: str | No
         edge_judgements=judgements,
         links=links,
         log_answer=getattr(hyp, "log_answer", None) if paper else None,
+        hypothesis_evidence=getattr(hyp, "evidence", None),
     )

@@ -25,8 +25,11 @@ each outcome's first 300 characters, a bound on the record's size only: S(i) is 
 whole outcome), evaluated and path: lists of {direction, iteration, pivot, step, s, s_prev,
 delta_s, accepted, error}, visited, stopped, candidates, unscored (candidates whose Simulation
 reply stayed invalid or that Correct gave no content; never accepted, and the row is degraded),
-decision: {step, reason, skipped, off_candidates}, error}); ``final`` ({step, agent, reason,
+decision: {step, reason, skipped, off_candidates, and evidence when asked}, error}); ``final`` ({step, agent, reason,
 source: "ded" | "hypothesis"}).
+
+The Attribution's ``candidates``, ``confidence``, ``evidence`` and ``corrected_action`` are read
+from these records without another call (:mod:`agentcausal.attribution.dcfa.result_fields`).
 
 Fixed bugs of the released code: after an exception its main loop writes the
 step it last computed, which before GCA's hypothesis is the previous trace's
@@ -71,6 +74,7 @@ from agentcausal.attribution.dcfa.gca import GcaResult, graph_edges, run_gca
 from agentcausal.attribution.dcfa.lce import EMBED_STAGE, LceResult, run_lce
 from agentcausal.attribution.dcfa.lce import STAGE as LCE_STAGE
 from agentcausal.attribution.dcfa.prompts import PROMPT_VERSIONS
+from agentcausal.attribution.dcfa.result_fields import dcfa_result_fields
 from agentcausal.attribution.dcfa.settings import DcfaSettings
 from agentcausal.exceptions import AgentCausalError, StructuredOutputError, is_content_failure
 from agentcausal.llm import Gateway, StageUsage
@@ -130,7 +134,7 @@ def _lce_details(lce: LceResult) -> LceRecord:
         "stopped": dict(lce.search.stopped),
         "candidates": list(lce.candidates),
         "unscored": [e.step for e in lce.search.evaluated if e.error is not None],
-        "decision": lce.decision._asdict(),
+        "decision": {k: v for k, v in lce.decision._asdict().items() if k != "evidence" or v is not None},
         "error": None,
     })
 
@@ -184,6 +188,7 @@ def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str =
     step, reason, source = gca.hypothesis_step, gca.hypothesis_reason, "hypothesis"
     details.lce = None
     degraded: str | None = None
+    lce: LceResult | None = None
     if settings.use_lce:
         try:
             lce = run_lce(trace, gca, gw, settings, item=item)
@@ -192,6 +197,7 @@ def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str =
             cause = "content" if is_content_failure(exc) else "run"
             degraded = f"LCE failed ({cause}), GCA hypothesis kept: {type(exc).__name__}: {exc}"[:500]
             details.lce = LceFailure(error=f"{type(exc).__name__}: {exc}", cause=cause)
+            lce = None
         else:
             details.lce = _lce_details(lce)
             unscored = [e.step for e in lce.search.evaluated if e.error is not None]
@@ -205,4 +211,5 @@ def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str =
     return Attribution(**base, step=step, agent=trace.steps[step].agent, reason=reason, details=details.dump(),
                        usage=_usage_diff(before, _usage_snapshot(gw, item)),
                        seconds=time.perf_counter() - t0,
-                       status="degraded" if degraded else "complete", status_detail=degraded)
+                       status="degraded" if degraded else "complete", status_detail=degraded,
+                       **dcfa_result_fields(trace, gca, lce, step, source, settings))

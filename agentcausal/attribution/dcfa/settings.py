@@ -152,6 +152,10 @@ class DcfaSettings(BaseModel):
         (the gateway also caps requests per endpoint). Default 4.
     reserve_tokens : int, tokens of a context window kept free of trace text
         for instructions and the completion. Default 1024.
+    quote_evidence : bool, ask HG and DED for one more reply field, ``evidence``, a verbatim quote
+        from the step they name (kept only when it is a substring of that step:
+        :mod:`agentcausal.attribution.evidence`). Beyond the paper; False in every preset, so
+        what ``paper`` and ``small`` send is unchanged.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -182,6 +186,7 @@ class DcfaSettings(BaseModel):
     simulation_sees_truth: bool = False
     max_workers: int = Field(4, ge=1)
     reserve_tokens: int = Field(1024, ge=0)
+    quote_evidence: bool = False
 
     @model_validator(mode="after")
     def _prompt_set_has_it(self) -> "DcfaSettings":
