@@ -32,6 +32,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from agentcausal.discovery.methods import DCM_METHODS, LLM_METHODS, DiscoveryConfig, DiscoveryOutcome, \
     method_stages, resolve_methods
+from agentcausal.discovery.rounds import base_method
 from agentcausal.discovery.user_data import unique_dataset_names
 from agentcausal.exceptions import ConfigError
 from agentcausal.plan import Plan, discover_plan
@@ -102,7 +103,7 @@ def discover(
     config = config or DiscoveryConfig()
     if config.mac.executor == "auto":  # a Python caller's default (the CLI resolves and says it itself)
         config = config.resolved()
-        if config.executor_fallback and any(m.partition("@")[0] in DCM_METHODS for m in resolve_methods(methods)):
+        if config.executor_fallback and any(base_method(m) in DCM_METHODS for m in resolve_methods(methods)):
             print(config.executor_fallback)
     reps = max(1, repeats)
     config = config.model_copy(update={"samples": len(seeds) * reps})  # > 1: methods' sampling_temperature
@@ -120,7 +121,7 @@ def discover(
     item_of = dict(zip(datasets, plan.items)) if len(plan.items) == len(datasets) else {}
     naming.add_run_tags(names, settings, preset=getattr(settings, "preset", None))
     subject = "+".join(datasets)
-    llm = {m for m in names if m.partition("@")[0] in LLM_METHODS}  # "mac@names": an anonymised LLM method
+    llm = {m for m in names if base_method(m) in LLM_METHODS}  # "mac@names", "mac (rounds 2)": LLM methods
     ordered = [m for m in names if m in llm] + [m for m in names if m not in llm]
     pairs = [(spec, s) for spec in datasets for s in seeds]
     names_of = unique_dataset_names(list(datasets))  # two <folder>/data.csv get distinct names

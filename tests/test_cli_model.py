@@ -93,7 +93,8 @@ def test_attribute_with_base_url_and_model_runs_on_that_endpoint(fake_server, tm
     from tests.report.test_html_report import parse
 
     tree = parse((out / "report.html").read_text())
-    assert len([1 for _, t in tree.find("a") if t.startswith("examples/")]) == 1
+    # the one trace links to its section from the blamed steps and from the per-trace table
+    assert len([1 for _, t in tree.find("a") if t.startswith("examples/")]) == 2
     assert [t for _, t in tree.find("tr", class_="blamed")][0].startswith("2")  # the scripted reply blames step 2
 
 

@@ -24,12 +24,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
-from agentcausal.cli.import_traces import add_import_arguments, prepare_corpus
+from agentcausal.cli.import_traces import add_import_arguments, import_corpus, import_sources, prepare_corpus, \
+    uses_importer
+from agentcausal.cli.input_options import add_input_arguments, apply_input_arguments
 from agentcausal.cli.runner_options import add_runner_arguments
 from agentcausal.cli.settings_options import add_model_arguments, add_settings_arguments, add_threads_argument, \
     apply_model_arguments, apply_threads, settings_from_args
@@ -45,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "attribute", help="attribute failed traces to an agent and step with one or more methods",
         description="Run attribution methods over traces (a Who&When folder, Who&When *.json files, or our "
         "Trace *.jsonl) as a cached Prefect flow; write results.parquet and report.md to a run folder.")
-    p.add_argument("paths", nargs="+", metavar="PATH", help="trace folder(s) or file(s)")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="trace folder(s) or file(s) (or --from-phoenix URL)")
     p.add_argument("--method", "-m", action="append", dest="methods", metavar="NAME",
                    help="method to run (repeatable): all_at_once, step_by_step, binary_search, a2p, echo, dcfa, "
                    "dcfa_gca_only (default: all_at_once)")
@@ -69,12 +72,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="run every (trace, method) K times (repeat r sent as sample/seed r); report mean ± std")
     p.add_argument("--dry-run", action="store_true",
                    help="print the run plan as one JSON object and exit (no model, no request, no API key)")
+    p.add_argument("--show-prompts", action="store_true",
+                   help="with --dry-run: print the messages every method would send for the first trace (or each "
+                   "--id), earlier replies as placeholders, instead of the plan")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--skip-invalid", action="store_true",
                    help="run the valid traces and list the invalid files (and JSONL lines) left out, instead of "
                    "refusing the corpus; run.json records them under 'skipped'")
     add_threads_argument(p)
     add_runner_arguments(p)
+    add_input_arguments(p)
     p.add_argument("--chunk-size", type=int, default=None, metavar="N",
                    help="traces per Prefect task (default 25, fewer when a method has under 8 chunks' worth); 1 = a task run per "
                    "(trace, method); each trace is cached on its own either way")
@@ -157,7 +164,10 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     from agentcausal.attribution.common import resolve_methods
     from agentcausal.presets import routing_preset
 
-    missing = [p for p in args.paths if not Path(p).exists()]
+    apply_input_arguments(args)
+    if not args.paths and not args.from_phoenix:
+        raise ConfigError("give trace folder(s) or file(s), or --from-phoenix URL")
+    missing = [p for p in args.paths if not os.path.lexists(p)]  # a symlink loop is named by the loader
     if missing:
         raise ConfigError(f"no such trace file or folder: {', '.join(missing)}")
     methods = list(dict.fromkeys(args.methods or ["all_at_once"]))
@@ -180,6 +190,12 @@ def cmd_attribute(args: argparse.Namespace) -> int:
                      repeats=args.repeats, skip_invalid=args.skip_invalid)
     if args.dry_run:  # no model, no request, no key, nothing written; the same refusals as a run
         corpus, _, imported = _checked_corpus(args)
+        if args.show_prompts:
+            from agentcausal.attribution.previews import show_prompts
+
+            print(show_prompts([t for _, t in corpus], resolved, ids=args.ids, profiles_path=settings.profiles_path,
+                               routing=settings.routing))
+            return 0
         print(attribute_plan(args.paths, traces=corpus, **plan_args, **_provenance(args, imported)).dumps())
         return 0
     from agentcausal.attribution.registry import get_method
@@ -223,10 +239,7 @@ def _provenance(args: argparse.Namespace, imported: bool) -> dict[str, Any]:
     """``sources``/``labels`` of :func:`agentcausal.plan.attribute_plan` for an imported corpus (else none)."""
     if not imported:
         return {}
-    from agentcausal.plan import source_files
-    from agentcausal.traces.importers import detect_formats
-
-    sources, labels = source_files(detect_formats(args.paths, args.format), args.labels, args.logs)
+    sources, labels = import_sources(args)
     return {"sources": sources, "labels": labels}
 
 
@@ -256,21 +269,19 @@ def _checked_corpus(args: argparse.Namespace) -> tuple[list[tuple[str, Any]], li
     ------
     TraceFormatError, ConfigError
     """
-    from agentcausal.cli.import_traces import load_with_options
-    from agentcausal.traces.importers import detect_formats
     from agentcausal.traces.importers.labels import require_ground_truth
     from agentcausal.traces.io import select_traces
 
-    if {fmt for _, fmt in detect_formats(args.paths, args.format)} <= {"who-and-when", "jsonl"} and not args.labels:
+    if not uses_importer(args):
         scan = scan_corpus(list(args.paths), skip_invalid=args.skip_invalid)
         corpus, skipped, imported = list(zip(scan.origins, scan.traces, strict=True)), scan.skipped(), False
-    else:
-        corpus = [(str(p), t) for p in args.paths for t in load_with_options([p], args)]
-        skipped, imported = [], True
+    else:  # every file and trace --skip-invalid leaves out is named and recorded, imported formats too
+        (corpus, skipped), imported = import_corpus(args), True
         if not corpus:  # every trace skipped: name the user's files
             from agentcausal.exceptions import TraceFormatError
 
-            raise TraceFormatError("no valid trace to run (every trace was skipped)", path=", ".join(args.paths))
+            raise TraceFormatError("no valid trace to run (every trace was skipped)",
+                                   path=", ".join([*args.paths, *([args.from_phoenix] if args.from_phoenix else [])]))
     if not args.no_ground_truth:
         require_ground_truth(select_traces([t for _, t in corpus], ids=args.ids, limit=args.limit,
                                            max_steps=args.max_steps))
@@ -358,7 +369,7 @@ def _print_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool
     """Print the accuracy table of a run folder: as the flow's report step wrote it (``evaluate=False``: the run
     is evaluated and reported once, by the flow) or evaluated and reported again (``agentcausal evaluate``)."""
     from agentcausal.report.attribution import accuracy_text, report_run
-    from agentcausal.runs.folder import read_attribution_summary
+    from agentcausal.runs.folder import load_results, read_attribution_summary
 
     if evaluate:
         rep = report_run(run_dir)
@@ -366,7 +377,8 @@ def _print_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool
     else:
         shown, path = read_attribution_summary(run_dir), Path(run_dir) / "report.md"
     overall, failures = shown.overall, shown.failures
-    print(accuracy_text(shown))
+    from agentcausal.report.blamed import console_summary  # unlabelled rows: the blamed steps, then accuracy
+    print(console_summary(load_results(run_dir), accuracy_text(shown), run_dir))
     if len(failures):
         st = failures["status"].value_counts() if "status" in failures else {}
         print(f"\n{len(failures)} failed (trace, method) pairs; see the report."

@@ -55,10 +55,13 @@ from agentcausal.discovery.graph import CausalGraph
 from agentcausal.discovery.ils_csl import ILSCSLSettings, ils_csl
 from agentcausal.discovery.llm_scd import LLMSCDSettings, llm_scd
 from agentcausal.discovery.react import ReActSettings, react_discovery
+from agentcausal.discovery.rounds import apply_rounds, split_rounds
 from agentcausal.discovery.mac.calls import sample_index
 from agentcausal.discovery.mac.pipeline import run_mac
-from agentcausal.discovery.mac.prompts import PROMPT_VERSION
-from agentcausal.discovery.mac.settings import BASELINE_STAGE, CODER_STAGE, DEBATE_STAGE, MACSettings
+from agentcausal.discovery.mac.prompts import PROMPT_VERSIONS
+from agentcausal.discovery.mac.settings import BASELINE_STAGE, CODER_STAGE, DEBATE_STAGE, MACSettings, unspecified_notes
+from agentcausal.discovery.mac.settings import PAPER_UNSPECIFIED as MAC_PAPER_UNSPECIFIED
+from agentcausal.discovery.react import PAPER_UNSPECIFIED as REACT_PAPER_UNSPECIFIED
 from agentcausal.exceptions import AgentCausalError, ConfigError, is_content_failure
 
 __all__ = [
@@ -188,7 +191,7 @@ def split_method(method: str) -> tuple[str, str]:
     ------
     ConfigError on an unknown base method or mode, or a mode on a statistical method.
     """
-    base, _, mode = method.partition("@")
+    base, _, mode = split_rounds(method)[0].partition("@")  # "mac (rounds 2)": a rounds variant of mac
     mode = mode or "none"
     if base not in METHODS:
         raise ConfigError(f"unknown discovery method {method!r}; choose from {', '.join(METHODS)} "
@@ -232,7 +235,9 @@ def resolve_methods(names: Sequence[str]) -> list[str]:
         expanded = list(STATISTICAL_METHODS) if key in ("statistical", "stat") else [key]
         for k in expanded:
             base, mode = split_method(k)
-            k = base if mode == "none" else k
+            rounds = split_rounds(k)[1]
+            k = base if mode == "none" else f"{base}@{mode}"
+            k = k if rounds is None else f"{k} (rounds {rounds})"
             if k not in out:
                 out.append(k)
     return out
@@ -240,7 +245,7 @@ def resolve_methods(names: Sequence[str]) -> list[str]:
 
 def method_stages(method: str, config: DiscoveryConfig) -> tuple[str, ...]:
     """LLM stages a method calls (empty for statistical baselines)."""
-    method = method.partition("@")[0]
+    method = split_method(method)[0]
     if method in STATISTICAL_METHODS:
         return ()
     if method in BASELINE_METHODS:
@@ -270,17 +275,20 @@ def method_settings(method: str, config: DiscoveryConfig) -> dict[str, Any]:
     ConfigError on an unknown method.
     """
     base, mode = split_method(method)
-    config = config.resolved()
+    config = apply_rounds(method, config.resolved())[1]  # a rounds variant shows its mac.rounds
     out: dict[str, Any]
     if base in STATISTICAL_METHODS:
         out = {"algorithm_timeout_s": config.algorithm_timeout_s}
     elif base in ("mac", "mac_single", "dcm_only", "mdm_only"):
         out = _mac_settings(base, config).model_dump(mode="json")
+        out["paper_unspecified"] = unspecified_notes(config.mac, MAC_PAPER_UNSPECIFIED)
     elif base == "llm_zero_shot":
-        out = {"max_tokens_scale": config.mac.max_tokens_scale,
+        out = {"max_tokens_scale": config.mac.max_tokens_scale, "edges_per_variable": config.mac.edges_per_variable,
                "sampling_temperature": config.mac.sampling_temperature}
     else:
         out = getattr(config, base).model_dump(mode="json")
+        if base == "react":
+            out["paper_unspecified"] = unspecified_notes(config.react, REACT_PAPER_UNSPECIFIED)
     if base not in STATISTICAL_METHODS:  # what this run's calls use (None = the profile's temperature)
         out["temperature_used"] = llm_temperature(base, config)
     return {**out, "anonymise": mode} if mode != "none" else out
@@ -337,7 +345,8 @@ def _mac(method: str) -> Callable[..., tuple[CausalGraph, dict[str, Any]]]:
 def _zero_shot(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
     sample = sample_index(seed, config.repeat)
     t = llm_temperature("llm_zero_shot", config)
-    res = llm_zero_shot(gw, ds, item=item, max_tokens_scale=config.mac.max_tokens_scale, sample=sample, temperature=t)
+    res = llm_zero_shot(gw, ds, item=item, max_tokens_scale=config.mac.max_tokens_scale,
+                        edges_per_variable=config.mac.edges_per_variable, sample=sample, temperature=t)
     return res.graph, {"dropped": list(res.dropped), "sample": sample, "temperature": t}
 
 
@@ -410,22 +419,22 @@ def run_discovery(method: str, ds: Dataset, gw=None, config: DiscoveryConfig = D
     AgentCausalError when ``raise_transient`` is set and the failure is not a content failure
     (EndpointUnreachableError, LLMCallError, an AlgorithmError timeout ...).
     """
-    if method not in _HANDLERS:
+    handler, config = apply_rounds(method, config.resolved())  # executor "auto": the one that runs here
+    if handler not in _HANDLERS:
         raise ConfigError(f"unknown discovery method {method!r}; choose from {', '.join(METHODS)}")
-    config = config.resolved()  # executor "auto": the one that runs here
     stages = method_stages(method, config)
     if stages and gw is None:
         raise ConfigError(f"method {method!r} calls an LLM; pass a gateway")
     from agentcausal.runs.envelope import run_enveloped
 
     item = f"{ds.name}:{seed}:{method}"
-    env = run_enveloped(lambda: _HANDLERS[method](gw, ds, config, seed, item), gw=gw, stages=stages,
+    env = run_enveloped(lambda: _HANDLERS[handler](gw, ds, config, seed, item), gw=gw, stages=stages,
                         usage_items=(item,), raise_transient=raise_transient)
     common = dict(dataset=ds.name, seed=seed, n=ds.n, method=method, true_graph=ds.true_graph, models=env.models,
-                  prompt_version=PROMPT_VERSION if stages else "", data_hash=ds.content_hash())
+                  prompt_version=PROMPT_VERSIONS[config.mac.prompts] if stages else "", data_hash=ds.content_hash())
     if env.error is None:
         graph, details = env.result
-        if config.executor_fallback and method.partition("@")[0] in ("mac", "mac_single", "dcm_only"):
+        if config.executor_fallback and handler.partition("@")[0] in ("mac", "mac_single", "dcm_only"):
             details = {**details, "executor_fallback": config.executor_fallback}
         err, detail = "", degradation(details)
         status = "degraded" if detail else "complete"
@@ -490,9 +499,9 @@ def discovery_key(ds: Dataset, method: str, config: DiscoveryConfig, gw=None, *,
     ------
     ConfigError on an unknown method.
     """
-    if method not in _HANDLERS:
+    handler, config = apply_rounds(method, config.resolved())  # the executor that runs here, never "auto"
+    if handler not in _HANDLERS:
         raise ConfigError(f"unknown discovery method {method!r}; choose from {', '.join(METHODS)}")
-    config = config.resolved()  # the key names the executor that runs here, never "auto"
     stages = method_stages(method, config)
     models = {}
     for s in stages:
@@ -505,7 +514,7 @@ def discovery_key(ds: Dataset, method: str, config: DiscoveryConfig, gw=None, *,
         "config": config.model_dump(mode="json", exclude={"executor_fallback", "samples"}) if stages
         else {"timeout": config.algorithm_timeout_s},
         **({"temperature": t} if (t := llm_temperature(method, config)) is not None else {}),
-        "prompt_version": PROMPT_VERSION if stages else "", "models": models,
+        "prompt_version": PROMPT_VERSIONS[config.mac.prompts] if stages else "", "models": models,
         "metadata": [ds.metadata.model_dump(mode="json"), metadata_text(ds)] if stages else None,
     }, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()

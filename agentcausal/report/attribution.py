@@ -1,9 +1,12 @@
-"""Markdown report and printable tables of a failure-attribution run.
+"""Markdown and HTML report and printable tables of a failure-attribution run.
 
-:func:`markdown_report` renders an :class:`~agentcausal.attribution.evaluate.Evaluation`
-(accuracy overall, per subset, per trace length, the step-error histogram,
-cost per trace and per stage, and failed traces with their errors);
-:func:`accuracy_text` is the short table the CLI prints.
+Both reports open on the blamed steps (:mod:`agentcausal.report.blamed`), with the
+run's settings folded. :func:`markdown_report` then renders an
+:class:`~agentcausal.attribution.evaluate.Evaluation`: accuracy overall, per subset,
+per trace length and the step-error histogram, each only when some trace is
+labelled (:mod:`agentcausal.report.accuracy`: counts ``k/n`` beside percentages,
+exact match, Hit@k, top-3, Who&When's rule); cost per trace and per stage; failed
+traces with their errors. :func:`accuracy_text` is the table the CLI prints.
 
 References
 ----------
@@ -28,7 +31,7 @@ from agentcausal.report.traces_html import per_trace_html, trace_sections_html
 from agentcausal.traces.model import Attribution, Trace
 
 __all__ = ["RunReport", "markdown_table", "markdown_report", "accuracy_text", "write_report", "report_run",
-           "table_records", "blamed_steps_markdown"]
+           "table_records"]
 
 
 class RunReport(NamedTuple):
@@ -82,7 +85,8 @@ def markdown_table(df: pd.DataFrame, *, index: bool = False) -> str:
 
 
 def accuracy_text(ev: Evaluation) -> str:
-    """The overall accuracy table as plain text for a terminal.
+    """The overall accuracy table as plain text for a terminal: each metric ``k/n (x%)``
+    (:func:`~agentcausal.report.accuracy.accuracy_display`).
 
     Parameters
     ----------
@@ -92,37 +96,69 @@ def accuracy_text(ev: Evaluation) -> str:
     -------
     str
     """
-    df = ev.overall.copy()
-    for c in _PCT:
-        df[c] = df[c].map(lambda v: "–" if pd.isna(v) else f"{100 * v:.1f}%")
-    return df.to_string(index=False)
+    from agentcausal.report.accuracy import accuracy_display
+
+    shown = accuracy_display(ev.overall)
+    short = {"step (exact)": "step", "step and agent": "both", "Hit@1 (±1 step)": "Hit@1 ±1", "Hit@3 (±3)": "Hit@3 ±3",
+             "Hit@5 (±5)": "Hit@5 ±5", "top-3 (candidates)": "top-3"}
+    ww = [c for c in shown.columns if "Who&When" in c]  # in the reports, for comparing with published numbers
+    text = shown.drop(columns=ww + [c for c in ("degraded", "reused") if c in shown and not shown[c].any()]) \
+        .rename(columns=short).to_string(index=False)
+    return text + ("\n(k/n over labelled traces; Who&When's substring rule and the per-subset tables are in the "
+                   "report)" if ww else "")
 
 
-def markdown_report(ev: Evaluation, *, title: str = "Failure attribution", meta: Mapping[str, object] | None = None) -> str:
-    """The whole evaluation as one markdown document.
+def _split_facts(meta: Mapping[str, object]) -> tuple[dict[str, object], dict[str, object]]:
+    """(facts for the header, facts to fold): mappings (per-method settings, models) are folded, scalars and
+    lists shown; a ``methods`` mapping is shown by its names and folded with its settings."""
+    head = {k: v for k, v in meta.items() if not isinstance(v, Mapping)}
+    folded = {k: v for k, v in meta.items() if k not in head}
+    if isinstance(meta.get("methods"), Mapping):
+        head = {"methods": list(meta["methods"]), **head}  # type: ignore[arg-type]
+    return head, folded
+
+
+def markdown_report(ev: Evaluation, *, title: str = "Failure attribution", meta: Mapping[str, object] | None = None,
+                    lead: str = "") -> str:
+    """The whole evaluation as one markdown document: the run's facts, ``lead`` (the blamed steps), the accuracy
+    tables (only when some trace is labelled), cost, failed traces.
 
     Parameters
     ----------
     ev : Evaluation
     title : str
-    meta : mapping shown as a bullet list under the title (corpus, routing, run folder ...), as readable
-        text (:func:`~agentcausal.report.html.facts_markdown`), per-method settings as a table
+    meta : the run's facts (corpus, routing, run folder, per-method settings ...): corpus, methods,
+        routing, preset and traces on one line under the title, every fact as readable text
+        (:func:`~agentcausal.report.html.facts_markdown`) folded in a ``<details>`` block after ``lead``
+    lead : markdown placed before the accuracy tables (the blamed steps,
+        :func:`~agentcausal.report.blamed.blamed_markdown`)
 
     Returns
     -------
     str
     """
-    from agentcausal.report.html import facts_markdown
+    from agentcausal.report.accuracy import ACCURACY_NOTE, accuracy_display, has_labels
+    from agentcausal.report.html import facts_markdown, readable_value
 
-    parts = [f"# {title}", "", *facts_markdown(meta or {})]
+    head, folded = _split_facts(meta or {})
+    short = {k: head[k] for k in ("corpus", "methods", "routing", "preset", "traces") if k in head}
+    line = " · ".join(f"**{k}**: {readable_value(v)}" for k, v in short.items())
+    parts = [f"# {title}", *(["", line] if line else [])]
+    if lead:
+        parts += ["", lead.rstrip()]
+    if meta:
+        parts += ["", "<details><summary>Run settings (methods, models, settings)</summary>", "",
+                  *facts_markdown({**head, **folded}), "", "</details>"]
+    if has_labels(ev.overall):
+        parts += [
+            "", "## Accuracy", "", ACCURACY_NOTE, "", markdown_table(accuracy_display(ev.overall)),
+            "", "## Per subset", "", markdown_table(accuracy_display(ev.by_subset, ("subset",))),
+            "", "## Per trace length (steps)", "", markdown_table(accuracy_display(ev.by_length, ("length_bucket",))),
+            "", "## |predicted step − true step|", "", markdown_table(ev.step_error_hist, index=True)]
+    else:
+        parts += ["", "No trace is labelled: the accuracy sections are left out (the blamed steps above are the "
+                  "result)."]
     parts += [
-        "",
-        "Exact 0-based step match; agents compared after normalisation. Undetermined answers and "
-        "failed methods count as wrong.",
-        "", "## Accuracy", "", markdown_table(ev.overall),
-        "", "## Per subset", "", markdown_table(ev.by_subset),
-        "", "## Per trace length (steps)", "", markdown_table(ev.by_length),
-        "", "## |predicted step − true step|", "", markdown_table(ev.step_error_hist, index=True),
         "", "## Cost per trace (means)", "", markdown_table(ev.cost_per_trace),
         "", "## Cost per stage", "", markdown_table(ev.cost_by_stage),
         *_cost_this_run_section(ev, meta),
@@ -182,42 +218,16 @@ def dependency_graphs_markdown(results: pd.DataFrame, *, max_graphs: int = 50) -
                       "dashed: accepted LCE search moves with their ΔS.", "", *parts])
 
 
-def blamed_steps_markdown(results: pd.DataFrame, *, max_rows: int = 500) -> str:
-    """A markdown section listing each trace's blamed step and agent per method, with the step's span id.
-
-    Shown when some trace was imported from spans (a ``span_id`` is known) or no trace is labelled
-    (then the accuracy tables are empty and this list is the result).
-
-    Parameters
-    ----------
-    results : results frame (``results.parquet``)
-    max_rows : int, at most this many rows (by trace id, then method)
-
-    Returns
-    -------
-    str, empty when neither holds.
-    """
-    has_span = "span_id" in results.columns and bool(results["span_id"].notna().any())
-    if results.empty or not (has_span or results["true_step"].isna().all()):
-        return ""
-    cols = [c for c in ("trace_id", "method", "pred_step", "pred_agent", "span_id", "true_step", "true_agent",
-                        "failure_modes") if c in results.columns and (c != "failure_modes" or results[c].notna().any())]
-    df = results[cols].sort_values(["trace_id", "method"]).head(max_rows)
-    df = df.astype(object).where(df.notna(), None)
-    return "\n".join(["", "## Blamed steps", "",
-                      "The decisive step (0-based) and agent each method blamed; `span_id` finds the step's span "
-                      "in the tracing UI the trace was imported from; `failure_modes` are a corpus's trace-level "
-                      "labels (MAST).", "", markdown_table(df), ""])
-
-
 def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, object] | None = None,
                  results: pd.DataFrame | None = None, traces: Mapping[str, Trace] | None = None,
                  run_meta: Mapping[str, object] | None = None) -> Path:
     """Write ``report.md``, ``report.html``, the PNG plots and ``accuracy.csv`` into a run folder.
 
-    ``report.html`` leads with the summary tables, then the per-trace table
-    (sortable, filterable) and one section per trace (steps with the blamed
-    ones highlighted, DCFA's dependency graphs as SVG), then the plots.
+    Both reports lead with the blamed steps, the settings folded; the accuracy
+    tables follow only when some trace is labelled. ``report.html`` then has the
+    per-trace table (sortable, filterable) and one section per trace (steps with
+    the blamed ones highlighted, each method's reason, evidence and fix beside
+    them, DCFA's dependency graphs as SVG), the other tables, then the plots.
 
     Parameters
     ----------
@@ -231,25 +241,36 @@ def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, obje
     -------
     Path of ``report.md``.
     """
+    from agentcausal.report.accuracy import has_labels
+    from agentcausal.report.blamed import blamed_html, blamed_markdown
+
     d = Path(run_dir)
     d.mkdir(parents=True, exist_ok=True)
     ev.overall.to_csv(d / "accuracy.csv", index=False)
     p = d / "report.md"
     figs = attribution_figures(ev, d)  # PNGs in the run folder; text charts in report.md, images in report.html
     graphs = dependency_graphs_markdown(results) if results is not None else ""
-    blamed = blamed_steps_markdown(results) if results is not None else ""
+    blamed = blamed_markdown(results) if results is not None else ""
     from agentcausal.attribution.paper_tables import paper_tables_markdown  # the DCFA paper's tables
 
-    paper = paper_tables_markdown(results, dict(run_meta or {})) if results is not None else ""
-    atomic_write_text(p, markdown_report(ev, meta=meta) + paper + blamed + figures_markdown(figs) + graphs)
+    labelled = has_labels(ev.overall)
+    paper = paper_tables_markdown(results, dict(run_meta or {})) if results is not None and labelled else ""
+    atomic_write_text(p, markdown_report(ev, meta=meta, lead=blamed) + paper + figures_markdown(figs) + graphs)
+    lead: list[str] = []
     sections: list[str] = []
     if results is not None and not results.empty:
+        lead = [blamed_html(results)]
         sections = ["<h2>Per trace</h2><p class='note'>One row per trace and method; click a header to sort, "
                     "type to filter, click a trace to see its steps.</p>", per_trace_html(results),
                     trace_sections_html(results, traces)]
-    tables = attribution_tables(ev)
-    write_html_report(d / "report.html", "Failure attribution", meta or {}, figs, tables[:2],
-                      sections=[*sections, *_later_tables(tables[2:])])
+    from agentcausal.report.accuracy import ACCURACY_NOTE
+
+    tables = attribution_tables(ev)  # accuracy (4 tables: only with labels), cost, failures
+    if labelled:
+        lead += [f"<h2>Accuracy</h2><p class='note'>{html.escape(ACCURACY_NOTE)}</p>{html_table(tables[0][1])}",
+                 *_later_tables(tables[1:2])]
+    write_html_report(d / "report.html", "Failure attribution", meta or {}, figs, [],
+                      sections=[*sections, *_later_tables(tables[2:] if labelled else tables[4:])], lead=lead)
     return p
 
 
@@ -303,6 +324,9 @@ def report_run(run_dir: str | Path) -> RunReport:
     ev = evaluate_frame(results)
     shown = {k: meta[k] for k in ("corpus", "methods", "routing", "models", "traces", "started", "wall_seconds")
              if k in meta}
+    plan = meta.get("plan")
+    if isinstance(plan, Mapping) and plan.get("sources"):  # an imported corpus: its files, not the run's copy
+        shown["corpus"] = [str(s.get("path")) for s in plan["sources"] if isinstance(s, Mapping)]  # type: ignore
     shown["run folder"] = str(run_dir)
     path = write_report(ev, run_dir, meta=shown, results=results, traces=_run_traces(meta, results), run_meta=meta)
     return RunReport(ev, path.read_text(encoding="utf-8"), path)

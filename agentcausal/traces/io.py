@@ -18,6 +18,15 @@ the valid traces and one error per invalid file (or JSONL line), and
 :func:`load_traces` refuses them all in one message, or leaves them out when
 ``skip_invalid`` is set.
 
+Hostile files are refused by name before any read (:mod:`agentcausal.input_files`):
+only regular files are read (a FIFO, a device such as a symlink to
+``/dev/zero``, a symlink loop, a dangling symlink, and a symlink found in a
+folder that leads out of it are each an invalid input); a file over the input
+size limit (256 MiB, ``--max-input-mb``) is refused unread; JSON (a file, or a
+JSONL line) nested deeper than 64 levels or holding an integer of more than
+4,300 digits is one line, never a traceback. A trace without a question is
+refused (``question``): every method asks about the task.
+
 References
 ----------
 Zhang, S. et al. "Which Agent Causes Task Failures and When?" ICML 2025. arXiv:2505.00212.
@@ -26,18 +35,24 @@ Zhang, S. et al. "Which Agent Causes Task Failures and When?" ICML 2025. arXiv:2
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 from pydantic import ValidationError
 
-from agentcausal.exceptions import InvalidTracesError, TraceFormatError
+from agentcausal.exceptions import InputFileError, InvalidTracesError, TraceFormatError
+from agentcausal.input_files import (check_input_file, input_refusal, loads_json, max_input_bytes, read_input_bytes,
+                                     read_input_text, read_json_file)
 from agentcausal.traces.model import Trace
 from agentcausal.traces.text import content_text, optional_text
 from agentcausal.traces.whowhen import SUBSETS, load_who_and_when_file, who_and_when_files
 
-__all__ = ["TraceScan", "read_jsonl", "write_jsonl", "scan_traces", "load_traces", "check_unique_ids", "select_traces"]
+__all__ = ["TraceScan", "read_jsonl", "write_jsonl", "scan_traces", "load_traces", "check_unique_ids", "select_traces",
+           # safe reading of user files, for the importers (see agentcausal.input_files)
+           "check_input_file", "input_refusal", "loads_json", "max_input_bytes", "read_input_bytes", "read_input_text",
+           "read_json_file"]
 
 
 class TraceScan(NamedTuple):
@@ -100,13 +115,11 @@ def _normalise_record(obj: object) -> dict:
     return out
 
 
-def _scan_jsonl(path: Path) -> TraceScan:
+def _scan_jsonl(path: Path, *, root: Path | None = None, require_question: bool = False) -> TraceScan:
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        return TraceScan([], [TraceFormatError(f"not UTF-8 text (byte {exc.start})", path=str(path))])
-    except OSError as exc:
-        return TraceScan([], [TraceFormatError(f"cannot read: {exc.strerror or exc}", path=str(path))])
+        lines = read_input_text(path, root=root).splitlines()
+    except InputFileError as exc:
+        return TraceScan([], [TraceFormatError(exc.detail, path=str(path))])
     traces: list[Trace] = []
     errors: list[TraceFormatError] = []
     for n, line in enumerate(lines, 1):
@@ -114,12 +127,19 @@ def _scan_jsonl(path: Path) -> TraceScan:
             continue
         where = f"line {n}"
         try:
-            obj = json.loads(line)
-            traces.append(Trace.model_validate(_normalise_record(obj)))
+            obj = loads_json(line)
+            t = Trace.model_validate(_normalise_record(obj))
+            if require_question and not t.question.strip():
+                raise TraceFormatError("not a Trace: question: missing or empty: every method is asked about the "
+                                       "task the agents were given")
+            traces.append(t)
+        except InputFileError as exc:
+            errors.append(TraceFormatError(f"not JSON: {exc.detail}", path=str(path), field=where))
         except json.JSONDecodeError as exc:
             errors.append(TraceFormatError(f"not JSON: {exc.msg} at column {exc.colno}", path=str(path), field=where))
         except TraceFormatError as exc:
-            errors.append(TraceFormatError(f"not a Trace: {exc.detail}", path=str(path), field=where))
+            detail = exc.detail if exc.detail.startswith("not a Trace") else f"not a Trace: {exc.detail}"
+            errors.append(TraceFormatError(detail, path=str(path), field=where))
         except ValidationError as exc:
             errors.append(TraceFormatError(f"not a Trace: {_validation_summary(exc)}", path=str(path), field=where))
     return TraceScan(traces, errors)
@@ -179,20 +199,30 @@ def write_jsonl(traces: Iterable[Trace], path: str | Path) -> Path:
 LOOSE = "examples"  # the source of a loose Who&When .json file (outside a subset folder)
 
 
-def _files(path: Path) -> list[tuple[Path, str | None]]:
-    """The trace files a path stands for, each with its Who&When subset (None for JSONL)."""
+def _files(path: Path) -> list[tuple[Path, str | None, Path | None]]:
+    """The trace files a path stands for, each with its Who&When subset (None for JSONL) and the folder it
+    was found in (None for a file named directly). Entries of a folder are taken by name, never followed
+    into: a FIFO or a folder named ``x.json`` is read (and refused by name) as a file."""
     if path.is_dir():
         if path.name in SUBSETS or any((path / s).is_dir() for s in SUBSETS):
-            return [(f, subset) for f, subset in who_and_when_files(path)]
+            return [(f, subset, path) for f, subset in who_and_when_files(path)]
         files = sorted(path.glob("*.json")) + sorted(path.glob("*.jsonl"))
         if not files:
             raise TraceFormatError("folder holds no Who&When subsets, *.json or *.jsonl files", path=str(path))
-        return [item for f in files for item in _files(f)]
+        return [(f, None if f.suffix == ".jsonl" else LOOSE, path) for f in files]
     if path.suffix == ".jsonl":
-        return [(path, None)]
+        return [(path, None, None)]
     if path.suffix == ".json":
-        return [(path, path.parent.name if path.parent.name in SUBSETS else LOOSE)]
+        return [(path, path.parent.name if path.parent.name in SUBSETS else LOOSE, None)]
     raise TraceFormatError("expected a folder, a Who&When .json file or a Trace .jsonl file", path=str(path))
+
+
+def _resolved(f: Path) -> Path:
+    """``f.resolve()``, or its absolute path where it cannot be resolved (a symlink loop: refused when read)."""
+    try:
+        return f.resolve()
+    except (OSError, RuntimeError):
+        return Path(os.path.abspath(f))
 
 
 def _loose_ids(files: Sequence[Path]) -> dict[Path, str]:
@@ -201,7 +231,7 @@ def _loose_ids(files: Sequence[Path]) -> dict[Path, str]:
     (``/a/x/trace.json`` and ``/b/x/trace.json`` become ``a/x/trace`` and ``b/x/trace``), so files
     in different folders never share an id and ``data/examples/<stem>.json`` stays ``examples/<stem>``.
     The same file given twice keeps one id (a duplicate :func:`scan_traces` reports)."""
-    resolved = {f: f.resolve() for f in files}
+    resolved = {f: _resolved(f) for f in files}
 
     def ident(f: Path, depth: int) -> str:
         r = resolved[f]
@@ -233,7 +263,9 @@ def scan_traces(paths: Sequence[str | Path]) -> TraceScan:
     Returns
     -------
     TraceScan(traces, invalid); the traces have unique ids: a later trace whose id is
-    taken is in ``invalid`` ("duplicate trace id ... (first read from <file>)").
+    taken is in ``invalid`` ("duplicate trace id ... (first read from <file>)"); a FIFO,
+    device, symlink loop or out-of-folder symlink, an oversized file, over-deep JSON and a
+    trace without a question are in ``invalid`` too, each naming its file (and line or field).
 
     Raises
     ------
@@ -243,25 +275,25 @@ def scan_traces(paths: Sequence[str | Path]) -> TraceScan:
     DatasetError
         As :func:`agentcausal.traces.whowhen.who_and_when_files`.
     """
-    found: list[tuple[Path, str | None]] = []
+    found: list[tuple[Path, str | None, Path | None]] = []
     for raw in paths:
         p = Path(raw)
-        if not p.exists():
+        if not os.path.lexists(p):
             raise TraceFormatError("no such file or folder", path=str(p))
         found.extend(_files(p))
-    loose = _loose_ids([f for f, subset in found if subset == LOOSE])
+    loose = _loose_ids([f for f, subset, _ in found if subset == LOOSE])
     traces: list[Trace] = []
     origins: list[str] = []
     errors: list[TraceFormatError] = []
-    for f, subset in found:
+    for f, subset, root in found:
         if subset is None:
-            scan = _scan_jsonl(f)
+            scan = _scan_jsonl(f, root=root, require_question=True)
             traces.extend(scan.traces)
             origins.extend(str(f) for _ in scan.traces)
             errors.extend(scan.invalid)
             continue
         try:
-            traces.append(load_who_and_when_file(f, subset=subset, trace_id=loose.get(f)))
+            traces.append(load_who_and_when_file(f, subset=subset, trace_id=loose.get(f), root=root))
             origins.append(str(f))
         except TraceFormatError as exc:
             errors.append(exc)

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from agentcausal.traces.text import clean_text
 
-__all__ = ["Step", "Label", "Trace", "Attribution", "ResultStatus", "normalise_agent"]
+__all__ = ["Step", "Label", "Trace", "Attribution", "Candidate", "CorrectedAction", "ResultStatus", "normalise_agent"]
 
 #: how complete a result is: ``complete``; ``degraded`` (a method fell back after a failed stage,
 #: e.g. DCFA's GCA hypothesis after LCE failed); ``content_failed`` (a reply still invalid after all
@@ -190,6 +190,57 @@ class Trace(BaseModel):
         return hashlib.sha256(payload.encode()).hexdigest()
 
 
+class Candidate(BaseModel):
+    """One ranked candidate for the decisive error (:attr:`Attribution.candidates`, best first).
+
+    Attributes
+    ----------
+    step : int, 0-based
+    agent : str or None, the speaker of that step
+    score : float or None, the number the method ranked by (None: the method gives none for it)
+    score_is : str, what ``score`` is (e.g. ``"ΔS(i) = S(i) - S(i-1), cosine to the truth"``,
+        ``"consensus weight"``, ``"single answer, no score"``)
+    role : str, why the step is a candidate: ``answer`` (a single-answer method's one step), DCFA's
+        ``decision`` / ``hypothesis`` / ``pivot`` / ``neighbour``, ECHO's ``consensus`` / ``vote``
+    s, s_prev, delta_s : float or None, DCFA's S(i), S(i-1) and ΔS(i) where LCE computed them
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    step: int = Field(ge=0)
+    agent: str | None = None
+    score: float | None = None
+    score_is: str = ""
+    role: str = "answer"
+    s: float | None = None
+    s_prev: float | None = None
+    delta_s: float | None = None
+
+
+class CorrectedAction(BaseModel):
+    """What the blamed step should have said, and what the run would then have given.
+
+    Attributes
+    ----------
+    step : int, the 0-based blamed step
+    content : str, the corrected content of that step
+    changed : bool, the content differs from the original (a corrector may leave a step as it was)
+    outcome : str or None, the final answer the run would give with the correction (simulated or
+        predicted by the method); None when the method did not simulate it
+    outcome_score : float or None, how that outcome scored (DCFA: S of the corrected trace)
+    source : str, how it was obtained (e.g. ``"dcfa: Correct (eq. 8) and Simulation of T~(i)"``)
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    step: int = Field(ge=0)
+    content: str
+    changed: bool = True
+    outcome: str | None = None
+    outcome_score: float | None = None
+    source: str = ""
+
+
 class Attribution(BaseModel):
     """One method's answer for one trace.
 
@@ -211,6 +262,14 @@ class Attribution(BaseModel):
     status_detail : str or None, why degraded or failed
     reused : bool, the result came from a cache (Prefect's task cache, or every LLM call a cache
         hit): this run paid nothing for it; ``usage`` is what it cost when computed
+    candidates : list of Candidate or None, ranked, best first (the answer first); None = not recorded
+        (a failed method, or a record older than the field)
+    confidence : float in [0, 1] or None, only where the method defines one (DCFA, ECHO:
+        :mod:`agentcausal.attribution.candidates`); never invented
+    evidence : str or None, a verbatim quote from the blamed step (checked to be a substring of it)
+    evidence_note : str or None, why there is no evidence where one was asked for (a quote that was not
+        in the blamed step is dropped and named here)
+    corrected_action : CorrectedAction or None, the blamed step corrected and the outcome with it
     """
 
     trace_id: str
@@ -228,3 +287,8 @@ class Attribution(BaseModel):
     status: ResultStatus = "complete"
     status_detail: str | None = None
     reused: bool = False
+    candidates: list[Candidate] | None = None
+    confidence: float | None = Field(None, ge=0.0, le=1.0)
+    evidence: str | None = None
+    evidence_note: str | None = None
+    corrected_action: CorrectedAction | None = None
