@@ -117,10 +117,13 @@ EXAMPLES = ("wrong_unit_at_step_2.json", "misread_tool_output_at_step_4.json")
 
 def _replies(cache_dir: Path) -> dict[str, str]:
     """Every chat reply a gateway cached: cache key -> text."""
-    import diskcache
+    from agentcausal.llm.reply_cache import ReplyCache
 
-    with diskcache.Cache(str(cache_dir)) as c:
-        return {k: v["text"] for k in c.iterkeys() if isinstance(v := c.get(k), dict) and "text" in v}
+    cache = ReplyCache(cache_dir)
+    try:
+        return {k: v["text"] for k in cache.iterkeys() if (v := cache.get(k)) is not None and "text" in v}
+    finally:
+        cache.close()
 
 
 def _options(sets: list[str]) -> dict[str, object]:

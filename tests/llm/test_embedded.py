@@ -136,9 +136,8 @@ def test_two_runs_on_fresh_caches_give_the_same_replies_and_rows(tmp_path, monke
     from concurrent.futures import ThreadPoolExecutor
     from pathlib import Path
 
-    import diskcache
-
     from agentcausal.attribution.common import run_method
+    from agentcausal.llm.reply_cache import ReplyCache
     from agentcausal.traces.io import load_traces
 
     monkeypatch.delenv("AGENTCAUSAL_PROFILE_EMBEDDED_REPRODUCIBLE", raising=False)
@@ -153,8 +152,9 @@ def test_two_runs_on_fresh_caches_give_the_same_replies_and_rows(tmp_path, monke
             rows = [(a.method, a.trace_id, a.step, a.agent, a.status)
                     for a in pool.map(lambda mt, gw=gw: run_method(mt[1], mt[0], gw), pairs)]
         gw.close()
-        with diskcache.Cache(str(tmp_path / f"llm-{i}")) as c:
-            replies = {k: c[k]["text"] for k in c.iterkeys()}
+        cache = ReplyCache(tmp_path / f"llm-{i}")
+        replies = {k: cache.get(k)["text"] for k in cache.iterkeys()}
+        cache.close()
         runs.append((rows, replies))
     (rows0, replies0), (rows1, replies1) = runs
     assert all(r[4] == "complete" for r in rows0), rows0
