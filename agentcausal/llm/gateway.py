@@ -22,7 +22,11 @@ Around each call the gateway adds:
   A repeat index (``sample > 0``) enters the key and the request (``seed``).
 * **Dialects**: the completion cap goes under the profile's
   ``token_cap_param``; ``temperature`` only where allowed;
-  ``reasoning_effort`` where set (see :class:`~agentcausal.llm.profiles.Profile`).
+  ``reasoning_effort`` and ``extra_body`` where set (see
+  :class:`~agentcausal.llm.profiles.Profile`). A visible ``<think>…</think>``
+  block at the start of a reply (a reasoning model served without a
+  reasoning parser) is removed before the reply is parsed or cached
+  (:func:`agentcausal.llm.replies.strip_reasoning`).
 * **Retries**: the ``openai`` client's own exponential backoff with jitter on
   429, 5xx, timeouts and connection errors (``max_retries`` per gateway; it
   honours ``Retry-After``). After the last retry: :class:`EndpointUnreachableError`.
@@ -84,6 +88,7 @@ from agentcausal.exceptions import (
 from agentcausal.llm.profiles import Profile, ProfileSet, load_profiles
 from agentcausal.llm.window import check_prompt_window
 from agentcausal.llm.reply_cache import CorruptRecord, ReplyCache, decode_vector, encode_vector, thread_flights
+from agentcausal.llm.replies import strip_reasoning
 from agentcausal.llm.usage import StageUsage, UsageLedger
 
 __all__ = ["Gateway", "Message", "cache_key"]
@@ -204,8 +209,10 @@ def _chat_params(
 
     Returns ``(params, key_extra)``: ``params`` go into the request (and the
     cache key); ``key_extra`` holds what changes the result without being sent
-    (``sample`` when the endpoint takes no seed). With the defaults (dialect
-    ``max_tokens``, temperature allowed, ``sample=0``) the params are exactly
+    (``sample`` when the endpoint takes no seed). A profile's ``extra_body``
+    fields (e.g. Qwen3's thinking switch) join the params at the top of the
+    request's JSON, as the ``openai`` client's ``extra_body`` would put them.
+    With the defaults (dialect ``max_tokens``, temperature allowed, ``sample=0``) the params are exactly
     ``{"temperature": t, "max_tokens": n}``, so cache keys written before
     these settings existed still match.
     """
@@ -225,6 +232,8 @@ def _chat_params(
         params[profile.token_cap_param] = cap
     if profile.reasoning_effort is not None:
         params["reasoning_effort"] = profile.reasoning_effort
+    if profile.extra_body:
+        params.update(profile.extra_body)  # fields outside OpenAI's schema, at the top of the body
     key_extra: dict[str, Any] = {}
     if sample > 0:
         if profile.seed_supported:
@@ -512,6 +521,7 @@ class Gateway:
         text = (choice.get("message") or {}).get("content") or ""
         if not isinstance(text, str):
             raise LLMCallError(profile.name, stage, None, f"reply content is {type(text).__name__}, not text")
+        text = strip_reasoning(text)  # a visible <think> block is not the answer
         u = data.get("usage") or {}
         return text, choice.get("finish_reason"), int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0)
 

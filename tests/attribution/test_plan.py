@@ -266,7 +266,7 @@ def test_plan_shows_what_the_profile_applies_where_a_setting_is_null(routing, ca
         m = plan["methods"][name]
         stage_profiles = [profiles.profile_for(st) for st in m["stages"]]
         assert m["profile_params"] == {st: {"temperature": p.temperature if p.temperature_allowed else None,
-                                            "max_output_tokens": p.max_output_tokens}
+                                            "max_output_tokens": p.max_output_tokens, **p.dialect()}
                                        for st, p in zip(m["stages"], stage_profiles)}
         if m["settings"]["sampling_temperature"] is not None:  # small: the preset samples at its own value
             assert m["settings"]["temperature_used"] == m["settings"]["sampling_temperature"]
