@@ -195,11 +195,15 @@ def _cache_identity(profile: Profile) -> str:
 
     The embedded server binds a different port each run, so ``"embedded"`` (not
     the port) enters the key; a profile that serves its own ``model_path`` adds it,
-    so two GGUF files under one model name never share cached replies.
+    so two GGUF files under one model name never share cached replies. The embedded
+    server's reproducible mode (``Profile.reproducible``) computes other numbers than
+    its fast mode, so it adds ``+reproducible``: a reproducible run never reuses a
+    reply the fast mode drew, and a fresh cache and a warm one give the same rows.
     """
-    if profile.is_embedded and profile.model_path:
-        return f"embedded:{profile.model_path}"
-    return profile.base_url
+    if not profile.is_embedded:
+        return profile.base_url
+    ident = f"embedded:{profile.model_path}" if profile.model_path else profile.base_url
+    return ident + ("+reproducible" if profile.reproducible else "")
 
 
 def _chat_params(
