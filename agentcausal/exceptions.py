@@ -28,6 +28,10 @@ __all__ = [
     "InvalidDatasetsError",
     "AlgorithmError",
     "SandboxError",
+    "InputFileError",
+    "ContextWindowError",
+    "CorruptStoreError",
+    "TraceStoreError",
     "is_content_failure",
 ]
 
@@ -285,13 +289,65 @@ class SandboxError(AgentCausalError):
     """LLM-written code could not run in the sandbox, or the sandbox is unavailable."""
 
 
+class InputFileError(AgentCausalError):
+    """An input file may not be read: not a regular file, a symlink loop or out of its tree, over the size
+    limit, not UTF-8, or JSON nested too deeply or holding a too-long integer (:mod:`agentcausal.input_files`).
+
+    Attributes
+    ----------
+    path : str or None, the file (None while the caller has not named it yet)
+    detail : str, why, in one line, without the path
+    """
+
+    def __init__(self, detail: str, *, path: str | None = None) -> None:
+        super().__init__(detail if path is None else f"{path}: {detail}")
+        self.path = path
+        self.detail = detail
+
+
+class ContextWindowError(AgentCausalError):
+    """A prompt would not fit the routed model's context window, so it was not sent: a property of the item.
+
+    Attributes
+    ----------
+    stage, profile : str, the routed stage and its profile
+    prompt_tokens : int, the estimated prompt size, tokens
+    context_window : int, the profile's window, tokens
+    """
+
+    def __init__(self, stage: str, profile: str, prompt_tokens: int, context_window: int, chars: int) -> None:
+        super().__init__(
+            f"stage {stage!r}: the prompt is about {prompt_tokens:,} tokens ({chars:,} characters), over the "
+            f"{context_window:,}-token context window of profile {profile!r}; not sent (shorten the trace, e.g. "
+            "--max-steps, or route the stage to a model with a larger window)")
+        self.stage = stage
+        self.profile = profile
+        self.prompt_tokens = prompt_tokens
+        self.context_window = context_window
+
+
+class CorruptStoreError(AgentCausalError):
+    """A store file (a cache's SQLite database) cannot be read; the one-line message says what to do.
+
+    Attributes
+    ----------
+    path : str, the file at fault
+    """
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
 def is_content_failure(exc: BaseException) -> bool:
     """True when a failure is a property of the input, so recording (and caching) it is safe.
 
     Content failures: a reply still invalid after all repairs
     (:class:`StructuredOutputError`), an unreadable trace or dataset
-    (:class:`TraceFormatError`, :class:`DatasetError`) and an algorithm that
-    fails on the data (:class:`AlgorithmError` not marked ``transient``).
+    (:class:`TraceFormatError`, :class:`DatasetError`, :class:`InputFileError`),
+    a prompt too long for the routed model's window (:class:`ContextWindowError`)
+    and an algorithm that fails on the data (:class:`AlgorithmError` not marked
+    ``transient``).
     Everything else is a failure of the run: transport, timeouts, rate limits
     (:class:`EndpointUnreachableError`), HTTP errors such as 401
     (:class:`LLMCallError`), algorithm timeouts and dead workers, setup errors
@@ -304,7 +360,8 @@ def is_content_failure(exc: BaseException) -> bool:
     """
     if isinstance(exc, AlgorithmError):
         return not exc.transient
-    return isinstance(exc, (StructuredOutputError, TraceFormatError, DatasetError))
+    return isinstance(exc, (StructuredOutputError, TraceFormatError, DatasetError, InputFileError,
+                            ContextWindowError))
 
 
 class CompareError(AgentCausalError):
@@ -334,3 +391,18 @@ class EndpointCheckError(EndpointUnreachableError):
         self.profile = profile
         self.base_url = base_url
         self.cause = cause
+
+
+class TraceStoreError(AgentCausalError):
+    """A trace store (an Arize Phoenix server ...) cannot be reached, refuses a request or answers unexpectedly.
+
+    Attributes
+    ----------
+    url : str, the store's address
+    detail : str, the message without the address
+    """
+
+    def __init__(self, message: str, *, url: str) -> None:
+        super().__init__(f"{url}: {message}")
+        self.url = url
+        self.detail = message

@@ -8,15 +8,15 @@ import os
 import platform
 import random
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from agentcausal.llm import Gateway, Profile, ProfileSet
 from agentcausal.traces.model import Label, Step, Trace
 
-__all__ = ["RESULTS_DIR", "who_and_when_dir", "bench_corpus", "synthetic_traces", "bench_profiles",
-           "bench_gateway", "profiles_toml", "machine", "write_result", "md_table"]
+__all__ = ["RESULTS_DIR", "who_and_when_dir", "bench_corpus", "iter_synthetic_traces", "synthetic_traces",
+           "bench_profiles", "bench_gateway", "profiles_toml", "machine", "write_result", "md_table"]
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 REPO = Path(__file__).resolve().parents[1]
@@ -35,20 +35,23 @@ def who_and_when_dir() -> Path | None:
     return None
 
 
-def synthetic_traces(n: int, seed: int = 0) -> list[Trace]:
-    """``n`` invented traces of 5 to 20 steps with step contents of 200 to 1500 characters."""
+def iter_synthetic_traces(n: int, seed: int = 0) -> Iterator[Trace]:
+    """``n`` invented traces of 5 to 20 steps with step contents of 200 to 1500 characters, one at a time
+    (a corpus of 50,000 is written without holding it)."""
     rng = random.Random(seed)
     agents = ["Orchestrator", "WebSurfer", "Coder", "ComputerTerminal", "Assistant"]
-    out = []
     for k in range(n):
         steps = [Step(index=i, agent=rng.choice(agents),
                       content=" ".join(f"w{rng.randrange(1000)}" for _ in range(rng.randrange(40, 300))))
                  for i in range(rng.randrange(5, 21))]
         culprit = rng.randrange(len(steps))
-        out.append(Trace(id=f"synthetic/{k}", source="synthetic", question=f"Synthetic question {k}?",
-                         ground_truth=f"answer {k}", steps=steps,
-                         label=Label(agent=steps[culprit].agent, step=culprit)))
-    return out
+        yield Trace(id=f"synthetic/{k}", source="synthetic", question=f"Synthetic question {k}?",
+                    ground_truth=f"answer {k}", steps=steps, label=Label(agent=steps[culprit].agent, step=culprit))
+
+
+def synthetic_traces(n: int, seed: int = 0) -> list[Trace]:
+    """The traces of :func:`iter_synthetic_traces` as a list."""
+    return list(iter_synthetic_traces(n, seed))
 
 
 def bench_corpus(n: int = 50) -> tuple[list[Trace], str]:

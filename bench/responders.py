@@ -51,7 +51,9 @@ _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
 _STEP_TAG = re.compile(r'<step n="(\d+)">\n(?:Step \d+ \| )?([^:\n]*)')
 _BLOCK = re.compile(r'<step n="(\d+)">\n(.*?)\n</step>', re.S)
 _REVISED = re.compile(r"Steps 0 to (\d+) above are revised")
-_STEP_ASKED = re.compile(r"(?:Is step|most recent step \(step) (\d+)[ ,]")
+_STEP_ASKED = re.compile(r"(?:Is step|most recent step \(step) (\d+)[ ,]|most recent step \((\d+)\)")
+_UPPER = re.compile(r"upper half \(from step (\d+) to step (\d+)\) or in the lower half \(from step (\d+) to step (\d+)\)")
+_SPEAKER = re.compile(r"^([^:\n<]+): ", re.M)
 _PARTS = re.compile(r"first part \(steps (\d+) to (\d+)\) or the second part \(steps (\d+) to (\d+)\)")
 
 
@@ -168,19 +170,24 @@ class BenchResponder:
         self._truths: dict[str, str] = {}
         self._n_of_block: dict[int, int] = {}
         self._echo_culprit: dict[str, int] = {}
+        self._segment_n: dict[str, int] = {}
         self._lock = threading.Lock()
         self._handlers: dict[str, Callable[[dict[str, Any], str], dict[str, Any]]] = {
             "AllAtOnceReply": self._all_at_once,
             "StepVerdict": self._step_verdict,
+            "StepErrorVerdict": self._step_verdict,
+            "PaperHalfChoice": self._half_choice,
             "HalfChoice": self._half_choice,
-            "ForcedHalfChoice": self._half_choice,
             "DeviationsAndGraph": self._gca_joint,
+            "DeviationsAndLinks": self._gca_joint,
+            "CausalListsReply": self._cgc,
             "DeviationsReply": self._mdi,
             "EdgesReply": self._cgc,
             "HypothesisReply": self._hypothesis,
             "CorrectedTraceReply": self._correct,
             "SimulatedOutcome": self._simulation,
             "PaperSimulatedOutcome": self._simulation,
+            "RootCauseOutcome": self._simulation,
             "JudgeReply": self._judge,
             "DecisionReply": self._decision,
             "A2PReply": self._a2p,
@@ -236,12 +243,16 @@ class BenchResponder:
 
     # ------------------------------------------------------------- baselines
     def _all_at_once(self, body: dict[str, Any], u: str) -> dict[str, Any]:
-        n = self._register(u)
+        step_schema = _schema(body).get("properties", {}).get("step", {})
+        n = self._register(u, int(step_schema["maximum"]) + 1 if "maximum" in step_schema else None)
         q = self._question(u)
         k = self._culprit(u, n)
         if _h("aao", q, n) % 1000 >= self.p_all_at_once * 1000:
             k = _h("aao-miss", q, n) % n
         agent = self._agents(u).get(k) or None
+        if agent is None:  # ``paper``: "speaker: content" lines without step numbers, the agent free text
+            speakers = _SPEAKER.findall(u.split("<trace>", 1)[-1].split("</trace>", 1)[0])
+            agent = (speakers[k] if len(speakers) == n else speakers[0] if speakers else "unknown").strip()
         choices = next((a["enum"] for a in (lambda p: p.get("anyOf", [p]))(
             _schema(body).get("properties", {}).get("agent", {})) if "enum" in a), None)
         if choices and agent not in choices:  # the schema lists the trace's own agents
@@ -250,11 +261,23 @@ class BenchResponder:
 
     def _step_verdict(self, body: dict[str, Any], u: str) -> dict[str, Any]:
         m = _STEP_ASKED.search(u)
-        i = int(m.group(1)) if m else 0
+        i = int(m.group(1) or m.group(2)) if m else 0
         decisive = _h("sbs", self._question(u), i) % 1000 < self.hazard * 1000
+        if schema_name(body) == "StepErrorVerdict":
+            return {"error": decisive, "reason": f"step {i} {'has' if decisive else 'has no'} derailing error"}
         return {"reason": f"step {i} {'is' if decisive else 'is not'} the decisive error", "decisive": decisive}
 
     def _half_choice(self, body: dict[str, Any], u: str) -> dict[str, Any]:
+        up = _UPPER.search(u)
+        if up:  # ``paper``: upper/lower half; the first call's segment is the whole trace
+            a_lo, a_hi, b_lo, b_hi = map(int, up.groups())
+            q = self._question(u)
+            with self._lock:
+                n = self._segment_n.setdefault(q, b_hi + 1)
+            right = "upper half" if self._culprit(u, n) <= a_hi else "lower half"
+            wrong = "lower half" if right == "upper half" else "upper half"
+            half = right if _h("bs", q, n, a_lo, b_hi) % 1000 < self.p_binary * 1000 else wrong
+            return {"half": half, "reason": f"the error is in the {half}"}
         m = _PARTS.search(u)
         if not m:
             forced = "undetermined" not in json.dumps(_schema(body))
@@ -325,16 +348,29 @@ class BenchResponder:
         return [{**e, "reason": "it uses that value", "temporal": True, "necessary": True, "sufficient": True}
                 for e in edges]
 
+    @staticmethod
+    def _lists(edges: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The edges as per-step cause/effect lists (``cgc="code"`` replies)."""
+        steps: dict[int, dict[str, Any]] = {}
+        for e in edges:
+            steps.setdefault(e["target"], {"step": e["target"], "causes": [], "effects": []})["causes"].append(e["source"])
+            steps.setdefault(e["source"], {"step": e["source"], "causes": [], "effects": []})["effects"].append(e["target"])
+        return [steps[k] for k in sorted(steps)]
+
+    def _graph(self, body: dict[str, Any], edges: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"steps": self._lists(edges)} if schema_name(body) in ("CausalListsReply", "DeviationsAndLinks") \
+            else {"edges": self._judged(body, edges)}
+
     def _gca_joint(self, body: dict[str, Any], u: str) -> dict[str, Any]:
         n = self._register(u)
-        return {"deviations": self._deviations(u, n), "edges": self._judged(body, self._edges(u, n))}
+        return {"deviations": self._deviations(u, n), **self._graph(body, self._edges(u, n))}
 
     def _mdi(self, body: dict[str, Any], u: str) -> dict[str, Any]:
         n = self._register(u)
         return {"deviations": self._deviations(u, n)}
 
     def _cgc(self, body: dict[str, Any], u: str) -> dict[str, Any]:
-        return {"edges": self._judged(body, self._edges(u, self._register(u)))}
+        return self._graph(body, self._edges(u, self._register(u)))
 
     def _hypothesis(self, body: dict[str, Any], u: str) -> dict[str, Any]:
         step_schema = _schema(body).get("properties", {}).get("step", {})
@@ -353,15 +389,17 @@ class BenchResponder:
 
     def _simulation(self, body: dict[str, Any], u: str) -> dict[str, Any]:
         m = _REVISED.search(u)
-        i = int(m.group(1)) if m else -1
         blocks = self._blocks(u)  # the whole (partly corrected) trace is shown
+        # no "Steps 0 to i" note (``simulation="code"``): the last step showing Correct's content
+        i = int(m.group(1)) if m else max((j for j, b in blocks if "corrected step" in b), default=-1)
         n = max(j for j, _ in blocks) + 1 if blocks else 1
         q = self._question(u)
         with self._lock:
             truth = self._truths.get(q)
-        if truth is not None and i >= self._culprit(u, n):
-            return {"outcome": truth}
-        return {"outcome": f"wrong answer {_h('sim', q, n, i) % 4}"}
+        out = truth if truth is not None and i >= self._culprit(u, n) else f"wrong answer {_h('sim', q, n, i) % 4}"
+        if schema_name(body) == "RootCauseOutcome":
+            return {"reason": f"the corrections through step {i} carry on", "answer": out}
+        return {"outcome": out}
 
     def _judge(self, body: dict[str, Any], u: str) -> dict[str, Any]:
         m = re.search(r"<data>(.*?)</data>", u, re.S)

@@ -7,7 +7,8 @@ Usage (from the repository root)::
     .venv/bin/python -m bench --only exact     # 6: which score lets exact search recover Earthquake (by n)
     .venv/bin/python -m bench --quick          # a smoke run: 10 traces, seed 0, no Prefect flow
     .venv/bin/python -m bench --embedded --embedded-traces 1   # 5: the embedded model (long; opt-in)
-    .venv/bin/python -m bench --only scale     # 7: the attribute flow at scale (long; opt-in)
+    .venv/bin/python -m bench --only scale     # 7: the attribute flow at scale (~20 min; opt-in); docs/performance.md
+    .venv/bin/python -m bench --perf-doc       # rewrite docs/performance.md from bench/results/ alone
     .venv/bin/python -m bench --only alarm     # 8: MAC and zero-shot on Alarm, embedded model (long; opt-in)
     .venv/bin/python -m bench --embedded --embedded-traces 1 --methods a2p echo --preset small \
         --out bench/results/a2p-echo               # A2P and ECHO on the shortest development trace
@@ -60,14 +61,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--embedded-traces", type=int, default=6, help="shortest dev traces for --embedded (default 6)")
     p.add_argument("--methods", nargs="+", default=None, help="methods for --embedded (default: all registered)")
     p.add_argument("--scale-traces", type=int, default=None,
-                   help="--only scale: all_at_once corpus size (default 2000; 10000 for the memory target)")
+                   help="--only scale: all_at_once corpus size (default 2000)")
     p.add_argument("--scale-dcfa-traces", type=int, default=500, help="--only scale: dcfa corpus size; 0 skips dcfa")
     p.add_argument("--scale-latency-ms", type=float, nargs="+", default=[1000.0, 200.0],
                    help="--only scale: fake server latencies (default 1000 200)")
     p.add_argument("--scale-concurrency", type=int, nargs="+", default=[16, 64],
                    help="--only scale: concurrency levels (default 16 64)")
-    p.add_argument("--runner", nargs="+", choices=("thread", "dask"), default=["thread"],
-                   help="--only scale: task runners (default thread; dask adds all_at_once rows on a local cluster)")
+    p.add_argument("--runner", nargs="+", choices=("thread", "dask"), default=["thread", "dask"],
+                   help="--only scale: task runners (default both; dask adds one all_at_once row on a local cluster "
+                        "started before timing)")
+    p.add_argument("--scale-memory-traces", type=int, nargs="*", default=[5000, 50000],
+                   help="--only scale: corpus sizes of the memory pair, each in a fresh process (default 5000 50000; "
+                        "none: skip it)")
+    p.add_argument("--scale-memory-latency-ms", type=float, default=200.0,
+                   help="--only scale: the memory pair's latency per request (default 200)")
+    p.add_argument("--perf-doc", action="store_true",
+                   help="only rewrite docs/performance.md from the results already in the folder")
     p.add_argument("--dask-workers", type=int, default=2, help="--only scale: local Dask workers (default 2)")
     p.add_argument("--chunk-size", type=int, nargs="+", default=None,
                    help="--only scale: traces per task to compare (default: the flow's default)")
@@ -96,6 +105,12 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     before = machine()
     print(f"machine: {before['cpus']} cores, load average {before['load_avg_1_5_15']}", flush=True)
+
+    if args.perf_doc:
+        from bench.performance import DOC, write_performance_doc
+
+        print(f"wrote {write_performance_doc(out, DOC if out == RESULTS_DIR else out / 'performance.md')}")
+        return 0
 
     if args.summary:
         from bench.summary import summary_markdown, update_readme
@@ -180,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
 
         plan = [("all_at_once", args.scale_traces or 2000)] + ([("dcfa", args.scale_dcfa_traces)]
                                                                 if args.scale_dcfa_traces else [])
-        print(f"7. scale: {plan}, latency {args.scale_latency_ms} ms, concurrency {args.scale_concurrency}", flush=True)
+        print(f"7. scale: {plan}, latency {args.scale_latency_ms} ms, concurrency {args.scale_concurrency}, runners "
+              f"{args.runner}, memory pair {args.scale_memory_traces}", flush=True)
         t0 = time.perf_counter()
         def save_scale(partial: dict) -> None:  # after each row: a long run interrupted keeps its rows
             payload = {**partial, "machine": machine(), "machine_at_start": before, "argv": sys.argv[1:]}
@@ -188,12 +204,19 @@ def main(argv: list[str] | None = None) -> int:
 
         res = run_scale(plan, latencies_s=[x / 1000 for x in args.scale_latency_ms],
                         concurrencies=args.scale_concurrency, chunk_sizes=args.chunk_size or [None],
-                        runners=args.runner, dask_workers=args.dask_workers, on_row=save_scale)
+                        runners=args.runner, dask_workers=args.dask_workers,
+                        memory_traces=args.scale_memory_traces, memory_latency_s=args.scale_memory_latency_ms / 1000,
+                        on_row=save_scale)
         timings["scale"] = round(time.perf_counter() - t0, 1)
         m = machine()
-        payload = {**res, "machine": m, "machine_at_start": before, "argv": sys.argv[1:]}
+        payload = {**res, "machine": m, "machine_at_start": before, "argv": sys.argv[1:],
+                   "seconds": timings["scale"]}
         write_result("scale", payload, scale_markdown(res, m), out)
         written["scale"] = payload
+        from bench.performance import DOC, write_performance_doc
+
+        print(f"  wrote {write_performance_doc(out, DOC if out == RESULTS_DIR else out / 'performance.md')}",
+              flush=True)
     if "alarm" in sections:  # bench/alarm.py
         from bench.alarm import alarm_markdown, run_alarm
 

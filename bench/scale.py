@@ -1,35 +1,41 @@
 """Benchmark 7 (opt-in, ``--only scale``): the ``attribute`` flow over large synthetic corpora.
 
-Each row runs the Prefect ``attribute`` flow (the CLI's default thread runner,
-the temporary Prefect API already started by a warm-up flow and timed apart)
-over :func:`bench.common.synthetic_traces` written as one JSONL file, against
-the fake OpenAI server (test double, :mod:`bench.server`) in a child process
-with a fixed latency per request, one profile with ``max_concurrency = c``
-shared by chat and embedding requests (a new model label per row, so no row
-reads another's LLM cache). Then the same flow again on the same cache
-folder (a fully cached rerun).
+Each row runs the Prefect ``attribute`` flow over :func:`bench.common.synthetic_traces`
+written as one JSONL file, against the fake OpenAI server (test double,
+:mod:`bench.server`) in a child process with a fixed latency per request, one profile
+with ``max_concurrency = c`` shared by chat and embedding requests (a new model label per
+row, so no row reads another's LLM cache). Prefect's temporary API is started before any
+row by a warm-up flow (timed apart, ``prefect_api_start_s``). Then the same flow again on
+the same cache folder (a fully cached rerun).
 
-With ``runners=("thread", "dask")`` the all_at_once rows of the first latency run once more on
-the Dask runner (``flows.runners``: a local cluster of ``dask_workers`` worker
-processes, started inside the timed flow call); the concurrency limit holds
-per process, so each worker's profile gets ``concurrency / dask_workers``
-slots and the row's ``concurrency`` is their sum (the bound's denominator).
+Rows (issue 22 item 5), from ``plan`` (method, traces), ``latencies_s`` and ``concurrencies``:
+every method at the first latency and every concurrency, and at the other latencies the
+highest concurrency only; with ``"dask"`` in ``runners``, all_at_once once more at the first
+latency and the highest concurrency on a local Dask cluster of ``dask_workers`` worker
+processes **started and warmed (imports) before the timed call**, as a standing cluster is;
+the concurrency limit holds per process, so each worker's profile gets ``concurrency /
+dask_workers`` slots and the row's ``concurrency`` is their sum (the bound's denominator).
+With ``memory_traces`` (e.g. 5,000 and 50,000), all_at_once at the highest concurrency and
+``memory_latency_s`` once per size, each in a fresh process of its own (first run only):
+the memory pair, whose ``rss_mb`` is that process's peak.
 
-Per row: ``runner``, ``traces``, ``method``, ``concurrency``, ``chunk_size``,
-``latency_s``, ``requests`` (at the server), ``peak_in_flight`` (the server's
-peak of requests in flight), ``wall_s`` (the flow call, first run),
-``bound_s = requests x latency / concurrency`` (a lower bound of the wall
-time), ``ratio = wall_s / bound_s``, ``rerun_s`` and ``rerun_requests`` (the
-second run), ``rerun_fraction = rerun_s / wall_s``, ``rss_mb`` (peak resident
-memory of the benchmark process so far, ``ru_maxrss``: the flow runs in this
-process; the server and the corpus generator do not), ``rows_ok`` (the run's Parquet holds every
-trace once under its own id and no ``failed`` row, on both runs) and
-``failed_rows`` (rows of both runs whose status is ``failed``: a failure of
-the run, such as a task that raised, which ``rows_ok`` alone would not show).
+Per row: ``runner``, ``traces``, ``method``, ``concurrency``, ``chunk_size``, ``latency_s``,
+``requests`` (at the server), ``peak_in_flight`` (the server's peak of requests in flight),
+``wall_s`` (the flow call, first run), ``bound_s = requests x latency / concurrency`` (a
+lower bound of the wall time), ``ratio = wall_s / bound_s``, ``cpu_ms_per_request`` (CPU of
+the client's processes during the first run, the flow's and for Dask its workers', per
+request at the server: what binds when it nears ``1000 x latency / concurrency`` ms on a
+core), ``cpu_s`` (those CPU seconds), ``rerun_s`` and ``rerun_requests`` (the second run), ``rerun_fraction = rerun_s /
+wall_s``, ``rss_mb`` (peak resident memory of the flow's process during the row: Linux's
+``VmHWM`` reset before the row through ``/proc/self/clear_refs``; elsewhere the process's
+peak so far, said in ``rss_scope``), ``rows_ok`` (the run's Parquet holds every trace once
+under its own id and no ``failed`` row, on both runs) and ``failed_rows``. The server and the
+corpus generator never count: they are other processes.
 """
 
 from __future__ import annotations
 
+import os
 import resource
 import tempfile
 import time
@@ -39,20 +45,57 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from bench.common import md_table, profiles_toml, synthetic_traces
+from bench.common import iter_synthetic_traces, md_table, profiles_toml
 from bench.server import ServerProcess
 
-__all__ = ["scale_row", "run_scale", "scale_markdown", "DEFAULT_PLAN"]
+__all__ = ["scale_row", "run_scale", "scale_markdown", "DEFAULT_PLAN", "DEFAULT_MEMORY_TRACES", "COLUMNS"]
 
-#: (method, traces) of the full benchmark (issue 15); ``--scale-traces`` replaces the all_at_once size
+#: (method, traces) of the full benchmark (issue 22 item 5)
 DEFAULT_PLAN = (("all_at_once", 2000), ("dcfa", 500))
+#: corpus sizes of the memory pair (issue 22 item 3)
+DEFAULT_MEMORY_TRACES = (5000, 50000)
 
-COLUMNS = ["runner", "traces", "method", "concurrency", "chunk_size", "latency_s", "requests", "peak_in_flight", "wall_s",
-           "bound_s", "ratio", "rerun_s", "rerun_requests", "rerun_fraction", "rss_mb", "rows_ok", "failed_rows"]
+COLUMNS = ["runner", "traces", "method", "concurrency", "chunk_size", "latency_s", "requests", "peak_in_flight",
+           "wall_s", "bound_s", "ratio", "cpu_ms_per_request", "rerun_s", "rerun_requests", "rerun_fraction",
+           "rss_mb", "rows_ok", "failed_rows"]
 
 
-def _rss_mb() -> float:
+# ------------------------------------------------------------------ measuring
+def _reset_peak_rss() -> str:
+    """Reset this process's peak RSS to its current RSS where Linux allows; the scope ``rss_mb`` then has."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return "row"
+    except OSError:
+        return "process so far"
+
+
+def _peak_rss_mb() -> float:
+    """This process's peak resident memory, MB (``VmHWM``; else ``ru_maxrss``)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) / 1024, 1)  # kB
+    except OSError:
+        pass
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)  # KiB on Linux
+
+
+def _cpu_s(pids: Sequence[int] = ()) -> float:
+    """CPU seconds of this process plus the processes ``pids`` (Dask workers), user and system."""
+    total = time.process_time()
+    if pids:
+        import psutil
+
+        for pid in pids:
+            try:
+                t = psutil.Process(pid).cpu_times()
+                total += t.user + t.system
+            except psutil.Error:
+                pass
+    return total
 
 
 def _rows_ok(run_dir: str, ids: Sequence[str]) -> tuple[bool, int]:
@@ -64,17 +107,54 @@ def _rows_ok(run_dir: str, ids: Sequence[str]) -> tuple[bool, int]:
 
 
 def _write_corpus(n: int, path: Path) -> list[str]:
-    """``n`` synthetic traces as JSONL at ``path`` (run in a child process); their ids."""
+    """``n`` synthetic traces as JSONL at ``path``, streamed (run in a child process); their ids."""
     from agentcausal.traces.io import write_jsonl
 
-    traces = synthetic_traces(n)
-    write_jsonl(traces, path)
-    return [t.id for t in traces]
+    ids: list[str] = []
+
+    def stream():
+        for t in iter_synthetic_traces(n):
+            ids.append(t.id)
+            yield t
+
+    write_jsonl(stream(), path)
+    return ids
 
 
+# ------------------------------------------------------------------ Dask
+def _warm_worker() -> int:
+    """Import what a chunk task needs (run on each worker before timing); the worker's pid."""
+    import flows.attribute  # noqa: F401  (the tasks and every registered method)
+
+    return os.getpid()
+
+
+class _StandingCluster:
+    """A local Dask cluster of ``n`` worker processes on loopback, started and warmed before the timed call."""
+
+    def __init__(self, n: int, threads_per_worker: int = 4) -> None:
+        import dask
+        from distributed import Client, LocalCluster
+
+        with dask.config.set({"distributed.worker.daemon": False}):  # as flows.runners starts one
+            self.cluster = LocalCluster(n_workers=n, threads_per_worker=threads_per_worker, processes=True,
+                                        host="127.0.0.1", dashboard_address="127.0.0.1:0")
+        self.client = Client(self.cluster)
+        self.pids = list(self.client.run(_warm_worker).values())
+
+    @property
+    def address(self) -> str:
+        return self.cluster.scheduler_address
+
+    def close(self) -> None:
+        self.client.close()
+        self.cluster.close()
+
+
+# ------------------------------------------------------------------ rows
 def scale_row(corpus_file: Path, ids: Sequence[str], method: str, concurrency: int, server: ServerProcess,
               work: Path, *, chunk_size: int | None = None, label: str, runner: str = "thread",
-              dask_workers: int = 2) -> dict[str, Any]:
+              dask_workers: int = 2, rerun: bool = True) -> dict[str, Any]:
     """The flow twice on one corpus file (first run, then fully cached); one result row.
 
     Parameters
@@ -87,56 +167,130 @@ def scale_row(corpus_file: Path, ids: Sequence[str], method: str, concurrency: i
     work : scratch folder (profiles, cache, run folders)
     chunk_size : traces per task (None: the flow's default)
     label : unique per row (model label, cache folder)
-    runner : ``thread`` (the flow's default) or ``dask`` (a local cluster of ``dask_workers`` processes,
-        each with ``concurrency / dask_workers`` slots)
+    runner : ``thread`` (the flow's default) or ``dask`` (a local cluster of ``dask_workers`` processes, started
+        before timing, each with ``concurrency / dask_workers`` slots)
     dask_workers : local Dask worker processes
+    rerun : also time the fully cached rerun (the memory pair skips it)
 
     Returns
     -------
-    dict with the fields of :data:`COLUMNS`
+    dict with the fields of :data:`COLUMNS` and ``rss_scope``
     """
     from agentcausal.settings import RunSettings
     from agentcausal.runs.engine import DEFAULT_CHUNK_SIZE
     from flows.attribute import run_attribute
     from flows.runners import RunnerChoice, RunnerKind
 
-    choice = None
-    per_process = concurrency
+    choice, cluster, per_process = None, None, concurrency
     if runner == "dask":
-        choice = RunnerChoice(kind=RunnerKind.DASK, n_workers=dask_workers)
+        cluster = _StandingCluster(dask_workers)
+        choice = RunnerChoice(kind=RunnerKind.DASK, dask_address=cluster.address)
         per_process = max(1, concurrency // dask_workers)
         concurrency = per_process * dask_workers
-    toml = profiles_toml(work / f"profiles-{label}.toml", server.base_url, per_process, model=f"bench-{label}")
-    settings = RunSettings(profiles_path=str(toml), cache_dir=str((work / f"cache-{label}").resolve()),
-                           routing="default")
-    times, stats, ok = [], [], []
-    for rep in ("first", "rerun"):
-        server.reset()
-        t0 = time.perf_counter()
-        run_dir = run_attribute([str(corpus_file)], [method], settings=settings, chunk_size=chunk_size,
-                                out_dir=str(work / f"run-{label}-{rep}"), runner=choice)
-        times.append(time.perf_counter() - t0)
-        stats.append(server.stats())
-        ok.append(_rows_ok(run_dir, ids))
-        del run_dir
+    try:
+        toml = profiles_toml(work / f"profiles-{label}.toml", server.base_url, per_process, model=f"bench-{label}")
+        settings = RunSettings(profiles_path=str(toml), cache_dir=str((work / f"cache-{label}").resolve()),
+                               routing="default")
+        times, stats, ok, cpu = [], [], [], 0.0
+        scope = _reset_peak_rss()
+        for rep in ("first", "rerun") if rerun else ("first",):
+            server.reset()
+            c0, t0 = _cpu_s(cluster.pids if cluster else ()), time.perf_counter()
+            run_dir = run_attribute([str(corpus_file)], [method], settings=settings, chunk_size=chunk_size,
+                                    out_dir=str(work / f"run-{label}-{rep}"), runner=choice)
+            times.append(time.perf_counter() - t0)
+            if rep == "first":
+                cpu = _cpu_s(cluster.pids if cluster else ()) - c0
+            stats.append(server.stats())
+            ok.append(_rows_ok(run_dir, ids))
+    finally:
+        if cluster is not None:
+            cluster.close()
     req = stats[0]["requests"]
     bound = req * server.latency_s / concurrency
     return {
-        "runner": runner if runner == "thread" else f"dask x{dask_workers}", "traces": len(ids), "method": method, "concurrency": concurrency,
-        "chunk_size": chunk_size or DEFAULT_CHUNK_SIZE, "latency_s": server.latency_s, "requests": req,
-        "peak_in_flight": max(s["max_in_flight"] for s in stats), "wall_s": round(times[0], 2),
+        "runner": runner if runner == "thread" else f"dask x{dask_workers}", "traces": len(ids), "method": method,
+        "concurrency": concurrency, "chunk_size": chunk_size or DEFAULT_CHUNK_SIZE, "latency_s": server.latency_s,
+        "requests": req, "peak_in_flight": max(s["max_in_flight"] for s in stats), "wall_s": round(times[0], 2),
         "bound_s": round(bound, 2), "ratio": round(times[0] / bound, 3) if bound else None,
-        "rerun_s": round(times[1], 2), "rerun_requests": stats[1]["requests"],
-        "rerun_fraction": round(times[1] / times[0], 3), "rss_mb": _rss_mb(),
-        "rows_ok": all(o for o, _ in ok) and not any(f for _, f in ok), "failed_rows": sum(f for _, f in ok),
+        "cpu_s": round(cpu, 2), "cpu_ms_per_request": round(1000 * cpu / req, 2) if req else None,
+        "rerun_s": round(times[1], 2) if rerun else None, "rerun_requests": stats[1]["requests"] if rerun else None,
+        "rerun_fraction": round(times[1] / times[0], 3) if rerun else None, "rss_mb": _peak_rss_mb(),
+        "rss_scope": scope, "rows_ok": all(o for o, _ in ok) and not any(f for _, f in ok),
+        "failed_rows": sum(f for _, f in ok),
     }
+
+
+def _memory_row(api_url: str, corpus_file: Path, ids: list[str], concurrency: int, base_url: str, latency_s: float,
+                work: Path, label: str) -> dict[str, Any]:  # pragma: no cover - runs in a fresh child process
+    """One memory-pair row in this (fresh) process, on the parent's Prefect API: first run only (the rest of the
+    Prefect settings come with the parent's environment)."""
+    os.environ["PREFECT_API_URL"] = api_url  # before Prefect is imported here
+
+    class _Server:  # the parent's server: only its URL and latency are needed here; counts come from the parent
+        def __init__(self) -> None:
+            self.base_url, self.latency_s, self.requests = base_url, latency_s, 0
+
+        def reset(self) -> None:
+            pass
+
+        def stats(self) -> dict[str, Any]:
+            return {"requests": 0, "max_in_flight": 0}
+
+    return scale_row(corpus_file, ids, "all_at_once", concurrency, _Server(), work,  # type: ignore[arg-type]
+                     label=label, rerun=False)
+
+
+def memory_row(corpus_file: Path, ids: list[str], concurrency: int, server: ServerProcess, work: Path,
+               label: str) -> dict[str, Any]:
+    """A memory-pair row: the flow in a fresh process of its own on this process's Prefect API (first run only);
+    ``rss_mb`` is that process's peak, the server's counts are read here."""
+    from prefect.server.api.server import SubprocessASGIServer
+
+    api_url = SubprocessASGIServer().api_url  # started by the warm-up flow (a per-process singleton)
+    server.reset()
+    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as child:
+        row = child.submit(_memory_row, api_url, corpus_file, ids, concurrency, server.base_url, server.latency_s,
+                           work, label).result()
+    stats = server.stats()
+    row.update(requests=stats["requests"], peak_in_flight=stats["max_in_flight"])
+    bound = stats["requests"] * server.latency_s / row["concurrency"]
+    row.update(bound_s=round(bound, 2), ratio=round(row["wall_s"] / bound, 3) if bound else None,
+               cpu_ms_per_request=round(1000 * row["cpu_s"] / stats["requests"], 2) if stats["requests"] else None,
+               runner="thread (own process)")
+    return row
+
+
+def plan_rows(plan: Sequence[tuple[str, int]], latencies_s: Sequence[float], concurrencies: Sequence[int],
+              chunk_sizes: Sequence[int | None], runners: Sequence[str]) -> list[tuple[float, str, int, int, Any, str]]:
+    """The (latency, method, traces, concurrency, chunk size, runner) of every row, in run order (see module doc).
+
+    >>> rows = plan_rows([("all_at_once", 10), ("dcfa", 5)], [1.0, 0.2], [16, 64], [None], ["thread", "dask"])
+    >>> [(lat, m[:4], c, r) for lat, m, _, c, _, r in rows]  # doctest: +NORMALIZE_WHITESPACE
+    [(1.0, 'all_', 16, 'thread'), (1.0, 'all_', 64, 'thread'), (1.0, 'all_', 64, 'dask'), (1.0, 'dcfa', 16, 'thread'),
+     (1.0, 'dcfa', 64, 'thread'), (0.2, 'all_', 64, 'thread'), (0.2, 'dcfa', 64, 'thread')]
+    """
+    top = max(concurrencies)
+    out = []
+    for lat in latencies_s:
+        for method, n in plan:
+            for c in concurrencies:
+                if lat != latencies_s[0] and c != top:
+                    continue
+                for rn in runners:
+                    if rn == "dask" and not (method == "all_at_once" and lat == latencies_s[0] and c == top):
+                        continue
+                    for cs in chunk_sizes:
+                        out.append((lat, method, n, c, cs, rn))
+    return out
 
 
 def run_scale(plan: Sequence[tuple[str, int]] = DEFAULT_PLAN, *, latencies_s: Sequence[float] = (1.0, 0.2),
               concurrencies: Sequence[int] = (16, 64), chunk_sizes: Sequence[int | None] = (None,),
-              runners: Sequence[str] = ("thread",), dask_workers: int = 2,
+              runners: Sequence[str] = ("thread", "dask"), dask_workers: int = 2,
+              memory_traces: Sequence[int] = DEFAULT_MEMORY_TRACES, memory_latency_s: float = 0.2,
               work: Path | None = None, log=print, on_row=None) -> dict[str, Any]:
-    """Every (latency, method and corpus size, concurrency, chunk size) row; the ``scale.json`` payload.
+    """Every row of :func:`plan_rows`, then the memory pair; the ``scale.json`` payload.
 
     Parameters
     ----------
@@ -144,53 +298,65 @@ def run_scale(plan: Sequence[tuple[str, int]] = DEFAULT_PLAN, *, latencies_s: Se
     latencies_s : fake-server latencies per request, seconds (one server each)
     concurrencies : ``max_concurrency`` levels
     chunk_sizes : traces per task to compare (None: the flow's default)
-    runners : ``thread`` and/or ``dask``; Dask rows only for all_at_once at the first latency (issue 15 item 6)
-    dask_workers : local Dask worker processes of the ``dask`` rows
+    runners : ``thread`` and/or ``dask``
+    dask_workers : local Dask worker processes of the ``dask`` row
+    memory_traces : corpus sizes of the memory pair (all_at_once, highest concurrency); empty: none
+    memory_latency_s : the memory pair's latency per request, seconds
     work : scratch folder (default: a new temporary folder)
     on_row : callable or None, called with the payload so far after each row (partial results on disk)
 
     Returns
     -------
-    dict with ``rows`` (see :data:`COLUMNS`), ``prefect_api_start_s`` and the plan
+    dict with ``rows`` and ``memory_rows`` (see :data:`COLUMNS`), ``prefect_api_start_s`` and the plan
     """
     from bench.throughput import _prefect_warmup
 
     work = work or Path(tempfile.mkdtemp(prefix="agentcausal-bench-scale-"))
     corpora = {}
-    sizes = sorted({n for _, n in plan})
+    sizes = sorted({n for _, n in plan} | set(memory_traces))
     with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as child:  # rss_mb: the flow's alone
         for n, ids in zip(sizes, child.map(_write_corpus, sizes, [work / f"corpus-{n}.jsonl" for n in sizes])):
             corpora[n] = (work / f"corpus-{n}.jsonl", ids)
     warm = _prefect_warmup()
     log(f"  Prefect temporary API up in {warm:.1f} s")
-    rows: list[dict[str, Any]] = []
-    for lat in latencies_s:
+    payload: dict[str, Any] = {"rows": [], "memory_rows": [], "prefect_api_start_s": round(warm, 2),
+                               "plan": [list(p) for p in plan], "latencies_s": list(latencies_s),
+                               "concurrencies": list(concurrencies), "runners": list(runners),
+                               "dask_workers": dask_workers, "memory_traces": list(memory_traces),
+                               "memory_latency_s": memory_latency_s}
+
+    def done(row: dict[str, Any], into: str) -> None:
+        payload[into].append(row)
+        if on_row is not None:
+            on_row({**payload, "partial": True})
+        log(f"  {row['runner']} {row['method']} n={row['traces']} c={row['concurrency']} chunk={row['chunk_size']} "
+            f"latency={row['latency_s']}: wall {row['wall_s']} s / bound {row['bound_s']} s = {row['ratio']}, "
+            f"CPU {row['cpu_ms_per_request']} ms/request, rerun {row['rerun_s']} s ({row['rerun_requests']} "
+            f"requests), peak {row['peak_in_flight']}, rss {row['rss_mb']} MB, rows ok {row['rows_ok']}")
+
+    rows = plan_rows(plan, latencies_s, concurrencies, chunk_sizes, runners)
+    for lat in dict.fromkeys(r[0] for r in rows):
         with ServerProcess(latency_s=lat) as server:
-            for method, n in plan:
-                for c in concurrencies:
-                    for cs, rn in [(cs, rn) for rn in runners for cs in chunk_sizes
-                                   if rn == "thread" or (method == "all_at_once" and lat == latencies_s[0])]:
-                        label = f"{method}-n{n}-c{c}-l{int(lat * 1000)}-k{cs or 0}-{rn}-{time.time_ns()}"
-                        row = scale_row(corpora[n][0], corpora[n][1], method, c, server, work, chunk_size=cs,
-                                        label=label, runner=rn, dask_workers=dask_workers)
-                        rows.append(row)
-                        if on_row is not None:
-                            on_row({"rows": list(rows), "prefect_api_start_s": round(warm, 2), "partial": True,
-                                    "plan": [list(p) for p in plan], "latencies_s": list(latencies_s),
-                                    "concurrencies": list(concurrencies)})
-                        log(f"  {row['runner']} {method} n={n} c={c} chunk={row['chunk_size']} latency={lat}: "
-                            f"wall {row['wall_s']} s / bound {row['bound_s']} s = {row['ratio']}, "
-                            f"rerun {row['rerun_s']} s ({row['rerun_requests']} requests), "
-                            f"peak {row['peak_in_flight']}, rss {row['rss_mb']} MB, rows ok {row['rows_ok']}")
-    return {"rows": rows, "prefect_api_start_s": round(warm, 2), "plan": [list(p) for p in plan],
-            "latencies_s": list(latencies_s), "concurrencies": list(concurrencies)}
+            for _, method, n, c, cs, rn in (r for r in rows if r[0] == lat):
+                label = f"{method}-n{n}-c{c}-l{int(lat * 1000)}-k{cs or 0}-{rn}-{time.time_ns()}"
+                done(scale_row(corpora[n][0], corpora[n][1], method, c, server, work, chunk_size=cs, label=label,
+                               runner=rn, dask_workers=dask_workers), "rows")
+    if memory_traces:
+        with ServerProcess(latency_s=memory_latency_s) as server:
+            for n in memory_traces:
+                label = f"memory-n{n}-{time.time_ns()}"
+                done(memory_row(corpora[n][0], corpora[n][1], max(concurrencies), server, work, label), "memory_rows")
+    return payload
 
 
 def scale_markdown(payload: dict[str, Any], machine: dict[str, Any]) -> str:
+    """``scale.md``: the rows and the memory pair as tables (``docs/performance.md`` adds the targets)."""
     return ("# Scale: the attribute flow on synthetic corpora\n\n"
             f"Machine: {machine['cpus']} cores, load average {machine['load_avg_1_5_15']} at the end, commit "
             f"{machine['commit']}, {machine['when']}. Fake server in a child process; bound = requests x latency / "
-            "concurrency; ratio = wall / bound; rerun = the same flow again on the same cache folder; rss = peak "
-            "resident memory of the benchmark process (the flow's process) so far. The temporary Prefect API "
-            f"start ({payload.get('prefect_api_start_s')} s) is not in any row.\n\n"
-            + md_table(payload["rows"], COLUMNS))
+            "concurrency; ratio = wall / bound; CPU = the client's processes' CPU per request; rerun = the same flow "
+            "again on the same cache folder; rss = peak resident memory of the flow's process during the row. The "
+            f"temporary Prefect API start ({payload.get('prefect_api_start_s')} s) is not in any row.\n\n"
+            + md_table(payload["rows"], COLUMNS)
+            + ("\nMemory pair (each in a fresh process):\n\n" + md_table(payload["memory_rows"], COLUMNS)
+               if payload.get("memory_rows") else ""))

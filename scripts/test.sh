@@ -8,4 +8,4 @@ export PREFECT_HOME="${PREFECT_HOME:-$(mktemp -d)}"
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS=120
 export PREFECT_SERVER_ANALYTICS_ENABLED=false
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-exec .venv/bin/python -m pytest -q -ra "$@"
+exec .venv/bin/python -m pytest -q -ra --durations=20 "$@"

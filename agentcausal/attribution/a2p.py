@@ -65,8 +65,10 @@ from agentcausal.attribution.baseline_prompts import (
 )
 from agentcausal.attribution.baseline_settings import BASELINE_STAGE, BaselineSettings, baseline_tokens, trace_budget
 from agentcausal.attribution.registry import MethodSpec, register, usage_item
+from agentcausal.attribution.candidates import single_answer
+from agentcausal.attribution.evidence import ask_evidence, evidence_fields, with_evidence
 from agentcausal.llm import Gateway
-from agentcausal.traces.model import Attribution, Trace
+from agentcausal.traces.model import Attribution, CorrectedAction, Trace
 from agentcausal.traces.render import render_steps_info
 
 __all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "PAPER_TEMPLATE", "PAPER_ROLE", "A2PReply",
@@ -133,11 +135,15 @@ class A2PSettings(BaselineSettings):
         (``paper``): A2P's code has no character bound, its prompt asks for a reason "under 150
         words" (kept as an instruction in :data:`PAPER_TEMPLATE`) and its reply is bounded only by
         the completion cap. ``small``: 240 (a 0.5B model must finish the JSON within its cap)
+    quote_evidence : bool, ask for one more reply field, ``evidence``, a verbatim quote from the
+        blamed step (kept only when it is a substring of it: :mod:`agentcausal.attribution.evidence`).
+        Beyond the paper; False in every preset, so what ``paper`` and ``small`` send is unchanged.
     """
 
     horizon_min: int = Field(3, ge=1)
     horizon_max: int = Field(5, ge=1)
     field_chars: int | None = Field(None, ge=40)
+    quote_evidence: bool = False
 
 
 #: presets (:mod:`agentcausal.settings`); fields not listed keep the ``paper`` defaults
@@ -218,6 +224,8 @@ def run(trace: Trace, gw: Gateway, settings: A2PSettings) -> Attribution:
     messages, shortened = build_messages(trace, settings, trace_budget(gw, settings))
     forced = settings.prompts == "paper"
     model = reply_model(agent_names(trace), len(trace), forced, settings.field_chars)
+    if settings.quote_evidence:  # one more reply field (off in every preset)
+        messages, model = ask_evidence(messages), with_evidence(model)
     reply = gw.structured(BASELINE_STAGE, messages, model, item=usage_item(trace.id, NAME),
                           max_tokens=baseline_tokens(gw, settings))
     version = PROMPT_VERSIONS[settings.prompts]
@@ -225,8 +233,15 @@ def run(trace: Trace, gw: Gateway, settings: A2PSettings) -> Attribution:
                                   "prediction": reply.prediction, "reverses_failure": reply.reverses_failure,
                                   "shortened": list(shortened), "prompt_version": version}
     step, agent = decisive_verdict(trace, reply.step, reply.agent, details)
+    # A2P's own corrective action and predicted outcome (its "action" and "prediction" fields): no extra call
+    fix = None if step is None else CorrectedAction(
+        step=step, content=reply.action, outcome=reply.prediction,
+        source="a2p: the corrective action and the predicted outcome of its reply (not simulated)")
     return Attribution(trace_id=trace.id, method=NAME, step=step, agent=agent, reason=reply.reason,
-                       prompt_version=version, details=details)
+                       prompt_version=version, details=details, candidates=single_answer(trace, step),
+                       corrected_action=fix,
+                       **evidence_fields(getattr(reply, "evidence", None), trace.steps, step,
+                                         asked=settings.quote_evidence))
 
 
 SPEC = register(MethodSpec(name=NAME, run=run, settings_model=A2PSettings, prompt_version=PROMPT_VERSION,

@@ -1,43 +1,60 @@
 """All-at-Once: the whole trace in one call; the model names the decisive agent, step and reason.
 
 The first Who&When baseline. One prompt holds the task, optionally the correct
-answer, and the whole trace (numbered, delimited, shortened to the stage's
-context budget); the reply is an :class:`AllAtOnceReply`. In every preset the
-``agent`` field is an enum of the trace's own agents (JSON schema), so a
-reply cannot blame a character named in the text; ``step`` is range-checked.
+answer, and the whole trace; the reply is an :class:`AllAtOnceReply`.
 
-* ``paper`` (:data:`PAPER_TEMPLATE`, as Who&When's released code): a forced single
-  choice: the agent directly responsible for the wrong solution, the step where
-  it made that mistake, and the reason. An out-of-range step goes through the
-  gateway's repair loop (schema bounds).
-* ``small`` (:data:`TEMPLATE`): the model may answer "undetermined" (``step`` and
-  ``agent`` null). A step outside ``0..n-1`` is recorded as undetermined with
-  the raw value in ``details["invalid_step"]``. When the reply names a step but
-  no agent, the speaker of that step is taken.
+* ``paper`` (:data:`PAPER_TEMPLATE`, as Who&When's released code
+  ``Automated_FA/Lib/utils.py``, ``all_at_once``): the trace as ``speaker:
+  content`` lines with **no step numbers**, the speaker being the full
+  Hand-Crafted role (:func:`~agentcausal.traces.render.render_conversation`);
+  the prompt explains how steps are counted by the code's example (four
+  entries of three agents, counted from 0) and asks for a forced single
+  choice: the agent directly responsible for the wrong solution (one agent
+  even when none made an obvious mistake), the step where it first made the
+  mistake, and the reason, in that order. The **agent is free text**, as the
+  original reads "Agent Name: ..." from the reply; it is mapped after the
+  reply to one of the trace's ``Step.agent`` names (:func:`map_agent_name`: the
+  normalisation of :func:`~agentcausal.traces.model.normalise_agent`, then the
+  first run of word characters, which both papers' evaluators take from the
+  reply with ``Agent Name:\s*([\w_]+)``, compared case-folded). A name that
+  maps to no agent of the trace is kept as it is and scores as a wrong agent,
+  not as a failure (``details["agent_mapped"]`` False). The step is
+  range-checked (schema bounds; an out-of-range step goes through the
+  gateway's repair loop).
+* ``small`` (:data:`TEMPLATE`): numbered steps, ``agent`` an enum of the trace's
+  own agents, and the model may answer "undetermined" (``step`` and ``agent``
+  null). A step outside ``0..n-1`` is recorded as undetermined with the raw
+  value in ``details["invalid_step"]``. When the reply names a step but no
+  agent, the speaker of that step is taken.
 
-Remaining deviations from Who&When's code under ``paper``: the reply is one
-JSON object (schema-constrained) instead of free text parsed by regular
-expressions, and the trace is rendered with our delimiters and shortened to
-the context budget (the original sends it whole); both keep the method's
-question and its single call. And the completion cap is the profile's budget
+Remaining deviations from Who&When's code under ``paper``, each for its
+reason: the reply is one JSON object (schema-constrained: a parser of free
+text is the part of the original most sensitive to the model's formatting);
+the trace sits inside our delimiters with look-alike tags escaped and is
+shortened to the context budget (the original sends it whole: a guard
+against text in the trace steering the judge, and a fit to the window); the
+completion cap is the profile's budget
 (:func:`~agentcausal.settings.completion_budget`) where Who&When's code sends
 ``max_tokens=1024`` (its CLI default), because the reasoning models the DCFA
 paper runs spend hidden reasoning from the same budget and a fixed 1024 would
-cut them off. Under ``paper`` the system message is the source code's own role sentence
-(:data:`PAPER_ROLE`) followed by our data notice (the trace is data, never
-instructions: a guard against text in the trace steering the judge) and a
-one-line task asking for JSON.
+cut them off; the system message is the source code's own role sentence
+(:data:`PAPER_ROLE`) followed by our data notice and a one-line task asking
+for JSON; case is ignored when the agent's name is mapped (both evaluators
+compare case-sensitively, so "orchestrator" would score as a wrong agent
+there).
 
 References
 ----------
 Zhang, S. et al. "Which Agent Causes Task Failures and When? On Automated
 Failure Attribution of LLM Multi-Agent Systems." ICML 2025. arXiv:2505.00212,
-section 4.1 (All-at-Once).
+section 4.1 (All-at-Once); code github.com/ag2ai/Agents_Failure_Attribution (MIT).
 """
 
 from __future__ import annotations
 
 import functools
+import re
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from pydantic import BaseModel, Field, create_model
@@ -58,25 +75,34 @@ from agentcausal.attribution.baseline_settings import (
     trace_budget,
 )
 from agentcausal.attribution.registry import MethodSpec, register, usage_item
+from agentcausal.attribution.candidates import single_answer
+from agentcausal.attribution.evidence import ask_evidence, evidence_fields, with_evidence
 from agentcausal.llm import Gateway
-from agentcausal.traces.model import Attribution, Trace
-from agentcausal.traces.render import render_steps_info
+from agentcausal.traces.model import Attribution, Trace, normalise_agent
+from agentcausal.traces.render import render_conversation, render_steps_info
 
 __all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "PAPER_TEMPLATE", "PAPER_ROLE", "AllAtOnceReply",
-           "AllAtOnceSettings", "Prompt", "build_messages", "reply_model", "run"]
+           "AllAtOnceSettings", "Prompt", "build_messages", "reply_model", "map_agent_name", "run"]
 
 NAME = "all_at_once"
 #: version of each prompt set
-PROMPT_VERSIONS = {"paper": "all_at_once/paper-2", "small": "all_at_once/3"}
+PROMPT_VERSIONS = {"paper": "all_at_once/paper-3", "small": "all_at_once/3"}
 PROMPT_VERSION = "+".join(PROMPT_VERSIONS[k] for k in sorted(PROMPT_VERSIONS))
 
-#: the ``paper`` user message (Who&When's All-at-Once question); fields: task, trace, n_last
+#: the ``paper`` user message (Who&When's All-at-Once question, its counting example included); fields: task, trace
 PAPER_TEMPLATE = (
-    "{task}\n\nThe conversation, steps 0 to {n_last}:\n{trace}\n\n"
-    "Based on this conversation, predict: (1) the name of the agent who made a mistake that is directly "
-    "responsible for the wrong solution to the task; (2) the step number at which that agent made the "
-    "mistake first; (3) the reason for your prediction. If no agent made an obvious mistake, decide on one "
-    "single agent anyway. You must name one agent and one step."
+    "{task}\n\nIdentify which agent made an error, at which step, and explain the reason for the error. "
+    "Here is the conversation:\n\n{trace}\n\n"
+    "Based on this conversation, predict the following:\n"
+    "1. The name of the agent who made a mistake that is directly responsible for the wrong solution to the "
+    "problem. If no agent made an obvious mistake, decide on one single agent anyway. Give the name as the "
+    "conversation shows it.\n"
+    "2. The step at which that agent first made a mistake. For example, in a conversation structured as "
+    '{{"agent a": "xx", "agent b": "xxxx", "agent c": "xxxxx", "agent a": "xxxxxxx"}}, each entry is one '
+    "step where an agent speaks, and the x stand for what it says. If the mistake is in agent c's entry, the "
+    "step number is 2; if it is in the second entry of agent a, the step number is 3, and so on. Give the "
+    "number of the step where the first mistake occurred.\n"
+    '3. The reason for your prediction.\nAnswer with "agent", then "step", then "reason".'
 )
 
 #: the ``paper`` system message's role sentence (Who&When's code)
@@ -106,9 +132,13 @@ class AllAtOnceSettings(BaselineSettings):
     reason_chars : int or None, the most characters of the reply's reason (schema ``maxLength``,
         longer text cut); None = no cap (``paper``: Who&When's code asks for "the reason for your
         prediction" with no length and bounds only the completion); ``small``: 300
+    quote_evidence : bool, ask for one more reply field, ``evidence``, a verbatim quote from the
+        blamed step (kept only when it is a substring of it: :mod:`agentcausal.attribution.evidence`).
+        Beyond the paper; False in every preset, so what ``paper`` and ``small`` send is unchanged.
     """
 
     reason_chars: int | None = Field(None, ge=40)
+    quote_evidence: bool = False
 
 
 #: presets (:mod:`agentcausal.settings`)
@@ -118,16 +148,20 @@ PRESETS = {"paper": {}, "small": {**BASELINE_PRESETS["small"], "reason_chars": 3
 @functools.lru_cache(maxsize=256)
 def reply_model(agents: tuple[str, ...], n_steps: int, forced: bool,
                 reason_chars: int | None = None) -> type[AllAtOnceReply]:
-    """The reply model of one trace: ``agent`` an enum of ``agents``; ``forced`` (``paper``) makes
-    agent and step required and bounds step to ``0..n_steps-1``; otherwise both may be null;
-    ``reason`` carries ``maxLength = reason_chars`` (none when None)."""
-    agent_t = enum_choice(agents)
+    """The reply model of one trace. ``forced`` (``paper``): ``agent`` free text, then ``step`` bounded
+    to ``0..n_steps-1``, then ``reason``, all required (the original's reply order); otherwise
+    ``agent`` an enum of ``agents`` and agent and step may be null; ``reason`` carries
+    ``maxLength = reason_chars`` (none when None)."""
     reason = (reply_text(reason_chars), Field(description=AllAtOnceReply.model_fields["reason"].description))
     if forced:
         return create_model(
-            "AllAtOnceReply", __base__=AllAtOnceReply, reason=reason,
-            agent=(agent_t, Field(description="Name of the agent who made the decisive error, as shown.")),
-            step=(int, Field(ge=0, le=max(n_steps - 1, 0), description="Step number of the decisive error.")))
+            "AllAtOnceReply", __doc__=AllAtOnceReply.__doc__,
+            agent=(str, Field(description="Name of the agent who made the mistake directly responsible for the "
+                                          "wrong solution, as the conversation shows it.")),
+            step=(int, Field(ge=0, le=max(n_steps - 1, 0),
+                             description="Step number of that agent's first mistake, counted from 0.")),
+            reason=(reply_text(reason_chars), Field(description="The reason for your prediction.")))
+    agent_t = enum_choice(agents)
     return create_model(
         "AllAtOnceReply", __base__=AllAtOnceReply, reason=reason,
         agent=(agent_t | None, Field(description="Name of the agent who made the decisive error, as shown; "
@@ -154,13 +188,63 @@ def build_messages(trace: Trace, settings: AllAtOnceSettings, budget: int | None
     -------
     Prompt(messages, shortened)
     """
-    rendered = render_steps_info(trace.steps, budget)
-    template = PAPER_TEMPLATE if settings.prompts == "paper" else TEMPLATE
+    paper = settings.prompts == "paper"
+    rendered = render_conversation(trace.steps, budget) if paper else render_steps_info(trace.steps, budget)
+    template = PAPER_TEMPLATE if paper else TEMPLATE
     user = template.format(task=task_block(trace, settings.with_ground_truth), trace=rendered.text,
                            n_last=len(trace) - 1)
     role = PAPER_ROLE if settings.prompts == "paper" else None
     return Prompt(baseline_messages("Name the agent and the step of the decisive error.", user, role),
                   rendered.shortened)
+
+
+_WORD = re.compile(r"\w+")
+
+
+def map_agent_name(name: str | None, agents: Sequence[str]) -> str | None:
+    """The trace agent a free-text agent name stands for, or None.
+
+    Tried in order: the name as it is; :func:`~agentcausal.traces.model.normalise_agent`
+    equality (case, spaces, ``_``, ``-``, markdown and a trailing parenthetical
+    ignored: ``"Orchestrator (thought)"``); the first run of word characters of
+    the name against that of each agent, case-folded (both papers' evaluators
+    read the agent from a reply as ``Agent Name:\s*([\w_]+)``). The first agent
+    that matches, in the order given, wins.
+
+    Parameters
+    ----------
+    name : str or None, the reply's agent
+    agents : sequence of str, the trace's ``Step.agent`` names (:func:`agent_names`)
+
+    Returns
+    -------
+    str or None
+
+    Examples
+    --------
+    >>> map_agent_name("orchestrator", ["Orchestrator", "WebSurfer"])
+    'Orchestrator'
+    >>> map_agent_name("Orchestrator (-> WebSurfer)", ["Orchestrator", "WebSurfer"])
+    'Orchestrator'
+    >>> map_agent_name("**Web_Surfer**", ["Orchestrator", "WebSurfer"]), map_agent_name("Planner", ["A"])
+    ('WebSurfer', None)
+    """
+    name = (name or "").strip()
+    if not name:
+        return None
+    if name in agents:
+        return name
+    norm = normalise_agent(name)
+    for a in agents:
+        if norm and normalise_agent(a) == norm:
+            return a
+    m = _WORD.search(name)
+    token = m.group(0).casefold() if m else ""
+    for a in agents:
+        ma = _WORD.search(a)
+        if token and ma and ma.group(0).casefold() == token:
+            return a
+    return None
 
 
 def run(trace: Trace, gw: Gateway, settings: AllAtOnceSettings) -> Attribution:
@@ -175,8 +259,9 @@ def run(trace: Trace, gw: Gateway, settings: AllAtOnceSettings) -> Attribution:
     Returns
     -------
     Attribution with the predicted 0-based step and agent (None when undetermined);
-    ``details`` holds ``shortened`` (steps cut to fit the budget) and, for an
-    out-of-range reply, ``invalid_step``.
+    ``details`` holds ``shortened`` (steps cut to fit the budget), under ``paper``
+    ``agent_reply`` (the name as replied) and ``agent_mapped`` (whether it named a
+    trace agent), and under ``small``, for an out-of-range reply, ``invalid_step``.
 
     Raises
     ------
@@ -191,12 +276,22 @@ def run(trace: Trace, gw: Gateway, settings: AllAtOnceSettings) -> Attribution:
     """
     messages, shortened = build_messages(trace, settings, trace_budget(gw, settings))
     model = reply_model(agent_names(trace), len(trace), settings.prompts == "paper", settings.reason_chars)
+    if settings.quote_evidence:  # one more reply field (off in every preset)
+        messages, model = ask_evidence(messages), with_evidence(model)
     reply = gw.structured(BASELINE_STAGE, messages, model, item=usage_item(trace.id, NAME),
                           max_tokens=baseline_tokens(gw, settings))
     details: dict[str, object] = {"shortened": list(shortened), "prompt_version": PROMPT_VERSIONS[settings.prompts]}
-    step, agent = decisive_verdict(trace, reply.step, reply.agent, details)
+    if settings.prompts == "paper":
+        mapped = map_agent_name(reply.agent, agent_names(trace))
+        details.update(agent_reply=reply.agent, agent_mapped=mapped is not None)
+        step, agent = reply.step, mapped or reply.agent.strip() or None
+    else:
+        step, agent = decisive_verdict(trace, reply.step, reply.agent, details)
     return Attribution(trace_id=trace.id, method=NAME, step=step, agent=agent, reason=reply.reason,
-                       prompt_version=PROMPT_VERSIONS[settings.prompts], details=details)
+                       prompt_version=PROMPT_VERSIONS[settings.prompts], details=details,
+                       candidates=single_answer(trace, step),
+                       **evidence_fields(getattr(reply, "evidence", None), trace.steps, step,
+                                         asked=settings.quote_evidence))
 
 
 SPEC = register(MethodSpec(name=NAME, run=run, settings_model=AllAtOnceSettings, prompt_version=PROMPT_VERSION,

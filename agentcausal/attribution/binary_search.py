@@ -10,20 +10,27 @@ When one step remains it is the prediction, with its speaker as the agent.
 A trace of n steps takes ``ceil(log2 n)`` calls; the agent is always the
 speaker of the remaining step (one of the trace's own agents).
 
-* ``paper`` (:data:`PAPER_TEMPLATE`, as Who&When's released code): the reply must
-  choose a part; an ambiguous reply (one that stays invalid after the gateway's
+* ``paper`` (:data:`PAPER_TEMPLATE`, as Who&When's released code
+  ``Automated_FA/Lib/utils.py``, ``binary_search``): the segment as
+  ``speaker: content`` lines with **no step numbers**, the speaker being the
+  full Hand-Crafted role (:func:`~agentcausal.traces.render.render_conversation`),
+  the ranges named "from step a to step b"; the reply
+  (:class:`PaperHalfChoice`) must choose the "upper half" or the "lower half"
+  of the segment; an ambiguous reply (one that stays invalid after the gateway's
   repairs) takes a seeded random half, as the original does when its reply names
   neither half (seed ``random_seed`` with the trace id and segment; recorded
-  in ``details["path"]`` as ``"random": true``).
+  in ``details["path"]`` as ``"random": true``). The prediction's agent is the
+  speaker of the remaining step (its ``Step.agent``; the original prints the full
+  role, which its evaluator cuts to the first word).
 * ``small`` (:data:`TEMPLATE`): the reply may be "undetermined", which ends the
   search with ``step`` None.
 
 Remaining deviations from Who&When's code under ``paper``: a JSON choice
-(schema enum "first"/"second") instead of "upper half"/"lower half" parsed from
-free text, with a one-sentence reason beside the choice (the original asks for the
+(schema enum "upper half"/"lower half") instead of the phrase searched for in
+free text, with a one-sentence reason after the choice (the original asks for the
 phrase alone; the reason is kept so ``details["path"]`` says why each part was
-taken), and the segment rendered with our delimiters and step numbers within the
-context budget; the completion cap is the profile's budget
+taken), and the segment inside our delimiters with look-alike tags escaped,
+shortened to the context budget; the completion cap is the profile's budget
 (:func:`~agentcausal.settings.completion_budget`) where Who&When's code sends
 ``max_tokens=1024`` (its CLI default), because the reasoning models the DCFA
 paper runs spend hidden reasoning from the same budget and a fixed 1024 would
@@ -59,27 +66,32 @@ from agentcausal.attribution.baseline_settings import (
     trace_budget,
 )
 from agentcausal.attribution.registry import MethodSpec, register, usage_item
+from agentcausal.attribution.candidates import single_answer
 from agentcausal.exceptions import StructuredOutputError
 from agentcausal.llm import Gateway
 from agentcausal.traces.model import Attribution, Trace
-from agentcausal.traces.render import render_steps
+from agentcausal.traces.render import render_conversation, render_steps
 
 __all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "PAPER_TEMPLATE", "PAPER_ROLE", "HalfChoice",
-           "ForcedHalfChoice", "choice_model", "BinarySearchSettings", "Split", "split", "random_half",
+           "PaperHalfChoice", "choice_model", "BinarySearchSettings", "Split", "split", "random_half",
            "build_messages", "run"]
 
 NAME = "binary_search"
 #: version of each prompt set
-PROMPT_VERSIONS = {"paper": "binary_search/paper-2", "small": "binary_search/2"}
+PROMPT_VERSIONS = {"paper": "binary_search/paper-3", "small": "binary_search/2"}
 PROMPT_VERSION = "+".join(PROMPT_VERSIONS[k] for k in sorted(PROMPT_VERSIONS))
 
 #: the ``paper`` user message (Who&When's Binary-Search question); fields as in :data:`TEMPLATE`
 PAPER_TEMPLATE = (
-    "{task}\n\nThe conversation, steps {lo} to {hi}; the most critical mistake, the one that made the task "
-    "fail, lies in these steps:\n{trace}\n\n"
-    "Which part contains that mistake: the first part (steps {a_lo} to {a_hi}) or the second part "
-    "(steps {b_lo} to {b_hi})? If no single clear error is evident, choose the part with the step you believe "
-    "is most responsible for the failure. You must choose one."
+    "You are analysing a segment of a multi-agent conversation: several agents collaborate to resolve a user "
+    "query through their dialogue. Your task is to locate the most critical mistake in the segment: decide "
+    "which half of the segment holds the single step where this crucial error occurs, the error that in the "
+    "end made the query fail.\n{task}\n\nReview this conversation segment, from step {lo} to step {hi}:\n\n"
+    "{trace}\n\nPredict whether the most critical error more likely lies in the upper half (from step {a_lo} "
+    "to step {a_hi}) or in the lower half (from step {b_lo} to step {b_hi}) of this segment. Base the answer "
+    "on the mistake that directly contributes to the failure to resolve the query; if no single clear error "
+    "is evident, take the step you believe most responsible for the failure, by your own judgement, and "
+    "answer for it."
 )
 
 #: the ``paper`` system message's role sentence (Who&When's code)
@@ -100,11 +112,11 @@ class HalfChoice(BaseModel):
         description="'first' or 'second' part of the steps shown; 'undetermined' only if you cannot tell.")
 
 
-class ForcedHalfChoice(BaseModel):
-    """Your choice of the part that holds the decisive error (one of the two)."""
+class PaperHalfChoice(BaseModel):
+    """Your prediction of the half of the segment that holds the most critical error."""
 
+    half: Literal["upper half", "lower half"] = Field(description="'upper half' or 'lower half' of the segment.")
     reason: str = Field(description="One sentence.")
-    part: Literal["first", "second"] = Field(description="'first' or 'second' part of the steps shown.")
 
 
 class BinarySearchSettings(BaselineSettings):
@@ -127,10 +139,10 @@ PRESETS = {"paper": {}, "small": {**BASELINE_PRESETS["small"], "reason_chars": 2
 
 
 @functools.lru_cache(maxsize=32)
-def choice_model(forced: bool, reason_chars: int | None) -> type[HalfChoice] | type[ForcedHalfChoice]:
-    """The reply model of one halving: :class:`ForcedHalfChoice` (``paper``) or :class:`HalfChoice`,
+def choice_model(forced: bool, reason_chars: int | None) -> type[HalfChoice] | type[PaperHalfChoice]:
+    """The reply model of one halving: :class:`PaperHalfChoice` (``paper``) or :class:`HalfChoice`,
     with ``reason`` capped at ``reason_chars`` characters (none when None)."""
-    base = ForcedHalfChoice if forced else HalfChoice
+    base = PaperHalfChoice if forced else HalfChoice
     return create_model(base.__name__, __base__=base, __doc__=base.__doc__,
                         reason=(reply_text(reason_chars), Field(description=base.model_fields["reason"].description)))
 
@@ -204,9 +216,12 @@ def build_messages(trace: Trace, lo: int, hi: int, settings: BinarySearchSetting
         If the segment has fewer than two steps.
     """
     s = split(lo, hi)
-    template = PAPER_TEMPLATE if settings.prompts == "paper" else TEMPLATE
+    paper = settings.prompts == "paper"
+    segment = trace.steps[lo : hi + 1]
+    template = PAPER_TEMPLATE if paper else TEMPLATE
     user = template.format(task=task_block(trace, settings.with_ground_truth),
-                           trace=render_steps(trace.steps[lo : hi + 1], budget), lo=lo, hi=hi,
+                           trace=render_conversation(segment, budget).text if paper else render_steps(segment, budget),
+                           lo=lo, hi=hi,
                            a_lo=s.first[0], a_hi=s.first[1], b_lo=s.second[0], b_hi=s.second[1])
     return baseline_messages("Choose the part of the steps shown that holds the decisive error.", user,
                              PAPER_ROLE if settings.prompts == "paper" else None)
@@ -246,19 +261,21 @@ def run(trace: Trace, gw: Gateway, settings: BinarySearchSettings) -> Attributio
             if not forced:
                 raise
             part = random_half(trace.id, lo, hi, settings.random_seed)
-            reply = ForcedHalfChoice(part=part, reason=f"ambiguous reply; random {part} part")
-            path.append({"segment": [lo, hi], "part": part, "reason": reply.reason, "random": True})
+            reason = f"ambiguous reply; random {part} part"
+            path.append({"segment": [lo, hi], "part": part, "reason": reason, "random": True})
         else:
-            path.append({"segment": [lo, hi], "part": reply.part, "reason": reply.reason, "random": False})
-        reason = reply.reason
-        if reply.part == "undetermined":
+            part = {"upper half": "first", "lower half": "second"}.get(getattr(reply, "half", ""), None) or reply.part
+            reason = reply.reason
+            path.append({"segment": [lo, hi], "part": part, "reason": reason, "random": False})
+        if part == "undetermined":
             return Attribution(trace_id=trace.id, method=NAME, step=None, agent=None,
-                               reason=f"undetermined in steps {lo}-{hi}: {reply.reason}",
+                               reason=f"undetermined in steps {lo}-{hi}: {reason}",
                                prompt_version=PROMPT_VERSIONS[settings.prompts], details={"path": path})
         s = split(lo, hi)
-        lo, hi = s.first if reply.part == "first" else s.second
+        lo, hi = s.first if part == "first" else s.second
     return Attribution(trace_id=trace.id, method=NAME, step=lo, agent=trace.steps[lo].agent, reason=reason,
-                       prompt_version=PROMPT_VERSIONS[settings.prompts], details={"path": path})
+                       prompt_version=PROMPT_VERSIONS[settings.prompts], details={"path": path},
+                       candidates=single_answer(trace, lo))
 
 
 SPEC = register(MethodSpec(name=NAME, run=run, settings_model=BinarySearchSettings, prompt_version=PROMPT_VERSION,

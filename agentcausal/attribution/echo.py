@@ -88,6 +88,8 @@ from agentcausal.attribution.baseline_prompts import (
 )
 from agentcausal.attribution.baseline_settings import BASELINE_STAGE, BaselineSettings, baseline_tokens, trace_budget
 from agentcausal.attribution.registry import MethodSpec, register, usage_item
+from agentcausal.attribution.candidates import echo_candidates
+from agentcausal.attribution.evidence import evidence_fields
 from agentcausal.llm import Gateway
 from agentcausal.traces.model import Attribution, Step, Trace
 from agentcausal.traces.render import escape_data, render_steps_info, shorten
@@ -602,6 +604,7 @@ def run(trace: Trace, gw: Gateway, settings: EchoSettings) -> Attribution:
                    "evidence": getattr(reply, a).evidence} for a in settings.analysts],
         "scores": {str(s): round(w, 6) for s, w in sorted(result.scores.items())},
         "support": round(result.support, 6), "tied": list(result.tied)})
+    best = None
     if result.step is None:
         reason = "undetermined: no analyst vote counted" if not result.counted else \
             f"undetermined: support {result.support:.2f} below {settings.min_support}"
@@ -610,8 +613,14 @@ def run(trace: Trace, gw: Gateway, settings: EchoSettings) -> Attribution:
         best = max(winners, key=lambda a: getattr(reply, a).confidence, default=None)
         reason = getattr(reply, best).hypothesis if best else ""
         reason = f"{len(winners)}/{len(votes)} analysts, support {result.support:.2f}: {reason}"
+    # ranked by consensus weight; confidence = the consensus support; evidence = the most confident winning
+    # analyst's, kept only when it quotes the blamed step (agentcausal.attribution.candidates, .evidence)
     return Attribution(trace_id=trace.id, method=NAME, step=result.step, agent=result.agent, reason=reason,
-                       prompt_version=version, details=details)
+                       prompt_version=version, details=details,
+                       candidates=echo_candidates(trace, result.step, result.scores, result.tied, settings.consensus),
+                       confidence=None if result.step is None else float(min(1.0, max(0.0, result.support))),
+                       **evidence_fields(getattr(reply, best).evidence if best else None, trace.steps, result.step,
+                                         asked=result.step is not None))
 
 
 SPEC = register(MethodSpec(name=NAME, run=run, settings_model=EchoSettings, prompt_version=PROMPT_VERSION,

@@ -1,11 +1,27 @@
-"""Exact evaluation of failure attributions: step, agent and both-correct accuracy.
+"""Evaluation of failure attributions: exact step, agent and both-correct accuracy, and beyond exact match.
 
-* **Step match** is exact integer equality of the 0-based steps. (Who&When's
-  own script matched substrings, so a true step 1 scored a predicted 10 as
-  correct; we do not repeat that.)
+* **Step match** is exact integer equality of the 0-based steps.
 * **Agent match** compares :func:`~agentcausal.traces.model.normalise_agent` names.
 * An undetermined answer (step None) or a failed method (``error`` set) counts as wrong.
 * Traces without a label are kept in the results but left out of accuracy.
+
+Beside exact match, per method (and per subset, per length), each as a fraction
+beside its raw count of hits over the labelled rows:
+
+* **Hit@1, Hit@3, Hit@5** as DCFA's released ``Automated_FA/evaluate.py``
+  defines them: the blamed step within ±1, ±3, ±5 steps of the labelled one
+  (|pred − true| <= 1, 3, 5; the agent is not compared); an undetermined or
+  failed answer is a miss (that script divides by every labelled file).
+  ``hit1`` here is ±1, not "top-1".
+* **top-3**: the labelled step among the first three ``candidates`` (exact
+  match), only for methods that rank (:func:`agentcausal.attribution.candidates.ranks`);
+  NaN for the others.
+* **Who&When's substring rule** (``ww_step``, ``ww_agent``), the rule its released
+  ``Automated_FA/evaluate.py`` used for the published numbers: a step is right when the
+  labelled step's digits are a substring of the predicted step's (a labelled 1
+  scores a predicted 10 or 21 as right), an agent when the labelled name is a
+  substring of the first word (``[\w_]+``) of the predicted one. For comparing with
+  published numbers only; exact match is ours.
 
 :func:`evaluate_frame` computes every table from a results frame
 (:mod:`agentcausal.attribution.results`: one scored row per trace and method), so a run folder
@@ -21,6 +37,7 @@ section 3 (metrics: agent-level and step-level accuracy).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -33,6 +50,10 @@ __all__ = [
     "Evaluation",
     "step_match",
     "agent_match",
+    "whowhen_step_match",
+    "whowhen_agent_match",
+    "HIT_WINDOWS",
+    "TOP_K",
     "length_bucket",
     "accuracy",
     "step_error_histogram",
@@ -52,7 +73,8 @@ class Evaluation(NamedTuple):
 
     Attributes
     ----------
-    overall : per method: n, labelled, step_acc, agent_acc, both_acc, undetermined, failed
+    overall : per method: n, labelled, step_acc, agent_acc, both_acc (each beside its count of correct
+        rows, step_k, agent_k, both_k), undetermined, failed
     by_subset : the same per (method, subset)
     by_length : the same per (method, length_bucket)
     step_error_hist : per method, counts of |pred - true| (column ``none`` = undetermined or failed)
@@ -95,6 +117,39 @@ def agent_match(pred: str | None, true: str | None) -> bool:
     return bool(p) and p == t
 
 
+def whowhen_step_match(pred: int | None, true: int | None) -> bool:
+    """Who&When's published step rule: the labelled step's digits are a substring of the predicted step's.
+
+    >>> whowhen_step_match(10, 1), whowhen_step_match(1, 10), whowhen_step_match(None, 0)
+    (True, False, False)
+    """
+    return pred is not None and true is not None and str(int(true)) in str(int(pred))
+
+
+_WORD = re.compile(r"[\w_]+")
+
+
+def whowhen_agent_match(pred: str | None, true: str | None) -> bool:
+    """Who&When's published agent rule: the labelled name is a substring of the predicted name's first word.
+
+    The released script reads the predicted agent as the first ``[\w_]+`` run after "Agent Name:" and
+    tests ``true in pred``, case-sensitively.
+
+    >>> whowhen_agent_match("Orchestrator (thought)", "Orchestrator"), whowhen_agent_match("WebSurfer", "websurfer")
+    (True, False)
+    """
+    if not pred or not true:
+        return False
+    m = _WORD.search(str(pred))
+    return bool(m) and str(true) in m.group(0)
+
+
+#: DCFA's Hit@k windows: k -> the largest |pred - true| that counts (its released evaluate.py: 1, 3, 5)
+HIT_WINDOWS = {1: 1, 3: 3, 5: 5}
+#: k of the top-k accuracy over ``candidates``
+TOP_K = 3
+
+
 def length_bucket(n_steps: int) -> str:
     """The :data:`LENGTH_BUCKETS` label of a trace length.
 
@@ -117,29 +172,92 @@ def accuracy(df: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
 
     Returns
     -------
-    DataFrame with columns method, *by, n, labelled, step_acc, agent_acc, both_acc
-    (fractions in [0, 1] over labelled rows; NaN when none), undetermined, failed (rows with an
-    error: content failures and failures of the run), degraded (a fallback answer, counted in
-    the accuracy), reused (served from a cache in this run).
+    DataFrame with columns method, *by, n, labelled, step_acc, step_k, agent_acc, agent_k,
+    both_acc, both_k, hit1_acc, hit1_k, hit3_acc, hit3_k, hit5_acc, hit5_k (DCFA's Hit@k: within
+    ±1, ±3, ±5 steps), top3_acc, top3_k (labelled step among the first 3 candidates; NaN for a
+    method that does not rank), ww_step_acc, ww_step_k, ww_agent_acc, ww_agent_k (Who&When's
+    substring rule) (each ``*_acc`` a fraction in [0, 1] over labelled rows, NaN when none,
+    beside its raw count ``*_k`` of correct rows: ``step_acc = step_k / labelled``, so 53.17 %
+    reads as 67/126), undetermined, failed (rows with an error: content failures and failures
+    of the run), degraded (a fallback answer, counted in the accuracy), reused (served from a
+    cache in this run).
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"method": ["m"] * 3, "true_step": [1, 2, 3], "step_correct": [True, False, True],
+    ...                    "agent_correct": [True, True, False], "both_correct": [True, False, False],
+    ...                    "undetermined": [False] * 3, "error": [None] * 3})
+    >>> accuracy(df)[["labelled", "step_k", "agent_k", "both_k"]].values.tolist()
+    [[3, 2, 2, 1]]
     """
     keys = ["method", *by]
     out = []
+    method_ranks = _method_ranks(df)
     for key, g in df.groupby(keys, sort=True, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
         lab = g[g["true_step"].notna()]
         n_lab = len(lab)
 
-        def frac(col: str, lab: pd.DataFrame = lab, n_lab: int = n_lab) -> float:
-            return float(lab[col].fillna(False).astype(bool).sum()) / n_lab if n_lab else float("nan")
+        def count(col: str, lab: pd.DataFrame = lab) -> int:
+            return int(lab[col].fillna(False).astype(bool).sum())
 
-        out.append({**dict(zip(keys, key)), "n": len(g), "labelled": n_lab, "step_acc": frac("step_correct"),
-                    "agent_acc": frac("agent_correct"), "both_acc": frac("both_correct"),
+        def frac(col: str, n_lab: int = n_lab) -> float:
+            return count(col) / n_lab if n_lab else float("nan")
+
+        beyond = _beyond_exact(lab, ranked=method_ranks.get(key[0], False))
+        out.append({**dict(zip(keys, key)), "n": len(g), "labelled": n_lab,
+                    "step_acc": frac("step_correct"), "step_k": count("step_correct"),
+                    "agent_acc": frac("agent_correct"), "agent_k": count("agent_correct"),
+                    "both_acc": frac("both_correct"), "both_k": count("both_correct"),
+                    **{f"{m}_{x}": (k / n_lab if n_lab and k is not None else float("nan")) if x == "acc" else k
+                       for m, k in beyond.items() for x in ("acc", "k")},
                     "undetermined": int(g["undetermined"].sum()), "failed": int(g["error"].notna().sum()),
                     "degraded": int((g["status"] == "degraded").sum()) if "status" in g else 0,
                     "reused": int(g["reused"].astype(bool).sum()) if "reused" in g else 0})
-    cols = [*keys, "n", "labelled", "step_acc", "agent_acc", "both_acc", "undetermined", "failed", "degraded",
-            "reused"]
-    return pd.DataFrame(out, columns=cols)
+    cols = [*keys, "n", "labelled", "step_acc", "step_k", "agent_acc", "agent_k", "both_acc", "both_k",
+            *[f"{m}_{x}" for m in BEYOND_EXACT for x in ("acc", "k")],
+            "undetermined", "failed", "degraded", "reused"]
+    res = pd.DataFrame(out, columns=cols)
+    res["top3_k"] = res["top3_k"].astype("Int64")  # <NA> for a method that does not rank
+    return res
+
+
+#: the metrics beside exact match, in table order (see the module docstring)
+BEYOND_EXACT = ("hit1", "hit3", "hit5", "top3", "ww_step", "ww_agent")
+
+
+def _method_ranks(df: pd.DataFrame) -> dict[str, bool]:
+    """Per method, whether its candidates come from a ranking (:func:`~agentcausal.attribution.candidates.ranks`)."""
+    from agentcausal.attribution.candidates import ranks, read_candidates
+
+    if "candidates" not in df.columns:
+        return {}
+    return {str(m): any(ranks(read_candidates(v)) for v in g["candidates"])
+            for m, g in df.groupby("method", sort=False)}
+
+
+def _beyond_exact(lab: pd.DataFrame, *, ranked: bool) -> dict[str, int | None]:
+    """Hit counts beyond exact match over labelled rows (top3 None unless the method ranks)."""
+    from agentcausal.attribution.candidates import read_candidates, top_k_hit
+
+    err = lab["abs_step_error"] if "abs_step_error" in lab else pd.Series(dtype="float")
+    out: dict[str, int | None] = {f"hit{k}": int((err.notna() & (err.astype("Float64") <= w).fillna(False)).sum())
+                                  for k, w in HIT_WINDOWS.items()}
+    ok = lab["error"].isna() if "error" in lab else pd.Series(True, index=lab.index)
+    out["top3"] = int(sum(top_k_hit(read_candidates(c), t, TOP_K) for c, t in zip(lab["candidates"], lab["true_step"])
+                          if not pd.isna(t))) if ranked and "candidates" in lab else None
+
+    def opt(v: object) -> object:
+        return None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else v
+
+    def col(name: str) -> pd.Series:
+        return lab[name] if name in lab else pd.Series([None] * len(lab), index=lab.index, dtype="object")
+
+    out["ww_step"] = int(sum(bool(o) and whowhen_step_match(opt(p), opt(t))
+                             for o, p, t in zip(ok, col("pred_step"), col("true_step"))))
+    out["ww_agent"] = int(sum(bool(o) and whowhen_agent_match(opt(p), opt(t))
+                              for o, p, t in zip(ok, col("pred_agent"), col("true_agent"))))
+    return out
 
 
 def step_error_histogram(df: pd.DataFrame, max_bin: int = 5) -> pd.DataFrame:
@@ -280,5 +398,3 @@ def cost_this_run(df: pd.DataFrame) -> pd.DataFrame:
             "completion_tokens_original", "request_s_this_run", "request_s_original", "cost_usd_this_run",
             "cost_usd_original"]
     return pd.DataFrame(rows, columns=cols)
-
-

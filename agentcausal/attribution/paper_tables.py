@@ -4,8 +4,12 @@ Every function reads a results frame (:func:`agentcausal.attribution.results.res
 one row per trace, method and repeat); DCFA's record is read from ``details_json``
 (see :mod:`agentcausal.attribution.dcfa.method`).
 
-* :func:`accuracy_by_level`: step accuracy by Who&When's trace-length levels
-  (the grouping of the DCFA paper's Figure 3, on Hand-Crafted).
+* :func:`dcfa_accuracy`: the DCFA paper's "step accuracy" as its released
+  ``evaluate.py`` computes it, agent **and** step right (Table 1), beside
+  step-only accuracy, per method and subset, with n and the raw counts.
+* :func:`accuracy_by_level`: step-only accuracy by the five trace-length levels
+  of the released ``evaluate_in_different_length.py`` (the DCFA paper's
+  Figure 3, on Hand-Crafted), with n per level.
 * :func:`gca_only_accuracy`: DCFA without LCE from the *stored* GCA hypothesis of
   every ``dcfa`` row (the paper's Table 2, at no extra cost), and
   :func:`lce_effect`: what LCE did to it (fixed / broken / unchanged).
@@ -29,6 +33,7 @@ Zhang, S. et al. "Which Agent Causes Task Failures and When?" ICML 2025. arXiv:2
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -41,7 +46,10 @@ from agentcausal.traces.model import Trace, normalise_agent
 __all__ = [
     "WHO_WHEN_LEVELS",
     "who_when_level",
+    "dcfa_agent_token",
+    "dcfa_accuracy",
     "accuracy_by_level",
+    "outside_levels",
     "gca_only_accuracy",
     "lce_effect",
     "lce_diagnostics",
@@ -51,15 +59,14 @@ __all__ = [
     "speaker_mismatches",
 ]
 
-#: Five trace-length levels (inclusive step counts) standing in for Who&When's. Who&When groups Hand-Crafted
-#: traces into five levels of context length and the DCFA paper's Figure 3 reuses them ("five context-length
-#: levels defined by the Who&When benchmark") without stating the bounds; neither the Who&When paper
-#: (arXiv:2505.00212) and its released code nor the DCFA paper as we have them give them (searched again
-#: 2026-11-30). The DCFA paper gives Hand-Crafted's range (5 to 130 steps, its appendix A), so these levels
-#: are OURS: five equal-width bins of 25 steps over that range, the last one open. Replace them here if
-#: Who&When's bounds turn up.
-WHO_WHEN_LEVELS = ((1, 29, "Level 1"), (30, 54, "Level 2"), (55, 79, "Level 3"), (80, 104, "Level 4"),
-                   (105, 10**9, "Level 5"))
+#: The five trace-length levels (inclusive step counts) of the DCFA paper's Figure 3, as its released
+#: ``Automated_FA/evaluate_in_different_length.py`` defines them (the paper calls them "defined by the Who&When
+#: benchmark"); the length is the number of steps (``len(history)``). A trace of 18, 30, 50 or 92 steps, or
+#: outside 5..130, falls in no level and is left out, as that script leaves it out.
+WHO_WHEN_LEVELS = ((5, 17, "Level 1"), (19, 29, "Level 2"), (31, 49, "Level 3"), (51, 91, "Level 4"),
+                   (93, 130, "Level 5"))
+
+_TOKEN = re.compile(r"\s*(\w+)")
 
 
 def _details(blob: Any) -> dict[str, Any]:
@@ -69,16 +76,16 @@ def _details(blob: Any) -> dict[str, Any]:
         return {}
 
 
-def who_when_level(n_steps: int) -> str:
-    """The :data:`WHO_WHEN_LEVELS` label of a trace length.
+def who_when_level(n_steps: int) -> str | None:
+    """The :data:`WHO_WHEN_LEVELS` label of a trace length, or None between or outside the levels.
 
-    >>> who_when_level(10), who_when_level(54), who_when_level(130)
-    ('Level 1', 'Level 2', 'Level 5')
+    >>> who_when_level(10), who_when_level(19), who_when_level(130), who_when_level(18), who_when_level(131)
+    ('Level 1', 'Level 2', 'Level 5', None, None)
     """
     for lo, hi, name in WHO_WHEN_LEVELS:
         if lo <= n_steps <= hi:
             return name
-    return WHO_WHEN_LEVELS[-1][2]
+    return None
 
 
 def _step_acc(g: pd.DataFrame, col: str = "step_correct") -> float:
@@ -86,18 +93,75 @@ def _step_acc(g: pd.DataFrame, col: str = "step_correct") -> float:
     return float(lab[col].fillna(False).astype(bool).mean()) if len(lab) else float("nan")
 
 
-def accuracy_by_level(df: pd.DataFrame, subset: str | None = "Hand-Crafted") -> pd.DataFrame:
-    """Step accuracy per (method, Who&When level) over labelled rows (of ``subset``; None = all).
+def dcfa_agent_token(pred: Any) -> str:
+    """The agent name DCFA's ``evaluate.py`` reads from a prediction: the first run of word characters
+    after optional spaces (``Agent Name:\\s*([\\w_]+)``), else ``"Unknown_Agent"``.
+
+    >>> dcfa_agent_token("Orchestrator (thought)"), dcfa_agent_token(" Web_Surfer"), dcfa_agent_token(None)
+    ('Orchestrator', 'Web_Surfer', 'Unknown_Agent')
+    """
+    m = _TOKEN.match(pred) if isinstance(pred, str) else None
+    return m.group(1) if m else "Unknown_Agent"
+
+
+def dcfa_accuracy(df: pd.DataFrame) -> pd.DataFrame:
+    """Step accuracy as the DCFA paper reports it (Table 1), per (method, subset), over labelled rows.
+
+    "Step accuracy (agent and step)" is what DCFA's released ``evaluate.py`` computes and names
+    step accuracy: the step equal to the label **and** the agent token
+    (:func:`dcfa_agent_token`) equal to the labelled agent, exactly (case-sensitive), divided by
+    every labelled trace (a trace without a prediction, here an undetermined or failed row,
+    counts as wrong, as a file without a prediction does there). Beside it, step-only accuracy,
+    the paper's "step-level accuracy" as its text defines it (App. C) and as its
+    ``evaluate_in_different_length.py`` scores Figure 3. n is the traces of this run, which is
+    the subset's size only when the run covers the whole subset.
 
     Returns
     -------
-    DataFrame: method, level, n, step_acc (fraction in [0, 1]).
+    DataFrame: method, subset, n, agent_and_step_k, agent_and_step_acc, step_k, step_acc (fractions).
+    """
+    cols = ["method", "subset", "n", "agent_and_step_k", "agent_and_step_acc", "step_k", "step_acc"]
+    rows = []
+    lab = df[df["true_step"].notna()]
+    for (m, sub), g in lab.groupby(["method", "subset"], sort=True):
+        step_ok = [pd.notna(p) and int(p) == int(t) for p, t in zip(g["pred_step"], g["true_step"])]
+        both = [ok and dcfa_agent_token(a if pd.notna(a) else None) == str(t)
+                for ok, a, t in zip(step_ok, g["pred_agent"], g["true_agent"])]
+        n = len(g)
+        rows.append({"method": m, "subset": sub, "n": n, "agent_and_step_k": sum(both),
+                     "agent_and_step_acc": sum(both) / n, "step_k": sum(step_ok), "step_acc": sum(step_ok) / n})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def accuracy_by_level(df: pd.DataFrame, subset: str | None = "Hand-Crafted") -> pd.DataFrame:
+    """Step-only accuracy per (method, :data:`WHO_WHEN_LEVELS` level) over labelled rows (of ``subset``;
+    None = all), the DCFA paper's Figure 3 as ``evaluate_in_different_length.py`` computes it.
+
+    Rows of a length in no level are left out (counted by :func:`outside_levels`). An undetermined
+    or failed row counts as wrong and is in n; the released script leaves a trace without a
+    prediction out of n, so its n is ``n - undetermined`` (the column says how many).
+
+    Returns
+    -------
+    DataFrame: method, level, n, step_k, step_acc (fraction in [0, 1]), undetermined.
     """
     d = df if subset is None else df[df["subset"] == subset]
+    d = d[d["true_step"].notna()]
     d = d.assign(level=[who_when_level(int(n)) for n in d["n_steps"]])
-    rows = [{"method": m, "level": lv, "n": len(g), "step_acc": _step_acc(g)}
-            for (m, lv), g in d.groupby(["method", "level"], sort=True)]
-    return pd.DataFrame(rows, columns=["method", "level", "n", "step_acc"])
+    d = d[d["level"].notna()]
+    rows = []
+    for (m, lv), g in d.groupby(["method", "level"], sort=True):
+        k = int(g["step_correct"].fillna(False).astype(bool).sum())
+        rows.append({"method": m, "level": lv, "n": len(g), "step_k": k, "step_acc": k / len(g),
+                     "undetermined": int((g["pred_step"].isna()).sum())})
+    return pd.DataFrame(rows, columns=["method", "level", "n", "step_k", "step_acc", "undetermined"])
+
+
+def outside_levels(df: pd.DataFrame, subset: str | None = "Hand-Crafted") -> int:
+    """Traces (distinct ids, labelled, of ``subset``) whose length lies in no :data:`WHO_WHEN_LEVELS` level."""
+    d = df if subset is None else df[df["subset"] == subset]
+    d = d[d["true_step"].notna()]
+    return int(d.loc[[who_when_level(int(n)) is None for n in d["n_steps"]], "trace_id"].nunique())
 
 
 def _dcfa_rows(df: pd.DataFrame, method: str = "dcfa") -> list[tuple[pd.Series, dict[str, Any]]]:
@@ -109,7 +173,8 @@ def gca_only_accuracy(df: pd.DataFrame, method: str = "dcfa") -> pd.DataFrame:
 
     Returns
     -------
-    DataFrame: subset, n (labelled rows with a hypothesis), gca_step_acc, dcfa_step_acc (fractions).
+    DataFrame: subset, n (labelled rows with a hypothesis), gca_step_k, gca_step_acc, dcfa_step_k,
+    dcfa_step_acc (step-only; fractions beside the counts of correct rows).
     """
     rows = []
     for r, d in _dcfa_rows(df, method):
@@ -118,9 +183,10 @@ def gca_only_accuracy(df: pd.DataFrame, method: str = "dcfa") -> pd.DataFrame:
             continue
         rows.append({"subset": r["subset"], "gca": int(h) == int(r["true_step"]), "dcfa": bool(r["step_correct"])})
     t = pd.DataFrame(rows, columns=["subset", "gca", "dcfa"])
-    out = [{"subset": s, "n": len(g), "gca_step_acc": g["gca"].mean(), "dcfa_step_acc": g["dcfa"].mean()}
+    out = [{"subset": s, "n": len(g), "gca_step_k": int(g["gca"].sum()), "gca_step_acc": g["gca"].mean(),
+            "dcfa_step_k": int(g["dcfa"].sum()), "dcfa_step_acc": g["dcfa"].mean()}
            for s, g in t.groupby("subset", sort=True)]
-    return pd.DataFrame(out, columns=["subset", "n", "gca_step_acc", "dcfa_step_acc"])
+    return pd.DataFrame(out, columns=["subset", "n", "gca_step_k", "gca_step_acc", "dcfa_step_k", "dcfa_step_acc"])
 
 
 def lce_effect(df: pd.DataFrame, method: str = "dcfa") -> pd.DataFrame:

@@ -53,9 +53,12 @@ _TEXT_COLUMNS = ("reason", "prompt_version", "settings_json", "models_json", "us
 #: name columns that are never null (object columns of a frame built in memory)
 _NAME_COLUMNS = ("trace_id", "method", "subset", "length_bucket")
 
-#: columns older results files may lack: ``span_id`` of the blamed step (imported traces) and the
-#: trace-level ``failure_modes`` of corpora without step labels (MAST)
-OPTIONAL_COLUMNS = ["span_id", "failure_modes"]
+#: columns older results files may lack: ``span_id`` of the blamed step (imported traces), the
+#: trace-level ``failure_modes`` of corpora without step labels (MAST), and the richer result
+#: (:class:`~agentcausal.traces.model.Attribution`): ``confidence`` (float or null), ``evidence`` and
+#: ``evidence_note`` (text or null), ``candidates`` and ``corrected_action`` (JSON text or null)
+OPTIONAL_COLUMNS = ["span_id", "failure_modes", "confidence", "evidence", "evidence_note", "candidates",
+                    "corrected_action"]
 
 
 def _row(a: Attribution, t: Trace | None) -> dict[str, object]:
@@ -115,7 +118,15 @@ def _row(a: Attribution, t: Trace | None) -> dict[str, object]:
         "span_id": t.steps[a.step].metadata.get("span_id") if t is not None and a.step is not None
         and 0 <= a.step < n else None,
         "failure_modes": "; ".join(t.metadata.get("failure_modes") or []) or None if t is not None else None,
+        **_result_columns(a),
     }
+
+
+def _result_columns(a: Attribution) -> dict[str, object]:
+    """The richer-result columns of one row (:data:`OPTIONAL_COLUMNS`)."""
+    return {"confidence": a.confidence, "evidence": a.evidence, "evidence_note": a.evidence_note,
+            "candidates": None if a.candidates is None else json.dumps([c.model_dump() for c in a.candidates]),
+            "corrected_action": None if a.corrected_action is None else a.corrected_action.model_dump_json()}
 
 
 def results_frame(attributions: Sequence[Attribution], traces: Sequence[Trace] | Mapping[str, Trace]) -> pd.DataFrame:
@@ -152,7 +163,9 @@ def _frame(rows: Sequence[dict[str, object]]) -> pd.DataFrame:
     for c in ("step_correct", "agent_correct", "both_correct"):
         df[c] = df[c].astype("boolean")
     for c in ("error", "pred_agent", "true_agent", "status", "status_detail", *OPTIONAL_COLUMNS):
-        df[c] = df[c].astype("string")
+        if c != "confidence":
+            df[c] = df[c].astype("string")
+    df["confidence"] = df["confidence"].astype("Float64")
     df["reused"] = df["reused"].astype(bool)
     return df
 

@@ -6,14 +6,25 @@ delimited, within the context budget), and asks about step ``i``
 (:class:`StepVerdict`). The first "yes" ends the walk; its speaker is the
 predicted agent (so the agent is always one of the trace's own).
 
-* ``paper`` (:data:`PAPER_TEMPLATE`, as Who&When's released code): does the most
-  recent step contain an error that could hinder the task from being solved?
+* ``paper`` (:data:`PAPER_TEMPLATE`, as Who&When's released code
+  ``Automated_FA/Lib/utils.py``, ``step_by_step``): the steps so far as
+  ``Step i - speaker: content`` lines, the speaker being the full Hand-Crafted
+  role (:func:`~agentcausal.traces.render.render_conversation`); does the most
+  recent step contain an error that could hinder the problem-solving process
+  or lead to an incorrect solution, without being overly critical (errors that
+  clearly derail the process)? The reply (:class:`StepErrorVerdict`) says yes
+  or no first, then the reason, as the original's "1. Yes/No. 2. Reason:";
+  the schema states the same criterion as the prompt.
 * ``small`` (:data:`TEMPLATE`): is step ``i`` the decisive error that made the run fail?
+
+Fixed bug of the released code: its question about the most recent step is
+not an f-string, so the model reads "(Step {idx})" literally; here the step's
+number is filled in.
 
 Remaining deviations from Who&When's code under ``paper``: a JSON verdict
 (schema-constrained boolean) instead of a free-text "Yes"/"No" parsed from the
-reply, and the steps so far rendered with our delimiters and shortened to the
-context budget; the completion cap is the profile's budget
+reply, and the steps so far inside our delimiters with look-alike tags escaped
+and shortened to the context budget; the completion cap is the profile's budget
 (:func:`~agentcausal.settings.completion_budget`) where Who&When's code sends
 ``max_tokens=1024`` (its CLI default), because the reasoning models the DCFA
 paper runs spend hidden reasoning from the same budget and a fixed 1024 would
@@ -62,26 +73,35 @@ from agentcausal.attribution.baseline_settings import (
     trace_budget,
 )
 from agentcausal.attribution.registry import MethodSpec, register, usage_item
+from agentcausal.attribution.candidates import single_answer
+from agentcausal.attribution.evidence import ask_evidence, evidence_fields, with_evidence
 from agentcausal.exceptions import StructuredOutputError
 from agentcausal.llm import Gateway
 from agentcausal.traces.model import Attribution, Trace
-from agentcausal.traces.render import escape_data, render_steps
+from agentcausal.traces.render import escape_data, render_conversation, render_steps, speaker
 
 __all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "PAPER_TEMPLATE", "PAPER_ROLE", "StepVerdict",
-           "StepByStepSettings", "verdict_model", "build_messages", "run"]
+           "StepErrorVerdict", "StepByStepSettings", "verdict_model", "build_messages", "run"]
 
 NAME = "step_by_step"
 #: version of each prompt set
-PROMPT_VERSIONS = {"paper": "step_by_step/paper-2", "small": "step_by_step/2"}
+PROMPT_VERSIONS = {"paper": "step_by_step/paper-3", "small": "step_by_step/2"}
 PROMPT_VERSION = "+".join(PROMPT_VERSIONS[k] for k in sorted(PROMPT_VERSIONS))
 
 #: the ``paper`` user message (Who&When's Step-by-Step question); fields: task, trace, i, agent
 PAPER_TEMPLATE = (
-    "{task}\n\nThe conversation so far, up to step {i}:\n{trace}\n\n"
-    "Does the most recent step (step {i}, by {agent}) contain an error that could hinder the problem-solving "
-    "process or lead to an incorrect solution? Set decisive=true if it does, false if not, and explain. "
-    "Avoid being overly critical: focus on errors that clearly derail the process."
+    "You are evaluating the correctness of each step in an ongoing multi-agent conversation that aims at "
+    "solving a real-world problem.\n{task}\n\nHere is the conversation history up to the current step:\n"
+    "{trace}\n\nThe most recent step ({i}) was by '{agent}'. Determine whether this most recent agent's "
+    "action (step {i}) contains an error that could hinder the problem-solving process or lead to an "
+    "incorrect solution. Answer yes or no, then give a clear explanation for your judgement. Avoid being "
+    "overly critical in your evaluation: focus on errors that clearly derail the process."
 )
+
+#: the ``paper`` reply's criterion, the same in prompt and schema
+_PAPER_CRITERION = ("true (yes) if the most recent step contains an error that could hinder the problem-solving "
+                    "process or lead to an incorrect solution (not overly critical: an error that clearly derails "
+                    "the process); false (no) otherwise")
 
 #: the ``paper`` system message's role sentence (Who&When's code)
 PAPER_ROLE = "You are a precise step-by-step conversation evaluator."
@@ -101,6 +121,13 @@ class StepVerdict(BaseModel):
     decisive: bool = Field(description="true if this step is the decisive error, else false.")
 
 
+class StepErrorVerdict(BaseModel):
+    """Your verdict on the most recent step shown: yes or no, then the explanation."""
+
+    error: bool = Field(description=_PAPER_CRITERION)
+    reason: str = Field(description="A clear explanation for your judgement.")
+
+
 class StepByStepSettings(BaselineSettings):
     """Settings of Step-by-Step.
 
@@ -111,10 +138,14 @@ class StepByStepSettings(BaselineSettings):
     reason_chars : int or None, the most characters of each verdict's reason (schema ``maxLength``,
         longer text cut); None = no cap (``paper``: Who&When's code asks for "a clear explanation"
         with no length and bounds only the completion); ``small``: 200
+    quote_evidence : bool, ask for one more reply field, ``evidence``, a verbatim quote from the
+        step asked about (the first step judged decisive is the blamed one) (kept only when it is a substring of it: :mod:`agentcausal.attribution.evidence`).
+        Beyond the paper; False in every preset, so what ``paper`` and ``small`` send is unchanged.
     """
 
     on_no_yes: Literal["undetermined", "last_step"] = "undetermined"
     reason_chars: int | None = Field(None, ge=40)
+    quote_evidence: bool = False
 
 
 #: presets (:mod:`agentcausal.settings`)
@@ -122,10 +153,12 @@ PRESETS = {"paper": {}, "small": {**BASELINE_PRESETS["small"], "reason_chars": 2
 
 
 @functools.lru_cache(maxsize=16)
-def verdict_model(reason_chars: int | None) -> type[StepVerdict]:
-    """The verdict model with ``reason`` capped at ``reason_chars`` characters (none when None)."""
-    description = StepVerdict.model_fields["reason"].description
-    return create_model("StepVerdict", __base__=StepVerdict, __doc__=StepVerdict.__doc__,
+def verdict_model(reason_chars: int | None, paper: bool = False) -> type[StepVerdict] | type[StepErrorVerdict]:
+    """The verdict model with ``reason`` capped at ``reason_chars`` characters (none when None):
+    :class:`StepErrorVerdict` (``paper``: ``error`` first, the prompt's criterion) or :class:`StepVerdict`."""
+    base = StepErrorVerdict if paper else StepVerdict
+    description = base.model_fields["reason"].description
+    return create_model(base.__name__, __base__=base, __doc__=base.__doc__,
                         reason=(reply_text(reason_chars), Field(description=description)))
 
 
@@ -143,10 +176,15 @@ def build_messages(trace: Trace, i: int, settings: StepByStepSettings, budget: i
     -------
     list of message dicts
     """
-    template = PAPER_TEMPLATE if settings.prompts == "paper" else TEMPLATE
-    user = template.format(task=task_block(trace, settings.with_ground_truth),
-                           trace=render_steps(trace.steps[: i + 1], budget), i=i,
-                           agent=escape_data(trace.steps[i].agent))
+    paper = settings.prompts == "paper"
+    if paper:
+        shown = render_conversation(trace.steps[: i + 1], budget, numbered=True).text
+        who = speaker(trace.steps[i])
+    else:
+        shown, who = render_steps(trace.steps[: i + 1], budget), trace.steps[i].agent
+    template = PAPER_TEMPLATE if paper else TEMPLATE
+    user = template.format(task=task_block(trace, settings.with_ground_truth), trace=shown, i=i,
+                           agent=escape_data(who).replace("\n", " "))
     instruction = ("Judge only whether the latest step shown contains an error that could hinder the task."
                    if settings.prompts == "paper" else
                    "Judge only whether the latest step shown is the decisive error.")
@@ -180,10 +218,13 @@ def run(trace: Trace, gw: Gateway, settings: StepByStepSettings) -> Attribution:
     reasons: list[str] = []
     unparsable: list[int] = []
     for i in range(len(trace)):
+        msgs, model = build_messages(trace, i, settings, budget), verdict_model(settings.reason_chars,
+                                                                               settings.prompts == "paper")
+        if settings.quote_evidence:  # one more reply field (off in every preset)
+            msgs, model = ask_evidence(msgs), with_evidence(model)
         try:
-            reply = gw.structured(BASELINE_STAGE, build_messages(trace, i, settings, budget),
-                                  verdict_model(settings.reason_chars),
-                                  item=usage_item(trace.id, NAME), max_tokens=baseline_tokens(gw, settings))
+            reply = gw.structured(BASELINE_STAGE, msgs, model, item=usage_item(trace.id, NAME),
+                                  max_tokens=baseline_tokens(gw, settings))
         except StructuredOutputError:
             if settings.prompts != "paper":
                 raise
@@ -191,18 +232,22 @@ def run(trace: Trace, gw: Gateway, settings: StepByStepSettings) -> Attribution:
             reasons.append("unparsable verdict; taken as no")
             continue
         reasons.append(reply.reason)
-        if reply.decisive:
+        if (reply.error if settings.prompts == "paper" else reply.decisive):
             return Attribution(trace_id=trace.id, method=NAME, step=i, agent=trace.steps[i].agent,
                                reason=reply.reason, prompt_version=PROMPT_VERSIONS[settings.prompts],
                                details={"asked": i + 1, "verdicts": reasons, "unparsable": unparsable,
-                                        "fallback": False})
+                                        "fallback": False}, candidates=single_answer(trace, i),
+                               **evidence_fields(getattr(reply, "evidence", None), trace.steps, i,
+                                                 asked=settings.quote_evidence))
     details = {"asked": len(trace), "verdicts": reasons, "unparsable": unparsable,
                "fallback": settings.on_no_yes == "last_step"}
     if settings.on_no_yes == "last_step":
         last = len(trace) - 1
         return Attribution(trace_id=trace.id, method=NAME, step=last, agent=trace.steps[last].agent,
                            reason="no step was judged decisive; fell back to the last step",
-                           prompt_version=PROMPT_VERSIONS[settings.prompts], details=details)
+                           prompt_version=PROMPT_VERSIONS[settings.prompts], details=details,
+                           candidates=single_answer(trace, last),
+                           evidence_note="no step was judged decisive" if settings.quote_evidence else None)
     return Attribution(trace_id=trace.id, method=NAME, step=None, agent=None,
                        reason="undetermined: no step was judged decisive",
                        prompt_version=PROMPT_VERSIONS[settings.prompts], details=details)

@@ -18,7 +18,7 @@ from agentcausal.exceptions import AgentCausalError
 
 __all__ = ["main", "build_parser", "console_logging", "quiet_task_failures"]
 
-VERB_MODULES = ["attribute", "discover", "demo", "data", "serve", "compare", "import_traces"]
+VERB_MODULES = ["attribute", "discover", "demo", "data", "serve", "compare", "import_traces", "annotate", "show"]
 
 
 def build_parser() -> argparse.ArgumentParser:

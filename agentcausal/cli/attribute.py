@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import typing
@@ -31,7 +32,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentcausal.cli import quiet_task_failures
-from agentcausal.cli.import_traces import add_import_arguments, load_with_options, prepare_corpus
+from agentcausal.cli.import_traces import add_import_arguments, import_corpus, import_sources, prepare_corpus, \
+    uses_importer
+from agentcausal.cli.input_options import add_input_arguments, apply_input_arguments
 from agentcausal.cli.runner_options import add_runner_arguments
 from agentcausal.cli.settings_options import add_model_arguments, add_settings_arguments, add_threads_argument, \
     apply_model_arguments, apply_threads, settings_from_args
@@ -50,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "attribute", help="attribute failed traces to an agent and step with one or more methods",
         description="Run attribution methods over traces (a Who&When folder, Who&When *.json files, or our "
         "Trace *.jsonl) as a cached Prefect flow; write results.parquet and report.md to a run folder.")
-    p.add_argument("paths", nargs="+", metavar="PATH", help="trace folder(s) or file(s)")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="trace folder(s) or file(s) (or --from-phoenix URL)")
     p.add_argument("--method", "-m", action="append", dest="methods", metavar="NAME",
                    help="method to run (repeatable): all_at_once, step_by_step, binary_search, a2p, echo, dcfa, "
                    "dcfa_gca_only (default: all_at_once)")
@@ -74,12 +77,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="run every (trace, method) K times (repeat r sent as sample/seed r); report mean ± std")
     p.add_argument("--dry-run", action="store_true",
                    help="print the run plan as one JSON object and exit (no model, no request, no API key)")
+    p.add_argument("--show-prompts", action="store_true",
+                   help="with --dry-run: print the messages every method would send for the first trace (or each "
+                   "--id), earlier replies as placeholders, instead of the plan")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--skip-invalid", action="store_true",
                    help="run the valid traces and list the invalid files (and JSONL lines) left out, instead of "
                    "refusing the corpus; run.json records them under 'skipped'")
     add_threads_argument(p)
     add_runner_arguments(p)
+    add_input_arguments(p)
     p.add_argument("--chunk-size", type=int, default=None, metavar="N",
                    help="traces per Prefect task (default 25, fewer when a method has under 8 chunks' worth, more when "
                    "it would have over 400 chunks); 1 = a task run per (trace, method); each trace is stored on its "
@@ -171,7 +178,10 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     from agentcausal.runs.store import ResultStore
     from agentcausal.traces.model import Attribution
 
-    missing = [p for p in args.paths if not Path(p).exists()]
+    apply_input_arguments(args)
+    if not args.paths and not args.from_phoenix:
+        raise ConfigError("give trace folder(s) or file(s), or --from-phoenix URL")
+    missing = [p for p in args.paths if not os.path.lexists(p)]  # a symlink loop is named by the loader
     if missing:
         raise ConfigError(f"no such trace file or folder: {', '.join(missing)}")
     methods = list(dict.fromkeys(args.methods or ["all_at_once"]))
@@ -193,8 +203,15 @@ def cmd_attribute(args: argparse.Namespace) -> int:
                      repeats=args.repeats, skip_invalid=args.skip_invalid, require_truth=not args.no_ground_truth,
                      **_provenance(args, imported))
     if args.dry_run:  # no model, no request, no key, nothing written; the same refusals as a run
-        traces = _imported_traces(args) if imported else None
-        print(attribute_plan(args.paths, traces=traces, keep_items=SHOWN_ITEMS, **plan_args).dumps())
+        if args.show_prompts:
+            from agentcausal.attribution.previews import show_prompts  # start-up cost (see cmd_attribute)
+
+            print(show_prompts(_prompt_traces(args), resolved, ids=args.ids, profiles_path=settings.profiles_path,
+                               routing=settings.routing))
+            return 0
+        corpus, skipped = _imported_traces(args) if imported else (None, [])
+        print(_with_skipped(attribute_plan(args.paths, traces=corpus, keep_items=SHOWN_ITEMS, **plan_args),
+                            skipped, args).dumps())
         return 0
     stages = {st for m in methods for st in get_method(m).stages
               if resolved[m].get("with_ground_truth", True) or not st.endswith(".embed")}
@@ -202,13 +219,14 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     run_dir = Path(args.out or default_run_dir("attribute"))
     out_existed = run_dir.exists()
     try:  # every refusal before the run leaves no run folder behind
-        traces = _imported_traces(args) if imported else None
+        skipped: list[dict[str, Any]] = []
         if imported:  # other formats and --labels: imported into <run folder>/traces.jsonl; the plan points there
+            traces, skipped = _imported_traces(args)
             args.out = str(run_dir)
             paths = prepare_corpus(args, traces=[t for _, t in traces])
         else:
             paths = list(args.paths)
-        plan = attribute_plan(paths, items_file=run_dir / ITEMS_FILE, **plan_args)
+        plan = _with_skipped(attribute_plan(paths, items_file=run_dir / ITEMS_FILE, **plan_args), skipped, args)
         ResultStore(settings.cache_dir, "attribute", Attribution).close()  # an unreadable store: one line, now
         check_endpoints(settings.profiles_path, settings.routing, stages)  # one line and exit 2 when one is down
         plan_file = write_plan(plan, run_dir)
@@ -216,7 +234,8 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         if not out_existed:
             _remove_new_run_folder(run_dir)
         raise
-    from flows.attribute import run_attribute  # start-up cost (Prefect, ~1 s): the CLI is the one library package that reaches up to flows
+    # start-up cost (Prefect, ~1 s): the CLI is the one library package that reaches up to flows
+    from flows.attribute import run_attribute
     from flows.runners import runner_choice_from_args  # (the same)
 
     quiet_task_failures(getattr(args, "verbose", False))  # Prefect's handlers exist now
@@ -227,35 +246,54 @@ def cmd_attribute(args: argparse.Namespace) -> int:
 
 
 def _imported(args: argparse.Namespace) -> bool:
-    """Whether the corpus is imported (another trace format than Who&When and Trace JSONL, or ``--labels``)."""
-    from agentcausal.traces.importers import detect_formats  # start-up cost (see cmd_attribute)
-
-    return not ({fmt for _, fmt in detect_formats(args.paths, args.format)} <= {"who-and-when", "jsonl"}) \
-        or bool(args.labels)
+    """Whether the corpus is imported (any format but Who&When and Trace JSONL, ``--labels``, ``--from-phoenix``)."""
+    return uses_importer(args)
 
 
-def _imported_traces(args: argparse.Namespace) -> list[tuple[str, Trace]]:
-    """The traces of an imported corpus, read in memory by its importer (``--format``, ``--labels`` ...).
+def _imported_traces(args: argparse.Namespace) -> tuple[list[tuple[str, Trace]], list[dict[str, Any]]]:
+    """The traces of an imported corpus, read in memory by its importer, and the inputs ``--skip-invalid`` left
+    out (:func:`agentcausal.cli.import_traces.import_corpus`).
 
     Raises
     ------
     TraceFormatError
-        If no trace is left (every one skipped by ``--skip-invalid``), naming the user's files.
+        If no trace is left (every one skipped by ``--skip-invalid``), naming the user's inputs.
     """
-    corpus = [(str(p), t) for p in args.paths for t in load_with_options([p], args)]
+    corpus, skipped = import_corpus(args)
     if not corpus:
-        raise TraceFormatError("no valid trace to run (every trace was skipped)", path=", ".join(args.paths))
-    return corpus
+        raise TraceFormatError("no valid trace to run (every trace was skipped)",
+                               path=", ".join([*args.paths, *([args.from_phoenix] if args.from_phoenix else [])]))
+    return corpus, skipped
+
+
+def _with_skipped(plan: Any, skipped: list[dict[str, Any]], args: argparse.Namespace) -> Any:
+    """The plan with the inputs an importer left out in its ``skipped`` (``--skip-invalid``)."""
+    if not args.skip_invalid or not skipped:
+        return plan
+    return plan.model_copy(update={"skipped": [*skipped, *(plan.skipped or [])]})
+
+
+def _prompt_traces(args: argparse.Namespace) -> list[Trace]:
+    """The traces ``--show-prompts`` renders: each ``--id``, else the first valid trace (read as the run reads them)."""
+    from agentcausal.traces.io import ScannedTrace, iter_traces  # start-up cost (see cmd_attribute)
+
+    if _imported(args):
+        return [t for _, t in _imported_traces(args)[0]]
+    wanted = set(args.ids or [])
+    out = []
+    for x in iter_traces(list(args.paths)):
+        if isinstance(x, ScannedTrace) and (x.trace.id in wanted or not wanted):
+            out.append(x.trace)
+            if not wanted or len(out) == len(wanted):
+                break
+    return out
 
 
 def _provenance(args: argparse.Namespace, imported: bool) -> dict[str, Any]:
     """``sources``/``labels`` of :func:`agentcausal.attribution.plan.attribute_plan` for an imported corpus (else none)."""
     if not imported:
         return {}
-    from agentcausal.runs.plan import source_files  # start-up cost (see cmd_attribute)
-    from agentcausal.traces.importers import detect_formats  # (the same)
-
-    sources, labels = source_files(detect_formats(args.paths, args.format), args.labels, args.logs)
+    sources, labels = import_sources(args)
     return {"sources": sources, "labels": labels}
 
 
@@ -306,8 +344,9 @@ def unreachable_summary(failures: Any, rows: int) -> str | None:
 def _print_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool = False) -> int:
     """Print the accuracy table of a run folder: as the flow's report step wrote it (``evaluate=False``: the run
     is evaluated and reported once, by the flow) or evaluated and reported again (``agentcausal evaluate``)."""
-    from agentcausal.attribution.results import read_attribution_summary  # start-up cost (see cmd_attribute)
+    from agentcausal.attribution.results import load_results, read_attribution_summary  # start-up cost (see cmd_attribute)
     from agentcausal.report.attribution import accuracy_text, report_run  # (the same)
+    from agentcausal.report.blamed import console_summary  # (the same)
 
     if evaluate:
         rep = report_run(run_dir)
@@ -315,7 +354,7 @@ def _print_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool
     else:
         shown, path = read_attribution_summary(run_dir), Path(run_dir) / "report.md"
     overall, failures = shown.overall, shown.failures
-    print(accuracy_text(shown))
+    print(console_summary(load_results(run_dir), accuracy_text(shown), run_dir))  # unlabelled: the blamed steps
     if len(failures):
         st = failures["status"].value_counts() if "status" in failures else {}
         print(f"\n{len(failures)} failed (trace, method) pairs; see the report."
@@ -348,8 +387,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     if not run_dir.is_dir():
         raise ConfigError(f"no such run folder: {run_dir}")
-    from agentcausal.report.discovery import summary_text, write_report  # start-up cost (see cmd_attribute)
-    from agentcausal.runs.folder import run_kind  # (the same)
+    from agentcausal.report.discovery import summary_text, write_report  # start-up cost (see cmd_attribute
+    from agentcausal.runs.folder import run_kind  # (the same
 
     if run_kind(run_dir) == "discover":
 

@@ -9,6 +9,8 @@
     agentcausal discover --dataset asia --method mac --method react --set mac.rounds=2 --set react.max_steps=6
     agentcausal discover --report runs/discover-20250101-120000
     agentcausal discover --dataset asia --method mac --routing paper --dry-run    # the plan as JSON
+    agentcausal discover --dataset asia --method mac --routing paper --show-prompts  # what each agent is sent
+    agentcausal discover -d earthquake -d cancer -m mac -m llm_zero_shot -m pc --rounds 1 2 3  # rounds sweep
 
 Prints the SHD / NHD / F1 table and the run folder (``results.parquet``,
 ``outcomes.jsonl``, ``summary.csv``, ``graphs/``, ``report.md``).
@@ -29,6 +31,7 @@ from agentcausal.cli.attribute import parse_sets
 from agentcausal.cli.runner_options import add_runner_arguments
 from agentcausal.cli.settings_options import add_model_arguments, add_settings_arguments, add_threads_argument, \
     apply_model_arguments, apply_threads, settings_from_args
+from agentcausal.cli.input_options import add_input_arguments, apply_input_arguments
 from agentcausal.exceptions import ConfigError, DatasetError, InvalidDatasetsError
 from agentcausal.settings import parse_bool, preset_values, routing_preset
 
@@ -64,7 +67,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_settings_arguments(p)
     add_model_arguments(p)
     g = p.add_argument_group("MAC")
-    g.add_argument("--rounds", type=int, default=None, help="Affirmative-Negative rounds per debate (1-5, default 1)")
+    g.add_argument("--rounds", type=int, nargs="+", default=None, metavar="R",
+                   help="Affirmative-Negative rounds per debate (1-5, default 1); several values run the rounds "
+                   "sweep in one run (paper §4.3): each MAC method once per value, its own row, e.g. 'mac (rounds 2)'")
     g.add_argument("--subset-size", type=int, default=None, help="rows of the subset S in the algorithm debate")
     g.add_argument("--executor", choices=("auto", "typed", "coding"), default=None,
                    help="auto (default; the small preset: typed): LLM-written causal-learn code in the sandbox "
@@ -85,6 +90,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="run every (dataset, seed, method) K times (repeat r sent as sample/seed r)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the run plan as one JSON object and exit (no model, no request, no API key)")
+    p.add_argument("--show-prompts", action="store_true",
+                   help="print the messages each MAC agent would send (role, principles, procedure, output format; "
+                   "an earlier agent's reply shown as a placeholder) instead of the plan, and exit (no request)")
     p.add_argument("--report", metavar="RUN_DIR", default=None,
                    help="only recompute the tables and report of an existing run folder")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -93,6 +101,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "run.json records them under 'skipped'")
     add_threads_argument(p)
     add_runner_arguments(p)
+    add_input_arguments(p, datasets=True)
     p.add_argument("--chunk-size", type=int, default=None, metavar="N",
                    help="(dataset, seed, method) runs per Prefect task (default 1: a task run each); each run "
                    "is stored on its own either way")
@@ -123,7 +132,10 @@ def build_config(args: argparse.Namespace, preset: str | None = None):
     if fallback and uses_dcm:
         print(fallback, file=sys.stderr)
     # the preset's MAC values, then the options given (None = not given)
-    given = {"rounds": getattr(args, "rounds", None), "subset_size": getattr(args, "subset_size", None),
+    rounds = getattr(args, "rounds", None) or []
+    rounds = rounds if isinstance(rounds, list) else [rounds]
+    given = {"rounds": rounds[0] if len(set(rounds)) == 1 else None,  # several: the sweep's variants carry their own
+             "subset_size": getattr(args, "subset_size", None),
              "executor": executor, "coding_attempts": getattr(args, "coding_attempts", None),
              "algorithm_timeout_s": getattr(args, "timeout", None)}
     values.setdefault("algorithm_timeout_s", 300.0)  # the --timeout default
@@ -207,7 +219,7 @@ def check_datasets(specs: list[str], *, skip_invalid: bool = False,
         when several are), or when ``skip_invalid`` leaves no dataset.
     """
     from agentcausal.discovery.datasets import BENCHMARKS, load_spec  # start-up cost (see cmd_discover)
-    from agentcausal.discovery.user_data import unique_dataset_names  # (the same)
+    from agentcausal.discovery.user_data import missing_summary, unique_dataset_names  # (the same)
 
     for s in specs:
         user = "::" in s or Path(s).suffix.lower() in (".csv", ".parquet", ".pq")
@@ -226,6 +238,8 @@ def check_datasets(specs: list[str], *, skip_invalid: bool = False,
                 continue
             if loaded is not None:
                 loaded[s] = ds
+            if missing_summary(ds):  # rows dropped for a missing value (--drop-missing): said, and in run.json
+                print(f"agentcausal: note: {missing_summary(ds)}", file=sys.stderr)
             if ds.true_graph is None:
                 print(f"agentcausal: note: {names[s]} has no true graph (no \"true_edges\" in its metadata): "
                       "SHD, NHD and F1 are shown as -", file=sys.stderr)
@@ -259,8 +273,11 @@ def cmd_discover(args: argparse.Namespace) -> int:
     from agentcausal.report.discovery import load_scored, summary_text, write_report
     from agentcausal.runs.folder import default_run_dir
     from agentcausal.runs.plan import write_plan
-    from agentcausal.runs.store import ResultStore
     from agentcausal.discovery.outcome import DiscoveryOutcome
+    from agentcausal.discovery.previews import discover_previews
+    from agentcausal.discovery.rounds import expand_rounds
+    from agentcausal.llm.preview import render_previews
+    from agentcausal.runs.store import ResultStore
 
     if args.report:
         if not (Path(args.report) / "outcomes.jsonl").is_file():
@@ -277,8 +294,10 @@ def cmd_discover(args: argparse.Namespace) -> int:
     if args.repeats < 1:
         raise ConfigError(f"--repeats must be at least 1, got {args.repeats}")
     apply_threads(args)
+    apply_input_arguments(args)
     datasets = _expand(args.datasets)
     methods = with_anonymise(resolve_methods(args.methods or ["mac"]), args.anonymise or ["none"])
+    methods = expand_rounds(methods, args.rounds or [])  # --rounds 1 2 3: "mac (rounds 1)", ... (paper §4.3)
     llm_datasets = args.llm_datasets
     if llm_datasets:
         unknown = [d for d in _expand(llm_datasets) if d not in datasets]
@@ -297,6 +316,10 @@ def cmd_discover(args: argparse.Namespace) -> int:
                          llm_datasets=_expand(llm_datasets) if llm_datasets else None,
                          skipped=skipped if args.skip_invalid else None,
                          loaded=loaded)  # user datasets as the check read them: not read again
+    if args.show_prompts:
+        print(render_previews(discover_previews(datasets, methods, config, n=args.n, seed=args.seeds[0],
+                                                loaded=loaded)))  # instructions whole, data blocks cut
+        return 0
     if args.dry_run:
         print(plan.dumps())
         return 0
@@ -306,14 +329,18 @@ def cmd_discover(args: argparse.Namespace) -> int:
     check_endpoints(settings.profiles_path, settings.routing, stages)  # one line and exit 2 when one is down
     run_dir = args.out or default_run_dir("discover")
     plan_file = write_plan(plan, run_dir)
-    from flows.discover import run_discover  # start-up cost (Prefect, ~1 s): the CLI is the one library package that reaches up to flows
+    # start-up cost (Prefect, ~1 s): the CLI is the one library package that reaches up to flows
+    from flows.discover import run_discover
     from flows.runners import runner_choice_from_args  # (the same)
 
     quiet_task_failures(getattr(args, "verbose", False))  # Prefect's handlers exist now
     runner = runner_choice_from_args(args)
+    dropped = {ds.name: {k: ds.extra[k] for k in ("rows_read", "rows_dropped_missing", "missing_by_column")}
+               for ds in loaded.values() if ds.extra.get("rows_dropped_missing")}  # rows left out for missing values
     run_discover(datasets, methods, seeds=args.seeds, n=args.n, settings=settings, plan=str(plan_file),
                  out_dir=run_dir, reversal_cost=args.shd_reversal, chunk_size=args.chunk_size,
-                 meta={"model": model_facts} if model_facts else None,
+                 meta={**({"missing_values": dropped} if dropped else {}),
+                       **({"model": model_facts} if model_facts else {})} or None,
                  progress=not args.no_progress and sys.stderr.isatty(),
                  runner=None if runner.kind.value == "thread" and runner.max_workers is None else runner)
     frame = load_scored(run_dir)

@@ -50,9 +50,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "file path (the pipeline verbs' --model names a model on an endpoint; this one a file)")
     p.add_argument("--port", type=int, default=None, help="port (default: a free one)")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
-    p.add_argument("--slots", type=int, default=2, help="parallel decoding slots (default 2)")
+    p.add_argument("--slots", type=int, default=2,
+                   help="parallel decoding slots with --no-reproducible (default 2; reproducible serving has one)")
     p.add_argument("--ctx", type=int, default=8192, help="context tokens per slot (default 8192)")
     p.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores but one)")
+    p.add_argument("--reproducible", action=argparse.BooleanOptionalAction, default=True,
+                   help="one reply per request whatever ran before or beside it: one slot, batch-independent "
+                        "kernels (default; docs/embedded.md); --no-reproducible: --slots slots, faster")
     p.set_defaults(func=serve_local)
     _register_serve(subparsers)
 
@@ -157,9 +161,12 @@ def serve_local(args: argparse.Namespace, *, stop: threading.Event | None = None
     restore = _stop_on_signals(stop)
     try:
         srv = local.start_server(path, n_parallel=args.slots, ctx_per_slot=args.ctx, port=args.port,
-                                 host=args.host, threads=args.threads, alias=alias)
+                                 host=args.host, threads=args.threads, alias=alias,
+                                 deterministic=getattr(args, "reproducible", True))
         try:
-            print(f"serving {path} ({args.slots} slots x {args.ctx} tokens) as model {alias!r}", flush=True)
+            reproducible = getattr(args, "reproducible", True)
+            print(f"serving {path} ({1 if reproducible else args.slots} slots x {args.ctx} tokens) as model "
+                  f"{alias!r}" + (", reproducible" if reproducible else ""), flush=True)
             print(f"base URL: {srv.base_url}", flush=True)
             print(f"share it with agentcausal runs:  export {local.SHARED_SERVER_ENV}={srv.base_url} "
                   f"{local.SHARED_SERVER_KEY_ENV}={srv.api_key}", flush=True)

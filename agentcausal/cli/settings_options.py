@@ -11,7 +11,8 @@ import argparse
 
 from agentcausal.settings import RunSettings
 
-__all__ = ["add_settings_arguments", "settings_from_args", "add_model_arguments", "apply_model_arguments"]
+__all__ = ["add_settings_arguments", "settings_from_args", "add_model_arguments", "apply_model_arguments",
+           "route_stages", "add_threads_argument", "apply_threads"]
 
 
 def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,61 +45,112 @@ def settings_from_args(args: argparse.Namespace, **overrides: object) -> RunSett
                                 retry_failed=True if getattr(args, "retry_failed", False) else None, **overrides)
 
 
-def add_model_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``--base-url URL --model NAME [--api-key-env VAR] [--context-window N] [--embed-model M]``.
+#: the stages a ``--route`` may name besides ``default`` and ``embed`` (checked against the method registries
+#: by :func:`route_stages`; listed here so ``--help`` needs no import of the methods)
+ROUTE_STAGES = ("dcfa.gca", "dcfa.lce", "dcfa.embed", "baseline", "mac.debate", "mac.coder", "mac.baseline")
 
-    Together they route every chat stage to one OpenAI-compatible endpoint through a
-    generated profile and routing named ``cli`` (:func:`apply_model_arguments`).
+
+def route_stages() -> list[str]:
+    """Every LLM stage a method calls: the attribution registry's and the discovery stages (sorted)."""
+    from agentcausal.attribution.registry import get_method, method_names
+    from agentcausal.discovery.mac.settings import BASELINE_STAGE, CODER_STAGE, DEBATE_STAGE
+
+    return sorted({st for m in method_names() for st in get_method(m).stages}
+                  | {DEBATE_STAGE, CODER_STAGE, BASELINE_STAGE})
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--base-url URL --model NAME [--api-key-env VAR] [--context-window N] [--embed-model M]`` and
+    ``--route STAGE=TARGET`` (repeatable).
+
+    ``--base-url/--model`` route every chat stage to one OpenAI-compatible endpoint through a generated
+    profile and routing named ``cli``; each ``--route`` then sends one stage elsewhere, over that routing or
+    over ``--routing``'s (:func:`apply_model_arguments`). ``--dry-run`` shows the resulting route of each
+    stage (its profile, model, endpoint and dialect).
     """
-    g = parser.add_argument_group("one model for every stage (instead of a profiles file)")
+    g = parser.add_argument_group(
+        "models and endpoints on the command line (instead of writing a profiles file)",
+        "--base-url/--model send every chat stage to one endpoint; --route sends one stage elsewhere "
+        "(over --routing or --base-url). --dry-run shows each stage's profile, model, endpoint and dialect.")
     g.add_argument("--base-url", default=None, metavar="URL",
                    help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (needs --model)")
     g.add_argument("--model", default=None, metavar="NAME", help="model id on that endpoint (needs --base-url)")
     g.add_argument("--api-key-env", default=None, metavar="VAR",
-                   help="environment variable holding the endpoint's API key (default: no key)")
+                   help="environment variable holding --base-url's API key (default: no key)")
     g.add_argument("--context-window", type=int, default=None, metavar="N",
-                   help="context tokens when the server's /models does not report them (default 8192)")
+                   help="--base-url's context tokens when the server's /models does not report them (default 8192)")
     g.add_argument("--embed-model", default=None, metavar="M",
-                   help="embedding model on the same endpoint (default: the embedded local embedder)")
+                   help="embedding model on --base-url's endpoint (default: the embedded local embedder)")
+    g.add_argument("--route", action="append", default=None, metavar="STAGE=TARGET", dest="routes",
+                   help="send one stage to another model (repeatable). TARGET: a profile (gemini-2.5-pro, "
+                        "deepseek-reasoner, vllm-deepseek-r1 ...: its model and dialect), PROFILE@URL (that "
+                        "profile on another server), or MODEL@URL (a model on an OpenAI-compatible endpoint; "
+                        "the dialect of the profile serving that model id, else the plain one). Options after "
+                        "commas: key=VAR (API key variable; a profile's own key is not sent to another host), "
+                        "model=ID, ctx=N (context tokens). STAGE: " + ", ".join(ROUTE_STAGES)
+                        + ", or default / embed (every chat / embedding stage without its own --route). "
+                        "Example: --routing paper --route "
+                        "dcfa.lce=Qwen/Qwen3-Coder-30B-A3B-Instruct@http://gpu-host:8000/v1")
 
 
 def apply_model_arguments(args: argparse.Namespace, settings: RunSettings) -> tuple[RunSettings, dict[str, object]]:
-    """Settings routed to the ``cli`` profile when ``--base-url``/``--model`` are given, and the facts for run.json.
+    """Settings routed as ``--base-url/--model`` and ``--route`` ask, and the facts for run.json.
 
-    The profiles file (the one in ``settings`` plus profile and routing ``cli``,
-    :func:`agentcausal.llm.profiles.cli_profiles_toml`) is written under
-    ``<cache_dir>/profiles/cli-<hash>.toml``.
+    Without those flags: ``(settings, {})``. Otherwise the profiles file of the settings plus the
+    command line's routing (:func:`agentcausal.llm.command_line.command_line_profiles_toml`: routing ``cli``
+    with ``--base-url``, else ``<routing>+cli``) is written under ``<cache_dir>/profiles/cli-<hash>.toml``
+    and the settings point there.
 
     Returns
     -------
-    (settings, facts): unchanged settings and ``{}`` without the flags.
+    (settings, facts): facts hold the ``--base-url`` facts (``base_url``, ``model``, ``context_window`` ...),
+    ``routing_base``, ``routes`` (stage -> profile and where it came from) and ``profiles_file``.
 
     Raises
     ------
     ConfigError
-        If only one of ``--base-url`` and ``--model`` is given, or with ``--routing`` (they choose the routing).
+        One line for each bad value: only one of ``--base-url`` and ``--model``; ``--routing`` with them
+        (they choose the routing); ``--api-key-env``, ``--context-window`` or ``--embed-model`` without
+        ``--base-url``; ``--context-window`` below 256; a malformed ``--route``, an unknown stage, profile
+        or routing, a stage routed twice (:func:`agentcausal.llm.command_line.parse_route`).
     """
     import hashlib
     from pathlib import Path
 
     from agentcausal.exceptions import ConfigError
-    from agentcausal.llm.profiles import CLI_PROFILE, cli_profiles_toml
+    from agentcausal.llm.command_line import command_line_profiles_toml, parse_route
 
     base_url, model = getattr(args, "base_url", None), getattr(args, "model", None)
+    raw_routes = getattr(args, "routes", None) or []
     if base_url is None and model is None:
-        return settings, {}
-    if not (base_url and model):
+        for flag, value in (("--api-key-env", getattr(args, "api_key_env", None)),
+                            ("--context-window", getattr(args, "context_window", None)),
+                            ("--embed-model", getattr(args, "embed_model", None))):
+            if value is not None:
+                raise ConfigError(f"{flag} applies to --base-url/--model (for a --route target: "
+                                  "STAGE=TARGET,key=VAR / ,ctx=N)")
+        if not raw_routes:
+            return settings, {}
+    elif not (base_url and model):
         raise ConfigError("--base-url and --model go together (an endpoint and a model on it)")
-    if getattr(args, "routing", None):
-        raise ConfigError("--routing and --base-url/--model exclude each other (they route every stage to 'cli')")
-    text, facts = cli_profiles_toml(base_url, model, api_key_env=args.api_key_env,
-                                    context_window=args.context_window, embed_model=args.embed_model,
-                                    source=settings.profiles_path)
+    elif getattr(args, "routing", None):
+        raise ConfigError("--routing and --base-url/--model exclude each other (they route every stage to 'cli'; "
+                          "to change one stage of a routing use --route)")
+    if getattr(args, "context_window", None) is not None and args.context_window < 256:
+        raise ConfigError(f"--context-window must be at least 256 tokens, got {args.context_window}")
+    stages = route_stages() if raw_routes else []
+    routes = [parse_route(r, stages) for r in raw_routes]
+    text, routing, facts = command_line_profiles_toml(
+        routing=settings.routing, routes=routes, base_url=base_url, model=model,
+        api_key_env=getattr(args, "api_key_env", None), context_window=getattr(args, "context_window", None),
+        embed_model=getattr(args, "embed_model", None), source=settings.profiles_path)
     path = Path(settings.cache_dir) / "profiles" / f"cli-{hashlib.sha256(text.encode()).hexdigest()[:12]}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     facts = {**facts, "profiles_file": str(path)}
-    return settings.model_copy(update={"routing": CLI_PROFILE, "profiles_path": str(path)}), facts
+    if not routes:  # --base-url alone: the facts as they were
+        facts = {k: v for k, v in facts.items() if k not in ("routes", "routing_base")}
+    return settings.model_copy(update={"routing": routing, "profiles_path": str(path)}), facts
 
 
 def add_threads_argument(parser: argparse.ArgumentParser) -> None:

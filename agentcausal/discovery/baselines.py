@@ -10,15 +10,17 @@ from __future__ import annotations
 
 from agentcausal.discovery.datasets import Dataset, metadata_text
 from agentcausal.discovery.graph import RepairedGraph, repair_to_dag
+from agentcausal.discovery.llm_common import graph_answer
 from agentcausal.discovery.mac import prompts as P
-from agentcausal.discovery.mac.calls import budget, graph_reply_tokens, structured
+from agentcausal.discovery.mac.calls import completion_cap, structured
 from agentcausal.discovery.mac.settings import BASELINE_STAGE
 
 __all__ = ["llm_zero_shot"]
 
 
 def llm_zero_shot(gw, ds: Dataset, *, item: str | None = None, max_tokens_scale: float = 1.0,
-                  sample: int = 0, temperature: float | None = None) -> RepairedGraph:
+                  edges_per_variable: float | None = None, sample: int = 0,
+                  temperature: float | None = None) -> RepairedGraph:
     """Ask the model once for the causal graph of ``ds`` from its variable descriptions.
 
     Parameters
@@ -26,8 +28,10 @@ def llm_zero_shot(gw, ds: Dataset, *, item: str | None = None, max_tokens_scale:
     gw : Gateway (stage ``mac.baseline``; routed to ``default`` unless the routing names it)
     ds : Dataset
     item : str, optional
-    max_tokens_scale : float, multiplies the completion cap (from the variables, their names and the reply
-        schema; bounded by the profile's ``max_output_tokens``)
+    max_tokens_scale : float, multiplies the completion cap when the edge list has ``small``'s bound
+        (from the variables, their names and the reply schema; bounded by the profile's ``max_output_tokens``)
+    edges_per_variable : float or None, the edge list's bound as a multiple of d (``MACSettings``'s; ``small``:
+        2); None = d(d-1)/2, what a DAG allows, and the profile's completion budget (``paper``)
     sample : int, the LLM sample index (``discover`` passes the data seed, so each seed is a fresh answer)
     temperature : float or None, sampling temperature of every call (None = the profile's)
 
@@ -39,11 +43,10 @@ def llm_zero_shot(gw, ds: Dataset, *, item: str | None = None, max_tokens_scale:
     ------
     StructuredOutputError, UnknownStageError, EndpointUnreachableError, LLMCallError.
     """
-    model = P.graph_reply_model(tuple(ds.variables))
+    answer = graph_answer(ds, edges_per_variable)
     msgs = [P.system_message(),
             {"role": "user", "content": P.ZERO_SHOT_TEMPLATE.format(metadata=P.delimit("metadata", metadata_text(ds)))}]
-    need = graph_reply_tokens(ds.variables, max_edges=P.max_graph_edges(ds.d), reason_chars=0)
-    cap = budget(gw, BASELINE_STAGE, int(need * max_tokens_scale))
-    reply = structured(gw, BASELINE_STAGE, msgs, model, item=item, max_tokens=cap, sample=sample,
+    cap = completion_cap(gw, BASELINE_STAGE, answer.max_tokens, scale=max_tokens_scale)
+    reply = structured(gw, BASELINE_STAGE, msgs, answer.model, item=item, max_tokens=cap, sample=sample,
                        temperature=temperature)
     return repair_to_dag(ds.variables, [(e.cause, e.effect) for e in reply.edges])

@@ -7,7 +7,7 @@ import json
 
 from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.datasets import Dataset, metadata_text
-from agentcausal.discovery.mac.prompts import PROMPT_VERSION
+from agentcausal.discovery.mac.prompts import PROMPT_VERSIONS
 from agentcausal.discovery.registry import llm_temperature, method_handler, method_stages
 from agentcausal.exceptions import AgentCausalError
 from agentcausal.llm import Gateway
@@ -31,8 +31,7 @@ def discovery_key(ds: Dataset, method: str, config: DiscoveryConfig, gw: Gateway
     ------
     ConfigError on an unknown method.
     """
-    method_handler(method)  # an unknown method: ConfigError
-    config = config.resolved()  # the key names the executor that runs here, never "auto"
+    config = method_handler(method, config)[1]  # an unknown method: ConfigError; the executor here, never "auto"
     stages = method_stages(method, config)
     models = {}
     for s in stages:
@@ -45,7 +44,7 @@ def discovery_key(ds: Dataset, method: str, config: DiscoveryConfig, gw: Gateway
         "config": config.model_dump(mode="json", exclude={"executor_fallback", "samples"}) if stages
         else {"timeout": config.algorithm_timeout_s},
         **({"temperature": t} if (t := llm_temperature(method, config)) is not None else {}),
-        "prompt_version": PROMPT_VERSION if stages else "", "models": models,
+        "prompt_version": PROMPT_VERSIONS[config.mac.prompts] if stages else "", "models": models,
         "metadata": [ds.metadata.model_dump(mode="json"), metadata_text(ds)] if stages else None,
     }, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()

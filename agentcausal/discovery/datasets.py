@@ -11,6 +11,9 @@
   before any method (see :func:`load_user_dataset` and
   :mod:`agentcausal.discovery.user_data`).
 
+The :class:`Dataset` type itself lives in :mod:`agentcausal.discovery.dataset_model`
+(re-exported here), so the two loaders import it and not each other.
+
 Every variable has a description in ``data/descriptions/<name>.json``; MAC's
 metadata text I is built from them (:func:`metadata_text`).
 
@@ -30,20 +33,14 @@ import json
 import os
 import threading
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
 
-import joblib
 import numpy as np
-import pandas as pd
-from pydantic import BaseModel, ConfigDict
 
+from agentcausal.discovery.dataset_model import Dataset, DatasetMetadata, DataType, VariableInfo
 from agentcausal.discovery.graph import CausalGraph
+from agentcausal.discovery.user_data import DatasetChecks, read_user_dataset
 from agentcausal.exceptions import DatasetError
-
-if TYPE_CHECKING:
-    from agentcausal.discovery.user_data import DatasetChecks
 
 __all__ = [
     "BNLEARN_NETWORKS",
@@ -65,69 +62,6 @@ BNLEARN_NETWORKS = ("earthquake", "cancer", "survey", "asia", "child", "sachs", 
 BENCHMARKS = BNLEARN_NETWORKS + ("auto_mpg",)
 #: The six datasets of the main benchmark table (the paper's five plus Asia).
 MAIN_BENCHMARKS = ("earthquake", "cancer", "survey", "asia", "child", "auto_mpg")
-
-DataType = Literal["discrete", "continuous"]
-
-
-class VariableInfo(BaseModel):
-    """What a variable measures, and its states (discrete) or unit (in the description)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    description: str
-    states: tuple[str, ...] | None = None
-
-
-class DatasetMetadata(BaseModel):
-    """Descriptions of a dataset and its variables (the metadata I of MAC, §3.1)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    title: str
-    domain: str
-    source: str = ""
-    variables: dict[str, VariableInfo]
-
-
-@dataclass(frozen=True, eq=False)
-class Dataset:
-    """Observations O with variables V, metadata I and (when known) the true graph.
-
-    Attributes
-    ----------
-    name : str
-    variables : tuple of str, length d, the column order of ``data``
-    data : ndarray of shape (n, d); integer codes (as float64) for discrete data
-    data_type : "discrete" or "continuous"
-    metadata : DatasetMetadata
-    true_graph : CausalGraph or None
-    seed : int or None, the sampling seed (bnlearn networks)
-    """
-
-    name: str
-    variables: tuple[str, ...]
-    data: np.ndarray
-    data_type: DataType
-    metadata: DatasetMetadata
-    true_graph: CausalGraph | None = None
-    seed: int | None = None
-    extra: dict = field(default_factory=dict)
-
-    @property
-    def n(self) -> int:
-        return int(self.data.shape[0])
-
-    @property
-    def d(self) -> int:
-        return int(self.data.shape[1])
-
-    def content_hash(self) -> str:
-        """``joblib.hash`` of the data array and the column names: the cache key of results on this data."""
-        return joblib.hash((np.ascontiguousarray(self.data), tuple(self.variables), self.data_type))
-
-    def to_frame(self) -> pd.DataFrame:
-        return pd.DataFrame(self.data, columns=list(self.variables))
-
 
 def data_dir() -> Path:
     """The folder holding ``bnlearn/`` and ``descriptions/``.
@@ -262,7 +196,7 @@ def load_dataset(name: str, n: int = 1000, seed: int = 0) -> Dataset:
 
 
 def load_user_dataset(data_path: str | os.PathLike, meta_path: str | os.PathLike, *,
-                      checks: "DatasetChecks | None" = None, name: str | None = None) -> Dataset:
+                      checks: DatasetChecks | None = None, name: str | None = None) -> Dataset:
     """Load a user dataset: a CSV or Parquet table plus a JSON metadata file, validated before any method.
 
     The metadata file holds ``{"title": str, "domain": str, "variables": {name:
@@ -295,8 +229,6 @@ def load_user_dataset(data_path: str | os.PathLike, meta_path: str | os.PathLike
         column or row count the module docstring of
         :mod:`agentcausal.discovery.user_data` refuses; ``file`` and ``column`` say where.
     """
-    from agentcausal.discovery.user_data import read_user_dataset
-
     return read_user_dataset(data_path, meta_path, checks=checks, name=name)
 
 

@@ -20,9 +20,9 @@ main variant), scored with BDeu (equivalent sample size 1, parent sets of at mos
 3, as the authors' code scores them) on discrete data and Gaussian BIC on
 continuous data.
 
-The MAC paper (arXiv:2407.15073, §4.1) lists ILS-CSL among its LLM baselines; its
-text pairs the baselines' names and citations differently from the methods' own
-papers. This implementation follows Ban et al.
+The MAC paper (arXiv:2407.15073, §4.1) lists ILS-CSL among its LLM baselines but
+cites it as Takayama et al. (2024); ILS-CSL is the name Ban et al. give their method,
+which this module implements (docs/baselines.md).
 
 References
 ----------
@@ -43,7 +43,7 @@ from agentcausal.discovery.llm_common import (
     reasoned_answer_model,
     reasoned_answer_tokens,
 )
-from agentcausal.discovery.mac.calls import budget, structured
+from agentcausal.discovery.mac.calls import completion_cap, structured
 from agentcausal.discovery.mac.settings import BASELINE_STAGE
 from agentcausal.exceptions import AlgorithmError
 
@@ -64,7 +64,8 @@ class ILSCSLSettings(BaseModel):
         default, 10, would favour denser graphs on the 250-2000-row samples these methods see)
     max_parents : int or None, bound on each node's parents in the search; the authors' scores cover
         parent sets of at most 3 (their ``--palim`` default); None = unbounded
-    reason_chars : int, cap of the reason the LLM gives before its verdict
+    reason_chars : int or None, ``maxLength`` of the reason the LLM gives before its verdict; None = unbounded,
+        and the completion budget is the profile's (``small``: 80)
     sampling_temperature : float or None, temperature of the method's LLM calls in a run that asks for
         more than one LLM sample per (dataset, method) (several seeds, or ``--repeats``), so that
         mean ± std over them measures sampling variation; a single-sample run, and None, use the
@@ -80,7 +81,7 @@ class ILSCSLSettings(BaseModel):
     discrete_score: Literal["bdeu", "bic-d", "k2"] = "bdeu"
     equivalent_sample_size: float = Field(1.0, gt=0)
     max_parents: int | None = Field(3, ge=1)
-    reason_chars: int = Field(200, ge=20, le=1000)
+    reason_chars: int | None = Field(None, ge=20)
     sampling_temperature: float | None = Field(None, ge=0, le=2)
 
 
@@ -168,7 +169,7 @@ def ils_csl(gw, ds: Dataset, settings: ILSCSLSettings = ILSCSLSettings(), *, ite
     """
     model = reasoned_answer_model("EdgeVerdictReply", "verdict", ("correct", "reversed", "absent"),
                                   settings.reason_chars)
-    cap = budget(gw, BASELINE_STAGE, reasoned_answer_tokens(settings.reason_chars))
+    cap = completion_cap(gw, BASELINE_STAGE, reasoned_answer_tokens(settings.reason_chars))
     meta = metadata_block(ds)
     required: set[tuple[str, str]] = set()
     forbidden: set[tuple[str, str]] = set()

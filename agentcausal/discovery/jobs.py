@@ -26,9 +26,10 @@ from agentcausal.discovery.cache_key import discovery_key
 from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.datasets import Dataset, load_spec
 from agentcausal.discovery.evaluate import run_notes, score_run
-from agentcausal.discovery.mac.prompts import PROMPT_VERSION
+from agentcausal.discovery.mac.prompts import PROMPT_VERSIONS
 from agentcausal.discovery.outcome import DiscoveryOutcome, degradation, save_outcomes
 from agentcausal.discovery.registry import DCM_METHODS, LLM_METHODS, method_handler, method_stages
+from agentcausal.discovery.rounds import base_method
 from agentcausal.exceptions import AgentCausalError, ConfigError
 from agentcausal.llm import Gateway
 from agentcausal.records import RunRecord, failure_fields
@@ -75,8 +76,7 @@ def run_discovery(method: str, ds: Dataset, gw: Gateway | None = None, config: D
     AgentCausalError when ``raise_transient`` is set and the failure is not a content failure
     (EndpointUnreachableError, LLMCallError, an AlgorithmError timeout ...).
     """
-    handler = method_handler(method)  # an unknown method: ConfigError
-    config = config.resolved()  # executor "auto": the one that runs here
+    handler, config = method_handler(method, config)  # an unknown method: ConfigError; "auto": the executor here
     stages = method_stages(method, config)
     if stages and gw is None:
         raise ConfigError(f"method {method!r} calls an LLM; pass a gateway")
@@ -84,11 +84,12 @@ def run_discovery(method: str, ds: Dataset, gw: Gateway | None = None, config: D
     env = run_enveloped(lambda: handler(gw, ds, config, seed, item), gw=gw, stages=stages,
                         usage_items=(item,), raise_transient=raise_transient)
     common = dict(dataset=ds.name, seed=seed, n=ds.n, method=method, true_graph=ds.true_graph,
-                  prompt_version=PROMPT_VERSION if stages else "", data_hash=ds.content_hash(), **env.stamp())
+                  prompt_version=PROMPT_VERSIONS[config.mac.prompts] if stages else "", data_hash=ds.content_hash(),
+                  **env.stamp())
     if env.error is not None:
         return DiscoveryOutcome(**common, **failure_fields(env.error, max_chars=2000))
     graph, details = env.result
-    if config.executor_fallback and method.partition("@")[0] in DCM_METHODS:
+    if config.executor_fallback and base_method(method) in DCM_METHODS:
         details = {**details, "executor_fallback": config.executor_fallback}
     detail = degradation(details)
     return DiscoveryOutcome(**common, graph=graph, details=details, status="degraded" if detail else "complete",
@@ -153,7 +154,7 @@ class DiscoveryHalf:
     def _methods(self, plan: Plan, item: PlanItem) -> Iterator[str]:
         llm_only = None if plan.llm_datasets is None else set(plan.llm_datasets)
         for m in plan.methods:
-            if m.partition("@")[0] not in LLM_METHODS or llm_only is None or item.id in llm_only:
+            if base_method(m) not in LLM_METHODS or llm_only is None or item.id in llm_only:
                 yield m
 
     def job_counts(self, plan: Plan) -> dict[str, int]:
@@ -165,7 +166,7 @@ class DiscoveryHalf:
     def jobs(self, plan: Plan) -> Iterator[Job]:
         for item in plan.iter_items():  # dataset-major, methods in the order asked, then seed and repeat
             for m in self._methods(plan, item):
-                reps = range(plan.repeats) if m.partition("@")[0] in LLM_METHODS else (0,)
+                reps = range(plan.repeats) if base_method(m) in LLM_METHODS else (0,)
                 for seed in plan.seeds or [0]:
                     for r in reps:
                         yield Job(item, m, seed=seed, repeat=r)
@@ -173,8 +174,8 @@ class DiscoveryHalf:
     def submission_order(self, plan: Plan) -> Iterator[Job]:
         """LLM methods first, so the long debates start while the statistical baselines run."""
         jobs = list(self.jobs(plan))
-        return iter([j for j in jobs if j.method.partition("@")[0] in LLM_METHODS]
-                    + [j for j in jobs if j.method.partition("@")[0] not in LLM_METHODS])
+        return iter([j for j in jobs if base_method(j.method) in LLM_METHODS]
+                    + [j for j in jobs if base_method(j.method) not in LLM_METHODS])
 
     def keyer(self, plan: Plan, settings: RunSettings) -> Callable[[Job], str]:
         data: dict[tuple[str, int], Dataset] = {}

@@ -1,4 +1,10 @@
-"""Pieces the LLM discovery baselines share: prompts' system message, data summaries, edge texts.
+"""Pieces the LLM discovery baselines share: prompts' system message, data summaries, edge texts, and the
+graph answer (reply model and completion cap).
+
+Under ``paper`` settings nothing here caps what the method's paper does not: a graph answer's edge list is
+bounded only by what a DAG allows (d(d-1)/2 edges), a reason is unbounded, and a completion cap of None
+leaves the budget to the profile (:func:`agentcausal.discovery.mac.calls.completion_cap`). The ``small``
+settings keep their fixed bounds (2 d edges, short reasons).
 
 References
 ----------
@@ -8,17 +14,18 @@ Le et al. "Multi-Agent Causal Discovery Using Large Language Models." arXiv:2407
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 from pydantic import BaseModel, Field, create_model
 
 from agentcausal.discovery.datasets import Dataset, metadata_text
 from agentcausal.discovery.mac import prompts as P
+from agentcausal.discovery.mac.calls import graph_reply_tokens
 from agentcausal.llm.replies import ShortText
 
 __all__ = ["SYSTEM", "system_message", "baseline_messages", "metadata_block", "reasoned_answer_model",
-           "reasoned_answer_tokens", "data_summary", "edges_text"]
+           "reasoned_answer_tokens", "data_summary", "edges_text", "GraphAnswer", "graph_answer"]
 
 SYSTEM = "You are a causal discovery expert. Reply only with JSON."
 
@@ -48,27 +55,57 @@ def metadata_block(ds: Dataset) -> str:
     return P.delimit("metadata", metadata_text(ds))
 
 
-def reasoned_answer_model(name: str, field: str, choices: tuple[str, ...], reason_chars: int) -> type[BaseModel]:
-    """A reply model of a short reason followed by one of ``choices``.
+def reasoned_answer_model(name: str, field: str, choices: tuple[str, ...], reason_chars: int | None) -> type[BaseModel]:
+    """A reply model of a reason followed by one of ``choices``.
 
     Parameters
     ----------
     name : str, the model's (schema's) name
     field : str, the name of the answer field
     choices : tuple of str, the answers allowed
-    reason_chars : int, the most characters of the reason
+    reason_chars : int or None, the most characters of the reason (``maxLength``); None = unbounded
 
     Returns
     -------
     A pydantic model with fields ``reason`` (str) then ``field`` (one of ``choices``).
     """
-    return create_model(name, reason=(ShortText(reason_chars), Field(description="one short sentence")),
+    kind = ShortText(reason_chars) if reason_chars else str
+    return create_model(name, reason=(kind, Field(description="one short sentence" if reason_chars else
+                                                  "your reasoning")),
                         **{field: (Literal[choices], ...)})  # type: ignore[valid-type]
 
 
-def reasoned_answer_tokens(reason_chars: int) -> int:
-    """Completion tokens a :func:`reasoned_answer_model` reply needs: ``reason_chars // 3 + 40``."""
-    return reason_chars // 3 + 40
+def reasoned_answer_tokens(reason_chars: int | None) -> int | None:
+    """Completion tokens a :func:`reasoned_answer_model` reply needs: ``reason_chars // 3 + 40``; None
+    (the profile's budget) for an unbounded reason."""
+    return None if reason_chars is None else reason_chars // 3 + 40
+
+
+class GraphAnswer(NamedTuple):
+    """A baseline's graph answer: the reply model and its fixed completion cap (None = the profile's budget)."""
+
+    model: type[BaseModel]
+    max_tokens: int | None
+
+
+def graph_answer(ds: Dataset, edges_per_variable: float | None) -> GraphAnswer:
+    """The reply model of a baseline's graph (``{"edges": [{"cause", "effect"}]}``, no reasons) and its cap.
+
+    Parameters
+    ----------
+    ds : Dataset (its variables)
+    edges_per_variable : float or None, the edge list's bound as a multiple of d
+        (:func:`~agentcausal.discovery.mac.prompts.max_graph_edges`; ``small``: 2); None = d(d-1)/2
+
+    Returns
+    -------
+    GraphAnswer(model, max_tokens): ``max_tokens`` from the bound and the names
+    (:func:`~agentcausal.discovery.mac.calls.graph_reply_tokens`) when the bound is ``small``'s, else None.
+    """
+    bound = P.max_graph_edges(ds.d, edges_per_variable)
+    model = P.graph_reply_model(tuple(ds.variables), max_edges=bound)
+    need = None if edges_per_variable is None else graph_reply_tokens(ds.variables, max_edges=bound, reason_chars=0)
+    return GraphAnswer(model, need)
 
 
 def edges_text(edges: Iterable[str]) -> str:
@@ -84,7 +121,8 @@ def data_summary(ds: Dataset, *, top_pairs: int | None = None) -> str:
     Parameters
     ----------
     ds : Dataset
-    top_pairs : int, pairs listed (default ``2 d``)
+    top_pairs : int or None, pairs listed (``ReActSettings.edges_per_variable`` times d under ``small``);
+        None = every pair
 
     Returns
     -------
@@ -103,7 +141,7 @@ def data_summary(ds: Dataset, *, top_pairs: int | None = None) -> str:
     with np.errstate(invalid="ignore", divide="ignore"):
         c = np.nan_to_num(np.corrcoef(ranks, rowvar=False))
     pairs = sorted(((abs(c[i, j]), i, j) for i in range(ds.d) for j in range(i + 1, ds.d)), reverse=True)
-    k = top_pairs if top_pairs is not None else 2 * ds.d
+    k = top_pairs if top_pairs is not None else len(pairs)
     lines.append("Strongest associations (|Spearman r|): " + "; ".join(
         f"{ds.variables[i]}-{ds.variables[j]} {r:.2f}" for r, i, j in pairs[:k]))
     return "\n".join(lines)

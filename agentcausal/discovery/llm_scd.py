@@ -15,9 +15,9 @@ Here the SCD algorithm is PC (one of the paper's; causal-learn's
 ``BackgroundKnowledge`` carries the prior), with the pool's data-type-aware
 test. Settings the paper leaves to the user are documented fields.
 
-The MAC paper (arXiv:2407.15073, §4.1) lists LLM-SCD among its LLM baselines; its
-text pairs the baselines' names and citations differently from the methods' own
-papers. This implementation follows Takayama et al.
+The MAC paper (arXiv:2407.15073, §4.1) lists LLM-SCD among its LLM baselines but
+cites it as Ban et al. (2023); the name is Takayama et al.'s method (their code:
+github.com/mas-takayama/LLM-and-SCD), which this module implements (docs/baselines.md).
 
 References
 ----------
@@ -42,7 +42,7 @@ from agentcausal.discovery.llm_common import (
     reasoned_answer_tokens,
 )
 from agentcausal.discovery.mac import prompts as P
-from agentcausal.discovery.mac.calls import budget, structured
+from agentcausal.discovery.mac.calls import completion_cap, structured
 from agentcausal.discovery.mac.settings import BASELINE_STAGE
 
 __all__ = ["LLMSCDSettings", "PRESETS", "LLMSCDResult", "llm_scd"]
@@ -57,7 +57,8 @@ class LLMSCDSettings(BaseModel):
     temperature : float, sampling temperature of those answers (None = the profile's)
     required_at : float, ``p >= required_at`` makes ``x -> y`` required
     forbidden_at : float, ``p <= forbidden_at`` makes ``x -> y`` forbidden
-    reason_chars : int, cap of the reason the LLM gives before its answer
+    reason_chars : int or None, ``maxLength`` of the reason the LLM gives before its answer; None = unbounded,
+        and the completion budget is the profile's (``small``: 80)
     algorithm_timeout_s : float, wall limit of each PC run
     """
 
@@ -66,7 +67,7 @@ class LLMSCDSettings(BaseModel):
     temperature: float | None = Field(0.7, ge=0, le=2)
     required_at: float = Field(0.95, gt=0.5, le=1)
     forbidden_at: float = Field(0.05, ge=0, lt=0.5)
-    reason_chars: int = Field(200, ge=20, le=1000)
+    reason_chars: int | None = Field(None, ge=20)
     algorithm_timeout_s: float = Field(120.0, gt=0)
 
 
@@ -120,7 +121,7 @@ def llm_scd(gw, ds: Dataset, settings: LLMSCDSettings = LLMSCDSettings(), *, ite
     base = default_choice("pc", ds.data_type, ds.d)
     first = run_algorithm(ds.data, ds.variables, base, timeout_s=settings.algorithm_timeout_s).graph
     model = reasoned_answer_model("PairReply", "answer", ("yes", "no"), settings.reason_chars)
-    cap = budget(gw, BASELINE_STAGE, reasoned_answer_tokens(settings.reason_chars))
+    cap = completion_cap(gw, BASELINE_STAGE, reasoned_answer_tokens(settings.reason_chars))
     meta = metadata_block(ds)
     scd = P.delimit("scd_result", edges_text(first.edge_strings()))
     probs: dict[str, float] = {}

@@ -16,6 +16,7 @@ from typing import Any
 from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.datasets import BENCHMARKS, Dataset, data_dir, load_dataset, load_spec
 from agentcausal.discovery.registry import DCM_METHODS, method_settings, method_stages, resolve_methods
+from agentcausal.discovery.rounds import base_method
 from agentcausal.discovery.user_data import unique_dataset_names
 from agentcausal.runs.plan import MethodPlan, Plan, PlanItem, absolute_path, missing_keys, profile_params, \
     routed_profiles, sha256_file, stage_models
@@ -130,7 +131,7 @@ def plan_discovery(datasets: Sequence[str], methods: Sequence[str], settings: Ru
     names = resolve_methods(methods)
     if config.mac.executor == "auto":  # a Python caller's default (the CLI resolves and says it itself)
         config = config.resolved()
-        if config.executor_fallback and any(m.partition("@")[0] in DCM_METHODS for m in names):
+        if config.executor_fallback and any(base_method(m) in DCM_METHODS for m in names):
             print(config.executor_fallback)
     return discover_plan(list(datasets), names, config=config, routing=settings.routing,
                          preset=routing_preset(settings.profiles_path, settings.routing),

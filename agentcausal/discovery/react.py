@@ -14,9 +14,8 @@ Each step is one structured call that sees the metadata and the whole trajectory
 so far. After ``max_steps`` steps without ``finish``, one more call asks for the
 final graph. The graph is validated to a DAG like MAC's.
 
-The MAC paper (arXiv:2407.15073, §4.1) lists ReAct among its LLM baselines; its text
-pairs the baselines' names and citations differently from the methods' own papers.
-This implementation follows Yao et al.
+The MAC paper (arXiv:2407.15073, §4.1) lists ReAct among its LLM baselines; this
+implementation follows Yao et al. (docs/baselines.md: which paper each baseline implements).
 
 References
 ----------
@@ -33,14 +32,14 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from agentcausal.discovery.algorithms import ALGORITHMS, default_choice, run_algorithm
 from agentcausal.discovery.datasets import Dataset
 from agentcausal.discovery.graph import CausalGraph, RepairedGraph, repair_to_dag
-from agentcausal.discovery.llm_common import baseline_messages, data_summary, metadata_block
+from agentcausal.discovery.llm_common import baseline_messages, data_summary, graph_answer, metadata_block
 from agentcausal.discovery.mac import prompts as P
-from agentcausal.discovery.mac.calls import budget, graph_reply_tokens, structured
+from agentcausal.discovery.mac.calls import completion_cap, structured
 from agentcausal.discovery.mac.settings import BASELINE_STAGE
 from agentcausal.exceptions import AgentCausalError
 from agentcausal.llm.replies import ShortText
 
-__all__ = ["ReActSettings", "PRESETS", "ReActResult", "react_discovery"]
+__all__ = ["ReActSettings", "PRESETS", "PAPER_UNSPECIFIED", "ReActResult", "react_discovery"]
 
 
 class ReActSettings(BaseModel):
@@ -48,8 +47,13 @@ class ReActSettings(BaseModel):
 
     Attributes
     ----------
-    max_steps : int, thought-action-observation steps before the final answer is asked for
-    thought_chars : int, cap of each thought
+    max_steps : int, thought-action-observation steps before the final answer is asked for (ReAct fixes no
+        limit for this task: paper: unspecified)
+    thought_chars : int or None, ``maxLength`` of each thought; None = unbounded (``small``: 120)
+    edges_per_variable : float or None, bound of the ``finish`` edge list and of the ``summary`` tool's
+        list of associated pairs, as a multiple of d; None = d(d-1)/2, every pair (``small``: 2)
+    step_max_tokens : int or None, completion cap of one step; None = derived from ``thought_chars`` and the
+        edge bound when both are set (``small``), else the profile's budget (``paper``)
     alpha : float, significance level the ``test`` tool reports against
     max_given : int, conditioning-set size the ``test`` tool accepts
     algorithm_timeout_s : float, wall limit of the ``run_algorithm`` tool
@@ -65,16 +69,26 @@ class ReActSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     max_steps: int = Field(8, ge=1, le=30)
-    thought_chars: int = Field(300, ge=20, le=2000)
+    thought_chars: int | None = Field(None, ge=20)
+    edges_per_variable: float | None = Field(None, gt=0)
+    step_max_tokens: int | None = Field(None, ge=16)
     alpha: float = Field(0.05, gt=0, lt=1)
     max_given: int = Field(3, ge=0, le=6)
     algorithm_timeout_s: float = Field(120.0, gt=0)
     sampling_temperature: float | None = Field(None, ge=0, le=2)
 
 
-#: ``paper`` = the defaults; ``small`` = fewer, shorter steps for sub-2B models on CPU
+#: ``paper`` = the defaults; ``small`` = fewer, shorter steps and 2 d edges for sub-2B models on CPU
 PRESETS: dict[str, dict[str, Any]] = {"paper": {}, "small": {"max_steps": 4, "thought_chars": 120,
-                                                              "sampling_temperature": 0.7}}
+                                                              "edges_per_variable": 2.0, "sampling_temperature": 0.7}}
+
+#: settings the method's papers leave unspecified for this task (the plan shows each with "paper: unspecified")
+PAPER_UNSPECIFIED: dict[str, str] = {
+    "max_steps": "ReAct (arXiv:2210.03629) sets a step limit per task; MAC (§4.1) gives none for discovery",
+    "alpha": "the test tool is ours; no level stated",
+    "max_given": "the test tool is ours; no conditioning-set bound stated",
+    "algorithm_timeout_s": "no wall limit stated",
+}
 
 TASK = (
     "Find the causal graph (a DAG) over these variables using the data.\n{metadata}\n"
@@ -114,12 +128,14 @@ def _step_model(variables: tuple[str, ...], settings: ReActSettings) -> type[Bas
     edge = create_model("Edge", cause=(var, ...), effect=(var, ...))
     return create_model(
         "ReActStepReply",
-        thought=(ShortText(settings.thought_chars), Field(description="your reasoning")),
+        thought=(ShortText(settings.thought_chars) if settings.thought_chars else str,
+                 Field(description="your reasoning")),
         action=(Literal["summary", "test", "run_algorithm", "finish"], ...),
         x=(var | None, None), y=(var | None, None),
         given=(list[var], Field(default_factory=list, max_length=settings.max_given)),
         algorithm=(Literal[ALGORITHMS] | None, None),  # type: ignore[valid-type]
-        edges=(list[edge], Field(default_factory=list, max_length=P.max_graph_edges(len(variables)),
+        edges=(list[edge], Field(default_factory=list,
+                                 max_length=P.max_graph_edges(len(variables), settings.edges_per_variable),
                                  description="for finish: direct cause -> effect edges")),
     )
 
@@ -138,7 +154,8 @@ def _test(ds: Dataset, x: str, y: str, given: list[str], alpha: float) -> str:
 def _observe(ds: Dataset, reply: Any, settings: ReActSettings) -> str:
     try:
         if reply.action == "summary":
-            return data_summary(ds)
+            per = settings.edges_per_variable
+            return data_summary(ds, top_pairs=None if per is None else P.max_graph_edges(ds.d, per))
         if reply.action == "test":
             if reply.x is None or reply.y is None or reply.x == reply.y:
                 return "error: test needs two different variables x and y"
@@ -180,9 +197,11 @@ def react_discovery(gw, ds: Dataset, settings: ReActSettings = ReActSettings(), 
     Yao et al., arXiv:2210.03629.
     """
     model = _step_model(tuple(ds.variables), settings)
-    need = settings.thought_chars // 3 + 60 + graph_reply_tokens(ds.variables, max_edges=P.max_graph_edges(ds.d),
-                                                                reason_chars=0)
-    cap = budget(gw, BASELINE_STAGE, need)
+    answer = graph_answer(ds, settings.edges_per_variable)
+    need = settings.step_max_tokens
+    if need is None and settings.thought_chars is not None and answer.max_tokens is not None:
+        need = settings.thought_chars // 3 + 60 + answer.max_tokens
+    cap = completion_cap(gw, BASELINE_STAGE, need)
     steps: list[ReActStep] = []
 
     def prompt(tail: str) -> list[dict[str, str]]:
@@ -204,9 +223,7 @@ def react_discovery(gw, ds: Dataset, settings: ReActSettings = ReActSettings(), 
                                   ("algorithm", reply.algorithm)) if v}
         steps.append(ReActStep(thought=reply.thought, action=reply.action, args=args,
                                observation=_observe(ds, reply, settings)))
-    final = P.graph_reply_model(tuple(ds.variables))
-    reply = structured(gw, BASELINE_STAGE, prompt(FINAL), final, item=item, sample=sample, temperature=temperature,
-                       max_tokens=budget(gw, BASELINE_STAGE, graph_reply_tokens(
-                           ds.variables, max_edges=P.max_graph_edges(ds.d), reason_chars=0)))
+    reply = structured(gw, BASELINE_STAGE, prompt(FINAL), answer.model, item=item, sample=sample,
+                       temperature=temperature, max_tokens=completion_cap(gw, BASELINE_STAGE, answer.max_tokens))
     rep: RepairedGraph = repair_to_dag(ds.variables, [(e.cause, e.effect) for e in reply.edges])
     return ReActResult(steps=tuple(steps), graph=rep.graph, dropped=rep.dropped, finished=False)

@@ -43,8 +43,11 @@ from agentcausal.discovery.ils_csl import ils_csl
 from agentcausal.discovery.llm_scd import llm_scd
 from agentcausal.discovery.mac.calls import sample_index
 from agentcausal.discovery.mac.pipeline import run_mac
-from agentcausal.discovery.mac.settings import BASELINE_STAGE, CODER_STAGE, DEBATE_STAGE, MACSettings
+from agentcausal.discovery.mac.settings import PAPER_UNSPECIFIED as MAC_PAPER_UNSPECIFIED
+from agentcausal.discovery.mac.settings import BASELINE_STAGE, CODER_STAGE, DEBATE_STAGE, MACSettings, unspecified_notes
+from agentcausal.discovery.react import PAPER_UNSPECIFIED as REACT_PAPER_UNSPECIFIED
 from agentcausal.discovery.react import react_discovery
+from agentcausal.discovery.rounds import apply_rounds, split_rounds
 from agentcausal.exceptions import ConfigError
 
 __all__ = ["STATISTICAL_METHODS", "LLM_METHODS", "BASELINE_METHODS", "DCM_METHODS", "METHODS", "resolve_methods",
@@ -76,7 +79,7 @@ def split_method(method: str) -> tuple[str, str]:
     ------
     ConfigError on an unknown base method or mode, or a mode on a statistical method.
     """
-    base, _, mode = method.partition("@")
+    base, _, mode = split_rounds(method)[0].partition("@")  # "mac (rounds 2)": a rounds variant of mac
     mode = mode or "none"
     if base not in METHODS:
         raise ConfigError(f"unknown discovery method {method!r}; choose from {', '.join(METHODS)} "
@@ -120,7 +123,9 @@ def resolve_methods(names: Sequence[str]) -> list[str]:
         expanded = list(STATISTICAL_METHODS) if key in ("statistical", "stat") else [key]
         for k in expanded:
             base, mode = split_method(k)
-            k = base if mode == "none" else k
+            rounds = split_rounds(k)[1]
+            k = base if mode == "none" else f"{base}@{mode}"
+            k = k if rounds is None else f"{k} (rounds {rounds})"
             if k not in out:
                 out.append(k)
     return out
@@ -128,7 +133,7 @@ def resolve_methods(names: Sequence[str]) -> list[str]:
 
 def method_stages(method: str, config: DiscoveryConfig) -> tuple[str, ...]:
     """LLM stages a method calls (empty for statistical baselines)."""
-    method = method.partition("@")[0]
+    method = split_method(method)[0]
     if method in STATISTICAL_METHODS:
         return ()
     if method in BASELINE_METHODS:
@@ -158,17 +163,20 @@ def method_settings(method: str, config: DiscoveryConfig) -> dict[str, Any]:
     ConfigError on an unknown method.
     """
     base, mode = split_method(method)
-    config = config.resolved()
+    config = apply_rounds(method, config.resolved())[1]  # a rounds variant shows its mac.rounds
     out: dict[str, Any]
     if base in STATISTICAL_METHODS:
         out = {"algorithm_timeout_s": config.algorithm_timeout_s}
     elif base in ("mac", "mac_single", "dcm_only", "mdm_only"):
         out = mac_settings(base, config).model_dump(mode="json")
+        out["paper_unspecified"] = unspecified_notes(config.mac, MAC_PAPER_UNSPECIFIED)
     elif base == "llm_zero_shot":
-        out = {"max_tokens_scale": config.mac.max_tokens_scale,
+        out = {"max_tokens_scale": config.mac.max_tokens_scale, "edges_per_variable": config.mac.edges_per_variable,
                "sampling_temperature": config.mac.sampling_temperature}
     else:
         out = getattr(config, base).model_dump(mode="json")
+        if base == "react":
+            out["paper_unspecified"] = unspecified_notes(config.react, REACT_PAPER_UNSPECIFIED)
     if base not in STATISTICAL_METHODS:  # what this run's calls use (None = the profile's temperature)
         out["temperature_used"] = llm_temperature(base, config)
     return {**out, "anonymise": mode} if mode != "none" else out
@@ -225,7 +233,8 @@ def _mac(method: str) -> Callable[..., tuple[CausalGraph, dict[str, Any]]]:
 def _zero_shot(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
     sample = sample_index(seed, config.repeat)
     t = llm_temperature("llm_zero_shot", config)
-    res = llm_zero_shot(gw, ds, item=item, max_tokens_scale=config.mac.max_tokens_scale, sample=sample, temperature=t)
+    res = llm_zero_shot(gw, ds, item=item, max_tokens_scale=config.mac.max_tokens_scale,
+                        edges_per_variable=config.mac.edges_per_variable, sample=sample, temperature=t)
     return res.graph, {"dropped": list(res.dropped), "sample": sample, "temperature": t}
 
 
@@ -274,14 +283,17 @@ _HANDLERS.update({f"{m}@{mode}": _anonymised(m, mode) for m in LLM_METHODS for m
                   if mode != "none"})
 
 
-def method_handler(method: str) -> Callable[..., tuple[CausalGraph, dict[str, Any]]]:
-    """The handler of a method name (``mac``, ``pc``, ``mac@names`` ...): ``(gw, dataset, config, seed, item) ->
-    (graph, details)``.
+def method_handler(method: str, config: DiscoveryConfig) -> tuple[Callable[..., tuple[CausalGraph, dict[str, Any]]],
+                                                                  DiscoveryConfig]:
+    """The handler of a method name (``mac``, ``pc``, ``mac@names``, ``mac (rounds 2)`` ...) and the config it runs
+    with (a rounds variant's ``mac.rounds`` applied, the executor resolved): ``(gw, dataset, config, seed, item)
+    -> (graph, details)``.
 
     Raises
     ------
     ConfigError on an unknown method (the message lists the valid ones).
     """
-    if method not in _HANDLERS:
+    handler, config = apply_rounds(method, config.resolved())
+    if handler not in _HANDLERS:
         raise ConfigError(f"unknown discovery method {method!r}; choose from {', '.join(METHODS)}")
-    return _HANDLERS[method]
+    return _HANDLERS[handler], config

@@ -3,12 +3,18 @@
 Everything a causal-discovery method cannot use is refused here, naming the
 file and the line, field or column, with no traceback:
 
-* **files**: a missing file, text that is not UTF-8, a truncated or invalid
-  metadata JSON (line and column), a metadata field of the wrong type, an empty
-  CSV, a CSV row with more or fewer fields than the header (its line), two
-  columns with one name, a Parquet file that cannot be read;
-* **variables**: fewer than two, a described variable missing from the table,
-  a ``true_edges`` entry naming an unknown variable;
+* **files**: a missing file; anything but a regular file (a FIFO, a device
+  such as a symlink to ``/dev/zero``, a symlink loop), named before it is
+  opened; a file over the input size limit (256 MiB, ``--max-input-mb``;
+  :mod:`agentcausal.input_files`); text that is not UTF-8; a truncated or
+  invalid metadata JSON (line and column), one nested deeper than 64 levels or
+  holding an integer of more than 4,300 digits; a metadata field of the wrong
+  type; an empty CSV; a CSV row with more or fewer fields than the header (its
+  line); a column without a name (its position); two columns with one name; a
+  Parquet file that cannot be read;
+* **variables**: fewer than two, an empty variable name, a described variable
+  missing from the table, a ``true_edges`` entry naming an unknown variable,
+  true edges that form a cycle (the cycle is named: a causal DAG has none);
 * **columns** (each described variable): all values missing; a value that is
   neither a number nor a missing-value marker in a column of numbers (its line);
   a text column with more than :attr:`DatasetChecks.max_categories` distinct
@@ -21,14 +27,21 @@ file and the line, field or column, with no traceback:
 
 Missing values are empty cells and the markers of :data:`DEFAULT_MISSING_VALUES`
 (case-insensitive, surrounding spaces ignored); a metadata file may list its own
-markers as ``"missing_values": [...]``, which replace the defaults. Rows with a
-missing value are dropped (their count is kept in ``Dataset.extra``). A text
-column with few distinct values is a category, coded 0..k-1 in sorted order of
-its values (the states).
+markers as ``"missing_values": [...]``, which replace the defaults. **A dataset
+with missing values is refused** with one line that counts them per column and
+marker and says how many rows hold one, unless dropping those rows is accepted:
+:attr:`DatasetChecks.drop_missing` (``discover --drop-missing``,
+``AGENTCAUSAL_DROP_MISSING=1``) or ``"drop_missing": true`` in the metadata.
+Then the rows are dropped and counted in ``Dataset.extra``:
+``rows_dropped_missing``, ``rows_read`` and ``missing_by_column`` (column ->
+marker -> count; ``""`` is an empty cell), and :func:`missing_summary` says it
+in one line. A text column with few distinct values is a category, coded
+0..k-1 in sorted order of its values (the states).
 
 The thresholds are :class:`DatasetChecks` fields, read from the environment
-variables ``AGENTCAUSAL_MIN_ROWS``, ``AGENTCAUSAL_MIN_ROWS_PER_VARIABLE`` and
-``AGENTCAUSAL_MAX_CATEGORIES`` by :meth:`DatasetChecks.from_env`.
+variables ``AGENTCAUSAL_MIN_ROWS``, ``AGENTCAUSAL_MIN_ROWS_PER_VARIABLE``,
+``AGENTCAUSAL_MAX_CATEGORIES`` and ``AGENTCAUSAL_DROP_MISSING`` by
+:meth:`DatasetChecks.from_env`.
 
 References
 ----------
@@ -39,6 +52,7 @@ MIT Press, 2000. doi:10.7551/mitpress/1754.001.0001 (conditional-independence te
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import os
@@ -50,9 +64,13 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agentcausal.exceptions import AgentCausalError, ConfigError, DatasetError
+from agentcausal.discovery.dataset_model import Dataset, DatasetMetadata, VariableInfo
+from agentcausal.discovery.graph import CausalGraph
+from agentcausal.exceptions import AgentCausalError, ConfigError, DatasetError, InputFileError
+from agentcausal.input_files import input_refusal, loads_json, read_input_text
 
-__all__ = ["DEFAULT_MISSING_VALUES", "DatasetChecks", "read_user_dataset", "unique_dataset_names"]
+__all__ = ["DEFAULT_MISSING_VALUES", "DatasetChecks", "read_user_dataset", "unique_dataset_names",
+           "missing_summary"]
 
 #: cells read as missing (compared case-insensitively after stripping spaces); pandas' defaults plus ``?`` and ``.``
 DEFAULT_MISSING_VALUES = ("", "NA", "N/A", "NaN", "-NaN", "null", "None", "<NA>", "#N/A", "#NA", "missing", "?", ".")
@@ -70,6 +88,8 @@ class DatasetChecks(BaseModel):
         ``max(min_rows, min_rows_per_variable * d)``
     max_categories : int, the most distinct values of a text column (default 20); more is free text
     missing_values : tuple of str, missing-value markers (a metadata file's ``missing_values`` replace them)
+    drop_missing : bool, drop the rows holding a missing value (counted and announced) instead of refusing
+        the dataset (default False)
     """
 
     model_config = ConfigDict(frozen=True)
@@ -78,6 +98,7 @@ class DatasetChecks(BaseModel):
     min_rows_per_variable: int = Field(5, ge=0)
     max_categories: int = Field(20, ge=2)
     missing_values: tuple[str, ...] = DEFAULT_MISSING_VALUES
+    drop_missing: bool = False
 
     def min_n(self, d: int) -> int:
         """The fewest rows a dataset with ``d`` variables may have.
@@ -91,14 +112,20 @@ class DatasetChecks(BaseModel):
 
     @classmethod
     def from_env(cls) -> "DatasetChecks":
-        """Defaults, then ``AGENTCAUSAL_MIN_ROWS``, ``AGENTCAUSAL_MIN_ROWS_PER_VARIABLE``, ``AGENTCAUSAL_MAX_CATEGORIES``.
+        """Defaults, then ``AGENTCAUSAL_MIN_ROWS``, ``AGENTCAUSAL_MIN_ROWS_PER_VARIABLE``, ``AGENTCAUSAL_MAX_CATEGORIES``
+        and ``AGENTCAUSAL_DROP_MISSING`` (``1``/``true``/``yes`` or ``0``/``false``/``no``).
 
         Raises
         ------
         ConfigError
-            If a variable is set to something that is not a valid integer for its field.
+            If a variable is set to something that is not a valid integer (or boolean) for its field.
         """
         values: dict[str, Any] = {}
+        raw = os.environ.get("AGENTCAUSAL_DROP_MISSING", "").strip().lower()
+        if raw:
+            if raw not in ("1", "true", "yes", "0", "false", "no"):
+                raise ConfigError(f"$AGENTCAUSAL_DROP_MISSING must be 1/true/yes or 0/false/no, got {raw!r}")
+            values["drop_missing"] = raw in ("1", "true", "yes")
         for field in ("min_rows", "min_rows_per_variable", "max_categories"):
             var = f"AGENTCAUSAL_{field.upper()}"
             raw = os.environ.get(var)
@@ -124,6 +151,7 @@ class _UserMeta(BaseModel):
     true_edges: list[tuple[str, str]] | None = None
     data_type: str | None = None
     missing_values: list[str] | None = None
+    drop_missing: bool | None = None
 
 
 def _one_line(exc: ValidationError) -> tuple[str, str]:
@@ -133,22 +161,20 @@ def _one_line(exc: ValidationError) -> tuple[str, str]:
 
 
 def _read_meta(meta_path: Path, name: str):
-    from agentcausal.discovery.datasets import VariableInfo
-
     err = dict(name=name, file=str(meta_path))
     try:
-        text = meta_path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"metadata {meta_path} is not UTF-8 text (byte {exc.start})", **err) from exc
-    except OSError as exc:
-        raise DatasetError(f"cannot read metadata {meta_path}: {exc.strerror or exc}", **err) from exc
+        text = read_input_text(meta_path)
+    except InputFileError as exc:
+        raise DatasetError(f"metadata {meta_path}: {exc.detail}", **err) from exc
     if not text.strip():
         raise DatasetError(f"metadata {meta_path} is empty", **err)
     try:
-        obj = json.loads(text)
+        obj = loads_json(text)
     except json.JSONDecodeError as exc:
         raise DatasetError(f"metadata {meta_path} is not valid JSON: {exc.msg} at line {exc.lineno} column "
                            f"{exc.colno}", **err) from exc
+    except InputFileError as exc:
+        raise DatasetError(f"metadata {meta_path} is not valid JSON: {exc.detail}", **err) from exc
     if not isinstance(obj, dict):
         raise DatasetError(f"invalid metadata {meta_path}: expected a JSON object", **err)
     try:
@@ -157,6 +183,10 @@ def _read_meta(meta_path: Path, name: str):
         field, msg = _one_line(exc)
         raise DatasetError(f"invalid metadata {meta_path}: {msg}", column=field, **err) from exc
     info: dict[str, Any] = {}
+    blank = [v for v in um.variables if not v.strip()]
+    if blank:
+        raise DatasetError(f"invalid metadata {meta_path}: variables: a variable with an empty name "
+                           f"({blank[0]!r}); name it as its column is named", column="variables", **err)
     for v, d in um.variables.items():
         try:
             info[v] = d if isinstance(d, str) else VariableInfo.model_validate(d)
@@ -173,7 +203,24 @@ def _read_meta(meta_path: Path, name: str):
     if len(info) < 2:
         raise DatasetError(f"metadata {meta_path} describes {len(info)} variable(s); causal discovery needs at "
                            "least 2", column="variables", **err)
+    cycle = _cycle(um.true_edges or [])
+    if cycle:
+        raise DatasetError(f"invalid true_edges in {meta_path}: they form a cycle, {' -> '.join(cycle)}; a causal "
+                           "DAG has none", column="true_edges", **err)
     return um, info
+
+
+def _cycle(edges: list[tuple[str, str]]) -> list[str]:
+    """A directed cycle among ``edges`` as its nodes, first node repeated at the end; [] when there is none."""
+    import networkx as nx
+
+    g = nx.DiGraph()
+    g.add_edges_from(edges)
+    try:
+        found = nx.find_cycle(g)
+    except nx.NetworkXNoCycle:
+        return []
+    return [a for a, _ in found] + [found[0][0]]
 
 
 def _read_csv(path: Path, name: str) -> tuple[list[str], list[list[str]], list[int]]:
@@ -183,7 +230,11 @@ def _read_csv(path: Path, name: str) -> tuple[list[str], list[list[str]], list[i
     lines: list[int] = []
     ragged: list[str] = []
     try:
-        with path.open(encoding="utf-8-sig", newline="") as fh:
+        text = read_input_text(path, encoding="utf-8-sig")
+    except InputFileError as exc:
+        raise DatasetError(f"{path}: {exc.detail}", **err) from exc
+    try:
+        with io.StringIO(text, newline="") as fh:
             reader = csv.reader(fh)
             header = next(reader, None)
             while header is not None and not any(c.strip() for c in header):
@@ -198,12 +249,8 @@ def _read_csv(path: Path, name: str) -> tuple[list[str], list[list[str]], list[i
                     continue
                 rows.append(row)
                 lines.append(reader.line_num)
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"{path} is not UTF-8 text (byte {exc.start})", **err) from exc
     except csv.Error as exc:
         raise DatasetError(f"{path} is not a valid CSV: {exc}", **err) from exc
-    except OSError as exc:
-        raise DatasetError(f"cannot read {path}: {exc.strerror or exc}", **err) from exc
     if ragged:
         more = f" (and {len(ragged) - _SHOWN} more rows)" if len(ragged) > _SHOWN else ""
         raise DatasetError(f"{path}: ragged rows: {'; '.join(ragged[:_SHOWN])} fields, the header has "
@@ -227,7 +274,7 @@ def _read_table(path: Path, name: str) -> tuple[list[str], dict[str, list[Any]],
         except Exception as exc:  # pyarrow raises many types for a bad file
             raise DatasetError(f"cannot read {path} as Parquet: {type(exc).__name__}: "
                                f"{str(exc).splitlines()[0][:200] if str(exc) else ''}", **err) from exc
-        columns = [str(c) for c in df.columns]
+        columns = ["" if c is None else str(c) for c in df.columns]
         if not len(df):
             raise DatasetError(f"{path} has no rows", **err)
         cells = {}
@@ -238,6 +285,12 @@ def _read_table(path: Path, name: str) -> tuple[list[str], dict[str, list[Any]],
         lines = list(range(1, len(df) + 1))
     else:
         raise DatasetError(f"data file must be .csv or .parquet, got {path.suffix!r}", **err)
+    unnamed = [j + 1 for j, c in enumerate(columns) if not c.strip()]
+    if unnamed:
+        listed = ", ".join(map(str, unnamed[:_SHOWN]))
+        raise DatasetError(f"{path}: column{'s' if len(unnamed) > 1 else ''} {listed} of the header "
+                           f"{'have' if len(unnamed) > 1 else 'has'} no name; name every column (or drop the "
+                           "unnamed ones, such as a written-out index)", column=f"column {unnamed[0]}", **err)
     dups = sorted(c for c, k in Counter(c for c in columns if c).items() if k > 1)
     if dups:
         raise DatasetError(f"{path}: duplicate column name(s) {', '.join(map(repr, dups))}", column=dups[0], **err)
@@ -269,22 +322,28 @@ def _number(cell: Any) -> float | None:
 
 
 def _column(name: str, cells: list[Any], lines: list[int], markers: set[str], checks: DatasetChecks,
-            where: str) -> tuple[np.ndarray, tuple[str, ...] | None, list[str]]:
-    """One described column as floats (NaN = missing) and its states; problems as messages."""
+            where: str, found: Counter) -> tuple[np.ndarray, tuple[str, ...] | None, list[str]]:
+    """One described column as floats (NaN = missing) and its states; problems as messages.
+    ``found`` counts the column's missing cells by marker (``""`` empty, ``"null"`` a table's own null)."""
     values = np.full(len(cells), np.nan)
     missing = np.zeros(len(cells), dtype=bool)
     text: list[tuple[int, str]] = []
     numeric = 0
     for i, c in enumerate(cells):
-        if c is None or (isinstance(c, str) and c.strip().casefold() in markers) or (
-                not isinstance(c, str) and _is_na(c)):
+        if c is None or (not isinstance(c, str) and _is_na(c)):
             missing[i] = True
+            found["null" if c is None or not isinstance(c, float) else "NaN"] += 1
+            continue
+        if isinstance(c, str) and c.strip().casefold() in markers:
+            missing[i] = True
+            found[c.strip()] += 1
             continue
         x = _number(c)
         if x is None:
             text.append((i, str(c).strip()))
         elif math.isnan(x):
             missing[i] = True
+            found[str(c).strip()] += 1
         else:
             values[i] = x
             numeric += 1
@@ -325,25 +384,26 @@ def read_user_dataset(data_path: str | os.PathLike, meta_path: str | os.PathLike
 
     Returns
     -------
-    Dataset, ``extra["rows_dropped_missing"]`` the rows left out for a missing value.
+    Dataset; ``extra``: ``rows_dropped_missing`` (rows left out for a missing value, when
+    accepted), ``rows_read`` and ``missing_by_column`` (column -> marker -> count).
 
     Raises
     ------
     DatasetError
         On any refused input, with ``file`` and (when one is at fault) ``column`` set;
-        the message is one line naming the file and the line, field or column(s).
+        the message is one line naming the file and the line, field or column(s). Missing
+        values are refused unless ``checks.drop_missing`` or the metadata's ``drop_missing``.
     """
-    from agentcausal.discovery.datasets import Dataset, DatasetMetadata, VariableInfo
-    from agentcausal.discovery.graph import CausalGraph
-
     data_path, meta_path = Path(data_path), Path(meta_path)
     name = name or data_path.stem
     checks = checks or DatasetChecks.from_env()
-    if not data_path.is_file():
-        raise DatasetError(f"file not found: {data_path}", name=name, file=str(data_path))
-    if not meta_path.is_file():
-        raise DatasetError(f"file not found: {meta_path} (a user dataset needs its .json metadata beside it, "
-                           "or DATA::META)", name=name, file=str(meta_path))
+    for path, what in ((data_path, ""), (meta_path, " (a user dataset needs its .json metadata beside it, or "
+                                                   "DATA::META)")):
+        why = input_refusal(path)  # before anything is opened: a FIFO or a device never hangs or floods
+        if why == "no such file":
+            raise DatasetError(f"file not found: {path}{what}", name=name, file=str(path))
+        if why is not None:
+            raise DatasetError(f"{path}: {why}", name=name, file=str(path))
     if data_path.suffix.lower() not in (".csv", ".parquet", ".pq"):
         raise DatasetError(f"data file must be .csv or .parquet, got {data_path.suffix!r}", name=name,
                            file=str(data_path))
@@ -359,8 +419,10 @@ def read_user_dataset(data_path: str | os.PathLike, meta_path: str | os.PathLike
                                               else checks.missing_values)}
     where = "line" if data_path.suffix.lower() == ".csv" else "row"
     cols, states, problems, bad = [], {}, [], []
+    found: dict[str, Counter] = {}
     for v in variables:
-        values, st, probs = _column(v, cells[v], lines, markers, checks, where)
+        found[v] = Counter()
+        values, st, probs = _column(v, cells[v], lines, markers, checks, where, found[v])
         cols.append(values)
         states[v] = st
         problems += probs
@@ -371,8 +433,19 @@ def read_user_dataset(data_path: str | os.PathLike, meta_path: str | os.PathLike
     arr = np.column_stack(cols)
     keep = ~np.isnan(arr).any(axis=1)
     dropped = int((~keep).sum())
-    arr = arr[keep]
+    missing_by_column = {v: dict(sorted(c.items())) for v, c in found.items() if c}
     d = len(variables)
+    if dropped and not (checks.drop_missing or um.drop_missing):
+        left = len(keep) - dropped
+        short = (f"; only {left} would be left, and {d} variables need at least {checks.min_n(d)}"
+                 if left < checks.min_n(d) else "")
+        how = ("fill them in" if short else "fill them in, or pass --drop-missing (or \"drop_missing\": true in "
+               "the metadata) to drop those rows")
+        raise DatasetError(f"{data_path}: {dropped} of {len(keep)} rows hold a missing value ("
+                           f"{_missing_text(missing_by_column)}){short}; {how}",
+                           column=next(iter(missing_by_column)), **err)
+    rows_read = int(arr.shape[0])
+    arr = arr[keep]
     if arr.shape[0] < checks.min_n(d):
         why = f" after dropping {dropped} with a missing value" if dropped else ""
         raise DatasetError(f"{data_path}: {arr.shape[0]} rows{why}; {d} variables need at least {checks.min_n(d)} "
@@ -400,7 +473,45 @@ def read_user_dataset(data_path: str | os.PathLike, meta_path: str | os.PathLike
             raise DatasetError(f"invalid true_edges in {meta_path}: {msg}", name=name, file=str(meta_path),
                                column="true_edges") from exc
     return Dataset(name=name, variables=variables, data=arr, data_type=dtype, metadata=meta, true_graph=true,
-                   extra={"rows_dropped_missing": dropped})
+                   extra={"rows_dropped_missing": dropped, "rows_read": rows_read,
+                          "missing_by_column": missing_by_column})
+
+
+def _marker(m: str) -> str:
+    return "empty" if m == "" else repr(m)
+
+
+def _missing_text(by_column: dict[str, dict[str, int]]) -> str:
+    """``'A': 6 ('?' 6); 'B': 3 (empty 2, 'NA' 1)``."""
+    parts = [f"{v!r}: {sum(c.values())} ({', '.join(f'{_marker(m)} {k}' for m, k in c.items())})"
+             for v, c in by_column.items()]
+    more = f"; and {len(parts) - _SHOWN} more columns" if len(parts) > _SHOWN else ""
+    return "; ".join(parts[:_SHOWN]) + more
+
+
+def missing_summary(ds: Dataset) -> str | None:
+    """One line saying which rows a user dataset lost to missing values, per column; None when it lost none.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> missing_summary(SimpleNamespace(name="cars", extra={"rows_dropped_missing": 6, "rows_read": 398,
+    ...                                 "missing_by_column": {"Horsepower": {"?": 6}}}))
+    "cars: dropped 6 of 398 rows with a missing value ('Horsepower': 6 ('?' 6))"
+    """
+    dropped = ds.extra.get("rows_dropped_missing", 0)
+    if not dropped:
+        return None
+    return (f"{ds.name}: dropped {dropped} of {ds.extra.get('rows_read', '?')} rows with a missing value "
+            f"({_missing_text(ds.extra.get('missing_by_column', {}))})")
+
+
+def _resolved(f: Path) -> Path:
+    """``f.resolve()``, or its absolute path where a symlink loop stops that (the loader names the loop)."""
+    try:
+        return f.resolve()
+    except (OSError, RuntimeError):
+        return Path(os.path.abspath(f))
 
 
 def _data_file(spec: str) -> Path | None:
@@ -444,7 +555,7 @@ def unique_dataset_names(specs: list[str]) -> dict[str, str]:
     for s, f in files.items():
         if f is None:
             continue
-        r = f.resolve()
+        r = _resolved(f)
         if r in resolved and resolved[r] != s:
             raise DatasetError(f"the same data file is named twice ({resolved[r]!r} and {s!r})", name=s, file=str(f))
         resolved[r] = s
@@ -455,7 +566,7 @@ def unique_dataset_names(specs: list[str]) -> dict[str, str]:
     for s in clash:
         group.setdefault(names[s], []).append(s)
     for members in group.values():
-        parts = {s: files[s].resolve().with_suffix("").parts for s in members}
+        parts = {s: _resolved(files[s]).with_suffix("").parts for s in members}
         for k in range(2, max(len(p) for p in parts.values()) + 1):
             cand = {s: "-".join(p[-k:]) for s, p in parts.items()}
             if len(set(cand.values())) == len(members):

@@ -9,29 +9,43 @@ One code path for all three.
 
 Around each call the gateway adds:
 
-* **Disk cache** (diskcache, default ``cache/llm/``): key = sha256 of
-  (base URL, model, messages, sampling parameters, JSON schema); for embedded
-  profiles the word ``embedded`` (plus the GGUF path when ``model_path`` is set)
-  stands for the base URL, since the port changes every run. The API key
-  never enters the key. Only complete, valid replies are stored (diskcache
-  writes are atomic), so a crash leaves nothing half-written. ``refresh=True``
-  bypasses reads of earlier entries but still writes. A repeat index
-  (``sample > 0``) enters the key and the request (``seed``).
+* **Disk cache** (:mod:`agentcausal.llm.reply_cache`, default ``cache/llm/``):
+  key = sha256 of (base URL, model, messages, sampling parameters, JSON schema);
+  for embedded profiles the word ``embedded`` (plus the GGUF path when
+  ``model_path`` is set) stands for the base URL, since the port changes every
+  run. The API key never enters the key. Only complete, valid replies are
+  stored (diskcache writes are atomic), so a crash leaves nothing half-written.
+  Records are JSON, never unpickled, each with a checksum of its content and
+  key; one that fails its check is dropped, counted (:attr:`Gateway.cache_dropped`,
+  :meth:`Gateway.cache_notice`) and asked again. ``refresh=True`` bypasses reads
+  of earlier entries but still writes, and moves an unreadable SQLite file aside.
+  A repeat index (``sample > 0``) enters the key and the request (``seed``).
 * **Dialects**: the completion cap goes under the profile's
   ``token_cap_param``; ``temperature`` only where allowed;
-  ``reasoning_effort`` where set (see :class:`~agentcausal.llm.profiles.Profile`).
+  ``reasoning_effort`` and ``extra_body`` where set (see
+  :class:`~agentcausal.llm.profiles.Profile`). A visible ``<think>…</think>``
+  block at the start of a reply (a reasoning model served without a
+  reasoning parser) is removed before the reply is parsed or cached
+  (:func:`agentcausal.llm.replies.strip_reasoning`).
 * **Retries**: the ``openai`` client's own exponential backoff with jitter on
   429, 5xx, timeouts and connection errors (``max_retries`` per gateway; it
   honours ``Retry-After``). After the last retry: :class:`EndpointUnreachableError`.
 * **One paid call per prompt**: identical requests in flight (chat, structured
   and embedding batches) wait for the first, across threads (a lock per cache
-  key) and processes sharing the cache folder (``filelock`` lock files under
-  ``<cache>/locks/``, one per key prefix); after the wait the cache is read again.
+  key, shared by every gateway of the process on one cache folder) and processes
+  sharing the cache folder (a POSIX record lock per key on
+  ``<cache>/locks/keys.lock``: one system call when nobody else holds the key);
+  after the wait the cache is read again.
 * **Concurrency limit** per profile, in-process (a semaphore sized by the
   profile's ``max_concurrency``); profiles naming one ``limit_group`` share one
   semaphore of the group's size. A slot is held for one client call, its
   retries and backoff included, and released however it ends. Prefect's global
   concurrency limits cost about 1 s per acquisition here: too slow per call.
+* **Request bodies** are plain dicts sent with the ``openai`` client's own
+  ``post`` (its retries, errors and auth; documented for undocumented endpoints),
+  not through ``chat.completions.create``, whose type-directed transform walked
+  every message and the schema on each call (about 0.5 ms of CPU per request);
+  the body is the same JSON. The reply is read from its JSON.
 * **Structured replies**: the pydantic model's JSON schema is sent as
   ``response_format`` (``json_schema``, or ``json_object`` with the schema in
   the prompt); the reply is validated; an invalid reply is sent back with the
@@ -72,6 +86,9 @@ from agentcausal.exceptions import (
     StructuredOutputError,
 )
 from agentcausal.llm.profiles import Profile, ProfileSet, load_profiles
+from agentcausal.llm.window import check_prompt_window
+from agentcausal.llm.reply_cache import CorruptRecord, ReplyCache, decode_vector, encode_vector, thread_flights
+from agentcausal.llm.replies import strip_reasoning
 from agentcausal.llm.usage import StageUsage, UsageLedger
 
 __all__ = ["Gateway", "Message", "cache_key"]
@@ -121,6 +138,9 @@ _SENT = threading.local()  # HTTP requests sent by this thread (an httpx request
 def _count_request(_request: Any) -> None:
     _SENT.n = getattr(_SENT, "n", 0) + 1
 
+
+#: what ``chat.completions.create`` puts in its request options: the bearer key
+_POST_OPTIONS: dict[str, Any] = {"security": {"bearer_auth": True}}
 
 _SCHEMAS: weakref.WeakKeyDictionary[type[BaseModel], tuple[dict[str, Any], str]] = weakref.WeakKeyDictionary()
 _SCHEMAS_LOCK = threading.Lock()
@@ -175,11 +195,15 @@ def _cache_identity(profile: Profile) -> str:
 
     The embedded server binds a different port each run, so ``"embedded"`` (not
     the port) enters the key; a profile that serves its own ``model_path`` adds it,
-    so two GGUF files under one model name never share cached replies.
+    so two GGUF files under one model name never share cached replies. The embedded
+    server's reproducible mode (``Profile.reproducible``) computes other numbers than
+    its fast mode, so it adds ``+reproducible``: a reproducible run never reuses a
+    reply the fast mode drew, and a fresh cache and a warm one give the same rows.
     """
-    if profile.is_embedded and profile.model_path:
-        return f"embedded:{profile.model_path}"
-    return profile.base_url
+    if not profile.is_embedded:
+        return profile.base_url
+    ident = f"embedded:{profile.model_path}" if profile.model_path else profile.base_url
+    return ident + ("+reproducible" if profile.reproducible else "")
 
 
 def _chat_params(
@@ -189,8 +213,10 @@ def _chat_params(
 
     Returns ``(params, key_extra)``: ``params`` go into the request (and the
     cache key); ``key_extra`` holds what changes the result without being sent
-    (``sample`` when the endpoint takes no seed). With the defaults (dialect
-    ``max_tokens``, temperature allowed, ``sample=0``) the params are exactly
+    (``sample`` when the endpoint takes no seed). A profile's ``extra_body``
+    fields (e.g. Qwen3's thinking switch) join the params at the top of the
+    request's JSON, as the ``openai`` client's ``extra_body`` would put them.
+    With the defaults (dialect ``max_tokens``, temperature allowed, ``sample=0``) the params are exactly
     ``{"temperature": t, "max_tokens": n}``, so cache keys written before
     these settings existed still match.
     """
@@ -210,6 +236,8 @@ def _chat_params(
         params[profile.token_cap_param] = cap
     if profile.reasoning_effort is not None:
         params["reasoning_effort"] = profile.reasoning_effort
+    if profile.extra_body:
+        params.update(profile.extra_body)  # fields outside OpenAI's schema, at the top of the body
     key_extra: dict[str, Any] = {}
     if sample > 0:
         if profile.seed_supported:
@@ -239,7 +267,8 @@ class Gateway:
         Disk cache folder; ``None`` disables caching.
     refresh : bool
         Bypass reads of entries written before this gateway (writes still
-        happen, and identical calls in this run still share one request).
+        happen, and identical calls in this run still share one request); an
+        unreadable cache file is moved aside and a new one started.
     max_retries : int
         Retries of one request on 429, 5xx, timeouts and connection errors.
     max_repairs : int
@@ -267,20 +296,12 @@ class Gateway:
         self.max_retries = max_retries
         self.max_repairs = max_repairs
         self.usage = UsageLedger()
-        self._cache = None
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
-        if self.cache_dir is not None:
-            import diskcache
-
-            self.cache_dir.mkdir(parents=True, exist_ok=True)
-            # every thread that calls holds its own SQLite connection: without a memory map and with a small
-            # page cache each stays small (diskcache's defaults, a 64 MiB map and 32 MiB cache per connection,
-            # grew the run engine's process with the corpus: bench/engine_memory.py)
-            self._cache = diskcache.Cache(str(self.cache_dir), size_limit=2**34, sqlite_mmap_size=0,
-                                          sqlite_cache_size=64)
+        # raises CorruptStoreError (one line) for an unreadable cache file, unless refresh moves it aside
+        self._cache = ReplyCache(self.cache_dir, refresh=refresh) if self.cache_dir is not None else None
         self._clients: dict[str, openai.OpenAI] = {}
         self._lock = threading.Lock()
-        self._flights: dict[str, list] = {}
+        self._flights_lock, self._flights = thread_flights(self.cache_dir)  # keys in flight, per cache folder
         self._fresh: set[str] = set()  # keys written by this gateway (readable under refresh)
 
     @classmethod
@@ -372,44 +393,71 @@ class Gateway:
     def _single_flight(self, key: str, timer: _Timer) -> Iterator[None]:
         """Serialise identical requests: a second caller waits for the first, then reads the cache.
 
-        Threads of this process wait on a lock per key; processes sharing the
-        cache folder wait on a lock file per key (``filelock``; the OS releases
-        it if the holder dies). Without it, two methods or two runs sending the
-        same prompt at the same moment would both miss the cache and pay twice.
-        Time spent here counts as wait time.
+        Threads of this process (every gateway on this cache folder) wait on a
+        lock per key; processes sharing the cache folder wait on a record lock
+        per key (:meth:`ReplyCache.process_lock`; the OS releases it if the holder
+        dies). Without it, two methods or two runs sending the same prompt at the
+        same moment would both miss the cache and pay twice. Time spent here
+        counts as wait time.
         """
         t0 = time.perf_counter()
-        with self._lock:
+        with self._flights_lock:
             entry = self._flights.setdefault(key, [threading.Lock(), 0])
             entry[1] += 1
         try:
-            with entry[0], self._file_lock(key):
+            with entry[0], (self._cache.process_lock(key) if self._cache is not None else contextlib.nullcontext()):
                 timer.wait += time.perf_counter() - t0
                 yield
         finally:
-            with self._lock:
+            with self._flights_lock:
                 entry[1] -= 1
                 if entry[1] == 0:
                     self._flights.pop(key, None)
 
-    def _file_lock(self, key: str) -> contextlib.AbstractContextManager:
-        if self.cache_dir is None:
-            return contextlib.nullcontext()
-        import filelock
-
-        # 4096 lock files, striped by the key's first 3 hex digits: the folder stays bounded (a lock
-        # file cannot be deleted safely while another process may wait on it), and two different
-        # keys share a stripe rarely (about 3 % of the time with 16 calls in flight), which only
-        # makes one of them wait. A call holds one stripe at a time, so no deadlock.
-        folder = self.cache_dir / "locks"
-        folder.mkdir(parents=True, exist_ok=True)
-        return filelock.FileLock(str(folder / f"{key[:3]}.lock"))
-
-    def _cache_get(self, key: str) -> Any:
-        """The cached value, or None; under ``refresh`` only entries this gateway wrote itself."""
+    def _cache_get(self, key: str) -> dict[str, Any] | None:
+        """The checked cached value (a JSON object), or None; under ``refresh`` only entries this gateway wrote."""
         if self._cache is None or (self.refresh and key not in self._fresh):
             return None
         return self._cache.get(key)
+
+    def _cached_text(self, key: str) -> str | None:
+        """The reply text cached under ``key``, or None (a record without text is dropped as corrupt)."""
+        hit = self._cache_get(key)
+        if hit is None:
+            return None
+        if not isinstance(hit.get("text"), str):
+            self._cache.drop(key, "a reply record without text")
+            return None
+        return hit["text"]
+
+    def _cached_vector(self, key: str) -> np.ndarray | None:
+        """The embedding cached under ``key``, or None (a record that is no vector is dropped as corrupt)."""
+        hit = self._cache_get(key)
+        if hit is None:
+            return None
+        try:
+            return decode_vector(hit)
+        except CorruptRecord as exc:
+            self._cache.drop(key, str(exc))
+            return None
+
+    @property
+    def cache_dropped(self) -> int:
+        """Cache records that failed their check (bit flip, torn file, pickled or misfiled entry), dropped and
+        asked again since this gateway opened its cache; 0 without a cache."""
+        return self._cache.dropped if self._cache is not None else 0
+
+    def cache_notice(self) -> str | None:
+        """One console line when records were dropped (how many, why, where), else None.
+
+        Example: ``LLM reply cache cache/llm/cache.db: 2 records failed their check and were
+        dropped and asked again (checksum mismatch: 1, undecodable (error): 1)``.
+        """
+        if not self.cache_dropped:
+            return None
+        why = ", ".join(f"{r}: {n}" for r, n in self._cache.drop_reasons.most_common())
+        return (f"LLM reply cache {self._cache.path}: {self.cache_dropped} record(s) failed their check and were "
+                f"dropped and asked again ({why})")
 
     def _run_hit(self, key: str) -> int:
         """1 when a cache hit was served by an entry this gateway wrote (an identical call earlier
@@ -418,7 +466,7 @@ class Gateway:
         with self._lock:
             return int(key in self._fresh)
 
-    def _cache_set(self, key: str, value: Any) -> None:
+    def _cache_set(self, key: str, value: dict[str, Any]) -> None:
         if self._cache is not None:
             self._cache.set(key, value)
             with self._lock:
@@ -461,17 +509,25 @@ class Gateway:
     def _request(
         self, stage: str, profile: Profile, messages: list[Message], params: dict[str, Any], timer: _Timer
     ) -> tuple[str, str | None, int, int]:
-        """One chat completion request: (text, finish_reason, prompt_tokens, completion_tokens)."""
-        resp = self._call(
-            stage, profile, lambda c: c.chat.completions.create(model=profile.model, messages=messages, **params),
-            timer,
-        )
-        if not resp.choices:
+        """One chat completion request: (text, finish_reason, prompt_tokens, completion_tokens).
+
+        The body goes out as it is through the client's ``post`` (retries, errors and the
+        bearer key as ``chat.completions.create`` sends them), and the reply is read as JSON.
+        """
+        check_prompt_window(stage, profile, messages)  # over the window: refused for the item, never sent
+        body = {"model": profile.model, "messages": messages, **params}
+        data = self._call(stage, profile, lambda c: c.post("/chat/completions", body=body, cast_to=dict,
+                                                           options=_POST_OPTIONS), timer)
+        choices = data.get("choices") if isinstance(data, dict) else None
+        if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
             raise LLMCallError(profile.name, stage, None, "reply has no choices")
-        choice = resp.choices[0]
-        text = choice.message.content or ""
-        u = resp.usage
-        return text, choice.finish_reason, (u.prompt_tokens if u else 0), (u.completion_tokens if u else 0)
+        choice = choices[0]
+        text = (choice.get("message") or {}).get("content") or ""
+        if not isinstance(text, str):
+            raise LLMCallError(profile.name, stage, None, f"reply content is {type(text).__name__}, not text")
+        text = strip_reasoning(text)  # a visible <think> block is not the answer
+        u = data.get("usage") or {}
+        return text, choice.get("finish_reason"), int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0)
 
     def _record(self, stage: str, item: str | None, profile: Profile, timer: _Timer, **kw: int) -> None:
         pt, ct = kw.get("prompt_tokens", 0), kw.get("completion_tokens", 0)
@@ -528,10 +584,10 @@ class Gateway:
         key = cache_key(_cache_identity(profile), profile.model, {"messages": msgs, "params": params, **key_extra})
         timer = _Timer()
         with self._single_flight(key, timer):  # identical calls in flight wait for the first
-            hit = self._cache_get(key)
+            hit = self._cached_text(key)
             if hit is not None:
                 self._record(stage, item, profile, timer, cache_hits=1, run_hits=self._run_hit(key))
-                return hit["text"]
+                return hit
             try:
                 text, _finish, pt, ct = self._request(stage, profile, msgs, params, timer)
             except (EndpointUnreachableError, LLMCallError):
@@ -552,6 +608,8 @@ class Gateway:
         max_tokens: int | None = None,
         sample: int = 0,
         temperature: float | None = None,
+        schema: dict[str, Any] | None = None,
+        context: Any = None,
     ) -> T:
         """A chat completion validated against a pydantic model, repaired on failure, cached.
 
@@ -560,6 +618,16 @@ class Gateway:
         stage, messages, item, max_tokens, sample, temperature : as in :meth:`chat`
         reply_model : pydantic model class; its JSON schema is sent with the request,
             and its docstring and field descriptions are what the model reads.
+        schema : dict, optional
+            The JSON schema to send (and key) instead of ``reply_model``'s own: a per-call
+            variant of one template (an enum of this trace's agents, a bound on its steps), so a
+            method whose reply shape varies per item need not build a pydantic class and its
+            schema per shape (about 1-2 ms of CPU each). ``reply_model`` must then enforce the
+            same constraints, reading them from ``context``; the dict is only read. Its ``title``
+            names it in ``response_format`` (else the class name).
+        context : optional
+            pydantic's validation context for ``reply_model.model_validate_json`` (every reply,
+            cached ones included), e.g. the agents and step count a ``schema`` was built for.
 
         Returns
         -------
@@ -579,13 +647,18 @@ class Gateway:
             If the stage is routed to an embedding profile.
         """
         profile = self._routed(stage, "chat")
-        schema, schema_text = _reply_schema(reply_model)
+        name = reply_model.__name__
+        if schema is None:
+            schema, schema_text = _reply_schema(reply_model)
+        else:
+            name = schema.get("title") or name
+            schema_text = json.dumps(schema) if profile.json_mode != "json_schema" else ""
         msgs = [dict(m) for m in messages]
         params, key_extra = _chat_params(profile, max_tokens, temperature, sample)
         if profile.json_mode == "json_schema":
             params["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": reply_model.__name__, "schema": schema, "strict": False},
+                "json_schema": {"name": name, "schema": schema, "strict": False},
             }
         else:
             params["response_format"] = {"type": "json_object"}
@@ -602,10 +675,10 @@ class Gateway:
         )
         timer = _Timer()
         with self._single_flight(key, timer):  # identical calls in flight wait for the first
-            hit = self._cache_get(key)
+            hit = self._cached_text(key)
             if hit is not None:
                 try:
-                    out = reply_model.model_validate_json(_extract_json(hit["text"]))
+                    out = reply_model.model_validate_json(_extract_json(hit), context=context)
                     self._record(stage, item, profile, timer, cache_hits=1, run_hits=self._run_hit(key))
                     return out
                 except ValidationError:
@@ -624,7 +697,7 @@ class Gateway:
                 pt_total += pt
                 ct_total += ct
                 try:
-                    out = reply_model.model_validate_json(_extract_json(raw))
+                    out = reply_model.model_validate_json(_extract_json(raw), context=context)
                 except ValidationError as exc:
                     err = str(exc)
                     truncated = finish == "length"
@@ -671,7 +744,7 @@ class Gateway:
         timer = _Timer()
         ident = _cache_identity(profile)
         keys = [cache_key(ident, profile.model, {"embed": t}) for t in texts]
-        vecs: list[np.ndarray | None] = [self._cache_get(k) for k in keys]
+        vecs: list[np.ndarray | None] = [self._cached_vector(k) for k in keys]
         hits = sum(v is not None for v in vecs)
         requests = pt = 0
         if hits < len(texts):
@@ -679,7 +752,7 @@ class Gateway:
             batch = list(dict.fromkeys(k for k, v in zip(keys, vecs) if v is None))  # first-seen order
             flight = hashlib.sha256(("embed-batch\n" + "\n".join(sorted(batch))).encode()).hexdigest()
             with self._single_flight(flight, timer):
-                found = {k: self._cache_get(k) for k in batch}
+                found = {k: self._cached_vector(k) for k in batch}
                 todo_keys = [k for k in batch if found[k] is None]
                 if todo_keys:
                     first = {k: t for k, t in zip(keys, texts)}
@@ -692,7 +765,7 @@ class Gateway:
                     requests = max(1, timer.requests)  # the in-process embedder counts as one
                     for k, v in zip(todo_keys, new):
                         found[k] = v
-                        self._cache_set(k, v)
+                        self._cache_set(k, encode_vector(v))
             vecs = [v if v is not None else found[k] for k, v in zip(keys, vecs)]
             requested = set(todo_keys)
             hits = sum(k not in requested for k in keys)  # texts served by the cache, after the wait too

@@ -105,6 +105,10 @@ class EmbeddedServer:
         del server
 
 
+#: the server's seed for a request that sends none (llama.cpp's default draws a random one per request)
+SAMPLING_SEED = 0
+
+
 def default_threads() -> int:
     """CPU threads for the embedded server: all cores but one (at least one).
 
@@ -148,6 +152,8 @@ def start_server(
     health_timeout_s: float = 120.0,
     verbosity: int = 2,
     api_key: str | None = None,
+    deterministic: bool = False,
+    server_options: dict[str, Any] | None = None,
 ) -> EmbeddedServer:
     """Start llama.cpp's OpenAI-compatible server on ``host:port`` in this process.
 
@@ -187,12 +193,17 @@ def start_server(
         raise ModelFileError("GGUF model file not found", path=str(path))
     params = xlc.CommonParams()
     params.model.path = str(path)
+    if deterministic:  # (measured: docs/embedded.md) each of these changed the replies to an identical request
+        n_parallel = 1  # two slots share each batch's attention width: one slot's reply depends on the other's
+        params.flash_attn_type = xlc.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_DISABLED  # its sums follow the batch
+        params.no_extra_bufts = True  # repacked weights take another matmul kernel for a batch of >= 4 rows
     params.n_parallel = n_parallel
     params.n_ctx = n_parallel * ctx_per_slot
     params.kv_unified = False  # each slot gets exactly ctx_per_slot tokens
     params.fit_params = False  # keep n_ctx as asked instead of auto-shrinking it
-    params.cache_prompt = True
-    params.cache_ram_mib = 1024
+    params.cache_prompt = True  # the slot reuses a repeated prompt prefix (exact in deterministic mode)
+    params.cache_ram_mib = 0 if deterministic else 1024  # a prompt restored from RAM answered differently
+    params.sampling.seed = SAMPLING_SEED  # a request without a seed draws the same way on every fresh server
     params.ctx_shift = False  # a prompt over budget fails loudly instead of silently dropping tokens
     params.hostnames = [host]
     key = api_key or secrets.token_urlsafe(32)
@@ -208,6 +219,10 @@ def start_server(
     params.verbosity = int(os.environ.get("AGENTCAUSAL_LLAMA_VERBOSITY", verbosity))
     if alias:
         params.model_alias = {alias}
+    for name, value in (server_options or {}).items():  # llama.cpp's own options (benchmarks, experiments)
+        if not hasattr(params, name):
+            raise ConfigError(f"unknown llama.cpp server option {name!r}")
+        setattr(params, name, value)
     t0 = time.perf_counter()
     try:
         server = xlc.Server(params)
@@ -225,8 +240,8 @@ def start_server(
     return EmbeddedServer(server, f"{root}/v1", path, n_parallel, ctx_per_slot, started, api_key=key)
 
 
-_SERVERS: dict[tuple[str, int, int], EmbeddedServer] = {}
-_BY_PROFILE: dict[tuple[str, str | None, int, int, int | None], str] = {}
+_SERVERS: dict[tuple[str, int, int, bool], EmbeddedServer] = {}
+_BY_PROFILE: dict[tuple[str, str | None, int, int, int | None, bool], str] = {}
 _SERVERS_LOCK = threading.Lock()
 
 
@@ -320,7 +335,8 @@ def ensure_embedded_server(profile: "Profile") -> str:
     ConfigError
         If ``$AGENTCAUSAL_EMBEDDED_URL`` serves another model.
     """
-    fast_key = (profile.model, profile.model_path, profile.max_concurrency, profile.context_window, profile.threads)
+    fast_key = (profile.model, profile.model_path, profile.max_concurrency, profile.context_window, profile.threads,
+                profile.reproducible)
     with _SERVERS_LOCK:
         if fast_key in _BY_PROFILE:
             return _BY_PROFILE[fast_key]
@@ -330,11 +346,11 @@ def ensure_embedded_server(profile: "Profile") -> str:
             _BY_PROFILE[fast_key] = url
             return url
         path = resolve_model_path(profile)
-        key = (str(path.resolve()), profile.max_concurrency, profile.context_window)
+        key = (str(path.resolve()), profile.max_concurrency, profile.context_window, profile.reproducible)
         srv = _SERVERS.get(key)
         if srv is None:
             srv = start_server(path, n_parallel=profile.max_concurrency, ctx_per_slot=profile.context_window,
-                               threads=profile.threads, alias=profile.model)
+                               threads=profile.threads, alias=profile.model, deterministic=profile.reproducible)
             _SERVERS[key] = srv
         _BY_PROFILE[fast_key] = srv.base_url
         return srv.base_url

@@ -11,6 +11,9 @@ Resolution rule for a stage (documented choice): the exact stage name, then
 ``embed`` for stages ending in ``.embed``, then ``default``. Anything else is
 an :class:`~agentcausal.exceptions.UnknownStageError`.
 
+Routings written from a command line (``--base-url/--model``, ``--route``) are
+built in :mod:`agentcausal.llm.command_line`.
+
 Concurrency limits are per profile (``max_concurrency``). Profiles that name
 the same ``limit_group`` (e.g. a chat and an embedding profile served by one
 vLLM) share one limit instead, of the size given in the file's
@@ -20,13 +23,14 @@ gets the largest ``max_concurrency`` of its profiles.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agentcausal.exceptions import (
     ConfigError,
@@ -101,6 +105,27 @@ class Profile(BaseModel):
     seed_supported : bool
         Whether the endpoint takes a ``seed``; repeats (``sample > 0``) send
         ``seed = sample`` only where it does (they are cached apart either way).
+    extra_body : dict or None
+        JSON fields merged into every chat request of the profile, for switches an
+        endpoint takes outside OpenAI's schema: vLLM's
+        ``{chat_template_kwargs = {enable_thinking = false}}`` (Qwen3's thinking off),
+        Model Studio's ``{enable_thinking = false}``. Sent as the ``openai`` client's
+        ``extra_body`` and part of the cache key. An environment override takes JSON text.
+    reasoning : "none", "always", "on" or "off"
+        What the model does before its visible answer, as this profile asks for it:
+        ``none`` (no reasoning mode), ``always`` (a reasoning model whose reasoning
+        cannot be switched off: GPT-5, Gemini-2.5-Pro, DeepSeek-R1), ``on``/``off`` (a
+        hybrid model, switched by the profile's ``extra_body`` or ``reasoning_effort``).
+        Descriptive (nothing is sent for it): the run plan shows it per stage. A
+        reasoning profile normally sets ``hidden_reasoning_counts`` and ``max_output_tokens``.
+    prices_as_of : str or None
+        ISO date (``YYYY-MM-DD``) the two prices were read from the provider's price
+        list; ``None`` for a profile without prices (0 = free or unknown).
+    reproducible : bool
+        For ``embedded``: serve so that one request gets one reply whatever ran before
+        or beside it (one decoding slot, no reuse of cached prompt prefixes; see
+        :func:`agentcausal.llm.local.start_server` and ``docs/embedded.md``), at a speed
+        cost. Ignored by other endpoints.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -127,6 +152,47 @@ class Profile(BaseModel):
     reasoning_effort: str | None = None
     hidden_reasoning_counts: bool = False
     seed_supported: bool = True
+    extra_body: dict[str, Any] | None = None
+    reasoning: Literal["none", "always", "on", "off"] = "none"
+    prices_as_of: str | None = Field(None, pattern=r"^\d{4}-\d{2}-\d{2}$")
+    reproducible: bool = False
+
+    @field_validator("extra_body", mode="before")
+    @classmethod
+    def _json_text(cls, value: Any) -> Any:
+        """An environment override arrives as text: read it as a JSON object."""
+        if isinstance(value, str):
+            try:
+                return json.loads(value)
+            except ValueError as exc:
+                raise ValueError(f"extra_body must be a JSON object, got {value!r}") from exc
+        return value
+
+    def dialect(self) -> dict[str, Any]:
+        """The request dialect in one dict, for the run plan: where requests go and what they send.
+
+        Returns
+        -------
+        dict with ``endpoint`` (the base URL; ``embedded``/``local`` for the packaged servers),
+        ``context_window``, ``reasoning`` and, where set, ``token_cap_param`` (when not
+        ``max_tokens``), ``reasoning_effort``, ``hidden_reasoning_counts``, ``extra_body``,
+        ``json_mode`` (when not ``json_schema``).
+        """
+        out: dict[str, Any] = {"endpoint": self.base_url, "context_window": self.context_window,
+                               "reasoning": self.reasoning}
+        if self.token_cap_param != "max_tokens":
+            out["token_cap_param"] = self.token_cap_param
+        if self.reasoning_effort is not None:
+            out["reasoning_effort"] = self.reasoning_effort
+        if self.hidden_reasoning_counts:
+            out["hidden_reasoning_counts"] = True
+        if self.extra_body:
+            out["extra_body"] = self.extra_body
+        if self.kind == "chat" and self.json_mode != "json_schema":
+            out["json_mode"] = self.json_mode
+        if self.is_embedded:
+            out["reproducible"] = self.reproducible
+        return out
 
     def api_key(self) -> str:
         """The API key from the environment.
@@ -318,149 +384,3 @@ def load_profiles(path: str | os.PathLike | None = None, routing: str | None = N
         path=str(path),
         presets=presets,
     )
-
-
-# ---------------------------------------------------------------- one flag to a model (``--base-url --model``)
-
-#: name of the profile (and routing) that ``--base-url URL --model NAME`` builds
-CLI_PROFILE = "cli"
-
-
-def server_context_window(base_url: str, model: str, *, api_key: str | None = None,
-                          timeout_s: float = 5.0) -> int | None:
-    """The context window an OpenAI-compatible server reports for ``model`` on ``GET /models``, if any.
-
-    Reads the fields servers use: ``context_length`` / ``context_window`` /
-    ``max_context_length`` (OpenRouter, LM Studio ...), ``max_model_len``
-    (vLLM), ``meta.n_ctx`` / ``meta.n_ctx_train`` (llama.cpp).
-
-    Parameters
-    ----------
-    base_url : str, e.g. ``http://127.0.0.1:8000/v1``
-    model : str, the model id
-    api_key : str or None, sent as a bearer token
-    timeout_s : float, seconds
-
-    Returns
-    -------
-    int tokens, or None when the server is unreachable or reports no size.
-    """
-    import httpx
-
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    try:
-        r = httpx.get(base_url.rstrip("/") + "/models", headers=headers, timeout=timeout_s)
-        r.raise_for_status()
-        data = r.json().get("data") or []
-    except (httpx.HTTPError, ValueError, AttributeError):
-        return None
-    for m in data:
-        if not isinstance(m, dict) or m.get("id") != model:
-            continue
-        meta = m.get("meta") if isinstance(m.get("meta"), dict) else {}
-        for v in (m.get("context_length"), m.get("context_window"), m.get("max_context_length"),
-                  m.get("max_model_len"), meta.get("n_ctx"), meta.get("n_ctx_train")):
-            if isinstance(v, (int, float)) and v >= 256:
-                return int(v)
-    return None
-
-
-def _toml_value(v: object) -> str:
-    import json
-
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    return json.dumps(str(v))  # a JSON string is a valid TOML basic string
-
-
-def _toml_text(data: dict) -> str:
-    """TOML text of a profiles document: top-level scalars, then ``[table]`` and ``[table."name"]`` sections."""
-    import json
-
-    q = json.dumps
-    lines = [f"{q(str(k))} = {_toml_value(v)}" for k, v in data.items() if not isinstance(v, dict)]
-    for top, tables in data.items():
-        if not isinstance(tables, dict):
-            continue
-        flat = {k: v for k, v in tables.items() if not isinstance(v, dict)}
-        if flat:
-            lines += ["", f"[{q(str(top))}]"] + [f"{q(str(k))} = {_toml_value(v)}" for k, v in flat.items()]
-        for name, table in tables.items():
-            if isinstance(table, dict):
-                lines += ["", f"[{q(str(top))}.{q(str(name))}]"]
-                lines += [f"{q(str(k))} = {_toml_value(v)}" for k, v in table.items() if v is not None]
-    return "\n".join(lines) + "\n"
-
-
-def cli_profiles_toml(base_url: str, model: str, *, api_key_env: str | None = None,
-                      context_window: int | None = None, embed_model: str | None = None,
-                      source: str | os.PathLike | None = None, timeout_s: float = 600.0,
-                      max_concurrency: int = 4) -> tuple[str, dict[str, object]]:
-    """A profiles file routing every chat stage to one OpenAI-compatible endpoint (profile and routing ``cli``).
-
-    The file is ``source`` (default the packaged profiles) plus a chat profile
-    ``cli`` and a routing ``cli`` whose ``default`` is that profile and whose
-    method-settings preset is ``paper`` (``--preset`` overrides it). Embedding
-    stages keep the embedded sentence-transformers embedder (``embedder-local``)
-    unless ``embed_model`` is given, which adds an embedding profile ``cli-embed``
-    on the same endpoint. The context window is the one the server reports on
-    ``/models`` (:func:`server_context_window`), else ``context_window``, else 8192.
-
-    Parameters
-    ----------
-    base_url : str, the endpoint (``.../v1``)
-    model : str, the model id on that endpoint
-    api_key_env : str or None, the variable holding the key (None: no key, local servers)
-    context_window : int or None, tokens, when the server does not report it
-    embed_model : str or None, an embedding model on the same endpoint
-    source : profiles TOML to extend (default ``$AGENTCAUSAL_PROFILES`` or the packaged file)
-    timeout_s, max_concurrency : the ``cli`` profile's request timeout and concurrency
-
-    Returns
-    -------
-    (TOML text, facts) where facts records base_url, model, api_key_env, context_window,
-    context_window_source (``server``, ``flag`` or ``default``) and embed_model.
-
-    Raises
-    ------
-    ConfigError
-        If ``source`` is missing or not TOML, or the resulting ``cli`` profile is invalid.
-    """
-    path = Path(source or os.environ.get("AGENTCAUSAL_PROFILES") or DEFAULT_PROFILES_PATH)
-    try:
-        data = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"cannot read profiles file: {exc}", path=str(path)) from exc
-    key = os.environ.get(api_key_env) if api_key_env else None
-    reported = server_context_window(base_url, model, api_key=key)
-    window, origin = (reported, "server") if reported else (context_window, "flag") if context_window else (8192,
-                                                                                                            "default")
-    profiles = dict(data.get("profiles") or {})
-    profiles[CLI_PROFILE] = {"kind": "chat", "base_url": base_url, "model": model, "api_key_env": api_key_env,
-                             "max_concurrency": max_concurrency, "timeout_s": timeout_s, "context_window": window}
-    embed = "embedder-local"
-    if embed_model:
-        embed = f"{CLI_PROFILE}-embed"
-        profiles[embed] = {"kind": "embedding", "base_url": base_url, "model": embed_model,
-                           "api_key_env": api_key_env, "max_concurrency": max_concurrency, "timeout_s": 120.0}
-    elif embed not in profiles:
-        profiles[embed] = {"kind": "embedding", "base_url": "local", "model": "all-MiniLM-L6-v2",
-                           "max_concurrency": 1, "timeout_s": 120.0, "context_window": 256}
-    try:
-        Profile(name=CLI_PROFILE, **{k: v for k, v in profiles[CLI_PROFILE].items() if v is not None})
-    except ValidationError as exc:
-        raise ConfigError(f"--base-url/--model give an invalid profile: {exc}") from exc
-    routings = dict(data.get("routings") or {})
-    # a model named on the command line is taken to be a real one: the papers' settings (``--preset small`` overrides)
-    routings[CLI_PROFILE] = {"default": CLI_PROFILE, "embed": embed, "preset": "paper"}
-    out = {**data, "profiles": profiles, "routings": routings}
-    facts: dict[str, object] = {"base_url": base_url, "model": model, "api_key_env": api_key_env,
-                                "context_window": window, "context_window_source": origin,
-                                "embed_model": embed_model or f"{profiles[embed]['model']} (embedded embedder)"}
-    header = (f"# generated by agentcausal --base-url/--model from {path}: profile and routing {CLI_PROFILE!r}\n"
-              f"# context window {window} ({origin})\n\n")
-    return header + _toml_text(out), facts

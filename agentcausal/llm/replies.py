@@ -1,4 +1,10 @@
-"""Building blocks for structured-reply models.
+"""Building blocks for structured-reply models, and the reply text a model's reasoning is removed from.
+
+:func:`strip_reasoning` removes the visible reasoning block a reasoning model
+writes before its answer when it is served without a reasoning parser
+(``<think>…</think>``, as vLLM serves DeepSeek-R1 and Qwen3 in thinking mode):
+the gateway applies it to every reply before the reply is validated, repaired
+or cached.
 
 :func:`ShortText` is a string field whose JSON schema carries ``maxLength``:
 servers that decode with a grammar built from the schema (llama.cpp, vLLM)
@@ -10,11 +16,59 @@ of failing, because the length of a reason is never worth a repair round trip.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field
 
-__all__ = ["ShortText"]
+__all__ = ["ShortText", "strip_reasoning"]
+
+_OPEN = re.compile(r"\A\s*<think>", re.IGNORECASE)
+_CLOSE = re.compile(r"</think>", re.IGNORECASE)
+
+
+def strip_reasoning(text: str) -> str:
+    """``text`` without the reasoning block a reasoning model writes before its answer.
+
+    Removes, from the start of the reply, each ``<think>…</think>`` block, and a
+    block whose opening tag was in the prompt (DeepSeek-R1's chat template ends
+    the prompt with ``<think>``, so the reply holds only the closing tag): text up
+    to a first ``</think>`` with no ``<think>`` before it, unless that text starts
+    like an answer (``{``, ``[`` or a code fence), where the tag is content. A
+    block that never closes (the reply was cut off while reasoning) leaves no
+    answer: ``""``. Anything else is returned unchanged.
+
+    Parameters
+    ----------
+    text : str, the reply's ``content``
+
+    Returns
+    -------
+    str, the answer; leading whitespace after a removed block is dropped.
+
+    Examples
+    --------
+    >>> strip_reasoning('<think>the step 2 is wrong</think>\\n{"step": 2}')
+    '{"step": 2}'
+    >>> strip_reasoning('weighing steps 1 and 2...</think>{"step": 2}')
+    '{"step": 2}'
+    >>> strip_reasoning('{"reason": "a literal </think> tag"}')
+    '{"reason": "a literal </think> tag"}'
+    >>> strip_reasoning("<think>still thinking when the cap hit")
+    ''
+    """
+    out = text
+    while (m := _OPEN.match(out)) is not None:
+        end = _CLOSE.search(out, m.end())
+        if end is None:
+            return ""
+        out = out[end.end():].lstrip()
+    if out is text:  # no block opened in the reply: a closing tag of one opened in the prompt
+        end = _CLOSE.search(out)
+        head = out[: end.start()].lstrip() if end is not None else ""
+        if end is not None and "<think>" not in head.lower() and not head.startswith(("{", "[", "```")):
+            out = out[end.end():].lstrip()
+    return out
 
 
 def _truncate(limit: int):

@@ -1,9 +1,12 @@
-"""Markdown report and printable tables of a failure-attribution run.
+"""Markdown and HTML report and printable tables of a failure-attribution run.
 
-:func:`markdown_report` renders an :class:`~agentcausal.attribution.evaluate.Evaluation`
-(accuracy overall, per subset, per trace length, the step-error histogram,
-cost per trace and per stage, and failed traces with their errors);
-:func:`accuracy_text` is the short table the CLI prints.
+Both reports open on the blamed steps (:mod:`agentcausal.report.blamed`), with the
+run's settings folded. :func:`markdown_report` then renders an
+:class:`~agentcausal.attribution.evaluate.Evaluation`: accuracy overall, per subset,
+per trace length and the step-error histogram, each only when some trace is
+labelled (:mod:`agentcausal.report.accuracy`: counts ``k/n`` beside percentages,
+exact match, Hit@k, top-3, Who&When's rule); cost per trace and per stage; failed
+traces with their errors. :func:`accuracy_text` is the table the CLI prints.
 
 References
 ----------
@@ -21,12 +24,12 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from agentcausal.attribution.evaluate import Evaluation, evaluate_frame
-from agentcausal.attribution.results import load_results
 from agentcausal.attribution.paper_tables import WHO_WHEN_LEVELS, accuracy_by_level, accuracy_over_repeats, \
-    gca_only_accuracy, graph_stats, lce_diagnostics, lce_effect, signed_step_error_histogram
+    dcfa_accuracy, gca_only_accuracy, graph_stats, lce_diagnostics, lce_effect, outside_levels, \
+    signed_step_error_histogram
+from agentcausal.attribution.results import load_results
 from agentcausal.exceptions import AgentCausalError
-from agentcausal.report.dcfa import dependency_graph_edge_table, dependency_graph_mermaid
-from agentcausal.report.html import attribution_tables, facts_markdown, html_table, write_html_report
+from agentcausal.report.html import attribution_tables, html_table, write_html_report
 from agentcausal.report.plots import attribution_figures, figures_markdown
 from agentcausal.report.traces_html import per_trace_html, trace_sections_html
 from agentcausal.runs.folder import atomic_write_text, load_run_meta
@@ -36,7 +39,7 @@ from agentcausal.traces.io import load_traces
 from agentcausal.traces.model import Attribution, Trace
 
 __all__ = ["RunReport", "markdown_table", "markdown_report", "accuracy_text", "write_report", "report_run",
-           "table_records", "blamed_steps_markdown", "paper_tables_markdown"]
+           "table_records", "paper_tables_markdown", "MAX_SHOWN_TRACES"]
 
 
 class RunReport(NamedTuple):
@@ -90,7 +93,8 @@ def markdown_table(df: pd.DataFrame, *, index: bool = False) -> str:
 
 
 def accuracy_text(ev: Evaluation) -> str:
-    """The overall accuracy table as plain text for a terminal.
+    """The overall accuracy table as plain text for a terminal: each metric ``k/n (x%)``
+    (:func:`~agentcausal.report.accuracy.accuracy_display`).
 
     Parameters
     ----------
@@ -100,35 +104,69 @@ def accuracy_text(ev: Evaluation) -> str:
     -------
     str
     """
-    df = ev.overall.copy()
-    for c in _PCT:
-        df[c] = df[c].map(lambda v: "–" if pd.isna(v) else f"{100 * v:.1f}%")
-    return df.to_string(index=False)
+    from agentcausal.report.accuracy import accuracy_display
+
+    shown = accuracy_display(ev.overall)
+    short = {"step (exact)": "step", "step and agent": "both", "Hit@1 (±1 step)": "Hit@1 ±1", "Hit@3 (±3)": "Hit@3 ±3",
+             "Hit@5 (±5)": "Hit@5 ±5", "top-3 (candidates)": "top-3"}
+    ww = [c for c in shown.columns if "Who&When" in c]  # in the reports, for comparing with published numbers
+    text = shown.drop(columns=ww + [c for c in ("degraded", "reused") if c in shown and not shown[c].any()]) \
+        .rename(columns=short).to_string(index=False)
+    return text + ("\n(k/n over labelled traces; Who&When's substring rule and the per-subset tables are in the "
+                   "report)" if ww else "")
 
 
-def markdown_report(ev: Evaluation, *, title: str = "Failure attribution", meta: Mapping[str, object] | None = None) -> str:
-    """The whole evaluation as one markdown document.
+def _split_facts(meta: Mapping[str, object]) -> tuple[dict[str, object], dict[str, object]]:
+    """(facts for the header, facts to fold): mappings (per-method settings, models) are folded, scalars and
+    lists shown; a ``methods`` mapping is shown by its names and folded with its settings."""
+    head = {k: v for k, v in meta.items() if not isinstance(v, Mapping)}
+    folded = {k: v for k, v in meta.items() if k not in head}
+    if isinstance(meta.get("methods"), Mapping):
+        head = {"methods": list(meta["methods"]), **head}  # type: ignore[arg-type]
+    return head, folded
+
+
+def markdown_report(ev: Evaluation, *, title: str = "Failure attribution", meta: Mapping[str, object] | None = None,
+                    lead: str = "") -> str:
+    """The whole evaluation as one markdown document: the run's facts, ``lead`` (the blamed steps), the accuracy
+    tables (only when some trace is labelled), cost, failed traces.
 
     Parameters
     ----------
     ev : Evaluation
     title : str
-    meta : mapping shown as a bullet list under the title (corpus, routing, run folder ...), as readable
-        text (:func:`~agentcausal.report.html.facts_markdown`), per-method settings as a table
+    meta : the run's facts (corpus, routing, run folder, per-method settings ...): corpus, methods,
+        routing, preset and traces on one line under the title, every fact as readable text
+        (:func:`~agentcausal.report.html.facts_markdown`) folded in a ``<details>`` block after ``lead``
+    lead : markdown placed before the accuracy tables (the blamed steps,
+        :func:`~agentcausal.report.blamed.blamed_markdown`)
 
     Returns
     -------
     str
     """
-    parts = [f"# {title}", "", *facts_markdown(meta or {})]
+    from agentcausal.report.accuracy import ACCURACY_NOTE, accuracy_display, has_labels
+    from agentcausal.report.html import facts_markdown, readable_value
+
+    head, folded = _split_facts(meta or {})
+    short = {k: head[k] for k in ("corpus", "methods", "routing", "preset", "traces") if k in head}
+    line = " · ".join(f"**{k}**: {readable_value(v)}" for k, v in short.items())
+    parts = [f"# {title}", *(["", line] if line else [])]
+    if lead:
+        parts += ["", lead.rstrip()]
+    if meta:
+        parts += ["", "<details><summary>Run settings (methods, models, settings)</summary>", "",
+                  *facts_markdown({**head, **folded}), "", "</details>"]
+    if has_labels(ev.overall):
+        parts += [
+            "", "## Accuracy", "", ACCURACY_NOTE, "", markdown_table(accuracy_display(ev.overall)),
+            "", "## Per subset", "", markdown_table(accuracy_display(ev.by_subset, ("subset",))),
+            "", "## Per trace length (steps)", "", markdown_table(accuracy_display(ev.by_length, ("length_bucket",))),
+            "", "## |predicted step − true step|", "", markdown_table(ev.step_error_hist, index=True)]
+    else:
+        parts += ["", "No trace is labelled: the accuracy sections are left out (the blamed steps above are the "
+                  "result)."]
     parts += [
-        "",
-        "Exact 0-based step match; agents compared after normalisation. Undetermined answers and "
-        "failed methods count as wrong.",
-        "", "## Accuracy", "", markdown_table(ev.overall),
-        "", "## Per subset", "", markdown_table(ev.by_subset),
-        "", "## Per trace length (steps)", "", markdown_table(ev.by_length),
-        "", "## |predicted step − true step|", "", markdown_table(ev.step_error_hist, index=True),
         "", "## Cost per trace (means)", "", markdown_table(ev.cost_per_trace),
         "", "## Cost per stage", "", markdown_table(ev.cost_by_stage),
         *_cost_this_run_section(ev, meta),
@@ -166,6 +204,8 @@ def dependency_graphs_markdown(results: pd.DataFrame, *, max_graphs: int = 50) -
     ----------
     DCFA seed paper, section 5.4.4, Figure 4.
     """
+    from agentcausal.report.dcfa import dependency_graph_edge_table, dependency_graph_mermaid
+
     rows = results[results["method"].astype(str).str.startswith("dcfa")
                    & results["details_json"].notna()].sort_values(["trace_id", "method"])
     parts: list[str] = []
@@ -186,42 +226,16 @@ def dependency_graphs_markdown(results: pd.DataFrame, *, max_graphs: int = 50) -
                       "dashed: accepted LCE search moves with their ΔS.", "", *parts])
 
 
-def blamed_steps_markdown(results: pd.DataFrame, *, max_rows: int = 500) -> str:
-    """A markdown section listing each trace's blamed step and agent per method, with the step's span id.
-
-    Shown when some trace was imported from spans (a ``span_id`` is known) or no trace is labelled
-    (then the accuracy tables are empty and this list is the result).
-
-    Parameters
-    ----------
-    results : results frame (``results.parquet``)
-    max_rows : int, at most this many rows (by trace id, then method)
-
-    Returns
-    -------
-    str, empty when neither holds.
-    """
-    has_span = "span_id" in results.columns and bool(results["span_id"].notna().any())
-    if results.empty or not (has_span or results["true_step"].isna().all()):
-        return ""
-    cols = [c for c in ("trace_id", "method", "pred_step", "pred_agent", "span_id", "true_step", "true_agent",
-                        "failure_modes") if c in results.columns and (c != "failure_modes" or results[c].notna().any())]
-    df = results[cols].sort_values(["trace_id", "method"]).head(max_rows)
-    df = df.astype(object).where(df.notna(), None)
-    return "\n".join(["", "## Blamed steps", "",
-                      "The decisive step (0-based) and agent each method blamed; `span_id` finds the step's span "
-                      "in the tracing UI the trace was imported from; `failure_modes` are a corpus's trace-level "
-                      "labels (MAST).", "", markdown_table(df), ""])
-
-
 def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, object] | None = None,
                  results: pd.DataFrame | None = None, traces: Mapping[str, Trace] | None = None,
                  run_meta: Mapping[str, object] | None = None) -> Path:
     """Write ``report.md``, ``report.html``, the PNG plots and ``accuracy.csv`` into a run folder.
 
-    ``report.html`` leads with the summary tables, then the per-trace table
-    (sortable, filterable) and one section per trace (steps with the blamed
-    ones highlighted, DCFA's dependency graphs as SVG), then the plots.
+    Both reports lead with the blamed steps, the settings folded; the accuracy
+    tables follow only when some trace is labelled. ``report.html`` then has the
+    per-trace table (sortable, filterable) and one section per trace (steps with
+    the blamed ones highlighted, each method's reason, evidence and fix beside
+    them, DCFA's dependency graphs as SVG), the other tables, then the plots.
 
     Parameters
     ----------
@@ -235,27 +249,42 @@ def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, obje
     -------
     Path of ``report.md``.
     """
+    from agentcausal.report.accuracy import has_labels
+    from agentcausal.report.blamed import blamed_html, blamed_markdown
+
     d = Path(run_dir)
     d.mkdir(parents=True, exist_ok=True)
     ev.overall.to_csv(d / "accuracy.csv", index=False)
     p = d / "report.md"
     figs = attribution_figures(ev, d)  # PNGs in the run folder; text charts in report.md, images in report.html
     graphs = dependency_graphs_markdown(results) if results is not None else ""
-    blamed = blamed_steps_markdown(results) if results is not None else ""
-    paper = paper_tables_markdown(results, dict(run_meta or {})) if results is not None else ""
-    atomic_write_text(p, markdown_report(ev, meta=meta) + paper + blamed + figures_markdown(figs) + graphs)
+    blamed = blamed_markdown(results) if results is not None else ""
+    labelled = has_labels(ev.overall)
+    paper = paper_tables_markdown(results, dict(run_meta or {})) if results is not None and labelled else ""
+    atomic_write_text(p, markdown_report(ev, meta=meta, lead=blamed) + paper + figures_markdown(figs) + graphs)
+    lead: list[str] = []
     sections: list[str] = []
     if results is not None and not results.empty:
+        lead = [blamed_html(results)]
         shown = _shown_rows(results)
         cut = (f" The first {shown['trace_id'].nunique():,} of {results['trace_id'].nunique():,} traces are shown "
                "here; every row is in results.parquet." if len(shown) < len(results) else "")
         sections = ["<h2>Per trace</h2><p class='note'>One row per trace and method; click a header to sort, "
                     f"type to filter, click a trace to see its steps.{cut}</p>", per_trace_html(shown),
                     trace_sections_html(shown, traces)]
-    tables = attribution_tables(ev)
-    write_html_report(d / "report.html", "Failure attribution", meta or {}, figs, tables[:2],
-                      sections=[*sections, *_later_tables(tables[2:])])
+    from agentcausal.report.accuracy import ACCURACY_NOTE
+
+    tables = attribution_tables(ev)  # accuracy (4 tables: only with labels), cost, failures
+    if labelled:
+        lead += [f"<h2>Accuracy</h2><p class='note'>{html.escape(ACCURACY_NOTE)}</p>{html_table(tables[0][1])}",
+                 *_later_tables(tables[1:2])]
+    write_html_report(d / "report.html", "Failure attribution", meta or {}, figs, [],
+                      sections=[*sections, *_later_tables(tables[2:] if labelled else tables[4:])], lead=lead)
     return p
+
+
+def _later_tables(tables: list[tuple[str, pd.DataFrame]]) -> list[str]:
+    return [f"<h2>{html.escape(h)}</h2>{html_table(df)}" for h, df in tables]
 
 
 #: traces the HTML report shows row by row and step by step at most (a report of a large corpus stays readable
@@ -269,10 +298,6 @@ def _shown_rows(results: pd.DataFrame) -> pd.DataFrame:
     if len(ids) <= MAX_SHOWN_TRACES:
         return results
     return results[results["trace_id"].isin(set(ids.sort_values().head(MAX_SHOWN_TRACES)))]
-
-
-def _later_tables(tables: list[tuple[str, pd.DataFrame]]) -> list[str]:
-    return [f"<h2>{html.escape(h)}</h2>{html_table(df)}" for h, df in tables]
 
 
 def _run_traces(run_dir: Path, meta: Mapping[str, object], results: pd.DataFrame) -> dict[str, Trace]:
@@ -315,6 +340,9 @@ def report_run(run_dir: str | Path) -> RunReport:
     ev = evaluate_frame(results)
     shown = {k: meta[k] for k in ("corpus", "methods", "routing", "models", "traces", "started", "wall_seconds")
              if k in meta}
+    plan = meta.get("plan")
+    if isinstance(plan, Mapping) and plan.get("sources"):  # an imported corpus: its files, not the run's copy
+        shown["corpus"] = [str(s.get("path")) for s in plan["sources"] if isinstance(s, Mapping)]  # type: ignore
     shown["run folder"] = str(run_dir)
     path = write_report(ev, run_dir, meta=shown, results=results, traces=_run_traces(Path(run_dir), meta, results),
                         run_meta=meta)
@@ -343,14 +371,36 @@ def paper_tables_markdown(df: pd.DataFrame, meta: dict[str, Any] | None = None) 
     """The DCFA paper's tables (:mod:`agentcausal.attribution.paper_tables`) as markdown sections (empty ones left
     out), for ``report.md``."""
     parts: list[str] = []
+    acc = dcfa_accuracy(df)
+    if len(acc):
+        shown = acc.assign(**{
+            "step accuracy (agent and step)": [f"{100 * a:.2f}% ({k}/{n})" for a, k, n in
+                                               zip(acc["agent_and_step_acc"], acc["agent_and_step_k"], acc["n"])],
+            "step-only accuracy": [f"{100 * a:.2f}% ({k}/{n})" for a, k, n in
+                                   zip(acc["step_acc"], acc["step_k"], acc["n"])]})[
+            ["method", "subset", "n", "step accuracy (agent and step)", "step-only accuracy"]]
+        parts += ["## Step accuracy as the DCFA paper reports it (Table 1)", "",
+                  "\"Step accuracy (agent and step)\" is what DCFA's released `evaluate.py` computes and calls step "
+                  "accuracy: the labelled step and the labelled agent both right (the agent as the first word of "
+                  "the prediction, compared exactly), over every labelled trace of the subset in this run. "
+                  "Step-only accuracy is the step alone. Undetermined and failed rows count as wrong.", "",
+                  markdown_table(shown), ""]
     lv = accuracy_by_level(df)
     if len(lv):
-        parts += ["## Step accuracy by trace-length level (Hand-Crafted)", "",
-                  "Levels: " + ", ".join(f"{n} {lo}-{hi if hi < 10**9 else '…'} steps" for lo, hi, n in WHO_WHEN_LEVELS)
-                  + " (our equal-width bins over Hand-Crafted's 5-130 steps: Who&When's own level bounds are "
-                  "not published; see `WHO_WHEN_LEVELS`).", "", markdown_table(lv), ""]
+        out = outside_levels(df)
+        parts += ["## Step-only accuracy by trace-length level (Hand-Crafted, Figure 3)", "",
+                  "Levels of the released `evaluate_in_different_length.py`: "
+                  + ", ".join(f"{n} {lo}-{hi} steps" for lo, hi, n in WHO_WHEN_LEVELS)
+                  + f". Traces of a length in no level: {out} (left out, as there). Undetermined rows count as wrong "
+                  "here; the released script leaves them out of n.", "", markdown_table(lv), ""]
     if (df["method"] == "dcfa").any():
-        parts += ["## DCFA without LCE (from the stored GCA hypothesis)", "", markdown_table(gca_only_accuracy(df)), "",
+        g = gca_only_accuracy(df)
+        g = g.assign(**{"w/o LCE (step only)": [f"{100 * a:.2f}% ({k}/{n})" for a, k, n in
+                                                zip(g["gca_step_acc"], g["gca_step_k"], g["n"])],
+                        "DCFA (step only)": [f"{100 * a:.2f}% ({k}/{n})" for a, k, n in
+                                             zip(g["dcfa_step_acc"], g["dcfa_step_k"], g["n"])]})
+        parts += ["## DCFA without LCE (from the stored GCA hypothesis)", "",
+                  markdown_table(g[["subset", "n", "w/o LCE (step only)", "DCFA (step only)"]]), "",
                   "## What LCE did (step level)", "", markdown_table(lce_effect(df)), "",
                   "## LCE diagnostics (means per trace that ran LCE)", "", markdown_table(lce_diagnostics(df)), ""]
     gs = graph_stats(df)

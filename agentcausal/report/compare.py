@@ -18,6 +18,15 @@ difference, and the Wilcoxon signed-rank test on the paired values
 (``scipy.stats.wilcoxon``, two-sided, zero differences dropped; p = 1 when
 every difference is 0). Items whose SHD changed are listed.
 
+Without labels (:mod:`agentcausal.report.agreement`): a "what differs" table
+(preset, per-method settings, models, corpus, routing from both ``run.json``
+files, traces only one run has, prompt versions); per method the agreement of the
+two runs' blamed steps (share of shared traces blaming the same step, with n, a
+bootstrap interval, the agreement expected by chance from each trace's step
+count, and κ); the same between the methods of each run; and the traces whose
+blamed step changed, linked to their sections of each run's ``report.html``. The
+accuracy tests above are shown only when some shared trace is labelled.
+
 Cost: per method, mean tokens (prompt + completion) and seconds per shared item,
 each both "this run" (what the run spent: 0 for a reused item, from the
 ``run_*`` columns) and "original" (what the item cost when it was computed).
@@ -44,12 +53,14 @@ from __future__ import annotations
 import html
 import json
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import pandas as pd
 
 from agentcausal.discovery.metrics import METRIC_COLUMNS
 from agentcausal.exceptions import CompareError
+from agentcausal.report.agreement import (AGREEMENT_NOTE, blame_changes, method_agreement, run_agreement,
+                                          run_differences, with_repeat)
 
 __all__ = ["Comparison", "compare_runs", "mcnemar_exact", "wilcoxon_paired", "comparison_markdown",
            "comparison_html", "write_comparison_html", "run_kind"]
@@ -83,6 +94,13 @@ class Comparison(NamedTuple):
     content_differs : per paired item (over all methods) whose content hash differs between the runs:
         the item key columns, a_hash, b_hash (full sha256 / joblib hash); empty when every pair has the same
         content or a run predates content hashes
+    differs : what differs between the runs (:func:`~agentcausal.report.agreement.run_differences`): what,
+        key, A, B
+    agreement : attribution: per method, the agreement of A's and B's blamed steps
+        (:func:`~agentcausal.report.agreement.run_agreement`)
+    method_agreement : attribution: per run (``A``/``B``) and pair of its methods, the same
+    blame_changed : attribution: per method and item whose blamed step differs: the steps, agents and
+        confidences of A and B (:func:`~agentcausal.report.agreement.blame_changes`)
     """
 
     kind: RunKind
@@ -95,6 +113,10 @@ class Comparison(NamedTuple):
     cost: pd.DataFrame
     unpaired: pd.DataFrame = pd.DataFrame(columns=["method", "only_in", "items", "whole_method", "which"])
     content_differs: pd.DataFrame = pd.DataFrame(columns=["a_hash", "b_hash"])
+    differs: pd.DataFrame = pd.DataFrame(columns=["what", "key", "A", "B"])
+    agreement: pd.DataFrame = pd.DataFrame()
+    method_agreement: pd.DataFrame = pd.DataFrame()
+    blame_changed: pd.DataFrame = pd.DataFrame()
 
     def content_warning(self) -> str | None:
         """One line when some pairs differ in content (``N pairs differ in content …``), else None."""
@@ -246,6 +268,10 @@ def compare_runs(run_a: str | Path, run_b: str | Path) -> Comparison:
         raise CompareError(f"cannot compare {_a(kind)} run ({a_dir}) with {_a(run_kind(b_dir))} run ({b_dir})",
                            run_a=str(a_dir), run_b=str(b_dir))
     a, b = _load(a_dir, kind), _load(b_dir, kind)
+    if kind == "attribution":  # repeats pair by their index (details_json), only when a run has repeats
+        a, b = with_repeat(a), with_repeat(b)
+        if not ((a["repeat"] > 0).any() or (b["repeat"] > 0).any()):
+            a, b = a.drop(columns="repeat"), b.drop(columns="repeat")
     base = ["trace_id"] if kind == "attribution" else ["dataset"]
     keys = base + [c for c in _REPEAT_COLS if c in a.columns and c in b.columns]
     metrics = _ATTR_METRICS if kind == "attribution" else _DISC_METRICS
@@ -299,8 +325,16 @@ def compare_runs(run_a: str | Path, run_b: str | Path) -> Comparison:
     flipped = pd.DataFrame(flips, columns=["method", *keys, "metric", "a", "b"])
     paired = m[keys].drop_duplicates()
     differs = _content_differs(a.merge(paired, on=keys), b.merge(paired, on=keys), keys, _HASH_COL[kind])
+    from agentcausal.runs.folder import load_run_meta
+
+    extra: dict[str, pd.DataFrame] = {
+        "differs": run_differences(load_run_meta(a_dir), load_run_meta(b_dir), a, b, keys)}
+    if kind == "attribution":
+        extra.update(agreement=run_agreement(a, b, keys), blame_changed=blame_changes(a, b, keys),
+                     method_agreement=pd.concat([method_agreement(a, keys, "A"), method_agreement(b, keys, "B")],
+                                                ignore_index=True))
     return Comparison(kind, a_dir, b_dir, keys, len(paired), pd.DataFrame(rows), flipped,
-                      pd.DataFrame(costs), _unpaired(a, b, keys), differs)
+                      pd.DataFrame(costs), _unpaired(a, b, keys), differs, **extra)
 
 
 def _fmt_metric(v: float, metric: str) -> str:
@@ -386,15 +420,90 @@ def _md_table(df: pd.DataFrame) -> str:
 def _intro(c: Comparison) -> str:
     what = ("exact McNemar test on right/wrong per labelled trace (failed and undetermined count as wrong)"
             if c.kind == "attribution" else "Wilcoxon signed-rank test on the paired values")
+    if not _has_labels(c):
+        what = "agreement of the blamed steps (no shared trace is labelled)"
     n = len(c.content_differs)
     differs = (f" {n} pair{'s' if n != 1 else ''} differ{'s' if n == 1 else ''} in content (same id, different "
                "content hash): paired anyway, listed under 'Same id, different content'." if n else "")
     return (f"A = {c.run_a}, B = {c.run_b}; {c.kind} runs; {c.shared} shared items paired by "
-            f"({', '.join(c.keys)}); per method: {what}; two-sided p-values.{differs}")
+            f"({', '.join(c.keys)}); per method: {what}" + ("; two-sided p-values." if _has_labels(c) else ".")
+            + differs)
+
+
+def _pct(v: float) -> str:
+    return "–" if pd.isna(v) else f"{100 * v:.1f}%"
+
+
+def _ci(lo: float, hi: float, pct: bool = True) -> str:
+    if pd.isna(lo) or pd.isna(hi):
+        return "–"
+    return f"{_pct(lo)} – {_pct(hi)}" if pct else f"{lo:.2f} – {hi:.2f}"
+
+
+def _agreement_cells(r: Any) -> dict[str, str]:
+    return {"n": str(int(r.n)), "same step": "–" if not r.n else f"{int(r.k)}/{int(r.n)} ({_pct(r.agreement)})",
+            "95% CI": _ci(r.low, r.high), "chance": _pct(r.chance),
+            "κ": "–" if pd.isna(r.kappa) else f"{r.kappa:.2f}", "κ 95% CI": _ci(r.kappa_low, r.kappa_high, False),
+            "not compared": str(int(r.not_compared))}
+
+
+def _agreement_display(c: Comparison) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(A vs B per method, methods of one run) as text tables."""
+    runs = pd.DataFrame([{"method": r.method, **_agreement_cells(r)} for r in c.agreement.itertuples()])
+    names = {"A": c.run_a.name, "B": c.run_b.name}
+    within = pd.DataFrame([{"run": f"{r.run} ({names.get(r.run, r.run)})", "methods": f"{r.method_a} vs {r.method_b}",
+                            **_agreement_cells(r)} for r in c.method_agreement.itertuples()])
+    return runs, within
+
+
+def _section_link(run_dir: Path, trace_id: str, base: Path | None) -> str:
+    import os
+
+    from agentcausal.report.traces_html import trace_anchor
+
+    target = run_dir / "report.html"
+    href = os.path.relpath(target, base) if base is not None else str(target)
+    return f"{href}#{trace_anchor(trace_id)}"
+
+
+def _blame_changed_display(c: Comparison) -> pd.DataFrame:
+    def side(step: Any, agent: Any, conf: Any) -> str:
+        if step is None or pd.isna(step):
+            return "none"
+        out = f"{int(step)}" + (f" ({agent})" if isinstance(agent, str) and agent else "")
+        return out + (f", confidence {float(conf):.2f}" if conf is not None and not pd.isna(conf) else "")
+
+    keys = [k for k in c.keys if k != "trace_id"]
+    return pd.DataFrame([{"method": r["method"], "trace": r["trace_id"], **{k: r[k] for k in keys},
+                          "A": side(r["step_a"], r["agent_a"], r["confidence_a"]),
+                          "B": side(r["step_b"], r["agent_b"], r["confidence_b"])}
+                         for _, r in c.blame_changed.iterrows()], columns=["method", "trace", *keys, "A", "B"])
+
+
+_DIFFERS_NONE = "Nothing differs: the same preset, settings, models, routing and corpus."
+
+
+def _has_labels(c: Comparison) -> bool:
+    return c.kind != "attribution" or bool((c.metrics.get("n", pd.Series(dtype=int)) > 0).any())
+
+
+def _unlabelled_md(c: Comparison) -> list[str]:
+    """The label-free sections of an attribution comparison (markdown)."""
+    if c.kind != "attribution":
+        return []
+    runs, within = _agreement_display(c)
+    changed = _blame_changed_display(c)
+    return ["## Agreement of blamed steps, A vs B", "", AGREEMENT_NOTE, "", _md_table(runs), "",
+            "## Agreement between methods of one run", "", _md_table(within) if len(within) else
+            "(one method per run)", "",
+            f"## Blamed step changed ({len(changed)})", "",
+            f"Each trace's section: `{c.run_a}/report.html#t-<trace>` (A) and `{c.run_b}/report.html#t-<trace>` (B).",
+            "", _md_table(changed), ""]
 
 
 def comparison_markdown(c: Comparison) -> str:
-    """The comparison as markdown: metrics with tests, flipped items, cost.
+    """The comparison as markdown: what differs, agreement of blamed steps and the traces whose blamed step
+    changed (attribution), metrics with tests (when labelled), flipped items, cost.
 
     Returns
     -------
@@ -403,11 +512,24 @@ def comparison_markdown(c: Comparison) -> str:
     met, flipped, cost = _display(c)
     unp = _unpaired_display(c)
     head = "Flipped verdicts" if c.kind == "attribution" else "Items whose SHD changed"
+    metrics = ["## Metrics", "", _md_table(met), "", f"## {head} ({len(flipped)})", "", _md_table(flipped), ""] \
+        if _has_labels(c) else ["No shared trace is labelled: accuracy is not compared.", ""]
     return "\n".join([f"# Compare {c.run_a.name} (A) with {c.run_b.name} (B)", "", _intro(c), "",
-                      "## Metrics", "", _md_table(met), "", f"## {head} ({len(flipped)})", "", _md_table(flipped),
-                      "", "## Cost per item (means)", "", _COST_NOTE, "", _md_table(cost), "",
+                      f"## What differs ({len(c.differs)})", "",
+                      _md_table(c.differs) if len(c.differs) else _DIFFERS_NONE, "",
+                      *_unlabelled_md(c), *metrics,
+                      "## Cost per item (means)", "", _COST_NOTE, "", _md_table(cost), "",
                       f"## In one run only ({len(unp)}: not compared)", "", _md_table(unp), "",
-                      *_differs_md(c)])
+                      *_differs_md(c), *_backbone_ranks(c).markdown])
+
+
+def _backbone_ranks(c: Comparison):
+    """Discovery runs: the MAC paper's mean ranks and win counts over both runs' backbones × datasets."""
+    from agentcausal.report.discovery_analyses import AnalysesReport, backbone_label, backbone_rank_sections
+
+    if c.kind != "discovery":
+        return AnalysesReport([], [], [])
+    return backbone_rank_sections({backbone_label(r): _load(r, "discovery") for r in (c.run_a, c.run_b)})
 
 
 def _differs_md(c: Comparison) -> list[str]:
@@ -417,24 +539,53 @@ def _differs_md(c: Comparison) -> list[str]:
             _md_table(_differs_display(c)), ""]
 
 
-def comparison_html(c: Comparison) -> str:
-    """The comparison as a standalone HTML page (sortable tables, no network)."""
+def comparison_html(c: Comparison, base: str | Path | None = None) -> str:
+    """The comparison as a standalone HTML page (sortable tables, no network).
+
+    Parameters
+    ----------
+    c : Comparison
+    base : folder the page is written to: links to the runs' trace sections are relative to it
+        (None: the run folders' paths as given)
+    """
     from agentcausal.report.html import html_table, page
 
+    e = html.escape
     met, flipped, cost = _display(c)
     unp = _unpaired_display(c)
     head = "Flipped verdicts" if c.kind == "attribution" else "Items whose SHD changed"
+    where = None if base is None else Path(base)
+    blocks = [f"<p class='note'>{e(_intro(c))}</p>", f"<h2>What differs ({len(c.differs)})</h2>",
+              html_table(c.differs, table_id="differs") if len(c.differs) else f"<p>{e(_DIFFERS_NONE)}</p>"]
+    if c.kind == "attribution":
+        runs, within = _agreement_display(c)
+        changed = _blame_changed_display(c)
+
+        def links(v: Any, row: Any) -> tuple[str, str]:
+            a = _section_link(c.run_a, str(v), where)
+            b = _section_link(c.run_b, str(v), where)
+            return f"{e(str(v))} (<a href='{e(a)}'>A</a> · <a href='{e(b)}'>B</a>)", ""
+
+        blocks += ["<h2>Agreement of blamed steps, A vs B</h2>", f"<p class='note'>{e(AGREEMENT_NOTE)}</p>",
+                   html_table(runs, table_id="agreement"), "<h2>Agreement between methods of one run</h2>",
+                   html_table(within, table_id="method-agreement") if len(within) else "<p>(one method per run)</p>",
+                   f"<h2>Blamed step changed ({len(changed)})</h2>",
+                   html_table(changed, table_id="blame-changed", sortable=True, filterable=len(changed) > 10,
+                              cell_html={"trace": links})]
+    if _has_labels(c):
+        blocks += ["<h2>Metrics</h2>", html_table(met, table_id="metrics", sortable=True),
+                   f"<h2>{e(head)} ({len(flipped)})</h2>",
+                   html_table(flipped, table_id="flipped", sortable=True, filterable=True)]
+    else:
+        blocks.append("<p>No shared trace is labelled: accuracy is not compared.</p>")
     return page(f"Compare {c.run_a.name} (A) with {c.run_b.name} (B)", [
-        f"<p class='note'>{html.escape(_intro(c))}</p>", "<h2>Metrics</h2>",
-        html_table(met, table_id="metrics", sortable=True),
-        f"<h2>{html.escape(head)} ({len(flipped)})</h2>",
-        html_table(flipped, table_id="flipped", sortable=True, filterable=True),
+        *blocks,
         "<h2>Cost per item (means)</h2>", f"<p class='note'>{html.escape(_COST_NOTE)}</p>",
         html_table(cost, table_id="cost", sortable=True),
         f"<h2>In one run only ({len(unp)}: not compared)</h2>", html_table(unp, table_id="unpaired", sortable=True),
         *([f"<h2>Same id, different content ({len(c.content_differs)}: paired anyway)</h2>",
            html_table(_differs_display(c), table_id="content_differs", sortable=True)]
-          if len(c.content_differs) else [])])
+          if len(c.content_differs) else []), *_backbone_ranks(c).html])
 
 
 def write_comparison_html(c: Comparison, path: str | Path) -> Path:
@@ -446,8 +597,13 @@ def write_comparison_html(c: Comparison, path: str | Path) -> Path:
     """
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(comparison_html(c), encoding="utf-8")
+    p.write_text(comparison_html(c, base=p.parent), encoding="utf-8")
     raw = {"run_a": str(c.run_a), "run_b": str(c.run_b), "kind": c.kind, "keys": c.keys, "shared": c.shared,
+           "differs": json.loads(c.differs.to_json(orient="records")),
+           "agreement": json.loads(c.agreement.to_json(orient="records")) if len(c.agreement) else [],
+           "method_agreement": json.loads(c.method_agreement.to_json(orient="records"))
+           if len(c.method_agreement) else [],
+           "blame_changed": json.loads(c.blame_changed.to_json(orient="records")) if len(c.blame_changed) else [],
            "metrics": json.loads(c.metrics.to_json(orient="records")),
            "flipped": json.loads(c.flipped.to_json(orient="records")),
            "cost": json.loads(c.cost.to_json(orient="records")),

@@ -45,7 +45,8 @@ class _GraphView(NamedTuple):
     """What the drawings read from a DCFA attribution's ``details`` (see :func:`_graph_view`)."""
 
     n: int
-    edges: list[tuple[int, int]]
+    edges: list[tuple[int, int]]  # validated dependency edges, each once, both ends steps of the trace
+    ignored: list[tuple[int, int]]  # edges and LCE moves not drawn (a self-loop or an end outside the trace)
     deviations: set[int]
     hypothesis: int | None
     final: int | None
@@ -72,13 +73,17 @@ def _graph_view(attribution: Attribution) -> _GraphView | None:
     if "edges" not in d:
         return None
     n = int(d["n_steps"])
-    edges = [(int(p), int(q)) for p, q in d.get("edges", [])]
+    raw = list(dict.fromkeys((int(p), int(q)) for p, q in d.get("edges", [])))
+    edges = [(p, q) for p, q in raw if p != q and 0 <= p < n and 0 <= q < n]
+    ignored = [e for e in raw if e not in set(edges)]
     deviations = {int(x["step"]) for x in d.get("deviations", [])}
     hyp = (d.get("hypothesis") or {}).get("step")
     final = (d.get("final") or {}).get("step", attribution.step)
     lce = d.get("lce") or {}
     moves = [(int(m["pivot"]), int(m["step"]), m.get("direction", ""), float(m.get("delta_s", 0.0)))
              for m in lce.get("path", []) or []]
+    ignored += [(p, q) for p, q, _, _ in moves if p == q or not (0 <= p < n and 0 <= q < n)]
+    moves = [m for m in moves if m[0] != m[1] and 0 <= m[0] < n and 0 <= m[1] < n]
     scores = {int(x["step"]): float(x["s"]) for x in lce.get("scores", []) or []}
     agents = {i: a for i, a in enumerate(d.get("step_agents") or [])}
     for key in ("hypothesis", "final"):
@@ -88,7 +93,7 @@ def _graph_view(attribution: Attribution) -> _GraphView | None:
     involved = set(deviations) | {p for e in edges for p in e} | {x for m in moves for x in m[:2]}
     involved |= {x for x in (hyp, final) if x is not None}
     nodes = list(range(n)) if n <= MAX_ALL_NODES else sorted(i for i in involved if 0 <= i < n)
-    return _GraphView(n, edges, deviations, hyp, final, moves, scores, agents, nodes)
+    return _GraphView(n, edges, ignored, deviations, hyp, final, moves, scores, agents, nodes)
 
 
 def dependency_graph_mermaid(attribution: Attribution) -> str:
@@ -169,10 +174,12 @@ def dependency_graph_mermaid(attribution: Attribution) -> str:
 def dependency_graph_svg(attribution: Attribution) -> str:
     """The dependency graph of a DCFA attribution as inline SVG (same content and colours as the mermaid chart).
 
-    Steps are laid out in layers along the validated dependency edges
-    (:func:`agentcausal.report.svg.graph_layout`); solid arrows are the edges,
-    orange dashed curves the accepted LCE search moves labelled with ΔS; boxes
-    are yellow (minor deviation), orange (GCA hypothesis) or red (final decisive step).
+    Steps stand in one column in trace order (:func:`agentcausal.report.svg.column_svg`): a dependency
+    edge between neighbouring steps is a short arrow between their boxes, one that skips steps an arc
+    on the right whose width grows with the steps it skips, and the accepted LCE search moves are
+    orange dashed arcs on the left labelled with ΔS. Every edge of
+    :func:`dependency_graph_edge_table` is one visible path of its own. Boxes are yellow (minor
+    deviation), orange (GCA hypothesis) or red (final decisive step).
 
     Parameters
     ----------
@@ -193,7 +200,7 @@ def dependency_graph_svg(attribution: Attribution) -> str:
     """
     import html as _html
 
-    from agentcausal.report.svg import SvgEdge, graph_layout, render_svg
+    from agentcausal.report.svg import SvgEdge, column_svg
 
     g = _graph_view(attribution)
     if g is None:
@@ -206,18 +213,18 @@ def dependency_graph_svg(attribution: Attribution) -> str:
         for i in members:
             if i is not None:
                 classes[f"s{i}"] = cls
-    layout = graph_layout(names, [(f"s{p}", f"s{q}") for p, q in edges], labels)
     svg_edges = [SvgEdge(f"s{p}", f"s{q}", "dependency") for p, q in edges]
     svg_edges += [SvgEdge(f"s{p}", f"s{q}", "search", label=f"ΔS={ds:+.2f}") for p, q, _, ds in g.moves]
-    return render_svg(layout, svg_edges, labels=labels, node_classes=classes,
+    return column_svg(names, svg_edges, labels=labels, node_classes=classes,
                       title=f"dependency graph of {attribution.trace_id} ({attribution.method})")
 
 
 def dependency_graph_edge_table(attribution: Attribution) -> str:
     """The dependency graph as a markdown table (readable where mermaid is not drawn, e.g. Prefect's older UI).
 
-    One row per validated dependency edge (``dependency``) and per accepted LCE move
-    (``LCE forward`` / ``LCE backward`` with its ΔS); then the roles of the steps.
+    One row per validated dependency edge (``dependency``, each once) and per accepted LCE move
+    (``LCE forward`` / ``LCE backward`` with its ΔS): exactly the edges :func:`dependency_graph_svg`
+    draws; then the edges left out (a self-loop, a step outside the trace) and the roles of the steps.
 
     Parameters
     ----------
@@ -241,12 +248,16 @@ def dependency_graph_edge_table(attribution: Attribution) -> str:
     d: dict[str, Any] = attribution.details or {}
     if "edges" not in d:
         return f"No dependency graph: {attribution.error or 'GCA did not build one'}."
+    g = _graph_view(attribution)
+    assert g is not None  # "edges" is in details
     rows = ["| from | to | kind |", "|---|---|---|"]
-    rows += [f"| τ{int(p)} | τ{int(q)} | dependency |" for p, q in d.get("edges", [])]
-    for m in (d.get("lce") or {}).get("path", []) or []:
-        rows.append(f"| τ{int(m['pivot'])} | τ{int(m['step'])} | LCE {m.get('direction', '')} "
-                    f"ΔS={float(m.get('delta_s', 0.0)):+.2f} |")
+    rows += [f"| τ{p} | τ{q} | dependency |" for p, q in g.edges]
+    for pivot, step, direction, ds in g.moves:
+        rows.append(f"| τ{pivot} | τ{step} | LCE {direction} ΔS={ds:+.2f} |")
     roles = []
+    if g.ignored:
+        roles.append("not drawn (a self-loop or a step outside the trace): "
+                     + ", ".join(f"τ{p} → τ{q}" for p, q in g.ignored))
     devs = sorted(int(x["step"]) for x in d.get("deviations", []))
     if devs:
         roles.append("minor deviations: " + ", ".join(f"τ{i}" for i in devs))

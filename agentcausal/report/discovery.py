@@ -27,11 +27,12 @@ from typing import Any, Literal, NamedTuple
 import pandas as pd
 
 from agentcausal.discovery.graph import CausalGraph
-from agentcausal.exceptions import RunFileError
-from agentcausal.discovery.outcome import DiscoveryOutcome
 from agentcausal.discovery.evaluate import run_notes
 from agentcausal.discovery.metrics import METRIC_COLUMNS, METRICS_FOOTER, SHD_CONVENTION
 from agentcausal.discovery.outcome import DiscoveryOutcome, load_outcomes
+from agentcausal.discovery.rounds import base_method, file_stem, rounds_variant, split_rounds
+from agentcausal.exceptions import RunFileError
+from agentcausal.report.discovery_analyses import analyses_report
 from agentcausal.report.html import html_table, write_html_report
 from agentcausal.report.plots import discovery_figures, figures_markdown
 from agentcausal.runs.folder import atomic_path, atomic_write_text, load_run_meta
@@ -51,7 +52,7 @@ def _identical_samples(g: pd.DataFrame) -> bool:
     from agentcausal.discovery.registry import LLM_METHODS
 
     ok = g[g["error"] == ""]
-    if len(ok) < 2 or str(g["method"].iloc[0]).split("@")[0] not in LLM_METHODS:
+    if len(ok) < 2 or base_method(str(g["method"].iloc[0])) not in LLM_METHODS:
         return False
     temps = ok["temperature"] if "temperature" in ok else pd.Series([float("nan")] * len(ok))
     return ok["edges"].nunique() == 1 and bool(((temps.isna()) | (temps == 0)).all())
@@ -151,8 +152,9 @@ def memorisation_text(df: pd.DataFrame) -> str:
     """
     if df.empty or not df["method"].str.contains("@").any():
         return ""
-    d = df.assign(base=df["method"].str.partition("@")[0],
-                  mode=df["method"].str.partition("@")[2].replace("", "none"))
+    plain = [split_rounds(str(m)) for m in df["method"]]  # "mac@names (rounds 2)": mac (rounds 2), names
+    d = df.assign(base=[b.partition("@")[0] if r is None else rounds_variant(b.partition("@")[0], r) for b, r in plain],
+                  mode=[b.partition("@")[2] or "none" for b, _ in plain])
     d = d[d["base"].isin(set(d.loc[d["mode"] != "none", "base"]))]
     g = d.groupby(["dataset", "n", "base", "mode"], sort=False)[["shd", "f1"]].mean()
     modes = [m for m in ("none", "names", "all") if m in set(d["mode"])]
@@ -353,7 +355,7 @@ def config_for_methods(config: Mapping[str, Any], methods: Sequence[str]) -> dic
     """
     from agentcausal.discovery.registry import STATISTICAL_METHODS
 
-    bases = {str(m).split("@")[0] for m in methods}
+    bases = {base_method(str(m)) for m in methods}  # "mac@names (rounds 2)" reads config.mac
     keep = {"repeat"}
     if bases & set(_MAC_VARIANTS):
         keep |= {"mac", "executor_fallback"}
@@ -421,7 +423,7 @@ def markdown_report(df: pd.DataFrame, outcomes: Sequence[DiscoveryOutcome], meta
             continue
         lines += [f"### {ds} / {m} (seed {o.seed})", ""]
         lines += _debate_lines(o)
-        png = Path(graphs_dir) / f"{ds}__{m}.png"
+        png = Path(graphs_dir) / f"{ds}__{file_stem(m)}.png"
         lines += ["", f"![{ds} {m}]({png.as_posix()})", "", edge_table_markdown(o.graph, o.true_graph), "",
                   "```mermaid", graph_mermaid(o.graph, o.true_graph), "```", ""]
     return "\n".join(lines)
@@ -558,7 +560,7 @@ def write_graph_outputs(outcomes: Sequence[DiscoveryOutcome], run_dir: str | Pat
     truths: set[str] = set()
     for o in outcomes:
         if o.graph is not None:
-            out += write_graph_files(o.graph, g / f"{o.dataset}__{o.method}__seed{o.seed}")
+            out += write_graph_files(o.graph, g / f"{o.dataset}__{file_stem(o.method)}__seed{o.seed}")
         if o.true_graph is not None and o.dataset not in truths:
             truths.add(o.dataset)
             out += write_graph_files(o.true_graph, g / f"{o.dataset}__truth")
@@ -642,11 +644,13 @@ def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw:
         for o in outcomes:
             if o.graph is not None and (o.dataset, o.method) not in done:
                 done.add((o.dataset, o.method))
-                draw_graph_png(o.graph, o.true_graph, run / "graphs" / f"{o.dataset}__{o.method}.png",
+                draw_graph_png(o.graph, o.true_graph, run / "graphs" / f"{o.dataset}__{file_stem(o.method)}.png",
                                title=f"{o.dataset} / {o.method} (seed {o.seed})")
     md = markdown_report(df, outcomes, meta, reversal_cost=reversal_cost)
     figs = discovery_figures(df, outcomes, run)  # PNGs in the run folder; text charts in report.md
-    atomic_write_text(run / "report.md", md + figures_markdown(figs))
+    paper = analyses_report(df, outcomes, run, meta)  # the MAC paper's analyses: rounds plot, ranks, wins, cost
+    figs += paper.figures
+    atomic_write_text(run / "report.md", md + "\n".join(["", *paper.markdown]) + figures_markdown(figs))
     write_graph_outputs(outcomes, run)
     shown = ("dataset", "seed", "n", "method", "status", "reused", "executor", "executor_fallback", *METRIC_COLUMNS,
              "seconds", "prompt_tokens", "completion_tokens", "error")
@@ -659,8 +663,8 @@ def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw:
                    f"{SECONDS_NOTE} {REUSED_NOTE} Graphs also as DOT and edge-list CSV in graphs/.</p>")
     write_html_report(run / "report.html", "Causal discovery", facts, figs,
                       [("Results (mean ± std over seeds)", summary)],
-                      sections=[conventions, graphs_html(outcomes), "<h2>Runs</h2>", html_table(runs, table_id="runs",
-                                sortable=True, filterable=True)])
+                      sections=[conventions, *paper.html, graphs_html(outcomes), "<h2>Runs</h2>",
+                                html_table(runs, table_id="runs", sortable=True, filterable=True)])
     return RunFiles(run, df, run / "report.md")
 
 

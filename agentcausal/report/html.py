@@ -24,7 +24,7 @@ from agentcausal.report.plots import Figure
 from agentcausal.report.svg import SVG_CSS
 
 __all__ = ["html_report", "write_html_report", "attribution_tables", "human_number", "html_table", "facts_table",
-           "facts_markdown", "readable_value",
+           "facts_markdown", "facts_line", "folded_facts", "readable_value",
            "page", "TABLE_SCRIPT"]
 
 _CSS = """body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
@@ -40,7 +40,10 @@ padding:0 4px;margin:0 2px;font-size:11px}span.badge.true{background:#2a8f2a}td.
 max-width:720px;font-family:ui-monospace,monospace;font-size:12px}details summary{cursor:pointer}
 .graphs{display:flex;flex-wrap:wrap;gap:1em}.graphs figure{margin:0;border:1px solid #eee;padding:.4em}
 p.legend{font-size:12px}p.note{font-size:13px;color:#555}input.filter{margin:.3em 0;padding:3px;width:20em}
-table.facts td{text-align:left}td.text{min-width:16em}"""
+table.facts td{text-align:left}td.text{min-width:16em}details.facts{margin:.3em 0 1em;font-size:13px}
+tr.blame td{background:#fffbea;font-size:12px}q{background:#fff1c2}mark{background:#ffd966}
+span.note{color:#777;font-size:12px}td.id{word-break:break-all;max-width:11em;font-size:12px}
+table#blamed td.text{min-width:10em;max-width:26em}"""
 
 #: sorts a ``table.sortable`` by the clicked column (numbers numerically) and filters rows by the
 #: ``input.filter`` whose ``data-table`` names the table's id (case-insensitive substring of the row text)
@@ -274,24 +277,50 @@ def page(title: str, blocks: Sequence[str]) -> str:
                       f"<script>{TABLE_SCRIPT}</script></body></html>"])
 
 
+def facts_line(meta: Mapping[str, Any], keys: Sequence[str] = ("corpus", "methods", "routing", "preset", "traces",
+                                                                "run folder")) -> str:
+    """The few facts a reader needs first, on one line: ``corpus: …  ·  methods: …`` (HTML; ``""`` if none).
+
+    A ``methods`` mapping (per-method settings) is shown by its names.
+    """
+    parts = []
+    for k in keys:
+        if k not in meta or meta[k] in (None, "", [], {}):
+            continue
+        v = meta[k]
+        text = ", ".join(str(x) for x in v) if isinstance(v, Mapping) else readable_value(v)
+        parts.append(f"<b>{html.escape(k)}</b>: {html.escape(text)}")
+    return "<p class='note'>" + " &nbsp;·&nbsp; ".join(parts) + "</p>" if parts else ""
+
+
+def folded_facts(meta: Mapping[str, Any], summary: str = "Run settings (methods, models, settings)") -> str:
+    """:func:`facts_table` folded in a closed ``<details>`` block (``""`` without facts)."""
+    table = facts_table(meta)
+    return f"<details class='facts'><summary>{html.escape(summary)}</summary>{table}</details>" if table else ""
+
+
 def html_report(title: str, meta: Mapping[str, object], figures: Sequence[Figure],
-                tables: Sequence[tuple[str, pd.DataFrame]], *, sections: Sequence[str] = ()) -> str:
-    """The HTML text of a standalone report: facts, the tables, then ``sections``, then the plots.
+                tables: Sequence[tuple[str, pd.DataFrame]], *, sections: Sequence[str] = (),
+                lead: Sequence[str] = ()) -> str:
+    """The HTML text of a standalone report: one line of facts, the settings folded, ``lead``, the tables, then
+    ``sections``, then the plots.
 
     Parameters
     ----------
     title : str
-    meta : facts shown as a table under the title (corpus, methods, routing, run folder ...)
+    meta : facts (corpus, methods, routing, run folder ...): the main ones on one line
+        (:func:`facts_line`), all of them as a table folded in a ``<details>`` block
     figures : Figure records; those with a PNG are embedded (base64), the others skipped
-    tables : (heading, DataFrame) pairs shown first
+    tables : (heading, DataFrame) pairs shown after ``lead``
     sections : HTML fragments placed after the tables and before the plots
+    lead : HTML fragments placed first, right under the facts (an attribution report's blamed steps)
 
     Returns
     -------
     str, a complete HTML document.
     """
     e = html.escape
-    blocks = [facts_table(meta)]
+    blocks = [facts_line(meta), folded_facts(meta), *lead]
     for heading, df in tables:
         blocks += [f"<h2>{e(heading)}</h2>", html_table(df)]
     blocks += list(sections)
@@ -302,13 +331,14 @@ def html_report(title: str, meta: Mapping[str, object], figures: Sequence[Figure
 
 
 def write_html_report(path: str | Path, title: str, meta: Mapping[str, object], figures: Sequence[Figure],
-                      tables: Sequence[tuple[str, pd.DataFrame]], *, sections: Sequence[str] = ()) -> Path:
+                      tables: Sequence[tuple[str, pd.DataFrame]], *, sections: Sequence[str] = (),
+                      lead: Sequence[str] = ()) -> Path:
     """Write :func:`html_report` to ``path``.
 
     Parameters
     ----------
     path : output file (``<run folder>/report.html``)
-    title, meta, figures, tables, sections : as in :func:`html_report`
+    title, meta, figures, tables, sections, lead : as in :func:`html_report`
 
     Returns
     -------
@@ -316,7 +346,7 @@ def write_html_report(path: str | Path, title: str, meta: Mapping[str, object], 
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(html_report(title, meta, figures, tables, sections=sections), encoding="utf-8")
+    path.write_text(html_report(title, meta, figures, tables, sections=sections, lead=lead), encoding="utf-8")
     return path
 
 
@@ -331,7 +361,10 @@ def attribution_tables(ev: object) -> list[tuple[str, pd.DataFrame]]:
     -------
     list of (heading, DataFrame).
     """
-    return [("Accuracy", ev.overall), ("Per subset", ev.by_subset), ("Per trace length (steps)", ev.by_length),
+    from agentcausal.report.accuracy import accuracy_display
+
+    return [("Accuracy", accuracy_display(ev.overall)), ("Per subset", accuracy_display(ev.by_subset, ("subset",))),
+            ("Per trace length (steps)", accuracy_display(ev.by_length, ("length_bucket",))),
             ("|predicted step − true step|", ev.step_error_hist.reset_index()),
             ("Cost per trace (means)", ev.cost_per_trace), ("Cost per stage", ev.cost_by_stage),
             (f"Failed traces ({len(ev.failures)})", ev.failures)]

@@ -12,6 +12,14 @@ Edges carry a CSS class (``correct``, ``missing``, ``extra``, ``reversed``,
 ``undirected``, ``dependency``, ``search`` ...) styled by :data:`SVG_CSS`;
 text is XML-escaped.
 
+Graphs over an ordered sequence (a trace's steps) are drawn by
+:func:`column_svg` instead: one column in sequence order, an edge between
+neighbours as a short straight arrow in the gap between their boxes, every
+other edge as an arc beside the column whose width grows with the number of
+rows it spans (an arc diagram), so no edge runs behind a box and no two edges
+share a path. Each edge is one ``<path>`` naming its ends (``data-from``,
+``data-to``) and class.
+
 References
 ----------
 Sugiyama, K., Tagawa, S., Toda, M. "Methods for Visual Understanding of Hierarchical System Structures."
@@ -27,8 +35,8 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-__all__ = ["Layout", "SvgEdge", "layered_layout", "dot_layout", "graph_layout", "render_svg", "SVG_CSS",
-           "legend_html"]
+__all__ = ["Layout", "SvgEdge", "layered_layout", "dot_layout", "graph_layout", "render_svg", "column_svg",
+           "arc_bulge", "SVG_CSS", "legend_html"]
 
 #: styles of the edge and node classes used by :func:`render_svg` (put once in the page's ``<style>``)
 SVG_CSS = """svg.g text{font:11px system-ui,sans-serif}svg.g rect{fill:#fff;stroke:#333}
@@ -269,6 +277,122 @@ def render_svg(layout: Layout, edges: Sequence[SvgEdge], *, labels: Mapping[str,
         out.append(f'<g><rect class="{e(cls)}" x="{x - w / 2:.1f}" y="{y - _NODE_H / 2:.1f}" width="{w:.1f}" '
                    f'height="{_NODE_H:.0f}" rx="5"/><text x="{x:.1f}" y="{y + 4:.1f}" text-anchor="middle"'
                    f"{fill}>{e(lab)}</text></g>")
+    out.append("</svg>")
+    return "".join(out)
+
+
+_ROW_PITCH = 40.0
+
+
+def arc_bulge(span: int, *, extra: int = 0) -> float:
+    """How far (SVG units) the control points of an arc spanning ``span`` rows stand beside the column.
+
+    Strictly increasing in ``span`` (nested arcs never coincide) and in ``extra`` (the k-th arc between
+    the same two rows, e.g. both directions); the arc's farthest point is 3/4 of it.
+
+    >>> arc_bulge(1) < arc_bulge(2) < arc_bulge(2, extra=1) < arc_bulge(3)
+    True
+    """
+    return 20.0 + 34.0 * math.log2(max(1, span)) + 9.0 * extra
+
+
+def column_svg(nodes: Sequence[str], edges: Sequence[SvgEdge], *, labels: Mapping[str, str] | None = None,
+               node_classes: Mapping[str, str] | None = None, title: str = "",
+               left: Sequence[str] = ("search",)) -> str:
+    """An ``<svg class="g">`` arc diagram: ``nodes`` in one column in the given order, every edge visible.
+
+    Parameters
+    ----------
+    nodes : node names, top to bottom (a trace's steps in order)
+    edges : SvgEdge records; an edge whose ends are not in ``nodes``, or a self-loop, is skipped; the same
+        (u, v, class, label) twice is drawn once
+    labels : node -> drawn text (default the name); every box takes the widest label's width
+    node_classes : node -> CSS class of its box (``deviation``, ``hypothesis``, ``decisive`` ...)
+    title : str, the SVG's ``<title>``
+    left : edge classes drawn on the left of the column (default the LCE ``search`` moves); all others on
+        the right
+
+    Returns
+    -------
+    str, SVG markup. An edge between neighbouring rows on the right is a straight arrow in the gap between
+    their boxes (offset sideways when both directions are there); every other edge is a cubic arc from
+    the side of one box to the side of the other, bulging by :func:`arc_bulge` of the rows it spans, so
+    all of it but its ends lies outside every box. Each edge is one ``<path>`` with ``data-from``,
+    ``data-to`` and ``class``; a labelled edge's label sits beside its arc (left arcs: in a column left of
+    them all).
+    """
+    e = html.escape
+    labels = labels or {}
+    node_classes = node_classes or {}
+    row = {v: i for i, v in enumerate(dict.fromkeys(nodes))}
+    w = max((_node_w(labels.get(v, v)) for v in row), default=40.0)
+    seen: set[tuple[str, str, str, str]] = set()
+    plan: list[tuple[SvgEdge, str, int]] = []  # edge, side, k: the k-th edge between its two rows on that side
+    per_pair: dict[tuple[str, int, int], int] = {}
+    for ed in edges:
+        if ed.u not in row or ed.v not in row or ed.u == ed.v or (ed.u, ed.v, ed.cls, ed.label) in seen:
+            continue
+        seen.add((ed.u, ed.v, ed.cls, ed.label))
+        side = "left" if ed.cls in left else "right"
+        lo, hi = sorted((row[ed.u], row[ed.v]))
+        k = per_pair.get((side, lo, hi), 0)
+        per_pair[(side, lo, hi)] = k + 1
+        plan.append((ed, side, k))
+    reach = {"left": 0.0, "right": 0.0}
+    label_w = 0.0
+    for ed, side, k in plan:
+        span = abs(row[ed.u] - row[ed.v])
+        if side == "right" and span == 1:
+            continue
+        reach[side] = max(reach[side], 0.75 * arc_bulge(span, extra=k))
+        if ed.label and side == "left":
+            label_w = max(label_w, 5.6 * len(ed.label) + 6)
+        elif ed.label:
+            reach["right"] = max(reach["right"], 0.75 * arc_bulge(span, extra=k) + 5.6 * len(ed.label) + 6)
+    x_left = 10.0 + reach["left"] + label_w
+    xc = x_left + w / 2
+    width = x_left + w + reach["right"] + 10.0
+    height = 20.0 + _NODE_H + max(0, len(row) - 1) * _ROW_PITCH + 20.0
+    y = {v: 20.0 + _NODE_H / 2 + i * _ROW_PITCH for v, i in row.items()}
+    out = [f'<svg class="g" xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+           f'viewBox="0 0 {width:.0f} {height:.0f}" role="img">', f"<title>{e(title)}</title>",
+           '<defs><marker id="ah" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
+           'orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" style="fill:context-stroke;stroke:none"/>'
+           "</marker></defs>"]
+    for ed, side, k in plan:
+        y0, y1 = y[ed.u], y[ed.v]
+        span = abs(row[ed.u] - row[ed.v])
+        marks = (' marker-end="url(#ah)"' if ed.arrow else "") + (' marker-start="url(#ah)"' if ed.arrow_back else "")
+        if side == "right" and span == 1:  # neighbours: a straight arrow in the gap between the two boxes
+            n_pair = per_pair[(side, *sorted((row[ed.u], row[ed.v])))]
+            dx = (k - (n_pair - 1) / 2) * 12.0  # several edges between the same neighbours sit side by side
+            down = y1 > y0
+            a = (xc + dx, y0 + (_NODE_H / 2 if down else -_NODE_H / 2))
+            b = (xc + dx, y1 - (_NODE_H / 2 if down else -_NODE_H / 2))
+            d = f"M{a[0]:.1f},{a[1]:.1f} L{b[0]:.1f},{b[1]:.1f}"
+            lx, ly = xc + dx + 4, (y0 + y1) / 2 + 3
+        else:  # an arc beside the column: out of one box's side, into the other's
+            bulge = arc_bulge(span, extra=k)
+            x = xc + w / 2 if side == "right" else xc - w / 2
+            cx = x + bulge if side == "right" else x - bulge
+            port = 5.0 if y1 > y0 else -5.0  # leave towards the other end, arrive from it: in and out arcs part
+            y0, y1 = y0 + port, y1 - port
+            d = f"M{x:.1f},{y0:.1f} C{cx:.1f},{y0:.1f} {cx:.1f},{y1:.1f} {x:.1f},{y1:.1f}"
+            lx = (x + 0.75 * bulge + 3) if side == "right" else (xc - w / 2 - reach["left"] - 3)
+            ly = (y0 + y1) / 2 + 3
+        tip = f"{ed.u} → {ed.v} ({ed.cls})" + (f" {ed.label}" if ed.label else "")
+        out.append(f'<path class="{e(ed.cls)}" data-from="{e(ed.u)}" data-to="{e(ed.v)}" d="{d}"{marks}>'
+                   f"<title>{e(tip)}</title></path>")
+        if ed.label:
+            anchor = ' text-anchor="end"' if side == "left" else ""
+            out.append(f'<text class="elabel" x="{lx:.1f}" y="{ly:.1f}"{anchor}>{e(ed.label)}</text>')
+    for v in row:
+        lab = labels.get(v, v)
+        cls = node_classes.get(v, "")
+        fill = ' fill="#fff"' if cls == "decisive" else ""
+        out.append(f'<g><rect class="{e(cls)}" data-node="{e(v)}" x="{xc - w / 2:.1f}" y="{y[v] - _NODE_H / 2:.1f}" '
+                   f'width="{w:.1f}" height="{_NODE_H:.0f}" rx="5"/><text x="{xc:.1f}" y="{y[v] + 4:.1f}" '
+                   f'text-anchor="middle"{fill}>{e(lab)}</text></g>')
     out.append("</svg>")
     return "".join(out)
 

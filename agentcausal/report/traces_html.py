@@ -65,7 +65,8 @@ def per_trace_frame(results: pd.DataFrame) -> pd.DataFrame:
     -------
     DataFrame with columns trace, subset, steps, method, blamed step, blamed agent, true step,
     true agent, verdict (``right``: step and agent; ``step right``; ``agent right``; ``wrong``;
-    ``undetermined``; ``failed``; ``unlabelled``), reason (the method's reason, or its error),
+    ``undetermined``; ``failed``; ``unlabelled``), confidence (when some method defines one),
+    reason (the method's reason, or its error),
     tokens (prompt + completion), seconds, and cost (USD) when a profile has prices.
     """
     rows = []
@@ -77,13 +78,16 @@ def per_trace_frame(results: pd.DataFrame) -> pd.DataFrame:
                      "true step": None if _na(r["true_step"]) else int(r["true_step"]),
                      "true agent": None if _na(r["true_agent"]) else str(r["true_agent"]),
                      "verdict": _verdict(r),
+                     "confidence": None if _na(r.get("confidence")) else round(float(r["confidence"]), 3),
                      "reason": f"error: {err}" if err else ("" if _na(r.get("reason")) else str(r.get("reason"))),
                      "tokens": int((r.get("prompt_tokens") or 0) + (r.get("completion_tokens") or 0)),
                      "seconds": float(r.get("seconds") or 0.0),
                      "cost (USD)": float(r.get("cost_usd") or 0.0)})
     cols = ["trace", "subset", "steps", "method", "blamed step", "blamed agent", "true step", "true agent", "verdict",
-            "reason", "tokens", "seconds", "cost (USD)"]
+            "confidence", "reason", "tokens", "seconds", "cost (USD)"]
     df = pd.DataFrame(rows, columns=cols)
+    if not df["confidence"].notna().any():
+        df = df.drop(columns=["confidence"])  # no method of the run defines one
     return df if df["cost (USD)"].any() else df.drop(columns=["cost (USD)"])  # priced profiles only
 
 
@@ -120,15 +124,57 @@ def per_trace_html(results: pd.DataFrame) -> str:
                       cell_html={"trace": _trace_cell, "verdict": _verdict_cell, "reason": _reason_cell})
 
 
-def _content(text: str) -> str:
+def _content(text: str, marks: tuple[str, ...] = ()) -> str:
+    """A step's content, escaped, cut after :data:`MAX_STEP_CHARS`, folded after a preview; each quote of
+    ``marks`` (verbatim evidence) highlighted where it lies whole in one part."""
     e = html.escape
     cut = ""
     if len(text) > MAX_STEP_CHARS:
         cut = f"\n[… {len(text) - MAX_STEP_CHARS:,} more characters not shown]"
         text = text[:MAX_STEP_CHARS]
+
+    def esc(part: str) -> str:
+        out = e(part)
+        for m in marks:
+            if m and e(m) in out:
+                out = out.replace(e(m), f"<mark>{e(m)}</mark>", 1)
+        return out
+
     if len(text) <= _PREVIEW:
-        return e(text + cut)
-    return f"<details><summary>{e(text[:_PREVIEW])}…</summary>{e(text[_PREVIEW:] + cut)}</details>"
+        return esc(text + cut)
+    if any(m and m in text and m not in text[:_PREVIEW] and m not in text[_PREVIEW:] for m in marks):
+        # the quote crosses the preview's end: the whole text, open, so that it can be marked whole
+        return f"<details open><summary>{len(text):,} characters</summary>{esc(text + cut)}</details>"
+    return f"<details><summary>{esc(text[:_PREVIEW])}…</summary>{esc(text[_PREVIEW:] + cut)}</details>"
+
+
+def _blame_row(r: Mapping[str, Any]) -> str:
+    """The row under a blamed step: one method's reason, confidence, evidence and fix."""
+    from agentcausal.report.blame_text import fix_text, one_line
+
+    e = html.escape
+    bits = [f"<b>{e(str(r['method']))}</b>"]
+    conf = r.get("confidence")
+    if not _na(conf):
+        bits.append(f"confidence {float(conf):.2f}")
+    reason = "" if _na(r.get("reason")) else str(r.get("reason"))
+    if reason:
+        bits.append(e(one_line(reason, 600)))
+    ev = None if _na(r.get("evidence")) else str(r.get("evidence"))
+    note = None if _na(r.get("evidence_note")) else str(r.get("evidence_note"))
+    if ev:
+        bits.append(f"evidence: <q>{e(one_line(ev, 300))}</q>")
+    elif note:
+        bits.append(f"<span class='note'>evidence {e(note)}</span>")
+    fix = r.get("corrected_action")
+    if isinstance(fix, str):
+        try:
+            fix = json.loads(fix)
+        except ValueError:
+            fix = None
+    if isinstance(fix, dict):
+        bits.append("fix: " + e(fix_text(fix, 600)))
+    return "<tr class='blame'><td></td><td colspan='3'>" + " · ".join(bits) + "</td></tr>"
 
 
 def _dcfa_attribution(r: Mapping[str, Any]) -> Attribution | None:
@@ -156,7 +202,9 @@ def trace_sections_html(results: pd.DataFrame, traces: Mapping[str, Trace] | Non
     Returns
     -------
     str, HTML. Rows of blamed steps have class ``blamed`` and one red badge per method that blamed
-    them; the annotated decisive step has class ``truth`` and a green badge.
+    them, each followed by a row of class ``blame`` with that method's reason, confidence, evidence
+    (also highlighted in the step) and fix; the annotated decisive step has class ``truth`` and a
+    green badge.
     """
     from agentcausal.report.dcfa import dependency_graph_svg
 
@@ -174,9 +222,11 @@ def trace_sections_html(results: pd.DataFrame, traces: Mapping[str, Trace] | Non
         if t is not None and first.get("trace_hash") and t.content_hash() != first.get("trace_hash"):
             t = None
         blamed: dict[int, list[str]] = {}
+        blame_rows: dict[int, list[Mapping[str, Any]]] = {}
         for r in recs:
             if not _na(r["pred_step"]):
                 blamed.setdefault(int(r["pred_step"]), []).append(str(r["method"]))
+                blame_rows.setdefault(int(r["pred_step"]), []).append(r)
         true_step = None if _na(first.get("true_step")) else int(first["true_step"])
         head = [f"<section id='{trace_anchor(str(tid))}'><h3>{e(str(tid))}</h3><p class='note'>"
                 f"{e(str(first.get('subset') or ''))} · {int(first.get('n_steps') or 0)} steps · "
@@ -196,8 +246,10 @@ def trace_sections_html(results: pd.DataFrame, traces: Mapping[str, Trace] | Non
             badges = "".join(f"<span class='badge'>{e(m)}</span>" for m in blamed.get(i, []))
             if i == true_step:
                 badges += "<span class='badge true'>annotated</span>"
+            marks = tuple(str(r["evidence"]) for r in blame_rows.get(i, []) if not _na(r.get("evidence")))
             rows.append(f"<tr class='{cls}'><td class='num'>{i}</td><td>{e(agent)}</td><td>{badges}</td>"
-                        f"<td class='content'>{'' if content is None else _content(content)}</td></tr>")
+                        f"<td class='content'>{'' if content is None else _content(content, marks)}</td></tr>")
+            rows += [_blame_row(r) for r in blame_rows.get(i, [])]
         body = ("<div class='scroll'><table class='steps'><thead><tr><th>step</th><th>agent</th><th>blamed by</th>"
                 "<th>content</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
         graphs = []

@@ -7,7 +7,8 @@ One schema for both verbs (:class:`Plan`, the header, and its :class:`PlanItem` 
      "item_count": N, "items": [first items ...], "items_file": "plan.items.jsonl" (a run's plan),
      "methods": {name: {"preset", "variant", "settings": {...resolved fields, as the run applies them...},
                         "stages": {stage: "profile:model"},
-                        "profile_params": {stage: {"temperature", "max_output_tokens"}}}},
+                        "profile_params": {stage: {"temperature", "max_output_tokens", "endpoint",
+                                                   "context_window", "reasoning", ...dialect}}}},
      "repeats": K,
      ("seeds": [...], "n": N, "config": {...DiscoveryConfig...}, "llm_datasets": [...] for discover),
      "missing_keys": [ENV_VAR, ...],
@@ -377,7 +378,9 @@ def profile_params(profiles: Any, stages: Sequence[str]) -> dict[str, dict[str, 
     Returns
     -------
     dict stage -> {"temperature": float or None (None: the profile sends no temperature),
-    "max_output_tokens": int or None (completion ceiling; None: none)}; unrouted stages are left out.
+    "max_output_tokens": int or None (completion ceiling; None: none), and the profile's dialect
+    (:meth:`agentcausal.llm.profiles.Profile.dialect`: ``endpoint``, ``context_window``, ``reasoning``, ...)};
+    unrouted stages are left out.
     """
     out = {}
     for st in stages:
@@ -386,7 +389,7 @@ def profile_params(profiles: Any, stages: Sequence[str]) -> dict[str, dict[str, 
         except AgentCausalError:
             continue
         out[st] = {"temperature": float(p.temperature) if p.temperature_allowed else None,
-                   "max_output_tokens": p.max_output_tokens}
+                   "max_output_tokens": p.max_output_tokens, **p.dialect()}  # endpoint, reasoning ...
     return out
 
 

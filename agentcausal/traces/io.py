@@ -18,6 +18,17 @@ the valid traces and one error per invalid file (or JSONL line), and
 :func:`load_traces` refuses them all in one message, or leaves them out when
 ``skip_invalid`` is set.
 
+Hostile files are refused by name before any read (:mod:`agentcausal.input_files`):
+only regular files are read (a FIFO, a device such as a symlink to
+``/dev/zero``, a symlink loop, a dangling symlink, and a symlink found in a
+folder that leads out of it are each an invalid input); a file over the input
+size limit (256 MiB, ``--max-input-mb``) is refused unread; JSON (a file, or a
+JSONL line) nested deeper than 64 levels or holding an integer of more than
+4,300 digits is one line, never a traceback. A trace without a question is
+refused (``question``): every method asks about the task. A JSONL file is read
+one line at a time (:func:`iter_jsonl`), so the size limit holds per line there and
+a corpus of any size streams through in the memory of one trace.
+
 References
 ----------
 Zhang, S. et al. "Which Agent Causes Task Failures and When?" ICML 2025. arXiv:2505.00212.
@@ -26,19 +37,25 @@ Zhang, S. et al. "Which Agent Causes Task Failures and When?" ICML 2025. arXiv:2
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 from pydantic import ValidationError
 
-from agentcausal.exceptions import InvalidTracesError, TraceFormatError
+from agentcausal.exceptions import InputFileError, InvalidTracesError, TraceFormatError
+from agentcausal.input_files import (check_input_file, input_refusal, loads_json, max_input_bytes, read_input_bytes,
+                                     read_input_text, read_json_file)
 from agentcausal.traces.model import Trace
 from agentcausal.traces.text import content_text, optional_text
 from agentcausal.traces.whowhen import SUBSETS, load_who_and_when_file, who_and_when_files
 
 __all__ = ["TraceScan", "ScannedTrace", "read_jsonl", "iter_jsonl", "read_jsonl_line", "write_jsonl", "iter_traces",
-           "scan_traces", "load_traces", "check_unique_ids", "select_traces"]
+           "scan_traces", "load_traces", "check_unique_ids", "select_traces",
+           # safe reading of user files, for the importers (see agentcausal.input_files)
+           "check_input_file", "input_refusal", "loads_json", "max_input_bytes", "read_input_bytes", "read_input_text",
+           "read_json_file"]
 
 
 class TraceScan(NamedTuple):
@@ -101,39 +118,59 @@ def _normalise_record(obj: object) -> dict:
     return out
 
 
-def _parse_jsonl_line(line: str, path: Path, where: str) -> Trace:
-    """One line of our Trace JSONL as a Trace.
+_NO_QUESTION = "not a Trace: question: missing or empty: every method is asked about the task the agents were given"
+
+
+def _parse_jsonl_line(line: str | bytes, path: Path, where: str, *, require_question: bool) -> Trace:
+    """One line of our Trace JSONL as a Trace (depth and digit limits of :func:`loads_json`).
 
     Raises
     ------
     TraceFormatError
-        If the line is not JSON or not a valid Trace (naming the file and ``where``).
+        If the line is not JSON, not a valid Trace or (``require_question``) has no question, naming the file
+        and ``where``.
     """
     try:
-        obj = json.loads(line)
-        return Trace.model_validate(_normalise_record(obj))
+        t = Trace.model_validate(_normalise_record(loads_json(line)))
+        if require_question and not t.question.strip():
+            raise TraceFormatError(_NO_QUESTION)
+        return t
+    except InputFileError as exc:
+        raise TraceFormatError(f"not JSON: {exc.detail}", path=str(path), field=where) from exc
     except json.JSONDecodeError as exc:
         raise TraceFormatError(f"not JSON: {exc.msg} at column {exc.colno}", path=str(path), field=where) from exc
     except TraceFormatError as exc:
-        raise TraceFormatError(f"not a Trace: {exc.detail}", path=str(path), field=where) from exc
+        detail = exc.detail if exc.detail.startswith("not a Trace") else f"not a Trace: {exc.detail}"
+        raise TraceFormatError(detail, path=str(path), field=where) from exc
     except ValidationError as exc:
         raise TraceFormatError(f"not a Trace: {_validation_summary(exc)}", path=str(path), field=where) from exc
 
 
-def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Trace | TraceFormatError]]:
+def iter_jsonl(path: str | Path, *, root: Path | None = None,
+               require_question: bool = False) -> Iterator[tuple[int, Trace | TraceFormatError]]:
     """The traces of our Trace JSONL one line at a time, each with the byte offset its line starts at.
+
+    The file is refused by name first as :func:`agentcausal.input_files.input_refusal` says (a FIFO, a
+    device, a symlink loop or one out of ``root``), with the input size limit holding per line.
 
     Parameters
     ----------
     path : file with one Trace JSON object per line (blank lines skipped)
+    root : the folder the file was found in (a symlink must stay inside it); None: named directly
+    require_question : a trace without a question is an error
 
     Yields
     ------
     (offset, Trace or TraceFormatError) : the byte offset of the line in the file, and its trace, or the
-    error naming the file and line (not JSON, not a valid Trace, not UTF-8); a file that cannot be read
-    is one error at offset -1. :func:`read_jsonl_line` reads one line back by its offset.
+    error naming the file and line (not JSON, not a valid Trace, not UTF-8, over the size limit); a file
+    that cannot be read is one error at offset -1. :func:`read_jsonl_line` reads one line back by its offset.
     """
     p = Path(path)
+    cap = max_input_bytes()
+    why = input_refusal(p, root=root, limit=2**62)  # the kind of file; the size limit holds per line below
+    if why is not None:
+        yield -1, TraceFormatError(why, path=str(p))
+        return
     try:
         fh = p.open("rb")
     except OSError as exc:
@@ -141,8 +178,15 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Trace | TraceFormatError
         return
     with fh:
         offset = 0
-        for n, raw in enumerate(fh, 1):
+        for n, raw in enumerate(iter(lambda: fh.readline(cap + 1), b""), 1):
             start, offset = offset, offset + len(raw)
+            if len(raw) > cap and not raw.endswith(b"\n"):  # the rest of an oversized line: skip it unread
+                yield start, TraceFormatError(f"a line over the input size limit ({cap:,} bytes)", path=str(p),
+                                              field=f"line {n}")
+                while raw and not raw.endswith(b"\n"):
+                    raw = fh.readline(cap + 1)
+                    offset += len(raw)
+                continue
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -152,7 +196,7 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Trace | TraceFormatError
             if not line.strip():
                 continue
             try:
-                yield start, _parse_jsonl_line(line, p, f"line {n}")
+                yield start, _parse_jsonl_line(line, p, f"line {n}", require_question=require_question)
             except TraceFormatError as exc:
                 yield start, exc
 
@@ -166,23 +210,26 @@ def read_jsonl_line(path: str | Path, offset: int) -> Trace:
         If the file cannot be read or the line is not a valid Trace.
     """
     p = Path(path)
+    why = input_refusal(p, limit=2**62)
+    if why is not None:
+        raise TraceFormatError(why, path=str(p))
     try:
         with p.open("rb") as fh:
             fh.seek(offset)
-            raw = fh.readline()
+            raw = fh.readline(max_input_bytes() + 1)
     except OSError as exc:
         raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path=str(p)) from exc
     try:
         line = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise TraceFormatError(f"not UTF-8 text (byte {offset + exc.start})", path=str(p)) from exc
-    return _parse_jsonl_line(line, p, f"byte {offset}")
+    return _parse_jsonl_line(line, p, f"byte {offset}", require_question=False)
 
 
-def _scan_jsonl(path: Path) -> TraceScan:
+def _scan_jsonl(path: Path, *, root: Path | None = None, require_question: bool = False) -> TraceScan:
     traces: list[Trace] = []
     errors: list[TraceFormatError] = []
-    for _, t in iter_jsonl(path):
+    for _, t in iter_jsonl(path, root=root, require_question=require_question):
         (errors if isinstance(t, TraceFormatError) else traces).append(t)
     return TraceScan(traces, errors)
 
@@ -241,20 +288,30 @@ def write_jsonl(traces: Iterable[Trace], path: str | Path) -> Path:
 LOOSE = "examples"  # the source of a loose Who&When .json file (outside a subset folder)
 
 
-def _files(path: Path) -> list[tuple[Path, str | None]]:
-    """The trace files a path stands for, each with its Who&When subset (None for JSONL)."""
+def _files(path: Path) -> list[tuple[Path, str | None, Path | None]]:
+    """The trace files a path stands for, each with its Who&When subset (None for JSONL) and the folder it
+    was found in (None for a file named directly). Entries of a folder are taken by name, never followed
+    into: a FIFO or a folder named ``x.json`` is read (and refused by name) as a file."""
     if path.is_dir():
         if path.name in SUBSETS or any((path / s).is_dir() for s in SUBSETS):
-            return [(f, subset) for f, subset in who_and_when_files(path)]
+            return [(f, subset, path) for f, subset in who_and_when_files(path)]
         files = sorted(path.glob("*.json")) + sorted(path.glob("*.jsonl"))
         if not files:
             raise TraceFormatError("folder holds no Who&When subsets, *.json or *.jsonl files", path=str(path))
-        return [item for f in files for item in _files(f)]
+        return [(f, None if f.suffix == ".jsonl" else LOOSE, path) for f in files]
     if path.suffix == ".jsonl":
-        return [(path, None)]
+        return [(path, None, None)]
     if path.suffix == ".json":
-        return [(path, path.parent.name if path.parent.name in SUBSETS else LOOSE)]
+        return [(path, path.parent.name if path.parent.name in SUBSETS else LOOSE, None)]
     raise TraceFormatError("expected a folder, a Who&When .json file or a Trace .jsonl file", path=str(path))
+
+
+def _resolved(f: Path) -> Path:
+    """``f.resolve()``, or its absolute path where it cannot be resolved (a symlink loop: refused when read)."""
+    try:
+        return f.resolve()
+    except (OSError, RuntimeError):
+        return Path(os.path.abspath(f))
 
 
 def _loose_ids(files: Sequence[Path]) -> dict[Path, str]:
@@ -263,7 +320,7 @@ def _loose_ids(files: Sequence[Path]) -> dict[Path, str]:
     (``/a/x/trace.json`` and ``/b/x/trace.json`` become ``a/x/trace`` and ``b/x/trace``), so files
     in different folders never share an id and ``data/examples/<stem>.json`` stays ``examples/<stem>``.
     The same file given twice keeps one id (a duplicate :func:`scan_traces` reports)."""
-    resolved = {f: f.resolve() for f in files}
+    resolved = {f: _resolved(f) for f in files}
 
     def ident(f: Path, depth: int) -> str:
         r = resolved[f]
@@ -300,9 +357,11 @@ class ScannedTrace(NamedTuple):
 def iter_traces(paths: Sequence[str | Path]) -> Iterator[ScannedTrace | TraceFormatError]:
     """Every trace of the given paths one at a time, or the error of an invalid input, in corpus order.
 
-    One trace is parsed at a time (a JSONL file line by line), so a corpus is never held whole.
-    A later trace whose id an earlier one has is an error ("duplicate trace id ... (first read
-    from <file>)"): the ids seen are kept, nothing else.
+    One trace is parsed at a time (a JSONL file line by line), so a corpus is never held whole. A later
+    trace whose id an earlier one has is an error ("duplicate trace id ... (first read from <file>)"):
+    the ids seen are kept, nothing else. A FIFO, device, symlink loop or out-of-folder symlink, an
+    oversized file (or JSONL line), over-deep JSON and a trace without a question are errors too, each
+    naming its file (and line or field).
 
     Parameters
     ----------
@@ -320,21 +379,22 @@ def iter_traces(paths: Sequence[str | Path]) -> Iterator[ScannedTrace | TraceFor
     DatasetError
         As :func:`agentcausal.traces.whowhen.who_and_when_files`.
     """
-    found: list[tuple[Path, str | None]] = []
+    found: list[tuple[Path, str | None, Path | None]] = []
     for raw in paths:
         p = Path(raw)
-        if not p.exists():
+        if not os.path.lexists(p):
             raise TraceFormatError("no such file or folder", path=str(p))
         found.extend(_files(p))
-    loose = _loose_ids([f for f, subset in found if subset == LOOSE])
+    loose = _loose_ids([f for f, subset, _ in found if subset == LOOSE])
     first: dict[str, str] = {}
-    for f, subset in found:
+    for f, subset, root in found:
         origin = str(f)
         if subset is None:
-            scanned: Iterable[tuple[int | None, Trace | TraceFormatError]] = iter_jsonl(f)
+            scanned: Iterable[tuple[int | None, Trace | TraceFormatError]] = iter_jsonl(f, root=root,
+                                                                                      require_question=True)
         else:
             try:
-                scanned = [(None, load_who_and_when_file(f, subset=subset, trace_id=loose.get(f)))]
+                scanned = [(None, load_who_and_when_file(f, subset=subset, trace_id=loose.get(f), root=root))]
             except TraceFormatError as exc:
                 scanned = [(None, exc)]
         for offset, t in scanned:
@@ -359,8 +419,7 @@ def scan_traces(paths: Sequence[str | Path]) -> TraceScan:
 
     Returns
     -------
-    TraceScan(traces, invalid); the traces have unique ids: a later trace whose id is
-    taken is in ``invalid`` ("duplicate trace id ... (first read from <file>)").
+    TraceScan(traces, invalid); the traces have unique ids (see :func:`iter_traces` for what is invalid).
 
     Raises
     ------

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from agentcausal.records import RunRecord
 from agentcausal.traces.text import clean_text
 
-__all__ = ["Step", "Label", "Trace", "Attribution", "normalise_agent"]
+__all__ = ["Step", "Label", "Trace", "Attribution", "Candidate", "CorrectedAction", "normalise_agent"]
 
 def _drop_trailing_parenthetical(name: str) -> str:
     """``"Orchestrator (-> WebSurfer (x))"`` -> ``"Orchestrator"``; balanced groups only, repeatedly."""
@@ -184,6 +184,57 @@ class Trace(BaseModel):
         return hashlib.sha256(payload.encode()).hexdigest()
 
 
+class Candidate(BaseModel):
+    """One ranked candidate for the decisive error (:attr:`Attribution.candidates`, best first).
+
+    Attributes
+    ----------
+    step : int, 0-based
+    agent : str or None, the speaker of that step
+    score : float or None, the number the method ranked by (None: the method gives none for it)
+    score_is : str, what ``score`` is (e.g. ``"ΔS(i) = S(i) - S(i-1), cosine to the truth"``,
+        ``"consensus weight"``, ``"single answer, no score"``)
+    role : str, why the step is a candidate: ``answer`` (a single-answer method's one step), DCFA's
+        ``decision`` / ``hypothesis`` / ``pivot`` / ``neighbour``, ECHO's ``consensus`` / ``vote``
+    s, s_prev, delta_s : float or None, DCFA's S(i), S(i-1) and ΔS(i) where LCE computed them
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    step: int = Field(ge=0)
+    agent: str | None = None
+    score: float | None = None
+    score_is: str = ""
+    role: str = "answer"
+    s: float | None = None
+    s_prev: float | None = None
+    delta_s: float | None = None
+
+
+class CorrectedAction(BaseModel):
+    """What the blamed step should have said, and what the run would then have given.
+
+    Attributes
+    ----------
+    step : int, the 0-based blamed step
+    content : str, the corrected content of that step
+    changed : bool, the content differs from the original (a corrector may leave a step as it was)
+    outcome : str or None, the final answer the run would give with the correction (simulated or
+        predicted by the method); None when the method did not simulate it
+    outcome_score : float or None, how that outcome scored (DCFA: S of the corrected trace)
+    source : str, how it was obtained (e.g. ``"dcfa: Correct (eq. 8) and Simulation of T~(i)"``)
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    step: int = Field(ge=0)
+    content: str
+    changed: bool = True
+    outcome: str | None = None
+    outcome_score: float | None = None
+    source: str = ""
+
+
 class Attribution(RunRecord):
     """One method's answer for one trace (a :class:`~agentcausal.records.RunRecord`).
 
@@ -194,6 +245,14 @@ class Attribution(RunRecord):
     agent : str or None
     reason : str
     settings : dict, the method settings that produced it (enter the cache key)
+    candidates : list of Candidate or None, ranked, best first (the answer first); None = not recorded
+        (a failed method, or a record older than the field)
+    confidence : float in [0, 1] or None, only where the method defines one (DCFA, ECHO:
+        :mod:`agentcausal.attribution.candidates`); never invented
+    evidence : str or None, a verbatim quote from the blamed step (checked to be a substring of it)
+    evidence_note : str or None, why there is no evidence where one was asked for (a quote that was not
+        in the blamed step is dropped and named here)
+    corrected_action : CorrectedAction or None, the blamed step corrected and the outcome with it
 
     The fields every record holds (``method``, ``prompt_version``, ``models``, ``usage``, ``seconds``,
     ``error``, ``details``, ``status``, ``status_detail``, ``reused``) are :class:`RunRecord`'s.
@@ -204,3 +263,8 @@ class Attribution(RunRecord):
     agent: str | None = None
     reason: str = ""
     settings: dict[str, Any] = Field(default_factory=dict)
+    candidates: list[Candidate] | None = None
+    confidence: float | None = Field(None, ge=0.0, le=1.0)
+    evidence: str | None = None
+    evidence_note: str | None = None
+    corrected_action: CorrectedAction | None = None

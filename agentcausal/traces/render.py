@@ -10,6 +10,12 @@ Every method that shows trace text to an LLM goes through this module, so that
   (``<`` becomes ``&lt;``), so text written inside a trace cannot close the
   block and pass as our instructions. :data:`DATA_NOTICE` is the standing
   instruction that says so; put it in the system message;
+* the Who&When baselines under their ``paper`` presets render a trace as their
+  released code does (:func:`render_conversation`): one ``speaker: content``
+  line per step with no step number (All-at-Once, Binary-Search) or
+  ``Step 3 - speaker: content`` (Step-by-Step), the speaker being the full
+  Hand-Crafted role (``Orchestrator (thought)``, :func:`speaker`), still inside
+  the delimited, escaped ``<trace>`` block;
 * the rendered text fits a **character budget** derived from the stage's
   context window (:func:`budget_chars`): when it does not fit, the longest step
   contents are shortened first (head and tail kept, a visible
@@ -32,7 +38,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from agentcausal.traces.model import Step
@@ -51,6 +57,8 @@ __all__ = [
     "render_step",
     "render_steps",
     "render_steps_info",
+    "speaker",
+    "render_conversation",
 ]
 
 #: approximate characters per token used to turn a context window into a character budget
@@ -302,8 +310,44 @@ def render_step(step: Step, content: str | None = None) -> str:
     return _STEP_OPEN.format(n=step.index) + f"Step {step.index} | {agent}: {escape_data(body)}" + _STEP_CLOSE
 
 
-def _overhead(steps: Sequence[Step]) -> int:
-    return len(_TRACE_OPEN) + len(_TRACE_CLOSE) + sum(len(render_step(s, "")) for s in steps)
+def _overhead(steps: Sequence[Step], fmt: Callable[[Step, str], str] = render_step) -> int:
+    return len(_TRACE_OPEN) + len(_TRACE_CLOSE) + sum(len(fmt(s, "")) for s in steps)
+
+
+def _render_block(steps: Sequence[Step], budget_chars: int | None, fmt: Callable[[Step, str], str]) -> RenderedSteps:
+    """The ``<trace>`` block of ``fmt(step, content)`` per step, contents capped to fit ``budget_chars``."""
+    if not steps:
+        raise ValueError("cannot render an empty list of steps")
+    contents = [s.content for s in steps]
+    # escaping lengthens content a little; budget on escaped lengths
+    lengths = [len(escape_data(c)) for c in contents]
+    overhead = _overhead(steps, fmt)
+    shortened: list[int] = []
+    omitted = 0
+    if budget_chars is not None and overhead + sum(lengths) > budget_chars:
+        room = budget_chars - overhead
+        lo, hi = MIN_STEP_CHARS, max(lengths)
+        # largest cap L with sum(min(len, L)) <= room
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if sum(min(n, mid) for n in lengths) <= room:
+                lo = mid
+            else:
+                hi = mid - 1
+        cap = lo
+        new_contents = []
+        for s, c, n in zip(steps, contents, lengths):
+            if n > cap:
+                # shorten the raw text so escaped output stays near the cap
+                short = shorten(c, max(MIN_STEP_CHARS, cap - (n - len(c))))
+                shortened.append(s.index)
+                omitted += len(c) - (len(short) - len(_marker_of(short)))
+                new_contents.append(short)
+            else:
+                new_contents.append(c)
+        contents = new_contents
+    text = _TRACE_OPEN + "".join(fmt(s, c) for s, c in zip(steps, contents)) + _TRACE_CLOSE
+    return RenderedSteps(text=text, shortened=tuple(shortened), omitted_chars=omitted)
 
 
 def render_steps_info(steps: Sequence[Step], budget_chars: int | None = None) -> RenderedSteps:
@@ -342,38 +386,78 @@ def render_steps_info(steps: Sequence[Step], budget_chars: int | None = None) ->
     </step>
     </trace>
     """
-    if not steps:
-        raise ValueError("cannot render an empty list of steps")
-    contents = [s.content for s in steps]
-    # escaping lengthens content a little; budget on escaped lengths
-    lengths = [len(escape_data(c)) for c in contents]
-    overhead = _overhead(steps)
-    shortened: list[int] = []
-    omitted = 0
-    if budget_chars is not None and overhead + sum(lengths) > budget_chars:
-        room = budget_chars - overhead
-        lo, hi = MIN_STEP_CHARS, max(lengths)
-        # largest cap L with sum(min(len, L)) <= room
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if sum(min(n, mid) for n in lengths) <= room:
-                lo = mid
-            else:
-                hi = mid - 1
-        cap = lo
-        new_contents = []
-        for s, c, n in zip(steps, contents, lengths):
-            if n > cap:
-                # shorten the raw text so escaped output stays near the cap
-                short = shorten(c, max(MIN_STEP_CHARS, cap - (n - len(c))))
-                shortened.append(s.index)
-                omitted += len(c) - (len(short) - len(_marker_of(short)))
-                new_contents.append(short)
-            else:
-                new_contents.append(c)
-        contents = new_contents
-    text = _TRACE_OPEN + "".join(render_step(s, c) for s, c in zip(steps, contents)) + _TRACE_CLOSE
-    return RenderedSteps(text=text, shortened=tuple(shortened), omitted_chars=omitted)
+    return _render_block(steps, budget_chars, render_step)
+
+
+def speaker(step: Step, full_role: bool = True) -> str:
+    """The speaker label of a step: its full role where the agent is that role cut at its first space
+    (Hand-Crafted's ``"Orchestrator (thought)"``, what Who&When's code shows), else the agent.
+
+    Parameters
+    ----------
+    step : Step
+    full_role : bool, False = always the agent
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> speaker(Step(index=0, agent="Orchestrator", role="Orchestrator (-> WebSurfer)", content=""))
+    'Orchestrator (-> WebSurfer)'
+    >>> speaker(Step(index=0, agent="Excel_Expert", role="assistant", content=""))
+    'Excel_Expert'
+    """
+    role = step.role.strip()
+    if full_role and role and role != step.agent and role.split(" ", 1)[0] == step.agent:
+        return role
+    return step.agent
+
+
+def render_conversation(steps: Sequence[Step], budget_chars: int | None = None, *, numbered: bool = False,
+                        full_roles: bool = True) -> RenderedSteps:
+    """Steps as Who&When's released code shows them to its baselines, inside the ``<trace>`` block.
+
+    One line per step: ``speaker: content`` with no step number (All-at-Once and
+    Binary-Search), or ``Step 3 - speaker: content`` (``numbered``, Step-by-Step);
+    the speaker is :func:`speaker` (the full Hand-Crafted role). Contents and
+    speakers are escaped (:func:`escape_data`) and shortened to the budget as
+    :func:`render_steps_info` does.
+
+    Parameters
+    ----------
+    steps : sequence of Step, in order
+    budget_chars : int or None
+    numbered : bool, prefix each line with ``Step i - ``
+    full_roles : bool, the full role as the speaker (False = the agent)
+
+    Returns
+    -------
+    RenderedSteps
+
+    Raises
+    ------
+    ValueError
+        If ``steps`` is empty.
+
+    Examples
+    --------
+    >>> st = [Step(index=0, agent="A", content="hi"), Step(index=1, agent="B", content="ok")]
+    >>> print(render_conversation(st).text)
+    <trace>
+    A: hi
+    B: ok
+    </trace>
+    >>> print(render_conversation(st, numbered=True).text.splitlines()[2])
+    Step 1 - B: ok
+    """
+    def fmt(step: Step, content: str) -> str:
+        who = escape_data(speaker(step, full_roles)).replace("\n", " ")
+        head = f"Step {step.index} - " if numbered else ""
+        return f"{head}{who}: {escape_data(content)}\n"
+
+    return _render_block(steps, budget_chars, fmt)
 
 
 _MARKER_RE = re.compile(r"\[… \d+ chars omitted …\]")

@@ -8,7 +8,8 @@ Who&When holds failed multi-agent runs, one JSON object per file, in two subsets
   **the agent is** ``role`` cut at the first space
   (``"Orchestrator (thought)"`` gives ``"Orchestrator"``); step 0 is the human query.
 
-``mistake_step`` is a string holding a **0-based** index into ``history``.
+``mistake_step`` is a string holding a **0-based** index into ``history``
+(ASCII digits only: ``"²"`` or ``"٣"`` is refused, as is a number too long to be a step).
 Text fields are normalised at load (:mod:`agentcausal.traces.text`): lone
 surrogates become U+FFFD, ``null`` content is empty, a list of text parts is
 joined, any other content type is refused naming the file and step. A step
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shutil
 import tempfile
 import zipfile
@@ -37,7 +39,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentcausal.exceptions import DatasetError, InvalidTracesError, TraceFormatError
+from agentcausal.exceptions import DatasetError, InputFileError, InvalidTracesError, TraceFormatError
+from agentcausal.input_files import loads_json, read_input_text
 from agentcausal.traces.download import check_dest_free, download
 from agentcausal.traces.model import Label, Step, Trace
 from agentcausal.traces.text import clean_text, content_text, optional_text
@@ -98,6 +101,10 @@ def agent_of(entry: dict[str, Any]) -> str:
     return role.split(" ", 1)[0] if role else UNKNOWN_AGENT
 
 
+#: a step index as text: ASCII digits (a sign is read so that "-1" is named as out of range), at most 9 of them
+_STEP = re.compile(r"-?[0-9]{1,9}")
+
+
 def _field(problems: list[TraceFormatError], fn: Any, value: Any, field: str, **kw: Any) -> str:
     try:
         return fn(value, field=field, **kw)
@@ -131,8 +138,8 @@ def parse_who_and_when(data: dict[str, Any], trace_id: str, *, source: str = "",
     TraceFormatError
         If ``history`` is missing or empty, an entry is not an object, a
         content is not text (number, boolean, object, non-text part), ``role``
-        or ``name`` is not text or null, or ``mistake_step`` is not an integer
-        in range. ``field`` names the first bad field (``history[3].content``);
+        or ``name`` is not text or null, ``question`` is missing or empty, or
+        ``mistake_step`` is not a step index in range (ASCII digits). ``field`` names the first bad field (``history[3].content``);
         the message names each.
     """
     history = data.get("history")
@@ -149,16 +156,23 @@ def parse_who_and_when(data: dict[str, Any], trace_id: str, *, source: str = "",
         content = _field(problems, content_text, entry.get("content"), f"history[{i}].content")
         steps.append(Step(index=i, agent=agent_of(entry), role=role, content=content))
     question = _field(problems, optional_text, data.get("question"), "question", numbers=True)
+    if not question.strip() and not any(p.field == "question" for p in problems):
+        problems.append(TraceFormatError("missing or empty: every method is asked about the task the agents were "
+                                         "given", field="question"))
     gt_key = "ground_truth" if "ground_truth" in data else "groundtruth"
     gt = _field(problems, optional_text, data.get(gt_key), gt_key, numbers=True)
     label = None
     if "mistake_step" in data and data["mistake_step"] not in (None, ""):
         raw = data["mistake_step"]
         step = None
-        if isinstance(raw, bool) or not isinstance(raw, (int, str)) or not str(raw).strip().lstrip("-").isdigit():
-            problems.append(TraceFormatError(f"{str(raw)[:40]!r} is not an integer", field="mistake_step"))
+        text = raw.strip() if isinstance(raw, str) else str(raw) if isinstance(raw, int) and not isinstance(
+            raw, bool) else None
+        if text is None or not _STEP.fullmatch(text):
+            shown = raw[:40] if isinstance(raw, str) else type(raw).__name__ if text is None else text[:40]
+            problems.append(TraceFormatError(f"{shown!r} is not a step index (ASCII digits, 0-based)",
+                                             field="mistake_step"))
         else:
-            step = int(str(raw).strip())
+            step = int(text)
             if not 0 <= step < len(history):
                 problems.append(TraceFormatError(f"{step} out of range 0..{len(history) - 1}", field="mistake_step"))
                 step = None
@@ -180,14 +194,19 @@ def parse_who_and_when(data: dict[str, Any], trace_id: str, *, source: str = "",
                  steps=steps, label=label, metadata=metadata)
 
 
-def load_who_and_when_file(path: str | Path, *, subset: str | None = None, trace_id: str | None = None) -> Trace:
+def load_who_and_when_file(path: str | Path, *, subset: str | None = None, trace_id: str | None = None,
+                           root: str | Path | None = None) -> Trace:
     """Load one Who&When file.
+
+    The file is read by :func:`agentcausal.input_files.read_input_text` (a
+    regular file within the size limit; JSON within the depth and digit limits).
 
     Parameters
     ----------
     path : path to ``<subset>/<n>.json``
     subset : str, optional; default the parent folder's name
     trace_id : str, optional; default ``"<subset>/<stem>"``
+    root : the folder it was found in (a symlink must stay inside it); None when named directly
 
     Returns
     -------
@@ -196,24 +215,20 @@ def load_who_and_when_file(path: str | Path, *, subset: str | None = None, trace
     Raises
     ------
     TraceFormatError
-        If the file cannot be read, is not JSON (the message names line and
-        column), or is not a valid Who&When object (see :func:`parse_who_and_when`).
+        If the file is not a regular file (a FIFO, a device, a symlink loop, a
+        symlink out of ``root``), is over the size limit, cannot be read, is not
+        JSON (the message names line and column), nests too deeply or holds a
+        too-long integer, or is not a valid Who&When object (see :func:`parse_who_and_when`).
     """
     p = Path(path)
     subset = subset or p.parent.name
     try:
-        text = p.read_text(encoding="utf-8", errors="strict")
-    except UnicodeDecodeError as exc:
-        raise TraceFormatError(f"not UTF-8 text (byte {exc.start})", path=str(p)) from exc
-    except OSError as exc:
-        raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path=str(p)) from exc
-    try:
-        data = json.loads(text)
+        data = loads_json(read_input_text(p, root=root))
+    except InputFileError as exc:
+        raise TraceFormatError(exc.detail if exc.path else f"cannot read as JSON: {exc.detail}", path=str(p)) from exc
     except json.JSONDecodeError as exc:
         raise TraceFormatError(f"cannot read as JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
                                path=str(p)) from exc
-    except RecursionError as exc:
-        raise TraceFormatError("cannot read as JSON: nested too deeply", path=str(p)) from exc
     if not isinstance(data, dict):
         raise TraceFormatError("expected a JSON object", path=str(p))
     return parse_who_and_when(data, trace_id or f"{subset}/{p.stem}", source=subset, path=str(p))

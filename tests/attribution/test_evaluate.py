@@ -106,9 +106,10 @@ def test_parquet_round_trip_and_report(tmp_path, four_labelled_traces, predictio
     assert evaluate_frame(back).overall.equals(evaluate_frame(df).overall)
     ev = evaluate_frame(back)
     md = markdown_report(ev, meta={"corpus": "x"})
-    assert "| m | 4 | 4 | 50.0% | 50.0% | 25.0% | 0 | 1 |" in md
+    # each accuracy as its raw count over the labelled rows beside the percentage
+    assert "| m | 4 | 4 | 2/4 (50.0%) | 2/4 (50.0%) | 1/4 (25.0%) |" in md
     assert "StructuredOutputError: bad" in md
-    assert "50.0%" in accuracy_text(ev)
+    assert "2/4 (50.0%)" in accuracy_text(ev)
     p = write_report(ev, tmp_path / "run")
     assert p.name == "report.md" and "## Per trace length (steps)" in p.read_text()
     assert (tmp_path / "run" / "accuracy.csv").exists()

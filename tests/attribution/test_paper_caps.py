@@ -5,8 +5,9 @@ import json
 import pytest
 
 from agentcausal.attribution import a2p, all_at_once, binary_search, echo, step_by_step
-from agentcausal.attribution.registry import get_method, resolve_methods
-from agentcausal.attribution.dcfa import DcfaSettings, prompts
+from agentcausal.attribution.registry import resolve_methods
+from agentcausal.attribution.dcfa import DcfaSettings, ded, prompts
+from agentcausal.attribution.registry import get_method
 from agentcausal.settings import resolve
 
 LONG = "x" * 5000
@@ -23,7 +24,7 @@ def _reply_models(method, s):
     if method == "all_at_once":
         return [all_at_once.reply_model(("A", "B"), 4, forced, s.reason_chars)]
     if method == "step_by_step":
-        return [step_by_step.verdict_model(s.reason_chars)]
+        return [step_by_step.verdict_model(s.reason_chars, forced)]
     if method == "binary_search":
         return [binary_search.choice_model(forced, s.reason_chars)]
     if method == "a2p":
@@ -49,8 +50,10 @@ def test_baseline_paper_reason_is_kept_whole_and_small_is_cut():
 def test_dcfa_paper_reasons_and_outcome_have_no_cap():
     s = DcfaSettings()
     assert s.max_reason_chars is None and s.gca_tokens is None
-    schemas = [prompts.gca_joint_model(None, None, None, True), prompts.hypothesis_model(5, None),
-               prompts.decision_model((1, 2), None), prompts.simulation_model("paper")]
+    schemas = [prompts.gca_joint_model(None, None, None, True), prompts.gca_joint_model(None, None, None, False, True),
+               prompts.cgc_model(None, False, None, True), prompts.hypothesis_model(5, None, True),
+               ded.decision_model((1, 2), None), ded.decision_model((1, 2), None, 5),
+               prompts.simulation_model("paper", "code"), prompts.simulation_model("paper", "equations")]
     assert not any("maxLength" in json.dumps(m.model_json_schema()) for m in schemas)
     hyp = prompts.hypothesis_model(5, None)(step=1, reason=LONG)
     assert len(hyp.reason) == 5000

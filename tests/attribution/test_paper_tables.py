@@ -6,7 +6,10 @@ import pytest
 from agentcausal.attribution.results import results_frame
 from agentcausal.report.attribution import paper_tables_markdown
 from agentcausal.attribution.paper_tables import (
+    WHO_WHEN_LEVELS,
     accuracy_by_level,
+    dcfa_accuracy,
+    outside_levels,
     accuracy_over_repeats,
     gca_only_accuracy,
     graph_stats,
@@ -45,14 +48,19 @@ def frame():
     return results_frame(atts, traces), traces
 
 
-def test_levels():
-    assert [who_when_level(n) for n in (5, 30, 60, 90, 130)] == [f"Level {i}" for i in range(1, 6)]
+def test_levels_are_the_released_scripts():
+    # Automated_FA/evaluate_in_different_length.py: 5-17, 19-29, 31-49, 51-91, 93-130; 18, 30, 50, 92 in none
+    assert [(lo, hi) for lo, hi, _ in WHO_WHEN_LEVELS] == [(5, 17), (19, 29), (31, 49), (51, 91), (93, 130)]
+    assert [who_when_level(n) for n in (5, 17, 19, 29, 31, 49, 51, 91, 93, 130)] == [
+        f"Level {i}" for i in (1, 1, 2, 2, 3, 3, 4, 4, 5, 5)]
+    assert [who_when_level(n) for n in (4, 18, 30, 50, 92, 131)] == [None] * 6
 
 
 def test_gca_only_and_lce_effect(frame):
     df, _ = frame
     g = gca_only_accuracy(df).iloc[0]
     assert g["n"] == 3 and g["gca_step_acc"] == pytest.approx(1 / 3) and g["dcfa_step_acc"] == pytest.approx(1 / 3)
+    assert (g["gca_step_k"], g["dcfa_step_k"]) == (1, 1)
     e = lce_effect(df).iloc[0]
     assert (e["fixed"], e["broken"], e["unchanged_right"], e["unchanged_wrong"]) == (1, 1, 0, 1)
 
@@ -71,8 +79,28 @@ def test_signed_histogram_and_levels(frame):
     df, _ = frame
     h = signed_step_error_histogram(df).loc["dcfa"]
     assert h["0"] == 1 and h["-1"] == 2 and h["1"] == 0  # h/2 and h/3 predicted one step early
-    lv = accuracy_by_level(df)
-    assert set(lv["level"]) == {"Level 1", "Level 2"}
+    lv = accuracy_by_level(df).set_index("level")
+    assert set(lv.index) == {"Level 1", "Level 3"}  # 10 steps, 40 steps
+    assert (lv.loc["Level 1", "n"], lv.loc["Level 1", "step_k"]) == (2, 1)  # h/1 right, h/3 wrong
+    assert (lv.loc["Level 3", "n"], lv.loc["Level 3", "step_k"]) == (1, 0)
+
+
+def test_dcfa_step_accuracy_is_agent_and_step_as_its_evaluate_py():
+    traces = [_trace("h/1", 10, 2, agent="Orchestrator"), _trace("h/2", 10, 1, agent="WebSurfer"),
+              _trace("h/3", 18, 1, agent="A1"), _trace("h/4", 10, 3, agent="A1")]
+    atts = [Attribution(trace_id="h/1", method="m", step=2, agent="Orchestrator (thought)"),  # first word: right
+            Attribution(trace_id="h/2", method="m", step=1, agent="websurfer"),  # exact match: case counts
+            Attribution(trace_id="h/3", method="m", step=1, agent="A1"),
+            Attribution(trace_id="h/4", method="m", step=None, agent=None)]  # no prediction: wrong
+    df = results_frame(atts, traces)
+    r = dcfa_accuracy(df).iloc[0]
+    assert (r["n"], r["agent_and_step_k"], r["step_k"]) == (4, 2, 3)
+    assert r["agent_and_step_acc"] == pytest.approx(0.5) and r["step_acc"] == pytest.approx(0.75)
+    assert outside_levels(df) == 1  # h/3 has 18 steps: between Level 1 and Level 2, left out
+    assert set(accuracy_by_level(df)["n"]) == {3}
+    md = paper_tables_markdown(df)
+    assert "| m | Hand-Crafted | 4 | 50.00% (2/4) | 75.00% (3/4) |" in md
+    assert "Traces of a length in no level: 1" in md
 
 
 def test_repeats_mean_std():

@@ -22,6 +22,8 @@ SMALL_CAPS = {
     "echo": ("max_tokens", "max_candidates", "field_chars", "l2_chars", "l3_chars", "l4_chars"),
 }
 SMALL_CAPS["dcfa_gca_only"] = SMALL_CAPS["dcfa"]
+#: caps the released code itself has: their ``paper`` value is that code's (DCFA's search moves at most 5 times)
+RELEASED_CAPS = {"dcfa": {"max_iterations": 5}, "dcfa_gca_only": {"max_iterations": 5}}
 
 
 def _dry(argv, capsys):
@@ -59,7 +61,8 @@ def test_attribute_dry_run_every_method_and_routing(method, routing, capsys, mon
     assert plan["missing_keys"] == (["OPENAI_API_KEY"] if routing in PAPER_ROUTINGS else [])
     caps = {c: m["settings"][c] for c in SMALL_CAPS[method]}
     if routing in PAPER_ROUTINGS:
-        assert all(v is None for v in caps.values()), caps  # paper: no cap the paper does not have
+        released = RELEASED_CAPS.get(method, {})
+        assert all(v == released.get(c) for c, v in caps.items()), caps  # paper: no cap the paper's code lacks
     else:
         assert all(v is not None for v in caps.values()), caps  # small keeps them
 
@@ -80,7 +83,7 @@ def test_attribute_dry_run_preset_set_repeats_and_no_truth(capsys):
     plan = _dry(["attribute", "data/examples", "-m", "dcfa", "--preset", "paper", "--set", "dcfa.max_edges=12",
                  "--repeats", "3", "--no-ground-truth", "--limit", "2", "--dry-run"], capsys)
     m = plan["methods"]["dcfa"]
-    assert m["preset"] == "paper" and m["settings"]["max_edges"] == 12 and m["settings"]["max_iterations"] is None
+    assert m["preset"] == "paper" and m["settings"]["max_edges"] == 12 and m["settings"]["max_iterations"] == 5
     assert m["variant"] == "no_truth" and "dcfa.embed" not in m["stages"]  # S(i) from a judge, no embedder
     assert plan["repeats"] == 3 and len(plan["items"]) == 2
 
@@ -122,12 +125,15 @@ def test_discover_dry_run_shows_each_variant_and_baseline_as_it_runs(capsys):
     assert all(s[m].pop("temperature_used") == (0.7 if m != "llm_scd" else s[m]["temperature"])
                for m in LLM_METHODS)
     assert all(s[m].pop("temperature_from").startswith("setting") for m in LLM_METHODS)
+    # what the paper leaves unspecified is named with its value (MAC and ReAct)
+    assert all("paper: unspecified" in v for m in ("mac", "mac_single", "dcm_only", "mdm_only", "react")
+               for v in s[m].pop("paper_unspecified").values())
     for m in ("mac", "mac_single", "dcm_only", "mdm_only"):  # what the run hands run_mac
         assert s[m] == mac_settings(m, DiscoveryConfig(mac=DiscoveryConfig.model_fields["mac"].annotation(
             **{k: v for k, v in s["mac"].items()}))).model_dump(mode="json")
     for m in ("react", "llm_scd", "ils_csl"):
         assert set(s[m]) == set(DiscoveryConfig.model_fields[m].annotation.model_fields) and "rounds" not in s[m]
-    assert set(s["llm_zero_shot"]) == {"max_tokens_scale", "sampling_temperature"}
+    assert set(s["llm_zero_shot"]) == {"max_tokens_scale", "edges_per_variable", "sampling_temperature"}
 
 
 def test_discover_dry_run_anonymised_method_names_its_mode(capsys):
@@ -140,7 +146,7 @@ def test_discover_set_reaches_the_plan_and_checks_names(capsys):
                  "--set", "react.max_steps=6", "--dry-run"], capsys)
     assert plan["methods"]["dcm_only"]["settings"]["rounds"] == 2
     assert plan["methods"]["react"]["settings"]["max_steps"] == 6
-    for bad, words in (("mac.nope=1", "valid: stages"), ("pc.alpha=1", "mac, react"), ("mac.rounds=9", "rounds"),
+    for bad, words in (("mac.nope=1", "valid: prompts, stages"), ("pc.alpha=1", "mac, react"), ("mac.rounds=9", "rounds"),
                        ("mac.executor=coding", "--executor")):
         assert main(["discover", "-d", "earthquake", "--set", bad, "--dry-run"]) == 2
         err = capsys.readouterr().err.strip()
@@ -264,7 +270,7 @@ def test_plan_shows_what_the_profile_applies_where_a_setting_is_null(routing, ca
         m = plan["methods"][name]
         stage_profiles = [profiles.profile_for(st) for st in m["stages"]]
         assert m["profile_params"] == {st: {"temperature": p.temperature if p.temperature_allowed else None,
-                                            "max_output_tokens": p.max_output_tokens}
+                                            "max_output_tokens": p.max_output_tokens, **p.dialect()}
                                        for st, p in zip(m["stages"], stage_profiles)}
         if m["settings"]["sampling_temperature"] is not None:  # small: the preset samples at its own value
             assert m["settings"]["temperature_used"] == m["settings"]["sampling_temperature"]

@@ -50,8 +50,10 @@ def test_split_gca_and_every_dcfa_stage_are_handled(fake_server, make_gateway):
     from agentcausal.attribution.echo import PRESETS as ECHO_PRESETS
 
     for method, settings in [("all_at_once", None), ("step_by_step", None), ("binary_search", None),
-                             ("binary_search", BASELINE_PRESETS["small"]),
-                             ("dcfa", {"split_mdi_cgc": True}), ("dcfa", None), ("dcfa", DCFA_PRESETS["small"]),
+                             ("binary_search", BASELINE_PRESETS["small"]), ("step_by_step", BASELINE_PRESETS["small"]),
+                             ("dcfa", {"mdi_cgc": "joint"}), ("dcfa", {"cgc": "equations", "simulation": "equations",
+                                                                       "ded": "equations"}),
+                             ("dcfa", None), ("dcfa", DCFA_PRESETS["small"]),
                              ("dcfa", {"with_ground_truth": False}), ("a2p", None), ("echo", None),
                              ("echo", ECHO_PRESETS["small"])]:
         for k in range(6):  # several traces, so DED (needs two candidates) is reached

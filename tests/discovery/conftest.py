@@ -20,6 +20,23 @@ def reply_kind(body: dict) -> tuple[str, str]:
     return name, role
 
 
+def _schema(body: dict) -> dict:
+    return body.get("response_format", {}).get("json_schema", {}).get("schema", {})
+
+
+def with_required_reasons(reply: dict, schema: dict, role: str) -> dict:
+    """``reply`` with the reason fields a schema requires and the reply lacks (the ``paper`` prompt set's
+    ``reasoning``, ``reason`` and per-edge ``reason``), each a short text naming the role. A schema that
+    requires none (the ``small`` set) leaves the reply as it is, byte for byte."""
+    required = [k for k in schema.get("required", []) if k not in reply]
+    out = {k: f"{role} reasons" for k in required if schema["properties"][k].get("type") == "string"}
+    out.update(reply)
+    edge = schema.get("$defs", {}).get("Edge", {})
+    if "reason" in edge.get("required", []) and isinstance(out.get("edges"), list):
+        out["edges"] = [{"reason": f"{role}: {e['cause']} drives {e['effect']}", **e} for e in out["edges"]]
+    return out
+
+
 def mac_responder(*, affirmative_algo="pc", negative_algo="ges", algo_winner="A",
                   affirmative_edges=(("Burglary", "Alarm"),), negative_edges=(("Alarm", "Burglary"),),
                   votes=("A", "A", "tie"), code: str | None = None) -> Callable[[dict], str]:
@@ -27,6 +44,11 @@ def mac_responder(*, affirmative_algo="pc", negative_algo="ges", algo_winner="A"
 
     def respond(body: dict) -> str:
         name, role = reply_kind(body)
+        text = answer(body, name, role)
+        filled = with_required_reasons(json.loads(text), _schema(body), role)
+        return text if filled == json.loads(text) else json.dumps(filled)
+
+    def answer(body: dict, name: str, role: str) -> str:
         if name == "AlgorithmProposalReply":
             algo = affirmative_algo if role == "Affirmative" else negative_algo
             return json.dumps({"algorithm": algo, "reason": f"{role} likes {algo}"})
@@ -38,6 +60,8 @@ def mac_responder(*, affirmative_algo="pc", negative_algo="ges", algo_winner="A"
         if name == "GraphVerdictReply":
             return json.dumps({"skeleton": votes[0], "colliders": votes[1], "directions": votes[2],
                                "reason": "judged"})
+        if name == "GraphOverallVerdictReply":
+            return json.dumps({"winner": votes[0], "reason": "judged"})
         if name == "CodeReply":
             return json.dumps({"code": code or "raise SystemExit(1)"})
         raise AssertionError(f"unexpected request {name!r} from {role!r}")

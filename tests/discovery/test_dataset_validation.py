@@ -141,24 +141,51 @@ def test_non_numeric_token_in_numeric_column_names_column_line_and_token(tmp_pat
     assert err.column == "y"
 
 
-def test_missing_value_markers_are_dropped_and_configurable(tmp_path):
+def test_missing_value_markers_are_counted_and_dropped_only_when_accepted(tmp_path):
     rng = np.random.default_rng(1)
     rows = [f"{a:.3f},{b:.3f},{c:.3f}" for a, b, c in rng.normal(size=(40, 3))]
-    rows[1], rows[2], rows[3], rows[4] = "NA,1,2", "1, ? ,2", "1,2,null", "1,NaN,2"
+    rows[1], rows[2], rows[3], rows[4], rows[6] = "NA,1,2", "1, ? ,2", "1,2,null", "1,NaN,2", "1,?,"
     p = _csv(tmp_path / "a.csv", rows=rows)
-    ds = load_user_dataset(p, p.with_suffix(".json"))
-    assert ds.n == 36 and ds.extra["rows_dropped_missing"] == 4 and np.isfinite(ds.data).all()
+    # refused by default: counted per column and marker, with the rows it would cost and how to accept
+    err = _refused(p, "5 of 40 rows hold a missing value", "'x': 1 ('NA' 1)", "'y': 3 ('?' 2, 'NaN' 1)",
+                   "'z': 2 (empty 1, 'null' 1)", "--drop-missing")
+    assert err.column == "x"
+    accept = DatasetChecks(drop_missing=True)
+    ds = load_user_dataset(p, p.with_suffix(".json"), checks=accept)
+    assert ds.n == 35 and ds.extra["rows_dropped_missing"] == 5 and np.isfinite(ds.data).all()
+    assert ds.extra["rows_read"] == 40
+    assert ds.extra["missing_by_column"] == {"x": {"NA": 1}, "y": {"?": 2, "NaN": 1}, "z": {"": 1, "null": 1}}
+    from agentcausal.discovery.user_data import missing_summary
+
+    assert missing_summary(ds) == ("a: dropped 5 of 40 rows with a missing value ('x': 1 ('NA' 1); 'y': 3 "
+                                   "('?' 2, 'NaN' 1); 'z': 2 (empty 1, 'null' 1))")
+    # the metadata can accept it for its own dataset
+    _meta(p.with_suffix(".json"), drop_missing=True)
+    assert load_user_dataset(p, p.with_suffix(".json")).n == 35
     # a dataset's own markers replace the defaults
     rows[5] = "1,n.a.,2"
     p = _csv(tmp_path / "b.csv", rows=rows)
     _refused(p, "'n.a.'")
-    _meta(p.with_suffix(".json"), missing_values=["n.a.", "NA", "?", "null", "NaN"])
-    assert load_user_dataset(p, p.with_suffix(".json")).n == 35
+    _meta(p.with_suffix(".json"), missing_values=["n.a.", "NA", "?", "null", "NaN", ""])
+    assert load_user_dataset(p, p.with_suffix(".json"), checks=accept).n == 34
+    assert missing_summary(load_user_dataset(_csv(tmp_path / "c.csv"), tmp_path / "c.json")) is None
+
+
+def test_drop_missing_reads_the_environment(monkeypatch):
+    monkeypatch.setenv("AGENTCAUSAL_DROP_MISSING", "1")
+    assert DatasetChecks.from_env().drop_missing
+    monkeypatch.setenv("AGENTCAUSAL_DROP_MISSING", "maybe")
+    with pytest.raises(ConfigError, match="AGENTCAUSAL_DROP_MISSING"):
+        DatasetChecks.from_env()
 
 
 def test_missing_values_that_leave_too_few_rows_say_so(tmp_path):
     rows = [f"{i}.5,{i}.1,{i % 4}.2" if i % 2 else f"{i}.5,,{i}.2" for i in range(24)]
-    _refused(_csv(tmp_path / "a.csv", rows=rows), "12 rows after dropping 12", "at least 15")
+    p = _csv(tmp_path / "a.csv", rows=rows)
+    err = _refused(p, "12 of 24 rows hold a missing value", "only 12 would be left", "at least 15")
+    assert "--drop-missing" not in str(err)  # accepting would not help
+    with pytest.raises(DatasetError, match="12 rows after dropping 12"):
+        load_user_dataset(p, p.with_suffix(".json"), checks=DatasetChecks(drop_missing=True))
 
 
 def test_free_text_column_is_refused_but_a_category_is_coded(tmp_path):

@@ -6,6 +6,7 @@ import functools
 import inspect
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -68,8 +69,10 @@ def test_methods_are_registered_with_the_baseline_stage():
     for m in ("react", "llm_scd", "ils_csl"):
         assert method_stages(m, DiscoveryConfig()) == ("mac.baseline",)
     for mod, paper in ((react_mod, "2210.03629"), (scd_mod, "2402.01454"), (ils_mod, "2311.11689")):
-        assert paper in mod.__doc__ and "pairs the baselines' names and citations differently" in mod.__doc__
+        assert paper in mod.__doc__ and "docs/baselines.md" in mod.__doc__
         assert set(mod.PRESETS) >= {"paper", "small"}
+    page = (Path(__file__).resolve().parents[2] / "docs" / "baselines.md").read_text()
+    assert all(f"arXiv:{p}" in page for p in ("2210.03629", "2402.01454", "2311.11689", "2306.16902"))
 
 
 def test_react_uses_its_tools_and_sees_their_observations(fake_server, make_gateway):
@@ -160,3 +163,30 @@ def test_earthquake_and_asia_seeds_0_1_with_mac_in_one_table(fake_server, make_g
     for name in NAMES:
         for m in ("react", "llm_scd", "ils_csl", "mac"):
             assert re.search(rf"^{name}\s+500\s+{m}\s", table, re.M), (name, m)
+
+
+def test_paper_bounds_edge_lists_by_what_a_dag_allows_and_small_keeps_2d(fake_server, make_gateway):
+    from agentcausal.discovery.react import PRESETS as REACT_PRESETS
+    from agentcausal.discovery.mac.settings import PRESETS as MAC_PRESETS
+    from agentcausal.discovery.mac import MACSettings
+    from agentcausal.discovery.react import ReActSettings
+
+    asia = dataset("asia", 0)  # d = 8: a DAG has at most 28 edges, small's bound is 16
+
+    def respond(body: dict) -> str:
+        if reply_kind(body)[0] == "GraphProposal":  # the zero-shot answer: the true edges
+            return json.dumps({"edges": [{"cause": a, "effect": b} for a, b in sorted(asia.true_graph.directed_edges())]})
+        return oracle(body)
+
+    fake_server.responder = respond
+    gw = make_gateway(fake_server, max_output_tokens=5000)
+    small = DiscoveryConfig(mac=MACSettings(**MAC_PRESETS["small"]), react=ReActSettings(**REACT_PRESETS["small"]))
+    for config, bound, paper in ((DiscoveryConfig(), 28, True), (small, 16, False)):
+        fake_server.requests.clear()
+        for m in ("llm_zero_shot", "react"):
+            assert run_discovery(m, asia, gw, config, seed=0).error is None
+        bodies = fake_server.chat_requests
+        schemas = [b["response_format"]["json_schema"]["schema"] for b in bodies]
+        assert {s["properties"]["edges"]["maxItems"] for s in schemas} == {bound}
+        assert ("maxLength" in json.dumps(schemas)) is not paper  # ReAct's thought: unbounded under paper
+        assert all((b["max_tokens"] == 5000) is paper for b in bodies)  # paper: the profile's budget

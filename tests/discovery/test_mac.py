@@ -10,6 +10,7 @@ from agentcausal.discovery.datasets import load_dataset
 from agentcausal.discovery.mac import MACSettings, run_mac
 from agentcausal.discovery.mac import executor as ex
 from agentcausal.discovery.mac.sandbox import sandbox_available
+from agentcausal.discovery.mac.settings import PRESETS
 from agentcausal.discovery.cache_key import discovery_key
 from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.jobs import run_discovery
@@ -82,7 +83,18 @@ def test_coding_executor_feeds_tracebacks_back_then_falls_back_to_typed(fake_ser
     assert exe.mode == "typed" and "coding failed after 2 attempt(s)" in exe.fallback_reason
     assert len(exe.attempts) == 2 and "ValueError: boom" in exe.attempts[0].error
     retry = fake_server.chat_requests[1]["messages"]
-    assert retry[-1]["content"].startswith("The script failed:") and "ValueError: boom" in retry[-1]["content"]
+    assert retry[-1]["content"].startswith("# Execution result\nThe script failed:")  # the paper set: debug it
+    assert "ValueError: boom" in retry[-1]["content"] and "Debug it" in retry[-1]["content"]
+    first = fake_server.chat_requests[0]
+    assert list(first["response_format"]["json_schema"]["schema"]["properties"]) == ["reason", "code"]
+    assert "# Role\nCausal Coding Executor" in first["messages"][1]["content"]
+    # the small set: its own wording, the code field only, 600 tokens
+    fake_server.requests.clear()
+    small = MACSettings(**{**PRESETS["small"], "executor": "coding", "coding_attempts": 1})
+    ex.execute_coding(make_gateway(fake_server), earthquake, PCParams(indep_test="chisq"), small)
+    body = fake_server.chat_requests[0]
+    assert body["messages"][1]["content"].startswith("Write a Python script") and body["max_tokens"] == 600
+    assert list(body["response_format"]["json_schema"]["schema"]["properties"]) == ["code"]
 
 
 CODE_PC = ("import numpy as np\nfrom causallearn.search.ConstraintBased.PC import pc\n"

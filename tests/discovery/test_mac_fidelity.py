@@ -17,7 +17,7 @@ from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.jobs import run_discovery
 from agentcausal.llm.gateway import Gateway
 from agentcausal.llm.profiles import Profile
-from tests.discovery.conftest import mac_responder, reply_kind
+from tests.discovery.conftest import mac_responder, reply_kind, with_required_reasons
 
 gateway_has_sample = pytest.mark.skipif("sample" not in inspect.signature(Gateway.structured).parameters,
                                         reason="Gateway.structured has no sample index yet (gateway branch)")
@@ -180,8 +180,8 @@ def _reasoned(aff_edges, neg_edges, verdict):
         name, role = reply_kind(body)
         if name == "GraphProposal":
             edges = neg_edges if role == "Negative" else aff_edges
-            return json.dumps({"edges": [{"cause": a, "effect": b, "reason": f"{role} argues {a}-{b}"}
-                                         for a, b in edges]})
+            reply = {"edges": [{"cause": a, "effect": b, "reason": f"{role} argues {a}-{b}"} for a, b in edges]}
+            return json.dumps(with_required_reasons(reply, body["response_format"]["json_schema"]["schema"], role))
         if name in ("GraphVerdictReply", "GraphOverallVerdictReply"):
             return json.dumps(verdict)
         return mac_responder()(body)
@@ -224,7 +224,8 @@ def test_overall_judge_rule_and_edges_without_reasons(fake_server, make_gateway,
                   MACSettings(stages="mdm_only", judge_rule="overall", edge_reason_chars=0))
     names = [reply_kind(r)[0] for r in fake_server.chat_requests]
     assert names[-1] == "GraphOverallVerdictReply" and res.mdm.debate.verdict.winner == "negative"
-    assert "reason" not in json.dumps(fake_server.chat_requests[0]["response_format"]["json_schema"]["schema"])
+    edge = fake_server.chat_requests[0]["response_format"]["json_schema"]["schema"]["$defs"]["Edge"]
+    assert list(edge["properties"]) == ["cause", "effect"]  # edge_reason_chars=0: edges without reasons
     assert res.graph.directed_edges() == {("Alarm", "Burglary")}
 
 

@@ -92,10 +92,39 @@ def test_sandbox_fails_closed_when_bwrap_cannot_start(monkeypatch):
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def test_sandbox_fails_closed_without_its_seccomp_filter(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_pyseccomp(name, *args, **kwargs):
+        if name == "pyseccomp":
+            raise RuntimeError("Unable to find libseccomp")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_pyseccomp)
+    sandbox._seccomp_filter.cache_clear()
+    sandbox._cached_probe.cache_clear()
+    try:
+        reason = sandbox.sandbox_available()
+        assert reason is not None and "seccomp" in reason and "libseccomp" in reason and "\n" not in reason
+        with pytest.raises(SandboxError, match="seccomp"):
+            run_sandboxed("print(1)")
+        assert resolve_executor("auto")[0] == "typed"  # the typed executor runs, saying why
+        with pytest.raises(ConfigError, match="seccomp"):
+            resolve_executor("coding")
+    finally:
+        monkeypatch.undo()
+        sandbox._seccomp_filter.cache_clear()
+        sandbox._cached_probe.cache_clear()
+
+
 @needs_sandbox
 def test_sandbox_rejects_path_like_input_names():
     with pytest.raises(SandboxError, match="plain file name"):
         run_sandboxed("print(1)", {"../x": b""})
+    with pytest.raises(SandboxError, match="plain file name"):
+        run_sandboxed("print(1)", output_names=("../../etc/passwd",))
 
 
 def _npy(a: np.ndarray) -> bytes:
@@ -312,3 +341,110 @@ def test_sandbox_output_is_redacted(monkeypatch):
                         timeout_s=20)
     assert "sk-visible" not in res.stdout + res.stderr
     assert "[REDACTED:SANDBOX_TEST_API_KEY]" in res.stdout and "[REDACTED:SANDBOX_TEST_API_KEY]" in res.stderr
+
+
+SECRET = "sk-proj-Zq8~Xv2+Lm/9Tr4_Wc7!Hy1Na6Pd3Qe5"  # '+', '/', '~', '!' : URL and base64 alphabets differ
+
+
+def _encodings(secret: str) -> dict[str, str]:
+    import base64
+    import textwrap as tw
+    from urllib.parse import quote, quote_plus
+
+    raw = secret.encode()
+    return {
+        "reversed": secret[::-1],
+        "hex": raw.hex(),
+        "HEX": raw.hex().upper(),
+        "url": quote(secret, safe=""),
+        "url_plus": quote_plus(secret),
+        "url_every_byte": "".join(f"%{b:02X}" for b in raw),
+        "base64": base64.b64encode(raw).decode(),
+        "base64_unpadded": base64.b64encode(raw).decode().rstrip("="),
+        "base64_urlsafe": base64.urlsafe_b64encode(raw).decode(),
+        "base64_in_longer_text_0": base64.b64encode(b"KEY=" + raw + b"\n").decode(),
+        "base64_in_longer_text_1": base64.b64encode(b"OPENAI_API_KEY=" + raw).decode(),
+        "base64_in_longer_text_2": base64.b64encode(b"k=" + raw + b";").decode(),
+        "base64_wrapped": "\n".join(tw.wrap(base64.b64encode(b"export X=" + raw * 2).decode(), 20)),
+    }
+
+
+@pytest.mark.parametrize("kind", list(_encodings(SECRET)))
+def test_redact_catches_the_common_encodings_of_a_secret(monkeypatch, kind):
+    from agentcausal.redact import redact
+
+    monkeypatch.setenv("ENC_TEST_API_KEY", SECRET)
+    blob = _encodings(SECRET)[kind]
+    out = redact(f"leaked: {blob} (end)")
+    assert "[REDACTED:ENC_TEST_API_KEY" in out and out.endswith("(end)")
+    # nothing that decodes back to the secret is left
+    import base64
+    import binascii
+
+    for token in out.replace("\n", "").split():
+        for decode in (lambda t: base64.b64decode(t + "=" * (-len(t) % 4)), bytes.fromhex,
+                       lambda t: base64.urlsafe_b64decode(t + "=" * (-len(t) % 4))):
+            try:
+                assert SECRET.encode() not in decode(token)
+            except (ValueError, binascii.Error):
+                pass
+    assert SECRET[::-1] not in out and SECRET not in out
+
+
+def test_redact_leaves_ordinary_text_alone(monkeypatch):
+    from agentcausal.redact import redact
+
+    monkeypatch.setenv("ENC_TEST_API_KEY", SECRET)
+    import base64
+
+    text = ("PC on 5 variables; adjacency [[0, 1], [0, 0]] " + base64.b64encode(bytes(range(256))).decode()
+            + " deadbeef%20cafe " + "x" * 100)
+    assert redact(text) == text
+
+
+@needs_sandbox
+def test_sandbox_output_is_redacted_in_every_encoding(monkeypatch):
+    monkeypatch.setenv("SANDBOX_TEST_API_KEY", SECRET)
+    forms = _encodings(SECRET)
+    script = "import sys\nforms = " + repr(forms) + "\nprint(*forms.values())\nsys.exit(forms['base64'])"
+    res = run_sandboxed(script, timeout_s=20)
+    text = res.stdout + res.stderr
+    for kind, blob in forms.items():
+        assert blob.replace("\n", "")[4:-4] not in text.replace("\n", ""), kind
+    assert text.count("[REDACTED:SANDBOX_TEST_API_KEY") >= len(forms)
+
+
+@needs_sandbox
+@pytest.mark.timeout(300)
+def test_every_pool_algorithm_runs_under_the_seccomp_filter_and_tmpfs():
+    """What the filter refuses is nothing a causal-learn script needs: the five pool algorithms, pgmpy and a
+    joblib process pool (semaphores in /dev/shm) run, and the adjacency comes back."""
+    from agentcausal.discovery.datasets import load_dataset
+
+    ds = load_dataset("cancer", n=300, seed=0)
+    script = """
+import numpy as np, warnings
+warnings.simplefilter("ignore")
+X = np.load("data.npy")
+from causallearn.search.ConstraintBased.PC import pc
+from causallearn.search.ConstraintBased.FCI import fci
+from causallearn.search.ScoreBased.GES import ges
+from causallearn.search.FCMBased import lingam
+from causallearn.search.ScoreBased.ExactSearch import bic_exact_search
+g = pc(X, 0.05, "chisq", show_progress=False)
+print("PC", g.G.graph.shape[0])
+print("FCI", fci(X, "chisq", 0.05, verbose=False, show_progress=False)[0].graph.shape[0])
+print("GES", ges(X, score_func="local_score_BDeu")["G"].graph.shape[0])
+m = lingam.DirectLiNGAM(); m.fit(X)
+print("LINGAM", m.adjacency_matrix_.shape[0])
+print("EXACT", bic_exact_search(X, max_parents=2)[0].shape[0])
+import pgmpy.estimators
+from joblib import Parallel, delayed
+print("JOBLIB", sum(Parallel(n_jobs=2)(delayed(abs)(-i) for i in range(4))))
+np.save("adjacency.npy", (g.G.graph != 0).astype(int))
+"""
+    res = run_sandboxed(script, {"data.npy": _npy(ds.data)}, output_names=("adjacency.npy",), timeout_s=240,
+                        memory_mb=4096)
+    assert res.returncode == 0 and res.killed_for == "", res.stderr[-2000:]
+    assert res.stdout.split() == ["PC", "5", "FCI", "5", "GES", "5", "LINGAM", "5", "EXACT", "5", "JOBLIB", "6"]
+    assert np.load(__import__("io").BytesIO(res.outputs["adjacency.npy"])).shape == (5, 5)

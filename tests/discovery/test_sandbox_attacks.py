@@ -13,6 +13,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -354,6 +355,251 @@ def test_symlinked_outputs_are_not_followed_on_the_host():
     res = run_sandboxed(script, output_names=("adjacency.npy", "fifo.npy"), timeout_s=30)
     assert res.returncode == 0, res.stderr
     assert res.outputs == {}
+
+
+# --------------------------------------------------------------------------------------- keyrings and seccomp
+
+
+def _nr(name: str) -> int:
+    import pyseccomp
+
+    return pyseccomp.resolve_syscall(pyseccomp.Arch.NATIVE, name)
+
+
+KEYRING_PROBE = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+KEYCTL, ADD_KEY, REQUEST_KEY = {keyctl}, {add_key}, {request_key}
+def call(label, *args):
+    r = libc.syscall(*args)
+    print(label, r, ctypes.get_errno() if r < 0 else 0)
+    return r
+buf = ctypes.create_string_buffer(4096)
+WRITES = {writes}  # the control outside the sandbox only reads
+for serial in {serials!r}:  # the parent's keys and keyrings, by serial
+    n = call('READ', KEYCTL, 11, ctypes.c_long(serial), buf, 4096)
+    if n > 0:
+        print('PAYLOAD', buf.raw[:n])
+    if WRITES:
+        call('WRITE', KEYCTL, 2, ctypes.c_long(serial), b'overwritten', 11)  # KEYCTL_UPDATE
+for spec in (-3, -4, -5):  # @s, @u, @us: whatever keyring this process has
+    call('ID', KEYCTL, 0, ctypes.c_long(spec), 0)
+    if WRITES:
+        call('ADD', ADD_KEY, b'user', b'agentcausal-planted', b'x', 1, ctypes.c_long(spec))
+r = call('REQUEST', REQUEST_KEY, b'user', {desc!r}, None, 0)
+if WRITES:
+    call('JOIN', KEYCTL, 1, b'agentcausal-probe-session')
+try:
+    print('PROCKEYS', open('/proc/keys').read().count({desc_text!r}))
+except OSError as e:
+    print('PROCKEYS-DENIED', e.errno)
+"""
+
+
+def _keyctl(*args):
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    r = libc.syscall(*args)
+    return r, ctypes.get_errno()
+
+
+def test_keyrings_of_the_parent_cannot_be_read_or_written():
+    """The parent's session key and user key (and the keyrings by serial) are out of reach: the seccomp
+    filter refuses every keyring call, and the sandbox sits in a new session keyring of its own."""
+    import ctypes
+
+    keyctl, add_key = _nr("keyctl"), _nr("add_key")
+    desc = f"agentcausal-probe-{random.randrange(10 ** 9)}".encode()
+    secret = f"keyring-secret-{random.randrange(10 ** 9)}".encode()
+    # a fresh session keyring for this test process, so the key's home is known and goes with it
+    session, e = _keyctl(keyctl, 1, None)
+    if session < 0:
+        pytest.skip(f"this kernel has no keyrings (errno {e})")
+    s_key, _ = _keyctl(add_key, b"user", desc, secret, len(secret), ctypes.c_long(-3))
+    u_key, _ = _keyctl(add_key, b"user", desc + b"-u", secret + b"-u", len(secret) + 2, ctypes.c_long(-3))
+    user_ring, _ = _keyctl(keyctl, 0, ctypes.c_long(-4), 0)
+    assert s_key > 0 and u_key > 0 and user_ring > 0
+    # the second key: readable by its owner uid (not only its possessors), then linked into the user keyring
+    assert _keyctl(keyctl, 5, ctypes.c_long(u_key), 0x3F3F0000)[0] == 0  # KEYCTL_SETPERM
+    assert _keyctl(keyctl, 8, ctypes.c_long(u_key), ctypes.c_long(-4))[0] == 0  # KEYCTL_LINK into @u
+    assert _keyctl(keyctl, 9, ctypes.c_long(u_key), ctypes.c_long(-3))[0] == 0  # KEYCTL_UNLINK from @s
+    try:
+        probe = dict(keyctl=keyctl, add_key=add_key, request_key=_nr("request_key"),
+                     serials=[s_key, u_key, session, user_ring], desc=desc, desc_text=desc.decode())
+        script = KEYRING_PROBE.format(**probe, writes=True)
+        res = run_sandboxed(script, timeout_s=30)
+        assert res.returncode == 0, res.stderr
+        lines = res.stdout.splitlines()
+        assert "PAYLOAD" not in res.stdout and secret.decode() not in res.stdout
+        calls = [ln.split() for ln in lines if ln.split()[0] in ("READ", "WRITE", "ID", "ADD", "REQUEST", "JOIN")]
+        assert len(calls) == 4 * 2 + 3 * 2 + 2
+        assert all(c[1] == "-1" and c[2] == str(errno.EPERM) for c in calls), res.stdout
+        assert "PROCKEYS 0" in res.stdout or "PROCKEYS-DENIED" in res.stdout  # not even the descriptions
+        # the same probe outside the sandbox reads both keys: only the sandbox stops it
+        control = subprocess.run([sys.executable, "-c", KEYRING_PROBE.format(**probe, writes=False)],
+                                 capture_output=True, text=True, timeout=30)
+        assert f"PAYLOAD {secret!r}" in control.stdout and f"PAYLOAD {secret + b'-u'!r}" in control.stdout, \
+            control.stdout
+        buf = ctypes.create_string_buffer(256)
+        n, _ = _keyctl(keyctl, 11, ctypes.c_long(s_key), buf, 256)
+        assert buf.raw[:n] == secret  # not overwritten
+        ring = ctypes.create_string_buffer(4096)
+        n, _ = _keyctl(keyctl, 11, ctypes.c_long(session), ring, 4096)  # the session keyring's key serials
+        assert n == 4 and int.from_bytes(ring.raw[:4], sys.byteorder) == s_key  # nothing planted
+    finally:
+        for key in (s_key, u_key):
+            _keyctl(keyctl, 21, ctypes.c_long(key))  # KEYCTL_INVALIDATE: the user keyring outlives this test
+
+
+SECCOMP_PROBE = """
+import ctypes, errno, os, socket
+libc = ctypes.CDLL(None, use_errno=True)
+print('MODE', [ln.split()[1] for ln in open('/proc/self/status') if ln.startswith('Seccomp:')][0])
+def sys_(label, nr, *args):
+    r = libc.syscall(nr, *args)
+    print(label, r, ctypes.get_errno() if r < 0 else 0, flush=True)
+for label, nr, args in {calls!r}:
+    sys_(label, nr, *args)
+for fam in (40, 17, 38, 3, 9):  # AF_VSOCK, AF_PACKET, AF_ALG, AF_AX25, AF_X25
+    try:
+        socket.socket(fam, socket.SOCK_DGRAM).close()
+        print('SOCKET', fam, 'OPEN')
+    except OSError as e:
+        print('SOCKET', fam, e.errno)
+s = socket.socket(socket.AF_UNIX); s.close(); print('UNIX-OK')
+import threading, subprocess
+t = threading.Thread(target=print, args=('THREAD-OK',)); t.start(); t.join()
+print('SUBPROCESS', subprocess.run(['true']).returncode, flush=True)
+libc.syscall(0x40000000 | {keyctl}, 0, -3, 0)  # the x32 ABI's keyctl: another ABI, so the process is killed
+print('X32-SURVIVED')
+"""
+
+
+def test_seccomp_refuses_what_a_causal_learn_script_never_needs():
+    calls = [("ptrace", _nr("ptrace"), (16, 1, 0, 0)),            # PTRACE_ATTACH to init
+             ("memfd", _nr("memfd_create"), (b"flood", 0)),
+             ("shmget", _nr("shmget"), (0, 1 << 20, 0o1600)),     # IPC_PRIVATE | IPC_CREAT
+             ("msgget", _nr("msgget"), (0, 0o1600)),
+             ("bpf", _nr("bpf"), (0, None, 0)),
+             ("userfaultfd", _nr("userfaultfd"), (0,)),
+             ("io_uring", _nr("io_uring_setup"), (4, None)),
+             ("unshare", _nr("unshare"), (0x10000000,)),            # CLONE_NEWUSER
+             ("clone-newns", _nr("clone"), (0x00020000 | 17, 0, 0, 0, 0)),  # CLONE_NEWNS | SIGCHLD
+             ("clone3", _nr("clone3"), (None, 0)),
+             ("mount", _nr("mount"), (b"none", b"/tmp", b"tmpfs", 0, None)),
+             ("perf", _nr("perf_event_open"), (None, 0, -1, -1, 0)),
+             ("vm_read", _nr("process_vm_readv"), (1, None, 0, None, 0, 0))]
+    res = run_sandboxed(SECCOMP_PROBE.format(calls=calls, keyctl=_nr("keyctl")), timeout_s=30)
+    out = dict((ln.split()[0], ln.split()[1:]) for ln in res.stdout.splitlines() if ln.split()[0] not in ("SOCKET",))
+    assert out["MODE"] == ["2"]
+    for label, _, _ in calls:
+        want = errno.ENOSYS if label == "clone3" else errno.EPERM
+        assert out[label] == ["-1", str(want)], (label, res.stdout)
+    sockets = {ln.split()[1]: ln.split()[2] for ln in res.stdout.splitlines() if ln.startswith("SOCKET ")}
+    assert sockets == {str(f): str(errno.EAFNOSUPPORT) for f in (40, 17, 38, 3, 9)}
+    assert "UNIX-OK" in out and "THREAD-OK" in out and out["SUBPROCESS"] == ["0"]  # what a script needs still works
+    assert "X32-SURVIVED" not in res.stdout and res.returncode in (-signal.SIGSYS, 128 + signal.SIGSYS)
+
+
+# --------------------------------------------------------------------------------------- floods
+
+
+FLOOD = """
+import os, sys
+def flood(path, chunk=1 << 20, unlink=False, limit=4096):
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+    if unlink:
+        os.unlink(path)
+    blob, n = b'z' * chunk, 0
+    try:
+        while n < limit:
+            os.write(fd, blob)
+            n += 1
+            print('MIB', path, n, flush=True)
+    except OSError as e:
+        print('STOPPED', path, n, e.errno, flush=True)
+    return fd
+"""
+
+
+def _mib(stdout: str) -> int:
+    """MiB the flood wrote in all, from its progress lines."""
+    last: dict[str, int] = {}
+    for ln in stdout.splitlines():
+        parts = ln.split()
+        if parts and parts[0] in ("MIB", "STOPPED"):
+            last[parts[1]] = int(parts[2])
+    return sum(last.values())
+
+
+def test_memfd_flood_is_refused_outright():
+    """memfd pages sit in no process's RSS and on no capped file system: ``memfd_create`` is refused."""
+    script = textwrap.dedent("""
+        import os, mmap
+        try:
+            fd = os.memfd_create('flood')
+            os.ftruncate(fd, 1 << 30)
+            m = mmap.mmap(fd, 1 << 30)
+            print('CREATED')
+        except OSError as e:
+            print('REFUSED', e.errno)
+        """)
+    res = run_sandboxed(script, timeout_s=30, memory_mb=256)
+    assert res.stdout.split() == ["REFUSED", str(errno.EPERM)], res.stderr
+    control = subprocess.run([sys.executable, "-c", "import os; os.memfd_create('x'); print('CREATED')"],
+                             capture_output=True, text=True, timeout=30)
+    assert control.stdout.strip() == "CREATED"
+
+
+def test_tmpfs_flood_counts_as_memory_and_is_killed_at_the_cap():
+    """Pages written to /dev/shm (tmpfs) are memory no process maps: the watchdog counts them."""
+    res = run_sandboxed(FLOOD + "flood('/dev/shm/flood')\nimport time; time.sleep(30)\n", timeout_s=60,
+                        memory_mb=256, limits=SandboxLimits(disk_mb=1024))
+    assert res.killed_for == "memory" and not res.timed_out, (res.stdout[-300:], res.stderr[-300:])
+    assert _mib(res.stdout) < 256 + 64  # one poll interval of writing past the cap at most
+    assert "256 MiB" in res.stderr
+
+
+@pytest.mark.parametrize("where", ["/sandbox", "/tmp", "/dev/shm"])
+def test_disk_flood_stops_at_the_cap_wherever_it_writes(where):
+    res = run_sandboxed(FLOOD + f"flood('{where}/big')\n", timeout_s=60, limits=SandboxLimits(disk_mb=32))
+    assert res.killed_for == "disk" and not res.timed_out, res.stdout[-300:]
+    assert _mib(res.stdout) <= 32
+
+
+def test_unlinked_file_flood_counts_against_the_cap():
+    """An unlinked-but-open file holds its pages; all three writable places share one cap."""
+    script = FLOOD + textwrap.dedent("""
+        fds = [flood(p, unlink=True, limit=16) for p in ('/sandbox/a', '/tmp/b', '/dev/shm/c')]
+        fds.append(flood('/sandbox/d', unlink=True))
+        print('LISTED', os.listdir('/sandbox'), os.listdir('/tmp'), os.listdir('/dev/shm'), flush=True)
+        import time; time.sleep(30)
+        """)
+    res = run_sandboxed(script, timeout_s=60, limits=SandboxLimits(disk_mb=40))
+    assert res.killed_for == "disk" and not res.timed_out, res.stdout[-500:]
+    # 16 + 16 MiB, then the third stops at the cap and the fourth cannot start; none of them is listed
+    assert 36 <= _mib(res.stdout) <= 40 and "STOPPED /dev/shm/c" in res.stdout and "STOPPED /sandbox/d 0" in res.stdout
+    assert "LISTED ['script.py'] [] []" in res.stdout
+
+
+def test_directory_flood_stops_at_the_file_cap():
+    script = textwrap.dedent("""
+        import os
+        n = 0
+        try:
+            for base in ('/sandbox', '/tmp', '/dev/shm'):
+                for i in range(5000):
+                    os.mkdir(f'{base}/d{i}')
+                    n += 1
+        except OSError as e:
+            print('STOPPED', n, e.errno, flush=True)
+        import time; time.sleep(30)
+        """)
+    res = run_sandboxed(script, timeout_s=60, limits=SandboxLimits(max_files=1000))
+    assert res.killed_for == "disk" and not res.timed_out, res.stdout
+    _, made, err = res.stdout.split()
+    assert int(err) == errno.ENOSPC and 900 < int(made) < 1000  # one inode pool for the three places
 
 
 # --------------------------------------------------------------------------------------- as a non-root caller

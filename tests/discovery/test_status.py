@@ -15,12 +15,21 @@ from agentcausal.discovery.outcome import degradation
 from agentcausal.exceptions import AlgorithmError
 
 
-def test_algorithm_timeout_is_raised_for_a_retry_or_recorded_as_failed(collider_dataset):
-    config = DiscoveryConfig(algorithm_timeout_s=0.001)
+@pytest.fixture(scope="module")
+def child_dataset():
+    """Child (20 variables): unrestricted Exact Search takes minutes on it (FACTS.md), so a 0.5 s timeout always
+    fires however loaded the machine is (PC on a 3-variable collider can finish inside even 1 ms)."""
+    from agentcausal.discovery.datasets import load_dataset
+
+    return load_dataset("child", n=300, seed=0)
+
+
+def test_algorithm_timeout_is_raised_for_a_retry_or_recorded_as_failed(child_dataset):
+    config = DiscoveryConfig(algorithm_timeout_s=0.5)
     with pytest.raises(AlgorithmError) as info:
-        run_discovery("pc", collider_dataset, None, config, raise_transient=True)
-    assert info.value.transient
-    out = run_discovery("pc", collider_dataset, None, config)
+        run_discovery("exact_search", child_dataset, None, config, raise_transient=True)
+    assert info.value.transient and "timed out" in str(info.value)
+    out = run_discovery("exact_search", child_dataset, None, config)
     assert out.status == "failed" and out.status_detail == "AlgorithmError" and out.graph is None
 
 

@@ -29,7 +29,8 @@ for ``max_tokens`` ("Use 'max_completion_tokens' instead") and
 as the real API does), counted in ``completion_tokens``.
 
 Embeddings are deterministic pseudo-random unit vectors seeded by the text's
-hash, so equal texts embed equally and different texts differ.
+hash, so equal texts embed equally and different texts differ; an
+``embedder(text) -> vector`` (set it to control cosines in a test) replaces them.
 
 Examples
 --------
@@ -73,8 +74,10 @@ class FakeOpenAIServer:
         dialect: str = "chat",
         reasoning_tokens: int = 64,
         api_key: str | None = None,
+        embedder: Callable[[str], Iterable[float]] | None = None,
     ) -> None:
         self.api_key = api_key
+        self.embedder = embedder
         if dialect not in ("chat", "reasoning"):
             raise ValueError(f"dialect must be 'chat' or 'reasoning', got {dialect!r}")
         self.dialect = dialect
@@ -299,8 +302,11 @@ class FakeOpenAIServer:
             inputs = [inputs]
         data = []
         for i, t in enumerate(inputs):
-            seed = int.from_bytes(hashlib.sha256(t.encode()).digest()[:4], "little")
-            v = np.random.default_rng(seed).normal(size=self.embedding_dim)
+            if self.embedder is not None:
+                v = np.asarray(list(self.embedder(t)), dtype=float)
+            else:
+                seed = int.from_bytes(hashlib.sha256(t.encode()).digest()[:4], "little")
+                v = np.random.default_rng(seed).normal(size=self.embedding_dim)
             data.append({"object": "embedding", "index": i, "embedding": (v / np.linalg.norm(v)).tolist()})
         return {"object": "list", "data": data, "model": body.get("model"),
                 "usage": {"prompt_tokens": sum(len(t) // 4 + 1 for t in inputs), "total_tokens": 0}}

@@ -14,7 +14,9 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "data" / "examples"
 REPLIES = {
     "AllAtOnceReply": {"reason": "wrong conversion", "agent": "Conversion_Expert", "step": 2},
     "StepVerdict": {"reason": "yes", "decisive": True},
+    "StepErrorVerdict": {"error": True, "reason": "yes"},
     "HalfChoice": {"reason": "r", "part": "first"},
+    "PaperHalfChoice": {"half": "upper half", "reason": "r"},
 }
 
 
@@ -91,7 +93,7 @@ def test_cli_attribute_runs_flow_and_prints_table(fake_server, fake_settings, tm
                "--no-ground-truth"])
     assert rc == 0
     out = capsys.readouterr().out
-    assert "all_at_once" in out and "step_acc" in out and str(tmp_path / "run") in out
+    assert "all_at_once" in out and "Hit@1 ±1" in out and str(tmp_path / "run") in out
     assert fake_server.count == 2
     assert all("<answer>" not in r["messages"][1]["content"] for r in fake_server.chat_requests)
 

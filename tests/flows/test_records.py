@@ -19,7 +19,9 @@ from agentcausal.settings import RunSettings
 CASES = Path(__file__).resolve().parents[3] / "shared" / "cases"
 GOOD = {"AllAtOnceReply": {"reason": "wrong product", "agent": "Math_Expert", "step": 0},
         "StepVerdict": {"reason": "yes", "decisive": True},
-        "HalfChoice": {"reason": "r", "part": "first"}}
+        "StepErrorVerdict": {"error": True, "reason": "yes"},
+        "HalfChoice": {"reason": "r", "part": "first"},
+        "PaperHalfChoice": {"half": "upper half", "reason": "r"}}
 
 
 def _good(body):

@@ -223,3 +223,14 @@ def test_default_threads_leaves_one_core_free(monkeypatch):
     assert local.default_threads() == 15
     monkeypatch.setattr(os, "cpu_count", lambda: None)
     assert local.default_threads() == 1
+
+
+def test_reproducible_and_fast_embedded_modes_never_share_cached_replies():
+    # the two serving modes compute different numbers: a reply one drew must not be served to the other
+    from agentcausal.llm import gateway, load_profiles
+
+    profile = load_profiles().profile_for("dcfa.gca")
+    assert profile.is_embedded and profile.reproducible  # the shipped default
+    fast = profile.model_copy(update={"reproducible": False})
+    assert gateway._cache_identity(profile) != gateway._cache_identity(fast)
+    assert gateway._cache_identity(fast) == "embedded"  # fast mode's keys as before

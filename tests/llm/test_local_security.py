@@ -93,3 +93,37 @@ def test_shared_server_refusing_our_key_names_the_variable(monkeypatch):
             local.ensure_embedded_server(load_profiles().profile_for("dcfa.gca"))
         monkeypatch.setenv(local.SHARED_SERVER_KEY_ENV, "right")
         assert local.ensure_embedded_server(load_profiles().profile_for("dcfa.gca")) == srv.base_url
+
+
+def test_reproducible_mode_serves_one_slot_with_batch_independent_kernels_and_no_ram_cache(stand_in):
+    """What docs/embedded.md measured: each of these made an identical request answer differently."""
+    local.start_server(stand_in, n_parallel=2, ctx_per_slot=512, deterministic=True)
+    local.start_server(stand_in, n_parallel=2, ctx_per_slot=512)
+    det, fast = (s.params for s in StandInServer.started)
+    assert det.n_parallel == 1 and det.n_ctx == 512
+    assert det.flash_attn_type == xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    assert det.no_extra_bufts is True and det.cache_ram_mib == 0 and det.cache_prompt is True
+    assert fast.n_parallel == 2 and fast.cache_ram_mib == 1024 and fast.no_extra_bufts is False
+    assert fast.flash_attn_type == xllamacpp.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_AUTO
+    assert det.sampling.seed == fast.sampling.seed == local.SAMPLING_SEED  # no random seed per request
+
+
+def test_the_shipped_embedded_profiles_are_reproducible_and_say_so_in_the_plan(stand_in, monkeypatch):
+    from agentcausal.llm import load_profiles
+
+    monkeypatch.delenv("AGENTCAUSAL_PROFILE_EMBEDDED_REPRODUCIBLE", raising=False)
+    ps = load_profiles()
+    assert ps.profiles["embedded"].reproducible and ps.profiles["embedded-1_5b"].reproducible
+    assert ps.profiles["embedded"].dialect()["reproducible"] is True
+    assert "reproducible" not in ps.profiles["vllm"].dialect()
+    fast = ps.profiles["embedded"].model_copy(update={"model_path": str(stand_in), "reproducible": False})
+    slow = fast.model_copy(update={"reproducible": True})
+    assert local.ensure_embedded_server(fast) != local.ensure_embedded_server(slow)  # two servers, two modes
+    assert [s.params.n_parallel for s in StandInServer.started] == [2, 1]
+
+
+def test_unknown_llama_cpp_option_is_one_line(stand_in):
+    from agentcausal.exceptions import ConfigError
+
+    with pytest.raises(ConfigError, match="unknown llama.cpp server option 'no_such_thing'"):
+        local.start_server(stand_in, n_parallel=1, ctx_per_slot=512, server_options={"no_such_thing": 1})

@@ -12,10 +12,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from pydantic import ValidationError, ValidationInfo, model_validator
 
 import agentcausal.llm.gateway as gateway_mod
-from agentcausal.attribution import a2p, all_at_once, baseline_prompts, binary_search, echo, step_by_step
+from agentcausal.attribution import a2p, all_at_once, binary_search, echo, step_by_step
+from agentcausal.attribution import baseline_prompts
 from agentcausal.attribution.jobs import run_method
+from agentcausal.attribution.dcfa import ded as dcfa_ded
 from agentcausal.attribution.dcfa import prompts as dcfa_prompts
 from bench.common import synthetic_traces
 from bench.responders import BenchResponder
@@ -24,7 +27,7 @@ from tests.fakes.fake_openai import FakeOpenAIServer
 MODEL_CACHES = [a2p.reply_model, all_at_once.reply_model, binary_search.choice_model, echo.scan_model,
                 echo.panel_model, step_by_step.verdict_model, baseline_prompts.enum_choice] + [
     getattr(dcfa_prompts, n) for n in ("_deviation_model", "_judged_edge_model", "gca_joint_model", "mdi_model",
-                                       "cgc_model", "hypothesis_model", "corrected_trace_model", "decision_model")]
+                                       "cgc_model", "hypothesis_model", "corrected_trace_model")] + [dcfa_ded.decision_model]
 
 
 def _clear_model_caches() -> None:
@@ -90,3 +93,94 @@ def test_shared_enum_type_keeps_each_models_own_schema():
     fresh = all_at_once.reply_model.__wrapped__(agents, 3, False, None).model_json_schema()
     assert json.dumps(got) == json.dumps(fresh)
     assert got["properties"]["agent"] != gateway_mod._reply_schema(forced)[0]["properties"]["agent"]
+
+
+# ---------------------------------------------- a schema template instead of a model per shape
+class _TemplateVerdict(all_at_once.AllAtOnceReply):
+    """Your verdict on the decisive error of the whole run."""
+
+    agent: str
+    step: int
+
+    @model_validator(mode="after")
+    def _in_this_trace(self, info: ValidationInfo) -> "_TemplateVerdict":
+        ctx = info.context or {}
+        if "agents" in ctx and self.agent not in ctx["agents"]:
+            raise ValueError(f"agent must be one of {list(ctx['agents'])}")
+        if not 0 <= self.step < max(ctx["n_steps"], 1):
+            raise ValueError(f"step must be in 0..{ctx['n_steps'] - 1}")
+        return self
+
+
+def _template_schema(template: dict, agents: tuple[str, ...], n_steps: int) -> dict:
+    """All-at-Once's forced (``paper``) schema for one trace, by substitution into one template: the step's
+    bound, and the agent enum where the template has one (``paper``'s agent is free text)."""
+    props = template["properties"]
+    agent = {**props["agent"], "enum": list(agents)} if "enum" in props["agent"] else props["agent"]
+    return {**template, "properties": {**props, "agent": agent,
+                                       "step": {**props["step"], "maximum": max(n_steps - 1, 0)}}}
+
+
+def test_a_schema_template_with_a_validation_context_sends_the_per_shape_models_bodies_and_keys(make_gateway,
+                                                                                              tmp_path, monkeypatch):
+    """``structured(schema=..., context=...)``: one model class and a substituted schema send and key exactly what
+    All-at-Once's model per trace shape sends (the method change left to All-at-Once's owner), and the context still
+    rejects an agent the trace does not have."""
+    from agentcausal.attribution.baseline_prompts import agent_names
+
+    settings = all_at_once.AllAtOnceSettings()
+    template = all_at_once.reply_model(("X",), 1, True, None).model_json_schema()
+    traces = synthetic_traces(12, seed=3)
+    runs = []
+    real_key = gateway_mod.cache_key
+    for variant in ("per shape", "template"):
+        payloads: list[str] = []
+        monkeypatch.setattr(gateway_mod, "cache_key", lambda b, m, p: payloads.append(json.dumps(p, sort_keys=True))
+                            or real_key(b, m, p))
+        with FakeOpenAIServer(responder=BenchResponder()) as srv:
+            gw = make_gateway(srv, cache_dir=tmp_path / variant, context_window=128000)
+            for t in traces:
+                messages, _ = all_at_once.build_messages(t, settings, None)
+                agents = agent_names(t)
+                if variant == "per shape":
+                    gw.structured("baseline", messages, all_at_once.reply_model(agents, len(t), True, None))
+                else:
+                    out = gw.structured("baseline", messages, _TemplateVerdict,
+                                        schema=_template_schema(template, agents, len(t)),
+                                        context={"agents": agents, "n_steps": len(t)})
+                    assert out.agent in agents and 0 <= out.step < len(t)
+            runs.append(([json.dumps(r, sort_keys=True) for r in srv.chat_requests], payloads))
+    assert runs[0] == runs[1]
+    with pytest.raises(ValidationError, match="agent must be one of"):
+        _TemplateVerdict.model_validate_json('{"reason": "r", "agent": "Nobody", "step": 0}',
+                                             context={"agents": ("Coder",), "n_steps": 3})
+
+
+def test_requests_through_post_send_what_chat_completions_create_sent(make_gateway, tmp_path, monkeypatch):
+    """The gateway sends chat bodies with the client's ``post`` (no per-call SDK transform): every request the
+    fake server receives (body, path, bearer key) equals what ``chat.completions.create`` sent, for structured
+    replies in both JSON modes, a repeat index (seed) and a plain chat."""
+
+    def through_create(self, stage, profile, messages, params, timer):  # the gateway's request before the change
+        resp = self._call(stage, profile, lambda c: c.chat.completions.create(model=profile.model,
+                                                                              messages=messages, **params), timer)
+        choice = resp.choices[0]
+        u = resp.usage
+        return choice.message.content or "", choice.finish_reason, u.prompt_tokens, u.completion_tokens
+
+    def calls(gw) -> None:
+        for t in synthetic_traces(2, seed=5):
+            run_method(t, "all_at_once", gw)
+        gw.chat("baseline", [{"role": "user", "content": "plain"}], max_tokens=12, sample=2)
+
+    seen = []
+    for variant in ("create", "post"):
+        for json_mode in ("json_schema", "json_object"):
+            with monkeypatch.context() as m, FakeOpenAIServer(responder=BenchResponder()) as srv:
+                if variant == "create":
+                    m.setattr(gateway_mod.Gateway, "_request", through_create)
+                gw = make_gateway(srv, cache_dir=tmp_path / f"{variant}-{json_mode}", json_mode=json_mode,
+                                  context_window=128000)
+                calls(gw)
+                seen.append(sorted(json.dumps(r, sort_keys=True) for r in srv.chat_requests))
+    assert seen[0] and seen[:2] == seen[2:]

@@ -15,7 +15,9 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "data" / "examples"
 REPLIES = {
     "AllAtOnceReply": {"reason": "wrong conversion", "agent": "Conversion_Expert", "step": 2},
     "StepVerdict": {"reason": "yes", "decisive": True},
+    "StepErrorVerdict": {"error": True, "reason": "yes"},
     "HalfChoice": {"reason": "r", "part": "first"},
+    "PaperHalfChoice": {"half": "upper half", "reason": "r"},
 }
 METHODS = ["all_at_once", "step_by_step", "binary_search"]
 

@@ -51,10 +51,10 @@ def stand_in_vllm(tmp_path):
     return exe
 
 
-def _launch(exe, *extra, timeout_s="30"):
+def _launch(exe, *extra, timeout_s="30", script=SCRIPT):
     env = dict(os.environ, VLLM_BIN=str(exe), VLLM_PORT=str(_free_port()), VLLM_HEALTH_POLL_S="0.2",
                VLLM_HEALTH_TIMEOUT_S=timeout_s)
-    return subprocess.Popen(["bash", str(SCRIPT), *extra], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    return subprocess.Popen(["bash", str(script), *extra], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
 
 
@@ -73,10 +73,38 @@ def test_launch_script_waits_for_health_then_prints_the_profile_override(stand_i
         assert args[:2] == ["serve", MODEL]
         assert args[args.index("--tensor-parallel-size") + 1] == "2"
         assert "--enable-prefix-caching" in args and args[-2:] == ["--max-num-seqs", "64"]
+        assert "--reasoning-parser" not in args  # the Instruct model has no thinking mode
         assert proc.poll() is None, "the script should keep waiting on vllm"
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=20)
+
+
+@pytest.mark.timeout(120)
+def test_a_reasoning_model_preset_is_served_with_its_reasoning_parser_for_its_profile(stand_in_vllm):
+    proc = _launch(stand_in_vllm, "deepseek-r1-32b", script=SCRIPT.with_name("serve_model.sh"))
+    try:
+        lines = []
+        deadline = time.monotonic() + 60
+        while not any(ln.startswith("  agentcausal attribute") for ln in lines):
+            assert time.monotonic() < deadline and proc.poll() is None, (lines, proc.stderr.read())
+            lines.append(proc.stdout.readline())
+        out = "".join(lines)
+        args = json.loads(Path(str(stand_in_vllm) + ".args").read_text())
+        assert args[:2] == ["serve", "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B"]
+        assert args[args.index("--reasoning-parser") + 1] == "deepseek_r1"
+        assert args[args.index("--max-model-len") + 1] == "32768"  # the profile's context window
+        assert "AGENTCAUSAL_PROFILE_VLLM_DEEPSEEK_R1_32B_BASE_URL=http://" in out
+        assert "--routing dcfa-deepseek-r1-32b" in out
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)
+
+
+def test_serve_model_without_a_known_preset_says_which_exist():
+    proc = subprocess.run(["bash", str(SCRIPT.with_name("serve_model.sh")), "llama"], capture_output=True, text=True,
+                          timeout=30)
+    assert proc.returncode == 2 and "qwen3-coder-30b|deepseek-r1-32b|qwen3-235b|deepseek-r1" in proc.stderr
 
 
 @pytest.mark.timeout(60)

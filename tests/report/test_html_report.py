@@ -113,13 +113,17 @@ def test_attribution_report_has_per_trace_rows_highlighted_steps_and_svg_graphs(
     report_run(attribution_run)
     tree = parse((attribution_run / "report.html").read_text())
     headings = [t for _, t in tree.find("h2")]
-    assert headings.index("Accuracy") < headings.index("Per trace") < headings.index("Traces")
+    assert headings[0] == "Blamed steps"  # the page opens on what was blamed, the settings folded
+    assert headings.index("Blamed steps") < headings.index("Accuracy") < headings.index("Per trace") < \
+        headings.index("Traces")
+    assert tree.find("details", class_="facts")
     table = tree.find("table", id="per-trace")
     assert table and "sortable" in table[0][0]["class"]
     assert tree.find("input", **{"data-table": "per-trace"})
     rows = [t for a, t in tree.find("tr") if "ww/" in t and "all_at_once" in t or "dcfa" in t]
     per_trace = load_results(attribution_run)
-    assert len([1 for _, t in tree.find("a") if t.startswith("ww/")]) == len(per_trace) == 6
+    # every row's trace links to its section, once from the blamed steps and once from the per-trace table
+    assert len([1 for _, t in tree.find("a") if t.startswith("ww/")]) == 2 * len(per_trace) == 12
     assert rows
     verdicts = [t for _, t in tree.find("td", class_="right")]
     assert verdicts.count("right") == 2  # ww/1 by both methods

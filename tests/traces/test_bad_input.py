@@ -77,8 +77,18 @@ def test_null_role_and_name_give_the_documented_agent():
 
 def test_null_label_fields_are_empty_not_none():
     t = parse_who_and_when(_trace({"role": "a", "content": "x"}, mistake_step="0", mistake_agent=None,
-                                  mistake_reason=None, question=None), "t/1")
-    assert t.label.agent == "" and t.label.reason == "" and t.question == ""
+                                  mistake_reason=None), "t/1")
+    assert t.label.agent == "" and t.label.reason == ""
+
+
+@pytest.mark.parametrize("question", [None, "", "   ", "absent"])
+def test_a_trace_without_a_question_is_named(question):
+    data = _trace({"role": "a", "content": "x"}, question=question)
+    if question == "absent":
+        del data["question"]
+    with pytest.raises(TraceFormatError) as info:
+        parse_who_and_when(data, "t/1")
+    assert info.value.field == "question" and "question" in str(info.value)
 
 
 def test_lone_surrogate_is_replaced_and_the_trace_hashes_and_serialises(tmp_path):

@@ -21,27 +21,35 @@ defaults) and ``small``; ``--preset`` or the routing's ``preset`` key chooses.
 Stages: ``dcfa.gca`` (MDI, CGC, HG), ``dcfa.lce`` (Correct, Simulation, DED),
 ``dcfa.embed`` (the outcome encoder). Step indices are 0-based.
 
-What remains different from the paper under ``paper``, each with its reason
-(the ``small`` preset's caps and wording are listed in
-:mod:`~agentcausal.attribution.dcfa.settings`):
+Modules, one per paper stage: :mod:`~agentcausal.attribution.dcfa.gca` (GCA:
+MDI, CGC, HG), :mod:`~agentcausal.attribution.dcfa.correct` (Correct),
+:mod:`~agentcausal.attribution.dcfa.lce` (splice, Simulation, S and ΔS),
+:mod:`~agentcausal.attribution.dcfa.search` (the bidirectional greedy search),
+:mod:`~agentcausal.attribution.dcfa.ded` (DED, the Decisive Error Decision);
+prompts in :mod:`~agentcausal.attribution.dcfa.prompts` and
+:mod:`~agentcausal.attribution.dcfa.paper_prompts`; what a run will send,
+without sending it, in :mod:`~agentcausal.attribution.dcfa.preview`.
 
-* Replies are JSON objects constrained by a schema (the paper's prompts are
-  shown only as figures); a trace longer than the stage's context window is
-  shortened to fit (the paper sends it whole; a long step keeps its head and
-  tail around an omission marker, :func:`~agentcausal.traces.render.render_steps_info`).
-* The prompts follow the intent of the appendix figures, not their wording
-  (:mod:`~agentcausal.attribution.dcfa.prompts`).
-* S(-1), the score of the uncorrected trace that ΔS(0) needs, is the score of
-  simulating the original trace with the same prompt (the paper leaves it
-  open; this measures every S(i) with the same simulator).
-* Simulation does not see the correct answer (``simulation_sees_truth``): S(i)
-  is its similarity to the truth, so showing the truth would let the
-  simulator copy it.
-* Forward and backward follow the paper's definitions (the released code
-  swaps the two names; :mod:`~agentcausal.attribution.dcfa.search`).
-* Identical counterfactual traces are simulated once, neighbours are
-  evaluated concurrently and DED is skipped when only one candidate remains:
-  none of these changes a result.
+``paper`` is the procedure of the authors' released code, which produced the
+published tables, minus its known bugs (each named where it is fixed); where
+the paper's text differs, a setting gives the text's version
+(:mod:`~agentcausal.attribution.dcfa.settings`, and the fidelity table
+``docs/fidelity/dcfa.md``). What remains different from the released code
+under ``paper``, each with its reason:
+
+* Replies are JSON objects constrained by a schema and validated (the released
+  code asks for JSON in the prompt and parses what comes back, falling back to
+  regular expressions); steps are named by number (the released code names
+  events ``event_<step>_1``, one per step) and rendered as numbered, delimited
+  blocks with look-alike tags escaped (the released code sends a JSON dump of
+  the log): trace text is data, never instructions.
+* A trace longer than the stage's context window is shortened to fit (the
+  released code sends it whole); a long step keeps its head and tail around an
+  omission marker (:func:`~agentcausal.traces.render.render_steps_info`).
+* Correct replies with ``""`` for an unchanged step instead of repeating it
+  (fewer tokens, no change of meaning).
+* Identical requests are made once (memo and disk cache) and a pivot's
+  neighbours are evaluated concurrently: neither changes a result.
 * Any LCE failure keeps the GCA hypothesis and marks the row degraded (the
   paper has no failure path); the ``no_truth`` variant is beyond the paper.
 

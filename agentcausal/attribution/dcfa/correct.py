@@ -10,6 +10,19 @@ only if its corrected content differs from the original *before* any
 truncation; a changed step longer than ``max_corrected_step_chars`` (when
 set) is then cut, and the cut is recorded.
 
+Under the ``paper`` prompts Correct follows the released code's two prompts
+(setting ``correct_variant``, :func:`~agentcausal.attribution.dcfa.settings.correct_variant_for`):
+Algorithm-Generated traces get the factual-only correction (names, terms,
+numbers, labels; no new information, reasoning or events) that derives the
+correct answer; Hand-Crafted traces also have redundant content removed
+(code, intermediate calculations, long analysis, partial outputs) while the
+step count stays. The released code matches its corrected events to the
+original ones by list position, so a reply that drops or adds a step shifts
+every later correction (a bug): here entries are matched by step number.
+Correct sees the question, the truth, MDI's reasons, the trace and the graph,
+not the GCA hypothesis (the released code passes the hypothesis to its
+correction function but never puts it in the prompt).
+
 References
 ----------
 Wang, Zehao, Lanjun Wang, Shilong Jin, Junjie Chen, and Yanghua Xiao. "DCFA: Dual-view
@@ -24,8 +37,8 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from agentcausal.attribution.dcfa import prompts
-from agentcausal.attribution.dcfa.gca import GcaResult, graph_edges, trace_budget
-from agentcausal.attribution.dcfa.settings import DcfaSettings
+from agentcausal.attribution.dcfa.gca import GcaResult, trace_budget
+from agentcausal.attribution.dcfa.settings import DcfaSettings, correct_variant_for
 from agentcausal.exceptions import StructuredOutputError
 from agentcausal.llm import Gateway
 from agentcausal.settings import completion_budget
@@ -53,6 +66,8 @@ class Correction(NamedTuple):
     truncated : tuple of int, changed steps cut to ``max_corrected_step_chars``
     invalid : bool, the reply failed validation after every repair and was read leniently
         (``fallback`` says how); LCE then runs on what could be read and the record is degraded
+    variant : str or None, the ``paper`` prompt used (``algorithm_generated`` or ``hand_crafted``);
+        None under ``small``
     """
 
     contents: tuple[str, ...]
@@ -61,6 +76,7 @@ class Correction(NamedTuple):
     missing: tuple[int, ...] = ()
     truncated: tuple[int, ...] = ()
     invalid: bool = False
+    variant: str | None = None
 
 
 def normalise_correction(original: Sequence[str], replied: Sequence[tuple[int, str]] | None, *,
@@ -85,7 +101,7 @@ def normalise_correction(original: Sequence[str], replied: Sequence[tuple[int, s
     Examples
     --------
     >>> normalise_correction(["a", "b", "c"], [(2, "C"), (0, "")])
-    Correction(contents=('a', 'b', 'C'), changed=(2,), fallback=None, missing=(1,), truncated=(), invalid=False)
+    Correction(contents=('a', 'b', 'C'), changed=(2,), fallback=None, missing=(1,), truncated=(), invalid=False, variant=None)
     """
     n = len(original)
     by_step: dict[int, str] = {}
@@ -153,7 +169,7 @@ def correct_trace(trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSetti
     trace : Trace, N steps
     gca : GcaResult, deviations and graph
     gw : Gateway; stage ``dcfa.lce``
-    settings : DcfaSettings (``max_corrected_step_chars``, ``correct_max_tokens``)
+    settings : DcfaSettings (``correct_variant``, ``max_corrected_step_chars``, ``correct_max_tokens``)
     item : str or None, usage item; None = ``trace.id``
 
     Returns
@@ -173,18 +189,20 @@ def correct_trace(trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSetti
     n = len(trace)
     max_tokens = _correct_max_tokens(n, settings, gw)
     truth = trace.ground_truth if settings.with_ground_truth else None
+    variant = correct_variant_for(settings.correct_variant, trace.source) if settings.prompts == "paper" else None
     messages = prompts.correct_messages(
-        trace.question, truth, trace.steps, gca.deviations, graph_edges(gca.lce_graph),
+        trace.question, truth, trace.steps, gca.deviations, gca.search_graph_input,
         max_chars=settings.max_corrected_step_chars, budget=lce_budget(gw, settings, n), style=settings.prompts,
+        variant=variant or "algorithm_generated",
     )
     original = [s.content for s in trace.steps]
     try:
         reply = gw.structured(STAGE, messages, prompts.corrected_trace_model(n, settings.max_corrected_step_chars),
                               item=item or trace.id, max_tokens=max_tokens)
     except StructuredOutputError as exc:
-        return _fallback(original, exc.raw, settings)
+        return _fallback(original, exc.raw, settings)._replace(variant=variant)
     return normalise_correction(original, [(e.step, e.content) for e in reply.steps],
-                                max_chars=settings.max_corrected_step_chars)
+                                max_chars=settings.max_corrected_step_chars)._replace(variant=variant)
 
 
 def _fallback(original: Sequence[str], raw: str, settings: DcfaSettings) -> Correction:

@@ -58,15 +58,18 @@ class SearchStepRecord(_Record):
     iteration: int
     pivot: int
     step: int
-    s: Number
-    delta_s: Number
+    s: Number | None
+    delta_s: Number | None
     accepted: bool
+    s_prev: Number | None = None
+    error: str | None = None
 
 
 class LceRecord(_Record):
     """What LCE did (Correct, Simulation, search, DED); ``error`` None."""
 
     corrected_steps: list[int] | None
+    correct_variant: str | None = None
     correct_fallback: str | None  # Correction.fallback: how the reply had to be read, None when read as sent
     correct_invalid: bool = False  # Correct's reply failed validation and was read leniently (or not at all)
     correct_missing: list[int] | None
@@ -78,6 +81,7 @@ class LceRecord(_Record):
     visited: list[int]
     stopped: dict[str, str]
     candidates: list[int]
+    unscored: list[int] = []
     decision: dict[str, Any]
     error: None = None
 
@@ -95,16 +99,19 @@ class DcfaDetails(_Record):
     n_steps: int
     step_agents: list[str] | None = None
     gca_calls: Literal["joint", "split"] | None = None
+    cgc: str | None = None
     preset_prompts: str | None = None
     prompt_version: str | None = None
     variant: str | None = None
     deviations: list[DeviationRecord] | None = None
     dropped_deviations: dict[str, int] | None = None
     edges: list[list[int]] | None = None
+    links: list[dict[str, Any]] | None = None
     search_edges: list[list[int]] | None = None
     edge_judgements: list[dict[str, Any]] | None = None
     dropped_edges: dict[str, int] | None = None
     hypothesis: StepChoice | None = None
+    log_answer: str | None = None
     lce: LceRecord | LceFailure | None = None
     final: FinalChoice | None = None
 

@@ -1,35 +1,43 @@
 """LCE, the Local Counterfactual-inspired Enhancement module of DCFA (section 4.2, Algorithm 2).
 
 * **Correct** (eq. 8): one corrected version of the whole trace, conditioned
-  on the truth, the deviations and the graph, every step in place. The reply
-  names each step by number (``{step, content}``, ``""`` = unchanged), see
-  :mod:`agentcausal.attribution.dcfa.correct`.
+  on the truth, the deviations and the graph, every step in place
+  (:mod:`agentcausal.attribution.dcfa.correct`).
 * **Counterfactual trace** for step i (:func:`splice`): corrected steps 0..i,
-  original steps i+1..N-1; i = -1 is the original trace, i = N-1 the fully
-  corrected one.
+  original steps i+1..N-1, matched by step number; i = -1 is the original
+  trace, i = N-1 the fully corrected one. (The released code slices its
+  corrected and original event lists by list position, so a corrected reply
+  with a step too few or too many shifts the splice: a bug, fixed here.)
 * **Simulation** (eq. 9) predicts the counterfactual trace's final answer;
-  **S(i)** = cosine(Enc(outcome i), Enc(truth)) (eq. 10), with Enc the
-  ``dcfa.embed`` stage. Without ground truth (the ``no_truth`` variant, beyond
-  the paper) S(i) is instead a judge's probability, in [0, 1], that outcome
-  i answers the question correctly (one ``dcfa.lce`` call per distinct
-  outcome; the judge sees the question and the outcome only). An empty
-  simulated outcome is an error (it cannot be scored). **S(-1)**, "nothing corrected", is defined as the
-  score of simulating the *original* trace with the same prompt, so every
-  S(i) is measured by the same simulator and ΔS(0) = S(0) - S(-1) compares
-  like with like (the logged final answer is not used).
-* **ΔS(i)** = S(i) - S(i-1) (eq. 11, :func:`delta_s`).
-* **Memoisation**: if the corrector left step i unchanged, the counterfactual
-  traces i and i-1 are identical, so S(i) = S(i-1) exactly
-  (:func:`canonical_index`); each distinct counterfactual trace is simulated
-  once per run (in-memory memo) and once ever (the gateway's disk cache).
-* **Bidirectional greedy search** (:func:`bidirectional_search`): forward over
-  the pivot's successors (edges p -> j), backward over its predecessors
-  (edges k -> p), each taking the neighbour with the largest positive ΔS as
-  the next pivot, until none is positive or ``max_iterations`` moves (None =
-  no cap: the search ends within n moves because edges point forward).
-* **DED**: the final decisive error among {hypothesis} and the visited
-  pivots, given the truth, those steps and the graph (skipped when there is
-  only one candidate).
+  **S(i)** = cosine(Enc(answer i), Enc(truth)) (eq. 10), with Enc the
+  ``dcfa.embed`` stage and newlines replaced by spaces before embedding (as
+  the released code does). Without ground truth (the ``no_truth`` variant,
+  beyond the paper) S(i) is instead a judge's probability, in [0, 1], that
+  answer i answers the question correctly (one ``dcfa.lce`` call per distinct
+  answer; the judge sees the question and the answer only). An empty
+  simulated answer cannot be scored.
+* **ΔS(i)** = S(i) - S(i-1) (eq. 11). Setting ``simulation``:
+
+  - ``"code"`` (``paper``, the released ``calculate_total_effect``): each
+    candidate i has its own two simulations: S(i) of T~(i) with candidate i
+    named as the root cause together with the steps it directly affects, and
+    S(i-1) of T~(i-1) with the same prompt and no root cause named. A
+    candidate the corrected reply gave no content for is not scored (the
+    released code means ΔS = 0 there and crashes on it; either way it is never
+    accepted).
+  - ``"equations"`` (the paper's text; ``small``): one neutral simulation per
+    counterfactual trace, S(i-1) is the score of T~(i-1), and S(-1) is the
+    simulated original trace. If the corrector left step i unchanged, T~(i)
+    and T~(i-1) are one trace, so S(i) = S(i-1) exactly
+    (:func:`canonical_index`).
+
+  Each distinct request is simulated once per run (in-memory memo) and once
+  ever (the gateway's disk cache).
+* **Bidirectional greedy search** (:mod:`agentcausal.attribution.dcfa.search`),
+  with the neighbours of :meth:`GcaResult.neighbours
+  <agentcausal.attribution.dcfa.gca.GcaResult.neighbours>`.
+* **DED** (:mod:`agentcausal.attribution.dcfa.ded`): the final decisive error
+  among {hypothesis} and the accepted pivots.
 
 Stages: Correct, Simulation and DED call ``dcfa.lce``; embeddings ``dcfa.embed``;
 every call passes the usage item ``item`` (default ``trace.id``; :func:`run_dcfa
@@ -46,12 +54,12 @@ eqs. 8 to 13; appendix K, Algorithm 2; appendix L, Figures 11 to 13.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
-import networkx as nx
 import numpy as np
 
 from agentcausal.attribution.dcfa import prompts
@@ -63,8 +71,9 @@ from agentcausal.attribution.dcfa.correct import (
     lce_tokens,
     normalise_correction,
 )
-from agentcausal.attribution.dcfa.gca import GcaResult, graph_edges
-from agentcausal.attribution.dcfa.search import SearchResult, SearchStep, bidirectional_search, delta_s
+from agentcausal.attribution.dcfa.ded import DedCandidate, Decision, decide
+from agentcausal.attribution.dcfa.gca import GcaResult
+from agentcausal.attribution.dcfa.search import CandidateScore, SearchResult, SearchStep, bidirectional_search, delta_s
 from agentcausal.attribution.dcfa.settings import DcfaSettings
 from agentcausal.exceptions import StructuredOutputError
 from agentcausal.llm import Gateway
@@ -76,7 +85,9 @@ __all__ = [
     "Correction",
     "SearchStep",
     "SearchResult",
+    "CandidateScore",
     "Decision",
+    "Simulation",
     "LceResult",
     "normalise_correction",
     "correct_trace",
@@ -93,12 +104,23 @@ __all__ = [
 EMBED_STAGE = "dcfa.embed"
 
 
-class Decision(NamedTuple):
-    """DED's answer: the step, its reason, and whether the call was skipped (one candidate)."""
+class Simulation(NamedTuple):
+    """One simulated counterfactual.
 
-    step: int
-    reason: str
-    skipped: bool
+    Attributes
+    ----------
+    through : int, i of T~(i) (-1 = the original trace)
+    named : int or None, the root-cause step the prompt named (``simulation="code"``), else None
+    outcome : str, the simulated final answer
+    reason : str or None, the reason (or reasoning) the reply gave
+    s : float, its score
+    """
+
+    through: int
+    named: int | None
+    outcome: str
+    reason: str | None
+    s: float
 
 
 class LceResult(NamedTuple):
@@ -107,19 +129,20 @@ class LceResult(NamedTuple):
     Attributes
     ----------
     search : SearchResult
-    candidates : tuple of int, {hypothesis} ∪ visited, sorted
+    candidates : tuple of int, {hypothesis} ∪ accepted pivots, sorted
     decision : Decision
     correction : Correction or None (None when no neighbour had to be scored)
-    scores : dict i -> S(i) of every counterfactual scored (i = -1 included when used)
-    outcomes : dict i -> simulated outcome text of the canonical counterfactuals simulated
+    simulations : tuple of Simulation, every distinct simulation, in the order made
+    scores : dict i -> S(i) of every candidate scored (``code``: the simulation naming i;
+        ``equations``: the one S of T~(i), i = -1 included when used)
     """
 
     search: SearchResult
     candidates: tuple[int, ...]
     decision: Decision
     correction: Correction | None
+    simulations: tuple[Simulation, ...]
     scores: dict[int, float]
-    outcomes: dict[int, str]
 
 
 # ------------------------------------------------------------------ counterfactuals
@@ -129,7 +152,7 @@ def splice(original: Sequence[Step], corrected: Sequence[str], i: int) -> list[S
     Parameters
     ----------
     original : sequence of Step, length N, 0-based
-    corrected : sequence of str, length N, corrected contents
+    corrected : sequence of str, length N, corrected contents (by step number)
     i : int in -1..N-1; -1 gives the original trace, N-1 the fully corrected one
 
     Returns
@@ -180,8 +203,14 @@ def canonical_index(changed: Collection[int], i: int) -> int:
     return max(below) if below else -1
 
 
+class _Request(NamedTuple):
+    through: int
+    named: int | None
+    messages: list[dict[str, str]]
+
+
 class CounterfactualScorer:
-    """S(i) for the counterfactual traces of one trace, memoised and evaluated concurrently.
+    """ΔS of candidate steps of one trace, memoised and evaluated concurrently.
 
     The corrected trace is made lazily, on the first score needed, so a
     hypothesis without neighbours costs no Correct call.
@@ -191,14 +220,15 @@ class CounterfactualScorer:
     trace : Trace
     gca : GcaResult
     gw : Gateway (thread-safe); Simulation on ``dcfa.lce``, Enc on ``dcfa.embed``
-    settings : DcfaSettings
+    settings : DcfaSettings (``simulation``, ``prompts``, ``with_ground_truth``, ...)
     pool : ThreadPoolExecutor or None; None evaluates sequentially
     correct : callable (trace, gca, gw, settings, item=...) -> Correction; default :func:`correct_trace`
     item : str or None, usage item; None = ``trace.id``
 
     Attributes
     ----------
-    simulated : dict canonical i -> outcome text (each distinct T~(i) simulated once)
+    simulations : list of Simulation, each distinct request simulated once, in order
+    reasons : dict step -> the reason the Simulation of T~(step) gave, for every candidate scored
     """
 
     def __init__(self, trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSettings,
@@ -208,15 +238,28 @@ class CounterfactualScorer:
         self.item = item or trace.id
         self._correct = correct
         self._correction: Correction | None = None
-        self._s: dict[int, float] = {}
-        self.simulated: dict[int, str] = {}
+        self._memo: dict[str, Simulation | StructuredOutputError] = {}
+        self._scores: dict[int, float] = {}
+        self.reasons: dict[int, str | None] = {}
+        self.simulations: list[Simulation] = []
         self._lock = threading.Lock()
         self._truth: np.ndarray | None = None
+
+    @property
+    def named(self) -> bool:
+        """Whether S(i) names candidate i (``simulation="code"`` under the ``paper`` prompts)."""
+        return self.settings.simulation == "code" and self.settings.prompts == "paper"
 
     @property
     def correction(self) -> Correction | None:
         """The corrected trace, or None if nothing has been scored yet."""
         return self._correction
+
+    @property
+    def scores(self) -> dict[int, float]:
+        """S(i) of every candidate scored so far (a copy)."""
+        with self._lock:
+            return dict(self._scores)
 
     def _ensure_correction(self) -> Correction:
         with self._lock:
@@ -224,20 +267,33 @@ class CounterfactualScorer:
                 self._correction = self._correct(self.trace, self.gca, self.gw, self.settings, item=self.item)
             return self._correction
 
-    def _simulate(self, i: int) -> str:
+    def _request(self, through: int, named: int | None) -> _Request:
         corr = self._correction
         assert corr is not None
         s = self.settings
-        steps = splice(self.trace.steps, corr.contents, i)
+        steps = splice(self.trace.steps, corr.contents, through)
         truth = self.trace.ground_truth if s.simulation_sees_truth and s.with_ground_truth else None
-        msgs = prompts.simulation_messages(self.trace.question, steps, i, truth=truth,
-                                           budget=lce_budget(self.gw, s, len(self.trace)), style=s.prompts)
-        model = prompts.simulation_model(s.prompts)
-        reply = self.gw.structured(STAGE, msgs, model, item=self.item, max_tokens=lce_tokens(self.gw, s)[0])
-        outcome = reply.outcome.strip()
+        root = None
+        if named is not None:
+            root = prompts.RootCause(named, self.trace.steps[named].agent, self.gca.effects_of(named))
+        msgs = prompts.simulation_messages(self.trace.question, steps, through, truth=truth,
+                                           budget=lce_budget(self.gw, s, len(self.trace)), style=s.prompts,
+                                           variant=s.simulation, root=root)
+        return _Request(through, named, msgs)
+
+    def _simulate(self, req: _Request) -> tuple[str, str | None] | StructuredOutputError:
+        s = self.settings
+        model = prompts.simulation_model(s.prompts, s.simulation)
+        try:
+            reply = self.gw.structured(STAGE, req.messages, model, item=self.item,
+                                       max_tokens=lce_tokens(self.gw, s)[0])
+        except StructuredOutputError as exc:
+            return exc
+        outcome = str(reply.outcome).strip()
         if not outcome:
-            raise StructuredOutputError(STAGE, model.__name__, "", 1, f"empty simulated outcome of T~({i})")
-        return outcome
+            return StructuredOutputError(STAGE, model.__name__, "", 1, f"empty simulated outcome of T~({req.through})")
+        reason = getattr(reply, "reason", None) or getattr(reply, "reasoning", None) or None
+        return outcome, reason
 
     def _judge(self, outcome: str) -> float:
         reply = self.gw.structured(STAGE, prompts.judge_messages(self.trace.question, outcome), prompts.JudgeReply,
@@ -248,97 +304,91 @@ class CounterfactualScorer:
         """S of each outcome: cosine to the truth (eq. 10), or the judge's probability without truth."""
         if not self.settings.with_ground_truth:
             return list(self.pool.map(self._judge, outcomes)) if self.pool else [self._judge(o) for o in outcomes]
+        flat = [o.replace("\n", " ") for o in outcomes]  # as the released code embeds every text
         if self._truth is None:
-            vecs = self.gw.embed(EMBED_STAGE, [self.trace.ground_truth, *outcomes], item=self.item)
+            vecs = self.gw.embed(EMBED_STAGE, [self.trace.ground_truth.replace("\n", " "), *flat], item=self.item)
             self._truth, vecs = vecs[0], vecs[1:]
         else:
-            vecs = self.gw.embed(EMBED_STAGE, outcomes, item=self.item)
+            vecs = self.gw.embed(EMBED_STAGE, flat, item=self.item)
         return [float(np.clip(np.dot(v, self._truth), -1.0, 1.0)) for v in vecs]
 
-    @property
-    def scores(self) -> dict[int, float]:
-        """S(i) for every i requested so far (a copy)."""
+    def _run(self, requests: Sequence[_Request]) -> None:
+        """Simulate and score every request not simulated yet (concurrently), into the memo."""
+        keys = {}
         with self._lock:
-            return dict(self._s)
+            for r in requests:
+                k = json.dumps(r.messages, sort_keys=True)
+                if k not in self._memo and k not in keys:
+                    keys[k] = r
+        if not keys:
+            return
+        todo = list(keys.items())
+        results = list(self.pool.map(self._simulate, [r for _, r in todo])) if self.pool else \
+            [self._simulate(r) for _, r in todo]
+        ok = [(k, r, res) for (k, r), res in zip(todo, results) if not isinstance(res, StructuredOutputError)]
+        scores = self._score([res[0] for _, _, res in ok]) if ok else []
+        with self._lock:
+            for (k, r), res in zip(todo, results):
+                if isinstance(res, StructuredOutputError):
+                    self._memo[k] = res
+            for (k, r, (outcome, reason)), v in zip(ok, scores):
+                sim = Simulation(r.through, r.named, outcome, reason, v)
+                self._memo[k] = sim
+                self.simulations.append(sim)
 
-    def __call__(self, indices: Collection[int]) -> dict[int, float]:
-        """S(i) for each i in ``indices`` (each in -1..N-1).
+    def _get(self, req: _Request) -> Simulation | StructuredOutputError:
+        with self._lock:
+            return self._memo[json.dumps(req.messages, sort_keys=True)]
 
-        Distinct counterfactual traces not yet scored are simulated
-        concurrently on the pool, then embedded in one ``dcfa.embed`` call.
+    def __call__(self, steps: Sequence[int]) -> dict[int, CandidateScore]:
+        """ΔS of each candidate step (each in 0..N-1).
+
+        Distinct simulations not yet made run concurrently on the pool, then
+        their answers are embedded in one ``dcfa.embed`` call.
 
         Returns
         -------
-        dict i -> S(i): cosine in [-1, 1], or a probability in [0, 1] without truth.
+        dict step -> CandidateScore (S in [-1, 1], or a probability in [0, 1] without truth);
+        ``error`` set when a Simulation reply stayed invalid or Correct gave the step no content
+        (``simulation="code"``).
 
         Raises
         ------
         ValueError
-            If an index is outside -1..N-1.
-        StructuredOutputError, EndpointUnreachableError, LLMCallError
-            From Correct's gateway errors (not its invalid replies) or a Simulation reply.
+            If a step is outside 0..N-1.
+        EndpointUnreachableError, LLMCallError
+            From the gateway (Correct's, a Simulation's or the encoder's transport failures).
         """
         n = len(self.trace)
-        bad = [i for i in indices if not -1 <= i < n]
+        bad = [i for i in steps if not 0 <= i < n]
         if bad:
-            raise ValueError(f"counterfactual indices {bad} outside -1..{n - 1}")
+            raise ValueError(f"candidate steps {bad} outside 0..{n - 1}")
         corr = self._ensure_correction()
-        canon = {i: canonical_index(corr.changed, i) for i in indices}
-        with self._lock:
-            todo = sorted({c for c in canon.values() if c not in self.simulated})
-        if todo:
-            outcomes = list(self.pool.map(self._simulate, todo)) if self.pool else [self._simulate(c) for c in todo]
-            scores = self._score(outcomes)
+        pairs: dict[int, tuple[_Request, _Request] | None] = {}
+        for i in steps:
+            if self.named:
+                pairs[i] = None if i in corr.missing else (self._request(i, i), self._request(i - 1, None))
+            else:
+                pairs[i] = (self._request(canonical_index(corr.changed, i), None),
+                            self._request(canonical_index(corr.changed, i - 1), None))
+        self._run([r for p in pairs.values() if p for r in p])
+        out: dict[int, CandidateScore] = {}
+        for i, p in pairs.items():
+            if p is None:
+                out[i] = CandidateScore(None, None, None, None, "Correct's reply gave no content for this step")
+                continue
+            cur, prev = self._get(p[0]), self._get(p[1])
+            bad_sim = next((x for x in (cur, prev) if isinstance(x, StructuredOutputError)), None)
+            if bad_sim is not None:
+                out[i] = CandidateScore(None, None, None, None, f"{type(bad_sim).__name__}: {bad_sim}"[:300])
+                continue
+            out[i] = CandidateScore(cur.s, prev.s, cur.s - prev.s, cur.reason)
             with self._lock:
-                for c, text, v in zip(todo, outcomes, scores):
-                    self.simulated[c] = text
-                    self._s[c] = v
-        with self._lock:
-            for i, c in canon.items():
-                self._s[i] = self._s[c]
-            return {i: self._s[i] for i in indices}
-
-
-# ------------------------------------------------------------------ DED
-def decide(trace: Trace, candidates: Sequence[int], graph: nx.DiGraph, gw: Gateway,
-           settings: DcfaSettings, *, item: str | None = None) -> Decision:
-    """DED(Ŷ, T^c, G): the decisive error among the candidate steps.
-
-    Parameters
-    ----------
-    trace : Trace
-    candidates : sequence of int, {hypothesis} ∪ visited (0-based)
-    graph : networkx.DiGraph, the dependency graph (all its edges are shown)
-    gw : Gateway; stage ``dcfa.lce``
-    settings : DcfaSettings (``ded_max_tokens``, ``max_reason_chars``)
-    item : str or None, usage item; None = ``trace.id``
-
-    Returns
-    -------
-    Decision; with a single candidate no call is made (``skipped=True``).
-
-    Raises
-    ------
-    ValueError
-        If ``candidates`` is empty.
-    StructuredOutputError
-        If the reply names a non-candidate step after every repair.
-
-    References
-    ----------
-    DCFA appendix K, Algorithm 2 (last line); appendix L, Figure 13.
-    """
-    cands = tuple(sorted(set(candidates)))
-    if not cands:
-        raise ValueError("DED needs at least one candidate step")
-    if len(cands) == 1:
-        return Decision(cands[0], "", True)
-    truth = trace.ground_truth if settings.with_ground_truth else None
-    msgs = prompts.ded_messages(trace.question, truth, [trace.steps[c] for c in cands],
-                                graph_edges(graph), budget=lce_budget(gw, settings, len(trace)), style=settings.prompts)
-    reply = gw.structured(STAGE, msgs, prompts.decision_model(cands, settings.max_reason_chars),
-                          item=item or trace.id, max_tokens=lce_tokens(gw, settings)[1])
-    return Decision(int(reply.step), reply.reason.strip()[: settings.max_reason_chars], False)
+                self._scores[i] = cur.s
+                self.reasons[i] = cur.reason
+                if not self.named:
+                    self._scores[i - 1] = prev.s
+        return out
 
 
 def run_lce(trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSettings, *,
@@ -350,7 +400,7 @@ def run_lce(trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSettings, *
     trace : Trace
     gca : GcaResult
     gw : Gateway
-    settings : DcfaSettings (``max_iterations``, ``max_workers`` and the LCE caps)
+    settings : DcfaSettings (the search rules, ``max_workers`` and the LCE caps)
     item : str or None, usage item of every call; None = ``trace.id``
 
     Returns
@@ -360,7 +410,7 @@ def run_lce(trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSettings, *
     Raises
     ------
     StructuredOutputError
-        If a Simulation or DED reply stays invalid after the gateway's repairs.
+        If the DED reply stays invalid after the gateway's repairs.
     UnknownStageError, EndpointUnreachableError, LLMCallError
         From the gateway.
 
@@ -368,10 +418,15 @@ def run_lce(trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSettings, *
     ----------
     DCFA section 4.2; appendix K, Algorithm 2.
     """
-    with ThreadPoolExecutor(max_workers=settings.max_workers, thread_name_prefix="dcfa-sim") as pool:
-        scorer = CounterfactualScorer(trace, gca, gw, settings, pool, item=item)
-        cap = settings.max_iterations if settings.max_iterations is not None else len(trace)
-        search = bidirectional_search(gca.lce_graph, gca.hypothesis_step, scorer, max_iterations=cap)
-    candidates = tuple(sorted(set(search.visited)))
-    decision = decide(trace, candidates, gca.lce_graph, gw, settings, item=item)
-    return LceResult(search, candidates, decision, scorer.correction, scorer.scores, dict(scorer.simulated))
+    s = settings
+    order = ("backward", "forward") if s.search_order == "causes_first" else ("forward", "backward")
+    with ThreadPoolExecutor(max_workers=s.max_workers, thread_name_prefix="dcfa-sim") as pool:
+        scorer = CounterfactualScorer(trace, gca, gw, s, pool, item=item)
+        cap = s.max_iterations if s.max_iterations is not None else len(trace)
+        search = bidirectional_search(gca.neighbours, gca.hypothesis_step, scorer, max_iterations=cap, order=order,
+                                      decimals=s.delta_s_decimals, ties=s.search_ties, revisit=s.revisit)
+    cands = [DedCandidate(gca.hypothesis_step, None, True)]
+    cands += [DedCandidate(m.step, scorer.reasons.get(m.step)) for m in search.path if m.step != gca.hypothesis_step]
+    decision = decide(trace, cands, gca.lce_graph, gca.deviations, gw, s, item=item)
+    candidates = tuple(sorted({c.step for c in cands}))
+    return LceResult(search, candidates, decision, scorer.correction, tuple(scorer.simulations), scorer.scores)

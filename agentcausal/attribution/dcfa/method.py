@@ -6,23 +6,36 @@ The :class:`~agentcausal.traces.model.Attribution` of a DCFA run carries in
 ``DcfaDetails.read``):
 
 ``n_steps``; ``step_agents`` (agent of each step); ``gca_calls`` ("joint" or
-"split"); ``preset_prompts`` ("paper" or "small") and ``prompt_version`` (of that
-prompt set); ``variant`` ("with_truth" or "no_truth"); ``deviations`` (list of
-{step, reason}); ``dropped_deviations``; ``edges`` (list of [p, q], every valid
-edge, what HG saw); ``search_edges`` (the edges LCE searched when ``max_edges``
-capped the graph, else None); ``edge_judgements`` (``paper`` prompts: every
-proposed edge with {temporal, necessary, sufficient, reason, kept});
-``dropped_edges`` ({out_of_range, self_loops, backward, duplicates, capped,
-not_causal}); ``hypothesis`` ({step, agent, reason}); ``lce``
-(None for the GCA-only ablation, else {corrected_steps, correct_fallback (how Correct's reply
-had to be read, or None), correct_invalid (the reply stayed invalid after every repair: the
-Attribution is then degraded), correct_missing, correct_truncated,
-scores: list of {step, s} with step -1 = original trace, outcomes: list of
-{step, outcome} of the counterfactuals actually simulated (each outcome's first 300
-characters, a bound on the record's size only: S(i) is computed from the whole outcome),
-evaluated and path: lists of {direction, iteration, pivot, step, s, delta_s,
-accepted}, visited, stopped, candidates, decision: {step, reason, skipped},
-error}); ``final`` ({step, agent, reason, source: "ded" | "hypothesis"}).
+"split"); ``cgc`` ("code", "equations" or "edges"); ``preset_prompts`` ("paper" or "small") and
+``prompt_version`` (of that prompt set); ``variant`` ("with_truth" or "no_truth"); ``deviations``
+(list of {step, reason}); ``dropped_deviations``; ``edges`` (list of [p, q], every valid edge, what
+HG saw); ``links`` (``cgc="code"``: the per-step lists {step, causes, effects} HG saw, else
+None); ``search_edges`` (the edges LCE searched when ``max_edges`` capped the graph, else None);
+``edge_judgements`` (``cgc="equations"``: every proposed edge with {temporal, necessary,
+sufficient, reason, kept}); ``dropped_edges`` ({out_of_range, self_loops, backward, duplicates,
+capped, not_causal}); ``hypothesis`` ({step, agent, reason}); ``log_answer`` (the log's final
+answer as HG read it, ``paper`` prompts); ``lce`` (None for the GCA-only ablation, else
+{corrected_steps, correct_variant ("algorithm_generated" | "hand_crafted" under ``paper``, else
+None), correct_fallback (how Correct's reply had to be read, or None), correct_invalid (the reply
+stayed invalid after every repair: the Attribution is then degraded), correct_missing,
+correct_truncated, scores: list of {step, s} of the candidates scored (and, under
+``simulation="equations"``, of the traces T~(i-1) they needed), outcomes: list of {step, named,
+outcome} of every distinct simulation (``named``: the root-cause step the prompt named, or None;
+each outcome's first 300 characters, a bound on the record's size only: S(i) is computed from the
+whole outcome), evaluated and path: lists of {direction, iteration, pivot, step, s, s_prev,
+delta_s, accepted, error}, visited, stopped, candidates, unscored (candidates whose Simulation
+reply stayed invalid or that Correct gave no content; never accepted, and the row is degraded),
+decision: {step, reason, skipped, off_candidates, and evidence when asked}, error}); ``final`` ({step, agent, reason,
+source: "ded" | "hypothesis"}).
+
+The Attribution's ``candidates``, ``confidence``, ``evidence`` and ``corrected_action`` are read
+from these records without another call (:mod:`agentcausal.attribution.dcfa.result_fields`).
+
+Fixed bugs of the released code: after an exception its main loop writes the
+step it last computed, which before GCA's hypothesis is the previous trace's
+step (here a GCA failure is an error row and an LCE failure keeps this trace's
+hypothesis, marked degraded); DED's candidate texts (:mod:`~agentcausal.attribution.dcfa.ded`);
+the splice by list position (:mod:`~agentcausal.attribution.dcfa.lce`).
 
 Any LCE failure (an endpoint error, an invalid, empty or over-long reply, a
 context overflow) falls back to the GCA hypothesis: ``details["lce"]`` is
@@ -60,6 +73,7 @@ from agentcausal.attribution.dcfa.gca import GcaResult, graph_edges, run_gca
 from agentcausal.attribution.dcfa.lce import EMBED_STAGE, LceResult, run_lce
 from agentcausal.attribution.dcfa.lce import STAGE as LCE_STAGE
 from agentcausal.attribution.dcfa.prompts import PROMPT_VERSIONS
+from agentcausal.attribution.dcfa.result_fields import dcfa_result_fields
 from agentcausal.attribution.dcfa.settings import DcfaSettings
 from agentcausal.exceptions import AgentCausalError, StructuredOutputError, is_content_failure
 from agentcausal.llm import Gateway
@@ -75,6 +89,9 @@ def _gca_details(trace: Trace, gca: GcaResult) -> dict[str, Any]:
     h = gca.hypothesis_step
     return {
         "n_steps": len(trace),
+        "links": [{"step": e.step, "causes": list(e.causes), "effects": list(e.effects)} for e in gca.links]
+        if gca.links else None,
+        "log_answer": gca.log_answer,
         "deviations": [DeviationRecord(step=s, reason=r) for s, r in gca.deviations],
         "dropped_deviations": gca.dropped_deviations._asdict(),
         "edges": [list(e) for e in graph_edges(gca.graph)],
@@ -89,18 +106,20 @@ def _lce_details(lce: LceResult) -> LceRecord:
     corr = lce.correction
     return LceRecord(**{
         "corrected_steps": list(corr.changed) if corr else None,
+        "correct_variant": corr.variant if corr else None,
         "correct_fallback": corr.fallback if corr else None,
         "correct_invalid": corr.invalid if corr else False,
         "correct_missing": list(corr.missing) if corr else None,
         "correct_truncated": list(corr.truncated) if corr else None,
         "scores": [{"step": i, "s": s} for i, s in sorted(lce.scores.items())],
-        "outcomes": [{"step": i, "outcome": o[:300]} for i, o in sorted(lce.outcomes.items())],
+        "outcomes": [{"step": x.through, "named": x.named, "outcome": x.outcome[:300]} for x in lce.simulations],
         "evaluated": [e._asdict() for e in lce.search.evaluated],
         "path": [e._asdict() for e in lce.search.path],
         "visited": list(lce.search.visited),
         "stopped": dict(lce.search.stopped),
         "candidates": list(lce.candidates),
-        "decision": lce.decision._asdict(),
+        "unscored": [e.step for e in lce.search.evaluated if e.error is not None],
+        "decision": {k: v for k, v in lce.decision._asdict().items() if k != "evidence" or v is not None},
         "error": None,
     })
 
@@ -135,7 +154,7 @@ def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str =
     item = usage_item(trace.id, method)
     base = dict(trace_id=trace.id, method=method, prompt_version=PROMPT_VERSIONS[settings.prompts])
     details = DcfaDetails(n_steps=len(trace), step_agents=[st.agent for st in trace.steps],
-                          gca_calls="split" if settings.split_mdi_cgc else "joint", preset_prompts=settings.prompts,
+                          gca_calls=settings.mdi_cgc, cgc=settings.cgc, preset_prompts=settings.prompts,
                           prompt_version=PROMPT_VERSIONS[settings.prompts], variant=settings.variant)
     try:
         gca = run_gca(trace, gw, settings, item=item)
@@ -146,6 +165,7 @@ def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str =
     step, reason, source = gca.hypothesis_step, gca.hypothesis_reason, "hypothesis"
     details.lce = None
     degraded: str | None = None
+    lce: LceResult | None = None
     if settings.use_lce:
         try:
             lce = run_lce(trace, gca, gw, settings, item=item)
@@ -154,12 +174,17 @@ def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str =
             cause = "content" if is_content_failure(exc) else "run"
             degraded = f"LCE failed ({cause}), GCA hypothesis kept: {type(exc).__name__}: {exc}"[:500]
             details.lce = LceFailure(error=f"{type(exc).__name__}: {exc}", cause=cause)
+            lce = None
         else:
             details.lce = _lce_details(lce)
+            unscored = [e.step for e in lce.search.evaluated if e.error is not None]
             if lce.correction is not None and lce.correction.invalid:  # a content failure: cacheable, marked
                 degraded = f"Correct's reply stayed invalid ({lce.correction.fallback}); LCE ran on what could be read"
+            elif unscored:  # content failures of Simulation (or no corrected content): those candidates skipped
+                degraded = f"{len(unscored)} search candidate(s) could not be scored and were skipped: {unscored}"
             if not lce.decision.skipped:
                 step, reason, source = lce.decision.step, lce.decision.reason, "ded"
     details.final = FinalChoice(step=step, agent=trace.steps[step].agent, reason=reason, source=source)
     return Attribution(**base, step=step, agent=trace.steps[step].agent, reason=reason, details=details.dump(),
-                       status="degraded" if degraded else "complete", status_detail=degraded)
+                       status="degraded" if degraded else "complete", status_detail=degraded,
+                       **dcfa_result_fields(trace, gca, lce, step, source, settings))

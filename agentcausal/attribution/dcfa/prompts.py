@@ -1,52 +1,42 @@
-"""DCFA prompts beside their reply models (MDI, CGC, HG, Correct, Simulation, DED).
+"""DCFA prompts beside their reply models (MDI, CGC, HG, Correct, Simulation; DED in its own module).
 
-Every prompt is a ``*_TEMPLATE`` constant (callers may override it by
-assigning the module attribute) filled by one ``*_messages`` builder; every
-reply is a pydantic model whose field descriptions the LLM reads through the
-JSON schema. :data:`PROMPT_VERSION` enters every cache key and is stored
-with every attribution.
+Every prompt is a ``*_TEMPLATE``/``*_TASK`` constant filled by one
+``*_messages`` builder; every reply is a pydantic model whose field
+descriptions the LLM reads through the JSON schema. :data:`PROMPT_VERSION`
+enters every cache key and is stored with every attribution.
+
+Two prompt sets, chosen by the settings' ``prompts`` field (set by the preset,
+:mod:`agentcausal.settings`) and versioned separately (:data:`PROMPT_VERSIONS`):
+
+* ``paper``: the released code's prompts in our words, with the paper text's
+  variants behind settings (:mod:`agentcausal.attribution.dcfa.paper_prompts`).
+  MDI and CGC see the log only (no question), as the released code sends them.
+* ``small`` (the ``*_TEMPLATE`` constants): short renditions for a 0.5B model
+  (HG asks for the *first* decisive mistake, chosen over a "follow the
+  propagation" wording that the 0.5B model parroted).
 
 Layout, chosen for prompt caching (llama.cpp and vLLM reuse the longest
-shared prefix): one system message for every stage, then the question, then
-the ``<trace>`` block, then the stage-specific part. So MDI/CGC, HG and
-Correct share the prefix up to the end of the trace, and the counterfactual
-traces of one trace share the prefix up to the first step where their
-corrected prefixes differ (the revision note sits after the steps). The
-ground truth goes *before* the steps in Simulation only when
-``simulation_sees_truth`` is on (off by default: the outcome is scored
-against the truth).
+shared prefix): one system message for every stage, then (``paper``) the
+``<trace>`` block and the stage's inputs and instructions, or (``small``) the
+question, the trace block and the instructions. So the calls on one trace
+share the prefix up to the end of the trace, and the counterfactual traces of
+one trace share the prefix up to the first step where their corrected
+prefixes differ.
+
+Inputs that are an earlier stage's reply (deviations, the graph, the spliced
+trace, the root-cause step) may be given as a string, shown as it is: what
+:mod:`agentcausal.attribution.dcfa.preview` passes as a placeholder.
 
 Schema limits written as ``maxItems``/``maxLength`` are *advisory*: grammar-
 constrained servers (llama.cpp, vLLM) obey them and so bound decode time;
 validation does not enforce them, the callers cut what is too long. Step
-ranges, the step count of Correct and the DED candidates *are* validated,
-so a bad reply goes through the gateway's repair loop.
-
-The paper shows its prompts only as figures (Figures 9 to 13) whose captions
-and section 4 state their intent. Two prompt sets, chosen by the settings'
-``prompts`` field (set by the preset, :mod:`agentcausal.settings`) and
-versioned separately (:data:`PROMPT_VERSIONS`):
-
-* ``paper`` (``PAPER_*`` templates): the intent of the appendix prompts:
-  minor deviations are candidates, not decisive errors; each CGC edge is
-  judged on temporality, necessity and sufficiency in the one reply
-  (:class:`JudgedEdge`, kept only when all three hold); HG reasons over the
-  propagation along the graph and calls early minor deviations that do not
-  reach the answer non-decisive; Correct fixes the mistake events and the
-  steps they affect and keeps every step in place; Simulation reconstructs
-  the downstream reasoning before the outcome; DED picks the causally
-  decisive candidate.
-* ``small`` (the unprefixed templates): short renditions for a 0.5B model
-  (HG asks for the *first* decisive mistake, chosen over a "follow the
-  propagation" wording that the 0.5B model parroted).
+ranges and the step count of Correct *are* validated, so a bad reply goes
+through the gateway's repair loop.
 
 Without ground truth (settings ``with_ground_truth=False``) HG, Correct and
 DED are told that the run failed but not the answer, and S(i) comes from a
 judge (:data:`JUDGE_TEMPLATE`, :class:`JudgeReply`) that sees only the
 question and the simulated outcome.
-
-The Correct reply names each step by number (a list of ``{step, content}``),
-so a missing or extra entry can never shift the others.
 
 References
 ----------
@@ -59,10 +49,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Annotated, Literal
+from typing import Annotated, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from agentcausal.attribution.dcfa import paper_prompts as pp
 from agentcausal.llm import Message
 from agentcausal.llm.replies import ShortText
 from agentcausal.traces.model import Step
@@ -71,19 +62,6 @@ from agentcausal.traces.render import DATA_NOTICE, delimit, escape_data, render_
 __all__ = [
     "PROMPT_VERSION",
     "PROMPT_VERSIONS",
-    "PAPER_GCA_JOINT_TEMPLATE",
-    "PAPER_MDI_TEMPLATE",
-    "PAPER_CGC_TEMPLATE",
-    "PAPER_HG_TEMPLATE",
-    "PAPER_CORRECT_TEMPLATE",
-    "PAPER_SIMULATION_TEMPLATE",
-    "PAPER_DED_TEMPLATE",
-    "JUDGE_TEMPLATE",
-    "JudgedEdge",
-    "CorrectedStep",
-    "JudgeReply",
-    "judge_messages",
-    "simulation_model",
     "SYSTEM_TEMPLATE",
     "GCA_JOINT_TEMPLATE",
     "MDI_TEMPLATE",
@@ -91,35 +69,48 @@ __all__ = [
     "HG_TEMPLATE",
     "CORRECT_TEMPLATE",
     "SIMULATION_TEMPLATE",
-    "DED_TEMPLATE",
+    "JUDGE_TEMPLATE",
+    "StepLinks",
+    "RootCause",
     "Deviation",
     "Edge",
+    "JudgedEdge",
+    "LinksEntry",
+    "CorrectedStep",
+    "JudgeReply",
     "DeviationsAndGraph",
+    "DeviationsAndLinks",
     "DeviationsReply",
     "EdgesReply",
+    "CausalListsReply",
     "HypothesisReply",
     "CorrectedTraceReply",
     "SimulatedOutcome",
-    "DecisionReply",
+    "PaperSimulatedOutcome",
+    "RootCauseOutcome",
     "gca_joint_model",
     "mdi_model",
     "cgc_model",
     "hypothesis_model",
     "corrected_trace_model",
-    "decision_model",
+    "simulation_model",
     "format_deviations",
     "format_edges",
+    "format_links",
+    "format_graph",
+    "truth_line",
+    "paper_messages",
     "gca_joint_messages",
     "mdi_messages",
     "cgc_messages",
     "hg_messages",
     "correct_messages",
     "simulation_messages",
-    "ded_messages",
+    "judge_messages",
 ]
 
 #: version of each prompt set; bump the one whose prompts or reply models change
-PROMPT_VERSIONS = {"paper": "dcfa-paper-2", "small": "dcfa-small-3"}
+PROMPT_VERSIONS = {"paper": "dcfa-paper-3", "small": "dcfa-small-3"}
 
 #: enters every cache key and every stored attribution (both sets; the settings name the set used)
 PROMPT_VERSION = "+".join(PROMPT_VERSIONS[k] for k in sorted(PROMPT_VERSIONS))
@@ -130,7 +121,8 @@ SYSTEM_TEMPLATE = (
     + " Steps are numbered from 0. Answer with one JSON object."
 )
 
-#: question and trace, shared by every stage (the common prompt prefix)
+# ------------------------------------------------------------------ small prompt set
+#: question and trace, shared by every ``small`` stage (the common prompt prefix)
 _CONTEXT_TEMPLATE = "{truth_first}{question}\n{trace}\n\n"
 
 _DEVIATION_TASK = (
@@ -144,22 +136,22 @@ _EDGE_TASK = (
     "that start or end at a deviation."
 )
 
-#: MDI and CGC in one call (the paper's default, appendix L, Figure 9)
+#: MDI and CGC in one call (``small``)
 GCA_JOINT_TEMPLATE = (
     "The run above failed to answer the question. Steps are numbered 0 to {last}.\n"
     "1. " + _DEVIATION_TASK + "\n2. " + _EDGE_TASK
 )
 
-#: MDI alone (``split_mdi_cgc``)
+#: MDI alone (``small``, ``mdi_cgc="split"``)
 MDI_TEMPLATE = "The run above failed to answer the question. Steps are numbered 0 to {last}.\n" + _DEVIATION_TASK
 
-#: CGC alone (``split_mdi_cgc``)
+#: CGC alone (``small``, ``mdi_cgc="split"``)
 CGC_TEMPLATE = (
     "The run above failed to answer the question. Steps are numbered 0 to {last}.\n"
     "Minor deviations found:\n{deviations}\n" + _EDGE_TASK
 )
 
-#: HG (Figure 10); asks for the *first* decisive mistake, Who&When's definition (chosen over a
+#: HG (``small``); asks for the *first* decisive mistake, Who&When's definition (chosen over a
 #: "follow the propagation" wording that the 0.5B model parroted, on Algorithm-Generated 38, 47, 73)
 HG_TEMPLATE = (
     "The run above failed. The correct answer is {truth}.\n"
@@ -169,7 +161,7 @@ HG_TEMPLATE = (
     "Give its number (0 to {last}) and say in one sentence what that step got wrong."
 )
 
-#: Correct (Figure 11)
+#: Correct (``small``)
 CORRECT_TEMPLATE = (
     "The run above failed. The correct answer is {truth}.\n"
     "Minor deviations:\n{deviations}\n"
@@ -180,101 +172,15 @@ CORRECT_TEMPLATE = (
     'with content "" when the step needs no change.'
 )
 
-#: Simulation (Figure 12); {revision} says which prefix is corrected
+#: Simulation (``small``); {revision} says which prefix is corrected
 SIMULATION_TEMPLATE = (
     "{revision} Later steps are from the original run and may contradict revised ones. "
     "Continue the run from the revised steps: what final answer would the team give to the "
     "question? Reply with that answer only, as short as possible."
 )
 
-#: DED (Figure 13)
-DED_TEMPLATE = (
-    "The run failed. The correct answer is {truth}.\n"
-    "Dependency edges among all steps (source -> target): {edges}\n"
-    "The steps shown are the candidates for the decisive error. Which one is it: the step whose "
-    "correction would most plausibly fix the final answer? Choose one of {candidates} and give a "
-    "one-sentence reason."
-)
-
-
 #: text in place of "The correct answer is ..." when the method runs without ground truth
 _NO_TRUTH = "Its final answer is wrong; the correct answer is not given."
-
-# ------------------------------------------------------------------ paper prompt set (appendix L intent)
-_PAPER_DEVIATION_TASK = (
-    "Task 1, minor deviations: list every step that contains a mistake event, i.e. content that is wrong, "
-    "incomplete, unverified, inconsistent with earlier steps or misleading. These are candidates: a minor "
-    "deviation need not be the decisive error. Give a short reason for each.{cap}"
-)
-_PAPER_EDGE_TASK = (
-    "Task 2, causal-inspired dependency graph: list the dependency relations between steps as edges "
-    "(source, target), above all those that start or end at a deviation and carry its effect towards the "
-    "final answer. For each edge judge three criteria: temporal (step source comes before step target), "
-    "necessary (without step source, step target would not have happened as it did) and sufficient (step "
-    "source is enough to make step target plausible), each true or false, with a one-sentence reason. An "
-    "edge counts only if all three hold.{cap}"
-)
-
-#: MDI + CGC in one call (Figure 9)
-PAPER_GCA_JOINT_TEMPLATE = (
-    "The run above failed to answer the question correctly. Steps are numbered 0 to {last}.\n"
-    + _PAPER_DEVIATION_TASK + "\n" + _PAPER_EDGE_TASK
-)
-
-#: MDI alone (``split_mdi_cgc``)
-PAPER_MDI_TEMPLATE = (
-    "The run above failed to answer the question correctly. Steps are numbered 0 to {last}.\n"
-    + _PAPER_DEVIATION_TASK
-)
-
-#: CGC alone (``split_mdi_cgc``)
-PAPER_CGC_TEMPLATE = (
-    "The run above failed to answer the question correctly. Steps are numbered 0 to {last}.\n"
-    "Minor deviations found:\n{deviations}\n" + _PAPER_EDGE_TASK
-)
-
-#: HG (Figure 10): global reasoning over the propagation along the graph
-PAPER_HG_TEMPLATE = (
-    "The run above failed. {truth_line}\n"
-    "Minor deviations, with explanations:\n{deviations}\n"
-    "Causal-inspired dependency graph (source -> target): {edges}\n"
-    "Reason globally over this graph: follow how each deviation propagates along the edges to later steps "
-    "and to the final answer. An early or minor deviation whose effect is corrected later, or never reaches "
-    "the final answer, is not decisive. The decisive error is the step whose mistake, propagated through the "
-    "dependencies, most plausibly explains the failure: had it been right, the run would have reached the "
-    "correct answer. Give its number (0 to {last}) and a short reason."
-)
-
-#: Correct (Figure 11): fix mistake events and the steps they affect; every step stays in place
-PAPER_CORRECT_TEMPLATE = (
-    "The run above failed. {truth_line}\n"
-    "Minor deviations:\n{deviations}\n"
-    "Causal-inspired dependency graph (source -> target): {edges}\n"
-    "Write the corrected run: correct the mistake events and every later step causally affected by them "
-    "(follow the edges), so that the corrected run reaches the correct answer. Keep every step in place: "
-    "the same steps in the same order, each by the same agent in the same format; do not add, drop, merge "
-    'or reorder steps. Reply with one entry per step 0 to {last} in "steps", each {{"step": its number, '
-    '"content": the full corrected content{max_chars}}}, with content "" when the step needs no change.'
-)
-
-#: Simulation (Figure 12): reconstruct the downstream reasoning, then the outcome
-PAPER_SIMULATION_TEMPLATE = (
-    "{revision} Later steps are from the original run and may contradict the revised ones. Starting from "
-    "the revised steps, reconstruct briefly how the run would continue (which later steps would change and "
-    'how), in "reasoning"; then give in "outcome" the final answer the team would give to the question, '
-    "as short as possible."
-)
-
-#: DED (Figure 13)
-PAPER_DED_TEMPLATE = (
-    "The run failed. {truth_line}\n"
-    "Causal-inspired dependency graph among all steps (source -> target): {edges}\n"
-    "The steps shown are the candidate decisive errors found by the counterfactual search. Using the graph, "
-    "decide which single candidate is causally decisive for the failure: the step whose mistake starts the "
-    "chain of dependencies that leads to the wrong final answer, so that correcting it would most plausibly "
-    "have given the correct answer. A minor deviation that does not propagate to the answer is not decisive. "
-    "Choose one of {candidates} and give a short reason."
-)
 
 #: the no-truth judge: S(i) = the probability that the simulated outcome answers the question correctly
 JUDGE_TEMPLATE = (
@@ -282,6 +188,24 @@ JUDGE_TEMPLATE = (
     "How likely is it that this answer is a correct answer to the question? Reply with a probability "
     "between 0 and 1."
 )
+
+
+# ------------------------------------------------------------------ inputs
+class StepLinks(NamedTuple):
+    """One step's entry of a CGC reply under ``cgc="code"``: the earlier steps that cause it and the
+    later steps it causes (0-based, validated)."""
+
+    step: int
+    causes: tuple[int, ...]
+    effects: tuple[int, ...]
+
+
+class RootCause(NamedTuple):
+    """The candidate a ``simulation="code"`` prompt names: its step, agent and the steps it directly affects."""
+
+    step: int
+    agent: str
+    effects: tuple[int, ...]
 
 
 # ------------------------------------------------------------------ reply models
@@ -304,7 +228,7 @@ class Edge(BaseModel):
 
 
 class JudgedEdge(BaseModel):
-    """A candidate dependency edge with the three CGC judgements (``paper`` prompts, eqs. 3 to 6)."""
+    """A candidate dependency edge with the three CGC judgements (``cgc="equations"``, eqs. 3 to 6)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -319,6 +243,16 @@ class JudgedEdge(BaseModel):
     def holds(self) -> bool:
         """All three criteria hold (the edge is kept)."""
         return self.temporal and self.necessary and self.sufficient
+
+
+class LinksEntry(BaseModel):
+    """One step of the causal graph (``cgc="code"``): the steps that cause it and the steps it causes."""
+
+    model_config = ConfigDict(frozen=True)
+
+    step: int = Field(description="0-based step number")
+    causes: list[int] = Field(default_factory=list, description="earlier steps that cause this step")
+    effects: list[int] = Field(default_factory=list, description="later steps this step causes")
 
 
 class CorrectedStep(BaseModel):
@@ -341,6 +275,13 @@ class DeviationsAndGraph(BaseModel):
     edges: list[Edge] = Field(default_factory=list)
 
 
+class DeviationsAndLinks(BaseModel):
+    """Mistake steps and the causal graph of every step (MDI + CGC in one reply, ``cgc="code"``)."""
+
+    deviations: list[Deviation] = Field(default_factory=list)
+    steps: list[LinksEntry] = Field(default_factory=list)
+
+
 class DeviationsReply(BaseModel):
     """Minor deviations of a failed run (MDI)."""
 
@@ -351,6 +292,12 @@ class EdgesReply(BaseModel):
     """Dependency edges of a failed run (CGC)."""
 
     edges: list[Edge] = Field(default_factory=list)
+
+
+class CausalListsReply(BaseModel):
+    """The causal graph of a failed run: the causes and effects of every step (CGC, ``cgc="code"``)."""
+
+    steps: list[LinksEntry] = Field(default_factory=list)
 
 
 class HypothesisReply(BaseModel):
@@ -383,11 +330,16 @@ class PaperSimulatedOutcome(BaseModel):
     outcome: str = Field(description="the final answer only")
 
 
-class DecisionReply(BaseModel):
-    """The decisive error among the candidates (DED)."""
+class RootCauseOutcome(BaseModel):
+    """Simulation as the released code asks it: why the root cause failed the run, then the answer."""
 
-    step: int = Field(description="one of the candidate steps")
-    reason: str = Field(description="one sentence")
+    reason: str = Field(description="how the root-cause step led to the wrong answer and how the corrections resolve it")
+    answer: str = Field(description="the correct final answer to the question")
+
+    @property
+    def outcome(self) -> str:
+        """The simulated final answer (what S(i) scores)."""
+        return self.answer
 
 
 def _reason(max_chars: int | None, description: str = "one sentence") -> object:
@@ -423,25 +375,31 @@ def _edge_type(judged: bool, max_reason_chars: int | None) -> type:
 
 @functools.lru_cache(maxsize=64)
 def gca_joint_model(max_deviations: int | None, max_edges: int | None, max_reason_chars: int | None,
-                    judged: bool = False) -> type[DeviationsAndGraph]:
+                    judged: bool = False, links: bool = False) -> type[BaseModel]:
     """Reply model of MDI + CGC with advisory ``maxItems``/``maxLength`` (see module docstring).
 
     Parameters
     ----------
     max_deviations, max_edges : int or None, advisory list caps (None = no ``maxItems``)
     max_reason_chars : int or None, reason length cap (``maxLength``, cut on validation); None = none
-    judged : bool, edges carry the CGC judgements (:class:`JudgedEdge`, ``paper`` prompts)
+    judged : bool, edges carry the CGC judgements (:class:`JudgedEdge`, ``cgc="equations"``)
+    links : bool, the graph is the cause/effect lists of every step (:class:`DeviationsAndLinks`,
+        ``cgc="code"``; ``judged`` is then ignored)
 
     Returns
     -------
-    a subclass of :class:`DeviationsAndGraph` (cached per argument tuple).
+    a subclass of :class:`DeviationsAndGraph` or :class:`DeviationsAndLinks` (cached per argument tuple).
     """
     dev = _deviation_model(max_reason_chars)
+    devs = (list[dev], Field(default_factory=list, json_schema_extra=_items(max_deviations)))
+    if links:
+        return create_model("DeviationsAndLinks", __base__=DeviationsAndLinks, deviations=devs,
+                            steps=(list[LinksEntry], Field(default_factory=list)))
     edge = _edge_type(judged, max_reason_chars)
     return create_model(
         "DeviationsAndGraph",
         __base__=DeviationsAndGraph,
-        deviations=(list[dev], Field(default_factory=list, json_schema_extra=_items(max_deviations))),
+        deviations=devs,
         edges=(list[edge], Field(default_factory=list, json_schema_extra=_items(max_edges))),
     )
 
@@ -458,8 +416,12 @@ def mdi_model(max_deviations: int | None, max_reason_chars: int | None) -> type[
 
 
 @functools.lru_cache(maxsize=64)
-def cgc_model(max_edges: int | None, judged: bool = False, max_reason_chars: int | None = None) -> type[EdgesReply]:
-    """Reply model of CGC alone (advisory ``maxItems``; judged edges as in :func:`gca_joint_model`)."""
+def cgc_model(max_edges: int | None, judged: bool = False, max_reason_chars: int | None = None,
+              links: bool = False) -> type[BaseModel]:
+    """Reply model of CGC alone: :class:`CausalListsReply` when ``links`` (``cgc="code"``), else an
+    :class:`EdgesReply` (advisory ``maxItems``; judged edges as in :func:`gca_joint_model`)."""
+    if links:
+        return CausalListsReply
     return create_model(
         "EdgesReply",
         __base__=EdgesReply,
@@ -469,8 +431,15 @@ def cgc_model(max_edges: int | None, judged: bool = False, max_reason_chars: int
 
 
 @functools.lru_cache(maxsize=256)
-def hypothesis_model(n_steps: int, max_reason_chars: int | None) -> type[HypothesisReply]:
+def hypothesis_model(n_steps: int, max_reason_chars: int | None, log_answer: bool = False) -> type[BaseModel]:
     """Reply model of HG whose ``step`` must lie in ``0 .. n_steps - 1`` (validated).
+
+    Parameters
+    ----------
+    n_steps : int
+    max_reason_chars : int or None, ``maxLength`` of the reason (None = none)
+    log_answer : bool, ask first for the final wrong answer of the log (``paper``: the released
+        code's reply is log_answer, root-cause event, step, reason)
 
     Raises
     ------
@@ -479,12 +448,14 @@ def hypothesis_model(n_steps: int, max_reason_chars: int | None) -> type[Hypothe
     """
     if n_steps < 1:
         raise ValueError(f"n_steps must be >= 1, got {n_steps}")
-    return create_model(
-        "HypothesisReply",
-        __base__=HypothesisReply,
-        step=(int, Field(ge=0, le=n_steps - 1, description="0-based step of the decisive error")),
-        reason=(_reason(max_reason_chars), ...),
-    )
+    step = (int, Field(ge=0, le=n_steps - 1, description="0-based step of the decisive error"))
+    reason = (_reason(max_reason_chars, "how the root cause was inferred" if log_answer else "one sentence"), ...)
+    if log_answer:
+        return create_model(
+            "HypothesisReply", __doc__=HypothesisReply.__doc__,
+            log_answer=(str, Field("", description="the final wrong answer given in the log")), step=step,
+            reason=reason)
+    return create_model("HypothesisReply", __base__=HypothesisReply, step=step, reason=reason)
 
 
 @functools.lru_cache(maxsize=256)
@@ -520,50 +491,92 @@ def corrected_trace_model(n_steps: int, max_chars: int | None) -> type[Corrected
     )
 
 
-def simulation_model(style: str) -> type[BaseModel]:
-    """Reply model of Simulation for a prompt set (``paper``: reasoning, then outcome)."""
-    return PaperSimulatedOutcome if style == "paper" else SimulatedOutcome
-
-
-@functools.lru_cache(maxsize=256)
-def decision_model(candidates: tuple[int, ...], max_reason_chars: int | None) -> type[DecisionReply]:
-    """Reply model of DED whose ``step`` must be one of ``candidates`` (a JSON-schema enum).
-
-    Raises
-    ------
-    ValueError
-        If ``candidates`` is empty.
-    """
-    if not candidates:
-        raise ValueError("DED needs at least one candidate step")
-    return create_model(
-        "DecisionReply",
-        __base__=DecisionReply,
-        step=(Literal[tuple(sorted(set(candidates)))], Field(description="one of the candidate steps")),
-        reason=(_reason(max_reason_chars), ...),
-    )
+def simulation_model(style: str, variant: str = "equations") -> type[BaseModel]:
+    """Reply model of Simulation: ``small`` -> :class:`SimulatedOutcome`; ``paper`` ->
+    :class:`RootCauseOutcome` (``simulation="code"``: reason, answer) or
+    :class:`PaperSimulatedOutcome` (``"equations"``: reasoning, outcome). Each has ``.outcome``."""
+    if style != "paper":
+        return SimulatedOutcome
+    return RootCauseOutcome if variant == "code" else PaperSimulatedOutcome
 
 
 # ------------------------------------------------------------------ formatting
-def format_deviations(deviations: Sequence[tuple[int, str]]) -> str:
-    """``- step 2: reason`` lines (reasons escaped as data); ``- none`` when empty."""
+def format_deviations(deviations: Sequence[tuple[int, str]] | str) -> str:
+    """``- step 2: reason`` lines (reasons escaped as data); ``- none`` when empty; a str as it is."""
+    if isinstance(deviations, str):
+        return deviations
     if not deviations:
         return "- none"
     return "\n".join(f"- step {s}: {escape_data(r).replace(chr(10), ' ')}" for s, r in deviations)
 
 
-def format_edges(edges: Sequence[tuple[int, int]]) -> str:
-    """``0 -> 2, 2 -> 4``; ``none`` when empty."""
+def format_edges(edges: Sequence[tuple[int, int]] | str) -> str:
+    """``0 -> 2, 2 -> 4``; ``none`` when empty; a str as it is."""
+    if isinstance(edges, str):
+        return edges
     return ", ".join(f"{p} -> {q}" for p, q in edges) if edges else "none"
 
 
-def _messages(question: str, steps: Sequence[Step], budget: int | None, tail: str,
-              truth_first: str = "") -> tuple[list[Message], tuple[int, ...]]:
-    rendered = render_steps_info(steps, budget)
+def format_links(links: Sequence[StepLinks]) -> str:
+    """``- step 3: causes 1, 2; effects 5`` lines, one per step (the released code's per-step graph).
+
+    >>> print(format_links([StepLinks(0, (), (1,)), StepLinks(1, (0,), ())]))
+    - step 0: causes none; effects 1
+    - step 1: causes 0; effects none
+    """
+    def ids(xs: Sequence[int]) -> str:
+        return ", ".join(map(str, xs)) if xs else "none"
+
+    return "\n".join(f"- step {e.step}: causes {ids(e.causes)}; effects {ids(e.effects)}" for e in links) or "- none"
+
+
+def format_graph(graph: Sequence[tuple[int, int]] | Sequence[StepLinks] | str) -> str:
+    """The dependency graph as a prompt shows it: per-step lists (:func:`format_links`) for
+    :class:`StepLinks` entries, else edges (:func:`format_edges`); a str as it is."""
+    if isinstance(graph, str):
+        return graph
+    if graph and isinstance(graph[0], StepLinks):
+        return format_links(graph)  # type: ignore[arg-type]
+    return format_edges(graph)  # type: ignore[arg-type]
+
+
+def truth_line(truth: str | None) -> str:
+    """``The correct answer is <answer>…</answer>.``, or the no-truth sentence when ``truth`` is None."""
+    return _NO_TRUTH if truth is None else f"The correct answer is {delimit('answer', truth)}."
+
+
+def _trace_block(steps: Sequence[Step] | str, budget: int | None) -> str:
+    return steps if isinstance(steps, str) else render_steps_info(steps, budget).text
+
+
+def paper_messages(steps: Sequence[Step] | str, budget: int | None, inputs: Sequence[str], task: str,
+                   example: str | None = None) -> list[Message]:
+    """Messages of one ``paper`` prompt: the shared system message, then the trace block, the stage's
+    inputs, its instructions and its worked example, blank lines between.
+
+    Parameters
+    ----------
+    steps : sequence of Step (rendered, :func:`render_steps_info`) or a str shown as it is
+    budget : int or None, character budget of the trace block
+    inputs : the stage's inputs, each already delimited or escaped
+    task : the instructions
+    example : the worked example, or None
+
+    Returns
+    -------
+    list of two messages (system, user).
+    """
+    parts = [_trace_block(steps, budget), *inputs, task, *([example] if example else [])]
+    return [{"role": "system", "content": SYSTEM_TEMPLATE}, {"role": "user", "content": "\n\n".join(parts)}]
+
+
+def _messages(question: str, steps: Sequence[Step] | str, budget: int | None, tail: str,
+              truth_first: str = "") -> list[Message]:
+    """Messages of one ``small`` prompt: question, trace block, then the stage's part."""
     user = _CONTEXT_TEMPLATE.format(
-        truth_first=truth_first, question=delimit("question", question), trace=rendered.text
+        truth_first=truth_first, question=delimit("question", question), trace=_trace_block(steps, budget)
     ) + tail
-    return [{"role": "system", "content": SYSTEM_TEMPLATE}, {"role": "user", "content": user}], rendered.shortened
+    return [{"role": "system", "content": SYSTEM_TEMPLATE}, {"role": "user", "content": user}]
 
 
 def _check_style(style: str) -> bool:
@@ -572,133 +585,180 @@ def _check_style(style: str) -> bool:
     return style == "paper"
 
 
-def _truth_line(truth: str | None) -> str:
-    return _NO_TRUTH if truth is None else f"The correct answer is {delimit('answer', truth)}."
-
-
 def _cap(text: str, cap: int | None) -> str:
     return "" if cap is None else text.format(cap=cap)
 
 
+def _question(question: str) -> str:
+    return "The question of the run: " + delimit("question", question)
+
+
+def _mistakes_input(deviations: Sequence[tuple[int, str]] | str) -> str:
+    return "Mistake reasons (MDI):\n" + format_deviations(deviations)
+
+
+def _graph_input(graph: Sequence[tuple[int, int]] | Sequence[StepLinks] | str) -> str:
+    shown = format_graph(graph)
+    if not isinstance(graph, str) and not (graph and isinstance(graph[0], StepLinks)):
+        shown = "edges (source -> target): " + shown
+    return "Causal graph (CGC):\n" + shown
+
+
+def _cgc_task(cgc: str, last: int, max_edges: int | None, marked: str) -> tuple[str, str | None]:
+    if cgc == "code":
+        return (pp.CGC_LISTS_TASK.format(last=last, marked=marked, cap=_cap(" Give at most {cap} links in all.",
+                                                                                max_edges)),
+                pp.CGC_LISTS_EXAMPLE)
+    return pp.CGC_JUDGED_TASK.format(cap=_cap(" List at most {cap} edges.", max_edges)), None
+
+
 def gca_joint_messages(question: str, steps: Sequence[Step], *, max_deviations: int | None,
-                       max_edges: int | None, budget: int | None = None, style: str = "paper") -> list[Message]:
-    """Messages of MDI + CGC in one call.
+                       max_edges: int | None, budget: int | None = None, style: str = "paper",
+                       cgc: str = "code") -> list[Message]:
+    """Messages of MDI + CGC in one call (``mdi_cgc="joint"``, the paper's text).
 
     Parameters
     ----------
-    question : str
+    question : str, shown under ``small`` only (``paper``: MDI and CGC see the log only)
     steps : sequence of Step, the whole trace (0-based indices)
     max_deviations, max_edges : int or None, caps stated in the prompt (None = no cap; the
         ``small`` wording needs both)
     budget : int or None, character budget of the trace block (:func:`render_steps_info`)
     style : "paper" or "small", the prompt set
+    cgc : "code" (cause/effect lists of every step) or "equations" (judged edges); ``paper`` only
 
     Returns
     -------
     list of two messages (system, user).
     """
     last = len(steps) - 1
-    if _check_style(style):
-        dev = _PAPER_DEVIATION_TASK.format(cap=_cap(" List at most {cap}.", max_deviations))
-        edge = _PAPER_EDGE_TASK.format(cap=_cap(" List at most {cap} edges.", max_edges))
-        tail = (f"The run above failed to answer the question correctly. Steps are numbered 0 to {last}.\n"
-                f"{dev}\n{edge}")
-    else:
+    if not _check_style(style):
         tail = GCA_JOINT_TEMPLATE.format(last=last, max_deviations=max_deviations, max_edges=max_edges)
-    return _messages(question, steps, budget, tail)[0]
+        return _messages(question, steps, budget, tail)
+    mdi = "Task 1, mistake steps (MDI). " + pp.MDI_TASK.format(cap=_cap(" Mark at most {cap}.", max_deviations))
+    task2, example2 = _cgc_task(cgc, last, max_edges, "you marked in task 1")
+    task = mdi + "\n\nTask 2, causal graph (CGC). " + task2
+    example = pp.MDI_EXAMPLE + ("\n\n" + example2 if example2 else "")
+    return paper_messages(steps, budget, [f"Steps are numbered 0 to {last}."], task, example)
 
 
 def mdi_messages(question: str, steps: Sequence[Step], *, max_deviations: int | None,
                  budget: int | None = None, style: str = "paper") -> list[Message]:
-    """Messages of MDI alone (``split_mdi_cgc``); parameters as in :func:`gca_joint_messages`."""
+    """Messages of MDI alone (``mdi_cgc="split"``); parameters as in :func:`gca_joint_messages`."""
+    last = len(steps) - 1
+    if not _check_style(style):
+        return _messages(question, steps, budget, MDI_TEMPLATE.format(last=last, max_deviations=max_deviations))
+    task = pp.MDI_TASK.format(cap=_cap(" Mark at most {cap}.", max_deviations))
+    return paper_messages(steps, budget, [f"Steps are numbered 0 to {last}."], task, pp.MDI_EXAMPLE)
+
+
+def cgc_messages(question: str, steps: Sequence[Step], deviations: Sequence[tuple[int, str]] | str, *,
+                 max_edges: int | None, budget: int | None = None, style: str = "paper",
+                 cgc: str = "code") -> list[Message]:
+    """Messages of CGC alone, given MDI's deviations as ``(step, reason)`` pairs (or a str)."""
+    last, devs = len(steps) - 1, format_deviations(deviations)
+    if not _check_style(style):
+        return _messages(question, steps, budget, CGC_TEMPLATE.format(last=last, deviations=devs,
+                                                                       max_edges=max_edges))
+    task, example = _cgc_task(cgc, last, max_edges, "listed in the mistake reasons")
+    return paper_messages(steps, budget, [f"Steps are numbered 0 to {last}.", _mistakes_input(deviations)], task,
+                          example)
+
+
+def hg_messages(question: str, truth: str | None, steps: Sequence[Step], deviations: Sequence[tuple[int, str]] | str,
+                graph: Sequence[tuple[int, int]] | Sequence[StepLinks] | str, *, budget: int | None = None,
+                style: str = "paper") -> list[Message]:
+    """Messages of HG: question, truth (None = not shown), trace, deviations with reasons and the
+    graph (eq. 7); ``graph`` is edges, per-step :class:`StepLinks` or a str."""
     last = len(steps) - 1
     if _check_style(style):
-        tail = PAPER_MDI_TEMPLATE.format(last=last, cap=_cap(" List at most {cap}.", max_deviations))
-    else:
-        tail = MDI_TEMPLATE.format(last=last, max_deviations=max_deviations)
-    return _messages(question, steps, budget, tail)[0]
+        inputs = [_question(question), truth_line(truth), _mistakes_input(deviations), _graph_input(graph)]
+        return paper_messages(steps, budget, inputs, pp.HG_TASK.format(last=last), pp.HG_EXAMPLE)
+    tail = HG_TEMPLATE.format(truth=delimit("answer", truth) if truth is not None else "not given",
+                              deviations=format_deviations(deviations), edges=format_graph(graph), last=last)
+    if truth is None:
+        tail = tail.replace("The correct answer is not given.", _NO_TRUTH)
+    return _messages(question, steps, budget, tail)
 
 
-def cgc_messages(question: str, steps: Sequence[Step], deviations: Sequence[tuple[int, str]], *,
-                 max_edges: int | None, budget: int | None = None, style: str = "paper") -> list[Message]:
-    """Messages of CGC alone, given MDI's deviations as ``(step, reason)`` pairs."""
-    last, devs = len(steps) - 1, format_deviations(deviations)
+def correct_messages(question: str, truth: str | None, steps: Sequence[Step], deviations: Sequence[tuple[int, str]] | str,
+                     graph: Sequence[tuple[int, int]] | Sequence[StepLinks] | str, *, max_chars: int | None,
+                     budget: int | None = None, style: str = "paper",
+                     variant: str = "algorithm_generated") -> list[Message]:
+    """Messages of Correct: question, truth (None = not shown), trace, deviations and graph (eq. 8).
+
+    Parameters
+    ----------
+    variant : "algorithm_generated" or "hand_crafted", the released code's two prompts (``paper`` only;
+        :func:`~agentcausal.attribution.dcfa.settings.correct_variant_for`)
+
+    Raises
+    ------
+    ValueError
+        If ``variant`` is unknown.
+    """
+    last = len(steps) - 1
+    chars = "" if max_chars is None else f", at most {max_chars} characters"
     if _check_style(style):
-        tail = PAPER_CGC_TEMPLATE.format(last=last, deviations=devs, cap=_cap(" List at most {cap} edges.", max_edges))
-    else:
-        tail = CGC_TEMPLATE.format(last=last, deviations=devs, max_edges=max_edges)
-    return _messages(question, steps, budget, tail)[0]
+        if variant not in pp.CORRECT_TASKS:
+            raise ValueError(f"unknown Correct variant {variant!r}; choose from {sorted(pp.CORRECT_TASKS)}")
+        inputs = [_question(question), truth_line(truth), _mistakes_input(deviations), _graph_input(graph)]
+        task = pp.CORRECT_TASKS[variant] + "\n" + pp.CORRECT_FORMAT.format(last=last, max_chars=chars)
+        return paper_messages(steps, budget, inputs, task, pp.CORRECT_EXAMPLE)
+    tail = CORRECT_TEMPLATE.format(truth=delimit("answer", truth) if truth is not None else "not given",
+                                   deviations=format_deviations(deviations), edges=format_graph(graph), last=last,
+                                   max_chars=chars)
+    if truth is None:
+        tail = tail.replace("The correct answer is not given.", _NO_TRUTH)
+    return _messages(question, steps, budget, tail)
 
 
-def hg_messages(question: str, truth: str | None, steps: Sequence[Step], deviations: Sequence[tuple[int, str]],
-                edges: Sequence[tuple[int, int]], *, budget: int | None = None,
-                style: str = "paper") -> list[Message]:
-    """Messages of HG: truth (None = not shown), trace, deviations with reasons, and the graph (eq. 7)."""
-    fields = dict(deviations=format_deviations(deviations), edges=format_edges(edges), last=len(steps) - 1)
-    if _check_style(style):
-        tail = PAPER_HG_TEMPLATE.format(truth_line=_truth_line(truth), **fields)
-    else:
-        tail = HG_TEMPLATE.format(truth=delimit("answer", truth) if truth is not None else "not given", **fields)
-        if truth is None:
-            tail = tail.replace("The correct answer is not given.", _NO_TRUTH)
-    return _messages(question, steps, budget, tail)[0]
+def _root_line(root: RootCause | str | None) -> str:
+    if root is None:
+        return "Root-cause step: none named."
+    if isinstance(root, str):
+        return "Root-cause step: " + root
+    effects = ", ".join(map(str, root.effects)) or "none"
+    return f"Root-cause step: step {root.step} ({escape_data(root.agent)}); the steps it directly affects: {effects}."
 
 
-def correct_messages(question: str, truth: str | None, steps: Sequence[Step], deviations: Sequence[tuple[int, str]],
-                     edges: Sequence[tuple[int, int]], *, max_chars: int | None,
-                     budget: int | None = None, style: str = "paper") -> list[Message]:
-    """Messages of Correct: truth (None = not shown), trace, deviations and graph (eq. 8)."""
-    fields = dict(deviations=format_deviations(deviations), edges=format_edges(edges), last=len(steps) - 1,
-                  max_chars="" if max_chars is None else f", at most {max_chars} characters")
-    if _check_style(style):
-        tail = PAPER_CORRECT_TEMPLATE.format(truth_line=_truth_line(truth), **fields)
-    else:
-        tail = CORRECT_TEMPLATE.format(truth=delimit("answer", truth) if truth is not None else "not given",
-                                       **fields)
-        if truth is None:
-            tail = tail.replace("The correct answer is not given.", _NO_TRUTH)
-    return _messages(question, steps, budget, tail)[0]
-
-
-def simulation_messages(question: str, steps: Sequence[Step], revised_through: int, *,
-                        truth: str | None = None, budget: int | None = None, style: str = "paper") -> list[Message]:
+def simulation_messages(question: str, steps: Sequence[Step] | str, revised_through: int | str, *,
+                        truth: str | None = None, budget: int | None = None, style: str = "paper",
+                        variant: str = "equations", root: RootCause | str | None = None) -> list[Message]:
     """Messages of Simulation of one counterfactual trace (eq. 9).
 
     Parameters
     ----------
     question : str
-    steps : sequence of Step, the counterfactual trace (corrected 0..i, original after)
-    revised_through : int, i; -1 when nothing is revised
+    steps : sequence of Step, the counterfactual trace (corrected 0..i, original after), or a str
+    revised_through : int, i (-1 when nothing is revised), or a str; said in the prompt under
+        ``variant="equations"`` and ``small`` only
     truth : str or None, shown before the steps when given (``simulation_sees_truth``)
     budget : int or None
     style : "paper" or "small"
+    variant : "code" (the released prompt: the root-cause step named, or none for S(i-1)) or
+        "equations" (neutral); ``paper`` only
+    root : RootCause, str or None, the step ``variant="code"`` names; None = none (S(i-1))
 
     Returns
     -------
     list of two messages.
     """
-    revision = (
-        "No step above is revised."
-        if revised_through < 0
-        else f"Steps 0 to {revised_through} above are revised."
-    )
-    truth_first = "" if truth is None else f"The correct answer is {delimit('answer', truth)}.\n"
-    template = PAPER_SIMULATION_TEMPLATE if _check_style(style) else SIMULATION_TEMPLATE
-    return _messages(question, steps, budget, template.format(revision=revision), truth_first)[0]
-
-
-def ded_messages(question: str, truth: str | None, candidate_steps: Sequence[Step],
-                 edges: Sequence[tuple[int, int]], *, budget: int | None = None,
-                 style: str = "paper") -> list[Message]:
-    """Messages of DED: truth (None = not shown), the candidate steps only (their own numbers), and the graph."""
-    fields = dict(edges=format_edges(edges), candidates=", ".join(str(s.index) for s in candidate_steps))
-    if _check_style(style):
-        tail = PAPER_DED_TEMPLATE.format(truth_line=_truth_line(truth), **fields)
+    if isinstance(revised_through, str):
+        revision = f"Steps 0 to {revised_through} above are revised."
+    elif revised_through < 0:
+        revision = "No step above is revised."
     else:
-        tail = DED_TEMPLATE.format(truth=delimit("answer", truth) if truth is not None else "not given", **fields)
-        if truth is None:
-            tail = tail.replace("The correct answer is not given.", _NO_TRUTH)
-    return _messages(question, candidate_steps, budget, tail)[0]
+        revision = f"Steps 0 to {revised_through} above are revised."
+    truth_input = [] if truth is None else [truth_line(truth)]
+    if _check_style(style):
+        if variant == "code":
+            return paper_messages(steps, budget, [_question(question), *truth_input, _root_line(root)],
+                                  pp.SIMULATION_TASK)
+        return paper_messages(steps, budget, [_question(question), *truth_input],
+                              pp.NEUTRAL_SIMULATION_TASK.format(revision=revision))
+    truth_first = "" if truth is None else truth_line(truth) + "\n"
+    return _messages(question, steps, budget, SIMULATION_TEMPLATE.format(revision=revision), truth_first)
 
 
 def judge_messages(question: str, outcome: str) -> list[Message]:

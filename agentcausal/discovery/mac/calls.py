@@ -9,7 +9,10 @@
 * :func:`graph_reply_tokens` is the completion budget a graph reply needs,
   from the number of variables, the length of their names and the reply schema
   (per-edge reasons included); :func:`budget` bounds it by the profile's
-  ``max_output_tokens``.
+  ``max_output_tokens``; :func:`completion_cap` is the one rule of every MAC
+  call: a fixed or derived cap (the ``small`` preset's), scaled and bounded by
+  the profile, or, where the setting is None (``paper``), the profile's own
+  budget (:func:`agentcausal.settings.completion_budget`).
 """
 
 from __future__ import annotations
@@ -20,7 +23,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["structured", "sample_index", "graph_reply_tokens", "budget", "CHARS_PER_TOKEN", "REPEAT_STRIDE"]
+from agentcausal.settings import completion_budget
+
+__all__ = ["structured", "sample_index", "graph_reply_tokens", "budget", "completion_cap", "CHARS_PER_TOKEN",
+           "REPEAT_STRIDE"]
 
 #: characters per token assumed for budgets: 3 is below English prose (about 4) and upper-case
 #: abbreviations (HYPOVOLEMIA, LVEDVOLUME) tokenise worse, so budgets err on the generous side
@@ -105,3 +111,25 @@ def budget(gw, stage: str, need: int) -> int:
         except Exception:  # noqa: BLE001 - an unrouted stage fails later, at the call, with its own error
             ceiling = None
     return int(min(need, ceiling)) if ceiling else int(need)
+
+
+def completion_cap(gw, stage: str, fixed: int | None, *, scale: float = 1.0) -> int:
+    """Completion cap (tokens) of one MAC or LLM-baseline call.
+
+    Parameters
+    ----------
+    gw : Gateway
+    stage : str, the routed stage
+    fixed : int or None, the fixed or derived cap of the settings (``small``); None = no cap of the method's
+        own (``paper``): the profile's budget, :func:`agentcausal.settings.completion_budget` (its
+        ``max_output_tokens``, else a fallback from its context window)
+    scale : float, multiplies ``fixed`` (``max_tokens_scale``); a profile budget is not scaled
+
+    Returns
+    -------
+    int: ``max(16, int(fixed * scale))`` bounded by the profile's ``max_output_tokens`` (:func:`budget`), or
+    the profile's budget.
+    """
+    if fixed is None:
+        return completion_budget(gw, stage, None)
+    return budget(gw, stage, max(16, int(fixed * scale)))

@@ -15,8 +15,9 @@ from pydantic import BaseModel, ConfigDict
 
 from agentcausal.discovery.datasets import Dataset, metadata_text, sample_rows
 from agentcausal.discovery.algorithms import default_choice
-from agentcausal.discovery.mac.debate import AlgorithmContext, Debate, DebateRound, ProposedAlgorithm, Verdict, \
-    debate_algorithm, format_rows
+from agentcausal.discovery.mac.mdm import Debate, DebateRound, ProposedAlgorithm, Verdict, debate_algorithm, \
+    format_rows
+from agentcausal.discovery.mac.prompts import AlgorithmContext
 from agentcausal.discovery.mac.executor import Execution, execute
 from agentcausal.discovery.mac.settings import MACSettings
 from agentcausal.exceptions import StructuredOutputError

@@ -38,14 +38,14 @@ from agentcausal.discovery.algorithms import EXACT_SEARCH_SUPERGRAPH_ABOVE, Algo
 from agentcausal.discovery.datasets import Dataset
 from agentcausal.discovery.graph import CausalGraph
 from agentcausal.discovery.mac import prompts as P
-from agentcausal.discovery.mac.calls import structured
+from agentcausal.discovery.mac.calls import completion_cap, structured
 from agentcausal.discovery.mac.sandbox import run_sandboxed, sandbox_available
 from agentcausal.discovery.mac.settings import CODER_STAGE, MACSettings
 from agentcausal.exceptions import AlgorithmError, ConfigError, SandboxError, StructuredOutputError
 from agentcausal.redact import redact
 
-__all__ = ["CodingAttempt", "Execution", "ENCODINGS", "CODER_TEMPLATE", "coder_usage", "execute_typed",
-           "execute_coding", "execute", "validate_adjacency", "read_result", "resolve_executor"]
+__all__ = ["CodingAttempt", "Execution", "ENCODINGS", "coder_usage", "execute_typed",
+           "execute_coding", "execute", "validate_adjacency", "read_result", "resolve_executor", "coder_prompt_fields"]
 
 #: encodings a coder script may declare in ``encoding.txt``, and what each means
 ENCODINGS = {
@@ -56,19 +56,6 @@ ENCODINGS = {
     "exact_search": "the 0/1 DAG of an exact search as the usage above builds it, M[i, j] = 1 means i -> j",
     "lingam": "DirectLiNGAM adjacency_matrix_ B as returned, B[i, j] != 0 means j -> i",
 }
-
-CODER_TEMPLATE = (
-    "Write a Python script that runs causal discovery with causal-learn (import causallearn).\n"
-    "Load the data with X = numpy.load('data.npy'): shape ({n}, {d}), float, columns in order {columns}, {data_type}.\n"
-    "Algorithm: {algorithm} with parameters {params}. Call it like this (these are the pool's bounds):\n"
-    "{usage}\n"
-    "Save the matrix M exactly as the library returns it with numpy.save('adjacency.npy', M) and write the name of "
-    "its encoding to 'encoding.txt'. Encodings:\n{encodings}\n"
-    "Any other values, a wrong shape or a missing encoding.txt are rejected. No network; write only adjacency.npy "
-    "and encoding.txt in the current directory. Reply with the code only in the JSON field."
-)
-CODER_RETRY_TEMPLATE = "The script failed:\n{error}\nFix it and reply with the full corrected script."
-
 
 class CodingAttempt(BaseModel):
     """One script the coder wrote and what happened to it."""
@@ -205,6 +192,14 @@ def coder_usage(choice: AlgorithmChoice, data_type: str, d: int) -> str:
     raise AlgorithmError(a, "no coder usage for this algorithm")  # pragma: no cover
 
 
+def coder_prompt_fields(ds: Dataset, choice: AlgorithmChoice) -> dict[str, object]:
+    """What the coder's prompt shows (:func:`agentcausal.discovery.mac.prompts.coder_messages`): the algorithm,
+    its parameters, :func:`coder_usage`, the data's shape, columns and type, and :data:`ENCODINGS`."""
+    return dict(algorithm=choice.algorithm, params=choice.model_dump(exclude={"algorithm"}),
+                usage=coder_usage(choice, ds.data_type, ds.d), n=ds.n, d=ds.d, columns=", ".join(ds.variables),
+                data_type=ds.data_type, encodings="\n".join(f"  {k}: {v}" for k, v in ENCODINGS.items()))
+
+
 def _load_matrix(raw: bytes, d: int) -> np.ndarray:
     try:
         a = np.load(io.BytesIO(raw), allow_pickle=False)
@@ -332,7 +327,8 @@ def execute_coding(gw, ds: Dataset, choice: AlgorithmChoice, settings: MACSettin
     gw : Gateway, the ``mac.coder`` stage is used
     ds : Dataset (the full data is written to ``data.npy``)
     choice : AlgorithmChoice, the algorithm DCM chose
-    settings : MACSettings (coding_attempts, sandbox limits, algorithm_timeout_s for the fallback)
+    settings : MACSettings (prompts, coding_attempts, coder_max_tokens, sandbox limits, algorithm_timeout_s for
+        the fallback)
     item : str, optional
     sample : int, the LLM sample index (a repeat gets its own script)
     temperature : float or None, sampling temperature (None = the profile's)
@@ -353,18 +349,16 @@ def execute_coding(gw, ds: Dataset, choice: AlgorithmChoice, settings: MACSettin
     buf = io.BytesIO()
     np.save(buf, ds.data)
     data_npy = buf.getvalue()
-    params = choice.model_dump(exclude={"algorithm"})
-    msgs = [{"role": "system", "content": "You write correct, minimal Python. Reply only with JSON."},
-            {"role": "user", "content": CODER_TEMPLATE.format(
-                algorithm=choice.algorithm, params=params, usage=coder_usage(choice, ds.data_type, ds.d), n=ds.n,
-                d=ds.d, columns=", ".join(ds.variables), data_type=ds.data_type,
-                encodings="\n".join(f"  {k}: {v}" for k, v in ENCODINGS.items()))}]
+    style = settings.prompts
+    msgs = P.coder_messages(style, **coder_prompt_fields(ds, choice))
+    reply_model = P.code_model(style)
+    cap = completion_cap(gw, CODER_STAGE, settings.coder_max_tokens, scale=settings.max_tokens_scale)
     attempts: list[CodingAttempt] = []
     total = 0.0
     for _ in range(settings.coding_attempts):
         try:
-            reply = structured(gw, CODER_STAGE, msgs, P.CodeReply, item=item, sample=sample,
-                               temperature=temperature, max_tokens=int(600 * settings.max_tokens_scale))
+            reply = structured(gw, CODER_STAGE, msgs, reply_model, item=item, sample=sample,
+                               temperature=temperature, max_tokens=cap)
         except StructuredOutputError as exc:
             attempts.append(CodingAttempt(code=redact(exc.raw[:4000]), ok=False,
                                           error=redact(f"invalid reply: {exc.errors[:300]}")))
@@ -390,9 +384,8 @@ def execute_coding(gw, ds: Dataset, choice: AlgorithmChoice, settings: MACSettin
             return Execution(graph=graph, mode="coding", choice=choice, seconds=total, attempts=tuple(attempts))
         error = redact(error)
         attempts.append(CodingAttempt(code=code, ok=False, error=error[-1500:], seconds=res.seconds))
-        feedback = CODER_RETRY_TEMPLATE.format(error=P.delimit("error", error[-1500:]))
         msgs = msgs + [{"role": "assistant", "content": redact(reply.model_dump_json())},
-                       {"role": "user", "content": feedback}]
+                       P.coder_retry_message(style, P.delimit("error", error[-1500:]))]
     typed = execute_typed(ds, choice, timeout_s=settings.algorithm_timeout_s)
     last = attempts[-1].error[:200] if attempts else ""
     return typed.model_copy(update={

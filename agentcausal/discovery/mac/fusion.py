@@ -13,8 +13,8 @@ Three kinds of sentence, in this order:
    * ``X --o Y`` (PAG): ``"X --o Y: X is a cause of Y or of selection; the mark at Y is undetermined"``;
 3. implied orderings: for each directed path of length >= 2 (the transitive
    closure of the directed part, minus its direct edges),
-   ``"Hot precedes Attack (indirectly)"``; at most ``max_orderings`` of them,
-   shortest paths first, then in column order.
+   ``"Hot precedes Attack (indirectly)"``, shortest paths first, then in column
+   order; all of them, or at most ``max_orderings`` (the ``small`` preset's 10).
 
 References
 ----------
@@ -31,6 +31,8 @@ from agentcausal.discovery.graph import CausalGraph, Edge, Mark
 
 __all__ = ["meta_fusion", "edge_sentence", "FUSION_HEADER"]
 
+#: the ``small`` prompt set's header of these sentences (the ``paper`` set has its own,
+#: :data:`agentcausal.discovery.mac.paper_prompts.FUSION_HEADER`)
 FUSION_HEADER = "A statistical algorithm found on the data:"
 
 
@@ -70,13 +72,13 @@ def edge_sentence(e: Edge, order: dict[str, int] | None = None) -> str:
     return f"{e}: adjacent"
 
 
-def meta_fusion(graph: CausalGraph, *, max_orderings: int = 10) -> list[str]:
+def meta_fusion(graph: CausalGraph, *, max_orderings: int | None = None) -> list[str]:
     """Turn a data graph into sentences (the paper's I_c).
 
     Parameters
     ----------
     graph : CausalGraph, the data graph G_C (DAG, CPDAG or PAG)
-    max_orderings : int >= 0, cap on implied-ordering sentences
+    max_orderings : int >= 0 or None, cap on implied-ordering sentences; None = all of them
 
     Returns
     -------
@@ -107,5 +109,5 @@ def meta_fusion(graph: CausalGraph, *, max_orderings: int = 10) -> list[str]:
             if dist >= 2:
                 implied.append((dist, idx[a], idx[b], f"{a} precedes {b} (indirectly)"))
     implied.sort()
-    out += [s for *_, s in implied[:max(0, max_orderings)]]
+    out += [s for *_, s in (implied if max_orderings is None else implied[:max(0, max_orderings)])]
     return out

@@ -232,7 +232,9 @@ def _ancestors(s: SpanRecord, by_id: dict[str, SpanRecord]) -> Iterator[SpanReco
 
 
 def spans_to_traces(spans: Iterable[SpanRecord], *, source: str, file: str | None = None,
-                    tool_agent: str | None = None, skip_invalid: bool = False) -> list[Trace]:
+                    tool_agent: str | None = None, skip_invalid: bool = False,
+                    content_hint: str = CONTENT_OFF_HINT,
+                    invalid: list[tuple[str, str]] | None = None) -> list[Trace]:
     """Build one :class:`Trace` per trace id from span records (rules in the module docstring).
 
     Parameters
@@ -243,6 +245,8 @@ def spans_to_traces(spans: Iterable[SpanRecord], *, source: str, file: str | Non
     file : str, optional; the file name, kept in ``Trace.metadata["file"]``
     tool_agent : str, optional; agent name for tool steps (default: the calling agent's name)
     skip_invalid : bool, drop traces without steps or content (logged) instead of raising
+    content_hint : str, why a trace without content has none and what to do (default: capture was off)
+    invalid : list, optional; each dropped trace's ``(trace id, why)`` is appended to it (and not logged)
 
     Returns
     -------
@@ -254,7 +258,8 @@ def spans_to_traces(spans: Iterable[SpanRecord], *, source: str, file: str | Non
     ------
     TraceFormatError
         If a trace has no LLM/tool/agent span, or none of its steps carries content
-        (content capture off); all such traces are named in one message.
+        (content capture off); all such traces are named in one message (not with
+        ``skip_invalid`` or ``invalid``).
     """
     groups: dict[str, dict[str, SpanRecord]] = {}
     dropped = 0
@@ -270,7 +275,7 @@ def spans_to_traces(spans: Iterable[SpanRecord], *, source: str, file: str | Non
     if dropped:
         log.info("dropped %d duplicate span(s) (same trace id and span id)", dropped)
     out: list[tuple[int, Trace]] = []
-    bad: list[str] = []
+    bad: list[tuple[str, str]] = []
     for tid, by_span in groups.items():
         ordered = _order(list(by_span.values()))
         by_id = {s.span_id: s for s in ordered}
@@ -282,10 +287,10 @@ def spans_to_traces(spans: Iterable[SpanRecord], *, source: str, file: str | Non
         step_spans = [s for s in ordered if s.kind in ("llm", "tool")
                       or (s.kind == "agent" and s.span_id not in has_step_below)]
         if not step_spans:
-            bad.append(f"{tid}: no LLM, tool or agent span")
+            bad.append((tid, "no LLM, tool or agent span"))
             continue
         if all(s.content is None for s in step_spans):
-            bad.append(f"{tid}: no step carries message content; {CONTENT_OFF_HINT}")
+            bad.append((tid, f"no step carries message content; {content_hint}"))
             continue
         steps = []
         for i, s in enumerate(step_spans):
@@ -306,8 +311,10 @@ def spans_to_traces(spans: Iterable[SpanRecord], *, source: str, file: str | Non
             meta["file"] = file
         out.append((ordered[0].start, Trace(id=tid, source=source, question=question, ground_truth="",
                                             steps=steps, metadata=meta)))
-    if bad:
-        msg = f"{len(bad)} trace(s) cannot be imported: " + "; ".join(bad[:20])
+    if bad and invalid is not None:  # the caller reports them
+        invalid.extend(bad)
+    elif bad:
+        msg = f"{len(bad)} trace(s) cannot be imported: " + "; ".join(f"{tid}: {why}" for tid, why in bad[:20])
         if not skip_invalid:
             raise TraceFormatError(msg, path=file)
         log.warning("skipped %s", msg)

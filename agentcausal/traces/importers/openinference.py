@@ -17,7 +17,10 @@ Mapping (``openinference.span.kind``):
   (``Researcher._execute_core`` gives ``Researcher``); an AGENT span with no
   step below it is the step itself (``output.value``);
 * ``CHAIN`` is structure; a LangGraph node named in the span's ``metadata``
-  JSON (``langgraph_node``) names the agent of the spans below it;
+  JSON (``langgraph_node``) names the agent of the spans below it; a CrewAI
+  kickoff's ``crew_inputs`` (else its first task's description) is a question;
+* a JSON ``output.value`` gives its text field (``output``, ``answer``, ...,
+  CrewAI's ``raw``);
 * the root span's ``input.value`` is the question, else the first user
   message of an LLM span. ``llm.input_messages`` never makes steps (it repeats
   the history).
@@ -45,10 +48,11 @@ from agentcausal.traces.importers._spans import (
     read_json_records,
     spans_to_traces,
 )
-from agentcausal.traces.importers.otel import OtlpSpan, is_otlp
+from agentcausal.traces.importers._otlp import OtlpSpan, is_otlp
+from agentcausal.traces.importers.otel import genai_record, otel_records
 from agentcausal.traces.model import Trace
 
-__all__ = ["read_console", "openinference_record", "openinference_records", "load_openinference"]
+__all__ = ["read_console", "openinference_record", "span_record", "openinference_records", "load_openinference"]
 
 #: what OpenInference writes in place of hidden content
 REDACTED = "__REDACTED__"
@@ -129,7 +133,7 @@ def _value(v: Any) -> str | None:
     else:
         parsed = v
     if isinstance(parsed, dict):
-        for k in ("question", "input", "query", "task", "content", "output", "answer", "result"):
+        for k in ("question", "input", "query", "task", "content", "output", "answer", "result", "raw"):
             if isinstance(parsed.get(k), str):
                 return parsed[k]
         msgs = parsed.get("messages")
@@ -147,6 +151,22 @@ def _graph_node(attrs: dict[str, Any]) -> str | None:
             return None
     node = meta.get("langgraph_node") if isinstance(meta, dict) else None
     return str(node) if node and not str(node).startswith("__") else None
+
+
+def _crew_question(attrs: dict[str, Any]) -> str | None:
+    """A CrewAI kickoff's question: its ``crew_inputs`` (when not empty), else the first task's description."""
+    for key in ("crew_inputs", "crew_tasks"):
+        v = attrs.get(key)
+        if isinstance(v, str):
+            try:
+                v = json.loads(v)
+            except json.JSONDecodeError:
+                continue
+        if key == "crew_inputs" and isinstance(v, dict) and v:
+            return json.dumps(v, ensure_ascii=False) if len(v) > 1 else str(next(iter(v.values())))
+        if key == "crew_tasks" and isinstance(v, list) and v and isinstance(v[0], dict) and v[0].get("description"):
+            return str(v[0]["description"])
+    return None
 
 
 def openinference_record(span: OtlpSpan) -> SpanRecord:
@@ -177,6 +197,7 @@ def openinference_record(span: OtlpSpan) -> SpanRecord:
         content = _value(a.get("output.value"))
     elif k == "CHAIN":
         kind = "chain"
+        first_user = _crew_question(a)
     else:
         kind = "other"
     if content == REDACTED:
@@ -184,6 +205,13 @@ def openinference_record(span: OtlpSpan) -> SpanRecord:
     return SpanRecord(trace_id=span.trace_id, span_id=span.span_id, parent_id=span.parent_id, name=span.name,
                       start=span.start, kind=kind, agent=str(agent) if agent else None, content=content,
                       question=_value(a.get("input.value")) or first_user, first_user=first_user, meta=meta)
+
+
+def span_record(span: OtlpSpan) -> SpanRecord:
+    """One span read by its own convention: OpenInference when it has ``openinference.span.kind``, else GenAI."""
+    if "openinference.span.kind" in span.attrs:
+        return openinference_record(span)
+    return genai_record(span)
 
 
 def openinference_records(path: str | Path) -> list[SpanRecord]:
@@ -202,12 +230,8 @@ def openinference_records(path: str | Path) -> list[SpanRecord]:
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise TraceFormatError(f"not JSON: {exc}", path=str(p)) from exc
     if is_otlp(first):
-        from agentcausal.traces.importers.otel import otel_records
-
-        return otel_records(p)
-    from agentcausal.traces.importers.otel import any_record
-
-    return [any_record(s) for s in read_console(p)]
+        return otel_records(p, record=span_record)
+    return [span_record(s) for s in read_console(p)]
 
 
 def load_openinference(path: str | Path, *, tool_agent: str | None = None,

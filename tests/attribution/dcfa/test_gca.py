@@ -71,7 +71,7 @@ def test_gca_joint_is_two_calls_and_validates_the_graph(fake_server, make_gatewa
 
 def test_gca_split_makes_three_calls(fake_server, make_gateway, wrong_lookup_at_step_1):
     fake_server.responder = r = DcfaResponder(edges=[(1, 3)], hypothesis=3)
-    out = run_gca(wrong_lookup_at_step_1, make_gateway(fake_server), small(split_mdi_cgc=True))
+    out = run_gca(wrong_lookup_at_step_1, make_gateway(fake_server), small(mdi_cgc="split"))
     assert r.calls == ["mdi", "cgc", "hg"]
     assert "- step 1: wrong lookup" in user_text(fake_server.chat_requests[1])
     assert graph_edges(out.graph) == [(1, 3)] and out.hypothesis_step == 3

@@ -5,6 +5,7 @@ import networkx as nx
 import pytest
 
 from agentcausal.attribution.dcfa.lce import (
+    CandidateScore,
     bidirectional_search,
     canonical_index,
     delta_s,
@@ -106,15 +107,27 @@ def test_long_step_echoed_verbatim_is_unchanged():
 
 # ------------------------------------------------------------------ search on hand-built graphs
 class Recorder:
-    """An evaluate() over fixed scores that records every request."""
+    """An evaluate() over fixed S(i) (one S per step, ΔS(i) = S(i) - S(i-1)) that records every request."""
 
-    def __init__(self, scores):
+    def __init__(self, scores, errors=()):
         self.scores = scores
+        self.errors = set(errors)
         self.requests = []
 
     def __call__(self, idx):
         self.requests.append(sorted(idx))
-        return {i: self.scores[i] for i in idx}
+        out = {}
+        for i in idx:
+            if i in self.errors:
+                out[i] = CandidateScore(None, None, None, None, "unreadable")
+            else:
+                s, prev = self.scores[i], self.scores.get(i - 1, 0.0)
+                out[i] = CandidateScore(s, prev, s - prev)
+        return out
+
+    @property
+    def evaluated(self):
+        return [i for r in self.requests for i in r]
 
 
 def test_search_graph_without_edges_evaluates_nothing():
@@ -132,21 +145,28 @@ def test_search_hypothesis_missing_from_graph_has_no_neighbours():
     assert r.visited == (4,)
 
 
-def test_search_forward_follows_successors_and_backward_predecessors():
+def test_search_goes_to_causes_first_then_to_effects():
     # 0 -> 2 -> 4, 1 -> 2 -> 3 ; hypothesis 2
     g = nx.DiGraph([(0, 2), (1, 2), (2, 3), (2, 4)])
     s = {-1: 0.0, 0: 0.3, 1: 0.2, 2: 0.5, 3: 0.6, 4: 0.9}
     ev = Recorder(s)
     r = bidirectional_search(g, 2, ev, max_iterations=5)
-    # forward: successors {3, 4}: ΔS(3)=0.1, ΔS(4)=0.3 -> 4; 4 has no successors
-    # backward: predecessors {0, 1}: ΔS(0)=0.3, ΔS(1)=-0.1 -> 0; 0 has no predecessors
-    assert ev.requests == [[2, 3, 4], [-1, 0, 1]]
-    assert [(m.direction, m.pivot, m.step) for m in r.path] == [("forward", 2, 4), ("backward", 2, 0)]
-    assert r.path[0].delta_s == pytest.approx(0.3) and r.path[0].s == pytest.approx(0.9)
-    assert r.visited == (2, 4, 0)
-    assert r.stopped == {"forward": "no_neighbours", "backward": "no_neighbours"}
-    rejected = [(m.step, m.accepted) for m in r.evaluated]
-    assert rejected == [(3, False), (4, True), (0, True), (1, False)]
+    # backward (causes) first: {0, 1}: ΔS(0)=0.3, ΔS(1)=-0.1 -> 0; 0 has no causes
+    # forward (effects): {3, 4}: ΔS(3)=0.1, ΔS(4)=0.3 -> 4; 4 has no effects
+    assert ev.requests == [[0, 1], [3, 4]]
+    assert [(m.direction, m.pivot, m.step) for m in r.path] == [("backward", 2, 0), ("forward", 2, 4)]
+    assert r.path[1].delta_s == pytest.approx(0.3) and r.path[1].s == pytest.approx(0.9)
+    assert r.path[1].s_prev == pytest.approx(0.6)
+    assert r.visited == (2, 0, 4)
+    assert list(r.stopped) == ["backward", "forward"]
+    assert [(m.step, m.accepted) for m in r.evaluated] == [(0, True), (1, False), (3, False), (4, True)]
+
+
+def test_search_successors_first_is_the_papers_order():
+    g = nx.DiGraph([(0, 2), (2, 3)])
+    ev = Recorder({-1: 0.0, 0: 0.3, 1: 0.3, 2: 0.5, 3: 0.9})
+    r = bidirectional_search(g, 2, ev, max_iterations=5, order=("forward", "backward"))
+    assert ev.requests == [[3], [0]] and list(r.stopped) == ["forward", "backward"]
 
 
 def test_search_only_predecessors_means_forward_stops_at_once():
@@ -172,13 +192,59 @@ def test_search_zero_delta_is_not_a_move():
     assert r.path == () and r.stopped["forward"] == "no_positive"
 
 
+def test_search_rounds_delta_before_it_accepts():
+    # ΔS(1) = 0.0004 rounds to 0.000: not a move at 3 decimals, a move on raw floats
+    g = nx.DiGraph([(0, 1)])
+    s = {-1: 0.0, 0: 0.5, 1: 0.5004}
+    assert bidirectional_search(g, 0, Recorder(s), max_iterations=3).path == ()
+    assert [m.step for m in bidirectional_search(g, 0, Recorder(s), max_iterations=3, decimals=None).path] == [1]
+
+
+def test_search_rounded_tie_goes_outward():
+    # ΔS(2) = 0.5001 and ΔS(4) = 0.5004 round to one value: forward, the higher step wins the tie
+    g = nx.DiGraph([(0, 2), (0, 4)])
+    s = {-1: 0.0, 0: 0.0, 1: 0.0, 2: 0.5001, 3: 0.0, 4: 0.5004}
+    assert bidirectional_search(g, 0, Recorder(s), max_iterations=1).path[0].step == 4
+    # ties="lower" takes the lower step; raw floats take the larger ΔS
+    assert bidirectional_search(g, 0, Recorder(s), max_iterations=1, ties="lower").path[0].step == 2
+    s2 = {**s, 2: 0.5004, 4: 0.5001}
+    assert bidirectional_search(g, 0, Recorder(s2), max_iterations=1, decimals=None).path[0].step == 2
+    # backward, the lower step wins a tie
+    def tied(idx):
+        return {i: CandidateScore(0.4, 0.0, 0.4) for i in idx}
+
+    assert bidirectional_search(nx.DiGraph([(2, 5), (3, 5)]), 5, tied, max_iterations=1).path[0].step == 2
+
+
+def test_search_never_scores_a_step_twice():
+    # 0 -> 3, 1 -> 3, 1 -> 2, 2 -> 3; hypothesis 3: causes {0, 1, 2} -> 2; causes of 2: {1}, already evaluated
+    g = nx.DiGraph([(0, 3), (1, 3), (1, 2), (2, 3)])
+    s = {-1: 0.0, 0: 0.0, 1: 0.2, 2: 0.9, 3: 1.0}
+    ev = Recorder(s)
+    r = bidirectional_search(g, 3, ev, max_iterations=5)
+    assert ev.evaluated == [0, 1, 2] and len(set(ev.evaluated)) == len(ev.evaluated)
+    assert r.stopped["backward"] == "all_evaluated"
+    # revisit=True (Algorithm 2 keeps no set) scores step 1 again from pivot 2
+    ev2 = Recorder(s)
+    bidirectional_search(g, 3, ev2, max_iterations=5, revisit=True)
+    assert ev2.evaluated == [0, 1, 2, 1]
+
+
 def test_search_chain_stops_at_max_iterations():
-    g = nx.DiGraph([(i, i + 1) for i in range(6)])
-    s = {i: 0.1 * i for i in range(-1, 7)}
-    r = bidirectional_search(g, 0, Recorder(s), max_iterations=2)
-    assert r.visited == (0, 1, 2)
+    g = nx.DiGraph([(i, i + 1) for i in range(8)])
+    s = {i: 0.1 * i for i in range(-1, 9)}
+    r = bidirectional_search(g, 0, Recorder(s), max_iterations=5)
+    assert r.visited == (0, 1, 2, 3, 4, 5) and len(r.path) == 5
     assert r.stopped["forward"] == "max_iterations"
     assert r.stopped["backward"] == "no_neighbours"
+
+
+def test_search_skips_a_candidate_that_could_not_be_scored():
+    g = nx.DiGraph([(0, 1), (0, 2)])
+    s = {-1: 0.0, 0: 0.1, 1: 0.2, 2: 0.5}
+    r = bidirectional_search(g, 0, Recorder(s, errors={1}), max_iterations=1)
+    assert r.path[0].step == 2
+    assert [(m.step, m.error) for m in r.evaluated] == [(1, "unreadable"), (2, None)]
 
 
 def test_search_hypothesis_at_step_0_only_moves_forward():
@@ -198,19 +264,14 @@ def test_search_hypothesis_at_last_step_only_moves_backward():
     assert r.visited == (3, 0)
 
 
-def test_search_tie_goes_to_lower_step():
-    g = nx.DiGraph([(0, 2), (0, 4)])
-    s = {-1: 0.0, 0: 0.0, 1: 0.0, 2: 0.5, 3: 0.0, 4: 0.5}
-    r = bidirectional_search(g, 0, Recorder(s), max_iterations=1)
-    assert r.path[0].step == 2
-
-
 def test_search_zero_iterations_evaluates_nothing():
     ev = Recorder({})
     r = bidirectional_search(nx.DiGraph([(0, 1)]), 0, ev, max_iterations=0)
     assert ev.requests == [] and r.stopped["forward"] == "max_iterations"
 
 
-def test_search_rejects_negative_iterations():
+def test_search_rejects_negative_iterations_and_bad_orders():
     with pytest.raises(ValueError, match="max_iterations"):
         bidirectional_search(nx.DiGraph(), 0, Recorder({}), max_iterations=-1)
+    with pytest.raises(ValueError, match="order"):
+        bidirectional_search(nx.DiGraph(), 0, Recorder({}), max_iterations=1, order=("forward", "forward"))

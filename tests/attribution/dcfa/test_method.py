@@ -143,7 +143,7 @@ def test_gca_only_ablation_makes_no_lce_calls(fake_server, make_gateway, chain_r
     fake_server.responder = r = chain_responder
     gw = make_gateway(fake_server)
     a = run_method(wrong_lookup_at_step_1, "dcfa_gca_only", gw)
-    assert r.calls == ["gca", "hg"]
+    assert r.calls == ["mdi", "cgc", "hg"]  # paper: MDI and CGC are two calls, as the released code makes them
     assert a.method == "dcfa_gca_only" and a.step == 1 and a.error is None
     assert a.details["lce"] is None and a.details["final"]["source"] == "hypothesis"
     assert set(a.usage) == {"dcfa.gca"} and a.settings["use_lce"] is False
@@ -155,8 +155,10 @@ def test_usage_models_and_record_per_stage(fake_server, make_gateway, chain_resp
     fake_server.responder = chain_responder
     a = run_method(wrong_lookup_at_step_1, "dcfa", make_gateway(fake_server))
     assert set(a.usage) == {"dcfa.gca", "dcfa.lce", "dcfa.embed"}
-    assert a.usage["dcfa.gca"]["requests"] == 2
-    assert a.usage["dcfa.lce"]["requests"] == 1 + 4 + 1  # Correct, 4 simulations, DED
+    assert a.usage["dcfa.gca"]["requests"] == 3  # MDI, CGC, HG
+    # Correct; two simulations per candidate 0, 2, 3, 4 (S(i) naming i, S(i-1) naming none), one of them
+    # (T~(3) naming none equals T~(2) naming none: step 3 is unchanged) made once; DED
+    assert a.usage["dcfa.lce"]["requests"] == 1 + 7 + 1
     assert a.usage["dcfa.lce"]["prompt_tokens"] > 0 and a.usage["dcfa.embed"]["requests"] >= 1
     assert a.models == {"dcfa.gca": "fake:fake-model", "dcfa.lce": "fake:fake-model", "dcfa.embed": "fake-embed:fake-embed"}
     assert a.prompt_version.startswith("dcfa-") and a.seconds > 0
@@ -171,7 +173,7 @@ def test_second_run_is_served_from_cache(fake_server, make_gateway, chain_respon
     second = run_method(wrong_lookup_at_step_1, "dcfa", make_gateway(fake_server, cache_dir=tmp_path / "c"))
     assert fake_server.count == n  # 0 new requests, embeddings included
     assert second.step == first.step and second.details == first.details
-    assert second.usage["dcfa.lce"]["requests"] == 0 and second.usage["dcfa.lce"]["cache_hits"] == 6
+    assert second.usage["dcfa.lce"]["requests"] == 0 and second.usage["dcfa.lce"]["cache_hits"] == 9
 
 
 @pytest.mark.parametrize("preset_settings", [small, DcfaSettings], ids=["small", "paper"])
@@ -213,8 +215,10 @@ def test_invalid_simulation_falls_back_to_hypothesis(fake_server, make_gateway, 
     fake_server.responder = responder
     a = run_dcfa(wrong_lookup_at_step_1, make_gateway(fake_server), small())
     assert a.step == 1 and a.error is None and a.details["final"]["source"] == "hypothesis"
-    assert "SimulatedOutcome" in a.details["lce"]["error"]
-    assert a.status == "degraded" and "LCE failed" in a.status_detail  # the fallback is marked, not silent
+    # the candidate that could not be scored is skipped (as the released code skips it), never accepted
+    lce = a.details["lce"]
+    assert lce["unscored"] == [2] and lce["path"] == [] and "SimulatedOutcome" in lce["evaluated"][0]["error"]
+    assert a.status == "degraded" and "could not be scored" in a.status_detail  # marked, not silent
 
 
 def test_lce_endpoint_error_after_gca_keeps_the_hypothesis(fake_server, make_gateway, wrong_lookup_at_step_1):
@@ -236,9 +240,9 @@ def test_gca_failure_gives_an_error_attribution(fake_server, make_gateway, wrong
 
 def test_split_gca_runs_end_to_end(fake_server, make_gateway, chain_responder, wrong_lookup_at_step_1):
     fake_server.responder = r = chain_responder
-    a = run_method(wrong_lookup_at_step_1, "dcfa", make_gateway(fake_server), {"split_mdi_cgc": True})
-    assert r.calls[:3] == ["mdi", "cgc", "hg"] and a.step == 2
-    assert a.details["gca_calls"] == "split"
+    a = run_method(wrong_lookup_at_step_1, "dcfa", make_gateway(fake_server), {"mdi_cgc": "joint"})
+    assert r.calls[:2] == ["gca", "hg"] and a.step == 2
+    assert a.details["gca_calls"] == "joint"
 
 
 def test_trace_text_cannot_close_the_trace_block(fake_server, make_gateway, wrong_lookup_at_step_1):
@@ -276,9 +280,9 @@ def test_concurrent_methods_on_one_trace_count_their_own_calls(fake_server, make
     gw = make_gateway(fake_server, cache=False)
     with ThreadPoolExecutor(2) as pool:
         full, ablation = pool.map(lambda m: run_method(wrong_lookup_at_step_1, m, gw), ["dcfa", "dcfa_gca_only"])
-    assert full.usage["dcfa.gca"]["calls"] == 2 and ablation.usage["dcfa.gca"]["calls"] == 2
+    assert full.usage["dcfa.gca"]["calls"] == 3 and ablation.usage["dcfa.gca"]["calls"] == 3
     assert set(ablation.usage) == {"dcfa.gca"}
-    assert gw.usage.by_stage()["dcfa.gca"].calls == 4
+    assert gw.usage.by_stage()["dcfa.gca"].calls == 6
 
 
 def test_scorer_rejects_out_of_range_indices(fake_server, make_gateway, wrong_lookup_at_step_1):
@@ -289,18 +293,21 @@ def test_scorer_rejects_out_of_range_indices(fake_server, make_gateway, wrong_lo
     gw = make_gateway(fake_server)
     gca = run_gca(wrong_lookup_at_step_1, gw, small())
     scorer = CounterfactualScorer(wrong_lookup_at_step_1, gca, gw, small())
-    with pytest.raises(ValueError, match="outside -1..5"):
+    with pytest.raises(ValueError, match="outside 0..5"):
         scorer([6])
-    assert scorer([-1, 0]) == {-1: pytest.approx(scorer([0])[0]), 0: pytest.approx(scorer([-1])[-1])}
+    with pytest.raises(ValueError, match="outside 0..5"):
+        scorer([-1])
+    zero = scorer([0])[0]  # step 0 is unchanged: T~(0) is T~(-1), one neutral simulation, ΔS exactly 0
+    assert zero.delta_s == 0.0 and zero.s == zero.s_prev and zero.error is None
 
 
 def test_decide_needs_candidates(fake_server, make_gateway, wrong_lookup_at_step_1):
     import networkx as nx
 
-    from agentcausal.attribution.dcfa.lce import decide
+    from agentcausal.attribution.dcfa.ded import decide
 
     with pytest.raises(ValueError, match="at least one candidate"):
-        decide(wrong_lookup_at_step_1, [], nx.DiGraph(), make_gateway(fake_server), small())
+        decide(wrong_lookup_at_step_1, [], nx.DiGraph(), (), make_gateway(fake_server), small())
 
 
 def test_unreachable_endpoint_propagates_for_retry(fake_server, make_gateway, wrong_lookup_at_step_1):
@@ -348,7 +355,7 @@ def test_every_unreadable_stage_gives_a_marked_row(fake_server, make_gateway, wr
     # would raise a ValidationError and crash the task instead of marking the row)
     fake_server.responder = _unreadable(kind, DcfaResponder(**CHAIN))
     a = run_method(wrong_lookup_at_step_1, "dcfa", make_gateway(fake_server),
-                   _preset(preset, split_mdi_cgc=split))
+                   _preset(preset, mdi_cgc="split" if split else "joint"))
     assert a.status == expected, (a.status, a.status_detail, a.error)
     assert DcfaDetails.read(a.details).n_steps == len(wrong_lookup_at_step_1)  # reads back as the typed model
 

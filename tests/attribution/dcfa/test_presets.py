@@ -11,10 +11,11 @@ from agentcausal.cli import main
 from tests.attribution.dcfa.conftest import DcfaResponder, kind_of, make_trace, small, user_text
 
 
-def test_paper_cgc_keeps_only_edges_whose_three_judgements_hold(fake_server, make_gateway, wrong_lookup_at_step_1):
+def test_equations_cgc_keeps_only_edges_whose_three_judgements_hold(fake_server, make_gateway,
+                                                                    wrong_lookup_at_step_1):
     fake_server.responder = r = DcfaResponder(edges=[(0, 1), (1, 2), (1, 3)], hypothesis=1,
                                               judgements={(1, 3): (True, False, True)})
-    out = run_gca(wrong_lookup_at_step_1, make_gateway(fake_server), DcfaSettings())
+    out = run_gca(wrong_lookup_at_step_1, make_gateway(fake_server), DcfaSettings(cgc="equations", mdi_cgc="joint"))
     assert r.calls == ["gca", "hg"]  # judgements come in the one reply: no extra calls
     assert sorted(out.graph.edges()) == [(0, 1), (1, 2)] and out.dropped_edges.not_causal == 1
     rec = {(j["source"], j["target"]): j for j in out.edge_judgements}
@@ -23,7 +24,7 @@ def test_paper_cgc_keeps_only_edges_whose_three_judgements_hold(fake_server, mak
     assert all(k in schema for k in ("temporal", "necessary", "sufficient"))
     assert "maxItems" not in schema  # paper: no cap on deviations or edges
     hg = user_text(fake_server.chat_requests[1])
-    assert "Reason globally over this graph" in hg and "0 -> 1, 1 -> 2" in hg and "1 -> 3" not in hg
+    assert "root cause of the failure of the run above" in hg and "0 -> 1, 1 -> 2" in hg and "1 -> 3" not in hg
 
 
 def test_small_keeps_todays_wording_and_caps(fake_server, make_gateway, wrong_lookup_at_step_1):
@@ -69,9 +70,9 @@ def test_no_ground_truth_dcfa_never_sees_the_answer(fake_server, make_gateway, w
     for b in fake_server.chat_requests:
         assert "<answer>" not in user_text(b) and "42</" not in user_text(b).replace("<data>42</data>", "")
     assert not [x for x in fake_server.requests if x["_path"].endswith("/embeddings")]  # no truth to embed
-    assert r.count("judge") == 2  # one per distinct simulated outcome (T~(1), T~(2))
-    scores = {s["step"]: s["s"] for s in a.details["lce"]["scores"]}
-    assert scores[2] == pytest.approx(0.9) and scores[1] == pytest.approx(0.2)
+    assert r.count("judge") == 2  # one per distinct simulated outcome ("42" naming step 2, "40" of T~(1))
+    move = a.details["lce"]["path"][0]
+    assert move["s"] == pytest.approx(0.9) and move["s_prev"] == pytest.approx(0.2)
     assert a.details["variant"] == "no_truth" and a.settings["with_ground_truth"] is False
     assert a.step == 2  # the search moved to step 2 on the judge's ΔS
 
@@ -97,3 +98,21 @@ def test_cli_refuses_a_method_that_cannot_run_without_truth(capsys, monkeypatch)
         from agentcausal.attribution import registry
 
         registry._REGISTRY.pop("needs_truth_demo", None)
+
+
+def test_each_prompt_set_takes_only_the_variants_it_has():
+    from agentcausal.exceptions import ConfigError
+    from agentcausal.settings import resolve
+    from agentcausal.attribution.dcfa import PRESETS
+
+    with pytest.raises(ConfigError, match="prompts='small' has only"):
+        resolve(DcfaSettings, PRESETS, "small", {"cgc": "code"})
+    with pytest.raises(ConfigError, match="cgc='edges' needs prompts='small'"):
+        resolve(DcfaSettings, PRESETS, "paper", {"cgc": "edges"})
+    paper, s = DcfaSettings(), small()
+    assert (paper.mdi_cgc, paper.cgc, paper.simulation, paper.ded, paper.search_order) == (
+        "split", "code", "code", "code", "causes_first")
+    assert (paper.delta_s_decimals, paper.search_ties, paper.revisit, paper.max_iterations) == (3, "outward", False, 5)
+    # small keeps its short prompts; the search rules are the paper's
+    assert (s.mdi_cgc, s.cgc, s.simulation, s.ded) == ("joint", "edges", "equations", "equations")
+    assert (s.search_order, s.delta_s_decimals, s.search_ties, s.revisit) == ("causes_first", 3, "outward", False)

@@ -3,7 +3,7 @@
 import pytest
 from pydantic import ValidationError
 
-from agentcausal.attribution.dcfa import prompts
+from agentcausal.attribution.dcfa import ded, prompts
 from agentcausal.traces.model import Step
 
 
@@ -32,7 +32,7 @@ def test_corrected_trace_model_names_steps_in_range():
 
 
 def test_decision_model_is_an_enum_of_candidates():
-    m = prompts.decision_model((5, 2), 100)
+    m = ded.decision_model((5, 2), 100)
     assert m.model_json_schema()["properties"]["step"]["enum"] == [2, 5]
     assert m(step=5, reason="r").step == 5
     with pytest.raises(ValidationError):
@@ -42,7 +42,7 @@ def test_decision_model_is_an_enum_of_candidates():
 @pytest.mark.parametrize("factory, args", [
     (prompts.hypothesis_model, (0, 100)),
     (prompts.corrected_trace_model, (0, 100)),
-    (prompts.decision_model, ((), 100)),
+    (ded.decision_model, ((), 100)),
 ])
 def test_model_factories_reject_empty(factory, args):
     with pytest.raises(ValueError):
@@ -78,6 +78,6 @@ def test_all_stages_share_one_system_message():
         prompts.hg_messages("q", "t", steps, [], [])[0]["content"],
         prompts.correct_messages("q", "t", steps, [], [], max_chars=50)[0]["content"],
         prompts.simulation_messages("q", steps, 1)[0]["content"],
-        prompts.ded_messages("q", "t", steps[:2], [])[0]["content"],
+        ded.ded_messages("q", "t", steps[:2], [])[0]["content"],
     }
     assert len(systems) == 1

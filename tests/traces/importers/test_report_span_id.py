@@ -36,5 +36,5 @@ def test_mast_modes_beside_blamed_step(tmp_path):
     run = tmp_path / "r"
     save_run([Attribution(trace_id=t.id, method="all_at_once", step=1, agent="b")], [t], run)
     md = report_run(run).markdown
-    row = next(line for line in md.splitlines() if line.startswith(f"| {t.id} "))
+    row = next(line for line in md.splitlines() if line.startswith(f"| [{t.id}]("))  # linked to its section
     assert "3.2 No or incorrect verification" in row and "| 1 | b |" in row

@@ -1,0 +1,142 @@
+"""The Phoenix round trip against a real Arize Phoenix server (pinned, in .venv-phoenix; SQLite in a temp folder;
+HTTP and gRPC on free loopback ports): spans in (the OpenTelemetry SDK with GenAI and OpenInference attributes, and
+a real OpenAI Agents SDK run with its OpenInference instrumentation), ``attribute --from-phoenix`` on the fake
+OpenAI server (a test double) and Prefect's ephemeral API, ``annotate --phoenix --otlp``, annotations read back
+through Phoenix's API equal to the run's results, and the OTLP JSON file parsed with opentelemetry-proto."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pandas as pd
+import pytest
+
+from agentcausal.cli import main
+from agentcausal.tracers.phoenix import PhoenixQuery, load_phoenix, read_annotations
+from tests.fakes.fake_openai import FakeOpenAIServer
+from tests.traces.importers.conftest import QUESTION, check_run, genai_spans, openinference_spans
+from tests.tracers.conftest import run_sdk
+
+#: the importer conftest's runs start at this time (its fixed clock), 2024-05-29
+WINDOW = ["--since", "2024-05-29T00:00:00Z", "--until", "2024-05-30T00:00:00Z"]
+
+
+def _send(url: str, spans: list) -> None:
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    assert OTLPSpanExporter(endpoint=f"{url}/v1/traces").export(spans) == SpanExportResult.SUCCESS
+
+
+def _wait_traces(q: PhoenixQuery, n: int) -> list:
+    import time
+
+    deadline = time.monotonic() + 30
+    while True:  # Phoenix inserts spans in the background
+        traces = load_phoenix(q, skip_invalid=True)
+        if len(traces) >= n or time.monotonic() > deadline:
+            return traces
+        time.sleep(0.5)
+
+
+def _profiles(tmp_path, base_url: str):
+    toml = tmp_path / "profiles.toml"
+    toml.write_text(
+        f'[profiles.fake]\nkind = "chat"\nbase_url = "{base_url}"\nmodel = "fake-model"\n'
+        'max_concurrency = 4\ntimeout_s = 5\ncontext_window = 8192\n\n[routings.default]\ndefault = "fake"\n')
+    return toml
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_phoenix_round_trip(phoenix, tmp_path, capsys):
+    _send(phoenix.url, genai_spans() + openinference_spans())
+    window = PhoenixQuery(phoenix.url, start=pd.Timestamp("2024-05-29", tz="UTC").to_pydatetime(),
+                          end=pd.Timestamp("2024-05-30", tz="UTC").to_pydatetime())
+    traces = _wait_traces(window, 2)
+    assert len(traces) == 2
+    for t in traces:
+        check_run(t)  # both conventions, read back from Phoenix, give the same five steps
+    assert {t.source for t in traces} == {"phoenix"}
+    # the window and Phoenix's own filter are applied; a trace is read whole when one of its spans matches
+    assert load_phoenix(PhoenixQuery(phoenix.url, end=window.start)) == []
+    (only,) = load_phoenix(PhoenixQuery(phoenix.url, filter="span_kind == 'TOOL' and name == 'web_search'"))
+    assert len(only.steps) == 5 and only.steps[2].metadata["span_name"] == "web_search"
+
+    # attribute straight from Phoenix, blaming the researcher's tool result
+    with FakeOpenAIServer(responder=lambda body: json.dumps(
+            {"reason": "took the summit pressure as the boiling point", "agent": "researcher", "step": 2})) as srv:
+        run = tmp_path / "run"
+        rc = main(["attribute", "--from-phoenix", phoenix.url, *WINDOW, "--method", "all_at_once",
+                   "--no-ground-truth", "--profiles", str(_profiles(tmp_path, srv.base_url)),
+                   "--cache-dir", str(tmp_path / "cache"), "--out", str(run), "--no-progress"])
+        assert rc == 0, capsys.readouterr().err
+    results = pd.read_parquet(run / "results.parquet")
+    assert len(results) == 2 and set(results["pred_step"]) == {2}
+    plan_sources = json.loads((run / "run.json").read_text())["plan"]["sources"]
+    assert any(s["format"] == "phoenix" and s["path"].startswith(phoenix.url) for s in plan_sources)
+
+    otlp = tmp_path / "evaluations.otlp.json"
+    assert main(["annotate", str(run), "--phoenix", phoenix.url, "--otlp", str(otlp)]) == 0
+    assert "2 span annotation(s) written" in capsys.readouterr().out
+
+    # read back through Phoenix's API: one annotation per blamed span, equal to the results
+    meta = json.loads((run / "run.json").read_text())
+    got = read_annotations(phoenix.url, "default", results["span_id"], names=["decisive_error.all_at_once"])
+    assert len(got) == 2
+    by_span = {a["span_id"]: a for a in got}
+    for row in results.itertuples():
+        a = by_span[row.span_id]
+        assert a["name"] == "decisive_error.all_at_once" and a["annotator_kind"] == "LLM"
+        assert a["result"]["label"] == "decisive error"
+        assert a["result"]["score"] is None  # all_at_once has no confidence: none is invented
+        assert a["result"]["explanation"] == row.reason
+        assert a["identifier"] == run.name
+        m = a["metadata"]
+        models = json.loads(row.models_json)  # stage -> the model label the run recorded ("fake:fake-model")
+        assert (m["method"], m["run"], m["preset"], m["model"], m["models"]) == (
+            "all_at_once", run.name, meta["preset"], ", ".join(sorted(set(models.values()))), models)
+        assert "fake-model" in m["model"]
+        assert (m["step"], m["agent"], m["trace_id"]) == (2, "researcher", row.trace_id)
+    # annotating the same run again replaces its annotations (same identifier), it does not add more
+    assert main(["annotate", str(run), "--phoenix", phoenix.url]) == 0
+    assert len(read_annotations(phoenix.url, "default", results["span_id"])) == 2
+
+    # the OTLP file parses with the OpenTelemetry protobuf JSON format; ids are hex (OTLP JSON), which protobuf's
+    # own JSON reader takes for base64, so they are compared re-encoded
+    from google.protobuf.json_format import Parse
+    from opentelemetry.proto.logs.v1.logs_pb2 import LogsData
+
+    logs = Parse(otlp.read_text(), LogsData())
+    records = [r for rl in logs.resource_logs for sl in rl.scope_logs for r in sl.log_records]
+    assert len(records) == 2
+    for r in records:
+        trace_hex, span_hex = (base64.b64encode(x).decode() for x in (r.trace_id, r.span_id))
+        row = results[results["span_id"] == span_hex].iloc[0]
+        assert trace_hex == row["trace_id"] and r.event_name == "gen_ai.evaluation.result"
+        attrs = {kv.key: kv.value for kv in r.attributes}
+        assert attrs["gen_ai.evaluation.name"].string_value == "decisive_error.all_at_once"
+        assert attrs["gen_ai.evaluation.score.label"].string_value == "decisive error"
+        assert "gen_ai.evaluation.score.value" not in attrs
+        assert attrs["gen_ai.evaluation.explanation"].string_value == row["reason"]
+        assert attrs["agentcausal.step"].int_value == 2
+
+
+@pytest.mark.timeout(300)
+def test_phoenix_project_holds_an_openai_agents_run(phoenix, tmp_path):
+    """A real OpenAI Agents SDK run, instrumented with OpenInference and exported to Phoenix over OTLP/HTTP into
+    its own project, comes back as a trace with the agents' steps and their span ids."""
+    from tests.tracers.test_sdk_traces import ANSWER, PLAN, _agents_responder
+
+    with FakeOpenAIServer(responder=_agents_responder) as srv:
+        run_sdk("openai_agents_run.py", srv.base_url, tmp_path / "spans.txt", f"{phoenix.url}/v1/traces", "agents")
+    (t,) = _wait_traces(PhoenixQuery(phoenix.url, project="agents"), 1)
+    assert [(s.agent, s.content) for s in t.steps] == [("planner", PLAN), ("writer", ANSWER)]
+    assert "1992" in t.question and QUESTION not in t.question
+    from agentcausal.traces.importers import import_traces
+
+    (from_file,) = import_traces([tmp_path / "spans.txt"])  # the same spans, from the console exporter's file
+    assert [s.metadata["span_id"] for s in from_file.steps] == [s.metadata["span_id"] for s in t.steps]
+    with pytest.raises(Exception, match="no project 'nope'"):
+        load_phoenix(PhoenixQuery(phoenix.url, project="nope"))
