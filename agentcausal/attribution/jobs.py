@@ -101,6 +101,7 @@ def run_method(
     env = run_enveloped(lambda: spec.run(trace, gw, st), gw=gw, stages=spec.stages,
                         usage_items=(trace.id, usage_item(trace.id, method)), raise_transient=raise_transient)
     out = env.result if env.error is None else failed_attribution(trace.id, method, env.error)
+    assert out is not None, f"{method}.run returned None"  # a method returns an Attribution or raises
     if out.error and out.status == "complete":
         out = out.model_copy(update={"status": "content_failed", "status_detail": out.status_detail or "method error"})
     return out.model_copy(update={"trace_id": trace.id, "method": method, "settings": st.model_dump(mode="json"),

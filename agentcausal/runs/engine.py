@@ -138,8 +138,11 @@ class RunHalf(Protocol):
     """
 
     kind: str
-    record_type: type[RunRecord]
     default_chunk_size: int
+
+    @property
+    def record_type(self) -> type[RunRecord]:  # read-only, so a half may name a RunRecord subclass
+        ...
 
     def job_counts(self, plan: Plan) -> dict[str, int]:
         """Jobs per method of the plan (for chunk sizes and progress), without reading items."""
