@@ -5,7 +5,8 @@ Wiring shared by the ``attribute`` and ``discover`` flows (:class:`RunProgress`)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
+from uuid import UUID
 
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from tqdm import tqdm
@@ -36,7 +37,8 @@ class RunProgress:
     def __init__(self, total: int, initial: int, *, desc: str, unit: str, key: str, description: str,
                  bar: bool) -> None:
         self.total, self.done = total, initial
-        self.artifact = create_progress_artifact(progress=0.0, key=key, description=description)
+        # sync_compatible: called from sync code it returns the artifact's UUID, not a coroutine
+        self.artifact = cast(UUID, create_progress_artifact(progress=0.0, key=key, description=description))
         self.bar: Any = None
         if bar:
             self.bar = tqdm(total=total, unit=unit, desc=desc, initial=initial)

@@ -42,6 +42,8 @@ from agentcausal.exceptions import AgentCausalError, ConfigError, TraceFormatErr
 from agentcausal.settings import parse_bool, routing_preset
 
 if TYPE_CHECKING:
+    from agentcausal.attribution.evaluate import Evaluation
+    from agentcausal.attribution.results import AttributionSummary
     from agentcausal.traces.model import Trace
 
 __all__ = ["register", "cmd_attribute", "cmd_evaluate", "parse_sets", "parse_bool_sets"]
@@ -219,7 +221,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     run_dir = Path(args.out or default_run_dir("attribute"))
     out_existed = run_dir.exists()
     try:  # every refusal before the run leaves no run folder behind
-        skipped: list[dict[str, Any]] = []
+        skipped = []
         if imported:  # other formats and --labels: imported into <run folder>/traces.jsonl; the plan points there
             traces, skipped = _imported_traces(args)
             args.out = str(run_dir)
@@ -334,9 +336,9 @@ def unreachable_summary(failures: Any, rows: int) -> str | None:
     if rows < 1 or len(failures) != rows or "error" not in failures:
         return None
     hits = [_UNREACHABLE.search(str(e)) for e in failures["error"]]
-    if not all(hits):
-        return None
     first = hits[0]
+    if first is None or not all(hits):
+        return None
     return (f"endpoint unreachable: {first.group(1)} at {first.group(2)} — {first.group(3).strip()} "
             f"(all {rows} row(s) failed; nothing was cached)")
 
@@ -348,6 +350,7 @@ def _print_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool
     from agentcausal.report.attribution import accuracy_text, report_run  # (the same)
     from agentcausal.report.blamed import console_summary  # (the same)
 
+    shown: Evaluation | AttributionSummary
     if evaluate:
         rep = report_run(run_dir)
         shown, path = rep.evaluation, rep.path
@@ -356,7 +359,7 @@ def _print_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool
     overall, failures = shown.overall, shown.failures
     print(console_summary(load_results(run_dir), accuracy_text(shown), run_dir))  # unlabelled: the blamed steps
     if len(failures):
-        st = failures["status"].value_counts() if "status" in failures else {}
+        st: dict[Any, int] = failures["status"].value_counts().to_dict() if "status" in failures else {}
         print(f"\n{len(failures)} failed (trace, method) pairs; see the report."
               + (f" {st.get('failed', 0)} failed in this run (not cached; the next run retries them)."
                  if st.get("failed", 0) else "")

@@ -27,7 +27,7 @@ from agentcausal.attribution.evaluate import Evaluation, evaluate_frame
 from agentcausal.attribution.paper_tables import WHO_WHEN_LEVELS, accuracy_by_level, accuracy_over_repeats, \
     dcfa_accuracy, gca_only_accuracy, graph_stats, lce_diagnostics, lce_effect, outside_levels, \
     signed_step_error_histogram
-from agentcausal.attribution.results import load_results
+from agentcausal.attribution.results import AttributionSummary, load_results
 from agentcausal.exceptions import AgentCausalError
 from agentcausal.report.html import attribution_tables, html_table, write_html_report
 from agentcausal.report.plots import attribution_figures, figures_markdown
@@ -92,13 +92,13 @@ def markdown_table(df: pd.DataFrame, *, index: bool = False) -> str:
     return "\n".join(lines)
 
 
-def accuracy_text(ev: Evaluation) -> str:
+def accuracy_text(ev: Evaluation | AttributionSummary) -> str:
     """The overall accuracy table as plain text for a terminal: each metric ``k/n (x%)``
     (:func:`~agentcausal.report.accuracy.accuracy_display`).
 
     Parameters
     ----------
-    ev : Evaluation
+    ev : Evaluation, or the AttributionSummary of a run folder (only ``overall`` is shown)
 
     Returns
     -------
