@@ -20,6 +20,7 @@ __all__ = [
     "StructuredOutputError",
     "ModelFileError",
     "TraceFormatError",
+    "ResultStoreError",
     "RunFileError",
     "InvalidTracesError",
     "ItemChangedError",
@@ -212,6 +213,22 @@ class ItemChangedError(AgentCausalError):
     def __init__(self, item: str, path: str, detail: str) -> None:
         super().__init__(f"{item!r} ({path}): {detail}; the file changed since the run plan was built")
         self.item = item
+        self.path = path
+        self.detail = detail
+
+
+class ResultStoreError(AgentCausalError):
+    """The results store file cannot be read (not a database, torn, malformed) or stays locked.
+
+    Attributes
+    ----------
+    path : str, the store file
+    detail : str, what SQLite said
+    """
+
+    def __init__(self, path: str, detail: str) -> None:
+        super().__init__(f"results store {path} is unusable ({detail}); move it aside (mv {path} {path}.bad) "
+                         "and run again: its rows are recomputed, their LLM replies still cached")
         self.path = path
         self.detail = detail
 

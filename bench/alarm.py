@@ -6,7 +6,7 @@ model on 2 cores: graph replies whose budget follows from the variables and
 their names (:func:`agentcausal.discovery.mac.calls.graph_reply_tokens`), and a
 failed stage that keeps the graph found so far (marked degraded) rather than an
 empty row. Methods run one after the other through
-:func:`agentcausal.discovery.methods.run_discovery` with the ``small`` preset
+:func:`agentcausal.discovery.jobs.run_discovery` with the ``small`` preset
 (MAC's typed executor, short per-edge reasons; one seed, so the profile's
 temperature), and the results are rewritten after every method, so an
 interrupted run keeps what it measured. The LLM cache is ``cache/bench-alarm``
@@ -56,9 +56,10 @@ def run_alarm(*, seed: int = 0, n: int = 1000, methods: Sequence[str] = METHODS,
     from agentcausal.discovery import ils_csl, llm_scd, react
     from agentcausal.discovery.datasets import load_dataset
     from agentcausal.discovery.mac import settings as mac_settings
-    from agentcausal.discovery.methods import DiscoveryConfig, run_discovery
+    from agentcausal.discovery.config import DiscoveryConfig
+    from agentcausal.discovery.jobs import run_discovery
     from agentcausal.discovery.metrics import evaluate_graph
-    from agentcausal.presets import resolve
+    from agentcausal.settings import resolve
     from agentcausal.settings import RunSettings
 
     config = DiscoveryConfig(

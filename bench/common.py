@@ -91,7 +91,7 @@ def bench_profiles(base_url: str, concurrency: int, *, model: str = "bench-model
     embeddings would add to the chat requests) and ``sum of latencies /
     concurrency`` is a true lower bound of the wall time. Use a new ``model``
     label per configuration: semaphores live for the process. ``preset`` is the
-    method-settings preset the routing names (``agentcausal.presets``; None: the
+    method-settings preset the routing names (``agentcausal.settings``; None: the
     settings models' defaults, which are the ``paper`` preset).
     """
     common = dict(base_url=base_url, model=model, max_concurrency=concurrency, timeout_s=60.0, limit_group=model)

@@ -4,7 +4,7 @@ with the embedded model (the default routing: Qwen2.5-Coder-0.5B through llama.c
 The selection is the ``k`` shortest Algorithm-Generated traces by characters
 (ties by file number), so it is fixed for a given split and grows from the
 cheapest end. Each (trace, method) runs alone through
-:func:`agentcausal.attribution.common.run_method`, one after the other, and the
+:func:`agentcausal.attribution.jobs.run_method`, one after the other, and the
 results are rewritten after every run, so an interrupted run keeps what it
 measured. The LLM cache is ``cache/bench-embedded`` (not the project's
 ``cache/llm``), so numbers are not served from another run's cache; rerunning
@@ -19,9 +19,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentcausal.attribution.common import resolve_methods, run_method
+from agentcausal.attribution.jobs import run_method
+from agentcausal.attribution.registry import method_names, resolve_methods
 from agentcausal.attribution.evaluate import agent_match, step_match
-from agentcausal.attribution.registry import method_names
 from agentcausal.settings import RunSettings
 from agentcausal.traces.model import Trace
 from bench.common import REPO, md_table
@@ -31,7 +31,7 @@ __all__ = ["embedded_preset", "embedded_selection", "run_embedded", "embedded_ma
 
 def embedded_preset(preset: str | None = None, settings: RunSettings | None = None) -> str:
     """The method-settings preset of an embedded run: ``preset`` when given, else the one the active
-    routing names in the profiles file (:func:`agentcausal.presets.routing_preset`; ``small`` for the
+    routing names in the profiles file (:func:`agentcausal.settings.routing_preset`; ``small`` for the
     default routing, whose model is the embedded 0.5B one).
 
     >>> embedded_preset("paper")
@@ -41,7 +41,7 @@ def embedded_preset(preset: str | None = None, settings: RunSettings | None = No
     """
     if preset:
         return preset
-    from agentcausal.presets import routing_preset
+    from agentcausal.settings import routing_preset
 
     rs = settings or RunSettings.from_env()
     return routing_preset(rs.profiles_path, rs.routing)

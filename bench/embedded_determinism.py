@@ -142,8 +142,9 @@ def _mac_run(gw, dataset: str):
     """MAC (small preset, typed executor) on one bnlearn dataset, n = 1000, seed 0: {item: (edges, status)}."""
     from agentcausal.discovery.datasets import load_dataset
     from agentcausal.discovery.mac import settings as mac_settings
-    from agentcausal.discovery.methods import DiscoveryConfig, run_discovery
-    from agentcausal.presets import preset_values
+    from agentcausal.discovery.config import DiscoveryConfig
+    from agentcausal.discovery.jobs import run_discovery
+    from agentcausal.settings import preset_values
 
     mac = mac_settings.MACSettings(**{**preset_values(mac_settings.PRESETS, "small"), "executor": "typed"})
     out = run_discovery("mac", load_dataset(dataset, n=1000, seed=0), gw, DiscoveryConfig(mac=mac), seed=0)
@@ -161,7 +162,7 @@ def methods(reproducible: bool, out: Path, runs: int, sets: list[str] | None = N
     import tempfile
     import urllib.request
 
-    from agentcausal.attribution.common import run_method
+    from agentcausal.attribution.jobs import run_method
     from agentcausal.llm import Gateway, load_profiles
     from agentcausal.llm import local
     from agentcausal.traces.io import load_traces

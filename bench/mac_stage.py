@@ -3,7 +3,7 @@
 Each (dataset, seed) is sampled once with :func:`agentcausal.discovery.datasets.load_dataset`
 (n = 1000 rows of a bnlearn network; Auto MPG is its 392 rows and has no seed,
 and every pool algorithm is deterministic on fixed data, so it runs once) and
-each algorithm runs through :func:`agentcausal.discovery.methods.run_discovery`
+each algorithm runs through :func:`agentcausal.discovery.jobs.run_discovery`
 with the pool's data-type-aware defaults, in its own worker process, one at a
 time. Metrics come from :func:`agentcausal.discovery.metrics.evaluate_graph`
 with the one convention of every table (:data:`~agentcausal.discovery.metrics.METRIC_COLUMNS`:
@@ -21,7 +21,8 @@ from typing import Any
 
 from agentcausal.discovery.algorithms import ALGORITHMS, EXACT_SEARCH_SUPERGRAPH_ABOVE
 from agentcausal.discovery.datasets import MAIN_BENCHMARKS, load_dataset
-from agentcausal.discovery.methods import DiscoveryConfig, run_discovery
+from agentcausal.discovery.config import DiscoveryConfig
+from agentcausal.discovery.jobs import run_discovery
 from agentcausal.discovery.metrics import METRIC_COLUMNS, METRICS_FOOTER, evaluate_graph
 from bench.common import md_table
 

@@ -22,7 +22,7 @@ import tempfile
 import time
 from typing import Any
 
-from agentcausal.attribution.common import run_method
+from agentcausal.attribution.jobs import run_method
 from bench.common import RESULTS_DIR, bench_gateway, machine, synthetic_traces
 from bench.server import ServerProcess
 

@@ -26,7 +26,7 @@ request, answered by :class:`bench.responders.BenchResponder`.
   highest concurrency on a fresh cache).
 
 Every run's gateway routing names its method-settings preset
-(:mod:`agentcausal.presets`; default ``paper``), and the payloads record it.
+(:mod:`agentcausal.settings`; default ``paper``), and the payloads record it.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from agentcausal.attribution.common import run_method
+from agentcausal.attribution.jobs import run_method
 from agentcausal.traces.io import write_jsonl
 from agentcausal.traces.model import Attribution, Trace
 from bench.common import bench_gateway, md_table, profiles_toml

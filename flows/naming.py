@@ -18,7 +18,11 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from prefect.client.orchestration import get_client
+from prefect.runtime import deployment, flow_run
+
 from agentcausal.report.artifacts import artifact_key, corpus_label, run_name, run_tags
+from agentcausal.settings import RunSettings
 
 __all__ = ["attribute_run_name", "discover_run_name", "subject", "add_run_tags", "corpus_paths", "key",
            "who_and_when_dir"]
@@ -27,8 +31,6 @@ log = logging.getLogger(__name__)
 
 
 def _params() -> dict[str, Any]:
-    from prefect.runtime import flow_run
-
     try:
         return dict(flow_run.parameters or {})
     except Exception:  # noqa: BLE001 - outside a flow run
@@ -36,8 +38,6 @@ def _params() -> dict[str, Any]:
 
 
 def _deployment_name() -> str | None:
-    from prefect.runtime import deployment
-
     try:
         return deployment.name
     except Exception:  # noqa: BLE001
@@ -46,8 +46,6 @@ def _deployment_name() -> str | None:
 
 def _routing(settings: Any) -> str:
     if settings is None:
-        from agentcausal.settings import RunSettings
-
         return RunSettings.from_env().routing
     return str(getattr(settings, "routing", None) or (settings.get("routing") if isinstance(settings, dict)
                                                         else None) or "default")
@@ -59,8 +57,6 @@ def who_and_when_dir(settings: Any = None) -> str:
     A RunSettings or mapping that does not set ``who_and_when_dir`` (a deployment's ``settings``
     naming only the routing) takes the environment's (``AGENTCAUSAL_WHO_AND_WHEN_DIR``).
     """
-    from agentcausal.settings import RunSettings
-
     env = RunSettings.from_env()
     if isinstance(settings, RunSettings):  # a field the deployment's mapping did not name: the environment's
         return settings.who_and_when_dir if "who_and_when_dir" in settings.model_fields_set else env.who_and_when_dir
@@ -116,12 +112,8 @@ def add_run_tags(methods: Iterable[str], settings: Any = None, *, preset: str | 
     -------
     list of the tags added.
     """
-    from prefect.runtime import flow_run
-
     tags = run_tags(list(methods), _routing(settings), preset, subsets)
     try:
-        from prefect.client.orchestration import get_client
-
         with get_client(sync_client=True) as client:
             fr = client.read_flow_run(flow_run.id)
             client.update_flow_run(flow_run.id, tags=sorted(set(fr.tags or []) | set(tags)))

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
+from tqdm import tqdm
 
 from agentcausal.report.artifacts import ProgressLine
 
@@ -38,8 +39,6 @@ class RunProgress:
         self.artifact = create_progress_artifact(progress=0.0, key=key, description=description)
         self.bar: Any = None
         if bar:
-            from tqdm import tqdm
-
             self.bar = tqdm(total=total, unit=unit, desc=desc, initial=initial)
         self.line = ProgressLine(total, desc)  # plain lines when stderr is not a terminal
         self.step = max(1, total // 20)

@@ -38,13 +38,12 @@ What workers share
 
 from __future__ import annotations
 
-from enum import Enum
-from typing import Any, TypeVar
-
 import functools
-from typing import TYPE_CHECKING
+from enum import Enum
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from prefect import Flow
+from prefect.settings import PREFECT_API_URL, temporary_settings
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -100,7 +99,7 @@ class RunnerChoice(BaseModel):
 def _shared_api_dask_runner() -> type:
     """The :class:`SharedAPIDaskTaskRunner` class, built on first use: ``prefect_dask`` (and Dask with it, about
     30 MB and 0.5 s) is imported only by a run that asks for Dask."""
-    from prefect_dask import DaskTaskRunner
+    from prefect_dask import DaskTaskRunner  # an optional dependency, and a start-up cost (~30 MB, 0.5 s)
 
     class SharedAPIDaskTaskRunner(DaskTaskRunner):
         """``prefect_dask.DaskTaskRunner`` whose workers report to the flow process's Prefect API.
@@ -122,14 +121,13 @@ def _shared_api_dask_runner() -> type:
         """
 
         def __enter__(self) -> "SharedAPIDaskTaskRunner":
-            import dask
-            from prefect.settings import PREFECT_API_URL, temporary_settings
+            import dask  # with prefect_dask: the optional Dask dependency, imported only by a Dask run
 
             super().__enter__()
             # local workers may start processes of their own (the discovery algorithm pool): not daemonic
             self._exit_stack.enter_context(dask.config.set({"distributed.worker.daemon": False}))
             if not PREFECT_API_URL.value():
-                from prefect.server.api.server import SubprocessASGIServer
+                from prefect.server.api.server import SubprocessASGIServer  # start-up cost: Prefect's server code
 
                 server = SubprocessASGIServer()  # a per-process singleton: the one the flow's client uses
                 server.start()

@@ -25,9 +25,16 @@ from typing import Any, NamedTuple
 
 import yaml
 from prefect import Flow
+from prefect import serve as prefect_serve
+from prefect.client.schemas.actions import DeploymentScheduleCreate
+from prefect.client.schemas.schedules import CronSchedule
+from prefect.deployments.runner import EntrypointType
+from prefect.settings import PREFECT_API_URL
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agentcausal.discovery.datasets import BENCHMARKS
 from agentcausal.exceptions import ConfigError
+from flows.naming import corpus_paths
 
 __all__ = ["DEFAULT_FILE", "default_file", "ScheduleSpec", "DeploymentSpec", "load_specs", "load_flow",
            "runner_deployments", "serve", "InputCheck", "check_inputs"]
@@ -139,8 +146,6 @@ def load_specs(path: str | Path | None = None, *, check: bool = True) -> list[De
     if not specs:
         raise ConfigError("no deployments", path=str(p))
     if check:
-        from prefect.client.schemas.schedules import CronSchedule
-
         for s in specs:
             fl = load_flow(s)
             try:
@@ -193,8 +198,6 @@ def check_inputs(spec: DeploymentSpec) -> list[InputCheck]:
     -------
     list of InputCheck (empty for a flow without file inputs).
     """
-    from flows.naming import corpus_paths
-
     p = spec.parameters
     out: list[InputCheck] = []
     if "paths" in p or spec.function == "attribute":
@@ -203,8 +206,6 @@ def check_inputs(spec: DeploymentSpec) -> list[InputCheck]:
             out.append(InputCheck(spec.name, "corpus", path, Path(path).exists(),
                                   note if Path(path).exists() else (note + "; " if note else "") + "not found"))
     for ds in p.get("datasets") or []:
-        from agentcausal.discovery.datasets import BENCHMARKS
-
         if "::" in ds:
             files = ds.split("::", 1)
         elif Path(ds).suffix.lower() in (".csv", ".parquet", ".pq"):
@@ -240,9 +241,6 @@ def runner_deployments(specs: Sequence[DeploymentSpec], only: Sequence[str] | No
     ConfigError
         If a name in ``only`` matches no deployment.
     """
-    from prefect.client.schemas.actions import DeploymentScheduleCreate
-    from prefect.client.schemas.schedules import CronSchedule
-    from prefect.deployments.runner import EntrypointType
 
     chosen = list(specs)
     if only:
@@ -277,8 +275,6 @@ def serve(path: str | Path | None = None, *, only: Sequence[str] | None = None, 
         As :func:`load_specs` and :func:`runner_deployments`; also when ``PREFECT_API_URL`` is not set
         (Prefect's temporary API does not run schedules).
     """
-    from prefect import serve as prefect_serve
-    from prefect.settings import PREFECT_API_URL
 
     if not PREFECT_API_URL.value():
         raise ConfigError("PREFECT_API_URL is not set: schedules need a Prefect server. Start one with "

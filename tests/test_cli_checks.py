@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agentcausal.cli import main
-from agentcausal.demo import examples_dir
+from agentcausal.demo_selection import examples_dir
 from agentcausal.exceptions import ConfigError, MissingAPIKeyError
 from agentcausal.settings import RunSettings
 
@@ -61,7 +61,7 @@ def test_dry_run_into_a_closed_pipe_ends_without_a_traceback():
 
 def test_chunk_size_help_states_the_flows_default():
     from agentcausal.cli import build_parser
-    from flows.attribute import DEFAULT_CHUNK_SIZE
+    from agentcausal.runs.engine import DEFAULT_CHUNK_SIZE
 
     sub = next(a for a in build_parser()._actions if a.dest == "command" or getattr(a, "choices", None))
     text = sub.choices["attribute"].format_help()

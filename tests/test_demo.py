@@ -10,13 +10,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agentcausal.demo import DEMO_TRACE_FILES, demo_plan, examples_dir
+from agentcausal.demo_selection import DEMO_TRACE_FILES, demo_selection, examples_dir
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def test_plan_without_who_and_when_uses_examples_and_says_so(tmp_path):
-    plan = demo_plan(tmp_path / "absent", out_dir=tmp_path / "run")
+    plan = demo_selection(tmp_path / "absent", out_dir=tmp_path / "run")
     assert plan.trace_paths and all(Path(p).parent == examples_dir() for p in plan.trace_paths)
     assert any("Who&When traces not found" in n for n in plan.notes)
     assert set(plan.llm_datasets) == {"earthquake", "asia"}
@@ -25,7 +25,7 @@ def test_plan_without_who_and_when_uses_examples_and_says_so(tmp_path):
 
 
 def test_plan_with_who_and_when_adds_the_real_traces(who_and_when_dir, tmp_path):
-    plan = demo_plan(who_and_when_dir, out_dir=tmp_path / "run")
+    plan = demo_selection(who_and_when_dir, out_dir=tmp_path / "run")
     real = [p for p in plan.trace_paths if Path(p).parent != examples_dir()]
     assert [Path(p).relative_to(who_and_when_dir).as_posix() for p in real] == list(DEMO_TRACE_FILES)
     assert plan.notes == ()

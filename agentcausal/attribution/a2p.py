@@ -28,7 +28,7 @@ does not change the attribution: A2P's code makes one pass and reads only the
 final attribution. Deviations from A2P's code: a JSON reply (schema-constrained)
 instead of the "Agent Name: / Step Number:" text format; the trace rendered
 with our delimiters and shortened to the context budget; the completion cap is
-the profile's budget (:func:`~agentcausal.presets.completion_budget`; A2P's
+the profile's budget (:func:`~agentcausal.settings.completion_budget`; A2P's
 code sends its CLI's ``max_tokens``, default 20000, more than some endpoints'
 output limits accept); and, beyond the
 paper (Who&When's second setting), ``with_ground_truth = False`` drops the
@@ -55,22 +55,18 @@ from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
-from agentcausal.attribution.common import (
-    BASELINE_STAGE,
-    BaselineSettings,
+from agentcausal.attribution.baseline_prompts import (
     agent_names,
     baseline_messages,
-    baseline_tokens,
     decisive_verdict,
     enum_choice,
     reply_text,
     task_block,
-    trace_budget,
-    usage_item,
 )
+from agentcausal.attribution.baseline_settings import BASELINE_STAGE, BaselineSettings, baseline_tokens, trace_budget
+from agentcausal.attribution.registry import MethodSpec, register, usage_item
 from agentcausal.attribution.candidates import single_answer
 from agentcausal.attribution.evidence import ask_evidence, evidence_fields, with_evidence
-from agentcausal.attribution.registry import MethodSpec, register
 from agentcausal.llm import Gateway
 from agentcausal.traces.model import Attribution, CorrectedAction, Trace
 from agentcausal.traces.render import render_steps_info
@@ -127,7 +123,7 @@ class A2PReply(BaseModel):
 
 
 class A2PSettings(BaselineSettings):
-    """Settings of A2P (see :class:`~agentcausal.attribution.common.BaselineSettings` for the shared ones).
+    """Settings of A2P (see :class:`~agentcausal.attribution.baseline_settings.BaselineSettings` for the shared ones).
 
     Attributes
     ----------
@@ -150,7 +146,7 @@ class A2PSettings(BaselineSettings):
     quote_evidence: bool = False
 
 
-#: presets (:mod:`agentcausal.presets`); fields not listed keep the ``paper`` defaults
+#: presets (:mod:`agentcausal.settings`); fields not listed keep the ``paper`` defaults
 PRESETS: dict[str, dict[str, Any]] = {
     "paper": {},
     "small": {"prompts": "small", "max_tokens": 384, "field_chars": 240},
@@ -223,7 +219,7 @@ def run(trace: Trace, gw: Gateway, settings: A2PSettings) -> Attribution:
     Raises
     ------
     StructuredOutputError, EndpointUnreachableError, LLMCallError
-        From the gateway (:func:`~agentcausal.attribution.common.run_method` turns them into an error record).
+        From the gateway (:func:`~agentcausal.attribution.jobs.run_method` turns them into an error record).
     """
     messages, shortened = build_messages(trace, settings, trace_budget(gw, settings))
     forced = settings.prompts == "paper"

@@ -34,7 +34,7 @@ the trace sits inside our delimiters with look-alike tags escaped and is
 shortened to the context budget (the original sends it whole: a guard
 against text in the trace steering the judge, and a fit to the window); the
 completion cap is the profile's budget
-(:func:`~agentcausal.presets.completion_budget`) where Who&When's code sends
+(:func:`~agentcausal.settings.completion_budget`) where Who&When's code sends
 ``max_tokens=1024`` (its CLI default), because the reasoning models the DCFA
 paper runs spend hidden reasoning from the same budget and a fixed 1024 would
 cut them off; the system message is the source code's own role sentence
@@ -59,23 +59,24 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, Field, create_model
 
-from agentcausal.attribution.common import (
-    BASELINE_PRESETS,
-    BASELINE_STAGE,
-    BaselineSettings,
+from agentcausal.attribution.baseline_prompts import (
     agent_names,
     baseline_messages,
-    baseline_tokens,
     decisive_verdict,
     enum_choice,
     reply_text,
     task_block,
-    trace_budget,
-    usage_item,
 )
+from agentcausal.attribution.baseline_settings import (
+    BASELINE_PRESETS,
+    BASELINE_STAGE,
+    BaselineSettings,
+    baseline_tokens,
+    trace_budget,
+)
+from agentcausal.attribution.registry import MethodSpec, register, usage_item
 from agentcausal.attribution.candidates import single_answer
 from agentcausal.attribution.evidence import ask_evidence, evidence_fields, with_evidence
-from agentcausal.attribution.registry import MethodSpec, register
 from agentcausal.llm import Gateway
 from agentcausal.traces.model import Attribution, Trace, normalise_agent
 from agentcausal.traces.render import render_conversation, render_steps_info
@@ -124,7 +125,7 @@ class AllAtOnceReply(BaseModel):
 
 
 class AllAtOnceSettings(BaselineSettings):
-    """Settings of All-at-Once (see :class:`~agentcausal.attribution.common.BaselineSettings`).
+    """Settings of All-at-Once (see :class:`~agentcausal.attribution.baseline_settings.BaselineSettings`).
 
     Attributes
     ----------
@@ -140,7 +141,7 @@ class AllAtOnceSettings(BaselineSettings):
     quote_evidence: bool = False
 
 
-#: presets (:mod:`agentcausal.presets`)
+#: presets (:mod:`agentcausal.settings`)
 PRESETS = {"paper": {}, "small": {**BASELINE_PRESETS["small"], "reason_chars": 300}}
 
 
@@ -265,11 +266,11 @@ def run(trace: Trace, gw: Gateway, settings: AllAtOnceSettings) -> Attribution:
     Raises
     ------
     StructuredOutputError, EndpointUnreachableError, LLMCallError
-        From the gateway (:func:`~agentcausal.attribution.common.run_method` turns them into an error record).
+        From the gateway (:func:`~agentcausal.attribution.jobs.run_method` turns them into an error record).
 
     Examples
     --------
-    >>> from agentcausal.attribution.common import run_method  # doctest: +SKIP
+    >>> from agentcausal.attribution.jobs import run_method  # doctest: +SKIP
     >>> run_method(trace, "all_at_once", gw).step  # doctest: +SKIP
     3
     """

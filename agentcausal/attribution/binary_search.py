@@ -31,7 +31,7 @@ free text, with a one-sentence reason after the choice (the original asks for th
 phrase alone; the reason is kept so ``details["path"]`` says why each part was
 taken), and the segment inside our delimiters with look-alike tags escaped,
 shortened to the context budget; the completion cap is the profile's budget
-(:func:`~agentcausal.presets.completion_budget`) where Who&When's code sends
+(:func:`~agentcausal.settings.completion_budget`) where Who&When's code sends
 ``max_tokens=1024`` (its CLI default), because the reasoning models the DCFA
 paper runs spend hidden reasoning from the same budget and a fixed 1024 would
 cut them off.
@@ -57,19 +57,16 @@ from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, Field, create_model
 
-from agentcausal.attribution.common import (
+from agentcausal.attribution.baseline_prompts import baseline_messages, reply_text, task_block
+from agentcausal.attribution.baseline_settings import (
     BASELINE_PRESETS,
     BASELINE_STAGE,
     BaselineSettings,
-    baseline_messages,
     baseline_tokens,
-    reply_text,
-    task_block,
     trace_budget,
-    usage_item,
 )
+from agentcausal.attribution.registry import MethodSpec, register, usage_item
 from agentcausal.attribution.candidates import single_answer
-from agentcausal.attribution.registry import MethodSpec, register
 from agentcausal.exceptions import StructuredOutputError
 from agentcausal.llm import Gateway
 from agentcausal.traces.model import Attribution, Trace
@@ -123,7 +120,7 @@ class PaperHalfChoice(BaseModel):
 
 
 class BinarySearchSettings(BaselineSettings):
-    """Settings of Binary-Search (see :class:`~agentcausal.attribution.common.BaselineSettings`).
+    """Settings of Binary-Search (see :class:`~agentcausal.attribution.baseline_settings.BaselineSettings`).
 
     Attributes
     ----------
@@ -137,7 +134,7 @@ class BinarySearchSettings(BaselineSettings):
     reason_chars: int | None = Field(None, ge=40)
 
 
-#: presets (:mod:`agentcausal.presets`)
+#: presets (:mod:`agentcausal.settings`)
 PRESETS = {"paper": {}, "small": {**BASELINE_PRESETS["small"], "reason_chars": 200}}
 
 

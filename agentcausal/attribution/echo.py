@@ -79,21 +79,17 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, Field, create_model, field_validator
 
-from agentcausal.attribution.common import (
-    BASELINE_STAGE,
-    BaselineSettings,
+from agentcausal.attribution.baseline_prompts import (
     agent_names,
     baseline_messages,
-    baseline_tokens,
     enum_choice,
     reply_text,
     task_block,
-    trace_budget,
-    usage_item,
 )
+from agentcausal.attribution.baseline_settings import BASELINE_STAGE, BaselineSettings, baseline_tokens, trace_budget
+from agentcausal.attribution.registry import MethodSpec, register, usage_item
 from agentcausal.attribution.candidates import echo_candidates
 from agentcausal.attribution.evidence import evidence_fields
-from agentcausal.attribution.registry import MethodSpec, register
 from agentcausal.llm import Gateway
 from agentcausal.traces.model import Attribution, Step, Trace
 from agentcausal.traces.render import escape_data, render_steps_info, shorten
@@ -233,7 +229,7 @@ def milestone(text: str, max_chars: int | None) -> str:
 
 # ------------------------------------------------------------------ settings
 class EchoSettings(BaselineSettings):
-    """Settings of ECHO (see :class:`~agentcausal.attribution.common.BaselineSettings` for the shared ones).
+    """Settings of ECHO (see :class:`~agentcausal.attribution.baseline_settings.BaselineSettings` for the shared ones).
 
     Attributes
     ----------
@@ -282,7 +278,7 @@ class EchoSettings(BaselineSettings):
         return v
 
 
-#: presets (:mod:`agentcausal.presets`); fields not listed keep the ``paper`` defaults
+#: presets (:mod:`agentcausal.settings`); fields not listed keep the ``paper`` defaults
 PRESETS: dict[str, dict[str, Any]] = {
     "paper": {},
     "small": {"prompts": "small", "max_tokens": 384, "analysts": ("conservative", "causal_chain", "balanced"),

@@ -23,9 +23,9 @@ beside its raw count of hits over the labelled rows:
   substring of the first word (``[\w_]+``) of the predicted one. For comparing with
   published numbers only; exact match is ours.
 
-:func:`results_frame` turns attributions and their traces into one row per
-(trace, method): the Parquet schema of a run. :func:`evaluate_frame` computes
-every table from such a frame, so a run folder can be re-evaluated without the traces.
+:func:`evaluate_frame` computes every table from a results frame
+(:mod:`agentcausal.attribution.results`: one scored row per trace and method), so a run folder
+can be re-evaluated without the traces.
 
 References
 ----------
@@ -38,18 +38,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import pandas as pd
 
-from agentcausal.exceptions import TraceFormatError
-from agentcausal.runfiles import atomic_path
-from agentcausal.traces.model import Attribution, Trace, normalise_agent
+from agentcausal.traces.model import normalise_agent
 
 __all__ = [
-    "RESULT_COLUMNS",
     "LENGTH_BUCKETS",
     "Evaluation",
     "step_match",
@@ -59,36 +55,12 @@ __all__ = [
     "HIT_WINDOWS",
     "TOP_K",
     "length_bucket",
-    "results_frame",
     "accuracy",
     "step_error_histogram",
     "usage_by_stage",
     "cost_this_run",
     "evaluate_frame",
-    "save_results",
-    "load_results",
-    "save_run",
-    "load_run_meta",
 ]
-
-#: columns of a results frame, one row per (trace, method)
-RESULT_COLUMNS = [
-    "trace_id", "method", "subset", "n_steps", "length_bucket", "true_step", "true_agent", "pred_step",
-    "pred_agent", "step_correct", "agent_correct", "both_correct", "abs_step_error", "undetermined", "error",
-    "reason", "seconds", "calls", "requests", "cache_hits", "prompt_tokens", "completion_tokens", "cost_usd",
-    "prompt_version", "settings_json", "models_json", "usage_json", "details_json", "trace_hash",
-    "status", "status_detail", "reused", "request_seconds", "wait_seconds", "run_requests", "run_prompt_tokens",
-    "run_completion_tokens", "run_request_seconds", "run_cost_usd",
-]
-#: columns every results file has had; the later ones are filled with defaults when an old file lacks them
-_CORE_COLUMNS = RESULT_COLUMNS[:RESULT_COLUMNS.index("status")]
-
-#: columns older results files may lack: ``span_id`` of the blamed step (imported traces), the
-#: trace-level ``failure_modes`` of corpora without step labels (MAST), and the richer result
-#: (:class:`~agentcausal.traces.model.Attribution`): ``confidence`` (float or null), ``evidence`` and
-#: ``evidence_note`` (text or null), ``candidates`` and ``corrected_action`` (JSON text or null)
-OPTIONAL_COLUMNS = ["span_id", "failure_modes", "confidence", "evidence", "evidence_note", "candidates",
-                    "corrected_action"]
 
 #: trace-length buckets (number of steps), inclusive bounds; our own coarse buckets (from neither paper). The
 #: grouping the DCFA paper reports (Who&When's five length levels) is
@@ -188,110 +160,6 @@ def length_bucket(n_steps: int) -> str:
         if lo <= n_steps <= hi:
             return name
     return LENGTH_BUCKETS[-1][2]
-
-
-def _row(a: Attribution, t: Trace | None) -> dict[str, object]:
-    labelled = t is not None and t.label is not None
-    true_step = t.label.step if labelled else None
-    true_agent = t.label.agent if labelled else None
-    tot: dict[str, float] = {}
-    for u in a.usage.values():
-        for k, v in u.items():
-            tot[k] = tot.get(k, 0) + v
-    n = len(t) if t is not None else 0
-    # seconds in requests vs waiting for an endpoint slot (StageUsage request_seconds / wait_seconds when
-    # the gateway records them; before that, ``seconds`` is the time in calls, waiting included)
-    request_s = sum(float(u.get("request_seconds", u.get("seconds", 0.0))) for u in a.usage.values())
-    wait_s = sum(float(u.get("wait_seconds", 0.0)) for u in a.usage.values())
-    spent = 0 if a.reused else 1  # a reused record cost this run nothing; its usage is the original cost
-    return {
-        "trace_id": a.trace_id,
-        "method": a.method,
-        "subset": (t.source if t is not None else "") or a.trace_id.split("/", 1)[0],
-        "n_steps": n,
-        "length_bucket": length_bucket(n) if n else "",
-        "true_step": true_step,
-        "true_agent": true_agent,
-        "pred_step": a.step,
-        "pred_agent": a.agent,
-        "step_correct": step_match(a.step, true_step) if labelled else None,
-        "agent_correct": agent_match(a.agent, true_agent) if labelled else None,
-        "both_correct": (step_match(a.step, true_step) and agent_match(a.agent, true_agent)) if labelled else None,
-        "abs_step_error": abs(a.step - true_step) if labelled and a.step is not None else None,
-        "undetermined": a.error is None and a.step is None,
-        "error": a.error,
-        "reason": a.reason,
-        "seconds": a.seconds,
-        "calls": int(tot.get("calls", 0)),
-        "requests": int(tot.get("requests", 0)),
-        "cache_hits": int(tot.get("cache_hits", 0)),
-        "prompt_tokens": int(tot.get("prompt_tokens", 0)),
-        "completion_tokens": int(tot.get("completion_tokens", 0)),
-        "cost_usd": float(tot.get("cost_usd", 0.0)),
-        "prompt_version": a.prompt_version,
-        "settings_json": json.dumps(a.settings, sort_keys=True, default=str),
-        "models_json": json.dumps(a.models, sort_keys=True),
-        "usage_json": json.dumps(a.usage, sort_keys=True),
-        "details_json": json.dumps(a.details, sort_keys=True, default=str),
-        "trace_hash": t.content_hash() if t is not None else "",
-        "status": "content_failed" if a.error and a.status == "complete" else a.status,  # a method-recorded error
-        "status_detail": a.status_detail,
-        "reused": a.reused,
-        "request_seconds": request_s,
-        "wait_seconds": wait_s,
-        "run_requests": spent * int(tot.get("requests", 0)),
-        "run_prompt_tokens": spent * int(tot.get("prompt_tokens", 0)),
-        "run_completion_tokens": spent * int(tot.get("completion_tokens", 0)),
-        "run_request_seconds": spent * request_s,
-        "run_cost_usd": spent * float(tot.get("cost_usd", 0.0)),
-        "span_id": t.steps[a.step].metadata.get("span_id") if t is not None and a.step is not None
-        and 0 <= a.step < n else None,
-        "failure_modes": "; ".join(t.metadata.get("failure_modes") or []) or None if t is not None else None,
-        **_result_columns(a),
-    }
-
-
-def _result_columns(a: Attribution) -> dict[str, object]:
-    """The richer-result columns of one row (:data:`OPTIONAL_COLUMNS`)."""
-    return {"confidence": a.confidence, "evidence": a.evidence, "evidence_note": a.evidence_note,
-            "candidates": None if a.candidates is None else json.dumps([c.model_dump() for c in a.candidates]),
-            "corrected_action": None if a.corrected_action is None else a.corrected_action.model_dump_json()}
-
-
-def results_frame(attributions: Sequence[Attribution], traces: Sequence[Trace] | Mapping[str, Trace]) -> pd.DataFrame:
-    """One row per attribution, scored against its trace's label.
-
-    Parameters
-    ----------
-    attributions : sequence of Attribution (any methods)
-    traces : the traces, as a sequence or a mapping id -> Trace
-
-    Returns
-    -------
-    DataFrame with :data:`RESULT_COLUMNS`; nullable columns use pandas' nullable dtypes.
-
-    Raises
-    ------
-    TraceFormatError
-        If an attribution names a trace that is not given.
-    """
-    by_id = dict(traces) if isinstance(traces, Mapping) else {t.id: t for t in traces}
-    rows = []
-    for a in attributions:
-        if a.trace_id not in by_id:
-            raise TraceFormatError(f"attribution for unknown trace {a.trace_id!r}")
-        rows.append(_row(a, by_id[a.trace_id]))
-    df = pd.DataFrame(rows, columns=RESULT_COLUMNS + OPTIONAL_COLUMNS)
-    for c in ("true_step", "pred_step", "abs_step_error"):
-        df[c] = df[c].astype("Int64")
-    for c in ("step_correct", "agent_correct", "both_correct"):
-        df[c] = df[c].astype("boolean")
-    for c in ("error", "pred_agent", "true_agent", "status", "status_detail", *OPTIONAL_COLUMNS):
-        if c != "confidence":
-            df[c] = df[c].astype("string")
-    df["confidence"] = df["confidence"].astype("Float64")
-    df["reused"] = df["reused"].astype(bool)
-    return df
 
 
 def accuracy(df: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
@@ -460,7 +328,7 @@ def evaluate_frame(df: pd.DataFrame) -> Evaluation:
 
     Parameters
     ----------
-    df : results frame (:func:`results_frame` or :func:`load_results`)
+    df : results frame (:func:`agentcausal.attribution.results.results_frame` or ``load_results``)
 
     Returns
     -------
@@ -495,7 +363,7 @@ def evaluate_frame(df: pd.DataFrame) -> Evaluation:
 def cost_this_run(df: pd.DataFrame) -> pd.DataFrame:
     """What this run spent beside what its records cost when computed, per method (totals).
 
-    A reused row (Prefect's task cache, or every LLM call a cache hit) cost
+    A reused row (read from the results store, or every LLM call a cache hit) cost
     this run nothing: its ``run_*`` columns are 0 and its original usage is
     what the first run paid. Request seconds are time inside HTTP requests
     (``request_seconds`` of the gateway's usage, or the time in calls where
@@ -530,26 +398,3 @@ def cost_this_run(df: pd.DataFrame) -> pd.DataFrame:
             "completion_tokens_original", "request_s_this_run", "request_s_original", "cost_usd_this_run",
             "cost_usd_original"]
     return pd.DataFrame(rows, columns=cols)
-
-
-def save_results(df: pd.DataFrame, path: str | Path) -> Path:
-    """Write a results frame to Parquet atomically (temporary file, then rename; creates parent folders).
-
-    Parameters
-    ----------
-    df : results frame
-    path : target ``.parquet`` file
-
-    Returns
-    -------
-    Path
-    """
-    p = Path(path)
-    with atomic_path(p) as tmp:
-        df.to_parquet(tmp, index=False)
-    return p
-
-
-# The run folder moved to agentcausal.runs.folder (one module for both halves); these names stay for their
-# many callers.
-from agentcausal.runs.folder import load_results, load_run_meta, save_attribution_run as save_run  # noqa: E402

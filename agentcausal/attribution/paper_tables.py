@@ -1,6 +1,6 @@
 """The tables the DCFA paper reports, from one run's results frame.
 
-Every function reads a results frame (:func:`agentcausal.attribution.evaluate.results_frame`,
+Every function reads a results frame (:func:`agentcausal.attribution.results.results_frame`,
 one row per trace, method and repeat); DCFA's record is read from ``details_json``
 (see :mod:`agentcausal.attribution.dcfa.method`).
 
@@ -57,7 +57,6 @@ __all__ = [
     "signed_step_error_histogram",
     "accuracy_over_repeats",
     "speaker_mismatches",
-    "paper_tables_markdown",
 ]
 
 #: The five trace-length levels (inclusive step counts) of the DCFA paper's Figure 3, as its released
@@ -342,58 +341,3 @@ def speaker_mismatches(traces: Sequence[Trace]) -> list[dict[str, Any]]:
         if normalise_agent(speaker) != normalise_agent(t.label.agent):
             out.append({"trace_id": t.id, "step": t.label.step, "labelled_agent": t.label.agent, "speaker": speaker})
     return out
-
-
-def _md(df: pd.DataFrame, index: bool = False) -> str:
-    from agentcausal.report.attribution import markdown_table
-
-    return markdown_table(df, index=index)
-
-
-def paper_tables_markdown(df: pd.DataFrame, meta: dict[str, Any] | None = None) -> str:
-    """The sections above as markdown (empty sections left out), for ``report.md``."""
-    parts: list[str] = []
-    acc = dcfa_accuracy(df)
-    if len(acc):
-        shown = acc.assign(**{
-            "step accuracy (agent and step)": [f"{100 * a:.2f}% ({k}/{n})" for a, k, n in
-                                               zip(acc["agent_and_step_acc"], acc["agent_and_step_k"], acc["n"])],
-            "step-only accuracy": [f"{100 * a:.2f}% ({k}/{n})" for a, k, n in
-                                   zip(acc["step_acc"], acc["step_k"], acc["n"])]})[
-            ["method", "subset", "n", "step accuracy (agent and step)", "step-only accuracy"]]
-        parts += ["## Step accuracy as the DCFA paper reports it (Table 1)", "",
-                  "\"Step accuracy (agent and step)\" is what DCFA's released `evaluate.py` computes and calls step "
-                  "accuracy: the labelled step and the labelled agent both right (the agent as the first word of "
-                  "the prediction, compared exactly), over every labelled trace of the subset in this run. "
-                  "Step-only accuracy is the step alone. Undetermined and failed rows count as wrong.", "",
-                  _md(shown), ""]
-    lv = accuracy_by_level(df)
-    if len(lv):
-        out = outside_levels(df)
-        parts += ["## Step-only accuracy by trace-length level (Hand-Crafted, Figure 3)", "",
-                  "Levels of the released `evaluate_in_different_length.py`: "
-                  + ", ".join(f"{n} {lo}-{hi} steps" for lo, hi, n in WHO_WHEN_LEVELS)
-                  + f". Traces of a length in no level: {out} (left out, as there). Undetermined rows count as wrong "
-                  "here; the released script leaves them out of n.", "", _md(lv), ""]
-    if (df["method"] == "dcfa").any():
-        g = gca_only_accuracy(df)
-        g = g.assign(**{"w/o LCE (step only)": [f"{100 * a:.2f}% ({k}/{n})" for a, k, n in
-                                                zip(g["gca_step_acc"], g["gca_step_k"], g["n"])],
-                        "DCFA (step only)": [f"{100 * a:.2f}% ({k}/{n})" for a, k, n in
-                                             zip(g["dcfa_step_acc"], g["dcfa_step_k"], g["n"])]})
-        parts += ["## DCFA without LCE (from the stored GCA hypothesis)", "",
-                  _md(g[["subset", "n", "w/o LCE (step only)", "DCFA (step only)"]]), "",
-                  "## What LCE did (step level)", "", _md(lce_effect(df)), "",
-                  "## LCE diagnostics (means per trace that ran LCE)", "", _md(lce_diagnostics(df)), ""]
-    gs = graph_stats(df)
-    if len(gs):
-        parts += ["## Dependency graphs: edges per trace", "", _md(gs), ""]
-    parts += ["## Predicted − labelled step", "", _md(signed_step_error_histogram(df), index=True), ""]
-    rep = accuracy_over_repeats(df)
-    if len(rep) and rep["repeats"].max() > 1:
-        parts += ["## Accuracy over repeats (mean ± sample std)", "", _md(rep), ""]
-    mism = (meta or {}).get("speaker_mismatch") or []
-    if mism:
-        parts += [f"## Labelled agent is not the speaker of the labelled step ({len(mism)} traces)", "",
-                  "These cannot score on agent level from the step alone.", "", _md(pd.DataFrame(mism)), ""]
-    return "\n".join(["", *parts]) if parts else ""

@@ -26,7 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from agentcausal.attribution.common import BASELINE_STAGE, method_settings, trace_budget
+from agentcausal.attribution.baseline_settings import BASELINE_STAGE, trace_budget
+from agentcausal.attribution.registry import method_settings
 from agentcausal.exceptions import ConfigError
 from agentcausal.llm.preview import PromptPreview, render_previews
 from agentcausal.traces.model import Trace
@@ -140,7 +141,7 @@ def show_prompts(traces: Sequence[Trace], resolved: Mapping[str, Mapping[str, An
     Parameters
     ----------
     traces : the corpus, in order
-    resolved : method -> resolved settings (:func:`~agentcausal.attribution.common.resolve_methods`)
+    resolved : method -> resolved settings (:func:`~agentcausal.attribution.registry.resolve_methods`)
     ids : trace ids to show (``--id``); None = the first trace
     profiles_path, routing : the profiles file and routing, for the context budgets a run uses;
         a routing that cannot be read gives unshortened traces (said in the header)

@@ -25,7 +25,7 @@ Remaining deviations from Who&When's code under ``paper``: a JSON verdict
 (schema-constrained boolean) instead of a free-text "Yes"/"No" parsed from the
 reply, and the steps so far inside our delimiters with look-alike tags escaped
 and shortened to the context budget; the completion cap is the profile's budget
-(:func:`~agentcausal.presets.completion_budget`) where Who&When's code sends
+(:func:`~agentcausal.settings.completion_budget`) where Who&When's code sends
 ``max_tokens=1024`` (its CLI default), because the reasoning models the DCFA
 paper runs spend hidden reasoning from the same budget and a fixed 1024 would
 cut them off.
@@ -64,20 +64,17 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, create_model
 
-from agentcausal.attribution.common import (
+from agentcausal.attribution.baseline_prompts import baseline_messages, reply_text, task_block
+from agentcausal.attribution.baseline_settings import (
     BASELINE_PRESETS,
     BASELINE_STAGE,
     BaselineSettings,
-    baseline_messages,
     baseline_tokens,
-    reply_text,
-    task_block,
     trace_budget,
-    usage_item,
 )
+from agentcausal.attribution.registry import MethodSpec, register, usage_item
 from agentcausal.attribution.candidates import single_answer
 from agentcausal.attribution.evidence import ask_evidence, evidence_fields, with_evidence
-from agentcausal.attribution.registry import MethodSpec, register
 from agentcausal.exceptions import StructuredOutputError
 from agentcausal.llm import Gateway
 from agentcausal.traces.model import Attribution, Trace
@@ -151,7 +148,7 @@ class StepByStepSettings(BaselineSettings):
     quote_evidence: bool = False
 
 
-#: presets (:mod:`agentcausal.presets`)
+#: presets (:mod:`agentcausal.settings`)
 PRESETS = {"paper": {}, "small": {**BASELINE_PRESETS["small"], "reason_chars": 200}}
 
 

@@ -15,8 +15,8 @@ trace and method), shows a progress bar, writes ``results.parquet``,
 table. ``evaluate`` recomputes the tables and report of a run folder.
 
 Method settings come from a preset (``--preset paper|small``; default: the
-routing's ``preset`` key, :mod:`agentcausal.presets`), then ``--set``.
-``--dry-run`` prints the plan (:mod:`agentcausal.plan`) as one JSON object and
+routing's ``preset`` key, :mod:`agentcausal.settings`), then ``--set``.
+``--dry-run`` prints the plan (:mod:`agentcausal.runs.plan`) as one JSON object and
 exits 0 without starting a model, making a request or needing an API key.
 """
 
@@ -27,19 +27,24 @@ import json
 import os
 import re
 import sys
+import typing
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from agentcausal.cli import quiet_task_failures
 from agentcausal.cli.import_traces import add_import_arguments, import_corpus, import_sources, prepare_corpus, \
     uses_importer
 from agentcausal.cli.input_options import add_input_arguments, apply_input_arguments
 from agentcausal.cli.runner_options import add_runner_arguments
 from agentcausal.cli.settings_options import add_model_arguments, add_settings_arguments, add_threads_argument, \
     apply_model_arguments, apply_threads, settings_from_args
-from agentcausal.exceptions import ConfigError
+from agentcausal.exceptions import AgentCausalError, ConfigError, TraceFormatError
+from agentcausal.settings import parse_bool, routing_preset
 
-__all__ = ["register", "cmd_attribute", "cmd_evaluate", "parse_sets", "parse_bool_sets", "check_traces",
-           "scan_corpus"]
+if TYPE_CHECKING:
+    from agentcausal.traces.model import Trace
+
+__all__ = ["register", "cmd_attribute", "cmd_evaluate", "parse_sets", "parse_bool_sets"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -83,8 +88,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_runner_arguments(p)
     add_input_arguments(p)
     p.add_argument("--chunk-size", type=int, default=None, metavar="N",
-                   help="traces per Prefect task (default 25, fewer when a method has under 8 chunks' worth); 1 = a task run per "
-                   "(trace, method); each trace is cached on its own either way")
+                   help="traces per Prefect task (default 25, fewer when a method has under 8 chunks' worth, more when "
+                   "it would have over 400 chunks); 1 = a task run per (trace, method); each trace is stored on its "
+                   "own either way")
     p.set_defaults(func=cmd_attribute)
 
     e = subparsers.add_parser("evaluate", help="recompute accuracy tables and report.md of a run folder",
@@ -134,11 +140,7 @@ def parse_bool_sets(sets: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]
     ConfigError
         If a boolean setting has another value.
     """
-    import typing
-
-    from agentcausal.attribution.registry import get_method
-    from agentcausal.exceptions import AgentCausalError
-    from agentcausal.settings import parse_bool
+    from agentcausal.attribution.registry import get_method  # start-up cost (see cmd_attribute)
 
     out = {m: dict(v) for m, v in sets.items()}
     for method, values in out.items():
@@ -154,15 +156,27 @@ def parse_bool_sets(sets: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]
 
 
 def cmd_attribute(args: argparse.Namespace) -> int:
-    """Handler of ``agentcausal attribute``: check inputs, run the flow, print the table.
+    """Handler of ``agentcausal attribute``: check inputs, plan the run into its folder, run the flow, print the table.
+
+    The corpus is read once, as a stream, by the plan's builder (every file checked before anything
+    is refused); the plan's items go to ``<run folder>/plan.items.jsonl`` and its header to
+    ``plan.json``, which the flow runs. ``--dry-run`` prints the header, the item count and the first
+    items, and writes nothing.
 
     Raises
     ------
     ConfigError
         If a path does not exist, a method is unknown or a setting is invalid (before any LLM call).
     """
-    from agentcausal.attribution.common import resolve_methods
-    from agentcausal.presets import routing_preset
+    # start-up cost: the library's run path imports openai (about 0.8 s measured), which every other verb and
+    # `agentcausal --help` would pay if these were imported with the module (build_parser imports every verb)
+    from agentcausal.attribution.plan import attribute_plan
+    from agentcausal.attribution.registry import get_method, resolve_methods
+    from agentcausal.cli.endpoints import check_endpoints
+    from agentcausal.runs.folder import default_run_dir
+    from agentcausal.runs.plan import ITEMS_FILE, SHOWN_ITEMS, write_plan
+    from agentcausal.runs.store import ResultStore
+    from agentcausal.traces.model import Attribution
 
     apply_input_arguments(args)
     if not args.paths and not args.from_phoenix:
@@ -183,60 +197,100 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     preset = args.preset or routing_preset(settings.profiles_path, settings.routing)
     with_truth = False if args.no_ground_truth else None
     resolved = resolve_methods(methods, sets, with_ground_truth=with_truth, preset=preset)  # fail fast
-    from agentcausal.plan import attribute_plan
-
+    imported = _imported(args)
     plan_args = dict(methods=methods, resolved=resolved, preset=preset, routing=settings.routing,
                      profiles_path=settings.profiles_path, ids=args.ids, limit=args.limit, max_steps=args.max_steps,
-                     repeats=args.repeats, skip_invalid=args.skip_invalid)
+                     repeats=args.repeats, skip_invalid=args.skip_invalid, require_truth=not args.no_ground_truth,
+                     **_provenance(args, imported))
     if args.dry_run:  # no model, no request, no key, nothing written; the same refusals as a run
-        corpus, _, imported = _checked_corpus(args)
         if args.show_prompts:
-            from agentcausal.attribution.previews import show_prompts
+            from agentcausal.attribution.previews import show_prompts  # start-up cost (see cmd_attribute)
 
-            print(show_prompts([t for _, t in corpus], resolved, ids=args.ids, profiles_path=settings.profiles_path,
+            print(show_prompts(_prompt_traces(args), resolved, ids=args.ids, profiles_path=settings.profiles_path,
                                routing=settings.routing))
             return 0
-        print(attribute_plan(args.paths, traces=corpus, **plan_args, **_provenance(args, imported)).dumps())
+        corpus, skipped = _imported_traces(args) if imported else (None, [])
+        print(_with_skipped(attribute_plan(args.paths, traces=corpus, keep_items=SHOWN_ITEMS, **plan_args),
+                            skipped, args).dumps())
         return 0
-    from agentcausal.attribution.registry import get_method
-
     stages = {st for m in methods for st in get_method(m).stages
               if resolved[m].get("with_ground_truth", True) or not st.endswith(".embed")}
     settings.check_routes(stages)
-    from agentcausal.cli.endpoints import check_endpoints
-
-    corpus, skipped, imported = _checked_corpus(args)  # the one read of the corpus; every refusal before writing
-    check_endpoints(settings.profiles_path, settings.routing, stages)  # one line and exit 2 when one is down
-    out_existed = bool(args.out) and Path(args.out).exists()
-    try:
-        # other formats and --labels: imported into <run folder>/traces.jsonl; the plan points there
-        paths = prepare_corpus(args, traces=[t for _, t in corpus]) if imported else list(args.paths)
-        if imported:
-            corpus = [(paths[0], t) for _, t in corpus]
-        plan = attribute_plan(paths, traces=corpus, **plan_args, **_provenance(args, imported))
+    run_dir = Path(args.out or default_run_dir("attribute"))
+    out_existed = run_dir.exists()
+    try:  # every refusal before the run leaves no run folder behind
+        skipped: list[dict[str, Any]] = []
+        if imported:  # other formats and --labels: imported into <run folder>/traces.jsonl; the plan points there
+            traces, skipped = _imported_traces(args)
+            args.out = str(run_dir)
+            paths = prepare_corpus(args, traces=[t for _, t in traces])
+        else:
+            paths = list(args.paths)
+        plan = _with_skipped(attribute_plan(paths, items_file=run_dir / ITEMS_FILE, **plan_args), skipped, args)
+        ResultStore(settings.cache_dir, "attribute", Attribution).close()  # an unreadable store: one line, now
+        check_endpoints(settings.profiles_path, settings.routing, stages)  # one line and exit 2 when one is down
+        plan_file = write_plan(plan, run_dir)
     except BaseException:
-        if args.out and not out_existed:  # refused before the run: leave no run folder behind
-            _remove_new_run_folder(Path(args.out))
+        if not out_existed:
+            _remove_new_run_folder(run_dir)
         raise
-    from flows.attribute import run_attribute  # the CLI is the one library module that reaches up to flows
-    from flows.runners import runner_choice_from_args
-
-    from agentcausal.cli import quiet_task_failures
+    # start-up cost (Prefect, ~1 s): the CLI is the one library package that reaches up to flows
+    from flows.attribute import run_attribute
+    from flows.runners import runner_choice_from_args  # (the same)
 
     quiet_task_failures(getattr(args, "verbose", False))  # Prefect's handlers exist now
+    run_attribute(paths, list(resolved), settings=settings, out_dir=str(run_dir), plan=str(plan_file),
+                  progress=not args.no_progress and sys.stderr.isatty(), runner=runner_choice_from_args(args),
+                  meta={"model": model_facts} if model_facts else None, chunk_size=args.chunk_size)
+    return _print_run(str(run_dir))
 
-    runner = runner_choice_from_args(args)
 
-    run_dir = run_attribute(paths, methods, settings=settings, out_dir=args.out,
-                            progress=not args.no_progress and sys.stderr.isatty(), runner=runner,
-                            meta={**({"skipped": skipped} if args.skip_invalid else {}),
-                                  **({"model": model_facts} if model_facts else {})} or None,
-                            plan=plan, chunk_size=args.chunk_size)
-    return _print_run(run_dir)
+def _imported(args: argparse.Namespace) -> bool:
+    """Whether the corpus is imported (any format but Who&When and Trace JSONL, ``--labels``, ``--from-phoenix``)."""
+    return uses_importer(args)
+
+
+def _imported_traces(args: argparse.Namespace) -> tuple[list[tuple[str, Trace]], list[dict[str, Any]]]:
+    """The traces of an imported corpus, read in memory by its importer, and the inputs ``--skip-invalid`` left
+    out (:func:`agentcausal.cli.import_traces.import_corpus`).
+
+    Raises
+    ------
+    TraceFormatError
+        If no trace is left (every one skipped by ``--skip-invalid``), naming the user's inputs.
+    """
+    corpus, skipped = import_corpus(args)
+    if not corpus:
+        raise TraceFormatError("no valid trace to run (every trace was skipped)",
+                               path=", ".join([*args.paths, *([args.from_phoenix] if args.from_phoenix else [])]))
+    return corpus, skipped
+
+
+def _with_skipped(plan: Any, skipped: list[dict[str, Any]], args: argparse.Namespace) -> Any:
+    """The plan with the inputs an importer left out in its ``skipped`` (``--skip-invalid``)."""
+    if not args.skip_invalid or not skipped:
+        return plan
+    return plan.model_copy(update={"skipped": [*skipped, *(plan.skipped or [])]})
+
+
+def _prompt_traces(args: argparse.Namespace) -> list[Trace]:
+    """The traces ``--show-prompts`` renders: each ``--id``, else the first valid trace (read as the run reads them)."""
+    from agentcausal.traces.io import ScannedTrace, iter_traces  # start-up cost (see cmd_attribute)
+
+    if _imported(args):
+        return [t for _, t in _imported_traces(args)[0]]
+    wanted = set(args.ids or [])
+    out = []
+    for x in iter_traces(list(args.paths)):
+        if isinstance(x, ScannedTrace) and (x.trace.id in wanted or not wanted):
+            out.append(x.trace)
+            if not wanted or len(out) == len(wanted):
+                break
+    return out
 
 
 def _provenance(args: argparse.Namespace, imported: bool) -> dict[str, Any]:
-    """``sources``/``labels`` of :func:`agentcausal.plan.attribute_plan` for an imported corpus (else none)."""
+    """``sources``/``labels`` of :func:`agentcausal.attribution.plan.attribute_plan` for an imported corpus (else none)."""
     if not imported:
         return {}
     sources, labels = import_sources(args)
@@ -244,93 +298,15 @@ def _provenance(args: argparse.Namespace, imported: bool) -> dict[str, Any]:
 
 
 def _remove_new_run_folder(run_dir: Path) -> None:
-    """Remove what :func:`prepare_corpus` wrote into a run folder this command created (its traces.jsonl)."""
-    (run_dir / "traces.jsonl").unlink(missing_ok=True)
+    """Remove what a refused run wrote into a run folder this command created (traces.jsonl, the plan)."""
+    from agentcausal.runs.plan import ITEMS_FILE, PLAN_FILE  # start-up cost (see cmd_attribute)
+
+    for name in ("traces.jsonl", PLAN_FILE, ITEMS_FILE):
+        (run_dir / name).unlink(missing_ok=True)
     try:
         run_dir.rmdir()  # only when empty: never anything else
     except OSError:
         pass
-
-
-def _checked_corpus(args: argparse.Namespace) -> tuple[list[tuple[str, Any]], list[dict[str, Any]], bool]:
-    """The corpus checks of a run (and of ``--dry-run``), before anything is written: the one read of the corpus.
-
-    Who&When and Trace JSONL paths are read by :func:`scan_corpus` (the loader the tasks use);
-    other formats (or ``--labels``) are imported in memory. Unless ``--no-ground-truth``, selected
-    traces without ground truth are refused.
-
-    Returns
-    -------
-    (corpus, skipped, imported): (file, Trace) pairs of every valid trace, the inputs
-    ``--skip-invalid`` left out, and whether the corpus was imported (it is then written to
-    ``<run folder>/traces.jsonl`` before the run, and the plan points there).
-
-    Raises
-    ------
-    TraceFormatError, ConfigError
-    """
-    from agentcausal.traces.importers.labels import require_ground_truth
-    from agentcausal.traces.io import select_traces
-
-    if not uses_importer(args):
-        scan = scan_corpus(list(args.paths), skip_invalid=args.skip_invalid)
-        corpus, skipped, imported = list(zip(scan.origins, scan.traces, strict=True)), scan.skipped(), False
-    else:  # every file and trace --skip-invalid leaves out is named and recorded, imported formats too
-        (corpus, skipped), imported = import_corpus(args), True
-        if not corpus:  # every trace skipped: name the user's files
-            from agentcausal.exceptions import TraceFormatError
-
-            raise TraceFormatError("no valid trace to run (every trace was skipped)",
-                                   path=", ".join([*args.paths, *([args.from_phoenix] if args.from_phoenix else [])]))
-    if not args.no_ground_truth:
-        require_ground_truth(select_traces([t for _, t in corpus], ids=args.ids, limit=args.limit,
-                                           max_steps=args.max_steps))
-    return corpus, skipped, imported
-
-
-def scan_corpus(paths: list[str], *, skip_invalid: bool = False) -> Any:
-    """Read every trace file the way the run will; refuse all invalid ones at once, or list them.
-
-    Parameters
-    ----------
-    paths : trace folders and files
-    skip_invalid : print the invalid inputs and go on with the rest, instead of refusing
-
-    Returns
-    -------
-    TraceScan (``traces``, ``invalid``, ``origins``); ``skipped()`` lists the inputs left out.
-
-    Raises
-    ------
-    TraceFormatError
-        If an input is invalid (one message naming every file and field), a path
-        is missing, two traces share an id, or ``skip_invalid`` leaves no trace.
-    """
-    from agentcausal.exceptions import InvalidTracesError, TraceFormatError
-    from agentcausal.traces.io import check_unique_ids, scan_traces
-
-    scan = scan_traces(paths)
-    if scan.invalid and not skip_invalid:
-        raise scan.invalid[0] if len(scan.invalid) == 1 else InvalidTracesError(scan.invalid)
-    if scan.invalid:
-        print(f"agentcausal: skipping {len(scan.invalid)} invalid trace input(s):", file=sys.stderr)
-        for e in scan.invalid:
-            print(f"  {e}", file=sys.stderr)
-    if not scan.traces:
-        raise TraceFormatError("no valid trace to run", path=", ".join(paths))
-    check_unique_ids(scan.traces)
-    return scan
-
-
-def check_traces(paths: list[str], *, skip_invalid: bool = False) -> list[dict[str, Any]]:
-    """:func:`scan_corpus`, returning only the inputs left out (``{"path", "field", "error"}`` each).
-
-    Raises
-    ------
-    TraceFormatError
-        As :func:`scan_corpus`.
-    """
-    return scan_corpus(paths, skip_invalid=skip_invalid).skipped()
 
 
 #: ``EndpointUnreachableError: profile 'P': endpoint URL unreachable after retries: CAUSE`` in a row's error
@@ -368,8 +344,9 @@ def unreachable_summary(failures: Any, rows: int) -> str | None:
 def _print_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool = False) -> int:
     """Print the accuracy table of a run folder: as the flow's report step wrote it (``evaluate=False``: the run
     is evaluated and reported once, by the flow) or evaluated and reported again (``agentcausal evaluate``)."""
-    from agentcausal.report.attribution import accuracy_text, report_run
-    from agentcausal.runs.folder import load_results, read_attribution_summary
+    from agentcausal.attribution.results import load_results, read_attribution_summary  # start-up cost (see cmd_attribute)
+    from agentcausal.report.attribution import accuracy_text, report_run  # (the same)
+    from agentcausal.report.blamed import console_summary  # (the same)
 
     if evaluate:
         rep = report_run(run_dir)
@@ -377,8 +354,7 @@ def _print_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool
     else:
         shown, path = read_attribution_summary(run_dir), Path(run_dir) / "report.md"
     overall, failures = shown.overall, shown.failures
-    from agentcausal.report.blamed import console_summary  # unlabelled rows: the blamed steps, then accuracy
-    print(console_summary(load_results(run_dir), accuracy_text(shown), run_dir))
+    print(console_summary(load_results(run_dir), accuracy_text(shown), run_dir))  # unlabelled: the blamed steps
     if len(failures):
         st = failures["status"].value_counts() if "status" in failures else {}
         print(f"\n{len(failures)} failed (trace, method) pairs; see the report."
@@ -411,14 +387,14 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     if not run_dir.is_dir():
         raise ConfigError(f"no such run folder: {run_dir}")
-    from agentcausal.runs.folder import report_run_folder, run_kind
+    from agentcausal.report.discovery import summary_text, write_report  # start-up cost (see cmd_attribute
+    from agentcausal.runs.folder import run_kind  # (the same
 
     if run_kind(run_dir) == "discover":
-        from agentcausal.report.discovery import summary_text
 
         print(f"agentcausal: {run_dir} is a discovery run; re-reporting it as "
               f"`agentcausal discover --report {run_dir}` does", file=sys.stderr)
-        files = report_run_folder(str(run_dir))
+        files = write_report(str(run_dir))
         print(summary_text(files.frame))
         print(f"\nrun folder: {files.run_dir}\nreport:     {files.report}")
         return 0

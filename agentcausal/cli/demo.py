@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import argparse
 
-from agentcausal.cli.settings_options import add_model_arguments, add_settings_arguments, \
-    apply_model_arguments, settings_from_args
+import os
 import sys
 import time
+
+from agentcausal.cli.settings_options import add_model_arguments, add_settings_arguments, \
+    apply_model_arguments, settings_from_args
+from agentcausal.exceptions import ConfigError
+from agentcausal.settings import preset_values, routing_preset
 
 __all__ = ["register", "cmd_demo"]
 
@@ -43,17 +47,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Handler of ``agentcausal demo``: plan, run the demo flow, print both tables."""
-    import os
-    from pathlib import Path
-
-    import pandas as pd
-
-    from agentcausal.exceptions import ConfigError
-
-    from agentcausal.demo import demo_plan
+    # start-up cost: the library's run path imports openai and causal-learn (over a second measured), which
+    # every other verb and `agentcausal --help` would pay if these were imported with the module
+    from agentcausal.attribution.results import read_attribution_summary
+    from agentcausal.attribution.registry import get_method
+    from agentcausal.demo_selection import demo_selection
+    from agentcausal.discovery.config import DiscoveryConfig
+    from agentcausal.discovery.registry import method_stages
     from agentcausal.report.attribution import accuracy_text
-    from agentcausal.runs.folder import read_attribution_summary
-    from agentcausal.report.discovery import summary_text
+    from agentcausal.report.discovery import load_scored, summary_text
 
     if args.threads is not None and args.threads < 1:
         raise ConfigError(f"--threads must be at least 1, got {args.threads}")
@@ -62,13 +64,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     # every core roughly halves its time.
     os.environ.setdefault("AGENTCAUSAL_PROFILE_EMBEDDED_THREADS", str(args.threads or os.cpu_count() or 1))
     settings, _ = apply_model_arguments(args, settings_from_args(args, who_and_when_dir=args.who_and_when))
-    from agentcausal.presets import preset_values, routing_preset
 
     preset = args.preset or routing_preset(settings.profiles_path, settings.routing)
     preset_values({}, preset)  # an unknown preset fails here, before any work
-    plan = demo_plan(settings.who_and_when_dir, quick=args.quick, out_dir=args.out)
-    from agentcausal.attribution.registry import get_method
-    from agentcausal.discovery.methods import DiscoveryConfig, method_stages
+    plan = demo_selection(settings.who_and_when_dir, quick=args.quick, out_dir=args.out)
 
     settings.check_routes({st for m in plan.attribution_methods for st in get_method(m).stages}
                           | {st for m in plan.llm_methods for st in method_stages(m, DiscoveryConfig())})
@@ -78,16 +77,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
           f"methods; MAC on {', '.join(plan.llm_datasets)}; statistical baselines on "
           f"{len(plan.datasets)} datasets; routing {settings.routing!r}, preset {preset!r}",
           file=sys.stderr)
-    from flows.demo import demo  # the CLI is the one library module that reaches up to flows
+    from flows.demo import demo  # start-up cost (Prefect, ~1 s): the CLI is the one library package that reaches up to flows
 
     t0 = time.time()
-    dirs = demo(plan=plan, settings=settings, progress=not args.no_progress and sys.stderr.isatty(), preset=preset)
+    dirs = demo(selection=plan, settings=settings, progress=not args.no_progress and sys.stderr.isatty(), preset=preset)
     if "attribution" in dirs:
         print("\n== Failure attribution (Who&When metrics; exact step match) ==")
         print(accuracy_text(read_attribution_summary(dirs["attribution"])))  # as the flow evaluated it
     if "discovery" in dirs:
         print("\n== Causal discovery (SHD / NHD / F1 against the true graph) ==")
-        print(summary_text(pd.read_parquet(Path(dirs["discovery"]) / "results.parquet")))
+        print(summary_text(load_scored(dirs["discovery"])))
     print(f"\nrun folder: {plan.out_dir}  ({time.time() - t0:.0f} s)")
     for key, d in dirs.items():
         print(f"  {key:<22} {d}/report.md")

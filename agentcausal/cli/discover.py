@@ -20,15 +20,20 @@ from __future__ import annotations
 
 import argparse
 import sys
+import typing
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from agentcausal.cli import quiet_task_failures
+from agentcausal.cli.attribute import parse_sets
+from agentcausal.cli.runner_options import add_runner_arguments
 from agentcausal.cli.settings_options import add_model_arguments, add_settings_arguments, add_threads_argument, \
     apply_model_arguments, apply_threads, settings_from_args
-
 from agentcausal.cli.input_options import add_input_arguments, apply_input_arguments
-from agentcausal.cli.runner_options import add_runner_arguments
-from agentcausal.exceptions import ConfigError, DatasetError
+from agentcausal.exceptions import ConfigError, DatasetError, InvalidDatasetsError
+from agentcausal.settings import parse_bool, preset_values, routing_preset
 
 __all__ = ["register", "cmd_discover", "build_config", "check_datasets"]
 
@@ -97,23 +102,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_threads_argument(p)
     add_runner_arguments(p)
     add_input_arguments(p, datasets=True)
+    p.add_argument("--chunk-size", type=int, default=None, metavar="N",
+                   help="(dataset, seed, method) runs per Prefect task (default 1: a task run each); each run "
+                   "is stored on its own either way")
     p.set_defaults(func=cmd_discover)
 
 
 def build_config(args: argparse.Namespace, preset: str | None = None):
     """The :class:`DiscoveryConfig` of parsed options: MAC's settings from ``preset``
-    (:mod:`agentcausal.presets`; None = the model defaults), then the options given.
+    (:mod:`agentcausal.settings`; None = the model defaults), then the options given.
 
     Raises
     ------
     ConfigError on an invalid value (e.g. ``--rounds 9``) or an unknown preset.
     """
-    from pydantic import ValidationError
-
+    # start-up cost: the discovery modules import causal-learn and openai (see cmd_discover)
+    from agentcausal.discovery import ils_csl, llm_scd, react
+    from agentcausal.discovery.config import DiscoveryConfig
     from agentcausal.discovery.mac import settings as mac_settings
-    from agentcausal.discovery.methods import DiscoveryConfig
-    from agentcausal.presets import preset_values
-
     from agentcausal.discovery.mac.executor import resolve_executor
 
     # only MAC, mac_single and dcm_only run an executor: refuse or say "fallback" only for them
@@ -135,8 +141,6 @@ def build_config(args: argparse.Namespace, preset: str | None = None):
     values.setdefault("algorithm_timeout_s", 300.0)  # the --timeout default
     values.update({k: v for k, v in given.items() if v is not None})
     timeout = getattr(args, "timeout", None)
-    from agentcausal.discovery import ils_csl, llm_scd, react
-
     models = {"mac": mac_settings.MACSettings, "react": react.ReActSettings, "llm_scd": llm_scd.LLMSCDSettings,
               "ils_csl": ils_csl.ILSCSLSettings}
     sets = _discover_sets(getattr(args, "sets", None) or [], models)
@@ -162,11 +166,6 @@ def _discover_sets(items: list[str], models: dict[str, Any]) -> dict[str, dict[s
         On a malformed item, a method other than those of ``models``, an unknown field (the
         message lists the valid ones) or a boolean setting with another value.
     """
-    import typing
-
-    from agentcausal.cli.attribute import parse_sets
-    from agentcausal.settings import parse_bool
-
     sets = parse_sets(items)
     for method, values in sets.items():
         if method not in models:
@@ -185,7 +184,7 @@ def _discover_sets(items: list[str], models: dict[str, Any]) -> dict[str, dict[s
 
 
 def _expand(datasets: list[str]) -> list[str]:
-    from agentcausal.discovery.datasets import BENCHMARKS, MAIN_BENCHMARKS
+    from agentcausal.discovery.datasets import BENCHMARKS, MAIN_BENCHMARKS  # start-up cost (see cmd_discover)
 
     out: list[str] = []
     for d in datasets:
@@ -219,9 +218,8 @@ def check_datasets(specs: list[str], *, skip_invalid: bool = False,
         dataset (without ``skip_invalid``; :class:`InvalidDatasetsError` lists each
         when several are), or when ``skip_invalid`` leaves no dataset.
     """
-    from agentcausal.discovery.datasets import BENCHMARKS, load_spec
-    from agentcausal.discovery.user_data import missing_summary, unique_dataset_names
-    from agentcausal.exceptions import InvalidDatasetsError
+    from agentcausal.discovery.datasets import BENCHMARKS, load_spec  # start-up cost (see cmd_discover)
+    from agentcausal.discovery.user_data import missing_summary, unique_dataset_names  # (the same)
 
     for s in specs:
         user = "::" in s or Path(s).suffix.lower() in (".csv", ".parquet", ".pq")
@@ -259,104 +257,93 @@ def check_datasets(specs: list[str], *, skip_invalid: bool = False,
 
 
 def cmd_discover(args: argparse.Namespace) -> int:
-    """Handler of ``agentcausal discover``: check inputs, run the flow, print the table.
+    """Handler of ``agentcausal discover``: check inputs, plan the run into its folder, run the flow, print the table.
 
     Raises
     ------
     ConfigError, DatasetError
         On an unknown method or dataset, a missing file or an invalid option (before any work).
     """
-    from agentcausal.report.discovery import summary_text, write_report
+    # start-up cost: the library's run path imports openai and causal-learn (over a second measured), which
+    # every other verb and `agentcausal --help` would pay if these were imported with the module
+    from agentcausal.cli.endpoints import check_endpoints
+    from agentcausal.discovery.evaluate import score_run
+    from agentcausal.discovery.plan import discover_plan
+    from agentcausal.discovery.registry import method_stages, resolve_methods, with_anonymise
+    from agentcausal.report.discovery import load_scored, summary_text, write_report
+    from agentcausal.runs.folder import default_run_dir
+    from agentcausal.runs.plan import write_plan
+    from agentcausal.discovery.outcome import DiscoveryOutcome
+    from agentcausal.discovery.previews import discover_previews
+    from agentcausal.discovery.rounds import expand_rounds
+    from agentcausal.llm.preview import render_previews
+    from agentcausal.runs.store import ResultStore
 
     if args.report:
         if not (Path(args.report) / "outcomes.jsonl").is_file():
             raise ConfigError(f"{args.report} holds no outcomes.jsonl (not a discover run folder)")
+        score_run(args.report, reversal_cost=args.shd_reversal)
         files = write_report(args.report, reversal_cost=args.shd_reversal)
         print(summary_text(files.frame, reversal_cost=args.shd_reversal))
         print(f"\nrun folder: {files.run_dir}\nreport:     {files.report}")
         return 0
-    from agentcausal.discovery.methods import resolve_methods
-
     if not args.datasets:
         raise ConfigError("name at least one --dataset (e.g. --dataset earthquake, or --dataset main)")
     if args.n < 10:
         raise ConfigError(f"--n must be at least 10, got {args.n}")
+    if args.repeats < 1:
+        raise ConfigError(f"--repeats must be at least 1, got {args.repeats}")
     apply_threads(args)
     apply_input_arguments(args)
     datasets = _expand(args.datasets)
-    from agentcausal.discovery.methods import with_anonymise
-
     methods = with_anonymise(resolve_methods(args.methods or ["mac"]), args.anonymise or ["none"])
-    from agentcausal.discovery.rounds import expand_rounds
-
     methods = expand_rounds(methods, args.rounds or [])  # --rounds 1 2 3: "mac (rounds 1)", ... (paper §4.3)
     llm_datasets = args.llm_datasets
     if llm_datasets:
         unknown = [d for d in _expand(llm_datasets) if d not in datasets]
         if unknown:
             raise ConfigError(f"--llm-dataset {', '.join(unknown)} is not among the --dataset values")
-    if args.repeats < 1:
-        raise ConfigError(f"--repeats must be at least 1, got {args.repeats}")
     loaded: dict[str, Any] = {}
     datasets, skipped = check_datasets(datasets, skip_invalid=args.skip_invalid, loaded=loaded)
     if llm_datasets and skipped:
         llm_datasets = [d for d in llm_datasets if d not in {s["dataset"] for s in skipped}] or None
     settings, model_facts = apply_model_arguments(args, settings_from_args(args))
-    from agentcausal.presets import routing_preset
-
     preset = args.preset or routing_preset(settings.profiles_path, settings.routing)
     config = build_config(args, preset)
-    from agentcausal.plan import discover_plan
-
     plan = discover_plan(datasets, methods, config=config, preset=preset, routing=settings.routing,
                          profiles_path=settings.profiles_path, n=args.n, repeats=args.repeats,
                          anonymise=args.anonymise or [], seeds=args.seeds,  # [] = not asked: names as they are
+                         llm_datasets=_expand(llm_datasets) if llm_datasets else None,
+                         skipped=skipped if args.skip_invalid else None,
                          loaded=loaded)  # user datasets as the check read them: not read again
     if args.show_prompts:
-        from agentcausal.discovery.previews import discover_previews
-        from agentcausal.llm.preview import render_previews
-
         print(render_previews(discover_previews(datasets, methods, config, n=args.n, seed=args.seeds[0],
                                                 loaded=loaded)))  # instructions whole, data blocks cut
         return 0
     if args.dry_run:
         print(plan.dumps())
         return 0
-    from agentcausal.discovery.methods import method_stages
-
     stages = {st for m in methods for st in method_stages(m, config)}
     settings.check_routes(stages)
-    from agentcausal.cli.endpoints import check_endpoints
-
+    ResultStore(settings.cache_dir, "discover", DiscoveryOutcome).close()  # an unreadable store: one line, now
     check_endpoints(settings.profiles_path, settings.routing, stages)  # one line and exit 2 when one is down
-    from flows.discover import run_discover  # the CLI is the one library module that reaches up to flows
-    from flows.runners import runner_choice_from_args
-
-    from agentcausal.cli import quiet_task_failures
+    run_dir = args.out or default_run_dir("discover")
+    plan_file = write_plan(plan, run_dir)
+    # start-up cost (Prefect, ~1 s): the CLI is the one library package that reaches up to flows
+    from flows.discover import run_discover
+    from flows.runners import runner_choice_from_args  # (the same)
 
     quiet_task_failures(getattr(args, "verbose", False))  # Prefect's handlers exist now
-
     runner = runner_choice_from_args(args)
-    from agentcausal.discovery.methods import DiscoveryConfig
-
-    extra: dict = {"plan": plan}
-    if args.repeats > 1:
-        if "repeat" not in DiscoveryConfig.model_fields:
-            raise ConfigError("--repeats > 1 needs DiscoveryConfig.repeat (MAC's repeat index), which this "
-                              "version lacks")
-        extra["repeats"] = args.repeats
-    run_dir = run_discover(datasets, methods, seeds=args.seeds, n=args.n, config=config, settings=settings, **extra,
-                           out_dir=args.out, reversal_cost=args.shd_reversal, llm_datasets=llm_datasets,
-                           meta={**({"skipped": skipped} if args.skip_invalid else {}),
-                                 **({"missing_values": dropped} if (dropped := {ds.name: {k: ds.extra[k] for k in (
-                                     "rows_read", "rows_dropped_missing", "missing_by_column")} for ds in
-                                     loaded.values() if ds.extra.get("rows_dropped_missing")}) else {}),
-                                 **({"model": model_facts} if model_facts else {})} or None,
-                           progress=not args.no_progress and sys.stderr.isatty(),
-                           runner=None if runner.kind.value == "thread" and runner.max_workers is None else runner)
-    import pandas as pd
-
-    frame = pd.read_parquet(Path(run_dir) / "results.parquet")
+    dropped = {ds.name: {k: ds.extra[k] for k in ("rows_read", "rows_dropped_missing", "missing_by_column")}
+               for ds in loaded.values() if ds.extra.get("rows_dropped_missing")}  # rows left out for missing values
+    run_discover(datasets, methods, seeds=args.seeds, n=args.n, settings=settings, plan=str(plan_file),
+                 out_dir=run_dir, reversal_cost=args.shd_reversal, chunk_size=args.chunk_size,
+                 meta={**({"missing_values": dropped} if dropped else {}),
+                       **({"model": model_facts} if model_facts else {})} or None,
+                 progress=not args.no_progress and sys.stderr.isatty(),
+                 runner=None if runner.kind.value == "thread" and runner.max_workers is None else runner)
+    frame = load_scored(run_dir)
     print(summary_text(frame, reversal_cost=args.shd_reversal))
     failed = frame[frame["error"] != ""]
     if len(failed):

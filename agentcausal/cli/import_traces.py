@@ -183,11 +183,11 @@ def load_with_options(paths: Sequence[str], args: argparse.Namespace) -> list[Tr
 
 
 def import_sources(args: argparse.Namespace) -> tuple[list[Any], Any]:
-    """The provenance of an imported corpus: each input file (:func:`agentcausal.plan.source_files`), and the
+    """The provenance of an imported corpus: each input file (:func:`agentcausal.runs.plan.source_files`), and the
     Phoenix query as a source of format ``phoenix`` whose path is the query's address; the labels file."""
     from urllib.parse import urlencode
 
-    from agentcausal.plan import SourceFile, source_files
+    from agentcausal.runs.plan import SourceFile, source_files
     from agentcausal.traces.importers import detect_formats
 
     detected = detect_formats(args.paths, args.format, unrecognised=[]) if args.paths else []
@@ -228,9 +228,9 @@ def prepare_corpus(args: argparse.Namespace, traces: Sequence[Trace] | None = No
         raise TraceFormatError("no valid trace to run (every trace was skipped)",
                                path=", ".join([*args.paths, *([args.from_phoenix] if args.from_phoenix else [])]))
     if not args.out:
-        from flows.attribute import default_run_dir
+        from agentcausal.runs.folder import default_run_dir
 
-        args.out = default_run_dir()
+        args.out = default_run_dir("attribute")
     return [str(write_jsonl(traces, Path(args.out) / "traces.jsonl"))]
 
 

@@ -47,7 +47,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     """
     from pathlib import Path
 
-    from agentcausal.attribution.evaluate import load_results, load_run_meta
+    from agentcausal.attribution.results import load_results
+    from agentcausal.runs.folder import load_run_meta
     from agentcausal.exceptions import ConfigError
     from agentcausal.report.blamed import blamed_text
 
@@ -69,7 +70,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     from agentcausal.report.trace_view import find_trace, trace_view_text
 
     tid = find_trace(list(results["trace_id"].astype(str)), args.trace)
-    trace = _run_traces(load_run_meta(args.run_dir), results[results["trace_id"].astype(str) == tid]).get(tid)
+    trace = _run_traces(Path(args.run_dir), load_run_meta(args.run_dir),
+                        results[results["trace_id"].astype(str) == tid]).get(tid)
     recorded = str(results.loc[results["trace_id"].astype(str) == tid, "trace_hash"].iloc[0] or "")
     if trace is not None and recorded not in ("", "nan", "<NA>", trace.content_hash()):
         trace = None  # the file changed since the run: its text is not the text the methods saw

@@ -15,7 +15,7 @@ from typing import Any
 from agentcausal.discovery.anonymise import anonymise
 from agentcausal.discovery.datasets import Dataset, load_spec
 from agentcausal.discovery.mac.preview import mac_method_previews
-from agentcausal.discovery.methods import _mac_settings, split_method
+from agentcausal.discovery.registry import mac_settings, split_method
 from agentcausal.discovery.rounds import apply_rounds
 from agentcausal.llm.preview import PromptPreview
 
@@ -51,7 +51,7 @@ def discover_previews(datasets: Sequence[str], methods: Sequence[str], config: A
             if base not in ("mac", "mac_single", "dcm_only", "mdm_only"):
                 continue
             shown = anonymise(ds, mode)[0] if mode != "none" else ds
-            settings = _mac_settings(base, apply_rounds(m, config)[1])
+            settings = mac_settings(base, apply_rounds(m, config)[1])
             out += [p._replace(method=f"{m} on {ds.name}")
                     for p in mac_method_previews(m, shown, settings, seed=seed, executor=settings.executor)]
     return out

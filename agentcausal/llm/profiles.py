@@ -238,7 +238,7 @@ class ProfileSet(BaseModel):
     routing: str = "default"
     path: str | None = None
     limit_groups: dict[str, int] = {}
-    #: routing -> method-settings preset named by its ``preset`` key (agentcausal.presets)
+    #: routing -> method-settings preset named by its ``preset`` key (agentcausal.settings)
     presets: dict[str, str] = Field(default_factory=dict)
 
     @property

@@ -335,7 +335,11 @@ class ReplyCache:
         problem = _header_problem(self.path)
         if problem is None:
             try:
-                return diskcache.Cache(str(self.directory), size_limit=2**34, disk=ReplyDisk)
+                # every calling thread holds its own SQLite connection: no memory map and a small page cache each
+                # (diskcache's defaults, a 64 MiB map and 32 MiB cache per connection, grew a run's process with
+                # the corpus: bench/engine_memory.py)
+                return diskcache.Cache(str(self.directory), size_limit=2**34, disk=ReplyDisk, sqlite_mmap_size=0,
+                                       sqlite_cache_size=64)
             except sqlite3.DatabaseError as exc:
                 if not _is_corruption(exc):
                     raise

@@ -53,22 +53,29 @@ class StageUsage(BaseModel):
 
 
 class UsageLedger:
-    """Thread-safe totals keyed by (item, stage); ``item=None`` for unattributed calls."""
+    """Thread-safe totals keyed by item, then stage; ``item=None`` for unattributed calls.
+
+    Looking one item up costs the same however many items the ledger holds; :meth:`release` drops an
+    item's totals once its record holds them (the run engine does, so a long run's ledger stays small).
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._data: dict[tuple[str | None, str], StageUsage] = defaultdict(StageUsage)
+        self._data: dict[str | None, dict[str, StageUsage]] = {}
 
     def record(self, stage: str, item: str | None, usage: StageUsage) -> None:
         with self._lock:
-            self._data[(item, stage)] = self._data[(item, stage)].add(usage)
+            stages = self._data.setdefault(item, {})
+            stages[stage] = stages[stage].add(usage) if stage in stages else usage
 
     def by_stage(self, item: str | None = None) -> dict[str, StageUsage]:
         """Totals per stage; for one item when ``item`` is given, else over all items."""
-        out: dict[str, StageUsage] = defaultdict(StageUsage)
         with self._lock:
-            for (it, stage), u in self._data.items():
-                if item is None or it == item:
+            if item is not None:
+                return dict(self._data.get(item, {}))
+            out: dict[str, StageUsage] = defaultdict(StageUsage)
+            for stages in self._data.values():
+                for stage, u in stages.items():
                     out[stage] = out[stage].add(u)
         return dict(out)
 
@@ -77,6 +84,12 @@ class UsageLedger:
         for u in self.by_stage(item).values():
             tot = tot.add(u)
         return tot
+
+    def release(self, *items: str) -> None:
+        """Forget the totals of ``items`` (their records hold them now)."""
+        with self._lock:
+            for item in items:
+                self._data.pop(item, None)
 
     def reset(self) -> None:
         with self._lock:

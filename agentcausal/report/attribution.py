@@ -19,19 +19,27 @@ import html
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pandas as pd
 
-from agentcausal.attribution.evaluate import Evaluation, evaluate_frame, load_results, load_run_meta
+from agentcausal.attribution.evaluate import Evaluation, evaluate_frame
+from agentcausal.attribution.paper_tables import WHO_WHEN_LEVELS, accuracy_by_level, accuracy_over_repeats, \
+    dcfa_accuracy, gca_only_accuracy, graph_stats, lce_diagnostics, lce_effect, outside_levels, \
+    signed_step_error_histogram
+from agentcausal.attribution.results import load_results
+from agentcausal.exceptions import AgentCausalError
 from agentcausal.report.html import attribution_tables, html_table, write_html_report
-from agentcausal.runfiles import atomic_write_text
 from agentcausal.report.plots import attribution_figures, figures_markdown
 from agentcausal.report.traces_html import per_trace_html, trace_sections_html
+from agentcausal.runs.folder import atomic_write_text, load_run_meta
+from agentcausal.runs.items import load_trace_item
+from agentcausal.runs.plan import PLAN_FILE, read_plan
+from agentcausal.traces.io import load_traces
 from agentcausal.traces.model import Attribution, Trace
 
 __all__ = ["RunReport", "markdown_table", "markdown_report", "accuracy_text", "write_report", "report_run",
-           "table_records"]
+           "table_records", "paper_tables_markdown", "MAX_SHOWN_TRACES"]
 
 
 class RunReport(NamedTuple):
@@ -173,7 +181,7 @@ def _cost_this_run_section(ev: Evaluation, meta: Mapping[str, object] | None) ->
         return []
     wall = (meta or {}).get("wall_seconds")
     return ["", "## Cost: this run vs original (totals)", "",
-            "Reused rows (Prefect's task cache, or every LLM call a cache hit) cost this run nothing; "
+            "Reused rows (read from the results store, or every LLM call a cache hit) cost this run nothing; "
             "*original* is what the records cost when computed. Request seconds: time inside HTTP requests, "
             "summed over calls (concurrent calls overlap, so it can exceed the wall time)."
             + (f" Wall time of this run: {float(wall):,.1f} s." if isinstance(wall, (int, float)) else ""),
@@ -251,8 +259,6 @@ def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, obje
     figs = attribution_figures(ev, d)  # PNGs in the run folder; text charts in report.md, images in report.html
     graphs = dependency_graphs_markdown(results) if results is not None else ""
     blamed = blamed_markdown(results) if results is not None else ""
-    from agentcausal.attribution.paper_tables import paper_tables_markdown  # the DCFA paper's tables
-
     labelled = has_labels(ev.overall)
     paper = paper_tables_markdown(results, dict(run_meta or {})) if results is not None and labelled else ""
     atomic_write_text(p, markdown_report(ev, meta=meta, lead=blamed) + paper + figures_markdown(figs) + graphs)
@@ -260,9 +266,12 @@ def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, obje
     sections: list[str] = []
     if results is not None and not results.empty:
         lead = [blamed_html(results)]
+        shown = _shown_rows(results)
+        cut = (f" The first {shown['trace_id'].nunique():,} of {results['trace_id'].nunique():,} traces are shown "
+               "here; every row is in results.parquet." if len(shown) < len(results) else "")
         sections = ["<h2>Per trace</h2><p class='note'>One row per trace and method; click a header to sort, "
-                    "type to filter, click a trace to see its steps.</p>", per_trace_html(results),
-                    trace_sections_html(results, traces)]
+                    f"type to filter, click a trace to see its steps.{cut}</p>", per_trace_html(shown),
+                    trace_sections_html(shown, traces)]
     from agentcausal.report.accuracy import ACCURACY_NOTE
 
     tables = attribution_tables(ev)  # accuracy (4 tables: only with labels), cost, failures
@@ -278,21 +287,28 @@ def _later_tables(tables: list[tuple[str, pd.DataFrame]]) -> list[str]:
     return [f"<h2>{html.escape(h)}</h2>{html_table(df)}" for h, df in tables]
 
 
-def _run_traces(meta: Mapping[str, object], results: pd.DataFrame) -> dict[str, Trace]:
-    """The run's traces, read from the plan's items (by path, hash checked; :mod:`agentcausal.runs.items`) or,
-    for a run folder without a plan, from its corpus paths (best effort: {} when they are gone or unreadable)."""
-    from agentcausal.exceptions import AgentCausalError
-    from agentcausal.traces.io import load_traces
+#: traces the HTML report shows row by row and step by step at most (a report of a large corpus stays readable
+#: and its writing stays in bounded memory; every row is in results.parquet)
+MAX_SHOWN_TRACES = 500
 
-    wanted = set(results["trace_id"].astype(str))
-    plan = meta.get("plan")
-    if isinstance(plan, Mapping) and plan.get("kind") == "attribute" and plan.get("items"):
-        from agentcausal.plan import PlanItem
-        from agentcausal.runs.items import load_trace_items
 
+def _shown_rows(results: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the first :data:`MAX_SHOWN_TRACES` traces (by id), every method's."""
+    ids = results["trace_id"].drop_duplicates()
+    if len(ids) <= MAX_SHOWN_TRACES:
+        return results
+    return results[results["trace_id"].isin(set(ids.sort_values().head(MAX_SHOWN_TRACES)))]
+
+
+def _run_traces(run_dir: Path, meta: Mapping[str, object], results: pd.DataFrame) -> dict[str, Trace]:
+    """The traces the report shows (:func:`_shown_rows`), read from the run's plan items (by path and offset,
+    hash checked; :mod:`agentcausal.runs.items`) or, for a run folder without a plan, from its corpus paths
+    (best effort: {} when they are gone or unreadable)."""
+    wanted = set(_shown_rows(results)["trace_id"].astype(str))  # only the traces the report shows
+    plan_file = run_dir / PLAN_FILE
+    if plan_file.is_file():
         try:
-            items = [PlanItem.model_validate(i) for i in plan["items"] if i.get("id") in wanted]  # type: ignore
-            return {t.id: t for t in load_trace_items(items)}
+            return {i.id: load_trace_item(i) for i in read_plan(plan_file).iter_items() if i.id in wanted}
         except (AgentCausalError, OSError, ValueError):
             pass  # changed since the run: the corpus as it is now, below
     corpus = meta.get("corpus")
@@ -320,7 +336,7 @@ def report_run(run_dir: str | Path) -> RunReport:
         If the folder holds no valid ``results.parquet``.
     """
     meta = load_run_meta(run_dir)
-    results = load_results(run_dir)
+    results = load_results(run_dir, without=("settings_json", "models_json"))  # never shown
     ev = evaluate_frame(results)
     shown = {k: meta[k] for k in ("corpus", "methods", "routing", "models", "traces", "started", "wall_seconds")
              if k in meta}
@@ -328,7 +344,8 @@ def report_run(run_dir: str | Path) -> RunReport:
     if isinstance(plan, Mapping) and plan.get("sources"):  # an imported corpus: its files, not the run's copy
         shown["corpus"] = [str(s.get("path")) for s in plan["sources"] if isinstance(s, Mapping)]  # type: ignore
     shown["run folder"] = str(run_dir)
-    path = write_report(ev, run_dir, meta=shown, results=results, traces=_run_traces(meta, results), run_meta=meta)
+    path = write_report(ev, run_dir, meta=shown, results=results, traces=_run_traces(Path(run_dir), meta, results),
+                        run_meta=meta)
     return RunReport(ev, path.read_text(encoding="utf-8"), path)
 
 
@@ -348,3 +365,53 @@ def table_records(df: pd.DataFrame) -> list[dict[str, object]]:
         out.append({str(k): (None if isinstance(v, float) and pd.isna(v) else
                              (round(float(v), 4) if isinstance(v, float) else v)) for k, v in rec.items()})
     return out
+
+
+def paper_tables_markdown(df: pd.DataFrame, meta: dict[str, Any] | None = None) -> str:
+    """The DCFA paper's tables (:mod:`agentcausal.attribution.paper_tables`) as markdown sections (empty ones left
+    out), for ``report.md``."""
+    parts: list[str] = []
+    acc = dcfa_accuracy(df)
+    if len(acc):
+        shown = acc.assign(**{
+            "step accuracy (agent and step)": [f"{100 * a:.2f}% ({k}/{n})" for a, k, n in
+                                               zip(acc["agent_and_step_acc"], acc["agent_and_step_k"], acc["n"])],
+            "step-only accuracy": [f"{100 * a:.2f}% ({k}/{n})" for a, k, n in
+                                   zip(acc["step_acc"], acc["step_k"], acc["n"])]})[
+            ["method", "subset", "n", "step accuracy (agent and step)", "step-only accuracy"]]
+        parts += ["## Step accuracy as the DCFA paper reports it (Table 1)", "",
+                  "\"Step accuracy (agent and step)\" is what DCFA's released `evaluate.py` computes and calls step "
+                  "accuracy: the labelled step and the labelled agent both right (the agent as the first word of "
+                  "the prediction, compared exactly), over every labelled trace of the subset in this run. "
+                  "Step-only accuracy is the step alone. Undetermined and failed rows count as wrong.", "",
+                  markdown_table(shown), ""]
+    lv = accuracy_by_level(df)
+    if len(lv):
+        out = outside_levels(df)
+        parts += ["## Step-only accuracy by trace-length level (Hand-Crafted, Figure 3)", "",
+                  "Levels of the released `evaluate_in_different_length.py`: "
+                  + ", ".join(f"{n} {lo}-{hi} steps" for lo, hi, n in WHO_WHEN_LEVELS)
+                  + f". Traces of a length in no level: {out} (left out, as there). Undetermined rows count as wrong "
+                  "here; the released script leaves them out of n.", "", markdown_table(lv), ""]
+    if (df["method"] == "dcfa").any():
+        g = gca_only_accuracy(df)
+        g = g.assign(**{"w/o LCE (step only)": [f"{100 * a:.2f}% ({k}/{n})" for a, k, n in
+                                                zip(g["gca_step_acc"], g["gca_step_k"], g["n"])],
+                        "DCFA (step only)": [f"{100 * a:.2f}% ({k}/{n})" for a, k, n in
+                                             zip(g["dcfa_step_acc"], g["dcfa_step_k"], g["n"])]})
+        parts += ["## DCFA without LCE (from the stored GCA hypothesis)", "",
+                  markdown_table(g[["subset", "n", "w/o LCE (step only)", "DCFA (step only)"]]), "",
+                  "## What LCE did (step level)", "", markdown_table(lce_effect(df)), "",
+                  "## LCE diagnostics (means per trace that ran LCE)", "", markdown_table(lce_diagnostics(df)), ""]
+    gs = graph_stats(df)
+    if len(gs):
+        parts += ["## Dependency graphs: edges per trace", "", markdown_table(gs), ""]
+    parts += ["## Predicted − labelled step", "", markdown_table(signed_step_error_histogram(df), index=True), ""]
+    rep = accuracy_over_repeats(df)
+    if len(rep) and rep["repeats"].max() > 1:
+        parts += ["## Accuracy over repeats (mean ± sample std)", "", markdown_table(rep), ""]
+    mism = (meta or {}).get("speaker_mismatch") or []
+    if mism:
+        parts += [f"## Labelled agent is not the speaker of the labelled step ({len(mism)} traces)", "",
+                  "These cannot score on agent level from the step alone.", "", markdown_table(pd.DataFrame(mism)), ""]
+    return "\n".join(["", *parts]) if parts else ""

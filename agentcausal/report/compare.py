@@ -209,13 +209,13 @@ def run_kind(run_dir: str | Path) -> RunKind:
 
 def _load(run_dir: Path, kind: RunKind) -> pd.DataFrame:
     if kind == "attribution":
-        from agentcausal.attribution.evaluate import load_results
+        from agentcausal.attribution.results import load_results
 
         df = load_results(run_dir)
     else:
-        from agentcausal.report.discovery import load_outcomes, outcomes_frame
+        from agentcausal.report.discovery import load_scored
 
-        df = outcomes_frame(load_outcomes(run_dir))
+        df = load_scored(run_dir)
     reused = df["reused"].fillna(False).astype(bool) if "reused" in df else pd.Series(False, index=df.index)
     tokens = df["prompt_tokens"].fillna(0) + df["completion_tokens"].fillna(0)
     if "run_prompt_tokens" in df and "run_completion_tokens" in df:

@@ -1,12 +1,12 @@
 """Tables, graph drawings and the markdown report of a causal-discovery run.
 
-* :func:`outcomes_frame`: one row per (dataset, seed, method) with SHD, NHD,
-  precision / recall / F1 (directed and skeleton), time, tokens and errors.
+* the scored frame (:func:`agentcausal.discovery.evaluate.outcomes_frame`, ``results.parquet``) is read, never
+  recomputed here, apart from :func:`write_report`, which scores a saved run first.
 * :func:`summary_table`: mean ± std over seeds per dataset and method.
 * :func:`summary_text`: the SHD / NHD / F1 table the CLI prints.
 * :func:`graph_mermaid` and :func:`draw_graph_png`: a predicted graph against
   the truth (correct, reversed, extra, missing edges).
-* :func:`save_run` / :func:`write_report`: ``results.parquet``,
+* :func:`write_report`: ``results.parquet``,
   ``outcomes.jsonl``, ``run.json``, ``graphs/*.png`` and ``report.md``.
 
 Every table states its conventions (:data:`~agentcausal.discovery.metrics.SHD_CONVENTION`,
@@ -27,105 +27,29 @@ from typing import Any, Literal, NamedTuple
 import pandas as pd
 
 from agentcausal.discovery.graph import CausalGraph
-from agentcausal.discovery.methods import DiscoveryOutcome
-from agentcausal.discovery.metrics import METRIC_COLUMNS, METRICS_FOOTER, SHD_CONVENTION, evaluate_graph
+from agentcausal.discovery.evaluate import run_notes
+from agentcausal.discovery.metrics import METRIC_COLUMNS, METRICS_FOOTER, SHD_CONVENTION
+from agentcausal.discovery.outcome import DiscoveryOutcome, load_outcomes
 from agentcausal.discovery.rounds import base_method, file_stem, rounds_variant, split_rounds
+from agentcausal.exceptions import RunFileError
 from agentcausal.report.discovery_analyses import analyses_report
 from agentcausal.report.html import html_table, write_html_report
 from agentcausal.report.plots import discovery_figures, figures_markdown
-from agentcausal.runfiles import atomic_path, atomic_write_text
+from agentcausal.runs.folder import atomic_path, atomic_write_text, load_run_meta
 
-__all__ = ["outcomes_frame", "summary_table", "summary_text", "graph_mermaid", "draw_graph_png",
-           "markdown_report", "memorisation_text", "save_run", "write_report", "load_outcomes", "table_records",
-           "RunFiles", "graphs_html", "write_graph_outputs", "edge_table_markdown", "run_notes", "executor_lines",
+__all__ = ["summary_table", "summary_text", "graph_mermaid", "draw_graph_png",
+           "markdown_report", "memorisation_text", "write_report", "load_scored", "table_records",
+           "RunFiles", "graphs_html", "write_graph_outputs", "edge_table_markdown", "executor_lines",
            "IDENTICAL_NOTE"]
 
 _METRICS = (*METRIC_COLUMNS, "precision", "recall")
-
-
-def outcomes_frame(outcomes: Sequence[DiscoveryOutcome], *, reversal_cost: Literal[1, 2] = 1) -> pd.DataFrame:
-    """One row per outcome with its metrics against the true graph.
-
-    Parameters
-    ----------
-    outcomes : sequence of DiscoveryOutcome
-    reversal_cost : 1 or 2, how SHD counts a reversed edge
-
-    Returns
-    -------
-    DataFrame with columns dataset, seed, n, method, shd, shd_reversal_cost,
-    shd2, nhd, precision, recall, f1, skeleton_precision, skeleton_recall,
-    skeleton_f1, n_pred_edges, n_true_edges, seconds, prompt_tokens,
-    completion_tokens, llm_requests, error, edges (JSON), algorithm (the
-    algorithm MAC's DCM ran, if any), models (JSON), prompt_version, data_hash,
-    status, status_detail, reused, temperature (the sampling temperature an LLM method's calls used;
-    NaN = the profile's, or not an LLM method), executor (``coding`` or ``typed``: how DCM ran its
-    algorithm, empty without DCM), executor_fallback (why DCM ran typed instead of the coding agent:
-    the sandbox unavailable under ``executor="auto"``, or the scripts failed), request_seconds (time
-    inside HTTP requests, or in calls where the gateway does not split off the wait for a slot), and the "this run"
-    cost run_llm_requests, run_prompt_tokens, run_completion_tokens, run_request_seconds
-    (0 for a reused outcome; the unprefixed columns are the original cost).
-    Metric cells are NaN when the method failed or there is no true graph.
-    """
-    rows = []
-    for o in outcomes:
-        row: dict[str, Any] = {"dataset": o.dataset, "seed": o.seed, "n": o.n, "method": o.method}
-        if o.graph is not None and o.true_graph is not None:
-            m = evaluate_graph(o.true_graph, o.graph, reversal_cost=reversal_cost)
-            row.update(m.model_dump())
-            row["shd_reversal_cost"] = row.pop("reversal_cost")
-        else:
-            row.update({k: float("nan") for k in ("shd", "shd2", "nhd", "precision", "recall", "f1", "skeleton_precision",
-                                                  "skeleton_recall", "skeleton_f1")})
-            row.update(shd_reversal_cost=reversal_cost, n_true_edges=len(o.true_graph.edges) if o.true_graph else 0,
-                       n_pred_edges=len(o.graph.edges) if o.graph else 0)
-        row.update(
-            seconds=round(o.seconds, 3),
-            prompt_tokens=int(sum(u.get("prompt_tokens", 0) for u in o.usage.values())),
-            completion_tokens=int(sum(u.get("completion_tokens", 0) for u in o.usage.values())),
-            llm_requests=int(sum(u.get("requests", 0) for u in o.usage.values())),
-            error=o.error,
-            edges=json.dumps(o.graph.edge_strings() if o.graph else []),
-            algorithm=_dcm_algorithm(o),
-            models=json.dumps(o.models, sort_keys=True),
-            prompt_version=o.prompt_version,
-            data_hash=o.data_hash,
-            status="content_failed" if o.error and o.status == "complete" else o.status,  # pre-status records
-            status_detail=o.status_detail or "",
-            reused=o.reused,
-            temperature=_temperature(o),
-            executor=_executor(o)[0],
-            executor_fallback=_executor(o)[1],
-            request_seconds=float(sum(u.get("request_seconds", u.get("seconds", 0.0)) for u in o.usage.values())),
-        )
-        spent = 0 if o.reused else 1  # a reused outcome cost this run nothing
-        row.update(run_llm_requests=spent * row["llm_requests"], run_prompt_tokens=spent * row["prompt_tokens"],
-                   run_completion_tokens=spent * row["completion_tokens"],
-                   run_request_seconds=spent * row["request_seconds"])
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def _temperature(o: DiscoveryOutcome) -> float:
-    t = o.details.get("temperature") if isinstance(o.details, dict) else None
-    return float(t) if isinstance(t, (int, float)) else float("nan")
-
-
-def _executor(o: DiscoveryOutcome) -> tuple[str, str]:
-    """(mode DCM ran, why it is not the coding agent it was meant to be) from an outcome's details."""
-    d = o.details if isinstance(o.details, dict) else {}
-    exe = (d.get("dcm") or {}).get("execution") if isinstance(d.get("dcm"), dict) else None
-    if not isinstance(exe, dict):
-        return "", ""
-    reason = exe.get("fallback_reason") or d.get("executor_fallback") or ""
-    return str(exe.get("mode", "")), str(reason)
 
 
 def _identical_samples(g: pd.DataFrame) -> bool:
     """Two or more LLM samples, every one the same graph, none drawn above temperature 0: their std is 0
     because the samples are one answer repeated (the MAC paper's temperature 0), not because the method is
     stable."""
-    from agentcausal.discovery.methods import LLM_METHODS
+    from agentcausal.discovery.registry import LLM_METHODS
 
     ok = g[g["error"] == ""]
     if len(ok) < 2 or base_method(str(g["method"].iloc[0])) not in LLM_METHODS:
@@ -140,13 +64,6 @@ IDENTICAL_EXPLAINED = (f"{IDENTICAL_NOTE}: every sample of that LLM method was t
                        "(the profile's, as in the MAC paper), so its std is 0 by construction; a preset's "
                        "sampling_temperature (e.g. --preset small, or --set mac.sampling_temperature=0.7) draws "
                        "distinct samples when a run asks for several.")
-
-
-def _dcm_algorithm(o: DiscoveryOutcome) -> str:
-    try:
-        return o.details["dcm"]["execution"]["choice"]["algorithm"]
-    except (KeyError, TypeError):
-        return o.details.get("choice", {}).get("algorithm", "") if isinstance(o.details, dict) else ""
 
 
 def summary_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -230,7 +147,7 @@ def summary_text(df: pd.DataFrame, *, reversal_cost: int = 1) -> str:
 def memorisation_text(df: pd.DataFrame) -> str:
     """Memorisation control: each LLM method's mean SHD / F1 per anonymise mode, side by side.
 
-    Methods named ``m@names`` / ``m@all`` (:func:`agentcausal.discovery.methods.with_anonymise`) are
+    Methods named ``m@names`` / ``m@all`` (:func:`agentcausal.discovery.registry.with_anonymise`) are
     grouped with ``m``; columns ``none``, ``names``, ``all``. Empty string when no method was anonymised.
     """
     if df.empty or not df["method"].str.contains("@").any():
@@ -436,7 +353,7 @@ def config_for_methods(config: Mapping[str, Any], methods: Sequence[str]) -> dic
     -------
     dict, the kept keys in the config's order.
     """
-    from agentcausal.discovery.methods import STATISTICAL_METHODS
+    from agentcausal.discovery.registry import STATISTICAL_METHODS
 
     bases = {base_method(str(m)) for m in methods}  # "mac@names (rounds 2)" reads config.mac
     keep = {"repeat"}
@@ -510,24 +427,6 @@ def markdown_report(df: pd.DataFrame, outcomes: Sequence[DiscoveryOutcome], meta
         lines += ["", f"![{ds} {m}]({png.as_posix()})", "", edge_table_markdown(o.graph, o.true_graph), "",
                   "```mermaid", graph_mermaid(o.graph, o.true_graph), "```", ""]
     return "\n".join(lines)
-
-
-def run_notes(outcomes: Sequence[DiscoveryOutcome]) -> list[str]:
-    """Notes a reader of the run needs before its tables: each dataset without a true graph.
-
-    The ``discover`` flow writes them into ``run.json`` (``notes``); :func:`markdown_report` shows them.
-
-    Parameters
-    ----------
-    outcomes : the run's outcomes
-
-    Returns
-    -------
-    list of str, one line per note (empty when there is nothing to say).
-    """
-    missing = list(dict.fromkeys(o.dataset for o in outcomes if o.true_graph is None))
-    return [f"{name} has no true graph (no \"true_edges\" in its metadata): SHD, NHD and F1 are shown as -"
-            for name in missing]
 
 
 def executor_lines(df: pd.DataFrame) -> list[str]:
@@ -673,7 +572,7 @@ def _cost_this_run_lines(df: pd.DataFrame, meta: Mapping[str, Any]) -> list[str]
     if df.empty or "run_llm_requests" not in df:
         return []
     lines = ["## Cost: this run vs original (totals)", "",
-             "Reused outcomes (Prefect's task cache, or every LLM call a cache hit) cost this run nothing; "
+             "Reused outcomes (read from the results store, or every LLM call a cache hit) cost this run nothing; "
              "*original* is what they cost when computed. Request s: time inside HTTP requests, summed over "
              "calls." + (f" Wall time of this run: {float(meta['wall_seconds']):,.1f} s."
                          if isinstance(meta.get("wall_seconds"), (int, float)) else ""), "",
@@ -700,14 +599,34 @@ class RunFiles(NamedTuple):
 
 
 
+def load_scored(run_dir: str | Path) -> pd.DataFrame:
+    """The scored frame of a discovery run folder (``results.parquet``, written by the run or by
+    :func:`agentcausal.discovery.evaluate.score_run`).
+
+    Raises
+    ------
+    RunFileError
+        If the file is missing or unreadable.
+    """
+    p = Path(run_dir) / "results.parquet"
+    if not p.is_file():
+        raise RunFileError("no results.parquet here: the outcomes are not scored "
+                           "(`agentcausal discover --report RUN_DIR` scores them)", path=str(p))
+    try:
+        return pd.read_parquet(p)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a torn or empty file
+        raise RunFileError(f"not a readable Parquet file (torn or empty?): {type(exc).__name__}", path=str(p)) from exc
+
+
 def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw: bool = True) -> RunFiles:
-    """Evaluate a saved run: ``results.parquet``, ``summary.csv``, ``graphs/*.png``, ``report.md``, ``report.html``
-    and the plots (``shd.png``, ``stage_cost.png``).
+    """Report a scored run: ``summary.csv``, ``graphs/*.png``, ``report.md``, ``report.html`` and the plots
+    (``shd.png``, ``stage_cost.png``), from its ``results.parquet`` and ``outcomes.jsonl``.
 
     Parameters
     ----------
-    run_dir : folder written by :func:`save_run`
-    reversal_cost : 1 or 2, SHD convention
+    run_dir : folder holding ``outcomes.jsonl`` and the scored ``results.parquet``
+        (:func:`agentcausal.discovery.evaluate.score_run`)
+    reversal_cost : 1 or 2, the SHD convention the frame was scored with (for the report's text)
     draw : bool, draw PNGs (first seed of each dataset and method)
 
     Returns
@@ -717,9 +636,7 @@ def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw:
     run = Path(run_dir)
     outcomes = load_outcomes(run)
     meta = load_run_meta(run)
-    df = outcomes_frame(outcomes, reversal_cost=reversal_cost)
-    with atomic_path(run / "results.parquet") as tmp:
-        df.to_parquet(tmp, index=False)
+    df = load_scored(run)
     with atomic_path(run / "summary.csv") as tmp:
         summary_table(df).to_csv(tmp)
     if draw:
@@ -766,9 +683,3 @@ def table_records(df: pd.DataFrame) -> list[dict[str, Any]]:
                     "note": IDENTICAL_NOTE if r.get("identical_samples", False) else "",
                     "seconds": round(float(r.seconds_mean), 2)})
     return out
-
-
-# The run folder moved to agentcausal.runs.folder (one module for both halves); these names stay for their callers.
-from agentcausal.runs.folder import load_discovery_outcomes as load_outcomes  # noqa: E402
-from agentcausal.runs.folder import load_run_meta  # noqa: E402
-from agentcausal.runs.folder import save_discovery_run as save_run  # noqa: E402

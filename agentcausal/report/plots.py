@@ -272,7 +272,7 @@ def shd_png(results: pd.DataFrame, path: str | Path) -> Path:
     Parameters
     ----------
     results : DataFrame with columns dataset, method, shd (one row per dataset, seed and method;
-        ``agentcausal.report.discovery.outcomes_frame``); NaN SHD (failed runs) is left out
+        ``agentcausal.discovery.evaluate.outcomes_frame``); NaN SHD (failed runs) is left out
     path : output PNG
 
     Returns
@@ -299,7 +299,7 @@ def discovery_stage_usage(outcomes: Iterable[Any]) -> pd.DataFrame:
 
     Parameters
     ----------
-    outcomes : iterable of ``agentcausal.discovery.methods.DiscoveryOutcome`` (reads ``method``,
+    outcomes : iterable of ``agentcausal.discovery.outcome.DiscoveryOutcome`` (reads ``method``,
         ``usage`` and ``seconds``); a method without LLM calls shows as stage ``(no LLM)`` with
         its wall time
 
@@ -364,7 +364,7 @@ def discovery_figures(results: pd.DataFrame, outcomes: Iterable[Any], run_dir: s
 
     Parameters
     ----------
-    results : DataFrame from ``agentcausal.report.discovery.outcomes_frame``
+    results : DataFrame from ``agentcausal.discovery.evaluate.outcomes_frame``
     outcomes : the ``DiscoveryOutcome`` records (for tokens and seconds by stage)
     run_dir : the run folder
 

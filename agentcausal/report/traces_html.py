@@ -59,7 +59,7 @@ def per_trace_frame(results: pd.DataFrame) -> pd.DataFrame:
 
     Parameters
     ----------
-    results : results frame (``results.parquet``; ``agentcausal.attribution.evaluate.RESULT_COLUMNS``)
+    results : results frame (``results.parquet``; ``agentcausal.attribution.results.RESULT_COLUMNS``)
 
     Returns
     -------

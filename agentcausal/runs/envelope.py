@@ -6,10 +6,11 @@ added (per stage, from the gateway's ledger items of this item), the model of
 each stage (``profile:model``, ``"unrouted"`` when no route serves it),
 whether every LLM call was served by a cache entry an earlier run wrote
 (``reused``), and optionally the item's cache key. The two halves turn it into
-their records: :func:`agentcausal.attribution.common.run_method` (an
-``Attribution``) and :func:`agentcausal.discovery.methods.run_discovery` (a
-``DiscoveryOutcome``); the record's ``status`` / ``status_detail`` rules stay
-with each half.
+their records (:func:`agentcausal.attribution.jobs.run_method`, an
+``Attribution``; :func:`agentcausal.discovery.jobs.run_discovery`, a
+``DiscoveryOutcome``), which take the measured fields from
+:meth:`Envelope.stamp` and nowhere else; a failure becomes the record's
+``error`` and ``status`` by :func:`agentcausal.records.failure_fields`.
 
 Errors: a failure that is a content failure
 (:func:`agentcausal.exceptions.is_content_failure`) is caught and returned in
@@ -55,6 +56,14 @@ class Envelope(Generic[T]):
     models: dict[str, str]
     reused: bool
     key: str | None = None
+
+    def stamp(self) -> dict[str, Any]:
+        """The record fields the envelope measured: ``models``, ``usage`` (as dicts), ``seconds``, ``reused``.
+
+        The one place a record gets them (:class:`agentcausal.records.RunRecord`); the method fills the rest.
+        """
+        return {"models": dict(self.models), "usage": {k: v.model_dump() for k, v in self.usage.items()},
+                "seconds": self.seconds, "reused": self.reused}
 
 
 def stage_models(gw: Any, stages: Sequence[str]) -> dict[str, str]:

@@ -7,7 +7,7 @@ method found no decisive step, failed, or the trace came from a file without
 span ids) are listed in :attr:`RunBlame.unplaced` with the reason.
 
 Everything is read through the run folder's public loaders
-(:func:`agentcausal.runs.folder.load_results`, :func:`~agentcausal.runs.folder.load_run_meta`);
+(:func:`agentcausal.attribution.results.load_results`, :func:`~agentcausal.runs.folder.load_run_meta`);
 nothing is recomputed. ``confidence``, ``evidence`` and ``candidates`` are read
 when the results carry those columns, and are None otherwise: a score is never
 invented.
@@ -160,7 +160,8 @@ def blamed_spans(run_dir: str | Path, *, methods: Sequence[str] | None = None) -
         If ``results.parquet`` or ``run.json`` is missing, torn or lacks the result columns.
     """
     from agentcausal.repeats import repeat_of
-    from agentcausal.runs.folder import load_results, load_run_meta
+    from agentcausal.attribution.results import load_results
+    from agentcausal.runs.folder import load_run_meta
 
     d = Path(run_dir)
     df = load_results(d)

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from agentcausal.runfiles import atomic_write_text
+from agentcausal.runs.folder import atomic_write_text
 
 __all__ = ["EVENT_NAME", "evaluation_logs", "write_evaluation_logs", "ExportResult"]
 

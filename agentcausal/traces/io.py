@@ -25,7 +25,9 @@ folder that leads out of it are each an invalid input); a file over the input
 size limit (256 MiB, ``--max-input-mb``) is refused unread; JSON (a file, or a
 JSONL line) nested deeper than 64 levels or holding an integer of more than
 4,300 digits is one line, never a traceback. A trace without a question is
-refused (``question``): every method asks about the task.
+refused (``question``): every method asks about the task. A JSONL file is read
+one line at a time (:func:`iter_jsonl`), so the size limit holds per line there and
+a corpus of any size streams through in the memory of one trace.
 
 References
 ----------
@@ -36,7 +38,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -49,7 +51,8 @@ from agentcausal.traces.model import Trace
 from agentcausal.traces.text import content_text, optional_text
 from agentcausal.traces.whowhen import SUBSETS, load_who_and_when_file, who_and_when_files
 
-__all__ = ["TraceScan", "read_jsonl", "write_jsonl", "scan_traces", "load_traces", "check_unique_ids", "select_traces",
+__all__ = ["TraceScan", "ScannedTrace", "read_jsonl", "iter_jsonl", "read_jsonl_line", "write_jsonl", "iter_traces",
+           "scan_traces", "load_traces", "check_unique_ids", "select_traces",
            # safe reading of user files, for the importers (see agentcausal.input_files)
            "check_input_file", "input_refusal", "loads_json", "max_input_bytes", "read_input_bytes", "read_input_text",
            "read_json_file"]
@@ -115,33 +118,119 @@ def _normalise_record(obj: object) -> dict:
     return out
 
 
-def _scan_jsonl(path: Path, *, root: Path | None = None, require_question: bool = False) -> TraceScan:
+_NO_QUESTION = "not a Trace: question: missing or empty: every method is asked about the task the agents were given"
+
+
+def _parse_jsonl_line(line: str | bytes, path: Path, where: str, *, require_question: bool) -> Trace:
+    """One line of our Trace JSONL as a Trace (depth and digit limits of :func:`loads_json`).
+
+    Raises
+    ------
+    TraceFormatError
+        If the line is not JSON, not a valid Trace or (``require_question``) has no question, naming the file
+        and ``where``.
+    """
     try:
-        lines = read_input_text(path, root=root).splitlines()
+        t = Trace.model_validate(_normalise_record(loads_json(line)))
+        if require_question and not t.question.strip():
+            raise TraceFormatError(_NO_QUESTION)
+        return t
     except InputFileError as exc:
-        return TraceScan([], [TraceFormatError(exc.detail, path=str(path))])
+        raise TraceFormatError(f"not JSON: {exc.detail}", path=str(path), field=where) from exc
+    except json.JSONDecodeError as exc:
+        raise TraceFormatError(f"not JSON: {exc.msg} at column {exc.colno}", path=str(path), field=where) from exc
+    except TraceFormatError as exc:
+        detail = exc.detail if exc.detail.startswith("not a Trace") else f"not a Trace: {exc.detail}"
+        raise TraceFormatError(detail, path=str(path), field=where) from exc
+    except ValidationError as exc:
+        raise TraceFormatError(f"not a Trace: {_validation_summary(exc)}", path=str(path), field=where) from exc
+
+
+def iter_jsonl(path: str | Path, *, root: Path | None = None,
+               require_question: bool = False) -> Iterator[tuple[int, Trace | TraceFormatError]]:
+    """The traces of our Trace JSONL one line at a time, each with the byte offset its line starts at.
+
+    The file is refused by name first as :func:`agentcausal.input_files.input_refusal` says (a FIFO, a
+    device, a symlink loop or one out of ``root``), with the input size limit holding per line.
+
+    Parameters
+    ----------
+    path : file with one Trace JSON object per line (blank lines skipped)
+    root : the folder the file was found in (a symlink must stay inside it); None: named directly
+    require_question : a trace without a question is an error
+
+    Yields
+    ------
+    (offset, Trace or TraceFormatError) : the byte offset of the line in the file, and its trace, or the
+    error naming the file and line (not JSON, not a valid Trace, not UTF-8, over the size limit); a file
+    that cannot be read is one error at offset -1. :func:`read_jsonl_line` reads one line back by its offset.
+    """
+    p = Path(path)
+    cap = max_input_bytes()
+    why = input_refusal(p, root=root, limit=2**62)  # the kind of file; the size limit holds per line below
+    if why is not None:
+        yield -1, TraceFormatError(why, path=str(p))
+        return
+    try:
+        fh = p.open("rb")
+    except OSError as exc:
+        yield -1, TraceFormatError(f"cannot read: {exc.strerror or exc}", path=str(p))
+        return
+    with fh:
+        offset = 0
+        for n, raw in enumerate(iter(lambda: fh.readline(cap + 1), b""), 1):
+            start, offset = offset, offset + len(raw)
+            if len(raw) > cap and not raw.endswith(b"\n"):  # the rest of an oversized line: skip it unread
+                yield start, TraceFormatError(f"a line over the input size limit ({cap:,} bytes)", path=str(p),
+                                              field=f"line {n}")
+                while raw and not raw.endswith(b"\n"):
+                    raw = fh.readline(cap + 1)
+                    offset += len(raw)
+                continue
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield start, TraceFormatError(f"not UTF-8 text (byte {start + exc.start})", path=str(p),
+                                              field=f"line {n}")
+                continue
+            if not line.strip():
+                continue
+            try:
+                yield start, _parse_jsonl_line(line, p, f"line {n}", require_question=require_question)
+            except TraceFormatError as exc:
+                yield start, exc
+
+
+def read_jsonl_line(path: str | Path, offset: int) -> Trace:
+    """The trace on the line of our Trace JSONL that starts at byte ``offset`` (see :func:`iter_jsonl`).
+
+    Raises
+    ------
+    TraceFormatError
+        If the file cannot be read or the line is not a valid Trace.
+    """
+    p = Path(path)
+    why = input_refusal(p, limit=2**62)
+    if why is not None:
+        raise TraceFormatError(why, path=str(p))
+    try:
+        with p.open("rb") as fh:
+            fh.seek(offset)
+            raw = fh.readline(max_input_bytes() + 1)
+    except OSError as exc:
+        raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path=str(p)) from exc
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TraceFormatError(f"not UTF-8 text (byte {offset + exc.start})", path=str(p)) from exc
+    return _parse_jsonl_line(line, p, f"byte {offset}", require_question=False)
+
+
+def _scan_jsonl(path: Path, *, root: Path | None = None, require_question: bool = False) -> TraceScan:
     traces: list[Trace] = []
     errors: list[TraceFormatError] = []
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        where = f"line {n}"
-        try:
-            obj = loads_json(line)
-            t = Trace.model_validate(_normalise_record(obj))
-            if require_question and not t.question.strip():
-                raise TraceFormatError("not a Trace: question: missing or empty: every method is asked about the "
-                                       "task the agents were given")
-            traces.append(t)
-        except InputFileError as exc:
-            errors.append(TraceFormatError(f"not JSON: {exc.detail}", path=str(path), field=where))
-        except json.JSONDecodeError as exc:
-            errors.append(TraceFormatError(f"not JSON: {exc.msg} at column {exc.colno}", path=str(path), field=where))
-        except TraceFormatError as exc:
-            detail = exc.detail if exc.detail.startswith("not a Trace") else f"not a Trace: {exc.detail}"
-            errors.append(TraceFormatError(detail, path=str(path), field=where))
-        except ValidationError as exc:
-            errors.append(TraceFormatError(f"not a Trace: {_validation_summary(exc)}", path=str(path), field=where))
+    for _, t in iter_jsonl(path, root=root, require_question=require_question):
+        (errors if isinstance(t, TraceFormatError) else traces).append(t)
     return TraceScan(traces, errors)
 
 
@@ -250,22 +339,37 @@ def _loose_ids(files: Sequence[Path]) -> dict[Path, str]:
             depth[f] += 1
 
 
-def scan_traces(paths: Sequence[str | Path]) -> TraceScan:
-    """Read every trace of the given paths, collecting the invalid ones instead of stopping at the first.
+class ScannedTrace(NamedTuple):
+    """One valid trace of a corpus, where it was read from.
 
-    This is the one loader behind :func:`load_traces`, the CLI's up-front
-    check and the flow, so a corpus that passes the check loads the same way later.
+    Attributes
+    ----------
+    trace : Trace
+    path : str, the file it was read from
+    offset : int or None, the byte offset of its line in a JSONL file (None: a Who&When file)
+    """
+
+    trace: Trace
+    path: str
+    offset: int | None
+
+
+def iter_traces(paths: Sequence[str | Path]) -> Iterator[ScannedTrace | TraceFormatError]:
+    """Every trace of the given paths one at a time, or the error of an invalid input, in corpus order.
+
+    One trace is parsed at a time (a JSONL file line by line), so a corpus is never held whole. A later
+    trace whose id an earlier one has is an error ("duplicate trace id ... (first read from <file>)"):
+    the ids seen are kept, nothing else. A FIFO, device, symlink loop or out-of-folder symlink, an
+    oversized file (or JSONL line), over-deep JSON and a trace without a question are errors too, each
+    naming its file (and line or field).
 
     Parameters
     ----------
     paths : sequence of paths (folders, ``.json``, ``.jsonl``)
 
-    Returns
-    -------
-    TraceScan(traces, invalid); the traces have unique ids: a later trace whose id is
-    taken is in ``invalid`` ("duplicate trace id ... (first read from <file>)"); a FIFO,
-    device, symlink loop or out-of-folder symlink, an oversized file, over-deep JSON and a
-    trace without a question are in ``invalid`` too, each naming its file (and line or field).
+    Yields
+    ------
+    ScannedTrace, or TraceFormatError naming the file (and line or field) of an invalid input
 
     Raises
     ------
@@ -282,33 +386,56 @@ def scan_traces(paths: Sequence[str | Path]) -> TraceScan:
             raise TraceFormatError("no such file or folder", path=str(p))
         found.extend(_files(p))
     loose = _loose_ids([f for f, subset, _ in found if subset == LOOSE])
+    first: dict[str, str] = {}
+    for f, subset, root in found:
+        origin = str(f)
+        if subset is None:
+            scanned: Iterable[tuple[int | None, Trace | TraceFormatError]] = iter_jsonl(f, root=root,
+                                                                                      require_question=True)
+        else:
+            try:
+                scanned = [(None, load_who_and_when_file(f, subset=subset, trace_id=loose.get(f), root=root))]
+            except TraceFormatError as exc:
+                scanned = [(None, exc)]
+        for offset, t in scanned:
+            if isinstance(t, TraceFormatError):
+                yield t
+            elif t.id in first:  # a later duplicate: refused with the other invalid inputs (or skipped)
+                yield TraceFormatError(f"duplicate trace id {t.id!r} (first read from {first[t.id]})", path=origin)
+            else:
+                first[t.id] = origin
+                yield ScannedTrace(t, origin, offset)
+
+
+def scan_traces(paths: Sequence[str | Path]) -> TraceScan:
+    """Read every trace of the given paths, collecting the invalid ones instead of stopping at the first.
+
+    This is :func:`iter_traces` collected: the one loader behind :func:`load_traces`, the CLI's
+    up-front check and the flow, so a corpus that passes the check loads the same way later.
+
+    Parameters
+    ----------
+    paths : sequence of paths (folders, ``.json``, ``.jsonl``)
+
+    Returns
+    -------
+    TraceScan(traces, invalid); the traces have unique ids (see :func:`iter_traces` for what is invalid).
+
+    Raises
+    ------
+    TraceFormatError, DatasetError
+        As :func:`iter_traces`.
+    """
     traces: list[Trace] = []
     origins: list[str] = []
     errors: list[TraceFormatError] = []
-    for f, subset, root in found:
-        if subset is None:
-            scan = _scan_jsonl(f, root=root, require_question=True)
-            traces.extend(scan.traces)
-            origins.extend(str(f) for _ in scan.traces)
-            errors.extend(scan.invalid)
-            continue
-        try:
-            traces.append(load_who_and_when_file(f, subset=subset, trace_id=loose.get(f), root=root))
-            origins.append(str(f))
-        except TraceFormatError as exc:
-            errors.append(exc)
-    first: dict[str, str] = {}
-    unique: list[Trace] = []
-    kept: list[str] = []
-    for t, origin in zip(traces, origins):
-        if t.id in first:  # a later duplicate: refused with the other invalid inputs (or skipped)
-            errors.append(TraceFormatError(f"duplicate trace id {t.id!r} (first read from {first[t.id]})",
-                                           path=origin))
-            continue
-        first[t.id] = origin
-        unique.append(t)
-        kept.append(origin)
-    return TraceScan(unique, errors, kept)
+    for x in iter_traces(paths):
+        if isinstance(x, TraceFormatError):
+            errors.append(x)
+        else:
+            traces.append(x.trace)
+            origins.append(x.path)
+    return TraceScan(traces, errors, origins)
 
 
 def load_traces(paths: Sequence[str | Path], *, skip_invalid: bool = False) -> list[Trace]:

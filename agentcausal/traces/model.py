@@ -14,20 +14,14 @@ from __future__ import annotations
 import hashlib
 import json
 import unicodedata
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from agentcausal.records import RunRecord
 from agentcausal.traces.text import clean_text
 
-__all__ = ["Step", "Label", "Trace", "Attribution", "Candidate", "CorrectedAction", "ResultStatus", "normalise_agent"]
-
-#: how complete a result is: ``complete``; ``degraded`` (a method fell back after a failed stage,
-#: e.g. DCFA's GCA hypothesis after LCE failed); ``content_failed`` (a reply still invalid after all
-#: repairs: a property of the input, cached); ``failed`` (transport, auth, rate limit, timeout, dead
-#: worker: never cached, retried by the next run)
-ResultStatus = Literal["complete", "degraded", "content_failed", "failed"]
-
+__all__ = ["Step", "Label", "Trace", "Attribution", "Candidate", "CorrectedAction", "normalise_agent"]
 
 def _drop_trailing_parenthetical(name: str) -> str:
     """``"Orchestrator (-> WebSurfer (x))"`` -> ``"Orchestrator"``; balanced groups only, repeatedly."""
@@ -241,27 +235,16 @@ class CorrectedAction(BaseModel):
     source: str = ""
 
 
-class Attribution(BaseModel):
-    """One method's answer for one trace.
+class Attribution(RunRecord):
+    """One method's answer for one trace (a :class:`~agentcausal.records.RunRecord`).
 
     Attributes
     ----------
     trace_id : str
-    method : str, e.g. ``"all_at_once"``, ``"step_by_step"``, ``"binary_search"``, ``"dcfa"``
     step : int or None, predicted 0-based decisive-error step; None when undetermined or failed
     agent : str or None
     reason : str
     settings : dict, the method settings that produced it (enter the cache key)
-    prompt_version : str
-    models : dict stage -> model name
-    usage : dict stage -> token/time totals (see :class:`agentcausal.llm.usage.StageUsage`)
-    seconds : float, wall time of the whole attribution
-    error : str or None, set when the method failed; a failed trace counts as wrong
-    details : dict, method-specific record (DCFA: deviations, graph edges, search path ...)
-    status : ResultStatus, ``complete``, ``degraded``, ``content_failed`` or ``failed``
-    status_detail : str or None, why degraded or failed
-    reused : bool, the result came from a cache (Prefect's task cache, or every LLM call a cache
-        hit): this run paid nothing for it; ``usage`` is what it cost when computed
     candidates : list of Candidate or None, ranked, best first (the answer first); None = not recorded
         (a failed method, or a record older than the field)
     confidence : float in [0, 1] or None, only where the method defines one (DCFA, ECHO:
@@ -270,23 +253,16 @@ class Attribution(BaseModel):
     evidence_note : str or None, why there is no evidence where one was asked for (a quote that was not
         in the blamed step is dropped and named here)
     corrected_action : CorrectedAction or None, the blamed step corrected and the outcome with it
+
+    The fields every record holds (``method``, ``prompt_version``, ``models``, ``usage``, ``seconds``,
+    ``error``, ``details``, ``status``, ``status_detail``, ``reused``) are :class:`RunRecord`'s.
     """
 
     trace_id: str
-    method: str
     step: int | None = None
     agent: str | None = None
     reason: str = ""
     settings: dict[str, Any] = Field(default_factory=dict)
-    prompt_version: str = ""
-    models: dict[str, str] = Field(default_factory=dict)
-    usage: dict[str, dict[str, float]] = Field(default_factory=dict)
-    seconds: float = 0.0
-    error: str | None = None
-    details: dict[str, Any] = Field(default_factory=dict)
-    status: ResultStatus = "complete"
-    status_detail: str | None = None
-    reused: bool = False
     candidates: list[Candidate] | None = None
     confidence: float | None = Field(None, ge=0.0, le=1.0)
     evidence: str | None = None

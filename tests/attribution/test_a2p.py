@@ -6,8 +6,9 @@ from pathlib import Path
 import pytest
 
 from agentcausal.attribution.a2p import PRESETS, A2PSettings
-from agentcausal.attribution.common import resolve_methods, run_method
-from agentcausal.presets import resolve
+from agentcausal.attribution.jobs import run_method
+from agentcausal.attribution.registry import resolve_methods
+from agentcausal.settings import resolve
 from agentcausal.traces.io import load_traces
 from agentcausal.traces.model import Label, Step, Trace
 

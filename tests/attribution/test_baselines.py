@@ -6,7 +6,8 @@ import re
 import pytest
 
 from agentcausal.attribution.binary_search import split
-from agentcausal.attribution.common import run_method, usage_item
+from agentcausal.attribution.jobs import run_method
+from agentcausal.attribution.registry import usage_item
 from agentcausal.exceptions import ConfigError
 from agentcausal.traces.model import Label, Step, Trace
 
@@ -306,7 +307,7 @@ def test_binary_search_paper_takes_seeded_random_half_on_ambiguous_reply(fake_se
 
 
 def test_paper_has_no_small_model_caps():
-    from agentcausal.attribution.common import resolve_methods
+    from agentcausal.attribution.registry import resolve_methods
 
     paper = resolve_methods(["all_at_once", "dcfa"], preset="paper")
     small = resolve_methods(["all_at_once", "dcfa"], preset="small")
@@ -337,7 +338,7 @@ def test_routings_name_their_preset():
 
 
 def test_library_call_follows_the_routing_preset(fake_server, handoff_error_at_step_3, tmp_path):
-    from agentcausal.attribution.common import attribution_key
+    from agentcausal.attribution.cache_key import attribution_key
     from agentcausal.llm import Gateway
     from tests.conftest import fake_profiles
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from agentcausal.attribution.evaluate import results_frame, save_results
+from agentcausal.attribution.results import results_frame, save_results
 from agentcausal.cli import main
 from agentcausal.cli.attribute import parse_sets
 from agentcausal.exceptions import ConfigError

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from agentcausal.attribution.common import resolve_methods, run_method
+from agentcausal.attribution.jobs import run_method
+from agentcausal.attribution.registry import resolve_methods
 from agentcausal.attribution.echo import ANALYSTS, PRESETS, EchoSettings, Vote, consensus
-from agentcausal.presets import resolve
+from agentcausal.settings import resolve
 from agentcausal.traces.io import load_traces
 from agentcausal.traces.model import Label, Step, Trace
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from agentcausal.attribution.evaluate import evaluate_frame, results_frame, whowhen_agent_match, whowhen_step_match
+from agentcausal.attribution.evaluate import evaluate_frame, whowhen_agent_match, whowhen_step_match
+from agentcausal.attribution.results import results_frame
 from agentcausal.report.accuracy import accuracy_display
 from agentcausal.report.attribution import markdown_report
 from agentcausal.traces.model import Attribution, Candidate, Label, Step, Trace

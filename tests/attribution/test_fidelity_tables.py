@@ -11,7 +11,7 @@ import pytest
 
 from agentcausal.attribution.registry import get_method
 from agentcausal.exceptions import AgentCausalError
-from agentcausal.presets import resolve
+from agentcausal.settings import resolve
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "fidelity"
 TABLES = ("dcfa", "all_at_once", "step_by_step", "binary_search", "a2p", "echo")

@@ -5,10 +5,10 @@ import json
 import pytest
 
 from agentcausal.attribution import a2p, all_at_once, binary_search, echo, step_by_step
-from agentcausal.attribution.common import resolve_methods
+from agentcausal.attribution.registry import resolve_methods
 from agentcausal.attribution.dcfa import DcfaSettings, ded, prompts
 from agentcausal.attribution.registry import get_method
-from agentcausal.presets import resolve
+from agentcausal.settings import resolve
 
 LONG = "x" * 5000
 
@@ -72,7 +72,7 @@ def test_echo_layers_uncut_under_paper_and_cut_under_small():
 
 @pytest.mark.parametrize("method", ["all_at_once", "step_by_step", "binary_search", "a2p"])
 def test_paper_system_message_is_the_source_codes_own(method, fake_server, make_gateway):
-    from agentcausal.attribution.common import run_method
+    from agentcausal.attribution.jobs import run_method
     from agentcausal.traces.model import Step, Trace
 
     mod = {"all_at_once": all_at_once, "step_by_step": step_by_step, "binary_search": binary_search, "a2p": a2p}[method]

@@ -3,7 +3,8 @@
 import pandas as pd
 import pytest
 
-from agentcausal.attribution.evaluate import results_frame
+from agentcausal.attribution.results import results_frame
+from agentcausal.report.attribution import paper_tables_markdown
 from agentcausal.attribution.paper_tables import (
     WHO_WHEN_LEVELS,
     accuracy_by_level,
@@ -14,7 +15,6 @@ from agentcausal.attribution.paper_tables import (
     graph_stats,
     lce_diagnostics,
     lce_effect,
-    paper_tables_markdown,
     signed_step_error_histogram,
     speaker_mismatches,
     who_when_level,

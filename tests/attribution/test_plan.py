@@ -50,7 +50,8 @@ def test_attribute_dry_run_every_method_and_routing(method, routing, capsys, mon
     monkeypatch.setattr(gateway.Gateway, "__init__", forbidden)
     plan = _dry(["attribute", "data/examples", "-m", method, "--routing", routing, "--dry-run"], capsys)
     assert plan["kind"] == "attribute" and plan["repeats"] == 1
-    assert {"id", "path", "sha256", "file_sha256"} == set(plan["items"][0]) and len(plan["items"]) == 4
+    assert {"id", "path", "offset", "sha256", "file_sha256"} == set(plan["items"][0]) and len(plan["items"]) == 4
+    assert plan["item_count"] == 4
     assert all(Path(i["path"]).is_file() and Path(i["path"]).parent == ROOT / "data/examples" for i in plan["items"])
     m = plan["methods"][method]
     assert plan["routing"] == routing and plan["preset"] == m["preset"]
@@ -110,7 +111,8 @@ def test_discover_dry_run(routing, capsys):
 
 
 def test_discover_dry_run_shows_each_variant_and_baseline_as_it_runs(capsys):
-    from agentcausal.discovery.methods import LLM_METHODS, DiscoveryConfig, _mac_settings
+    from agentcausal.discovery.config import DiscoveryConfig
+    from agentcausal.discovery.registry import LLM_METHODS, mac_settings
 
     plan = _dry(["discover", "-d", "earthquake", *[a for m in LLM_METHODS for a in ("-m", m)], "--seeds", "3", "4",
                  "--n", "500", "--repeats", "2", "--dry-run"], capsys)
@@ -127,7 +129,7 @@ def test_discover_dry_run_shows_each_variant_and_baseline_as_it_runs(capsys):
     assert all("paper: unspecified" in v for m in ("mac", "mac_single", "dcm_only", "mdm_only", "react")
                for v in s[m].pop("paper_unspecified").values())
     for m in ("mac", "mac_single", "dcm_only", "mdm_only"):  # what the run hands run_mac
-        assert s[m] == _mac_settings(m, DiscoveryConfig(mac=DiscoveryConfig.model_fields["mac"].annotation(
+        assert s[m] == mac_settings(m, DiscoveryConfig(mac=DiscoveryConfig.model_fields["mac"].annotation(
             **{k: v for k, v in s["mac"].items()}))).model_dump(mode="json")
     for m in ("react", "llm_scd", "ils_csl"):
         assert set(s[m]) == set(DiscoveryConfig.model_fields[m].annotation.model_fields) and "rounds" not in s[m]
@@ -248,7 +250,9 @@ def test_imported_corpus_records_its_source_and_labels_files(tmp_path, capsys, m
     monkeypatch.setattr("agentcausal.cli.attribute._print_run", lambda run_dir: 0)
     run = tmp_path / "run"
     assert main(["attribute", str(f), "--labels", str(labels), "-m", "all_at_once", "--out", str(run)]) == 0
-    plan = calls["plan"].to_json_dict()  # what run.json stores as "plan"
+    from agentcausal.runs.plan import read_plan
+
+    plan = read_plan(calls["plan"]).to_json_dict()  # the plan.json the run reads; what run.json stores as "plan"
     assert plan["items"][0]["path"] == str(run / "traces.jsonl")  # the run reads the imported copy
     assert plan["sources"] == dry["sources"] and plan["labels"] == dry["labels"]
     # a corpus that is not imported has neither key

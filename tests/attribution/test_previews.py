@@ -33,7 +33,7 @@ def test_render_previews_elides_data_blocks_only():
 
 @pytest.mark.parametrize("method", sorted(PREVIEWS))
 def test_every_method_previews_under_both_presets(method):
-    from agentcausal.attribution.common import resolve_methods
+    from agentcausal.attribution.registry import resolve_methods
 
     for preset in ("paper", "small"):
         settings = resolve_methods([method], preset=preset)[method]
@@ -47,7 +47,7 @@ def test_every_registered_method_has_a_preview():
 
 
 def test_show_prompts_picks_the_first_trace_or_the_ids_and_refuses_unknown_ids():
-    from agentcausal.attribution.common import resolve_methods
+    from agentcausal.attribution.registry import resolve_methods
 
     t1, t2 = _trace(), _trace().model_copy(update={"id": "t/2"})
     resolved = resolve_methods(["binary_search"], preset="paper")

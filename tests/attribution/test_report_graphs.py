@@ -1,6 +1,6 @@
 """report.md draws each DCFA attribution's dependency graph from the saved results."""
 
-from agentcausal.attribution.evaluate import results_frame
+from agentcausal.attribution.results import results_frame
 from agentcausal.report.attribution import dependency_graphs_markdown
 from agentcausal.traces.model import Attribution, Label, Step, Trace
 

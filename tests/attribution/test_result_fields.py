@@ -8,9 +8,9 @@ import json
 import pytest
 
 from agentcausal.attribution.candidates import SINGLE_ANSWER, ranks
-from agentcausal.attribution.common import run_method
+from agentcausal.attribution.jobs import run_method
 from agentcausal.attribution.dcfa import DcfaSettings, run_dcfa
-from agentcausal.attribution.evaluate import results_frame
+from agentcausal.attribution.results import results_frame
 from agentcausal.attribution.evidence import check_evidence
 from tests.attribution.dcfa.conftest import DcfaResponder, kind_of, make_trace, small
 from tests.fakes.evidence import EvidenceResponder, asks_evidence
@@ -82,7 +82,7 @@ def test_dcfa_lce_failure_keeps_no_confidence(fake_server, make_gateway):
 @pytest.mark.parametrize("settings", [small, DcfaSettings], ids=["small", "paper"])
 def test_dcfa_quote_evidence_asks_hg_and_ded_and_keeps_a_verbatim_quote(fake_server, make_gateway, settings):
     fake_server.responder = r = EvidenceResponder(DcfaResponder(**CHAIN))
-    a = run_dcfa(make_trace(), make_gateway(fake_server), settings(quote_evidence=True))
+    a = run_method(make_trace(), "dcfa", make_gateway(fake_server), settings(quote_evidence=True))  # stamps settings
     asked = [kind_of(b) for b in fake_server.chat_requests if asks_evidence(b)]
     assert set(asked) == {"hg", "ded"} and r.asked == len(asked)
     assert a.evidence and a.evidence in make_trace().steps[a.step].content and a.evidence_note is None
@@ -110,7 +110,7 @@ def _all_at_once_reply(step=3, agent="Agent0"):
 
 @pytest.mark.parametrize("preset", ["paper", "small"])
 def test_baseline_single_answer_no_confidence_and_evidence_only_when_asked(fake_server, make_gateway, preset):
-    from agentcausal.attribution.common import resolve_methods
+    from agentcausal.attribution.registry import resolve_methods
 
     trace = make_trace()
     fake_server.responder = EvidenceResponder(lambda body: _all_at_once_reply())

@@ -6,13 +6,12 @@ import os
 import pandas as pd
 import pytest
 
-from agentcausal.attribution.evaluate import load_results, load_run_meta, results_frame, save_run
+from agentcausal.attribution.results import load_results, results_frame, save_run
+from agentcausal.runs.folder import atomic_path, load_run_meta
 from agentcausal.cli import main
 from agentcausal.discovery.graph import CausalGraph
-from agentcausal.discovery.methods import DiscoveryOutcome
+from agentcausal.discovery.outcome import DiscoveryOutcome, load_outcomes, save_outcomes as save_discovery_run
 from agentcausal.exceptions import RunFileError
-from agentcausal.report.discovery import load_outcomes, save_run as save_discovery_run
-from agentcausal.runfiles import atomic_path
 from agentcausal.traces.model import Attribution, Label, Step, Trace
 
 TRACE = Trace(id="x/1", question="q", ground_truth="a", label=Label(agent="B", step=1),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentcausal.attribution.common import run_method
+from agentcausal.attribution.jobs import run_method
 from agentcausal.attribution.registry import method_names
 from agentcausal.discovery.mac import prompts as mac_prompts
 from agentcausal.traces.model import Label, Step, Trace

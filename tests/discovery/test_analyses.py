@@ -12,8 +12,10 @@ import pytest
 from agentcausal.discovery import analyses as A
 from agentcausal.discovery.datasets import load_dataset
 from agentcausal.discovery.mac import MACSettings
-from agentcausal.discovery.methods import DiscoveryConfig, discovery_key, method_settings, resolve_methods, \
-    run_discovery, split_method
+from agentcausal.discovery.cache_key import discovery_key
+from agentcausal.discovery.config import DiscoveryConfig
+from agentcausal.discovery.jobs import run_discovery
+from agentcausal.discovery.registry import method_settings, resolve_methods, split_method
 from agentcausal.discovery.rounds import apply_rounds, base_method, expand_rounds, split_rounds
 from agentcausal.exceptions import ConfigError
 from tests.discovery.conftest import mac_responder

@@ -6,10 +6,13 @@ import pytest
 
 from agentcausal.discovery.anonymise import anonymise
 from agentcausal.discovery.datasets import load_dataset, metadata_text
-from agentcausal.discovery.methods import DiscoveryConfig, discovery_key, resolve_methods, run_discovery, \
-    with_anonymise
+from agentcausal.discovery.cache_key import discovery_key
+from agentcausal.discovery.config import DiscoveryConfig
+from agentcausal.discovery.jobs import run_discovery
+from agentcausal.discovery.registry import resolve_methods, with_anonymise
 from agentcausal.exceptions import ConfigError
-from agentcausal.report.discovery import markdown_report, memorisation_text, outcomes_frame
+from agentcausal.discovery.evaluate import outcomes_frame
+from agentcausal.report.discovery import markdown_report, memorisation_text
 from tests.discovery.conftest import mac_responder
 
 

@@ -11,7 +11,7 @@ from agentcausal.discovery.mac.mdm import debate_algorithm, debate_graph, \
     graph_disagreements, to_choice
 from agentcausal.discovery.mac.prompts import AlgorithmContext, AlgorithmProposalReply, GraphContext, graph_reply_model
 from agentcausal.discovery.mac.settings import PRESETS, MACSettings
-from agentcausal.presets import resolve
+from agentcausal.settings import resolve
 from agentcausal.exceptions import StructuredOutputError
 from tests.discovery.conftest import mac_responder, reply_kind
 

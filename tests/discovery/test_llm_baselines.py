@@ -16,10 +16,13 @@ from agentcausal.discovery import react as react_mod
 from agentcausal.discovery.datasets import load_dataset
 from agentcausal.discovery.ils_csl import ILSCSLSettings, hill_climb
 from agentcausal.discovery.llm_scd import LLMSCDSettings
-from agentcausal.discovery.methods import DiscoveryConfig, method_stages, resolve_methods, run_discovery
+from agentcausal.discovery.config import DiscoveryConfig
+from agentcausal.discovery.jobs import run_discovery
+from agentcausal.discovery.registry import method_stages, resolve_methods
 from agentcausal.discovery.react import ReActSettings
 from agentcausal.llm.gateway import Gateway
-from agentcausal.report.discovery import outcomes_frame, summary_text
+from agentcausal.discovery.evaluate import outcomes_frame
+from agentcausal.report.discovery import summary_text
 from tests.discovery.conftest import mac_responder, reply_kind
 
 NAMES = ("earthquake", "asia")
@@ -76,7 +79,7 @@ def test_react_uses_its_tools_and_sees_their_observations(fake_server, make_gate
     ds = dataset("earthquake", 0)
     fake_server.responder = oracle
     out = run_discovery("react", ds, make_gateway(fake_server), seed=0)
-    assert out.error == "" and [s["action"] for s in out.details["steps"]] == ["summary", "test", "run_algorithm",
+    assert out.error is None and [s["action"] for s in out.details["steps"]] == ["summary", "test", "run_algorithm",
                                                                              "finish"]
     last = fake_server.chat_requests[-1]["messages"][1]["content"]
     assert "Strongest associations" in last and "p = " in last and "pc found:" in last
@@ -155,7 +158,7 @@ def test_earthquake_and_asia_seeds_0_1_with_mac_in_one_table(fake_server, make_g
                              ils_csl=ILSCSLSettings(**ils_mod.PRESETS[preset]))
     outs = [run_discovery(m, dataset(name, s), gw, config, seed=s)
             for name in NAMES for s in (0, 1) for m in ("react", "llm_scd", "ils_csl", "mac")]
-    assert all(o.error == "" and o.graph is not None for o in outs), [o.error for o in outs if o.error]
+    assert all(o.error is None and o.graph is not None for o in outs), [o.error for o in outs if o.error]
     table = summary_text(outcomes_frame(outs))
     for name in NAMES:
         for m in ("react", "llm_scd", "ils_csl", "mac"):
@@ -181,7 +184,7 @@ def test_paper_bounds_edge_lists_by_what_a_dag_allows_and_small_keeps_2d(fake_se
     for config, bound, paper in ((DiscoveryConfig(), 28, True), (small, 16, False)):
         fake_server.requests.clear()
         for m in ("llm_zero_shot", "react"):
-            assert run_discovery(m, asia, gw, config, seed=0).error == ""
+            assert run_discovery(m, asia, gw, config, seed=0).error is None
         bodies = fake_server.chat_requests
         schemas = [b["response_format"]["json_schema"]["schema"] for b in bodies]
         assert {s["properties"]["edges"]["maxItems"] for s in schemas} == {bound}

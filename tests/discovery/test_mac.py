@@ -11,7 +11,10 @@ from agentcausal.discovery.mac import MACSettings, run_mac
 from agentcausal.discovery.mac import executor as ex
 from agentcausal.discovery.mac.sandbox import sandbox_available
 from agentcausal.discovery.mac.settings import PRESETS
-from agentcausal.discovery.methods import DiscoveryConfig, discovery_key, resolve_methods, run_discovery
+from agentcausal.discovery.cache_key import discovery_key
+from agentcausal.discovery.config import DiscoveryConfig
+from agentcausal.discovery.jobs import run_discovery
+from agentcausal.discovery.registry import resolve_methods
 from agentcausal.exceptions import ConfigError
 from tests.discovery.conftest import mac_responder, reply_kind
 
@@ -129,7 +132,7 @@ def test_default_config_runs_typed_and_says_why_where_the_sandbox_cannot(fake_se
 
 def test_small_preset_keeps_the_typed_executor():
     from agentcausal.discovery.mac.settings import PRESETS
-    from agentcausal.discovery.methods import method_settings, method_stages
+    from agentcausal.discovery.registry import method_settings, method_stages
 
     small = DiscoveryConfig(mac=MACSettings(**PRESETS["small"]))
     assert small.resolved() is small and method_stages("mac", small) == ("mac.debate",)
@@ -151,12 +154,12 @@ def test_run_discovery_records_statistical_llm_and_failed_methods(fake_server, m
     fake_server.responder = mac_responder()
     gw = make_gateway(fake_server)
     pc = run_discovery("pc", earthquake, None, seed=0)
-    assert pc.error == "" and pc.details["choice"]["indep_test"] == "chisq" and pc.models == {}
+    assert pc.error is None and pc.details["choice"]["indep_test"] == "chisq" and pc.models == {}
     zs = run_discovery("llm_zero_shot", earthquake, gw, seed=0)
     assert zs.graph.directed_edges() == {("Burglary", "Alarm")} and zs.models == {"mac.baseline": "fake:fake-model"}
     assert zs.usage["mac.baseline"]["requests"] == 1
     mac = run_discovery("mac", earthquake, gw, seed=0)
-    assert mac.error == "" and mac.details["dcm"]["debate"]["verdict"]["winner"] == "affirmative"
+    assert mac.error is None and mac.details["dcm"]["debate"]["verdict"]["winner"] == "affirmative"
     fake_server.responder = lambda body: "garbage"
     bad = run_discovery("mdm_only", earthquake, make_gateway(fake_server, cache=False), seed=0)
     assert bad.graph is None and bad.error.startswith("StructuredOutputError")

@@ -8,7 +8,8 @@ import pytest
 from agentcausal.discovery.datasets import load_dataset
 from agentcausal.discovery.mac import MACSettings
 from agentcausal.discovery.mac.settings import PRESETS
-from agentcausal.discovery.methods import DiscoveryConfig, run_discovery
+from agentcausal.discovery.config import DiscoveryConfig
+from agentcausal.discovery.jobs import run_discovery
 
 #: MAC's small preset (short prompts, fixed caps, the typed executor); the library defaults are ``paper``
 SMALL_MAC = MACSettings(**PRESETS["small"])
@@ -22,7 +23,7 @@ def test_mac_on_earthquake_with_the_embedded_model(tmp_path):
     gw = Gateway.from_settings(cache_dir=tmp_path / "llm")
     ds = load_dataset("earthquake", n=1000, seed=0)
     out = run_discovery("mac", ds, gw, DiscoveryConfig(mac=SMALL_MAC), seed=0)
-    assert out.error == "", out.error
+    assert out.error is None, out.error
     assert out.prompt_version == "mac-2026-11-v6"  # the small set
     assert out.graph is not None and out.graph.is_dag()
     assert out.details["dcm"]["execution"]["choice"]["algorithm"] in ("pc", "fci", "ges", "exact_search",
@@ -36,7 +37,8 @@ def test_llm_baselines_on_earthquake_with_the_embedded_model(tmp_path):
     """ReAct, LLM-SCD and ILS-CSL under the ``small`` preset, seed 0, with MAC in one table."""
     from agentcausal.discovery import ils_csl, llm_scd, react
     from agentcausal.llm import Gateway
-    from agentcausal.report.discovery import outcomes_frame, summary_text
+    from agentcausal.discovery.evaluate import outcomes_frame
+    from agentcausal.report.discovery import summary_text
 
     gw = Gateway.from_settings(cache_dir=tmp_path / "llm")
     ds = load_dataset("earthquake", n=1000, seed=0)
@@ -45,6 +47,6 @@ def test_llm_baselines_on_earthquake_with_the_embedded_model(tmp_path):
                              ils_csl=ils_csl.ILSCSLSettings(**ils_csl.PRESETS["small"]))
     outs = [run_discovery(m, ds, gw, config, seed=0) for m in ("react", "llm_scd", "ils_csl", "mac")]
     for o in outs:
-        assert o.graph is not None and o.error == "", (o.method, o.error)
+        assert o.graph is not None and o.error is None, (o.method, o.error)
     table = summary_text(outcomes_frame(outs))
     assert all(m in table for m in ("react", "llm_scd", "ils_csl", "mac"))

@@ -12,7 +12,9 @@ from agentcausal.discovery.mac import MACSettings, run_mac
 from agentcausal.discovery.mac import prompts as P
 from agentcausal.discovery.mac.calls import graph_reply_tokens, sample_index
 from agentcausal.discovery.mac.settings import PRESETS
-from agentcausal.discovery.methods import DiscoveryConfig, discovery_key, run_discovery
+from agentcausal.discovery.cache_key import discovery_key
+from agentcausal.discovery.config import DiscoveryConfig
+from agentcausal.discovery.jobs import run_discovery
 from agentcausal.llm.gateway import Gateway
 from agentcausal.llm.profiles import Profile
 from tests.discovery.conftest import mac_responder, reply_kind, with_required_reasons
@@ -56,7 +58,7 @@ def test_mdm_only_gets_an_independent_sample_per_seed(fake_server, make_gateway,
 def test_two_seeds_under_small_send_two_requests_at_a_sampling_temperature(fake_server, make_gateway, earthquake,
                                                                           method):
     """A run asking for several samples calls at the preset's sampling temperature, each seed its own draw."""
-    from agentcausal.presets import resolve
+    from agentcausal.settings import resolve
 
     fake_server.responder = mac_responder()
     gw = make_gateway(fake_server)
@@ -77,7 +79,7 @@ def test_two_seeds_under_small_send_two_requests_at_a_sampling_temperature(fake_
 
 def test_the_sampling_temperature_enters_the_key_and_the_plan(fake_server, make_gateway, earthquake):
     from agentcausal.discovery import react
-    from agentcausal.discovery.methods import method_settings
+    from agentcausal.discovery.registry import method_settings
 
     gw = make_gateway(fake_server)
     small = DiscoveryConfig(mac=MACSettings(**PRESETS["small"]), react=react.ReActSettings(**react.PRESETS["small"]))
@@ -147,7 +149,7 @@ def test_a_failed_mdm_keeps_the_dcm_graph_marked_degraded(fake_server, make_gate
 
     fake_server.responder = respond
     out = run_discovery("mac", earthquake, make_gateway(fake_server, cache=False), seed=0)
-    assert out.error == "" and out.graph is not None
+    assert out.error is None and out.graph is not None
     assert out.graph == CausalGraph_from(out.details["dcm"]["execution"]["graph"])
     assert "MDM failed" in out.details["degraded"]
     if "status" in type(out).model_fields:

@@ -16,7 +16,8 @@ import pytest
 
 from agentcausal.discovery.datasets import load_dataset
 from agentcausal.discovery.mac import MACSettings
-from agentcausal.discovery.methods import DiscoveryConfig, run_discovery
+from agentcausal.discovery.config import DiscoveryConfig
+from agentcausal.discovery.jobs import run_discovery
 from agentcausal.llm import Gateway
 from tests.conftest import fake_profiles
 from tests.discovery.conftest import mac_responder, reply_kind

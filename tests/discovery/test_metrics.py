@@ -83,9 +83,10 @@ def test_every_table_metric_on_a_hand_made_three_node_case():
 
 
 def test_run_table_and_bench_show_the_same_metric_columns():
-    from agentcausal.discovery.methods import DiscoveryOutcome
+    from agentcausal.discovery.outcome import DiscoveryOutcome
     from agentcausal.discovery.metrics import METRIC_COLUMNS, METRICS_FOOTER
-    from agentcausal.report.discovery import outcomes_frame, summary_text, table_records
+    from agentcausal.discovery.evaluate import outcomes_frame
+    from agentcausal.report.discovery import summary_text, table_records
     from bench.mac_stage import _summary
 
     t = CausalGraph.from_edges("XYZ", [("X", "Y"), ("Y", "Z")])

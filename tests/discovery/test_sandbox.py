@@ -257,7 +257,8 @@ def test_cli_refuses_coding_and_marks_auto_fallback(monkeypatch, capsys):
 
     from agentcausal.cli import main
     from agentcausal.cli.discover import build_config
-    from agentcausal.discovery.methods import DiscoveryConfig, discovery_key
+    from agentcausal.discovery.cache_key import discovery_key
+    from agentcausal.discovery.config import DiscoveryConfig
 
     monkeypatch.setattr(executor, "sandbox_available", lambda: "bubblewrap missing")
     assert main(["discover", "--dataset", "asia", "--method", "mac", "--executor", "coding"]) == 2
@@ -297,7 +298,8 @@ def test_cli_executor_default_is_the_presets(monkeypatch, capsys):
 
 def test_auto_fallback_is_marked_in_the_rows_that_run_dcm(fake_server, make_gateway):
     from agentcausal.discovery.datasets import load_dataset
-    from agentcausal.discovery.methods import DiscoveryConfig, run_discovery
+    from agentcausal.discovery.config import DiscoveryConfig
+    from agentcausal.discovery.jobs import run_discovery
     from tests.discovery.conftest import mac_responder
 
     fake_server.responder = mac_responder()
@@ -309,7 +311,7 @@ def test_auto_fallback_is_marked_in_the_rows_that_run_dcm(fake_server, make_gate
                              executor_fallback="executor auto: the coding sandbox cannot run here (x)")
     gw = make_gateway(fake_server)
     dcm = run_discovery("dcm_only", ds, gw, config)
-    assert dcm.error == "" and dcm.details["executor_fallback"] == config.executor_fallback
+    assert dcm.error is None and dcm.details["executor_fallback"] == config.executor_fallback
     assert "executor_fallback" not in run_discovery("pc", ds, None, config).details
 
 

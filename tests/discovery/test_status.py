@@ -8,7 +8,10 @@ import pytest
 
 from agentcausal.discovery.datasets import DatasetMetadata, VariableInfo
 from agentcausal.discovery.graph import CausalGraph
-from agentcausal.discovery.methods import DiscoveryConfig, degradation, discovery_key, run_discovery
+from agentcausal.discovery.cache_key import discovery_key
+from agentcausal.discovery.config import DiscoveryConfig
+from agentcausal.discovery.jobs import run_discovery
+from agentcausal.discovery.outcome import degradation
 from agentcausal.exceptions import AlgorithmError
 
 

@@ -1,4 +1,4 @@
-"""Plan items: a task loads its own trace by (id, path, sha256), parsed once per file, checked against the plan."""
+"""Plan items: a task loads its own trace by (id, path, offset, sha256), checked against the plan."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentcausal.exceptions import ItemChangedError
-from agentcausal.plan import attribute_plan
+from agentcausal.attribution.plan import attribute_plan
 from agentcausal.runs import items as run_items
 from agentcausal.traces.io import load_traces, write_jsonl
 
@@ -28,9 +28,9 @@ def test_items_load_the_traces_the_corpus_holds(tmp_path):
     loose = load_traces([folder])
     plan = _plan([folder])
     assert [run_items.load_trace_item(i) for i in plan.items] == loose  # same ids, same content
-    plan2 = attribute_plan([str(jsonl)], ["all_at_once"], resolved={"all_at_once": {}}, preset="paper",
-                           routing="default", traces=[(str(jsonl), t) for t in load_traces([jsonl])])
-    assert [t.id for t in run_items.load_trace_items(plan2.items)] == [i.id for i in plan2.items]
+    plan2 = _plan([jsonl])
+    assert [run_items.load_trace_item(i).id for i in plan2.items] == [i.id for i in plan2.items]
+    assert all(i.offset is not None for i in plan2.items)  # a JSONL item names its line: only that line is read
 
 
 def test_a_file_changed_since_the_plan_is_one_error_naming_the_item(tmp_path):

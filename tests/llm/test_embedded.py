@@ -136,7 +136,7 @@ def test_two_runs_on_fresh_caches_give_the_same_replies_and_rows(tmp_path, monke
     from concurrent.futures import ThreadPoolExecutor
     from pathlib import Path
 
-    from agentcausal.attribution.common import run_method
+    from agentcausal.attribution.jobs import run_method
     from agentcausal.llm.reply_cache import ReplyCache
     from agentcausal.traces.io import load_traces
 

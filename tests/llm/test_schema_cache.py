@@ -16,8 +16,8 @@ from pydantic import ValidationError, ValidationInfo, model_validator
 
 import agentcausal.llm.gateway as gateway_mod
 from agentcausal.attribution import a2p, all_at_once, binary_search, echo, step_by_step
-from agentcausal.attribution import common as att_common
-from agentcausal.attribution.common import run_method
+from agentcausal.attribution import baseline_prompts
+from agentcausal.attribution.jobs import run_method
 from agentcausal.attribution.dcfa import ded as dcfa_ded
 from agentcausal.attribution.dcfa import prompts as dcfa_prompts
 from bench.common import synthetic_traces
@@ -25,7 +25,7 @@ from bench.responders import BenchResponder
 from tests.fakes.fake_openai import FakeOpenAIServer
 
 MODEL_CACHES = [a2p.reply_model, all_at_once.reply_model, binary_search.choice_model, echo.scan_model,
-                echo.panel_model, step_by_step.verdict_model, att_common.enum_choice] + [
+                echo.panel_model, step_by_step.verdict_model, baseline_prompts.enum_choice] + [
     getattr(dcfa_prompts, n) for n in ("_deviation_model", "_judged_edge_model", "gca_joint_model", "mdi_model",
                                        "cgc_model", "hypothesis_model", "corrected_trace_model")] + [dcfa_ded.decision_model]
 
@@ -63,7 +63,7 @@ def test_cached_models_and_schemas_send_the_same_requests_and_keys(method, json_
         m.setattr(gateway_mod, "_reply_schema",
                   lambda model: (model.model_json_schema(), json.dumps(model.model_json_schema())))
         for mod in (all_at_once, a2p, echo):
-            m.setattr(mod, "enum_choice", att_common.enum_choice.__wrapped__)
+            m.setattr(mod, "enum_choice", baseline_prompts.enum_choice.__wrapped__)
         _clear_model_caches()
         before = _record(method, make_gateway, tmp_path, m, label="before", json_mode=json_mode)
     _clear_model_caches()
@@ -126,7 +126,7 @@ def test_a_schema_template_with_a_validation_context_sends_the_per_shape_models_
     """``structured(schema=..., context=...)``: one model class and a substituted schema send and key exactly what
     All-at-Once's model per trace shape sends (the method change left to All-at-Once's owner), and the context still
     rejects an agent the trace does not have."""
-    from agentcausal.attribution.common import agent_names
+    from agentcausal.attribution.baseline_prompts import agent_names
 
     settings = all_at_once.AllAtOnceSettings()
     template = all_at_once.reply_model(("X",), 1, True, None).model_json_schema()

@@ -7,7 +7,6 @@ exactly one request is in flight and every earlier one has been answered (and ca
 """
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -84,8 +83,10 @@ def test_sigkill_mid_corpus_then_rerun_finishes_without_repeating_llm_calls(scri
 
 @pytest.mark.timeout(300)
 def test_result_files_torn_by_a_kill_count_as_missing(scripted_server, profiles_file, tmp_path):
-    """A Prefect result file cut short (a kill during its write) is not read as a result: the task reruns,
-    served by the LLM reply cache, and the record is the same."""
+    """A results store cut short (a kill during its write, a disk that lost its tail) is one line naming the file
+    and what to do; moved aside as it says, the rerun recomputes every row, served by the LLM reply cache, and
+    the records are the same."""
+    from agentcausal.exceptions import ResultStoreError
     from flows.attribute import run_attribute
 
     settings = settings_at(profiles_file, tmp_path / "cache")
@@ -93,14 +94,22 @@ def test_result_files_torn_by_a_kill_count_as_missing(scripted_server, profiles_
     first = pd.read_parquet(f"{run_attribute(corpus, ['all_at_once'], settings=settings, out_dir=str(tmp_path / 'r1'))}"
                             "/results.parquet")
     n = scripted_server.count
-    files = [p for p in (tmp_path / "cache" / "prefect").rglob("*") if p.is_file()]
-    assert len(files) >= 2
-    for p in files:
-        p.write_bytes(p.read_bytes()[: p.stat().st_size // 2])
-    # the results index (SQLite, one transaction per record: a kill leaves no torn record) would answer
-    # first; without it the rerun must read, and refuse, Prefect's torn records
-    shutil.rmtree(tmp_path / "cache" / "results")
-    again = pd.read_parquet(f"{run_attribute(corpus, ['all_at_once'], settings=settings, out_dir=str(tmp_path / 'r2'))}"
+    from agentcausal.runs.engine import _store, result_store
+    from agentcausal.traces.model import Attribution
+
+    handle = result_store(settings, "attribute", Attribution)
+    store = handle.path
+    handle.close()  # this process's connections (a new process opens the file afresh)
+    _store.cache_clear()
+    for p in store.parent.glob(store.name + "-*"):  # the journal: gone with the kill
+        p.unlink()
+    store.write_bytes(store.read_bytes()[: store.stat().st_size // 2])
+    with pytest.raises(ResultStoreError) as exc:
+        run_attribute(corpus, ['all_at_once'], settings=settings, out_dir=str(tmp_path / 'r2'))
+    assert str(store) in str(exc.value) and "move it aside" in str(exc.value) and "\n" not in str(exc.value)
+    _store.cache_clear()
+    store.rename(store.with_name(store.name + ".bad"))
+    again = pd.read_parquet(f"{run_attribute(corpus, ['all_at_once'], settings=settings, out_dir=str(tmp_path / 'r3'))}"
                             "/results.parquet")
     assert scripted_server.count == n
     cols = ["trace_id", "pred_step", "pred_agent", "error"]

@@ -45,7 +45,8 @@ def test_dask_two_workers_match_thread_pool_and_share_caches(scripted_server, pr
         assert rc == 0, capsys.readouterr().err
         with Client(cluster.scheduler_address) as client:
             # every worker process built a gateway, i.e. ran attribution tasks
-            per_worker = client.run(lambda: __import__("tasks.common").common.gateway_for.cache_info().currsize)
+            per_worker = client.run(lambda: __import__("agentcausal.runs.engine", fromlist=["gateway_for"])
+                                    .gateway_for.cache_info().currsize)
         assert len(per_worker) == 2 and all(v >= 1 for v in per_worker.values()), per_worker
         assert scripted_server.count == 2 * n_thread, "the Dask run asked other prompts or asked some twice"
         assert set(requests_by_prompt(scripted_server).values()) == {2}
@@ -66,7 +67,7 @@ def test_dask_two_workers_match_thread_pool_and_share_caches(scripted_server, pr
         pd.testing.assert_frame_equal(thread[KEY + hit_same], df3[KEY + hit_same])
         assert (df3["requests"] == 0).all() and (df3["cache_hits"] == df3["calls"]).all()
 
-    # 4. a new local cluster (made by the runner, 2 workers) reuses B's Prefect results written by the old
+    # 4. a new local cluster (made by the runner, 2 workers) reuses B's results store written by the old
     #    workers: no request, identical records (same seconds and requests: the tasks did not rerun)
     run4 = run_attribute(corpus, METHODS, settings=settings_at(profiles_file, tmp_path / "B"),
                          out_dir=str(tmp_path / "dask4"), runner=RunnerChoice(kind=RunnerKind.DASK, n_workers=2))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentcausal.attribution.evaluate import save_run
+from agentcausal.attribution.results import save_run
 from agentcausal.report.agreement import agreement_stats, run_differences
 from agentcausal.report.compare import compare_runs, comparison_markdown
 from agentcausal.traces.model import Attribution, Step, Trace

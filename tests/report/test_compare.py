@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from agentcausal.attribution.evaluate import save_run
+from agentcausal.attribution.results import save_run
 from agentcausal.cli import main
 from agentcausal.discovery.graph import CausalGraph
-from agentcausal.discovery.methods import DiscoveryOutcome
+from agentcausal.discovery.evaluate import score_run
+from agentcausal.discovery.outcome import DiscoveryOutcome, save_outcomes
 from agentcausal.report.compare import compare_runs, mcnemar_exact
-from agentcausal.report.discovery import save_run as save_discovery
 from agentcausal.traces.model import Attribution, Label, Step, Trace
+
+
+def save_discovery(outcomes, run_dir, meta):
+    """``outcomes.jsonl``, ``run.json`` and the scored ``results.parquet``, as a discover run writes them."""
+    save_outcomes(outcomes, run_dir, meta)
+    score_run(run_dir)
 
 
 def _traces(n: int, prefix: str = "ww") -> list[Trace]:

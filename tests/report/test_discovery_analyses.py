@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agentcausal.discovery.methods import DiscoveryOutcome
+from agentcausal.discovery.outcome import DiscoveryOutcome
 from agentcausal.report.discovery_analyses import analyses_report, rank_sections
 from tests.discovery.conftest import mac_responder
 
@@ -76,7 +76,7 @@ def test_discover_rounds_sweep_writes_the_paper_analyses(fake_server, tmp_path, 
     methods = ["mac (rounds 1)", "mac (rounds 2)", "mac (rounds 3)", "llm_zero_shot", "pc"]
     assert sorted(zip(df.dataset, df.method)) == sorted((d, m) for d in ("earthquake", "cancer") for m in methods)
     assert (df["status"] == "complete").all()
-    from agentcausal.report.discovery import load_outcomes
+    from agentcausal.discovery.outcome import load_outcomes
 
     debated = {(o.dataset, o.method): len(o.details["mdm"]["debate"]["rounds"]) for o in load_outcomes(out)
                if o.method.startswith("mac")}
@@ -110,14 +110,16 @@ def test_discover_rounds_sweep_writes_the_paper_analyses(fake_server, tmp_path, 
 def test_compare_ranks_over_the_backbones_of_two_runs(tmp_path):
     from agentcausal.discovery.graph import CausalGraph
     from agentcausal.report.compare import compare_runs, comparison_html, comparison_markdown
-    from agentcausal.report.discovery import save_run
+    from agentcausal.discovery.evaluate import score_run
+    from agentcausal.discovery.outcome import save_outcomes
 
     true = CausalGraph.from_edges("ABC", [("A", "B"), ("B", "C")])
     right, wrong = true, CausalGraph.from_edges("ABC", [("C", "A")])
     for run, model, mac_graph in (("gpt", "openai-gpt4o:gpt-4o", right), ("r1", "deepseek:deepseek-reasoner", wrong)):
         outs = [DiscoveryOutcome(dataset=ds, seed=0, n=10, method=m, graph=g, true_graph=true)
                 for ds in ("toy1", "toy2") for m, g in (("mac", mac_graph), ("pc", right if ds == "toy1" else wrong))]
-        save_run(outs, tmp_path / run, {"models": {"mac.debate": model}})
+        save_outcomes(outs, tmp_path / run, {"models": {"mac.debate": model}})
+        score_run(tmp_path / run)  # results.parquet, as a discover run writes it
     c = compare_runs(tmp_path / "gpt", tmp_path / "r1")
     md = comparison_markdown(c)
     assert "## Mean rank over backbones and datasets (paper Fig. 2)" in md

@@ -6,9 +6,23 @@ from __future__ import annotations
 import json
 
 from agentcausal.discovery.graph import CausalGraph
-from agentcausal.discovery.methods import DiscoveryOutcome
-from agentcausal.report.discovery import IDENTICAL_NOTE, executor_lines, outcomes_frame, run_notes, save_run, \
-    summary_table, summary_text, write_report
+from agentcausal.discovery.evaluate import score_run
+from agentcausal.discovery.outcome import DiscoveryOutcome, save_outcomes
+from agentcausal.discovery.evaluate import outcomes_frame
+from agentcausal.report.discovery import (
+    IDENTICAL_NOTE,
+    executor_lines,
+    run_notes,
+    summary_table,
+    summary_text,
+    write_report,
+)
+
+
+def save_run(outcomes, run_dir, meta):
+    """``outcomes.jsonl``, ``run.json`` and the scored ``results.parquet``, as a discover run writes them."""
+    save_outcomes(outcomes, run_dir, meta)
+    score_run(run_dir)
 
 V = ("A", "B", "C")
 TRUE = CausalGraph.from_edges(V, [("A", "B"), ("B", "C")])

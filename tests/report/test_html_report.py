@@ -10,16 +10,22 @@ from html.parser import HTMLParser
 import pandas as pd
 import pytest
 
-from agentcausal.attribution.evaluate import load_results, save_run
+from agentcausal.attribution.results import load_results, save_run
 from agentcausal.discovery.graph import CausalGraph, Edge, Mark
-from agentcausal.discovery.methods import DiscoveryOutcome
+from agentcausal.discovery.evaluate import score_run
+from agentcausal.discovery.outcome import DiscoveryOutcome, save_outcomes
 from agentcausal.report import plots
 from agentcausal.report.attribution import report_run
-from agentcausal.report.discovery import save_run as save_discovery_run
 from agentcausal.report.discovery import write_report as write_discovery_report
 from agentcausal.report.html import human_number
 from agentcausal.traces.io import write_jsonl
 from agentcausal.traces.model import Attribution, Label, Step, Trace
+
+
+def save_discovery_run(outcomes, run_dir, meta):
+    """``outcomes.jsonl``, ``run.json`` and the scored ``results.parquet``, as a discover run writes them."""
+    save_outcomes(outcomes, run_dir, meta)
+    score_run(run_dir)
 
 
 class Tree(HTMLParser):

@@ -5,7 +5,8 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from agentcausal.attribution.evaluate import evaluate_frame, results_frame
+from agentcausal.attribution.evaluate import evaluate_frame
+from agentcausal.attribution.results import results_frame
 from agentcausal.report.attribution import write_report
 from agentcausal.report.html import html_report
 from agentcausal.report.plots import Figure, attribution_figures, discovery_figures, discovery_stage_usage, \

@@ -5,14 +5,22 @@ from __future__ import annotations
 
 import re
 
-from agentcausal.attribution.evaluate import save_run
+from agentcausal.attribution.results import save_run
 from agentcausal.discovery.graph import CausalGraph
-from agentcausal.discovery.methods import DiscoveryConfig, DiscoveryOutcome
+from agentcausal.discovery.config import DiscoveryConfig
+from agentcausal.discovery.evaluate import score_run
+from agentcausal.discovery.outcome import DiscoveryOutcome, save_outcomes
 from agentcausal.report.attribution import report_run
-from agentcausal.report.discovery import (SECONDS_NOTE, config_for_methods, outcomes_frame, save_run as save_disc,
-                                          summary_text, table_records, write_report)
+from agentcausal.discovery.evaluate import outcomes_frame
+from agentcausal.report.discovery import SECONDS_NOTE, config_for_methods, summary_text, table_records, write_report
 from agentcausal.report.html import facts_markdown, readable_value
 from agentcausal.traces.model import Attribution, Label, Step, Trace
+
+
+def save_disc(outcomes, run_dir, meta):
+    """``outcomes.jsonl``, ``run.json`` and the scored ``results.parquet``, as a discover run writes them."""
+    save_outcomes(outcomes, run_dir, meta)
+    score_run(run_dir)
 
 _REPR = re.compile(r"[\[{]'|': |\bNone\b|\bTrue\b|\bFalse\b")  # Python list/dict reprs and literals
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentcausal.attribution.evaluate import save_run
+from agentcausal.attribution.results import save_run
 from agentcausal.cli import main
 from agentcausal.traces.io import write_jsonl
 from agentcausal.traces.model import Attribution, Candidate, CorrectedAction, Step, Trace

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+import agentcausal.runs.engine as engine_mod
 from agentcausal.settings import RunSettings
 from tests.ops.conftest import EXAMPLES, REPLIES, write_profiles
 
@@ -34,25 +35,15 @@ def settings(fake_server, tmp_path):
 
 
 class Spy:
-    """Stands in for a task in ``flows.attribute``: records what would have been submitted, then delegates."""
+    """Stands in for a flow's chunk task: records the method of every job it is given, then delegates."""
 
     def __init__(self, task):
         self.task, self.methods = task, []
 
-    def with_options(self, **kw):
-        outer = self
-
-        class _Bound:
-            def map(self, **p):
-                m = p["method"]
-                items = p.get("item", p.get("trace", p.get("dataset")))
-                outer.methods += [m.value] * len(items) if hasattr(m, "value") else list(m)
-                return outer.task.with_options(**kw).map(**p)
-        return _Bound()
-
-    def submit(self, traces, method, *a, **kw):
-        self.methods += [method] * len(traces.unquote() if hasattr(traces, "unquote") else traces)
-        return self.task.submit(traces, method, *a, **kw)
+    def submit(self, chunk, *a, **kw):
+        c = chunk.unquote() if hasattr(chunk, "unquote") else chunk
+        self.methods += [c.method] * len(c.jobs)
+        return self.task.submit(chunk, *a, **kw)
 
 
 def _frame(run_dir) -> pd.DataFrame:
@@ -67,12 +58,11 @@ def test_finished_corpus_reruns_without_task_runs_or_requests(fake_server, setti
                         out_dir=str(tmp_path / "r1"), chunk_size=1)
     first = fake_server.count
     assert first > 0
-    spy_trace, spy_chunk = Spy(fa.attribute_trace), Spy(fa.attribute_chunk)
-    monkeypatch.setattr(fa, "attribute_trace", spy_trace)
+    spy_chunk = Spy(fa.attribute_chunk)
     monkeypatch.setattr(fa, "attribute_chunk", spy_chunk)
     run2 = fa.attribute(CORPUS, methods=["all_at_once", "binary_search"], settings=settings,
                         out_dir=str(tmp_path / "r2"), chunk_size=1)
-    assert fake_server.count == first and spy_trace.methods == [] and spy_chunk.methods == []
+    assert fake_server.count == first and spy_chunk.methods == []
     a, b = _frame(run1), _frame(run2)
     assert not a["reused"].any() and b["reused"].all()
     paid = ["reused"] + [c for c in a.columns if c.startswith("run_")]  # what this run paid: nothing now
@@ -82,7 +72,7 @@ def test_finished_corpus_reruns_without_task_runs_or_requests(fake_server, setti
     # one method more: only that method is submitted, and only its requests are made
     run3 = fa.attribute(CORPUS, methods=["all_at_once", "binary_search", "step_by_step"], settings=settings,
                         out_dir=str(tmp_path / "r3"), chunk_size=1)
-    assert spy_trace.methods == ["step_by_step", "step_by_step"] and spy_chunk.methods == []
+    assert spy_chunk.methods == ["step_by_step", "step_by_step"]
     new = fake_server.chat_requests[first:]
     assert len(new) == 2 and all(r["response_format"]["json_schema"]["name"] == "StepVerdict" for r in new)
     c = _frame(run3)
@@ -96,7 +86,7 @@ def test_retry_failed_recomputes_content_failures_and_chunks_match_items(fake_se
     import flows.attribute as fa
     from flows.attribute import attribute
 
-    monkeypatch.setattr(fa, "chunk_length", lambda n, size: size)  # chunks even of a 2-trace corpus
+    monkeypatch.setattr(engine_mod, "chunk_length", lambda n, size: size)  # chunks even of a 2-trace corpus
     spy = Spy(fa.attribute_chunk)
     monkeypatch.setattr(fa, "attribute_chunk", spy)
 
@@ -132,8 +122,8 @@ def test_finished_discovery_reruns_without_task_runs(fake_server, tmp_path, monk
     kw = dict(datasets=["earthquake"], seeds=[0], n=300, settings=settings)
     run1 = fd.discover(methods=["llm_zero_shot", "pc"], out_dir=str(tmp_path / "r1"), **kw)
     first = fake_server.count
-    spy = Spy(fd.discover_one)
-    monkeypatch.setattr(fd, "discover_one", spy)
+    spy = Spy(fd.discover_chunk)
+    monkeypatch.setattr(fd, "discover_chunk", spy)
     run2 = fd.discover(methods=["llm_zero_shot", "pc", "ges"], out_dir=str(tmp_path / "r2"), **kw)
     assert spy.methods == ["ges"] and fake_server.count == first
     a = pd.read_parquet(Path(run1) / "results.parquet").set_index("method")
@@ -147,7 +137,7 @@ def test_a_401_inside_a_chunk_fails_one_row_and_the_next_run_repeats_only_it(fak
                                                                             monkeypatch):
     import flows.attribute as fa
 
-    monkeypatch.setattr(fa, "chunk_length", lambda n, size: size)  # one chunk of both traces
+    monkeypatch.setattr(engine_mod, "chunk_length", lambda n, size: size)  # one chunk of both traces
     fake_server.inject(401)  # the first request: not retried (retry_transport), never cached
     r1 = _frame(fa.attribute(CORPUS, methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / "r1"),
                              chunk_size=2))

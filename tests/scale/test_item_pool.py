@@ -9,13 +9,14 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from agentcausal.llm import Profile, ProfileSet
-from agentcausal.resume import ResultIndex, item_pool, item_workers, routed_limits, run_chunk
+from agentcausal.runs.scheduling import item_pool, item_workers, routed_limits, run_items
+from agentcausal.runs.store import ResultStore
 from agentcausal.traces.model import Attribution
 
 
 @pytest.fixture
 def index(tmp_path):
-    with ResultIndex(tmp_path, "attribute", Attribution) as idx:
+    with ResultStore(tmp_path, "attribute", Attribution) as idx:
         yield idx
 
 
@@ -42,7 +43,7 @@ def test_chunks_share_one_pool_and_never_exceed_its_size(index):
     gauge, hold, workers = Gauge(), threading.Event(), 5
     chunks = [[(f"k{c}-{i}", gauge.job(f"t{c}-{i}", hold)) for i in range(7)] for c in range(6)]  # 42 items
     with ThreadPoolExecutor(max_workers=len(chunks)) as orchestrator:  # chunk tasks run at once, as Prefect's
-        futures = [orchestrator.submit(run_chunk, jobs, index, workers=workers) for jobs in chunks]
+        futures = [orchestrator.submit(run_items, jobs, index, workers=workers) for jobs in chunks]
         deadline = time.time() + 10
         while gauge.now < workers and time.time() < deadline:
             time.sleep(0.01)
@@ -51,7 +52,9 @@ def test_chunks_share_one_pool_and_never_exceed_its_size(index):
         hold.set()
         outs = [f.result() for f in futures]
     assert gauge.peak == workers
-    assert [[a.trace_id for a in out] for out in outs] == [[f"t{c}-{i}" for i in range(7)] for c in range(6)]
+    assert outs == [[None] * 7] * 6  # every record stored, none held back
+    assert [[index.get(f"k{c}-{i}").record.trace_id for i in range(7)] for c in range(6)] == [
+        [f"t{c}-{i}" for i in range(7)] for c in range(6)]
     assert sorted(gauge.started) == sorted(f"t{c}-{i}" for c in range(6) for i in range(7))  # each once
     assert all(index.get(f"k{c}-{i}") is not None for c in range(6) for i in range(7))
     assert item_pool(workers) is item_pool(workers)
@@ -61,7 +64,7 @@ def test_items_start_first_in_first_out(index):
     gauge, hold = Gauge(), threading.Event()
     hold.set()
     jobs = [(f"f{i}", gauge.job(f"t{i}", hold)) for i in range(12)]
-    run_chunk(jobs, index, workers=1)  # one thread: the start order is the queue's order
+    run_items(jobs, index, workers=1)  # one thread: the start order is the queue's order
     assert gauge.started == [f"t{i}" for i in range(12)]
 
 
@@ -69,8 +72,8 @@ def test_a_stored_chunk_runs_no_job(index):
     gauge, hold = Gauge(), threading.Event()
     hold.set()
     jobs = [(f"s{i}", gauge.job(f"t{i}", hold)) for i in range(4)]
-    first = run_chunk(jobs, index, workers=3)
-    again = run_chunk(jobs, index, workers=3)
+    first = run_items(jobs, index, workers=3)
+    again = run_items(jobs, index, workers=3)
     assert gauge.started.count("t0") == 1 and len(gauge.started) == 4 and again == first
 
 
@@ -87,16 +90,20 @@ def test_pool_size_follows_the_routed_limits():
     assert item_workers([]) >= 1
 
 
-def test_chunk_items_survive_the_dask_round_trip():
+def test_chunks_survive_the_dask_round_trip():
     """Dask pickles a chunk task's arguments: Prefect's ``quote`` (a tuple subclass) comes back holding a
-    one-element tuple of the list, which the thread runner never shows (the Dask runner's chunks failed on it)."""
+    one-element tuple of the chunk, which the thread runner never shows (the Dask runner's chunks failed on it)."""
     import pickle
 
     from prefect.utilities.annotations import quote
 
-    from agentcausal.resume import chunk_items
+    from agentcausal.runs.engine import Chunk, Job
+    from agentcausal.runs.plan import Plan, PlanItem
+    from agentcausal.settings import RunSettings
+    from tasks.chunks import unquoted
 
-    traces = [Attribution(trace_id=f"t{i}", method="m", step=0, agent="A") for i in range(3)]
-    for wrapped in (quote(traces), pickle.loads(pickle.dumps(quote(traces))), (traces,), [tuple(traces)], traces):
-        assert [t.trace_id for t in chunk_items(wrapped)] == ["t0", "t1", "t2"]
-    assert [t.trace_id for t in chunk_items([traces[0]])] == ["t0"]  # a chunk of one record stays one record
+    item = PlanItem(id="t0", path="/x", sha256="0")
+    chunk = Chunk(kind="attribute", method="m", jobs=(Job(item, "m"),), keys=("k",), plan=Plan(kind="attribute",
+                  methods={}), settings=RunSettings(), not_before=0.0)
+    for wrapped in (quote(chunk), pickle.loads(pickle.dumps(quote(chunk))), (chunk,), [chunk], chunk):
+        assert unquoted(wrapped) == chunk

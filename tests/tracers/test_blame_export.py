@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from agentcausal.cli import main
-from agentcausal.runs.folder import save_attribution_run
+from agentcausal.attribution.results import save_run as save_attribution_run
 from agentcausal.tracers.blame import blamed_spans
 from agentcausal.tracers.otlp_export import evaluation_logs, write_evaluation_logs
 from agentcausal.tracers.phoenix import span_annotations

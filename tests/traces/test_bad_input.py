@@ -212,9 +212,10 @@ def test_cli_refuses_listing_every_bad_file_on_one_line(mixed_folder, capsys):
 
 
 def test_cli_check_with_skip_invalid_lists_what_it_leaves_out(mixed_folder, capsys):
-    from agentcausal.cli.attribute import check_traces
+    from agentcausal.attribution.plan import attribute_plan
 
-    skipped = check_traces([str(mixed_folder)], skip_invalid=True)
+    skipped = attribute_plan([str(mixed_folder)], resolved={}, preset="paper", routing="default",
+                             skip_invalid=True).skipped
     assert [Path(s["path"]).name for s in skipped] == ["2.json", "3.json", "4.json"]
     err = capsys.readouterr().err
     assert "skipping 3 invalid" in err and str(mixed_folder / "3.json") in err

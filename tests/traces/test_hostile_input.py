@@ -214,7 +214,7 @@ def test_an_over_window_request_is_refused_unsent(fake_server, make_gateway):
 def test_no_method_sends_a_prompt_over_the_window(fake_server, make_gateway, method):
     """A trace of 600,000 characters (about 150,000 tokens) against an 8,192-token window: each method
     shortens it by its budget or the item is refused; no request over the window is ever sent."""
-    from agentcausal.attribution.common import run_method
+    from agentcausal.attribution.jobs import run_method
     from agentcausal.llm.window import prompt_size
     from agentcausal.traces.model import Step, Trace
 
@@ -240,7 +240,7 @@ def test_trace_format_error_for_a_hostile_file_is_a_content_failure(tmp_path):
 def test_a_many_step_trace_over_the_window_is_refused_for_its_item(fake_server, make_gateway, method):
     """20,000 short steps (about 280,000 tokens rendered): the methods' budgets shorten step text, not the
     number of steps, so the guard refuses the item: content_failed, naming the window; no request sent."""
-    from agentcausal.attribution.common import run_method
+    from agentcausal.attribution.jobs import run_method
     from agentcausal.traces.model import Step, Trace
 
     trace = Trace(id="long/1", source="test", question="q", ground_truth="a",

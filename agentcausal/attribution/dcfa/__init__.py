@@ -15,7 +15,7 @@ From the command line (the ``attribute`` flow; settings with ``--set``)::
     agentcausal attribute ../shared/data/who_and_when --id Algorithm-Generated/38 \
         -m dcfa -m dcfa_gca_only --set dcfa.max_iterations=2
 
-Settings presets (:data:`PRESETS`, :mod:`agentcausal.presets`): ``paper`` (the model
+Settings presets (:data:`PRESETS`, :mod:`agentcausal.settings`): ``paper`` (the model
 defaults) and ``small``; ``--preset`` or the routing's ``preset`` key chooses.
 
 Stages: ``dcfa.gca`` (MDI, CGC, HG), ``dcfa.lce`` (Correct, Simulation, DED),

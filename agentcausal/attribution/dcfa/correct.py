@@ -41,7 +41,7 @@ from agentcausal.attribution.dcfa.gca import GcaResult, trace_budget
 from agentcausal.attribution.dcfa.settings import DcfaSettings, correct_variant_for
 from agentcausal.exceptions import StructuredOutputError
 from agentcausal.llm import Gateway
-from agentcausal.presets import completion_budget
+from agentcausal.settings import completion_budget
 from agentcausal.traces.model import Trace
 
 __all__ = ["STAGE", "Correction", "normalise_correction", "correct_trace", "lce_budget", "lce_tokens"]
@@ -223,7 +223,7 @@ def lce_budget(gw: Gateway, settings: DcfaSettings, n: int) -> int:
 
 def lce_tokens(gw: Gateway, settings: DcfaSettings) -> tuple[int, int, int]:
     """Completion caps (tokens) of Simulation, DED and the no-truth judge: the settings, else
-    the profile's budget (:func:`agentcausal.presets.completion_budget`)."""
+    the profile's budget (:func:`agentcausal.settings.completion_budget`)."""
     return (completion_budget(gw, STAGE, settings.simulation_max_tokens),
             completion_budget(gw, STAGE, settings.ded_max_tokens),
             completion_budget(gw, STAGE, settings.judge_max_tokens))

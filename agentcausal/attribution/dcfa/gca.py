@@ -61,7 +61,7 @@ from agentcausal.attribution.dcfa.prompts import StepLinks
 from agentcausal.attribution.dcfa.settings import DcfaSettings
 from agentcausal.attribution.evidence import ask_evidence, with_evidence
 from agentcausal.llm import Gateway
-from agentcausal.presets import completion_budget
+from agentcausal.settings import completion_budget
 from agentcausal.traces.model import Trace
 from agentcausal.traces.render import budget_chars
 
@@ -441,7 +441,7 @@ def trace_budget(gw: Gateway, stage: str, settings: DcfaSettings, max_tokens: in
 
 def gca_budgets(gw: Gateway, settings: DcfaSettings) -> tuple[int, int]:
     """Completion caps (tokens) of the MDI/CGC call and of HG: the settings, else the
-    profile's budget (:func:`agentcausal.presets.completion_budget`)."""
+    profile's budget (:func:`agentcausal.settings.completion_budget`)."""
     return (completion_budget(gw, STAGE, settings.gca_tokens), completion_budget(gw, STAGE, settings.hg_max_tokens))
 
 

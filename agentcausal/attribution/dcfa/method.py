@@ -48,11 +48,11 @@ transport, 401, timeout), which the ``attribute`` task returns without caching
 (so a plain rerun recomputes it); ``status_detail`` starts ``"LCE failed (content)"`` or
 ``"LCE failed (run)"`` accordingly.
 
-``usage`` holds the calls, tokens, cache hits and seconds of each DCFA stage
-for this trace and method: every call is booked under the ledger item
-``"<trace id>::<method>"`` (:func:`agentcausal.attribution.common.usage_item`),
-so ``dcfa`` and ``dcfa_gca_only`` running at once on one trace do not count
-each other's calls; ``models`` the ``profile:model`` of each stage.
+Every call is booked under the ledger item ``"<trace id>::<method>"``
+(:func:`agentcausal.attribution.registry.usage_item`), so ``dcfa`` and
+``dcfa_gca_only`` running at once on one trace do not count each other's calls;
+the run envelope (:func:`agentcausal.attribution.jobs.run_method`) stamps the
+record's usage, seconds, settings and the ``profile:model`` of each stage.
 
 References
 ----------
@@ -63,10 +63,9 @@ Causal-inspired Attribution for Failure Reasoning in LLM-based Multi-agent Syste
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-from agentcausal.attribution.common import usage_item
+from agentcausal.attribution.registry import usage_item
 from agentcausal.attribution.dcfa.details import DcfaDetails, DeviationRecord, FinalChoice, LceFailure, LceRecord, \
     StepChoice
 from agentcausal.attribution.dcfa.gca import STAGE as GCA_STAGE
@@ -77,27 +76,13 @@ from agentcausal.attribution.dcfa.prompts import PROMPT_VERSIONS
 from agentcausal.attribution.dcfa.result_fields import dcfa_result_fields
 from agentcausal.attribution.dcfa.settings import DcfaSettings
 from agentcausal.exceptions import AgentCausalError, StructuredOutputError, is_content_failure
-from agentcausal.llm import Gateway, StageUsage
+from agentcausal.llm import Gateway
 from agentcausal.traces.model import Attribution, Trace
 
 __all__ = ["STAGES", "run_dcfa"]
 
 #: every stage DCFA may call
 STAGES = (GCA_STAGE, LCE_STAGE, EMBED_STAGE)
-
-
-def _usage_snapshot(gw: Gateway, item: str) -> dict[str, StageUsage]:
-    return {k: v for k, v in gw.usage.by_stage(item).items() if k in STAGES}
-
-
-def _usage_diff(before: dict[str, StageUsage], after: dict[str, StageUsage]) -> dict[str, dict[str, float]]:
-    out = {}
-    for stage, a in after.items():
-        b = before.get(stage, StageUsage())
-        d = {k: getattr(a, k) - getattr(b, k) for k in StageUsage.model_fields}
-        if d["calls"]:
-            out[stage] = d
-    return out
 
 
 def _gca_details(trace: Trace, gca: GcaResult) -> dict[str, Any]:
@@ -166,23 +151,15 @@ def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str =
     ----------
     DCFA section 4; appendix K, Algorithms 1 and 2.
     """
-    t0 = time.perf_counter()
     item = usage_item(trace.id, method)
-    before = _usage_snapshot(gw, item)
-    stages = STAGES if settings.use_lce else (GCA_STAGE,)
-    if not settings.with_ground_truth:
-        stages = tuple(s for s in stages if s != EMBED_STAGE)
-    base = dict(trace_id=trace.id, method=method, settings=settings.model_dump(),
-                prompt_version=PROMPT_VERSIONS[settings.prompts], models={s: gw.model_for(s) for s in stages})
+    base = dict(trace_id=trace.id, method=method, prompt_version=PROMPT_VERSIONS[settings.prompts])
     details = DcfaDetails(n_steps=len(trace), step_agents=[st.agent for st in trace.steps],
                           gca_calls=settings.mdi_cgc, cgc=settings.cgc, preset_prompts=settings.prompts,
                           prompt_version=PROMPT_VERSIONS[settings.prompts], variant=settings.variant)
     try:
         gca = run_gca(trace, gw, settings, item=item)
     except StructuredOutputError as exc:
-        return Attribution(**base, error=f"GCA: {exc}", details=details.dump(),
-                           usage=_usage_diff(before, _usage_snapshot(gw, item)),
-                           seconds=time.perf_counter() - t0)
+        return Attribution(**base, error=f"GCA: {exc}", details=details.dump())
     for k, v in _gca_details(trace, gca).items():
         setattr(details, k, v)
     step, reason, source = gca.hypothesis_step, gca.hypothesis_reason, "hypothesis"
@@ -209,7 +186,5 @@ def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str =
                 step, reason, source = lce.decision.step, lce.decision.reason, "ded"
     details.final = FinalChoice(step=step, agent=trace.steps[step].agent, reason=reason, source=source)
     return Attribution(**base, step=step, agent=trace.steps[step].agent, reason=reason, details=details.dump(),
-                       usage=_usage_diff(before, _usage_snapshot(gw, item)),
-                       seconds=time.perf_counter() - t0,
                        status="degraded" if degraded else "complete", status_detail=degraded,
                        **dcfa_result_fields(trace, gca, lce, step, source, settings))

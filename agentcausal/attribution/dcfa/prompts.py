@@ -6,7 +6,7 @@ descriptions the LLM reads through the JSON schema. :data:`PROMPT_VERSION`
 enters every cache key and is stored with every attribution.
 
 Two prompt sets, chosen by the settings' ``prompts`` field (set by the preset,
-:mod:`agentcausal.presets`) and versioned separately (:data:`PROMPT_VERSIONS`):
+:mod:`agentcausal.settings`) and versioned separately (:data:`PROMPT_VERSIONS`):
 
 * ``paper``: the released code's prompts in our words, with the paper text's
   variants behind settings (:mod:`agentcausal.attribution.dcfa.paper_prompts`).

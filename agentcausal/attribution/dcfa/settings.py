@@ -138,7 +138,7 @@ class DcfaSettings(BaseModel):
         one is cut after the changed/unchanged comparison). None = no cap. ``small``: 300.
     gca_max_tokens : int or None, completion cap of the MDI+CGC call (and of each when
         split); None = enough for the caps when both list caps are set (:meth:`gca_tokens`),
-        else the profile's budget (:func:`agentcausal.presets.completion_budget`).
+        else the profile's budget (:func:`agentcausal.settings.completion_budget`).
     hg_max_tokens, simulation_max_tokens, ded_max_tokens, judge_max_tokens : int or None,
         completion caps of HG, one Simulation, DED and the no-truth judge; None = the
         profile's budget. ``small``: 96, 48, 96, 64.

@@ -12,7 +12,7 @@
   ``max_output_tokens``; :func:`completion_cap` is the one rule of every MAC
   call: a fixed or derived cap (the ``small`` preset's), scaled and bounded by
   the profile, or, where the setting is None (``paper``), the profile's own
-  budget (:func:`agentcausal.presets.completion_budget`).
+  budget (:func:`agentcausal.settings.completion_budget`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from agentcausal.presets import completion_budget
+from agentcausal.settings import completion_budget
 
 __all__ = ["structured", "sample_index", "graph_reply_tokens", "budget", "completion_cap", "CHARS_PER_TOKEN",
            "REPEAT_STRIDE"]
@@ -121,7 +121,7 @@ def completion_cap(gw, stage: str, fixed: int | None, *, scale: float = 1.0) -> 
     gw : Gateway
     stage : str, the routed stage
     fixed : int or None, the fixed or derived cap of the settings (``small``); None = no cap of the method's
-        own (``paper``): the profile's budget, :func:`agentcausal.presets.completion_budget` (its
+        own (``paper``): the profile's budget, :func:`agentcausal.settings.completion_budget` (its
         ``max_output_tokens``, else a fallback from its context window)
     scale : float, multiplies ``fixed`` (``max_tokens_scale``); a profile budget is not scaled
 

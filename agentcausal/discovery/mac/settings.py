@@ -20,7 +20,7 @@ class MACSettings(BaseModel):
     The defaults are the ``paper`` preset: MAC as the paper's text describes it, with no cap the paper
     does not state (every ``*_max_tokens``, ``reason_chars``, ``edge_reason_chars``,
     ``edges_per_variable`` and ``max_orderings`` is None: completion budgets come from the profile,
-    :func:`agentcausal.presets.completion_budget`; the edge list is bounded only by what a DAG over d
+    :func:`agentcausal.settings.completion_budget`; the edge list is bounded only by what a DAG over d
     variables allows, d(d-1)/2). :data:`PRESETS` ``"small"`` holds the caps and the short prompts
     tuned for the embedded 0.5B model. Settings the paper leaves open but a run needs are listed in
     :data:`PAPER_UNSPECIFIED`.
@@ -107,7 +107,7 @@ class MACSettings(BaseModel):
     sampling_temperature: float | None = Field(None, ge=0, le=2)
 
 
-#: field values per preset (:mod:`agentcausal.presets`); ``paper`` = the model defaults (the coding
+#: field values per preset (:mod:`agentcausal.settings`); ``paper`` = the model defaults (the coding
 #: executor where the sandbox works, no cap the paper lacks). ``small`` (sub-2B models on CPU): the short
 #: prompt set with its fixed caps (algorithm replies 120 completion tokens, Judges 100, reasons 240
 #: characters, edge lists of at most 2 d edges, 10 implied orderings), shorter per-edge reasons, so a

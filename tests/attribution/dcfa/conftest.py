@@ -203,6 +203,6 @@ def wrong_lookup_at_step_1() -> Trace:
 def small(**overrides: Any):
     """DcfaSettings of the ``small`` preset (today's caps and wording) with overrides."""
     from agentcausal.attribution.dcfa import PRESETS, DcfaSettings
-    from agentcausal.presets import resolve
+    from agentcausal.settings import resolve
 
     return resolve(DcfaSettings, PRESETS, "small", overrides)

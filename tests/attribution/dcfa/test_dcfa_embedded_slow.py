@@ -2,7 +2,7 @@
 
 import pytest
 
-from agentcausal.attribution.common import run_method
+from agentcausal.attribution.jobs import run_method
 from agentcausal.llm import Gateway
 from agentcausal.report.dcfa import dependency_graph_mermaid
 from agentcausal.traces.whowhen import load_who_and_when_file

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from agentcausal.attribution.common import run_method
+from agentcausal.attribution.jobs import run_method
 from agentcausal.attribution.dcfa import DcfaSettings, run_dcfa
 from agentcausal.attribution.dcfa.details import DcfaDetails
 from agentcausal.attribution.registry import get_method
@@ -116,11 +116,11 @@ def test_simulation_may_see_truth_before_the_steps(fake_server, make_gateway, ch
 
 def test_hypothesis_without_neighbours_skips_correct_and_ded(fake_server, make_gateway, wrong_lookup_at_step_1):
     fake_server.responder = r = DcfaResponder(edges=[(2, 3)], hypothesis=1)
-    a = run_dcfa(wrong_lookup_at_step_1, make_gateway(fake_server), small())
+    a = run_method(wrong_lookup_at_step_1, "dcfa", make_gateway(fake_server), small())
     assert r.calls == ["gca", "hg"]
     assert a.step == 1 and a.details["final"]["source"] == "hypothesis"
     assert a.details["lce"]["decision"]["skipped"] is True and a.details["lce"]["corrected_steps"] is None
-    assert "dcfa.embed" not in a.usage
+    assert "dcfa.embed" not in a.usage and "dcfa.gca" in a.usage
 
 
 @pytest.mark.parametrize("hyp, edges, expected_visited", [

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from agentcausal.attribution.common import run_method
+from agentcausal.attribution.jobs import run_method
 from agentcausal.attribution.dcfa import DcfaSettings, run_dcfa
 from agentcausal.attribution.dcfa.gca import run_gca
 from agentcausal.cli import main
@@ -41,7 +41,7 @@ def test_paper_budgets_come_from_the_profile(fake_server, make_gateway, wrong_lo
                                           outcomes={1: "42"})
     gw = make_gateway(fake_server)
     run_dcfa(wrong_lookup_at_step_1, gw, DcfaSettings())
-    from agentcausal.presets import completion_budget
+    from agentcausal.settings import completion_budget
 
     expected = completion_budget(gw, "dcfa.gca", None)
     assert expected >= 256
@@ -102,7 +102,7 @@ def test_cli_refuses_a_method_that_cannot_run_without_truth(capsys, monkeypatch)
 
 def test_each_prompt_set_takes_only_the_variants_it_has():
     from agentcausal.exceptions import ConfigError
-    from agentcausal.presets import resolve
+    from agentcausal.settings import resolve
     from agentcausal.attribution.dcfa import PRESETS
 
     with pytest.raises(ConfigError, match="prompts='small' has only"):

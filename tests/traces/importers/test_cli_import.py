@@ -98,7 +98,7 @@ def test_attribute_with_labels(otel_file, tmp_path, monkeypatch):
 
 
 def test_folders_detected_per_file(otel_file, tmp_path):
-    from agentcausal.demo import examples_dir
+    from agentcausal.demo_selection import examples_dir
     from agentcausal.traces.importers import detect_formats, import_traces
 
     assert {f for _, f in detect_formats([examples_dir()])} == {"who-and-when"}  # README.md is not read

@@ -92,8 +92,11 @@ def test_attribute_skip_invalid_records_imported_skips_in_run_json(mixed, tmp_pa
     run = tmp_path / "run"
     assert main(["attribute", str(good), str(off), str(alien), str(broken), "--no-ground-truth", "--skip-invalid",
                  "--out", str(run)]) == 0
-    skipped = calls["meta"]["skipped"]
+    from agentcausal.runs.plan import read_plan
+
+    plan = read_plan(calls["plan"])  # the plan.json the run reads: run.json takes "skipped" from it
+    skipped = plan.skipped
     assert sorted(s["path"] for s in skipped) == sorted([str(off), str(alien), str(broken)])
     assert all(s["error"] for s in skipped)
-    plan_sources = {s.path for s in calls["plan"].sources} if getattr(calls["plan"], "sources", None) else set()
+    plan_sources = {s.path for s in plan.sources} if plan.sources else set()
     assert str(good.resolve()) in plan_sources

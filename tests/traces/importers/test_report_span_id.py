@@ -6,7 +6,7 @@ import json
 
 import pandas as pd
 
-from agentcausal.attribution.evaluate import load_results, save_run
+from agentcausal.attribution.results import load_results, save_run
 from agentcausal.report.attribution import report_run
 from agentcausal.traces.importers.otel import load_otel
 from agentcausal.traces.model import Attribution

@@ -1,7 +1,7 @@
 """What the README's main job runs: a fixed, CPU-sized selection of real inputs.
 
-The selection is data, not code paths: :func:`demo_plan` returns a
-:class:`DemoPlan` that the ``demo`` flow executes. Defaults (sized for CPUs: the
+The selection is data, not code paths: :func:`demo_selection` returns a
+:class:`DemoSelection` that the ``demo`` flow executes. Defaults (sized for CPUs: the
 whole job took about 9 minutes on 2 idle cores with the embedded 0.5B model):
 
 * traces: two of our invented examples in ``data/examples/`` (always present) plus
@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agentcausal.discovery.datasets import data_dir
 
-__all__ = ["DemoPlan", "demo_plan", "DEMO_TRACE_FILES", "DEMO_EXAMPLES", "examples_dir"]
+__all__ = ["DemoSelection", "demo_selection", "DEMO_TRACE_FILES", "DEMO_EXAMPLES", "examples_dir"]
 
 #: real Who&When traces of the demo, relative to the benchmark folder
 DEMO_TRACE_FILES = ("Algorithm-Generated/38.json", "Algorithm-Generated/47.json")
@@ -36,7 +36,7 @@ ATTRIBUTION_METHODS = ("all_at_once", "step_by_step", "binary_search", "dcfa")
 STATISTICAL = ("pc", "fci", "ges", "exact_search", "direct_lingam")
 
 
-class DemoPlan(BaseModel):
+class DemoSelection(BaseModel):
     """Everything the demo flow runs.
 
     Attributes
@@ -70,8 +70,8 @@ def examples_dir() -> Path:
     return data_dir() / "examples"
 
 
-def demo_plan(who_and_when_dir: str | Path, *, out_root: str | Path = "runs", quick: bool = False,
-              out_dir: str | Path | None = None) -> DemoPlan:
+def demo_selection(who_and_when_dir: str | Path, *, out_root: str | Path = "runs", quick: bool = False,
+              out_dir: str | Path | None = None) -> DemoSelection:
     """The demo selection for this machine.
 
     Parameters
@@ -83,7 +83,7 @@ def demo_plan(who_and_when_dir: str | Path, *, out_root: str | Path = "runs", qu
 
     Returns
     -------
-    DemoPlan; ``notes`` says when the real traces were not found.
+    DemoSelection; ``notes`` says when the real traces were not found.
     """
     notes: list[str] = []
     examples = [str(examples_dir() / name) for name in DEMO_EXAMPLES]
@@ -94,7 +94,7 @@ def demo_plan(who_and_when_dir: str | Path, *, out_root: str | Path = "runs", qu
                      "run `agentcausal data fetch who-and-when`); attributing the example traces only")
     out = str(out_dir or Path(out_root) / f"demo-{dt.datetime.now():%Y%m%d-%H%M%S}")
     if quick:
-        return DemoPlan(trace_paths=tuple(examples[:2]), attribution_methods=("all_at_once", "binary_search"),
+        return DemoSelection(trace_paths=tuple(examples[:2]), attribution_methods=("all_at_once", "binary_search"),
                         datasets=("earthquake", "asia"), statistical_methods=("pc", "ges"), llm_methods=("mac",),
                         llm_datasets=("earthquake",), out_dir=out, notes=tuple(notes))
-    return DemoPlan(trace_paths=tuple(examples + found), out_dir=out, notes=tuple(notes))
+    return DemoSelection(trace_paths=tuple(examples + found), out_dir=out, notes=tuple(notes))

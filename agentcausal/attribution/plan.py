@@ -1,0 +1,180 @@
+"""The run plan of ``agentcausal attribute``: the traces by id, path and hash, the methods as they will run.
+
+The schema is :mod:`agentcausal.runs.plan`'s (one for both verbs). :func:`attribute_plan` reads the
+corpus as a stream (:func:`agentcausal.traces.io.iter_traces`): each trace is validated, selected
+(``ids``, ``max_steps``, ``limit``, in that order), hashed, handed to the plan's writer as one item
+and let go, so a corpus of any size is planned in the memory of one trace. Every input is read
+before anything is refused: invalid ones are refused together at the end, or (``skip_invalid``)
+listed in the plan's ``skipped``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from agentcausal.attribution.registry import get_method, resolve_methods
+from agentcausal.exceptions import InvalidTracesError, TraceFormatError
+from agentcausal.runs.plan import ITEMS_FILE, MethodPlan, Plan, PlanItem, PlanWriter, SourceFile, absolute_path, \
+    missing_keys, profile_params, routed_profiles, sha256_file, stage_models
+from agentcausal.settings import RunSettings, routing_preset
+from agentcausal.traces.importers.labels import require_ground_truth
+from agentcausal.traces.io import ScannedTrace, iter_traces
+from agentcausal.traces.model import Trace
+
+__all__ = ["attribute_plan", "method_plans", "plan_attribution"]
+
+
+def method_plans(methods: Sequence[str], resolved: Mapping[str, Mapping[str, Any]], preset: str,
+                 profiles: Any) -> tuple[dict[str, MethodPlan], list[str]]:
+    """Each method as it will run (settings, stages with their models, what the profile applies), and every
+    stage the run calls (the no-truth DCFA scores with a judge, not the embedder)."""
+    stages_all: list[str] = []
+    out = {}
+    for m in methods:
+        st = dict(resolved[m])
+        stages = [s for s in get_method(m).stages
+                  if st.get("with_ground_truth") is not False or not s.endswith(".embed")]
+        stages_all += stages
+        out[m] = MethodPlan(preset=preset, variant="with_truth" if st.get("with_ground_truth", True) else "no_truth",
+                            settings=st, stages=stage_models(profiles, stages),
+                            profile_params=profile_params(profiles, stages))
+    return out, stages_all
+
+
+def _scanned(paths: Sequence[str], traces: Sequence[tuple[str, Trace]] | None
+             ) -> Iterable[ScannedTrace | TraceFormatError]:
+    if traces is None:
+        return iter_traces(list(paths))
+    return (ScannedTrace(t, str(p), None) for p, t in traces)
+
+
+def attribute_plan(paths: Sequence[str], methods: Sequence[str] = (), *,
+                   resolved: Mapping[str, Mapping[str, Any]],
+                   preset: str, routing: str, profiles_path: str | None = None, ids: Sequence[str] | None = None,
+                   limit: int | None = None, max_steps: int | None = None, repeats: int = 1,
+                   skip_invalid: bool = False, traces: Sequence[tuple[str, Trace]] | None = None,
+                   sources: Sequence[SourceFile] | None = None, labels: SourceFile | None = None,
+                   require_truth: bool = False, items_file: str | Path | None = None,
+                   keep_items: int | None = None) -> Plan:
+    """The plan of ``agentcausal attribute``, its items streamed into ``items_file`` (or kept in memory).
+
+    Parameters
+    ----------
+    paths : trace folders/files as given
+    methods : method names
+    resolved : method -> resolved settings (:func:`agentcausal.attribution.registry.resolve_methods`)
+    preset : str, the preset the settings were resolved with
+    routing, profiles_path : the routing and profiles file
+    ids, limit, max_steps : the trace selection (as :func:`agentcausal.traces.io.select_traces`)
+    repeats : int, runs per (trace, method)
+    skip_invalid : leave out invalid trace inputs (listed on stderr and in the plan's ``skipped``)
+    traces : (file, Trace) pairs already read (imported formats); None = read ``paths``
+    sources, labels : provenance of an imported corpus (:func:`~agentcausal.runs.plan.source_files`)
+    require_truth : refuse selected traces without ground truth (all named in one message)
+    items_file : where the items are written, one line each (``plan.items.jsonl`` of the run folder);
+        None keeps them in memory
+    keep_items : items kept in memory at most when there is no file (a dry run shows the first)
+
+    Returns
+    -------
+    Plan
+
+    Raises
+    ------
+    TraceFormatError
+        On a malformed trace input (each invalid one named, unless ``skip_invalid``), unknown ``ids``
+        or no valid trace at all.
+    ConfigError
+        On an unknown routing or method, or (``require_truth``) selected traces without ground truth.
+    """
+    profiles = routed_profiles(profiles_path, routing)
+    mplans, stages = method_plans(methods, resolved, preset, profiles)
+    writer = PlanWriter(items_file, keep=keep_items)
+    invalid: list[TraceFormatError] = []
+    wanted = set(ids) if ids is not None else None
+    found: set[str] = set()
+    seen_ids: list[str] = []  # only with ``ids``: the hint of an unknown id names a few real ones
+    no_truth: list[str] = []
+    file_hash: dict[str, str | None] = {}
+    try:
+        for x in _scanned(paths, traces):
+            if isinstance(x, TraceFormatError):
+                invalid.append(x)
+                continue
+            t = x.trace
+            if wanted is not None:
+                if len(seen_ids) < 1000:
+                    seen_ids.append(t.id)
+                if t.id not in wanted:
+                    continue
+                found.add(t.id)
+            if (max_steps is not None and len(t) > max_steps) or (limit is not None and writer.count >= limit):
+                continue
+            if require_truth and not t.ground_truth.strip():
+                no_truth.append(t.id)
+            path = absolute_path(x.path)  # absolute: run.json read from any directory names the file
+            if path not in file_hash:
+                file_hash[path] = sha256_file(path) if Path(path).is_file() else None
+            writer.add(PlanItem(id=t.id, path=path, offset=x.offset, sha256=t.content_hash(),
+                                file_sha256=file_hash[path]))
+        _refuse(invalid, skip_invalid, wanted, found, seen_ids, writer.count, paths)
+        if no_truth:
+            require_ground_truth([SimpleNamespace(id=i, ground_truth="") for i in no_truth])  # type: ignore[misc]
+    except BaseException:
+        writer.abort()
+        raise
+    return writer.close(kind="attribute", routing=routing, preset=preset, methods=mplans, repeats=repeats,
+                        missing_keys=missing_keys(profiles, stages),
+                        sources=list(sources) if sources is not None else None, labels=labels,
+                        skipped=[{"path": e.path, "field": e.field, "error": e.detail} for e in invalid]
+                        if skip_invalid else None)
+
+
+def _refuse(invalid: list[TraceFormatError], skip_invalid: bool, wanted: set[str] | None, found: set[str],
+            seen_ids: list[str], count: int, paths: Sequence[str]) -> None:
+    """Refuse the invalid inputs (all at once), unknown ids, or a corpus without a valid trace."""
+    if invalid and not skip_invalid:
+        raise invalid[0] if len(invalid) == 1 else InvalidTracesError(invalid)
+    if invalid:
+        print(f"agentcausal: skipping {len(invalid)} invalid trace input(s):", file=sys.stderr)
+        for e in invalid:
+            print(f"  {e}", file=sys.stderr)
+    if wanted is not None and wanted - found:
+        missing = [i for i in wanted if i not in found]
+        some = sorted(seen_ids)[:5]
+        hint = (f"; ids here look like {', '.join(some)}{' ...' if len(seen_ids) > 5 else ''}"
+                if some else "; no traces were read")
+        raise TraceFormatError(f"unknown trace ids: {', '.join(sorted(missing)[:10])}{hint}")
+    if not count:
+        raise TraceFormatError("no valid trace to run", path=", ".join(str(p) for p in paths))
+
+
+def plan_attribution(paths: Sequence[str], methods: Sequence[str], settings: RunSettings, *,
+                     method_settings: Mapping[str, Mapping[str, Any]] | None = None,
+                     with_ground_truth: bool | None = None, preset: str | None = None, run_dir: str | Path,
+                     **selection: Any) -> Plan:
+    """What a Python caller of the ``attribute`` flow gets without a plan: methods resolved under the
+    preset (``preset``, else the routing's), the plan's items streamed into ``<run_dir>/plan.items.jsonl``.
+
+    Parameters
+    ----------
+    paths, methods : the corpus and the method names
+    settings : RunSettings (routing, profiles file)
+    method_settings, with_ground_truth, preset : as :func:`~agentcausal.attribution.registry.resolve_methods`
+    run_dir : the run folder
+    selection : ``ids``, ``limit``, ``max_steps``, ``repeats``, ``skip_invalid`` of :func:`attribute_plan`
+
+    Raises
+    ------
+    ConfigError, TraceFormatError
+        As :func:`~agentcausal.attribution.registry.resolve_methods` and :func:`attribute_plan`.
+    """
+    preset = preset or routing_preset(settings.profiles_path, settings.routing)
+    resolved = resolve_methods(methods, method_settings, with_ground_truth=with_ground_truth, preset=preset)
+    Path(run_dir).mkdir(parents=True, exist_ok=True)
+    return attribute_plan(paths, list(resolved), resolved=resolved, preset=preset, routing=settings.routing,
+                          profiles_path=settings.profiles_path, items_file=Path(run_dir) / ITEMS_FILE, **selection)

@@ -1,0 +1,51 @@
+"""The cache key of one discovery outcome: what determines it, and nothing else."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from agentcausal.discovery.config import DiscoveryConfig
+from agentcausal.discovery.datasets import Dataset, metadata_text
+from agentcausal.discovery.mac.prompts import PROMPT_VERSIONS
+from agentcausal.discovery.registry import llm_temperature, method_handler, method_stages
+from agentcausal.exceptions import AgentCausalError
+from agentcausal.llm import Gateway
+
+__all__ = ["discovery_key"]
+
+
+def discovery_key(ds: Dataset, method: str, config: DiscoveryConfig, gw: Gateway | None = None, *, seed: int = 0) -> str:
+    """Cache key of one outcome: what determines it and nothing else.
+
+    sha256 of (``joblib.hash`` of the data array, column names and data type;
+    dataset name and the run seed; method; the config, its executor resolved
+    (never ``auto``); for LLM methods the sampling temperature the run uses
+    when it is not the profile's (:func:`llm_temperature`), the metadata and
+    its prompt text (variable descriptions enter MAC's prompts), the prompt
+    version and each stage's routing identity: ``profile:model``, context
+    window, endpoint and dialect, :meth:`~agentcausal.llm.gateway.Gateway.stage_identity`). Statistical
+    methods ignore the LLM parts. The true graph is not in the key: the
+    outcome is scored outside the cached step, against the current truth.
+
+    Raises
+    ------
+    ConfigError on an unknown method.
+    """
+    config = method_handler(method, config)[1]  # an unknown method: ConfigError; the executor here, never "auto"
+    stages = method_stages(method, config)
+    models = {}
+    for s in stages:
+        try:
+            models[s] = gw.stage_identity(s) if gw is not None else ["none", 0]
+        except AgentCausalError:
+            models[s] = ["unrouted", 0]
+    blob = json.dumps({
+        "data": ds.content_hash(), "dataset": ds.name, "seed": seed, "method": method,
+        "config": config.model_dump(mode="json", exclude={"executor_fallback", "samples"}) if stages
+        else {"timeout": config.algorithm_timeout_s},
+        **({"temperature": t} if (t := llm_temperature(method, config)) is not None else {}),
+        "prompt_version": PROMPT_VERSIONS[config.mac.prompts] if stages else "", "models": models,
+        "metadata": [ds.metadata.model_dump(mode="json"), metadata_text(ds)] if stages else None,
+    }, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()

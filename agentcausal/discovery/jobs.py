@@ -1,0 +1,220 @@
+"""Discovery jobs: one method on one dataset and seed, in the run envelope, as one :class:`DiscoveryOutcome`;
+the discovery half of the run engine (:data:`DISCOVERY`).
+
+:func:`run_discovery` never raises for a content failure (a reply still
+invalid after all repairs, an algorithm failing on the data): the
+:class:`DiscoveryOutcome` records the error with ``status="content_failed"``,
+so one failure does not stop a benchmark. Failures of the run (transport,
+401, rate limit, an algorithm timeout or dead worker) are re-raised when
+``raise_transient`` is set, so an orchestrator retries them and never caches
+them; otherwise they are recorded with ``status="failed"``. A MAC run that
+fell back after a failed stage (coding executor to typed, an invalid
+Negative or Judge reply) is ``status="degraded"``.
+
+References
+----------
+Le et al. "Multi-Agent Causal Discovery Using Large Language Models." arXiv:2407.15073, §4.1-§4.4.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from agentcausal.discovery.cache_key import discovery_key
+from agentcausal.discovery.config import DiscoveryConfig
+from agentcausal.discovery.datasets import Dataset, load_spec
+from agentcausal.discovery.evaluate import run_notes, score_run
+from agentcausal.discovery.mac.prompts import PROMPT_VERSIONS
+from agentcausal.discovery.outcome import DiscoveryOutcome, degradation, save_outcomes
+from agentcausal.discovery.registry import DCM_METHODS, LLM_METHODS, method_handler, method_stages
+from agentcausal.discovery.rounds import base_method
+from agentcausal.exceptions import AgentCausalError, ConfigError
+from agentcausal.llm import Gateway
+from agentcausal.records import RunRecord, failure_fields
+from agentcausal.runs.engine import Job, gateway_for
+from agentcausal.runs.envelope import run_enveloped
+from agentcausal.runs.items import check_file_item
+from agentcausal.runs.plan import Plan, PlanItem
+from agentcausal.settings import RunSettings
+
+__all__ = ["run_discovery", "usage_item", "DiscoveryHalf", "DISCOVERY", "DISCOVER_WORKERS"]
+
+
+def usage_item(dataset: str, seed: int, method: str) -> str:
+    """The usage-ledger item of one discovery run: ``"<dataset>:<seed>:<method>"``.
+
+    >>> usage_item("asia", 0, "mac")
+    'asia:0:mac'
+    """
+    return f"{dataset}:{seed}:{method}"
+
+
+def run_discovery(method: str, ds: Dataset, gw: Gateway | None = None, config: DiscoveryConfig = DiscoveryConfig(), *,
+                  seed: int = 0, raise_transient: bool = False) -> DiscoveryOutcome:
+    """Run one method on one dataset.
+
+    Parameters
+    ----------
+    method : one of :data:`METHODS`
+    ds : Dataset
+    gw : Gateway, required for LLM methods (None is fine for statistical ones)
+    config : DiscoveryConfig
+    seed : int, the dataset seed (also draws MAC's subset S)
+    raise_transient : re-raise a failure that is not a content failure
+        (:func:`~agentcausal.exceptions.is_content_failure`) instead of recording it
+
+    Returns
+    -------
+    DiscoveryOutcome, with ``error`` and ``status`` set when the method failed, ``status="degraded"``
+    and ``status_detail`` after a fallback, ``reused`` when every LLM call was a cache hit.
+
+    Raises
+    ------
+    ConfigError on an unknown method, or an LLM method without a gateway.
+    AgentCausalError when ``raise_transient`` is set and the failure is not a content failure
+    (EndpointUnreachableError, LLMCallError, an AlgorithmError timeout ...).
+    """
+    handler, config = method_handler(method, config)  # an unknown method: ConfigError; "auto": the executor here
+    stages = method_stages(method, config)
+    if stages and gw is None:
+        raise ConfigError(f"method {method!r} calls an LLM; pass a gateway")
+    item = usage_item(ds.name, seed, method)
+    env = run_enveloped(lambda: handler(gw, ds, config, seed, item), gw=gw, stages=stages,
+                        usage_items=(item,), raise_transient=raise_transient)
+    common = dict(dataset=ds.name, seed=seed, n=ds.n, method=method, true_graph=ds.true_graph,
+                  prompt_version=PROMPT_VERSIONS[config.mac.prompts] if stages else "", data_hash=ds.content_hash(),
+                  **env.stamp())
+    if env.error is not None:
+        return DiscoveryOutcome(**common, **failure_fields(env.error, max_chars=2000))
+    graph, details = env.result
+    if config.executor_fallback and base_method(method) in DCM_METHODS:
+        details = {**details, "executor_fallback": config.executor_fallback}
+    detail = degradation(details)
+    return DiscoveryOutcome(**common, graph=graph, details=details, status="degraded" if detail else "complete",
+                            status_detail=detail)
+
+
+#: discovery jobs one process runs at once (algorithm runs are worker processes of their own)
+DISCOVER_WORKERS = 3
+
+
+def _config(plan: Plan, repeat: int) -> DiscoveryConfig:
+    """The run's config (the plan's), repeat ``repeat`` of it (in the key and in MAC's samples)."""
+    config = DiscoveryConfig.model_validate(plan.config or {})
+    return config if repeat == 0 else config.model_copy(update={"repeat": repeat})
+
+
+def _load(item: PlanItem, plan: Plan, seed: int) -> Dataset:
+    """A dataset item, its file's sha256 checked first (:func:`agentcausal.runs.items.check_file_item`)."""
+    check_file_item(item)
+    return load_spec(item.spec or item.id, n=plan.n or 1000, seed=seed, name=item.id)
+
+
+class _DiscoverySink:
+    """``outcomes.jsonl`` and the scored ``results.parquet`` of a discovery run, against the current truth."""
+
+    def __init__(self, plan: Plan, run_dir: Path, reversal_cost: int) -> None:
+        self.plan, self.run_dir, self.reversal_cost = plan, run_dir, reversal_cost
+        self.outcomes: list[DiscoveryOutcome] = []  # a discovery run is small: datasets x seeds x methods
+        self.truth: dict[str, Any] = {}
+
+    def add(self, job: Job, record: RunRecord) -> None:
+        if job.item.id not in self.truth:  # scored against the truth of now, not of when it was cached
+            try:
+                self.truth[job.item.id] = _load(job.item, self.plan, job.seed).true_graph
+            except AgentCausalError:
+                self.truth[job.item.id] = getattr(record, "true_graph", None)
+        self.outcomes.append(record.model_copy(update={"true_graph": self.truth[job.item.id],
+                                                       "dataset": job.item.id}))  # type: ignore[arg-type]
+
+    def close(self) -> dict[str, Any]:
+        save_outcomes(self.outcomes, self.run_dir)
+        score_run(self.run_dir, reversal_cost=self.reversal_cost)  # type: ignore[arg-type]
+        models = {s: m for o in self.outcomes for s, m in o.models.items()}
+        return {"datasets": [i.spec or i.id for i in self.plan.iter_items()], "methods": list(self.plan.methods),
+                "llm_datasets": self.plan.llm_datasets, "seeds": self.plan.seeds, "n": self.plan.n,
+                "config": self.plan.config, "models": dict(sorted(models.items())),
+                "reversal_cost": self.reversal_cost, "notes": run_notes(self.outcomes),
+                **({"skipped": self.plan.skipped} if self.plan.skipped is not None else {})}
+
+
+class DiscoveryHalf:
+    """The discovery half of the run engine (:class:`agentcausal.runs.engine.RunHalf`): a job is one method
+    on one dataset item and seed (LLM methods once per repeat, and only on the plan's ``llm_datasets``);
+    its key is :func:`~agentcausal.discovery.cache_key.discovery_key`; a task loads the dataset from its
+    plan item (file hash checked) and runs :func:`run_discovery`; outcomes are scored against the current
+    true graph."""
+
+    kind = "discover"
+    record_type = DiscoveryOutcome
+    default_chunk_size = 1  # a discovery job runs for seconds to minutes: one task run each
+
+    def _methods(self, plan: Plan, item: PlanItem) -> Iterator[str]:
+        llm_only = None if plan.llm_datasets is None else set(plan.llm_datasets)
+        for m in plan.methods:
+            if base_method(m) not in LLM_METHODS or llm_only is None or item.id in llm_only:
+                yield m
+
+    def job_counts(self, plan: Plan) -> dict[str, int]:
+        counts = dict.fromkeys(plan.methods, 0)
+        for job in self.jobs(plan):
+            counts[job.method] += 1
+        return counts
+
+    def jobs(self, plan: Plan) -> Iterator[Job]:
+        for item in plan.iter_items():  # dataset-major, methods in the order asked, then seed and repeat
+            for m in self._methods(plan, item):
+                reps = range(plan.repeats) if base_method(m) in LLM_METHODS else (0,)
+                for seed in plan.seeds or [0]:
+                    for r in reps:
+                        yield Job(item, m, seed=seed, repeat=r)
+
+    def submission_order(self, plan: Plan) -> Iterator[Job]:
+        """LLM methods first, so the long debates start while the statistical baselines run."""
+        jobs = list(self.jobs(plan))
+        return iter([j for j in jobs if base_method(j.method) in LLM_METHODS]
+                    + [j for j in jobs if base_method(j.method) not in LLM_METHODS])
+
+    def keyer(self, plan: Plan, settings: RunSettings) -> Callable[[Job], str]:
+        data: dict[tuple[str, int], Dataset] = {}
+        keys: dict[Job, str] = {}
+
+        def key(job: Job) -> str:
+            if job not in keys:
+                if (job.item.id, job.seed) not in data:
+                    data[(job.item.id, job.seed)] = _load(job.item, plan, job.seed)
+                config = _config(plan, job.repeat)
+                gw = gateway_for(settings) if method_stages(job.method, config) else None
+                keys[job] = "discover-" + discovery_key(data[(job.item.id, job.seed)], job.method, config, gw,
+                                                        seed=job.seed)
+            return keys[job]
+
+        return key
+
+    def run(self, job: Job, plan: Plan, settings: RunSettings) -> DiscoveryOutcome:
+        config = _config(plan, job.repeat)
+        gw = gateway_for(settings) if method_stages(job.method, config) else None
+        ds = _load(job.item, plan, job.seed)
+        out = run_discovery(job.method, ds, gw, config, seed=job.seed, raise_transient=True)
+        if gw is not None and plan.repeats == 1:  # the record holds its usage now (repeats share the item)
+            gw.usage.release(usage_item(ds.name, job.seed, job.method))
+        return out
+
+    def storable(self, record: RunRecord) -> bool:
+        return True  # a failure of the run raises; every returned outcome may be stored
+
+    def failed(self, job: Job, exc: BaseException) -> DiscoveryOutcome:
+        return DiscoveryOutcome(dataset=job.item.id, seed=job.seed, n=job.item.n or 0, method=job.method,
+                                **failure_fields(exc, "failed", max_chars=2000))
+
+    def item_workers(self, settings: RunSettings) -> int:
+        return DISCOVER_WORKERS
+
+    def sink(self, plan: Plan, run_dir: Path, meta: Mapping[str, Any]) -> _DiscoverySink:
+        return _DiscoverySink(plan, run_dir, int(meta.get("reversal_cost", 1)))
+
+
+#: the discovery half of the run engine
+DISCOVERY = DiscoveryHalf()

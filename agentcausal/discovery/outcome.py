@@ -1,0 +1,127 @@
+"""The record of one discovery method on one dataset and seed (:class:`DiscoveryOutcome`), and why it is degraded.
+
+A MAC run that fell back after a failed stage (coding executor to typed, an invalid Negative or Judge
+reply) is ``status="degraded"`` (:func:`degradation` says why). The outcome's ``true_graph`` is the
+truth when it was scored; the cache key holds no truth, and a run folder is scored against the
+current truth. A run folder holds every outcome of a run in ``outcomes.jsonl``
+(:func:`save_outcomes`, :func:`load_outcomes`).
+
+References
+----------
+Le et al. "Multi-Agent Causal Discovery Using Large Language Models." arXiv:2407.15073, §4.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ConfigDict
+
+from agentcausal.discovery.graph import CausalGraph
+from agentcausal.exceptions import RunFileError
+from agentcausal.records import RunRecord
+from agentcausal.runs.folder import atomic_write_text, write_run_meta
+
+__all__ = ["DiscoveryOutcome", "degradation", "save_outcomes", "load_outcomes"]
+
+
+class DiscoveryOutcome(RunRecord):
+    """One method on one dataset and seed: the graph (or the error) and what it cost (a
+    :class:`~agentcausal.records.RunRecord`).
+
+    Attributes
+    ----------
+    dataset, seed, n : what it ran on (``n`` rows)
+    graph : CausalGraph or None (None on error)
+    true_graph : CausalGraph or None, the truth it was scored against (a run folder's: the current one)
+    data_hash : str, ``joblib.hash`` of the data and columns
+
+    The fields every record holds (``method``, ``prompt_version``, ``models``, ``usage``, ``seconds``,
+    ``error``, ``details``, ``status``, ``status_detail``, ``reused``) are :class:`RunRecord`'s;
+    ``details`` holds the algorithm parameters, or the MAC debates and fusion sentences.
+    """
+
+    model_config = ConfigDict(frozen=True)
+    dataset: str
+    seed: int
+    n: int
+    graph: CausalGraph | None = None
+    true_graph: CausalGraph | None = None
+    data_hash: str = ""
+
+
+def degradation(details: dict[str, Any]) -> str | None:
+    """Why a MAC record is degraded (a fallback after a failed stage), or None.
+
+    Reads ``details["degraded"]`` when a method sets it, the executor's
+    ``fallback_reason`` (coding executor fell back to the typed one) and the
+    debate notes (an invalid Negative or Judge reply made the Affirmative win).
+
+    Parameters
+    ----------
+    details : the outcome's ``details`` (``MACResult`` as JSON, or a baseline's record)
+
+    Returns
+    -------
+    str or None, ``"; "``-joined reasons.
+
+    >>> degradation({"dcm": {"execution": {"fallback_reason": "sandbox unavailable"}, "debate": {"notes": []}}})
+    'DCM executor: sandbox unavailable'
+    >>> degradation({"choice": {}}) is None
+    True
+    """
+    reasons: list[str] = []
+    if not isinstance(details, dict):
+        return None
+    if details.get("degraded"):
+        reasons.append(str(details["degraded"]))
+    dcm = details.get("dcm") if isinstance(details.get("dcm"), dict) else {}
+    fb = (dcm.get("execution") or {}).get("fallback_reason") if isinstance(dcm.get("execution"), dict) else None
+    if fb:
+        reasons.append(f"DCM executor: {fb}")
+    for stage in ("dcm", "mdm"):
+        part = details.get(stage) if isinstance(details.get(stage), dict) else {}
+        for note in (part.get("debate") or {}).get("notes", []) if isinstance(part.get("debate"), dict) else []:
+            reasons.append(f"{stage.upper()}: {note}")
+    return "; ".join(reasons)[:1000] if reasons else None
+
+
+def save_outcomes(outcomes: Sequence[DiscoveryOutcome], run_dir: str | Path,
+                  meta: Mapping[str, Any] | None = None) -> Path:
+    """Write ``outcomes.jsonl`` (full records) and, with ``meta``, ``run.json`` to the run folder.
+
+    Returns
+    -------
+    Path of the run folder.
+    """
+    run = Path(run_dir)
+    run.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(run / "outcomes.jsonl", "".join(o.model_dump_json() + "\n" for o in outcomes))
+    if meta is not None:
+        write_run_meta(run, meta)
+    return run
+
+
+def load_outcomes(run_dir: str | Path) -> list[DiscoveryOutcome]:
+    """Read ``outcomes.jsonl`` back.
+
+    Raises
+    ------
+    RunFileError
+        If the file is missing or a line is not a valid outcome (torn by a kill); names the file and line.
+    """
+    path = Path(run_dir) / "outcomes.jsonl"
+    if not path.is_file():
+        raise RunFileError("no outcomes.jsonl here; is this a run folder from `agentcausal discover`?",
+                           path=str(path))
+    out = []
+    for i, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        if line.strip():
+            try:
+                out.append(DiscoveryOutcome.model_validate_json(line))
+            except ValueError as exc:
+                raise RunFileError(f"line {i} is not a valid outcome (torn?): {str(exc)[:200]}",
+                                   path=str(path)) from exc
+    return out

@@ -1,0 +1,420 @@
+"""The run engine: plan → item stream → envelope → results store → run folder, for both halves.
+
+One loop, written once and free of Prefect; each half plugs in through one small protocol
+(:class:`RunHalf`: its jobs, their cache key, how to run one in the envelope, the record of a
+failure, and the sink that scores its records into the run folder). ``flows/`` only hands the
+engine's chunks to Prefect tasks and publishes artifacts::
+
+    engine = RunEngine(half, plan, settings, chunk_size=25)
+    drive(engine, submit=lambda c: task.submit(c), result=lambda f: f.result(raise_on_failure=False))
+    summary = engine.finish(run_dir, meta)
+
+1. **Resume** (:meth:`RunEngine.chunks`, in the orchestrating process): the plan's items are read
+   one at a time (:meth:`agentcausal.runs.plan.Plan.iter_items`); each job's cache key is looked up
+   in the results store (:mod:`agentcausal.runs.store`, a few hundred keys per query). A stored
+   record is reused; the others are cut into chunks of one method (:func:`agentcausal.runs.scheduling.chunk_length`)
+   as they come, so the first tasks start while the plan is still being read.
+2. **Run** (:func:`run_chunk`, in a task: a thread, a Dask worker or a plain call): each job of a chunk
+   loads its own item, runs its method in the envelope (the half's ``run``) on the process's item pool
+   and stores its record as it finishes; the chunk returns only the records it could not store.
+   A failure of the run (transport, 401, timeout) is raised after every job was tried, so the
+   orchestrator retries the chunk and only its unfinished jobs run again.
+3. **Collect** (:meth:`RunEngine.done`): a chunk that failed after its retries gives a ``failed``
+   record to each job it did not finish (never stored: the next run computes it again).
+4. **Finish** (:meth:`RunEngine.finish`): the jobs again, in the plan's order; each record read back
+   from the store (or the chunk's answer), marked ``reused`` when this run paid nothing for it, and
+   handed to the half's sink, which scores it into ``results.parquet`` (and discovery's
+   ``outcomes.jsonl``) and lets it go; then ``run.json``.
+
+Nothing holds the corpus: at most :func:`drive`'s window of chunks is in flight, records are read
+back one batch at a time, and a trace is parsed only while its job runs or is scored.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import queue
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from agentcausal.llm import Gateway
+from agentcausal.records import RunRecord
+from agentcausal.runs.folder import write_run_meta
+from agentcausal.runs.plan import Plan, PlanItem, write_plan
+from agentcausal.runs.scheduling import MAX_CHUNKS, chunk_length, run_items
+from agentcausal.runs.store import RETRIED_STATUSES, ResultStore
+from agentcausal.settings import RunSettings
+
+__all__ = ["DEFAULT_CHUNK_SIZE", "Job", "Chunk", "RunHalf", "RecordSink", "RunSummary", "RunEngine", "run_chunk",
+           "drive", "gateway_for", "result_store", "REUSED_LISTED"]
+
+#: jobs per chunk task by default (``--chunk-size``; :func:`~agentcausal.runs.scheduling.chunk_length` keeps at
+#: least 8 chunks per method, so small corpora keep one task run per job); measured in bench/results/scale.json
+DEFAULT_CHUNK_SIZE = 25
+
+#: reused rows listed by name in a run's summary (the count is always given)
+REUSED_LISTED = 1000
+
+#: jobs looked up in the store per query, and records read back per query at the end
+_BATCH = 256
+
+F = TypeVar("F")
+
+
+@dataclass(frozen=True)
+class Job:
+    """One unit of work: a method on a plan item (for discovery, with a seed), repeat ``repeat``.
+
+    Attributes
+    ----------
+    item : PlanItem, the trace or dataset (id, path, hashes)
+    method : str, the method's name in the plan
+    seed : int, the data seed (discovery; 0 for attribution)
+    repeat : int, the repeat index (``--repeats``; 0 = the run without repeats)
+    """
+
+    item: PlanItem
+    method: str
+    seed: int = 0
+    repeat: int = 0
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Jobs of one method that one task runs, each with its store key.
+
+    Attributes
+    ----------
+    kind : str, the half (``attribute``, ``discover``)
+    method : str
+    jobs : tuple of Job
+    keys : tuple of str, one cache key per job
+    plan : Plan, the plan's header (methods with their settings, discover's config; no items)
+    settings : RunSettings
+    not_before : float, seconds since the epoch: a record stored earlier is computed again (a stored
+        ``content_failed`` record under ``--retry-failed``, every record under ``--refresh``), a record
+        stored since (by an earlier try of this chunk) is not
+    """
+
+    kind: str
+    method: str
+    jobs: tuple[Job, ...]
+    keys: tuple[str, ...]
+    plan: Plan
+    settings: RunSettings
+    not_before: float
+
+    @property
+    def name(self) -> str:
+        """``<method>:<item>`` for one job, ``<method>:<first>..<last> (<n>)`` for more (a task run's name)."""
+        ids = [j.item.id if self.kind == "attribute" else f"{j.item.id}:{j.seed}" for j in self.jobs]
+        if len(ids) == 1:
+            return f"{self.method}:{ids[0]}"
+        return f"{self.method}:{ids[0]}..{ids[-1]} ({len(ids)})" if ids else f"{self.method}:empty"
+
+
+class RecordSink(Protocol):
+    """Where a half writes its records at the end of a run, one at a time, in the plan's order."""
+
+    def add(self, job: Job, record: RunRecord) -> None:
+        """Score and write one record (then let it go)."""
+
+    def close(self) -> dict[str, Any]:
+        """Finish the files; facts for ``run.json``."""
+
+
+class RunHalf(Protocol):
+    """What one half (attribution, discovery) plugs into the engine.
+
+    Attributes
+    ----------
+    kind : str, ``attribute`` or ``discover`` (the results store's folder, the run's kind)
+    record_type : the half's record class (a :class:`~agentcausal.records.RunRecord`)
+    default_chunk_size : int, jobs per chunk task when the run names none
+    """
+
+    kind: str
+    record_type: type[RunRecord]
+    default_chunk_size: int
+
+    def job_counts(self, plan: Plan) -> dict[str, int]:
+        """Jobs per method of the plan (for chunk sizes and progress), without reading items."""
+
+    def jobs(self, plan: Plan) -> Iterator[Job]:
+        """Every job of the plan, in the order of its results (streamed from the plan's items)."""
+
+    def submission_order(self, plan: Plan) -> Iterator[Job]:
+        """Every job, in the order to run them (discovery: LLM methods first)."""
+
+    def keyer(self, plan: Plan, settings: RunSettings) -> Callable[[Job], str]:
+        """The cache key of a job (computed in the orchestrating process)."""
+
+    def run(self, job: Job, plan: Plan, settings: RunSettings) -> RunRecord:
+        """Load the job's item and run its method in the envelope; raises a failure of the run."""
+
+    def storable(self, record: RunRecord) -> bool:
+        """Whether a returned record may be stored (False: a fallback after a failure of the run)."""
+
+    def failed(self, job: Job, exc: BaseException) -> RunRecord:
+        """The ``failed`` record of a job whose task failed after its retries."""
+
+    def item_workers(self, settings: RunSettings) -> int:
+        """Jobs of this half one process runs at once (the item pool's size)."""
+
+    def sink(self, plan: Plan, run_dir: Path, meta: Mapping[str, Any]) -> RecordSink:
+        """The writer of the run folder's records (``meta``: the run's facts so far, e.g. ``reversal_cost``)."""
+
+
+@functools.lru_cache(maxsize=8)
+def gateway_for(settings: RunSettings) -> Gateway:
+    """One gateway per (process, settings): shares HTTP clients, semaphores and the disk cache handle."""
+    return settings.gateway()
+
+
+def result_store(settings: RunSettings, kind: str, model: type[RunRecord]) -> ResultStore:
+    """The results store of ``kind`` under ``<cache_dir>/results`` (one handle per process and folder; a new
+    one when the file was removed since)."""
+    store = _store(str(Path(settings.cache_dir).resolve()), kind, model)
+    if not store.path.is_file():
+        _store.cache_clear()
+        store = _store(str(Path(settings.cache_dir).resolve()), kind, model)
+    return store
+
+
+@functools.lru_cache(maxsize=8)
+def _store(cache_dir: str, kind: str, model: type[RunRecord]) -> ResultStore:
+    return ResultStore(cache_dir, kind, model)
+
+
+def run_chunk(half: RunHalf, chunk: Chunk) -> list[RunRecord | None] | None:
+    """Run one chunk (the body of a chunk task): every job on the process's item pool, each record stored
+    as it finishes (:func:`agentcausal.runs.scheduling.run_items`).
+
+    Returns
+    -------
+    None when every record is in the store (the common case: nothing for the orchestrator to hold), else a
+    list in job order: None where the record is in the store, the record that could not be stored elsewhere
+
+    Raises
+    ------
+    AgentCausalError
+        The first failure of the run, after every job was tried (the orchestrator retries the chunk).
+    """
+    store = result_store(chunk.settings, half.kind, half.record_type)
+    jobs = [(key, functools.partial(half.run, job, chunk.plan, chunk.settings))
+            for job, key in zip(chunk.jobs, chunk.keys, strict=True)]
+    out = run_items(jobs, store, not_before=chunk.not_before, workers=half.item_workers(chunk.settings),
+                    store_if=half.storable)
+    return None if all(r is None for r in out) else out
+
+
+@dataclass
+class RunSummary:
+    """What a run did.
+
+    Attributes
+    ----------
+    run_dir : str
+    rows : int, records written (one per job)
+    reused : int, rows this run paid nothing for
+    from_store : int, jobs the store answered before any task ran
+    failed : int, rows whose status is ``failed`` (not stored; the next run computes them again)
+    dropped : int, stored rows that failed their checksum or schema (recomputed)
+    reused_rows : list of dict, the first :data:`REUSED_LISTED` reused rows (``id``, ``method``, ``status``)
+    wall_seconds : float
+    """
+
+    run_dir: str
+    rows: int = 0
+    reused: int = 0
+    from_store: int = 0
+    failed: int = 0
+    dropped: int = 0
+    reused_rows: list[dict[str, Any]] = field(default_factory=list)
+    wall_seconds: float = 0.0
+
+
+class RunEngine:
+    """One run of a plan through the results store.
+
+    Parameters
+    ----------
+    half : RunHalf
+    plan : Plan (its items in memory or in its items file)
+    settings : RunSettings (``refresh``: nothing reused; ``retry_failed``: stored ``content_failed`` and
+        ``degraded`` records computed again)
+    chunk_size : int or None, jobs per chunk at most (fewer when a method has under 8 chunks' worth; 1 = one
+        task per job); None: the half's ``default_chunk_size``, or more where a method would otherwise have
+        over :data:`~agentcausal.runs.scheduling.MAX_CHUNKS` chunks
+    on_progress : callable or None, called with the number of jobs newly done (reused or finished)
+
+    Raises
+    ------
+    ResultStoreError
+        If the results store cannot be read.
+    """
+
+    def __init__(self, half: RunHalf, plan: Plan, settings: RunSettings, *, chunk_size: int | None = None,
+                 on_progress: Callable[[int], None] | None = None) -> None:
+        self.half, self.plan, self.settings = half, plan, settings
+        self.header = plan.header()
+        self.started = time.time()
+        self.store = result_store(settings, half.kind, half.record_type)
+        self.keyer = half.keyer(plan, settings)
+        counts = half.job_counts(plan)
+        self.total = sum(counts.values())
+        self.chunk_len = {m: chunk_length(n, chunk_size or max(half.default_chunk_size, -(-n // MAX_CHUNKS)))
+                          for m, n in counts.items()}
+        self.on_progress = on_progress
+        self.unstored: dict[str, RunRecord] = {}  # records no store holds: fallbacks after a run failure, failures
+        self.from_store = 0
+        self._dropped_before = self.store.dropped
+
+    @property
+    def window(self) -> int:
+        """Chunks to keep in flight: enough to keep twice the item pool busy (at least 8)."""
+        per = max(self.chunk_len.values(), default=1)
+        return max(8, 2 * math.ceil(self.half.item_workers(self.settings) / per))
+
+    def _progress(self, n: int) -> None:
+        if n and self.on_progress is not None:
+            self.on_progress(n)
+
+    def chunks(self) -> Iterator[Chunk]:
+        """The chunks to run, cut from the jobs the store cannot answer, as the plan is read (pass 1)."""
+        buffers: dict[str, list[tuple[Job, str]]] = {}
+        batch: list[Job] = []
+        for job in self.half.submission_order(self.plan):
+            batch.append(job)
+            if len(batch) >= _BATCH:
+                yield from self._resume(batch, buffers)
+                batch = []
+        yield from self._resume(batch, buffers)
+        for method, pending in buffers.items():
+            if pending:
+                yield self._chunk(method, pending)
+
+    def _resume(self, batch: list[Job], buffers: dict[str, list[tuple[Job, str]]]) -> Iterator[Chunk]:
+        keys = [self.keyer(j) for j in batch]
+        stored = [None] * len(keys) if self.settings.refresh else self.store.get_many(keys)
+        reused = 0
+        for job, key, s in zip(batch, keys, stored, strict=True):
+            if s is not None and not (self.settings.retry_failed and s.record.status in RETRIED_STATUSES):
+                reused += 1
+                continue
+            pending = buffers.setdefault(job.method, [])
+            pending.append((job, key))
+            if len(pending) >= self.chunk_len.get(job.method, 1):
+                yield self._chunk(job.method, pending)
+                buffers[job.method] = []
+        self.from_store += reused
+        self._progress(reused)
+
+    def _chunk(self, method: str, pending: list[tuple[Job, str]]) -> Chunk:
+        return Chunk(kind=self.half.kind, method=method, jobs=tuple(j for j, _ in pending),
+                     keys=tuple(k for _, k in pending), plan=self.header, settings=self.settings,
+                     not_before=self.started)
+
+    def done(self, chunk: Chunk, result: list[RunRecord | None] | BaseException | None) -> None:
+        """Take a finished chunk's answer: its unstored records (None: every record stored), or the failure
+        left after its retries."""
+        if isinstance(result, BaseException):  # a failure of the run: its unfinished jobs get a failed row
+            for job, key in zip(chunk.jobs, chunk.keys, strict=True):
+                if self.store.get(key, not_before=self.started) is None:
+                    self.unstored[key] = self.half.failed(job, result)
+        elif result is not None:
+            for key, rec in zip(chunk.keys, result, strict=True):
+                if rec is not None:
+                    self.unstored[key] = rec
+        self._progress(len(chunk.jobs))
+
+    def finish(self, run_dir: str | Path, meta: Mapping[str, Any] | None = None) -> RunSummary:
+        """Write the run folder (pass 2): ``plan.json``, every job's record in the plan's order to the half's sink,
+        then ``run.json`` (``meta`` with the engine's facts and the sink's added).
+
+        Returns
+        -------
+        RunSummary
+        """
+        d = Path(run_dir)
+        write_plan(self.plan, d)  # plan.json (and its items, when the plan held them in memory) beside the results
+        meta = dict(meta or {})
+        sink = self.half.sink(self.plan, d, meta)
+        summary = RunSummary(run_dir=str(d), from_store=self.from_store)
+        batch: list[Job] = []
+        for job in self.half.jobs(self.plan):
+            batch.append(job)
+            if len(batch) >= _BATCH:
+                self._write(batch, sink, summary)
+                batch = []
+        self._write(batch, sink, summary)
+        extra = sink.close()
+        summary.dropped = self.store.dropped - self._dropped_before
+        summary.wall_seconds = round(time.time() - self.started, 2)
+        write_run_meta(d, {
+            **meta, **extra, "plan": self.plan.to_json_dict(), "preset": self.plan.preset,
+            "repeats": self.plan.repeats, "routing": self.settings.routing, "refresh": self.settings.refresh,
+            "profiles": str(self.settings.profiles_path or "packaged"),
+            "retry_failed": self.settings.retry_failed,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(self.started)),
+            "wall_seconds": summary.wall_seconds,
+            "rows": {"total": summary.rows, "reused": summary.reused, "from_store": summary.from_store,
+                     "failed": summary.failed},
+            "store": {"path": str(self.store.path), "dropped": summary.dropped}})
+        return summary
+
+    def _write(self, batch: list[Job], sink: RecordSink, summary: RunSummary) -> None:
+        keys = [self.keyer(j) for j in batch]
+        wanted = [k for k in keys if k not in self.unstored]
+        stored = dict(zip(wanted, self.store.get_many(wanted), strict=True))
+        for job, key in zip(batch, keys, strict=True):
+            rec = self.unstored.pop(key, None)
+            if rec is None:
+                s = stored.get(key)
+                if s is None:  # dropped (failed its check) since it was stored, or never finished
+                    rec = self.half.failed(job, RuntimeError("no record of this job in the results store"))
+                else:
+                    rec = s.record.model_copy(update={"reused": s.stored_at < self.started or s.cache_hits_only})
+            summary.rows += 1
+            summary.failed += rec.status == "failed"
+            if rec.reused:
+                summary.reused += 1
+                if len(summary.reused_rows) < REUSED_LISTED:
+                    summary.reused_rows.append({"id": job.item.id, "method": job.method, "status": rec.status,
+                                                **({"seed": job.seed} if self.half.kind == "discover" else {})})
+            sink.add(job, rec)
+
+
+def drive(engine: RunEngine, submit: Callable[[Chunk], F], result: Callable[[F], Any], *,
+          window: int | None = None) -> None:
+    """Run every chunk of ``engine``: ``submit`` each (at most ``window`` in flight), hand each result back.
+
+    Parameters
+    ----------
+    engine : RunEngine
+    submit : callable Chunk -> future; the future must have ``add_done_callback(fn)`` calling ``fn(future)``
+        (a Prefect future, a :class:`concurrent.futures.Future`)
+    result : callable future -> the chunk's return value, or the exception it ended with (never raises)
+    window : chunks in flight at most (default :attr:`RunEngine.window`)
+    """
+    window = window or engine.window
+    finished: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    in_flight: dict[int, tuple[Chunk, F]] = {}
+
+    def collect() -> None:
+        fut = finished.get()
+        chunk, _ = in_flight.pop(id(fut))
+        engine.done(chunk, result(fut))
+
+    for chunk in engine.chunks():
+        while len(in_flight) >= window:
+            collect()
+        fut = submit(chunk)
+        in_flight[id(fut)] = (chunk, fut)
+        fut.add_done_callback(finished.put)  # type: ignore[attr-defined]
+    while in_flight:
+        collect()

@@ -1,0 +1,204 @@
+"""Chunks of jobs and the thread pool that runs their items.
+
+A chunk task does not run its items on threads of its own. Every
+chunk of a process hands its items to one first-in, first-out thread pool of
+the process (:func:`item_pool`) of a few items per slot of the routing's
+largest LLM concurrency limit (:func:`item_workers`), so the limit's slots
+stay busy until the last items, whatever the chunk boundaries (no last wave
+of a few chunks), items whose requests chain (DCFA) share the slots with
+enough others to hide the gaps between their requests, and the threads of a
+process stay bounded however large the corpus (measured in
+``bench/results/scale.json``).
+
+The run engine (:mod:`agentcausal.runs.engine`) cuts each method's jobs into chunks
+(:func:`chunk_length`) and runs a chunk's items with :func:`run_items`.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
+from typing import Any, TypeVar
+
+from agentcausal.exceptions import AgentCausalError
+from agentcausal.records import RunRecord
+from agentcausal.runs.store import ResultStore
+
+__all__ = ["MIN_CHUNKS", "MAX_CHUNKS", "run_items", "chunked", "chunk_length", "item_pool", "item_workers", "routed_limits",
+           "chunk_items"]
+
+R = TypeVar("R", bound=RunRecord)
+
+
+#: a method's jobs are split into at least this many chunks (when it has as many jobs)
+MIN_CHUNKS = 8
+
+#: by default a method's jobs are split into at most this many chunks (larger chunks for a larger corpus):
+#: the orchestrator keeps a little for every task run (measured: about 40 KB per Prefect task run in the
+#: flow's process, so a corpus's memory would grow with its chunks), and thousands of task runs make no map
+MAX_CHUNKS = 400
+
+
+def chunk_length(n_jobs: int, chunk_size: int, min_chunks: int = MIN_CHUNKS) -> int:
+    """Jobs per chunk: at most ``chunk_size``, and small enough for ``min_chunks`` chunks.
+
+    Enough chunks keep several workers (Dask processes, threads) busy; a small
+    job list gets chunks of one (one task per item).
+
+    >>> chunk_length(2000, 25), chunk_length(60, 25), chunk_length(12, 25), chunk_length(300, 1)
+    (25, 8, 2, 1)
+    """
+    return max(1, min(int(chunk_size), -(-n_jobs // min_chunks)))
+
+
+def chunked(positions: Sequence[int], size: int) -> list[list[int]]:
+    """``positions`` in consecutive chunks of at most ``size`` (``size`` >= 1).
+
+    >>> chunked([0, 1, 2, 3, 4], 2)
+    [[0, 1], [2, 3], [4]]
+    """
+    size = max(1, int(size))
+    return [list(positions[i:i + size]) for i in range(0, len(positions), size)]
+
+
+def chunk_items(items: Any) -> Sequence[Any]:
+    """A chunk task's item list as the flow passed it, whatever the task runner made of the wrapper.
+
+    The flow wraps a chunk's items in Prefect's ``quote`` (so Prefect does not walk every record);
+    the thread runner unwraps it; on Dask it arrives pickled, where a ``quote`` comes back holding a
+    one-element tuple of the list (``quote`` is a tuple subclass), and tuples nested in plain
+    sequences (items are records, never sequences themselves, so unwrapping them is safe).
+
+    >>> chunk_items(([1, 2],)), chunk_items([[1, 2]]), chunk_items([3]), chunk_items((4, 5))
+    ([1, 2], [1, 2], [3], (4, 5))
+    """
+    while True:
+        if hasattr(items, "unquote"):
+            items = items.unquote()
+        elif isinstance(items, (list, tuple)) and len(items) == 1 and isinstance(items[0], (list, tuple)):
+            items = items[0]
+        else:
+            return items
+
+
+def routed_limits(profiles: Any) -> list[int]:
+    """The concurrency limit of every profile the active routing uses (its ``limit_group``'s size where it
+    names one).
+
+    Parameters
+    ----------
+    profiles : agentcausal.llm.ProfileSet
+
+    Returns
+    -------
+    list of int, one per routed profile (empty when the routing names none)
+    """
+    out = []
+    for name in set(profiles.routings.get(profiles.routing, {}).values()):
+        prof = profiles.profiles.get(name)
+        if prof is None:
+            continue
+        group = getattr(prof, "limit_group", None)
+        out.append(profiles.limit_group_size(group) if group else prof.max_concurrency)
+    return out
+
+
+#: item threads per slot of the largest limit. Items whose requests chain (DCFA: about 7 per trace, each
+#: waiting on the one before, with the client's own work between them) leave a slot idle whenever too few
+#: items are active, so more than one item per slot; every thread costs memory (its stack, its SQLite
+#: connections, about 0.5 MB) and, where the client's CPU is the bottleneck, contention. Measured under load
+#: on 2 cores: 150 DCFA traces at concurrency 16 ran 1.28 x the bound at 1.25 items per slot and 1.22 x with
+#: every item at once; 3,000 All-at-Once traces at concurrency 64 held 417 MB at 1.25 per slot and 509 MB at 4
+ITEM_SLACK = 2.0
+
+
+def item_workers(limits: Iterable[int], *, slack: float = ITEM_SLACK, minimum: int = 4) -> int:
+    """Items at a time in one process: ``ceil(slack x largest limit) + 2``, at least ``minimum``.
+
+    >>> item_workers([16]), item_workers([64, 8]), item_workers([])
+    (34, 130, 4)
+    """
+    top = max(list(limits) or [0])
+    return max(minimum, math.ceil(slack * top) + 2 if top else minimum)
+
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+
+
+_POOLS_LOCK = threading.Lock()
+
+
+def item_pool(workers: int) -> ThreadPoolExecutor:
+    """The process-wide first-in, first-out thread pool of ``workers`` threads that runs chunk items.
+
+    Every :func:`run_chunk` of the process with the same ``workers`` shares it, so items of
+    all chunks queue in one line (threads start as needed, up to ``workers``).
+    """
+    workers = max(1, int(workers))
+    with _POOLS_LOCK:
+        pool = _POOLS.get(workers)
+        if pool is None:
+            pool = _POOLS[workers] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"items{workers}")
+        return pool
+
+
+def run_items(jobs: Sequence[tuple[str, Callable[[], R]]], store: ResultStore, *,
+              not_before: float | None = None, workers: int | None = None,
+              store_if: Callable[[R], bool] | None = None) -> list[R | None]:
+    """Run a chunk of jobs on the process's item pool, storing each record as it finishes.
+
+    A job whose key holds a record stored at or after ``not_before`` is not run again (so a retried
+    chunk repeats only its unfinished jobs). A job that raises a failure of the run (transport, 401,
+    timeout: the job raises it itself) does not stop the others; the first such failure is raised after
+    the last job, so the orchestrator retries the chunk and nothing of it is stored. The jobs go to
+    :func:`item_pool` (``workers`` threads shared by every chunk of the process, first in, first out);
+    the LLM gateway's limits bound the requests in flight. Each job's record is dropped once stored:
+    the caller reads it back from the store.
+
+    Parameters
+    ----------
+    jobs : (cache key, zero-argument callable returning the record) per item
+    store : ResultStore where each returned record is stored (``failed`` ones are not)
+    not_before : float or None, seconds since the epoch; None reuses any stored record
+    workers : int or None, the item pool's size (:func:`item_workers` of the routing's limits);
+        None: a pool as large as this chunk (its own items all at once)
+    store_if : predicate on a returned record; False = return it but do not store it (a record
+        the caller may not cache); default: store every returned record the store accepts
+
+    Returns
+    -------
+    list, in job order: None for a record in the store (stored now, or found there), else the record
+    that was not stored (``store_if`` refused it, or its status is ``failed``)
+
+    Raises
+    ------
+    AgentCausalError
+        The first failure of the run raised by a job, after every job was tried.
+    """
+    def one(job: tuple[str, Callable[[], R]]) -> R | BaseException | None:
+        key, fn = job
+        if store.get(key, not_before=not_before) is not None:
+            return None
+        try:
+            rec = fn()
+        except AgentCausalError as exc:
+            return exc
+        if (store_if is None or store_if(rec)) and store.put(key, rec, cache_hits_only=rec.reused):
+            return None
+        return rec
+
+    if not jobs:
+        return []
+    if workers is None:
+        with ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="chunk") as pool:
+            out = list(pool.map(one, jobs))
+    else:
+        futures = [item_pool(workers).submit(one, job) for job in jobs]
+        wait(futures)  # every job tried before anything is raised
+        out = [f.result() for f in futures]
+    failures = [r for r in out if isinstance(r, BaseException)]
+    if failures:
+        raise failures[0]
+    return out  # type: ignore[return-value]

@@ -1,0 +1,72 @@
+"""How a flow runs the engine on Prefect: chunks as task runs, progress, and the reused rows as an artifact.
+
+Wiring shared by the ``attribute`` and ``discover`` flows: the engine
+(:mod:`agentcausal.runs.engine`) decides what runs and writes the run folder; this module submits
+its chunks to the half's chunk task (at most the engine's window in flight, on the flow's task
+runner: threads or Dask), feeds back each result, keeps a progress bar and artifact, and lists the
+rows this run paid nothing for in a table artifact; :func:`publish_report` adds the report's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from prefect import Task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.utilities.annotations import quote
+
+from agentcausal.report.artifacts import self_contained_markdown
+from agentcausal.runs.engine import REUSED_LISTED, RunEngine, RunHalf, RunSummary, drive
+from agentcausal.runs.plan import Plan
+from agentcausal.settings import RunSettings
+from flows import naming
+from flows.progress import RunProgress
+
+__all__ = ["run_engine", "publish_report"]
+
+#: what one job of each half is called in progress lines and artifacts
+UNITS = {"attribute": "(trace, method) result", "discover": "(dataset, seed, method) run"}
+
+
+def run_engine(half: RunHalf, plan: Plan, settings: RunSettings, task: Task, run_dir: str, *,
+               chunk_size: int | None, subject: str, bar: bool, meta: Mapping[str, Any]) -> RunSummary:
+    """Run ``plan`` through the engine with ``task`` as the chunk task; write the run folder; its summary.
+
+    Parameters
+    ----------
+    half : the half (:data:`agentcausal.attribution.jobs.ATTRIBUTION`, :data:`agentcausal.discovery.jobs.DISCOVERY`)
+    plan, settings : what runs, and where (routing, caches, ``refresh``, ``retry_failed``)
+    task : the half's chunk task (:func:`tasks.attribution.attribute_chunk`, :func:`tasks.discovery.discover_chunk`)
+    run_dir : the run folder
+    chunk_size : jobs per chunk task at most (None: the half's default)
+    subject : the corpus or datasets, for artifact keys
+    bar : show a tqdm bar
+    meta : facts for ``run.json`` beside the engine's
+    """
+    kind, unit = half.kind, UNITS[half.kind]
+    engine = RunEngine(half, plan, settings, chunk_size=chunk_size)
+    shown = RunProgress(engine.total, 0, desc=kind, unit=unit.split()[-1], bar=bar,
+                        key=naming.key(f"{kind}-progress", subject), description=f"{engine.total} {unit}s")
+    engine.on_progress = shown.advance
+    drive(engine, submit=lambda chunk: task.submit(quote(chunk)), result=lambda f: f.result(raise_on_failure=False))
+    shown.close()
+    summary = engine.finish(run_dir, meta)
+    print(f"{kind}: {summary.reused} of {summary.rows} {unit}s reused ({summary.from_store} from the results store "
+          f"without a task run)" + (f"; {summary.dropped} stored records failed their check and were computed again"
+                                    if summary.dropped else ""))
+    if summary.reused_rows:
+        create_table_artifact(summary.reused_rows, key=naming.key(f"{kind}-reused", subject),
+                              description=f"{summary.reused} of {summary.rows} {unit}s reused, {summary.from_store} "
+                                          f"from the results store (no task run)"
+                                          + (f"; first {REUSED_LISTED:,} listed" if summary.reused > REUSED_LISTED
+                                             else ""))
+    return summary
+
+
+def publish_report(subject: str, run_dir: str, *, table_key: str, table: list[dict[str, Any]], table_description: str,
+                   report_key: str, markdown: str) -> None:
+    """The run's summary table and its markdown report (made self-contained) as Prefect artifacts."""
+    create_table_artifact(table, key=naming.key(table_key, subject), description=table_description)
+    create_markdown_artifact(self_contained_markdown(markdown, run_dir), key=naming.key(report_key, subject),
+                             description=f"run folder {run_dir}")

@@ -1,0 +1,198 @@
+"""The results store and the engine's resume without Prefect: what is stored, what a rerun reuses, what a
+record that fails its check becomes, and chunks that resume."""
+
+import sqlite3
+import time
+
+import pytest
+
+from agentcausal.exceptions import EndpointUnreachableError, ResultStoreError
+from agentcausal.runs.engine import Job, RunEngine, drive
+from agentcausal.runs.plan import MethodPlan, Plan, PlanItem
+from agentcausal.runs.scheduling import chunked, run_items
+from agentcausal.runs.store import ResultStore
+from agentcausal.settings import RunSettings
+from agentcausal.traces.model import Attribution
+
+
+def _att(tid: str, status: str = "complete") -> Attribution:
+    return Attribution(trace_id=tid, method="m", step=1, agent="A", status=status,
+                       error=None if status in ("complete", "degraded") else "E: x")
+
+
+@pytest.fixture
+def store(tmp_path):
+    with ResultStore(tmp_path, "attribute", Attribution) as s:
+        yield s
+
+
+def test_failed_records_are_never_stored_and_reused_marks_dropped(store):
+    assert store.put("a", _att("a", "failed")) is False and store.get("a") is None
+    assert store.put("b", _att("b").model_copy(update={"reused": True}))
+    assert store.get("b").record == _att("b")
+
+
+def test_a_record_that_no_longer_loads_counts_as_absent_and_is_counted(store):
+    store.put("x", _att("x"))
+    db = sqlite3.connect(store.path)
+    db.execute("UPDATE records SET body = '{\"not\": \"an attribution\"}'")  # a record of another schema ...
+    db.commit()
+    assert store.get("x") is None and store.dropped == 1 and len(store) == 0  # ... dropped, counted, gone
+
+
+@pytest.mark.parametrize("tamper", [
+    "UPDATE records SET body = replace(body, '\"step\":1', '\"step\":2')",  # one changed value: a flipped bit
+    "UPDATE records SET key = 'other'",  # a record moved under another key
+    "UPDATE records SET body = 'cos\nsystem\n(S''touch /tmp/pwned''\ntR.'",  # a pickle payload: never run
+])
+def test_a_record_that_fails_its_checksum_is_dropped_counted_and_never_served(store, tamper):
+    store.put("k", _att("k"))
+    db = sqlite3.connect(store.path)
+    db.execute(tamper)
+    db.commit()
+    assert store.get("k") is None and store.get("other") is None and store.dropped == 1
+    store.put("k", _att("k"))  # recomputed and stored again: never stuck
+    assert store.get("k").record == _att("k")
+
+
+def test_a_corrupt_store_file_is_one_line_naming_it(tmp_path):
+    store = ResultStore(tmp_path, "attribute", Attribution)
+    path = store.path
+    store.close()
+    path.write_bytes(b"not a database" * 100)
+    for suffix in ("-wal", "-shm"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
+    with pytest.raises(ResultStoreError) as exc:
+        ResultStore(tmp_path / "other", "attribute", Attribution)  # a fresh one opens
+        ResultStore(tmp_path, "attribute", Attribution)
+    assert str(path) in str(exc.value) and "move it aside" in str(exc.value) and "\n" not in str(exc.value)
+
+
+class ToyHalf:
+    """A half whose jobs answer from a dict: what ran is recorded, status per item id."""
+
+    kind, record_type, default_chunk_size = "attribute", Attribution, 2
+
+    def __init__(self, status=None):
+        self.status, self.ran, self.rows = dict(status or {}), [], []
+
+    def job_counts(self, plan):
+        return {m: plan.item_count for m in plan.methods}
+
+    def jobs(self, plan):
+        return (Job(i, m) for i in plan.iter_items() for m in plan.methods)
+
+    submission_order = jobs
+
+    def keyer(self, plan, settings):
+        return lambda job: f"{job.item.id}:{job.method}"
+
+    def run(self, job, plan, settings):
+        self.ran.append(job.item.id)
+        return _att(job.item.id, self.status.get(job.item.id, "complete"))
+
+    def storable(self, record):
+        return True
+
+    def failed(self, job, exc):
+        return _att(job.item.id, "failed")
+
+    def item_workers(self, settings):
+        return 2
+
+    def sink(self, plan, run_dir, meta):
+        half = self
+
+        class Sink:
+            def add(self, job, record):
+                half.rows.append((job.item.id, record.status, record.reused))
+
+            def close(self):
+                return {}
+        return Sink()
+
+
+def _plan(n):
+    return Plan(kind="attribute", items=[PlanItem(id=f"t{i}", path="/x", sha256="0") for i in range(n)],
+                item_count=n, methods={"m": MethodPlan(preset="paper", variant="default", settings={}, stages={})})
+
+
+def _run(half, plan, settings, tmp_path, name):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from agentcausal.runs.engine import run_chunk
+
+    engine = RunEngine(half, plan, settings, chunk_size=2)
+    with ThreadPoolExecutor(2) as pool:
+        drive(engine, submit=lambda c: pool.submit(run_chunk, half, c), result=lambda f: f.exception() or f.result())
+    half.rows = []
+    engine.finish(tmp_path / name)
+    return engine
+
+
+def test_the_engine_reuses_stored_runs_missing_and_retries_failed_statuses(tmp_path):
+    settings = RunSettings(cache_dir=str(tmp_path / "cache"))
+    plan = _plan(4)
+    first = ToyHalf({"t1": "content_failed", "t2": "degraded"})
+    _run(first, plan, settings, tmp_path, "r1")
+    assert sorted(first.ran) == ["t0", "t1", "t2", "t3"] and not any(r for _, _, r in first.rows)
+    plain = ToyHalf()
+    e = _run(plain, plan, settings, tmp_path, "r2")
+    assert plain.ran == [] and e.from_store == 4 and all(r for _, _, r in plain.rows)
+    assert [s for _, s, _ in plain.rows] == ["complete", "content_failed", "degraded", "complete"]
+    retry = ToyHalf()
+    _run(retry, plan, settings.model_copy(update={"retry_failed": True}), tmp_path, "r3")
+    assert sorted(retry.ran) == ["t1", "t2"]  # the content_failed and degraded ones, computed again
+    assert [(i, s, r) for i, s, r in retry.rows] == [("t0", "complete", True), ("t1", "complete", False),
+                                                     ("t2", "complete", False), ("t3", "complete", True)]
+    fresh = ToyHalf()
+    _run(fresh, plan, settings.model_copy(update={"refresh": True}), tmp_path, "r4")
+    assert sorted(fresh.ran) == ["t0", "t1", "t2", "t3"] and not any(r for _, _, r in fresh.rows)
+
+
+def test_chunk_stores_each_item_and_a_retry_repeats_only_the_failed_one(store):
+    calls = []
+    flaky = {"t1": 1}
+
+    def job(tid):
+        def run():
+            calls.append(tid)
+            if flaky.get(tid):
+                flaky[tid] -= 1
+                raise EndpointUnreachableError("p", "http://x", "connection refused")
+            return _att(tid)
+        return run
+
+    jobs = [(f"key-{t}", job(t)) for t in ("t0", "t1", "t2")]
+    start = time.time()
+    with pytest.raises(EndpointUnreachableError):
+        run_items(jobs, store, not_before=start)
+    assert sorted(calls) == ["t0", "t1", "t2"] and store.get("key-t1") is None and store.get("key-t0")
+    out = run_items(jobs, store, not_before=start)  # the orchestrator's retry
+    assert out == [None, None, None] and sorted(calls) == ["t0", "t1", "t1", "t2"]
+    assert [store.get(f"key-{t}").record.trace_id for t in ("t0", "t1", "t2")] == ["t0", "t1", "t2"]
+    # a record stored before not_before is recomputed (refresh / retry-failed)
+    run_items(jobs[:1], store, not_before=time.time() + 1)
+    assert calls.count("t0") == 2
+
+
+def test_chunked_keeps_order_and_sizes():
+    assert chunked(list(range(7)), 3) == [[0, 1, 2], [3, 4, 5], [6]]
+    assert chunked([4, 9], 0) == [[4], [9]]
+
+
+def test_the_cli_names_a_corrupt_store_in_one_line_before_any_work(fake_server, tmp_path, capsys):
+    from agentcausal.cli import main
+    from tests.ops.conftest import EXAMPLES, write_profiles
+
+    store = ResultStore(tmp_path / "cache", "attribute", Attribution)
+    path = store.path
+    store.close()
+    path.write_bytes(b"\x00garbage" * 512)
+    for suffix in ("-wal", "-shm"):
+        path.with_name(path.name + suffix).unlink(missing_ok=True)
+    rc = main(["attribute", str(EXAMPLES), "--profiles", write_profiles(tmp_path / "p.toml", fake_server.base_url),
+               "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "run"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err and str(path) in err and len(err.strip().splitlines()) == 1
+    assert fake_server.count == 0 and not (tmp_path / "run").exists()  # refused before any request or file
