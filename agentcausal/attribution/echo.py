@@ -108,7 +108,7 @@ PROMPT_VERSION = "+".join(PROMPT_VERSIONS[k] for k in sorted(PROMPT_VERSIONS))
 AnalystName = Literal["conservative", "evidence", "causal_chain", "coordination", "reasoning", "balanced"]
 
 #: the analysts' foci, from conservative to balanced (our reading of ECHO's six-analyst panel)
-ANALYSTS: dict[str, str] = {
+ANALYSTS: dict[AnalystName, str] = {
     "conservative": "blames a step only on direct evidence of a mistake in that step; discounts speculation",
     "evidence": "checks every claim, value and tool result against the task and the data shown",
     "causal_chain": "follows the wrong final result back along the steps it depends on to where it began",
@@ -331,7 +331,7 @@ def scan_model(n_steps: int, k: int, forced: bool, field_chars: int | None) -> t
 
 
 @functools.lru_cache(maxsize=256)
-def panel_model(agents: tuple[str, ...], candidates: tuple[int, ...], analysts: tuple[str, ...], forced: bool,
+def panel_model(agents: tuple[str, ...], candidates: tuple[int, ...], analysts: tuple[AnalystName, ...], forced: bool,
                 field_chars: int | None) -> type[EchoPanelReply]:
     """The panel reply model: one required :class:`EchoVote` per analyst; ``step`` an enum of the
     candidates and ``agent`` an enum of the trace's agents (both nullable unless ``forced``)."""
@@ -346,7 +346,7 @@ def panel_model(agents: tuple[str, ...], candidates: tuple[int, ...], analysts: 
         step=(step_t, Field(description="The candidate step of the decisive error" + ("." if forced else
                                                                                       "; null if you cannot tell."))),
         agent=(agent_t, Field(description="The agent responsible, as shown.")))
-    fields = {a: (vote, Field(description=f"The {a} analyst: {ANALYSTS[a]}.")) for a in analysts}
+    fields: dict[str, Any] = {a: (vote, Field(description=f"The {a} analyst: {ANALYSTS[a]}.")) for a in analysts}
     return create_model("EchoPanelReply", __base__=EchoPanelReply, **fields)
 
 
@@ -425,7 +425,8 @@ def consensus(votes: Sequence[Vote], trace: Trace, *, rule: str = "confidence_we
 
     scores: dict[int, float] = {}
     for v in counted:
-        scores[v.step] = scores.get(v.step, 0.0) + weight(v)  # type: ignore[index]
+        if v.step is not None:  # every counted vote has a step
+            scores[v.step] = scores.get(v.step, 0.0) + weight(v)
     top = max(scores.values())
     tied = tuple(sorted(s for s, w in scores.items() if abs(w - top) <= 1e-9))
     if tie_break == "highest_confidence":

@@ -124,7 +124,8 @@ class _AttributionSink:
             self.mismatches += speaker_mismatches([self._trace])
         if record.models and job.method not in self.models:
             self.models[job.method] = dict(record.models)
-        self.writer.add(record, self._trace)  # type: ignore[arg-type]
+        assert isinstance(record, Attribution)  # the records of the attribution half
+        self.writer.add(record, self._trace)
 
     def close(self) -> dict[str, Any]:
         self.writer.close()

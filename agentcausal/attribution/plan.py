@@ -123,6 +123,7 @@ def attribute_plan(paths: Sequence[str], methods: Sequence[str] = (), *,
                                 file_sha256=file_hash[path]))
         _refuse(invalid, skip_invalid, wanted, found, seen_ids, writer.count, paths)
         if no_truth:
+            # stand-ins with the two fields it reads (id, ground_truth)
             require_ground_truth([SimpleNamespace(id=i, ground_truth="") for i in no_truth])  # type: ignore[misc]
     except BaseException:
         writer.abort()

@@ -265,7 +265,7 @@ class ResultsWriter:
     def close(self) -> Path:
         """Write the last rows and move the file into place; its path."""
         self._flush()
-        self._writer.close()  # type: ignore[union-attr]
+        self._writer.close()  # type: ignore[union-attr]  # _flush opened it (an empty file too)
         self._atomic.__exit__(None, None, None)
         return self.path
 

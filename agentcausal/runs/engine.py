@@ -418,6 +418,6 @@ def drive(engine: RunEngine, submit: Callable[[Chunk], F], result: Callable[[F],
             collect()
         fut = submit(chunk)
         in_flight[id(fut)] = (chunk, fut)
-        fut.add_done_callback(finished.put)  # type: ignore[attr-defined]
+        fut.add_done_callback(finished.put)  # type: ignore[attr-defined]  # a Prefect future
     while in_flight:
         collect()

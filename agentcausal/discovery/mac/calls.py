@@ -51,7 +51,7 @@ def sample_index(seed: int, repeat: int = 0) -> int:
 
 
 @functools.lru_cache(maxsize=16)
-def _accepts(cls: type, name: str) -> bool:
+def _accepts(cls: type[Any], name: str) -> bool:
     try:
         return name in inspect.signature(cls.structured).parameters
     except (TypeError, ValueError, AttributeError):
