@@ -17,6 +17,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.utilities.annotations import quote
 
 from agentcausal.report.artifacts import self_contained_markdown
+from agentcausal.runs.budget import BudgetGate
 from agentcausal.runs.engine import REUSED_LISTED, RunEngine, RunHalf, RunSummary, drive
 from agentcausal.runs.plan import Plan
 from agentcausal.settings import RunSettings
@@ -30,7 +31,8 @@ UNITS = {"attribute": "(trace, method) result", "discover": "(dataset, seed, met
 
 
 def run_engine(half: RunHalf, plan: Plan, settings: RunSettings, task: Task, run_dir: str, *,
-               chunk_size: int | None, subject: str, bar: bool, meta: Mapping[str, Any]) -> RunSummary:
+               chunk_size: int | None, subject: str, bar: bool, meta: Mapping[str, Any],
+               max_cost: float | None = None) -> RunSummary:
     """Run ``plan`` through the engine with ``task`` as the chunk task; write the run folder; its summary.
 
     Parameters
@@ -43,9 +45,11 @@ def run_engine(half: RunHalf, plan: Plan, settings: RunSettings, task: Task, run
     subject : the corpus or datasets, for artifact keys
     bar : show a tqdm bar
     meta : facts for ``run.json`` beside the engine's
+    max_cost : USD or None, ``--max-cost``: chunks past it are held back as ``not_run`` (:mod:`agentcausal.runs.budget`)
     """
     kind, unit = half.kind, UNITS[half.kind]
-    engine = RunEngine(half, plan, settings, chunk_size=chunk_size)
+    engine = RunEngine(half, plan, settings, chunk_size=chunk_size,
+                       budget=None if max_cost is None else BudgetGate.from_plan(plan, max_cost))
     shown = RunProgress(engine.total, 0, desc=kind, unit=unit.split()[-1], bar=bar,
                         key=naming.key(f"{kind}-progress", subject), description=f"{engine.total} {unit}s")
     engine.on_progress = shown.advance
@@ -55,6 +59,9 @@ def run_engine(half: RunHalf, plan: Plan, settings: RunSettings, task: Task, run
     print(f"{kind}: {summary.reused} of {summary.rows} {unit}s reused ({summary.from_store} from the results store "
           f"without a task run)" + (f"; {summary.dropped} stored records failed their check and were computed again"
                                     if summary.dropped else ""))
+    if summary.not_run:
+        print(f"{kind}: {summary.not_run} of {summary.rows} {unit}s not run (budget: --max-cost ${max_cost:g}); "
+              "the same command with --resume and a higher --max-cost runs them")
     if summary.reused_rows:
         create_table_artifact(summary.reused_rows, key=naming.key(f"{kind}-reused", subject),
                               description=f"{summary.reused} of {summary.rows} {unit}s reused, {summary.from_store} "

@@ -109,10 +109,14 @@ def discover_plan(datasets: Sequence[str], methods: Sequence[str], *, config: Di
     if llm_datasets is not None:
         wanted = {d.lower() for d in llm_datasets}
         llm = [i.id for i in items if i.id.lower() in wanted or (i.spec or "").lower() in wanted]
+    from agentcausal.discovery.estimate import estimate_discovery  # the plan's spend estimate (runs/budget.py)
+
+    estimate = estimate_discovery(items, list(methods), config, profiles, seeds=list(seeds), repeats=repeats, n=n,
+                                  llm_datasets=llm, loaded=loaded)
     return Plan(kind="discover", routing=routing, preset=preset, items=items, item_count=len(items), methods=mplans,
                 repeats=repeats, seeds=list(seeds), n=n, config=config.model_dump(mode="json"), llm_datasets=llm,
                 missing_keys=missing_keys(profiles, all_stages), anonymise=list(anonymise),
-                skipped=list(skipped) if skipped is not None else None)
+                skipped=list(skipped) if skipped is not None else None, estimate=estimate)
 
 
 def plan_discovery(datasets: Sequence[str], methods: Sequence[str], settings: RunSettings, *,
