@@ -226,4 +226,8 @@ def add_trace(est: Estimator, trace: Trace, resolved: Mapping[str, Mapping[str, 
     """Add one trace's calls of every method to ``est``."""
     for m, st in resolved.items():
         note = _HOW.get(m, "calls not modelled: not estimated")
-        est.add(m, attribution_calls(trace, m, st, profiles), note=note)
+        try:
+            calls = attribution_calls(trace, m, st, profiles)
+        except Exception as exc:  # noqa: BLE001 (an estimate never stops a run: the trace is counted, not sized)
+            calls, note = [], f"not estimated for some traces ({type(exc).__name__}: {str(exc)[:120]})"
+        est.add(m, calls, note=note)

@@ -154,10 +154,14 @@ def estimate_discovery(items: Sequence[PlanItem], methods: Sequence[str], config
                 continue
             if wanted is not None and item.id not in wanted:
                 continue
-            if ds is None:
-                ds = (loaded or {}).get(item.spec or "") or load_spec(item.spec or item.path, n=n, seed=seeds[0])
-            est.add(m, discovery_calls(m, ds, config, seed=seeds[0]),
-                    note=_HOW.get(base, _HOW["mac"] if base in ("mac_single", "dcm_only", "mdm_only") else None))
+            note = _HOW.get(base, _HOW["mac"] if base in ("mac_single", "dcm_only", "mdm_only") else None)
+            try:
+                if ds is None:
+                    ds = (loaded or {}).get(item.spec or "") or load_spec(item.spec or item.path, n=n, seed=seeds[0])
+                calls = discovery_calls(m, ds, config, seed=seeds[0])
+            except Exception as exc:  # noqa: BLE001 (an estimate never stops a run: the job is counted, not sized)
+                calls, note = [], f"not estimated on {item.id} ({type(exc).__name__}: {str(exc)[:120]})"
+            est.add(m, calls, note=note)
     out = est.result()
     for m, r in stat.result()["methods"].items():
         out["methods"][m] = r
