@@ -16,8 +16,9 @@ Three parts, free of either half (each half says how its methods call, in its ow
   price is "price unknown" (its dollars are None, never 0).
 * **Gate** (:class:`BudgetGate`): the run engine asks it before submitting each chunk; a chunk that does not
   fit (the spend so far plus the estimate of the chunks in flight plus its own would pass ``max_cost``)
-  waits for the chunks in flight to finish, and is refused, with every chunk after it, when it still does
-  not fit. A chunk's estimate is its jobs times the plan's mean
+  waits for the chunks in flight to finish, and is refused, with every priced chunk after it, when it still
+  does not fit; a chunk estimated at $0 (no LLM call, a local model, or a price unknown: the gate cannot
+  weigh it, ``--dry-run`` says so) always runs. A chunk's estimate is its jobs times the plan's mean
   high estimate per job of its method; its spend, once finished, is the ``cost_usd`` of the records it
   stored this run (the gateway's usage ledger priced by the profiles), or its estimate when it failed
   (what a failed chunk spent is not recorded). The refused jobs get a ``not_run`` record with
@@ -290,9 +291,12 @@ class BudgetGate:
         return len(chunk.jobs) * self.per_job.get(chunk.method, 0.0)
 
     def fits(self, chunk: Any) -> bool:
-        """Whether ``chunk`` fits now: spent + in flight + its estimate within ``max_cost`` (never after a refusal)."""
-        return not self.stopped and (self.spent + sum(self.in_flight.values()) + self.chunk_estimate(chunk)
-                                     <= self.max_cost + 1e-12)
+        """Whether ``chunk`` fits now: an estimate of $0 always does (a statistical method, a local model);
+        else spent + in flight + its estimate within ``max_cost``, and never after a refusal."""
+        est = self.chunk_estimate(chunk)
+        if est <= 0:
+            return True
+        return not self.stopped and self.spent + sum(self.in_flight.values()) + est <= self.max_cost + 1e-12
 
     def admit(self, chunk: Any) -> bool:
         """True: submit ``chunk`` (its estimate is held in flight). False: the budget is reached (the caller

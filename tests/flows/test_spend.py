@@ -131,7 +131,8 @@ def test_gate_waits_for_nothing_and_refuses_past_the_cap():
     g.settle(b, None)  # a failed chunk counts its estimate
     assert g.spent == pytest.approx(0.5)
     assert not g.admit(SimpleNamespace(method="m", jobs=(1, 2)))  # 0.5 + 0.4 + 0.8 > 1.0
-    assert not g.admit(SimpleNamespace(method="m", jobs=()))  # after a refusal, everything is refused
+    assert not g.admit(SimpleNamespace(method="m", jobs=(1,)))  # after a refusal, every priced chunk is refused
+    assert g.admit(SimpleNamespace(method="free", jobs=(1, 2)))  # $0 (no price, no LLM): never held back
 
 
 # ----------------------------------------------------------------------------------------- the CLI, end to end
@@ -226,3 +227,37 @@ def test_resume_needs_an_existing_run_folder(tmp_path, capsys):
     assert "no run folder" in capsys.readouterr().err
     assert main(["attribute", str(EXAMPLES), "--max-cost", "-1"]) == 2
     assert main(["attribute", str(EXAMPLES), "--check"]) == 2
+
+
+def _zero_shot_graph(body):
+    """A zero-shot graph of the dataset's own variables: its first variable causes its second (test double)."""
+    import re
+
+    names = re.search(r'"enum": \[([^\]]+)\]', json.dumps(body["response_format"]["json_schema"]["schema"]))
+    first, second = json.loads(f"[{names.group(1)}]")[:2]
+    return json.dumps({"edges": [{"cause": first, "effect": second}]})
+
+
+def test_discover_max_cost_holds_back_runs_and_resume_finishes_them(fake_server, tmp_path, capsys):
+    fake_server.responder = _zero_shot_graph
+    prof = _priced_profiles(tmp_path / "p.toml", fake_server.base_url)
+    out = tmp_path / "run"
+    base = ["discover", "--dataset", "cancer", "--dataset", "asia", "--dataset", "earthquake", "--method",
+            "llm_zero_shot", "--method", "pc", "--n", "200", "--profiles", prof, "--cache-dir", str(tmp_path / "c"),
+            "--out", str(out), "--no-progress"]
+    assert main([*base, "--dry-run"]) == 0
+    est = json.loads(capsys.readouterr().out)["estimate"]
+    assert est["methods"]["pc"]["requests"] == [0, 0] and est["methods"]["llm_zero_shot"]["requests"] == [3, 3]
+    per_job = est["methods"]["llm_zero_shot"]["usd_per_job_high"]
+    assert main([*base, "--max-cost", str(1.2 * per_job)]) == 0, capsys.readouterr().err
+    printed = capsys.readouterr().out
+    rows = pd.read_parquet(out / "results.parquet")
+    held = rows[rows["status"] == "not_run"]
+    assert 1 <= len(held) <= 2 and set(held["method"]) == {"llm_zero_shot"}  # pc costs nothing: never held back
+    assert "runs not run (budget" in printed and "spend: $" in printed
+    first = fake_server.count
+    assert main([*base, "--resume", "--max-cost", "100"]) == 0, capsys.readouterr().err
+    rows = pd.read_parquet(out / "results.parquet")
+    assert not (rows["status"] == "not_run").any() and len(rows) == 6
+    assert fake_server.count == first + len(held)
+    assert set(requests_by_prompt(fake_server).values()) == {1}  # no prompt paid twice
