@@ -32,7 +32,7 @@ UNITS = {"attribute": "(trace, method) result", "discover": "(dataset, seed, met
 
 def run_engine(half: RunHalf, plan: Plan, settings: RunSettings, task: Task, run_dir: str, *,
                chunk_size: int | None, subject: str, bar: bool, meta: Mapping[str, Any],
-               max_cost: float | None = None) -> RunSummary:
+               max_cost: float | None = None, spent_before_usd: float = 0.0) -> RunSummary:
     """Run ``plan`` through the engine with ``task`` as the chunk task; write the run folder; its summary.
 
     Parameters
@@ -46,10 +46,12 @@ def run_engine(half: RunHalf, plan: Plan, settings: RunSettings, task: Task, run
     bar : show a tqdm bar
     meta : facts for ``run.json`` beside the engine's
     max_cost : USD or None, ``--max-cost``: chunks past it are held back as ``not_run`` (:mod:`agentcausal.runs.budget`)
+    spent_before_usd : USD the run folder's earlier invocations spent (``--resume``), counted against ``max_cost``
     """
     kind, unit = half.kind, UNITS[half.kind]
     engine = RunEngine(half, plan, settings, chunk_size=chunk_size,
-                       budget=None if max_cost is None else BudgetGate.from_plan(plan, max_cost))
+                       budget=None if max_cost is None else BudgetGate.from_plan(plan, max_cost, spent_before_usd))
+    engine.spend.before = spent_before_usd
     shown = RunProgress(engine.total, 0, desc=kind, unit=unit.split()[-1], bar=bar,
                         key=naming.key(f"{kind}-progress", subject), description=f"{engine.total} {unit}s")
     engine.on_progress = shown.advance

@@ -37,7 +37,7 @@ from agentcausal.cli.import_traces import add_import_arguments, import_corpus, i
 from agentcausal.cli.input_options import add_input_arguments, apply_input_arguments
 from agentcausal.cli.runner_options import add_runner_arguments
 from agentcausal.cli.spend_options import add_spend_arguments, check_spend_arguments, print_estimate, print_spend, \
-    run_check
+    run_check, spent_before
 from agentcausal.cli.settings_options import add_model_arguments, add_settings_arguments, add_threads_argument, \
     apply_model_arguments, apply_threads, settings_from_args
 from agentcausal.exceptions import AgentCausalError, ConfigError, TraceFormatError
@@ -247,7 +247,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     run_attribute(paths, list(resolved), settings=settings, out_dir=str(run_dir), plan=str(plan_file),
                   progress=not args.no_progress and sys.stderr.isatty(), runner=runner_choice_from_args(args),
                   meta={"model": model_facts} if model_facts else None, chunk_size=args.chunk_size,
-                  max_cost=args.max_cost)
+                  max_cost=args.max_cost, spent_before_usd=spent_before(args))
     rc = _print_run(str(run_dir))
     print_spend(run_dir)  # the actual spend beside the estimate
     return rc

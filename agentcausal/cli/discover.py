@@ -30,7 +30,7 @@ from agentcausal.cli import quiet_task_failures
 from agentcausal.cli.attribute import parse_sets
 from agentcausal.cli.runner_options import add_runner_arguments
 from agentcausal.cli.spend_options import add_spend_arguments, check_spend_arguments, print_estimate, print_spend, \
-    run_check
+    run_check, spent_before
 from agentcausal.cli.settings_options import add_model_arguments, add_settings_arguments, add_threads_argument, \
     apply_model_arguments, apply_threads, settings_from_args
 from agentcausal.cli.input_options import add_input_arguments, apply_input_arguments
@@ -344,6 +344,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
                for ds in loaded.values() if ds.extra.get("rows_dropped_missing")}  # rows left out for missing values
     run_discover(datasets, methods, seeds=args.seeds, n=args.n, settings=settings, plan=str(plan_file),
                  out_dir=run_dir, reversal_cost=args.shd_reversal, chunk_size=args.chunk_size, max_cost=args.max_cost,
+                 spent_before_usd=spent_before(args),
                  meta={**({"missing_values": dropped} if dropped else {}),
                        **({"model": model_facts} if model_facts else {})} or None,
                  progress=not args.no_progress and sys.stderr.isatty(),

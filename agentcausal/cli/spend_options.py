@@ -3,7 +3,9 @@ what they print.
 
 * ``--max-cost USD``: the run engine holds back the jobs that would pass it (``not_run (budget)``,
   :mod:`agentcausal.runs.budget`); ``--resume`` with ``--out RUN_DIR`` continues that run folder later (the
-  results store and the LLM reply cache answer what was paid for, so no call is paid twice).
+  results store and the LLM reply cache answer what was paid for, so no call is paid twice). The cap is the
+  run folder's in total: a resumed run counts what its earlier invocations spent (``run.json``'s
+  ``spend.run_total_usd``), so finishing the rest takes a higher ``--max-cost``.
 * ``--dry-run`` prints the plan as JSON on stdout and the estimate table on stderr, offline;
   ``--dry-run --check`` also probes each routed endpoint and its key (``GET <base_url>/models``, a short
   timeout) and exits 2 with one line per missing key, refused key or unreachable endpoint.
@@ -23,7 +25,7 @@ from typing import Any
 from agentcausal.exceptions import AgentCausalError, ConfigError
 
 __all__ = ["CHECK_TIMEOUT_S", "add_spend_arguments", "check_spend_arguments", "print_estimate", "probe_endpoints",
-           "print_spend"]
+           "print_spend", "spent_before"]
 
 #: seconds ``--check`` waits for each endpoint
 CHECK_TIMEOUT_S = 5.0
@@ -34,8 +36,9 @@ def add_spend_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("spend")
     g.add_argument("--max-cost", type=float, default=None, metavar="USD",
                    help="stop submitting jobs when the spend so far plus the estimate of the jobs in flight would "
-                   "pass USD (priced by the routed profiles); the rest are marked 'not_run (budget)' and not cached, "
-                   "so the same command with --resume (and a higher --max-cost) runs them")
+                   "pass USD (priced by the routed profiles; for the run folder in total, earlier --resume "
+                   "invocations included); the rest are marked 'not_run (budget)' and not cached, so the same "
+                   "command with --resume and a higher --max-cost runs them")
     g.add_argument("--check", action="store_true",
                    help="with --dry-run: also probe each routed endpoint and its API key (GET /models, "
                    f"{CHECK_TIMEOUT_S:g} s timeout); exit 2 with one line per missing key or unreachable endpoint")
@@ -156,13 +159,25 @@ def run_check(profiles_path: str | None, routing: str, stages: Iterable[str]) ->
     return 0
 
 
+def spent_before(args: argparse.Namespace) -> float:
+    """USD the run folder of ``--resume`` spent in its earlier invocations (``run.json``'s ``run_total_usd``; 0
+    without ``--resume`` or a readable ``run.json``): ``--max-cost`` counts it."""
+    if not getattr(args, "resume", False) or not getattr(args, "out", None):
+        return 0.0
+    try:
+        spend = json.loads((Path(args.out) / "run.json").read_text(encoding="utf-8")).get("spend") or {}
+        return float(spend.get("run_total_usd", (spend.get("actual") or {}).get("total", {}).get("usd", 0.0)))
+    except (OSError, ValueError, TypeError, AttributeError):
+        return 0.0
+
+
 def print_spend(run_dir: str | Path) -> None:
     """The actual spend of a finished run beside its estimate (``run.json``'s ``spend``), one line on stdout."""
-    from agentcausal.runs.budget import spend_line
+    from agentcausal.runs.budget import spend_lines
 
     try:
         meta = json.loads((Path(run_dir) / "run.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return
     if meta.get("spend"):
-        print(spend_line(meta["spend"]))
+        print("\n".join(spend_lines(meta["spend"])))

@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 from agentcausal.exceptions import AgentCausalError
 
 __all__ = ["TOKEN_RULE", "CallPattern", "price_note", "Estimator", "BudgetGate", "BudgetExceeded", "not_run_record",
-           "record_cost", "SpendTally", "estimate_table", "spend_line", "tokens_of"]
+           "record_cost", "SpendTally", "estimate_table", "spend_line", "spend_lines", "tokens_of"]
 
 #: how prompt tokens are counted, said beside every estimate
 TOKEN_RULE = "prompt tokens = rendered prompt's UTF-8 bytes / 4 (the context-window guard's rule)"
@@ -266,26 +266,28 @@ class BudgetGate:
 
     Parameters
     ----------
-    max_cost : float, USD
+    max_cost : float, USD, for the run folder in total (its earlier invocations included, ``--resume``)
     per_job : dict method -> USD, the plan's high estimate per job (a method absent or None: 0, its price
         unknown, so the gate counts only what its records report)
+    spent_before : float, USD the run folder's earlier invocations spent (``run.json``'s ``run_total_usd``)
     """
 
-    def __init__(self, max_cost: float, per_job: Mapping[str, float | None]) -> None:
+    def __init__(self, max_cost: float, per_job: Mapping[str, float | None], spent_before: float = 0.0) -> None:
         if not max_cost >= 0:
             raise ValueError(f"max_cost must be >= 0, got {max_cost!r}")
         self.max_cost = float(max_cost)
         self.per_job = {m: float(v or 0.0) for m, v in per_job.items()}
-        self.spent = 0.0
+        self.spent_before = float(spent_before)
+        self.spent = self.spent_before
         self.in_flight: dict[int, float] = {}
         self.stopped = False
         self.refused_jobs = 0
 
     @classmethod
-    def from_plan(cls, plan: Any, max_cost: float) -> "BudgetGate":
+    def from_plan(cls, plan: Any, max_cost: float, spent_before: float = 0.0) -> "BudgetGate":
         """A gate from a plan's ``estimate`` (:class:`Estimator`'s result)."""
         est = getattr(plan, "estimate", None) or {}
-        return cls(max_cost, {m: r.get("usd_per_job_high") for m, r in est.get("methods", {}).items()})
+        return cls(max_cost, {m: r.get("usd_per_job_high") for m, r in est.get("methods", {}).items()}, spent_before)
 
     def chunk_estimate(self, chunk: Any) -> float:
         return len(chunk.jobs) * self.per_job.get(chunk.method, 0.0)
@@ -315,19 +317,21 @@ class BudgetGate:
 
     def facts(self) -> dict[str, Any]:
         """For ``run.json``."""
-        return {"max_cost_usd": self.max_cost, "spent_usd": _money(self.spent), "stopped": self.stopped,
-                "not_run": self.refused_jobs,
-                "how": "a chunk is refused when spent + in-flight estimates + its estimate > max_cost; estimate per "
-                       "job = the plan's high estimate of its method; spent = cost_usd of the records stored this run "
-                       "(a failed chunk counts its estimate)"}
+        return {"max_cost_usd": self.max_cost, "spent_before_usd": _money(self.spent_before),
+                "spent_usd": _money(self.spent), "stopped": self.stopped, "not_run": self.refused_jobs,
+                "how": "for the run folder in total (earlier --resume invocations included): a chunk is refused when "
+                       "spent + in-flight estimates + its estimate > max_cost; estimate per job = the plan's high "
+                       "estimate of its method; spent = cost_usd of the records stored (a failed chunk counts its "
+                       "estimate)"}
 
 
 class SpendTally:
     """What this run paid, per method: requests, prompt and completion tokens and USD of the records it
     computed (a reused record paid nothing this run)."""
 
-    def __init__(self) -> None:
+    def __init__(self, before: float = 0.0) -> None:
         self.by_method: dict[str, dict[str, float]] = {}
+        self.before = before  # USD the run folder's earlier invocations spent (--resume)
 
     def add(self, method: str, record: Any) -> None:
         t = self.by_method.setdefault(method, {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0,
@@ -348,13 +352,29 @@ class SpendTally:
                  for k in ("requests", "prompt_tokens", "completion_tokens", "jobs_paid")}
         total["usd"] = _money(sum(t["usd"] for t in self.by_method.values()))
         est = estimate or {}
-        return {"actual": {"methods": methods, "total": total,
+        return {"run_total_usd": _money(self.before + total["usd"]), "before_usd": _money(self.before),
+                "actual": {"methods": methods, "total": total,
                            "how": "the records' usage this run (tokens the endpoint reported, priced by the profiles; "
                                   "cache hits and reused records cost 0)"},
                 "estimate": {"methods": {m: {k: r.get(k) for k in ("requests", "prompt_tokens", "completion_tokens",
                                                                     "usd")}
                                          for m, r in est.get("methods", {}).items()},
                              "total": est.get("total"), "how": est.get("how")} if est else None}
+
+
+def spend_lines(spend: Mapping[str, Any]) -> list[str]:
+    """:func:`spend_line`, then (for more than one method) one line per method: this run's spend beside its estimate."""
+    out = [spend_line(spend)]
+    methods = spend["actual"]["methods"]
+    est = (spend.get("estimate") or {}).get("methods") or {}
+    if len(methods) > 1:
+        for m, a in methods.items():
+            e = est.get(m) or {}
+            usd = e.get("usd")
+            shown = (_fmt_range(*usd, money=True) if usd is not None else "price unknown") if e else "-"
+            reqs = _fmt_range(*e["requests"]) if e.get("requests") else "-"
+            out.append(f"  {m}: ${a['usd']:,.4f}, {a['requests']:,} requests this run; estimate {shown}, {reqs} requests")
+    return out
 
 
 def spend_line(spend: Mapping[str, Any]) -> str:
@@ -368,9 +388,11 @@ def spend_line(spend: Mapping[str, Any]) -> str:
         money = _fmt_range(*usd, money=True) if usd is not None else "price unknown"
         line += (f"; estimate {money}, {_fmt_range(*est['requests'])} requests (chars/4 tokens, assumed reply "
                  "lengths, nothing reused)")
+    if spend.get("before_usd"):
+        line += f"; ${spend['run_total_usd']:,.4f} for the run folder with its earlier invocations"
     b = spend.get("budget")
     if b:
-        line += f"; --max-cost ${b['max_cost_usd']:g}"
+        line += f"; --max-cost ${b['max_cost_usd']:g} (the run folder in total)"
         if b["not_run"]:
             line += f": {b['not_run']} job(s) not run (budget); rerun with --resume and a higher --max-cost"
     return line

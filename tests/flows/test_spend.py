@@ -210,13 +210,20 @@ def test_max_cost_stops_marks_the_rest_and_resume_finishes_with_no_request_paid_
     assert f"{len(not_run)} job(s) not run (budget)" in printed and "spend: $" in printed
     assert f"{len(not_run)} (trace, method) pairs not run (budget" in printed and "failed (trace" not in printed
 
+    assert main([*base, "--resume", "--max-cost", str(cap)]) == 0  # the cap is the run folder's in total
+    capsys.readouterr()
+    again = json.loads((out / "run.json").read_text())["spend"]
+    assert again["before_usd"] == pytest.approx(spend["run_total_usd"]) and again["run_total_usd"] <= cap
+
     assert main([*base, "--resume", "--max-cost", "100"]) == 0, capsys.readouterr().err
     rows = pd.read_parquet(out / "results.parquet")
     assert len(rows) == 4 and not (rows["status"] == "not_run").any()
     assert fake_server.count == 4  # the finished jobs were not asked again
     assert set(requests_by_prompt(fake_server).values()) == {1}  # no prompt paid twice
     meta = json.loads((out / "run.json").read_text())
-    assert meta["rows"]["reused"] == first and meta["spend"]["actual"]["total"]["requests"] == 4 - first
+    assert meta["rows"]["reused"] >= first and meta["rows"]["reused"] + meta["spend"]["actual"]["total"]["jobs_paid"] == 4
+    # over the three invocations the run folder paid each row's cost once
+    assert meta["spend"]["run_total_usd"] == pytest.approx(rows["cost_usd"].sum(), rel=1e-4)
     assert "spend: $" in capsys.readouterr().out
 
 
