@@ -13,7 +13,8 @@ length (:data:`REPLY_TOKENS`). The call patterns:
 * Binary-Search: the halvings until one step is left, ``floor(log2 n)`` to ``ceil(log2 n)`` calls (the
   smaller or the larger part each time); each prompt holds its segment, sized in proportion.
 * ECHO: the scan and the panel (``small``: no panel when the scan lists no valid step); the panel's
-  windows between one candidate and ``max_candidates``.
+  windows between one candidate and ``max_candidates``, each window after the first sized as the second
+  (within the trace budget).
 * DCFA: GCA's MDI and CGC (or MDI+CGC) and HG, always; LCE (unless ``use_lce`` is off) from nothing
   (a hypothesis without neighbours: no Correct, no Simulation, DED only under ``ded="code"``) to every
   other step scored once (``revisit`` off): Correct once, Simulations S(i) and S(i-1) per candidate
@@ -120,9 +121,18 @@ def _echo(trace: Trace, s: Any, profiles: Any) -> list[CallPattern]:
     k = min(n, s.max_candidates or n)
     scan = tokens_of(echo.scan_messages(trace, s, b, k))
     cap = echo.panel_capacity(b)
-    one = tokens_of(echo.panel_messages(trace, s, b, "", [(0, "")])) + REPLY_TOKENS["ECHO scan"]
-    many = tokens_of(echo.panel_messages(trace, s, b, "", [(i, "") for i in range(min(k, cap))])) \
-        + REPLY_TOKENS["ECHO scan"]
+    m = min(k, cap)
+    # one panel of two windows is built (its global view is the costly part); each other window is sized as a
+    # candidate's hierarchical view with the same share (building every window is quadratic in n)
+    two_cands = [(0, ""), (min(1, n - 1), "")]
+    two = tokens_of(echo.panel_messages(trace, s, b, "", two_cands))
+    per = None if b is None else max(echo.MIN_WINDOW_CHARS, (b - max(echo.MIN_WINDOW_CHARS, b // 4)) // 2)
+    window = tokens_of([{"content": echo.hierarchical_view(trace, min(1, n - 1), s, per)}]) + 12
+    one = max(0, two - window)
+    many = one + window * (m - 1)
+    if b is not None:
+        many = min(many, one + b / 4)
+    one, many = one + REPLY_TOKENS["ECHO scan"], many + REPLY_TOKENS["ECHO scan"]
     return [CallPattern(BASELINE_STAGE, "ECHO scan", 1, 1, scan, _reply("ECHO scan", s.max_tokens)),
             CallPattern(BASELINE_STAGE, "ECHO panel", 0 if s.prompts == "small" else 1, 1, one,
                         _reply("ECHO panel", s.max_tokens), many)]
