@@ -43,11 +43,11 @@ from typing import Any, Protocol, TypeVar
 
 from agentcausal.llm import Gateway
 from agentcausal.records import RunRecord
-from agentcausal.runs.budget import BudgetGate, SpendTally, not_run_record, record_cost
 from agentcausal.runs.folder import write_run_meta
 from agentcausal.runs.plan import Plan, PlanItem, write_plan
 from agentcausal.runs.scheduling import MAX_CHUNKS, chunk_length, run_items
 from agentcausal.runs.store import RETRIED_STATUSES, ResultStore
+from agentcausal.runs.budget import BudgetGate, SpendTally, not_run_record, record_cost  # --max-cost, spend
 from agentcausal.settings import RunSettings
 
 __all__ = ["DEFAULT_CHUNK_SIZE", "Job", "Chunk", "RunHalf", "RecordSink", "RunSummary", "RunEngine", "run_chunk",
@@ -224,7 +224,8 @@ class RunSummary:
     reused : int, rows this run paid nothing for
     from_store : int, jobs the store answered before any task ran
     failed : int, rows whose status is ``failed`` (not stored; the next run computes them again)
-    not_run : int, rows the ``--max-cost`` budget held back (``not_run``, not stored; the next run computes them)
+    not_run : int, rows whose status is ``not_run`` (the circuit breaker stopped the run first; not stored)
+    stopped : str or None, why the run stopped early (the circuit breaker's message)
     dropped : int, stored rows that failed their checksum or schema (recomputed)
     reused_rows : list of dict, the first :data:`REUSED_LISTED` reused rows (``id``, ``method``, ``status``)
     wall_seconds : float
@@ -236,6 +237,7 @@ class RunSummary:
     from_store: int = 0
     failed: int = 0
     not_run: int = 0
+    stopped: str | None = None
     dropped: int = 0
     reused_rows: list[dict[str, Any]] = field(default_factory=list)
     wall_seconds: float = 0.0
@@ -370,6 +372,8 @@ class RunEngine:
                 batch = []
         self._write(batch, sink, summary)
         extra = sink.close()
+        extra["spend"] = {**self.spend.facts(self.plan.estimate),  # the actual beside the estimate (runs/budget.py)
+                          "budget": self.budget.facts() if self.budget is not None else None}
         summary.dropped = self.store.dropped - self._dropped_before
         summary.wall_seconds = round(time.time() - self.started, 2)
         write_run_meta(d, {
@@ -381,8 +385,6 @@ class RunEngine:
             "wall_seconds": summary.wall_seconds,
             "rows": {"total": summary.rows, "reused": summary.reused, "from_store": summary.from_store,
                      "failed": summary.failed, "not_run": summary.not_run},
-            "spend": {**self.spend.facts(self.plan.estimate),
-                      "budget": self.budget.facts() if self.budget is not None else None},
             "store": {"path": str(self.store.path), "dropped": summary.dropped}})
         return summary
 
@@ -401,12 +403,12 @@ class RunEngine:
             summary.rows += 1
             summary.failed += rec.status == "failed"
             summary.not_run += rec.status == "not_run"
-            self.spend.add(job.method, rec)
             if rec.reused:
                 summary.reused += 1
                 if len(summary.reused_rows) < REUSED_LISTED:
                     summary.reused_rows.append({"id": job.item.id, "method": job.method, "status": rec.status,
                                                 **({"seed": job.seed} if self.half.kind == "discover" else {})})
+            self.spend.add(job.method, rec)
             sink.add(job, rec)
 
 
