@@ -162,6 +162,9 @@ def test_dry_run_prints_the_estimate_offline(tmp_path, capsys):
     assert usd[0] == pytest.approx((row["prompt_tokens"][0] + row["completion_tokens"][0]) / 1000, rel=1e-3)
     assert "estimate (before any request)" in cap.err and "prices as of 2026-05-01" in cap.err
     assert "bytes / 4" in cap.err
+    assert main(["attribute", str(EXAMPLES), "-m", "all_at_once", "--profiles", prof, "--dry-run",
+                 "--max-cost", str(usd[1] / 2)]) == 0
+    assert "below the estimate's high end" in capsys.readouterr().err
 
 
 def test_dry_run_check_exits_2_on_a_missing_key_and_an_unreachable_endpoint(tmp_path, capsys, monkeypatch,
