@@ -17,10 +17,10 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.utilities.annotations import quote
 
 from agentcausal.report.artifacts import self_contained_markdown
-from agentcausal.runs.budget import BudgetGate
 from agentcausal.runs.engine import REUSED_LISTED, RunEngine, RunHalf, RunSummary, drive
 from agentcausal.runs.plan import Plan
 from agentcausal.settings import RunSettings
+from agentcausal.runs.budget import BudgetGate  # --max-cost
 from flows import naming
 from flows.progress import RunProgress
 
@@ -61,15 +61,15 @@ def run_engine(half: RunHalf, plan: Plan, settings: RunSettings, task: Task, run
     print(f"{kind}: {summary.reused} of {summary.rows} {unit}s reused ({summary.from_store} from the results store "
           f"without a task run)" + (f"; {summary.dropped} stored records failed their check and were computed again"
                                     if summary.dropped else ""))
-    if summary.not_run:
-        print(f"{kind}: {summary.not_run} of {summary.rows} {unit}s not run (budget: --max-cost ${max_cost:g}); "
-              "the same command with --resume and a higher --max-cost runs them")
     if summary.reused_rows:
         create_table_artifact(summary.reused_rows, key=naming.key(f"{kind}-reused", subject),
                               description=f"{summary.reused} of {summary.rows} {unit}s reused, {summary.from_store} "
                                           f"from the results store (no task run)"
                                           + (f"; first {REUSED_LISTED:,} listed" if summary.reused > REUSED_LISTED
                                              else ""))
+    if engine.budget is not None and engine.budget.refused_jobs:
+        print(f"{kind}: {engine.budget.refused_jobs} of {summary.rows} {unit}s not run (budget: --max-cost "
+              f"${max_cost:g}); the same command with --resume and a higher --max-cost runs them")
     return summary
 
 

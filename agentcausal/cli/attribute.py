@@ -89,11 +89,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_threads_argument(p)
     add_runner_arguments(p)
     add_input_arguments(p)
-    add_spend_arguments(p)
     p.add_argument("--chunk-size", type=int, default=None, metavar="N",
                    help="traces per Prefect task (default 25, fewer when a method has under 8 chunks' worth, more when "
                    "it would have over 400 chunks); 1 = a task run per (trace, method); each trace is stored on its "
                    "own either way")
+    add_spend_arguments(p)  # after the run-folder options: it adds --resume only where they did not
     p.set_defaults(func=cmd_attribute)
 
     e = subparsers.add_parser("evaluate", help="recompute accuracy tables and report.md of a run folder",
@@ -245,20 +245,10 @@ def cmd_attribute(args: argparse.Namespace) -> int:
 
     quiet_task_failures(getattr(args, "verbose", False))  # Prefect's handlers exist now
     run_attribute(paths, list(resolved), settings=settings, out_dir=str(run_dir), plan=str(plan_file),
+                  max_cost=args.max_cost, spent_before_usd=spent_before(args),
                   progress=not args.no_progress and sys.stderr.isatty(), runner=runner_choice_from_args(args),
-                  meta={"model": model_facts} if model_facts else None, chunk_size=args.chunk_size,
-                  max_cost=args.max_cost, spent_before_usd=spent_before(args))
-    rc = _print_run(str(run_dir))
-    print_spend(run_dir)  # the actual spend beside the estimate
-    return rc
-
-
-def _stages(methods: list[str], resolved: dict[str, dict[str, Any]]) -> set[str]:
-    """The stages the run calls (a no-truth run scores with a judge, not the embedder)."""
-    from agentcausal.attribution.registry import get_method  # start-up cost (see cmd_attribute)
-
-    return {st for m in methods for st in get_method(m).stages
-            if resolved[m].get("with_ground_truth", True) or not st.endswith(".embed")}
+                  meta={"model": model_facts} if model_facts else None, chunk_size=args.chunk_size)
+    return _print_run(str(run_dir))
 
 
 def _imported(args: argparse.Namespace) -> bool:
@@ -381,6 +371,7 @@ def _print_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool
                  if st.get("failed", 0) else "")
               + (f" {st.get('content_failed', 0)} content failures (cached; --retry-failed recomputes them)."
                  if st.get("content_failed", 0) else ""))
+    print_spend(run_dir)  # the actual spend beside the estimate (run.json)
     print(f"\nrun folder: {run_dir}\nreport:     {path}")
     line = unreachable_summary(failures, int(overall["n"].sum())) \
         if exit_on_unreachable and "n" in overall else None
@@ -419,3 +410,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         return 0
     return _print_run(str(run_dir), exit_on_unreachable=False, evaluate=True)
 
+
+def _stages(methods: list[str], resolved: dict[str, dict[str, Any]]) -> set[str]:
+    """The stages the run calls (a no-truth run scores with a judge, not the embedder)."""
+    from agentcausal.attribution.registry import get_method  # start-up cost (see cmd_attribute)
+
+    return {st for m in methods for st in get_method(m).stages
+            if resolved[m].get("with_ground_truth", True) or not st.endswith(".embed")}

@@ -104,10 +104,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_threads_argument(p)
     add_runner_arguments(p)
     add_input_arguments(p, datasets=True)
-    add_spend_arguments(p)
     p.add_argument("--chunk-size", type=int, default=None, metavar="N",
                    help="(dataset, seed, method) runs per Prefect task (default 1: a task run each); each run "
                    "is stored on its own either way")
+    add_spend_arguments(p)  # after the run-folder options: it adds --resume only where they did not
     p.set_defaults(func=cmd_discover)
 
 
@@ -358,6 +358,6 @@ def cmd_discover(args: argparse.Namespace) -> int:
     if held.any():  # held back by --max-cost: not failures
         print(f"\n{int(held.sum())} runs not run (budget: --max-cost); the same command with --resume and a higher "
               "--max-cost runs them.")
+    print_spend(run_dir)  # the actual spend beside the estimate (run.json)
     print(f"\nrun folder: {run_dir}\nreport:     {Path(run_dir) / 'report.md'}")
-    print_spend(run_dir)  # the actual spend beside the estimate
     return 0

@@ -385,6 +385,7 @@ class RunEngine:
             "wall_seconds": summary.wall_seconds,
             "rows": {"total": summary.rows, "reused": summary.reused, "from_store": summary.from_store,
                      "failed": summary.failed, "not_run": summary.not_run},
+            **({"stopped": summary.stopped} if summary.stopped else {}),
             "store": {"path": str(self.store.path), "dropped": summary.dropped}})
         return summary
 
