@@ -54,19 +54,13 @@ def check_spend_arguments(args: argparse.Namespace) -> None:
     Raises
     ------
     ConfigError
-        If ``--max-cost`` is not a non-negative number, ``--check`` comes without ``--dry-run``, or
-        ``--resume`` names no existing run folder.
+        If ``--max-cost`` is not a non-negative number, or ``--check`` comes without ``--dry-run``.
     """
     mc = getattr(args, "max_cost", None)
     if mc is not None and (not math.isfinite(mc) or mc < 0):
         raise ConfigError(f"--max-cost must be a non-negative number of USD, got {mc:g}")
     if getattr(args, "check", False) and not getattr(args, "dry_run", False):
         raise ConfigError("--check goes with --dry-run (a run checks its endpoints itself)")
-    if getattr(args, "resume", False) and not getattr(args, "dry_run", False):
-        if not getattr(args, "out", None):
-            raise ConfigError("--resume needs --out RUN_DIR, the run folder to continue")
-        if not Path(args.out).is_dir():
-            raise ConfigError(f"--resume: no run folder at {args.out}")
 
 
 def print_estimate(plan: Any, max_cost: float | None = None, *, file: Any = None) -> None:
