@@ -52,6 +52,9 @@ def run_engine(half: RunHalf, plan: Plan, settings: RunSettings, task: Task, run
     engine = RunEngine(half, plan, settings, chunk_size=chunk_size,
                        budget=None if max_cost is None else BudgetGate.from_plan(plan, max_cost, spent_before_usd))
     engine.spend.before = spent_before_usd
+    if engine.budget is not None and engine.budget.unpriced:
+        print(f"{kind}: --max-cost cannot weigh {', '.join(engine.budget.unpriced)}: a routed stage's price is "
+              "unknown (no price in its profile), so its calls count as $0 against the cap")
     shown = RunProgress(engine.total, 0, desc=kind, unit=unit.split()[-1], bar=bar,
                         key=naming.key(f"{kind}-progress", subject), description=f"{engine.total} {unit}s")
     engine.on_progress = shown.advance

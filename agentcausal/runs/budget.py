@@ -282,6 +282,8 @@ class BudgetGate:
         self.in_flight: dict[int, float] = {}
         self.stopped = False
         self.refused_jobs = 0
+        #: methods whose calls the gate cannot weigh (a stage's price unknown): they count as $0
+        self.unpriced = sorted(m for m, v in per_job.items() if v is None)
 
     @classmethod
     def from_plan(cls, plan: Any, max_cost: float, spent_before: float = 0.0) -> "BudgetGate":
