@@ -133,6 +133,7 @@ def test_gate_waits_for_nothing_and_refuses_past_the_cap():
     assert not g.admit(SimpleNamespace(method="m", jobs=(1, 2)))  # 0.5 + 0.4 + 0.8 > 1.0
     assert not g.admit(SimpleNamespace(method="m", jobs=(1,)))  # after a refusal, every priced chunk is refused
     assert g.admit(SimpleNamespace(method="free", jobs=(1, 2)))  # $0 (no price, no LLM): never held back
+    assert BudgetGate(1.0, {"priced": 0.1, "unknown": None}).unpriced == ["unknown"]  # said before the run
 
 
 # ----------------------------------------------------------------------------------------- the CLI, end to end
