@@ -113,7 +113,7 @@ def probe_endpoints(profiles_path: str | None, routing: str, stages: Iterable[st
     for (url, env), members in groups.items():
         p = members[0][1]
         names = ", ".join(sorted({q.name for _, q in members}))
-        where = f"profile {names} (stages {', '.join(st for st, _ in members)})"
+        where = f"profile {names}, stages {', '.join(st for st, _ in members)}"
         if p.is_embedded or p.is_local_embedder:
             fine.append(f"{where}: {'embedded model' if p.is_embedded else 'local embedder'}, runs here (not probed)")
             continue
