@@ -375,7 +375,8 @@ def spend_lines(spend: Mapping[str, Any]) -> list[str]:
             usd = e.get("usd")
             shown = (_fmt_range(*usd, money=True) if usd is not None else "price unknown") if e else "-"
             reqs = _fmt_range(*e["requests"]) if e.get("requests") else "-"
-            out.append(f"  {m}: ${a['usd']:,.4f}, {a['requests']:,} requests this run; estimate {shown}, {reqs} requests")
+            out.append(f"  {m}: ${a['usd']:,.4f}, {a['requests']:,} requests this run; "
+                       f"estimate {shown}, {reqs} requests")
     return out
 
 
