@@ -339,8 +339,9 @@ def report_run(run_dir: str | Path) -> RunReport:
     meta = load_run_meta(run_dir)
     results = load_results(run_dir, without=("settings_json", "models_json"))  # never shown
     ev = evaluate_frame(results)
-    shown: dict[str, object] = {k: meta[k] for k in ("corpus", "methods", "routing", "models", "traces", "started", "wall_seconds")
-             if k in meta}
+    shown: dict[str, object] = {
+        k: meta[k] for k in ("corpus", "methods", "routing", "models", "traces", "started", "wall_seconds")
+        if k in meta}
     plan = meta.get("plan")
     if isinstance(plan, Mapping) and plan.get("sources"):  # an imported corpus: its files, not the run's copy
         shown["corpus"] = [str(s.get("path")) for s in plan["sources"] if isinstance(s, Mapping)]
