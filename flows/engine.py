@@ -17,7 +17,9 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.utilities.annotations import quote
 
 from agentcausal.report.artifacts import self_contained_markdown
-from agentcausal.runs.engine import REUSED_LISTED, RunEngine, RunHalf, RunSummary, drive
+from agentcausal.runs.engine import REUSED_LISTED, RunEngine, RunHalf, RunSummary, drive, gateway_for
+from agentcausal.runs.heartbeat import meter_for
+from agentcausal.runs.lock import run_folder_lock
 from agentcausal.runs.plan import Plan
 from agentcausal.settings import RunSettings
 from flows import naming
@@ -44,17 +46,30 @@ def run_engine(half: RunHalf, plan: Plan, settings: RunSettings, task: Task, run
     bar : show a tqdm bar
     meta : facts for ``run.json`` beside the engine's
     """
+    with run_folder_lock(run_dir):  # one run per folder (re-entrant: the CLI holds it already)
+        return _run_engine(half, plan, settings, task, run_dir, chunk_size=chunk_size, subject=subject, bar=bar,
+                           meta=meta)
+
+
+def _run_engine(half: RunHalf, plan: Plan, settings: RunSettings, task: Task, run_dir: str, *,
+                chunk_size: int | None, subject: str, bar: bool, meta: Mapping[str, Any]) -> RunSummary:
     kind, unit = half.kind, UNITS[half.kind]
     engine = RunEngine(half, plan, settings, chunk_size=chunk_size)
     shown = RunProgress(engine.total, 0, desc=kind, unit=unit.split()[-1], bar=bar,
-                        key=naming.key(f"{kind}-progress", subject), description=f"{engine.total} {unit}s")
+                        key=naming.key(f"{kind}-progress", subject), description=f"{engine.total} {unit}s",
+                        meter=meter_for(kind, engine.started), live=lambda: _in_flight(settings))
     engine.on_progress = shown.advance
-    drive(engine, submit=lambda chunk: task.submit(quote(chunk)), result=lambda f: f.result(raise_on_failure=False))
-    shown.close()
+    try:
+        drive(engine, submit=lambda chunk: task.submit(quote(chunk)),
+              result=lambda f: f.result(raise_on_failure=False))
+    finally:
+        shown.close()
     summary = engine.finish(run_dir, meta)
     print(f"{kind}: {summary.reused} of {summary.rows} {unit}s reused ({summary.from_store} from the results store "
           f"without a task run)" + (f"; {summary.dropped} stored records failed their check and were computed again"
                                     if summary.dropped else ""))
+    if summary.stopped:
+        print(f"{kind}: stopped early: {summary.stopped}; {summary.not_run} {unit}s not run")
     if summary.reused_rows:
         create_table_artifact(summary.reused_rows, key=naming.key(f"{kind}-reused", subject),
                               description=f"{summary.reused} of {summary.rows} {unit}s reused, {summary.from_store} "
@@ -62,6 +77,12 @@ def run_engine(half: RunHalf, plan: Plan, settings: RunSettings, task: Task, run
                                           + (f"; first {REUSED_LISTED:,} listed" if summary.reused > REUSED_LISTED
                                              else ""))
     return summary
+
+
+def _in_flight(settings: RunSettings) -> tuple[int, int]:
+    """LLM calls and tokens of this process's items in flight (the gateway's ledger holds them until done)."""
+    u = gateway_for(settings).usage.total()
+    return u.calls, u.prompt_tokens + u.completion_tokens
 
 
 def publish_report(subject: str, run_dir: str, *, table_key: str, table: list[dict[str, Any]], table_description: str,

@@ -41,9 +41,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from agentcausal.exceptions import EndpointDownError
 from agentcausal.llm import Gateway
 from agentcausal.records import RunRecord
+from agentcausal.runs.breaker import breaker_for
 from agentcausal.runs.folder import write_run_meta
+from agentcausal.runs.heartbeat import meter_for
 from agentcausal.runs.plan import Plan, PlanItem, write_plan
 from agentcausal.runs.scheduling import MAX_CHUNKS, chunk_length, run_items
 from agentcausal.runs.store import RETRIED_STATUSES, ResultStore
@@ -205,7 +208,9 @@ def run_chunk(half: RunHalf, chunk: Chunk) -> list[RunRecord | None] | None:
         The first failure of the run, after every job was tried (the orchestrator retries the chunk).
     """
     store = result_store(chunk.settings, half.kind, half.record_type)
-    jobs = [(key, functools.partial(half.run, job, chunk.plan, chunk.settings))
+    guard = breaker_for(half.kind, chunk.not_before, chunk.settings.breaker_after).guard  # runs/breaker.py
+    meter = meter_for(half.kind, chunk.not_before)  # calls and tokens so far (runs/heartbeat.py)
+    jobs = [(key, guard(meter.counted(functools.partial(half.run, job, chunk.plan, chunk.settings))))
             for job, key in zip(chunk.jobs, chunk.keys, strict=True)]
     out = run_items(jobs, store, not_before=chunk.not_before, workers=half.item_workers(chunk.settings),
                     store_if=half.storable)
@@ -223,6 +228,8 @@ class RunSummary:
     reused : int, rows this run paid nothing for
     from_store : int, jobs the store answered before any task ran
     failed : int, rows whose status is ``failed`` (not stored; the next run computes them again)
+    not_run : int, rows whose status is ``not_run`` (the circuit breaker stopped the run first; not stored)
+    stopped : str or None, why the run stopped early (the circuit breaker's message)
     dropped : int, stored rows that failed their checksum or schema (recomputed)
     reused_rows : list of dict, the first :data:`REUSED_LISTED` reused rows (``id``, ``method``, ``status``)
     wall_seconds : float
@@ -233,6 +240,8 @@ class RunSummary:
     reused: int = 0
     from_store: int = 0
     failed: int = 0
+    not_run: int = 0
+    stopped: str | None = None
     dropped: int = 0
     reused_rows: list[dict[str, Any]] = field(default_factory=list)
     wall_seconds: float = 0.0
@@ -273,6 +282,7 @@ class RunEngine:
         self.unstored: dict[str, RunRecord] = {}  # records no store holds: fallbacks after a run failure, failures
         self.from_store = 0
         self._dropped_before = self.store.dropped
+        self.breaker = breaker_for(half.kind, self.started, settings.breaker_after)  # runs/breaker.py
 
     @property
     def window(self) -> int:
@@ -285,7 +295,22 @@ class RunEngine:
             self.on_progress(n)
 
     def chunks(self) -> Iterator[Chunk]:
-        """The chunks to run, cut from the jobs the store cannot answer, as the plan is read (pass 1)."""
+        """The chunks to run, cut from the jobs the store cannot answer, as the plan is read (pass 1); once the
+        circuit breaker is open, none: their jobs get ``not_run`` records."""
+        for chunk in self._cut():
+            if self.breaker.error is None:
+                yield chunk
+            else:
+                self._not_run(chunk, self.breaker.error)
+
+    def _not_run(self, chunk: Chunk, error: EndpointDownError) -> None:
+        for job, key in zip(chunk.jobs, chunk.keys, strict=True):
+            if self.store.get(key, not_before=self.started) is None:
+                self.unstored[key] = self.half.failed(job, error).model_copy(
+                    update={"status": "not_run", "status_detail": f"endpoint down: {error.endpoint}"})
+        self._progress(len(chunk.jobs))
+
+    def _cut(self) -> Iterator[Chunk]:
         buffers: dict[str, list[tuple[Job, str]]] = {}
         batch: list[Job] = []
         for job in self.half.submission_order(self.plan):
@@ -322,6 +347,10 @@ class RunEngine:
     def done(self, chunk: Chunk, result: list[RunRecord | None] | BaseException | None) -> None:
         """Take a finished chunk's answer: its unstored records (None: every record stored), or the failure
         left after its retries."""
+        if isinstance(result, EndpointDownError):  # the circuit breaker (of this process or a worker's) is open
+            self.breaker.trip(result)
+            self._not_run(chunk, result)
+            return
         if isinstance(result, BaseException):  # a failure of the run: its unfinished jobs get a failed row
             for job, key in zip(chunk.jobs, chunk.keys, strict=True):
                 if self.store.get(key, not_before=self.started) is None:
@@ -354,6 +383,7 @@ class RunEngine:
         self._write(batch, sink, summary)
         extra = sink.close()
         summary.dropped = self.store.dropped - self._dropped_before
+        summary.stopped = str(self.breaker.error) if self.breaker.error is not None else None
         summary.wall_seconds = round(time.time() - self.started, 2)
         write_run_meta(d, {
             **meta, **extra, "plan": self.plan.to_json_dict(), "preset": self.plan.preset,
@@ -363,7 +393,8 @@ class RunEngine:
             "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(self.started)),
             "wall_seconds": summary.wall_seconds,
             "rows": {"total": summary.rows, "reused": summary.reused, "from_store": summary.from_store,
-                     "failed": summary.failed},
+                     "failed": summary.failed, "not_run": summary.not_run},
+            **({"stopped": summary.stopped} if summary.stopped else {}),
             "store": {"path": str(self.store.path), "dropped": summary.dropped}})
         return summary
 
@@ -381,6 +412,7 @@ class RunEngine:
                     rec = s.record.model_copy(update={"reused": s.stored_at < self.started or s.cache_hits_only})
             summary.rows += 1
             summary.failed += rec.status == "failed"
+            summary.not_run += rec.status == "not_run"
             if rec.reused:
                 summary.reused += 1
                 if len(summary.reused_rows) < REUSED_LISTED:
