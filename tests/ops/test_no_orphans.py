@@ -91,3 +91,39 @@ def test_sigkill_of_a_run_leaves_no_process_of_it(scripted_server, tmp_path):
         except ProcessLookupError:
             pass
     assert not left, f"processes of the killed run still alive after {GRACE_S:g} s: {left}"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_sigkill_of_a_discover_run_mid_algorithm_leaves_no_worker(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    args = ["discover", "--dataset", "child", "--method", "exact_search", "--n", "2000", "--cache-dir",
+            str(tmp_path / "cache"), "--out", str(tmp_path / "run"), "--no-progress"]  # Exact Search on Child: minutes
+    with open(tmp_path / "run.log", "w") as log:
+        proc = subprocess.Popen([sys.executable, "-c", CLI, *args], env=env, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            deadline = time.monotonic() + 300
+            started: dict[int, str] = {}
+            while not any("forkserver" in c for c in started.values()) or len(started) < 3:
+                assert proc.poll() is None, (tmp_path / "run.log").read_text()[-3000:]
+                assert time.monotonic() < deadline, f"no algorithm worker started: {started}"
+                time.sleep(0.2)
+                started = {pid: _cmd(pid) for pid in _in_session(proc.pid) if pid != proc.pid}
+            time.sleep(2)  # the algorithm is running in its worker
+            started = {pid: _cmd(pid) for pid in _in_session(proc.pid) if pid != proc.pid}
+            os.kill(proc.pid, signal.SIGKILL)
+            assert proc.wait(timeout=30) == -signal.SIGKILL
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+    deadline = time.monotonic() + GRACE_S
+    while (_alive(started) or _in_session(proc.pid)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = {pid: started.get(pid, "") for pid in _alive(started) + _in_session(proc.pid)}
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert not left, f"processes of the killed run still alive after {GRACE_S:g} s: {left}"
