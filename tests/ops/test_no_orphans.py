@@ -1,6 +1,6 @@
 """No orphans: the ``attribute`` CLI killed with SIGKILL in the middle of a run leaves no process behind.
 
-The CLI runs without ``PREFECT_API_URL``, so it starts Prefect's temporary API server itself (a ``uvicorn``
+The CLI runs (on the thread runner, and on a local Dask cluster) without ``PREFECT_API_URL``, so it starts Prefect's temporary API server itself (a ``uvicorn``
 child, through :mod:`flows.api_server`). The test waits until the run is sending LLM requests to the fake
 server (test double), records every process the CLI has started (its descendants, and everything in its
 session), kills only the CLI's own process with SIGKILL, and checks that, after a short grace period, none of
@@ -54,12 +54,16 @@ def _in_session(sid):
 
 @pytest.mark.slow
 @pytest.mark.timeout(400)
-def test_sigkill_of_a_run_leaves_no_process_of_it(scripted_server, tmp_path):
+@pytest.mark.parametrize("runner", ["thread", "dask"])
+def test_sigkill_of_a_run_leaves_no_process_of_it(runner, scripted_server, tmp_path):
+    if runner == "dask":
+        pytest.importorskip("prefect_dask")
     scripted_server.latency_s = 0.5
     profiles = write_profiles(tmp_path / "profiles.toml", scripted_server.base_url, max_concurrency=1)
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}  # the run starts its own API server
     args = ["attribute", str(EXAMPLES), *sum((["-m", m] for m in METHODS), []), "--profiles", profiles,
-            "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "run"), "--no-progress"]
+            "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "run"), "--no-progress", "--runner", runner,
+            *(["--dask-workers", "2"] if runner == "dask" else [])]  # dask: a local cluster of worker processes
     with open(tmp_path / "run.log", "w") as log:
         proc = subprocess.Popen([sys.executable, "-c", CLI, *args], env=env, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)  # its own session: every process it starts is found
