@@ -167,7 +167,9 @@ def run_name_meta(args: argparse.Namespace) -> dict[str, Any]:
 
 def starting_prefect() -> None:
     """Say on stderr that Prefect is starting (its import and temporary API take 20-40 s here, silently)."""
-    print("agentcausal: starting Prefect (its temporary API server takes a while to start)…", file=sys.stderr,
+    url = os.environ.get("PREFECT_API_URL")
+    print(f"agentcausal: starting Prefect (API at {url})…" if url else
+          "agentcausal: starting Prefect (its temporary API server takes a while to start)…", file=sys.stderr,
           flush=True)
 
 
