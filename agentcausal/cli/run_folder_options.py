@@ -178,7 +178,9 @@ def failed_rows_exit(run_meta: dict[str, Any], *, unit: str, unreachable: str | 
 
     Parameters
     ----------
-    run_meta : the run's ``run.json`` (``rows``: ``failed``, ``not_run``, ``total``; ``stopped``)
+    run_meta : the run's ``run.json`` (``rows``: ``failed``, ``not_run``, ``total``; ``stopped``: the circuit
+        breaker's message, when it stopped the run; ``not_run`` rows count as failed only then, since rows a
+        budget held back (``--max-cost``) are not failures)
     unit : what a row is, for the message (``(trace, method) row``)
     unreachable : the one-line summary when every row failed on an unreachable endpoint, if so
 
@@ -189,13 +191,13 @@ def failed_rows_exit(run_meta: dict[str, Any], *, unit: str, unreachable: str | 
 
     Examples
     --------
-    >>> failed_rows_exit({"rows": {"total": 4, "failed": 0}}, unit="row")
+    >>> failed_rows_exit({"rows": {"total": 4, "failed": 0, "not_run": 2}}, unit="row")  # a budget's not_run rows
     0
     """
     rows = run_meta.get("rows") if isinstance(run_meta.get("rows"), dict) else {}
-    failed, not_run = int(rows.get("failed", 0) or 0), int(rows.get("not_run", 0) or 0)
-    total = int(rows.get("total", 0) or 0)
     stopped = run_meta.get("stopped")
+    failed, total = int(rows.get("failed", 0) or 0), int(rows.get("total", 0) or 0)
+    not_run = int(rows.get("not_run", 0) or 0) if stopped else 0  # held back by --max-cost: not failures
     sys.stdout.flush()
     if stopped:
         print(f"agentcausal: error: {stopped}", file=sys.stderr)
