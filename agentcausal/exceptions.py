@@ -454,12 +454,13 @@ class EndpointDownError(AgentCausalError):
     endpoint : str, the endpoint (``profile at URL``)
     failures : int, consecutive failed requests that opened the breaker
     cause : str, the last failure
+    profile : str or None, the profile whose endpoint it is (methods routed elsewhere go on)
     """
 
-    def __init__(self, endpoint: str, failures: int, cause: str) -> None:
+    def __init__(self, endpoint: str, failures: int, cause: str, profile: str | None = None) -> None:
         super().__init__(f"endpoint down: {endpoint} failed {failures} requests in a row ({cause}); the run "
                          "stopped sending work to it")
-        self.endpoint, self.failures, self.cause = endpoint, failures, cause
+        self.endpoint, self.failures, self.cause, self.profile = endpoint, failures, cause, profile
 
     def __reduce__(self):  # pickled across processes (Dask) with its own arguments
-        return (type(self), (self.endpoint, self.failures, self.cause))
+        return (type(self), (self.endpoint, self.failures, self.cause, self.profile))

@@ -80,7 +80,10 @@ def _run_engine(half: RunHalf, plan: Plan, settings: RunSettings, task: Task, ru
 
 
 def _in_flight(settings: RunSettings) -> tuple[int, int]:
-    """LLM calls and tokens of this process's items in flight (the gateway's ledger holds them until done)."""
+    """LLM calls and tokens of this process's items in flight (the gateway's ledger holds them until done); none
+    before a task made the process's gateway (the heartbeat never makes one: on Dask the workers hold theirs)."""
+    if not gateway_for.cache_info().currsize:
+        return 0, 0
     u = gateway_for(settings).usage.total()
     return u.calls, u.prompt_tokens + u.completion_tokens
 

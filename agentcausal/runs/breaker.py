@@ -4,10 +4,12 @@ A job fails "on a dead endpoint" when one of its LLM requests is given up on aft
 retries because the endpoint refused the connection, timed out or answered 5xx
 (:class:`~agentcausal.exceptions.EndpointUnreachableError`, or :class:`~agentcausal.exceptions.LLMCallError`
 with a 5xx status). After ``limit`` such failures in a row on one endpoint (no job finishing in between)
-the breaker opens: jobs not yet started raise :class:`~agentcausal.exceptions.EndpointDownError` at once
-instead of calling the endpoint, the engine submits no more chunks, and every job left is recorded with
-status ``not_run`` (never stored: the next run computes it) and the message naming the endpoint. A job
-that finishes (whatever its status) closes the count of every endpoint, since its requests were answered.
+the breaker opens: jobs not yet started of every method routed to that endpoint's profile raise
+:class:`~agentcausal.exceptions.EndpointDownError` at once instead of calling it, the engine submits no
+more of their chunks, and every such job left is recorded with status ``not_run`` (never stored: the
+next run computes it) and the message naming the endpoint. Methods that do not use the profile
+(statistical discovery, another routed endpoint) go on. A job that finishes (whatever its status)
+closes the count of every endpoint, since its requests were answered.
 
 ``limit`` is :attr:`agentcausal.settings.RunSettings.breaker_after` (``--breaker-after``,
 ``$AGENTCAUSAL_BREAKER_AFTER``; default :data:`DEFAULT_BREAKER_AFTER`; 0 turns the breaker off). The
@@ -24,13 +26,13 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Collection
+from typing import Any, TypeVar
 
 from agentcausal.exceptions import EndpointDownError, EndpointUnreachableError, LLMCallError
 from agentcausal.settings import DEFAULT_BREAKER_AFTER
 
-__all__ = ["DEFAULT_BREAKER_AFTER", "CircuitBreaker", "breaker_for", "dead_endpoint"]
+__all__ = ["DEFAULT_BREAKER_AFTER", "CircuitBreaker", "breaker_for", "dead_endpoint", "method_profiles"]
 
 R = TypeVar("R")
 
@@ -50,6 +52,20 @@ def dead_endpoint(exc: BaseException) -> str | None:
     if isinstance(exc, LLMCallError) and exc.status is not None and exc.status >= 500:
         return f"profile {exc.profile!r}"
     return None
+
+
+def method_profiles(plan: Any, method: str) -> set[str] | None:
+    """The profiles a plan's method is routed to (its ``stages``' ``profile:model``); None when the plan does not say.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> method_profiles(NS(methods={"m": NS(stages={"baseline": "fake:fake-model"})}), "m")
+    {'fake'}
+    """
+    spec = (getattr(plan, "methods", None) or {}).get(method)
+    stages = getattr(spec, "stages", None)
+    return None if stages is None else {str(v).split(":", 1)[0] for v in stages.values()}
 
 
 class CircuitBreaker:
@@ -89,7 +105,8 @@ class CircuitBreaker:
             if endpoint is not None and self.limit > 0 and self.error is None:
                 n = self._counts[endpoint] = self._counts.get(endpoint, 0) + 1
                 if n >= self.limit:
-                    self.error = EndpointDownError(endpoint, n, str(getattr(exc, "cause", None) or exc))
+                    self.error = EndpointDownError(endpoint, n, str(getattr(exc, "cause", None) or exc),
+                                                   getattr(exc, "profile", None))
             return self.error is not None
 
     def trip(self, error: EndpointDownError) -> None:
@@ -98,21 +115,27 @@ class CircuitBreaker:
             if self.error is None:
                 self.error = error
 
+    def blocks(self, profiles: Collection[str] | None) -> bool:
+        """Whether a job routed to ``profiles`` (None: not known) may not start: the breaker is open on one of them."""
+        e = self.error
+        return e is not None and (profiles is None or e.profile is None or e.profile in profiles)
+
     def _fresh(self) -> EndpointDownError:
         e = self.error
         assert e is not None
-        return EndpointDownError(e.endpoint, e.failures, e.cause)  # one object per raise (threads)
+        return EndpointDownError(e.endpoint, e.failures, e.cause, e.profile)  # one object per raise (threads)
 
-    def guard(self, fn: Callable[[], R]) -> Callable[[], R]:
-        """``fn`` run only while the breaker is closed, its outcome counted.
+    def guard(self, fn: Callable[[], R], profiles: Collection[str] | None = None) -> Callable[[], R]:
+        """``fn`` (a job routed to ``profiles``; None: not known) run only while the breaker lets it, its outcome
+        counted.
 
         Raises
         ------
         EndpointDownError
-            When the breaker is open before the job starts, or the job's failure opened it.
+            When the breaker is open on one of ``profiles`` before the job starts, or the job's failure opened it.
         """
         def guarded() -> R:
-            if self.error is not None:
+            if self.blocks(profiles):
                 raise self._fresh()
             try:
                 out = fn()

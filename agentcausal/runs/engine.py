@@ -44,7 +44,7 @@ from typing import Any, Protocol, TypeVar
 from agentcausal.exceptions import EndpointDownError
 from agentcausal.llm import Gateway
 from agentcausal.records import RunRecord
-from agentcausal.runs.breaker import breaker_for
+from agentcausal.runs.breaker import breaker_for, method_profiles
 from agentcausal.runs.folder import write_run_meta
 from agentcausal.runs.heartbeat import meter_for
 from agentcausal.runs.plan import Plan, PlanItem, write_plan
@@ -208,9 +208,10 @@ def run_chunk(half: RunHalf, chunk: Chunk) -> list[RunRecord | None] | None:
         The first failure of the run, after every job was tried (the orchestrator retries the chunk).
     """
     store = result_store(chunk.settings, half.kind, half.record_type)
-    guard = breaker_for(half.kind, chunk.not_before, chunk.settings.breaker_after).guard  # runs/breaker.py
+    breaker = breaker_for(half.kind, chunk.not_before, chunk.settings.breaker_after)  # runs/breaker.py
+    profiles = method_profiles(chunk.plan, chunk.method)
     meter = meter_for(half.kind, chunk.not_before)  # calls and tokens so far (runs/heartbeat.py)
-    jobs = [(key, guard(meter.counted(functools.partial(half.run, job, chunk.plan, chunk.settings))))
+    jobs = [(key, breaker.guard(meter.counted(functools.partial(half.run, job, chunk.plan, chunk.settings)), profiles))
             for job, key in zip(chunk.jobs, chunk.keys, strict=True)]
     out = run_items(jobs, store, not_before=chunk.not_before, workers=half.item_workers(chunk.settings),
                     store_if=half.storable)
@@ -296,12 +297,12 @@ class RunEngine:
 
     def chunks(self) -> Iterator[Chunk]:
         """The chunks to run, cut from the jobs the store cannot answer, as the plan is read (pass 1); once the
-        circuit breaker is open, none: their jobs get ``not_run`` records."""
+        circuit breaker is open on an endpoint a method uses, none of that method's: their jobs get ``not_run``."""
         for chunk in self._cut():
-            if self.breaker.error is None:
+            if not self.breaker.blocks(method_profiles(self.header, chunk.method)):
                 yield chunk
             else:
-                self._not_run(chunk, self.breaker.error)
+                self._not_run(chunk, self.breaker.error)  # type: ignore[arg-type]
 
     def _not_run(self, chunk: Chunk, error: EndpointDownError) -> None:
         for job, key in zip(chunk.jobs, chunk.keys, strict=True):

@@ -76,3 +76,27 @@ def test_breaker_setting_from_the_environment(monkeypatch):
 
     err = EndpointDownError("p at u", 3, "refused")
     assert str(pickle.loads(pickle.dumps(err))) == str(err)  # crosses to Dask workers and back
+
+
+def test_methods_not_routed_to_the_dead_endpoint_go_on(fake_server, tmp_path):
+    from agentcausal.discovery.jobs import DISCOVERY
+    from agentcausal.discovery.plan import plan_discovery
+
+    fake_server.inject(*[503] * 10_000)  # the LLM baseline's endpoint is dead; PC needs none
+    profiles = write_profiles(tmp_path / "profiles.toml", fake_server.base_url, max_concurrency=2)
+    settings = RunSettings(profiles_path=profiles, cache_dir=str(tmp_path / "cache"), breaker_after=2)
+    seeds = list(range(6))
+    plan = plan_discovery(["cancer", "earthquake"], ["llm_zero_shot", "pc"], settings, seeds=seeds, n=200)
+    engine = RunEngine(DISCOVERY, plan, settings, chunk_size=1)
+    with ThreadPoolExecutor(2) as pool:
+        drive(engine, submit=lambda c: pool.submit(run_chunk, DISCOVERY, c),
+              result=lambda f: f.exception() or f.result())
+    summary = engine.finish(tmp_path / "d")
+    df = pd.read_parquet(tmp_path / "d" / "results.parquet")
+    assert summary.stopped and summary.not_run > 0
+    assert set(df.loc[df.method == "pc", "status"]) == {"complete"}  # statistical runs are not held back
+    assert set(df.loc[df.method == "llm_zero_shot", "status"]) <= {"failed", "not_run"}
+    assert CircuitBreaker(1).blocks(None) is False
+    b = CircuitBreaker(1)
+    b.failure(EndpointUnreachableError("p", "http://h/v1", "refused"))
+    assert b.blocks({"p"}) and not b.blocks({"q"}) and b.blocks(None)

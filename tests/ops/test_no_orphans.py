@@ -1,7 +1,7 @@
 """No orphans: the ``attribute`` CLI killed with SIGKILL in the middle of a run leaves no process behind.
 
-The CLI runs (on the thread runner, and on a local Dask cluster) without ``PREFECT_API_URL``, so it starts Prefect's temporary API server itself (a ``uvicorn``
-child, through :mod:`flows.api_server`). The test waits until the run is sending LLM requests to the fake
+The CLI runs (on the thread runner, and on a local Dask cluster) without ``PREFECT_API_URL``, so it starts
+Prefect's temporary API server itself (a ``uvicorn`` child, through :mod:`flows.api_server`). The test waits until the run is sending LLM requests to the fake
 server (test double), records every process the CLI has started (its descendants, and everything in its
 session), kills only the CLI's own process with SIGKILL, and checks that, after a short grace period, none of
 them is alive (a zombie waiting for its new parent to reap it counts as gone).
