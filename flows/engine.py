@@ -22,6 +22,7 @@ from agentcausal.runs.heartbeat import meter_for
 from agentcausal.runs.lock import run_folder_lock
 from agentcausal.runs.plan import Plan
 from agentcausal.settings import RunSettings
+from agentcausal.runs.budget import BudgetGate  # --max-cost
 from flows import naming
 from flows.progress import RunProgress
 
@@ -32,7 +33,8 @@ UNITS = {"attribute": "(trace, method) result", "discover": "(dataset, seed, met
 
 
 def run_engine(half: RunHalf, plan: Plan, settings: RunSettings, task: Task, run_dir: str, *,
-               chunk_size: int | None, subject: str, bar: bool, meta: Mapping[str, Any]) -> RunSummary:
+               chunk_size: int | None, subject: str, bar: bool, meta: Mapping[str, Any],
+               max_cost: float | None = None, spent_before_usd: float = 0.0) -> RunSummary:
     """Run ``plan`` through the engine with ``task`` as the chunk task; write the run folder; its summary.
 
     Parameters
@@ -45,6 +47,8 @@ def run_engine(half: RunHalf, plan: Plan, settings: RunSettings, task: Task, run
     subject : the corpus or datasets, for artifact keys
     bar : show a tqdm bar
     meta : facts for ``run.json`` beside the engine's
+    max_cost : USD or None, ``--max-cost``: chunks past it are held back as ``not_run`` (:mod:`agentcausal.runs.budget`)
+    spent_before_usd : USD the run folder's earlier invocations spent (``--resume``), counted against ``max_cost``
     """
     with run_folder_lock(run_dir):  # one run per folder (re-entrant: the CLI holds it already)
         return _run_engine(half, plan, settings, task, run_dir, chunk_size=chunk_size, subject=subject, bar=bar,
@@ -54,7 +58,12 @@ def run_engine(half: RunHalf, plan: Plan, settings: RunSettings, task: Task, run
 def _run_engine(half: RunHalf, plan: Plan, settings: RunSettings, task: Task, run_dir: str, *,
                 chunk_size: int | None, subject: str, bar: bool, meta: Mapping[str, Any]) -> RunSummary:
     kind, unit = half.kind, UNITS[half.kind]
-    engine = RunEngine(half, plan, settings, chunk_size=chunk_size)
+    engine = RunEngine(half, plan, settings, chunk_size=chunk_size,
+                       budget=None if max_cost is None else BudgetGate.from_plan(plan, max_cost, spent_before_usd))
+    engine.spend.before = spent_before_usd
+    if engine.budget is not None and engine.budget.unpriced:
+        print(f"{kind}: --max-cost cannot weigh {', '.join(engine.budget.unpriced)}: a routed stage's price is "
+              "unknown (no price in its profile), so its calls count as $0 against the cap")
     shown = RunProgress(engine.total, 0, desc=kind, unit=unit.split()[-1], bar=bar,
                         key=naming.key(f"{kind}-progress", subject), description=f"{engine.total} {unit}s",
                         meter=meter_for(kind, engine.started), live=lambda: _in_flight(settings))
@@ -76,6 +85,9 @@ def _run_engine(half: RunHalf, plan: Plan, settings: RunSettings, task: Task, ru
                                           f"from the results store (no task run)"
                                           + (f"; first {REUSED_LISTED:,} listed" if summary.reused > REUSED_LISTED
                                              else ""))
+    if engine.budget is not None and engine.budget.refused_jobs:
+        print(f"{kind}: {engine.budget.refused_jobs} of {summary.rows} {unit}s not run (budget: --max-cost "
+              f"${max_cost:g}); the same command with --resume and a higher --max-cost runs them")
     return summary
 
 

@@ -50,6 +50,7 @@ from agentcausal.runs.heartbeat import meter_for
 from agentcausal.runs.plan import Plan, PlanItem, write_plan
 from agentcausal.runs.scheduling import MAX_CHUNKS, chunk_length, run_items
 from agentcausal.runs.store import RETRIED_STATUSES, ResultStore
+from agentcausal.runs.budget import BudgetGate, SpendTally, not_run_record, record_cost  # --max-cost, spend
 from agentcausal.settings import RunSettings
 
 __all__ = ["DEFAULT_CHUNK_SIZE", "Job", "Chunk", "RunHalf", "RecordSink", "RunSummary", "RunEngine", "run_chunk",
@@ -261,6 +262,8 @@ class RunEngine:
         task per job); None: the half's ``default_chunk_size``, or more where a method would otherwise have
         over :data:`~agentcausal.runs.scheduling.MAX_CHUNKS` chunks
     on_progress : callable or None, called with the number of jobs newly done (reused or finished)
+    budget : BudgetGate or None, ``--max-cost`` (:mod:`agentcausal.runs.budget`): :func:`drive` asks it before each
+        chunk; with one, a method's default chunk is one job (up to MAX_CHUNKS chunks), so the gate acts per job
 
     Raises
     ------
@@ -269,7 +272,7 @@ class RunEngine:
     """
 
     def __init__(self, half: RunHalf, plan: Plan, settings: RunSettings, *, chunk_size: int | None = None,
-                 on_progress: Callable[[int], None] | None = None) -> None:
+                 on_progress: Callable[[int], None] | None = None, budget: BudgetGate | None = None) -> None:
         self.half, self.plan, self.settings = half, plan, settings
         self.header = plan.header()
         self.started = time.time()
@@ -277,7 +280,9 @@ class RunEngine:
         self.keyer = half.keyer(plan, settings)
         counts = half.job_counts(plan)
         self.total = sum(counts.values())
-        self.chunk_len = {m: chunk_length(n, chunk_size or max(half.default_chunk_size, -(-n // MAX_CHUNKS)))
+        self.budget, self.spend = budget, SpendTally()  # the --max-cost gate; what this run paid
+        default = 1 if budget is not None else half.default_chunk_size
+        self.chunk_len = {m: chunk_length(n, chunk_size or max(default, -(-n // MAX_CHUNKS)))
                           for m, n in counts.items()}
         self.on_progress = on_progress
         self.unstored: dict[str, RunRecord] = {}  # records no store holds: fallbacks after a run failure, failures
@@ -360,6 +365,16 @@ class RunEngine:
             for key, rec in zip(chunk.keys, result, strict=True):
                 if rec is not None:
                     self.unstored[key] = rec
+        if self.budget is not None:  # its spend: the cost of the records it stored this run (None: failed)
+            self.budget.settle(chunk, None if isinstance(result, BaseException) else sum(
+                record_cost(s.record) for s in self.store.get_many(list(chunk.keys))
+                if s is not None and s.stored_at >= self.started))
+        self._progress(len(chunk.jobs))
+
+    def hold_back(self, chunk: Chunk) -> None:
+        """A chunk the budget refused: each job gets a ``not_run`` record (never stored)."""
+        for job, key in zip(chunk.jobs, chunk.keys, strict=True):
+            self.unstored[key] = not_run_record(self.half, job, self.budget.max_cost if self.budget else 0.0)
         self._progress(len(chunk.jobs))
 
     def finish(self, run_dir: str | Path, meta: Mapping[str, Any] | None = None) -> RunSummary:
@@ -383,6 +398,8 @@ class RunEngine:
                 batch = []
         self._write(batch, sink, summary)
         extra = sink.close()
+        extra["spend"] = {**self.spend.facts(self.plan.estimate),  # the actual beside the estimate (runs/budget.py)
+                          "budget": self.budget.facts() if self.budget is not None else None}
         summary.dropped = self.store.dropped - self._dropped_before
         summary.stopped = str(self.breaker.error) if self.breaker.error is not None else None
         summary.wall_seconds = round(time.time() - self.started, 2)
@@ -419,6 +436,7 @@ class RunEngine:
                 if len(summary.reused_rows) < REUSED_LISTED:
                     summary.reused_rows.append({"id": job.item.id, "method": job.method, "status": rec.status,
                                                 **({"seed": job.seed} if self.half.kind == "discover" else {})})
+            self.spend.add(job.method, rec)
             sink.add(job, rec)
 
 
@@ -446,6 +464,12 @@ def drive(engine: RunEngine, submit: Callable[[Chunk], F], result: Callable[[F],
     for chunk in engine.chunks():
         while len(in_flight) >= window:
             collect()
+        if engine.budget is not None:  # --max-cost: wait for the chunks in flight, then submit or hold back
+            while in_flight and not engine.budget.fits(chunk):
+                collect()
+            if not engine.budget.admit(chunk):
+                engine.hold_back(chunk)
+                continue
         fut = submit(chunk)
         in_flight[id(fut)] = (chunk, fut)
         fut.add_done_callback(finished.put)  # type: ignore[attr-defined]
