@@ -9,8 +9,9 @@ rows this run paid nothing for in a table artifact; :func:`publish_report` adds 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from prefect import Task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
@@ -28,10 +29,24 @@ from flows.progress import RunProgress
 
 __all__ = ["run_engine", "publish_report"]
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 #: what one job of each half is called in progress lines and artifacts
 UNITS = {"attribute": "(trace, method) result", "discover": "(dataset, seed, method) run"}
 
 
+def _holding_run_folder(fn: F) -> F:
+    """``fn(half, plan, settings, task, run_dir, ...)`` holding ``run_dir``'s lock (:mod:`agentcausal.runs.lock`):
+    one run per folder; re-entrant, so a CLI that holds it already goes on."""
+    @functools.wraps(fn)
+    def holding(half: RunHalf, plan: Plan, settings: RunSettings, task: Task, run_dir: str, **kw: Any) -> Any:
+        with run_folder_lock(run_dir):
+            return fn(half, plan, settings, task, run_dir, **kw)
+
+    return holding  # type: ignore[return-value]
+
+
+@_holding_run_folder
 def run_engine(half: RunHalf, plan: Plan, settings: RunSettings, task: Task, run_dir: str, *,
                chunk_size: int | None, subject: str, bar: bool, meta: Mapping[str, Any],
                max_cost: float | None = None, spent_before_usd: float = 0.0) -> RunSummary:
@@ -50,13 +65,6 @@ def run_engine(half: RunHalf, plan: Plan, settings: RunSettings, task: Task, run
     max_cost : USD or None, ``--max-cost``: chunks past it are held back as ``not_run`` (:mod:`agentcausal.runs.budget`)
     spent_before_usd : USD the run folder's earlier invocations spent (``--resume``), counted against ``max_cost``
     """
-    with run_folder_lock(run_dir):  # one run per folder (re-entrant: the CLI holds it already)
-        return _run_engine(half, plan, settings, task, run_dir, chunk_size=chunk_size, subject=subject, bar=bar,
-                           meta=meta)
-
-
-def _run_engine(half: RunHalf, plan: Plan, settings: RunSettings, task: Task, run_dir: str, *,
-                chunk_size: int | None, subject: str, bar: bool, meta: Mapping[str, Any]) -> RunSummary:
     kind, unit = half.kind, UNITS[half.kind]
     engine = RunEngine(half, plan, settings, chunk_size=chunk_size,
                        budget=None if max_cost is None else BudgetGate.from_plan(plan, max_cost, spent_before_usd))
