@@ -244,4 +244,4 @@ def test_run_whose_endpoint_drops_every_request_exits_4_naming_it(tmp_path, caps
     assert "Traceback" not in err
     lines = err.strip().splitlines()
     assert lines[-2].startswith(f"agentcausal: error: endpoint unreachable: cli at {url}")
-    assert lines[-1].startswith("agentcausal: 1 of 1 (trace, method) rows failed")
+    assert lines[-1].startswith("agentcausal: 1 of 1 (trace, method) rows not computed")

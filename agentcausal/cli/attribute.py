@@ -369,6 +369,10 @@ def _print_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool
     overall, failures = shown.overall, shown.failures
     print(console_summary(load_results(run_dir), accuracy_text(shown), run_dir))  # unlabelled: the blamed steps
     st = failures["status"].value_counts() if "status" in failures and len(failures) else {}
+    if st.get("not_run", 0) and "error" in failures:  # the circuit breaker's not_run rows are failures (exit 4)
+        down = int((failures["status"].eq("not_run") & failures["error"].astype(str).str.startswith(
+            "EndpointDownError")).sum())
+        st = {**st, "not_run": st["not_run"] - down, "failed": st.get("failed", 0) + down}
     if st.get("not_run", 0):  # held back by --max-cost: not failures
         print(f"\n{st['not_run']} (trace, method) pairs not run (budget: --max-cost); the same command with --resume "
               "and a higher --max-cost runs them.")

@@ -358,6 +358,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
     frame = load_scored(run_dir)
     print(summary_text(frame, reversal_cost=args.shd_reversal))
     held = frame["status"] == "not_run" if "status" in frame else frame["error"] != frame["error"]
+    held &= ~frame["error"].astype(str).str.startswith("EndpointDownError")  # the circuit breaker's: failures
     failed = frame[(frame["error"] != "") & ~held]
     if len(failed):
         print(f"\n{len(failed)} failed runs; see the report.")

@@ -179,8 +179,8 @@ def failed_rows_exit(run_meta: dict[str, Any], *, unit: str, unreachable: str | 
     Parameters
     ----------
     run_meta : the run's ``run.json`` (``rows``: ``failed``, ``not_run``, ``total``; ``stopped``: the circuit
-        breaker's message, when it stopped the run; ``not_run`` rows count as failed only then, since rows a
-        budget held back (``--max-cost``) are not failures)
+        breaker's message, when it stopped the run); ``not_run`` rows (the breaker's, or held back by
+        ``--max-cost``) are rows not computed, as ``failed`` ones are
     unit : what a row is, for the message (``(trace, method) row``)
     unreachable : the one-line summary when every row failed on an unreachable endpoint, if so
 
@@ -191,13 +191,13 @@ def failed_rows_exit(run_meta: dict[str, Any], *, unit: str, unreachable: str | 
 
     Examples
     --------
-    >>> failed_rows_exit({"rows": {"total": 4, "failed": 0, "not_run": 2}}, unit="row")  # a budget's not_run rows
+    >>> failed_rows_exit({"rows": {"total": 4, "failed": 0, "not_run": 0}}, unit="row")
     0
     """
     rows = run_meta.get("rows") if isinstance(run_meta.get("rows"), dict) else {}
     stopped = run_meta.get("stopped")
     failed, total = int(rows.get("failed", 0) or 0), int(rows.get("total", 0) or 0)
-    not_run = int(rows.get("not_run", 0) or 0) if stopped else 0  # held back by --max-cost: not failures
+    not_run = int(rows.get("not_run", 0) or 0)  # the breaker stopped the run, or --max-cost held them back
     sys.stdout.flush()
     if stopped:
         print(f"agentcausal: error: {stopped}", file=sys.stderr)
@@ -206,6 +206,6 @@ def failed_rows_exit(run_meta: dict[str, Any], *, unit: str, unreachable: str | 
     if not failed and not not_run:
         return OK
     code = ENDPOINT_DOWN if stopped or unreachable else FAILED_ROWS
-    print(f"agentcausal: {failed + not_run} of {total} {unit}s failed ({failed} failed, {not_run} not run); "
+    print(f"agentcausal: {failed + not_run} of {total} {unit}s not computed ({failed} failed, {not_run} not run); "
           f"not cached: the next run computes them", file=sys.stderr)
     return code
