@@ -194,7 +194,7 @@ def test_dry_run_refuses_traces_without_ground_truth_like_the_run(tmp_path, caps
 
 
 def test_refused_imported_run_leaves_no_run_folder(tmp_path, capsys):
-    from tests.traces.importers.conftest import genai_spans, otlp_json
+    from agentcausal_fakes.spans import genai_spans, otlp_json
 
     f = tmp_path / "spans.json"
     f.write_text(json.dumps(otlp_json(genai_spans())))
@@ -212,7 +212,7 @@ def test_demo_unknown_preset_fails_before_any_work(capsys, monkeypatch):
 
 
 def test_attribute_dry_run_on_an_imported_format_writes_nothing(tmp_path, capsys):
-    from tests.traces.importers.conftest import genai_spans, otlp_json
+    from agentcausal_fakes.spans import genai_spans, otlp_json
 
     f = tmp_path / "spans.json"
     f.write_text(json.dumps(otlp_json(genai_spans())))
@@ -227,7 +227,7 @@ def test_imported_corpus_records_its_source_and_labels_files(tmp_path, capsys, m
     import hashlib
 
     import flows.attribute
-    from tests.traces.importers.conftest import genai_spans, otlp_json
+    from agentcausal_fakes.spans import genai_spans, otlp_json
 
     f = tmp_path / "spans.json"
     f.write_text(json.dumps(otlp_json(genai_spans())))

@@ -9,7 +9,7 @@ code without the reshaping, and equal to what the reshaped run path gives. Both 
 fixed :class:`~agentcausal.demo_selection.DemoSelection`: the four demo attribution methods on
 two example traces of ``data/examples``, and PC, GES, MAC and the zero-shot
 LLM baseline on Earthquake (n = 300, seed 0). Replies are deterministic and
-schema-valid (:class:`bench.responders.BenchResponder` for attribution, the
+schema-valid (:class:`agentcausal_fakes.responders.BenchResponder` for attribution, the
 MAC test responder for discovery); embeddings are the fake server's
 deterministic vectors.
 
@@ -68,7 +68,7 @@ MAC_SCHEMAS = {"AlgorithmProposalReply", "AlgorithmVerdictReply", "GraphProposal
 
 
 def _responder():
-    from bench.responders import BenchResponder, schema_name
+    from agentcausal_fakes.responders import BenchResponder, schema_name
 
     bench, mac = BenchResponder(), mac_responder(affirmative_edges=EDGES, negative_edges=EDGES[:2])
 

@@ -21,7 +21,7 @@ from agentcausal.discovery.datasets import BENCHMARKS
 from agentcausal.runs import engine
 from agentcausal.runs.plan import read_plan
 from agentcausal.settings import RunSettings
-from bench.responders import BenchResponder, schema_name
+from agentcausal_fakes.responders import BenchResponder, schema_name
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "data" / "examples"
 

@@ -1,7 +1,7 @@
 """The bench responders answer every reply model validly, so the benchmarks do not rot.
 
 Each registered attribution method runs against the fake OpenAI server (test
-double) with :class:`bench.responders.BenchResponder`; a reply that failed
+double) with :class:`agentcausal_fakes.responders.BenchResponder`; a reply that failed
 validation would show up as a repair request (requests > calls) or an error.
 """
 
@@ -13,7 +13,7 @@ from agentcausal.attribution.jobs import run_method
 from agentcausal.attribution.registry import method_names
 from agentcausal.discovery.mac import prompts as mac_prompts
 from agentcausal.traces.model import Label, Step, Trace
-from bench.responders import HANDLED_SCHEMAS, BenchResponder, instance_from_schema
+from agentcausal_fakes.responders import HANDLED_SCHEMAS, BenchResponder, instance_from_schema
 
 
 def _trace(n: int = 7, tid: str = "bench/seven-steps") -> Trace:
