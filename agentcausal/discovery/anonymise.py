@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
-from agentcausal.discovery.datasets import Dataset, DatasetMetadata, VariableInfo
+from agentcausal.discovery.dataset_model import Dataset, DatasetMetadata, VariableInfo
 from agentcausal.discovery.graph import CausalGraph, Edge
 from agentcausal.exceptions import ConfigError
 

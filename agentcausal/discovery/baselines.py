@@ -8,7 +8,8 @@ Le et al. "Multi-Agent Causal Discovery Using Large Language Models." arXiv:2407
 
 from __future__ import annotations
 
-from agentcausal.discovery.datasets import Dataset, metadata_text
+from agentcausal.discovery.dataset_model import Dataset
+from agentcausal.discovery.datasets import metadata_text
 from agentcausal.discovery.graph import RepairedGraph, repair_to_dag
 from agentcausal.discovery.llm_common import graph_answer
 from agentcausal.discovery.mac import prompts as P

@@ -11,8 +11,7 @@
   before any method (see :func:`load_user_dataset` and
   :mod:`agentcausal.discovery.user_data`).
 
-The :class:`Dataset` type itself lives in :mod:`agentcausal.discovery.dataset_model`
-(re-exported here), so the two loaders import it and not each other.
+The :class:`Dataset` type both loaders build is :mod:`agentcausal.discovery.dataset_model`'s.
 
 Every variable has a description in ``data/descriptions/<name>.json``; MAC's
 metadata text I is built from them (:func:`metadata_text`).
@@ -37,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agentcausal.discovery.dataset_model import Dataset, DatasetMetadata, DataType, VariableInfo
+from agentcausal.discovery.dataset_model import Dataset, DatasetMetadata, VariableInfo
 from agentcausal.discovery.graph import CausalGraph
 from agentcausal.discovery.user_data import DatasetChecks, read_user_dataset
 from agentcausal.exceptions import DatasetError
@@ -46,10 +45,6 @@ __all__ = [
     "BNLEARN_NETWORKS",
     "BENCHMARKS",
     "MAIN_BENCHMARKS",
-    "DataType",
-    "VariableInfo",
-    "DatasetMetadata",
-    "Dataset",
     "data_dir",
     "load_dataset",
     "load_user_dataset",

@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentcausal.discovery.datasets import Dataset
+from agentcausal.discovery.dataset_model import Dataset
 from agentcausal.discovery.graph import CausalGraph
 from agentcausal.discovery.llm_common import (
     baseline_messages,

@@ -19,7 +19,8 @@ from typing import Literal, NamedTuple
 import numpy as np
 from pydantic import BaseModel, Field, create_model
 
-from agentcausal.discovery.datasets import Dataset, metadata_text
+from agentcausal.discovery.dataset_model import Dataset
+from agentcausal.discovery.datasets import metadata_text
 from agentcausal.discovery.mac import prompts as P
 from agentcausal.discovery.mac.calls import graph_reply_tokens
 from agentcausal.llm.replies import ShortText

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from agentcausal.discovery.config import DiscoveryConfig
-from agentcausal.discovery.datasets import BENCHMARKS, Dataset, data_dir, load_dataset, load_spec
+from agentcausal.discovery.dataset_model import Dataset
+from agentcausal.discovery.datasets import BENCHMARKS, data_dir, load_dataset, load_spec
 from agentcausal.discovery.registry import DCM_METHODS, method_settings, method_stages, resolve_methods
 from agentcausal.discovery.rounds import base_method
 from agentcausal.discovery.user_data import unique_dataset_names

@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentcausal.discovery.anonymise import anonymise
-from agentcausal.discovery.datasets import Dataset, load_spec
+from agentcausal.discovery.dataset_model import Dataset
+from agentcausal.discovery.datasets import load_spec
 from agentcausal.discovery.mac.preview import mac_method_previews
 from agentcausal.discovery.registry import mac_settings, split_method
 from agentcausal.discovery.rounds import apply_rounds

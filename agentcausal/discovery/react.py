@@ -30,7 +30,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from agentcausal.discovery.algorithms import ALGORITHMS, default_choice, run_algorithm
-from agentcausal.discovery.datasets import Dataset
+from agentcausal.discovery.dataset_model import Dataset
 from agentcausal.discovery.graph import CausalGraph, RepairedGraph, repair_to_dag
 from agentcausal.discovery.llm_common import baseline_messages, data_summary, graph_answer, metadata_block
 from agentcausal.discovery.mac import prompts as P

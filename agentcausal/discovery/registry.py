@@ -37,7 +37,7 @@ from agentcausal.discovery.algorithms import ALGORITHMS, default_choice, run_alg
 from agentcausal.discovery.anonymise import ANONYMISE_MODES, anonymise, restore_names
 from agentcausal.discovery.baselines import llm_zero_shot
 from agentcausal.discovery.config import DiscoveryConfig
-from agentcausal.discovery.datasets import Dataset
+from agentcausal.discovery.dataset_model import Dataset
 from agentcausal.discovery.graph import CausalGraph
 from agentcausal.discovery.ils_csl import ils_csl
 from agentcausal.discovery.llm_scd import llm_scd

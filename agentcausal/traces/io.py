@@ -45,17 +45,13 @@ from typing import NamedTuple
 from pydantic import ValidationError
 
 from agentcausal.exceptions import InputFileError, InvalidTracesError, TraceFormatError
-from agentcausal.input_files import (check_input_file, input_refusal, loads_json, max_input_bytes, read_input_bytes,
-                                     read_input_text, read_json_file)
+from agentcausal.input_files import input_refusal, loads_json, max_input_bytes
 from agentcausal.traces.model import Trace
 from agentcausal.traces.text import content_text, optional_text
 from agentcausal.traces.whowhen import SUBSETS, load_who_and_when_file, who_and_when_files
 
 __all__ = ["TraceScan", "ScannedTrace", "read_jsonl", "iter_jsonl", "read_jsonl_line", "write_jsonl", "iter_traces",
-           "scan_traces", "load_traces", "check_unique_ids", "select_traces",
-           # safe reading of user files, for the importers (see agentcausal.input_files)
-           "check_input_file", "input_refusal", "loads_json", "max_input_bytes", "read_input_bytes", "read_input_text",
-           "read_json_file"]
+           "scan_traces", "load_traces", "check_unique_ids", "select_traces"]
 
 
 class TraceScan(NamedTuple):

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from agentcausal.discovery.datasets import Dataset, DatasetMetadata, VariableInfo
+from agentcausal.discovery.dataset_model import Dataset, DatasetMetadata, VariableInfo
 from agentcausal.discovery.graph import CausalGraph
 
 

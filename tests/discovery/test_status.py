@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from agentcausal.discovery.datasets import DatasetMetadata, VariableInfo
+from agentcausal.discovery.dataset_model import DatasetMetadata, VariableInfo
 from agentcausal.discovery.graph import CausalGraph
 from agentcausal.discovery.cache_key import discovery_key
 from agentcausal.discovery.config import DiscoveryConfig

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from agentcausal.discovery.datasets import Dataset, metadata_text, sample_rows
+from agentcausal.discovery.dataset_model import Dataset
+from agentcausal.discovery.datasets import metadata_text, sample_rows
 from agentcausal.discovery.algorithms import default_choice
 from agentcausal.discovery.mac.mdm import Debate, DebateRound, ProposedAlgorithm, Verdict, debate_algorithm, \
     format_rows

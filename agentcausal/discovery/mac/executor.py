@@ -35,7 +35,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from agentcausal.discovery.algorithms import EXACT_SEARCH_SUPERGRAPH_ABOVE, AlgorithmChoice, run_algorithm
-from agentcausal.discovery.datasets import Dataset
+from agentcausal.discovery.dataset_model import Dataset
 from agentcausal.discovery.graph import CausalGraph
 from agentcausal.discovery.mac import prompts as P
 from agentcausal.discovery.mac.calls import completion_cap, structured

@@ -62,7 +62,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentcausal.discovery.algorithms import AlgorithmChoice, default_choice
-from agentcausal.discovery.datasets import Dataset, metadata_text
+from agentcausal.discovery.dataset_model import Dataset
+from agentcausal.discovery.datasets import metadata_text
 from agentcausal.discovery.graph import CausalGraph, repair_to_dag
 from agentcausal.discovery.mac import prompts as P
 from agentcausal.discovery.mac.calls import completion_cap, graph_reply_tokens, structured

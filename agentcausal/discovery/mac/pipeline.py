@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from agentcausal.discovery.datasets import Dataset
+from agentcausal.discovery.dataset_model import Dataset
 from agentcausal.discovery.graph import CausalGraph
 from agentcausal.discovery.mac.dcm import DCMResult, debate_coding_module
 from agentcausal.discovery.mac.fusion import meta_fusion

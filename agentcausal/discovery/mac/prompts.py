@@ -40,7 +40,6 @@ from agentcausal.discovery.mac.fusion import FUSION_HEADER
 from agentcausal.llm.replies import ShortText
 
 __all__ = [
-    "PROMPT_VERSION",
     "PROMPT_VERSIONS",
     "PROMPT_SETS",
     "POOL_DESCRIPTION",
@@ -82,8 +81,6 @@ PROMPT_VERSIONS: dict[str, str] = {
     "small": "mac-2026-11-v6",  # v6: the coder is shown each algorithm as the executor runs it
     "paper": "mac-paper-2026-12-v1",  # v1: Role, Goal, Causal Principles, Procedure, Output Format; reasons first
 }
-#: the version of the ``small`` set (kept for callers that name one version)
-PROMPT_VERSION = PROMPT_VERSIONS["small"]
 #: the prompt sets ``MACSettings.prompts`` may name
 PROMPT_SETS = tuple(PROMPT_VERSIONS)
 

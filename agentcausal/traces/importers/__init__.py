@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from agentcausal.exceptions import InvalidTracesError, TraceFormatError
+from agentcausal.input_files import input_refusal
 from agentcausal.traces.importers._spans import SpanRecord, iter_json_values, spans_to_traces
 from agentcausal.traces.model import Trace
 
@@ -144,8 +145,6 @@ def detect_format(path: str | Path) -> str:
         or holds a Who&When-like object (``question``, ``mistake_step`` ...) without ``history``,
         is given to the Who&When/Trace JSONL loader, whose message names the broken line or field.
     """
-    from agentcausal.traces.io import input_refusal
-
     p = Path(path)
     if p.is_dir():
         return "who-and-when"
@@ -243,8 +242,6 @@ def _unrefused(p: Path, format: str) -> bool:  # noqa: A002
     """True, or TraceFormatError when ``--format`` names a non-native format for a file that may not be
     read (FIFO, device, symlink loop, over the size limit): never opened. Native formats are named by
     their loader (and ``--skip-invalid`` can skip them)."""
-    from agentcausal.traces.io import input_refusal
-
     if format in ("auto", "who-and-when", "jsonl") or p.is_dir():
         return True
     refusal = input_refusal(p)
