@@ -14,6 +14,7 @@ from agentcausal.discovery.mac import sandbox
 from agentcausal.discovery.mac import executor
 from agentcausal.discovery.mac.executor import coder_usage, read_result, resolve_executor, validate_adjacency
 from agentcausal.discovery.mac.sandbox import run_sandboxed, sandbox_available
+from agentcausal.discovery.mac.sandbox_command import seccomp_filter
 from agentcausal.exceptions import ConfigError, SandboxError
 
 needs_sandbox = pytest.mark.skipif(sandbox_available() is not None, reason=f"{sandbox_available()}")
@@ -64,7 +65,7 @@ def test_sandbox_scrubs_the_environment_and_round_trips_files(monkeypatch):
 
 
 def test_sandbox_fails_closed_without_bubblewrap(monkeypatch):
-    monkeypatch.setattr(sandbox, "_bwrap", lambda: None)
+    monkeypatch.setattr(sandbox, "bwrap_path", lambda: None)
     sandbox._cached_probe.cache_clear()
     try:
         assert "bubblewrap" in sandbox.sandbox_available()
@@ -80,7 +81,7 @@ def test_sandbox_fails_closed_when_bwrap_cannot_start(monkeypatch):
     fake = folder / "bwrap"
     fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
     fake.chmod(0o755)
-    monkeypatch.setattr(sandbox, "_bwrap", lambda: str(fake))
+    monkeypatch.setattr(sandbox, "bwrap_path", lambda: str(fake))
     sandbox._cached_probe.cache_clear()
     try:
         reason = sandbox.sandbox_available()
@@ -103,7 +104,7 @@ def test_sandbox_fails_closed_without_its_seccomp_filter(monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_pyseccomp)
-    sandbox._seccomp_filter.cache_clear()
+    seccomp_filter.cache_clear()
     sandbox._cached_probe.cache_clear()
     try:
         reason = sandbox.sandbox_available()
@@ -115,7 +116,7 @@ def test_sandbox_fails_closed_without_its_seccomp_filter(monkeypatch):
             resolve_executor("coding")
     finally:
         monkeypatch.undo()
-        sandbox._seccomp_filter.cache_clear()
+        seccomp_filter.cache_clear()
         sandbox._cached_probe.cache_clear()
 
 
