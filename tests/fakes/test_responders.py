@@ -47,7 +47,7 @@ def test_split_gca_and_every_dcfa_stage_are_handled(fake_server, make_gateway):
     seen: set[str] = set()
     from agentcausal.attribution.binary_search import PRESETS as BASELINE_PRESETS
     from agentcausal.attribution.dcfa import PRESETS as DCFA_PRESETS
-    from agentcausal.attribution.echo import PRESETS as ECHO_PRESETS
+    from agentcausal.attribution.echo_settings import PRESETS as ECHO_PRESETS
 
     for method, settings in [("all_at_once", None), ("step_by_step", None), ("binary_search", None),
                              ("binary_search", BASELINE_PRESETS["small"]), ("step_by_step", BASELINE_PRESETS["small"]),
