@@ -311,7 +311,7 @@ def decide(trace: Trace, candidates: Sequence[DedCandidate], graph: nx.DiGraph,
     ----------
     DCFA section 4.2.2, eq. 14; appendix K, Algorithm 2 (last line); appendix L, Figure 13.
     """
-    from agentcausal.attribution.dcfa.gca import graph_edges
+    from agentcausal.attribution.dcfa.gca_validation import graph_edges
 
     steps = sorted({int(c.step) for c in candidates})
     if not steps:
