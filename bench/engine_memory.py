@@ -32,7 +32,7 @@ __all__ = ["memory_row", "main"]
 
 def _write_corpus(n: int, path: str) -> list[str]:
     """``n`` synthetic traces as JSONL at ``path``; their ids (run in a child process)."""
-    from agentcausal.traces.io import write_jsonl
+    from agentcausal.traces.jsonl import write_jsonl
 
     traces = synthetic_traces(n)
     write_jsonl(traces, path)

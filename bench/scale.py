@@ -110,7 +110,7 @@ def _rows_ok(run_dir: str, ids: Sequence[str]) -> tuple[bool, int]:
 
 def _write_corpus(n: int, path: Path) -> list[str]:
     """``n`` synthetic traces as JSONL at ``path``, streamed (run in a child process); their ids."""
-    from agentcausal.traces.io import write_jsonl
+    from agentcausal.traces.jsonl import write_jsonl
 
     ids: list[str] = []
 

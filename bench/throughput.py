@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from agentcausal.attribution.jobs import run_method
-from agentcausal.traces.io import write_jsonl
+from agentcausal.traces.jsonl import write_jsonl
 from agentcausal.traces.model import Attribution, Trace
 from agentcausal_fakes.profiles import bench_gateway, profiles_toml
 from agentcausal_fakes.synthetic import synthetic_traces

@@ -166,7 +166,8 @@ def test_attribute_plan_file_hash_tells_relabelled_copies_apart(tmp_path, capsys
 
 
 def test_attribute_dry_run_jsonl_items_name_the_file(tmp_path, capsys):
-    from agentcausal.traces.io import load_traces, write_jsonl
+    from agentcausal.traces.io import load_traces
+    from agentcausal.traces.jsonl import write_jsonl
 
     f = write_jsonl(load_traces(["data/examples"])[:2], tmp_path / "two.jsonl")
     items = _dry(["attribute", "data/examples/wrong_unit_at_step_2.json", str(f), "--dry-run"], capsys)["items"]
@@ -176,7 +177,8 @@ def test_attribute_dry_run_jsonl_items_name_the_file(tmp_path, capsys):
 
 
 def _truthless(tmp_path):
-    from agentcausal.traces.io import load_traces, write_jsonl
+    from agentcausal.traces.io import load_traces
+    from agentcausal.traces.jsonl import write_jsonl
 
     t = load_traces(["data/examples"])[0]
     return write_jsonl([t.model_copy(update={"ground_truth": ""})], tmp_path / "nogt.jsonl")

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from agentcausal.settings import RunSettings
-from agentcausal.traces.io import write_jsonl
+from agentcausal.traces.jsonl import write_jsonl
 from agentcausal_fakes.profiles import profiles_toml
 from agentcausal_fakes.synthetic import synthetic_traces
 from agentcausal_fakes.responders import BenchResponder

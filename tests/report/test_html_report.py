@@ -18,7 +18,7 @@ from agentcausal.report import plots
 from agentcausal.report.attribution import report_run
 from agentcausal.report.discovery import write_report as write_discovery_report
 from agentcausal.report.html import human_number
-from agentcausal.traces.io import write_jsonl
+from agentcausal.traces.jsonl import write_jsonl
 from agentcausal.traces.model import Attribution, Label, Step, Trace
 
 
