@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict
 from agentcausal.discovery.dataset_model import Dataset
 from agentcausal.discovery.datasets import metadata_text, sample_rows
 from agentcausal.discovery.algorithms import default_choice
-from agentcausal.discovery.mac.mdm import Debate, DebateRound, ProposedAlgorithm, Verdict, debate_algorithm, \
-    format_rows
+from agentcausal.discovery.mac.debate_model import Debate, DebateRound, ProposedAlgorithm, Verdict
+from agentcausal.discovery.mac.mdm import debate_algorithm, format_rows
 from agentcausal.discovery.mac.prompts import AlgorithmContext
 from agentcausal.discovery.mac.executor import Execution, execute
 from agentcausal.discovery.mac.settings import MACSettings

@@ -22,7 +22,8 @@ from agentcausal.discovery.dataset_model import Dataset
 from agentcausal.discovery.graph import CausalGraph
 from agentcausal.discovery.mac.dcm import DCMResult, debate_coding_module
 from agentcausal.discovery.mac.fusion import meta_fusion
-from agentcausal.discovery.mac.mdm import MDMResult, refine_graph
+from agentcausal.discovery.mac.debate_model import MDMResult
+from agentcausal.discovery.mac.mdm import refine_graph
 from agentcausal.discovery.mac.settings import MACSettings
 from agentcausal.exceptions import StructuredOutputError
 
