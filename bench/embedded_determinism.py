@@ -141,7 +141,7 @@ def _options(sets: list[str]) -> dict[str, object]:
 
 def _mac_run(gw, dataset: str):
     """MAC (small preset, typed executor) on one bnlearn dataset, n = 1000, seed 0: {item: (edges, status)}."""
-    from agentcausal.discovery.datasets import load_dataset
+    from agentcausal.discovery.data.datasets import load_dataset
     from agentcausal.discovery.mac import settings as mac_settings
     from agentcausal.discovery.config import DiscoveryConfig
     from agentcausal.discovery.jobs import run_discovery

@@ -101,7 +101,7 @@ def sample_size(df: pd.DataFrame) -> str:
 
 
 def _convention(df: pd.DataFrame) -> str:
-    from agentcausal.discovery.metrics import SHD_CONVENTION
+    from agentcausal.discovery.graphs.metrics import SHD_CONVENTION
 
     costs = sorted(set(df["shd_reversal_cost"].dropna().astype(int))) if "shd_reversal_cost" in df else [1]
     return "; ".join(SHD_CONVENTION.get(c, f"SHD reversal cost {c}") for c in costs or [1])

@@ -16,7 +16,7 @@ method              what runs
 ``llm_scd``         PC with an LLM-derived prior (Takayama et al., arXiv:2402.01454)
 ``ils_csl``         hill climbing with iterative LLM edge supervision (Ban et al., arXiv:2311.11689)
 ``m@names``         LLM method ``m`` with neutral variable ids (memorisation control,
-``m@all``           :mod:`agentcausal.discovery.anonymise`); ``m@all`` also drops the metadata
+``m@all``           :mod:`agentcausal.discovery.data.anonymise`); ``m@all`` also drops the metadata
 ==================  ===========================================================
 
 :func:`method_handler` gives the function behind a name; :func:`resolve_methods`,
@@ -33,20 +33,20 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agentcausal.discovery.algorithms import ALGORITHMS, default_choice, run_algorithm
-from agentcausal.discovery.anonymise import ANONYMISE_MODES, anonymise, restore_names
-from agentcausal.discovery.baselines import llm_zero_shot
+from agentcausal.discovery.statistical.algorithms import ALGORITHMS, default_choice, run_algorithm
+from agentcausal.discovery.data.anonymise import ANONYMISE_MODES, anonymise, restore_names
+from agentcausal.discovery.llm.zero_shot import llm_zero_shot
 from agentcausal.discovery.config import DiscoveryConfig
-from agentcausal.discovery.dataset_model import Dataset
-from agentcausal.discovery.graph import CausalGraph
-from agentcausal.discovery.ils_csl import ils_csl
-from agentcausal.discovery.llm_scd import llm_scd
+from agentcausal.discovery.data.dataset_model import Dataset
+from agentcausal.discovery.graphs.graph import CausalGraph
+from agentcausal.discovery.llm.ils_csl import ils_csl
+from agentcausal.discovery.llm.llm_scd import llm_scd
 from agentcausal.discovery.mac.calls import sample_index
 from agentcausal.discovery.mac.pipeline import run_mac
 from agentcausal.discovery.mac.settings import PAPER_UNSPECIFIED as MAC_PAPER_UNSPECIFIED
 from agentcausal.discovery.mac.settings import BASELINE_STAGE, CODER_STAGE, DEBATE_STAGE, MACSettings, unspecified_notes
-from agentcausal.discovery.react import PAPER_UNSPECIFIED as REACT_PAPER_UNSPECIFIED
-from agentcausal.discovery.react import react_discovery
+from agentcausal.discovery.llm.react import PAPER_UNSPECIFIED as REACT_PAPER_UNSPECIFIED
+from agentcausal.discovery.llm.react import react_discovery
 from agentcausal.discovery.rounds import apply_rounds, split_rounds
 from agentcausal.exceptions import ConfigError
 

@@ -12,7 +12,7 @@ listed.
 
 Discovery runs (``outcomes.jsonl``): items are (dataset, seed, repeat). Per
 method and metric (the run tables' columns,
-:data:`~agentcausal.discovery.metrics.METRIC_COLUMNS`: SHD, SHD₂, NHD, F1,
+:data:`~agentcausal.discovery.graphs.metrics.METRIC_COLUMNS`: SHD, SHD₂, NHD, F1,
 skeleton F1) the means of A and B, the mean
 difference, and the Wilcoxon signed-rank test on the paired values
 (``scipy.stats.wilcoxon``, two-sided, zero differences dropped; p = 1 when
@@ -57,7 +57,7 @@ from typing import Literal, NamedTuple
 
 import pandas as pd
 
-from agentcausal.discovery.metrics import METRIC_COLUMNS
+from agentcausal.discovery.graphs.metrics import METRIC_COLUMNS
 from agentcausal.exceptions import CompareError
 from agentcausal.report.agreement import (
     blame_changes,

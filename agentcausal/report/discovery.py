@@ -9,8 +9,8 @@
 * :func:`write_report`: ``results.parquet``,
   ``outcomes.jsonl``, ``run.json``, ``graphs/*.png`` and ``report.md``.
 
-Every table states its conventions (:data:`~agentcausal.discovery.metrics.SHD_CONVENTION`,
-:data:`~agentcausal.discovery.metrics.METRICS_FOOTER`).
+Every table states its conventions (:data:`~agentcausal.discovery.graphs.metrics.SHD_CONVENTION`,
+:data:`~agentcausal.discovery.graphs.metrics.METRICS_FOOTER`).
 
 References
 ----------
@@ -26,7 +26,7 @@ from typing import Any, Literal, NamedTuple
 import pandas as pd
 
 from agentcausal.discovery.evaluate import run_notes
-from agentcausal.discovery.metrics import METRIC_COLUMNS, METRICS_FOOTER, SHD_CONVENTION
+from agentcausal.discovery.graphs.metrics import METRIC_COLUMNS, METRICS_FOOTER, SHD_CONVENTION
 from agentcausal.discovery.outcome import DiscoveryOutcome, load_outcomes
 from agentcausal.discovery.rounds import base_method, file_stem, rounds_variant, split_rounds
 from agentcausal.exceptions import RunFileError

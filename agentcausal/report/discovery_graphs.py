@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agentcausal.discovery.graph import CausalGraph
+from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.outcome import DiscoveryOutcome
 from agentcausal.discovery.rounds import file_stem
 
@@ -154,7 +154,7 @@ def draw_graph_png(pred: CausalGraph, true: CausalGraph | None, path: str | Path
 
 def _svg_edges(pred: CausalGraph, true: CausalGraph | None) -> list[Any]:
     """Edges of ``pred`` classed against ``true`` (correct, reversed, extra, undirected, other) plus missing ones."""
-    from agentcausal.discovery.graph import Mark
+    from agentcausal.discovery.graphs.graph import Mark
     from agentcausal.report.svg import SvgEdge
 
     true_dir = true.directed_edges() if true is not None else set()

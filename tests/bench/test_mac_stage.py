@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from agentcausal.discovery.evaluate import outcomes_frame
-from agentcausal.discovery.graph import CausalGraph
-from agentcausal.discovery.metrics import METRIC_COLUMNS, METRICS_FOOTER, evaluate_graph
+from agentcausal.discovery.graphs.graph import CausalGraph
+from agentcausal.discovery.graphs.metrics import METRIC_COLUMNS, METRICS_FOOTER, evaluate_graph
 from agentcausal.discovery.outcome import DiscoveryOutcome
 from agentcausal.report.discovery import summary_text, table_records
 from bench.mac_stage import _summary

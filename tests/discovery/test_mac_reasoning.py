@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentcausal.discovery.datasets import load_dataset
+from agentcausal.discovery.data.datasets import load_dataset
 from agentcausal.discovery.mac import MACSettings
 from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.jobs import run_discovery

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentcausal.discovery.graph import CausalGraph
-from agentcausal.discovery.metrics import evaluate_graph, nhd, prf, shd
+from agentcausal.discovery.graphs.graph import CausalGraph
+from agentcausal.discovery.graphs.metrics import evaluate_graph, nhd, prf, shd
 from agentcausal.exceptions import AlgorithmError
 
 NODES = list("ABCD")
@@ -71,7 +71,7 @@ def test_every_table_metric_on_a_hand_made_three_node_case():
     directed F1: true {XY, YZ}, predicted directed {YX, XZ}: no hit -> 0.
     skeleton F1: 2 true, 3 predicted, 2 hits -> P 2/3, R 1 -> F1 0.8.
     """
-    from agentcausal.discovery.metrics import METRIC_COLUMNS, METRICS_FOOTER
+    from agentcausal.discovery.graphs.metrics import METRIC_COLUMNS, METRICS_FOOTER
 
     t = CausalGraph.from_edges("XYZ", [("X", "Y"), ("Y", "Z")])
     p = CausalGraph.from_edges("XYZ", [("Y", "X"), ("X", "Z")], undirected=[("Y", "Z")])

@@ -17,7 +17,7 @@ import pytest
 
 import tasks.attribution
 import tasks.discovery
-from agentcausal.discovery.datasets import BENCHMARKS
+from agentcausal.discovery.data.datasets import BENCHMARKS
 from agentcausal.runs import engine
 from agentcausal.runs.plan import read_plan
 from agentcausal.settings import RunSettings

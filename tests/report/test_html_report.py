@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from agentcausal.attribution.results import load_results, save_run
-from agentcausal.discovery.graph import CausalGraph, Edge, Mark
+from agentcausal.discovery.graphs.graph import CausalGraph, Edge, Mark
 from agentcausal.discovery.evaluate import score_run
 from agentcausal.discovery.outcome import DiscoveryOutcome, save_outcomes
 from agentcausal.report import plots

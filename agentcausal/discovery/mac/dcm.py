@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from agentcausal.discovery.dataset_model import Dataset
-from agentcausal.discovery.datasets import metadata_text, sample_rows
-from agentcausal.discovery.algorithms import default_choice
+from agentcausal.discovery.data.dataset_model import Dataset
+from agentcausal.discovery.data.datasets import metadata_text, sample_rows
+from agentcausal.discovery.statistical.algorithms import default_choice
 from agentcausal.discovery.mac.debate_model import Debate, DebateRound, ProposedAlgorithm, Verdict
 from agentcausal.discovery.mac.mdm import debate_algorithm, format_rows
 from agentcausal.discovery.mac.prompts import AlgorithmContext

@@ -39,7 +39,7 @@ A Negative or Judge reply that stays invalid after the gateway's repairs does
 not stop the debate: it is recorded in ``Debate.notes`` and the Affirmative
 wins. An invalid Affirmative reply raises.
 
-Validation to a DAG (:func:`refine_graph`, :func:`agentcausal.discovery.graph.repair_to_dag`):
+Validation to a DAG (:func:`refine_graph`, :func:`agentcausal.discovery.graphs.graph.repair_to_dag`):
 unknown variables and self-loops are dropped, and each cycle is broken by
 dropping the last-listed edge that closes it (edges in the proposer's order);
 dropped edges are recorded with their reasons.
@@ -61,10 +61,10 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel
 
-from agentcausal.discovery.algorithms import default_choice
-from agentcausal.discovery.dataset_model import Dataset
-from agentcausal.discovery.datasets import metadata_text
-from agentcausal.discovery.graph import repair_to_dag
+from agentcausal.discovery.statistical.algorithms import default_choice
+from agentcausal.discovery.data.dataset_model import Dataset
+from agentcausal.discovery.data.datasets import metadata_text
+from agentcausal.discovery.graphs.graph import repair_to_dag
 from agentcausal.discovery.mac import prompts as P
 from agentcausal.discovery.mac.calls import completion_cap, graph_reply_tokens, structured
 from agentcausal.discovery.mac.debate_model import (

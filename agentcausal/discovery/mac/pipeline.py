@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from agentcausal.discovery.dataset_model import Dataset
-from agentcausal.discovery.graph import CausalGraph
+from agentcausal.discovery.data.dataset_model import Dataset
+from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.mac.dcm import DCMResult, debate_coding_module
 from agentcausal.discovery.mac.fusion import meta_fusion
 from agentcausal.discovery.mac.debate_model import MDMResult
@@ -72,7 +72,7 @@ def run_mac(gw, ds: Dataset, settings: MACSettings = MACSettings(), *, seed: int
 
     Examples
     --------
-    >>> from agentcausal.discovery.datasets import load_dataset      # doctest: +SKIP
+    >>> from agentcausal.discovery.data.datasets import load_dataset      # doctest: +SKIP
     >>> res = run_mac(gw, load_dataset("earthquake"), MACSettings())  # doctest: +SKIP
     >>> res.graph.is_dag()                                           # doctest: +SKIP
     True

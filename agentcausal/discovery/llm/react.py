@@ -29,10 +29,10 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from agentcausal.discovery.algorithms import ALGORITHMS, default_choice, run_algorithm
-from agentcausal.discovery.dataset_model import Dataset
-from agentcausal.discovery.graph import CausalGraph, RepairedGraph, repair_to_dag
-from agentcausal.discovery.llm_common import baseline_messages, data_summary, graph_answer, metadata_block
+from agentcausal.discovery.statistical.algorithms import ALGORITHMS, default_choice, run_algorithm
+from agentcausal.discovery.data.dataset_model import Dataset
+from agentcausal.discovery.graphs.graph import CausalGraph, RepairedGraph, repair_to_dag
+from agentcausal.discovery.llm.baseline_prompts import baseline_messages, data_summary, graph_answer, metadata_block
 from agentcausal.discovery.mac import prompts as P
 from agentcausal.discovery.mac.calls import completion_cap, structured
 from agentcausal.discovery.mac.settings import BASELINE_STAGE

@@ -31,10 +31,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentcausal.discovery.algorithms import default_choice, run_algorithm
-from agentcausal.discovery.dataset_model import Dataset
-from agentcausal.discovery.graph import CausalGraph
-from agentcausal.discovery.llm_common import (
+from agentcausal.discovery.statistical.algorithms import default_choice, run_algorithm
+from agentcausal.discovery.data.dataset_model import Dataset
+from agentcausal.discovery.graphs.graph import CausalGraph
+from agentcausal.discovery.llm.baseline_prompts import (
     baseline_messages,
     edges_text,
     metadata_block,

@@ -38,7 +38,7 @@ marker -> count; ``""`` is an empty cell), and :func:`missing_summary` says it
 in one line. A text column with few distinct values is a category, coded
 0..k-1 in sorted order of its values (the states).
 
-The table itself is read and checked column by column in :mod:`agentcausal.discovery.user_table`.
+The table itself is read and checked column by column in :mod:`agentcausal.discovery.data.user_table`.
 
 The thresholds are :class:`DatasetChecks` fields, read from the environment
 variables ``AGENTCAUSAL_MIN_ROWS``, ``AGENTCAUSAL_MIN_ROWS_PER_VARIABLE``,
@@ -62,9 +62,9 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agentcausal.discovery.dataset_model import Dataset, DatasetMetadata, VariableInfo
-from agentcausal.discovery.graph import CausalGraph
-from agentcausal.discovery.user_table import SHOWN, read_column, read_table
+from agentcausal.discovery.data.dataset_model import Dataset, DatasetMetadata, VariableInfo
+from agentcausal.discovery.graphs.graph import CausalGraph
+from agentcausal.discovery.data.user_table import SHOWN, read_column, read_table
 from agentcausal.exceptions import AgentCausalError, ConfigError, DatasetError, InputFileError
 from agentcausal.input_files import input_refusal, loads_json, read_input_text
 
@@ -383,7 +383,7 @@ def unique_dataset_names(specs: list[str]) -> dict[str, str]:
 
     Parameters
     ----------
-    specs : dataset specs as given to :func:`agentcausal.discovery.datasets.load_spec`
+    specs : dataset specs as given to :func:`agentcausal.discovery.data.datasets.load_spec`
 
     Returns
     -------

@@ -8,10 +8,10 @@ Le et al. "Multi-Agent Causal Discovery Using Large Language Models." arXiv:2407
 
 from __future__ import annotations
 
-from agentcausal.discovery.dataset_model import Dataset
-from agentcausal.discovery.datasets import metadata_text
-from agentcausal.discovery.graph import RepairedGraph, repair_to_dag
-from agentcausal.discovery.llm_common import graph_answer
+from agentcausal.discovery.data.dataset_model import Dataset
+from agentcausal.discovery.data.datasets import metadata_text
+from agentcausal.discovery.graphs.graph import RepairedGraph, repair_to_dag
+from agentcausal.discovery.llm.baseline_prompts import graph_answer
 from agentcausal.discovery.mac import prompts as P
 from agentcausal.discovery.mac.calls import completion_cap, structured
 from agentcausal.discovery.mac.settings import BASELINE_STAGE

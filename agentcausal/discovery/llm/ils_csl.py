@@ -35,9 +35,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentcausal.discovery.dataset_model import Dataset
-from agentcausal.discovery.graph import CausalGraph
-from agentcausal.discovery.llm_common import (
+from agentcausal.discovery.data.dataset_model import Dataset
+from agentcausal.discovery.graphs.graph import CausalGraph
+from agentcausal.discovery.llm.baseline_prompts import (
     baseline_messages,
     metadata_block,
     reasoned_answer_model,

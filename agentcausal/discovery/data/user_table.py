@@ -1,6 +1,6 @@
 """A user dataset's table read into named columns and checked cell by cell: the CSV (UTF-8, header, no ragged
 row) or Parquet file, the missing-value markers, numbers and categories (coded 0..k-1 in sorted order), each
-refusal naming the file and the line or column (see :mod:`agentcausal.discovery.user_data`, which reads the
+refusal naming the file and the line or column (see :mod:`agentcausal.discovery.data.user_data`, which reads the
 metadata and builds the dataset)."""
 
 from __future__ import annotations
