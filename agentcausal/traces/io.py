@@ -26,8 +26,8 @@ size limit (256 MiB, ``--max-input-mb``) is refused unread; JSON (a file, or a
 JSONL line) nested deeper than 64 levels or holding an integer of more than
 4,300 digits is one line, never a traceback. A trace without a question is
 refused (``question``): every method asks about the task. A JSONL file is read
-one line at a time (:func:`agentcausal.traces.jsonl.iter_jsonl`, the format's own module), so the size limit holds per line there and
-a corpus of any size streams through in the memory of one trace.
+one line at a time (:func:`agentcausal.traces.jsonl.iter_jsonl`, the format's own module), so the
+size limit holds per line there and a corpus of any size streams through in the memory of one trace.
 
 References
 ----------

@@ -15,11 +15,12 @@ from agentcausal.discovery.llm.baseline_prompts import graph_answer
 from agentcausal.discovery.mac import prompts as P
 from agentcausal.discovery.mac.calls import completion_cap, structured
 from agentcausal.discovery.mac.settings import BASELINE_STAGE
+from agentcausal.llm import Gateway
 
 __all__ = ["llm_zero_shot"]
 
 
-def llm_zero_shot(gw, ds: Dataset, *, item: str | None = None, max_tokens_scale: float = 1.0,
+def llm_zero_shot(gw: Gateway, ds: Dataset, *, item: str | None = None, max_tokens_scale: float = 1.0,
                   edges_per_variable: float | None = None, sample: int = 0,
                   temperature: float | None = None) -> RepairedGraph:
     """Ask the model once for the causal graph of ``ds`` from its variable descriptions.

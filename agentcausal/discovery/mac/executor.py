@@ -34,14 +34,15 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from agentcausal.discovery.statistical.algorithms import EXACT_SEARCH_SUPERGRAPH_ABOVE, AlgorithmChoice, run_algorithm
 from agentcausal.discovery.data.dataset_model import Dataset
 from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.mac import prompts as P
 from agentcausal.discovery.mac.calls import completion_cap, structured
 from agentcausal.discovery.mac.sandbox import run_sandboxed, sandbox_available
 from agentcausal.discovery.mac.settings import CODER_STAGE, MACSettings
+from agentcausal.discovery.statistical.algorithms import EXACT_SEARCH_SUPERGRAPH_ABOVE, AlgorithmChoice, run_algorithm
 from agentcausal.exceptions import AlgorithmError, ConfigError, SandboxError, StructuredOutputError
+from agentcausal.llm import Gateway
 from agentcausal.redact import redact
 
 __all__ = ["CodingAttempt", "Execution", "ENCODINGS", "coder_usage", "execute_typed",
@@ -318,7 +319,7 @@ def resolve_executor(requested: str) -> tuple[Literal["typed", "coding"], str]:
     return "typed", f"executor auto: the coding sandbox cannot run here ({reason}); the typed executor runs instead"
 
 
-def execute_coding(gw, ds: Dataset, choice: AlgorithmChoice, settings: MACSettings = MACSettings(), *,
+def execute_coding(gw: Gateway, ds: Dataset, choice: AlgorithmChoice, settings: MACSettings = MACSettings(), *,
                    item: str | None = None, sample: int = 0, temperature: float | None = None) -> Execution:
     """The Causal Coding Executor: LLM-written causal-learn code in the sandbox, typed fallback.
 
@@ -393,7 +394,7 @@ def execute_coding(gw, ds: Dataset, choice: AlgorithmChoice, settings: MACSettin
         "fallback_reason": f"coding failed after {len(attempts)} attempt(s): {last}"})
 
 
-def execute(gw, ds: Dataset, choice: AlgorithmChoice, settings: MACSettings = MACSettings(), *,
+def execute(gw: Gateway, ds: Dataset, choice: AlgorithmChoice, settings: MACSettings = MACSettings(), *,
             item: str | None = None, sample: int = 0, temperature: float | None = None) -> Execution:
     """Dispatch on ``settings.executor``: "typed", "coding", or "auto" (coding where the sandbox
     works here, else typed: :func:`resolve_executor`).

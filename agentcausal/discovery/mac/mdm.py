@@ -61,7 +61,6 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel
 
-from agentcausal.discovery.statistical.algorithms import default_choice
 from agentcausal.discovery.data.dataset_model import Dataset
 from agentcausal.discovery.data.datasets import metadata_text
 from agentcausal.discovery.graphs.graph import repair_to_dag
@@ -78,7 +77,9 @@ from agentcausal.discovery.mac.debate_model import (
 )
 from agentcausal.discovery.mac.prompts import AlgorithmContext, GraphContext
 from agentcausal.discovery.mac.settings import DEBATE_STAGE, MACSettings
+from agentcausal.discovery.statistical.algorithms import default_choice
 from agentcausal.exceptions import StructuredOutputError
+from agentcausal.llm import Gateway
 
 __all__ = [
     "debate_algorithm",
@@ -142,7 +143,7 @@ def to_choice(reply: Any, data_type: str, d: int) -> ProposedAlgorithm:
     return ProposedAlgorithm(choice=base.model_copy(update=update), reason=reply.reason, notes=tuple(notes))
 
 
-def _call(gw, messages: list[dict[str, str]], model: type, max_tokens: int, item: str | None, sample: int = 0,
+def _call(gw: Gateway, messages: list[dict[str, str]], model: type, max_tokens: int, item: str | None, sample: int = 0,
           temperature: float | None = None):
     return structured(gw, DEBATE_STAGE, messages, model, item=item, sample=sample, temperature=temperature,
                       max_tokens=max_tokens)
@@ -193,7 +194,7 @@ def _same(a: Proposal, b: Proposal) -> bool:
     return False
 
 
-def debate_algorithm(gw, ctx: AlgorithmContext, settings: MACSettings = MACSettings(), *,
+def debate_algorithm(gw: Gateway, ctx: AlgorithmContext, settings: MACSettings = MACSettings(), *,
                      item: str | None = None, sample: int = 0, temperature: float | None = None) -> Debate:
     """MDM in algorithm mode over (V, I, S): choose one algorithm and its parameters from the pool.
 
@@ -314,7 +315,7 @@ def graph_budget(variables: Sequence[str], settings: MACSettings) -> int | None:
                               reason_chars=settings.edge_reason_chars)
 
 
-def debate_graph(gw, ctx: GraphContext, settings: MACSettings = MACSettings(), *,
+def debate_graph(gw: Gateway, ctx: GraphContext, settings: MACSettings = MACSettings(), *,
                  item: str | None = None, sample: int = 0, temperature: float | None = None) -> Debate:
     """MDM in graph mode over (V, I ∪ I_c): propose, counter-propose and judge a causal graph.
 
@@ -387,7 +388,7 @@ def debate_graph(gw, ctx: GraphContext, settings: MACSettings = MACSettings(), *
     return _run(propose, counter, judge, settings, "graph")
 
 
-def refine_graph(gw, ds: Dataset, evidence: Sequence[str] = (), settings: MACSettings = MACSettings(), *,
+def refine_graph(gw: Gateway, ds: Dataset, evidence: Sequence[str] = (), settings: MACSettings = MACSettings(), *,
                  item: str | None = None, sample: int = 0, temperature: float | None = None) -> MDMResult:
     """Stage 2 of MAC (alg. 3): MDM in graph mode over (V, I ∪ I_c), then validation to a DAG.
 

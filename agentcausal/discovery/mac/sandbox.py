@@ -293,7 +293,8 @@ def _run(bwrap: str, script: str, inputs: Mapping[str, bytes], output_names: tup
             (ro / name).write_bytes(blob)
             os.chmod(ro / name, 0o444)
             ro_files[name] = ro / name
-        cmd = sandbox_command(bwrap, host_tmp, ro_files, [sys.executable, "-I", "-B", "script.py"], limits, output_names)
+        cmd = sandbox_command(bwrap, host_tmp, ro_files, [sys.executable, "-I", "-B", "script.py"], limits,
+                              output_names)
         cg = make_cgroup(limits)
         # the kernel counts every task of the uid on the machine: allow max_processes beyond those running now
         nproc = limits.max_processes + tasks_of(SANDBOX_UID if root else os.getuid())
