@@ -57,6 +57,7 @@ from typing import Literal, NamedTuple
 
 import pandas as pd
 
+from agentcausal.attribution.results import load_results
 from agentcausal.discovery.graphs.metrics import METRIC_COLUMNS
 from agentcausal.exceptions import CompareError
 from agentcausal.report.agreement import (
@@ -66,6 +67,8 @@ from agentcausal.report.agreement import (
     run_differences,
     with_repeat,
 )
+from agentcausal.report.discovery import load_scored
+from agentcausal.runs.folder import load_run_meta
 
 __all__ = ["Comparison", "compare_runs", "load_run_frame", "mcnemar_exact", "wilcoxon_paired", "run_kind"]
 
@@ -215,12 +218,8 @@ def load_run_frame(run_dir: Path, kind: RunKind) -> pd.DataFrame:
     """One run's scored frame with its cost columns: ``tokens`` and ``run_tokens`` (prompt + completion,
     original and this run's: 0 for a reused row), ``run_seconds`` and a boolean ``reused``."""
     if kind == "attribution":
-        from agentcausal.attribution.results import load_results
-
         df = load_results(run_dir)
     else:
-        from agentcausal.report.discovery import load_scored
-
         df = load_scored(run_dir)
     reused = df["reused"].fillna(False).astype(bool) if "reused" in df else pd.Series(False, index=df.index)
     tokens = df["prompt_tokens"].fillna(0) + df["completion_tokens"].fillna(0)
@@ -331,7 +330,6 @@ def compare_runs(run_a: str | Path, run_b: str | Path) -> Comparison:
     flipped = pd.DataFrame(flips, columns=["method", *keys, "metric", "a", "b"])
     paired = m[keys].drop_duplicates()
     differs = _content_differs(a.merge(paired, on=keys), b.merge(paired, on=keys), keys, _HASH_COL[kind])
-    from agentcausal.runs.folder import load_run_meta
 
     extra: dict[str, pd.DataFrame] = {
         "differs": run_differences(load_run_meta(a_dir), load_run_meta(b_dir), a, b, keys)}

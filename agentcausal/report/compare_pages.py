@@ -15,13 +15,14 @@ import pandas as pd
 
 from agentcausal.report.agreement import AGREEMENT_NOTE
 from agentcausal.report.compare import Comparison, load_run_frame
+from agentcausal.report.discovery_analyses import AnalysesReport, backbone_label, backbone_rank_sections
+from agentcausal.report.html import html_table, human_number, page
+from agentcausal.report.traces_html import trace_anchor
 
 __all__ = ["comparison_markdown", "comparison_html", "write_comparison_html"]
 
 
 def _fmt_metric(v: float, metric: str) -> str:
-    from agentcausal.report.html import human_number
-
     if pd.isna(v):
         return "–"
     if "accuracy" in metric or metric == "both correct":
@@ -31,8 +32,6 @@ def _fmt_metric(v: float, metric: str) -> str:
 
 def _display(c: Comparison) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """The three tables with formatted cells (strings) for markdown and HTML."""
-    from agentcausal.report.html import human_number
-
     pct = c.kind == "attribution"
     met = pd.DataFrame([{
         "method": r.method, "metric": r.metric, "n": int(r.n),
@@ -141,7 +140,6 @@ def _agreement_display(c: Comparison) -> tuple[pd.DataFrame, pd.DataFrame]:
 def _section_link(run_dir: Path, trace_id: str, base: Path | None) -> str:
     import os
 
-    from agentcausal.report.traces_html import trace_anchor
 
     target = run_dir / "report.html"
     href = os.path.relpath(target, base) if base is not None else str(target)
@@ -207,8 +205,6 @@ def comparison_markdown(c: Comparison) -> str:
 
 def _backbone_ranks(c: Comparison):
     """Discovery runs: the MAC paper's mean ranks and win counts over both runs' backbones × datasets."""
-    from agentcausal.report.discovery_analyses import AnalysesReport, backbone_label, backbone_rank_sections
-
     if c.kind != "discovery":
         return AnalysesReport([], [], [])
     return backbone_rank_sections({backbone_label(r): load_run_frame(r, "discovery") for r in (c.run_a, c.run_b)})
@@ -230,8 +226,6 @@ def comparison_html(c: Comparison, base: str | Path | None = None) -> str:
     base : folder the page is written to: links to the runs' trace sections are relative to it
         (None: the run folders' paths as given)
     """
-    from agentcausal.report.html import html_table, page
-
     e = html.escape
     met, flipped, cost = _display(c)
     unp = _unpaired_display(c)

@@ -28,6 +28,7 @@ import pandas as pd
 from agentcausal.discovery.evaluate import run_notes
 from agentcausal.discovery.graphs.metrics import METRIC_COLUMNS, METRICS_FOOTER, SHD_CONVENTION
 from agentcausal.discovery.outcome import DiscoveryOutcome, load_outcomes
+from agentcausal.discovery.registry import LLM_METHODS, STATISTICAL_METHODS
 from agentcausal.discovery.rounds import base_method, file_stem, rounds_variant, split_rounds
 from agentcausal.exceptions import RunFileError
 from agentcausal.report.discovery_analyses import analyses_report
@@ -38,7 +39,7 @@ from agentcausal.report.discovery_graphs import (
     graphs_html,
     write_graph_outputs,
 )
-from agentcausal.report.html import html_table, write_html_report
+from agentcausal.report.html import facts_markdown, html_table, write_html_report
 from agentcausal.report.plots import discovery_figures, figures_markdown
 from agentcausal.runs.folder import atomic_path, atomic_write_text, load_run_meta
 
@@ -52,8 +53,6 @@ def _identical_samples(g: pd.DataFrame) -> bool:
     """Two or more LLM samples, every one the same graph, none drawn above temperature 0: their std is 0
     because the samples are one answer repeated (the MAC paper's temperature 0), not because the method is
     stable."""
-    from agentcausal.discovery.registry import LLM_METHODS
-
     ok = g[g["error"] == ""]
     if len(ok) < 2 or base_method(str(g["method"].iloc[0])) not in LLM_METHODS:
         return False
@@ -220,8 +219,6 @@ def config_for_methods(config: Mapping[str, Any], methods: Sequence[str]) -> dic
     -------
     dict, the kept keys in the config's order.
     """
-    from agentcausal.discovery.registry import STATISTICAL_METHODS
-
     bases = {base_method(str(m)) for m in methods}  # "mac@names (rounds 2)" reads config.mac
     keep = {"repeat"}
     if bases & set(_MAC_VARIANTS):
@@ -257,8 +254,6 @@ def markdown_report(df: pd.DataFrame, outcomes: Sequence[DiscoveryOutcome], meta
     -------
     str, markdown.
     """
-    from agentcausal.report.html import facts_markdown
-
     lines = ["# Causal discovery run", "", *facts_markdown(_shown_meta(meta))]
     notes = list(dict.fromkeys([*(meta.get("notes") or []), *run_notes(outcomes)]))
     if notes:

@@ -9,9 +9,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agentcausal.discovery.graphs.graph import CausalGraph
+from agentcausal.discovery.graphs.graph import CausalGraph, Mark
 from agentcausal.discovery.outcome import DiscoveryOutcome
 from agentcausal.discovery.rounds import file_stem
+from agentcausal.report.graph_files import edge_rows, write_graph_files
+from agentcausal.report.svg import SvgEdge, graph_layout, legend_html, render_svg
 
 __all__ = ["graph_mermaid", "edge_table_markdown", "draw_graph_png", "graphs_html", "write_graph_outputs"]
 
@@ -73,8 +75,6 @@ def edge_table_markdown(pred: CausalGraph, true: CausalGraph | None = None) -> s
     -------
     str, a markdown table.
     """
-    from agentcausal.report.graph_files import edge_rows
-
     true_dir = true.directed_edges() if true is not None else set()
     rows = []
     for a, b, t in edge_rows(pred):
@@ -154,9 +154,6 @@ def draw_graph_png(pred: CausalGraph, true: CausalGraph | None, path: str | Path
 
 def _svg_edges(pred: CausalGraph, true: CausalGraph | None) -> list[Any]:
     """Edges of ``pred`` classed against ``true`` (correct, reversed, extra, undirected, other) plus missing ones."""
-    from agentcausal.discovery.graphs.graph import Mark
-    from agentcausal.report.svg import SvgEdge
-
     true_dir = true.directed_edges() if true is not None else set()
     out = []
     for e in pred.edges:
@@ -200,7 +197,6 @@ def graphs_html(outcomes: Sequence[DiscoveryOutcome]) -> str:
     """
     import html as _html
 
-    from agentcausal.report.svg import SvgEdge, graph_layout, legend_html, render_svg
 
     e = _html.escape
     first: dict[str, dict[str, DiscoveryOutcome]] = {}
@@ -247,8 +243,6 @@ def write_graph_outputs(outcomes: Sequence[DiscoveryOutcome], run_dir: str | Pat
     -------
     list of the written paths.
     """
-    from agentcausal.report.graph_files import write_graph_files
-
     g = Path(run_dir) / "graphs"
     out: list[Path] = []
     truths: set[str] = set()

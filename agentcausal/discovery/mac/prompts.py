@@ -36,6 +36,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from agentcausal.discovery.mac import paper_prompts
 from agentcausal.discovery.mac.fusion import FUSION_HEADER
 from agentcausal.llm.replies import ShortText
 
@@ -206,8 +207,6 @@ def delimit(tag: str, text: str) -> str:
 
 
 def _paper():
-    from agentcausal.discovery.mac import paper_prompts
-
     return paper_prompts
 
 

@@ -38,7 +38,16 @@ from typing import Any, NamedTuple
 from agentcausal.exceptions import InvalidTracesError, TraceFormatError
 from agentcausal.input_files import input_refusal
 from agentcausal.traces.importers._spans import SpanRecord, iter_json_values, spans_to_traces
+from agentcausal.traces.importers.ag2 import load_ag2
+from agentcausal.traces.importers.agentrx import load_agentrx
+from agentcausal.traces.importers.langsmith import langsmith_records
+from agentcausal.traces.importers.mast import load_mast
+from agentcausal.traces.importers.openai_agents import RESPONSE_HINT, agents_records, is_agents_record
+from agentcausal.traces.importers.openinference import openinference_records, span_record
+from agentcausal.traces.importers.otel import otel_records
+from agentcausal.traces.io import check_unique_ids, scan_traces
 from agentcausal.traces.model import Trace
+from agentcausal.traces.whowhen import SUBSETS
 
 __all__ = ["FORMATS", "SPAN_FORMATS", "detect_format", "detect_formats", "import_traces", "import_file",
            "scan_imports", "ImportScan"]
@@ -81,8 +90,6 @@ def _is_sqlite(p: Path) -> bool:
 
 
 def _classify(value: Any, text: str) -> str | None:
-    from agentcausal.traces.importers.openai_agents import is_agents_record
-
     oi = "openinference.span.kind" in text
     if isinstance(value, dict):
         keys = set(value)
@@ -196,8 +203,6 @@ def detect_formats(paths: Sequence[str | Path], format: str = "auto", *,  # noqa
     TraceFormatError
         If a path does not exist, the format is unknown, or a file matches no format (unless ``unrecognised``).
     """
-    from agentcausal.traces.whowhen import SUBSETS
-
     if format not in FORMATS:
         raise TraceFormatError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
     out: list[tuple[Path, str]] = []
@@ -252,14 +257,9 @@ def _unrefused(p: Path, format: str) -> bool:  # noqa: A002
 
 def _span_records(fmt: str, path: Path, logs: str | Path | None) -> list[SpanRecord]:
     if fmt == "openai-agents":
-        from agentcausal.traces.importers.openai_agents import agents_records
-
         return agents_records(path)
-    from agentcausal.traces.importers.openinference import openinference_records, span_record
 
     if fmt == "otel":
-        from agentcausal.traces.importers.otel import otel_records
-
         return otel_records(path, logs=logs, record=span_record)
     return openinference_records(path)
 
@@ -287,8 +287,6 @@ class ImportScan(NamedTuple):
 
 def _content_hint(fmt: str) -> dict[str, str]:
     if fmt == "openai-agents":
-        from agentcausal.traces.importers.openai_agents import RESPONSE_HINT
-
         return {"content_hint": RESPONSE_HINT}
     return {}
 
@@ -315,8 +313,6 @@ def scan_imports(paths: Sequence[str | Path], format: str = "auto", *,  # noqa: 
         If a path does not exist or the format is unknown (these name no trace), or two valid traces
         share an id.
     """
-    from agentcausal.traces.io import check_unique_ids, scan_traces
-
     invalid: list[TraceFormatError] = []
     traces: list[Trace] = []
     origins: list[str] = []
@@ -359,22 +355,15 @@ def scan_imports(paths: Sequence[str | Path], format: str = "auto", *,  # noqa: 
 def _load_other(fmt: str, p: Path, tool_agent: str | None, invalid: list[TraceFormatError]) -> list[Trace]:
     """The traces of one AG2, LangSmith, MAST or AgentRx file; LangSmith traces without content go to ``invalid``."""
     if fmt == "ag2":
-        from agentcausal.traces.importers.ag2 import load_ag2
-
         return load_ag2(p, tool_agent=tool_agent)
     if fmt == "langsmith":
-        from agentcausal.traces.importers.langsmith import langsmith_records
-
         bad: list[tuple[str, str]] = []
         got = spans_to_traces(langsmith_records(p), source="langsmith", file=p.name, tool_agent=tool_agent,
                               skip_invalid=True, invalid=bad)
         invalid.extend(TraceFormatError(why, path=str(p), field=f"trace {tid}") for tid, why in bad)
         return got
     if fmt == "mast":
-        from agentcausal.traces.importers.mast import load_mast
-
         return load_mast(p)
-    from agentcausal.traces.importers.agentrx import load_agentrx
 
     return load_agentrx(p)
 
