@@ -49,6 +49,7 @@ from agentcausal.discovery.llm.react import PAPER_UNSPECIFIED as REACT_PAPER_UNS
 from agentcausal.discovery.llm.react import react_discovery
 from agentcausal.discovery.rounds import apply_rounds, split_rounds
 from agentcausal.exceptions import ConfigError
+from agentcausal.llm import Gateway
 
 __all__ = ["STATISTICAL_METHODS", "LLM_METHODS", "BASELINE_METHODS", "DCM_METHODS", "METHODS", "resolve_methods",
            "split_method", "with_anonymise", "method_stages", "method_settings", "llm_temperature",
@@ -212,7 +213,7 @@ def llm_temperature(method: str, config: DiscoveryConfig) -> float | None:
 
 
 def _statistical(method: str) -> Callable[..., tuple[CausalGraph, dict[str, Any]]]:
-    def run(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
+    def run(gw: Gateway | None, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
         choice = default_choice(method, ds.data_type, ds.d)
         res = run_algorithm(ds.data, ds.variables, choice, timeout_s=config.algorithm_timeout_s)
         return res.graph, {"choice": choice.model_dump(mode="json")}
@@ -221,7 +222,7 @@ def _statistical(method: str) -> Callable[..., tuple[CausalGraph, dict[str, Any]
 
 
 def _mac(method: str) -> Callable[..., tuple[CausalGraph, dict[str, Any]]]:
-    def run(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
+    def run(gw: Gateway, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
         sample = sample_index(seed, config.repeat)
         t = llm_temperature(method, config)
         res = run_mac(gw, ds, mac_settings(method, config), seed=seed, item=item, sample=sample, temperature=t)
@@ -230,7 +231,7 @@ def _mac(method: str) -> Callable[..., tuple[CausalGraph, dict[str, Any]]]:
     return run
 
 
-def _zero_shot(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
+def _zero_shot(gw: Gateway, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
     sample = sample_index(seed, config.repeat)
     t = llm_temperature("llm_zero_shot", config)
     res = llm_zero_shot(gw, ds, item=item, max_tokens_scale=config.mac.max_tokens_scale,
@@ -238,21 +239,21 @@ def _zero_shot(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
     return res.graph, {"dropped": list(res.dropped), "sample": sample, "temperature": t}
 
 
-def _react(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
+def _react(gw: Gateway, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
     sample = sample_index(seed, config.repeat)
     t = llm_temperature("react", config)
     res = react_discovery(gw, ds, config.react, item=item, sample=sample, temperature=t)
     return res.graph, {**res.model_dump(mode="json", exclude={"graph"}), "sample": sample, "temperature": t}
 
 
-def _llm_scd(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
+def _llm_scd(gw: Gateway, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
     sample = sample_index(seed, config.repeat)
     res = llm_scd(gw, ds, config.llm_scd, item=item, sample=sample)
     return res.graph, {**res.model_dump(mode="json", exclude={"graph"}), "sample": sample,
                        "temperature": config.llm_scd.temperature}
 
 
-def _ils_csl(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
+def _ils_csl(gw: Gateway, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
     sample = sample_index(seed, config.repeat)
     t = llm_temperature("ils_csl", config)
     res = ils_csl(gw, ds, config.ils_csl, item=item, sample=sample, temperature=t)
@@ -271,7 +272,7 @@ _HANDLERS: dict[str, Callable[..., tuple[CausalGraph, dict[str, Any]]]] = {
 
 
 def _anonymised(method: str, mode: str) -> Callable[..., tuple[CausalGraph, dict[str, Any]]]:
-    def run(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
+    def run(gw: Gateway | None, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
         anon, back = anonymise(ds, mode)
         graph, details = _HANDLERS[method](gw, anon, config, seed, item)
         return restore_names(graph, back, ds.variables), {**details, "anonymise": {"mode": mode, "ids": back}}
