@@ -1,4 +1,4 @@
-"""CLI fixes from the fresh-user trial: -v after the verb, help texts, one-line errors, all-skipped inputs,
+"""The CLI as a new user meets it: -v after the verb, help texts, one-line errors, all-skipped inputs,
 evaluate on a discovery run, unreachable endpoints. Fast: no model, no Prefect run."""
 
 from __future__ import annotations
