@@ -31,6 +31,7 @@ from typing import Any
 from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.data.dataset_model import Dataset
 from agentcausal.discovery.data.datasets import load_spec, metadata_text
+from agentcausal.discovery.mac.preview import mac_method_previews
 from agentcausal.discovery.registry import STATISTICAL_METHODS, mac_settings, split_method
 from agentcausal.discovery.rounds import apply_rounds
 from agentcausal.runs.budget import CallPattern, Estimator, tokens_of
@@ -67,8 +68,6 @@ def _debate(previews: Sequence[Any], prefix: str, settings: Any, reply: int) -> 
 
 
 def _mac(method: str, ds: Dataset, config: DiscoveryConfig, seed: int) -> list[CallPattern]:
-    from agentcausal.discovery.mac.preview import mac_method_previews
-
     base, _ = split_method(method)
     settings = mac_settings(base, apply_rounds(method, config)[1])
     previews = mac_method_previews(method, ds, settings, seed=seed, executor=settings.executor)
