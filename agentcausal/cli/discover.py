@@ -123,7 +123,7 @@ def build_config(args: argparse.Namespace, preset: str | None = None):
     ConfigError on an invalid value (e.g. ``--rounds 9``) or an unknown preset.
     """
     # start-up cost: the discovery modules import causal-learn and openai (see cmd_discover)
-    from agentcausal.discovery import ils_csl, llm_scd, react
+    from agentcausal.discovery.llm import ils_csl, llm_scd, react
     from agentcausal.discovery.config import DiscoveryConfig
     from agentcausal.discovery.mac import settings as mac_settings
     from agentcausal.discovery.mac.executor import resolve_executor
@@ -190,7 +190,7 @@ def _discover_sets(items: list[str], models: dict[str, Any]) -> dict[str, dict[s
 
 
 def _expand(datasets: list[str]) -> list[str]:
-    from agentcausal.discovery.datasets import BENCHMARKS, MAIN_BENCHMARKS  # start-up cost (see cmd_discover)
+    from agentcausal.discovery.data.datasets import BENCHMARKS, MAIN_BENCHMARKS  # start-up cost (see cmd_discover)
 
     out: list[str] = []
     for d in datasets:
@@ -224,8 +224,8 @@ def check_datasets(specs: list[str], *, skip_invalid: bool = False,
         dataset (without ``skip_invalid``; :class:`InvalidDatasetsError` lists each
         when several are), or when ``skip_invalid`` leaves no dataset.
     """
-    from agentcausal.discovery.datasets import BENCHMARKS, load_spec  # start-up cost (see cmd_discover)
-    from agentcausal.discovery.user_data import missing_summary, unique_dataset_names  # (the same)
+    from agentcausal.discovery.data.datasets import BENCHMARKS, load_spec  # start-up cost (see cmd_discover)
+    from agentcausal.discovery.data.user_data import missing_summary, unique_dataset_names  # (the same)
 
     for s in specs:
         user = "::" in s or Path(s).suffix.lower() in (".csv", ".parquet", ".pq")

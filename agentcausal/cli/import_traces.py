@@ -219,7 +219,7 @@ def prepare_corpus(args: argparse.Namespace, traces: Sequence[Trace] | None = No
         or no trace is left (all skipped by ``--skip-invalid``; the message names the input files).
     """
     from agentcausal.exceptions import TraceFormatError
-    from agentcausal.traces.io import write_jsonl
+    from agentcausal.traces.jsonl import write_jsonl
 
     if not uses_importer(args):
         return list(args.paths)
@@ -259,7 +259,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     TraceFormatError
         If a file matches no format, is malformed or holds an invalid trace.
     """
-    from agentcausal.traces.io import write_jsonl
+    from agentcausal.traces.jsonl import write_jsonl
 
     traces = [t for _, t in import_corpus(args)[0]]
     out = write_jsonl(traces, args.output)
