@@ -333,6 +333,7 @@ def evaluate_frame(df: pd.DataFrame) -> Evaluation:
 
     Examples
     --------
+    >>> from agentcausal.attribution.results import results_frame
     >>> from agentcausal.traces.model import Attribution, Label, Step, Trace
     >>> t = Trace(id="x/1", question="q", ground_truth="a", label=Label(agent="B", step=1),
     ...           steps=[Step(index=0, agent="A", content=""), Step(index=1, agent="B", content="")])
