@@ -238,6 +238,20 @@ def _shown_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
     return shown
 
 
+def missing_values_lines(meta: Mapping[str, Any]) -> list[str]:
+    """Markdown lines naming, per user dataset, the rows ``--drop-missing`` left out and the missing-value
+    markers per column (``run.json``'s ``missing_values``); none when no row was dropped."""
+    dropped = meta.get("missing_values") or {}
+    if not dropped:
+        return []
+    out = ["", "## Rows dropped for missing values (--drop-missing)", ""]
+    for name, facts in dropped.items():
+        cols = ", ".join(f"{c}: {k}" for c, k in (facts.get("missing_by_column") or {}).items())
+        out.append(f"- {name}: {facts.get('rows_dropped_missing', 0)} of {facts.get('rows_read', '?')} rows dropped"
+                   + (f" (missing values by column: {cols})" if cols else ""))
+    return out
+
+
 def markdown_report(df: pd.DataFrame, outcomes: Sequence[DiscoveryOutcome], meta: Mapping[str, Any], *,
                     reversal_cost: int = 1, graphs_dir: str = "graphs") -> str:
     """The run's ``report.md``: settings, the summary table, failures, and per-dataset graphs and debates.
@@ -258,6 +272,7 @@ def markdown_report(df: pd.DataFrame, outcomes: Sequence[DiscoveryOutcome], meta
     notes = list(dict.fromkeys([*(meta.get("notes") or []), *run_notes(outcomes)]))
     if notes:
         lines += ["", "## Notes", "", *[f"- {n}" for n in notes]]
+    lines += missing_values_lines(meta)
     lines += ["", "## Results (mean ± std over seeds)", "", "```", summary_text(df, reversal_cost=reversal_cost),
               "```", ""]
     if mem := memorisation_text(df):
