@@ -246,7 +246,8 @@ def missing_values_lines(meta: Mapping[str, Any]) -> list[str]:
         return []
     out = ["", "## Rows dropped for missing values (--drop-missing)", ""]
     for name, facts in dropped.items():
-        cols = ", ".join(f"{c}: {k}" for c, k in (facts.get("missing_by_column") or {}).items())
+        cols = "; ".join(f"{c}: " + (", ".join(f"{m!r} x{k}" for m, k in n.items()) if isinstance(n, Mapping) else str(n))
+                         for c, n in (facts.get("missing_by_column") or {}).items())
         out.append(f"- {name}: {facts.get('rows_dropped_missing', 0)} of {facts.get('rows_read', '?')} rows dropped"
                    + (f" (missing values by column: {cols})" if cols else ""))
     return out
