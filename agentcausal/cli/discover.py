@@ -38,6 +38,7 @@ from agentcausal.cli.run_folder_options import add_run_folder_arguments, apply_r
     claim_run_folder, failed_rows_exit, run_name_meta, starting_prefect
 from agentcausal.exceptions import ConfigError, DatasetError, InvalidDatasetsError
 from agentcausal.settings import parse_bool, preset_values, routing_preset
+from agentcausal.runs.folder import default_run_dir, load_run_meta
 
 __all__ = ["register", "cmd_discover", "build_config", "check_datasets"]
 
@@ -277,7 +278,6 @@ def cmd_discover(args: argparse.Namespace) -> int:
     from agentcausal.discovery.plan import discover_plan
     from agentcausal.discovery.registry import method_stages, resolve_methods, with_anonymise
     from agentcausal.report.discovery import load_scored, summary_text, write_report
-    from agentcausal.runs.folder import default_run_dir
     from agentcausal.runs.plan import write_plan
     from agentcausal.discovery.outcome import DiscoveryOutcome
     from agentcausal.discovery.previews import discover_previews
@@ -367,6 +367,5 @@ def cmd_discover(args: argparse.Namespace) -> int:
               "--max-cost runs them.")
     print_spend(run_dir)  # the actual spend beside the estimate (run.json)
     print(f"\nrun folder: {run_dir}\nreport:     {Path(run_dir) / 'report.md'}")
-    from agentcausal.runs.folder import load_run_meta  # start-up cost (see cmd_discover)
 
     return failed_rows_exit(load_run_meta(run_dir), unit="(dataset, seed, method) run")
