@@ -50,7 +50,7 @@ from typing import Annotated, Literal, NamedTuple, Union
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from agentcausal.discovery.graph import CausalGraph
+from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.exceptions import AlgorithmError
 
 __all__ = [
@@ -338,10 +338,10 @@ def _context() -> mp.context.ForkServerContext | mp.context.SpawnContext:
     global _CTX
     with _CTX_LOCK:
         if _CTX is None:
-            forkserver = "forkserver" in mp.get_all_start_methods()
-            ctx = mp.get_context("forkserver") if forkserver else mp.get_context("spawn")
-            if forkserver:
-                ctx.set_forkserver_preload(["agentcausal.discovery._preload"])
+            method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+            ctx = mp.get_context(method)
+            if method == "forkserver":
+                ctx.set_forkserver_preload(["agentcausal.discovery.statistical._preload"])
             _CTX = ctx
         return _CTX
 
