@@ -94,7 +94,7 @@ from agentcausal.attribution.baseline_settings import BASELINE_STAGE, baseline_t
 from agentcausal.attribution.candidates import echo_candidates
 from agentcausal.attribution.echo_consensus import Vote, consensus
 from agentcausal.attribution.echo_context import global_view, hierarchical_view
-from agentcausal.attribution.echo_settings import ANALYSTS, PRESETS, EchoSettings
+from agentcausal.attribution.echo_settings import ANALYSTS, PRESETS, AnalystName, EchoSettings
 from agentcausal.attribution.evidence import evidence_fields
 from agentcausal.attribution.registry import MethodSpec, register, usage_item
 from agentcausal.llm import Gateway

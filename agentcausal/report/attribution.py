@@ -36,7 +36,7 @@ from agentcausal.attribution.paper_tables import (
     outside_levels,
     signed_step_error_histogram,
 )
-from agentcausal.attribution.results import load_results
+from agentcausal.attribution.results import AttributionSummary, load_results
 from agentcausal.exceptions import AgentCausalError
 from agentcausal.report.accuracy import ACCURACY_NOTE, accuracy_display, has_labels
 from agentcausal.report.blamed import blamed_html, blamed_markdown

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Annotated, Any, NamedTuple
+from typing import Annotated, Any, NamedTuple, cast
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.json_schema import JsonDict
@@ -381,7 +381,7 @@ def _edge_type(judged: bool, max_reason_chars: int | None) -> type:
 
 @functools.lru_cache(maxsize=64)
 def gca_joint_model(max_deviations: int | None, max_edges: int | None, max_reason_chars: int | None,
-                    judged: bool = False, links: bool = False) -> type[BaseModel]:
+                    judged: bool = False, links: bool = False) -> type[DeviationsAndGraph] | type[DeviationsAndLinks]:
     """Reply model of MDI + CGC with advisory ``maxItems``/``maxLength`` (see module docstring).
 
     Parameters
@@ -423,7 +423,7 @@ def mdi_model(max_deviations: int | None, max_reason_chars: int | None) -> type[
 
 @functools.lru_cache(maxsize=64)
 def cgc_model(max_edges: int | None, judged: bool = False, max_reason_chars: int | None = None,
-              links: bool = False) -> type[BaseModel]:
+              links: bool = False) -> type[EdgesReply] | type[CausalListsReply]:
     """Reply model of CGC alone: :class:`CausalListsReply` when ``links`` (``cgc="code"``), else an
     :class:`EdgesReply` (advisory ``maxItems``; judged edges as in :func:`gca_joint_model`)."""
     if links:
@@ -437,7 +437,7 @@ def cgc_model(max_edges: int | None, judged: bool = False, max_reason_chars: int
 
 
 @functools.lru_cache(maxsize=256)
-def hypothesis_model(n_steps: int, max_reason_chars: int | None, log_answer: bool = False) -> type[BaseModel]:
+def hypothesis_model(n_steps: int, max_reason_chars: int | None, log_answer: bool = False) -> type[HypothesisReply]:
     """Reply model of HG whose ``step`` must lie in ``0 .. n_steps - 1`` (validated).
 
     Parameters
@@ -456,11 +456,11 @@ def hypothesis_model(n_steps: int, max_reason_chars: int | None, log_answer: boo
         raise ValueError(f"n_steps must be >= 1, got {n_steps}")
     step = (int, Field(ge=0, le=n_steps - 1, description="0-based step of the decisive error"))
     reason = (_reason(max_reason_chars, "how the root cause was inferred" if log_answer else "one sentence"), ...)
-    if log_answer:
-        return create_model(
+    if log_answer:  # not a subclass (the released code's field order) but the same step and reason
+        return cast(type[HypothesisReply], create_model(
             "HypothesisReply", __doc__=HypothesisReply.__doc__,
             log_answer=(str, Field("", description="the final wrong answer given in the log")), step=step,
-            reason=reason)
+            reason=reason))
     return create_model("HypothesisReply", __base__=HypothesisReply, step=step, reason=reason)
 
 

@@ -68,9 +68,10 @@ def structured(gw: Gateway, stage: str, messages: Sequence[dict[str, str]], repl
     whatever ``Gateway.structured`` raises (StructuredOutputError, EndpointUnreachableError, ...).
     """
     kwargs: dict[str, Any] = {}
-    if sample and _accepts(type(gw), "sample"):
+    # the ignores below: a class is hashable; mypy checks Hashable against its instances' __hash__
+    if sample and _accepts(type(gw), "sample"):  # type: ignore[arg-type]
         kwargs["sample"] = sample
-    if temperature is not None and _accepts(type(gw), "temperature"):
+    if temperature is not None and _accepts(type(gw), "temperature"):  # type: ignore[arg-type]
         kwargs["temperature"] = temperature
     return gw.structured(stage, messages, reply_model, item=item, max_tokens=max_tokens, **kwargs)
 

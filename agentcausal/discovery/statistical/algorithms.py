@@ -338,9 +338,9 @@ def _context() -> mp.context.ForkServerContext | mp.context.SpawnContext:
     global _CTX
     with _CTX_LOCK:
         if _CTX is None:
-            method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
-            ctx = mp.get_context(method)
-            if method == "forkserver":
+            forkserver = "forkserver" in mp.get_all_start_methods()
+            ctx = mp.get_context("forkserver") if forkserver else mp.get_context("spawn")
+            if forkserver:
                 ctx.set_forkserver_preload(["agentcausal.discovery.statistical._preload"])
             _CTX = ctx
         return _CTX
