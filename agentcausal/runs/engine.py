@@ -310,7 +310,7 @@ class RunEngine:
             if not self.breaker.blocks(method_profiles(self.header, chunk.method)):
                 yield chunk
             else:
-                self._not_run(chunk, self.breaker.error)  # type: ignore[arg-type]
+                self._not_run(chunk, self.breaker.error)  # type: ignore[arg-type]  # blocks: error is set
 
     def _not_run(self, chunk: Chunk, error: EndpointDownError) -> None:
         for job, key in zip(chunk.jobs, chunk.keys, strict=True):

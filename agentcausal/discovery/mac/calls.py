@@ -68,10 +68,10 @@ def structured(gw: Gateway, stage: str, messages: Sequence[dict[str, str]], repl
     whatever ``Gateway.structured`` raises (StructuredOutputError, EndpointUnreachableError, ...).
     """
     kwargs: dict[str, Any] = {}
-    # the ignores below: a class is hashable; mypy checks Hashable against its instances' __hash__
-    if sample and _accepts(type(gw), "sample"):  # type: ignore[arg-type]
+    # type(gw) is hashable: mypy checks Hashable against the instances' __hash__
+    if sample and _accepts(type(gw), "sample"):  # type: ignore[arg-type]  # see above
         kwargs["sample"] = sample
-    if temperature is not None and _accepts(type(gw), "temperature"):  # type: ignore[arg-type]
+    if temperature is not None and _accepts(type(gw), "temperature"):  # type: ignore[arg-type]  # as above
         kwargs["temperature"] = temperature
     return gw.structured(stage, messages, reply_model, item=item, max_tokens=max_tokens, **kwargs)
 
