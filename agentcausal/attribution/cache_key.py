@@ -2,8 +2,9 @@
 
 The key holds the trace id and :meth:`~agentcausal.traces.model.Trace.content_hash` (question, ground
 truth and steps; not the label: scoring reads the current trace's label, never a cached one), the
-method, its validated settings, the prompt version, the ``profile:model`` and context window of each
-stage, and the repeat index when above 0.
+method, its validated settings, the prompt version, each stage's routing identity
+(:meth:`~agentcausal.llm.gateway.Gateway.stage_identity`: ``profile:model``, context window, endpoint and
+dialect), and the repeat index when above 0.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ def attribution_key(trace: Trace | PlanItem, method: str, settings: BaseModel | 
     Returns
     -------
     str, sha256 hex of (trace id, trace content hash, method, settings, prompt version,
-    ``profile:model`` and context window per stage, and the repeat when > 0). The id is in the key
+    :meth:`Gateway.stage_identity <agentcausal.llm.gateway.Gateway.stage_identity>` per stage, and the
+    repeat when > 0). The id is in the key
     so two traces with the same content keep one record each.
 
     Raises
@@ -76,7 +78,7 @@ def attribution_keyer(gw: Gateway) -> Callable[..., str]:
             models = {}
             for stage in spec.stages:
                 try:
-                    models[stage] = [gw.model_for(stage), gw.profile_for(stage).context_window]
+                    models[stage] = gw.stage_identity(stage)
                 except AgentCausalError:
                     models[stage] = ["unrouted", 0]
             parts[memo] = {"method": method, "settings": st, "prompt_version": spec.prompt_version, "models": models}

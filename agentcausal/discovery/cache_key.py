@@ -23,7 +23,8 @@ def discovery_key(ds: Dataset, method: str, config: DiscoveryConfig, gw: Gateway
     (never ``auto``); for LLM methods the sampling temperature the run uses
     when it is not the profile's (:func:`llm_temperature`), the metadata and
     its prompt text (variable descriptions enter MAC's prompts), the prompt
-    version and the ``profile:model`` of each stage). Statistical
+    version and each stage's routing identity: ``profile:model``, context
+    window, endpoint and dialect, :meth:`~agentcausal.llm.gateway.Gateway.stage_identity`). Statistical
     methods ignore the LLM parts. The true graph is not in the key: the
     outcome is scored outside the cached step, against the current truth.
 
@@ -36,7 +37,7 @@ def discovery_key(ds: Dataset, method: str, config: DiscoveryConfig, gw: Gateway
     models = {}
     for s in stages:
         try:
-            models[s] = [gw.model_for(s), gw.profile_for(s).context_window] if gw is not None else ["none", 0]
+            models[s] = gw.stage_identity(s) if gw is not None else ["none", 0]
         except AgentCausalError:
             models[s] = ["unrouted", 0]
     blob = json.dumps({

@@ -361,6 +361,23 @@ class Gateway:
         label = f"{p.name}:{p.model}"
         return f"{label}@{Path(p.model_path).name}" if p.is_embedded and p.model_path else label
 
+    def stage_identity(self, stage: str) -> list[Any]:
+        """What of the stage's routing changes a result, for the results store's keys.
+
+        Returns ``[profile:model label, context window, endpoint identity, dialect]``: the endpoint
+        identity as in the reply cache's keys (base URL; for embedded profiles the GGUF and the
+        reproducible mode), the dialect the request parameters a call sends by default (temperature,
+        token cap, ``reasoning_effort``, ``extra_body`` fields such as Qwen3's thinking switch) plus the
+        JSON mode. Two profiles serving one model id in two dialects never share a result.
+
+        Raises UnknownStageError (see ProfileSet) when the stage is not routed.
+        """
+        p = self.profile_for(stage)
+        dialect: dict[str, Any] = {"json_mode": p.json_mode}
+        if p.kind == "chat":
+            dialect.update(_chat_params(p, None, None, 0)[0])
+        return [self.model_for(stage), p.context_window, _cache_identity(p), dialect]
+
     def _base_url(self, profile: Profile) -> str:
         if profile.is_embedded:
             from agentcausal.llm import local

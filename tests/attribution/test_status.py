@@ -95,3 +95,25 @@ def test_identical_requests_within_one_run_are_not_reused(fake_server, make_gate
     assert sum(r.usage["baseline"]["run_hits"] for r in rows) == 2
     later = [run_method(t, "all_at_once", make_gateway(fake_server)) for t in (a, b)]  # an earlier run's cache
     assert [r.reused for r in later] == [True, True] and fake_server.count == 1
+
+
+def test_two_dialects_of_one_model_never_share_a_result(fake_server, make_gateway, tmp_path):
+    """Qwen3's thinking and non-thinking profiles serve one model id; their results differ, so do their keys
+    (attribution and discovery), while an unchanged profile keeps its key."""
+    from agentcausal.discovery.cache_key import discovery_key
+    from agentcausal.discovery.config import DiscoveryConfig
+    from agentcausal.discovery.datasets import load_dataset
+    from agentcausal.traces.model import Step, Trace
+
+    trace = Trace(id="t", question="q?", ground_truth="a", steps=[Step(index=0, agent="A", content="x")])
+    ds = load_dataset("asia", n=50, seed=0)
+    think = make_gateway(fake_server, cache_dir=tmp_path / "a", extra_body={"chat_template_kwargs": {"enable_thinking": True}})
+    nothink = make_gateway(fake_server, cache_dir=tmp_path / "b", extra_body={"chat_template_kwargs": {"enable_thinking": False}})
+    same = make_gateway(fake_server, cache_dir=tmp_path / "c", extra_body={"chat_template_kwargs": {"enable_thinking": False}})
+    effort = make_gateway(fake_server, cache_dir=tmp_path / "d", reasoning_effort="high")
+    keys = [attribution_key(trace, "all_at_once", None, g) for g in (think, nothink, same, effort)]
+    assert keys[0] != keys[1] and keys[1] == keys[2] and keys[3] not in keys[:3]
+    dkeys = [discovery_key(ds, "mac", DiscoveryConfig(), g) for g in (think, nothink, same)]
+    assert dkeys[0] != dkeys[1] and dkeys[1] == dkeys[2]
+    # statistical methods send nothing to a model: one key whatever the routing
+    assert discovery_key(ds, "pc", DiscoveryConfig(), think) == discovery_key(ds, "pc", DiscoveryConfig(), nothink)
