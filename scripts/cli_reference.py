@@ -87,6 +87,8 @@ def _verb_section(name: str, parser: argparse.ArgumentParser, summary: str, leve
         for action in rows:
             lines.append(f"| {_option(action, fmt)} | {_cell(fmt._expand_help(action) if action.help else '')} |")
         lines.append("")
+    if parser.epilog:
+        lines += [_cell(parser.epilog), ""]
     for sub_name, (sub, sub_help) in _subparsers(parser).items():
         lines += _verb_section(f"{name} {sub_name}", sub, sub_help, level + 1)
     return lines
