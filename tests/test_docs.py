@@ -1,5 +1,6 @@
-"""The README and docs/ pages: every relative link and anchor resolves, the README stays a front door,
-docs/cli.md is what the parsers say, and every ``agentcausal`` command shown in a shell block parses."""
+"""The README and docs/ pages: every relative link and anchor resolves, every repository path they name
+exists, the README stays a front door, docs/cli.md is what the parsers say, and every ``agentcausal``
+command shown in a shell block parses."""
 
 from __future__ import annotations
 
@@ -147,3 +148,29 @@ def test_every_shown_command_parses(page: Path, command: str) -> None:
 
 def test_the_readme_shows_commands_to_check() -> None:
     assert len(shell_commands(README)) >= 5
+
+
+REPO_PATH = re.compile(r"`((?:agentcausal|flows|tasks|scripts|deploy|tests|bench|data|docs|requirements)/[\w./-]*)`")
+
+
+def missing_repo_paths(page: Path) -> list[str]:
+    """Repository paths the page's prose names in code spans (`agentcausal/...`, `deploy/...` ...) that do not
+    exist; the download folders of the settings (Who&When, MAST, AgentRx: git-ignored) excepted."""
+    from agentcausal.settings import RunSettings
+
+    s = RunSettings()
+    downloads = {d.rstrip("/") for d in (s.who_and_when_dir, s.mast_dir, s.agentrx_dir)}
+    text = FENCE.sub("", page.read_text(encoding="utf-8"))
+    return [p for p in REPO_PATH.findall(text) if p.rstrip("/") not in downloads and not (ROOT / p).exists()]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+def test_every_named_repository_path_exists(page: Path) -> None:
+    assert missing_repo_paths(page) == []
+
+
+def test_path_check_catches_a_moved_module(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("See `agentcausal/discovery/mac/sandbox.py` and `agentcausal/no_such_module.py`; "
+                    "the benchmark goes to `data/who_and_when`.\n", encoding="utf-8")
+    assert missing_repo_paths(page) == ["agentcausal/no_such_module.py"]
