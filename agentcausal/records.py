@@ -21,8 +21,9 @@ __all__ = ["ResultStatus", "RunRecord", "failure_fields"]
 #: how complete a result is: ``complete``; ``degraded`` (a method fell back after a failed stage,
 #: e.g. DCFA's GCA hypothesis after LCE failed); ``content_failed`` (a reply still invalid after all
 #: repairs, an algorithm failing on the data: a property of the input, cached); ``failed`` (transport,
-#: auth, rate limit, timeout, dead worker: never cached, retried by the next run)
-ResultStatus = Literal["complete", "degraded", "content_failed", "failed"]
+#: auth, rate limit, timeout, dead worker: never cached, retried by the next run); ``not_run`` (never
+#: started: the run stopped first, e.g. its circuit breaker opened on a dead endpoint; never cached)
+ResultStatus = Literal["complete", "degraded", "content_failed", "failed", "not_run"]
 
 
 class RunRecord(BaseModel):

@@ -29,9 +29,11 @@ def attribute(paths: list[str], methods: list[str] = ["all_at_once"],  # noqa: B
               limit: int | None = None, ids: list[str] | None = None, max_steps: int | None = None,
               with_ground_truth: bool | None = None, out_dir: str | None = None, progress: bool = False,
               skip_invalid: bool = False, meta: dict[str, Any] | None = None, preset: str | None = None,
-              repeats: int = 1, plan: Plan | dict[str, Any] | str | None = None, chunk_size: int | None = None) -> str:
+              repeats: int = 1, plan: Plan | dict[str, Any] | str | None = None, chunk_size: int | None = None,
+              max_cost: float | None = None, spent_before_usd: float = 0.0) -> str:
     """Every planned (trace, method) pair; the run folder. ``plan``: a Plan, its dict or its ``plan.json``; None:
-    built from the other arguments (:func:`agentcausal.attribution.plan.plan_attribution`)."""
+    built from the other arguments (:func:`agentcausal.attribution.plan.plan_attribution`). ``max_cost``: USD for
+    the run folder with ``spent_before_usd`` (its earlier invocations), jobs past it ``not_run`` (:mod:`agentcausal.runs.budget`)."""
     settings = settings or RunSettings.from_env()
     paths = naming.corpus_paths(paths, settings)  # empty: the Who&When folder of the settings, resolved now
     run_dir, subject = out_dir or default_run_dir("attribute"), corpus_label(paths)
@@ -41,7 +43,8 @@ def attribute(paths: list[str], methods: list[str] = ["all_at_once"],  # noqa: B
                                              run_dir=run_dir)
     naming.add_run_tags(plan.methods, settings, preset=plan.preset)
     run_engine(ATTRIBUTION, plan, settings, attribute_chunk, run_dir, chunk_size=chunk_size, subject=subject,
-               bar=progress, meta={**(meta or {}), "corpus": [str(Path(p).resolve()) for p in paths]})
+               bar=progress, meta={**(meta or {}), "corpus": [str(Path(p).resolve()) for p in paths]},
+               max_cost=max_cost, spent_before_usd=spent_before_usd)
     report = evaluate_run(run_dir)
     naming.add_run_tags(plan.methods, settings, preset=plan.preset, subsets=set(report.evaluation.by_subset["subset"]))
     publish_report(subject, run_dir, table_key="attribution-accuracy", table=table_records(report.evaluation.overall),

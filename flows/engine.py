@@ -20,6 +20,7 @@ from agentcausal.report.artifacts import self_contained_markdown
 from agentcausal.runs.engine import REUSED_LISTED, RunEngine, RunHalf, RunSummary, drive
 from agentcausal.runs.plan import Plan
 from agentcausal.settings import RunSettings
+from agentcausal.runs.budget import BudgetGate  # --max-cost
 from flows import naming
 from flows.progress import RunProgress
 
@@ -30,7 +31,8 @@ UNITS = {"attribute": "(trace, method) result", "discover": "(dataset, seed, met
 
 
 def run_engine(half: RunHalf, plan: Plan, settings: RunSettings, task: Task, run_dir: str, *,
-               chunk_size: int | None, subject: str, bar: bool, meta: Mapping[str, Any]) -> RunSummary:
+               chunk_size: int | None, subject: str, bar: bool, meta: Mapping[str, Any],
+               max_cost: float | None = None, spent_before_usd: float = 0.0) -> RunSummary:
     """Run ``plan`` through the engine with ``task`` as the chunk task; write the run folder; its summary.
 
     Parameters
@@ -43,9 +45,16 @@ def run_engine(half: RunHalf, plan: Plan, settings: RunSettings, task: Task, run
     subject : the corpus or datasets, for artifact keys
     bar : show a tqdm bar
     meta : facts for ``run.json`` beside the engine's
+    max_cost : USD or None, ``--max-cost``: chunks past it are held back as ``not_run`` (:mod:`agentcausal.runs.budget`)
+    spent_before_usd : USD the run folder's earlier invocations spent (``--resume``), counted against ``max_cost``
     """
     kind, unit = half.kind, UNITS[half.kind]
-    engine = RunEngine(half, plan, settings, chunk_size=chunk_size)
+    engine = RunEngine(half, plan, settings, chunk_size=chunk_size,
+                       budget=None if max_cost is None else BudgetGate.from_plan(plan, max_cost, spent_before_usd))
+    engine.spend.before = spent_before_usd
+    if engine.budget is not None and engine.budget.unpriced:
+        print(f"{kind}: --max-cost cannot weigh {', '.join(engine.budget.unpriced)}: a routed stage's price is "
+              "unknown (no price in its profile), so its calls count as $0 against the cap")
     shown = RunProgress(engine.total, 0, desc=kind, unit=unit.split()[-1], bar=bar,
                         key=naming.key(f"{kind}-progress", subject), description=f"{engine.total} {unit}s")
     engine.on_progress = shown.advance
@@ -61,6 +70,9 @@ def run_engine(half: RunHalf, plan: Plan, settings: RunSettings, task: Task, run
                                           f"from the results store (no task run)"
                                           + (f"; first {REUSED_LISTED:,} listed" if summary.reused > REUSED_LISTED
                                              else ""))
+    if engine.budget is not None and engine.budget.refused_jobs:
+        print(f"{kind}: {engine.budget.refused_jobs} of {summary.rows} {unit}s not run (budget: --max-cost "
+              f"${max_cost:g}); the same command with --resume and a higher --max-cost runs them")
     return summary
 
 

@@ -16,8 +16,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from agentcausal.attribution.estimate import add_trace
 from agentcausal.attribution.registry import get_method, resolve_methods
 from agentcausal.exceptions import InvalidTracesError, TraceFormatError
+from agentcausal.runs.budget import Estimator
 from agentcausal.runs.plan import ITEMS_FILE, MethodPlan, Plan, PlanItem, PlanWriter, SourceFile, absolute_path, \
     missing_keys, profile_params, routed_profiles, sha256_file, stage_models
 from agentcausal.settings import RunSettings, routing_preset
@@ -93,6 +95,7 @@ def attribute_plan(paths: Sequence[str], methods: Sequence[str] = (), *,
     """
     profiles = routed_profiles(profiles_path, routing)
     mplans, stages = method_plans(methods, resolved, preset, profiles)
+    estimator = Estimator(profiles, times=repeats)
     writer = PlanWriter(items_file, keep=keep_items)
     invalid: list[TraceFormatError] = []
     wanted = set(ids) if ids is not None else None
@@ -121,6 +124,7 @@ def attribute_plan(paths: Sequence[str], methods: Sequence[str] = (), *,
                 file_hash[path] = sha256_file(path) if Path(path).is_file() else None
             writer.add(PlanItem(id=t.id, path=path, offset=x.offset, sha256=t.content_hash(),
                                 file_sha256=file_hash[path]))
+            add_trace(estimator, t, {m: resolved[m] for m in mplans}, profiles)
         _refuse(invalid, skip_invalid, wanted, found, seen_ids, writer.count, paths)
         if no_truth:
             require_ground_truth([SimpleNamespace(id=i, ground_truth="") for i in no_truth])  # type: ignore[misc]
@@ -128,7 +132,7 @@ def attribute_plan(paths: Sequence[str], methods: Sequence[str] = (), *,
         writer.abort()
         raise
     return writer.close(kind="attribute", routing=routing, preset=preset, methods=mplans, repeats=repeats,
-                        missing_keys=missing_keys(profiles, stages),
+                        missing_keys=missing_keys(profiles, stages), estimate=estimator.result(),
                         sources=list(sources) if sources is not None else None, labels=labels,
                         skipped=[{"path": e.path, "field": e.field, "error": e.detail} for e in invalid]
                         if skip_invalid else None)

@@ -36,6 +36,8 @@ from agentcausal.cli.import_traces import add_import_arguments, import_corpus, i
     uses_importer
 from agentcausal.cli.input_options import add_input_arguments, apply_input_arguments
 from agentcausal.cli.runner_options import add_runner_arguments
+from agentcausal.cli.spend_options import add_spend_arguments, check_spend_arguments, print_estimate, print_spend, \
+    run_check, spent_before
 from agentcausal.cli.settings_options import add_model_arguments, add_settings_arguments, add_threads_argument, \
     apply_model_arguments, apply_threads, settings_from_args
 from agentcausal.exceptions import AgentCausalError, ConfigError, TraceFormatError
@@ -91,6 +93,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="traces per Prefect task (default 25, fewer when a method has under 8 chunks' worth, more when "
                    "it would have over 400 chunks); 1 = a task run per (trace, method); each trace is stored on its "
                    "own either way")
+    add_spend_arguments(p)  # after the run-folder options: it adds --resume only where they did not
     p.set_defaults(func=cmd_attribute)
 
     e = subparsers.add_parser("evaluate", help="recompute accuracy tables and report.md of a run folder",
@@ -171,7 +174,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     # start-up cost: the library's run path imports openai (about 0.8 s measured), which every other verb and
     # `agentcausal --help` would pay if these were imported with the module (build_parser imports every verb)
     from agentcausal.attribution.plan import attribute_plan
-    from agentcausal.attribution.registry import get_method, resolve_methods
+    from agentcausal.attribution.registry import resolve_methods
     from agentcausal.cli.endpoints import check_endpoints
     from agentcausal.runs.folder import default_run_dir
     from agentcausal.runs.plan import ITEMS_FILE, SHOWN_ITEMS, write_plan
@@ -179,6 +182,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     from agentcausal.traces.model import Attribution
 
     apply_input_arguments(args)
+    check_spend_arguments(args)
     if not args.paths and not args.from_phoenix:
         raise ConfigError("give trace folder(s) or file(s), or --from-phoenix URL")
     missing = [p for p in args.paths if not os.path.lexists(p)]  # a symlink loop is named by the loader
@@ -210,11 +214,12 @@ def cmd_attribute(args: argparse.Namespace) -> int:
                                routing=settings.routing))
             return 0
         corpus, skipped = _imported_traces(args) if imported else (None, [])
-        print(_with_skipped(attribute_plan(args.paths, traces=corpus, keep_items=SHOWN_ITEMS, **plan_args),
-                            skipped, args).dumps())
-        return 0
-    stages = {st for m in methods for st in get_method(m).stages
-              if resolved[m].get("with_ground_truth", True) or not st.endswith(".embed")}
+        plan = _with_skipped(attribute_plan(args.paths, traces=corpus, keep_items=SHOWN_ITEMS, **plan_args),
+                             skipped, args)
+        print(plan.dumps())
+        print_estimate(plan, args.max_cost)  # stderr: stdout stays one JSON object
+        return run_check(settings.profiles_path, settings.routing, _stages(methods, resolved)) if args.check else 0
+    stages = _stages(methods, resolved)
     settings.check_routes(stages)
     run_dir = Path(args.out or default_run_dir("attribute"))
     out_existed = run_dir.exists()
@@ -240,6 +245,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
 
     quiet_task_failures(getattr(args, "verbose", False))  # Prefect's handlers exist now
     run_attribute(paths, list(resolved), settings=settings, out_dir=str(run_dir), plan=str(plan_file),
+                  max_cost=args.max_cost, spent_before_usd=spent_before(args),
                   progress=not args.no_progress and sys.stderr.isatty(), runner=runner_choice_from_args(args),
                   meta={"model": model_facts} if model_facts else None, chunk_size=args.chunk_size)
     return _print_run(str(run_dir))
@@ -355,13 +361,17 @@ def _print_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool
         shown, path = read_attribution_summary(run_dir), Path(run_dir) / "report.md"
     overall, failures = shown.overall, shown.failures
     print(console_summary(load_results(run_dir), accuracy_text(shown), run_dir))  # unlabelled: the blamed steps
-    if len(failures):
-        st = failures["status"].value_counts() if "status" in failures else {}
-        print(f"\n{len(failures)} failed (trace, method) pairs; see the report."
+    st = failures["status"].value_counts() if "status" in failures and len(failures) else {}
+    if st.get("not_run", 0):  # held back by --max-cost: not failures
+        print(f"\n{st['not_run']} (trace, method) pairs not run (budget: --max-cost); the same command with --resume "
+              "and a higher --max-cost runs them.")
+    if len(failures) - st.get("not_run", 0):
+        print(f"\n{len(failures) - st.get('not_run', 0)} failed (trace, method) pairs; see the report."
               + (f" {st.get('failed', 0)} failed in this run (not cached; the next run retries them)."
                  if st.get("failed", 0) else "")
               + (f" {st.get('content_failed', 0)} content failures (cached; --retry-failed recomputes them)."
                  if st.get("content_failed", 0) else ""))
+    print_spend(run_dir)  # the actual spend beside the estimate (run.json)
     print(f"\nrun folder: {run_dir}\nreport:     {path}")
     line = unreachable_summary(failures, int(overall["n"].sum())) \
         if exit_on_unreachable and "n" in overall else None
@@ -400,3 +410,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         return 0
     return _print_run(str(run_dir), exit_on_unreachable=False, evaluate=True)
 
+
+def _stages(methods: list[str], resolved: dict[str, dict[str, Any]]) -> set[str]:
+    """The stages the run calls (a no-truth run scores with a judge, not the embedder)."""
+    from agentcausal.attribution.registry import get_method  # start-up cost (see cmd_attribute)
+
+    return {st for m in methods for st in get_method(m).stages
+            if resolved[m].get("with_ground_truth", True) or not st.endswith(".embed")}

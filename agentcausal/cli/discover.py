@@ -29,6 +29,8 @@ from pydantic import ValidationError
 from agentcausal.cli import quiet_task_failures
 from agentcausal.cli.attribute import parse_sets
 from agentcausal.cli.runner_options import add_runner_arguments
+from agentcausal.cli.spend_options import add_spend_arguments, check_spend_arguments, print_estimate, print_spend, \
+    run_check, spent_before
 from agentcausal.cli.settings_options import add_model_arguments, add_settings_arguments, add_threads_argument, \
     apply_model_arguments, apply_threads, settings_from_args
 from agentcausal.cli.input_options import add_input_arguments, apply_input_arguments
@@ -105,6 +107,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--chunk-size", type=int, default=None, metavar="N",
                    help="(dataset, seed, method) runs per Prefect task (default 1: a task run each); each run "
                    "is stored on its own either way")
+    add_spend_arguments(p)  # after the run-folder options: it adds --resume only where they did not
     p.set_defaults(func=cmd_discover)
 
 
@@ -295,6 +298,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
         raise ConfigError(f"--repeats must be at least 1, got {args.repeats}")
     apply_threads(args)
     apply_input_arguments(args)
+    check_spend_arguments(args)
     datasets = _expand(args.datasets)
     methods = with_anonymise(resolve_methods(args.methods or ["mac"]), args.anonymise or ["none"])
     methods = expand_rounds(methods, args.rounds or [])  # --rounds 1 2 3: "mac (rounds 1)", ... (paper §4.3)
@@ -320,10 +324,11 @@ def cmd_discover(args: argparse.Namespace) -> int:
         print(render_previews(discover_previews(datasets, methods, config, n=args.n, seed=args.seeds[0],
                                                 loaded=loaded)))  # instructions whole, data blocks cut
         return 0
+    stages = {st for m in methods for st in method_stages(m, config)}
     if args.dry_run:
         print(plan.dumps())
-        return 0
-    stages = {st for m in methods for st in method_stages(m, config)}
+        print_estimate(plan, args.max_cost)  # stderr: stdout stays one JSON object
+        return run_check(settings.profiles_path, settings.routing, stages) if args.check else 0
     settings.check_routes(stages)
     ResultStore(settings.cache_dir, "discover", DiscoveryOutcome).close()  # an unreadable store: one line, now
     check_endpoints(settings.profiles_path, settings.routing, stages)  # one line and exit 2 when one is down
@@ -338,15 +343,21 @@ def cmd_discover(args: argparse.Namespace) -> int:
     dropped = {ds.name: {k: ds.extra[k] for k in ("rows_read", "rows_dropped_missing", "missing_by_column")}
                for ds in loaded.values() if ds.extra.get("rows_dropped_missing")}  # rows left out for missing values
     run_discover(datasets, methods, seeds=args.seeds, n=args.n, settings=settings, plan=str(plan_file),
-                 out_dir=run_dir, reversal_cost=args.shd_reversal, chunk_size=args.chunk_size,
+                 out_dir=run_dir, reversal_cost=args.shd_reversal, chunk_size=args.chunk_size, max_cost=args.max_cost,
+                 spent_before_usd=spent_before(args),
                  meta={**({"missing_values": dropped} if dropped else {}),
                        **({"model": model_facts} if model_facts else {})} or None,
                  progress=not args.no_progress and sys.stderr.isatty(),
                  runner=None if runner.kind.value == "thread" and runner.max_workers is None else runner)
     frame = load_scored(run_dir)
     print(summary_text(frame, reversal_cost=args.shd_reversal))
-    failed = frame[frame["error"] != ""]
+    held = frame["status"] == "not_run" if "status" in frame else frame["error"] != frame["error"]
+    failed = frame[(frame["error"] != "") & ~held]
     if len(failed):
         print(f"\n{len(failed)} failed runs; see the report.")
+    if held.any():  # held back by --max-cost: not failures
+        print(f"\n{int(held.sum())} runs not run (budget: --max-cost); the same command with --resume and a higher "
+              "--max-cost runs them.")
+    print_spend(run_dir)  # the actual spend beside the estimate (run.json)
     print(f"\nrun folder: {run_dir}\nreport:     {Path(run_dir) / 'report.md'}")
     return 0

@@ -15,6 +15,7 @@ from typing import Any
 
 from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.datasets import BENCHMARKS, Dataset, data_dir, load_dataset, load_spec
+from agentcausal.discovery.estimate import estimate_discovery
 from agentcausal.discovery.registry import DCM_METHODS, method_settings, method_stages, resolve_methods
 from agentcausal.discovery.rounds import base_method
 from agentcausal.discovery.user_data import unique_dataset_names
@@ -109,10 +110,12 @@ def discover_plan(datasets: Sequence[str], methods: Sequence[str], *, config: Di
     if llm_datasets is not None:
         wanted = {d.lower() for d in llm_datasets}
         llm = [i.id for i in items if i.id.lower() in wanted or (i.spec or "").lower() in wanted]
+    estimate = estimate_discovery(items, list(methods), config, profiles, seeds=list(seeds), repeats=repeats, n=n,
+                                  llm_datasets=llm, loaded=loaded)
     return Plan(kind="discover", routing=routing, preset=preset, items=items, item_count=len(items), methods=mplans,
                 repeats=repeats, seeds=list(seeds), n=n, config=config.model_dump(mode="json"), llm_datasets=llm,
                 missing_keys=missing_keys(profiles, all_stages), anonymise=list(anonymise),
-                skipped=list(skipped) if skipped is not None else None)
+                skipped=list(skipped) if skipped is not None else None, estimate=estimate)
 
 
 def plan_discovery(datasets: Sequence[str], methods: Sequence[str], settings: RunSettings, *,

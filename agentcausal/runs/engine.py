@@ -47,6 +47,7 @@ from agentcausal.runs.folder import write_run_meta
 from agentcausal.runs.plan import Plan, PlanItem, write_plan
 from agentcausal.runs.scheduling import MAX_CHUNKS, chunk_length, run_items
 from agentcausal.runs.store import RETRIED_STATUSES, ResultStore
+from agentcausal.runs.budget import BudgetGate, SpendTally, not_run_record, record_cost  # --max-cost, spend
 from agentcausal.settings import RunSettings
 
 __all__ = ["DEFAULT_CHUNK_SIZE", "Job", "Chunk", "RunHalf", "RecordSink", "RunSummary", "RunEngine", "run_chunk",
@@ -223,6 +224,8 @@ class RunSummary:
     reused : int, rows this run paid nothing for
     from_store : int, jobs the store answered before any task ran
     failed : int, rows whose status is ``failed`` (not stored; the next run computes them again)
+    not_run : int, rows whose status is ``not_run`` (the circuit breaker stopped the run first; not stored)
+    stopped : str or None, why the run stopped early (the circuit breaker's message)
     dropped : int, stored rows that failed their checksum or schema (recomputed)
     reused_rows : list of dict, the first :data:`REUSED_LISTED` reused rows (``id``, ``method``, ``status``)
     wall_seconds : float
@@ -233,6 +236,8 @@ class RunSummary:
     reused: int = 0
     from_store: int = 0
     failed: int = 0
+    not_run: int = 0
+    stopped: str | None = None
     dropped: int = 0
     reused_rows: list[dict[str, Any]] = field(default_factory=list)
     wall_seconds: float = 0.0
@@ -251,6 +256,8 @@ class RunEngine:
         task per job); None: the half's ``default_chunk_size``, or more where a method would otherwise have
         over :data:`~agentcausal.runs.scheduling.MAX_CHUNKS` chunks
     on_progress : callable or None, called with the number of jobs newly done (reused or finished)
+    budget : BudgetGate or None, ``--max-cost`` (:mod:`agentcausal.runs.budget`): :func:`drive` asks it before each
+        chunk; with one, a method's default chunk is one job (up to MAX_CHUNKS chunks), so the gate acts per job
 
     Raises
     ------
@@ -259,7 +266,7 @@ class RunEngine:
     """
 
     def __init__(self, half: RunHalf, plan: Plan, settings: RunSettings, *, chunk_size: int | None = None,
-                 on_progress: Callable[[int], None] | None = None) -> None:
+                 on_progress: Callable[[int], None] | None = None, budget: BudgetGate | None = None) -> None:
         self.half, self.plan, self.settings = half, plan, settings
         self.header = plan.header()
         self.started = time.time()
@@ -267,7 +274,9 @@ class RunEngine:
         self.keyer = half.keyer(plan, settings)
         counts = half.job_counts(plan)
         self.total = sum(counts.values())
-        self.chunk_len = {m: chunk_length(n, chunk_size or max(half.default_chunk_size, -(-n // MAX_CHUNKS)))
+        self.budget, self.spend = budget, SpendTally()  # the --max-cost gate; what this run paid
+        default = 1 if budget is not None else half.default_chunk_size
+        self.chunk_len = {m: chunk_length(n, chunk_size or max(default, -(-n // MAX_CHUNKS)))
                           for m, n in counts.items()}
         self.on_progress = on_progress
         self.unstored: dict[str, RunRecord] = {}  # records no store holds: fallbacks after a run failure, failures
@@ -330,6 +339,16 @@ class RunEngine:
             for key, rec in zip(chunk.keys, result, strict=True):
                 if rec is not None:
                     self.unstored[key] = rec
+        if self.budget is not None:  # its spend: the cost of the records it stored this run (None: failed)
+            self.budget.settle(chunk, None if isinstance(result, BaseException) else sum(
+                record_cost(s.record) for s in self.store.get_many(list(chunk.keys))
+                if s is not None and s.stored_at >= self.started))
+        self._progress(len(chunk.jobs))
+
+    def hold_back(self, chunk: Chunk) -> None:
+        """A chunk the budget refused: each job gets a ``not_run`` record (never stored)."""
+        for job, key in zip(chunk.jobs, chunk.keys, strict=True):
+            self.unstored[key] = not_run_record(self.half, job, self.budget.max_cost if self.budget else 0.0)
         self._progress(len(chunk.jobs))
 
     def finish(self, run_dir: str | Path, meta: Mapping[str, Any] | None = None) -> RunSummary:
@@ -353,6 +372,8 @@ class RunEngine:
                 batch = []
         self._write(batch, sink, summary)
         extra = sink.close()
+        extra["spend"] = {**self.spend.facts(self.plan.estimate),  # the actual beside the estimate (runs/budget.py)
+                          "budget": self.budget.facts() if self.budget is not None else None}
         summary.dropped = self.store.dropped - self._dropped_before
         summary.wall_seconds = round(time.time() - self.started, 2)
         write_run_meta(d, {
@@ -363,7 +384,8 @@ class RunEngine:
             "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(self.started)),
             "wall_seconds": summary.wall_seconds,
             "rows": {"total": summary.rows, "reused": summary.reused, "from_store": summary.from_store,
-                     "failed": summary.failed},
+                     "failed": summary.failed, "not_run": summary.not_run},
+            **({"stopped": summary.stopped} if summary.stopped else {}),
             "store": {"path": str(self.store.path), "dropped": summary.dropped}})
         return summary
 
@@ -381,11 +403,13 @@ class RunEngine:
                     rec = s.record.model_copy(update={"reused": s.stored_at < self.started or s.cache_hits_only})
             summary.rows += 1
             summary.failed += rec.status == "failed"
+            summary.not_run += rec.status == "not_run"
             if rec.reused:
                 summary.reused += 1
                 if len(summary.reused_rows) < REUSED_LISTED:
                     summary.reused_rows.append({"id": job.item.id, "method": job.method, "status": rec.status,
                                                 **({"seed": job.seed} if self.half.kind == "discover" else {})})
+            self.spend.add(job.method, rec)
             sink.add(job, rec)
 
 
@@ -413,6 +437,12 @@ def drive(engine: RunEngine, submit: Callable[[Chunk], F], result: Callable[[F],
     for chunk in engine.chunks():
         while len(in_flight) >= window:
             collect()
+        if engine.budget is not None:  # --max-cost: wait for the chunks in flight, then submit or hold back
+            while in_flight and not engine.budget.fits(chunk):
+                collect()
+            if not engine.budget.admit(chunk):
+                engine.hold_back(chunk)
+                continue
         fut = submit(chunk)
         in_flight[id(fut)] = (chunk, fut)
         fut.add_done_callback(finished.put)  # type: ignore[attr-defined]

@@ -14,7 +14,10 @@ One schema for both verbs (:class:`Plan`, the header, and its :class:`PlanItem` 
      "missing_keys": [ENV_VAR, ...],
      ("sources": [{"path", "sha256", "format"}], "labels": {"path", "sha256", "format"}
       for an imported attribute corpus),
-     ("anonymise": [...] for discover; ["none"] when not asked, the CLI default)}
+     ("anonymise": [...] for discover; ["none"] when not asked, the CLI default),
+     "estimate": {"methods": {name: {"jobs", "requests", "prompt_tokens", "completion_tokens": [low, high],
+                                     "usd": [low, high] or None (price unknown), "calls": [...], "how": [...]}},
+                  "total": {...}, "prices": {stage: note}, "how": [...]}}   (:mod:`agentcausal.runs.budget`)
 
 Items are a stream: a builder hands each one to a :class:`PlanWriter` as it is read, hashed and
 validated, which writes it as one line of ``plan.items.jsonl`` in the run folder (and the header to
@@ -196,6 +199,7 @@ class Plan(BaseModel):
     labels: SourceFile | None = None
     anonymise: list[str] | None = None
     skipped: list[dict[str, Any]] | None = None
+    estimate: dict[str, Any] | None = None
 
     def iter_items(self) -> Iterator[PlanItem]:
         """The plan's items one at a time: from ``items_file`` when it has one, else ``items``.
@@ -238,7 +242,7 @@ class Plan(BaseModel):
             first.append(it.model_dump(mode="json"))
         out = {"kind": out.pop("kind"), "routing": out.pop("routing"), "preset": out.pop("preset"),
                "item_count": out.pop("item_count"), "items": first, **out}
-        for k in ("sources", "labels", "items_file", "skipped"):
+        for k in ("sources", "labels", "items_file", "skipped", "estimate"):
             if out.get(k) is None:
                 out.pop(k, None)
         if self.kind == "attribute":

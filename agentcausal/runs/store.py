@@ -139,12 +139,12 @@ class ResultStore(Generic[R]):
             raise ResultStoreError(str(self.path), str(exc)) from exc
 
     def put(self, key: str, record: R, *, cache_hits_only: bool = False) -> bool:
-        """Store ``record`` under ``key`` unless its status is ``failed``; True when stored.
+        """Store ``record`` under ``key`` unless its status is ``failed`` or ``not_run``; True when stored.
 
         The ``reused`` mark is not stored (a stored record is what was computed); ``cache_hits_only``
         says whether its run paid nothing (every LLM call a cache hit on an earlier run's entry).
         """
-        if record.status == "failed":
+        if record.status in ("failed", "not_run"):
             return False
         body = record.model_dump_json(exclude={"reused"})
         with self._sql() as db:

@@ -87,7 +87,7 @@ def test_both_halves_run_through_one_engine_and_rerun_for_nothing(settings, fake
     outcomes = (Path(disc) / "outcomes.jsonl").read_text().splitlines()
     assert len(outcomes) == len(want) and (Path(disc) / "report.md").is_file()
     meta = json.loads((Path(disc) / "run.json").read_text())
-    assert meta["rows"] == {"total": len(want), "reused": 0, "from_store": 0, "failed": 0}
+    assert meta["rows"] == {"total": len(want), "reused": 0, "from_store": 0, "failed": 0, "not_run": 0}
     assert meta["plan"]["kind"] == "discover" and meta["plan"]["item_count"] == len(BENCHMARKS)
 
     # a rerun of both: no task run, no request, every row reused

@@ -1,0 +1,401 @@
+"""Spend: the plan's estimate of requests, tokens and dollars, the ``--max-cost`` gate, and the actual spend.
+
+Three parts, free of either half (each half says how its methods call, in its own ``estimate`` module:
+:mod:`agentcausal.attribution.estimate`, :mod:`agentcausal.discovery.estimate`):
+
+* **Estimate** (:class:`Estimator`): each item's calls of each method as :class:`CallPattern` rows (a
+  stage, a call, how many of them at least and at most, prompt and completion tokens per call), summed
+  per method and stage and priced by the routed profile of each stage. Prompt tokens are the rendered
+  prompt's UTF-8 bytes / 4 (:data:`TOKEN_RULE`, the rule the gateway's context-window guard uses,
+  :func:`agentcausal.llm.window.prompt_size`); completion tokens are an assumed typical reply per call
+  (each half's table, capped by the method's completion cap), never a server's count. Hidden reasoning
+  tokens, repair requests after an invalid reply and a client's retries are not counted. A range
+  (``low``..``high``) where the number of calls depends on the replies (Step-by-Step's stop, DCFA's
+  search). Prices: ``price_prompt_per_1k`` / ``price_completion_per_1k`` of the profile with their
+  ``prices_as_of`` date; an embedded or local model costs $0 and says so; a remote profile without a
+  price is "price unknown" (its dollars are None, never 0).
+* **Gate** (:class:`BudgetGate`): the run engine asks it before submitting each chunk; a chunk that does not
+  fit (the spend so far plus the estimate of the chunks in flight plus its own would pass ``max_cost``)
+  waits for the chunks in flight to finish, and is refused, with every priced chunk after it, when it still
+  does not fit; a chunk estimated at $0 (no LLM call, a local model, or a price unknown: the gate cannot
+  weigh it, ``--dry-run`` says so) always runs. A chunk's estimate is its jobs times the plan's mean
+  high estimate per job of its method; its spend, once finished, is the ``cost_usd`` of the records it
+  stored this run (the gateway's usage ledger priced by the profiles), or its estimate when it failed
+  (what a failed chunk spent is not recorded). The refused jobs get a ``not_run`` record with
+  ``status_detail="budget"`` (:func:`not_run_record`), never stored, so the next run computes them.
+* **Actual** (:class:`SpendTally`): what the records paid this run (requests, tokens, dollars per
+  method; a reused record paid nothing), written to ``run.json`` beside the estimate.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from agentcausal.exceptions import AgentCausalError
+
+__all__ = ["TOKEN_RULE", "CallPattern", "price_note", "Estimator", "BudgetGate", "BudgetExceeded", "not_run_record",
+           "record_cost", "SpendTally", "estimate_table", "spend_line", "spend_lines", "tokens_of"]
+
+#: how prompt tokens are counted, said beside every estimate
+TOKEN_RULE = "prompt tokens = rendered prompt's UTF-8 bytes / 4 (the context-window guard's rule)"
+
+_FIGURES = ("requests", "prompt_tokens", "completion_tokens")
+
+
+def tokens_of(messages: Iterable[Mapping[str, Any]]) -> int:
+    """Estimated prompt tokens of chat messages (:data:`TOKEN_RULE`)."""
+    from agentcausal.llm.window import prompt_size
+
+    return prompt_size(messages)[0]
+
+
+class CallPattern(NamedTuple):
+    """One kind of call a method makes on one item.
+
+    Attributes
+    ----------
+    stage : str, the routed stage (``baseline``, ``dcfa.gca``, ``mac.debate`` ...)
+    call : str, the paper's name of the call
+    low, high : float, how many such calls at least and at most on this item
+    prompt_tokens : float, per call (low end: the smallest of them, when their sizes differ)
+    completion_tokens : float, per call (an assumed typical reply, see the half's table)
+    prompt_tokens_high : float or None, per call at the high end (None: ``prompt_tokens``)
+    """
+
+    stage: str
+    call: str
+    low: float
+    high: float
+    prompt_tokens: float
+    completion_tokens: float
+    prompt_tokens_high: float | None = None
+
+
+def price_note(profile: Any) -> tuple[str, bool]:
+    """How a profile's tokens are priced: (note, known).
+
+    ``"$0: embedded model (local)"``, ``"$0: local embedder"``, ``"prices as of DATE"``, ``"prices undated"``
+    (prices without a date) or ``"price unknown"`` (a remote profile with no price: never counted as $0).
+    """
+    if getattr(profile, "is_embedded", False):
+        return "$0: embedded model (local)", True
+    if getattr(profile, "is_local_embedder", False):
+        return "$0: local embedder (in-process)", True
+    if profile.price_prompt_per_1k or profile.price_completion_per_1k:
+        return (f"prices as of {profile.prices_as_of}" if profile.prices_as_of else "prices undated"), True
+    if profile.prices_as_of:  # a dated price of 0: a free tier
+        return f"$0 (prices as of {profile.prices_as_of})", True
+    return "price unknown", False
+
+
+def _usd(profile: Any, prompt: float, completion: float) -> float:
+    return prompt / 1000 * profile.price_prompt_per_1k + completion / 1000 * profile.price_completion_per_1k
+
+
+@dataclass
+class _Sums:
+    low: dict[str, float] = field(default_factory=lambda: dict.fromkeys(_FIGURES, 0.0))
+    high: dict[str, float] = field(default_factory=lambda: dict.fromkeys(_FIGURES, 0.0))
+
+    def add(self, c: CallPattern, times: int) -> None:
+        ph = c.prompt_tokens if c.prompt_tokens_high is None else c.prompt_tokens_high
+        for end, n, p in ((self.low, c.low, c.prompt_tokens), (self.high, c.high, ph)):
+            end["requests"] += n * times
+            end["prompt_tokens"] += n * p * times
+            end["completion_tokens"] += n * c.completion_tokens * times
+
+
+class Estimator:
+    """The plan's estimate, summed one item at a time (the corpus is never held).
+
+    Parameters
+    ----------
+    profiles : a :class:`~agentcausal.llm.profiles.ProfileSet` under the run's routing (prices, embedded or not)
+    times : int, jobs per (item, method): ``repeats`` (attribute), ``seeds x repeats`` (discover)
+
+    Examples
+    --------
+    >>> from agentcausal.llm.profiles import Profile, ProfileSet
+    >>> p = Profile(name="p", base_url="http://h/v1", model="m", price_prompt_per_1k=0.001,
+    ...             price_completion_per_1k=0.002, prices_as_of="2026-05-01")
+    >>> e = Estimator(ProfileSet(profiles={"p": p}, routings={"default": {"default": "p"}}))
+    >>> e.add("aao", [CallPattern("baseline", "All-at-Once", 1, 1, 1000, 500)])
+    >>> e.result()["total"]["usd"]
+    [0.002, 0.002]
+    """
+
+    def __init__(self, profiles: Any, *, times: int = 1) -> None:
+        self.profiles, self.times = profiles, max(1, times)
+        self._sums: dict[str, dict[tuple[str, str], _Sums]] = {}
+        self._items: dict[str, int] = {}
+        self._notes: dict[str, list[str]] = {}
+
+    def add(self, method: str, calls: Iterable[CallPattern], *, note: str | None = None) -> None:
+        """Take one item's calls of ``method`` (``note``: how they were counted, once per method)."""
+        by = self._sums.setdefault(method, {})
+        self._items[method] = self._items.get(method, 0) + 1
+        for c in calls:
+            by.setdefault((c.stage, c.call), _Sums()).add(c, self.times)
+        if note and note not in self._notes.setdefault(method, []):
+            self._notes[method].append(note)
+
+    def _profile(self, stage: str) -> Any | None:
+        try:
+            return self.profiles.profile_for(stage)
+        except AgentCausalError:
+            return None
+
+    def result(self) -> dict[str, Any]:
+        """The estimate as JSON: per method its jobs, per call and in total the ``[low, high]`` of requests,
+        prompt and completion tokens and ``usd`` (None where a stage's price is unknown), the price of each
+        stage, and how it was computed (``how``)."""
+        methods: dict[str, Any] = {}
+        total = {k: [0.0, 0.0] for k in (*_FIGURES, "usd")}
+        unknown_total = False
+        prices: dict[str, str] = {}
+        for m, by in self._sums.items():
+            mt = {k: [0.0, 0.0] for k in (*_FIGURES, "usd")}
+            unknown, local = False, True
+            calls = []
+            for (stage, call), s in by.items():
+                prof = self._profile(stage)
+                note, known = price_note(prof) if prof is not None else ("unrouted", False)
+                prices[stage] = f"{prof.name}:{prof.model}: {note}" if prof is not None else "unrouted"
+                local &= note.startswith("$0: ")
+                usd = [_usd(prof, s.low["prompt_tokens"], s.low["completion_tokens"]),
+                       _usd(prof, s.high["prompt_tokens"], s.high["completion_tokens"])] if known else None
+                row = {"stage": stage, "call": call, **{k: [_round(s.low[k]), _round(s.high[k])] for k in _FIGURES},
+                       "usd": None if usd is None else [_money(usd[0]), _money(usd[1])], "price": note}
+                calls.append(row)
+                for k in _FIGURES:
+                    mt[k][0] += s.low[k]
+                    mt[k][1] += s.high[k]
+                if usd is None:
+                    unknown = True
+                else:
+                    mt["usd"][0] += usd[0]
+                    mt["usd"][1] += usd[1]
+            for k in (*_FIGURES, "usd"):
+                total[k][0] += mt[k][0]
+                total[k][1] += mt[k][1]
+            unknown_total |= unknown
+            jobs = self._items.get(m, 0) * self.times
+            methods[m] = {"jobs": jobs, **{k: [_round(v[0]), _round(v[1])] for k, v in mt.items() if k != "usd"},
+                          "usd": None if unknown else [_money(mt["usd"][0]), _money(mt["usd"][1])],
+                          "usd_known_part": [_money(mt["usd"][0]), _money(mt["usd"][1])] if unknown else None,
+                          "usd_per_job_high": None if unknown or not jobs else mt["usd"][1] / jobs,
+                          "local": local, "calls": calls, "how": self._notes.get(m, [])}
+        for m, n in self._items.items():  # a method with no LLM call on any item
+            methods.setdefault(m, {"jobs": n * self.times, **{k: [0, 0] for k in _FIGURES}, "usd": [0.0, 0.0],
+                                   "usd_known_part": None, "usd_per_job_high": 0.0, "local": True, "calls": [],
+                                   "how": self._notes.get(m, [])})
+        return {"methods": methods,
+                "total": {**{k: [_round(v[0]), _round(v[1])] for k, v in total.items() if k != "usd"},
+                          "usd": None if unknown_total else [_money(total["usd"][0]), _money(total["usd"][1])],
+                          "usd_known_part": [_money(total["usd"][0]), _money(total["usd"][1])]
+                          if unknown_total else None,
+                          "local": all(r["local"] for r in methods.values())},
+                "prices": prices, "times": self.times,
+                "how": [TOKEN_RULE, "completion tokens = an assumed typical reply per call (capped by the method's "
+                        "completion cap); hidden reasoning tokens, repairs of invalid replies and retries not counted",
+                        "low..high: the fewest and the most calls the method's search can make",
+                        "jobs reused from the results store or replies in the LLM cache cost less: not deducted"]}
+
+
+def _round(x: float) -> int:
+    return int(math.ceil(x - 1e-9))
+
+
+def _money(x: float) -> float:
+    return round(x, 6)
+
+
+def _fmt_range(lo: float, hi: float, money: bool = False) -> str:
+    f = (lambda v: f"${v:,.4f}") if money else (lambda v: f"{int(v):,}")
+    return f(lo) if abs(hi - lo) < 1e-12 else f"{f(lo)}–{f(hi)}"
+
+
+def estimate_table(estimate: Mapping[str, Any]) -> str:
+    """The estimate as a text table (what ``--dry-run`` prints to stderr): one row per method and a total,
+    then the price of each stage and how the numbers were computed."""
+    head = f"{'method':<24} {'jobs':>6} {'requests':>15} {'prompt tokens':>23} {'completion tokens':>21} {'USD':>21}"
+    lines = ["estimate (before any request):", head]
+
+    def usd(row: Mapping[str, Any]) -> str:
+        if row.get("usd") is not None:
+            return "$0 (local)" if row.get("local") else _fmt_range(*row["usd"], money=True)
+        part = row.get("usd_known_part")
+        return "price unknown" + (f" (+{_fmt_range(*part, money=True)})" if part and part[1] else "")
+
+    for m, r in estimate["methods"].items():
+        lines.append(f"{m:<24} {r['jobs']:>6} {_fmt_range(*r['requests']):>15} {_fmt_range(*r['prompt_tokens']):>23} "
+                     f"{_fmt_range(*r['completion_tokens']):>21} {usd(r):>21}")
+    t = estimate["total"]
+    jobs = sum(r["jobs"] for r in estimate["methods"].values())
+    lines.append(f"{'total':<24} {jobs:>6} {_fmt_range(*t['requests']):>15} {_fmt_range(*t['prompt_tokens']):>23} "
+                 f"{_fmt_range(*t['completion_tokens']):>21} {usd(t):>21}")
+    lines.append("prices: " + "; ".join(f"{st} -> {p}" for st, p in sorted(estimate.get("prices", {}).items())))
+    for m, r in estimate["methods"].items():
+        for h in r.get("how", []):
+            lines.append(f"  {m}: {h}")
+    lines += [f"  {h}" for h in estimate.get("how", [])]
+    return "\n".join(lines)
+
+
+class BudgetExceeded(AgentCausalError):
+    """The ``--max-cost`` budget left no room for this job (its record is ``not_run``, ``status_detail="budget"``)."""
+
+
+def not_run_record(half: Any, job: Any, max_cost: float) -> Any:
+    """The ``not_run`` record of a job the budget held back (never stored: the next run computes it)."""
+    rec = half.failed(job, BudgetExceeded(f"not run: --max-cost ${max_cost:g} reached before this job; rerun with "
+                                          "--resume and a higher --max-cost"))
+    return rec.model_copy(update={"status": "not_run", "status_detail": "budget"})
+
+
+def record_cost(record: Any) -> float:
+    """USD a record's calls cost (the ``cost_usd`` of its usage stages: the gateway's ledger priced by the profiles)."""
+    return float(sum(float(u.get("cost_usd", 0) or 0) for u in (record.usage or {}).values()))
+
+
+class BudgetGate:
+    """Whether the next chunk may be submitted under ``max_cost`` (see the module docstring).
+
+    Parameters
+    ----------
+    max_cost : float, USD, for the run folder in total (its earlier invocations included, ``--resume``)
+    per_job : dict method -> USD, the plan's high estimate per job (a method absent or None: 0, its price
+        unknown, so the gate counts only what its records report)
+    spent_before : float, USD the run folder's earlier invocations spent (``run.json``'s ``run_total_usd``)
+    """
+
+    def __init__(self, max_cost: float, per_job: Mapping[str, float | None], spent_before: float = 0.0) -> None:
+        if not max_cost >= 0:
+            raise ValueError(f"max_cost must be >= 0, got {max_cost!r}")
+        self.max_cost = float(max_cost)
+        self.per_job = {m: float(v or 0.0) for m, v in per_job.items()}
+        self.spent_before = float(spent_before)
+        self.spent = self.spent_before
+        self.in_flight: dict[int, float] = {}
+        self.stopped = False
+        self.refused_jobs = 0
+        #: methods whose calls the gate cannot weigh (a stage's price unknown): they count as $0
+        self.unpriced = sorted(m for m, v in per_job.items() if v is None)
+
+    @classmethod
+    def from_plan(cls, plan: Any, max_cost: float, spent_before: float = 0.0) -> "BudgetGate":
+        """A gate from a plan's ``estimate`` (:class:`Estimator`'s result)."""
+        est = getattr(plan, "estimate", None) or {}
+        return cls(max_cost, {m: r.get("usd_per_job_high") for m, r in est.get("methods", {}).items()}, spent_before)
+
+    def chunk_estimate(self, chunk: Any) -> float:
+        return len(chunk.jobs) * self.per_job.get(chunk.method, 0.0)
+
+    def fits(self, chunk: Any) -> bool:
+        """Whether ``chunk`` fits now: an estimate of $0 always does (a statistical method, a local model);
+        else spent + in flight + its estimate within ``max_cost``, and never after a refusal."""
+        est = self.chunk_estimate(chunk)
+        if est <= 0:
+            return True
+        return not self.stopped and self.spent + sum(self.in_flight.values()) + est <= self.max_cost + 1e-12
+
+    def admit(self, chunk: Any) -> bool:
+        """True: submit ``chunk`` (its estimate is held in flight). False: the budget is reached (the caller
+        waited for the chunks in flight first); every later chunk is refused too."""
+        if not self.fits(chunk):
+            self.stopped = True
+            self.refused_jobs += len(chunk.jobs)
+            return False
+        self.in_flight[id(chunk)] = self.chunk_estimate(chunk)
+        return True
+
+    def settle(self, chunk: Any, spent: float | None) -> None:
+        """A submitted chunk finished: ``spent`` USD (None: unknown, its estimate is counted)."""
+        est = self.in_flight.pop(id(chunk), 0.0)
+        self.spent += est if spent is None else spent
+
+    def facts(self) -> dict[str, Any]:
+        """For ``run.json``."""
+        return {"max_cost_usd": self.max_cost, "spent_before_usd": _money(self.spent_before),
+                "spent_usd": _money(self.spent), "stopped": self.stopped, "not_run": self.refused_jobs,
+                "how": "for the run folder in total (earlier --resume invocations included): a chunk is refused when "
+                       "spent + in-flight estimates + its estimate > max_cost; estimate per job = the plan's high "
+                       "estimate of its method; spent = cost_usd of the records stored (a failed chunk counts its "
+                       "estimate)"}
+
+
+class SpendTally:
+    """What this run paid, per method: requests, prompt and completion tokens and USD of the records it
+    computed (a reused record paid nothing this run)."""
+
+    def __init__(self, before: float = 0.0) -> None:
+        self.by_method: dict[str, dict[str, float]] = {}
+        self.before = before  # USD the run folder's earlier invocations spent (--resume)
+
+    def add(self, method: str, record: Any) -> None:
+        t = self.by_method.setdefault(method, {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0,
+                                               "usd": 0.0, "jobs_paid": 0})
+        if record.reused or record.status == "not_run":
+            return
+        t["jobs_paid"] += 1
+        for u in (record.usage or {}).values():
+            t["requests"] += int(u.get("requests", 0) or 0)
+            t["prompt_tokens"] += int(u.get("prompt_tokens", 0) or 0)
+            t["completion_tokens"] += int(u.get("completion_tokens", 0) or 0)
+            t["usd"] += float(u.get("cost_usd", 0) or 0)
+
+    def facts(self, estimate: Mapping[str, Any] | None) -> dict[str, Any]:
+        """``run.json``'s ``spend``: the actual per method and in total, beside the plan's estimate."""
+        methods = {m: {**t, "usd": _money(t["usd"])} for m, t in self.by_method.items()}
+        total = {k: sum(t[k] for t in self.by_method.values())
+                 for k in ("requests", "prompt_tokens", "completion_tokens", "jobs_paid")}
+        total["usd"] = _money(sum(t["usd"] for t in self.by_method.values()))
+        est = estimate or {}
+        return {"run_total_usd": _money(self.before + total["usd"]), "before_usd": _money(self.before),
+                "actual": {"methods": methods, "total": total,
+                           "how": "the records' usage this run (tokens the endpoint reported, priced by the profiles; "
+                                  "cache hits and reused records cost 0)"},
+                "estimate": {"methods": {m: {k: r.get(k) for k in ("requests", "prompt_tokens", "completion_tokens",
+                                                                    "usd")}
+                                         for m, r in est.get("methods", {}).items()},
+                             "total": est.get("total"), "how": est.get("how")} if est else None}
+
+
+def spend_lines(spend: Mapping[str, Any]) -> list[str]:
+    """:func:`spend_line`, then (for more than one method) one line per method: this run's spend beside its estimate."""
+    out = [spend_line(spend)]
+    methods = spend["actual"]["methods"]
+    est = (spend.get("estimate") or {}).get("methods") or {}
+    if len(methods) > 1:
+        for m, a in methods.items():
+            e = est.get(m) or {}
+            usd = e.get("usd")
+            shown = (_fmt_range(*usd, money=True) if usd is not None else "price unknown") if e else "-"
+            reqs = _fmt_range(*e["requests"]) if e.get("requests") else "-"
+            out.append(f"  {m}: ${a['usd']:,.4f}, {a['requests']:,} requests this run; "
+                       f"estimate {shown}, {reqs} requests")
+    return out
+
+
+def spend_line(spend: Mapping[str, Any]) -> str:
+    """One console line: the actual spend beside the estimate (``run.json``'s ``spend``)."""
+    a = spend["actual"]["total"]
+    line = (f"spend: ${a['usd']:,.4f} this run ({a['requests']:,} requests, {a['prompt_tokens']:,} prompt + "
+            f"{a['completion_tokens']:,} completion tokens as the endpoint reported, priced by the profiles)")
+    est = (spend.get("estimate") or {}).get("total")
+    if est:
+        usd = est.get("usd")
+        money = _fmt_range(*usd, money=True) if usd is not None else "price unknown"
+        line += (f"; estimate {money}, {_fmt_range(*est['requests'])} requests (chars/4 tokens, assumed reply "
+                 "lengths, nothing reused)")
+    if spend.get("before_usd"):
+        line += f"; ${spend['run_total_usd']:,.4f} for the run folder with its earlier invocations"
+    b = spend.get("budget")
+    if b:
+        line += f"; --max-cost ${b['max_cost_usd']:g} (the run folder in total)"
+        if b["not_run"]:
+            line += f": {b['not_run']} job(s) not run (budget); rerun with --resume and a higher --max-cost"
+    return line
