@@ -232,7 +232,7 @@ def test_quiet_task_failures_is_off_with_verbose_and_added_once():
 
 
 @pytest.mark.slow  # a Prefect flow run (about a minute here); no model
-def test_run_whose_endpoint_drops_every_request_exits_1_in_one_line(tmp_path, capsys):
+def test_run_whose_endpoint_drops_every_request_exits_4_naming_it(tmp_path, capsys):
     from tests.fakes.fake_openai import FakeOpenAIServer
 
     with FakeOpenAIServer(faults=["drop"] * 500) as srv:  # /models answers, every chat request is dropped
@@ -240,6 +240,8 @@ def test_run_whose_endpoint_drops_every_request_exits_1_in_one_line(tmp_path, ca
         rc = main(["attribute", "data/examples", "--base-url", url, "--model", "fake-model", "--limit", "1",
                    "--cache-dir", str(tmp_path / "c"), "--out", str(tmp_path / "r"), "--no-progress"])
     err = capsys.readouterr().err
-    assert rc == 1
+    assert rc == 4  # agentcausal.cli.exit_codes.ENDPOINT_DOWN
     assert "Traceback" not in err
-    assert err.strip().splitlines()[-1].startswith(f"agentcausal: error: endpoint unreachable: cli at {url}")
+    lines = err.strip().splitlines()
+    assert lines[-2].startswith(f"agentcausal: error: endpoint unreachable: cli at {url}")
+    assert lines[-1].startswith("agentcausal: 1 of 1 (trace, method) rows not computed")

@@ -97,9 +97,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"{fs.load_flow(s).name}/{s.name}  [{when or 'no schedule'}]  {s.entrypoint}")
             for k, v in s.parameters.items():
                 print(f"    {k} = {v!r}")
+            active = any(c.active for c in s.schedules)  # an inactive template's placeholder is not an error
             for c in fs.check_inputs(s):
-                print(f"    {c.kind} {c.value}: {'ok' if c.exists else 'MISSING'}" + (f" ({c.note})" if c.note else ""))
-                if not c.exists:
+                note = "; ".join(n for n in (c.note, "" if c.exists or active else "schedule inactive") if n)
+                print(f"    {c.kind} {c.value}: {'ok' if c.exists else 'MISSING'}" + (f" ({note})" if note else ""))
+                if not c.exists and active:
                     missing.append(f"{s.name}: {c.value}")
         if missing:
             print(f"agentcausal: error: {len(missing)} deployment input(s) missing: {'; '.join(missing)} "
