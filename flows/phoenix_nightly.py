@@ -17,7 +17,7 @@ from prefect import flow
 from agentcausal.runs.lock import run_folder_lock
 from agentcausal.settings import RunSettings
 from agentcausal.tracers.phoenix import PhoenixQuery, load_phoenix, parse_when
-from agentcausal.traces.io import write_jsonl
+from agentcausal.traces.jsonl import write_jsonl
 from flows.attribute import attribute
 
 __all__ = ["attribute_phoenix"]

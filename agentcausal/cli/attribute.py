@@ -44,6 +44,7 @@ from agentcausal.cli.settings_options import add_model_arguments, add_settings_a
     apply_model_arguments, apply_threads, settings_from_args
 from agentcausal.exceptions import AgentCausalError, ConfigError, TraceFormatError
 from agentcausal.settings import parse_bool, routing_preset
+from agentcausal.runs.folder import default_run_dir, load_run_meta, run_kind
 
 if TYPE_CHECKING:
     from agentcausal.traces.model import Trace
@@ -179,7 +180,6 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     from agentcausal.attribution.plan import attribute_plan
     from agentcausal.attribution.registry import resolve_methods
     from agentcausal.cli.endpoints import check_endpoints
-    from agentcausal.runs.folder import default_run_dir
     from agentcausal.runs.plan import ITEMS_FILE, SHOWN_ITEMS, write_plan
     from agentcausal.runs.store import ResultStore
     from agentcausal.traces.model import Attribution
@@ -386,7 +386,6 @@ def _print_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool
     print(f"\nrun folder: {run_dir}\nreport:     {path}")
     if not exit_on_unreachable:  # `evaluate`: a report of a run, not the run
         return 0
-    from agentcausal.runs.folder import load_run_meta  # start-up cost (see cmd_attribute)
 
     line = unreachable_summary(failures, int(overall["n"].sum())) if "n" in overall else None
     return failed_rows_exit(load_run_meta(run_dir), unit="(trace, method) row", unreachable=line)
@@ -409,7 +408,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if not run_dir.is_dir():
         raise ConfigError(f"no such run folder: {run_dir}")
     from agentcausal.report.discovery import summary_text, write_report  # start-up cost (see cmd_attribute
-    from agentcausal.runs.folder import run_kind  # (the same
 
     if run_kind(run_dir) == "discover":
 

@@ -38,6 +38,7 @@ from agentcausal.cli.run_folder_options import add_run_folder_arguments, apply_r
     claim_run_folder, failed_rows_exit, run_name_meta, starting_prefect
 from agentcausal.exceptions import ConfigError, DatasetError, InvalidDatasetsError
 from agentcausal.settings import parse_bool, preset_values, routing_preset
+from agentcausal.runs.folder import default_run_dir, load_run_meta
 
 __all__ = ["register", "cmd_discover", "build_config", "check_datasets"]
 
@@ -123,7 +124,7 @@ def build_config(args: argparse.Namespace, preset: str | None = None):
     ConfigError on an invalid value (e.g. ``--rounds 9``) or an unknown preset.
     """
     # start-up cost: the discovery modules import causal-learn and openai (see cmd_discover)
-    from agentcausal.discovery import ils_csl, llm_scd, react
+    from agentcausal.discovery.llm import ils_csl, llm_scd, react
     from agentcausal.discovery.config import DiscoveryConfig
     from agentcausal.discovery.mac import settings as mac_settings
     from agentcausal.discovery.mac.executor import resolve_executor
@@ -190,7 +191,7 @@ def _discover_sets(items: list[str], models: dict[str, Any]) -> dict[str, dict[s
 
 
 def _expand(datasets: list[str]) -> list[str]:
-    from agentcausal.discovery.datasets import BENCHMARKS, MAIN_BENCHMARKS  # start-up cost (see cmd_discover)
+    from agentcausal.discovery.data.datasets import BENCHMARKS, MAIN_BENCHMARKS  # start-up cost (see cmd_discover)
 
     out: list[str] = []
     for d in datasets:
@@ -224,8 +225,8 @@ def check_datasets(specs: list[str], *, skip_invalid: bool = False,
         dataset (without ``skip_invalid``; :class:`InvalidDatasetsError` lists each
         when several are), or when ``skip_invalid`` leaves no dataset.
     """
-    from agentcausal.discovery.datasets import BENCHMARKS, load_spec  # start-up cost (see cmd_discover)
-    from agentcausal.discovery.user_data import missing_summary, unique_dataset_names  # (the same)
+    from agentcausal.discovery.data.datasets import BENCHMARKS, load_spec  # start-up cost (see cmd_discover)
+    from agentcausal.discovery.data.user_data import missing_summary, unique_dataset_names  # (the same)
 
     for s in specs:
         user = "::" in s or Path(s).suffix.lower() in (".csv", ".parquet", ".pq")
@@ -277,7 +278,6 @@ def cmd_discover(args: argparse.Namespace) -> int:
     from agentcausal.discovery.plan import discover_plan
     from agentcausal.discovery.registry import method_stages, resolve_methods, with_anonymise
     from agentcausal.report.discovery import load_scored, summary_text, write_report
-    from agentcausal.runs.folder import default_run_dir
     from agentcausal.runs.plan import write_plan
     from agentcausal.discovery.outcome import DiscoveryOutcome
     from agentcausal.discovery.previews import discover_previews
@@ -367,6 +367,5 @@ def cmd_discover(args: argparse.Namespace) -> int:
               "--max-cost runs them.")
     print_spend(run_dir)  # the actual spend beside the estimate (run.json)
     print(f"\nrun folder: {run_dir}\nreport:     {Path(run_dir) / 'report.md'}")
-    from agentcausal.runs.folder import load_run_meta  # start-up cost (see cmd_discover)
 
     return failed_rows_exit(load_run_meta(run_dir), unit="(dataset, seed, method) run")

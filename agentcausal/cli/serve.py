@@ -153,11 +153,12 @@ def serve_local(args: argparse.Namespace, *, stop: threading.Event | None = None
     EndpointUnreachableError
         If the server does not become healthy.
     """
-    from agentcausal.llm import local
+    from agentcausal.llm import local  # start-up cost: numpy and the server helpers, only for this verb
+    from agentcausal.llm.packaged import packaged_model_path
 
     model = args.gguf
     path = Path(model).expanduser() if (model.endswith(".gguf") or Path(model).expanduser().is_file()) \
-        else local.packaged_model_path(model)
+        else packaged_model_path(model)
     alias = path.stem
     stop = stop or threading.Event()
     restore = _stop_on_signals(stop)

@@ -85,6 +85,7 @@ from agentcausal.exceptions import (
     LLMCallError,
     StructuredOutputError,
 )
+from agentcausal.llm import local
 from agentcausal.llm.profiles import Profile, ProfileSet, load_profiles
 from agentcausal.llm.window import check_prompt_window
 from agentcausal.llm.reply_cache import CorruptRecord, ReplyCache, decode_vector, encode_vector, thread_flights
@@ -380,8 +381,6 @@ class Gateway:
 
     def _base_url(self, profile: Profile) -> str:
         if profile.is_embedded:
-            from agentcausal.llm import local
-
             return local.ensure_embedded_server(profile)
         return profile.base_url
 
@@ -391,8 +390,6 @@ class Gateway:
         with self._lock:
             if key not in self._clients:
                 if profile.is_embedded:
-                    from agentcausal.llm import local
-
                     api_key = local.embedded_api_key(base_url)  # the server's per-process key
                 else:
                     api_key = profile.api_key()
@@ -799,8 +796,6 @@ class Gateway:
     ) -> tuple[np.ndarray, int]:
         """Embed ``todo`` with one request (or the in-process embedder): (vectors (n, dim), prompt tokens)."""
         if profile.is_local_embedder:
-            from agentcausal.llm import local
-
             t0 = time.perf_counter()
             try:
                 return np.asarray(local.local_embedder(profile.model)(todo), dtype=np.float32), 0

@@ -47,6 +47,7 @@ _FIGURES = ("requests", "prompt_tokens", "completion_tokens")
 
 def tokens_of(messages: Iterable[Mapping[str, Any]]) -> int:
     """Estimated prompt tokens of chat messages (:data:`TOKEN_RULE`)."""
+    # start-up cost: the CLI imports this module for its options; llm.window loads pydantic (via traces.render)
     from agentcausal.llm.window import prompt_size
 
     return prompt_size(messages)[0]

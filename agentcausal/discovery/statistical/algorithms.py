@@ -49,7 +49,7 @@ from typing import Annotated, Literal, NamedTuple, Union
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from agentcausal.discovery.graph import CausalGraph
+from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.exceptions import AlgorithmError
 
 __all__ = [
@@ -340,7 +340,7 @@ def _context() -> mp.context.BaseContext:
             method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
             ctx = mp.get_context(method)
             if method == "forkserver":
-                ctx.set_forkserver_preload(["agentcausal.discovery._preload"])
+                ctx.set_forkserver_preload(["agentcausal.discovery.statistical._preload"])
             _CTX = ctx
         return _CTX
 
