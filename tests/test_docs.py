@@ -150,7 +150,8 @@ def test_the_readme_shows_commands_to_check() -> None:
     assert len(shell_commands(README)) >= 5
 
 
-REPO_PATH = re.compile(r"`((?:agentcausal|flows|tasks|scripts|deploy|tests|bench|data|docs|requirements)/[\w./-]*)`")
+REPO_PATH = re.compile(r"`((?:agentcausal|agentcausal_fakes|flows|tasks|scripts|deploy|tests|bench|data|docs|requirements)"
+                       r"/[\w./-]*)`")
 
 
 def missing_repo_paths(page: Path) -> list[str]:
