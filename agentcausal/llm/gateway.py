@@ -369,12 +369,13 @@ class Gateway:
         identity as in the reply cache's keys (base URL; for embedded profiles the GGUF and the
         reproducible mode), the dialect the request parameters a call sends by default (temperature,
         token cap, ``reasoning_effort``, ``extra_body`` fields such as Qwen3's thinking switch) plus the
-        JSON mode. Two profiles serving one model id in two dialects never share a result.
+        JSON mode and the profile's ``max_output_tokens`` (the completion cap of a call whose method leaves
+        its own cap unset). Two profiles serving one model id in two dialects never share a result.
 
         Raises UnknownStageError (see ProfileSet) when the stage is not routed.
         """
         p = self.profile_for(stage)
-        dialect: dict[str, Any] = {"json_mode": p.json_mode}
+        dialect: dict[str, Any] = {"json_mode": p.json_mode, "max_output_tokens": p.max_output_tokens}
         if p.kind == "chat":
             dialect.update(_chat_params(p, None, None, 0)[0])
         return [self.model_for(stage), p.context_window, _cache_identity(p), dialect]
