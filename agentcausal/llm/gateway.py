@@ -141,7 +141,7 @@ def _count_request(_request: Any) -> None:
 
 
 #: what ``chat.completions.create`` puts in its request options: the bearer key
-_POST_OPTIONS: dict[str, Any] = {"security": {"bearer_auth": True}}
+_POST_OPTIONS: openai.RequestOptions = {"security": {"bearer_auth": True}}
 
 _SCHEMAS: weakref.WeakKeyDictionary[type[BaseModel], tuple[dict[str, Any], str]] = weakref.WeakKeyDictionary()
 _SCHEMAS_LOCK = threading.Lock()
@@ -438,7 +438,7 @@ class Gateway:
     def _cached_text(self, key: str) -> str | None:
         """The reply text cached under ``key``, or None (a record without text is dropped as corrupt)."""
         hit = self._cache_get(key)
-        if hit is None:
+        if hit is None or self._cache is None:  # a hit comes from the cache
             return None
         if not isinstance(hit.get("text"), str):
             self._cache.drop(key, "a reply record without text")
@@ -448,7 +448,7 @@ class Gateway:
     def _cached_vector(self, key: str) -> np.ndarray | None:
         """The embedding cached under ``key``, or None (a record that is no vector is dropped as corrupt)."""
         hit = self._cache_get(key)
-        if hit is None:
+        if hit is None or self._cache is None:  # a hit comes from the cache
             return None
         try:
             return decode_vector(hit)
@@ -468,7 +468,7 @@ class Gateway:
         Example: ``LLM reply cache cache/llm/cache.db: 2 records failed their check and were
         dropped and asked again (checksum mismatch: 1, undecodable (error): 1)``.
         """
-        if not self.cache_dropped:
+        if not self.cache_dropped or self._cache is None:  # no cache: nothing dropped
             return None
         why = ", ".join(f"{r}: {n}" for r, n in self._cache.drop_reasons.most_common())
         return (f"LLM reply cache {self._cache.path}: {self.cache_dropped} record(s) failed their check and were "
@@ -786,7 +786,7 @@ class Gateway:
             hits = sum(k not in requested for k in keys)  # texts served by the cache, after the wait too
         arr = np.vstack([np.asarray(v, dtype=np.float32) for v in vecs]) if vecs else np.zeros((0, 0), np.float32)
         norms = np.linalg.norm(arr, axis=1, keepdims=True) if arr.size else 1.0
-        arr = arr / np.where(norms == 0, 1.0, norms)
+        arr = (arr / np.where(norms == 0, 1.0, norms)).astype(np.float32, copy=False)  # float32 when empty too
         served = [k for k in keys if k not in requested] if hits < len(texts) else keys
         self._record(stage, item, profile, timer, requests=requests, prompt_tokens=pt, cache_hits=hits,
                      run_hits=sum(self._run_hit(k) for k in served))

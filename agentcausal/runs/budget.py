@@ -214,7 +214,7 @@ def _money(x: float) -> float:
     return round(x, 6)
 
 
-def _fmt_range(lo: float, hi: float, money: bool = False) -> str:
+def _fmt_range(lo: float, hi: float, *, money: bool = False) -> str:
     f = (lambda v: f"${v:,.4f}") if money else (lambda v: f"{int(v):,}")
     return f(lo) if abs(hi - lo) < 1e-12 else f"{f(lo)}–{f(hi)}"
 
