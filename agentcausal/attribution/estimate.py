@@ -25,7 +25,7 @@ References
 ----------
 Zhang, S. et al. "Which Agent Causes Task Failures and When?" ICML 2025, arXiv:2505.00212, section 4;
 Wang, Zehao et al. "DCFA: Dual-view Causal-inspired Attribution for Failure Reasoning in LLM-based
-Multi-agent Systems" (code github.com/wzhSteve/DCFA), section 4 and appendix K.
+Multi-agent Systems" (code github.com/wzhSteve/Dual-view-Causal-driven-Failure-Attribution), section 4 and appendix K.
 """
 
 from __future__ import annotations

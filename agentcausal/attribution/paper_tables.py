@@ -26,7 +26,7 @@ References
 ----------
 Wang, Zehao, Lanjun Wang, Shilong Jin, Junjie Chen, and Yanghua Xiao. "DCFA: Dual-view
 Causal-inspired Attribution for Failure Reasoning in LLM-based Multi-agent Systems"
-(code github.com/wzhSteve/DCFA), sections 5.3 and 5.4, Figure 3, Tables 2, 4 and 5.
+(code github.com/wzhSteve/Dual-view-Causal-driven-Failure-Attribution), sections 5.3 and 5.4, Figure 3, Tables 2, 4 and 5.
 Zhang, S. et al. "Which Agent Causes Task Failures and When?" ICML 2025. arXiv:2505.00212.
 """
 

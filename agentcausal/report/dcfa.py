@@ -11,7 +11,7 @@ References
 ----------
 Wang, Zehao, Lanjun Wang, Shilong Jin, Junjie Chen, and Yanghua Xiao. "DCFA: Dual-view
 Causal-inspired Attribution for Failure Reasoning in LLM-based Multi-agent Systems"
-(code github.com/wzhSteve/DCFA), section 5.4.4, Figure 4.
+(code github.com/wzhSteve/Dual-view-Causal-driven-Failure-Attribution), section 5.4.4, Figure 4.
 """
 
 from __future__ import annotations

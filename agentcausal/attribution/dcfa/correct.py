@@ -27,7 +27,7 @@ References
 ----------
 Wang, Zehao, Lanjun Wang, Shilong Jin, Junjie Chen, and Yanghua Xiao. "DCFA: Dual-view
 Causal-inspired Attribution for Failure Reasoning in LLM-based Multi-agent Systems"
-(code github.com/wzhSteve/DCFA), section 4.2.1, eq. 8; appendix L, Figure 11.
+(code github.com/wzhSteve/Dual-view-Causal-driven-Failure-Attribution), section 4.2.1, eq. 8; appendix L, Figure 11.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ References
 ----------
 Wang, Zehao, Lanjun Wang, Shilong Jin, Junjie Chen, and Yanghua Xiao. "DCFA: Dual-view
 Causal-inspired Attribution for Failure Reasoning in LLM-based Multi-agent Systems"
-(code github.com/wzhSteve/DCFA), section 4.2.2, eq. 14; appendix K, Algorithm 2 (last line);
+(code github.com/wzhSteve/Dual-view-Causal-driven-Failure-Attribution), section 4.2.2, eq. 14; appendix K, Algorithm 2 (last line);
 appendix L, Figure 13.
 """
 

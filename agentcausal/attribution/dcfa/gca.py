@@ -45,7 +45,7 @@ References
 ----------
 Wang, Zehao, Lanjun Wang, Shilong Jin, Junjie Chen, and Yanghua Xiao. "DCFA: Dual-view
 Causal-inspired Attribution for Failure Reasoning in LLM-based Multi-agent Systems"
-(code github.com/wzhSteve/DCFA), section 4.1,
+(code github.com/wzhSteve/Dual-view-Causal-driven-Failure-Attribution), section 4.1,
 appendix K (Algorithm 1), appendix L (Figures 9 and 10).
 """
 

@@ -48,7 +48,7 @@ References
 ----------
 Wang, Zehao, Lanjun Wang, Shilong Jin, Junjie Chen, and Yanghua Xiao. "DCFA: Dual-view
 Causal-inspired Attribution for Failure Reasoning in LLM-based Multi-agent Systems"
-(code github.com/wzhSteve/DCFA), section 4.2,
+(code github.com/wzhSteve/Dual-view-Causal-driven-Failure-Attribution), section 4.2,
 eqs. 8 to 13; appendix K, Algorithm 2; appendix L, Figures 11 to 13.
 """
 

@@ -58,7 +58,7 @@ References
 ----------
 Wang, Zehao, Lanjun Wang, Shilong Jin, Junjie Chen, and Yanghua Xiao. "DCFA: Dual-view
 Causal-inspired Attribution for Failure Reasoning in LLM-based Multi-agent Systems"
-(code github.com/wzhSteve/DCFA), section 4 and appendix K; the "w/o LCE" ablation of its section 5.
+(code github.com/wzhSteve/Dual-view-Causal-driven-Failure-Attribution), section 4 and appendix K; the "w/o LCE" ablation of its section 5.
 """
 
 from __future__ import annotations

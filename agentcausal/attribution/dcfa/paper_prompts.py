@@ -41,7 +41,7 @@ References
 ----------
 Wang, Zehao, Lanjun Wang, Shilong Jin, Junjie Chen, and Yanghua Xiao. "DCFA: Dual-view
 Causal-inspired Attribution for Failure Reasoning in LLM-based Multi-agent Systems"
-(code github.com/wzhSteve/DCFA), sections 4.1 and 4.2, appendix L (Figures 9 to 13).
+(code github.com/wzhSteve/Dual-view-Causal-driven-Failure-Attribution), sections 4.1 and 4.2, appendix L (Figures 9 to 13).
 """
 
 from __future__ import annotations
