@@ -49,6 +49,12 @@ def _json(v: Any) -> Any:
     return v
 
 
+#: the results columns :func:`blamed_frame` reads
+_READ_COLUMNS = ("trace_id", "method", "details_json", "n_steps", "pred_step", "pred_agent", "span_id", "confidence",
+                 "error", "reason", "evidence", "evidence_note", "corrected_action", "candidates", "true_step",
+                 "true_agent", "status", "failure_modes")
+
+
 def blamed_frame(results: pd.DataFrame) -> pd.DataFrame:
     """One row per (trace, method, repeat), sorted by trace, method and repeat.
 
@@ -66,7 +72,10 @@ def blamed_frame(results: pd.DataFrame) -> pd.DataFrame:
     from agentcausal.repeats import repeat_of
 
     rows = []
-    for r in results.to_dict(orient="records"):
+    # only the columns read here, one row at a time (a row dict of every column of a large run held hundreds of MB)
+    names = [c for c in _READ_COLUMNS if c in results.columns]
+    for values in zip(*(results[c].tolist() for c in names)):
+        r = dict(zip(names, values))
         err = None if _na(r.get("error")) else r.get("error")
         details = _json(r.get("details_json")) or {}
         rows.append({
