@@ -24,7 +24,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from agentcausal.discovery.datasets import data_dir
+from agentcausal.discovery.data.datasets import data_dir
 
 __all__ = ["DemoSelection", "demo_selection", "DEMO_TRACE_FILES", "DEMO_EXAMPLES", "examples_dir"]
 

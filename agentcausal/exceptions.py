@@ -32,6 +32,9 @@ __all__ = [
     "ContextWindowError",
     "CorruptStoreError",
     "TraceStoreError",
+    "RunFolderExistsError",
+    "RunFolderBusyError",
+    "EndpointDownError",
     "is_content_failure",
 ]
 
@@ -406,3 +409,58 @@ class TraceStoreError(AgentCausalError):
         super().__init__(f"{url}: {message}")
         self.url = url
         self.detail = message
+
+
+class RunFolderExistsError(ConfigError):
+    """``--out`` names a run folder that already holds a run, and neither ``--resume`` nor ``--force`` was given.
+
+    Attributes
+    ----------
+    path : str, the run folder
+    """
+
+    def __init__(self, path: str) -> None:
+        super().__init__("run folder already holds a run; add --resume to continue it (only new or changed items "
+                         "are computed) or --force to replace it", path=path)
+
+
+class RunFolderBusyError(AgentCausalError):
+    """Another process holds the run folder's lock (:mod:`agentcausal.runs.lock`): a run is writing it.
+
+    Attributes
+    ----------
+    path : str, the run folder
+    pid : int or None, the holder's process id as its lock file names it
+    """
+
+    def __init__(self, path: str, pid: int | None) -> None:
+        who = f"process {pid}" if pid is not None else "another process"
+        super().__init__(f"{path}: run folder is in use by {who} (a run is writing it); wait for it to end or "
+                         "choose another --out")
+        self.path, self.pid = path, pid
+
+    def __reduce__(self):  # pickled across processes (Dask) with its own arguments
+        return (type(self), (self.path, self.pid))
+
+
+class EndpointDownError(AgentCausalError):
+    """The run's circuit breaker is open: an endpoint failed ``failures`` requests in a row (refused, 5xx or
+    timed out after the client's retries), so the run stops sending work to it (:mod:`agentcausal.runs.breaker`).
+
+    Not a content failure: nothing is cached for the items it stops, and the next run computes them.
+
+    Attributes
+    ----------
+    endpoint : str, the endpoint (``profile at URL``)
+    failures : int, consecutive failed requests that opened the breaker
+    cause : str, the last failure
+    profile : str or None, the profile whose endpoint it is (methods routed elsewhere go on)
+    """
+
+    def __init__(self, endpoint: str, failures: int, cause: str, profile: str | None = None) -> None:
+        super().__init__(f"endpoint down: {endpoint} failed {failures} requests in a row ({cause}); the run "
+                         "stopped sending work to it")
+        self.endpoint, self.failures, self.cause, self.profile = endpoint, failures, cause, profile
+
+    def __reduce__(self):  # pickled across processes (Dask) with its own arguments
+        return (type(self), (self.endpoint, self.failures, self.cause, self.profile))

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agentcausal.exceptions import ConfigError
 
@@ -86,6 +86,10 @@ def _env_bool(name: str, default: bool) -> bool:
     return default if raw is None or not raw.strip() else parse_bool(raw, name=f"$AGENTCAUSAL_{name}")
 
 
+#: consecutive jobs failing on one dead endpoint that stop a run by default (:mod:`agentcausal.runs.breaker`)
+DEFAULT_BREAKER_AFTER = 8
+
+
 class RunSettings(BaseModel):
     """Where things live and which routing is active; hashable, so tasks can key on it.
 
@@ -100,6 +104,8 @@ class RunSettings(BaseModel):
     retry_failed : bool, also recompute cached results marked ``content_failed`` or ``degraded``
         (a plain run reuses them; ``failed`` results are never cached, so always retried);
         complete results are still reused
+    breaker_after : int, consecutive jobs failing on one dead endpoint (refused, 5xx, timeout after the
+        client's retries) that stop the run (:mod:`agentcausal.runs.breaker`; 0 = never)
     """
 
     model_config = ConfigDict(frozen=True)
@@ -112,6 +118,7 @@ class RunSettings(BaseModel):
     agentrx_dir: str = "data/agentrx"
     refresh: bool = False
     retry_failed: bool = False
+    breaker_after: int = Field(default=DEFAULT_BREAKER_AFTER, ge=0)
 
     @classmethod
     def from_env(cls, **overrides: object) -> "RunSettings":
@@ -133,6 +140,7 @@ class RunSettings(BaseModel):
             "agentrx_dir": _env("AGENTRX_DIR", "data/agentrx"),
             "refresh": _env_bool("REFRESH", False),
             "retry_failed": _env_bool("RETRY_FAILED", False),
+            "breaker_after": _env("BREAKER_AFTER", str(DEFAULT_BREAKER_AFTER)),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)

@@ -50,15 +50,15 @@ def run_alarm(*, seed: int = 0, n: int = 1000, methods: Sequence[str] = METHODS,
     Returns
     -------
     dict with ``rows`` (method, status, seconds, requests, cache hits, tokens, the metrics of
-    :data:`~agentcausal.discovery.metrics.METRIC_COLUMNS`, edges predicted and true, the
+    :data:`~agentcausal.discovery.graphs.metrics.METRIC_COLUMNS`, edges predicted and true, the
     executor DCM ran, error or degradation detail), ``config`` (the settings run), ``models``.
     """
-    from agentcausal.discovery import ils_csl, llm_scd, react
-    from agentcausal.discovery.datasets import load_dataset
+    from agentcausal.discovery.llm import ils_csl, llm_scd, react
+    from agentcausal.discovery.data.datasets import load_dataset
     from agentcausal.discovery.mac import settings as mac_settings
     from agentcausal.discovery.config import DiscoveryConfig
     from agentcausal.discovery.jobs import run_discovery
-    from agentcausal.discovery.metrics import evaluate_graph
+    from agentcausal.discovery.graphs.metrics import evaluate_graph
     from agentcausal.settings import resolve
     from agentcausal.settings import RunSettings
 
@@ -104,7 +104,7 @@ def run_alarm(*, seed: int = 0, n: int = 1000, methods: Sequence[str] = METHODS,
 
 def alarm_markdown(res: dict[str, Any], machine: dict[str, Any]) -> str:
     """The result as markdown: what ran, one row per method, the conventions."""
-    from agentcausal.discovery.metrics import METRICS_FOOTER
+    from agentcausal.discovery.graphs.metrics import METRICS_FOOTER
 
     models = ", ".join(sorted(set(res.get("models", {}).values()))) or "-"
     mac = res.get("config", {}).get("mac", {})

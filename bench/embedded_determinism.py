@@ -69,7 +69,8 @@ def run(condition: str, out: Path, sets: list[str], deterministic: bool, max_tok
         temperature: float = 0.0, long: bool = False) -> None:
     import openai
 
-    from agentcausal.llm.local import packaged_model_path, start_server
+    from agentcausal.llm.local import start_server
+    from agentcausal.llm.packaged import packaged_model_path
 
     options = _options(sets)
     threads = {"threads1": 1, "threads2": 2}.get(condition, 1)  # 1 thread holds up on a busy machine
@@ -140,7 +141,7 @@ def _options(sets: list[str]) -> dict[str, object]:
 
 def _mac_run(gw, dataset: str):
     """MAC (small preset, typed executor) on one bnlearn dataset, n = 1000, seed 0: {item: (edges, status)}."""
-    from agentcausal.discovery.datasets import load_dataset
+    from agentcausal.discovery.data.datasets import load_dataset
     from agentcausal.discovery.mac import settings as mac_settings
     from agentcausal.discovery.config import DiscoveryConfig
     from agentcausal.discovery.jobs import run_discovery

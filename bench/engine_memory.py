@@ -2,7 +2,7 @@
 
 Each size runs in a fresh process (spawned, so ``ru_maxrss`` is that run's peak alone): Prefect's
 temporary API started first (its server is a process of its own and not counted), then the
-``attribute`` flow with All-at-Once over :func:`bench.common.synthetic_traces` written as one JSONL
+``attribute`` flow with All-at-Once over :func:`agentcausal_fakes.synthetic.synthetic_traces` written as one JSONL
 file (by another process), against the fake OpenAI server (test double, :mod:`bench.server`, its
 own process). Target: the peak at the larger size at most 1.2 times the peak at the smaller, and
 under 1 GB. Also prints the wall time, requests and whether every trace came back once::
@@ -22,7 +22,9 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from bench.common import machine, profiles_toml, synthetic_traces
+from agentcausal_fakes.profiles import profiles_toml
+from agentcausal_fakes.synthetic import synthetic_traces
+from bench.common import machine
 from bench.server import ServerProcess
 
 __all__ = ["memory_row", "main"]
@@ -30,7 +32,7 @@ __all__ = ["memory_row", "main"]
 
 def _write_corpus(n: int, path: str) -> list[str]:
     """``n`` synthetic traces as JSONL at ``path``; their ids (run in a child process)."""
-    from agentcausal.traces.io import write_jsonl
+    from agentcausal.traces.jsonl import write_jsonl
 
     traces = synthetic_traces(n)
     write_jsonl(traces, path)

@@ -10,7 +10,7 @@ each score, and GES with BDeu and PC (chi-square) as references:
 * ``bic_gaussian``: causal-learn's ``bic_exact_search`` on the integer codes (the pool's old default);
 * ``bic_gaussian_centred``: the same on centred columns (the intercept the node score lacks);
 * ``bdeu`` with equivalent sample size 1 and 10, ``bic_discrete`` and ``k2``: pgmpy's discrete local
-  scores searched with causal-learn's A* (:func:`agentcausal.discovery.algorithms.scored_exact_search`).
+  scores searched with causal-learn's A* (:func:`agentcausal.discovery.statistical.algorithms.scored_exact_search`).
 
 Metrics are the one convention of every table (SHD, SHD₂, NHD, F1, skel F1).
 """
@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from agentcausal.discovery.algorithms import ExactSearchParams, GESParams, PCParams, run_algorithm
-from agentcausal.discovery.datasets import load_dataset
-from agentcausal.discovery.metrics import METRIC_COLUMNS, METRICS_FOOTER, evaluate_graph
+from agentcausal.discovery.statistical.algorithms import ExactSearchParams, GESParams, PCParams, run_algorithm
+from agentcausal.discovery.data.datasets import load_dataset
+from agentcausal.discovery.graphs.metrics import METRIC_COLUMNS, METRICS_FOOTER, evaluate_graph
 from bench.common import md_table
 
 __all__ = ["VARIANTS", "run_exact_discrete", "exact_markdown"]

@@ -1,14 +1,14 @@
 """Benchmark 4: MAC's statistical stage, every pool algorithm on the six datasets, seeds 0 to 4.
 
-Each (dataset, seed) is sampled once with :func:`agentcausal.discovery.datasets.load_dataset`
+Each (dataset, seed) is sampled once with :func:`agentcausal.discovery.data.datasets.load_dataset`
 (n = 1000 rows of a bnlearn network; Auto MPG is its 392 rows and has no seed,
 and every pool algorithm is deterministic on fixed data, so it runs once) and
 each algorithm runs through :func:`agentcausal.discovery.jobs.run_discovery`
 with the pool's data-type-aware defaults, in its own worker process, one at a
-time. Metrics come from :func:`agentcausal.discovery.metrics.evaluate_graph`
-with the one convention of every table (:data:`~agentcausal.discovery.metrics.METRIC_COLUMNS`:
+time. Metrics come from :func:`agentcausal.discovery.graphs.metrics.evaluate_graph`
+with the one convention of every table (:data:`~agentcausal.discovery.graphs.metrics.METRIC_COLUMNS`:
 SHD, SHD₂, NHD, directed F1, skeleton F1; footer
-:data:`~agentcausal.discovery.metrics.METRICS_FOOTER`). Seed 0 is checked
+:data:`~agentcausal.discovery.graphs.metrics.METRICS_FOOTER`). Seed 0 is checked
 against the SHD anchors measured when issue 7 was filed.
 """
 
@@ -19,11 +19,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from agentcausal.discovery.algorithms import ALGORITHMS, EXACT_SEARCH_SUPERGRAPH_ABOVE
-from agentcausal.discovery.datasets import MAIN_BENCHMARKS, load_dataset
+from agentcausal.discovery.statistical.algorithms import ALGORITHMS, EXACT_SEARCH_SUPERGRAPH_ABOVE
+from agentcausal.discovery.data.datasets import MAIN_BENCHMARKS, load_dataset
 from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.jobs import run_discovery
-from agentcausal.discovery.metrics import METRIC_COLUMNS, METRICS_FOOTER, evaluate_graph
+from agentcausal.discovery.graphs.metrics import METRIC_COLUMNS, METRICS_FOOTER, evaluate_graph
 from bench.common import md_table
 
 __all__ = ["ANCHORS", "run_mac_stage", "mac_markdown"]
@@ -39,7 +39,7 @@ def _warm_pool() -> float:
     """Start the pool's forkserver (causal-learn preloaded) outside the timings; seconds."""
     import numpy as np
 
-    from agentcausal.discovery.algorithms import default_choice, run_algorithm
+    from agentcausal.discovery.statistical.algorithms import default_choice, run_algorithm
 
     t0 = time.perf_counter()
     data = np.random.default_rng(0).integers(0, 2, size=(50, 3)).astype(float)

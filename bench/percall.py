@@ -1,6 +1,6 @@
 """Per-call CPU of attribution methods: ``python -m bench.percall [--n 500] [--methods all_at_once ...] [--label L]``.
 
-A micro-benchmark, not a test: ``n`` synthetic traces (:func:`bench.common.synthetic_traces`)
+A micro-benchmark, not a test: ``n`` synthetic traces (:func:`agentcausal_fakes.synthetic.synthetic_traces`)
 run one after another (concurrency 1) through ``run_method`` against the fake server
 (:class:`bench.server.ServerProcess`, 0 ms latency, its own process so its work is not
 counted), each pass with a fresh cache folder (every call a request). Two passes over the
@@ -23,7 +23,9 @@ import time
 from typing import Any
 
 from agentcausal.attribution.jobs import run_method
-from bench.common import RESULTS_DIR, bench_gateway, machine, synthetic_traces
+from agentcausal_fakes.profiles import bench_gateway
+from agentcausal_fakes.synthetic import synthetic_traces
+from bench.common import RESULTS_DIR, machine
 from bench.server import ServerProcess
 
 WATCH = ("_transform", "create_model", "model_json_schema", "_single_flight", "httpx2/_client.py:9",

@@ -3,8 +3,8 @@
 The run: the OTel GenAI and OpenInference example files of the importer tests (a
 3-agent run, unlabelled, spans with ids), attributed by DCFA and All-at-Once
 under ``small`` with ``quote_evidence`` on, against the fake OpenAI server
-(TEST DOUBLE: :class:`bench.responders.BenchResponder` wrapped by
-:class:`tests.fakes.evidence.EvidenceResponder`), so the reasons are the
+(TEST DOUBLE: :class:`agentcausal_fakes.responders.BenchResponder` wrapped by
+:class:`agentcausal_fakes.evidence.EvidenceResponder`), so the reasons are the
 responder's, not a model's. Needs Debian's ``chromium`` (``apt-get install -y chromium``)::
 
     python -m bench.report_screenshot [--out docs/report-attribution.png] [--keep RUN_DIR]
@@ -28,10 +28,10 @@ def make_run(work: Path) -> Path:
     import io
 
     from agentcausal.cli import main
-    from bench.responders import BenchResponder
-    from tests.fakes.evidence import EvidenceResponder
-    from tests.fakes.fake_openai import FakeOpenAIServer
-    from tests.traces.importers.conftest import genai_spans, openinference_spans, otlp_json
+    from agentcausal_fakes.evidence import EvidenceResponder
+    from agentcausal_fakes.fake_openai import FakeOpenAIServer
+    from agentcausal_fakes.responders import BenchResponder
+    from agentcausal_fakes.spans import genai_spans, openinference_spans, otlp_json
 
     otel, oi = work / "otel.json", work / "openinference.json"
     otel.write_text(json.dumps(otlp_json(genai_spans())))

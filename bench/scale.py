@@ -1,6 +1,6 @@
 """Benchmark 7 (opt-in, ``--only scale``): the ``attribute`` flow over large synthetic corpora.
 
-Each row runs the Prefect ``attribute`` flow over :func:`bench.common.synthetic_traces`
+Each row runs the Prefect ``attribute`` flow over :func:`agentcausal_fakes.synthetic.synthetic_traces`
 written as one JSONL file, against the fake OpenAI server (test double,
 :mod:`bench.server`) in a child process with a fixed latency per request, one profile
 with ``max_concurrency = c`` shared by chat and embedding requests (a new model label per
@@ -45,7 +45,9 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from bench.common import iter_synthetic_traces, md_table, profiles_toml
+from agentcausal_fakes.profiles import profiles_toml
+from agentcausal_fakes.synthetic import iter_synthetic_traces
+from bench.common import md_table
 from bench.server import ServerProcess
 
 __all__ = ["scale_row", "run_scale", "scale_markdown", "DEFAULT_PLAN", "DEFAULT_MEMORY_TRACES", "COLUMNS"]
@@ -108,7 +110,7 @@ def _rows_ok(run_dir: str, ids: Sequence[str]) -> tuple[bool, int]:
 
 def _write_corpus(n: int, path: Path) -> list[str]:
     """``n`` synthetic traces as JSONL at ``path``, streamed (run in a child process); their ids."""
-    from agentcausal.traces.io import write_jsonl
+    from agentcausal.traces.jsonl import write_jsonl
 
     ids: list[str] = []
 

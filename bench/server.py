@@ -3,8 +3,8 @@
 The benchmarks measure the pipeline's own cost per request; a server in the
 same process would share the GIL with the pipeline (parsing request bodies,
 answering, encoding embeddings) and inflate it. :class:`ServerProcess` runs
-``tests.fakes.fake_openai.FakeOpenAIServer`` with the
-:class:`bench.responders.BenchResponder` and a fixed latency in a spawned
+``agentcausal_fakes.fake_openai.FakeOpenAIServer`` with the
+:class:`agentcausal_fakes.responders.BenchResponder` and a fixed latency in a spawned
 process and talks to it over a pipe: ``stats()`` (requests, chat and embedding
 requests, peak requests in flight, requests per reply schema) and ``reset()``.
 
@@ -24,8 +24,8 @@ __all__ = ["ServerProcess"]
 
 
 def _serve(conn, latency_s: float, embedding_dim: int) -> None:  # pragma: no cover - runs in the child
-    from bench.responders import BenchResponder
-    from tests.fakes.fake_openai import FakeOpenAIServer
+    from agentcausal_fakes.fake_openai import FakeOpenAIServer
+    from agentcausal_fakes.responders import BenchResponder
 
     responder = BenchResponder()
     srv = FakeOpenAIServer(responder=responder, latency_s=latency_s, embedding_dim=embedding_dim).start()
@@ -55,7 +55,7 @@ def _serve(conn, latency_s: float, embedding_dim: int) -> None:  # pragma: no co
 
 
 class ServerProcess:
-    """A fake OpenAI server with :class:`~bench.responders.BenchResponder` in a child process.
+    """A fake OpenAI server with :class:`~agentcausal_fakes.responders.BenchResponder` in a child process.
 
     Parameters
     ----------

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agentcausal.discovery.metrics import METRIC_COLUMNS, METRICS_FOOTER
+from agentcausal.discovery.graphs.metrics import METRIC_COLUMNS, METRICS_FOOTER
 from bench.common import md_table
 from bench.performance import scale_targets
 from bench.throughput import economies

@@ -2,7 +2,7 @@
 
 All three run the same corpus (:func:`bench.common.bench_corpus`) against the
 fake OpenAI server (test double, :mod:`bench.server`) with a fixed latency per
-request, answered by :class:`bench.responders.BenchResponder`.
+request, answered by :class:`agentcausal_fakes.responders.BenchResponder`.
 
 * **Throughput** (library): after a two-trace warm-up per method (imports,
   HTTP clients, cache files: not timed), ``run_method`` on a thread pool of ``c`` traces,
@@ -41,9 +41,11 @@ from pathlib import Path
 from typing import Any
 
 from agentcausal.attribution.jobs import run_method
-from agentcausal.traces.io import write_jsonl
+from agentcausal.traces.jsonl import write_jsonl
 from agentcausal.traces.model import Attribution, Trace
-from bench.common import bench_gateway, md_table, profiles_toml
+from agentcausal_fakes.profiles import bench_gateway, profiles_toml
+from agentcausal_fakes.synthetic import synthetic_traces
+from bench.common import md_table
 from bench.server import ServerProcess
 
 __all__ = ["library_run", "flow_run", "lce_economy", "run_throughput"]
@@ -245,7 +247,6 @@ def run_throughput(traces: Sequence[Trace], corpus: str, *, latency_s: float = 0
     cache_rows: list[dict[str, Any]] = []
     dcfa_atts: list[Attribution] = []
     with ServerProcess(latency_s=latency_s) as server:
-        from bench.common import synthetic_traces
 
         for method in methods:  # warm-up: imports, HTTP client, cache files; not timed
             library_run(synthetic_traces(2, seed=99), method, 2, server, work / f"warm-{method}",

@@ -9,15 +9,18 @@ rows this run paid nothing for in a table artifact; :func:`publish_report` adds 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import functools
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from prefect import Task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.utilities.annotations import quote
 
 from agentcausal.report.artifacts import self_contained_markdown
-from agentcausal.runs.engine import REUSED_LISTED, RunEngine, RunHalf, RunSummary, drive
+from agentcausal.runs.engine import REUSED_LISTED, RunEngine, RunHalf, RunSummary, drive, gateway_for
+from agentcausal.runs.heartbeat import meter_for
+from agentcausal.runs.lock import run_folder_lock
 from agentcausal.runs.plan import Plan
 from agentcausal.settings import RunSettings
 from agentcausal.runs.budget import BudgetGate  # --max-cost
@@ -26,10 +29,24 @@ from flows.progress import RunProgress
 
 __all__ = ["run_engine", "publish_report"]
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 #: what one job of each half is called in progress lines and artifacts
 UNITS = {"attribute": "(trace, method) result", "discover": "(dataset, seed, method) run"}
 
 
+def _holding_run_folder(fn: F) -> F:
+    """``fn(half, plan, settings, task, run_dir, ...)`` holding ``run_dir``'s lock (:mod:`agentcausal.runs.lock`):
+    one run per folder; re-entrant, so a CLI that holds it already goes on."""
+    @functools.wraps(fn)
+    def holding(half: RunHalf, plan: Plan, settings: RunSettings, task: Task, run_dir: str, **kw: Any) -> Any:
+        with run_folder_lock(run_dir):
+            return fn(half, plan, settings, task, run_dir, **kw)
+
+    return holding  # type: ignore[return-value]
+
+
+@_holding_run_folder
 def run_engine(half: RunHalf, plan: Plan, settings: RunSettings, task: Task, run_dir: str, *,
                chunk_size: int | None, subject: str, bar: bool, meta: Mapping[str, Any],
                max_cost: float | None = None, spent_before_usd: float = 0.0) -> RunSummary:
@@ -56,14 +73,20 @@ def run_engine(half: RunHalf, plan: Plan, settings: RunSettings, task: Task, run
         print(f"{kind}: --max-cost cannot weigh {', '.join(engine.budget.unpriced)}: a routed stage's price is "
               "unknown (no price in its profile), so its calls count as $0 against the cap")
     shown = RunProgress(engine.total, 0, desc=kind, unit=unit.split()[-1], bar=bar,
-                        key=naming.key(f"{kind}-progress", subject), description=f"{engine.total} {unit}s")
+                        key=naming.key(f"{kind}-progress", subject), description=f"{engine.total} {unit}s",
+                        meter=meter_for(kind, engine.started), live=lambda: _in_flight(settings))
     engine.on_progress = shown.advance
-    drive(engine, submit=lambda chunk: task.submit(quote(chunk)), result=lambda f: f.result(raise_on_failure=False))
-    shown.close()
+    try:
+        drive(engine, submit=lambda chunk: task.submit(quote(chunk)),
+              result=lambda f: f.result(raise_on_failure=False))
+    finally:
+        shown.close()
     summary = engine.finish(run_dir, meta)
     print(f"{kind}: {summary.reused} of {summary.rows} {unit}s reused ({summary.from_store} from the results store "
           f"without a task run)" + (f"; {summary.dropped} stored records failed their check and were computed again"
                                     if summary.dropped else ""))
+    if summary.stopped:
+        print(f"{kind}: stopped early: {summary.stopped}; {summary.not_run} {unit}s not run")
     if summary.reused_rows:
         create_table_artifact(summary.reused_rows, key=naming.key(f"{kind}-reused", subject),
                               description=f"{summary.reused} of {summary.rows} {unit}s reused, {summary.from_store} "
@@ -74,6 +97,15 @@ def run_engine(half: RunHalf, plan: Plan, settings: RunSettings, task: Task, run
         print(f"{kind}: {engine.budget.refused_jobs} of {summary.rows} {unit}s not run (budget: --max-cost "
               f"${max_cost:g}); the same command with --resume and a higher --max-cost runs them")
     return summary
+
+
+def _in_flight(settings: RunSettings) -> tuple[int, int]:
+    """LLM calls and tokens of this process's items in flight (the gateway's ledger holds them until done); none
+    before a task made the process's gateway (the heartbeat never makes one: on Dask the workers hold theirs)."""
+    if not gateway_for.cache_info().currsize:
+        return 0, 0
+    u = gateway_for(settings).usage.total()
+    return u.calls, u.prompt_tokens + u.completion_tokens
 
 
 def publish_report(subject: str, run_dir: str, *, table_key: str, table: list[dict[str, Any]], table_description: str,

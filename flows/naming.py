@@ -85,16 +85,29 @@ def subject(default: str) -> str:
     return _deployment_name() or default
 
 
+def _given_name(p: dict[str, Any]) -> str | None:
+    """The run's own name (``--name``: ``meta["name"]``), if it has one."""
+    meta = p.get("meta")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    return str(name) if name else None
+
+
 def attribute_run_name() -> str:
-    """``flow_run_name`` of the ``attribute`` flow: ``<deployment or corpus> · <methods> · <routing>``."""
+    """``flow_run_name`` of the ``attribute`` flow: the run's ``--name`` (``meta["name"]``), else
+    ``<deployment or corpus> · <methods> · <routing>``."""
     p = _params()
+    if _given_name(p):
+        return _given_name(p)  # type: ignore[return-value]
     label = corpus_label(p.get("paths") or [who_and_when_dir(p.get("settings"))])
     return run_name(subject(label), p.get("methods") or [], _routing(p.get("settings")))
 
 
 def discover_run_name() -> str:
-    """``flow_run_name`` of the ``discover`` flow: ``<deployment or datasets> · <methods> · <routing>``."""
+    """``flow_run_name`` of the ``discover`` flow: the run's ``--name`` (``meta["name"]``), else
+    ``<deployment or datasets> · <methods> · <routing>``."""
     p = _params()
+    if _given_name(p):
+        return _given_name(p)  # type: ignore[return-value]
     label = "+".join(p.get("datasets") or []) or "datasets"
     return run_name(subject(label), p.get("methods") or [], _routing(p.get("settings")))
 

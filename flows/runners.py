@@ -48,6 +48,9 @@ from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agentcausal.exceptions import ConfigError
+from flows import api_server
+
+api_server.install()  # the temporary Prefect API server dies with this process, kill -9 included
 
 if TYPE_CHECKING:
     from prefect_dask import DaskTaskRunner

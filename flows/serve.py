@@ -32,7 +32,7 @@ from prefect.deployments.runner import EntrypointType
 from prefect.settings import PREFECT_API_URL
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agentcausal.discovery.datasets import BENCHMARKS
+from agentcausal.discovery.data.datasets import BENCHMARKS
 from agentcausal.exceptions import ConfigError
 from flows.naming import corpus_paths
 

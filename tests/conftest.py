@@ -18,7 +18,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import pytest
 
 from agentcausal.llm import Gateway, Profile, ProfileSet
-from tests.fakes.fake_openai import FakeOpenAIServer
+from agentcausal_fakes.fake_openai import FakeOpenAIServer
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 WHO_AND_WHEN = Path(os.environ.get("AGENTCAUSAL_WHO_AND_WHEN_DIR", SHARED / "data" / "who_and_when"))

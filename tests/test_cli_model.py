@@ -170,7 +170,7 @@ def test_several_profiles_serving_one_model_id_must_be_named(tmp_path):
 
 def test_route_with_base_url_sends_one_stage_to_a_second_endpoint(fake_server, tmp_path, capsys):
     fake_server.responder = scripted_responder
-    from tests.fakes.fake_openai import FakeOpenAIServer
+    from agentcausal_fakes.fake_openai import FakeOpenAIServer
 
     out = tmp_path / "run"
     with FakeOpenAIServer(responder=scripted_responder, models=("routed-model",)) as other:

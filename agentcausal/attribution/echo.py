@@ -63,6 +63,11 @@ and the scan replaces ECHO's exhaustive per-position pass. Without ground
 truth (``with_ground_truth = False``, Who&When's second setting) neither call
 sees the correct answer.
 
+Its parts: the settings and presets (:mod:`agentcausal.attribution.echo_settings`), the hierarchical
+context (:mod:`agentcausal.attribution.echo_context`) and the consensus
+(:mod:`agentcausal.attribution.echo_consensus`); this module holds the prompts, the reply models and
+the run.
+
 References
 ----------
 Banerjee, A., Nair, A., Borogovac, T. "Where Did It All Go Wrong? A
@@ -73,11 +78,10 @@ Zhang, S. et al. "Which Agent Causes Task Failures and When?" ICML 2025. arXiv:2
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Sequence
-from typing import Any, Literal, NamedTuple
+from typing import Any
 
-from pydantic import BaseModel, Field, create_model, field_validator
+from pydantic import BaseModel, Field, create_model
 
 from agentcausal.attribution.baseline_prompts import (
     agent_names,
@@ -86,18 +90,20 @@ from agentcausal.attribution.baseline_prompts import (
     reply_text,
     task_block,
 )
-from agentcausal.attribution.baseline_settings import BASELINE_STAGE, BaselineSettings, baseline_tokens, trace_budget
-from agentcausal.attribution.registry import MethodSpec, register, usage_item
+from agentcausal.attribution.baseline_settings import BASELINE_STAGE, baseline_tokens, trace_budget
 from agentcausal.attribution.candidates import echo_candidates
+from agentcausal.attribution.echo_consensus import Vote, consensus
+from agentcausal.attribution.echo_context import global_view, hierarchical_view
+from agentcausal.attribution.echo_settings import ANALYSTS, PRESETS, EchoSettings
 from agentcausal.attribution.evidence import evidence_fields
+from agentcausal.attribution.registry import MethodSpec, register, usage_item
 from agentcausal.llm import Gateway
-from agentcausal.traces.model import Attribution, Step, Trace
-from agentcausal.traces.render import escape_data, render_steps_info, shorten
+from agentcausal.traces.model import Attribution, Trace
+from agentcausal.traces.render import escape_data, render_steps_info
 
-__all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "ANALYSTS", "AnalystName", "SCAN_TEMPLATE",
-           "PAPER_SCAN_TEMPLATE", "PANEL_TEMPLATE", "PAPER_PANEL_TEMPLATE", "EchoSettings", "EchoScan",
-           "EchoCandidate", "EchoVote", "EchoPanelReply", "Vote", "Consensus", "consensus", "key_lines",
-           "summary_line", "milestone", "hierarchical_view", "global_view", "scan_model", "panel_model",
+__all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "SCAN_TEMPLATE",
+           "PAPER_SCAN_TEMPLATE", "PANEL_TEMPLATE", "PAPER_PANEL_TEMPLATE", "EchoScan",
+           "EchoCandidate", "EchoVote", "EchoPanelReply", "scan_model", "panel_model",
            "scan_messages", "panel_messages", "panel_capacity", "MIN_WINDOW_CHARS", "run"]
 
 NAME = "echo"
@@ -105,17 +111,6 @@ NAME = "echo"
 PROMPT_VERSIONS = {"paper": "echo/paper-2", "small": "echo/1"}
 PROMPT_VERSION = "+".join(PROMPT_VERSIONS[k] for k in sorted(PROMPT_VERSIONS))
 
-AnalystName = Literal["conservative", "evidence", "causal_chain", "coordination", "reasoning", "balanced"]
-
-#: the analysts' foci, from conservative to balanced (our reading of ECHO's six-analyst panel)
-ANALYSTS: dict[str, str] = {
-    "conservative": "blames a step only on direct evidence of a mistake in that step; discounts speculation",
-    "evidence": "checks every claim, value and tool result against the task and the data shown",
-    "causal_chain": "follows the wrong final result back along the steps it depends on to where it began",
-    "coordination": "examines hand-offs, plans and instructions between agents, and who acted on what",
-    "reasoning": "looks for flawed logic, wrong assumptions and misread requirements",
-    "balanced": "weighs all of these and the severity of each deviation: decisive or minor",
-}
 
 #: the ``paper`` scan message; fields: task, trace, n_last, k
 PAPER_SCAN_TEMPLATE = (
@@ -153,138 +148,6 @@ PANEL_TEMPLATE = (
     "As each of the {m} analysts below, vote for the candidate step of the decisive error and its agent, "
     "with a confidence from 0 to 1; null step only if that analyst cannot tell.\nThe analysts:\n{analysts}"
 )
-
-# ------------------------------------------------------------------ content extraction (regular expressions)
-_ERROR = re.compile(r"\b(error|exception|traceback|fail(?:ed|ure|s)?|wrong|incorrect|invalid|not found|"
-                    r"unable|cannot|can't|warning|timeout|missing|mistake)\b", re.I)
-_DECISION = re.compile(r"\b(therefore|thus|hence|so the|conclude[sd]?|decid(?:e|ed|es)|final(?:ly)?|answer|"
-                       r"result(?:s)?|output|plan|will now|let's|we should|must|assum(?:e|ed|ing|ption))\b", re.I)
-_HANDOFF = re.compile(r"(@\w+|\bnext speaker\b|\bplease\b.*\b(?:check|verify|run|search|provide)\b|"
-                      r"\bhand(?:ing)? (?:off|over)\b|\bover to\b|\bask(?:ing)? \w+ to\b)", re.I)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
-
-
-_FENCE = re.compile(r"^(```|~~~)[\w+-]*$")
-
-
-def _lines(text: str) -> list[str]:
-    """Non-empty lines, code-fence markers dropped."""
-    return [ln.strip() for ln in text.splitlines() if ln.strip() and not _FENCE.match(ln.strip())]
-
-
-def _cap(text: str, max_chars: int | None) -> str:
-    """``text`` shortened to ``max_chars`` (:func:`~agentcausal.traces.render.shorten`); None = as it is."""
-    return text if max_chars is None else shorten(text, max_chars)
-
-
-def key_lines(text: str, max_chars: int | None) -> str:
-    """L2 content: the lines that report errors, decisions, results or hand-offs, up to ``max_chars``.
-
-    Parameters
-    ----------
-    text : str, a step's content
-    max_chars : int or None (None = no cap)
-
-    Returns
-    -------
-    str, the matching lines joined by `` / `` (the head of the text when none match),
-    shortened to ``max_chars`` when it is set.
-
-    Examples
-    --------
-    >>> key_lines("hello\\nTraceback: KeyError\\nok\\nTherefore the answer is 4", 200)
-    'Traceback: KeyError / Therefore the answer is 4'
-    """
-    lines = _lines(text)
-    keep = [ln for ln in lines if _ERROR.search(ln) or _DECISION.search(ln) or _HANDOFF.search(ln)]
-    return _cap(" / ".join(keep or lines[:2]) if lines else "", max_chars)
-
-
-def summary_line(text: str, max_chars: int | None) -> str:
-    """L3 content: the first sentence and any warning lines, up to ``max_chars``.
-
-    >>> summary_line("We searched the web. Nothing else.\\nError: 404", 100)
-    'We searched the web. / Error: 404'
-    """
-    lines = _lines(text)
-    if not lines:
-        return ""
-    first = _SENTENCE.split(lines[0], maxsplit=1)[0]
-    warn = [ln for ln in lines[1:] if _ERROR.search(ln)]
-    return _cap(" / ".join([first, *warn]), max_chars)
-
-
-def milestone(text: str, max_chars: int | None) -> str:
-    """L4 content: markers of what the step reports and its first sentence, up to ``max_chars``.
-
-    >>> milestone("Final answer: 12 because of an error", 80)
-    '[error] [decision] Final answer: 12 because of an error'
-    """
-    marks = [m for m, rx in (("[error]", _ERROR), ("[decision]", _DECISION), ("[hand-off]", _HANDOFF))
-             if rx.search(text)]
-    lines = _lines(text)
-    first = _SENTENCE.split(lines[0], maxsplit=1)[0] if lines else ""
-    return " ".join([*marks, _cap(first, max_chars)]).strip()
-
-
-# ------------------------------------------------------------------ settings
-class EchoSettings(BaselineSettings):
-    """Settings of ECHO (see :class:`~agentcausal.attribution.baseline_settings.BaselineSettings` for the shared ones).
-
-    Attributes
-    ----------
-    analysts : tuple of analyst names (:data:`ANALYSTS`), the panel, in order; ``paper``: all six
-        (ECHO's panel size), ``small``: conservative, causal_chain, balanced
-    max_candidates : int or None, the most candidate steps the scan lists; None = the trace's
-        length (``paper``, no cap); ``small``: 3
-    l1_radius, l2_radius, l3_radius : int, the distances of ECHO's layers L1 (full, ±1), L2 (key
-        lines, ±2-3) and L3 (summary, ±4-6); farther steps are in the global view only (L4)
-    l2_chars, l3_chars, l4_chars : int or None, the most characters per step at L2, L3 and in the
-        global view (L4). ECHO defines each layer by what it keeps (L2 key reasoning lines, L3 an
-        outcome summary and warnings, L4 a milestone line, extracted by pattern matching) and gives
-        no character counts, so ``paper`` has none (None: the extraction alone compresses; the
-        rendered views stay within the context budget, see :func:`panel_messages`); ``small``:
-        300 / 120 / 60
-    consensus : ``"confidence_weighted"`` (a vote weighs its confidence, ECHO's rule) or ``"majority"``
-        (every vote weighs 1)
-    tie_break : ``"earliest"`` (default), ``"highest_confidence"`` or ``"scan_rank"`` (see the module docstring)
-    min_confidence : float, votes with a lower confidence are dropped (0 = keep all)
-    min_support : float, the winner's least share of the total vote weight; below it the trace is
-        undetermined (0 = always decide)
-    field_chars : int or None, the most characters of each text field of the replies (schema
-        ``maxLength``, longer text cut); None = no cap (``paper``: ECHO's paper gives none; the
-        profile's completion budget bounds the reply); ``small``: 160
-    """
-
-    analysts: tuple[AnalystName, ...] = Field(tuple(ANALYSTS), min_length=1)
-    max_candidates: int | None = Field(None, ge=1)
-    l1_radius: int = Field(1, ge=0)
-    l2_radius: int = Field(3, ge=0)
-    l3_radius: int = Field(6, ge=0)
-    l2_chars: int | None = Field(None, ge=40)
-    l3_chars: int | None = Field(None, ge=40)
-    l4_chars: int | None = Field(None, ge=20)
-    consensus: Literal["confidence_weighted", "majority"] = "confidence_weighted"
-    tie_break: Literal["earliest", "highest_confidence", "scan_rank"] = "earliest"
-    min_confidence: float = Field(0.0, ge=0.0, le=1.0)
-    min_support: float = Field(0.0, ge=0.0, le=1.0)
-    field_chars: int | None = Field(None, ge=40)
-
-    @field_validator("analysts")
-    @classmethod
-    def _distinct(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        if len(set(v)) != len(v):
-            raise ValueError(f"analysts must be distinct, got {list(v)}")
-        return v
-
-
-#: presets (:mod:`agentcausal.settings`); fields not listed keep the ``paper`` defaults
-PRESETS: dict[str, dict[str, Any]] = {
-    "paper": {},
-    "small": {"prompts": "small", "max_tokens": 384, "analysts": ("conservative", "causal_chain", "balanced"),
-              "max_candidates": 3, "l2_chars": 300, "l3_chars": 120, "l4_chars": 60, "field_chars": 160},
-}
-
 
 # ------------------------------------------------------------------ replies
 class EchoCandidate(BaseModel):
@@ -348,151 +211,6 @@ def panel_model(agents: tuple[str, ...], candidates: tuple[int, ...], analysts: 
         agent=(agent_t, Field(description="The agent responsible, as shown.")))
     fields = {a: (vote, Field(description=f"The {a} analyst: {ANALYSTS[a]}.")) for a in analysts}
     return create_model("EchoPanelReply", __base__=EchoPanelReply, **fields)
-
-
-# ------------------------------------------------------------------ consensus
-class Vote(NamedTuple):
-    """One analyst's vote (step None = abstains)."""
-
-    analyst: str
-    step: int | None
-    agent: str | None
-    confidence: float
-
-
-class Consensus(NamedTuple):
-    """The panel's verdict.
-
-    Attributes
-    ----------
-    step, agent : the winner (None when undetermined)
-    scores : dict step -> total vote weight
-    support : float, the winner's share of the total weight (0 when no vote counted)
-    tied : tuple of steps tied at the top score (one when no tie)
-    counted : int, votes that counted
-    """
-
-    step: int | None
-    agent: str | None
-    scores: dict[int, float]
-    support: float
-    tied: tuple[int, ...]
-    counted: int
-
-
-def consensus(votes: Sequence[Vote], trace: Trace, *, rule: str = "confidence_weighted",
-              tie_break: str = "earliest", scan_order: Sequence[int] = (), min_confidence: float = 0.0,
-              min_support: float = 0.0) -> Consensus:
-    """Consensus of the panel's votes (the rule of :class:`EchoSettings`; see the module docstring).
-
-    Parameters
-    ----------
-    votes : sequence of Vote
-    trace : Trace, for the speakers and the order of first appearance of agents
-    rule : ``"confidence_weighted"`` or ``"majority"``
-    tie_break : ``"earliest"``, ``"highest_confidence"`` or ``"scan_rank"``
-    scan_order : the scan's candidate steps, most likely first (for ``scan_rank``)
-    min_confidence, min_support : float, thresholds
-
-    Returns
-    -------
-    Consensus
-
-    Raises
-    ------
-    ValueError
-        For an unknown rule or tie-break.
-
-    Examples
-    --------
-    >>> from agentcausal.traces.model import Step, Trace
-    >>> t = Trace(id="x", question="q", ground_truth="a",
-    ...           steps=[Step(index=i, agent=a, content="") for i, a in enumerate("ABAB")])
-    >>> v = [Vote("x", 1, "B", 0.9), Vote("y", 2, "A", 0.5), Vote("z", 2, "A", 0.3)]
-    >>> consensus(v, t).step, consensus(v, t, rule="majority").step
-    (1, 2)
-    """
-    if rule not in ("confidence_weighted", "majority"):
-        raise ValueError(f"unknown consensus rule {rule!r}")
-    if tie_break not in ("earliest", "highest_confidence", "scan_rank"):
-        raise ValueError(f"unknown tie-break {tie_break!r}")
-    counted = [v for v in votes if v.step is not None and 0 <= v.step < len(trace) and v.confidence >= min_confidence]
-    if not counted:
-        return Consensus(None, None, {}, 0.0, (), 0)
-
-    def weight(v: Vote) -> float:
-        return max(0.0, min(1.0, v.confidence)) if rule == "confidence_weighted" else 1.0
-
-    scores: dict[int, float] = {}
-    for v in counted:
-        scores[v.step] = scores.get(v.step, 0.0) + weight(v)  # type: ignore[index]
-    top = max(scores.values())
-    tied = tuple(sorted(s for s, w in scores.items() if abs(w - top) <= 1e-9))
-    if tie_break == "highest_confidence":
-        best = {s: max(v.confidence for v in counted if v.step == s) for s in tied}
-        step = min(tied, key=lambda s: (-best[s], s))
-    elif tie_break == "scan_rank":
-        rank = {s: i for i, s in enumerate(scan_order)}
-        step = min(tied, key=lambda s: (rank.get(s, len(rank)), s))
-    else:
-        step = tied[0]
-    total = sum(scores.values())
-    support = scores[step] / total if total > 0 else 1.0 / len(scores)
-    if support < min_support:
-        return Consensus(None, None, scores, support, tied, len(counted))
-    # the agent: weighted vote among the winning step's voters; ties -> the speaker, else the earliest
-    agent_w: dict[str, float] = {}
-    for v in counted:
-        if v.step == step and v.agent:
-            agent_w[v.agent] = agent_w.get(v.agent, 0.0) + weight(v)
-    speaker = trace.steps[step].agent
-    if not agent_w:
-        agent = speaker
-    else:
-        amax = max(agent_w.values())
-        tied_agents = [a for a, w in agent_w.items() if abs(w - amax) <= 1e-9]
-        order = {a: i for i, a in enumerate(agent_names(trace))}
-        agent = speaker if speaker in tied_agents else min(tied_agents, key=lambda a: order.get(a, len(order)))
-    return Consensus(step, agent, scores, support, tied, len(counted))
-
-
-# ------------------------------------------------------------------ hierarchical context
-def _with_content(step: Step, content: str) -> Step:
-    return step.model_copy(update={"content": content})
-
-
-def hierarchical_view(trace: Trace, center: int, settings: EchoSettings, budget: int | None) -> str:
-    """Candidate ``center``'s window: L1 steps in full, L2 key lines, L3 summaries (rendered, delimited).
-
-    Parameters
-    ----------
-    trace : Trace
-    center : int, 0-based candidate step
-    settings : EchoSettings (radii and caps)
-    budget : int or None, characters of the rendered window
-
-    Returns
-    -------
-    str, a ``<trace>`` block of the steps within ``l3_radius`` of ``center``, each prefixed with its layer.
-    """
-    r1, r2 = settings.l1_radius, max(settings.l1_radius, settings.l2_radius)
-    r3 = max(r2, settings.l3_radius)
-    steps = []
-    for s in trace.steps[max(0, center - r3): center + r3 + 1]:
-        d = abs(s.index - center)
-        if d <= r1:
-            steps.append(_with_content(s, f"[L1] {s.content}"))
-        elif d <= r2:
-            steps.append(_with_content(s, f"[L2] {key_lines(s.content, settings.l2_chars)}"))
-        else:
-            steps.append(_with_content(s, f"[L3] {summary_line(s.content, settings.l3_chars)}"))
-    return render_steps_info(steps, budget).text
-
-
-def global_view(trace: Trace, settings: EchoSettings, budget: int | None) -> str:
-    """The global view (L4): one milestone line per step, rendered and delimited."""
-    return render_steps_info([_with_content(s, milestone(s.content, settings.l4_chars)) for s in trace.steps],
-                             budget).text
 
 
 # ------------------------------------------------------------------ messages and run

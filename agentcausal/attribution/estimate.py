@@ -33,7 +33,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from agentcausal.attribution import a2p, all_at_once, binary_search, echo, step_by_step
 from agentcausal.attribution.baseline_settings import BASELINE_STAGE, trace_budget
+from agentcausal.attribution.dcfa.correct import STAGE as LCE_STAGE
+from agentcausal.attribution.dcfa.lce import EMBED_STAGE
+from agentcausal.attribution.dcfa.preview import dcfa_previews
 from agentcausal.attribution.registry import get_method, method_settings
 from agentcausal.runs.budget import CallPattern, Estimator, tokens_of
 from agentcausal.traces.model import Trace
@@ -61,22 +65,16 @@ def _baseline_budget(profiles: Any, s: Any) -> int | None:
 
 
 def _all_at_once(trace: Trace, s: Any, profiles: Any) -> list[CallPattern]:
-    from agentcausal.attribution import all_at_once
-
     p = tokens_of(all_at_once.build_messages(trace, s, _baseline_budget(profiles, s)).messages)
     return [CallPattern(BASELINE_STAGE, "All-at-Once", 1, 1, p, _reply("All-at-Once", s.max_tokens))]
 
 
 def _a2p(trace: Trace, s: Any, profiles: Any) -> list[CallPattern]:
-    from agentcausal.attribution import a2p
-
     p = tokens_of(a2p.build_messages(trace, s, _baseline_budget(profiles, s))[0])
     return [CallPattern(BASELINE_STAGE, "A2P", 1, 1, p, _reply("A2P", s.max_tokens))]
 
 
 def _step_by_step(trace: Trace, s: Any, profiles: Any) -> list[CallPattern]:
-    from agentcausal.attribution import step_by_step
-
     n, b = len(trace), _baseline_budget(profiles, s)
     first = tokens_of(step_by_step.build_messages(trace, 0, s, b))
     last = tokens_of(step_by_step.build_messages(trace, n - 1, s, b)) if n > 1 else first
@@ -94,8 +92,6 @@ def _halvings(n: int, larger: bool) -> list[int]:
 
 
 def _binary_search(trace: Trace, s: Any, profiles: Any) -> list[CallPattern]:
-    from agentcausal.attribution import binary_search
-
     n = len(trace)
     if n < 2:
         return []
@@ -115,8 +111,6 @@ def _binary_search(trace: Trace, s: Any, profiles: Any) -> list[CallPattern]:
 
 
 def _echo(trace: Trace, s: Any, profiles: Any) -> list[CallPattern]:
-    from agentcausal.attribution import echo
-
     n, b = len(trace), _baseline_budget(profiles, s)
     k = min(n, s.max_candidates or n)
     scan = tokens_of(echo.scan_messages(trace, s, b, k))
@@ -139,10 +133,6 @@ def _echo(trace: Trace, s: Any, profiles: Any) -> list[CallPattern]:
 
 
 def _dcfa(trace: Trace, s: Any, profiles: Any) -> list[CallPattern]:
-    from agentcausal.attribution.dcfa.correct import STAGE as LCE_STAGE
-    from agentcausal.attribution.dcfa.lce import EMBED_STAGE
-    from agentcausal.attribution.dcfa.preview import dcfa_previews
-
     n = len(trace)
     previews = dcfa_previews(trace, s, profiles)
     size = {p.call: tokens_of(p.messages) for p in previews}

@@ -43,6 +43,7 @@ from typing import NamedTuple
 
 import pandas as pd
 
+from agentcausal.attribution.candidates import ranks, read_candidates, top_k_hit
 from agentcausal.traces.model import normalise_agent
 
 __all__ = [
@@ -228,8 +229,6 @@ BEYOND_EXACT = ("hit1", "hit3", "hit5", "top3", "ww_step", "ww_agent")
 
 def _method_ranks(df: pd.DataFrame) -> dict[str, bool]:
     """Per method, whether its candidates come from a ranking (:func:`~agentcausal.attribution.candidates.ranks`)."""
-    from agentcausal.attribution.candidates import ranks, read_candidates
-
     if "candidates" not in df.columns:
         return {}
     return {str(m): any(ranks(read_candidates(v)) for v in g["candidates"])
@@ -238,8 +237,6 @@ def _method_ranks(df: pd.DataFrame) -> dict[str, bool]:
 
 def _beyond_exact(lab: pd.DataFrame, *, ranked: bool) -> dict[str, int | None]:
     """Hit counts beyond exact match over labelled rows (top3 None unless the method ranks)."""
-    from agentcausal.attribution.candidates import read_candidates, top_k_hit
-
     err = lab["abs_step_error"] if "abs_step_error" in lab else pd.Series(dtype="float")
     out: dict[str, int | None] = {f"hit{k}": int((err.notna() & (err.astype("Float64") <= w).fillna(False)).sum())
                                   for k, w in HIT_WINDOWS.items()}
@@ -336,6 +333,7 @@ def evaluate_frame(df: pd.DataFrame) -> Evaluation:
 
     Examples
     --------
+    >>> from agentcausal.attribution.results import results_frame
     >>> from agentcausal.traces.model import Attribution, Label, Step, Trace
     >>> t = Trace(id="x/1", question="q", ground_truth="a", label=Label(agent="B", step=1),
     ...           steps=[Step(index=0, agent="A", content=""), Step(index=1, agent="B", content="")])

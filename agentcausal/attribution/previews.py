@@ -26,10 +26,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from agentcausal.attribution import a2p, all_at_once, binary_search, echo, step_by_step
 from agentcausal.attribution.baseline_settings import BASELINE_STAGE, trace_budget
-from agentcausal.attribution.registry import method_settings
-from agentcausal.exceptions import ConfigError
+from agentcausal.attribution.dcfa.preview import dcfa_previews
+from agentcausal.attribution.evidence import ask_evidence
+from agentcausal.attribution.registry import get_method, method_settings
+from agentcausal.exceptions import AgentCausalError, ConfigError
 from agentcausal.llm.preview import PromptPreview, render_previews
+from agentcausal.llm.profiles import load_profiles
 from agentcausal.traces.model import Trace
 
 __all__ = ["PREVIEWS", "attribution_previews", "show_prompts"]
@@ -40,15 +44,11 @@ def _budget(profiles: Any | None, settings: Any) -> int | None:
 
 
 def _all_at_once(trace: Trace, s: Any, profiles: Any | None, method: str) -> list[PromptPreview]:
-    from agentcausal.attribution import all_at_once
-
     return [PromptPreview(method, BASELINE_STAGE, "All-at-Once",
                           all_at_once.build_messages(trace, s, _budget(profiles, s)).messages)]
 
 
 def _step_by_step(trace: Trace, s: Any, profiles: Any | None, method: str) -> list[PromptPreview]:
-    from agentcausal.attribution import step_by_step
-
     b = _budget(profiles, s)
     steps = sorted({0, len(trace) - 1})
     return [PromptPreview(method, BASELINE_STAGE, f"Step-by-Step, step {i}"
@@ -57,8 +57,6 @@ def _step_by_step(trace: Trace, s: Any, profiles: Any | None, method: str) -> li
 
 
 def _binary_search(trace: Trace, s: Any, profiles: Any | None, method: str) -> list[PromptPreview]:
-    from agentcausal.attribution import binary_search
-
     if len(trace) < 2:
         return []
     return [PromptPreview(method, BASELINE_STAGE, "Binary-Search, first halving",
@@ -66,22 +64,16 @@ def _binary_search(trace: Trace, s: Any, profiles: Any | None, method: str) -> l
 
 
 def _a2p(trace: Trace, s: Any, profiles: Any | None, method: str) -> list[PromptPreview]:
-    from agentcausal.attribution import a2p
-
     return [PromptPreview(method, BASELINE_STAGE, "A2P (abduction, action, prediction)",
                           a2p.build_messages(trace, s, _budget(profiles, s))[0])]
 
 
 def _echo(trace: Trace, s: Any, profiles: Any | None, method: str) -> list[PromptPreview]:
-    from agentcausal.attribution import echo
-
     k = min(len(trace), s.max_candidates or len(trace))
     return [PromptPreview(method, BASELINE_STAGE, "ECHO scan", echo.scan_messages(trace, s, _budget(profiles, s), k))]
 
 
 def _dcfa(trace: Trace, s: Any, profiles: Any | None, method: str) -> list[PromptPreview]:
-    from agentcausal.attribution.dcfa.preview import dcfa_previews
-
     return dcfa_previews(trace, s, profiles, method=method)
 
 
@@ -118,15 +110,12 @@ def attribution_previews(trace: Trace, method: str, settings: Mapping[str, Any] 
     ConfigError
         If the method is unknown, has no preview, or the settings do not validate.
     """
-    from agentcausal.attribution.registry import get_method
-
     spec = get_method(method)
     if method not in PREVIEWS:
         raise ConfigError(f"no prompt preview for method {method!r}; methods with one: {', '.join(sorted(PREVIEWS))}")
     s = method_settings(spec.settings_model, dict(settings or {}))
     out = PREVIEWS[method](trace, s, profiles, method)
     if getattr(s, "quote_evidence", False):  # the calls that name the blamed step ask for a verbatim quote
-        from agentcausal.attribution.evidence import ask_evidence
 
         asks = {"HG", "DED"} if method.startswith("dcfa") else None
         out = [p._replace(messages=ask_evidence(p.messages)) if asks is None or p.call in asks else p for p in out]
@@ -156,9 +145,6 @@ def show_prompts(traces: Sequence[Trace], resolved: Mapping[str, Mapping[str, An
     ConfigError
         If an id names no trace, or a method has no preview.
     """
-    from agentcausal.exceptions import AgentCausalError
-    from agentcausal.llm.profiles import load_profiles
-
     by_id = {t.id: t for t in traces}
     missing = [i for i in ids or () if i not in by_id]
     if missing:

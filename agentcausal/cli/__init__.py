@@ -8,13 +8,15 @@ library module that reaches up to the Prefect layer, and only when run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
 import os
 import sys
 
 from agentcausal import __version__
-from agentcausal.exceptions import AgentCausalError
+from agentcausal.cli.exit_codes import BAD_INPUT, INTERRUPTED, RUN_FOLDER_BUSY
+from agentcausal.exceptions import AgentCausalError, RunFolderBusyError
 
 __all__ = ["main", "build_parser", "console_logging", "quiet_task_failures"]
 
@@ -156,13 +158,17 @@ def main(argv: list[str] | None = None) -> int:
     console_logging(args.verbose)
     quiet_third_party(args.verbose)
     try:
-        return int(args.func(args) or 0)
+        with contextlib.ExitStack() as args.exit_stack:  # what a verb holds until it ends (a run folder's lock)
+            return int(args.func(args) or 0)
+    except RunFolderBusyError as exc:
+        print(f"agentcausal: error: {exc}", file=sys.stderr)
+        return RUN_FOLDER_BUSY
     except AgentCausalError as exc:
         print(f"agentcausal: error: {exc}", file=sys.stderr)
-        return 2
+        return BAD_INPUT
     except KeyboardInterrupt:
         print("agentcausal: interrupted; finished steps are cached, rerun to resume", file=sys.stderr)
-        return 130
+        return INTERRUPTED
     except BrokenPipeError:  # `... --dry-run | head`: the reader closed stdout; no traceback
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # Python's flush at exit would raise again

@@ -21,6 +21,7 @@ import argparse
 import sys
 from collections import Counter
 from typing import Any
+from agentcausal.exceptions import ConfigError
 
 __all__ = ["register", "cmd_annotate"]
 
@@ -60,12 +61,12 @@ def cmd_annotate(args: argparse.Namespace) -> int:
     TraceStoreError
         If Phoenix cannot be reached or refuses the annotations.
     """
-    from agentcausal.exceptions import ConfigError
 
     if not args.phoenix and not args.otlp:
         raise ConfigError("say where to write: --phoenix URL and/or --otlp FILE")
     unplaced: list[dict[str, Any]] = []
     if args.phoenix:
+        # start-up cost: loads pandas, pydantic, which `agentcausal --help` and every other verb would pay at import
         from agentcausal.tracers.phoenix import annotate_phoenix
 
         res = annotate_phoenix(args.run_dir, args.phoenix, methods=args.methods)
@@ -73,6 +74,7 @@ def cmd_annotate(args: argparse.Namespace) -> int:
               f"(name {', '.join(res.names) or '-'}; identifier {res.identifier})")
         unplaced = res.unplaced
     if args.otlp:
+        # start-up cost: loads pandas, pydantic, which `agentcausal --help` and every other verb would pay at import
         from agentcausal.tracers.otlp_export import write_evaluation_logs
 
         out = write_evaluation_logs(args.run_dir, args.otlp, methods=args.methods)

@@ -35,6 +35,8 @@ from agentcausal.cli import quiet_task_failures
 from agentcausal.cli.import_traces import add_import_arguments, import_corpus, import_sources, prepare_corpus, \
     uses_importer
 from agentcausal.cli.input_options import add_input_arguments, apply_input_arguments
+from agentcausal.cli.run_folder_options import add_run_folder_arguments, apply_run_folder_arguments, \
+    claim_run_folder, failed_rows_exit, run_name_meta, starting_prefect
 from agentcausal.cli.runner_options import add_runner_arguments
 from agentcausal.cli.spend_options import add_spend_arguments, check_spend_arguments, print_estimate, print_spend, \
     run_check, spent_before
@@ -42,6 +44,7 @@ from agentcausal.cli.settings_options import add_model_arguments, add_settings_a
     apply_model_arguments, apply_threads, settings_from_args
 from agentcausal.exceptions import AgentCausalError, ConfigError, TraceFormatError
 from agentcausal.settings import parse_bool, routing_preset
+from agentcausal.runs.folder import default_run_dir, load_run_meta, run_kind
 
 if TYPE_CHECKING:
     from agentcausal.traces.model import Trace
@@ -89,6 +92,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_threads_argument(p)
     add_runner_arguments(p)
     add_input_arguments(p)
+    add_run_folder_arguments(p)
     p.add_argument("--chunk-size", type=int, default=None, metavar="N",
                    help="traces per Prefect task (default 25, fewer when a method has under 8 chunks' worth, more when "
                    "it would have over 400 chunks); 1 = a task run per (trace, method); each trace is stored on its "
@@ -176,7 +180,6 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     from agentcausal.attribution.plan import attribute_plan
     from agentcausal.attribution.registry import resolve_methods
     from agentcausal.cli.endpoints import check_endpoints
-    from agentcausal.runs.folder import default_run_dir
     from agentcausal.runs.plan import ITEMS_FILE, SHOWN_ITEMS, write_plan
     from agentcausal.runs.store import ResultStore
     from agentcausal.traces.model import Attribution
@@ -198,6 +201,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         raise ConfigError(f"--repeats must be at least 1, got {args.repeats}")
     apply_threads(args)
     settings, model_facts = apply_model_arguments(args, settings_from_args(args))
+    settings = apply_run_folder_arguments(args, settings)
     preset = args.preset or routing_preset(settings.profiles_path, settings.routing)
     with_truth = False if args.no_ground_truth else None
     resolved = resolve_methods(methods, sets, with_ground_truth=with_truth, preset=preset)  # fail fast
@@ -223,6 +227,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     settings.check_routes(stages)
     run_dir = Path(args.out or default_run_dir("attribute"))
     out_existed = run_dir.exists()
+    claim_run_folder(args, run_dir)  # locked until the command ends; a run in it: --resume, --force or refused
     try:  # every refusal before the run leaves no run folder behind
         skipped: list[dict[str, Any]] = []
         if imported:  # other formats and --labels: imported into <run folder>/traces.jsonl; the plan points there
@@ -239,6 +244,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         if not out_existed:
             _remove_new_run_folder(run_dir)
         raise
+    starting_prefect()
     # start-up cost (Prefect, ~1 s): the CLI is the one library package that reaches up to flows
     from flows.attribute import run_attribute
     from flows.runners import runner_choice_from_args  # (the same)
@@ -247,7 +253,8 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     run_attribute(paths, list(resolved), settings=settings, out_dir=str(run_dir), plan=str(plan_file),
                   max_cost=args.max_cost, spent_before_usd=spent_before(args),
                   progress=not args.no_progress and sys.stderr.isatty(), runner=runner_choice_from_args(args),
-                  meta={"model": model_facts} if model_facts else None, chunk_size=args.chunk_size)
+                  meta={**({"model": model_facts} if model_facts else {}), **run_name_meta(args)} or None,
+                  chunk_size=args.chunk_size)
     return _print_run(str(run_dir))
 
 
@@ -362,6 +369,10 @@ def _print_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool
     overall, failures = shown.overall, shown.failures
     print(console_summary(load_results(run_dir), accuracy_text(shown), run_dir))  # unlabelled: the blamed steps
     st = failures["status"].value_counts() if "status" in failures and len(failures) else {}
+    if st.get("not_run", 0) and "error" in failures:  # the circuit breaker's not_run rows are failures (exit 4)
+        down = int((failures["status"].eq("not_run") & failures["error"].astype(str).str.startswith(
+            "EndpointDownError")).sum())
+        st = {**st, "not_run": st["not_run"] - down, "failed": st.get("failed", 0) + down}
     if st.get("not_run", 0):  # held back by --max-cost: not failures
         print(f"\n{st['not_run']} (trace, method) pairs not run (budget: --max-cost); the same command with --resume "
               "and a higher --max-cost runs them.")
@@ -373,12 +384,11 @@ def _print_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool
                  if st.get("content_failed", 0) else ""))
     print_spend(run_dir)  # the actual spend beside the estimate (run.json)
     print(f"\nrun folder: {run_dir}\nreport:     {path}")
-    line = unreachable_summary(failures, int(overall["n"].sum())) \
-        if exit_on_unreachable and "n" in overall else None
-    if line:
-        print(f"agentcausal: error: {line}", file=sys.stderr)
-        return 1
-    return 0
+    if not exit_on_unreachable:  # `evaluate`: a report of a run, not the run
+        return 0
+
+    line = unreachable_summary(failures, int(overall["n"].sum())) if "n" in overall else None
+    return failed_rows_exit(load_run_meta(run_dir), unit="(trace, method) row", unreachable=line)
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -398,7 +408,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if not run_dir.is_dir():
         raise ConfigError(f"no such run folder: {run_dir}")
     from agentcausal.report.discovery import summary_text, write_report  # start-up cost (see cmd_attribute
-    from agentcausal.runs.folder import run_kind  # (the same
 
     if run_kind(run_dir) == "discover":
 

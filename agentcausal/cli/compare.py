@@ -38,7 +38,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     CompareError
         If the folders are not runs of one kind or share no item (the CLI prints one line, exit 2).
     """
-    from agentcausal.report.compare import compare_runs, comparison_markdown, write_comparison_html
+    # start-up cost: loads networkx, openai, pandas, pydantic, which `agentcausal --help` and every other verb would pay at import
+    from agentcausal.report.compare import compare_runs
+    from agentcausal.report.compare_pages import comparison_markdown, write_comparison_html
 
     c = compare_runs(args.run_a, args.run_b)
     warning = c.content_warning()

@@ -49,6 +49,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     DatasetError
         If the download fails (offline) or the destination already holds data without ``--force``.
     """
+    # start-up cost: loads pydantic, which `agentcausal --help` and every other verb would pay at import
     from agentcausal.traces.whowhen import WHO_AND_WHEN_ZIP_URL, fetch_who_and_when, load_who_and_when
 
     if args.dataset in ("mast", "agentrx"):
@@ -64,12 +65,14 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 
 def _fetch_hub(args: argparse.Namespace, settings: RunSettings) -> int:
     if args.dataset == "mast":
+        # start-up cost: loads pydantic, which `agentcausal --help` and every other verb would pay at import
         from agentcausal.traces.importers.mast import fetch_mast, load_mast
 
         out = fetch_mast(args.dest or settings.mast_dir, full=args.full, timeout_s=args.timeout, overwrite=args.force)
         traces = load_mast(out)
         print(f"MAST: {len(traces)} traces in {out} (trace-level failure modes only)")
         return 0
+    # start-up cost: loads pydantic, which `agentcausal --help` and every other verb would pay at import
     from agentcausal.traces.importers.agentrx import fetch_agentrx, load_agentrx
 
     out = fetch_agentrx(args.dest or settings.agentrx_dir, timeout_s=args.timeout, overwrite=args.force)

@@ -77,6 +77,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
           f"methods; MAC on {', '.join(plan.llm_datasets)}; statistical baselines on "
           f"{len(plan.datasets)} datasets; routing {settings.routing!r}, preset {preset!r}",
           file=sys.stderr)
+    # start-up cost: loads pydantic, which `agentcausal --help` and every other verb would pay at import
+    from agentcausal.cli.run_folder_options import starting_prefect
+
+    starting_prefect()
     from flows.demo import demo  # start-up cost (Prefect, ~1 s): the CLI is the one library package that reaches up to flows
 
     t0 = time.time()

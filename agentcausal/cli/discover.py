@@ -34,8 +34,11 @@ from agentcausal.cli.spend_options import add_spend_arguments, check_spend_argum
 from agentcausal.cli.settings_options import add_model_arguments, add_settings_arguments, add_threads_argument, \
     apply_model_arguments, apply_threads, settings_from_args
 from agentcausal.cli.input_options import add_input_arguments, apply_input_arguments
+from agentcausal.cli.run_folder_options import add_run_folder_arguments, apply_run_folder_arguments, \
+    claim_run_folder, failed_rows_exit, run_name_meta, starting_prefect
 from agentcausal.exceptions import ConfigError, DatasetError, InvalidDatasetsError
 from agentcausal.settings import parse_bool, preset_values, routing_preset
+from agentcausal.runs.folder import default_run_dir, load_run_meta
 
 __all__ = ["register", "cmd_discover", "build_config", "check_datasets"]
 
@@ -104,6 +107,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_threads_argument(p)
     add_runner_arguments(p)
     add_input_arguments(p, datasets=True)
+    add_run_folder_arguments(p)
     p.add_argument("--chunk-size", type=int, default=None, metavar="N",
                    help="(dataset, seed, method) runs per Prefect task (default 1: a task run each); each run "
                    "is stored on its own either way")
@@ -120,7 +124,7 @@ def build_config(args: argparse.Namespace, preset: str | None = None):
     ConfigError on an invalid value (e.g. ``--rounds 9``) or an unknown preset.
     """
     # start-up cost: the discovery modules import causal-learn and openai (see cmd_discover)
-    from agentcausal.discovery import ils_csl, llm_scd, react
+    from agentcausal.discovery.llm import ils_csl, llm_scd, react
     from agentcausal.discovery.config import DiscoveryConfig
     from agentcausal.discovery.mac import settings as mac_settings
     from agentcausal.discovery.mac.executor import resolve_executor
@@ -187,7 +191,7 @@ def _discover_sets(items: list[str], models: dict[str, Any]) -> dict[str, dict[s
 
 
 def _expand(datasets: list[str]) -> list[str]:
-    from agentcausal.discovery.datasets import BENCHMARKS, MAIN_BENCHMARKS  # start-up cost (see cmd_discover)
+    from agentcausal.discovery.data.datasets import BENCHMARKS, MAIN_BENCHMARKS  # start-up cost (see cmd_discover)
 
     out: list[str] = []
     for d in datasets:
@@ -221,8 +225,8 @@ def check_datasets(specs: list[str], *, skip_invalid: bool = False,
         dataset (without ``skip_invalid``; :class:`InvalidDatasetsError` lists each
         when several are), or when ``skip_invalid`` leaves no dataset.
     """
-    from agentcausal.discovery.datasets import BENCHMARKS, load_spec  # start-up cost (see cmd_discover)
-    from agentcausal.discovery.user_data import missing_summary, unique_dataset_names  # (the same)
+    from agentcausal.discovery.data.datasets import BENCHMARKS, load_spec  # start-up cost (see cmd_discover)
+    from agentcausal.discovery.data.user_data import missing_summary, unique_dataset_names  # (the same)
 
     for s in specs:
         user = "::" in s or Path(s).suffix.lower() in (".csv", ".parquet", ".pq")
@@ -274,7 +278,6 @@ def cmd_discover(args: argparse.Namespace) -> int:
     from agentcausal.discovery.plan import discover_plan
     from agentcausal.discovery.registry import method_stages, resolve_methods, with_anonymise
     from agentcausal.report.discovery import load_scored, summary_text, write_report
-    from agentcausal.runs.folder import default_run_dir
     from agentcausal.runs.plan import write_plan
     from agentcausal.discovery.outcome import DiscoveryOutcome
     from agentcausal.discovery.previews import discover_previews
@@ -312,6 +315,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
     if llm_datasets and skipped:
         llm_datasets = [d for d in llm_datasets if d not in {s["dataset"] for s in skipped}] or None
     settings, model_facts = apply_model_arguments(args, settings_from_args(args))
+    settings = apply_run_folder_arguments(args, settings)
     preset = args.preset or routing_preset(settings.profiles_path, settings.routing)
     config = build_config(args, preset)
     plan = discover_plan(datasets, methods, config=config, preset=preset, routing=settings.routing,
@@ -333,7 +337,9 @@ def cmd_discover(args: argparse.Namespace) -> int:
     ResultStore(settings.cache_dir, "discover", DiscoveryOutcome).close()  # an unreadable store: one line, now
     check_endpoints(settings.profiles_path, settings.routing, stages)  # one line and exit 2 when one is down
     run_dir = args.out or default_run_dir("discover")
+    claim_run_folder(args, run_dir)  # locked until the command ends; a run in it: --resume, --force or refused
     plan_file = write_plan(plan, run_dir)
+    starting_prefect()
     # start-up cost (Prefect, ~1 s): the CLI is the one library package that reaches up to flows
     from flows.discover import run_discover
     from flows.runners import runner_choice_from_args  # (the same)
@@ -346,12 +352,13 @@ def cmd_discover(args: argparse.Namespace) -> int:
                  out_dir=run_dir, reversal_cost=args.shd_reversal, chunk_size=args.chunk_size, max_cost=args.max_cost,
                  spent_before_usd=spent_before(args),
                  meta={**({"missing_values": dropped} if dropped else {}),
-                       **({"model": model_facts} if model_facts else {})} or None,
+                       **({"model": model_facts} if model_facts else {}), **run_name_meta(args)} or None,
                  progress=not args.no_progress and sys.stderr.isatty(),
                  runner=None if runner.kind.value == "thread" and runner.max_workers is None else runner)
     frame = load_scored(run_dir)
     print(summary_text(frame, reversal_cost=args.shd_reversal))
     held = frame["status"] == "not_run" if "status" in frame else frame["error"] != frame["error"]
+    held &= ~frame["error"].astype(str).str.startswith("EndpointDownError")  # the circuit breaker's: failures
     failed = frame[(frame["error"] != "") & ~held]
     if len(failed):
         print(f"\n{len(failed)} failed runs; see the report.")
@@ -360,4 +367,5 @@ def cmd_discover(args: argparse.Namespace) -> int:
               "--max-cost runs them.")
     print_spend(run_dir)  # the actual spend beside the estimate (run.json)
     print(f"\nrun folder: {run_dir}\nreport:     {Path(run_dir) / 'report.md'}")
-    return 0
+
+    return failed_rows_exit(load_run_meta(run_dir), unit="(dataset, seed, method) run")

@@ -41,6 +41,7 @@ def check_endpoints(profiles_path: str | None, routing: str, stages: Iterable[st
     """
     import httpx
 
+    # start-up cost: loads openai, pydantic, which `agentcausal --help` and every other verb would pay at import
     from agentcausal.llm.profiles import load_profiles
 
     profiles = load_profiles(profiles_path, routing)

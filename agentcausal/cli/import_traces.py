@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from agentcausal.traces.model import Trace
+from agentcausal.exceptions import ConfigError, InvalidTracesError, TraceFormatError
+from agentcausal.runs.folder import default_run_dir
 
 __all__ = ["register", "cmd_import", "add_import_arguments", "load_with_options", "import_corpus", "phoenix_query",
            "import_sources", "uses_importer", "prepare_corpus", "refuse_truthless"]
@@ -30,6 +32,7 @@ __all__ = ["register", "cmd_import", "add_import_arguments", "load_with_options"
 
 def add_import_arguments(p: argparse.ArgumentParser) -> None:
     """``--format``, ``--labels``, ``--logs``, ``--tool-agent`` (shared by ``import`` and ``attribute``)."""
+    # start-up cost: loads pydantic, which `agentcausal --help` and every other verb would pay at import
     from agentcausal.traces.importers import FORMATS
 
     p.add_argument("--format", default="auto", choices=FORMATS,
@@ -80,7 +83,6 @@ def phoenix_query(args: argparse.Namespace) -> Any:
         If a Phoenix option is given without ``--from-phoenix``, a time is malformed, ``--since`` is not
         before ``--until``, or ``--max-spans`` is below 1.
     """
-    from agentcausal.exceptions import ConfigError
 
     url = getattr(args, "from_phoenix", None)
     given = [f"--{k.replace('_', '-')}" for k in ("since", "until", "phoenix_filter") if getattr(args, k, None)]
@@ -90,6 +92,7 @@ def phoenix_query(args: argparse.Namespace) -> Any:
         if given:
             raise ConfigError(f"{', '.join(given)} only apply with --from-phoenix URL")
         return None
+    # start-up cost: loads pandas, pydantic, which `agentcausal --help` and every other verb would pay at import
     from agentcausal.tracers.phoenix import PhoenixQuery, parse_when
 
     start = parse_when(args.since) if args.since else None
@@ -105,6 +108,7 @@ def phoenix_query(args: argparse.Namespace) -> Any:
 def uses_importer(args: argparse.Namespace) -> bool:
     """Whether the corpus must be imported (any format but Who&When and Trace JSONL, ``--labels`` or
     ``--from-phoenix``), rather than read by the run as the files are."""
+    # start-up cost: loads pydantic, which `agentcausal --help` and every other verb would pay at import
     from agentcausal.traces.importers import detect_formats
 
     if getattr(args, "from_phoenix", None) or args.labels:
@@ -136,14 +140,13 @@ def import_corpus(args: argparse.Namespace) -> tuple[list[tuple[str, Trace]], li
     """
     import sys
 
-    from agentcausal.exceptions import InvalidTracesError, TraceFormatError
+    # start-up cost: loads pydantic, which `agentcausal --help` and every other verb would pay at import
     from agentcausal.traces.importers import scan_imports
     from agentcausal.traces.importers.labels import apply_labels, read_labels
     from agentcausal.traces.io import check_unique_ids
 
     q = phoenix_query(args)
     if not args.paths and q is None:
-        from agentcausal.exceptions import ConfigError
 
         raise ConfigError("give trace file(s) or folder(s), or --from-phoenix URL")
     corpus: list[tuple[str, Trace]] = []
@@ -153,6 +156,7 @@ def import_corpus(args: argparse.Namespace) -> tuple[list[tuple[str, Trace]], li
         corpus += list(zip(scan.origins, scan.traces, strict=True))
         invalid += scan.invalid
     if q is not None:
+        # start-up cost: loads pandas, pydantic, which `agentcausal --help` and every other verb would pay at import
         from agentcausal.tracers.phoenix import load_phoenix
 
         origin, bad = f"phoenix {q.url} project {q.project}", []
@@ -187,6 +191,7 @@ def import_sources(args: argparse.Namespace) -> tuple[list[Any], Any]:
     Phoenix query as a source of format ``phoenix`` whose path is the query's address; the labels file."""
     from urllib.parse import urlencode
 
+    # start-up cost: loads openai, pydantic, which `agentcausal --help` and every other verb would pay at import
     from agentcausal.runs.plan import SourceFile, source_files
     from agentcausal.traces.importers import detect_formats
 
@@ -218,8 +223,8 @@ def prepare_corpus(args: argparse.Namespace, traces: Sequence[Trace] | None = No
         If a file matches no format, is malformed or holds an invalid trace, a label does not fit,
         or no trace is left (all skipped by ``--skip-invalid``; the message names the input files).
     """
-    from agentcausal.exceptions import TraceFormatError
-    from agentcausal.traces.io import write_jsonl
+    # start-up cost: loads pydantic, which `agentcausal --help` and every other verb would pay at import
+    from agentcausal.traces.jsonl import write_jsonl
 
     if not uses_importer(args):
         return list(args.paths)
@@ -228,7 +233,6 @@ def prepare_corpus(args: argparse.Namespace, traces: Sequence[Trace] | None = No
         raise TraceFormatError("no valid trace to run (every trace was skipped)",
                                path=", ".join([*args.paths, *([args.from_phoenix] if args.from_phoenix else [])]))
     if not args.out:
-        from agentcausal.runs.folder import default_run_dir
 
         args.out = default_run_dir("attribute")
     return [str(write_jsonl(traces, Path(args.out) / "traces.jsonl"))]
@@ -244,6 +248,7 @@ def refuse_truthless(paths: Sequence[str], args: argparse.Namespace) -> None:
     """
     if getattr(args, "no_ground_truth", False):
         return
+    # start-up cost: loads pydantic, which `agentcausal --help` and every other verb would pay at import
     from agentcausal.traces.importers.labels import require_ground_truth
     from agentcausal.traces.io import load_traces, select_traces
 
@@ -259,7 +264,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     TraceFormatError
         If a file matches no format, is malformed or holds an invalid trace.
     """
-    from agentcausal.traces.io import write_jsonl
+    # start-up cost: loads pydantic, which `agentcausal --help` and every other verb would pay at import
+    from agentcausal.traces.jsonl import write_jsonl
 
     traces = [t for _, t in import_corpus(args)[0]]
     out = write_jsonl(traces, args.output)

@@ -1,6 +1,6 @@
 """Command-line options for hostile-input limits: ``--max-input-mb`` (attribute, discover) and ``--drop-missing``
 (discover). Both are handed to the loaders through the environment, so the flow's tasks, which read their
-own inputs again, apply the same limits (:mod:`agentcausal.input_files`, :mod:`agentcausal.discovery.user_data`).
+own inputs again, apply the same limits (:mod:`agentcausal.input_files`, :mod:`agentcausal.discovery.data.user_data`).
 """
 
 from __future__ import annotations

@@ -97,9 +97,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"{fs.load_flow(s).name}/{s.name}  [{when or 'no schedule'}]  {s.entrypoint}")
             for k, v in s.parameters.items():
                 print(f"    {k} = {v!r}")
+            active = any(c.active for c in s.schedules)  # an inactive template's placeholder is not an error
             for c in fs.check_inputs(s):
-                print(f"    {c.kind} {c.value}: {'ok' if c.exists else 'MISSING'}" + (f" ({c.note})" if c.note else ""))
-                if not c.exists:
+                note = "; ".join(n for n in (c.note, "" if c.exists or active else "schedule inactive") if n)
+                print(f"    {c.kind} {c.value}: {'ok' if c.exists else 'MISSING'}" + (f" ({note})" if note else ""))
+                if not c.exists and active:
                     missing.append(f"{s.name}: {c.value}")
         if missing:
             print(f"agentcausal: error: {len(missing)} deployment input(s) missing: {'; '.join(missing)} "
@@ -151,11 +153,12 @@ def serve_local(args: argparse.Namespace, *, stop: threading.Event | None = None
     EndpointUnreachableError
         If the server does not become healthy.
     """
-    from agentcausal.llm import local
+    from agentcausal.llm import local  # start-up cost: numpy and the server helpers, only for this verb
+    from agentcausal.llm.packaged import packaged_model_path
 
     model = args.gguf
     path = Path(model).expanduser() if (model.endswith(".gguf") or Path(model).expanduser().is_file()) \
-        else local.packaged_model_path(model)
+        else packaged_model_path(model)
     alias = path.stem
     stop = stop or threading.Event()
     restore = _stop_on_signals(stop)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from agentcausal.settings import RunSettings
+from agentcausal.exceptions import ConfigError
 
 __all__ = ["add_settings_arguments", "settings_from_args", "add_model_arguments", "apply_model_arguments",
            "route_stages", "add_threads_argument", "apply_threads"]
@@ -52,6 +53,7 @@ ROUTE_STAGES = ("dcfa.gca", "dcfa.lce", "dcfa.embed", "baseline", "mac.debate", 
 
 def route_stages() -> list[str]:
     """Every LLM stage a method calls: the attribution registry's and the discovery stages (sorted)."""
+    # start-up cost: loads networkx, openai, pandas, pydantic, which `agentcausal --help` and every other verb would pay at import
     from agentcausal.attribution.registry import get_method, method_names
     from agentcausal.discovery.mac.settings import BASELINE_STAGE, CODER_STAGE, DEBATE_STAGE
 
@@ -117,7 +119,7 @@ def apply_model_arguments(args: argparse.Namespace, settings: RunSettings) -> tu
     import hashlib
     from pathlib import Path
 
-    from agentcausal.exceptions import ConfigError
+    # start-up cost: loads openai, pydantic, which `agentcausal --help` and every other verb would pay at import
     from agentcausal.llm.command_line import command_line_profiles_toml, parse_route
 
     base_url, model = getattr(args, "base_url", None), getattr(args, "model", None)
@@ -172,7 +174,6 @@ def apply_threads(args: argparse.Namespace) -> None:
     if args.threads is None:
         return
     if args.threads < 1:
-        from agentcausal.exceptions import ConfigError
 
         raise ConfigError(f"--threads must be at least 1, got {args.threads}")
     import os

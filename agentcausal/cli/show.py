@@ -14,6 +14,8 @@ recomputed: everything is read from the run folder (``results.parquet``,
 from __future__ import annotations
 
 import argparse
+from agentcausal.runs.folder import load_run_meta, run_kind
+from agentcausal.exceptions import ConfigError
 
 __all__ = ["register", "cmd_show"]
 
@@ -47,14 +49,13 @@ def cmd_show(args: argparse.Namespace) -> int:
     """
     from pathlib import Path
 
+    # start-up cost: loads pandas, pydantic, which `agentcausal --help` and every other verb would pay at import
     from agentcausal.attribution.results import load_results
-    from agentcausal.runs.folder import load_run_meta
-    from agentcausal.exceptions import ConfigError
+    # start-up cost: loads pandas, pydantic, which `agentcausal --help` and every other verb would pay at import
     from agentcausal.report.blamed import blamed_text
 
     if not Path(args.run_dir).is_dir():
         raise ConfigError(f"no such run folder: {args.run_dir}")
-    from agentcausal.runs.folder import run_kind
 
     if run_kind(args.run_dir) == "discover":
         raise ConfigError(f"{args.run_dir} is a discovery run; `show` prints attribution runs "
@@ -66,6 +67,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         text = blamed_text(results, width=args.width, max_rows=10**9)
         print(text or "no result rows" + (f" for method(s) {', '.join(args.methods)}" if args.methods else ""))
         return 0
+    # start-up cost: loads openai, pandas, pydantic, which `agentcausal --help` and every other verb would pay at import
     from agentcausal.report.attribution import _run_traces
     from agentcausal.report.trace_view import find_trace, trace_view_text
 

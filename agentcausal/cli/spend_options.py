@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from agentcausal.exceptions import AgentCausalError, ConfigError
+from agentcausal.runs.budget import estimate_table, spend_lines
 
 __all__ = ["CHECK_TIMEOUT_S", "add_spend_arguments", "check_spend_arguments", "print_estimate", "probe_endpoints",
            "print_spend", "spent_before"]
@@ -65,7 +66,6 @@ def check_spend_arguments(args: argparse.Namespace) -> None:
 
 def print_estimate(plan: Any, max_cost: float | None = None, *, file: Any = None) -> None:
     """The plan's estimate table (and how it compares with ``--max-cost``) on ``file`` (default stderr)."""
-    from agentcausal.runs.budget import estimate_table
 
     out = file or sys.stderr
     est = getattr(plan, "estimate", None)
@@ -101,6 +101,7 @@ def probe_endpoints(profiles_path: str | None, routing: str, stages: Iterable[st
     """
     import httpx
 
+    # start-up cost: loads openai, pydantic, which `agentcausal --help` and every other verb would pay at import
     from agentcausal.llm.profiles import load_profiles
 
     profiles = load_profiles(profiles_path, routing)
@@ -167,7 +168,6 @@ def spent_before(args: argparse.Namespace) -> float:
 
 def print_spend(run_dir: str | Path) -> None:
     """The actual spend of a finished run beside its estimate (``run.json``'s ``spend``), one line on stdout."""
-    from agentcausal.runs.budget import spend_lines
 
     try:
         meta = json.loads((Path(run_dir) / "run.json").read_text(encoding="utf-8"))

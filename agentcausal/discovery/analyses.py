@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from agentcausal.discovery.graphs.metrics import SHD_CONVENTION
 from agentcausal.discovery.rounds import base_method, split_rounds
 
 __all__ = ["RANKED_METRICS", "HIGHER_IS_BETTER", "MAC_METHODS", "ZERO_SHOT", "Analysis", "stack_backbones",
@@ -101,8 +102,6 @@ def sample_size(df: pd.DataFrame) -> str:
 
 
 def _convention(df: pd.DataFrame) -> str:
-    from agentcausal.discovery.metrics import SHD_CONVENTION
-
     costs = sorted(set(df["shd_reversal_cost"].dropna().astype(int))) if "shd_reversal_cost" in df else [1]
     return "; ".join(SHD_CONVENTION.get(c, f"SHD reversal cost {c}") for c in costs or [1])
 

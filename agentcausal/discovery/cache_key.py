@@ -6,7 +6,8 @@ import hashlib
 import json
 
 from agentcausal.discovery.config import DiscoveryConfig
-from agentcausal.discovery.datasets import Dataset, metadata_text
+from agentcausal.discovery.data.dataset_model import Dataset
+from agentcausal.discovery.data.datasets import metadata_text
 from agentcausal.discovery.mac.prompts import PROMPT_VERSIONS
 from agentcausal.discovery.registry import llm_temperature, method_handler, method_stages
 from agentcausal.exceptions import AgentCausalError

@@ -29,7 +29,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentcausal.discovery.config import DiscoveryConfig
-from agentcausal.discovery.datasets import Dataset, load_spec, metadata_text
+from agentcausal.discovery.data.dataset_model import Dataset
+from agentcausal.discovery.data.datasets import load_spec, metadata_text
+from agentcausal.discovery.mac.preview import mac_method_previews
 from agentcausal.discovery.registry import STATISTICAL_METHODS, mac_settings, split_method
 from agentcausal.discovery.rounds import apply_rounds
 from agentcausal.runs.budget import CallPattern, Estimator, tokens_of
@@ -41,7 +43,7 @@ __all__ = ["REPLY_TOKENS", "discovery_calls", "estimate_discovery"]
 REPLY_TOKENS: dict[str, int] = {"algorithm": 250, "judge": 200, "coder": 600, "graph_per_variable": 40,
                                 "react_step": 150, "pair": 60, "fusion_per_variable": 30}
 
-#: stages of the LLM baselines (:mod:`agentcausal.discovery.baselines`)
+#: stages of the LLM baselines (:mod:`agentcausal.discovery.llm`)
 _BASELINE = "baseline"
 
 
@@ -66,8 +68,6 @@ def _debate(previews: Sequence[Any], prefix: str, settings: Any, reply: int) -> 
 
 
 def _mac(method: str, ds: Dataset, config: DiscoveryConfig, seed: int) -> list[CallPattern]:
-    from agentcausal.discovery.mac.preview import mac_method_previews
-
     base, _ = split_method(method)
     settings = mac_settings(base, apply_rounds(method, config)[1])
     previews = mac_method_previews(method, ds, settings, seed=seed, executor=settings.executor)

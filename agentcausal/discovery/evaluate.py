@@ -1,7 +1,7 @@
 """Scoring of discovery outcomes: one row per (dataset, seed, method) against the true graph.
 
 :func:`outcomes_frame` is the scored frame of a run (``results.parquet``): SHD, NHD, precision /
-recall / F1 (directed and skeleton) from :func:`agentcausal.discovery.metrics.evaluate_graph`, with
+recall / F1 (directed and skeleton) from :func:`agentcausal.discovery.graphs.metrics.evaluate_graph`, with
 time, tokens, errors and what each outcome cost this run. Reports read it; they do not score.
 
 References
@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from agentcausal.discovery.metrics import evaluate_graph
+from agentcausal.discovery.graphs.metrics import evaluate_graph
 from agentcausal.discovery.outcome import DiscoveryOutcome, load_outcomes
 from agentcausal.runs.folder import atomic_path
 

@@ -24,7 +24,8 @@ from typing import Any
 
 from agentcausal.discovery.cache_key import discovery_key
 from agentcausal.discovery.config import DiscoveryConfig
-from agentcausal.discovery.datasets import Dataset, load_spec
+from agentcausal.discovery.data.dataset_model import Dataset
+from agentcausal.discovery.data.datasets import load_spec
 from agentcausal.discovery.evaluate import run_notes, score_run
 from agentcausal.discovery.mac.prompts import PROMPT_VERSIONS
 from agentcausal.discovery.outcome import DiscoveryOutcome, degradation, save_outcomes

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import ConfigDict
 
-from agentcausal.discovery.graph import CausalGraph
+from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.exceptions import RunFileError
 from agentcausal.records import RunRecord
 from agentcausal.runs.folder import atomic_write_text, write_run_meta

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agentcausal.discovery.anonymise import anonymise
-from agentcausal.discovery.datasets import Dataset, load_spec
+from agentcausal.discovery.data.anonymise import anonymise
+from agentcausal.discovery.data.dataset_model import Dataset
+from agentcausal.discovery.data.datasets import load_spec
 from agentcausal.discovery.mac.preview import mac_method_previews
 from agentcausal.discovery.registry import mac_settings, split_method
 from agentcausal.discovery.rounds import apply_rounds
@@ -40,7 +41,7 @@ def discover_previews(datasets: Sequence[str], methods: Sequence[str], config: A
 
     Raises
     ------
-    DatasetError as :func:`~agentcausal.discovery.datasets.load_spec`.
+    DatasetError as :func:`~agentcausal.discovery.data.datasets.load_spec`.
     """
     config = config.resolved()
     out: list[PromptPreview] = []

@@ -16,7 +16,7 @@ method              what runs
 ``llm_scd``         PC with an LLM-derived prior (Takayama et al., arXiv:2402.01454)
 ``ils_csl``         hill climbing with iterative LLM edge supervision (Ban et al., arXiv:2311.11689)
 ``m@names``         LLM method ``m`` with neutral variable ids (memorisation control,
-``m@all``           :mod:`agentcausal.discovery.anonymise`); ``m@all`` also drops the metadata
+``m@all``           :mod:`agentcausal.discovery.data.anonymise`); ``m@all`` also drops the metadata
 ==================  ===========================================================
 
 :func:`method_handler` gives the function behind a name; :func:`resolve_methods`,
@@ -33,22 +33,23 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agentcausal.discovery.algorithms import ALGORITHMS, default_choice, run_algorithm
-from agentcausal.discovery.anonymise import ANONYMISE_MODES, anonymise, restore_names
-from agentcausal.discovery.baselines import llm_zero_shot
+from agentcausal.discovery.statistical.algorithms import ALGORITHMS, default_choice, run_algorithm
+from agentcausal.discovery.data.anonymise import ANONYMISE_MODES, anonymise, restore_names
+from agentcausal.discovery.llm.zero_shot import llm_zero_shot
 from agentcausal.discovery.config import DiscoveryConfig
-from agentcausal.discovery.datasets import Dataset
-from agentcausal.discovery.graph import CausalGraph
-from agentcausal.discovery.ils_csl import ils_csl
-from agentcausal.discovery.llm_scd import llm_scd
+from agentcausal.discovery.data.dataset_model import Dataset
+from agentcausal.discovery.graphs.graph import CausalGraph
+from agentcausal.discovery.llm.ils_csl import ils_csl
+from agentcausal.discovery.llm.llm_scd import llm_scd
 from agentcausal.discovery.mac.calls import sample_index
 from agentcausal.discovery.mac.pipeline import run_mac
 from agentcausal.discovery.mac.settings import PAPER_UNSPECIFIED as MAC_PAPER_UNSPECIFIED
 from agentcausal.discovery.mac.settings import BASELINE_STAGE, CODER_STAGE, DEBATE_STAGE, MACSettings, unspecified_notes
-from agentcausal.discovery.react import PAPER_UNSPECIFIED as REACT_PAPER_UNSPECIFIED
-from agentcausal.discovery.react import react_discovery
+from agentcausal.discovery.llm.react import PAPER_UNSPECIFIED as REACT_PAPER_UNSPECIFIED
+from agentcausal.discovery.llm.react import react_discovery
 from agentcausal.discovery.rounds import apply_rounds, split_rounds
 from agentcausal.exceptions import ConfigError
+from agentcausal.llm import Gateway
 
 __all__ = ["STATISTICAL_METHODS", "LLM_METHODS", "BASELINE_METHODS", "DCM_METHODS", "METHODS", "resolve_methods",
            "split_method", "with_anonymise", "method_stages", "method_settings", "llm_temperature",
@@ -212,7 +213,7 @@ def llm_temperature(method: str, config: DiscoveryConfig) -> float | None:
 
 
 def _statistical(method: str) -> Callable[..., tuple[CausalGraph, dict[str, Any]]]:
-    def run(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
+    def run(gw: Gateway | None, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
         choice = default_choice(method, ds.data_type, ds.d)
         res = run_algorithm(ds.data, ds.variables, choice, timeout_s=config.algorithm_timeout_s)
         return res.graph, {"choice": choice.model_dump(mode="json")}
@@ -221,7 +222,7 @@ def _statistical(method: str) -> Callable[..., tuple[CausalGraph, dict[str, Any]
 
 
 def _mac(method: str) -> Callable[..., tuple[CausalGraph, dict[str, Any]]]:
-    def run(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
+    def run(gw: Gateway, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
         sample = sample_index(seed, config.repeat)
         t = llm_temperature(method, config)
         res = run_mac(gw, ds, mac_settings(method, config), seed=seed, item=item, sample=sample, temperature=t)
@@ -230,7 +231,7 @@ def _mac(method: str) -> Callable[..., tuple[CausalGraph, dict[str, Any]]]:
     return run
 
 
-def _zero_shot(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
+def _zero_shot(gw: Gateway, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
     sample = sample_index(seed, config.repeat)
     t = llm_temperature("llm_zero_shot", config)
     res = llm_zero_shot(gw, ds, item=item, max_tokens_scale=config.mac.max_tokens_scale,
@@ -238,21 +239,21 @@ def _zero_shot(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
     return res.graph, {"dropped": list(res.dropped), "sample": sample, "temperature": t}
 
 
-def _react(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
+def _react(gw: Gateway, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
     sample = sample_index(seed, config.repeat)
     t = llm_temperature("react", config)
     res = react_discovery(gw, ds, config.react, item=item, sample=sample, temperature=t)
     return res.graph, {**res.model_dump(mode="json", exclude={"graph"}), "sample": sample, "temperature": t}
 
 
-def _llm_scd(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
+def _llm_scd(gw: Gateway, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
     sample = sample_index(seed, config.repeat)
     res = llm_scd(gw, ds, config.llm_scd, item=item, sample=sample)
     return res.graph, {**res.model_dump(mode="json", exclude={"graph"}), "sample": sample,
                        "temperature": config.llm_scd.temperature}
 
 
-def _ils_csl(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
+def _ils_csl(gw: Gateway, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
     sample = sample_index(seed, config.repeat)
     t = llm_temperature("ils_csl", config)
     res = ils_csl(gw, ds, config.ils_csl, item=item, sample=sample, temperature=t)
@@ -271,7 +272,7 @@ _HANDLERS: dict[str, Callable[..., tuple[CausalGraph, dict[str, Any]]]] = {
 
 
 def _anonymised(method: str, mode: str) -> Callable[..., tuple[CausalGraph, dict[str, Any]]]:
-    def run(gw, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
+    def run(gw: Gateway | None, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
         anon, back = anonymise(ds, mode)
         graph, details = _HANDLERS[method](gw, anon, config, seed, item)
         return restore_names(graph, back, ds.variables), {**details, "anonymise": {"mode": mode, "ids": back}}

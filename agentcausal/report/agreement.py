@@ -39,6 +39,9 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from agentcausal.repeats import repeat_of
+from agentcausal.report.html import readable_value
+
 __all__ = ["AgreementStats", "AGREEMENT_NOTE", "agreement_stats", "blamed_pairs", "run_agreement",
            "method_agreement", "blame_changes", "run_differences", "with_repeat"]
 
@@ -137,7 +140,6 @@ def with_repeat(df: pd.DataFrame) -> pd.DataFrame:
     """``df`` with a ``repeat`` column (the repeat index in ``details_json``, 0 when none) when it has none."""
     if "repeat" in df.columns:
         return df
-    from agentcausal.repeats import repeat_of
 
     def rep(blob: Any) -> int:
         try:
@@ -259,8 +261,6 @@ def _flat(v: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def _text(v: Any, width: int = 90) -> str:
-    from agentcausal.report.html import readable_value
-
     s = "–" if v is _MISSING else readable_value(v)
     return s if len(s) <= width else s[: width - 1] + "…"
 

@@ -24,12 +24,24 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from agentcausal.attribution.evaluate import Evaluation, evaluate_frame
-from agentcausal.attribution.paper_tables import WHO_WHEN_LEVELS, accuracy_by_level, accuracy_over_repeats, \
-    dcfa_accuracy, gca_only_accuracy, graph_stats, lce_diagnostics, lce_effect, outside_levels, \
-    signed_step_error_histogram
+from agentcausal.attribution.paper_tables import (
+    WHO_WHEN_LEVELS,
+    accuracy_by_level,
+    accuracy_over_repeats,
+    dcfa_accuracy,
+    gca_only_accuracy,
+    graph_stats,
+    lce_diagnostics,
+    lce_effect,
+    outside_levels,
+    signed_step_error_histogram,
+)
 from agentcausal.attribution.results import load_results
 from agentcausal.exceptions import AgentCausalError
-from agentcausal.report.html import attribution_tables, html_table, write_html_report
+from agentcausal.report.accuracy import ACCURACY_NOTE, accuracy_display, has_labels
+from agentcausal.report.blamed import blamed_html, blamed_markdown
+from agentcausal.report.dcfa import dependency_graph_edge_table, dependency_graph_mermaid
+from agentcausal.report.html import attribution_tables, facts_markdown, html_table, readable_value, write_html_report
 from agentcausal.report.plots import attribution_figures, figures_markdown
 from agentcausal.report.traces_html import per_trace_html, trace_sections_html
 from agentcausal.runs.folder import atomic_write_text, load_run_meta
@@ -104,8 +116,6 @@ def accuracy_text(ev: Evaluation) -> str:
     -------
     str
     """
-    from agentcausal.report.accuracy import accuracy_display
-
     shown = accuracy_display(ev.overall)
     short = {"step (exact)": "step", "step and agent": "both", "Hit@1 (±1 step)": "Hit@1 ±1", "Hit@3 (±3)": "Hit@3 ±3",
              "Hit@5 (±5)": "Hit@5 ±5", "top-3 (candidates)": "top-3"}
@@ -145,9 +155,6 @@ def markdown_report(ev: Evaluation, *, title: str = "Failure attribution", meta:
     -------
     str
     """
-    from agentcausal.report.accuracy import ACCURACY_NOTE, accuracy_display, has_labels
-    from agentcausal.report.html import facts_markdown, readable_value
-
     head, folded = _split_facts(meta or {})
     short = {k: head[k] for k in ("corpus", "methods", "routing", "preset", "traces") if k in head}
     line = " · ".join(f"**{k}**: {readable_value(v)}" for k, v in short.items())
@@ -204,8 +211,6 @@ def dependency_graphs_markdown(results: pd.DataFrame, *, max_graphs: int = 50) -
     ----------
     DCFA seed paper, section 5.4.4, Figure 4.
     """
-    from agentcausal.report.dcfa import dependency_graph_edge_table, dependency_graph_mermaid
-
     rows = results[results["method"].astype(str).str.startswith("dcfa")
                    & results["details_json"].notna()].sort_values(["trace_id", "method"])
     parts: list[str] = []
@@ -249,9 +254,6 @@ def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, obje
     -------
     Path of ``report.md``.
     """
-    from agentcausal.report.accuracy import has_labels
-    from agentcausal.report.blamed import blamed_html, blamed_markdown
-
     d = Path(run_dir)
     d.mkdir(parents=True, exist_ok=True)
     ev.overall.to_csv(d / "accuracy.csv", index=False)
@@ -272,7 +274,6 @@ def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, obje
         sections = ["<h2>Per trace</h2><p class='note'>One row per trace and method; click a header to sort, "
                     f"type to filter, click a trace to see its steps.{cut}</p>", per_trace_html(shown),
                     trace_sections_html(shown, traces)]
-    from agentcausal.report.accuracy import ACCURACY_NOTE
 
     tables = attribution_tables(ev)  # accuracy (4 tables: only with labels), cost, failures
     if labelled:

@@ -26,7 +26,10 @@ from typing import Any
 
 import pandas as pd
 
+from agentcausal.repeats import repeat_of
 from agentcausal.report.blame_text import fix_text, one_line
+from agentcausal.report.html import html_table
+from agentcausal.report.traces_html import trace_anchor
 
 __all__ = ["blamed_frame", "blamed_text", "blamed_markdown", "blamed_html", "console_summary", "REASON_CHARS"]
 
@@ -69,8 +72,6 @@ def blamed_frame(results: pd.DataFrame) -> pd.DataFrame:
     ``error: …``), evidence, evidence_note, corrected_action (dict or None), candidates (list or None),
     true_step, true_agent, status, failure_modes (a corpus's trace-level labels, MAST).
     """
-    from agentcausal.repeats import repeat_of
-
     rows = []
     # only the columns read here, one row at a time (a row dict of every column of a large run held hundreds of MB)
     names = [c for c in _READ_COLUMNS if c in results.columns]
@@ -209,8 +210,6 @@ def blamed_markdown(results: pd.DataFrame, *, max_rows: int = 500, report_html: 
     -------
     str, ``""`` for an empty frame.
     """
-    from agentcausal.report.traces_html import trace_anchor
-
     df = blamed_frame(results)
     if df.empty:
         return ""
@@ -252,9 +251,6 @@ def blamed_html(results: pd.DataFrame) -> str:
     -------
     str, HTML (``""`` for an empty frame).
     """
-    from agentcausal.report.html import html_table
-    from agentcausal.report.traces_html import trace_anchor
-
     df = blamed_frame(results)
     if df.empty:
         return ""

@@ -12,7 +12,7 @@ listed.
 
 Discovery runs (``outcomes.jsonl``): items are (dataset, seed, repeat). Per
 method and metric (the run tables' columns,
-:data:`~agentcausal.discovery.metrics.METRIC_COLUMNS`: SHD, SHD₂, NHD, F1,
+:data:`~agentcausal.discovery.graphs.metrics.METRIC_COLUMNS`: SHD, SHD₂, NHD, F1,
 skeleton F1) the means of A and B, the mean
 difference, and the Wilcoxon signed-rank test on the paired values
 (``scipy.stats.wilcoxon``, two-sided, zero differences dropped; p = 1 when
@@ -41,6 +41,8 @@ and warned about by the CLI.
 Unpaired: methods present in only one run, and items of a shared method
 present in only one run, are listed (never silently dropped).
 
+The pages (``compare.md``, ``compare.html``) are :mod:`agentcausal.report.compare_pages`'s.
+
 References
 ----------
 McNemar, Q. "Note on the sampling error of the difference between correlated proportions or percentages."
@@ -50,20 +52,25 @@ Biometrics Bulletin 1(6), 1945. doi:10.2307/3001968.
 
 from __future__ import annotations
 
-import html
-import json
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 import pandas as pd
 
-from agentcausal.discovery.metrics import METRIC_COLUMNS
+from agentcausal.attribution.results import load_results
+from agentcausal.discovery.graphs.metrics import METRIC_COLUMNS
 from agentcausal.exceptions import CompareError
-from agentcausal.report.agreement import (AGREEMENT_NOTE, blame_changes, method_agreement, run_agreement,
-                                          run_differences, with_repeat)
+from agentcausal.report.agreement import (
+    blame_changes,
+    method_agreement,
+    run_agreement,
+    run_differences,
+    with_repeat,
+)
+from agentcausal.report.discovery import load_scored
+from agentcausal.runs.folder import load_run_meta
 
-__all__ = ["Comparison", "compare_runs", "mcnemar_exact", "wilcoxon_paired", "comparison_markdown",
-           "comparison_html", "write_comparison_html", "run_kind"]
+__all__ = ["Comparison", "compare_runs", "load_run_frame", "mcnemar_exact", "wilcoxon_paired", "run_kind"]
 
 RunKind = Literal["attribution", "discovery"]
 
@@ -207,14 +214,12 @@ def run_kind(run_dir: str | Path) -> RunKind:
     raise CompareError(f"{d} is not a run folder (no results.parquet or outcomes.jsonl)", run_a=str(d), run_b="")
 
 
-def _load(run_dir: Path, kind: RunKind) -> pd.DataFrame:
+def load_run_frame(run_dir: Path, kind: RunKind) -> pd.DataFrame:
+    """One run's scored frame with its cost columns: ``tokens`` and ``run_tokens`` (prompt + completion,
+    original and this run's: 0 for a reused row), ``run_seconds`` and a boolean ``reused``."""
     if kind == "attribution":
-        from agentcausal.attribution.results import load_results
-
         df = load_results(run_dir)
     else:
-        from agentcausal.report.discovery import load_scored
-
         df = load_scored(run_dir)
     reused = df["reused"].fillna(False).astype(bool) if "reused" in df else pd.Series(False, index=df.index)
     tokens = df["prompt_tokens"].fillna(0) + df["completion_tokens"].fillna(0)
@@ -267,7 +272,7 @@ def compare_runs(run_a: str | Path, run_b: str | Path) -> Comparison:
     if run_kind(b_dir) != kind:
         raise CompareError(f"cannot compare {_a(kind)} run ({a_dir}) with {_a(run_kind(b_dir))} run ({b_dir})",
                            run_a=str(a_dir), run_b=str(b_dir))
-    a, b = _load(a_dir, kind), _load(b_dir, kind)
+    a, b = load_run_frame(a_dir, kind), load_run_frame(b_dir, kind)
     if kind == "attribution":  # repeats pair by their index (details_json), only when a run has repeats
         a, b = with_repeat(a), with_repeat(b)
         if not ((a["repeat"] > 0).any() or (b["repeat"] > 0).any()):
@@ -325,7 +330,6 @@ def compare_runs(run_a: str | Path, run_b: str | Path) -> Comparison:
     flipped = pd.DataFrame(flips, columns=["method", *keys, "metric", "a", "b"])
     paired = m[keys].drop_duplicates()
     differs = _content_differs(a.merge(paired, on=keys), b.merge(paired, on=keys), keys, _HASH_COL[kind])
-    from agentcausal.runs.folder import load_run_meta
 
     extra: dict[str, pd.DataFrame] = {
         "differs": run_differences(load_run_meta(a_dir), load_run_meta(b_dir), a, b, keys)}
@@ -337,277 +341,3 @@ def compare_runs(run_a: str | Path, run_b: str | Path) -> Comparison:
                       pd.DataFrame(costs), _unpaired(a, b, keys), differs, **extra)
 
 
-def _fmt_metric(v: float, metric: str) -> str:
-    from agentcausal.report.html import human_number
-
-    if pd.isna(v):
-        return "–"
-    if "accuracy" in metric or metric == "both correct":
-        return f"{100 * v:+.1f} pp" if metric.startswith("Δ") else f"{100 * v:.1f}%"
-    return human_number(round(float(v), 3))
-
-
-def _display(c: Comparison) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """The three tables with formatted cells (strings) for markdown and HTML."""
-    from agentcausal.report.html import human_number
-
-    pct = c.kind == "attribution"
-    met = pd.DataFrame([{
-        "method": r.method, "metric": r.metric, "n": int(r.n),
-        "A": _fmt_metric(r.a, r.metric), "B": _fmt_metric(r.b, r.metric),
-        "B − A": ("–" if pd.isna(r.diff) else f"{100 * r.diff:+.1f} pp") if pct else
-        ("–" if pd.isna(r.diff) else f"{r.diff:+.3g}"),
-        "test": r.test + (f" (A only {int(r.a_only)}, B only {int(r.b_only)})" if pct else ""),
-        "p": "–" if pd.isna(r.p_value) else f"{r.p_value:.3g}"} for r in c.metrics.itertuples()])
-    def tok(v: float) -> str:
-        return human_number(round(v))
-
-    def sec(v: float) -> str:
-        return human_number(round(v, 2))
-
-    cost = pd.DataFrame([{
-        "method": r.method, "items": int(r.n), "reused A": int(r.a_reused), "reused B": int(r.b_reused),
-        "tokens A this run": tok(r.a_run_tokens), "tokens A original": tok(r.a_tokens),
-        "tokens B this run": tok(r.b_run_tokens), "tokens B original": tok(r.b_tokens),
-        "tokens B − A original": f"{r.diff_tokens:+,.0f}",
-        "seconds A this run": sec(r.a_run_seconds), "seconds A original": sec(r.a_seconds),
-        "seconds B this run": sec(r.b_run_seconds), "seconds B original": sec(r.b_seconds),
-        "seconds B − A original": f"{r.diff_seconds:+,.2f}"} for r in c.cost.itertuples()])
-    flipped = c.flipped
-    if not flipped.empty:  # one row per (method, item), one column per metric: "A → B", blank when unchanged
-        idx = ["method", *c.keys]
-        f = flipped.assign(change=[f"{a} → {b}" for a, b in zip(flipped["a"], flipped["b"])])
-        order = list(dict.fromkeys(f["metric"]))
-        flipped = (f.pivot_table(index=idx, columns="metric", values="change", aggfunc="first")
-                   .reindex(columns=order).fillna("").reset_index())
-        flipped.columns.name = None
-        if len(c.content_differs):  # flag the pairs whose contents differ (same id, edited content)
-            diff = set(map(tuple, c.content_differs[c.keys].astype(str).itertuples(index=False)))
-            flipped["content"] = ["differs" if tuple(str(v) for v in r) in diff else "same"
-                                  for r in flipped[c.keys].itertuples(index=False)]
-    return met, flipped, cost
-
-
-def _differs_display(c: Comparison) -> pd.DataFrame:
-    return pd.DataFrame([{**{k: r[k] for k in c.keys}, "content hash A": str(r["a_hash"])[:12] + "…",
-                          "content hash B": str(r["b_hash"])[:12] + "…"} for _, r in c.content_differs.iterrows()],
-                        columns=[*c.keys, "content hash A", "content hash B"])
-
-
-_COST_NOTE = ("Means per shared item. *this run*: what the run spent (0 for an item reused from an earlier run's "
-              "results); *original*: what the item cost when it was computed. Seconds: the method's wall time.")
-
-
-def _unpaired_display(c: Comparison) -> pd.DataFrame:
-    names = {"A": c.run_a.name, "B": c.run_b.name}
-    return pd.DataFrame([{"method": r.method, "only in": f"{r.only_in} ({names[r.only_in]})",
-                          "items": int(r.items),
-                          "what": "method not run in the other" if r.whole_method else "items missing in the other",
-                          "items (first 10)": r.which} for r in c.unpaired.itertuples()],
-                        columns=["method", "only in", "items", "what", "items (first 10)"])
-
-
-def _md_table(df: pd.DataFrame) -> str:
-    if df.empty:
-        return "(none)"
-    cols = [str(x) for x in df.columns]
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for row in df.itertuples(index=False):
-        lines.append("| " + " | ".join(str(v).replace("|", "\\|") for v in row) + " |")
-    return "\n".join(lines)
-
-
-def _intro(c: Comparison) -> str:
-    what = ("exact McNemar test on right/wrong per labelled trace (failed and undetermined count as wrong)"
-            if c.kind == "attribution" else "Wilcoxon signed-rank test on the paired values")
-    if not _has_labels(c):
-        what = "agreement of the blamed steps (no shared trace is labelled)"
-    n = len(c.content_differs)
-    differs = (f" {n} pair{'s' if n != 1 else ''} differ{'s' if n == 1 else ''} in content (same id, different "
-               "content hash): paired anyway, listed under 'Same id, different content'." if n else "")
-    return (f"A = {c.run_a}, B = {c.run_b}; {c.kind} runs; {c.shared} shared items paired by "
-            f"({', '.join(c.keys)}); per method: {what}" + ("; two-sided p-values." if _has_labels(c) else ".")
-            + differs)
-
-
-def _pct(v: float) -> str:
-    return "–" if pd.isna(v) else f"{100 * v:.1f}%"
-
-
-def _ci(lo: float, hi: float, pct: bool = True) -> str:
-    if pd.isna(lo) or pd.isna(hi):
-        return "–"
-    return f"{_pct(lo)} – {_pct(hi)}" if pct else f"{lo:.2f} – {hi:.2f}"
-
-
-def _agreement_cells(r: Any) -> dict[str, str]:
-    return {"n": str(int(r.n)), "same step": "–" if not r.n else f"{int(r.k)}/{int(r.n)} ({_pct(r.agreement)})",
-            "95% CI": _ci(r.low, r.high), "chance": _pct(r.chance),
-            "κ": "–" if pd.isna(r.kappa) else f"{r.kappa:.2f}", "κ 95% CI": _ci(r.kappa_low, r.kappa_high, False),
-            "not compared": str(int(r.not_compared))}
-
-
-def _agreement_display(c: Comparison) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(A vs B per method, methods of one run) as text tables."""
-    runs = pd.DataFrame([{"method": r.method, **_agreement_cells(r)} for r in c.agreement.itertuples()])
-    names = {"A": c.run_a.name, "B": c.run_b.name}
-    within = pd.DataFrame([{"run": f"{r.run} ({names.get(r.run, r.run)})", "methods": f"{r.method_a} vs {r.method_b}",
-                            **_agreement_cells(r)} for r in c.method_agreement.itertuples()])
-    return runs, within
-
-
-def _section_link(run_dir: Path, trace_id: str, base: Path | None) -> str:
-    import os
-
-    from agentcausal.report.traces_html import trace_anchor
-
-    target = run_dir / "report.html"
-    href = os.path.relpath(target, base) if base is not None else str(target)
-    return f"{href}#{trace_anchor(trace_id)}"
-
-
-def _blame_changed_display(c: Comparison) -> pd.DataFrame:
-    def side(step: Any, agent: Any, conf: Any) -> str:
-        if step is None or pd.isna(step):
-            return "none"
-        out = f"{int(step)}" + (f" ({agent})" if isinstance(agent, str) and agent else "")
-        return out + (f", confidence {float(conf):.2f}" if conf is not None and not pd.isna(conf) else "")
-
-    keys = [k for k in c.keys if k != "trace_id"]
-    return pd.DataFrame([{"method": r["method"], "trace": r["trace_id"], **{k: r[k] for k in keys},
-                          "A": side(r["step_a"], r["agent_a"], r["confidence_a"]),
-                          "B": side(r["step_b"], r["agent_b"], r["confidence_b"])}
-                         for _, r in c.blame_changed.iterrows()], columns=["method", "trace", *keys, "A", "B"])
-
-
-_DIFFERS_NONE = "Nothing differs: the same preset, settings, models, routing and corpus."
-
-
-def _has_labels(c: Comparison) -> bool:
-    return c.kind != "attribution" or bool((c.metrics.get("n", pd.Series(dtype=int)) > 0).any())
-
-
-def _unlabelled_md(c: Comparison) -> list[str]:
-    """The label-free sections of an attribution comparison (markdown)."""
-    if c.kind != "attribution":
-        return []
-    runs, within = _agreement_display(c)
-    changed = _blame_changed_display(c)
-    return ["## Agreement of blamed steps, A vs B", "", AGREEMENT_NOTE, "", _md_table(runs), "",
-            "## Agreement between methods of one run", "", _md_table(within) if len(within) else
-            "(one method per run)", "",
-            f"## Blamed step changed ({len(changed)})", "",
-            f"Each trace's section: `{c.run_a}/report.html#t-<trace>` (A) and `{c.run_b}/report.html#t-<trace>` (B).",
-            "", _md_table(changed), ""]
-
-
-def comparison_markdown(c: Comparison) -> str:
-    """The comparison as markdown: what differs, agreement of blamed steps and the traces whose blamed step
-    changed (attribution), metrics with tests (when labelled), flipped items, cost.
-
-    Returns
-    -------
-    str
-    """
-    met, flipped, cost = _display(c)
-    unp = _unpaired_display(c)
-    head = "Flipped verdicts" if c.kind == "attribution" else "Items whose SHD changed"
-    metrics = ["## Metrics", "", _md_table(met), "", f"## {head} ({len(flipped)})", "", _md_table(flipped), ""] \
-        if _has_labels(c) else ["No shared trace is labelled: accuracy is not compared.", ""]
-    return "\n".join([f"# Compare {c.run_a.name} (A) with {c.run_b.name} (B)", "", _intro(c), "",
-                      f"## What differs ({len(c.differs)})", "",
-                      _md_table(c.differs) if len(c.differs) else _DIFFERS_NONE, "",
-                      *_unlabelled_md(c), *metrics,
-                      "## Cost per item (means)", "", _COST_NOTE, "", _md_table(cost), "",
-                      f"## In one run only ({len(unp)}: not compared)", "", _md_table(unp), "",
-                      *_differs_md(c), *_backbone_ranks(c).markdown])
-
-
-def _backbone_ranks(c: Comparison):
-    """Discovery runs: the MAC paper's mean ranks and win counts over both runs' backbones × datasets."""
-    from agentcausal.report.discovery_analyses import AnalysesReport, backbone_label, backbone_rank_sections
-
-    if c.kind != "discovery":
-        return AnalysesReport([], [], [])
-    return backbone_rank_sections({backbone_label(r): _load(r, "discovery") for r in (c.run_a, c.run_b)})
-
-
-def _differs_md(c: Comparison) -> list[str]:
-    if not len(c.content_differs):
-        return []
-    return [f"## Same id, different content ({len(c.content_differs)}: paired anyway)", "",
-            _md_table(_differs_display(c)), ""]
-
-
-def comparison_html(c: Comparison, base: str | Path | None = None) -> str:
-    """The comparison as a standalone HTML page (sortable tables, no network).
-
-    Parameters
-    ----------
-    c : Comparison
-    base : folder the page is written to: links to the runs' trace sections are relative to it
-        (None: the run folders' paths as given)
-    """
-    from agentcausal.report.html import html_table, page
-
-    e = html.escape
-    met, flipped, cost = _display(c)
-    unp = _unpaired_display(c)
-    head = "Flipped verdicts" if c.kind == "attribution" else "Items whose SHD changed"
-    where = None if base is None else Path(base)
-    blocks = [f"<p class='note'>{e(_intro(c))}</p>", f"<h2>What differs ({len(c.differs)})</h2>",
-              html_table(c.differs, table_id="differs") if len(c.differs) else f"<p>{e(_DIFFERS_NONE)}</p>"]
-    if c.kind == "attribution":
-        runs, within = _agreement_display(c)
-        changed = _blame_changed_display(c)
-
-        def links(v: Any, row: Any) -> tuple[str, str]:
-            a = _section_link(c.run_a, str(v), where)
-            b = _section_link(c.run_b, str(v), where)
-            return f"{e(str(v))} (<a href='{e(a)}'>A</a> · <a href='{e(b)}'>B</a>)", ""
-
-        blocks += ["<h2>Agreement of blamed steps, A vs B</h2>", f"<p class='note'>{e(AGREEMENT_NOTE)}</p>",
-                   html_table(runs, table_id="agreement"), "<h2>Agreement between methods of one run</h2>",
-                   html_table(within, table_id="method-agreement") if len(within) else "<p>(one method per run)</p>",
-                   f"<h2>Blamed step changed ({len(changed)})</h2>",
-                   html_table(changed, table_id="blame-changed", sortable=True, filterable=len(changed) > 10,
-                              cell_html={"trace": links})]
-    if _has_labels(c):
-        blocks += ["<h2>Metrics</h2>", html_table(met, table_id="metrics", sortable=True),
-                   f"<h2>{e(head)} ({len(flipped)})</h2>",
-                   html_table(flipped, table_id="flipped", sortable=True, filterable=True)]
-    else:
-        blocks.append("<p>No shared trace is labelled: accuracy is not compared.</p>")
-    return page(f"Compare {c.run_a.name} (A) with {c.run_b.name} (B)", [
-        *blocks,
-        "<h2>Cost per item (means)</h2>", f"<p class='note'>{html.escape(_COST_NOTE)}</p>",
-        html_table(cost, table_id="cost", sortable=True),
-        f"<h2>In one run only ({len(unp)}: not compared)</h2>", html_table(unp, table_id="unpaired", sortable=True),
-        *([f"<h2>Same id, different content ({len(c.content_differs)}: paired anyway)</h2>",
-           html_table(_differs_display(c), table_id="content_differs", sortable=True)]
-          if len(c.content_differs) else []), *_backbone_ranks(c).html])
-
-
-def write_comparison_html(c: Comparison, path: str | Path) -> Path:
-    """Write :func:`comparison_html` to ``path`` (folders created); also ``<stem>.json`` with the raw tables.
-
-    Returns
-    -------
-    Path of the HTML file.
-    """
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(comparison_html(c, base=p.parent), encoding="utf-8")
-    raw = {"run_a": str(c.run_a), "run_b": str(c.run_b), "kind": c.kind, "keys": c.keys, "shared": c.shared,
-           "differs": json.loads(c.differs.to_json(orient="records")),
-           "agreement": json.loads(c.agreement.to_json(orient="records")) if len(c.agreement) else [],
-           "method_agreement": json.loads(c.method_agreement.to_json(orient="records"))
-           if len(c.method_agreement) else [],
-           "blame_changed": json.loads(c.blame_changed.to_json(orient="records")) if len(c.blame_changed) else [],
-           "metrics": json.loads(c.metrics.to_json(orient="records")),
-           "flipped": json.loads(c.flipped.to_json(orient="records")),
-           "cost": json.loads(c.cost.to_json(orient="records")),
-           "unpaired": json.loads(c.unpaired.to_json(orient="records")),
-           "content_differs": json.loads(c.content_differs.to_json(orient="records"))}
-    p.with_suffix(".json").write_text(json.dumps(raw, indent=2), encoding="utf-8")
-    return p

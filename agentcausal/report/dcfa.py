@@ -11,13 +11,14 @@ References
 ----------
 Wang, Zehao, Lanjun Wang, Shilong Jin, Junjie Chen, and Yanghua Xiao. "DCFA: Dual-view
 Causal-inspired Attribution for Failure Reasoning in LLM-based Multi-agent Systems"
-(seed ``../shared/seeds/002_2c62354fb78fce0f.txt``; code github.com/wzhSteve/DCFA), section 5.4.4, Figure 4.
+(code github.com/wzhSteve/DCFA), section 5.4.4, Figure 4.
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from agentcausal.report.svg import SvgEdge, column_svg
 from agentcausal.traces.model import Attribution
 
 __all__ = ["MAX_ALL_NODES", "dependency_graph_mermaid", "dependency_graph_svg", "dependency_graph_edge_table"]
@@ -200,7 +201,6 @@ def dependency_graph_svg(attribution: Attribution) -> str:
     """
     import html as _html
 
-    from agentcausal.report.svg import SvgEdge, column_svg
 
     g = _graph_view(attribution)
     if g is None:

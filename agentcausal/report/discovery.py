@@ -4,13 +4,13 @@
   recomputed here, apart from :func:`write_report`, which scores a saved run first.
 * :func:`summary_table`: mean ± std over seeds per dataset and method.
 * :func:`summary_text`: the SHD / NHD / F1 table the CLI prints.
-* :func:`graph_mermaid` and :func:`draw_graph_png`: a predicted graph against
-  the truth (correct, reversed, extra, missing edges).
+* the graphs, each predicted graph against the truth (Mermaid, PNG, SVG, DOT):
+  :mod:`agentcausal.report.discovery_graphs`.
 * :func:`write_report`: ``results.parquet``,
   ``outcomes.jsonl``, ``run.json``, ``graphs/*.png`` and ``report.md``.
 
-Every table states its conventions (:data:`~agentcausal.discovery.metrics.SHD_CONVENTION`,
-:data:`~agentcausal.discovery.metrics.METRICS_FOOTER`).
+Every table states its conventions (:data:`~agentcausal.discovery.graphs.metrics.SHD_CONVENTION`,
+:data:`~agentcausal.discovery.graphs.metrics.METRICS_FOOTER`).
 
 References
 ----------
@@ -19,28 +19,32 @@ Le et al. "Multi-Agent Causal Discovery Using Large Language Models." arXiv:2407
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 import pandas as pd
 
-from agentcausal.discovery.graph import CausalGraph
 from agentcausal.discovery.evaluate import run_notes
-from agentcausal.discovery.metrics import METRIC_COLUMNS, METRICS_FOOTER, SHD_CONVENTION
+from agentcausal.discovery.graphs.metrics import METRIC_COLUMNS, METRICS_FOOTER, SHD_CONVENTION
 from agentcausal.discovery.outcome import DiscoveryOutcome, load_outcomes
+from agentcausal.discovery.registry import LLM_METHODS, STATISTICAL_METHODS
 from agentcausal.discovery.rounds import base_method, file_stem, rounds_variant, split_rounds
 from agentcausal.exceptions import RunFileError
 from agentcausal.report.discovery_analyses import analyses_report
-from agentcausal.report.html import html_table, write_html_report
+from agentcausal.report.discovery_graphs import (
+    draw_graph_png,
+    edge_table_markdown,
+    graph_mermaid,
+    graphs_html,
+    write_graph_outputs,
+)
+from agentcausal.report.html import facts_markdown, html_table, write_html_report
 from agentcausal.report.plots import discovery_figures, figures_markdown
 from agentcausal.runs.folder import atomic_path, atomic_write_text, load_run_meta
 
-__all__ = ["summary_table", "summary_text", "graph_mermaid", "draw_graph_png",
-           "markdown_report", "memorisation_text", "write_report", "load_scored", "table_records",
-           "RunFiles", "graphs_html", "write_graph_outputs", "edge_table_markdown", "executor_lines",
-           "IDENTICAL_NOTE"]
+__all__ = ["summary_table", "summary_text", "markdown_report", "memorisation_text", "write_report", "load_scored",
+           "table_records", "RunFiles", "executor_lines", "IDENTICAL_NOTE"]
 
 _METRICS = (*METRIC_COLUMNS, "precision", "recall")
 
@@ -49,8 +53,6 @@ def _identical_samples(g: pd.DataFrame) -> bool:
     """Two or more LLM samples, every one the same graph, none drawn above temperature 0: their std is 0
     because the samples are one answer repeated (the MAC paper's temperature 0), not because the method is
     stable."""
-    from agentcausal.discovery.registry import LLM_METHODS
-
     ok = g[g["error"] == ""]
     if len(ok) < 2 or base_method(str(g["method"].iloc[0])) not in LLM_METHODS:
         return False
@@ -173,142 +175,6 @@ def memorisation_text(df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def _mid(name: str) -> str:
-    return "n_" + "".join(c if c.isalnum() else "_" for c in name)
-
-
-def graph_mermaid(pred: CausalGraph, true: CausalGraph | None = None) -> str:
-    """Mermaid source of a predicted graph, compared with the truth when given.
-
-    Edge styles: correct directed edge ``-->``; reversed ``-- reversed -->``;
-    extra edge ``-. extra .->``; missing true edge ``-. missing .-`` ;
-    undirected ``---``; other marks (bidirected, circle) are labelled with their symbol.
-
-    Returns
-    -------
-    str starting with ``flowchart LR``; wrap it in a ```` ```mermaid ```` block.
-
-    Examples
-    --------
-    >>> t = CausalGraph.from_edges("AB", [("A", "B")])
-    >>> print(graph_mermaid(CausalGraph.from_edges("AB", [("B", "A")]), t))
-    flowchart LR
-      n_A["A"]
-      n_B["B"]
-      n_B -- reversed --> n_A
-    """
-    lines = ["flowchart LR"] + [f'  {_mid(v)}["{v}"]' for v in pred.nodes]
-    true_dir = true.directed_edges() if true is not None else set()
-    true_skel = true.skeleton() if true is not None else set()
-    for e in pred.edges:
-        o = e.oriented()
-        if o is None:
-            sym = str(e).split(" ")[1]
-            lines.append(f"  {_mid(e.u)} ---|{sym}| {_mid(e.v)}" if sym != "---" else f"  {_mid(e.u)} --- {_mid(e.v)}")
-        elif true is None or o in true_dir:
-            lines.append(f"  {_mid(o[0])} --> {_mid(o[1])}")
-        elif (o[1], o[0]) in true_dir:
-            lines.append(f"  {_mid(o[0])} -- reversed --> {_mid(o[1])}")
-        else:
-            lines.append(f"  {_mid(o[0])} -. extra .-> {_mid(o[1])}")
-    if true is not None:
-        for pair in sorted(true_skel - pred.skeleton(), key=sorted):
-            a, b = next((x, y) for x, y in true_dir if {x, y} == pair) if any(
-                {x, y} == pair for x, y in true_dir) else sorted(pair)
-            lines.append(f"  {_mid(a)} -. missing .- {_mid(b)}")
-    return "\n".join(lines)
-
-
-def edge_table_markdown(pred: CausalGraph, true: CausalGraph | None = None) -> str:
-    """The predicted graph as a markdown edge table (readable in any markdown viewer, unlike mermaid).
-
-    Columns: source, target, type (``directed``, ``undirected``, ``bidirected``,
-    ``partially_directed``) and, against the truth, status (``correct``,
-    ``reversed``, ``extra``, or ``missing`` for true edges not found).
-
-    Returns
-    -------
-    str, a markdown table.
-    """
-    from agentcausal.report.graph_files import edge_rows
-
-    true_dir = true.directed_edges() if true is not None else set()
-    rows = []
-    for a, b, t in edge_rows(pred):
-        status = ""
-        if true is not None:
-            status = ("correct" if (a, b) in true_dir else "reversed" if (b, a) in true_dir else "extra") \
-                if t == "directed" else ("in truth" if frozenset((a, b)) in true.skeleton() else "extra")
-        rows.append(f"| {a} | {b} | {t} | {status} |")
-    if true is not None:
-        for a, b, t in edge_rows(true):
-            if frozenset((a, b)) not in pred.skeleton():
-                rows.append(f"| {a} | {b} | {t} | missing |")
-    return "\n".join(["| source | target | type | status |", "|---|---|---|---|", *rows])
-
-
-def draw_graph_png(pred: CausalGraph, true: CausalGraph | None, path: str | Path, *, title: str = "") -> Path:
-    """Draw the predicted graph (green correct, orange reversed, red extra, grey dashed missing) to a PNG.
-
-    Parameters
-    ----------
-    pred : CausalGraph
-    true : CausalGraph or None
-    path : output file
-    title : str
-
-    Returns
-    -------
-    Path of the PNG.
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import networkx as nx
-
-    g = nx.DiGraph()
-    g.add_nodes_from(pred.nodes)
-    true_dir = true.directed_edges() if true is not None else set()
-    colours: dict[tuple[str, str], str] = {}
-    styles: dict[tuple[str, str], str] = {}
-    for e in pred.edges:
-        o = e.oriented() or (e.u, e.v)
-        g.add_edge(*o)
-        if e.oriented() is None:
-            colours[o] = "tab:blue"
-        elif true is None or o in true_dir:
-            colours[o] = "tab:green"
-        elif (o[1], o[0]) in true_dir:
-            colours[o] = "tab:orange"
-        else:
-            colours[o] = "tab:red"
-        styles[o] = "solid"
-    if true is not None:
-        for a, b in true_dir:
-            if frozenset((a, b)) not in pred.skeleton():
-                g.add_edge(a, b)
-                colours[(a, b)], styles[(a, b)] = "lightgrey", "dashed"
-    try:
-        pos = nx.nx_agraph.graphviz_layout(g, prog="dot")
-    except Exception:  # noqa: BLE001 - graphviz is optional
-        pos = nx.kamada_kawai_layout(g) if len(g) > 1 else nx.circular_layout(g)
-    fig, ax = plt.subplots(figsize=(2 + 0.6 * len(g), 1.5 + 0.45 * len(g)))
-    nx.draw_networkx_nodes(g, pos, ax=ax, node_color="white", edgecolors="black", node_size=900)
-    nx.draw_networkx_labels(g, pos, ax=ax, font_size=7)
-    for edge in g.edges:
-        nx.draw_networkx_edges(g, pos, edgelist=[edge], ax=ax, edge_color=colours[edge], style=styles[edge],
-                               arrows=True, arrowstyle="-" if colours[edge] == "tab:blue" else "-|>",
-                               arrowsize=14, node_size=900)
-    ax.set_title(title, fontsize=9)
-    ax.axis("off")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return path
-
-
 def _debate_lines(o: DiscoveryOutcome) -> list[str]:
     d = o.details or {}
     out = []
@@ -353,8 +219,6 @@ def config_for_methods(config: Mapping[str, Any], methods: Sequence[str]) -> dic
     -------
     dict, the kept keys in the config's order.
     """
-    from agentcausal.discovery.registry import STATISTICAL_METHODS
-
     bases = {base_method(str(m)) for m in methods}  # "mac@names (rounds 2)" reads config.mac
     keep = {"repeat"}
     if bases & set(_MAC_VARIANTS):
@@ -374,6 +238,21 @@ def _shown_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
     return shown
 
 
+def missing_values_lines(meta: Mapping[str, Any]) -> list[str]:
+    """Markdown lines naming, per user dataset, the rows ``--drop-missing`` left out and the missing-value
+    markers per column (``run.json``'s ``missing_values``); none when no row was dropped."""
+    dropped = meta.get("missing_values") or {}
+    if not dropped:
+        return []
+    out = ["", "## Rows dropped for missing values (--drop-missing)", ""]
+    for name, facts in dropped.items():
+        cols = "; ".join(f"{c}: " + (", ".join(f"{m!r} x{k}" for m, k in n.items()) if isinstance(n, Mapping) else str(n))
+                         for c, n in (facts.get("missing_by_column") or {}).items())
+        out.append(f"- {name}: {facts.get('rows_dropped_missing', 0)} of {facts.get('rows_read', '?')} rows dropped"
+                   + (f" (missing values by column: {cols})" if cols else ""))
+    return out
+
+
 def markdown_report(df: pd.DataFrame, outcomes: Sequence[DiscoveryOutcome], meta: Mapping[str, Any], *,
                     reversal_cost: int = 1, graphs_dir: str = "graphs") -> str:
     """The run's ``report.md``: settings, the summary table, failures, and per-dataset graphs and debates.
@@ -390,12 +269,11 @@ def markdown_report(df: pd.DataFrame, outcomes: Sequence[DiscoveryOutcome], meta
     -------
     str, markdown.
     """
-    from agentcausal.report.html import facts_markdown
-
     lines = ["# Causal discovery run", "", *facts_markdown(_shown_meta(meta))]
     notes = list(dict.fromkeys([*(meta.get("notes") or []), *run_notes(outcomes)]))
     if notes:
         lines += ["", "## Notes", "", *[f"- {n}" for n in notes]]
+    lines += missing_values_lines(meta)
     lines += ["", "## Results (mean ± std over seeds)", "", "```", summary_text(df, reversal_cost=reversal_cost),
               "```", ""]
     if mem := memorisation_text(df):
@@ -458,115 +336,6 @@ def executor_lines(df: pd.DataFrame) -> list[str]:
     return lines + [""]
 
 
-def _svg_edges(pred: CausalGraph, true: CausalGraph | None) -> list[Any]:
-    """Edges of ``pred`` classed against ``true`` (correct, reversed, extra, undirected, other) plus missing ones."""
-    from agentcausal.discovery.graph import Mark
-    from agentcausal.report.svg import SvgEdge
-
-    true_dir = true.directed_edges() if true is not None else set()
-    out = []
-    for e in pred.edges:
-        o = e.oriented()
-        if o is None:
-            if e.is_undirected:
-                out.append(SvgEdge(e.u, e.v, "undirected", arrow=False))
-            else:
-                out.append(SvgEdge(e.u, e.v, "other", arrow=Mark(e.mark_v) == Mark.ARROW,
-                                   arrow_back=Mark(e.mark_u) == Mark.ARROW))
-        elif true is None or o in true_dir:
-            out.append(SvgEdge(o[0], o[1], "correct" if true is not None else ""))
-        elif (o[1], o[0]) in true_dir:
-            out.append(SvgEdge(o[0], o[1], "reversed"))
-        else:
-            out.append(SvgEdge(o[0], o[1], "extra"))
-    if true is not None:
-        pred_skel = pred.skeleton()
-        for te in true.edges:
-            if frozenset((te.u, te.v)) not in pred_skel:
-                o = te.oriented() or (te.u, te.v)
-                out.append(SvgEdge(o[0], o[1], "missing", arrow=te.oriented() is not None))
-    return out
-
-
-def graphs_html(outcomes: Sequence[DiscoveryOutcome]) -> str:
-    """Per dataset, the true graph and each method's graph (first seed) as inline SVG, sharing one layout.
-
-    The layout is the true graph's (:func:`agentcausal.report.svg.graph_layout`), or that of all
-    methods' edges together when there is no truth, so a node sits in the same place in every
-    drawing of a dataset. Edges are coloured as in the legend (correct, reversed, extra, missing,
-    undirected, bidirected / partially directed).
-
-    Parameters
-    ----------
-    outcomes : DiscoveryOutcome records
-
-    Returns
-    -------
-    str, HTML: a legend, then one ``<section>`` per dataset.
-    """
-    import html as _html
-
-    from agentcausal.report.svg import SvgEdge, graph_layout, legend_html, render_svg
-
-    e = _html.escape
-    first: dict[str, dict[str, DiscoveryOutcome]] = {}
-    for o in outcomes:
-        first.setdefault(o.dataset, {}).setdefault(o.method, o)
-    parts = ["<h2>Graphs (first seed)</h2>", legend_html()]
-    for ds, by_method in first.items():
-        true = next((o.true_graph for o in by_method.values() if o.true_graph is not None), None)
-        if true is not None:
-            nodes = list(true.nodes)
-            lay_edges = [(ed.oriented() or (ed.u, ed.v)) for ed in true.edges]
-        else:
-            nodes = list(dict.fromkeys(v for o in by_method.values() if o.graph for v in o.graph.nodes))
-            lay_edges = [(ed.oriented() or (ed.u, ed.v)) for o in by_method.values() if o.graph for ed in o.graph.edges]
-        layout = graph_layout(nodes, lay_edges)
-        figs = []
-        if true is not None:
-            t_edges = [SvgEdge(*(ed.oriented() or (ed.u, ed.v)), arrow=ed.oriented() is not None) for ed in true.edges]
-            figs.append(f"<figure><figcaption>true graph ({len(true.edges)} edges)</figcaption>"
-                        f"{render_svg(layout, t_edges, title=f'{ds}: true graph')}</figure>")
-        for m, o in by_method.items():
-            if o.graph is None:
-                figs.append(f"<figure><figcaption>{e(m)} (seed {o.seed})</figcaption><p>no graph: "
-                            f"{e((o.error or 'failed')[:300])}</p></figure>")
-                continue
-            figs.append(f"<figure><figcaption>{e(m)} (seed {o.seed}, {len(o.graph.edges)} edges)</figcaption>"
-                        f"{render_svg(layout, _svg_edges(o.graph, true), title=f'{ds}: {m}')}</figure>")
-        parts.append(f"<section id='g-{e(ds)}'><h3>{e(ds)}</h3><div class='graphs'>{''.join(figs)}</div></section>")
-    return "\n".join(parts)
-
-
-def write_graph_outputs(outcomes: Sequence[DiscoveryOutcome], run_dir: str | Path) -> list[Path]:
-    """Every discovered graph (and each dataset's true graph) as DOT and edge-list CSV under ``graphs/``.
-
-    Files: ``graphs/<dataset>__<method>__seed<seed>.dot`` / ``.csv`` and
-    ``graphs/<dataset>__truth.dot`` / ``.csv`` (see :mod:`agentcausal.report.graph_files`).
-
-    Parameters
-    ----------
-    outcomes : DiscoveryOutcome records
-    run_dir : the run folder
-
-    Returns
-    -------
-    list of the written paths.
-    """
-    from agentcausal.report.graph_files import write_graph_files
-
-    g = Path(run_dir) / "graphs"
-    out: list[Path] = []
-    truths: set[str] = set()
-    for o in outcomes:
-        if o.graph is not None:
-            out += write_graph_files(o.graph, g / f"{o.dataset}__{file_stem(o.method)}__seed{o.seed}")
-        if o.true_graph is not None and o.dataset not in truths:
-            truths.add(o.dataset)
-            out += write_graph_files(o.true_graph, g / f"{o.dataset}__truth")
-    return out
-
-
 def _cost_this_run_lines(df: pd.DataFrame, meta: Mapping[str, Any]) -> list[str]:
     """"This run" vs "original" LLM cost per method (totals), with request seconds and the wall time."""
     if df.empty or "run_llm_requests" not in df:
@@ -593,10 +362,6 @@ class RunFiles(NamedTuple):
     run_dir: Path
     frame: pd.DataFrame
     report: Path
-
-
-
-
 
 
 def load_scored(run_dir: str | Path) -> pd.DataFrame:

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from agentcausal.discovery import analyses as A
-from agentcausal.discovery.metrics import METRIC_COLUMNS
+from agentcausal.discovery.graphs.metrics import METRIC_COLUMNS
 from agentcausal.report.html import html_table
 from agentcausal.report.plots import Figure, _plt, _save, text_bars
 

@@ -14,7 +14,7 @@ import io
 from pathlib import Path
 from typing import Literal
 
-from agentcausal.discovery.graph import CausalGraph, Edge, Mark
+from agentcausal.discovery.graphs.graph import CausalGraph, Edge, Mark
 
 __all__ = ["EdgeType", "edge_type", "edge_rows", "graph_dot", "graph_csv", "write_graph_files"]
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from agentcausal.report.accuracy import accuracy_display
 from agentcausal.report.plots import Figure
 from agentcausal.report.svg import SVG_CSS
 
@@ -361,8 +362,6 @@ def attribution_tables(ev: object) -> list[tuple[str, pd.DataFrame]]:
     -------
     list of (heading, DataFrame).
     """
-    from agentcausal.report.accuracy import accuracy_display
-
     return [("Accuracy", accuracy_display(ev.overall)), ("Per subset", accuracy_display(ev.by_subset, ("subset",))),
             ("Per trace length (steps)", accuracy_display(ev.by_length, ("length_bucket",))),
             ("|predicted step − true step|", ev.step_error_hist.reset_index()),

@@ -24,6 +24,8 @@ from typing import Any
 
 import pandas as pd
 
+from agentcausal.report.blame_text import fix_text, one_line
+from agentcausal.report.dcfa import dependency_graph_svg
 from agentcausal.report.html import html_table
 from agentcausal.traces.model import Attribution, Trace
 
@@ -150,8 +152,6 @@ def _content(text: str, marks: tuple[str, ...] = ()) -> str:
 
 def _blame_row(r: Mapping[str, Any]) -> str:
     """The row under a blamed step: one method's reason, confidence, evidence and fix."""
-    from agentcausal.report.blame_text import fix_text, one_line
-
     e = html.escape
     bits = [f"<b>{e(str(r['method']))}</b>"]
     conf = r.get("confidence")
@@ -206,8 +206,6 @@ def trace_sections_html(results: pd.DataFrame, traces: Mapping[str, Trace] | Non
     (also highlighted in the step) and fix; the annotated decisive step has class ``truth`` and a
     green badge.
     """
-    from agentcausal.report.dcfa import dependency_graph_svg
-
     e = html.escape
     traces = traces or {}
     out = ["<h2>Traces</h2>", "<p class='note'>Per trace: the steps (red badge: the method that blamed the step; "

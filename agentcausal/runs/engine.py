@@ -41,9 +41,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from agentcausal.exceptions import EndpointDownError
 from agentcausal.llm import Gateway
 from agentcausal.records import RunRecord
+from agentcausal.runs.breaker import breaker_for, method_profiles
 from agentcausal.runs.folder import write_run_meta
+from agentcausal.runs.heartbeat import meter_for
 from agentcausal.runs.plan import Plan, PlanItem, write_plan
 from agentcausal.runs.scheduling import MAX_CHUNKS, chunk_length, run_items
 from agentcausal.runs.store import RETRIED_STATUSES, ResultStore
@@ -206,7 +209,10 @@ def run_chunk(half: RunHalf, chunk: Chunk) -> list[RunRecord | None] | None:
         The first failure of the run, after every job was tried (the orchestrator retries the chunk).
     """
     store = result_store(chunk.settings, half.kind, half.record_type)
-    jobs = [(key, functools.partial(half.run, job, chunk.plan, chunk.settings))
+    breaker = breaker_for(half.kind, chunk.not_before, chunk.settings.breaker_after)  # runs/breaker.py
+    profiles = method_profiles(chunk.plan, chunk.method)
+    meter = meter_for(half.kind, chunk.not_before)  # calls and tokens so far (runs/heartbeat.py)
+    jobs = [(key, breaker.guard(meter.counted(functools.partial(half.run, job, chunk.plan, chunk.settings)), profiles))
             for job, key in zip(chunk.jobs, chunk.keys, strict=True)]
     out = run_items(jobs, store, not_before=chunk.not_before, workers=half.item_workers(chunk.settings),
                     store_if=half.storable)
@@ -282,6 +288,7 @@ class RunEngine:
         self.unstored: dict[str, RunRecord] = {}  # records no store holds: fallbacks after a run failure, failures
         self.from_store = 0
         self._dropped_before = self.store.dropped
+        self.breaker = breaker_for(half.kind, self.started, settings.breaker_after)  # runs/breaker.py
 
     @property
     def window(self) -> int:
@@ -294,7 +301,22 @@ class RunEngine:
             self.on_progress(n)
 
     def chunks(self) -> Iterator[Chunk]:
-        """The chunks to run, cut from the jobs the store cannot answer, as the plan is read (pass 1)."""
+        """The chunks to run, cut from the jobs the store cannot answer, as the plan is read (pass 1); once the
+        circuit breaker is open on an endpoint a method uses, none of that method's: their jobs get ``not_run``."""
+        for chunk in self._cut():
+            if not self.breaker.blocks(method_profiles(self.header, chunk.method)):
+                yield chunk
+            else:
+                self._not_run(chunk, self.breaker.error)  # type: ignore[arg-type]
+
+    def _not_run(self, chunk: Chunk, error: EndpointDownError) -> None:
+        for job, key in zip(chunk.jobs, chunk.keys, strict=True):
+            if self.store.get(key, not_before=self.started) is None:
+                self.unstored[key] = self.half.failed(job, error).model_copy(
+                    update={"status": "not_run", "status_detail": f"endpoint down: {error.endpoint}"})
+        self._progress(len(chunk.jobs))
+
+    def _cut(self) -> Iterator[Chunk]:
         buffers: dict[str, list[tuple[Job, str]]] = {}
         batch: list[Job] = []
         for job in self.half.submission_order(self.plan):
@@ -331,6 +353,10 @@ class RunEngine:
     def done(self, chunk: Chunk, result: list[RunRecord | None] | BaseException | None) -> None:
         """Take a finished chunk's answer: its unstored records (None: every record stored), or the failure
         left after its retries."""
+        if isinstance(result, EndpointDownError):  # the circuit breaker (of this process or a worker's) is open
+            self.breaker.trip(result)
+            self._not_run(chunk, result)
+            return
         if isinstance(result, BaseException):  # a failure of the run: its unfinished jobs get a failed row
             for job, key in zip(chunk.jobs, chunk.keys, strict=True):
                 if self.store.get(key, not_before=self.started) is None:
@@ -375,6 +401,7 @@ class RunEngine:
         extra["spend"] = {**self.spend.facts(self.plan.estimate),  # the actual beside the estimate (runs/budget.py)
                           "budget": self.budget.facts() if self.budget is not None else None}
         summary.dropped = self.store.dropped - self._dropped_before
+        summary.stopped = str(self.breaker.error) if self.breaker.error is not None else None
         summary.wall_seconds = round(time.time() - self.started, 2)
         write_run_meta(d, {
             **meta, **extra, "plan": self.plan.to_json_dict(), "preset": self.plan.preset,

@@ -20,7 +20,8 @@ from pathlib import Path
 
 from agentcausal.exceptions import AgentCausalError, ItemChangedError
 from agentcausal.runs.plan import PlanItem, sha256_file
-from agentcausal.traces.io import LOOSE, read_jsonl_line
+from agentcausal.traces.io import LOOSE
+from agentcausal.traces.jsonl import read_jsonl_line
 from agentcausal.traces.model import Trace
 from agentcausal.traces.whowhen import SUBSETS, load_who_and_when_file
 

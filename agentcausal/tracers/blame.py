@@ -21,6 +21,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from agentcausal.attribution.results import load_results
+from agentcausal.repeats import repeat_of
+from agentcausal.runs.folder import load_run_meta
+
 __all__ = ["BlamedSpan", "RunBlame", "blamed_spans", "LABEL", "evaluation_name"]
 
 #: the label every written annotation carries: the span holds the decisive error the method found
@@ -159,10 +163,6 @@ def blamed_spans(run_dir: str | Path, *, methods: Sequence[str] | None = None) -
     RunFileError
         If ``results.parquet`` or ``run.json`` is missing, torn or lacks the result columns.
     """
-    from agentcausal.repeats import repeat_of
-    from agentcausal.attribution.results import load_results
-    from agentcausal.runs.folder import load_run_meta
-
     d = Path(run_dir)
     df = load_results(d)
     meta = load_run_meta(d)

@@ -32,7 +32,9 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from agentcausal import __version__
 from agentcausal.runs.folder import atomic_write_text
+from agentcausal.tracers.blame import LABEL, blamed_spans, evaluation_name
 
 __all__ = ["EVENT_NAME", "evaluation_logs", "write_evaluation_logs", "ExportResult"]
 
@@ -77,9 +79,6 @@ def evaluation_logs(blame: Any, *, now_ns: int | None = None) -> tuple[dict[str,
     one scope ``agentcausal``, one record per blamed span), and ``{"trace_id", "method", "repeat",
     "why"}`` for every row not written (the run's unplaced rows, and ids that are not OpenTelemetry ids).
     """
-    from agentcausal import __version__
-    from agentcausal.tracers.blame import LABEL, evaluation_name
-
     observed = now_ns if now_ns is not None else time.time_ns()
     at = blame.finished_ns or observed
     records, left = [], list(blame.unplaced)
@@ -129,8 +128,6 @@ def write_evaluation_logs(run_dir: str | Path, path: str | Path, *, methods: Any
     RunFileError
         If the run folder's results cannot be read.
     """
-    from agentcausal.tracers.blame import blamed_spans
-
     doc, left = evaluation_logs(blamed_spans(run_dir, methods=methods))
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)

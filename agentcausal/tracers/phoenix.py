@@ -40,8 +40,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from agentcausal.exceptions import ConfigError, TraceStoreError
+from agentcausal.tracers.blame import LABEL, blamed_spans, evaluation_name
 from agentcausal.traces.importers._otlp import OtlpSpan
 from agentcausal.traces.importers._spans import SpanRecord, iso_to_ns, spans_to_traces
+from agentcausal.traces.importers.openinference import span_record
 from agentcausal.traces.model import Trace
 
 __all__ = ["PhoenixQuery", "parse_when", "phoenix_client", "read_phoenix_spans", "phoenix_records", "load_phoenix",
@@ -215,8 +217,6 @@ def read_phoenix_spans(q: PhoenixQuery) -> tuple[list[OtlpSpan], list[str]]:
 
 def phoenix_records(q: PhoenixQuery) -> tuple[list[SpanRecord], list[str]]:
     """The span records of the selected traces (see :func:`read_phoenix_spans`), and the notes."""
-    from agentcausal.traces.importers.openinference import span_record
-
     spans, notes = read_phoenix_spans(q)
     return [span_record(s) for s in spans], notes
 
@@ -265,8 +265,6 @@ def span_annotations(blame: Any) -> list[dict[str, Any]]:
     list of dict with ``span_id``, ``name``, ``annotator_kind``, ``result`` (``label``, ``score``,
     ``explanation``), ``metadata`` and ``identifier``.
     """
-    from agentcausal.tracers.blame import LABEL, evaluation_name
-
     out = []
     for b in blame.blamed:
         meta: dict[str, Any] = {"method": b.method, "run": blame.run, "preset": blame.preset, "model": b.model,
@@ -320,8 +318,6 @@ def annotate_phoenix(run_dir: str | Path, url: str, *, methods: Sequence[str] | 
     TraceStoreError
         If Phoenix cannot be reached or refuses the annotations (e.g. a span id it does not hold).
     """
-    from agentcausal.tracers.blame import blamed_spans
-
     blame = blamed_spans(run_dir, methods=methods)
     anns = span_annotations(blame)
     client = phoenix_client(url, timeout_s=timeout_s)

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from agentcausal.cli import main
-from bench.responders import BenchResponder
+from agentcausal_fakes.responders import BenchResponder
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "data" / "examples"

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from agentcausal.attribution import a2p, all_at_once, binary_search, echo, step_by_step
+from agentcausal.attribution import a2p, all_at_once, binary_search, echo, echo_context, step_by_step
 from agentcausal.attribution.registry import resolve_methods
 from agentcausal.attribution.dcfa import DcfaSettings, ded, prompts
 from agentcausal.attribution.registry import get_method
@@ -65,9 +65,9 @@ def test_dcfa_paper_reasons_and_outcome_have_no_cap():
 def test_echo_layers_uncut_under_paper_and_cut_under_small():
     step = "Traceback: " + "KeyError " * 100 + "\nTherefore the answer is 4"
     paper, small = _settings("echo", "paper"), _settings("echo", "small")
-    assert echo.key_lines(step, paper.l2_chars).endswith("Therefore the answer is 4")
-    assert len(echo.key_lines(step, small.l2_chars)) <= small.l2_chars
-    assert len(echo.milestone(step, paper.l4_chars)) > len(echo.milestone(step, small.l4_chars))
+    assert echo_context.key_lines(step, paper.l2_chars).endswith("Therefore the answer is 4")
+    assert len(echo_context.key_lines(step, small.l2_chars)) <= small.l2_chars
+    assert len(echo_context.milestone(step, paper.l4_chars)) > len(echo_context.milestone(step, small.l4_chars))
 
 
 @pytest.mark.parametrize("method", ["all_at_once", "step_by_step", "binary_search", "a2p"])

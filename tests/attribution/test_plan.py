@@ -166,7 +166,8 @@ def test_attribute_plan_file_hash_tells_relabelled_copies_apart(tmp_path, capsys
 
 
 def test_attribute_dry_run_jsonl_items_name_the_file(tmp_path, capsys):
-    from agentcausal.traces.io import load_traces, write_jsonl
+    from agentcausal.traces.io import load_traces
+    from agentcausal.traces.jsonl import write_jsonl
 
     f = write_jsonl(load_traces(["data/examples"])[:2], tmp_path / "two.jsonl")
     items = _dry(["attribute", "data/examples/wrong_unit_at_step_2.json", str(f), "--dry-run"], capsys)["items"]
@@ -176,7 +177,8 @@ def test_attribute_dry_run_jsonl_items_name_the_file(tmp_path, capsys):
 
 
 def _truthless(tmp_path):
-    from agentcausal.traces.io import load_traces, write_jsonl
+    from agentcausal.traces.io import load_traces
+    from agentcausal.traces.jsonl import write_jsonl
 
     t = load_traces(["data/examples"])[0]
     return write_jsonl([t.model_copy(update={"ground_truth": ""})], tmp_path / "nogt.jsonl")
@@ -194,7 +196,7 @@ def test_dry_run_refuses_traces_without_ground_truth_like_the_run(tmp_path, caps
 
 
 def test_refused_imported_run_leaves_no_run_folder(tmp_path, capsys):
-    from tests.traces.importers.conftest import genai_spans, otlp_json
+    from agentcausal_fakes.spans import genai_spans, otlp_json
 
     f = tmp_path / "spans.json"
     f.write_text(json.dumps(otlp_json(genai_spans())))
@@ -212,7 +214,7 @@ def test_demo_unknown_preset_fails_before_any_work(capsys, monkeypatch):
 
 
 def test_attribute_dry_run_on_an_imported_format_writes_nothing(tmp_path, capsys):
-    from tests.traces.importers.conftest import genai_spans, otlp_json
+    from agentcausal_fakes.spans import genai_spans, otlp_json
 
     f = tmp_path / "spans.json"
     f.write_text(json.dumps(otlp_json(genai_spans())))
@@ -227,7 +229,7 @@ def test_imported_corpus_records_its_source_and_labels_files(tmp_path, capsys, m
     import hashlib
 
     import flows.attribute
-    from tests.traces.importers.conftest import genai_spans, otlp_json
+    from agentcausal_fakes.spans import genai_spans, otlp_json
 
     f = tmp_path / "spans.json"
     f.write_text(json.dumps(otlp_json(genai_spans())))

@@ -9,7 +9,7 @@ import pytest
 from agentcausal.attribution.results import load_results, results_frame, save_run
 from agentcausal.runs.folder import atomic_path, load_run_meta
 from agentcausal.cli import main
-from agentcausal.discovery.graph import CausalGraph
+from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.outcome import DiscoveryOutcome, load_outcomes, save_outcomes as save_discovery_run
 from agentcausal.exceptions import RunFileError
 from agentcausal.traces.model import Attribution, Label, Step, Trace

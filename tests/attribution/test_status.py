@@ -102,7 +102,7 @@ def test_two_dialects_of_one_model_never_share_a_result(fake_server, make_gatewa
     (attribution and discovery), while an unchanged profile keeps its key."""
     from agentcausal.discovery.cache_key import discovery_key
     from agentcausal.discovery.config import DiscoveryConfig
-    from agentcausal.discovery.datasets import load_dataset
+    from agentcausal.discovery.data.datasets import load_dataset
     from agentcausal.traces.model import Step, Trace
 
     trace = Trace(id="t", question="q?", ground_truth="a", steps=[Step(index=0, agent="A", content="x")])

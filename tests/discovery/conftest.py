@@ -8,8 +8,8 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from agentcausal.discovery.datasets import Dataset, DatasetMetadata, VariableInfo
-from agentcausal.discovery.graph import CausalGraph
+from agentcausal.discovery.data.dataset_model import Dataset, DatasetMetadata, VariableInfo
+from agentcausal.discovery.graphs.graph import CausalGraph
 
 
 def reply_kind(body: dict) -> tuple[str, str]:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from agentcausal.discovery.algorithms import ALGORITHMS, ExactSearchParams, PCParams, default_choice, parse_choice, \
+from agentcausal.discovery.statistical.algorithms import ALGORITHMS, ExactSearchParams, PCParams, default_choice, parse_choice, \
     run_algorithm
 from agentcausal.exceptions import AlgorithmError
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from agentcausal.discovery import analyses as A
-from agentcausal.discovery.datasets import load_dataset
+from agentcausal.discovery.data.datasets import load_dataset
 from agentcausal.discovery.mac import MACSettings
 from agentcausal.discovery.cache_key import discovery_key
 from agentcausal.discovery.config import DiscoveryConfig

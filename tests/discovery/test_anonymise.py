@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentcausal.discovery.anonymise import anonymise
-from agentcausal.discovery.datasets import load_dataset, metadata_text
+from agentcausal.discovery.data.anonymise import anonymise
+from agentcausal.discovery.data.datasets import load_dataset, metadata_text
 from agentcausal.discovery.cache_key import discovery_key
 from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.jobs import run_discovery

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from agentcausal.cli import main
-from agentcausal.discovery.datasets import load_spec, load_user_dataset
-from agentcausal.discovery.user_data import DatasetChecks, unique_dataset_names
+from agentcausal.discovery.data.datasets import load_spec, load_user_dataset
+from agentcausal.discovery.data.user_data import DatasetChecks, unique_dataset_names
 from agentcausal.exceptions import ConfigError, DatasetError, InvalidDatasetsError
 
 CASES = Path(__file__).resolve().parents[2].parent / "shared" / "cases"
@@ -155,7 +155,7 @@ def test_missing_value_markers_are_counted_and_dropped_only_when_accepted(tmp_pa
     assert ds.n == 35 and ds.extra["rows_dropped_missing"] == 5 and np.isfinite(ds.data).all()
     assert ds.extra["rows_read"] == 40
     assert ds.extra["missing_by_column"] == {"x": {"NA": 1}, "y": {"?": 2, "NaN": 1}, "z": {"": 1, "null": 1}}
-    from agentcausal.discovery.user_data import missing_summary
+    from agentcausal.discovery.data.user_data import missing_summary
 
     assert missing_summary(ds) == ("a: dropped 5 of 40 rows with a missing value ('x': 1 ('NA' 1); 'y': 3 "
                                    "('?' 2, 'NaN' 1); 'z': 2 (empty 1, 'null' 1))")

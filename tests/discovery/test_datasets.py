@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from agentcausal.discovery.datasets import BENCHMARKS, BNLEARN_NETWORKS, data_dir, load_dataset, \
+from agentcausal.discovery.data.datasets import BENCHMARKS, BNLEARN_NETWORKS, data_dir, load_dataset, \
     load_user_dataset, metadata_text, sample_rows
 from agentcausal.exceptions import DatasetError
 

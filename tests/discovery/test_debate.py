@@ -6,9 +6,8 @@ import json
 
 import pytest
 
-from agentcausal.discovery.algorithms import GESParams, PCParams
-from agentcausal.discovery.mac.mdm import debate_algorithm, debate_graph, \
-    graph_disagreements, to_choice
+from agentcausal.discovery.statistical.algorithms import GESParams, PCParams
+from agentcausal.discovery.mac.mdm import debate_algorithm, debate_graph, graph_disagreements, to_choice
 from agentcausal.discovery.mac.prompts import AlgorithmContext, AlgorithmProposalReply, GraphContext, graph_reply_model
 from agentcausal.discovery.mac.settings import PRESETS, MACSettings
 from agentcausal.settings import resolve

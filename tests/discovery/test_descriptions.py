@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from agentcausal.discovery.datasets import data_dir
+from agentcausal.discovery.data.datasets import data_dir
 
 RELATION = re.compile(
     r"\b(caus(e|es|ed|ing)|lead(s)? to|led to|set(s)? off|trigger(s|ed)?|result(s|ed|ing)? (from|in)|"

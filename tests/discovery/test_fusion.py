@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentcausal.discovery.graph import CausalGraph, Edge, Mark
+from agentcausal.discovery.graphs.graph import CausalGraph, Edge, Mark
 from agentcausal.discovery.mac.fusion import meta_fusion
 
 

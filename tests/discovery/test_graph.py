@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agentcausal.discovery.graph import CausalGraph, Edge, Mark, repair_to_dag
+from agentcausal.discovery.graphs.graph import CausalGraph, Edge, Mark, repair_to_dag
 from agentcausal.exceptions import AlgorithmError
 
 NODES = ["A", "B", "C"]

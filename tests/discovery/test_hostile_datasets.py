@@ -191,3 +191,5 @@ def test_run_json_records_the_rows_dropped(tmp_path, capsys, monkeypatch):
     assert json.dumps(run).count("missing_by_column") == 1
     found = json.dumps(run)
     assert '"rows_dropped_missing": 4' in found and '"rows_read": 60' in found
+    report = (out / "report.md").read_text()  # the report names them too
+    assert "## Rows dropped for missing values" in report and "gaps: 4 of 60 rows dropped" in report

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from agentcausal.discovery.datasets import load_dataset
+from agentcausal.discovery.data.datasets import load_dataset
 from agentcausal.discovery.mac import MACSettings, run_mac
 from agentcausal.discovery.mac import executor as ex
 from agentcausal.discovery.mac.sandbox import sandbox_available
@@ -63,7 +63,7 @@ def test_coding_executor_runs_llm_code_in_the_sandbox(fake_server, make_gateway,
             "A = ((g.T == 1) & (g == -1)).astype(int) | ((g == -1) & (g.T == -1)).astype(int)\n"
             "np.save('adjacency.npy', A)\nopen('encoding.txt', 'w').write('adjacency')\n")
     fake_server.responder = mac_responder(code=code)
-    from agentcausal.discovery.algorithms import PCParams
+    from agentcausal.discovery.statistical.algorithms import PCParams
 
     exe = ex.execute_coding(make_gateway(fake_server), earthquake, PCParams(indep_test="chisq"),
                             MACSettings(executor="coding"))
@@ -76,7 +76,7 @@ def test_coding_executor_runs_llm_code_in_the_sandbox(fake_server, make_gateway,
 @needs_sandbox
 def test_coding_executor_feeds_tracebacks_back_then_falls_back_to_typed(fake_server, make_gateway, earthquake):
     fake_server.responder = mac_responder(code="raise ValueError('boom')")
-    from agentcausal.discovery.algorithms import PCParams
+    from agentcausal.discovery.statistical.algorithms import PCParams
 
     exe = ex.execute_coding(make_gateway(fake_server), earthquake, PCParams(indep_test="chisq"),
                             MACSettings(executor="coding", coding_attempts=2))
@@ -143,7 +143,7 @@ def test_small_preset_keeps_the_typed_executor():
 def test_coding_executor_falls_back_when_the_sandbox_is_unavailable(fake_server, make_gateway, earthquake,
                                                                     monkeypatch):
     monkeypatch.setattr(ex, "sandbox_available", lambda: "no namespaces here")
-    from agentcausal.discovery.algorithms import PCParams
+    from agentcausal.discovery.statistical.algorithms import PCParams
 
     exe = ex.execute_coding(make_gateway(fake_server), earthquake, PCParams(indep_test="chisq"))
     assert exe.mode == "typed" and exe.fallback_reason == "sandbox unavailable: no namespaces here"

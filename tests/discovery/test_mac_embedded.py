@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentcausal.discovery.datasets import load_dataset
+from agentcausal.discovery.data.datasets import load_dataset
 from agentcausal.discovery.mac import MACSettings
 from agentcausal.discovery.mac.settings import PRESETS
 from agentcausal.discovery.config import DiscoveryConfig
@@ -35,7 +35,7 @@ def test_mac_on_earthquake_with_the_embedded_model(tmp_path):
 @pytest.mark.timeout(1800)
 def test_llm_baselines_on_earthquake_with_the_embedded_model(tmp_path):
     """ReAct, LLM-SCD and ILS-CSL under the ``small`` preset, seed 0, with MAC in one table."""
-    from agentcausal.discovery import ils_csl, llm_scd, react
+    from agentcausal.discovery.llm import ils_csl, llm_scd, react
     from agentcausal.llm import Gateway
     from agentcausal.discovery.evaluate import outcomes_frame
     from agentcausal.report.discovery import summary_text

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from agentcausal.discovery.datasets import load_dataset
+from agentcausal.discovery.data.datasets import load_dataset
 from agentcausal.discovery.mac import MACSettings, run_mac
 from agentcausal.discovery.mac import prompts as P
 from agentcausal.discovery.mac.calls import graph_reply_tokens, sample_index
@@ -78,7 +78,7 @@ def test_two_seeds_under_small_send_two_requests_at_a_sampling_temperature(fake_
 
 
 def test_the_sampling_temperature_enters_the_key_and_the_plan(fake_server, make_gateway, earthquake):
-    from agentcausal.discovery import react
+    from agentcausal.discovery.llm import react
     from agentcausal.discovery.registry import method_settings
 
     gw = make_gateway(fake_server)
@@ -170,7 +170,7 @@ def test_a_failed_algorithm_debate_runs_the_fallback_algorithm(fake_server, make
 
 
 def CausalGraph_from(data):  # noqa: N802 - a helper named for what it returns
-    from agentcausal.discovery.graph import CausalGraph
+    from agentcausal.discovery.graphs.graph import CausalGraph
 
     return CausalGraph.model_validate(data)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentcausal.discovery.graph import CausalGraph
-from agentcausal.discovery.metrics import evaluate_graph, nhd, prf, shd
+from agentcausal.discovery.graphs.graph import CausalGraph
+from agentcausal.discovery.graphs.metrics import evaluate_graph, nhd, prf, shd
 from agentcausal.exceptions import AlgorithmError
 
 NODES = list("ABCD")
@@ -71,7 +71,7 @@ def test_every_table_metric_on_a_hand_made_three_node_case():
     directed F1: true {XY, YZ}, predicted directed {YX, XZ}: no hit -> 0.
     skeleton F1: 2 true, 3 predicted, 2 hits -> P 2/3, R 1 -> F1 0.8.
     """
-    from agentcausal.discovery.metrics import METRIC_COLUMNS, METRICS_FOOTER
+    from agentcausal.discovery.graphs.metrics import METRIC_COLUMNS, METRICS_FOOTER
 
     t = CausalGraph.from_edges("XYZ", [("X", "Y"), ("Y", "Z")])
     p = CausalGraph.from_edges("XYZ", [("Y", "X"), ("X", "Z")], undirected=[("Y", "Z")])
@@ -80,26 +80,3 @@ def test_every_table_metric_on_a_hand_made_three_node_case():
     assert got == {"shd": 3, "shd2": 4, "nhd": pytest.approx(2 / 9), "f1": 0.0, "skeleton_f1": pytest.approx(0.8)}
     assert list(METRIC_COLUMNS.values()) == ["SHD", "SHD₂", "NHD", "F1", "skel F1"]
     assert "d^2" in METRICS_FOOTER and "twice" in METRICS_FOOTER
-
-
-def test_run_table_and_bench_show_the_same_metric_columns():
-    from agentcausal.discovery.outcome import DiscoveryOutcome
-    from agentcausal.discovery.metrics import METRIC_COLUMNS, METRICS_FOOTER
-    from agentcausal.discovery.evaluate import outcomes_frame
-    from agentcausal.report.discovery import summary_text, table_records
-    from bench.mac_stage import _summary
-
-    t = CausalGraph.from_edges("XYZ", [("X", "Y"), ("Y", "Z")])
-    p = CausalGraph.from_edges("XYZ", [("Y", "X"), ("X", "Z")], undirected=[("Y", "Z")])
-    outs = [DiscoveryOutcome(dataset="toy", seed=s, n=50, method="pc", graph=p, true_graph=t) for s in (0, 1)]
-    df = outcomes_frame(outs)
-    text = summary_text(df)
-    assert all(h in text.splitlines()[0] for h in METRIC_COLUMNS.values()) and METRICS_FOOTER in text
-    assert " 50 " in text.splitlines()[1]  # n shown
-    rec = table_records(df)[0]
-    assert {h: rec[h] for h in METRIC_COLUMNS.values()} == {"SHD": "3.00", "SHD₂": "4.00", "NHD": "0.222",
-                                                            "F1": "0.00", "skel F1": "0.80"}
-    row = {"dataset": "toy", "seed": 0, "n": 50, "algorithm": "pc", "seconds": 0.1, "error": None,
-           **evaluate_graph(t, p).model_dump(include=set(METRIC_COLUMNS))}
-    bench = _summary([row], {("toy", "pc"): (0, 0)})[0]
-    assert set(METRIC_COLUMNS) <= set(bench) and "f1_adj" not in bench and bench["n"] == 50

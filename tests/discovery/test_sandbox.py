@@ -14,6 +14,7 @@ from agentcausal.discovery.mac import sandbox
 from agentcausal.discovery.mac import executor
 from agentcausal.discovery.mac.executor import coder_usage, read_result, resolve_executor, validate_adjacency
 from agentcausal.discovery.mac.sandbox import run_sandboxed, sandbox_available
+from agentcausal.discovery.mac.sandbox_command import seccomp_filter
 from agentcausal.exceptions import ConfigError, SandboxError
 
 needs_sandbox = pytest.mark.skipif(sandbox_available() is not None, reason=f"{sandbox_available()}")
@@ -64,7 +65,7 @@ def test_sandbox_scrubs_the_environment_and_round_trips_files(monkeypatch):
 
 
 def test_sandbox_fails_closed_without_bubblewrap(monkeypatch):
-    monkeypatch.setattr(sandbox, "_bwrap", lambda: None)
+    monkeypatch.setattr(sandbox, "bwrap_path", lambda: None)
     sandbox._cached_probe.cache_clear()
     try:
         assert "bubblewrap" in sandbox.sandbox_available()
@@ -80,7 +81,7 @@ def test_sandbox_fails_closed_when_bwrap_cannot_start(monkeypatch):
     fake = folder / "bwrap"
     fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
     fake.chmod(0o755)
-    monkeypatch.setattr(sandbox, "_bwrap", lambda: str(fake))
+    monkeypatch.setattr(sandbox, "bwrap_path", lambda: str(fake))
     sandbox._cached_probe.cache_clear()
     try:
         reason = sandbox.sandbox_available()
@@ -103,7 +104,7 @@ def test_sandbox_fails_closed_without_its_seccomp_filter(monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_pyseccomp)
-    sandbox._seccomp_filter.cache_clear()
+    seccomp_filter.cache_clear()
     sandbox._cached_probe.cache_clear()
     try:
         reason = sandbox.sandbox_available()
@@ -115,7 +116,7 @@ def test_sandbox_fails_closed_without_its_seccomp_filter(monkeypatch):
             resolve_executor("coding")
     finally:
         monkeypatch.undo()
-        sandbox._seccomp_filter.cache_clear()
+        seccomp_filter.cache_clear()
         sandbox._cached_probe.cache_clear()
 
 
@@ -187,7 +188,7 @@ def test_read_result_rejects_undeclared_or_mismatched_encodings():
 
 
 def test_coder_usage_shows_the_pool_bounds():
-    from agentcausal.discovery.algorithms import EXACT_SEARCH_SUPERGRAPH_ABOVE, default_choice
+    from agentcausal.discovery.statistical.algorithms import EXACT_SEARCH_SUPERGRAPH_ABOVE, default_choice
 
     big = EXACT_SEARCH_SUPERGRAPH_ABOVE + 1
     usage = coder_usage(default_choice("exact_search", "discrete", big), "discrete", big)
@@ -214,8 +215,8 @@ def _run_usage(usage: str, data: np.ndarray, variables) -> "CausalGraph":  # noq
 @pytest.mark.parametrize("algorithm", ["pc", "fci", "ges", "exact_search", "direct_lingam"])
 def test_coder_usage_runs_each_pool_algorithm_as_the_typed_executor_does(algorithm, collider_dataset):
     """The lines shown to the coder give the typed executor's graph (discrete Exact Search's pgmpy score too)."""
-    from agentcausal.discovery.algorithms import default_choice, run_algorithm
-    from agentcausal.discovery.datasets import load_dataset
+    from agentcausal.discovery.statistical.algorithms import default_choice, run_algorithm
+    from agentcausal.discovery.data.datasets import load_dataset
 
     for ds in (load_dataset("earthquake", n=400, seed=0), collider_dataset):
         choice = default_choice(algorithm, ds.data_type, ds.d)
@@ -227,8 +228,8 @@ def test_coder_usage_runs_each_pool_algorithm_as_the_typed_executor_does(algorit
 
 
 def test_coder_usage_carries_pc_background_knowledge_and_the_bdeu_prior():
-    from agentcausal.discovery.algorithms import ExactSearchParams, PCParams, run_algorithm
-    from agentcausal.discovery.datasets import load_dataset
+    from agentcausal.discovery.statistical.algorithms import ExactSearchParams, PCParams, run_algorithm
+    from agentcausal.discovery.data.datasets import load_dataset
 
     ds = load_dataset("earthquake", n=400, seed=0)
     choice = PCParams(indep_test="chisq", required=((2, 0),), forbidden=((0, 2), (3, 2)))
@@ -271,7 +272,7 @@ def test_cli_refuses_coding_and_marks_auto_fallback(monkeypatch, capsys):
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
     build_config(argparse.Namespace(**{**vars(args), "methods": ["pc", "mdm_only"], "executor": "coding"}))
     assert capsys.readouterr().err == ""  # no method runs an executor: nothing to refuse or say
-    from agentcausal.discovery.datasets import load_dataset
+    from agentcausal.discovery.data.datasets import load_dataset
 
     ds = load_dataset("earthquake", n=100, seed=0)
     assert discovery_key(ds, "mac", config) == discovery_key(ds, "mac", DiscoveryConfig(mac=config.mac))
@@ -297,7 +298,7 @@ def test_cli_executor_default_is_the_presets(monkeypatch, capsys):
 
 
 def test_auto_fallback_is_marked_in_the_rows_that_run_dcm(fake_server, make_gateway):
-    from agentcausal.discovery.datasets import load_dataset
+    from agentcausal.discovery.data.datasets import load_dataset
     from agentcausal.discovery.config import DiscoveryConfig
     from agentcausal.discovery.jobs import run_discovery
     from tests.discovery.conftest import mac_responder
@@ -419,7 +420,7 @@ def test_sandbox_output_is_redacted_in_every_encoding(monkeypatch):
 def test_every_pool_algorithm_runs_under_the_seccomp_filter_and_tmpfs():
     """What the filter refuses is nothing a causal-learn script needs: the five pool algorithms, pgmpy and a
     joblib process pool (semaphores in /dev/shm) run, and the adjacency comes back."""
-    from agentcausal.discovery.datasets import load_dataset
+    from agentcausal.discovery.data.datasets import load_dataset
 
     ds = load_dataset("cancer", n=300, seed=0)
     script = """

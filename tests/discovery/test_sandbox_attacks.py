@@ -25,7 +25,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from agentcausal.discovery.mac.sandbox import SANDBOX_UID, SandboxLimits, run_sandboxed, sandbox_available
+from agentcausal.discovery.mac.sandbox import run_sandboxed, sandbox_available
+from agentcausal.discovery.mac.sandbox_command import SANDBOX_UID, SandboxLimits
 
 REPO = Path(__file__).resolve().parents[2]
 REASON = sandbox_available()

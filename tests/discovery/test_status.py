@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from agentcausal.discovery.datasets import DatasetMetadata, VariableInfo
-from agentcausal.discovery.graph import CausalGraph
+from agentcausal.discovery.data.dataset_model import DatasetMetadata, VariableInfo
+from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.cache_key import discovery_key
 from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.jobs import run_discovery
@@ -19,7 +19,7 @@ from agentcausal.exceptions import AlgorithmError
 def child_dataset():
     """Child (20 variables): unrestricted Exact Search takes minutes on it (FACTS.md), so a 0.5 s timeout always
     fires however loaded the machine is (PC on a 3-variable collider can finish inside even 1 ms)."""
-    from agentcausal.discovery.datasets import load_dataset
+    from agentcausal.discovery.data.datasets import load_dataset
 
     return load_dataset("child", n=300, seed=0)
 
@@ -71,7 +71,7 @@ def test_mac_fallbacks_are_degraded():
 def test_every_unreadable_mac_reply_gives_a_marked_row(fake_server, make_gateway, kind, role):
     # each MAC fallback fills its typed result with values of the declared types: a row is marked
     # (degraded, or content_failed where no fallback exists), never a crashed task
-    from agentcausal.discovery.datasets import load_dataset
+    from agentcausal.discovery.data.datasets import load_dataset
     from agentcausal.discovery.mac import MACSettings
     from tests.discovery.conftest import mac_responder, reply_kind
 

@@ -1,1 +1,1 @@
-"""Test doubles. Never product defaults: tests and benchmarks only."""
+"""Tests of the test doubles in ``agentcausal_fakes``."""

@@ -120,7 +120,7 @@ def test_cli_repeats_send_sample_and_store_the_plan(fake_server, fake_settings, 
 def test_lce_transport_failure_keeps_the_hypothesis_and_is_not_cached(fake_server, fake_settings, tmp_path):
     """GCA answers; every LCE request fails in transport: the row is the GCA hypothesis, marked degraded,
     and the next run asks LCE again (a failure of the run is never cached)."""
-    from bench.responders import BenchResponder
+    from agentcausal_fakes.responders import BenchResponder
     from flows.attribute import attribute
     from tests.attribution.dcfa.conftest import kind_of
 

@@ -17,11 +17,11 @@ import pytest
 
 import tasks.attribution
 import tasks.discovery
-from agentcausal.discovery.datasets import BENCHMARKS
+from agentcausal.discovery.data.datasets import BENCHMARKS
 from agentcausal.runs import engine
 from agentcausal.runs.plan import read_plan
 from agentcausal.settings import RunSettings
-from bench.responders import BenchResponder, schema_name
+from agentcausal_fakes.responders import BenchResponder, schema_name
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "data" / "examples"
 

@@ -16,10 +16,11 @@ import pandas as pd
 import pytest
 
 from agentcausal.settings import RunSettings
-from agentcausal.traces.io import write_jsonl
-from bench.common import profiles_toml, synthetic_traces
-from bench.responders import BenchResponder
-from tests.fakes.fake_openai import FakeOpenAIServer
+from agentcausal.traces.jsonl import write_jsonl
+from agentcausal_fakes.profiles import profiles_toml
+from agentcausal_fakes.synthetic import synthetic_traces
+from agentcausal_fakes.responders import BenchResponder
+from agentcausal_fakes.fake_openai import FakeOpenAIServer
 
 METHODS = ["all_at_once", "binary_search", "dcfa"]
 FAULTS = (401, 429, 500, "timeout", "drop", "malformed", "truncated")

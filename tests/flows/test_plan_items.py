@@ -10,7 +10,8 @@ import pytest
 from agentcausal.exceptions import ItemChangedError
 from agentcausal.attribution.plan import attribute_plan
 from agentcausal.runs import items as run_items
-from agentcausal.traces.io import load_traces, write_jsonl
+from agentcausal.traces.io import load_traces
+from agentcausal.traces.jsonl import write_jsonl
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "data" / "examples"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agentcausal.discovery.graph import CausalGraph
+from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.settings import RunSettings
 
@@ -145,7 +145,7 @@ def test_discovery_is_scored_against_the_current_truth(cases, settings, tmp_path
     assert df1.loc[0, "n_true_edges"] == len(before) and df2.loc[0, "n_true_edges"] == len(after)
     assert df1.loc[0, "edges"] == df2.loc[0, "edges"] and bool(df2.loc[0, "reused"])  # same graph, from the cache
     # scored against the new truth without --refresh
-    from agentcausal.discovery.metrics import evaluate_graph
+    from agentcausal.discovery.graphs.metrics import evaluate_graph
     from agentcausal.discovery.outcome import load_outcomes
 
     pred = load_outcomes(tmp_path / "r2")[0].graph

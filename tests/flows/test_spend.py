@@ -102,7 +102,7 @@ def test_dollars_from_dated_prices_zero_for_local_and_unknown_without_a_price():
 
 def test_mac_debate_rounds_and_single_agent():
     from agentcausal.discovery.config import DiscoveryConfig
-    from agentcausal.discovery.datasets import load_spec
+    from agentcausal.discovery.data.datasets import load_spec
     from agentcausal.discovery.estimate import discovery_calls
 
     ds = load_spec("cancer", n=200, seed=0)

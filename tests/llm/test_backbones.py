@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from agentcausal.llm import Gateway, ProfileSet, load_profiles
 from agentcausal.llm.replies import strip_reasoning
-from tests.fakes.fake_openai import FakeOpenAIServer
+from agentcausal_fakes.fake_openai import FakeOpenAIServer
 
 PICK = '{"step": 2, "agent": "WebSurfer"}'
 METHOD_CAP = 48  # a method's completion cap for a short structured answer

@@ -169,7 +169,7 @@ EMBEDDED_05B = "qwen2.5-coder-0.5b-instruct-q4_k_m"
 @pytest.fixture
 def shared_server_env(monkeypatch):
     """A fake server posing as `agentcausal serve-local` of the 0.5B model, named in $AGENTCAUSAL_EMBEDDED_URL."""
-    from tests.fakes.fake_openai import FakeOpenAIServer
+    from agentcausal_fakes.fake_openai import FakeOpenAIServer
 
     monkeypatch.setattr(local, "_BY_PROFILE", {})
     with FakeOpenAIServer(models=[EMBEDDED_05B]) as srv:
@@ -186,7 +186,7 @@ def test_embedded_profile_uses_shared_server_and_keeps_embedded_cache_identity(s
     assert shared_server_env.chat_requests[0]["model"] == EMBEDDED_05B
     gw.close()
     # a later run on another port still hits the cache: the key says "embedded", not the URL
-    from tests.fakes.fake_openai import FakeOpenAIServer
+    from agentcausal_fakes.fake_openai import FakeOpenAIServer
 
     with FakeOpenAIServer(models=[EMBEDDED_05B]) as other:
         os.environ[local.SHARED_SERVER_ENV] = other.base_url

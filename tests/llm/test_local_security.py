@@ -13,7 +13,7 @@ import pytest
 import xllamacpp
 
 from agentcausal.llm import Gateway, Profile, ProfileSet, local
-from tests.fakes.fake_openai import FakeOpenAIServer
+from agentcausal_fakes.fake_openai import FakeOpenAIServer
 
 
 class StandInServer:

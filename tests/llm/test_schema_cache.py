@@ -20,9 +20,9 @@ from agentcausal.attribution import baseline_prompts
 from agentcausal.attribution.jobs import run_method
 from agentcausal.attribution.dcfa import ded as dcfa_ded
 from agentcausal.attribution.dcfa import prompts as dcfa_prompts
-from bench.common import synthetic_traces
-from bench.responders import BenchResponder
-from tests.fakes.fake_openai import FakeOpenAIServer
+from agentcausal_fakes.synthetic import synthetic_traces
+from agentcausal_fakes.responders import BenchResponder
+from agentcausal_fakes.fake_openai import FakeOpenAIServer
 
 MODEL_CACHES = [a2p.reply_model, all_at_once.reply_model, binary_search.choice_model, echo.scan_model,
                 echo.panel_model, step_by_step.verdict_model, baseline_prompts.enum_choice] + [

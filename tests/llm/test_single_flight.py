@@ -18,7 +18,7 @@ import pytest
 from agentcausal.exceptions import EndpointUnreachableError
 from agentcausal.llm import Gateway, Profile, ProfileSet
 from agentcausal.llm.gateway import _semaphore
-from tests.fakes.fake_openai import FakeOpenAIServer
+from agentcausal_fakes.fake_openai import FakeOpenAIServer
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -59,9 +59,9 @@ def test_sigkill_mid_corpus_then_rerun_finishes_without_repeating_llm_calls(scri
     assert not (run_dir / "results.parquet").exists(), "run 1 was not killed mid-corpus"
     time.sleep(LATENCY_S)  # let the server finish answering the dead client
 
-    # run 2: the same command
+    # run 2: the same command, continuing the killed run's folder
     with open(tmp_path / "run2.log", "w") as log:
-        proc = _cli(args, env, log)
+        proc = _cli([*args, "--resume"], env, log)
         assert proc.wait(timeout=400) == 0, (tmp_path / "run2.log").read_text()[-3000:]
 
     counts = requests_by_prompt(scripted_server)

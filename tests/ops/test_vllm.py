@@ -125,7 +125,7 @@ def test_check_endpoint_makes_structured_calls_with_json_schema(capsys):
         import check_endpoint
     finally:
         sys.path.pop(0)
-    from tests.fakes.fake_openai import FakeOpenAIServer
+    from agentcausal_fakes.fake_openai import FakeOpenAIServer
 
     with FakeOpenAIServer(responder=_ping_responder, models=[MODEL]) as srv:
         assert check_endpoint.main(["--url", srv.base_url]) == 0

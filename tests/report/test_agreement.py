@@ -6,7 +6,8 @@ import pytest
 
 from agentcausal.attribution.results import save_run
 from agentcausal.report.agreement import agreement_stats, run_differences
-from agentcausal.report.compare import compare_runs, comparison_markdown
+from agentcausal.report.compare import compare_runs
+from agentcausal.report.compare_pages import comparison_markdown
 from agentcausal.traces.model import Attribution, Step, Trace
 
 

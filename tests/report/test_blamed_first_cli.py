@@ -14,9 +14,9 @@ import pytest
 
 from agentcausal.cli import main
 from agentcausal.traces.importers import import_traces
-from tests.fakes.evidence import EvidenceResponder
+from agentcausal_fakes.evidence import EvidenceResponder
 from tests.report.test_html_report import parse
-from tests.traces.importers.conftest import genai_spans, openinference_spans, otlp_json
+from agentcausal_fakes.spans import genai_spans, openinference_spans, otlp_json
 
 
 def _profiles(tmp, base_url):
@@ -30,7 +30,7 @@ def _profiles(tmp, base_url):
 
 def _writer_blamed(inner):
     """All-at-Once blames the writer's last step (4); every other reply as ``inner`` gives it."""
-    from bench.responders import schema_name
+    from agentcausal_fakes.responders import schema_name
 
     def respond(body):
         if schema_name(body) == "AllAtOnceReply":
@@ -41,8 +41,8 @@ def _writer_blamed(inner):
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    from bench.responders import BenchResponder
-    from tests.fakes.fake_openai import FakeOpenAIServer
+    from agentcausal_fakes.responders import BenchResponder
+    from agentcausal_fakes.fake_openai import FakeOpenAIServer
 
     tmp = tmp_path_factory.mktemp("blamed")
     otel, oi = tmp / "otel.json", tmp / "openinference.json"

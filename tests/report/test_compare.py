@@ -6,7 +6,7 @@ import pytest
 
 from agentcausal.attribution.results import save_run
 from agentcausal.cli import main
-from agentcausal.discovery.graph import CausalGraph
+from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.evaluate import score_run
 from agentcausal.discovery.outcome import DiscoveryOutcome, save_outcomes
 from agentcausal.report.compare import compare_runs, mcnemar_exact
@@ -92,7 +92,7 @@ def test_compare_cost_shows_this_run_and_original_for_a_reused_run(tmp_path, cap
 
 
 def test_compare_discovery_lists_unpaired_methods_and_items_and_uses_metric_columns(tmp_path, capsys):
-    from agentcausal.discovery.metrics import METRIC_COLUMNS
+    from agentcausal.discovery.graphs.metrics import METRIC_COLUMNS
 
     true = CausalGraph.from_edges("ABC", [("A", "B"), ("B", "C")])
     g = CausalGraph.from_edges("ABC", [("B", "A")])

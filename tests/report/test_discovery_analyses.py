@@ -108,8 +108,9 @@ def test_discover_rounds_sweep_writes_the_paper_analyses(fake_server, tmp_path, 
 
 
 def test_compare_ranks_over_the_backbones_of_two_runs(tmp_path):
-    from agentcausal.discovery.graph import CausalGraph
-    from agentcausal.report.compare import compare_runs, comparison_html, comparison_markdown
+    from agentcausal.discovery.graphs.graph import CausalGraph
+    from agentcausal.report.compare import compare_runs
+    from agentcausal.report.compare_pages import comparison_html, comparison_markdown
     from agentcausal.discovery.evaluate import score_run
     from agentcausal.discovery.outcome import save_outcomes
 

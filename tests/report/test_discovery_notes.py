@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from agentcausal.discovery.graph import CausalGraph
+from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.evaluate import score_run
 from agentcausal.discovery.outcome import DiscoveryOutcome, save_outcomes
 from agentcausal.discovery.evaluate import outcomes_frame

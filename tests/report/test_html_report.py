@@ -11,14 +11,14 @@ import pandas as pd
 import pytest
 
 from agentcausal.attribution.results import load_results, save_run
-from agentcausal.discovery.graph import CausalGraph, Edge, Mark
+from agentcausal.discovery.graphs.graph import CausalGraph, Edge, Mark
 from agentcausal.discovery.evaluate import score_run
 from agentcausal.discovery.outcome import DiscoveryOutcome, save_outcomes
 from agentcausal.report import plots
 from agentcausal.report.attribution import report_run
 from agentcausal.report.discovery import write_report as write_discovery_report
 from agentcausal.report.html import human_number
-from agentcausal.traces.io import write_jsonl
+from agentcausal.traces.jsonl import write_jsonl
 from agentcausal.traces.model import Attribution, Label, Step, Trace
 
 

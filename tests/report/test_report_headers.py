@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from agentcausal.attribution.results import save_run
-from agentcausal.discovery.graph import CausalGraph
+from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.evaluate import score_run
 from agentcausal.discovery.outcome import DiscoveryOutcome, save_outcomes

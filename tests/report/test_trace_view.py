@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agentcausal.attribution.results import save_run
 from agentcausal.cli import main
-from agentcausal.traces.io import write_jsonl
+from agentcausal.traces.jsonl import write_jsonl
 from agentcausal.traces.model import Attribution, Candidate, CorrectedAction, Step, Trace
 
 

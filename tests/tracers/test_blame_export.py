@@ -17,7 +17,7 @@ from agentcausal.tracers.otlp_export import evaluation_logs, write_evaluation_lo
 from agentcausal.tracers.phoenix import span_annotations
 from agentcausal.traces.importers import import_traces
 from agentcausal.traces.model import Attribution
-from tests.traces.importers.conftest import genai_spans, otlp_json
+from agentcausal_fakes.spans import genai_spans, otlp_json
 
 REASON = "took the summit pressure for the boiling point"
 

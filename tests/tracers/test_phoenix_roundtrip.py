@@ -14,8 +14,9 @@ import pytest
 
 from agentcausal.cli import main
 from agentcausal.tracers.phoenix import PhoenixQuery, load_phoenix, read_annotations
-from tests.fakes.fake_openai import FakeOpenAIServer
-from tests.traces.importers.conftest import QUESTION, check_run, genai_spans, openinference_spans
+from agentcausal_fakes.fake_openai import FakeOpenAIServer
+from agentcausal_fakes.spans import QUESTION, genai_spans, openinference_spans
+from tests.traces.importers.conftest import check_run
 from tests.tracers.conftest import run_sdk
 
 #: the importer conftest's runs start at this time (its fixed clock), 2024-05-29

@@ -9,7 +9,7 @@ import pytest
 
 from agentcausal.cli import main
 from agentcausal.traces.importers import detect_format, import_traces
-from tests.fakes.fake_openai import FakeOpenAIServer
+from agentcausal_fakes.fake_openai import FakeOpenAIServer
 from tests.tracers.conftest import run_sdk
 
 QUESTION = "Which city hosted the 1992 Summer Olympics?"

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from agentcausal.exceptions import InvalidTracesError, TraceFormatError
-from agentcausal.traces.io import load_traces, read_jsonl, scan_traces, select_traces, write_jsonl
+from agentcausal.traces.io import load_traces, scan_traces, select_traces
+from agentcausal.traces.jsonl import read_jsonl, write_jsonl
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "data" / "examples"
 

@@ -44,6 +44,7 @@ from pydantic import BaseModel, Field, create_model
 
 from agentcausal.attribution.dcfa import prompts
 from agentcausal.attribution.dcfa.correct import STAGE, lce_budget, lce_tokens
+from agentcausal.attribution.dcfa.gca_validation import graph_edges
 from agentcausal.attribution.dcfa.settings import DcfaSettings
 from agentcausal.attribution.evidence import ask_evidence, with_evidence
 from agentcausal.llm import Gateway, Message
@@ -311,8 +312,6 @@ def decide(trace: Trace, candidates: Sequence[DedCandidate], graph: nx.DiGraph,
     ----------
     DCFA section 4.2.2, eq. 14; appendix K, Algorithm 2 (last line); appendix L, Figure 13.
     """
-    from agentcausal.attribution.dcfa.gca import graph_edges
-
     steps = sorted({int(c.step) for c in candidates})
     if not steps:
         raise ValueError("DED needs at least one candidate step")

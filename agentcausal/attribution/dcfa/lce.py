@@ -69,34 +69,22 @@ from agentcausal.attribution.dcfa.correct import (
     correct_trace,
     lce_budget,
     lce_tokens,
-    normalise_correction,
 )
 from agentcausal.attribution.dcfa.ded import DedCandidate, Decision, decide
 from agentcausal.attribution.dcfa.gca import GcaResult
-from agentcausal.attribution.dcfa.search import CandidateScore, SearchResult, SearchStep, bidirectional_search, delta_s
+from agentcausal.attribution.dcfa.search import CandidateScore, SearchResult, bidirectional_search
 from agentcausal.attribution.dcfa.settings import DcfaSettings
 from agentcausal.exceptions import StructuredOutputError
 from agentcausal.llm import Gateway
 from agentcausal.traces.model import Step, Trace
 
 __all__ = [
-    "STAGE",
     "EMBED_STAGE",
-    "Correction",
-    "SearchStep",
-    "SearchResult",
-    "CandidateScore",
-    "Decision",
     "Simulation",
     "LceResult",
-    "normalise_correction",
-    "correct_trace",
     "splice",
     "canonical_index",
-    "delta_s",
     "CounterfactualScorer",
-    "bidirectional_search",
-    "decide",
     "run_lce",
 ]
 

@@ -23,6 +23,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from agentcausal.llm import Gateway
 from agentcausal.settings import completion_budget
 
 __all__ = ["structured", "sample_index", "graph_reply_tokens", "budget", "completion_cap", "CHARS_PER_TOKEN",
@@ -58,7 +59,7 @@ def _accepts(cls: type, name: str) -> bool:
         return False
 
 
-def structured(gw, stage: str, messages: Sequence[dict[str, str]], reply_model: type, *, item: str | None,
+def structured(gw: Gateway, stage: str, messages: Sequence[dict[str, str]], reply_model: type, *, item: str | None,
                max_tokens: int, sample: int = 0, temperature: float | None = None) -> Any:
     """``gw.structured`` with the sample index and temperature (each dropped for a gateway without it).
 
@@ -101,7 +102,7 @@ def graph_reply_tokens(variables: Sequence[str], *, max_edges: int, reason_chars
     return 16 + math.ceil(max_edges * per_edge / CHARS_PER_TOKEN)
 
 
-def budget(gw, stage: str, need: int) -> int:
+def budget(gw: Gateway, stage: str, need: int) -> int:
     """``need`` bounded by the profile's ``max_output_tokens`` (``Gateway.max_output_tokens(stage)``), if any."""
     getter = getattr(gw, "max_output_tokens", None)
     ceiling = None
@@ -113,7 +114,7 @@ def budget(gw, stage: str, need: int) -> int:
     return int(min(need, ceiling)) if ceiling else int(need)
 
 
-def completion_cap(gw, stage: str, fixed: int | None, *, scale: float = 1.0) -> int:
+def completion_cap(gw: Gateway, stage: str, fixed: int | None, *, scale: float = 1.0) -> int:
     """Completion cap (tokens) of one MAC or LLM-baseline call.
 
     Parameters

@@ -13,14 +13,16 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from agentcausal.discovery.datasets import Dataset, metadata_text, sample_rows
-from agentcausal.discovery.algorithms import default_choice
-from agentcausal.discovery.mac.mdm import Debate, DebateRound, ProposedAlgorithm, Verdict, debate_algorithm, \
-    format_rows
-from agentcausal.discovery.mac.prompts import AlgorithmContext
+from agentcausal.discovery.data.dataset_model import Dataset
+from agentcausal.discovery.data.datasets import metadata_text, sample_rows
+from agentcausal.discovery.mac.debate_model import Debate, DebateRound, ProposedAlgorithm, Verdict
 from agentcausal.discovery.mac.executor import Execution, execute
+from agentcausal.discovery.mac.mdm import debate_algorithm, format_rows
+from agentcausal.discovery.mac.prompts import AlgorithmContext
 from agentcausal.discovery.mac.settings import MACSettings
+from agentcausal.discovery.statistical.algorithms import default_choice
 from agentcausal.exceptions import StructuredOutputError
+from agentcausal.llm import Gateway
 
 __all__ = ["DCMResult", "algorithm_context", "debate_coding_module"]
 
@@ -40,7 +42,7 @@ def algorithm_context(ds: Dataset, settings: MACSettings, seed: int) -> Algorith
                             n=ds.n, data_type=ds.data_type)
 
 
-def debate_coding_module(gw, ds: Dataset, settings: MACSettings = MACSettings(), *, seed: int = 0,
+def debate_coding_module(gw: Gateway, ds: Dataset, settings: MACSettings = MACSettings(), *, seed: int = 0,
                          item: str | None = None, sample: int = 0, temperature: float | None = None) -> DCMResult:
     """Run DCM: algorithm debate, then the executor on the full data.
 

@@ -1,7 +1,7 @@
 """The executors of DCM step (ii): run the chosen algorithm on the full data O.
 
 * **typed**: the validated :data:`AlgorithmChoice` runs through the
-  pool (:func:`agentcausal.discovery.algorithms.run_algorithm`).
+  pool (:func:`agentcausal.discovery.statistical.algorithms.run_algorithm`).
 * **coding** (the paper's Causal Coding Executor): the LLM (stage
   ``mac.coder``) writes a causal-learn script, shown how to call the chosen
   algorithm with the pool's bounds; it runs in the sandbox
@@ -34,14 +34,15 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from agentcausal.discovery.algorithms import EXACT_SEARCH_SUPERGRAPH_ABOVE, AlgorithmChoice, run_algorithm
-from agentcausal.discovery.datasets import Dataset
-from agentcausal.discovery.graph import CausalGraph
+from agentcausal.discovery.data.dataset_model import Dataset
+from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.mac import prompts as P
 from agentcausal.discovery.mac.calls import completion_cap, structured
 from agentcausal.discovery.mac.sandbox import run_sandboxed, sandbox_available
 from agentcausal.discovery.mac.settings import CODER_STAGE, MACSettings
+from agentcausal.discovery.statistical.algorithms import EXACT_SEARCH_SUPERGRAPH_ABOVE, AlgorithmChoice, run_algorithm
 from agentcausal.exceptions import AlgorithmError, ConfigError, SandboxError, StructuredOutputError
+from agentcausal.llm import Gateway
 from agentcausal.redact import redact
 
 __all__ = ["CodingAttempt", "Execution", "ENCODINGS", "coder_usage", "execute_typed",
@@ -103,13 +104,13 @@ def execute_typed(ds: Dataset, choice: AlgorithmChoice, *, timeout_s: float = 12
 def coder_usage(choice: AlgorithmChoice, data_type: str, d: int) -> str:
     """Python lines that call ``choice`` with the pool's parameters and bounds, as the typed executor runs it.
 
-    Each pool algorithm as :func:`~agentcausal.discovery.algorithms.run_algorithm` calls it: PC with its
+    Each pool algorithm as :func:`~agentcausal.discovery.statistical.algorithms.run_algorithm` calls it: PC with its
     background knowledge (required / forbidden edges) when the choice has any; Exact Search bounded by
-    ``max_parents`` and, above :data:`~agentcausal.discovery.algorithms.EXACT_SEARCH_SUPERGRAPH_ABOVE`
+    ``max_parents`` and, above :data:`~agentcausal.discovery.statistical.algorithms.EXACT_SEARCH_SUPERGRAPH_ABOVE`
     variables, restricted to a PC skeleton (super-graph); on discrete data of at most that many
     variables Exact Search scores with pgmpy's discrete score (``choice.score``: BIC, BDeu with its
     equivalent sample size, or K2) over the same bounded parent sets and causal-learn's A* / DP
-    search (:func:`~agentcausal.discovery.algorithms.scored_exact_search`, written out, since the
+    search (:func:`~agentcausal.discovery.statistical.algorithms.scored_exact_search`, written out, since the
     sandbox has causal-learn and pgmpy but not this package). Executed on the same data, the lines
     give the graph the typed executor gives (a test checks it).
 
@@ -318,7 +319,7 @@ def resolve_executor(requested: str) -> tuple[Literal["typed", "coding"], str]:
     return "typed", f"executor auto: the coding sandbox cannot run here ({reason}); the typed executor runs instead"
 
 
-def execute_coding(gw, ds: Dataset, choice: AlgorithmChoice, settings: MACSettings = MACSettings(), *,
+def execute_coding(gw: Gateway, ds: Dataset, choice: AlgorithmChoice, settings: MACSettings = MACSettings(), *,
                    item: str | None = None, sample: int = 0, temperature: float | None = None) -> Execution:
     """The Causal Coding Executor: LLM-written causal-learn code in the sandbox, typed fallback.
 
@@ -393,7 +394,7 @@ def execute_coding(gw, ds: Dataset, choice: AlgorithmChoice, settings: MACSettin
         "fallback_reason": f"coding failed after {len(attempts)} attempt(s): {last}"})
 
 
-def execute(gw, ds: Dataset, choice: AlgorithmChoice, settings: MACSettings = MACSettings(), *,
+def execute(gw: Gateway, ds: Dataset, choice: AlgorithmChoice, settings: MACSettings = MACSettings(), *,
             item: str | None = None, sample: int = 0, temperature: float | None = None) -> Execution:
     """Dispatch on ``settings.executor``: "typed", "coding", or "auto" (coding where the sandbox
     works here, else typed: :func:`resolve_executor`).

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import networkx as nx
 
-from agentcausal.discovery.graph import CausalGraph, Edge, Mark
+from agentcausal.discovery.graphs.graph import CausalGraph, Edge, Mark
 
 __all__ = ["meta_fusion", "edge_sentence", "FUSION_HEADER"]
 

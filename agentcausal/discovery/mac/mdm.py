@@ -5,8 +5,8 @@ over (V, I, S) and returns one pool algorithm with its parameters; graph mode
 (alg. 3) debates over (V, I ∪ I_c) and :func:`refine_graph` validates the
 winner into the final DAG G_D.
 
-A debate is data: :class:`Debate` records every round's proposals and the
-:class:`Verdict`, so a report can show why an algorithm or a graph won.
+A debate is data (:mod:`agentcausal.discovery.mac.debate_model`): ``Debate`` records every round's
+proposals and the ``Verdict``, so a report can show why an algorithm or a graph won.
 
 Control flow (``rounds = R``, paper §4.3):
 
@@ -39,7 +39,7 @@ A Negative or Judge reply that stays invalid after the gateway's repairs does
 not stop the debate: it is recorded in ``Debate.notes`` and the Affirmative
 wins. An invalid Affirmative reply raises.
 
-Validation to a DAG (:func:`refine_graph`, :func:`agentcausal.discovery.graph.repair_to_dag`):
+Validation to a DAG (:func:`refine_graph`, :func:`agentcausal.discovery.graphs.graph.repair_to_dag`):
 unknown variables and self-loops are dropped, and each cycle is broken by
 dropping the last-listed edge that closes it (edges in the proposer's order);
 dropped edges are recorded with their reasons.
@@ -56,27 +56,32 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
-from agentcausal.discovery.algorithms import AlgorithmChoice, default_choice
-from agentcausal.discovery.datasets import Dataset, metadata_text
-from agentcausal.discovery.graph import CausalGraph, repair_to_dag
+from agentcausal.discovery.data.dataset_model import Dataset
+from agentcausal.discovery.data.datasets import metadata_text
+from agentcausal.discovery.graphs.graph import repair_to_dag
 from agentcausal.discovery.mac import prompts as P
 from agentcausal.discovery.mac.calls import completion_cap, graph_reply_tokens, structured
+from agentcausal.discovery.mac.debate_model import (
+    Debate,
+    DebateRound,
+    MDMResult,
+    Proposal,
+    ProposedAlgorithm,
+    ProposedGraph,
+    Verdict,
+)
 from agentcausal.discovery.mac.prompts import AlgorithmContext, GraphContext
 from agentcausal.discovery.mac.settings import DEBATE_STAGE, MACSettings
+from agentcausal.discovery.statistical.algorithms import default_choice
 from agentcausal.exceptions import StructuredOutputError
+from agentcausal.llm import Gateway
 
 __all__ = [
-    "ProposedAlgorithm",
-    "ProposedGraph",
-    "Verdict",
-    "DebateRound",
-    "Debate",
-    "MDMResult",
     "debate_algorithm",
     "debate_graph",
     "refine_graph",
@@ -85,96 +90,6 @@ __all__ = [
     "to_choice",
     "format_rows",
 ]
-
-_F = ConfigDict(frozen=True)
-
-
-class ProposedAlgorithm(BaseModel):
-    """An algorithm proposal after validation: the parameters that will run, and what was adjusted."""
-
-    model_config = _F
-    kind: Literal["algorithm"] = "algorithm"
-    choice: AlgorithmChoice
-    reason: str = ""
-    notes: tuple[str, ...] = ()
-
-    def label(self) -> str:
-        return _choice_label(self.choice)
-
-
-class ProposedGraph(BaseModel):
-    """A graph proposal: ``(cause, effect)`` pairs over the variables, in the proposer's order, with the
-    proposer's reason for each (``reasons[i]`` for ``edges[i]``; empty without reasons) and, under the
-    ``paper`` prompts, its argument (``argument``: the procedure's steps)."""
-
-    model_config = _F
-    kind: Literal["graph"] = "graph"
-    edges: tuple[tuple[str, str], ...]
-    reasons: tuple[str, ...] = ()
-    argument: str = ""
-
-    def label(self) -> str:
-        """The argument (if any), then one line per edge, ``X -> Y: reason`` (``; ``-joined without reasons)."""
-        if not any(self.reasons):
-            text = "; ".join(f"{a} -> {b}" for a, b in self.edges) or "(no edges)"
-        else:
-            text = "\n".join(f"{a} -> {b}: {r}" if r else f"{a} -> {b}"
-                             for (a, b), r in zip(self.edges, self.reasons)) or "(no edges)"
-        return f"Reasoning: {self.argument}\nEdges:\n{text}" if self.argument else text
-
-
-Proposal = Union[ProposedAlgorithm, ProposedGraph]
-
-
-class Verdict(BaseModel):
-    """The Judge's decision: winner, per-criterion votes (graph mode) and reason."""
-
-    model_config = _F
-    winner: Literal["affirmative", "negative"]
-    votes: dict[str, str] = Field(default_factory=dict)
-    reason: str = ""
-
-
-class DebateRound(BaseModel):
-    """One Affirmative-Negative exchange (``negative`` is None in the single-agent ablation)."""
-
-    model_config = _F
-    affirmative: Proposal = Field(discriminator="kind")
-    negative: Proposal | None = Field(None, discriminator="kind")
-
-
-class Debate(BaseModel):
-    """A whole MDM run, as data (``Debate(affirmative, negative, verdict)`` plus the history)."""
-
-    model_config = _F
-    mode: Literal["algorithm", "graph"]
-    rounds: tuple[DebateRound, ...]
-    verdict: Verdict
-    notes: tuple[str, ...] = ()
-
-    @property
-    def affirmative(self) -> Proposal:
-        return self.rounds[-1].affirmative
-
-    @property
-    def negative(self) -> Proposal | None:
-        return self.rounds[-1].negative
-
-    @property
-    def winning(self) -> Proposal:
-        """The winning proposal."""
-        if self.verdict.winner == "negative" and self.negative is not None:
-            return self.negative
-        return self.affirmative
-
-
-class MDMResult(BaseModel):
-    """The graph debate, the validated DAG G_D, and the edges dropped to get it."""
-
-    model_config = _F
-    debate: Debate
-    graph: CausalGraph
-    dropped: tuple[str, ...] = ()
 
 
 def format_rows(rows: np.ndarray, data_type: str) -> str:
@@ -187,11 +102,6 @@ def format_rows(rows: np.ndarray, data_type: str) -> str:
     """
     fmt = (lambda x: str(int(x))) if data_type == "discrete" else (lambda x: f"{x:.4g}")
     return "\n".join(",".join(fmt(x) for x in r) for r in np.asarray(rows))
-
-
-def _choice_label(choice: AlgorithmChoice) -> str:
-    params = ", ".join(f"{k}={v}" for k, v in choice.model_dump().items() if k != "algorithm")
-    return f"{choice.algorithm}({params})"
 
 
 def to_choice(reply: Any, data_type: str, d: int) -> ProposedAlgorithm:
@@ -233,7 +143,7 @@ def to_choice(reply: Any, data_type: str, d: int) -> ProposedAlgorithm:
     return ProposedAlgorithm(choice=base.model_copy(update=update), reason=reply.reason, notes=tuple(notes))
 
 
-def _call(gw, messages: list[dict[str, str]], model: type, max_tokens: int, item: str | None, sample: int = 0,
+def _call(gw: Gateway, messages: list[dict[str, str]], model: type, max_tokens: int, item: str | None, sample: int = 0,
           temperature: float | None = None):
     return structured(gw, DEBATE_STAGE, messages, model, item=item, sample=sample, temperature=temperature,
                       max_tokens=max_tokens)
@@ -284,7 +194,7 @@ def _same(a: Proposal, b: Proposal) -> bool:
     return False
 
 
-def debate_algorithm(gw, ctx: AlgorithmContext, settings: MACSettings = MACSettings(), *,
+def debate_algorithm(gw: Gateway, ctx: AlgorithmContext, settings: MACSettings = MACSettings(), *,
                      item: str | None = None, sample: int = 0, temperature: float | None = None) -> Debate:
     """MDM in algorithm mode over (V, I, S): choose one algorithm and its parameters from the pool.
 
@@ -405,7 +315,7 @@ def graph_budget(variables: Sequence[str], settings: MACSettings) -> int | None:
                               reason_chars=settings.edge_reason_chars)
 
 
-def debate_graph(gw, ctx: GraphContext, settings: MACSettings = MACSettings(), *,
+def debate_graph(gw: Gateway, ctx: GraphContext, settings: MACSettings = MACSettings(), *,
                  item: str | None = None, sample: int = 0, temperature: float | None = None) -> Debate:
     """MDM in graph mode over (V, I ∪ I_c): propose, counter-propose and judge a causal graph.
 
@@ -478,7 +388,7 @@ def debate_graph(gw, ctx: GraphContext, settings: MACSettings = MACSettings(), *
     return _run(propose, counter, judge, settings, "graph")
 
 
-def refine_graph(gw, ds: Dataset, evidence: Sequence[str] = (), settings: MACSettings = MACSettings(), *,
+def refine_graph(gw: Gateway, ds: Dataset, evidence: Sequence[str] = (), settings: MACSettings = MACSettings(), *,
                  item: str | None = None, sample: int = 0, temperature: float | None = None) -> MDMResult:
     """Stage 2 of MAC (alg. 3): MDM in graph mode over (V, I ∪ I_c), then validation to a DAG.
 

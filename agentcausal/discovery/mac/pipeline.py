@@ -18,13 +18,15 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from agentcausal.discovery.datasets import Dataset
-from agentcausal.discovery.graph import CausalGraph
+from agentcausal.discovery.data.dataset_model import Dataset
+from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.mac.dcm import DCMResult, debate_coding_module
+from agentcausal.discovery.mac.debate_model import MDMResult
 from agentcausal.discovery.mac.fusion import meta_fusion
-from agentcausal.discovery.mac.mdm import MDMResult, refine_graph
+from agentcausal.discovery.mac.mdm import refine_graph
 from agentcausal.discovery.mac.settings import MACSettings
 from agentcausal.exceptions import StructuredOutputError
+from agentcausal.llm import Gateway
 
 __all__ = ["MACResult", "run_mac"]
 
@@ -44,7 +46,7 @@ class MACResult(BaseModel):
     degraded: str | None = None
 
 
-def run_mac(gw, ds: Dataset, settings: MACSettings = MACSettings(), *, seed: int = 0,
+def run_mac(gw: Gateway, ds: Dataset, settings: MACSettings = MACSettings(), *, seed: int = 0,
             item: str | None = None, sample: int = 0, temperature: float | None = None) -> MACResult:
     """Run MAC (or an ablation, per ``settings.stages`` and ``settings.single_agent``) on one dataset.
 
@@ -71,7 +73,7 @@ def run_mac(gw, ds: Dataset, settings: MACSettings = MACSettings(), *, seed: int
 
     Examples
     --------
-    >>> from agentcausal.discovery.datasets import load_dataset      # doctest: +SKIP
+    >>> from agentcausal.discovery.data.datasets import load_dataset      # doctest: +SKIP
     >>> res = run_mac(gw, load_dataset("earthquake"), MACSettings())  # doctest: +SKIP
     >>> res.graph.is_dag()                                           # doctest: +SKIP
     True

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentcausal.discovery.datasets import Dataset, metadata_text
+from agentcausal.discovery.data.dataset_model import Dataset
+from agentcausal.discovery.data.datasets import metadata_text
 from agentcausal.discovery.mac import prompts as P
 from agentcausal.discovery.mac.dcm import algorithm_context
 from agentcausal.discovery.mac.executor import ENCODINGS

@@ -36,11 +36,11 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from agentcausal.discovery.mac import paper_prompts
 from agentcausal.discovery.mac.fusion import FUSION_HEADER
 from agentcausal.llm.replies import ShortText
 
 __all__ = [
-    "PROMPT_VERSION",
     "PROMPT_VERSIONS",
     "PROMPT_SETS",
     "POOL_DESCRIPTION",
@@ -82,8 +82,6 @@ PROMPT_VERSIONS: dict[str, str] = {
     "small": "mac-2026-11-v6",  # v6: the coder is shown each algorithm as the executor runs it
     "paper": "mac-paper-2026-12-v1",  # v1: Role, Goal, Causal Principles, Procedure, Output Format; reasons first
 }
-#: the version of the ``small`` set (kept for callers that name one version)
-PROMPT_VERSION = PROMPT_VERSIONS["small"]
 #: the prompt sets ``MACSettings.prompts`` may name
 PROMPT_SETS = tuple(PROMPT_VERSIONS)
 
@@ -209,8 +207,6 @@ def delimit(tag: str, text: str) -> str:
 
 
 def _paper():
-    from agentcausal.discovery.mac import paper_prompts
-
     return paper_prompts
 
 

@@ -36,8 +36,18 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from agentcausal.exceptions import InvalidTracesError, TraceFormatError
+from agentcausal.input_files import input_refusal
 from agentcausal.traces.importers._spans import SpanRecord, iter_json_values, spans_to_traces
+from agentcausal.traces.importers.ag2 import load_ag2
+from agentcausal.traces.importers.agentrx import load_agentrx
+from agentcausal.traces.importers.langsmith import langsmith_records
+from agentcausal.traces.importers.mast import load_mast
+from agentcausal.traces.importers.openai_agents import RESPONSE_HINT, agents_records, is_agents_record
+from agentcausal.traces.importers.openinference import openinference_records, span_record
+from agentcausal.traces.importers.otel import otel_records
+from agentcausal.traces.io import check_unique_ids, scan_traces
 from agentcausal.traces.model import Trace
+from agentcausal.traces.whowhen import SUBSETS
 
 __all__ = ["FORMATS", "SPAN_FORMATS", "detect_format", "detect_formats", "import_traces", "import_file",
            "scan_imports", "ImportScan"]
@@ -80,8 +90,6 @@ def _is_sqlite(p: Path) -> bool:
 
 
 def _classify(value: Any, text: str) -> str | None:
-    from agentcausal.traces.importers.openai_agents import is_agents_record
-
     oi = "openinference.span.kind" in text
     if isinstance(value, dict):
         keys = set(value)
@@ -144,8 +152,6 @@ def detect_format(path: str | Path) -> str:
         or holds a Who&When-like object (``question``, ``mistake_step`` ...) without ``history``,
         is given to the Who&When/Trace JSONL loader, whose message names the broken line or field.
     """
-    from agentcausal.traces.io import input_refusal
-
     p = Path(path)
     if p.is_dir():
         return "who-and-when"
@@ -197,8 +203,6 @@ def detect_formats(paths: Sequence[str | Path], format: str = "auto", *,  # noqa
     TraceFormatError
         If a path does not exist, the format is unknown, or a file matches no format (unless ``unrecognised``).
     """
-    from agentcausal.traces.whowhen import SUBSETS
-
     if format not in FORMATS:
         raise TraceFormatError(f"unknown format {format!r}; choose one of {', '.join(FORMATS)}")
     out: list[tuple[Path, str]] = []
@@ -243,8 +247,6 @@ def _unrefused(p: Path, format: str) -> bool:  # noqa: A002
     """True, or TraceFormatError when ``--format`` names a non-native format for a file that may not be
     read (FIFO, device, symlink loop, over the size limit): never opened. Native formats are named by
     their loader (and ``--skip-invalid`` can skip them)."""
-    from agentcausal.traces.io import input_refusal
-
     if format in ("auto", "who-and-when", "jsonl") or p.is_dir():
         return True
     refusal = input_refusal(p)
@@ -255,14 +257,9 @@ def _unrefused(p: Path, format: str) -> bool:  # noqa: A002
 
 def _span_records(fmt: str, path: Path, logs: str | Path | None) -> list[SpanRecord]:
     if fmt == "openai-agents":
-        from agentcausal.traces.importers.openai_agents import agents_records
-
         return agents_records(path)
-    from agentcausal.traces.importers.openinference import openinference_records, span_record
 
     if fmt == "otel":
-        from agentcausal.traces.importers.otel import otel_records
-
         return otel_records(path, logs=logs, record=span_record)
     return openinference_records(path)
 
@@ -290,8 +287,6 @@ class ImportScan(NamedTuple):
 
 def _content_hint(fmt: str) -> dict[str, str]:
     if fmt == "openai-agents":
-        from agentcausal.traces.importers.openai_agents import RESPONSE_HINT
-
         return {"content_hint": RESPONSE_HINT}
     return {}
 
@@ -318,8 +313,6 @@ def scan_imports(paths: Sequence[str | Path], format: str = "auto", *,  # noqa: 
         If a path does not exist or the format is unknown (these name no trace), or two valid traces
         share an id.
     """
-    from agentcausal.traces.io import check_unique_ids, scan_traces
-
     invalid: list[TraceFormatError] = []
     traces: list[Trace] = []
     origins: list[str] = []
@@ -362,22 +355,15 @@ def scan_imports(paths: Sequence[str | Path], format: str = "auto", *,  # noqa: 
 def _load_other(fmt: str, p: Path, tool_agent: str | None, invalid: list[TraceFormatError]) -> list[Trace]:
     """The traces of one AG2, LangSmith, MAST or AgentRx file; LangSmith traces without content go to ``invalid``."""
     if fmt == "ag2":
-        from agentcausal.traces.importers.ag2 import load_ag2
-
         return load_ag2(p, tool_agent=tool_agent)
     if fmt == "langsmith":
-        from agentcausal.traces.importers.langsmith import langsmith_records
-
         bad: list[tuple[str, str]] = []
         got = spans_to_traces(langsmith_records(p), source="langsmith", file=p.name, tool_agent=tool_agent,
                               skip_invalid=True, invalid=bad)
         invalid.extend(TraceFormatError(why, path=str(p), field=f"trace {tid}") for tid, why in bad)
         return got
     if fmt == "mast":
-        from agentcausal.traces.importers.mast import load_mast
-
         return load_mast(p)
-    from agentcausal.traces.importers.agentrx import load_agentrx
 
     return load_agentrx(p)
 

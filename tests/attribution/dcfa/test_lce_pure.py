@@ -4,14 +4,9 @@ fallback, and the bidirectional search on hand-built graphs."""
 import networkx as nx
 import pytest
 
-from agentcausal.attribution.dcfa.lce import (
-    CandidateScore,
-    bidirectional_search,
-    canonical_index,
-    delta_s,
-    normalise_correction,
-    splice,
-)
+from agentcausal.attribution.dcfa.correct import normalise_correction
+from agentcausal.attribution.dcfa.lce import canonical_index, splice
+from agentcausal.attribution.dcfa.search import CandidateScore, bidirectional_search, delta_s
 from agentcausal.traces.model import Step
 
 

@@ -2,7 +2,7 @@
 
 Runs in the agent-SDK virtual environment (scripts/setup.sh: .venv-agents), never in the project's:
 ``python openai_agents_run.py BASE_URL OUT_FILE [OTLP_ENDPOINT PROJECT]``. The model is the fake
-OpenAI-compatible server at BASE_URL (tests/fakes/fake_openai.py, a test double). The spans are written
+OpenAI-compatible server at BASE_URL (agentcausal_fakes/fake_openai.py, a test double). The spans are written
 to OUT_FILE by the OpenTelemetry console exporter (``span.to_json()``, one object per span) and, when
 OTLP_ENDPOINT is given, also sent there over OTLP/HTTP with the Phoenix project PROJECT.
 """

@@ -10,7 +10,7 @@ import pytest
 from agentcausal.exceptions import TraceFormatError
 from agentcausal.traces.importers import detect_format, import_traces
 from agentcausal.traces.importers.ag2 import load_ag2
-from tests.traces.importers.conftest import ANSWER, PLAN, QUESTION, RESEARCH, TOOL_RESULT
+from agentcausal_fakes.spans import ANSWER, PLAN, QUESTION, RESEARCH, TOOL_RESULT
 
 SCHEMA = """
 CREATE TABLE chat_completions (id INTEGER PRIMARY KEY, invocation_id TEXT, client_id INTEGER, wrapper_id INTEGER,

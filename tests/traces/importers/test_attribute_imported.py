@@ -11,7 +11,7 @@ import pytest
 
 from agentcausal.cli import main
 from agentcausal.traces.importers import import_traces
-from tests.traces.importers.conftest import genai_spans, otlp_json
+from agentcausal_fakes.spans import genai_spans, otlp_json
 
 
 @pytest.mark.timeout(240)

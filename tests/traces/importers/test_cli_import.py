@@ -7,8 +7,9 @@ import json
 import pytest
 
 from agentcausal.cli import main
-from agentcausal.traces.io import read_jsonl
-from tests.traces.importers.conftest import QUESTION, check_run, genai_spans, otlp_json
+from agentcausal.traces.jsonl import read_jsonl
+from agentcausal_fakes.spans import QUESTION, genai_spans, otlp_json
+from tests.traces.importers.conftest import check_run
 
 
 @pytest.fixture()

@@ -10,7 +10,7 @@ import pytest
 from agentcausal.cli import main
 from agentcausal.exceptions import InvalidTracesError, TraceFormatError
 from agentcausal.traces.importers import FORMATS, detect_format, import_traces, scan_imports
-from tests.traces.importers.conftest import genai_spans, otlp_json
+from agentcausal_fakes.spans import genai_spans, otlp_json
 
 
 def test_unrecognised_json_names_formats_tried_and_suggests_format(tmp_path, capsys):

@@ -11,7 +11,7 @@ import pytest
 from agentcausal.exceptions import TraceFormatError
 from agentcausal.traces.importers import detect_format
 from agentcausal.traces.importers.langsmith import load_langsmith
-from tests.traces.importers.conftest import ANSWER, PLAN, QUESTION, RESEARCH, TOOL_RESULT
+from agentcausal_fakes.spans import ANSWER, PLAN, QUESTION, RESEARCH, TOOL_RESULT
 
 
 def _ai(content, calls=()):

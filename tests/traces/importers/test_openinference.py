@@ -12,7 +12,8 @@ import pytest
 from agentcausal.exceptions import TraceFormatError
 from agentcausal.traces.importers import detect_format, import_traces
 from agentcausal.traces.importers.openinference import load_openinference
-from tests.traces.importers.conftest import EXPECTED, QUESTION, check_run, openinference_spans, otlp_json
+from agentcausal_fakes.spans import EXPECTED, QUESTION, openinference_spans, otlp_json
+from tests.traces.importers.conftest import check_run
 
 
 def _console(spans) -> list[str]:

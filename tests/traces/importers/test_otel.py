@@ -9,7 +9,8 @@ import pytest
 
 from agentcausal.exceptions import TraceFormatError
 from agentcausal.traces.importers.otel import load_otel
-from tests.traces.importers.conftest import ANSWER, QUESTION, check_run, genai_spans, otlp_json
+from agentcausal_fakes.spans import ANSWER, QUESTION, genai_spans, otlp_json
+from tests.traces.importers.conftest import check_run
 
 
 @pytest.mark.parametrize("layout", ["v1.37", "v1.27"])

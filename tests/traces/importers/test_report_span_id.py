@@ -10,7 +10,7 @@ from agentcausal.attribution.results import load_results, save_run
 from agentcausal.report.attribution import report_run
 from agentcausal.traces.importers.otel import load_otel
 from agentcausal.traces.model import Attribution
-from tests.traces.importers.conftest import genai_spans, otlp_json
+from agentcausal_fakes.spans import genai_spans, otlp_json
 
 
 def test_span_id_in_results_and_report(tmp_path):

@@ -1,7 +1,7 @@
 """The dataset of causal discovery: observations O with variables V, metadata I and (when known) the true graph.
 
-Both loaders build it: :mod:`agentcausal.discovery.datasets` (benchmarks) and
-:mod:`agentcausal.discovery.user_data` (a user's table and metadata).
+Both loaders build it: :mod:`agentcausal.discovery.data.datasets` (benchmarks) and
+:mod:`agentcausal.discovery.data.user_data` (a user's table and metadata).
 
 References
 ----------
@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-from agentcausal.discovery.graph import CausalGraph
+from agentcausal.discovery.graphs.graph import CausalGraph
 
 __all__ = ["DataType", "VariableInfo", "DatasetMetadata", "Dataset"]
 

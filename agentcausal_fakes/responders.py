@@ -1,4 +1,4 @@
-"""Rule-based replies for the fake OpenAI server (test double) in the benchmarks.
+"""Rule-based replies for the fake OpenAI server (TEST DOUBLE) in the tests and the benchmarks.
 
 :class:`BenchResponder` answers every structured request by the name of its
 reply schema (``response_format.json_schema.name``): each attribution reply

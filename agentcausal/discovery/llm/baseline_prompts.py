@@ -19,7 +19,8 @@ from typing import Literal, NamedTuple
 import numpy as np
 from pydantic import BaseModel, Field, create_model
 
-from agentcausal.discovery.datasets import Dataset, metadata_text
+from agentcausal.discovery.data.dataset_model import Dataset
+from agentcausal.discovery.data.datasets import metadata_text
 from agentcausal.discovery.mac import prompts as P
 from agentcausal.discovery.mac.calls import graph_reply_tokens
 from agentcausal.llm.replies import ShortText
@@ -50,7 +51,7 @@ def baseline_messages(user: str) -> list[dict[str, str]]:
 
 
 def metadata_block(ds: Dataset) -> str:
-    """The dataset's variable descriptions (:func:`~agentcausal.discovery.datasets.metadata_text`),
+    """The dataset's variable descriptions (:func:`~agentcausal.discovery.data.datasets.metadata_text`),
     delimited as ``<metadata>``."""
     return P.delimit("metadata", metadata_text(ds))
 

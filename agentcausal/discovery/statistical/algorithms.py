@@ -29,7 +29,9 @@ loaded machine), so larger discrete networks keep the Gaussian BIC.
 Every run happens in a worker process (``multiprocessing`` *forkserver* with
 causal-learn preloaded, so a run starts in milliseconds) with its stdout sent
 to ``/dev/null`` (``fci`` prints even with ``verbose=False``); a run past its
-timeout is killed and raises :class:`AlgorithmError`.
+timeout is killed and raises :class:`AlgorithmError`. A worker dies with the
+forkserver (a parent-death signal), which exits when the run's process does, so
+a run killed with ``kill -9`` leaves no algorithm running.
 
 References
 ----------
@@ -47,7 +49,7 @@ from typing import Annotated, Literal, NamedTuple, Union
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from agentcausal.discovery.graph import CausalGraph
+from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.exceptions import AlgorithmError
 
 __all__ = [
@@ -301,10 +303,20 @@ def _execute(data: np.ndarray, choice: AlgorithmChoice) -> tuple[np.ndarray, str
     raise AlgorithmError(str(choice), "unknown algorithm parameters")  # pragma: no cover
 
 
-def _worker(conn, data: np.ndarray, choice: AlgorithmChoice) -> None:  # pragma: no cover - runs in a child
+def _worker(conn, data: np.ndarray, choice: AlgorithmChoice,
+            die_with_parent: bool = False) -> None:  # pragma: no cover - runs in a child
     import os
     import traceback
     import warnings
+
+    if die_with_parent:  # the forkserver (single-threaded) exits with the run's process: kill -9 leaves no worker
+        try:
+            import ctypes
+            import signal
+
+            ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
 
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
@@ -328,7 +340,7 @@ def _context() -> mp.context.BaseContext:
             method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
             ctx = mp.get_context(method)
             if method == "forkserver":
-                ctx.set_forkserver_preload(["agentcausal.discovery._preload"])
+                ctx.set_forkserver_preload(["agentcausal.discovery.statistical._preload"])
             _CTX = ctx
         return _CTX
 
@@ -364,7 +376,7 @@ def run_algorithm(data: np.ndarray, variables: tuple[str, ...] | list[str], choi
         raise AlgorithmError(name, f"data shape {data.shape} does not match {len(variables)} variables")
     ctx = _context()
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_worker, args=(child, data, choice), daemon=True)
+    proc = ctx.Process(target=_worker, args=(child, data, choice, ctx.get_start_method() == "forkserver"), daemon=True)
     t0 = time.perf_counter()
     proc.start()
     child.close()

@@ -29,14 +29,15 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from agentcausal.discovery.algorithms import ALGORITHMS, default_choice, run_algorithm
-from agentcausal.discovery.datasets import Dataset
-from agentcausal.discovery.graph import CausalGraph, RepairedGraph, repair_to_dag
-from agentcausal.discovery.llm_common import baseline_messages, data_summary, graph_answer, metadata_block
+from agentcausal.discovery.data.dataset_model import Dataset
+from agentcausal.discovery.graphs.graph import CausalGraph, RepairedGraph, repair_to_dag
+from agentcausal.discovery.llm.baseline_prompts import baseline_messages, data_summary, graph_answer, metadata_block
 from agentcausal.discovery.mac import prompts as P
 from agentcausal.discovery.mac.calls import completion_cap, structured
 from agentcausal.discovery.mac.settings import BASELINE_STAGE
+from agentcausal.discovery.statistical.algorithms import ALGORITHMS, default_choice, run_algorithm
 from agentcausal.exceptions import AgentCausalError
+from agentcausal.llm import Gateway
 from agentcausal.llm.replies import ShortText
 
 __all__ = ["ReActSettings", "PRESETS", "PAPER_UNSPECIFIED", "ReActResult", "react_discovery"]
@@ -171,7 +172,7 @@ def _observe(ds: Dataset, reply: Any, settings: ReActSettings) -> str:
     return "error: unknown action"
 
 
-def react_discovery(gw, ds: Dataset, settings: ReActSettings = ReActSettings(), *, item: str | None = None,
+def react_discovery(gw: Gateway, ds: Dataset, settings: ReActSettings = ReActSettings(), *, item: str | None = None,
                     sample: int = 0, temperature: float | None = None) -> ReActResult:
     """Run the ReAct agent on one dataset.
 

@@ -1,7 +1,7 @@
 """The bench responders answer every reply model validly, so the benchmarks do not rot.
 
 Each registered attribution method runs against the fake OpenAI server (test
-double) with :class:`bench.responders.BenchResponder`; a reply that failed
+double) with :class:`agentcausal_fakes.responders.BenchResponder`; a reply that failed
 validation would show up as a repair request (requests > calls) or an error.
 """
 
@@ -13,7 +13,7 @@ from agentcausal.attribution.jobs import run_method
 from agentcausal.attribution.registry import method_names
 from agentcausal.discovery.mac import prompts as mac_prompts
 from agentcausal.traces.model import Label, Step, Trace
-from bench.responders import HANDLED_SCHEMAS, BenchResponder, instance_from_schema
+from agentcausal_fakes.responders import HANDLED_SCHEMAS, BenchResponder, instance_from_schema
 
 
 def _trace(n: int = 7, tid: str = "bench/seven-steps") -> Trace:
@@ -47,7 +47,7 @@ def test_split_gca_and_every_dcfa_stage_are_handled(fake_server, make_gateway):
     seen: set[str] = set()
     from agentcausal.attribution.binary_search import PRESETS as BASELINE_PRESETS
     from agentcausal.attribution.dcfa import PRESETS as DCFA_PRESETS
-    from agentcausal.attribution.echo import PRESETS as ECHO_PRESETS
+    from agentcausal.attribution.echo_settings import PRESETS as ECHO_PRESETS
 
     for method, settings in [("all_at_once", None), ("step_by_step", None), ("binary_search", None),
                              ("binary_search", BASELINE_PRESETS["small"]), ("step_by_step", BASELINE_PRESETS["small"]),

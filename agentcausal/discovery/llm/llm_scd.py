@@ -31,10 +31,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentcausal.discovery.algorithms import default_choice, run_algorithm
-from agentcausal.discovery.datasets import Dataset
-from agentcausal.discovery.graph import CausalGraph
-from agentcausal.discovery.llm_common import (
+from agentcausal.discovery.data.dataset_model import Dataset
+from agentcausal.discovery.graphs.graph import CausalGraph
+from agentcausal.discovery.llm.baseline_prompts import (
     baseline_messages,
     edges_text,
     metadata_block,
@@ -44,6 +43,8 @@ from agentcausal.discovery.llm_common import (
 from agentcausal.discovery.mac import prompts as P
 from agentcausal.discovery.mac.calls import completion_cap, structured
 from agentcausal.discovery.mac.settings import BASELINE_STAGE
+from agentcausal.discovery.statistical.algorithms import default_choice, run_algorithm
+from agentcausal.llm import Gateway
 
 __all__ = ["LLMSCDSettings", "PRESETS", "LLMSCDResult", "llm_scd"]
 
@@ -92,7 +93,7 @@ class LLMSCDResult(BaseModel):
     graph: CausalGraph
 
 
-def llm_scd(gw, ds: Dataset, settings: LLMSCDSettings = LLMSCDSettings(), *, item: str | None = None,
+def llm_scd(gw: Gateway, ds: Dataset, settings: LLMSCDSettings = LLMSCDSettings(), *, item: str | None = None,
             sample: int = 0) -> LLMSCDResult:
     """Run LLM-SCD on one dataset.
 

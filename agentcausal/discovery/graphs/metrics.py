@@ -38,7 +38,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from agentcausal.discovery.graph import CausalGraph
+from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.exceptions import AlgorithmError
 
 __all__ = ["GraphMetrics", "SHD_CONVENTION", "NHD_CONVENTION", "METRIC_COLUMNS", "METRICS_FOOTER", "shd", "nhd",

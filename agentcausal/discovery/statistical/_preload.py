@@ -1,4 +1,4 @@
-"""Imported once by the forkserver of :mod:`agentcausal.discovery.algorithms`, so workers start warm."""
+"""Imported once by the forkserver of :mod:`agentcausal.discovery.statistical.algorithms`, so workers start warm."""
 
 import warnings
 
@@ -12,4 +12,4 @@ with warnings.catch_warnings():
     from causallearn.search.ScoreBased.GES import ges  # noqa: F401
     from pgmpy.structure_score import BIC  # noqa: F401  (discrete-score exact search)
 
-    import agentcausal.discovery.algorithms  # noqa: F401
+    import agentcausal.discovery.statistical.algorithms  # noqa: F401

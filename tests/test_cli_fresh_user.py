@@ -1,4 +1,4 @@
-"""CLI fixes from the fresh-user trial: -v after the verb, help texts, one-line errors, all-skipped inputs,
+"""The CLI as a new user meets it: -v after the verb, help texts, one-line errors, all-skipped inputs,
 evaluate on a discovery run, unreachable endpoints. Fast: no model, no Prefect run."""
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def test_evaluate_on_a_missing_folder_is_one_line(tmp_path, capsys):
 def _nocontent(path):
     import json
 
-    from tests.traces.importers.conftest import genai_spans, otlp_json
+    from agentcausal_fakes.spans import genai_spans, otlp_json
 
     path.write_text(json.dumps(otlp_json(genai_spans(content=False))))
     return path
@@ -123,7 +123,7 @@ def test_all_skipped_names_the_input_files_and_leaves_no_run_folder(tmp_path, ca
 def test_refused_after_import_leaves_no_run_folder(tmp_path, capsys):
     import json
 
-    from tests.traces.importers.conftest import genai_spans, otlp_json
+    from agentcausal_fakes.spans import genai_spans, otlp_json
 
     f = tmp_path / "run.json"
     f.write_text(json.dumps(otlp_json(genai_spans())))
@@ -162,7 +162,7 @@ def test_dry_run_skips_the_endpoint_check(tmp_path, capsys):
 
 def test_endpoint_check_accepts_any_http_answer_and_skips_embedded(tmp_path):
     from agentcausal.cli.endpoints import check_endpoints
-    from tests.fakes.fake_openai import FakeOpenAIServer
+    from agentcausal_fakes.fake_openai import FakeOpenAIServer
 
     assert check_endpoints(None, "default", {"baseline", "dcfa.embed"}) == []  # embedded and local: not checked
     toml = tmp_path / "p.toml"
@@ -232,14 +232,16 @@ def test_quiet_task_failures_is_off_with_verbose_and_added_once():
 
 
 @pytest.mark.slow  # a Prefect flow run (about a minute here); no model
-def test_run_whose_endpoint_drops_every_request_exits_1_in_one_line(tmp_path, capsys):
-    from tests.fakes.fake_openai import FakeOpenAIServer
+def test_run_whose_endpoint_drops_every_request_exits_4_naming_it(tmp_path, capsys):
+    from agentcausal_fakes.fake_openai import FakeOpenAIServer
 
     with FakeOpenAIServer(faults=["drop"] * 500) as srv:  # /models answers, every chat request is dropped
         url = srv.base_url
         rc = main(["attribute", "data/examples", "--base-url", url, "--model", "fake-model", "--limit", "1",
                    "--cache-dir", str(tmp_path / "c"), "--out", str(tmp_path / "r"), "--no-progress"])
     err = capsys.readouterr().err
-    assert rc == 1
+    assert rc == 4  # agentcausal.cli.exit_codes.ENDPOINT_DOWN
     assert "Traceback" not in err
-    assert err.strip().splitlines()[-1].startswith(f"agentcausal: error: endpoint unreachable: cli at {url}")
+    lines = err.strip().splitlines()
+    assert lines[-2].startswith(f"agentcausal: error: endpoint unreachable: cli at {url}")
+    assert lines[-1].startswith("agentcausal: 1 of 1 (trace, method) rows not computed")

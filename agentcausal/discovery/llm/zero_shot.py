@@ -8,17 +8,19 @@ Le et al. "Multi-Agent Causal Discovery Using Large Language Models." arXiv:2407
 
 from __future__ import annotations
 
-from agentcausal.discovery.datasets import Dataset, metadata_text
-from agentcausal.discovery.graph import RepairedGraph, repair_to_dag
-from agentcausal.discovery.llm_common import graph_answer
+from agentcausal.discovery.data.dataset_model import Dataset
+from agentcausal.discovery.data.datasets import metadata_text
+from agentcausal.discovery.graphs.graph import RepairedGraph, repair_to_dag
+from agentcausal.discovery.llm.baseline_prompts import graph_answer
 from agentcausal.discovery.mac import prompts as P
 from agentcausal.discovery.mac.calls import completion_cap, structured
 from agentcausal.discovery.mac.settings import BASELINE_STAGE
+from agentcausal.llm import Gateway
 
 __all__ = ["llm_zero_shot"]
 
 
-def llm_zero_shot(gw, ds: Dataset, *, item: str | None = None, max_tokens_scale: float = 1.0,
+def llm_zero_shot(gw: Gateway, ds: Dataset, *, item: str | None = None, max_tokens_scale: float = 1.0,
                   edges_per_variable: float | None = None, sample: int = 0,
                   temperature: float | None = None) -> RepairedGraph:
     """Ask the model once for the causal graph of ``ds`` from its variable descriptions.

@@ -35,9 +35,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentcausal.discovery.datasets import Dataset
-from agentcausal.discovery.graph import CausalGraph
-from agentcausal.discovery.llm_common import (
+from agentcausal.discovery.data.dataset_model import Dataset
+from agentcausal.discovery.graphs.graph import CausalGraph
+from agentcausal.discovery.llm.baseline_prompts import (
     baseline_messages,
     metadata_block,
     reasoned_answer_model,
@@ -46,6 +46,7 @@ from agentcausal.discovery.llm_common import (
 from agentcausal.discovery.mac.calls import completion_cap, structured
 from agentcausal.discovery.mac.settings import BASELINE_STAGE
 from agentcausal.exceptions import AlgorithmError
+from agentcausal.llm import Gateway
 
 __all__ = ["ILSCSLSettings", "PRESETS", "ILSCSLResult", "ils_csl", "hill_climb"]
 
@@ -141,7 +142,7 @@ def hill_climb(ds: Dataset, required: set[tuple[str, str]], forbidden: set[tuple
     return CausalGraph.from_edges(ds.variables, [(str(a), str(b)) for a, b in dag.edges()])
 
 
-def ils_csl(gw, ds: Dataset, settings: ILSCSLSettings = ILSCSLSettings(), *, item: str | None = None,
+def ils_csl(gw: Gateway, ds: Dataset, settings: ILSCSLSettings = ILSCSLSettings(), *, item: str | None = None,
             sample: int = 0, temperature: float | None = None) -> ILSCSLResult:
     """Run ILS-CSL on one dataset.
 

@@ -28,8 +28,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
-from agentcausal.discovery.datasets import Dataset, DatasetMetadata, VariableInfo
-from agentcausal.discovery.graph import CausalGraph, Edge
+from agentcausal.discovery.data.dataset_model import Dataset, DatasetMetadata, VariableInfo
+from agentcausal.discovery.graphs.graph import CausalGraph, Edge
 from agentcausal.exceptions import ConfigError
 
 __all__ = ["AnonymiseMode", "ANONYMISE_MODES", "anonymise", "restore_names"]
@@ -63,7 +63,7 @@ def anonymise(ds: Dataset, mode: str) -> tuple[Dataset, dict[str, str]]:
 
     Examples
     --------
-    >>> from agentcausal.discovery.datasets import load_dataset
+    >>> from agentcausal.discovery.data.datasets import load_dataset
     >>> anon, back = anonymise(load_dataset("cancer", n=20), "names")  # doctest: +SKIP
     >>> anon.variables[:2], back["V1"]                                 # doctest: +SKIP
     (('V1', 'V2'), 'Pollution')

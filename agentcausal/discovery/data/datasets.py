@@ -9,10 +9,9 @@
   variables; true graph from Takayama et al. (2024).
 * User datasets: a CSV or Parquet file plus a JSON metadata file, validated
   before any method (see :func:`load_user_dataset` and
-  :mod:`agentcausal.discovery.user_data`).
+  :mod:`agentcausal.discovery.data.user_data`).
 
-The :class:`Dataset` type itself lives in :mod:`agentcausal.discovery.dataset_model`
-(re-exported here), so the two loaders import it and not each other.
+The :class:`Dataset` type both loaders build is :mod:`agentcausal.discovery.data.dataset_model`'s.
 
 Every variable has a description in ``data/descriptions/<name>.json``; MAC's
 metadata text I is built from them (:func:`metadata_text`).
@@ -37,19 +36,15 @@ from pathlib import Path
 
 import numpy as np
 
-from agentcausal.discovery.dataset_model import Dataset, DatasetMetadata, DataType, VariableInfo
-from agentcausal.discovery.graph import CausalGraph
-from agentcausal.discovery.user_data import DatasetChecks, read_user_dataset
+from agentcausal.discovery.data.dataset_model import Dataset, DatasetMetadata, VariableInfo
+from agentcausal.discovery.graphs.graph import CausalGraph
+from agentcausal.discovery.data.user_data import DatasetChecks, read_user_dataset
 from agentcausal.exceptions import DatasetError
 
 __all__ = [
     "BNLEARN_NETWORKS",
     "BENCHMARKS",
     "MAIN_BENCHMARKS",
-    "DataType",
-    "VariableInfo",
-    "DatasetMetadata",
-    "Dataset",
     "data_dir",
     "load_dataset",
     "load_user_dataset",
@@ -77,7 +72,8 @@ def data_dir() -> Path:
     candidates = []
     if os.environ.get("AGENTCAUSAL_DATA_DIR"):
         candidates.append(Path(os.environ["AGENTCAUSAL_DATA_DIR"]))
-    candidates += [here.parents[2] / "data", here.parents[1] / "data"]
+    package = here.parents[2]  # agentcausal/ (this file is agentcausal/discovery/data/datasets.py)
+    candidates += [package.parent / "data", package / "data"]
     for c in candidates:
         if (c / "bnlearn").is_dir():
             return c
@@ -207,7 +203,7 @@ def load_user_dataset(data_path: str | os.PathLike, meta_path: str | os.PathLike
     coded as integers in sorted order of their values. The data type is
     ``discrete`` when every column is integer-valued with at most 10 levels,
     unless the file says otherwise. What is refused, and the minimum number of
-    rows, are in :mod:`agentcausal.discovery.user_data`.
+    rows, are in :mod:`agentcausal.discovery.data.user_data`.
 
     Parameters
     ----------
@@ -215,7 +211,7 @@ def load_user_dataset(data_path: str | os.PathLike, meta_path: str | os.PathLike
     meta_path : path to ``.json``
     checks : DatasetChecks, the validation thresholds (default: from the environment)
     name : the dataset's name (default: the data file's stem; see
-        :func:`agentcausal.discovery.user_data.unique_dataset_names`)
+        :func:`agentcausal.discovery.data.user_data.unique_dataset_names`)
 
     Returns
     -------
@@ -227,7 +223,7 @@ def load_user_dataset(data_path: str | os.PathLike, meta_path: str | os.PathLike
         On a missing file, an unknown suffix, invalid or truncated metadata, a
         ragged or empty table, a described variable absent from the table, or a
         column or row count the module docstring of
-        :mod:`agentcausal.discovery.user_data` refuses; ``file`` and ``column`` say where.
+        :mod:`agentcausal.discovery.data.user_data` refuses; ``file`` and ``column`` say where.
     """
     return read_user_dataset(data_path, meta_path, checks=checks, name=name)
 

@@ -1,0 +1,252 @@
+"""Our trace format, JSON Lines: one :class:`~agentcausal.traces.model.Trace` per line
+(``Trace.model_dump_json()``), streamed line by line (the input size limit holds per line), one line read
+back by its byte offset (a plan item), and written atomically.
+
+Each line is refused as one :class:`~agentcausal.exceptions.TraceFormatError` naming the file and the line:
+JSON that does not parse, is nested too deep or holds a huge integer (:mod:`agentcausal.input_files`), a
+record that is not a Trace, or (where a method needs it) a trace without a question. Folders and mixes of
+formats are :mod:`agentcausal.traces.io`'s.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+from pydantic import ValidationError
+
+from agentcausal.exceptions import InputFileError, InvalidTracesError, TraceFormatError
+from agentcausal.input_files import input_refusal, loads_json, max_input_bytes
+from agentcausal.traces.model import Trace
+from agentcausal.traces.text import content_text, optional_text
+
+__all__ = ["TraceScan", "iter_jsonl", "read_jsonl_line", "read_jsonl", "write_jsonl", "raise_all"]
+
+
+class TraceScan(NamedTuple):
+    """What :func:`scan_traces` found.
+
+    Attributes
+    ----------
+    traces : list of Trace, the valid ones, in order
+    invalid : list of TraceFormatError, one per invalid file (or JSONL line), each naming file and field
+    origins : list of str, the file each trace was read from (same order as ``traces``; filled by
+        :func:`scan_traces`)
+    """
+
+    traces: list[Trace]
+    invalid: list[TraceFormatError]
+    origins: list[str] = []  # noqa: RUF012 - a NamedTuple default, never mutated
+
+    def skipped(self) -> list[dict[str, str | None]]:
+        """The invalid inputs as JSON-ready records ``{"path", "field", "error"}`` (for ``run.json``)."""
+        return [{"path": e.path, "field": e.field, "error": e.detail} for e in self.invalid]
+
+
+def _validation_summary(exc: ValidationError) -> str:
+    """A pydantic error on one line: ``loc: msg; loc: msg``."""
+    items = [f"{'.'.join(str(x) for x in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors()[:5]]
+    return "; ".join(items).replace("\n", " ")
+
+
+def _normalise_record(obj: object) -> dict:
+    """A parsed Trace JSON object with its text fields normalised (see :mod:`agentcausal.traces.text`)."""
+    if not isinstance(obj, dict):
+        raise TraceFormatError("expected a JSON object")
+    out = dict(obj)
+    problems: list[TraceFormatError] = []
+
+    def norm(fn, value, field, **kw):
+        try:
+            return fn(value, field=field, **kw)
+        except TraceFormatError as exc:
+            problems.append(exc)
+            return ""
+
+    for key in ("question", "ground_truth"):
+        if key in out:
+            out[key] = norm(optional_text, out[key], key, numbers=True)
+    if isinstance(out.get("steps"), list):
+        steps = []
+        for i, st in enumerate(out["steps"]):
+            if isinstance(st, dict):
+                st = dict(st)
+                for key in ("agent", "role"):
+                    if key in st:
+                        st[key] = norm(optional_text, st[key], f"steps[{i}].{key}")
+                if "content" in st:
+                    st["content"] = norm(content_text, st["content"], f"steps[{i}].content")
+            steps.append(st)
+        out["steps"] = steps
+    if problems:
+        raise TraceFormatError("; ".join(str(p) for p in problems[:10]), field=None)
+    return out
+
+
+_NO_QUESTION = "not a Trace: question: missing or empty: every method is asked about the task the agents were given"
+
+
+def _parse_jsonl_line(line: str | bytes, path: Path, where: str, *, require_question: bool) -> Trace:
+    """One line of our Trace JSONL as a Trace (depth and digit limits of :func:`loads_json`).
+
+    Raises
+    ------
+    TraceFormatError
+        If the line is not JSON, not a valid Trace or (``require_question``) has no question, naming the file
+        and ``where``.
+    """
+    try:
+        t = Trace.model_validate(_normalise_record(loads_json(line)))
+        if require_question and not t.question.strip():
+            raise TraceFormatError(_NO_QUESTION)
+        return t
+    except InputFileError as exc:
+        raise TraceFormatError(f"not JSON: {exc.detail}", path=str(path), field=where) from exc
+    except json.JSONDecodeError as exc:
+        raise TraceFormatError(f"not JSON: {exc.msg} at column {exc.colno}", path=str(path), field=where) from exc
+    except TraceFormatError as exc:
+        detail = exc.detail if exc.detail.startswith("not a Trace") else f"not a Trace: {exc.detail}"
+        raise TraceFormatError(detail, path=str(path), field=where) from exc
+    except ValidationError as exc:
+        raise TraceFormatError(f"not a Trace: {_validation_summary(exc)}", path=str(path), field=where) from exc
+
+
+def iter_jsonl(path: str | Path, *, root: Path | None = None,
+               require_question: bool = False) -> Iterator[tuple[int, Trace | TraceFormatError]]:
+    """The traces of our Trace JSONL one line at a time, each with the byte offset its line starts at.
+
+    The file is refused by name first as :func:`agentcausal.input_files.input_refusal` says (a FIFO, a
+    device, a symlink loop or one out of ``root``), with the input size limit holding per line.
+
+    Parameters
+    ----------
+    path : file with one Trace JSON object per line (blank lines skipped)
+    root : the folder the file was found in (a symlink must stay inside it); None: named directly
+    require_question : a trace without a question is an error
+
+    Yields
+    ------
+    (offset, Trace or TraceFormatError) : the byte offset of the line in the file, and its trace, or the
+    error naming the file and line (not JSON, not a valid Trace, not UTF-8, over the size limit); a file
+    that cannot be read is one error at offset -1. :func:`read_jsonl_line` reads one line back by its offset.
+    """
+    p = Path(path)
+    cap = max_input_bytes()
+    why = input_refusal(p, root=root, limit=2**62)  # the kind of file; the size limit holds per line below
+    if why is not None:
+        yield -1, TraceFormatError(why, path=str(p))
+        return
+    try:
+        fh = p.open("rb")
+    except OSError as exc:
+        yield -1, TraceFormatError(f"cannot read: {exc.strerror or exc}", path=str(p))
+        return
+    with fh:
+        offset = 0
+        for n, raw in enumerate(iter(lambda: fh.readline(cap + 1), b""), 1):
+            start, offset = offset, offset + len(raw)
+            if len(raw) > cap and not raw.endswith(b"\n"):  # the rest of an oversized line: skip it unread
+                yield start, TraceFormatError(f"a line over the input size limit ({cap:,} bytes)", path=str(p),
+                                              field=f"line {n}")
+                while raw and not raw.endswith(b"\n"):
+                    raw = fh.readline(cap + 1)
+                    offset += len(raw)
+                continue
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield start, TraceFormatError(f"not UTF-8 text (byte {start + exc.start})", path=str(p),
+                                              field=f"line {n}")
+                continue
+            if not line.strip():
+                continue
+            try:
+                yield start, _parse_jsonl_line(line, p, f"line {n}", require_question=require_question)
+            except TraceFormatError as exc:
+                yield start, exc
+
+
+def read_jsonl_line(path: str | Path, offset: int) -> Trace:
+    """The trace on the line of our Trace JSONL that starts at byte ``offset`` (see :func:`iter_jsonl`).
+
+    Raises
+    ------
+    TraceFormatError
+        If the file cannot be read or the line is not a valid Trace.
+    """
+    p = Path(path)
+    why = input_refusal(p, limit=2**62)
+    if why is not None:
+        raise TraceFormatError(why, path=str(p))
+    try:
+        with p.open("rb") as fh:
+            fh.seek(offset)
+            raw = fh.readline(max_input_bytes() + 1)
+    except OSError as exc:
+        raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path=str(p)) from exc
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TraceFormatError(f"not UTF-8 text (byte {offset + exc.start})", path=str(p)) from exc
+    return _parse_jsonl_line(line, p, f"byte {offset}", require_question=False)
+
+
+def _scan_jsonl(path: Path, *, root: Path | None = None, require_question: bool = False) -> TraceScan:
+    traces: list[Trace] = []
+    errors: list[TraceFormatError] = []
+    for _, t in iter_jsonl(path, root=root, require_question=require_question):
+        (errors if isinstance(t, TraceFormatError) else traces).append(t)
+    return TraceScan(traces, errors)
+
+
+def raise_all(errors: list[TraceFormatError]) -> None:
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise InvalidTracesError(errors)
+
+
+def read_jsonl(path: str | Path) -> list[Trace]:
+    """Read our Trace JSONL.
+
+    Text fields are normalised as for Who&When files (:mod:`agentcausal.traces.text`).
+
+    Parameters
+    ----------
+    path : file with one Trace JSON object per line (blank lines ignored)
+
+    Returns
+    -------
+    list of Trace
+
+    Raises
+    ------
+    TraceFormatError
+        If a line is not JSON or not a valid Trace (the message names the line);
+        :class:`~agentcausal.exceptions.InvalidTracesError` listing each line when several are.
+    """
+    scan = _scan_jsonl(Path(path))
+    raise_all(scan.invalid)
+    return scan.traces
+
+
+def write_jsonl(traces: Iterable[Trace], path: str | Path) -> Path:
+    """Write traces as JSONL (one per line, UTF-8); creates parent folders.
+
+    Parameters
+    ----------
+    traces : iterable of Trace
+    path : target file
+
+    Returns
+    -------
+    Path
+    """
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with p.open("w", encoding="utf-8") as fh:
+        for t in traces:
+            fh.write(t.model_dump_json() + "\n")
+    return p

@@ -1,0 +1,87 @@
+"""Prefect's temporary API server, bound to the process that started it: it never outlives its run.
+
+Without ``PREFECT_API_URL`` Prefect starts a temporary ("ephemeral") API server for the process, a
+``uvicorn`` child process (``prefect.server.api.server.SubprocessASGIServer``), and stops it at exit
+(``atexit``). A run killed with ``kill -9`` (or SIGTERM, the OOM killer, a CI timeout) never runs its
+``atexit`` handlers, so the server was left behind, listening, about 250 MB each.
+
+:func:`install` puts :class:`ParentBoundASGIServer` in Prefect's place before anything asks for the
+server (``SubprocessASGIServer()`` is a per-port singleton, so Prefect's own clients get this one). It
+starts the same ``uvicorn`` command through a small launcher that
+
+1. starts a new process group for the server (so a signal meant for it reaches everything it starts,
+   and a Ctrl-C at the terminal no longer stops the server before the run has finished reporting), and
+2. watches its parent: every :data:`WATCH_INTERVAL_S` seconds it compares ``os.getppid()`` with the pid
+   that started it, and when the parent is gone (the server was re-parented) it kills its own process
+   group with SIGKILL.
+
+A watchdog rather than ``PR_SET_PDEATHSIG``: the parent-death signal fires when the *thread* that forked
+the child exits, and Prefect may start its server from a worker thread of the run, which ends long
+before the process does. Normal exits still stop the server through Prefect's ``atexit`` handler.
+
+A server at ``PREFECT_API_URL`` (``prefect server start``, a deployment's) is not touched. Linux and
+macOS (POSIX process groups); elsewhere :func:`install` does nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Any
+
+import prefect
+from prefect.server.api.server import SubprocessASGIServer
+from prefect.settings import get_current_settings
+
+__all__ = ["WATCH_INTERVAL_S", "ParentBoundASGIServer", "install", "LAUNCHER"]
+
+#: seconds between the server's checks that its parent is alive (how long it outlives a killed run at most)
+WATCH_INTERVAL_S = 0.5
+
+#: the launcher run by ``python -c``: argv = [parent pid, interval, uvicorn's arguments...]
+LAUNCHER = """\
+import os, runpy, signal, sys, threading, time
+parent, interval = int(sys.argv[1]), float(sys.argv[2])
+os.setpgid(0, 0)
+if os.getppid() != parent:
+    os._exit(1)
+def _watch():
+    while os.getppid() == parent:
+        time.sleep(interval)
+    os.killpg(0, signal.SIGKILL)
+threading.Thread(target=_watch, name="parent-watch", daemon=True).start()
+sys.argv = ["uvicorn", *sys.argv[3:]]
+runpy.run_module("uvicorn", run_name="__main__", alter_sys=True)
+"""
+
+
+class ParentBoundASGIServer(SubprocessASGIServer):
+    """Prefect's temporary API server (the same command, settings and start-up checks), started through
+    :data:`LAUNCHER` so that it dies with the process that started it."""
+
+    def _run_uvicorn_command(self) -> subprocess.Popen[Any]:
+        server_env = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
+        uvicorn_args = ["--app-dir", str(prefect.__module_path__.parent), "--factory",
+                        "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(self.port),
+                        "--log-level", "error", "--lifespan", "on"]
+        return subprocess.Popen(
+            args=[sys.executable, "-c", LAUNCHER, str(os.getpid()), repr(WATCH_INTERVAL_S), *uvicorn_args],
+            env={**os.environ, **server_env, **get_current_settings().to_environment_variables(exclude_unset=True)},
+        )
+
+
+def install() -> SubprocessASGIServer | None:
+    """Make :class:`ParentBoundASGIServer` the process's temporary API server, unless one is already made.
+
+    Returns
+    -------
+    The instance Prefect will use (None on a platform without ``os.setpgid``). Starts nothing: Prefect
+    starts it when a run first needs the API and no ``PREFECT_API_URL`` is set.
+    """
+    if not hasattr(os, "setpgid"):
+        return None
+    current = SubprocessASGIServer._instances.get(None)
+    if current is None:
+        current = ParentBoundASGIServer()  # registered in Prefect's per-port singleton table, key None
+    return current
