@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -227,6 +228,7 @@ def _depth_over(value: Any, max_depth: int) -> bool:
     stack = [(value, 1)]
     while stack:
         v, d = stack.pop()
+        children: Iterable[Any]
         if isinstance(v, dict):
             children = v.values()
         elif isinstance(v, list):

@@ -30,6 +30,7 @@ import functools
 import os
 import re
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote, quote_plus
 
@@ -170,5 +171,10 @@ def redact(text: str) -> str:
     if not secrets:
         return text
     for pattern, replacement in _patterns(secrets):
-        text = pattern.sub(lambda _m, r=replacement: r, text)
+        text = pattern.sub(_literal(replacement), text)
     return text
+
+
+def _literal(replacement: str) -> Callable[[re.Match[str]], str]:
+    """A ``re.sub`` replacement taken as it is (no backslash or group references)."""
+    return lambda _m: replacement

@@ -43,7 +43,7 @@ def _holding_run_folder(fn: F) -> F:
         with run_folder_lock(run_dir):
             return fn(half, plan, settings, task, run_dir, **kw)
 
-    return holding  # type: ignore[return-value]
+    return holding  # type: ignore[return-value]  # functools.wraps: fn's signature
 
 
 @_holding_run_folder

@@ -96,8 +96,8 @@ def attribute_run_name() -> str:
     """``flow_run_name`` of the ``attribute`` flow: the run's ``--name`` (``meta["name"]``), else
     ``<deployment or corpus> · <methods> · <routing>``."""
     p = _params()
-    if _given_name(p):
-        return _given_name(p)  # type: ignore[return-value]
+    if name := _given_name(p):
+        return name
     label = corpus_label(p.get("paths") or [who_and_when_dir(p.get("settings"))])
     return run_name(subject(label), p.get("methods") or [], _routing(p.get("settings")))
 
@@ -106,8 +106,8 @@ def discover_run_name() -> str:
     """``flow_run_name`` of the ``discover`` flow: the run's ``--name`` (``meta["name"]``), else
     ``<deployment or datasets> · <methods> · <routing>``."""
     p = _params()
-    if _given_name(p):
-        return _given_name(p)  # type: ignore[return-value]
+    if name := _given_name(p):
+        return name
     label = "+".join(p.get("datasets") or []) or "datasets"
     return run_name(subject(label), p.get("methods") or [], _routing(p.get("settings")))
 

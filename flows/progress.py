@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
+from uuid import UUID
 
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from tqdm import tqdm
@@ -45,7 +46,8 @@ class RunProgress:
                  bar: bool, meter: UsageMeter | None = None,
                  live: Callable[[], tuple[int, int]] | None = None) -> None:
         self.total, self.done = total, initial
-        self.artifact = create_progress_artifact(progress=0.0, key=key, description=description)
+        # sync_compatible: called from sync code it returns the artifact's UUID, not a coroutine
+        self.artifact = cast(UUID, create_progress_artifact(progress=0.0, key=key, description=description))
         self.bar: Any = None
         if bar:
             self.bar = tqdm(total=total, unit=unit, desc=desc, initial=initial)

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import functools
 from enum import Enum
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from prefect import Flow
 from prefect.settings import PREFECT_API_URL, temporary_settings
@@ -58,7 +58,8 @@ if TYPE_CHECKING:
 __all__ = ["RunnerKind", "RunnerChoice", "SharedAPIDaskTaskRunner", "task_runner", "with_runner",
            "runner_choice_from_args"]
 
-F = TypeVar("F", bound=Flow)
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class RunnerKind(str, Enum):
@@ -147,7 +148,7 @@ def __getattr__(name: str) -> Any:  # ``from flows.runners import SharedAPIDaskT
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def task_runner(choice: RunnerChoice | None = None) -> TaskRunner:
+def task_runner(choice: RunnerChoice | None = None) -> TaskRunner[Any]:
     """The Prefect task runner for a :class:`RunnerChoice`.
 
     Parameters
@@ -183,7 +184,7 @@ def task_runner(choice: RunnerChoice | None = None) -> TaskRunner:
     return _shared_api_dask_runner()(cluster_kwargs=cluster)
 
 
-def with_runner(flow: F, choice: RunnerChoice | None = None) -> F:
+def with_runner(flow: Flow[P, R], choice: RunnerChoice | None = None) -> Flow[P, R]:
     """``flow`` with the task runner of ``choice`` (``flow.with_options(task_runner=...)``).
 
     Parameters

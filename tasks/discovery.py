@@ -25,4 +25,4 @@ def discover_chunk(chunk: Chunk) -> list[RunRecord | None] | None:
 @task(name="report-discovery")
 def report_discovery(run_dir: str, reversal_cost: int = 1) -> RunFiles:
     """``summary.csv``, graphs and ``report.md`` of a scored run folder."""
-    return write_report(run_dir, reversal_cost=reversal_cost)  # type: ignore[arg-type]
+    return write_report(run_dir, reversal_cost=reversal_cost)  # type: ignore[arg-type]  # 1 or 2 (run.json)

@@ -162,8 +162,11 @@ def reply_model(agents: tuple[str, ...], n_steps: int, forced: bool, field_chars
     Reasoning fields carry ``maxLength = field_chars`` (none when None).
     """
     agent_t = enum_choice(agents)
-    text = {name: (reply_text(field_chars), Field(description=A2PReply.model_fields[name].description))
-            for name in ("abduction", "action", "prediction", "reason")}
+    # field definitions as dict[str, Any]: a **dict of tuples does not match create_model's typed keywords
+    text: dict[str, Any] = {
+        name: (reply_text(field_chars), Field(description=A2PReply.model_fields[name].description))
+        for name in ("abduction", "action", "prediction", "reason")}
+    who: dict[str, Any]
     if forced:
         who = {"agent": (agent_t, Field(description="Name of the agent who made the decisive error, as shown.")),
                "step": (int, Field(ge=0, le=max(n_steps - 1, 0),

@@ -55,7 +55,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from pydantic import BaseModel, Field, create_model
 
@@ -153,14 +153,14 @@ def reply_model(agents: tuple[str, ...], n_steps: int, forced: bool,
     ``agent`` an enum of ``agents`` and agent and step may be null; ``reason`` carries
     ``maxLength = reason_chars`` (none when None)."""
     reason = (reply_text(reason_chars), Field(description=AllAtOnceReply.model_fields["reason"].description))
-    if forced:
-        return create_model(
+    if forced:  # not a subclass (the original's field order) but the same fields, agent and step required
+        return cast(type[AllAtOnceReply], create_model(
             "AllAtOnceReply", __doc__=AllAtOnceReply.__doc__,
             agent=(str, Field(description="Name of the agent who made the mistake directly responsible for the "
                                           "wrong solution, as the conversation shows it.")),
             step=(int, Field(ge=0, le=max(n_steps - 1, 0),
                              description="Step number of that agent's first mistake, counted from 0.")),
-            reason=(reply_text(reason_chars), Field(description="The reason for your prediction.")))
+            reason=(reply_text(reason_chars), Field(description="The reason for your prediction."))))
     agent_t = enum_choice(agents)
     return create_model(
         "AllAtOnceReply", __base__=AllAtOnceReply, reason=reason,
@@ -284,7 +284,7 @@ def run(trace: Trace, gw: Gateway, settings: AllAtOnceSettings) -> Attribution:
     if settings.prompts == "paper":
         mapped = map_agent_name(reply.agent, agent_names(trace))
         details.update(agent_reply=reply.agent, agent_mapped=mapped is not None)
-        step, agent = reply.step, mapped or reply.agent.strip() or None
+        step, agent = reply.step, mapped or (reply.agent or "").strip() or None  # paper: agent is a str
     else:
         step, agent = decisive_verdict(trace, reply.step, reply.agent, details)
     return Attribution(trace_id=trace.id, method=NAME, step=step, agent=agent, reason=reply.reason,

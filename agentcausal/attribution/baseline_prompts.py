@@ -76,7 +76,7 @@ def enum_choice(values: tuple[Any, ...], json_type: Literal["string", "integer"]
     object for the same arguments (cached: building the ``Literal`` costs more than the lookup,
     and pydantic copies the schema dict before use).
     """
-    return Annotated[Literal[values], WithJsonSchema({"type": json_type, "enum": list(values)})]  # type: ignore
+    return Annotated[Literal[values], WithJsonSchema({"type": json_type, "enum": list(values)})]
 
 
 def decisive_verdict(trace: Trace, step: int | None, agent: str | None,

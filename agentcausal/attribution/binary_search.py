@@ -142,9 +142,11 @@ PRESETS = {"paper": {}, "small": {**BASELINE_PRESETS["small"], "reason_chars": 2
 def choice_model(forced: bool, reason_chars: int | None) -> type[HalfChoice] | type[PaperHalfChoice]:
     """The reply model of one halving: :class:`PaperHalfChoice` (``paper``) or :class:`HalfChoice`,
     with ``reason`` capped at ``reason_chars`` characters (none when None)."""
-    base = PaperHalfChoice if forced else HalfChoice
-    return create_model(base.__name__, __base__=base, __doc__=base.__doc__,
-                        reason=(reply_text(reason_chars), Field(description=base.model_fields["reason"].description)))
+    base: type[HalfChoice] | type[PaperHalfChoice] = PaperHalfChoice if forced else HalfChoice
+    reason = (reply_text(reason_chars), Field(description=base.model_fields["reason"].description))
+    if forced:
+        return create_model(PaperHalfChoice.__name__, __base__=PaperHalfChoice, __doc__=base.__doc__, reason=reason)
+    return create_model(HalfChoice.__name__, __base__=HalfChoice, __doc__=base.__doc__, reason=reason)
 
 
 def random_half(trace_id: str, lo: int, hi: int, seed: int) -> str:
@@ -264,7 +266,8 @@ def run(trace: Trace, gw: Gateway, settings: BinarySearchSettings) -> Attributio
             reason = f"ambiguous reply; random {part} part"
             path.append({"segment": [lo, hi], "part": part, "reason": reason, "random": True})
         else:
-            part = {"upper half": "first", "lower half": "second"}.get(getattr(reply, "half", ""), None) or reply.part
+            part = ({"upper half": "first", "lower half": "second"}[reply.half]
+                    if isinstance(reply, PaperHalfChoice) else reply.part)
             reason = reply.reason
             path.append({"segment": [lo, hi], "part": part, "reason": reason, "random": False})
         if part == "undetermined":

@@ -94,7 +94,7 @@ from agentcausal.attribution.baseline_settings import BASELINE_STAGE, baseline_t
 from agentcausal.attribution.candidates import echo_candidates
 from agentcausal.attribution.echo_consensus import Vote, consensus
 from agentcausal.attribution.echo_context import global_view, hierarchical_view
-from agentcausal.attribution.echo_settings import ANALYSTS, PRESETS, EchoSettings
+from agentcausal.attribution.echo_settings import ANALYSTS, PRESETS, AnalystName, EchoSettings
 from agentcausal.attribution.evidence import evidence_fields
 from agentcausal.attribution.registry import MethodSpec, register, usage_item
 from agentcausal.llm import Gateway
@@ -194,7 +194,7 @@ def scan_model(n_steps: int, k: int, forced: bool, field_chars: int | None) -> t
 
 
 @functools.lru_cache(maxsize=256)
-def panel_model(agents: tuple[str, ...], candidates: tuple[int, ...], analysts: tuple[str, ...], forced: bool,
+def panel_model(agents: tuple[str, ...], candidates: tuple[int, ...], analysts: tuple[AnalystName, ...], forced: bool,
                 field_chars: int | None) -> type[EchoPanelReply]:
     """The panel reply model: one required :class:`EchoVote` per analyst; ``step`` an enum of the
     candidates and ``agent`` an enum of the trace's agents (both nullable unless ``forced``)."""
@@ -209,7 +209,7 @@ def panel_model(agents: tuple[str, ...], candidates: tuple[int, ...], analysts: 
         step=(step_t, Field(description="The candidate step of the decisive error" + ("." if forced else
                                                                                       "; null if you cannot tell."))),
         agent=(agent_t, Field(description="The agent responsible, as shown.")))
-    fields = {a: (vote, Field(description=f"The {a} analyst: {ANALYSTS[a]}.")) for a in analysts}
+    fields: dict[str, Any] = {a: (vote, Field(description=f"The {a} analyst: {ANALYSTS[a]}.")) for a in analysts}
     return create_model("EchoPanelReply", __base__=EchoPanelReply, **fields)
 
 

@@ -95,7 +95,8 @@ def consensus(votes: Sequence[Vote], trace: Trace, *, rule: str = "confidence_we
 
     scores: dict[int, float] = {}
     for v in counted:
-        scores[v.step] = scores.get(v.step, 0.0) + weight(v)  # type: ignore[index]
+        if v.step is not None:  # every counted vote has a step
+            scores[v.step] = scores.get(v.step, 0.0) + weight(v)
     top = max(scores.values())
     tied = tuple(sorted(s for s, w in scores.items() if abs(w - top) <= 1e-9))
     if tie_break == "highest_confidence":

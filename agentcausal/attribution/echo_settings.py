@@ -22,7 +22,7 @@ AnalystName = Literal["conservative", "evidence", "causal_chain", "coordination"
 
 
 #: the analysts' foci, from conservative to balanced (our reading of ECHO's six-analyst panel)
-ANALYSTS: dict[str, str] = {
+ANALYSTS: dict[AnalystName, str] = {
     "conservative": "blames a step only on direct evidence of a mistake in that step; discounts speculation",
     "evidence": "checks every claim, value and tool result against the task and the data shown",
     "causal_chain": "follows the wrong final result back along the steps it depends on to where it began",

@@ -123,7 +123,7 @@ def _echo(trace: Trace, s: Any, profiles: Any) -> list[CallPattern]:
     per = None if b is None else max(echo.MIN_WINDOW_CHARS, (b - max(echo.MIN_WINDOW_CHARS, b // 4)) // 2)
     window = tokens_of([{"content": echo.hierarchical_view(trace, min(1, n - 1), s, per)}]) + 12
     one = max(0, two - window)
-    many = one + window * (m - 1)
+    many: float = one + window * (m - 1)
     if b is not None:
         many = min(many, one + b / 4)
     one, many = one + REPLY_TOKENS["ECHO scan"], many + REPLY_TOKENS["ECHO scan"]

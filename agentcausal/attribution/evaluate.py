@@ -39,7 +39,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pandas as pd
 
@@ -142,7 +142,7 @@ def whowhen_agent_match(pred: str | None, true: str | None) -> bool:
     if not pred or not true:
         return False
     m = _WORD.search(str(pred))
-    return bool(m) and str(true) in m.group(0)
+    return m is not None and str(true) in m.group(0)
 
 
 #: DCFA's Hit@k windows: k -> the largest |pred - true| that counts (its released evaluate.py: 1, 3, 5)
@@ -205,7 +205,7 @@ def accuracy(df: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
         def frac(col: str, n_lab: int = n_lab) -> float:
             return count(col) / n_lab if n_lab else float("nan")
 
-        beyond = _beyond_exact(lab, ranked=method_ranks.get(key[0], False))
+        beyond = _beyond_exact(lab, ranked=method_ranks.get(str(key[0]), False))
         out.append({**dict(zip(keys, key)), "n": len(g), "labelled": n_lab,
                     "step_acc": frac("step_correct"), "step_k": count("step_correct"),
                     "agent_acc": frac("agent_correct"), "agent_k": count("agent_correct"),
@@ -244,7 +244,7 @@ def _beyond_exact(lab: pd.DataFrame, *, ranked: bool) -> dict[str, int | None]:
     out["top3"] = int(sum(top_k_hit(read_candidates(c), t, TOP_K) for c, t in zip(lab["candidates"], lab["true_step"])
                           if not pd.isna(t))) if ranked and "candidates" in lab else None
 
-    def opt(v: object) -> object:
+    def opt(v: Any) -> Any:  # a frame cell: None for a missing value
         return None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else v
 
     def col(name: str) -> pd.Series:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel, Field, create_model
 
@@ -31,6 +31,9 @@ from agentcausal.llm.replies import ShortText
 
 __all__ = ["EVIDENCE_CHARS", "MIN_CHARS", "EVIDENCE_REQUEST", "EvidenceCheck", "with_evidence", "ask_evidence",
            "check_evidence", "evidence_fields"]
+
+#: a reply model
+M = TypeVar("M", bound=BaseModel)
 
 #: ``maxLength`` of the evidence field (a longer quote is cut, which keeps it a substring)
 EVIDENCE_CHARS = 300
@@ -60,7 +63,7 @@ class EvidenceCheck(NamedTuple):
 
 
 @functools.lru_cache(maxsize=512)
-def with_evidence(model: type[BaseModel], max_chars: int = EVIDENCE_CHARS) -> type[BaseModel]:
+def with_evidence(model: type[M], max_chars: int = EVIDENCE_CHARS) -> type[M]:
     """``model`` with one more required field, ``evidence`` (a string of at most ``max_chars`` characters).
 
     The subclass keeps the model's name, so the schema name a server or a log shows is unchanged.

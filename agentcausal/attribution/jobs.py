@@ -101,6 +101,7 @@ def run_method(
     env = run_enveloped(lambda: spec.run(trace, gw, st), gw=gw, stages=spec.stages,
                         usage_items=(trace.id, usage_item(trace.id, method)), raise_transient=raise_transient)
     out = env.result if env.error is None else failed_attribution(trace.id, method, env.error)
+    assert out is not None, f"{method}.run returned None"  # a method returns an Attribution or raises
     if out.error and out.status == "complete":
         out = out.model_copy(update={"status": "content_failed", "status_detail": out.status_detail or "method error"})
     return out.model_copy(update={"trace_id": trace.id, "method": method, "settings": st.model_dump(mode="json"),
@@ -123,7 +124,8 @@ class _AttributionSink:
             self.mismatches += speaker_mismatches([self._trace])
         if record.models and job.method not in self.models:
             self.models[job.method] = dict(record.models)
-        self.writer.add(record, self._trace)  # type: ignore[arg-type]
+        assert isinstance(record, Attribution)  # the records of the attribution half
+        self.writer.add(record, self._trace)
 
     def close(self) -> dict[str, Any]:
         self.writer.close()

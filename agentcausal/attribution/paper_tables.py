@@ -147,7 +147,7 @@ def accuracy_by_level(df: pd.DataFrame, subset: str | None = "Hand-Crafted") -> 
     """
     d = df if subset is None else df[df["subset"] == subset]
     d = d[d["true_step"].notna()]
-    d = d.assign(level=[who_when_level(int(n)) for n in d["n_steps"]])
+    d = d.assign(level=pd.Series([who_when_level(int(n)) for n in d["n_steps"]], index=d.index))
     d = d[d["level"].notna()]
     rows = []
     for (m, lv), g in d.groupby(["method", "level"], sort=True):
@@ -223,7 +223,7 @@ def lce_diagnostics(df: pd.DataFrame, method: str = "dcfa") -> pd.DataFrame:
     ded_skipped, correct_fallbacks, degraded (LCE failed, hypothesis kept), label_in_candidates,
     label_was_deviation, label_on_edge (fractions over labelled rows).
     """
-    acc: dict[str, dict[str, float]] = {}
+    acc: dict[str, Counter[str]] = {}
     for r, d in _dcfa_rows(df, method):
         lce = d.get("lce")
         if lce is None:

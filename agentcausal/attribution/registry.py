@@ -19,7 +19,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
@@ -41,11 +41,14 @@ KNOWN_MODULES = [
     "agentcausal.attribution.echo",
 ]
 
-_REGISTRY: dict[str, "MethodSpec"] = {}
+_REGISTRY: dict[str, "MethodSpec[Any]"] = {}
+
+#: a method's settings model
+S = TypeVar("S", bound=BaseModel)
 
 
 @dataclass(frozen=True)
-class MethodSpec:
+class MethodSpec(Generic[S]):
     """One attribution method.
 
     Attributes
@@ -61,14 +64,14 @@ class MethodSpec:
     """
 
     name: str
-    run: Callable[[Trace, Gateway, BaseModel], Attribution]
-    settings_model: type[BaseModel]
+    run: Callable[[Trace, Gateway, S], Attribution]
+    settings_model: type[S]
     prompt_version: str
     stages: tuple[str, ...]
     presets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
-def register(spec: MethodSpec) -> MethodSpec:
+def register(spec: MethodSpec[S]) -> MethodSpec[S]:
     _REGISTRY[spec.name] = spec
     return spec
 
@@ -88,7 +91,7 @@ def method_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def get_method(name: str) -> MethodSpec:
+def get_method(name: str) -> MethodSpec[Any]:
     """The method called ``name``.
 
     Raises

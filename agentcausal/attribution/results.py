@@ -62,9 +62,10 @@ OPTIONAL_COLUMNS = ["span_id", "failure_modes", "confidence", "evidence", "evide
 
 
 def _row(a: Attribution, t: Trace | None) -> dict[str, object]:
-    labelled = t is not None and t.label is not None
-    true_step = t.label.step if labelled else None
-    true_agent = t.label.agent if labelled else None
+    label = t.label if t is not None else None
+    labelled = label is not None
+    true_step = label.step if label is not None else None
+    true_agent = label.agent if label is not None else None
     tot: dict[str, float] = {}
     for u in a.usage.values():
         for k, v in u.items():
@@ -88,7 +89,7 @@ def _row(a: Attribution, t: Trace | None) -> dict[str, object]:
         "step_correct": step_match(a.step, true_step) if labelled else None,
         "agent_correct": agent_match(a.agent, true_agent) if labelled else None,
         "both_correct": (step_match(a.step, true_step) and agent_match(a.agent, true_agent)) if labelled else None,
-        "abs_step_error": abs(a.step - true_step) if labelled and a.step is not None else None,
+        "abs_step_error": abs(a.step - true_step) if true_step is not None and a.step is not None else None,
         "undetermined": a.error is None and a.step is None,
         "error": a.error,
         "reason": a.reason,
@@ -264,7 +265,7 @@ class ResultsWriter:
     def close(self) -> Path:
         """Write the last rows and move the file into place; its path."""
         self._flush()
-        self._writer.close()  # type: ignore[union-attr]
+        self._writer.close()  # type: ignore[union-attr]  # _flush opened it (an empty file too)
         self._atomic.__exit__(None, None, None)
         return self.path
 

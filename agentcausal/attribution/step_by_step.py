@@ -156,10 +156,11 @@ PRESETS = {"paper": {}, "small": {**BASELINE_PRESETS["small"], "reason_chars": 2
 def verdict_model(reason_chars: int | None, paper: bool = False) -> type[StepVerdict] | type[StepErrorVerdict]:
     """The verdict model with ``reason`` capped at ``reason_chars`` characters (none when None):
     :class:`StepErrorVerdict` (``paper``: ``error`` first, the prompt's criterion) or :class:`StepVerdict`."""
-    base = StepErrorVerdict if paper else StepVerdict
-    description = base.model_fields["reason"].description
-    return create_model(base.__name__, __base__=base, __doc__=base.__doc__,
-                        reason=(reply_text(reason_chars), Field(description=description)))
+    base: type[StepVerdict] | type[StepErrorVerdict] = StepErrorVerdict if paper else StepVerdict
+    reason = (reply_text(reason_chars), Field(description=base.model_fields["reason"].description))
+    if paper:
+        return create_model(StepErrorVerdict.__name__, __base__=StepErrorVerdict, __doc__=base.__doc__, reason=reason)
+    return create_model(StepVerdict.__name__, __base__=StepVerdict, __doc__=base.__doc__, reason=reason)
 
 
 def build_messages(trace: Trace, i: int, settings: StepByStepSettings, budget: int | None) -> list[dict[str, str]]:
@@ -232,7 +233,7 @@ def run(trace: Trace, gw: Gateway, settings: StepByStepSettings) -> Attribution:
             reasons.append("unparsable verdict; taken as no")
             continue
         reasons.append(reply.reason)
-        if (reply.error if settings.prompts == "paper" else reply.decisive):
+        if (reply.error if isinstance(reply, StepErrorVerdict) else reply.decisive):  # StepErrorVerdict: paper
             return Attribution(trace_id=trace.id, method=NAME, step=i, agent=trace.steps[i].agent,
                                reason=reply.reason, prompt_version=PROMPT_VERSIONS[settings.prompts],
                                details={"asked": i + 1, "verdicts": reasons, "unparsable": unparsable,

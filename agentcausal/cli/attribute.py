@@ -47,6 +47,8 @@ from agentcausal.settings import parse_bool, routing_preset
 from agentcausal.runs.folder import default_run_dir, load_run_meta, run_kind
 
 if TYPE_CHECKING:
+    from agentcausal.attribution.evaluate import Evaluation
+    from agentcausal.attribution.results import AttributionSummary
     from agentcausal.traces.model import Trace
 
 __all__ = ["register", "cmd_attribute", "cmd_evaluate", "parse_sets", "parse_bool_sets"]
@@ -229,7 +231,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     out_existed = run_dir.exists()
     claim_run_folder(args, run_dir)  # locked until the command ends; a run in it: --resume, --force or refused
     try:  # every refusal before the run leaves no run folder behind
-        skipped: list[dict[str, Any]] = []
+        skipped = []
         if imported:  # other formats and --labels: imported into <run folder>/traces.jsonl; the plan points there
             traces, skipped = _imported_traces(args)
             args.out = str(run_dir)
@@ -347,9 +349,9 @@ def unreachable_summary(failures: Any, rows: int) -> str | None:
     if rows < 1 or len(failures) != rows or "error" not in failures:
         return None
     hits = [_UNREACHABLE.search(str(e)) for e in failures["error"]]
-    if not all(hits):
-        return None
     first = hits[0]
+    if first is None or not all(hits):
+        return None
     return (f"endpoint unreachable: {first.group(1)} at {first.group(2)} — {first.group(3).strip()} "
             f"(all {rows} row(s) failed; nothing was cached)")
 
@@ -361,6 +363,7 @@ def _print_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool
     from agentcausal.report.attribution import accuracy_text, report_run  # (the same)
     from agentcausal.report.blamed import console_summary  # (the same)
 
+    shown: Evaluation | AttributionSummary
     if evaluate:
         rep = report_run(run_dir)
         shown, path = rep.evaluation, rep.path
@@ -368,7 +371,8 @@ def _print_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool
         shown, path = read_attribution_summary(run_dir), Path(run_dir) / "report.md"
     overall, failures = shown.overall, shown.failures
     print(console_summary(load_results(run_dir), accuracy_text(shown), run_dir))  # unlabelled: the blamed steps
-    st = failures["status"].value_counts() if "status" in failures and len(failures) else {}
+    st: dict[Any, int] = (failures["status"].value_counts().to_dict()
+                          if "status" in failures and len(failures) else {})
     if st.get("not_run", 0) and "error" in failures:  # the circuit breaker's not_run rows are failures (exit 4)
         down = int((failures["status"].eq("not_run") & failures["error"].astype(str).str.startswith(
             "EndpointDownError")).sum())

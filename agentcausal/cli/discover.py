@@ -54,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "six of the main table; 'all' = all eight) or a .csv/.parquet file with its .json metadata "
                    "beside it (or DATA::META): {\"variables\": {column: description}, \"domain\": str, \"true_edges\": "
                    "[[cause, effect], ...] (optional; no true graph -> no SHD/F1), \"data_type\", \"missing_values\"} "
-                   "-- see README 'Your own dataset's metadata'; repeatable")
+                   "-- see docs/inputs.md; repeatable")
     p.add_argument("--method", "-m", action="append", dest="methods", metavar="NAME",
                    help="mac, mac_single, dcm_only, mdm_only, llm_zero_shot, react, llm_scd, ils_csl, pc, fci, ges, "
                    "exact_search, "

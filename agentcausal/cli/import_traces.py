@@ -159,7 +159,8 @@ def import_corpus(args: argparse.Namespace) -> tuple[list[tuple[str, Trace]], li
         # start-up cost: loads pandas, pydantic, which `agentcausal --help` and every other verb would pay at import
         from agentcausal.tracers.phoenix import load_phoenix
 
-        origin, bad = f"phoenix {q.url} project {q.project}", []
+        origin = f"phoenix {q.url} project {q.project}"
+        bad: list[tuple[str, str]] = []
         corpus += [(origin, t) for t in load_phoenix(q, tool_agent=args.tool_agent, invalid=bad)]
         invalid += [TraceFormatError(why, path=origin, field=f"trace {tid}") for tid, why in bad]
     if invalid and not getattr(args, "skip_invalid", False):

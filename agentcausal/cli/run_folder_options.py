@@ -194,7 +194,7 @@ def failed_rows_exit(run_meta: dict[str, Any], *, unit: str, unreachable: str | 
     >>> failed_rows_exit({"rows": {"total": 4, "failed": 0, "not_run": 0}}, unit="row")
     0
     """
-    rows = run_meta.get("rows") if isinstance(run_meta.get("rows"), dict) else {}
+    rows = run_meta["rows"] if isinstance(run_meta.get("rows"), dict) else {}
     stopped = run_meta.get("stopped")
     failed, total = int(rows.get("failed", 0) or 0), int(rows.get("total", 0) or 0)
     not_run = int(rows.get("not_run", 0) or 0)  # the breaker stopped the run, or --max-cost held them back

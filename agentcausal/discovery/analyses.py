@@ -134,12 +134,14 @@ def rounds_curve(df: pd.DataFrame, metrics: Sequence[str] = RANKED_METRICS) -> A
     [['mac', 1, 2.0], ['mac', 2, 1.0]]
     """
     split = [split_rounds(str(m)) for m in df["method"]] if not df.empty else []
-    d = df.assign(base=[b for b, _ in split], rounds=[r for _, r in split]) if len(split) else df
+    d = df.assign(base=pd.Series([b for b, _ in split], index=df.index),
+                  rounds=pd.Series([r for _, r in split], index=df.index)) if len(split) else df
     d = d[d["rounds"].notna()] if "rounds" in d else d.iloc[0:0]
     cols = ["method", "dataset", "rounds", *metrics, *[f"{m}_std" for m in metrics], "seeds"]
     if d.empty:
         return Analysis(pd.DataFrame(columns=cols), "0 runs", _convention(df))
     rows = []
+    r: Any  # the rounds of a group (a groupby key value)
     for (base, ds, r), g in d.groupby(["base", "dataset", "rounds"], sort=False):
         rows.append({"method": base, "dataset": ds, "rounds": int(r), **{m: g[m].mean() for m in metrics},
                      **{f"{m}_std": g[m].std(ddof=1) if g[m].notna().sum() > 1 else np.nan for m in metrics},

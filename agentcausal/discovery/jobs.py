@@ -89,6 +89,7 @@ def run_discovery(method: str, ds: Dataset, gw: Gateway | None = None, config: D
                   **env.stamp())
     if env.error is not None:
         return DiscoveryOutcome(**common, **failure_fields(env.error, max_chars=2000))
+    assert env.result is not None, f"{method} returned None"  # a method returns (graph, details) or raises
     graph, details = env.result
     if config.executor_fallback and base_method(method) in DCM_METHODS:
         details = {**details, "executor_fallback": config.executor_fallback}
@@ -127,12 +128,13 @@ class _DiscoverySink:
                 self.truth[job.item.id] = _load(job.item, self.plan, job.seed).true_graph
             except AgentCausalError:
                 self.truth[job.item.id] = getattr(record, "true_graph", None)
+        assert isinstance(record, DiscoveryOutcome)  # the records of the discovery half
         self.outcomes.append(record.model_copy(update={"true_graph": self.truth[job.item.id],
-                                                       "dataset": job.item.id}))  # type: ignore[arg-type]
+                                                       "dataset": job.item.id}))
 
     def close(self) -> dict[str, Any]:
         save_outcomes(self.outcomes, self.run_dir)
-        score_run(self.run_dir, reversal_cost=self.reversal_cost)  # type: ignore[arg-type]
+        score_run(self.run_dir, reversal_cost=self.reversal_cost)  # type: ignore[arg-type]  # run.json: 1 or 2
         models = {s: m for o in self.outcomes for s, m in o.models.items()}
         return {"datasets": [i.spec or i.id for i in self.plan.iter_items()], "methods": list(self.plan.methods),
                 "llm_datasets": self.plan.llm_datasets, "seeds": self.plan.seeds, "n": self.plan.n,

@@ -77,13 +77,13 @@ def degradation(details: dict[str, Any]) -> str | None:
         return None
     if details.get("degraded"):
         reasons.append(str(details["degraded"]))
-    dcm = details.get("dcm") if isinstance(details.get("dcm"), dict) else {}
-    fb = (dcm.get("execution") or {}).get("fallback_reason") if isinstance(dcm.get("execution"), dict) else None
+    dcm = details["dcm"] if isinstance(details.get("dcm"), dict) else {}
+    fb = dcm["execution"].get("fallback_reason") if isinstance(dcm.get("execution"), dict) else None
     if fb:
         reasons.append(f"DCM executor: {fb}")
     for stage in ("dcm", "mdm"):
-        part = details.get(stage) if isinstance(details.get(stage), dict) else {}
-        for note in (part.get("debate") or {}).get("notes", []) if isinstance(part.get("debate"), dict) else []:
+        part = details[stage] if isinstance(details.get(stage), dict) else {}
+        for note in part["debate"].get("notes", []) if isinstance(part.get("debate"), dict) else []:
             reasons.append(f"{stage.upper()}: {note}")
     return "; ".join(reasons)[:1000] if reasons else None
 

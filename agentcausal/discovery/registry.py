@@ -144,9 +144,9 @@ def method_stages(method: str, config: DiscoveryConfig) -> tuple[str, ...]:
 
 
 def mac_settings(method: str, config: DiscoveryConfig) -> MACSettings:
-    upd = {"mac_single": {"single_agent": True}, "dcm_only": {"stages": "dcm_only"},
-           "mdm_only": {"stages": "mdm_only"}}.get(method, {})
-    return config.mac.model_copy(update=upd)
+    upd: dict[str, dict[str, Any]] = {"mac_single": {"single_agent": True}, "dcm_only": {"stages": "dcm_only"},
+                                      "mdm_only": {"stages": "mdm_only"}}
+    return config.mac.model_copy(update=upd.get(method, {}))
 
 
 def method_settings(method: str, config: DiscoveryConfig) -> dict[str, Any]:

@@ -129,7 +129,7 @@ def apply_rounds(method: str, config: C) -> tuple[str, C]:
         return method, config
     mac: Any = getattr(config, "mac")
     update = {"mac": mac.model_copy(update={"rounds": rounds})}
-    return base, config.model_copy(update=update)  # type: ignore[attr-defined]
+    return base, config.model_copy(update=update)  # type: ignore[attr-defined]  # a DiscoveryConfig
 
 
 def base_method(method: str) -> str:

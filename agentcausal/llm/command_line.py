@@ -64,7 +64,7 @@ def server_context_window(base_url: str, model: str, *, api_key: str | None = No
     for m in data:
         if not isinstance(m, dict) or m.get("id") != model:
             continue
-        meta = m.get("meta") if isinstance(m.get("meta"), dict) else {}
+        meta = m["meta"] if isinstance(m.get("meta"), dict) else {}
         for v in (m.get("context_length"), m.get("context_window"), m.get("max_context_length"),
                   m.get("max_model_len"), meta.get("n_ctx"), meta.get("n_ctx_train")):
             if isinstance(v, (int, float)) and v >= 256:

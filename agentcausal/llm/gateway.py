@@ -85,6 +85,7 @@ from agentcausal.exceptions import (
     LLMCallError,
     StructuredOutputError,
 )
+from agentcausal.llm import local
 from agentcausal.llm.profiles import Profile, ProfileSet, load_profiles
 from agentcausal.llm.window import check_prompt_window
 from agentcausal.llm.reply_cache import CorruptRecord, ReplyCache, decode_vector, encode_vector, thread_flights
@@ -140,7 +141,7 @@ def _count_request(_request: Any) -> None:
 
 
 #: what ``chat.completions.create`` puts in its request options: the bearer key
-_POST_OPTIONS: dict[str, Any] = {"security": {"bearer_auth": True}}
+_POST_OPTIONS: openai.RequestOptions = {"security": {"bearer_auth": True}}
 
 _SCHEMAS: weakref.WeakKeyDictionary[type[BaseModel], tuple[dict[str, Any], str]] = weakref.WeakKeyDictionary()
 _SCHEMAS_LOCK = threading.Lock()
@@ -368,20 +369,19 @@ class Gateway:
         identity as in the reply cache's keys (base URL; for embedded profiles the GGUF and the
         reproducible mode), the dialect the request parameters a call sends by default (temperature,
         token cap, ``reasoning_effort``, ``extra_body`` fields such as Qwen3's thinking switch) plus the
-        JSON mode. Two profiles serving one model id in two dialects never share a result.
+        JSON mode and the profile's ``max_output_tokens`` (the completion cap of a call whose method leaves
+        its own cap unset). Two profiles serving one model id in two dialects never share a result.
 
         Raises UnknownStageError (see ProfileSet) when the stage is not routed.
         """
         p = self.profile_for(stage)
-        dialect: dict[str, Any] = {"json_mode": p.json_mode}
+        dialect: dict[str, Any] = {"json_mode": p.json_mode, "max_output_tokens": p.max_output_tokens}
         if p.kind == "chat":
             dialect.update(_chat_params(p, None, None, 0)[0])
         return [self.model_for(stage), p.context_window, _cache_identity(p), dialect]
 
     def _base_url(self, profile: Profile) -> str:
         if profile.is_embedded:
-            from agentcausal.llm import local
-
             return local.ensure_embedded_server(profile)
         return profile.base_url
 
@@ -391,8 +391,6 @@ class Gateway:
         with self._lock:
             if key not in self._clients:
                 if profile.is_embedded:
-                    from agentcausal.llm import local
-
                     api_key = local.embedded_api_key(base_url)  # the server's per-process key
                 else:
                     api_key = profile.api_key()
@@ -440,7 +438,7 @@ class Gateway:
     def _cached_text(self, key: str) -> str | None:
         """The reply text cached under ``key``, or None (a record without text is dropped as corrupt)."""
         hit = self._cache_get(key)
-        if hit is None:
+        if hit is None or self._cache is None:  # a hit comes from the cache
             return None
         if not isinstance(hit.get("text"), str):
             self._cache.drop(key, "a reply record without text")
@@ -450,7 +448,7 @@ class Gateway:
     def _cached_vector(self, key: str) -> np.ndarray | None:
         """The embedding cached under ``key``, or None (a record that is no vector is dropped as corrupt)."""
         hit = self._cache_get(key)
-        if hit is None:
+        if hit is None or self._cache is None:  # a hit comes from the cache
             return None
         try:
             return decode_vector(hit)
@@ -470,7 +468,7 @@ class Gateway:
         Example: ``LLM reply cache cache/llm/cache.db: 2 records failed their check and were
         dropped and asked again (checksum mismatch: 1, undecodable (error): 1)``.
         """
-        if not self.cache_dropped:
+        if not self.cache_dropped or self._cache is None:  # no cache: nothing dropped
             return None
         why = ", ".join(f"{r}: {n}" for r, n in self._cache.drop_reasons.most_common())
         return (f"LLM reply cache {self._cache.path}: {self.cache_dropped} record(s) failed their check and were "
@@ -788,7 +786,7 @@ class Gateway:
             hits = sum(k not in requested for k in keys)  # texts served by the cache, after the wait too
         arr = np.vstack([np.asarray(v, dtype=np.float32) for v in vecs]) if vecs else np.zeros((0, 0), np.float32)
         norms = np.linalg.norm(arr, axis=1, keepdims=True) if arr.size else 1.0
-        arr = arr / np.where(norms == 0, 1.0, norms)
+        arr = (arr / np.where(norms == 0, 1.0, norms)).astype(np.float32, copy=False)  # float32 when empty too
         served = [k for k in keys if k not in requested] if hits < len(texts) else keys
         self._record(stage, item, profile, timer, requests=requests, prompt_tokens=pt, cache_hits=hits,
                      run_hits=sum(self._run_hit(k) for k in served))
@@ -799,8 +797,6 @@ class Gateway:
     ) -> tuple[np.ndarray, int]:
         """Embed ``todo`` with one request (or the in-process embedder): (vectors (n, dim), prompt tokens)."""
         if profile.is_local_embedder:
-            from agentcausal.llm import local
-
             t0 = time.perf_counter()
             try:
                 return np.asarray(local.local_embedder(profile.model)(todo), dtype=np.float32), 0

@@ -59,7 +59,7 @@ from agentcausal.exceptions import CorruptStoreError
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX: lock files per key prefix (filelock) instead
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # not POSIX: checked before each use
 
 __all__ = ["ReplyCache", "ReplyDisk", "CorruptRecord", "MAX_RECORD_BYTES", "thread_flights", "encode_vector",
            "decode_vector"]

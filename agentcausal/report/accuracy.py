@@ -11,6 +11,8 @@ others), and Who&When's published substring rule, labelled as such.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 __all__ = ["ACCURACY_COLUMNS", "ACCURACY_NOTE", "accuracy_display", "has_labels"]
@@ -40,7 +42,7 @@ def has_labels(df: pd.DataFrame) -> bool:
     return "labelled" in df and bool((df["labelled"].fillna(0) > 0).any())
 
 
-def _cell(k: object, n: int) -> str:
+def _cell(k: Any, n: int) -> str:  # k: a frame cell (a count, or missing)
     if k is None or k is pd.NA or (isinstance(k, float) and k != k) or not n:
         return "–"
     return f"{int(k)}/{n} ({100 * int(k) / n:.1f}%)"

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -89,7 +89,7 @@ def _kappa(po: np.ndarray | float, pe: np.ndarray | float) -> np.ndarray | float
         return np.where(np.isclose(pe, 1.0), np.nan, (np.asarray(po) - pe) / (1.0 - np.asarray(pe)))
 
 
-def agreement_stats(a: Sequence[Any], b: Sequence[Any], n_steps: Sequence[int], *, resamples: int = RESAMPLES,
+def agreement_stats(a: Iterable[Any], b: Iterable[Any], n_steps: Iterable[int], *, resamples: int = RESAMPLES,
                     seed: int = SEED, level: float = LEVEL) -> AgreementStats:
     """Agreement, chance agreement and κ of two blamed-step sequences over the same traces.
 
@@ -307,7 +307,7 @@ def run_differences(meta_a: Mapping[str, Any], meta_b: Mapping[str, Any], a: pd.
         if "prompt_version" in a and "prompt_version" in b:
             pa = a.groupby("method")["prompt_version"].first().to_dict()
             pb = b.groupby("method")["prompt_version"].first().to_dict()
-            for m in sorted(set(pa) & set(pb)):
+            for m in sorted(set(pa) & set(pb), key=str):  # method names
                 if pa[m] != pb[m]:
                     rows.append({"what": "settings", "key": f"{m}.prompt_version", "A": str(pa[m]), "B": str(pb[m])})
     order = {w: i for i, w in enumerate(("preset", "settings", "models", "corpus", "routing", "run"))}

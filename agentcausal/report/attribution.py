@@ -36,7 +36,7 @@ from agentcausal.attribution.paper_tables import (
     outside_levels,
     signed_step_error_histogram,
 )
-from agentcausal.attribution.results import load_results
+from agentcausal.attribution.results import AttributionSummary, load_results
 from agentcausal.exceptions import AgentCausalError
 from agentcausal.report.accuracy import ACCURACY_NOTE, accuracy_display, has_labels
 from agentcausal.report.blamed import blamed_html, blamed_markdown
@@ -71,7 +71,7 @@ class RunReport(NamedTuple):
 _PCT = ("step_acc", "agent_acc", "both_acc")
 
 
-def _fmt(v: object, col: str) -> str:
+def _fmt(v: Any, col: str) -> str:  # v: a frame cell
     if v is None or (isinstance(v, float) and pd.isna(v)):
         return "–"
     if col in _PCT:
@@ -104,13 +104,13 @@ def markdown_table(df: pd.DataFrame, *, index: bool = False) -> str:
     return "\n".join(lines)
 
 
-def accuracy_text(ev: Evaluation) -> str:
+def accuracy_text(ev: Evaluation | AttributionSummary) -> str:
     """The overall accuracy table as plain text for a terminal: each metric ``k/n (x%)``
     (:func:`~agentcausal.report.accuracy.accuracy_display`).
 
     Parameters
     ----------
-    ev : Evaluation
+    ev : Evaluation, or the AttributionSummary of a run folder (only ``overall`` is shown)
 
     Returns
     -------
@@ -131,8 +131,9 @@ def _split_facts(meta: Mapping[str, object]) -> tuple[dict[str, object], dict[st
     lists shown; a ``methods`` mapping is shown by its names and folded with its settings."""
     head = {k: v for k, v in meta.items() if not isinstance(v, Mapping)}
     folded = {k: v for k, v in meta.items() if k not in head}
-    if isinstance(meta.get("methods"), Mapping):
-        head = {"methods": list(meta["methods"]), **head}  # type: ignore[arg-type]
+    methods = meta.get("methods")
+    if isinstance(methods, Mapping):
+        head = {"methods": list(methods), **head}
     return head, folded
 
 
@@ -313,7 +314,7 @@ def _run_traces(run_dir: Path, meta: Mapping[str, object], results: pd.DataFrame
         except (AgentCausalError, OSError, ValueError):
             pass  # changed since the run: the corpus as it is now, below
     corpus = meta.get("corpus")
-    paths = [corpus] if isinstance(corpus, str) else list(corpus or [])  # type: ignore[arg-type]
+    paths = [corpus] if isinstance(corpus, str) else list(corpus) if isinstance(corpus, (list, tuple)) else []
     try:
         return {t.id: t for t in load_traces([str(p) for p in paths]) if t.id in wanted}
     except (AgentCausalError, OSError, ValueError):
@@ -339,11 +340,12 @@ def report_run(run_dir: str | Path) -> RunReport:
     meta = load_run_meta(run_dir)
     results = load_results(run_dir, without=("settings_json", "models_json"))  # never shown
     ev = evaluate_frame(results)
-    shown = {k: meta[k] for k in ("corpus", "methods", "routing", "models", "traces", "started", "wall_seconds")
-             if k in meta}
+    shown: dict[str, object] = {
+        k: meta[k] for k in ("corpus", "methods", "routing", "models", "traces", "started", "wall_seconds")
+        if k in meta}
     plan = meta.get("plan")
     if isinstance(plan, Mapping) and plan.get("sources"):  # an imported corpus: its files, not the run's copy
-        shown["corpus"] = [str(s.get("path")) for s in plan["sources"] if isinstance(s, Mapping)]  # type: ignore
+        shown["corpus"] = [str(s.get("path")) for s in plan["sources"] if isinstance(s, Mapping)]
     shown["run folder"] = str(run_dir)
     path = write_report(ev, run_dir, meta=shown, results=results, traces=_run_traces(Path(run_dir), meta, results),
                         run_meta=meta)

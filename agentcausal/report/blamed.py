@@ -150,6 +150,7 @@ def blamed_text(results: pd.DataFrame, *, width: int | None = None, max_rows: in
     show_span = bool(df["span_id"].notna().any())
     shown = df.head(max_rows)
     table: list[list[str]] = []
+    r: Any  # a row of the frame
     head = ["trace", *(["method"] if show_method else []), *(["repeat"] if show_repeat else []), "step", "agent",
             *(["span id"] if show_span else []), "confidence"]
     for r in shown.itertuples(index=False):
@@ -224,6 +225,7 @@ def blamed_markdown(results: pd.DataFrame, *, max_rows: int = 500, report_html: 
             *(["span id"] if show_span else []), "confidence", "reason", "evidence", "fix",
             *(["annotated step"] if show_true else []), *(["failure modes"] if show_modes else [])]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    r: Any  # a row of the frame
     for r in df.head(max_rows).itertuples(index=False):
         trace = f"[{_md(r.trace)}]({report_html}#{trace_anchor(r.trace)})" if report_html else _md(r.trace)
         ev = f"“{_md(one_line(r.evidence, 120))}”" if r.evidence else \

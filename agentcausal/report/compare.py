@@ -53,7 +53,8 @@ Biometrics Bulletin 1(6), 1945. doi:10.2307/3001968.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, NamedTuple
+from collections.abc import Iterator
+from typing import Any, Literal, NamedTuple
 
 import pandas as pd
 
@@ -70,7 +71,7 @@ from agentcausal.report.agreement import (
 from agentcausal.report.discovery import load_scored
 from agentcausal.runs.folder import load_run_meta
 
-__all__ = ["Comparison", "compare_runs", "load_run_frame", "mcnemar_exact", "wilcoxon_paired", "run_kind"]
+__all__ = ["Comparison", "compare_runs", "load_run_frame", "mcnemar_exact", "wilcoxon_paired", "run_kind", "frame_rows"]
 
 RunKind = Literal["attribution", "discovery"]
 
@@ -137,6 +138,12 @@ class Comparison(NamedTuple):
 
 
 _HASH_COL = {"attribution": "trace_hash", "discovery": "data_hash"}
+
+
+def frame_rows(df: pd.DataFrame, *, index: bool = False) -> Iterator[Any]:
+    """``df.itertuples(index=index)``: one named tuple per row, an attribute per column (typed Any: the
+    columns are known at run time)."""
+    return df.itertuples(index=index)
 
 
 def _content_differs(a: pd.DataFrame, b: pd.DataFrame, keys: list[str], hcol: str) -> pd.DataFrame:
@@ -300,7 +307,7 @@ def compare_runs(run_a: str | Path, run_b: str | Path) -> Comparison:
                              "diff": float(y.mean() - x.mean()) if len(lab) else float("nan"),
                              "test": "McNemar exact", "a_only": a_only, "b_only": b_only,
                              "p_value": mcnemar_exact(a_only, b_only) if len(lab) else float("nan")})
-                for r in lab[x != y].itertuples(index=False):
+                for r in frame_rows(lab[x != y]):
                     rec = r._asdict()
                     flips.append({"method": method, **{k: rec[k] for k in keys}, "metric": name,
                                   "a": "right" if rec[f"{col}_a"] else "wrong",
@@ -314,7 +321,7 @@ def compare_runs(run_a: str | Path, run_b: str | Path) -> Comparison:
                              "test": "Wilcoxon", "a_only": float("nan"), "b_only": float("nan"),
                              "p_value": wilcoxon_paired(list(ok[f"{col}_a"]), list(ok[f"{col}_b"]))})
                 if col == "shd":
-                    for r in ok[ok["shd_a"] != ok["shd_b"]].itertuples(index=False):
+                    for r in frame_rows(ok[ok["shd_a"] != ok["shd_b"]]):
                         rec = r._asdict()
                         flips.append({"method": method, **{k: rec[k] for k in keys}, "metric": name,
                                       "a": rec["shd_a"], "b": rec["shd_b"]})

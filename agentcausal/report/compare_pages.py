@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from agentcausal.report.agreement import AGREEMENT_NOTE
-from agentcausal.report.compare import Comparison, load_run_frame
+from agentcausal.report.compare import Comparison, frame_rows, load_run_frame
 from agentcausal.report.discovery_analyses import AnalysesReport, backbone_label, backbone_rank_sections
 from agentcausal.report.html import html_table, human_number, page
 from agentcausal.report.traces_html import trace_anchor
@@ -39,7 +39,7 @@ def _display(c: Comparison) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
         "B − A": ("–" if pd.isna(r.diff) else f"{100 * r.diff:+.1f} pp") if pct else
         ("–" if pd.isna(r.diff) else f"{r.diff:+.3g}"),
         "test": r.test + (f" (A only {int(r.a_only)}, B only {int(r.b_only)})" if pct else ""),
-        "p": "–" if pd.isna(r.p_value) else f"{r.p_value:.3g}"} for r in c.metrics.itertuples()])
+        "p": "–" if pd.isna(r.p_value) else f"{r.p_value:.3g}"} for r in frame_rows(c.metrics, index=True)])
     def tok(v: float) -> str:
         return human_number(round(v))
 
@@ -53,7 +53,7 @@ def _display(c: Comparison) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
         "tokens B − A original": f"{r.diff_tokens:+,.0f}",
         "seconds A this run": sec(r.a_run_seconds), "seconds A original": sec(r.a_seconds),
         "seconds B this run": sec(r.b_run_seconds), "seconds B original": sec(r.b_seconds),
-        "seconds B − A original": f"{r.diff_seconds:+,.2f}"} for r in c.cost.itertuples()])
+        "seconds B − A original": f"{r.diff_seconds:+,.2f}"} for r in frame_rows(c.cost, index=True)])
     flipped = c.flipped
     if not flipped.empty:  # one row per (method, item), one column per metric: "A → B", blank when unchanged
         idx = ["method", *c.keys]
@@ -84,7 +84,7 @@ def _unpaired_display(c: Comparison) -> pd.DataFrame:
     return pd.DataFrame([{"method": r.method, "only in": f"{r.only_in} ({names[r.only_in]})",
                           "items": int(r.items),
                           "what": "method not run in the other" if r.whole_method else "items missing in the other",
-                          "items (first 10)": r.which} for r in c.unpaired.itertuples()],
+                          "items (first 10)": r.which} for r in frame_rows(c.unpaired, index=True)],
                         columns=["method", "only in", "items", "what", "items (first 10)"])
 
 
@@ -130,10 +130,10 @@ def _agreement_cells(r: Any) -> dict[str, str]:
 
 def _agreement_display(c: Comparison) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(A vs B per method, methods of one run) as text tables."""
-    runs = pd.DataFrame([{"method": r.method, **_agreement_cells(r)} for r in c.agreement.itertuples()])
+    runs = pd.DataFrame([{"method": r.method, **_agreement_cells(r)} for r in frame_rows(c.agreement, index=True)])
     names = {"A": c.run_a.name, "B": c.run_b.name}
     within = pd.DataFrame([{"run": f"{r.run} ({names.get(r.run, r.run)})", "methods": f"{r.method_a} vs {r.method_b}",
-                            **_agreement_cells(r)} for r in c.method_agreement.itertuples()])
+                            **_agreement_cells(r)} for r in frame_rows(c.method_agreement, index=True)])
     return runs, within
 
 

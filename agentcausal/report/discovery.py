@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, cast
 
 import pandas as pd
 
@@ -85,7 +85,7 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
                    method=pd.Categorical(df["method"], categories=list(dict.fromkeys(df["method"]))))
     g = df.groupby(["dataset", "method"], sort=True, observed=True)
     out = g[list(_METRICS)].agg(["mean", "std"])
-    out.columns = [f"{a}_{b}" for a, b in out.columns]
+    out.columns = [f"{a}_{b}" for a, b in out.columns]  # type: ignore[str-unpack]  # (metric, statistic) pairs
     out["runs"] = g.size()
     out["errors"] = g["error"].apply(lambda s: int((s != "").sum()))
     if "status" in df:
@@ -132,7 +132,8 @@ def summary_text(df: pd.DataFrame, *, reversal_cost: int = 1) -> str:
     digits = {"shd": 1, "shd2": 1, "nhd": 3, "f1": 2, "skeleton_f1": 2}
     lines = [f"{'dataset':<11} {'n':>6} {'method':<14} " + " ".join(f"{h:>11}" for h in METRIC_COLUMNS.values())
              + f" {'s':>6} {'runs':>4} {'reused':>6}"]
-    for (ds, m), r in s.iterrows():
+    for key, r in s.iterrows():
+        ds, m = cast(tuple[str, str], key)  # a two-level index: (dataset, method)
         err = f"  ({r['errors']} failed)" if r["errors"] else ""
         err += f"  ({int(r['degraded'])} degraded)" if r.get("degraded", 0) else ""
         err += f"  ({IDENTICAL_NOTE})" if r.get("identical_samples", False) else ""
@@ -165,7 +166,7 @@ def memorisation_text(df: pd.DataFrame) -> str:
         cells = []
         for m in modes:
             if (ds, n, base, m) in g.index:
-                r = g.loc[(ds, n, base, m)]
+                r = g.loc[(ds, n, base, m)]  # type: ignore[index]  # a four-level index
                 cells.append(f"{r.shd:.1f} / {r.f1:.2f}" if not pd.isna(r.shd) else "–")
             else:
                 cells.append("")
@@ -331,7 +332,7 @@ def executor_lines(df: pd.DataFrame) -> list[str]:
         line = (f"- {m}: coding {int((g['executor'] == 'coding').sum())}, typed {int((g['executor'] == 'typed').sum())}"
                 f" of {len(g)} runs; fallbacks {len(fb)}")
         if len(fb):
-            line += ": " + "; ".join(f"{reason[:200]} ({count}x)" for reason, count in fb.value_counts().items())
+            line += ": " + "; ".join(f"{str(reason)[:200]} ({count}x)" for reason, count in fb.value_counts().items())
         lines.append(line)
     return lines + [""]
 
@@ -439,7 +440,8 @@ def table_records(df: pd.DataFrame) -> list[dict[str, Any]]:
     if s.empty:
         return []
     out = []
-    for (ds, m), r in s.iterrows():
+    for key, r in s.iterrows():
+        ds, m = cast(tuple[str, str], key)  # a two-level index: (dataset, method)
         digits = {"shd": 2, "shd2": 2, "nhd": 3, "f1": 2, "skeleton_f1": 2}
         out.append({"dataset": ds, "n": r["n"], "method": m,
                     **{h: _cell(r[f"{k}_mean"], r[f"{k}_std"], digits[k]) for k, h in METRIC_COLUMNS.items()},

@@ -110,7 +110,7 @@ def draw_graph_png(pred: CausalGraph, true: CausalGraph | None, path: str | Path
     import matplotlib.pyplot as plt
     import networkx as nx
 
-    g = nx.DiGraph()
+    g: nx.DiGraph[str] = nx.DiGraph()
     g.add_nodes_from(pred.nodes)
     true_dir = true.directed_edges() if true is not None else set()
     colours: dict[tuple[str, str], str] = {}
@@ -132,6 +132,7 @@ def draw_graph_png(pred: CausalGraph, true: CausalGraph | None, path: str | Path
             if frozenset((a, b)) not in pred.skeleton():
                 g.add_edge(a, b)
                 colours[(a, b)], styles[(a, b)] = "lightgrey", "dashed"
+    pos: dict[Any, Any]  # node -> (x, y)
     try:
         pos = nx.nx_agraph.graphviz_layout(g, prog="dot")
     except Exception:  # noqa: BLE001 - graphviz is optional

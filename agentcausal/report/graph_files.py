@@ -44,7 +44,7 @@ def edge_type(e: Edge) -> EdgeType:
 
 def edge_rows(graph: CausalGraph) -> list[tuple[str, str, EdgeType]]:
     """(source, target, type) per edge; directed edges point from cause to effect."""
-    rows = []
+    rows: list[tuple[str, str, EdgeType]] = []
     for e in graph.edges:
         o = e.oriented()
         rows.append((o[0], o[1], "directed") if o else (e.u, e.v, edge_type(e)))

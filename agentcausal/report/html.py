@@ -16,13 +16,16 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from agentcausal.report.accuracy import accuracy_display
 from agentcausal.report.plots import Figure
 from agentcausal.report.svg import SVG_CSS
+
+if TYPE_CHECKING:
+    from agentcausal.attribution.evaluate import Evaluation
 
 __all__ = ["html_report", "write_html_report", "attribution_tables", "human_number", "html_table", "facts_table",
            "facts_markdown", "facts_line", "folded_facts", "readable_value",
@@ -351,7 +354,7 @@ def write_html_report(path: str | Path, title: str, meta: Mapping[str, object], 
     return path
 
 
-def attribution_tables(ev: object) -> list[tuple[str, pd.DataFrame]]:
+def attribution_tables(ev: Evaluation) -> list[tuple[str, pd.DataFrame]]:
     """The tables of an attribution :class:`~agentcausal.attribution.evaluate.Evaluation`, in report order.
 
     Parameters

@@ -364,7 +364,7 @@ def column_svg(nodes: Sequence[str], edges: Sequence[SvgEdge], *, labels: Mappin
         span = abs(row[ed.u] - row[ed.v])
         marks = (' marker-end="url(#ah)"' if ed.arrow else "") + (' marker-start="url(#ah)"' if ed.arrow_back else "")
         if side == "right" and span == 1:  # neighbours: a straight arrow in the gap between the two boxes
-            n_pair = per_pair[(side, *sorted((row[ed.u], row[ed.v])))]
+            n_pair = per_pair[(side, min(row[ed.u], row[ed.v]), max(row[ed.u], row[ed.v]))]
             dx = (k - (n_pair - 1) / 2) * 12.0  # several edges between the same neighbours sit side by side
             down = y1 > y0
             a = (xc + dx, y0 + (_NODE_H / 2 if down else -_NODE_H / 2))

@@ -151,12 +151,15 @@ def trace_view_text(results: pd.DataFrame, trace_id: str, trace: Trace | None = 
         if trace.ground_truth:
             out.append(one_line(f"correct answer: {trace.ground_truth}", width))
     by_step: dict[int, list[Any]] = {}
+    unplaced: list[Any] = []
+    r: Any  # a row of the frame
     for r in rows.itertuples(index=False):
         if r.step is not None and not pd.isna(r.step):
             by_step.setdefault(int(r.step), []).append(r)
-    unplaced = [r for r in rows.itertuples(index=False) if r.step is None or pd.isna(r.step)]
+        else:
+            unplaced.append(r)
     if trace is not None:
-        steps = [(s.index, s.agent, s.content) for s in trace.steps]
+        steps: list[tuple[int, str, str | None]] = [(s.index, s.agent, s.content) for s in trace.steps]
     else:
         out.append("(trace text not available: the run's corpus is gone or changed; blamed steps only)")
         shown = sorted(set(by_step) | ({int(true_step)} if true_step is not None else set()))

@@ -20,7 +20,7 @@ import html
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -39,6 +39,11 @@ _PREVIEW = 240
 def trace_anchor(trace_id: str) -> str:
     """The HTML id of a trace's section (``t-`` + the id with other characters than ``[A-Za-z0-9_-]`` as ``-``)."""
     return "t-" + re.sub(r"[^A-Za-z0-9_-]", "-", str(trace_id))
+
+
+def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """The rows of ``df`` as dicts by column name (``to_dict(orient="records")``; the columns are str)."""
+    return cast(list[dict[str, Any]], df.to_dict(orient="records"))
 
 
 def _na(v: Any) -> bool:
@@ -72,7 +77,7 @@ def per_trace_frame(results: pd.DataFrame) -> pd.DataFrame:
     tokens (prompt + completion), seconds, and cost (USD) when a profile has prices.
     """
     rows = []
-    for r in results.sort_values(["trace_id", "method"]).to_dict(orient="records"):
+    for r in _records(results.sort_values(["trace_id", "method"])):
         err = None if _na(r.get("error")) else r.get("error")
         rows.append({"trace": r["trace_id"], "subset": r.get("subset", ""), "steps": int(r.get("n_steps") or 0),
                      "method": r["method"], "blamed step": None if _na(r["pred_step"]) else int(r["pred_step"]),
@@ -154,7 +159,7 @@ def _blame_row(r: Mapping[str, Any]) -> str:
     """The row under a blamed step: one method's reason, confidence, evidence and fix."""
     e = html.escape
     bits = [f"<b>{e(str(r['method']))}</b>"]
-    conf = r.get("confidence")
+    conf: Any = r.get("confidence")
     if not _na(conf):
         bits.append(f"confidence {float(conf):.2f}")
     reason = "" if _na(r.get("reason")) else str(r.get("reason"))
@@ -212,7 +217,7 @@ def trace_sections_html(results: pd.DataFrame, traces: Mapping[str, Trace] | Non
            "green: the annotated decisive step), then each DCFA method's dependency graph (yellow: minor deviation; "
            "orange: GCA hypothesis; red: final decisive step; dashed orange: accepted LCE moves with ΔS).</p>"]
     by_trace: dict[str, list[dict[str, Any]]] = {}  # one to_dict for the frame: per-group pandas calls cost ~10 ms each
-    for r in results.sort_values(["trace_id", "method"]).to_dict(orient="records"):
+    for r in _records(results.sort_values(["trace_id", "method"])):
         by_trace.setdefault(r["trace_id"], []).append(r)
     for tid, recs in by_trace.items():
         first = recs[0]
@@ -232,7 +237,7 @@ def trace_sections_html(results: pd.DataFrame, traces: Mapping[str, Trace] | Non
                    else "unlabelled") + "</p>"]
         if t is not None:
             head.append(f"<p class='note'><b>Question:</b> {e(t.question[:500])}</p>")
-            steps = [(s.index, s.agent, s.content) for s in t.steps]
+            steps: list[tuple[int, str, str | None]] = [(s.index, s.agent, s.content) for s in t.steps]
         else:
             shown = sorted(set(blamed) | ({true_step} if true_step is not None else set()))
             steps = [(i, "", None) for i in shown]

@@ -47,6 +47,7 @@ _FIGURES = ("requests", "prompt_tokens", "completion_tokens")
 
 def tokens_of(messages: Iterable[Mapping[str, Any]]) -> int:
     """Estimated prompt tokens of chat messages (:data:`TOKEN_RULE`)."""
+    # start-up cost: the CLI imports this module for its options; llm.window loads pydantic (via traces.render)
     from agentcausal.llm.window import prompt_size
 
     return prompt_size(messages)[0]
@@ -213,7 +214,7 @@ def _money(x: float) -> float:
     return round(x, 6)
 
 
-def _fmt_range(lo: float, hi: float, money: bool = False) -> str:
+def _fmt_range(lo: float, hi: float, *, money: bool = False) -> str:
     f = (lambda v: f"${v:,.4f}") if money else (lambda v: f"{int(v):,}")
     return f(lo) if abs(hi - lo) < 1e-12 else f"{f(lo)}–{f(hi)}"
 

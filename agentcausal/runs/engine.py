@@ -142,8 +142,11 @@ class RunHalf(Protocol):
     """
 
     kind: str
-    record_type: type[RunRecord]
     default_chunk_size: int
+
+    @property
+    def record_type(self) -> type[RunRecord]:  # read-only, so a half may name a RunRecord subclass
+        ...
 
     def job_counts(self, plan: Plan) -> dict[str, int]:
         """Jobs per method of the plan (for chunk sizes and progress), without reading items."""
@@ -307,7 +310,7 @@ class RunEngine:
             if not self.breaker.blocks(method_profiles(self.header, chunk.method)):
                 yield chunk
             else:
-                self._not_run(chunk, self.breaker.error)  # type: ignore[arg-type]
+                self._not_run(chunk, self.breaker.error)  # type: ignore[arg-type]  # blocks: error is set
 
     def _not_run(self, chunk: Chunk, error: EndpointDownError) -> None:
         for job, key in zip(chunk.jobs, chunk.keys, strict=True):
@@ -472,6 +475,6 @@ def drive(engine: RunEngine, submit: Callable[[Chunk], F], result: Callable[[F],
                 continue
         fut = submit(chunk)
         in_flight[id(fut)] = (chunk, fut)
-        fut.add_done_callback(finished.put)  # type: ignore[attr-defined]
+        fut.add_done_callback(finished.put)  # type: ignore[attr-defined]  # a Prefect future
     while in_flight:
         collect()

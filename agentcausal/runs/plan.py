@@ -235,7 +235,7 @@ class Plan(BaseModel):
         ``file_sha256``/``offset`` only for attribute; ``sources`` and ``labels`` only for an imported
         corpus; ``items_file`` only for a plan on disk)."""
         out = self.model_dump(mode="json", exclude={"items"})
-        first = []
+        first: list[dict[str, Any]] = []
         for it in self.iter_items():
             if len(first) >= shown:
                 break
@@ -296,7 +296,7 @@ class PlanWriter:
     def close(self, **header: Any) -> Plan:
         """Finish the items file; the plan with ``header``'s fields and these items (in the file, or the
         first ones in memory for a dry run)."""
-        if self._fh is not None:
+        if self._fh is not None and self._atomic is not None:  # both or neither
             self._fh.close()
             self._atomic.__exit__(None, None, None)
             return Plan(**header, item_count=self.count, items_file=str(self.path))
@@ -304,7 +304,7 @@ class PlanWriter:
 
     def abort(self) -> None:
         """Drop a half-written items file (the build was refused)."""
-        if self._fh is not None:
+        if self._fh is not None and self._atomic is not None:  # both or neither
             self._fh.close()
             try:
                 self._atomic.__exit__(RuntimeError, RuntimeError("aborted"), None)

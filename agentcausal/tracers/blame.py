@@ -194,5 +194,5 @@ def blamed_spans(run_dir: str | Path, *, methods: Sequence[str] | None = None) -
             models=_json_col(_opt(row, "models_json")) or {}, repeat=repeat))
     preset = meta.get("preset")
     return RunBlame(run=str(meta.get("name") or d.resolve().name), run_dir=str(d), preset=None if preset is None
-                    else str(preset), started=meta.get("started"), finished_ns=_finished_ns(meta), blamed=blamed,
-                    unplaced=unplaced)
+                    else str(preset), started=None if meta.get("started") is None else str(meta["started"]),
+                    finished_ns=_finished_ns(meta), blamed=blamed, unplaced=unplaced)

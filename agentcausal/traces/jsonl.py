@@ -197,7 +197,10 @@ def _scan_jsonl(path: Path, *, root: Path | None = None, require_question: bool 
     traces: list[Trace] = []
     errors: list[TraceFormatError] = []
     for _, t in iter_jsonl(path, root=root, require_question=require_question):
-        (errors if isinstance(t, TraceFormatError) else traces).append(t)
+        if isinstance(t, TraceFormatError):
+            errors.append(t)
+        else:
+            traces.append(t)
     return TraceScan(traces, errors)
 
 

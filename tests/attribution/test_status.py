@@ -111,8 +111,10 @@ def test_two_dialects_of_one_model_never_share_a_result(fake_server, make_gatewa
     nothink = make_gateway(fake_server, cache_dir=tmp_path / "b", extra_body={"chat_template_kwargs": {"enable_thinking": False}})
     same = make_gateway(fake_server, cache_dir=tmp_path / "c", extra_body={"chat_template_kwargs": {"enable_thinking": False}})
     effort = make_gateway(fake_server, cache_dir=tmp_path / "d", reasoning_effort="high")
-    keys = [attribution_key(trace, "all_at_once", None, g) for g in (think, nothink, same, effort)]
-    assert keys[0] != keys[1] and keys[1] == keys[2] and keys[3] not in keys[:3]
+    capped = make_gateway(fake_server, cache_dir=tmp_path / "e", max_output_tokens=64,
+                          extra_body={"chat_template_kwargs": {"enable_thinking": False}})
+    keys = [attribution_key(trace, "all_at_once", None, g) for g in (think, nothink, same, effort, capped)]
+    assert keys[0] != keys[1] and keys[1] == keys[2] and keys[3] not in keys[:3] and keys[4] not in keys[:4]
     dkeys = [discovery_key(ds, "mac", DiscoveryConfig(), g) for g in (think, nothink, same)]
     assert dkeys[0] != dkeys[1] and dkeys[1] == dkeys[2]
     # statistical methods send nothing to a model: one key whatever the routing

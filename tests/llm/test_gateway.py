@@ -335,6 +335,13 @@ def test_embeddings_are_normalised_and_cached_per_text(fake_server, make_gateway
     assert gw.usage.by_stage()["dcfa.embed"].cache_hits == 1
 
 
+def test_no_texts_embed_to_an_empty_float32_array(fake_server, make_gateway):
+    """No texts: an empty array of the promised dtype (float32), and no request."""
+    out = make_gateway(fake_server).embed("dcfa.embed", [])
+    assert out.shape[0] == 0 and out.dtype == np.float32
+    assert fake_server.count == 0
+
+
 def test_embedding_endpoint_outage_raises_endpoint_error(fake_server, make_gateway):
     fake_server.inject(503, 503)
     gw = make_gateway(fake_server, max_retries=1)

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import networkx as nx
 from pydantic import BaseModel, Field, create_model
@@ -171,6 +171,11 @@ class DecisionReply(BaseModel):
     reason: str = Field(description="one sentence")
 
 
+def _one_of(steps: tuple[int, ...]) -> Any:
+    """``Literal[steps]``: a field type of values known at run time."""
+    return Literal[steps]
+
+
 @functools.lru_cache(maxsize=256)
 def decision_model(candidates: tuple[int, ...], max_reason_chars: int | None,
                    n_steps: int | None = None) -> type[DecisionReply]:
@@ -193,7 +198,7 @@ def decision_model(candidates: tuple[int, ...], max_reason_chars: int | None,
     return create_model(
         "DecisionReply",
         __base__=DecisionReply,
-        step=(Literal[tuple(sorted(set(candidates)))], Field(description="one of the candidate steps")),
+        step=(_one_of(tuple(sorted(set(candidates)))), Field(description="one of the candidate steps")),
         reason=reason,
     )
 

@@ -52,7 +52,7 @@ appendix K (Algorithm 1), appendix L (Figures 9 and 10).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple, cast
 
 import networkx as nx
 
@@ -183,9 +183,11 @@ def gca_budgets(gw: Gateway, settings: DcfaSettings) -> tuple[int, int]:
     return (completion_budget(gw, STAGE, settings.gca_tokens), completion_budget(gw, STAGE, settings.hg_max_tokens))
 
 
-def _judged(raw_edges: Sequence[object]) -> tuple[list[tuple[int, int]], tuple[dict, ...], int]:
+def _judged(raw_edges: Sequence[prompts.JudgedEdge]) -> tuple[list[tuple[int, int]], tuple[dict, ...], int]:
     """Edges whose three judgements hold, every judgement as a record, and how many failed."""
-    kept, records, failed = [], [], 0
+    kept: list[tuple[int, int]] = []
+    records: list[dict[str, Any]] = []
+    failed = 0
     for e in raw_edges:
         holds = bool(e.temporal and e.necessary and e.sufficient)
         records.append({"source": e.source, "target": e.target, "temporal": e.temporal,
@@ -231,6 +233,7 @@ def run_gca(trace: Trace, gw: Gateway, settings: DcfaSettings, *, item: str | No
     judged, links_mode = s.cgc == "equations", s.cgc == "code"
     gca_tokens, hg_tokens = gca_budgets(gw, s)
     budget = trace_budget(gw, STAGE, s, max(gca_tokens, hg_tokens))
+    graph_reply: prompts.DeviationsAndGraph | prompts.DeviationsAndLinks | prompts.EdgesReply | prompts.CausalListsReply
     if s.mdi_cgc == "split":
         mdi = gw.structured(
             STAGE,
@@ -260,13 +263,14 @@ def run_gca(trace: Trace, gw: Gateway, settings: DcfaSettings, *, item: str | No
                                    max_deviations=s.max_deviations, max_reason_chars=s.max_reason_chars)
     judgements: tuple[dict, ...] = ()
     links: tuple[StepLinks, ...] = ()
-    if links_mode:
+    if isinstance(graph_reply, (prompts.DeviationsAndLinks, prompts.CausalListsReply)):  # links_mode
         lv = validate_links(((e.step, e.causes, e.effects) for e in graph_reply.steps), n)
         graph, links = GraphValidation(lv.graph, lv.dropped), lv.links
     else:
         not_causal = 0
         if judged:
-            pairs, judgements, not_causal = _judged(graph_reply.edges)
+            # cgc="equations": the model's edges are JudgedEdge models (prompts._edge_type)
+            pairs, judgements, not_causal = _judged(cast(list[prompts.JudgedEdge], graph_reply.edges))
         else:
             pairs = [(e.source, e.target) for e in graph_reply.edges]
         v = validate_edges(pairs, n)  # HG sees every valid edge; the cap applies to the searched graph

@@ -124,7 +124,7 @@ def validate_edges(edges: Iterable[tuple[int, int]], n_steps: int, *, max_edges:
     """
     if n_steps < 1:
         raise ValueError(f"n_steps must be >= 1, got {n_steps}")
-    g = nx.DiGraph()
+    g: nx.DiGraph[int] = nx.DiGraph()
     g.add_nodes_from(range(n_steps))
     oor = loops = back = dup = cap = 0
     for p, q in edges:
@@ -177,7 +177,7 @@ def cap_edges(graph: nx.DiGraph, hypothesis: int, max_edges: int | None) -> tupl
         return d, q - p, p
 
     keep = sorted(edges, key=closeness)[:max_edges]
-    out = nx.DiGraph()
+    out: nx.DiGraph[int] = nx.DiGraph()
     out.add_nodes_from(graph.nodes())
     out.add_edges_from(keep)
     return out, len(edges) - len(keep)
@@ -213,7 +213,7 @@ def validate_links(entries: Iterable[tuple[int, Iterable[int], Iterable[int]]], 
     """
     if n_steps < 1:
         raise ValueError(f"n_steps must be >= 1, got {n_steps}")
-    g = nx.DiGraph()
+    g: nx.DiGraph[int] = nx.DiGraph()
     g.add_nodes_from(range(n_steps))
     oor = loops = back = dup = 0
     kept: dict[int, StepLinks] = {}

@@ -366,8 +366,8 @@ class CounterfactualScorer:
                 out[i] = CandidateScore(None, None, None, None, "Correct's reply gave no content for this step")
                 continue
             cur, prev = self._get(p[0]), self._get(p[1])
-            bad_sim = next((x for x in (cur, prev) if isinstance(x, StructuredOutputError)), None)
-            if bad_sim is not None:
+            if isinstance(cur, StructuredOutputError) or isinstance(prev, StructuredOutputError):
+                bad_sim = cur if isinstance(cur, StructuredOutputError) else prev
                 out[i] = CandidateScore(None, None, None, None, f"{type(bad_sim).__name__}: {bad_sim}"[:300])
                 continue
             out[i] = CandidateScore(cur.s, prev.s, cur.s - prev.s, cur.reason)
@@ -416,5 +416,5 @@ def run_lce(trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSettings, *
     cands = [DedCandidate(gca.hypothesis_step, None, True)]
     cands += [DedCandidate(m.step, scorer.reasons.get(m.step)) for m in search.path if m.step != gca.hypothesis_step]
     decision = decide(trace, cands, gca.lce_graph, gca.deviations, gw, s, item=item)
-    candidates = tuple(sorted({c.step for c in cands}))
+    candidates = tuple(sorted({gca.hypothesis_step, *(m.step for m in search.path)}))  # the steps of cands
     return LceResult(search, candidates, decision, scorer.correction, tuple(scorer.simulations), scorer.scores)

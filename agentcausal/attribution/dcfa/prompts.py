@@ -49,9 +49,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Annotated, NamedTuple
+from typing import Annotated, Any, NamedTuple, cast
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic.json_schema import JsonDict
 
 from agentcausal.attribution.dcfa import paper_prompts as pp
 from agentcausal.llm import Message
@@ -342,7 +343,7 @@ class RootCauseOutcome(BaseModel):
         return self.answer
 
 
-def _reason(max_chars: int | None, description: str = "one sentence") -> object:
+def _reason(max_chars: int | None, description: str = "one sentence") -> Any:
     """A reason field: :func:`ShortText` (schema ``maxLength``, cut on validation) when ``max_chars``
     is set, else a plain string (``paper``: no cap)."""
     if max_chars is None:
@@ -359,7 +360,12 @@ def _deviation_model(max_reason_chars: int | None) -> type[Deviation]:
     )
 
 
-def _items(cap: int | None) -> dict[str, int] | None:
+def _list_of(item: type) -> Any:
+    """``list[item]`` for a field type built at run time (a reply model class)."""
+    return list[item]  # type: ignore[valid-type]  # item is a class made at run time, not a static type
+
+
+def _items(cap: int | None) -> JsonDict | None:
     return None if cap is None else {"maxItems": max(cap, 0)}
 
 
@@ -375,7 +381,7 @@ def _edge_type(judged: bool, max_reason_chars: int | None) -> type:
 
 @functools.lru_cache(maxsize=64)
 def gca_joint_model(max_deviations: int | None, max_edges: int | None, max_reason_chars: int | None,
-                    judged: bool = False, links: bool = False) -> type[BaseModel]:
+                    judged: bool = False, links: bool = False) -> type[DeviationsAndGraph] | type[DeviationsAndLinks]:
     """Reply model of MDI + CGC with advisory ``maxItems``/``maxLength`` (see module docstring).
 
     Parameters
@@ -391,7 +397,7 @@ def gca_joint_model(max_deviations: int | None, max_edges: int | None, max_reaso
     a subclass of :class:`DeviationsAndGraph` or :class:`DeviationsAndLinks` (cached per argument tuple).
     """
     dev = _deviation_model(max_reason_chars)
-    devs = (list[dev], Field(default_factory=list, json_schema_extra=_items(max_deviations)))
+    devs: tuple[Any, Any] = (_list_of(dev), Field(default_factory=list, json_schema_extra=_items(max_deviations)))
     if links:
         return create_model("DeviationsAndLinks", __base__=DeviationsAndLinks, deviations=devs,
                             steps=(list[LinksEntry], Field(default_factory=list)))
@@ -400,7 +406,7 @@ def gca_joint_model(max_deviations: int | None, max_edges: int | None, max_reaso
         "DeviationsAndGraph",
         __base__=DeviationsAndGraph,
         deviations=devs,
-        edges=(list[edge], Field(default_factory=list, json_schema_extra=_items(max_edges))),
+        edges=(_list_of(edge), Field(default_factory=list, json_schema_extra=_items(max_edges))),
     )
 
 
@@ -411,13 +417,13 @@ def mdi_model(max_deviations: int | None, max_reason_chars: int | None) -> type[
     return create_model(
         "DeviationsReply",
         __base__=DeviationsReply,
-        deviations=(list[dev], Field(default_factory=list, json_schema_extra=_items(max_deviations))),
+        deviations=(_list_of(dev), Field(default_factory=list, json_schema_extra=_items(max_deviations))),
     )
 
 
 @functools.lru_cache(maxsize=64)
 def cgc_model(max_edges: int | None, judged: bool = False, max_reason_chars: int | None = None,
-              links: bool = False) -> type[BaseModel]:
+              links: bool = False) -> type[EdgesReply] | type[CausalListsReply]:
     """Reply model of CGC alone: :class:`CausalListsReply` when ``links`` (``cgc="code"``), else an
     :class:`EdgesReply` (advisory ``maxItems``; judged edges as in :func:`gca_joint_model`)."""
     if links:
@@ -425,13 +431,13 @@ def cgc_model(max_edges: int | None, judged: bool = False, max_reason_chars: int
     return create_model(
         "EdgesReply",
         __base__=EdgesReply,
-        edges=(list[_edge_type(judged, max_reason_chars)], Field(default_factory=list,
+        edges=(_list_of(_edge_type(judged, max_reason_chars)), Field(default_factory=list,
                                                                  json_schema_extra=_items(max_edges))),
     )
 
 
 @functools.lru_cache(maxsize=256)
-def hypothesis_model(n_steps: int, max_reason_chars: int | None, log_answer: bool = False) -> type[BaseModel]:
+def hypothesis_model(n_steps: int, max_reason_chars: int | None, log_answer: bool = False) -> type[HypothesisReply]:
     """Reply model of HG whose ``step`` must lie in ``0 .. n_steps - 1`` (validated).
 
     Parameters
@@ -450,11 +456,11 @@ def hypothesis_model(n_steps: int, max_reason_chars: int | None, log_answer: boo
         raise ValueError(f"n_steps must be >= 1, got {n_steps}")
     step = (int, Field(ge=0, le=n_steps - 1, description="0-based step of the decisive error"))
     reason = (_reason(max_reason_chars, "how the root cause was inferred" if log_answer else "one sentence"), ...)
-    if log_answer:
-        return create_model(
+    if log_answer:  # not a subclass (the released code's field order) but the same step and reason
+        return cast(type[HypothesisReply], create_model(
             "HypothesisReply", __doc__=HypothesisReply.__doc__,
             log_answer=(str, Field("", description="the final wrong answer given in the log")), step=step,
-            reason=reason)
+            reason=reason))
     return create_model("HypothesisReply", __base__=HypothesisReply, step=step, reason=reason)
 
 
@@ -476,7 +482,7 @@ def corrected_trace_model(n_steps: int, max_chars: int | None) -> type[Corrected
     """
     if n_steps < 1:
         raise ValueError(f"n_steps must be >= 1, got {n_steps}")
-    extra = None if max_chars is None else {"maxLength": max_chars}
+    extra: JsonDict | None = None if max_chars is None else {"maxLength": max_chars}
     entry = create_model(
         "CorrectedStep",
         __base__=CorrectedStep,
@@ -486,12 +492,13 @@ def corrected_trace_model(n_steps: int, max_chars: int | None) -> type[Corrected
     return create_model(
         "CorrectedTraceReply",
         __base__=CorrectedTraceReply,
-        steps=(list[entry], Field(description=f'one entry per step 0 to {n_steps - 1}: {{step, content}}; '
+        steps=(_list_of(entry), Field(description=f'one entry per step 0 to {n_steps - 1}: {{step, content}}; '
                                               '"" = unchanged', json_schema_extra={"maxItems": n_steps})),
     )
 
 
-def simulation_model(style: str, variant: str = "equations") -> type[BaseModel]:
+def simulation_model(style: str, variant: str = "equations"
+                     ) -> type[SimulatedOutcome] | type[RootCauseOutcome] | type[PaperSimulatedOutcome]:
     """Reply model of Simulation: ``small`` -> :class:`SimulatedOutcome`; ``paper`` ->
     :class:`RootCauseOutcome` (``simulation="code"``: reason, answer) or
     :class:`PaperSimulatedOutcome` (``"equations"``: reasoning, outcome). Each has ``.outcome``."""
@@ -536,8 +543,8 @@ def format_graph(graph: Sequence[tuple[int, int]] | Sequence[StepLinks] | str) -
     if isinstance(graph, str):
         return graph
     if graph and isinstance(graph[0], StepLinks):
-        return format_links(graph)  # type: ignore[arg-type]
-    return format_edges(graph)  # type: ignore[arg-type]
+        return format_links(graph)  # type: ignore[arg-type]  # graph[0] is a StepLinks: so is every entry
+    return format_edges(graph)  # type: ignore[arg-type]  # not StepLinks: (source, target) edges
 
 
 def truth_line(truth: str | None) -> str:

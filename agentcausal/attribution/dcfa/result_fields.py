@@ -115,7 +115,7 @@ def dcfa_confidence(lce: LceResult | None, step: int) -> float | None:
 def dcfa_corrected_action(lce: LceResult | None, step: int, settings: DcfaSettings) -> CorrectedAction | None:
     """Correct's content of the blamed step and the simulated outcome with it (module docstring)."""
     corr = None if lce is None else lce.correction
-    if corr is None or not 0 <= step < len(corr.contents):
+    if lce is None or corr is None or not 0 <= step < len(corr.contents):
         return None
     sims = lce.simulations
     through = step if settings.simulation == "code" and settings.prompts == "paper" else \

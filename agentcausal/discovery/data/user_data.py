@@ -125,13 +125,13 @@ class DatasetChecks(BaseModel):
             values["drop_missing"] = raw in ("1", "true", "yes")
         for field in ("min_rows", "min_rows_per_variable", "max_categories"):
             var = f"AGENTCAUSAL_{field.upper()}"
-            raw = os.environ.get(var)
-            if raw is None or not raw.strip():
+            value = os.environ.get(var)
+            if value is None or not value.strip():
                 continue
             try:
-                values[field] = int(raw.strip())
+                values[field] = int(value.strip())
             except ValueError as exc:
-                raise ConfigError(f"${var} must be an integer, got {raw!r}") from exc
+                raise ConfigError(f"${var} must be an integer, got {value!r}") from exc
         try:
             return cls(**values)
         except ValidationError as exc:
@@ -211,7 +211,7 @@ def _cycle(edges: list[tuple[str, str]]) -> list[str]:
     """A directed cycle among ``edges`` as its nodes, first node repeated at the end; [] when there is none."""
     import networkx as nx
 
-    g = nx.DiGraph()
+    g: nx.DiGraph[str] = nx.DiGraph()
     g.add_edges_from(edges)
     try:
         found = nx.find_cycle(g)
@@ -415,7 +415,7 @@ def unique_dataset_names(specs: list[str]) -> dict[str, str]:
     for s in clash:
         group.setdefault(names[s], []).append(s)
     for members in group.values():
-        parts = {s: _resolved(files[s]).with_suffix("").parts for s in members}
+        parts = {s: _resolved(f).with_suffix("").parts for s in members if (f := files[s]) is not None}  # all are
         for k in range(2, max(len(p) for p in parts.values()) + 1):
             cand = {s: "-".join(p[-k:]) for s, p in parts.items()}
             if len(set(cand.values())) == len(members):

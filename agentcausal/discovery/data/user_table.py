@@ -68,7 +68,7 @@ def read_table(path: Path, name: str) -> tuple[list[str], dict[str, list[Any]], 
     if suffix == ".csv":
         header, rows, lines = _read_csv(path, name)
         columns = [str(h) for h in header]
-        cells = {h: [r[j] for r in rows] for j, h in enumerate(columns)}
+        cells: dict[str, list[Any]] = {h: [r[j] for r in rows] for j, h in enumerate(columns)}
     elif suffix in (".parquet", ".pq"):
         try:
             df = pd.read_parquet(path)

@@ -259,7 +259,7 @@ class CausalGraph(BaseModel):
 
     def to_networkx(self) -> nx.DiGraph:
         """A DiGraph of the directed edges (other edges as attribute ``kind`` on both directions)."""
-        g = nx.DiGraph()
+        g: nx.DiGraph[str] = nx.DiGraph()
         g.add_nodes_from(self.nodes)
         for e in self.edges:
             o = e.oriented()
@@ -320,7 +320,7 @@ def repair_to_dag(nodes: Sequence[str], edges: Sequence[tuple[str, str]]) -> Rep
     ('C -> A: closes a cycle', 'A -> A: self-loop', 'A -> Z: unknown variable')
     """
     names = set(nodes)
-    g = nx.DiGraph()
+    g: nx.DiGraph[str] = nx.DiGraph()
     g.add_nodes_from(nodes)
     kept: list[tuple[str, str]] = []
     dropped: list[str] = []

@@ -14,7 +14,7 @@ Le et al. "Multi-Agent Causal Discovery Using Large Language Models." arXiv:2407
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from pydantic import BaseModel, Field, create_model
@@ -71,9 +71,9 @@ def reasoned_answer_model(name: str, field: str, choices: tuple[str, ...], reaso
     A pydantic model with fields ``reason`` (str) then ``field`` (one of ``choices``).
     """
     kind = ShortText(reason_chars) if reason_chars else str
+    answer: dict[str, Any] = {field: (Literal[choices], ...)}
     return create_model(name, reason=(kind, Field(description="one short sentence" if reason_chars else
-                                                  "your reasoning")),
-                        **{field: (Literal[choices], ...)})  # type: ignore[valid-type]
+                                                  "your reasoning")), **answer)
 
 
 def reasoned_answer_tokens(reason_chars: int | None) -> int | None:

@@ -124,17 +124,22 @@ class ReActResult(BaseModel):
     finished: bool = True
 
 
+#: a step's action (a field type)
+_ACTION: Any = Literal["summary", "test", "run_algorithm", "finish"]
+
+
 def _step_model(variables: tuple[str, ...], settings: ReActSettings) -> type[BaseModel]:
-    var = Literal[variables]  # type: ignore[valid-type]
+    var = Literal[variables]  # type: ignore[valid-type]  # the variables are known at run time
+    algorithm: Any = Literal[ALGORITHMS] | None
     edge = create_model("Edge", cause=(var, ...), effect=(var, ...))
     return create_model(
         "ReActStepReply",
         thought=(ShortText(settings.thought_chars) if settings.thought_chars else str,
                  Field(description="your reasoning")),
-        action=(Literal["summary", "test", "run_algorithm", "finish"], ...),
+        action=(_ACTION, ...),
         x=(var | None, None), y=(var | None, None),
         given=(list[var], Field(default_factory=list, max_length=settings.max_given)),
-        algorithm=(Literal[ALGORITHMS] | None, None),  # type: ignore[valid-type]
+        algorithm=(algorithm, None),
         edges=(list[edge], Field(default_factory=list,
                                  max_length=P.max_graph_edges(len(variables), settings.edges_per_variable),
                                  description="for finish: direct cause -> effect edges")),
@@ -218,7 +223,7 @@ def react_discovery(gw: Gateway, ds: Dataset, settings: ReActSettings = ReActSet
         if reply.action == "finish":
             edges = [(e.cause, e.effect) for e in reply.edges]
             steps.append(ReActStep(thought=reply.thought, action="finish", args={"edges": len(edges)}))
-            rep = repair_to_dag(ds.variables, edges)
+            rep: RepairedGraph = repair_to_dag(ds.variables, edges)
             return ReActResult(steps=tuple(steps), graph=rep.graph, dropped=rep.dropped)
         args = {k: v for k, v in (("x", reply.x), ("y", reply.y), ("given", list(reply.given)),
                                   ("algorithm", reply.algorithm)) if v}
@@ -226,5 +231,5 @@ def react_discovery(gw: Gateway, ds: Dataset, settings: ReActSettings = ReActSet
                                observation=_observe(ds, reply, settings)))
     reply = structured(gw, BASELINE_STAGE, prompt(FINAL), answer.model, item=item, sample=sample,
                        temperature=temperature, max_tokens=completion_cap(gw, BASELINE_STAGE, answer.max_tokens))
-    rep: RepairedGraph = repair_to_dag(ds.variables, [(e.cause, e.effect) for e in reply.edges])
+    rep = repair_to_dag(ds.variables, [(e.cause, e.effect) for e in reply.edges])
     return ReActResult(steps=tuple(steps), graph=rep.graph, dropped=rep.dropped, finished=False)

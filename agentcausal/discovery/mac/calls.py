@@ -52,7 +52,7 @@ def sample_index(seed: int, repeat: int = 0) -> int:
 
 
 @functools.lru_cache(maxsize=16)
-def _accepts(cls: type, name: str) -> bool:
+def _accepts(cls: type[Any], name: str) -> bool:
     try:
         return name in inspect.signature(cls.structured).parameters
     except (TypeError, ValueError, AttributeError):
@@ -68,9 +68,10 @@ def structured(gw: Gateway, stage: str, messages: Sequence[dict[str, str]], repl
     whatever ``Gateway.structured`` raises (StructuredOutputError, EndpointUnreachableError, ...).
     """
     kwargs: dict[str, Any] = {}
-    if sample and _accepts(type(gw), "sample"):
+    # type(gw) is hashable: mypy checks Hashable against the instances' __hash__
+    if sample and _accepts(type(gw), "sample"):  # type: ignore[arg-type]  # see above
         kwargs["sample"] = sample
-    if temperature is not None and _accepts(type(gw), "temperature"):
+    if temperature is not None and _accepts(type(gw), "temperature"):  # type: ignore[arg-type]  # as above
         kwargs["temperature"] = temperature
     return gw.structured(stage, messages, reply_model, item=item, max_tokens=max_tokens, **kwargs)
 

@@ -29,7 +29,7 @@ Le et al. "Multi-Agent Causal Discovery Using Large Language Models." arXiv:2407
 from __future__ import annotations
 
 import io
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -193,7 +193,7 @@ def coder_usage(choice: AlgorithmChoice, data_type: str, d: int) -> str:
     raise AlgorithmError(a, "no coder usage for this algorithm")  # pragma: no cover
 
 
-def coder_prompt_fields(ds: Dataset, choice: AlgorithmChoice) -> dict[str, object]:
+def coder_prompt_fields(ds: Dataset, choice: AlgorithmChoice) -> dict[str, Any]:
     """What the coder's prompt shows (:func:`agentcausal.discovery.mac.prompts.coder_messages`): the algorithm,
     its parameters, :func:`coder_usage`, the data's shape, columns and type, and :data:`ENCODINGS`."""
     return dict(algorithm=choice.algorithm, params=choice.model_dump(exclude={"algorithm"}),

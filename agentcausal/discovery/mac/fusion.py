@@ -99,7 +99,7 @@ def meta_fusion(graph: CausalGraph, *, max_orderings: int | None = None) -> list
     for e in graph.edges:
         if e.oriented() is None:
             out.append(edge_sentence(e, idx))
-    dg = nx.DiGraph()
+    dg: nx.DiGraph[str] = nx.DiGraph()
     dg.add_nodes_from(graph.nodes)
     dg.add_edges_from(directed)
     implied = []

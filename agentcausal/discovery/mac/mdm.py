@@ -132,12 +132,13 @@ def to_choice(reply: Any, data_type: str, d: int) -> ProposedAlgorithm:
                 update["indep_test"] = reply.indep_test
             else:
                 notes.append(f"indep_test {reply.indep_test} unsuited to {data_type} data; "
-                             f"used {base.indep_test}")  # type: ignore[union-attr]
+                             f"used {base.indep_test}")  # type: ignore[union-attr]  # pc/fci: base has one
         if reply.alpha is not None:
             if 0 < reply.alpha <= 0.5:
                 update["alpha"] = reply.alpha
             else:
-                notes.append(f"alpha {reply.alpha} out of (0, 0.5]; used {base.alpha}")  # type: ignore[union-attr]
+                notes.append(f"alpha {reply.alpha} out of (0, 0.5]; "
+                             f"used {base.alpha}")  # type: ignore[union-attr]  # pc/fci: base has one
     if reply.algorithm == "direct_lingam" and data_type == "discrete":
         notes.append("direct_lingam assumes continuous non-Gaussian data; run on integer codes")
     return ProposedAlgorithm(choice=base.model_copy(update=update), reason=reply.reason, notes=tuple(notes))
@@ -351,10 +352,10 @@ def debate_graph(gw: Gateway, ctx: GraphContext, settings: MACSettings = MACSett
     scale = settings.max_tokens_scale
     cap = completion_cap(gw, DEBATE_STAGE, graph_budget(ctx.variables, settings), scale=scale)
     judge_cap = completion_cap(gw, DEBATE_STAGE, settings.verdict_max_tokens, scale=scale)
-    kw = dict(with_reason=rc != 0, judge_rule=settings.judge_rule)
+    kw: dict[str, Any] = dict(with_reason=rc != 0, judge_rule=settings.judge_rule)
 
     def parse(reply: BaseModel) -> ProposedGraph:
-        edges = reply.edges  # type: ignore[attr-defined]
+        edges = reply.edges  # type: ignore[attr-defined]  # graph_model builds the class: edges is its field
         return ProposedGraph(edges=tuple((e.cause, e.effect) for e in edges),
                              reasons=tuple(getattr(e, "reason", "") for e in edges) if rc != 0 else (),
                              argument=str(getattr(reply, "reasoning", "") or ""))

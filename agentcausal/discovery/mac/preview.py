@@ -88,7 +88,7 @@ def mac_method_previews(method: str, ds: Dataset, settings: MACSettings, *, seed
         evidence = (placeholder("Meta Fusion (the data graph G_C as sentences)"),) \
             if settings.stages == "full" else ()
         gctx = GraphContext(variables=ds.variables, metadata=metadata_text(ds), evidence=evidence)
-        kw = dict(with_reason=settings.edge_reason_chars != 0, judge_rule=settings.judge_rule)
+        kw: dict[str, Any] = dict(with_reason=settings.edge_reason_chars != 0, judge_rule=settings.judge_rule)
         out += _debate(method, "MDM graph debate", lambda role, **k: P.graph_messages(style, role, gctx, **kw, **k),
                        settings, {"disagreements": placeholder(
                            "the Affirmative and the Negative (their disagreements, computed from A and B)")})

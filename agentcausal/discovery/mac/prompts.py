@@ -355,7 +355,7 @@ def graph_reply_model(variables: tuple[str, ...], reason_chars: int | None = 0, 
     -------
     A pydantic model class named ``GraphProposal``.
     """
-    var = Literal[variables]  # type: ignore[valid-type]
+    var = Literal[variables]  # type: ignore[valid-type]  # the variables are known at run time
     bound = max_graph_edges(len(variables)) if max_edges is None else max_edges
     paper = _check(style) == "paper"
     fields: dict = {"cause": (var, ...), "effect": (var, ...)}
@@ -374,10 +374,10 @@ def graph_reply_model(variables: tuple[str, ...], reason_chars: int | None = 0, 
         model.__doc__ = "Your reasoning, then the causal graph as a list of direct cause -> effect edges, each " \
                         "with its reason first."
         return model
-    model = create_model("GraphProposal", edges=edges)
-    model.__doc__ = "A causal graph as a list of direct cause -> effect edges" + (
+    edges_only = create_model("GraphProposal", edges=edges)
+    edges_only.__doc__ = "A causal graph as a list of direct cause -> effect edges" + (
         ", each with a short reason." if reason_chars != 0 else ".")
-    return model
+    return edges_only
 
 
 # ----------------------------------------------------------------------------- builders

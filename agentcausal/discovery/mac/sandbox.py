@@ -343,9 +343,9 @@ def _run(bwrap: str, script: str, inputs: Mapping[str, bytes], output_names: tup
         cap = limits.file_size_mb * 2 ** 20
         outputs = {}
         for name in output_names:
-            blob = _read_output(host_tmp / "out", name, cap)
-            if blob is not None:
-                outputs[name] = blob
+            got = _read_output(host_tmp / "out", name, cap)
+            if got is not None:
+                outputs[name] = got
         stderr = err.text()
         if killed_for == "memory":
             stderr += (f"\n[sandbox: killed, the process tree and its files used more than {limits.memory_mb} "

@@ -44,6 +44,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import threading
 import time
+from collections.abc import Callable
 from typing import Annotated, Literal, NamedTuple, Union
 
 import numpy as np
@@ -173,7 +174,7 @@ def default_choice(algorithm: str, data_type: str, d: int) -> AlgorithmChoice:
     """
     discrete = data_type == "discrete"
     test = "chisq" if discrete else "fisherz"
-    table = {
+    table: dict[str, Callable[[], AlgorithmChoice]] = {
         "pc": lambda: PCParams(indep_test=test),
         "fci": lambda: FCIParams(indep_test=test),
         "ges": lambda: GESParams(score_func="local_score_BDeu" if discrete else "local_score_BIC"),
@@ -330,16 +331,16 @@ def _worker(conn, data: np.ndarray, choice: AlgorithmChoice,
 
 
 _CTX_LOCK = threading.Lock()
-_CTX: mp.context.BaseContext | None = None
+_CTX: mp.context.ForkServerContext | mp.context.SpawnContext | None = None
 
 
-def _context() -> mp.context.BaseContext:
+def _context() -> mp.context.ForkServerContext | mp.context.SpawnContext:
     global _CTX
     with _CTX_LOCK:
         if _CTX is None:
-            method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
-            ctx = mp.get_context(method)
-            if method == "forkserver":
+            forkserver = "forkserver" in mp.get_all_start_methods()
+            ctx = mp.get_context("forkserver") if forkserver else mp.get_context("spawn")
+            if forkserver:
                 ctx.set_forkserver_preload(["agentcausal.discovery.statistical._preload"])
             _CTX = ctx
         return _CTX

@@ -192,7 +192,7 @@ def _part_text(p: Any) -> str:
     typ = p.get("type")
     if typ in ("tool_call", "function_call") or ("name" in p and "arguments" in p) \
             or isinstance(p.get("function"), dict):
-        fn = p.get("function") if isinstance(p.get("function"), dict) else p
+        fn = p["function"] if isinstance(p.get("function"), dict) else p
         args = fn.get("arguments", "")
         args = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, default=str)
         return f"tool call {fn.get('name', '')}({args})"
@@ -297,11 +297,11 @@ def spans_to_traces(spans: Iterable[SpanRecord], *, source: str, file: str | Non
             agent = next((a.agent for a in _ancestors(s, by_id) if a.agent), None)
             if s.kind == "tool" and tool_agent:
                 agent = tool_agent
-            meta = {"span_id": s.span_id, "trace_id": s.trace_id, "span_name": s.name, **s.meta}
+            step_meta = {"span_id": s.span_id, "trace_id": s.trace_id, "span_name": s.name, **s.meta}
             if s.content is None:
-                meta["content_missing"] = True
+                step_meta["content_missing"] = True
             steps.append(Step(index=i, agent=agent or "unknown", role="tool" if s.kind == "tool" else "assistant",
-                              content=s.content or "", metadata=meta))
+                              content=s.content or "", metadata=step_meta))
         roots = [s for s in ordered if not s.parent_id or s.parent_id not in by_id]
         question = next((r.question for r in roots if r.question), None)
         if not question:

@@ -131,7 +131,7 @@ def _trace(tid: str, traj: dict[str, Any], labels: dict[str, Any] | None, source
                                        f"{len(steps)} messages")
             reason = ": ".join(str(x) for x in (root.get("failure_category"), root.get("step_reason")) if x)
             label = Label(agent=steps[step].agent, step=step, reason=reason)
-    info = traj.get("info") if isinstance(traj.get("info"), dict) else {}
+    info = traj["info"] if isinstance(traj.get("info"), dict) else {}
     outputs = (info.get("task") or {}).get("outputs") if isinstance(info.get("task"), dict) else None
     gt = ", ".join(str(o) for o in outputs) if isinstance(outputs, list) else str(traj.get("ground_truth", ""))
     return Trace(id=f"agentrx/{tid}", source=source, question=question, ground_truth=gt, steps=steps, label=label,

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from agentcausal.exceptions import TraceFormatError
-from agentcausal.traces.importers._spans import SpanRecord, message_text, read_json_records, spans_to_traces
+from agentcausal.traces.importers._spans import SpanKind, SpanRecord, message_text, read_json_records, spans_to_traces
 from agentcausal.traces.model import Trace
 
 __all__ = ["read_runs", "langsmith_records", "load_langsmith"]
@@ -66,7 +66,7 @@ def _msg(m: Any) -> tuple[str, str]:
     calls = m.get("tool_calls") or (m.get("additional_kwargs") or {}).get("tool_calls") or []
     for c in calls:
         if isinstance(c, dict):
-            fn = c.get("function") if isinstance(c.get("function"), dict) else c
+            fn = c["function"] if isinstance(c.get("function"), dict) else c
             args = fn.get("args", fn.get("arguments", ""))
             parts.append(f"tool call {fn.get('name', '')}"
                          f"({args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)})")
@@ -160,7 +160,7 @@ def langsmith_records(path: str | Path) -> list[SpanRecord]:
             meta["error"] = str(r["error"])[:500]
         content = first_user = None
         if rt == "llm":
-            kind = "llm"
+            kind: SpanKind = "llm"
             content = _llm_output(r.get("outputs"))
             first_user = _first_human(r.get("inputs"))
         elif rt == "tool":

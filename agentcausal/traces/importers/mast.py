@@ -100,7 +100,7 @@ def parse_mast_row(row: dict[str, Any]) -> Trace:
              enumerate(split_trajectory(traj, default_agent=mas))]
     if not steps:
         raise TraceFormatError(f"trace {tid!r}: trajectory yields no step")
-    meta = {k: row[k] for k in ("mas_name", "llm_name", "benchmark_name") if k in row}
+    meta: dict[str, Any] = {k: row[k] for k in ("mas_name", "llm_name", "benchmark_name") if k in row}
     meta["failure_modes"] = _modes(row.get("mast_annotation"))
     return Trace(id=tid, source=f"MAST/{mas}", question=steps[0].content[:4000], ground_truth="", steps=steps,
                  metadata=meta)
@@ -140,7 +140,8 @@ def load_mast(path: str | Path, *, which: str = "human") -> list[Trace]:
         rows = [rows]
     if not isinstance(rows, list):
         raise TraceFormatError("expected a JSON array of MAD rows", path=str(p))
-    out, seen = [], {}
+    out: list[Trace] = []
+    seen: dict[str, int] = {}
     for i, row in enumerate(rows):
         if not isinstance(row, dict):
             raise TraceFormatError(f"row {i} is not an object", path=str(p))

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from agentcausal.exceptions import TraceFormatError
-from agentcausal.traces.importers._spans import SpanRecord, iso_to_ns, message_text, read_json_records, \
+from agentcausal.traces.importers._spans import SpanKind, SpanRecord, iso_to_ns, message_text, read_json_records, \
     spans_to_traces
 from agentcausal.traces.model import Trace
 
@@ -52,9 +52,9 @@ def is_agents_record(value: Any) -> bool:
 
 
 def _records(path: Path) -> list[dict[str, Any]]:
-    out = []
+    out: list[dict[str, Any]] = []
     for v in read_json_records(path, "cannot read as an OpenAI Agents SDK export"):
-        items = v.get("data") if isinstance(v, dict) and isinstance(v.get("data"), list) else [v]
+        items = v["data"] if isinstance(v, dict) and isinstance(v.get("data"), list) else [v]
         out.extend(x for x in items if is_agents_record(x))
     if not out:
         raise TraceFormatError("expected OpenAI Agents SDK trace records (objects with 'span_data')", path=str(path))
@@ -91,7 +91,8 @@ def _record(r: dict[str, Any]) -> SpanRecord:
     d = r.get("span_data") or {}
     typ = str(d.get("type", ""))
     meta: dict[str, Any] = {"span_type": typ}
-    kind, agent, content, first_user = "other", None, None, None
+    kind: SpanKind = "other"
+    agent, content, first_user = None, None, None
     if typ == "agent":
         kind, agent = "agent", d.get("name")
     elif typ == "generation":

@@ -40,6 +40,7 @@ from typing import Any
 
 from agentcausal.exceptions import TraceFormatError
 from agentcausal.traces.importers._spans import (
+    SpanKind,
     SpanRecord,
     iso_to_ns,
     iter_json_values,
@@ -177,7 +178,7 @@ def openinference_record(span: OtlpSpan) -> SpanRecord:
     agent = _graph_node(a)
     content = first_user = None
     if k == "LLM":
-        kind = "llm"
+        kind: SpanKind = "llm"
         outs = _messages(a, "llm.output_messages")
         content = "\n".join(t for t in (_msg_text(m) for m in outs) if t) if outs else _value(a.get("output.value"))
         first_user = next((_msg_text(m) for m in _messages(a, "llm.input_messages") if m.get("role") == "user"), None)

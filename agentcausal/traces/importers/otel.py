@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from agentcausal.traces.importers._otlp import OtlpSpan, read_otlp, read_otlp_logs
-from agentcausal.traces.importers._spans import SpanRecord, message_text, spans_to_traces
+from agentcausal.traces.importers._spans import SpanKind, SpanRecord, message_text, spans_to_traces
 from agentcausal.traces.model import Trace
 
 __all__ = ["genai_record", "otel_records", "load_otel", "LLM_OPS"]
@@ -157,7 +157,7 @@ def genai_record(span: OtlpSpan) -> SpanRecord:
     meta: dict[str, Any] = {}
     agent = content = None
     if op == "invoke_agent" or tl == "agent" or a.get("ag2.span.type") == "agent":
-        kind = "agent"
+        kind: SpanKind = "agent"
         agent = a.get("gen_ai.agent.name") or a.get("traceloop.entity.name") or \
             (span.name.split(" ", 1)[1].strip() if " " in span.name else span.name)
         content = _output_text(span)
