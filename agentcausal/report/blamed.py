@@ -52,6 +52,12 @@ def _json(v: Any) -> Any:
     return v
 
 
+#: the results columns :func:`blamed_frame` reads
+_READ_COLUMNS = ("trace_id", "method", "details_json", "n_steps", "pred_step", "pred_agent", "span_id", "confidence",
+                 "error", "reason", "evidence", "evidence_note", "corrected_action", "candidates", "true_step",
+                 "true_agent", "status", "failure_modes")
+
+
 def blamed_frame(results: pd.DataFrame) -> pd.DataFrame:
     """One row per (trace, method, repeat), sorted by trace, method and repeat.
 
@@ -66,11 +72,17 @@ def blamed_frame(results: pd.DataFrame) -> pd.DataFrame:
     ``error: …``), evidence, evidence_note, corrected_action (dict or None), candidates (list or None),
     true_step, true_agent, status, failure_modes (a corpus's trace-level labels, MAST).
     """
-    rows = []
-    for r in results.to_dict(orient="records"):
+    cols = ["trace", "method", "repeat", "steps", "step", "agent", "span_id", "confidence", "reason", "evidence",
+            "evidence_note", "corrected_action", "candidates", "true_step", "true_agent", "status", "failure_modes"]
+    data: dict[str, list[Any]] = {c: [] for c in cols}
+    # only the columns read here, a row at a time, into one list per column (a dict per row of every column
+    # held hundreds of MB for a large run)
+    names = [c for c in _READ_COLUMNS if c in results.columns]
+    for values in zip(*(results[c].tolist() for c in names)):
+        r = dict(zip(names, values))
         err = None if _na(r.get("error")) else r.get("error")
         details = _json(r.get("details_json")) or {}
-        rows.append({
+        row = {
             "trace": str(r["trace_id"]), "method": str(r["method"]),
             "repeat": repeat_of(details if isinstance(details, dict) else {}),
             "steps": int(r.get("n_steps") or 0),
@@ -87,10 +99,10 @@ def blamed_frame(results: pd.DataFrame) -> pd.DataFrame:
             "true_agent": None if _na(r.get("true_agent")) else str(r["true_agent"]),
             "status": "" if _na(r.get("status")) else str(r["status"]),
             "failure_modes": None if _na(r.get("failure_modes")) else str(r["failure_modes"]),
-        })
-    cols = ["trace", "method", "repeat", "steps", "step", "agent", "span_id", "confidence", "reason", "evidence",
-            "evidence_note", "corrected_action", "candidates", "true_step", "true_agent", "status", "failure_modes"]
-    df = pd.DataFrame(rows, columns=cols)
+        }
+        for c in cols:
+            data[c].append(row[c])
+    df = pd.DataFrame(data if data["trace"] else [], columns=cols)
     if not df.empty:
         df = df.sort_values(["trace", "method", "repeat"], kind="stable").reset_index(drop=True)
     df["step"] = df["step"].astype("Int64")
