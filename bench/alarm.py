@@ -53,14 +53,13 @@ def run_alarm(*, seed: int = 0, n: int = 1000, methods: Sequence[str] = METHODS,
     :data:`~agentcausal.discovery.graphs.metrics.METRIC_COLUMNS`, edges predicted and true, the
     executor DCM ran, error or degradation detail), ``config`` (the settings run), ``models``.
     """
-    from agentcausal.discovery.llm import ils_csl, llm_scd, react
-    from agentcausal.discovery.data.datasets import load_dataset
-    from agentcausal.discovery.mac import settings as mac_settings
     from agentcausal.discovery.config import DiscoveryConfig
-    from agentcausal.discovery.jobs import run_discovery
+    from agentcausal.discovery.data.datasets import load_dataset
     from agentcausal.discovery.graphs.metrics import evaluate_graph
-    from agentcausal.settings import resolve
-    from agentcausal.settings import RunSettings
+    from agentcausal.discovery.jobs import run_discovery
+    from agentcausal.discovery.llm import ils_csl, llm_scd, react
+    from agentcausal.discovery.mac import settings as mac_settings
+    from agentcausal.settings import RunSettings, resolve
 
     config = DiscoveryConfig(
         mac=resolve(mac_settings.MACSettings, mac_settings.PRESETS, preset),

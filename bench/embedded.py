@@ -19,9 +19,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from agentcausal.attribution.evaluate import agent_match, step_match
 from agentcausal.attribution.jobs import run_method
 from agentcausal.attribution.registry import method_names, resolve_methods
-from agentcausal.attribution.evaluate import agent_match, step_match
 from agentcausal.settings import RunSettings
 from agentcausal.traces.model import Trace
 from bench.common import REPO, md_table

@@ -141,10 +141,10 @@ def _options(sets: list[str]) -> dict[str, object]:
 
 def _mac_run(gw, dataset: str):
     """MAC (small preset, typed executor) on one bnlearn dataset, n = 1000, seed 0: {item: (edges, status)}."""
-    from agentcausal.discovery.data.datasets import load_dataset
-    from agentcausal.discovery.mac import settings as mac_settings
     from agentcausal.discovery.config import DiscoveryConfig
+    from agentcausal.discovery.data.datasets import load_dataset
     from agentcausal.discovery.jobs import run_discovery
+    from agentcausal.discovery.mac import settings as mac_settings
     from agentcausal.settings import preset_values
 
     mac = mac_settings.MACSettings(**{**preset_values(mac_settings.PRESETS, "small"), "executor": "typed"})
@@ -164,8 +164,7 @@ def methods(reproducible: bool, out: Path, runs: int, sets: list[str] | None = N
     import urllib.request
 
     from agentcausal.attribution.jobs import run_method
-    from agentcausal.llm import Gateway, load_profiles
-    from agentcausal.llm import local
+    from agentcausal.llm import Gateway, load_profiles, local
     from agentcausal.traces.io import load_traces
 
     os.environ["AGENTCAUSAL_PROFILE_EMBEDDED_REPRODUCIBLE"] = "true" if reproducible else "false"
@@ -195,7 +194,7 @@ def methods(reproducible: bool, out: Path, runs: int, sets: list[str] | None = N
                 rows = _mac_run(gw, "earthquake")
             else:
                 with ThreadPoolExecutor(2) as pool:
-                    atts = list(pool.map(lambda mt: run_method(mt[1], mt[0], gw), pairs))
+                    atts = list(pool.map(lambda mt: run_method(mt[1], mt[0], gw), pairs))  # noqa: B023 (used within this iteration)
                 rows = {f"{a.method}/{a.trace_id}": [a.step, a.agent, a.status] for a in atts}
             wall = time.perf_counter() - t0
             c1 = resource.getrusage(resource.RUSAGE_SELF)

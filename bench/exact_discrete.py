@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from agentcausal.discovery.statistical.algorithms import ExactSearchParams, GESParams, PCParams, run_algorithm
 from agentcausal.discovery.data.datasets import load_dataset
 from agentcausal.discovery.graphs.metrics import METRIC_COLUMNS, METRICS_FOOTER, evaluate_graph
+from agentcausal.discovery.statistical.algorithms import ExactSearchParams, GESParams, PCParams, run_algorithm
 from bench.common import md_table
 
 __all__ = ["VARIANTS", "run_exact_discrete", "exact_markdown"]

@@ -19,11 +19,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from agentcausal.discovery.statistical.algorithms import ALGORITHMS, EXACT_SEARCH_SUPERGRAPH_ABOVE
-from agentcausal.discovery.data.datasets import MAIN_BENCHMARKS, load_dataset
 from agentcausal.discovery.config import DiscoveryConfig
-from agentcausal.discovery.jobs import run_discovery
+from agentcausal.discovery.data.datasets import MAIN_BENCHMARKS, load_dataset
 from agentcausal.discovery.graphs.metrics import METRIC_COLUMNS, METRICS_FOOTER, evaluate_graph
+from agentcausal.discovery.jobs import run_discovery
+from agentcausal.discovery.statistical.algorithms import ALGORITHMS, EXACT_SEARCH_SUPERGRAPH_ABOVE
 from bench.common import md_table
 
 __all__ = ["ANCHORS", "run_mac_stage", "mac_markdown"]
@@ -119,7 +119,7 @@ def _summary(runs: Sequence[dict[str, Any]], order: dict[tuple[str, str], tuple[
         ok = [r for r in g if r.get("shd") is not None]
 
         def ms(key: str) -> str:
-            vals = [r[key] for r in ok]
+            vals = [r[key] for r in ok]  # noqa: B023 (called within this iteration)
             if not vals:
                 return "-"
             if len(vals) == 1:

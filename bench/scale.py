@@ -178,8 +178,8 @@ def scale_row(corpus_file: Path, ids: Sequence[str], method: str, concurrency: i
     -------
     dict with the fields of :data:`COLUMNS` and ``rss_scope``
     """
-    from agentcausal.settings import RunSettings
     from agentcausal.runs.engine import DEFAULT_CHUNK_SIZE
+    from agentcausal.settings import RunSettings
     from flows.attribute import run_attribute
     from flows.runners import RunnerChoice, RunnerKind
 

@@ -18,12 +18,12 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.utilities.annotations import quote
 
 from agentcausal.report.artifacts import self_contained_markdown
+from agentcausal.runs.budget import BudgetGate  # --max-cost
 from agentcausal.runs.engine import REUSED_LISTED, RunEngine, RunHalf, RunSummary, drive, gateway_for
 from agentcausal.runs.heartbeat import meter_for
 from agentcausal.runs.lock import run_folder_lock
 from agentcausal.runs.plan import Plan
 from agentcausal.settings import RunSettings
-from agentcausal.runs.budget import BudgetGate  # --max-cost
 from flows import naming
 from flows.progress import RunProgress
 

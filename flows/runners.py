@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import functools
 from enum import Enum
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from prefect import Flow
 from prefect.settings import PREFECT_API_URL, temporary_settings
@@ -52,10 +52,7 @@ from flows import api_server
 
 api_server.install()  # the temporary Prefect API server dies with this process, kill -9 included
 
-if TYPE_CHECKING:
-    from prefect_dask import DaskTaskRunner
-
-__all__ = ["RunnerKind", "RunnerChoice", "SharedAPIDaskTaskRunner", "task_runner", "with_runner",
+__all__ = ["RunnerKind", "RunnerChoice", "SharedAPIDaskTaskRunner", "task_runner", "with_runner",  # noqa: F822 (module __getattr__)
            "runner_choice_from_args"]
 
 P = ParamSpec("P")

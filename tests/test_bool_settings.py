@@ -6,8 +6,8 @@ import pytest
 
 from agentcausal.cli import main
 from agentcausal.cli.attribute import parse_bool_sets, parse_sets
-from agentcausal.exceptions import ConfigError
 from agentcausal.demo_selection import examples_dir
+from agentcausal.exceptions import ConfigError
 from agentcausal.settings import RunSettings, parse_bool
 
 EXAMPLES = str(examples_dir())

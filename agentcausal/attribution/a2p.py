@@ -64,9 +64,9 @@ from agentcausal.attribution.baseline_prompts import (
     task_block,
 )
 from agentcausal.attribution.baseline_settings import BASELINE_STAGE, BaselineSettings, baseline_tokens, trace_budget
-from agentcausal.attribution.registry import MethodSpec, register, usage_item
 from agentcausal.attribution.candidates import single_answer
 from agentcausal.attribution.evidence import ask_evidence, evidence_fields, with_evidence
+from agentcausal.attribution.registry import MethodSpec, register, usage_item
 from agentcausal.llm import Gateway
 from agentcausal.traces.model import Attribution, CorrectedAction, Trace
 from agentcausal.traces.render import render_steps_info

@@ -1,4 +1,4 @@
-"""All-at-Once: the whole trace in one call; the model names the decisive agent, step and reason.
+r"""All-at-Once: the whole trace in one call; the model names the decisive agent, step and reason.
 
 The first Who&When baseline. One prompt holds the task, optionally the correct
 answer, and the whole trace; the reply is an :class:`AllAtOnceReply`.
@@ -74,9 +74,9 @@ from agentcausal.attribution.baseline_settings import (
     baseline_tokens,
     trace_budget,
 )
-from agentcausal.attribution.registry import MethodSpec, register, usage_item
 from agentcausal.attribution.candidates import single_answer
 from agentcausal.attribution.evidence import ask_evidence, evidence_fields, with_evidence
+from agentcausal.attribution.registry import MethodSpec, register, usage_item
 from agentcausal.llm import Gateway
 from agentcausal.traces.model import Attribution, Trace, normalise_agent
 from agentcausal.traces.render import render_conversation, render_steps_info
@@ -202,7 +202,7 @@ _WORD = re.compile(r"\w+")
 
 
 def map_agent_name(name: str | None, agents: Sequence[str]) -> str | None:
-    """The trace agent a free-text agent name stands for, or None.
+    r"""The trace agent a free-text agent name stands for, or None.
 
     Tried in order: the name as it is; :func:`~agentcausal.traces.model.normalise_agent`
     equality (case, spaces, ``_``, ``-``, markdown and a trailing parenthetical

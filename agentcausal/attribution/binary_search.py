@@ -65,8 +65,8 @@ from agentcausal.attribution.baseline_settings import (
     baseline_tokens,
     trace_budget,
 )
-from agentcausal.attribution.registry import MethodSpec, register, usage_item
 from agentcausal.attribution.candidates import single_answer
+from agentcausal.attribution.registry import MethodSpec, register, usage_item
 from agentcausal.exceptions import StructuredOutputError
 from agentcausal.llm import Gateway
 from agentcausal.traces.model import Attribution, Trace

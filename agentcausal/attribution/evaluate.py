@@ -1,4 +1,4 @@
-"""Evaluation of failure attributions: exact step, agent and both-correct accuracy, and beyond exact match.
+r"""Evaluation of failure attributions: exact step, agent and both-correct accuracy, and beyond exact match.
 
 * **Step match** is exact integer equality of the 0-based steps.
 * **Agent match** compares :func:`~agentcausal.traces.model.normalise_agent` names.
@@ -131,7 +131,7 @@ _WORD = re.compile(r"[\w_]+")
 
 
 def whowhen_agent_match(pred: str | None, true: str | None) -> bool:
-    """Who&When's published agent rule: the labelled name is a substring of the predicted name's first word.
+    r"""Who&When's published agent rule: the labelled name is a substring of the predicted name's first word.
 
     The released script reads the predicted agent as the first ``[\w_]+`` run after "Agent Name:" and
     tests ``true in pred``, case-sensitively.

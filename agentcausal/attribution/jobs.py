@@ -18,9 +18,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from agentcausal.attribution.cache_key import attribution_keyer
-from agentcausal.attribution.results import ResultsWriter
 from agentcausal.attribution.paper_tables import speaker_mismatches
 from agentcausal.attribution.registry import get_method, method_settings, usage_item
+from agentcausal.attribution.results import ResultsWriter
 from agentcausal.llm import Gateway
 from agentcausal.records import ResultStatus, RunRecord, failure_fields
 from agentcausal.repeats import mark_repeat, with_sample

@@ -236,7 +236,7 @@ def lce_diagnostics(df: pd.DataFrame, method: str = "dcfa") -> pd.DataFrame:
         a["expansions_m"] += len(lce.get("path", []))
         a["evaluated"] += len(lce.get("evaluated", []))
         a["simulations"] += len(lce.get("outcomes", []))
-        for direction, why in (lce.get("stopped") or {}).items():
+        for _direction, why in (lce.get("stopped") or {}).items():
             a[f"stop_{why}"] += 1
         a["ded_skipped"] += bool((lce.get("decision") or {}).get("skipped"))
         a["correct_fallbacks"] += lce.get("correct_fallback") is not None

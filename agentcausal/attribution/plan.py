@@ -20,8 +20,20 @@ from agentcausal.attribution.estimate import add_trace
 from agentcausal.attribution.registry import get_method, resolve_methods
 from agentcausal.exceptions import InvalidTracesError, TraceFormatError
 from agentcausal.runs.budget import Estimator
-from agentcausal.runs.plan import ITEMS_FILE, MethodPlan, Plan, PlanItem, PlanWriter, SourceFile, absolute_path, \
-    missing_keys, profile_params, routed_profiles, sha256_file, stage_models
+from agentcausal.runs.plan import (
+    ITEMS_FILE,
+    MethodPlan,
+    Plan,
+    PlanItem,
+    PlanWriter,
+    SourceFile,
+    absolute_path,
+    missing_keys,
+    profile_params,
+    routed_profiles,
+    sha256_file,
+    stage_models,
+)
 from agentcausal.settings import RunSettings, routing_preset
 from agentcausal.traces.importers.labels import require_ground_truth
 from agentcausal.traces.io import ScannedTrace, iter_traces

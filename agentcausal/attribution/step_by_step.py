@@ -72,9 +72,9 @@ from agentcausal.attribution.baseline_settings import (
     baseline_tokens,
     trace_budget,
 )
-from agentcausal.attribution.registry import MethodSpec, register, usage_item
 from agentcausal.attribution.candidates import single_answer
 from agentcausal.attribution.evidence import ask_evidence, evidence_fields, with_evidence
+from agentcausal.attribution.registry import MethodSpec, register, usage_item
 from agentcausal.exceptions import StructuredOutputError
 from agentcausal.llm import Gateway
 from agentcausal.traces.model import Attribution, Trace

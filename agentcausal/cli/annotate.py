@@ -21,6 +21,7 @@ import argparse
 import sys
 from collections import Counter
 from typing import Any
+
 from agentcausal.exceptions import ConfigError
 
 __all__ = ["register", "cmd_annotate"]

@@ -32,19 +32,42 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentcausal.cli import quiet_task_failures
-from agentcausal.cli.import_traces import add_import_arguments, import_corpus, import_sources, prepare_corpus, \
-    uses_importer
+from agentcausal.cli.import_traces import (
+    add_import_arguments,
+    import_corpus,
+    import_sources,
+    prepare_corpus,
+    uses_importer,
+)
 from agentcausal.cli.input_options import add_input_arguments, apply_input_arguments
-from agentcausal.cli.run_folder_options import add_run_folder_arguments, apply_run_folder_arguments, \
-    claim_run_folder, failed_rows_exit, run_name_meta, starting_prefect
+from agentcausal.cli.run_folder_options import (
+    add_run_folder_arguments,
+    apply_run_folder_arguments,
+    claim_run_folder,
+    failed_rows_exit,
+    run_name_meta,
+    starting_prefect,
+)
 from agentcausal.cli.runner_options import add_runner_arguments
-from agentcausal.cli.spend_options import add_spend_arguments, check_spend_arguments, print_estimate, print_spend, \
-    run_check, spent_before
-from agentcausal.cli.settings_options import add_model_arguments, add_settings_arguments, add_threads_argument, \
-    apply_model_arguments, apply_threads, settings_from_args
+from agentcausal.cli.settings_options import (
+    add_model_arguments,
+    add_settings_arguments,
+    add_threads_argument,
+    apply_model_arguments,
+    apply_threads,
+    settings_from_args,
+)
+from agentcausal.cli.spend_options import (
+    add_spend_arguments,
+    check_spend_arguments,
+    print_estimate,
+    print_spend,
+    run_check,
+    spent_before,
+)
 from agentcausal.exceptions import AgentCausalError, ConfigError, TraceFormatError
-from agentcausal.settings import parse_bool, routing_preset
 from agentcausal.runs.folder import default_run_dir, load_run_meta, run_kind
+from agentcausal.settings import parse_bool, routing_preset
 
 if TYPE_CHECKING:
     from agentcausal.attribution.evaluate import Evaluation
@@ -359,7 +382,10 @@ def unreachable_summary(failures: Any, rows: int) -> str | None:
 def _print_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool = False) -> int:
     """Print the accuracy table of a run folder: as the flow's report step wrote it (``evaluate=False``: the run
     is evaluated and reported once, by the flow) or evaluated and reported again (``agentcausal evaluate``)."""
-    from agentcausal.attribution.results import load_results, read_attribution_summary  # start-up cost (see cmd_attribute)
+    from agentcausal.attribution.results import (  # start-up cost (see cmd_attribute)
+        load_results,
+        read_attribution_summary,
+    )
     from agentcausal.report.attribution import accuracy_text, report_run  # (the same)
     from agentcausal.report.blamed import console_summary  # (the same)
 

@@ -9,13 +9,16 @@
 from __future__ import annotations
 
 import argparse
-
 import os
 import sys
 import time
 
-from agentcausal.cli.settings_options import add_model_arguments, add_settings_arguments, \
-    apply_model_arguments, settings_from_args
+from agentcausal.cli.settings_options import (
+    add_model_arguments,
+    add_settings_arguments,
+    apply_model_arguments,
+    settings_from_args,
+)
 from agentcausal.exceptions import ConfigError
 from agentcausal.settings import preset_values, routing_preset
 
@@ -49,8 +52,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     """Handler of ``agentcausal demo``: plan, run the demo flow, print both tables."""
     # start-up cost: the library's run path imports openai and causal-learn (over a second measured), which
     # every other verb and `agentcausal --help` would pay if these were imported with the module
-    from agentcausal.attribution.results import read_attribution_summary
     from agentcausal.attribution.registry import get_method
+    from agentcausal.attribution.results import read_attribution_summary
     from agentcausal.demo_selection import demo_selection
     from agentcausal.discovery.config import DiscoveryConfig
     from agentcausal.discovery.registry import method_stages
@@ -81,7 +84,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from agentcausal.cli.run_folder_options import starting_prefect
 
     starting_prefect()
-    from flows.demo import demo  # start-up cost (Prefect, ~1 s): the CLI is the one library package that reaches up to flows
+    from flows.demo import (
+        demo,  # start-up cost (Prefect, ~1 s): the CLI is the one library package that reaches up to flows
+    )
 
     t0 = time.time()
     dirs = demo(selection=plan, settings=settings, progress=not args.no_progress and sys.stderr.isatty(), preset=preset)

@@ -28,17 +28,35 @@ from pydantic import ValidationError
 
 from agentcausal.cli import quiet_task_failures
 from agentcausal.cli.attribute import parse_sets
-from agentcausal.cli.runner_options import add_runner_arguments
-from agentcausal.cli.spend_options import add_spend_arguments, check_spend_arguments, print_estimate, print_spend, \
-    run_check, spent_before
-from agentcausal.cli.settings_options import add_model_arguments, add_settings_arguments, add_threads_argument, \
-    apply_model_arguments, apply_threads, settings_from_args
 from agentcausal.cli.input_options import add_input_arguments, apply_input_arguments
-from agentcausal.cli.run_folder_options import add_run_folder_arguments, apply_run_folder_arguments, \
-    claim_run_folder, failed_rows_exit, run_name_meta, starting_prefect
+from agentcausal.cli.run_folder_options import (
+    add_run_folder_arguments,
+    apply_run_folder_arguments,
+    claim_run_folder,
+    failed_rows_exit,
+    run_name_meta,
+    starting_prefect,
+)
+from agentcausal.cli.runner_options import add_runner_arguments
+from agentcausal.cli.settings_options import (
+    add_model_arguments,
+    add_settings_arguments,
+    add_threads_argument,
+    apply_model_arguments,
+    apply_threads,
+    settings_from_args,
+)
+from agentcausal.cli.spend_options import (
+    add_spend_arguments,
+    check_spend_arguments,
+    print_estimate,
+    print_spend,
+    run_check,
+    spent_before,
+)
 from agentcausal.exceptions import ConfigError, DatasetError, InvalidDatasetsError
-from agentcausal.settings import parse_bool, preset_values, routing_preset
 from agentcausal.runs.folder import default_run_dir, load_run_meta
+from agentcausal.settings import parse_bool, preset_values, routing_preset
 
 __all__ = ["register", "cmd_discover", "build_config", "check_datasets"]
 
@@ -124,8 +142,8 @@ def build_config(args: argparse.Namespace, preset: str | None = None):
     ConfigError on an invalid value (e.g. ``--rounds 9``) or an unknown preset.
     """
     # start-up cost: the discovery modules import causal-learn and openai (see cmd_discover)
-    from agentcausal.discovery.llm import ils_csl, llm_scd, react
     from agentcausal.discovery.config import DiscoveryConfig
+    from agentcausal.discovery.llm import ils_csl, llm_scd, react
     from agentcausal.discovery.mac import settings as mac_settings
     from agentcausal.discovery.mac.executor import resolve_executor
 
@@ -275,14 +293,14 @@ def cmd_discover(args: argparse.Namespace) -> int:
     # every other verb and `agentcausal --help` would pay if these were imported with the module
     from agentcausal.cli.endpoints import check_endpoints
     from agentcausal.discovery.evaluate import score_run
-    from agentcausal.discovery.plan import discover_plan
-    from agentcausal.discovery.registry import method_stages, resolve_methods, with_anonymise
-    from agentcausal.report.discovery import load_scored, summary_text, write_report
-    from agentcausal.runs.plan import write_plan
     from agentcausal.discovery.outcome import DiscoveryOutcome
+    from agentcausal.discovery.plan import discover_plan
     from agentcausal.discovery.previews import discover_previews
+    from agentcausal.discovery.registry import method_stages, resolve_methods, with_anonymise
     from agentcausal.discovery.rounds import expand_rounds
     from agentcausal.llm.preview import render_previews
+    from agentcausal.report.discovery import load_scored, summary_text, write_report
+    from agentcausal.runs.plan import write_plan
     from agentcausal.runs.store import ResultStore
 
     if args.report:

@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agentcausal.traces.model import Trace
 from agentcausal.exceptions import ConfigError, InvalidTracesError, TraceFormatError
 from agentcausal.runs.folder import default_run_dir
+from agentcausal.traces.model import Trace
 
 __all__ = ["register", "cmd_import", "add_import_arguments", "load_with_options", "import_corpus", "phoenix_query",
            "import_sources", "uses_importer", "prepare_corpus", "refuse_truthless"]

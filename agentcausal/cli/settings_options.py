@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-from agentcausal.settings import RunSettings
 from agentcausal.exceptions import ConfigError
+from agentcausal.settings import RunSettings
 
 __all__ = ["add_settings_arguments", "settings_from_args", "add_model_arguments", "apply_model_arguments",
            "route_stages", "add_threads_argument", "apply_threads"]

@@ -14,8 +14,9 @@ recomputed: everything is read from the run folder (``results.parquet``,
 from __future__ import annotations
 
 import argparse
-from agentcausal.runs.folder import load_run_meta, run_kind
+
 from agentcausal.exceptions import ConfigError
+from agentcausal.runs.folder import load_run_meta, run_kind
 
 __all__ = ["register", "cmd_show"]
 
@@ -51,6 +52,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     # start-up cost: loads pandas, pydantic, which `agentcausal --help` and every other verb would pay at import
     from agentcausal.attribution.results import load_results
+
     # start-up cost: loads pandas, pydantic, which `agentcausal --help` and every other verb would pay at import
     from agentcausal.report.blamed import blamed_text
 

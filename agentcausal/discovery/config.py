@@ -11,9 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentcausal.discovery.llm.ils_csl import ILSCSLSettings
 from agentcausal.discovery.llm.llm_scd import LLMSCDSettings
+from agentcausal.discovery.llm.react import ReActSettings
 from agentcausal.discovery.mac.executor import resolve_executor
 from agentcausal.discovery.mac.settings import MACSettings
-from agentcausal.discovery.llm.react import ReActSettings
 
 __all__ = ["DiscoveryConfig"]
 

@@ -16,12 +16,21 @@ from typing import Any
 from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.data.dataset_model import Dataset
 from agentcausal.discovery.data.datasets import BENCHMARKS, data_dir, load_dataset, load_spec
+from agentcausal.discovery.data.user_data import unique_dataset_names
 from agentcausal.discovery.estimate import estimate_discovery
 from agentcausal.discovery.registry import DCM_METHODS, method_settings, method_stages, resolve_methods
 from agentcausal.discovery.rounds import base_method
-from agentcausal.discovery.data.user_data import unique_dataset_names
-from agentcausal.runs.plan import MethodPlan, Plan, PlanItem, absolute_path, missing_keys, profile_params, \
-    routed_profiles, sha256_file, stage_models
+from agentcausal.runs.plan import (
+    MethodPlan,
+    Plan,
+    PlanItem,
+    absolute_path,
+    missing_keys,
+    profile_params,
+    routed_profiles,
+    sha256_file,
+    stage_models,
+)
 from agentcausal.settings import RunSettings, routing_preset
 
 __all__ = ["discover_plan", "plan_discovery"]

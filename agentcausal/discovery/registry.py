@@ -33,21 +33,21 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agentcausal.discovery.statistical.algorithms import ALGORITHMS, default_choice, run_algorithm
-from agentcausal.discovery.data.anonymise import ANONYMISE_MODES, anonymise, restore_names
-from agentcausal.discovery.llm.zero_shot import llm_zero_shot
 from agentcausal.discovery.config import DiscoveryConfig
+from agentcausal.discovery.data.anonymise import ANONYMISE_MODES, anonymise, restore_names
 from agentcausal.discovery.data.dataset_model import Dataset
 from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.llm.ils_csl import ils_csl
 from agentcausal.discovery.llm.llm_scd import llm_scd
-from agentcausal.discovery.mac.calls import sample_index
-from agentcausal.discovery.mac.pipeline import run_mac
-from agentcausal.discovery.mac.settings import PAPER_UNSPECIFIED as MAC_PAPER_UNSPECIFIED
-from agentcausal.discovery.mac.settings import BASELINE_STAGE, CODER_STAGE, DEBATE_STAGE, MACSettings, unspecified_notes
 from agentcausal.discovery.llm.react import PAPER_UNSPECIFIED as REACT_PAPER_UNSPECIFIED
 from agentcausal.discovery.llm.react import react_discovery
+from agentcausal.discovery.llm.zero_shot import llm_zero_shot
+from agentcausal.discovery.mac.calls import sample_index
+from agentcausal.discovery.mac.pipeline import run_mac
+from agentcausal.discovery.mac.settings import BASELINE_STAGE, CODER_STAGE, DEBATE_STAGE, MACSettings, unspecified_notes
+from agentcausal.discovery.mac.settings import PAPER_UNSPECIFIED as MAC_PAPER_UNSPECIFIED
 from agentcausal.discovery.rounds import apply_rounds, split_rounds
+from agentcausal.discovery.statistical.algorithms import ALGORITHMS, default_choice, run_algorithm
 from agentcausal.exceptions import ConfigError
 from agentcausal.llm import Gateway
 

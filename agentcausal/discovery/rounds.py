@@ -127,7 +127,7 @@ def apply_rounds(method: str, config: C) -> tuple[str, C]:
     base, rounds = split_rounds(method)
     if rounds is None:
         return method, config
-    mac: Any = getattr(config, "mac")
+    mac: Any = getattr(config, "mac")  # noqa: B009 (C is bound to BaseModel; the caller passes a DiscoveryConfig)
     update = {"mac": mac.model_copy(update={"rounds": rounds})}
     return base, config.model_copy(update=update)  # type: ignore[attr-defined]  # a DiscoveryConfig
 

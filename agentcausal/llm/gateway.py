@@ -87,10 +87,10 @@ from agentcausal.exceptions import (
 )
 from agentcausal.llm import local
 from agentcausal.llm.profiles import Profile, ProfileSet, load_profiles
-from agentcausal.llm.window import check_prompt_window
-from agentcausal.llm.reply_cache import CorruptRecord, ReplyCache, decode_vector, encode_vector, thread_flights
 from agentcausal.llm.replies import strip_reasoning
+from agentcausal.llm.reply_cache import CorruptRecord, ReplyCache, decode_vector, encode_vector, thread_flights
 from agentcausal.llm.usage import StageUsage, UsageLedger
+from agentcausal.llm.window import check_prompt_window
 
 __all__ = ["Gateway", "Message", "cache_key"]
 

@@ -252,8 +252,8 @@ class ProfileSet(BaseModel):
                 f"unknown routing {self.routing!r}; defined routings: {', '.join(sorted(self.routings))}",
                 path=self.path,
             )
-        for rname, table in self.routings.items():
-            for stage, pname in table.items():
+        for _rname, table in self.routings.items():
+            for _stage, pname in table.items():
                 if pname not in self.profiles:
                     raise UnknownProfileError(pname, list(self.profiles), path=self.path)
         for group, size in self.limit_groups.items():

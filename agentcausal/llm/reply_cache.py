@@ -405,8 +405,8 @@ class ReplyCache:
             self.drop_reasons[reason] += 1
             n = self.dropped
         if n <= WARNED_DROPS:  # a cache of an older version fails on every record: a few lines, then the count
-            more = (f"; further records that fail their check are counted without a line each "
-                    f"(Gateway.cache_notice)" if n == WARNED_DROPS else "")
+            more = ("; further records that fail their check are counted without a line each "
+                    "(Gateway.cache_notice)" if n == WARNED_DROPS else "")
             log.warning("LLM reply cache %s: the record of request %s failed its check (%s); dropped, asking "
                         "again%s", self.path, key[:12], reason, more)
         else:

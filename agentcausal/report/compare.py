@@ -52,8 +52,8 @@ Biometrics Bulletin 1(6), 1945. doi:10.2307/3001968.
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 import pandas as pd

@@ -87,9 +87,9 @@ def human_number(v: Any, *, digits: int = 3) -> str:
         return "–"
     if isinstance(v, bool):
         return str(v)
-    if isinstance(v, int) or (hasattr(v, "dtype") and getattr(v, "dtype").kind in "iu"):
+    if isinstance(v, int) or (hasattr(v, "dtype") and v.dtype.kind in "iu"):
         return f"{int(v):,}"
-    if isinstance(v, float) or (hasattr(v, "dtype") and getattr(v, "dtype").kind == "f"):
+    if isinstance(v, float) or (hasattr(v, "dtype") and v.dtype.kind == "f"):
         f = float(v)
         if math.isnan(f):
             return "–"

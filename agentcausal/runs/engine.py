@@ -45,12 +45,12 @@ from agentcausal.exceptions import EndpointDownError
 from agentcausal.llm import Gateway
 from agentcausal.records import RunRecord
 from agentcausal.runs.breaker import breaker_for, method_profiles
+from agentcausal.runs.budget import BudgetGate, SpendTally, not_run_record, record_cost  # --max-cost, spend
 from agentcausal.runs.folder import write_run_meta
 from agentcausal.runs.heartbeat import meter_for
 from agentcausal.runs.plan import Plan, PlanItem, write_plan
 from agentcausal.runs.scheduling import MAX_CHUNKS, chunk_length, run_items
 from agentcausal.runs.store import RETRIED_STATUSES, ResultStore
-from agentcausal.runs.budget import BudgetGate, SpendTally, not_run_record, record_cost  # --max-cost, spend
 from agentcausal.settings import RunSettings
 
 __all__ = ["DEFAULT_CHUNK_SIZE", "Job", "Chunk", "RunHalf", "RecordSink", "RunSummary", "RunEngine", "run_chunk",

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from agentcausal.attribution.jobs import run_method
-from agentcausal.attribution.registry import resolve_methods
 from agentcausal.attribution.echo_consensus import Vote, consensus
 from agentcausal.attribution.echo_settings import ANALYSTS, PRESETS, EchoSettings
+from agentcausal.attribution.jobs import run_method
+from agentcausal.attribution.registry import resolve_methods
 from agentcausal.settings import resolve
 from agentcausal.traces.io import load_traces
 from agentcausal.traces.model import Label, Step, Trace

@@ -5,9 +5,8 @@ import json
 import pytest
 
 from agentcausal.attribution import a2p, all_at_once, binary_search, echo, echo_context, step_by_step
-from agentcausal.attribution.registry import resolve_methods
 from agentcausal.attribution.dcfa import DcfaSettings, ded, prompts
-from agentcausal.attribution.registry import get_method
+from agentcausal.attribution.registry import get_method, resolve_methods
 from agentcausal.settings import resolve
 
 LONG = "x" * 5000

@@ -1,24 +1,23 @@
 """The DCFA paper's tables from a hand-built results frame (no LLM)."""
 
-import pandas as pd
 import pytest
 
-from agentcausal.attribution.results import results_frame
-from agentcausal.report.attribution import paper_tables_markdown
 from agentcausal.attribution.paper_tables import (
     WHO_WHEN_LEVELS,
     accuracy_by_level,
-    dcfa_accuracy,
-    outside_levels,
     accuracy_over_repeats,
+    dcfa_accuracy,
     gca_only_accuracy,
     graph_stats,
     lce_diagnostics,
     lce_effect,
+    outside_levels,
     signed_step_error_histogram,
     speaker_mismatches,
     who_when_level,
 )
+from agentcausal.attribution.results import results_frame
+from agentcausal.report.attribution import paper_tables_markdown
 from agentcausal.traces.model import Attribution, Label, Step, Trace
 
 

@@ -8,12 +8,12 @@ import json
 import pytest
 
 from agentcausal.attribution.candidates import SINGLE_ANSWER, ranks
-from agentcausal.attribution.jobs import run_method
 from agentcausal.attribution.dcfa import DcfaSettings, run_dcfa
-from agentcausal.attribution.results import results_frame
 from agentcausal.attribution.evidence import check_evidence
-from tests.attribution.dcfa.conftest import DcfaResponder, kind_of, make_trace, small
+from agentcausal.attribution.jobs import run_method
+from agentcausal.attribution.results import results_frame
 from agentcausal_fakes.evidence import EvidenceResponder, asks_evidence
+from tests.attribution.dcfa.conftest import DcfaResponder, kind_of, make_trace, small
 
 #: 0 -> 1 -> 2 -> 4, 1 -> 3; hypothesis 1; correcting through step 2 gives the right answer
 CHAIN = dict(deviations=[(1, "wrong lookup"), (2, "copies it")], edges=[(0, 1), (1, 2), (1, 3), (2, 4)],

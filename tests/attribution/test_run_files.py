@@ -7,11 +7,12 @@ import pandas as pd
 import pytest
 
 from agentcausal.attribution.results import load_results, results_frame, save_run
-from agentcausal.runs.folder import atomic_path, load_run_meta
 from agentcausal.cli import main
 from agentcausal.discovery.graphs.graph import CausalGraph
-from agentcausal.discovery.outcome import DiscoveryOutcome, load_outcomes, save_outcomes as save_discovery_run
+from agentcausal.discovery.outcome import DiscoveryOutcome, load_outcomes
+from agentcausal.discovery.outcome import save_outcomes as save_discovery_run
 from agentcausal.exceptions import RunFileError
+from agentcausal.runs.folder import atomic_path, load_run_meta
 from agentcausal.traces.model import Attribution, Label, Step, Trace
 
 TRACE = Trace(id="x/1", question="q", ground_truth="a", label=Label(agent="B", step=1),

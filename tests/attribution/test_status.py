@@ -9,8 +9,15 @@ import pytest
 
 from agentcausal.attribution.cache_key import attribution_key
 from agentcausal.attribution.jobs import failed_attribution, run_method
-from agentcausal.exceptions import AlgorithmError, DatasetError, EndpointUnreachableError, LLMCallError, \
-    StructuredOutputError, TraceFormatError, is_content_failure
+from agentcausal.exceptions import (
+    AlgorithmError,
+    DatasetError,
+    EndpointUnreachableError,
+    LLMCallError,
+    StructuredOutputError,
+    TraceFormatError,
+    is_content_failure,
+)
 from agentcausal.traces.io import load_traces
 
 CASES = Path(__file__).resolve().parents[3] / "shared" / "cases"

@@ -6,8 +6,14 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from agentcausal.discovery.statistical.algorithms import ALGORITHMS, ExactSearchParams, PCParams, default_choice, parse_choice, \
-    run_algorithm
+from agentcausal.discovery.statistical.algorithms import (
+    ALGORITHMS,
+    ExactSearchParams,
+    PCParams,
+    default_choice,
+    parse_choice,
+    run_algorithm,
+)
 from agentcausal.exceptions import AlgorithmError
 
 

@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 
 from agentcausal.discovery import analyses as A
-from agentcausal.discovery.data.datasets import load_dataset
-from agentcausal.discovery.mac import MACSettings
 from agentcausal.discovery.cache_key import discovery_key
 from agentcausal.discovery.config import DiscoveryConfig
+from agentcausal.discovery.data.datasets import load_dataset
 from agentcausal.discovery.jobs import run_discovery
+from agentcausal.discovery.mac import MACSettings
 from agentcausal.discovery.registry import method_settings, resolve_methods, split_method
 from agentcausal.discovery.rounds import apply_rounds, base_method, expand_rounds, split_rounds
 from agentcausal.exceptions import ConfigError

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from agentcausal.discovery.data.anonymise import anonymise
-from agentcausal.discovery.data.datasets import load_dataset, metadata_text
 from agentcausal.discovery.cache_key import discovery_key
 from agentcausal.discovery.config import DiscoveryConfig
+from agentcausal.discovery.data.anonymise import anonymise
+from agentcausal.discovery.data.datasets import load_dataset, metadata_text
+from agentcausal.discovery.evaluate import outcomes_frame
 from agentcausal.discovery.jobs import run_discovery
 from agentcausal.discovery.registry import resolve_methods, with_anonymise
 from agentcausal.exceptions import ConfigError
-from agentcausal.discovery.evaluate import outcomes_frame
 from agentcausal.report.discovery import markdown_report, memorisation_text
 from tests.discovery.conftest import mac_responder
 

@@ -7,8 +7,15 @@ import json
 import numpy as np
 import pytest
 
-from agentcausal.discovery.data.datasets import BENCHMARKS, BNLEARN_NETWORKS, data_dir, load_dataset, \
-    load_user_dataset, metadata_text, sample_rows
+from agentcausal.discovery.data.datasets import (
+    BENCHMARKS,
+    BNLEARN_NETWORKS,
+    data_dir,
+    load_dataset,
+    load_user_dataset,
+    metadata_text,
+    sample_rows,
+)
 from agentcausal.exceptions import DatasetError
 
 EXPECTED = {"earthquake": (5, 4), "cancer": (5, 4), "survey": (6, 6), "asia": (8, 8), "child": (20, 25),

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 
 import pytest
+from pydantic import ValidationError
 
-from agentcausal.discovery.statistical.algorithms import GESParams, PCParams
 from agentcausal.discovery.mac.mdm import debate_algorithm, debate_graph, graph_disagreements, to_choice
 from agentcausal.discovery.mac.prompts import AlgorithmContext, AlgorithmProposalReply, GraphContext, graph_reply_model
 from agentcausal.discovery.mac.settings import PRESETS, MACSettings
-from agentcausal.settings import resolve
+from agentcausal.discovery.statistical.algorithms import GESParams, PCParams
 from agentcausal.exceptions import StructuredOutputError
+from agentcausal.settings import resolve
 from tests.discovery.conftest import mac_responder, reply_kind
 
 VARS = ("Burglary", "Earthquake", "Alarm")
@@ -99,7 +100,7 @@ def test_graph_schema_names_only_known_variables():
     model = graph_reply_model(VARS)
     schema = json.dumps(model.model_json_schema())
     assert all(v in schema for v in VARS) and '"maxItems": 6' in schema
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         model.model_validate({"edges": [{"cause": "Burglary", "effect": "Tornado"}]})
 
 

@@ -10,18 +10,18 @@ from pathlib import Path
 
 import pytest
 
+from agentcausal.discovery.config import DiscoveryConfig
+from agentcausal.discovery.data.datasets import load_dataset
+from agentcausal.discovery.evaluate import outcomes_frame
+from agentcausal.discovery.jobs import run_discovery
 from agentcausal.discovery.llm import ils_csl as ils_mod
 from agentcausal.discovery.llm import llm_scd as scd_mod
 from agentcausal.discovery.llm import react as react_mod
-from agentcausal.discovery.data.datasets import load_dataset
 from agentcausal.discovery.llm.ils_csl import ILSCSLSettings, hill_climb
 from agentcausal.discovery.llm.llm_scd import LLMSCDSettings
-from agentcausal.discovery.config import DiscoveryConfig
-from agentcausal.discovery.jobs import run_discovery
-from agentcausal.discovery.registry import method_stages, resolve_methods
 from agentcausal.discovery.llm.react import ReActSettings
+from agentcausal.discovery.registry import method_stages, resolve_methods
 from agentcausal.llm.gateway import Gateway
-from agentcausal.discovery.evaluate import outcomes_frame
 from agentcausal.report.discovery import summary_text
 from tests.discovery.conftest import mac_responder, reply_kind
 
@@ -167,9 +167,9 @@ def test_earthquake_and_asia_seeds_0_1_with_mac_in_one_table(fake_server, make_g
 
 def test_paper_bounds_edge_lists_by_what_a_dag_allows_and_small_keeps_2d(fake_server, make_gateway):
     from agentcausal.discovery.llm.react import PRESETS as REACT_PRESETS
-    from agentcausal.discovery.mac.settings import PRESETS as MAC_PRESETS
-    from agentcausal.discovery.mac import MACSettings
     from agentcausal.discovery.llm.react import ReActSettings
+    from agentcausal.discovery.mac import MACSettings
+    from agentcausal.discovery.mac.settings import PRESETS as MAC_PRESETS
 
     asia = dataset("asia", 0)  # d = 8: a DAG has at most 28 edges, small's bound is 16
 

@@ -6,14 +6,14 @@ import json
 
 import pytest
 
+from agentcausal.discovery.cache_key import discovery_key
+from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.data.datasets import load_dataset
+from agentcausal.discovery.jobs import run_discovery
 from agentcausal.discovery.mac import MACSettings, run_mac
 from agentcausal.discovery.mac import executor as ex
 from agentcausal.discovery.mac.sandbox import sandbox_available
 from agentcausal.discovery.mac.settings import PRESETS
-from agentcausal.discovery.cache_key import discovery_key
-from agentcausal.discovery.config import DiscoveryConfig
-from agentcausal.discovery.jobs import run_discovery
 from agentcausal.discovery.registry import resolve_methods
 from agentcausal.exceptions import ConfigError
 from tests.discovery.conftest import mac_responder, reply_kind

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.data.datasets import load_dataset
+from agentcausal.discovery.jobs import run_discovery
 from agentcausal.discovery.mac import MACSettings
 from agentcausal.discovery.mac.settings import PRESETS
-from agentcausal.discovery.config import DiscoveryConfig
-from agentcausal.discovery.jobs import run_discovery
 
 #: MAC's small preset (short prompts, fixed caps, the typed executor); the library defaults are ``paper``
 SMALL_MAC = MACSettings(**PRESETS["small"])
@@ -35,9 +35,9 @@ def test_mac_on_earthquake_with_the_embedded_model(tmp_path):
 @pytest.mark.timeout(1800)
 def test_llm_baselines_on_earthquake_with_the_embedded_model(tmp_path):
     """ReAct, LLM-SCD and ILS-CSL under the ``small`` preset, seed 0, with MAC in one table."""
+    from agentcausal.discovery.evaluate import outcomes_frame
     from agentcausal.discovery.llm import ils_csl, llm_scd, react
     from agentcausal.llm import Gateway
-    from agentcausal.discovery.evaluate import outcomes_frame
     from agentcausal.report.discovery import summary_text
 
     gw = Gateway.from_settings(cache_dir=tmp_path / "llm")

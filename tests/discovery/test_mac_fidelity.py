@@ -7,14 +7,14 @@ import json
 
 import pytest
 
+from agentcausal.discovery.cache_key import discovery_key
+from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.data.datasets import load_dataset
+from agentcausal.discovery.jobs import run_discovery
 from agentcausal.discovery.mac import MACSettings, run_mac
 from agentcausal.discovery.mac import prompts as P
 from agentcausal.discovery.mac.calls import graph_reply_tokens, sample_index
 from agentcausal.discovery.mac.settings import PRESETS
-from agentcausal.discovery.cache_key import discovery_key
-from agentcausal.discovery.config import DiscoveryConfig
-from agentcausal.discovery.jobs import run_discovery
 from agentcausal.llm.gateway import Gateway
 from agentcausal.llm.profiles import Profile
 from tests.discovery.conftest import mac_responder, reply_kind, with_required_reasons
@@ -230,7 +230,7 @@ def test_overall_judge_rule_and_edges_without_reasons(fake_server, make_gateway,
 
 
 def test_presets_are_valid_settings():
-    for name, values in PRESETS.items():
+    for _name, values in PRESETS.items():
         MACSettings(**values)
     assert set(PRESETS) >= {"paper", "small"} and PRESETS["paper"] == {}
     assert P.max_graph_edges(37) == 74

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import pytest
 
-from agentcausal.discovery.data.datasets import load_dataset
-from agentcausal.discovery.mac import MACSettings
 from agentcausal.discovery.config import DiscoveryConfig
+from agentcausal.discovery.data.datasets import load_dataset
 from agentcausal.discovery.jobs import run_discovery
+from agentcausal.discovery.mac import MACSettings
 from agentcausal.llm import Gateway
+from agentcausal_fakes.fake_openai import FakeOpenAIServer
 from tests.conftest import fake_profiles
 from tests.discovery.conftest import mac_responder, reply_kind
-from agentcausal_fakes.fake_openai import FakeOpenAIServer
 
 HIDDEN = 3000
 BUDGET = 8000

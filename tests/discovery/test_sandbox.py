@@ -10,8 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agentcausal.discovery.mac import sandbox
-from agentcausal.discovery.mac import executor
+from agentcausal.discovery.mac import executor, sandbox
 from agentcausal.discovery.mac.executor import coder_usage, read_result, resolve_executor, validate_adjacency
 from agentcausal.discovery.mac.sandbox import run_sandboxed, sandbox_available
 from agentcausal.discovery.mac.sandbox_command import seccomp_filter
@@ -215,8 +214,8 @@ def _run_usage(usage: str, data: np.ndarray, variables) -> "CausalGraph":  # noq
 @pytest.mark.parametrize("algorithm", ["pc", "fci", "ges", "exact_search", "direct_lingam"])
 def test_coder_usage_runs_each_pool_algorithm_as_the_typed_executor_does(algorithm, collider_dataset):
     """The lines shown to the coder give the typed executor's graph (discrete Exact Search's pgmpy score too)."""
-    from agentcausal.discovery.statistical.algorithms import default_choice, run_algorithm
     from agentcausal.discovery.data.datasets import load_dataset
+    from agentcausal.discovery.statistical.algorithms import default_choice, run_algorithm
 
     for ds in (load_dataset("earthquake", n=400, seed=0), collider_dataset):
         choice = default_choice(algorithm, ds.data_type, ds.d)
@@ -228,8 +227,8 @@ def test_coder_usage_runs_each_pool_algorithm_as_the_typed_executor_does(algorit
 
 
 def test_coder_usage_carries_pc_background_knowledge_and_the_bdeu_prior():
-    from agentcausal.discovery.statistical.algorithms import ExactSearchParams, PCParams, run_algorithm
     from agentcausal.discovery.data.datasets import load_dataset
+    from agentcausal.discovery.statistical.algorithms import ExactSearchParams, PCParams, run_algorithm
 
     ds = load_dataset("earthquake", n=400, seed=0)
     choice = PCParams(indep_test="chisq", required=((2, 0),), forbidden=((0, 2), (3, 2)))
@@ -298,8 +297,8 @@ def test_cli_executor_default_is_the_presets(monkeypatch, capsys):
 
 
 def test_auto_fallback_is_marked_in_the_rows_that_run_dcm(fake_server, make_gateway):
-    from agentcausal.discovery.data.datasets import load_dataset
     from agentcausal.discovery.config import DiscoveryConfig
+    from agentcausal.discovery.data.datasets import load_dataset
     from agentcausal.discovery.jobs import run_discovery
     from tests.discovery.conftest import mac_responder
 

@@ -6,10 +6,10 @@ import dataclasses
 
 import pytest
 
-from agentcausal.discovery.data.dataset_model import DatasetMetadata, VariableInfo
-from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.cache_key import discovery_key
 from agentcausal.discovery.config import DiscoveryConfig
+from agentcausal.discovery.data.dataset_model import DatasetMetadata, VariableInfo
+from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.jobs import run_discovery
 from agentcausal.discovery.outcome import degradation
 from agentcausal.exceptions import AlgorithmError

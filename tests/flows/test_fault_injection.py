@@ -17,10 +17,10 @@ import pytest
 
 from agentcausal.settings import RunSettings
 from agentcausal.traces.jsonl import write_jsonl
-from agentcausal_fakes.profiles import profiles_toml
-from agentcausal_fakes.synthetic import synthetic_traces
-from agentcausal_fakes.responders import BenchResponder
 from agentcausal_fakes.fake_openai import FakeOpenAIServer
+from agentcausal_fakes.profiles import profiles_toml
+from agentcausal_fakes.responders import BenchResponder
+from agentcausal_fakes.synthetic import synthetic_traces
 
 METHODS = ["all_at_once", "binary_search", "dcfa"]
 FAULTS = (401, 429, 500, "timeout", "drop", "malformed", "truncated")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agentcausal.exceptions import ItemChangedError
 from agentcausal.attribution.plan import attribute_plan
+from agentcausal.exceptions import ItemChangedError
 from agentcausal.runs import items as run_items
 from agentcausal.traces.io import load_traces
 from agentcausal.traces.jsonl import write_jsonl

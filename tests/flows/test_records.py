@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.config import DiscoveryConfig
+from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.settings import RunSettings
 
 CASES = Path(__file__).resolve().parents[3] / "shared" / "cases"
@@ -160,9 +160,9 @@ def test_discovery_is_scored_against_the_current_truth(cases, settings, tmp_path
 def test_algorithm_timeout_is_not_cached(settings, tmp_path):
     """Exact Search on Child (20 variables) takes minutes (FACTS.md), so a 0.5 s timeout always fires, however
     loaded the machine is (PC on a 3-variable chain can finish inside even 1 ms)."""
-    from flows.discover import discover
     from agentcausal.discovery.outcome import DiscoveryOutcome
     from agentcausal.runs.store import ResultStore
+    from flows.discover import discover
 
     config = DiscoveryConfig(algorithm_timeout_s=0.5)
     for k in (1, 2):

@@ -12,8 +12,8 @@ from pydantic import BaseModel
 
 from agentcausal.exceptions import LLMCallError, StructuredOutputError
 from agentcausal.llm import Gateway, load_profiles
-from tests.conftest import fake_profiles
 from agentcausal_fakes.fake_openai import FakeOpenAIServer
+from tests.conftest import fake_profiles
 
 PICK = '{"step": 2, "agent": "WebSurfer"}'
 REASONING = {"token_cap_param": "max_completion_tokens", "temperature_allowed": False,

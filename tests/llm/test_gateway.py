@@ -26,8 +26,8 @@ from agentcausal.exceptions import (
 )
 from agentcausal.llm import Gateway, Profile, ProfileSet
 from agentcausal.llm.gateway import cache_key
-from tests.conftest import fake_profiles as _profiles
 from agentcausal_fakes.fake_openai import FakeOpenAIServer
+from tests.conftest import fake_profiles as _profiles
 
 PICK_2 = '{"step": 2, "agent": "WebSurfer"}'
 SECRET = "sk-test-DO-NOT-LEAK-7f3a9c"

@@ -15,14 +15,13 @@ import pytest
 from pydantic import ValidationError, ValidationInfo, model_validator
 
 import agentcausal.llm.gateway as gateway_mod
-from agentcausal.attribution import a2p, all_at_once, binary_search, echo, step_by_step
-from agentcausal.attribution import baseline_prompts
-from agentcausal.attribution.jobs import run_method
+from agentcausal.attribution import a2p, all_at_once, baseline_prompts, binary_search, echo, step_by_step
 from agentcausal.attribution.dcfa import ded as dcfa_ded
 from agentcausal.attribution.dcfa import prompts as dcfa_prompts
-from agentcausal_fakes.synthetic import synthetic_traces
-from agentcausal_fakes.responders import BenchResponder
+from agentcausal.attribution.jobs import run_method
 from agentcausal_fakes.fake_openai import FakeOpenAIServer
+from agentcausal_fakes.responders import BenchResponder
+from agentcausal_fakes.synthetic import synthetic_traces
 
 MODEL_CACHES = [a2p.reply_model, all_at_once.reply_model, binary_search.choice_model, echo.scan_model,
                 echo.panel_model, step_by_step.verdict_model, baseline_prompts.enum_choice] + [
@@ -135,7 +134,7 @@ def test_a_schema_template_with_a_validation_context_sends_the_per_shape_models_
     real_key = gateway_mod.cache_key
     for variant in ("per shape", "template"):
         payloads: list[str] = []
-        monkeypatch.setattr(gateway_mod, "cache_key", lambda b, m, p: payloads.append(json.dumps(p, sort_keys=True))
+        monkeypatch.setattr(gateway_mod, "cache_key", lambda b, m, p: payloads.append(json.dumps(p, sort_keys=True))  # noqa: B023 (this variant only)
                             or real_key(b, m, p))
         with FakeOpenAIServer(responder=BenchResponder()) as srv:
             gw = make_gateway(srv, cache_dir=tmp_path / variant, context_window=128000)

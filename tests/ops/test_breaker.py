@@ -3,7 +3,6 @@ consecutive dead jobs, marks the rest ``not_run`` naming the endpoint, caches no
 run computes them. The engine driven by a thread pool (no Prefect), on the fake server (test double)."""
 
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pandas as pd
 import pytest

@@ -52,7 +52,7 @@ def test_endpoint_dying_mid_run_trips_the_breaker_and_exits_4(scripted_server, t
     jobs = 10 * len(list(EXAMPLES.glob("*.json")))
     assert rc == ENDPOINT_DOWN, err[-5:]
     assert err[-2].startswith(f"agentcausal: error: endpoint down: fake at {url} failed 2 requests in a row")
-    assert err[-1].startswith(f"agentcausal: ") and f"of {jobs} (trace, method) rows not computed" in err[-1]
+    assert err[-1].startswith("agentcausal: ") and f"of {jobs} (trace, method) rows not computed" in err[-1]
     df = pd.read_parquet(tmp_path / "run" / "results.parquet")
     assert len(df) == jobs and (df["status"] == "not_run").sum() >= jobs // 2
     assert set(df["status"]) <= {"complete", "failed", "not_run"}

@@ -15,8 +15,14 @@ from tests.ops.conftest import EXAMPLES
 @pytest.mark.timeout(500)
 def test_cli_run_logs_to_the_api_quietly_with_name_tags_and_keys(scripted_server, profiles_file, tmp_path):
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, FlowRunFilter, \
-        FlowRunFilterName, LogFilter, LogFilterFlowRunId
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterFlowRunId,
+        FlowRunFilter,
+        FlowRunFilterName,
+        LogFilter,
+        LogFilterFlowRunId,
+    )
     from prefect.server.api.server import SubprocessASGIServer
     from prefect.settings import PREFECT_API_URL, temporary_settings
 

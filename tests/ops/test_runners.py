@@ -8,8 +8,14 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from agentcausal.cli.runner_options import add_runner_arguments
 from agentcausal.exceptions import ConfigError
-from flows.runners import RunnerChoice, RunnerKind, SharedAPIDaskTaskRunner, runner_choice_from_args, task_runner, \
-    with_runner
+from flows.runners import (
+    RunnerChoice,
+    RunnerKind,
+    SharedAPIDaskTaskRunner,
+    runner_choice_from_args,
+    task_runner,
+    with_runner,
+)
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "data" / "examples"
 

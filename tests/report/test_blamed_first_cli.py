@@ -15,8 +15,8 @@ import pytest
 from agentcausal.cli import main
 from agentcausal.traces.importers import import_traces
 from agentcausal_fakes.evidence import EvidenceResponder
-from tests.report.test_html_report import parse
 from agentcausal_fakes.spans import genai_spans, openinference_spans, otlp_json
+from tests.report.test_html_report import parse
 
 
 def _profiles(tmp, base_url):
@@ -41,8 +41,8 @@ def _writer_blamed(inner):
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    from agentcausal_fakes.responders import BenchResponder
     from agentcausal_fakes.fake_openai import FakeOpenAIServer
+    from agentcausal_fakes.responders import BenchResponder
 
     tmp = tmp_path_factory.mktemp("blamed")
     otel, oi = tmp / "otel.json", tmp / "openinference.json"

@@ -6,8 +6,8 @@ import pytest
 
 from agentcausal.attribution.results import save_run
 from agentcausal.cli import main
-from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.evaluate import score_run
+from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.outcome import DiscoveryOutcome, save_outcomes
 from agentcausal.report.compare import compare_runs, mcnemar_exact
 from agentcausal.traces.model import Attribution, Label, Step, Trace

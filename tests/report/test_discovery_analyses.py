@@ -4,7 +4,6 @@ each with its n; end to end through ``discover --rounds 1 2 3`` on the fake serv
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -108,11 +107,11 @@ def test_discover_rounds_sweep_writes_the_paper_analyses(fake_server, tmp_path, 
 
 
 def test_compare_ranks_over_the_backbones_of_two_runs(tmp_path):
+    from agentcausal.discovery.evaluate import score_run
     from agentcausal.discovery.graphs.graph import CausalGraph
+    from agentcausal.discovery.outcome import save_outcomes
     from agentcausal.report.compare import compare_runs
     from agentcausal.report.compare_pages import comparison_html, comparison_markdown
-    from agentcausal.discovery.evaluate import score_run
-    from agentcausal.discovery.outcome import save_outcomes
 
     true = CausalGraph.from_edges("ABC", [("A", "B"), ("B", "C")])
     right, wrong = true, CausalGraph.from_edges("ABC", [("C", "A")])

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 
+from agentcausal.discovery.evaluate import outcomes_frame, score_run
 from agentcausal.discovery.graphs.graph import CausalGraph
-from agentcausal.discovery.evaluate import score_run
 from agentcausal.discovery.outcome import DiscoveryOutcome, save_outcomes
-from agentcausal.discovery.evaluate import outcomes_frame
 from agentcausal.report.discovery import (
     IDENTICAL_NOTE,
     executor_lines,

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from agentcausal.attribution.results import load_results, save_run
-from agentcausal.discovery.graphs.graph import CausalGraph, Edge, Mark
 from agentcausal.discovery.evaluate import score_run
+from agentcausal.discovery.graphs.graph import CausalGraph, Edge, Mark
 from agentcausal.discovery.outcome import DiscoveryOutcome, save_outcomes
 from agentcausal.report import plots
 from agentcausal.report.attribution import report_run

@@ -9,8 +9,16 @@ from agentcausal.attribution.evaluate import evaluate_frame
 from agentcausal.attribution.results import results_frame
 from agentcausal.report.attribution import write_report
 from agentcausal.report.html import html_report
-from agentcausal.report.plots import Figure, attribution_figures, discovery_figures, discovery_stage_usage, \
-    figures_markdown, shd_png, text_bars, text_histograms
+from agentcausal.report.plots import (
+    Figure,
+    attribution_figures,
+    discovery_figures,
+    discovery_stage_usage,
+    figures_markdown,
+    shd_png,
+    text_bars,
+    text_histograms,
+)
 from agentcausal.traces.model import Attribution, Label, Step, Trace
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

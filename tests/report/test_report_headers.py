@@ -6,12 +6,11 @@ from __future__ import annotations
 import re
 
 from agentcausal.attribution.results import save_run
-from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.config import DiscoveryConfig
-from agentcausal.discovery.evaluate import score_run
+from agentcausal.discovery.evaluate import outcomes_frame, score_run
+from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.outcome import DiscoveryOutcome, save_outcomes
 from agentcausal.report.attribution import report_run
-from agentcausal.discovery.evaluate import outcomes_frame
 from agentcausal.report.discovery import SECONDS_NOTE, config_for_methods, summary_text, table_records, write_report
 from agentcausal.report.html import facts_markdown, readable_value
 from agentcausal.traces.model import Attribution, Label, Step, Trace

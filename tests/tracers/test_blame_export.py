@@ -10,10 +10,10 @@ import json
 import pandas as pd
 import pytest
 
-from agentcausal.cli import main
 from agentcausal.attribution.results import save_run as save_attribution_run
+from agentcausal.cli import main
 from agentcausal.tracers.blame import blamed_spans
-from agentcausal.tracers.otlp_export import evaluation_logs, write_evaluation_logs
+from agentcausal.tracers.otlp_export import evaluation_logs
 from agentcausal.tracers.phoenix import span_annotations
 from agentcausal.traces.importers import import_traces
 from agentcausal.traces.model import Attribution

@@ -13,9 +13,9 @@ import pytest
 
 from agentcausal.settings import RunSettings
 from agentcausal.tracers.phoenix import PhoenixQuery, load_phoenix
-from flows.serve import DEFAULT_FILE, load_flow, load_specs
 from agentcausal_fakes.fake_openai import FakeOpenAIServer
 from agentcausal_fakes.spans import genai_spans, openinference_spans
+from flows.serve import DEFAULT_FILE, load_flow, load_specs
 
 
 def _send(url: str, spans: list) -> None:

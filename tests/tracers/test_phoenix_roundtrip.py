@@ -16,8 +16,8 @@ from agentcausal.cli import main
 from agentcausal.tracers.phoenix import PhoenixQuery, load_phoenix, read_annotations
 from agentcausal_fakes.fake_openai import FakeOpenAIServer
 from agentcausal_fakes.spans import QUESTION, genai_spans, openinference_spans
-from tests.traces.importers.conftest import check_run
 from tests.tracers.conftest import run_sdk
+from tests.traces.importers.conftest import check_run
 
 #: the importer conftest's runs start at this time (its fixed clock), 2024-05-29
 WINDOW = ["--since", "2024-05-29T00:00:00Z", "--until", "2024-05-30T00:00:00Z"]

@@ -70,7 +70,7 @@ from agentcausal.attribution.dcfa.correct import (
     lce_budget,
     lce_tokens,
 )
-from agentcausal.attribution.dcfa.ded import DedCandidate, Decision, decide
+from agentcausal.attribution.dcfa.ded import Decision, DedCandidate, decide
 from agentcausal.attribution.dcfa.gca import GcaResult
 from agentcausal.attribution.dcfa.search import CandidateScore, SearchResult, bidirectional_search
 from agentcausal.attribution.dcfa.settings import DcfaSettings
@@ -316,7 +316,7 @@ class CounterfactualScorer:
         ok = [(k, r, res) for (k, r), res in zip(todo, results) if not isinstance(res, StructuredOutputError)]
         scores = self._score([res[0] for _, _, res in ok]) if ok else []
         with self._lock:
-            for (k, r), res in zip(todo, results):
+            for (k, _r), res in zip(todo, results):
                 if isinstance(res, StructuredOutputError):
                     self._memo[k] = res
             for (k, r, (outcome, reason)), v in zip(ok, scores):

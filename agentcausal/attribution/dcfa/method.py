@@ -65,17 +65,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentcausal.attribution.registry import usage_item
-from agentcausal.attribution.dcfa.details import DcfaDetails, DeviationRecord, FinalChoice, LceFailure, LceRecord, \
-    StepChoice
+from agentcausal.attribution.dcfa.correct import STAGE as LCE_STAGE
+from agentcausal.attribution.dcfa.details import (
+    DcfaDetails,
+    DeviationRecord,
+    FinalChoice,
+    LceFailure,
+    LceRecord,
+    StepChoice,
+)
 from agentcausal.attribution.dcfa.gca import STAGE as GCA_STAGE
 from agentcausal.attribution.dcfa.gca import GcaResult, run_gca
 from agentcausal.attribution.dcfa.gca_validation import graph_edges
 from agentcausal.attribution.dcfa.lce import EMBED_STAGE, LceResult, run_lce
-from agentcausal.attribution.dcfa.correct import STAGE as LCE_STAGE
 from agentcausal.attribution.dcfa.prompts import PROMPT_VERSIONS
 from agentcausal.attribution.dcfa.result_fields import dcfa_result_fields
 from agentcausal.attribution.dcfa.settings import DcfaSettings
+from agentcausal.attribution.registry import usage_item
 from agentcausal.exceptions import AgentCausalError, StructuredOutputError, is_content_failure
 from agentcausal.llm import Gateway
 from agentcausal.traces.model import Attribution, Trace

@@ -37,8 +37,8 @@ from pathlib import Path
 import numpy as np
 
 from agentcausal.discovery.data.dataset_model import Dataset, DatasetMetadata, VariableInfo
-from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.data.user_data import DatasetChecks, read_user_dataset
+from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.exceptions import DatasetError
 
 __all__ = [

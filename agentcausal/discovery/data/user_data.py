@@ -63,8 +63,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agentcausal.discovery.data.dataset_model import Dataset, DatasetMetadata, VariableInfo
-from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.data.user_table import SHOWN, read_column, read_table
+from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.exceptions import AgentCausalError, ConfigError, DatasetError, InputFileError
 from agentcausal.input_files import input_refusal, loads_json, read_input_text
 

@@ -13,8 +13,8 @@ from typing import Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentcausal.discovery.statistical.algorithms import AlgorithmChoice
 from agentcausal.discovery.graphs.graph import CausalGraph
+from agentcausal.discovery.statistical.algorithms import AlgorithmChoice
 
 __all__ = ["ProposedAlgorithm", "ProposedGraph", "Proposal", "Verdict", "DebateRound", "Debate", "MDMResult",
            "choice_label"]

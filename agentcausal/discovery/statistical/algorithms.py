@@ -222,8 +222,12 @@ def scored_exact_search(data: np.ndarray, choice: ExactSearchParams, *,
     import itertools
 
     import pandas as pd
-    from causallearn.search.ScoreBased.ExactSearch import astar_shortest_path, dp_shortest_path, insort, \
-        query_best_structure
+    from causallearn.search.ScoreBased.ExactSearch import (
+        astar_shortest_path,
+        dp_shortest_path,
+        insort,
+        query_best_structure,
+    )
     from pgmpy.structure_score import BIC, K2, BDeu
 
     n, d = data.shape

@@ -33,8 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from agentcausal.exceptions import TraceFormatError
-from agentcausal.traces.importers._spans import SpanKind, SpanRecord, iso_to_ns, message_text, read_json_records, \
-    spans_to_traces
+from agentcausal.traces.importers._spans import (
+    SpanKind,
+    SpanRecord,
+    iso_to_ns,
+    message_text,
+    read_json_records,
+    spans_to_traces,
+)
 from agentcausal.traces.model import Trace
 
 __all__ = ["is_agents_record", "agents_records", "load_openai_agents", "RESPONSE_HINT"]

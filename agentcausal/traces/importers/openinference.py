@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from agentcausal.exceptions import TraceFormatError
+from agentcausal.traces.importers._otlp import OtlpSpan, is_otlp
 from agentcausal.traces.importers._spans import (
     SpanKind,
     SpanRecord,
@@ -49,7 +50,6 @@ from agentcausal.traces.importers._spans import (
     read_json_records,
     spans_to_traces,
 )
-from agentcausal.traces.importers._otlp import OtlpSpan, is_otlp
 from agentcausal.traces.importers.otel import genai_record, otel_records
 from agentcausal.traces.model import Trace
 

@@ -5,11 +5,10 @@ import json
 import networkx as nx
 import pytest
 
-from agentcausal.attribution.dcfa import DcfaSettings
 from agentcausal.attribution.dcfa.gca import run_gca
 from agentcausal.attribution.dcfa.gca_validation import DroppedEdges, graph_edges, validate_deviations, validate_edges
 from agentcausal.exceptions import StructuredOutputError
-from tests.attribution.dcfa.conftest import DcfaResponder, kind_of, user_text, small
+from tests.attribution.dcfa.conftest import DcfaResponder, kind_of, small, user_text
 
 
 # ------------------------------------------------------------------ validation

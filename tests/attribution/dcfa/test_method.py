@@ -6,12 +6,12 @@ import json
 import numpy as np
 import pytest
 
-from agentcausal.attribution.jobs import run_method
 from agentcausal.attribution.dcfa import DcfaSettings, run_dcfa
 from agentcausal.attribution.dcfa.details import DcfaDetails
+from agentcausal.attribution.jobs import run_method
 from agentcausal.attribution.registry import get_method
 from agentcausal.report.dcfa import dependency_graph_mermaid
-from tests.attribution.dcfa.conftest import DcfaResponder, kind_of, revised_through, user_text, small
+from tests.attribution.dcfa.conftest import DcfaResponder, kind_of, revised_through, small, user_text
 
 #: 0 -> 1 -> 2 -> 4, 1 -> 3; hypothesis 1; the corrector changes steps 1, 2 and 4
 CHAIN = dict(

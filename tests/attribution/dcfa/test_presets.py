@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from agentcausal.attribution.jobs import run_method
 from agentcausal.attribution.dcfa import DcfaSettings, run_dcfa
 from agentcausal.attribution.dcfa.gca import run_gca
+from agentcausal.attribution.jobs import run_method
 from agentcausal.cli import main
 from tests.attribution.dcfa.conftest import DcfaResponder, kind_of, make_trace, small, user_text
 
@@ -101,9 +101,9 @@ def test_cli_refuses_a_method_that_cannot_run_without_truth(capsys, monkeypatch)
 
 
 def test_each_prompt_set_takes_only_the_variants_it_has():
+    from agentcausal.attribution.dcfa import PRESETS
     from agentcausal.exceptions import ConfigError
     from agentcausal.settings import resolve
-    from agentcausal.attribution.dcfa import PRESETS
 
     with pytest.raises(ConfigError, match="prompts='small' has only"):
         resolve(DcfaSettings, PRESETS, "small", {"cgc": "code"})
