@@ -70,8 +70,13 @@ def examples_dir() -> Path:
     return data_dir() / "examples"
 
 
-def demo_selection(who_and_when_dir: str | Path, *, out_root: str | Path = "runs", quick: bool = False,
-              out_dir: str | Path | None = None) -> DemoSelection:
+def demo_selection(
+    who_and_when_dir: str | Path,
+    *,
+    out_root: str | Path = "runs",
+    quick: bool = False,
+    out_dir: str | Path | None = None,
+) -> DemoSelection:
     """The demo selection for this machine.
 
     Parameters
@@ -90,11 +95,20 @@ def demo_selection(who_and_when_dir: str | Path, *, out_root: str | Path = "runs
     real = [Path(who_and_when_dir) / f for f in DEMO_TRACE_FILES]
     found = [str(p) for p in real if p.is_file()]
     if len(found) < len(real):
-        notes.append(f"Who&When traces not found under {who_and_when_dir} (set AGENTCAUSAL_WHO_AND_WHEN_DIR or "
-                     "run `agentcausal data fetch who-and-when`); attributing the example traces only")
+        notes.append(
+            f"Who&When traces not found under {who_and_when_dir} (set AGENTCAUSAL_WHO_AND_WHEN_DIR or "
+            "run `agentcausal data fetch who-and-when`); attributing the example traces only"
+        )
     out = str(out_dir or Path(out_root) / f"demo-{dt.datetime.now():%Y%m%d-%H%M%S}")
     if quick:
-        return DemoSelection(trace_paths=tuple(examples[:2]), attribution_methods=("all_at_once", "binary_search"),
-                        datasets=("earthquake", "asia"), statistical_methods=("pc", "ges"), llm_methods=("mac",),
-                        llm_datasets=("earthquake",), out_dir=out, notes=tuple(notes))
+        return DemoSelection(
+            trace_paths=tuple(examples[:2]),
+            attribution_methods=("all_at_once", "binary_search"),
+            datasets=("earthquake", "asia"),
+            statistical_methods=("pc", "ges"),
+            llm_methods=("mac",),
+            llm_datasets=("earthquake",),
+            out_dir=out,
+            notes=tuple(notes),
+        )
     return DemoSelection(trace_paths=tuple(examples + found), out_dir=out, notes=tuple(notes))

@@ -74,8 +74,7 @@ class UnknownStageError(ConfigError):
 
     def __init__(self, stage: str, routing: str, known: list[str]) -> None:
         super().__init__(
-            f"stage {stage!r} has no route in routing {routing!r}; routed stages: "
-            f"{', '.join(sorted(known)) or 'none'}"
+            f"stage {stage!r} has no route in routing {routing!r}; routed stages: {', '.join(sorted(known)) or 'none'}"
         )
         self.stage = stage
         self.routing = routing
@@ -186,8 +185,10 @@ class InvalidTracesError(TraceFormatError):
     def __init__(self, errors: list[TraceFormatError]) -> None:
         shown = "; ".join(str(e) for e in errors[: self.SHOWN])
         more = f"; and {len(errors) - self.SHOWN} more" if len(errors) > self.SHOWN else ""
-        super().__init__(f"{len(errors)} invalid trace input(s): {shown}{more} "
-                         "(fix them, or pass --skip-invalid to run the valid rest)")
+        super().__init__(
+            f"{len(errors)} invalid trace input(s): {shown}{more} "
+            "(fix them, or pass --skip-invalid to run the valid rest)"
+        )
         self.errors = list(errors)
 
 
@@ -230,8 +231,10 @@ class ResultStoreError(AgentCausalError):
     """
 
     def __init__(self, path: str, detail: str) -> None:
-        super().__init__(f"results store {path} is unusable ({detail}); move it aside (mv {path} {path}.bad) "
-                         "and run again: its rows are recomputed, their LLM replies still cached")
+        super().__init__(
+            f"results store {path} is unusable ({detail}); move it aside (mv {path} {path}.bad) "
+            "and run again: its rows are recomputed, their LLM replies still cached"
+        )
         self.path = path
         self.detail = detail
 
@@ -249,8 +252,9 @@ class DatasetError(AgentCausalError):
         The column (or metadata field) at fault, when there is one.
     """
 
-    def __init__(self, message: str, *, name: str | None = None, file: str | None = None,
-                 column: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, name: str | None = None, file: str | None = None, column: str | None = None
+    ) -> None:
         super().__init__(message if name is None else f"dataset {name!r}: {message}")
         self.name = name
         self.file = file
@@ -266,8 +270,11 @@ class InvalidDatasetsError(DatasetError):
     """
 
     def __init__(self, errors: list[DatasetError]) -> None:
-        super().__init__(f"{len(errors)} invalid dataset(s): " + "; ".join(str(e) for e in errors)
-                         + " (fix them, or pass --skip-invalid to run the valid rest)")
+        super().__init__(
+            f"{len(errors)} invalid dataset(s): "
+            + "; ".join(str(e) for e in errors)
+            + " (fix them, or pass --skip-invalid to run the valid rest)"
+        )
         self.errors = list(errors)
 
 
@@ -322,7 +329,8 @@ class ContextWindowError(AgentCausalError):
         super().__init__(
             f"stage {stage!r}: the prompt is about {prompt_tokens:,} tokens ({chars:,} characters), over the "
             f"{context_window:,}-token context window of profile {profile!r}; not sent (shorten the trace, e.g. "
-            "--max-steps, or route the stage to a model with a larger window)")
+            "--max-steps, or route the stage to a model with a larger window)"
+        )
         self.stage = stage
         self.profile = profile
         self.prompt_tokens = prompt_tokens
@@ -363,8 +371,7 @@ def is_content_failure(exc: BaseException) -> bool:
     """
     if isinstance(exc, AlgorithmError):
         return not exc.transient
-    return isinstance(exc, (StructuredOutputError, TraceFormatError, DatasetError, InputFileError,
-                            ContextWindowError))
+    return isinstance(exc, (StructuredOutputError, TraceFormatError, DatasetError, InputFileError, ContextWindowError))
 
 
 class CompareError(AgentCausalError):
@@ -420,8 +427,11 @@ class RunFolderExistsError(ConfigError):
     """
 
     def __init__(self, path: str) -> None:
-        super().__init__("run folder already holds a run; add --resume to continue it (only new or changed items "
-                         "are computed) or --force to replace it", path=path)
+        super().__init__(
+            "run folder already holds a run; add --resume to continue it (only new or changed items "
+            "are computed) or --force to replace it",
+            path=path,
+        )
 
 
 class RunFolderBusyError(AgentCausalError):
@@ -435,8 +445,9 @@ class RunFolderBusyError(AgentCausalError):
 
     def __init__(self, path: str, pid: int | None) -> None:
         who = f"process {pid}" if pid is not None else "another process"
-        super().__init__(f"{path}: run folder is in use by {who} (a run is writing it); wait for it to end or "
-                         "choose another --out")
+        super().__init__(
+            f"{path}: run folder is in use by {who} (a run is writing it); wait for it to end or choose another --out"
+        )
         self.path, self.pid = path, pid
 
     def __reduce__(self):  # pickled across processes (Dask) with its own arguments
@@ -458,8 +469,10 @@ class EndpointDownError(AgentCausalError):
     """
 
     def __init__(self, endpoint: str, failures: int, cause: str, profile: str | None = None) -> None:
-        super().__init__(f"endpoint down: {endpoint} failed {failures} requests in a row ({cause}); the run "
-                         "stopped sending work to it")
+        super().__init__(
+            f"endpoint down: {endpoint} failed {failures} requests in a row ({cause}); the run "
+            "stopped sending work to it"
+        )
         self.endpoint, self.failures, self.cause, self.profile = endpoint, failures, cause, profile
 
     def __reduce__(self):  # pickled across processes (Dask) with its own arguments

@@ -36,9 +36,19 @@ from typing import Any
 
 from agentcausal.exceptions import InputFileError
 
-__all__ = ["DEFAULT_MAX_INPUT_MB", "MAX_JSON_DEPTH", "MAX_INT_DIGITS", "MAX_INPUT_ENV", "max_input_bytes",
-           "input_refusal", "check_input_file", "read_input_bytes", "read_input_text", "loads_json",
-           "read_json_file"]
+__all__ = [
+    "DEFAULT_MAX_INPUT_MB",
+    "MAX_JSON_DEPTH",
+    "MAX_INT_DIGITS",
+    "MAX_INPUT_ENV",
+    "max_input_bytes",
+    "input_refusal",
+    "check_input_file",
+    "read_input_bytes",
+    "read_input_text",
+    "loads_json",
+    "read_json_file",
+]
 
 #: the default largest input file, MiB
 DEFAULT_MAX_INPUT_MB = 256
@@ -60,35 +70,40 @@ def max_input_bytes() -> int:
     """
     raw = os.environ.get(MAX_INPUT_ENV, "").strip()
     if not raw:
-        return DEFAULT_MAX_INPUT_MB * 2 ** 20
+        return DEFAULT_MAX_INPUT_MB * 2**20
     try:
         mb = float(raw)
     except ValueError:
         mb = -1.0
     if not mb > 0:
         raise InputFileError(f"${MAX_INPUT_ENV} (--max-input-mb) must be a positive number of MiB, got {raw!r}")
-    return int(mb * 2 ** 20)
+    return int(mb * 2**20)
 
 
 def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a folder"),
+    ):
         if test(mode):
             return name
     return "not a regular file"
 
 
 def _mib(n: int) -> str:
-    return f"{n / 2 ** 20:.1f} MiB"
+    return f"{n / 2**20:.1f} MiB"
 
 
 def _too_large(size: int, limit: int) -> str:
-    return (f"{_mib(size)}, over the {_mib(limit)} input limit (raise it with --max-input-mb or "
-            f"${MAX_INPUT_ENV})")
+    return f"{_mib(size)}, over the {_mib(limit)} input limit (raise it with --max-input-mb or ${MAX_INPUT_ENV})"
 
 
-def input_refusal(path: str | os.PathLike, *, root: str | os.PathLike | None = None,
-                  limit: int | None = None) -> str | None:
+def input_refusal(
+    path: str | os.PathLike, *, root: str | os.PathLike | None = None, limit: int | None = None
+) -> str | None:
     """Why ``path`` may not be read as an input file, in one line; None when it may.
 
     Parameters
@@ -142,8 +157,9 @@ def input_refusal(path: str | os.PathLike, *, root: str | os.PathLike | None = N
     return None
 
 
-def check_input_file(path: str | os.PathLike, *, root: str | os.PathLike | None = None,
-                     limit: int | None = None) -> None:
+def check_input_file(
+    path: str | os.PathLike, *, root: str | os.PathLike | None = None, limit: int | None = None
+) -> None:
     """Refuse ``path`` unless :func:`input_refusal` finds nothing.
 
     Raises
@@ -156,8 +172,9 @@ def check_input_file(path: str | os.PathLike, *, root: str | os.PathLike | None 
         raise InputFileError(why, path=str(path))
 
 
-def read_input_bytes(path: str | os.PathLike, *, root: str | os.PathLike | None = None,
-                     limit: int | None = None) -> bytes:
+def read_input_bytes(
+    path: str | os.PathLike, *, root: str | os.PathLike | None = None, limit: int | None = None
+) -> bytes:
     """The bytes of a regular input file within the size limit.
 
     Parameters
@@ -200,8 +217,9 @@ def read_input_bytes(path: str | os.PathLike, *, root: str | os.PathLike | None 
         os.close(fd)
 
 
-def read_input_text(path: str | os.PathLike, *, root: str | os.PathLike | None = None,
-                    limit: int | None = None, encoding: str = "utf-8") -> str:
+def read_input_text(
+    path: str | os.PathLike, *, root: str | os.PathLike | None = None, limit: int | None = None, encoding: str = "utf-8"
+) -> str:
     """The text of a regular input file within the size limit (:func:`read_input_bytes`), strictly decoded.
 
     Raises
@@ -279,8 +297,13 @@ def loads_json(text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
     return value
 
 
-def read_json_file(path: str | os.PathLike, *, root: str | os.PathLike | None = None, limit: int | None = None,
-                   max_depth: int = MAX_JSON_DEPTH) -> Any:
+def read_json_file(
+    path: str | os.PathLike,
+    *,
+    root: str | os.PathLike | None = None,
+    limit: int | None = None,
+    max_depth: int = MAX_JSON_DEPTH,
+) -> Any:
     """A JSON input file, read by :func:`read_input_text` and parsed by :func:`loads_json`.
 
     Raises

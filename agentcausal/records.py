@@ -56,8 +56,9 @@ class RunRecord(BaseModel):
     reused: bool = False
 
 
-def failure_fields(exc: BaseException, status: ResultStatus | None = None, *,
-                   max_chars: int | None = None) -> dict[str, Any]:
+def failure_fields(
+    exc: BaseException, status: ResultStatus | None = None, *, max_chars: int | None = None
+) -> dict[str, Any]:
     """The ``error``, ``status`` and ``status_detail`` of a record whose method raised ``exc``.
 
     Parameters

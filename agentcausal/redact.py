@@ -98,7 +98,7 @@ def _base64_cores(raw: bytes) -> set[str]:
         enc = base64.b64encode(b"\0" * r + raw).decode()
         first = -(-r // 3)  # the first 3-byte group holding only secret bytes
         last = (r + len(raw)) // 3  # one past the last such group
-        core = enc[4 * first:4 * last]
+        core = enc[4 * first : 4 * last]
         if len(core) >= _MIN_BASE64_CORE:
             forms.add(core)
     return forms

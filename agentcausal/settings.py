@@ -32,9 +32,21 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agentcausal.exceptions import ConfigError
 
-__all__ = ["RunSettings", "parse_bool", "TRUE_WORDS", "FALSE_WORDS", "PRESET_NAMES", "DEFAULT_PRESET",
-           "FALLBACK_MAX_OUTPUT_TOKENS", "resolve", "settings_error_line", "preset_values", "completion_budget",
-           "routing_preset", "gateway_preset"]
+__all__ = [
+    "RunSettings",
+    "parse_bool",
+    "TRUE_WORDS",
+    "FALSE_WORDS",
+    "PRESET_NAMES",
+    "DEFAULT_PRESET",
+    "FALLBACK_MAX_OUTPUT_TOKENS",
+    "resolve",
+    "settings_error_line",
+    "preset_values",
+    "completion_budget",
+    "routing_preset",
+    "gateway_preset",
+]
 
 #: spellings of a true boolean setting (compared case-insensitively, spaces ignored)
 TRUE_WORDS = ("true", "1", "yes", "on")
@@ -73,8 +85,9 @@ def parse_bool(value: str | bool | int, *, name: str) -> bool:
         return True
     if word in FALSE_WORDS:
         return False
-    raise ConfigError(f"{name} must be a boolean ({'/'.join(TRUE_WORDS)} or {'/'.join(FALSE_WORDS)}, any case), "
-                      f"got {value!r}")
+    raise ConfigError(
+        f"{name} must be a boolean ({'/'.join(TRUE_WORDS)} or {'/'.join(FALSE_WORDS)}, any case), got {value!r}"
+    )
 
 
 def _env(name: str, default: str | None) -> str | None:
@@ -209,8 +222,14 @@ def preset_values(presets: Mapping[str, Mapping[str, Any]], preset: str) -> dict
     return dict(presets.get(preset, {}))
 
 
-def resolve(settings_model: type[S], presets: Mapping[str, Mapping[str, Any]], preset: str | None,
-            overrides: Mapping[str, Any] | None = None, *, name: str | None = None) -> S:
+def resolve(
+    settings_model: type[S],
+    presets: Mapping[str, Mapping[str, Any]],
+    preset: str | None,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    name: str | None = None,
+) -> S:
     """Settings of one method: model defaults, then the preset's values, then ``overrides``.
 
     Parameters

@@ -156,8 +156,7 @@ class FakeOpenAIServer:
                 """401 like llama.cpp's server when ``api_key`` is set and the request lacks it."""
                 if server.api_key is None or self.headers.get("Authorization") == f"Bearer {server.api_key}":
                     return False
-                self._send(401, {"error": {"message": "Invalid API Key", "type": "authentication_error",
-                                           "code": 401}})
+                self._send(401, {"error": {"message": "Invalid API Key", "type": "authentication_error", "code": 401}})
                 return True
 
             def do_GET(self) -> None:  # noqa: N802
@@ -223,8 +222,7 @@ class FakeOpenAIServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
         self._thread.start()
         return self
 
@@ -254,15 +252,25 @@ class FakeOpenAIServer:
         if self.dialect != "reasoning":
             return None
         if "max_tokens" in body:
-            return {"error": {
-                "message": "Unsupported parameter: 'max_tokens' is not supported with this model. "
-                           "Use 'max_completion_tokens' instead.",
-                "type": "invalid_request_error", "param": "max_tokens", "code": "unsupported_parameter"}}
+            return {
+                "error": {
+                    "message": "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                    "Use 'max_completion_tokens' instead.",
+                    "type": "invalid_request_error",
+                    "param": "max_tokens",
+                    "code": "unsupported_parameter",
+                }
+            }
         if "temperature" in body and body["temperature"] != 1:
-            return {"error": {
-                "message": f"Unsupported value: 'temperature' does not support {body['temperature']} with this "
-                           "model. Only the default (1) value is supported.",
-                "type": "invalid_request_error", "param": "temperature", "code": "unsupported_value"}}
+            return {
+                "error": {
+                    "message": f"Unsupported value: 'temperature' does not support {body['temperature']} with this "
+                    "model. Only the default (1) value is supported.",
+                    "type": "invalid_request_error",
+                    "param": "temperature",
+                    "code": "unsupported_value",
+                }
+            }
         return None
 
     def _reasoning_completion(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -308,5 +316,9 @@ class FakeOpenAIServer:
                 seed = int.from_bytes(hashlib.sha256(t.encode()).digest()[:4], "little")
                 v = np.random.default_rng(seed).normal(size=self.embedding_dim)
             data.append({"object": "embedding", "index": i, "embedding": (v / np.linalg.norm(v)).tolist()})
-        return {"object": "list", "data": data, "model": body.get("model"),
-                "usage": {"prompt_tokens": sum(len(t) // 4 + 1 for t in inputs), "total_tokens": 0}}
+        return {
+            "object": "list",
+            "data": data,
+            "model": body.get("model"),
+            "usage": {"prompt_tokens": sum(len(t) // 4 + 1 for t in inputs), "total_tokens": 0},
+        }

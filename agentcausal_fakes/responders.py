@@ -52,7 +52,9 @@ _STEP_TAG = re.compile(r'<step n="(\d+)">\n(?:Step \d+ \| )?([^:\n]*)')
 _BLOCK = re.compile(r'<step n="(\d+)">\n(.*?)\n</step>', re.S)
 _REVISED = re.compile(r"Steps 0 to (\d+) above are revised")
 _STEP_ASKED = re.compile(r"(?:Is step|most recent step \(step) (\d+)[ ,]|most recent step \((\d+)\)")
-_UPPER = re.compile(r"upper half \(from step (\d+) to step (\d+)\) or in the lower half \(from step (\d+) to step (\d+)\)")
+_UPPER = re.compile(
+    r"upper half \(from step (\d+) to step (\d+)\) or in the lower half \(from step (\d+) to step (\d+)\)"
+)
 _SPEAKER = re.compile(r"^([^:\n<]+): ", re.M)
 _PARTS = re.compile(r"first part \(steps (\d+) to (\d+)\) or the second part \(steps (\d+) to (\d+)\)")
 
@@ -117,8 +119,9 @@ def instance_from_schema(schema: dict[str, Any], *, seed: int = 0, root: dict[st
     if isinstance(typ, list):
         typ = next((t for t in typ if t != "null"), "null")
     if typ == "object" or "properties" in schema:
-        return {k: instance_from_schema(v, seed=_h(seed, k), root=root)
-                for k, v in schema.get("properties", {}).items()}
+        return {
+            k: instance_from_schema(v, seed=_h(seed, k), root=root) for k, v in schema.get("properties", {}).items()
+        }
     if typ == "array":
         lo, hi = schema.get("minItems", 0), schema.get("maxItems")
         k = max(lo, 1 if hi is None or hi >= 1 else 0)
@@ -253,8 +256,14 @@ class BenchResponder:
         if agent is None:  # ``paper``: "speaker: content" lines without step numbers, the agent free text
             speakers = _SPEAKER.findall(u.split("<trace>", 1)[-1].split("</trace>", 1)[0])
             agent = (speakers[k] if len(speakers) == n else speakers[0] if speakers else "unknown").strip()
-        choices = next((a["enum"] for a in (lambda p: p.get("anyOf", [p]))(
-            _schema(body).get("properties", {}).get("agent", {})) if "enum" in a), None)
+        choices = next(
+            (
+                a["enum"]
+                for a in (lambda p: p.get("anyOf", [p]))(_schema(body).get("properties", {}).get("agent", {}))
+                if "enum" in a
+            ),
+            None,
+        )
         if choices and agent not in choices:  # the schema lists the trace's own agents
             agent = choices[0]
         return {"reason": f"step {k} took a wrong turn", "agent": agent, "step": k}
@@ -292,8 +301,13 @@ class BenchResponder:
 
     def _a2p(self, body: dict[str, Any], u: str) -> dict[str, Any]:
         verdict = self._all_at_once(body, u)
-        return {"abduction": f"a wrong assumption at step {verdict['step']}", "action": "check the value first",
-                "prediction": "the next agents use the checked value", "reverses_failure": True, **verdict}
+        return {
+            "abduction": f"a wrong assumption at step {verdict['step']}",
+            "action": "check the value first",
+            "prediction": "the next agents use the checked value",
+            "reverses_failure": True,
+            **verdict,
+        }
 
     def _echo_scan(self, body: dict[str, Any], u: str) -> dict[str, Any]:
         n = self._register(u)
@@ -302,8 +316,10 @@ class BenchResponder:
             self._echo_culprit[self._question(u)] = self._culprit(u, n)
         steps = list(dict.fromkeys([self._culprit(u, n), *self._flagged(u, n)]))[:cap]
         steps.sort(key=lambda s: _h("echo-rank", self._question(u), s))  # the culprit is not always first
-        return {"overview": "the run drifted from the task",
-                "candidates": [{"step": s, "reason": f"step {s} looks unverified"} for s in steps]}
+        return {
+            "overview": "the run drifted from the task",
+            "candidates": [{"step": s, "reason": f"step {s} looks unverified"} for s in steps],
+        }
 
     def _echo_panel(self, body: dict[str, Any], u: str) -> dict[str, Any]:
         schema = _schema(body)
@@ -314,12 +330,18 @@ class BenchResponder:
         for name, prop in schema.get("properties", {}).items():
             vote = schema.get("$defs", {}).get(prop.get("$ref", "").rsplit("/", 1)[-1], {})
             st = vote.get("properties", {}).get("step", {})
-            cands = [c for b in st.get("anyOf", [st]) for c in (b.get("enum") or ([b["const"]] if "const" in b else []))]
+            cands = [
+                c for b in st.get("anyOf", [st]) for c in (b.get("enum") or ([b["const"]] if "const" in b else []))
+            ]
             cands = cands or [0]  # a single candidate is a ``const``
             pick = k if k in cands and _h("echo-vote", q, name) % 10 < 7 else cands[_h("echo", q, name) % len(cands)]
-            out[name] = {"hypothesis": f"step {pick} starts the failure", "evidence": "its value is never checked",
-                         "step": pick, "agent": self._agents(u).get(pick),
-                         "confidence": round(0.3 + (_h("conf", q, name) % 70) / 100, 2)}
+            out[name] = {
+                "hypothesis": f"step {pick} starts the failure",
+                "evidence": "its value is never checked",
+                "step": pick,
+                "agent": self._agents(u).get(pick),
+                "confidence": round(0.3 + (_h("conf", q, name) % 70) / 100, 2),
+            }
         return out
 
     # ------------------------------------------------------------- DCFA: GCA
@@ -345,21 +367,30 @@ class BenchResponder:
         """Edges with the CGC judgements when the schema asks for them (``paper`` prompts)."""
         if "JudgedEdge" not in json.dumps(_schema(body)):
             return edges
-        return [{**e, "reason": "it uses that value", "temporal": True, "necessary": True, "sufficient": True}
-                for e in edges]
+        return [
+            {**e, "reason": "it uses that value", "temporal": True, "necessary": True, "sufficient": True}
+            for e in edges
+        ]
 
     @staticmethod
     def _lists(edges: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The edges as per-step cause/effect lists (``cgc="code"`` replies)."""
         steps: dict[int, dict[str, Any]] = {}
         for e in edges:
-            steps.setdefault(e["target"], {"step": e["target"], "causes": [], "effects": []})["causes"].append(e["source"])
-            steps.setdefault(e["source"], {"step": e["source"], "causes": [], "effects": []})["effects"].append(e["target"])
+            steps.setdefault(e["target"], {"step": e["target"], "causes": [], "effects": []})["causes"].append(
+                e["source"]
+            )
+            steps.setdefault(e["source"], {"step": e["source"], "causes": [], "effects": []})["effects"].append(
+                e["target"]
+            )
         return [steps[k] for k in sorted(steps)]
 
     def _graph(self, body: dict[str, Any], edges: list[dict[str, Any]]) -> dict[str, Any]:
-        return {"steps": self._lists(edges)} if schema_name(body) in ("CausalListsReply", "DeviationsAndLinks") \
+        return (
+            {"steps": self._lists(edges)}
+            if schema_name(body) in ("CausalListsReply", "DeviationsAndLinks")
             else {"edges": self._judged(body, edges)}
+        )
 
     def _gca_joint(self, body: dict[str, Any], u: str) -> dict[str, Any]:
         n = self._register(u)
@@ -409,8 +440,11 @@ class BenchResponder:
         return {"probability": 0.9 if truth is not None and outcome == truth else 0.1}
 
     def _decision(self, body: dict[str, Any], u: str) -> dict[str, Any]:
-        cands = _schema(body).get("properties", {}).get("step", {}).get("enum") or \
-            [int(x) for x, _ in _STEP_TAG.findall(u)] or [0]
+        cands = (
+            _schema(body).get("properties", {}).get("step", {}).get("enum")
+            or [int(x) for x, _ in _STEP_TAG.findall(u)]
+            or [0]
+        )
         q = self._question(u)
         n = self._lookup(u)
         k = self._culprit(u, n) if n else None

@@ -46,6 +46,7 @@ def _clock() -> Callable[[], int]:
     def tick() -> int:
         t[0] += 1_000_000
         return t[0]
+
     return tick
 
 
@@ -62,37 +63,61 @@ def genai_spans(*, content: bool = True, layout: str = "v1.37") -> list[Any]:
         return {}
 
     def chat(name: str, parts: list[dict]) -> None:
-        with tracer.start_as_current_span("chat gpt-4o", start_time=tick(), end_on_exit=False, attributes={
-                "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
-                "gen_ai.provider.name": "openai", **out_msgs(parts)}) as s:
+        with tracer.start_as_current_span(
+            "chat gpt-4o",
+            start_time=tick(),
+            end_on_exit=False,
+            attributes={
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": "gpt-4o",
+                "gen_ai.provider.name": "openai",
+                **out_msgs(parts),
+            },
+        ) as s:
             if content and layout == "v1.27":
                 text = "".join(p.get("content", "") for p in parts if p["type"] == "text")
-                calls = [{"id": p["id"], "type": "function", "function": {"name": p["name"],
-                                                                          "arguments": p["arguments"]}}
-                         for p in parts if p["type"] == "tool_call"]
-                s.add_event("gen_ai.content.completion", {"gen_ai.completion": json.dumps(
-                    [{"role": "assistant", "content": text, "tool_calls": calls}])})
+                calls = [
+                    {"id": p["id"], "type": "function", "function": {"name": p["name"], "arguments": p["arguments"]}}
+                    for p in parts
+                    if p["type"] == "tool_call"
+                ]
+                s.add_event(
+                    "gen_ai.content.completion",
+                    {"gen_ai.completion": json.dumps([{"role": "assistant", "content": text, "tool_calls": calls}])},
+                )
             s.end(end_time=tick())
 
     def agent(name: str):
-        return tracer.start_as_current_span(f"invoke_agent {name}", start_time=tick(), end_on_exit=False, attributes={
-            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name})
+        return tracer.start_as_current_span(
+            f"invoke_agent {name}",
+            start_time=tick(),
+            end_on_exit=False,
+            attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name},
+        )
 
     root_attrs = {"gen_ai.operation.name": "invoke_workflow"}
     if content:
-        root_attrs["gen_ai.input.messages"] = json.dumps([{"role": "user", "parts": [{"type": "text",
-                                                                                     "content": QUESTION}]}])
-    with tracer.start_as_current_span("invoke_workflow team", start_time=tick(), end_on_exit=False, attributes=root_attrs) as root:
+        root_attrs["gen_ai.input.messages"] = json.dumps(
+            [{"role": "user", "parts": [{"type": "text", "content": QUESTION}]}]
+        )
+    with tracer.start_as_current_span(
+        "invoke_workflow team", start_time=tick(), end_on_exit=False, attributes=root_attrs
+    ) as root:
         with agent("planner") as a:
             chat("planner", [{"type": "text", "content": PLAN}])
             a.end(end_time=tick())
         with agent("researcher") as a:
             chat("researcher", [{"type": "tool_call", "id": "call_1", "name": "web_search", "arguments": CALL_ARGS}])
-            tattrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "web_search",
-                      "gen_ai.tool.call.id": "call_1"}
+            tattrs = {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "web_search",
+                "gen_ai.tool.call.id": "call_1",
+            }
             if content:
                 tattrs.update({"gen_ai.tool.call.arguments": CALL_ARGS, "gen_ai.tool.call.result": TOOL_RESULT})
-            with tracer.start_as_current_span("execute_tool web_search", start_time=tick(), end_on_exit=False, attributes=tattrs) as t:
+            with tracer.start_as_current_span(
+                "execute_tool web_search", start_time=tick(), end_on_exit=False, attributes=tattrs
+            ) as t:
                 t.end(end_time=tick())
             chat("researcher", [{"type": "text", "content": RESEARCH}])
             a.end(end_time=tick())
@@ -135,34 +160,53 @@ def openinference_spans(*, node_id_only: str = "researcher") -> list[Any]:
     out = f"{A.LLM_OUTPUT_MESSAGES}.0."
 
     def llm(text: str | None, call: tuple[str, str] | None = None) -> None:
-        attrs = {A.OPENINFERENCE_SPAN_KIND: K.LLM.value, A.LLM_MODEL_NAME: "gpt-4o",
-                 f"{A.LLM_INPUT_MESSAGES}.0.{M.MESSAGE_ROLE}": "user",
-                 f"{A.LLM_INPUT_MESSAGES}.0.{M.MESSAGE_CONTENT}": QUESTION,
-                 out + M.MESSAGE_ROLE: "assistant"}
+        attrs = {
+            A.OPENINFERENCE_SPAN_KIND: K.LLM.value,
+            A.LLM_MODEL_NAME: "gpt-4o",
+            f"{A.LLM_INPUT_MESSAGES}.0.{M.MESSAGE_ROLE}": "user",
+            f"{A.LLM_INPUT_MESSAGES}.0.{M.MESSAGE_CONTENT}": QUESTION,
+            out + M.MESSAGE_ROLE: "assistant",
+        }
         if text is not None:
             attrs[out + M.MESSAGE_CONTENT] = text
         if call:
             attrs[f"{out}{M.MESSAGE_TOOL_CALLS}.0.{TC.TOOL_CALL_FUNCTION_NAME}"] = call[0]
             attrs[f"{out}{M.MESSAGE_TOOL_CALLS}.0.{TC.TOOL_CALL_FUNCTION_ARGUMENTS_JSON}"] = call[1]
-        with tracer.start_as_current_span("ChatCompletion", start_time=tick(), end_on_exit=False, attributes=attrs) as s:
+        with tracer.start_as_current_span(
+            "ChatCompletion", start_time=tick(), end_on_exit=False, attributes=attrs
+        ) as s:
             s.end(end_time=tick())
 
     def agent(name: str):
         attrs = {A.OPENINFERENCE_SPAN_KIND: K.AGENT.value, A.GRAPH_NODE_ID: name}
         if name != node_id_only:
             attrs[A.AGENT_NAME] = name
-        return tracer.start_as_current_span(f"{name}._execute_core", start_time=tick(), end_on_exit=False, attributes=attrs)
+        return tracer.start_as_current_span(
+            f"{name}._execute_core", start_time=tick(), end_on_exit=False, attributes=attrs
+        )
 
-    with tracer.start_as_current_span("Crew.kickoff", start_time=tick(), end_on_exit=False, attributes={
-            A.OPENINFERENCE_SPAN_KIND: K.CHAIN.value, A.INPUT_VALUE: QUESTION}) as root:
+    with tracer.start_as_current_span(
+        "Crew.kickoff",
+        start_time=tick(),
+        end_on_exit=False,
+        attributes={A.OPENINFERENCE_SPAN_KIND: K.CHAIN.value, A.INPUT_VALUE: QUESTION},
+    ) as root:
         with agent("planner") as a:
             llm(PLAN)
             a.end(end_time=tick())
         with agent("researcher") as a:
             llm(None, ("web_search", CALL_ARGS))
-            with tracer.start_as_current_span("web_search", start_time=tick(), end_on_exit=False, attributes={
-                    A.OPENINFERENCE_SPAN_KIND: K.TOOL.value, A.TOOL_NAME: "web_search",
-                    A.INPUT_VALUE: CALL_ARGS, A.OUTPUT_VALUE: TOOL_RESULT}) as t:
+            with tracer.start_as_current_span(
+                "web_search",
+                start_time=tick(),
+                end_on_exit=False,
+                attributes={
+                    A.OPENINFERENCE_SPAN_KIND: K.TOOL.value,
+                    A.TOOL_NAME: "web_search",
+                    A.INPUT_VALUE: CALL_ARGS,
+                    A.OUTPUT_VALUE: TOOL_RESULT,
+                },
+            ) as t:
                 t.end(end_time=tick())
             llm(RESEARCH)
             a.end(end_time=tick())

@@ -16,12 +16,23 @@ def iter_synthetic_traces(n: int, seed: int = 0) -> Iterator[Trace]:
     rng = random.Random(seed)
     agents = ["Orchestrator", "WebSurfer", "Coder", "ComputerTerminal", "Assistant"]
     for k in range(n):
-        steps = [Step(index=i, agent=rng.choice(agents),
-                      content=" ".join(f"w{rng.randrange(1000)}" for _ in range(rng.randrange(40, 300))))
-                 for i in range(rng.randrange(5, 21))]
+        steps = [
+            Step(
+                index=i,
+                agent=rng.choice(agents),
+                content=" ".join(f"w{rng.randrange(1000)}" for _ in range(rng.randrange(40, 300))),
+            )
+            for i in range(rng.randrange(5, 21))
+        ]
         culprit = rng.randrange(len(steps))
-        yield Trace(id=f"synthetic/{k}", source="synthetic", question=f"Synthetic question {k}?",
-                    ground_truth=f"answer {k}", steps=steps, label=Label(agent=steps[culprit].agent, step=culprit))
+        yield Trace(
+            id=f"synthetic/{k}",
+            source="synthetic",
+            question=f"Synthetic question {k}?",
+            ground_truth=f"answer {k}",
+            steps=steps,
+            label=Label(agent=steps[culprit].agent, step=culprit),
+        )
 
 
 def synthetic_traces(n: int, seed: int = 0) -> list[Trace]:

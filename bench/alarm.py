@@ -32,9 +32,17 @@ __all__ = ["run_alarm", "alarm_markdown"]
 METHODS = ("mac", "llm_zero_shot")
 
 
-def run_alarm(*, seed: int = 0, n: int = 1000, methods: Sequence[str] = METHODS, preset: str = "small",
-              settings: Any = None, cache_dir: Path = REPO / "cache" / "bench-alarm",
-              on_row: Callable[[dict[str, Any]], None] | None = None, log=print) -> dict[str, Any]:
+def run_alarm(
+    *,
+    seed: int = 0,
+    n: int = 1000,
+    methods: Sequence[str] = METHODS,
+    preset: str = "small",
+    settings: Any = None,
+    cache_dir: Path = REPO / "cache" / "bench-alarm",
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+    log=print,
+) -> dict[str, Any]:
     """Each method once on Alarm (``n`` rows sampled with ``seed``); one row per method.
 
     Parameters
@@ -65,34 +73,57 @@ def run_alarm(*, seed: int = 0, n: int = 1000, methods: Sequence[str] = METHODS,
         mac=resolve(mac_settings.MACSettings, mac_settings.PRESETS, preset),
         react=resolve(react.ReActSettings, react.PRESETS, preset),
         llm_scd=resolve(llm_scd.LLMSCDSettings, llm_scd.PRESETS, preset),
-        ils_csl=resolve(ils_csl.ILSCSLSettings, ils_csl.PRESETS, preset)).resolved()
+        ils_csl=resolve(ils_csl.ILSCSLSettings, ils_csl.PRESETS, preset),
+    ).resolved()
     settings = settings or RunSettings.from_env(cache_dir=str(cache_dir))
     t0 = time.perf_counter()
     ds = load_dataset("alarm", n=n, seed=seed)
     log(f"alarm: {ds.d} variables, {len(ds.true_graph.edges)} true edges, n={ds.n} ({time.perf_counter() - t0:.0f} s)")
-    result: dict[str, Any] = {"dataset": "alarm", "seed": seed, "n": ds.n, "d": ds.d, "preset": preset,
-                              "methods": list(methods), "config": config.model_dump(mode="json"), "rows": [],
-                              "models": {}}
+    result: dict[str, Any] = {
+        "dataset": "alarm",
+        "seed": seed,
+        "n": ds.n,
+        "d": ds.d,
+        "preset": preset,
+        "methods": list(methods),
+        "config": config.model_dump(mode="json"),
+        "rows": [],
+        "models": {},
+    }
     gw = settings.gateway()
     try:
         for m in methods:
             out = run_discovery(m, ds, gw, config, seed=seed)
-            tot = {k: int(sum(u.get(k, 0) for u in out.usage.values()))
-                   for k in ("requests", "cache_hits", "prompt_tokens", "completion_tokens")}
-            row: dict[str, Any] = {"method": m, "status": out.status, "seconds": round(out.seconds, 1), **tot,
-                                   "true_edges": len(ds.true_graph.edges),
-                                   "pred_edges": len(out.graph.edges) if out.graph is not None else None,
-                                   "executor": ((out.details.get("dcm") or {}).get("execution") or {}).get("mode", ""),
-                                   "detail": (out.error or out.status_detail or "")[:300]}
+            tot = {
+                k: int(sum(u.get(k, 0) for u in out.usage.values()))
+                for k in ("requests", "cache_hits", "prompt_tokens", "completion_tokens")
+            }
+            row: dict[str, Any] = {
+                "method": m,
+                "status": out.status,
+                "seconds": round(out.seconds, 1),
+                **tot,
+                "true_edges": len(ds.true_graph.edges),
+                "pred_edges": len(out.graph.edges) if out.graph is not None else None,
+                "executor": ((out.details.get("dcm") or {}).get("execution") or {}).get("mode", ""),
+                "detail": (out.error or out.status_detail or "")[:300],
+            }
             if out.graph is not None:
                 met = evaluate_graph(ds.true_graph, out.graph)
-                row.update(shd=met.shd, shd2=met.shd2, nhd=round(met.nhd, 4), f1=round(met.f1, 3),
-                           skeleton_f1=round(met.skeleton_f1, 3))
+                row.update(
+                    shd=met.shd,
+                    shd2=met.shd2,
+                    nhd=round(met.nhd, 4),
+                    f1=round(met.f1, 3),
+                    skeleton_f1=round(met.skeleton_f1, 3),
+                )
             result["rows"].append(row)
             result["models"].update(out.models)
-            log(f"  alarm {m}: {out.status}, {row['seconds']:.0f} s, {tot['requests']} requests, "
+            log(
+                f"  alarm {m}: {out.status}, {row['seconds']:.0f} s, {tot['requests']} requests, "
                 f"{tot['prompt_tokens']} prompt + {tot['completion_tokens']} completion tokens, SHD {row.get('shd')}"
-                f"{' -- ' + row['detail'][:160] if row['detail'] else ''}")
+                f"{' -- ' + row['detail'][:160] if row['detail'] else ''}"
+            )
             if on_row is not None:
                 on_row(result)
     finally:
@@ -107,15 +138,35 @@ def alarm_markdown(res: dict[str, Any], machine: dict[str, Any]) -> str:
 
     models = ", ".join(sorted(set(res.get("models", {}).values()))) or "-"
     mac = res.get("config", {}).get("mac", {})
-    head = (f"# MAC and zero-shot on Alarm with the embedded model\n\n"
-            f"Alarm: d = {res['d']} variables, n = {res['n']} rows sampled with seed {res['seed']}. Model: {models}. "
-            f"Preset `{res['preset']}` (MAC executor {mac.get('executor', '?')}, per-edge reasons of at most "
-            f"{mac.get('edge_reason_chars', '?')} characters, {mac.get('rounds', '?')} round). "
-            f"Machine: {machine['cpus']} cores, load average {machine['load_avg_1_5_15']}, {machine['when']}, "
-            f"commit {machine.get('commit', '')}. Wall time {res.get('wall_s', '-')} s"
-            f"{' (partial: interrupted)' if res.get('partial') else ''}.\n\n")
-    cols = ["method", "status", "seconds", "requests", "cache_hits", "prompt_tokens", "completion_tokens",
-            "shd", "shd2", "nhd", "f1", "skeleton_f1", "pred_edges", "true_edges", "executor", "detail"]
-    return (head + md_table(res["rows"], cols) + f"\n{METRICS_FOOTER} status: complete, degraded (a stage "
-            "failed after its repairs and the run kept the graph it had, e.g. the DCM graph), content_failed or "
-            "failed.\n")
+    head = (
+        f"# MAC and zero-shot on Alarm with the embedded model\n\n"
+        f"Alarm: d = {res['d']} variables, n = {res['n']} rows sampled with seed {res['seed']}. Model: {models}. "
+        f"Preset `{res['preset']}` (MAC executor {mac.get('executor', '?')}, per-edge reasons of at most "
+        f"{mac.get('edge_reason_chars', '?')} characters, {mac.get('rounds', '?')} round). "
+        f"Machine: {machine['cpus']} cores, load average {machine['load_avg_1_5_15']}, {machine['when']}, "
+        f"commit {machine.get('commit', '')}. Wall time {res.get('wall_s', '-')} s"
+        f"{' (partial: interrupted)' if res.get('partial') else ''}.\n\n"
+    )
+    cols = [
+        "method",
+        "status",
+        "seconds",
+        "requests",
+        "cache_hits",
+        "prompt_tokens",
+        "completion_tokens",
+        "shd",
+        "shd2",
+        "nhd",
+        "f1",
+        "skeleton_f1",
+        "pred_edges",
+        "true_edges",
+        "executor",
+        "detail",
+    ]
+    return (
+        head + md_table(res["rows"], cols) + f"\n{METRICS_FOOTER} status: complete, degraded (a stage "
+        "failed after its repairs and the run kept the graph it had, e.g. the DCM graph), content_failed or "
+        "failed.\n"
+    )

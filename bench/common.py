@@ -27,8 +27,11 @@ ALGORITHM_GENERATED_SHARE = 0.68
 def who_and_when_dir() -> Path | None:
     """The Who&When development split: ``$AGENTCAUSAL_WHO_AND_WHEN_DIR``, ``../shared/data/who_and_when``
     or ``data/who_and_when``; None when none holds ``Algorithm-Generated``."""
-    for cand in (os.environ.get("AGENTCAUSAL_WHO_AND_WHEN_DIR"), REPO.parent / "shared" / "data" / "who_and_when",
-                 REPO / "data" / "who_and_when"):
+    for cand in (
+        os.environ.get("AGENTCAUSAL_WHO_AND_WHEN_DIR"),
+        REPO.parent / "shared" / "data" / "who_and_when",
+        REPO / "data" / "who_and_when",
+    ):
         if cand and (Path(cand) / "Algorithm-Generated").is_dir():
             return Path(cand)
     return None
@@ -55,23 +58,31 @@ def bench_corpus(n: int = 50) -> tuple[list[Trace], str]:
     n_ag = min(len(ag), round(ALGORITHM_GENERATED_SHARE * n))
     traces = ag[:n_ag] + hc[: n - n_ag]
     chars = sorted(sum(len(s.content) for s in t.steps) for t in traces)
-    return traces, (f"{len(traces)} Who&When development traces ({n_ag} Algorithm-Generated, "
-                    f"{len(traces) - n_ag} Hand-Crafted, first in file order; "
-                    f"{min(len(t) for t in traces)}-{max(len(t) for t in traces)} steps, "
-                    f"median {chars[len(chars) // 2] / 1000:.1f}k characters)")
+    return traces, (
+        f"{len(traces)} Who&When development traces ({n_ag} Algorithm-Generated, "
+        f"{len(traces) - n_ag} Hand-Crafted, first in file order; "
+        f"{min(len(t) for t in traces)}-{max(len(t) for t in traces)} steps, "
+        f"median {chars[len(chars) // 2] / 1000:.1f}k characters)"
+    )
 
 
 def machine() -> dict[str, Any]:
     """Where and when the numbers were measured: cores, load average, Python, commit."""
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
-                                text=True, timeout=10).stdout.strip()
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=10
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         commit = ""
     load = os.getloadavg()
-    return {"when": dt.datetime.now().isoformat(timespec="seconds"), "cpus": os.cpu_count(),
-            "load_avg_1_5_15": [round(x, 2) for x in load], "python": platform.python_version(),
-            "platform": platform.platform(terse=True), "commit": commit}
+    return {
+        "when": dt.datetime.now().isoformat(timespec="seconds"),
+        "cpus": os.cpu_count(),
+        "load_avg_1_5_15": [round(x, 2) for x in load],
+        "python": platform.python_version(),
+        "platform": platform.platform(terse=True),
+        "commit": commit,
+    }
 
 
 def md_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None) -> str:

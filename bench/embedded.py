@@ -56,9 +56,15 @@ def embedded_selection(root: Path, k: int) -> list[Trace]:
     return ag[:k]
 
 
-def run_embedded(traces: Sequence[Trace], methods: Sequence[str] | None = None, *, preset: str | None = None,
-                 cache_dir: Path = REPO / "cache" / "bench-embedded", on_row: Callable[[list], None] | None = None,
-                 log=print) -> dict[str, Any]:
+def run_embedded(
+    traces: Sequence[Trace],
+    methods: Sequence[str] | None = None,
+    *,
+    preset: str | None = None,
+    cache_dir: Path = REPO / "cache" / "bench-embedded",
+    on_row: Callable[[list], None] | None = None,
+    log=print,
+) -> dict[str, Any]:
     """Every method on every trace with the default routing; one row per (trace, method).
 
     Parameters
@@ -87,42 +93,62 @@ def run_embedded(traces: Sequence[Trace], methods: Sequence[str] | None = None, 
                 t0 = time.perf_counter()
                 a = run_method(t, m, gw, settings.get(m))
                 wall = time.perf_counter() - t0
-                tot = {k: sum(u.get(k, 0) for u in a.usage.values())
-                       for k in ("requests", "cache_hits", "prompt_tokens", "completion_tokens")}
+                tot = {
+                    k: sum(u.get(k, 0) for u in a.usage.values())
+                    for k in ("requests", "cache_hits", "prompt_tokens", "completion_tokens")
+                }
                 label = t.label
-                row = {"trace": t.id, "method": m, "steps": len(t),
-                       "kchars": round(sum(len(s.content) for s in t.steps) / 1000, 1),
-                       "seconds": round(wall, 1), **{k: int(v) for k, v in tot.items()},
-                       "pred_step": a.step, "true_step": label.step if label else None,
-                       "step_correct": step_match(a.step, label.step if label else None),
-                       "agent_correct": agent_match(a.agent, label.agent if label else None),
-                       "model": ", ".join(sorted(set(a.models.values()))), "error": a.error}
+                row = {
+                    "trace": t.id,
+                    "method": m,
+                    "steps": len(t),
+                    "kchars": round(sum(len(s.content) for s in t.steps) / 1000, 1),
+                    "seconds": round(wall, 1),
+                    **{k: int(v) for k, v in tot.items()},
+                    "pred_step": a.step,
+                    "true_step": label.step if label else None,
+                    "step_correct": step_match(a.step, label.step if label else None),
+                    "agent_correct": agent_match(a.agent, label.agent if label else None),
+                    "model": ", ".join(sorted(set(a.models.values()))),
+                    "error": a.error,
+                }
                 rows.append(row)
-                log(f"  {t.id} {m}: {row['seconds']:.0f} s, {row['prompt_tokens']} prompt + "
+                log(
+                    f"  {t.id} {m}: {row['seconds']:.0f} s, {row['prompt_tokens']} prompt + "
                     f"{row['completion_tokens']} completion tokens, step {a.step} (true {row['true_step']})"
-                    f"{' ERROR ' + a.error[:120] if a.error else ''}")
+                    f"{' ERROR ' + a.error[:120] if a.error else ''}"
+                )
                 if on_row is not None:
                     on_row(rows)
     finally:
         gw.close()
-    return {"traces": [t.id for t in traces], "methods": methods, "preset": preset, "rows": rows,
-            "summary": summarise(rows)}
+    return {
+        "traces": [t.id for t in traces],
+        "methods": methods,
+        "preset": preset,
+        "rows": rows,
+        "summary": summarise(rows),
+    }
 
 
 def summarise(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for m in dict.fromkeys(r["method"] for r in rows):
         g = [r for r in rows if r["method"] == m]
-        out.append({
-            "method": m, "traces": len(g), "errors": sum(1 for r in g if r["error"]),
-            "seconds_per_trace": round(statistics.mean(r["seconds"] for r in g), 1),
-            "requests_per_trace": round(statistics.mean(r["requests"] for r in g), 1),
-            "prompt_tokens_per_trace": round(statistics.mean(r["prompt_tokens"] for r in g)),
-            "completion_tokens_per_trace": round(statistics.mean(r["completion_tokens"] for r in g)),
-            "cache_hits": sum(r["cache_hits"] for r in g),
-            "step_accuracy": round(statistics.mean(1.0 if r["step_correct"] else 0.0 for r in g), 2),
-            "agent_accuracy": round(statistics.mean(1.0 if r["agent_correct"] else 0.0 for r in g), 2),
-        })
+        out.append(
+            {
+                "method": m,
+                "traces": len(g),
+                "errors": sum(1 for r in g if r["error"]),
+                "seconds_per_trace": round(statistics.mean(r["seconds"] for r in g), 1),
+                "requests_per_trace": round(statistics.mean(r["requests"] for r in g), 1),
+                "prompt_tokens_per_trace": round(statistics.mean(r["prompt_tokens"] for r in g)),
+                "completion_tokens_per_trace": round(statistics.mean(r["completion_tokens"] for r in g)),
+                "cache_hits": sum(r["cache_hits"] for r in g),
+                "step_accuracy": round(statistics.mean(1.0 if r["step_correct"] else 0.0 for r in g), 2),
+                "agent_accuracy": round(statistics.mean(1.0 if r["agent_correct"] else 0.0 for r in g), 2),
+            }
+        )
     return out
 
 
@@ -140,7 +166,23 @@ def embedded_markdown(payload: dict[str, Any], machine: dict[str, Any]) -> str:
         f"Machine: {machine['cpus']} cores, load average {machine['load_avg_1_5_15']}, {machine['when']}.\n\n"
         + md_table(payload["summary"])
         + "\n## Per trace\n\n"
-        + md_table(payload["rows"], ["trace", "method", "steps", "kchars", "seconds", "requests", "cache_hits",
-                                     "prompt_tokens", "completion_tokens", "pred_step", "true_step",
-                                     "step_correct", "agent_correct", "error"])
+        + md_table(
+            payload["rows"],
+            [
+                "trace",
+                "method",
+                "steps",
+                "kchars",
+                "seconds",
+                "requests",
+                "cache_hits",
+                "prompt_tokens",
+                "completion_tokens",
+                "pred_step",
+                "true_step",
+                "step_correct",
+                "agent_correct",
+                "error",
+            ],
+        )
     )

@@ -34,14 +34,18 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SCHEMA = {"type": "object", "properties": {"reason": {"type": "string", "maxLength": 160},
-                                           "error": {"type": "boolean"}},
-          "required": ["reason", "error"]}
+SCHEMA = {
+    "type": "object",
+    "properties": {"reason": {"type": "string", "maxLength": 160}, "error": {"type": "boolean"}},
+    "required": ["reason", "error"],
+}
 
 
-GUIDE = " ".join(f"Rule {i}: an error is a step whose content contradicts the problem, an earlier step or a "
-                 f"tool output, or that skips a check the plan asked for; rule {i} applies to every agent."
-                 for i in range(24))
+GUIDE = " ".join(
+    f"Rule {i}: an error is a step whose content contradicts the problem, an earlier step or a "
+    f"tool output, or that skips a check the plan asked for; rule {i} applies to every agent."
+    for i in range(24)
+)
 
 
 def prompts(long: bool = False) -> list[dict]:
@@ -54,19 +58,40 @@ def prompts(long: bool = False) -> list[dict]:
         trace = json.loads((ROOT / "data" / "examples" / name).read_text())
         steps = trace["history"]
         for i in range(len(steps)):
-            text = "\n".join(f"Step {j} - {s.get('name') or s.get('role')}: {s['content']}" for j, s in
-                             enumerate(steps[: i + 1]))
-            out.append({"id": f"{name.split('.')[0]}#{i}", "messages": [
-                {"role": "system", "content": "You check one step of a multi-agent conversation for errors."
-                 + (" " + GUIDE if long else "")},
-                {"role": "user", "content": f"Problem: {trace['question']}\nConversation so far:\n{text}\n\n"
-                                            f"Does step {i} contain an error that derails the solution? "
-                                            "Give a short reason, then true or false."}]})
+            text = "\n".join(
+                f"Step {j} - {s.get('name') or s.get('role')}: {s['content']}" for j, s in enumerate(steps[: i + 1])
+            )
+            out.append(
+                {
+                    "id": f"{name.split('.')[0]}#{i}",
+                    "messages": [
+                        {
+                            "role": "system",
+                            "content": "You check one step of a multi-agent conversation for errors."
+                            + (" " + GUIDE if long else ""),
+                        },
+                        {
+                            "role": "user",
+                            "content": f"Problem: {trace['question']}\nConversation so far:\n{text}\n\n"
+                            f"Does step {i} contain an error that derails the solution? "
+                            "Give a short reason, then true or false.",
+                        },
+                    ],
+                }
+            )
     return out
 
 
-def run(condition: str, out: Path, sets: list[str], deterministic: bool, max_tokens: int, limit: int,
-        temperature: float = 0.0, long: bool = False) -> None:
+def run(
+    condition: str,
+    out: Path,
+    sets: list[str],
+    deterministic: bool,
+    max_tokens: int,
+    limit: int,
+    temperature: float = 0.0,
+    long: bool = False,
+) -> None:
     import openai
 
     from agentcausal.llm.local import start_server
@@ -75,8 +100,14 @@ def run(condition: str, out: Path, sets: list[str], deterministic: bool, max_tok
     options = _options(sets)
     threads = {"threads1": 1, "threads2": 2}.get(condition, 1)  # 1 thread holds up on a busy machine
     n_parallel = int(options.pop("n_parallel", 2))
-    srv = start_server(packaged_model_path("qwen2.5-coder-0.5b-instruct-q4_k_m"), n_parallel=n_parallel,
-                       ctx_per_slot=4096, threads=threads, deterministic=deterministic, server_options=options)
+    srv = start_server(
+        packaged_model_path("qwen2.5-coder-0.5b-instruct-q4_k_m"),
+        n_parallel=n_parallel,
+        ctx_per_slot=4096,
+        threads=threads,
+        deterministic=deterministic,
+        server_options=options,
+    )
     client = openai.OpenAI(base_url=srv.base_url, api_key=srv.api_key, timeout=600, max_retries=0)
     reqs = prompts(long)[:limit]
     order = list(reversed(reqs)) if condition == "reversed" else reqs
@@ -84,14 +115,25 @@ def run(condition: str, out: Path, sets: list[str], deterministic: bool, max_tok
     def one(r: dict) -> tuple[str, dict]:
         t0 = time.perf_counter()
         resp = client.chat.completions.create(
-            model="m", messages=r["messages"], temperature=temperature, max_tokens=max_tokens, logprobs=True,
-            top_logprobs=1, response_format={"type": "json_schema",
-                                             "json_schema": {"name": "Check", "schema": SCHEMA, "strict": False}})
+            model="m",
+            messages=r["messages"],
+            temperature=temperature,
+            max_tokens=max_tokens,
+            logprobs=True,
+            top_logprobs=1,
+            response_format={
+                "type": "json_schema",
+                "json_schema": {"name": "Check", "schema": SCHEMA, "strict": False},
+            },
+        )
         ch = resp.choices[0]
         lps = [t.logprob for t in (ch.logprobs.content or [])] if ch.logprobs else []
-        return r["id"], {"text": ch.message.content, "logprobs": lps, "seconds": time.perf_counter() - t0,
-                         "cached_tokens": getattr(getattr(resp.usage, "prompt_tokens_details", None),
-                                                  "cached_tokens", None)}
+        return r["id"], {
+            "text": ch.message.content,
+            "logprobs": lps,
+            "seconds": time.perf_counter() - t0,
+            "cached_tokens": getattr(getattr(resp.usage, "prompt_tokens_details", None), "cached_tokens", None),
+        }
 
     t0 = time.perf_counter()
     if condition == "concurrent":
@@ -105,10 +147,22 @@ def run(condition: str, out: Path, sets: list[str], deterministic: bool, max_tok
         results = dict(one(r) for r in order)
     wall = time.perf_counter() - t0
     srv.stop()
-    out.write_text(json.dumps({"condition": condition, "options": options, "n_parallel": n_parallel,
-                               "threads": threads, "deterministic": deterministic, "wall_s": wall,
-                               "temperature": temperature, "long": long,
-                               "results": results}, indent=1))
+    out.write_text(
+        json.dumps(
+            {
+                "condition": condition,
+                "options": options,
+                "n_parallel": n_parallel,
+                "threads": threads,
+                "deterministic": deterministic,
+                "wall_s": wall,
+                "temperature": temperature,
+                "long": long,
+                "results": results,
+            },
+            indent=1,
+        )
+    )
     print(f"{condition}: {len(results)} requests in {wall:.1f} s -> {out}")
 
 
@@ -153,8 +207,13 @@ def _mac_run(gw, dataset: str):
     return {f"mac/{dataset}": [edges, out.status]}
 
 
-def methods(reproducible: bool, out: Path, runs: int, sets: list[str] | None = None, workload: str = "baselines",
-            ) -> None:
+def methods(
+    reproducible: bool,
+    out: Path,
+    runs: int,
+    sets: list[str] | None = None,
+    workload: str = "baselines",
+) -> None:
     """Run the Who&When baselines (small preset) on the example traces, or MAC on Earthquake
     (``workload="mac"``), ``runs`` times in this process, each with a fresh LLM cache and two items at a
     time (as the flows do), on one embedded server."""
@@ -204,22 +263,36 @@ def methods(reproducible: bool, out: Path, runs: int, sets: list[str] | None = N
         key = local.embedded_api_key(url + "/v1")
         req = urllib.request.Request(url + "/metrics", headers={"Authorization": f"Bearer {key}"})
         with urllib.request.urlopen(req, timeout=10) as r:
-            metrics = {ln.split()[0]: float(ln.split()[1]) for ln in r.read().decode().splitlines()
-                       if ln.startswith("llamacpp:") and len(ln.split()) == 2}
-        record.append({"run": i, "wall_s": wall, "cpu_s": (c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime),
-                       "attributions": rows,
-                       "replies": replies, "server_metrics_cumulative": metrics, "requests": list(sent)})
+            metrics = {
+                ln.split()[0]: float(ln.split()[1])
+                for ln in r.read().decode().splitlines()
+                if ln.startswith("llamacpp:") and len(ln.split()) == 2
+            }
+        record.append(
+            {
+                "run": i,
+                "wall_s": wall,
+                "cpu_s": (c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime),
+                "attributions": rows,
+                "replies": replies,
+                "server_metrics_cumulative": metrics,
+                "requests": list(sent),
+            }
+        )
         sent.clear()
         print(f"run {i}: {len(replies)} replies, {wall:.0f} s wall, {record[-1]['cpu_s']:.0f} s CPU", flush=True)
     threads = profiles.profiles["embedded"].threads or local.default_threads()
-    out.write_text(json.dumps({"reproducible": reproducible, "workload": workload, "threads": threads,
-                               "runs": record}, indent=1))
+    out.write_text(
+        json.dumps({"reproducible": reproducible, "workload": workload, "threads": threads, "runs": record}, indent=1)
+    )
     base = record[0]
     for r in record[1:]:
         same = sum(r["replies"].get(k) == v for k, v in base["replies"].items())
         rows = sum(r["attributions"][k] == v for k, v in base["attributions"].items())
-        print(f"run {r['run']} vs run 0: replies identical {same}/{len(base['replies'])}, "
-              f"attribution rows identical {rows}/{len(base['attributions'])}")
+        print(
+            f"run {r['run']} vs run 0: replies identical {same}/{len(base['replies'])}, "
+            f"attribution rows identical {rows}/{len(base['attributions'])}"
+        )
 
 
 def compare(a: Path, b: Path) -> int:
@@ -235,8 +308,10 @@ def compare(a: Path, b: Path) -> int:
             d = max(abs(p - q) for p, q in zip(x["logprobs"], y["logprobs"], strict=False))
             print(f"  {k}: same text, log-probabilities differ (max |d| {d:.2e})")
     n = len(ra["results"])
-    print(f"{ra['condition']} vs {rb['condition']}: text identical {same_text}/{n}, "
-          f"log-probabilities identical {same_lp}/{n}; wall {ra['wall_s']:.0f} s vs {rb['wall_s']:.0f} s")
+    print(
+        f"{ra['condition']} vs {rb['condition']}: text identical {same_text}/{n}, "
+        f"log-probabilities identical {same_lp}/{n}; wall {ra['wall_s']:.0f} s vs {rb['wall_s']:.0f} s"
+    )
     return 0
 
 
@@ -244,8 +319,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.embedded_determinism", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="verb", required=True)
     r = sub.add_parser("run")
-    r.add_argument("--condition", required=True,
-                   choices=["sequential", "reversed", "concurrent", "repeated", "threads1", "threads2"])
+    r.add_argument(
+        "--condition",
+        required=True,
+        choices=["sequential", "reversed", "concurrent", "repeated", "threads1", "threads2"],
+    )
     r.add_argument("--out", required=True, type=Path)
     r.add_argument("--set", action="append", default=[], dest="sets", metavar="NAME=VALUE")
     r.add_argument("--deterministic", action="store_true")
@@ -267,8 +345,16 @@ def main(argv: list[str] | None = None) -> int:
         methods(args.reproducible, args.out, args.runs, args.sets, args.workload)
         return 0
     if args.verb == "run":
-        run(args.condition, args.out, args.sets, args.deterministic, args.max_tokens, args.limit, args.temperature,
-            args.long)
+        run(
+            args.condition,
+            args.out,
+            args.sets,
+            args.deterministic,
+            args.max_tokens,
+            args.limit,
+            args.temperature,
+            args.long,
+        )
         return 0
     return compare(args.a, args.b)
 

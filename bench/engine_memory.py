@@ -56,9 +56,15 @@ def _flow_run(corpus: str, n: int, base_url: str, concurrency: int, work: str) -
     wall = time.perf_counter() - t0
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     df = pd.read_parquet(Path(run_dir) / "results.parquet", columns=["trace_id", "status"])
-    return {"traces": n, "peak_rss_mb": round(rss, 1), "rss_after_prefect_start_mb": round(rss_warm, 1),
-            "wall_s": round(wall, 1), "prefect_start_s": round(warm, 1), "rows": len(df),
-            "rows_ok": bool(len(df) == n and df["trace_id"].is_unique and (df["status"] == "complete").all())}
+    return {
+        "traces": n,
+        "peak_rss_mb": round(rss, 1),
+        "rss_after_prefect_start_mb": round(rss_warm, 1),
+        "wall_s": round(wall, 1),
+        "prefect_start_s": round(warm, 1),
+        "rows": len(df),
+        "rows_ok": bool(len(df) == n and df["trace_id"].is_unique and (df["status"] == "complete").all()),
+    }
 
 
 def memory_row(n: int, server: ServerProcess, concurrency: int, work: Path) -> dict[str, Any]:
@@ -87,9 +93,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             rows.append(memory_row(n, server, args.concurrency, work))
             print(json.dumps(rows[-1]), flush=True)
     first, last = rows[0]["peak_rss_mb"], rows[-1]["peak_rss_mb"]
-    payload = {"rows": rows, "ratio_largest_to_smallest": round(last / first, 3), "machine": machine(),
-               "target": "ratio <= 1.2 and largest <= 1024 MB",
-               "holds": bool(last / first <= 1.2 and last <= 1024)}
+    payload = {
+        "rows": rows,
+        "ratio_largest_to_smallest": round(last / first, 3),
+        "machine": machine(),
+        "target": "ratio <= 1.2 and largest <= 1024 MB",
+        "holds": bool(last / first <= 1.2 and last <= 1024),
+    }
     print(json.dumps({k: v for k, v in payload.items() if k != "rows"}))
     if args.out:
         Path(args.out).write_text(json.dumps(payload, indent=2) + "\n")

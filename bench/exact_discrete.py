@@ -43,8 +43,9 @@ VARIANTS: dict[str, Any] = {
 }
 
 
-def run_exact_discrete(ns: Sequence[int] = (1000, 5000, 20000), seeds: Sequence[int] = (0, 1), *,
-                       dataset: str = "earthquake", log=print) -> dict[str, Any]:
+def run_exact_discrete(
+    ns: Sequence[int] = (1000, 5000, 20000), seeds: Sequence[int] = (0, 1), *, dataset: str = "earthquake", log=print
+) -> dict[str, Any]:
     """SHD and the other metrics of each variant on ``dataset`` per n and seed.
 
     Returns
@@ -60,19 +61,35 @@ def run_exact_discrete(ns: Sequence[int] = (1000, 5000, 20000), seeds: Sequence[
                 t0 = time.perf_counter()
                 res = run_algorithm(np.asarray(data), ds.variables, choice, timeout_s=300)
                 m = evaluate_graph(ds.true_graph, res.graph)
-                row = {"variant": name, "n": n, "seed": seed, "seconds": round(time.perf_counter() - t0, 2),
-                       **{k: round(getattr(m, k), 3) for k in METRIC_COLUMNS}}
+                row = {
+                    "variant": name,
+                    "n": n,
+                    "seed": seed,
+                    "seconds": round(time.perf_counter() - t0, 2),
+                    **{k: round(getattr(m, k), 3) for k in METRIC_COLUMNS},
+                }
                 runs.append(row)
                 log(f"  {dataset} n={n} seed={seed} {name}: SHD {row['shd']}")
     summary = []
     for name in VARIANTS:
         for n in ns:
             g = [r for r in runs if r["variant"] == name and r["n"] == n]
-            summary.append({"variant": name, "n": n, **{k: round(statistics.mean(r[k] for r in g), 3)
-                                                        for k in METRIC_COLUMNS},
-                            "SHD per seed": " ".join(str(r["shd"]) for r in g)})
-    return {"dataset": dataset, "ns": list(ns), "seeds": list(seeds), "runs": runs, "summary": summary,
-            "finding": _finding(summary, ns)}
+            summary.append(
+                {
+                    "variant": name,
+                    "n": n,
+                    **{k: round(statistics.mean(r[k] for r in g), 3) for k in METRIC_COLUMNS},
+                    "SHD per seed": " ".join(str(r["shd"]) for r in g),
+                }
+            )
+    return {
+        "dataset": dataset,
+        "ns": list(ns),
+        "seeds": list(seeds),
+        "runs": runs,
+        "summary": summary,
+        "finding": _finding(summary, ns),
+    }
 
 
 def _finding(summary: list[dict[str, Any]], ns: Sequence[int]) -> str:
@@ -87,8 +104,15 @@ def _finding(summary: list[dict[str, Any]], ns: Sequence[int]) -> str:
 
 
 def exact_markdown(payload: dict[str, Any], machine: dict[str, Any]) -> str:
-    rows = [{"variant": r["variant"], "n": r["n"], **{h: r[k] for k, h in METRIC_COLUMNS.items()},
-             "SHD per seed": r["SHD per seed"]} for r in payload["summary"]]
+    rows = [
+        {
+            "variant": r["variant"],
+            "n": r["n"],
+            **{h: r[k] for k, h in METRIC_COLUMNS.items()},
+            "SHD per seed": r["SHD per seed"],
+        }
+        for r in payload["summary"]
+    ]
     return (
         f"# Exact search on discrete data: {payload['dataset']}\n\n"
         f"Seeds {payload['seeds']}, n in {payload['ns']} (n is the sample size of each row); mean over seeds. "

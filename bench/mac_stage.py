@@ -30,8 +30,15 @@ __all__ = ["ANCHORS", "run_mac_stage", "mac_markdown"]
 
 #: single-seed SHD (reversal once) measured when issue 7 was filed, n = 1000, seed 0
 ANCHORS: dict[tuple[str, str], int] = {
-    ("earthquake", "pc"): 4, ("earthquake", "ges"): 0, ("asia", "pc"): 6, ("asia", "ges"): 3,
-    ("child", "pc"): 10, ("child", "fci"): 11, ("child", "ges"): 17, ("auto_mpg", "pc"): 7, ("auto_mpg", "ges"): 7,
+    ("earthquake", "pc"): 4,
+    ("earthquake", "ges"): 0,
+    ("asia", "pc"): 6,
+    ("asia", "ges"): 3,
+    ("child", "pc"): 10,
+    ("child", "fci"): 11,
+    ("child", "ges"): 17,
+    ("auto_mpg", "pc"): 7,
+    ("auto_mpg", "ges"): 7,
 }
 
 
@@ -47,9 +54,16 @@ def _warm_pool() -> float:
     return time.perf_counter() - t0
 
 
-def run_mac_stage(datasets: Sequence[str] = MAIN_BENCHMARKS, seeds: Sequence[int] = (0, 1, 2, 3, 4), *,
-                  n: int = 1000, algorithms: Sequence[str] = ALGORITHMS, timeout_s: float = 300.0, jobs: int = 1,
-                  log=print) -> dict[str, Any]:
+def run_mac_stage(
+    datasets: Sequence[str] = MAIN_BENCHMARKS,
+    seeds: Sequence[int] = (0, 1, 2, 3, 4),
+    *,
+    n: int = 1000,
+    algorithms: Sequence[str] = ALGORITHMS,
+    timeout_s: float = 300.0,
+    jobs: int = 1,
+    log=print,
+) -> dict[str, Any]:
     """Time, SHD and F1 of every pool algorithm on every dataset and seed.
 
     Parameters
@@ -71,20 +85,36 @@ def run_mac_stage(datasets: Sequence[str] = MAIN_BENCHMARKS, seeds: Sequence[int
     config = DiscoveryConfig(algorithm_timeout_s=timeout_s)
     warm = _warm_pool()
     t0 = time.perf_counter()
-    loaded = [(name, seed, load_dataset(name, n=n, seed=seed))
-              for name in datasets for seed in (seeds[:1] if name == "auto_mpg" else seeds)]
+    loaded = [
+        (name, seed, load_dataset(name, n=n, seed=seed))
+        for name in datasets
+        for seed in (seeds[:1] if name == "auto_mpg" else seeds)
+    ]
     load_s = time.perf_counter() - t0
-    work = sorted(((name, seed, ds, alg) for name, seed, ds in loaded for alg in algorithms),
-                  key=lambda w: -w[2].d)
+    work = sorted(((name, seed, ds, alg) for name, seed, ds in loaded for alg in algorithms), key=lambda w: -w[2].d)
 
     def one(name: str, seed: int, ds, alg: str) -> tuple[dict[str, Any], Any]:
         out = run_discovery(alg, ds, config=config, seed=seed)
-        row: dict[str, Any] = {"dataset": name, "seed": seed, "n": ds.n, "d": ds.d, "algorithm": alg,
-                               "seconds": round(out.seconds, 3), "error": out.error or None}
+        row: dict[str, Any] = {
+            "dataset": name,
+            "seed": seed,
+            "n": ds.n,
+            "d": ds.d,
+            "algorithm": alg,
+            "seconds": round(out.seconds, 3),
+            "error": out.error or None,
+        }
         if out.graph is not None and ds.true_graph is not None:
             m = evaluate_graph(ds.true_graph, out.graph)
-            row.update(shd=m.shd, shd2=m.shd2, nhd=round(m.nhd, 4), f1=round(m.f1, 3),
-                       skeleton_f1=round(m.skeleton_f1, 3), pred_edges=m.n_pred_edges, true_edges=m.n_true_edges)
+            row.update(
+                shd=m.shd,
+                shd2=m.shd2,
+                nhd=round(m.nhd, 4),
+                f1=round(m.f1, 3),
+                skeleton_f1=round(m.skeleton_f1, 3),
+                pred_edges=m.n_pred_edges,
+                true_edges=m.n_true_edges,
+            )
         return row, out.details.get("choice")
 
     runs: list[dict[str, Any]] = []
@@ -96,18 +126,29 @@ def run_mac_stage(datasets: Sequence[str] = MAIN_BENCHMARKS, seeds: Sequence[int
             row, choice = f.result()
             defaults.setdefault(row["dataset"], {})[row["algorithm"]] = choice
             runs.append(row)
-            log(f"  {row['dataset']} seed {row['seed']} {row['algorithm']}: {row['seconds']:.1f} s, "
-                f"SHD {row.get('shd')}, F1 {row.get('f1')}{' ' + row['error'] if row['error'] else ''}")
+            log(
+                f"  {row['dataset']} seed {row['seed']} {row['algorithm']}: {row['seconds']:.1f} s, "
+                f"SHD {row.get('shd')}, F1 {row.get('f1')}{' ' + row['error'] if row['error'] else ''}"
+            )
     wall = time.perf_counter() - t1
     order = {(d, a): (i, j) for i, d in enumerate(datasets) for j, a in enumerate(algorithms)}
     runs.sort(key=lambda r: (order[(r["dataset"], r["algorithm"])], r["seed"]))
-    return {"n": n, "seeds": list(seeds), "jobs": jobs, "runs": runs, "summary": _summary(runs, order),
-            "defaults": defaults,
-            "conventions": {"columns": METRIC_COLUMNS, "footer": METRICS_FOOTER},
-            "exact_search_bound": (f"max_parents=2; PC-skeleton super-graph (alpha 0.2) above "
-                                   f"{EXACT_SEARCH_SUPERGRAPH_ABOVE} nodes"),
-            "timeout_s": timeout_s, "pool_start_s": round(warm, 2), "dataset_load_s": round(load_s, 2),
-            "wall_s": round(wall, 1)}
+    return {
+        "n": n,
+        "seeds": list(seeds),
+        "jobs": jobs,
+        "runs": runs,
+        "summary": _summary(runs, order),
+        "defaults": defaults,
+        "conventions": {"columns": METRIC_COLUMNS, "footer": METRICS_FOOTER},
+        "exact_search_bound": (
+            f"max_parents=2; PC-skeleton super-graph (alpha 0.2) above {EXACT_SEARCH_SUPERGRAPH_ABOVE} nodes"
+        ),
+        "timeout_s": timeout_s,
+        "pool_start_s": round(warm, 2),
+        "dataset_load_s": round(load_s, 2),
+        "wall_s": round(wall, 1),
+    }
 
 
 def _summary(runs: Sequence[dict[str, Any]], order: dict[tuple[str, str], tuple[int, int]]) -> list[dict[str, Any]]:
@@ -128,18 +169,31 @@ def _summary(runs: Sequence[dict[str, Any]], order: dict[tuple[str, str], tuple[
 
         s0 = next((r for r in ok if r["seed"] == 0), None)
         anchor = ANCHORS.get((name, alg))
-        out.append({
-            "dataset": name, "algorithm": alg, "runs": len(g), "failed": len(g) - len(ok),
-            "n": g[0]["n"], "seconds": ms("seconds"), **{k: ms(k) for k in METRIC_COLUMNS},
-            "seed0_shd": s0["shd"] if s0 else "-", "anchor_shd": anchor if anchor is not None else "",
-        })
+        out.append(
+            {
+                "dataset": name,
+                "algorithm": alg,
+                "runs": len(g),
+                "failed": len(g) - len(ok),
+                "n": g[0]["n"],
+                "seconds": ms("seconds"),
+                **{k: ms(k) for k in METRIC_COLUMNS},
+                "seed0_shd": s0["shd"] if s0 else "-",
+                "anchor_shd": anchor if anchor is not None else "",
+            }
+        )
     return out
 
 
 def mac_markdown(payload: dict[str, Any], machine: dict[str, Any]) -> str:
     d = payload.get("defaults", {})
-    params = sorted({f"{alg}: {', '.join(f'{k}={v}' for k, v in (c or {}).items() if k != 'algorithm')}"
-                     for per in d.values() for alg, c in per.items()})
+    params = sorted(
+        {
+            f"{alg}: {', '.join(f'{k}={v}' for k, v in (c or {}).items() if k != 'algorithm')}"
+            for per in d.values()
+            for alg, c in per.items()
+        }
+    )
     total = sum(r["seconds"] for r in payload["runs"])
     return (
         "# MAC statistical stage: the causal-learn pool on the six datasets\n\n"
@@ -153,5 +207,8 @@ def mac_markdown(payload: dict[str, Any], machine: dict[str, Any]) -> str:
         f"Machine: {machine['cpus']} cores, load average {machine['load_avg_1_5_15']}, {machine['when']}.\n\n"
         + md_table(payload["summary"])
         + "\nParameters (the pool's data-type-aware defaults; Exact Search is bounded: "
-        + payload["exact_search_bound"] + "):\n\n" + "\n".join(f"- {p}" for p in params) + "\n"
+        + payload["exact_search_bound"]
+        + "):\n\n"
+        + "\n".join(f"- {p}" for p in params)
+        + "\n"
     )

@@ -28,8 +28,19 @@ from agentcausal_fakes.synthetic import synthetic_traces
 from bench.common import RESULTS_DIR, machine
 from bench.server import ServerProcess
 
-WATCH = ("_transform", "create_model", "model_json_schema", "_single_flight", "httpx2/_client.py:9",
-         "httpx/_client.py:9", "reply_model", "structured", "_cache_get", "_cache_set", "_post")
+WATCH = (
+    "_transform",
+    "create_model",
+    "model_json_schema",
+    "_single_flight",
+    "httpx2/_client.py:9",
+    "httpx/_client.py:9",
+    "reply_model",
+    "structured",
+    "_cache_get",
+    "_cache_set",
+    "_post",
+)
 
 
 def measure(method: str, n: int, seed: int = 0, stats_regex: str | None = None) -> dict[str, Any]:
@@ -57,13 +68,23 @@ def measure(method: str, n: int, seed: int = 0, stats_regex: str | None = None) 
         pcpu = time.process_time() - pcpu0
         gw.close()
     stats = pstats.Stats(prof)
-    row = {"method": method, "items": n, "requests": requests, "cpu_ms_per_item": round(1000 * cpu / n, 2),
-           "cpu_ms_per_request": round(1000 * cpu / max(requests, 1), 2), "wall_ms_per_item": round(1000 * wall / n, 2),
-           "profiled_cpu_ms_per_item": round(1000 * pcpu / n, 2), "calls_per_item": round(stats.total_calls / n)}
-    print(f"{method}: {n} items, {requests} requests; unprofiled: {row['cpu_ms_per_item']:.2f} ms CPU per item, "
-          f"{row['cpu_ms_per_request']:.2f} ms CPU per request, {row['wall_ms_per_item']:.2f} ms wall per item; "
-          f"profiled: {row['profiled_cpu_ms_per_item']:.2f} ms CPU per item, {row['calls_per_item']} Python function "
-          "calls per item (nearly load-independent)", flush=True)
+    row = {
+        "method": method,
+        "items": n,
+        "requests": requests,
+        "cpu_ms_per_item": round(1000 * cpu / n, 2),
+        "cpu_ms_per_request": round(1000 * cpu / max(requests, 1), 2),
+        "wall_ms_per_item": round(1000 * wall / n, 2),
+        "profiled_cpu_ms_per_item": round(1000 * pcpu / n, 2),
+        "calls_per_item": round(stats.total_calls / n),
+    }
+    print(
+        f"{method}: {n} items, {requests} requests; unprofiled: {row['cpu_ms_per_item']:.2f} ms CPU per item, "
+        f"{row['cpu_ms_per_request']:.2f} ms CPU per request, {row['wall_ms_per_item']:.2f} ms wall per item; "
+        f"profiled: {row['profiled_cpu_ms_per_item']:.2f} ms CPU per item, {row['calls_per_item']} Python function "
+        "calls per item (nearly load-independent)",
+        flush=True,
+    )
     for (file, line, func), (_cc, nc, _tt, ct, _callers) in sorted(stats.stats.items(), key=lambda kv: -kv[1][3]):
         where = f"{file}:{line}({func})"
         if any(w in where for w in WATCH) and ct / n > 0.0002:
@@ -79,17 +100,25 @@ def main() -> None:
     ap.add_argument("--method", "--methods", nargs="+", default=["all_at_once"], dest="methods")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--stats", default=None, help="also print pstats' cumulative listing of files matching this regex")
-    ap.add_argument("--label", default=None,
-                    help="store the rows under this label (e.g. before, after) in bench/results/percall.json, "
-                         "which docs/performance.md quotes")
+    ap.add_argument(
+        "--label",
+        default=None,
+        help="store the rows under this label (e.g. before, after) in bench/results/percall.json, "
+        "which docs/performance.md quotes",
+    )
     args = ap.parse_args()
     started = machine()
     rows = [measure(m, args.n, args.seed, args.stats) for m in args.methods]
     if args.label:
         path = RESULTS_DIR / "percall.json"
         stored = json.loads(path.read_text()) if path.is_file() else {}
-        stored[args.label] = {"rows": rows, "machine_at_start": started, "machine": machine(), "n": args.n,
-                              "seed": args.seed}
+        stored[args.label] = {
+            "rows": rows,
+            "machine_at_start": started,
+            "machine": machine(),
+            "n": args.n,
+            "seed": args.seed,
+        }
         path.write_text(json.dumps(stored, indent=2) + "\n")
         print(f"stored under {args.label!r} in {path}")
 

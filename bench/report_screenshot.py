@@ -38,16 +38,39 @@ def make_run(work: Path) -> Path:
     oi.write_text(json.dumps(otlp_json(openinference_spans())))
     with FakeOpenAIServer(responder=EvidenceResponder(BenchResponder())) as srv:
         toml = work / "profiles.toml"
-        toml.write_text(f'[profiles.fake]\nkind = "chat"\nbase_url = "{srv.base_url}"\nmodel = "fake-model"\n'
-                        'max_concurrency = 4\ntimeout_s = 5\ncontext_window = 8192\n\n[profiles.emb]\n'
-                        f'kind = "embedding"\nbase_url = "{srv.base_url}"\nmodel = "fake-embed"\n\n'
-                        '[routings.default]\ndefault = "fake"\nembed = "emb"\n')
+        toml.write_text(
+            f'[profiles.fake]\nkind = "chat"\nbase_url = "{srv.base_url}"\nmodel = "fake-model"\n'
+            "max_concurrency = 4\ntimeout_s = 5\ncontext_window = 8192\n\n[profiles.emb]\n"
+            f'kind = "embedding"\nbase_url = "{srv.base_url}"\nmodel = "fake-embed"\n\n'
+            '[routings.default]\ndefault = "fake"\nembed = "emb"\n'
+        )
         run = work / "run"
         with contextlib.redirect_stdout(io.StringIO()):
-            rc = main(["attribute", str(otel), str(oi), "-m", "dcfa", "-m", "all_at_once", "--no-ground-truth",
-                       "--preset", "small", "--set", "dcfa.quote_evidence=true",
-                       "--set", "all_at_once.quote_evidence=true", "--profiles", str(toml),
-                       "--cache-dir", str(work / "cache"), "--out", str(run), "--no-progress"])
+            rc = main(
+                [
+                    "attribute",
+                    str(otel),
+                    str(oi),
+                    "-m",
+                    "dcfa",
+                    "-m",
+                    "all_at_once",
+                    "--no-ground-truth",
+                    "--preset",
+                    "small",
+                    "--set",
+                    "dcfa.quote_evidence=true",
+                    "--set",
+                    "all_at_once.quote_evidence=true",
+                    "--profiles",
+                    str(toml),
+                    "--cache-dir",
+                    str(work / "cache"),
+                    "--out",
+                    str(run),
+                    "--no-progress",
+                ]
+            )
     if rc:
         raise SystemExit(f"attribute exited {rc}")
     return run
@@ -59,11 +82,26 @@ def screenshot(page: Path, out: Path, *, width: int = 1280, height: int = 1000) 
     if browser is None:
         raise SystemExit("chromium not found: apt-get install -y chromium")
     with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
-        subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                        "--disable-component-update", "--disable-sync", "--no-first-run",
-                        f"--user-data-dir={profile}", f"--window-size={width},{height}", "--hide-scrollbars",
-                        f"--screenshot={out}", page.resolve().as_uri()],
-                       check=True, capture_output=True, timeout=120)
+        subprocess.run(
+            [
+                browser,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                f"--user-data-dir={profile}",
+                f"--window-size={width},{height}",
+                "--hide-scrollbars",
+                f"--screenshot={out}",
+                page.resolve().as_uri(),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
     return out
 
 

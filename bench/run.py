@@ -47,46 +47,99 @@ def _env() -> None:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
-    p.add_argument("--only", choices=SECTIONS + OPT_IN, action="append",
-                   help="run only this benchmark (repeatable); default: all of 1-4")
+    p.add_argument(
+        "--only",
+        choices=SECTIONS + OPT_IN,
+        action="append",
+        help="run only this benchmark (repeatable); default: all of 1-4",
+    )
     p.add_argument("--traces", type=int, default=50, help="traces in the throughput corpus (default 50)")
     p.add_argument("--latency-ms", type=float, default=200.0, help="fake server latency per request (default 200)")
     p.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16], help="levels (default 1 4 16)")
-    p.add_argument("--flow-concurrency", type=int, default=4,
-                   help="concurrency of the Prefect-flow run of All-at-Once; 0 skips it (default 4)")
+    p.add_argument(
+        "--flow-concurrency",
+        type=int,
+        default=4,
+        help="concurrency of the Prefect-flow run of All-at-Once; 0 skips it (default 4)",
+    )
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4], help="MAC-stage seeds (default 0-4)")
     p.add_argument("--jobs", type=int, default=2, help="MAC-stage algorithm runs at a time (default 2)")
     p.add_argument("--quick", action="store_true", help="smoke run: 10 traces, concurrency 1 and 16, seed 0, no flow")
     p.add_argument("--embedded", action="store_true", help="only benchmark 5: the embedded model (long)")
     p.add_argument("--embedded-traces", type=int, default=6, help="shortest dev traces for --embedded (default 6)")
     p.add_argument("--methods", nargs="+", default=None, help="methods for --embedded (default: all registered)")
-    p.add_argument("--scale-traces", type=int, default=None,
-                   help="--only scale: all_at_once corpus size (default 2000)")
+    p.add_argument(
+        "--scale-traces", type=int, default=None, help="--only scale: all_at_once corpus size (default 2000)"
+    )
     p.add_argument("--scale-dcfa-traces", type=int, default=500, help="--only scale: dcfa corpus size; 0 skips dcfa")
-    p.add_argument("--scale-latency-ms", type=float, nargs="+", default=[1000.0, 200.0],
-                   help="--only scale: fake server latencies (default 1000 200)")
-    p.add_argument("--scale-concurrency", type=int, nargs="+", default=[16, 64],
-                   help="--only scale: concurrency levels (default 16 64)")
-    p.add_argument("--runner", nargs="+", choices=("thread", "dask"), default=["thread", "dask"],
-                   help="--only scale: task runners (default both; dask adds one all_at_once row on a local cluster "
-                        "started before timing)")
-    p.add_argument("--scale-memory-traces", type=int, nargs="*", default=[5000, 50000],
-                   help="--only scale: corpus sizes of the memory pair, each in a fresh process (default 5000 50000; "
-                        "none: skip it)")
-    p.add_argument("--scale-memory-latency-ms", type=float, default=200.0,
-                   help="--only scale: the memory pair's latency per request (default 200)")
-    p.add_argument("--perf-doc", action="store_true",
-                   help="only rewrite docs/performance.md from the results already in the folder")
+    p.add_argument(
+        "--scale-latency-ms",
+        type=float,
+        nargs="+",
+        default=[1000.0, 200.0],
+        help="--only scale: fake server latencies (default 1000 200)",
+    )
+    p.add_argument(
+        "--scale-concurrency",
+        type=int,
+        nargs="+",
+        default=[16, 64],
+        help="--only scale: concurrency levels (default 16 64)",
+    )
+    p.add_argument(
+        "--runner",
+        nargs="+",
+        choices=("thread", "dask"),
+        default=["thread", "dask"],
+        help="--only scale: task runners (default both; dask adds one all_at_once row on a local cluster "
+        "started before timing)",
+    )
+    p.add_argument(
+        "--scale-memory-traces",
+        type=int,
+        nargs="*",
+        default=[5000, 50000],
+        help="--only scale: corpus sizes of the memory pair, each in a fresh process (default 5000 50000; "
+        "none: skip it)",
+    )
+    p.add_argument(
+        "--scale-memory-latency-ms",
+        type=float,
+        default=200.0,
+        help="--only scale: the memory pair's latency per request (default 200)",
+    )
+    p.add_argument(
+        "--perf-doc",
+        action="store_true",
+        help="only rewrite docs/performance.md from the results already in the folder",
+    )
     p.add_argument("--dask-workers", type=int, default=2, help="--only scale: local Dask workers (default 2)")
-    p.add_argument("--chunk-size", type=int, nargs="+", default=None,
-                   help="--only scale: traces per task to compare (default: the flow's default)")
-    p.add_argument("--preset", default=None, choices=("paper", "small"),
-                   help="method-settings preset: of the throughput runs (default paper) and of --embedded "
-                        "(default: the routing's preset, small for the default routing)")
-    p.add_argument("--economy-presets", nargs="*", default=["small"], choices=("paper", "small"),
-                   help="presets whose LCE economy is measured beside --preset (one more DCFA run each; default small)")
-    p.add_argument("--summary", action="store_true",
-                   help="only rewrite summary.md and the README section from the results already in the folder")
+    p.add_argument(
+        "--chunk-size",
+        type=int,
+        nargs="+",
+        default=None,
+        help="--only scale: traces per task to compare (default: the flow's default)",
+    )
+    p.add_argument(
+        "--preset",
+        default=None,
+        choices=("paper", "small"),
+        help="method-settings preset: of the throughput runs (default paper) and of --embedded "
+        "(default: the routing's preset, small for the default routing)",
+    )
+    p.add_argument(
+        "--economy-presets",
+        nargs="*",
+        default=["small"],
+        choices=("paper", "small"),
+        help="presets whose LCE economy is measured beside --preset (one more DCFA run each; default small)",
+    )
+    p.add_argument(
+        "--summary",
+        action="store_true",
+        help="only rewrite summary.md and the README section from the results already in the folder",
+    )
     p.add_argument("--out", type=Path, default=None, help="results folder (default bench/results)")
     return p.parse_args(argv)
 
@@ -115,9 +168,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.summary:
         from bench.summary import summary_markdown, update_readme
 
-        written = {n: json.loads((out / f"{n}.json").read_text())
-                   for n in ("throughput", "cache_reuse", "lce_economy", "mac_statistical", "exact_discrete")
-                   if (out / f"{n}.json").is_file()}
+        written = {
+            n: json.loads((out / f"{n}.json").read_text())
+            for n in ("throughput", "cache_reuse", "lce_economy", "mac_statistical", "exact_discrete")
+            if (out / f"{n}.json").is_file()
+        }
         summary = json.loads((out / "summary.json").read_text())
         section = summary_markdown(written, summary)
         write_result("summary", summary, section, out)
@@ -138,8 +193,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"embedded: method-settings preset {preset}", flush=True)
 
         def save(rows: list) -> None:
-            payload = {"traces": [t.id for t in traces], "methods": args.methods, "preset": preset, "rows": rows,
-                       "summary": summarise(rows), "machine": machine(), "partial": True}
+            payload = {
+                "traces": [t.id for t in traces],
+                "methods": args.methods,
+                "preset": preset,
+                "rows": rows,
+                "summary": summarise(rows),
+                "machine": machine(),
+                "partial": True,
+            }
             write_result("embedded", payload, embedded_markdown(payload, payload["machine"]), out)
 
         res = run_embedded(traces, args.methods, preset=preset, on_row=save)
@@ -157,13 +219,22 @@ def main(argv: list[str] | None = None) -> int:
         traces, corpus = bench_corpus(args.traces)
         print(f"1-3. throughput, cache reuse, LCE economy: {corpus}", flush=True)
         t0 = time.perf_counter()
-        res = run_throughput(traces, corpus, latency_s=args.latency_ms / 1000, concurrencies=args.concurrency,
-                             flow_concurrency=args.flow_concurrency or None, preset=args.preset or "paper",
-                             economy_presets=args.economy_presets)
+        res = run_throughput(
+            traces,
+            corpus,
+            latency_s=args.latency_ms / 1000,
+            concurrencies=args.concurrency,
+            flow_concurrency=args.flow_concurrency or None,
+            preset=args.preset or "paper",
+            economy_presets=args.economy_presets,
+        )
         timings["throughput"] = round(time.perf_counter() - t0, 1)
         m = machine()
-        for name, md in (("throughput", throughput_markdown), ("cache_reuse", cache_markdown),
-                         ("lce_economy", economy_markdown)):
+        for name, md in (
+            ("throughput", throughput_markdown),
+            ("cache_reuse", cache_markdown),
+            ("lce_economy", economy_markdown),
+        ):
             payload = {**res[name], "machine": m, "machine_at_start": before}
             write_result(name, payload, md(res[name], m), out)
             written[name] = payload
@@ -183,8 +254,9 @@ def main(argv: list[str] | None = None) -> int:
 
         print("6. exact search on discrete data (Earthquake, n 1000 5000 20000, seeds 0 1)", flush=True)
         t0 = time.perf_counter()
-        res = run_exact_discrete(seeds=args.seeds[:2] if args.quick else (0, 1),
-                                 ns=(1000,) if args.quick else (1000, 5000, 20000))
+        res = run_exact_discrete(
+            seeds=args.seeds[:2] if args.quick else (0, 1), ns=(1000,) if args.quick else (1000, 5000, 20000)
+        )
         timings["exact"] = round(time.perf_counter() - t0, 1)
         m = machine()
         payload = {**res, "machine": m}
@@ -193,38 +265,56 @@ def main(argv: list[str] | None = None) -> int:
     if "scale" in sections:
         from bench.scale import run_scale, scale_markdown
 
-        plan = [("all_at_once", args.scale_traces or 2000)] + ([("dcfa", args.scale_dcfa_traces)]
-                                                                if args.scale_dcfa_traces else [])
-        print(f"7. scale: {plan}, latency {args.scale_latency_ms} ms, concurrency {args.scale_concurrency}, runners "
-              f"{args.runner}, memory pair {args.scale_memory_traces}", flush=True)
+        plan = [("all_at_once", args.scale_traces or 2000)] + (
+            [("dcfa", args.scale_dcfa_traces)] if args.scale_dcfa_traces else []
+        )
+        print(
+            f"7. scale: {plan}, latency {args.scale_latency_ms} ms, concurrency {args.scale_concurrency}, runners "
+            f"{args.runner}, memory pair {args.scale_memory_traces}",
+            flush=True,
+        )
         t0 = time.perf_counter()
+
         def save_scale(partial: dict) -> None:  # after each row: a long run interrupted keeps its rows
             payload = {**partial, "machine": machine(), "machine_at_start": before, "argv": sys.argv[1:]}
             write_result("scale", payload, scale_markdown(partial, payload["machine"]), out)
 
-        res = run_scale(plan, latencies_s=[x / 1000 for x in args.scale_latency_ms],
-                        concurrencies=args.scale_concurrency, chunk_sizes=args.chunk_size or [None],
-                        runners=args.runner, dask_workers=args.dask_workers,
-                        memory_traces=args.scale_memory_traces, memory_latency_s=args.scale_memory_latency_ms / 1000,
-                        on_row=save_scale)
+        res = run_scale(
+            plan,
+            latencies_s=[x / 1000 for x in args.scale_latency_ms],
+            concurrencies=args.scale_concurrency,
+            chunk_sizes=args.chunk_size or [None],
+            runners=args.runner,
+            dask_workers=args.dask_workers,
+            memory_traces=args.scale_memory_traces,
+            memory_latency_s=args.scale_memory_latency_ms / 1000,
+            on_row=save_scale,
+        )
         timings["scale"] = round(time.perf_counter() - t0, 1)
         m = machine()
-        payload = {**res, "machine": m, "machine_at_start": before, "argv": sys.argv[1:],
-                   "seconds": timings["scale"]}
+        payload = {**res, "machine": m, "machine_at_start": before, "argv": sys.argv[1:], "seconds": timings["scale"]}
         write_result("scale", payload, scale_markdown(res, m), out)
         written["scale"] = payload
         from bench.performance import DOC, write_performance_doc
 
-        print(f"  wrote {write_performance_doc(out, DOC if out == RESULTS_DIR else out / 'performance.md')}",
-              flush=True)
+        print(
+            f"  wrote {write_performance_doc(out, DOC if out == RESULTS_DIR else out / 'performance.md')}", flush=True
+        )
     if "alarm" in sections:  # bench/alarm.py
         from bench.alarm import alarm_markdown, run_alarm
 
         print(f"8. alarm: MAC and zero-shot, seed {args.seeds[0]}, preset {args.preset or 'small'}", flush=True)
         t0 = time.perf_counter()
-        res = run_alarm(seed=args.seeds[0], preset=args.preset or "small", on_row=lambda r: write_result(
-            "alarm", {**r, "partial": True, "machine": machine()}, alarm_markdown({**r, "partial": True}, machine()),
-            out))
+        res = run_alarm(
+            seed=args.seeds[0],
+            preset=args.preset or "small",
+            on_row=lambda r: write_result(
+                "alarm",
+                {**r, "partial": True, "machine": machine()},
+                alarm_markdown({**r, "partial": True}, machine()),
+                out,
+            ),
+        )
         timings["alarm"] = round(time.perf_counter() - t0, 1)
         payload = {**res, "machine": machine(), "argv": sys.argv[1:]}
         write_result("alarm", payload, alarm_markdown(res, payload["machine"]), out)
@@ -233,8 +323,13 @@ def main(argv: list[str] | None = None) -> int:
         from bench.summary import summary_markdown, update_readme
 
         after = machine()
-        summary = {"seconds": round(total, 1), "sections_s": timings, "machine_at_start": before,
-                   "machine_at_end": after, "argv": sys.argv[1:]}
+        summary = {
+            "seconds": round(total, 1),
+            "sections_s": timings,
+            "machine_at_start": before,
+            "machine_at_end": after,
+            "argv": sys.argv[1:],
+        }
         section = summary_markdown(written, summary)
         write_result("summary", summary, section, out)
         if out == RESULTS_DIR:

@@ -57,9 +57,26 @@ DEFAULT_PLAN = (("all_at_once", 2000), ("dcfa", 500))
 #: corpus sizes of the memory pair (issue 22 item 3)
 DEFAULT_MEMORY_TRACES = (5000, 50000)
 
-COLUMNS = ["runner", "traces", "method", "concurrency", "chunk_size", "latency_s", "requests", "peak_in_flight",
-           "wall_s", "bound_s", "ratio", "cpu_ms_per_request", "rerun_s", "rerun_requests", "rerun_fraction",
-           "rss_mb", "rows_ok", "failed_rows"]
+COLUMNS = [
+    "runner",
+    "traces",
+    "method",
+    "concurrency",
+    "chunk_size",
+    "latency_s",
+    "requests",
+    "peak_in_flight",
+    "wall_s",
+    "bound_s",
+    "ratio",
+    "cpu_ms_per_request",
+    "rerun_s",
+    "rerun_requests",
+    "rerun_fraction",
+    "rss_mb",
+    "rows_ok",
+    "failed_rows",
+]
 
 
 # ------------------------------------------------------------------ measuring
@@ -139,8 +156,13 @@ class _StandingCluster:
         from distributed import Client, LocalCluster
 
         with dask.config.set({"distributed.worker.daemon": False}):  # as flows.runners starts one
-            self.cluster = LocalCluster(n_workers=n, threads_per_worker=threads_per_worker, processes=True,
-                                        host="127.0.0.1", dashboard_address="127.0.0.1:0")
+            self.cluster = LocalCluster(
+                n_workers=n,
+                threads_per_worker=threads_per_worker,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address="127.0.0.1:0",
+            )
         self.client = Client(self.cluster)
         self.pids = list(self.client.run(_warm_worker).values())
 
@@ -154,9 +176,20 @@ class _StandingCluster:
 
 
 # ------------------------------------------------------------------ rows
-def scale_row(corpus_file: Path, ids: Sequence[str], method: str, concurrency: int, server: ServerProcess,
-              work: Path, *, chunk_size: int | None = None, label: str, runner: str = "thread",
-              dask_workers: int = 2, rerun: bool = True) -> dict[str, Any]:
+def scale_row(
+    corpus_file: Path,
+    ids: Sequence[str],
+    method: str,
+    concurrency: int,
+    server: ServerProcess,
+    work: Path,
+    *,
+    chunk_size: int | None = None,
+    label: str,
+    runner: str = "thread",
+    dask_workers: int = 2,
+    rerun: bool = True,
+) -> dict[str, Any]:
     """The flow twice on one corpus file (first run, then fully cached); one result row.
 
     Parameters
@@ -191,15 +224,22 @@ def scale_row(corpus_file: Path, ids: Sequence[str], method: str, concurrency: i
         concurrency = per_process * dask_workers
     try:
         toml = profiles_toml(work / f"profiles-{label}.toml", server.base_url, per_process, model=f"bench-{label}")
-        settings = RunSettings(profiles_path=str(toml), cache_dir=str((work / f"cache-{label}").resolve()),
-                               routing="default")
+        settings = RunSettings(
+            profiles_path=str(toml), cache_dir=str((work / f"cache-{label}").resolve()), routing="default"
+        )
         times, stats, ok, cpu = [], [], [], 0.0
         scope = _reset_peak_rss()
         for rep in ("first", "rerun") if rerun else ("first",):
             server.reset()
             c0, t0 = _cpu_s(cluster.pids if cluster else ()), time.perf_counter()
-            run_dir = run_attribute([str(corpus_file)], [method], settings=settings, chunk_size=chunk_size,
-                                    out_dir=str(work / f"run-{label}-{rep}"), runner=choice)
+            run_dir = run_attribute(
+                [str(corpus_file)],
+                [method],
+                settings=settings,
+                chunk_size=chunk_size,
+                out_dir=str(work / f"run-{label}-{rep}"),
+                runner=choice,
+            )
             times.append(time.perf_counter() - t0)
             if rep == "first":
                 cpu = _cpu_s(cluster.pids if cluster else ()) - c0
@@ -211,20 +251,39 @@ def scale_row(corpus_file: Path, ids: Sequence[str], method: str, concurrency: i
     req = stats[0]["requests"]
     bound = req * server.latency_s / concurrency
     return {
-        "runner": runner if runner == "thread" else f"dask x{dask_workers}", "traces": len(ids), "method": method,
-        "concurrency": concurrency, "chunk_size": chunk_size or DEFAULT_CHUNK_SIZE, "latency_s": server.latency_s,
-        "requests": req, "peak_in_flight": max(s["max_in_flight"] for s in stats), "wall_s": round(times[0], 2),
-        "bound_s": round(bound, 2), "ratio": round(times[0] / bound, 3) if bound else None,
-        "cpu_s": round(cpu, 2), "cpu_ms_per_request": round(1000 * cpu / req, 2) if req else None,
-        "rerun_s": round(times[1], 2) if rerun else None, "rerun_requests": stats[1]["requests"] if rerun else None,
-        "rerun_fraction": round(times[1] / times[0], 3) if rerun else None, "rss_mb": _peak_rss_mb(),
-        "rss_scope": scope, "rows_ok": all(o for o, _ in ok) and not any(f for _, f in ok),
+        "runner": runner if runner == "thread" else f"dask x{dask_workers}",
+        "traces": len(ids),
+        "method": method,
+        "concurrency": concurrency,
+        "chunk_size": chunk_size or DEFAULT_CHUNK_SIZE,
+        "latency_s": server.latency_s,
+        "requests": req,
+        "peak_in_flight": max(s["max_in_flight"] for s in stats),
+        "wall_s": round(times[0], 2),
+        "bound_s": round(bound, 2),
+        "ratio": round(times[0] / bound, 3) if bound else None,
+        "cpu_s": round(cpu, 2),
+        "cpu_ms_per_request": round(1000 * cpu / req, 2) if req else None,
+        "rerun_s": round(times[1], 2) if rerun else None,
+        "rerun_requests": stats[1]["requests"] if rerun else None,
+        "rerun_fraction": round(times[1] / times[0], 3) if rerun else None,
+        "rss_mb": _peak_rss_mb(),
+        "rss_scope": scope,
+        "rows_ok": all(o for o, _ in ok) and not any(f for _, f in ok),
         "failed_rows": sum(f for _, f in ok),
     }
 
 
-def _memory_row(api_url: str, corpus_file: Path, ids: list[str], concurrency: int, base_url: str, latency_s: float,
-                work: Path, label: str) -> dict[str, Any]:  # pragma: no cover - runs in a fresh child process
+def _memory_row(
+    api_url: str,
+    corpus_file: Path,
+    ids: list[str],
+    concurrency: int,
+    base_url: str,
+    latency_s: float,
+    work: Path,
+    label: str,
+) -> dict[str, Any]:  # pragma: no cover - runs in a fresh child process
     """One memory-pair row in this (fresh) process, on the parent's Prefect API: first run only (the rest of the
     Prefect settings come with the parent's environment)."""
     os.environ["PREFECT_API_URL"] = api_url  # before Prefect is imported here
@@ -239,12 +298,21 @@ def _memory_row(api_url: str, corpus_file: Path, ids: list[str], concurrency: in
         def stats(self) -> dict[str, Any]:
             return {"requests": 0, "max_in_flight": 0}
 
-    return scale_row(corpus_file, ids, "all_at_once", concurrency, _Server(), work,  # type: ignore[arg-type]
-                     label=label, rerun=False)
+    return scale_row(
+        corpus_file,
+        ids,
+        "all_at_once",
+        concurrency,
+        _Server(),
+        work,  # type: ignore[arg-type]
+        label=label,
+        rerun=False,
+    )
 
 
-def memory_row(corpus_file: Path, ids: list[str], concurrency: int, server: ServerProcess, work: Path,
-               label: str) -> dict[str, Any]:
+def memory_row(
+    corpus_file: Path, ids: list[str], concurrency: int, server: ServerProcess, work: Path, label: str
+) -> dict[str, Any]:
     """A memory-pair row: the flow in a fresh process of its own on this process's Prefect API (first run only);
     ``rss_mb`` is that process's peak, the server's counts are read here."""
     from prefect.server.api.server import SubprocessASGIServer
@@ -252,19 +320,28 @@ def memory_row(corpus_file: Path, ids: list[str], concurrency: int, server: Serv
     api_url = SubprocessASGIServer().api_url  # started by the warm-up flow (a per-process singleton)
     server.reset()
     with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as child:
-        row = child.submit(_memory_row, api_url, corpus_file, ids, concurrency, server.base_url, server.latency_s,
-                           work, label).result()
+        row = child.submit(
+            _memory_row, api_url, corpus_file, ids, concurrency, server.base_url, server.latency_s, work, label
+        ).result()
     stats = server.stats()
     row.update(requests=stats["requests"], peak_in_flight=stats["max_in_flight"])
     bound = stats["requests"] * server.latency_s / row["concurrency"]
-    row.update(bound_s=round(bound, 2), ratio=round(row["wall_s"] / bound, 3) if bound else None,
-               cpu_ms_per_request=round(1000 * row["cpu_s"] / stats["requests"], 2) if stats["requests"] else None,
-               runner="thread (own process)")
+    row.update(
+        bound_s=round(bound, 2),
+        ratio=round(row["wall_s"] / bound, 3) if bound else None,
+        cpu_ms_per_request=round(1000 * row["cpu_s"] / stats["requests"], 2) if stats["requests"] else None,
+        runner="thread (own process)",
+    )
     return row
 
 
-def plan_rows(plan: Sequence[tuple[str, int]], latencies_s: Sequence[float], concurrencies: Sequence[int],
-              chunk_sizes: Sequence[int | None], runners: Sequence[str]) -> list[tuple[float, str, int, int, Any, str]]:
+def plan_rows(
+    plan: Sequence[tuple[str, int]],
+    latencies_s: Sequence[float],
+    concurrencies: Sequence[int],
+    chunk_sizes: Sequence[int | None],
+    runners: Sequence[str],
+) -> list[tuple[float, str, int, int, Any, str]]:
     """The (latency, method, traces, concurrency, chunk size, runner) of every row, in run order (see module doc).
 
     >>> rows = plan_rows([("all_at_once", 10), ("dcfa", 5)], [1.0, 0.2], [16, 64], [None], ["thread", "dask"])
@@ -287,11 +364,20 @@ def plan_rows(plan: Sequence[tuple[str, int]], latencies_s: Sequence[float], con
     return out
 
 
-def run_scale(plan: Sequence[tuple[str, int]] = DEFAULT_PLAN, *, latencies_s: Sequence[float] = (1.0, 0.2),
-              concurrencies: Sequence[int] = (16, 64), chunk_sizes: Sequence[int | None] = (None,),
-              runners: Sequence[str] = ("thread", "dask"), dask_workers: int = 2,
-              memory_traces: Sequence[int] = DEFAULT_MEMORY_TRACES, memory_latency_s: float = 0.2,
-              work: Path | None = None, log=print, on_row=None) -> dict[str, Any]:
+def run_scale(
+    plan: Sequence[tuple[str, int]] = DEFAULT_PLAN,
+    *,
+    latencies_s: Sequence[float] = (1.0, 0.2),
+    concurrencies: Sequence[int] = (16, 64),
+    chunk_sizes: Sequence[int | None] = (None,),
+    runners: Sequence[str] = ("thread", "dask"),
+    dask_workers: int = 2,
+    memory_traces: Sequence[int] = DEFAULT_MEMORY_TRACES,
+    memory_latency_s: float = 0.2,
+    work: Path | None = None,
+    log=print,
+    on_row=None,
+) -> dict[str, Any]:
     """Every row of :func:`plan_rows`, then the memory pair; the ``scale.json`` payload.
 
     Parameters
@@ -321,28 +407,50 @@ def run_scale(plan: Sequence[tuple[str, int]] = DEFAULT_PLAN, *, latencies_s: Se
             corpora[n] = (work / f"corpus-{n}.jsonl", ids)
     warm = _prefect_warmup()
     log(f"  Prefect temporary API up in {warm:.1f} s")
-    payload: dict[str, Any] = {"rows": [], "memory_rows": [], "prefect_api_start_s": round(warm, 2),
-                               "plan": [list(p) for p in plan], "latencies_s": list(latencies_s),
-                               "concurrencies": list(concurrencies), "runners": list(runners),
-                               "dask_workers": dask_workers, "memory_traces": list(memory_traces),
-                               "memory_latency_s": memory_latency_s}
+    payload: dict[str, Any] = {
+        "rows": [],
+        "memory_rows": [],
+        "prefect_api_start_s": round(warm, 2),
+        "plan": [list(p) for p in plan],
+        "latencies_s": list(latencies_s),
+        "concurrencies": list(concurrencies),
+        "runners": list(runners),
+        "dask_workers": dask_workers,
+        "memory_traces": list(memory_traces),
+        "memory_latency_s": memory_latency_s,
+    }
 
     def done(row: dict[str, Any], into: str) -> None:
         payload[into].append(row)
         if on_row is not None:
             on_row({**payload, "partial": True})
-        log(f"  {row['runner']} {row['method']} n={row['traces']} c={row['concurrency']} chunk={row['chunk_size']} "
+        log(
+            f"  {row['runner']} {row['method']} n={row['traces']} c={row['concurrency']} chunk={row['chunk_size']} "
             f"latency={row['latency_s']}: wall {row['wall_s']} s / bound {row['bound_s']} s = {row['ratio']}, "
             f"CPU {row['cpu_ms_per_request']} ms/request, rerun {row['rerun_s']} s ({row['rerun_requests']} "
-            f"requests), peak {row['peak_in_flight']}, rss {row['rss_mb']} MB, rows ok {row['rows_ok']}")
+            f"requests), peak {row['peak_in_flight']}, rss {row['rss_mb']} MB, rows ok {row['rows_ok']}"
+        )
 
     rows = plan_rows(plan, latencies_s, concurrencies, chunk_sizes, runners)
     for lat in dict.fromkeys(r[0] for r in rows):
         with ServerProcess(latency_s=lat) as server:
             for _, method, n, c, cs, rn in (r for r in rows if r[0] == lat):
                 label = f"{method}-n{n}-c{c}-l{int(lat * 1000)}-k{cs or 0}-{rn}-{time.time_ns()}"
-                done(scale_row(corpora[n][0], corpora[n][1], method, c, server, work, chunk_size=cs, label=label,
-                               runner=rn, dask_workers=dask_workers), "rows")
+                done(
+                    scale_row(
+                        corpora[n][0],
+                        corpora[n][1],
+                        method,
+                        c,
+                        server,
+                        work,
+                        chunk_size=cs,
+                        label=label,
+                        runner=rn,
+                        dask_workers=dask_workers,
+                    ),
+                    "rows",
+                )
     if memory_traces:
         with ServerProcess(latency_s=memory_latency_s) as server:
             for n in memory_traces:
@@ -353,12 +461,17 @@ def run_scale(plan: Sequence[tuple[str, int]] = DEFAULT_PLAN, *, latencies_s: Se
 
 def scale_markdown(payload: dict[str, Any], machine: dict[str, Any]) -> str:
     """``scale.md``: the rows and the memory pair as tables (``docs/performance.md`` adds the targets)."""
-    return ("# Scale: the attribute flow on synthetic corpora\n\n"
-            f"Machine: {machine['cpus']} cores, load average {machine['load_avg_1_5_15']} at the end, commit "
-            f"{machine['commit']}, {machine['when']}. Fake server in a child process; bound = requests x latency / "
-            "concurrency; ratio = wall / bound; CPU = the client's processes' CPU per request; rerun = the same flow "
-            "again on the same cache folder; rss = peak resident memory of the flow's process during the row. The "
-            f"temporary Prefect API start ({payload.get('prefect_api_start_s')} s) is not in any row.\n\n"
-            + md_table(payload["rows"], COLUMNS)
-            + ("\nMemory pair (each in a fresh process):\n\n" + md_table(payload["memory_rows"], COLUMNS)
-               if payload.get("memory_rows") else ""))
+    return (
+        "# Scale: the attribute flow on synthetic corpora\n\n"
+        f"Machine: {machine['cpus']} cores, load average {machine['load_avg_1_5_15']} at the end, commit "
+        f"{machine['commit']}, {machine['when']}. Fake server in a child process; bound = requests x latency / "
+        "concurrency; ratio = wall / bound; CPU = the client's processes' CPU per request; rerun = the same flow "
+        "again on the same cache folder; rss = peak resident memory of the flow's process during the row. The "
+        f"temporary Prefect API start ({payload.get('prefect_api_start_s')} s) is not in any row.\n\n"
+        + md_table(payload["rows"], COLUMNS)
+        + (
+            "\nMemory pair (each in a fresh process):\n\n" + md_table(payload["memory_rows"], COLUMNS)
+            if payload.get("memory_rows")
+            else ""
+        )
+    )

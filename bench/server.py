@@ -40,8 +40,15 @@ def _serve(conn, latency_s: float, embedding_dim: int) -> None:  # pragma: no co
                 schemas = dict(responder.counts)
             chat = sum(1 for r in reqs if r.get("_path", "").endswith("/chat/completions"))
             emb = sum(1 for r in reqs if r.get("_path", "").endswith("/embeddings"))
-            conn.send({"requests": len(reqs), "chat_requests": chat, "embedding_requests": emb,
-                       "max_in_flight": peak, "by_schema": schemas})
+            conn.send(
+                {
+                    "requests": len(reqs),
+                    "chat_requests": chat,
+                    "embedding_requests": emb,
+                    "max_in_flight": peak,
+                    "by_schema": schemas,
+                }
+            )
         elif cmd == "reset":
             with srv._lock:
                 srv.requests.clear()

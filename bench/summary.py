@@ -19,32 +19,52 @@ def _stamp(payload: dict[str, Any]) -> str:
     """When, where and at which commit a result was measured (its ``machine`` record)."""
     m = payload.get("machine") or {}
     start = (payload.get("machine_at_start") or m).get("load_avg_1_5_15", ["?"])[0]
-    return (f"measured {m.get('when', '?')[:16]} at commit {m.get('commit', '?')}, load average {start} at the "
-            f"start")
+    return f"measured {m.get('when', '?')[:16]} at commit {m.get('commit', '?')}, load average {start} at the start"
 
 
 def _throughput(t: dict[str, Any]) -> str:
     rows = []
     for r in t["library"] + t["prefect_flow"]:
-        rows.append({"method": r["method"], "path": r["path"], "concurrency": r["concurrency"],
-                     "requests": r["requests"], "wall s": r["wall_s"], "bound s": r["bound_s"],
-                     "wall / bound": r["wall_over_bound"], "overhead ms / request": r["overhead_ms_per_request"],
-                     "CPU ms / request": r.get("cpu_ms_per_request")})
+        rows.append(
+            {
+                "method": r["method"],
+                "path": r["path"],
+                "concurrency": r["concurrency"],
+                "requests": r["requests"],
+                "wall s": r["wall_s"],
+                "bound s": r["bound_s"],
+                "wall / bound": r["wall_over_bound"],
+                "overhead ms / request": r["overhead_ms_per_request"],
+                "CPU ms / request": r.get("cpu_ms_per_request"),
+            }
+        )
     flow = ""
     if t.get("prefect_api_start_s") is not None:
-        flow = (f" The Prefect row is the `attribute` flow (thread pool, cached tasks, Parquet, report, artifacts);"
-                f" starting Prefect's temporary API took a further {t['prefect_api_start_s']:.0f} s.")
+        flow = (
+            f" The Prefect row is the `attribute` flow (thread pool, cached tasks, Parquet, report, artifacts);"
+            f" starting Prefect's temporary API took a further {t['prefect_api_start_s']:.0f} s."
+        )
     n = t["library"][0]["traces"] if t["library"] else "?"
     preset = f"method-settings preset `{t['preset']}`" if t.get("preset") else "no preset named"
-    return (f"**Throughput** ({_stamp(t)}; {preset}; {n} traces, fake "
-            f"OpenAI server with {t['latency_s'] * 1000:.0f} ms per request; bound = requests x latency / "
-            "concurrency, overhead = (wall - bound) x concurrency / requests, CPU = the pipeline process's CPU "
-            "time per request; the server runs in another process)." + flow + "\n\n" + md_table(rows))
+    return (
+        f"**Throughput** ({_stamp(t)}; {preset}; {n} traces, fake "
+        f"OpenAI server with {t['latency_s'] * 1000:.0f} ms per request; bound = requests x latency / "
+        "concurrency, overhead = (wall - bound) x concurrency / requests, CPU = the pipeline process's CPU "
+        "time per request; the server runs in another process)." + flow + "\n\n" + md_table(rows)
+    )
 
 
 def _cache(c: dict[str, Any]) -> str:
-    rows = [{"method": r["method"], "path": r["path"], "concurrency": r["concurrency"], "wall s": r["wall_s"],
-             "requests": r["requests"]} for r in c["rows"]]
+    rows = [
+        {
+            "method": r["method"],
+            "path": r["path"],
+            "concurrency": r["concurrency"],
+            "wall s": r["wall_s"],
+            "requests": r["requests"],
+        }
+        for r in c["rows"]
+    ]
     return "**Cache reuse** (the same corpus again, same cache folder; target 0 requests).\n\n" + md_table(rows)
 
 
@@ -62,17 +82,27 @@ def _economy(e: dict[str, Any]) -> str:
             f"{s['distinct_steps_evaluated_per_trace']} distinct steps, **{s['simulations_per_trace']} simulations** "
             f"after memoisation, {s.get('moves_per_trace', '?')} accepted moves; prompt tokens mean "
             f"{s['prompt_tokens_per_trace'] / 1000:.1f}k, median {s['median_prompt_tokens_per_trace'] / 1000:.1f}k "
-            f"(GCA {s['gca_prompt_tokens_per_trace'] / 1000:.1f}k)")
+            f"(GCA {s['gca_prompt_tokens_per_trace'] / 1000:.1f}k)"
+        )
     s = next(iter(ecos.values()))["summary"]
     same = ""
     keys = ("simulations_per_trace", "neighbours_evaluated_per_trace", "lce_requests_per_trace", "moves_per_trace")
     if len(ecos) > 1 and len({tuple(eco["summary"].get(k) for k in keys) for eco in ecos.values()}) == 1:
         rows = [r for eco in ecos.values() for r in eco.get("per_trace", [])]
-        peak = (f" (at most {max(r['moves'] for r in rows)} accepted moves and {max(r['simulations'] for r in rows)} "
-                "simulations on any trace)") if rows else ""
-        same = (" The presets' search counts are identical: under this script the search stops early" + peak
-                + ", so no cap of `small` binds; only the prompt wording (tokens) differs. How far `paper`'s "
-                "uncapped search goes on a real model is not measured here.")
+        peak = (
+            (
+                f" (at most {max(r['moves'] for r in rows)} accepted moves and {max(r['simulations'] for r in rows)} "
+                "simulations on any trace)"
+            )
+            if rows
+            else ""
+        )
+        same = (
+            " The presets' search counts are identical: under this script the search stops early"
+            + peak
+            + ", so no cap of `small` binds; only the prompt wording (tokens) differs. How far `paper`'s "
+            "uncapped search goes on a real model is not measured here."
+        )
     return (
         f"**LCE economy** ({_stamp(e)}; DCFA on the same corpus at the highest concurrency; scripted simulated "
         "outcomes, so the search depth follows the script, not a model; tokens = characters / 4; `paper` has no "
@@ -89,6 +119,7 @@ def _mac(m: dict[str, Any]) -> str:
     by: dict[str, dict[str, Any]] = {}
     mismatches = []
     for r in m["summary"]:
+
         def mean(x: str) -> str:
             return x.split(" ± ")[0]
 
@@ -97,26 +128,32 @@ def _mac(m: dict[str, Any]) -> str:
         if r.get("anchor_shd", "") != "" and str(r["anchor_shd"]) != str(r["seed0_shd"]):
             mismatches.append(f"{r['dataset']} {r['algorithm']}: seed 0 {r['seed0_shd']}, anchor {r['anchor_shd']}")
     n_anchor = sum(1 for r in m["summary"] if r.get("anchor_shd", "") != "")
-    check = ("Seed 0 reproduces all {} SHD anchors of issue 7.".format(n_anchor) if not mismatches
-             else "Seed 0 against the SHD anchors of issue 7 differs on: " + "; ".join(mismatches) + ".")
+    check = (
+        "Seed 0 reproduces all {} SHD anchors of issue 7.".format(n_anchor)
+        if not mismatches
+        else "Seed 0 against the SHD anchors of issue 7 differs on: " + "; ".join(mismatches) + "."
+    )
     cols = " / ".join(METRIC_COLUMNS.values())
     return (
         f"**MAC statistical stage** (measured {(m.get('machine') or {}).get('when', '?')[:16]}, load average "
         f"{(m.get('machine') or {}).get('load_avg_1_5_15', ['?'])[0]}; "
         f"causal-learn pool, n = {m['n']}, seeds {', '.join(map(str, m['seeds']))}, "
         f"Auto MPG its 392 rows once; each cell: mean {cols} (mean seconds); "
-        f"Exact Search bounded: {m['exact_search_bound']}). {check}\n\n" + md_table(list(by.values()),
-                                                                                   ["dataset (n)", *algs])
+        f"Exact Search bounded: {m['exact_search_bound']}). {check}\n\n"
+        + md_table(list(by.values()), ["dataset (n)", *algs])
         + f"\n{METRICS_FOOTER}\n"
     )
 
 
 def _exact(e: dict[str, Any]) -> str:
-    rows = [{"variant": r["variant"], "n": r["n"], **{h: r[k] for k, h in METRIC_COLUMNS.items()}}
-            for r in e["summary"]]
-    return (f"**Exact search on discrete data** (measured {(e.get('machine') or {}).get('when', '?')[:16]}; "
-            f"{e['dataset']}, seeds {', '.join(map(str, e['seeds']))}; "
-            f"mean over seeds; n per row). {e['finding']}\n\n" + md_table(rows) + f"\n{METRICS_FOOTER}\n")
+    rows = [
+        {"variant": r["variant"], "n": r["n"], **{h: r[k] for k, h in METRIC_COLUMNS.items()}} for r in e["summary"]
+    ]
+    return (
+        f"**Exact search on discrete data** (measured {(e.get('machine') or {}).get('when', '?')[:16]}; "
+        f"{e['dataset']}, seeds {', '.join(map(str, e['seeds']))}; "
+        f"mean over seeds; n per row). {e['finding']}\n\n" + md_table(rows) + f"\n{METRICS_FOOTER}\n"
+    )
 
 
 def summary_markdown(written: dict[str, dict[str, Any]], run: dict[str, Any]) -> str:
@@ -142,9 +179,11 @@ def summary_markdown(written: dict[str, dict[str, Any]], run: dict[str, Any]) ->
         parts.append(_exact(written["exact_discrete"]))
     parts.append(_embedded())
     parts.append(scale_section())
-    parts.append(f"Reproduce: `{COMMAND}` (benchmarks 1-4 and 6; `--only throughput` re-measures 1-3 alone, "
-                 "then `--summary` rewrites this section); `bench/README.md` explains each measure and, under "
-                 "\"Scale: where the time goes\", where the flow's time goes at scale.\n")
+    parts.append(
+        f"Reproduce: `{COMMAND}` (benchmarks 1-4 and 6; `--only throughput` re-measures 1-3 alone, "
+        "then `--summary` rewrites this section); `bench/README.md` explains each measure and, under "
+        '"Scale: where the time goes", where the flow\'s time goes at scale.\n'
+    )
     return "\n".join(parts)
 
 
@@ -153,10 +192,12 @@ def scale_section(path: Path = Path(__file__).with_name("results") / "scale.json
     the last run's verdict in one sentence."""
     import json
 
-    how = (f"**Scale** (opt-in, about 20 minutes: `{COMMAND} --only scale`): the `attribute` flow on 2,000 and 500 "
-           "synthetic traces at 1 s and 200 ms per request, on threads and on a Dask cluster started before timing, "
-           "and a 5,000 / 50,000 memory pair; `docs/performance.md` has the rows, their targets (issue 22) and the "
-           "per-call CPU, generated from `bench/results/`.")
+    how = (
+        f"**Scale** (opt-in, about 20 minutes: `{COMMAND} --only scale`): the `attribute` flow on 2,000 and 500 "
+        "synthetic traces at 1 s and 200 ms per request, on threads and on a Dask cluster started before timing, "
+        "and a 5,000 / 50,000 memory pair; `docs/performance.md` has the rows, their targets (issue 22) and the "
+        "per-call CPU, generated from `bench/results/`."
+    )
     if not path.is_file():
         return how + "\n"
     res = json.loads(path.read_text())
@@ -164,26 +205,34 @@ def scale_section(path: Path = Path(__file__).with_name("results") / "scale.json
     held = sum(1 for t in targets if t["held"])
     missed = [t["target"] for t in targets if t["held"] is False]
     m = res.get("machine") or {}
-    return (f"{how} Last run {m.get('when', '')[:16]} at commit {m.get('commit', '')}: {held} of {len(targets)} "
-            f"targets held" + (f"; missed: {'; '.join(missed)}" if missed else "") + ".\n")
+    return (
+        f"{how} Last run {m.get('when', '')[:16]} at commit {m.get('commit', '')}: {held} of {len(targets)} "
+        f"targets held" + (f"; missed: {'; '.join(missed)}" if missed else "") + ".\n"
+    )
 
 
 def _embedded() -> str:
     """The last embedded run (``results/embedded.json``), if any, and how to run it."""
     import json
 
-    how = ("Embedded-model accuracy (all attribution methods on the shortest development traces, seconds and "
-           f"tokens per trace) is opt-in and long: `{COMMAND} --embedded --embedded-traces 6`.")
+    how = (
+        "Embedded-model accuracy (all attribution methods on the shortest development traces, seconds and "
+        f"tokens per trace) is opt-in and long: `{COMMAND} --embedded --embedded-traces 6`."
+    )
     path = Path(__file__).with_name("results") / "embedded.json"
     if not path.is_file():
         return how + "\n"
     e = json.loads(path.read_text())
-    cells = ", ".join(f"{r['method']} {r['seconds_per_trace']:.0f} s / {r['prompt_tokens_per_trace']} prompt tokens"
-                      for r in e.get("summary", []))
+    cells = ", ".join(
+        f"{r['method']} {r['seconds_per_trace']:.0f} s / {r['prompt_tokens_per_trace']} prompt tokens"
+        for r in e.get("summary", [])
+    )
     load = (e.get("machine") or {}).get("load_avg_1_5_15", ["?"])[0]
-    return (f"{how} Last run ({(e.get('machine') or {}).get('when', '')[:10]}, {len(e.get('traces', []))} trace(s): "
-            f"{', '.join(e.get('traces', []))}; load average {load}), per trace: {cells} "
-            "(`dcfa_gca_only` reuses DCFA's cached GCA calls)." + _a2p_echo() + _small_vs_before() + "\n")
+    return (
+        f"{how} Last run ({(e.get('machine') or {}).get('when', '')[:10]}, {len(e.get('traces', []))} trace(s): "
+        f"{', '.join(e.get('traces', []))}; load average {load}), per trace: {cells} "
+        "(`dcfa_gca_only` reuses DCFA's cached GCA calls)." + _a2p_echo() + _small_vs_before() + "\n"
+    )
 
 
 def _small_vs_before(path: Path = Path(__file__).with_name("results") / "embedded_small_vs_before.json") -> str:
@@ -193,14 +242,21 @@ def _small_vs_before(path: Path = Path(__file__).with_name("results") / "embedde
     if not path.is_file():
         return ""
     e = json.loads(path.read_text())
-    cells = ", ".join(f"{m} step {r['step_correct_before']}→{r['step_correct_after']}, agent "
-                      f"{r['agent_correct_before']}→{r['agent_correct_after']} of {r['n']}"
-                      for m, r in e.get("methods", {}).items())
-    verdict = "not worse for any method" if all(r["not_worse"] for r in e.get("methods", {}).values()) else \
-        "WORSE for " + ", ".join(m for m, r in e["methods"].items() if not r["not_worse"])
-    return (f" Preset `small` after the DCFA-fidelity change vs the settings before it "
-            f"(`bench/results/embedded_small_vs_before.md`, {len(e.get('traces', []))} traces): {verdict} "
-            f"({cells}). {e.get('note', '')}")
+    cells = ", ".join(
+        f"{m} step {r['step_correct_before']}→{r['step_correct_after']}, agent "
+        f"{r['agent_correct_before']}→{r['agent_correct_after']} of {r['n']}"
+        for m, r in e.get("methods", {}).items()
+    )
+    verdict = (
+        "not worse for any method"
+        if all(r["not_worse"] for r in e.get("methods", {}).values())
+        else "WORSE for " + ", ".join(m for m, r in e["methods"].items() if not r["not_worse"])
+    )
+    return (
+        f" Preset `small` after the DCFA-fidelity change vs the settings before it "
+        f"(`bench/results/embedded_small_vs_before.md`, {len(e.get('traces', []))} traces): {verdict} "
+        f"({cells}). {e.get('note', '')}"
+    )
 
 
 def _a2p_echo(path: Path = Path(__file__).with_name("results") / "a2p-echo" / "embedded.json") -> str:
@@ -210,10 +266,15 @@ def _a2p_echo(path: Path = Path(__file__).with_name("results") / "a2p-echo" / "e
     if not path.is_file():
         return ""
     e = json.loads(path.read_text())
-    cells = ", ".join(f"{r['method']} {r['seconds']:.0f} s / {r['requests']} requests / {r['prompt_tokens']} prompt "
-                      f"tokens, step {r['pred_step']} (labelled {r['true_step']})" for r in e.get("rows", []))
-    return (f" A2P and ECHO ran once on {', '.join(e.get('traces', []))} under preset `{e.get('preset') or 'paper'}` "
-            f"({(e.get('machine') or {}).get('when', '')[:10]}): {cells}; `bench/README.md` (5) says what it shows.")
+    cells = ", ".join(
+        f"{r['method']} {r['seconds']:.0f} s / {r['requests']} requests / {r['prompt_tokens']} prompt "
+        f"tokens, step {r['pred_step']} (labelled {r['true_step']})"
+        for r in e.get("rows", [])
+    )
+    return (
+        f" A2P and ECHO ran once on {', '.join(e.get('traces', []))} under preset `{e.get('preset') or 'paper'}` "
+        f"({(e.get('machine') or {}).get('when', '')[:10]}): {cells}; `bench/README.md` (5) says what it shows."
+    )
 
 
 #: the READMEs whose ``## Performance`` section is this summary
@@ -227,7 +288,7 @@ def update_readme(section: str, readme: Path | None = None) -> list[Path]:
     they have such a section. Returns the files rewritten.
     """
     written = []
-    for path in ([readme] if readme is not None else READMES):
+    for path in [readme] if readme is not None else READMES:
         if not path.is_file():
             continue
         text = path.read_text()

@@ -62,9 +62,20 @@ class ParentBoundASGIServer(SubprocessASGIServer):
 
     def _run_uvicorn_command(self) -> subprocess.Popen[Any]:
         server_env = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
-        uvicorn_args = ["--app-dir", str(prefect.__module_path__.parent), "--factory",
-                        "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(self.port),
-                        "--log-level", "error", "--lifespan", "on"]
+        uvicorn_args = [
+            "--app-dir",
+            str(prefect.__module_path__.parent),
+            "--factory",
+            "prefect.server.api.server:create_app",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--log-level",
+            "error",
+            "--lifespan",
+            "on",
+        ]
         return subprocess.Popen(
             args=[sys.executable, "-c", LAUNCHER, str(os.getpid()), repr(WATCH_INTERVAL_S), *uvicorn_args],
             env={**os.environ, **server_env, **get_current_settings().to_environment_variables(exclude_unset=True)},

@@ -24,36 +24,76 @@ __all__ = ["attribute", "run_attribute"]
 
 
 @flow(name="attribute", log_prints=True, flow_run_name=naming.attribute_run_name)
-def attribute(paths: list[str], methods: list[str] = ["all_at_once"],  # noqa: B006 (Prefect copies parameters)
-              method_settings: dict[str, dict[str, Any]] | None = None, settings: RunSettings | None = None,
-              limit: int | None = None, ids: list[str] | None = None, max_steps: int | None = None,
-              with_ground_truth: bool | None = None, out_dir: str | None = None, progress: bool = False,
-              skip_invalid: bool = False, meta: dict[str, Any] | None = None, preset: str | None = None,
-              repeats: int = 1, plan: Plan | dict[str, Any] | str | None = None, chunk_size: int | None = None,
-              max_cost: float | None = None, spent_before_usd: float = 0.0) -> str:
+def attribute(
+    paths: list[str],
+    methods: list[str] = ["all_at_once"],  # noqa: B006 (Prefect copies parameters)
+    method_settings: dict[str, dict[str, Any]] | None = None,
+    settings: RunSettings | None = None,
+    limit: int | None = None,
+    ids: list[str] | None = None,
+    max_steps: int | None = None,
+    with_ground_truth: bool | None = None,
+    out_dir: str | None = None,
+    progress: bool = False,
+    skip_invalid: bool = False,
+    meta: dict[str, Any] | None = None,
+    preset: str | None = None,
+    repeats: int = 1,
+    plan: Plan | dict[str, Any] | str | None = None,
+    chunk_size: int | None = None,
+    max_cost: float | None = None,
+    spent_before_usd: float = 0.0,
+) -> str:
     """Every planned (trace, method) pair; the run folder. ``plan``: a Plan, its dict or its ``plan.json``; None:
     built from the other arguments (:func:`agentcausal.attribution.plan.plan_attribution`). ``max_cost``: USD for
     the run folder with ``spent_before_usd`` (its earlier invocations), jobs past it ``not_run`` (:mod:`agentcausal.runs.budget`)."""
     settings = settings or RunSettings.from_env()
     paths = naming.corpus_paths(paths, settings)  # empty: the Who&When folder of the settings, resolved now
     run_dir, subject = out_dir or default_run_dir("attribute"), corpus_label(paths)
-    plan = as_plan(plan) or plan_attribution(paths, methods, settings, method_settings=method_settings, ids=ids,
-                                             limit=limit, max_steps=max_steps, with_ground_truth=with_ground_truth,
-                                             skip_invalid=skip_invalid, preset=preset, repeats=max(1, repeats),
-                                             run_dir=run_dir)
+    plan = as_plan(plan) or plan_attribution(
+        paths,
+        methods,
+        settings,
+        method_settings=method_settings,
+        ids=ids,
+        limit=limit,
+        max_steps=max_steps,
+        with_ground_truth=with_ground_truth,
+        skip_invalid=skip_invalid,
+        preset=preset,
+        repeats=max(1, repeats),
+        run_dir=run_dir,
+    )
     naming.add_run_tags(plan.methods, settings, preset=plan.preset)
-    run_engine(ATTRIBUTION, plan, settings, attribute_chunk, run_dir, chunk_size=chunk_size, subject=subject,
-               bar=progress, meta={**(meta or {}), "corpus": [str(Path(p).resolve()) for p in paths]},
-               max_cost=max_cost, spent_before_usd=spent_before_usd)
+    run_engine(
+        ATTRIBUTION,
+        plan,
+        settings,
+        attribute_chunk,
+        run_dir,
+        chunk_size=chunk_size,
+        subject=subject,
+        bar=progress,
+        meta={**(meta or {}), "corpus": [str(Path(p).resolve()) for p in paths]},
+        max_cost=max_cost,
+        spent_before_usd=spent_before_usd,
+    )
     report = evaluate_run(run_dir)
     naming.add_run_tags(plan.methods, settings, preset=plan.preset, subsets=set(report.evaluation.by_subset["subset"]))
-    publish_report(subject, run_dir, table_key="attribution-accuracy", table=table_records(report.evaluation.overall),
-                   table_description="Step, agent and both-correct accuracy per method",
-                   report_key="attribution-report", markdown=report.markdown)
+    publish_report(
+        subject,
+        run_dir,
+        table_key="attribution-accuracy",
+        table=table_records(report.evaluation.overall),
+        table_description="Step, agent and both-correct accuracy per method",
+        report_key="attribution-report",
+        markdown=report.markdown,
+    )
     return run_dir
 
 
-def run_attribute(paths: Sequence[str], methods: Sequence[str], *, runner: RunnerChoice | None = None,
-                  **kw: Any) -> str:
+def run_attribute(
+    paths: Sequence[str], methods: Sequence[str], *, runner: RunnerChoice | None = None, **kw: Any
+) -> str:
     """Plain-Python entry point (CLI, demo): :func:`attribute` with list arguments, on ``runner``'s task runner."""
     return with_runner(attribute, runner)(paths=[str(p) for p in paths], methods=list(methods), **kw)

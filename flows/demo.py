@@ -25,8 +25,9 @@ __all__ = ["demo"]
 
 
 @flow(name="demo", log_prints=True)
-def demo(selection: DemoSelection, settings: RunSettings | None = None, progress: bool = False,
-         preset: str | None = None) -> dict[str, str]:
+def demo(
+    selection: DemoSelection, settings: RunSettings | None = None, progress: bool = False, preset: str | None = None
+) -> dict[str, str]:
     """Run the demo's selection; return ``{"attribution": run folder, "discovery": run folder}``.
 
     Parameters
@@ -41,13 +42,24 @@ def demo(selection: DemoSelection, settings: RunSettings | None = None, progress
     config = DiscoveryConfig(mac=resolve(MACSettings, MAC_PRESETS, preset))
     out: dict[str, str] = {}
     if selection.trace_paths:
-        out["attribution"] = attribute(paths=list(selection.trace_paths), methods=list(selection.attribution_methods),
-                                       settings=settings, out_dir=f"{selection.out_dir}/attribution", progress=progress,
-                                       preset=preset)
+        out["attribution"] = attribute(
+            paths=list(selection.trace_paths),
+            methods=list(selection.attribution_methods),
+            settings=settings,
+            out_dir=f"{selection.out_dir}/attribution",
+            progress=progress,
+            preset=preset,
+        )
     if selection.datasets:
-        out["discovery"] = discover(datasets=list(selection.datasets),
-                                    methods=[*selection.llm_methods, *selection.statistical_methods],
-                                    llm_datasets=list(selection.llm_datasets), seeds=list(selection.seeds), n=selection.n,
-                                    settings=settings, config=config, out_dir=f"{selection.out_dir}/discovery",
-                                    progress=progress)
+        out["discovery"] = discover(
+            datasets=list(selection.datasets),
+            methods=[*selection.llm_methods, *selection.statistical_methods],
+            llm_datasets=list(selection.llm_datasets),
+            seeds=list(selection.seeds),
+            n=selection.n,
+            settings=settings,
+            config=config,
+            out_dir=f"{selection.out_dir}/discovery",
+            progress=progress,
+        )
     return out

@@ -24,33 +24,70 @@ __all__ = ["discover", "run_discover"]
 
 
 @flow(name="discover", log_prints=True, flow_run_name=naming.discover_run_name)
-def discover(datasets: list[str], methods: list[str] = ["mac"], seeds: list[int] = [0],  # noqa: B006 (copied)
-             n: int = 1000, config: DiscoveryConfig | None = None, settings: RunSettings | None = None,
-             out_dir: str | None = None, reversal_cost: int = 1, progress: bool = False,
-             llm_datasets: list[str] | None = None, meta: dict[str, Any] | None = None,
-             plan: Plan | dict[str, Any] | str | None = None, repeats: int = 1, chunk_size: int | None = None,
-             max_cost: float | None = None, spent_before_usd: float = 0.0) -> str:
+def discover(
+    datasets: list[str],
+    methods: list[str] = ["mac"],  # noqa: B006 (copied)
+    seeds: list[int] = [0],  # noqa: B006 (copied)
+    n: int = 1000,
+    config: DiscoveryConfig | None = None,
+    settings: RunSettings | None = None,
+    out_dir: str | None = None,
+    reversal_cost: int = 1,
+    progress: bool = False,
+    llm_datasets: list[str] | None = None,
+    meta: dict[str, Any] | None = None,
+    plan: Plan | dict[str, Any] | str | None = None,
+    repeats: int = 1,
+    chunk_size: int | None = None,
+    max_cost: float | None = None,
+    spent_before_usd: float = 0.0,
+) -> str:
     """Every planned (dataset, seed, method) run; the run folder. ``plan``: a Plan, its dict or its ``plan.json``;
     None: built from the other arguments (:func:`agentcausal.discovery.plan.plan_discovery`). ``max_cost``: USD for
     the run folder with ``spent_before_usd`` (its earlier invocations), jobs past it ``not_run`` (:mod:`agentcausal.runs.budget`)."""
     settings = settings or RunSettings.from_env()
-    plan = as_plan(plan) or plan_discovery(datasets, methods, settings, config=config, seeds=seeds, n=n,
-                                           repeats=repeats, llm_datasets=llm_datasets)
+    plan = as_plan(plan) or plan_discovery(
+        datasets, methods, settings, config=config, seeds=seeds, n=n, repeats=repeats, llm_datasets=llm_datasets
+    )
     naming.add_run_tags(plan.methods, settings, preset=plan.preset)
     run_dir, subject = out_dir or default_run_dir("discover"), "+".join(datasets)
-    run_engine(DISCOVERY, plan, settings, discover_chunk, run_dir, chunk_size=chunk_size, subject=subject,
-               bar=progress, meta={**(meta or {}), "reversal_cost": reversal_cost}, max_cost=max_cost,
-               spent_before_usd=spent_before_usd)
+    run_engine(
+        DISCOVERY,
+        plan,
+        settings,
+        discover_chunk,
+        run_dir,
+        chunk_size=chunk_size,
+        subject=subject,
+        bar=progress,
+        meta={**(meta or {}), "reversal_cost": reversal_cost},
+        max_cost=max_cost,
+        spent_before_usd=spent_before_usd,
+    )
     files = report_discovery(run_dir, reversal_cost)
-    publish_report(subject, run_dir, table_key="discovery-metrics", table=table_records(files.frame),
-                   table_description=f"SHD / NHD / F1 per dataset and method (SHD reversal cost {reversal_cost})",
-                   report_key="discovery-report", markdown=files.report.read_text())
+    publish_report(
+        subject,
+        run_dir,
+        table_key="discovery-metrics",
+        table=table_records(files.frame),
+        table_description=f"SHD / NHD / F1 per dataset and method (SHD reversal cost {reversal_cost})",
+        report_key="discovery-report",
+        markdown=files.report.read_text(),
+    )
     return run_dir
 
 
-def run_discover(datasets: Sequence[str], methods: Sequence[str], *, seeds: Sequence[int] = (0,), n: int = 1000,
-                 runner: RunnerChoice | None = None, **kw: Any) -> str:
+def run_discover(
+    datasets: Sequence[str],
+    methods: Sequence[str],
+    *,
+    seeds: Sequence[int] = (0,),
+    n: int = 1000,
+    runner: RunnerChoice | None = None,
+    **kw: Any,
+) -> str:
     """Plain-Python entry point (CLI, demo): :func:`discover` with list arguments, on ``runner``'s task runner
     (default: threads; each process runs 3 jobs at once, algorithm runs in worker processes of their own)."""
-    return with_runner(discover, runner)(datasets=list(datasets), methods=list(methods),
-                                         seeds=[int(s) for s in seeds], n=n, **kw)
+    return with_runner(discover, runner)(
+        datasets=list(datasets), methods=list(methods), seeds=[int(s) for s in seeds], n=n, **kw
+    )

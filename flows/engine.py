@@ -38,6 +38,7 @@ UNITS = {"attribute": "(trace, method) result", "discover": "(dataset, seed, met
 def _holding_run_folder(fn: F) -> F:
     """``fn(half, plan, settings, task, run_dir, ...)`` holding ``run_dir``'s lock (:mod:`agentcausal.runs.lock`):
     one run per folder; re-entrant, so a CLI that holds it already goes on."""
+
     @functools.wraps(fn)
     def holding(half: RunHalf, plan: Plan, settings: RunSettings, task: Task, run_dir: str, **kw: Any) -> Any:
         with run_folder_lock(run_dir):
@@ -47,9 +48,20 @@ def _holding_run_folder(fn: F) -> F:
 
 
 @_holding_run_folder
-def run_engine(half: RunHalf, plan: Plan, settings: RunSettings, task: Task, run_dir: str, *,
-               chunk_size: int | None, subject: str, bar: bool, meta: Mapping[str, Any],
-               max_cost: float | None = None, spent_before_usd: float = 0.0) -> RunSummary:
+def run_engine(
+    half: RunHalf,
+    plan: Plan,
+    settings: RunSettings,
+    task: Task,
+    run_dir: str,
+    *,
+    chunk_size: int | None,
+    subject: str,
+    bar: bool,
+    meta: Mapping[str, Any],
+    max_cost: float | None = None,
+    spent_before_usd: float = 0.0,
+) -> RunSummary:
     """Run ``plan`` through the engine with ``task`` as the chunk task; write the run folder; its summary.
 
     Parameters
@@ -66,36 +78,56 @@ def run_engine(half: RunHalf, plan: Plan, settings: RunSettings, task: Task, run
     spent_before_usd : USD the run folder's earlier invocations spent (``--resume``), counted against ``max_cost``
     """
     kind, unit = half.kind, UNITS[half.kind]
-    engine = RunEngine(half, plan, settings, chunk_size=chunk_size,
-                       budget=None if max_cost is None else BudgetGate.from_plan(plan, max_cost, spent_before_usd))
+    engine = RunEngine(
+        half,
+        plan,
+        settings,
+        chunk_size=chunk_size,
+        budget=None if max_cost is None else BudgetGate.from_plan(plan, max_cost, spent_before_usd),
+    )
     engine.spend.before = spent_before_usd
     if engine.budget is not None and engine.budget.unpriced:
-        print(f"{kind}: --max-cost cannot weigh {', '.join(engine.budget.unpriced)}: a routed stage's price is "
-              "unknown (no price in its profile), so its calls count as $0 against the cap")
-    shown = RunProgress(engine.total, 0, desc=kind, unit=unit.split()[-1], bar=bar,
-                        key=naming.key(f"{kind}-progress", subject), description=f"{engine.total} {unit}s",
-                        meter=meter_for(kind, engine.started), live=lambda: _in_flight(settings))
+        print(
+            f"{kind}: --max-cost cannot weigh {', '.join(engine.budget.unpriced)}: a routed stage's price is "
+            "unknown (no price in its profile), so its calls count as $0 against the cap"
+        )
+    shown = RunProgress(
+        engine.total,
+        0,
+        desc=kind,
+        unit=unit.split()[-1],
+        bar=bar,
+        key=naming.key(f"{kind}-progress", subject),
+        description=f"{engine.total} {unit}s",
+        meter=meter_for(kind, engine.started),
+        live=lambda: _in_flight(settings),
+    )
     engine.on_progress = shown.advance
     try:
-        drive(engine, submit=lambda chunk: task.submit(quote(chunk)),
-              result=lambda f: f.result(raise_on_failure=False))
+        drive(engine, submit=lambda chunk: task.submit(quote(chunk)), result=lambda f: f.result(raise_on_failure=False))
     finally:
         shown.close()
     summary = engine.finish(run_dir, meta)
-    print(f"{kind}: {summary.reused} of {summary.rows} {unit}s reused ({summary.from_store} from the results store "
-          f"without a task run)" + (f"; {summary.dropped} stored records failed their check and were computed again"
-                                    if summary.dropped else ""))
+    print(
+        f"{kind}: {summary.reused} of {summary.rows} {unit}s reused ({summary.from_store} from the results store "
+        f"without a task run)"
+        + (f"; {summary.dropped} stored records failed their check and were computed again" if summary.dropped else "")
+    )
     if summary.stopped:
         print(f"{kind}: stopped early: {summary.stopped}; {summary.not_run} {unit}s not run")
     if summary.reused_rows:
-        create_table_artifact(summary.reused_rows, key=naming.key(f"{kind}-reused", subject),
-                              description=f"{summary.reused} of {summary.rows} {unit}s reused, {summary.from_store} "
-                                          f"from the results store (no task run)"
-                                          + (f"; first {REUSED_LISTED:,} listed" if summary.reused > REUSED_LISTED
-                                             else ""))
+        create_table_artifact(
+            summary.reused_rows,
+            key=naming.key(f"{kind}-reused", subject),
+            description=f"{summary.reused} of {summary.rows} {unit}s reused, {summary.from_store} "
+            f"from the results store (no task run)"
+            + (f"; first {REUSED_LISTED:,} listed" if summary.reused > REUSED_LISTED else ""),
+        )
     if engine.budget is not None and engine.budget.refused_jobs:
-        print(f"{kind}: {engine.budget.refused_jobs} of {summary.rows} {unit}s not run (budget: --max-cost "
-              f"${max_cost:g}); the same command with --resume and a higher --max-cost runs them")
+        print(
+            f"{kind}: {engine.budget.refused_jobs} of {summary.rows} {unit}s not run (budget: --max-cost "
+            f"${max_cost:g}); the same command with --resume and a higher --max-cost runs them"
+        )
     return summary
 
 
@@ -108,9 +140,20 @@ def _in_flight(settings: RunSettings) -> tuple[int, int]:
     return u.calls, u.prompt_tokens + u.completion_tokens
 
 
-def publish_report(subject: str, run_dir: str, *, table_key: str, table: list[dict[str, Any]], table_description: str,
-                   report_key: str, markdown: str) -> None:
+def publish_report(
+    subject: str,
+    run_dir: str,
+    *,
+    table_key: str,
+    table: list[dict[str, Any]],
+    table_description: str,
+    report_key: str,
+    markdown: str,
+) -> None:
     """The run's summary table and its markdown report (made self-contained) as Prefect artifacts."""
     create_table_artifact(table, key=naming.key(table_key, subject), description=table_description)
-    create_markdown_artifact(self_contained_markdown(markdown, run_dir), key=naming.key(report_key, subject),
-                             description=f"run folder {run_dir}")
+    create_markdown_artifact(
+        self_contained_markdown(markdown, run_dir),
+        key=naming.key(report_key, subject),
+        description=f"run folder {run_dir}",
+    )

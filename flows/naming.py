@@ -24,8 +24,15 @@ from prefect.runtime import deployment, flow_run
 from agentcausal.report.artifacts import artifact_key, corpus_label, run_name, run_tags
 from agentcausal.settings import RunSettings
 
-__all__ = ["attribute_run_name", "discover_run_name", "subject", "add_run_tags", "corpus_paths", "key",
-           "who_and_when_dir"]
+__all__ = [
+    "attribute_run_name",
+    "discover_run_name",
+    "subject",
+    "add_run_tags",
+    "corpus_paths",
+    "key",
+    "who_and_when_dir",
+]
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +54,11 @@ def _deployment_name() -> str | None:
 def _routing(settings: Any) -> str:
     if settings is None:
         return RunSettings.from_env().routing
-    return str(getattr(settings, "routing", None) or (settings.get("routing") if isinstance(settings, dict)
-                                                        else None) or "default")
+    return str(
+        getattr(settings, "routing", None)
+        or (settings.get("routing") if isinstance(settings, dict) else None)
+        or "default"
+    )
 
 
 def who_and_when_dir(settings: Any = None) -> str:
@@ -117,8 +127,9 @@ def key(kind: str, default_subject: str) -> str:
     return artifact_key(kind, subject(default_subject))
 
 
-def add_run_tags(methods: Iterable[str], settings: Any = None, *, preset: str | None = None,
-                 subsets: Iterable[str] = ()) -> list[str]:
+def add_run_tags(
+    methods: Iterable[str], settings: Any = None, *, preset: str | None = None, subsets: Iterable[str] = ()
+) -> list[str]:
     """Add the run's tags to the running flow run (best effort: a failure is logged, never raised).
 
     Returns

@@ -24,11 +24,20 @@ __all__ = ["attribute_phoenix"]
 
 
 @flow(name="attribute-phoenix", log_prints=True)
-def attribute_phoenix(url: str, project: str = "default", since: str | None = None, until: str | None = None,
-                      span_filter: str | None = None, methods: list[str] = ["all_at_once"],  # noqa: B006
-                      out_dir: str = "runs/phoenix-nightly", settings: RunSettings | None = None,
-                      with_ground_truth: bool | None = False, preset: str | None = None,
-                      meta: dict[str, Any] | None = None, chunk_size: int | None = None) -> str:
+def attribute_phoenix(
+    url: str,
+    project: str = "default",
+    since: str | None = None,
+    until: str | None = None,
+    span_filter: str | None = None,
+    methods: list[str] = ["all_at_once"],  # noqa: B006
+    out_dir: str = "runs/phoenix-nightly",
+    settings: RunSettings | None = None,
+    with_ground_truth: bool | None = False,
+    preset: str | None = None,
+    meta: dict[str, Any] | None = None,
+    chunk_size: int | None = None,
+) -> str:
     """Attribute the traces a Phoenix query selects; the run folder.
 
     Parameters
@@ -44,8 +53,13 @@ def attribute_phoenix(url: str, project: str = "default", since: str | None = No
     TraceStoreError
         If the server cannot be read, has no such project or refuses the filter.
     """
-    q = PhoenixQuery(url=url, project=project, start=parse_when(since) if since else None,
-                     end=parse_when(until) if until else None, filter=span_filter)
+    q = PhoenixQuery(
+        url=url,
+        project=project,
+        start=parse_when(since) if since else None,
+        end=parse_when(until) if until else None,
+        filter=span_filter,
+    )
     bad: list[tuple[str, str]] = []
     traces = load_phoenix(q, skip_invalid=True, invalid=bad)
     for tid, why in bad:
@@ -55,6 +69,13 @@ def attribute_phoenix(url: str, project: str = "default", since: str | None = No
         return out_dir
     with run_folder_lock(out_dir):  # the traces file and the run, one run at a time
         corpus = write_jsonl(traces, Path(out_dir) / "traces.jsonl")
-        return attribute(paths=[str(corpus)], methods=list(methods), settings=settings, out_dir=out_dir,
-                         with_ground_truth=with_ground_truth, preset=preset, chunk_size=chunk_size,
-                         meta={"phoenix": q.describe(), **(meta or {})})
+        return attribute(
+            paths=[str(corpus)],
+            methods=list(methods),
+            settings=settings,
+            out_dir=out_dir,
+            with_ground_truth=with_ground_truth,
+            preset=preset,
+            chunk_size=chunk_size,
+            meta={"phoenix": q.describe(), **(meta or {})},
+        )

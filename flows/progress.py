@@ -42,9 +42,19 @@ class RunProgress:
     live : callable returning (calls, tokens) of the items in flight, or None (for the heartbeat)
     """
 
-    def __init__(self, total: int, initial: int, *, desc: str, unit: str, key: str, description: str,
-                 bar: bool, meter: UsageMeter | None = None,
-                 live: Callable[[], tuple[int, int]] | None = None) -> None:
+    def __init__(
+        self,
+        total: int,
+        initial: int,
+        *,
+        desc: str,
+        unit: str,
+        key: str,
+        description: str,
+        bar: bool,
+        meter: UsageMeter | None = None,
+        live: Callable[[], tuple[int, int]] | None = None,
+    ) -> None:
         self.total, self.done = total, initial
         # sync_compatible: called from sync code it returns the artifact's UUID, not a coroutine
         self.artifact = cast(UUID, create_progress_artifact(progress=0.0, key=key, description=description))

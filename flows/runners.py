@@ -52,8 +52,14 @@ from flows import api_server
 
 api_server.install()  # the temporary Prefect API server dies with this process, kill -9 included
 
-__all__ = ["RunnerKind", "RunnerChoice", "SharedAPIDaskTaskRunner", "task_runner", "with_runner",  # noqa: F822 (module __getattr__)
-           "runner_choice_from_args"]
+__all__ = [
+    "RunnerKind",
+    "RunnerChoice",
+    "SharedAPIDaskTaskRunner",  # noqa: F822 (module __getattr__)
+    "task_runner",
+    "with_runner",
+    "runner_choice_from_args",
+]
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -36,8 +36,18 @@ from agentcausal.discovery.data.datasets import BENCHMARKS
 from agentcausal.exceptions import ConfigError
 from flows.naming import corpus_paths
 
-__all__ = ["DEFAULT_FILE", "default_file", "ScheduleSpec", "DeploymentSpec", "load_specs", "load_flow",
-           "runner_deployments", "serve", "InputCheck", "check_inputs"]
+__all__ = [
+    "DEFAULT_FILE",
+    "default_file",
+    "ScheduleSpec",
+    "DeploymentSpec",
+    "load_specs",
+    "load_flow",
+    "runner_deployments",
+    "serve",
+    "InputCheck",
+    "check_inputs",
+]
 
 #: the deployment file shipped in the repository
 DEFAULT_FILE = Path(__file__).resolve().parents[1] / "deploy" / "prefect.yaml"
@@ -151,14 +161,14 @@ def load_specs(path: str | Path | None = None, *, check: bool = True) -> list[De
             try:
                 fl.validate_parameters(dict(s.parameters))
             except Exception as exc:  # noqa: BLE001 - Prefect raises ParameterTypeError / SignatureMismatchError
-                raise ConfigError(f"deployment {s.name!r}: parameters do not fit flow {fl.name!r}: {exc}",
-                                  path=str(p)) from exc
+                raise ConfigError(
+                    f"deployment {s.name!r}: parameters do not fit flow {fl.name!r}: {exc}", path=str(p)
+                ) from exc
             for sch in s.schedules:
                 try:
                     CronSchedule(cron=sch.cron, timezone=sch.timezone)
                 except (ValueError, ValidationError) as exc:
-                    raise ConfigError(f"deployment {s.name!r}: bad schedule {sch.cron!r}: {exc}",
-                                      path=str(p)) from exc
+                    raise ConfigError(f"deployment {s.name!r}: bad schedule {sch.cron!r}: {exc}", path=str(p)) from exc
     return specs
 
 
@@ -203,8 +213,15 @@ def check_inputs(spec: DeploymentSpec) -> list[InputCheck]:
     if "paths" in p or spec.function == "attribute":
         note = "" if p.get("paths") else "paths empty: the Who&When folder, AGENTCAUSAL_WHO_AND_WHEN_DIR"
         for path in corpus_paths(p.get("paths"), p.get("settings")):
-            out.append(InputCheck(spec.name, "corpus", path, Path(path).exists(),
-                                  note if Path(path).exists() else (note + "; " if note else "") + "not found"))
+            out.append(
+                InputCheck(
+                    spec.name,
+                    "corpus",
+                    path,
+                    Path(path).exists(),
+                    note if Path(path).exists() else (note + "; " if note else "") + "not found",
+                )
+            )
     for ds in p.get("datasets") or []:
         if "::" in ds:
             files = ds.split("::", 1)
@@ -215,8 +232,9 @@ def check_inputs(spec: DeploymentSpec) -> list[InputCheck]:
             out.append(InputCheck(spec.name, "dataset", ds, ok, "" if ok else "not a known benchmark"))
             continue
         missing = [f for f in files if not Path(f).is_file()]
-        out.append(InputCheck(spec.name, "dataset", ds, not missing,
-                              f"not found: {', '.join(missing)}" if missing else ""))
+        out.append(
+            InputCheck(spec.name, "dataset", ds, not missing, f"not found: {', '.join(missing)}" if missing else "")
+        )
     return out
 
 
@@ -247,16 +265,26 @@ def runner_deployments(specs: Sequence[DeploymentSpec], only: Sequence[str] | No
         names = {s.name: s for s in specs} | {_full_name(s): s for s in specs}
         missing = [n for n in only if n not in names]
         if missing:
-            raise ConfigError(f"no deployment named {', '.join(missing)}; known: "
-                              f"{', '.join(_full_name(s) for s in specs)}")
+            raise ConfigError(
+                f"no deployment named {', '.join(missing)}; known: {', '.join(_full_name(s) for s in specs)}"
+            )
         chosen = list({id(names[n]): names[n] for n in only}.values())
     out = []
     for s in chosen:
-        schedules = [DeploymentScheduleCreate(schedule=CronSchedule(cron=c.cron, timezone=c.timezone),
-                                              active=c.active) for c in s.schedules]
-        out.append(load_flow(s).to_deployment(
-            name=s.name, parameters=dict(s.parameters), schedules=schedules or None, description=s.description,
-            tags=list(s.tags), entrypoint_type=EntrypointType.MODULE_PATH))
+        schedules = [
+            DeploymentScheduleCreate(schedule=CronSchedule(cron=c.cron, timezone=c.timezone), active=c.active)
+            for c in s.schedules
+        ]
+        out.append(
+            load_flow(s).to_deployment(
+                name=s.name,
+                parameters=dict(s.parameters),
+                schedules=schedules or None,
+                description=s.description,
+                tags=list(s.tags),
+                entrypoint_type=EntrypointType.MODULE_PATH,
+            )
+        )
     return out
 
 
@@ -277,7 +305,9 @@ def serve(path: str | Path | None = None, *, only: Sequence[str] | None = None, 
     """
 
     if not PREFECT_API_URL.value():
-        raise ConfigError("PREFECT_API_URL is not set: schedules need a Prefect server. Start one with "
-                          "`prefect server start` and `export PREFECT_API_URL=http://127.0.0.1:4200/api`")
+        raise ConfigError(
+            "PREFECT_API_URL is not set: schedules need a Prefect server. Start one with "
+            "`prefect server start` and `export PREFECT_API_URL=http://127.0.0.1:4200/api`"
+        )
     deployments = runner_deployments(load_specs(path), only=only)
     prefect_serve(*deployments, limit=limit)

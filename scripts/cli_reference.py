@@ -75,10 +75,13 @@ def _verb_section(name: str, parser: argparse.ArgumentParser, summary: str, leve
         lines += [summary[0].upper() + summary[1:] + ".", ""]
     lines += ["```", parser.format_usage().strip(), "```", ""]
     for group in parser._action_groups:
-        rows = [a for a in group._group_actions
-                if a.help is not argparse.SUPPRESS and not isinstance(a, (argparse._HelpAction,
-                                                                        argparse._SubParsersAction))
-                and "--verbose" not in a.option_strings]
+        rows = [
+            a
+            for a in group._group_actions
+            if a.help is not argparse.SUPPRESS
+            and not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction))
+            and "--verbose" not in a.option_strings
+        ]
         if not rows:
             continue
         title = {"positional arguments": "arguments", "options": "options"}.get(group.title or "", group.title)
@@ -117,8 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         if PAGE.exists() and PAGE.read_text(encoding="utf-8") == text:
             return 0
-        print(f"{PAGE.relative_to(ROOT)} is out of date: run .venv/bin/python scripts/cli_reference.py",
-              file=sys.stderr)
+        print(
+            f"{PAGE.relative_to(ROOT)} is out of date: run .venv/bin/python scripts/cli_reference.py", file=sys.stderr
+        )
         return 1
     PAGE.write_text(text, encoding="utf-8")
     print(f"wrote {PAGE.relative_to(ROOT)}")

@@ -14,8 +14,13 @@ from tasks.chunks import CHUNK_TASK, chunk_run_name, retry_transport, unquoted
 __all__ = ["attribute_chunk", "evaluate_run"]
 
 
-@task(name="attribute-chunk", cache_policy=NO_CACHE, retry_condition_fn=retry_transport,
-      task_run_name=chunk_run_name, **CHUNK_TASK)
+@task(
+    name="attribute-chunk",
+    cache_policy=NO_CACHE,
+    retry_condition_fn=retry_transport,
+    task_run_name=chunk_run_name,
+    **CHUNK_TASK,
+)
 def attribute_chunk(chunk: Chunk) -> list[RunRecord | None] | None:
     """One method on a chunk of traces, each record stored as it finishes (:func:`agentcausal.runs.engine.run_chunk`)."""
     return run_chunk(ATTRIBUTION, unquoted(chunk))

@@ -14,8 +14,13 @@ from tasks.chunks import CHUNK_TASK, chunk_run_name, retry_transport, unquoted
 __all__ = ["discover_chunk", "report_discovery"]
 
 
-@task(name="discover-chunk", cache_policy=NO_CACHE, retry_condition_fn=retry_transport,
-      task_run_name=chunk_run_name, **CHUNK_TASK)
+@task(
+    name="discover-chunk",
+    cache_policy=NO_CACHE,
+    retry_condition_fn=retry_transport,
+    task_run_name=chunk_run_name,
+    **CHUNK_TASK,
+)
 def discover_chunk(chunk: Chunk) -> list[RunRecord | None] | None:
     """One method on a chunk of (dataset, seed) jobs, each outcome stored as it finishes
     (:func:`agentcausal.runs.engine.run_chunk`)."""

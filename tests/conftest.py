@@ -26,8 +26,14 @@ WHO_AND_WHEN = Path(os.environ.get("AGENTCAUSAL_WHO_AND_WHEN_DIR", SHARED / "dat
 
 def fake_profiles(base_url: str, **overrides: object) -> ProfileSet:
     """A ProfileSet routing every chat stage to ``fake`` and embeddings to ``fake-embed``."""
-    chat = {"name": "fake", "base_url": base_url, "model": "fake-model", "max_concurrency": 4,
-            "timeout_s": 2.0, "context_window": 8192}
+    chat = {
+        "name": "fake",
+        "base_url": base_url,
+        "model": "fake-model",
+        "max_concurrency": 4,
+        "timeout_s": 2.0,
+        "context_window": 8192,
+    }
     chat.update(overrides)
     return ProfileSet(
         profiles={
@@ -50,8 +56,14 @@ def make_gateway(tmp_path):
     """Factory: ``make_gateway(server, cache=True, **profile_overrides) -> Gateway`` on the fake server."""
     made: list[Gateway] = []
 
-    def _make(server: FakeOpenAIServer, *, cache: bool = True, cache_dir: Path | None = None,
-              max_retries: int = 3, **overrides: object) -> Gateway:
+    def _make(
+        server: FakeOpenAIServer,
+        *,
+        cache: bool = True,
+        cache_dir: Path | None = None,
+        max_retries: int = 3,
+        **overrides: object,
+    ) -> Gateway:
         gw = Gateway(
             fake_profiles(server.base_url, **overrides),
             cache_dir=(cache_dir or tmp_path / "llm-cache") if cache else None,

@@ -45,10 +45,20 @@ def test_bad_refresh_environment_variable_is_one_clear_error(monkeypatch, capsys
 
 
 def test_set_booleans_parse_case_insensitively_and_refuse_the_rest():
-    sets = parse_bool_sets(parse_sets(["dcfa.use_lce=False", "dcfa.revisit=YES", "dcfa.simulation_sees_truth=1",
-                                       "all_at_once.with_ground_truth=off"]))
-    assert sets == {"dcfa": {"use_lce": False, "revisit": True, "simulation_sees_truth": True},
-                    "all_at_once": {"with_ground_truth": False}}
+    sets = parse_bool_sets(
+        parse_sets(
+            [
+                "dcfa.use_lce=False",
+                "dcfa.revisit=YES",
+                "dcfa.simulation_sees_truth=1",
+                "all_at_once.with_ground_truth=off",
+            ]
+        )
+    )
+    assert sets == {
+        "dcfa": {"use_lce": False, "revisit": True, "simulation_sees_truth": True},
+        "all_at_once": {"with_ground_truth": False},
+    }
     with pytest.raises(ConfigError, match="--set dcfa.use_lce must be a boolean"):
         parse_bool_sets(parse_sets(["dcfa.use_lce=y"]))
     with pytest.raises(ConfigError, match="all_at_once.with_ground_truth"):

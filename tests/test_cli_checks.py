@@ -53,8 +53,10 @@ def test_dry_run_into_a_closed_pipe_ends_without_a_traceback():
     from pathlib import Path
 
     repo = Path(__file__).resolve().parents[1]
-    cmd = (f"{sys.executable} -m agentcausal attribute data/examples --method all_at_once --method dcfa "
-           f"--dry-run | true")  # true exits before the plan is written
+    cmd = (
+        f"{sys.executable} -m agentcausal attribute data/examples --method all_at_once --method dcfa "
+        f"--dry-run | true"
+    )  # true exits before the plan is written
     proc = subprocess.run(["bash", "-c", cmd], cwd=repo, capture_output=True, text=True, timeout=300)
     assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr[-2000:]
 

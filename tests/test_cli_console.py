@@ -31,8 +31,13 @@ run_logger.warning("a WARNING line")
 @pytest.mark.parametrize("verbose", [False, True], ids=["quiet", "verbose"])
 def test_console_shows_info_only_when_verbose(first, verbose):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    r = subprocess.run([sys.executable, "-c", CHILD, first, "-v" if verbose else "-"], capture_output=True, text=True,
-                       env=env, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-c", CHILD, first, "-v" if verbose else "-"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     assert "a WARNING line" in r.stderr
     assert ("an INFO line" in r.stderr) is verbose, r.stderr

@@ -145,8 +145,22 @@ def _closed_port_url() -> str:
 def test_unreachable_endpoint_stops_before_work_in_one_line(tmp_path, capsys):
     url = _closed_port_url()
     out = tmp_path / "run"
-    rc = main(["attribute", "data/examples", "--base-url", url, "--model", "m", "--limit", "1",
-               "--cache-dir", str(tmp_path / "cache"), "--out", str(out)])
+    rc = main(
+        [
+            "attribute",
+            "data/examples",
+            "--base-url",
+            url,
+            "--model",
+            "m",
+            "--limit",
+            "1",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--out",
+            str(out),
+        ]
+    )
     err = capsys.readouterr().err.strip()
     assert rc == 2
     assert err.splitlines() == [err] and err.startswith(f"agentcausal: error: endpoint unreachable: cli at {url}")
@@ -155,8 +169,24 @@ def test_unreachable_endpoint_stops_before_work_in_one_line(tmp_path, capsys):
 
 def test_dry_run_skips_the_endpoint_check(tmp_path, capsys):
     url = _closed_port_url()
-    assert main(["attribute", "data/examples", "--base-url", url, "--model", "m", "--limit", "1",
-                 "--cache-dir", str(tmp_path / "cache"), "--dry-run"]) == 0
+    assert (
+        main(
+            [
+                "attribute",
+                "data/examples",
+                "--base-url",
+                url,
+                "--model",
+                "m",
+                "--limit",
+                "1",
+                "--cache-dir",
+                str(tmp_path / "cache"),
+                "--dry-run",
+            ]
+        )
+        == 0
+    )
     assert "endpoint unreachable" not in capsys.readouterr().err
 
 
@@ -167,9 +197,11 @@ def test_endpoint_check_accepts_any_http_answer_and_skips_embedded(tmp_path):
     assert check_endpoints(None, "default", {"baseline", "dcfa.embed"}) == []  # embedded and local: not checked
     toml = tmp_path / "p.toml"
     with FakeOpenAIServer(replies=["x"]) as fake:
-        toml.write_text(f'[profiles.f]\nkind = "chat"\nbase_url = "{fake.base_url}"\nmodel = "m"\n'
-                        'max_concurrency = 1\ntimeout_s = 5\ncontext_window = 4096\n\n'
-                        '[routings.default]\ndefault = "f"\n')
+        toml.write_text(
+            f'[profiles.f]\nkind = "chat"\nbase_url = "{fake.base_url}"\nmodel = "m"\n'
+            "max_concurrency = 1\ntimeout_s = 5\ncontext_window = 4096\n\n"
+            '[routings.default]\ndefault = "f"\n'
+        )
         assert check_endpoints(str(toml), "default", {"baseline", "dcfa.gca"}) == [fake.base_url]
 
 
@@ -184,10 +216,24 @@ def _failed_task_records():
             raise RuntimeError("endpoint down") from inner
     except RuntimeError:
         exc_info = sys.exc_info()
-    failed = logging.LogRecord("prefect.task_runs", logging.ERROR, __file__, 1,
-                               "Task run failed with exception: %r - Retries are exhausted", (exc_info[1],), exc_info)
-    state = logging.LogRecord("prefect.task_runs", logging.ERROR, __file__, 2,
-                              "Finished in state Failed('Task run encountered an exception')", None, None)
+    failed = logging.LogRecord(
+        "prefect.task_runs",
+        logging.ERROR,
+        __file__,
+        1,
+        "Task run failed with exception: %r - Retries are exhausted",
+        (exc_info[1],),
+        exc_info,
+    )
+    state = logging.LogRecord(
+        "prefect.task_runs",
+        logging.ERROR,
+        __file__,
+        2,
+        "Finished in state Failed('Task run encountered an exception')",
+        None,
+        None,
+    )
     other = logging.LogRecord("agentcausal.x", logging.ERROR, __file__, 3, "kept", None, exc_info)
     return failed, state, other
 
@@ -237,8 +283,23 @@ def test_run_whose_endpoint_drops_every_request_exits_4_naming_it(tmp_path, caps
 
     with FakeOpenAIServer(faults=["drop"] * 500) as srv:  # /models answers, every chat request is dropped
         url = srv.base_url
-        rc = main(["attribute", "data/examples", "--base-url", url, "--model", "fake-model", "--limit", "1",
-                   "--cache-dir", str(tmp_path / "c"), "--out", str(tmp_path / "r"), "--no-progress"])
+        rc = main(
+            [
+                "attribute",
+                "data/examples",
+                "--base-url",
+                url,
+                "--model",
+                "fake-model",
+                "--limit",
+                "1",
+                "--cache-dir",
+                str(tmp_path / "c"),
+                "--out",
+                str(tmp_path / "r"),
+                "--no-progress",
+            ]
+        )
     err = capsys.readouterr().err
     assert rc == 4  # agentcausal.cli.exit_codes.ENDPOINT_DOWN
     assert "Traceback" not in err

@@ -46,8 +46,11 @@ def test_context_window_from_server_else_flag_else_default(models_server, tmp_pa
     assert server_context_window(models_server, "big") == 32768
     assert server_context_window(models_server, "plain") is None
     assert server_context_window("http://127.0.0.1:9/v1", "x", timeout_s=0.5) is None
-    for model, flag, want in (("big", 4096, (32768, "server")), ("plain", 4096, (4096, "flag")),
-                              ("plain", None, (8192, "default"))):
+    for model, flag, want in (
+        ("big", 4096, (32768, "server")),
+        ("plain", 4096, (4096, "flag")),
+        ("plain", None, (8192, "default")),
+    ):
         text, facts = cli_profiles_toml(models_server, model, context_window=flag)
         assert (facts["context_window"], facts["context_window_source"]) == want
         p = tmp_path / f"{model}{flag}.toml"
@@ -81,8 +84,23 @@ def test_model_flags_need_each_other_and_exclude_routing(tmp_path):
 def test_attribute_with_base_url_and_model_runs_on_that_endpoint(fake_server, tmp_path, capsys):
     fake_server.responder = scripted_responder
     out = tmp_path / "run"
-    rc = main(["attribute", str(EXAMPLE), "--method", "all_at_once", "--base-url", fake_server.base_url,
-               "--model", "fake-model", "--cache-dir", str(tmp_path / "cache"), "--out", str(out), "--no-progress"])
+    rc = main(
+        [
+            "attribute",
+            str(EXAMPLE),
+            "--method",
+            "all_at_once",
+            "--base-url",
+            fake_server.base_url,
+            "--model",
+            "fake-model",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     assert rc == 0, capsys.readouterr().err
     assert fake_server.count >= 1 and all(r["model"] == "fake-model" for r in fake_server.chat_requests)
     meta = json.loads((out / "run.json").read_text())
@@ -107,14 +125,32 @@ def _dry(argv, capsys):
 
 
 def test_route_over_a_routing_shows_each_stages_route_in_the_dry_run(models_server, tmp_path, capsys):
-    plan = _dry(["attribute", str(EXAMPLE), "-m", "dcfa", "--routing", "paper", "--cache-dir", str(tmp_path),
-                 "--route", f"dcfa.lce=big@{models_server}", "--route", "dcfa.gca=gemini-2.5-pro", "--dry-run"],
-                capsys)
+    plan = _dry(
+        [
+            "attribute",
+            str(EXAMPLE),
+            "-m",
+            "dcfa",
+            "--routing",
+            "paper",
+            "--cache-dir",
+            str(tmp_path),
+            "--route",
+            f"dcfa.lce=big@{models_server}",
+            "--route",
+            "dcfa.gca=gemini-2.5-pro",
+            "--dry-run",
+        ],
+        capsys,
+    )
     assert plan["routing"] == "paper+cli" and plan["preset"] == "paper"  # the routing's preset is kept
     m = plan["methods"]["dcfa"]
     host = models_server.split("//")[1].split("/")[0]
-    assert m["stages"] == {"dcfa.gca": "gemini-2.5-pro:gemini-2.5-pro", "dcfa.lce": f"cli@{host}:big",
-                           "dcfa.embed": "openai-embed:text-embedding-3-large"}
+    assert m["stages"] == {
+        "dcfa.gca": "gemini-2.5-pro:gemini-2.5-pro",
+        "dcfa.lce": f"cli@{host}:big",
+        "dcfa.embed": "openai-embed:text-embedding-3-large",
+    }
     lce, gca = m["profile_params"]["dcfa.lce"], m["profile_params"]["dcfa.gca"]
     assert lce["endpoint"] == models_server and lce["context_window"] == 32768  # from the server's /models
     assert lce["reasoning"] == "none" and lce["temperature"] == 0.0
@@ -126,11 +162,23 @@ def test_route_over_a_routing_shows_each_stages_route_in_the_dry_run(models_serv
 def test_a_model_id_on_an_endpoint_takes_the_dialect_of_its_profile_and_not_its_key(tmp_path):
     from agentcausal.cli.settings_options import settings_from_args
 
-    args = build_parser().parse_args(["discover", "--routing", "paper", "--cache-dir", str(tmp_path), "--route",
-                                      "mac.debate=deepseek-reasoner@http://127.0.0.1:9/v1",
-                                      "--route", "mac.coder=gpt-4o@http://127.0.0.1:9/v1,key=AGG_KEY,ctx=4096",
-                                      "--route", "mac.baseline=deepseek-ai/DeepSeek-R1-Distill-Qwen-32B@http://h:1/v1",
-                                      "--route", "default=vllm"])
+    args = build_parser().parse_args(
+        [
+            "discover",
+            "--routing",
+            "paper",
+            "--cache-dir",
+            str(tmp_path),
+            "--route",
+            "mac.debate=deepseek-reasoner@http://127.0.0.1:9/v1",
+            "--route",
+            "mac.coder=gpt-4o@http://127.0.0.1:9/v1,key=AGG_KEY,ctx=4096",
+            "--route",
+            "mac.baseline=deepseek-ai/DeepSeek-R1-Distill-Qwen-32B@http://h:1/v1",
+            "--route",
+            "default=vllm",
+        ]
+    )
     new, facts = apply_model_arguments(args, settings_from_args(args))
     ps = load_profiles(new.profiles_path, new.routing)
     debate = ps.profile_for("mac.debate")
@@ -153,8 +201,9 @@ def test_a_model_id_on_an_endpoint_takes_the_dialect_of_its_profile_and_not_its_
 
 
 def test_two_stages_on_one_server_share_one_profile_and_its_limit(tmp_path):
-    args = build_parser().parse_args(["attribute", "x", "--route", "dcfa.gca=m@http://127.0.0.1:9/v1",
-                                      "--route", "baseline=m@http://127.0.0.1:9/v1"])
+    args = build_parser().parse_args(
+        ["attribute", "x", "--route", "dcfa.gca=m@http://127.0.0.1:9/v1", "--route", "baseline=m@http://127.0.0.1:9/v1"]
+    )
     new, _ = apply_model_arguments(args, RunSettings(cache_dir=str(tmp_path)))
     ps = load_profiles(new.profiles_path, new.routing)
     assert ps.profile_for("dcfa.gca") is ps.profile_for("baseline")
@@ -162,8 +211,9 @@ def test_two_stages_on_one_server_share_one_profile_and_its_limit(tmp_path):
 
 
 def test_several_profiles_serving_one_model_id_must_be_named(tmp_path):
-    args = build_parser().parse_args(["attribute", "x", "--route",
-                                      "dcfa.gca=Qwen/Qwen3-235B-A22B@http://127.0.0.1:9/v1"])
+    args = build_parser().parse_args(
+        ["attribute", "x", "--route", "dcfa.gca=Qwen/Qwen3-235B-A22B@http://127.0.0.1:9/v1"]
+    )
     with pytest.raises(ConfigError, match="vllm-qwen3-235b, vllm-qwen3-235b-nothink all serve"):
         apply_model_arguments(args, RunSettings(cache_dir=str(tmp_path)))
 
@@ -175,9 +225,25 @@ def test_route_with_base_url_sends_one_stage_to_a_second_endpoint(fake_server, t
     out = tmp_path / "run"
     with FakeOpenAIServer(responder=scripted_responder, models=("routed-model",)) as other:
         other_url = other.base_url
-        rc = main(["attribute", str(EXAMPLE), "--method", "all_at_once", "--base-url", fake_server.base_url,
-                   "--model", "fake-model", "--route", f"baseline=routed-model@{other.base_url}",
-                   "--cache-dir", str(tmp_path / "cache"), "--out", str(out), "--no-progress"])
+        rc = main(
+            [
+                "attribute",
+                str(EXAMPLE),
+                "--method",
+                "all_at_once",
+                "--base-url",
+                fake_server.base_url,
+                "--model",
+                "fake-model",
+                "--route",
+                f"baseline=routed-model@{other.base_url}",
+                "--cache-dir",
+                str(tmp_path / "cache"),
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
         assert rc == 0, capsys.readouterr().err
         assert other.chat_requests and all(r["model"] == "routed-model" for r in other.chat_requests)
     assert fake_server.chat_requests == []  # --base-url's endpoint served no stage of this method
@@ -201,20 +267,23 @@ def test_route_help_names_every_stage_the_methods_call():
     assert "--route STAGE=TARGET" in buf.getvalue() and "PROFILE@URL" in buf.getvalue()
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--route", "dcfa.lce"], "expected STAGE=TARGET"),
-    (["--route", "dcfa.lcx=vllm"], "unknown stage 'dcfa.lcx'"),
-    (["--route", "dcfa.lce=nope"], "no profile 'nope'"),
-    (["--route", "dcfa.lce=m@ftp://h"], "must be an http:// or https:// URL"),
-    (["--route", "dcfa.embed=vllm"], "needs an embedding profile"),
-    (["--route", "dcfa.lce=vllm,ctx=12"], "ctx must be a whole number"),
-    (["--route", "dcfa.lce=vllm,temp=1"], "unknown option 'temp=1'"),
-    (["--route", "dcfa.lce=vllm,key=A B"], "key= names an environment variable"),
-    (["--route", "dcfa.gca=vllm", "--route", "dcfa.gca=openai"], "given twice"),
-    (["--routing", "nope", "--route", "dcfa.gca=vllm"], "unknown routing 'nope'"),
-    (["--context-window", "9000"], "applies to --base-url"),
-    (["--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--context-window", "100"], "at least 256"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--route", "dcfa.lce"], "expected STAGE=TARGET"),
+        (["--route", "dcfa.lcx=vllm"], "unknown stage 'dcfa.lcx'"),
+        (["--route", "dcfa.lce=nope"], "no profile 'nope'"),
+        (["--route", "dcfa.lce=m@ftp://h"], "must be an http:// or https:// URL"),
+        (["--route", "dcfa.embed=vllm"], "needs an embedding profile"),
+        (["--route", "dcfa.lce=vllm,ctx=12"], "ctx must be a whole number"),
+        (["--route", "dcfa.lce=vllm,temp=1"], "unknown option 'temp=1'"),
+        (["--route", "dcfa.lce=vllm,key=A B"], "key= names an environment variable"),
+        (["--route", "dcfa.gca=vllm", "--route", "dcfa.gca=openai"], "given twice"),
+        (["--routing", "nope", "--route", "dcfa.gca=vllm"], "unknown routing 'nope'"),
+        (["--context-window", "9000"], "applies to --base-url"),
+        (["--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--context-window", "100"], "at least 256"),
+    ],
+)
 def test_every_bad_route_value_is_one_line(argv, message, tmp_path, capsys):
     rc = main(["attribute", str(EXAMPLE), "--cache-dir", str(tmp_path), "--dry-run", *argv])
     err = capsys.readouterr().err.strip()

@@ -35,8 +35,14 @@ def test_plan_with_who_and_when_adds_the_real_traces(who_and_when_dir, tmp_path)
 def test_quick_demo_runs_every_stage_on_the_embedded_model(tmp_path):
     env = dict(os.environ, AGENTCAUSAL_CACHE_DIR=str(tmp_path / "cache"), PREFECT_LOGGING_LEVEL="WARNING")
     out = tmp_path / "demo"
-    proc = subprocess.run([sys.executable, "-m", "agentcausal", "demo", "--quick", "--out", str(out),
-                           "--no-progress"], cwd=REPO, env=env, capture_output=True, text=True, timeout=1500)
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentcausal", "demo", "--quick", "--out", str(out), "--no-progress"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Failure attribution" in proc.stdout and "Causal discovery" in proc.stdout
     attribution = pd.read_parquet(out / "attribution" / "results.parquet")

@@ -87,12 +87,18 @@ def test_link_check_catches_a_missing_file_an_outside_file_and_a_missing_anchor(
     (tmp_path / "outside.md").write_text("# Out\n", encoding="utf-8")
     page = root / "page.md"
     (root / "other.md").write_text("# Real heading\n## Real heading\n", encoding="utf-8")
-    page.write_text("# Top\n[a](other.md#real-heading-1) [b](other.md#gone) [c](missing.md) [d](#top) "
-                    "`[e](in-code.md)` [f](https://example.org/x) [g](../outside.md) [h](#nowhere)\n"
-                    "```\n[i](in-fence.md)\n```\n", encoding="utf-8")
-    assert broken_links(page, root) == ["other.md#gone (no heading #gone in other.md)", "missing.md (no such file)",
-                                        "../outside.md (outside the repository)",
-                                        "#nowhere (no heading #nowhere in page.md)"]
+    page.write_text(
+        "# Top\n[a](other.md#real-heading-1) [b](other.md#gone) [c](missing.md) [d](#top) "
+        "`[e](in-code.md)` [f](https://example.org/x) [g](../outside.md) [h](#nowhere)\n"
+        "```\n[i](in-fence.md)\n```\n",
+        encoding="utf-8",
+    )
+    assert broken_links(page, root) == [
+        "other.md#gone (no heading #gone in other.md)",
+        "missing.md (no such file)",
+        "../outside.md (outside the repository)",
+        "#nowhere (no heading #nowhere in page.md)",
+    ]
 
 
 def test_readme_is_a_front_door() -> None:
@@ -116,7 +122,8 @@ def _cli_reference():
 
 def test_cli_page_is_what_the_parsers_say() -> None:
     assert (ROOT / "docs" / "cli.md").read_text(encoding="utf-8") == _cli_reference().render(), (
-        "docs/cli.md is out of date: run .venv/bin/python scripts/cli_reference.py")
+        "docs/cli.md is out of date: run .venv/bin/python scripts/cli_reference.py"
+    )
 
 
 def shell_commands(page: Path) -> list[str]:
@@ -150,8 +157,10 @@ def test_the_readme_shows_commands_to_check() -> None:
     assert len(shell_commands(README)) >= 5
 
 
-REPO_PATH = re.compile(r"`((?:agentcausal|agentcausal_fakes|flows|tasks|scripts|deploy|tests|bench|data|docs|requirements)"
-                       r"/[\w./-]*)`")
+REPO_PATH = re.compile(
+    r"`((?:agentcausal|agentcausal_fakes|flows|tasks|scripts|deploy|tests|bench|data|docs|requirements)"
+    r"/[\w./-]*)`"
+)
 
 
 def missing_repo_paths(page: Path) -> list[str]:
@@ -172,6 +181,9 @@ def test_every_named_repository_path_exists(page: Path) -> None:
 
 def test_path_check_catches_a_moved_module(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
-    page.write_text("See `agentcausal/discovery/mac/sandbox.py` and `agentcausal/no_such_module.py`; "
-                    "the benchmark goes to `data/who_and_when`.\n", encoding="utf-8")
+    page.write_text(
+        "See `agentcausal/discovery/mac/sandbox.py` and `agentcausal/no_such_module.py`; "
+        "the benchmark goes to `data/who_and_when`.\n",
+        encoding="utf-8",
+    )
     assert missing_repo_paths(page) == ["agentcausal/no_such_module.py"]

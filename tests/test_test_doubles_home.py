@@ -26,9 +26,11 @@ def _imported(path: Path) -> set[str]:
 
 def _offenders(folder: str, forbidden: set[str], skip: str | None = None) -> list[str]:
     root = REPO / folder
-    return sorted(f"{p.relative_to(REPO)}: {', '.join(sorted(_imported(p) & forbidden))}"
-                  for p in root.rglob("*.py")
-                  if (skip is None or skip not in p.relative_to(REPO).parts) and _imported(p) & forbidden)
+    return sorted(
+        f"{p.relative_to(REPO)}: {', '.join(sorted(_imported(p) & forbidden))}"
+        for p in root.rglob("*.py")
+        if (skip is None or skip not in p.relative_to(REPO).parts) and _imported(p) & forbidden
+    )
 
 
 @pytest.mark.parametrize("folder", ["agentcausal", "flows", "tasks"])

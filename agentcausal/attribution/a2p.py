@@ -71,8 +71,20 @@ from agentcausal.llm import Gateway
 from agentcausal.traces.model import Attribution, CorrectedAction, Trace
 from agentcausal.traces.render import render_steps_info
 
-__all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "PAPER_TEMPLATE", "PAPER_ROLE", "A2PReply",
-           "A2PSettings", "build_messages", "reply_model", "run"]
+__all__ = [
+    "NAME",
+    "PROMPT_VERSION",
+    "PROMPT_VERSIONS",
+    "PRESETS",
+    "TEMPLATE",
+    "PAPER_TEMPLATE",
+    "PAPER_ROLE",
+    "A2PReply",
+    "A2PSettings",
+    "build_messages",
+    "reply_model",
+    "run",
+]
 
 NAME = "a2p"
 #: version of each prompt set
@@ -165,21 +177,31 @@ def reply_model(agents: tuple[str, ...], n_steps: int, forced: bool, field_chars
     # field definitions as dict[str, Any]: a **dict of tuples does not match create_model's typed keywords
     text: dict[str, Any] = {
         name: (reply_text(field_chars), Field(description=A2PReply.model_fields[name].description))
-        for name in ("abduction", "action", "prediction", "reason")}
+        for name in ("abduction", "action", "prediction", "reason")
+    }
     who: dict[str, Any]
     if forced:
-        who = {"agent": (agent_t, Field(description="Name of the agent who made the decisive error, as shown.")),
-               "step": (int, Field(ge=0, le=max(n_steps - 1, 0),
-                                   description="Step number where the decisive error first occurred."))}
+        who = {
+            "agent": (agent_t, Field(description="Name of the agent who made the decisive error, as shown.")),
+            "step": (
+                int,
+                Field(ge=0, le=max(n_steps - 1, 0), description="Step number where the decisive error first occurred."),
+            ),
+        }
     else:
-        who = {"agent": (agent_t | None, Field(description="Name of the agent who made the decisive error, as "
-                                                           "shown; null if undetermined.")),
-               "step": (int | None, Field(description="Step number of the decisive error; null if undetermined."))}
+        who = {
+            "agent": (
+                agent_t | None,
+                Field(description="Name of the agent who made the decisive error, as shown; null if undetermined."),
+            ),
+            "step": (int | None, Field(description="Step number of the decisive error; null if undetermined.")),
+        }
     return create_model("A2PReply", __base__=A2PReply, **text, **who)
 
 
-def build_messages(trace: Trace, settings: A2PSettings, budget: int | None) -> tuple[list[dict[str, str]],
-                                                                                      tuple[int, ...]]:
+def build_messages(
+    trace: Trace, settings: A2PSettings, budget: int | None
+) -> tuple[list[dict[str, str]], tuple[int, ...]]:
     """The chat messages for one trace and the 0-based steps the budget shortened.
 
     Parameters
@@ -195,12 +217,20 @@ def build_messages(trace: Trace, settings: A2PSettings, budget: int | None) -> t
     rendered = render_steps_info(trace.steps, budget)
     template = PAPER_TEMPLATE if settings.prompts == "paper" else TEMPLATE
     outcome = "lead to the correct answer" if settings.with_ground_truth else "lead to a correct answer"
-    user = template.format(task=task_block(trace, settings.with_ground_truth), trace=rendered.text,
-                           n_last=len(trace) - 1, h_min=settings.horizon_min,
-                           h_max=max(settings.horizon_min, settings.horizon_max), outcome=outcome)
-    return baseline_messages("Abduct the root cause, define the corrective action, predict its outcome, then name "
-                             "the agent and the step of the decisive error.", user,
-                             PAPER_ROLE if settings.prompts == "paper" else None), rendered.shortened
+    user = template.format(
+        task=task_block(trace, settings.with_ground_truth),
+        trace=rendered.text,
+        n_last=len(trace) - 1,
+        h_min=settings.horizon_min,
+        h_max=max(settings.horizon_min, settings.horizon_max),
+        outcome=outcome,
+    )
+    return baseline_messages(
+        "Abduct the root cause, define the corrective action, predict its outcome, then name "
+        "the agent and the step of the decisive error.",
+        user,
+        PAPER_ROLE if settings.prompts == "paper" else None,
+    ), rendered.shortened
 
 
 def run(trace: Trace, gw: Gateway, settings: A2PSettings) -> Attribution:
@@ -229,23 +259,51 @@ def run(trace: Trace, gw: Gateway, settings: A2PSettings) -> Attribution:
     model = reply_model(agent_names(trace), len(trace), forced, settings.field_chars)
     if settings.quote_evidence:  # one more reply field (off in every preset)
         messages, model = ask_evidence(messages), with_evidence(model)
-    reply = gw.structured(BASELINE_STAGE, messages, model, item=usage_item(trace.id, NAME),
-                          max_tokens=baseline_tokens(gw, settings))
+    reply = gw.structured(
+        BASELINE_STAGE, messages, model, item=usage_item(trace.id, NAME), max_tokens=baseline_tokens(gw, settings)
+    )
     version = PROMPT_VERSIONS[settings.prompts]
-    details: dict[str, object] = {"abduction": reply.abduction, "action": reply.action,
-                                  "prediction": reply.prediction, "reverses_failure": reply.reverses_failure,
-                                  "shortened": list(shortened), "prompt_version": version}
+    details: dict[str, object] = {
+        "abduction": reply.abduction,
+        "action": reply.action,
+        "prediction": reply.prediction,
+        "reverses_failure": reply.reverses_failure,
+        "shortened": list(shortened),
+        "prompt_version": version,
+    }
     step, agent = decisive_verdict(trace, reply.step, reply.agent, details)
     # A2P's own corrective action and predicted outcome (its "action" and "prediction" fields): no extra call
-    fix = None if step is None else CorrectedAction(
-        step=step, content=reply.action, outcome=reply.prediction,
-        source="a2p: the corrective action and the predicted outcome of its reply (not simulated)")
-    return Attribution(trace_id=trace.id, method=NAME, step=step, agent=agent, reason=reply.reason,
-                       prompt_version=version, details=details, candidates=single_answer(trace, step),
-                       corrected_action=fix,
-                       **evidence_fields(getattr(reply, "evidence", None), trace.steps, step,
-                                         asked=settings.quote_evidence))
+    fix = (
+        None
+        if step is None
+        else CorrectedAction(
+            step=step,
+            content=reply.action,
+            outcome=reply.prediction,
+            source="a2p: the corrective action and the predicted outcome of its reply (not simulated)",
+        )
+    )
+    return Attribution(
+        trace_id=trace.id,
+        method=NAME,
+        step=step,
+        agent=agent,
+        reason=reply.reason,
+        prompt_version=version,
+        details=details,
+        candidates=single_answer(trace, step),
+        corrected_action=fix,
+        **evidence_fields(getattr(reply, "evidence", None), trace.steps, step, asked=settings.quote_evidence),
+    )
 
 
-SPEC = register(MethodSpec(name=NAME, run=run, settings_model=A2PSettings, prompt_version=PROMPT_VERSION,
-                           stages=(BASELINE_STAGE,), presets=PRESETS))
+SPEC = register(
+    MethodSpec(
+        name=NAME,
+        run=run,
+        settings_model=A2PSettings,
+        prompt_version=PROMPT_VERSION,
+        stages=(BASELINE_STAGE,),
+        presets=PRESETS,
+    )
+)

@@ -81,8 +81,22 @@ from agentcausal.llm import Gateway
 from agentcausal.traces.model import Attribution, Trace, normalise_agent
 from agentcausal.traces.render import render_conversation, render_steps_info
 
-__all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "PAPER_TEMPLATE", "PAPER_ROLE", "AllAtOnceReply",
-           "AllAtOnceSettings", "Prompt", "build_messages", "reply_model", "map_agent_name", "run"]
+__all__ = [
+    "NAME",
+    "PROMPT_VERSION",
+    "PROMPT_VERSIONS",
+    "PRESETS",
+    "TEMPLATE",
+    "PAPER_TEMPLATE",
+    "PAPER_ROLE",
+    "AllAtOnceReply",
+    "AllAtOnceSettings",
+    "Prompt",
+    "build_messages",
+    "reply_model",
+    "map_agent_name",
+    "run",
+]
 
 NAME = "all_at_once"
 #: version of each prompt set
@@ -120,7 +134,9 @@ class AllAtOnceReply(BaseModel):
     """Your verdict on the decisive error of the whole run."""
 
     reason: str = Field(description="One or two sentences: what went wrong at that step.")
-    agent: str | None = Field(description="Name of the agent who made the decisive error, as shown; null if undetermined.")
+    agent: str | None = Field(
+        description="Name of the agent who made the decisive error, as shown; null if undetermined."
+    )
     step: int | None = Field(description="Step number of the decisive error; null if undetermined.")
 
 
@@ -146,26 +162,48 @@ PRESETS = {"paper": {}, "small": {**BASELINE_PRESETS["small"], "reason_chars": 3
 
 
 @functools.lru_cache(maxsize=256)
-def reply_model(agents: tuple[str, ...], n_steps: int, forced: bool,
-                reason_chars: int | None = None) -> type[AllAtOnceReply]:
+def reply_model(
+    agents: tuple[str, ...], n_steps: int, forced: bool, reason_chars: int | None = None
+) -> type[AllAtOnceReply]:
     """The reply model of one trace. ``forced`` (``paper``): ``agent`` free text, then ``step`` bounded
     to ``0..n_steps-1``, then ``reason``, all required (the original's reply order); otherwise
     ``agent`` an enum of ``agents`` and agent and step may be null; ``reason`` carries
     ``maxLength = reason_chars`` (none when None)."""
     reason = (reply_text(reason_chars), Field(description=AllAtOnceReply.model_fields["reason"].description))
     if forced:  # not a subclass (the original's field order) but the same fields, agent and step required
-        return cast(type[AllAtOnceReply], create_model(
-            "AllAtOnceReply", __doc__=AllAtOnceReply.__doc__,
-            agent=(str, Field(description="Name of the agent who made the mistake directly responsible for the "
-                                          "wrong solution, as the conversation shows it.")),
-            step=(int, Field(ge=0, le=max(n_steps - 1, 0),
-                             description="Step number of that agent's first mistake, counted from 0.")),
-            reason=(reply_text(reason_chars), Field(description="The reason for your prediction."))))
+        return cast(
+            type[AllAtOnceReply],
+            create_model(
+                "AllAtOnceReply",
+                __doc__=AllAtOnceReply.__doc__,
+                agent=(
+                    str,
+                    Field(
+                        description="Name of the agent who made the mistake directly responsible for the "
+                        "wrong solution, as the conversation shows it."
+                    ),
+                ),
+                step=(
+                    int,
+                    Field(
+                        ge=0,
+                        le=max(n_steps - 1, 0),
+                        description="Step number of that agent's first mistake, counted from 0.",
+                    ),
+                ),
+                reason=(reply_text(reason_chars), Field(description="The reason for your prediction.")),
+            ),
+        )
     agent_t = enum_choice(agents)
     return create_model(
-        "AllAtOnceReply", __base__=AllAtOnceReply, reason=reason,
-        agent=(agent_t | None, Field(description="Name of the agent who made the decisive error, as shown; "
-                                                  "null if undetermined.")))
+        "AllAtOnceReply",
+        __base__=AllAtOnceReply,
+        reason=reason,
+        agent=(
+            agent_t | None,
+            Field(description="Name of the agent who made the decisive error, as shown; null if undetermined."),
+        ),
+    )
 
 
 class Prompt(NamedTuple):
@@ -191,11 +229,13 @@ def build_messages(trace: Trace, settings: AllAtOnceSettings, budget: int | None
     paper = settings.prompts == "paper"
     rendered = render_conversation(trace.steps, budget) if paper else render_steps_info(trace.steps, budget)
     template = PAPER_TEMPLATE if paper else TEMPLATE
-    user = template.format(task=task_block(trace, settings.with_ground_truth), trace=rendered.text,
-                           n_last=len(trace) - 1)
+    user = template.format(
+        task=task_block(trace, settings.with_ground_truth), trace=rendered.text, n_last=len(trace) - 1
+    )
     role = PAPER_ROLE if settings.prompts == "paper" else None
-    return Prompt(baseline_messages("Name the agent and the step of the decisive error.", user, role),
-                  rendered.shortened)
+    return Prompt(
+        baseline_messages("Name the agent and the step of the decisive error.", user, role), rendered.shortened
+    )
 
 
 _WORD = re.compile(r"\w+")
@@ -278,8 +318,9 @@ def run(trace: Trace, gw: Gateway, settings: AllAtOnceSettings) -> Attribution:
     model = reply_model(agent_names(trace), len(trace), settings.prompts == "paper", settings.reason_chars)
     if settings.quote_evidence:  # one more reply field (off in every preset)
         messages, model = ask_evidence(messages), with_evidence(model)
-    reply = gw.structured(BASELINE_STAGE, messages, model, item=usage_item(trace.id, NAME),
-                          max_tokens=baseline_tokens(gw, settings))
+    reply = gw.structured(
+        BASELINE_STAGE, messages, model, item=usage_item(trace.id, NAME), max_tokens=baseline_tokens(gw, settings)
+    )
     details: dict[str, object] = {"shortened": list(shortened), "prompt_version": PROMPT_VERSIONS[settings.prompts]}
     if settings.prompts == "paper":
         mapped = map_agent_name(reply.agent, agent_names(trace))
@@ -287,12 +328,26 @@ def run(trace: Trace, gw: Gateway, settings: AllAtOnceSettings) -> Attribution:
         step, agent = reply.step, mapped or (reply.agent or "").strip() or None  # paper: agent is a str
     else:
         step, agent = decisive_verdict(trace, reply.step, reply.agent, details)
-    return Attribution(trace_id=trace.id, method=NAME, step=step, agent=agent, reason=reply.reason,
-                       prompt_version=PROMPT_VERSIONS[settings.prompts], details=details,
-                       candidates=single_answer(trace, step),
-                       **evidence_fields(getattr(reply, "evidence", None), trace.steps, step,
-                                         asked=settings.quote_evidence))
+    return Attribution(
+        trace_id=trace.id,
+        method=NAME,
+        step=step,
+        agent=agent,
+        reason=reply.reason,
+        prompt_version=PROMPT_VERSIONS[settings.prompts],
+        details=details,
+        candidates=single_answer(trace, step),
+        **evidence_fields(getattr(reply, "evidence", None), trace.steps, step, asked=settings.quote_evidence),
+    )
 
 
-SPEC = register(MethodSpec(name=NAME, run=run, settings_model=AllAtOnceSettings, prompt_version=PROMPT_VERSION,
-                           stages=(BASELINE_STAGE,), presets=PRESETS))
+SPEC = register(
+    MethodSpec(
+        name=NAME,
+        run=run,
+        settings_model=AllAtOnceSettings,
+        prompt_version=PROMPT_VERSION,
+        stages=(BASELINE_STAGE,),
+        presets=PRESETS,
+    )
+)

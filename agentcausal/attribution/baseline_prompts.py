@@ -22,8 +22,15 @@ from agentcausal.llm.replies import ShortText
 from agentcausal.traces.model import Trace
 from agentcausal.traces.render import DATA_NOTICE, delimit
 
-__all__ = ["agent_names", "enum_choice", "reply_text", "system_prompt", "baseline_messages", "decisive_verdict",
-           "task_block"]
+__all__ = [
+    "agent_names",
+    "enum_choice",
+    "reply_text",
+    "system_prompt",
+    "baseline_messages",
+    "decisive_verdict",
+    "task_block",
+]
 
 _ROLE = (
     "You find the decisive error in a failed multi-agent run: the step whose mistake, "
@@ -79,8 +86,9 @@ def enum_choice(values: tuple[Any, ...], json_type: Literal["string", "integer"]
     return Annotated[Literal[values], WithJsonSchema({"type": json_type, "enum": list(values)})]
 
 
-def decisive_verdict(trace: Trace, step: int | None, agent: str | None,
-                     details: dict[str, Any]) -> tuple[int | None, str | None]:
+def decisive_verdict(
+    trace: Trace, step: int | None, agent: str | None, details: dict[str, Any]
+) -> tuple[int | None, str | None]:
     """The decisive error a reply names, checked against the trace.
 
     A step outside ``0..n-1`` is recorded as ``details["invalid_step"]`` and read as
@@ -160,5 +168,3 @@ def task_block(trace: Trace, with_ground_truth: bool) -> str:
     if with_ground_truth:
         out += "\nThe correct answer:\n" + delimit("answer", trace.ground_truth.strip())
     return out
-
-

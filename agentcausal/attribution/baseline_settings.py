@@ -86,5 +86,3 @@ def trace_budget(gw: Gateway, settings: BaselineSettings, stage: str = BASELINE_
     if settings.context_tokens is not None:
         window = min(window, settings.context_tokens)
     return budget_chars(window, reserve_tokens=settings.reserve_tokens + baseline_tokens(gw, settings, stage))
-
-

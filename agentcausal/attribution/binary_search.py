@@ -72,9 +72,24 @@ from agentcausal.llm import Gateway
 from agentcausal.traces.model import Attribution, Trace
 from agentcausal.traces.render import render_conversation, render_steps
 
-__all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "PAPER_TEMPLATE", "PAPER_ROLE", "HalfChoice",
-           "PaperHalfChoice", "choice_model", "BinarySearchSettings", "Split", "split", "random_half",
-           "build_messages", "run"]
+__all__ = [
+    "NAME",
+    "PROMPT_VERSION",
+    "PROMPT_VERSIONS",
+    "PRESETS",
+    "TEMPLATE",
+    "PAPER_TEMPLATE",
+    "PAPER_ROLE",
+    "HalfChoice",
+    "PaperHalfChoice",
+    "choice_model",
+    "BinarySearchSettings",
+    "Split",
+    "split",
+    "random_half",
+    "build_messages",
+    "run",
+]
 
 NAME = "binary_search"
 #: version of each prompt set
@@ -109,7 +124,8 @@ class HalfChoice(BaseModel):
 
     reason: str = Field(description="One sentence.")
     part: Literal["first", "second", "undetermined"] = Field(
-        description="'first' or 'second' part of the steps shown; 'undetermined' only if you cannot tell.")
+        description="'first' or 'second' part of the steps shown; 'undetermined' only if you cannot tell."
+    )
 
 
 class PaperHalfChoice(BaseModel):
@@ -197,8 +213,9 @@ def split(lo: int, hi: int) -> Split:
     return Split((lo, mid), (mid + 1, hi))
 
 
-def build_messages(trace: Trace, lo: int, hi: int, settings: BinarySearchSettings,
-                   budget: int | None) -> list[dict[str, str]]:
+def build_messages(
+    trace: Trace, lo: int, hi: int, settings: BinarySearchSettings, budget: int | None
+) -> list[dict[str, str]]:
     """The chat messages that ask which part of ``lo..hi`` holds the decisive error.
 
     Parameters
@@ -221,12 +238,21 @@ def build_messages(trace: Trace, lo: int, hi: int, settings: BinarySearchSetting
     paper = settings.prompts == "paper"
     segment = trace.steps[lo : hi + 1]
     template = PAPER_TEMPLATE if paper else TEMPLATE
-    user = template.format(task=task_block(trace, settings.with_ground_truth),
-                           trace=render_conversation(segment, budget).text if paper else render_steps(segment, budget),
-                           lo=lo, hi=hi,
-                           a_lo=s.first[0], a_hi=s.first[1], b_lo=s.second[0], b_hi=s.second[1])
-    return baseline_messages("Choose the part of the steps shown that holds the decisive error.", user,
-                             PAPER_ROLE if settings.prompts == "paper" else None)
+    user = template.format(
+        task=task_block(trace, settings.with_ground_truth),
+        trace=render_conversation(segment, budget).text if paper else render_steps(segment, budget),
+        lo=lo,
+        hi=hi,
+        a_lo=s.first[0],
+        a_hi=s.first[1],
+        b_lo=s.second[0],
+        b_hi=s.second[1],
+    )
+    return baseline_messages(
+        "Choose the part of the steps shown that holds the decisive error.",
+        user,
+        PAPER_ROLE if settings.prompts == "paper" else None,
+    )
 
 
 def run(trace: Trace, gw: Gateway, settings: BinarySearchSettings) -> Attribution:
@@ -257,8 +283,13 @@ def run(trace: Trace, gw: Gateway, settings: BinarySearchSettings) -> Attributio
     while hi > lo:
         msgs = build_messages(trace, lo, hi, settings, budget)
         try:
-            reply = gw.structured(BASELINE_STAGE, msgs, choice_model(forced, settings.reason_chars),
-                                  item=usage_item(trace.id, NAME), max_tokens=baseline_tokens(gw, settings))
+            reply = gw.structured(
+                BASELINE_STAGE,
+                msgs,
+                choice_model(forced, settings.reason_chars),
+                item=usage_item(trace.id, NAME),
+                max_tokens=baseline_tokens(gw, settings),
+            )
         except StructuredOutputError:
             if not forced:
                 raise
@@ -266,20 +297,44 @@ def run(trace: Trace, gw: Gateway, settings: BinarySearchSettings) -> Attributio
             reason = f"ambiguous reply; random {part} part"
             path.append({"segment": [lo, hi], "part": part, "reason": reason, "random": True})
         else:
-            part = ({"upper half": "first", "lower half": "second"}[reply.half]
-                    if isinstance(reply, PaperHalfChoice) else reply.part)
+            part = (
+                {"upper half": "first", "lower half": "second"}[reply.half]
+                if isinstance(reply, PaperHalfChoice)
+                else reply.part
+            )
             reason = reply.reason
             path.append({"segment": [lo, hi], "part": part, "reason": reason, "random": False})
         if part == "undetermined":
-            return Attribution(trace_id=trace.id, method=NAME, step=None, agent=None,
-                               reason=f"undetermined in steps {lo}-{hi}: {reason}",
-                               prompt_version=PROMPT_VERSIONS[settings.prompts], details={"path": path})
+            return Attribution(
+                trace_id=trace.id,
+                method=NAME,
+                step=None,
+                agent=None,
+                reason=f"undetermined in steps {lo}-{hi}: {reason}",
+                prompt_version=PROMPT_VERSIONS[settings.prompts],
+                details={"path": path},
+            )
         s = split(lo, hi)
         lo, hi = s.first if part == "first" else s.second
-    return Attribution(trace_id=trace.id, method=NAME, step=lo, agent=trace.steps[lo].agent, reason=reason,
-                       prompt_version=PROMPT_VERSIONS[settings.prompts], details={"path": path},
-                       candidates=single_answer(trace, lo))
+    return Attribution(
+        trace_id=trace.id,
+        method=NAME,
+        step=lo,
+        agent=trace.steps[lo].agent,
+        reason=reason,
+        prompt_version=PROMPT_VERSIONS[settings.prompts],
+        details={"path": path},
+        candidates=single_answer(trace, lo),
+    )
 
 
-SPEC = register(MethodSpec(name=NAME, run=run, settings_model=BinarySearchSettings, prompt_version=PROMPT_VERSION,
-                           stages=(BASELINE_STAGE,), presets=PRESETS))
+SPEC = register(
+    MethodSpec(
+        name=NAME,
+        run=run,
+        settings_model=BinarySearchSettings,
+        prompt_version=PROMPT_VERSION,
+        stages=(BASELINE_STAGE,),
+        presets=PRESETS,
+    )
+)

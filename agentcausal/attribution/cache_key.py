@@ -26,8 +26,9 @@ from agentcausal.traces.model import Trace
 __all__ = ["attribution_key", "attribution_keyer"]
 
 
-def attribution_key(trace: Trace | PlanItem, method: str, settings: BaseModel | Mapping[str, Any] | None, gw: Gateway,
-                    repeat: int = 0) -> str:
+def attribution_key(
+    trace: Trace | PlanItem, method: str, settings: BaseModel | Mapping[str, Any] | None, gw: Gateway, repeat: int = 0
+) -> str:
     """Cache key of one attribution: what determines its result and nothing else.
 
     Parameters
@@ -70,11 +71,17 @@ def attribution_keyer(gw: Gateway) -> Callable[..., str]:
     parts: dict[tuple[str, str], dict[str, Any]] = {}
 
     def method_part(method: str, settings: BaseModel | Mapping[str, Any] | None) -> dict[str, Any]:
-        memo = (method, settings.model_dump_json() if isinstance(settings, BaseModel)
-                else json.dumps(settings, sort_keys=True, default=str))
+        memo = (
+            method,
+            settings.model_dump_json()
+            if isinstance(settings, BaseModel)
+            else json.dumps(settings, sort_keys=True, default=str),
+        )
         if memo not in parts:
             spec = get_method(method)
-            st = method_settings(spec.settings_model, settings, spec.presets, gateway_preset(gw)).model_dump(mode="json")
+            st = method_settings(spec.settings_model, settings, spec.presets, gateway_preset(gw)).model_dump(
+                mode="json"
+            )
             models = {}
             for stage in spec.stages:
                 try:
@@ -84,8 +91,9 @@ def attribution_keyer(gw: Gateway) -> Callable[..., str]:
             parts[memo] = {"method": method, "settings": st, "prompt_version": spec.prompt_version, "models": models}
         return parts[memo]
 
-    def key(trace: Trace | PlanItem, method: str, settings: BaseModel | Mapping[str, Any] | None,
-            repeat: int = 0) -> str:
+    def key(
+        trace: Trace | PlanItem, method: str, settings: BaseModel | Mapping[str, Any] | None, repeat: int = 0
+    ) -> str:
         payload = {"trace_id": trace.id, "trace": trace.content_hash(), **method_part(method, settings)}
         if repeat:
             payload["repeat"] = repeat

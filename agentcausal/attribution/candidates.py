@@ -63,8 +63,9 @@ def single_answer(trace: Trace, step: int | None) -> list[Candidate] | None:
     return [Candidate(step=step, agent=trace.steps[step].agent, score_is=SINGLE_ANSWER, role="answer")]
 
 
-def echo_candidates(trace: Trace, step: int | None, scores: Mapping[int, float], tied: Sequence[int],
-                    rule: str) -> list[Candidate] | None:
+def echo_candidates(
+    trace: Trace, step: int | None, scores: Mapping[int, float], tied: Sequence[int], rule: str
+) -> list[Candidate] | None:
     """ECHO's voted steps, best first: the consensus step, then the others by consensus weight (ties by step).
 
     Parameters
@@ -77,11 +78,23 @@ def echo_candidates(trace: Trace, step: int | None, scores: Mapping[int, float],
     """
     if step is None:
         return None
-    what = ("consensus weight: summed confidence of the analysts' votes" if rule == "confidence_weighted"
-            else "consensus weight: number of analysts' votes")
+    what = (
+        "consensus weight: summed confidence of the analysts' votes"
+        if rule == "confidence_weighted"
+        else "consensus weight: number of analysts' votes"
+    )
     order = [step] + sorted((s for s in scores if s != step), key=lambda s: (-scores[s], s))
-    return [Candidate(step=s, agent=trace.steps[s].agent, score=float(scores.get(s, 0.0)), score_is=what,
-                      role="consensus" if s == step else "vote") for s in order if 0 <= s < len(trace)]
+    return [
+        Candidate(
+            step=s,
+            agent=trace.steps[s].agent,
+            score=float(scores.get(s, 0.0)),
+            score_is=what,
+            role="consensus" if s == step else "vote",
+        )
+        for s in order
+        if 0 <= s < len(trace)
+    ]
 
 
 def read_candidates(value: Any) -> list[dict[str, Any]] | None:
@@ -116,8 +129,10 @@ def ranks(candidates: Iterable[Any] | None) -> bool:
     >>> ranks([{"step": 1, "role": "answer"}]), ranks([{"step": 1, "role": "decision"}]), ranks(None)
     (False, True, False)
     """
-    return any((c.get("role") if isinstance(c, Mapping) else getattr(c, "role", "answer")) != "answer"
-               for c in (candidates or []))
+    return any(
+        (c.get("role") if isinstance(c, Mapping) else getattr(c, "role", "answer")) != "answer"
+        for c in (candidates or [])
+    )
 
 
 def top_k_hit(candidates: Sequence[Any] | None, true_step: int | None, k: int) -> bool:

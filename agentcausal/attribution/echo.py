@@ -101,10 +101,26 @@ from agentcausal.llm import Gateway
 from agentcausal.traces.model import Attribution, Trace
 from agentcausal.traces.render import escape_data, render_steps_info
 
-__all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "SCAN_TEMPLATE",
-           "PAPER_SCAN_TEMPLATE", "PANEL_TEMPLATE", "PAPER_PANEL_TEMPLATE", "EchoScan",
-           "EchoCandidate", "EchoVote", "EchoPanelReply", "scan_model", "panel_model",
-           "scan_messages", "panel_messages", "panel_capacity", "MIN_WINDOW_CHARS", "run"]
+__all__ = [
+    "NAME",
+    "PROMPT_VERSION",
+    "PROMPT_VERSIONS",
+    "SCAN_TEMPLATE",
+    "PAPER_SCAN_TEMPLATE",
+    "PANEL_TEMPLATE",
+    "PAPER_PANEL_TEMPLATE",
+    "EchoScan",
+    "EchoCandidate",
+    "EchoVote",
+    "EchoPanelReply",
+    "scan_model",
+    "panel_model",
+    "scan_messages",
+    "panel_messages",
+    "panel_capacity",
+    "MIN_WINDOW_CHARS",
+    "run",
+]
 
 NAME = "echo"
 #: version of each prompt set
@@ -149,6 +165,7 @@ PANEL_TEMPLATE = (
     "with a confidence from 0 to 1; null step only if that analyst cannot tell.\nThe analysts:\n{analysts}"
 )
 
+
 # ------------------------------------------------------------------ replies
 class EchoCandidate(BaseModel):
     """One candidate step for the decisive error."""
@@ -181,21 +198,36 @@ class EchoPanelReply(BaseModel):
 @functools.lru_cache(maxsize=256)
 def scan_model(n_steps: int, k: int, forced: bool, field_chars: int | None) -> type[EchoScan]:
     """The scan reply model: 1..k candidates; ``forced`` (``paper``) bounds steps to ``0..n_steps-1``."""
-    step_f = (int, Field(ge=0, le=max(n_steps - 1, 0), description="Step number.")) if forced else \
-        (int, Field(description="Step number."))
-    cand = create_model("EchoCandidate", __base__=EchoCandidate, step=step_f,
-                        reason=(reply_text(field_chars),
-                                Field(description=EchoCandidate.model_fields["reason"].description)))
-    return create_model("EchoScan", __base__=EchoScan,
-                        overview=(reply_text(field_chars),
-                                  Field(description=EchoScan.model_fields["overview"].description)),
-                        candidates=(list[cand], Field(min_length=1 if forced else 0, max_length=k,
-                                                      description="Candidate steps, most likely first.")))
+    step_f = (
+        (int, Field(ge=0, le=max(n_steps - 1, 0), description="Step number."))
+        if forced
+        else (int, Field(description="Step number."))
+    )
+    cand = create_model(
+        "EchoCandidate",
+        __base__=EchoCandidate,
+        step=step_f,
+        reason=(reply_text(field_chars), Field(description=EchoCandidate.model_fields["reason"].description)),
+    )
+    return create_model(
+        "EchoScan",
+        __base__=EchoScan,
+        overview=(reply_text(field_chars), Field(description=EchoScan.model_fields["overview"].description)),
+        candidates=(
+            list[cand],
+            Field(min_length=1 if forced else 0, max_length=k, description="Candidate steps, most likely first."),
+        ),
+    )
 
 
 @functools.lru_cache(maxsize=256)
-def panel_model(agents: tuple[str, ...], candidates: tuple[int, ...], analysts: tuple[AnalystName, ...], forced: bool,
-                field_chars: int | None) -> type[EchoPanelReply]:
+def panel_model(
+    agents: tuple[str, ...],
+    candidates: tuple[int, ...],
+    analysts: tuple[AnalystName, ...],
+    forced: bool,
+    field_chars: int | None,
+) -> type[EchoPanelReply]:
     """The panel reply model: one required :class:`EchoVote` per analyst; ``step`` an enum of the
     candidates and ``agent`` an enum of the trace's agents (both nullable unless ``forced``)."""
     step_t: Any = enum_choice(candidates, "integer")
@@ -203,12 +235,19 @@ def panel_model(agents: tuple[str, ...], candidates: tuple[int, ...], analysts: 
     if not forced:
         step_t, agent_t = step_t | None, agent_t | None
     vote = create_model(
-        "EchoVote", __base__=EchoVote,
+        "EchoVote",
+        __base__=EchoVote,
         hypothesis=(reply_text(field_chars), Field(description=EchoVote.model_fields["hypothesis"].description)),
         evidence=(reply_text(field_chars), Field(description=EchoVote.model_fields["evidence"].description)),
-        step=(step_t, Field(description="The candidate step of the decisive error" + ("." if forced else
-                                                                                      "; null if you cannot tell."))),
-        agent=(agent_t, Field(description="The agent responsible, as shown.")))
+        step=(
+            step_t,
+            Field(
+                description="The candidate step of the decisive error"
+                + ("." if forced else "; null if you cannot tell.")
+            ),
+        ),
+        agent=(agent_t, Field(description="The agent responsible, as shown.")),
+    )
     fields: dict[str, Any] = {a: (vote, Field(description=f"The {a} analyst: {ANALYSTS[a]}.")) for a in analysts}
     return create_model("EchoPanelReply", __base__=EchoPanelReply, **fields)
 
@@ -217,8 +256,12 @@ def panel_model(agents: tuple[str, ...], candidates: tuple[int, ...], analysts: 
 def scan_messages(trace: Trace, settings: EchoSettings, budget: int | None, k: int) -> list[dict[str, str]]:
     """The scan call's messages (the whole trace within ``budget`` characters)."""
     template = PAPER_SCAN_TEMPLATE if settings.prompts == "paper" else SCAN_TEMPLATE
-    user = template.format(task=task_block(trace, settings.with_ground_truth),
-                           trace=render_steps_info(trace.steps, budget).text, n_last=len(trace) - 1, k=k)
+    user = template.format(
+        task=task_block(trace, settings.with_ground_truth),
+        trace=render_steps_info(trace.steps, budget).text,
+        n_last=len(trace) - 1,
+        k=k,
+    )
     return baseline_messages("List the candidate steps for the decisive error.", user)
 
 
@@ -238,21 +281,30 @@ def panel_capacity(budget: int | None) -> int:
     return max(1, (budget - max(MIN_WINDOW_CHARS, budget // 4)) // MIN_WINDOW_CHARS)
 
 
-def panel_messages(trace: Trace, settings: EchoSettings, budget: int | None, overview: str,
-                   candidates: Sequence[tuple[int, str]]) -> list[dict[str, str]]:
+def panel_messages(
+    trace: Trace, settings: EchoSettings, budget: int | None, overview: str, candidates: Sequence[tuple[int, str]]
+) -> list[dict[str, str]]:
     """The panel call's messages: the global view (a quarter of ``budget``) and each candidate's
     window (the rest, shared equally)."""
     share = None if budget is None else max(MIN_WINDOW_CHARS, budget // 4)
     per = None if budget is None else max(MIN_WINDOW_CHARS, (budget - (share or 0)) // max(1, len(candidates)))
-    windows = "\n".join(f"Candidate step {c} (from the survey: {escape_data(reason)})\n"
-                        f"{hierarchical_view(trace, c, settings, per)}" for c, reason in candidates)
+    windows = "\n".join(
+        f"Candidate step {c} (from the survey: {escape_data(reason)})\n{hierarchical_view(trace, c, settings, per)}"
+        for c, reason in candidates
+    )
     template = PAPER_PANEL_TEMPLATE if settings.prompts == "paper" else PANEL_TEMPLATE
     analysts = "\n".join(f"- {a}: {ANALYSTS[a]}" for a in settings.analysts)
-    user = template.format(task=task_block(trace, settings.with_ground_truth), overview=escape_data(overview),
-                           global_view=global_view(trace, settings, share), windows=windows,
-                           l1=settings.l1_radius, l2=max(settings.l1_radius, settings.l2_radius),
-                           l3=max(settings.l1_radius, settings.l2_radius, settings.l3_radius),
-                           m=len(settings.analysts), analysts=analysts)
+    user = template.format(
+        task=task_block(trace, settings.with_ground_truth),
+        overview=escape_data(overview),
+        global_view=global_view(trace, settings, share),
+        windows=windows,
+        l1=settings.l1_radius,
+        l2=max(settings.l1_radius, settings.l2_radius),
+        l3=max(settings.l1_radius, settings.l2_radius, settings.l3_radius),
+        m=len(settings.analysts),
+        analysts=analysts,
+    )
     return baseline_messages("Give each analyst's vote on the decisive error.", user)
 
 
@@ -285,8 +337,13 @@ def run(trace: Trace, gw: Gateway, settings: EchoSettings) -> Attribution:
     tokens = baseline_tokens(gw, settings)
     item = usage_item(trace.id, NAME)
     k = min(n, settings.max_candidates or n)
-    scan = gw.structured(BASELINE_STAGE, scan_messages(trace, settings, budget, k),
-                         scan_model(n, k, forced, settings.field_chars), item=item, max_tokens=tokens)
+    scan = gw.structured(
+        BASELINE_STAGE,
+        scan_messages(trace, settings, budget, k),
+        scan_model(n, k, forced, settings.field_chars),
+        item=item,
+        max_tokens=tokens,
+    )
     cands: dict[int, str] = {}
     invalid: list[int] = []
     for c in scan.candidates:
@@ -295,37 +352,76 @@ def run(trace: Trace, gw: Gateway, settings: EchoSettings) -> Attribution:
         else:
             invalid.append(c.step)
     listed = list(cands.items())[:k]
-    candidates = listed[:panel_capacity(budget)]  # the windows that fit the context (safety bound)
-    details: dict[str, Any] = {"overview": scan.overview, "candidates": [{"step": s, "reason": r} for s, r in candidates],
-                               "consensus": settings.consensus, "tie_break": settings.tie_break,
-                               "prompt_version": version}
+    candidates = listed[: panel_capacity(budget)]  # the windows that fit the context (safety bound)
+    details: dict[str, Any] = {
+        "overview": scan.overview,
+        "candidates": [{"step": s, "reason": r} for s, r in candidates],
+        "consensus": settings.consensus,
+        "tie_break": settings.tie_break,
+        "prompt_version": version,
+    }
     if invalid:
         details["invalid_candidates"] = invalid
     if len(listed) > len(candidates):
-        details["candidates_over_budget"] = [s for s, _ in listed[len(candidates):]]
+        details["candidates_over_budget"] = [s for s, _ in listed[len(candidates) :]]
     if not candidates:
-        return Attribution(trace_id=trace.id, method=NAME, step=None, agent=None,
-                           reason="undetermined: the scan listed no valid candidate step", prompt_version=version,
-                           details=details)
-    model = panel_model(agent_names(trace), tuple(s for s, _ in candidates), tuple(settings.analysts), forced,
-                        settings.field_chars)
-    reply = gw.structured(BASELINE_STAGE, panel_messages(trace, settings, budget, scan.overview, candidates), model,
-                          item=item, max_tokens=tokens)
-    votes = [Vote(a, getattr(reply, a).step, getattr(reply, a).agent, getattr(reply, a).confidence)
-             for a in settings.analysts]
-    result = consensus(votes, trace, rule=settings.consensus, tie_break=settings.tie_break,
-                       scan_order=[s for s, _ in candidates], min_confidence=settings.min_confidence,
-                       min_support=settings.min_support)
-    details.update({
-        "votes": [{"analyst": a, "step": getattr(reply, a).step, "agent": getattr(reply, a).agent,
-                   "confidence": getattr(reply, a).confidence, "hypothesis": getattr(reply, a).hypothesis,
-                   "evidence": getattr(reply, a).evidence} for a in settings.analysts],
-        "scores": {str(s): round(w, 6) for s, w in sorted(result.scores.items())},
-        "support": round(result.support, 6), "tied": list(result.tied)})
+        return Attribution(
+            trace_id=trace.id,
+            method=NAME,
+            step=None,
+            agent=None,
+            reason="undetermined: the scan listed no valid candidate step",
+            prompt_version=version,
+            details=details,
+        )
+    model = panel_model(
+        agent_names(trace), tuple(s for s, _ in candidates), tuple(settings.analysts), forced, settings.field_chars
+    )
+    reply = gw.structured(
+        BASELINE_STAGE,
+        panel_messages(trace, settings, budget, scan.overview, candidates),
+        model,
+        item=item,
+        max_tokens=tokens,
+    )
+    votes = [
+        Vote(a, getattr(reply, a).step, getattr(reply, a).agent, getattr(reply, a).confidence)
+        for a in settings.analysts
+    ]
+    result = consensus(
+        votes,
+        trace,
+        rule=settings.consensus,
+        tie_break=settings.tie_break,
+        scan_order=[s for s, _ in candidates],
+        min_confidence=settings.min_confidence,
+        min_support=settings.min_support,
+    )
+    details.update(
+        {
+            "votes": [
+                {
+                    "analyst": a,
+                    "step": getattr(reply, a).step,
+                    "agent": getattr(reply, a).agent,
+                    "confidence": getattr(reply, a).confidence,
+                    "hypothesis": getattr(reply, a).hypothesis,
+                    "evidence": getattr(reply, a).evidence,
+                }
+                for a in settings.analysts
+            ],
+            "scores": {str(s): round(w, 6) for s, w in sorted(result.scores.items())},
+            "support": round(result.support, 6),
+            "tied": list(result.tied),
+        }
+    )
     best = None
     if result.step is None:
-        reason = "undetermined: no analyst vote counted" if not result.counted else \
-            f"undetermined: support {result.support:.2f} below {settings.min_support}"
+        reason = (
+            "undetermined: no analyst vote counted"
+            if not result.counted
+            else f"undetermined: support {result.support:.2f} below {settings.min_support}"
+        )
     else:
         winners = [a for a in settings.analysts if getattr(reply, a).step == result.step]
         best = max(winners, key=lambda a: getattr(reply, a).confidence, default=None)
@@ -333,13 +429,29 @@ def run(trace: Trace, gw: Gateway, settings: EchoSettings) -> Attribution:
         reason = f"{len(winners)}/{len(votes)} analysts, support {result.support:.2f}: {reason}"
     # ranked by consensus weight; confidence = the consensus support; evidence = the most confident winning
     # analyst's, kept only when it quotes the blamed step (agentcausal.attribution.candidates, .evidence)
-    return Attribution(trace_id=trace.id, method=NAME, step=result.step, agent=result.agent, reason=reason,
-                       prompt_version=version, details=details,
-                       candidates=echo_candidates(trace, result.step, result.scores, result.tied, settings.consensus),
-                       confidence=None if result.step is None else float(min(1.0, max(0.0, result.support))),
-                       **evidence_fields(getattr(reply, best).evidence if best else None, trace.steps, result.step,
-                                         asked=result.step is not None))
+    return Attribution(
+        trace_id=trace.id,
+        method=NAME,
+        step=result.step,
+        agent=result.agent,
+        reason=reason,
+        prompt_version=version,
+        details=details,
+        candidates=echo_candidates(trace, result.step, result.scores, result.tied, settings.consensus),
+        confidence=None if result.step is None else float(min(1.0, max(0.0, result.support))),
+        **evidence_fields(
+            getattr(reply, best).evidence if best else None, trace.steps, result.step, asked=result.step is not None
+        ),
+    )
 
 
-SPEC = register(MethodSpec(name=NAME, run=run, settings_model=EchoSettings, prompt_version=PROMPT_VERSION,
-                           stages=(BASELINE_STAGE,), presets=PRESETS))
+SPEC = register(
+    MethodSpec(
+        name=NAME,
+        run=run,
+        settings_model=EchoSettings,
+        prompt_version=PROMPT_VERSION,
+        stages=(BASELINE_STAGE,),
+        presets=PRESETS,
+    )
+)

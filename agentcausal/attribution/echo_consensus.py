@@ -50,9 +50,16 @@ class Consensus(NamedTuple):
     counted: int
 
 
-def consensus(votes: Sequence[Vote], trace: Trace, *, rule: str = "confidence_weighted",
-              tie_break: str = "earliest", scan_order: Sequence[int] = (), min_confidence: float = 0.0,
-              min_support: float = 0.0) -> Consensus:
+def consensus(
+    votes: Sequence[Vote],
+    trace: Trace,
+    *,
+    rule: str = "confidence_weighted",
+    tie_break: str = "earliest",
+    scan_order: Sequence[int] = (),
+    min_confidence: float = 0.0,
+    min_support: float = 0.0,
+) -> Consensus:
     """Consensus of the panel's votes (the rule of :class:`EchoSettings`; see the module docstring).
 
     Parameters

@@ -21,16 +21,25 @@ from agentcausal.traces.render import render_steps_info, shorten
 __all__ = ["key_lines", "summary_line", "milestone", "hierarchical_view", "global_view"]
 
 
-_ERROR = re.compile(r"\b(error|exception|traceback|fail(?:ed|ure|s)?|wrong|incorrect|invalid|not found|"
-                    r"unable|cannot|can't|warning|timeout|missing|mistake)\b", re.I)
+_ERROR = re.compile(
+    r"\b(error|exception|traceback|fail(?:ed|ure|s)?|wrong|incorrect|invalid|not found|"
+    r"unable|cannot|can't|warning|timeout|missing|mistake)\b",
+    re.I,
+)
 
 
-_DECISION = re.compile(r"\b(therefore|thus|hence|so the|conclude[sd]?|decid(?:e|ed|es)|final(?:ly)?|answer|"
-                       r"result(?:s)?|output|plan|will now|let's|we should|must|assum(?:e|ed|ing|ption))\b", re.I)
+_DECISION = re.compile(
+    r"\b(therefore|thus|hence|so the|conclude[sd]?|decid(?:e|ed|es)|final(?:ly)?|answer|"
+    r"result(?:s)?|output|plan|will now|let's|we should|must|assum(?:e|ed|ing|ption))\b",
+    re.I,
+)
 
 
-_HANDOFF = re.compile(r"(@\w+|\bnext speaker\b|\bplease\b.*\b(?:check|verify|run|search|provide)\b|"
-                      r"\bhand(?:ing)? (?:off|over)\b|\bover to\b|\bask(?:ing)? \w+ to\b)", re.I)
+_HANDOFF = re.compile(
+    r"(@\w+|\bnext speaker\b|\bplease\b.*\b(?:check|verify|run|search|provide)\b|"
+    r"\bhand(?:ing)? (?:off|over)\b|\bover to\b|\bask(?:ing)? \w+ to\b)",
+    re.I,
+)
 
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
@@ -92,8 +101,9 @@ def milestone(text: str, max_chars: int | None) -> str:
     >>> milestone("Final answer: 12 because of an error", 80)
     '[error] [decision] Final answer: 12 because of an error'
     """
-    marks = [m for m, rx in (("[error]", _ERROR), ("[decision]", _DECISION), ("[hand-off]", _HANDOFF))
-             if rx.search(text)]
+    marks = [
+        m for m, rx in (("[error]", _ERROR), ("[decision]", _DECISION), ("[hand-off]", _HANDOFF)) if rx.search(text)
+    ]
     lines = _lines(text)
     first = _SENTENCE.split(lines[0], maxsplit=1)[0] if lines else ""
     return " ".join([*marks, _cap(first, max_chars)]).strip()
@@ -120,7 +130,7 @@ def hierarchical_view(trace: Trace, center: int, settings: EchoSettings, budget:
     r1, r2 = settings.l1_radius, max(settings.l1_radius, settings.l2_radius)
     r3 = max(r2, settings.l3_radius)
     steps = []
-    for s in trace.steps[max(0, center - r3): center + r3 + 1]:
+    for s in trace.steps[max(0, center - r3) : center + r3 + 1]:
         d = abs(s.index - center)
         if d <= r1:
             steps.append(_with_content(s, f"[L1] {s.content}"))
@@ -133,5 +143,6 @@ def hierarchical_view(trace: Trace, center: int, settings: EchoSettings, budget:
 
 def global_view(trace: Trace, settings: EchoSettings, budget: int | None) -> str:
     """The global view (L4): one milestone line per step, rendered and delimited."""
-    return render_steps_info([_with_content(s, milestone(s.content, settings.l4_chars)) for s in trace.steps],
-                             budget).text
+    return render_steps_info(
+        [_with_content(s, milestone(s.content, settings.l4_chars)) for s in trace.steps], budget
+    ).text

@@ -85,6 +85,14 @@ class EchoSettings(BaselineSettings):
 #: presets (:mod:`agentcausal.settings`); fields not listed keep the ``paper`` defaults
 PRESETS: dict[str, dict[str, Any]] = {
     "paper": {},
-    "small": {"prompts": "small", "max_tokens": 384, "analysts": ("conservative", "causal_chain", "balanced"),
-              "max_candidates": 3, "l2_chars": 300, "l3_chars": 120, "l4_chars": 60, "field_chars": 160},
+    "small": {
+        "prompts": "small",
+        "max_tokens": 384,
+        "analysts": ("conservative", "causal_chain", "balanced"),
+        "max_candidates": 3,
+        "l2_chars": 300,
+        "l3_chars": 120,
+        "l4_chars": 60,
+        "field_chars": 160,
+    },
 }

@@ -47,8 +47,19 @@ __all__ = ["REPLY_TOKENS", "attribution_calls", "estimate_attribution", "add_tra
 #: assumed completion tokens of one reply, per call (a typical structured reply of that call; a method's
 #: completion cap, where it sets one, bounds it). Correct's reply is the corrected trace: sized per trace.
 REPLY_TOKENS: dict[str, int] = {
-    "All-at-Once": 120, "Step-by-Step": 80, "Binary-Search": 60, "A2P": 350, "ECHO scan": 350, "ECHO panel": 500,
-    "MDI": 350, "CGC": 450, "MDI+CGC": 700, "HG": 150, "Simulation": 250, "Judge (no truth)": 40, "DED": 200,
+    "All-at-Once": 120,
+    "Step-by-Step": 80,
+    "Binary-Search": 60,
+    "A2P": 350,
+    "ECHO scan": 350,
+    "ECHO panel": 500,
+    "MDI": 350,
+    "CGC": 450,
+    "MDI+CGC": 700,
+    "HG": 150,
+    "Simulation": 250,
+    "Judge (no truth)": 40,
+    "DED": 200,
 }
 
 
@@ -78,8 +89,11 @@ def _step_by_step(trace: Trace, s: Any, profiles: Any) -> list[CallPattern]:
     n, b = len(trace), _baseline_budget(profiles, s)
     first = tokens_of(step_by_step.build_messages(trace, 0, s, b))
     last = tokens_of(step_by_step.build_messages(trace, n - 1, s, b)) if n > 1 else first
-    return [CallPattern(BASELINE_STAGE, "Step-by-Step", 1, n, first, _reply("Step-by-Step", s.max_tokens),
-                        (first + last) / 2)]
+    return [
+        CallPattern(
+            BASELINE_STAGE, "Step-by-Step", 1, n, first, _reply("Step-by-Step", s.max_tokens), (first + last) / 2
+        )
+    ]
 
 
 def _halvings(n: int, larger: bool) -> list[int]:
@@ -106,8 +120,17 @@ def _binary_search(trace: Trace, s: Any, profiles: Any) -> list[CallPattern]:
     def mean(path: list[int]) -> float:
         return sum(head + per_step * m for m in path) / len(path)
 
-    return [CallPattern(BASELINE_STAGE, "Binary-Search", len(lo_path), len(hi_path), mean(lo_path),
-                        _reply("Binary-Search", s.max_tokens), mean(hi_path))]
+    return [
+        CallPattern(
+            BASELINE_STAGE,
+            "Binary-Search",
+            len(lo_path),
+            len(hi_path),
+            mean(lo_path),
+            _reply("Binary-Search", s.max_tokens),
+            mean(hi_path),
+        )
+    ]
 
 
 def _echo(trace: Trace, s: Any, profiles: Any) -> list[CallPattern]:
@@ -127,9 +150,18 @@ def _echo(trace: Trace, s: Any, profiles: Any) -> list[CallPattern]:
     if b is not None:
         many = min(many, one + b / 4)
     one, many = one + REPLY_TOKENS["ECHO scan"], many + REPLY_TOKENS["ECHO scan"]
-    return [CallPattern(BASELINE_STAGE, "ECHO scan", 1, 1, scan, _reply("ECHO scan", s.max_tokens)),
-            CallPattern(BASELINE_STAGE, "ECHO panel", 0 if s.prompts == "small" else 1, 1, one,
-                        _reply("ECHO panel", s.max_tokens), many)]
+    return [
+        CallPattern(BASELINE_STAGE, "ECHO scan", 1, 1, scan, _reply("ECHO scan", s.max_tokens)),
+        CallPattern(
+            BASELINE_STAGE,
+            "ECHO panel",
+            0 if s.prompts == "small" else 1,
+            1,
+            one,
+            _reply("ECHO panel", s.max_tokens),
+            many,
+        ),
+    ]
 
 
 def _dcfa(trace: Trace, s: Any, profiles: Any) -> list[CallPattern]:
@@ -138,14 +170,18 @@ def _dcfa(trace: Trace, s: Any, profiles: Any) -> list[CallPattern]:
     size = {p.call: tokens_of(p.messages) for p in previews}
     gca_replies = REPLY_TOKENS["MDI+CGC"] if s.mdi_cgc == "joint" else REPLY_TOKENS["MDI"] + REPLY_TOKENS["CGC"]
     trace_tokens = sum(len(st.content.encode("utf-8", "surrogatepass")) for st in trace.steps) / 4
-    corrected = trace_tokens if s.max_corrected_step_chars is None else min(
-        trace_tokens, n * s.max_corrected_step_chars / 4)
+    corrected = (
+        trace_tokens if s.max_corrected_step_chars is None else min(trace_tokens, n * s.max_corrected_step_chars / 4)
+    )
     out = []
     for p in previews:
         stage, call, t = p.stage, p.call, size[p.call]
         if call in ("MDI", "CGC", "MDI+CGC"):
-            out.append(CallPattern(stage, call, 1, 1, t + (REPLY_TOKENS["MDI"] if call == "CGC" else 0),
-                                   _reply(call, s.gca_max_tokens)))
+            out.append(
+                CallPattern(
+                    stage, call, 1, 1, t + (REPLY_TOKENS["MDI"] if call == "CGC" else 0), _reply(call, s.gca_max_tokens)
+                )
+            )
         elif call == "HG":
             out.append(CallPattern(stage, call, 1, 1, t + gca_replies, _reply(call, s.hg_max_tokens)))
     if not s.use_lce:
@@ -154,24 +190,55 @@ def _dcfa(trace: Trace, s: Any, profiles: Any) -> list[CallPattern]:
     cands = max(0, n - 1)
     sims_high = 2 * cands if named else min(2 * cands, n + 1)
     corr_call = next(c for c in size if c.startswith("Correct"))
-    out.append(CallPattern(LCE_STAGE, "Correct", 0, 1 if cands else 0, size[corr_call] + gca_replies,
-                           corrected + 50 if not s.correct_max_tokens else min(corrected + 50, s.correct_max_tokens)))
+    out.append(
+        CallPattern(
+            LCE_STAGE,
+            "Correct",
+            0,
+            1 if cands else 0,
+            size[corr_call] + gca_replies,
+            corrected + 50 if not s.correct_max_tokens else min(corrected + 50, s.correct_max_tokens),
+        )
+    )
     sim = max(size.get("Simulation S(i)", 0), size.get("Simulation S(i-1)", 0)) + corrected
     out.append(CallPattern(LCE_STAGE, "Simulation", 0, sims_high, sim, _reply("Simulation", s.simulation_max_tokens)))
     if not s.with_ground_truth:
-        out.append(CallPattern(LCE_STAGE, "Judge (no truth)", 0, sims_high, size["Judge (no truth)"]
-                               + REPLY_TOKENS["Simulation"], _reply("Judge (no truth)", s.judge_max_tokens)))
+        out.append(
+            CallPattern(
+                LCE_STAGE,
+                "Judge (no truth)",
+                0,
+                sims_high,
+                size["Judge (no truth)"] + REPLY_TOKENS["Simulation"],
+                _reply("Judge (no truth)", s.judge_max_tokens),
+            )
+        )
     else:
         batches = min(cands, 2 * (s.max_iterations if s.max_iterations is not None else n))
         out.append(CallPattern(EMBED_STAGE, "Encoder", 0, batches, 2 * REPLY_TOKENS["Simulation"], 0))
     code_ded = s.ded == "code" and s.prompts == "paper"
-    out.append(CallPattern(LCE_STAGE, "DED", 1 if code_ded else 0, 1, size["DED"] + REPLY_TOKENS["CGC"]
-                           + min(cands + 1, 2 * (s.max_iterations or n) + 1) * 60, _reply("DED", s.ded_max_tokens)))
+    out.append(
+        CallPattern(
+            LCE_STAGE,
+            "DED",
+            1 if code_ded else 0,
+            1,
+            size["DED"] + REPLY_TOKENS["CGC"] + min(cands + 1, 2 * (s.max_iterations or n) + 1) * 60,
+            _reply("DED", s.ded_max_tokens),
+        )
+    )
     return out
 
 
-_PATTERNS = {"all_at_once": _all_at_once, "a2p": _a2p, "step_by_step": _step_by_step,
-             "binary_search": _binary_search, "echo": _echo, "dcfa": _dcfa, "dcfa_gca_only": _dcfa}
+_PATTERNS = {
+    "all_at_once": _all_at_once,
+    "a2p": _a2p,
+    "step_by_step": _step_by_step,
+    "binary_search": _binary_search,
+    "echo": _echo,
+    "dcfa": _dcfa,
+    "dcfa_gca_only": _dcfa,
+}
 
 #: how each method's calls are counted, said beside its estimate
 _HOW = {
@@ -181,13 +248,14 @@ _HOW = {
     "binary_search": "floor(log2 n)..ceil(log2 n) calls per trace (one per halving)",
     "echo": "scan + panel per trace (panel: 1..max_candidates windows)",
     "dcfa": "GCA (MDI, CGC, HG) always; LCE from none (hypothesis without neighbours) to every step scored once: "
-            "Correct, Simulations S(i)/S(i-1), encoder or no-truth judge, DED",
+    "Correct, Simulations S(i)/S(i-1), encoder or no-truth judge, DED",
     "dcfa_gca_only": "GCA only (MDI, CGC, HG)",
 }
 
 
-def attribution_calls(trace: Trace, method: str, settings: Mapping[str, Any] | None = None,
-                      profiles: Any | None = None) -> list[CallPattern]:
+def attribution_calls(
+    trace: Trace, method: str, settings: Mapping[str, Any] | None = None, profiles: Any | None = None
+) -> list[CallPattern]:
     """One trace's calls of ``method`` (see the module docstring).
 
     Parameters
@@ -213,8 +281,9 @@ def attribution_calls(trace: Trace, method: str, settings: Mapping[str, Any] | N
     return fn(trace, method_settings(spec.settings_model, dict(settings or {})), profiles)
 
 
-def estimate_attribution(traces: Iterable[Trace], resolved: Mapping[str, Mapping[str, Any]], profiles: Any, *,
-                         repeats: int = 1) -> Estimator:
+def estimate_attribution(
+    traces: Iterable[Trace], resolved: Mapping[str, Mapping[str, Any]], profiles: Any, *, repeats: int = 1
+) -> Estimator:
     """An :class:`Estimator` fed with every trace's calls of every method (call ``add_trace`` for more)."""
     est = Estimator(profiles, times=repeats)
     for t in traces:

@@ -206,18 +206,44 @@ def accuracy(df: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
             return count(col) / n_lab if n_lab else float("nan")
 
         beyond = _beyond_exact(lab, ranked=method_ranks.get(str(key[0]), False))
-        out.append({**dict(zip(keys, key)), "n": len(g), "labelled": n_lab,
-                    "step_acc": frac("step_correct"), "step_k": count("step_correct"),
-                    "agent_acc": frac("agent_correct"), "agent_k": count("agent_correct"),
-                    "both_acc": frac("both_correct"), "both_k": count("both_correct"),
-                    **{f"{m}_{x}": (k / n_lab if n_lab and k is not None else float("nan")) if x == "acc" else k
-                       for m, k in beyond.items() for x in ("acc", "k")},
-                    "undetermined": int(g["undetermined"].sum()), "failed": int(g["error"].notna().sum()),
-                    "degraded": int((g["status"] == "degraded").sum()) if "status" in g else 0,
-                    "reused": int(g["reused"].astype(bool).sum()) if "reused" in g else 0})
-    cols = [*keys, "n", "labelled", "step_acc", "step_k", "agent_acc", "agent_k", "both_acc", "both_k",
-            *[f"{m}_{x}" for m in BEYOND_EXACT for x in ("acc", "k")],
-            "undetermined", "failed", "degraded", "reused"]
+        out.append(
+            {
+                **dict(zip(keys, key)),
+                "n": len(g),
+                "labelled": n_lab,
+                "step_acc": frac("step_correct"),
+                "step_k": count("step_correct"),
+                "agent_acc": frac("agent_correct"),
+                "agent_k": count("agent_correct"),
+                "both_acc": frac("both_correct"),
+                "both_k": count("both_correct"),
+                **{
+                    f"{m}_{x}": (k / n_lab if n_lab and k is not None else float("nan")) if x == "acc" else k
+                    for m, k in beyond.items()
+                    for x in ("acc", "k")
+                },
+                "undetermined": int(g["undetermined"].sum()),
+                "failed": int(g["error"].notna().sum()),
+                "degraded": int((g["status"] == "degraded").sum()) if "status" in g else 0,
+                "reused": int(g["reused"].astype(bool).sum()) if "reused" in g else 0,
+            }
+        )
+    cols = [
+        *keys,
+        "n",
+        "labelled",
+        "step_acc",
+        "step_k",
+        "agent_acc",
+        "agent_k",
+        "both_acc",
+        "both_k",
+        *[f"{m}_{x}" for m in BEYOND_EXACT for x in ("acc", "k")],
+        "undetermined",
+        "failed",
+        "degraded",
+        "reused",
+    ]
     res = pd.DataFrame(out, columns=cols)
     res["top3_k"] = res["top3_k"].astype("Int64")  # <NA> for a method that does not rank
     return res
@@ -231,18 +257,29 @@ def _method_ranks(df: pd.DataFrame) -> dict[str, bool]:
     """Per method, whether its candidates come from a ranking (:func:`~agentcausal.attribution.candidates.ranks`)."""
     if "candidates" not in df.columns:
         return {}
-    return {str(m): any(ranks(read_candidates(v)) for v in g["candidates"])
-            for m, g in df.groupby("method", sort=False)}
+    return {
+        str(m): any(ranks(read_candidates(v)) for v in g["candidates"]) for m, g in df.groupby("method", sort=False)
+    }
 
 
 def _beyond_exact(lab: pd.DataFrame, *, ranked: bool) -> dict[str, int | None]:
     """Hit counts beyond exact match over labelled rows (top3 None unless the method ranks)."""
     err = lab["abs_step_error"] if "abs_step_error" in lab else pd.Series(dtype="float")
-    out: dict[str, int | None] = {f"hit{k}": int((err.notna() & (err.astype("Float64") <= w).fillna(False)).sum())
-                                  for k, w in HIT_WINDOWS.items()}
+    out: dict[str, int | None] = {
+        f"hit{k}": int((err.notna() & (err.astype("Float64") <= w).fillna(False)).sum()) for k, w in HIT_WINDOWS.items()
+    }
     ok = lab["error"].isna() if "error" in lab else pd.Series(True, index=lab.index)
-    out["top3"] = int(sum(top_k_hit(read_candidates(c), t, TOP_K) for c, t in zip(lab["candidates"], lab["true_step"])
-                          if not pd.isna(t))) if ranked and "candidates" in lab else None
+    out["top3"] = (
+        int(
+            sum(
+                top_k_hit(read_candidates(c), t, TOP_K)
+                for c, t in zip(lab["candidates"], lab["true_step"])
+                if not pd.isna(t)
+            )
+        )
+        if ranked and "candidates" in lab
+        else None
+    )
 
     def opt(v: Any) -> Any:  # a frame cell: None for a missing value
         return None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else v
@@ -250,10 +287,14 @@ def _beyond_exact(lab: pd.DataFrame, *, ranked: bool) -> dict[str, int | None]:
     def col(name: str) -> pd.Series:
         return lab[name] if name in lab else pd.Series([None] * len(lab), index=lab.index, dtype="object")
 
-    out["ww_step"] = int(sum(bool(o) and whowhen_step_match(opt(p), opt(t))
-                             for o, p, t in zip(ok, col("pred_step"), col("true_step"))))
-    out["ww_agent"] = int(sum(bool(o) and whowhen_agent_match(opt(p), opt(t))
-                              for o, p, t in zip(ok, col("pred_agent"), col("true_agent"))))
+    out["ww_step"] = int(
+        sum(bool(o) and whowhen_step_match(opt(p), opt(t)) for o, p, t in zip(ok, col("pred_step"), col("true_step")))
+    )
+    out["ww_agent"] = int(
+        sum(
+            bool(o) and whowhen_agent_match(opt(p), opt(t)) for o, p, t in zip(ok, col("pred_agent"), col("true_agent"))
+        )
+    )
     return out
 
 
@@ -310,13 +351,33 @@ def usage_by_stage(df: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (method, stage), d in sorted(acc.items()):
         n = n_traces.get(method, 1) or 1
-        rows.append({"method": method, "stage": stage, "traces": n, **{k: d[k] for k in d},
-                     "prompt_tokens_per_trace": d["prompt_tokens"] / n,
-                     "completion_tokens_per_trace": d["completion_tokens"] / n,
-                     "seconds_per_trace": d["seconds"] / n})
-    cols = ["method", "stage", "traces", "calls", "requests", "cache_hits", "prompt_tokens", "completion_tokens",
-            "seconds", "prompt_tokens_per_trace", "completion_tokens_per_trace", "seconds_per_trace",
-            "request_seconds", "wait_seconds"]
+        rows.append(
+            {
+                "method": method,
+                "stage": stage,
+                "traces": n,
+                **{k: d[k] for k in d},
+                "prompt_tokens_per_trace": d["prompt_tokens"] / n,
+                "completion_tokens_per_trace": d["completion_tokens"] / n,
+                "seconds_per_trace": d["seconds"] / n,
+            }
+        )
+    cols = [
+        "method",
+        "stage",
+        "traces",
+        "calls",
+        "requests",
+        "cache_hits",
+        "prompt_tokens",
+        "completion_tokens",
+        "seconds",
+        "prompt_tokens_per_trace",
+        "completion_tokens_per_trace",
+        "seconds_per_trace",
+        "request_seconds",
+        "wait_seconds",
+    ]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -341,10 +402,19 @@ def evaluate_frame(df: pd.DataFrame) -> Evaluation:
     >>> ev.overall[["step_acc", "agent_acc", "both_acc"]].values.tolist()
     [[1.0, 1.0, 1.0]]
     """
-    cost = df.groupby("method", sort=True).agg(
-        traces=("trace_id", "nunique"), seconds=("seconds", "mean"), calls=("calls", "mean"),
-        requests=("requests", "mean"), prompt_tokens=("prompt_tokens", "mean"),
-        completion_tokens=("completion_tokens", "mean"), cost_usd=("cost_usd", "sum")).reset_index()
+    cost = (
+        df.groupby("method", sort=True)
+        .agg(
+            traces=("trace_id", "nunique"),
+            seconds=("seconds", "mean"),
+            calls=("calls", "mean"),
+            requests=("requests", "mean"),
+            prompt_tokens=("prompt_tokens", "mean"),
+            completion_tokens=("completion_tokens", "mean"),
+            cost_usd=("cost_usd", "sum"),
+        )
+        .reset_index()
+    )
     failures = df[df["error"].notna()][["trace_id", "method", "status", "error"]].reset_index(drop=True)
     return Evaluation(
         overall=accuracy(df),
@@ -379,20 +449,38 @@ def cost_this_run(df: pd.DataFrame) -> pd.DataFrame:
     """
     rows = []
     for method, g in df.groupby("method", sort=True):
-        rows.append({
-            "method": method, "rows": len(g), "reused": int(g["reused"].astype(bool).sum()),
-            "degraded": int((g["status"] == "degraded").sum()),
-            "requests_this_run": int(g["run_requests"].sum()), "requests_original": int(g["requests"].sum()),
-            "prompt_tokens_this_run": int(g["run_prompt_tokens"].sum()),
-            "prompt_tokens_original": int(g["prompt_tokens"].sum()),
-            "completion_tokens_this_run": int(g["run_completion_tokens"].sum()),
-            "completion_tokens_original": int(g["completion_tokens"].sum()),
-            "request_s_this_run": float(g["run_request_seconds"].sum()),
-            "request_s_original": float(g["request_seconds"].sum()),
-            "cost_usd_this_run": float(g["run_cost_usd"].sum()), "cost_usd_original": float(g["cost_usd"].sum()),
-        })
-    cols = ["method", "rows", "reused", "degraded", "requests_this_run", "requests_original",
-            "prompt_tokens_this_run", "prompt_tokens_original", "completion_tokens_this_run",
-            "completion_tokens_original", "request_s_this_run", "request_s_original", "cost_usd_this_run",
-            "cost_usd_original"]
+        rows.append(
+            {
+                "method": method,
+                "rows": len(g),
+                "reused": int(g["reused"].astype(bool).sum()),
+                "degraded": int((g["status"] == "degraded").sum()),
+                "requests_this_run": int(g["run_requests"].sum()),
+                "requests_original": int(g["requests"].sum()),
+                "prompt_tokens_this_run": int(g["run_prompt_tokens"].sum()),
+                "prompt_tokens_original": int(g["prompt_tokens"].sum()),
+                "completion_tokens_this_run": int(g["run_completion_tokens"].sum()),
+                "completion_tokens_original": int(g["completion_tokens"].sum()),
+                "request_s_this_run": float(g["run_request_seconds"].sum()),
+                "request_s_original": float(g["request_seconds"].sum()),
+                "cost_usd_this_run": float(g["run_cost_usd"].sum()),
+                "cost_usd_original": float(g["cost_usd"].sum()),
+            }
+        )
+    cols = [
+        "method",
+        "rows",
+        "reused",
+        "degraded",
+        "requests_this_run",
+        "requests_original",
+        "prompt_tokens_this_run",
+        "prompt_tokens_original",
+        "completion_tokens_this_run",
+        "completion_tokens_original",
+        "request_s_this_run",
+        "request_s_original",
+        "cost_usd_this_run",
+        "cost_usd_original",
+    ]
     return pd.DataFrame(rows, columns=cols)

@@ -29,8 +29,16 @@ from pydantic import BaseModel, Field, create_model
 
 from agentcausal.llm.replies import ShortText
 
-__all__ = ["EVIDENCE_CHARS", "MIN_CHARS", "EVIDENCE_REQUEST", "EvidenceCheck", "with_evidence", "ask_evidence",
-           "check_evidence", "evidence_fields"]
+__all__ = [
+    "EVIDENCE_CHARS",
+    "MIN_CHARS",
+    "EVIDENCE_REQUEST",
+    "EvidenceCheck",
+    "with_evidence",
+    "ask_evidence",
+    "check_evidence",
+    "evidence_fields",
+]
 
 #: a reply model
 M = TypeVar("M", bound=BaseModel)
@@ -42,9 +50,11 @@ EVIDENCE_CHARS = 300
 MIN_CHARS = 4
 
 #: the sentence added to a prompt that asks for evidence
-EVIDENCE_REQUEST = ('Also reply with "evidence": a short quote (at most {n} characters) copied exactly, character '
-                    "for character, from the content of the step you name, showing the error. Quote; do not "
-                    "paraphrase.")
+EVIDENCE_REQUEST = (
+    'Also reply with "evidence": a short quote (at most {n} characters) copied exactly, character '
+    "for character, from the content of the step you name, showing the error. Quote; do not "
+    "paraphrase."
+)
 
 _QUOTES = "\"'`\u201c\u201d\u2018\u2019\u00ab\u00bb "
 
@@ -75,9 +85,12 @@ def with_evidence(model: type[M], max_chars: int = EVIDENCE_CHARS) -> type[M]:
     >>> sorted(with_evidence(R).model_json_schema()["properties"])
     ['evidence', 'step']
     """
-    return create_model(model.__name__, __base__=model, __doc__=model.__doc__,
-                        evidence=(ShortText(max_chars, "a verbatim quote from the blamed step that shows the error"),
-                                  Field(...)))
+    return create_model(
+        model.__name__,
+        __base__=model,
+        __doc__=model.__doc__,
+        evidence=(ShortText(max_chars, "a verbatim quote from the blamed step that shows the error"), Field(...)),
+    )
 
 
 def ask_evidence(messages: Sequence[dict[str, Any]], max_chars: int = EVIDENCE_CHARS) -> list[dict[str, Any]]:

@@ -35,8 +35,9 @@ from agentcausal.traces.model import Attribution, Trace
 __all__ = ["failed_attribution", "run_method", "AttributionHalf", "ATTRIBUTION"]
 
 
-def failed_attribution(trace_id: str, method: str, exc: BaseException, *,
-                       status: ResultStatus | None = None) -> Attribution:
+def failed_attribution(
+    trace_id: str, method: str, exc: BaseException, *, status: ResultStatus | None = None
+) -> Attribution:
     """An Attribution recording a failure (``error = "<ErrorClass>: <message>"``); counts as wrong.
 
     Parameters
@@ -98,14 +99,26 @@ def run_method(
     """
     spec = get_method(method)
     st = method_settings(spec.settings_model, settings, spec.presets, gateway_preset(gw))  # routing's preset
-    env = run_enveloped(lambda: spec.run(trace, gw, st), gw=gw, stages=spec.stages,
-                        usage_items=(trace.id, usage_item(trace.id, method)), raise_transient=raise_transient)
+    env = run_enveloped(
+        lambda: spec.run(trace, gw, st),
+        gw=gw,
+        stages=spec.stages,
+        usage_items=(trace.id, usage_item(trace.id, method)),
+        raise_transient=raise_transient,
+    )
     out = env.result if env.error is None else failed_attribution(trace.id, method, env.error)
     assert out is not None, f"{method}.run returned None"  # a method returns an Attribution or raises
     if out.error and out.status == "complete":
         out = out.model_copy(update={"status": "content_failed", "status_detail": out.status_detail or "method error"})
-    return out.model_copy(update={"trace_id": trace.id, "method": method, "settings": st.model_dump(mode="json"),
-                                  "prompt_version": out.prompt_version or spec.prompt_version, **env.stamp()})
+    return out.model_copy(
+        update={
+            "trace_id": trace.id,
+            "method": method,
+            "settings": st.model_dump(mode="json"),
+            "prompt_version": out.prompt_version or spec.prompt_version,
+            **env.stamp(),
+        }
+    )
 
 
 class _AttributionSink:
@@ -129,9 +142,13 @@ class _AttributionSink:
 
     def close(self) -> dict[str, Any]:
         self.writer.close()
-        return {"methods": {m: mp.settings for m, mp in self.plan.methods.items()}, "models": self.models,
-                "traces": self.plan.item_count, "speaker_mismatch": self.mismatches,
-                **({"skipped": self.plan.skipped} if self.plan.skipped is not None else {})}
+        return {
+            "methods": {m: mp.settings for m, mp in self.plan.methods.items()},
+            "models": self.models,
+            "traces": self.plan.item_count,
+            "speaker_mismatch": self.mismatches,
+            **({"skipped": self.plan.skipped} if self.plan.skipped is not None else {}),
+        }
 
 
 class AttributionHalf:
@@ -162,8 +179,13 @@ class AttributionHalf:
 
     def run(self, job: Job, plan: Plan, settings: RunSettings) -> Attribution:
         gw = gateway_for(settings)
-        out = run_method(load_trace_item(job.item), job.method, with_sample(gw, job.repeat),
-                         plan.methods[job.method].settings, raise_transient=True)
+        out = run_method(
+            load_trace_item(job.item),
+            job.method,
+            with_sample(gw, job.repeat),
+            plan.methods[job.method].settings,
+            raise_transient=True,
+        )
         if plan.repeats == 1:  # the record holds its usage now; repeats share the ledger item, so keep it then
             gw.usage.release(usage_item(job.item.id, job.method))
         return mark_repeat(out, job.repeat)

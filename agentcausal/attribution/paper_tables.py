@@ -63,8 +63,13 @@ __all__ = [
 #: ``Automated_FA/evaluate_in_different_length.py`` defines them (the paper calls them "defined by the Who&When
 #: benchmark"); the length is the number of steps (``len(history)``). A trace of 18, 30, 50 or 92 steps, or
 #: outside 5..130, falls in no level and is left out, as that script leaves it out.
-WHO_WHEN_LEVELS = ((5, 17, "Level 1"), (19, 29, "Level 2"), (31, 49, "Level 3"), (51, 91, "Level 4"),
-                   (93, 130, "Level 5"))
+WHO_WHEN_LEVELS = (
+    (5, 17, "Level 1"),
+    (19, 29, "Level 2"),
+    (31, 49, "Level 3"),
+    (51, 91, "Level 4"),
+    (93, 130, "Level 5"),
+)
 
 _TOKEN = re.compile(r"\s*(\w+)")
 
@@ -125,11 +130,22 @@ def dcfa_accuracy(df: pd.DataFrame) -> pd.DataFrame:
     lab = df[df["true_step"].notna()]
     for (m, sub), g in lab.groupby(["method", "subset"], sort=True):
         step_ok = [pd.notna(p) and int(p) == int(t) for p, t in zip(g["pred_step"], g["true_step"])]
-        both = [ok and dcfa_agent_token(a if pd.notna(a) else None) == str(t)
-                for ok, a, t in zip(step_ok, g["pred_agent"], g["true_agent"])]
+        both = [
+            ok and dcfa_agent_token(a if pd.notna(a) else None) == str(t)
+            for ok, a, t in zip(step_ok, g["pred_agent"], g["true_agent"])
+        ]
         n = len(g)
-        rows.append({"method": m, "subset": sub, "n": n, "agent_and_step_k": sum(both),
-                     "agent_and_step_acc": sum(both) / n, "step_k": sum(step_ok), "step_acc": sum(step_ok) / n})
+        rows.append(
+            {
+                "method": m,
+                "subset": sub,
+                "n": n,
+                "agent_and_step_k": sum(both),
+                "agent_and_step_acc": sum(both) / n,
+                "step_k": sum(step_ok),
+                "step_acc": sum(step_ok) / n,
+            }
+        )
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -152,8 +168,16 @@ def accuracy_by_level(df: pd.DataFrame, subset: str | None = "Hand-Crafted") -> 
     rows = []
     for (m, lv), g in d.groupby(["method", "level"], sort=True):
         k = int(g["step_correct"].fillna(False).astype(bool).sum())
-        rows.append({"method": m, "level": lv, "n": len(g), "step_k": k, "step_acc": k / len(g),
-                     "undetermined": int((g["pred_step"].isna()).sum())})
+        rows.append(
+            {
+                "method": m,
+                "level": lv,
+                "n": len(g),
+                "step_k": k,
+                "step_acc": k / len(g),
+                "undetermined": int((g["pred_step"].isna()).sum()),
+            }
+        )
     return pd.DataFrame(rows, columns=["method", "level", "n", "step_k", "step_acc", "undetermined"])
 
 
@@ -183,9 +207,17 @@ def gca_only_accuracy(df: pd.DataFrame, method: str = "dcfa") -> pd.DataFrame:
             continue
         rows.append({"subset": r["subset"], "gca": int(h) == int(r["true_step"]), "dcfa": bool(r["step_correct"])})
     t = pd.DataFrame(rows, columns=["subset", "gca", "dcfa"])
-    out = [{"subset": s, "n": len(g), "gca_step_k": int(g["gca"].sum()), "gca_step_acc": g["gca"].mean(),
-            "dcfa_step_k": int(g["dcfa"].sum()), "dcfa_step_acc": g["dcfa"].mean()}
-           for s, g in t.groupby("subset", sort=True)]
+    out = [
+        {
+            "subset": s,
+            "n": len(g),
+            "gca_step_k": int(g["gca"].sum()),
+            "gca_step_acc": g["gca"].mean(),
+            "dcfa_step_k": int(g["dcfa"].sum()),
+            "dcfa_step_acc": g["dcfa"].mean(),
+        }
+        for s, g in t.groupby("subset", sort=True)
+    ]
     return pd.DataFrame(out, columns=["subset", "n", "gca_step_k", "gca_step_acc", "dcfa_step_k", "dcfa_step_acc"])
 
 
@@ -206,11 +238,14 @@ def lce_effect(df: pd.DataFrame, method: str = "dcfa") -> pd.DataFrame:
         if pd.isna(r["true_step"]) or h is None:
             continue
         hyp_ok, fin_ok = int(h) == int(r["true_step"]), bool(r["step_correct"])
-        key = ("unchanged_right" if hyp_ok and fin_ok else "broken" if hyp_ok else
-               "fixed" if fin_ok else "unchanged_wrong")
+        key = (
+            "unchanged_right" if hyp_ok and fin_ok else "broken" if hyp_ok else "fixed" if fin_ok else "unchanged_wrong"
+        )
         acc.setdefault(r["subset"], Counter())[key] += 1
-    return pd.DataFrame([{"subset": s, **{c: int(c_.get(c, 0)) for c in cols}} for s, c_ in sorted(acc.items())],
-                        columns=["subset", *cols])
+    return pd.DataFrame(
+        [{"subset": s, **{c: int(c_.get(c, 0)) for c in cols}} for s, c_ in sorted(acc.items())],
+        columns=["subset", *cols],
+    )
 
 
 def lce_diagnostics(df: pd.DataFrame, method: str = "dcfa") -> pd.DataFrame:
@@ -255,9 +290,13 @@ def lce_diagnostics(df: pd.DataFrame, method: str = "dcfa") -> pd.DataFrame:
             row[k] = a[k] / ran
         for k in sorted(k for k in a if k.startswith("stop_")):
             row[k] = int(a[k])
-        row.update(ded_skipped=int(a["ded_skipped"]), correct_fallbacks=int(a["correct_fallbacks"]),
-                   label_in_candidates=a["label_in_candidates"] / lab, label_was_deviation=a["label_was_deviation"] / lab,
-                   label_on_edge=a["label_on_edge"] / lab)
+        row.update(
+            ded_skipped=int(a["ded_skipped"]),
+            correct_fallbacks=int(a["correct_fallbacks"]),
+            label_in_candidates=a["label_in_candidates"] / lab,
+            label_was_deviation=a["label_was_deviation"] / lab,
+            label_on_edge=a["label_on_edge"] / lab,
+        )
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -279,11 +318,22 @@ def graph_stats(df: pd.DataFrame) -> pd.DataFrame:
         edges = [len(d["edges"]) for d in recs]
         capped = [int((d.get("dropped_edges") or {}).get("capped", 0)) for d in recs]
         nc = [int((d.get("dropped_edges") or {}).get("not_causal", 0)) for d in recs]
-        rows.append({"method": m, "subset": s, "graphs": len(recs), "edges_mean": sum(edges) / len(edges),
-                     "edges_max": max(edges), "cap_hits": sum(c > 0 for c in capped),
-                     "capped_mean": sum(capped) / len(recs), "not_causal_mean": sum(nc) / len(recs)})
-    return pd.DataFrame(rows, columns=["method", "subset", "graphs", "edges_mean", "edges_max", "cap_hits",
-                                       "capped_mean", "not_causal_mean"])
+        rows.append(
+            {
+                "method": m,
+                "subset": s,
+                "graphs": len(recs),
+                "edges_mean": sum(edges) / len(edges),
+                "edges_max": max(edges),
+                "cap_hits": sum(c > 0 for c in capped),
+                "capped_mean": sum(capped) / len(recs),
+                "not_causal_mean": sum(nc) / len(recs),
+            }
+        )
+    return pd.DataFrame(
+        rows,
+        columns=["method", "subset", "graphs", "edges_mean", "edges_max", "cap_hits", "capped_mean", "not_causal_mean"],
+    )
 
 
 def signed_step_error_histogram(df: pd.DataFrame, max_bin: int = 5) -> pd.DataFrame:
@@ -319,10 +369,19 @@ def accuracy_over_repeats(df: pd.DataFrame) -> pd.DataFrame:
         per = [(_step_acc(h), _step_acc(h, "agent_correct")) for _, h in g.groupby("repeat", sort=True)]
         sm, ss = mean_std([p[0] for p in per])
         am, as_ = mean_std([p[1] for p in per])
-        rows.append({"method": m, "repeats": len(per), "step_acc_mean": sm, "step_acc_std": ss,
-                     "agent_acc_mean": am, "agent_acc_std": as_})
-    return pd.DataFrame(rows, columns=["method", "repeats", "step_acc_mean", "step_acc_std", "agent_acc_mean",
-                                       "agent_acc_std"])
+        rows.append(
+            {
+                "method": m,
+                "repeats": len(per),
+                "step_acc_mean": sm,
+                "step_acc_std": ss,
+                "agent_acc_mean": am,
+                "agent_acc_std": as_,
+            }
+        )
+    return pd.DataFrame(
+        rows, columns=["method", "repeats", "step_acc_mean", "step_acc_std", "agent_acc_mean", "agent_acc_std"]
+    )
 
 
 def speaker_mismatches(traces: Sequence[Trace]) -> list[dict[str, Any]]:

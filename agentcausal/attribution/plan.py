@@ -42,38 +42,57 @@ from agentcausal.traces.model import Trace
 __all__ = ["attribute_plan", "method_plans", "plan_attribution"]
 
 
-def method_plans(methods: Sequence[str], resolved: Mapping[str, Mapping[str, Any]], preset: str,
-                 profiles: Any) -> tuple[dict[str, MethodPlan], list[str]]:
+def method_plans(
+    methods: Sequence[str], resolved: Mapping[str, Mapping[str, Any]], preset: str, profiles: Any
+) -> tuple[dict[str, MethodPlan], list[str]]:
     """Each method as it will run (settings, stages with their models, what the profile applies), and every
     stage the run calls (the no-truth DCFA scores with a judge, not the embedder)."""
     stages_all: list[str] = []
     out = {}
     for m in methods:
         st = dict(resolved[m])
-        stages = [s for s in get_method(m).stages
-                  if st.get("with_ground_truth") is not False or not s.endswith(".embed")]
+        stages = [
+            s for s in get_method(m).stages if st.get("with_ground_truth") is not False or not s.endswith(".embed")
+        ]
         stages_all += stages
-        out[m] = MethodPlan(preset=preset, variant="with_truth" if st.get("with_ground_truth", True) else "no_truth",
-                            settings=st, stages=stage_models(profiles, stages),
-                            profile_params=profile_params(profiles, stages))
+        out[m] = MethodPlan(
+            preset=preset,
+            variant="with_truth" if st.get("with_ground_truth", True) else "no_truth",
+            settings=st,
+            stages=stage_models(profiles, stages),
+            profile_params=profile_params(profiles, stages),
+        )
     return out, stages_all
 
 
-def _scanned(paths: Sequence[str], traces: Sequence[tuple[str, Trace]] | None
-             ) -> Iterable[ScannedTrace | TraceFormatError]:
+def _scanned(
+    paths: Sequence[str], traces: Sequence[tuple[str, Trace]] | None
+) -> Iterable[ScannedTrace | TraceFormatError]:
     if traces is None:
         return iter_traces(list(paths))
     return (ScannedTrace(t, str(p), None) for p, t in traces)
 
 
-def attribute_plan(paths: Sequence[str], methods: Sequence[str] = (), *,
-                   resolved: Mapping[str, Mapping[str, Any]],
-                   preset: str, routing: str, profiles_path: str | None = None, ids: Sequence[str] | None = None,
-                   limit: int | None = None, max_steps: int | None = None, repeats: int = 1,
-                   skip_invalid: bool = False, traces: Sequence[tuple[str, Trace]] | None = None,
-                   sources: Sequence[SourceFile] | None = None, labels: SourceFile | None = None,
-                   require_truth: bool = False, items_file: str | Path | None = None,
-                   keep_items: int | None = None) -> Plan:
+def attribute_plan(
+    paths: Sequence[str],
+    methods: Sequence[str] = (),
+    *,
+    resolved: Mapping[str, Mapping[str, Any]],
+    preset: str,
+    routing: str,
+    profiles_path: str | None = None,
+    ids: Sequence[str] | None = None,
+    limit: int | None = None,
+    max_steps: int | None = None,
+    repeats: int = 1,
+    skip_invalid: bool = False,
+    traces: Sequence[tuple[str, Trace]] | None = None,
+    sources: Sequence[SourceFile] | None = None,
+    labels: SourceFile | None = None,
+    require_truth: bool = False,
+    items_file: str | Path | None = None,
+    keep_items: int | None = None,
+) -> Plan:
     """The plan of ``agentcausal attribute``, its items streamed into ``items_file`` (or kept in memory).
 
     Parameters
@@ -134,8 +153,9 @@ def attribute_plan(paths: Sequence[str], methods: Sequence[str] = (), *,
             path = absolute_path(x.path)  # absolute: run.json read from any directory names the file
             if path not in file_hash:
                 file_hash[path] = sha256_file(path) if Path(path).is_file() else None
-            writer.add(PlanItem(id=t.id, path=path, offset=x.offset, sha256=t.content_hash(),
-                                file_sha256=file_hash[path]))
+            writer.add(
+                PlanItem(id=t.id, path=path, offset=x.offset, sha256=t.content_hash(), file_sha256=file_hash[path])
+            )
             add_trace(estimator, t, {m: resolved[m] for m in mplans}, profiles)
         _refuse(invalid, skip_invalid, wanted, found, seen_ids, writer.count, paths)
         if no_truth:
@@ -144,15 +164,29 @@ def attribute_plan(paths: Sequence[str], methods: Sequence[str] = (), *,
     except BaseException:
         writer.abort()
         raise
-    return writer.close(kind="attribute", routing=routing, preset=preset, methods=mplans, repeats=repeats,
-                        missing_keys=missing_keys(profiles, stages), estimate=estimator.result(),
-                        sources=list(sources) if sources is not None else None, labels=labels,
-                        skipped=[{"path": e.path, "field": e.field, "error": e.detail} for e in invalid]
-                        if skip_invalid else None)
+    return writer.close(
+        kind="attribute",
+        routing=routing,
+        preset=preset,
+        methods=mplans,
+        repeats=repeats,
+        missing_keys=missing_keys(profiles, stages),
+        estimate=estimator.result(),
+        sources=list(sources) if sources is not None else None,
+        labels=labels,
+        skipped=[{"path": e.path, "field": e.field, "error": e.detail} for e in invalid] if skip_invalid else None,
+    )
 
 
-def _refuse(invalid: list[TraceFormatError], skip_invalid: bool, wanted: set[str] | None, found: set[str],
-            seen_ids: list[str], count: int, paths: Sequence[str]) -> None:
+def _refuse(
+    invalid: list[TraceFormatError],
+    skip_invalid: bool,
+    wanted: set[str] | None,
+    found: set[str],
+    seen_ids: list[str],
+    count: int,
+    paths: Sequence[str],
+) -> None:
     """Refuse the invalid inputs (all at once), unknown ids, or a corpus without a valid trace."""
     if invalid and not skip_invalid:
         raise invalid[0] if len(invalid) == 1 else InvalidTracesError(invalid)
@@ -163,17 +197,27 @@ def _refuse(invalid: list[TraceFormatError], skip_invalid: bool, wanted: set[str
     if wanted is not None and wanted - found:
         missing = [i for i in wanted if i not in found]
         some = sorted(seen_ids)[:5]
-        hint = (f"; ids here look like {', '.join(some)}{' ...' if len(seen_ids) > 5 else ''}"
-                if some else "; no traces were read")
+        hint = (
+            f"; ids here look like {', '.join(some)}{' ...' if len(seen_ids) > 5 else ''}"
+            if some
+            else "; no traces were read"
+        )
         raise TraceFormatError(f"unknown trace ids: {', '.join(sorted(missing)[:10])}{hint}")
     if not count:
         raise TraceFormatError("no valid trace to run", path=", ".join(str(p) for p in paths))
 
 
-def plan_attribution(paths: Sequence[str], methods: Sequence[str], settings: RunSettings, *,
-                     method_settings: Mapping[str, Mapping[str, Any]] | None = None,
-                     with_ground_truth: bool | None = None, preset: str | None = None, run_dir: str | Path,
-                     **selection: Any) -> Plan:
+def plan_attribution(
+    paths: Sequence[str],
+    methods: Sequence[str],
+    settings: RunSettings,
+    *,
+    method_settings: Mapping[str, Mapping[str, Any]] | None = None,
+    with_ground_truth: bool | None = None,
+    preset: str | None = None,
+    run_dir: str | Path,
+    **selection: Any,
+) -> Plan:
     """What a Python caller of the ``attribute`` flow gets without a plan: methods resolved under the
     preset (``preset``, else the routing's), the plan's items streamed into ``<run_dir>/plan.items.jsonl``.
 
@@ -193,5 +237,13 @@ def plan_attribution(paths: Sequence[str], methods: Sequence[str], settings: Run
     preset = preset or routing_preset(settings.profiles_path, settings.routing)
     resolved = resolve_methods(methods, method_settings, with_ground_truth=with_ground_truth, preset=preset)
     Path(run_dir).mkdir(parents=True, exist_ok=True)
-    return attribute_plan(paths, list(resolved), resolved=resolved, preset=preset, routing=settings.routing,
-                          profiles_path=settings.profiles_path, items_file=Path(run_dir) / ITEMS_FILE, **selection)
+    return attribute_plan(
+        paths,
+        list(resolved),
+        resolved=resolved,
+        preset=preset,
+        routing=settings.routing,
+        profiles_path=settings.profiles_path,
+        items_file=Path(run_dir) / ITEMS_FILE,
+        **selection,
+    )

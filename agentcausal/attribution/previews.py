@@ -44,28 +44,49 @@ def _budget(profiles: Any | None, settings: Any) -> int | None:
 
 
 def _all_at_once(trace: Trace, s: Any, profiles: Any | None, method: str) -> list[PromptPreview]:
-    return [PromptPreview(method, BASELINE_STAGE, "All-at-Once",
-                          all_at_once.build_messages(trace, s, _budget(profiles, s)).messages)]
+    return [
+        PromptPreview(
+            method, BASELINE_STAGE, "All-at-Once", all_at_once.build_messages(trace, s, _budget(profiles, s)).messages
+        )
+    ]
 
 
 def _step_by_step(trace: Trace, s: Any, profiles: Any | None, method: str) -> list[PromptPreview]:
     b = _budget(profiles, s)
     steps = sorted({0, len(trace) - 1})
-    return [PromptPreview(method, BASELINE_STAGE, f"Step-by-Step, step {i}"
-                          + (" (asked after every earlier step got no)" if i else ""),
-                          step_by_step.build_messages(trace, i, s, b)) for i in steps]
+    return [
+        PromptPreview(
+            method,
+            BASELINE_STAGE,
+            f"Step-by-Step, step {i}" + (" (asked after every earlier step got no)" if i else ""),
+            step_by_step.build_messages(trace, i, s, b),
+        )
+        for i in steps
+    ]
 
 
 def _binary_search(trace: Trace, s: Any, profiles: Any | None, method: str) -> list[PromptPreview]:
     if len(trace) < 2:
         return []
-    return [PromptPreview(method, BASELINE_STAGE, "Binary-Search, first halving",
-                          binary_search.build_messages(trace, 0, len(trace) - 1, s, _budget(profiles, s)))]
+    return [
+        PromptPreview(
+            method,
+            BASELINE_STAGE,
+            "Binary-Search, first halving",
+            binary_search.build_messages(trace, 0, len(trace) - 1, s, _budget(profiles, s)),
+        )
+    ]
 
 
 def _a2p(trace: Trace, s: Any, profiles: Any | None, method: str) -> list[PromptPreview]:
-    return [PromptPreview(method, BASELINE_STAGE, "A2P (abduction, action, prediction)",
-                          a2p.build_messages(trace, s, _budget(profiles, s))[0])]
+    return [
+        PromptPreview(
+            method,
+            BASELINE_STAGE,
+            "A2P (abduction, action, prediction)",
+            a2p.build_messages(trace, s, _budget(profiles, s))[0],
+        )
+    ]
 
 
 def _echo(trace: Trace, s: Any, profiles: Any | None, method: str) -> list[PromptPreview]:
@@ -89,8 +110,9 @@ PREVIEWS: dict[str, Callable[[Trace, Any, Any | None, str], list[PromptPreview]]
 }
 
 
-def attribution_previews(trace: Trace, method: str, settings: Mapping[str, Any] | None = None,
-                         profiles: Any | None = None) -> list[PromptPreview]:
+def attribution_previews(
+    trace: Trace, method: str, settings: Mapping[str, Any] | None = None, profiles: Any | None = None
+) -> list[PromptPreview]:
     """The previews of every call ``method`` makes on ``trace``.
 
     Parameters
@@ -116,15 +138,20 @@ def attribution_previews(trace: Trace, method: str, settings: Mapping[str, Any] 
     s = method_settings(spec.settings_model, dict(settings or {}))
     out = PREVIEWS[method](trace, s, profiles, method)
     if getattr(s, "quote_evidence", False):  # the calls that name the blamed step ask for a verbatim quote
-
         asks = {"HG", "DED"} if method.startswith("dcfa") else None
         out = [p._replace(messages=ask_evidence(p.messages)) if asks is None or p.call in asks else p for p in out]
     return out
 
 
-def show_prompts(traces: Sequence[Trace], resolved: Mapping[str, Mapping[str, Any]], *,
-                 ids: Sequence[str] | None = None, profiles_path: str | None = None, routing: str | None = None,
-                 max_lines: int = 8) -> str:
+def show_prompts(
+    traces: Sequence[Trace],
+    resolved: Mapping[str, Mapping[str, Any]],
+    *,
+    ids: Sequence[str] | None = None,
+    profiles_path: str | None = None,
+    routing: str | None = None,
+    max_lines: int = 8,
+) -> str:
     """The rendered previews of every method on the first trace, or on each trace ``ids`` names.
 
     Parameters
@@ -158,7 +185,9 @@ def show_prompts(traces: Sequence[Trace], resolved: Mapping[str, Mapping[str, An
     parts = []
     for t in chosen:
         for method, st in resolved.items():
-            head = (f"##### {method} on {t.id} ({len(t)} steps, source {t.source or '-'}); preset prompts "
-                    f"{st.get('prompts', '-')}; {note}; no request made")
+            head = (
+                f"##### {method} on {t.id} ({len(t)} steps, source {t.source or '-'}); preset prompts "
+                f"{st.get('prompts', '-')}; {note}; no request made"
+            )
             parts += [head, render_previews(attribution_previews(t, method, st, profiles), max_lines=max_lines)]
     return "\n\n".join(parts)

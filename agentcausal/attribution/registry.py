@@ -28,8 +28,16 @@ from agentcausal.llm import Gateway
 from agentcausal.settings import resolve
 from agentcausal.traces.model import Attribution, Trace
 
-__all__ = ["MethodSpec", "register", "get_method", "method_names", "KNOWN_MODULES", "usage_item", "method_settings",
-           "resolve_methods"]
+__all__ = [
+    "MethodSpec",
+    "register",
+    "get_method",
+    "method_names",
+    "KNOWN_MODULES",
+    "usage_item",
+    "method_settings",
+    "resolve_methods",
+]
 
 #: modules that define methods; imported lazily by get_method / method_names
 KNOWN_MODULES = [
@@ -114,8 +122,12 @@ def usage_item(trace_id: str, method: str) -> str:
     return f"{trace_id}::{method}"
 
 
-def method_settings(settings_model: type[BaseModel], values: BaseModel | Mapping[str, Any] | None,
-                    presets: Mapping[str, Mapping[str, Any]] | None = None, preset: str | None = None) -> BaseModel:
+def method_settings(
+    settings_model: type[BaseModel],
+    values: BaseModel | Mapping[str, Any] | None,
+    presets: Mapping[str, Mapping[str, Any]] | None = None,
+    preset: str | None = None,
+) -> BaseModel:
     """Validate method settings against the method's settings model.
 
     Parameters

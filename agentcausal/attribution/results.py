@@ -28,23 +28,65 @@ from agentcausal.exceptions import RunFileError, TraceFormatError
 from agentcausal.runs.folder import atomic_path, write_run_meta
 from agentcausal.traces.model import Attribution, Trace
 
-__all__ = ["RESULT_COLUMNS", "OPTIONAL_COLUMNS", "results_frame", "save_results", "ResultsWriter", "save_run",
-           "load_results", "AttributionSummary", "read_attribution_summary"]
+__all__ = [
+    "RESULT_COLUMNS",
+    "OPTIONAL_COLUMNS",
+    "results_frame",
+    "save_results",
+    "ResultsWriter",
+    "save_run",
+    "load_results",
+    "AttributionSummary",
+    "read_attribution_summary",
+]
 
 
 #: columns of a results frame, one row per (trace, method)
 RESULT_COLUMNS = [
-    "trace_id", "method", "subset", "n_steps", "length_bucket", "true_step", "true_agent", "pred_step",
-    "pred_agent", "step_correct", "agent_correct", "both_correct", "abs_step_error", "undetermined", "error",
-    "reason", "seconds", "calls", "requests", "cache_hits", "prompt_tokens", "completion_tokens", "cost_usd",
-    "prompt_version", "settings_json", "models_json", "usage_json", "details_json", "trace_hash",
-    "status", "status_detail", "reused", "request_seconds", "wait_seconds", "run_requests", "run_prompt_tokens",
-    "run_completion_tokens", "run_request_seconds", "run_cost_usd",
+    "trace_id",
+    "method",
+    "subset",
+    "n_steps",
+    "length_bucket",
+    "true_step",
+    "true_agent",
+    "pred_step",
+    "pred_agent",
+    "step_correct",
+    "agent_correct",
+    "both_correct",
+    "abs_step_error",
+    "undetermined",
+    "error",
+    "reason",
+    "seconds",
+    "calls",
+    "requests",
+    "cache_hits",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "prompt_version",
+    "settings_json",
+    "models_json",
+    "usage_json",
+    "details_json",
+    "trace_hash",
+    "status",
+    "status_detail",
+    "reused",
+    "request_seconds",
+    "wait_seconds",
+    "run_requests",
+    "run_prompt_tokens",
+    "run_completion_tokens",
+    "run_request_seconds",
+    "run_cost_usd",
 ]
 
 
 #: columns every results file has had; the later ones are filled with defaults when an old file lacks them
-_CORE_COLUMNS = RESULT_COLUMNS[:RESULT_COLUMNS.index("status")]
+_CORE_COLUMNS = RESULT_COLUMNS[: RESULT_COLUMNS.index("status")]
 
 
 #: text columns that are never null: read into Arrow-backed strings (a large run's frame stays small)
@@ -57,8 +99,15 @@ _NAME_COLUMNS = ("trace_id", "method", "subset", "length_bucket")
 #: trace-level ``failure_modes`` of corpora without step labels (MAST), and the richer result
 #: (:class:`~agentcausal.traces.model.Attribution`): ``confidence`` (float or null), ``evidence`` and
 #: ``evidence_note`` (text or null), ``candidates`` and ``corrected_action`` (JSON text or null)
-OPTIONAL_COLUMNS = ["span_id", "failure_modes", "confidence", "evidence", "evidence_note", "candidates",
-                    "corrected_action"]
+OPTIONAL_COLUMNS = [
+    "span_id",
+    "failure_modes",
+    "confidence",
+    "evidence",
+    "evidence_note",
+    "candidates",
+    "corrected_action",
+]
 
 
 def _row(a: Attribution, t: Trace | None) -> dict[str, object]:
@@ -116,8 +165,9 @@ def _row(a: Attribution, t: Trace | None) -> dict[str, object]:
         "run_completion_tokens": spent * int(tot.get("completion_tokens", 0)),
         "run_request_seconds": spent * request_s,
         "run_cost_usd": spent * float(tot.get("cost_usd", 0.0)),
-        "span_id": t.steps[a.step].metadata.get("span_id") if t is not None and a.step is not None
-        and 0 <= a.step < n else None,
+        "span_id": t.steps[a.step].metadata.get("span_id")
+        if t is not None and a.step is not None and 0 <= a.step < n
+        else None,
         "failure_modes": "; ".join(t.metadata.get("failure_modes") or []) or None if t is not None else None,
         **_result_columns(a),
     }
@@ -125,9 +175,13 @@ def _row(a: Attribution, t: Trace | None) -> dict[str, object]:
 
 def _result_columns(a: Attribution) -> dict[str, object]:
     """The richer-result columns of one row (:data:`OPTIONAL_COLUMNS`)."""
-    return {"confidence": a.confidence, "evidence": a.evidence, "evidence_note": a.evidence_note,
-            "candidates": None if a.candidates is None else json.dumps([c.model_dump() for c in a.candidates]),
-            "corrected_action": None if a.corrected_action is None else a.corrected_action.model_dump_json()}
+    return {
+        "confidence": a.confidence,
+        "evidence": a.evidence,
+        "evidence_note": a.evidence_note,
+        "candidates": None if a.candidates is None else json.dumps([c.model_dump() for c in a.candidates]),
+        "corrected_action": None if a.corrected_action is None else a.corrected_action.model_dump_json(),
+    }
 
 
 def results_frame(attributions: Sequence[Attribution], traces: Sequence[Trace] | Mapping[str, Trace]) -> pd.DataFrame:
@@ -189,8 +243,12 @@ def save_results(df: pd.DataFrame, path: str | Path) -> Path:
     return p
 
 
-def save_run(attributions: Sequence[Attribution], traces: Sequence[Trace], run_dir: str | Path,
-             meta: Mapping[str, object] | None = None) -> Path:
+def save_run(
+    attributions: Sequence[Attribution],
+    traces: Sequence[Trace],
+    run_dir: str | Path,
+    meta: Mapping[str, object] | None = None,
+) -> Path:
     """Write a run folder: ``results.parquet`` (one row per trace and method) and ``run.json`` (meta),
     each atomically (temporary file, then rename).
 
@@ -293,14 +351,16 @@ def load_results(path: str | Path, *, without: Sequence[str] = ()) -> pd.DataFra
     if p.is_dir():
         p = p / "results.parquet"
     if not p.is_file():
-        raise RunFileError("no results.parquet here; is this a run folder from `agentcausal attribute`?",
-                           path=str(p))
+        raise RunFileError("no results.parquet here; is this a run folder from `agentcausal attribute`?", path=str(p))
     try:
         names = pq.read_schema(p).names
         df = pd.read_parquet(p, columns=[c for c in names if c not in set(without)])
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a torn or empty file
-        raise RunFileError(f"not a readable Parquet file ({p.stat().st_size} bytes; torn or empty?): "
-                           f"{type(exc).__name__}: {str(exc)[:200]}", path=str(p)) from exc
+        raise RunFileError(
+            f"not a readable Parquet file ({p.stat().st_size} bytes; torn or empty?): "
+            f"{type(exc).__name__}: {str(exc)[:200]}",
+            path=str(p),
+        ) from exc
     missing = [c for c in _CORE_COLUMNS if c not in df.columns and c not in without]
     if missing:
         raise RunFileError(f"results file lacks columns {', '.join(missing)}", path=str(p))
@@ -310,14 +370,19 @@ def load_results(path: str | Path, *, without: Sequence[str] = ()) -> pd.DataFra
         if c not in df.columns:
             df[c] = default
     if "request_seconds" not in df.columns:
-        df["request_seconds"] = [sum(float(u.get("seconds", 0.0)) for u in json.loads(b or "{}").values())
-                                 for b in df["usage_json"]]
+        df["request_seconds"] = [
+            sum(float(u.get("seconds", 0.0)) for u in json.loads(b or "{}").values()) for b in df["usage_json"]
+        ]
     for c in df.columns:  # text in Arrow's buffers, not one Python object per cell (missing cells stay pd.NA)
         if c in _TEXT_COLUMNS or isinstance(df[c].dtype, pd.StringDtype) or c in _NAME_COLUMNS:
             df[c] = df[c].astype("string[pyarrow]")
-    for run_col, col in (("run_requests", "requests"), ("run_prompt_tokens", "prompt_tokens"),
-                         ("run_completion_tokens", "completion_tokens"), ("run_request_seconds", "request_seconds"),
-                         ("run_cost_usd", "cost_usd")):
+    for run_col, col in (
+        ("run_requests", "requests"),
+        ("run_prompt_tokens", "prompt_tokens"),
+        ("run_completion_tokens", "completion_tokens"),
+        ("run_request_seconds", "request_seconds"),
+        ("run_cost_usd", "cost_usd"),
+    ):
         if run_col not in df.columns:
             df[run_col] = df[col]
     return df
@@ -355,13 +420,12 @@ def read_attribution_summary(run_dir: str | Path) -> AttributionSummary:
     d = Path(run_dir)
     acc = d / "accuracy.csv"
     if not acc.is_file():
-        raise RunFileError("no accuracy.csv here; was the run evaluated? (`agentcausal evaluate` writes it)",
-                           path=str(acc))
+        raise RunFileError(
+            "no accuracy.csv here; was the run evaluated? (`agentcausal evaluate` writes it)", path=str(acc)
+        )
     try:
         overall = pd.read_csv(acc)
         rows = pd.read_parquet(d / "results.parquet", columns=["trace_id", "method", "status", "error"])
     except Exception as exc:  # noqa: BLE001 - pandas/pyarrow raise several types for a torn file
         raise RunFileError(f"unreadable run file: {type(exc).__name__}: {str(exc)[:200]}", path=str(d)) from exc
     return AttributionSummary(overall, rows[rows["error"].notna()].reset_index(drop=True))
-
-

@@ -80,8 +80,21 @@ from agentcausal.llm import Gateway
 from agentcausal.traces.model import Attribution, Trace
 from agentcausal.traces.render import escape_data, render_conversation, render_steps, speaker
 
-__all__ = ["NAME", "PROMPT_VERSION", "PROMPT_VERSIONS", "PRESETS", "TEMPLATE", "PAPER_TEMPLATE", "PAPER_ROLE", "StepVerdict",
-           "StepErrorVerdict", "StepByStepSettings", "verdict_model", "build_messages", "run"]
+__all__ = [
+    "NAME",
+    "PROMPT_VERSION",
+    "PROMPT_VERSIONS",
+    "PRESETS",
+    "TEMPLATE",
+    "PAPER_TEMPLATE",
+    "PAPER_ROLE",
+    "StepVerdict",
+    "StepErrorVerdict",
+    "StepByStepSettings",
+    "verdict_model",
+    "build_messages",
+    "run",
+]
 
 NAME = "step_by_step"
 #: version of each prompt set
@@ -99,9 +112,11 @@ PAPER_TEMPLATE = (
 )
 
 #: the ``paper`` reply's criterion, the same in prompt and schema
-_PAPER_CRITERION = ("true (yes) if the most recent step contains an error that could hinder the problem-solving "
-                    "process or lead to an incorrect solution (not overly critical: an error that clearly derails "
-                    "the process); false (no) otherwise")
+_PAPER_CRITERION = (
+    "true (yes) if the most recent step contains an error that could hinder the problem-solving "
+    "process or lead to an incorrect solution (not overly critical: an error that clearly derails "
+    "the process); false (no) otherwise"
+)
 
 #: the ``paper`` system message's role sentence (Who&When's code)
 PAPER_ROLE = "You are a precise step-by-step conversation evaluator."
@@ -184,11 +199,14 @@ def build_messages(trace: Trace, i: int, settings: StepByStepSettings, budget: i
     else:
         shown, who = render_steps(trace.steps[: i + 1], budget), trace.steps[i].agent
     template = PAPER_TEMPLATE if paper else TEMPLATE
-    user = template.format(task=task_block(trace, settings.with_ground_truth), trace=shown, i=i,
-                           agent=escape_data(who).replace("\n", " "))
-    instruction = ("Judge only whether the latest step shown contains an error that could hinder the task."
-                   if settings.prompts == "paper" else
-                   "Judge only whether the latest step shown is the decisive error.")
+    user = template.format(
+        task=task_block(trace, settings.with_ground_truth), trace=shown, i=i, agent=escape_data(who).replace("\n", " ")
+    )
+    instruction = (
+        "Judge only whether the latest step shown contains an error that could hinder the task."
+        if settings.prompts == "paper"
+        else "Judge only whether the latest step shown is the decisive error."
+    )
     return baseline_messages(instruction, user, PAPER_ROLE if settings.prompts == "paper" else None)
 
 
@@ -219,13 +237,16 @@ def run(trace: Trace, gw: Gateway, settings: StepByStepSettings) -> Attribution:
     reasons: list[str] = []
     unparsable: list[int] = []
     for i in range(len(trace)):
-        msgs, model = build_messages(trace, i, settings, budget), verdict_model(settings.reason_chars,
-                                                                               settings.prompts == "paper")
+        msgs, model = (
+            build_messages(trace, i, settings, budget),
+            verdict_model(settings.reason_chars, settings.prompts == "paper"),
+        )
         if settings.quote_evidence:  # one more reply field (off in every preset)
             msgs, model = ask_evidence(msgs), with_evidence(model)
         try:
-            reply = gw.structured(BASELINE_STAGE, msgs, model, item=usage_item(trace.id, NAME),
-                                  max_tokens=baseline_tokens(gw, settings))
+            reply = gw.structured(
+                BASELINE_STAGE, msgs, model, item=usage_item(trace.id, NAME), max_tokens=baseline_tokens(gw, settings)
+            )
         except StructuredOutputError:
             if settings.prompts != "paper":
                 raise
@@ -233,26 +254,55 @@ def run(trace: Trace, gw: Gateway, settings: StepByStepSettings) -> Attribution:
             reasons.append("unparsable verdict; taken as no")
             continue
         reasons.append(reply.reason)
-        if (reply.error if isinstance(reply, StepErrorVerdict) else reply.decisive):  # StepErrorVerdict: paper
-            return Attribution(trace_id=trace.id, method=NAME, step=i, agent=trace.steps[i].agent,
-                               reason=reply.reason, prompt_version=PROMPT_VERSIONS[settings.prompts],
-                               details={"asked": i + 1, "verdicts": reasons, "unparsable": unparsable,
-                                        "fallback": False}, candidates=single_answer(trace, i),
-                               **evidence_fields(getattr(reply, "evidence", None), trace.steps, i,
-                                                 asked=settings.quote_evidence))
-    details = {"asked": len(trace), "verdicts": reasons, "unparsable": unparsable,
-               "fallback": settings.on_no_yes == "last_step"}
+        if reply.error if isinstance(reply, StepErrorVerdict) else reply.decisive:  # StepErrorVerdict: paper
+            return Attribution(
+                trace_id=trace.id,
+                method=NAME,
+                step=i,
+                agent=trace.steps[i].agent,
+                reason=reply.reason,
+                prompt_version=PROMPT_VERSIONS[settings.prompts],
+                details={"asked": i + 1, "verdicts": reasons, "unparsable": unparsable, "fallback": False},
+                candidates=single_answer(trace, i),
+                **evidence_fields(getattr(reply, "evidence", None), trace.steps, i, asked=settings.quote_evidence),
+            )
+    details = {
+        "asked": len(trace),
+        "verdicts": reasons,
+        "unparsable": unparsable,
+        "fallback": settings.on_no_yes == "last_step",
+    }
     if settings.on_no_yes == "last_step":
         last = len(trace) - 1
-        return Attribution(trace_id=trace.id, method=NAME, step=last, agent=trace.steps[last].agent,
-                           reason="no step was judged decisive; fell back to the last step",
-                           prompt_version=PROMPT_VERSIONS[settings.prompts], details=details,
-                           candidates=single_answer(trace, last),
-                           evidence_note="no step was judged decisive" if settings.quote_evidence else None)
-    return Attribution(trace_id=trace.id, method=NAME, step=None, agent=None,
-                       reason="undetermined: no step was judged decisive",
-                       prompt_version=PROMPT_VERSIONS[settings.prompts], details=details)
+        return Attribution(
+            trace_id=trace.id,
+            method=NAME,
+            step=last,
+            agent=trace.steps[last].agent,
+            reason="no step was judged decisive; fell back to the last step",
+            prompt_version=PROMPT_VERSIONS[settings.prompts],
+            details=details,
+            candidates=single_answer(trace, last),
+            evidence_note="no step was judged decisive" if settings.quote_evidence else None,
+        )
+    return Attribution(
+        trace_id=trace.id,
+        method=NAME,
+        step=None,
+        agent=None,
+        reason="undetermined: no step was judged decisive",
+        prompt_version=PROMPT_VERSIONS[settings.prompts],
+        details=details,
+    )
 
 
-SPEC = register(MethodSpec(name=NAME, run=run, settings_model=StepByStepSettings, prompt_version=PROMPT_VERSION,
-                           stages=(BASELINE_STAGE,), presets=PRESETS))
+SPEC = register(
+    MethodSpec(
+        name=NAME,
+        run=run,
+        settings_model=StepByStepSettings,
+        prompt_version=PROMPT_VERSION,
+        stages=(BASELINE_STAGE,),
+        presets=PRESETS,
+    )
+)

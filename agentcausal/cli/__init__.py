@@ -41,8 +41,13 @@ def build_parser() -> argparse.ArgumentParser:
             raise
         mod.register(sub)
     for verb_parser in sub.choices.values():  # -v after the verb too; SUPPRESS keeps a -v given before it
-        verb_parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
-                                 help="log at INFO level (also accepted before the verb)")
+        verb_parser.add_argument(
+            "-v",
+            "--verbose",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help="log at INFO level (also accepted before the verb)",
+        )
     return parser
 
 
@@ -143,8 +148,10 @@ def quiet_task_failures(verbose: bool) -> None:
         return
     consoles = [s for s in (sys.stderr, sys.stdout, sys.__stderr__, sys.__stdout__) if s is not None]
     for handler in logging.getLogger().handlers:
-        if any(getattr(handler, "stream", None) is s for s in consoles) or type(handler).__name__ == \
-                "PrefectConsoleHandler":
+        if (
+            any(getattr(handler, "stream", None) is s for s in consoles)
+            or type(handler).__name__ == "PrefectConsoleHandler"
+        ):
             if not any(isinstance(f, OneLineTaskFailures) for f in handler.filters):
                 handler.addFilter(OneLineTaskFailures())
 

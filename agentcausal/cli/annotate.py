@@ -30,18 +30,30 @@ __all__ = ["register", "cmd_annotate"]
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``annotate`` verb."""
     p = subparsers.add_parser(
-        "annotate", help="write a run's blamed spans back: Phoenix span annotations and/or an OTLP JSON file",
+        "annotate",
+        help="write a run's blamed spans back: Phoenix span annotations and/or an OTLP JSON file",
         description="Send each blamed span of an attribution run back to the tracer: as a Phoenix span annotation "
         "(label 'decisive error', score = the method's confidence where it has one, explanation = reason and "
         "evidence, metadata: method, run, preset, model) and/or as OpenTelemetry GenAI evaluation log records "
         "(gen_ai.evaluation.result, keyed by trace and span id) in an OTLP JSON file. Only traces imported from "
-        "spans (OTel, OpenInference, Phoenix ...) have span ids to annotate.")
+        "spans (OTel, OpenInference, Phoenix ...) have span ids to annotate.",
+    )
     p.add_argument("run_dir", metavar="RUN_DIR", help="run folder written by `attribute` (results.parquet, run.json)")
-    p.add_argument("--phoenix", default=None, metavar="URL",
-                   help="the Phoenix server holding the spans, e.g. http://127.0.0.1:6006 (API key: PHOENIX_API_KEY)")
+    p.add_argument(
+        "--phoenix",
+        default=None,
+        metavar="URL",
+        help="the Phoenix server holding the spans, e.g. http://127.0.0.1:6006 (API key: PHOENIX_API_KEY)",
+    )
     p.add_argument("--otlp", default=None, metavar="FILE", help="OTLP JSON logs file to write (one LogsData document)")
-    p.add_argument("--method", "-m", action="append", dest="methods", metavar="NAME",
-                   help="only this method's results (repeatable; default all)")
+    p.add_argument(
+        "--method",
+        "-m",
+        action="append",
+        dest="methods",
+        metavar="NAME",
+        help="only this method's results (repeatable; default all)",
+    )
     p.set_defaults(func=cmd_annotate)
 
 
@@ -71,8 +83,10 @@ def cmd_annotate(args: argparse.Namespace) -> int:
         from agentcausal.tracers.phoenix import annotate_phoenix
 
         res = annotate_phoenix(args.run_dir, args.phoenix, methods=args.methods)
-        print(f"{res.written} span annotation(s) written to Phoenix at {args.phoenix} "
-              f"(name {', '.join(res.names) or '-'}; identifier {res.identifier})")
+        print(
+            f"{res.written} span annotation(s) written to Phoenix at {args.phoenix} "
+            f"(name {', '.join(res.names) or '-'}; identifier {res.identifier})"
+        )
         unplaced = res.unplaced
     if args.otlp:
         # start-up cost: loads pandas, pydantic, which `agentcausal --help` and every other verb would pay at import

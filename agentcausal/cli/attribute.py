@@ -80,55 +80,106 @@ __all__ = ["register", "cmd_attribute", "cmd_evaluate", "parse_sets", "parse_boo
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``attribute`` and ``evaluate`` verbs."""
     p = subparsers.add_parser(
-        "attribute", help="attribute failed traces to an agent and step with one or more methods",
+        "attribute",
+        help="attribute failed traces to an agent and step with one or more methods",
         description="Run attribution methods over traces (a Who&When folder, Who&When *.json files, or our "
-        "Trace *.jsonl) as a cached Prefect flow; write results.parquet and report.md to a run folder.")
+        "Trace *.jsonl) as a cached Prefect flow; write results.parquet and report.md to a run folder.",
+    )
     p.add_argument("paths", nargs="*", metavar="PATH", help="trace folder(s) or file(s) (or --from-phoenix URL)")
-    p.add_argument("--method", "-m", action="append", dest="methods", metavar="NAME",
-                   help="method to run (repeatable): all_at_once, step_by_step, binary_search, a2p, echo, dcfa, "
-                   "dcfa_gca_only (default: all_at_once)")
-    p.add_argument("--set", action="append", dest="sets", default=[], metavar="METHOD.FIELD=VALUE",
-                   help="a method setting (repeatable), e.g. step_by_step.on_no_yes=last_step; VALUE is JSON or text")
+    p.add_argument(
+        "--method",
+        "-m",
+        action="append",
+        dest="methods",
+        metavar="NAME",
+        help="method to run (repeatable): all_at_once, step_by_step, binary_search, a2p, echo, dcfa, "
+        "dcfa_gca_only (default: all_at_once)",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        dest="sets",
+        default=[],
+        metavar="METHOD.FIELD=VALUE",
+        help="a method setting (repeatable), e.g. step_by_step.on_no_yes=last_step; VALUE is JSON or text",
+    )
     p.add_argument("--limit", type=int, default=None, help="at most N traces (after --id and --max-steps)")
-    p.add_argument("--id", action="append", dest="ids", metavar="TRACE_ID",
-                   help="only this trace id (repeatable), e.g. Algorithm-Generated/38")
+    p.add_argument(
+        "--id",
+        action="append",
+        dest="ids",
+        metavar="TRACE_ID",
+        help="only this trace id (repeatable), e.g. Algorithm-Generated/38",
+    )
     p.add_argument("--max-steps", type=int, default=None, help="skip traces with more steps")
     p.add_argument("--out", default=None, metavar="DIR", help="run folder (default runs/attribute-<timestamp>)")
     add_settings_arguments(p)
     add_model_arguments(p)
     add_import_arguments(p)
-    p.add_argument("--no-ground-truth", action="store_true",
-                   help="no method sees the correct final answer (DCFA runs its no_truth variant; a method that "
-                   "cannot run without the answer is refused)")
-    p.add_argument("--preset", default=None, metavar="NAME",
-                   help="method-settings preset: paper (as the papers define the methods) or small (caps and "
-                   "wording for sub-2B models); default: the routing's preset")
-    p.add_argument("--repeats", type=int, default=1, metavar="K",
-                   help="run every (trace, method) K times (repeat r sent as sample/seed r); report mean ± std")
-    p.add_argument("--dry-run", action="store_true",
-                   help="print the run plan as one JSON object and exit (no model, no request, no API key)")
-    p.add_argument("--show-prompts", action="store_true",
-                   help="with --dry-run: print the messages every method would send for the first trace (or each "
-                   "--id), earlier replies as placeholders, instead of the plan")
+    p.add_argument(
+        "--no-ground-truth",
+        action="store_true",
+        help="no method sees the correct final answer (DCFA runs its no_truth variant; a method that "
+        "cannot run without the answer is refused)",
+    )
+    p.add_argument(
+        "--preset",
+        default=None,
+        metavar="NAME",
+        help="method-settings preset: paper (as the papers define the methods) or small (caps and "
+        "wording for sub-2B models); default: the routing's preset",
+    )
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        metavar="K",
+        help="run every (trace, method) K times (repeat r sent as sample/seed r); report mean ± std",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the run plan as one JSON object and exit (no model, no request, no API key)",
+    )
+    p.add_argument(
+        "--show-prompts",
+        action="store_true",
+        help="with --dry-run: print the messages every method would send for the first trace (or each "
+        "--id), earlier replies as placeholders, instead of the plan",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--skip-invalid", action="store_true",
-                   help="run the valid traces and list the invalid files (and JSONL lines) left out, instead of "
-                   "refusing the corpus; run.json records them under 'skipped'")
+    p.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="run the valid traces and list the invalid files (and JSONL lines) left out, instead of "
+        "refusing the corpus; run.json records them under 'skipped'",
+    )
     add_threads_argument(p)
     add_runner_arguments(p)
     add_input_arguments(p)
     add_run_folder_arguments(p)
-    p.add_argument("--chunk-size", type=int, default=None, metavar="N",
-                   help="traces per Prefect task (default 25, fewer when a method has under 8 chunks' worth, more when "
-                   "it would have over 400 chunks); 1 = a task run per (trace, method); each trace is stored on its "
-                   "own either way")
+    p.add_argument(
+        "--chunk-size",
+        type=int,
+        default=None,
+        metavar="N",
+        help="traces per Prefect task (default 25, fewer when a method has under 8 chunks' worth, more when "
+        "it would have over 400 chunks); 1 = a task run per (trace, method); each trace is stored on its "
+        "own either way",
+    )
     add_spend_arguments(p)  # after the run-folder options: it adds --resume only where they did not
     p.set_defaults(func=cmd_attribute)
 
-    e = subparsers.add_parser("evaluate", help="recompute accuracy tables and report.md of a run folder",
-                              description="Exact step/agent evaluation of a run folder written by `attribute`.")
-    e.add_argument("run_dir", metavar="RUN_DIR",
-                   help="run folder written by `attribute` (holds results.parquet and run.json), e.g. runs/dcfa5")
+    e = subparsers.add_parser(
+        "evaluate",
+        help="recompute accuracy tables and report.md of a run folder",
+        description="Exact step/agent evaluation of a run folder written by `attribute`.",
+    )
+    e.add_argument(
+        "run_dir",
+        metavar="RUN_DIR",
+        help="run folder written by `attribute` (holds results.parquet and run.json), e.g. runs/dcfa5",
+    )
     e.set_defaults(func=cmd_evaluate)
 
 
@@ -231,20 +282,38 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     with_truth = False if args.no_ground_truth else None
     resolved = resolve_methods(methods, sets, with_ground_truth=with_truth, preset=preset)  # fail fast
     imported = _imported(args)
-    plan_args = dict(methods=methods, resolved=resolved, preset=preset, routing=settings.routing,
-                     profiles_path=settings.profiles_path, ids=args.ids, limit=args.limit, max_steps=args.max_steps,
-                     repeats=args.repeats, skip_invalid=args.skip_invalid, require_truth=not args.no_ground_truth,
-                     **_provenance(args, imported))
+    plan_args = dict(
+        methods=methods,
+        resolved=resolved,
+        preset=preset,
+        routing=settings.routing,
+        profiles_path=settings.profiles_path,
+        ids=args.ids,
+        limit=args.limit,
+        max_steps=args.max_steps,
+        repeats=args.repeats,
+        skip_invalid=args.skip_invalid,
+        require_truth=not args.no_ground_truth,
+        **_provenance(args, imported),
+    )
     if args.dry_run:  # no model, no request, no key, nothing written; the same refusals as a run
         if args.show_prompts:
             from agentcausal.attribution.previews import show_prompts  # start-up cost (see cmd_attribute)
 
-            print(show_prompts(_prompt_traces(args), resolved, ids=args.ids, profiles_path=settings.profiles_path,
-                               routing=settings.routing))
+            print(
+                show_prompts(
+                    _prompt_traces(args),
+                    resolved,
+                    ids=args.ids,
+                    profiles_path=settings.profiles_path,
+                    routing=settings.routing,
+                )
+            )
             return 0
         corpus, skipped = _imported_traces(args) if imported else (None, [])
-        plan = _with_skipped(attribute_plan(args.paths, traces=corpus, keep_items=SHOWN_ITEMS, **plan_args),
-                             skipped, args)
+        plan = _with_skipped(
+            attribute_plan(args.paths, traces=corpus, keep_items=SHOWN_ITEMS, **plan_args), skipped, args
+        )
         print(plan.dumps())
         print_estimate(plan, args.max_cost)  # stderr: stdout stays one JSON object
         return run_check(settings.profiles_path, settings.routing, _stages(methods, resolved)) if args.check else 0
@@ -275,11 +344,19 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     from flows.runners import runner_choice_from_args  # (the same)
 
     quiet_task_failures(getattr(args, "verbose", False))  # Prefect's handlers exist now
-    run_attribute(paths, list(resolved), settings=settings, out_dir=str(run_dir), plan=str(plan_file),
-                  max_cost=args.max_cost, spent_before_usd=spent_before(args),
-                  progress=not args.no_progress and sys.stderr.isatty(), runner=runner_choice_from_args(args),
-                  meta={**({"model": model_facts} if model_facts else {}), **run_name_meta(args)} or None,
-                  chunk_size=args.chunk_size)
+    run_attribute(
+        paths,
+        list(resolved),
+        settings=settings,
+        out_dir=str(run_dir),
+        plan=str(plan_file),
+        max_cost=args.max_cost,
+        spent_before_usd=spent_before(args),
+        progress=not args.no_progress and sys.stderr.isatty(),
+        runner=runner_choice_from_args(args),
+        meta={**({"model": model_facts} if model_facts else {}), **run_name_meta(args)} or None,
+        chunk_size=args.chunk_size,
+    )
     return _print_run(str(run_dir))
 
 
@@ -299,8 +376,10 @@ def _imported_traces(args: argparse.Namespace) -> tuple[list[tuple[str, Trace]],
     """
     corpus, skipped = import_corpus(args)
     if not corpus:
-        raise TraceFormatError("no valid trace to run (every trace was skipped)",
-                               path=", ".join([*args.paths, *([args.from_phoenix] if args.from_phoenix else [])]))
+        raise TraceFormatError(
+            "no valid trace to run (every trace was skipped)",
+            path=", ".join([*args.paths, *([args.from_phoenix] if args.from_phoenix else [])]),
+        )
     return corpus, skipped
 
 
@@ -348,7 +427,9 @@ def _remove_new_run_folder(run_dir: Path) -> None:
 
 
 #: ``EndpointUnreachableError: profile 'P': endpoint URL unreachable after retries: CAUSE`` in a row's error
-_UNREACHABLE = re.compile(r"EndpointUnreachableError: profile '([^']*)': endpoint (\S+) unreachable after retries: (.*)")
+_UNREACHABLE = re.compile(
+    r"EndpointUnreachableError: profile '([^']*)': endpoint (\S+) unreachable after retries: (.*)"
+)
 
 
 def unreachable_summary(failures: Any, rows: int) -> str | None:
@@ -375,8 +456,10 @@ def unreachable_summary(failures: Any, rows: int) -> str | None:
     first = hits[0]
     if first is None or not all(hits):
         return None
-    return (f"endpoint unreachable: {first.group(1)} at {first.group(2)} — {first.group(3).strip()} "
-            f"(all {rows} row(s) failed; nothing was cached)")
+    return (
+        f"endpoint unreachable: {first.group(1)} at {first.group(2)} — {first.group(3).strip()} "
+        f"(all {rows} row(s) failed; nothing was cached)"
+    )
 
 
 def _print_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool = False) -> int:
@@ -397,21 +480,31 @@ def _print_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool
         shown, path = read_attribution_summary(run_dir), Path(run_dir) / "report.md"
     overall, failures = shown.overall, shown.failures
     print(console_summary(load_results(run_dir), accuracy_text(shown), run_dir))  # unlabelled: the blamed steps
-    st: dict[Any, int] = (failures["status"].value_counts().to_dict()
-                          if "status" in failures and len(failures) else {})
+    st: dict[Any, int] = failures["status"].value_counts().to_dict() if "status" in failures and len(failures) else {}
     if st.get("not_run", 0) and "error" in failures:  # the circuit breaker's not_run rows are failures (exit 4)
-        down = int((failures["status"].eq("not_run") & failures["error"].astype(str).str.startswith(
-            "EndpointDownError")).sum())
+        down = int(
+            (failures["status"].eq("not_run") & failures["error"].astype(str).str.startswith("EndpointDownError")).sum()
+        )
         st = {**st, "not_run": st["not_run"] - down, "failed": st.get("failed", 0) + down}
     if st.get("not_run", 0):  # held back by --max-cost: not failures
-        print(f"\n{st['not_run']} (trace, method) pairs not run (budget: --max-cost); the same command with --resume "
-              "and a higher --max-cost runs them.")
+        print(
+            f"\n{st['not_run']} (trace, method) pairs not run (budget: --max-cost); the same command with --resume "
+            "and a higher --max-cost runs them."
+        )
     if len(failures) - st.get("not_run", 0):
-        print(f"\n{len(failures) - st.get('not_run', 0)} failed (trace, method) pairs; see the report."
-              + (f" {st.get('failed', 0)} failed in this run (not cached; the next run retries them)."
-                 if st.get("failed", 0) else "")
-              + (f" {st.get('content_failed', 0)} content failures (cached; --retry-failed recomputes them)."
-                 if st.get("content_failed", 0) else ""))
+        print(
+            f"\n{len(failures) - st.get('not_run', 0)} failed (trace, method) pairs; see the report."
+            + (
+                f" {st.get('failed', 0)} failed in this run (not cached; the next run retries them)."
+                if st.get("failed", 0)
+                else ""
+            )
+            + (
+                f" {st.get('content_failed', 0)} content failures (cached; --retry-failed recomputes them)."
+                if st.get("content_failed", 0)
+                else ""
+            )
+        )
     print_spend(run_dir)  # the actual spend beside the estimate (run.json)
     print(f"\nrun folder: {run_dir}\nreport:     {path}")
     if not exit_on_unreachable:  # `evaluate`: a report of a run, not the run
@@ -440,9 +533,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from agentcausal.report.discovery import summary_text, write_report  # start-up cost (see cmd_attribute
 
     if run_kind(run_dir) == "discover":
-
-        print(f"agentcausal: {run_dir} is a discovery run; re-reporting it as "
-              f"`agentcausal discover --report {run_dir}` does", file=sys.stderr)
+        print(
+            f"agentcausal: {run_dir} is a discovery run; re-reporting it as "
+            f"`agentcausal discover --report {run_dir}` does",
+            file=sys.stderr,
+        )
         files = write_report(str(run_dir))
         print(summary_text(files.frame))
         print(f"\nrun folder: {files.run_dir}\nreport:     {files.report}")
@@ -454,5 +549,9 @@ def _stages(methods: list[str], resolved: dict[str, dict[str, Any]]) -> set[str]
     """The stages the run calls (a no-truth run scores with a judge, not the embedder)."""
     from agentcausal.attribution.registry import get_method  # start-up cost (see cmd_attribute)
 
-    return {st for m in methods for st in get_method(m).stages
-            if resolved[m].get("with_ground_truth", True) or not st.endswith(".embed")}
+    return {
+        st
+        for m in methods
+        for st in get_method(m).stages
+        if resolved[m].get("with_ground_truth", True) or not st.endswith(".embed")
+    }

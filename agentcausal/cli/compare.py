@@ -20,10 +20,13 @@ __all__ = ["register", "cmd_compare"]
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``compare`` verb."""
-    p = subparsers.add_parser("compare", help="compare two run folders with paired tests",
-                              description="Compare two run folders of the same kind (attribution or discovery): "
-                              "per method the metrics of A and B, their difference and a paired test on the shared "
-                              "items; flipped items; cost. Markdown to stdout, HTML to --out.")
+    p = subparsers.add_parser(
+        "compare",
+        help="compare two run folders with paired tests",
+        description="Compare two run folders of the same kind (attribution or discovery): "
+        "per method the metrics of A and B, their difference and a paired test on the shared "
+        "items; flipped items; cost. Markdown to stdout, HTML to --out.",
+    )
     p.add_argument("run_a", metavar="RUN_A", help="run folder A (the baseline)")
     p.add_argument("run_b", metavar="RUN_B", help="run folder B")
     p.add_argument("--out", default=None, help="HTML file (default: RUN_B/compare.html)")

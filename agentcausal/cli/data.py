@@ -32,8 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub = p.add_subparsers(dest="data_verb", metavar="ACTION", required=True)
     f = sub.add_parser("fetch", help="download a dataset", description="Download a dataset from its public home.")
     f.add_argument("dataset", choices=DATASETS)
-    f.add_argument("--dest", default=None,
-                   help="target folder (default: the who_and_when_dir, mast_dir or agentrx_dir setting)")
+    f.add_argument(
+        "--dest", default=None, help="target folder (default: the who_and_when_dir, mast_dir or agentrx_dir setting)"
+    )
     f.add_argument("--url", default=None, help="archive URL (default: the GitHub repository zip)")
     f.add_argument("--timeout", type=float, default=60.0, help="network timeout, seconds")
     f.add_argument("--force", action="store_true", help="replace an existing copy")
@@ -55,8 +56,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     if args.dataset in ("mast", "agentrx"):
         return _fetch_hub(args, RunSettings.from_env())
     dest = args.dest or RunSettings.from_env().who_and_when_dir
-    out = fetch_who_and_when(dest, url=args.url or WHO_AND_WHEN_ZIP_URL, timeout_s=args.timeout,
-                             overwrite=args.force)
+    out = fetch_who_and_when(dest, url=args.url or WHO_AND_WHEN_ZIP_URL, timeout_s=args.timeout, overwrite=args.force)
     traces = load_who_and_when(out)
     counts = {s: sum(t.source == s for t in traces) for s in sorted({t.source for t in traces})}
     print(f"Who&When: {len(traces)} traces in {out} ({', '.join(f'{k} {v}' for k, v in counts.items())})")
@@ -77,6 +77,8 @@ def _fetch_hub(args: argparse.Namespace, settings: RunSettings) -> int:
 
     out = fetch_agentrx(args.dest or settings.agentrx_dir, timeout_s=args.timeout, overwrite=args.force)
     traces = load_agentrx(out)
-    print(f"AgentRx: {len(traces)} trajectories in {out} ({sum(t.label is not None for t in traces)} with "
-          "a root-cause step)")
+    print(
+        f"AgentRx: {len(traces)} trajectories in {out} ({sum(t.label is not None for t in traces)} with "
+        "a root-cause step)"
+    )
     return 0

@@ -28,22 +28,37 @@ __all__ = ["register", "cmd_demo"]
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``demo`` verb."""
     p = subparsers.add_parser(
-        "demo", help="run the main job: attribution and causal discovery on real inputs",
+        "demo",
+        help="run the main job: attribution and causal discovery on real inputs",
         description="Failure attribution (All-at-Once, Step-by-Step, Binary-Search, DCFA) on example and real "
         "Who&When traces, then MAC and the statistical baselines on bnlearn networks and Auto MPG, on the "
         "active routing (default: the embedded model). Prints the accuracy and SHD/NHD/F1 tables and writes "
-        "everything to a run folder. Reruns come from the cache.")
+        "everything to a run folder. Reruns come from the cache.",
+    )
     p.add_argument("--quick", action="store_true", help="a smaller smoke selection (a few minutes)")
     p.add_argument("--out", default=None, metavar="DIR", help="run folder (default runs/demo-<timestamp>)")
     add_settings_arguments(p)
     add_model_arguments(p)
-    p.add_argument("--who-and-when", default=None, metavar="DIR",
-                   help="Who&When folder (default: $AGENTCAUSAL_WHO_AND_WHEN_DIR or data/who_and_when)")
-    p.add_argument("--threads", type=int, default=None, metavar="N",
-                   help="CPU threads of the embedded model (default: every core, since the demo owns the machine; "
-                   "$AGENTCAUSAL_PROFILE_EMBEDDED_THREADS wins; use fewer when other work shares the machine)")
-    p.add_argument("--preset", default=None, metavar="NAME",
-                   help="method-settings preset: paper or small; default: the routing's preset")
+    p.add_argument(
+        "--who-and-when",
+        default=None,
+        metavar="DIR",
+        help="Who&When folder (default: $AGENTCAUSAL_WHO_AND_WHEN_DIR or data/who_and_when)",
+    )
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="CPU threads of the embedded model (default: every core, since the demo owns the machine; "
+        "$AGENTCAUSAL_PROFILE_EMBEDDED_THREADS wins; use fewer when other work shares the machine)",
+    )
+    p.add_argument(
+        "--preset",
+        default=None,
+        metavar="NAME",
+        help="method-settings preset: paper or small; default: the routing's preset",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_demo)
 
@@ -72,14 +87,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
     preset_values({}, preset)  # an unknown preset fails here, before any work
     plan = demo_selection(settings.who_and_when_dir, quick=args.quick, out_dir=args.out)
 
-    settings.check_routes({st for m in plan.attribution_methods for st in get_method(m).stages}
-                          | {st for m in plan.llm_methods for st in method_stages(m, DiscoveryConfig())})
+    settings.check_routes(
+        {st for m in plan.attribution_methods for st in get_method(m).stages}
+        | {st for m in plan.llm_methods for st in method_stages(m, DiscoveryConfig())}
+    )
     for note in plan.notes:
         print(f"note: {note}", file=sys.stderr)
-    print(f"agentcausal demo: {len(plan.trace_paths)} trace files x {len(plan.attribution_methods)} attribution "
-          f"methods; MAC on {', '.join(plan.llm_datasets)}; statistical baselines on "
-          f"{len(plan.datasets)} datasets; routing {settings.routing!r}, preset {preset!r}",
-          file=sys.stderr)
+    print(
+        f"agentcausal demo: {len(plan.trace_paths)} trace files x {len(plan.attribution_methods)} attribution "
+        f"methods; MAC on {', '.join(plan.llm_datasets)}; statistical baselines on "
+        f"{len(plan.datasets)} datasets; routing {settings.routing!r}, preset {preset!r}",
+        file=sys.stderr,
+    )
     # start-up cost: loads pydantic, which `agentcausal --help` and every other verb would pay at import
     from agentcausal.cli.run_folder_options import starting_prefect
 

@@ -64,71 +64,140 @@ __all__ = ["register", "cmd_discover", "build_config", "check_datasets"]
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``discover`` verb."""
     p = subparsers.add_parser(
-        "discover", help="causal discovery: MAC, its ablations, an LLM baseline and statistical baselines",
+        "discover",
+        help="causal discovery: MAC, its ablations, an LLM baseline and statistical baselines",
         description="Run causal-discovery methods over benchmark or user datasets and seeds as a cached Prefect "
-        "flow; write results.parquet, report.md and graph drawings to a run folder and print SHD / NHD / F1.")
-    p.add_argument("--dataset", "-d", action="append", dest="datasets", metavar="NAME|PATH",
-                   help="benchmark (earthquake, cancer, survey, asia, child, sachs, alarm, auto_mpg; 'main' = the "
-                   "six of the main table; 'all' = all eight) or a .csv/.parquet file with its .json metadata "
-                   "beside it (or DATA::META): {\"variables\": {column: description}, \"domain\": str, \"true_edges\": "
-                   "[[cause, effect], ...] (optional; no true graph -> no SHD/F1), \"data_type\", \"missing_values\"} "
-                   "-- see docs/inputs.md; repeatable")
-    p.add_argument("--method", "-m", action="append", dest="methods", metavar="NAME",
-                   help="mac, mac_single, dcm_only, mdm_only, llm_zero_shot, react, llm_scd, ils_csl, pc, fci, ges, "
-                   "exact_search, "
-                   "direct_lingam, or 'statistical' (the five); repeatable (default: mac)")
-    p.add_argument("--anonymise", action="append", choices=("none", "names", "all"), metavar="MODE",
-                   help="memorisation control, repeatable: run each LLM method once per mode: none (as is), "
-                   "names (neutral variable ids, descriptions kept), all (ids only: descriptions, states and "
-                   "domain dropped); the report shows the modes side by side (default: none)")
-    p.add_argument("--llm-dataset", action="append", dest="llm_datasets", metavar="NAME",
-                   help="run LLM methods only on this dataset (repeatable; default: every dataset); "
-                   "statistical methods run on all")
+        "flow; write results.parquet, report.md and graph drawings to a run folder and print SHD / NHD / F1.",
+    )
+    p.add_argument(
+        "--dataset",
+        "-d",
+        action="append",
+        dest="datasets",
+        metavar="NAME|PATH",
+        help="benchmark (earthquake, cancer, survey, asia, child, sachs, alarm, auto_mpg; 'main' = the "
+        "six of the main table; 'all' = all eight) or a .csv/.parquet file with its .json metadata "
+        'beside it (or DATA::META): {"variables": {column: description}, "domain": str, "true_edges": '
+        '[[cause, effect], ...] (optional; no true graph -> no SHD/F1), "data_type", "missing_values"} '
+        "-- see docs/inputs.md; repeatable",
+    )
+    p.add_argument(
+        "--method",
+        "-m",
+        action="append",
+        dest="methods",
+        metavar="NAME",
+        help="mac, mac_single, dcm_only, mdm_only, llm_zero_shot, react, llm_scd, ils_csl, pc, fci, ges, "
+        "exact_search, "
+        "direct_lingam, or 'statistical' (the five); repeatable (default: mac)",
+    )
+    p.add_argument(
+        "--anonymise",
+        action="append",
+        choices=("none", "names", "all"),
+        metavar="MODE",
+        help="memorisation control, repeatable: run each LLM method once per mode: none (as is), "
+        "names (neutral variable ids, descriptions kept), all (ids only: descriptions, states and "
+        "domain dropped); the report shows the modes side by side (default: none)",
+    )
+    p.add_argument(
+        "--llm-dataset",
+        action="append",
+        dest="llm_datasets",
+        metavar="NAME",
+        help="run LLM methods only on this dataset (repeatable; default: every dataset); "
+        "statistical methods run on all",
+    )
     p.add_argument("--seeds", type=int, nargs="+", default=[0], metavar="SEED", help="seeds (default: 0)")
     p.add_argument("--n", type=int, default=1000, help="rows sampled from a bnlearn network (default 1000)")
     p.add_argument("--out", default=None, metavar="DIR", help="run folder (default runs/discover-<timestamp>)")
     add_settings_arguments(p)
     add_model_arguments(p)
     g = p.add_argument_group("MAC")
-    g.add_argument("--rounds", type=int, nargs="+", default=None, metavar="R",
-                   help="Affirmative-Negative rounds per debate (1-5, default 1); several values run the rounds "
-                   "sweep in one run (paper §4.3): each MAC method once per value, its own row, e.g. 'mac (rounds 2)'")
+    g.add_argument(
+        "--rounds",
+        type=int,
+        nargs="+",
+        default=None,
+        metavar="R",
+        help="Affirmative-Negative rounds per debate (1-5, default 1); several values run the rounds "
+        "sweep in one run (paper §4.3): each MAC method once per value, its own row, e.g. 'mac (rounds 2)'",
+    )
     g.add_argument("--subset-size", type=int, default=None, help="rows of the subset S in the algorithm debate")
-    g.add_argument("--executor", choices=("auto", "typed", "coding"), default=None,
-                   help="auto (default; the small preset: typed): LLM-written causal-learn code in the sandbox "
-                   "where the sandbox works here, else typed (said in one line and marked in the rows); coding: "
-                   "refused where the sandbox cannot work; typed: run the chosen algorithm through the pool")
+    g.add_argument(
+        "--executor",
+        choices=("auto", "typed", "coding"),
+        default=None,
+        help="auto (default; the small preset: typed): LLM-written causal-learn code in the sandbox "
+        "where the sandbox works here, else typed (said in one line and marked in the rows); coding: "
+        "refused where the sandbox cannot work; typed: run the chosen algorithm through the pool",
+    )
     g.add_argument("--coding-attempts", type=int, default=None, help="scripts tried in coding mode (default 3)")
-    g.add_argument("--timeout", type=float, default=None, help="wall limit of one statistical algorithm, s "
-                   "(default 300)")
-    g.add_argument("--shd-reversal", type=int, choices=(1, 2), default=1,
-                   help="SHD cost of a reversed edge (default 1)")
-    p.add_argument("--preset", default=None, metavar="NAME",
-                   help="method-settings preset: paper or small; default: the routing's preset")
-    p.add_argument("--set", action="append", dest="sets", default=[], metavar="METHOD.FIELD=VALUE",
-                   help="a method setting (repeatable; after the preset and the MAC options above): METHOD is mac "
-                   "(MAC, mac_single, dcm_only, mdm_only; llm_zero_shot reads mac.max_tokens_scale), react, "
-                   "llm_scd or ils_csl, e.g. mac.rounds=2, react.max_steps=6; VALUE is JSON or text")
-    p.add_argument("--repeats", type=int, default=1, metavar="K",
-                   help="run every (dataset, seed, method) K times (repeat r sent as sample/seed r)")
-    p.add_argument("--dry-run", action="store_true",
-                   help="print the run plan as one JSON object and exit (no model, no request, no API key)")
-    p.add_argument("--show-prompts", action="store_true",
-                   help="print the messages each MAC agent would send (role, principles, procedure, output format; "
-                   "an earlier agent's reply shown as a placeholder) instead of the plan, and exit (no request)")
-    p.add_argument("--report", metavar="RUN_DIR", default=None,
-                   help="only recompute the tables and report of an existing run folder")
+    g.add_argument(
+        "--timeout", type=float, default=None, help="wall limit of one statistical algorithm, s (default 300)"
+    )
+    g.add_argument(
+        "--shd-reversal", type=int, choices=(1, 2), default=1, help="SHD cost of a reversed edge (default 1)"
+    )
+    p.add_argument(
+        "--preset",
+        default=None,
+        metavar="NAME",
+        help="method-settings preset: paper or small; default: the routing's preset",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        dest="sets",
+        default=[],
+        metavar="METHOD.FIELD=VALUE",
+        help="a method setting (repeatable; after the preset and the MAC options above): METHOD is mac "
+        "(MAC, mac_single, dcm_only, mdm_only; llm_zero_shot reads mac.max_tokens_scale), react, "
+        "llm_scd or ils_csl, e.g. mac.rounds=2, react.max_steps=6; VALUE is JSON or text",
+    )
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        metavar="K",
+        help="run every (dataset, seed, method) K times (repeat r sent as sample/seed r)",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the run plan as one JSON object and exit (no model, no request, no API key)",
+    )
+    p.add_argument(
+        "--show-prompts",
+        action="store_true",
+        help="print the messages each MAC agent would send (role, principles, procedure, output format; "
+        "an earlier agent's reply shown as a placeholder) instead of the plan, and exit (no request)",
+    )
+    p.add_argument(
+        "--report",
+        metavar="RUN_DIR",
+        default=None,
+        help="only recompute the tables and report of an existing run folder",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--skip-invalid", action="store_true",
-                   help="run the valid datasets and list the invalid user datasets left out, instead of refusing; "
-                   "run.json records them under 'skipped'")
+    p.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="run the valid datasets and list the invalid user datasets left out, instead of refusing; "
+        "run.json records them under 'skipped'",
+    )
     add_threads_argument(p)
     add_runner_arguments(p)
     add_input_arguments(p, datasets=True)
     add_run_folder_arguments(p)
-    p.add_argument("--chunk-size", type=int, default=None, metavar="N",
-                   help="(dataset, seed, method) runs per Prefect task (default 1: a task run each); each run "
-                   "is stored on its own either way")
+    p.add_argument(
+        "--chunk-size",
+        type=int,
+        default=None,
+        metavar="N",
+        help="(dataset, seed, method) runs per Prefect task (default 1: a task run each); each run "
+        "is stored on its own either way",
+    )
     add_spend_arguments(p)  # after the run-folder options: it adds --resume only where they did not
     p.set_defaults(func=cmd_discover)
 
@@ -148,8 +217,10 @@ def build_config(args: argparse.Namespace, preset: str | None = None):
     from agentcausal.discovery.mac.executor import resolve_executor
 
     # only MAC, mac_single and dcm_only run an executor: refuse or say "fallback" only for them
-    uses_dcm = any(m.lower().replace("-", "_").partition("@")[0] in ("mac", "mac_single", "dcm_only")
-                   for m in (getattr(args, "methods", None) or ["mac"]))
+    uses_dcm = any(
+        m.lower().replace("-", "_").partition("@")[0] in ("mac", "mac_single", "dcm_only")
+        for m in (getattr(args, "methods", None) or ["mac"])
+    )
     values = preset_values(getattr(mac_settings, "PRESETS", {}), preset) if preset else {}
     # --executor given, else the preset's (small: typed), else auto
     requested = getattr(args, "executor", None) or values.get("executor", "auto")
@@ -159,25 +230,38 @@ def build_config(args: argparse.Namespace, preset: str | None = None):
     # the preset's MAC values, then the options given (None = not given)
     rounds = getattr(args, "rounds", None) or []
     rounds = rounds if isinstance(rounds, list) else [rounds]
-    given = {"rounds": rounds[0] if len(set(rounds)) == 1 else None,  # several: the sweep's variants carry their own
-             "subset_size": getattr(args, "subset_size", None),
-             "executor": executor, "coding_attempts": getattr(args, "coding_attempts", None),
-             "algorithm_timeout_s": getattr(args, "timeout", None)}
+    given = {
+        "rounds": rounds[0] if len(set(rounds)) == 1 else None,  # several: the sweep's variants carry their own
+        "subset_size": getattr(args, "subset_size", None),
+        "executor": executor,
+        "coding_attempts": getattr(args, "coding_attempts", None),
+        "algorithm_timeout_s": getattr(args, "timeout", None),
+    }
     values.setdefault("algorithm_timeout_s", 300.0)  # the --timeout default
     values.update({k: v for k, v in given.items() if v is not None})
     timeout = getattr(args, "timeout", None)
-    models = {"mac": mac_settings.MACSettings, "react": react.ReActSettings, "llm_scd": llm_scd.LLMSCDSettings,
-              "ils_csl": ils_csl.ILSCSLSettings}
+    models = {
+        "mac": mac_settings.MACSettings,
+        "react": react.ReActSettings,
+        "llm_scd": llm_scd.LLMSCDSettings,
+        "ils_csl": ils_csl.ILSCSLSettings,
+    }
     sets = _discover_sets(getattr(args, "sets", None) or [], models)
     values.update(sets.get("mac", {}))
     try:
         mac = mac_settings.MACSettings(**values)
-        baselines = {name: models[name](**{**(preset_values(mod.PRESETS, preset) if preset else {}),
-                                           **sets.get(name, {})})
-                     for name, mod in (("react", react), ("llm_scd", llm_scd), ("ils_csl", ils_csl))}
+        baselines = {
+            name: models[name](**{**(preset_values(mod.PRESETS, preset) if preset else {}), **sets.get(name, {})})
+            for name, mod in (("react", react), ("llm_scd", llm_scd), ("ils_csl", ils_csl))
+        }
         samples = len(getattr(args, "seeds", None) or [0]) * max(1, getattr(args, "repeats", 1) or 1)
-        return DiscoveryConfig(mac=mac, algorithm_timeout_s=300.0 if timeout is None else timeout,
-                               executor_fallback=fallback, samples=samples, **baselines)
+        return DiscoveryConfig(
+            mac=mac,
+            algorithm_timeout_s=300.0 if timeout is None else timeout,
+            executor_fallback=fallback,
+            samples=samples,
+            **baselines,
+        )
     except ValidationError as exc:
         raise ConfigError(f"invalid MAC option: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from exc
 
@@ -194,8 +278,10 @@ def _discover_sets(items: list[str], models: dict[str, Any]) -> dict[str, dict[s
     sets = parse_sets(items)
     for method, values in sets.items():
         if method not in models:
-            raise ConfigError(f"--set {method}.{next(iter(values))}: discover settings belong to {', '.join(models)} "
-                              "(mac covers mac_single, dcm_only, mdm_only and llm_zero_shot)")
+            raise ConfigError(
+                f"--set {method}.{next(iter(values))}: discover settings belong to {', '.join(models)} "
+                "(mac covers mac_single, dcm_only, mdm_only and llm_zero_shot)"
+            )
         fields = models[method].model_fields
         for field, value in values.items():
             if method == "mac" and field == "executor":
@@ -219,8 +305,9 @@ def _expand(datasets: list[str]) -> list[str]:
     return out
 
 
-def check_datasets(specs: list[str], *, skip_invalid: bool = False,
-                   loaded: dict[str, Any] | None = None) -> tuple[list[str], list[dict[str, Any]]]:
+def check_datasets(
+    specs: list[str], *, skip_invalid: bool = False, loaded: dict[str, Any] | None = None
+) -> tuple[list[str], list[dict[str, Any]]]:
     """Validate every dataset before any work: benchmark names, and each user dataset read in full.
 
     User datasets are loaded as the flow will load them (same names, same
@@ -250,8 +337,11 @@ def check_datasets(specs: list[str], *, skip_invalid: bool = False,
         user = "::" in s or Path(s).suffix.lower() in (".csv", ".parquet", ".pq")
         key = s.lower().replace("-", "_")
         if not user and key not in BENCHMARKS and key not in ("auto", "autompg"):
-            raise DatasetError(f"unknown dataset; choose from {', '.join(BENCHMARKS)}, 'main', 'all', "
-                               "or a .csv/.parquet path (with its .json metadata beside it, or DATA::META)", name=s)
+            raise DatasetError(
+                f"unknown dataset; choose from {', '.join(BENCHMARKS)}, 'main', 'all', "
+                "or a .csv/.parquet path (with its .json metadata beside it, or DATA::META)",
+                name=s,
+            )
     names = unique_dataset_names(specs)
     errors: dict[str, DatasetError] = {}
     for s in specs:
@@ -266,8 +356,11 @@ def check_datasets(specs: list[str], *, skip_invalid: bool = False,
             if missing_summary(ds):  # rows dropped for a missing value (--drop-missing): said, and in run.json
                 print(f"agentcausal: note: {missing_summary(ds)}", file=sys.stderr)
             if ds.true_graph is None:
-                print(f"agentcausal: note: {names[s]} has no true graph (no \"true_edges\" in its metadata): "
-                      "SHD, NHD and F1 are shown as -", file=sys.stderr)
+                print(
+                    f'agentcausal: note: {names[s]} has no true graph (no "true_edges" in its metadata): '
+                    "SHD, NHD and F1 are shown as -",
+                    file=sys.stderr,
+                )
     if errors and not skip_invalid:
         raise next(iter(errors.values())) if len(errors) == 1 else InvalidDatasetsError(list(errors.values()))
     if errors:
@@ -336,15 +429,25 @@ def cmd_discover(args: argparse.Namespace) -> int:
     settings = apply_run_folder_arguments(args, settings)
     preset = args.preset or routing_preset(settings.profiles_path, settings.routing)
     config = build_config(args, preset)
-    plan = discover_plan(datasets, methods, config=config, preset=preset, routing=settings.routing,
-                         profiles_path=settings.profiles_path, n=args.n, repeats=args.repeats,
-                         anonymise=args.anonymise or [], seeds=args.seeds,  # [] = not asked: names as they are
-                         llm_datasets=_expand(llm_datasets) if llm_datasets else None,
-                         skipped=skipped if args.skip_invalid else None,
-                         loaded=loaded)  # user datasets as the check read them: not read again
+    plan = discover_plan(
+        datasets,
+        methods,
+        config=config,
+        preset=preset,
+        routing=settings.routing,
+        profiles_path=settings.profiles_path,
+        n=args.n,
+        repeats=args.repeats,
+        anonymise=args.anonymise or [],
+        seeds=args.seeds,  # [] = not asked: names as they are
+        llm_datasets=_expand(llm_datasets) if llm_datasets else None,
+        skipped=skipped if args.skip_invalid else None,
+        loaded=loaded,
+    )  # user datasets as the check read them: not read again
     if args.show_prompts:
-        print(render_previews(discover_previews(datasets, methods, config, n=args.n, seed=args.seeds[0],
-                                                loaded=loaded)))  # instructions whole, data blocks cut
+        print(
+            render_previews(discover_previews(datasets, methods, config, n=args.n, seed=args.seeds[0], loaded=loaded))
+        )  # instructions whole, data blocks cut
         return 0
     stages = {st for m in methods for st in method_stages(m, config)}
     if args.dry_run:
@@ -364,15 +467,32 @@ def cmd_discover(args: argparse.Namespace) -> int:
 
     quiet_task_failures(getattr(args, "verbose", False))  # Prefect's handlers exist now
     runner = runner_choice_from_args(args)
-    dropped = {ds.name: {k: ds.extra[k] for k in ("rows_read", "rows_dropped_missing", "missing_by_column")}
-               for ds in loaded.values() if ds.extra.get("rows_dropped_missing")}  # rows left out for missing values
-    run_discover(datasets, methods, seeds=args.seeds, n=args.n, settings=settings, plan=str(plan_file),
-                 out_dir=run_dir, reversal_cost=args.shd_reversal, chunk_size=args.chunk_size, max_cost=args.max_cost,
-                 spent_before_usd=spent_before(args),
-                 meta={**({"missing_values": dropped} if dropped else {}),
-                       **({"model": model_facts} if model_facts else {}), **run_name_meta(args)} or None,
-                 progress=not args.no_progress and sys.stderr.isatty(),
-                 runner=None if runner.kind.value == "thread" and runner.max_workers is None else runner)
+    dropped = {
+        ds.name: {k: ds.extra[k] for k in ("rows_read", "rows_dropped_missing", "missing_by_column")}
+        for ds in loaded.values()
+        if ds.extra.get("rows_dropped_missing")
+    }  # rows left out for missing values
+    run_discover(
+        datasets,
+        methods,
+        seeds=args.seeds,
+        n=args.n,
+        settings=settings,
+        plan=str(plan_file),
+        out_dir=run_dir,
+        reversal_cost=args.shd_reversal,
+        chunk_size=args.chunk_size,
+        max_cost=args.max_cost,
+        spent_before_usd=spent_before(args),
+        meta={
+            **({"missing_values": dropped} if dropped else {}),
+            **({"model": model_facts} if model_facts else {}),
+            **run_name_meta(args),
+        }
+        or None,
+        progress=not args.no_progress and sys.stderr.isatty(),
+        runner=None if runner.kind.value == "thread" and runner.max_workers is None else runner,
+    )
     frame = load_scored(run_dir)
     print(summary_text(frame, reversal_cost=args.shd_reversal))
     held = frame["status"] == "not_run" if "status" in frame else frame["error"] != frame["error"]
@@ -381,8 +501,10 @@ def cmd_discover(args: argparse.Namespace) -> int:
     if len(failed):
         print(f"\n{len(failed)} failed runs; see the report.")
     if held.any():  # held back by --max-cost: not failures
-        print(f"\n{int(held.sum())} runs not run (budget: --max-cost); the same command with --resume and a higher "
-              "--max-cost runs them.")
+        print(
+            f"\n{int(held.sum())} runs not run (budget: --max-cost); the same command with --resume and a higher "
+            "--max-cost runs them."
+        )
     print_spend(run_dir)  # the actual spend beside the estimate (run.json)
     print(f"\nrun folder: {run_dir}\nreport:     {Path(run_dir) / 'report.md'}")
 

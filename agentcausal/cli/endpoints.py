@@ -19,8 +19,9 @@ __all__ = ["CHECK_TIMEOUT_S", "check_endpoints"]
 CHECK_TIMEOUT_S = 5.0
 
 
-def check_endpoints(profiles_path: str | None, routing: str, stages: Iterable[str], *,
-                    timeout_s: float = CHECK_TIMEOUT_S) -> list[str]:
+def check_endpoints(
+    profiles_path: str | None, routing: str, stages: Iterable[str], *, timeout_s: float = CHECK_TIMEOUT_S
+) -> list[str]:
     """Check that every non-embedded chat endpoint the ``stages`` use answers ``GET /models``.
 
     Parameters
@@ -55,11 +56,17 @@ def check_endpoints(profiles_path: str | None, routing: str, stages: Iterable[st
         try:
             httpx.get(p.base_url.rstrip("/") + "/models", headers=headers, timeout=timeout_s)
         except httpx.TimeoutException:
-            raise EndpointCheckError(p.name, p.base_url, f"no answer to GET /models within {timeout_s:g} s; "
-                                     "is the server up and the address right?") from None
+            raise EndpointCheckError(
+                p.name,
+                p.base_url,
+                f"no answer to GET /models within {timeout_s:g} s; is the server up and the address right?",
+            ) from None
         except (httpx.TransportError, ValueError) as exc:
             cause = str(exc) or type(exc).__name__
-            raise EndpointCheckError(p.name, p.base_url, f"{cause} (GET /models); start the server or fix the "
-                                     "base URL (--base-url or the profile's base_url)") from None
+            raise EndpointCheckError(
+                p.name,
+                p.base_url,
+                f"{cause} (GET /models); start the server or fix the base URL (--base-url or the profile's base_url)",
+            ) from None
         checked.append(p.base_url)
     return checked

@@ -12,8 +12,17 @@ circuit breaker or its ``--max-cost``) do.
 
 from __future__ import annotations
 
-__all__ = ["OK", "ERROR", "BAD_INPUT", "FAILED_ROWS", "ENDPOINT_DOWN", "RUN_FOLDER_BUSY", "INTERRUPTED",
-           "EXIT_CODES", "epilog"]
+__all__ = [
+    "OK",
+    "ERROR",
+    "BAD_INPUT",
+    "FAILED_ROWS",
+    "ENDPOINT_DOWN",
+    "RUN_FOLDER_BUSY",
+    "INTERRUPTED",
+    "EXIT_CODES",
+    "epilog",
+]
 
 OK = 0  #: the run finished and every row was computed (content failures included)
 ERROR = 1  #: an unexpected error (a bug: please report the traceback)
@@ -29,7 +38,7 @@ EXIT_CODES = {
     ERROR: "unexpected error",
     BAD_INPUT: "bad input or options (nothing ran)",
     FAILED_ROWS: "done with rows not computed: failed, or not run under --max-cost (count on the last line; "
-                 "the next run, or --resume, computes them)",
+    "the next run, or --resume, computes them)",
     ENDPOINT_DOWN: "an endpoint was dead: stopped early (circuit breaker) or every row failed on it",
     RUN_FOLDER_BUSY: "the run folder is locked by another run",
     INTERRUPTED: "interrupted",

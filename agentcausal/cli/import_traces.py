@@ -26,8 +26,18 @@ from agentcausal.exceptions import ConfigError, InvalidTracesError, TraceFormatE
 from agentcausal.runs.folder import default_run_dir
 from agentcausal.traces.model import Trace
 
-__all__ = ["register", "cmd_import", "add_import_arguments", "load_with_options", "import_corpus", "phoenix_query",
-           "import_sources", "uses_importer", "prepare_corpus", "refuse_truthless"]
+__all__ = [
+    "register",
+    "cmd_import",
+    "add_import_arguments",
+    "load_with_options",
+    "import_corpus",
+    "phoenix_query",
+    "import_sources",
+    "uses_importer",
+    "prepare_corpus",
+    "refuse_truthless",
+]
 
 
 def add_import_arguments(p: argparse.ArgumentParser) -> None:
@@ -35,42 +45,73 @@ def add_import_arguments(p: argparse.ArgumentParser) -> None:
     # start-up cost: loads pydantic, which `agentcausal --help` and every other verb would pay at import
     from agentcausal.traces.importers import FORMATS
 
-    p.add_argument("--format", default="auto", choices=FORMATS,
-                   help="trace format of the paths (default auto: detected per file)")
-    p.add_argument("--labels", default=None, metavar="FILE",
-                   help="labels JSONL: per trace_id, ground_truth, mistake_agent, mistake_step (0-based), "
-                   "mistake_span_id")
-    p.add_argument("--logs", default=None, metavar="FILE",
-                   help="OTLP JSON logs file with the GenAI content events (semantic conventions v1.28-1.36)")
-    p.add_argument("--tool-agent", default=None, metavar="NAME",
-                   help="agent name for tool-result steps (default: the calling agent), e.g. Computer_terminal")
-    g = p.add_argument_group("Arize Phoenix source", "read traces from a running Phoenix server (besides any PATH); "
-                             "an API key is read from PHOENIX_API_KEY")
-    g.add_argument("--from-phoenix", default=None, metavar="URL",
-                   help="the Phoenix server, e.g. http://127.0.0.1:6006")
+    p.add_argument(
+        "--format", default="auto", choices=FORMATS, help="trace format of the paths (default auto: detected per file)"
+    )
+    p.add_argument(
+        "--labels",
+        default=None,
+        metavar="FILE",
+        help="labels JSONL: per trace_id, ground_truth, mistake_agent, mistake_step (0-based), mistake_span_id",
+    )
+    p.add_argument(
+        "--logs",
+        default=None,
+        metavar="FILE",
+        help="OTLP JSON logs file with the GenAI content events (semantic conventions v1.28-1.36)",
+    )
+    p.add_argument(
+        "--tool-agent",
+        default=None,
+        metavar="NAME",
+        help="agent name for tool-result steps (default: the calling agent), e.g. Computer_terminal",
+    )
+    g = p.add_argument_group(
+        "Arize Phoenix source",
+        "read traces from a running Phoenix server (besides any PATH); an API key is read from PHOENIX_API_KEY",
+    )
+    g.add_argument("--from-phoenix", default=None, metavar="URL", help="the Phoenix server, e.g. http://127.0.0.1:6006")
     g.add_argument("--phoenix-project", default="default", metavar="NAME", help="project name or id (default: default)")
-    g.add_argument("--since", default=None, metavar="WHEN",
-                   help="spans starting at or after WHEN select traces: ISO-8601 (2025-06-01T00:00:00Z) or a duration "
-                   "back from now (30m, 24h, 7d)")
+    g.add_argument(
+        "--since",
+        default=None,
+        metavar="WHEN",
+        help="spans starting at or after WHEN select traces: ISO-8601 (2025-06-01T00:00:00Z) or a duration "
+        "back from now (30m, 24h, 7d)",
+    )
     g.add_argument("--until", default=None, metavar="WHEN", help="... and before WHEN (same forms; default now)")
-    g.add_argument("--phoenix-filter", default=None, metavar="CONDITION",
-                   help="Phoenix's span filter condition, passed through unchanged, e.g. \"span_kind == 'LLM' and "
-                   "status_code == 'ERROR'\"; a trace is read whole when any of its spans in the window matches")
-    g.add_argument("--max-spans", type=int, default=100_000, metavar="N",
-                   help="at most N matching spans select traces (default 100000)")
+    g.add_argument(
+        "--phoenix-filter",
+        default=None,
+        metavar="CONDITION",
+        help="Phoenix's span filter condition, passed through unchanged, e.g. \"span_kind == 'LLM' and "
+        "status_code == 'ERROR'\"; a trace is read whole when any of its spans in the window matches",
+    )
+    g.add_argument(
+        "--max-spans",
+        type=int,
+        default=100_000,
+        metavar="N",
+        help="at most N matching spans select traces (default 100000)",
+    )
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``import`` verb."""
     p = subparsers.add_parser(
-        "import", help="convert recorded traces (OTel GenAI, OpenInference, AG2, LangSmith) into Trace JSONL",
-        description="Import trace files into our Trace JSONL; prints id, steps and agents per trace.")
+        "import",
+        help="convert recorded traces (OTel GenAI, OpenInference, AG2, LangSmith) into Trace JSONL",
+        description="Import trace files into our Trace JSONL; prints id, steps and agents per trace.",
+    )
     p.add_argument("paths", nargs="*", metavar="PATH", help="trace file(s) or folder(s) (or --from-phoenix)")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="Trace JSONL to write")
     add_import_arguments(p)
-    p.add_argument("--skip-invalid", action="store_true",
-                   help="import the valid traces and name every file and trace left out (unrecognised, malformed, "
-                   "no content: capture was off) instead of refusing the input")
+    p.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="import the valid traces and name every file and trace left out (unrecognised, malformed, "
+        "no content: capture was off) instead of refusing the input",
+    )
     p.set_defaults(func=cmd_import)
 
 
@@ -101,8 +142,14 @@ def phoenix_query(args: argparse.Namespace) -> Any:
         raise ConfigError(f"--since {args.since} is not before --until {args.until}")
     if args.max_spans < 1:
         raise ConfigError(f"--max-spans must be at least 1, got {args.max_spans}")
-    return PhoenixQuery(url=url, project=args.phoenix_project, start=start, end=end, filter=args.phoenix_filter,
-                        max_spans=args.max_spans)
+    return PhoenixQuery(
+        url=url,
+        project=args.phoenix_project,
+        start=start,
+        end=end,
+        filter=args.phoenix_filter,
+        max_spans=args.max_spans,
+    )
 
 
 def uses_importer(args: argparse.Namespace) -> bool:
@@ -147,7 +194,6 @@ def import_corpus(args: argparse.Namespace) -> tuple[list[tuple[str, Trace]], li
 
     q = phoenix_query(args)
     if not args.paths and q is None:
-
         raise ConfigError("give trace file(s) or folder(s), or --from-phoenix URL")
     corpus: list[tuple[str, Trace]] = []
     invalid: list[TraceFormatError] = []
@@ -201,8 +247,13 @@ def import_sources(args: argparse.Namespace) -> tuple[list[Any], Any]:
     q = phoenix_query(args)
     if q is not None:
         d = {k: v for k, v in q.describe().items() if v is not None and k not in ("phoenix", "project")}
-        sources.append(SourceFile(path=f"{q.url.rstrip('/')}/projects/{q.project}/spans"
-                                  + (f"?{urlencode(d)}" if d else ""), sha256=None, format="phoenix"))
+        sources.append(
+            SourceFile(
+                path=f"{q.url.rstrip('/')}/projects/{q.project}/spans" + (f"?{urlencode(d)}" if d else ""),
+                sha256=None,
+                format="phoenix",
+            )
+        )
     return sources, labels
 
 
@@ -231,10 +282,11 @@ def prepare_corpus(args: argparse.Namespace, traces: Sequence[Trace] | None = No
         return list(args.paths)
     traces = [t for _, t in import_corpus(args)[0]] if traces is None else traces
     if not traces:  # every trace skipped: say so about the user's inputs, before a run folder exists
-        raise TraceFormatError("no valid trace to run (every trace was skipped)",
-                               path=", ".join([*args.paths, *([args.from_phoenix] if args.from_phoenix else [])]))
+        raise TraceFormatError(
+            "no valid trace to run (every trace was skipped)",
+            path=", ".join([*args.paths, *([args.from_phoenix] if args.from_phoenix else [])]),
+        )
     if not args.out:
-
         args.out = default_run_dir("attribute")
     return [str(write_jsonl(traces, Path(args.out) / "traces.jsonl"))]
 

@@ -16,13 +16,21 @@ __all__ = ["add_input_arguments", "apply_input_arguments"]
 
 def add_input_arguments(p: argparse.ArgumentParser, *, datasets: bool = False) -> None:
     """Add ``--max-input-mb`` (and, for ``datasets``, ``--drop-missing``) to a verb's parser."""
-    p.add_argument("--max-input-mb", type=float, default=None, metavar="MIB",
-                   help=f"largest input file read, MiB (default {DEFAULT_MAX_INPUT_MB}, or ${MAX_INPUT_ENV}); "
-                   "a larger file is refused unread")
+    p.add_argument(
+        "--max-input-mb",
+        type=float,
+        default=None,
+        metavar="MIB",
+        help=f"largest input file read, MiB (default {DEFAULT_MAX_INPUT_MB}, or ${MAX_INPUT_ENV}); "
+        "a larger file is refused unread",
+    )
     if datasets:
-        p.add_argument("--drop-missing", action="store_true",
-                       help="drop the rows of a user dataset that hold a missing value (empty, NA, ?, ...), "
-                       "counted per column on the console and in run.json, instead of refusing the dataset")
+        p.add_argument(
+            "--drop-missing",
+            action="store_true",
+            help="drop the rows of a user dataset that hold a missing value (empty, NA, ?, ...), "
+            "counted per column on the console and in run.json, instead of refusing the dataset",
+        )
 
 
 def apply_input_arguments(args: argparse.Namespace) -> None:

@@ -32,8 +32,16 @@ from agentcausal.runs.heartbeat import HEARTBEAT_ENV, heartbeat_interval
 from agentcausal.runs.lock import LOCK_FILE, run_folder_lock
 from agentcausal.settings import DEFAULT_BREAKER_AFTER, RunSettings
 
-__all__ = ["RUN_FILES", "add_run_folder_arguments", "apply_run_folder_arguments", "claim_run_folder",
-           "holds_run", "run_name_meta", "starting_prefect", "failed_rows_exit"]
+__all__ = [
+    "RUN_FILES",
+    "add_run_folder_arguments",
+    "apply_run_folder_arguments",
+    "claim_run_folder",
+    "holds_run",
+    "run_name_meta",
+    "starting_prefect",
+    "failed_rows_exit",
+]
 
 #: files whose presence makes a folder a run folder
 RUN_FILES = ("run.json", "plan.json", "plan.items.jsonl", "results.parquet", "outcomes.jsonl")
@@ -51,22 +59,43 @@ def add_run_folder_arguments(p: argparse.ArgumentParser) -> None:
     ('nightly', True, False)
     """
     g = p.add_argument_group("run folder and scheduled runs")
-    g.add_argument("--name", dest="run_name", default=None, metavar="NAME",
-                   help="a name for the run: kept in run.json and used as the Prefect flow-run name")
+    g.add_argument(
+        "--name",
+        dest="run_name",
+        default=None,
+        metavar="NAME",
+        help="a name for the run: kept in run.json and used as the Prefect flow-run name",
+    )
     mode = g.add_mutually_exclusive_group()
-    mode.add_argument("--resume", action="store_true",
-                      help="--out holds a run: run the plan again into it; finished items are reused from the "
-                      "results store, only new or changed items are computed (a nightly job's mode)")
-    mode.add_argument("--force", action="store_true",
-                      help="--out holds a run: delete its contents and start over (the results store still "
-                      "answers finished items; add --refresh to recompute them)")
-    g.add_argument("--breaker-after", type=int, default=None, metavar="N",
-                   help=f"stop the run when one endpoint failed N jobs in a row (refused, 5xx or timed out after "
-                   f"the client's retries); the rest are marked not_run (default {DEFAULT_BREAKER_AFTER}, or "
-                   "$AGENTCAUSAL_BREAKER_AFTER; 0 = never)")
-    g.add_argument("--heartbeat", type=float, default=None, metavar="SECONDS",
-                   help="without a terminal: a line every SECONDS with items done, LLM calls and tokens so far "
-                   f"(default {heartbeat_interval():g}, or ${HEARTBEAT_ENV}; 0 = off)")
+    mode.add_argument(
+        "--resume",
+        action="store_true",
+        help="--out holds a run: run the plan again into it; finished items are reused from the "
+        "results store, only new or changed items are computed (a nightly job's mode)",
+    )
+    mode.add_argument(
+        "--force",
+        action="store_true",
+        help="--out holds a run: delete its contents and start over (the results store still "
+        "answers finished items; add --refresh to recompute them)",
+    )
+    g.add_argument(
+        "--breaker-after",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"stop the run when one endpoint failed N jobs in a row (refused, 5xx or timed out after "
+        f"the client's retries); the rest are marked not_run (default {DEFAULT_BREAKER_AFTER}, or "
+        "$AGENTCAUSAL_BREAKER_AFTER; 0 = never)",
+    )
+    g.add_argument(
+        "--heartbeat",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="without a terminal: a line every SECONDS with items done, LLM calls and tokens so far "
+        f"(default {heartbeat_interval():g}, or ${HEARTBEAT_ENV}; 0 = off)",
+    )
     p.epilog = epilog()
 
 
@@ -168,9 +197,13 @@ def run_name_meta(args: argparse.Namespace) -> dict[str, Any]:
 def starting_prefect() -> None:
     """Say on stderr that Prefect is starting (its import and temporary API take 20-40 s here, silently)."""
     url = os.environ.get("PREFECT_API_URL")
-    print(f"agentcausal: starting Prefect (API at {url})…" if url else
-          "agentcausal: starting Prefect (its temporary API server takes a while to start)…", file=sys.stderr,
-          flush=True)
+    print(
+        f"agentcausal: starting Prefect (API at {url})…"
+        if url
+        else "agentcausal: starting Prefect (its temporary API server takes a while to start)…",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def failed_rows_exit(run_meta: dict[str, Any], *, unit: str, unreachable: str | None = None) -> int:
@@ -206,6 +239,9 @@ def failed_rows_exit(run_meta: dict[str, Any], *, unit: str, unreachable: str | 
     if not failed and not not_run:
         return OK
     code = ENDPOINT_DOWN if stopped or unreachable else FAILED_ROWS
-    print(f"agentcausal: {failed + not_run} of {total} {unit}s not computed ({failed} failed, {not_run} not run); "
-          f"not cached: the next run computes them", file=sys.stderr)
+    print(
+        f"agentcausal: {failed + not_run} of {total} {unit}s not computed ({failed} failed, {not_run} not run); "
+        f"not cached: the next run computes them",
+        file=sys.stderr,
+    )
     return code

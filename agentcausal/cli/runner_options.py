@@ -30,9 +30,22 @@ def add_runner_arguments(parser: argparse.ArgumentParser) -> None:
     'tcp://10.0.0.5:8786'
     """
     g = parser.add_argument_group("scale-out")
-    g.add_argument("--runner", choices=RUNNERS, default="thread",
-                   help="where tasks run: threads of this process (default) or a Dask cluster (prefect-dask)")
-    g.add_argument("--dask-address", default=None, metavar="tcp://HOST:PORT",
-                   help="with --runner dask: a running Dask scheduler (default: start a local cluster)")
-    g.add_argument("--dask-workers", type=int, default=None, metavar="N",
-                   help="with --runner dask and no address: local worker processes (default: Dask's choice)")
+    g.add_argument(
+        "--runner",
+        choices=RUNNERS,
+        default="thread",
+        help="where tasks run: threads of this process (default) or a Dask cluster (prefect-dask)",
+    )
+    g.add_argument(
+        "--dask-address",
+        default=None,
+        metavar="tcp://HOST:PORT",
+        help="with --runner dask: a running Dask scheduler (default: start a local cluster)",
+    )
+    g.add_argument(
+        "--dask-workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --runner dask and no address: local worker processes (default: Dask's choice)",
+    )

@@ -45,18 +45,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Serve the packaged model (or any GGUF) through llama.cpp's OpenAI-compatible server "
         "on 127.0.0.1 until Ctrl-C.",
     )
-    p.add_argument("--gguf", default="0.5b", metavar="MODEL",
-                   help="which GGUF to serve: 0.5b (default, packaged Qwen2.5-Coder-0.5B Q4_K_M), 1.5b, or a GGUF "
-                   "file path (the pipeline verbs' --model names a model on an endpoint; this one a file)")
+    p.add_argument(
+        "--gguf",
+        default="0.5b",
+        metavar="MODEL",
+        help="which GGUF to serve: 0.5b (default, packaged Qwen2.5-Coder-0.5B Q4_K_M), 1.5b, or a GGUF "
+        "file path (the pipeline verbs' --model names a model on an endpoint; this one a file)",
+    )
     p.add_argument("--port", type=int, default=None, help="port (default: a free one)")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
-    p.add_argument("--slots", type=int, default=2,
-                   help="parallel decoding slots with --no-reproducible (default 2; reproducible serving has one)")
+    p.add_argument(
+        "--slots",
+        type=int,
+        default=2,
+        help="parallel decoding slots with --no-reproducible (default 2; reproducible serving has one)",
+    )
     p.add_argument("--ctx", type=int, default=8192, help="context tokens per slot (default 8192)")
     p.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores but one)")
-    p.add_argument("--reproducible", action=argparse.BooleanOptionalAction, default=True,
-                   help="one reply per request whatever ran before or beside it: one slot, batch-independent "
-                        "kernels (default; docs/embedded.md); --no-reproducible: --slots slots, faster")
+    p.add_argument(
+        "--reproducible",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="one reply per request whatever ran before or beside it: one slot, batch-independent "
+        "kernels (default; docs/embedded.md); --no-reproducible: --slots slots, faster",
+    )
     p.set_defaults(func=serve_local)
     _register_serve(subparsers)
 
@@ -64,16 +76,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _register_serve(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``serve`` verb (scheduled deployments)."""
     p = subparsers.add_parser(
-        "serve", help="serve the scheduled flow deployments of deploy/prefect.yaml (prefect.serve)",
+        "serve",
+        help="serve the scheduled flow deployments of deploy/prefect.yaml (prefect.serve)",
         description="Serve the attribute and discover deployments (cron schedules, parameters) from this "
-        "process until Ctrl-C. Needs a Prefect server: `prefect server start` and PREFECT_API_URL.")
+        "process until Ctrl-C. Needs a Prefect server: `prefect server start` and PREFECT_API_URL.",
+    )
     p.add_argument("--file", default=None, metavar="YAML", help="deployment file (default: deploy/prefect.yaml)")
-    p.add_argument("--only", action="append", default=None, metavar="NAME",
-                   help="serve only this deployment (repeatable), e.g. attribute/who-and-when-nightly")
+    p.add_argument(
+        "--only",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="serve only this deployment (repeatable), e.g. attribute/who-and-when-nightly",
+    )
     p.add_argument("--limit", type=int, default=None, help="most flow runs at once (default: no limit)")
-    p.add_argument("--list", action="store_true",
-                   help="check the file and every deployment's inputs, list deployments and schedules, exit "
-                   "(exit 1 when an input is missing)")
+    p.add_argument(
+        "--list",
+        action="store_true",
+        help="check the file and every deployment's inputs, list deployments and schedules, exit "
+        "(exit 1 when an input is missing)",
+    )
     p.set_defaults(func=cmd_serve)
 
 
@@ -104,9 +126,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 if not c.exists and active:
                     missing.append(f"{s.name}: {c.value}")
         if missing:
-            print(f"agentcausal: error: {len(missing)} deployment input(s) missing: {'; '.join(missing)} "
-                  "(set AGENTCAUSAL_WHO_AND_WHEN_DIR or run `agentcausal data fetch who-and-when` for the "
-                  "Who&When corpus)", file=sys.stderr)
+            print(
+                f"agentcausal: error: {len(missing)} deployment input(s) missing: {'; '.join(missing)} "
+                "(set AGENTCAUSAL_WHO_AND_WHEN_DIR or run `agentcausal data fetch who-and-when` for the "
+                "Who&When corpus)",
+                file=sys.stderr,
+            )
             return 1
         return 0
     fs.serve(path, only=args.only, limit=args.limit)
@@ -157,24 +182,43 @@ def serve_local(args: argparse.Namespace, *, stop: threading.Event | None = None
     from agentcausal.llm.packaged import packaged_model_path
 
     model = args.gguf
-    path = Path(model).expanduser() if (model.endswith(".gguf") or Path(model).expanduser().is_file()) \
+    path = (
+        Path(model).expanduser()
+        if (model.endswith(".gguf") or Path(model).expanduser().is_file())
         else packaged_model_path(model)
+    )
     alias = path.stem
     stop = stop or threading.Event()
     restore = _stop_on_signals(stop)
     try:
-        srv = local.start_server(path, n_parallel=args.slots, ctx_per_slot=args.ctx, port=args.port,
-                                 host=args.host, threads=args.threads, alias=alias,
-                                 deterministic=getattr(args, "reproducible", True))
+        srv = local.start_server(
+            path,
+            n_parallel=args.slots,
+            ctx_per_slot=args.ctx,
+            port=args.port,
+            host=args.host,
+            threads=args.threads,
+            alias=alias,
+            deterministic=getattr(args, "reproducible", True),
+        )
         try:
             reproducible = getattr(args, "reproducible", True)
-            print(f"serving {path} ({1 if reproducible else args.slots} slots x {args.ctx} tokens) as model "
-                  f"{alias!r}" + (", reproducible" if reproducible else ""), flush=True)
+            print(
+                f"serving {path} ({1 if reproducible else args.slots} slots x {args.ctx} tokens) as model "
+                f"{alias!r}" + (", reproducible" if reproducible else ""),
+                flush=True,
+            )
             print(f"base URL: {srv.base_url}", flush=True)
-            print(f"share it with agentcausal runs:  export {local.SHARED_SERVER_ENV}={srv.base_url} "
-                  f"{local.SHARED_SERVER_KEY_ENV}={srv.api_key}", flush=True)
-            print(f"or route a profile to it:        AGENTCAUSAL_PROFILE_VLLM_BASE_URL={srv.base_url} "
-                  f"AGENTCAUSAL_PROFILE_VLLM_MODEL={alias} VLLM_API_KEY={srv.api_key}", flush=True)
+            print(
+                f"share it with agentcausal runs:  export {local.SHARED_SERVER_ENV}={srv.base_url} "
+                f"{local.SHARED_SERVER_KEY_ENV}={srv.api_key}",
+                flush=True,
+            )
+            print(
+                f"or route a profile to it:        AGENTCAUSAL_PROFILE_VLLM_BASE_URL={srv.base_url} "
+                f"AGENTCAUSAL_PROFILE_VLLM_MODEL={alias} VLLM_API_KEY={srv.api_key}",
+                flush=True,
+            )
             print("Ctrl-C to stop", flush=True)
             while not stop.wait(0.5):
                 pass

@@ -12,8 +12,15 @@ import argparse
 from agentcausal.exceptions import ConfigError
 from agentcausal.settings import RunSettings
 
-__all__ = ["add_settings_arguments", "settings_from_args", "add_model_arguments", "apply_model_arguments",
-           "route_stages", "add_threads_argument", "apply_threads"]
+__all__ = [
+    "add_settings_arguments",
+    "settings_from_args",
+    "add_model_arguments",
+    "apply_model_arguments",
+    "route_stages",
+    "add_threads_argument",
+    "apply_threads",
+]
 
 
 def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,21 +36,27 @@ def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
     True
     """
     parser.add_argument("--routing", default=None, help="LLM routing from the profiles file (default: 'default')")
-    parser.add_argument("--profiles", default=None,
-                        help="profiles TOML (default: packaged or $AGENTCAUSAL_PROFILES)")
+    parser.add_argument("--profiles", default=None, help="profiles TOML (default: packaged or $AGENTCAUSAL_PROFILES)")
     parser.add_argument("--cache-dir", default=None, help="cache root (default: cache/ or $AGENTCAUSAL_CACHE_DIR)")
-    parser.add_argument("--refresh", action="store_true",
-                        help="ignore cached results and LLM replies (rewrites them)")
-    parser.add_argument("--retry-failed", action="store_true",
-                        help="recompute cached results marked content_failed or degraded (complete ones are reused; "
-                             "failed ones are never cached and always retried)")
+    parser.add_argument("--refresh", action="store_true", help="ignore cached results and LLM replies (rewrites them)")
+    parser.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="recompute cached results marked content_failed or degraded (complete ones are reused; "
+        "failed ones are never cached and always retried)",
+    )
 
 
 def settings_from_args(args: argparse.Namespace, **overrides: object) -> RunSettings:
     """RunSettings from the options of :func:`add_settings_arguments` plus ``overrides`` (None = unset)."""
-    return RunSettings.from_env(routing=args.routing, profiles_path=args.profiles, cache_dir=args.cache_dir,
-                                refresh=True if args.refresh else None,
-                                retry_failed=True if getattr(args, "retry_failed", False) else None, **overrides)
+    return RunSettings.from_env(
+        routing=args.routing,
+        profiles_path=args.profiles,
+        cache_dir=args.cache_dir,
+        refresh=True if args.refresh else None,
+        retry_failed=True if getattr(args, "retry_failed", False) else None,
+        **overrides,
+    )
 
 
 #: the stages a ``--route`` may name besides ``default`` and ``embed`` (checked against the method registries
@@ -57,8 +70,9 @@ def route_stages() -> list[str]:
     from agentcausal.attribution.registry import get_method, method_names
     from agentcausal.discovery.mac.settings import BASELINE_STAGE, CODER_STAGE, DEBATE_STAGE
 
-    return sorted({st for m in method_names() for st in get_method(m).stages}
-                  | {DEBATE_STAGE, CODER_STAGE, BASELINE_STAGE})
+    return sorted(
+        {st for m in method_names() for st in get_method(m).stages} | {DEBATE_STAGE, CODER_STAGE, BASELINE_STAGE}
+    )
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
@@ -73,26 +87,51 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group(
         "models and endpoints on the command line (instead of writing a profiles file)",
         "--base-url/--model send every chat stage to one endpoint; --route sends one stage elsewhere "
-        "(over --routing or --base-url). --dry-run shows each stage's profile, model, endpoint and dialect.")
-    g.add_argument("--base-url", default=None, metavar="URL",
-                   help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (needs --model)")
+        "(over --routing or --base-url). --dry-run shows each stage's profile, model, endpoint and dialect.",
+    )
+    g.add_argument(
+        "--base-url",
+        default=None,
+        metavar="URL",
+        help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (needs --model)",
+    )
     g.add_argument("--model", default=None, metavar="NAME", help="model id on that endpoint (needs --base-url)")
-    g.add_argument("--api-key-env", default=None, metavar="VAR",
-                   help="environment variable holding --base-url's API key (default: no key)")
-    g.add_argument("--context-window", type=int, default=None, metavar="N",
-                   help="--base-url's context tokens when the server's /models does not report them (default 8192)")
-    g.add_argument("--embed-model", default=None, metavar="M",
-                   help="embedding model on --base-url's endpoint (default: the embedded local embedder)")
-    g.add_argument("--route", action="append", default=None, metavar="STAGE=TARGET", dest="routes",
-                   help="send one stage to another model (repeatable). TARGET: a profile (gemini-2.5-pro, "
-                        "deepseek-reasoner, vllm-deepseek-r1 ...: its model and dialect), PROFILE@URL (that "
-                        "profile on another server), or MODEL@URL (a model on an OpenAI-compatible endpoint; "
-                        "the dialect of the profile serving that model id, else the plain one). Options after "
-                        "commas: key=VAR (API key variable; a profile's own key is not sent to another host), "
-                        "model=ID, ctx=N (context tokens). STAGE: " + ", ".join(ROUTE_STAGES)
-                        + ", or default / embed (every chat / embedding stage without its own --route). "
-                        "Example: --routing paper --route "
-                        "dcfa.lce=Qwen/Qwen3-Coder-30B-A3B-Instruct@http://gpu-host:8000/v1")
+    g.add_argument(
+        "--api-key-env",
+        default=None,
+        metavar="VAR",
+        help="environment variable holding --base-url's API key (default: no key)",
+    )
+    g.add_argument(
+        "--context-window",
+        type=int,
+        default=None,
+        metavar="N",
+        help="--base-url's context tokens when the server's /models does not report them (default 8192)",
+    )
+    g.add_argument(
+        "--embed-model",
+        default=None,
+        metavar="M",
+        help="embedding model on --base-url's endpoint (default: the embedded local embedder)",
+    )
+    g.add_argument(
+        "--route",
+        action="append",
+        default=None,
+        metavar="STAGE=TARGET",
+        dest="routes",
+        help="send one stage to another model (repeatable). TARGET: a profile (gemini-2.5-pro, "
+        "deepseek-reasoner, vllm-deepseek-r1 ...: its model and dialect), PROFILE@URL (that "
+        "profile on another server), or MODEL@URL (a model on an OpenAI-compatible endpoint; "
+        "the dialect of the profile serving that model id, else the plain one). Options after "
+        "commas: key=VAR (API key variable; a profile's own key is not sent to another host), "
+        "model=ID, ctx=N (context tokens). STAGE: "
+        + ", ".join(ROUTE_STAGES)
+        + ", or default / embed (every chat / embedding stage without its own --route). "
+        "Example: --routing paper --route "
+        "dcfa.lce=Qwen/Qwen3-Coder-30B-A3B-Instruct@http://gpu-host:8000/v1",
+    )
 
 
 def apply_model_arguments(args: argparse.Namespace, settings: RunSettings) -> tuple[RunSettings, dict[str, object]]:
@@ -125,27 +164,38 @@ def apply_model_arguments(args: argparse.Namespace, settings: RunSettings) -> tu
     base_url, model = getattr(args, "base_url", None), getattr(args, "model", None)
     raw_routes = getattr(args, "routes", None) or []
     if base_url is None and model is None:
-        for flag, value in (("--api-key-env", getattr(args, "api_key_env", None)),
-                            ("--context-window", getattr(args, "context_window", None)),
-                            ("--embed-model", getattr(args, "embed_model", None))):
+        for flag, value in (
+            ("--api-key-env", getattr(args, "api_key_env", None)),
+            ("--context-window", getattr(args, "context_window", None)),
+            ("--embed-model", getattr(args, "embed_model", None)),
+        ):
             if value is not None:
-                raise ConfigError(f"{flag} applies to --base-url/--model (for a --route target: "
-                                  "STAGE=TARGET,key=VAR / ,ctx=N)")
+                raise ConfigError(
+                    f"{flag} applies to --base-url/--model (for a --route target: STAGE=TARGET,key=VAR / ,ctx=N)"
+                )
         if not raw_routes:
             return settings, {}
     elif not (base_url and model):
         raise ConfigError("--base-url and --model go together (an endpoint and a model on it)")
     elif getattr(args, "routing", None):
-        raise ConfigError("--routing and --base-url/--model exclude each other (they route every stage to 'cli'; "
-                          "to change one stage of a routing use --route)")
+        raise ConfigError(
+            "--routing and --base-url/--model exclude each other (they route every stage to 'cli'; "
+            "to change one stage of a routing use --route)"
+        )
     if getattr(args, "context_window", None) is not None and args.context_window < 256:
         raise ConfigError(f"--context-window must be at least 256 tokens, got {args.context_window}")
     stages = route_stages() if raw_routes else []
     routes = [parse_route(r, stages) for r in raw_routes]
     text, routing, facts = command_line_profiles_toml(
-        routing=settings.routing, routes=routes, base_url=base_url, model=model,
-        api_key_env=getattr(args, "api_key_env", None), context_window=getattr(args, "context_window", None),
-        embed_model=getattr(args, "embed_model", None), source=settings.profiles_path)
+        routing=settings.routing,
+        routes=routes,
+        base_url=base_url,
+        model=model,
+        api_key_env=getattr(args, "api_key_env", None),
+        context_window=getattr(args, "context_window", None),
+        embed_model=getattr(args, "embed_model", None),
+        source=settings.profiles_path,
+    )
     path = Path(settings.cache_dir) / "profiles" / f"cli-{hashlib.sha256(text.encode()).hexdigest()[:12]}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
@@ -157,9 +207,14 @@ def apply_model_arguments(args: argparse.Namespace, settings: RunSettings) -> tu
 
 def add_threads_argument(parser: argparse.ArgumentParser) -> None:
     """``--threads N``: CPU threads of the embedded model (``attribute``, ``discover``)."""
-    parser.add_argument("--threads", type=int, default=None, metavar="N",
-                        help="CPU threads of the embedded model (default: all cores but one; "
-                        "$AGENTCAUSAL_PROFILE_EMBEDDED_THREADS wins)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="CPU threads of the embedded model (default: all cores but one; "
+        "$AGENTCAUSAL_PROFILE_EMBEDDED_THREADS wins)",
+    )
 
 
 def apply_threads(args: argparse.Namespace) -> None:
@@ -174,7 +229,6 @@ def apply_threads(args: argparse.Namespace) -> None:
     if args.threads is None:
         return
     if args.threads < 1:
-
         raise ConfigError(f"--threads must be at least 1, got {args.threads}")
     import os
 

@@ -24,15 +24,24 @@ __all__ = ["register", "cmd_show"]
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``show`` verb."""
     p = subparsers.add_parser(
-        "show", help="print a run's blamed steps, or one trace's steps with blame, evidence and fix",
+        "show",
+        help="print a run's blamed steps, or one trace's steps with blame, evidence and fix",
         description="Print what an attribution run blamed. Without TRACE: one line per trace and method (blamed "
         "step, agent, span id, confidence, reason). With TRACE: that trace's steps, each method's blame, "
-        "confidence, verbatim evidence, corrected step and simulated outcome beside the blamed step.")
+        "confidence, verbatim evidence, corrected step and simulated outcome beside the blamed step.",
+    )
     p.add_argument("run_dir", metavar="RUN", help="run folder written by `agentcausal attribute`")
-    p.add_argument("trace", metavar="TRACE", nargs="?", default=None,
-                   help="trace id, or a part of one naming a single trace")
-    p.add_argument("--method", "-m", action="append", dest="methods", metavar="NAME",
-                   help="only this method's results (repeatable; default all)")
+    p.add_argument(
+        "trace", metavar="TRACE", nargs="?", default=None, help="trace id, or a part of one naming a single trace"
+    )
+    p.add_argument(
+        "--method",
+        "-m",
+        action="append",
+        dest="methods",
+        metavar="NAME",
+        help="only this method's results (repeatable; default all)",
+    )
     p.add_argument("--full", action="store_true", help="every step's whole content (default: one line per step)")
     p.add_argument("--width", type=int, default=None, help="line width (default: the terminal's)")
     p.set_defaults(func=cmd_show)
@@ -60,8 +69,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         raise ConfigError(f"no such run folder: {args.run_dir}")
 
     if run_kind(args.run_dir) == "discover":
-        raise ConfigError(f"{args.run_dir} is a discovery run; `show` prints attribution runs "
-                          f"(`agentcausal evaluate {args.run_dir}` re-reports a discovery run)")
+        raise ConfigError(
+            f"{args.run_dir} is a discovery run; `show` prints attribution runs "
+            f"(`agentcausal evaluate {args.run_dir}` re-reports a discovery run)"
+        )
     results = load_results(args.run_dir)
     if args.methods:
         results = results[results["method"].isin(args.methods)]
@@ -74,8 +85,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     from agentcausal.report.trace_view import find_trace, trace_view_text
 
     tid = find_trace(list(results["trace_id"].astype(str)), args.trace)
-    trace = _run_traces(Path(args.run_dir), load_run_meta(args.run_dir),
-                        results[results["trace_id"].astype(str) == tid]).get(tid)
+    trace = _run_traces(
+        Path(args.run_dir), load_run_meta(args.run_dir), results[results["trace_id"].astype(str) == tid]
+    ).get(tid)
     recorded = str(results.loc[results["trace_id"].astype(str) == tid, "trace_hash"].iloc[0] or "")
     if trace is not None and recorded not in ("", "nan", "<NA>", trace.content_hash()):
         trace = None  # the file changed since the run: its text is not the text the methods saw

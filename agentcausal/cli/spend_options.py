@@ -25,8 +25,15 @@ from typing import Any
 from agentcausal.exceptions import AgentCausalError, ConfigError
 from agentcausal.runs.budget import estimate_table, spend_lines
 
-__all__ = ["CHECK_TIMEOUT_S", "add_spend_arguments", "check_spend_arguments", "print_estimate", "probe_endpoints",
-           "print_spend", "spent_before"]
+__all__ = [
+    "CHECK_TIMEOUT_S",
+    "add_spend_arguments",
+    "check_spend_arguments",
+    "print_estimate",
+    "probe_endpoints",
+    "print_spend",
+    "spent_before",
+]
 
 #: seconds ``--check`` waits for each endpoint
 CHECK_TIMEOUT_S = 5.0
@@ -35,18 +42,29 @@ CHECK_TIMEOUT_S = 5.0
 def add_spend_arguments(p: argparse.ArgumentParser) -> None:
     """Add ``--max-cost``, ``--check`` and (unless the verb has it already) ``--resume`` to a verb's parser."""
     g = p.add_argument_group("spend")
-    g.add_argument("--max-cost", type=float, default=None, metavar="USD",
-                   help="stop submitting jobs when the spend so far plus the estimate of the jobs in flight would "
-                   "pass USD (priced by the routed profiles; for the run folder in total, earlier --resume "
-                   "invocations included); the rest are marked 'not_run (budget)' and not cached, so the same "
-                   "command with --resume and a higher --max-cost runs them")
-    g.add_argument("--check", action="store_true",
-                   help="with --dry-run: also probe each routed endpoint and its API key (GET /models, "
-                   f"{CHECK_TIMEOUT_S:g} s timeout); exit 2 with one line per missing key or unreachable endpoint")
+    g.add_argument(
+        "--max-cost",
+        type=float,
+        default=None,
+        metavar="USD",
+        help="stop submitting jobs when the spend so far plus the estimate of the jobs in flight would "
+        "pass USD (priced by the routed profiles; for the run folder in total, earlier --resume "
+        "invocations included); the rest are marked 'not_run (budget)' and not cached, so the same "
+        "command with --resume and a higher --max-cost runs them",
+    )
+    g.add_argument(
+        "--check",
+        action="store_true",
+        help="with --dry-run: also probe each routed endpoint and its API key (GET /models, "
+        f"{CHECK_TIMEOUT_S:g} s timeout); exit 2 with one line per missing key or unreachable endpoint",
+    )
     if "--resume" not in p._option_string_actions:  # another option module may define it (ops: --out refusal)
-        g.add_argument("--resume", action="store_true",
-                       help="continue the run in --out RUN_DIR: finished jobs are read back from the results store "
-                       "and paid replies from the LLM cache, so only what is missing (failed, not_run) is computed")
+        g.add_argument(
+            "--resume",
+            action="store_true",
+            help="continue the run in --out RUN_DIR: finished jobs are read back from the results store "
+            "and paid replies from the LLM cache, so only what is missing (failed, not_run) is computed",
+        )
 
 
 def check_spend_arguments(args: argparse.Namespace) -> None:
@@ -76,17 +94,23 @@ def print_estimate(plan: Any, max_cost: float | None = None, *, file: Any = None
     if max_cost is not None:
         usd = est["total"].get("usd") or est["total"].get("usd_known_part")
         if usd is None:
-            print(f"--max-cost ${max_cost:g}: the price of every stage is unknown; the gate counts only reported "
-                  "costs", file=out)
+            print(
+                f"--max-cost ${max_cost:g}: the price of every stage is unknown; the gate counts only reported costs",
+                file=out,
+            )
         elif usd[1] > max_cost:
-            print(f"--max-cost ${max_cost:g} is below the estimate's high end (${usd[1]:,.4f}): the run may stop "
-                  "early and mark the rest 'not_run (budget)'", file=out)
+            print(
+                f"--max-cost ${max_cost:g} is below the estimate's high end (${usd[1]:,.4f}): the run may stop "
+                "early and mark the rest 'not_run (budget)'",
+                file=out,
+            )
         else:
             print(f"--max-cost ${max_cost:g} covers the estimate's high end (${usd[1]:,.4f})", file=out)
 
 
-def probe_endpoints(profiles_path: str | None, routing: str, stages: Iterable[str], *,
-                    timeout_s: float = CHECK_TIMEOUT_S) -> tuple[list[str], list[str]]:
+def probe_endpoints(
+    profiles_path: str | None, routing: str, stages: Iterable[str], *, timeout_s: float = CHECK_TIMEOUT_S
+) -> tuple[list[str], list[str]]:
     """Probe every routed endpoint and key of ``stages``: (problems, fine), one line each.
 
     One ``GET <base_url>/models`` per distinct (endpoint, key variable) with the key when it is set; a
@@ -136,8 +160,10 @@ def probe_endpoints(profiles_path: str | None, routing: str, stages: Iterable[st
         if r.status_code in (401, 403) and not missing:
             problems.append(f"key refused: {url} answered HTTP {r.status_code} to GET /models with ${env} ({where})")
         elif not missing:
-            fine.append(f"{where}: {url} answered GET /models (HTTP {r.status_code})"
-                        + (f", key ${env} accepted" if env and key != "not-needed" else ""))
+            fine.append(
+                f"{where}: {url} answered GET /models (HTTP {r.status_code})"
+                + (f", key ${env} accepted" if env and key != "not-needed" else "")
+            )
     return problems, fine
 
 

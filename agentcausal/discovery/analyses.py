@@ -34,9 +34,21 @@ import pandas as pd
 from agentcausal.discovery.graphs.metrics import SHD_CONVENTION
 from agentcausal.discovery.rounds import base_method, split_rounds
 
-__all__ = ["RANKED_METRICS", "HIGHER_IS_BETTER", "MAC_METHODS", "ZERO_SHOT", "Analysis", "stack_backbones",
-           "evaluation_points", "sample_size", "rounds_curve", "mean_ranks", "win_tie_loss", "cost_frame",
-           "cost_multiples"]
+__all__ = [
+    "RANKED_METRICS",
+    "HIGHER_IS_BETTER",
+    "MAC_METHODS",
+    "ZERO_SHOT",
+    "Analysis",
+    "stack_backbones",
+    "evaluation_points",
+    "sample_size",
+    "rounds_curve",
+    "mean_ranks",
+    "win_tie_loss",
+    "cost_frame",
+    "cost_multiples",
+]
 
 #: the paper's three metrics (§4.1), in its order
 RANKED_METRICS = ("shd", "nhd", "f1")
@@ -134,8 +146,14 @@ def rounds_curve(df: pd.DataFrame, metrics: Sequence[str] = RANKED_METRICS) -> A
     [['mac', 1, 2.0], ['mac', 2, 1.0]]
     """
     split = [split_rounds(str(m)) for m in df["method"]] if not df.empty else []
-    d = df.assign(base=pd.Series([b for b, _ in split], index=df.index),
-                  rounds=pd.Series([r for _, r in split], index=df.index)) if len(split) else df
+    d = (
+        df.assign(
+            base=pd.Series([b for b, _ in split], index=df.index),
+            rounds=pd.Series([r for _, r in split], index=df.index),
+        )
+        if len(split)
+        else df
+    )
     d = d[d["rounds"].notna()] if "rounds" in d else d.iloc[0:0]
     cols = ["method", "dataset", "rounds", *metrics, *[f"{m}_std" for m in metrics], "seeds"]
     if d.empty:
@@ -143,9 +161,16 @@ def rounds_curve(df: pd.DataFrame, metrics: Sequence[str] = RANKED_METRICS) -> A
     rows = []
     r: Any  # the rounds of a group (a groupby key value)
     for (base, ds, r), g in d.groupby(["base", "dataset", "rounds"], sort=False):
-        rows.append({"method": base, "dataset": ds, "rounds": int(r), **{m: g[m].mean() for m in metrics},
-                     **{f"{m}_std": g[m].std(ddof=1) if g[m].notna().sum() > 1 else np.nan for m in metrics},
-                     "seeds": int(g[list(metrics)].notna().any(axis=1).sum())})
+        rows.append(
+            {
+                "method": base,
+                "dataset": ds,
+                "rounds": int(r),
+                **{m: g[m].mean() for m in metrics},
+                **{f"{m}_std": g[m].std(ddof=1) if g[m].notna().sum() > 1 else np.nan for m in metrics},
+                "seeds": int(g[list(metrics)].notna().any(axis=1).sum()),
+            }
+        )
     table = pd.DataFrame(rows, columns=cols).sort_values(["method", "dataset", "rounds"], kind="stable")
     return Analysis(table.reset_index(drop=True), sample_size(d), _convention(df))
 
@@ -183,8 +208,11 @@ def mean_ranks(df: pd.DataFrame, metrics: Sequence[str] = RANKED_METRICS) -> Ana
     ranked = means.copy()
     for m in metrics:
         ranked[m] = means.groupby(points, sort=False)[m].rank(method="average", ascending=m not in HIGHER_IS_BETTER)
-    table = ranked.groupby("method", sort=False).agg(
-        **{m: (m, "mean") for m in metrics}, points=(metrics[0], "count")).reset_index()
+    table = (
+        ranked.groupby("method", sort=False)
+        .agg(**{m: (m, "mean") for m in metrics}, points=(metrics[0], "count"))
+        .reset_index()
+    )
     table = table.sort_values([metrics[0], "method"], kind="stable").reset_index(drop=True)
     return Analysis(table[cols], sample_size(df), _convention(df) + "; rank 1 = best, ties share the average rank")
 
@@ -235,8 +263,11 @@ def win_tie_loss(df: pd.DataFrame, metrics: Sequence[str] = RANKED_METRICS) -> A
                 w, t = int((diff > TIE_TOLERANCE).sum()), int((diff.abs() <= TIE_TOLERANCE).sum())
                 row[m], row[f"{m}_points"] = f"{w}/{t}/{len(diff) - w - t}", len(diff)
             rows.append(row)
-    return Analysis(pd.DataFrame(rows, columns=cols), sample_size(df),
-                    _convention(df) + "; per point the seed means are compared, equal within 1e-9 is a tie")
+    return Analysis(
+        pd.DataFrame(rows, columns=cols),
+        sample_size(df),
+        _convention(df) + "; per point the seed means are compared, equal within 1e-9 is a tie",
+    )
 
 
 def cost_frame(outcomes: Iterable[Any]) -> pd.DataFrame:
@@ -257,15 +288,37 @@ def cost_frame(outcomes: Iterable[Any]) -> pd.DataFrame:
         u = list((o.usage or {}).values())
         pt = sum(float(s.get("prompt_tokens", 0) or 0) for s in u)
         ct = sum(float(s.get("completion_tokens", 0) or 0) for s in u)
-        rows.append({"dataset": o.dataset, "seed": o.seed, "method": o.method, "prompt_tokens": pt,
-                     "completion_tokens": ct, "tokens": pt + ct,
-                     "cost_usd": sum(float(s.get("cost_usd", 0) or 0) for s in u),
-                     "calls": sum(float(s.get("calls", 0) or 0) for s in u),
-                     "requests": sum(float(s.get("requests", 0) or 0) for s in u),
-                     "cache_hits": sum(float(s.get("cache_hits", 0) or 0) for s in u),
-                     "models": "; ".join(sorted(set((o.models or {}).values())))})
-    return pd.DataFrame(rows, columns=["dataset", "seed", "method", "prompt_tokens", "completion_tokens", "tokens",
-                                       "cost_usd", "calls", "requests", "cache_hits", "models"])
+        rows.append(
+            {
+                "dataset": o.dataset,
+                "seed": o.seed,
+                "method": o.method,
+                "prompt_tokens": pt,
+                "completion_tokens": ct,
+                "tokens": pt + ct,
+                "cost_usd": sum(float(s.get("cost_usd", 0) or 0) for s in u),
+                "calls": sum(float(s.get("calls", 0) or 0) for s in u),
+                "requests": sum(float(s.get("requests", 0) or 0) for s in u),
+                "cache_hits": sum(float(s.get("cache_hits", 0) or 0) for s in u),
+                "models": "; ".join(sorted(set((o.models or {}).values()))),
+            }
+        )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "dataset",
+            "seed",
+            "method",
+            "prompt_tokens",
+            "completion_tokens",
+            "tokens",
+            "cost_usd",
+            "calls",
+            "requests",
+            "cache_hits",
+            "models",
+        ],
+    )
 
 
 def cost_multiples(costs: pd.DataFrame, *, reference: str = ZERO_SHOT) -> Analysis:
@@ -299,15 +352,21 @@ def cost_multiples(costs: pd.DataFrame, *, reference: str = ZERO_SHOT) -> Analys
     if llm.empty:
         return Analysis(pd.DataFrame(columns=cols), "0 runs", "tokens: prompt + completion, as the endpoint counted")
     g = llm.groupby("method", sort=False)
-    table = g.agg(runs=("tokens", "size"), tokens=("tokens", "mean"), cost_usd=("cost_usd", "mean"),
-                  cached_runs=("cache_hits", lambda s: int((s > 0).sum())),
-                  models=("models", lambda s: "; ".join(sorted(set("; ".join(s).split("; ")) - {""})))).reset_index()
+    table = g.agg(
+        runs=("tokens", "size"),
+        tokens=("tokens", "mean"),
+        cost_usd=("cost_usd", "mean"),
+        cached_runs=("cache_hits", lambda s: int((s > 0).sum())),
+        models=("models", lambda s: "; ".join(sorted(set("; ".join(s).split("; ")) - {""}))),
+    ).reset_index()
     ref = table[table["method"] == reference]
     ref_tokens = float(ref["tokens"].iloc[0]) if len(ref) else np.nan
     ref_cost = float(ref["cost_usd"].iloc[0]) if len(ref) else np.nan
     table["tokens_x"] = table["tokens"] / ref_tokens if ref_tokens else np.nan
     table["cost_x"] = table["cost_usd"] / ref_cost if ref_cost else np.nan
-    how = (f"mean per run; multiple = a method's mean / {reference}'s mean; tokens: prompt + completion (hidden "
-           "reasoning included) as the endpoint counted; dollars: as the gateway priced each call from its "
-           "profile's prices at run time; a call the LLM cache served costs 0 (cached_runs)")
+    how = (
+        f"mean per run; multiple = a method's mean / {reference}'s mean; tokens: prompt + completion (hidden "
+        "reasoning included) as the endpoint counted; dollars: as the gateway priced each call from its "
+        "profile's prices at run time; a call the LLM cache served costs 0 (cached_runs)"
+    )
     return Analysis(table[cols], sample_size(llm), how)

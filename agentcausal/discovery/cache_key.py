@@ -16,7 +16,9 @@ from agentcausal.llm import Gateway
 __all__ = ["discovery_key"]
 
 
-def discovery_key(ds: Dataset, method: str, config: DiscoveryConfig, gw: Gateway | None = None, *, seed: int = 0) -> str:
+def discovery_key(
+    ds: Dataset, method: str, config: DiscoveryConfig, gw: Gateway | None = None, *, seed: int = 0
+) -> str:
     """Cache key of one outcome: what determines it and nothing else.
 
     sha256 of (``joblib.hash`` of the data array, column names and data type;
@@ -41,12 +43,21 @@ def discovery_key(ds: Dataset, method: str, config: DiscoveryConfig, gw: Gateway
             models[s] = gw.stage_identity(s) if gw is not None else ["none", 0]
         except AgentCausalError:
             models[s] = ["unrouted", 0]
-    blob = json.dumps({
-        "data": ds.content_hash(), "dataset": ds.name, "seed": seed, "method": method,
-        "config": config.model_dump(mode="json", exclude={"executor_fallback", "samples"}) if stages
-        else {"timeout": config.algorithm_timeout_s},
-        **({"temperature": t} if (t := llm_temperature(method, config)) is not None else {}),
-        "prompt_version": PROMPT_VERSIONS[config.mac.prompts] if stages else "", "models": models,
-        "metadata": [ds.metadata.model_dump(mode="json"), metadata_text(ds)] if stages else None,
-    }, sort_keys=True, default=str)
+    blob = json.dumps(
+        {
+            "data": ds.content_hash(),
+            "dataset": ds.name,
+            "seed": seed,
+            "method": method,
+            "config": config.model_dump(mode="json", exclude={"executor_fallback", "samples"})
+            if stages
+            else {"timeout": config.algorithm_timeout_s},
+            **({"temperature": t} if (t := llm_temperature(method, config)) is not None else {}),
+            "prompt_version": PROMPT_VERSIONS[config.mac.prompts] if stages else "",
+            "models": models,
+            "metadata": [ds.metadata.model_dump(mode="json"), metadata_text(ds)] if stages else None,
+        },
+        sort_keys=True,
+        default=str,
+    )
     return hashlib.sha256(blob.encode()).hexdigest()

@@ -63,5 +63,6 @@ class DiscoveryConfig(BaseModel):
         if self.mac.executor != "auto":
             return self
         mode, note = resolve_executor("auto")
-        return self.model_copy(update={"mac": self.mac.model_copy(update={"executor": mode}),
-                                       "executor_fallback": note})
+        return self.model_copy(
+            update={"mac": self.mac.model_copy(update={"executor": mode}), "executor_fallback": note}
+        )

@@ -40,8 +40,15 @@ from agentcausal.runs.plan import PlanItem
 __all__ = ["REPLY_TOKENS", "discovery_calls", "estimate_discovery"]
 
 #: assumed completion tokens of one reply (a graph reply: per variable, ``graph_per_variable``)
-REPLY_TOKENS: dict[str, int] = {"algorithm": 250, "judge": 200, "coder": 600, "graph_per_variable": 40,
-                                "react_step": 150, "pair": 60, "fusion_per_variable": 30}
+REPLY_TOKENS: dict[str, int] = {
+    "algorithm": 250,
+    "judge": 200,
+    "coder": 600,
+    "graph_per_variable": 40,
+    "react_step": 150,
+    "pair": 60,
+    "fusion_per_variable": 30,
+}
 
 #: stages of the LLM baselines (:mod:`agentcausal.discovery.llm`)
 _BASELINE = "baseline"
@@ -80,12 +87,21 @@ def _mac(method: str, ds: Dataset, config: DiscoveryConfig, seed: int) -> list[C
     if settings.stages != "mdm_only" and settings.executor == "coding":
         for p in previews:
             if p.call.startswith("DCM Causal Coding Executor: write"):
-                out.append(CallPattern(p.stage, "DCM coder: script", 1, 1, tokens_of(p.messages),
-                                       REPLY_TOKENS["coder"]))
+                out.append(
+                    CallPattern(p.stage, "DCM coder: script", 1, 1, tokens_of(p.messages), REPLY_TOKENS["coder"])
+                )
             elif p.call.startswith("DCM Causal Coding Executor: debug"):
                 first = out[-1].prompt_tokens if out and out[-1].call == "DCM coder: script" else 0
-                out.append(CallPattern(p.stage, "DCM coder: debug", 0, settings.coding_attempts - 1,
-                                       first + tokens_of(p.messages) + REPLY_TOKENS["coder"], REPLY_TOKENS["coder"]))
+                out.append(
+                    CallPattern(
+                        p.stage,
+                        "DCM coder: debug",
+                        0,
+                        settings.coding_attempts - 1,
+                        first + tokens_of(p.messages) + REPLY_TOKENS["coder"],
+                        REPLY_TOKENS["coder"],
+                    )
+                )
     return out
 
 
@@ -118,14 +134,13 @@ def discovery_calls(method: str, ds: Dataset, config: DiscoveryConfig, *, seed: 
         pairs = d * (d - 1) * config.llm_scd.n_samples
         return [CallPattern(_BASELINE, "LLM-SCD pair", pairs, pairs, meta + 10 * d, REPLY_TOKENS["pair"])]
     if base == "ils_csl":
-        return [CallPattern(_BASELINE, "ILS-CSL edge verdict", 1, max(1, d * (d - 1) // 2), meta,
-                            REPLY_TOKENS["pair"])]
+        return [CallPattern(_BASELINE, "ILS-CSL edge verdict", 1, max(1, d * (d - 1) // 2), meta, REPLY_TOKENS["pair"])]
     return []
 
 
 _HOW = {
     "mac": "per (dataset, seed, repeat): each debate's Affirmative, Negative x rounds, revisions, Judge (0..1); "
-           "coder script + up to coding_attempts-1 debug requests",
+    "coder script + up to coding_attempts-1 debug requests",
     "llm_zero_shot": "1 call per (dataset, seed, repeat)",
     "react": "1..max_steps+1 calls per (dataset, seed, repeat)",
     "llm_scd": "n_samples x d(d-1) pair questions per (dataset, seed, repeat)",
@@ -133,9 +148,18 @@ _HOW = {
 }
 
 
-def estimate_discovery(items: Sequence[PlanItem], methods: Sequence[str], config: DiscoveryConfig, profiles: Any,
-                       *, seeds: Sequence[int], repeats: int, n: int, llm_datasets: Sequence[str] | None = None,
-                       loaded: Mapping[str, Dataset] | None = None) -> dict[str, Any]:
+def estimate_discovery(
+    items: Sequence[PlanItem],
+    methods: Sequence[str],
+    config: DiscoveryConfig,
+    profiles: Any,
+    *,
+    seeds: Sequence[int],
+    repeats: int,
+    n: int,
+    llm_datasets: Sequence[str] | None = None,
+    loaded: Mapping[str, Dataset] | None = None,
+) -> dict[str, Any]:
     """The plan's ``estimate`` (:meth:`agentcausal.runs.budget.Estimator.result`) of a discover run.
 
     Each LLM method's calls are sized on the first seed's data and counted ``len(seeds) x repeats`` times

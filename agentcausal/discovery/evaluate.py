@@ -57,10 +57,27 @@ def outcomes_frame(outcomes: Sequence[DiscoveryOutcome], *, reversal_cost: Liter
             row.update(m.model_dump())
             row["shd_reversal_cost"] = row.pop("reversal_cost")
         else:
-            row.update({k: float("nan") for k in ("shd", "shd2", "nhd", "precision", "recall", "f1", "skeleton_precision",
-                                                  "skeleton_recall", "skeleton_f1")})
-            row.update(shd_reversal_cost=reversal_cost, n_true_edges=len(o.true_graph.edges) if o.true_graph else 0,
-                       n_pred_edges=len(o.graph.edges) if o.graph else 0)
+            row.update(
+                {
+                    k: float("nan")
+                    for k in (
+                        "shd",
+                        "shd2",
+                        "nhd",
+                        "precision",
+                        "recall",
+                        "f1",
+                        "skeleton_precision",
+                        "skeleton_recall",
+                        "skeleton_f1",
+                    )
+                }
+            )
+            row.update(
+                shd_reversal_cost=reversal_cost,
+                n_true_edges=len(o.true_graph.edges) if o.true_graph else 0,
+                n_pred_edges=len(o.graph.edges) if o.graph else 0,
+            )
         row.update(
             seconds=round(o.seconds, 3),
             prompt_tokens=int(sum(u.get("prompt_tokens", 0) for u in o.usage.values())),
@@ -81,9 +98,12 @@ def outcomes_frame(outcomes: Sequence[DiscoveryOutcome], *, reversal_cost: Liter
             request_seconds=float(sum(u.get("request_seconds", u.get("seconds", 0.0)) for u in o.usage.values())),
         )
         spent = 0 if o.reused else 1  # a reused outcome cost this run nothing
-        row.update(run_llm_requests=spent * row["llm_requests"], run_prompt_tokens=spent * row["prompt_tokens"],
-                   run_completion_tokens=spent * row["completion_tokens"],
-                   run_request_seconds=spent * row["request_seconds"])
+        row.update(
+            run_llm_requests=spent * row["llm_requests"],
+            run_prompt_tokens=spent * row["prompt_tokens"],
+            run_completion_tokens=spent * row["completion_tokens"],
+            run_request_seconds=spent * row["request_seconds"],
+        )
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -124,8 +144,10 @@ def run_notes(outcomes: Sequence[DiscoveryOutcome]) -> list[str]:
     list of str, one line per note (empty when there is nothing to say).
     """
     missing = list(dict.fromkeys(o.dataset for o in outcomes if o.true_graph is None))
-    return [f"{name} has no true graph (no \"true_edges\" in its metadata): SHD, NHD and F1 are shown as -"
-            for name in missing]
+    return [
+        f'{name} has no true graph (no "true_edges" in its metadata): SHD, NHD and F1 are shown as -'
+        for name in missing
+    ]
 
 
 def score_run(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1) -> pd.DataFrame:

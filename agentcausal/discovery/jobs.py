@@ -52,8 +52,15 @@ def usage_item(dataset: str, seed: int, method: str) -> str:
     return f"{dataset}:{seed}:{method}"
 
 
-def run_discovery(method: str, ds: Dataset, gw: Gateway | None = None, config: DiscoveryConfig = DiscoveryConfig(), *,
-                  seed: int = 0, raise_transient: bool = False) -> DiscoveryOutcome:
+def run_discovery(
+    method: str,
+    ds: Dataset,
+    gw: Gateway | None = None,
+    config: DiscoveryConfig = DiscoveryConfig(),
+    *,
+    seed: int = 0,
+    raise_transient: bool = False,
+) -> DiscoveryOutcome:
     """Run one method on one dataset.
 
     Parameters
@@ -82,11 +89,23 @@ def run_discovery(method: str, ds: Dataset, gw: Gateway | None = None, config: D
     if stages and gw is None:
         raise ConfigError(f"method {method!r} calls an LLM; pass a gateway")
     item = usage_item(ds.name, seed, method)
-    env = run_enveloped(lambda: handler(gw, ds, config, seed, item), gw=gw, stages=stages,
-                        usage_items=(item,), raise_transient=raise_transient)
-    common = dict(dataset=ds.name, seed=seed, n=ds.n, method=method, true_graph=ds.true_graph,
-                  prompt_version=PROMPT_VERSIONS[config.mac.prompts] if stages else "", data_hash=ds.content_hash(),
-                  **env.stamp())
+    env = run_enveloped(
+        lambda: handler(gw, ds, config, seed, item),
+        gw=gw,
+        stages=stages,
+        usage_items=(item,),
+        raise_transient=raise_transient,
+    )
+    common = dict(
+        dataset=ds.name,
+        seed=seed,
+        n=ds.n,
+        method=method,
+        true_graph=ds.true_graph,
+        prompt_version=PROMPT_VERSIONS[config.mac.prompts] if stages else "",
+        data_hash=ds.content_hash(),
+        **env.stamp(),
+    )
     if env.error is not None:
         return DiscoveryOutcome(**common, **failure_fields(env.error, max_chars=2000))
     assert env.result is not None, f"{method} returned None"  # a method returns (graph, details) or raises
@@ -94,8 +113,9 @@ def run_discovery(method: str, ds: Dataset, gw: Gateway | None = None, config: D
     if config.executor_fallback and base_method(method) in DCM_METHODS:
         details = {**details, "executor_fallback": config.executor_fallback}
     detail = degradation(details)
-    return DiscoveryOutcome(**common, graph=graph, details=details, status="degraded" if detail else "complete",
-                            status_detail=detail)
+    return DiscoveryOutcome(
+        **common, graph=graph, details=details, status="degraded" if detail else "complete", status_detail=detail
+    )
 
 
 #: discovery jobs one process runs at once (algorithm runs are worker processes of their own)
@@ -129,18 +149,24 @@ class _DiscoverySink:
             except AgentCausalError:
                 self.truth[job.item.id] = getattr(record, "true_graph", None)
         assert isinstance(record, DiscoveryOutcome)  # the records of the discovery half
-        self.outcomes.append(record.model_copy(update={"true_graph": self.truth[job.item.id],
-                                                       "dataset": job.item.id}))
+        self.outcomes.append(record.model_copy(update={"true_graph": self.truth[job.item.id], "dataset": job.item.id}))
 
     def close(self) -> dict[str, Any]:
         save_outcomes(self.outcomes, self.run_dir)
         score_run(self.run_dir, reversal_cost=self.reversal_cost)  # type: ignore[arg-type]  # run.json: 1 or 2
         models = {s: m for o in self.outcomes for s, m in o.models.items()}
-        return {"datasets": [i.spec or i.id for i in self.plan.iter_items()], "methods": list(self.plan.methods),
-                "llm_datasets": self.plan.llm_datasets, "seeds": self.plan.seeds, "n": self.plan.n,
-                "config": self.plan.config, "models": dict(sorted(models.items())),
-                "reversal_cost": self.reversal_cost, "notes": run_notes(self.outcomes),
-                **({"skipped": self.plan.skipped} if self.plan.skipped is not None else {})}
+        return {
+            "datasets": [i.spec or i.id for i in self.plan.iter_items()],
+            "methods": list(self.plan.methods),
+            "llm_datasets": self.plan.llm_datasets,
+            "seeds": self.plan.seeds,
+            "n": self.plan.n,
+            "config": self.plan.config,
+            "models": dict(sorted(models.items())),
+            "reversal_cost": self.reversal_cost,
+            "notes": run_notes(self.outcomes),
+            **({"skipped": self.plan.skipped} if self.plan.skipped is not None else {}),
+        }
 
 
 class DiscoveryHalf:
@@ -177,8 +203,10 @@ class DiscoveryHalf:
     def submission_order(self, plan: Plan) -> Iterator[Job]:
         """LLM methods first, so the long debates start while the statistical baselines run."""
         jobs = list(self.jobs(plan))
-        return iter([j for j in jobs if base_method(j.method) in LLM_METHODS]
-                    + [j for j in jobs if base_method(j.method) not in LLM_METHODS])
+        return iter(
+            [j for j in jobs if base_method(j.method) in LLM_METHODS]
+            + [j for j in jobs if base_method(j.method) not in LLM_METHODS]
+        )
 
     def keyer(self, plan: Plan, settings: RunSettings) -> Callable[[Job], str]:
         data: dict[tuple[str, int], Dataset] = {}
@@ -190,8 +218,9 @@ class DiscoveryHalf:
                     data[(job.item.id, job.seed)] = _load(job.item, plan, job.seed)
                 config = _config(plan, job.repeat)
                 gw = gateway_for(settings) if method_stages(job.method, config) else None
-                keys[job] = "discover-" + discovery_key(data[(job.item.id, job.seed)], job.method, config, gw,
-                                                        seed=job.seed)
+                keys[job] = "discover-" + discovery_key(
+                    data[(job.item.id, job.seed)], job.method, config, gw, seed=job.seed
+                )
             return keys[job]
 
         return key
@@ -209,8 +238,13 @@ class DiscoveryHalf:
         return True  # a failure of the run raises; every returned outcome may be stored
 
     def failed(self, job: Job, exc: BaseException) -> DiscoveryOutcome:
-        return DiscoveryOutcome(dataset=job.item.id, seed=job.seed, n=job.item.n or 0, method=job.method,
-                                **failure_fields(exc, "failed", max_chars=2000))
+        return DiscoveryOutcome(
+            dataset=job.item.id,
+            seed=job.seed,
+            n=job.item.n or 0,
+            method=job.method,
+            **failure_fields(exc, "failed", max_chars=2000),
+        )
 
     def item_workers(self, settings: RunSettings) -> int:
         return DISCOVER_WORKERS

@@ -88,8 +88,9 @@ def degradation(details: dict[str, Any]) -> str | None:
     return "; ".join(reasons)[:1000] if reasons else None
 
 
-def save_outcomes(outcomes: Sequence[DiscoveryOutcome], run_dir: str | Path,
-                  meta: Mapping[str, Any] | None = None) -> Path:
+def save_outcomes(
+    outcomes: Sequence[DiscoveryOutcome], run_dir: str | Path, meta: Mapping[str, Any] | None = None
+) -> Path:
     """Write ``outcomes.jsonl`` (full records) and, with ``meta``, ``run.json`` to the run folder.
 
     Returns
@@ -114,14 +115,14 @@ def load_outcomes(run_dir: str | Path) -> list[DiscoveryOutcome]:
     """
     path = Path(run_dir) / "outcomes.jsonl"
     if not path.is_file():
-        raise RunFileError("no outcomes.jsonl here; is this a run folder from `agentcausal discover`?",
-                           path=str(path))
+        raise RunFileError("no outcomes.jsonl here; is this a run folder from `agentcausal discover`?", path=str(path))
     out = []
     for i, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
         if line.strip():
             try:
                 out.append(DiscoveryOutcome.model_validate_json(line))
             except ValueError as exc:
-                raise RunFileError(f"line {i} is not a valid outcome (torn?): {str(exc)[:200]}",
-                                   path=str(path)) from exc
+                raise RunFileError(
+                    f"line {i} is not a valid outcome (torn?): {str(exc)[:200]}", path=str(path)
+                ) from exc
     return out

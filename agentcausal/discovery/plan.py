@@ -64,19 +64,37 @@ def _dataset_item(spec: str, n: int, name: str, loaded: Dataset | None = None) -
         if bif.is_file():
             return PlanItem(id=key, path=absolute_path(bif), sha256=sha256_file(bif), spec=key, n=n, d=d)
         ds = load_dataset(key, n=n)  # auto_mpg: a small CSV, every row
-        return PlanItem(id=key, path=absolute_path(desc_path), sha256=sha256_file(desc_path), spec=key,
-                        n=int(ds.data.shape[0]), d=d)
+        return PlanItem(
+            id=key, path=absolute_path(desc_path), sha256=sha256_file(desc_path), spec=key, n=int(ds.data.shape[0]), d=d
+        )
     data_path = spec.split("::", 1)[0]
     ds = loaded if loaded is not None else load_spec(spec, name=name)
-    return PlanItem(id=ds.name, path=absolute_path(data_path), sha256=sha256_file(Path(data_path)), spec=spec,
-                    n=int(ds.data.shape[0]), d=len(ds.variables))
+    return PlanItem(
+        id=ds.name,
+        path=absolute_path(data_path),
+        sha256=sha256_file(Path(data_path)),
+        spec=spec,
+        n=int(ds.data.shape[0]),
+        d=len(ds.variables),
+    )
 
 
-def discover_plan(datasets: Sequence[str], methods: Sequence[str], *, config: DiscoveryConfig, preset: str,
-                  routing: str, profiles_path: str | None = None, n: int = 1000, repeats: int = 1,
-                  anonymise: Sequence[str] = (), seeds: Sequence[int] = (0,),
-                  llm_datasets: Sequence[str] | None = None, skipped: Sequence[dict[str, Any]] | None = None,
-                  loaded: Mapping[str, Dataset] | None = None) -> Plan:
+def discover_plan(
+    datasets: Sequence[str],
+    methods: Sequence[str],
+    *,
+    config: DiscoveryConfig,
+    preset: str,
+    routing: str,
+    profiles_path: str | None = None,
+    n: int = 1000,
+    repeats: int = 1,
+    anonymise: Sequence[str] = (),
+    seeds: Sequence[int] = (0,),
+    llm_datasets: Sequence[str] | None = None,
+    skipped: Sequence[dict[str, Any]] | None = None,
+    loaded: Mapping[str, Dataset] | None = None,
+) -> Plan:
     """The plan of ``agentcausal discover``.
 
     Parameters
@@ -111,26 +129,52 @@ def discover_plan(datasets: Sequence[str], methods: Sequence[str], *, config: Di
         stages = list(method_stages(m, config))
         all_stages += stages
         params = profile_params(profiles, stages)
-        mplans[m] = MethodPlan(preset=preset, variant="default",
-                               settings=_with_temperature(method_settings(m, config), params),
-                               stages=stage_models(profiles, stages), profile_params=params)
+        mplans[m] = MethodPlan(
+            preset=preset,
+            variant="default",
+            settings=_with_temperature(method_settings(m, config), params),
+            stages=stage_models(profiles, stages),
+            profile_params=params,
+        )
     names = unique_dataset_names(list(datasets))  # two <folder>/data.csv get distinct names
     items = [_dataset_item(d, n, names[d], (loaded or {}).get(d)) for d in datasets]
     llm = None
     if llm_datasets is not None:
         wanted = {d.lower() for d in llm_datasets}
         llm = [i.id for i in items if i.id.lower() in wanted or (i.spec or "").lower() in wanted]
-    estimate = estimate_discovery(items, list(methods), config, profiles, seeds=list(seeds), repeats=repeats, n=n,
-                                  llm_datasets=llm, loaded=loaded)
-    return Plan(kind="discover", routing=routing, preset=preset, items=items, item_count=len(items), methods=mplans,
-                repeats=repeats, seeds=list(seeds), n=n, config=config.model_dump(mode="json"), llm_datasets=llm,
-                missing_keys=missing_keys(profiles, all_stages), anonymise=list(anonymise),
-                skipped=list(skipped) if skipped is not None else None, estimate=estimate)
+    estimate = estimate_discovery(
+        items, list(methods), config, profiles, seeds=list(seeds), repeats=repeats, n=n, llm_datasets=llm, loaded=loaded
+    )
+    return Plan(
+        kind="discover",
+        routing=routing,
+        preset=preset,
+        items=items,
+        item_count=len(items),
+        methods=mplans,
+        repeats=repeats,
+        seeds=list(seeds),
+        n=n,
+        config=config.model_dump(mode="json"),
+        llm_datasets=llm,
+        missing_keys=missing_keys(profiles, all_stages),
+        anonymise=list(anonymise),
+        skipped=list(skipped) if skipped is not None else None,
+        estimate=estimate,
+    )
 
 
-def plan_discovery(datasets: Sequence[str], methods: Sequence[str], settings: RunSettings, *,
-                   config: DiscoveryConfig | None = None, seeds: Sequence[int] = (0,), n: int = 1000,
-                   repeats: int = 1, llm_datasets: Sequence[str] | None = None) -> Plan:
+def plan_discovery(
+    datasets: Sequence[str],
+    methods: Sequence[str],
+    settings: RunSettings,
+    *,
+    config: DiscoveryConfig | None = None,
+    seeds: Sequence[int] = (0,),
+    n: int = 1000,
+    repeats: int = 1,
+    llm_datasets: Sequence[str] | None = None,
+) -> Plan:
     """What a Python caller of the ``discover`` flow gets without a plan: the methods resolved, the config's
     executor resolved (``auto``: the coding agent where the sandbox works, else typed, said in one line),
     MAC's settings under the routing's preset.
@@ -146,7 +190,15 @@ def plan_discovery(datasets: Sequence[str], methods: Sequence[str], settings: Ru
         config = config.resolved()
         if config.executor_fallback and any(base_method(m) in DCM_METHODS for m in names):
             print(config.executor_fallback)
-    return discover_plan(list(datasets), names, config=config, routing=settings.routing,
-                         preset=routing_preset(settings.profiles_path, settings.routing),
-                         profiles_path=settings.profiles_path, n=n, repeats=max(1, repeats), seeds=list(seeds),
-                         llm_datasets=llm_datasets)
+    return discover_plan(
+        list(datasets),
+        names,
+        config=config,
+        routing=settings.routing,
+        preset=routing_preset(settings.profiles_path, settings.routing),
+        profiles_path=settings.profiles_path,
+        n=n,
+        repeats=max(1, repeats),
+        seeds=list(seeds),
+        llm_datasets=llm_datasets,
+    )

@@ -23,8 +23,15 @@ from agentcausal.llm.preview import PromptPreview
 __all__ = ["discover_previews"]
 
 
-def discover_previews(datasets: Sequence[str], methods: Sequence[str], config: Any, *, n: int = 1000, seed: int = 0,
-                      loaded: Mapping[str, Dataset] | None = None) -> list[PromptPreview]:
+def discover_previews(
+    datasets: Sequence[str],
+    methods: Sequence[str],
+    config: Any,
+    *,
+    n: int = 1000,
+    seed: int = 0,
+    loaded: Mapping[str, Dataset] | None = None,
+) -> list[PromptPreview]:
     """Previews of every MAC method among ``methods`` on every dataset (other methods are skipped).
 
     Parameters
@@ -53,6 +60,8 @@ def discover_previews(datasets: Sequence[str], methods: Sequence[str], config: A
                 continue
             shown = anonymise(ds, mode)[0] if mode != "none" else ds
             settings = mac_settings(base, apply_rounds(m, config)[1])
-            out += [p._replace(method=f"{m} on {ds.name}")
-                    for p in mac_method_previews(m, shown, settings, seed=seed, executor=settings.executor)]
+            out += [
+                p._replace(method=f"{m} on {ds.name}")
+                for p in mac_method_previews(m, shown, settings, seed=seed, executor=settings.executor)
+            ]
     return out

@@ -51,9 +51,21 @@ from agentcausal.discovery.statistical.algorithms import ALGORITHMS, default_cho
 from agentcausal.exceptions import ConfigError
 from agentcausal.llm import Gateway
 
-__all__ = ["STATISTICAL_METHODS", "LLM_METHODS", "BASELINE_METHODS", "DCM_METHODS", "METHODS", "resolve_methods",
-           "split_method", "with_anonymise", "method_stages", "method_settings", "llm_temperature",
-           "mac_settings", "method_handler"]
+__all__ = [
+    "STATISTICAL_METHODS",
+    "LLM_METHODS",
+    "BASELINE_METHODS",
+    "DCM_METHODS",
+    "METHODS",
+    "resolve_methods",
+    "split_method",
+    "with_anonymise",
+    "method_stages",
+    "method_settings",
+    "llm_temperature",
+    "mac_settings",
+    "method_handler",
+]
 
 
 STATISTICAL_METHODS = ALGORITHMS
@@ -83,8 +95,7 @@ def split_method(method: str) -> tuple[str, str]:
     base, _, mode = split_rounds(method)[0].partition("@")  # "mac (rounds 2)": a rounds variant of mac
     mode = mode or "none"
     if base not in METHODS:
-        raise ConfigError(f"unknown discovery method {method!r}; choose from {', '.join(METHODS)} "
-                          "or 'statistical'")
+        raise ConfigError(f"unknown discovery method {method!r}; choose from {', '.join(METHODS)} or 'statistical'")
     if mode not in ANONYMISE_MODES:
         raise ConfigError(f"unknown anonymise mode in {method!r}; choose from {', '.join(ANONYMISE_MODES)}")
     if mode != "none" and base not in LLM_METHODS:
@@ -103,7 +114,7 @@ def with_anonymise(methods: Sequence[str], modes: Sequence[str]) -> list[str]:
     out: list[str] = []
     for m in methods:
         base, _ = split_method(m)
-        for mode in (modes if base in LLM_METHODS else ["none"]):
+        for mode in modes if base in LLM_METHODS else ["none"]:
             split_method(f"{base}@{mode}")
             name = base if mode == "none" else f"{base}@{mode}"
             if name not in out:
@@ -144,8 +155,11 @@ def method_stages(method: str, config: DiscoveryConfig) -> tuple[str, ...]:
 
 
 def mac_settings(method: str, config: DiscoveryConfig) -> MACSettings:
-    upd: dict[str, dict[str, Any]] = {"mac_single": {"single_agent": True}, "dcm_only": {"stages": "dcm_only"},
-                                      "mdm_only": {"stages": "mdm_only"}}
+    upd: dict[str, dict[str, Any]] = {
+        "mac_single": {"single_agent": True},
+        "dcm_only": {"stages": "dcm_only"},
+        "mdm_only": {"stages": "mdm_only"},
+    }
     return config.mac.model_copy(update=upd.get(method, {}))
 
 
@@ -172,8 +186,11 @@ def method_settings(method: str, config: DiscoveryConfig) -> dict[str, Any]:
         out = mac_settings(base, config).model_dump(mode="json")
         out["paper_unspecified"] = unspecified_notes(config.mac, MAC_PAPER_UNSPECIFIED)
     elif base == "llm_zero_shot":
-        out = {"max_tokens_scale": config.mac.max_tokens_scale, "edges_per_variable": config.mac.edges_per_variable,
-               "sampling_temperature": config.mac.sampling_temperature}
+        out = {
+            "max_tokens_scale": config.mac.max_tokens_scale,
+            "edges_per_variable": config.mac.edges_per_variable,
+            "sampling_temperature": config.mac.sampling_temperature,
+        }
     else:
         out = getattr(config, base).model_dump(mode="json")
         if base == "react":
@@ -207,8 +224,9 @@ def llm_temperature(method: str, config: DiscoveryConfig) -> float | None:
         return None
     if base == "llm_scd":
         return config.llm_scd.temperature
-    settings = config.mac if base in ("mac", "mac_single", "dcm_only", "mdm_only", "llm_zero_shot") \
-        else getattr(config, base)
+    settings = (
+        config.mac if base in ("mac", "mac_single", "dcm_only", "mdm_only", "llm_zero_shot") else getattr(config, base)
+    )
     return settings.sampling_temperature if config.samples > 1 else None
 
 
@@ -234,8 +252,15 @@ def _mac(method: str) -> Callable[..., tuple[CausalGraph, dict[str, Any]]]:
 def _zero_shot(gw: Gateway, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
     sample = sample_index(seed, config.repeat)
     t = llm_temperature("llm_zero_shot", config)
-    res = llm_zero_shot(gw, ds, item=item, max_tokens_scale=config.mac.max_tokens_scale,
-                        edges_per_variable=config.mac.edges_per_variable, sample=sample, temperature=t)
+    res = llm_zero_shot(
+        gw,
+        ds,
+        item=item,
+        max_tokens_scale=config.mac.max_tokens_scale,
+        edges_per_variable=config.mac.edges_per_variable,
+        sample=sample,
+        temperature=t,
+    )
     return res.graph, {"dropped": list(res.dropped), "sample": sample, "temperature": t}
 
 
@@ -249,8 +274,11 @@ def _react(gw: Gateway, ds: Dataset, config: DiscoveryConfig, seed: int, item: s
 def _llm_scd(gw: Gateway, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
     sample = sample_index(seed, config.repeat)
     res = llm_scd(gw, ds, config.llm_scd, item=item, sample=sample)
-    return res.graph, {**res.model_dump(mode="json", exclude={"graph"}), "sample": sample,
-                       "temperature": config.llm_scd.temperature}
+    return res.graph, {
+        **res.model_dump(mode="json", exclude={"graph"}),
+        "sample": sample,
+        "temperature": config.llm_scd.temperature,
+    }
 
 
 def _ils_csl(gw: Gateway, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
@@ -280,12 +308,14 @@ def _anonymised(method: str, mode: str) -> Callable[..., tuple[CausalGraph, dict
     return run
 
 
-_HANDLERS.update({f"{m}@{mode}": _anonymised(m, mode) for m in LLM_METHODS for mode in ANONYMISE_MODES
-                  if mode != "none"})
+_HANDLERS.update(
+    {f"{m}@{mode}": _anonymised(m, mode) for m in LLM_METHODS for mode in ANONYMISE_MODES if mode != "none"}
+)
 
 
-def method_handler(method: str, config: DiscoveryConfig) -> tuple[Callable[..., tuple[CausalGraph, dict[str, Any]]],
-                                                                  DiscoveryConfig]:
+def method_handler(
+    method: str, config: DiscoveryConfig
+) -> tuple[Callable[..., tuple[CausalGraph, dict[str, Any]]], DiscoveryConfig]:
     """The handler of a method name (``mac``, ``pc``, ``mac@names``, ``mac (rounds 2)`` ...) and the config it runs
     with (a rounds variant's ``mac.rounds`` applied, the executor resolved): ``(gw, dataset, config, seed, item)
     -> (graph, details)``.

@@ -27,8 +27,16 @@ from typing import Any, TypeVar
 
 from agentcausal.exceptions import ConfigError
 
-__all__ = ["ROUNDS_METHODS", "ROUNDS_RANGE", "rounds_variant", "expand_rounds", "split_rounds", "apply_rounds",
-           "base_method", "file_stem"]
+__all__ = [
+    "ROUNDS_METHODS",
+    "ROUNDS_RANGE",
+    "rounds_variant",
+    "expand_rounds",
+    "split_rounds",
+    "apply_rounds",
+    "base_method",
+    "file_stem",
+]
 
 #: methods whose debates have Affirmative-Negative rounds (``mac_single`` has no Negative)
 ROUNDS_METHODS = ("mac", "dcm_only", "mdm_only")

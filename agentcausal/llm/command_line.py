@@ -23,8 +23,15 @@ from pydantic import ValidationError
 from agentcausal.exceptions import ConfigError
 from agentcausal.llm.profiles import DEFAULT_PROFILES_PATH, Profile
 
-__all__ = ["CLI_PROFILE", "ROUTE_OPTIONS", "Route", "parse_route", "server_context_window", "cli_profiles_toml",
-           "command_line_profiles_toml"]
+__all__ = [
+    "CLI_PROFILE",
+    "ROUTE_OPTIONS",
+    "Route",
+    "parse_route",
+    "server_context_window",
+    "cli_profiles_toml",
+    "command_line_profiles_toml",
+]
 
 
 # ---------------------------------------------------------------- one flag to a model (``--base-url --model``)
@@ -33,8 +40,9 @@ __all__ = ["CLI_PROFILE", "ROUTE_OPTIONS", "Route", "parse_route", "server_conte
 CLI_PROFILE = "cli"
 
 
-def server_context_window(base_url: str, model: str, *, api_key: str | None = None,
-                          timeout_s: float = 5.0) -> int | None:
+def server_context_window(
+    base_url: str, model: str, *, api_key: str | None = None, timeout_s: float = 5.0
+) -> int | None:
     """The context window an OpenAI-compatible server reports for ``model`` on ``GET /models``, if any.
 
     Reads the fields servers use: ``context_length`` / ``context_window`` /
@@ -65,8 +73,14 @@ def server_context_window(base_url: str, model: str, *, api_key: str | None = No
         if not isinstance(m, dict) or m.get("id") != model:
             continue
         meta = m["meta"] if isinstance(m.get("meta"), dict) else {}
-        for v in (m.get("context_length"), m.get("context_window"), m.get("max_context_length"),
-                  m.get("max_model_len"), meta.get("n_ctx"), meta.get("n_ctx_train")):
+        for v in (
+            m.get("context_length"),
+            m.get("context_window"),
+            m.get("max_context_length"),
+            m.get("max_model_len"),
+            meta.get("n_ctx"),
+            meta.get("n_ctx_train"),
+        ):
             if isinstance(v, (int, float)) and v >= 256:
                 return int(v)
     return None
@@ -109,31 +123,59 @@ def _read_data(source: str | os.PathLike | None) -> tuple[Path, dict[str, Any]]:
         raise ConfigError(f"cannot read profiles file: {exc}", path=str(path)) from exc
 
 
-def _window(reported: int | None, given: int | None, fallback: int = 8192,
-            given_origin: str = "flag") -> tuple[int, str]:
+def _window(
+    reported: int | None, given: int | None, fallback: int = 8192, given_origin: str = "flag"
+) -> tuple[int, str]:
     """The context window and where it came from: the server's report, else the one given, else ``fallback``."""
     if reported:
         return reported, "server"
     return (given, given_origin) if given else (fallback, "default")
 
 
-def _add_cli(data: dict[str, Any], base_url: str, model: str, *, api_key_env: str | None,
-             context_window: int | None, embed_model: str | None, timeout_s: float,
-             max_concurrency: int) -> tuple[dict[str, Any], dict[str, object]]:
+def _add_cli(
+    data: dict[str, Any],
+    base_url: str,
+    model: str,
+    *,
+    api_key_env: str | None,
+    context_window: int | None,
+    embed_model: str | None,
+    timeout_s: float,
+    max_concurrency: int,
+) -> tuple[dict[str, Any], dict[str, object]]:
     """``data`` plus profile and routing ``cli`` (see :func:`cli_profiles_toml`), and the facts."""
     key = os.environ.get(api_key_env) if api_key_env else None
     window, origin = _window(server_context_window(base_url, model, api_key=key), context_window)
     profiles = dict(data.get("profiles") or {})
-    profiles[CLI_PROFILE] = {"kind": "chat", "base_url": base_url, "model": model, "api_key_env": api_key_env,
-                             "max_concurrency": max_concurrency, "timeout_s": timeout_s, "context_window": window}
+    profiles[CLI_PROFILE] = {
+        "kind": "chat",
+        "base_url": base_url,
+        "model": model,
+        "api_key_env": api_key_env,
+        "max_concurrency": max_concurrency,
+        "timeout_s": timeout_s,
+        "context_window": window,
+    }
     embed = "embedder-local"
     if embed_model:
         embed = f"{CLI_PROFILE}-embed"
-        profiles[embed] = {"kind": "embedding", "base_url": base_url, "model": embed_model,
-                           "api_key_env": api_key_env, "max_concurrency": max_concurrency, "timeout_s": 120.0}
+        profiles[embed] = {
+            "kind": "embedding",
+            "base_url": base_url,
+            "model": embed_model,
+            "api_key_env": api_key_env,
+            "max_concurrency": max_concurrency,
+            "timeout_s": 120.0,
+        }
     elif embed not in profiles:
-        profiles[embed] = {"kind": "embedding", "base_url": "local", "model": "all-MiniLM-L6-v2",
-                           "max_concurrency": 1, "timeout_s": 120.0, "context_window": 256}
+        profiles[embed] = {
+            "kind": "embedding",
+            "base_url": "local",
+            "model": "all-MiniLM-L6-v2",
+            "max_concurrency": 1,
+            "timeout_s": 120.0,
+            "context_window": 256,
+        }
     try:
         Profile(name=CLI_PROFILE, **{k: v for k, v in profiles[CLI_PROFILE].items() if v is not None})
     except ValidationError as exc:
@@ -141,16 +183,28 @@ def _add_cli(data: dict[str, Any], base_url: str, model: str, *, api_key_env: st
     routings = dict(data.get("routings") or {})
     # a model named on the command line is taken to be a real one: the papers' settings (``--preset small`` overrides)
     routings[CLI_PROFILE] = {"default": CLI_PROFILE, "embed": embed, "preset": "paper"}
-    facts: dict[str, object] = {"base_url": base_url, "model": model, "api_key_env": api_key_env,
-                                "context_window": window, "context_window_source": origin,
-                                "embed_model": embed_model or f"{profiles[embed]['model']} (embedded embedder)"}
+    facts: dict[str, object] = {
+        "base_url": base_url,
+        "model": model,
+        "api_key_env": api_key_env,
+        "context_window": window,
+        "context_window_source": origin,
+        "embed_model": embed_model or f"{profiles[embed]['model']} (embedded embedder)",
+    }
     return {**data, "profiles": profiles, "routings": routings}, facts
 
 
-def cli_profiles_toml(base_url: str, model: str, *, api_key_env: str | None = None,
-                      context_window: int | None = None, embed_model: str | None = None,
-                      source: str | os.PathLike | None = None, timeout_s: float = 600.0,
-                      max_concurrency: int = 4) -> tuple[str, dict[str, object]]:
+def cli_profiles_toml(
+    base_url: str,
+    model: str,
+    *,
+    api_key_env: str | None = None,
+    context_window: int | None = None,
+    embed_model: str | None = None,
+    source: str | os.PathLike | None = None,
+    timeout_s: float = 600.0,
+    max_concurrency: int = 4,
+) -> tuple[str, dict[str, object]]:
     """A profiles file routing every chat stage to one OpenAI-compatible endpoint (profile and routing ``cli``).
 
     The file is ``source`` (default the packaged profiles) plus a chat profile
@@ -182,10 +236,20 @@ def cli_profiles_toml(base_url: str, model: str, *, api_key_env: str | None = No
         If ``source`` is missing or not TOML, or the resulting ``cli`` profile is invalid.
     """
     path, data = _read_data(source)
-    out, facts = _add_cli(data, base_url, model, api_key_env=api_key_env, context_window=context_window,
-                          embed_model=embed_model, timeout_s=timeout_s, max_concurrency=max_concurrency)
-    header = (f"# generated by agentcausal --base-url/--model from {path}: profile and routing {CLI_PROFILE!r}\n"
-              f"# context window {facts['context_window']} ({facts['context_window_source']})\n\n")
+    out, facts = _add_cli(
+        data,
+        base_url,
+        model,
+        api_key_env=api_key_env,
+        context_window=context_window,
+        embed_model=embed_model,
+        timeout_s=timeout_s,
+        max_concurrency=max_concurrency,
+    )
+    header = (
+        f"# generated by agentcausal --base-url/--model from {path}: profile and routing {CLI_PROFILE!r}\n"
+        f"# context window {facts['context_window']} ({facts['context_window_source']})\n\n"
+    )
     return header + _toml_text(out), facts
 
 
@@ -238,8 +302,10 @@ def parse_route(text: str, stages: Sequence[str]) -> Route:
     stage, eq, rest = text.partition("=")
     stage = stage.strip()
     if not eq or not stage:
-        raise ConfigError(f"--route {text!r}: expected STAGE=TARGET, e.g. dcfa.lce=vllm or "
-                          "dcfa.lce=Qwen/Qwen3-Coder-30B-A3B-Instruct@http://gpu-host:8000/v1")
+        raise ConfigError(
+            f"--route {text!r}: expected STAGE=TARGET, e.g. dcfa.lce=vllm or "
+            "dcfa.lce=Qwen/Qwen3-Coder-30B-A3B-Instruct@http://gpu-host:8000/v1"
+        )
     allowed = sorted(set(stages) | {"default", "embed"})
     if stage not in allowed:
         raise ConfigError(f"--route {text!r}: unknown stage {stage!r}; stages: {', '.join(allowed)}")
@@ -249,8 +315,9 @@ def parse_route(text: str, stages: Sequence[str]) -> Route:
         name, eq2, value = opt.partition("=")
         name = name.strip()
         if not eq2 or name not in ROUTE_OPTIONS:
-            raise ConfigError(f"--route {text!r}: unknown option {opt!r}; options: "
-                              + ", ".join(f"{o}=..." for o in ROUTE_OPTIONS))
+            raise ConfigError(
+                f"--route {text!r}: unknown option {opt!r}; options: " + ", ".join(f"{o}=..." for o in ROUTE_OPTIONS)
+            )
         if name in options:
             raise ConfigError(f"--route {text!r}: option {name!r} given twice")
         options[name] = value.strip()
@@ -259,13 +326,14 @@ def parse_route(text: str, stages: Sequence[str]) -> Route:
     if "model" in options and not options["model"]:
         raise ConfigError(f"--route {text!r}: model= needs a model id")
     if "key" in options and options["key"] and not options["key"].replace("_", "").isalnum():
-        raise ConfigError(f"--route {text!r}: key= names an environment variable (letters, digits, _), "
-                          f"got {options['key']!r}")
+        raise ConfigError(
+            f"--route {text!r}: key= names an environment variable (letters, digits, _), got {options['key']!r}"
+        )
     target = target.strip()
     at = max(target.rfind("@http://"), target.rfind("@https://"))
     base_url = None
     if at >= 0:
-        target, base_url = target[:at].strip(), target[at + 1:].strip()
+        target, base_url = target[:at].strip(), target[at + 1 :].strip()
         parts = urlsplit(base_url)
         if not parts.hostname:
             raise ConfigError(f"--route {text!r}: the endpoint {base_url!r} has no host")
@@ -286,8 +354,9 @@ def _same_host(a: str, b: str) -> bool:
     return (urlsplit(a).hostname or a) == (urlsplit(b).hostname or b)
 
 
-def _resolve_route(route: Route, profiles: dict[str, dict[str, Any]], path: Path
-                   ) -> tuple[str, dict[str, Any] | None, dict[str, object]]:
+def _resolve_route(
+    route: Route, profiles: dict[str, dict[str, Any]], path: Path
+) -> tuple[str, dict[str, Any] | None, dict[str, object]]:
     """A route's profile: ``(existing name, None, facts)``, or ``(stem, new profile table, facts)`` where
     ``stem`` is the profile the new one copies (``cli`` for a model id with the default dialect).
 
@@ -303,26 +372,40 @@ def _resolve_route(route: Route, profiles: dict[str, dict[str, Any]], path: Path
         base, stem = dict(profiles[route.target]), route.target
         origin = f"profile {route.target}"
     elif route.base_url is None:
-        raise ConfigError(f"--route {route.text!r}: no profile {route.target!r} (profiles: "
-                          f"{', '.join(sorted(profiles))}); a model on an endpoint is MODEL@URL", path=str(path))
+        raise ConfigError(
+            f"--route {route.text!r}: no profile {route.target!r} (profiles: "
+            f"{', '.join(sorted(profiles))}); a model on an endpoint is MODEL@URL",
+            path=str(path),
+        )
     else:
-        same = sorted(n for n, p in profiles.items()
-                      if p.get("model") == route.target and p.get("kind", "chat") == kind)
+        same = sorted(
+            n for n, p in profiles.items() if p.get("model") == route.target and p.get("kind", "chat") == kind
+        )
         if len(same) > 1:
-            raise ConfigError(f"--route {route.text!r}: profiles {', '.join(same)} all serve model "
-                              f"{route.target!r} with different dialects; name one: "
-                              f"--route {route.stage}={same[0]}@{route.base_url}", path=str(path))
+            raise ConfigError(
+                f"--route {route.text!r}: profiles {', '.join(same)} all serve model "
+                f"{route.target!r} with different dialects; name one: "
+                f"--route {route.stage}={same[0]}@{route.base_url}",
+                path=str(path),
+            )
         if same:
             base, stem = dict(profiles[same[0]]), same[0]
             origin = f"the dialect of profile {same[0]} (same model id)"
         else:
-            base = {"kind": kind, "model": route.target, "max_concurrency": 4,
-                    "timeout_s": 600.0 if kind == "chat" else 120.0}
+            base = {
+                "kind": kind,
+                "model": route.target,
+                "max_concurrency": 4,
+                "timeout_s": 600.0 if kind == "chat" else 120.0,
+            }
             stem, origin = CLI_PROFILE, "default dialect"
     if base.get("kind", "chat") != kind:
         what = "an embedding" if kind == "embedding" else "a chat"
-        raise ConfigError(f"--route {route.text!r}: {route.target!r} is a {base.get('kind', 'chat')} profile; "
-                          f"stage {route.stage!r} needs {what} profile", path=str(path))
+        raise ConfigError(
+            f"--route {route.text!r}: {route.target!r} is a {base.get('kind', 'chat')} profile; "
+            f"stage {route.stage!r} needs {what} profile",
+            path=str(path),
+        )
     if route.base_url is None and not opts:  # a profile as it stands
         return route.target, None, {"profile": route.target, "from": origin}
     new = dict(base)
@@ -351,17 +434,29 @@ def _resolve_route(route: Route, profiles: dict[str, dict[str, Any]], path: Path
     elif reported:
         new["context_window"], window_origin = reported, "server"
     new.setdefault("context_window", 8192)
-    facts = {"profile": None, "from": origin, "base_url": new.get("base_url"), "model": new.get("model"),
-             "api_key_env": new.get("api_key_env"), "context_window": new["context_window"],
-             "context_window_source": window_origin}
+    facts = {
+        "profile": None,
+        "from": origin,
+        "base_url": new.get("base_url"),
+        "model": new.get("model"),
+        "api_key_env": new.get("api_key_env"),
+        "context_window": new["context_window"],
+        "context_window_source": window_origin,
+    }
     return stem, new, facts
 
 
-def command_line_profiles_toml(*, routing: str | None = None, routes: Sequence[Route] = (),
-                               base_url: str | None = None, model: str | None = None,
-                               api_key_env: str | None = None, context_window: int | None = None,
-                               embed_model: str | None = None, source: str | os.PathLike | None = None,
-                               ) -> tuple[str, str, dict[str, object]]:
+def command_line_profiles_toml(
+    *,
+    routing: str | None = None,
+    routes: Sequence[Route] = (),
+    base_url: str | None = None,
+    model: str | None = None,
+    api_key_env: str | None = None,
+    context_window: int | None = None,
+    embed_model: str | None = None,
+    source: str | os.PathLike | None = None,
+) -> tuple[str, str, dict[str, object]]:
     """The profiles file of a command line's routing: ``--base-url/--model`` and ``--route`` over a routing.
 
     Starts from ``source`` (default ``$AGENTCAUSAL_PROFILES`` or the packaged file) and the routing
@@ -397,16 +492,23 @@ def command_line_profiles_toml(*, routing: str | None = None, routes: Sequence[R
     path, data = _read_data(source)
     facts: dict[str, object] = {}
     if base_url is not None and model is not None:
-        data, facts = _add_cli(data, base_url, model, api_key_env=api_key_env, context_window=context_window,
-                               embed_model=embed_model, timeout_s=600.0, max_concurrency=4)
+        data, facts = _add_cli(
+            data,
+            base_url,
+            model,
+            api_key_env=api_key_env,
+            context_window=context_window,
+            embed_model=embed_model,
+            timeout_s=600.0,
+            max_concurrency=4,
+        )
         base = name = CLI_PROFILE
     else:
         base = routing or os.environ.get("AGENTCAUSAL_ROUTING") or "default"
         name = f"{base}+cli"
     routings = {k: dict(v) for k, v in (data.get("routings") or {}).items()}
     if base not in routings and base != "default":
-        raise ConfigError(f"unknown routing {base!r}; defined routings: {', '.join(sorted(routings))}",
-                          path=str(path))
+        raise ConfigError(f"unknown routing {base!r}; defined routings: {', '.join(sorted(routings))}", path=str(path))
     profiles = {k: dict(v) for k, v in (data.get("profiles") or {}).items() if isinstance(v, dict)}
     table = dict(routings.get(base) or {"default": next(iter(profiles), "")})
     seen: dict[str, Route] = {}
@@ -446,6 +548,9 @@ def command_line_profiles_toml(*, routing: str | None = None, routes: Sequence[R
     routings[name] = table
     out = {**data, "profiles": profiles, "routings": routings}
     facts = {**facts, "routing_base": base, "routes": route_facts}
-    header = (f"# generated by agentcausal from {path}: routing {name!r} = {base!r}"
-              + "".join(f"\n#   --route {r.text}" for r in routes) + "\n\n")
+    header = (
+        f"# generated by agentcausal from {path}: routing {name!r} = {base!r}"
+        + "".join(f"\n#   --route {r.text}" for r in routes)
+        + "\n\n"
+    )
     return header + _toml_text(out), name, facts

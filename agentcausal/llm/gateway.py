@@ -420,7 +420,7 @@ class Gateway:
             entry = self._flights.setdefault(key, [threading.Lock(), 0])
             entry[1] += 1
         try:
-            with entry[0], (self._cache.process_lock(key) if self._cache is not None else contextlib.nullcontext()):
+            with entry[0], self._cache.process_lock(key) if self._cache is not None else contextlib.nullcontext():
                 timer.wait += time.perf_counter() - t0
                 yield
         finally:
@@ -471,8 +471,10 @@ class Gateway:
         if not self.cache_dropped or self._cache is None:  # no cache: nothing dropped
             return None
         why = ", ".join(f"{r}: {n}" for r, n in self._cache.drop_reasons.most_common())
-        return (f"LLM reply cache {self._cache.path}: {self.cache_dropped} record(s) failed their check and were "
-                f"dropped and asked again ({why})")
+        return (
+            f"LLM reply cache {self._cache.path}: {self.cache_dropped} record(s) failed their check and were "
+            f"dropped and asked again ({why})"
+        )
 
     def _run_hit(self, key: str) -> int:
         """1 when a cache hit was served by an entry this gateway wrote (an identical call earlier
@@ -531,8 +533,9 @@ class Gateway:
         """
         check_prompt_window(stage, profile, messages)  # over the window: refused for the item, never sent
         body = {"model": profile.model, "messages": messages, **params}
-        data = self._call(stage, profile, lambda c: c.post("/chat/completions", body=body, cast_to=dict,
-                                                           options=_POST_OPTIONS), timer)
+        data = self._call(
+            stage, profile, lambda c: c.post("/chat/completions", body=body, cast_to=dict, options=_POST_OPTIONS), timer
+        )
         choices = data.get("choices") if isinstance(data, dict) else None
         if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
             raise LLMCallError(profile.name, stage, None, "reply has no choices")
@@ -548,9 +551,16 @@ class Gateway:
         pt, ct = kw.get("prompt_tokens", 0), kw.get("completion_tokens", 0)
         cost = pt / 1000 * profile.price_prompt_per_1k + ct / 1000 * profile.price_completion_per_1k
         self.usage.record(
-            stage, item,
-            StageUsage(calls=1, seconds=timer.request, request_seconds=timer.request, wait_seconds=timer.wait,
-                       cost_usd=cost, **kw),
+            stage,
+            item,
+            StageUsage(
+                calls=1,
+                seconds=timer.request,
+                request_seconds=timer.request,
+                wait_seconds=timer.wait,
+                cost_usd=cost,
+                **kw,
+            ),
         )
 
     def chat(
@@ -680,12 +690,12 @@ class Gateway:
             msgs = msgs + [
                 {
                     "role": "system",
-                    "content": "Reply with one JSON object that satisfies this JSON schema:\n"
-                    + schema_text,
+                    "content": "Reply with one JSON object that satisfies this JSON schema:\n" + schema_text,
                 }
             ]
         key = cache_key(
-            _cache_identity(profile), profile.model,
+            _cache_identity(profile),
+            profile.model,
             {"messages": msgs, "params": params, "schema": schema, **key_extra},
         )
         timer = _Timer()
@@ -705,8 +715,15 @@ class Gateway:
                 try:
                     raw, finish, pt, ct = self._request(stage, profile, convo, params, timer)
                 except (EndpointUnreachableError, LLMCallError):
-                    self._record(stage, item, profile, timer, requests=timer.requests, prompt_tokens=pt_total,
-                                 completion_tokens=ct_total)
+                    self._record(
+                        stage,
+                        item,
+                        profile,
+                        timer,
+                        requests=timer.requests,
+                        prompt_tokens=pt_total,
+                        completion_tokens=ct_total,
+                    )
                     raise
                 attempts += 1
                 pt_total += pt
@@ -718,19 +735,32 @@ class Gateway:
                     truncated = finish == "length"
                     if truncated:
                         err = f"reply cut off at max_tokens={max_tokens} (finish_reason=length); {err}"
-                    log.info("stage=%s invalid %s reply (attempt %d): %s", stage, reply_model.__name__,
-                             attempt + 1, err[:200])
+                    log.info(
+                        "stage=%s invalid %s reply (attempt %d): %s",
+                        stage,
+                        reply_model.__name__,
+                        attempt + 1,
+                        err[:200],
+                    )
                     convo = msgs + [
                         {"role": "assistant", "content": raw},
                         {"role": "user", "content": _repair_prompt(err, truncated)},
                     ]
                     continue
                 self._cache_set(key, {"text": raw})
-                self._record(stage, item, profile, timer, requests=timer.requests, prompt_tokens=pt_total,
-                             completion_tokens=ct_total)
+                self._record(
+                    stage,
+                    item,
+                    profile,
+                    timer,
+                    requests=timer.requests,
+                    prompt_tokens=pt_total,
+                    completion_tokens=ct_total,
+                )
                 return out
-            self._record(stage, item, profile, timer, requests=timer.requests, prompt_tokens=pt_total,
-                         completion_tokens=ct_total)
+            self._record(
+                stage, item, profile, timer, requests=timer.requests, prompt_tokens=pt_total, completion_tokens=ct_total
+            )
             raise StructuredOutputError(stage, reply_model.__name__, raw, attempts, err)
 
     # -------------------------------------------------------------- embeddings
@@ -788,13 +818,19 @@ class Gateway:
         norms = np.linalg.norm(arr, axis=1, keepdims=True) if arr.size else 1.0
         arr = (arr / np.where(norms == 0, 1.0, norms)).astype(np.float32, copy=False)  # float32 when empty too
         served = [k for k in keys if k not in requested] if hits < len(texts) else keys
-        self._record(stage, item, profile, timer, requests=requests, prompt_tokens=pt, cache_hits=hits,
-                     run_hits=sum(self._run_hit(k) for k in served))
+        self._record(
+            stage,
+            item,
+            profile,
+            timer,
+            requests=requests,
+            prompt_tokens=pt,
+            cache_hits=hits,
+            run_hits=sum(self._run_hit(k) for k in served),
+        )
         return arr
 
-    def _embed_request(
-        self, stage: str, profile: Profile, todo: list[str], timer: _Timer
-    ) -> tuple[np.ndarray, int]:
+    def _embed_request(self, stage: str, profile: Profile, todo: list[str], timer: _Timer) -> tuple[np.ndarray, int]:
         """Embed ``todo`` with one request (or the in-process embedder): (vectors (n, dim), prompt tokens)."""
         if profile.is_local_embedder:
             t0 = time.perf_counter()

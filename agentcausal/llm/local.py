@@ -72,8 +72,16 @@ class EmbeddedServer:
     api_key : str, the key every request but ``/health`` must carry (``Authorization: Bearer``)
     """
 
-    def __init__(self, server: Any, base_url: str, model_path: Path, n_parallel: int, ctx_per_slot: int,
-                 started_s: float, api_key: str = "") -> None:
+    def __init__(
+        self,
+        server: Any,
+        base_url: str,
+        model_path: Path,
+        n_parallel: int,
+        ctx_per_slot: int,
+        started_s: float,
+        api_key: str = "",
+    ) -> None:
         self._server = server
         self.api_key = api_key
         self.base_url = base_url
@@ -221,8 +229,14 @@ def start_server(
         del server
         raise
     started = time.perf_counter() - t0
-    log.info("embedded llama.cpp server for %s up at %s in %.1f s (%d slots x %d tokens)",
-             path.name, root, started, n_parallel, ctx_per_slot)
+    log.info(
+        "embedded llama.cpp server for %s up at %s in %.1f s (%d slots x %d tokens)",
+        path.name,
+        root,
+        started,
+        n_parallel,
+        ctx_per_slot,
+    )
     return EmbeddedServer(server, f"{root}/v1", path, n_parallel, ctx_per_slot, started, api_key=key)
 
 
@@ -321,8 +335,14 @@ def ensure_embedded_server(profile: "Profile") -> str:
     ConfigError
         If ``$AGENTCAUSAL_EMBEDDED_URL`` serves another model.
     """
-    fast_key = (profile.model, profile.model_path, profile.max_concurrency, profile.context_window, profile.threads,
-                profile.reproducible)
+    fast_key = (
+        profile.model,
+        profile.model_path,
+        profile.max_concurrency,
+        profile.context_window,
+        profile.threads,
+        profile.reproducible,
+    )
     with _SERVERS_LOCK:
         if fast_key in _BY_PROFILE:
             return _BY_PROFILE[fast_key]
@@ -335,8 +355,14 @@ def ensure_embedded_server(profile: "Profile") -> str:
         key = (str(path.resolve()), profile.max_concurrency, profile.context_window, profile.reproducible)
         srv = _SERVERS.get(key)
         if srv is None:
-            srv = start_server(path, n_parallel=profile.max_concurrency, ctx_per_slot=profile.context_window,
-                               threads=profile.threads, alias=profile.model, deterministic=profile.reproducible)
+            srv = start_server(
+                path,
+                n_parallel=profile.max_concurrency,
+                ctx_per_slot=profile.context_window,
+                threads=profile.threads,
+                alias=profile.model,
+                deterministic=profile.reproducible,
+            )
             _SERVERS[key] = srv
         _BY_PROFILE[fast_key] = srv.base_url
         return srv.base_url
@@ -410,8 +436,13 @@ def local_embedder(model_name: str = "all-MiniLM-L6-v2") -> Callable[[Sequence[s
 
         def embed(texts: Sequence[str]) -> np.ndarray:
             with lock:
-                out = model.encode(list(texts), batch_size=32, convert_to_numpy=True,
-                                   normalize_embeddings=True, show_progress_bar=False)
+                out = model.encode(
+                    list(texts),
+                    batch_size=32,
+                    convert_to_numpy=True,
+                    normalize_embeddings=True,
+                    show_progress_bar=False,
+                )
             return np.asarray(out, dtype=np.float32).reshape(len(texts), -1)
 
         _EMBEDDERS[model_name] = embed

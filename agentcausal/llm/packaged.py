@@ -38,8 +38,7 @@ from agentcausal.exceptions import ModelFileError
 if TYPE_CHECKING:
     from agentcausal.llm.profiles import Profile
 
-__all__ = ["PackagedModel", "PACKAGED_MODELS", "models_dir", "packaged_model_path", "resolve_model_path",
-           "served_name"]
+__all__ = ["PackagedModel", "PACKAGED_MODELS", "models_dir", "packaged_model_path", "resolve_model_path", "served_name"]
 
 log = logging.getLogger(__name__)
 
@@ -103,8 +102,9 @@ def _spec(name: str) -> PackagedModel:
         if key == short or key in spec.aliases or key == spec.filename:
             return spec
     known = sorted(PACKAGED_MODELS) + sorted(a for s in PACKAGED_MODELS.values() for a in s.aliases)
-    raise ModelFileError(f"unknown packaged model {name!r}; known: {', '.join(known)}; "
-                         "or give a GGUF path in the profile's model_path")
+    raise ModelFileError(
+        f"unknown packaged model {name!r}; known: {', '.join(known)}; or give a GGUF path in the profile's model_path"
+    )
 
 
 def _part_paths(spec: PackagedModel) -> list[Path]:
@@ -119,8 +119,7 @@ def _part_paths(spec: PackagedModel) -> list[Path]:
             ) from exc
         path = Path(mod.get_part_path())
         if not path.is_file():
-            raise ModelFileError(f"part file of {mod_name!r} is missing; reinstall: {spec.requirement}",
-                                 path=str(path))
+            raise ModelFileError(f"part file of {mod_name!r} is missing; reinstall: {spec.requirement}", path=str(path))
         paths.append(path)
     return paths
 

@@ -86,7 +86,7 @@ def _elide(text: str, max_lines: int) -> str:
             out.append(lines[i])
             i += 1
             continue
-        inner = lines[i + 1:end]
+        inner = lines[i + 1 : end]
         out.append(lines[i])
         out.extend(_cut(x) for x in inner[:max_lines])
         if len(inner) > max_lines:

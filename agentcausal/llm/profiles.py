@@ -178,8 +178,11 @@ class Profile(BaseModel):
         ``max_tokens``), ``reasoning_effort``, ``hidden_reasoning_counts``, ``extra_body``,
         ``json_mode`` (when not ``json_schema``).
         """
-        out: dict[str, Any] = {"endpoint": self.base_url, "context_window": self.context_window,
-                               "reasoning": self.reasoning}
+        out: dict[str, Any] = {
+            "endpoint": self.base_url,
+            "context_window": self.context_window,
+            "reasoning": self.reasoning,
+        }
         if self.token_cap_param != "max_tokens":
             out["token_cap_param"] = self.token_cap_param
         if self.reasoning_effort is not None:
@@ -258,8 +261,9 @@ class ProfileSet(BaseModel):
                     raise UnknownProfileError(pname, list(self.profiles), path=self.path)
         for group, size in self.limit_groups.items():
             if not isinstance(size, int) or isinstance(size, bool) or size < 1:
-                raise ConfigError(f"[limit_groups] {group} = {size!r}: the size must be an integer >= 1",
-                                  path=self.path)
+                raise ConfigError(
+                    f"[limit_groups] {group} = {size!r}: the size must be an integer >= 1", path=self.path
+                )
 
     def limit_group_size(self, group: str) -> int:
         """Requests in flight allowed at once across all profiles naming ``group`` as ``limit_group``.
@@ -290,8 +294,14 @@ class ProfileSet(BaseModel):
         raise UnknownStageError(stage, self.routing, list(table))
 
     def with_routing(self, routing: str) -> "ProfileSet":
-        return ProfileSet(profiles=self.profiles, routings=self.routings, routing=routing, path=self.path,
-                          limit_groups=self.limit_groups, presets=self.presets)
+        return ProfileSet(
+            profiles=self.profiles,
+            routings=self.routings,
+            routing=routing,
+            path=self.path,
+            limit_groups=self.limit_groups,
+            presets=self.presets,
+        )
 
 
 ENV_PREFIX = "AGENTCAUSAL_PROFILE_"
@@ -315,15 +325,19 @@ def _env_overrides(names: list[str]) -> dict[str, dict[str, str]]:
     for key, value in os.environ.items():
         if not key.startswith(ENV_PREFIX):
             continue
-        rest = key[len(ENV_PREFIX):]
+        rest = key[len(ENV_PREFIX) :]
         for env_name, name in by_env:
-            field = rest[len(env_name) + 1:].lower()
+            field = rest[len(env_name) + 1 :].lower()
             if rest.startswith(env_name + "_") and field in fields:
                 out[name][field] = value
                 break
         else:
-            log.warning("ignoring %s: no profile with that field (profiles: %s; fields: %s)",
-                        key, ", ".join(sorted(names)), ", ".join(sorted(fields)))
+            log.warning(
+                "ignoring %s: no profile with that field (profiles: %s; fields: %s)",
+                key,
+                ", ".join(sorted(names)),
+                ", ".join(sorted(fields)),
+            )
     return out
 
 
@@ -374,8 +388,9 @@ def load_profiles(path: str | os.PathLike | None = None, routing: str | None = N
     if not isinstance(limit_groups, dict) or not all(
         isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in limit_groups.values()
     ):
-        raise ConfigError(f"[limit_groups] must be a table of name = size (an integer >= 1), got {limit_groups!r}",
-                          path=str(path))
+        raise ConfigError(
+            f"[limit_groups] must be a table of name = size (an integer >= 1), got {limit_groups!r}", path=str(path)
+        )
     return ProfileSet(
         profiles=profiles,
         routings=routings,

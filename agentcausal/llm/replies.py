@@ -62,12 +62,12 @@ def strip_reasoning(text: str) -> str:
         end = _CLOSE.search(out, m.end())
         if end is None:
             return ""
-        out = out[end.end():].lstrip()
+        out = out[end.end() :].lstrip()
     if out is text:  # no block opened in the reply: a closing tag of one opened in the prompt
         end = _CLOSE.search(out)
         head = out[: end.start()].lstrip() if end is not None else ""
         if end is not None and "<think>" not in head.lower() and not head.startswith(("{", "[", "```")):
-            out = out[end.end():].lstrip()
+            out = out[end.end() :].lstrip()
     return out
 
 

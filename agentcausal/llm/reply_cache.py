@@ -61,8 +61,15 @@ try:
 except ImportError:  # pragma: no cover - not POSIX: lock files per key prefix (filelock) instead
     fcntl = None  # type: ignore[assignment]  # not POSIX: checked before each use
 
-__all__ = ["ReplyCache", "ReplyDisk", "CorruptRecord", "MAX_RECORD_BYTES", "thread_flights", "encode_vector",
-           "decode_vector"]
+__all__ = [
+    "ReplyCache",
+    "ReplyDisk",
+    "CorruptRecord",
+    "MAX_RECORD_BYTES",
+    "thread_flights",
+    "encode_vector",
+    "decode_vector",
+]
 
 log = logging.getLogger(__name__)
 
@@ -142,8 +149,9 @@ class ReplyDisk(diskcache.JSONDisk):
             data = self._read_value_file(filename)
         else:
             what = "pickle" if mode == MODE_PICKLE else f"mode {mode}"
-            raise CorruptRecord(f"stored in diskcache's {what} format, which is never read (an older version or a "
-                                "crafted entry)")
+            raise CorruptRecord(
+                f"stored in diskcache's {what} format, which is never read (an older version or a crafted entry)"
+            )
         if len(data) > MAX_RECORD_BYTES:
             raise CorruptRecord(f"{len(data)} bytes stored")
         try:
@@ -327,8 +335,11 @@ class ReplyCache:
             if not refresh:
                 raise
             aside = self._move_aside()
-            log.warning("LLM reply cache %s could not be read; moved aside to %s (--refresh), starting a new one",
-                        self.path, aside)
+            log.warning(
+                "LLM reply cache %s could not be read; moved aside to %s (--refresh), starting a new one",
+                self.path,
+                aside,
+            )
             self._cache = self._open()
 
     def _open(self) -> diskcache.Cache:
@@ -338,8 +349,9 @@ class ReplyCache:
                 # every calling thread holds its own SQLite connection: no memory map and a small page cache each
                 # (diskcache's defaults, a 64 MiB map and 32 MiB cache per connection, grew a run's process with
                 # the corpus: bench/engine_memory.py)
-                return diskcache.Cache(str(self.directory), size_limit=2**34, disk=ReplyDisk, sqlite_mmap_size=0,
-                                       sqlite_cache_size=64)
+                return diskcache.Cache(
+                    str(self.directory), size_limit=2**34, disk=ReplyDisk, sqlite_mmap_size=0, sqlite_cache_size=64
+                )
             except sqlite3.DatabaseError as exc:
                 if not _is_corruption(exc):
                     raise
@@ -350,7 +362,9 @@ class ReplyCache:
         return CorruptStoreError(
             f"the LLM reply cache {self.path} cannot be read ({problem}): run again with --refresh, which moves it "
             f"aside and starts a new cache, or move the folder aside yourself (mv {self.directory} "
-            f"{self.directory}.broken)", path=str(self.path))
+            f"{self.directory}.broken)",
+            path=str(self.path),
+        )
 
     def _move_aside(self) -> Path:
         stamp = f"corrupt-{int(time.time())}"
@@ -405,10 +419,18 @@ class ReplyCache:
             self.drop_reasons[reason] += 1
             n = self.dropped
         if n <= WARNED_DROPS:  # a cache of an older version fails on every record: a few lines, then the count
-            more = ("; further records that fail their check are counted without a line each "
-                    "(Gateway.cache_notice)" if n == WARNED_DROPS else "")
-            log.warning("LLM reply cache %s: the record of request %s failed its check (%s); dropped, asking "
-                        "again%s", self.path, key[:12], reason, more)
+            more = (
+                "; further records that fail their check are counted without a line each (Gateway.cache_notice)"
+                if n == WARNED_DROPS
+                else ""
+            )
+            log.warning(
+                "LLM reply cache %s: the record of request %s failed its check (%s); dropped, asking again%s",
+                self.path,
+                key[:12],
+                reason,
+                more,
+            )
         else:
             log.debug("LLM reply cache %s: record %s dropped (%s)", self.path, key[:12], reason)
 

@@ -19,10 +19,15 @@ __all__ = ["ACCURACY_COLUMNS", "ACCURACY_NOTE", "accuracy_display", "has_labels"
 
 #: (frame prefix, display name) of the accuracy columns, in table order
 ACCURACY_COLUMNS = (
-    ("step", "step (exact)"), ("agent", "agent"), ("both", "step and agent"),
-    ("hit1", "Hit@1 (±1 step)"), ("hit3", "Hit@3 (±3)"), ("hit5", "Hit@5 (±5)"),
+    ("step", "step (exact)"),
+    ("agent", "agent"),
+    ("both", "step and agent"),
+    ("hit1", "Hit@1 (±1 step)"),
+    ("hit3", "Hit@3 (±3)"),
+    ("hit5", "Hit@5 (±5)"),
     ("top3", "top-3 (candidates)"),
-    ("ww_step", "step (Who&When substring rule)"), ("ww_agent", "agent (Who&When substring rule)"),
+    ("ww_step", "step (Who&When substring rule)"),
+    ("ww_agent", "agent (Who&When substring rule)"),
 )
 
 #: how every column is computed (printed above the tables)
@@ -78,8 +83,10 @@ def accuracy_display(df: pd.DataFrame, by: tuple[str, ...] = ()) -> pd.DataFrame
         col = f"{key}_k"
         if col not in df or (key == "top3" and not ranked):
             continue
-        out[name] = [("not ranked" if key == "top3" and pd.isna(k) and n else _cell(k, int(n or 0)))
-                     for k, n in zip(df[col], df["labelled"])]
+        out[name] = [
+            ("not ranked" if key == "top3" and pd.isna(k) and n else _cell(k, int(n or 0)))
+            for k, n in zip(df[col], df["labelled"])
+        ]
     for c in ("undetermined", "failed", "degraded", "reused"):
         if c in df:
             out[c] = df[c]

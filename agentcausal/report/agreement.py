@@ -42,8 +42,17 @@ import pandas as pd
 from agentcausal.repeats import repeat_of
 from agentcausal.report.html import readable_value
 
-__all__ = ["AgreementStats", "AGREEMENT_NOTE", "agreement_stats", "blamed_pairs", "run_agreement",
-           "method_agreement", "blame_changes", "run_differences", "with_repeat"]
+__all__ = [
+    "AgreementStats",
+    "AGREEMENT_NOTE",
+    "agreement_stats",
+    "blamed_pairs",
+    "run_agreement",
+    "method_agreement",
+    "blame_changes",
+    "run_differences",
+    "with_repeat",
+]
 
 #: bootstrap resamples and seed (fixed: a report repeats exactly)
 RESAMPLES, SEED, LEVEL = 2000, 0, 0.95
@@ -54,7 +63,8 @@ AGREEMENT_NOTE = (
     f"step (k/n), with a {int(LEVEL * 100)}% percentile bootstrap interval ({RESAMPLES:,} resamples of the pairs); "
     "not compared: pairs where either was undetermined or failed. chance: the agreement expected if both picked "
     "a step at random, mean of 1/(steps of the trace). κ = (agreement − chance) / (1 − chance) "
-    "(Brennan–Prediger form: chance from each trace's own step count).")
+    "(Brennan–Prediger form: chance from each trace's own step count)."
+)
 
 
 class AgreementStats(NamedTuple):
@@ -89,8 +99,15 @@ def _kappa(po: np.ndarray | float, pe: np.ndarray | float) -> np.ndarray | float
         return np.where(np.isclose(pe, 1.0), np.nan, (np.asarray(po) - pe) / (1.0 - np.asarray(pe)))
 
 
-def agreement_stats(a: Iterable[Any], b: Iterable[Any], n_steps: Iterable[int], *, resamples: int = RESAMPLES,
-                    seed: int = SEED, level: float = LEVEL) -> AgreementStats:
+def agreement_stats(
+    a: Iterable[Any],
+    b: Iterable[Any],
+    n_steps: Iterable[int],
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    level: float = LEVEL,
+) -> AgreementStats:
     """Agreement, chance agreement and κ of two blamed-step sequences over the same traces.
 
     Parameters
@@ -109,6 +126,7 @@ def agreement_stats(a: Iterable[Any], b: Iterable[Any], n_steps: Iterable[int], 
     >>> (s.n, s.k, s.agreement, s.chance, round(s.kappa, 3), s.not_compared)
     (3, 2, 0.6666666666666666, 0.25, 0.556, 1)
     """
+
     def step(v: Any) -> float:
         return float("nan") if v is None or v is pd.NA or (isinstance(v, float) and v != v) else float(v)
 
@@ -132,8 +150,18 @@ def agreement_stats(a: Iterable[Any], b: Iterable[Any], n_steps: Iterable[int], 
         klo = khi = float("nan")
     else:
         klo, khi = np.nanpercentile(k_b, [tail, 100 - tail])
-    return AgreementStats(n, int(same.sum()), po, float(lo), float(hi), pe, float(_kappa(po, pe)), float(klo),
-                          float(khi), int((~ok).sum()))
+    return AgreementStats(
+        n,
+        int(same.sum()),
+        po,
+        float(lo),
+        float(hi),
+        pe,
+        float(_kappa(po, pe)),
+        float(klo),
+        float(khi),
+        int((~ok).sum()),
+    )
 
 
 def with_repeat(df: pd.DataFrame) -> pd.DataFrame:
@@ -198,8 +226,14 @@ def method_agreement(df: pd.DataFrame, keys: Sequence[str], run: str = "") -> pd
         p = blamed_pairs(df[df["method"] == m1], df[df["method"] == m2], keys)
         if p.empty:
             continue
-        rows.append({"run": run, "method_a": m1, "method_b": m2,
-                     **_row(agreement_stats(p["pred_step_a"], p["pred_step_b"], p["n_steps"]))})
+        rows.append(
+            {
+                "run": run,
+                "method_a": m1,
+                "method_b": m2,
+                **_row(agreement_stats(p["pred_step_a"], p["pred_step_b"], p["n_steps"])),
+            }
+        )
     return pd.DataFrame(rows, columns=["run", "method_a", "method_b", *AgreementStats._fields])
 
 
@@ -219,12 +253,18 @@ def blame_changes(a: pd.DataFrame, b: pd.DataFrame, keys: Sequence[str]) -> pd.D
             na, nb = pd.isna(sa), pd.isna(sb)
             if (na and nb) or (not na and not nb and int(sa) == int(sb)):
                 continue
-            rows.append({"method": method, **{k: r[k] for k in keys},
-                         "step_a": None if na else int(sa), "agent_a": None if pd.isna(r.get("pred_agent_a")) else
-                         r.get("pred_agent_a"), "step_b": None if nb else int(sb),
-                         "agent_b": None if pd.isna(r.get("pred_agent_b")) else r.get("pred_agent_b"),
-                         "confidence_a": r.get("confidence_a", float("nan")),
-                         "confidence_b": r.get("confidence_b", float("nan"))})
+            rows.append(
+                {
+                    "method": method,
+                    **{k: r[k] for k in keys},
+                    "step_a": None if na else int(sa),
+                    "agent_a": None if pd.isna(r.get("pred_agent_a")) else r.get("pred_agent_a"),
+                    "step_b": None if nb else int(sb),
+                    "agent_b": None if pd.isna(r.get("pred_agent_b")) else r.get("pred_agent_b"),
+                    "confidence_a": r.get("confidence_a", float("nan")),
+                    "confidence_b": r.get("confidence_b", float("nan")),
+                }
+            )
     out = pd.DataFrame(rows, columns=cols)
     for c in ("step_a", "step_b"):
         out[c] = out[c].astype("Int64")
@@ -234,9 +274,20 @@ def blame_changes(a: pd.DataFrame, b: pd.DataFrame, keys: Sequence[str]) -> pd.D
 #: run.json keys that differ between any two runs by nature (time, the plan's item paths) and are not compared
 _VOLATILE = {"started", "wall_seconds", "plan", "name", "run_dir", "skipped", "speaker_mismatch"}
 #: what each run.json key is, for the "what differs" header
-_KIND = {"preset": "preset", "methods": "settings", "config": "settings", "models": "models", "model": "models",
-         "corpus": "corpus", "datasets": "corpus", "traces": "corpus", "routing": "routing", "profiles": "routing",
-         "repeats": "run", "seeds": "run"}
+_KIND = {
+    "preset": "preset",
+    "methods": "settings",
+    "config": "settings",
+    "models": "models",
+    "model": "models",
+    "corpus": "corpus",
+    "datasets": "corpus",
+    "traces": "corpus",
+    "routing": "routing",
+    "profiles": "routing",
+    "repeats": "run",
+    "seeds": "run",
+}
 
 
 def _comparable(meta: Mapping[str, Any]) -> dict[str, Any]:
@@ -246,8 +297,11 @@ def _comparable(meta: Mapping[str, Any]) -> dict[str, Any]:
     plan = meta.get("plan")
     sources = plan.get("sources") if isinstance(plan, Mapping) else None
     if sources:
-        out["corpus"] = [f"{s.get('path')} ({s.get('format')}, sha256 {str(s.get('sha256', ''))[:12]})"
-                         for s in sources if isinstance(s, Mapping)]
+        out["corpus"] = [
+            f"{s.get('path')} ({s.get('format')}, sha256 {str(s.get('sha256', ''))[:12]})"
+            for s in sources
+            if isinstance(s, Mapping)
+        ]
     return out
 
 
@@ -268,8 +322,13 @@ def _text(v: Any, width: int = 90) -> str:
 _MISSING = object()
 
 
-def run_differences(meta_a: Mapping[str, Any], meta_b: Mapping[str, Any], a: pd.DataFrame | None = None,
-                    b: pd.DataFrame | None = None, keys: Sequence[str] = ("trace_id",)) -> pd.DataFrame:
+def run_differences(
+    meta_a: Mapping[str, Any],
+    meta_b: Mapping[str, Any],
+    a: pd.DataFrame | None = None,
+    b: pd.DataFrame | None = None,
+    keys: Sequence[str] = ("trace_id",),
+) -> pd.DataFrame:
     """What differs between two runs: every ``run.json`` fact (nested settings flattened to ``method.field``)
     whose values differ, and, from the results, the traces only one run has and the prompt versions.
 
@@ -284,9 +343,11 @@ def run_differences(meta_a: Mapping[str, Any], meta_b: Mapping[str, Any], a: pd.
     DataFrame: what (``preset``, ``settings``, ``models``, ``corpus``, ``routing``, ``run``), key, A, B
     (readable text, ``–`` where a run lacks the key); empty when nothing differs.
     """
+
     def facts(meta: Mapping[str, Any]) -> dict[str, Any]:
-        return {k: v for top, val in _comparable(meta).items() if top not in _VOLATILE
-                for k, v in _flat({top: val}).items()}
+        return {
+            k: v for top, val in _comparable(meta).items() if top not in _VOLATILE for k, v in _flat({top: val}).items()
+        }
 
     fa, fb = facts(meta_a), facts(meta_b)
     rows = []
@@ -302,8 +363,14 @@ def run_differences(meta_a: Mapping[str, Any], meta_b: Mapping[str, Any], a: pd.
         ia = {tuple(r) for r in a[list(keys)].astype(str).itertuples(index=False)}
         ib = {tuple(r) for r in b[list(keys)].astype(str).itertuples(index=False)}
         if ia != ib:
-            rows.append({"what": "corpus", "key": "items", "A": f"{len(ia)} ({len(ia - ib)} only in A)",
-                         "B": f"{len(ib)} ({len(ib - ia)} only in B)"})
+            rows.append(
+                {
+                    "what": "corpus",
+                    "key": "items",
+                    "A": f"{len(ia)} ({len(ia - ib)} only in A)",
+                    "B": f"{len(ib)} ({len(ib - ia)} only in B)",
+                }
+            )
         if "prompt_version" in a and "prompt_version" in b:
             pa = a.groupby("method")["prompt_version"].first().to_dict()
             pb = b.groupby("method")["prompt_version"].first().to_dict()
@@ -312,5 +379,6 @@ def run_differences(meta_a: Mapping[str, Any], meta_b: Mapping[str, Any], a: pd.
                     rows.append({"what": "settings", "key": f"{m}.prompt_version", "A": str(pa[m]), "B": str(pb[m])})
     order = {w: i for i, w in enumerate(("preset", "settings", "models", "corpus", "routing", "run"))}
     out = pd.DataFrame(rows, columns=["what", "key", "A", "B"])
-    return out.sort_values(["what", "key"], key=lambda s: s.map(order) if s.name == "what" else s,
-                           kind="stable").reset_index(drop=True)
+    return out.sort_values(
+        ["what", "key"], key=lambda s: s.map(order) if s.name == "what" else s, kind="stable"
+    ).reset_index(drop=True)

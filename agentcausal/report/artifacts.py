@@ -19,8 +19,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TextIO
 
-__all__ = ["slugify", "corpus_label", "run_name", "run_tags", "artifact_key", "self_contained_markdown",
-           "ProgressLine"]
+__all__ = ["slugify", "corpus_label", "run_name", "run_tags", "artifact_key", "self_contained_markdown", "ProgressLine"]
 
 
 def slugify(text: str, *, max_len: int = 60) -> str:
@@ -61,8 +60,9 @@ def run_name(subject: str, methods: Iterable[str], routing: str | None) -> str:
     return f"{subject} · {ms} · {routing or 'default'}"
 
 
-def run_tags(methods: Iterable[str], routing: str | None, preset: str | None = None,
-             subsets: Iterable[str] = ()) -> list[str]:
+def run_tags(
+    methods: Iterable[str], routing: str | None, preset: str | None = None, subsets: Iterable[str] = ()
+) -> list[str]:
     """Tags of a run: one ``method:``, ``routing:``, ``preset:`` and ``subset:`` tag each.
 
     Examples
@@ -142,8 +142,16 @@ class ProgressLine:
     ['x: 2/4', 'x: 4/4']
     """
 
-    def __init__(self, total: int, label: str, *, every: int | None = None, seconds: float = 30.0,
-                 stream: TextIO | None = None, force: bool = False) -> None:
+    def __init__(
+        self,
+        total: int,
+        label: str,
+        *,
+        every: int | None = None,
+        seconds: float = 30.0,
+        stream: TextIO | None = None,
+        force: bool = False,
+    ) -> None:
         self.total = int(total)
         self.label = label
         self.every = max(1, every if every is not None else self.total // 10 or 1)

@@ -50,8 +50,17 @@ from agentcausal.runs.plan import PLAN_FILE, read_plan
 from agentcausal.traces.io import load_traces
 from agentcausal.traces.model import Attribution, Trace
 
-__all__ = ["RunReport", "markdown_table", "markdown_report", "accuracy_text", "write_report", "report_run",
-           "table_records", "paper_tables_markdown", "MAX_SHOWN_TRACES"]
+__all__ = [
+    "RunReport",
+    "markdown_table",
+    "markdown_report",
+    "accuracy_text",
+    "write_report",
+    "report_run",
+    "table_records",
+    "paper_tables_markdown",
+    "MAX_SHOWN_TRACES",
+]
 
 
 class RunReport(NamedTuple):
@@ -67,6 +76,7 @@ class RunReport(NamedTuple):
     evaluation: Evaluation
     markdown: str
     path: Path
+
 
 _PCT = ("step_acc", "agent_acc", "both_acc")
 
@@ -117,13 +127,25 @@ def accuracy_text(ev: Evaluation | AttributionSummary) -> str:
     str
     """
     shown = accuracy_display(ev.overall)
-    short = {"step (exact)": "step", "step and agent": "both", "Hit@1 (±1 step)": "Hit@1 ±1", "Hit@3 (±3)": "Hit@3 ±3",
-             "Hit@5 (±5)": "Hit@5 ±5", "top-3 (candidates)": "top-3"}
+    short = {
+        "step (exact)": "step",
+        "step and agent": "both",
+        "Hit@1 (±1 step)": "Hit@1 ±1",
+        "Hit@3 (±3)": "Hit@3 ±3",
+        "Hit@5 (±5)": "Hit@5 ±5",
+        "top-3 (candidates)": "top-3",
+    }
     ww = [c for c in shown.columns if "Who&When" in c]  # in the reports, for comparing with published numbers
-    text = shown.drop(columns=ww + [c for c in ("degraded", "reused") if c in shown and not shown[c].any()]) \
-        .rename(columns=short).to_string(index=False)
-    return text + ("\n(k/n over labelled traces; Who&When's substring rule and the per-subset tables are in the "
-                   "report)" if ww else "")
+    text = (
+        shown.drop(columns=ww + [c for c in ("degraded", "reused") if c in shown and not shown[c].any()])
+        .rename(columns=short)
+        .to_string(index=False)
+    )
+    return text + (
+        "\n(k/n over labelled traces; Who&When's substring rule and the per-subset tables are in the report)"
+        if ww
+        else ""
+    )
 
 
 def _split_facts(meta: Mapping[str, object]) -> tuple[dict[str, object], dict[str, object]]:
@@ -137,8 +159,9 @@ def _split_facts(meta: Mapping[str, object]) -> tuple[dict[str, object], dict[st
     return head, folded
 
 
-def markdown_report(ev: Evaluation, *, title: str = "Failure attribution", meta: Mapping[str, object] | None = None,
-                    lead: str = "") -> str:
+def markdown_report(
+    ev: Evaluation, *, title: str = "Failure attribution", meta: Mapping[str, object] | None = None, lead: str = ""
+) -> str:
     """The whole evaluation as one markdown document: the run's facts, ``lead`` (the blamed steps), the accuracy
     tables (only when some trace is labelled), cost, failed traces.
 
@@ -163,37 +186,75 @@ def markdown_report(ev: Evaluation, *, title: str = "Failure attribution", meta:
     if lead:
         parts += ["", lead.rstrip()]
     if meta:
-        parts += ["", "<details><summary>Run settings (methods, models, settings)</summary>", "",
-                  *facts_markdown({**head, **folded}), "", "</details>"]
+        parts += [
+            "",
+            "<details><summary>Run settings (methods, models, settings)</summary>",
+            "",
+            *facts_markdown({**head, **folded}),
+            "",
+            "</details>",
+        ]
     if has_labels(ev.overall):
         parts += [
-            "", "## Accuracy", "", ACCURACY_NOTE, "", markdown_table(accuracy_display(ev.overall)),
-            "", "## Per subset", "", markdown_table(accuracy_display(ev.by_subset, ("subset",))),
-            "", "## Per trace length (steps)", "", markdown_table(accuracy_display(ev.by_length, ("length_bucket",))),
-            "", "## |predicted step − true step|", "", markdown_table(ev.step_error_hist, index=True)]
+            "",
+            "## Accuracy",
+            "",
+            ACCURACY_NOTE,
+            "",
+            markdown_table(accuracy_display(ev.overall)),
+            "",
+            "## Per subset",
+            "",
+            markdown_table(accuracy_display(ev.by_subset, ("subset",))),
+            "",
+            "## Per trace length (steps)",
+            "",
+            markdown_table(accuracy_display(ev.by_length, ("length_bucket",))),
+            "",
+            "## |predicted step − true step|",
+            "",
+            markdown_table(ev.step_error_hist, index=True),
+        ]
     else:
-        parts += ["", "No trace is labelled: the accuracy sections are left out (the blamed steps above are the "
-                  "result)."]
+        parts += [
+            "",
+            "No trace is labelled: the accuracy sections are left out (the blamed steps above are the result).",
+        ]
     parts += [
-        "", "## Cost per trace (means)", "", markdown_table(ev.cost_per_trace),
-        "", "## Cost per stage", "", markdown_table(ev.cost_by_stage),
+        "",
+        "## Cost per trace (means)",
+        "",
+        markdown_table(ev.cost_per_trace),
+        "",
+        "## Cost per stage",
+        "",
+        markdown_table(ev.cost_by_stage),
         *_cost_this_run_section(ev, meta),
-        "", f"## Failed traces ({len(ev.failures)})", "", markdown_table(ev.failures), "",
+        "",
+        f"## Failed traces ({len(ev.failures)})",
+        "",
+        markdown_table(ev.failures),
+        "",
     ]
     return "\n".join(parts)
 
 
 def _cost_this_run_section(ev: Evaluation, meta: Mapping[str, object] | None) -> list[str]:
-    """"This run" vs "original" cost (totals), request seconds and the run's wall time."""
+    """ "This run" vs "original" cost (totals), request seconds and the run's wall time."""
     if ev.cost_this_run is None or ev.cost_this_run.empty:
         return []
     wall = (meta or {}).get("wall_seconds")
-    return ["", "## Cost: this run vs original (totals)", "",
-            "Reused rows (read from the results store, or every LLM call a cache hit) cost this run nothing; "
-            "*original* is what the records cost when computed. Request seconds: time inside HTTP requests, "
-            "summed over calls (concurrent calls overlap, so it can exceed the wall time)."
-            + (f" Wall time of this run: {float(wall):,.1f} s." if isinstance(wall, (int, float)) else ""),
-            "", markdown_table(ev.cost_this_run)]
+    return [
+        "",
+        "## Cost: this run vs original (totals)",
+        "",
+        "Reused rows (read from the results store, or every LLM call a cache hit) cost this run nothing; "
+        "*original* is what the records cost when computed. Request seconds: time inside HTTP requests, "
+        "summed over calls (concurrent calls overlap, so it can exceed the wall time)."
+        + (f" Wall time of this run: {float(wall):,.1f} s." if isinstance(wall, (int, float)) else ""),
+        "",
+        markdown_table(ev.cost_this_run),
+    ]
 
 
 def dependency_graphs_markdown(results: pd.DataFrame, *, max_graphs: int = 50) -> str:
@@ -212,29 +273,56 @@ def dependency_graphs_markdown(results: pd.DataFrame, *, max_graphs: int = 50) -
     ----------
     DCFA seed paper, section 5.4.4, Figure 4.
     """
-    rows = results[results["method"].astype(str).str.startswith("dcfa")
-                   & results["details_json"].notna()].sort_values(["trace_id", "method"])
+    rows = results[results["method"].astype(str).str.startswith("dcfa") & results["details_json"].notna()].sort_values(
+        ["trace_id", "method"]
+    )
     parts: list[str] = []
     for _, r in rows.head(max_graphs).iterrows():
         details = json.loads(r["details_json"] or "{}")
         if not details:
             continue
-        a = Attribution(trace_id=str(r["trace_id"]), method=str(r["method"]),
-                        step=None if pd.isna(r["pred_step"]) else int(r["pred_step"]),
-                        agent=None if pd.isna(r["pred_agent"]) else str(r["pred_agent"]), details=details)
+        a = Attribution(
+            trace_id=str(r["trace_id"]),
+            method=str(r["method"]),
+            step=None if pd.isna(r["pred_step"]) else int(r["pred_step"]),
+            agent=None if pd.isna(r["pred_agent"]) else str(r["pred_agent"]),
+            details=details,
+        )
         truth = "" if pd.isna(r["true_step"]) else f" (annotated decisive step: {int(r['true_step'])})"
-        parts += [f"### {r['trace_id']} · {r['method']}{truth}", "", dependency_graph_edge_table(a), "",
-                  "```mermaid", dependency_graph_mermaid(a).rstrip(), "```", ""]
+        parts += [
+            f"### {r['trace_id']} · {r['method']}{truth}",
+            "",
+            dependency_graph_edge_table(a),
+            "",
+            "```mermaid",
+            dependency_graph_mermaid(a).rstrip(),
+            "```",
+            "",
+        ]
     if not parts:
         return ""
-    return "\n".join(["", "## Dependency graphs (DCFA)", "",
-                      "Yellow: minor deviation; orange: GCA hypothesis; red: final decisive step; "
-                      "dashed: accepted LCE search moves with their ΔS.", "", *parts])
+    return "\n".join(
+        [
+            "",
+            "## Dependency graphs (DCFA)",
+            "",
+            "Yellow: minor deviation; orange: GCA hypothesis; red: final decisive step; "
+            "dashed: accepted LCE search moves with their ΔS.",
+            "",
+            *parts,
+        ]
+    )
 
 
-def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, object] | None = None,
-                 results: pd.DataFrame | None = None, traces: Mapping[str, Trace] | None = None,
-                 run_meta: Mapping[str, object] | None = None) -> Path:
+def write_report(
+    ev: Evaluation,
+    run_dir: str | Path,
+    *,
+    meta: Mapping[str, object] | None = None,
+    results: pd.DataFrame | None = None,
+    traces: Mapping[str, Trace] | None = None,
+    run_meta: Mapping[str, object] | None = None,
+) -> Path:
     """Write ``report.md``, ``report.html``, the PNG plots and ``accuracy.csv`` into a run folder.
 
     Both reports lead with the blamed steps, the settings folded; the accuracy
@@ -270,18 +358,34 @@ def write_report(ev: Evaluation, run_dir: str | Path, *, meta: Mapping[str, obje
     if results is not None and not results.empty:
         lead = [blamed_html(results)]
         shown = _shown_rows(results)
-        cut = (f" The first {shown['trace_id'].nunique():,} of {results['trace_id'].nunique():,} traces are shown "
-               "here; every row is in results.parquet." if len(shown) < len(results) else "")
-        sections = ["<h2>Per trace</h2><p class='note'>One row per trace and method; click a header to sort, "
-                    f"type to filter, click a trace to see its steps.{cut}</p>", per_trace_html(shown),
-                    trace_sections_html(shown, traces)]
+        cut = (
+            f" The first {shown['trace_id'].nunique():,} of {results['trace_id'].nunique():,} traces are shown "
+            "here; every row is in results.parquet."
+            if len(shown) < len(results)
+            else ""
+        )
+        sections = [
+            "<h2>Per trace</h2><p class='note'>One row per trace and method; click a header to sort, "
+            f"type to filter, click a trace to see its steps.{cut}</p>",
+            per_trace_html(shown),
+            trace_sections_html(shown, traces),
+        ]
 
     tables = attribution_tables(ev)  # accuracy (4 tables: only with labels), cost, failures
     if labelled:
-        lead += [f"<h2>Accuracy</h2><p class='note'>{html.escape(ACCURACY_NOTE)}</p>{html_table(tables[0][1])}",
-                 *_later_tables(tables[1:2])]
-    write_html_report(d / "report.html", "Failure attribution", meta or {}, figs, [],
-                      sections=[*sections, *_later_tables(tables[2:] if labelled else tables[4:])], lead=lead)
+        lead += [
+            f"<h2>Accuracy</h2><p class='note'>{html.escape(ACCURACY_NOTE)}</p>{html_table(tables[0][1])}",
+            *_later_tables(tables[1:2]),
+        ]
+    write_html_report(
+        d / "report.html",
+        "Failure attribution",
+        meta or {},
+        figs,
+        [],
+        sections=[*sections, *_later_tables(tables[2:] if labelled else tables[4:])],
+        lead=lead,
+    )
     return p
 
 
@@ -341,14 +445,15 @@ def report_run(run_dir: str | Path) -> RunReport:
     results = load_results(run_dir, without=("settings_json", "models_json"))  # never shown
     ev = evaluate_frame(results)
     shown: dict[str, object] = {
-        k: meta[k] for k in ("corpus", "methods", "routing", "models", "traces", "started", "wall_seconds")
-        if k in meta}
+        k: meta[k] for k in ("corpus", "methods", "routing", "models", "traces", "started", "wall_seconds") if k in meta
+    }
     plan = meta.get("plan")
     if isinstance(plan, Mapping) and plan.get("sources"):  # an imported corpus: its files, not the run's copy
         shown["corpus"] = [str(s.get("path")) for s in plan["sources"] if isinstance(s, Mapping)]
     shown["run folder"] = str(run_dir)
-    path = write_report(ev, run_dir, meta=shown, results=results, traces=_run_traces(Path(run_dir), meta, results),
-                        run_meta=meta)
+    path = write_report(
+        ev, run_dir, meta=shown, results=results, traces=_run_traces(Path(run_dir), meta, results), run_meta=meta
+    )
     return RunReport(ev, path.read_text(encoding="utf-8"), path)
 
 
@@ -365,8 +470,14 @@ def table_records(df: pd.DataFrame) -> list[dict[str, object]]:
     """
     out = []
     for rec in df.to_dict(orient="records"):
-        out.append({str(k): (None if isinstance(v, float) and pd.isna(v) else
-                             (round(float(v), 4) if isinstance(v, float) else v)) for k, v in rec.items()})
+        out.append(
+            {
+                str(k): (
+                    None if isinstance(v, float) and pd.isna(v) else (round(float(v), 4) if isinstance(v, float) else v)
+                )
+                for k, v in rec.items()
+            }
+        )
     return out
 
 
@@ -376,36 +487,68 @@ def paper_tables_markdown(df: pd.DataFrame, meta: dict[str, Any] | None = None) 
     parts: list[str] = []
     acc = dcfa_accuracy(df)
     if len(acc):
-        shown = acc.assign(**{
-            "step accuracy (agent and step)": [f"{100 * a:.2f}% ({k}/{n})" for a, k, n in
-                                               zip(acc["agent_and_step_acc"], acc["agent_and_step_k"], acc["n"])],
-            "step-only accuracy": [f"{100 * a:.2f}% ({k}/{n})" for a, k, n in
-                                   zip(acc["step_acc"], acc["step_k"], acc["n"])]})[
-            ["method", "subset", "n", "step accuracy (agent and step)", "step-only accuracy"]]
-        parts += ["## Step accuracy as the DCFA paper reports it (Table 1)", "",
-                  "\"Step accuracy (agent and step)\" is what DCFA's released `evaluate.py` computes and calls step "
-                  "accuracy: the labelled step and the labelled agent both right (the agent as the first word of "
-                  "the prediction, compared exactly), over every labelled trace of the subset in this run. "
-                  "Step-only accuracy is the step alone. Undetermined and failed rows count as wrong.", "",
-                  markdown_table(shown), ""]
+        shown = acc.assign(
+            **{
+                "step accuracy (agent and step)": [
+                    f"{100 * a:.2f}% ({k}/{n})"
+                    for a, k, n in zip(acc["agent_and_step_acc"], acc["agent_and_step_k"], acc["n"])
+                ],
+                "step-only accuracy": [
+                    f"{100 * a:.2f}% ({k}/{n})" for a, k, n in zip(acc["step_acc"], acc["step_k"], acc["n"])
+                ],
+            }
+        )[["method", "subset", "n", "step accuracy (agent and step)", "step-only accuracy"]]
+        parts += [
+            "## Step accuracy as the DCFA paper reports it (Table 1)",
+            "",
+            '"Step accuracy (agent and step)" is what DCFA\'s released `evaluate.py` computes and calls step '
+            "accuracy: the labelled step and the labelled agent both right (the agent as the first word of "
+            "the prediction, compared exactly), over every labelled trace of the subset in this run. "
+            "Step-only accuracy is the step alone. Undetermined and failed rows count as wrong.",
+            "",
+            markdown_table(shown),
+            "",
+        ]
     lv = accuracy_by_level(df)
     if len(lv):
         out = outside_levels(df)
-        parts += ["## Step-only accuracy by trace-length level (Hand-Crafted, Figure 3)", "",
-                  "Levels of the released `evaluate_in_different_length.py`: "
-                  + ", ".join(f"{n} {lo}-{hi} steps" for lo, hi, n in WHO_WHEN_LEVELS)
-                  + f". Traces of a length in no level: {out} (left out, as there). Undetermined rows count as wrong "
-                  "here; the released script leaves them out of n.", "", markdown_table(lv), ""]
+        parts += [
+            "## Step-only accuracy by trace-length level (Hand-Crafted, Figure 3)",
+            "",
+            "Levels of the released `evaluate_in_different_length.py`: "
+            + ", ".join(f"{n} {lo}-{hi} steps" for lo, hi, n in WHO_WHEN_LEVELS)
+            + f". Traces of a length in no level: {out} (left out, as there). Undetermined rows count as wrong "
+            "here; the released script leaves them out of n.",
+            "",
+            markdown_table(lv),
+            "",
+        ]
     if (df["method"] == "dcfa").any():
         g = gca_only_accuracy(df)
-        g = g.assign(**{"w/o LCE (step only)": [f"{100 * a:.2f}% ({k}/{n})" for a, k, n in
-                                                zip(g["gca_step_acc"], g["gca_step_k"], g["n"])],
-                        "DCFA (step only)": [f"{100 * a:.2f}% ({k}/{n})" for a, k, n in
-                                             zip(g["dcfa_step_acc"], g["dcfa_step_k"], g["n"])]})
-        parts += ["## DCFA without LCE (from the stored GCA hypothesis)", "",
-                  markdown_table(g[["subset", "n", "w/o LCE (step only)", "DCFA (step only)"]]), "",
-                  "## What LCE did (step level)", "", markdown_table(lce_effect(df)), "",
-                  "## LCE diagnostics (means per trace that ran LCE)", "", markdown_table(lce_diagnostics(df)), ""]
+        g = g.assign(
+            **{
+                "w/o LCE (step only)": [
+                    f"{100 * a:.2f}% ({k}/{n})" for a, k, n in zip(g["gca_step_acc"], g["gca_step_k"], g["n"])
+                ],
+                "DCFA (step only)": [
+                    f"{100 * a:.2f}% ({k}/{n})" for a, k, n in zip(g["dcfa_step_acc"], g["dcfa_step_k"], g["n"])
+                ],
+            }
+        )
+        parts += [
+            "## DCFA without LCE (from the stored GCA hypothesis)",
+            "",
+            markdown_table(g[["subset", "n", "w/o LCE (step only)", "DCFA (step only)"]]),
+            "",
+            "## What LCE did (step level)",
+            "",
+            markdown_table(lce_effect(df)),
+            "",
+            "## LCE diagnostics (means per trace that ran LCE)",
+            "",
+            markdown_table(lce_diagnostics(df)),
+            "",
+        ]
     gs = graph_stats(df)
     if len(gs):
         parts += ["## Dependency graphs: edges per trace", "", markdown_table(gs), ""]
@@ -415,6 +558,12 @@ def paper_tables_markdown(df: pd.DataFrame, meta: dict[str, Any] | None = None) 
         parts += ["## Accuracy over repeats (mean ± sample std)", "", markdown_table(rep), ""]
     mism = (meta or {}).get("speaker_mismatch") or []
     if mism:
-        parts += [f"## Labelled agent is not the speaker of the labelled step ({len(mism)} traces)", "",
-                  "These cannot score on agent level from the step alone.", "", markdown_table(pd.DataFrame(mism)), ""]
+        parts += [
+            f"## Labelled agent is not the speaker of the labelled step ({len(mism)} traces)",
+            "",
+            "These cannot score on agent level from the step alone.",
+            "",
+            markdown_table(pd.DataFrame(mism)),
+            "",
+        ]
     return "\n".join(["", *parts]) if parts else ""

@@ -39,8 +39,11 @@ def fix_text(corrected: Mapping[str, Any] | None, width: int | None = None) -> s
     """
     if not corrected:
         return ""
-    head = f'"{one_line(corrected.get("content"), None)}"' if corrected.get("changed", True) else \
-        "(left unchanged by the corrector)"
+    head = (
+        f'"{one_line(corrected.get("content"), None)}"'
+        if corrected.get("changed", True)
+        else "(left unchanged by the corrector)"
+    )
     out = f"step {corrected.get('step')} → {head}"
     if corrected.get("outcome"):
         out += f' ⇒ outcome "{one_line(corrected["outcome"])}"'

@@ -53,9 +53,26 @@ def _json(v: Any) -> Any:
 
 
 #: the results columns :func:`blamed_frame` reads
-_READ_COLUMNS = ("trace_id", "method", "details_json", "n_steps", "pred_step", "pred_agent", "span_id", "confidence",
-                 "error", "reason", "evidence", "evidence_note", "corrected_action", "candidates", "true_step",
-                 "true_agent", "status", "failure_modes")
+_READ_COLUMNS = (
+    "trace_id",
+    "method",
+    "details_json",
+    "n_steps",
+    "pred_step",
+    "pred_agent",
+    "span_id",
+    "confidence",
+    "error",
+    "reason",
+    "evidence",
+    "evidence_note",
+    "corrected_action",
+    "candidates",
+    "true_step",
+    "true_agent",
+    "status",
+    "failure_modes",
+)
 
 
 def blamed_frame(results: pd.DataFrame) -> pd.DataFrame:
@@ -72,8 +89,25 @@ def blamed_frame(results: pd.DataFrame) -> pd.DataFrame:
     ``error: …``), evidence, evidence_note, corrected_action (dict or None), candidates (list or None),
     true_step, true_agent, status, failure_modes (a corpus's trace-level labels, MAST).
     """
-    cols = ["trace", "method", "repeat", "steps", "step", "agent", "span_id", "confidence", "reason", "evidence",
-            "evidence_note", "corrected_action", "candidates", "true_step", "true_agent", "status", "failure_modes"]
+    cols = [
+        "trace",
+        "method",
+        "repeat",
+        "steps",
+        "step",
+        "agent",
+        "span_id",
+        "confidence",
+        "reason",
+        "evidence",
+        "evidence_note",
+        "corrected_action",
+        "candidates",
+        "true_step",
+        "true_agent",
+        "status",
+        "failure_modes",
+    ]
     data: dict[str, list[Any]] = {c: [] for c in cols}
     # only the columns read here, a row at a time, into one list per column (a dict per row of every column
     # held hundreds of MB for a large run)
@@ -83,7 +117,8 @@ def blamed_frame(results: pd.DataFrame) -> pd.DataFrame:
         err = None if _na(r.get("error")) else r.get("error")
         details = _json(r.get("details_json")) or {}
         row = {
-            "trace": str(r["trace_id"]), "method": str(r["method"]),
+            "trace": str(r["trace_id"]),
+            "method": str(r["method"]),
             "repeat": repeat_of(details if isinstance(details, dict) else {}),
             "steps": int(r.get("n_steps") or 0),
             "step": None if _na(r.get("pred_step")) else int(r["pred_step"]),
@@ -120,8 +155,9 @@ def _step(v: Any) -> str:
     return "–" if _na(v) else str(int(v))
 
 
-def blamed_text(results: pd.DataFrame, *, width: int | None = None, max_rows: int = 50,
-                only_unlabelled: bool = False) -> str:
+def blamed_text(
+    results: pd.DataFrame, *, width: int | None = None, max_rows: int = 50, only_unlabelled: bool = False
+) -> str:
     """The blamed steps as a plain-text table for a terminal.
 
     Columns: trace, method (when the run has several), blamed step, agent, span id (when any step has one),
@@ -151,12 +187,27 @@ def blamed_text(results: pd.DataFrame, *, width: int | None = None, max_rows: in
     shown = df.head(max_rows)
     table: list[list[str]] = []
     r: Any  # a row of the frame
-    head = ["trace", *(["method"] if show_method else []), *(["repeat"] if show_repeat else []), "step", "agent",
-            *(["span id"] if show_span else []), "confidence"]
+    head = [
+        "trace",
+        *(["method"] if show_method else []),
+        *(["repeat"] if show_repeat else []),
+        "step",
+        "agent",
+        *(["span id"] if show_span else []),
+        "confidence",
+    ]
     for r in shown.itertuples(index=False):
-        table.append([r.trace, *([r.method] if show_method else []), *([str(r.repeat)] if show_repeat else []),
-                      _step(r.step), r.agent or "–", *([r.span_id or "–"] if show_span else []),
-                      _conf(r.confidence)])
+        table.append(
+            [
+                r.trace,
+                *([r.method] if show_method else []),
+                *([str(r.repeat)] if show_repeat else []),
+                _step(r.step),
+                r.agent or "–",
+                *([r.span_id or "–"] if show_span else []),
+                _conf(r.confidence),
+            ]
+        )
     widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(head)]
     limit = {"trace": 36, "agent": 24, "method": 20, "span id": 32}
     widths = [min(w, limit.get(h, w)) for w, h in zip(widths, head)]
@@ -195,8 +246,11 @@ def console_summary(results: pd.DataFrame, accuracy: str, run_dir: str | Path = 
     unlabelled = results["true_step"].isna()
     if unlabelled.any():
         n = int(unlabelled.sum())
-        parts += [f"Blamed steps ({n} unlabelled row(s); `agentcausal show {run_dir} TRACE` for one trace's steps, "
-                  "evidence and fix):", blamed_text(results, only_unlabelled=True)]
+        parts += [
+            f"Blamed steps ({n} unlabelled row(s); `agentcausal show {run_dir} TRACE` for one trace's steps, "
+            "evidence and fix):",
+            blamed_text(results, only_unlabelled=True),
+        ]
     if (~unlabelled).any():
         parts += (["", "Accuracy on the labelled traces:"] if parts else []) + [accuracy]
     return "\n".join(parts)
@@ -221,31 +275,59 @@ def blamed_markdown(results: pd.DataFrame, *, max_rows: int = 500, report_html: 
     show_true = bool(df["true_step"].notna().any())
     show_repeat = bool((df["repeat"] > 0).any())
     show_modes = bool(df["failure_modes"].notna().any())
-    head = ["trace", "method", *(["repeat"] if show_repeat else []), "step", "agent",
-            *(["span id"] if show_span else []), "confidence", "reason", "evidence", "fix",
-            *(["annotated step"] if show_true else []), *(["failure modes"] if show_modes else [])]
+    head = [
+        "trace",
+        "method",
+        *(["repeat"] if show_repeat else []),
+        "step",
+        "agent",
+        *(["span id"] if show_span else []),
+        "confidence",
+        "reason",
+        "evidence",
+        "fix",
+        *(["annotated step"] if show_true else []),
+        *(["failure modes"] if show_modes else []),
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     r: Any  # a row of the frame
     for r in df.head(max_rows).itertuples(index=False):
         trace = f"[{_md(r.trace)}]({report_html}#{trace_anchor(r.trace)})" if report_html else _md(r.trace)
-        ev = f"“{_md(one_line(r.evidence, 120))}”" if r.evidence else \
-            (_md(r.evidence_note) if r.evidence_note else "")
-        cells = [trace, _md(r.method), *([str(r.repeat)] if show_repeat else []), _step(r.step), _md(r.agent or "–"),
-                 *([f"`{r.span_id}`" if r.span_id else "–"] if show_span else []), _conf(r.confidence),
-                 _md(one_line(r.reason, REASON_CHARS)), ev, _md(fix_text(r.corrected_action, 160)),
-                 *([_step(r.true_step)] if show_true else []),
-                 *([_md(r.failure_modes or "")] if show_modes else [])]
+        ev = f"“{_md(one_line(r.evidence, 120))}”" if r.evidence else (_md(r.evidence_note) if r.evidence_note else "")
+        cells = [
+            trace,
+            _md(r.method),
+            *([str(r.repeat)] if show_repeat else []),
+            _step(r.step),
+            _md(r.agent or "–"),
+            *([f"`{r.span_id}`" if r.span_id else "–"] if show_span else []),
+            _conf(r.confidence),
+            _md(one_line(r.reason, REASON_CHARS)),
+            ev,
+            _md(fix_text(r.corrected_action, 160)),
+            *([_step(r.true_step)] if show_true else []),
+            *([_md(r.failure_modes or "")] if show_modes else []),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     more = ["", f"… {len(df) - max_rows} more row(s) in `results.parquet`."] if len(df) > max_rows else []
-    return "\n".join(["## Blamed steps", "",
-                      "The decisive step (0-based) each method blamed, first: its agent"
-                      + (", the span id that finds it in the tracing UI the trace came from" if show_span else "")
-                      + ", the confidence (only where the method defines one: DCFA's S of the trace corrected "
-                      "through the step, ECHO's consensus support; – for the others), the reason, the evidence "
-                      "(a verbatim quote from the step, where one was asked for and checked) and the fix "
-                      "(the corrected step and the outcome with it)"
-                      + ("; failure modes are the corpus's trace-level labels (MAST)" if show_modes else "")
-                      + ". `agentcausal show RUN TRACE` prints a trace with them.", "", *lines, *more, ""])
+    return "\n".join(
+        [
+            "## Blamed steps",
+            "",
+            "The decisive step (0-based) each method blamed, first: its agent"
+            + (", the span id that finds it in the tracing UI the trace came from" if show_span else "")
+            + ", the confidence (only where the method defines one: DCFA's S of the trace corrected "
+            "through the step, ECHO's consensus support; – for the others), the reason, the evidence "
+            "(a verbatim quote from the step, where one was asked for and checked) and the fix "
+            "(the corrected step and the outcome with it)"
+            + ("; failure modes are the corpus's trace-level labels (MAST)" if show_modes else "")
+            + ". `agentcausal show RUN TRACE` prints a trace with them.",
+            "",
+            *lines,
+            *more,
+            "",
+        ]
+    )
 
 
 def blamed_html(results: pd.DataFrame) -> str:
@@ -263,15 +345,22 @@ def blamed_html(results: pd.DataFrame) -> str:
     show_span = bool(df["span_id"].notna().any())
     show_true = bool(df["true_step"].notna().any())
     show_repeat = bool((df["repeat"] > 0).any())
-    view = pd.DataFrame({
-        "trace": df["trace"], "method": df["method"], **({"repeat": df["repeat"]} if show_repeat else {}),
-        "step": df["step"].astype(object).where(df["step"].notna(), None), "agent": df["agent"],
-        **({"span id": df["span_id"]} if show_span else {}),
-        "confidence": [None if _na(c) else round(float(c), 3) for c in df["confidence"]],
-        "reason": df["reason"], "evidence": [(x, n) for x, n in zip(df["evidence"], df["evidence_note"])],
-        "fix": df["corrected_action"],
-        **({"annotated step": df["true_step"]} if show_true else {}),
-        **({"failure modes": df["failure_modes"]} if df["failure_modes"].notna().any() else {})})
+    view = pd.DataFrame(
+        {
+            "trace": df["trace"],
+            "method": df["method"],
+            **({"repeat": df["repeat"]} if show_repeat else {}),
+            "step": df["step"].astype(object).where(df["step"].notna(), None),
+            "agent": df["agent"],
+            **({"span id": df["span_id"]} if show_span else {}),
+            "confidence": [None if _na(c) else round(float(c), 3) for c in df["confidence"]],
+            "reason": df["reason"],
+            "evidence": [(x, n) for x, n in zip(df["evidence"], df["evidence_note"])],
+            "fix": df["corrected_action"],
+            **({"annotated step": df["true_step"]} if show_true else {}),
+            **({"failure modes": df["failure_modes"]} if df["failure_modes"].notna().any() else {}),
+        }
+    )
 
     def trace_cell(v: Any, _r: Mapping[str, Any]) -> tuple[str, str]:
         return f'<a href="#{trace_anchor(str(v))}">{e(str(v))}</a>', "id"
@@ -283,8 +372,10 @@ def blamed_html(results: pd.DataFrame) -> str:
         text = one_line(v)
         if len(text) <= REASON_CHARS:
             return e(text), "text"
-        return (f"<details><summary>{e(text[:REASON_CHARS - 1])}…</summary>{e(text[REASON_CHARS - 1:])}</details>",
-                "text")
+        return (
+            f"<details><summary>{e(text[: REASON_CHARS - 1])}…</summary>{e(text[REASON_CHARS - 1 :])}</details>",
+            "text",
+        )
 
     def evidence_cell(v: Any, _r: Mapping[str, Any]) -> tuple[str, str]:
         quote, note = (None if _na(x) else str(x) for x in v)
@@ -298,10 +389,24 @@ def blamed_html(results: pd.DataFrame) -> str:
     def conf_cell(v: Any, _r: Mapping[str, Any]) -> tuple[str, str]:
         return ("–" if _na(v) else f"{float(v):.2f}"), "num"
 
-    table = html_table(view, table_id="blamed", sortable=True, filterable=len(view) > 10,
-                       cell_html={"trace": trace_cell, "span id": span_cell, "reason": reason_cell,
-                                  "evidence": evidence_cell, "fix": fix_cell, "confidence": conf_cell})
-    return ("<h2>Blamed steps</h2><p class='note'>The decisive step (0-based) each method blamed, its agent"
-            + (" and span id" if show_span else "") + ", the confidence (only where the method defines one: "
-            "DCFA's S of the trace corrected through the step, ECHO's consensus support), the reason, the verbatim "
-            "evidence and the fix. Click a trace for its steps.</p>" + table)
+    table = html_table(
+        view,
+        table_id="blamed",
+        sortable=True,
+        filterable=len(view) > 10,
+        cell_html={
+            "trace": trace_cell,
+            "span id": span_cell,
+            "reason": reason_cell,
+            "evidence": evidence_cell,
+            "fix": fix_cell,
+            "confidence": conf_cell,
+        },
+    )
+    return (
+        "<h2>Blamed steps</h2><p class='note'>The decisive step (0-based) each method blamed, its agent"
+        + (" and span id" if show_span else "")
+        + ", the confidence (only where the method defines one: "
+        "DCFA's S of the trace corrected through the step, ECHO's consensus support), the reason, the verbatim "
+        "evidence and the fix. Click a trace for its steps.</p>" + table
+    )

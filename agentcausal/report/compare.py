@@ -133,8 +133,10 @@ class Comparison(NamedTuple):
             return None
         names = [" ".join(str(r[k]) for k in self.keys) for _, r in self.content_differs.iterrows()]
         shown = ", ".join(names[:5]) + (f" … (+{n - 5})" if n > 5 else "")
-        return (f"{n} pair{'s' if n != 1 else ''} differ{'s' if n == 1 else ''} in content (same id, different "
-                f"content hash; paired anyway): {shown}")
+        return (
+            f"{n} pair{'s' if n != 1 else ''} differ{'s' if n == 1 else ''} in content (same id, different "
+            f"content hash; paired anyway): {shown}"
+        )
 
 
 _HASH_COL = {"attribution": "trace_hash", "discovery": "data_hash"}
@@ -234,8 +236,7 @@ def load_run_frame(run_dir: Path, kind: RunKind) -> pd.DataFrame:
         run_tokens = df["run_prompt_tokens"].fillna(0) + df["run_completion_tokens"].fillna(0)
     else:  # older run folders: only the reused flag tells this run's cost
         run_tokens = tokens.where(~reused, 0)
-    return df.assign(tokens=tokens, run_tokens=run_tokens, reused=reused,
-                     run_seconds=df["seconds"].where(~reused, 0.0))
+    return df.assign(tokens=tokens, run_tokens=run_tokens, reused=reused, run_seconds=df["seconds"].where(~reused, 0.0))
 
 
 def _unpaired(a: pd.DataFrame, b: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -253,8 +254,15 @@ def _unpaired(a: pd.DataFrame, b: pd.DataFrame, keys: list[str]) -> pd.DataFrame
             if items.empty:
                 continue
             names = [" ".join(str(v) for v in r) for r in items.itertuples(index=False)]
-            rows.append({"method": method, "only_in": side, "items": len(items), "whole_method": whole,
-                         "which": ", ".join(names[:10]) + (f" … (+{len(names) - 10})" if len(names) > 10 else "")})
+            rows.append(
+                {
+                    "method": method,
+                    "only_in": side,
+                    "items": len(items),
+                    "whole_method": whole,
+                    "which": ", ".join(names[:10]) + (f" … (+{len(names) - 10})" if len(names) > 10 else ""),
+                }
+            )
     return pd.DataFrame(rows, columns=["method", "only_in", "items", "whole_method", "which"])
 
 
@@ -277,8 +285,11 @@ def compare_runs(run_a: str | Path, run_b: str | Path) -> Comparison:
     a_dir, b_dir = Path(run_a), Path(run_b)
     kind = run_kind(a_dir)
     if run_kind(b_dir) != kind:
-        raise CompareError(f"cannot compare {_a(kind)} run ({a_dir}) with {_a(run_kind(b_dir))} run ({b_dir})",
-                           run_a=str(a_dir), run_b=str(b_dir))
+        raise CompareError(
+            f"cannot compare {_a(kind)} run ({a_dir}) with {_a(run_kind(b_dir))} run ({b_dir})",
+            run_a=str(a_dir),
+            run_b=str(b_dir),
+        )
     a, b = load_run_frame(a_dir, kind), load_run_frame(b_dir, kind)
     if kind == "attribution":  # repeats pair by their index (details_json), only when a run has repeats
         a, b = with_repeat(a), with_repeat(b)
@@ -287,12 +298,18 @@ def compare_runs(run_a: str | Path, run_b: str | Path) -> Comparison:
     base = ["trace_id"] if kind == "attribution" else ["dataset"]
     keys = base + [c for c in _REPEAT_COLS if c in a.columns and c in b.columns]
     metrics = _ATTR_METRICS if kind == "attribution" else _DISC_METRICS
-    cols = keys + ["method", *metrics, "tokens", "seconds", "run_tokens", "run_seconds", "reused"] + (
-        ["true_step"] if kind == "attribution" else [])
+    cols = (
+        keys
+        + ["method", *metrics, "tokens", "seconds", "run_tokens", "run_seconds", "reused"]
+        + (["true_step"] if kind == "attribution" else [])
+    )
     m = a[cols].merge(b[[c for c in cols if c != "true_step"]], on=keys + ["method"], suffixes=("_a", "_b"))
     if m.empty:
-        raise CompareError(f"{a_dir} and {b_dir} share no (method, {', '.join(keys)}) item; nothing to compare",
-                           run_a=str(a_dir), run_b=str(b_dir))
+        raise CompareError(
+            f"{a_dir} and {b_dir} share no (method, {', '.join(keys)}) item; nothing to compare",
+            run_a=str(a_dir),
+            run_b=str(b_dir),
+        )
     rows, flips, costs = [], [], []
     for method, g in m.groupby("method", sort=True):
         for col, name in metrics.items():
@@ -301,50 +318,102 @@ def compare_runs(run_a: str | Path, run_b: str | Path) -> Comparison:
                 x = lab[f"{col}_a"].fillna(False).astype(bool)
                 y = lab[f"{col}_b"].fillna(False).astype(bool)
                 a_only, b_only = int((x & ~y).sum()), int((~x & y).sum())
-                rows.append({"method": method, "metric": name, "n": len(lab),
-                             "a": float(x.mean()) if len(lab) else float("nan"),
-                             "b": float(y.mean()) if len(lab) else float("nan"),
-                             "diff": float(y.mean() - x.mean()) if len(lab) else float("nan"),
-                             "test": "McNemar exact", "a_only": a_only, "b_only": b_only,
-                             "p_value": mcnemar_exact(a_only, b_only) if len(lab) else float("nan")})
+                rows.append(
+                    {
+                        "method": method,
+                        "metric": name,
+                        "n": len(lab),
+                        "a": float(x.mean()) if len(lab) else float("nan"),
+                        "b": float(y.mean()) if len(lab) else float("nan"),
+                        "diff": float(y.mean() - x.mean()) if len(lab) else float("nan"),
+                        "test": "McNemar exact",
+                        "a_only": a_only,
+                        "b_only": b_only,
+                        "p_value": mcnemar_exact(a_only, b_only) if len(lab) else float("nan"),
+                    }
+                )
                 for r in frame_rows(lab[x != y]):
                     rec = r._asdict()
-                    flips.append({"method": method, **{k: rec[k] for k in keys}, "metric": name,
-                                  "a": "right" if rec[f"{col}_a"] else "wrong",
-                                  "b": "right" if rec[f"{col}_b"] else "wrong"})
+                    flips.append(
+                        {
+                            "method": method,
+                            **{k: rec[k] for k in keys},
+                            "metric": name,
+                            "a": "right" if rec[f"{col}_a"] else "wrong",
+                            "b": "right" if rec[f"{col}_b"] else "wrong",
+                        }
+                    )
             else:
                 ok = g[g[f"{col}_a"].notna() & g[f"{col}_b"].notna()]
-                rows.append({"method": method, "metric": name, "n": len(ok),
-                             "a": float(ok[f"{col}_a"].mean()) if len(ok) else float("nan"),
-                             "b": float(ok[f"{col}_b"].mean()) if len(ok) else float("nan"),
-                             "diff": float((ok[f"{col}_b"] - ok[f"{col}_a"]).mean()) if len(ok) else float("nan"),
-                             "test": "Wilcoxon", "a_only": float("nan"), "b_only": float("nan"),
-                             "p_value": wilcoxon_paired(list(ok[f"{col}_a"]), list(ok[f"{col}_b"]))})
+                rows.append(
+                    {
+                        "method": method,
+                        "metric": name,
+                        "n": len(ok),
+                        "a": float(ok[f"{col}_a"].mean()) if len(ok) else float("nan"),
+                        "b": float(ok[f"{col}_b"].mean()) if len(ok) else float("nan"),
+                        "diff": float((ok[f"{col}_b"] - ok[f"{col}_a"]).mean()) if len(ok) else float("nan"),
+                        "test": "Wilcoxon",
+                        "a_only": float("nan"),
+                        "b_only": float("nan"),
+                        "p_value": wilcoxon_paired(list(ok[f"{col}_a"]), list(ok[f"{col}_b"])),
+                    }
+                )
                 if col == "shd":
                     for r in frame_rows(ok[ok["shd_a"] != ok["shd_b"]]):
                         rec = r._asdict()
-                        flips.append({"method": method, **{k: rec[k] for k in keys}, "metric": name,
-                                      "a": rec["shd_a"], "b": rec["shd_b"]})
-        costs.append({"method": method, "n": len(g), "a_reused": int(g["reused_a"].sum()),
-                      "b_reused": int(g["reused_b"].sum()), "a_tokens": float(g["tokens_a"].mean()),
-                      "b_tokens": float(g["tokens_b"].mean()),
-                      "diff_tokens": float(g["tokens_b"].mean() - g["tokens_a"].mean()),
-                      "a_seconds": float(g["seconds_a"].mean()), "b_seconds": float(g["seconds_b"].mean()),
-                      "diff_seconds": float(g["seconds_b"].mean() - g["seconds_a"].mean()),
-                      "a_run_tokens": float(g["run_tokens_a"].mean()), "b_run_tokens": float(g["run_tokens_b"].mean()),
-                      "a_run_seconds": float(g["run_seconds_a"].mean()),
-                      "b_run_seconds": float(g["run_seconds_b"].mean())})
+                        flips.append(
+                            {
+                                "method": method,
+                                **{k: rec[k] for k in keys},
+                                "metric": name,
+                                "a": rec["shd_a"],
+                                "b": rec["shd_b"],
+                            }
+                        )
+        costs.append(
+            {
+                "method": method,
+                "n": len(g),
+                "a_reused": int(g["reused_a"].sum()),
+                "b_reused": int(g["reused_b"].sum()),
+                "a_tokens": float(g["tokens_a"].mean()),
+                "b_tokens": float(g["tokens_b"].mean()),
+                "diff_tokens": float(g["tokens_b"].mean() - g["tokens_a"].mean()),
+                "a_seconds": float(g["seconds_a"].mean()),
+                "b_seconds": float(g["seconds_b"].mean()),
+                "diff_seconds": float(g["seconds_b"].mean() - g["seconds_a"].mean()),
+                "a_run_tokens": float(g["run_tokens_a"].mean()),
+                "b_run_tokens": float(g["run_tokens_b"].mean()),
+                "a_run_seconds": float(g["run_seconds_a"].mean()),
+                "b_run_seconds": float(g["run_seconds_b"].mean()),
+            }
+        )
     flipped = pd.DataFrame(flips, columns=["method", *keys, "metric", "a", "b"])
     paired = m[keys].drop_duplicates()
     differs = _content_differs(a.merge(paired, on=keys), b.merge(paired, on=keys), keys, _HASH_COL[kind])
 
     extra: dict[str, pd.DataFrame] = {
-        "differs": run_differences(load_run_meta(a_dir), load_run_meta(b_dir), a, b, keys)}
+        "differs": run_differences(load_run_meta(a_dir), load_run_meta(b_dir), a, b, keys)
+    }
     if kind == "attribution":
-        extra.update(agreement=run_agreement(a, b, keys), blame_changed=blame_changes(a, b, keys),
-                     method_agreement=pd.concat([method_agreement(a, keys, "A"), method_agreement(b, keys, "B")],
-                                                ignore_index=True))
-    return Comparison(kind, a_dir, b_dir, keys, len(paired), pd.DataFrame(rows), flipped,
-                      pd.DataFrame(costs), _unpaired(a, b, keys), differs, **extra)
-
-
+        extra.update(
+            agreement=run_agreement(a, b, keys),
+            blame_changed=blame_changes(a, b, keys),
+            method_agreement=pd.concat(
+                [method_agreement(a, keys, "A"), method_agreement(b, keys, "B")], ignore_index=True
+            ),
+        )
+    return Comparison(
+        kind,
+        a_dir,
+        b_dir,
+        keys,
+        len(paired),
+        pd.DataFrame(rows),
+        flipped,
+        pd.DataFrame(costs),
+        _unpaired(a, b, keys),
+        differs,
+        **extra,
+    )

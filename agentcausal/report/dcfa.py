@@ -36,8 +36,16 @@ _CLASSES = (
 def _label(text: str) -> str:
     """Text safe inside a quoted mermaid label."""
     out = " ".join(str(text).split())
-    for a, b in (("&", "#amp;"), ('"', "#quot;"), ("<", "#lt;"), (">", "#gt;"), ("|", "#124;"),
-                 ("[", "#91;"), ("]", "#93;"), ("`", "#96;")):
+    for a, b in (
+        ("&", "#amp;"),
+        ('"', "#quot;"),
+        ("<", "#lt;"),
+        (">", "#gt;"),
+        ("|", "#124;"),
+        ("[", "#91;"),
+        ("]", "#93;"),
+        ("`", "#96;"),
+    ):
         out = out.replace(a, b)
     return out[:90]
 
@@ -81,8 +89,10 @@ def _graph_view(attribution: Attribution) -> _GraphView | None:
     hyp = (d.get("hypothesis") or {}).get("step")
     final = (d.get("final") or {}).get("step", attribution.step)
     lce = d.get("lce") or {}
-    moves = [(int(m["pivot"]), int(m["step"]), m.get("direction", ""), float(m.get("delta_s", 0.0)))
-             for m in lce.get("path", []) or []]
+    moves = [
+        (int(m["pivot"]), int(m["step"]), m.get("direction", ""), float(m.get("delta_s", 0.0)))
+        for m in lce.get("path", []) or []
+    ]
     ignored += [(p, q) for p, q, _, _ in moves if p == q or not (0 <= p < n and 0 <= q < n)]
     moves = [m for m in moves if m[0] != m[1] and 0 <= m[0] < n and 0 <= m[1] < n]
     scores = {int(x["step"]): float(x["s"]) for x in lce.get("scores", []) or []}
@@ -138,12 +148,15 @@ def dependency_graph_mermaid(attribution: Attribution) -> str:
     edges, deviations, hyp, final, path = g.edges, g.deviations, g.hypothesis, g.final, g.moves
     scores, agents, nodes = g.scores, g.agents, g.nodes
 
-    lines = ["flowchart LR",
-             "  %% yellow: minor deviation; orange: GCA hypothesis; red: final decisive step;",
-             "  %% solid: dependency edge; dashed orange: LCE search move (with ΔS)"]
+    lines = [
+        "flowchart LR",
+        "  %% yellow: minor deviation; orange: GCA hypothesis; red: final decisive step;",
+        "  %% solid: dependency edge; dashed orange: LCE search move (with ΔS)",
+    ]
     for i in nodes:
-        roles = [r for r, on in (("deviation", i in deviations), ("hypothesis", i == hyp),
-                                 ("decisive", i == final)) if on]
+        roles = [
+            r for r, on in (("deviation", i in deviations), ("hypothesis", i == hyp), ("decisive", i == final)) if on
+        ]
         text = f"τ{i}"
         if i in agents:
             text += f" · {agents[i]}"
@@ -201,7 +214,6 @@ def dependency_graph_svg(attribution: Attribution) -> str:
     """
     import html as _html
 
-
     g = _graph_view(attribution)
     if g is None:
         return f"<p>No dependency graph: {_html.escape(attribution.error or 'GCA did not build one')}</p>"
@@ -215,8 +227,13 @@ def dependency_graph_svg(attribution: Attribution) -> str:
                 classes[f"s{i}"] = cls
     svg_edges = [SvgEdge(f"s{p}", f"s{q}", "dependency") for p, q in edges]
     svg_edges += [SvgEdge(f"s{p}", f"s{q}", "search", label=f"ΔS={ds:+.2f}") for p, q, _, ds in g.moves]
-    return column_svg(names, svg_edges, labels=labels, node_classes=classes,
-                      title=f"dependency graph of {attribution.trace_id} ({attribution.method})")
+    return column_svg(
+        names,
+        svg_edges,
+        labels=labels,
+        node_classes=classes,
+        title=f"dependency graph of {attribution.trace_id} ({attribution.method})",
+    )
 
 
 def dependency_graph_edge_table(attribution: Attribution) -> str:
@@ -256,8 +273,9 @@ def dependency_graph_edge_table(attribution: Attribution) -> str:
         rows.append(f"| τ{pivot} | τ{step} | LCE {direction} ΔS={ds:+.2f} |")
     roles = []
     if g.ignored:
-        roles.append("not drawn (a self-loop or a step outside the trace): "
-                     + ", ".join(f"τ{p} → τ{q}" for p, q in g.ignored))
+        roles.append(
+            "not drawn (a self-loop or a step outside the trace): " + ", ".join(f"τ{p} → τ{q}" for p, q in g.ignored)
+        )
     devs = sorted(int(x["step"]) for x in d.get("deviations", []))
     if devs:
         roles.append("minor deviations: " + ", ".join(f"τ{i}" for i in devs))

@@ -43,8 +43,18 @@ from agentcausal.report.html import facts_markdown, html_table, write_html_repor
 from agentcausal.report.plots import discovery_figures, figures_markdown
 from agentcausal.runs.folder import atomic_path, atomic_write_text, load_run_meta
 
-__all__ = ["summary_table", "summary_text", "markdown_report", "memorisation_text", "write_report", "load_scored",
-           "table_records", "RunFiles", "executor_lines", "IDENTICAL_NOTE"]
+__all__ = [
+    "summary_table",
+    "summary_text",
+    "markdown_report",
+    "memorisation_text",
+    "write_report",
+    "load_scored",
+    "table_records",
+    "RunFiles",
+    "executor_lines",
+    "IDENTICAL_NOTE",
+]
 
 _METRICS = (*METRIC_COLUMNS, "precision", "recall")
 
@@ -62,10 +72,12 @@ def _identical_samples(g: pd.DataFrame) -> bool:
 
 #: what the note after an LLM method's row says (and why)
 IDENTICAL_NOTE = "identical samples: std not informative"
-IDENTICAL_EXPLAINED = (f"{IDENTICAL_NOTE}: every sample of that LLM method was the same graph at temperature 0 "
-                       "(the profile's, as in the MAC paper), so its std is 0 by construction; a preset's "
-                       "sampling_temperature (e.g. --preset small, or --set mac.sampling_temperature=0.7) draws "
-                       "distinct samples when a run asks for several.")
+IDENTICAL_EXPLAINED = (
+    f"{IDENTICAL_NOTE}: every sample of that LLM method was the same graph at temperature 0 "
+    "(the profile's, as in the MAC paper), so its std is 0 by construction; a preset's "
+    "sampling_temperature (e.g. --preset small, or --set mac.sampling_temperature=0.7) draws "
+    "distinct samples when a run asks for several."
+)
 
 
 def summary_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -81,8 +93,10 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
     if df.empty:
         return pd.DataFrame()
     # rows grouped by dataset (in order of first appearance), methods in order of first appearance
-    df = df.assign(dataset=pd.Categorical(df["dataset"], categories=list(dict.fromkeys(df["dataset"]))),
-                   method=pd.Categorical(df["method"], categories=list(dict.fromkeys(df["method"]))))
+    df = df.assign(
+        dataset=pd.Categorical(df["dataset"], categories=list(dict.fromkeys(df["dataset"]))),
+        method=pd.Categorical(df["method"], categories=list(dict.fromkeys(df["method"]))),
+    )
     g = df.groupby(["dataset", "method"], sort=True, observed=True)
     out = g[list(_METRICS)].agg(["mean", "std"])
     out.columns = [f"{a}_{b}" for a, b in out.columns]  # type: ignore[str-unpack]  # (metric, statistic) pairs
@@ -99,10 +113,12 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
 
 
 #: what the "s" column measures
-SECONDS_NOTE = ("s: mean wall time of the method per run in seconds, timed around the whole method call: for a "
-                "statistical algorithm it includes starting its worker process (often more than the algorithm "
-                "itself on a small dataset), for an LLM method the waits for the endpoint; a reused run shows the "
-                "time it took when computed.")
+SECONDS_NOTE = (
+    "s: mean wall time of the method per run in seconds, timed around the whole method call: for a "
+    "statistical algorithm it includes starting its worker process (often more than the algorithm "
+    "itself on a small dataset), for an LLM method the waits for the endpoint; a reused run shows the "
+    "time it took when computed."
+)
 #: what the "reused" column counts
 REUSED_NOTE = "reused: runs taken from an earlier run's results (cache), which cost this run nothing."
 
@@ -130,8 +146,11 @@ def summary_text(df: pd.DataFrame, *, reversal_cost: int = 1) -> str:
         return "(no results)"
     s = summary_table(df)
     digits = {"shd": 1, "shd2": 1, "nhd": 3, "f1": 2, "skeleton_f1": 2}
-    lines = [f"{'dataset':<11} {'n':>6} {'method':<14} " + " ".join(f"{h:>11}" for h in METRIC_COLUMNS.values())
-             + f" {'s':>6} {'runs':>4} {'reused':>6}"]
+    lines = [
+        f"{'dataset':<11} {'n':>6} {'method':<14} "
+        + " ".join(f"{h:>11}" for h in METRIC_COLUMNS.values())
+        + f" {'s':>6} {'runs':>4} {'reused':>6}"
+    ]
     for key, r in s.iterrows():
         ds, m = cast(tuple[str, str], key)  # a two-level index: (dataset, method)
         err = f"  ({r['errors']} failed)" if r["errors"] else ""
@@ -140,10 +159,15 @@ def summary_text(df: pd.DataFrame, *, reversal_cost: int = 1) -> str:
         cells = " ".join(f"{_cell(r[f'{k}_mean'], r[f'{k}_std'], digits[k]):>11}" for k in METRIC_COLUMNS)
         reused = int(r["reused"]) if "reused" in r and pd.notna(r["reused"]) else 0
         lines.append(f"{ds:<11} {r['n']:>6} {m:<14} {cells} {r.seconds_mean:>6.1f} {int(r.runs):>4} {reused:>6}{err}")
-    caption = METRICS_FOOTER if reversal_cost == 1 else f"{SHD_CONVENTION[reversal_cost]} in the SHD column. " \
-        + METRICS_FOOTER
-    lines.append(f"{caption} n: rows of data. Mean±std over seeds. {SECONDS_NOTE} {REUSED_NOTE}"
-                 + (f" {IDENTICAL_EXPLAINED}" if bool(s.get("identical_samples", pd.Series(dtype=bool)).any()) else ""))
+    caption = (
+        METRICS_FOOTER
+        if reversal_cost == 1
+        else f"{SHD_CONVENTION[reversal_cost]} in the SHD column. " + METRICS_FOOTER
+    )
+    lines.append(
+        f"{caption} n: rows of data. Mean±std over seeds. {SECONDS_NOTE} {REUSED_NOTE}"
+        + (f" {IDENTICAL_EXPLAINED}" if bool(s.get("identical_samples", pd.Series(dtype=bool)).any()) else "")
+    )
     return "\n".join(lines)
 
 
@@ -156,8 +180,10 @@ def memorisation_text(df: pd.DataFrame) -> str:
     if df.empty or not df["method"].str.contains("@").any():
         return ""
     plain = [split_rounds(str(m)) for m in df["method"]]  # "mac@names (rounds 2)": mac (rounds 2), names
-    d = df.assign(base=[b.partition("@")[0] if r is None else rounds_variant(b.partition("@")[0], r) for b, r in plain],
-                  mode=[b.partition("@")[2] or "none" for b, _ in plain])
+    d = df.assign(
+        base=[b.partition("@")[0] if r is None else rounds_variant(b.partition("@")[0], r) for b, r in plain],
+        mode=[b.partition("@")[2] or "none" for b, _ in plain],
+    )
     d = d[d["base"].isin(set(d.loc[d["mode"] != "none", "base"]))]
     g = d.groupby(["dataset", "n", "base", "mode"], sort=False)[["shd", "f1"]].mean()
     modes = [m for m in ("none", "names", "all") if m in set(d["mode"])]
@@ -171,8 +197,10 @@ def memorisation_text(df: pd.DataFrame) -> str:
             else:
                 cells.append("")
         lines.append(f"{ds:<11} {n:>6} {base:<14} " + " ".join(f"{c:>13}" for c in cells))
-    lines.append("Cells: mean SHD / F1 over seeds. none: as is; names: neutral variable ids, descriptions kept; "
-                 "all: ids only (descriptions, state names and domain dropped).")
+    lines.append(
+        "Cells: mean SHD / F1 over seeds. none: as is; names: neutral variable ids, descriptions kept; "
+        "all: ids only (descriptions, state names and domain dropped)."
+    )
     return "\n".join(lines)
 
 
@@ -184,9 +212,11 @@ def _debate_lines(o: DiscoveryOutcome) -> list[str]:
         deb, exe = dcm["debate"], dcm["execution"]
         aff = deb["rounds"][-1]["affirmative"]["choice"]["algorithm"]
         neg = (deb["rounds"][-1].get("negative") or {}).get("choice", {}).get("algorithm", "–")
-        out.append(f"- DCM: Affirmative {aff}, Negative {neg}; verdict {deb['verdict']['winner']} "
-                   f"({deb['verdict']['reason'][:160]}); ran {exe['choice']['algorithm']} in {exe['mode']} mode"
-                   + (f" (fallback: {exe['fallback_reason'][:160]})" if exe.get("fallback_reason") else ""))
+        out.append(
+            f"- DCM: Affirmative {aff}, Negative {neg}; verdict {deb['verdict']['winner']} "
+            f"({deb['verdict']['reason'][:160]}); ran {exe['choice']['algorithm']} in {exe['mode']} mode"
+            + (f" (fallback: {exe['fallback_reason'][:160]})" if exe.get("fallback_reason") else "")
+        )
     if d.get("fusion"):
         out.append(f"- Meta Fusion: {len(d['fusion'])} sentences, e.g. " + "; ".join(d["fusion"][:4]))
     mdm = d.get("mdm")
@@ -232,8 +262,11 @@ def config_for_methods(config: Mapping[str, Any], methods: Sequence[str]) -> dic
 
 def _shown_meta(meta: Mapping[str, Any]) -> dict[str, Any]:
     """The run facts a report shows; the config only for the methods that ran."""
-    shown = {k: meta[k] for k in ("datasets", "methods", "seeds", "n", "routing", "wall_seconds", "models", "config")
-             if k in meta}
+    shown = {
+        k: meta[k]
+        for k in ("datasets", "methods", "seeds", "n", "routing", "wall_seconds", "models", "config")
+        if k in meta
+    }
     if isinstance(shown.get("config"), Mapping):
         shown["config"] = config_for_methods(shown["config"], list(meta.get("methods") or []))
     return shown
@@ -247,15 +280,25 @@ def missing_values_lines(meta: Mapping[str, Any]) -> list[str]:
         return []
     out = ["", "## Rows dropped for missing values (--drop-missing)", ""]
     for name, facts in dropped.items():
-        cols = "; ".join(f"{c}: " + (", ".join(f"{m!r} x{k}" for m, k in n.items()) if isinstance(n, Mapping) else str(n))
-                         for c, n in (facts.get("missing_by_column") or {}).items())
-        out.append(f"- {name}: {facts.get('rows_dropped_missing', 0)} of {facts.get('rows_read', '?')} rows dropped"
-                   + (f" (missing values by column: {cols})" if cols else ""))
+        cols = "; ".join(
+            f"{c}: " + (", ".join(f"{m!r} x{k}" for m, k in n.items()) if isinstance(n, Mapping) else str(n))
+            for c, n in (facts.get("missing_by_column") or {}).items()
+        )
+        out.append(
+            f"- {name}: {facts.get('rows_dropped_missing', 0)} of {facts.get('rows_read', '?')} rows dropped"
+            + (f" (missing values by column: {cols})" if cols else "")
+        )
     return out
 
 
-def markdown_report(df: pd.DataFrame, outcomes: Sequence[DiscoveryOutcome], meta: Mapping[str, Any], *,
-                    reversal_cost: int = 1, graphs_dir: str = "graphs") -> str:
+def markdown_report(
+    df: pd.DataFrame,
+    outcomes: Sequence[DiscoveryOutcome],
+    meta: Mapping[str, Any],
+    *,
+    reversal_cost: int = 1,
+    graphs_dir: str = "graphs",
+) -> str:
     """The run's ``report.md``: settings, the summary table, failures, and per-dataset graphs and debates.
 
     Parameters
@@ -275,8 +318,15 @@ def markdown_report(df: pd.DataFrame, outcomes: Sequence[DiscoveryOutcome], meta
     if notes:
         lines += ["", "## Notes", "", *[f"- {n}" for n in notes]]
     lines += missing_values_lines(meta)
-    lines += ["", "## Results (mean ± std over seeds)", "", "```", summary_text(df, reversal_cost=reversal_cost),
-              "```", ""]
+    lines += [
+        "",
+        "## Results (mean ± std over seeds)",
+        "",
+        "```",
+        summary_text(df, reversal_cost=reversal_cost),
+        "```",
+        "",
+    ]
     if mem := memorisation_text(df):
         lines += ["## Memorisation control (anonymise modes side by side)", "", "```", mem, "```", ""]
     lines += _cost_this_run_lines(df, meta)
@@ -284,16 +334,24 @@ def markdown_report(df: pd.DataFrame, outcomes: Sequence[DiscoveryOutcome], meta
     failed = df[df["error"] != ""] if not df.empty else df
     if len(failed):
         lines += ["## Failures", ""]
-        lines += [f"- {r.dataset} seed {r.seed} {r.method} ({getattr(r, 'status', 'failed')}): {str(r.error)[:300]}"
-                  for r in failed.itertuples()]
+        lines += [
+            f"- {r.dataset} seed {r.seed} {r.method} ({getattr(r, 'status', 'failed')}): {str(r.error)[:300]}"
+            for r in failed.itertuples()
+        ]
         lines.append("")
     degraded = df[df["status"] == "degraded"] if "status" in df else df.iloc[0:0]
     if len(degraded):
         lines += [f"## Degraded ({len(degraded)}: a fallback after a failed stage; scored as returned)", ""]
-        lines += [f"- {r.dataset} seed {r.seed} {r.method}: {str(r.status_detail)[:300]}" for r in degraded.itertuples()]
+        lines += [
+            f"- {r.dataset} seed {r.seed} {r.method}: {str(r.status_detail)[:300]}" for r in degraded.itertuples()
+        ]
         lines.append("")
-    lines += ["## Graphs (first seed)", "",
-              "Legend: solid correct; `reversed`; `extra` (not in the truth); `missing` (true edge not found).", ""]
+    lines += [
+        "## Graphs (first seed)",
+        "",
+        "Legend: solid correct; `reversed`; `extra` (not in the truth); `missing` (true edge not found).",
+        "",
+    ]
     first_seed: dict[tuple[str, str], DiscoveryOutcome] = {}
     for o in outcomes:
         first_seed.setdefault((o.dataset, o.method), o)
@@ -303,8 +361,17 @@ def markdown_report(df: pd.DataFrame, outcomes: Sequence[DiscoveryOutcome], meta
         lines += [f"### {ds} / {m} (seed {o.seed})", ""]
         lines += _debate_lines(o)
         png = Path(graphs_dir) / f"{ds}__{file_stem(m)}.png"
-        lines += ["", f"![{ds} {m}]({png.as_posix()})", "", edge_table_markdown(o.graph, o.true_graph), "",
-                  "```mermaid", graph_mermaid(o.graph, o.true_graph), "```", ""]
+        lines += [
+            "",
+            f"![{ds} {m}]({png.as_posix()})",
+            "",
+            edge_table_markdown(o.graph, o.true_graph),
+            "",
+            "```mermaid",
+            graph_mermaid(o.graph, o.true_graph),
+            "```",
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -322,15 +389,21 @@ def executor_lines(df: pd.DataFrame) -> list[str]:
     """
     if df.empty or "executor" not in df or not (df["executor"] != "").any():
         return []
-    lines = ["## DCM executor", "",
-             "How DCM ran the algorithm its debate chose: *coding* = the Causal Coding Executor (an LLM-written "
-             "causal-learn script in the sandbox), *typed* = the pool's own call. A fallback is a run meant for "
-             "the coding agent that ran typed (the sandbox unavailable under `--executor auto`, or every script "
-             "failed: those runs are also degraded).", ""]
+    lines = [
+        "## DCM executor",
+        "",
+        "How DCM ran the algorithm its debate chose: *coding* = the Causal Coding Executor (an LLM-written "
+        "causal-learn script in the sandbox), *typed* = the pool's own call. A fallback is a run meant for "
+        "the coding agent that ran typed (the sandbox unavailable under `--executor auto`, or every script "
+        "failed: those runs are also degraded).",
+        "",
+    ]
     for m, g in df[df["executor"] != ""].groupby("method", sort=False):
         fb = g["executor_fallback"][g["executor_fallback"] != ""]
-        line = (f"- {m}: coding {int((g['executor'] == 'coding').sum())}, typed {int((g['executor'] == 'typed').sum())}"
-                f" of {len(g)} runs; fallbacks {len(fb)}")
+        line = (
+            f"- {m}: coding {int((g['executor'] == 'coding').sum())}, typed {int((g['executor'] == 'typed').sum())}"
+            f" of {len(g)} runs; fallbacks {len(fb)}"
+        )
         if len(fb):
             line += ": " + "; ".join(f"{str(reason)[:200]} ({count}x)" for reason, count in fb.value_counts().items())
         lines.append(line)
@@ -338,22 +411,33 @@ def executor_lines(df: pd.DataFrame) -> list[str]:
 
 
 def _cost_this_run_lines(df: pd.DataFrame, meta: Mapping[str, Any]) -> list[str]:
-    """"This run" vs "original" LLM cost per method (totals), with request seconds and the wall time."""
+    """ "This run" vs "original" LLM cost per method (totals), with request seconds and the wall time."""
     if df.empty or "run_llm_requests" not in df:
         return []
-    lines = ["## Cost: this run vs original (totals)", "",
-             "Reused outcomes (read from the results store, or every LLM call a cache hit) cost this run nothing; "
-             "*original* is what they cost when computed. Request s: time inside HTTP requests, summed over "
-             "calls." + (f" Wall time of this run: {float(meta['wall_seconds']):,.1f} s."
-                         if isinstance(meta.get("wall_seconds"), (int, float)) else ""), "",
-             "| method | runs | reused | requests this run | requests original | tokens this run | tokens original "
-             "| request s this run | request s original |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "## Cost: this run vs original (totals)",
+        "",
+        "Reused outcomes (read from the results store, or every LLM call a cache hit) cost this run nothing; "
+        "*original* is what they cost when computed. Request s: time inside HTTP requests, summed over "
+        "calls."
+        + (
+            f" Wall time of this run: {float(meta['wall_seconds']):,.1f} s."
+            if isinstance(meta.get("wall_seconds"), (int, float))
+            else ""
+        ),
+        "",
+        "| method | runs | reused | requests this run | requests original | tokens this run | tokens original "
+        "| request s this run | request s original |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for m, g in df.groupby("method", sort=False):
-        lines.append(f"| {m} | {len(g)} | {int(g['reused'].astype(bool).sum())} | {int(g['run_llm_requests'].sum())} "
-                     f"| {int(g['llm_requests'].sum())} "
-                     f"| {int(g['run_prompt_tokens'].sum() + g['run_completion_tokens'].sum())} "
-                     f"| {int(g['prompt_tokens'].sum() + g['completion_tokens'].sum())} "
-                     f"| {g['run_request_seconds'].sum():.1f} | {g['request_seconds'].sum():.1f} |")
+        lines.append(
+            f"| {m} | {len(g)} | {int(g['reused'].astype(bool).sum())} | {int(g['run_llm_requests'].sum())} "
+            f"| {int(g['llm_requests'].sum())} "
+            f"| {int(g['run_prompt_tokens'].sum() + g['run_completion_tokens'].sum())} "
+            f"| {int(g['prompt_tokens'].sum() + g['completion_tokens'].sum())} "
+            f"| {g['run_request_seconds'].sum():.1f} | {g['request_seconds'].sum():.1f} |"
+        )
     return lines + [""]
 
 
@@ -376,8 +460,11 @@ def load_scored(run_dir: str | Path) -> pd.DataFrame:
     """
     p = Path(run_dir) / "results.parquet"
     if not p.is_file():
-        raise RunFileError("no results.parquet here: the outcomes are not scored "
-                           "(`agentcausal discover --report RUN_DIR` scores them)", path=str(p))
+        raise RunFileError(
+            "no results.parquet here: the outcomes are not scored "
+            "(`agentcausal discover --report RUN_DIR` scores them)",
+            path=str(p),
+        )
     try:
         return pd.read_parquet(p)
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a torn or empty file
@@ -410,27 +497,56 @@ def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw:
         for o in outcomes:
             if o.graph is not None and (o.dataset, o.method) not in done:
                 done.add((o.dataset, o.method))
-                draw_graph_png(o.graph, o.true_graph, run / "graphs" / f"{o.dataset}__{file_stem(o.method)}.png",
-                               title=f"{o.dataset} / {o.method} (seed {o.seed})")
+                draw_graph_png(
+                    o.graph,
+                    o.true_graph,
+                    run / "graphs" / f"{o.dataset}__{file_stem(o.method)}.png",
+                    title=f"{o.dataset} / {o.method} (seed {o.seed})",
+                )
     md = markdown_report(df, outcomes, meta, reversal_cost=reversal_cost)
     figs = discovery_figures(df, outcomes, run)  # PNGs in the run folder; text charts in report.md
     paper = analyses_report(df, outcomes, run, meta)  # the MAC paper's analyses: rounds plot, ranks, wins, cost
     figs += paper.figures
     atomic_write_text(run / "report.md", md + "\n".join(["", *paper.markdown]) + figures_markdown(figs))
     write_graph_outputs(outcomes, run)
-    shown = ("dataset", "seed", "n", "method", "status", "reused", "executor", "executor_fallback", *METRIC_COLUMNS,
-             "seconds", "prompt_tokens", "completion_tokens", "error")
+    shown = (
+        "dataset",
+        "seed",
+        "n",
+        "method",
+        "status",
+        "reused",
+        "executor",
+        "executor_fallback",
+        *METRIC_COLUMNS,
+        "seconds",
+        "prompt_tokens",
+        "completion_tokens",
+        "error",
+    )
     runs = df[[c for c in shown if c in df]] if not df.empty else df
     summary = pd.DataFrame(table_records(df))
     facts = _shown_meta(meta)
     facts["run folder"] = str(run)
     shd_note = "" if reversal_cost == 1 else f"{SHD_CONVENTION[reversal_cost]} in the SHD column. "
-    conventions = (f"<p class='note'>{shd_note}{METRICS_FOOTER} n: rows of data. Mean±std over seeds. "
-                   f"{SECONDS_NOTE} {REUSED_NOTE} Graphs also as DOT and edge-list CSV in graphs/.</p>")
-    write_html_report(run / "report.html", "Causal discovery", facts, figs,
-                      [("Results (mean ± std over seeds)", summary)],
-                      sections=[conventions, *paper.html, graphs_html(outcomes), "<h2>Runs</h2>",
-                                html_table(runs, table_id="runs", sortable=True, filterable=True)])
+    conventions = (
+        f"<p class='note'>{shd_note}{METRICS_FOOTER} n: rows of data. Mean±std over seeds. "
+        f"{SECONDS_NOTE} {REUSED_NOTE} Graphs also as DOT and edge-list CSV in graphs/.</p>"
+    )
+    write_html_report(
+        run / "report.html",
+        "Causal discovery",
+        facts,
+        figs,
+        [("Results (mean ± std over seeds)", summary)],
+        sections=[
+            conventions,
+            *paper.html,
+            graphs_html(outcomes),
+            "<h2>Runs</h2>",
+            html_table(runs, table_id="runs", sortable=True, filterable=True),
+        ],
+    )
     return RunFiles(run, df, run / "report.md")
 
 
@@ -443,10 +559,17 @@ def table_records(df: pd.DataFrame) -> list[dict[str, Any]]:
     for key, r in s.iterrows():
         ds, m = cast(tuple[str, str], key)  # a two-level index: (dataset, method)
         digits = {"shd": 2, "shd2": 2, "nhd": 3, "f1": 2, "skeleton_f1": 2}
-        out.append({"dataset": ds, "n": r["n"], "method": m,
-                    **{h: _cell(r[f"{k}_mean"], r[f"{k}_std"], digits[k]) for k, h in METRIC_COLUMNS.items()},
-                    "runs": int(r.runs),
-                    "errors": int(r.errors), "reused": int(r["reused"]) if "reused" in r else 0,
-                    "note": IDENTICAL_NOTE if r.get("identical_samples", False) else "",
-                    "seconds": round(float(r.seconds_mean), 2)})
+        out.append(
+            {
+                "dataset": ds,
+                "n": r["n"],
+                "method": m,
+                **{h: _cell(r[f"{k}_mean"], r[f"{k}_std"], digits[k]) for k, h in METRIC_COLUMNS.items()},
+                "runs": int(r.runs),
+                "errors": int(r.errors),
+                "reused": int(r["reused"]) if "reused" in r else 0,
+                "note": IDENTICAL_NOTE if r.get("identical_samples", False) else "",
+                "seconds": round(float(r.seconds_mean), 2),
+            }
+        )
     return out

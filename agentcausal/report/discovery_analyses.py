@@ -28,9 +28,16 @@ from agentcausal.discovery.graphs.metrics import METRIC_COLUMNS
 from agentcausal.report.html import html_table
 from agentcausal.report.plots import Figure, _plt, _save, text_bars
 
-__all__ = ["AnalysesReport", "rounds_png", "analyses_report", "price_notes", "markdown_table", "rank_sections",
-           "backbone_label",
-           "backbone_rank_sections"]
+__all__ = [
+    "AnalysesReport",
+    "rounds_png",
+    "analyses_report",
+    "price_notes",
+    "markdown_table",
+    "rank_sections",
+    "backbone_label",
+    "backbone_rank_sections",
+]
 
 
 class AnalysesReport(NamedTuple):
@@ -131,16 +138,20 @@ def rank_sections(df: pd.DataFrame, *, heading: str = "##", over: str = "dataset
     ranks = A.mean_ranks(df)
     if not ranks.table.empty:
         title = f"Mean rank over {over} (paper Fig. 2)"
-        note = (f"{_n_line(ranks)} Each point ranks the methods scored there on their mean over seeds; a method's "
-                "mean rank is the mean over the points where it was scored (points).")
+        note = (
+            f"{_n_line(ranks)} Each point ranks the methods scored there on their mean over seeds; a method's "
+            "mean rank is the mean over the points where it was scored (points)."
+        )
         md += [f"{heading} {title}", "", note, "", markdown_table(_headed(ranks.table)), ""]
         parts += [f"<h2>{e(title)}</h2><p class='note'>{e(note)}</p>", html_table(_headed(ranks.table))]
     wins = A.win_tie_loss(df)
     if not wins.table.empty:
         title = "MAC against each baseline: wins / ties / losses"
-        note = (f"{_n_line(wins)} W/T/L: points where MAC's seed mean is better / equal / worse (lower SHD and "
-                "NHD, higher F1); points: where both were scored. The paper counts first places over its 15 "
-                "points and leaves ties undefined; these are pairwise counts.")
+        note = (
+            f"{_n_line(wins)} W/T/L: points where MAC's seed mean is better / equal / worse (lower SHD and "
+            "NHD, higher F1); points: where both were scored. The paper counts first places over its 15 "
+            "points and leaves ties undefined; these are pairwise counts."
+        )
         md += [f"{heading} {title}", "", note, "", markdown_table(_headed(wins.table)), ""]
         parts += [f"<h2>{e(title)}</h2><p class='note'>{e(note)}</p>", html_table(_headed(wins.table))]
     return AnalysesReport(md, parts, [])
@@ -166,18 +177,20 @@ def price_notes(meta: Mapping[str, Any] | None) -> list[str]:
     out: dict[str, str] = {}
     for m in (plan.get("methods") or {}).values():
         for stage, label in (m.get("stages") or {}).items():
-            pp = ((m.get("profile_params") or {}).get(stage) or {})
+            pp = (m.get("profile_params") or {}).get(stage) or {}
             if "price_prompt_per_1k" not in pp and "prices_as_of" not in pp:
                 continue
             when = pp.get("prices_as_of") or "an undated price"
             prompt, completion = pp.get("price_prompt_per_1k", 0), pp.get("price_completion_per_1k", 0)
-            out.setdefault(label, f"{label}: {prompt} / {completion} USD per 1k prompt / completion tokens, "
-                                  f"prices as of {when}")
+            out.setdefault(
+                label, f"{label}: {prompt} / {completion} USD per 1k prompt / completion tokens, prices as of {when}"
+            )
     return list(out.values())
 
 
-def analyses_report(df: pd.DataFrame, outcomes: Iterable[Any], run_dir: str | Path,
-                    meta: Mapping[str, Any] | None = None) -> AnalysesReport:
+def analyses_report(
+    df: pd.DataFrame, outcomes: Iterable[Any], run_dir: str | Path, meta: Mapping[str, Any] | None = None
+) -> AnalysesReport:
     """Every analysis section of a discovery run: the rounds sweep (plot and table), mean ranks,
     win/tie/loss counts, cost multiples. Sections with nothing to show are left out.
 
@@ -202,22 +215,45 @@ def analyses_report(df: pd.DataFrame, outcomes: Iterable[Any], run_dir: str | Pa
     if not curve.table.empty:
         title = f"SHD and F1 against debate rounds (n = {curve.n}; {curve.convention})"
         t = curve.table
-        text = text_bars([f"{d} · {m} · r{r} SHD" for m, d, r in zip(t["method"], t["dataset"], t["rounds"])],
-                         list(t["shd"]), fmt="{:.2f}") + "\n" + text_bars(
-            [f"{d} · {m} · r{r} F1" for m, d, r in zip(t["method"], t["dataset"], t["rounds"])], list(t["f1"]),
-            fmt="{:.2f}", vmax=1.0)
+        text = (
+            text_bars(
+                [f"{d} · {m} · r{r} SHD" for m, d, r in zip(t["method"], t["dataset"], t["rounds"])],
+                list(t["shd"]),
+                fmt="{:.2f}",
+            )
+            + "\n"
+            + text_bars(
+                [f"{d} · {m} · r{r} F1" for m, d, r in zip(t["method"], t["dataset"], t["rounds"])],
+                list(t["f1"]),
+                fmt="{:.2f}",
+                vmax=1.0,
+            )
+        )
         try:
-            figs.append(Figure("rounds", title, rounds_png(t, run / "rounds.png", n=curve.n,
-                                                            convention=curve.convention), text))
+            figs.append(
+                Figure("rounds", title, rounds_png(t, run / "rounds.png", n=curve.n, convention=curve.convention), text)
+            )
         except (ValueError, KeyError, TypeError):  # nothing drawable (all NaN)
             figs.append(Figure("rounds", title, None, text))
         shown = t[["method", "dataset", "rounds", "shd", "nhd", "f1", "seeds"]]
-        note = (f"{_n_line(curve)} Mean over seeds of each rounds variant (`discover --rounds`), one row per "
-                "rounds value; the plot is `rounds.png`.")
-        md += ["### Rounds sweep (paper §4.3, Fig. 4)", "", note, "", markdown_table(_headed(shown)), "",
-               "![rounds](rounds.png)", ""]
-        parts += [f"<h2>Rounds sweep (paper §4.3, Fig. 4)</h2><p class='note'>{e(note)}</p>",
-                  html_table(_headed(shown))]
+        note = (
+            f"{_n_line(curve)} Mean over seeds of each rounds variant (`discover --rounds`), one row per "
+            "rounds value; the plot is `rounds.png`."
+        )
+        md += [
+            "### Rounds sweep (paper §4.3, Fig. 4)",
+            "",
+            note,
+            "",
+            markdown_table(_headed(shown)),
+            "",
+            "![rounds](rounds.png)",
+            "",
+        ]
+        parts += [
+            f"<h2>Rounds sweep (paper §4.3, Fig. 4)</h2><p class='note'>{e(note)}</p>",
+            html_table(_headed(shown)),
+        ]
     ranked = rank_sections(df, heading="###")
     md += ranked.markdown
     parts += ranked.html
@@ -227,24 +263,37 @@ def analyses_report(df: pd.DataFrame, outcomes: Iterable[Any], run_dir: str | Pa
         if A.ZERO_SHOT not in set(costs.table["method"]):
             note += f" {A.ZERO_SHOT} did not run: no multiples (run it beside the others to get them)."
         if (costs.table["cached_runs"] > 0).any():
-            note += (" Cached runs: runs with calls the LLM cache served (an identical earlier request), which "
-                     "count 0 tokens here; rerun with --refresh and an empty cache for a full count.")
+            note += (
+                " Cached runs: runs with calls the LLM cache served (an identical earlier request), which "
+                "count 0 tokens here; rerun with --refresh and an empty cache for a full count."
+            )
         prices = price_notes(meta)
-        note += (" Prices: " + "; ".join(prices) + "." if prices else
-                 " Prices: each profile's price_prompt_per_1k / price_completion_per_1k (and prices_as_of) in the "
-                 "profiles file; this run's plan does not record them.")
+        note += (
+            " Prices: " + "; ".join(prices) + "."
+            if prices
+            else " Prices: each profile's price_prompt_per_1k / price_completion_per_1k (and prices_as_of) in the "
+            "profiles file; this run's plan does not record them."
+        )
         if not (costs.table["cost_usd"] > 0).any():
             note += " No profile of this run has prices: dollars are 0."
         t = costs.table
-        table = pd.DataFrame({"method": t["method"], "runs": t["runs"],
-                              "tokens/run": [_fmt(v, "{:,.0f}") for v in t["tokens"]],
-                              "tokens ×": [_fmt(v, "{:.2f}") for v in t["tokens_x"]],
-                              "USD/run": [_fmt(v, "{:.4f}") for v in t["cost_usd"]],
-                              "USD ×": [_fmt(v, "{:.2f}") for v in t["cost_x"]], "cached runs": t["cached_runs"],
-                              "models": t["models"]})
+        table = pd.DataFrame(
+            {
+                "method": t["method"],
+                "runs": t["runs"],
+                "tokens/run": [_fmt(v, "{:,.0f}") for v in t["tokens"]],
+                "tokens ×": [_fmt(v, "{:.2f}") for v in t["tokens_x"]],
+                "USD/run": [_fmt(v, "{:.4f}") for v in t["cost_usd"]],
+                "USD ×": [_fmt(v, "{:.2f}") for v in t["cost_x"]],
+                "cached runs": t["cached_runs"],
+                "models": t["models"],
+            }
+        )
         md += ["### Cost as a multiple of zero-shot (paper §4.4, Fig. 5)", "", note, "", markdown_table(table), ""]
-        parts += [f"<h2>Cost as a multiple of zero-shot (paper §4.4, Fig. 5)</h2><p class='note'>{e(note)}</p>",
-                  html_table(table)]
+        parts += [
+            f"<h2>Cost as a multiple of zero-shot (paper §4.4, Fig. 5)</h2><p class='note'>{e(note)}</p>",
+            html_table(table),
+        ]
     if len(md) == 2:
         return AnalysesReport([], [], [])
     return AnalysesReport(md, parts, figs)

@@ -58,8 +58,11 @@ def graph_mermaid(pred: CausalGraph, true: CausalGraph | None = None) -> str:
             lines.append(f"  {_mid(o[0])} -. extra .-> {_mid(o[1])}")
     if true is not None:
         for pair in sorted(true_skel - pred.skeleton(), key=sorted):
-            a, b = next((x, y) for x, y in true_dir if {x, y} == pair) if any(
-                {x, y} == pair for x, y in true_dir) else sorted(pair)
+            a, b = (
+                next((x, y) for x, y in true_dir if {x, y} == pair)
+                if any({x, y} == pair for x, y in true_dir)
+                else sorted(pair)
+            )
             lines.append(f"  {_mid(a)} -. missing .- {_mid(b)}")
     return "\n".join(lines)
 
@@ -80,8 +83,11 @@ def edge_table_markdown(pred: CausalGraph, true: CausalGraph | None = None) -> s
     for a, b, t in edge_rows(pred):
         status = ""
         if true is not None:
-            status = ("correct" if (a, b) in true_dir else "reversed" if (b, a) in true_dir else "extra") \
-                if t == "directed" else ("in truth" if frozenset((a, b)) in true.skeleton() else "extra")
+            status = (
+                ("correct" if (a, b) in true_dir else "reversed" if (b, a) in true_dir else "extra")
+                if t == "directed"
+                else ("in truth" if frozenset((a, b)) in true.skeleton() else "extra")
+            )
         rows.append(f"| {a} | {b} | {t} | {status} |")
     if true is not None:
         for a, b, t in edge_rows(true):
@@ -141,9 +147,18 @@ def draw_graph_png(pred: CausalGraph, true: CausalGraph | None, path: str | Path
     nx.draw_networkx_nodes(g, pos, ax=ax, node_color="white", edgecolors="black", node_size=900)
     nx.draw_networkx_labels(g, pos, ax=ax, font_size=7)
     for edge in g.edges:
-        nx.draw_networkx_edges(g, pos, edgelist=[edge], ax=ax, edge_color=colours[edge], style=styles[edge],
-                               arrows=True, arrowstyle="-" if colours[edge] == "tab:blue" else "-|>",
-                               arrowsize=14, node_size=900)
+        nx.draw_networkx_edges(
+            g,
+            pos,
+            edgelist=[edge],
+            ax=ax,
+            edge_color=colours[edge],
+            style=styles[edge],
+            arrows=True,
+            arrowstyle="-" if colours[edge] == "tab:blue" else "-|>",
+            arrowsize=14,
+            node_size=900,
+        )
     ax.set_title(title, fontsize=9)
     ax.axis("off")
     path = Path(path)
@@ -163,8 +178,11 @@ def _svg_edges(pred: CausalGraph, true: CausalGraph | None) -> list[Any]:
             if e.is_undirected:
                 out.append(SvgEdge(e.u, e.v, "undirected", arrow=False))
             else:
-                out.append(SvgEdge(e.u, e.v, "other", arrow=Mark(e.mark_v) == Mark.ARROW,
-                                   arrow_back=Mark(e.mark_u) == Mark.ARROW))
+                out.append(
+                    SvgEdge(
+                        e.u, e.v, "other", arrow=Mark(e.mark_v) == Mark.ARROW, arrow_back=Mark(e.mark_u) == Mark.ARROW
+                    )
+                )
         elif true is None or o in true_dir:
             out.append(SvgEdge(o[0], o[1], "correct" if true is not None else ""))
         elif (o[1], o[0]) in true_dir:
@@ -198,7 +216,6 @@ def graphs_html(outcomes: Sequence[DiscoveryOutcome]) -> str:
     """
     import html as _html
 
-
     e = _html.escape
     first: dict[str, dict[str, DiscoveryOutcome]] = {}
     for o in outcomes:
@@ -216,15 +233,21 @@ def graphs_html(outcomes: Sequence[DiscoveryOutcome]) -> str:
         figs = []
         if true is not None:
             t_edges = [SvgEdge(*(ed.oriented() or (ed.u, ed.v)), arrow=ed.oriented() is not None) for ed in true.edges]
-            figs.append(f"<figure><figcaption>true graph ({len(true.edges)} edges)</figcaption>"
-                        f"{render_svg(layout, t_edges, title=f'{ds}: true graph')}</figure>")
+            figs.append(
+                f"<figure><figcaption>true graph ({len(true.edges)} edges)</figcaption>"
+                f"{render_svg(layout, t_edges, title=f'{ds}: true graph')}</figure>"
+            )
         for m, o in by_method.items():
             if o.graph is None:
-                figs.append(f"<figure><figcaption>{e(m)} (seed {o.seed})</figcaption><p>no graph: "
-                            f"{e((o.error or 'failed')[:300])}</p></figure>")
+                figs.append(
+                    f"<figure><figcaption>{e(m)} (seed {o.seed})</figcaption><p>no graph: "
+                    f"{e((o.error or 'failed')[:300])}</p></figure>"
+                )
                 continue
-            figs.append(f"<figure><figcaption>{e(m)} (seed {o.seed}, {len(o.graph.edges)} edges)</figcaption>"
-                        f"{render_svg(layout, _svg_edges(o.graph, true), title=f'{ds}: {m}')}</figure>")
+            figs.append(
+                f"<figure><figcaption>{e(m)} (seed {o.seed}, {len(o.graph.edges)} edges)</figcaption>"
+                f"{render_svg(layout, _svg_edges(o.graph, true), title=f'{ds}: {m}')}</figure>"
+            )
         parts.append(f"<section id='g-{e(ds)}'><h3>{e(ds)}</h3><div class='graphs'>{''.join(figs)}</div></section>")
     return "\n".join(parts)
 

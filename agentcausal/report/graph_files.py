@@ -91,8 +91,10 @@ def graph_dot(graph: CausalGraph, *, name: str = "G") -> str:
         if o is not None:
             lines.append(f"  {_q(o[0])} -> {_q(o[1])};")
         else:
-            lines.append(f"  {_q(e.u)} -> {_q(e.v)} [dir=both, arrowtail={_HEAD[Mark(e.mark_u)]}, "
-                         f"arrowhead={_HEAD[Mark(e.mark_v)]}, type={edge_type(e)}];")
+            lines.append(
+                f"  {_q(e.u)} -> {_q(e.v)} [dir=both, arrowtail={_HEAD[Mark(e.mark_u)]}, "
+                f"arrowhead={_HEAD[Mark(e.mark_v)]}, type={edge_type(e)}];"
+            )
     lines.append("}")
     return "\n".join(lines)
 

@@ -27,9 +27,20 @@ from agentcausal.report.svg import SVG_CSS
 if TYPE_CHECKING:
     from agentcausal.attribution.evaluate import Evaluation
 
-__all__ = ["html_report", "write_html_report", "attribution_tables", "human_number", "html_table", "facts_table",
-           "facts_markdown", "facts_line", "folded_facts", "readable_value",
-           "page", "TABLE_SCRIPT"]
+__all__ = [
+    "html_report",
+    "write_html_report",
+    "attribution_tables",
+    "human_number",
+    "html_table",
+    "facts_table",
+    "facts_markdown",
+    "facts_line",
+    "folded_facts",
+    "readable_value",
+    "page",
+    "TABLE_SCRIPT",
+]
 
 _CSS = """body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;font-size:13px;margin:.5em 0 1.5em}th,td{border:1px solid #ccc;padding:3px 7px;
@@ -117,8 +128,14 @@ def _cell(v: Any, col: str) -> tuple[str, str]:
     return str(v), ""
 
 
-def html_table(df: pd.DataFrame | None, *, table_id: str | None = None, sortable: bool = False,
-               filterable: bool = False, cell_html: Mapping[str, Any] | None = None) -> str:
+def html_table(
+    df: pd.DataFrame | None,
+    *,
+    table_id: str | None = None,
+    sortable: bool = False,
+    filterable: bool = False,
+    cell_html: Mapping[str, Any] | None = None,
+) -> str:
     """A DataFrame as an HTML table with formatted, escaped cells.
 
     Parameters
@@ -143,8 +160,11 @@ def html_table(df: pd.DataFrame | None, *, table_id: str | None = None, sortable
     out = []
     if filterable and table_id:
         out.append(f'<input class="filter" data-table="{e(table_id)}" placeholder="filter rows…" type="search">')
-    out.append(f'<div class="scroll"><table{attrs}><thead><tr>'
-               + "".join(f"<th>{e(c)}</th>" for c in cols) + "</tr></thead><tbody>")
+    out.append(
+        f'<div class="scroll"><table{attrs}><thead><tr>'
+        + "".join(f"<th>{e(c)}</th>" for c in cols)
+        + "</tr></thead><tbody>"
+    )
     for row in df.itertuples(index=False):
         rec = dict(zip(cols, row))
         cells = []
@@ -167,8 +187,11 @@ def _fact(v: Any) -> str:
             return "–"
         if all(x in (None, "", {}, []) for x in v.values()):  # e.g. methods without settings: their names
             return e(", ".join(str(k) for k in v))
-        return "<table class='facts'>" + "".join(f"<tr><th>{e(str(k))}</th><td>{_fact(x)}</td></tr>"
-                                                 for k, x in v.items()) + "</table>"
+        return (
+            "<table class='facts'>"
+            + "".join(f"<tr><th>{e(str(k))}</th><td>{_fact(x)}</td></tr>" for k, x in v.items())
+            + "</table>"
+        )
     if isinstance(v, (list, tuple)):
         if all(not isinstance(x, (Mapping, list, tuple)) for x in v):
             return e(", ".join(human_number(x) if isinstance(x, (int, float)) else str(x) for x in v)) or "–"
@@ -217,8 +240,10 @@ def readable_value(v: Any) -> str:
     if isinstance(v, Mapping):
         if not v:
             return "none"
-        return "; ".join(f"{k} = " + (f"({readable_value(x)})" if isinstance(x, Mapping) and x else readable_value(x))
-                         for k, x in v.items())
+        return "; ".join(
+            f"{k} = " + (f"({readable_value(x)})" if isinstance(x, Mapping) and x else readable_value(x))
+            for k, x in v.items()
+        )
     if isinstance(v, (list, tuple, set, frozenset)):
         return ", ".join(readable_value(x) for x in v) if v else "none"
     return str(v)
@@ -243,8 +268,10 @@ def facts_markdown(meta: Mapping[str, Any]) -> list[str]:
     for k, v in meta.items():
         if isinstance(v, Mapping) and any(isinstance(x, Mapping) for x in v.values()):
             lines += [f"- **{k}**:", "", f"  | {k} | settings |", "  |---|---|"]
-            lines += ["  | " + str(name).replace("|", "\\|") + " | " + readable_value(x).replace("|", "\\|") + " |"
-                      for name, x in v.items()]
+            lines += [
+                "  | " + str(name).replace("|", "\\|") + " | " + readable_value(x).replace("|", "\\|") + " |"
+                for name, x in v.items()
+            ]
             lines.append("")
         else:
             lines.append(f"- **{k}**: {readable_value(v)}")
@@ -258,8 +285,10 @@ def _figures(figures: Sequence[Figure]) -> str:
         if f.path is None or not Path(f.path).is_file():
             continue
         data = base64.b64encode(Path(f.path).read_bytes()).decode()
-        parts.append(f"<figure><figcaption>{e(f.title)}</figcaption>"
-                     f"<img alt='{e(f.title)}' src='data:image/png;base64,{data}'></figure>")
+        parts.append(
+            f"<figure><figcaption>{e(f.title)}</figcaption>"
+            f"<img alt='{e(f.title)}' src='data:image/png;base64,{data}'></figure>"
+        )
     return "\n".join(parts)
 
 
@@ -276,13 +305,21 @@ def page(title: str, blocks: Sequence[str]) -> str:
     str
     """
     e = html.escape
-    return "\n".join(["<!doctype html><html><head><meta charset='utf-8'>", f"<title>{e(title)}</title>",
-                      f"<style>{_CSS}\n{SVG_CSS}</style></head><body>", f"<h1>{e(title)}</h1>", *blocks,
-                      f"<script>{TABLE_SCRIPT}</script></body></html>"])
+    return "\n".join(
+        [
+            "<!doctype html><html><head><meta charset='utf-8'>",
+            f"<title>{e(title)}</title>",
+            f"<style>{_CSS}\n{SVG_CSS}</style></head><body>",
+            f"<h1>{e(title)}</h1>",
+            *blocks,
+            f"<script>{TABLE_SCRIPT}</script></body></html>",
+        ]
+    )
 
 
-def facts_line(meta: Mapping[str, Any], keys: Sequence[str] = ("corpus", "methods", "routing", "preset", "traces",
-                                                                "run folder")) -> str:
+def facts_line(
+    meta: Mapping[str, Any], keys: Sequence[str] = ("corpus", "methods", "routing", "preset", "traces", "run folder")
+) -> str:
     """The few facts a reader needs first, on one line: ``corpus: …  ·  methods: …`` (HTML; ``""`` if none).
 
     A ``methods`` mapping (per-method settings) is shown by its names.
@@ -303,9 +340,15 @@ def folded_facts(meta: Mapping[str, Any], summary: str = "Run settings (methods,
     return f"<details class='facts'><summary>{html.escape(summary)}</summary>{table}</details>" if table else ""
 
 
-def html_report(title: str, meta: Mapping[str, object], figures: Sequence[Figure],
-                tables: Sequence[tuple[str, pd.DataFrame]], *, sections: Sequence[str] = (),
-                lead: Sequence[str] = ()) -> str:
+def html_report(
+    title: str,
+    meta: Mapping[str, object],
+    figures: Sequence[Figure],
+    tables: Sequence[tuple[str, pd.DataFrame]],
+    *,
+    sections: Sequence[str] = (),
+    lead: Sequence[str] = (),
+) -> str:
     """The HTML text of a standalone report: one line of facts, the settings folded, ``lead``, the tables, then
     ``sections``, then the plots.
 
@@ -334,9 +377,16 @@ def html_report(title: str, meta: Mapping[str, object], figures: Sequence[Figure
     return page(title, blocks)
 
 
-def write_html_report(path: str | Path, title: str, meta: Mapping[str, object], figures: Sequence[Figure],
-                      tables: Sequence[tuple[str, pd.DataFrame]], *, sections: Sequence[str] = (),
-                      lead: Sequence[str] = ()) -> Path:
+def write_html_report(
+    path: str | Path,
+    title: str,
+    meta: Mapping[str, object],
+    figures: Sequence[Figure],
+    tables: Sequence[tuple[str, pd.DataFrame]],
+    *,
+    sections: Sequence[str] = (),
+    lead: Sequence[str] = (),
+) -> Path:
     """Write :func:`html_report` to ``path``.
 
     Parameters
@@ -365,8 +415,12 @@ def attribution_tables(ev: Evaluation) -> list[tuple[str, pd.DataFrame]]:
     -------
     list of (heading, DataFrame).
     """
-    return [("Accuracy", accuracy_display(ev.overall)), ("Per subset", accuracy_display(ev.by_subset, ("subset",))),
-            ("Per trace length (steps)", accuracy_display(ev.by_length, ("length_bucket",))),
-            ("|predicted step − true step|", ev.step_error_hist.reset_index()),
-            ("Cost per trace (means)", ev.cost_per_trace), ("Cost per stage", ev.cost_by_stage),
-            (f"Failed traces ({len(ev.failures)})", ev.failures)]
+    return [
+        ("Accuracy", accuracy_display(ev.overall)),
+        ("Per subset", accuracy_display(ev.by_subset, ("subset",))),
+        ("Per trace length (steps)", accuracy_display(ev.by_length, ("length_bucket",))),
+        ("|predicted step − true step|", ev.step_error_hist.reset_index()),
+        ("Cost per trace (means)", ev.cost_per_trace),
+        ("Cost per stage", ev.cost_by_stage),
+        (f"Failed traces ({len(ev.failures)})", ev.failures),
+    ]

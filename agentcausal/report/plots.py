@@ -32,8 +32,19 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 
-__all__ = ["Figure", "text_bars", "text_histograms", "accuracy_by_length_png", "step_error_png", "stage_cost_png", "shd_png",
-           "discovery_stage_usage", "attribution_figures", "discovery_figures", "figures_markdown"]
+__all__ = [
+    "Figure",
+    "text_bars",
+    "text_histograms",
+    "accuracy_by_length_png",
+    "step_error_png",
+    "stage_cost_png",
+    "shd_png",
+    "discovery_stage_usage",
+    "attribution_figures",
+    "discovery_figures",
+    "figures_markdown",
+]
 
 #: order of the trace-length buckets on the x axis (``agentcausal.attribution.evaluate.LENGTH_BUCKETS``)
 _BUCKET_ORDER = ("1-10", "11-30", "31-60", "61+")
@@ -74,8 +85,9 @@ def _save(fig: Any, path: str | Path) -> Path:
     return path
 
 
-def text_bars(labels: Sequence[str], values: Sequence[float], *, width: int = 30, fmt: str = "{:.2f}",
-              vmax: float | None = None) -> str:
+def text_bars(
+    labels: Sequence[str], values: Sequence[float], *, width: int = 30, fmt: str = "{:.2f}", vmax: float | None = None
+) -> str:
     """A horizontal bar chart in unicode block characters, one line per label.
 
     Parameters
@@ -151,8 +163,9 @@ def text_histograms(rows: dict[str, Sequence[float]], bins: Sequence[str]) -> st
     return "\n".join(lines)
 
 
-def _grouped_bars(ax: Any, frame: pd.DataFrame, *, ylabel: str, yerr: pd.DataFrame | None = None,
-                  value_fmt: str | None = None) -> None:
+def _grouped_bars(
+    ax: Any, frame: pd.DataFrame, *, ylabel: str, yerr: pd.DataFrame | None = None, value_fmt: str | None = None
+) -> None:
     """Bars of ``frame`` (rows on the x axis, one colour per column)."""
     n = max(1, len(frame.columns))
     w = 0.8 / n
@@ -165,8 +178,14 @@ def _grouped_bars(ax: Any, frame: pd.DataFrame, *, ylabel: str, yerr: pd.DataFra
         if yerr is not None:  # counts and distances are >= 0: clip the lower whisker at 0
             e = [float(x) if pd.notna(x) else 0.0 for x in (yerr[col].iloc[i] for i in keep)]
             err = [[min(a, b) for a, b in zip(e, vals)], e]
-        bars = ax.bar([list(xs)[i] + (j - (n - 1) / 2) * w for i in keep], vals, w, label=str(col), yerr=err,
-                      capsize=2 if err is not None else 0)
+        bars = ax.bar(
+            [list(xs)[i] + (j - (n - 1) / 2) * w for i in keep],
+            vals,
+            w,
+            label=str(col),
+            yerr=err,
+            capsize=2 if err is not None else 0,
+        )
         if value_fmt:  # print values, so that a bar of height 0 is still read as 0
             ax.bar_label(bars, fmt=value_fmt, fontsize=7, padding=1)
     ax.set_xticks(list(xs))
@@ -196,7 +215,8 @@ def accuracy_by_length_png(by_length: pd.DataFrame, path: str | Path) -> Path:
     plt = _plt()
     df = by_length[by_length["labelled"] > 0] if "labelled" in by_length else by_length
     order = [b for b in _BUCKET_ORDER if b in set(df["length_bucket"])] + sorted(
-        set(df["length_bucket"]) - set(_BUCKET_ORDER))
+        set(df["length_bucket"]) - set(_BUCKET_ORDER)
+    )
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), sharey=True)
     for ax, col, name in zip(axes, ("step_acc", "agent_acc"), ("step-level", "agent-level")):
         wide = df.pivot_table(index="length_bucket", columns="method", values=col, aggfunc="first").reindex(order)
@@ -343,19 +363,41 @@ def attribution_figures(ev: Any, run_dir: str | Path) -> list[Figure]:
     run = Path(run_dir)
     figs: list[Figure] = []
     bl = ev.by_length[ev.by_length["labelled"] > 0]
-    _try(figs, "accuracy_by_length", "Step accuracy by trace length",
-         text_bars([f"{m} {b}" for m, b in zip(bl["method"], bl["length_bucket"])], list(100 * bl["step_acc"]),
-                   fmt="{:.0f}%", vmax=100.0),
-         lambda p: accuracy_by_length_png(ev.by_length, p) if len(bl) else None, run)
+    _try(
+        figs,
+        "accuracy_by_length",
+        "Step accuracy by trace length",
+        text_bars(
+            [f"{m} {b}" for m, b in zip(bl["method"], bl["length_bucket"])],
+            list(100 * bl["step_acc"]),
+            fmt="{:.0f}%",
+            vmax=100.0,
+        ),
+        lambda p: accuracy_by_length_png(ev.by_length, p) if len(bl) else None,
+        run,
+    )
     h = ev.step_error_hist
-    _try(figs, "step_error", "|predicted step − true step| (traces)",
-         text_histograms({str(m): list(h.loc[m]) for m in h.index}, [str(c) for c in h.columns]),
-         lambda p: step_error_png(h, p) if len(h) else None, run)
+    _try(
+        figs,
+        "step_error",
+        "|predicted step − true step| (traces)",
+        text_histograms({str(m): list(h.loc[m]) for m in h.index}, [str(c) for c in h.columns]),
+        lambda p: step_error_png(h, p) if len(h) else None,
+        run,
+    )
     c = ev.cost_by_stage
-    _try(figs, "stage_cost", "Tokens by stage (prompt + completion, run total)",
-         text_bars([f"{m} · {s}" for m, s in zip(c["method"], c["stage"])],
-                   list(c["prompt_tokens"] + c["completion_tokens"]), fmt="{:,.0f}"),
-         lambda p: stage_cost_png(c, p) if len(c) else None, run)
+    _try(
+        figs,
+        "stage_cost",
+        "Tokens by stage (prompt + completion, run total)",
+        text_bars(
+            [f"{m} · {s}" for m, s in zip(c["method"], c["stage"])],
+            list(c["prompt_tokens"] + c["completion_tokens"]),
+            fmt="{:,.0f}",
+        ),
+        lambda p: stage_cost_png(c, p) if len(c) else None,
+        run,
+    )
     return figs
 
 
@@ -376,13 +418,23 @@ def discovery_figures(results: pd.DataFrame, outcomes: Iterable[Any], run_dir: s
     figs: list[Figure] = []
     ok = results.dropna(subset=["shd"]) if "shd" in results else results
     mean = ok.groupby(["dataset", "method"], sort=False)["shd"].mean() if len(ok) else pd.Series(dtype=float)
-    _try(figs, "shd", "SHD by dataset and method (mean over seeds; lower is better)",
-         text_bars([f"{d} · {m}" for d, m in mean.index], list(mean), fmt="{:.1f}"),
-         lambda p: shd_png(results, p) if len(ok) else None, run)
+    _try(
+        figs,
+        "shd",
+        "SHD by dataset and method (mean over seeds; lower is better)",
+        text_bars([f"{d} · {m}" for d, m in mean.index], list(mean), fmt="{:.1f}"),
+        lambda p: shd_png(results, p) if len(ok) else None,
+        run,
+    )
     c = discovery_stage_usage(outcomes)
-    _try(figs, "stage_cost", "Seconds by stage (run total)",
-         text_bars([f"{m} · {s}" for m, s in zip(c["method"], c["stage"])], list(c["seconds"]), fmt="{:.1f} s"),
-         lambda p: stage_cost_png(c, p) if len(c) else None, run)
+    _try(
+        figs,
+        "stage_cost",
+        "Seconds by stage (run total)",
+        text_bars([f"{m} · {s}" for m, s in zip(c["method"], c["stage"])], list(c["seconds"]), fmt="{:.1f} s"),
+        lambda p: stage_cost_png(c, p) if len(c) else None,
+        run,
+    )
     return figs
 
 

@@ -35,8 +35,18 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-__all__ = ["Layout", "SvgEdge", "layered_layout", "dot_layout", "graph_layout", "render_svg", "column_svg",
-           "arc_bulge", "SVG_CSS", "legend_html"]
+__all__ = [
+    "Layout",
+    "SvgEdge",
+    "layered_layout",
+    "dot_layout",
+    "graph_layout",
+    "render_svg",
+    "column_svg",
+    "arc_bulge",
+    "SVG_CSS",
+    "legend_html",
+]
 
 #: styles of the edge and node classes used by :func:`render_svg` (put once in the page's ``<style>``)
 SVG_CSS = """svg.g text{font:11px system-ui,sans-serif}svg.g rect{fill:#fff;stroke:#333}
@@ -49,9 +59,14 @@ svg.g rect.hypothesis{fill:#ffb347;stroke:#d2691e}svg.g rect.decisive{fill:#e340
 svg.g rect.truth{stroke:#2a8f2a;stroke-width:3}svg.g text.elabel{font-size:9px;fill:#b35900}
 svg.g rect.absent{stroke-dasharray:3 3;fill:#f7f7f7}"""
 
-_LEGEND = {"correct": "correct (in the true graph, same direction)", "reversed": "reversed",
-           "extra": "extra (not in the true graph)", "missing": "missing (true edge not found)",
-           "undirected": "undirected", "other": "bidirected / partially directed"}
+_LEGEND = {
+    "correct": "correct (in the true graph, same direction)",
+    "reversed": "reversed",
+    "extra": "extra (not in the true graph)",
+    "missing": "missing (true edge not found)",
+    "undirected": "undirected",
+    "other": "bidirected / partially directed",
+}
 
 
 class Layout(NamedTuple):
@@ -88,8 +103,13 @@ def _node_w(label: str) -> float:
     return 16.0 + 6.6 * len(label)
 
 
-def layered_layout(nodes: Sequence[str], edges: Sequence[tuple[str, str]],
-                   labels: Mapping[str, str] | None = None, *, max_per_row: int = 8) -> Layout:
+def layered_layout(
+    nodes: Sequence[str],
+    edges: Sequence[tuple[str, str]],
+    labels: Mapping[str, str] | None = None,
+    *,
+    max_per_row: int = 8,
+) -> Layout:
     """A deterministic layered layout (no external program).
 
     Parameters
@@ -142,13 +162,15 @@ def layered_layout(nodes: Sequence[str], edges: Sequence[tuple[str, str]],
     for k in sorted(layers):
         row = layers[k]
         if k > 0:
+
             def key(v: str) -> tuple[float, int]:
                 ps = [x_of[p] for p in parents[v] if p in x_of]
                 return (sum(ps) / len(ps) if ps else float("inf"), order[v])
+
             row = sorted(row, key=key)
         for i, v in enumerate(row):
             x_of[v] = float(i % max_per_row)
-        rows += [row[i:i + max_per_row] for i in range(0, len(row), max_per_row)]
+        rows += [row[i : i + max_per_row] for i in range(0, len(row), max_per_row)]
     widths = [sum(_node_w(labels.get(v, v)) for v in r) + _NODE_GAP * (len(r) - 1) for r in rows]
     width = max(widths, default=0.0) + 20.0
     pos: dict[str, tuple[float, float]] = {}
@@ -163,8 +185,13 @@ def layered_layout(nodes: Sequence[str], edges: Sequence[tuple[str, str]],
     return Layout(pos, width, height)
 
 
-def dot_layout(nodes: Sequence[str], edges: Sequence[tuple[str, str]],
-               labels: Mapping[str, str] | None = None, *, timeout_s: float = 20.0) -> Layout | None:
+def dot_layout(
+    nodes: Sequence[str],
+    edges: Sequence[tuple[str, str]],
+    labels: Mapping[str, str] | None = None,
+    *,
+    timeout_s: float = 20.0,
+) -> Layout | None:
     """The layout graphviz ``dot`` computes, or None when ``dot`` is not installed or fails.
 
     Parameters
@@ -186,8 +213,9 @@ def dot_layout(nodes: Sequence[str], edges: Sequence[tuple[str, str]],
     src += [f"  {ids[a]} -> {ids[b]};" for a, b in edges if a in ids and b in ids]
     src.append("}")
     try:
-        out = subprocess.run([exe, "-Tplain"], input="\n".join(src), capture_output=True, text=True,
-                             timeout=timeout_s, check=True).stdout
+        out = subprocess.run(
+            [exe, "-Tplain"], input="\n".join(src), capture_output=True, text=True, timeout=timeout_s, check=True
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     back = {i: v for v, i in ids.items()}
@@ -205,8 +233,9 @@ def dot_layout(nodes: Sequence[str], edges: Sequence[tuple[str, str]],
     return Layout(pos, width, height)
 
 
-def graph_layout(nodes: Sequence[str], edges: Sequence[tuple[str, str]],
-                 labels: Mapping[str, str] | None = None) -> Layout:
+def graph_layout(
+    nodes: Sequence[str], edges: Sequence[tuple[str, str]], labels: Mapping[str, str] | None = None
+) -> Layout:
     """:func:`dot_layout` when graphviz is installed, else :func:`layered_layout`."""
     return dot_layout(nodes, edges, labels) or layered_layout(nodes, edges, labels)
 
@@ -222,9 +251,15 @@ def _clip(x0: float, y0: float, x1: float, y1: float, w: float) -> tuple[float, 
     return x0 + dx * t, y0 + dy * t
 
 
-def render_svg(layout: Layout, edges: Sequence[SvgEdge], *, labels: Mapping[str, str] | None = None,
-               node_classes: Mapping[str, str] | None = None, title: str = "",
-               nodes: Sequence[str] | None = None) -> str:
+def render_svg(
+    layout: Layout,
+    edges: Sequence[SvgEdge],
+    *,
+    labels: Mapping[str, str] | None = None,
+    node_classes: Mapping[str, str] | None = None,
+    title: str = "",
+    nodes: Sequence[str] | None = None,
+) -> str:
     """An ``<svg class="g">`` element drawing ``edges`` over the nodes placed by ``layout``.
 
     Parameters
@@ -244,12 +279,14 @@ def render_svg(layout: Layout, edges: Sequence[SvgEdge], *, labels: Mapping[str,
     labels = labels or {}
     node_classes = node_classes or {}
     show = list(nodes) if nodes is not None else list(layout.pos)
-    out = [f'<svg class="g" xmlns="http://www.w3.org/2000/svg" width="{layout.width:.0f}" '
-           f'height="{layout.height:.0f}" viewBox="0 0 {layout.width:.0f} {layout.height:.0f}" role="img">',
-           f"<title>{e(title)}</title>",
-           '<defs><marker id="ah" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
-           'orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" style="fill:context-stroke;stroke:none"/>'
-           "</marker></defs>"]
+    out = [
+        f'<svg class="g" xmlns="http://www.w3.org/2000/svg" width="{layout.width:.0f}" '
+        f'height="{layout.height:.0f}" viewBox="0 0 {layout.width:.0f} {layout.height:.0f}" role="img">',
+        f"<title>{e(title)}</title>",
+        '<defs><marker id="ah" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
+        'orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" style="fill:context-stroke;stroke:none"/>'
+        "</marker></defs>",
+    ]
     for ed in edges:
         if ed.u not in layout.pos or ed.v not in layout.pos:
             continue
@@ -259,13 +296,17 @@ def render_svg(layout: Layout, edges: Sequence[SvgEdge], *, labels: Mapping[str,
         marks = (' marker-end="url(#ah)"' if ed.arrow else "") + (' marker-start="url(#ah)"' if ed.arrow_back else "")
         if ed.cls == "search":  # bend the LCE moves so they do not hide dependency edges
             mx, my = (a[0] + b[0]) / 2 + (b[1] - a[1]) * 0.25, (a[1] + b[1]) / 2 - (b[0] - a[0]) * 0.25
-            out.append(f'<path class="{e(ed.cls)}" d="M{a[0]:.1f},{a[1]:.1f} Q{mx:.1f},{my:.1f} '
-                       f'{b[0]:.1f},{b[1]:.1f}"{marks}><title>{e(ed.u)} → {e(ed.v)} {e(ed.label)}</title></path>')
+            out.append(
+                f'<path class="{e(ed.cls)}" d="M{a[0]:.1f},{a[1]:.1f} Q{mx:.1f},{my:.1f} '
+                f'{b[0]:.1f},{b[1]:.1f}"{marks}><title>{e(ed.u)} → {e(ed.v)} {e(ed.label)}</title></path>'
+            )
             if ed.label:
                 out.append(f'<text class="elabel" x="{mx:.1f}" y="{my:.1f}">{e(ed.label)}</text>')
         else:
-            out.append(f'<line class="{e(ed.cls)}" x1="{a[0]:.1f}" y1="{a[1]:.1f}" x2="{b[0]:.1f}" '
-                       f'y2="{b[1]:.1f}"{marks}><title>{e(ed.u)} – {e(ed.v)} ({e(ed.cls)})</title></line>')
+            out.append(
+                f'<line class="{e(ed.cls)}" x1="{a[0]:.1f}" y1="{a[1]:.1f}" x2="{b[0]:.1f}" '
+                f'y2="{b[1]:.1f}"{marks}><title>{e(ed.u)} – {e(ed.v)} ({e(ed.cls)})</title></line>'
+            )
     for v in show:
         if v not in layout.pos:
             continue
@@ -274,9 +315,11 @@ def render_svg(layout: Layout, edges: Sequence[SvgEdge], *, labels: Mapping[str,
         w = _node_w(lab)
         cls = node_classes.get(v, "")
         fill = ' fill="#fff"' if cls == "decisive" else ""
-        out.append(f'<g><rect class="{e(cls)}" x="{x - w / 2:.1f}" y="{y - _NODE_H / 2:.1f}" width="{w:.1f}" '
-                   f'height="{_NODE_H:.0f}" rx="5"/><text x="{x:.1f}" y="{y + 4:.1f}" text-anchor="middle"'
-                   f"{fill}>{e(lab)}</text></g>")
+        out.append(
+            f'<g><rect class="{e(cls)}" x="{x - w / 2:.1f}" y="{y - _NODE_H / 2:.1f}" width="{w:.1f}" '
+            f'height="{_NODE_H:.0f}" rx="5"/><text x="{x:.1f}" y="{y + 4:.1f}" text-anchor="middle"'
+            f"{fill}>{e(lab)}</text></g>"
+        )
     out.append("</svg>")
     return "".join(out)
 
@@ -296,9 +339,15 @@ def arc_bulge(span: int, *, extra: int = 0) -> float:
     return 20.0 + 34.0 * math.log2(max(1, span)) + 9.0 * extra
 
 
-def column_svg(nodes: Sequence[str], edges: Sequence[SvgEdge], *, labels: Mapping[str, str] | None = None,
-               node_classes: Mapping[str, str] | None = None, title: str = "",
-               left: Sequence[str] = ("search",)) -> str:
+def column_svg(
+    nodes: Sequence[str],
+    edges: Sequence[SvgEdge],
+    *,
+    labels: Mapping[str, str] | None = None,
+    node_classes: Mapping[str, str] | None = None,
+    title: str = "",
+    left: Sequence[str] = ("search",),
+) -> str:
     """An ``<svg class="g">`` arc diagram: ``nodes`` in one column in the given order, every edge visible.
 
     Parameters
@@ -354,11 +403,14 @@ def column_svg(nodes: Sequence[str], edges: Sequence[SvgEdge], *, labels: Mappin
     width = x_left + w + reach["right"] + 10.0
     height = 20.0 + _NODE_H + max(0, len(row) - 1) * _ROW_PITCH + 20.0
     y = {v: 20.0 + _NODE_H / 2 + i * _ROW_PITCH for v, i in row.items()}
-    out = [f'<svg class="g" xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
-           f'viewBox="0 0 {width:.0f} {height:.0f}" role="img">', f"<title>{e(title)}</title>",
-           '<defs><marker id="ah" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
-           'orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" style="fill:context-stroke;stroke:none"/>'
-           "</marker></defs>"]
+    out = [
+        f'<svg class="g" xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+        f'viewBox="0 0 {width:.0f} {height:.0f}" role="img">',
+        f"<title>{e(title)}</title>",
+        '<defs><marker id="ah" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
+        'orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" style="fill:context-stroke;stroke:none"/>'
+        "</marker></defs>",
+    ]
     for ed, side, k in plan:
         y0, y1 = y[ed.u], y[ed.v]
         span = abs(row[ed.u] - row[ed.v])
@@ -381,8 +433,10 @@ def column_svg(nodes: Sequence[str], edges: Sequence[SvgEdge], *, labels: Mappin
             lx = (x + 0.75 * bulge + 3) if side == "right" else (xc - w / 2 - reach["left"] - 3)
             ly = (y0 + y1) / 2 + 3
         tip = f"{ed.u} → {ed.v} ({ed.cls})" + (f" {ed.label}" if ed.label else "")
-        out.append(f'<path class="{e(ed.cls)}" data-from="{e(ed.u)}" data-to="{e(ed.v)}" d="{d}"{marks}>'
-                   f"<title>{e(tip)}</title></path>")
+        out.append(
+            f'<path class="{e(ed.cls)}" data-from="{e(ed.u)}" data-to="{e(ed.v)}" d="{d}"{marks}>'
+            f"<title>{e(tip)}</title></path>"
+        )
         if ed.label:
             anchor = ' text-anchor="end"' if side == "left" else ""
             out.append(f'<text class="elabel" x="{lx:.1f}" y="{ly:.1f}"{anchor}>{e(ed.label)}</text>')
@@ -390,9 +444,11 @@ def column_svg(nodes: Sequence[str], edges: Sequence[SvgEdge], *, labels: Mappin
         lab = labels.get(v, v)
         cls = node_classes.get(v, "")
         fill = ' fill="#fff"' if cls == "decisive" else ""
-        out.append(f'<g><rect class="{e(cls)}" data-node="{e(v)}" x="{xc - w / 2:.1f}" y="{y[v] - _NODE_H / 2:.1f}" '
-                   f'width="{w:.1f}" height="{_NODE_H:.0f}" rx="5"/><text x="{xc:.1f}" y="{y[v] + 4:.1f}" '
-                   f'text-anchor="middle"{fill}>{e(lab)}</text></g>')
+        out.append(
+            f'<g><rect class="{e(cls)}" data-node="{e(v)}" x="{xc - w / 2:.1f}" y="{y[v] - _NODE_H / 2:.1f}" '
+            f'width="{w:.1f}" height="{_NODE_H:.0f}" rx="5"/><text x="{xc:.1f}" y="{y[v] + 4:.1f}" '
+            f'text-anchor="middle"{fill}>{e(lab)}</text></g>'
+        )
     out.append("</svg>")
     return "".join(out)
 
@@ -410,6 +466,8 @@ def legend_html(classes: Sequence[str] = tuple(_LEGEND)) -> str:
     """
     items = []
     for c in classes:
-        items.append(f'<span><svg class="g" width="34" height="10"><line class="{c}" x1="2" y1="5" x2="32" y2="5"/>'
-                     f"</svg> {html.escape(_LEGEND.get(c, c))}</span>")
+        items.append(
+            f'<span><svg class="g" width="34" height="10"><line class="{c}" x1="2" y1="5" x2="32" y2="5"/>'
+            f"</svg> {html.escape(_LEGEND.get(c, c))}</span>"
+        )
     return '<p class="legend">' + " &nbsp; ".join(items) + "</p>"

@@ -46,8 +46,11 @@ def find_trace(trace_ids: Sequence[str], wanted: str) -> str:
     if not hits:
         shown = ", ".join(ids[:10]) + (f" … (+{len(ids) - 10})" if len(ids) > 10 else "")
         raise ConfigError(f"no trace {wanted!r} in this run; its traces: {shown}")
-    raise ConfigError(f"{wanted!r} names {len(hits)} traces: {', '.join(hits[:10])}"
-                      + (" …" if len(hits) > 10 else "") + "; give more of the id")
+    raise ConfigError(
+        f"{wanted!r} names {len(hits)} traces: {', '.join(hits[:10])}"
+        + (" …" if len(hits) > 10 else "")
+        + "; give more of the id"
+    )
 
 
 def _wrap(text: str, width: int, indent: str, max_lines: int | None) -> list[str]:
@@ -67,8 +70,11 @@ def _candidates_line(cands: Any, k: int = 5) -> str:
     for c in cands[:k]:
         bits = [str(c.get("role", ""))]
         if c.get("score") is not None:
-            bits.append(f"ΔS {float(c['score']):+.3f}" if str(c.get("score_is", "")).startswith("ΔS")
-                        else f"score {float(c['score']):.3g}")
+            bits.append(
+                f"ΔS {float(c['score']):+.3f}"
+                if str(c.get("score_is", "")).startswith("ΔS")
+                else f"score {float(c['score']):.3g}"
+            )
         out.append(f"{c.get('step')} ({', '.join(b for b in bits if b)})")
     more = f" … (+{len(cands) - k})" if len(cands) > k else ""
     return ", ".join(out) + more
@@ -101,8 +107,11 @@ def _blame_lines(r: Any, width: int, indent: str) -> list[str]:
         field("evidence", f"none ({r.evidence_note})")
     fix = r.corrected_action if isinstance(r.corrected_action, dict) else None
     if fix:
-        field("fix", f"“{fix.get('content', '')}”" if fix.get("changed", True)
-              else "(the corrector left this step unchanged)", 6)
+        field(
+            "fix",
+            f"“{fix.get('content', '')}”" if fix.get("changed", True) else "(the corrector left this step unchanged)",
+            6,
+        )
         if fix.get("outcome"):
             score = fix.get("outcome_score")
             field("outcome", f"“{fix['outcome']}”" + ("" if score is None else f" (S {float(score):.2f})"))
@@ -112,8 +121,15 @@ def _blame_lines(r: Any, width: int, indent: str) -> list[str]:
     return out
 
 
-def trace_view_text(results: pd.DataFrame, trace_id: str, trace: Trace | None = None, *,
-                    methods: Sequence[str] | None = None, width: int | None = None, full: bool = False) -> str:
+def trace_view_text(
+    results: pd.DataFrame,
+    trace_id: str,
+    trace: Trace | None = None,
+    *,
+    methods: Sequence[str] | None = None,
+    width: int | None = None,
+    full: bool = False,
+) -> str:
     """One trace's steps with the blame, evidence and fix of each method beside the blamed step.
 
     Parameters
@@ -139,8 +155,9 @@ def trace_view_text(results: pd.DataFrame, trace_id: str, trace: Trace | None = 
     if methods:
         rows = rows[rows["method"].isin(list(methods))]
     if rows.empty:
-        raise ConfigError(f"no result for trace {trace_id!r}" + (f" and method(s) {', '.join(methods)}"
-                                                                 if methods else ""))
+        raise ConfigError(
+            f"no result for trace {trace_id!r}" + (f" and method(s) {', '.join(methods)}" if methods else "")
+        )
     first = rows.iloc[0]
     true_step = first["true_step"]
     n = int(first["steps"] or (len(trace) if trace is not None else 0))

@@ -79,19 +79,40 @@ def per_trace_frame(results: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for r in _records(results.sort_values(["trace_id", "method"])):
         err = None if _na(r.get("error")) else r.get("error")
-        rows.append({"trace": r["trace_id"], "subset": r.get("subset", ""), "steps": int(r.get("n_steps") or 0),
-                     "method": r["method"], "blamed step": None if _na(r["pred_step"]) else int(r["pred_step"]),
-                     "blamed agent": None if _na(r["pred_agent"]) else str(r["pred_agent"]),
-                     "true step": None if _na(r["true_step"]) else int(r["true_step"]),
-                     "true agent": None if _na(r["true_agent"]) else str(r["true_agent"]),
-                     "verdict": _verdict(r),
-                     "confidence": None if _na(r.get("confidence")) else round(float(r["confidence"]), 3),
-                     "reason": f"error: {err}" if err else ("" if _na(r.get("reason")) else str(r.get("reason"))),
-                     "tokens": int((r.get("prompt_tokens") or 0) + (r.get("completion_tokens") or 0)),
-                     "seconds": float(r.get("seconds") or 0.0),
-                     "cost (USD)": float(r.get("cost_usd") or 0.0)})
-    cols = ["trace", "subset", "steps", "method", "blamed step", "blamed agent", "true step", "true agent", "verdict",
-            "confidence", "reason", "tokens", "seconds", "cost (USD)"]
+        rows.append(
+            {
+                "trace": r["trace_id"],
+                "subset": r.get("subset", ""),
+                "steps": int(r.get("n_steps") or 0),
+                "method": r["method"],
+                "blamed step": None if _na(r["pred_step"]) else int(r["pred_step"]),
+                "blamed agent": None if _na(r["pred_agent"]) else str(r["pred_agent"]),
+                "true step": None if _na(r["true_step"]) else int(r["true_step"]),
+                "true agent": None if _na(r["true_agent"]) else str(r["true_agent"]),
+                "verdict": _verdict(r),
+                "confidence": None if _na(r.get("confidence")) else round(float(r["confidence"]), 3),
+                "reason": f"error: {err}" if err else ("" if _na(r.get("reason")) else str(r.get("reason"))),
+                "tokens": int((r.get("prompt_tokens") or 0) + (r.get("completion_tokens") or 0)),
+                "seconds": float(r.get("seconds") or 0.0),
+                "cost (USD)": float(r.get("cost_usd") or 0.0),
+            }
+        )
+    cols = [
+        "trace",
+        "subset",
+        "steps",
+        "method",
+        "blamed step",
+        "blamed agent",
+        "true step",
+        "true agent",
+        "verdict",
+        "confidence",
+        "reason",
+        "tokens",
+        "seconds",
+        "cost (USD)",
+    ]
     df = pd.DataFrame(rows, columns=cols)
     if not df["confidence"].notna().any():
         df = df.drop(columns=["confidence"])  # no method of the run defines one
@@ -99,8 +120,14 @@ def per_trace_frame(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def _verdict_cell(v: Any, _row: Mapping[str, Any]) -> tuple[str, str]:
-    cls = {"right": "right", "wrong": "wrong", "failed": "failed", "undetermined": "wrong",
-           "step right": "wrong", "agent right": "wrong"}.get(str(v), "")
+    cls = {
+        "right": "right",
+        "wrong": "wrong",
+        "failed": "failed",
+        "undetermined": "wrong",
+        "step right": "wrong",
+        "agent right": "wrong",
+    }.get(str(v), "")
     return html.escape(str(v)), cls
 
 
@@ -112,8 +139,10 @@ def _reason_cell(v: Any, _row: Mapping[str, Any]) -> tuple[str, str]:
     text = str(v or "")
     if len(text) <= _PREVIEW:
         return html.escape(text), "text"
-    return (f"<details><summary>{html.escape(text[:_PREVIEW])}…</summary>{html.escape(text[_PREVIEW:])}</details>",
-            "text")
+    return (
+        f"<details><summary>{html.escape(text[:_PREVIEW])}…</summary>{html.escape(text[_PREVIEW:])}</details>",
+        "text",
+    )
 
 
 def per_trace_html(results: pd.DataFrame) -> str:
@@ -127,8 +156,13 @@ def per_trace_html(results: pd.DataFrame) -> str:
     -------
     str, HTML with the table id ``per-trace``.
     """
-    return html_table(per_trace_frame(results), table_id="per-trace", sortable=True, filterable=True,
-                      cell_html={"trace": _trace_cell, "verdict": _verdict_cell, "reason": _reason_cell})
+    return html_table(
+        per_trace_frame(results),
+        table_id="per-trace",
+        sortable=True,
+        filterable=True,
+        cell_html={"trace": _trace_cell, "verdict": _verdict_cell, "reason": _reason_cell},
+    )
 
 
 def _content(text: str, marks: tuple[str, ...] = ()) -> str:
@@ -189,10 +223,14 @@ def _dcfa_attribution(r: Mapping[str, Any]) -> Attribution | None:
         return None
     if not isinstance(details, dict) or "n_steps" not in details:
         return None
-    return Attribution(trace_id=str(r["trace_id"]), method=str(r["method"]),
-                       step=None if _na(r["pred_step"]) else int(r["pred_step"]),
-                       agent=None if _na(r["pred_agent"]) else str(r["pred_agent"]),
-                       error=None if _na(r.get("error")) else r.get("error"), details=details)
+    return Attribution(
+        trace_id=str(r["trace_id"]),
+        method=str(r["method"]),
+        step=None if _na(r["pred_step"]) else int(r["pred_step"]),
+        agent=None if _na(r["pred_agent"]) else str(r["pred_agent"]),
+        error=None if _na(r.get("error")) else r.get("error"),
+        details=details,
+    )
 
 
 def trace_sections_html(results: pd.DataFrame, traces: Mapping[str, Trace] | None = None) -> str:
@@ -213,9 +251,12 @@ def trace_sections_html(results: pd.DataFrame, traces: Mapping[str, Trace] | Non
     """
     e = html.escape
     traces = traces or {}
-    out = ["<h2>Traces</h2>", "<p class='note'>Per trace: the steps (red badge: the method that blamed the step; "
-           "green: the annotated decisive step), then each DCFA method's dependency graph (yellow: minor deviation; "
-           "orange: GCA hypothesis; red: final decisive step; dashed orange: accepted LCE moves with ΔS).</p>"]
+    out = [
+        "<h2>Traces</h2>",
+        "<p class='note'>Per trace: the steps (red badge: the method that blamed the step; "
+        "green: the annotated decisive step), then each DCFA method's dependency graph (yellow: minor deviation; "
+        "orange: GCA hypothesis; red: final decisive step; dashed orange: accepted LCE moves with ΔS).</p>",
+    ]
     by_trace: dict[str, list[dict[str, Any]]] = {}  # one to_dict for the frame: per-group pandas calls cost ~10 ms each
     for r in _records(results.sort_values(["trace_id", "method"])):
         by_trace.setdefault(r["trace_id"], []).append(r)
@@ -231,18 +272,26 @@ def trace_sections_html(results: pd.DataFrame, traces: Mapping[str, Trace] | Non
                 blamed.setdefault(int(r["pred_step"]), []).append(str(r["method"]))
                 blame_rows.setdefault(int(r["pred_step"]), []).append(r)
         true_step = None if _na(first.get("true_step")) else int(first["true_step"])
-        head = [f"<section id='{trace_anchor(str(tid))}'><h3>{e(str(tid))}</h3><p class='note'>"
-                f"{e(str(first.get('subset') or ''))} · {int(first.get('n_steps') or 0)} steps · "
-                + (f"annotated decisive step {true_step} ({e(str(first.get('true_agent')))})" if true_step is not None
-                   else "unlabelled") + "</p>"]
+        head = [
+            f"<section id='{trace_anchor(str(tid))}'><h3>{e(str(tid))}</h3><p class='note'>"
+            f"{e(str(first.get('subset') or ''))} · {int(first.get('n_steps') or 0)} steps · "
+            + (
+                f"annotated decisive step {true_step} ({e(str(first.get('true_agent')))})"
+                if true_step is not None
+                else "unlabelled"
+            )
+            + "</p>"
+        ]
         if t is not None:
             head.append(f"<p class='note'><b>Question:</b> {e(t.question[:500])}</p>")
             steps: list[tuple[int, str, str | None]] = [(s.index, s.agent, s.content) for s in t.steps]
         else:
             shown = sorted(set(blamed) | ({true_step} if true_step is not None else set()))
             steps = [(i, "", None) for i in shown]
-            head.append("<p class='note'>Trace text not available (corpus not found or changed); "
-                        "only the blamed and annotated steps are listed.</p>")
+            head.append(
+                "<p class='note'>Trace text not available (corpus not found or changed); "
+                "only the blamed and annotated steps are listed.</p>"
+            )
         rows = []
         for i, agent, content in steps:
             cls = " ".join(c for c, on in (("blamed", i in blamed), ("truth", i == true_step)) if on)
@@ -250,17 +299,27 @@ def trace_sections_html(results: pd.DataFrame, traces: Mapping[str, Trace] | Non
             if i == true_step:
                 badges += "<span class='badge true'>annotated</span>"
             marks = tuple(str(r["evidence"]) for r in blame_rows.get(i, []) if not _na(r.get("evidence")))
-            rows.append(f"<tr class='{cls}'><td class='num'>{i}</td><td>{e(agent)}</td><td>{badges}</td>"
-                        f"<td class='content'>{'' if content is None else _content(content, marks)}</td></tr>")
+            rows.append(
+                f"<tr class='{cls}'><td class='num'>{i}</td><td>{e(agent)}</td><td>{badges}</td>"
+                f"<td class='content'>{'' if content is None else _content(content, marks)}</td></tr>"
+            )
             rows += [_blame_row(r) for r in blame_rows.get(i, [])]
-        body = ("<div class='scroll'><table class='steps'><thead><tr><th>step</th><th>agent</th><th>blamed by</th>"
-                "<th>content</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
+        body = (
+            "<div class='scroll'><table class='steps'><thead><tr><th>step</th><th>agent</th><th>blamed by</th>"
+            "<th>content</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>"
+        )
         graphs = []
         for r in recs:
             a = _dcfa_attribution(r)
             if a is not None:
-                graphs.append(f"<figure><figcaption>{e(a.method)}: dependency graph and LCE path</figcaption>"
-                              f"{dependency_graph_svg(a)}</figure>")
-        out.append("".join(head) + body + ("<div class='graphs'>" + "".join(graphs) + "</div>" if graphs else "")
-                   + "</section>")
+                graphs.append(
+                    f"<figure><figcaption>{e(a.method)}: dependency graph and LCE path</figcaption>"
+                    f"{dependency_graph_svg(a)}</figure>"
+                )
+        out.append(
+            "".join(head)
+            + body
+            + ("<div class='graphs'>" + "".join(graphs) + "</div>" if graphs else "")
+            + "</section>"
+        )
     return "\n".join(out)

@@ -105,8 +105,9 @@ class CircuitBreaker:
             if endpoint is not None and self.limit > 0 and self.error is None:
                 n = self._counts[endpoint] = self._counts.get(endpoint, 0) + 1
                 if n >= self.limit:
-                    self.error = EndpointDownError(endpoint, n, str(getattr(exc, "cause", None) or exc),
-                                                   getattr(exc, "profile", None))
+                    self.error = EndpointDownError(
+                        endpoint, n, str(getattr(exc, "cause", None) or exc), getattr(exc, "profile", None)
+                    )
             return self.error is not None
 
     def trip(self, error: EndpointDownError) -> None:
@@ -134,6 +135,7 @@ class CircuitBreaker:
         EndpointDownError
             When the breaker is open on one of ``profiles`` before the job starts, or the job's failure opened it.
         """
+
         def guarded() -> R:
             if self.blocks(profiles):
                 raise self._fresh()

@@ -36,8 +36,21 @@ from typing import Any, NamedTuple
 
 from agentcausal.exceptions import AgentCausalError
 
-__all__ = ["TOKEN_RULE", "CallPattern", "price_note", "Estimator", "BudgetGate", "BudgetExceeded", "not_run_record",
-           "record_cost", "SpendTally", "estimate_table", "spend_line", "spend_lines", "tokens_of"]
+__all__ = [
+    "TOKEN_RULE",
+    "CallPattern",
+    "price_note",
+    "Estimator",
+    "BudgetGate",
+    "BudgetExceeded",
+    "not_run_record",
+    "record_cost",
+    "SpendTally",
+    "estimate_table",
+    "spend_line",
+    "spend_lines",
+    "tokens_of",
+]
 
 #: how prompt tokens are counted, said beside every estimate
 TOKEN_RULE = "prompt tokens = rendered prompt's UTF-8 bytes / 4 (the context-window guard's rule)"
@@ -166,10 +179,21 @@ class Estimator:
                 note, known = price_note(prof) if prof is not None else ("unrouted", False)
                 prices[stage] = f"{prof.name}:{prof.model}: {note}" if prof is not None else "unrouted"
                 local &= note.startswith("$0: ")
-                usd = [_usd(prof, s.low["prompt_tokens"], s.low["completion_tokens"]),
-                       _usd(prof, s.high["prompt_tokens"], s.high["completion_tokens"])] if known else None
-                row = {"stage": stage, "call": call, **{k: [_round(s.low[k]), _round(s.high[k])] for k in _FIGURES},
-                       "usd": None if usd is None else [_money(usd[0]), _money(usd[1])], "price": note}
+                usd = (
+                    [
+                        _usd(prof, s.low["prompt_tokens"], s.low["completion_tokens"]),
+                        _usd(prof, s.high["prompt_tokens"], s.high["completion_tokens"]),
+                    ]
+                    if known
+                    else None
+                )
+                row = {
+                    "stage": stage,
+                    "call": call,
+                    **{k: [_round(s.low[k]), _round(s.high[k])] for k in _FIGURES},
+                    "usd": None if usd is None else [_money(usd[0]), _money(usd[1])],
+                    "price": note,
+                }
                 calls.append(row)
                 for k in _FIGURES:
                     mt[k][0] += s.low[k]
@@ -184,26 +208,48 @@ class Estimator:
                 total[k][1] += mt[k][1]
             unknown_total |= unknown
             jobs = self._items.get(m, 0) * self.times
-            methods[m] = {"jobs": jobs, **{k: [_round(v[0]), _round(v[1])] for k, v in mt.items() if k != "usd"},
-                          "usd": None if unknown else [_money(mt["usd"][0]), _money(mt["usd"][1])],
-                          "usd_known_part": [_money(mt["usd"][0]), _money(mt["usd"][1])] if unknown else None,
-                          "usd_per_job_high": None if unknown or not jobs else mt["usd"][1] / jobs,
-                          "local": local, "calls": calls, "how": self._notes.get(m, [])}
+            methods[m] = {
+                "jobs": jobs,
+                **{k: [_round(v[0]), _round(v[1])] for k, v in mt.items() if k != "usd"},
+                "usd": None if unknown else [_money(mt["usd"][0]), _money(mt["usd"][1])],
+                "usd_known_part": [_money(mt["usd"][0]), _money(mt["usd"][1])] if unknown else None,
+                "usd_per_job_high": None if unknown or not jobs else mt["usd"][1] / jobs,
+                "local": local,
+                "calls": calls,
+                "how": self._notes.get(m, []),
+            }
         for m, n in self._items.items():  # a method with no LLM call on any item
-            methods.setdefault(m, {"jobs": n * self.times, **{k: [0, 0] for k in _FIGURES}, "usd": [0.0, 0.0],
-                                   "usd_known_part": None, "usd_per_job_high": 0.0, "local": True, "calls": [],
-                                   "how": self._notes.get(m, [])})
-        return {"methods": methods,
-                "total": {**{k: [_round(v[0]), _round(v[1])] for k, v in total.items() if k != "usd"},
-                          "usd": None if unknown_total else [_money(total["usd"][0]), _money(total["usd"][1])],
-                          "usd_known_part": [_money(total["usd"][0]), _money(total["usd"][1])]
-                          if unknown_total else None,
-                          "local": all(r["local"] for r in methods.values())},
-                "prices": prices, "times": self.times,
-                "how": [TOKEN_RULE, "completion tokens = an assumed typical reply per call (capped by the method's "
-                        "completion cap); hidden reasoning tokens, repairs of invalid replies and retries not counted",
-                        "low..high: the fewest and the most calls the method's search can make",
-                        "jobs reused from the results store or replies in the LLM cache cost less: not deducted"]}
+            methods.setdefault(
+                m,
+                {
+                    "jobs": n * self.times,
+                    **{k: [0, 0] for k in _FIGURES},
+                    "usd": [0.0, 0.0],
+                    "usd_known_part": None,
+                    "usd_per_job_high": 0.0,
+                    "local": True,
+                    "calls": [],
+                    "how": self._notes.get(m, []),
+                },
+            )
+        return {
+            "methods": methods,
+            "total": {
+                **{k: [_round(v[0]), _round(v[1])] for k, v in total.items() if k != "usd"},
+                "usd": None if unknown_total else [_money(total["usd"][0]), _money(total["usd"][1])],
+                "usd_known_part": [_money(total["usd"][0]), _money(total["usd"][1])] if unknown_total else None,
+                "local": all(r["local"] for r in methods.values()),
+            },
+            "prices": prices,
+            "times": self.times,
+            "how": [
+                TOKEN_RULE,
+                "completion tokens = an assumed typical reply per call (capped by the method's "
+                "completion cap); hidden reasoning tokens, repairs of invalid replies and retries not counted",
+                "low..high: the fewest and the most calls the method's search can make",
+                "jobs reused from the results store or replies in the LLM cache cost less: not deducted",
+            ],
+        }
 
 
 def _round(x: float) -> int:
@@ -232,12 +278,16 @@ def estimate_table(estimate: Mapping[str, Any]) -> str:
         return "price unknown" + (f" (+{_fmt_range(*part, money=True)})" if part and part[1] else "")
 
     for m, r in estimate["methods"].items():
-        lines.append(f"{m:<24} {r['jobs']:>6} {_fmt_range(*r['requests']):>15} {_fmt_range(*r['prompt_tokens']):>23} "
-                     f"{_fmt_range(*r['completion_tokens']):>21} {usd(r):>21}")
+        lines.append(
+            f"{m:<24} {r['jobs']:>6} {_fmt_range(*r['requests']):>15} {_fmt_range(*r['prompt_tokens']):>23} "
+            f"{_fmt_range(*r['completion_tokens']):>21} {usd(r):>21}"
+        )
     t = estimate["total"]
     jobs = sum(r["jobs"] for r in estimate["methods"].values())
-    lines.append(f"{'total':<24} {jobs:>6} {_fmt_range(*t['requests']):>15} {_fmt_range(*t['prompt_tokens']):>23} "
-                 f"{_fmt_range(*t['completion_tokens']):>21} {usd(t):>21}")
+    lines.append(
+        f"{'total':<24} {jobs:>6} {_fmt_range(*t['requests']):>15} {_fmt_range(*t['prompt_tokens']):>23} "
+        f"{_fmt_range(*t['completion_tokens']):>21} {usd(t):>21}"
+    )
     lines.append("prices: " + "; ".join(f"{st} -> {p}" for st, p in sorted(estimate.get("prices", {}).items())))
     for m, r in estimate["methods"].items():
         for h in r.get("how", []):
@@ -252,8 +302,12 @@ class BudgetExceeded(AgentCausalError):
 
 def not_run_record(half: Any, job: Any, max_cost: float) -> Any:
     """The ``not_run`` record of a job the budget held back (never stored: the next run computes it)."""
-    rec = half.failed(job, BudgetExceeded(f"not run: --max-cost ${max_cost:g} reached before this job; rerun with "
-                                          "--resume and a higher --max-cost"))
+    rec = half.failed(
+        job,
+        BudgetExceeded(
+            f"not run: --max-cost ${max_cost:g} reached before this job; rerun with --resume and a higher --max-cost"
+        ),
+    )
     return rec.model_copy(update={"status": "not_run", "status_detail": "budget"})
 
 
@@ -320,12 +374,17 @@ class BudgetGate:
 
     def facts(self) -> dict[str, Any]:
         """For ``run.json``."""
-        return {"max_cost_usd": self.max_cost, "spent_before_usd": _money(self.spent_before),
-                "spent_usd": _money(self.spent), "stopped": self.stopped, "not_run": self.refused_jobs,
-                "how": "for the run folder in total (earlier --resume invocations included): a chunk is refused when "
-                       "spent + in-flight estimates + its estimate > max_cost; estimate per job = the plan's high "
-                       "estimate of its method; spent = cost_usd of the records stored (a failed chunk counts its "
-                       "estimate)"}
+        return {
+            "max_cost_usd": self.max_cost,
+            "spent_before_usd": _money(self.spent_before),
+            "spent_usd": _money(self.spent),
+            "stopped": self.stopped,
+            "not_run": self.refused_jobs,
+            "how": "for the run folder in total (earlier --resume invocations included): a chunk is refused when "
+            "spent + in-flight estimates + its estimate > max_cost; estimate per job = the plan's high "
+            "estimate of its method; spent = cost_usd of the records stored (a failed chunk counts its "
+            "estimate)",
+        }
 
 
 class SpendTally:
@@ -337,8 +396,9 @@ class SpendTally:
         self.before = before  # USD the run folder's earlier invocations spent (--resume)
 
     def add(self, method: str, record: Any) -> None:
-        t = self.by_method.setdefault(method, {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0,
-                                               "usd": 0.0, "jobs_paid": 0})
+        t = self.by_method.setdefault(
+            method, {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0, "usd": 0.0, "jobs_paid": 0}
+        )
         if record.reused or record.status == "not_run":
             return
         t["jobs_paid"] += 1
@@ -351,18 +411,32 @@ class SpendTally:
     def facts(self, estimate: Mapping[str, Any] | None) -> dict[str, Any]:
         """``run.json``'s ``spend``: the actual per method and in total, beside the plan's estimate."""
         methods = {m: {**t, "usd": _money(t["usd"])} for m, t in self.by_method.items()}
-        total = {k: sum(t[k] for t in self.by_method.values())
-                 for k in ("requests", "prompt_tokens", "completion_tokens", "jobs_paid")}
+        total = {
+            k: sum(t[k] for t in self.by_method.values())
+            for k in ("requests", "prompt_tokens", "completion_tokens", "jobs_paid")
+        }
         total["usd"] = _money(sum(t["usd"] for t in self.by_method.values()))
         est = estimate or {}
-        return {"run_total_usd": _money(self.before + total["usd"]), "before_usd": _money(self.before),
-                "actual": {"methods": methods, "total": total,
-                           "how": "the records' usage this run (tokens the endpoint reported, priced by the profiles; "
-                                  "cache hits and reused records cost 0)"},
-                "estimate": {"methods": {m: {k: r.get(k) for k in ("requests", "prompt_tokens", "completion_tokens",
-                                                                    "usd")}
-                                         for m, r in est.get("methods", {}).items()},
-                             "total": est.get("total"), "how": est.get("how")} if est else None}
+        return {
+            "run_total_usd": _money(self.before + total["usd"]),
+            "before_usd": _money(self.before),
+            "actual": {
+                "methods": methods,
+                "total": total,
+                "how": "the records' usage this run (tokens the endpoint reported, priced by the profiles; "
+                "cache hits and reused records cost 0)",
+            },
+            "estimate": {
+                "methods": {
+                    m: {k: r.get(k) for k in ("requests", "prompt_tokens", "completion_tokens", "usd")}
+                    for m, r in est.get("methods", {}).items()
+                },
+                "total": est.get("total"),
+                "how": est.get("how"),
+            }
+            if est
+            else None,
+        }
 
 
 def spend_lines(spend: Mapping[str, Any]) -> list[str]:
@@ -376,22 +450,27 @@ def spend_lines(spend: Mapping[str, Any]) -> list[str]:
             usd = e.get("usd")
             shown = (_fmt_range(*usd, money=True) if usd is not None else "price unknown") if e else "-"
             reqs = _fmt_range(*e["requests"]) if e.get("requests") else "-"
-            out.append(f"  {m}: ${a['usd']:,.4f}, {a['requests']:,} requests this run; "
-                       f"estimate {shown}, {reqs} requests")
+            out.append(
+                f"  {m}: ${a['usd']:,.4f}, {a['requests']:,} requests this run; estimate {shown}, {reqs} requests"
+            )
     return out
 
 
 def spend_line(spend: Mapping[str, Any]) -> str:
     """One console line: the actual spend beside the estimate (``run.json``'s ``spend``)."""
     a = spend["actual"]["total"]
-    line = (f"spend: ${a['usd']:,.4f} this run ({a['requests']:,} requests, {a['prompt_tokens']:,} prompt + "
-            f"{a['completion_tokens']:,} completion tokens as the endpoint reported, priced by the profiles)")
+    line = (
+        f"spend: ${a['usd']:,.4f} this run ({a['requests']:,} requests, {a['prompt_tokens']:,} prompt + "
+        f"{a['completion_tokens']:,} completion tokens as the endpoint reported, priced by the profiles)"
+    )
     est = (spend.get("estimate") or {}).get("total")
     if est:
         usd = est.get("usd")
         money = _fmt_range(*usd, money=True) if usd is not None else "price unknown"
-        line += (f"; estimate {money}, {_fmt_range(*est['requests'])} requests (chars/4 tokens, assumed reply "
-                 "lengths, nothing reused)")
+        line += (
+            f"; estimate {money}, {_fmt_range(*est['requests'])} requests (chars/4 tokens, assumed reply "
+            "lengths, nothing reused)"
+        )
     if spend.get("before_usd"):
         line += f"; ${spend['run_total_usd']:,.4f} for the run folder with its earlier invocations"
     b = spend.get("budget")

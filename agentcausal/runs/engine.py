@@ -53,8 +53,20 @@ from agentcausal.runs.scheduling import MAX_CHUNKS, chunk_length, run_items
 from agentcausal.runs.store import RETRIED_STATUSES, ResultStore
 from agentcausal.settings import RunSettings
 
-__all__ = ["DEFAULT_CHUNK_SIZE", "Job", "Chunk", "RunHalf", "RecordSink", "RunSummary", "RunEngine", "run_chunk",
-           "drive", "gateway_for", "result_store", "REUSED_LISTED"]
+__all__ = [
+    "DEFAULT_CHUNK_SIZE",
+    "Job",
+    "Chunk",
+    "RunHalf",
+    "RecordSink",
+    "RunSummary",
+    "RunEngine",
+    "run_chunk",
+    "drive",
+    "gateway_for",
+    "result_store",
+    "REUSED_LISTED",
+]
 
 #: jobs per chunk task by default (``--chunk-size``; :func:`~agentcausal.runs.scheduling.chunk_length` keeps at
 #: least 8 chunks per method, so small corpora keep one task run per job); measured in bench/results/scale.json
@@ -215,10 +227,13 @@ def run_chunk(half: RunHalf, chunk: Chunk) -> list[RunRecord | None] | None:
     breaker = breaker_for(half.kind, chunk.not_before, chunk.settings.breaker_after)  # runs/breaker.py
     profiles = method_profiles(chunk.plan, chunk.method)
     meter = meter_for(half.kind, chunk.not_before)  # calls and tokens so far (runs/heartbeat.py)
-    jobs = [(key, breaker.guard(meter.counted(functools.partial(half.run, job, chunk.plan, chunk.settings)), profiles))
-            for job, key in zip(chunk.jobs, chunk.keys, strict=True)]
-    out = run_items(jobs, store, not_before=chunk.not_before, workers=half.item_workers(chunk.settings),
-                    store_if=half.storable)
+    jobs = [
+        (key, breaker.guard(meter.counted(functools.partial(half.run, job, chunk.plan, chunk.settings)), profiles))
+        for job, key in zip(chunk.jobs, chunk.keys, strict=True)
+    ]
+    out = run_items(
+        jobs, store, not_before=chunk.not_before, workers=half.item_workers(chunk.settings), store_if=half.storable
+    )
     return None if all(r is None for r in out) else out
 
 
@@ -274,8 +289,16 @@ class RunEngine:
         If the results store cannot be read.
     """
 
-    def __init__(self, half: RunHalf, plan: Plan, settings: RunSettings, *, chunk_size: int | None = None,
-                 on_progress: Callable[[int], None] | None = None, budget: BudgetGate | None = None) -> None:
+    def __init__(
+        self,
+        half: RunHalf,
+        plan: Plan,
+        settings: RunSettings,
+        *,
+        chunk_size: int | None = None,
+        on_progress: Callable[[int], None] | None = None,
+        budget: BudgetGate | None = None,
+    ) -> None:
         self.half, self.plan, self.settings = half, plan, settings
         self.header = plan.header()
         self.started = time.time()
@@ -285,8 +308,9 @@ class RunEngine:
         self.total = sum(counts.values())
         self.budget, self.spend = budget, SpendTally()  # the --max-cost gate; what this run paid
         default = 1 if budget is not None else half.default_chunk_size
-        self.chunk_len = {m: chunk_length(n, chunk_size or max(default, -(-n // MAX_CHUNKS)))
-                          for m, n in counts.items()}
+        self.chunk_len = {
+            m: chunk_length(n, chunk_size or max(default, -(-n // MAX_CHUNKS))) for m, n in counts.items()
+        }
         self.on_progress = on_progress
         self.unstored: dict[str, RunRecord] = {}  # records no store holds: fallbacks after a run failure, failures
         self.from_store = 0
@@ -316,7 +340,8 @@ class RunEngine:
         for job, key in zip(chunk.jobs, chunk.keys, strict=True):
             if self.store.get(key, not_before=self.started) is None:
                 self.unstored[key] = self.half.failed(job, error).model_copy(
-                    update={"status": "not_run", "status_detail": f"endpoint down: {error.endpoint}"})
+                    update={"status": "not_run", "status_detail": f"endpoint down: {error.endpoint}"}
+                )
         self._progress(len(chunk.jobs))
 
     def _cut(self) -> Iterator[Chunk]:
@@ -349,9 +374,15 @@ class RunEngine:
         self._progress(reused)
 
     def _chunk(self, method: str, pending: list[tuple[Job, str]]) -> Chunk:
-        return Chunk(kind=self.half.kind, method=method, jobs=tuple(j for j, _ in pending),
-                     keys=tuple(k for _, k in pending), plan=self.header, settings=self.settings,
-                     not_before=self.started)
+        return Chunk(
+            kind=self.half.kind,
+            method=method,
+            jobs=tuple(j for j, _ in pending),
+            keys=tuple(k for _, k in pending),
+            plan=self.header,
+            settings=self.settings,
+            not_before=self.started,
+        )
 
     def done(self, chunk: Chunk, result: list[RunRecord | None] | BaseException | None) -> None:
         """Take a finished chunk's answer: its unstored records (None: every record stored), or the failure
@@ -369,9 +400,16 @@ class RunEngine:
                 if rec is not None:
                     self.unstored[key] = rec
         if self.budget is not None:  # its spend: the cost of the records it stored this run (None: failed)
-            self.budget.settle(chunk, None if isinstance(result, BaseException) else sum(
-                record_cost(s.record) for s in self.store.get_many(list(chunk.keys))
-                if s is not None and s.stored_at >= self.started))
+            self.budget.settle(
+                chunk,
+                None
+                if isinstance(result, BaseException)
+                else sum(
+                    record_cost(s.record)
+                    for s in self.store.get_many(list(chunk.keys))
+                    if s is not None and s.stored_at >= self.started
+                ),
+            )
         self._progress(len(chunk.jobs))
 
     def hold_back(self, chunk: Chunk) -> None:
@@ -401,22 +439,38 @@ class RunEngine:
                 batch = []
         self._write(batch, sink, summary)
         extra = sink.close()
-        extra["spend"] = {**self.spend.facts(self.plan.estimate),  # the actual beside the estimate (runs/budget.py)
-                          "budget": self.budget.facts() if self.budget is not None else None}
+        extra["spend"] = {
+            **self.spend.facts(self.plan.estimate),  # the actual beside the estimate (runs/budget.py)
+            "budget": self.budget.facts() if self.budget is not None else None,
+        }
         summary.dropped = self.store.dropped - self._dropped_before
         summary.stopped = str(self.breaker.error) if self.breaker.error is not None else None
         summary.wall_seconds = round(time.time() - self.started, 2)
-        write_run_meta(d, {
-            **meta, **extra, "plan": self.plan.to_json_dict(), "preset": self.plan.preset,
-            "repeats": self.plan.repeats, "routing": self.settings.routing, "refresh": self.settings.refresh,
-            "profiles": str(self.settings.profiles_path or "packaged"),
-            "retry_failed": self.settings.retry_failed,
-            "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(self.started)),
-            "wall_seconds": summary.wall_seconds,
-            "rows": {"total": summary.rows, "reused": summary.reused, "from_store": summary.from_store,
-                     "failed": summary.failed, "not_run": summary.not_run},
-            **({"stopped": summary.stopped} if summary.stopped else {}),
-            "store": {"path": str(self.store.path), "dropped": summary.dropped}})
+        write_run_meta(
+            d,
+            {
+                **meta,
+                **extra,
+                "plan": self.plan.to_json_dict(),
+                "preset": self.plan.preset,
+                "repeats": self.plan.repeats,
+                "routing": self.settings.routing,
+                "refresh": self.settings.refresh,
+                "profiles": str(self.settings.profiles_path or "packaged"),
+                "retry_failed": self.settings.retry_failed,
+                "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(self.started)),
+                "wall_seconds": summary.wall_seconds,
+                "rows": {
+                    "total": summary.rows,
+                    "reused": summary.reused,
+                    "from_store": summary.from_store,
+                    "failed": summary.failed,
+                    "not_run": summary.not_run,
+                },
+                **({"stopped": summary.stopped} if summary.stopped else {}),
+                "store": {"path": str(self.store.path), "dropped": summary.dropped},
+            },
+        )
         return summary
 
     def _write(self, batch: list[Job], sink: RecordSink, summary: RunSummary) -> None:
@@ -437,14 +491,21 @@ class RunEngine:
             if rec.reused:
                 summary.reused += 1
                 if len(summary.reused_rows) < REUSED_LISTED:
-                    summary.reused_rows.append({"id": job.item.id, "method": job.method, "status": rec.status,
-                                                **({"seed": job.seed} if self.half.kind == "discover" else {})})
+                    summary.reused_rows.append(
+                        {
+                            "id": job.item.id,
+                            "method": job.method,
+                            "status": rec.status,
+                            **({"seed": job.seed} if self.half.kind == "discover" else {}),
+                        }
+                    )
             self.spend.add(job.method, rec)
             sink.add(job, rec)
 
 
-def drive(engine: RunEngine, submit: Callable[[Chunk], F], result: Callable[[F], Any], *,
-          window: int | None = None) -> None:
+def drive(
+    engine: RunEngine, submit: Callable[[Chunk], F], result: Callable[[F], Any], *, window: int | None = None
+) -> None:
     """Run every chunk of ``engine``: ``submit`` each (at most ``window`` in flight), hand each result back.
 
     Parameters

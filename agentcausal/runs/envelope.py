@@ -62,8 +62,12 @@ class Envelope(Generic[T]):
 
         The one place a record gets them (:class:`agentcausal.records.RunRecord`); the method fills the rest.
         """
-        return {"models": dict(self.models), "usage": {k: v.model_dump() for k, v in self.usage.items()},
-                "seconds": self.seconds, "reused": self.reused}
+        return {
+            "models": dict(self.models),
+            "usage": {k: v.model_dump() for k, v in self.usage.items()},
+            "seconds": self.seconds,
+            "reused": self.reused,
+        }
 
 
 def stage_models(gw: Any, stages: Sequence[str]) -> dict[str, str]:
@@ -77,8 +81,9 @@ def stage_models(gw: Any, stages: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def usage_added(before: Sequence[Mapping[str, StageUsage]], after: Sequence[Mapping[str, StageUsage]]
-                ) -> dict[str, StageUsage]:
+def usage_added(
+    before: Sequence[Mapping[str, StageUsage]], after: Sequence[Mapping[str, StageUsage]]
+) -> dict[str, StageUsage]:
     """Per-stage usage added between ledger snapshots of several items, summed over the items
     (stages with no calls and no requests left out)."""
     usage: dict[str, StageUsage] = {}
@@ -96,9 +101,15 @@ def all_reused(usage: Mapping[str, StageUsage]) -> bool:
     return bool(usage) and all(u.requests == 0 and u.cache_hits > u.run_hits == 0 for u in usage.values())
 
 
-def run_enveloped(call: Callable[[], T], *, gw: Any = None, stages: Sequence[str] = (),
-                  usage_items: Sequence[str] = (), raise_transient: bool = False,
-                  key: Callable[[], str] | None = None) -> Envelope[T]:
+def run_enveloped(
+    call: Callable[[], T],
+    *,
+    gw: Any = None,
+    stages: Sequence[str] = (),
+    usage_items: Sequence[str] = (),
+    raise_transient: bool = False,
+    key: Callable[[], str] | None = None,
+) -> Envelope[T]:
     """Run ``call()`` in the envelope.
 
     Parameters
@@ -132,5 +143,12 @@ def run_enveloped(call: Callable[[], T], *, gw: Any = None, stages: Sequence[str
         error = exc
     seconds = time.perf_counter() - t0
     usage = usage_added(before, [ledger.by_stage(item=i) for i in usage_items]) if ledger is not None else {}
-    return Envelope(result=result, error=error, seconds=seconds, usage=usage, models=models,
-                    reused=all_reused(usage), key=key() if key is not None else None)
+    return Envelope(
+        result=result,
+        error=error,
+        seconds=seconds,
+        usage=usage,
+        models=models,
+        reused=all_reused(usage),
+        key=key() if key is not None else None,
+    )

@@ -24,8 +24,15 @@ from typing import Any, Literal
 
 from agentcausal.exceptions import RunFileError
 
-__all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "write_run_meta", "load_run_meta", "run_kind",
-           "default_run_dir"]
+__all__ = [
+    "atomic_path",
+    "atomic_write_text",
+    "atomic_write_bytes",
+    "write_run_meta",
+    "load_run_meta",
+    "run_kind",
+    "default_run_dir",
+]
 
 
 @contextlib.contextmanager

@@ -55,14 +55,16 @@ class UsageMeter:
     def add(self, usage: Mapping[str, Mapping[str, Any]]) -> None:
         """Add a record's ``usage`` (stage -> totals with ``calls``, ``prompt_tokens``, ``completion_tokens``)."""
         calls = sum(int(u.get("calls", 0) or 0) for u in usage.values())
-        tokens = sum(int(u.get("prompt_tokens", 0) or 0) + int(u.get("completion_tokens", 0) or 0)
-                     for u in usage.values())
+        tokens = sum(
+            int(u.get("prompt_tokens", 0) or 0) + int(u.get("completion_tokens", 0) or 0) for u in usage.values()
+        )
         with self._lock:
             self.calls += calls
             self.tokens += tokens
 
     def counted(self, fn: Callable[[], R]) -> Callable[[], R]:
         """``fn`` (a job returning a record) whose record's usage is added when it returns."""
+
         def run() -> R:
             rec = fn()
             usage = getattr(rec, "usage", None)
@@ -107,9 +109,17 @@ class Heartbeat:
     stream : where to print (default ``sys.stderr``)
     """
 
-    def __init__(self, label: str, total: int, done: Callable[[], int], *, meter: UsageMeter | None = None,
-                 live: Callable[[], tuple[int, int]] | None = None, interval: float | None = None,
-                 stream: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        label: str,
+        total: int,
+        done: Callable[[], int],
+        *,
+        meter: UsageMeter | None = None,
+        live: Callable[[], tuple[int, int]] | None = None,
+        interval: float | None = None,
+        stream: TextIO | None = None,
+    ) -> None:
         self.label, self.total, self.done, self.meter, self.live = label, int(total), done, meter, live
         self.interval = heartbeat_interval() if interval is None else float(interval)
         self.stream = stream
@@ -121,8 +131,10 @@ class Heartbeat:
         """The heartbeat line now."""
         done = self.done()
         pct = f" ({100 * done / self.total:.0f}%)" if self.total else ""
-        text = f"{self.label}: heartbeat: {done}/{self.total} items done{pct}, " \
-               f"{_duration(time.monotonic() - self.start_time)}"
+        text = (
+            f"{self.label}: heartbeat: {done}/{self.total} items done{pct}, "
+            f"{_duration(time.monotonic() - self.start_time)}"
+        )
         calls = tokens = 0
         if self.meter is not None:
             calls, tokens = self.meter.calls, self.meter.tokens

@@ -87,8 +87,9 @@ def load_trace_item(item: PlanItem) -> Trace:
     except AgentCausalError as exc:
         raise ItemChangedError(iid, path, f"no longer a valid trace file ({exc})") from exc
     if t.content_hash() != item.sha256:
-        raise ItemChangedError(iid, path, f"trace content hash {t.content_hash()[:12]}… is not the plan's "
-                                          f"{item.sha256[:12]}…")
+        raise ItemChangedError(
+            iid, path, f"trace content hash {t.content_hash()[:12]}… is not the plan's {item.sha256[:12]}…"
+        )
     return t
 
 

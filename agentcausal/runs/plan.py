@@ -61,9 +61,26 @@ from agentcausal.exceptions import AgentCausalError, MissingAPIKeyError, RunFile
 from agentcausal.llm.profiles import ProfileSet, load_profiles
 from agentcausal.runs.folder import atomic_path, atomic_write_text
 
-__all__ = ["SourceFile", "sha256_file", "source_files", "PlanItem", "MethodPlan", "Plan", "PlanWriter",
-           "SHOWN_ITEMS", "PLAN_FILE", "ITEMS_FILE", "as_plan", "read_plan", "write_plan", "stage_models", "profile_params",
-           "missing_keys", "routed_profiles", "absolute_path"]
+__all__ = [
+    "SourceFile",
+    "sha256_file",
+    "source_files",
+    "PlanItem",
+    "MethodPlan",
+    "Plan",
+    "PlanWriter",
+    "SHOWN_ITEMS",
+    "PLAN_FILE",
+    "ITEMS_FILE",
+    "as_plan",
+    "read_plan",
+    "write_plan",
+    "stage_models",
+    "profile_params",
+    "missing_keys",
+    "routed_profiles",
+    "absolute_path",
+]
 
 #: items a dry run prints, and ``run.json`` lists, at most (the count is always given)
 SHOWN_ITEMS = 20
@@ -91,8 +108,9 @@ class SourceFile(BaseModel):
     format: str
 
 
-def source_files(detected: Sequence[tuple[str | Path, str]], labels: str | Path | None = None,
-                 logs: str | Path | None = None) -> tuple[list[SourceFile], SourceFile | None]:
+def source_files(
+    detected: Sequence[tuple[str | Path, str]], labels: str | Path | None = None, logs: str | Path | None = None
+) -> tuple[list[SourceFile], SourceFile | None]:
     """The provenance of an imported corpus: each input file with its sha256 and format, and the labels file.
 
     Parameters
@@ -105,6 +123,7 @@ def source_files(detected: Sequence[tuple[str | Path, str]], labels: str | Path 
     -------
     (sources, labels) : list of SourceFile, and SourceFile or None
     """
+
     def one(p: str | Path, fmt: str) -> SourceFile:
         q = Path(p)
         return SourceFile(path=absolute_path(q), sha256=sha256_file(q) if q.is_file() else None, format=fmt)
@@ -222,8 +241,9 @@ class Plan(BaseModel):
                 try:
                     yield PlanItem.model_validate_json(line)
                 except ValueError as exc:
-                    raise RunFileError(f"line {n} is not a plan item (torn?): {str(exc)[:200]}",
-                                       path=str(path)) from exc
+                    raise RunFileError(
+                        f"line {n} is not a plan item (torn?): {str(exc)[:200]}", path=str(path)
+                    ) from exc
 
     def header(self) -> "Plan":
         """This plan without its in-memory items (what a task receives: methods, settings, config)."""
@@ -240,8 +260,14 @@ class Plan(BaseModel):
             if len(first) >= shown:
                 break
             first.append(it.model_dump(mode="json"))
-        out = {"kind": out.pop("kind"), "routing": out.pop("routing"), "preset": out.pop("preset"),
-               "item_count": out.pop("item_count"), "items": first, **out}
+        out = {
+            "kind": out.pop("kind"),
+            "routing": out.pop("routing"),
+            "preset": out.pop("preset"),
+            "item_count": out.pop("item_count"),
+            "items": first,
+            **out,
+        }
         for k in ("sources", "labels", "items_file", "skipped", "estimate"):
             if out.get(k) is None:
                 out.pop(k, None)
@@ -320,8 +346,7 @@ def write_plan(plan: Plan, run_dir: str | Path) -> Path:
     if plan.items_file is None:
         items = d / ITEMS_FILE
         atomic_write_text(items, "".join(i.model_dump_json(exclude_none=True) + "\n" for i in plan.items))
-        plan = plan.model_copy(update={"items": [], "items_file": str(items.resolve()),
-                                       "item_count": len(plan.items)})
+        plan = plan.model_copy(update={"items": [], "items_file": str(items.resolve()), "item_count": len(plan.items)})
     p = d / PLAN_FILE
     atomic_write_text(p, plan.model_dump_json(indent=1, exclude={"items"}) + "\n")
     return p
@@ -392,8 +417,11 @@ def profile_params(profiles: Any, stages: Sequence[str]) -> dict[str, dict[str, 
             p = profiles.profile_for(st)
         except AgentCausalError:
             continue
-        out[st] = {"temperature": float(p.temperature) if p.temperature_allowed else None,
-                   "max_output_tokens": p.max_output_tokens, **p.dialect()}  # endpoint, reasoning ...
+        out[st] = {
+            "temperature": float(p.temperature) if p.temperature_allowed else None,
+            "max_output_tokens": p.max_output_tokens,
+            **p.dialect(),
+        }  # endpoint, reasoning ...
     return out
 
 
@@ -429,5 +457,3 @@ def sha256_file(path: str | Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
-
-

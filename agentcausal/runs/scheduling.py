@@ -26,8 +26,17 @@ from agentcausal.exceptions import AgentCausalError
 from agentcausal.records import RunRecord
 from agentcausal.runs.store import ResultStore
 
-__all__ = ["MIN_CHUNKS", "MAX_CHUNKS", "run_items", "chunked", "chunk_length", "item_pool", "item_workers", "routed_limits",
-           "chunk_items"]
+__all__ = [
+    "MIN_CHUNKS",
+    "MAX_CHUNKS",
+    "run_items",
+    "chunked",
+    "chunk_length",
+    "item_pool",
+    "item_workers",
+    "routed_limits",
+    "chunk_items",
+]
 
 R = TypeVar("R", bound=RunRecord)
 
@@ -60,7 +69,7 @@ def chunked(positions: Sequence[int], size: int) -> list[list[int]]:
     [[0, 1], [2, 3], [4]]
     """
     size = max(1, int(size))
-    return [list(positions[i:i + size]) for i in range(0, len(positions), size)]
+    return [list(positions[i : i + size]) for i in range(0, len(positions), size)]
 
 
 def chunk_items(items: Any) -> Sequence[Any]:
@@ -144,9 +153,14 @@ def item_pool(workers: int) -> ThreadPoolExecutor:
         return pool
 
 
-def run_items(jobs: Sequence[tuple[str, Callable[[], R]]], store: ResultStore, *,
-              not_before: float | None = None, workers: int | None = None,
-              store_if: Callable[[R], bool] | None = None) -> list[R | None]:
+def run_items(
+    jobs: Sequence[tuple[str, Callable[[], R]]],
+    store: ResultStore,
+    *,
+    not_before: float | None = None,
+    workers: int | None = None,
+    store_if: Callable[[R], bool] | None = None,
+) -> list[R | None]:
     """Run a chunk of jobs on the process's item pool, storing each record as it finishes.
 
     A job whose key holds a record stored at or after ``not_before`` is not run again (so a retried
@@ -177,6 +191,7 @@ def run_items(jobs: Sequence[tuple[str, Callable[[], R]]], store: ResultStore, *
     AgentCausalError
         The first failure of the run raised by a job, after every job was tried.
     """
+
     def one(job: tuple[str, Callable[[], R]]) -> R | BaseException | None:
         key, fn = job
         if store.get(key, not_before=not_before) is not None:

@@ -111,8 +111,10 @@ class ResultStore(Generic[R]):
         self._local = threading.local()
         self._open: list[sqlite3.Connection] = []  # every thread's connection, for close()
         with self._sql() as db:
-            db.execute("CREATE TABLE IF NOT EXISTS records (key TEXT PRIMARY KEY, stored REAL NOT NULL, "
-                       "cache_hits_only INTEGER NOT NULL, sha256 TEXT NOT NULL, body TEXT NOT NULL) WITHOUT ROWID")
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS records (key TEXT PRIMARY KEY, stored REAL NOT NULL, "
+                "cache_hits_only INTEGER NOT NULL, sha256 TEXT NOT NULL, body TEXT NOT NULL) WITHOUT ROWID"
+            )
 
     def _connection(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
@@ -148,8 +150,10 @@ class ResultStore(Generic[R]):
             return False
         body = record.model_dump_json(exclude={"reused"})
         with self._sql() as db:
-            db.execute("INSERT OR REPLACE INTO records VALUES (?, ?, ?, ?, ?)",
-                       (key, time.time(), int(cache_hits_only), checksum(key, cache_hits_only, body), body))
+            db.execute(
+                "INSERT OR REPLACE INTO records VALUES (?, ?, ?, ?, ?)",
+                (key, time.time(), int(cache_hits_only), checksum(key, cache_hits_only, body), body),
+            )
         return True
 
     def _decode(self, key: str, row: tuple[float, int, str, str]) -> Stored[R] | None:
@@ -174,8 +178,9 @@ class ResultStore(Generic[R]):
         A row that fails its checksum or no longer loads as the model is dropped, counted and read as None.
         """
         with self._sql() as db:
-            row = db.execute("SELECT stored, cache_hits_only, sha256, body FROM records WHERE key = ?",
-                             (key,)).fetchone()
+            row = db.execute(
+                "SELECT stored, cache_hits_only, sha256, body FROM records WHERE key = ?", (key,)
+            ).fetchone()
         out = None if row is None else self._decode(key, row)
         if out is None or (not_before is not None and out.stored_at < not_before):
             return None
@@ -185,10 +190,13 @@ class ResultStore(Generic[R]):
         """The records stored under ``keys`` (None where absent or dropped), in order, a few hundred per query."""
         found: dict[str, tuple[float, int, str, str]] = {}
         for i in range(0, len(keys), _BATCH):
-            part = list(dict.fromkeys(keys[i:i + _BATCH]))
+            part = list(dict.fromkeys(keys[i : i + _BATCH]))
             with self._sql() as db:
-                rows = db.execute(f"SELECT key, stored, cache_hits_only, sha256, body FROM records WHERE key IN "
-                                  f"({','.join('?' * len(part))})", part).fetchall()
+                rows = db.execute(
+                    f"SELECT key, stored, cache_hits_only, sha256, body FROM records WHERE key IN "
+                    f"({','.join('?' * len(part))})",
+                    part,
+                ).fetchall()
             found.update((r[0], r[1:]) for r in rows)
         return [None if k not in found else self._decode(k, found[k]) for k in keys]
 

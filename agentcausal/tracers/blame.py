@@ -186,13 +186,29 @@ def blamed_spans(run_dir: str | Path, *, methods: Sequence[str] | None = None) -
             continue
         conf = _opt(row, "confidence")
         cands = _json_col(_opt(row, "candidates"))
-        blamed.append(BlamedSpan(
-            trace_id=str(row.trace_id), span_id=str(span), method=str(row.method), step=int(step),
-            agent=_opt(row, "pred_agent"), reason=str(_opt(row, "reason") or ""),
-            evidence=_opt(row, "evidence") or None, confidence=None if conf is None else float(conf),
-            candidates=cands if isinstance(cands, list) else None, status=str(row.status),
-            models=_json_col(_opt(row, "models_json")) or {}, repeat=repeat))
+        blamed.append(
+            BlamedSpan(
+                trace_id=str(row.trace_id),
+                span_id=str(span),
+                method=str(row.method),
+                step=int(step),
+                agent=_opt(row, "pred_agent"),
+                reason=str(_opt(row, "reason") or ""),
+                evidence=_opt(row, "evidence") or None,
+                confidence=None if conf is None else float(conf),
+                candidates=cands if isinstance(cands, list) else None,
+                status=str(row.status),
+                models=_json_col(_opt(row, "models_json")) or {},
+                repeat=repeat,
+            )
+        )
     preset = meta.get("preset")
-    return RunBlame(run=str(meta.get("name") or d.resolve().name), run_dir=str(d), preset=None if preset is None
-                    else str(preset), started=None if meta.get("started") is None else str(meta["started"]),
-                    finished_ns=_finished_ns(meta), blamed=blamed, unplaced=unplaced)
+    return RunBlame(
+        run=str(meta.get("name") or d.resolve().name),
+        run_dir=str(d),
+        preset=None if preset is None else str(preset),
+        started=None if meta.get("started") is None else str(meta["started"]),
+        finished_ns=_finished_ns(meta),
+        blamed=blamed,
+        unplaced=unplaced,
+    )

@@ -85,20 +85,49 @@ def evaluation_logs(blame: Any, *, now_ns: int | None = None) -> tuple[dict[str,
     for b in blame.blamed:
         tid, sid = b.trace_id.lower(), b.span_id.lower()
         if not (_HEX32.fullmatch(tid) and _HEX16.fullmatch(sid)):
-            left.append({"trace_id": b.trace_id, "method": b.method, "repeat": b.repeat,
-                         "why": "trace or span id is not an OpenTelemetry id (32 / 16 hex digits)"})
+            left.append(
+                {
+                    "trace_id": b.trace_id,
+                    "method": b.method,
+                    "repeat": b.repeat,
+                    "why": "trace or span id is not an OpenTelemetry id (32 / 16 hex digits)",
+                }
+            )
             continue
-        attrs = {"gen_ai.evaluation.name": evaluation_name(b.method), "gen_ai.evaluation.score.label": LABEL,
-                 "gen_ai.evaluation.score.value": b.confidence, "gen_ai.evaluation.explanation": b.explanation,
-                 "agentcausal.method": b.method, "agentcausal.run": blame.run, "agentcausal.preset": blame.preset,
-                 "agentcausal.model": b.model or None, "agentcausal.step": b.step, "agentcausal.agent": b.agent,
-                 "agentcausal.status": b.status, "agentcausal.repeat": b.repeat or None}
-        records.append({"timeUnixNano": str(at), "observedTimeUnixNano": str(observed),
-                        "severityNumber": _SEVERITY_INFO, "severityText": "INFO", "eventName": EVENT_NAME,
-                        "attributes": _kv(attrs), "traceId": tid, "spanId": sid})
-    doc = {"resourceLogs": [{"resource": {"attributes": _kv({"service.name": "agentcausal"})},
-                             "scopeLogs": [{"scope": {"name": "agentcausal", "version": __version__},
-                                            "logRecords": records}]}]}
+        attrs = {
+            "gen_ai.evaluation.name": evaluation_name(b.method),
+            "gen_ai.evaluation.score.label": LABEL,
+            "gen_ai.evaluation.score.value": b.confidence,
+            "gen_ai.evaluation.explanation": b.explanation,
+            "agentcausal.method": b.method,
+            "agentcausal.run": blame.run,
+            "agentcausal.preset": blame.preset,
+            "agentcausal.model": b.model or None,
+            "agentcausal.step": b.step,
+            "agentcausal.agent": b.agent,
+            "agentcausal.status": b.status,
+            "agentcausal.repeat": b.repeat or None,
+        }
+        records.append(
+            {
+                "timeUnixNano": str(at),
+                "observedTimeUnixNano": str(observed),
+                "severityNumber": _SEVERITY_INFO,
+                "severityText": "INFO",
+                "eventName": EVENT_NAME,
+                "attributes": _kv(attrs),
+                "traceId": tid,
+                "spanId": sid,
+            }
+        )
+    doc = {
+        "resourceLogs": [
+            {
+                "resource": {"attributes": _kv({"service.name": "agentcausal"})},
+                "scopeLogs": [{"scope": {"name": "agentcausal", "version": __version__}, "logRecords": records}],
+            }
+        ]
+    }
     return doc, left
 
 

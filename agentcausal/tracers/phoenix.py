@@ -46,8 +46,19 @@ from agentcausal.traces.importers._spans import SpanRecord, iso_to_ns, spans_to_
 from agentcausal.traces.importers.openinference import span_record
 from agentcausal.traces.model import Trace
 
-__all__ = ["PhoenixQuery", "parse_when", "phoenix_client", "read_phoenix_spans", "phoenix_records", "load_phoenix",
-           "span_annotations", "annotate_phoenix", "read_annotations", "AnnotateResult", "ANNOTATOR_KIND"]
+__all__ = [
+    "PhoenixQuery",
+    "parse_when",
+    "phoenix_client",
+    "read_phoenix_spans",
+    "phoenix_records",
+    "load_phoenix",
+    "span_annotations",
+    "annotate_phoenix",
+    "read_annotations",
+    "AnnotateResult",
+    "ANNOTATOR_KIND",
+]
 
 #: Phoenix's annotator kind for the annotations written (the methods decide with an LLM)
 ANNOTATOR_KIND = "LLM"
@@ -80,8 +91,9 @@ def parse_when(text: str, *, now: dt.datetime | None = None) -> dt.datetime:
     try:
         t = dt.datetime.fromisoformat(s.replace("Z", "+00:00"))
     except ValueError:
-        raise ConfigError(f"not a time: {text!r}; give ISO-8601 (2025-06-01T00:00:00Z) or a duration back from "
-                          "now (30m, 24h, 7d)") from None
+        raise ConfigError(
+            f"not a time: {text!r}; give ISO-8601 (2025-06-01T00:00:00Z) or a duration back from now (30m, 24h, 7d)"
+        ) from None
     return t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)
 
 
@@ -110,9 +122,13 @@ class PhoenixQuery:
 
     def describe(self) -> dict[str, Any]:
         """The query as JSON-ready facts (for the run plan's ``sources``)."""
-        return {"phoenix": self.url, "project": self.project,
-                "start": self.start.isoformat() if self.start else None,
-                "end": self.end.isoformat() if self.end else None, "filter": self.filter}
+        return {
+            "phoenix": self.url,
+            "project": self.project,
+            "start": self.start.isoformat() if self.start else None,
+            "end": self.end.isoformat() if self.end else None,
+            "filter": self.filter,
+        }
 
 
 def phoenix_client(url: str, *, timeout_s: float = 60.0) -> Any:
@@ -126,8 +142,10 @@ def phoenix_client(url: str, *, timeout_s: float = 60.0) -> Any:
     try:
         from phoenix.client import Client
     except ImportError:
-        raise ConfigError("reading from or writing to Phoenix needs the arize-phoenix-client package: "
-                          "pip install 'agentcausal[phoenix]'") from None
+        raise ConfigError(
+            "reading from or writing to Phoenix needs the arize-phoenix-client package: "
+            "pip install 'agentcausal[phoenix]'"
+        ) from None
     return Client(base_url=url.rstrip("/"))
 
 
@@ -138,8 +156,10 @@ def _store_error(url: str, exc: BaseException, doing: str) -> TraceStoreError:
         body = exc.response.text.strip().replace("\n", " ")[:300]
         return TraceStoreError(f"{doing}: HTTP {exc.response.status_code}: {body}", url=url)
     if isinstance(exc, httpx.TransportError):
-        return TraceStoreError(f"{doing}: cannot reach Phoenix ({type(exc).__name__}: {exc}); is the server "
-                               "running at this address?", url=url)
+        return TraceStoreError(
+            f"{doing}: cannot reach Phoenix ({type(exc).__name__}: {exc}); is the server running at this address?",
+            url=url,
+        )
     return TraceStoreError(f"{doing}: {type(exc).__name__}: {exc}", url=url)
 
 
@@ -157,8 +177,9 @@ def _check_project(client: Any, q: PhoenixQuery) -> None:
     names = {str(p.get("name")) for p in projects} | {str(p.get("id")) for p in projects}
     if q.project not in names:
         known = ", ".join(sorted(str(p.get("name")) for p in projects)) or "none"
-        raise TraceStoreError(f"no project {q.project!r} (projects: {known}); name one with --phoenix-project",
-                              url=q.url)
+        raise TraceStoreError(
+            f"no project {q.project!r} (projects: {known}); name one with --phoenix-project", url=q.url
+        )
 
 
 def _selected_trace_ids(client: Any, q: PhoenixQuery) -> tuple[list[str], bool]:
@@ -168,9 +189,17 @@ def _selected_trace_ids(client: Any, q: PhoenixQuery) -> tuple[list[str], bool]:
 
     query = SpanQuery().select("context.trace_id")
     query = query.where(q.filter) if q.filter else query
-    df = _call(q.url, "querying spans" + (f" with filter {q.filter!r}" if q.filter else ""),
-               client.spans.get_spans_dataframe, query=query, start_time=q.start, end_time=q.end,
-               limit=q.max_spans, project_identifier=q.project, timeout=int(q.timeout_s))
+    df = _call(
+        q.url,
+        "querying spans" + (f" with filter {q.filter!r}" if q.filter else ""),
+        client.spans.get_spans_dataframe,
+        query=query,
+        start_time=q.start,
+        end_time=q.end,
+        limit=q.max_spans,
+        project_identifier=q.project,
+        timeout=int(q.timeout_s),
+    )
     if df is None or len(df) == 0:
         return [], False
     col = "context.trace_id"
@@ -185,10 +214,15 @@ def _otlp_span(s: dict[str, Any]) -> OtlpSpan:
     if kind != "UNKNOWN" and "gen_ai.operation.name" not in attrs:
         attrs["openinference.span.kind"] = kind
     ctx = s.get("context") or {}
-    return OtlpSpan(trace_id=str(ctx.get("trace_id", "")), span_id=str(ctx.get("span_id", "")),
-                    parent_id=s.get("parent_id") or None, name=str(s.get("name", "")),
-                    start=iso_to_ns(s.get("start_time")), attrs=attrs,
-                    events=[(str(e.get("name", "")), dict(e.get("attributes") or {})) for e in s.get("events") or []])
+    return OtlpSpan(
+        trace_id=str(ctx.get("trace_id", "")),
+        span_id=str(ctx.get("span_id", "")),
+        parent_id=s.get("parent_id") or None,
+        name=str(s.get("name", "")),
+        start=iso_to_ns(s.get("start_time")),
+        attrs=attrs,
+        events=[(str(e.get("name", "")), dict(e.get("attributes") or {})) for e in s.get("events") or []],
+    )
 
 
 def read_phoenix_spans(q: PhoenixQuery) -> tuple[list[OtlpSpan], list[str]]:
@@ -204,13 +238,23 @@ def read_phoenix_spans(q: PhoenixQuery) -> tuple[list[OtlpSpan], list[str]]:
     client = phoenix_client(q.url, timeout_s=q.timeout_s)
     _check_project(client, q)
     ids, capped = _selected_trace_ids(client, q)
-    notes = [f"Phoenix: the first {q.max_spans} matching spans selected the traces (raise --max-spans to read "
-             "more)"] if capped else []
+    notes = (
+        [f"Phoenix: the first {q.max_spans} matching spans selected the traces (raise --max-spans to read more)"]
+        if capped
+        else []
+    )
     spans: list[OtlpSpan] = []
     for i in range(0, len(ids), _TRACE_IDS_PER_REQUEST):
-        chunk = ids[i:i + _TRACE_IDS_PER_REQUEST]
-        got = _call(q.url, "reading spans", client.spans.get_spans, project_identifier=q.project, trace_ids=chunk,
-                    limit=10**9, timeout=int(q.timeout_s))
+        chunk = ids[i : i + _TRACE_IDS_PER_REQUEST]
+        got = _call(
+            q.url,
+            "reading spans",
+            client.spans.get_spans,
+            project_identifier=q.project,
+            trace_ids=chunk,
+            limit=10**9,
+            timeout=int(q.timeout_s),
+        )
         spans.extend(_otlp_span(s) for s in got)
     return spans, notes
 
@@ -221,8 +265,13 @@ def phoenix_records(q: PhoenixQuery) -> tuple[list[SpanRecord], list[str]]:
     return [span_record(s) for s in spans], notes
 
 
-def load_phoenix(q: PhoenixQuery, *, tool_agent: str | None = None, skip_invalid: bool = False,
-                 invalid: list[tuple[str, str]] | None = None) -> list[Trace]:
+def load_phoenix(
+    q: PhoenixQuery,
+    *,
+    tool_agent: str | None = None,
+    skip_invalid: bool = False,
+    invalid: list[tuple[str, str]] | None = None,
+) -> list[Trace]:
     """Import the traces a :class:`PhoenixQuery` selects.
 
     Parameters
@@ -249,8 +298,9 @@ def load_phoenix(q: PhoenixQuery, *, tool_agent: str | None = None, skip_invalid
     records, notes = phoenix_records(q)
     for n in notes:
         logging.getLogger(__name__).warning(n)
-    return spans_to_traces(records, source="phoenix", file=None, tool_agent=tool_agent, skip_invalid=skip_invalid,
-                           invalid=invalid)
+    return spans_to_traces(
+        records, source="phoenix", file=None, tool_agent=tool_agent, skip_invalid=skip_invalid, invalid=invalid
+    )
 
 
 def span_annotations(blame: Any) -> list[dict[str, Any]]:
@@ -267,14 +317,30 @@ def span_annotations(blame: Any) -> list[dict[str, Any]]:
     """
     out = []
     for b in blame.blamed:
-        meta: dict[str, Any] = {"method": b.method, "run": blame.run, "preset": blame.preset, "model": b.model,
-                                "models": b.models, "step": b.step, "agent": b.agent, "trace_id": b.trace_id,
-                                "status": b.status, "source": "agentcausal"}
+        meta: dict[str, Any] = {
+            "method": b.method,
+            "run": blame.run,
+            "preset": blame.preset,
+            "model": b.model,
+            "models": b.models,
+            "step": b.step,
+            "agent": b.agent,
+            "trace_id": b.trace_id,
+            "status": b.status,
+            "source": "agentcausal",
+        }
         if b.candidates is not None:
             meta["candidates"] = b.candidates
-        out.append({"span_id": b.span_id, "name": evaluation_name(b.method), "annotator_kind": ANNOTATOR_KIND,
-                    "result": {"label": LABEL, "score": b.confidence, "explanation": b.explanation},
-                    "metadata": meta, "identifier": blame.run + (f"/repeat-{b.repeat}" if b.repeat else "")})
+        out.append(
+            {
+                "span_id": b.span_id,
+                "name": evaluation_name(b.method),
+                "annotator_kind": ANNOTATOR_KIND,
+                "result": {"label": LABEL, "score": b.confidence, "explanation": b.explanation},
+                "metadata": meta,
+                "identifier": blame.run + (f"/repeat-{b.repeat}" if b.repeat else ""),
+            }
+        )
     return out
 
 
@@ -295,8 +361,9 @@ class AnnotateResult(NamedTuple):
     unplaced: list[dict[str, Any]]
 
 
-def annotate_phoenix(run_dir: str | Path, url: str, *, methods: Sequence[str] | None = None,
-                     timeout_s: float = 60.0, batch: int = 500) -> AnnotateResult:
+def annotate_phoenix(
+    run_dir: str | Path, url: str, *, methods: Sequence[str] | None = None, timeout_s: float = 60.0, batch: int = 500
+) -> AnnotateResult:
     """Write each blamed span of a run folder to Phoenix as a span annotation (see the module docstring).
 
     Parameters
@@ -323,15 +390,17 @@ def annotate_phoenix(run_dir: str | Path, url: str, *, methods: Sequence[str] | 
     client = phoenix_client(url, timeout_s=timeout_s)
     written = 0
     for i in range(0, len(anns), batch):
-        part = anns[i:i + batch]
-        got = _call(url, "writing span annotations", client.spans.log_span_annotations, span_annotations=part,
-                    sync=True)
+        part = anns[i : i + batch]
+        got = _call(
+            url, "writing span annotations", client.spans.log_span_annotations, span_annotations=part, sync=True
+        )
         written += len(got or [])
     return AnnotateResult(written, sorted({a["name"] for a in anns}), blame.run, blame.unplaced)
 
 
-def read_annotations(url: str, project: str, span_ids: Iterable[str], *, names: Sequence[str] | None = None,
-                     timeout_s: float = 60.0) -> list[dict[str, Any]]:
+def read_annotations(
+    url: str, project: str, span_ids: Iterable[str], *, names: Sequence[str] | None = None, timeout_s: float = 60.0
+) -> list[dict[str, Any]]:
     """The span annotations Phoenix holds for ``span_ids`` (optionally only ``names``), as its API returns them.
 
     Raises
@@ -343,5 +412,13 @@ def read_annotations(url: str, project: str, span_ids: Iterable[str], *, names: 
     ids = list(dict.fromkeys(span_ids))
     if not ids:
         return []
-    return list(_call(url, "reading span annotations", client.spans.get_span_annotations, span_ids=ids,
-                      project_identifier=project, include_annotation_names=list(names) if names else None))
+    return list(
+        _call(
+            url,
+            "reading span annotations",
+            client.spans.get_span_annotations,
+            span_ids=ids,
+            project_identifier=project,
+            include_annotation_names=list(names) if names else None,
+        )
+    )

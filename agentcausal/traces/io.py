@@ -154,8 +154,9 @@ def iter_traces(paths: Sequence[str | Path]) -> Iterator[ScannedTrace | TraceFor
     for f, subset, root in found:
         origin = str(f)
         if subset is None:
-            scanned: Iterable[tuple[int | None, Trace | TraceFormatError]] = iter_jsonl(f, root=root,
-                                                                                      require_question=True)
+            scanned: Iterable[tuple[int | None, Trace | TraceFormatError]] = iter_jsonl(
+                f, root=root, require_question=True
+            )
         else:
             try:
                 scanned = [(None, load_who_and_when_file(f, subset=subset, trace_id=loose.get(f), root=root))]
@@ -251,8 +252,9 @@ def check_unique_ids(traces: Sequence[Trace]) -> None:
         raise TraceFormatError(f"duplicate trace ids: {', '.join(dups[:10])}")
 
 
-def select_traces(traces: Sequence[Trace], *, ids: Sequence[str] | None = None, limit: int | None = None,
-                  max_steps: int | None = None) -> list[Trace]:
+def select_traces(
+    traces: Sequence[Trace], *, ids: Sequence[str] | None = None, limit: int | None = None, max_steps: int | None = None
+) -> list[Trace]:
     """Pick traces by id, length and count (in that order).
 
     Parameters
@@ -277,8 +279,11 @@ def select_traces(traces: Sequence[Trace], *, ids: Sequence[str] | None = None, 
         missing = [i for i in ids if i not in known]
         if missing:
             some = sorted(known)[:5]
-            hint = (f"; ids here look like {', '.join(some)}{' ...' if len(known) > 5 else ''} ({len(known)} in all)"
-                    if known else "; no traces were read")
+            hint = (
+                f"; ids here look like {', '.join(some)}{' ...' if len(known) > 5 else ''} ({len(known)} in all)"
+                if known
+                else "; no traces were read"
+            )
             raise TraceFormatError(f"unknown trace ids: {', '.join(missing[:10])}{hint}")
         wanted = set(ids)
         out = [t for t in out if t.id in wanted]

@@ -113,8 +113,9 @@ def _parse_jsonl_line(line: str | bytes, path: Path, where: str, *, require_ques
         raise TraceFormatError(f"not a Trace: {_validation_summary(exc)}", path=str(path), field=where) from exc
 
 
-def iter_jsonl(path: str | Path, *, root: Path | None = None,
-               require_question: bool = False) -> Iterator[tuple[int, Trace | TraceFormatError]]:
+def iter_jsonl(
+    path: str | Path, *, root: Path | None = None, require_question: bool = False
+) -> Iterator[tuple[int, Trace | TraceFormatError]]:
     """The traces of our Trace JSONL one line at a time, each with the byte offset its line starts at.
 
     The file is refused by name first as :func:`agentcausal.input_files.input_refusal` says (a FIFO, a
@@ -148,8 +149,12 @@ def iter_jsonl(path: str | Path, *, root: Path | None = None,
         for n, raw in enumerate(iter(lambda: fh.readline(cap + 1), b""), 1):
             start, offset = offset, offset + len(raw)
             if len(raw) > cap and not raw.endswith(b"\n"):  # the rest of an oversized line: skip it unread
-                yield start, TraceFormatError(f"a line over the input size limit ({cap:,} bytes)", path=str(p),
-                                              field=f"line {n}")
+                yield (
+                    start,
+                    TraceFormatError(
+                        f"a line over the input size limit ({cap:,} bytes)", path=str(p), field=f"line {n}"
+                    ),
+                )
                 while raw and not raw.endswith(b"\n"):
                     raw = fh.readline(cap + 1)
                     offset += len(raw)
@@ -157,8 +162,10 @@ def iter_jsonl(path: str | Path, *, root: Path | None = None,
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                yield start, TraceFormatError(f"not UTF-8 text (byte {start + exc.start})", path=str(p),
-                                              field=f"line {n}")
+                yield (
+                    start,
+                    TraceFormatError(f"not UTF-8 text (byte {start + exc.start})", path=str(p), field=f"line {n}"),
+                )
                 continue
             if not line.strip():
                 continue

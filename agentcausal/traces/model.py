@@ -23,6 +23,7 @@ from agentcausal.traces.text import clean_text
 
 __all__ = ["Step", "Label", "Trace", "Attribution", "Candidate", "CorrectedAction", "normalise_agent"]
 
+
 def _drop_trailing_parenthetical(name: str) -> str:
     """``"Orchestrator (-> WebSurfer (x))"`` -> ``"Orchestrator"``; balanced groups only, repeatedly."""
     text = name.rstrip()
@@ -153,9 +154,7 @@ class Trace(BaseModel):
             if s.index != i:
                 raise ValueError(f"trace {self.id!r}: step at position {i} has index {s.index}")
         if self.label is not None and self.label.step >= len(self.steps):
-            raise ValueError(
-                f"trace {self.id!r}: label step {self.label.step} out of range 0..{len(self.steps) - 1}"
-            )
+            raise ValueError(f"trace {self.id!r}: label step {self.label.step} out of range 0..{len(self.steps) - 1}")
         return self
 
     def __len__(self) -> int:

@@ -415,8 +415,9 @@ def speaker(step: Step, full_role: bool = True) -> str:
     return step.agent
 
 
-def render_conversation(steps: Sequence[Step], budget_chars: int | None = None, *, numbered: bool = False,
-                        full_roles: bool = True) -> RenderedSteps:
+def render_conversation(
+    steps: Sequence[Step], budget_chars: int | None = None, *, numbered: bool = False, full_roles: bool = True
+) -> RenderedSteps:
     """Steps as Who&When's released code shows them to its baselines, inside the ``<trace>`` block.
 
     One line per step: ``speaker: content`` with no step number (All-at-Once and
@@ -452,6 +453,7 @@ def render_conversation(steps: Sequence[Step], budget_chars: int | None = None, 
     >>> print(render_conversation(st, numbered=True).text.splitlines()[2])
     Step 1 - B: ok
     """
+
     def fmt(step: Step, content: str) -> str:
         who = escape_data(speaker(step, full_roles)).replace("\n", " ")
         head = f"Step {step.index} - " if numbered else ""

@@ -104,15 +104,16 @@ def content_text(value: Any, *, field: str) -> str:
             elif isinstance(part, dict) and part.get("type") in TEXT_PART_TYPES:
                 text = part.get("text", part.get("content"))
                 if not isinstance(text, str):
-                    raise TraceFormatError(f"text part without a string 'text' ({_type_name(text)})",
-                                           field=f"{field}[{j}]")
+                    raise TraceFormatError(
+                        f"text part without a string 'text' ({_type_name(text)})", field=f"{field}[{j}]"
+                    )
                 parts.append(clean_text(text))
             elif isinstance(part, dict):
-                raise TraceFormatError(f"part of type {str(part.get('type'))[:40]!r} is not text",
-                                       field=f"{field}[{j}]")
+                raise TraceFormatError(
+                    f"part of type {str(part.get('type'))[:40]!r} is not text", field=f"{field}[{j}]"
+                )
             else:
-                raise TraceFormatError(f"expected text or a text part, got {_type_name(part)}",
-                                       field=f"{field}[{j}]")
+                raise TraceFormatError(f"expected text or a text part, got {_type_name(part)}", field=f"{field}[{j}]")
         return "\n".join(parts)
     raise TraceFormatError(f"expected text, null or a list of text parts, got {_type_name(value)}", field=field)
 

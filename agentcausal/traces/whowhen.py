@@ -157,20 +157,29 @@ def parse_who_and_when(data: dict[str, Any], trace_id: str, *, source: str = "",
         steps.append(Step(index=i, agent=agent_of(entry), role=role, content=content))
     question = _field(problems, optional_text, data.get("question"), "question", numbers=True)
     if not question.strip() and not any(p.field == "question" for p in problems):
-        problems.append(TraceFormatError("missing or empty: every method is asked about the task the agents were "
-                                         "given", field="question"))
+        problems.append(
+            TraceFormatError(
+                "missing or empty: every method is asked about the task the agents were given", field="question"
+            )
+        )
     gt_key = "ground_truth" if "ground_truth" in data else "groundtruth"
     gt = _field(problems, optional_text, data.get(gt_key), gt_key, numbers=True)
     label = None
     if "mistake_step" in data and data["mistake_step"] not in (None, ""):
         raw = data["mistake_step"]
         step = None
-        text = raw.strip() if isinstance(raw, str) else str(raw) if isinstance(raw, int) and not isinstance(
-            raw, bool) else None
+        text = (
+            raw.strip()
+            if isinstance(raw, str)
+            else str(raw)
+            if isinstance(raw, int) and not isinstance(raw, bool)
+            else None
+        )
         if text is None or not _STEP.fullmatch(text):
             shown = raw[:40] if isinstance(raw, str) else type(raw).__name__ if text is None else text[:40]
-            problems.append(TraceFormatError(f"{shown!r} is not a step index (ASCII digits, 0-based)",
-                                             field="mistake_step"))
+            problems.append(
+                TraceFormatError(f"{shown!r} is not a step index (ASCII digits, 0-based)", field="mistake_step")
+            )
         else:
             step = int(text)
             if not 0 <= step < len(history):
@@ -186,16 +195,29 @@ def parse_who_and_when(data: dict[str, Any], trace_id: str, *, source: str = "",
         err = TraceFormatError(f"trace {trace_id!r}: {listed}{more}", path=path)
         err.field = problems[0].field  # the first bad field; the message names each
         raise err
-    skip = {"history", "question", "ground_truth", "groundtruth", "mistake_agent", "mistake_step",
-            "mistake_reason", "system_prompt"}
-    metadata = {k: (clean_text(v) if isinstance(v, str) else v) for k, v in data.items()
-                if k not in skip and isinstance(v, (str, int, float, bool))}
-    return Trace(id=trace_id, source=source, question=question, ground_truth=gt,
-                 steps=steps, label=label, metadata=metadata)
+    skip = {
+        "history",
+        "question",
+        "ground_truth",
+        "groundtruth",
+        "mistake_agent",
+        "mistake_step",
+        "mistake_reason",
+        "system_prompt",
+    }
+    metadata = {
+        k: (clean_text(v) if isinstance(v, str) else v)
+        for k, v in data.items()
+        if k not in skip and isinstance(v, (str, int, float, bool))
+    }
+    return Trace(
+        id=trace_id, source=source, question=question, ground_truth=gt, steps=steps, label=label, metadata=metadata
+    )
 
 
-def load_who_and_when_file(path: str | Path, *, subset: str | None = None, trace_id: str | None = None,
-                           root: str | Path | None = None) -> Trace:
+def load_who_and_when_file(
+    path: str | Path, *, subset: str | None = None, trace_id: str | None = None, root: str | Path | None = None
+) -> Trace:
     """Load one Who&When file.
 
     The file is read by :func:`agentcausal.input_files.read_input_text` (a
@@ -227,8 +249,9 @@ def load_who_and_when_file(path: str | Path, *, subset: str | None = None, trace
     except InputFileError as exc:
         raise TraceFormatError(exc.detail if exc.path else f"cannot read as JSON: {exc.detail}", path=str(p)) from exc
     except json.JSONDecodeError as exc:
-        raise TraceFormatError(f"cannot read as JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
-                               path=str(p)) from exc
+        raise TraceFormatError(
+            f"cannot read as JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", path=str(p)
+        ) from exc
     if not isinstance(data, dict):
         raise TraceFormatError("expected a JSON object", path=str(p))
     return parse_who_and_when(data, trace_id or f"{subset}/{p.stem}", source=subset, path=str(p))
@@ -257,8 +280,10 @@ def who_and_when_files(root: str | Path, subsets: Sequence[str] = SUBSETS) -> li
     """
     root = Path(root)
     if not root.is_dir():
-        raise DatasetError(f"folder {root} not found; run `agentcausal data fetch who-and-when` "
-                           "or set AGENTCAUSAL_WHO_AND_WHEN_DIR", name="who-and-when")
+        raise DatasetError(
+            f"folder {root} not found; run `agentcausal data fetch who-and-when` or set AGENTCAUSAL_WHO_AND_WHEN_DIR",
+            name="who-and-when",
+        )
     if root.name in SUBSETS:
         folders = [root]
     else:
@@ -303,8 +328,9 @@ def load_who_and_when(root: str | Path, subsets: Sequence[str] = SUBSETS) -> lis
     return traces
 
 
-def fetch_who_and_when(dest: str | Path, *, url: str = WHO_AND_WHEN_ZIP_URL, timeout_s: float = 60.0,
-                       overwrite: bool = False) -> Path:
+def fetch_who_and_when(
+    dest: str | Path, *, url: str = WHO_AND_WHEN_ZIP_URL, timeout_s: float = 60.0, overwrite: bool = False
+) -> Path:
     """Download Who&When from its public GitHub home into ``dest``.
 
     The repository archive is downloaded, and the JSON files under its
@@ -329,10 +355,14 @@ def fetch_who_and_when(dest: str | Path, *, url: str = WHO_AND_WHEN_ZIP_URL, tim
     """
     dest = Path(dest)
     check_dest_free(dest, name="who-and-when", overwrite=overwrite, hint="pass overwrite=True (--force) to replace it")
-    blob = download(url, name="who-and-when", timeout_s=timeout_s,
-                    offline_hint="This machine seems offline; copy the `Who&When/` folder of "
-                                 f"https://github.com/ag2ai/Agents_Failure_Attribution into {dest} by hand, or point "
-                                 "AGENTCAUSAL_WHO_AND_WHEN_DIR at an existing copy")
+    blob = download(
+        url,
+        name="who-and-when",
+        timeout_s=timeout_s,
+        offline_hint="This machine seems offline; copy the `Who&When/` folder of "
+        f"https://github.com/ag2ai/Agents_Failure_Attribution into {dest} by hand, or point "
+        "AGENTCAUSAL_WHO_AND_WHEN_DIR at an existing copy",
+    )
     try:
         zf = zipfile.ZipFile(io.BytesIO(blob))
     except zipfile.BadZipFile as exc:

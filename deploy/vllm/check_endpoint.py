@@ -54,8 +54,9 @@ def check(url: str, profile: str = "vllm", model: str | None = None, stage: str 
     if profile not in known:
         return [f"unknown profile {profile!r}; known: {', '.join(sorted(known))}"]
     prof = known[profile].model_copy(update={"base_url": url, **({"model": model} if model else {})})
-    gw = Gateway(ProfileSet(profiles={profile: prof}, routings={"default": {"default": profile}}),
-                 cache_dir=None, max_retries=1)
+    gw = Gateway(
+        ProfileSet(profiles={profile: prof}, routings={"default": {"default": profile}}), cache_dir=None, max_retries=1
+    )
     want = prof.model
     key = os.environ.get(prof.api_key_env) if prof.api_key_env else None
     failures: list[str] = []
@@ -72,18 +73,22 @@ def check(url: str, profile: str = "vllm", model: str | None = None, stage: str 
     if failures:
         return failures
     prefix = "Context shared by both requests, as a trace is shared by its counterfactuals:\n" + "\n".join(
-        f"step {i}: the agent checked item {i} and found nothing unusual." for i in range(60))
+        f"step {i}: the agent checked item {i} and found nothing unusual." for i in range(60)
+    )
     for n in (7, 8):
         t0 = time.perf_counter()
-        msgs = [{"role": "system", "content": "Answer with one JSON object."},
-                {"role": "user", "content": f"{prefix}\nReply with number {n} and the word ok."}]
+        msgs = [
+            {"role": "system", "content": "Answer with one JSON object."},
+            {"role": "user", "content": f"{prefix}\nReply with number {n} and the word ok."},
+        ]
         try:
             reply = gw.structured(stage, msgs, Ping, max_tokens=40)
         except Exception as exc:  # noqa: BLE001 - report any failure of the path under test
             failures.append(f"structured call failed: {type(exc).__name__}: {exc}")
             break
-        print(f"structured call {n}: {reply.model_dump()} in {time.perf_counter() - t0:.2f} s "
-              f"via {gw.model_for(stage)}")
+        print(
+            f"structured call {n}: {reply.model_dump()} in {time.perf_counter() - t0:.2f} s via {gw.model_for(stage)}"
+        )
         if reply.number != n:
             failures.append(f"asked for number {n}, got {reply.number}")
     code, metrics = _get(root + "/metrics", key)

@@ -16,9 +16,14 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "data" / "examples"
 
 
 def _trace(n: int = 6, step: int = 3) -> Trace:
-    return Trace(id="t/1", source="examples", question="What is 6 x 7?", ground_truth="42",
-                 steps=[Step(index=i, agent=f"Agent{i % 3}", content=f"content of step {i}") for i in range(n)],
-                 label=Label(agent=f"Agent{step % 3}", step=step))
+    return Trace(
+        id="t/1",
+        source="examples",
+        question="What is 6 x 7?",
+        ground_truth="42",
+        steps=[Step(index=i, agent=f"Agent{i % 3}", content=f"content of step {i}") for i in range(n)],
+        label=Label(agent=f"Agent{step % 3}", step=step),
+    )
 
 
 def _user(req) -> str:
@@ -30,9 +35,18 @@ def _schema(req) -> dict:
 
 
 def _reply(agent, step, **kw) -> str:
-    return json.dumps({"abduction": "the unit was misread", "action": "read metres, not feet",
-                       "prediction": "the next agent converts correctly; the answer becomes 42",
-                       "reverses_failure": True, "agent": agent, "step": step, "reason": "wrong unit", **kw})
+    return json.dumps(
+        {
+            "abduction": "the unit was misread",
+            "action": "read metres, not feet",
+            "prediction": "the next agent converts correctly; the answer becomes 42",
+            "reverses_failure": True,
+            "agent": agent,
+            "step": step,
+            "reason": "wrong unit",
+            **kw,
+        }
+    )
 
 
 def _responder(body) -> str:
@@ -111,8 +125,12 @@ def test_a2p_presets():
 
 
 def test_a2p_one_agent_trace_keeps_an_enum(fake_server, make_gateway):
-    t = Trace(id="t/solo", question="q", ground_truth="a",
-              steps=[Step(index=i, agent="Solo", content=f"s{i}") for i in range(3)])
+    t = Trace(
+        id="t/solo",
+        question="q",
+        ground_truth="a",
+        steps=[Step(index=i, agent="Solo", content=f"s{i}") for i in range(3)],
+    )
     fake_server.push(_reply("Solo", 1))
     a = run_method(t, "a2p", make_gateway(fake_server))
     assert _schema(fake_server.chat_requests[0])["properties"]["agent"]["enum"] == ["Solo"] and a.agent == "Solo"

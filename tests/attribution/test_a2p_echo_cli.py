@@ -23,18 +23,38 @@ def fake_profiles(fake_server, tmp_path, monkeypatch):
     toml = tmp_path / "profiles.toml"
     toml.write_text(
         f'[profiles.fake]\nkind = "chat"\nbase_url = "{fake_server.base_url}"\nmodel = "fake-model"\n'
-        'max_concurrency = 4\ntimeout_s = 5\ncontext_window = 8192\n\n[routings.default]\ndefault = "fake"\n')
+        'max_concurrency = 4\ntimeout_s = 5\ncontext_window = 8192\n\n[routings.default]\ndefault = "fake"\n'
+    )
     return str(toml)
 
 
 def test_dry_run_plans_a2p_and_echo_in_both_presets(fake_profiles, capsys):
     for preset in ("paper", "small"):
-        assert main(["attribute", "data/examples", "--method", "a2p", "--method", "echo", "--preset", preset,
-                     "--no-ground-truth", "--profiles", fake_profiles, "--dry-run"]) == 0
+        assert (
+            main(
+                [
+                    "attribute",
+                    "data/examples",
+                    "--method",
+                    "a2p",
+                    "--method",
+                    "echo",
+                    "--preset",
+                    preset,
+                    "--no-ground-truth",
+                    "--profiles",
+                    fake_profiles,
+                    "--dry-run",
+                ]
+            )
+            == 0
+        )
         plan = json.loads(capsys.readouterr().out)
         assert set(plan["methods"]) == {"a2p", "echo"}
         for m in plan["methods"].values():
-            assert m["preset"] == preset and m["variant"] == "no_truth" and m["stages"] == {"baseline": "fake:fake-model"}
+            assert (
+                m["preset"] == preset and m["variant"] == "no_truth" and m["stages"] == {"baseline": "fake:fake-model"}
+            )
             assert m["settings"]["with_ground_truth"] is False
         assert (plan["methods"]["echo"]["settings"]["max_candidates"] is None) is (preset == "paper")
 
@@ -43,8 +63,23 @@ def test_dry_run_plans_a2p_and_echo_in_both_presets(fake_profiles, capsys):
 @pytest.mark.parametrize("truth", [[], ["--no-ground-truth"]], ids=["with_truth", "no_truth"])
 def test_cli_attribute_runs_a2p_and_echo(fake_server, fake_profiles, tmp_path, capsys, truth):
     run = tmp_path / "run"
-    rc = main(["attribute", "data/examples", "--method", "a2p", "--method", "echo", "--profiles", fake_profiles,
-               "--cache-dir", str(tmp_path / "cache"), "--out", str(run), *truth])
+    rc = main(
+        [
+            "attribute",
+            "data/examples",
+            "--method",
+            "a2p",
+            "--method",
+            "echo",
+            "--profiles",
+            fake_profiles,
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--out",
+            str(run),
+            *truth,
+        ]
+    )
     assert rc == 0
     out = capsys.readouterr().out
     assert "a2p" in out and "echo" in out

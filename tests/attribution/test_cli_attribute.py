@@ -15,12 +15,15 @@ def test_parse_sets_json_and_text():
         parse_sets(["nodot=1"])
 
 
-@pytest.mark.parametrize("argv,msg", [
-    (["attribute", "no/such/path"], "no such trace file or folder"),
-    (["attribute", "data/examples", "-m", "bogus"], "unknown attribution method 'bogus'"),
-    (["attribute", "data/examples", "-m", "all_at_once", "--set", "all_at_once.bogus=1"], "valid fields"),
-    (["attribute", "data/examples", "--set", "step_by_step.on_no_yes=x"], "not run"),
-])
+@pytest.mark.parametrize(
+    "argv,msg",
+    [
+        (["attribute", "no/such/path"], "no such trace file or folder"),
+        (["attribute", "data/examples", "-m", "bogus"], "unknown attribution method 'bogus'"),
+        (["attribute", "data/examples", "-m", "all_at_once", "--set", "all_at_once.bogus=1"], "valid fields"),
+        (["attribute", "data/examples", "--set", "step_by_step.on_no_yes=x"], "not run"),
+    ],
+)
 def test_attribute_bad_inputs_fail_before_any_work(argv, msg, capsys, monkeypatch):
     monkeypatch.chdir(__import__("pathlib").Path(__file__).resolve().parents[2])
     assert main(argv) == 2
@@ -28,10 +31,16 @@ def test_attribute_bad_inputs_fail_before_any_work(argv, msg, capsys, monkeypatc
 
 
 def test_evaluate_prints_table_and_writes_report(tmp_path, capsys):
-    t = Trace(id="x/1", question="q", ground_truth="a", label=Label(agent="B", step=1),
-              steps=[Step(index=0, agent="A", content=""), Step(index=1, agent="B", content="")])
-    save_results(results_frame([Attribution(trace_id="x/1", method="m", step=1, agent="B")], [t]),
-                 tmp_path / "results.parquet")
+    t = Trace(
+        id="x/1",
+        question="q",
+        ground_truth="a",
+        label=Label(agent="B", step=1),
+        steps=[Step(index=0, agent="A", content=""), Step(index=1, agent="B", content="")],
+    )
+    save_results(
+        results_frame([Attribution(trace_id="x/1", method="m", step=1, agent="B")], [t]), tmp_path / "results.parquet"
+    )
     assert main(["evaluate", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "100.0%" in out and "report.md" in out
@@ -44,8 +53,19 @@ def test_evaluate_not_a_run_folder(tmp_path, capsys):
 
 
 def test_data_fetch_offline_message(tmp_path, capsys):
-    rc = main(["data", "fetch", "who-and-when", "--dest", str(tmp_path / "ww"), "--url",
-               "http://127.0.0.1:9/x.zip", "--timeout", "2"])
+    rc = main(
+        [
+            "data",
+            "fetch",
+            "who-and-when",
+            "--dest",
+            str(tmp_path / "ww"),
+            "--url",
+            "http://127.0.0.1:9/x.zip",
+            "--timeout",
+            "2",
+        ]
+    )
     assert rc == 2
     err = capsys.readouterr().err
     assert "offline" in err and "Agents_Failure_Attribution" in err

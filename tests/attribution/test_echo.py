@@ -19,9 +19,14 @@ SMALL = resolve(EchoSettings, PRESETS, "small").model_dump(mode="json")
 
 
 def _trace(n: int = 6, step: int = 3, content=lambda i: f"content of step {i}") -> Trace:
-    return Trace(id="t/1", source="examples", question="What is 6 x 7?", ground_truth="42",
-                 steps=[Step(index=i, agent=f"Agent{i % 3}", content=content(i)) for i in range(n)],
-                 label=Label(agent=f"Agent{step % 3}", step=step))
+    return Trace(
+        id="t/1",
+        source="examples",
+        question="What is 6 x 7?",
+        ground_truth="42",
+        steps=[Step(index=i, agent=f"Agent{i % 3}", content=content(i)) for i in range(n)],
+        label=Label(agent=f"Agent{step % 3}", step=step),
+    )
 
 
 def _user(req) -> str:
@@ -59,8 +64,9 @@ class Responder:
             return _scan(*dict.fromkeys([last, 0]))
         props = _schema(body)["properties"]
         ref = props[next(iter(props))]["$ref"].rsplit("/", 1)[-1]
-        cands = [c for c in _schema(body)["$defs"][ref]["properties"]["step"].get("enum", [])] or \
-            [c for b in _schema(body)["$defs"][ref]["properties"]["step"]["anyOf"] for c in b.get("enum", [])]
+        cands = [c for c in _schema(body)["$defs"][ref]["properties"]["step"].get("enum", [])] or [
+            c for b in _schema(body)["$defs"][ref]["properties"]["step"]["anyOf"] for c in b.get("enum", [])
+        ]
         out = {}
         for i, a in enumerate(props):
             c = cands[1] if i == 0 and len(cands) > 1 else cands[0]
@@ -165,18 +171,25 @@ def test_echo_small_undetermined(fake_server, make_gateway):
 
 
 def test_echo_hierarchical_context(fake_server, make_gateway):
-    body = lambda i: (f"We work on part {i}. " + "filler " * 60 + f"\nTherefore result {i} is ready."  # noqa: E731
-                      + ("\nError: lookup failed" if i == 2 else ""))
+    body = lambda i: (  # noqa: E731
+        f"We work on part {i}. "
+        + "filler " * 60
+        + f"\nTherefore result {i} is ready."
+        + ("\nError: lookup failed" if i == 2 else "")
+    )
     t = _trace(14, content=body)
     names = list(ANALYSTS)
     fake_server.push(_scan(7), _panel(names, 7, "Agent1"))
     a = run_method(t, "echo", make_gateway(fake_server))
     assert a.step == 7
     user = _user(fake_server.chat_requests[1])
-    window = user[user.index("Candidate step 7"):]
+    window = user[user.index("Candidate step 7") :]
     level = {int(n): lv for n, lv in re.findall(r"Step (\d+) \| Agent\d: \[(L\d)\]", window)}
-    assert level == {**{i: "L1" for i in (6, 7, 8)}, **{i: "L2" for i in (4, 5, 9, 10)},
-                     **{i: "L3" for i in (1, 2, 3, 11, 12, 13)}}
+    assert level == {
+        **{i: "L1" for i in (6, 7, 8)},
+        **{i: "L2" for i in (4, 5, 9, 10)},
+        **{i: "L3" for i in (1, 2, 3, 11, 12, 13)},
+    }
     assert window.count("filler") > 0 and "Step 0 |" not in window  # step 0 is 7 away: global view only
     assert "Error: lookup failed" in window  # L3 keeps warning lines
     globl = user[: user.index("Candidate step 7")]

@@ -11,27 +11,37 @@ from agentcausal.traces.model import Attribution, Label, Step, Trace
 
 
 def _trace(tid, n, step, agent, source="Algorithm-Generated"):
-    return Trace(id=tid, source=source, question="q", ground_truth="a", label=Label(agent=agent, step=step),
-                 steps=[Step(index=i, agent=agent if i == step else "Other", content="") for i in range(n)])
+    return Trace(
+        id=tid,
+        source=source,
+        question="q",
+        ground_truth="a",
+        label=Label(agent=agent, step=step),
+        steps=[Step(index=i, agent=agent if i == step else "Other", content="") for i in range(n)],
+    )
 
 
 @pytest.fixture
 def four_labelled_traces():
     """Two short AG traces, one 12-step and one 70-step Hand-Crafted trace."""
-    return [_trace("AG/1", 8, 1, "Excel_Expert"), _trace("AG/2", 6, 0, "Verification_Expert"),
-            _trace("HC/1", 12, 5, "WebSurfer", "Hand-Crafted"), _trace("HC/2", 70, 40, "Orchestrator", "Hand-Crafted")]
+    return [
+        _trace("AG/1", 8, 1, "Excel_Expert"),
+        _trace("AG/2", 6, 0, "Verification_Expert"),
+        _trace("HC/1", 12, 5, "WebSurfer", "Hand-Crafted"),
+        _trace("HC/2", 70, 40, "Orchestrator", "Hand-Crafted"),
+    ]
 
 
 @pytest.fixture
 def predictions():
     A = Attribution
     return [
-        A(trace_id="AG/1", method="m", step=10 % 8, agent="excel_expert"),      # step 2 vs 1: wrong step, agent ok
-        A(trace_id="AG/2", method="m", step=0, agent="VerificationExpert"),     # both correct
+        A(trace_id="AG/1", method="m", step=10 % 8, agent="excel_expert"),  # step 2 vs 1: wrong step, agent ok
+        A(trace_id="AG/2", method="m", step=0, agent="VerificationExpert"),  # both correct
         A(trace_id="HC/1", method="m", step=5, agent="Orchestrator (thought)"),  # step ok, agent wrong
         A(trace_id="HC/2", method="m", step=None, error="StructuredOutputError: bad"),  # failed
         A(trace_id="AG/1", method="n", step=1, agent="Excel_Expert"),
-        A(trace_id="AG/2", method="n", step=None, agent=None),                   # undetermined
+        A(trace_id="AG/2", method="n", step=None, agent=None),  # undetermined
     ]
 
 
@@ -52,9 +62,9 @@ def test_hand_computed_accuracy(four_labelled_traces, predictions):
     ev = evaluate_frame(df)
     m = ev.overall.set_index("method")
     assert m.loc["m", "n"] == 4 and m.loc["m", "labelled"] == 4
-    assert m.loc["m", "step_acc"] == pytest.approx(2 / 4)   # AG/2, HC/1
+    assert m.loc["m", "step_acc"] == pytest.approx(2 / 4)  # AG/2, HC/1
     assert m.loc["m", "agent_acc"] == pytest.approx(2 / 4)  # AG/1, AG/2
-    assert m.loc["m", "both_acc"] == pytest.approx(1 / 4)   # AG/2
+    assert m.loc["m", "both_acc"] == pytest.approx(1 / 4)  # AG/2
     assert m.loc["m", "failed"] == 1 and m.loc["m", "undetermined"] == 0
     assert m.loc["n", "step_acc"] == pytest.approx(1 / 2) and m.loc["n", "undetermined"] == 1
 
@@ -70,8 +80,9 @@ def test_hand_computed_accuracy(four_labelled_traces, predictions):
     assert h.loc["m"].to_dict() == {"0": 2, "1": 1, "2": 0, "3": 0, "4": 0, ">=5": 0, "none": 1}
     assert h.loc["n", "none"] == 1 and h.loc["n", "0"] == 1
 
-    assert ev.failures.to_dict("records") == [{"trace_id": "HC/2", "method": "m", "status": "content_failed",
-                                               "error": "StructuredOutputError: bad"}]
+    assert ev.failures.to_dict("records") == [
+        {"trace_id": "HC/2", "method": "m", "status": "content_failed", "error": "StructuredOutputError: bad"}
+    ]
 
 
 def test_unlabelled_traces_are_kept_but_not_scored(four_labelled_traces):
@@ -82,16 +93,31 @@ def test_unlabelled_traces_are_kept_but_not_scored(four_labelled_traces):
 
 
 def test_usage_tables(four_labelled_traces):
-    u = {"baseline": {"calls": 2, "requests": 2, "cache_hits": 0, "prompt_tokens": 100, "completion_tokens": 10,
-                      "seconds": 1.5, "cost_usd": 0.0}}
-    preds = [Attribution(trace_id="AG/1", method="m", step=1, agent="x", usage=u, seconds=2.0),
-             Attribution(trace_id="AG/2", method="m", step=1, agent="x", usage=u, seconds=4.0)]
+    u = {
+        "baseline": {
+            "calls": 2,
+            "requests": 2,
+            "cache_hits": 0,
+            "prompt_tokens": 100,
+            "completion_tokens": 10,
+            "seconds": 1.5,
+            "cost_usd": 0.0,
+        }
+    }
+    preds = [
+        Attribution(trace_id="AG/1", method="m", step=1, agent="x", usage=u, seconds=2.0),
+        Attribution(trace_id="AG/2", method="m", step=1, agent="x", usage=u, seconds=4.0),
+    ]
     ev = evaluate_frame(results_frame(preds, four_labelled_traces))
     c = ev.cost_per_trace.iloc[0]
     assert c["seconds"] == 3.0 and c["prompt_tokens"] == 100 and c["calls"] == 2
     s = ev.cost_by_stage.iloc[0]
-    assert (s["stage"], s["prompt_tokens"], s["prompt_tokens_per_trace"], s["seconds_per_trace"]) == \
-        ("baseline", 200, 100, 1.5)
+    assert (s["stage"], s["prompt_tokens"], s["prompt_tokens_per_trace"], s["seconds_per_trace"]) == (
+        "baseline",
+        200,
+        100,
+        1.5,
+    )
 
 
 def test_unknown_trace_raises(four_labelled_traces):

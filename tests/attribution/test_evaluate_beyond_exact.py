@@ -14,34 +14,56 @@ from agentcausal.traces.model import Attribution, Candidate, Label, Step, Trace
 
 
 def _trace(i: int, true_step: int, subset: str, n: int = 30) -> Trace:
-    return Trace(id=f"{subset}/{i}", source=subset, question="q", ground_truth="a",
-                 steps=[Step(index=k, agent=f"Agent{k % 3}", content=f"s{k}") for k in range(n)],
-                 label=Label(agent=f"Agent{true_step % 3}", step=true_step))
+    return Trace(
+        id=f"{subset}/{i}",
+        source=subset,
+        question="q",
+        ground_truth="a",
+        steps=[Step(index=k, agent=f"Agent{k % 3}", content=f"s{k}") for k in range(n)],
+        label=Label(agent=f"Agent{true_step % 3}", step=true_step),
+    )
 
 
 def _ranked(t: Trace, steps: list[int]) -> list[Candidate]:
-    return [Candidate(step=s, agent=t.steps[s].agent, role="decision" if i == 0 else "pivot")
-            for i, s in enumerate(steps)]
+    return [
+        Candidate(step=s, agent=t.steps[s].agent, role="decision" if i == 0 else "pivot") for i, s in enumerate(steps)
+    ]
 
 
 @pytest.fixture
 def frame():
     # labelled step 1 everywhere; predictions at distance 0, 1, 3, 5, 9 (AG: 0, 1, 3; HC: 5, 9) and a failure
-    ts = [_trace(0, 1, "AG"), _trace(1, 1, "AG"), _trace(2, 1, "AG"), _trace(3, 1, "HC"), _trace(4, 1, "HC"),
-          _trace(5, 1, "HC")]
+    ts = [
+        _trace(0, 1, "AG"),
+        _trace(1, 1, "AG"),
+        _trace(2, 1, "AG"),
+        _trace(3, 1, "HC"),
+        _trace(4, 1, "HC"),
+        _trace(5, 1, "HC"),
+    ]
     preds = [1, 2, 4, 6, 10, None]
     atts = []
     for t, p in zip(ts, preds):
         if p is None:
-            atts += [Attribution(trace_id=t.id, method=m, error="StructuredOutputError: bad")
-                     for m in ("dcfa", "all_at_once")]
+            atts += [
+                Attribution(trace_id=t.id, method=m, error="StructuredOutputError: bad")
+                for m in ("dcfa", "all_at_once")
+            ]
             continue
         # dcfa ranks: the labelled step 1 is second in its candidates on HC/3 and third on HC/4
         second = {"HC/3": [p, 1], "HC/4": [p, 7, 1]}.get(t.id, [p])
-        atts.append(Attribution(trace_id=t.id, method="dcfa", step=p, agent=t.steps[p].agent,
-                                candidates=_ranked(t, second)))
-        atts.append(Attribution(trace_id=t.id, method="all_at_once", step=p, agent=t.steps[p].agent,
-                                candidates=[Candidate(step=p, role="answer")]))
+        atts.append(
+            Attribution(trace_id=t.id, method="dcfa", step=p, agent=t.steps[p].agent, candidates=_ranked(t, second))
+        )
+        atts.append(
+            Attribution(
+                trace_id=t.id,
+                method="all_at_once",
+                step=p,
+                agent=t.steps[p].agent,
+                candidates=[Candidate(step=p, role="answer")],
+            )
+        )
     return results_frame(atts, ts)
 
 
@@ -68,8 +90,7 @@ def test_per_subset_raw_counts_and_display(frame):
     assert shown.loc[("all_at_once", "HC"), "top-3 (candidates)"] == "not ranked"
     assert shown.loc[("dcfa", "AG"), "step (Who&When substring rule)"] == "1/3 (33.3%)"
     md = markdown_report(ev)
-    for col in ("Hit@1 (±1 step)", "Hit@3 (±3)", "Hit@5 (±5)", "top-3 (candidates)",
-                "step (Who&When substring rule)"):
+    for col in ("Hit@1 (±1 step)", "Hit@3 (±3)", "Hit@5 (±5)", "top-3 (candidates)", "step (Who&When substring rule)"):
         assert col in md
     assert "DCFA's released evaluate.py" in md and "Who&When's released evaluate.py" in md
 

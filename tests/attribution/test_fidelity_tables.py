@@ -34,7 +34,7 @@ def settings_of(cell: str) -> list[tuple[str, str, object]]:
         raise ValueError(f"setting cell is neither '-' nor method.field=value items: {cell!r}")
     out = []
     for m, nxt in zip(found, found[1:] + [None]):
-        raw = cell[m.end(): nxt.start() if nxt else len(cell)].strip().rstrip(",").strip()
+        raw = cell[m.end() : nxt.start() if nxt else len(cell)].strip().rstrip(",").strip()
         try:
             value = json.loads(raw)
         except json.JSONDecodeError:
@@ -89,10 +89,22 @@ def test_the_checks_fail_on_a_setting_or_function_that_does_not_exist():
     with pytest.raises((ImportError, AttributeError)):
         check_function("agentcausal.attribution.dcfa.gca.no_such_function")
     assert settings_of('echo.analysts=["conservative", "balanced"], echo.tie_break=scan_rank') == [
-        ("echo", "analysts", ["conservative", "balanced"]), ("echo", "tie_break", "scan_rank")]
+        ("echo", "analysts", ["conservative", "balanced"]),
+        ("echo", "tie_break", "scan_rank"),
+    ]
 
 
 def test_the_dcfa_table_has_a_row_for_every_paper_text_setting():
     named = {f for r in rows(DOCS / "dcfa.md") for m, f, _ in settings_of(r[5]) if m == "dcfa"}
-    assert {"mdi_cgc", "cgc", "simulation", "search_order", "delta_s_decimals", "search_ties", "revisit",
-            "max_iterations", "ded", "correct_variant"} <= named
+    assert {
+        "mdi_cgc",
+        "cgc",
+        "simulation",
+        "search_order",
+        "delta_s_decimals",
+        "search_ties",
+        "revisit",
+        "max_iterations",
+        "ded",
+        "correct_variant",
+    } <= named

@@ -28,8 +28,10 @@ def _reply_models(method, s):
         return [binary_search.choice_model(forced, s.reason_chars)]
     if method == "a2p":
         return [a2p.reply_model(("A", "B"), 4, forced, s.field_chars)]
-    return [echo.scan_model(4, 4, forced, s.field_chars),
-            echo.panel_model(("A", "B"), (1, 2), s.analysts, forced, s.field_chars)]
+    return [
+        echo.scan_model(4, 4, forced, s.field_chars),
+        echo.panel_model(("A", "B"), (1, 2), s.analysts, forced, s.field_chars),
+    ]
 
 
 @pytest.mark.parametrize("method", ["all_at_once", "step_by_step", "binary_search", "a2p", "echo"])
@@ -49,10 +51,16 @@ def test_baseline_paper_reason_is_kept_whole_and_small_is_cut():
 def test_dcfa_paper_reasons_and_outcome_have_no_cap():
     s = DcfaSettings()
     assert s.max_reason_chars is None and s.gca_tokens is None
-    schemas = [prompts.gca_joint_model(None, None, None, True), prompts.gca_joint_model(None, None, None, False, True),
-               prompts.cgc_model(None, False, None, True), prompts.hypothesis_model(5, None, True),
-               ded.decision_model((1, 2), None), ded.decision_model((1, 2), None, 5),
-               prompts.simulation_model("paper", "code"), prompts.simulation_model("paper", "equations")]
+    schemas = [
+        prompts.gca_joint_model(None, None, None, True),
+        prompts.gca_joint_model(None, None, None, False, True),
+        prompts.cgc_model(None, False, None, True),
+        prompts.hypothesis_model(5, None, True),
+        ded.decision_model((1, 2), None),
+        ded.decision_model((1, 2), None, 5),
+        prompts.simulation_model("paper", "code"),
+        prompts.simulation_model("paper", "equations"),
+    ]
     assert not any("maxLength" in json.dumps(m.model_json_schema()) for m in schemas)
     hyp = prompts.hypothesis_model(5, None)(step=1, reason=LONG)
     assert len(hyp.reason) == 5000
@@ -76,8 +84,12 @@ def test_paper_system_message_is_the_source_codes_own(method, fake_server, make_
 
     mod = {"all_at_once": all_at_once, "step_by_step": step_by_step, "binary_search": binary_search, "a2p": a2p}[method]
     fake_server.responder = lambda body: "not json"  # the content does not matter here
-    trace = Trace(id="t/1", question="q", ground_truth="a",
-                  steps=[Step(index=i, agent=f"A{i % 2}", content=f"step {i}") for i in range(4)])
+    trace = Trace(
+        id="t/1",
+        question="q",
+        ground_truth="a",
+        steps=[Step(index=i, agent=f"A{i % 2}", content=f"step {i}") for i in range(4)],
+    )
     gw = make_gateway(fake_server, cache=False)
     run_method(trace, method, gw)
     run_method(trace, method, gw, {"prompts": "small"})

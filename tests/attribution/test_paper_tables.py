@@ -23,17 +23,33 @@ from agentcausal.traces.model import Attribution, Label, Step, Trace
 
 def _trace(tid, n, step, agent=None):
     steps = [Step(index=i, agent=f"A{i % 2}", content=f"c{i}") for i in range(n)]
-    return Trace(id=tid, source="Hand-Crafted", question="q", ground_truth="a",
-                 steps=steps, label=Label(agent=agent or f"A{step % 2}", step=step))
+    return Trace(
+        id=tid,
+        source="Hand-Crafted",
+        question="q",
+        ground_truth="a",
+        steps=steps,
+        label=Label(agent=agent or f"A{step % 2}", step=step),
+    )
 
 
 def _dcfa(tid, hyp, final, *, label_in=True, path=1, capped=0, repeat=0, edges=((0, 1), (1, 2))):
-    lce = {"path": [{}] * path, "evaluated": [{}] * (path + 1), "outcomes": [{}] * 2,
-           "stopped": {"forward": "no_positive", "backward": "no_neighbours"},
-           "decision": {"skipped": False}, "correct_fallback": None,
-           "candidates": [hyp, final] if label_in else [hyp]}
-    d = {"hypothesis": {"step": hyp}, "lce": lce, "edges": [list(e) for e in edges],
-         "deviations": [{"step": hyp, "reason": "r"}], "dropped_edges": {"capped": capped, "not_causal": 1}}
+    lce = {
+        "path": [{}] * path,
+        "evaluated": [{}] * (path + 1),
+        "outcomes": [{}] * 2,
+        "stopped": {"forward": "no_positive", "backward": "no_neighbours"},
+        "decision": {"skipped": False},
+        "correct_fallback": None,
+        "candidates": [hyp, final] if label_in else [hyp],
+    }
+    d = {
+        "hypothesis": {"step": hyp},
+        "lce": lce,
+        "edges": [list(e) for e in edges],
+        "deviations": [{"step": hyp, "reason": "r"}],
+        "dropped_edges": {"capped": capped, "not_causal": 1},
+    }
     if repeat:
         d["repeat"] = repeat
     return Attribution(trace_id=tid, method="dcfa", step=final, agent="A0", details=d)
@@ -42,8 +58,11 @@ def _dcfa(tid, hyp, final, *, label_in=True, path=1, capped=0, repeat=0, edges=(
 @pytest.fixture
 def frame():
     traces = [_trace("h/1", 10, 2), _trace("h/2", 40, 1), _trace("h/3", 10, 1)]
-    atts = [_dcfa("h/1", hyp=1, final=2), _dcfa("h/2", hyp=1, final=0, capped=3),
-            _dcfa("h/3", hyp=0, final=0, label_in=False)]
+    atts = [
+        _dcfa("h/1", hyp=1, final=2),
+        _dcfa("h/2", hyp=1, final=0, capped=3),
+        _dcfa("h/3", hyp=0, final=0, label_in=False),
+    ]
     return results_frame(atts, traces), traces
 
 
@@ -51,7 +70,8 @@ def test_levels_are_the_released_scripts():
     # Automated_FA/evaluate_in_different_length.py: 5-17, 19-29, 31-49, 51-91, 93-130; 18, 30, 50, 92 in none
     assert [(lo, hi) for lo, hi, _ in WHO_WHEN_LEVELS] == [(5, 17), (19, 29), (31, 49), (51, 91), (93, 130)]
     assert [who_when_level(n) for n in (5, 17, 19, 29, 31, 49, 51, 91, 93, 130)] == [
-        f"Level {i}" for i in (1, 1, 2, 2, 3, 3, 4, 4, 5, 5)]
+        f"Level {i}" for i in (1, 1, 2, 2, 3, 3, 4, 4, 5, 5)
+    ]
     assert [who_when_level(n) for n in (4, 18, 30, 50, 92, 131)] == [None] * 6
 
 
@@ -85,12 +105,18 @@ def test_signed_histogram_and_levels(frame):
 
 
 def test_dcfa_step_accuracy_is_agent_and_step_as_its_evaluate_py():
-    traces = [_trace("h/1", 10, 2, agent="Orchestrator"), _trace("h/2", 10, 1, agent="WebSurfer"),
-              _trace("h/3", 18, 1, agent="A1"), _trace("h/4", 10, 3, agent="A1")]
-    atts = [Attribution(trace_id="h/1", method="m", step=2, agent="Orchestrator (thought)"),  # first word: right
-            Attribution(trace_id="h/2", method="m", step=1, agent="websurfer"),  # exact match: case counts
-            Attribution(trace_id="h/3", method="m", step=1, agent="A1"),
-            Attribution(trace_id="h/4", method="m", step=None, agent=None)]  # no prediction: wrong
+    traces = [
+        _trace("h/1", 10, 2, agent="Orchestrator"),
+        _trace("h/2", 10, 1, agent="WebSurfer"),
+        _trace("h/3", 18, 1, agent="A1"),
+        _trace("h/4", 10, 3, agent="A1"),
+    ]
+    atts = [
+        Attribution(trace_id="h/1", method="m", step=2, agent="Orchestrator (thought)"),  # first word: right
+        Attribution(trace_id="h/2", method="m", step=1, agent="websurfer"),  # exact match: case counts
+        Attribution(trace_id="h/3", method="m", step=1, agent="A1"),
+        Attribution(trace_id="h/4", method="m", step=None, agent=None),
+    ]  # no prediction: wrong
     df = results_frame(atts, traces)
     r = dcfa_accuracy(df).iloc[0]
     assert (r["n"], r["agent_and_step_k"], r["step_k"]) == (4, 2, 3)

@@ -13,8 +13,17 @@ ROUTINGS = ["default", "embedded-1_5b", "paper", "openai"]
 PAPER_ROUTINGS = {"paper", "openai"}
 #: per method, the small-model caps: None (no cap) under ``paper``, set under ``small``
 SMALL_CAPS = {
-    "dcfa": ("max_edges", "max_deviations", "max_iterations", "max_corrected_step_chars", "max_reason_chars",
-             "hg_max_tokens", "simulation_max_tokens", "ded_max_tokens", "judge_max_tokens"),
+    "dcfa": (
+        "max_edges",
+        "max_deviations",
+        "max_iterations",
+        "max_corrected_step_chars",
+        "max_reason_chars",
+        "hg_max_tokens",
+        "simulation_max_tokens",
+        "ded_max_tokens",
+        "judge_max_tokens",
+    ),
     "all_at_once": ("max_tokens", "reason_chars"),
     "step_by_step": ("max_tokens", "reason_chars"),
     "binary_search": ("max_tokens", "reason_chars"),
@@ -80,8 +89,25 @@ def test_every_small_cap_is_pinned_and_paper_adds_no_numeric_cap():
 
 
 def test_attribute_dry_run_preset_set_repeats_and_no_truth(capsys):
-    plan = _dry(["attribute", "data/examples", "-m", "dcfa", "--preset", "paper", "--set", "dcfa.max_edges=12",
-                 "--repeats", "3", "--no-ground-truth", "--limit", "2", "--dry-run"], capsys)
+    plan = _dry(
+        [
+            "attribute",
+            "data/examples",
+            "-m",
+            "dcfa",
+            "--preset",
+            "paper",
+            "--set",
+            "dcfa.max_edges=12",
+            "--repeats",
+            "3",
+            "--no-ground-truth",
+            "--limit",
+            "2",
+            "--dry-run",
+        ],
+        capsys,
+    )
     m = plan["methods"]["dcfa"]
     assert m["preset"] == "paper" and m["settings"]["max_edges"] == 12 and m["settings"]["max_iterations"] == 5
     assert m["variant"] == "no_truth" and "dcfa.embed" not in m["stages"]  # S(i) from a judge, no embedder
@@ -96,8 +122,23 @@ def test_attribute_dry_run_unknown_preset_is_one_line_exit_2(capsys):
 
 @pytest.mark.parametrize("routing", ROUTINGS)
 def test_discover_dry_run(routing, capsys):
-    plan = _dry(["discover", "--dataset", "asia", "--dataset", "auto_mpg", "-m", "mac", "-m", "pc",
-                 "--routing", routing, "--dry-run"], capsys)
+    plan = _dry(
+        [
+            "discover",
+            "--dataset",
+            "asia",
+            "--dataset",
+            "auto_mpg",
+            "-m",
+            "mac",
+            "-m",
+            "pc",
+            "--routing",
+            routing,
+            "--dry-run",
+        ],
+        capsys,
+    )
     assert plan["kind"] == "discover" and plan["anonymise"] == ["none"]  # not asked: --anonymise's default
     items = {i["id"]: i for i in plan["items"]}
     assert items["asia"]["d"] == 8 and items["asia"]["n"] == 1000 and items["auto_mpg"]["d"] == 5
@@ -114,23 +155,42 @@ def test_discover_dry_run_shows_each_variant_and_baseline_as_it_runs(capsys):
     from agentcausal.discovery.config import DiscoveryConfig
     from agentcausal.discovery.registry import LLM_METHODS, mac_settings
 
-    plan = _dry(["discover", "-d", "earthquake", *[a for m in LLM_METHODS for a in ("-m", m)], "--seeds", "3", "4",
-                 "--n", "500", "--repeats", "2", "--dry-run"], capsys)
+    plan = _dry(
+        [
+            "discover",
+            "-d",
+            "earthquake",
+            *[a for m in LLM_METHODS for a in ("-m", m)],
+            "--seeds",
+            "3",
+            "4",
+            "--n",
+            "500",
+            "--repeats",
+            "2",
+            "--dry-run",
+        ],
+        capsys,
+    )
     assert plan["seeds"] == [3, 4] and plan["n"] == 500 and plan["repeats"] == 2
     s = {m: x["settings"] for m, x in plan["methods"].items()}
     assert (s["mac"]["stages"], s["mac"]["single_agent"]) == ("full", False)
     assert (s["mac_single"]["stages"], s["mac_single"]["single_agent"]) == ("full", True)
     assert s["dcm_only"]["stages"] == "dcm_only" and s["mdm_only"]["stages"] == "mdm_only"
     # every LLM method adds the temperature its calls use in this run (seeds x repeats > 1: the preset's)
-    assert all(s[m].pop("temperature_used") == (0.7 if m != "llm_scd" else s[m]["temperature"])
-               for m in LLM_METHODS)
+    assert all(s[m].pop("temperature_used") == (0.7 if m != "llm_scd" else s[m]["temperature"]) for m in LLM_METHODS)
     assert all(s[m].pop("temperature_from").startswith("setting") for m in LLM_METHODS)
     # what the paper leaves unspecified is named with its value (MAC and ReAct)
-    assert all("paper: unspecified" in v for m in ("mac", "mac_single", "dcm_only", "mdm_only", "react")
-               for v in s[m].pop("paper_unspecified").values())
+    assert all(
+        "paper: unspecified" in v
+        for m in ("mac", "mac_single", "dcm_only", "mdm_only", "react")
+        for v in s[m].pop("paper_unspecified").values()
+    )
     for m in ("mac", "mac_single", "dcm_only", "mdm_only"):  # what the run hands run_mac
-        assert s[m] == mac_settings(m, DiscoveryConfig(mac=DiscoveryConfig.model_fields["mac"].annotation(
-            **{k: v for k, v in s["mac"].items()}))).model_dump(mode="json")
+        assert s[m] == mac_settings(
+            m,
+            DiscoveryConfig(mac=DiscoveryConfig.model_fields["mac"].annotation(**{k: v for k, v in s["mac"].items()})),
+        ).model_dump(mode="json")
     for m in ("react", "llm_scd", "ils_csl"):
         assert set(s[m]) == set(DiscoveryConfig.model_fields[m].annotation.model_fields) and "rounds" not in s[m]
     assert set(s["llm_zero_shot"]) == {"max_tokens_scale", "edges_per_variable", "sampling_temperature"}
@@ -142,12 +202,31 @@ def test_discover_dry_run_anonymised_method_names_its_mode(capsys):
 
 
 def test_discover_set_reaches_the_plan_and_checks_names(capsys):
-    plan = _dry(["discover", "-d", "earthquake", "-m", "dcm_only", "-m", "react", "--set", "mac.rounds=2",
-                 "--set", "react.max_steps=6", "--dry-run"], capsys)
+    plan = _dry(
+        [
+            "discover",
+            "-d",
+            "earthquake",
+            "-m",
+            "dcm_only",
+            "-m",
+            "react",
+            "--set",
+            "mac.rounds=2",
+            "--set",
+            "react.max_steps=6",
+            "--dry-run",
+        ],
+        capsys,
+    )
     assert plan["methods"]["dcm_only"]["settings"]["rounds"] == 2
     assert plan["methods"]["react"]["settings"]["max_steps"] == 6
-    for bad, words in (("mac.nope=1", "valid: prompts, stages"), ("pc.alpha=1", "mac, react"), ("mac.rounds=9", "rounds"),
-                       ("mac.executor=coding", "--executor")):
+    for bad, words in (
+        ("mac.nope=1", "valid: prompts, stages"),
+        ("pc.alpha=1", "mac, react"),
+        ("mac.rounds=9", "rounds"),
+        ("mac.executor=coding", "--executor"),
+    ):
         assert main(["discover", "-d", "earthquake", "--set", bad, "--dry-run"]) == 2
         err = capsys.readouterr().err.strip()
         assert words in err and len(err.splitlines()) == 1
@@ -266,14 +345,37 @@ def test_plan_shows_what_the_profile_applies_where_a_setting_is_null(routing, ca
     from agentcausal.llm.profiles import load_profiles
 
     profiles = load_profiles(None, routing)
-    plan = _dry(["discover", "-d", "earthquake", "-m", "mac", "-m", "llm_zero_shot", "-m", "pc", "--seeds", "0", "1",
-                 "--routing", routing, "--dry-run"], capsys)
+    plan = _dry(
+        [
+            "discover",
+            "-d",
+            "earthquake",
+            "-m",
+            "mac",
+            "-m",
+            "llm_zero_shot",
+            "-m",
+            "pc",
+            "--seeds",
+            "0",
+            "1",
+            "--routing",
+            routing,
+            "--dry-run",
+        ],
+        capsys,
+    )
     for name in ("mac", "llm_zero_shot"):
         m = plan["methods"][name]
         stage_profiles = [profiles.profile_for(st) for st in m["stages"]]
-        assert m["profile_params"] == {st: {"temperature": p.temperature if p.temperature_allowed else None,
-                                            "max_output_tokens": p.max_output_tokens, **p.dialect()}
-                                       for st, p in zip(m["stages"], stage_profiles)}
+        assert m["profile_params"] == {
+            st: {
+                "temperature": p.temperature if p.temperature_allowed else None,
+                "max_output_tokens": p.max_output_tokens,
+                **p.dialect(),
+            }
+            for st, p in zip(m["stages"], stage_profiles)
+        }
         if m["settings"]["sampling_temperature"] is not None:  # small: the preset samples at its own value
             assert m["settings"]["temperature_used"] == m["settings"]["sampling_temperature"]
             assert m["settings"]["temperature_from"].startswith("setting")

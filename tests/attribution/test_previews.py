@@ -10,8 +10,13 @@ from agentcausal.traces.model import Step, Trace
 
 
 def _trace(n=5):
-    return Trace(id="t/1", source="examples", question="q?", ground_truth="a",
-                 steps=[Step(index=i, agent=f"A{i % 2}", content=f"line {i}\n" * 30) for i in range(n)])
+    return Trace(
+        id="t/1",
+        source="examples",
+        question="q?",
+        ground_truth="a",
+        steps=[Step(index=i, agent=f"A{i % 2}", content=f"line {i}\n" * 30) for i in range(n)],
+    )
 
 
 def test_placeholder_is_marked():
@@ -19,8 +24,12 @@ def test_placeholder_is_marked():
 
 
 def test_render_previews_elides_data_blocks_only():
-    body = "Intro line\n<trace>\n" + "\n".join(f"row {i}" for i in range(20)) + "\n</trace>\n" + "\n".join(
-        f"instruction {i}" for i in range(20))
+    body = (
+        "Intro line\n<trace>\n"
+        + "\n".join(f"row {i}" for i in range(20))
+        + "\n</trace>\n"
+        + "\n".join(f"instruction {i}" for i in range(20))
+    )
     text = render_previews([PromptPreview("m", "s", "Call", [{"role": "user", "content": body}])], max_lines=3)
     assert "row 2" in text and "row 3" not in text and "⟨… 17 more lines elided …⟩" in text
     assert all(f"instruction {i}" in text for i in range(20))  # instructions are never elided

@@ -11,10 +11,20 @@ def _trace():
 
 
 def test_dcfa_rows_become_mermaid_blocks_and_baselines_do_not():
-    details = {"n_steps": 3, "edges": [[0, 1], [1, 2]], "deviations": [{"step": 1, "reason": "r"}],
-               "hypothesis": {"step": 1, "reason": "h"}, "final": {"step": 1, "reason": "f"}}
-    frame = results_frame([Attribution(trace_id="t/1", method="dcfa", step=1, agent="A1", details=details),
-                           Attribution(trace_id="t/1", method="all_at_once", step=0, agent="A0")], [_trace()])
+    details = {
+        "n_steps": 3,
+        "edges": [[0, 1], [1, 2]],
+        "deviations": [{"step": 1, "reason": "r"}],
+        "hypothesis": {"step": 1, "reason": "h"},
+        "final": {"step": 1, "reason": "f"},
+    }
+    frame = results_frame(
+        [
+            Attribution(trace_id="t/1", method="dcfa", step=1, agent="A1", details=details),
+            Attribution(trace_id="t/1", method="all_at_once", step=0, agent="A0"),
+        ],
+        [_trace()],
+    )
     md = dependency_graphs_markdown(frame)
     assert md.count("```mermaid") == 1
     assert "### t/1 · dcfa (annotated decisive step: 1)" in md

@@ -16,9 +16,13 @@ from agentcausal_fakes.evidence import EvidenceResponder, asks_evidence
 from tests.attribution.dcfa.conftest import DcfaResponder, kind_of, make_trace, small
 
 #: 0 -> 1 -> 2 -> 4, 1 -> 3; hypothesis 1; correcting through step 2 gives the right answer
-CHAIN = dict(deviations=[(1, "wrong lookup"), (2, "copies it")], edges=[(0, 1), (1, 2), (1, 3), (2, 4)],
-             hypothesis=1, corrected=["", "fixed 1", "fixed 2", "", "fixed 4", ""],
-             outcomes={-1: "41", 1: "40", 2: "42", 4: "42"})
+CHAIN = dict(
+    deviations=[(1, "wrong lookup"), (2, "copies it")],
+    edges=[(0, 1), (1, 2), (1, 3), (2, 4)],
+    hypothesis=1,
+    corrected=["", "fixed 1", "fixed 2", "", "fixed 4", ""],
+    outcomes={-1: "41", 1: "40", 2: "42", 4: "42"},
+)
 
 
 def test_dcfa_candidates_confidence_and_fix_come_from_what_lce_computed(fake_server, make_gateway):
@@ -28,7 +32,12 @@ def test_dcfa_candidates_confidence_and_fix_come_from_what_lce_computed(fake_ser
     scores = {x["step"]: x["s"] for x in lce["scores"]}
     # DED chose 2; then the GCA hypothesis; then the neighbours evaluated and not accepted, by ΔS (all 0: by step)
     assert a.step == 2 and [(c.step, c.role) for c in a.candidates] == [
-        (2, "decision"), (1, "hypothesis"), (0, "neighbour"), (3, "neighbour"), (4, "neighbour")]
+        (2, "decision"),
+        (1, "hypothesis"),
+        (0, "neighbour"),
+        (3, "neighbour"),
+        (4, "neighbour"),
+    ]
     decision = a.candidates[0]
     move = lce["path"][0]
     assert decision.delta_s == pytest.approx(move["delta_s"]) and decision.s == pytest.approx(move["s"])
@@ -130,8 +139,10 @@ def test_step_by_step_quotes_the_step_it_judged(fake_server, make_gateway):
     def responder(body):
         import re
 
-        m = re.search(r"(?:Is step|most recent step \(step) (\d+)[ ,]|most recent step \((\d+)\)",
-                      next(x["content"] for x in body["messages"] if x["role"] == "user"))
+        m = re.search(
+            r"(?:Is step|most recent step \(step) (\d+)[ ,]|most recent step \((\d+)\)",
+            next(x["content"] for x in body["messages"] if x["role"] == "user"),
+        )
         i = int(m.group(1) or m.group(2))
         props = body["response_format"]["json_schema"]["schema"]["properties"]
         verdict = {"error": i == 2} if "error" in props else {"decisive": i == 2}

@@ -15,8 +15,13 @@ from agentcausal.exceptions import RunFileError
 from agentcausal.runs.folder import atomic_path, load_run_meta
 from agentcausal.traces.model import Attribution, Label, Step, Trace
 
-TRACE = Trace(id="x/1", question="q", ground_truth="a", label=Label(agent="B", step=1),
-              steps=[Step(index=0, agent="A", content="a"), Step(index=1, agent="B", content="b")])
+TRACE = Trace(
+    id="x/1",
+    question="q",
+    ground_truth="a",
+    label=Label(agent="B", step=1),
+    steps=[Step(index=0, agent="A", content="a"), Step(index=1, agent="B", content="b")],
+)
 
 
 def _run(tmp_path):
@@ -77,8 +82,20 @@ def test_torn_outcomes_line_is_named(tmp_path):
 
 def test_old_results_files_without_status_columns_still_load(tmp_path):
     df = results_frame([Attribution(trace_id="x/1", method="m", step=1, agent="B", error=None)], [TRACE])
-    old = df.drop(columns=["status", "status_detail", "reused", "request_seconds", "wait_seconds", "run_requests",
-                           "run_prompt_tokens", "run_completion_tokens", "run_request_seconds", "run_cost_usd"])
+    old = df.drop(
+        columns=[
+            "status",
+            "status_detail",
+            "reused",
+            "request_seconds",
+            "wait_seconds",
+            "run_requests",
+            "run_prompt_tokens",
+            "run_completion_tokens",
+            "run_request_seconds",
+            "run_cost_usd",
+        ]
+    )
     old.to_parquet(tmp_path / "results.parquet", index=False)
     back = load_results(tmp_path)
     assert back.loc[0, "status"] == "complete" and not back.loc[0, "reused"]
@@ -90,12 +107,25 @@ def test_reused_rows_cost_this_run_nothing_and_the_report_says_so(tmp_path):
     from agentcausal.attribution.evaluate import evaluate_frame
     from agentcausal.report.attribution import report_run
 
-    usage = {"baseline": {"calls": 2, "requests": 3, "cache_hits": 0, "prompt_tokens": 100, "completion_tokens": 10,
-                          "seconds": 4.0, "request_seconds": 2.5, "wait_seconds": 1.5, "cost_usd": 0.0}}
+    usage = {
+        "baseline": {
+            "calls": 2,
+            "requests": 3,
+            "cache_hits": 0,
+            "prompt_tokens": 100,
+            "completion_tokens": 10,
+            "seconds": 4.0,
+            "request_seconds": 2.5,
+            "wait_seconds": 1.5,
+            "cost_usd": 0.0,
+        }
+    }
     t2 = TRACE.model_copy(update={"id": "x/2"})
-    atts = [Attribution(trace_id="x/1", method="m", step=1, agent="B", usage=usage),
-            Attribution(trace_id="x/2", method="m", step=1, agent="B", usage=usage, reused=True),
-            Attribution(trace_id="x/2", method="d", step=0, agent="A", status="degraded", status_detail="LCE failed")]
+    atts = [
+        Attribution(trace_id="x/1", method="m", step=1, agent="B", usage=usage),
+        Attribution(trace_id="x/2", method="m", step=1, agent="B", usage=usage, reused=True),
+        Attribution(trace_id="x/2", method="d", step=0, agent="A", status="degraded", status_detail="LCE failed"),
+    ]
     df = results_frame(atts, [TRACE, t2])
     assert df["run_requests"].tolist() == [3, 0, 0] and df["requests"].tolist() == [3, 3, 0]
     assert df["request_seconds"].tolist() == [2.5, 2.5, 0.0] and df["wait_seconds"].tolist() == [1.5, 1.5, 0.0]
@@ -113,9 +143,15 @@ def test_reused_rows_cost_this_run_nothing_and_the_report_says_so(tmp_path):
 
 def test_evaluate_says_which_failures_a_rerun_retries(tmp_path, capsys):
     t2 = TRACE.model_copy(update={"id": "x/2"})
-    save_run([Attribution(trace_id="x/1", method="m", error="LLMCallError: 401", status="failed"),
-              Attribution(trace_id="x/2", method="m", error="StructuredOutputError: bad", status="content_failed")],
-             [TRACE, t2], tmp_path, {})
+    save_run(
+        [
+            Attribution(trace_id="x/1", method="m", error="LLMCallError: 401", status="failed"),
+            Attribution(trace_id="x/2", method="m", error="StructuredOutputError: bad", status="content_failed"),
+        ],
+        [TRACE, t2],
+        tmp_path,
+        {},
+    )
     assert main(["evaluate", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "1 failed in this run (not cached; the next run retries them)" in out

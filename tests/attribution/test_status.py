@@ -31,18 +31,21 @@ def t3():
     return load_traces([CASES / "t3.json"])[0]
 
 
-@pytest.mark.parametrize("exc, content", [
-    (StructuredOutputError("s", "M", "raw", 3, "bad"), True),
-    (TraceFormatError("bad step"), True),
-    (DatasetError("constant column"), True),
-    (AlgorithmError("pc", "failed: singular matrix"), True),
-    (AlgorithmError("pc", "timed out after 0.02 s", transient=True), False),
-    (AlgorithmError("pc", "worker died (exit code -9)", transient=True), False),
-    (LLMCallError("p", "s", 401, "unauthorised"), False),
-    (LLMCallError("p", "s", 400, "bad request"), False),
-    (EndpointUnreachableError("p", "http://x", "429"), False),
-    (RuntimeError("a bug"), False),
-])
+@pytest.mark.parametrize(
+    "exc, content",
+    [
+        (StructuredOutputError("s", "M", "raw", 3, "bad"), True),
+        (TraceFormatError("bad step"), True),
+        (DatasetError("constant column"), True),
+        (AlgorithmError("pc", "failed: singular matrix"), True),
+        (AlgorithmError("pc", "timed out after 0.02 s", transient=True), False),
+        (AlgorithmError("pc", "worker died (exit code -9)", transient=True), False),
+        (LLMCallError("p", "s", 401, "unauthorised"), False),
+        (LLMCallError("p", "s", 400, "bad request"), False),
+        (EndpointUnreachableError("p", "http://x", "429"), False),
+        (RuntimeError("a bug"), False),
+    ],
+)
 def test_only_failures_of_the_content_are_content_failures(exc, content):
     assert is_content_failure(exc) is content
     assert failed_attribution("t", "m", exc).status == ("content_failed" if content else "failed")
@@ -114,12 +117,22 @@ def test_two_dialects_of_one_model_never_share_a_result(fake_server, make_gatewa
 
     trace = Trace(id="t", question="q?", ground_truth="a", steps=[Step(index=0, agent="A", content="x")])
     ds = load_dataset("asia", n=50, seed=0)
-    think = make_gateway(fake_server, cache_dir=tmp_path / "a", extra_body={"chat_template_kwargs": {"enable_thinking": True}})
-    nothink = make_gateway(fake_server, cache_dir=tmp_path / "b", extra_body={"chat_template_kwargs": {"enable_thinking": False}})
-    same = make_gateway(fake_server, cache_dir=tmp_path / "c", extra_body={"chat_template_kwargs": {"enable_thinking": False}})
+    think = make_gateway(
+        fake_server, cache_dir=tmp_path / "a", extra_body={"chat_template_kwargs": {"enable_thinking": True}}
+    )
+    nothink = make_gateway(
+        fake_server, cache_dir=tmp_path / "b", extra_body={"chat_template_kwargs": {"enable_thinking": False}}
+    )
+    same = make_gateway(
+        fake_server, cache_dir=tmp_path / "c", extra_body={"chat_template_kwargs": {"enable_thinking": False}}
+    )
     effort = make_gateway(fake_server, cache_dir=tmp_path / "d", reasoning_effort="high")
-    capped = make_gateway(fake_server, cache_dir=tmp_path / "e", max_output_tokens=64,
-                          extra_body={"chat_template_kwargs": {"enable_thinking": False}})
+    capped = make_gateway(
+        fake_server,
+        cache_dir=tmp_path / "e",
+        max_output_tokens=64,
+        extra_body={"chat_template_kwargs": {"enable_thinking": False}},
+    )
     keys = [attribution_key(trace, "all_at_once", None, g) for g in (think, nothink, same, effort, capped)]
     assert keys[0] != keys[1] and keys[1] == keys[2] and keys[3] not in keys[:3] and keys[4] not in keys[:4]
     dkeys = [discovery_key(ds, "mac", DiscoveryConfig(), g) for g in (think, nothink, same)]

@@ -6,9 +6,19 @@ from bench.embedded_compare import compare_markdown, compare_rows
 
 
 def _row(trace, method, step_ok, agent_ok, error=None, requests=1):
-    return {"trace": trace, "method": method, "true_step": 2, "pred_step": 2 if step_ok else 0,
-            "step_correct": step_ok, "agent_correct": agent_ok, "error": error, "requests": requests,
-            "prompt_tokens": 100, "completion_tokens": 10, "seconds": 1.0}
+    return {
+        "trace": trace,
+        "method": method,
+        "true_step": 2,
+        "pred_step": 2 if step_ok else 0,
+        "step_correct": step_ok,
+        "agent_correct": agent_ok,
+        "error": error,
+        "requests": requests,
+        "prompt_tokens": 100,
+        "completion_tokens": 10,
+        "seconds": 1.0,
+    }
 
 
 def test_only_common_pairs_are_compared_and_a_lost_trace_is_worse():

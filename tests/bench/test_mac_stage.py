@@ -19,9 +19,21 @@ def test_run_table_and_bench_show_the_same_metric_columns():
     assert all(h in text.splitlines()[0] for h in METRIC_COLUMNS.values()) and METRICS_FOOTER in text
     assert " 50 " in text.splitlines()[1]  # n shown
     rec = table_records(df)[0]
-    assert {h: rec[h] for h in METRIC_COLUMNS.values()} == {"SHD": "3.00", "SHD₂": "4.00", "NHD": "0.222",
-                                                            "F1": "0.00", "skel F1": "0.80"}
-    row = {"dataset": "toy", "seed": 0, "n": 50, "algorithm": "pc", "seconds": 0.1, "error": None,
-           **evaluate_graph(t, p).model_dump(include=set(METRIC_COLUMNS))}
+    assert {h: rec[h] for h in METRIC_COLUMNS.values()} == {
+        "SHD": "3.00",
+        "SHD₂": "4.00",
+        "NHD": "0.222",
+        "F1": "0.00",
+        "skel F1": "0.80",
+    }
+    row = {
+        "dataset": "toy",
+        "seed": 0,
+        "n": 50,
+        "algorithm": "pc",
+        "seconds": 0.1,
+        "error": None,
+        **evaluate_graph(t, p).model_dump(include=set(METRIC_COLUMNS)),
+    }
     bench = _summary([row], {("toy", "pc"): (0, 0)})[0]
     assert set(METRIC_COLUMNS) <= set(bench) and "f1_adj" not in bench and bench["n"] == 50

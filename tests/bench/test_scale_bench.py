@@ -12,11 +12,23 @@ from bench.scale import COLUMNS, run_scale
 
 @pytest.mark.timeout(400)
 def test_scale_bench_rows_on_a_tiny_corpus(tmp_path):
-    res = run_scale([("all_at_once", 20), ("dcfa", 3)], latencies_s=[0.01], concurrencies=[3],
-                    chunk_sizes=[None, 4], runners=("thread",), memory_traces=(), work=tmp_path, log=lambda *a: None)
+    res = run_scale(
+        [("all_at_once", 20), ("dcfa", 3)],
+        latencies_s=[0.01],
+        concurrencies=[3],
+        chunk_sizes=[None, 4],
+        runners=("thread",),
+        memory_traces=(),
+        work=tmp_path,
+        log=lambda *a: None,
+    )
     rows = res["rows"]
     assert [(r["method"], r["traces"], r["chunk_size"] if i % 2 else None) for i, r in enumerate(rows)] == [
-        ("all_at_once", 20, None), ("all_at_once", 20, 4), ("dcfa", 3, None), ("dcfa", 3, 4)]
+        ("all_at_once", 20, None),
+        ("all_at_once", 20, 4),
+        ("dcfa", 3, None),
+        ("dcfa", 3, 4),
+    ]
     for r in rows:
         assert set(COLUMNS) <= set(r)
         assert r["rows_ok"] and r["failed_rows"] == 0, r
@@ -35,8 +47,16 @@ def test_scale_bench_dask_row_runs_chunks_on_two_workers_started_before_timing(t
     """The Dask row: chunk tasks on 2 local worker processes started (and their imports warmed) before the timed
     call return every trace, none failed, and the per-worker limits add up to the row's concurrency, which the
     server's peak never exceeds; the workers' CPU counts in the row's CPU per request."""
-    res = run_scale([("all_at_once", 12)], latencies_s=[0.01], concurrencies=[4], runners=("dask",),
-                    dask_workers=2, memory_traces=(), work=tmp_path, log=lambda *a: None)
+    res = run_scale(
+        [("all_at_once", 12)],
+        latencies_s=[0.01],
+        concurrencies=[4],
+        runners=("dask",),
+        dask_workers=2,
+        memory_traces=(),
+        work=tmp_path,
+        log=lambda *a: None,
+    )
     (row,) = res["rows"]
     assert row["runner"] == "dask x2" and row["concurrency"] == 4
     assert row["rows_ok"] and row["failed_rows"] == 0, row
@@ -47,8 +67,16 @@ def test_scale_bench_dask_row_runs_chunks_on_two_workers_started_before_timing(t
 
 @pytest.mark.timeout(600)
 def test_memory_pair_runs_each_size_in_a_fresh_process(tmp_path):
-    res = run_scale([], latencies_s=[0.01], concurrencies=[3], runners=("thread",), memory_traces=(6, 12),
-                    memory_latency_s=0.01, work=tmp_path, log=lambda *a: None)
+    res = run_scale(
+        [],
+        latencies_s=[0.01],
+        concurrencies=[3],
+        runners=("thread",),
+        memory_traces=(6, 12),
+        memory_latency_s=0.01,
+        work=tmp_path,
+        log=lambda *a: None,
+    )
     assert res["rows"] == []
     small, large = res["memory_rows"]
     assert (small["traces"], large["traces"]) == (6, 12)
@@ -62,18 +90,34 @@ def test_memory_pair_runs_each_size_in_a_fresh_process(tmp_path):
 
 
 def test_targets_name_the_worst_row_and_judge_each_target():
-    rows = [{"runner": "thread", "method": "all_at_once", "traces": 2000, "concurrency": c, "latency_s": lat,
-             "ratio": ratio, "rerun_fraction": 0.04, "rerun_requests": 0, "peak_in_flight": c, "rows_ok": True}
-            for c, lat, ratio in ((16, 1.0, 1.05), (64, 1.0, 1.3), (64, 0.2, 1.4))]
+    rows = [
+        {
+            "runner": "thread",
+            "method": "all_at_once",
+            "traces": 2000,
+            "concurrency": c,
+            "latency_s": lat,
+            "ratio": ratio,
+            "rerun_fraction": 0.04,
+            "rerun_requests": 0,
+            "peak_in_flight": c,
+            "rows_ok": True,
+        }
+        for c, lat, ratio in ((16, 1.0, 1.05), (64, 1.0, 1.3), (64, 0.2, 1.4))
+    ]
     rows.append({**rows[1], "runner": "dask x2", "ratio": 1.19})
     mem = [{**rows[1], "traces": n, "rss_mb": mb, "rerun_fraction": None} for n, mb in ((5000, 600), (50000, 700))]
     got = {t["target"].split(",")[0]: t for t in scale_targets({"rows": rows, "memory_rows": mem})}
-    assert got["ratio <= 1.10 at 1 s"]["held"] is False and "1.3 (thread all_at_once 2000" in \
-        got["ratio <= 1.10 at 1 s"]["worst"]
+    assert (
+        got["ratio <= 1.10 at 1 s"]["held"] is False
+        and "1.3 (thread all_at_once 2000" in got["ratio <= 1.10 at 1 s"]["worst"]
+    )
     assert got["ratio <= 1.5 at 200 ms"]["held"] is True
     assert got["ratio <= 1.2 on Dask"]["held"] is True
     mem_t = next(t for t in got.values() if t["target"].startswith("memory"))
     assert mem_t["held"] is True and "1.17" in mem_t["worst"]
     mem[1]["rss_mb"] = 1100
-    assert next(t for t in scale_targets({"rows": rows, "memory_rows": mem})
-                if t["target"].startswith("memory"))["held"] is False
+    assert (
+        next(t for t in scale_targets({"rows": rows, "memory_rows": mem}) if t["target"].startswith("memory"))["held"]
+        is False
+    )

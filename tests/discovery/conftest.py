@@ -37,9 +37,16 @@ def with_required_reasons(reply: dict, schema: dict, role: str) -> dict:
     return out
 
 
-def mac_responder(*, affirmative_algo="pc", negative_algo="ges", algo_winner="A",
-                  affirmative_edges=(("Burglary", "Alarm"),), negative_edges=(("Alarm", "Burglary"),),
-                  votes=("A", "A", "tie"), code: str | None = None) -> Callable[[dict], str]:
+def mac_responder(
+    *,
+    affirmative_algo="pc",
+    negative_algo="ges",
+    algo_winner="A",
+    affirmative_edges=(("Burglary", "Alarm"),),
+    negative_edges=(("Alarm", "Burglary"),),
+    votes=("A", "A", "tie"),
+    code: str | None = None,
+) -> Callable[[dict], str]:
     """A rule-based responder that answers each MAC call by its reply model and role."""
 
     def respond(body: dict) -> str:
@@ -58,8 +65,7 @@ def mac_responder(*, affirmative_algo="pc", negative_algo="ges", algo_winner="A"
             edges = negative_edges if role == "Negative" else affirmative_edges
             return json.dumps({"edges": [{"cause": a, "effect": b} for a, b in edges]})
         if name == "GraphVerdictReply":
-            return json.dumps({"skeleton": votes[0], "colliders": votes[1], "directions": votes[2],
-                               "reason": "judged"})
+            return json.dumps({"skeleton": votes[0], "colliders": votes[1], "directions": votes[2], "reason": "judged"})
         if name == "GraphOverallVerdictReply":
             return json.dumps({"winner": votes[0], "reason": "judged"})
         if name == "CodeReply":
@@ -75,8 +81,21 @@ def collider_dataset() -> Dataset:
     rng = np.random.default_rng(0)
     x, y = rng.uniform(size=800), rng.uniform(size=800)
     z = x + y + 0.3 * rng.uniform(size=800)
-    meta = DatasetMetadata(title="collider", domain="toy", variables={
-        "X": VariableInfo(description="cause one"), "Y": VariableInfo(description="cause two"),
-        "Z": VariableInfo(description="common effect")})
-    return Dataset(name="collider", variables=("X", "Y", "Z"), data=np.c_[x, y, z], data_type="continuous",
-                   metadata=meta, true_graph=CausalGraph.from_edges("XYZ", [("X", "Z"), ("Y", "Z")]), seed=0)
+    meta = DatasetMetadata(
+        title="collider",
+        domain="toy",
+        variables={
+            "X": VariableInfo(description="cause one"),
+            "Y": VariableInfo(description="cause two"),
+            "Z": VariableInfo(description="common effect"),
+        },
+    )
+    return Dataset(
+        name="collider",
+        variables=("X", "Y", "Z"),
+        data=np.c_[x, y, z],
+        data_type="continuous",
+        metadata=meta,
+        true_graph=CausalGraph.from_edges("XYZ", [("X", "Z"), ("Y", "Z")]),
+        seed=0,
+    )

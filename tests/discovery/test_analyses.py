@@ -28,14 +28,22 @@ def frame(rows: list[tuple[str, int, str, float, float, float]], reversal_cost: 
 
 
 #: two datasets x two seeds; mac beats pc on SHD everywhere, ties zero-shot on earthquake
-TWO_BY_TWO = frame([
-    ("earthquake", 0, "mac", 0, 0.0, 1.0), ("earthquake", 1, "mac", 2, 0.08, 0.75),
-    ("earthquake", 0, "pc", 3, 0.12, 0.5), ("earthquake", 1, "pc", 3, 0.12, 0.5),
-    ("earthquake", 0, "llm_zero_shot", 1, 0.04, 0.9), ("earthquake", 1, "llm_zero_shot", 1, 0.04, 0.85),
-    ("cancer", 0, "mac", 1, 0.1, 0.8), ("cancer", 1, "mac", 1, 0.1, 0.8),
-    ("cancer", 0, "pc", 2, 0.2, 0.6), ("cancer", 1, "pc", np.nan, np.nan, np.nan),  # seed 1 failed
-    ("cancer", 0, "llm_zero_shot", 0, 0.0, 1.0), ("cancer", 1, "llm_zero_shot", 0, 0.0, 1.0),
-])
+TWO_BY_TWO = frame(
+    [
+        ("earthquake", 0, "mac", 0, 0.0, 1.0),
+        ("earthquake", 1, "mac", 2, 0.08, 0.75),
+        ("earthquake", 0, "pc", 3, 0.12, 0.5),
+        ("earthquake", 1, "pc", 3, 0.12, 0.5),
+        ("earthquake", 0, "llm_zero_shot", 1, 0.04, 0.9),
+        ("earthquake", 1, "llm_zero_shot", 1, 0.04, 0.85),
+        ("cancer", 0, "mac", 1, 0.1, 0.8),
+        ("cancer", 1, "mac", 1, 0.1, 0.8),
+        ("cancer", 0, "pc", 2, 0.2, 0.6),
+        ("cancer", 1, "pc", np.nan, np.nan, np.nan),  # seed 1 failed
+        ("cancer", 0, "llm_zero_shot", 0, 0.0, 1.0),
+        ("cancer", 1, "llm_zero_shot", 0, 0.0, 1.0),
+    ]
+)
 
 
 def test_mean_ranks_rank_seed_means_per_dataset_with_average_ties():
@@ -74,16 +82,24 @@ def test_win_tie_loss_counts_mac_against_each_baseline_per_metric():
 
 
 def test_win_tie_loss_leaves_out_mac_ablations_as_baselines_and_counts_rounds_variants_as_mac():
-    df = frame([("a", 0, "mac (rounds 1)", 1, .1, .9), ("a", 0, "mac (rounds 2)", 3, .3, .5),
-                ("a", 0, "mdm_only", 2, .2, .7), ("a", 0, "ges", 2, .2, .7)])
+    df = frame(
+        [
+            ("a", 0, "mac (rounds 1)", 1, 0.1, 0.9),
+            ("a", 0, "mac (rounds 2)", 3, 0.3, 0.5),
+            ("a", 0, "mdm_only", 2, 0.2, 0.7),
+            ("a", 0, "ges", 2, 0.2, 0.7),
+        ]
+    )
     t = A.win_tie_loss(df).table
     assert list(zip(t["mac"], t["baseline"])) == [("mac (rounds 1)", "ges"), ("mac (rounds 2)", "ges")]
     assert list(t["shd"]) == ["1/0/0", "0/0/1"]
 
 
 def test_rounds_curve_reads_the_variants_and_ignores_other_methods():
-    df = frame([(ds, s, f"mac (rounds {r})", float(r + s), 0.1, 1 / r) for ds in ("a", "b") for s in (0, 1)
-                for r in (1, 2, 3)] + [("a", 0, "pc", 5, .5, .5), ("a", 0, "mac", 1, .1, .9)])
+    df = frame(
+        [(ds, s, f"mac (rounds {r})", float(r + s), 0.1, 1 / r) for ds in ("a", "b") for s in (0, 1) for r in (1, 2, 3)]
+        + [("a", 0, "pc", 5, 0.5, 0.5), ("a", 0, "mac", 1, 0.1, 0.9)]
+    )
     res = A.rounds_curve(df)
     t = res.table
     assert set(t["method"]) == {"mac"} and list(t["rounds"][:3]) == [1, 2, 3] and len(t) == 6
@@ -94,13 +110,21 @@ def test_rounds_curve_reads_the_variants_and_ignores_other_methods():
 
 
 def test_cost_multiples_against_zero_shot_in_tokens_and_dollars():
-    costs = pd.DataFrame({
-        "dataset": ["a", "a", "b", "b", "a"], "seed": [0] * 5,
-        "method": ["llm_zero_shot", "mac", "llm_zero_shot", "mac", "pc"],
-        "prompt_tokens": [80.0, 1500, 120, 2500, 0], "completion_tokens": [20.0, 100, 30, 300, 0],
-        "tokens": [100.0, 1600, 150, 2800, 0], "cost_usd": [0.001, 0.02, 0.0015, 0.03, 0],
-        "calls": [1, 7, 1, 7, 0], "requests": [1, 7, 1, 7, 0], "cache_hits": [0, 0, 0, 2, 0],
-        "models": ["fake:m", "fake:m", "fake:m", "fake:m", ""]})
+    costs = pd.DataFrame(
+        {
+            "dataset": ["a", "a", "b", "b", "a"],
+            "seed": [0] * 5,
+            "method": ["llm_zero_shot", "mac", "llm_zero_shot", "mac", "pc"],
+            "prompt_tokens": [80.0, 1500, 120, 2500, 0],
+            "completion_tokens": [20.0, 100, 30, 300, 0],
+            "tokens": [100.0, 1600, 150, 2800, 0],
+            "cost_usd": [0.001, 0.02, 0.0015, 0.03, 0],
+            "calls": [1, 7, 1, 7, 0],
+            "requests": [1, 7, 1, 7, 0],
+            "cache_hits": [0, 0, 0, 2, 0],
+            "models": ["fake:m", "fake:m", "fake:m", "fake:m", ""],
+        }
+    )
     res = A.cost_multiples(costs)
     t = res.table.set_index("method")
     assert "pc" not in t.index and t.loc["llm_zero_shot", "tokens_x"] == 1.0
@@ -115,8 +139,14 @@ def test_cost_multiples_against_zero_shot_in_tokens_and_dollars():
 
 def test_rounds_variants_are_named_checked_and_expanded():
     assert expand_rounds(["mac", "mac@names", "mac_single", "llm_zero_shot", "pc"], [1, 2, 2]) == [
-        "mac (rounds 1)", "mac (rounds 2)", "mac@names (rounds 1)", "mac@names (rounds 2)", "mac_single",
-        "llm_zero_shot", "pc"]
+        "mac (rounds 1)",
+        "mac (rounds 2)",
+        "mac@names (rounds 1)",
+        "mac@names (rounds 2)",
+        "mac_single",
+        "llm_zero_shot",
+        "pc",
+    ]
     assert expand_rounds(["mac"], [3]) == ["mac"] and expand_rounds(["mac"], []) == ["mac"]
     with pytest.raises(ConfigError, match="1-5"):
         expand_rounds(["mac"], [1, 6])
@@ -141,8 +171,9 @@ def test_each_rounds_value_is_its_own_row_and_cache_key(fake_server, make_gatewa
     keys = {r: discovery_key(earthquake, f"mac (rounds {r})", config, gw) for r in (1, 2, 3)}
     assert len(set(keys.values())) == 3 and keys[1] != discovery_key(earthquake, "mac", config, gw)
     # the variant's key does not depend on the run's own mac.rounds
-    assert keys[2] == discovery_key(earthquake, "mac (rounds 2)", config.model_copy(
-        update={"mac": config.mac.model_copy(update={"rounds": 5})}), gw)
+    assert keys[2] == discovery_key(
+        earthquake, "mac (rounds 2)", config.model_copy(update={"mac": config.mac.model_copy(update={"rounds": 5})}), gw
+    )
     out = run_discovery("mdm_only (rounds 2)", earthquake, make_gateway(fake_server, cache=False), config)
     assert out.method == "mdm_only (rounds 2)" and out.status == "complete"
     assert len(out.details["mdm"]["debate"]["rounds"]) == 2

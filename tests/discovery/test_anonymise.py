@@ -29,9 +29,10 @@ def test_modes_hide_names_then_all_metadata(earthquake):
     assert names.variables == ("V1", "V2", "V3", "V4", "V5") and (names.data == earthquake.data).all()
     assert not any(v in text for v in earthquake.variables)
     assert earthquake.metadata.variables["Alarm"].description in text  # descriptions kept
-    assert names.true_graph.directed_edges() == {(f"V{earthquake.variables.index(a) + 1}",
-                                                  f"V{earthquake.variables.index(b) + 1}")
-                                                 for a, b in earthquake.true_graph.directed_edges()}
+    assert names.true_graph.directed_edges() == {
+        (f"V{earthquake.variables.index(a) + 1}", f"V{earthquake.variables.index(b) + 1}")
+        for a, b in earthquake.true_graph.directed_edges()
+    }
     bare, _ = anonymise(earthquake, "all")
     bare_text = metadata_text(bare)
     assert earthquake.metadata.domain not in bare_text and "burglar" not in bare_text.lower()
@@ -42,7 +43,14 @@ def test_modes_hide_names_then_all_metadata(earthquake):
 
 def test_method_variants_resolve_and_expand():
     assert with_anonymise(["mac", "llm_zero_shot", "pc"], ["none", "names", "all"]) == [
-        "mac", "mac@names", "mac@all", "llm_zero_shot", "llm_zero_shot@names", "llm_zero_shot@all", "pc"]
+        "mac",
+        "mac@names",
+        "mac@all",
+        "llm_zero_shot",
+        "llm_zero_shot@names",
+        "llm_zero_shot@all",
+        "pc",
+    ]
     assert resolve_methods(["mac@names", "mac@none"]) == ["mac@names", "mac"]
     with pytest.raises(ConfigError, match="only applies to LLM"):
         resolve_methods(["pc@names"])
@@ -60,8 +68,9 @@ def test_llm_methods_run_once_per_mode_scored_on_real_names(fake_server, make_ga
 
     fake_server.responder = respond
     gw = make_gateway(fake_server)
-    outs = [run_discovery(m, earthquake, gw, seed=0)
-            for m in with_anonymise(["llm_zero_shot"], ["none", "names", "all"])]
+    outs = [
+        run_discovery(m, earthquake, gw, seed=0) for m in with_anonymise(["llm_zero_shot"], ["none", "names", "all"])
+    ]
     assert [o.method for o in outs] == ["llm_zero_shot", "llm_zero_shot@names", "llm_zero_shot@all"]
     assert fake_server.count == 3
     prompts = [r["messages"][1]["content"] for r in fake_server.chat_requests]

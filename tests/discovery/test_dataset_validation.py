@@ -25,8 +25,9 @@ def _case(name: str) -> Path:
 
 
 def _meta(path: Path, variables=("x", "y", "z"), **extra) -> Path:
-    path.write_text(json.dumps({"title": "t", "domain": "d", "variables": {v: f"variable {v}" for v in variables},
-                                **extra}))
+    path.write_text(
+        json.dumps({"title": "t", "domain": "d", "variables": {v: f"variable {v}" for v in variables}, **extra})
+    )
     return path
 
 
@@ -68,13 +69,17 @@ def test_tiny_case_is_refused_against_the_minimum_rows():
     d = _case("r1_tiny_n3")
     _refused(d / "data.csv", "3 rows", "at least 15")
     # the rule is a setting: a lower bar accepts it
-    assert load_user_dataset(d / "data.csv", d / "data.json",
-                             checks=DatasetChecks(min_rows=3, min_rows_per_variable=1)).n == 3
+    assert (
+        load_user_dataset(d / "data.csv", d / "data.json", checks=DatasetChecks(min_rows=3, min_rows_per_variable=1)).n
+        == 3
+    )
 
 
 def test_cases_named_data_csv_get_distinct_names():
-    specs = [str(_case(c) / "data.csv") for c in ("r3_constant_col", "r3_constant_col_discrete", "e2_all_nan_column",
-                                                  "r1_tiny_n3")]
+    specs = [
+        str(_case(c) / "data.csv")
+        for c in ("r3_constant_col", "r3_constant_col_discrete", "e2_all_nan_column", "r1_tiny_n3")
+    ]
     names = unique_dataset_names(specs)
     assert len(set(names.values())) == 4
     assert names[specs[0]] == "r3_constant_col-data" and names == unique_dataset_names(specs)  # stable
@@ -90,10 +95,16 @@ def test_truncated_metadata_names_file_line_and_column(tmp_path):
     assert err.file == str(p.with_suffix(".json"))
 
 
-@pytest.mark.parametrize(("text", "what"), [("", "empty"), ("[1, 2]", "JSON object"),
-                                            ('{"variables": ["x", "y"]}', "variables"),
-                                            ('{"variables": {"x": "a", "y": "b"}, "data_type": "fuzzy"}', "data_type"),
-                                            ('{"variables": {"x": "a"}}', "at least 2")])
+@pytest.mark.parametrize(
+    ("text", "what"),
+    [
+        ("", "empty"),
+        ("[1, 2]", "JSON object"),
+        ('{"variables": ["x", "y"]}', "variables"),
+        ('{"variables": {"x": "a", "y": "b"}, "data_type": "fuzzy"}', "data_type"),
+        ('{"variables": {"x": "a"}}', "at least 2"),
+    ],
+)
 def test_invalid_metadata_is_one_line(tmp_path, text, what):
     p = _csv(tmp_path / "a.csv", header="x,y")
     p.with_suffix(".json").write_text(text)
@@ -147,8 +158,14 @@ def test_missing_value_markers_are_counted_and_dropped_only_when_accepted(tmp_pa
     rows[1], rows[2], rows[3], rows[4], rows[6] = "NA,1,2", "1, ? ,2", "1,2,null", "1,NaN,2", "1,?,"
     p = _csv(tmp_path / "a.csv", rows=rows)
     # refused by default: counted per column and marker, with the rows it would cost and how to accept
-    err = _refused(p, "5 of 40 rows hold a missing value", "'x': 1 ('NA' 1)", "'y': 3 ('?' 2, 'NaN' 1)",
-                   "'z': 2 (empty 1, 'null' 1)", "--drop-missing")
+    err = _refused(
+        p,
+        "5 of 40 rows hold a missing value",
+        "'x': 1 ('NA' 1)",
+        "'y': 3 ('?' 2, 'NaN' 1)",
+        "'z': 2 (empty 1, 'null' 1)",
+        "--drop-missing",
+    )
     assert err.column == "x"
     accept = DatasetChecks(drop_missing=True)
     ds = load_user_dataset(p, p.with_suffix(".json"), checks=accept)
@@ -157,8 +174,10 @@ def test_missing_value_markers_are_counted_and_dropped_only_when_accepted(tmp_pa
     assert ds.extra["missing_by_column"] == {"x": {"NA": 1}, "y": {"?": 2, "NaN": 1}, "z": {"": 1, "null": 1}}
     from agentcausal.discovery.data.user_data import missing_summary
 
-    assert missing_summary(ds) == ("a: dropped 5 of 40 rows with a missing value ('x': 1 ('NA' 1); 'y': 3 "
-                                   "('?' 2, 'NaN' 1); 'z': 2 (empty 1, 'null' 1))")
+    assert missing_summary(ds) == (
+        "a: dropped 5 of 40 rows with a missing value ('x': 1 ('NA' 1); 'y': 3 "
+        "('?' 2, 'NaN' 1); 'z': 2 (empty 1, 'null' 1))"
+    )
     # the metadata can accept it for its own dataset
     _meta(p.with_suffix(".json"), drop_missing=True)
     assert load_user_dataset(p, p.with_suffix(".json")).n == 35
@@ -240,8 +259,14 @@ def test_checks_read_the_environment(monkeypatch, tmp_path):
 def test_names_are_unique_and_stable(tmp_path):
     for f in ("a", "b", "c/a"):
         (tmp_path / f).mkdir(parents=True, exist_ok=True)
-    specs = [str(tmp_path / "a" / "data.csv"), str(tmp_path / "b" / "data.csv"), str(tmp_path / "c" / "a" / "data.csv"),
-             str(tmp_path / "chain.csv"), "asia", str(tmp_path / "b" / "asia.csv")]
+    specs = [
+        str(tmp_path / "a" / "data.csv"),
+        str(tmp_path / "b" / "data.csv"),
+        str(tmp_path / "c" / "a" / "data.csv"),
+        str(tmp_path / "chain.csv"),
+        "asia",
+        str(tmp_path / "b" / "asia.csv"),
+    ]
     names = unique_dataset_names(specs)
     assert len(set(names.values())) == len(specs)
     assert names[specs[3]] == "chain" and names["asia"] == "asia" and names[specs[5]] == "b-asia"
@@ -307,8 +332,25 @@ def test_invalid_datasets_error_lists_each():
 def test_cli_skip_invalid_runs_the_rest_with_distinct_names(tmp_path, capsys):
     good_a, good_b, bad = _two_folders(tmp_path)
     out = tmp_path / "run"
-    rc = main(["discover", "-d", str(good_a), "-d", str(good_b), "-d", str(bad), "-m", "pc", "--skip-invalid",
-               "--cache-dir", str(tmp_path / "cache"), "--out", str(out), "--no-progress"])
+    rc = main(
+        [
+            "discover",
+            "-d",
+            str(good_a),
+            "-d",
+            str(good_b),
+            "-d",
+            str(bad),
+            "-m",
+            "pc",
+            "--skip-invalid",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     assert rc == 0
     df = pd.read_parquet(out / "results.parquet")
     assert sorted(df["dataset"]) == ["siteA-data", "siteB-data"]

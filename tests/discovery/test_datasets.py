@@ -18,8 +18,15 @@ from agentcausal.discovery.data.datasets import (
 )
 from agentcausal.exceptions import DatasetError
 
-EXPECTED = {"earthquake": (5, 4), "cancer": (5, 4), "survey": (6, 6), "asia": (8, 8), "child": (20, 25),
-            "sachs": (11, 17), "alarm": (37, 46)}
+EXPECTED = {
+    "earthquake": (5, 4),
+    "cancer": (5, 4),
+    "survey": (6, 6),
+    "asia": (8, 8),
+    "child": (20, 25),
+    "sachs": (11, 17),
+    "alarm": (37, 46),
+}
 
 
 @pytest.fixture(autouse=True)
@@ -62,9 +69,13 @@ def test_auto_mpg_has_392_rows_and_the_takayama_graph():
     ds = load_dataset("auto")
     assert ds.data.shape == (392, 5) and ds.data_type == "continuous"
     assert ds.variables == ("Displacement", "Mpg", "Horsepower", "Weight", "Acceleration")
-    assert ds.true_graph.directed_edges() == {("Weight", "Displacement"), ("Displacement", "Horsepower"),
-                                              ("Horsepower", "Mpg"), ("Weight", "Mpg"),
-                                              ("Horsepower", "Acceleration")}
+    assert ds.true_graph.directed_edges() == {
+        ("Weight", "Displacement"),
+        ("Displacement", "Horsepower"),
+        ("Horsepower", "Mpg"),
+        ("Weight", "Mpg"),
+        ("Horsepower", "Acceleration"),
+    }
     assert not np.isnan(ds.data).any()
 
 
@@ -87,11 +98,19 @@ def test_metadata_text_and_subset():
 def test_user_dataset_csv_with_metadata(tmp_path):
     rng = np.random.default_rng(0)
     x = rng.normal(size=50)
-    (tmp_path / "toy.csv").write_text("x,y,colour\n" + "\n".join(
-        f"{a:.3f},{2 * a:.3f},{'red' if a > 0 else 'blue'}" for a in x))
-    (tmp_path / "toy.json").write_text(json.dumps({
-        "title": "Toy", "domain": "made up", "variables": {"x": "input", "y": "output", "colour": "label"},
-        "true_edges": [["x", "y"], ["x", "colour"]]}))
+    (tmp_path / "toy.csv").write_text(
+        "x,y,colour\n" + "\n".join(f"{a:.3f},{2 * a:.3f},{'red' if a > 0 else 'blue'}" for a in x)
+    )
+    (tmp_path / "toy.json").write_text(
+        json.dumps(
+            {
+                "title": "Toy",
+                "domain": "made up",
+                "variables": {"x": "input", "y": "output", "colour": "label"},
+                "true_edges": [["x", "y"], ["x", "colour"]],
+            }
+        )
+    )
     ds = load_user_dataset(tmp_path / "toy.csv", tmp_path / "toy.json")
     assert ds.data.shape == (50, 3) and ds.data_type == "continuous"
     assert ds.metadata.variables["colour"].states == ("blue", "red")

@@ -16,10 +16,12 @@ from agentcausal.settings import resolve
 from tests.discovery.conftest import mac_responder, reply_kind
 
 VARS = ("Burglary", "Earthquake", "Alarm")
-GCTX = GraphContext(variables=VARS, metadata="- Burglary: a burglary\n- Alarm: the alarm rings",
-                    evidence=("Burglary -> Alarm",))
-ACTX = AlgorithmContext(variables=VARS, metadata="- Burglary: a burglary", rows="0,1,0\n1,1,1", n=1000,
-                        data_type="discrete")
+GCTX = GraphContext(
+    variables=VARS, metadata="- Burglary: a burglary\n- Alarm: the alarm rings", evidence=("Burglary -> Alarm",)
+)
+ACTX = AlgorithmContext(
+    variables=VARS, metadata="- Burglary: a burglary", rows="0,1,0\n1,1,1", n=1000, data_type="discrete"
+)
 
 
 #: the short prompt set and its caps (the embedded model's preset); the defaults are ``paper``
@@ -53,8 +55,7 @@ def test_graph_debate_judge_votes_decide_the_winner(fake_server, make_gateway):
     fake_server.responder = mac_responder(votes=("B", "B", "A"))
     d = debate_graph(make_gateway(fake_server), GCTX, SMALL)
     assert [r for _, r in roles(fake_server)] == ["Affirmative", "Negative", "Judge"]
-    assert d.verdict.winner == "negative" and d.verdict.votes == {"skeleton": "B", "colliders": "B",
-                                                                  "directions": "A"}
+    assert d.verdict.winner == "negative" and d.verdict.votes == {"skeleton": "B", "colliders": "B", "directions": "A"}
     assert d.winning.edges == (("Alarm", "Burglary"),)
     judge_prompt = fake_server.chat_requests[2]["messages"][1]["content"]
     assert "reversed: A has Burglary -> Alarm, B has Alarm -> Burglary" in judge_prompt
@@ -114,8 +115,12 @@ def test_to_choice_keeps_only_parameters_that_fit_the_data_type():
 
 def test_graph_disagreements_lists_skeleton_collider_and_direction_differences():
     lines = graph_disagreements([("A", "C"), ("B", "C")], [("C", "A"), ("B", "D")])
-    assert lines == ["linked only in A: B -> C", "linked only in B: B -> D", "colliders only in A: A -> C <- B",
-                     "reversed: A has A -> C, B has C -> A"]
+    assert lines == [
+        "linked only in A: B -> C",
+        "linked only in B: B -> D",
+        "colliders only in A: A -> C <- B",
+        "reversed: A has A -> C, B has C -> A",
+    ]
     assert graph_disagreements([("A", "B")], [("A", "B")]) == []
 
 
@@ -124,8 +129,13 @@ def test_paper_prompts_give_each_agent_role_goal_principles_procedure_and_output
     gw = make_gateway(fake_server, cache=False)
     debate_algorithm(gw, ACTX)  # MACSettings() is the paper preset
     debate_graph(gw, GCTX, MACSettings(rounds=2))
-    assert [r for _, r in roles(fake_server)] == ["Affirmative", "Negative", "Judge"] + \
-        ["Affirmative", "Negative", "Affirmative", "Negative", "Judge"]
+    assert [r for _, r in roles(fake_server)] == ["Affirmative", "Negative", "Judge"] + [
+        "Affirmative",
+        "Negative",
+        "Affirmative",
+        "Negative",
+        "Judge",
+    ]
     for body in fake_server.chat_requests:
         user = body["messages"][1]["content"]
         parts = ("Role", "Goal", "Causal principles", "Procedure", "Output format")
@@ -148,16 +158,14 @@ def _props(body) -> list[str]:
     return list(body["response_format"]["json_schema"]["schema"]["properties"])
 
 
-def test_paper_reply_schemas_put_reasons_before_decisions_and_bound_nothing_the_paper_lacks(fake_server,
-                                                                                             make_gateway):
+def test_paper_reply_schemas_put_reasons_before_decisions_and_bound_nothing_the_paper_lacks(fake_server, make_gateway):
     fake_server.responder = mac_responder()
     gw = make_gateway(fake_server, max_output_tokens=7000)
     debate_algorithm(gw, ACTX)
     debate_graph(gw, GCTX)
     b = fake_server.chat_requests
     assert _props(b[0])[0] == "reason" and _props(b[2]) == ["reason", "winner"]
-    assert _props(b[3]) == ["reasoning", "edges"] and _props(b[5]) == ["reason", "skeleton", "colliders",
-                                                                          "directions"]
+    assert _props(b[3]) == ["reasoning", "edges"] and _props(b[5]) == ["reason", "skeleton", "colliders", "directions"]
     schema = b[3]["response_format"]["json_schema"]["schema"]
     assert list(schema["$defs"]["Edge"]["properties"]) == ["reason", "cause", "effect"]
     assert schema["properties"]["edges"]["maxItems"] == 3  # d(d-1)/2 for 3 variables: what a DAG allows

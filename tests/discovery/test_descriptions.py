@@ -21,7 +21,8 @@ RELATION = re.compile(
     r"affect(s|ed|ing)?|influenc(e|es|ed|ing)|depend(s|ed|ing)? on|dependent|due to|because|"
     r"produc(e|es|ed)|determin(e|es|ed)|driv(e|es|en)|responsible|consequence|effect(s)? of|"
     r"induc(e|es|ed)|risk factor(s)?|when they|if (it|they)|so that|which makes|gives rise|explain(s|ed)?)\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 #: (dataset, variable) -> why its description may name another variable
 ALLOWED = {
@@ -47,9 +48,16 @@ def _files():
 
 
 def test_the_relation_pattern_catches_the_leaks_it_is_for():
-    for s in ["A home burglar alarm that can be set off by a burglary", "two findings it can cause",
-              "neighbours may phone when they hear it", "Whether a low-output error affects the reading",
-              "risk factors", "results from smoking", "leads to dyspnoea", "due to pollution"]:
+    for s in [
+        "A home burglar alarm that can be set off by a burglary",
+        "two findings it can cause",
+        "neighbours may phone when they hear it",
+        "Whether a low-output error affects the reading",
+        "risk factors",
+        "results from smoking",
+        "leads to dyspnoea",
+        "due to pollution",
+    ]:
         assert RELATION.search(s), s
     assert not RELATION.search("Heart rate as read by the blood-pressure monitor.")
     assert _names("the house burglar alarm", ["Alarm"]) == ["Alarm"]

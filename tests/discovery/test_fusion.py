@@ -7,8 +7,9 @@ from agentcausal.discovery.mac.fusion import meta_fusion
 
 
 def test_paper_example_hot_sales_swim_attack():
-    g = CausalGraph.from_adjacency(["Hot", "Sales", "Swim", "Attack"],
-                                   [[0, 1, 1, 0], [0, 0, 0, 0], [0, 0, 0, 1], [0, 0, 0, 0]])
+    g = CausalGraph.from_adjacency(
+        ["Hot", "Sales", "Swim", "Attack"], [[0, 1, 1, 0], [0, 0, 0, 0], [0, 0, 0, 1], [0, 0, 0, 0]]
+    )
     out = meta_fusion(g)
     assert out[:3] == ["Hot -> Sales", "Hot -> Swim", "Swim -> Attack"]
     assert out[3:] == ["Hot precedes Attack (indirectly)"]
@@ -21,9 +22,14 @@ def test_undirected_edges_leave_the_direction_undetermined():
 
 def test_pag_marks_are_stated_as_the_field_reads_them():
     """``<->``: a hidden common cause, no direct effect; ``o->``: the tail is undetermined, no reversed effect."""
-    g = CausalGraph(nodes=("A", "B", "C", "D"), edges=(
-        Edge("A", "B", Mark.ARROW, Mark.ARROW), Edge("D", "C", Mark.ARROW, Mark.CIRCLE),
-        Edge("A", "D", Mark.CIRCLE, Mark.CIRCLE)))
+    g = CausalGraph(
+        nodes=("A", "B", "C", "D"),
+        edges=(
+            Edge("A", "B", Mark.ARROW, Mark.ARROW),
+            Edge("D", "C", Mark.ARROW, Mark.CIRCLE),
+            Edge("A", "D", Mark.CIRCLE, Mark.CIRCLE),
+        ),
+    )
     out = meta_fusion(g)
     assert "A <-> B: a hidden common cause of A and B; neither causes the other directly" in out
     oc = next(s for s in out if "o->" in s)

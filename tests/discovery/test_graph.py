@@ -14,14 +14,14 @@ NODES = ["A", "B", "C"]
 def test_general_graph_encoding_hand_built():
     # graph[j, i] = 1 and graph[i, j] = -1 means i -> j; both -1 undirected; both 1 bidirected; 2 circle
     m = np.zeros((3, 3), dtype=int)
-    m[1, 0], m[0, 1] = 1, -1      # A -> B
-    m[1, 2], m[2, 1] = -1, -1     # B --- C
+    m[1, 0], m[0, 1] = 1, -1  # A -> B
+    m[1, 2], m[2, 1] = -1, -1  # B --- C
     g = CausalGraph.from_causallearn(m, NODES, "general_graph")
     assert g.directed_edges() == {("A", "B")}
     assert Edge("B", "C", Mark.TAIL, Mark.TAIL) in g.edges
     m2 = np.zeros((3, 3), dtype=int)
-    m2[0, 2], m2[2, 0] = 2, 1     # A o-> C : mark at A is circle, at C arrow
-    m2[0, 1], m2[1, 0] = 1, 1     # A <-> B
+    m2[0, 2], m2[2, 0] = 2, 1  # A o-> C : mark at A is circle, at C arrow
+    m2[0, 1], m2[1, 0] = 1, 1  # A <-> B
     g2 = CausalGraph.from_causallearn(m2, NODES, "general_graph")
     assert {str(e) for e in g2.edges} == {"A o-> C", "A <-> B"}
     assert g2.directed_edges() == set()
@@ -31,13 +31,13 @@ def test_general_graph_encoding_from_pc_on_a_collider(collider_dataset):
     from causallearn.search.ConstraintBased.PC import pc
 
     cg = pc(collider_dataset.data, 0.01, "fisherz", show_progress=False)
-    assert cg.G.graph[2, 0] == 1 and cg.G.graph[0, 2] == -1   # X -> Z in causal-learn's encoding
+    assert cg.G.graph[2, 0] == 1 and cg.G.graph[0, 2] == -1  # X -> Z in causal-learn's encoding
     g = CausalGraph.from_causallearn(cg.G, ["X", "Y", "Z"])
     assert g.directed_edges() == {("X", "Z"), ("Y", "Z")}
 
 
 def test_exact_search_encoding_hand_built_and_real():
-    dag = np.array([[0, 0, 1], [0, 0, 0], [0, 1, 0]])   # dag[i, j] = 1 means i -> j
+    dag = np.array([[0, 0, 1], [0, 0, 0], [0, 1, 0]])  # dag[i, j] = 1 means i -> j
     g = CausalGraph.from_causallearn(dag, NODES, "exact_search")
     assert g.directed_edges() == {("A", "C"), ("C", "B")}
     from causallearn.search.ScoreBased.ExactSearch import bic_exact_search
@@ -46,11 +46,13 @@ def test_exact_search_encoding_hand_built_and_real():
     x, y = rng.normal(size=2000), rng.normal(size=2000)
     real, _ = bic_exact_search(np.c_[x, y, x + y + 0.5 * rng.normal(size=2000)], max_parents=2)
     assert CausalGraph.from_causallearn(real, ["X", "Y", "Z"], "exact_search").directed_edges() == {
-        ("X", "Z"), ("Y", "Z")}
+        ("X", "Z"),
+        ("Y", "Z"),
+    }
 
 
 def test_lingam_encoding_hand_built_and_real():
-    b = np.array([[0, 0, 0], [2.0, 0, 0], [0, -1.5, 0]])   # B[i, j] != 0 means j -> i
+    b = np.array([[0, 0, 0], [2.0, 0, 0], [0, -1.5, 0]])  # B[i, j] != 0 means j -> i
     g = CausalGraph.from_causallearn(b, NODES, "lingam")
     assert g.directed_edges() == {("A", "B"), ("B", "C")}
     from causallearn.search.FCMBased import lingam
@@ -107,8 +109,11 @@ def test_repair_drops_unknown_self_loop_and_reverse_duplicates():
     r = repair_to_dag(NODES, [("A", "B"), ("B", "A"), ("A", "A"), ("Q", "A"), ("A", "B"), ("C", "B")])
     assert r.graph.directed_edges() == {("A", "B"), ("C", "B")}
     assert [d.split(": ")[1] for d in r.dropped] == [
-        "duplicate or reverse of an earlier edge", "self-loop", "unknown variable",
-        "duplicate or reverse of an earlier edge"]
+        "duplicate or reverse of an earlier edge",
+        "self-loop",
+        "unknown variable",
+        "duplicate or reverse of an earlier edge",
+    ]
 
 
 def test_repair_breaks_two_interleaved_cycles():

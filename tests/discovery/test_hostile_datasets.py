@@ -28,8 +28,9 @@ def _input_limits_restored(monkeypatch):
 
 
 def _meta(path: Path, variables=("x", "y", "z"), **extra) -> Path:
-    path.write_text(json.dumps({"title": "t", "domain": "d", "variables": {v: f"variable {v}" for v in variables},
-                                **extra}))
+    path.write_text(
+        json.dumps({"title": "t", "domain": "d", "variables": {v: f"variable {v}" for v in variables}, **extra})
+    )
     return path
 
 
@@ -71,15 +72,17 @@ def _loop(d: Path) -> Path:
 
 def _deep_meta(d: Path) -> Path:
     p = _csv(d / "deep.csv")
-    p.with_suffix(".json").write_text('{"title": "t", "variables": {"x": "a", "y": "b", "z": "c"}, "extra": '
-                                      + "[" * 50_000 + "]" * 50_000 + "}")
+    p.with_suffix(".json").write_text(
+        '{"title": "t", "variables": {"x": "a", "y": "b", "z": "c"}, "extra": ' + "[" * 50_000 + "]" * 50_000 + "}"
+    )
     return p
 
 
 def _bigint_meta(d: Path) -> Path:
     p = _csv(d / "bigint.csv")
-    p.with_suffix(".json").write_text('{"title": "t", "variables": {"x": "a", "y": "b", "z": "c"}, "n": '
-                                      + "1" * 5000 + "}")
+    p.with_suffix(".json").write_text(
+        '{"title": "t", "variables": {"x": "a", "y": "b", "z": "c"}, "n": ' + "1" * 5000 + "}"
+    )
     return p
 
 
@@ -143,9 +146,14 @@ def test_a_fifo_dataset_never_hangs(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     for make in (_fifo_data, _fifo_meta):
         data = make(tmp_path / make.__name__) if (tmp_path / make.__name__).mkdir() is None else None
-        r = subprocess.run([sys.executable, "-m", "agentcausal", "discover", "--dataset", str(data), "--method", "pc",
-                            "--dry-run"], capture_output=True, text=True, timeout=60, env=env,
-                           stdin=subprocess.DEVNULL)
+        r = subprocess.run(
+            [sys.executable, "-m", "agentcausal", "discover", "--dataset", str(data), "--method", "pc", "--dry-run"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
         assert r.returncode == 2 and "a FIFO" in _one_line(r.stderr)
 
 
@@ -185,8 +193,24 @@ def test_drop_missing_accepts_and_announces_the_rows_dropped(tmp_path, capsys, m
 def test_run_json_records_the_rows_dropped(tmp_path, capsys, monkeypatch):
     data = _missing(tmp_path)
     out = tmp_path / "run"
-    assert main(["discover", "--dataset", str(data), "--method", "pc", "--drop-missing", "--out", str(out),
-                 "--cache-dir", str(tmp_path / "cache"), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "discover",
+                "--dataset",
+                str(data),
+                "--method",
+                "pc",
+                "--drop-missing",
+                "--out",
+                str(out),
+                "--cache-dir",
+                str(tmp_path / "cache"),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     run = json.loads((out / "run.json").read_text())
     assert json.dumps(run).count("missing_by_column") == 1
     found = json.dumps(run)

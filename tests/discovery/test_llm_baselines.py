@@ -48,8 +48,15 @@ def oracle(body: dict) -> str:
         if steps == 0:
             return json.dumps({"thought": "look at the data", "action": "summary"})
         if steps == 1:
-            return json.dumps({"thought": "test a pair", "action": "test", "x": variables[0], "y": variables[1],
-                               "given": [variables[2]]})
+            return json.dumps(
+                {
+                    "thought": "test a pair",
+                    "action": "test",
+                    "x": variables[0],
+                    "y": variables[1],
+                    "given": [variables[2]],
+                }
+            )
         if steps == 2:
             return json.dumps({"thought": "run pc", "action": "run_algorithm", "algorithm": "pc"})
         edges = [{"cause": a, "effect": b} for a, b in sorted(truth()) if a in variables and b in variables]
@@ -79,8 +86,12 @@ def test_react_uses_its_tools_and_sees_their_observations(fake_server, make_gate
     ds = dataset("earthquake", 0)
     fake_server.responder = oracle
     out = run_discovery("react", ds, make_gateway(fake_server), seed=0)
-    assert out.error is None and [s["action"] for s in out.details["steps"]] == ["summary", "test", "run_algorithm",
-                                                                             "finish"]
+    assert out.error is None and [s["action"] for s in out.details["steps"]] == [
+        "summary",
+        "test",
+        "run_algorithm",
+        "finish",
+    ]
     last = fake_server.chat_requests[-1]["messages"][1]["content"]
     assert "Strongest associations" in last and "p = " in last and "pc found:" in last
     assert out.graph.directed_edges() == ds.true_graph.directed_edges()
@@ -88,9 +99,11 @@ def test_react_uses_its_tools_and_sees_their_observations(fake_server, make_gate
 
 def test_react_asks_for_a_final_graph_when_steps_run_out(fake_server, make_gateway):
     ds = dataset("earthquake", 0)
-    fake_server.responder = lambda body: (json.dumps({"thought": "more", "action": "summary"})
-                                          if reply_kind(body)[0] == "ReActStepReply"
-                                          else json.dumps({"edges": [{"cause": "Burglary", "effect": "Alarm"}]}))
+    fake_server.responder = lambda body: (
+        json.dumps({"thought": "more", "action": "summary"})
+        if reply_kind(body)[0] == "ReActStepReply"
+        else json.dumps({"edges": [{"cause": "Burglary", "effect": "Alarm"}]})
+    )
     res = react_mod.react_discovery(make_gateway(fake_server), ds, ReActSettings(max_steps=2))
     assert not res.finished and len(res.steps) == 2 and fake_server.count == 3
     assert res.graph.directed_edges() == {("Burglary", "Alarm")}
@@ -103,8 +116,9 @@ def test_llm_scd_turns_answers_into_a_prior_for_pc(fake_server, make_gateway):
     d = ds.d
     samples = 2 if "sample" in inspect.signature(Gateway.structured).parameters else 1  # else cache hits
     assert fake_server.count == d * (d - 1) * samples
-    assert "A statistical causal discovery algorithm (PC) found" in fake_server.chat_requests[0]["messages"][1][
-        "content"]
+    assert (
+        "A statistical causal discovery algorithm (PC) found" in fake_server.chat_requests[0]["messages"][1]["content"]
+    )
     assert set(res.required) == {f"{a} -> {b}" for a, b in ds.true_graph.directed_edges()}
     assert len(res.forbidden) == d * (d - 1) - len(res.required)
     # PC under the prior: no forbidden direction, and every required pair PC keeps adjacent is oriented so
@@ -122,10 +136,12 @@ def test_ils_csl_supervises_learned_edges_and_iterates(fake_server, make_gateway
     fake_server.responder = oracle
     res = ils_mod.ils_csl(make_gateway(fake_server), ds, ILSCSLSettings())
     first = set(res.iterations[0])
-    asked = [re.search(r"proposes the edge (\w+ -> \w+)", r["messages"][1]["content"]).group(1)
-             for r in fake_server.chat_requests]
+    asked = [
+        re.search(r"proposes the edge (\w+ -> \w+)", r["messages"][1]["content"]).group(1)
+        for r in fake_server.chat_requests
+    ]
     assert set(asked) >= {e.replace(" --> ", " -> ") for e in first}  # every learned edge is judged
-    assert len(asked) == len(set(asked)) == len(res.verdicts)          # each once
+    assert len(asked) == len(set(asked)) == len(res.verdicts)  # each once
     assert len(res.iterations) >= 2
     for e, v in res.verdicts.items():
         a, b = e.split(" -> ")
@@ -153,11 +169,17 @@ def test_ils_csl_search_follows_the_authors_bdeu_prior_and_parent_bound():
 def test_earthquake_and_asia_seeds_0_1_with_mac_in_one_table(fake_server, make_gateway, preset):
     fake_server.responder = oracle
     gw = make_gateway(fake_server)
-    config = DiscoveryConfig(react=ReActSettings(**react_mod.PRESETS[preset]),
-                             llm_scd=LLMSCDSettings(**scd_mod.PRESETS[preset]),
-                             ils_csl=ILSCSLSettings(**ils_mod.PRESETS[preset]))
-    outs = [run_discovery(m, dataset(name, s), gw, config, seed=s)
-            for name in NAMES for s in (0, 1) for m in ("react", "llm_scd", "ils_csl", "mac")]
+    config = DiscoveryConfig(
+        react=ReActSettings(**react_mod.PRESETS[preset]),
+        llm_scd=LLMSCDSettings(**scd_mod.PRESETS[preset]),
+        ils_csl=ILSCSLSettings(**ils_mod.PRESETS[preset]),
+    )
+    outs = [
+        run_discovery(m, dataset(name, s), gw, config, seed=s)
+        for name in NAMES
+        for s in (0, 1)
+        for m in ("react", "llm_scd", "ils_csl", "mac")
+    ]
     assert all(o.error is None and o.graph is not None for o in outs), [o.error for o in outs if o.error]
     table = summary_text(outcomes_frame(outs))
     for name in NAMES:
@@ -175,7 +197,9 @@ def test_paper_bounds_edge_lists_by_what_a_dag_allows_and_small_keeps_2d(fake_se
 
     def respond(body: dict) -> str:
         if reply_kind(body)[0] == "GraphProposal":  # the zero-shot answer: the true edges
-            return json.dumps({"edges": [{"cause": a, "effect": b} for a, b in sorted(asia.true_graph.directed_edges())]})
+            return json.dumps(
+                {"edges": [{"cause": a, "effect": b} for a, b in sorted(asia.true_graph.directed_edges())]}
+            )
         return oracle(body)
 
     fake_server.responder = respond

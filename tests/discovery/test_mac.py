@@ -32,8 +32,9 @@ def test_full_mac_runs_dcm_fusion_mdm_and_outputs_a_dag(fake_server, make_gatewa
     fake_server.responder = mac_responder(affirmative_edges=CYCLIC)
     res = run_mac(make_gateway(fake_server), earthquake, MACSettings(executor="typed"), seed=0)
     kinds = [reply_kind(r) for r in fake_server.chat_requests]
-    assert [k for k, _ in kinds] == ["AlgorithmProposalReply"] * 2 + ["AlgorithmVerdictReply"] + \
-        ["GraphProposal"] * 2 + ["GraphVerdictReply"]
+    assert [k for k, _ in kinds] == ["AlgorithmProposalReply"] * 2 + ["AlgorithmVerdictReply"] + [
+        "GraphProposal"
+    ] * 2 + ["GraphVerdictReply"]
     assert res.dcm.execution.mode == "typed" and res.dcm.execution.choice.algorithm == "pc"
     assert res.fusion and all(s in fake_server.chat_requests[3]["messages"][1]["content"] for s in res.fusion)
     assert res.graph.is_dag()
@@ -58,15 +59,18 @@ def test_ablations_call_only_their_stages(fake_server, make_gateway, earthquake)
 
 @needs_sandbox
 def test_coding_executor_runs_llm_code_in_the_sandbox(fake_server, make_gateway, earthquake):
-    code = ("import numpy as np\nfrom causallearn.search.ConstraintBased.PC import pc\n"
-            "X = np.load('data.npy')\ng = pc(X, 0.05, 'chisq', show_progress=False).G.graph\n"
-            "A = ((g.T == 1) & (g == -1)).astype(int) | ((g == -1) & (g.T == -1)).astype(int)\n"
-            "np.save('adjacency.npy', A)\nopen('encoding.txt', 'w').write('adjacency')\n")
+    code = (
+        "import numpy as np\nfrom causallearn.search.ConstraintBased.PC import pc\n"
+        "X = np.load('data.npy')\ng = pc(X, 0.05, 'chisq', show_progress=False).G.graph\n"
+        "A = ((g.T == 1) & (g == -1)).astype(int) | ((g == -1) & (g.T == -1)).astype(int)\n"
+        "np.save('adjacency.npy', A)\nopen('encoding.txt', 'w').write('adjacency')\n"
+    )
     fake_server.responder = mac_responder(code=code)
     from agentcausal.discovery.statistical.algorithms import PCParams
 
-    exe = ex.execute_coding(make_gateway(fake_server), earthquake, PCParams(indep_test="chisq"),
-                            MACSettings(executor="coding"))
+    exe = ex.execute_coding(
+        make_gateway(fake_server), earthquake, PCParams(indep_test="chisq"), MACSettings(executor="coding")
+    )
     assert exe.mode == "coding" and exe.fallback_reason == "" and len(exe.attempts) == 1
     typed = ex.execute_typed(earthquake, exe.choice)
     assert exe.graph.directed_edges() == typed.graph.directed_edges()
@@ -78,8 +82,12 @@ def test_coding_executor_feeds_tracebacks_back_then_falls_back_to_typed(fake_ser
     fake_server.responder = mac_responder(code="raise ValueError('boom')")
     from agentcausal.discovery.statistical.algorithms import PCParams
 
-    exe = ex.execute_coding(make_gateway(fake_server), earthquake, PCParams(indep_test="chisq"),
-                            MACSettings(executor="coding", coding_attempts=2))
+    exe = ex.execute_coding(
+        make_gateway(fake_server),
+        earthquake,
+        PCParams(indep_test="chisq"),
+        MACSettings(executor="coding", coding_attempts=2),
+    )
     assert exe.mode == "typed" and "coding failed after 2 attempt(s)" in exe.fallback_reason
     assert len(exe.attempts) == 2 and "ValueError: boom" in exe.attempts[0].error
     retry = fake_server.chat_requests[1]["messages"]
@@ -97,9 +105,11 @@ def test_coding_executor_feeds_tracebacks_back_then_falls_back_to_typed(fake_ser
     assert list(body["response_format"]["json_schema"]["schema"]["properties"]) == ["code"]
 
 
-CODE_PC = ("import numpy as np\nfrom causallearn.search.ConstraintBased.PC import pc\n"
-           "X = np.load('data.npy')\ng = pc(X, 0.05, 'chisq', show_progress=False).G.graph\n"
-           "np.save('adjacency.npy', g)\nopen('encoding.txt', 'w').write('general_graph')\n")
+CODE_PC = (
+    "import numpy as np\nfrom causallearn.search.ConstraintBased.PC import pc\n"
+    "X = np.load('data.npy')\ng = pc(X, 0.05, 'chisq', show_progress=False).G.graph\n"
+    "np.save('adjacency.npy', g)\nopen('encoding.txt', 'w').write('general_graph')\n"
+)
 
 
 @needs_sandbox
@@ -112,14 +122,17 @@ def test_default_config_runs_the_coding_agent_where_the_sandbox_works(fake_serve
     assert out.details["dcm"]["execution"]["mode"] == "coding" and out.status == "complete"
     assert out.models["mac.coder"] == "fake:fake-model" and "executor_fallback" not in out.details
     # the key names the executor that runs, the same as when it is asked for by name
-    assert discovery_key(earthquake, "mac", DiscoveryConfig()) == \
-        discovery_key(earthquake, "mac", DiscoveryConfig(mac=MACSettings(executor="coding")))
-    assert discovery_key(earthquake, "mac", DiscoveryConfig()) != \
-        discovery_key(earthquake, "mac", DiscoveryConfig(mac=MACSettings(executor="typed")))
+    assert discovery_key(earthquake, "mac", DiscoveryConfig()) == discovery_key(
+        earthquake, "mac", DiscoveryConfig(mac=MACSettings(executor="coding"))
+    )
+    assert discovery_key(earthquake, "mac", DiscoveryConfig()) != discovery_key(
+        earthquake, "mac", DiscoveryConfig(mac=MACSettings(executor="typed"))
+    )
 
 
-def test_default_config_runs_typed_and_says_why_where_the_sandbox_cannot(fake_server, make_gateway, earthquake,
-                                                                          monkeypatch):
+def test_default_config_runs_typed_and_says_why_where_the_sandbox_cannot(
+    fake_server, make_gateway, earthquake, monkeypatch
+):
     monkeypatch.setattr(ex, "sandbox_available", lambda: "no namespaces here")
     fake_server.responder = mac_responder()
     config = DiscoveryConfig().resolved()
@@ -140,8 +153,7 @@ def test_small_preset_keeps_the_typed_executor():
     assert method_settings("mac", DiscoveryConfig())["executor"] in ("coding", "typed")
 
 
-def test_coding_executor_falls_back_when_the_sandbox_is_unavailable(fake_server, make_gateway, earthquake,
-                                                                    monkeypatch):
+def test_coding_executor_falls_back_when_the_sandbox_is_unavailable(fake_server, make_gateway, earthquake, monkeypatch):
     monkeypatch.setattr(ex, "sandbox_available", lambda: "no namespaces here")
     from agentcausal.discovery.statistical.algorithms import PCParams
 
@@ -170,8 +182,7 @@ def test_run_discovery_records_statistical_llm_and_failed_methods(fake_server, m
 
 
 def test_resolve_methods_and_cache_keys(fake_server, make_gateway, earthquake):
-    assert resolve_methods(["statistical", "mac", "pc"]) == ["pc", "fci", "ges", "exact_search", "direct_lingam",
-                                                             "mac"]
+    assert resolve_methods(["statistical", "mac", "pc"]) == ["pc", "fci", "ges", "exact_search", "direct_lingam", "mac"]
     with pytest.raises(ConfigError, match="choose from"):
         resolve_methods(["magic"])
     gw = make_gateway(fake_server)
@@ -183,7 +194,8 @@ def test_resolve_methods_and_cache_keys(fake_server, make_gateway, earthquake):
     assert k != discovery_key(load_dataset("earthquake", n=500, seed=1), "mac", cfg, gw, seed=0)
     # statistical keys ignore the LLM settings
     assert discovery_key(earthquake, "pc", cfg, gw) == discovery_key(
-        earthquake, "pc", DiscoveryConfig(mac=MACSettings(rounds=2)), None)
+        earthquake, "pc", DiscoveryConfig(mac=MACSettings(rounds=2)), None
+    )
     with pytest.raises(ConfigError):
         discovery_key(earthquake, "nope", cfg)
     json.dumps(k)

@@ -26,8 +26,13 @@ def test_mac_on_earthquake_with_the_embedded_model(tmp_path):
     assert out.error is None, out.error
     assert out.prompt_version == "mac-2026-11-v6"  # the small set
     assert out.graph is not None and out.graph.is_dag()
-    assert out.details["dcm"]["execution"]["choice"]["algorithm"] in ("pc", "fci", "ges", "exact_search",
-                                                                      "direct_lingam")
+    assert out.details["dcm"]["execution"]["choice"]["algorithm"] in (
+        "pc",
+        "fci",
+        "ges",
+        "exact_search",
+        "direct_lingam",
+    )
     assert out.usage["mac.debate"]["requests"] >= 4
 
 
@@ -42,9 +47,12 @@ def test_llm_baselines_on_earthquake_with_the_embedded_model(tmp_path):
 
     gw = Gateway.from_settings(cache_dir=tmp_path / "llm")
     ds = load_dataset("earthquake", n=1000, seed=0)
-    config = DiscoveryConfig(mac=SMALL_MAC, react=react.ReActSettings(**react.PRESETS["small"]),
-                             llm_scd=llm_scd.LLMSCDSettings(**llm_scd.PRESETS["small"]),
-                             ils_csl=ils_csl.ILSCSLSettings(**ils_csl.PRESETS["small"]))
+    config = DiscoveryConfig(
+        mac=SMALL_MAC,
+        react=react.ReActSettings(**react.PRESETS["small"]),
+        llm_scd=llm_scd.LLMSCDSettings(**llm_scd.PRESETS["small"]),
+        ils_csl=ils_csl.ILSCSLSettings(**ils_csl.PRESETS["small"]),
+    )
     outs = [run_discovery(m, ds, gw, config, seed=0) for m in ("react", "llm_scd", "ils_csl", "mac")]
     for o in outs:
         assert o.graph is not None and o.error is None, (o.method, o.error)

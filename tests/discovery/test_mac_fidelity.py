@@ -19,8 +19,10 @@ from agentcausal.llm.gateway import Gateway
 from agentcausal.llm.profiles import Profile
 from tests.discovery.conftest import mac_responder, reply_kind, with_required_reasons
 
-gateway_has_sample = pytest.mark.skipif("sample" not in inspect.signature(Gateway.structured).parameters,
-                                        reason="Gateway.structured has no sample index yet (gateway branch)")
+gateway_has_sample = pytest.mark.skipif(
+    "sample" not in inspect.signature(Gateway.structured).parameters,
+    reason="Gateway.structured has no sample index yet (gateway branch)",
+)
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +57,9 @@ def test_mdm_only_gets_an_independent_sample_per_seed(fake_server, make_gateway,
 
 @gateway_has_sample
 @pytest.mark.parametrize("method", ["llm_zero_shot", "mdm_only"])
-def test_two_seeds_under_small_send_two_requests_at_a_sampling_temperature(fake_server, make_gateway, earthquake,
-                                                                          method):
+def test_two_seeds_under_small_send_two_requests_at_a_sampling_temperature(
+    fake_server, make_gateway, earthquake, method
+):
     """A run asking for several samples calls at the preset's sampling temperature, each seed its own draw."""
     from agentcausal.settings import resolve
 
@@ -90,14 +93,16 @@ def test_the_sampling_temperature_enters_the_key_and_the_plan(fake_server, make_
         assert method_settings(m, small.model_copy(update={"samples": 2}))["temperature_used"] == 0.7
     # paper: the profile's temperature (0) whatever the count, so keys do not change with it
     paper = DiscoveryConfig()
-    assert discovery_key(earthquake, "mac", paper, gw) == \
-        discovery_key(earthquake, "mac", paper.model_copy(update={"samples": 5}), gw)
+    assert discovery_key(earthquake, "mac", paper, gw) == discovery_key(
+        earthquake, "mac", paper.model_copy(update={"samples": 5}), gw
+    )
 
 
 def test_repeat_enters_the_cache_key_and_sample_indices_are_distinct(fake_server, make_gateway, earthquake):
     gw = make_gateway(fake_server)
-    assert discovery_key(earthquake, "mac", DiscoveryConfig(), gw, seed=0) != \
-        discovery_key(earthquake, "mac", DiscoveryConfig(repeat=1), gw, seed=0)
+    assert discovery_key(earthquake, "mac", DiscoveryConfig(), gw, seed=0) != discovery_key(
+        earthquake, "mac", DiscoveryConfig(repeat=1), gw, seed=0
+    )
     idx = {sample_index(s, r) for s in range(5) for r in range(3)}
     assert len(idx) == 15 and sample_index(0) == 0
 
@@ -109,8 +114,10 @@ def alarm():
 
 def test_graph_budget_follows_d_names_and_reasons_and_fits_alarm(fake_server, make_gateway, alarm):
     """Alarm: 37 variables, 46 true edges. The old cap (24 + 30 d = 1134 tokens) could not hold the answer."""
-    true_edges = [{"cause": a, "effect": b, "reason": "x" * PRESETS["small"]["edge_reason_chars"]}
-                  for a, b in sorted(alarm.true_graph.directed_edges())]
+    true_edges = [
+        {"cause": a, "effect": b, "reason": "x" * PRESETS["small"]["edge_reason_chars"]}
+        for a, b in sorted(alarm.true_graph.directed_edges())
+    ]
     answer_chars = len(json.dumps({"edges": true_edges}))
     small = MACSettings(**PRESETS["small"])
 
@@ -121,22 +128,25 @@ def test_graph_budget_follows_d_names_and_reasons_and_fits_alarm(fake_server, ma
         return mac_responder()(body)
 
     fake_server.responder = respond
-    res = run_mac(make_gateway(fake_server), alarm, small.model_copy(update={"stages": "mdm_only",
-                                                                             "single_agent": True}))
+    res = run_mac(
+        make_gateway(fake_server), alarm, small.model_copy(update={"stages": "mdm_only", "single_agent": True})
+    )
     sent = fake_server.chat_requests[0]["max_tokens"]
     assert sent == graph_reply_tokens(alarm.variables, max_edges=2 * alarm.d, reason_chars=60)
     assert sent > 1134 and sent * 3 >= answer_chars  # room for the true answer at 3 characters per token
     assert res.graph.directed_edges() == alarm.true_graph.directed_edges()
     # longer reasons (paper preset) need more; without reasons less
-    assert graph_reply_tokens(alarm.variables, max_edges=74, reason_chars=160) > sent > \
-        graph_reply_tokens(alarm.variables, max_edges=74, reason_chars=0)
+    assert (
+        graph_reply_tokens(alarm.variables, max_edges=74, reason_chars=160)
+        > sent
+        > graph_reply_tokens(alarm.variables, max_edges=74, reason_chars=0)
+    )
 
 
 @pytest.mark.skipif("max_output_tokens" not in Profile.model_fields, reason="Profile has no max_output_tokens yet")
 def test_graph_budget_is_bounded_by_the_profile_ceiling(fake_server, make_gateway, alarm):
     fake_server.responder = mac_responder(affirmative_edges=(("HR", "CO"),))
-    run_mac(make_gateway(fake_server, max_output_tokens=900), alarm,
-            MACSettings(stages="mdm_only", single_agent=True))
+    run_mac(make_gateway(fake_server, max_output_tokens=900), alarm, MACSettings(stages="mdm_only", single_agent=True))
     assert fake_server.chat_requests[0]["max_tokens"] == 900
 
 
@@ -190,8 +200,11 @@ def _reasoned(aff_edges, neg_edges, verdict):
 
 
 def test_graph_replies_carry_reasons_that_the_negative_and_the_judge_read(fake_server, make_gateway, earthquake):
-    fake_server.responder = _reasoned([("Burglary", "Alarm")], [("Alarm", "Burglary")],
-                                      {"skeleton": "A", "colliders": "tie", "directions": "B", "reason": "even"})
+    fake_server.responder = _reasoned(
+        [("Burglary", "Alarm")],
+        [("Alarm", "Burglary")],
+        {"skeleton": "A", "colliders": "tie", "directions": "B", "reason": "even"},
+    )
     res = run_mac(make_gateway(fake_server), earthquake, MACSettings(stages="mdm_only"))
     reqs = fake_server.chat_requests
     schema = reqs[0]["response_format"]["json_schema"]["schema"]
@@ -205,23 +218,29 @@ def test_graph_replies_carry_reasons_that_the_negative_and_the_judge_read(fake_s
     assert res.mdm.debate.verdict.winner == "affirmative" and "tie to affirmative" in res.mdm.debate.verdict.reason
 
 
-@pytest.mark.parametrize("tie_break, aff, neg, winner", [
-    ("negative", [("Burglary", "Alarm")], [("Alarm", "Burglary")], "negative"),
-    ("fewer_edges", [("Burglary", "Alarm"), ("Earthquake", "Alarm")], [("Alarm", "Burglary")], "negative"),
-    ("fewer_edges", [("Burglary", "Alarm")], [("Alarm", "Burglary"), ("Earthquake", "Alarm")], "affirmative"),
-])
+@pytest.mark.parametrize(
+    "tie_break, aff, neg, winner",
+    [
+        ("negative", [("Burglary", "Alarm")], [("Alarm", "Burglary")], "negative"),
+        ("fewer_edges", [("Burglary", "Alarm"), ("Earthquake", "Alarm")], [("Alarm", "Burglary")], "negative"),
+        ("fewer_edges", [("Burglary", "Alarm")], [("Alarm", "Burglary"), ("Earthquake", "Alarm")], "affirmative"),
+    ],
+)
 def test_tie_break_setting(fake_server, make_gateway, earthquake, tie_break, aff, neg, winner):
-    fake_server.responder = _reasoned(aff, neg, {"skeleton": "tie", "colliders": "tie", "directions": "tie",
-                                                 "reason": "even"})
+    fake_server.responder = _reasoned(
+        aff, neg, {"skeleton": "tie", "colliders": "tie", "directions": "tie", "reason": "even"}
+    )
     res = run_mac(make_gateway(fake_server), earthquake, MACSettings(stages="mdm_only", tie_break=tie_break))
     assert res.mdm.debate.verdict.winner == winner
 
 
 def test_overall_judge_rule_and_edges_without_reasons(fake_server, make_gateway, earthquake):
-    fake_server.responder = _reasoned([("Burglary", "Alarm")], [("Alarm", "Burglary")],
-                                      {"winner": "B", "reason": "B is right"})
-    res = run_mac(make_gateway(fake_server), earthquake,
-                  MACSettings(stages="mdm_only", judge_rule="overall", edge_reason_chars=0))
+    fake_server.responder = _reasoned(
+        [("Burglary", "Alarm")], [("Alarm", "Burglary")], {"winner": "B", "reason": "B is right"}
+    )
+    res = run_mac(
+        make_gateway(fake_server), earthquake, MACSettings(stages="mdm_only", judge_rule="overall", edge_reason_chars=0)
+    )
     names = [reply_kind(r)[0] for r in fake_server.chat_requests]
     assert names[-1] == "GraphOverallVerdictReply" and res.mdm.debate.verdict.winner == "negative"
     edge = fake_server.chat_requests[0]["response_format"]["json_schema"]["schema"]["$defs"]["Edge"]

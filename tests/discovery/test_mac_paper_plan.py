@@ -12,13 +12,22 @@ from agentcausal.discovery.mac.settings import PAPER_UNSPECIFIED, PRESETS
 from agentcausal.llm.preview import placeholder
 
 #: every setting that caps a completion, a reason, an edge list or the orderings
-BOUNDS = ("max_orderings", "reason_chars", "edge_reason_chars", "edges_per_variable", "algorithm_max_tokens",
-          "verdict_max_tokens", "graph_max_tokens", "coder_max_tokens")
+BOUNDS = (
+    "max_orderings",
+    "reason_chars",
+    "edge_reason_chars",
+    "edges_per_variable",
+    "algorithm_max_tokens",
+    "verdict_max_tokens",
+    "graph_max_tokens",
+    "coder_max_tokens",
+)
 
 
 def _plan(capsys, *extra: str) -> dict:
-    assert main(["discover", "--dataset", "earthquake", "--method", "mac", "--routing", "paper", *extra,
-                 "--dry-run"]) == 0
+    assert (
+        main(["discover", "--dataset", "earthquake", "--method", "mac", "--routing", "paper", *extra, "--dry-run"]) == 0
+    )
     return json.loads(capsys.readouterr().out)
 
 
@@ -36,19 +45,39 @@ def test_paper_dry_run_shows_no_bound_the_paper_lacks_and_the_paper_prompt_set(c
     assert small["prompts"] == "small" and all(small[k] == PRESETS["small"][k] for k in BOUNDS if k in PRESETS["small"])
 
 
-@pytest.mark.parametrize("method, calls", [
-    ("mac", ["DCM algorithm debate: Affirmative", "DCM algorithm debate: Negative", "DCM algorithm debate: Judge",
-             "DCM Causal Coding Executor: write the script", "DCM Causal Coding Executor: debug a failed script",
-             "MDM graph debate: Affirmative", "MDM graph debate: Negative", "MDM graph debate: Judge"]),
-    ("mdm_only", ["MDM graph debate: Affirmative", "MDM graph debate: Negative", "MDM graph debate: Judge"]),
-    ("mac_single", ["DCM algorithm debate: Affirmative", "DCM Causal Coding Executor: write the script",
-                    "DCM Causal Coding Executor: debug a failed script", "MDM graph debate: Affirmative"]),
-])
-def test_show_prompts_renders_each_mac_agent_with_role_principles_procedure_and_output_format(capsys, monkeypatch,
-                                                                                            method, calls):
+@pytest.mark.parametrize(
+    "method, calls",
+    [
+        (
+            "mac",
+            [
+                "DCM algorithm debate: Affirmative",
+                "DCM algorithm debate: Negative",
+                "DCM algorithm debate: Judge",
+                "DCM Causal Coding Executor: write the script",
+                "DCM Causal Coding Executor: debug a failed script",
+                "MDM graph debate: Affirmative",
+                "MDM graph debate: Negative",
+                "MDM graph debate: Judge",
+            ],
+        ),
+        ("mdm_only", ["MDM graph debate: Affirmative", "MDM graph debate: Negative", "MDM graph debate: Judge"]),
+        (
+            "mac_single",
+            [
+                "DCM algorithm debate: Affirmative",
+                "DCM Causal Coding Executor: write the script",
+                "DCM Causal Coding Executor: debug a failed script",
+                "MDM graph debate: Affirmative",
+            ],
+        ),
+    ],
+)
+def test_show_prompts_renders_each_mac_agent_with_role_principles_procedure_and_output_format(
+    capsys, monkeypatch, method, calls
+):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # nothing is requested: no key needed
-    assert main(["discover", "-d", "earthquake", "-m", method, "-m", "pc", "--routing", "paper",
-                 "--show-prompts"]) == 0
+    assert main(["discover", "-d", "earthquake", "-m", method, "-m", "pc", "--routing", "paper", "--show-prompts"]) == 0
     out = capsys.readouterr().out
     blocks = [b for b in out.split("\n=== ") if b.strip()]
     headers = [b.lstrip("= ").splitlines()[0] for b in blocks]
@@ -62,8 +91,11 @@ def test_show_prompts_renders_each_mac_agent_with_role_principles_procedure_and_
         assert "--- system ---\n" in b and "--- user ---\n" in b
         if "debate" in b.splitlines()[0]:
             assert "# Causal principles\n" in b
-    graph_judge = next(b for b in blocks if f"{method} on earthquake · MDM graph debate: Judge" in b) \
-        if method != "mac_single" else ""
+    graph_judge = (
+        next(b for b in blocks if f"{method} on earthquake · MDM graph debate: Judge" in b)
+        if method != "mac_single"
+        else ""
+    )
     if graph_judge:
         assert placeholder("the Affirmative (A)") in graph_judge and "Colliders (v-structures)" in graph_judge
     if method == "mac":

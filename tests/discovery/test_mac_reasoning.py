@@ -26,12 +26,20 @@ from tests.discovery.conftest import mac_responder, reply_kind
 HIDDEN = 3000
 BUDGET = 8000
 #: a reasoning model's dialect, without declaring that hidden reasoning spends the cap
-DIALECT = {"token_cap_param": "max_completion_tokens", "temperature_allowed": False, "seed_supported": False,
-           "hidden_reasoning_counts": False, "max_output_tokens": BUDGET, "timeout_s": 10.0}
+DIALECT = {
+    "token_cap_param": "max_completion_tokens",
+    "temperature_allowed": False,
+    "seed_supported": False,
+    "hidden_reasoning_counts": False,
+    "max_output_tokens": BUDGET,
+    "timeout_s": 10.0,
+}
 EDGES = (("Burglary", "Alarm"), ("Earthquake", "Alarm"), ("Alarm", "JohnCalls"), ("Alarm", "MaryCalls"))
-CODE_PC = ("import numpy as np\nfrom causallearn.search.ConstraintBased.PC import pc\n"
-           "X = np.load('data.npy')\ng = pc(X, 0.05, 'chisq', show_progress=False).G.graph\n"
-           "np.save('adjacency.npy', g)\nopen('encoding.txt', 'w').write('general_graph')\n")
+CODE_PC = (
+    "import numpy as np\nfrom causallearn.search.ConstraintBased.PC import pc\n"
+    "X = np.load('data.npy')\ng = pc(X, 0.05, 'chisq', show_progress=False).G.graph\n"
+    "np.save('adjacency.npy', g)\nopen('encoding.txt', 'w').write('general_graph')\n"
+)
 #: the caps MAC had under every preset before the paper prompt set (mac/debate.py's 120 and 100 tokens)
 OLD_CAPS = {"algorithm_max_tokens": 120, "verdict_max_tokens": 100}
 
@@ -42,15 +50,25 @@ def earthquake():
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("caps", [
-    pytest.param({}, id="paper"),
-    pytest.param(OLD_CAPS, id="old-120-100-caps", marks=pytest.mark.xfail(
-        strict=True, reason="3,000 hidden tokens eat a 120- or 100-token cap: no visible reply")),
-])
+@pytest.mark.parametrize(
+    "caps",
+    [
+        pytest.param({}, id="paper"),
+        pytest.param(
+            OLD_CAPS,
+            id="old-120-100-caps",
+            marks=pytest.mark.xfail(
+                strict=True, reason="3,000 hidden tokens eat a 120- or 100-token cap: no visible reply"
+            ),
+        ),
+    ],
+)
 def test_mac_paper_completes_on_a_reasoning_model_with_3000_hidden_tokens(earthquake, tmp_path, caps):
-    with FakeOpenAIServer(dialect="reasoning", reasoning_tokens=HIDDEN,
-                          responder=mac_responder(affirmative_edges=EDGES, negative_edges=EDGES[:3],
-                                                  code=CODE_PC)) as srv:
+    with FakeOpenAIServer(
+        dialect="reasoning",
+        reasoning_tokens=HIDDEN,
+        responder=mac_responder(affirmative_edges=EDGES, negative_edges=EDGES[:3], code=CODE_PC),
+    ) as srv:
         gw = Gateway(fake_profiles(srv.base_url, **DIALECT), cache_dir=tmp_path / "llm", max_retries=1)
         config = DiscoveryConfig(mac=MACSettings(**caps))  # the paper preset, the executor that works here
         out = run_discovery("mac", earthquake, gw, config, seed=0)

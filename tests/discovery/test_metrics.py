@@ -21,8 +21,8 @@ def test_identical_graphs_score_perfectly():
 def test_reversed_missing_and_extra_edges_hand_computed():
     # pred: B -> A (reversed), B -> C (right), A -> C missing, C -> D extra
     pred = CausalGraph.from_edges(NODES, [("B", "A"), ("B", "C"), ("C", "D")])
-    assert shd(TRUE, pred) == 3                      # reversal 1 + missing 1 + extra 1
-    assert shd(TRUE, pred, reversal_cost=2) == 4     # reversal 2 + missing 1 + extra 1
+    assert shd(TRUE, pred) == 3  # reversal 1 + missing 1 + extra 1
+    assert shd(TRUE, pred, reversal_cost=2) == 4  # reversal 2 + missing 1 + extra 1
     assert nhd(TRUE, pred) == pytest.approx(4 / 16)  # skeleton: A-C missing, C-D extra, both entries each
     m = evaluate_graph(TRUE, pred)
     assert (m.precision, m.recall) == (pytest.approx(1 / 3), pytest.approx(1 / 3))

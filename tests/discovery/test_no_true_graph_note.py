@@ -33,8 +33,12 @@ def test_the_flow_writes_the_note_into_run_json_and_report_md(tmp_path):
     from flows.discover import discover
 
     spec = _write(tmp_path, {"domain": "toy", "variables": {"a": "first", "b": "second"}})
-    run = discover(datasets=[spec], methods=["pc"], settings=RunSettings(cache_dir=str(tmp_path / "cache")),
-                   out_dir=str(tmp_path / "run"))
+    run = discover(
+        datasets=[spec],
+        methods=["pc"],
+        settings=RunSettings(cache_dir=str(tmp_path / "cache")),
+        out_dir=str(tmp_path / "run"),
+    )
     notes = json.loads((tmp_path / "run" / "run.json").read_text())["notes"]
     assert len(notes) == 1 and "no true graph" in notes[0]
     assert notes[0] in (tmp_path / "run" / "report.md").read_text()

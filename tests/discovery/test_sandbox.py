@@ -56,7 +56,7 @@ def test_sandbox_limits_memory():
 @needs_sandbox
 def test_sandbox_scrubs_the_environment_and_round_trips_files(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
-    script = ("import os\nprint(sorted(os.environ))\nopen('out.txt', 'w').write(open('in.txt').read().upper())")
+    script = "import os\nprint(sorted(os.environ))\nopen('out.txt', 'w').write(open('in.txt').read().upper())"
     res = run_sandboxed(script, {"in.txt": b"hello"}, output_names=("out.txt", "missing.txt"), timeout_s=20)
     assert res.returncode == 0, res.stderr
     assert "OPENAI_API_KEY" not in res.stdout and "sk-secret" not in res.stdout
@@ -264,8 +264,9 @@ def test_cli_refuses_coding_and_marks_auto_fallback(monkeypatch, capsys):
     assert main(["discover", "--dataset", "asia", "--method", "mac", "--executor", "coding"]) == 2
     err = capsys.readouterr().err
     assert "bubblewrap missing" in err and len(err.strip().splitlines()) == 1
-    args = argparse.Namespace(rounds=1, subset_size=5, executor="auto", coding_attempts=3, timeout=300.0,
-                              methods=["pc", "MAC"])
+    args = argparse.Namespace(
+        rounds=1, subset_size=5, executor="auto", coding_attempts=3, timeout=300.0, methods=["pc", "MAC"]
+    )
     config = build_config(args)
     assert config.mac.executor == "typed" and "bubblewrap missing" in config.executor_fallback
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
@@ -284,8 +285,9 @@ def test_cli_executor_default_is_the_presets(monkeypatch, capsys):
     from agentcausal.cli.discover import build_config
 
     monkeypatch.setattr(executor, "sandbox_available", lambda: "bubblewrap missing")
-    args = argparse.Namespace(rounds=None, subset_size=None, executor=None, coding_attempts=None, timeout=None,
-                              methods=["mac"])
+    args = argparse.Namespace(
+        rounds=None, subset_size=None, executor=None, coding_attempts=None, timeout=None, methods=["mac"]
+    )
     paper = build_config(args, "paper")
     assert paper.mac.executor == "typed" and "bubblewrap missing" in paper.executor_fallback
     assert "bubblewrap missing" in capsys.readouterr().err
@@ -307,8 +309,9 @@ def test_auto_fallback_is_marked_in_the_rows_that_run_dcm(fake_server, make_gate
     from agentcausal.discovery.mac.settings import MACSettings
 
     # as the CLI resolves --executor auto where the sandbox cannot run
-    config = DiscoveryConfig(mac=MACSettings(executor="typed"),
-                             executor_fallback="executor auto: the coding sandbox cannot run here (x)")
+    config = DiscoveryConfig(
+        mac=MACSettings(executor="typed"), executor_fallback="executor auto: the coding sandbox cannot run here (x)"
+    )
     gw = make_gateway(fake_server)
     dcm = run_discovery("dcm_only", ds, gw, config)
     assert dcm.error is None and dcm.details["executor_fallback"] == config.executor_fallback
@@ -321,10 +324,10 @@ def test_redact_replaces_profile_keys_and_secret_named_variables(monkeypatch, tm
     toml = tmp_path / "profiles.toml"
     toml.write_text('[profiles.p]\nkind = "chat"\nbase_url = "http://x"\nmodel = "m"\napi_key_env = "MY_CRED"\n')
     monkeypatch.setenv("AGENTCAUSAL_PROFILES", str(toml))
-    monkeypatch.setenv("MY_CRED", "cred-value-123")          # named by a profile, not by its name
-    monkeypatch.setenv("GITHUB_TOKEN", "ghp_abcdefgh")        # matched by name
-    monkeypatch.setenv("DB_PASSWORD", "short")                # under 8 characters: left alone
-    monkeypatch.setenv("HOME_DIR_NAME", "cred-value-123-x")   # not secret by name; longer overlapping value
+    monkeypatch.setenv("MY_CRED", "cred-value-123")  # named by a profile, not by its name
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_abcdefgh")  # matched by name
+    monkeypatch.setenv("DB_PASSWORD", "short")  # under 8 characters: left alone
+    monkeypatch.setenv("HOME_DIR_NAME", "cred-value-123-x")  # not secret by name; longer overlapping value
     monkeypatch.setenv("OTHER_SETTING", "ghp_abcdefgh-not")
     text = "a cred-value-123 b ghp_abcdefgh c short"
     assert redact(text) == "a [REDACTED:MY_CRED] b [REDACTED:GITHUB_TOKEN] c short"
@@ -337,8 +340,9 @@ def test_redact_replaces_profile_keys_and_secret_named_variables(monkeypatch, tm
 @needs_sandbox
 def test_sandbox_output_is_redacted(monkeypatch):
     monkeypatch.setenv("SANDBOX_TEST_API_KEY", "sk-visible-in-script-only")
-    res = run_sandboxed("import sys\nprint('sk-visible-in-script-only')\nsys.exit('sk-visible-in-script-only')",
-                        timeout_s=20)
+    res = run_sandboxed(
+        "import sys\nprint('sk-visible-in-script-only')\nsys.exit('sk-visible-in-script-only')", timeout_s=20
+    )
     assert "sk-visible" not in res.stdout + res.stderr
     assert "[REDACTED:SANDBOX_TEST_API_KEY]" in res.stdout and "[REDACTED:SANDBOX_TEST_API_KEY]" in res.stderr
 
@@ -382,8 +386,11 @@ def test_redact_catches_the_common_encodings_of_a_secret(monkeypatch, kind):
     import binascii
 
     for token in out.replace("\n", "").split():
-        for decode in (lambda t: base64.b64decode(t + "=" * (-len(t) % 4)), bytes.fromhex,
-                       lambda t: base64.urlsafe_b64decode(t + "=" * (-len(t) % 4))):
+        for decode in (
+            lambda t: base64.b64decode(t + "=" * (-len(t) % 4)),
+            bytes.fromhex,
+            lambda t: base64.urlsafe_b64decode(t + "=" * (-len(t) % 4)),
+        ):
             try:
                 assert SECRET.encode() not in decode(token)
             except (ValueError, binascii.Error):
@@ -397,8 +404,12 @@ def test_redact_leaves_ordinary_text_alone(monkeypatch):
     monkeypatch.setenv("ENC_TEST_API_KEY", SECRET)
     import base64
 
-    text = ("PC on 5 variables; adjacency [[0, 1], [0, 0]] " + base64.b64encode(bytes(range(256))).decode()
-            + " deadbeef%20cafe " + "x" * 100)
+    text = (
+        "PC on 5 variables; adjacency [[0, 1], [0, 0]] "
+        + base64.b64encode(bytes(range(256))).decode()
+        + " deadbeef%20cafe "
+        + "x" * 100
+    )
     assert redact(text) == text
 
 
@@ -443,8 +454,9 @@ from joblib import Parallel, delayed
 print("JOBLIB", sum(Parallel(n_jobs=2)(delayed(abs)(-i) for i in range(4))))
 np.save("adjacency.npy", (g.G.graph != 0).astype(int))
 """
-    res = run_sandboxed(script, {"data.npy": _npy(ds.data)}, output_names=("adjacency.npy",), timeout_s=240,
-                        memory_mb=4096)
+    res = run_sandboxed(
+        script, {"data.npy": _npy(ds.data)}, output_names=("adjacency.npy",), timeout_s=240, memory_mb=4096
+    )
     assert res.returncode == 0 and res.killed_for == "", res.stderr[-2000:]
     assert res.stdout.split() == ["PC", "5", "FCI", "5", "GES", "5", "LINGAM", "5", "EXACT", "5", "JOBLIB", "6"]
     assert np.load(__import__("io").BytesIO(res.outputs["adjacency.npy"])).shape == (5, 5)

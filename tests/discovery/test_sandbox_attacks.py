@@ -140,10 +140,16 @@ print(json.dumps({'sandboxed': res.stdout, 'stderr': res.stderr, 'control': cont
 
 
 def test_parent_environment_is_unreadable():
-    secret = "attack-secret-value-" + str(random.randrange(10 ** 9))
+    secret = "attack-secret-value-" + str(random.randrange(10**9))
     env = {**os.environ, "AGENTCAUSAL_ATTACK_SECRET": secret, "PYTHONPATH": str(REPO)}
-    r = subprocess.run([sys.executable, "-c", ENVIRON_DRIVER], input=ENVIRON_READER, capture_output=True, text=True,
-                       env=env, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-c", ENVIRON_DRIVER],
+        input=ENVIRON_READER,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["sandboxed"].startswith("NOTFOUND"), out
@@ -171,9 +177,15 @@ def test_etc_shadow_and_home_are_invisible():
 
 def test_writes_outside_the_temp_dir_do_not_reach_the_host():
     host_tmp = _world_dir()
-    marker = f"pwned-{random.randrange(10 ** 9)}"
-    targets = [REPO / marker, REPO / "cache" / marker, Path.home() / ".cache" / marker, host_tmp / marker,
-               Path(tempfile.gettempdir()) / marker, Path(sys.prefix) / marker]
+    marker = f"pwned-{random.randrange(10**9)}"
+    targets = [
+        REPO / marker,
+        REPO / "cache" / marker,
+        Path.home() / ".cache" / marker,
+        host_tmp / marker,
+        Path(tempfile.gettempdir()) / marker,
+        Path(sys.prefix) / marker,
+    ]
     script = textwrap.dedent(f"""
         import os
         for t in {[str(t) for t in targets]!r}:
@@ -213,7 +225,7 @@ def test_unix_sockets_on_disk_and_abstract_are_unreachable():
     srv.listen()
     srv.setblocking(False)
     abstract = socket.socket(socket.AF_UNIX)
-    name = f"\0agentcausal-attack-{random.randrange(10 ** 9)}"
+    name = f"\0agentcausal-attack-{random.randrange(10**9)}"
     abstract.bind(name)
     abstract.listen()
     abstract.setblocking(False)
@@ -242,8 +254,11 @@ def test_unix_sockets_on_disk_and_abstract_are_unreachable():
 
 
 def test_id_is_not_root():
-    res = run_sandboxed("import os, subprocess\nprint(subprocess.run(['id', '-u'], capture_output=True, text=True)"
-                        ".stdout.strip(), os.getuid(), os.geteuid())", timeout_s=30)
+    res = run_sandboxed(
+        "import os, subprocess\nprint(subprocess.run(['id', '-u'], capture_output=True, text=True)"
+        ".stdout.strip(), os.getuid(), os.geteuid())",
+        timeout_s=30,
+    )
     assert res.returncode == 0, res.stderr
     uids = res.stdout.split()
     assert "0" not in uids
@@ -303,7 +318,7 @@ def _alive_sleepers(arg: str) -> list[int]:
 
 @pytest.mark.parametrize("main_waits", [True, False], ids=["main-hangs", "main-exits"])
 def test_setsid_grandchild_dies_at_the_timeout(main_waits):
-    arg = f"{random.randrange(10 ** 6)}.5"
+    arg = f"{random.randrange(10**6)}.5"
     script = textwrap.dedent(f"""
         import os, time
         pid = os.fork()
@@ -330,24 +345,35 @@ def test_setsid_grandchild_dies_at_the_timeout(main_waits):
 
 
 def test_output_file_size_and_disk_are_capped():
-    res = run_sandboxed("import sys\nsys.stdout.write('y' * 5_000_000)\nprint('END')", timeout_s=30,
-                        limits=SandboxLimits(output_bytes=10_000))
+    res = run_sandboxed(
+        "import sys\nsys.stdout.write('y' * 5_000_000)\nprint('END')",
+        timeout_s=30,
+        limits=SandboxLimits(output_bytes=10_000),
+    )
     assert res.returncode == 0 and len(res.stdout) < 11_000 and res.stdout.rstrip().endswith("END")
     assert "earlier bytes dropped" in res.stdout
-    res = run_sandboxed(textwrap.dedent("""
+    res = run_sandboxed(
+        textwrap.dedent("""
         try:
             open('big', 'wb').write(b'z' * (8 * 2 ** 20))
             print('WROTE')
         except OSError as e:
             print('EFBIG', e.errno)
-        """), timeout_s=30, limits=SandboxLimits(file_size_mb=4))
+        """),
+        timeout_s=30,
+        limits=SandboxLimits(file_size_mb=4),
+    )
     assert res.stdout.split() == ["EFBIG", str(errno.EFBIG)]
-    res = run_sandboxed(textwrap.dedent("""
+    res = run_sandboxed(
+        textwrap.dedent("""
         import time
         for i in range(12):
             open(f'f{i}', 'wb').write(b'z' * (3 * 2 ** 20))
         time.sleep(30)
-        """), timeout_s=30, limits=SandboxLimits(file_size_mb=4, disk_mb=20))
+        """),
+        timeout_s=30,
+        limits=SandboxLimits(file_size_mb=4, disk_mb=20),
+    )
     assert res.killed_for == "disk" and not res.timed_out
 
 
@@ -411,8 +437,8 @@ def test_keyrings_of_the_parent_cannot_be_read_or_written():
     import ctypes
 
     keyctl, add_key = _nr("keyctl"), _nr("add_key")
-    desc = f"agentcausal-probe-{random.randrange(10 ** 9)}".encode()
-    secret = f"keyring-secret-{random.randrange(10 ** 9)}".encode()
+    desc = f"agentcausal-probe-{random.randrange(10**9)}".encode()
+    secret = f"keyring-secret-{random.randrange(10**9)}".encode()
     # a fresh session keyring for this test process, so the key's home is known and goes with it
     session, e = _keyctl(keyctl, 1, None)
     if session < 0:
@@ -426,8 +452,14 @@ def test_keyrings_of_the_parent_cannot_be_read_or_written():
     assert _keyctl(keyctl, 8, ctypes.c_long(u_key), ctypes.c_long(-4))[0] == 0  # KEYCTL_LINK into @u
     assert _keyctl(keyctl, 9, ctypes.c_long(u_key), ctypes.c_long(-3))[0] == 0  # KEYCTL_UNLINK from @s
     try:
-        probe = dict(keyctl=keyctl, add_key=add_key, request_key=_nr("request_key"),
-                     serials=[s_key, u_key, session, user_ring], desc=desc, desc_text=desc.decode())
+        probe = dict(
+            keyctl=keyctl,
+            add_key=add_key,
+            request_key=_nr("request_key"),
+            serials=[s_key, u_key, session, user_ring],
+            desc=desc,
+            desc_text=desc.decode(),
+        )
         script = KEYRING_PROBE.format(**probe, writes=True)
         res = run_sandboxed(script, timeout_s=30)
         assert res.returncode == 0, res.stderr
@@ -438,10 +470,15 @@ def test_keyrings_of_the_parent_cannot_be_read_or_written():
         assert all(c[1] == "-1" and c[2] == str(errno.EPERM) for c in calls), res.stdout
         assert "PROCKEYS 0" in res.stdout or "PROCKEYS-DENIED" in res.stdout  # not even the descriptions
         # the same probe outside the sandbox reads both keys: only the sandbox stops it
-        control = subprocess.run([sys.executable, "-c", KEYRING_PROBE.format(**probe, writes=False)],
-                                 capture_output=True, text=True, timeout=30)
-        assert f"PAYLOAD {secret!r}" in control.stdout and f"PAYLOAD {secret + b'-u'!r}" in control.stdout, \
+        control = subprocess.run(
+            [sys.executable, "-c", KEYRING_PROBE.format(**probe, writes=False)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert f"PAYLOAD {secret!r}" in control.stdout and f"PAYLOAD {secret + b'-u'!r}" in control.stdout, (
             control.stdout
+        )
         buf = ctypes.create_string_buffer(256)
         n, _ = _keyctl(keyctl, 11, ctypes.c_long(s_key), buf, 256)
         assert buf.raw[:n] == secret  # not overwritten
@@ -478,19 +515,21 @@ print('X32-SURVIVED')
 
 
 def test_seccomp_refuses_what_a_causal_learn_script_never_needs():
-    calls = [("ptrace", _nr("ptrace"), (16, 1, 0, 0)),            # PTRACE_ATTACH to init
-             ("memfd", _nr("memfd_create"), (b"flood", 0)),
-             ("shmget", _nr("shmget"), (0, 1 << 20, 0o1600)),     # IPC_PRIVATE | IPC_CREAT
-             ("msgget", _nr("msgget"), (0, 0o1600)),
-             ("bpf", _nr("bpf"), (0, None, 0)),
-             ("userfaultfd", _nr("userfaultfd"), (0,)),
-             ("io_uring", _nr("io_uring_setup"), (4, None)),
-             ("unshare", _nr("unshare"), (0x10000000,)),            # CLONE_NEWUSER
-             ("clone-newns", _nr("clone"), (0x00020000 | 17, 0, 0, 0, 0)),  # CLONE_NEWNS | SIGCHLD
-             ("clone3", _nr("clone3"), (None, 0)),
-             ("mount", _nr("mount"), (b"none", b"/tmp", b"tmpfs", 0, None)),
-             ("perf", _nr("perf_event_open"), (None, 0, -1, -1, 0)),
-             ("vm_read", _nr("process_vm_readv"), (1, None, 0, None, 0, 0))]
+    calls = [
+        ("ptrace", _nr("ptrace"), (16, 1, 0, 0)),  # PTRACE_ATTACH to init
+        ("memfd", _nr("memfd_create"), (b"flood", 0)),
+        ("shmget", _nr("shmget"), (0, 1 << 20, 0o1600)),  # IPC_PRIVATE | IPC_CREAT
+        ("msgget", _nr("msgget"), (0, 0o1600)),
+        ("bpf", _nr("bpf"), (0, None, 0)),
+        ("userfaultfd", _nr("userfaultfd"), (0,)),
+        ("io_uring", _nr("io_uring_setup"), (4, None)),
+        ("unshare", _nr("unshare"), (0x10000000,)),  # CLONE_NEWUSER
+        ("clone-newns", _nr("clone"), (0x00020000 | 17, 0, 0, 0, 0)),  # CLONE_NEWNS | SIGCHLD
+        ("clone3", _nr("clone3"), (None, 0)),
+        ("mount", _nr("mount"), (b"none", b"/tmp", b"tmpfs", 0, None)),
+        ("perf", _nr("perf_event_open"), (None, 0, -1, -1, 0)),
+        ("vm_read", _nr("process_vm_readv"), (1, None, 0, None, 0, 0)),
+    ]
     res = run_sandboxed(SECCOMP_PROBE.format(calls=calls, keyctl=_nr("keyctl")), timeout_s=30)
     out = dict((ln.split()[0], ln.split()[1:]) for ln in res.stdout.splitlines() if ln.split()[0] not in ("SOCKET",))
     assert out["MODE"] == ["2"]
@@ -548,15 +587,23 @@ def test_memfd_flood_is_refused_outright():
         """)
     res = run_sandboxed(script, timeout_s=30, memory_mb=256)
     assert res.stdout.split() == ["REFUSED", str(errno.EPERM)], res.stderr
-    control = subprocess.run([sys.executable, "-c", "import os; os.memfd_create('x'); print('CREATED')"],
-                             capture_output=True, text=True, timeout=30)
+    control = subprocess.run(
+        [sys.executable, "-c", "import os; os.memfd_create('x'); print('CREATED')"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert control.stdout.strip() == "CREATED"
 
 
 def test_tmpfs_flood_counts_as_memory_and_is_killed_at_the_cap():
     """Pages written to /dev/shm (tmpfs) are memory no process maps: the watchdog counts them."""
-    res = run_sandboxed(FLOOD + "flood('/dev/shm/flood')\nimport time; time.sleep(30)\n", timeout_s=60,
-                        memory_mb=256, limits=SandboxLimits(disk_mb=1024))
+    res = run_sandboxed(
+        FLOOD + "flood('/dev/shm/flood')\nimport time; time.sleep(30)\n",
+        timeout_s=60,
+        memory_mb=256,
+        limits=SandboxLimits(disk_mb=1024),
+    )
     assert res.killed_for == "memory" and not res.timed_out, (res.stdout[-300:], res.stderr[-300:])
     assert _mib(res.stdout) < 256 + 64  # one poll interval of writing past the cap at most
     assert "256 MiB" in res.stderr
@@ -652,12 +699,43 @@ def test_attacks_fail_for_an_unprivileged_caller():
             pytest.skip(f"needs {tool} to run as another user")
     base = _world_dir()
     needed = sorted({os.path.realpath(p) for p in (sys.base_prefix, sys.prefix, REPO)})
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(base), "PYTHONPATH": str(REPO), "LANG": "C.UTF-8",
-           "PREFECT_HOME": str(base / "prefect"), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    cmd = ["unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", _REACH, "sh", *needed, "--",
-           "setpriv", f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups", "--inh-caps=-all",
-           sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", f"--basetemp={base / 'pt'}",
-           "-k", "not unprivileged_caller", str(Path(__file__).resolve())]
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(base),
+        "PYTHONPATH": str(REPO),
+        "LANG": "C.UTF-8",
+        "PREFECT_HOME": str(base / "prefect"),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }
+    cmd = [
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "/bin/sh",
+        "-c",
+        _REACH,
+        "sh",
+        *needed,
+        "--",
+        "setpriv",
+        f"--reuid={SANDBOX_UID}",
+        f"--regid={SANDBOX_UID}",
+        "--clear-groups",
+        "--inh-caps=-all",
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-rs",
+        "-p",
+        "no:cacheprovider",
+        f"--basetemp={base / 'pt'}",
+        "-k",
+        "not unprivileged_caller",
+        str(Path(__file__).resolve()),
+    ]
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(base), timeout=600)
     finally:

@@ -46,22 +46,45 @@ def _files_containing(root: Path, needle: bytes) -> list[str]:
 def test_hostile_coder_leaks_no_key_into_any_file(fake_server, tmp_path, monkeypatch, capsys):
     from agentcausal.cli import main
 
-    secret = f"sk-e2e-{random.randrange(10 ** 12):012d}-secret"
+    secret = f"sk-e2e-{random.randrange(10**12):012d}-secret"
     monkeypatch.setenv(KEY_ENV, secret)
     fake_server.responder = mac_responder(code=HOSTILE)
     toml = tmp_path / "profiles.toml"
     toml.write_text(
         f'[profiles.fake]\nkind = "chat"\nbase_url = "{fake_server.base_url}"\nmodel = "fake-model"\n'
         f'api_key_env = "{KEY_ENV}"\nmax_concurrency = 4\ntimeout_s = 30\ncontext_window = 8192\n\n'
-        '[routings.default]\ndefault = "fake"\n')
+        '[routings.default]\ndefault = "fake"\n'
+    )
     out, cache = tmp_path / "run", tmp_path / "cache"
-    rc = main(["discover", "--dataset", "cancer", "--method", "dcm_only", "--n", "200", "--executor", "coding",
-               "--coding-attempts", "2", "--profiles", str(toml), "--cache-dir", str(cache), "--out", str(out),
-               "--no-progress"])
+    rc = main(
+        [
+            "discover",
+            "--dataset",
+            "cancer",
+            "--method",
+            "dcm_only",
+            "--n",
+            "200",
+            "--executor",
+            "coding",
+            "--coding-attempts",
+            "2",
+            "--profiles",
+            str(toml),
+            "--cache-dir",
+            str(cache),
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     printed = capsys.readouterr()
     assert rc == 0, printed.err
-    coder = [b for b in fake_server.chat_requests if b.get("response_format", {}).get("json_schema", {})
-             .get("name") == "CodeReply"]
+    coder = [
+        b
+        for b in fake_server.chat_requests
+        if b.get("response_format", {}).get("json_schema", {}).get("name") == "CodeReply"
+    ]
     assert len(coder) == 2  # the hostile script ran, failed, and its stderr went back for a second attempt
     assert "LEAK" in coder[1]["messages"][-1]["content"]
     assert all(b["_auth"] == f"Bearer {secret}" for b in coder)  # the key was in use by the parent

@@ -40,9 +40,15 @@ def test_a_complete_statistical_run_is_complete_and_not_reused(collider_dataset)
 
 def test_metadata_is_in_the_key_of_llm_methods_and_the_truth_in_no_key(collider_dataset, make_gateway, fake_server):
     gw = make_gateway(fake_server)
-    meta = DatasetMetadata(title="collider", domain="toy", variables={
-        "X": VariableInfo(description="cause one"), "Y": VariableInfo(description="cause two"),
-        "Z": VariableInfo(description="final outcome (edited)")})
+    meta = DatasetMetadata(
+        title="collider",
+        domain="toy",
+        variables={
+            "X": VariableInfo(description="cause one"),
+            "Y": VariableInfo(description="cause two"),
+            "Z": VariableInfo(description="final outcome (edited)"),
+        },
+    )
     edited = dataclasses.replace(collider_dataset, metadata=meta)
     retruthed = dataclasses.replace(collider_dataset, true_graph=CausalGraph.from_edges("XYZ", [("Z", "Y")]))
     config = DiscoveryConfig()
@@ -55,19 +61,26 @@ def test_metadata_is_in_the_key_of_llm_methods_and_the_truth_in_no_key(collider_
 
 
 def test_mac_fallbacks_are_degraded():
-    details = {"dcm": {"execution": {"fallback_reason": "coding failed after 2 attempt(s): boom"},
-                       "debate": {"notes": []}},
-               "mdm": {"debate": {"notes": ["Judge reply invalid (x); Affirmative wins"]}}}
+    details = {
+        "dcm": {"execution": {"fallback_reason": "coding failed after 2 attempt(s): boom"}, "debate": {"notes": []}},
+        "mdm": {"debate": {"notes": ["Judge reply invalid (x); Affirmative wins"]}},
+    }
     why = degradation(details)
     assert "coding failed" in why and "Judge reply invalid" in why
     assert degradation({"dcm": {"execution": {"fallback_reason": ""}, "debate": {"notes": []}}}) is None
 
 
-@pytest.mark.parametrize("kind, role", [
-    ("AlgorithmProposalReply", "Affirmative"), ("AlgorithmProposalReply", "Negative"),
-    ("AlgorithmVerdictReply", None), ("GraphProposal", "Affirmative"), ("GraphProposal", "Negative"),
-    ("GraphVerdictReply", None),
-])
+@pytest.mark.parametrize(
+    "kind, role",
+    [
+        ("AlgorithmProposalReply", "Affirmative"),
+        ("AlgorithmProposalReply", "Negative"),
+        ("AlgorithmVerdictReply", None),
+        ("GraphProposal", "Affirmative"),
+        ("GraphProposal", "Negative"),
+        ("GraphVerdictReply", None),
+    ],
+)
 def test_every_unreadable_mac_reply_gives_a_marked_row(fake_server, make_gateway, kind, role):
     # each MAC fallback fills its typed result with values of the declared types: a row is marked
     # (degraded, or content_failed where no fallback exists), never a crashed task
@@ -82,7 +95,11 @@ def test_every_unreadable_mac_reply_gives_a_marked_row(fake_server, make_gateway
         return "no json here" if name == kind and role in (None, who) else base(body)
 
     fake_server.responder = respond
-    out = run_discovery("mac", load_dataset("earthquake", n=300, seed=0), make_gateway(fake_server),
-                        DiscoveryConfig(mac=MACSettings(executor="typed")))
+    out = run_discovery(
+        "mac",
+        load_dataset("earthquake", n=300, seed=0),
+        make_gateway(fake_server),
+        DiscoveryConfig(mac=MACSettings(executor="typed")),
+    )
     assert out.status in ("degraded", "content_failed"), (out.status, out.status_detail)
     assert out.status_detail

@@ -17,10 +17,16 @@ from agentcausal_fakes.responders import HANDLED_SCHEMAS, BenchResponder, instan
 
 
 def _trace(n: int = 7, tid: str = "bench/seven-steps") -> Trace:
-    return Trace(id=tid, source="examples", question="How many moons has Mars?", ground_truth="2",
-                 steps=[Step(index=i, agent=f"Agent{i % 3}", content=f"step {i}: looked up moon data, found {i}")
-                        for i in range(n)],
-                 label=Label(agent="Agent1", step=1))
+    return Trace(
+        id=tid,
+        source="examples",
+        question="How many moons has Mars?",
+        ground_truth="2",
+        steps=[
+            Step(index=i, agent=f"Agent{i % 3}", content=f"step {i}: looked up moon data, found {i}") for i in range(n)
+        ],
+        label=Label(agent="Agent1", step=1),
+    )
 
 
 def _usage(att):
@@ -49,13 +55,21 @@ def test_split_gca_and_every_dcfa_stage_are_handled(fake_server, make_gateway):
     from agentcausal.attribution.dcfa import PRESETS as DCFA_PRESETS
     from agentcausal.attribution.echo_settings import PRESETS as ECHO_PRESETS
 
-    for method, settings in [("all_at_once", None), ("step_by_step", None), ("binary_search", None),
-                             ("binary_search", BASELINE_PRESETS["small"]), ("step_by_step", BASELINE_PRESETS["small"]),
-                             ("dcfa", {"mdi_cgc": "joint"}), ("dcfa", {"cgc": "equations", "simulation": "equations",
-                                                                       "ded": "equations"}),
-                             ("dcfa", None), ("dcfa", DCFA_PRESETS["small"]),
-                             ("dcfa", {"with_ground_truth": False}), ("a2p", None), ("echo", None),
-                             ("echo", ECHO_PRESETS["small"])]:
+    for method, settings in [
+        ("all_at_once", None),
+        ("step_by_step", None),
+        ("binary_search", None),
+        ("binary_search", BASELINE_PRESETS["small"]),
+        ("step_by_step", BASELINE_PRESETS["small"]),
+        ("dcfa", {"mdi_cgc": "joint"}),
+        ("dcfa", {"cgc": "equations", "simulation": "equations", "ded": "equations"}),
+        ("dcfa", None),
+        ("dcfa", DCFA_PRESETS["small"]),
+        ("dcfa", {"with_ground_truth": False}),
+        ("a2p", None),
+        ("echo", None),
+        ("echo", ECHO_PRESETS["small"]),
+    ]:
         for k in range(6):  # several traces, so DED (needs two candidates) is reached
             att = run_method(_trace(5 + k, f"bench/t{k}"), method, gw, settings)
             calls, requests = _usage(att)
@@ -74,21 +88,38 @@ def test_replies_repeat_exactly(fake_server, make_gateway):
     assert outs[0] == outs[1]
 
 
-@pytest.mark.parametrize("model", [
-    mac_prompts.AlgorithmProposalReply, mac_prompts.AlgorithmVerdictReply, mac_prompts.GraphVerdictReply,
-    mac_prompts.CodeReply, mac_prompts.graph_reply_model(("Smoking", "Cancer", "Xray")),
-])
+@pytest.mark.parametrize(
+    "model",
+    [
+        mac_prompts.AlgorithmProposalReply,
+        mac_prompts.AlgorithmVerdictReply,
+        mac_prompts.GraphVerdictReply,
+        mac_prompts.CodeReply,
+        mac_prompts.graph_reply_model(("Smoking", "Cancer", "Xray")),
+    ],
+)
 def test_generic_instances_validate_for_other_reply_models(model):
     inst = instance_from_schema(model.model_json_schema(), seed=3)
     model.model_validate(inst)
 
 
 def test_unknown_schema_gets_a_generic_reply():
-    body = {"messages": [{"role": "user", "content": "x"}],
-            "response_format": {"type": "json_schema", "json_schema": {
-                "name": "Unseen", "schema": {"type": "object", "properties": {
-                    "k": {"type": "integer", "minimum": 2, "maximum": 4},
-                    "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "minItems": 2}}}}}}
+    body = {
+        "messages": [{"role": "user", "content": "x"}],
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {
+                "name": "Unseen",
+                "schema": {
+                    "type": "object",
+                    "properties": {
+                        "k": {"type": "integer", "minimum": 2, "maximum": 4},
+                        "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "minItems": 2},
+                    },
+                },
+            },
+        },
+    }
     import json
 
     reply = json.loads(BenchResponder()(body))

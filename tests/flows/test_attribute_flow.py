@@ -37,7 +37,8 @@ def fake_settings(fake_server, tmp_path):
     toml = tmp_path / "profiles.toml"
     toml.write_text(
         f'[profiles.fake]\nkind = "chat"\nbase_url = "{fake_server.base_url}"\nmodel = "fake-model"\n'
-        'max_concurrency = 4\ntimeout_s = 5\ncontext_window = 8192\n\n[routings.default]\ndefault = "fake"\n')
+        'max_concurrency = 4\ntimeout_s = 5\ncontext_window = 8192\n\n[routings.default]\ndefault = "fake"\n'
+    )
     return RunSettings(profiles_path=str(toml), cache_dir=str(tmp_path / "cache"))
 
 
@@ -65,12 +66,15 @@ def test_attribute_flow_writes_run_and_reuses_cache(fake_server, fake_settings, 
     df2 = pd.read_parquet(Path(run2) / "results.parquet")
     # identical records (same seconds, requests > 0): the task did not rerun, not even from the LLM cache
     key = ["trace_id", "method"]
-    pd.testing.assert_frame_equal(df.sort_values(key)[["seconds", "requests", "pred_step"]].reset_index(drop=True),
-                                  df2.sort_values(key)[["seconds", "requests", "pred_step"]].reset_index(drop=True))
+    pd.testing.assert_frame_equal(
+        df.sort_values(key)[["seconds", "requests", "pred_step"]].reset_index(drop=True),
+        df2.sort_values(key)[["seconds", "requests", "pred_step"]].reset_index(drop=True),
+    )
 
     # changing a setting changes the key: all_at_once reruns (served by the LLM cache or the server)
-    run3 = attribute(corpus, methods=["all_at_once"], with_ground_truth=False, settings=fake_settings,
-                     out_dir=str(tmp_path / "run3"))
+    run3 = attribute(
+        corpus, methods=["all_at_once"], with_ground_truth=False, settings=fake_settings, out_dir=str(tmp_path / "run3")
+    )
     df3 = pd.read_parquet(Path(run3) / "results.parquet")
     assert fake_server.count == first + 2
     assert all(json.loads(s)["with_ground_truth"] is False for s in df3["settings_json"])
@@ -88,9 +92,23 @@ def test_flow_rejects_unknown_method_before_any_call(fake_server, fake_settings,
 def test_cli_attribute_runs_flow_and_prints_table(fake_server, fake_settings, tmp_path, capsys):
     from agentcausal.cli import main
 
-    rc = main(["attribute", str(EXAMPLES), "-m", "all_at_once", "--limit", "2", "--profiles",
-               fake_settings.profiles_path, "--cache-dir", fake_settings.cache_dir, "--out", str(tmp_path / "run"),
-               "--no-ground-truth"])
+    rc = main(
+        [
+            "attribute",
+            str(EXAMPLES),
+            "-m",
+            "all_at_once",
+            "--limit",
+            "2",
+            "--profiles",
+            fake_settings.profiles_path,
+            "--cache-dir",
+            fake_settings.cache_dir,
+            "--out",
+            str(tmp_path / "run"),
+            "--no-ground-truth",
+        ]
+    )
     assert rc == 0
     out = capsys.readouterr().out
     assert "all_at_once" in out and "Hit@1 ±1" in out and str(tmp_path / "run") in out
@@ -102,9 +120,22 @@ def test_cli_attribute_runs_flow_and_prints_table(fake_server, fake_settings, tm
 def test_cli_repeats_send_sample_and_store_the_plan(fake_server, fake_settings, tmp_path, capsys):
     from agentcausal.cli import main
 
-    rc = main(["attribute", str(EXAMPLES / "wrong_unit_at_step_2.json"), "-m", "all_at_once", "--repeats", "2",
-               "--profiles", fake_settings.profiles_path, "--cache-dir", fake_settings.cache_dir,
-               "--out", str(tmp_path / "run")])
+    rc = main(
+        [
+            "attribute",
+            str(EXAMPLES / "wrong_unit_at_step_2.json"),
+            "-m",
+            "all_at_once",
+            "--repeats",
+            "2",
+            "--profiles",
+            fake_settings.profiles_path,
+            "--cache-dir",
+            fake_settings.cache_dir,
+            "--out",
+            str(tmp_path / "run"),
+        ]
+    )
     assert rc == 0
     assert fake_server.count == 2  # repeat 1 is a new request (sample=1 in its cache key), not a cache hit
     assert sorted(str(r.get("seed")) for r in fake_server.chat_requests) == ["1", "None"]  # seed = repeat index
@@ -133,11 +164,15 @@ def test_lce_transport_failure_keeps_the_hypothesis_and_is_not_cached(fake_serve
 
     fake_server.responder = responder
     toml = Path(fake_settings.profiles_path)
-    toml.write_text(toml.read_text() + 'embed = "fake-embed"\n\n[profiles.fake-embed]\nkind = "embedding"\n'
-                    f'base_url = "{fake_server.base_url}"\nmodel = "fake-embed"\n')
+    toml.write_text(
+        toml.read_text() + 'embed = "fake-embed"\n\n[profiles.fake-embed]\nkind = "embedding"\n'
+        f'base_url = "{fake_server.base_url}"\nmodel = "fake-embed"\n'
+    )
     corpus = [str(EXAMPLES / "wrong_unit_at_step_2.json")]
-    df = pd.read_parquet(Path(attribute(corpus, methods=["dcfa"], settings=fake_settings,
-                                        out_dir=str(tmp_path / "r1"))) / "results.parquet")
+    df = pd.read_parquet(
+        Path(attribute(corpus, methods=["dcfa"], settings=fake_settings, out_dir=str(tmp_path / "r1")))
+        / "results.parquet"
+    )
     row = df.iloc[0]
     assert row["status"] == "degraded" and pd.isna(row["error"])
     details = json.loads(row["details_json"])

@@ -116,17 +116,25 @@ def test_demo_results_equal_the_golden_copy(fake_server, tmp_path):
     toml = tmp_path / "profiles.toml"
     toml.write_text(
         f'[profiles.fake]\nkind = "chat"\nbase_url = "{fake_server.base_url}"\nmodel = "fake-model"\n'
-        'max_concurrency = 4\ntimeout_s = 10\ncontext_window = 8192\n\n'
+        "max_concurrency = 4\ntimeout_s = 10\ncontext_window = 8192\n\n"
         f'[profiles.fake-embed]\nkind = "embedding"\nbase_url = "{fake_server.base_url}"\nmodel = "fake-embed"\n\n'
-        '[routings.default]\ndefault = "fake"\nembed = "fake-embed"\n')
+        '[routings.default]\ndefault = "fake"\nembed = "fake-embed"\n'
+    )
     settings = RunSettings(profiles_path=str(toml), cache_dir=str(tmp_path / "cache"))
-    plan = DemoSelection(trace_paths=(str(EXAMPLES / "wrong_unit_at_step_2.json"),
-                                 str(EXAMPLES / "misread_tool_output_at_step_4.json")),
-                    datasets=("earthquake",), statistical_methods=("pc", "ges"), llm_methods=("mac", "llm_zero_shot"),
-                    llm_datasets=("earthquake",), seeds=(0,), n=300, out_dir=str(tmp_path / "demo"))
+    plan = DemoSelection(
+        trace_paths=(str(EXAMPLES / "wrong_unit_at_step_2.json"), str(EXAMPLES / "misread_tool_output_at_step_4.json")),
+        datasets=("earthquake",),
+        statistical_methods=("pc", "ges"),
+        llm_methods=("mac", "llm_zero_shot"),
+        llm_datasets=("earthquake",),
+        seeds=(0,),
+        n=300,
+        out_dir=str(tmp_path / "demo"),
+    )
     dirs = demo(selection=plan, settings=settings, preset="small")
-    got = {half: canonical(pd.read_parquet(Path(dirs[half]) / "results.parquet"))
-           for half in ("attribution", "discovery")}
+    got = {
+        half: canonical(pd.read_parquet(Path(dirs[half]) / "results.parquet")) for half in ("attribution", "discovery")
+    }
     assert len(got["attribution"]["rows"]) == 8 and len(got["discovery"]["rows"]) == 4
     if os.environ.get("AGENTCAUSAL_REGEN_GOLDEN") == "1":
         for half, table in got.items():

@@ -15,9 +15,11 @@ from tests.discovery.conftest import mac_responder
 
 EDGES = (("Burglary", "Alarm"), ("Earthquake", "Alarm"), ("Alarm", "JohnCalls"), ("Alarm", "MaryCalls"))
 #: what the fake coder writes: causal-learn's PC, its G.graph saved with the general_graph encoding
-CODE_PC = ("import numpy as np\nfrom causallearn.search.ConstraintBased.PC import pc\n"
-           "X = np.load('data.npy')\ng = pc(X, 0.05, 'chisq', show_progress=False).G.graph\n"
-           "np.save('adjacency.npy', g)\nopen('encoding.txt', 'w').write('general_graph')\n")
+CODE_PC = (
+    "import numpy as np\nfrom causallearn.search.ConstraintBased.PC import pc\n"
+    "X = np.load('data.npy')\ng = pc(X, 0.05, 'chisq', show_progress=False).G.graph\n"
+    "np.save('adjacency.npy', g)\nopen('encoding.txt', 'w').write('general_graph')\n"
+)
 #: a flow called without a config runs DCM's coding agent where the sandbox works (executor "auto")
 CODER = 1 if sandbox_available() is None else 0
 
@@ -29,7 +31,8 @@ def fake_settings(fake_server, tmp_path):
     toml = tmp_path / "profiles.toml"
     toml.write_text(
         f'[profiles.fake]\nkind = "chat"\nbase_url = "{fake_server.base_url}"\nmodel = "fake-model"\n'
-        'max_concurrency = 4\ntimeout_s = 5\ncontext_window = 8192\n\n[routings.default]\ndefault = "fake"\n')
+        'max_concurrency = 4\ntimeout_s = 5\ncontext_window = 8192\n\n[routings.default]\ndefault = "fake"\n'
+    )
     return RunSettings(profiles_path=str(toml), cache_dir=str(tmp_path / "cache"))
 
 
@@ -37,8 +40,13 @@ def fake_settings(fake_server, tmp_path):
 def test_discover_flow_writes_run_and_reuses_cache(fake_server, fake_settings, tmp_path):
     from flows.discover import discover
 
-    kw = dict(datasets=["earthquake"], methods=["mac", "llm_zero_shot", "pc", "ges"], seeds=[0, 1], n=300,
-              settings=fake_settings)
+    kw = dict(
+        datasets=["earthquake"],
+        methods=["mac", "llm_zero_shot", "pc", "ges"],
+        seeds=[0, 1],
+        n=300,
+        settings=fake_settings,
+    )
     run1 = discover(**kw, out_dir=str(tmp_path / "run1"))
     first = fake_server.count
     # mac: 6 debate calls and (where the sandbox works) one coder call per seed; zero-shot 1 per seed
@@ -50,8 +58,10 @@ def test_discover_flow_writes_run_and_reuses_cache(fake_server, fake_settings, t
     assert (df["error"] == "").all()
     mac = df[df.method == "mac"].iloc[0]
     assert mac.shd == 0 and mac.f1 == 1.0 and mac.algorithm == "pc" and mac.llm_requests == 6 + CODER
-    assert json.loads(mac.models) == {"mac.debate": "fake:fake-model",
-                                      **({"mac.coder": "fake:fake-model"} if CODER else {})}
+    assert json.loads(mac.models) == {
+        "mac.debate": "fake:fake-model",
+        **({"mac.coder": "fake:fake-model"} if CODER else {}),
+    }
     assert mac.status == "complete"  # the coder's script ran (or, without a sandbox, typed ran as asked)
     assert set(df["shd_reversal_cost"]) == {1}
     report = (Path(run1) / "report.md").read_text()
@@ -64,8 +74,10 @@ def test_discover_flow_writes_run_and_reuses_cache(fake_server, fake_settings, t
     assert fake_server.count == first
     df2 = pd.read_parquet(Path(run2) / "results.parquet")
     key = ["method", "seed"]
-    pd.testing.assert_frame_equal(df.sort_values(key)[["seconds", "shd"]].reset_index(drop=True),
-                                  df2.sort_values(key)[["seconds", "shd"]].reset_index(drop=True))
+    pd.testing.assert_frame_equal(
+        df.sort_values(key)[["seconds", "shd"]].reset_index(drop=True),
+        df2.sort_values(key)[["seconds", "shd"]].reset_index(drop=True),
+    )
 
 
 def test_flow_rejects_unknown_method_before_any_call(fake_server, fake_settings, tmp_path):
@@ -82,10 +94,30 @@ def test_cli_discover_prints_table_and_checks_inputs(fake_server, fake_settings,
     from agentcausal.cli import main
 
     out = tmp_path / "cli"
-    rc = main(["discover", "--dataset", "cancer", "--dataset", "survey", "--method", "pc", "--method", "mdm_only",
-               "--llm-dataset", "cancer", "--n", "200",
-               "--profiles", fake_settings.profiles_path, "--cache-dir", fake_settings.cache_dir,
-               "--out", str(out), "--no-progress"])
+    rc = main(
+        [
+            "discover",
+            "--dataset",
+            "cancer",
+            "--dataset",
+            "survey",
+            "--method",
+            "pc",
+            "--method",
+            "mdm_only",
+            "--llm-dataset",
+            "cancer",
+            "--n",
+            "200",
+            "--profiles",
+            fake_settings.profiles_path,
+            "--cache-dir",
+            fake_settings.cache_dir,
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     text = capsys.readouterr().out
     assert rc == 0 and "cancer" in text and "mdm_only" in text and "SHD: a reversed edge counts once" in text
     assert (out / "report.md").is_file()

@@ -45,7 +45,8 @@ def settings(fake_server, tmp_path):
     toml = tmp_path / "profiles.toml"
     toml.write_text(
         f'[profiles.fake]\nkind = "chat"\nbase_url = "{fake_server.base_url}"\nmodel = "fake-model"\n'
-        'max_concurrency = 4\ntimeout_s = 10\ncontext_window = 8192\n\n[routings.default]\ndefault = "fake"\n')
+        'max_concurrency = 4\ntimeout_s = 10\ncontext_window = 8192\n\n[routings.default]\ndefault = "fake"\n'
+    )
     return RunSettings(profiles_path=str(toml), cache_dir=str(tmp_path / "cache"))
 
 
@@ -68,10 +69,18 @@ def test_both_halves_run_through_one_engine_and_rerun_for_nothing(settings, fake
     from flows.attribute import attribute
     from flows.discover import discover
 
-    att = attribute([str(EXAMPLES)], methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / "a1"),
-                    chunk_size=2)
-    disc = discover(list(BENCHMARKS), methods=["pc", "llm_zero_shot"], seeds=[0, 1], n=200, settings=settings,
-                    out_dir=str(tmp_path / "d1"), chunk_size=4)
+    att = attribute(
+        [str(EXAMPLES)], methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / "a1"), chunk_size=2
+    )
+    disc = discover(
+        list(BENCHMARKS),
+        methods=["pc", "llm_zero_shot"],
+        seeds=[0, 1],
+        n=200,
+        settings=settings,
+        out_dir=str(tmp_path / "d1"),
+        chunk_size=4,
+    )
     assert {k for k, _, _ in chunks} == {"attribute", "discover"}
     assert max(n for k, _, n in chunks if k == "discover") > 1  # discover ran chunks of several jobs
     n_traces = read_plan(Path(att) / "plan.json").item_count
@@ -92,11 +101,28 @@ def test_both_halves_run_through_one_engine_and_rerun_for_nothing(settings, fake
 
     # a rerun of both: no task run, no request, every row reused
     n, before = fake_server.count, len(chunks)
-    a2 = pd.read_parquet(Path(attribute([str(EXAMPLES)], methods=["all_at_once"], settings=settings,
-                                        out_dir=str(tmp_path / "a2"), chunk_size=2)) / "results.parquet")
-    d2 = pd.read_parquet(Path(discover(list(BENCHMARKS), methods=["pc", "llm_zero_shot"], seeds=[0, 1], n=200,
-                                       settings=settings, out_dir=str(tmp_path / "d2"), chunk_size=4))
-                         / "results.parquet")
+    a2 = pd.read_parquet(
+        Path(
+            attribute(
+                [str(EXAMPLES)], methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / "a2"), chunk_size=2
+            )
+        )
+        / "results.parquet"
+    )
+    d2 = pd.read_parquet(
+        Path(
+            discover(
+                list(BENCHMARKS),
+                methods=["pc", "llm_zero_shot"],
+                seeds=[0, 1],
+                n=200,
+                settings=settings,
+                out_dir=str(tmp_path / "d2"),
+                chunk_size=4,
+            )
+        )
+        / "results.parquet"
+    )
     assert fake_server.count == n and len(chunks) == before
     assert a2["reused"].all() and d2["reused"].all() and (d2["shd"].fillna(-1) == d["shd"].fillna(-1)).all()
     assert json.loads((tmp_path / "d2" / "run.json").read_text())["rows"]["from_store"] == len(want)
@@ -111,13 +137,17 @@ def test_a_stored_record_that_fails_its_check_is_recomputed_and_reported(setting
     from flows.attribute import attribute
 
     corpus = [str(EXAMPLES / "wrong_unit_at_step_2.json"), str(EXAMPLES / "bad_plan_at_step_0.json")]
-    first = pd.read_parquet(Path(attribute(corpus, methods=["all_at_once"], settings=settings,
-                                           out_dir=str(tmp_path / "r1"))) / "results.parquet")
+    first = pd.read_parquet(
+        Path(attribute(corpus, methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / "r1")))
+        / "results.parquet"
+    )
     n = fake_server.count
     db = sqlite3.connect(Path(settings.cache_dir) / "results" / "attribute" / "records.sqlite3")
     (key,) = db.execute("SELECT key FROM records WHERE body LIKE '%wrong_unit%'").fetchone()
-    db.execute("UPDATE records SET body = replace(body, '\"status\":\"complete\"', '\"status\":\"degraded\"') "
-               "WHERE key = ?", (key,))  # valid JSON, a valid record: only its checksum tells
+    db.execute(
+        'UPDATE records SET body = replace(body, \'"status":"complete"\', \'"status":"degraded"\') WHERE key = ?',
+        (key,),
+    )  # valid JSON, a valid record: only its checksum tells
     db.commit()
     db.close()
     run = attribute(corpus, methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / "r2"))

@@ -37,8 +37,9 @@ def test_usage_of_this_item_only_summed_over_its_ledger_items_and_models_labelle
 
 def test_all_cache_hits_from_an_earlier_run_are_reuse():
     gw = _Gw()
-    env = run_enveloped(lambda: gw.usage.record("s", "t", StageUsage(calls=1, cache_hits=1)), gw=gw,
-                        stages=["s"], usage_items=["t"])
+    env = run_enveloped(
+        lambda: gw.usage.record("s", "t", StageUsage(calls=1, cache_hits=1)), gw=gw, stages=["s"], usage_items=["t"]
+    )
     assert env.reused
 
 

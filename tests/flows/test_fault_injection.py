@@ -39,8 +39,7 @@ def _run(corpus: str, settings: RunSettings, out: Path) -> pd.DataFrame:
     from flows.attribute import attribute
 
     run_dir = attribute([corpus], methods=METHODS, settings=settings, out_dir=str(out))
-    return pd.read_parquet(Path(run_dir) / "results.parquet").sort_values(["trace_id", "method"]).reset_index(
-        drop=True)
+    return pd.read_parquet(Path(run_dir) / "results.parquet").sort_values(["trace_id", "method"]).reset_index(drop=True)
 
 
 def _settings(server: FakeOpenAIServer, tmp_path: Path, name: str, **kw) -> RunSettings:
@@ -66,7 +65,9 @@ def test_faulty_run_is_marked_and_recovers_to_the_fault_free_answers(tmp_path):
         same = (faulty[ANSWER].astype(str) == reference[ANSWER].astype(str)).all(axis=1)
         assert (same | marked).all(), faulty.loc[~same & ~marked, ANSWER + ["status"]]  # no silent difference
         assert set(faulty.loc[faulty.status == "failed", "status_detail"]) <= {
-            "LLMCallError", "EndpointUnreachableError"}
+            "LLMCallError",
+            "EndpointUnreachableError",
+        }
 
         before = srv.count
         plain = _run(corpus, settings, tmp_path / "plain")  # retries the failed rows, reuses the rest
@@ -76,7 +77,8 @@ def test_faulty_run_is_marked_and_recovers_to_the_fault_free_answers(tmp_path):
         # a fallback after a failure of the run (transport, 401, timeout during LCE) is a failure of the run:
         # never cached, so the plain rerun recomputes it on the healthy endpoint; content-caused marks are kept
         of_run = (faulty["status"] == "degraded") & faulty["status_detail"].fillna("").str.startswith(
-            "LCE failed (run)")
+            "LCE failed (run)"
+        )
         kept = faulty["status"].isin(["content_failed", "degraded"]) & ~of_run
         assert plain.loc[kept, "reused"].all() and (plain.loc[kept, "status"] == faulty.loc[kept, "status"]).all()
         assert (plain.loc[of_run, "status"] == "complete").all() and not plain.loc[of_run, "reused"].any()

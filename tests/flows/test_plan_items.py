@@ -17,8 +17,9 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "data" / "examples"
 
 
 def _plan(paths):
-    return attribute_plan([str(p) for p in paths], ["all_at_once"], resolved={"all_at_once": {}}, preset="paper",
-                          routing="default")
+    return attribute_plan(
+        [str(p) for p in paths], ["all_at_once"], resolved={"all_at_once": {}}, preset="paper", routing="default"
+    )
 
 
 def test_items_load_the_traces_the_corpus_holds(tmp_path):

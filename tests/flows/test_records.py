@@ -17,11 +17,13 @@ from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.settings import RunSettings
 
 CASES = Path(__file__).resolve().parents[3] / "shared" / "cases"
-GOOD = {"AllAtOnceReply": {"reason": "wrong product", "agent": "Math_Expert", "step": 0},
-        "StepVerdict": {"reason": "yes", "decisive": True},
-        "StepErrorVerdict": {"error": True, "reason": "yes"},
-        "HalfChoice": {"reason": "r", "part": "first"},
-        "PaperHalfChoice": {"half": "upper half", "reason": "r"}}
+GOOD = {
+    "AllAtOnceReply": {"reason": "wrong product", "agent": "Math_Expert", "step": 0},
+    "StepVerdict": {"reason": "yes", "decisive": True},
+    "StepErrorVerdict": {"error": True, "reason": "yes"},
+    "HalfChoice": {"reason": "r", "part": "first"},
+    "PaperHalfChoice": {"half": "upper half", "reason": "r"},
+}
 
 
 def _good(body):
@@ -47,13 +49,13 @@ def settings(fake_server, tmp_path) -> RunSettings:
     toml = tmp_path / "profiles.toml"
     toml.write_text(
         f'[profiles.fake]\nkind = "chat"\nbase_url = "{fake_server.base_url}"\nmodel = "fake-model"\n'
-        'max_concurrency = 4\ntimeout_s = 5\ncontext_window = 8192\n\n[routings.default]\ndefault = "fake"\n')
+        'max_concurrency = 4\ntimeout_s = 5\ncontext_window = 8192\n\n[routings.default]\ndefault = "fake"\n'
+    )
     return RunSettings(profiles_path=str(toml), cache_dir=str(tmp_path / "cache"))
 
 
 def _rows(run_dir: str) -> pd.DataFrame:
-    return pd.read_parquet(Path(run_dir) / "results.parquet").sort_values(["trace_id", "method"]).reset_index(
-        drop=True)
+    return pd.read_parquet(Path(run_dir) / "results.parquet").sort_values(["trace_id", "method"]).reset_index(drop=True)
 
 
 @pytest.mark.timeout(300)
@@ -79,12 +81,14 @@ def test_transient_401_is_not_cached_and_the_next_run_retries_it(cases, settings
     from flows.attribute import attribute
 
     fake_server.inject(401)
-    df1 = _rows(attribute([str(cases / "t3.json")], methods=["all_at_once"], settings=settings,
-                          out_dir=str(tmp_path / "r1")))
+    df1 = _rows(
+        attribute([str(cases / "t3.json")], methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / "r1"))
+    )
     assert df1.loc[0, "status"] == "failed" and "401" in df1.loc[0, "error"] and fake_server.count == 1
 
-    df2 = _rows(attribute([str(cases / "t3.json")], methods=["all_at_once"], settings=settings,
-                          out_dir=str(tmp_path / "r2")))
+    df2 = _rows(
+        attribute([str(cases / "t3.json")], methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / "r2"))
+    )
     assert fake_server.count == 2 and df2.loc[0, "requests"] == 1  # retried, not replayed
     assert df2.loc[0, "status"] == "complete" and df2.loc[0, "pred_step"] == 0 and pd.isna(df2.loc[0, "error"])
     assert not df2.loc[0, "reused"] and df2.loc[0, "run_requests"] == 1
@@ -96,8 +100,9 @@ def test_content_failure_is_cached_and_marked_and_retry_failed_recomputes_it(set
 
     examples = Path(__file__).resolve().parents[2] / "data" / "examples"
     corpus = [str(examples / "wrong_unit_at_step_2.json"), str(examples / "bad_plan_at_step_0.json")]
-    fake_server.responder = lambda body: (_good(body) if "HalfChoice" not in json.dumps(body["response_format"])
-                                          else "never JSON")
+    fake_server.responder = lambda body: (
+        _good(body) if "HalfChoice" not in json.dumps(body["response_format"]) else "never JSON"
+    )
     methods = ["all_at_once", "binary_search"]
     run = dict(methods=methods, settings=settings)
     df1 = _rows(attribute(corpus, **run, out_dir=str(tmp_path / "r1")))
@@ -114,8 +119,14 @@ def test_content_failure_is_cached_and_marked_and_retry_failed_recomputes_it(set
 
     # --retry-failed recomputes only the content failures; the complete rows are still reused
     fake_server.responder = _good
-    df3 = _rows(attribute(corpus, methods=methods, out_dir=str(tmp_path / "r3"),
-                          settings=settings.model_copy(update={"retry_failed": True})))
+    df3 = _rows(
+        attribute(
+            corpus,
+            methods=methods,
+            out_dir=str(tmp_path / "r3"),
+            settings=settings.model_copy(update={"retry_failed": True}),
+        )
+    )
     bs3, aao3 = df3[df3.method == "binary_search"], df3[df3.method == "all_at_once"]
     assert (bs3["status"] == "complete").all() and bs3["pred_step"].notna().all() and not bs3["reused"].any()
     assert aao3["reused"].all() and (aao3["run_requests"] == 0).all()
@@ -135,11 +146,13 @@ def test_discovery_is_scored_against_the_current_truth(cases, settings, tmp_path
     shutil.copy(cases / "stale_truth" / "chain.csv", work / "chain.csv")
     shutil.copy(cases / "stale_truth" / "meta_before.json", work / "chain.json")
     spec = str(work / "chain.csv")
-    df1 = pd.read_parquet(Path(discover([spec], methods=["pc"], settings=settings, out_dir=str(tmp_path / "r1")))
-                          / "results.parquet")
+    df1 = pd.read_parquet(
+        Path(discover([spec], methods=["pc"], settings=settings, out_dir=str(tmp_path / "r1"))) / "results.parquet"
+    )
     shutil.copy(cases / "stale_truth" / "meta_after.json", work / "chain.json")
-    df2 = pd.read_parquet(Path(discover([spec], methods=["pc"], settings=settings, out_dir=str(tmp_path / "r2")))
-                          / "results.parquet")
+    df2 = pd.read_parquet(
+        Path(discover([spec], methods=["pc"], settings=settings, out_dir=str(tmp_path / "r2"))) / "results.parquet"
+    )
     before = json.loads((cases / "stale_truth" / "meta_before.json").read_text())["true_edges"]
     after = json.loads((cases / "stale_truth" / "meta_after.json").read_text())["true_edges"]
     assert df1.loc[0, "n_true_edges"] == len(before) and df2.loc[0, "n_true_edges"] == len(after)
@@ -152,7 +165,8 @@ def test_discovery_is_scored_against_the_current_truth(cases, settings, tmp_path
     for df, edges in ((df1, before), (df2, after)):
         m = evaluate_graph(CausalGraph.from_edges("XYZ", [tuple(e) for e in edges]), pred)
         assert (df.loc[0, "shd"], df.loc[0, "f1"], df.loc[0, "skeleton_f1"]) == pytest.approx(
-            (m.shd, m.f1, m.skeleton_f1), nan_ok=True)
+            (m.shd, m.f1, m.skeleton_f1), nan_ok=True
+        )
     assert df1.loc[0, "skeleton_f1"] != df2.loc[0, "skeleton_f1"]
 
 
@@ -166,8 +180,19 @@ def test_algorithm_timeout_is_not_cached(settings, tmp_path):
 
     config = DiscoveryConfig(algorithm_timeout_s=0.5)
     for k in (1, 2):
-        df = pd.read_parquet(Path(discover(["child"], methods=["exact_search"], n=300, config=config,
-                                           settings=settings, out_dir=str(tmp_path / f"r{k}"))) / "results.parquet")
+        df = pd.read_parquet(
+            Path(
+                discover(
+                    ["child"],
+                    methods=["exact_search"],
+                    n=300,
+                    config=config,
+                    settings=settings,
+                    out_dir=str(tmp_path / f"r{k}"),
+                )
+            )
+            / "results.parquet"
+        )
         assert df.loc[0, "status"] == "failed" and "timed out" in df.loc[0, "error"]
         assert not df.loc[0, "reused"]  # recomputed on the rerun, never replayed
     assert len(ResultStore(settings.cache_dir, "discover", DiscoveryOutcome)) == 0  # nothing stored, twice

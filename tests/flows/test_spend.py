@@ -23,8 +23,12 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "data" / "examples"
 
 
 def _trace(n: int, chars: int = 200) -> Trace:
-    return Trace(id=f"t{n}", question="What is 2+2?", ground_truth="4",
-                 steps=[Step(index=i, agent="AB"[i % 2], content=f"step {i} " + "x" * chars) for i in range(n)])
+    return Trace(
+        id=f"t{n}",
+        question="What is 2+2?",
+        ground_truth="4",
+        steps=[Step(index=i, agent="AB"[i % 2], content=f"step {i} " + "x" * chars) for i in range(n)],
+    )
 
 
 def _calls(method: str, trace: Trace, **sets) -> list[CallPattern]:
@@ -50,6 +54,7 @@ def test_each_baselines_call_pattern(n):
 
 def test_prompt_tokens_follow_the_rendered_trace():
     small, big = _trace(6, 100), _trace(6, 2000)
+
     def high(calls):
         return sum(c.high * (c.prompt_tokens_high or c.prompt_tokens) for c in calls)
 
@@ -113,8 +118,9 @@ def test_mac_debate_rounds_and_single_agent():
         neg = [x for x in calls if x.call.endswith("Negative")]
         assert [(x.low, x.high) for x in neg] == [(1, r), (1, r)]  # DCM's and MDM's debates
         assert not any("coder" in x.call for x in calls)  # the typed executor asks no coder
-    single = discovery_calls("mac_single", ds, cfg.model_copy(update={"mac": cfg.mac.model_copy(
-        update={"executor": "typed"})}))
+    single = discovery_calls(
+        "mac_single", ds, cfg.model_copy(update={"mac": cfg.mac.model_copy(update={"executor": "typed"})})
+    )
     assert _span(single) == (2, 2)  # one Affirmative per debate
     assert discovery_calls("pc", ds, cfg) == []
 
@@ -152,16 +158,20 @@ def _held_back_status() -> int:
 def _priced_profiles(path: Path, base_url: str, *, key_env: str | None = None) -> str:
     path.write_text(
         f'[profiles.fake]\nkind = "chat"\nbase_url = "{base_url}"\nmodel = "fake-model"\nmax_concurrency = 2\n'
-        f'timeout_s = 10\ncontext_window = 8192\nprice_prompt_per_1k = 1.0\nprice_completion_per_1k = 1.0\n'
-        f'prices_as_of = "2026-05-01"\n' + (f'api_key_env = "{key_env}"\n' if key_env else "")
-        + '\n[routings.default]\ndefault = "fake"\n')
+        f"timeout_s = 10\ncontext_window = 8192\nprice_prompt_per_1k = 1.0\nprice_completion_per_1k = 1.0\n"
+        f'prices_as_of = "2026-05-01"\n'
+        + (f'api_key_env = "{key_env}"\n' if key_env else "")
+        + '\n[routings.default]\ndefault = "fake"\n'
+    )
     return str(path)
 
 
 def test_dry_run_prints_the_estimate_offline(tmp_path, capsys):
     prof = _priced_profiles(tmp_path / "p.toml", "http://127.0.0.1:9/v1")  # nothing listens: offline
-    assert main(["attribute", str(EXAMPLES), "-m", "all_at_once", "-m", "step_by_step", "--profiles", prof,
-                 "--dry-run"]) == 0
+    assert (
+        main(["attribute", str(EXAMPLES), "-m", "all_at_once", "-m", "step_by_step", "--profiles", prof, "--dry-run"])
+        == 0
+    )
     cap = capsys.readouterr()
     plan = json.loads(cap.out)  # stdout: one JSON object
     est = plan["estimate"]
@@ -173,13 +183,26 @@ def test_dry_run_prints_the_estimate_offline(tmp_path, capsys):
     assert usd[0] == pytest.approx((row["prompt_tokens"][0] + row["completion_tokens"][0]) / 1000, rel=1e-3)
     assert "estimate (before any request)" in cap.err and "prices as of 2026-05-01" in cap.err
     assert "bytes / 4" in cap.err
-    assert main(["attribute", str(EXAMPLES), "-m", "all_at_once", "--profiles", prof, "--dry-run",
-                 "--max-cost", str(usd[1] / 2)]) == 0
+    assert (
+        main(
+            [
+                "attribute",
+                str(EXAMPLES),
+                "-m",
+                "all_at_once",
+                "--profiles",
+                prof,
+                "--dry-run",
+                "--max-cost",
+                str(usd[1] / 2),
+            ]
+        )
+        == 0
+    )
     assert "below the estimate's high end" in capsys.readouterr().err
 
 
-def test_dry_run_check_exits_2_on_a_missing_key_and_an_unreachable_endpoint(tmp_path, capsys, monkeypatch,
-                                                                               fake_server):
+def test_dry_run_check_exits_2_on_a_missing_key_and_an_unreachable_endpoint(tmp_path, capsys, monkeypatch, fake_server):
     monkeypatch.delenv("SPEND_TEST_KEY", raising=False)
     prof = _priced_profiles(tmp_path / "p.toml", "http://127.0.0.1:9/v1", key_env="SPEND_TEST_KEY")
     argv = ["attribute", str(EXAMPLES), "-m", "all_at_once", "--profiles", prof, "--dry-run"]
@@ -197,13 +220,23 @@ def test_dry_run_check_exits_2_on_a_missing_key_and_an_unreachable_endpoint(tmp_
     assert "key refused" in capsys.readouterr().err
 
 
-def test_max_cost_stops_marks_the_rest_and_resume_finishes_with_no_request_paid_twice(fake_server, tmp_path,
-                                                                                      capsys):
+def test_max_cost_stops_marks_the_rest_and_resume_finishes_with_no_request_paid_twice(fake_server, tmp_path, capsys):
     fake_server.responder = scripted_responder
     prof = _priced_profiles(tmp_path / "p.toml", fake_server.base_url)
     out, cache = tmp_path / "run", tmp_path / "cache"
-    base = ["attribute", str(EXAMPLES), "-m", "all_at_once", "--profiles", prof, "--cache-dir", str(cache),
-            "--out", str(out), "--no-progress"]
+    base = [
+        "attribute",
+        str(EXAMPLES),
+        "-m",
+        "all_at_once",
+        "--profiles",
+        prof,
+        "--cache-dir",
+        str(cache),
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
     assert main([*base, "--dry-run"]) == 0
     per_job = json.loads(capsys.readouterr().out)["estimate"]["methods"]["all_at_once"]["usd_per_job_high"]
     cap = 2.5 * per_job  # below the plan's estimate of 4 jobs: room for 2 of them
@@ -263,9 +296,28 @@ def test_discover_max_cost_holds_back_runs_and_resume_finishes_them(fake_server,
     fake_server.responder = _zero_shot_graph
     prof = _priced_profiles(tmp_path / "p.toml", fake_server.base_url)
     out = tmp_path / "run"
-    base = ["discover", "--dataset", "cancer", "--dataset", "asia", "--dataset", "earthquake", "--method",
-            "llm_zero_shot", "--method", "pc", "--n", "200", "--profiles", prof, "--cache-dir", str(tmp_path / "c"),
-            "--out", str(out), "--no-progress"]
+    base = [
+        "discover",
+        "--dataset",
+        "cancer",
+        "--dataset",
+        "asia",
+        "--dataset",
+        "earthquake",
+        "--method",
+        "llm_zero_shot",
+        "--method",
+        "pc",
+        "--n",
+        "200",
+        "--profiles",
+        prof,
+        "--cache-dir",
+        str(tmp_path / "c"),
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
     assert main([*base, "--dry-run"]) == 0
     est = json.loads(capsys.readouterr().out)["estimate"]
     assert est["methods"]["pc"]["requests"] == [0, 0] and est["methods"]["llm_zero_shot"]["requests"] == [3, 3]

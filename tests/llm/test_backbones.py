@@ -49,14 +49,15 @@ def on_fake(name: str, base_url: str) -> Gateway:
 #: shipped profile -> (fields the request must carry, fields it must not carry, reply format)
 DIALECTS = {
     # OpenAI reasoning model: the fake server refuses max_tokens and any temperature here, as OpenAI does
-    "openai-gpt5": ({"max_completion_tokens": 32768, "reasoning_effort": "medium"},
-                    ("max_tokens", "temperature", "seed"), "json_schema"),
-    "openai-gpt4o": ({"max_tokens": METHOD_CAP, "temperature": 0.0, "seed": 1}, ("reasoning_effort",),
-                     "json_schema"),
+    "openai-gpt5": (
+        {"max_completion_tokens": 32768, "reasoning_effort": "medium"},
+        ("max_tokens", "temperature", "seed"),
+        "json_schema",
+    ),
+    "openai-gpt4o": ({"max_tokens": METHOD_CAP, "temperature": 0.0, "seed": 1}, ("reasoning_effort",), "json_schema"),
     "openai": ({"max_tokens": METHOD_CAP, "temperature": 0.0}, ("reasoning_effort",), "json_schema"),
     # thinking counts against max_tokens: the profile's ceiling, not the method's 48
-    "gemini-2.5-pro": ({"max_tokens": 65536, "temperature": 0.0, "seed": 1}, ("reasoning_effort",),
-                       "json_object"),
+    "gemini-2.5-pro": ({"max_tokens": 65536, "temperature": 0.0, "seed": 1}, ("reasoning_effort",), "json_object"),
     "gemini-2.0-flash": ({"max_tokens": METHOD_CAP, "temperature": 0.0}, ("reasoning_effort",), "json_object"),
     # DeepSeek's API ignores temperature for its reasoner (not sent); max_tokens includes the reasoning
     "deepseek-reasoner": ({"max_tokens": 32768}, ("temperature", "seed", "reasoning_effort"), "json_object"),
@@ -64,10 +65,12 @@ DIALECTS = {
     "vllm": ({"max_tokens": METHOD_CAP, "temperature": 0.0}, ("chat_template_kwargs",), "json_schema"),
     "vllm-deepseek-r1-32b": ({"max_tokens": 16384, "temperature": 0.0}, (), "json_schema"),
     "vllm-deepseek-r1": ({"max_tokens": 32768, "temperature": 0.0}, (), "json_schema"),
-    "vllm-qwen3-235b": ({"max_tokens": 16384, "chat_template_kwargs": {"enable_thinking": True}}, (),
-                        "json_schema"),
-    "vllm-qwen3-235b-nothink": ({"max_tokens": METHOD_CAP, "chat_template_kwargs": {"enable_thinking": False}}, (),
-                                "json_schema"),
+    "vllm-qwen3-235b": ({"max_tokens": 16384, "chat_template_kwargs": {"enable_thinking": True}}, (), "json_schema"),
+    "vllm-qwen3-235b-nothink": (
+        {"max_tokens": METHOD_CAP, "chat_template_kwargs": {"enable_thinking": False}},
+        (),
+        "json_schema",
+    ),
 }
 
 
@@ -109,18 +112,25 @@ def test_reasoning_profiles_leave_room_for_reasoning_and_priced_profiles_date_th
 
 def test_every_backbone_of_both_papers_has_a_routing():
     ps = load_profiles()
-    dcfa = {"dcfa-gpt5": "gpt-5", "dcfa-gemini-2.5-pro": "gemini-2.5-pro",
-            "dcfa-deepseek-r1": "deepseek-ai/DeepSeek-R1",
-            "dcfa-deepseek-r1-32b": "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B",
-            "dcfa-qwen3-235b": "Qwen/Qwen3-235B-A22B", "dcfa-qwen3-coder-30b": "Qwen/Qwen3-Coder-30B-A3B-Instruct"}
+    dcfa = {
+        "dcfa-gpt5": "gpt-5",
+        "dcfa-gemini-2.5-pro": "gemini-2.5-pro",
+        "dcfa-deepseek-r1": "deepseek-ai/DeepSeek-R1",
+        "dcfa-deepseek-r1-32b": "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B",
+        "dcfa-qwen3-235b": "Qwen/Qwen3-235B-A22B",
+        "dcfa-qwen3-coder-30b": "Qwen/Qwen3-Coder-30B-A3B-Instruct",
+    }
     for routing, model in dcfa.items():
         r = ps.with_routing(routing)
         assert r.preset == "paper"
         assert r.profile_for("dcfa.gca").model == model and r.profile_for("baseline").model == model
         assert r.profile_for("dcfa.lce").model == "Qwen/Qwen3-Coder-30B-A3B-Instruct"  # LCE on every row
         assert r.profile_for("dcfa.embed").model == "text-embedding-3-large"
-    mac = {"mac-gpt4o": "gpt-4o", "mac-gemini-2.0-flash": "gemini-2.0-flash",
-           "mac-deepseek-r1": "deepseek-ai/DeepSeek-R1"}
+    mac = {
+        "mac-gpt4o": "gpt-4o",
+        "mac-gemini-2.0-flash": "gemini-2.0-flash",
+        "mac-deepseek-r1": "deepseek-ai/DeepSeek-R1",
+    }
     for routing, model in mac.items():
         r = ps.with_routing(routing)
         for stage in ("mac.debate", "mac.coder", "mac.baseline"):
@@ -143,10 +153,15 @@ def test_extra_body_changes_the_cache_key(tmp_path):
         ps = load_profiles()
         keys = []
         for name in ("vllm-qwen3-235b", "vllm-qwen3-235b-nothink"):
-            prof = ps.profiles[name].model_copy(update={"base_url": srv.base_url, "api_key_env": None,
-                                                         "max_output_tokens": 100, "hidden_reasoning_counts": False})
-            gw = Gateway(ProfileSet(profiles={"p": prof}, routings={"default": {"default": "p"}}),
-                         cache_dir=tmp_path)
+            prof = ps.profiles[name].model_copy(
+                update={
+                    "base_url": srv.base_url,
+                    "api_key_env": None,
+                    "max_output_tokens": 100,
+                    "hidden_reasoning_counts": False,
+                }
+            )
+            gw = Gateway(ProfileSet(profiles={"p": prof}, routings={"default": {"default": "p"}}), cache_dir=tmp_path)
             keys.append(gw.chat("baseline", user("x"), max_tokens=10))
             gw.close()
         assert keys == ["a", "b"] and srv.count == 2  # thinking on and off are two requests, not one cache hit
@@ -155,15 +170,20 @@ def test_extra_body_changes_the_cache_key(tmp_path):
 # ------------------------------------------------------------------------------------ <think> blocks
 
 
-R1_REPLY = ("<think>\nThe orchestrator asked for the page; step 2 {\"step\": 9} looks wrong because the unit is off.\n"
-            "</think>\n\n" + PICK)
+R1_REPLY = (
+    '<think>\nThe orchestrator asked for the page; step 2 {"step": 9} looks wrong because the unit is off.\n'
+    "</think>\n\n" + PICK
+)
 
 
-@pytest.mark.parametrize("reply", [
-    R1_REPLY,  # vLLM without a reasoning parser: the whole block in the content
-    R1_REPLY.replace("<think>\n", "", 1),  # R1's chat template opened the block in the prompt
-    "<think>first</think><think>second</think>" + PICK,
-])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        R1_REPLY,  # vLLM without a reasoning parser: the whole block in the content
+        R1_REPLY.replace("<think>\n", "", 1),  # R1's chat template opened the block in the prompt
+        "<think>first</think><think>second</think>" + PICK,
+    ],
+)
 def test_a_visible_think_block_is_removed_before_the_reply_is_parsed(reply):
     with FakeOpenAIServer(replies=[reply]) as srv:
         gw = on_fake("vllm-deepseek-r1", srv.base_url)
@@ -173,8 +193,11 @@ def test_a_visible_think_block_is_removed_before_the_reply_is_parsed(reply):
 
 def test_chat_replies_and_the_cache_hold_the_answer_without_the_reasoning(tmp_path):
     with FakeOpenAIServer(replies=["<think>weighing it</think>\nstep 2 is the decisive error"]) as srv:
-        prof = load_profiles().profiles["vllm-deepseek-r1-32b"].model_copy(
-            update={"base_url": srv.base_url, "api_key_env": None})
+        prof = (
+            load_profiles()
+            .profiles["vllm-deepseek-r1-32b"]
+            .model_copy(update={"base_url": srv.base_url, "api_key_env": None})
+        )
         gw = Gateway(ProfileSet(profiles={"r1": prof}, routings={"default": {"default": "r1"}}), cache_dir=tmp_path)
         assert gw.chat("baseline", user("x")) == "step 2 is the decisive error"
         gw.close()
@@ -192,8 +215,13 @@ def test_reasoning_cut_off_before_the_answer_is_repaired_without_echoing_the_rea
 
 
 def test_strip_reasoning_leaves_answers_alone():
-    for text in (PICK, '{"reason": "it printed </think> literally"}', "```json\n{}\n```</think>", "plain answer",
-                 '[1, 2] </think> tail'):
+    for text in (
+        PICK,
+        '{"reason": "it printed </think> literally"}',
+        "```json\n{}\n```</think>",
+        "plain answer",
+        "[1, 2] </think> tail",
+    ):
         assert strip_reasoning(text) == text
     assert strip_reasoning("  <THINK>x</THINK>  answer") == "answer"
     assert strip_reasoning("</think>answer") == "answer"

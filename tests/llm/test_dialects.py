@@ -16,8 +16,13 @@ from agentcausal_fakes.fake_openai import FakeOpenAIServer
 from tests.conftest import fake_profiles
 
 PICK = '{"step": 2, "agent": "WebSurfer"}'
-REASONING = {"token_cap_param": "max_completion_tokens", "temperature_allowed": False,
-             "reasoning_effort": "low", "hidden_reasoning_counts": True, "seed_supported": False}
+REASONING = {
+    "token_cap_param": "max_completion_tokens",
+    "temperature_allowed": False,
+    "reasoning_effort": "low",
+    "hidden_reasoning_counts": True,
+    "seed_supported": False,
+}
 
 
 class Pick(BaseModel):
@@ -72,8 +77,11 @@ def test_hidden_reasoning_without_a_ceiling_sends_no_cap(reasoning_server):
 def test_a_visible_answer_cap_on_a_reasoning_model_is_cut_off(reasoning_server):
     # what hidden_reasoning_counts guards against: the cap is spent on reasoning, the reply is empty
     reasoning_server.push(PICK, PICK, PICK)
-    gw = Gateway(fake_profiles(reasoning_server.base_url, **{**REASONING, "hidden_reasoning_counts": False}),
-                 cache_dir=None, max_repairs=1)
+    gw = Gateway(
+        fake_profiles(reasoning_server.base_url, **{**REASONING, "hidden_reasoning_counts": False}),
+        cache_dir=None,
+        max_repairs=1,
+    )
     with pytest.raises(StructuredOutputError, match="finish_reason=length"):
         gw.structured("baseline", user("who?"), Pick, max_tokens=48)
     assert reasoning_server.chat_requests[0]["max_completion_tokens"] == 48

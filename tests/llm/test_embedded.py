@@ -41,8 +41,9 @@ def embedded_gateway(tmp_path_factory):
 
 
 def test_embedded_server_returns_a_schema_valid_structured_reply(embedded_gateway):
-    msgs = [{"role": "user", "content": "Log: step 0 plan ok; step 1 code adds 2+2=5. "
-                                        "Which step is wrong? Answer in JSON."}]
+    msgs = [
+        {"role": "user", "content": "Log: step 0 plan ok; step 1 code adds 2+2=5. Which step is wrong? Answer in JSON."}
+    ]
     t0 = time.perf_counter()
     out = embedded_gateway.structured("dcfa.gca", msgs, FailingStep, item="tiny", max_tokens=48)
     elapsed = time.perf_counter() - t0
@@ -98,8 +99,19 @@ def test_real_local_embedding_separates_paraphrase_from_noise(embedded_gateway):
 
 def test_serve_local_cli_serves_until_interrupted(monkeypatch):
     proc = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from agentcausal.cli import main; sys.exit(main())", "serve-local", "--slots", "1", "--ctx", "1024"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import sys; from agentcausal.cli import main; sys.exit(main())",
+            "serve-local",
+            "--slots",
+            "1",
+            "--ctx",
+            "1024",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     try:
@@ -149,8 +161,10 @@ def test_two_runs_on_fresh_caches_give_the_same_replies_and_rows(tmp_path, monke
         gw = Gateway.from_settings(routing="default", cache_dir=tmp_path / f"llm-{i}")
         assert gw.profile_for("baseline").reproducible
         with ThreadPoolExecutor(2) as pool:
-            rows = [(a.method, a.trace_id, a.step, a.agent, a.status)
-                    for a in pool.map(lambda mt, gw=gw: run_method(mt[1], mt[0], gw), pairs)]
+            rows = [
+                (a.method, a.trace_id, a.step, a.agent, a.status)
+                for a in pool.map(lambda mt, gw=gw: run_method(mt[1], mt[0], gw), pairs)
+            ]
         gw.close()
         cache = ReplyCache(tmp_path / f"llm-{i}")
         replies = {k: cache.get(k)["text"] for k in cache.iterkeys()}

@@ -123,8 +123,9 @@ def test_dropped_connection_is_retried_and_survived(fake_server, make_gateway):
     assert fake_server.count == 2
 
 
-def test_persistent_500_raises_endpoint_error_naming_profile_and_leaves_cache_empty(fake_server, make_gateway,
-                                                                                   tmp_path):
+def test_persistent_500_raises_endpoint_error_naming_profile_and_leaves_cache_empty(
+    fake_server, make_gateway, tmp_path
+):
     fake_server.inject(500, 500, 500)
     gw = make_gateway(fake_server, max_retries=1, cache_dir=tmp_path / "c")
     with pytest.raises(EndpointUnreachableError, match="'fake'") as err:
@@ -289,8 +290,9 @@ def test_cache_key_is_stable_and_order_independent():
     a = cache_key("http://h/v1", "m", {"messages": [{"role": "user", "content": "x"}], "params": {"t": 0, "n": 1}})
     b = cache_key("http://h/v1", "m", {"params": {"n": 1, "t": 0}, "messages": [{"role": "user", "content": "x"}]})
     assert a == b and len(a) == 64
-    assert a != cache_key("http://other/v1", "m", {"messages": [{"role": "user", "content": "x"}],
-                                                   "params": {"t": 0, "n": 1}})
+    assert a != cache_key(
+        "http://other/v1", "m", {"messages": [{"role": "user", "content": "x"}], "params": {"t": 0, "n": 1}}
+    )
 
 
 # ---------------------------------------------------------------- bad input
@@ -354,7 +356,10 @@ def test_model_for_labels_profile_and_model_and_own_gguf(tmp_path):
 
     gw = Gateway(load_profiles(), cache_dir=None)
     assert gw.model_for("dcfa.gca") == "embedded:qwen2.5-coder-0.5b-instruct-q4_k_m"
-    own = ProfileSet(profiles={"embedded": Profile(name="embedded", base_url="embedded", model="m",
-                                                   model_path=str(tmp_path / "mine.gguf"))},
-                     routings={"default": {"default": "embedded"}})
+    own = ProfileSet(
+        profiles={
+            "embedded": Profile(name="embedded", base_url="embedded", model="m", model_path=str(tmp_path / "mine.gguf"))
+        },
+        routings={"default": {"default": "embedded"}},
+    )
     assert Gateway(own, cache_dir=None).model_for("x") == "embedded:m@mine.gguf"

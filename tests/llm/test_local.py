@@ -27,11 +27,13 @@ def three_part_model(tmp_path, monkeypatch):
         pkg = site / f"tinypart_{os.getpid()}_{i}"
         (pkg / "data").mkdir(parents=True)
         (pkg / "data" / f"part{i}.bin").write_bytes(data)
-        (pkg / "__init__.py").write_text(textwrap.dedent("""
+        (pkg / "__init__.py").write_text(
+            textwrap.dedent("""
             from pathlib import Path
             def get_part_path():
                 return str(next((Path(__file__).parent / "data").glob("*.bin")))
-        """))
+        """)
+        )
     monkeypatch.syspath_prepend(str(site))
     joined = b"".join(PART_BYTES)
     spec = packaged.PackagedModel(
@@ -142,8 +144,10 @@ def test_shipped_requirements_pin_every_part_by_hash():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2] / "requirements"
-    for spec, fname in ((packaged.PACKAGED_MODELS["0.5b"], "models.txt"),
-                        (packaged.PACKAGED_MODELS["1.5b"], "models-1_5b.txt")):
+    for spec, fname in (
+        (packaged.PACKAGED_MODELS["0.5b"], "models.txt"),
+        (packaged.PACKAGED_MODELS["1.5b"], "models-1_5b.txt"),
+    ):
         text = (root / fname).read_text()
         for mod in spec.packages:
             dist = mod.replace("_", "-")

@@ -56,8 +56,10 @@ def test_server_binds_loopback_with_a_fresh_random_key_and_no_cross_origin_acces
 
 def test_gateway_sends_the_servers_key_which_never_reaches_the_cache(stand_in, tmp_path):
     profile = Profile(name="embedded", base_url="embedded", model="tiny", model_path=str(stand_in))
-    gw = Gateway(ProfileSet(profiles={"embedded": profile}, routings={"default": {"default": "embedded"}}),
-                 cache_dir=tmp_path / "cache")
+    gw = Gateway(
+        ProfileSet(profiles={"embedded": profile}, routings={"default": {"default": "embedded"}}),
+        cache_dir=tmp_path / "cache",
+    )
     assert gw.chat("dcfa.gca", [{"role": "user", "content": "hi"}], max_tokens=8) == "ok"
     (srv,) = StandInServer.started
     key = srv.params.api_keys[0]

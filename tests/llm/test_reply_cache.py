@@ -187,8 +187,7 @@ def _big_cache(fake_server, cache: Path, n: int = 400) -> None:
     gw.close()
 
 
-def test_a_truncated_sqlite_file_is_one_line_naming_the_file_and_refresh_moves_it_aside(fake_server, tmp_path,
-                                                                                          caplog):
+def test_a_truncated_sqlite_file_is_one_line_naming_the_file_and_refresh_moves_it_aside(fake_server, tmp_path, caplog):
     cache = tmp_path / "c"
     _big_cache(fake_server, cache)
     db = cache / "cache.db"
@@ -269,12 +268,18 @@ def test_a_key_held_by_another_process_waits_and_is_free_again_when_that_process
     import threading
 
     key = "ab" * 32
-    holder = ("import signal, sys\nfrom agentcausal.llm.reply_cache import ReplyCache\n"
-              "s = ReplyCache(sys.argv[1])\nheld = s.process_lock(sys.argv[2])\nheld.__enter__()\n"
-              "print('held', flush=True)\n"
-              "signal.pause()\n")
-    proc = subprocess.Popen([sys.executable, "-c", holder, str(tmp_path / "c"), key], stdout=subprocess.PIPE,
-                            text=True, cwd=Path(__file__).resolve().parents[2])
+    holder = (
+        "import signal, sys\nfrom agentcausal.llm.reply_cache import ReplyCache\n"
+        "s = ReplyCache(sys.argv[1])\nheld = s.process_lock(sys.argv[2])\nheld.__enter__()\n"
+        "print('held', flush=True)\n"
+        "signal.pause()\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", holder, str(tmp_path / "c"), key],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     try:
         assert proc.stdout.readline().strip() == "held"
         store = ReplyCache(tmp_path / "c")

@@ -26,8 +26,9 @@ def keys(cache_dir) -> set[str]:
 
 def test_cache_key_formula_is_pinned():
     # written by the gateway before `sample`/`temperature=None` existed; must never change
-    key = cache_key("http://127.0.0.1:9/v1", "fake-model",
-                    {"messages": user("hi"), "params": {"temperature": 0.0, "max_tokens": 8}})
+    key = cache_key(
+        "http://127.0.0.1:9/v1", "fake-model", {"messages": user("hi"), "params": {"temperature": 0.0, "max_tokens": 8}}
+    )
     assert key == "aa3bca03edae145a11f18543c33efe300edb55164071698e89fea05dd8263b90"
 
 
@@ -35,8 +36,9 @@ def test_sample_0_and_default_temperature_keep_the_old_chat_key(fake_server, mak
     fake_server.push("a")
     gw = make_gateway(fake_server, cache_dir=tmp_path / "c")
     gw.chat("baseline", user("hi"), max_tokens=8)
-    old = cache_key(fake_server.base_url, "fake-model",
-                    {"messages": user("hi"), "params": {"temperature": 0.0, "max_tokens": 8}})
+    old = cache_key(
+        fake_server.base_url, "fake-model", {"messages": user("hi"), "params": {"temperature": 0.0, "max_tokens": 8}}
+    )
     assert keys(tmp_path / "c") == {old}
     body = fake_server.chat_requests[0]
     assert body["temperature"] == 0 and body["max_tokens"] == 8 and "seed" not in body
@@ -47,8 +49,11 @@ def test_sample_0_keeps_the_old_structured_key(fake_server, make_gateway, tmp_pa
     gw = make_gateway(fake_server, cache_dir=tmp_path / "c")
     gw.structured("baseline", user("who?"), Pick, max_tokens=16, sample=0)
     schema = Pick.model_json_schema()
-    params = {"temperature": 0.0, "max_tokens": 16, "response_format": {
-        "type": "json_schema", "json_schema": {"name": "Pick", "schema": schema, "strict": False}}}
+    params = {
+        "temperature": 0.0,
+        "max_tokens": 16,
+        "response_format": {"type": "json_schema", "json_schema": {"name": "Pick", "schema": schema, "strict": False}},
+    }
     old = cache_key(fake_server.base_url, "fake-model", {"messages": user("who?"), "params": params, "schema": schema})
     assert keys(tmp_path / "c") == {old}
 

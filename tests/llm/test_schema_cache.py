@@ -23,10 +23,30 @@ from agentcausal_fakes.fake_openai import FakeOpenAIServer
 from agentcausal_fakes.responders import BenchResponder
 from agentcausal_fakes.synthetic import synthetic_traces
 
-MODEL_CACHES = [a2p.reply_model, all_at_once.reply_model, binary_search.choice_model, echo.scan_model,
-                echo.panel_model, step_by_step.verdict_model, baseline_prompts.enum_choice] + [
-    getattr(dcfa_prompts, n) for n in ("_deviation_model", "_judged_edge_model", "gca_joint_model", "mdi_model",
-                                       "cgc_model", "hypothesis_model", "corrected_trace_model")] + [dcfa_ded.decision_model]
+MODEL_CACHES = (
+    [
+        a2p.reply_model,
+        all_at_once.reply_model,
+        binary_search.choice_model,
+        echo.scan_model,
+        echo.panel_model,
+        step_by_step.verdict_model,
+        baseline_prompts.enum_choice,
+    ]
+    + [
+        getattr(dcfa_prompts, n)
+        for n in (
+            "_deviation_model",
+            "_judged_edge_model",
+            "gca_joint_model",
+            "mdi_model",
+            "cgc_model",
+            "hypothesis_model",
+            "corrected_trace_model",
+        )
+    ]
+    + [dcfa_ded.decision_model]
+)
 
 
 def _clear_model_caches() -> None:
@@ -53,14 +73,26 @@ def _record(method: str, make_gateway, tmp_path, monkeypatch, *, label: str, jso
     return sorted(bodies), sorted(payloads)  # DCFA runs stages in parallel: order varies
 
 
-@pytest.mark.parametrize("method,json_mode", [
-    ("all_at_once", "json_schema"), ("all_at_once", "json_object"), ("step_by_step", "json_schema"),
-    ("binary_search", "json_schema"), ("a2p", "json_schema"), ("dcfa", "json_schema")])
-def test_cached_models_and_schemas_send_the_same_requests_and_keys(method, json_mode, make_gateway, tmp_path,
-                                                                 monkeypatch):
+@pytest.mark.parametrize(
+    "method,json_mode",
+    [
+        ("all_at_once", "json_schema"),
+        ("all_at_once", "json_object"),
+        ("step_by_step", "json_schema"),
+        ("binary_search", "json_schema"),
+        ("a2p", "json_schema"),
+        ("dcfa", "json_schema"),
+    ],
+)
+def test_cached_models_and_schemas_send_the_same_requests_and_keys(
+    method, json_mode, make_gateway, tmp_path, monkeypatch
+):
     with monkeypatch.context() as m:  # before: schema rebuilt on every call, field types rebuilt per model
-        m.setattr(gateway_mod, "_reply_schema",
-                  lambda model: (model.model_json_schema(), json.dumps(model.model_json_schema())))
+        m.setattr(
+            gateway_mod,
+            "_reply_schema",
+            lambda model: (model.model_json_schema(), json.dumps(model.model_json_schema())),
+        )
         for mod in (all_at_once, a2p, echo):
             m.setattr(mod, "enum_choice", baseline_prompts.enum_choice.__wrapped__)
         _clear_model_caches()
@@ -116,12 +148,15 @@ def _template_schema(template: dict, agents: tuple[str, ...], n_steps: int) -> d
     bound, and the agent enum where the template has one (``paper``'s agent is free text)."""
     props = template["properties"]
     agent = {**props["agent"], "enum": list(agents)} if "enum" in props["agent"] else props["agent"]
-    return {**template, "properties": {**props, "agent": agent,
-                                       "step": {**props["step"], "maximum": max(n_steps - 1, 0)}}}
+    return {
+        **template,
+        "properties": {**props, "agent": agent, "step": {**props["step"], "maximum": max(n_steps - 1, 0)}},
+    }
 
 
-def test_a_schema_template_with_a_validation_context_sends_the_per_shape_models_bodies_and_keys(make_gateway,
-                                                                                              tmp_path, monkeypatch):
+def test_a_schema_template_with_a_validation_context_sends_the_per_shape_models_bodies_and_keys(
+    make_gateway, tmp_path, monkeypatch
+):
     """``structured(schema=..., context=...)``: one model class and a substituted schema send and key exactly what
     All-at-Once's model per trace shape sends (the method change left to All-at-Once's owner), and the context still
     rejects an agent the trace does not have."""
@@ -134,8 +169,14 @@ def test_a_schema_template_with_a_validation_context_sends_the_per_shape_models_
     real_key = gateway_mod.cache_key
     for variant in ("per shape", "template"):
         payloads: list[str] = []
-        monkeypatch.setattr(gateway_mod, "cache_key", lambda b, m, p: payloads.append(json.dumps(p, sort_keys=True))  # noqa: B023 (this variant only)
-                            or real_key(b, m, p))
+        monkeypatch.setattr(
+            gateway_mod,
+            "cache_key",
+            lambda b, m, p: (
+                payloads.append(json.dumps(p, sort_keys=True))  # noqa: B023 (this variant only)
+                or real_key(b, m, p)
+            ),
+        )
         with FakeOpenAIServer(responder=BenchResponder()) as srv:
             gw = make_gateway(srv, cache_dir=tmp_path / variant, context_window=128000)
             for t in traces:
@@ -144,15 +185,20 @@ def test_a_schema_template_with_a_validation_context_sends_the_per_shape_models_
                 if variant == "per shape":
                     gw.structured("baseline", messages, all_at_once.reply_model(agents, len(t), True, None))
                 else:
-                    out = gw.structured("baseline", messages, _TemplateVerdict,
-                                        schema=_template_schema(template, agents, len(t)),
-                                        context={"agents": agents, "n_steps": len(t)})
+                    out = gw.structured(
+                        "baseline",
+                        messages,
+                        _TemplateVerdict,
+                        schema=_template_schema(template, agents, len(t)),
+                        context={"agents": agents, "n_steps": len(t)},
+                    )
                     assert out.agent in agents and 0 <= out.step < len(t)
             runs.append(([json.dumps(r, sort_keys=True) for r in srv.chat_requests], payloads))
     assert runs[0] == runs[1]
     with pytest.raises(ValidationError, match="agent must be one of"):
-        _TemplateVerdict.model_validate_json('{"reason": "r", "agent": "Nobody", "step": 0}',
-                                             context={"agents": ("Coder",), "n_steps": 3})
+        _TemplateVerdict.model_validate_json(
+            '{"reason": "r", "agent": "Nobody", "step": 0}', context={"agents": ("Coder",), "n_steps": 3}
+        )
 
 
 def test_requests_through_post_send_what_chat_completions_create_sent(make_gateway, tmp_path, monkeypatch):
@@ -161,8 +207,9 @@ def test_requests_through_post_send_what_chat_completions_create_sent(make_gatew
     replies in both JSON modes, a repeat index (seed) and a plain chat."""
 
     def through_create(self, stage, profile, messages, params, timer):  # the gateway's request before the change
-        resp = self._call(stage, profile, lambda c: c.chat.completions.create(model=profile.model,
-                                                                              messages=messages, **params), timer)
+        resp = self._call(
+            stage, profile, lambda c: c.chat.completions.create(model=profile.model, messages=messages, **params), timer
+        )
         choice = resp.choices[0]
         u = resp.usage
         return choice.message.content or "", choice.finish_reason, u.prompt_tokens, u.completion_tokens
@@ -178,8 +225,9 @@ def test_requests_through_post_send_what_chat_completions_create_sent(make_gatew
             with monkeypatch.context() as m, FakeOpenAIServer(responder=BenchResponder()) as srv:
                 if variant == "create":
                     m.setattr(gateway_mod.Gateway, "_request", through_create)
-                gw = make_gateway(srv, cache_dir=tmp_path / f"{variant}-{json_mode}", json_mode=json_mode,
-                                  context_window=128000)
+                gw = make_gateway(
+                    srv, cache_dir=tmp_path / f"{variant}-{json_mode}", json_mode=json_mode, context_window=128000
+                )
                 calls(gw)
                 seen.append(sorted(json.dumps(r, sort_keys=True) for r in srv.chat_requests))
     assert seen[0] and seen[:2] == seen[2:]

@@ -47,8 +47,13 @@ print("rc", rc, "stopped", srv.stopped, "restored", before == [signal.getsignal(
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_signal_while_the_banner_prints_stops_cleanly(sig, tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    r = subprocess.run([sys.executable, "-c", CHILD, str(int(sig)), str(tmp_path / "m.gguf")], capture_output=True,
-                       text=True, env=env, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-c", CHILD, str(int(sig)), str(tmp_path / "m.gguf")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     lines = r.stdout.strip().splitlines()
     assert lines[-1] == "rc 0 stopped True restored True", r.stdout + r.stderr[-2000:]

@@ -51,8 +51,9 @@ print(json.dumps(replies))
 def profiles_for(base_url: str, **extra: Profile) -> ProfileSet:
     chat = Profile(name="fake", base_url=base_url, model="fake-model", max_concurrency=4, timeout_s=5)
     emb = Profile(name="emb", kind="embedding", base_url=base_url, model="fake-embed")
-    return ProfileSet(profiles={"fake": chat, "emb": emb, **extra},
-                      routings={"default": {"default": "fake", "embed": "emb"}})
+    return ProfileSet(
+        profiles={"fake": chat, "emb": emb, **extra}, routings={"default": {"default": "fake", "embed": "emb"}}
+    )
 
 
 def run_threads(fn, n: int) -> list:
@@ -86,9 +87,22 @@ def test_two_processes_on_one_cache_pay_once_per_distinct_prompt(tmp_path):
         barrier.mkdir()
         procs = [
             subprocess.Popen(
-                [sys.executable, "-c", CHILD, srv.base_url, str(tmp_path / "cache"), str(barrier), f"p{i}", "2",
-                 order, json.dumps(prompts)],
-                cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                [
+                    sys.executable,
+                    "-c",
+                    CHILD,
+                    srv.base_url,
+                    str(tmp_path / "cache"),
+                    str(barrier),
+                    f"p{i}",
+                    "2",
+                    order,
+                    json.dumps(prompts),
+                ],
+                cwd=REPO,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
             )
             for i, order in enumerate(("same", "reversed"))
         ]
@@ -128,8 +142,9 @@ def test_two_profiles_in_one_limit_group_never_exceed_the_group_size():
     with FakeOpenAIServer(responder=lambda b: "ok", latency_s=0.1, faults=[500, 500, 429]) as srv:
         a = Profile(name="a", base_url=srv.base_url, model="m-a", max_concurrency=8, limit_group="box", timeout_s=5)
         b = Profile(name="b", base_url=srv.base_url, model="m-b", max_concurrency=8, limit_group="box", timeout_s=5)
-        profiles = ProfileSet(profiles={"a": a, "b": b}, routings={"default": {"default": "a", "other": "b"}},
-                              limit_groups={"box": 3})
+        profiles = ProfileSet(
+            profiles={"a": a, "b": b}, routings={"default": {"default": "a", "other": "b"}}, limit_groups={"box": 3}
+        )
         gw = Gateway(profiles, cache_dir=None, max_retries=3)
         run_threads(lambda i: gw.chat("other" if i % 2 else "baseline", [{"role": "user", "content": f"q{i}"}]), 16)
         assert srv.max_in_flight <= 3
@@ -171,7 +186,7 @@ def test_limit_group_size_defaults_to_the_largest_member_limit_and_is_read_from_
 
     toml = tmp_path / "p.toml"
     toml.write_text(
-        '[limit_groups]\nbox = 2\n'
+        "[limit_groups]\nbox = 2\n"
         '[profiles.a]\nbase_url = "http://x/v1"\nmodel = "a"\nmax_concurrency = 4\nlimit_group = "box"\n'
         '[profiles.b]\nbase_url = "http://x/v1"\nmodel = "b"\nmax_concurrency = 6\nlimit_group = "undeclared"\n'
     )
@@ -214,7 +229,9 @@ def test_two_gateways_in_one_process_on_one_cache_pay_once(tmp_path):
 
 def test_refresh_rereads_nothing_old_but_shares_this_runs_replies(tmp_path):
     with FakeOpenAIServer(replies=["old", "new", "unexpected"], latency_s=0.05) as srv:
-        Gateway(profiles_for(srv.base_url), cache_dir=tmp_path / "c").chat("baseline", [{"role": "user", "content": "q"}])
+        Gateway(profiles_for(srv.base_url), cache_dir=tmp_path / "c").chat(
+            "baseline", [{"role": "user", "content": "q"}]
+        )
         gw = Gateway(profiles_for(srv.base_url), cache_dir=tmp_path / "c", refresh=True)
         out = run_threads(lambda i: gw.chat("baseline", [{"role": "user", "content": "q"}]), 4)
         assert out == ["new"] * 4 and srv.count == 2

@@ -34,8 +34,9 @@ def scripted_responder(body):
 
 def prompt_key(request: dict) -> str:
     """What identifies an LLM call: its messages and reply schema."""
-    return json.dumps([request.get("messages"), request.get("response_format", {}).get("json_schema", {}).get("name")],
-                      sort_keys=True)
+    return json.dumps(
+        [request.get("messages"), request.get("response_format", {}).get("json_schema", {}).get("name")], sort_keys=True
+    )
 
 
 def requests_by_prompt(server) -> Counter:
@@ -46,8 +47,9 @@ def requests_by_prompt(server) -> Counter:
 def write_profiles(path: Path, base_url: str, *, max_concurrency: int = 4) -> str:
     path.write_text(
         f'[profiles.fake]\nkind = "chat"\nbase_url = "{base_url}"\nmodel = "fake-model"\n'
-        f'max_concurrency = {max_concurrency}\ntimeout_s = 10\ncontext_window = 8192\n\n'
-        '[routings.default]\ndefault = "fake"\n')
+        f"max_concurrency = {max_concurrency}\ntimeout_s = 10\ncontext_window = 8192\n\n"
+        '[routings.default]\ndefault = "fake"\n'
+    )
     return str(path)
 
 

@@ -14,21 +14,32 @@ def test_attribute_run_creates_progress_table_and_report_artifacts(scripted_serv
 
     from flows.attribute import attribute
 
-    state = attribute([str(EXAMPLES)], methods=METHODS[:2], settings=settings_at(profiles_file, tmp_path / "c"),
-                      out_dir=str(tmp_path / "run"), return_state=True)
+    state = attribute(
+        [str(EXAMPLES)],
+        methods=METHODS[:2],
+        settings=settings_at(profiles_file, tmp_path / "c"),
+        out_dir=str(tmp_path / "run"),
+        return_state=True,
+    )
     assert state.is_completed()
     run_id = state.state_details.flow_run_id
     keys = ["attribute-progress-examples", "attribution-accuracy-examples", "attribution-report-examples"]
     with get_client(sync_client=True) as client:
-        arts = client.read_artifacts(artifact_filter=ArtifactFilter(
-            key=ArtifactFilterKey(any_=keys), flow_run_id=ArtifactFilterFlowRunId(any_=[run_id])))
+        arts = client.read_artifacts(
+            artifact_filter=ArtifactFilter(
+                key=ArtifactFilterKey(any_=keys), flow_run_id=ArtifactFilterFlowRunId(any_=[run_id])
+            )
+        )
         flow_run = client.read_flow_run(run_id)
     assert flow_run.name == "examples · all_at_once+step_by_step · default"
     assert {"method:all_at_once", "method:step_by_step", "routing:default"} <= set(flow_run.tags)
     assert any(t.startswith("subset:") for t in flow_run.tags)
     by_key = {a.key: a for a in arts}
     assert set(by_key) == set(keys)
-    assert by_key["attribute-progress-examples"].type == "progress" and float(by_key["attribute-progress-examples"].data) == 100.0
+    assert (
+        by_key["attribute-progress-examples"].type == "progress"
+        and float(by_key["attribute-progress-examples"].data) == 100.0
+    )
     table = by_key["attribution-accuracy-examples"]
     assert table.type == "table" and {row["method"] for row in _rows(table.data)} == set(METHODS[:2])
     report = by_key["attribution-report-examples"]

@@ -23,8 +23,11 @@ def _run(settings, tmp_path, name):
     plan = plan_attribution([str(EXAMPLES)], ["all_at_once"], settings, repeats=10, run_dir=tmp_path / name)
     engine = RunEngine(ATTRIBUTION, plan, settings, chunk_size=1)
     with ThreadPoolExecutor(2) as pool:
-        drive(engine, submit=lambda c: pool.submit(run_chunk, ATTRIBUTION, c),
-              result=lambda f: f.exception() or f.result())
+        drive(
+            engine,
+            submit=lambda c: pool.submit(run_chunk, ATTRIBUTION, c),
+            result=lambda f: f.exception() or f.result(),
+        )
     return engine.finish(tmp_path / name)
 
 
@@ -88,8 +91,9 @@ def test_methods_not_routed_to_the_dead_endpoint_go_on(fake_server, tmp_path):
     plan = plan_discovery(["cancer", "earthquake"], ["llm_zero_shot", "pc"], settings, seeds=seeds, n=200)
     engine = RunEngine(DISCOVERY, plan, settings, chunk_size=1)
     with ThreadPoolExecutor(2) as pool:
-        drive(engine, submit=lambda c: pool.submit(run_chunk, DISCOVERY, c),
-              result=lambda f: f.exception() or f.result())
+        drive(
+            engine, submit=lambda c: pool.submit(run_chunk, DISCOVERY, c), result=lambda f: f.exception() or f.result()
+        )
     summary = engine.finish(tmp_path / "d")
     df = pd.read_parquet(tmp_path / "d" / "results.parquet")
     assert summary.stopped and summary.not_run > 0

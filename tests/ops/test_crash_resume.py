@@ -23,8 +23,9 @@ KILL_AT_REQUEST = 7
 
 def _cli(args, env, log):
     code = "import sys; from agentcausal.cli import main; sys.exit(main(sys.argv[1:]))"
-    return subprocess.Popen([sys.executable, "-c", code, *args], env=env, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *args], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
 
 
 @pytest.mark.slow
@@ -38,8 +39,18 @@ def test_sigkill_mid_corpus_then_rerun_finishes_without_repeating_llm_calls(scri
     scripted_server.latency_s = LATENCY_S
     profiles = write_profiles(tmp_path / "profiles.toml", scripted_server.base_url, max_concurrency=1)
     run_dir = tmp_path / "run"
-    args = ["attribute", str(EXAMPLES), *sum((["-m", m] for m in METHODS), []), "--profiles", profiles,
-            "--cache-dir", str(tmp_path / "cache"), "--out", str(run_dir), "--no-progress"]
+    args = [
+        "attribute",
+        str(EXAMPLES),
+        *sum((["-m", m] for m in METHODS), []),
+        "--profiles",
+        profiles,
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--out",
+        str(run_dir),
+        "--no-progress",
+    ]
 
     # run 1: SIGKILL while request KILL_AT_REQUEST is being answered
     with open(tmp_path / "run1.log", "w") as log:
@@ -91,8 +102,9 @@ def test_result_files_torn_by_a_kill_count_as_missing(scripted_server, profiles_
 
     settings = settings_at(profiles_file, tmp_path / "cache")
     corpus = [str(EXAMPLES / "wrong_unit_at_step_2.json"), str(EXAMPLES / "bad_plan_at_step_0.json")]
-    first = pd.read_parquet(f"{run_attribute(corpus, ['all_at_once'], settings=settings, out_dir=str(tmp_path / 'r1'))}"
-                            "/results.parquet")
+    first = pd.read_parquet(
+        f"{run_attribute(corpus, ['all_at_once'], settings=settings, out_dir=str(tmp_path / 'r1'))}/results.parquet"
+    )
     n = scripted_server.count
     from agentcausal.runs.engine import _store, result_store
     from agentcausal.traces.model import Attribution
@@ -105,14 +117,17 @@ def test_result_files_torn_by_a_kill_count_as_missing(scripted_server, profiles_
         p.unlink()
     store.write_bytes(store.read_bytes()[: store.stat().st_size // 2])
     with pytest.raises(ResultStoreError) as exc:
-        run_attribute(corpus, ['all_at_once'], settings=settings, out_dir=str(tmp_path / 'r2'))
+        run_attribute(corpus, ["all_at_once"], settings=settings, out_dir=str(tmp_path / "r2"))
     assert str(store) in str(exc.value) and "move it aside" in str(exc.value) and "\n" not in str(exc.value)
     _store.cache_clear()
     store.rename(store.with_name(store.name + ".bad"))
-    again = pd.read_parquet(f"{run_attribute(corpus, ['all_at_once'], settings=settings, out_dir=str(tmp_path / 'r3'))}"
-                            "/results.parquet")
+    again = pd.read_parquet(
+        f"{run_attribute(corpus, ['all_at_once'], settings=settings, out_dir=str(tmp_path / 'r3'))}/results.parquet"
+    )
     assert scripted_server.count == n
     cols = ["trace_id", "pred_step", "pred_agent", "error"]
-    pd.testing.assert_frame_equal(first.sort_values("trace_id")[cols].reset_index(drop=True),
-                                  again.sort_values("trace_id")[cols].reset_index(drop=True))
+    pd.testing.assert_frame_equal(
+        first.sort_values("trace_id")[cols].reset_index(drop=True),
+        again.sort_values("trace_id")[cols].reset_index(drop=True),
+    )
     assert (again["cache_hits"] == 1).all() and (again["requests"] == 0).all()

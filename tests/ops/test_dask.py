@@ -10,8 +10,18 @@ import pytest
 from tests.ops.conftest import EXAMPLES, METHODS, requests_by_prompt, settings_at
 
 KEY = ["trace_id", "method"]
-SAME = ["pred_step", "pred_agent", "error", "undetermined", "calls", "prompt_tokens", "completion_tokens",
-        "settings_json", "models_json", "trace_hash"]
+SAME = [
+    "pred_step",
+    "pred_agent",
+    "error",
+    "undetermined",
+    "calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "settings_json",
+    "models_json",
+    "trace_hash",
+]
 
 
 def _frame(run_dir):
@@ -31,22 +41,41 @@ def test_dask_two_workers_match_thread_pool_and_share_caches(scripted_server, pr
     corpus = [str(EXAMPLES)]
 
     # 1. thread pool, caches in A
-    thread_dir = run_attribute(corpus, METHODS, settings=settings_at(profiles_file, tmp_path / "A"),
-                               out_dir=str(tmp_path / "thread"))
+    thread_dir = run_attribute(
+        corpus, METHODS, settings=settings_at(profiles_file, tmp_path / "A"), out_dir=str(tmp_path / "thread")
+    )
     n_thread = scripted_server.count
     once = requests_by_prompt(scripted_server)
     assert n_thread > 0 and set(once.values()) == {1}
 
     # 2. the CLI on a 2-worker LocalCluster (worker processes), caches in B
     with LocalCluster(n_workers=2, threads_per_worker=2, processes=True, dashboard_address=None) as cluster:
-        rc = main(["attribute", *corpus, *sum((["-m", m] for m in METHODS), []), "--profiles", profiles_file,
-                   "--cache-dir", str(tmp_path / "B"), "--out", str(tmp_path / "dask"), "--no-progress",
-                   "--runner", "dask", "--dask-address", cluster.scheduler_address])
+        rc = main(
+            [
+                "attribute",
+                *corpus,
+                *sum((["-m", m] for m in METHODS), []),
+                "--profiles",
+                profiles_file,
+                "--cache-dir",
+                str(tmp_path / "B"),
+                "--out",
+                str(tmp_path / "dask"),
+                "--no-progress",
+                "--runner",
+                "dask",
+                "--dask-address",
+                cluster.scheduler_address,
+            ]
+        )
         assert rc == 0, capsys.readouterr().err
         with Client(cluster.scheduler_address) as client:
             # every worker process built a gateway, i.e. ran attribution tasks
-            per_worker = client.run(lambda: __import__("agentcausal.runs.engine", fromlist=["gateway_for"])
-                                    .gateway_for.cache_info().currsize)
+            per_worker = client.run(
+                lambda: (
+                    __import__("agentcausal.runs.engine", fromlist=["gateway_for"]).gateway_for.cache_info().currsize
+                )
+            )
         assert len(per_worker) == 2 and all(v >= 1 for v in per_worker.values()), per_worker
         assert scripted_server.count == 2 * n_thread, "the Dask run asked other prompts or asked some twice"
         assert set(requests_by_prompt(scripted_server).values()) == {2}
@@ -58,9 +87,13 @@ def test_dask_two_workers_match_thread_pool_and_share_caches(scripted_server, pr
         # 3. the LLM reply cache written by the test process in run 1 (copied, without Prefect results): the
         #    tasks run in the worker processes and every LLM call is a cache hit
         shutil.copytree(tmp_path / "A" / "llm", tmp_path / "C" / "llm")
-        run3 = run_attribute(corpus, METHODS, settings=settings_at(profiles_file, tmp_path / "C"),
-                             out_dir=str(tmp_path / "dask3"),
-                             runner=RunnerChoice(kind=RunnerKind.DASK, dask_address=cluster.scheduler_address))
+        run3 = run_attribute(
+            corpus,
+            METHODS,
+            settings=settings_at(profiles_file, tmp_path / "C"),
+            out_dir=str(tmp_path / "dask3"),
+            runner=RunnerChoice(kind=RunnerKind.DASK, dask_address=cluster.scheduler_address),
+        )
         assert scripted_server.count == 2 * n_thread
         df3 = _frame(run3)
         hit_same = [c for c in SAME if c not in ("prompt_tokens", "completion_tokens")]  # hits carry no tokens
@@ -69,8 +102,14 @@ def test_dask_two_workers_match_thread_pool_and_share_caches(scripted_server, pr
 
     # 4. a new local cluster (made by the runner, 2 workers) reuses B's results store written by the old
     #    workers: no request, identical records (same seconds and requests: the tasks did not rerun)
-    run4 = run_attribute(corpus, METHODS, settings=settings_at(profiles_file, tmp_path / "B"),
-                         out_dir=str(tmp_path / "dask4"), runner=RunnerChoice(kind=RunnerKind.DASK, n_workers=2))
+    run4 = run_attribute(
+        corpus,
+        METHODS,
+        settings=settings_at(profiles_file, tmp_path / "B"),
+        out_dir=str(tmp_path / "dask4"),
+        runner=RunnerChoice(kind=RunnerKind.DASK, n_workers=2),
+    )
     assert scripted_server.count == 2 * n_thread
-    pd.testing.assert_frame_equal(dask[KEY + SAME + ["seconds", "requests"]],
-                                  _frame(run4)[KEY + SAME + ["seconds", "requests"]])
+    pd.testing.assert_frame_equal(
+        dask[KEY + SAME + ["seconds", "requests"]], _frame(run4)[KEY + SAME + ["seconds", "requests"]]
+    )

@@ -53,16 +53,19 @@ def test_unknown_only_name_lists_known_deployments():
         runner_deployments(load_specs(DEFAULT_FILE), only=["nope"])
 
 
-@pytest.mark.parametrize("text, match", [
-    (GOOD.replace("limit: 1", "limitt: 1"), "parameters do not fit"),
-    (GOOD.replace("methods: [\"all_at_once\"]", "methods: 3"), "parameters do not fit"),
-    (GOOD.replace("*/5 * * * *", "every five minutes"), "bad schedule"),
-    (GOOD.replace("flows/attribute.py:attribute", "flows/attribute.py:nope"), "not found"),
-    (GOOD.replace("flows/attribute.py:attribute", "flows/attribute.py:run_attribute"), "not a Prefect flow"),
-    ("deployments: []\n", "no deployments"),
-    ("deployments:\n  - entrypoint: flows/attribute.py:attribute\n", "malformed"),
-    ("deployments: [\n", "cannot read"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        (GOOD.replace("limit: 1", "limitt: 1"), "parameters do not fit"),
+        (GOOD.replace('methods: ["all_at_once"]', "methods: 3"), "parameters do not fit"),
+        (GOOD.replace("*/5 * * * *", "every five minutes"), "bad schedule"),
+        (GOOD.replace("flows/attribute.py:attribute", "flows/attribute.py:nope"), "not found"),
+        (GOOD.replace("flows/attribute.py:attribute", "flows/attribute.py:run_attribute"), "not a Prefect flow"),
+        ("deployments: []\n", "no deployments"),
+        ("deployments:\n  - entrypoint: flows/attribute.py:attribute\n", "malformed"),
+        ("deployments: [\n", "cannot read"),
+    ],
+)
 def test_bad_deployment_file_is_rejected(tmp_path, text, match):
     f = tmp_path / "prefect.yaml"
     f.write_text(text)
@@ -112,8 +115,7 @@ def test_serve_without_api_url_raises():
         serve(DEFAULT_FILE)
 
 
-def test_empty_paths_resolve_from_the_who_and_when_setting_and_serve_list_checks_inputs(tmp_path, monkeypatch,
-                                                                                         capsys):
+def test_empty_paths_resolve_from_the_who_and_when_setting_and_serve_list_checks_inputs(tmp_path, monkeypatch, capsys):
     from agentcausal.cli import main
     from agentcausal.settings import RunSettings
     from flows.naming import corpus_paths
@@ -136,8 +138,12 @@ def test_empty_paths_resolve_from_the_who_and_when_setting_and_serve_list_checks
     ww.mkdir()
     assert main(["serve", "--list"]) == 0
     bad = tmp_path / "p.yaml"
-    bad.write_text(GOOD + "  - name: d\n    entrypoint: flows/discover.py:discover\n"
-                   "    parameters: {datasets: [nosuchnet, missing.csv]}\n")
+    bad.write_text(
+        GOOD + "  - name: d\n    entrypoint: flows/discover.py:discover\n"
+        "    parameters: {datasets: [nosuchnet, missing.csv]}\n"
+    )
     checks = [c for s in load_specs(bad) for c in check_inputs(s)]
-    assert [(c.value, c.exists) for c in checks if c.kind == "dataset"] == [("nosuchnet", False),
-                                                                            ("missing.csv", False)]
+    assert [(c.value, c.exists) for c in checks if c.kind == "dataset"] == [
+        ("nosuchnet", False),
+        ("missing.csv", False),
+    ]

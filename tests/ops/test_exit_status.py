@@ -19,8 +19,21 @@ from tests.ops.conftest import EXAMPLES, write_profiles
 def test_rows_failed_for_a_refused_key_exit_3_with_the_count_last(scripted_server, tmp_path, capsys):
     scripted_server.api_key = "right"  # every chat request without it: HTTP 401 (not a dead endpoint)
     profiles = write_profiles(tmp_path / "profiles.toml", scripted_server.base_url)
-    rc = main(["attribute", str(EXAMPLES), "-m", "all_at_once", "--profiles", profiles, "--cache-dir",
-               str(tmp_path / "c"), "--out", str(tmp_path / "run"), "--no-progress"])
+    rc = main(
+        [
+            "attribute",
+            str(EXAMPLES),
+            "-m",
+            "all_at_once",
+            "--profiles",
+            profiles,
+            "--cache-dir",
+            str(tmp_path / "c"),
+            "--out",
+            str(tmp_path / "run"),
+            "--no-progress",
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     n = len(list(EXAMPLES.glob("*.json")))
     assert rc == FAILED_ROWS
@@ -44,9 +57,27 @@ def test_endpoint_dying_mid_run_trips_the_breaker_and_exits_4(scripted_server, t
     killer = threading.Thread(target=kill_server, daemon=True)
     killer.start()
     t0 = time.monotonic()
-    rc = main(["attribute", str(EXAMPLES), "-m", "all_at_once", "--repeats", "10", "--chunk-size", "1",
-               "--breaker-after", "2", "--profiles", profiles, "--cache-dir", str(tmp_path / "c"),
-               "--out", str(tmp_path / "run"), "--no-progress"])
+    rc = main(
+        [
+            "attribute",
+            str(EXAMPLES),
+            "-m",
+            "all_at_once",
+            "--repeats",
+            "10",
+            "--chunk-size",
+            "1",
+            "--breaker-after",
+            "2",
+            "--profiles",
+            profiles,
+            "--cache-dir",
+            str(tmp_path / "c"),
+            "--out",
+            str(tmp_path / "run"),
+            "--no-progress",
+        ]
+    )
     killer.join(timeout=5)
     err = capsys.readouterr().err.strip().splitlines()
     jobs = 10 * len(list(EXAMPLES.glob("*.json")))

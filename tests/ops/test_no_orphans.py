@@ -73,12 +73,25 @@ def test_sigkill_of_a_run_leaves_no_process_of_it(runner, scripted_server, tmp_p
     scripted_server.latency_s = 0.5
     profiles = write_profiles(tmp_path / "profiles.toml", scripted_server.base_url, max_concurrency=1)
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}  # the run starts its own API server
-    args = ["attribute", str(EXAMPLES), *sum((["-m", m] for m in METHODS), []), "--profiles", profiles,
-            "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "run"), "--no-progress", "--runner", runner,
-            *(["--dask-workers", "2"] if runner == "dask" else [])]  # dask: a local cluster of worker processes
+    args = [
+        "attribute",
+        str(EXAMPLES),
+        *sum((["-m", m] for m in METHODS), []),
+        "--profiles",
+        profiles,
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--out",
+        str(tmp_path / "run"),
+        "--no-progress",
+        "--runner",
+        runner,
+        *(["--dask-workers", "2"] if runner == "dask" else []),
+    ]  # dask: a local cluster of worker processes
     with open(tmp_path / "run.log", "w") as log:
-        proc = subprocess.Popen([sys.executable, "-c", CLI, *args], env=env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)  # its own session: every process it starts is found
+        proc = subprocess.Popen(
+            [sys.executable, "-c", CLI, *args], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )  # its own session: every process it starts is found
         try:
             deadline = time.monotonic() + 300
             while scripted_server.count < 3:
@@ -113,11 +126,24 @@ def test_sigkill_of_a_run_leaves_no_process_of_it(runner, scripted_server, tmp_p
 @pytest.mark.timeout(400)
 def test_sigkill_of_a_discover_run_mid_algorithm_leaves_no_worker(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
-    args = ["discover", "--dataset", "child", "--method", "exact_search", "--n", "2000", "--cache-dir",
-            str(tmp_path / "cache"), "--out", str(tmp_path / "run"), "--no-progress"]  # Exact Search on Child: minutes
+    args = [
+        "discover",
+        "--dataset",
+        "child",
+        "--method",
+        "exact_search",
+        "--n",
+        "2000",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--out",
+        str(tmp_path / "run"),
+        "--no-progress",
+    ]  # Exact Search on Child: minutes
     with open(tmp_path / "run.log", "w") as log:
-        proc = subprocess.Popen([sys.executable, "-c", CLI, *args], env=env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", CLI, *args], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         try:
             deadline = time.monotonic() + 300
             started: dict[int, str] = {}

@@ -48,14 +48,27 @@ def test_lock_refuses_a_second_holder_naming_it_and_dies_with_kill_9(tmp_path):
         assert path.name == LOCK_FILE and lock_holder(run_dir) == os.getpid()
         with run_folder_lock(run_dir):  # re-entrant in one process
             pass
-        other = subprocess.run([sys.executable, "-c", HOLDER, str(run_dir)], capture_output=True, text=True,
-                               timeout=60)
+        other = subprocess.run([sys.executable, "-c", HOLDER, str(run_dir)], capture_output=True, text=True, timeout=60)
         assert other.returncode != 0 and "RunFolderBusyError" in other.stderr and str(os.getpid()) in other.stderr
 
 
 def _args(fake_server, tmp_path, run_dir, *extra):
-    return ["attribute", str(EXAMPLES), "--base-url", fake_server.base_url, "--model", "fake-model", "--limit", "1",
-            "--cache-dir", str(tmp_path / "cache"), "--out", str(run_dir), "--no-progress", *extra]
+    return [
+        "attribute",
+        str(EXAMPLES),
+        "--base-url",
+        fake_server.base_url,
+        "--model",
+        "fake-model",
+        "--limit",
+        "1",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--out",
+        str(run_dir),
+        "--no-progress",
+        *extra,
+    ]
 
 
 def test_second_run_on_a_locked_folder_exits_5_in_one_line(fake_server, tmp_path, capsys):

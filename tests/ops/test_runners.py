@@ -53,9 +53,15 @@ def test_dask_address_connects_to_existing_scheduler():
     assert type(dup) is SharedAPIDaskTaskRunner and dup.address == "tcp://10.1.2.3:8786"
 
 
-@pytest.mark.parametrize("argv", [["--dask-address", "tcp://h:1"], ["--dask-workers", "2"],
-                                  ["--runner", "dask", "--dask-address", "tcp://h:1", "--dask-workers", "2"],
-                                  ["--runner", "dask", "--dask-workers", "0"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--dask-address", "tcp://h:1"],
+        ["--dask-workers", "2"],
+        ["--runner", "dask", "--dask-address", "tcp://h:1", "--dask-workers", "2"],
+        ["--runner", "dask", "--dask-workers", "0"],
+    ],
+)
 def test_inconsistent_runner_options_are_config_errors(argv):
     with pytest.raises(ConfigError):
         runner_choice_from_args(_args(*argv))

@@ -58,8 +58,20 @@ def test_nightly_template_computes_only_added_and_changed_traces(scripted_server
     assert df["reused"].sum() == len(names) - 2
     assert json.loads((run_dir / "run.json").read_text())["name"] == "my-traces-nightly"
 
-    cli = ["attribute", str(folder), "-m", "all_at_once", "--no-ground-truth", "--profiles", profiles_file,
-           "--cache-dir", str(tmp_path / "cache"), "--out", str(run_dir), "--no-progress"]
+    cli = [
+        "attribute",
+        str(folder),
+        "-m",
+        "all_at_once",
+        "--no-ground-truth",
+        "--profiles",
+        profiles_file,
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--out",
+        str(run_dir),
+        "--no-progress",
+    ]
     assert main(cli) == 2  # an existing run folder: refused without --resume
     assert "--resume" in capsys.readouterr().err
     assert main([*cli, "--resume"]) == 0
@@ -82,10 +94,32 @@ def test_unattended_cli_run_says_prefect_is_starting_beats_and_carries_its_name(
     api.start(timeout=180)
     env = dict(os.environ, PREFECT_API_URL=api.api_url)
     name = f"nightly-{tmp_path.name}"
-    proc = subprocess.run([sys.executable, "-c", CLI, "attribute", str(EXAMPLES), "-m", "all_at_once", "--profiles",
-                           profiles, "--cache-dir", str(tmp_path / "c"), "--out", str(tmp_path / "run"),
-                           "--name", name, "--heartbeat", "0.2", "--no-progress"],
-                          env=env, capture_output=True, text=True, timeout=400)  # stderr a pipe: no terminal
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            CLI,
+            "attribute",
+            str(EXAMPLES),
+            "-m",
+            "all_at_once",
+            "--profiles",
+            profiles,
+            "--cache-dir",
+            str(tmp_path / "c"),
+            "--out",
+            str(tmp_path / "run"),
+            "--name",
+            name,
+            "--heartbeat",
+            "0.2",
+            "--no-progress",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )  # stderr a pipe: no terminal
     assert proc.returncode == 0, proc.stderr[-3000:]
     err = proc.stderr.splitlines()
     assert err[0].startswith("agentcausal: starting Prefect")

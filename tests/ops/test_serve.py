@@ -36,13 +36,24 @@ def test_serve_registers_deployments_and_runs_a_triggered_flow_run(scripted_serv
     api = SubprocessASGIServer()
     api.start(timeout=180)
     spec = tmp_path / "prefect.yaml"
-    spec.write_text(TINY.format(trace=EXAMPLES / "wrong_unit_at_step_2.json", out=tmp_path / "run",
-                                profiles=profiles_file, cache=tmp_path / "cache"))
+    spec.write_text(
+        TINY.format(
+            trace=EXAMPLES / "wrong_unit_at_step_2.json",
+            out=tmp_path / "run",
+            profiles=profiles_file,
+            cache=tmp_path / "cache",
+        )
+    )
     env = dict(os.environ, PREFECT_API_URL=api.api_url, PREFECT_RUNNER_POLL_FREQUENCY="1")
     code = "import sys; from agentcausal.cli import main; sys.exit(main(sys.argv[1:]))"
     with open(tmp_path / "serve.log", "w") as log:
-        proc = subprocess.Popen([sys.executable, "-c", code, "serve", "--file", str(spec)], env=env, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code, "serve", "--file", str(spec)],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         with temporary_settings(updates={PREFECT_API_URL: api.api_url}):
             deadline = time.monotonic() + 180
@@ -91,13 +102,23 @@ def test_shipped_nightly_deployment_reads_the_who_and_when_setting(scripted_serv
         shutil.copy(p, ww / p.name)
     api = SubprocessASGIServer()
     api.start(timeout=180)
-    env = dict(os.environ, PREFECT_API_URL=api.api_url, PREFECT_RUNNER_POLL_FREQUENCY="1",
-               AGENTCAUSAL_WHO_AND_WHEN_DIR=str(ww.parent), AGENTCAUSAL_PROFILES=profiles_file,
-               AGENTCAUSAL_CACHE_DIR=str(tmp_path / "cache"))
+    env = dict(
+        os.environ,
+        PREFECT_API_URL=api.api_url,
+        PREFECT_RUNNER_POLL_FREQUENCY="1",
+        AGENTCAUSAL_WHO_AND_WHEN_DIR=str(ww.parent),
+        AGENTCAUSAL_PROFILES=profiles_file,
+        AGENTCAUSAL_CACHE_DIR=str(tmp_path / "cache"),
+    )
     code = "import sys; from agentcausal.cli import main; sys.exit(main(sys.argv[1:]))"
     with open(tmp_path / "serve.log", "w") as log:
-        proc = subprocess.Popen([sys.executable, "-c", code, "serve", "--only", "attribute/who-and-when-nightly"],
-                                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code, "serve", "--only", "attribute/who-and-when-nightly"],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         with temporary_settings(updates={PREFECT_API_URL: api.api_url}):
             from prefect.client.orchestration import get_client
@@ -112,8 +133,9 @@ def test_shipped_nightly_deployment_reads_the_who_and_when_setting(scripted_serv
                         break
                     except Exception:  # noqa: BLE001 - not registered yet
                         time.sleep(1)
-            run = run_deployment("attribute/who-and-when-nightly", parameters={"out_dir": str(tmp_path / "run")},
-                                 timeout=300)
+            run = run_deployment(
+                "attribute/who-and-when-nightly", parameters={"out_dir": str(tmp_path / "run")}, timeout=300
+            )
         assert run.state.is_completed(), (run.state, (tmp_path / "serve.log").read_text()[-3000:])
         assert run.name.startswith("who-and-when-nightly · all_at_once+step_by_step+binary_search")
         import pandas as pd

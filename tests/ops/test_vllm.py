@@ -17,7 +17,7 @@ SCRIPT = ROOT / "deploy" / "vllm" / "serve_qwen3_coder.sh"
 MODEL = "Qwen/Qwen3-Coder-30B-A3B-Instruct"
 
 #: a stand-in for `vllm serve`: records its arguments, then serves /health and /v1/models after a delay
-STAND_IN = r'''#!PYTHON
+STAND_IN = r"""#!PYTHON
 import json, sys, time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 argv = sys.argv[1:]
@@ -34,7 +34,7 @@ class H(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(json.dumps(body or {}).encode())
 HTTPServer(("127.0.0.1", port), H).serve_forever()
-'''
+"""
 
 
 def _free_port() -> int:
@@ -52,10 +52,21 @@ def stand_in_vllm(tmp_path):
 
 
 def _launch(exe, *extra, timeout_s="30", script=SCRIPT):
-    env = dict(os.environ, VLLM_BIN=str(exe), VLLM_PORT=str(_free_port()), VLLM_HEALTH_POLL_S="0.2",
-               VLLM_HEALTH_TIMEOUT_S=timeout_s)
-    return subprocess.Popen(["bash", str(script), *extra], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    env = dict(
+        os.environ,
+        VLLM_BIN=str(exe),
+        VLLM_PORT=str(_free_port()),
+        VLLM_HEALTH_POLL_S="0.2",
+        VLLM_HEALTH_TIMEOUT_S=timeout_s,
+    )
+    return subprocess.Popen(
+        ["bash", str(script), *extra],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
 
 
 @pytest.mark.timeout(120)
@@ -102,8 +113,9 @@ def test_a_reasoning_model_preset_is_served_with_its_reasoning_parser_for_its_pr
 
 
 def test_serve_model_without_a_known_preset_says_which_exist():
-    proc = subprocess.run(["bash", str(SCRIPT.with_name("serve_model.sh")), "llama"], capture_output=True, text=True,
-                          timeout=30)
+    proc = subprocess.run(
+        ["bash", str(SCRIPT.with_name("serve_model.sh")), "llama"], capture_output=True, text=True, timeout=30
+    )
     assert proc.returncode == 2 and "qwen3-coder-30b|deepseek-r1-32b|qwen3-235b|deepseek-r1" in proc.stderr
 
 

@@ -12,8 +12,15 @@ from agentcausal.traces.model import Attribution, Step, Trace
 
 
 def _traces(n: int, steps: int = 5) -> list[Trace]:
-    return [Trace(id=f"u/{i}", question="q", ground_truth="", steps=[Step(index=k, agent=f"A{k}", content=f"s{k}")
-                                                                      for k in range(steps)]) for i in range(n)]
+    return [
+        Trace(
+            id=f"u/{i}",
+            question="q",
+            ground_truth="",
+            steps=[Step(index=k, agent=f"A{k}", content=f"s{k}") for k in range(steps)],
+        )
+        for i in range(n)
+    ]
 
 
 def test_agreement_kappa_and_chance_from_step_counts():
@@ -30,22 +37,41 @@ def test_agreement_kappa_and_chance_from_step_counts():
 
 
 def test_run_differences_flatten_settings_and_ignore_run_times():
-    a = {"preset": "small", "methods": {"dcfa": {"prompts": "small", "max_edges": 10}}, "started": "t1",
-         "models": {"dcfa": {"dcfa.gca": "fake:a"}}}
-    b = {"preset": "paper", "methods": {"dcfa": {"prompts": "paper", "max_edges": None}}, "started": "t2",
-         "models": {"dcfa": {"dcfa.gca": "fake:b"}}}
+    a = {
+        "preset": "small",
+        "methods": {"dcfa": {"prompts": "small", "max_edges": 10}},
+        "started": "t1",
+        "models": {"dcfa": {"dcfa.gca": "fake:a"}},
+    }
+    b = {
+        "preset": "paper",
+        "methods": {"dcfa": {"prompts": "paper", "max_edges": None}},
+        "started": "t2",
+        "models": {"dcfa": {"dcfa.gca": "fake:b"}},
+    }
     d = run_differences(a, b)
-    assert list(zip(d["what"], d["key"])) == [("preset", "preset"), ("settings", "dcfa.max_edges"),
-                                              ("settings", "dcfa.prompts"), ("models", "dcfa.dcfa.gca")]
+    assert list(zip(d["what"], d["key"])) == [
+        ("preset", "preset"),
+        ("settings", "dcfa.max_edges"),
+        ("settings", "dcfa.prompts"),
+        ("models", "dcfa.dcfa.gca"),
+    ]
     assert d.set_index("key").loc["dcfa.max_edges", "B"] == "none"
     assert run_differences(a, dict(a, started="t3")).empty
 
 
 def _save(path, traces, steps: dict[str, list[int | None]], preset: str):
-    atts = [Attribution(trace_id=t.id, method=m, step=s[i], agent=None if s[i] is None else f"A{s[i]}")
-            for m, s in steps.items() for i, t in enumerate(traces)]
-    save_run(atts, traces, path, {"preset": preset, "methods": {m: {"prompts": preset} for m in steps},
-                                  "corpus": ["u.jsonl"]})
+    atts = [
+        Attribution(trace_id=t.id, method=m, step=s[i], agent=None if s[i] is None else f"A{s[i]}")
+        for m, s in steps.items()
+        for i, t in enumerate(traces)
+    ]
+    save_run(
+        atts,
+        traces,
+        path,
+        {"preset": preset, "methods": {m: {"prompts": preset} for m in steps}, "corpus": ["u.jsonl"]},
+    )
 
 
 def test_compare_unlabelled_runs_agreement_and_changed_traces(tmp_path):

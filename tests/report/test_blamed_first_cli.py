@@ -21,10 +21,12 @@ from tests.report.test_html_report import parse
 
 def _profiles(tmp, base_url):
     toml = tmp / "profiles.toml"
-    toml.write_text(f'[profiles.fake]\nkind = "chat"\nbase_url = "{base_url}"\nmodel = "fake-model"\n'
-                    'max_concurrency = 4\ntimeout_s = 5\ncontext_window = 8192\n\n[profiles.emb]\nkind = "embedding"\n'
-                    f'base_url = "{base_url}"\nmodel = "fake-embed"\n\n[routings.default]\ndefault = "fake"\n'
-                    'embed = "emb"\n')
+    toml.write_text(
+        f'[profiles.fake]\nkind = "chat"\nbase_url = "{base_url}"\nmodel = "fake-model"\n'
+        'max_concurrency = 4\ntimeout_s = 5\ncontext_window = 8192\n\n[profiles.emb]\nkind = "embedding"\n'
+        f'base_url = "{base_url}"\nmodel = "fake-embed"\n\n[routings.default]\ndefault = "fake"\n'
+        'embed = "emb"\n'
+    )
     return toml
 
 
@@ -36,6 +38,7 @@ def _writer_blamed(inner):
         if schema_name(body) == "AllAtOnceReply":
             return json.dumps({"agent": "writer", "step": 4, "reason": "the writer reported 71 C without a check"})
         return inner(body)
+
     return respond
 
 
@@ -51,14 +54,27 @@ def runs(tmp_path_factory):
     out = {"traces": import_traces([otel, oi])}
     with FakeOpenAIServer(responder=EvidenceResponder(BenchResponder())) as srv:
         toml = _profiles(tmp, srv.base_url)
-        common = [str(otel), str(oi), "-m", "dcfa", "-m", "all_at_once", "--no-ground-truth", "--profiles", str(toml),
-                  "--cache-dir", str(tmp / "cache"), "--no-progress"]
+        common = [
+            str(otel),
+            str(oi),
+            "-m",
+            "dcfa",
+            "-m",
+            "all_at_once",
+            "--no-ground-truth",
+            "--profiles",
+            str(toml),
+            "--cache-dir",
+            str(tmp / "cache"),
+            "--no-progress",
+        ]
         import contextlib
         import io
 
-        for name, preset, extra in (("a", "small", ["--set", "dcfa.quote_evidence=true",
-                                                    "--set", "all_at_once.quote_evidence=true"]),
-                                    ("b", "paper", [])):
+        for name, preset, extra in (
+            ("a", "small", ["--set", "dcfa.quote_evidence=true", "--set", "all_at_once.quote_evidence=true"]),
+            ("b", "paper", []),
+        ):
             if name == "b":
                 srv.responder = _writer_blamed(srv.responder)
             buf = io.StringIO()

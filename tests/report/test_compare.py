@@ -20,22 +20,37 @@ def save_discovery(outcomes, run_dir, meta):
 
 
 def _traces(n: int, prefix: str = "ww") -> list[Trace]:
-    return [Trace(id=f"{prefix}/{i}", question="q", ground_truth="a", label=Label(agent="A", step=1),
-                  steps=[Step(index=k, agent="A" if k == 1 else "B", content=f"s{k}") for k in range(3)])
-            for i in range(n)]
+    return [
+        Trace(
+            id=f"{prefix}/{i}",
+            question="q",
+            ground_truth="a",
+            label=Label(agent="A", step=1),
+            steps=[Step(index=k, agent="A" if k == 1 else "B", content=f"s{k}") for k in range(3)],
+        )
+        for i in range(n)
+    ]
 
 
 def _run(path, traces, right: set[int], tokens: int) -> None:
     usage = {"baseline": {"calls": 1, "requests": 1, "prompt_tokens": tokens, "completion_tokens": 10}}
-    atts = [Attribution(trace_id=t.id, method="all_at_once", step=1 if i in right else 2,
-                        agent="A" if i in right else "B", usage=usage) for i, t in enumerate(traces)]
+    atts = [
+        Attribution(
+            trace_id=t.id,
+            method="all_at_once",
+            step=1 if i in right else 2,
+            agent="A" if i in right else "B",
+            usage=usage,
+        )
+        for i, t in enumerate(traces)
+    ]
     save_run(atts, traces, path, {"corpus": [], "methods": {"all_at_once": {}}})
 
 
 def test_compare_attribution_runs_pins_flips_and_mcnemar(tmp_path, capsys):
     ts = _traces(6)
-    _run(tmp_path / "a", ts, right={0, 1, 2, 3}, tokens=100)   # 4 of 6 right
-    _run(tmp_path / "b", ts, right={3, 4}, tokens=300)         # ww/0-2 flipped to wrong, ww/4 to right
+    _run(tmp_path / "a", ts, right={0, 1, 2, 3}, tokens=100)  # 4 of 6 right
+    _run(tmp_path / "b", ts, right={3, 4}, tokens=300)  # ww/0-2 flipped to wrong, ww/4 to right
     c = compare_runs(tmp_path / "a", tmp_path / "b")
     step = c.metrics.set_index("metric").loc["step accuracy"]
     assert (step.a_only, step.b_only, step.n) == (3, 1, 6)
@@ -66,12 +81,15 @@ def test_compare_discovery_runs_uses_wilcoxon_on_shd(tmp_path):
     true = CausalGraph.from_edges("ABC", [("A", "B"), ("B", "C")])
     good, bad = CausalGraph.from_edges("ABC", [("A", "B"), ("B", "C")]), CausalGraph.from_edges("ABC", [("C", "A")])
     for name, g in (("a", good), ("b", bad)):
-        save_discovery([DiscoveryOutcome(dataset="toy", seed=s, n=10, method="pc", graph=g, true_graph=true)
-                        for s in range(6)], tmp_path / name, {})
+        save_discovery(
+            [DiscoveryOutcome(dataset="toy", seed=s, n=10, method="pc", graph=g, true_graph=true) for s in range(6)],
+            tmp_path / name,
+            {},
+        )
     c = compare_runs(tmp_path / "a", tmp_path / "b")
     shd = c.metrics.set_index("metric").loc["SHD"]
     assert shd.a == 0 and shd.b == 3 and shd.test == "Wilcoxon"
-    assert shd.p_value == pytest.approx(2 / 2 ** 6)  # exact: all six differences positive
+    assert shd.p_value == pytest.approx(2 / 2**6)  # exact: all six differences positive
     assert len(c.flipped) == 6
     assert mcnemar_exact(0, 0) == 1.0
 
@@ -96,10 +114,16 @@ def test_compare_discovery_lists_unpaired_methods_and_items_and_uses_metric_colu
 
     true = CausalGraph.from_edges("ABC", [("A", "B"), ("B", "C")])
     g = CausalGraph.from_edges("ABC", [("B", "A")])
-    a = [DiscoveryOutcome(dataset="toy", seed=s, n=10, method=m, graph=g, true_graph=true)
-         for m in ("pc", "ges") for s in range(3)]
-    b = [DiscoveryOutcome(dataset="toy", seed=s, n=10, method=m, graph=g, true_graph=true)
-         for m in ("pc", "fci") for s in range(2)]
+    a = [
+        DiscoveryOutcome(dataset="toy", seed=s, n=10, method=m, graph=g, true_graph=true)
+        for m in ("pc", "ges")
+        for s in range(3)
+    ]
+    b = [
+        DiscoveryOutcome(dataset="toy", seed=s, n=10, method=m, graph=g, true_graph=true)
+        for m in ("pc", "fci")
+        for s in range(2)
+    ]
     save_discovery(a, tmp_path / "a", {})
     save_discovery(b, tmp_path / "b", {})
     c = compare_runs(tmp_path / "a", tmp_path / "b")
@@ -142,7 +166,10 @@ def test_compare_flags_pairs_whose_content_differs(tmp_path, capsys):
 def test_compare_discovery_flags_different_data_under_one_name(tmp_path):
     true = CausalGraph.from_edges("AB", [("A", "B")])
     for name, h in (("a", "h1"), ("b", "h2")):
-        save_discovery([DiscoveryOutcome(dataset="toy", seed=0, n=10, method="pc", graph=true, true_graph=true,
-                                         data_hash=h)], tmp_path / name, {})
+        save_discovery(
+            [DiscoveryOutcome(dataset="toy", seed=0, n=10, method="pc", graph=true, true_graph=true, data_hash=h)],
+            tmp_path / name,
+            {},
+        )
     c = compare_runs(tmp_path / "a", tmp_path / "b")
     assert len(c.content_differs) == 1 and "1 pair differs in content" in c.content_warning()

@@ -19,11 +19,17 @@ NS = "{http://www.w3.org/2000/svg}"
 DETAILS = {
     "n_steps": 5,
     "edges": [[0, 1], [1, 2], [2, 3], [3, 4], [0, 2], [0, 3], [1, 3], [2, 4], [0, 2], [3, 3], [1, 9]],
-    "deviations": [{"step": 1, "reason": "r"}], "hypothesis": {"step": 1, "agent": "Planner"},
-    "lce": {"path": [{"pivot": 1, "step": 2, "direction": "forward", "delta_s": 0.31},
-                     {"pivot": 2, "step": 0, "direction": "backward", "delta_s": -0.12}],
-            "scores": [{"step": 1, "s": 0.4}, {"step": 2, "s": 0.7}]},
-    "final": {"step": 2, "agent": "Coder"}, "step_agents": ["User", "Planner", "Coder", "Coder", "Verifier"],
+    "deviations": [{"step": 1, "reason": "r"}],
+    "hypothesis": {"step": 1, "agent": "Planner"},
+    "lce": {
+        "path": [
+            {"pivot": 1, "step": 2, "direction": "forward", "delta_s": 0.31},
+            {"pivot": 2, "step": 0, "direction": "backward", "delta_s": -0.12},
+        ],
+        "scores": [{"step": 1, "s": 0.4}, {"step": 2, "s": 0.7}],
+    },
+    "final": {"step": 2, "agent": "Coder"},
+    "step_agents": ["User", "Planner", "Coder", "Coder", "Verifier"],
 }
 
 
@@ -41,8 +47,8 @@ def _points(d: str, n: int = 60) -> np.ndarray:
     nums = [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?", d)]
     t = np.linspace(0.0, 1.0, n)[:, None]
     if "C" in d:
-        p0, c1, c2, p1 = (np.array(nums[i:i + 2]) for i in range(0, 8, 2))
-        return (1 - t) ** 3 * p0 + 3 * (1 - t) ** 2 * t * c1 + 3 * (1 - t) * t ** 2 * c2 + t ** 3 * p1
+        p0, c1, c2, p1 = (np.array(nums[i : i + 2]) for i in range(0, 8, 2))
+        return (1 - t) ** 3 * p0 + 3 * (1 - t) ** 2 * t * c1 + 3 * (1 - t) * t**2 * c2 + t**3 * p1
     p0, p1 = np.array(nums[0:2]), np.array(nums[2:4])
     return (1 - t) * p0 + t * p1
 
@@ -81,6 +87,9 @@ def test_every_path_is_visible_and_distinct(drawing):
 
 def test_skip_edges_bulge_by_span(drawing):
     _, _, paths = drawing
-    right = {(p.get("data-from"), p.get("data-to")): _points(p.get("d"))[:, 0].max() for p in paths
-             if p.get("class") == "dependency"}
+    right = {
+        (p.get("data-from"), p.get("data-to")): _points(p.get("d"))[:, 0].max()
+        for p in paths
+        if p.get("class") == "dependency"
+    }
     assert right[("s0", "s3")] > right[("s0", "s2")] > right[("s0", "s1")]  # wider arcs for longer skips

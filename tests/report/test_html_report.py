@@ -60,8 +60,9 @@ class Tree(HTMLParser):
     def find(self, tag, **attrs):
         out = []
         for t, a, texts in self.elements:
-            if t == tag and all(v in a.get(k.rstrip("_"), "").split() if k.endswith("_") else a.get(k) == v
-                                for k, v in attrs.items()):
+            if t == tag and all(
+                v in a.get(k.rstrip("_"), "").split() if k.endswith("_") else a.get(k) == v for k, v in attrs.items()
+            ):
                 out.append((a, "".join(texts)))
         return out
 
@@ -75,19 +76,41 @@ def parse(text: str) -> Tree:
 def _traces() -> list[Trace]:
     def steps(n):
         return [Step(index=k, agent=f"Agent{k % 2}", content=f"content of step {k}") for k in range(n)]
-    return [Trace(id="ww/1", source="Hand-Crafted", question="q1", ground_truth="a", steps=steps(4),
-                  label=Label(agent="Agent0", step=2)),
-            Trace(id="ww/2", source="Hand-Crafted", question="q2", ground_truth="a", steps=steps(5),
-                  label=Label(agent="Agent1", step=3)),
-            Trace(id="ww/3", source="Algorithm-Generated", question="q3", ground_truth="a", steps=steps(3))]
+
+    return [
+        Trace(
+            id="ww/1",
+            source="Hand-Crafted",
+            question="q1",
+            ground_truth="a",
+            steps=steps(4),
+            label=Label(agent="Agent0", step=2),
+        ),
+        Trace(
+            id="ww/2",
+            source="Hand-Crafted",
+            question="q2",
+            ground_truth="a",
+            steps=steps(5),
+            label=Label(agent="Agent1", step=3),
+        ),
+        Trace(id="ww/3", source="Algorithm-Generated", question="q3", ground_truth="a", steps=steps(3)),
+    ]
 
 
 def _dcfa_details(n: int, final: int) -> dict:
-    return {"n_steps": n, "edges": [[0, 1], [1, final]], "deviations": [{"step": 1, "reason": "r"}],
-            "hypothesis": {"step": 1, "agent": "Agent1"}, "final": {"step": final, "agent": "Agent0"},
-            "lce": {"path": [{"pivot": 1, "step": final, "direction": "forward", "delta_s": 0.4}],
-                    "scores": [{"step": final, "s": 0.9}]},
-            "step_agents": [f"Agent{k % 2}" for k in range(n)]}
+    return {
+        "n_steps": n,
+        "edges": [[0, 1], [1, final]],
+        "deviations": [{"step": 1, "reason": "r"}],
+        "hypothesis": {"step": 1, "agent": "Agent1"},
+        "final": {"step": final, "agent": "Agent0"},
+        "lce": {
+            "path": [{"pivot": 1, "step": final, "direction": "forward", "delta_s": 0.4}],
+            "scores": [{"step": final, "s": 0.9}],
+        },
+        "step_agents": [f"Agent{k % 2}" for k in range(n)],
+    }
 
 
 @pytest.fixture
@@ -95,17 +118,23 @@ def attribution_run(tmp_path):
     traces = _traces()
     corpus = write_jsonl(traces, tmp_path / "corpus.jsonl")
     usage = {"baseline": {"calls": 1, "requests": 1, "prompt_tokens": 1200, "completion_tokens": 40, "seconds": 0.5}}
-    atts = [Attribution(trace_id="ww/1", method="all_at_once", step=2, agent="Agent0", reason="it <b>broke</b>",
-                        usage=usage),
-            Attribution(trace_id="ww/2", method="all_at_once", step=0, agent="Agent0", reason="guess", usage=usage),
-            Attribution(trace_id="ww/3", method="all_at_once", step=1, agent="Agent1", reason="unlabelled",
-                        usage=usage),
-            Attribution(trace_id="ww/1", method="dcfa", step=2, agent="Agent0", details=_dcfa_details(4, 2)),
-            Attribution(trace_id="ww/2", method="dcfa", error="EndpointUnreachableError: down"),
-            Attribution(trace_id="ww/3", method="dcfa", step=2, agent="Agent0", details=_dcfa_details(3, 2))]
+    atts = [
+        Attribution(
+            trace_id="ww/1", method="all_at_once", step=2, agent="Agent0", reason="it <b>broke</b>", usage=usage
+        ),
+        Attribution(trace_id="ww/2", method="all_at_once", step=0, agent="Agent0", reason="guess", usage=usage),
+        Attribution(trace_id="ww/3", method="all_at_once", step=1, agent="Agent1", reason="unlabelled", usage=usage),
+        Attribution(trace_id="ww/1", method="dcfa", step=2, agent="Agent0", details=_dcfa_details(4, 2)),
+        Attribution(trace_id="ww/2", method="dcfa", error="EndpointUnreachableError: down"),
+        Attribution(trace_id="ww/3", method="dcfa", step=2, agent="Agent0", details=_dcfa_details(3, 2)),
+    ]
     run = tmp_path / "run"
-    save_run(atts, traces, run, {"corpus": [str(corpus)], "methods": {"all_at_once": {}, "dcfa": {}},
-                                 "routing": "default", "traces": 3})
+    save_run(
+        atts,
+        traces,
+        run,
+        {"corpus": [str(corpus)], "methods": {"all_at_once": {}, "dcfa": {}}, "routing": "default", "traces": 3},
+    )
     return run
 
 
@@ -114,8 +143,12 @@ def test_attribution_report_has_per_trace_rows_highlighted_steps_and_svg_graphs(
     tree = parse((attribution_run / "report.html").read_text())
     headings = [t for _, t in tree.find("h2")]
     assert headings[0] == "Blamed steps"  # the page opens on what was blamed, the settings folded
-    assert headings.index("Blamed steps") < headings.index("Accuracy") < headings.index("Per trace") < \
-        headings.index("Traces")
+    assert (
+        headings.index("Blamed steps")
+        < headings.index("Accuracy")
+        < headings.index("Per trace")
+        < headings.index("Traces")
+    )
     assert tree.find("details", class_="facts")
     table = tree.find("table", id="per-trace")
     assert table and "sortable" in table[0][0]["class"]
@@ -161,15 +194,24 @@ def test_attribution_report_without_corpus_lists_blamed_steps(attribution_run, t
 def _outcomes() -> list[DiscoveryOutcome]:
     asia_true = CausalGraph.from_edges(["A", "S", "T", "L"], [("A", "T"), ("S", "L"), ("T", "L")])
     cancer_true = CausalGraph.from_edges(["P", "S", "C"], [("P", "C"), ("S", "C")])
-    pc_asia = CausalGraph(nodes=["A", "S", "T", "L"], edges=[Edge("A", "T"), Edge("L", "S"),
-                                                              Edge("T", "L", Mark.TAIL, Mark.TAIL),
-                                                              Edge("A", "S", Mark.ARROW, Mark.ARROW)])
+    pc_asia = CausalGraph(
+        nodes=["A", "S", "T", "L"],
+        edges=[
+            Edge("A", "T"),
+            Edge("L", "S"),
+            Edge("T", "L", Mark.TAIL, Mark.TAIL),
+            Edge("A", "S", Mark.ARROW, Mark.ARROW),
+        ],
+    )
     mac_asia = CausalGraph.from_edges(["A", "S", "T", "L"], [("A", "T"), ("S", "L"), ("A", "L")])
     pc_cancer = CausalGraph.from_edges(["P", "S", "C"], [("P", "C")])
-    return [DiscoveryOutcome(dataset="asia", seed=0, n=100, method="pc", graph=pc_asia, true_graph=asia_true),
-            DiscoveryOutcome(dataset="asia", seed=0, n=100, method="mac", graph=mac_asia, true_graph=asia_true,
-                             seconds=1740.5),
-            DiscoveryOutcome(dataset="cancer", seed=0, n=100, method="pc", graph=pc_cancer, true_graph=cancer_true)]
+    return [
+        DiscoveryOutcome(dataset="asia", seed=0, n=100, method="pc", graph=pc_asia, true_graph=asia_true),
+        DiscoveryOutcome(
+            dataset="asia", seed=0, n=100, method="mac", graph=mac_asia, true_graph=asia_true, seconds=1740.5
+        ),
+        DiscoveryOutcome(dataset="cancer", seed=0, n=100, method="pc", graph=pc_cancer, true_graph=cancer_true),
+    ]
 
 
 def test_discovery_report_leads_with_table_shares_layouts_and_writes_graph_files(tmp_path, monkeypatch):
@@ -177,13 +219,22 @@ def test_discovery_report_leads_with_table_shares_layouts_and_writes_graph_files
     real_save = plots._save
 
     def spy(fig, path):
-        captured[str(path)] = [(c.get_label(), len(c.patches)) for ax in fig.axes for c in ax.containers
-                               if hasattr(c, "patches")]
+        captured[str(path)] = [
+            (c.get_label(), len(c.patches)) for ax in fig.axes for c in ax.containers if hasattr(c, "patches")
+        ]
         return real_save(fig, path)
 
     monkeypatch.setattr(plots, "_save", spy)
-    save_discovery_run(_outcomes(), tmp_path, {"datasets": ["asia", "cancer"], "methods": ["pc", "mac"],
-                                               "config": {"mac": {"rounds": 2}}, "wall_seconds": 1740.25})
+    save_discovery_run(
+        _outcomes(),
+        tmp_path,
+        {
+            "datasets": ["asia", "cancer"],
+            "methods": ["pc", "mac"],
+            "config": {"mac": {"rounds": 2}},
+            "wall_seconds": 1740.25,
+        },
+    )
     write_discovery_report(tmp_path)
     text = (tmp_path / "report.html").read_text()
     tree = parse(text)
@@ -210,7 +261,11 @@ def test_discovery_report_leads_with_table_shares_layouts_and_writes_graph_files
     # graphs out: DOT and edge-list CSV
     rows = list(csv.DictReader(open(tmp_path / "graphs" / "asia__pc__seed0.csv")))
     assert {(r["source"], r["target"], r["type"]) for r in rows} == {
-        ("A", "T", "directed"), ("L", "S", "directed"), ("T", "L", "undirected"), ("A", "S", "bidirected")}
+        ("A", "T", "directed"),
+        ("L", "S", "directed"),
+        ("T", "L", "undirected"),
+        ("A", "S", "bidirected"),
+    }
     dot = (tmp_path / "graphs" / "asia__pc__seed0.dot").read_text()
     assert '"A" -> "T";' in dot and "arrowtail=normal, arrowhead=normal" in dot
     assert (tmp_path / "graphs" / "cancer__truth.csv").is_file()

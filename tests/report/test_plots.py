@@ -26,8 +26,9 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 def _trace(i: int, n_steps: int, culprit: int) -> Trace:
     steps = [Step(index=k, agent=f"A{k % 2}", content=f"step {k}") for k in range(n_steps)]
-    return Trace(id=f"x/{i}", question="q", ground_truth="a", label=Label(agent=f"A{culprit % 2}", step=culprit),
-                 steps=steps)
+    return Trace(
+        id=f"x/{i}", question="q", ground_truth="a", label=Label(agent=f"A{culprit % 2}", step=culprit), steps=steps
+    )
 
 
 @pytest.fixture
@@ -35,10 +36,12 @@ def short_and_long_traces_evaluation():
     """Two methods on a 4-step and a 15-step trace: one exact hit, one off by 3, one undetermined, one failure."""
     ts = [_trace(0, 4, 1), _trace(1, 15, 9)]
     usage = {"baseline": {"calls": 1, "requests": 1, "prompt_tokens": 300, "completion_tokens": 20, "seconds": 0.5}}
-    atts = [Attribution(trace_id="x/0", method="m1", step=1, agent="A1", usage=usage),
-            Attribution(trace_id="x/1", method="m1", step=6, agent="A0", usage=usage),
-            Attribution(trace_id="x/0", method="m2", step=None, agent=None, usage=usage),
-            Attribution(trace_id="x/1", method="m2", error="EndpointUnreachableError: down")]
+    atts = [
+        Attribution(trace_id="x/0", method="m1", step=1, agent="A1", usage=usage),
+        Attribution(trace_id="x/1", method="m1", step=6, agent="A0", usage=usage),
+        Attribution(trace_id="x/0", method="m2", step=None, agent=None, usage=usage),
+        Attribution(trace_id="x/1", method="m2", error="EndpointUnreachableError: down"),
+    ]
     return evaluate_frame(results_frame(atts, ts))
 
 
@@ -92,12 +95,23 @@ def test_write_report_adds_plots_and_standalone_html(short_and_long_traces_evalu
 
 
 def test_shd_png_and_discovery_figures(tmp_path):
-    df = pd.DataFrame({"dataset": ["asia"] * 4 + ["cancer"] * 2, "method": ["pc", "pc", "mac", "mac", "pc", "mac"],
-                       "seed": [0, 1, 0, 1, 0, 0], "shd": [2, 4, 0, 1, 3, float("nan")]})
+    df = pd.DataFrame(
+        {
+            "dataset": ["asia"] * 4 + ["cancer"] * 2,
+            "method": ["pc", "pc", "mac", "mac", "pc", "mac"],
+            "seed": [0, 1, 0, 1, 0, 0],
+            "shd": [2, 4, 0, 1, 3, float("nan")],
+        }
+    )
     assert shd_png(df, tmp_path / "a.png").read_bytes()[:8] == PNG_MAGIC
-    outcomes = [SimpleNamespace(method="pc", usage={}, seconds=1.5),
-                SimpleNamespace(method="mac", seconds=9.0, usage={
-                    "mac.debate": {"prompt_tokens": 100, "completion_tokens": 10, "seconds": 4.0, "calls": 2}})]
+    outcomes = [
+        SimpleNamespace(method="pc", usage={}, seconds=1.5),
+        SimpleNamespace(
+            method="mac",
+            seconds=9.0,
+            usage={"mac.debate": {"prompt_tokens": 100, "completion_tokens": 10, "seconds": 4.0, "calls": 2}},
+        ),
+    ]
     usage = discovery_stage_usage(outcomes)
     assert usage.set_index(["method", "stage"]).loc[("pc", "(no LLM)"), "seconds"] == 1.5
     assert usage.set_index(["method", "stage"]).loc[("mac", "mac.debate"), "prompt_tokens"] == 100
@@ -107,6 +121,10 @@ def test_shd_png_and_discovery_figures(tmp_path):
 
 
 def test_html_report_skips_figures_without_png(tmp_path):
-    page = html_report("T", {}, [Figure("k", "missing", None, ""), Figure("g", "gone", tmp_path / "no.png", "")],
-                       [("Empty", pd.DataFrame())])
+    page = html_report(
+        "T",
+        {},
+        [Figure("k", "missing", None, ""), Figure("g", "gone", tmp_path / "no.png", "")],
+        [("Empty", pd.DataFrame())],
+    )
     assert "data:image" not in page and "(none)" in page

@@ -21,13 +21,19 @@ def save_disc(outcomes, run_dir, meta):
     save_outcomes(outcomes, run_dir, meta)
     score_run(run_dir)
 
+
 _REPR = re.compile(r"[\[{]'|': |\bNone\b|\bTrue\b|\bFalse\b")  # Python list/dict reprs and literals
 
 
 def _outcomes(methods, reused=()):
     t = CausalGraph.from_edges("ABC", [("A", "B"), ("B", "C")])
-    return [DiscoveryOutcome(dataset="toy", seed=s, n=20, method=m, graph=t, true_graph=t, seconds=1.5,
-                             reused=(m, s) in reused) for m in methods for s in (0, 1)]
+    return [
+        DiscoveryOutcome(
+            dataset="toy", seed=s, n=20, method=m, graph=t, true_graph=t, seconds=1.5, reused=(m, s) in reused
+        )
+        for m in methods
+        for s in (0, 1)
+    ]
 
 
 def test_readable_value_has_no_python_reprs():
@@ -41,10 +47,19 @@ def test_readable_value_has_no_python_reprs():
 
 
 def test_attribution_report_header_is_readable(tmp_path):
-    tr = Trace(id="x/0", question="q", ground_truth="a", label=Label(agent="A", step=0),
-               steps=[Step(index=0, agent="A", content="s")])
-    save_run([Attribution(trace_id="x/0", method="all_at_once", step=0, agent="A")], [tr], tmp_path,
-             {"corpus": ["data/examples"], "methods": {"all_at_once": {"context_tokens": None, "window": 4}}})
+    tr = Trace(
+        id="x/0",
+        question="q",
+        ground_truth="a",
+        label=Label(agent="A", step=0),
+        steps=[Step(index=0, agent="A", content="s")],
+    )
+    save_run(
+        [Attribution(trace_id="x/0", method="all_at_once", step=0, agent="A")],
+        [tr],
+        tmp_path,
+        {"corpus": ["data/examples"], "methods": {"all_at_once": {"context_tokens": None, "window": 4}}},
+    )
     md = report_run(tmp_path).markdown
     head = md.split("## Accuracy")[0]
     assert "['data/examples']" not in head and "{'" not in head and not _REPR.search(head)

@@ -9,15 +9,34 @@ from agentcausal.traces.model import Attribution, Candidate, CorrectedAction, St
 
 
 def _run(tmp_path):
-    traces = [Trace(id=f"ww/{i}", question="q?", ground_truth="", steps=[
-        Step(index=k, agent=f"A{k}", content=f"step {k} says {k * 7}") for k in range(4)]) for i in (1, 12)]
+    traces = [
+        Trace(
+            id=f"ww/{i}",
+            question="q?",
+            ground_truth="",
+            steps=[Step(index=k, agent=f"A{k}", content=f"step {k} says {k * 7}") for k in range(4)],
+        )
+        for i in (1, 12)
+    ]
     corpus = write_jsonl(traces, tmp_path / "corpus.jsonl")
     fix = CorrectedAction(step=2, content="step 2 says 42", outcome="42", outcome_score=0.9, source="test")
-    atts = [Attribution(trace_id="ww/1", method="dcfa", step=2, agent="A2", reason="multiplied wrong",
-                        confidence=0.9, evidence="says 14", corrected_action=fix,
-                        candidates=[Candidate(step=2, role="decision", score=0.5, score_is="ΔS(i) = …"),
-                                    Candidate(step=1, role="hypothesis")]),
-            Attribution(trace_id="ww/12", method="dcfa", step=None, reason="undetermined")]
+    atts = [
+        Attribution(
+            trace_id="ww/1",
+            method="dcfa",
+            step=2,
+            agent="A2",
+            reason="multiplied wrong",
+            confidence=0.9,
+            evidence="says 14",
+            corrected_action=fix,
+            candidates=[
+                Candidate(step=2, role="decision", score=0.5, score_is="ΔS(i) = …"),
+                Candidate(step=1, role="hypothesis"),
+            ],
+        ),
+        Attribution(trace_id="ww/12", method="dcfa", step=None, reason="undetermined"),
+    ]
     save_run(atts, traces, tmp_path / "run", {"corpus": [str(corpus)]})
     return tmp_path / "run", corpus
 

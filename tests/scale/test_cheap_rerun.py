@@ -30,8 +30,10 @@ def _responder(body):
 @pytest.fixture
 def settings(fake_server, tmp_path):
     fake_server.responder = _responder
-    return RunSettings(profiles_path=write_profiles(tmp_path / "profiles.toml", fake_server.base_url),
-                       cache_dir=str(tmp_path / "cache"))
+    return RunSettings(
+        profiles_path=write_profiles(tmp_path / "profiles.toml", fake_server.base_url),
+        cache_dir=str(tmp_path / "cache"),
+    )
 
 
 class Spy:
@@ -54,14 +56,16 @@ def _frame(run_dir) -> pd.DataFrame:
 def test_finished_corpus_reruns_without_task_runs_or_requests(fake_server, settings, tmp_path, monkeypatch):
     import flows.attribute as fa
 
-    run1 = fa.attribute(CORPUS, methods=["all_at_once", "binary_search"], settings=settings,
-                        out_dir=str(tmp_path / "r1"), chunk_size=1)
+    run1 = fa.attribute(
+        CORPUS, methods=["all_at_once", "binary_search"], settings=settings, out_dir=str(tmp_path / "r1"), chunk_size=1
+    )
     first = fake_server.count
     assert first > 0
     spy_chunk = Spy(fa.attribute_chunk)
     monkeypatch.setattr(fa, "attribute_chunk", spy_chunk)
-    run2 = fa.attribute(CORPUS, methods=["all_at_once", "binary_search"], settings=settings,
-                        out_dir=str(tmp_path / "r2"), chunk_size=1)
+    run2 = fa.attribute(
+        CORPUS, methods=["all_at_once", "binary_search"], settings=settings, out_dir=str(tmp_path / "r2"), chunk_size=1
+    )
     assert fake_server.count == first and spy_chunk.methods == []
     a, b = _frame(run1), _frame(run2)
     assert not a["reused"].any() and b["reused"].all()
@@ -70,8 +74,13 @@ def test_finished_corpus_reruns_without_task_runs_or_requests(fake_server, setti
     pd.testing.assert_frame_equal(a.drop(columns=paid), b.drop(columns=paid))
 
     # one method more: only that method is submitted, and only its requests are made
-    run3 = fa.attribute(CORPUS, methods=["all_at_once", "binary_search", "step_by_step"], settings=settings,
-                        out_dir=str(tmp_path / "r3"), chunk_size=1)
+    run3 = fa.attribute(
+        CORPUS,
+        methods=["all_at_once", "binary_search", "step_by_step"],
+        settings=settings,
+        out_dir=str(tmp_path / "r3"),
+        chunk_size=1,
+    )
     assert spy_chunk.methods == ["step_by_step", "step_by_step"]
     new = fake_server.chat_requests[first:]
     assert len(new) == 2 and all(r["response_format"]["json_schema"]["name"] == "StepVerdict" for r in new)
@@ -81,8 +90,7 @@ def test_finished_corpus_reruns_without_task_runs_or_requests(fake_server, setti
 
 
 @pytest.mark.timeout(300)
-def test_retry_failed_recomputes_content_failures_and_chunks_match_items(fake_server, settings, tmp_path,
-                                                                       monkeypatch):
+def test_retry_failed_recomputes_content_failures_and_chunks_match_items(fake_server, settings, tmp_path, monkeypatch):
     import flows.attribute as fa
     from flows.attribute import attribute
 
@@ -104,8 +112,9 @@ def test_retry_failed_recomputes_content_failures_and_chunks_match_items(fake_se
     assert set(r["status"]) == {"complete"} and not r["reused"].any() and fake_server.count == n + 2
     # per-item tasks on a fresh cache give the same rows as the chunk tasks
     fresh = settings.model_copy(update={"cache_dir": str(tmp_path / "cache2")})
-    items = _frame(attribute(CORPUS, methods=["all_at_once"], settings=fresh, out_dir=str(tmp_path / "r4"),
-                             chunk_size=1))
+    items = _frame(
+        attribute(CORPUS, methods=["all_at_once"], settings=fresh, out_dir=str(tmp_path / "r4"), chunk_size=1)
+    )
     cols = ["trace_id", "method", "pred_step", "pred_agent", "status", "requests"]
     pd.testing.assert_frame_equal(r[cols], items[cols])
 
@@ -117,8 +126,10 @@ def test_finished_discovery_reruns_without_task_runs(fake_server, tmp_path, monk
 
     edges = (("Burglary", "Alarm"), ("Earthquake", "Alarm"), ("Alarm", "JohnCalls"), ("Alarm", "MaryCalls"))
     fake_server.responder = mac_responder(affirmative_edges=edges, negative_edges=edges[:2])
-    settings = RunSettings(profiles_path=write_profiles(tmp_path / "profiles.toml", fake_server.base_url),
-                           cache_dir=str(tmp_path / "cache"))
+    settings = RunSettings(
+        profiles_path=write_profiles(tmp_path / "profiles.toml", fake_server.base_url),
+        cache_dir=str(tmp_path / "cache"),
+    )
     kw = dict(datasets=["earthquake"], seeds=[0], n=300, settings=settings)
     run1 = fd.discover(methods=["llm_zero_shot", "pc"], out_dir=str(tmp_path / "r1"), **kw)
     first = fake_server.count
@@ -133,17 +144,20 @@ def test_finished_discovery_reruns_without_task_runs(fake_server, tmp_path, monk
 
 
 @pytest.mark.timeout(300)
-def test_a_401_inside_a_chunk_fails_one_row_and_the_next_run_repeats_only_it(fake_server, settings, tmp_path,
-                                                                            monkeypatch):
+def test_a_401_inside_a_chunk_fails_one_row_and_the_next_run_repeats_only_it(
+    fake_server, settings, tmp_path, monkeypatch
+):
     import flows.attribute as fa
 
     monkeypatch.setattr(engine_mod, "chunk_length", lambda n, size: size)  # one chunk of both traces
     fake_server.inject(401)  # the first request: not retried (retry_transport), never cached
-    r1 = _frame(fa.attribute(CORPUS, methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / "r1"),
-                             chunk_size=2))
+    r1 = _frame(
+        fa.attribute(CORPUS, methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / "r1"), chunk_size=2)
+    )
     assert sorted(r1["status"]) == ["complete", "failed"] and fake_server.count == 2
     ok = r1.loc[r1.status == "complete", "trace_id"].item()
-    r2 = _frame(fa.attribute(CORPUS, methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / "r2"),
-                             chunk_size=2))
+    r2 = _frame(
+        fa.attribute(CORPUS, methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / "r2"), chunk_size=2)
+    )
     assert set(r2["status"]) == {"complete"} and fake_server.count == 3  # only the failed trace asked again
     assert r2.set_index("trace_id")["reused"].to_dict() == {t: t == ok for t in r2["trace_id"]}

@@ -36,6 +36,7 @@ class Gauge:
             with self.lock:
                 self.now -= 1
             return Attribution(trace_id=tid, method="m", step=0, agent="A")
+
         return run
 
 
@@ -54,7 +55,8 @@ def test_chunks_share_one_pool_and_never_exceed_its_size(index):
     assert gauge.peak == workers
     assert outs == [[None] * 7] * 6  # every record stored, none held back
     assert [[index.get(f"k{c}-{i}").record.trace_id for i in range(7)] for c in range(6)] == [
-        [f"t{c}-{i}" for i in range(7)] for c in range(6)]
+        [f"t{c}-{i}" for i in range(7)] for c in range(6)
+    ]
     assert sorted(gauge.started) == sorted(f"t{c}-{i}" for c in range(6) for i in range(7))  # each once
     assert all(index.get(f"k{c}-{i}") is not None for c in range(6) for i in range(7))
     assert item_pool(workers) is item_pool(workers)
@@ -80,10 +82,14 @@ def test_a_stored_chunk_runs_no_job(index):
 def test_pool_size_follows_the_routed_limits():
     common = dict(base_url="http://127.0.0.1:9", model="m", timeout_s=5.0)
     profiles = ProfileSet(
-        profiles={"chat": Profile(name="chat", max_concurrency=16, limit_group="g", **common),
-                  "emb": Profile(name="emb", kind="embedding", max_concurrency=3, **common),
-                  "unused": Profile(name="unused", max_concurrency=500, **common)},
-        routings={"default": {"default": "chat", "embed": "emb"}}, limit_groups={"g": 40})
+        profiles={
+            "chat": Profile(name="chat", max_concurrency=16, limit_group="g", **common),
+            "emb": Profile(name="emb", kind="embedding", max_concurrency=3, **common),
+            "unused": Profile(name="unused", max_concurrency=500, **common),
+        },
+        routings={"default": {"default": "chat", "embed": "emb"}},
+        limit_groups={"g": 40},
+    )
     assert sorted(routed_limits(profiles)) == [3, 40]  # the group's size, not the profile's; unrouted ignored
     workers = item_workers(routed_limits(profiles))
     assert 40 <= workers <= 5 * 40  # at least every slot of the largest limit, a bounded number of items per slot
@@ -103,7 +109,14 @@ def test_chunks_survive_the_dask_round_trip():
     from tasks.chunks import unquoted
 
     item = PlanItem(id="t0", path="/x", sha256="0")
-    chunk = Chunk(kind="attribute", method="m", jobs=(Job(item, "m"),), keys=("k",), plan=Plan(kind="attribute",
-                  methods={}), settings=RunSettings(), not_before=0.0)
+    chunk = Chunk(
+        kind="attribute",
+        method="m",
+        jobs=(Job(item, "m"),),
+        keys=("k",),
+        plan=Plan(kind="attribute", methods={}),
+        settings=RunSettings(),
+        not_before=0.0,
+    )
     for wrapped in (quote(chunk), pickle.loads(pickle.dumps(quote(chunk))), (chunk,), [chunk], chunk):
         assert unquoted(wrapped) == chunk

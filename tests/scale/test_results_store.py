@@ -16,8 +16,14 @@ from agentcausal.traces.model import Attribution
 
 
 def _att(tid: str, status: str = "complete") -> Attribution:
-    return Attribution(trace_id=tid, method="m", step=1, agent="A", status=status,
-                       error=None if status in ("complete", "degraded") else "E: x")
+    return Attribution(
+        trace_id=tid,
+        method="m",
+        step=1,
+        agent="A",
+        status=status,
+        error=None if status in ("complete", "degraded") else "E: x",
+    )
 
 
 @pytest.fixture
@@ -35,16 +41,19 @@ def test_failed_records_are_never_stored_and_reused_marks_dropped(store):
 def test_a_record_that_no_longer_loads_counts_as_absent_and_is_counted(store):
     store.put("x", _att("x"))
     db = sqlite3.connect(store.path)
-    db.execute("UPDATE records SET body = '{\"not\": \"an attribution\"}'")  # a record of another schema ...
+    db.execute('UPDATE records SET body = \'{"not": "an attribution"}\'')  # a record of another schema ...
     db.commit()
     assert store.get("x") is None and store.dropped == 1 and len(store) == 0  # ... dropped, counted, gone
 
 
-@pytest.mark.parametrize("tamper", [
-    "UPDATE records SET body = replace(body, '\"step\":1', '\"step\":2')",  # one changed value: a flipped bit
-    "UPDATE records SET key = 'other'",  # a record moved under another key
-    "UPDATE records SET body = 'cos\nsystem\n(S''touch /tmp/pwned''\ntR.'",  # a pickle payload: never run
-])
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        "UPDATE records SET body = replace(body, '\"step\":1', '\"step\":2')",  # one changed value: a flipped bit
+        "UPDATE records SET key = 'other'",  # a record moved under another key
+        "UPDATE records SET body = 'cos\nsystem\n(S''touch /tmp/pwned''\ntR.'",  # a pickle payload: never run
+    ],
+)
 def test_a_record_that_fails_its_checksum_is_dropped_counted_and_never_served(store, tamper):
     store.put("k", _att("k"))
     db = sqlite3.connect(store.path)
@@ -109,12 +118,17 @@ class ToyHalf:
 
             def close(self):
                 return {}
+
         return Sink()
 
 
 def _plan(n):
-    return Plan(kind="attribute", items=[PlanItem(id=f"t{i}", path="/x", sha256="0") for i in range(n)],
-                item_count=n, methods={"m": MethodPlan(preset="paper", variant="default", settings={}, stages={})})
+    return Plan(
+        kind="attribute",
+        items=[PlanItem(id=f"t{i}", path="/x", sha256="0") for i in range(n)],
+        item_count=n,
+        methods={"m": MethodPlan(preset="paper", variant="default", settings={}, stages={})},
+    )
 
 
 def _run(half, plan, settings, tmp_path, name):
@@ -143,8 +157,12 @@ def test_the_engine_reuses_stored_runs_missing_and_retries_failed_statuses(tmp_p
     retry = ToyHalf()
     _run(retry, plan, settings.model_copy(update={"retry_failed": True}), tmp_path, "r3")
     assert sorted(retry.ran) == ["t1", "t2"]  # the content_failed and degraded ones, computed again
-    assert [(i, s, r) for i, s, r in retry.rows] == [("t0", "complete", True), ("t1", "complete", False),
-                                                     ("t2", "complete", False), ("t3", "complete", True)]
+    assert [(i, s, r) for i, s, r in retry.rows] == [
+        ("t0", "complete", True),
+        ("t1", "complete", False),
+        ("t2", "complete", False),
+        ("t3", "complete", True),
+    ]
     fresh = ToyHalf()
     _run(fresh, plan, settings.model_copy(update={"refresh": True}), tmp_path, "r4")
     assert sorted(fresh.ran) == ["t0", "t1", "t2", "t3"] and not any(r for _, _, r in fresh.rows)
@@ -161,6 +179,7 @@ def test_chunk_stores_each_item_and_a_retry_repeats_only_the_failed_one(store):
                 flaky[tid] -= 1
                 raise EndpointUnreachableError("p", "http://x", "connection refused")
             return _att(tid)
+
         return run
 
     jobs = [(f"key-{t}", job(t)) for t in ("t0", "t1", "t2")]
@@ -191,8 +210,19 @@ def test_the_cli_names_a_corrupt_store_in_one_line_before_any_work(fake_server, 
     path.write_bytes(b"\x00garbage" * 512)
     for suffix in ("-wal", "-shm"):
         path.with_name(path.name + suffix).unlink(missing_ok=True)
-    rc = main(["attribute", str(EXAMPLES), "--profiles", write_profiles(tmp_path / "p.toml", fake_server.base_url),
-               "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "run"), "--no-progress"])
+    rc = main(
+        [
+            "attribute",
+            str(EXAMPLES),
+            "--profiles",
+            write_profiles(tmp_path / "p.toml", fake_server.base_url),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--out",
+            str(tmp_path / "run"),
+            "--no-progress",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and "Traceback" not in err and str(path) in err and len(err.strip().splitlines()) == 1
     assert fake_server.count == 0 and not (tmp_path / "run").exists()  # refused before any request or file

@@ -30,8 +30,10 @@ def service_python(venv: str) -> Path:
     if SKIPPED.is_file():
         pytest.skip(f"{venv} not installed: {SKIPPED.read_text().strip()} (scripts/setup.sh test services)")
     if not py.is_file():
-        pytest.fail(f"{venv} is missing: run `bash scripts/setup.sh` (it installs the test services; "
-                    "AGENTCAUSAL_TEST_SERVICES=0 leaves them out and these tests skip)")
+        pytest.fail(
+            f"{venv} is missing: run `bash scripts/setup.sh` (it installs the test services; "
+            "AGENTCAUSAL_TEST_SERVICES=0 leaves them out and these tests skip)"
+        )
     return py
 
 
@@ -49,12 +51,22 @@ class PhoenixServer:
         self.url = f"http://127.0.0.1:{self.http_port}"
         self.log = workdir / "phoenix.log"
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PHOENIX_", "OTEL_"))}
-        env.update(PHOENIX_HOST="127.0.0.1", PHOENIX_PORT=str(self.http_port), PHOENIX_GRPC_PORT=str(self.grpc_port),
-                   PHOENIX_WORKING_DIR=str(workdir), PHOENIX_TELEMETRY_ENABLED="false",
-                   PHOENIX_ALLOW_EXTERNAL_RESOURCES="false")
+        env.update(
+            PHOENIX_HOST="127.0.0.1",
+            PHOENIX_PORT=str(self.http_port),
+            PHOENIX_GRPC_PORT=str(self.grpc_port),
+            PHOENIX_WORKING_DIR=str(workdir),
+            PHOENIX_TELEMETRY_ENABLED="false",
+            PHOENIX_ALLOW_EXTERNAL_RESOURCES="false",
+        )
         self._log = self.log.open("w")
-        self.proc = subprocess.Popen([str(python), str(Path(__file__).with_name("phoenix_serve.py"))], env=env,
-                                     stdout=self._log, stderr=subprocess.STDOUT, cwd=workdir)
+        self.proc = subprocess.Popen(
+            [str(python), str(Path(__file__).with_name("phoenix_serve.py"))],
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            cwd=workdir,
+        )
 
     def wait(self, timeout_s: float = 180.0) -> None:
         import httpx
@@ -98,11 +110,22 @@ def run_sdk(script: str, base_url: str, out: Path, *args: str, timeout_s: float 
     home = out.parent / "home"
     home.mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    env.update(CREWAI_DISABLE_TELEMETRY="true", CREWAI_TRACING_ENABLED="false", OTEL_SDK_DISABLED="false",
-               HOME=str(home), CREWAI_STORAGE_DIR=str(home / "crewai"), OPENAI_API_KEY="test-key",
-               PYTHONPATH=str(Path(__file__).with_name("sdk_runs")))
-    r = subprocess.run([str(py), str(Path(__file__).with_name("sdk_runs") / script), base_url, str(out), *args],
-                       env=env, capture_output=True, text=True, timeout=timeout_s)
+    env.update(
+        CREWAI_DISABLE_TELEMETRY="true",
+        CREWAI_TRACING_ENABLED="false",
+        OTEL_SDK_DISABLED="false",
+        HOME=str(home),
+        CREWAI_STORAGE_DIR=str(home / "crewai"),
+        OPENAI_API_KEY="test-key",
+        PYTHONPATH=str(Path(__file__).with_name("sdk_runs")),
+    )
+    r = subprocess.run(
+        [str(py), str(Path(__file__).with_name("sdk_runs") / script), base_url, str(out), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
     if r.returncode:
         pytest.fail(f"{script} failed ({r.returncode}): {r.stderr[-3000:]}")
 

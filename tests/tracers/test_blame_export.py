@@ -27,10 +27,18 @@ def run(tmp_path):
     f = tmp_path / "spans.json"
     f.write_text(json.dumps(otlp_json(genai_spans())))
     (trace,) = import_traces([f])
-    atts = [Attribution(trace_id=trace.id, method="all_at_once", step=2, agent="researcher", reason=REASON,
-                        models={"all_at_once": "fake:fake-model"}),
-            Attribution(trace_id=trace.id, method="step_by_step", step=None, reason="no step found"),
-            Attribution(trace_id=trace.id, method="binary_search", error="LLMCallError: boom", status="failed")]
+    atts = [
+        Attribution(
+            trace_id=trace.id,
+            method="all_at_once",
+            step=2,
+            agent="researcher",
+            reason=REASON,
+            models={"all_at_once": "fake:fake-model"},
+        ),
+        Attribution(trace_id=trace.id, method="step_by_step", step=None, reason="no step found"),
+        Attribution(trace_id=trace.id, method="binary_search", error="LLMCallError: boom", status="failed"),
+    ]
     d = tmp_path / "run"
     save_attribution_run(atts, [trace], d, {"preset": "paper", "started": "2025-06-01T10:00:00", "wall_seconds": 2})
     return d, trace
@@ -40,11 +48,17 @@ def test_blamed_spans_and_annotations_without_confidence(run):
     d, trace = run
     blame = blamed_spans(d)
     (b,) = blame.blamed
-    assert (b.span_id, b.step, b.agent, b.method) == (trace.steps[2].metadata["span_id"], 2, "researcher",
-                                                       "all_at_once")
+    assert (b.span_id, b.step, b.agent, b.method) == (
+        trace.steps[2].metadata["span_id"],
+        2,
+        "researcher",
+        "all_at_once",
+    )
     assert b.confidence is None and b.evidence is None and b.candidates is None
     assert {(u["method"], u["why"].split(" (")[0]) for u in blame.unplaced} == {
-        ("step_by_step", "the method found no decisive step"), ("binary_search", "the method failed")}
+        ("step_by_step", "the method found no decisive step"),
+        ("binary_search", "the method failed"),
+    }
     (a,) = span_annotations(blame)
     assert a["result"] == {"label": "decisive error", "score": None, "explanation": REASON}
     assert a["metadata"]["preset"] == "paper" and a["metadata"]["model"] == "fake:fake-model"
@@ -111,8 +125,12 @@ def test_annotate_errors_are_one_line(tmp_path, capsys):
     assert "only apply with --from-phoenix" in capsys.readouterr().err
     assert main(["import", "-o", str(tmp_path / "o.jsonl")]) == 2
     assert "--from-phoenix URL" in capsys.readouterr().err
-    assert main(["import", "--from-phoenix", "http://127.0.0.1:9", "--since", "yesterday",
-                 "-o", str(tmp_path / "o.jsonl")]) == 2
+    assert (
+        main(
+            ["import", "--from-phoenix", "http://127.0.0.1:9", "--since", "yesterday", "-o", str(tmp_path / "o.jsonl")]
+        )
+        == 2
+    )
     assert "not a time: 'yesterday'" in capsys.readouterr().err
 
 

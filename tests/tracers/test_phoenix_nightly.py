@@ -42,12 +42,20 @@ def test_phoenix_nightly_template_computes_only_new_traces(phoenix, tmp_path):
     reply = json.dumps({"reason": "took the summit pressure as the boiling point", "agent": "researcher", "step": 2})
     with FakeOpenAIServer(responder=lambda body: reply) as srv:
         toml = tmp_path / "profiles.toml"
-        toml.write_text(f'[profiles.fake]\nkind = "chat"\nbase_url = "{srv.base_url}"\nmodel = "fake-model"\n'
-                        'max_concurrency = 4\ntimeout_s = 5\ncontext_window = 8192\n\n'
-                        '[routings.default]\ndefault = "fake"\n')
+        toml.write_text(
+            f'[profiles.fake]\nkind = "chat"\nbase_url = "{srv.base_url}"\nmodel = "fake-model"\n'
+            "max_concurrency = 4\ntimeout_s = 5\ncontext_window = 8192\n\n"
+            '[routings.default]\ndefault = "fake"\n'
+        )
         run_dir = tmp_path / "runs" / "phoenix-nightly"
-        params = {**spec.parameters, "url": phoenix.url, "since": None, "span_filter": None, "out_dir": str(run_dir),
-                  "settings": RunSettings(profiles_path=str(toml), cache_dir=str(tmp_path / "cache"))}
+        params = {
+            **spec.parameters,
+            "url": phoenix.url,
+            "since": None,
+            "span_filter": None,
+            "out_dir": str(run_dir),
+            "settings": RunSettings(profiles_path=str(toml), cache_dir=str(tmp_path / "cache")),
+        }
         flow(**params)
         first = len(srv.chat_requests)
         assert first == 1

@@ -45,7 +45,8 @@ def _profiles(tmp_path, base_url: str):
     toml = tmp_path / "profiles.toml"
     toml.write_text(
         f'[profiles.fake]\nkind = "chat"\nbase_url = "{base_url}"\nmodel = "fake-model"\n'
-        'max_concurrency = 4\ntimeout_s = 5\ncontext_window = 8192\n\n[routings.default]\ndefault = "fake"\n')
+        'max_concurrency = 4\ntimeout_s = 5\ncontext_window = 8192\n\n[routings.default]\ndefault = "fake"\n'
+    )
     return toml
 
 
@@ -53,8 +54,11 @@ def _profiles(tmp_path, base_url: str):
 @pytest.mark.timeout(300)
 def test_phoenix_round_trip(phoenix, tmp_path, capsys):
     _send(phoenix.url, genai_spans() + openinference_spans())
-    window = PhoenixQuery(phoenix.url, start=pd.Timestamp("2024-05-29", tz="UTC").to_pydatetime(),
-                          end=pd.Timestamp("2024-05-30", tz="UTC").to_pydatetime())
+    window = PhoenixQuery(
+        phoenix.url,
+        start=pd.Timestamp("2024-05-29", tz="UTC").to_pydatetime(),
+        end=pd.Timestamp("2024-05-30", tz="UTC").to_pydatetime(),
+    )
     traces = _wait_traces(window, 2)
     assert len(traces) == 2
     for t in traces:
@@ -66,12 +70,30 @@ def test_phoenix_round_trip(phoenix, tmp_path, capsys):
     assert len(only.steps) == 5 and only.steps[2].metadata["span_name"] == "web_search"
 
     # attribute straight from Phoenix, blaming the researcher's tool result
-    with FakeOpenAIServer(responder=lambda body: json.dumps(
-            {"reason": "took the summit pressure as the boiling point", "agent": "researcher", "step": 2})) as srv:
+    with FakeOpenAIServer(
+        responder=lambda body: json.dumps(
+            {"reason": "took the summit pressure as the boiling point", "agent": "researcher", "step": 2}
+        )
+    ) as srv:
         run = tmp_path / "run"
-        rc = main(["attribute", "--from-phoenix", phoenix.url, *WINDOW, "--method", "all_at_once",
-                   "--no-ground-truth", "--profiles", str(_profiles(tmp_path, srv.base_url)),
-                   "--cache-dir", str(tmp_path / "cache"), "--out", str(run), "--no-progress"])
+        rc = main(
+            [
+                "attribute",
+                "--from-phoenix",
+                phoenix.url,
+                *WINDOW,
+                "--method",
+                "all_at_once",
+                "--no-ground-truth",
+                "--profiles",
+                str(_profiles(tmp_path, srv.base_url)),
+                "--cache-dir",
+                str(tmp_path / "cache"),
+                "--out",
+                str(run),
+                "--no-progress",
+            ]
+        )
         assert rc == 0, capsys.readouterr().err
     results = pd.read_parquet(run / "results.parquet")
     assert len(results) == 2 and set(results["pred_step"]) == {2}
@@ -97,7 +119,12 @@ def test_phoenix_round_trip(phoenix, tmp_path, capsys):
         m = a["metadata"]
         models = json.loads(row.models_json)  # stage -> the model label the run recorded ("fake:fake-model")
         assert (m["method"], m["run"], m["preset"], m["model"], m["models"]) == (
-            "all_at_once", run.name, meta["preset"], ", ".join(sorted(set(models.values()))), models)
+            "all_at_once",
+            run.name,
+            meta["preset"],
+            ", ".join(sorted(set(models.values()))),
+            models,
+        )
         assert "fake-model" in m["model"]
         assert (m["step"], m["agent"], m["trace_id"]) == (2, "researcher", row.trace_id)
     # annotating the same run again replaces its annotations (same identifier), it does not add more

@@ -36,8 +36,10 @@ def test_openai_agents_openinference_spans_import(tmp_path):
         assert srv.count == 2
     assert detect_format(out) == "openinference"
     (t,) = import_traces([out])
-    assert [(s.agent, s.role, s.content) for s in t.steps] == [("planner", "assistant", PLAN),
-                                                               ("writer", "assistant", ANSWER)]
+    assert [(s.agent, s.role, s.content) for s in t.steps] == [
+        ("planner", "assistant", PLAN),
+        ("writer", "assistant", ANSWER),
+    ]
     assert t.question == QUESTION
     assert all(len(s.metadata["span_id"]) == 16 and s.metadata["trace_id"] == t.id for s in t.steps)
 
@@ -72,14 +74,29 @@ def test_openai_agents_own_export_is_read_not_as_who_and_when(tmp_path, capsys):
 
 def test_responses_api_export_says_what_to_do(tmp_path, capsys):
     """The SDK's default (Responses API) export has 'response' spans without text: refused with the remedy."""
-    recs = [{"object": "trace", "id": "trace_1", "workflow_name": "w", "group_id": None, "metadata": None},
-            {"object": "trace.span", "id": "span_a", "trace_id": "trace_1", "parent_id": None,
-             "started_at": "2025-01-01T00:00:00+00:00", "ended_at": "2025-01-01T00:00:02+00:00",
-             "span_data": {"type": "agent", "name": "planner", "handoffs": [], "tools": [], "output_type": "str"},
-             "error": None},
-            {"object": "trace.span", "id": "span_b", "trace_id": "trace_1", "parent_id": "span_a",
-             "started_at": "2025-01-01T00:00:01+00:00", "ended_at": "2025-01-01T00:00:02+00:00",
-             "span_data": {"type": "response", "response_id": "resp_1"}, "error": None}]
+    recs = [
+        {"object": "trace", "id": "trace_1", "workflow_name": "w", "group_id": None, "metadata": None},
+        {
+            "object": "trace.span",
+            "id": "span_a",
+            "trace_id": "trace_1",
+            "parent_id": None,
+            "started_at": "2025-01-01T00:00:00+00:00",
+            "ended_at": "2025-01-01T00:00:02+00:00",
+            "span_data": {"type": "agent", "name": "planner", "handoffs": [], "tools": [], "output_type": "str"},
+            "error": None,
+        },
+        {
+            "object": "trace.span",
+            "id": "span_b",
+            "trace_id": "trace_1",
+            "parent_id": "span_a",
+            "started_at": "2025-01-01T00:00:01+00:00",
+            "ended_at": "2025-01-01T00:00:02+00:00",
+            "span_data": {"type": "response", "response_id": "resp_1"},
+            "error": None,
+        },
+    ]
     f = tmp_path / "export.jsonl"
     f.write_text("".join(json.dumps(r) + "\n" for r in recs))
     assert detect_format(f) == "openai-agents"

@@ -33,20 +33,26 @@ def _write(path: Path, obj: object) -> Path:
 
 
 def test_null_content_is_empty_text_and_parts_are_joined():
-    t = parse_who_and_when(_trace(
-        {"name": "Planner", "role": "assistant", "content": None},
-        {"name": "Searcher", "role": "user", "content": [{"type": "text", "text": "Result:"}, "Lyon"]},
-        {"role": "Orchestrator (thought)", "content": [{"type": "output_text", "text": "x"}]},
-    ), "t/1")
+    t = parse_who_and_when(
+        _trace(
+            {"name": "Planner", "role": "assistant", "content": None},
+            {"name": "Searcher", "role": "user", "content": [{"type": "text", "text": "Result:"}, "Lyon"]},
+            {"role": "Orchestrator (thought)", "content": [{"type": "output_text", "text": "x"}]},
+        ),
+        "t/1",
+    )
     assert [s.content for s in t.steps] == ["", "Result:\nLyon", "x"]
     assert "None" not in t.steps[0].content and "{" not in t.steps[1].content
 
 
-@pytest.mark.parametrize(("content", "kind"), [(42, "number"), (True, "boolean"), ({"text": "x"}, "object"),
-                                               (3.5, "number")])
+@pytest.mark.parametrize(
+    ("content", "kind"), [(42, "number"), (True, "boolean"), ({"text": "x"}, "object"), (3.5, "number")]
+)
 def test_other_content_types_are_refused_naming_file_and_step(tmp_path, content, kind):
-    f = _write(tmp_path / "7.json", _trace({"name": "A", "role": "user", "content": "ok"},
-                                           {"name": "B", "role": "user", "content": content}))
+    f = _write(
+        tmp_path / "7.json",
+        _trace({"name": "A", "role": "user", "content": "ok"}, {"name": "B", "role": "user", "content": content}),
+    )
     with pytest.raises(TraceFormatError) as info:
         load_who_and_when_file(f)
     err = info.value
@@ -62,23 +68,30 @@ def test_non_text_part_is_refused_naming_the_part():
 
 def test_every_bad_field_of_a_file_is_named():
     with pytest.raises(TraceFormatError) as info:
-        parse_who_and_when(_trace({"role": "a", "content": 1}, {"role": 5, "content": "x"},
-                                  {"role": "b", "content": [7]}), "t/1")
+        parse_who_and_when(
+            _trace({"role": "a", "content": 1}, {"role": 5, "content": "x"}, {"role": "b", "content": [7]}), "t/1"
+        )
     msg = str(info.value)
     assert "history[0].content" in msg and "history[1].role" in msg and "history[2].content[0]" in msg
 
 
 def test_null_role_and_name_give_the_documented_agent():
-    t = parse_who_and_when(_trace({"name": None, "role": "assistant", "content": "a"},
-                                  {"name": None, "role": None, "content": "b"},
-                                  {"role": "Orchestrator (thought)", "content": "c"}), "t/1")
+    t = parse_who_and_when(
+        _trace(
+            {"name": None, "role": "assistant", "content": "a"},
+            {"name": None, "role": None, "content": "b"},
+            {"role": "Orchestrator (thought)", "content": "c"},
+        ),
+        "t/1",
+    )
     assert [s.agent for s in t.steps] == ["assistant", UNKNOWN_AGENT, "Orchestrator"]
     assert t.steps[1].role == "" and "None" not in {s.agent for s in t.steps}
 
 
 def test_null_label_fields_are_empty_not_none():
-    t = parse_who_and_when(_trace({"role": "a", "content": "x"}, mistake_step="0", mistake_agent=None,
-                                  mistake_reason=None), "t/1")
+    t = parse_who_and_when(
+        _trace({"role": "a", "content": "x"}, mistake_step="0", mistake_agent=None, mistake_reason=None), "t/1"
+    )
     assert t.label.agent == "" and t.label.reason == ""
 
 
@@ -215,8 +228,9 @@ def test_cli_refuses_listing_every_bad_file_on_one_line(mixed_folder, capsys):
 def test_cli_check_with_skip_invalid_lists_what_it_leaves_out(mixed_folder, capsys):
     from agentcausal.attribution.plan import attribute_plan
 
-    skipped = attribute_plan([str(mixed_folder)], resolved={}, preset="paper", routing="default",
-                             skip_invalid=True).skipped
+    skipped = attribute_plan(
+        [str(mixed_folder)], resolved={}, preset="paper", routing="default", skip_invalid=True
+    ).skipped
     assert [Path(s["path"]).name for s in skipped] == ["2.json", "3.json", "4.json"]
     err = capsys.readouterr().err
     assert "skipping 3 invalid" in err and str(mixed_folder / "3.json") in err
@@ -239,10 +253,25 @@ def test_cli_skip_invalid_runs_the_rest_and_records_skipped(mixed_folder, fake_s
     toml = tmp_path / "profiles.toml"
     toml.write_text(
         f'[profiles.fake]\nkind = "chat"\nbase_url = "{fake_server.base_url}"\nmodel = "fake-model"\n'
-        'max_concurrency = 2\ntimeout_s = 5\ncontext_window = 8192\n\n[routings.default]\ndefault = "fake"\n')
+        'max_concurrency = 2\ntimeout_s = 5\ncontext_window = 8192\n\n[routings.default]\ndefault = "fake"\n'
+    )
     out = tmp_path / "run"
-    rc = main(["attribute", str(mixed_folder), "--skip-invalid", "-m", "all_at_once", "--profiles", str(toml),
-               "--cache-dir", str(tmp_path / "cache"), "--out", str(out), "--no-progress"])
+    rc = main(
+        [
+            "attribute",
+            str(mixed_folder),
+            "--skip-invalid",
+            "-m",
+            "all_at_once",
+            "--profiles",
+            str(toml),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     assert rc == 0
     assert fake_server.count == 2  # the two valid traces, the lone surrogate replaced before the flow
     assert any("\ufffd" in json.dumps(r, ensure_ascii=False) for r in fake_server.chat_requests)
@@ -256,15 +285,18 @@ def test_cli_skip_invalid_runs_the_rest_and_records_skipped(mixed_folder, fake_s
 # ---- agent names ----------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("a", "b"), [
-    ("Orchestrator (thought)", "Orchestrator"),
-    ("Orchestrator (-> WebSurfer)", "orchestrator"),
-    ("**Planner**", "Planner"),
-    ("*Planner (draft)*", "planner"),
-    ("Verification_Expert", "Verification Expert"),
-    ("Web-Surfer", "websurfer"),
-    ("`Coder`", "CODER"),
-])
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Orchestrator (thought)", "Orchestrator"),
+        ("Orchestrator (-> WebSurfer)", "orchestrator"),
+        ("**Planner**", "Planner"),
+        ("*Planner (draft)*", "planner"),
+        ("Verification_Expert", "Verification Expert"),
+        ("Web-Surfer", "websurfer"),
+        ("`Coder`", "CODER"),
+    ],
+)
 def test_agent_names_that_compare_equal(a, b):
     from agentcausal.attribution.evaluate import agent_match
     from agentcausal.traces.model import normalise_agent
@@ -272,8 +304,10 @@ def test_agent_names_that_compare_equal(a, b):
     assert normalise_agent(a) == normalise_agent(b) and agent_match(a, b)
 
 
-@pytest.mark.parametrize(("a", "b"), [("WebSurfer", "FileSurfer"), ("Web Surfer Helper", "WebSurfer"),
-                                      ("Planner", "Planner2"), ("", ""), (None, "x")])
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [("WebSurfer", "FileSurfer"), ("Web Surfer Helper", "WebSurfer"), ("Planner", "Planner2"), ("", ""), (None, "x")],
+)
 def test_agent_names_that_differ(a, b):
     from agentcausal.attribution.evaluate import agent_match
 
@@ -283,18 +317,18 @@ def test_agent_names_that_differ(a, b):
 # ---- look-alike tags ------------------------------------------------------------------------------------------
 
 LOOKALIKE_CLOSERS = [
-    "<\u200b/trace>",            # zero-width space after <
-    "</\u200ctrace>",            # zero-width non-joiner before the name
-    "<\u2060/step>",             # word joiner
-    "<\ufeff/question>",         # BOM
-    "</tr\u200bace>",            # zero-width inside the name
-    "\uff1c/trace\uff1e",        # full-width < >
+    "<\u200b/trace>",  # zero-width space after <
+    "</\u200ctrace>",  # zero-width non-joiner before the name
+    "<\u2060/step>",  # word joiner
+    "<\ufeff/question>",  # BOM
+    "</tr\u200bace>",  # zero-width inside the name
+    "\uff1c/trace\uff1e",  # full-width < >
     "\uff1c\uff0f\uff54\uff52\uff41\uff43\uff45\uff1e",  # full-width </trace>
-    "\u2039/step\u203a",         # single angle quotation marks
-    "\ufe64/answer\ufe65",       # small form < >
-    "\u3008/trace\u3009",        # CJK angle brackets
-    "<\u2044trace>",             # fraction slash
-    "< \u200b / STEP >",         # spaces, zero-width, case
+    "\u2039/step\u203a",  # single angle quotation marks
+    "\ufe64/answer\ufe65",  # small form < >
+    "\u3008/trace\u3009",  # CJK angle brackets
+    "<\u2044trace>",  # fraction slash
+    "< \u200b / STEP >",  # spaces, zero-width, case
 ]
 
 
@@ -312,8 +346,18 @@ def test_lookalike_tags_are_escaped(tag):
     assert block.count("</trace>") == 1 and block.endswith("</trace>")
 
 
-@pytest.mark.parametrize("text", ["x \uff1c 3 and y \u2039 2", "\u3008note\u3009", "a <\u200bdiv>", "<stepper>",
-                                  "\uff1cstepper\uff1e", "if a < b: pass", "\u2039quote\u203a"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x \uff1c 3 and y \u2039 2",
+        "\u3008note\u3009",
+        "a <\u200bdiv>",
+        "<stepper>",
+        "\uff1cstepper\uff1e",
+        "if a < b: pass",
+        "\u2039quote\u203a",
+    ],
+)
 def test_other_angle_text_is_left_alone(text):
     from agentcausal.traces.render import escape_data
 

@@ -51,18 +51,23 @@ def _big_int(digits: int) -> str:
 FILES = {
     "json_nested_past_recursion": ("deep.json", lambda p: _write(p, _deep(100_000)), "nested deeper than"),
     "json_nested_past_the_limit": ("deep64.json", lambda p: _write(p, _deep(200)), "nested deeper than 64"),
-    "integer_over_4300_digits": ("bigint.json", lambda p: _write(p, _big_int(MAX_INT_DIGITS + 1)),
-                                 f"integer of {MAX_INT_DIGITS + 1} digits"),
+    "integer_over_4300_digits": (
+        "bigint.json",
+        lambda p: _write(p, _big_int(MAX_INT_DIGITS + 1)),
+        f"integer of {MAX_INT_DIGITS + 1} digits",
+    ),
     "mistake_step_superscript": ("sup.json", lambda p: _write(p, _trace(mistake_step="\u00b2")), "mistake_step"),
     "mistake_step_arabic_indic": ("ar.json", lambda p: _write(p, _trace(mistake_step="\u0663")), "mistake_step"),
     "mistake_step_huge": ("huge.json", lambda p: _write(p, _trace(mistake_step="9" * 5000)), "mistake_step"),
-    "no_question": ("noq.json", lambda p: _write(p, {"ground_truth": "a", "history": _trace()["history"]}),
-                    "question"),
+    "no_question": ("noq.json", lambda p: _write(p, {"ground_truth": "a", "history": _trace()["history"]}), "question"),
     "empty_question": ("emptyq.json", lambda p: _write(p, _trace(question="  ")), "question"),
     "fifo": ("fifo.json", lambda p: os.mkfifo(p), "a FIFO"),
     "symlink_to_dev_zero": ("zero.json", lambda p: os.symlink("/dev/zero", p), "/dev/zero"),
-    "symlink_loop": ("loop.json", lambda p: (os.symlink(p.name + ".2", p), os.symlink(p.name, str(p) + ".2")),
-                     "a symlink loop"),
+    "symlink_loop": (
+        "loop.json",
+        lambda p: (os.symlink(p.name + ".2", p), os.symlink(p.name, str(p) + ".2")),
+        "a symlink loop",
+    ),
     "dangling_symlink": ("gone.json", lambda p: os.symlink("/nonexistent/x.json", p), "a dangling symlink"),
     "folder_named_json": ("dir.json", lambda p: p.mkdir(), "a folder, not a regular file"),
     "not_utf8": ("latin.json", lambda p: p.write_bytes(b'{"question": "caf\xe9"}'), "not UTF-8"),
@@ -78,8 +83,14 @@ def _one_line(err: str) -> str:
 def _cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     """The CLI in its own process: a hang (a FIFO opened for reading) fails by the timeout instead of blocking."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "agentcausal", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "agentcausal", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 @pytest.mark.parametrize("kind", list(FILES))
@@ -136,11 +147,14 @@ def test_a_symlink_out_of_the_folder_is_refused_but_one_inside_is_read(tmp_path)
 
 
 def test_jsonl_lines_are_named(tmp_path):
-    good = json.dumps({"id": "t1", "question": "q", "ground_truth": "a",
-                       "steps": [{"index": 0, "agent": "A", "content": "x"}]})
+    good = json.dumps(
+        {"id": "t1", "question": "q", "ground_truth": "a", "steps": [{"index": 0, "agent": "A", "content": "x"}]}
+    )
     deep = '{"id": "t2", "question": "q", "steps": [], "x": ' + "[" * 5000 + "]" * 5000 + "}"
     big = '{"id": "t3", "question": "q", "steps": [], "x": ' + "1" * 5000 + "}"
-    noq = json.dumps({"id": "t4", "question": "", "ground_truth": "a", "steps": [{"index": 0, "agent": "A", "content": "x"}]})
+    noq = json.dumps(
+        {"id": "t4", "question": "", "ground_truth": "a", "steps": [{"index": 0, "agent": "A", "content": "x"}]}
+    )
     f = _write(tmp_path / "c.jsonl", "\n".join([good, deep, big, noq]) + "\n")
     scan = scan_traces([f])
     assert [t.id for t in scan.traces] == ["t1"]
@@ -150,7 +164,7 @@ def test_jsonl_lines_are_named(tmp_path):
 
 
 def test_size_limit_refuses_unread_unless_raised(tmp_path, capsys, monkeypatch):
-    f = _write(tmp_path / "c" / "big.json", json.dumps(_trace()) + " " * (2 * 2 ** 20))
+    f = _write(tmp_path / "c" / "big.json", json.dumps(_trace()) + " " * (2 * 2**20))
     assert main(["attribute", str(f), "--dry-run", "--max-input-mb", "1"]) == 2
     line = _one_line(capsys.readouterr().err)
     assert str(f) in line and "2.0 MiB, over the 1.0 MiB input limit" in line and "--max-input-mb" in line
@@ -218,9 +232,13 @@ def test_no_method_sends_a_prompt_over_the_window(fake_server, make_gateway, met
     from agentcausal.llm.window import prompt_size
     from agentcausal.traces.model import Step, Trace
 
-    trace = Trace(id="huge/1", source="test", question="q", ground_truth="a",
-                  steps=[Step(index=i, agent=f"A{i % 2}", content=f"step {i} " + "data " * 20_000)
-                         for i in range(6)])
+    trace = Trace(
+        id="huge/1",
+        source="test",
+        question="q",
+        ground_truth="a",
+        steps=[Step(index=i, agent=f"A{i % 2}", content=f"step {i} " + "data " * 20_000) for i in range(6)],
+    )
     fake_server.responder = lambda body: "{}"  # never a valid reply: every method stops early
     a = run_method(trace, method, make_gateway(fake_server))
     for body in fake_server.chat_requests:
@@ -243,8 +261,13 @@ def test_a_many_step_trace_over_the_window_is_refused_for_its_item(fake_server, 
     from agentcausal.attribution.jobs import run_method
     from agentcausal.traces.model import Step, Trace
 
-    trace = Trace(id="long/1", source="test", question="q", ground_truth="a",
-                  steps=[Step(index=i, agent=f"A{i % 2}", content=f"step {i} ok") for i in range(20_000)])
+    trace = Trace(
+        id="long/1",
+        source="test",
+        question="q",
+        ground_truth="a",
+        steps=[Step(index=i, agent=f"A{i % 2}", content=f"step {i} ok") for i in range(20_000)],
+    )
     fake_server.responder = lambda body: "{}"
     a = run_method(trace, method, make_gateway(fake_server))
     assert fake_server.count == 0

@@ -84,10 +84,13 @@ def test_bad_jsonl_line_names_the_line(tmp_path):
 def test_select_by_ids_steps_and_limit():
     traces = load_traces([EXAMPLES])
     assert [t.id for t in select_traces(traces, max_steps=5)] == [
-        "examples/bad_plan_at_step_0", "examples/wrong_unit_at_step_2"]
+        "examples/bad_plan_at_step_0",
+        "examples/wrong_unit_at_step_2",
+    ]
     assert len(select_traces(traces, limit=1)) == 1
     assert [t.id for t in select_traces(traces, ids=["examples/wrong_unit_at_step_2"])] == [
-        "examples/wrong_unit_at_step_2"]
+        "examples/wrong_unit_at_step_2"
+    ]
     with pytest.raises(TraceFormatError, match="unknown trace ids") as err:
         select_traces(traces, ids=["nope"])
     assert "examples/bad_plan_at_step_0" in str(err.value)  # the message shows what ids look like

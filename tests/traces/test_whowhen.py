@@ -15,8 +15,13 @@ from agentcausal.traces.whowhen import (
 )
 
 #: files where the speaker at mistake_step is not the labelled agent (documented in SOURCE.md)
-KNOWN_SPEAKER_MISMATCH = {"Algorithm-Generated/14", "Algorithm-Generated/59", "Hand-Crafted/20",
-                          "Hand-Crafted/22", "Hand-Crafted/49"}
+KNOWN_SPEAKER_MISMATCH = {
+    "Algorithm-Generated/14",
+    "Algorithm-Generated/59",
+    "Hand-Crafted/20",
+    "Hand-Crafted/22",
+    "Hand-Crafted/49",
+}
 
 
 @pytest.mark.whowhen
@@ -56,11 +61,18 @@ def test_algorithm_generated_agent_is_name(who_and_when_dir):
 
 
 def _hand_crafted(**extra):
-    data = {"question": "q?", "history": [{"content": "q?", "role": "human"},
-                                          {"content": "plan", "role": "Orchestrator (thought)"},
-                                          {"content": "go", "role": "Orchestrator (-> WebSurfer)"},
-                                          {"content": "page", "role": "WebSurfer"}],
-            "mistake_agent": "WebSurfer", "mistake_step": "3", "mistake_reason": "wrong page"}
+    data = {
+        "question": "q?",
+        "history": [
+            {"content": "q?", "role": "human"},
+            {"content": "plan", "role": "Orchestrator (thought)"},
+            {"content": "go", "role": "Orchestrator (-> WebSurfer)"},
+            {"content": "page", "role": "WebSurfer"},
+        ],
+        "mistake_agent": "WebSurfer",
+        "mistake_step": "3",
+        "mistake_reason": "wrong page",
+    }
     data.update(extra)
     return data
 

@@ -69,13 +69,37 @@ from agentcausal.attribution.dcfa.prompts import PROMPT_VERSION
 from agentcausal.attribution.dcfa.settings import PRESETS, DcfaGcaOnlySettings, DcfaSettings
 from agentcausal.attribution.registry import MethodSpec, register
 
-__all__ = ["DcfaSettings", "DcfaGcaOnlySettings", "PRESETS", "PROMPT_VERSION", "STAGES", "run_dcfa", "DCFA", "DCFA_GCA_ONLY"]
+__all__ = [
+    "DcfaSettings",
+    "DcfaGcaOnlySettings",
+    "PRESETS",
+    "PROMPT_VERSION",
+    "STAGES",
+    "run_dcfa",
+    "DCFA",
+    "DCFA_GCA_ONLY",
+]
 
 #: the full method
-DCFA = register(MethodSpec(name="dcfa", run=partial(run_dcfa, method="dcfa"), settings_model=DcfaSettings,
-                           prompt_version=PROMPT_VERSION, stages=STAGES, presets=PRESETS))
+DCFA = register(
+    MethodSpec(
+        name="dcfa",
+        run=partial(run_dcfa, method="dcfa"),
+        settings_model=DcfaSettings,
+        prompt_version=PROMPT_VERSION,
+        stages=STAGES,
+        presets=PRESETS,
+    )
+)
 
 #: the "w/o LCE" ablation
-DCFA_GCA_ONLY = register(MethodSpec(name="dcfa_gca_only", run=partial(run_dcfa, method="dcfa_gca_only"),
-                                    settings_model=DcfaGcaOnlySettings, prompt_version=PROMPT_VERSION,
-                                    stages=STAGES[:1], presets=PRESETS))
+DCFA_GCA_ONLY = register(
+    MethodSpec(
+        name="dcfa_gca_only",
+        run=partial(run_dcfa, method="dcfa_gca_only"),
+        settings_model=DcfaGcaOnlySettings,
+        prompt_version=PROMPT_VERSION,
+        stages=STAGES[:1],
+        presets=PRESETS,
+    )
+)

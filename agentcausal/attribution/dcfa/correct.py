@@ -79,8 +79,9 @@ class Correction(NamedTuple):
     variant: str | None = None
 
 
-def normalise_correction(original: Sequence[str], replied: Sequence[tuple[int, str]] | None, *,
-                         max_chars: int | None = None) -> Correction:
+def normalise_correction(
+    original: Sequence[str], replied: Sequence[tuple[int, str]] | None, *, max_chars: int | None = None
+) -> Correction:
     """Align a corrector's ``(step, content)`` entries with the original steps, by step number.
 
     ``""`` (or whitespace) and a copy of the original (ignoring surrounding
@@ -160,8 +161,9 @@ def _correct_max_tokens(n: int, settings: DcfaSettings, gw: Gateway) -> int:
     return completion_budget(gw, STAGE, None)
 
 
-def correct_trace(trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSettings, *,
-                  item: str | None = None) -> Correction:
+def correct_trace(
+    trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSettings, *, item: str | None = None
+) -> Correction:
     """Correct(Ŷ, T, T^e, R^e, G): a corrected version of the whole trace (eq. 8).
 
     Parameters
@@ -191,18 +193,30 @@ def correct_trace(trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSetti
     truth = trace.ground_truth if settings.with_ground_truth else None
     variant = correct_variant_for(settings.correct_variant, trace.source) if settings.prompts == "paper" else None
     messages = prompts.correct_messages(
-        trace.question, truth, trace.steps, gca.deviations, gca.search_graph_input,
-        max_chars=settings.max_corrected_step_chars, budget=lce_budget(gw, settings, n), style=settings.prompts,
+        trace.question,
+        truth,
+        trace.steps,
+        gca.deviations,
+        gca.search_graph_input,
+        max_chars=settings.max_corrected_step_chars,
+        budget=lce_budget(gw, settings, n),
+        style=settings.prompts,
         variant=variant or "algorithm_generated",
     )
     original = [s.content for s in trace.steps]
     try:
-        reply = gw.structured(STAGE, messages, prompts.corrected_trace_model(n, settings.max_corrected_step_chars),
-                              item=item or trace.id, max_tokens=max_tokens)
+        reply = gw.structured(
+            STAGE,
+            messages,
+            prompts.corrected_trace_model(n, settings.max_corrected_step_chars),
+            item=item or trace.id,
+            max_tokens=max_tokens,
+        )
     except StructuredOutputError as exc:
         return _fallback(original, exc.raw, settings)._replace(variant=variant)
-    return normalise_correction(original, [(e.step, e.content) for e in reply.steps],
-                                max_chars=settings.max_corrected_step_chars)._replace(variant=variant)
+    return normalise_correction(
+        original, [(e.step, e.content) for e in reply.steps], max_chars=settings.max_corrected_step_chars
+    )._replace(variant=variant)
 
 
 def _fallback(original: Sequence[str], raw: str, settings: DcfaSettings) -> Correction:
@@ -224,6 +238,8 @@ def lce_budget(gw: Gateway, settings: DcfaSettings, n: int) -> int:
 def lce_tokens(gw: Gateway, settings: DcfaSettings) -> tuple[int, int, int]:
     """Completion caps (tokens) of Simulation, DED and the no-truth judge: the settings, else
     the profile's budget (:func:`agentcausal.settings.completion_budget`)."""
-    return (completion_budget(gw, STAGE, settings.simulation_max_tokens),
-            completion_budget(gw, STAGE, settings.ded_max_tokens),
-            completion_budget(gw, STAGE, settings.judge_max_tokens))
+    return (
+        completion_budget(gw, STAGE, settings.simulation_max_tokens),
+        completion_budget(gw, STAGE, settings.ded_max_tokens),
+        completion_budget(gw, STAGE, settings.judge_max_tokens),
+    )

@@ -77,8 +77,7 @@ DED_TEMPLATE = (
 
 #: what the released code writes beside the GCA hypothesis for DED (in our words)
 HYPOTHESIS_FLAG = (
-    "the initial root cause chosen by the global analysis (GCA hypothesis): check it, and find the true "
-    "root cause"
+    "the initial root cause chosen by the global analysis (GCA hypothesis): check it, and find the true root cause"
 )
 
 #: DED as the released code asks it (``ded="code"``); fields: last
@@ -109,7 +108,7 @@ PAPER_DED_EXAMPLE = (
     "was corrected (Simulation): the answer stays wrong while the country is wrong; mistake reason (MDI): the "
     "final answer is wrong.\n"
     'Reply: {"step": 1, "reason": "Step 5 only reports the figure computed for the country named at step 1; '
-    'the wrong country at step 1 is an upstream data error that decided every later figure, so it is the '
+    "the wrong country at step 1 is an upstream data error that decided every later figure, so it is the "
     'true root cause."}'
 )
 
@@ -177,8 +176,9 @@ def _one_of(steps: tuple[int, ...]) -> Any:
 
 
 @functools.lru_cache(maxsize=256)
-def decision_model(candidates: tuple[int, ...], max_reason_chars: int | None,
-                   n_steps: int | None = None) -> type[DecisionReply]:
+def decision_model(
+    candidates: tuple[int, ...], max_reason_chars: int | None, n_steps: int | None = None
+) -> type[DecisionReply]:
     """Reply model of DED: ``step`` one of ``candidates`` (a JSON-schema enum), or, when ``n_steps``
     is given (``ded="code"``), any step ``0 .. n_steps - 1`` (validated).
 
@@ -191,8 +191,12 @@ def decision_model(candidates: tuple[int, ...], max_reason_chars: int | None,
     if n_steps is not None:
         if n_steps < 1:
             raise ValueError(f"n_steps must be >= 1, got {n_steps}")
-        return create_model("DecisionReply", __base__=DecisionReply, reason=reason,
-                            step=(int, Field(ge=0, le=n_steps - 1, description="0-based step of the root cause")))
+        return create_model(
+            "DecisionReply",
+            __base__=DecisionReply,
+            reason=reason,
+            step=(int, Field(ge=0, le=n_steps - 1, description="0-based step of the root cause")),
+        )
     if not candidates:
         raise ValueError("DED needs at least one candidate step")
     return create_model(
@@ -203,8 +207,9 @@ def decision_model(candidates: tuple[int, ...], max_reason_chars: int | None,
     )
 
 
-def format_candidate_reasons(candidates: Sequence[DedCandidate], agents: Mapping[int | str, str],
-                             mdi_reasons: Mapping[int | str, str]) -> str:
+def format_candidate_reasons(
+    candidates: Sequence[DedCandidate], agents: Mapping[int | str, str], mdi_reasons: Mapping[int | str, str]
+) -> str:
     """The per-candidate reasons block of ``ded="code"``, one entry per candidate in step order.
 
     Parameters
@@ -225,6 +230,7 @@ def format_candidate_reasons(candidates: Sequence[DedCandidate], agents: Mapping
       mistake reason (MDI): wrong lookup
     - step 2 (B): when this step was corrected (Simulation): the fix flows on
     """
+
     def key(c: DedCandidate) -> tuple[int, str]:
         return (c.step, "") if isinstance(c.step, int) else (10**9, str(c.step))
 
@@ -243,10 +249,19 @@ def format_candidate_reasons(candidates: Sequence[DedCandidate], agents: Mapping
     return "\n".join(lines)
 
 
-def ded_messages(question: str, truth: str | None, candidate_steps: Sequence[Step] | str,
-                 edges: Sequence[tuple[int, int]] | str, *, budget: int | None = None, style: str = "paper",
-                 variant: str = "code", reasons: str = "", n_steps: int | str | None = None,
-                 candidates: str | None = None) -> list[Message]:
+def ded_messages(
+    question: str,
+    truth: str | None,
+    candidate_steps: Sequence[Step] | str,
+    edges: Sequence[tuple[int, int]] | str,
+    *,
+    budget: int | None = None,
+    style: str = "paper",
+    variant: str = "code",
+    reasons: str = "",
+    n_steps: int | str | None = None,
+    candidates: str | None = None,
+) -> list[Message]:
     """Messages of DED.
 
     Parameters
@@ -267,28 +282,44 @@ def ded_messages(question: str, truth: str | None, candidate_steps: Sequence[Ste
     list of two messages.
     """
     if candidates is None:
-        candidates = candidate_steps if isinstance(candidate_steps, str) else ", ".join(
-            str(s.index) for s in candidate_steps)
+        candidates = (
+            candidate_steps if isinstance(candidate_steps, str) else ", ".join(str(s.index) for s in candidate_steps)
+        )
     if style == "paper" and variant == "code":
         last = n_steps - 1 if isinstance(n_steps, int) else n_steps
-        inputs = [prompts._question(question), prompts.truth_line(truth),
-                  "Reasons of the candidate steps:\n" + (reasons or "- none")]
-        return prompts.paper_messages(candidate_steps, budget, inputs, PAPER_DED_TASK.format(last=last),
-                                      PAPER_DED_EXAMPLE)
+        inputs = [
+            prompts._question(question),
+            prompts.truth_line(truth),
+            "Reasons of the candidate steps:\n" + (reasons or "- none"),
+        ]
+        return prompts.paper_messages(
+            candidate_steps, budget, inputs, PAPER_DED_TASK.format(last=last), PAPER_DED_EXAMPLE
+        )
     if style == "paper":
-        task = EQUATIONS_DED_TASK.format(truth_line=prompts.truth_line(truth), edges=prompts.format_edges(edges),
-                                         candidates=candidates)
+        task = EQUATIONS_DED_TASK.format(
+            truth_line=prompts.truth_line(truth), edges=prompts.format_edges(edges), candidates=candidates
+        )
         return prompts.paper_messages(candidate_steps, budget, [prompts._question(question)], task)
-    tail = DED_TEMPLATE.format(truth=delimit("answer", truth) if truth is not None else "not given",
-                               edges=prompts.format_edges(edges), candidates=candidates)
+    tail = DED_TEMPLATE.format(
+        truth=delimit("answer", truth) if truth is not None else "not given",
+        edges=prompts.format_edges(edges),
+        candidates=candidates,
+    )
     if truth is None:
         tail = tail.replace("The correct answer is not given.", prompts._NO_TRUTH)
     return prompts._messages(question, candidate_steps, budget, tail)
 
 
-def decide(trace: Trace, candidates: Sequence[DedCandidate], graph: nx.DiGraph,
-           deviations: Sequence[tuple[int, str]], gw: Gateway, settings: DcfaSettings, *,
-           item: str | None = None) -> Decision:
+def decide(
+    trace: Trace,
+    candidates: Sequence[DedCandidate],
+    graph: nx.DiGraph,
+    deviations: Sequence[tuple[int, str]],
+    gw: Gateway,
+    settings: DcfaSettings,
+    *,
+    item: str | None = None,
+) -> Decision:
     """DED(Ŷ, T^c, G): the decisive error among the candidate steps.
 
     Parameters
@@ -327,13 +358,26 @@ def decide(trace: Trace, candidates: Sequence[DedCandidate], graph: nx.DiGraph,
     reasons = ""
     if code:
         reasons = format_candidate_reasons(candidates, {s.index: s.agent for s in trace.steps}, dict(deviations))
-    msgs = ded_messages(trace.question, truth, [trace.steps[c] for c in steps], graph_edges(graph),
-                        budget=lce_budget(gw, settings, len(trace)), style=settings.prompts, variant=settings.ded,
-                        reasons=reasons, n_steps=len(trace))
+    msgs = ded_messages(
+        trace.question,
+        truth,
+        [trace.steps[c] for c in steps],
+        graph_edges(graph),
+        budget=lce_budget(gw, settings, len(trace)),
+        style=settings.prompts,
+        variant=settings.ded,
+        reasons=reasons,
+        n_steps=len(trace),
+    )
     model = decision_model(tuple(steps), settings.max_reason_chars, len(trace) if code else None)
     if settings.quote_evidence:  # one more reply field (off in every preset): agentcausal.attribution.evidence
         msgs, model = ask_evidence(msgs), with_evidence(model)
     reply = gw.structured(STAGE, msgs, model, item=item or trace.id, max_tokens=lce_tokens(gw, settings)[1])
     step = int(reply.step)
-    return Decision(step, reply.reason.strip()[: settings.max_reason_chars], False, step not in steps,
-                    getattr(reply, "evidence", None))
+    return Decision(
+        step,
+        reply.reason.strip()[: settings.max_reason_chars],
+        False,
+        step not in steps,
+        getattr(reply, "evidence", None),
+    )

@@ -20,8 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["DeviationRecord", "StepChoice", "FinalChoice", "SearchStepRecord", "LceRecord", "LceFailure",
-           "DcfaDetails"]
+__all__ = ["DeviationRecord", "StepChoice", "FinalChoice", "SearchStepRecord", "LceRecord", "LceFailure", "DcfaDetails"]
 
 Number = int | float  # S(i) and ΔS as computed (an int stays an int in the stored JSON)
 

@@ -190,9 +190,17 @@ def _judged(raw_edges: Sequence[prompts.JudgedEdge]) -> tuple[list[tuple[int, in
     failed = 0
     for e in raw_edges:
         holds = bool(e.temporal and e.necessary and e.sufficient)
-        records.append({"source": e.source, "target": e.target, "temporal": e.temporal,
-                        "necessary": e.necessary, "sufficient": e.sufficient,
-                        "reason": e.reason.strip(), "kept": holds})
+        records.append(
+            {
+                "source": e.source,
+                "target": e.target,
+                "temporal": e.temporal,
+                "necessary": e.necessary,
+                "sufficient": e.sufficient,
+                "reason": e.reason.strip(),
+                "kept": holds,
+            }
+        )
         if holds:
             kept.append((e.source, e.target))
         else:
@@ -237,30 +245,56 @@ def run_gca(trace: Trace, gw: Gateway, settings: DcfaSettings, *, item: str | No
     if s.mdi_cgc == "split":
         mdi = gw.structured(
             STAGE,
-            prompts.mdi_messages(trace.question, trace.steps, max_deviations=s.max_deviations, budget=budget,
-                                 style=style),
+            prompts.mdi_messages(
+                trace.question, trace.steps, max_deviations=s.max_deviations, budget=budget, style=style
+            ),
             prompts.mdi_model(s.max_deviations, s.max_reason_chars),
-            item=item, max_tokens=gca_tokens,
+            item=item,
+            max_tokens=gca_tokens,
         )
-        devs = validate_deviations(((d.step, d.reason) for d in mdi.deviations), n,
-                                   max_deviations=s.max_deviations, max_reason_chars=s.max_reason_chars)
+        devs = validate_deviations(
+            ((d.step, d.reason) for d in mdi.deviations),
+            n,
+            max_deviations=s.max_deviations,
+            max_reason_chars=s.max_reason_chars,
+        )
         graph_reply = gw.structured(
             STAGE,
-            prompts.cgc_messages(trace.question, trace.steps, devs.deviations, max_edges=s.max_edges, budget=budget,
-                                 style=style, cgc=s.cgc),
+            prompts.cgc_messages(
+                trace.question,
+                trace.steps,
+                devs.deviations,
+                max_edges=s.max_edges,
+                budget=budget,
+                style=style,
+                cgc=s.cgc,
+            ),
             prompts.cgc_model(s.max_edges, judged, s.max_reason_chars, links_mode),
-            item=item, max_tokens=gca_tokens,
+            item=item,
+            max_tokens=gca_tokens,
         )
     else:
         graph_reply = gw.structured(
             STAGE,
-            prompts.gca_joint_messages(trace.question, trace.steps, max_deviations=s.max_deviations,
-                                       max_edges=s.max_edges, budget=budget, style=style, cgc=s.cgc),
+            prompts.gca_joint_messages(
+                trace.question,
+                trace.steps,
+                max_deviations=s.max_deviations,
+                max_edges=s.max_edges,
+                budget=budget,
+                style=style,
+                cgc=s.cgc,
+            ),
             prompts.gca_joint_model(s.max_deviations, s.max_edges, s.max_reason_chars, judged, links_mode),
-            item=item, max_tokens=gca_tokens,
+            item=item,
+            max_tokens=gca_tokens,
         )
-        devs = validate_deviations(((d.step, d.reason) for d in graph_reply.deviations), n,
-                                   max_deviations=s.max_deviations, max_reason_chars=s.max_reason_chars)
+        devs = validate_deviations(
+            ((d.step, d.reason) for d in graph_reply.deviations),
+            n,
+            max_deviations=s.max_deviations,
+            max_reason_chars=s.max_reason_chars,
+        )
     judgements: tuple[dict, ...] = ()
     links: tuple[StepLinks, ...] = ()
     if isinstance(graph_reply, (prompts.DeviationsAndLinks, prompts.CausalListsReply)):  # links_mode
@@ -277,8 +311,15 @@ def run_gca(trace: Trace, gw: Gateway, settings: DcfaSettings, *, item: str | No
         graph = GraphValidation(v.graph, v.dropped._replace(not_causal=not_causal))
     shown = list(links) if links else graph_edges(graph.graph)
     paper = style == "paper"
-    hg_msgs = prompts.hg_messages(trace.question, trace.ground_truth if s.with_ground_truth else None, trace.steps,
-                                  devs.deviations, shown, budget=budget, style=style)
+    hg_msgs = prompts.hg_messages(
+        trace.question,
+        trace.ground_truth if s.with_ground_truth else None,
+        trace.steps,
+        devs.deviations,
+        shown,
+        budget=budget,
+        style=style,
+    )
     hg_model = prompts.hypothesis_model(n, s.max_reason_chars, paper)
     if s.quote_evidence:  # one more reply field (off in every preset): agentcausal.attribution.evidence
         hg_msgs, hg_model = ask_evidence(hg_msgs), with_evidence(hg_model)

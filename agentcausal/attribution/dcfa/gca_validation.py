@@ -18,8 +18,19 @@ import networkx as nx
 
 from agentcausal.attribution.dcfa.prompts import StepLinks
 
-__all__ = ["DroppedEdges", "DroppedDeviations", "GraphValidation", "DeviationValidation", "LinksValidation",
-           "validate_edges", "cap_edges", "validate_links", "capped_links", "validate_deviations", "graph_edges"]
+__all__ = [
+    "DroppedEdges",
+    "DroppedDeviations",
+    "GraphValidation",
+    "DeviationValidation",
+    "LinksValidation",
+    "validate_edges",
+    "cap_edges",
+    "validate_links",
+    "capped_links",
+    "validate_deviations",
+    "graph_edges",
+]
 
 
 def graph_edges(graph: nx.DiGraph) -> list[tuple[int, int]]:
@@ -39,8 +50,7 @@ class DroppedEdges(NamedTuple):
 
     @property
     def total(self) -> int:
-        return (self.out_of_range + self.self_loops + self.backward + self.duplicates + self.capped
-                + self.not_causal)
+        return self.out_of_range + self.self_loops + self.backward + self.duplicates + self.capped + self.not_causal
 
 
 class DroppedDeviations(NamedTuple):
@@ -246,12 +256,23 @@ def validate_links(entries: Iterable[tuple[int, Iterable[int], Iterable[int]]], 
 
 def capped_links(links: Sequence[StepLinks], graph: nx.DiGraph) -> tuple[StepLinks, ...]:
     """The lists kept to the edges of a (capped) graph."""
-    return tuple(StepLinks(e.step, tuple(c for c in e.causes if graph.has_edge(c, e.step)),
-                           tuple(x for x in e.effects if graph.has_edge(e.step, x))) for e in links)
+    return tuple(
+        StepLinks(
+            e.step,
+            tuple(c for c in e.causes if graph.has_edge(c, e.step)),
+            tuple(x for x in e.effects if graph.has_edge(e.step, x)),
+        )
+        for e in links
+    )
 
 
-def validate_deviations(deviations: Iterable[tuple[int, str]], n_steps: int, *, max_deviations: int | None = None,
-                        max_reason_chars: int | None = None) -> DeviationValidation:
+def validate_deviations(
+    deviations: Iterable[tuple[int, str]],
+    n_steps: int,
+    *,
+    max_deviations: int | None = None,
+    max_reason_chars: int | None = None,
+) -> DeviationValidation:
     """Keep in-range, first-mentioned deviations; cut long reasons; count the rest.
 
     Parameters

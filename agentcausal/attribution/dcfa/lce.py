@@ -219,9 +219,16 @@ class CounterfactualScorer:
     reasons : dict step -> the reason the Simulation of T~(step) gave, for every candidate scored
     """
 
-    def __init__(self, trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSettings,
-                 pool: ThreadPoolExecutor | None = None,
-                 correct: Callable[..., Correction] = correct_trace, item: str | None = None) -> None:
+    def __init__(
+        self,
+        trace: Trace,
+        gca: GcaResult,
+        gw: Gateway,
+        settings: DcfaSettings,
+        pool: ThreadPoolExecutor | None = None,
+        correct: Callable[..., Correction] = correct_trace,
+        item: str | None = None,
+    ) -> None:
         self.trace, self.gca, self.gw, self.settings, self.pool = trace, gca, gw, settings, pool
         self.item = item or trace.id
         self._correct = correct
@@ -264,17 +271,23 @@ class CounterfactualScorer:
         root = None
         if named is not None:
             root = prompts.RootCause(named, self.trace.steps[named].agent, self.gca.effects_of(named))
-        msgs = prompts.simulation_messages(self.trace.question, steps, through, truth=truth,
-                                           budget=lce_budget(self.gw, s, len(self.trace)), style=s.prompts,
-                                           variant=s.simulation, root=root)
+        msgs = prompts.simulation_messages(
+            self.trace.question,
+            steps,
+            through,
+            truth=truth,
+            budget=lce_budget(self.gw, s, len(self.trace)),
+            style=s.prompts,
+            variant=s.simulation,
+            root=root,
+        )
         return _Request(through, named, msgs)
 
     def _simulate(self, req: _Request) -> tuple[str, str | None] | StructuredOutputError:
         s = self.settings
         model = prompts.simulation_model(s.prompts, s.simulation)
         try:
-            reply = self.gw.structured(STAGE, req.messages, model, item=self.item,
-                                       max_tokens=lce_tokens(self.gw, s)[0])
+            reply = self.gw.structured(STAGE, req.messages, model, item=self.item, max_tokens=lce_tokens(self.gw, s)[0])
         except StructuredOutputError as exc:
             return exc
         outcome = str(reply.outcome).strip()
@@ -284,8 +297,13 @@ class CounterfactualScorer:
         return outcome, reason
 
     def _judge(self, outcome: str) -> float:
-        reply = self.gw.structured(STAGE, prompts.judge_messages(self.trace.question, outcome), prompts.JudgeReply,
-                                   item=self.item, max_tokens=lce_tokens(self.gw, self.settings)[2])
+        reply = self.gw.structured(
+            STAGE,
+            prompts.judge_messages(self.trace.question, outcome),
+            prompts.JudgeReply,
+            item=self.item,
+            max_tokens=lce_tokens(self.gw, self.settings)[2],
+        )
         return float(reply.probability)
 
     def _score(self, outcomes: list[str]) -> list[float]:
@@ -311,8 +329,11 @@ class CounterfactualScorer:
         if not keys:
             return
         todo = list(keys.items())
-        results = list(self.pool.map(self._simulate, [r for _, r in todo])) if self.pool else \
-            [self._simulate(r) for _, r in todo]
+        results = (
+            list(self.pool.map(self._simulate, [r for _, r in todo]))
+            if self.pool
+            else [self._simulate(r) for _, r in todo]
+        )
         ok = [(k, r, res) for (k, r), res in zip(todo, results) if not isinstance(res, StructuredOutputError)]
         scores = self._score([res[0] for _, _, res in ok]) if ok else []
         with self._lock:
@@ -357,8 +378,10 @@ class CounterfactualScorer:
             if self.named:
                 pairs[i] = None if i in corr.missing else (self._request(i, i), self._request(i - 1, None))
             else:
-                pairs[i] = (self._request(canonical_index(corr.changed, i), None),
-                            self._request(canonical_index(corr.changed, i - 1), None))
+                pairs[i] = (
+                    self._request(canonical_index(corr.changed, i), None),
+                    self._request(canonical_index(corr.changed, i - 1), None),
+                )
         self._run([r for p in pairs.values() if p for r in p])
         out: dict[int, CandidateScore] = {}
         for i, p in pairs.items():
@@ -379,8 +402,7 @@ class CounterfactualScorer:
         return out
 
 
-def run_lce(trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSettings, *,
-            item: str | None = None) -> LceResult:
+def run_lce(trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSettings, *, item: str | None = None) -> LceResult:
     """Refine GCA's hypothesis by counterfactual-inspired search and DED (Algorithm 2).
 
     Parameters
@@ -411,8 +433,16 @@ def run_lce(trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSettings, *
     with ThreadPoolExecutor(max_workers=s.max_workers, thread_name_prefix="dcfa-sim") as pool:
         scorer = CounterfactualScorer(trace, gca, gw, s, pool, item=item)
         cap = s.max_iterations if s.max_iterations is not None else len(trace)
-        search = bidirectional_search(gca.neighbours, gca.hypothesis_step, scorer, max_iterations=cap, order=order,
-                                      decimals=s.delta_s_decimals, ties=s.search_ties, revisit=s.revisit)
+        search = bidirectional_search(
+            gca.neighbours,
+            gca.hypothesis_step,
+            scorer,
+            max_iterations=cap,
+            order=order,
+            decimals=s.delta_s_decimals,
+            ties=s.search_ties,
+            revisit=s.revisit,
+        )
     cands = [DedCandidate(gca.hypothesis_step, None, True)]
     cands += [DedCandidate(m.step, scorer.reasons.get(m.step)) for m in search.path if m.step != gca.hypothesis_step]
     decision = decide(trace, cands, gca.lce_graph, gca.deviations, gw, s, item=item)

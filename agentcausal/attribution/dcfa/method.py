@@ -97,7 +97,8 @@ def _gca_details(trace: Trace, gca: GcaResult) -> dict[str, Any]:
     return {
         "n_steps": len(trace),
         "links": [{"step": e.step, "causes": list(e.causes), "effects": list(e.effects)} for e in gca.links]
-        if gca.links else None,
+        if gca.links
+        else None,
         "log_answer": gca.log_answer,
         "deviations": [DeviationRecord(step=s, reason=r) for s, r in gca.deviations],
         "dropped_deviations": gca.dropped_deviations._asdict(),
@@ -111,24 +112,26 @@ def _gca_details(trace: Trace, gca: GcaResult) -> dict[str, Any]:
 
 def _lce_details(lce: LceResult) -> LceRecord:
     corr = lce.correction
-    return LceRecord(**{
-        "corrected_steps": list(corr.changed) if corr else None,
-        "correct_variant": corr.variant if corr else None,
-        "correct_fallback": corr.fallback if corr else None,
-        "correct_invalid": corr.invalid if corr else False,
-        "correct_missing": list(corr.missing) if corr else None,
-        "correct_truncated": list(corr.truncated) if corr else None,
-        "scores": [{"step": i, "s": s} for i, s in sorted(lce.scores.items())],
-        "outcomes": [{"step": x.through, "named": x.named, "outcome": x.outcome[:300]} for x in lce.simulations],
-        "evaluated": [e._asdict() for e in lce.search.evaluated],
-        "path": [e._asdict() for e in lce.search.path],
-        "visited": list(lce.search.visited),
-        "stopped": dict(lce.search.stopped),
-        "candidates": list(lce.candidates),
-        "unscored": [e.step for e in lce.search.evaluated if e.error is not None],
-        "decision": {k: v for k, v in lce.decision._asdict().items() if k != "evidence" or v is not None},
-        "error": None,
-    })
+    return LceRecord(
+        **{
+            "corrected_steps": list(corr.changed) if corr else None,
+            "correct_variant": corr.variant if corr else None,
+            "correct_fallback": corr.fallback if corr else None,
+            "correct_invalid": corr.invalid if corr else False,
+            "correct_missing": list(corr.missing) if corr else None,
+            "correct_truncated": list(corr.truncated) if corr else None,
+            "scores": [{"step": i, "s": s} for i, s in sorted(lce.scores.items())],
+            "outcomes": [{"step": x.through, "named": x.named, "outcome": x.outcome[:300]} for x in lce.simulations],
+            "evaluated": [e._asdict() for e in lce.search.evaluated],
+            "path": [e._asdict() for e in lce.search.path],
+            "visited": list(lce.search.visited),
+            "stopped": dict(lce.search.stopped),
+            "candidates": list(lce.candidates),
+            "unscored": [e.step for e in lce.search.evaluated if e.error is not None],
+            "decision": {k: v for k, v in lce.decision._asdict().items() if k != "evidence" or v is not None},
+            "error": None,
+        }
+    )
 
 
 def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str = "dcfa") -> Attribution:
@@ -160,9 +163,15 @@ def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str =
     """
     item = usage_item(trace.id, method)
     base = dict(trace_id=trace.id, method=method, prompt_version=PROMPT_VERSIONS[settings.prompts])
-    details = DcfaDetails(n_steps=len(trace), step_agents=[st.agent for st in trace.steps],
-                          gca_calls=settings.mdi_cgc, cgc=settings.cgc, preset_prompts=settings.prompts,
-                          prompt_version=PROMPT_VERSIONS[settings.prompts], variant=settings.variant)
+    details = DcfaDetails(
+        n_steps=len(trace),
+        step_agents=[st.agent for st in trace.steps],
+        gca_calls=settings.mdi_cgc,
+        cgc=settings.cgc,
+        preset_prompts=settings.prompts,
+        prompt_version=PROMPT_VERSIONS[settings.prompts],
+        variant=settings.variant,
+    )
     try:
         gca = run_gca(trace, gw, settings, item=item)
     except StructuredOutputError as exc:
@@ -192,6 +201,13 @@ def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str =
             if not lce.decision.skipped:
                 step, reason, source = lce.decision.step, lce.decision.reason, "ded"
     details.final = FinalChoice(step=step, agent=trace.steps[step].agent, reason=reason, source=source)
-    return Attribution(**base, step=step, agent=trace.steps[step].agent, reason=reason, details=details.dump(),
-                       status="degraded" if degraded else "complete", status_detail=degraded,
-                       **dcfa_result_fields(trace, gca, lce, step, source, settings))
+    return Attribution(
+        **base,
+        step=step,
+        agent=trace.steps[step].agent,
+        reason=reason,
+        details=details.dump(),
+        status="degraded" if degraded else "complete",
+        status_detail=degraded,
+        **dcfa_result_fields(trace, gca, lce, step, source, settings),
+    )

@@ -334,7 +334,9 @@ class PaperSimulatedOutcome(BaseModel):
 class RootCauseOutcome(BaseModel):
     """Simulation as the released code asks it: why the root cause failed the run, then the answer."""
 
-    reason: str = Field(description="how the root-cause step led to the wrong answer and how the corrections resolve it")
+    reason: str = Field(
+        description="how the root-cause step led to the wrong answer and how the corrections resolve it"
+    )
     answer: str = Field(description="the correct final answer to the question")
 
     @property
@@ -371,8 +373,9 @@ def _items(cap: int | None) -> JsonDict | None:
 
 @functools.lru_cache(maxsize=64)
 def _judged_edge_model(max_reason_chars: int | None) -> type[JudgedEdge]:
-    return create_model("JudgedEdge", __base__=JudgedEdge,
-                        reason=(_reason(max_reason_chars, "one sentence on the dependency"), ...))
+    return create_model(
+        "JudgedEdge", __base__=JudgedEdge, reason=(_reason(max_reason_chars, "one sentence on the dependency"), ...)
+    )
 
 
 def _edge_type(judged: bool, max_reason_chars: int | None) -> type:
@@ -380,8 +383,13 @@ def _edge_type(judged: bool, max_reason_chars: int | None) -> type:
 
 
 @functools.lru_cache(maxsize=64)
-def gca_joint_model(max_deviations: int | None, max_edges: int | None, max_reason_chars: int | None,
-                    judged: bool = False, links: bool = False) -> type[DeviationsAndGraph] | type[DeviationsAndLinks]:
+def gca_joint_model(
+    max_deviations: int | None,
+    max_edges: int | None,
+    max_reason_chars: int | None,
+    judged: bool = False,
+    links: bool = False,
+) -> type[DeviationsAndGraph] | type[DeviationsAndLinks]:
     """Reply model of MDI + CGC with advisory ``maxItems``/``maxLength`` (see module docstring).
 
     Parameters
@@ -399,8 +407,12 @@ def gca_joint_model(max_deviations: int | None, max_edges: int | None, max_reaso
     dev = _deviation_model(max_reason_chars)
     devs: tuple[Any, Any] = (_list_of(dev), Field(default_factory=list, json_schema_extra=_items(max_deviations)))
     if links:
-        return create_model("DeviationsAndLinks", __base__=DeviationsAndLinks, deviations=devs,
-                            steps=(list[LinksEntry], Field(default_factory=list)))
+        return create_model(
+            "DeviationsAndLinks",
+            __base__=DeviationsAndLinks,
+            deviations=devs,
+            steps=(list[LinksEntry], Field(default_factory=list)),
+        )
     edge = _edge_type(judged, max_reason_chars)
     return create_model(
         "DeviationsAndGraph",
@@ -422,8 +434,9 @@ def mdi_model(max_deviations: int | None, max_reason_chars: int | None) -> type[
 
 
 @functools.lru_cache(maxsize=64)
-def cgc_model(max_edges: int | None, judged: bool = False, max_reason_chars: int | None = None,
-              links: bool = False) -> type[EdgesReply] | type[CausalListsReply]:
+def cgc_model(
+    max_edges: int | None, judged: bool = False, max_reason_chars: int | None = None, links: bool = False
+) -> type[EdgesReply] | type[CausalListsReply]:
     """Reply model of CGC alone: :class:`CausalListsReply` when ``links`` (``cgc="code"``), else an
     :class:`EdgesReply` (advisory ``maxItems``; judged edges as in :func:`gca_joint_model`)."""
     if links:
@@ -431,8 +444,10 @@ def cgc_model(max_edges: int | None, judged: bool = False, max_reason_chars: int
     return create_model(
         "EdgesReply",
         __base__=EdgesReply,
-        edges=(_list_of(_edge_type(judged, max_reason_chars)), Field(default_factory=list,
-                                                                 json_schema_extra=_items(max_edges))),
+        edges=(
+            _list_of(_edge_type(judged, max_reason_chars)),
+            Field(default_factory=list, json_schema_extra=_items(max_edges)),
+        ),
     )
 
 
@@ -457,10 +472,16 @@ def hypothesis_model(n_steps: int, max_reason_chars: int | None, log_answer: boo
     step = (int, Field(ge=0, le=n_steps - 1, description="0-based step of the decisive error"))
     reason = (_reason(max_reason_chars, "how the root cause was inferred" if log_answer else "one sentence"), ...)
     if log_answer:  # not a subclass (the released code's field order) but the same step and reason
-        return cast(type[HypothesisReply], create_model(
-            "HypothesisReply", __doc__=HypothesisReply.__doc__,
-            log_answer=(str, Field("", description="the final wrong answer given in the log")), step=step,
-            reason=reason))
+        return cast(
+            type[HypothesisReply],
+            create_model(
+                "HypothesisReply",
+                __doc__=HypothesisReply.__doc__,
+                log_answer=(str, Field("", description="the final wrong answer given in the log")),
+                step=step,
+                reason=reason,
+            ),
+        )
     return create_model("HypothesisReply", __base__=HypothesisReply, step=step, reason=reason)
 
 
@@ -492,13 +513,19 @@ def corrected_trace_model(n_steps: int, max_chars: int | None) -> type[Corrected
     return create_model(
         "CorrectedTraceReply",
         __base__=CorrectedTraceReply,
-        steps=(_list_of(entry), Field(description=f'one entry per step 0 to {n_steps - 1}: {{step, content}}; '
-                                              '"" = unchanged', json_schema_extra={"maxItems": n_steps})),
+        steps=(
+            _list_of(entry),
+            Field(
+                description=f'one entry per step 0 to {n_steps - 1}: {{step, content}}; "" = unchanged',
+                json_schema_extra={"maxItems": n_steps},
+            ),
+        ),
     )
 
 
-def simulation_model(style: str, variant: str = "equations"
-                     ) -> type[SimulatedOutcome] | type[RootCauseOutcome] | type[PaperSimulatedOutcome]:
+def simulation_model(
+    style: str, variant: str = "equations"
+) -> type[SimulatedOutcome] | type[RootCauseOutcome] | type[PaperSimulatedOutcome]:
     """Reply model of Simulation: ``small`` -> :class:`SimulatedOutcome`; ``paper`` ->
     :class:`RootCauseOutcome` (``simulation="code"``: reason, answer) or
     :class:`PaperSimulatedOutcome` (``"equations"``: reasoning, outcome). Each has ``.outcome``."""
@@ -531,6 +558,7 @@ def format_links(links: Sequence[StepLinks]) -> str:
     - step 0: causes none; effects 1
     - step 1: causes 0; effects none
     """
+
     def ids(xs: Sequence[int]) -> str:
         return ", ".join(map(str, xs)) if xs else "none"
 
@@ -556,8 +584,9 @@ def _trace_block(steps: Sequence[Step] | str, budget: int | None) -> str:
     return steps if isinstance(steps, str) else render_steps_info(steps, budget).text
 
 
-def paper_messages(steps: Sequence[Step] | str, budget: int | None, inputs: Sequence[str], task: str,
-                   example: str | None = None) -> list[Message]:
+def paper_messages(
+    steps: Sequence[Step] | str, budget: int | None, inputs: Sequence[str], task: str, example: str | None = None
+) -> list[Message]:
     """Messages of one ``paper`` prompt: the shared system message, then the trace block, the stage's
     inputs, its instructions and its worked example, blank lines between.
 
@@ -577,12 +606,16 @@ def paper_messages(steps: Sequence[Step] | str, budget: int | None, inputs: Sequ
     return [{"role": "system", "content": SYSTEM_TEMPLATE}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
-def _messages(question: str, steps: Sequence[Step] | str, budget: int | None, tail: str,
-              truth_first: str = "") -> list[Message]:
+def _messages(
+    question: str, steps: Sequence[Step] | str, budget: int | None, tail: str, truth_first: str = ""
+) -> list[Message]:
     """Messages of one ``small`` prompt: question, trace block, then the stage's part."""
-    user = _CONTEXT_TEMPLATE.format(
-        truth_first=truth_first, question=delimit("question", question), trace=_trace_block(steps, budget)
-    ) + tail
+    user = (
+        _CONTEXT_TEMPLATE.format(
+            truth_first=truth_first, question=delimit("question", question), trace=_trace_block(steps, budget)
+        )
+        + tail
+    )
     return [{"role": "system", "content": SYSTEM_TEMPLATE}, {"role": "user", "content": user}]
 
 
@@ -613,15 +646,25 @@ def _graph_input(graph: Sequence[tuple[int, int]] | Sequence[StepLinks] | str) -
 
 def _cgc_task(cgc: str, last: int, max_edges: int | None, marked: str) -> tuple[str, str | None]:
     if cgc == "code":
-        return (pp.CGC_LISTS_TASK.format(last=last, marked=marked, cap=_cap(" Give at most {cap} links in all.",
-                                                                                max_edges)),
-                pp.CGC_LISTS_EXAMPLE)
+        return (
+            pp.CGC_LISTS_TASK.format(
+                last=last, marked=marked, cap=_cap(" Give at most {cap} links in all.", max_edges)
+            ),
+            pp.CGC_LISTS_EXAMPLE,
+        )
     return pp.CGC_JUDGED_TASK.format(cap=_cap(" List at most {cap} edges.", max_edges)), None
 
 
-def gca_joint_messages(question: str, steps: Sequence[Step], *, max_deviations: int | None,
-                       max_edges: int | None, budget: int | None = None, style: str = "paper",
-                       cgc: str = "code") -> list[Message]:
+def gca_joint_messages(
+    question: str,
+    steps: Sequence[Step],
+    *,
+    max_deviations: int | None,
+    max_edges: int | None,
+    budget: int | None = None,
+    style: str = "paper",
+    cgc: str = "code",
+) -> list[Message]:
     """Messages of MDI + CGC in one call (``mdi_cgc="joint"``, the paper's text).
 
     Parameters
@@ -649,8 +692,9 @@ def gca_joint_messages(question: str, steps: Sequence[Step], *, max_deviations: 
     return paper_messages(steps, budget, [f"Steps are numbered 0 to {last}."], task, example)
 
 
-def mdi_messages(question: str, steps: Sequence[Step], *, max_deviations: int | None,
-                 budget: int | None = None, style: str = "paper") -> list[Message]:
+def mdi_messages(
+    question: str, steps: Sequence[Step], *, max_deviations: int | None, budget: int | None = None, style: str = "paper"
+) -> list[Message]:
     """Messages of MDI alone (``mdi_cgc="split"``); parameters as in :func:`gca_joint_messages`."""
     last = len(steps) - 1
     if not _check_style(style):
@@ -659,39 +703,65 @@ def mdi_messages(question: str, steps: Sequence[Step], *, max_deviations: int | 
     return paper_messages(steps, budget, [f"Steps are numbered 0 to {last}."], task, pp.MDI_EXAMPLE)
 
 
-def cgc_messages(question: str, steps: Sequence[Step], deviations: Sequence[tuple[int, str]] | str, *,
-                 max_edges: int | None, budget: int | None = None, style: str = "paper",
-                 cgc: str = "code") -> list[Message]:
+def cgc_messages(
+    question: str,
+    steps: Sequence[Step],
+    deviations: Sequence[tuple[int, str]] | str,
+    *,
+    max_edges: int | None,
+    budget: int | None = None,
+    style: str = "paper",
+    cgc: str = "code",
+) -> list[Message]:
     """Messages of CGC alone, given MDI's deviations as ``(step, reason)`` pairs (or a str)."""
     last, devs = len(steps) - 1, format_deviations(deviations)
     if not _check_style(style):
-        return _messages(question, steps, budget, CGC_TEMPLATE.format(last=last, deviations=devs,
-                                                                       max_edges=max_edges))
+        return _messages(question, steps, budget, CGC_TEMPLATE.format(last=last, deviations=devs, max_edges=max_edges))
     task, example = _cgc_task(cgc, last, max_edges, "listed in the mistake reasons")
-    return paper_messages(steps, budget, [f"Steps are numbered 0 to {last}.", _mistakes_input(deviations)], task,
-                          example)
+    return paper_messages(
+        steps, budget, [f"Steps are numbered 0 to {last}.", _mistakes_input(deviations)], task, example
+    )
 
 
-def hg_messages(question: str, truth: str | None, steps: Sequence[Step], deviations: Sequence[tuple[int, str]] | str,
-                graph: Sequence[tuple[int, int]] | Sequence[StepLinks] | str, *, budget: int | None = None,
-                style: str = "paper") -> list[Message]:
+def hg_messages(
+    question: str,
+    truth: str | None,
+    steps: Sequence[Step],
+    deviations: Sequence[tuple[int, str]] | str,
+    graph: Sequence[tuple[int, int]] | Sequence[StepLinks] | str,
+    *,
+    budget: int | None = None,
+    style: str = "paper",
+) -> list[Message]:
     """Messages of HG: question, truth (None = not shown), trace, deviations with reasons and the
     graph (eq. 7); ``graph`` is edges, per-step :class:`StepLinks` or a str."""
     last = len(steps) - 1
     if _check_style(style):
         inputs = [_question(question), truth_line(truth), _mistakes_input(deviations), _graph_input(graph)]
         return paper_messages(steps, budget, inputs, pp.HG_TASK.format(last=last), pp.HG_EXAMPLE)
-    tail = HG_TEMPLATE.format(truth=delimit("answer", truth) if truth is not None else "not given",
-                              deviations=format_deviations(deviations), edges=format_graph(graph), last=last)
+    tail = HG_TEMPLATE.format(
+        truth=delimit("answer", truth) if truth is not None else "not given",
+        deviations=format_deviations(deviations),
+        edges=format_graph(graph),
+        last=last,
+    )
     if truth is None:
         tail = tail.replace("The correct answer is not given.", _NO_TRUTH)
     return _messages(question, steps, budget, tail)
 
 
-def correct_messages(question: str, truth: str | None, steps: Sequence[Step], deviations: Sequence[tuple[int, str]] | str,
-                     graph: Sequence[tuple[int, int]] | Sequence[StepLinks] | str, *, max_chars: int | None,
-                     budget: int | None = None, style: str = "paper",
-                     variant: str = "algorithm_generated") -> list[Message]:
+def correct_messages(
+    question: str,
+    truth: str | None,
+    steps: Sequence[Step],
+    deviations: Sequence[tuple[int, str]] | str,
+    graph: Sequence[tuple[int, int]] | Sequence[StepLinks] | str,
+    *,
+    max_chars: int | None,
+    budget: int | None = None,
+    style: str = "paper",
+    variant: str = "algorithm_generated",
+) -> list[Message]:
     """Messages of Correct: question, truth (None = not shown), trace, deviations and graph (eq. 8).
 
     Parameters
@@ -712,9 +782,13 @@ def correct_messages(question: str, truth: str | None, steps: Sequence[Step], de
         inputs = [_question(question), truth_line(truth), _mistakes_input(deviations), _graph_input(graph)]
         task = pp.CORRECT_TASKS[variant] + "\n" + pp.CORRECT_FORMAT.format(last=last, max_chars=chars)
         return paper_messages(steps, budget, inputs, task, pp.CORRECT_EXAMPLE)
-    tail = CORRECT_TEMPLATE.format(truth=delimit("answer", truth) if truth is not None else "not given",
-                                   deviations=format_deviations(deviations), edges=format_graph(graph), last=last,
-                                   max_chars=chars)
+    tail = CORRECT_TEMPLATE.format(
+        truth=delimit("answer", truth) if truth is not None else "not given",
+        deviations=format_deviations(deviations),
+        edges=format_graph(graph),
+        last=last,
+        max_chars=chars,
+    )
     if truth is None:
         tail = tail.replace("The correct answer is not given.", _NO_TRUTH)
     return _messages(question, steps, budget, tail)
@@ -729,9 +803,17 @@ def _root_line(root: RootCause | str | None) -> str:
     return f"Root-cause step: step {root.step} ({escape_data(root.agent)}); the steps it directly affects: {effects}."
 
 
-def simulation_messages(question: str, steps: Sequence[Step] | str, revised_through: int | str, *,
-                        truth: str | None = None, budget: int | None = None, style: str = "paper",
-                        variant: str = "equations", root: RootCause | str | None = None) -> list[Message]:
+def simulation_messages(
+    question: str,
+    steps: Sequence[Step] | str,
+    revised_through: int | str,
+    *,
+    truth: str | None = None,
+    budget: int | None = None,
+    style: str = "paper",
+    variant: str = "equations",
+    root: RootCause | str | None = None,
+) -> list[Message]:
     """Messages of Simulation of one counterfactual trace (eq. 9).
 
     Parameters
@@ -760,10 +842,12 @@ def simulation_messages(question: str, steps: Sequence[Step] | str, revised_thro
     truth_input = [] if truth is None else [truth_line(truth)]
     if _check_style(style):
         if variant == "code":
-            return paper_messages(steps, budget, [_question(question), *truth_input, _root_line(root)],
-                                  pp.SIMULATION_TASK)
-        return paper_messages(steps, budget, [_question(question), *truth_input],
-                              pp.NEUTRAL_SIMULATION_TASK.format(revision=revision))
+            return paper_messages(
+                steps, budget, [_question(question), *truth_input, _root_line(root)], pp.SIMULATION_TASK
+            )
+        return paper_messages(
+            steps, budget, [_question(question), *truth_input], pp.NEUTRAL_SIMULATION_TASK.format(revision=revision)
+        )
     truth_first = "" if truth is None else truth_line(truth) + "\n"
     return _messages(question, steps, budget, SIMULATION_TEMPLATE.format(revision=revision), truth_first)
 
@@ -775,5 +859,5 @@ def judge_messages(question: str, outcome: str) -> list[Message]:
     -------
     list of two messages.
     """
-    user = (delimit("question", question) + "\n" + JUDGE_TEMPLATE.format(outcome=delimit("data", outcome)))
+    user = delimit("question", question) + "\n" + JUDGE_TEMPLATE.format(outcome=delimit("data", outcome))
     return [{"role": "system", "content": SYSTEM_TEMPLATE}, {"role": "user", "content": user}]

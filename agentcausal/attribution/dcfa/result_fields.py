@@ -48,8 +48,11 @@ MAX_OUTCOME_CHARS = 2000
 
 def score_is(settings: DcfaSettings) -> str:
     """What ΔS is under these settings (the ``score_is`` of DCFA's scored candidates)."""
-    s = ("the embedding cosine of the simulated outcome to the correct answer" if settings.with_ground_truth
-         else "a judge's probability that the simulated outcome answers the question correctly")
+    s = (
+        "the embedding cosine of the simulated outcome to the correct answer"
+        if settings.with_ground_truth
+        else "a judge's probability that the simulated outcome answers the question correctly"
+    )
     return f"ΔS(i) = S(i) - S(i-1), S {s}"
 
 
@@ -58,14 +61,18 @@ def _evaluated(lce: LceResult) -> dict[int, Any]:
     out: dict[int, Any] = {}
     for e in lce.search.evaluated:
         cur = out.get(e.step)
-        if cur is None or (e.accepted and not cur.accepted) or (
-                not cur.accepted and e.delta_s is not None and (cur.delta_s is None or e.delta_s > cur.delta_s)):
+        if (
+            cur is None
+            or (e.accepted and not cur.accepted)
+            or (not cur.accepted and e.delta_s is not None and (cur.delta_s is None or e.delta_s > cur.delta_s))
+        ):
             out[e.step] = e
     return out
 
 
-def dcfa_candidates(trace: Trace, gca: GcaResult, lce: LceResult | None, step: int,
-                    settings: DcfaSettings) -> list[Candidate]:
+def dcfa_candidates(
+    trace: Trace, gca: GcaResult, lce: LceResult | None, step: int, settings: DcfaSettings
+) -> list[Candidate]:
     """DCFA's ranked candidates, best first (module docstring); ``step`` is the final answer."""
     agent = trace.steps[step].agent
     if lce is None:
@@ -86,8 +93,9 @@ def dcfa_candidates(trace: Trace, gca: GcaResult, lce: LceResult | None, step: i
             # S(i-1) of ΔS(i) is a simulation of its own, made only for evaluated neighbours
             s_prev = None if named else lce.scores.get(i - 1)
             ds = None if s is None or s_prev is None else s - s_prev
-        return Candidate(step=i, agent=trace.steps[i].agent, score=ds, score_is=what, role=role, s=s, s_prev=s_prev,
-                         delta_s=ds)
+        return Candidate(
+            step=i, agent=trace.steps[i].agent, score=ds, score_is=what, role=role, s=s, s_prev=s_prev, delta_s=ds
+        )
 
     def by_delta(steps: set[int]) -> list[int]:
         return sorted(steps, key=lambda i: (ev[i].delta_s is None, -(ev[i].delta_s or 0.0), i))
@@ -118,21 +126,32 @@ def dcfa_corrected_action(lce: LceResult | None, step: int, settings: DcfaSettin
     if lce is None or corr is None or not 0 <= step < len(corr.contents):
         return None
     sims = lce.simulations
-    through = step if settings.simulation == "code" and settings.prompts == "paper" else \
-        canonical_index(corr.changed, step)
-    sim = next((x for x in sims if x.through == step and x.named == step), None) or \
-        next((x for x in sims if x.through == through and x.named is None), None)
+    through = (
+        step if settings.simulation == "code" and settings.prompts == "paper" else canonical_index(corr.changed, step)
+    )
+    sim = next((x for x in sims if x.through == step and x.named == step), None) or next(
+        (x for x in sims if x.through == through and x.named is None), None
+    )
     outcome = None if sim is None else sim.outcome[:MAX_OUTCOME_CHARS]
     how = "named as the root cause" if sim is not None and sim.named is not None else f"T~({through})"
-    return CorrectedAction(step=step, content=corr.contents[step], changed=step in corr.changed, outcome=outcome,
-                           outcome_score=None if sim is None else float(sim.s),
-                           source="dcfa: Correct (eq. 8)" + (f", then Simulation (eq. 9) of the trace corrected "
-                                                             f"through step {step}, {how}" if sim else
-                                                             "; no simulation of the trace corrected through it"))
+    return CorrectedAction(
+        step=step,
+        content=corr.contents[step],
+        changed=step in corr.changed,
+        outcome=outcome,
+        outcome_score=None if sim is None else float(sim.s),
+        source="dcfa: Correct (eq. 8)"
+        + (
+            f", then Simulation (eq. 9) of the trace corrected through step {step}, {how}"
+            if sim
+            else "; no simulation of the trace corrected through it"
+        ),
+    )
 
 
-def dcfa_result_fields(trace: Trace, gca: GcaResult, lce: LceResult | None, step: int, source: str,
-                       settings: DcfaSettings) -> dict[str, Any]:
+def dcfa_result_fields(
+    trace: Trace, gca: GcaResult, lce: LceResult | None, step: int, source: str, settings: DcfaSettings
+) -> dict[str, Any]:
     """The Attribution fields ``candidates``, ``confidence``, ``evidence``, ``evidence_note``, ``corrected_action``.
 
     Parameters
@@ -145,7 +164,9 @@ def dcfa_result_fields(trace: Trace, gca: GcaResult, lce: LceResult | None, step
     settings : DcfaSettings
     """
     quote = lce.decision.evidence if source == "ded" and lce is not None else gca.hypothesis_evidence
-    return {"candidates": dcfa_candidates(trace, gca, lce, step, settings),
-            "confidence": dcfa_confidence(lce, step),
-            **evidence_fields(quote, trace.steps, step, asked=settings.quote_evidence),
-            "corrected_action": dcfa_corrected_action(lce, step, settings)}
+    return {
+        "candidates": dcfa_candidates(trace, gca, lce, step, settings),
+        "confidence": dcfa_confidence(lce, step),
+        **evidence_fields(quote, trace.steps, step, asked=settings.quote_evidence),
+        "corrected_action": dcfa_corrected_action(lce, step, settings),
+    }

@@ -37,8 +37,17 @@ from typing import NamedTuple
 
 import networkx as nx
 
-__all__ = ["CandidateScore", "Evaluate", "Neighbours", "SearchStep", "SearchResult", "delta_s", "decision_value",
-           "graph_neighbours", "bidirectional_search"]
+__all__ = [
+    "CandidateScore",
+    "Evaluate",
+    "Neighbours",
+    "SearchStep",
+    "SearchResult",
+    "delta_s",
+    "decision_value",
+    "graph_neighbours",
+    "bidirectional_search",
+]
 
 
 class CandidateScore(NamedTuple):
@@ -146,6 +155,7 @@ def decision_value(ds: float, decimals: int | None) -> float:
 
 def graph_neighbours(graph: nx.DiGraph) -> Neighbours:
     """Neighbours from a graph: successors forward, predecessors backward (sorted; none off the graph)."""
+
     def neighbours(pivot: int, direction: str) -> list[int]:
         if pivot not in graph:
             return []
@@ -161,9 +171,17 @@ def _wins_tie(j: int, best: int, direction: str, ties: str) -> bool:
     return j < best
 
 
-def bidirectional_search(graph: nx.DiGraph | Neighbours, hypothesis: int, evaluate: Evaluate, *,
-                         max_iterations: int, order: Sequence[str] = ("backward", "forward"),
-                         decimals: int | None = 3, ties: str = "outward", revisit: bool = False) -> SearchResult:
+def bidirectional_search(
+    graph: nx.DiGraph | Neighbours,
+    hypothesis: int,
+    evaluate: Evaluate,
+    *,
+    max_iterations: int,
+    order: Sequence[str] = ("backward", "forward"),
+    decimals: int | None = 3,
+    ties: str = "outward",
+    revisit: bool = False,
+) -> SearchResult:
     """Greedy bidirectional search from the hypothesis on the dependency graph (Algorithm 2).
 
     Each direction starts at the hypothesis. In each iteration the pivot's

@@ -192,11 +192,16 @@ class DcfaSettings(BaseModel):
     def _prompt_set_has_it(self) -> "DcfaSettings":
         # the ``small`` prompt set has one wording per stage; the ``paper`` set has no plain edge list
         if self.prompts == "small":
-            wrong = [f"{k}={getattr(self, k)!r}" for k, v in (("cgc", "edges"), ("simulation", "equations"),
-                                                                ("ded", "equations")) if getattr(self, k) != v]
+            wrong = [
+                f"{k}={getattr(self, k)!r}"
+                for k, v in (("cgc", "edges"), ("simulation", "equations"), ("ded", "equations"))
+                if getattr(self, k) != v
+            ]
             if wrong:
-                raise ValueError(f"prompts='small' has only cgc='edges', simulation='equations' and "
-                                 f"ded='equations'; got {', '.join(wrong)}")
+                raise ValueError(
+                    f"prompts='small' has only cgc='edges', simulation='equations' and "
+                    f"ded='equations'; got {', '.join(wrong)}"
+                )
         elif self.cgc == "edges":
             raise ValueError("cgc='edges' needs prompts='small'; the paper prompts take cgc='code' or 'equations'")
         return self

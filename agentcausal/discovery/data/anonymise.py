@@ -41,8 +41,7 @@ ANONYMISE_MODES: tuple[str, ...] = ("none", "names", "all")
 def _relabel(g: CausalGraph | None, mapping: dict[str, str], nodes: tuple[str, ...]) -> CausalGraph | None:
     if g is None:
         return None
-    return CausalGraph(nodes=nodes, edges=tuple(Edge(mapping[e.u], mapping[e.v], e.mark_u, e.mark_v)
-                                                for e in g.edges))
+    return CausalGraph(nodes=nodes, edges=tuple(Edge(mapping[e.u], mapping[e.v], e.mark_u, e.mark_v) for e in g.edges))
 
 
 def anonymise(ds: Dataset, mode: str) -> tuple[Dataset, dict[str, str]]:
@@ -82,8 +81,9 @@ def anonymise(ds: Dataset, mode: str) -> tuple[Dataset, dict[str, str]]:
         else:
             states = tuple(str(i) for i in range(len(old.states))) if old.states else None
             info[new] = VariableInfo(description="(not given)", states=states)
-    meta = DatasetMetadata(title="anonymised", domain=ds.metadata.domain if mode == "names" else "(not given)",
-                           source="", variables=info)
+    meta = DatasetMetadata(
+        title="anonymised", domain=ds.metadata.domain if mode == "names" else "(not given)", source="", variables=info
+    )
     anon = dataclasses.replace(ds, variables=ids, metadata=meta, true_graph=_relabel(ds.true_graph, fwd, ids))
     return anon, {new: v for v, new in fwd.items()}
 

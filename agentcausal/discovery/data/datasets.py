@@ -58,6 +58,7 @@ BENCHMARKS = BNLEARN_NETWORKS + ("auto_mpg",)
 #: The six datasets of the main benchmark table (the paper's five plus Asia).
 MAIN_BENCHMARKS = ("earthquake", "cancer", "survey", "asia", "child", "auto_mpg")
 
+
 def data_dir() -> Path:
     """The folder holding ``bnlearn/`` and ``descriptions/``.
 
@@ -77,8 +78,9 @@ def data_dir() -> Path:
     for c in candidates:
         if (c / "bnlearn").is_dir():
             return c
-    raise DatasetError(f"no data folder with bnlearn/ found; looked in {', '.join(map(str, candidates))}; "
-                       "set AGENTCAUSAL_DATA_DIR")
+    raise DatasetError(
+        f"no data folder with bnlearn/ found; looked in {', '.join(map(str, candidates))}; set AGENTCAUSAL_DATA_DIR"
+    )
 
 
 def _read_descriptions(name: str) -> dict:
@@ -130,12 +132,21 @@ def _load_bnlearn(name: str, n: int, seed: int) -> Dataset:
     if missing:
         raise DatasetError(f"descriptions lack variables {sorted(missing)}", name=name)
     meta = DatasetMetadata(
-        title=desc["title"], domain=desc["domain"], source=desc.get("source", ""),
+        title=desc["title"],
+        domain=desc["domain"],
+        source=desc.get("source", ""),
         variables={v: VariableInfo(description=desc["variables"][v], states=states[v]) for v in variables},
     )
     true = CausalGraph.from_edges(variables, sorted(model.edges()))
-    return Dataset(name=name, variables=variables, data=np.column_stack(cols), data_type="discrete",
-                   metadata=meta, true_graph=true, seed=seed)
+    return Dataset(
+        name=name,
+        variables=variables,
+        data=np.column_stack(cols),
+        data_type="discrete",
+        metadata=meta,
+        true_graph=true,
+        seed=seed,
+    )
 
 
 def _load_auto_mpg() -> Dataset:
@@ -148,12 +159,20 @@ def _load_auto_mpg() -> Dataset:
     variables = ("Displacement", "Mpg", "Horsepower", "Weight", "Acceleration")
     desc = _read_descriptions("auto_mpg")
     meta = DatasetMetadata(
-        title=desc["title"], domain=desc["domain"], source=desc.get("source", ""),
+        title=desc["title"],
+        domain=desc["domain"],
+        source=desc.get("source", ""),
         variables={v: VariableInfo(description=desc["variables"][v]) for v in variables},
     )
     true = CausalGraph.from_edges(variables, [tuple(e) for e in desc["true_edges"]])
-    return Dataset(name="auto_mpg", variables=variables, data=df[list(variables)].to_numpy(dtype=np.float64),
-                   data_type="continuous", metadata=meta, true_graph=true)
+    return Dataset(
+        name="auto_mpg",
+        variables=variables,
+        data=df[list(variables)].to_numpy(dtype=np.float64),
+        data_type="continuous",
+        metadata=meta,
+        true_graph=true,
+    )
 
 
 def load_dataset(name: str, n: int = 1000, seed: int = 0) -> Dataset:
@@ -182,8 +201,7 @@ def load_dataset(name: str, n: int = 1000, seed: int = 0) -> Dataset:
     key = name.lower().replace("-", "_")
     key = "auto_mpg" if key in ("auto", "autompg") else key
     if key not in BENCHMARKS:
-        raise DatasetError(f"unknown dataset; known: {', '.join(BENCHMARKS)} (or a user CSV/Parquet path)",
-                           name=name)
+        raise DatasetError(f"unknown dataset; known: {', '.join(BENCHMARKS)} (or a user CSV/Parquet path)", name=name)
     if n < 1:
         raise DatasetError(f"n must be >= 1, got {n}", name=name)
     if key == "auto_mpg":
@@ -191,8 +209,13 @@ def load_dataset(name: str, n: int = 1000, seed: int = 0) -> Dataset:
     return _load_bnlearn(key, n, seed)
 
 
-def load_user_dataset(data_path: str | os.PathLike, meta_path: str | os.PathLike, *,
-                      checks: DatasetChecks | None = None, name: str | None = None) -> Dataset:
+def load_user_dataset(
+    data_path: str | os.PathLike,
+    meta_path: str | os.PathLike,
+    *,
+    checks: DatasetChecks | None = None,
+    name: str | None = None,
+) -> Dataset:
     """Load a user dataset: a CSV or Parquet table plus a JSON metadata file, validated before any method.
 
     The metadata file holds ``{"title": str, "domain": str, "variables": {name:

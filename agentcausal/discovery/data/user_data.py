@@ -68,8 +68,7 @@ from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.exceptions import AgentCausalError, ConfigError, DatasetError, InputFileError
 from agentcausal.input_files import input_refusal, loads_json, read_input_text
 
-__all__ = ["DEFAULT_MISSING_VALUES", "DatasetChecks", "read_user_dataset", "unique_dataset_names",
-           "missing_summary"]
+__all__ = ["DEFAULT_MISSING_VALUES", "DatasetChecks", "read_user_dataset", "unique_dataset_names", "missing_summary"]
 
 #: cells read as missing (compared case-insensitively after stripping spaces); pandas' defaults plus ``?`` and ``.``
 DEFAULT_MISSING_VALUES = ("", "NA", "N/A", "NaN", "-NaN", "null", "None", "<NA>", "#N/A", "#NA", "missing", "?", ".")
@@ -168,8 +167,9 @@ def _read_meta(meta_path: Path, name: str):
     try:
         obj = loads_json(text)
     except json.JSONDecodeError as exc:
-        raise DatasetError(f"metadata {meta_path} is not valid JSON: {exc.msg} at line {exc.lineno} column "
-                           f"{exc.colno}", **err) from exc
+        raise DatasetError(
+            f"metadata {meta_path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", **err
+        ) from exc
     except InputFileError as exc:
         raise DatasetError(f"metadata {meta_path} is not valid JSON: {exc.detail}", **err) from exc
     if not isinstance(obj, dict):
@@ -182,28 +182,45 @@ def _read_meta(meta_path: Path, name: str):
     info: dict[str, Any] = {}
     blank = [v for v in um.variables if not v.strip()]
     if blank:
-        raise DatasetError(f"invalid metadata {meta_path}: variables: a variable with an empty name "
-                           f"({blank[0]!r}); name it as its column is named", column="variables", **err)
+        raise DatasetError(
+            f"invalid metadata {meta_path}: variables: a variable with an empty name "
+            f"({blank[0]!r}); name it as its column is named",
+            column="variables",
+            **err,
+        )
     for v, d in um.variables.items():
         try:
             info[v] = d if isinstance(d, str) else VariableInfo.model_validate(d)
         except ValidationError as exc:
-            raise DatasetError(f"invalid metadata {meta_path}: variables.{v}: {_one_line(exc)[1]}",
-                               column=f"variables.{v}", **err) from exc
+            raise DatasetError(
+                f"invalid metadata {meta_path}: variables.{v}: {_one_line(exc)[1]}", column=f"variables.{v}", **err
+            ) from exc
     if um.data_type not in (None, "discrete", "continuous"):
-        raise DatasetError(f"invalid metadata {meta_path}: data_type must be 'discrete' or 'continuous', "
-                           f"got {um.data_type!r}", column="data_type", **err)
+        raise DatasetError(
+            f"invalid metadata {meta_path}: data_type must be 'discrete' or 'continuous', got {um.data_type!r}",
+            column="data_type",
+            **err,
+        )
     unknown = sorted({x for e in um.true_edges or [] for x in e if x not in info})
     if unknown:
-        raise DatasetError(f"invalid true_edges in {meta_path}: {', '.join(map(repr, unknown))} not among the "
-                           "variables", column="true_edges", **err)
+        raise DatasetError(
+            f"invalid true_edges in {meta_path}: {', '.join(map(repr, unknown))} not among the variables",
+            column="true_edges",
+            **err,
+        )
     if len(info) < 2:
-        raise DatasetError(f"metadata {meta_path} describes {len(info)} variable(s); causal discovery needs at "
-                           "least 2", column="variables", **err)
+        raise DatasetError(
+            f"metadata {meta_path} describes {len(info)} variable(s); causal discovery needs at least 2",
+            column="variables",
+            **err,
+        )
     cycle = _cycle(um.true_edges or [])
     if cycle:
-        raise DatasetError(f"invalid true_edges in {meta_path}: they form a cycle, {' -> '.join(cycle)}; a causal "
-                           "DAG has none", column="true_edges", **err)
+        raise DatasetError(
+            f"invalid true_edges in {meta_path}: they form a cycle, {' -> '.join(cycle)}; a causal DAG has none",
+            column="true_edges",
+            **err,
+        )
     return um, info
 
 
@@ -220,8 +237,13 @@ def _cycle(edges: list[tuple[str, str]]) -> list[str]:
     return [a for a, _ in found] + [found[0][0]]
 
 
-def read_user_dataset(data_path: str | os.PathLike, meta_path: str | os.PathLike, *,
-                      checks: DatasetChecks | None = None, name: str | None = None):
+def read_user_dataset(
+    data_path: str | os.PathLike,
+    meta_path: str | os.PathLike,
+    *,
+    checks: DatasetChecks | None = None,
+    name: str | None = None,
+):
     """Read and validate a user dataset (see the module docstring for every rule).
 
     Parameters
@@ -246,26 +268,33 @@ def read_user_dataset(data_path: str | os.PathLike, meta_path: str | os.PathLike
     data_path, meta_path = Path(data_path), Path(meta_path)
     name = name or data_path.stem
     checks = checks or DatasetChecks.from_env()
-    for path, what in ((data_path, ""), (meta_path, " (a user dataset needs its .json metadata beside it, or "
-                                                   "DATA::META)")):
+    for path, what in (
+        (data_path, ""),
+        (meta_path, " (a user dataset needs its .json metadata beside it, or DATA::META)"),
+    ):
         why = input_refusal(path)  # before anything is opened: a FIFO or a device never hangs or floods
         if why == "no such file":
             raise DatasetError(f"file not found: {path}{what}", name=name, file=str(path))
         if why is not None:
             raise DatasetError(f"{path}: {why}", name=name, file=str(path))
     if data_path.suffix.lower() not in (".csv", ".parquet", ".pq"):
-        raise DatasetError(f"data file must be .csv or .parquet, got {data_path.suffix!r}", name=name,
-                           file=str(data_path))
+        raise DatasetError(
+            f"data file must be .csv or .parquet, got {data_path.suffix!r}", name=name, file=str(data_path)
+        )
     um, described = _read_meta(meta_path, name)
     columns, cells, lines = read_table(data_path, name)
     variables = tuple(described)
     absent = [v for v in variables if v not in cells]
     if absent:
-        raise DatasetError(f"variables {absent} are not columns of {data_path} (columns: "
-                           f"{', '.join(c for c in columns if c)[:300]})", name=name, file=str(data_path),
-                           column=absent[0])
-    markers = {m.strip().casefold() for m in (um.missing_values if um.missing_values is not None
-                                              else checks.missing_values)}
+        raise DatasetError(
+            f"variables {absent} are not columns of {data_path} (columns: {', '.join(c for c in columns if c)[:300]})",
+            name=name,
+            file=str(data_path),
+            column=absent[0],
+        )
+    markers = {
+        m.strip().casefold() for m in (um.missing_values if um.missing_values is not None else checks.missing_values)
+    }
     where = "line" if data_path.suffix.lower() == ".csv" else "row"
     cols, states, problems, bad = [], {}, [], []
     found: dict[str, Counter] = {}
@@ -286,32 +315,49 @@ def read_user_dataset(data_path: str | os.PathLike, meta_path: str | os.PathLike
     d = len(variables)
     if dropped and not (checks.drop_missing or um.drop_missing):
         left = len(keep) - dropped
-        short = (f"; only {left} would be left, and {d} variables need at least {checks.min_n(d)}"
-                 if left < checks.min_n(d) else "")
-        how = ("fill them in" if short else "fill them in, or pass --drop-missing (or \"drop_missing\": true in "
-               "the metadata) to drop those rows")
-        raise DatasetError(f"{data_path}: {dropped} of {len(keep)} rows hold a missing value ("
-                           f"{_missing_text(missing_by_column)}){short}; {how}",
-                           column=next(iter(missing_by_column)), **err)
+        short = (
+            f"; only {left} would be left, and {d} variables need at least {checks.min_n(d)}"
+            if left < checks.min_n(d)
+            else ""
+        )
+        how = (
+            "fill them in"
+            if short
+            else 'fill them in, or pass --drop-missing (or "drop_missing": true in the metadata) to drop those rows'
+        )
+        raise DatasetError(
+            f"{data_path}: {dropped} of {len(keep)} rows hold a missing value ("
+            f"{_missing_text(missing_by_column)}){short}; {how}",
+            column=next(iter(missing_by_column)),
+            **err,
+        )
     rows_read = int(arr.shape[0])
     arr = arr[keep]
     if arr.shape[0] < checks.min_n(d):
         why = f" after dropping {dropped} with a missing value" if dropped else ""
-        raise DatasetError(f"{data_path}: {arr.shape[0]} rows{why}; {d} variables need at least {checks.min_n(d)} "
-                           f"(max({checks.min_rows}, {checks.min_rows_per_variable} x {d}))", **err)
+        raise DatasetError(
+            f"{data_path}: {arr.shape[0]} rows{why}; {d} variables need at least {checks.min_n(d)} "
+            f"(max({checks.min_rows}, {checks.min_rows_per_variable} x {d}))",
+            **err,
+        )
     constant = [v for v, c in zip(variables, arr.T) if np.all(c == c[0])]
     if constant:
         listed = ", ".join(f"{v!r} (always {arr[0, variables.index(v)]:g})" for v in constant)
-        raise DatasetError(f"{data_path}: constant column(s) {listed}: a variable without variance has no causal "
-                           "relations to find and breaks independence tests; remove it from \"variables\"",
-                           column=constant[0], **err)
+        raise DatasetError(
+            f"{data_path}: constant column(s) {listed}: a variable without variance has no causal "
+            'relations to find and breaks independence tests; remove it from "variables"',
+            column=constant[0],
+            **err,
+        )
     if um.data_type is not None:
         dtype = um.data_type
     else:
         integer = np.all(np.mod(arr, 1) == 0, axis=0) & (np.array([len(np.unique(c)) for c in arr.T]) <= 10)
         dtype = "discrete" if bool(np.all(integer)) else "continuous"
-    info = {v: (d if isinstance(d, VariableInfo) else VariableInfo(description=d, states=states[v]))
-            for v, d in described.items()}
+    info = {
+        v: (d if isinstance(d, VariableInfo) else VariableInfo(description=d, states=states[v]))
+        for v, d in described.items()
+    }
     meta = DatasetMetadata(title=um.title or name, domain=um.domain, source=str(data_path), variables=info)
     true = None
     if um.true_edges is not None:
@@ -319,11 +365,18 @@ def read_user_dataset(data_path: str | os.PathLike, meta_path: str | os.PathLike
             true = CausalGraph.from_edges(variables, um.true_edges)
         except (ValidationError, AgentCausalError) as exc:
             msg = _one_line(exc)[1] if isinstance(exc, ValidationError) else str(exc)
-            raise DatasetError(f"invalid true_edges in {meta_path}: {msg}", name=name, file=str(meta_path),
-                               column="true_edges") from exc
-    return Dataset(name=name, variables=variables, data=arr, data_type=dtype, metadata=meta, true_graph=true,
-                   extra={"rows_dropped_missing": dropped, "rows_read": rows_read,
-                          "missing_by_column": missing_by_column})
+            raise DatasetError(
+                f"invalid true_edges in {meta_path}: {msg}", name=name, file=str(meta_path), column="true_edges"
+            ) from exc
+    return Dataset(
+        name=name,
+        variables=variables,
+        data=arr,
+        data_type=dtype,
+        metadata=meta,
+        true_graph=true,
+        extra={"rows_dropped_missing": dropped, "rows_read": rows_read, "missing_by_column": missing_by_column},
+    )
 
 
 def _marker(m: str) -> str:
@@ -332,8 +385,10 @@ def _marker(m: str) -> str:
 
 def _missing_text(by_column: dict[str, dict[str, int]]) -> str:
     """``'A': 6 ('?' 6); 'B': 3 (empty 2, 'NA' 1)``."""
-    parts = [f"{v!r}: {sum(c.values())} ({', '.join(f'{_marker(m)} {k}' for m, k in c.items())})"
-             for v, c in by_column.items()]
+    parts = [
+        f"{v!r}: {sum(c.values())} ({', '.join(f'{_marker(m)} {k}' for m, k in c.items())})"
+        for v, c in by_column.items()
+    ]
     more = f"; and {len(parts) - SHOWN} more columns" if len(parts) > SHOWN else ""
     return "; ".join(parts[:SHOWN]) + more
 
@@ -351,8 +406,10 @@ def missing_summary(ds: Dataset) -> str | None:
     dropped = ds.extra.get("rows_dropped_missing", 0)
     if not dropped:
         return None
-    return (f"{ds.name}: dropped {dropped} of {ds.extra.get('rows_read', '?')} rows with a missing value "
-            f"({_missing_text(ds.extra.get('missing_by_column', {}))})")
+    return (
+        f"{ds.name}: dropped {dropped} of {ds.extra.get('rows_read', '?')} rows with a missing value "
+        f"({_missing_text(ds.extra.get('missing_by_column', {}))})"
+    )
 
 
 def _resolved(f: Path) -> Path:

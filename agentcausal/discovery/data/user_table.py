@@ -54,8 +54,11 @@ def _read_csv(path: Path, name: str) -> tuple[list[str], list[list[str]], list[i
         raise DatasetError(f"{path} is not a valid CSV: {exc}", **err) from exc
     if ragged:
         more = f" (and {len(ragged) - SHOWN} more rows)" if len(ragged) > SHOWN else ""
-        raise DatasetError(f"{path}: ragged rows: {'; '.join(ragged[:SHOWN])} fields, the header has "
-                           f"{len(header)}{more}", column=None, **err)
+        raise DatasetError(
+            f"{path}: ragged rows: {'; '.join(ragged[:SHOWN])} fields, the header has {len(header)}{more}",
+            column=None,
+            **err,
+        )
     if not rows:
         raise DatasetError(f"{path} has a header but no data rows", **err)
     return [h.strip() for h in header], rows, lines
@@ -73,8 +76,11 @@ def read_table(path: Path, name: str) -> tuple[list[str], dict[str, list[Any]], 
         try:
             df = pd.read_parquet(path)
         except Exception as exc:  # pyarrow raises many types for a bad file
-            raise DatasetError(f"cannot read {path} as Parquet: {type(exc).__name__}: "
-                               f"{str(exc).splitlines()[0][:200] if str(exc) else ''}", **err) from exc
+            raise DatasetError(
+                f"cannot read {path} as Parquet: {type(exc).__name__}: "
+                f"{str(exc).splitlines()[0][:200] if str(exc) else ''}",
+                **err,
+            ) from exc
         columns = ["" if c is None else str(c) for c in df.columns]
         if not len(df):
             raise DatasetError(f"{path} has no rows", **err)
@@ -89,9 +95,13 @@ def read_table(path: Path, name: str) -> tuple[list[str], dict[str, list[Any]], 
     unnamed = [j + 1 for j, c in enumerate(columns) if not c.strip()]
     if unnamed:
         listed = ", ".join(map(str, unnamed[:SHOWN]))
-        raise DatasetError(f"{path}: column{'s' if len(unnamed) > 1 else ''} {listed} of the header "
-                           f"{'have' if len(unnamed) > 1 else 'has'} no name; name every column (or drop the "
-                           "unnamed ones, such as a written-out index)", column=f"column {unnamed[0]}", **err)
+        raise DatasetError(
+            f"{path}: column{'s' if len(unnamed) > 1 else ''} {listed} of the header "
+            f"{'have' if len(unnamed) > 1 else 'has'} no name; name every column (or drop the "
+            "unnamed ones, such as a written-out index)",
+            column=f"column {unnamed[0]}",
+            **err,
+        )
     dups = sorted(c for c, k in Counter(c for c in columns if c).items() if k > 1)
     if dups:
         raise DatasetError(f"{path}: duplicate column name(s) {', '.join(map(repr, dups))}", column=dups[0], **err)
@@ -122,8 +132,9 @@ def _number(cell: Any) -> float | None:
     return None
 
 
-def read_column(name: str, cells: list[Any], lines: list[int], markers: set[str], max_categories: int,
-            where: str, found: Counter) -> tuple[np.ndarray, tuple[str, ...] | None, list[str]]:
+def read_column(
+    name: str, cells: list[Any], lines: list[int], markers: set[str], max_categories: int, where: str, found: Counter
+) -> tuple[np.ndarray, tuple[str, ...] | None, list[str]]:
     """One described column as floats (NaN = missing) and its states; problems as messages.
     ``found`` counts the column's missing cells by marker (``""`` empty, ``"null"`` a table's own null)."""
     values = np.full(len(cells), np.nan)
@@ -153,20 +164,38 @@ def read_column(name: str, cells: list[Any], lines: list[int], markers: set[str]
     if text and numeric:
         i, tok = text[0]
         more = f" (and {len(text) - 1} more)" if len(text) > 1 else ""
-        return values, None, [f"column {name!r} holds numbers and the non-numeric value {tok[:40]!r} ({where} "
-                              f"{lines[i]}){more}; if it marks a missing value, list it under \"missing_values\" in "
-                              "the metadata"]
+        return (
+            values,
+            None,
+            [
+                f"column {name!r} holds numbers and the non-numeric value {tok[:40]!r} ({where} "
+                f'{lines[i]}){more}; if it marks a missing value, list it under "missing_values" in '
+                "the metadata"
+            ],
+        )
     if text:
         levels = sorted({t for _, t in text})
         if len(levels) > max_categories:
-            return values, None, [f"column {name!r} is free text ({len(levels)} distinct values, more than "
-                                  f"{max_categories} categories); remove it from \"variables\" or code it"]
+            return (
+                values,
+                None,
+                [
+                    f"column {name!r} is free text ({len(levels)} distinct values, more than "
+                    f'{max_categories} categories); remove it from "variables" or code it'
+                ],
+            )
         codes = {s: k for k, s in enumerate(levels)}
         for i, t in text:
             values[i] = codes[t]
         return values, tuple(levels), []
     inf = np.flatnonzero(np.isinf(values))
     if inf.size:
-        return values, None, [f"column {name!r} holds {'an infinity' if inf.size == 1 else f'{inf.size} infinities'} "
-                              f"({where} {lines[inf[0]]}: {cells[inf[0]]!s:.20})"]
+        return (
+            values,
+            None,
+            [
+                f"column {name!r} holds {'an infinity' if inf.size == 1 else f'{inf.size} infinities'} "
+                f"({where} {lines[inf[0]]}: {cells[inf[0]]!s:.20})"
+            ],
+        )
     return values, None, []

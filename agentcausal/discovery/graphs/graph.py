@@ -149,8 +149,9 @@ class CausalGraph(BaseModel):
 
     # ------------------------------------------------------------ constructors
     @classmethod
-    def from_edges(cls, nodes: Sequence[str], directed: Iterable[tuple[str, str]] = (),
-                   undirected: Iterable[tuple[str, str]] = ()) -> "CausalGraph":
+    def from_edges(
+        cls, nodes: Sequence[str], directed: Iterable[tuple[str, str]] = (), undirected: Iterable[tuple[str, str]] = ()
+    ) -> "CausalGraph":
         """Build from directed ``(cause, effect)`` pairs and undirected pairs."""
         edges = [Edge(a, b, Mark.TAIL, Mark.ARROW) for a, b in directed]
         edges += [Edge(a, b, Mark.TAIL, Mark.TAIL) for a, b in undirected]
@@ -188,8 +189,9 @@ class CausalGraph(BaseModel):
         return cls(nodes=tuple(nodes), edges=tuple(edges))
 
     @classmethod
-    def from_causallearn(cls, result: object, nodes: Sequence[str],
-                         source: CausalLearnSource = "general_graph") -> "CausalGraph":
+    def from_causallearn(
+        cls, result: object, nodes: Sequence[str], source: CausalLearnSource = "general_graph"
+    ) -> "CausalGraph":
         """Convert a causal-learn output, pinning its encoding.
 
         Parameters

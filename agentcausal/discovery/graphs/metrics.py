@@ -41,12 +41,23 @@ from pydantic import BaseModel, ConfigDict
 from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.exceptions import AlgorithmError
 
-__all__ = ["GraphMetrics", "SHD_CONVENTION", "NHD_CONVENTION", "METRIC_COLUMNS", "METRICS_FOOTER", "shd", "nhd",
-           "prf", "evaluate_graph"]
+__all__ = [
+    "GraphMetrics",
+    "SHD_CONVENTION",
+    "NHD_CONVENTION",
+    "METRIC_COLUMNS",
+    "METRICS_FOOTER",
+    "shd",
+    "nhd",
+    "prf",
+    "evaluate_graph",
+]
 
 SHD_CONVENTION = {1: "SHD: a reversed edge counts once", 2: "SHD: a reversed edge counts twice"}
-NHD_CONVENTION = ("NHD = sum_ij |S_true[i,j] - S_pred[i,j]| / d^2, S the symmetric d x d skeleton matrix "
-                  "(directions ignored; an undirected edge is an adjacency)")
+NHD_CONVENTION = (
+    "NHD = sum_ij |S_true[i,j] - S_pred[i,j]| / d^2, S the symmetric d x d skeleton matrix "
+    "(directions ignored; an undirected edge is an adjacency)"
+)
 
 #: the metric columns every table shows (run tables, bench, README), field -> header, in this order
 METRIC_COLUMNS: dict[str, str] = {"shd": "SHD", "shd2": "SHD₂", "nhd": "NHD", "f1": "F1", "skeleton_f1": "skel F1"}
@@ -188,8 +199,16 @@ def evaluate_graph(true: CausalGraph, pred: CausalGraph, *, reversal_cost: Liter
     p, r, f = prf(true.directed_edges(), pred.directed_edges())
     sp, sr, sf = prf(true.skeleton(), pred.skeleton())
     return GraphMetrics(
-        shd=shd(true, pred, reversal_cost=reversal_cost), reversal_cost=reversal_cost,
-        shd2=shd(true, pred, reversal_cost=2), nhd=nhd(true, pred),
-        precision=p, recall=r, f1=f, skeleton_precision=sp, skeleton_recall=sr, skeleton_f1=sf,
-        n_true_edges=len(true.edges), n_pred_edges=len(pred.edges),
+        shd=shd(true, pred, reversal_cost=reversal_cost),
+        reversal_cost=reversal_cost,
+        shd2=shd(true, pred, reversal_cost=2),
+        nhd=nhd(true, pred),
+        precision=p,
+        recall=r,
+        f1=f,
+        skeleton_precision=sp,
+        skeleton_recall=sr,
+        skeleton_f1=sf,
+        n_true_edges=len(true.edges),
+        n_pred_edges=len(pred.edges),
     )

@@ -25,8 +25,18 @@ from agentcausal.discovery.mac import prompts as P
 from agentcausal.discovery.mac.calls import graph_reply_tokens
 from agentcausal.llm.replies import ShortText
 
-__all__ = ["SYSTEM", "system_message", "baseline_messages", "metadata_block", "reasoned_answer_model",
-           "reasoned_answer_tokens", "data_summary", "edges_text", "GraphAnswer", "graph_answer"]
+__all__ = [
+    "SYSTEM",
+    "system_message",
+    "baseline_messages",
+    "metadata_block",
+    "reasoned_answer_model",
+    "reasoned_answer_tokens",
+    "data_summary",
+    "edges_text",
+    "GraphAnswer",
+    "graph_answer",
+]
 
 SYSTEM = "You are a causal discovery expert. Reply only with JSON."
 
@@ -72,8 +82,9 @@ def reasoned_answer_model(name: str, field: str, choices: tuple[str, ...], reaso
     """
     kind = ShortText(reason_chars) if reason_chars else str
     answer: dict[str, Any] = {field: (Literal[choices], ...)}
-    return create_model(name, reason=(kind, Field(description="one short sentence" if reason_chars else
-                                                  "your reasoning")), **answer)
+    return create_model(
+        name, reason=(kind, Field(description="one short sentence" if reason_chars else "your reasoning")), **answer
+    )
 
 
 def reasoned_answer_tokens(reason_chars: int | None) -> int | None:
@@ -143,6 +154,8 @@ def data_summary(ds: Dataset, *, top_pairs: int | None = None) -> str:
         c = np.nan_to_num(np.corrcoef(ranks, rowvar=False))
     pairs = sorted(((abs(c[i, j]), i, j) for i in range(ds.d) for j in range(i + 1, ds.d)), reverse=True)
     k = top_pairs if top_pairs is not None else len(pairs)
-    lines.append("Strongest associations (|Spearman r|): " + "; ".join(
-        f"{ds.variables[i]}-{ds.variables[j]} {r:.2f}" for r, i, j in pairs[:k]))
+    lines.append(
+        "Strongest associations (|Spearman r|): "
+        + "; ".join(f"{ds.variables[i]}-{ds.variables[j]} {r:.2f}" for r, i, j in pairs[:k])
+    )
     return "\n".join(lines)

@@ -87,8 +87,10 @@ class ILSCSLSettings(BaseModel):
 
 
 #: ``paper`` = the defaults; ``small``: two rounds and short reasons (sub-2B models on CPU)
-PRESETS: dict[str, dict[str, Any]] = {"paper": {}, "small": {"max_iterations": 2, "reason_chars": 80,
-                                                              "sampling_temperature": 0.7}}
+PRESETS: dict[str, dict[str, Any]] = {
+    "paper": {},
+    "small": {"max_iterations": 2, "reason_chars": 80, "sampling_temperature": 0.7},
+}
 
 EDGE_TEMPLATE = (
     "{metadata}\nA structure-learning algorithm proposes the edge {x} -> {y}.\n"
@@ -108,8 +110,12 @@ class ILSCSLResult(BaseModel):
     graph: CausalGraph
 
 
-def hill_climb(ds: Dataset, required: set[tuple[str, str]], forbidden: set[tuple[str, str]],
-               settings: ILSCSLSettings = ILSCSLSettings()) -> CausalGraph:
+def hill_climb(
+    ds: Dataset,
+    required: set[tuple[str, str]],
+    forbidden: set[tuple[str, str]],
+    settings: ILSCSLSettings = ILSCSLSettings(),
+) -> CausalGraph:
     """pgmpy hill climbing under hard constraints; a DAG over ``ds.variables``.
 
     Raises
@@ -127,23 +133,36 @@ def hill_climb(ds: Dataset, required: set[tuple[str, str]], forbidden: set[tuple
     frame = pd.DataFrame(ds.data, columns=list(ds.variables))
     if ds.data_type == "discrete":
         frame = frame.astype(int)
-        score: Any = (BDeu(frame, equivalent_sample_size=settings.equivalent_sample_size)
-                      if settings.discrete_score == "bdeu" else settings.discrete_score)
+        score: Any = (
+            BDeu(frame, equivalent_sample_size=settings.equivalent_sample_size)
+            if settings.discrete_score == "bdeu"
+            else settings.discrete_score
+        )
     else:
         score = "bic-g"
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             dag = HillClimbSearch(frame).estimate(
-                scoring_method=score, show_progress=False, max_indegree=settings.max_parents,
-                expert_knowledge=ExpertKnowledge(forbidden_edges=sorted(forbidden), required_edges=sorted(required)))
+                scoring_method=score,
+                show_progress=False,
+                max_indegree=settings.max_parents,
+                expert_knowledge=ExpertKnowledge(forbidden_edges=sorted(forbidden), required_edges=sorted(required)),
+            )
     except Exception as exc:  # noqa: BLE001 - pgmpy raises plain exceptions
         raise AlgorithmError("ils_csl", f"hill climbing failed: {type(exc).__name__}: {exc}") from exc
     return CausalGraph.from_edges(ds.variables, [(str(a), str(b)) for a, b in dag.edges()])
 
 
-def ils_csl(gw: Gateway, ds: Dataset, settings: ILSCSLSettings = ILSCSLSettings(), *, item: str | None = None,
-            sample: int = 0, temperature: float | None = None) -> ILSCSLResult:
+def ils_csl(
+    gw: Gateway,
+    ds: Dataset,
+    settings: ILSCSLSettings = ILSCSLSettings(),
+    *,
+    item: str | None = None,
+    sample: int = 0,
+    temperature: float | None = None,
+) -> ILSCSLResult:
     """Run ILS-CSL on one dataset.
 
     Parameters
@@ -168,8 +187,9 @@ def ils_csl(gw: Gateway, ds: Dataset, settings: ILSCSLSettings = ILSCSLSettings(
     ----------
     Ban et al., arXiv:2311.11689.
     """
-    model = reasoned_answer_model("EdgeVerdictReply", "verdict", ("correct", "reversed", "absent"),
-                                  settings.reason_chars)
+    model = reasoned_answer_model(
+        "EdgeVerdictReply", "verdict", ("correct", "reversed", "absent"), settings.reason_chars
+    )
     cap = completion_cap(gw, BASELINE_STAGE, reasoned_answer_tokens(settings.reason_chars))
     meta = metadata_block(ds)
     required: set[tuple[str, str]] = set()
@@ -185,8 +205,9 @@ def ils_csl(gw: Gateway, ds: Dataset, settings: ILSCSLSettings = ILSCSLSettings(
             if key in verdicts or f"{y} -> {x}" in verdicts:
                 continue
             msgs = baseline_messages(EDGE_TEMPLATE.format(metadata=meta, x=x, y=y))
-            verdict = structured(gw, BASELINE_STAGE, msgs, model, item=item, max_tokens=cap, sample=sample,
-                                 temperature=temperature).verdict
+            verdict = structured(
+                gw, BASELINE_STAGE, msgs, model, item=item, max_tokens=cap, sample=sample, temperature=temperature
+            ).verdict
             verdicts[key] = verdict
             before = len(required) + len(forbidden)
             if verdict == "correct":
@@ -200,6 +221,10 @@ def ils_csl(gw: Gateway, ds: Dataset, settings: ILSCSLSettings = ILSCSLSettings(
         if not new:
             break
         graph = hill_climb(ds, required, forbidden, settings)
-    return ILSCSLResult(iterations=tuple(iterations), verdicts=verdicts, graph=graph,
-                        required=tuple(f"{a} -> {b}" for a, b in sorted(required)),
-                        forbidden=tuple(f"{a} -> {b}" for a, b in sorted(forbidden)))
+    return ILSCSLResult(
+        iterations=tuple(iterations),
+        verdicts=verdicts,
+        graph=graph,
+        required=tuple(f"{a} -> {b}" for a, b in sorted(required)),
+        forbidden=tuple(f"{a} -> {b}" for a, b in sorted(forbidden)),
+    )

@@ -93,8 +93,9 @@ class LLMSCDResult(BaseModel):
     graph: CausalGraph
 
 
-def llm_scd(gw: Gateway, ds: Dataset, settings: LLMSCDSettings = LLMSCDSettings(), *, item: str | None = None,
-            sample: int = 0) -> LLMSCDResult:
+def llm_scd(
+    gw: Gateway, ds: Dataset, settings: LLMSCDSettings = LLMSCDSettings(), *, item: str | None = None, sample: int = 0
+) -> LLMSCDResult:
     """Run LLM-SCD on one dataset.
 
     Parameters
@@ -135,8 +136,16 @@ def llm_scd(gw: Gateway, ds: Dataset, settings: LLMSCDSettings = LLMSCDSettings(
             msgs = baseline_messages(PAIR_TEMPLATE.format(metadata=meta, scd=scd, x=x, y=y))
             yes = 0
             for k in range(settings.n_samples):
-                reply = structured(gw, BASELINE_STAGE, msgs, model, item=item, max_tokens=cap,
-                                   sample=sample * settings.n_samples + k, temperature=settings.temperature)
+                reply = structured(
+                    gw,
+                    BASELINE_STAGE,
+                    msgs,
+                    model,
+                    item=item,
+                    max_tokens=cap,
+                    sample=sample * settings.n_samples + k,
+                    temperature=settings.temperature,
+                )
                 yes += reply.answer == "yes"
             p = yes / settings.n_samples
             probs[f"{x} -> {y}"] = p
@@ -150,6 +159,10 @@ def llm_scd(gw: Gateway, ds: Dataset, settings: LLMSCDSettings = LLMSCDSettings(
     choice = base.model_copy(update={"required": tuple(required), "forbidden": tuple(forbidden)})
     graph = run_algorithm(ds.data, ds.variables, choice, timeout_s=settings.algorithm_timeout_s).graph
     name = ds.variables.__getitem__
-    return LLMSCDResult(first=first, probabilities=probs, graph=graph,
-                        required=tuple(f"{name(i)} -> {name(j)}" for i, j in required),
-                        forbidden=tuple(f"{name(i)} -> {name(j)}" for i, j in forbidden))
+    return LLMSCDResult(
+        first=first,
+        probabilities=probs,
+        graph=graph,
+        required=tuple(f"{name(i)} -> {name(j)}" for i, j in required),
+        forbidden=tuple(f"{name(i)} -> {name(j)}" for i, j in forbidden),
+    )

@@ -80,8 +80,10 @@ class ReActSettings(BaseModel):
 
 
 #: ``paper`` = the defaults; ``small`` = fewer, shorter steps and 2 d edges for sub-2B models on CPU
-PRESETS: dict[str, dict[str, Any]] = {"paper": {}, "small": {"max_steps": 4, "thought_chars": 120,
-                                                              "edges_per_variable": 2.0, "sampling_temperature": 0.7}}
+PRESETS: dict[str, dict[str, Any]] = {
+    "paper": {},
+    "small": {"max_steps": 4, "thought_chars": 120, "edges_per_variable": 2.0, "sampling_temperature": 0.7},
+}
 
 #: settings the method's papers leave unspecified for this task (the plan shows each with "paper: unspecified")
 PAPER_UNSPECIFIED: dict[str, str] = {
@@ -134,15 +136,23 @@ def _step_model(variables: tuple[str, ...], settings: ReActSettings) -> type[Bas
     edge = create_model("Edge", cause=(var, ...), effect=(var, ...))
     return create_model(
         "ReActStepReply",
-        thought=(ShortText(settings.thought_chars) if settings.thought_chars else str,
-                 Field(description="your reasoning")),
+        thought=(
+            ShortText(settings.thought_chars) if settings.thought_chars else str,
+            Field(description="your reasoning"),
+        ),
         action=(_ACTION, ...),
-        x=(var | None, None), y=(var | None, None),
+        x=(var | None, None),
+        y=(var | None, None),
         given=(list[var], Field(default_factory=list, max_length=settings.max_given)),
         algorithm=(algorithm, None),
-        edges=(list[edge], Field(default_factory=list,
-                                 max_length=P.max_graph_edges(len(variables), settings.edges_per_variable),
-                                 description="for finish: direct cause -> effect edges")),
+        edges=(
+            list[edge],
+            Field(
+                default_factory=list,
+                max_length=P.max_graph_edges(len(variables), settings.edges_per_variable),
+                description="for finish: direct cause -> effect edges",
+            ),
+        ),
     )
 
 
@@ -169,16 +179,27 @@ def _observe(ds: Dataset, reply: Any, settings: ReActSettings) -> str:
         if reply.action == "run_algorithm":
             if reply.algorithm is None:
                 return "error: run_algorithm needs 'algorithm'"
-            run = run_algorithm(ds.data, ds.variables, default_choice(reply.algorithm, ds.data_type, ds.d),
-                                timeout_s=settings.algorithm_timeout_s)
+            run = run_algorithm(
+                ds.data,
+                ds.variables,
+                default_choice(reply.algorithm, ds.data_type, ds.d),
+                timeout_s=settings.algorithm_timeout_s,
+            )
             return f"{reply.algorithm} found: " + ("; ".join(run.graph.edge_strings()) or "no edges")
     except AgentCausalError as exc:
         return f"error: {exc}"[:300]
     return "error: unknown action"
 
 
-def react_discovery(gw: Gateway, ds: Dataset, settings: ReActSettings = ReActSettings(), *, item: str | None = None,
-                    sample: int = 0, temperature: float | None = None) -> ReActResult:
+def react_discovery(
+    gw: Gateway,
+    ds: Dataset,
+    settings: ReActSettings = ReActSettings(),
+    *,
+    item: str | None = None,
+    sample: int = 0,
+    temperature: float | None = None,
+) -> ReActResult:
     """Run the ReAct agent on one dataset.
 
     Parameters
@@ -211,25 +232,45 @@ def react_discovery(gw: Gateway, ds: Dataset, settings: ReActSettings = ReActSet
     steps: list[ReActStep] = []
 
     def prompt(tail: str) -> list[dict[str, str]]:
-        traj = "\n".join(f"Thought {i + 1}: {s.thought}\nAction {i + 1}: {s.action} {s.args}\n"
-                         f"Observation {i + 1}: {s.observation}" for i, s in enumerate(steps)) or "(none yet)"
-        body = TASK.format(metadata=metadata_block(ds), pool=", ".join(ALGORITHMS),
-                           trajectory=P.delimit("trajectory", traj))
+        traj = (
+            "\n".join(
+                f"Thought {i + 1}: {s.thought}\nAction {i + 1}: {s.action} {s.args}\n"
+                f"Observation {i + 1}: {s.observation}"
+                for i, s in enumerate(steps)
+            )
+            or "(none yet)"
+        )
+        body = TASK.format(
+            metadata=metadata_block(ds), pool=", ".join(ALGORITHMS), trajectory=P.delimit("trajectory", traj)
+        )
         return baseline_messages(body + tail)
 
     for _ in range(settings.max_steps):
-        reply = structured(gw, BASELINE_STAGE, prompt(STEP), model, item=item, max_tokens=cap, sample=sample,
-                           temperature=temperature)
+        reply = structured(
+            gw, BASELINE_STAGE, prompt(STEP), model, item=item, max_tokens=cap, sample=sample, temperature=temperature
+        )
         if reply.action == "finish":
             edges = [(e.cause, e.effect) for e in reply.edges]
             steps.append(ReActStep(thought=reply.thought, action="finish", args={"edges": len(edges)}))
             rep: RepairedGraph = repair_to_dag(ds.variables, edges)
             return ReActResult(steps=tuple(steps), graph=rep.graph, dropped=rep.dropped)
-        args = {k: v for k, v in (("x", reply.x), ("y", reply.y), ("given", list(reply.given)),
-                                  ("algorithm", reply.algorithm)) if v}
-        steps.append(ReActStep(thought=reply.thought, action=reply.action, args=args,
-                               observation=_observe(ds, reply, settings)))
-    reply = structured(gw, BASELINE_STAGE, prompt(FINAL), answer.model, item=item, sample=sample,
-                       temperature=temperature, max_tokens=completion_cap(gw, BASELINE_STAGE, answer.max_tokens))
+        args = {
+            k: v
+            for k, v in (("x", reply.x), ("y", reply.y), ("given", list(reply.given)), ("algorithm", reply.algorithm))
+            if v
+        }
+        steps.append(
+            ReActStep(thought=reply.thought, action=reply.action, args=args, observation=_observe(ds, reply, settings))
+        )
+    reply = structured(
+        gw,
+        BASELINE_STAGE,
+        prompt(FINAL),
+        answer.model,
+        item=item,
+        sample=sample,
+        temperature=temperature,
+        max_tokens=completion_cap(gw, BASELINE_STAGE, answer.max_tokens),
+    )
     rep = repair_to_dag(ds.variables, [(e.cause, e.effect) for e in reply.edges])
     return ReActResult(steps=tuple(steps), graph=rep.graph, dropped=rep.dropped, finished=False)

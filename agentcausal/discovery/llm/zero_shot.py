@@ -20,9 +20,16 @@ from agentcausal.llm import Gateway
 __all__ = ["llm_zero_shot"]
 
 
-def llm_zero_shot(gw: Gateway, ds: Dataset, *, item: str | None = None, max_tokens_scale: float = 1.0,
-                  edges_per_variable: float | None = None, sample: int = 0,
-                  temperature: float | None = None) -> RepairedGraph:
+def llm_zero_shot(
+    gw: Gateway,
+    ds: Dataset,
+    *,
+    item: str | None = None,
+    max_tokens_scale: float = 1.0,
+    edges_per_variable: float | None = None,
+    sample: int = 0,
+    temperature: float | None = None,
+) -> RepairedGraph:
     """Ask the model once for the causal graph of ``ds`` from its variable descriptions.
 
     Parameters
@@ -46,9 +53,12 @@ def llm_zero_shot(gw: Gateway, ds: Dataset, *, item: str | None = None, max_toke
     StructuredOutputError, UnknownStageError, EndpointUnreachableError, LLMCallError.
     """
     answer = graph_answer(ds, edges_per_variable)
-    msgs = [P.system_message(),
-            {"role": "user", "content": P.ZERO_SHOT_TEMPLATE.format(metadata=P.delimit("metadata", metadata_text(ds)))}]
+    msgs = [
+        P.system_message(),
+        {"role": "user", "content": P.ZERO_SHOT_TEMPLATE.format(metadata=P.delimit("metadata", metadata_text(ds)))},
+    ]
     cap = completion_cap(gw, BASELINE_STAGE, answer.max_tokens, scale=max_tokens_scale)
-    reply = structured(gw, BASELINE_STAGE, msgs, answer.model, item=item, max_tokens=cap, sample=sample,
-                       temperature=temperature)
+    reply = structured(
+        gw, BASELINE_STAGE, msgs, answer.model, item=item, max_tokens=cap, sample=sample, temperature=temperature
+    )
     return repair_to_dag(ds.variables, [(e.cause, e.effect) for e in reply.edges])

@@ -26,8 +26,15 @@ from typing import Any
 from agentcausal.llm import Gateway
 from agentcausal.settings import completion_budget
 
-__all__ = ["structured", "sample_index", "graph_reply_tokens", "budget", "completion_cap", "CHARS_PER_TOKEN",
-           "REPEAT_STRIDE"]
+__all__ = [
+    "structured",
+    "sample_index",
+    "graph_reply_tokens",
+    "budget",
+    "completion_cap",
+    "CHARS_PER_TOKEN",
+    "REPEAT_STRIDE",
+]
 
 #: characters per token assumed for budgets: 3 is below English prose (about 4) and upper-case
 #: abbreviations (HYPOVOLEMIA, LVEDVOLUME) tokenise worse, so budgets err on the generous side
@@ -59,8 +66,17 @@ def _accepts(cls: type[Any], name: str) -> bool:
         return False
 
 
-def structured(gw: Gateway, stage: str, messages: Sequence[dict[str, str]], reply_model: type, *, item: str | None,
-               max_tokens: int, sample: int = 0, temperature: float | None = None) -> Any:
+def structured(
+    gw: Gateway,
+    stage: str,
+    messages: Sequence[dict[str, str]],
+    reply_model: type,
+    *,
+    item: str | None,
+    max_tokens: int,
+    sample: int = 0,
+    temperature: float | None = None,
+) -> Any:
     """``gw.structured`` with the sample index and temperature (each dropped for a gateway without it).
 
     Raises

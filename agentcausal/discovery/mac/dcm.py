@@ -38,12 +38,25 @@ class DCMResult(BaseModel):
 def algorithm_context(ds: Dataset, settings: MACSettings, seed: int) -> AlgorithmContext:
     """(V, I, S) for algorithm mode: S is ``settings.subset_size`` rows drawn with ``seed``."""
     rows = sample_rows(ds, settings.subset_size, seed) if settings.subset_size else ds.data[:0]
-    return AlgorithmContext(variables=ds.variables, metadata=metadata_text(ds), rows=format_rows(rows, ds.data_type),
-                            n=ds.n, data_type=ds.data_type)
+    return AlgorithmContext(
+        variables=ds.variables,
+        metadata=metadata_text(ds),
+        rows=format_rows(rows, ds.data_type),
+        n=ds.n,
+        data_type=ds.data_type,
+    )
 
 
-def debate_coding_module(gw: Gateway, ds: Dataset, settings: MACSettings = MACSettings(), *, seed: int = 0,
-                         item: str | None = None, sample: int = 0, temperature: float | None = None) -> DCMResult:
+def debate_coding_module(
+    gw: Gateway,
+    ds: Dataset,
+    settings: MACSettings = MACSettings(),
+    *,
+    seed: int = 0,
+    item: str | None = None,
+    sample: int = 0,
+    temperature: float | None = None,
+) -> DCMResult:
     """Run DCM: algorithm debate, then the executor on the full data.
 
     Parameters
@@ -69,14 +82,18 @@ def debate_coding_module(gw: Gateway, ds: Dataset, settings: MACSettings = MACSe
     UnknownStageError, EndpointUnreachableError, LLMCallError from the gateway.
     """
     try:
-        debate = debate_algorithm(gw, algorithm_context(ds, settings, seed), settings, item=item, sample=sample,
-                                  temperature=temperature)
+        debate = debate_algorithm(
+            gw, algorithm_context(ds, settings, seed), settings, item=item, sample=sample, temperature=temperature
+        )
     except StructuredOutputError as exc:
         choice = default_choice(settings.fallback_algorithm, ds.data_type, ds.d)
         note = f"algorithm debate gave no valid proposal ({str(exc)[:120]}); ran {settings.fallback_algorithm}"
-        debate = Debate(mode="algorithm", notes=(note,),
-                        rounds=(DebateRound(affirmative=ProposedAlgorithm(choice=choice, reason="fallback")),),
-                        verdict=Verdict(winner="affirmative", reason="fallback algorithm"))
+        debate = Debate(
+            mode="algorithm",
+            notes=(note,),
+            rounds=(DebateRound(affirmative=ProposedAlgorithm(choice=choice, reason="fallback")),),
+            verdict=Verdict(winner="affirmative", reason="fallback algorithm"),
+        )
     win = debate.winning
     assert isinstance(win, ProposedAlgorithm)
     execution = execute(gw, ds, win.choice, settings, item=item, sample=sample, temperature=temperature)

@@ -16,8 +16,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.statistical.algorithms import AlgorithmChoice
 
-__all__ = ["ProposedAlgorithm", "ProposedGraph", "Proposal", "Verdict", "DebateRound", "Debate", "MDMResult",
-           "choice_label"]
+__all__ = [
+    "ProposedAlgorithm",
+    "ProposedGraph",
+    "Proposal",
+    "Verdict",
+    "DebateRound",
+    "Debate",
+    "MDMResult",
+    "choice_label",
+]
 
 
 def choice_label(choice: AlgorithmChoice) -> str:
@@ -58,8 +66,10 @@ class ProposedGraph(BaseModel):
         if not any(self.reasons):
             text = "; ".join(f"{a} -> {b}" for a, b in self.edges) or "(no edges)"
         else:
-            text = "\n".join(f"{a} -> {b}: {r}" if r else f"{a} -> {b}"
-                             for (a, b), r in zip(self.edges, self.reasons)) or "(no edges)"
+            text = (
+                "\n".join(f"{a} -> {b}: {r}" if r else f"{a} -> {b}" for (a, b), r in zip(self.edges, self.reasons))
+                or "(no edges)"
+            )
         return f"Reasoning: {self.argument}\nEdges:\n{text}" if self.argument else text
 
 

@@ -45,18 +45,30 @@ from agentcausal.exceptions import AlgorithmError, ConfigError, SandboxError, St
 from agentcausal.llm import Gateway
 from agentcausal.redact import redact
 
-__all__ = ["CodingAttempt", "Execution", "ENCODINGS", "coder_usage", "execute_typed",
-           "execute_coding", "execute", "validate_adjacency", "read_result", "resolve_executor", "coder_prompt_fields"]
+__all__ = [
+    "CodingAttempt",
+    "Execution",
+    "ENCODINGS",
+    "coder_usage",
+    "execute_typed",
+    "execute_coding",
+    "execute",
+    "validate_adjacency",
+    "read_result",
+    "resolve_executor",
+    "coder_prompt_fields",
+]
 
 #: encodings a coder script may declare in ``encoding.txt``, and what each means
 ENCODINGS = {
     "adjacency": "int 0/1 matrix, M[i, j] = 1 means column i causes column j; M[i, j] = M[j, i] = 1 means "
-                 "linked with unknown direction",
+    "linked with unknown direction",
     "general_graph": "causal-learn GeneralGraph.graph exactly as pc, fci or ges return it: endpoint marks -1 tail, "
-                     "1 arrow, 2 circle; M[j, i] = 1 and M[i, j] = -1 means i -> j",
+    "1 arrow, 2 circle; M[j, i] = 1 and M[i, j] = -1 means i -> j",
     "exact_search": "the 0/1 DAG of an exact search as the usage above builds it, M[i, j] = 1 means i -> j",
     "lingam": "DirectLiNGAM adjacency_matrix_ B as returned, B[i, j] != 0 means j -> i",
 }
+
 
 class CodingAttempt(BaseModel):
     """One script the coder wrote and what happened to it."""
@@ -130,47 +142,65 @@ def coder_usage(choice: AlgorithmChoice, data_type: str, d: int) -> str:
     if a == "pc":
         bk, arg = "", ""
         if p["forbidden"] or p["required"]:
-            bk = ("from causallearn.graph.GraphNode import GraphNode\n"
-                  "from causallearn.utils.PCUtils.BackgroundKnowledge import BackgroundKnowledge\n"
-                  "bk = BackgroundKnowledge()  # column i is node X{i+1}\n"
-                  f"for i, j in {list(map(tuple, p['forbidden']))}:  # i -> j forbidden\n"
-                  "    bk.add_forbidden_by_node(GraphNode(f'X{i + 1}'), GraphNode(f'X{j + 1}'))\n"
-                  f"for i, j in {list(map(tuple, p['required']))}:  # i -> j required\n"
-                  "    bk.add_required_by_node(GraphNode(f'X{i + 1}'), GraphNode(f'X{j + 1}'))\n")
+            bk = (
+                "from causallearn.graph.GraphNode import GraphNode\n"
+                "from causallearn.utils.PCUtils.BackgroundKnowledge import BackgroundKnowledge\n"
+                "bk = BackgroundKnowledge()  # column i is node X{i+1}\n"
+                f"for i, j in {list(map(tuple, p['forbidden']))}:  # i -> j forbidden\n"
+                "    bk.add_forbidden_by_node(GraphNode(f'X{i + 1}'), GraphNode(f'X{j + 1}'))\n"
+                f"for i, j in {list(map(tuple, p['required']))}:  # i -> j required\n"
+                "    bk.add_required_by_node(GraphNode(f'X{i + 1}'), GraphNode(f'X{j + 1}'))\n"
+            )
             arg = ", background_knowledge=bk"
-        return ("from causallearn.search.ConstraintBased.PC import pc\n" + bk +
-                f"M = pc(X, {p['alpha']}, '{p['indep_test']}', show_progress=False, verbose=False{arg}).G.graph"
-                "  # encoding: general_graph")
+        return (
+            "from causallearn.search.ConstraintBased.PC import pc\n"
+            + bk
+            + f"M = pc(X, {p['alpha']}, '{p['indep_test']}', show_progress=False, verbose=False{arg}).G.graph"
+            "  # encoding: general_graph"
+        )
     if a == "fci":
-        return ("from causallearn.search.ConstraintBased.FCI import fci\n"
-                f"G, _ = fci(X, '{p['indep_test']}', {p['alpha']}, show_progress=False, verbose=False)\n"
-                "M = G.graph  # encoding: general_graph")
+        return (
+            "from causallearn.search.ConstraintBased.FCI import fci\n"
+            f"G, _ = fci(X, '{p['indep_test']}', {p['alpha']}, show_progress=False, verbose=False)\n"
+            "M = G.graph  # encoding: general_graph"
+        )
     if a == "ges":
-        return ("from causallearn.search.ScoreBased.GES import ges\n"
-                f"M = ges(X, score_func='{p['score_func']}')['G'].graph  # encoding: general_graph")
+        return (
+            "from causallearn.search.ScoreBased.GES import ges\n"
+            f"M = ges(X, score_func='{p['score_func']}')['G'].graph  # encoding: general_graph"
+        )
     if a == "exact_search":
         if p.get("super_graph") == "pc_skeleton":
-            sg = ("from causallearn.search.ConstraintBased.PC import pc\n"
-                  f"# {d} variables (more than {EXACT_SEARCH_SUPERGRAPH_ABOVE}): search only within a PC skeleton\n"
-                  f"sg = (pc(X, {p.get('super_graph_alpha', 0.2)}, '{test}', show_progress=False, verbose=False)"
-                  ".G.graph != 0).astype(int)\n")
+            sg = (
+                "from causallearn.search.ConstraintBased.PC import pc\n"
+                f"# {d} variables (more than {EXACT_SEARCH_SUPERGRAPH_ABOVE}): search only within a PC skeleton\n"
+                f"sg = (pc(X, {p.get('super_graph_alpha', 0.2)}, '{test}', show_progress=False, verbose=False)"
+                ".G.graph != 0).astype(int)\n"
+            )
         else:
             sg = "sg = None  # no super-graph needed at this size\n"
         search, maxp = p.get("search_method", "astar"), p.get("max_parents", 2)
         if p.get("score", "bic_gaussian") == "bic_gaussian":
-            return ("from causallearn.search.ScoreBased.ExactSearch import bic_exact_search\n" + sg +
-                    f"M, _ = bic_exact_search(X, super_graph=sg, search_method='{search}', "
-                    f"max_parents={maxp})  # encoding: exact_search")
-        score = {"bic_discrete": "BIC(frame)", "k2": "K2(frame)",
-                 "bdeu": f"BDeu(frame, equivalent_sample_size={p.get('equivalent_sample_size', 10.0)})"}[p["score"]]
+            return (
+                "from causallearn.search.ScoreBased.ExactSearch import bic_exact_search\n"
+                + sg
+                + f"M, _ = bic_exact_search(X, super_graph=sg, search_method='{search}', "
+                f"max_parents={maxp})  # encoding: exact_search"
+            )
+        score = {
+            "bic_discrete": "BIC(frame)",
+            "k2": "K2(frame)",
+            "bdeu": f"BDeu(frame, equivalent_sample_size={p.get('equivalent_sample_size', 10.0)})",
+        }[p["score"]]
         path = "astar_shortest_path" if search == "astar" else "dp_shortest_path"
         return (
             "# exact search with pgmpy's discrete score over parent sets of at most "
             f"{maxp} (causal-learn's bic_exact_search would score these integer codes with a Gaussian BIC)\n"
             "import itertools\nimport numpy as np\nimport pandas as pd\n"
             f"from causallearn.search.ScoreBased.ExactSearch import {path}, insort, query_best_structure\n"
-            f"from pgmpy.structure_score import {score.split('(')[0]}\n" + sg +
-            "d = X.shape[1]\ncols = [f'x{i}' for i in range(d)]\n"
+            f"from pgmpy.structure_score import {score.split('(')[0]}\n"
+            + sg
+            + "d = X.shape[1]\ncols = [f'x{i}' for i in range(d)]\n"
             f"frame = pd.DataFrame(X.astype(int), columns=cols)\nscore = {score}\n"
             "graphs = []\n"
             "for i in range(d):\n"
@@ -185,20 +215,30 @@ def coder_usage(choice: AlgorithmChoice, data_type: str, d: int) -> str:
             f"structures, _ = {path}(tuple(graphs), True)\n"
             "M = np.zeros((d, d), dtype=int)\n"
             "for i, ps in enumerate(structures):\n"
-            "    M[list(ps), i] = 1  # encoding: exact_search")
+            "    M[list(ps), i] = 1  # encoding: exact_search"
+        )
     if a == "direct_lingam":
-        return ("from causallearn.search.FCMBased import lingam\n"
-                f"m = lingam.DirectLiNGAM(random_state=0, measure='{p.get('measure', 'pwling')}')\n"
-                "m.fit(X)\nM = m.adjacency_matrix_  # encoding: lingam")
+        return (
+            "from causallearn.search.FCMBased import lingam\n"
+            f"m = lingam.DirectLiNGAM(random_state=0, measure='{p.get('measure', 'pwling')}')\n"
+            "m.fit(X)\nM = m.adjacency_matrix_  # encoding: lingam"
+        )
     raise AlgorithmError(a, "no coder usage for this algorithm")  # pragma: no cover
 
 
 def coder_prompt_fields(ds: Dataset, choice: AlgorithmChoice) -> dict[str, Any]:
     """What the coder's prompt shows (:func:`agentcausal.discovery.mac.prompts.coder_messages`): the algorithm,
     its parameters, :func:`coder_usage`, the data's shape, columns and type, and :data:`ENCODINGS`."""
-    return dict(algorithm=choice.algorithm, params=choice.model_dump(exclude={"algorithm"}),
-                usage=coder_usage(choice, ds.data_type, ds.d), n=ds.n, d=ds.d, columns=", ".join(ds.variables),
-                data_type=ds.data_type, encodings="\n".join(f"  {k}: {v}" for k, v in ENCODINGS.items()))
+    return dict(
+        algorithm=choice.algorithm,
+        params=choice.model_dump(exclude={"algorithm"}),
+        usage=coder_usage(choice, ds.data_type, ds.d),
+        n=ds.n,
+        d=ds.d,
+        columns=", ".join(ds.variables),
+        data_type=ds.data_type,
+        encodings="\n".join(f"  {k}: {v}" for k, v in ENCODINGS.items()),
+    )
 
 
 def _load_matrix(raw: bytes, d: int) -> np.ndarray:
@@ -237,8 +277,11 @@ def validate_adjacency(raw: bytes, d: int) -> np.ndarray:
     a = _load_matrix(raw, d)
     values = set(np.unique(a).tolist())
     if not values <= {0.0, 1.0}:
-        hint = (" (this looks like causal-learn's G.graph: save it unchanged and declare general_graph)"
-                if values <= {-1.0, 0.0, 1.0, 2.0} else "")
+        hint = (
+            " (this looks like causal-learn's G.graph: save it unchanged and declare general_graph)"
+            if values <= {-1.0, 0.0, 1.0, 2.0}
+            else ""
+        )
         raise SandboxError(f"adjacency values must be 0 or 1, found {sorted(values)[:6]}{hint}")
     return a.astype(int)
 
@@ -281,8 +324,10 @@ def read_result(raw: bytes, encoding: bytes | str | None, variables: tuple[str, 
         raise SandboxError(f"general_graph marks must be -1, 1 or 2 (0: no edge), found {sorted(values)[:6]}")
     if ((m != 0) != (m.T != 0)).any():
         i, j = map(int, np.argwhere((m != 0) != (m.T != 0))[0])
-        raise SandboxError(f"general_graph has a mark at ({i}, {j}) without one at ({j}, {i}): not a "
-                           "causal-learn G.graph (a 0/1 adjacency is declared as adjacency)")
+        raise SandboxError(
+            f"general_graph has a mark at ({i}, {j}) without one at ({j}, {i}): not a "
+            "causal-learn G.graph (a 0/1 adjacency is declared as adjacency)"
+        )
     try:
         return CausalGraph.from_causallearn(m.astype(int), variables, "general_graph")
     except (AlgorithmError, ValueError) as exc:
@@ -314,13 +359,22 @@ def resolve_executor(requested: str) -> tuple[Literal["typed", "coding"], str]:
     if reason is None:
         return "coding", ""
     if requested == "coding":
-        raise ConfigError(f"--executor coding needs the sandbox, which cannot run here: {reason} "
-                          "(use --executor typed or auto)")
+        raise ConfigError(
+            f"--executor coding needs the sandbox, which cannot run here: {reason} (use --executor typed or auto)"
+        )
     return "typed", f"executor auto: the coding sandbox cannot run here ({reason}); the typed executor runs instead"
 
 
-def execute_coding(gw: Gateway, ds: Dataset, choice: AlgorithmChoice, settings: MACSettings = MACSettings(), *,
-                   item: str | None = None, sample: int = 0, temperature: float | None = None) -> Execution:
+def execute_coding(
+    gw: Gateway,
+    ds: Dataset,
+    choice: AlgorithmChoice,
+    settings: MACSettings = MACSettings(),
+    *,
+    item: str | None = None,
+    sample: int = 0,
+    temperature: float | None = None,
+) -> Execution:
     """The Causal Coding Executor: LLM-written causal-learn code in the sandbox, typed fallback.
 
     Parameters
@@ -346,7 +400,8 @@ def execute_coding(gw: Gateway, ds: Dataset, choice: AlgorithmChoice, settings: 
     reason = sandbox_available()
     if reason is not None:
         return execute_typed(ds, choice, timeout_s=settings.algorithm_timeout_s).model_copy(
-            update={"fallback_reason": f"sandbox unavailable: {reason}"})
+            update={"fallback_reason": f"sandbox unavailable: {reason}"}
+        )
     buf = io.BytesIO()
     np.save(buf, ds.data)
     data_npy = buf.getvalue()
@@ -358,14 +413,21 @@ def execute_coding(gw: Gateway, ds: Dataset, choice: AlgorithmChoice, settings: 
     total = 0.0
     for _ in range(settings.coding_attempts):
         try:
-            reply = structured(gw, CODER_STAGE, msgs, reply_model, item=item, sample=sample,
-                               temperature=temperature, max_tokens=cap)
+            reply = structured(
+                gw, CODER_STAGE, msgs, reply_model, item=item, sample=sample, temperature=temperature, max_tokens=cap
+            )
         except StructuredOutputError as exc:
-            attempts.append(CodingAttempt(code=redact(exc.raw[:4000]), ok=False,
-                                          error=redact(f"invalid reply: {exc.errors[:300]}")))
+            attempts.append(
+                CodingAttempt(code=redact(exc.raw[:4000]), ok=False, error=redact(f"invalid reply: {exc.errors[:300]}"))
+            )
             break
-        res = run_sandboxed(reply.code, {"data.npy": data_npy}, output_names=("adjacency.npy", "encoding.txt"),
-                            timeout_s=settings.sandbox_timeout_s, memory_mb=settings.sandbox_memory_mb)
+        res = run_sandboxed(
+            reply.code,
+            {"data.npy": data_npy},
+            output_names=("adjacency.npy", "encoding.txt"),
+            timeout_s=settings.sandbox_timeout_s,
+            memory_mb=settings.sandbox_memory_mb,
+        )
         total += res.seconds
         error = ""
         if res.timed_out:
@@ -385,17 +447,31 @@ def execute_coding(gw: Gateway, ds: Dataset, choice: AlgorithmChoice, settings: 
             return Execution(graph=graph, mode="coding", choice=choice, seconds=total, attempts=tuple(attempts))
         error = redact(error)
         attempts.append(CodingAttempt(code=code, ok=False, error=error[-1500:], seconds=res.seconds))
-        msgs = msgs + [{"role": "assistant", "content": redact(reply.model_dump_json())},
-                       P.coder_retry_message(style, P.delimit("error", error[-1500:]))]
+        msgs = msgs + [
+            {"role": "assistant", "content": redact(reply.model_dump_json())},
+            P.coder_retry_message(style, P.delimit("error", error[-1500:])),
+        ]
     typed = execute_typed(ds, choice, timeout_s=settings.algorithm_timeout_s)
     last = attempts[-1].error[:200] if attempts else ""
-    return typed.model_copy(update={
-        "attempts": tuple(attempts), "seconds": typed.seconds + total,
-        "fallback_reason": f"coding failed after {len(attempts)} attempt(s): {last}"})
+    return typed.model_copy(
+        update={
+            "attempts": tuple(attempts),
+            "seconds": typed.seconds + total,
+            "fallback_reason": f"coding failed after {len(attempts)} attempt(s): {last}",
+        }
+    )
 
 
-def execute(gw: Gateway, ds: Dataset, choice: AlgorithmChoice, settings: MACSettings = MACSettings(), *,
-            item: str | None = None, sample: int = 0, temperature: float | None = None) -> Execution:
+def execute(
+    gw: Gateway,
+    ds: Dataset,
+    choice: AlgorithmChoice,
+    settings: MACSettings = MACSettings(),
+    *,
+    item: str | None = None,
+    sample: int = 0,
+    temperature: float | None = None,
+) -> Execution:
     """Dispatch on ``settings.executor``: "typed", "coding", or "auto" (coding where the sandbox
     works here, else typed: :func:`resolve_executor`).
 

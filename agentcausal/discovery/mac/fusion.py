@@ -63,8 +63,10 @@ def edge_sentence(e: Edge, order: dict[str, int] | None = None) -> str:
     if (mu, mv) == (Mark.ARROW, Mark.ARROW):
         return f"{u} <-> {v}: a hidden common cause of {u} and {v}; neither causes the other directly"
     if (mu, mv) == (Mark.CIRCLE, Mark.ARROW):
-        return (f"{u} o-> {v}: {v} does not cause {u}; the mark at {u} is undetermined "
-                f"({u} causes {v}, or a hidden common cause, or both)")
+        return (
+            f"{u} o-> {v}: {v} does not cause {u}; the mark at {u} is undetermined "
+            f"({u} causes {v}, or a hidden common cause, or both)"
+        )
     if (mu, mv) == (Mark.CIRCLE, Mark.CIRCLE):
         return f"{u} o-o {v}: adjacent; both marks undetermined"
     if (mu, mv) == (Mark.TAIL, Mark.CIRCLE):
@@ -109,5 +111,5 @@ def meta_fusion(graph: CausalGraph, *, max_orderings: int | None = None) -> list
             if dist >= 2:
                 implied.append((dist, idx[a], idx[b], f"{a} precedes {b} (indirectly)"))
     implied.sort()
-    out += [s for *_, s in (implied if max_orderings is None else implied[:max(0, max_orderings)])]
+    out += [s for *_, s in (implied if max_orderings is None else implied[: max(0, max_orderings)])]
     return out

@@ -131,23 +131,29 @@ def to_choice(reply: Any, data_type: str, d: int) -> ProposedAlgorithm:
             if reply.indep_test in ok_tests:
                 update["indep_test"] = reply.indep_test
             else:
-                notes.append(f"indep_test {reply.indep_test} unsuited to {data_type} data; "
-                             f"used {base.indep_test}")  # type: ignore[union-attr]  # pc/fci: base has one
+                notes.append(f"indep_test {reply.indep_test} unsuited to {data_type} data; used {base.indep_test}")  # type: ignore[union-attr]  # pc/fci: base has one
         if reply.alpha is not None:
             if 0 < reply.alpha <= 0.5:
                 update["alpha"] = reply.alpha
             else:
-                notes.append(f"alpha {reply.alpha} out of (0, 0.5]; "
-                             f"used {base.alpha}")  # type: ignore[union-attr]  # pc/fci: base has one
+                notes.append(f"alpha {reply.alpha} out of (0, 0.5]; used {base.alpha}")  # type: ignore[union-attr]  # pc/fci: base has one
     if reply.algorithm == "direct_lingam" and data_type == "discrete":
         notes.append("direct_lingam assumes continuous non-Gaussian data; run on integer codes")
     return ProposedAlgorithm(choice=base.model_copy(update=update), reason=reply.reason, notes=tuple(notes))
 
 
-def _call(gw: Gateway, messages: list[dict[str, str]], model: type, max_tokens: int, item: str | None, sample: int = 0,
-          temperature: float | None = None):
-    return structured(gw, DEBATE_STAGE, messages, model, item=item, sample=sample, temperature=temperature,
-                      max_tokens=max_tokens)
+def _call(
+    gw: Gateway,
+    messages: list[dict[str, str]],
+    model: type,
+    max_tokens: int,
+    item: str | None,
+    sample: int = 0,
+    temperature: float | None = None,
+):
+    return structured(
+        gw, DEBATE_STAGE, messages, model, item=item, sample=sample, temperature=temperature, max_tokens=max_tokens
+    )
 
 
 def _run(
@@ -160,8 +166,11 @@ def _run(
     notes: list[str] = []
     aff = propose(None, None)
     if settings.single_agent:
-        return Debate(mode=mode, rounds=(DebateRound(affirmative=aff),),
-                      verdict=Verdict(winner="affirmative", reason="single agent (no Negative or Judge)"))
+        return Debate(
+            mode=mode,
+            rounds=(DebateRound(affirmative=aff),),
+            verdict=Verdict(winner="affirmative", reason="single agent (no Negative or Judge)"),
+        )
     rounds: list[DebateRound] = []
     neg: Proposal | None = None
     for r in range(settings.rounds):
@@ -172,8 +181,12 @@ def _run(
         except StructuredOutputError as exc:
             notes.append(f"round {r}: Negative reply invalid ({exc.errors[:120]}); Affirmative wins")
             rounds.append(DebateRound(affirmative=aff))
-            return Debate(mode=mode, rounds=tuple(rounds), notes=tuple(notes),
-                          verdict=Verdict(winner="affirmative", reason="Negative gave no valid proposal"))
+            return Debate(
+                mode=mode,
+                rounds=tuple(rounds),
+                notes=tuple(notes),
+                verdict=Verdict(winner="affirmative", reason="Negative gave no valid proposal"),
+            )
         rounds.append(DebateRound(affirmative=aff, negative=neg))
     assert neg is not None
     if _same(aff, neg):
@@ -195,8 +208,15 @@ def _same(a: Proposal, b: Proposal) -> bool:
     return False
 
 
-def debate_algorithm(gw: Gateway, ctx: AlgorithmContext, settings: MACSettings = MACSettings(), *,
-                     item: str | None = None, sample: int = 0, temperature: float | None = None) -> Debate:
+def debate_algorithm(
+    gw: Gateway,
+    ctx: AlgorithmContext,
+    settings: MACSettings = MACSettings(),
+    *,
+    item: str | None = None,
+    sample: int = 0,
+    temperature: float | None = None,
+) -> Debate:
     """MDM in algorithm mode over (V, I, S): choose one algorithm and its parameters from the pool.
 
     Parameters
@@ -312,12 +332,22 @@ def graph_budget(variables: Sequence[str], settings: MACSettings) -> int | None:
         return settings.graph_max_tokens
     if settings.edges_per_variable is None or settings.edge_reason_chars is None:
         return None
-    return graph_reply_tokens(variables, max_edges=P.max_graph_edges(len(variables), settings.edges_per_variable),
-                              reason_chars=settings.edge_reason_chars)
+    return graph_reply_tokens(
+        variables,
+        max_edges=P.max_graph_edges(len(variables), settings.edges_per_variable),
+        reason_chars=settings.edge_reason_chars,
+    )
 
 
-def debate_graph(gw: Gateway, ctx: GraphContext, settings: MACSettings = MACSettings(), *,
-                 item: str | None = None, sample: int = 0, temperature: float | None = None) -> Debate:
+def debate_graph(
+    gw: Gateway,
+    ctx: GraphContext,
+    settings: MACSettings = MACSettings(),
+    *,
+    item: str | None = None,
+    sample: int = 0,
+    temperature: float | None = None,
+) -> Debate:
     """MDM in graph mode over (V, I ∪ I_c): propose, counter-propose and judge a causal graph.
 
     Parameters
@@ -346,8 +376,9 @@ def debate_graph(gw: Gateway, ctx: GraphContext, settings: MACSettings = MACSett
     """
     style, rc = settings.prompts, settings.edge_reason_chars
     d = len(ctx.variables)
-    model = P.graph_reply_model(tuple(ctx.variables), rc, style=style,
-                                max_edges=P.max_graph_edges(d, settings.edges_per_variable))
+    model = P.graph_reply_model(
+        tuple(ctx.variables), rc, style=style, max_edges=P.max_graph_edges(d, settings.edges_per_variable)
+    )
     verdict_model = P.graph_verdict_model(style, settings.reason_chars, settings.judge_rule)
     scale = settings.max_tokens_scale
     cap = completion_cap(gw, DEBATE_STAGE, graph_budget(ctx.variables, settings), scale=scale)
@@ -356,9 +387,11 @@ def debate_graph(gw: Gateway, ctx: GraphContext, settings: MACSettings = MACSett
 
     def parse(reply: BaseModel) -> ProposedGraph:
         edges = reply.edges  # type: ignore[attr-defined]  # graph_model builds the class: edges is its field
-        return ProposedGraph(edges=tuple((e.cause, e.effect) for e in edges),
-                             reasons=tuple(getattr(e, "reason", "") for e in edges) if rc != 0 else (),
-                             argument=str(getattr(reply, "reasoning", "") or ""))
+        return ProposedGraph(
+            edges=tuple((e.cause, e.effect) for e in edges),
+            reasons=tuple(getattr(e, "reason", "") for e in edges) if rc != 0 else (),
+            argument=str(getattr(reply, "reasoning", "") or ""),
+        )
 
     def propose(own: Proposal | None, other: Proposal | None) -> Proposal:
         first = own is None or other is None
@@ -366,8 +399,9 @@ def debate_graph(gw: Gateway, ctx: GraphContext, settings: MACSettings = MACSett
         return parse(_call(gw, msgs, model, cap, item, sample, temperature))
 
     def counter(aff: Proposal) -> Proposal:
-        return parse(_call(gw, P.graph_messages(style, "negative", ctx, own=aff, **kw), model, cap, item, sample,
-                           temperature))
+        return parse(
+            _call(gw, P.graph_messages(style, "negative", ctx, own=aff, **kw), model, cap, item, sample, temperature)
+        )
 
     def judge(a: Proposal, b: Proposal) -> Verdict:
         assert isinstance(a, ProposedGraph) and isinstance(b, ProposedGraph)
@@ -381,16 +415,30 @@ def debate_graph(gw: Gateway, ctx: GraphContext, settings: MACSettings = MACSett
         pa = sum(v == "A" for v in votes.values())
         pb = sum(v == "B" for v in votes.values())
         if pa != pb:
-            return Verdict(winner="negative" if pb > pa else "affirmative", votes=votes,
-                           reason=f"{reply.reason} (points A {pa}, B {pb})")
-        return Verdict(winner=_tie_break(settings, a, b), votes=votes,
-                       reason=f"{reply.reason} (points A {pa}, B {pb}; tie to {settings.tie_break})")
+            return Verdict(
+                winner="negative" if pb > pa else "affirmative",
+                votes=votes,
+                reason=f"{reply.reason} (points A {pa}, B {pb})",
+            )
+        return Verdict(
+            winner=_tie_break(settings, a, b),
+            votes=votes,
+            reason=f"{reply.reason} (points A {pa}, B {pb}; tie to {settings.tie_break})",
+        )
 
     return _run(propose, counter, judge, settings, "graph")
 
 
-def refine_graph(gw: Gateway, ds: Dataset, evidence: Sequence[str] = (), settings: MACSettings = MACSettings(), *,
-                 item: str | None = None, sample: int = 0, temperature: float | None = None) -> MDMResult:
+def refine_graph(
+    gw: Gateway,
+    ds: Dataset,
+    evidence: Sequence[str] = (),
+    settings: MACSettings = MACSettings(),
+    *,
+    item: str | None = None,
+    sample: int = 0,
+    temperature: float | None = None,
+) -> MDMResult:
     """Stage 2 of MAC (alg. 3): MDM in graph mode over (V, I ∪ I_c), then validation to a DAG.
 
     Parameters

@@ -38,16 +38,29 @@ Le et al. "Multi-Agent Causal Discovery Using Large Language Models." arXiv:2407
 
 from __future__ import annotations
 
-__all__ = ["SYSTEM", "FUSION_HEADER", "GRAPH_PRINCIPLES", "ALGORITHM_PRINCIPLES", "CODER_SYSTEM", "CODER_TEMPLATE",
-           "CODER_RETRY_TEMPLATE", "algorithm_prompt", "graph_prompt"]
+__all__ = [
+    "SYSTEM",
+    "FUSION_HEADER",
+    "GRAPH_PRINCIPLES",
+    "ALGORITHM_PRINCIPLES",
+    "CODER_SYSTEM",
+    "CODER_TEMPLATE",
+    "CODER_RETRY_TEMPLATE",
+    "algorithm_prompt",
+    "graph_prompt",
+]
 
-SYSTEM = ("You are one agent of MAC, a multi-agent causal discovery framework in which agents debate. Follow "
-          "your role's procedure and reply with one JSON object in the output format given, nothing else.")
+SYSTEM = (
+    "You are one agent of MAC, a multi-agent causal discovery framework in which agents debate. Follow "
+    "your role's procedure and reply with one JSON object in the output format given, nothing else."
+)
 
 #: heads Meta Fusion's sentences (I_c) in the graph prompts
-FUSION_HEADER = ("# Causal metadata from the data (Meta Fusion)\nThe graph a statistical causal discovery algorithm "
-                 "found on the full data, as its edges and then the orderings they imply. It is evidence, not "
-                 "ground truth.")
+FUSION_HEADER = (
+    "# Causal metadata from the data (Meta Fusion)\nThe graph a statistical causal discovery algorithm "
+    "found on the full data, as its edges and then the orderings they imply. It is evidence, not "
+    "ground truth."
+)
 
 GRAPH_PRINCIPLES = """\
 1. Skeleton. Assume causal sufficiency (no hidden common cause of two listed variables) and no feedback \
@@ -199,8 +212,10 @@ Causal discovery: find the causal graph, a DAG of direct cause -> effect edges, 
 {metadata}
 {evidence}"""
 
-_EDGES = ('then "edges": every edge of your graph, each as "reason" (why this direct edge: mechanism, time '
-          'order, evidence) then "cause" and "effect"')
+_EDGES = (
+    'then "edges": every edge of your graph, each as "reason" (why this direct edge: mechanism, time '
+    'order, evidence) then "cause" and "effect"'
+)
 _EDGES_BARE = 'then "edges": every edge of your graph, each as "cause" and "effect"'
 
 _GRAPH_ROLES = {
@@ -301,11 +316,15 @@ One JSON object: "reason" first (your steps, disagreement by disagreement), then
 }
 
 _VERDICT = {
-    "criteria": ("4. Each criterion (skeleton, colliders, directions) goes to the graph with more supported "
-                 "decisions in it, or is a tie when they are even.",
-                 '"skeleton", "colliders" and "directions", each "A", "B" or "tie"'),
-    "overall": ("4. Name the graph with more supported decisions overall, or a tie when they are even.",
-                '"winner": "A", "B" or "tie"'),
+    "criteria": (
+        "4. Each criterion (skeleton, colliders, directions) goes to the graph with more supported "
+        "decisions in it, or is a tie when they are even.",
+        '"skeleton", "colliders" and "directions", each "A", "B" or "tie"',
+    ),
+    "overall": (
+        "4. Name the graph with more supported decisions overall, or a tie when they are even.",
+        '"winner": "A", "B" or "tie"',
+    ),
 }
 
 
@@ -322,12 +341,23 @@ def algorithm_prompt(role: str, base: dict, own: str, other: str) -> str:
     ------
     KeyError on an unknown role.
     """
-    return _ALGO_CONTEXT.format(**base) + "\n" + _ALGO_ROLES[role].format(
-        principles=ALGORITHM_PRINCIPLES, own=own, other=other)
+    return (
+        _ALGO_CONTEXT.format(**base)
+        + "\n"
+        + _ALGO_ROLES[role].format(principles=ALGORITHM_PRINCIPLES, own=own, other=other)
+    )
 
 
-def graph_prompt(role: str, metadata: str, evidence: str, own: str, other: str, disagreements: str,
-                 judge_rule: str = "criteria", with_reason: bool = True) -> str:
+def graph_prompt(
+    role: str,
+    metadata: str,
+    evidence: str,
+    own: str,
+    other: str,
+    disagreements: str,
+    judge_rule: str = "criteria",
+    with_reason: bool = True,
+) -> str:
     """The user prompt of one graph-mode call: the shared context, then the role's part.
 
     Parameters
@@ -345,13 +375,25 @@ def graph_prompt(role: str, metadata: str, evidence: str, own: str, other: str, 
     """
     step, fields = _VERDICT[judge_rule]
     evidence = "\n" + evidence if evidence else ""
-    return _GRAPH_CONTEXT.format(metadata=metadata, evidence=evidence) + "\n" + _GRAPH_ROLES[role].format(
-        principles=GRAPH_PRINCIPLES, own=own, other=other, disagreements=disagreements,
-        edges=_EDGES if with_reason else _EDGES_BARE, verdict_step=step, verdict_fields=fields)
+    return (
+        _GRAPH_CONTEXT.format(metadata=metadata, evidence=evidence)
+        + "\n"
+        + _GRAPH_ROLES[role].format(
+            principles=GRAPH_PRINCIPLES,
+            own=own,
+            other=other,
+            disagreements=disagreements,
+            edges=_EDGES if with_reason else _EDGES_BARE,
+            verdict_step=step,
+            verdict_fields=fields,
+        )
+    )
 
 
-CODER_SYSTEM = ("You are the Causal Coding Executor of MAC. You write, run and debug Python that applies a chosen "
-                "causal discovery algorithm to data. Reply with one JSON object in the output format given.")
+CODER_SYSTEM = (
+    "You are the Causal Coding Executor of MAC. You write, run and debug Python that applies a chosen "
+    "causal discovery algorithm to data. Reply with one JSON object in the output format given."
+)
 
 CODER_TEMPLATE = """\
 # Role

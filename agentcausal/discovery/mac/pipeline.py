@@ -46,8 +46,16 @@ class MACResult(BaseModel):
     degraded: str | None = None
 
 
-def run_mac(gw: Gateway, ds: Dataset, settings: MACSettings = MACSettings(), *, seed: int = 0,
-            item: str | None = None, sample: int = 0, temperature: float | None = None) -> MACResult:
+def run_mac(
+    gw: Gateway,
+    ds: Dataset,
+    settings: MACSettings = MACSettings(),
+    *,
+    seed: int = 0,
+    item: str | None = None,
+    sample: int = 0,
+    temperature: float | None = None,
+) -> MACResult:
     """Run MAC (or an ablation, per ``settings.stages`` and ``settings.single_agent``) on one dataset.
 
     Parameters
@@ -88,6 +96,10 @@ def run_mac(gw: Gateway, ds: Dataset, settings: MACSettings = MACSettings(), *, 
     try:
         mdm = refine_graph(gw, ds, sentences, settings, item=item, sample=sample, temperature=temperature)
     except StructuredOutputError as exc:
-        return MACResult(graph=dcm.execution.graph, dcm=dcm, fusion=sentences,
-                         degraded=f"MDM failed after repairs ({str(exc)[:200]}); the answer is the DCM graph")
+        return MACResult(
+            graph=dcm.execution.graph,
+            dcm=dcm,
+            fusion=sentences,
+            degraded=f"MDM failed after repairs ({str(exc)[:200]}); the answer is the DCM graph",
+        )
     return MACResult(graph=mdm.graph, dcm=dcm, fusion=sentences, mdm=mdm)

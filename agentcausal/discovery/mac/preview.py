@@ -31,27 +31,48 @@ from agentcausal.llm.preview import PromptPreview, placeholder
 __all__ = ["mac_method_previews"]
 
 
-def _debate(method: str, stage_name: str, build, settings: MACSettings,
-            judge_extra: dict[str, Any]) -> list[PromptPreview]:
+def _debate(
+    method: str, stage_name: str, build, settings: MACSettings, judge_extra: dict[str, Any]
+) -> list[PromptPreview]:
     """Affirmative, Negative, (the Affirmative's revision when rounds > 1) and Judge of one debate."""
     out = [PromptPreview(method, DEBATE_STAGE, f"{stage_name}: Affirmative", build("affirmative"))]
     if settings.single_agent:
         return out
-    out.append(PromptPreview(method, DEBATE_STAGE, f"{stage_name}: Negative",
-                             build("negative", own=placeholder("the Affirmative"))))
+    out.append(
+        PromptPreview(
+            method, DEBATE_STAGE, f"{stage_name}: Negative", build("negative", own=placeholder("the Affirmative"))
+        )
+    )
     if settings.rounds > 1:
         later = "round 2" if settings.rounds == 2 else f"rounds 2-{settings.rounds}"
-        out.append(PromptPreview(method, DEBATE_STAGE, f"{stage_name}: Affirmative revising ({later})",
-                                 build("revise", own=placeholder("the Affirmative, last round"),
-                                       other=placeholder("the Negative, last round"))))
-    out.append(PromptPreview(method, DEBATE_STAGE, f"{stage_name}: Judge",
-                             build("judge", own=placeholder("the Affirmative (A)"),
-                                   other=placeholder("the Negative (B)"), **judge_extra)))
+        out.append(
+            PromptPreview(
+                method,
+                DEBATE_STAGE,
+                f"{stage_name}: Affirmative revising ({later})",
+                build(
+                    "revise",
+                    own=placeholder("the Affirmative, last round"),
+                    other=placeholder("the Negative, last round"),
+                ),
+            )
+        )
+    out.append(
+        PromptPreview(
+            method,
+            DEBATE_STAGE,
+            f"{stage_name}: Judge",
+            build(
+                "judge", own=placeholder("the Affirmative (A)"), other=placeholder("the Negative (B)"), **judge_extra
+            ),
+        )
+    )
     return out
 
 
-def mac_method_previews(method: str, ds: Dataset, settings: MACSettings, *, seed: int = 0,
-                        executor: str = "coding") -> list[PromptPreview]:
+def mac_method_previews(
+    method: str, ds: Dataset, settings: MACSettings, *, seed: int = 0, executor: str = "coding"
+) -> list[PromptPreview]:
     """The calls of one MAC method (or ablation) on ``ds``, in run order, as previews.
 
     Parameters
@@ -72,24 +93,51 @@ def mac_method_previews(method: str, ds: Dataset, settings: MACSettings, *, seed
     out: list[PromptPreview] = []
     if settings.stages != "mdm_only":
         ctx = algorithm_context(ds, settings, seed)
-        out += _debate(method, "DCM algorithm debate", lambda role, **kw: P.algorithm_messages(style, role, ctx, **kw),
-                       settings, {})
+        out += _debate(
+            method,
+            "DCM algorithm debate",
+            lambda role, **kw: P.algorithm_messages(style, role, ctx, **kw),
+            settings,
+            {},
+        )
         note = "" if executor == "coding" else " (not sent in this run: the typed executor runs the algorithm)"
         winner = placeholder("the algorithm debate (the winning algorithm)")
-        first = P.coder_messages(style, algorithm=winner, params=placeholder("the algorithm debate (its parameters)"),
-                                 usage=placeholder("the pool's call of the winning algorithm"), n=ds.n, d=ds.d,
-                                 columns=", ".join(ds.variables), data_type=ds.data_type,
-                                 encodings="\n".join(f"  {k}: {v}" for k, v in ENCODINGS.items()))
+        first = P.coder_messages(
+            style,
+            algorithm=winner,
+            params=placeholder("the algorithm debate (its parameters)"),
+            usage=placeholder("the pool's call of the winning algorithm"),
+            n=ds.n,
+            d=ds.d,
+            columns=", ".join(ds.variables),
+            data_type=ds.data_type,
+            encodings="\n".join(f"  {k}: {v}" for k, v in ENCODINGS.items()),
+        )
         out.append(PromptPreview(method, CODER_STAGE, f"DCM Causal Coding Executor: write the script{note}", first))
-        out.append(PromptPreview(method, CODER_STAGE, f"DCM Causal Coding Executor: debug a failed script{note}", [
-            {"role": "assistant", "content": placeholder("the coder (its last script)")},
-            P.coder_retry_message(style, P.delimit("error", placeholder("the sandbox (the script's error)")))]))
+        out.append(
+            PromptPreview(
+                method,
+                CODER_STAGE,
+                f"DCM Causal Coding Executor: debug a failed script{note}",
+                [
+                    {"role": "assistant", "content": placeholder("the coder (its last script)")},
+                    P.coder_retry_message(style, P.delimit("error", placeholder("the sandbox (the script's error)"))),
+                ],
+            )
+        )
     if settings.stages != "dcm_only":
-        evidence = (placeholder("Meta Fusion (the data graph G_C as sentences)"),) \
-            if settings.stages == "full" else ()
+        evidence = (placeholder("Meta Fusion (the data graph G_C as sentences)"),) if settings.stages == "full" else ()
         gctx = GraphContext(variables=ds.variables, metadata=metadata_text(ds), evidence=evidence)
         kw: dict[str, Any] = dict(with_reason=settings.edge_reason_chars != 0, judge_rule=settings.judge_rule)
-        out += _debate(method, "MDM graph debate", lambda role, **k: P.graph_messages(style, role, gctx, **kw, **k),
-                       settings, {"disagreements": placeholder(
-                           "the Affirmative and the Negative (their disagreements, computed from A and B)")})
+        out += _debate(
+            method,
+            "MDM graph debate",
+            lambda role, **k: P.graph_messages(style, role, gctx, **kw, **k),
+            settings,
+            {
+                "disagreements": placeholder(
+                    "the Affirmative and the Negative (their disagreements, computed from A and B)"
+                )
+            },
+        )
     return out

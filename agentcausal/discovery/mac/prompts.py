@@ -116,25 +116,21 @@ ALGO_AFFIRMATIVE_TEMPLATE = (
 )
 ALGO_REVISE_TAIL = "\nYou chose {own}. The Negative proposed {other}: {other_reason}\nKeep or change your choice."
 ALGO_NEGATIVE_TEMPLATE = (
-    ALGO_CONTEXT_TEMPLATE
-    + "You are the Negative. The Affirmative chose {proposal}: {reason}\n"
+    ALGO_CONTEXT_TEMPLATE + "You are the Negative. The Affirmative chose {proposal}: {reason}\n"
     "Propose a different algorithm that may fit better, and say why."
 )
 ALGO_JUDGE_TEMPLATE = (
-    ALGO_CONTEXT_TEMPLATE
-    + "You are the Judge.\nA: {a} ({a_reason})\nB: {b} ({b_reason})\n"
+    ALGO_CONTEXT_TEMPLATE + "You are the Judge.\nA: {a} ({a_reason})\nB: {b} ({b_reason})\n"
     "Criteria: fit to the data type; fit of assumptions (linearity, Gaussianity, hidden confounders); "
     "sample size and number of variables. Name the winner."
 )
 
 GRAPH_CONTEXT_TEMPLATE = "Find the causal graph (a DAG) over these variables.\n{metadata}\n{evidence}{principles}\n"
 GRAPH_AFFIRMATIVE_TEMPLATE = (
-    GRAPH_CONTEXT_TEMPLATE
-    + "You are the Affirmative. List each direct cause -> effect edge{with_reason}."
+    GRAPH_CONTEXT_TEMPLATE + "You are the Affirmative. List each direct cause -> effect edge{with_reason}."
 )
 GRAPH_NEGATIVE_TEMPLATE = (
-    GRAPH_CONTEXT_TEMPLATE
-    + "You are the Negative. The Affirmative proposed:\n{proposal}\n"
+    GRAPH_CONTEXT_TEMPLATE + "You are the Negative. The Affirmative proposed:\n{proposal}\n"
     "Propose a plausible alternative DAG: change the edges you doubt (missing or extra links, colliders, "
     "directions), answering the Affirmative's reasons. List every edge of your graph{with_reason}."
 )
@@ -145,14 +141,12 @@ GRAPH_REVISE_TEMPLATE = (
     "DAG{with_reason}."
 )
 GRAPH_JUDGE_TEMPLATE = (
-    GRAPH_CONTEXT_TEMPLATE
-    + "You are the Judge.\nGraph A:\n{a}\nGraph B:\n{b}\nDisagreements:\n{disagreements}\n"
+    GRAPH_CONTEXT_TEMPLATE + "You are the Judge.\nGraph A:\n{a}\nGraph B:\n{b}\nDisagreements:\n{disagreements}\n"
     "Weigh each side's reasons. For each criterion say which graph is better (A, B or tie): skeleton "
     "(which pairs are linked), colliders, directions."
 )
 GRAPH_JUDGE_OVERALL_TEMPLATE = (
-    GRAPH_CONTEXT_TEMPLATE
-    + "You are the Judge.\nGraph A:\n{a}\nGraph B:\n{b}\nDisagreements:\n{disagreements}\n"
+    GRAPH_CONTEXT_TEMPLATE + "You are the Judge.\nGraph A:\n{a}\nGraph B:\n{b}\nDisagreements:\n{disagreements}\n"
     "Weigh each side's reasons and say which graph is better overall (A, B or tie)."
 )
 #: appended to a graph task when edges carry reasons
@@ -244,17 +238,32 @@ def algorithm_proposal_model(style: str = "small", reason_chars: int | None = 24
     ``small``: algorithm, indep_test, alpha, then a short reason; ``paper``: the reason (the argument,
     following the procedure) first, then the decision.
     """
-    test = (Literal["chisq", "gsq", "fisherz"] | None, Field(
-        None, description="independence test for pc or fci (chisq or gsq for discrete, fisherz for continuous)"))
+    test = (
+        Literal["chisq", "gsq", "fisherz"] | None,
+        Field(None, description="independence test for pc or fci (chisq or gsq for discrete, fisherz for continuous)"),
+    )
     alpha = (float | None, Field(None, description="significance level for pc or fci, e.g. 0.05"))
     if _check(style) == "paper":
-        return _model("AlgorithmProposalReply",
-                      "Your argument, then one algorithm from the pool and its optional parameters.",
-                      {"reason": _text(reason_chars, "your argument, following the procedure"),
-                       "algorithm": (Algorithm, ...), "indep_test": test, "alpha": alpha})
-    return _model("AlgorithmProposalReply", "One algorithm from the pool, optional parameters, and a short reason.",
-                  {"algorithm": (Algorithm, ...), "indep_test": test, "alpha": alpha,
-                   "reason": _text(reason_chars, "one short sentence")})
+        return _model(
+            "AlgorithmProposalReply",
+            "Your argument, then one algorithm from the pool and its optional parameters.",
+            {
+                "reason": _text(reason_chars, "your argument, following the procedure"),
+                "algorithm": (Algorithm, ...),
+                "indep_test": test,
+                "alpha": alpha,
+            },
+        )
+    return _model(
+        "AlgorithmProposalReply",
+        "One algorithm from the pool, optional parameters, and a short reason.",
+        {
+            "algorithm": (Algorithm, ...),
+            "indep_test": test,
+            "alpha": alpha,
+            "reason": _text(reason_chars, "one short sentence"),
+        },
+    )
 
 
 @functools.lru_cache(maxsize=32)
@@ -263,31 +272,43 @@ def algorithm_verdict_model(style: str = "small", reason_chars: int | None = 240
     (``paper``: the reason first)."""
     winner = (Literal["A", "B"], ...)
     if _check(style) == "paper":
-        return _model("AlgorithmVerdictReply", "Your scoring of both proposals, then the winner, A or B.",
-                      {"reason": _text(reason_chars, "your scoring, criterion by criterion"), "winner": winner})
-    return _model("AlgorithmVerdictReply", "The better proposal, A or B, and a short reason.",
-                  {"winner": winner, "reason": _text(reason_chars, "one short sentence")})
+        return _model(
+            "AlgorithmVerdictReply",
+            "Your scoring of both proposals, then the winner, A or B.",
+            {"reason": _text(reason_chars, "your scoring, criterion by criterion"), "winner": winner},
+        )
+    return _model(
+        "AlgorithmVerdictReply",
+        "The better proposal, A or B, and a short reason.",
+        {"winner": winner, "reason": _text(reason_chars, "one short sentence")},
+    )
 
 
 @functools.lru_cache(maxsize=32)
-def graph_verdict_model(style: str = "small", reason_chars: int | None = 240,
-                        rule: Literal["criteria", "overall"] = "criteria") -> type[BaseModel]:
+def graph_verdict_model(
+    style: str = "small", reason_chars: int | None = 240, rule: Literal["criteria", "overall"] = "criteria"
+) -> type[BaseModel]:
     """Reply model of the graph Judge: per criterion (skeleton, colliders, directions) A, B or tie
     (``GraphVerdictReply``), or one overall vote (``GraphOverallVerdictReply``), and a reason
     (``paper``: the reason first)."""
     paper = _check(style) == "paper"
     if rule == "overall":
         name, votes = "GraphOverallVerdictReply", {"winner": (Vote, ...)}
-        doc = ("Your weighing of the disagreements, then which graph is better overall (A, B or tie)." if paper
-               else "Which graph is better overall (A, B or tie), and a short reason.")
+        doc = (
+            "Your weighing of the disagreements, then which graph is better overall (A, B or tie)."
+            if paper
+            else "Which graph is better overall (A, B or tie), and a short reason."
+        )
     else:
         name = "GraphVerdictReply"
         votes = {"skeleton": (Vote, ...), "colliders": (Vote, ...), "directions": (Vote, ...)}
-        doc = ("Your scoring of the disagreements, then which graph is better on each criterion (A, B or tie)."
-               if paper else "Which graph is better on each criterion (A, B or tie), and a short reason.")
+        doc = (
+            "Your scoring of the disagreements, then which graph is better on each criterion (A, B or tie)."
+            if paper
+            else "Which graph is better on each criterion (A, B or tie), and a short reason."
+        )
     if paper:
-        return _model(name, doc, {"reason": _text(reason_chars, "your scoring, disagreement by disagreement"),
-                                  **votes})
+        return _model(name, doc, {"reason": _text(reason_chars, "your scoring, disagreement by disagreement"), **votes})
     return _model(name, doc, {**votes, "reason": _text(reason_chars, "one short sentence")})
 
 
@@ -295,8 +316,11 @@ def graph_verdict_model(style: str = "small", reason_chars: int | None = 240,
 def code_model(style: str = "small") -> type[BaseModel]:
     """Reply model of the coder (name ``CodeReply``): the script (``paper``: what it does and why, first)."""
     if _check(style) == "paper":
-        return _model("CodeReply", "What the script does and why, then the complete Python script.",
-                      {"reason": (str, Field(description="what the script does and why, briefly")), "code": (str, ...)})
+        return _model(
+            "CodeReply",
+            "What the script does and why, then the complete Python script.",
+            {"reason": (str, Field(description="what the script does and why, briefly")), "code": (str, ...)},
+        )
     return _model("CodeReply", "A complete Python script.", {"code": (str, ...)})
 
 
@@ -333,8 +357,9 @@ def max_graph_edges(d: int, per_variable: float | None = 2.0) -> int:
 
 
 @functools.lru_cache(maxsize=64)
-def graph_reply_model(variables: tuple[str, ...], reason_chars: int | None = 0, *, style: str = "small",
-                      max_edges: int | None = None) -> type[BaseModel]:
+def graph_reply_model(
+    variables: tuple[str, ...], reason_chars: int | None = 0, *, style: str = "small", max_edges: int | None = None
+) -> type[BaseModel]:
     """The reply model of a graph proposal over ``variables`` (name ``GraphProposal``).
 
     ``small``: ``{"edges": [{"cause", "effect", "reason"}, ...]}``; ``paper``: ``{"reasoning", "edges":
@@ -361,22 +386,29 @@ def graph_reply_model(variables: tuple[str, ...], reason_chars: int | None = 0, 
     fields: dict = {"cause": (var, ...), "effect": (var, ...)}
     if reason_chars != 0:
         if paper:
-            fields = {"reason": _text(reason_chars, "why this direct edge: mechanism, time order, evidence"),
-                      **fields}
+            fields = {"reason": _text(reason_chars, "why this direct edge: mechanism, time order, evidence"), **fields}
         else:
-            fields["reason"] = (ShortText(reason_chars) if reason_chars else str,
-                                Field("", description="why, in a few words"))
+            fields["reason"] = (
+                ShortText(reason_chars) if reason_chars else str,
+                Field("", description="why, in a few words"),
+            )
     edge = create_model("Edge", __base__=_EdgeBase, **fields)
     edges = (list[edge], Field(max_length=bound, description="direct cause -> effect edges"))
     if paper:
-        model = create_model("GraphProposal", reasoning=(str, Field(
-            description="your procedure's steps: skeleton, colliders, directions, acyclicity")), edges=edges)
-        model.__doc__ = "Your reasoning, then the causal graph as a list of direct cause -> effect edges, each " \
-                        "with its reason first."
+        model = create_model(
+            "GraphProposal",
+            reasoning=(str, Field(description="your procedure's steps: skeleton, colliders, directions, acyclicity")),
+            edges=edges,
+        )
+        model.__doc__ = (
+            "Your reasoning, then the causal graph as a list of direct cause -> effect edges, each "
+            "with its reason first."
+        )
         return model
     edges_only = create_model("GraphProposal", edges=edges)
     edges_only.__doc__ = "A causal graph as a list of direct cause -> effect edges" + (
-        ", each with a short reason." if reason_chars != 0 else ".")
+        ", each with a short reason." if reason_chars != 0 else "."
+    )
     return edges_only
 
 
@@ -405,13 +437,26 @@ def _msgs(style: str, user: str) -> list[dict[str, str]]:
 
 
 def _algo_base(ctx: AlgorithmContext) -> dict[str, Any]:
-    return dict(metadata=delimit("metadata", ctx.metadata), n=ctx.n, d=len(ctx.variables), data_type=ctx.data_type,
-                columns=", ".join(ctx.variables), rows=delimit("rows", ctx.rows or "(none)"), pool=POOL_DESCRIPTION,
-                k=len(ctx.rows.splitlines()) if ctx.rows else 0)
+    return dict(
+        metadata=delimit("metadata", ctx.metadata),
+        n=ctx.n,
+        d=len(ctx.variables),
+        data_type=ctx.data_type,
+        columns=", ".join(ctx.variables),
+        rows=delimit("rows", ctx.rows or "(none)"),
+        pool=POOL_DESCRIPTION,
+        k=len(ctx.rows.splitlines()) if ctx.rows else 0,
+    )
 
 
-def algorithm_messages(style: str, role: Literal["affirmative", "revise", "negative", "judge"],
-                       ctx: AlgorithmContext, *, own: Any = None, other: Any = None) -> list[dict[str, str]]:
+def algorithm_messages(
+    style: str,
+    role: Literal["affirmative", "revise", "negative", "judge"],
+    ctx: AlgorithmContext,
+    *,
+    own: Any = None,
+    other: Any = None,
+) -> list[dict[str, str]]:
     """The messages of one algorithm-mode call (MDM alg. 1, DCM step (i)).
 
     Parameters
@@ -433,12 +478,19 @@ def algorithm_messages(style: str, role: Literal["affirmative", "revise", "negat
     if role == "affirmative":
         return _msgs(style, ALGO_AFFIRMATIVE_TEMPLATE.format(**base))
     if role == "revise":
-        return _msgs(style, ALGO_AFFIRMATIVE_TEMPLATE.format(**base) + ALGO_REVISE_TAIL.format(
-            own=_label(own), other=_label(other), other_reason=_reason(other)))
+        return _msgs(
+            style,
+            ALGO_AFFIRMATIVE_TEMPLATE.format(**base)
+            + ALGO_REVISE_TAIL.format(own=_label(own), other=_label(other), other_reason=_reason(other)),
+        )
     if role == "negative":
         return _msgs(style, ALGO_NEGATIVE_TEMPLATE.format(**base, proposal=_name(own), reason=_reason(own)))
-    return _msgs(style, ALGO_JUDGE_TEMPLATE.format(**base, a=_label(own), a_reason=_reason(own), b=_label(other),
-                                                   b_reason=_reason(other)))
+    return _msgs(
+        style,
+        ALGO_JUDGE_TEMPLATE.format(
+            **base, a=_label(own), a_reason=_reason(own), b=_label(other), b_reason=_reason(other)
+        ),
+    )
 
 
 def fusion_block(style: str, evidence: tuple[str, ...] | list[str]) -> str:
@@ -453,9 +505,17 @@ def fusion_block(style: str, evidence: tuple[str, ...] | list[str]) -> str:
     return header + "\n" + delimit("data_graph", "\n".join(evidence)) + "\n"
 
 
-def graph_messages(style: str, role: Literal["affirmative", "revise", "negative", "judge"], ctx: GraphContext, *,
-                   own: Any = None, other: Any = None, disagreements: str = "", with_reason: bool = True,
-                   judge_rule: Literal["criteria", "overall"] = "criteria") -> list[dict[str, str]]:
+def graph_messages(
+    style: str,
+    role: Literal["affirmative", "revise", "negative", "judge"],
+    ctx: GraphContext,
+    *,
+    own: Any = None,
+    other: Any = None,
+    disagreements: str = "",
+    with_reason: bool = True,
+    judge_rule: Literal["criteria", "overall"] = "criteria",
+) -> list[dict[str, str]]:
     """The messages of one graph-mode call (MDM alg. 1 in graph mode, alg. 3).
 
     Parameters
@@ -477,10 +537,12 @@ def graph_messages(style: str, role: Literal["affirmative", "revise", "negative"
     a = _label(own) if own is not None else ""
     b = _label(other) if other is not None else ""
     if _check(style) == "paper":
-        return _msgs(style, _paper().graph_prompt(role, meta, evidence, a, b, disagreements or "(none)", judge_rule,
-                                                  with_reason))
-    base = dict(metadata=meta, evidence=evidence, principles=CAUSAL_PRINCIPLES,
-                with_reason=WITH_REASON if with_reason else "")
+        return _msgs(
+            style, _paper().graph_prompt(role, meta, evidence, a, b, disagreements or "(none)", judge_rule, with_reason)
+        )
+    base = dict(
+        metadata=meta, evidence=evidence, principles=CAUSAL_PRINCIPLES, with_reason=WITH_REASON if with_reason else ""
+    )
     if role == "affirmative":
         return _msgs(style, GRAPH_AFFIRMATIVE_TEMPLATE.format(**base))
     if role == "revise":
@@ -491,8 +553,9 @@ def graph_messages(style: str, role: Literal["affirmative", "revise", "negative"
     return _msgs(style, template.format(**base, a=a, b=b, disagreements=disagreements or "(none)"))
 
 
-def coder_messages(style: str, *, algorithm: str, params: Any, usage: str, n: int, d: int, columns: str,
-                   data_type: str, encodings: str) -> list[dict[str, str]]:
+def coder_messages(
+    style: str, *, algorithm: str, params: Any, usage: str, n: int, d: int, columns: str, data_type: str, encodings: str
+) -> list[dict[str, str]]:
     """The first messages of the Causal Coding Executor (DCM step (ii)): write the script.
 
     Parameters
@@ -507,11 +570,21 @@ def coder_messages(style: str, *, algorithm: str, params: Any, usage: str, n: in
     -------
     list of message dicts (system, user).
     """
-    fields = dict(algorithm=algorithm, params=params, usage=usage, n=n, d=d, columns=columns, data_type=data_type,
-                  encodings=encodings)
+    fields = dict(
+        algorithm=algorithm,
+        params=params,
+        usage=usage,
+        n=n,
+        d=d,
+        columns=columns,
+        data_type=data_type,
+        encodings=encodings,
+    )
     if _check(style) == "paper":
-        return [{"role": "system", "content": _paper().CODER_SYSTEM},
-                {"role": "user", "content": _paper().CODER_TEMPLATE.format(**fields)}]
+        return [
+            {"role": "system", "content": _paper().CODER_SYSTEM},
+            {"role": "user", "content": _paper().CODER_TEMPLATE.format(**fields)},
+        ]
     return [{"role": "system", "content": CODER_SYSTEM}, {"role": "user", "content": CODER_TEMPLATE.format(**fields)}]
 
 

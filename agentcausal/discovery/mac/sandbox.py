@@ -193,7 +193,7 @@ def _probe() -> str | None:
         return "the seccomp filter did not load in the sandbox (Seccomp: " + (got[0] if got else "?") + ")"
     if got[1:2] != [str(errno.EPERM)]:
         return "the seccomp filter did not refuse keyctl in the sandbox"
-    if got[2:3] != [str(limits.disk_mb * 2 ** 20)]:
+    if got[2:3] != [str(limits.disk_mb * 2**20)]:
         return "the sandbox's working directory is not its size-capped tmpfs"
     return None
 
@@ -229,8 +229,9 @@ def sandbox_available() -> str | None:
 # --------------------------------------------------------------------------------------- running
 
 
-def _preexec(limits: SandboxLimits, cpu_s: int, cg: Path | None, nproc: int,
-             keyctl_nr: int):  # pragma: no cover - in the child
+def _preexec(
+    limits: SandboxLimits, cpu_s: int, cg: Path | None, nproc: int, keyctl_nr: int
+):  # pragma: no cover - in the child
     libc = ctypes.CDLL(None, use_errno=True)
 
     def apply() -> None:
@@ -243,12 +244,12 @@ def _preexec(limits: SandboxLimits, cpu_s: int, cg: Path | None, nproc: int,
                     f.write(str(os.getpid()))
             except OSError:
                 pass
-        mem = limits.memory_mb * 2 ** 20
+        mem = limits.memory_mb * 2**20
         resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
-        fsize = limits.file_size_mb * 2 ** 20
+        fsize = limits.file_size_mb * 2**20
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
         resource.setrlimit(resource.RLIMIT_NOFILE, (limits.max_open_files, limits.max_open_files))
 
@@ -272,8 +273,16 @@ def _read_output(work: Path, name: str, cap: int) -> bytes | None:
         os.close(fd)
 
 
-def _run(bwrap: str, script: str, inputs: Mapping[str, bytes], output_names: tuple[str, ...], timeout_s: float,
-         limits: SandboxLimits, *, cpu_s: int) -> SandboxResult:
+def _run(
+    bwrap: str,
+    script: str,
+    inputs: Mapping[str, bytes],
+    output_names: tuple[str, ...],
+    timeout_s: float,
+    limits: SandboxLimits,
+    *,
+    cpu_s: int,
+) -> SandboxResult:
     for name in (*inputs, *output_names):
         if Path(name).name != name or name.startswith(".") or name == "script.py":
             raise SandboxError(f"file name {name!r} must be a plain file name")
@@ -293,22 +302,29 @@ def _run(bwrap: str, script: str, inputs: Mapping[str, bytes], output_names: tup
             (ro / name).write_bytes(blob)
             os.chmod(ro / name, 0o444)
             ro_files[name] = ro / name
-        cmd = sandbox_command(bwrap, host_tmp, ro_files, [sys.executable, "-I", "-B", "script.py"], limits,
-                              output_names)
+        cmd = sandbox_command(
+            bwrap, host_tmp, ro_files, [sys.executable, "-I", "-B", "script.py"], limits, output_names
+        )
         cg = make_cgroup(limits)
         # the kernel counts every task of the uid on the machine: allow max_processes beyond those running now
         nproc = limits.max_processes + tasks_of(SANDBOX_UID if root else os.getuid())
         t0 = time.perf_counter()
         try:
-            proc = subprocess.Popen(cmd, env={"PATH": "/usr/bin:/bin:/usr/sbin:/sbin", "LANG": "C.UTF-8"},
-                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    preexec_fn=_preexec(limits, cpu_s, cg, nproc, filt.keyctl_nr), cwd="/")
+            proc = subprocess.Popen(
+                cmd,
+                env={"PATH": "/usr/bin:/bin:/usr/sbin:/sbin", "LANG": "C.UTF-8"},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                preexec_fn=_preexec(limits, cpu_s, cg, nproc, filt.keyctl_nr),
+                cwd="/",
+            )
         except (OSError, subprocess.SubprocessError) as exc:
             remove_cgroup(cg)
             raise SandboxError(f"the sandbox cannot start: {exc}") from exc
         out, err = OutputTail(proc.stdout, limits.output_bytes), OutputTail(proc.stderr, limits.output_bytes)
         killed_for = ""
-        mem_cap, disk_cap = limits.memory_mb * 2 ** 20, limits.disk_mb * 2 ** 20
+        mem_cap, disk_cap = limits.memory_mb * 2**20, limits.disk_mb * 2**20
         fs = host_tmp / "fs"
         try:
             while proc.poll() is None:
@@ -339,8 +355,10 @@ def _run(bwrap: str, script: str, inputs: Mapping[str, bytes], output_names: tup
             killed_for = "disk"  # it stopped itself at the cap (ENOSPC) before the watchdog looked
         timed_out = killed_for == "timeout" or (
             proc.returncode in (-signal.SIGXCPU, -signal.SIGKILL, 128 + signal.SIGXCPU, 128 + signal.SIGKILL)
-            and not killed_for and seconds >= timeout_s * 0.9)
-        cap = limits.file_size_mb * 2 ** 20
+            and not killed_for
+            and seconds >= timeout_s * 0.9
+        )
+        cap = limits.file_size_mb * 2**20
         outputs = {}
         for name in output_names:
             got = _read_output(host_tmp / "out", name, cap)
@@ -348,17 +366,26 @@ def _run(bwrap: str, script: str, inputs: Mapping[str, bytes], output_names: tup
                 outputs[name] = got
         stderr = err.text()
         if killed_for == "memory":
-            stderr += (f"\n[sandbox: killed, the process tree and its files used more than {limits.memory_mb} "
-                       "MiB of memory]")
+            stderr += (
+                f"\n[sandbox: killed, the process tree and its files used more than {limits.memory_mb} MiB of memory]"
+            )
         elif killed_for == "disk":
-            stderr += (f"\n[sandbox: stopped, its {limits.disk_mb} MiB / {limits.max_files} files file system "
-                       "(/sandbox, /tmp, /dev/shm) is full]")
+            stderr += (
+                f"\n[sandbox: stopped, its {limits.disk_mb} MiB / {limits.max_files} files file system "
+                "(/sandbox, /tmp, /dev/shm) is full]"
+            )
     return SandboxResult(proc.returncode, out.text(), stderr, outputs, timed_out, seconds, killed_for)
 
 
-def run_sandboxed(script: str, inputs: Mapping[str, bytes] | None = None, *, output_names: tuple[str, ...] = (),
-                  timeout_s: float = 60.0, memory_mb: int | None = None,
-                  limits: SandboxLimits | None = None) -> SandboxResult:
+def run_sandboxed(
+    script: str,
+    inputs: Mapping[str, bytes] | None = None,
+    *,
+    output_names: tuple[str, ...] = (),
+    timeout_s: float = 60.0,
+    memory_mb: int | None = None,
+    limits: SandboxLimits | None = None,
+) -> SandboxResult:
     """Run a Python script in the sandbox and collect named output files.
 
     Parameters

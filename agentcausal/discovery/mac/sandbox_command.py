@@ -27,8 +27,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["SANDBOX_UID", "WORKDIR", "DENIED_SYSCALLS", "SandboxLimits", "sandbox_command", "seccomp_filter",
-           "SeccompFilter", "join_new_session_keyring", "bwrap_path"]
+__all__ = [
+    "SANDBOX_UID",
+    "WORKDIR",
+    "DENIED_SYSCALLS",
+    "SandboxLimits",
+    "sandbox_command",
+    "seccomp_filter",
+    "SeccompFilter",
+    "join_new_session_keyring",
+    "bwrap_path",
+]
 
 #: uid and gid a root parent drops to (``nobody``)
 SANDBOX_UID = 65534
@@ -40,19 +49,84 @@ _SECCOMP_FD = 9
 #: system calls the seccomp filter answers with EPERM, by why a causal-learn script never needs them
 DENIED_SYSCALLS: dict[str, tuple[str, ...]] = {
     "kernel keyrings": ("add_key", "request_key", "keyctl"),
-    "memory no watchdog counts": ("memfd_create", "memfd_secret", "shmget", "shmat", "shmctl", "msgget", "msgsnd",
-                                  "msgrcv", "msgctl", "semget", "semop", "semctl", "semtimedop", "mq_open",
-                                  "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr"),
-    "other processes and the kernel": ("ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", "kcmp",
-                                       "pidfd_getfd", "perf_event_open", "bpf", "userfaultfd", "io_uring_setup",
-                                       "io_uring_enter", "io_uring_register", "lookup_dcookie", "fanotify_init",
-                                       "open_by_handle_at", "name_to_handle_at", "init_module", "finit_module",
-                                       "delete_module", "kexec_load", "kexec_file_load", "reboot", "swapon",
-                                       "swapoff", "acct", "quotactl", "quotactl_fd", "syslog", "settimeofday",
-                                       "clock_settime", "clock_adjtime", "adjtimex", "sethostname", "setdomainname",
-                                       "iopl", "ioperm", "vhangup", "uselib", "nfsservctl", "_sysctl"),
-    "namespaces and mounts": ("unshare", "setns", "mount", "umount2", "pivot_root", "chroot", "open_tree",
-                              "move_mount", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr"),
+    "memory no watchdog counts": (
+        "memfd_create",
+        "memfd_secret",
+        "shmget",
+        "shmat",
+        "shmctl",
+        "msgget",
+        "msgsnd",
+        "msgrcv",
+        "msgctl",
+        "semget",
+        "semop",
+        "semctl",
+        "semtimedop",
+        "mq_open",
+        "mq_unlink",
+        "mq_timedsend",
+        "mq_timedreceive",
+        "mq_notify",
+        "mq_getsetattr",
+    ),
+    "other processes and the kernel": (
+        "ptrace",
+        "process_vm_readv",
+        "process_vm_writev",
+        "process_madvise",
+        "kcmp",
+        "pidfd_getfd",
+        "perf_event_open",
+        "bpf",
+        "userfaultfd",
+        "io_uring_setup",
+        "io_uring_enter",
+        "io_uring_register",
+        "lookup_dcookie",
+        "fanotify_init",
+        "open_by_handle_at",
+        "name_to_handle_at",
+        "init_module",
+        "finit_module",
+        "delete_module",
+        "kexec_load",
+        "kexec_file_load",
+        "reboot",
+        "swapon",
+        "swapoff",
+        "acct",
+        "quotactl",
+        "quotactl_fd",
+        "syslog",
+        "settimeofday",
+        "clock_settime",
+        "clock_adjtime",
+        "adjtimex",
+        "sethostname",
+        "setdomainname",
+        "iopl",
+        "ioperm",
+        "vhangup",
+        "uselib",
+        "nfsservctl",
+        "_sysctl",
+    ),
+    "namespaces and mounts": (
+        "unshare",
+        "setns",
+        "mount",
+        "umount2",
+        "pivot_root",
+        "chroot",
+        "open_tree",
+        "move_mount",
+        "fsopen",
+        "fsconfig",
+        "fsmount",
+        "fspick",
+        "mount_setattr",
+    ),
 }
 #: socket families a script may open (Unix, IPv4, IPv6, netlink; the network namespace has no route anyway)
 _SOCKET_FAMILIES = (1, 2, 10, 16)
@@ -152,17 +226,32 @@ def _hidden_proc_files() -> list[str]:
 
 
 def _sandbox_env() -> list[str]:
-    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
-           "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg",
-           "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": "/tmp",
+        "TMPDIR": "/tmp",
+        "LANG": "C.UTF-8",
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "MPLBACKEND": "Agg",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
     args = ["--clearenv"]
     for k, v in env.items():
         args += ["--setenv", k, v]
     return args
 
 
-def _wrapper_script(host_tmp: Path, limits: SandboxLimits, uid: int, gid: int, root: bool,
-                    staged: list[tuple[str, str]], output_names: tuple[str, ...]) -> str:
+def _wrapper_script(
+    host_tmp: Path,
+    limits: SandboxLimits,
+    uid: int,
+    gid: int,
+    root: bool,
+    staged: list[tuple[str, str]],
+    output_names: tuple[str, ...],
+) -> str:
     """The shell run in the private mount namespace: mount the one tmpfs, run "$@" (bubblewrap), copy outputs out.
 
     The copies happen after bubblewrap returned, so every process of the sandbox's PID
@@ -171,18 +260,24 @@ def _wrapper_script(host_tmp: Path, limits: SandboxLimits, uid: int, gid: int, r
     q = shlex.quote
     fs = host_tmp / "fs"
     dirs = " ".join(q(str(fs / d)) for d in ("work", "tmp", "shm"))
-    lines = ["set -e",
-             f"mount -t tmpfs -o size={limits.disk_mb}m,nr_inodes={limits.max_files},mode=0755,nosuid,nodev "
-             f"agentcausal-sandbox {q(str(fs))}",
-             f"mkdir -m 0700 {dirs}"]
+    lines = [
+        "set -e",
+        f"mount -t tmpfs -o size={limits.disk_mb}m,nr_inodes={limits.max_files},mode=0755,nosuid,nodev "
+        f"agentcausal-sandbox {q(str(fs))}",
+        f"mkdir -m 0700 {dirs}",
+    ]
     if root:
         lines.append(f"chown {uid}:{gid} {dirs}")
     lines += [f"mount --bind -o ro {q(a)} {q(b)}" for a, b in staged]
     out = host_tmp / "out"
-    lines += ["set +e", f'"$@" {_SECCOMP_FD}< {q(str(host_tmp / "filter.bpf"))}', "rc=$?",
-              f"stat -f -c '%b %f %S %c %d' {q(str(fs))} > {q(str(host_tmp / 'usage'))} 2>/dev/null",
-              f"mkdir -m 0700 {q(str(out))} || exit 125"]
-    cap = limits.file_size_mb * 2 ** 20 + 1
+    lines += [
+        "set +e",
+        f'"$@" {_SECCOMP_FD}< {q(str(host_tmp / "filter.bpf"))}',
+        "rc=$?",
+        f"stat -f -c '%b %f %S %c %d' {q(str(fs))} > {q(str(host_tmp / 'usage'))} 2>/dev/null",
+        f"mkdir -m 0700 {q(str(out))} || exit 125",
+    ]
+    cap = limits.file_size_mb * 2**20 + 1
     for name in output_names:
         src, dst = q(str(fs / "work" / name)), q(str(out / name))
         lines.append(f"if [ -f {src} ] && [ ! -L {src} ]; then head -c {cap} -- {src} > {dst}; fi")
@@ -190,8 +285,14 @@ def _wrapper_script(host_tmp: Path, limits: SandboxLimits, uid: int, gid: int, r
     return "\n".join(lines)
 
 
-def sandbox_command(bwrap: str, host_tmp: Path, ro_files: Mapping[str, Path], argv: list[str], limits: SandboxLimits,
-             output_names: tuple[str, ...] = ()) -> list[str]:
+def sandbox_command(
+    bwrap: str,
+    host_tmp: Path,
+    ro_files: Mapping[str, Path],
+    argv: list[str],
+    limits: SandboxLimits,
+    output_names: tuple[str, ...] = (),
+) -> list[str]:
     """The full command line: unshare (a private mount namespace; a user namespace when not root) running the
     wrapper shell, which runs [root: setpriv] bwrap ... argv."""
     root = os.geteuid() == 0
@@ -211,22 +312,54 @@ def sandbox_command(bwrap: str, host_tmp: Path, ro_files: Mapping[str, Path], ar
         cmd += ["--user", "--map-root-user"]
     cmd += ["/bin/sh", "-c", _wrapper_script(host_tmp, limits, uid, gid, root, staged, output_names), "sh"]
     if root:
-        cmd += ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--inh-caps=-all",
-                "--bounding-set=-all", "--"]
+        cmd += [
+            "setpriv",
+            f"--reuid={uid}",
+            f"--regid={gid}",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--",
+        ]
     cmd += [bwrap, "--unshare-all", "--unshare-user"]
     if _bwrap_supports_disable_userns(bwrap):
         cmd += ["--disable-userns"]
-    cmd += ["--die-with-parent", "--new-session", "--uid", str(uid), "--gid", str(gid),
-            *_system_binds(),
-            "--proc", "/proc", *_hidden_proc_files(), "--dev", "/dev", "--bind", str(fs / "tmp"), "/tmp",
-            *binds,  # after /tmp: a venv reached through /tmp stays visible
-            "--bind", str(fs / "work"), WORKDIR]
+    cmd += [
+        "--die-with-parent",
+        "--new-session",
+        "--uid",
+        str(uid),
+        "--gid",
+        str(gid),
+        *_system_binds(),
+        "--proc",
+        "/proc",
+        *_hidden_proc_files(),
+        "--dev",
+        "/dev",
+        "--bind",
+        str(fs / "tmp"),
+        "/tmp",
+        *binds,  # after /tmp: a venv reached through /tmp stays visible
+        "--bind",
+        str(fs / "work"),
+        WORKDIR,
+    ]
     for name, path in ro_files.items():
         cmd += ["--ro-bind", str(path), f"{WORKDIR}/{name}"]
     # the root and /dev are tmpfs mounts of bwrap's: read-only once set up, so only the one
     # size-capped tmpfs (/sandbox, /tmp, /dev/shm) takes writes
-    cmd += ["--bind", str(fs / "shm"), "/dev/shm", "--remount-ro", "/dev", "--remount-ro", "/",
-            "--seccomp", str(_SECCOMP_FD)]
+    cmd += [
+        "--bind",
+        str(fs / "shm"),
+        "/dev/shm",
+        "--remount-ro",
+        "/dev",
+        "--remount-ro",
+        "/",
+        "--seccomp",
+        str(_SECCOMP_FD),
+    ]
     cmd += ["--chdir", WORKDIR, *_sandbox_env(), "--", *argv]
     return cmd
 
@@ -243,8 +376,12 @@ def seccomp_filter() -> SeccompFilter:
     try:
         import pyseccomp as sc
     except (ImportError, RuntimeError, OSError) as exc:  # RuntimeError: pyseccomp found no libseccomp
-        return SeccompFilter(b"", -1, "the seccomp filter needs libseccomp and pyseccomp (apt-get install libseccomp2; "
-                                f"pip install pyseccomp): {exc}")
+        return SeccompFilter(
+            b"",
+            -1,
+            "the seccomp filter needs libseccomp and pyseccomp (apt-get install libseccomp2; "
+            f"pip install pyseccomp): {exc}",
+        )
     try:
         f = sc.SyscallFilter(sc.ALLOW)
         f.set_attr(sc.Attr.ACT_BADARCH, sc.KILL_PROCESS)

@@ -21,8 +21,17 @@ import psutil
 from agentcausal.discovery.mac.sandbox_command import SandboxLimits
 from agentcausal.redact import redact
 
-__all__ = ["OutputTail", "TmpfsUsage", "over_memory", "tmpfs_usage", "final_usage", "kill_tree", "make_cgroup",
-           "remove_cgroup", "tasks_of"]
+__all__ = [
+    "OutputTail",
+    "TmpfsUsage",
+    "over_memory",
+    "tmpfs_usage",
+    "final_usage",
+    "kill_tree",
+    "make_cgroup",
+    "remove_cgroup",
+    "tasks_of",
+]
 
 
 class OutputTail:
@@ -47,7 +56,7 @@ class OutputTail:
             pass
 
     def text(self) -> str:
-        data = bytes(self.buf[-self.cap:])
+        data = bytes(self.buf[-self.cap :])
         dropped = self.dropped + len(self.buf) - len(data)
         head = f"[... {dropped} earlier bytes dropped ...]\n" if dropped else ""
         return redact(head + data.decode(errors="replace"))
@@ -151,8 +160,9 @@ def _cgroup_v2() -> Path | None:
     """A writable cgroup v2 directory whose children get memory and pids controllers, or None."""
     try:
         line = next(ln for ln in Path("/proc/self/cgroup").read_text().splitlines() if ln.startswith("0::"))
-        mount = next(ln.split()[4] for ln in Path("/proc/self/mountinfo").read_text().splitlines()
-                     if " - cgroup2 " in ln)
+        mount = next(
+            ln.split()[4] for ln in Path("/proc/self/mountinfo").read_text().splitlines() if " - cgroup2 " in ln
+        )
     except (OSError, StopIteration, IndexError):
         return None
     here = Path(mount) / line[3:].lstrip("/")
@@ -172,7 +182,7 @@ def make_cgroup(limits: SandboxLimits) -> Path | None:  # pragma: no cover - nee
     cg = parent / f"agentcausal-sandbox-{os.getpid()}-{threading.get_ident()}-{time.monotonic_ns()}"
     try:
         cg.mkdir()
-        (cg / "memory.max").write_text(str(limits.memory_mb * 2 ** 20))  # tmpfs pages are charged here too
+        (cg / "memory.max").write_text(str(limits.memory_mb * 2**20))  # tmpfs pages are charged here too
         (cg / "memory.swap.max").write_text("0") if (cg / "memory.swap.max").exists() else None
         (cg / "pids.max").write_text(str(limits.max_processes))
         return cg

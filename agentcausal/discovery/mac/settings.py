@@ -6,8 +6,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["MACSettings", "PRESETS", "PAPER_UNSPECIFIED", "unspecified_notes", "DEBATE_STAGE", "CODER_STAGE",
-           "BASELINE_STAGE"]
+__all__ = [
+    "MACSettings",
+    "PRESETS",
+    "PAPER_UNSPECIFIED",
+    "unspecified_notes",
+    "DEBATE_STAGE",
+    "CODER_STAGE",
+    "BASELINE_STAGE",
+]
 
 DEBATE_STAGE = "mac.debate"
 CODER_STAGE = "mac.coder"
@@ -120,9 +127,18 @@ class MACSettings(BaseModel):
 #: the row marked degraded. ``--executor auto`` or ``--executor coding`` turns it on under ``small``.
 PRESETS: dict[str, dict[str, Any]] = {
     "paper": {},
-    "small": {"prompts": "small", "edge_reason_chars": 60, "executor": "typed", "sampling_temperature": 0.7,
-              "reason_chars": 240, "edges_per_variable": 2.0, "max_orderings": 10, "algorithm_max_tokens": 120,
-              "verdict_max_tokens": 100, "coder_max_tokens": 600},
+    "small": {
+        "prompts": "small",
+        "edge_reason_chars": 60,
+        "executor": "typed",
+        "sampling_temperature": 0.7,
+        "reason_chars": 240,
+        "edges_per_variable": 2.0,
+        "max_orderings": 10,
+        "algorithm_max_tokens": 120,
+        "verdict_max_tokens": 100,
+        "coder_max_tokens": 600,
+    },
 }
 
 #: settings the paper leaves unspecified but a run needs: field -> what the paper says (the plan shows each

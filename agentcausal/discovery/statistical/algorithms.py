@@ -180,7 +180,8 @@ def default_choice(algorithm: str, data_type: str, d: int) -> AlgorithmChoice:
         "ges": lambda: GESParams(score_func="local_score_BDeu" if discrete else "local_score_BIC"),
         "exact_search": lambda: ExactSearchParams(
             super_graph="pc_skeleton" if d > EXACT_SEARCH_SUPERGRAPH_ABOVE else "none",
-            score="bic_discrete" if discrete and d <= EXACT_SEARCH_SUPERGRAPH_ABOVE else "bic_gaussian"),
+            score="bic_discrete" if discrete and d <= EXACT_SEARCH_SUPERGRAPH_ABOVE else "bic_gaussian",
+        ),
         "direct_lingam": lambda: DirectLiNGAMParams(),
     }
     if algorithm not in table:
@@ -193,8 +194,9 @@ def parse_choice(raw: dict) -> AlgorithmChoice:
     return _CHOICE.validate_python(raw)
 
 
-def scored_exact_search(data: np.ndarray, choice: ExactSearchParams, *,
-                        super_graph: np.ndarray | None = None) -> np.ndarray:
+def scored_exact_search(
+    data: np.ndarray, choice: ExactSearchParams, *, super_graph: np.ndarray | None = None
+) -> np.ndarray:
     """Exact search with a discrete local score: pgmpy's score, causal-learn's A* / DP over parent sets.
 
     causal-learn's ``bic_exact_search`` hard-wires a linear-Gaussian BIC; this
@@ -233,8 +235,11 @@ def scored_exact_search(data: np.ndarray, choice: ExactSearchParams, *,
     n, d = data.shape
     cols = [f"x{i}" for i in range(d)]
     frame = pd.DataFrame(data.astype(int), columns=cols)
-    scorer = {"bdeu": lambda: BDeu(frame, equivalent_sample_size=choice.equivalent_sample_size),
-              "bic_discrete": lambda: BIC(frame), "k2": lambda: K2(frame)}[choice.score]()
+    scorer = {
+        "bdeu": lambda: BDeu(frame, equivalent_sample_size=choice.equivalent_sample_size),
+        "bic_discrete": lambda: BIC(frame),
+        "k2": lambda: K2(frame),
+    }[choice.score]()
     if super_graph is None:
         super_graph = np.ones((d, d)) - np.eye(d)
     graphs = []
@@ -291,13 +296,15 @@ def _execute(data: np.ndarray, choice: AlgorithmChoice) -> tuple[np.ndarray, str
             from causallearn.search.ConstraintBased.PC import pc
 
             discrete = bool(np.all(np.mod(data, 1) == 0))
-            cg = pc(data, choice.super_graph_alpha, "chisq" if discrete else "fisherz",
-                    show_progress=False, verbose=False)
+            cg = pc(
+                data, choice.super_graph_alpha, "chisq" if discrete else "fisherz", show_progress=False, verbose=False
+            )
             sg = (np.asarray(cg.G.graph) != 0).astype(int)
         if choice.score != "bic_gaussian":
             return scored_exact_search(data, choice, super_graph=sg), "exact_search"
-        dag, _ = bic_exact_search(data, super_graph=sg, search_method=choice.search_method,
-                                  max_parents=choice.max_parents)
+        dag, _ = bic_exact_search(
+            data, super_graph=sg, search_method=choice.search_method, max_parents=choice.max_parents
+        )
         return np.asarray(dag), "exact_search"
     if isinstance(choice, DirectLiNGAMParams):
         from causallearn.search.FCMBased import lingam
@@ -308,8 +315,9 @@ def _execute(data: np.ndarray, choice: AlgorithmChoice) -> tuple[np.ndarray, str
     raise AlgorithmError(str(choice), "unknown algorithm parameters")  # pragma: no cover
 
 
-def _worker(conn, data: np.ndarray, choice: AlgorithmChoice,
-            die_with_parent: bool = False) -> None:  # pragma: no cover - runs in a child
+def _worker(
+    conn, data: np.ndarray, choice: AlgorithmChoice, die_with_parent: bool = False
+) -> None:  # pragma: no cover - runs in a child
     import os
     import traceback
     import warnings
@@ -350,8 +358,9 @@ def _context() -> mp.context.ForkServerContext | mp.context.SpawnContext:
         return _CTX
 
 
-def run_algorithm(data: np.ndarray, variables: tuple[str, ...] | list[str], choice: AlgorithmChoice,
-                  *, timeout_s: float = 120.0) -> AlgorithmRun:
+def run_algorithm(
+    data: np.ndarray, variables: tuple[str, ...] | list[str], choice: AlgorithmChoice, *, timeout_s: float = 120.0
+) -> AlgorithmRun:
     """Run one pool algorithm on the full data in a worker process, under a timeout.
 
     Parameters

@@ -49,32 +49,67 @@ from agentcausal.traces.io import check_unique_ids, scan_traces
 from agentcausal.traces.model import Trace
 from agentcausal.traces.whowhen import SUBSETS
 
-__all__ = ["FORMATS", "SPAN_FORMATS", "detect_format", "detect_formats", "import_traces", "import_file",
-           "scan_imports", "ImportScan"]
+__all__ = [
+    "FORMATS",
+    "SPAN_FORMATS",
+    "detect_format",
+    "detect_formats",
+    "import_traces",
+    "import_file",
+    "scan_imports",
+    "ImportScan",
+]
 
 #: the values of ``--format`` (``auto`` detects per file)
-FORMATS = ("auto", "who-and-when", "jsonl", "otel", "openinference", "openai-agents", "ag2", "langsmith", "mast",
-           "agentrx")
+FORMATS = (
+    "auto",
+    "who-and-when",
+    "jsonl",
+    "otel",
+    "openinference",
+    "openai-agents",
+    "ag2",
+    "langsmith",
+    "mast",
+    "agentrx",
+)
 
 #: formats whose records are spans: the spans of every file are pooled, so a trace split over files is one trace
 SPAN_FORMATS = ("otel", "openinference", "openai-agents")
 
-EXPECTED = ("Who&When JSON (an object with 'history'), our Trace JSONL ('steps' and 'question'), OTLP JSON "
-            "('resourceSpans'), OpenInference console spans ('context' with 'span_id'), an OpenAI Agents SDK "
-            "export ('span_data'), an AG2 runtime-log SQLite database or chat history (messages with 'content' and "
-            "'name'/'source'), a LangSmith run export ('dotted_order'), MAST rows ('mast_annotation') or AgentRx "
-            "rows ('trajectory_id')")
+EXPECTED = (
+    "Who&When JSON (an object with 'history'), our Trace JSONL ('steps' and 'question'), OTLP JSON "
+    "('resourceSpans'), OpenInference console spans ('context' with 'span_id'), an OpenAI Agents SDK "
+    "export ('span_data'), an AG2 runtime-log SQLite database or chat history (messages with 'content' and "
+    "'name'/'source'), a LangSmith run export ('dotted_order'), MAST rows ('mast_annotation') or AgentRx "
+    "rows ('trajectory_id')"
+)
 
 #: top-level keys of a Who&When record: a JSON object with any of them is given to the Who&When loader, whose
 #: message names the missing or broken field
-WHO_AND_WHEN_KEYS = frozenset({"history", "question", "ground_truth", "groundtruth", "mistake_agent", "mistake_step",
-                               "mistake_reason", "is_correct", "level", "question_ID"})
+WHO_AND_WHEN_KEYS = frozenset(
+    {
+        "history",
+        "question",
+        "ground_truth",
+        "groundtruth",
+        "mistake_agent",
+        "mistake_step",
+        "mistake_reason",
+        "is_correct",
+        "level",
+        "question_ID",
+    }
+)
 
 
 def _unrecognised(p: Path) -> TraceFormatError:
     tried = ", ".join(f for f in FORMATS if f != "auto")
-    return TraceFormatError(f"matches no trace format (tried {tried}; expected {EXPECTED}); if it is one of "
-                            "them, name it with --format FORMAT to see what is wrong", path=str(p))
+    return TraceFormatError(
+        f"matches no trace format (tried {tried}; expected {EXPECTED}); if it is one of "
+        "them, name it with --format FORMAT to see what is wrong",
+        path=str(p),
+    )
 
 
 #: files a folder is expanded to (an explicitly named file may have any name)
@@ -96,8 +131,9 @@ def _classify(value: Any, text: str) -> str | None:
         if keys & {"resourceSpans", "resource_spans"}:
             return "openinference" if oi else "otel"
         if keys & {"resourceLogs", "resource_logs"}:
-            raise TraceFormatError("an OTLP logs file (GenAI content events v1.28-1.36); pass it with --logs "
-                                   "beside its traces file")
+            raise TraceFormatError(
+                "an OTLP logs file (GenAI content events v1.28-1.36); pass it with --logs beside its traces file"
+            )
         if is_agents_record(value):
             return "openai-agents"
         if isinstance(value.get("context"), dict) and "span_id" in value["context"]:
@@ -118,8 +154,11 @@ def _classify(value: Any, text: str) -> str | None:
             return _classify(value["data"][0], text) if value.get("data") else None
         return None
     if isinstance(value, list) and value and isinstance(value[0], dict):
-        return _classify(value[0], text) if not ({"content"} <= set(value[0]) and set(value[0]) & {
-            "name", "role", "source"}) else "ag2"
+        return (
+            _classify(value[0], text)
+            if not ({"content"} <= set(value[0]) and set(value[0]) & {"name", "role", "source"})
+            else "ag2"
+        )
     return None
 
 
@@ -186,8 +225,12 @@ def detect_format(path: str | Path) -> str:
     return fmt
 
 
-def detect_formats(paths: Sequence[str | Path], format: str = "auto", *,  # noqa: A002
-                   unrecognised: list[TraceFormatError] | None = None) -> list[tuple[Path, str]]:
+def detect_formats(
+    paths: Sequence[str | Path],
+    format: str = "auto",
+    *,  # noqa: A002
+    unrecognised: list[TraceFormatError] | None = None,
+) -> list[tuple[Path, str]]:
     """Each file to read with its format: a Who&When folder stays whole (``who-and-when``); any other
     folder is expanded to its files (hidden files skipped), each detected unless ``format`` names one.
 
@@ -215,8 +258,12 @@ def detect_formats(paths: Sequence[str | Path], format: str = "auto", *,  # noqa
         elif p.is_dir() and format in ("mast", "agentrx"):
             out.append((p, format))
         elif p.is_dir():
-            files = sorted(f for f in p.iterdir() if f.suffix in FOLDER_SUFFIXES  # a FIFO or link too: the
-                           and not f.name.startswith("."))  # loader names it, unopened
+            files = sorted(
+                f
+                for f in p.iterdir()
+                if f.suffix in FOLDER_SUFFIXES  # a FIFO or link too: the
+                and not f.name.startswith(".")
+            )  # loader names it, unopened
             if not files:
                 raise TraceFormatError(f"folder holds no trace files ({', '.join(FOLDER_SUFFIXES)})", path=str(p))
             found = [(f, fmt) for f in files if (fmt := _detect_one(f, format, unrecognised))]
@@ -291,8 +338,13 @@ def _content_hint(fmt: str) -> dict[str, str]:
     return {}
 
 
-def scan_imports(paths: Sequence[str | Path], format: str = "auto", *,  # noqa: A002
-                 logs: str | Path | None = None, tool_agent: str | None = None) -> ImportScan:
+def scan_imports(
+    paths: Sequence[str | Path],
+    format: str = "auto",
+    *,  # noqa: A002
+    logs: str | Path | None = None,
+    tool_agent: str | None = None,
+) -> ImportScan:
     """Import any mix of trace files, collecting every invalid file and trace instead of stopping.
 
     Parameters
@@ -342,12 +394,15 @@ def scan_imports(paths: Sequence[str | Path], format: str = "auto", *,  # noqa: 
         origins.extend(where)
     for fmt, records in pooled.items():
         bad: list[tuple[str, str]] = []
-        got = spans_to_traces(records, source=fmt, file=None, tool_agent=tool_agent, skip_invalid=True,
-                              invalid=bad, **_content_hint(fmt))
+        got = spans_to_traces(
+            records, source=fmt, file=None, tool_agent=tool_agent, skip_invalid=True, invalid=bad, **_content_hint(fmt)
+        )
         traces.extend(got)
         origins.extend(", ".join(files_of.get((fmt, t.id), [])) for t in got)
-        invalid.extend(TraceFormatError(why, path=", ".join(files_of.get((fmt, tid), [])), field=f"trace {tid}")
-                       for tid, why in bad)
+        invalid.extend(
+            TraceFormatError(why, path=", ".join(files_of.get((fmt, tid), [])), field=f"trace {tid}")
+            for tid, why in bad
+        )
     check_unique_ids(traces)
     return ImportScan(traces, origins, invalid)
 
@@ -358,8 +413,9 @@ def _load_other(fmt: str, p: Path, tool_agent: str | None, invalid: list[TraceFo
         return load_ag2(p, tool_agent=tool_agent)
     if fmt == "langsmith":
         bad: list[tuple[str, str]] = []
-        got = spans_to_traces(langsmith_records(p), source="langsmith", file=p.name, tool_agent=tool_agent,
-                              skip_invalid=True, invalid=bad)
+        got = spans_to_traces(
+            langsmith_records(p), source="langsmith", file=p.name, tool_agent=tool_agent, skip_invalid=True, invalid=bad
+        )
         invalid.extend(TraceFormatError(why, path=str(p), field=f"trace {tid}") for tid, why in bad)
         return got
     if fmt == "mast":
@@ -368,8 +424,14 @@ def _load_other(fmt: str, p: Path, tool_agent: str | None, invalid: list[TraceFo
     return load_agentrx(p)
 
 
-def import_file(path: str | Path, format: str = "auto", *, logs: str | Path | None = None,  # noqa: A002
-                tool_agent: str | None = None, skip_invalid: bool = False) -> list[Trace]:
+def import_file(
+    path: str | Path,
+    format: str = "auto",
+    *,
+    logs: str | Path | None = None,  # noqa: A002
+    tool_agent: str | None = None,
+    skip_invalid: bool = False,
+) -> list[Trace]:
     """Import one file (or folder) of the given format (``auto``: :func:`detect_format`).
 
     Parameters
@@ -392,9 +454,14 @@ def import_file(path: str | Path, format: str = "auto", *, logs: str | Path | No
     return import_traces([path], format, logs=logs, tool_agent=tool_agent, skip_invalid=skip_invalid)
 
 
-def import_traces(paths: Sequence[str | Path], format: str = "auto", *,  # noqa: A002
-                  logs: str | Path | None = None, tool_agent: str | None = None,
-                  skip_invalid: bool = False) -> list[Trace]:
+def import_traces(
+    paths: Sequence[str | Path],
+    format: str = "auto",
+    *,  # noqa: A002
+    logs: str | Path | None = None,
+    tool_agent: str | None = None,
+    skip_invalid: bool = False,
+) -> list[Trace]:
     """Import any mix of trace files; each file's format is ``format`` or detected.
 
     Spans of the span formats (:data:`SPAN_FORMATS`) are pooled over all files before

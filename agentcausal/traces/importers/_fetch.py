@@ -15,8 +15,16 @@ __all__ = ["HF_RESOLVE", "fetch_files"]
 HF_RESOLVE = "https://huggingface.co/datasets/{repo}/resolve/main/{file}"
 
 
-def fetch_files(name: str, repo: str, files: Sequence[str], dest: str | Path, *, timeout_s: float = 60.0,
-                overwrite: bool = False, base_url: str = HF_RESOLVE) -> Path:
+def fetch_files(
+    name: str,
+    repo: str,
+    files: Sequence[str],
+    dest: str | Path,
+    *,
+    timeout_s: float = 60.0,
+    overwrite: bool = False,
+    base_url: str = HF_RESOLVE,
+) -> Path:
     """Download ``files`` of the dataset repository ``repo`` into ``dest`` (all or nothing).
 
     Parameters
@@ -46,9 +54,14 @@ def fetch_files(name: str, repo: str, files: Sequence[str], dest: str | Path, *,
     try:
         for f in files:
             url = base_url.format(repo=repo, file=f)
-            download(url, name=name, timeout_s=timeout_s, to=tmp / f,
-                     offline_hint=f"Offline? Copy {', '.join(files)} from "
-                                  f"https://huggingface.co/datasets/{repo} into {dest} by hand")
+            download(
+                url,
+                name=name,
+                timeout_s=timeout_s,
+                to=tmp / f,
+                offline_hint=f"Offline? Copy {', '.join(files)} from "
+                f"https://huggingface.co/datasets/{repo} into {dest} by hand",
+            )
         if dest.exists():
             shutil.rmtree(dest)
         shutil.move(str(tmp), str(dest))

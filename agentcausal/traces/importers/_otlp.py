@@ -132,16 +132,21 @@ def read_otlp(path: str | Path) -> list[OtlpSpan]:
             for ss in _g(rs, "scopeSpans", "scope_spans", "instrumentationLibrarySpans", default=[]) or []:
                 for sp in ss.get("spans", []) or []:
                     parent = _g(sp, "parentSpanId", "parent_span_id", default="")
-                    out.append(OtlpSpan(
-                        trace_id=norm_id(_g(sp, "traceId", "trace_id")),
-                        span_id=norm_id(_g(sp, "spanId", "span_id")),
-                        parent_id=norm_id(parent) if parent else None,
-                        name=str(sp.get("name", "")),
-                        start=int(_g(sp, "startTimeUnixNano", "start_time_unix_nano", default=0) or 0),
-                        attrs=otlp_attributes(sp.get("attributes", [])),
-                        events=[(str(e.get("name", "")), otlp_attributes(e.get("attributes", [])))
-                                for e in sp.get("events", []) or []],
-                        resource=resource))
+                    out.append(
+                        OtlpSpan(
+                            trace_id=norm_id(_g(sp, "traceId", "trace_id")),
+                            span_id=norm_id(_g(sp, "spanId", "span_id")),
+                            parent_id=norm_id(parent) if parent else None,
+                            name=str(sp.get("name", "")),
+                            start=int(_g(sp, "startTimeUnixNano", "start_time_unix_nano", default=0) or 0),
+                            attrs=otlp_attributes(sp.get("attributes", [])),
+                            events=[
+                                (str(e.get("name", "")), otlp_attributes(e.get("attributes", [])))
+                                for e in sp.get("events", []) or []
+                            ],
+                            resource=resource,
+                        )
+                    )
     if not found:
         raise TraceFormatError("expected OTLP JSON traces (objects with 'resourceSpans')", path=str(p))
     return out

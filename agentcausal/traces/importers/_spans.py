@@ -37,17 +37,27 @@ from typing import Any, Literal
 from agentcausal.exceptions import TraceFormatError
 from agentcausal.traces.model import Step, Trace
 
-__all__ = ["SpanRecord", "spans_to_traces", "iter_json_values", "read_json_records", "norm_id", "iso_to_ns", "message_text",
-           "CONTENT_OFF_HINT"]
+__all__ = [
+    "SpanRecord",
+    "spans_to_traces",
+    "iter_json_values",
+    "read_json_records",
+    "norm_id",
+    "iso_to_ns",
+    "message_text",
+    "CONTENT_OFF_HINT",
+]
 
 log = logging.getLogger(__name__)
 
 SpanKind = Literal["agent", "llm", "tool", "chain", "other"]
 
 #: appended to the "content capture was off" message
-CONTENT_OFF_HINT = ("content capture was off when it was recorded (OpenTelemetry GenAI: set "
-                    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true; OpenInference: unset "
-                    "OPENINFERENCE_HIDE_INPUTS/OUTPUTS); there is nothing to attribute")
+CONTENT_OFF_HINT = (
+    "content capture was off when it was recorded (OpenTelemetry GenAI: set "
+    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true; OpenInference: unset "
+    "OPENINFERENCE_HIDE_INPUTS/OUTPUTS); there is nothing to attribute"
+)
 
 
 @dataclass
@@ -190,8 +200,11 @@ def _part_text(p: Any) -> str:
     if not isinstance(p, dict):
         return json.dumps(p, ensure_ascii=False, default=str)
     typ = p.get("type")
-    if typ in ("tool_call", "function_call") or ("name" in p and "arguments" in p) \
-            or isinstance(p.get("function"), dict):
+    if (
+        typ in ("tool_call", "function_call")
+        or ("name" in p and "arguments" in p)
+        or isinstance(p.get("function"), dict)
+    ):
         fn = p["function"] if isinstance(p.get("function"), dict) else p
         args = fn.get("arguments", "")
         args = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, default=str)
@@ -231,10 +244,16 @@ def _ancestors(s: SpanRecord, by_id: dict[str, SpanRecord]) -> Iterator[SpanReco
         cur = by_id.get(cur.parent_id) if cur.parent_id else None
 
 
-def spans_to_traces(spans: Iterable[SpanRecord], *, source: str, file: str | None = None,
-                    tool_agent: str | None = None, skip_invalid: bool = False,
-                    content_hint: str = CONTENT_OFF_HINT,
-                    invalid: list[tuple[str, str]] | None = None) -> list[Trace]:
+def spans_to_traces(
+    spans: Iterable[SpanRecord],
+    *,
+    source: str,
+    file: str | None = None,
+    tool_agent: str | None = None,
+    skip_invalid: bool = False,
+    content_hint: str = CONTENT_OFF_HINT,
+    invalid: list[tuple[str, str]] | None = None,
+) -> list[Trace]:
     """Build one :class:`Trace` per trace id from span records (rules in the module docstring).
 
     Parameters
@@ -284,8 +303,9 @@ def spans_to_traces(spans: Iterable[SpanRecord], *, source: str, file: str | Non
             if s.kind in ("llm", "tool"):
                 for a in list(_ancestors(s, by_id))[1:]:
                     has_step_below.add(a.span_id)
-        step_spans = [s for s in ordered if s.kind in ("llm", "tool")
-                      or (s.kind == "agent" and s.span_id not in has_step_below)]
+        step_spans = [
+            s for s in ordered if s.kind in ("llm", "tool") or (s.kind == "agent" and s.span_id not in has_step_below)
+        ]
         if not step_spans:
             bad.append((tid, "no LLM, tool or agent span"))
             continue
@@ -300,8 +320,15 @@ def spans_to_traces(spans: Iterable[SpanRecord], *, source: str, file: str | Non
             step_meta = {"span_id": s.span_id, "trace_id": s.trace_id, "span_name": s.name, **s.meta}
             if s.content is None:
                 step_meta["content_missing"] = True
-            steps.append(Step(index=i, agent=agent or "unknown", role="tool" if s.kind == "tool" else "assistant",
-                              content=s.content or "", metadata=step_meta))
+            steps.append(
+                Step(
+                    index=i,
+                    agent=agent or "unknown",
+                    role="tool" if s.kind == "tool" else "assistant",
+                    content=s.content or "",
+                    metadata=step_meta,
+                )
+            )
         roots = [s for s in ordered if not s.parent_id or s.parent_id not in by_id]
         question = next((r.question for r in roots if r.question), None)
         if not question:
@@ -309,8 +336,12 @@ def spans_to_traces(spans: Iterable[SpanRecord], *, source: str, file: str | Non
         meta: dict[str, Any] = {"format": source, "trace_id": tid, "root_span_id": roots[0].span_id if roots else ""}
         if file:
             meta["file"] = file
-        out.append((ordered[0].start, Trace(id=tid, source=source, question=question, ground_truth="",
-                                            steps=steps, metadata=meta)))
+        out.append(
+            (
+                ordered[0].start,
+                Trace(id=tid, source=source, question=question, ground_truth="", steps=steps, metadata=meta),
+            )
+        )
     if bad and invalid is not None:  # the caller reports them
         invalid.extend(bad)
     elif bad:

@@ -54,8 +54,9 @@ def _completion_text(response: Any) -> str:
         texts = []
         for ch in r.get("choices") or []:
             msg = (ch or {}).get("message") or {}
-            texts.append("\n".join(t for t in (message_text(msg.get("content")),
-                                               message_text(msg.get("tool_calls") or [])) if t))
+            texts.append(
+                "\n".join(t for t in (message_text(msg.get("content")), message_text(msg.get("tool_calls") or [])) if t)
+            )
         return "\n".join(t for t in texts if t)
     if isinstance(r, dict) and "response" in r:
         return message_text(r["response"])
@@ -87,25 +88,43 @@ def load_ag2_sqlite(path: str | Path, *, tool_agent: str | None = None, skip_inv
             tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             if "chat_completions" not in tables:
                 raise TraceFormatError("not an AG2 runtime log: no chat_completions table", path=str(p))
-            comps = con.execute("SELECT invocation_id, session_id, source_name, request, response, start_time, "
-                                "end_time FROM chat_completions ORDER BY start_time, id").fetchall()
-            calls = con.execute("SELECT source_name, function_name, args, returns, timestamp FROM function_calls "
-                                "ORDER BY timestamp").fetchall() if "function_calls" in tables else []
+            comps = con.execute(
+                "SELECT invocation_id, session_id, source_name, request, response, start_time, "
+                "end_time FROM chat_completions ORDER BY start_time, id"
+            ).fetchall()
+            calls = (
+                con.execute(
+                    "SELECT source_name, function_name, args, returns, timestamp FROM function_calls ORDER BY timestamp"
+                ).fetchall()
+                if "function_calls" in tables
+                else []
+            )
         finally:
             con.close()
     except sqlite3.Error as exc:
         raise TraceFormatError(f"cannot read SQLite: {exc}", path=str(p)) from exc
     if not comps:
-        raise TraceFormatError("AG2 runtime log has no chat_completions rows (was logging started before the "
-                               "chat?)", path=str(p))
+        raise TraceFormatError(
+            "AG2 runtime log has no chat_completions rows (was logging started before the chat?)", path=str(p)
+        )
     sessions: dict[str, list[tuple[int, int, dict[str, Any]]]] = {}
     spans: dict[str, list[int]] = {}
     for inv, sess, src, req, resp, start, end in comps:
         sess = str(sess or "session")
         t0, t1 = iso_to_ns(start), iso_to_ns(end) or iso_to_ns(start)
-        sessions.setdefault(sess, []).append((t0, 0, {"agent": src or "unknown", "role": "assistant",
-                                                      "content": _completion_text(resp),
-                                                      "request": _loads(req), "invocation_id": inv}))
+        sessions.setdefault(sess, []).append(
+            (
+                t0,
+                0,
+                {
+                    "agent": src or "unknown",
+                    "role": "assistant",
+                    "content": _completion_text(resp),
+                    "request": _loads(req),
+                    "invocation_id": inv,
+                },
+            )
+        )
         lo_hi = spans.setdefault(sess, [t0, t1])
         lo_hi[0], lo_hi[1] = min(lo_hi[0], t0), max(lo_hi[1], t1)
     order = sorted(spans, key=lambda s: spans[s][0])
@@ -115,17 +134,33 @@ def load_ag2_sqlite(path: str | Path, *, tool_agent: str | None = None, skip_inv
         before = [s for s in order if spans[s][0] <= t]
         cands = inside or before
         sess = cands[-1] if cands else order[0]
-        sessions[sess].append((t, 1, {"agent": tool_agent or src or "unknown", "role": "tool",
-                                      "content": message_text(_loads(returns)), "function_name": fname,
-                                      "args": args}))
+        sessions[sess].append(
+            (
+                t,
+                1,
+                {
+                    "agent": tool_agent or src or "unknown",
+                    "role": "tool",
+                    "content": message_text(_loads(returns)),
+                    "function_name": fname,
+                    "args": args,
+                },
+            )
+        )
     out = []
     for sess in order:
         rows = [r for _, _, r in sorted(sessions[sess], key=lambda x: (x[0], x[1]))]
         question = ""
         first_req = next((r["request"] for r in rows if r["role"] == "assistant"), None)
         if isinstance(first_req, dict):
-            question = next((message_text(m.get("content")) for m in first_req.get("messages") or []
-                             if isinstance(m, dict) and m.get("role") == "user"), "")
+            question = next(
+                (
+                    message_text(m.get("content"))
+                    for m in first_req.get("messages") or []
+                    if isinstance(m, dict) and m.get("role") == "user"
+                ),
+                "",
+            )
         steps = []
         for i, r in enumerate(rows):
             meta = {"session_id": sess}
@@ -133,8 +168,16 @@ def load_ag2_sqlite(path: str | Path, *, tool_agent: str | None = None, skip_inv
                 if r.get(k) is not None:
                     meta[k] = r[k]
             steps.append(Step(index=i, agent=str(r["agent"]), role=r["role"], content=r["content"], metadata=meta))
-        out.append(Trace(id=sess, source="ag2", question=question, ground_truth="", steps=steps,
-                         metadata={"format": "ag2", "file": p.name, "session_id": sess}))
+        out.append(
+            Trace(
+                id=sess,
+                source="ag2",
+                question=question,
+                ground_truth="",
+                steps=steps,
+                metadata={"format": "ag2", "file": p.name, "session_id": sess},
+            )
+        )
     return out
 
 
@@ -151,8 +194,10 @@ def parse_chat_history(data: Any, trace_id: str, *, tool_agent: str | None = Non
     else:
         msgs = data
     if not isinstance(msgs, list) or not msgs:
-        raise TraceFormatError(f"trace {trace_id!r}: expected a non-empty list of messages "
-                               "(chat_history, GroupChat.messages or TaskResult.messages)")
+        raise TraceFormatError(
+            f"trace {trace_id!r}: expected a non-empty list of messages "
+            "(chat_history, GroupChat.messages or TaskResult.messages)"
+        )
     steps: list[Step] = []
     question = ""
     for i, m in enumerate(msgs):
@@ -163,8 +208,13 @@ def parse_chat_history(data: Any, trace_id: str, *, tool_agent: str | None = Non
             continue
         if "source" in m and typ:  # AutoGen 0.4+ AgentChat
             agent = str(m.get("source") or "unknown")
-            role = "tool" if typ in ("ToolCallExecutionEvent", "FunctionExecutionResultMessage") else \
-                "thought" if typ == "ThoughtEvent" else "assistant"
+            role = (
+                "tool"
+                if typ in ("ToolCallExecutionEvent", "FunctionExecutionResultMessage")
+                else "thought"
+                if typ == "ThoughtEvent"
+                else "assistant"
+            )
             if agent == "user":
                 role = "user"
                 question = question or message_text(m.get("content"))
@@ -179,14 +229,22 @@ def parse_chat_history(data: Any, trace_id: str, *, tool_agent: str | None = Non
         content = message_text(m.get("content"))
         if m.get("tool_calls"):
             content = "\n".join(t for t in (content, message_text(m["tool_calls"])) if t)
-        steps.append(Step(index=len(steps), agent=agent, role=role, content=content,
-                          metadata={"message_index": i, **({"type": typ} if typ else {})}))
+        steps.append(
+            Step(
+                index=len(steps),
+                agent=agent,
+                role=role,
+                content=content,
+                metadata={"message_index": i, **({"type": typ} if typ else {})},
+            )
+        )
     if not steps:
         raise TraceFormatError(f"trace {trace_id!r}: no messages")
     if not question:
         question = next((s.content for s in steps if s.role == "user"), steps[0].content)
-    return Trace(id=trace_id, source="ag2", question=question, ground_truth="", steps=steps,
-                 metadata={"format": "ag2-chat"})
+    return Trace(
+        id=trace_id, source="ag2", question=question, ground_truth="", steps=steps, metadata={"format": "ag2-chat"}
+    )
 
 
 def load_chat_history(path: str | Path, *, tool_agent: str | None = None) -> list[Trace]:
@@ -204,8 +262,13 @@ def load_chat_history(path: str | Path, *, tool_agent: str | None = None) -> lis
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise TraceFormatError(f"cannot read as JSON: {exc}", path=str(p)) from exc
     try:
-        if isinstance(data, list) and data and all(isinstance(d, dict) and ("chat_history" in d or (
-                "messages" in d and "content" not in d)) for d in data):
+        if (
+            isinstance(data, list)
+            and data
+            and all(
+                isinstance(d, dict) and ("chat_history" in d or ("messages" in d and "content" not in d)) for d in data
+            )
+        ):
             return [parse_chat_history(d, f"{p.stem}/{i}", tool_agent=tool_agent) for i, d in enumerate(data)]
         return [parse_chat_history(data, p.stem, tool_agent=tool_agent)]
     except TraceFormatError as exc:

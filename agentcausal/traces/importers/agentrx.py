@@ -111,8 +111,15 @@ def _trace(tid: str, traj: dict[str, Any], labels: dict[str, Any] | None, source
         content = message_text(m.get("content"))
         if m.get("tool_calls"):
             content = "\n".join(t for t in (content, message_text(m["tool_calls"])) if t)
-        steps.append(Step(index=i, agent=str(agent), role=str(m.get("role", "")), content=content,
-                          metadata={"message_index": m.get("index", i + 1)}))
+        steps.append(
+            Step(
+                index=i,
+                agent=str(agent),
+                role=str(m.get("role", "")),
+                content=content,
+                metadata={"message_index": m.get("index", i + 1)},
+            )
+        )
         index_of[m.get("index", i + 1)] = i
     if not steps:
         raise TraceFormatError(f"trace agentrx/{tid}: no messages (looked for {', '.join(_MSG_KEYS)})")
@@ -127,15 +134,17 @@ def _trace(tid: str, traj: dict[str, Any], labels: dict[str, Any] | None, source
             sn = int(root["step_number"])
             step = index_of.get(sn, sn - 1)
             if not 0 <= step < len(steps):
-                raise TraceFormatError(f"trace agentrx/{tid}: root-cause step_number {sn} outside the "
-                                       f"{len(steps)} messages")
+                raise TraceFormatError(
+                    f"trace agentrx/{tid}: root-cause step_number {sn} outside the {len(steps)} messages"
+                )
             reason = ": ".join(str(x) for x in (root.get("failure_category"), root.get("step_reason")) if x)
             label = Label(agent=steps[step].agent, step=step, reason=reason)
     info = traj["info"] if isinstance(traj.get("info"), dict) else {}
     outputs = (info.get("task") or {}).get("outputs") if isinstance(info.get("task"), dict) else None
     gt = ", ".join(str(o) for o in outputs) if isinstance(outputs, list) else str(traj.get("ground_truth", ""))
-    return Trace(id=f"agentrx/{tid}", source=source, question=question, ground_truth=gt, steps=steps, label=label,
-                 metadata=meta)
+    return Trace(
+        id=f"agentrx/{tid}", source=source, question=question, ground_truth=gt, steps=steps, label=label, metadata=meta
+    )
 
 
 def load_agentrx(path: str | Path) -> list[Trace]:
@@ -161,8 +170,9 @@ def load_agentrx(path: str | Path) -> list[Trace]:
     p = Path(path)
     files = sorted(p.glob("*.jsonl")) if p.is_dir() else [p]
     if not files:
-        raise DatasetError(f"{p} holds no *.jsonl; run `agentcausal data fetch agentrx` or set "
-                           "AGENTCAUSAL_AGENTRX_DIR", name="agentrx")
+        raise DatasetError(
+            f"{p} holds no *.jsonl; run `agentcausal data fetch agentrx` or set AGENTCAUSAL_AGENTRX_DIR", name="agentrx"
+        )
     trajs: dict[str, tuple[dict[str, Any], str]] = {}
     labels: dict[str, dict[str, Any]] = {}
     order: list[str] = []
@@ -180,9 +190,12 @@ def load_agentrx(path: str | Path) -> list[Trace]:
                 trajs[tid] = (row, source)
     missing = [t for t in order if t in labels and t not in trajs]
     if missing:
-        raise TraceFormatError(f"{len(missing)} labelled trajectories have no messages: {', '.join(missing[:10])}; "
-                               "put the trajectory files (tau_retail_dataset.jsonl, magentic_dataset.jsonl) beside "
-                               "the labels", path=str(p))
+        raise TraceFormatError(
+            f"{len(missing)} labelled trajectories have no messages: {', '.join(missing[:10])}; "
+            "put the trajectory files (tau_retail_dataset.jsonl, magentic_dataset.jsonl) beside "
+            "the labels",
+            path=str(p),
+        )
     return [_trace(t, trajs[t][0], labels.get(t), trajs[t][1]) for t in order if t in trajs]
 
 

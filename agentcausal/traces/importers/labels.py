@@ -84,8 +84,9 @@ def read_labels(path: str | Path) -> dict[str, TraceLabel]:
                 data["trace_id"] = data["id"]
             lab = TraceLabel.model_validate(data)
         except (json.JSONDecodeError, ValidationError) as exc:
-            raise TraceFormatError(f"labels line {n}: expected an object with trace_id and Who&When's keys: "
-                                   f"{str(exc)[:300]}", path=str(p)) from exc
+            raise TraceFormatError(
+                f"labels line {n}: expected an object with trace_id and Who&When's keys: {str(exc)[:300]}", path=str(p)
+            ) from exc
         if lab.trace_id in out:
             raise TraceFormatError(f"labels line {n}: trace id {lab.trace_id!r} labelled twice", path=str(p))
         out[lab.trace_id] = lab
@@ -100,8 +101,10 @@ def _apply(t: Trace, lab: TraceLabel) -> Trace:
         if not hits:
             raise TraceFormatError(f"trace {t.id!r}: mistake_span_id {lab.mistake_span_id} is no step's span")
         if step is not None and step != hits[0]:
-            raise TraceFormatError(f"trace {t.id!r}: mistake_step {step} is not the step of mistake_span_id "
-                                   f"{lab.mistake_span_id} (step {hits[0]})")
+            raise TraceFormatError(
+                f"trace {t.id!r}: mistake_step {step} is not the step of mistake_span_id "
+                f"{lab.mistake_span_id} (step {hits[0]})"
+            )
         step = hits[0]
     label = t.label
     if step is not None:
@@ -154,6 +157,8 @@ def require_ground_truth(traces: Sequence[Trace]) -> None:
     missing = traces_without_truth(traces)
     if missing:
         shown = ", ".join(missing[:20]) + (f" ... ({len(missing) - 20} more)" if len(missing) > 20 else "")
-        raise ConfigError(f"{len(missing)} trace(s) have no ground truth (the correct final answer): {shown}; "
-                          "give it in a labels file (--labels labels.jsonl, key ground_truth) or run with "
-                          "--no-ground-truth")
+        raise ConfigError(
+            f"{len(missing)} trace(s) have no ground truth (the correct final answer): {shown}; "
+            "give it in a labels file (--labels labels.jsonl, key ground_truth) or run with "
+            "--no-ground-truth"
+        )

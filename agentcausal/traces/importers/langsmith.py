@@ -68,8 +68,10 @@ def _msg(m: Any) -> tuple[str, str]:
         if isinstance(c, dict):
             fn = c["function"] if isinstance(c.get("function"), dict) else c
             args = fn.get("args", fn.get("arguments", ""))
-            parts.append(f"tool call {fn.get('name', '')}"
-                         f"({args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)})")
+            parts.append(
+                f"tool call {fn.get('name', '')}"
+                f"({args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)})"
+            )
     return str(typ), "\n".join(p for p in parts if p)
 
 
@@ -172,9 +174,21 @@ def langsmith_records(path: str | Path) -> list[SpanRecord]:
             content = _llm_output(r.get("outputs"))
         else:
             kind = "chain" if rt == "chain" else "other"
-        out.append(SpanRecord(trace_id=trace_id, span_id=str(r["id"]), parent_id=str(parent) if parent else None,
-                              name=str(r.get("name", "")), start=rank, kind=kind, agent=node, content=content,
-                              question=_question(r.get("inputs")), first_user=first_user, meta=meta))
+        out.append(
+            SpanRecord(
+                trace_id=trace_id,
+                span_id=str(r["id"]),
+                parent_id=str(parent) if parent else None,
+                name=str(r.get("name", "")),
+                start=rank,
+                kind=kind,
+                agent=node,
+                content=content,
+                question=_question(r.get("inputs")),
+                first_user=first_user,
+                meta=meta,
+            )
+        )
     return out
 
 
@@ -197,5 +211,6 @@ def load_langsmith(path: str | Path, *, tool_agent: str | None = None, skip_inva
         If the file is not a run export, or a trace has no steps or no content.
     """
     p = Path(path)
-    return spans_to_traces(langsmith_records(p), source="langsmith", file=p.name, tool_agent=tool_agent,
-                           skip_invalid=skip_invalid)
+    return spans_to_traces(
+        langsmith_records(p), source="langsmith", file=p.name, tool_agent=tool_agent, skip_invalid=skip_invalid
+    )

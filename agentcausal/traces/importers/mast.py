@@ -43,11 +43,20 @@ MAST_FILES = ("MAD_human_labelled_dataset.json", "MAD_full_dataset.json")
 
 #: MAST's 14 failure modes (arXiv:2503.13657, Figure 1)
 MAST_MODES = {
-    "1.1": "Disobey task specification", "1.2": "Disobey role specification", "1.3": "Step repetition",
-    "1.4": "Loss of conversation history", "1.5": "Unaware of termination conditions",
-    "2.1": "Conversation reset", "2.2": "Fail to ask for clarification", "2.3": "Task derailment",
-    "2.4": "Information withholding", "2.5": "Ignored other agent's input", "2.6": "Reasoning-action mismatch",
-    "3.1": "Premature termination", "3.2": "No or incorrect verification", "3.3": "Weak verification",
+    "1.1": "Disobey task specification",
+    "1.2": "Disobey role specification",
+    "1.3": "Step repetition",
+    "1.4": "Loss of conversation history",
+    "1.5": "Unaware of termination conditions",
+    "2.1": "Conversation reset",
+    "2.2": "Fail to ask for clarification",
+    "2.3": "Task derailment",
+    "2.4": "Information withholding",
+    "2.5": "Ignored other agent's input",
+    "2.6": "Reasoning-action mismatch",
+    "3.1": "Premature termination",
+    "3.2": "No or incorrect verification",
+    "3.3": "Weak verification",
 }
 
 _HEADERS = (
@@ -68,7 +77,7 @@ def split_trajectory(text: str, *, default_agent: str = "unknown") -> list[tuple
         if hits:
             out = []
             for h, nxt in zip(hits, hits[1:] + [None]):
-                body = text[h.end(): nxt.start() if nxt else len(text)]
+                body = text[h.end() : nxt.start() if nxt else len(text)]
                 body = _RULE.sub("", body).strip()
                 out.append((h.group("agent").strip(), body))
             return out
@@ -96,14 +105,16 @@ def parse_mast_row(row: dict[str, Any]) -> Trace:
     traj = trace.get("trajectory") if isinstance(trace, dict) else trace
     if not isinstance(traj, str) or not traj.strip():
         raise TraceFormatError(f"trace {tid!r}: no trace.trajectory text")
-    steps = [Step(index=i, agent=a, role=a, content=c) for i, (a, c) in
-             enumerate(split_trajectory(traj, default_agent=mas))]
+    steps = [
+        Step(index=i, agent=a, role=a, content=c) for i, (a, c) in enumerate(split_trajectory(traj, default_agent=mas))
+    ]
     if not steps:
         raise TraceFormatError(f"trace {tid!r}: trajectory yields no step")
     meta: dict[str, Any] = {k: row[k] for k in ("mas_name", "llm_name", "benchmark_name") if k in row}
     meta["failure_modes"] = _modes(row.get("mast_annotation"))
-    return Trace(id=tid, source=f"MAST/{mas}", question=steps[0].content[:4000], ground_truth="", steps=steps,
-                 metadata=meta)
+    return Trace(
+        id=tid, source=f"MAST/{mas}", question=steps[0].content[:4000], ground_truth="", steps=steps, metadata=meta
+    )
 
 
 def load_mast(path: str | Path, *, which: str = "human") -> list[Trace]:
@@ -129,8 +140,9 @@ def load_mast(path: str | Path, *, which: str = "human") -> list[Trace]:
     if p.is_dir():
         f = p / MAST_FILES[0 if which == "human" else 1]
         if not f.is_file():
-            raise DatasetError(f"{f} not found; run `agentcausal data fetch mast` or set AGENTCAUSAL_MAST_DIR",
-                               name="mast")
+            raise DatasetError(
+                f"{f} not found; run `agentcausal data fetch mast` or set AGENTCAUSAL_MAST_DIR", name="mast"
+            )
         p = f
     try:
         rows = json.loads(p.read_text(encoding="utf-8"))

@@ -46,15 +46,19 @@ from agentcausal.traces.model import Trace
 __all__ = ["is_agents_record", "agents_records", "load_openai_agents", "RESPONSE_HINT"]
 
 #: why a trace of Responses API spans has nothing to attribute, and what to do
-RESPONSE_HINT = ("the OpenAI Agents SDK's own export keeps no text for Responses API calls ('response' spans hold "
-                 "only a response id); record the run with openinference-instrumentation-openai-agents "
-                 "(OpenInference spans) and import those")
+RESPONSE_HINT = (
+    "the OpenAI Agents SDK's own export keeps no text for Responses API calls ('response' spans hold "
+    "only a response id); record the run with openinference-instrumentation-openai-agents "
+    "(OpenInference spans) and import those"
+)
 
 
 def is_agents_record(value: Any) -> bool:
     """Whether a parsed JSON value is an exported Agents SDK trace or span."""
-    return isinstance(value, dict) and (value.get("object") in ("trace", "trace.span") or (
-        isinstance(value.get("span_data"), dict) and "trace_id" in value))
+    return isinstance(value, dict) and (
+        value.get("object") in ("trace", "trace.span")
+        or (isinstance(value.get("span_data"), dict) and "trace_id" in value)
+    )
 
 
 def _records(path: Path) -> list[dict[str, Any]]:
@@ -116,10 +120,19 @@ def _record(r: dict[str, Any]) -> SpanRecord:
             meta["tool_arguments"] = d["input"] if isinstance(d["input"], str) else json.dumps(d["input"])
     if r.get("error"):
         meta["error"] = r["error"]
-    return SpanRecord(trace_id=str(r.get("trace_id", "")), span_id=str(r.get("id", "")), parent_id=r.get("parent_id") or None,
-                      name=str(d.get("name") or typ), start=iso_to_ns(r.get("started_at")), kind=kind,
-                      agent=str(agent) if agent else None, content=content, question=None,
-                      first_user=first_user, meta=meta)
+    return SpanRecord(
+        trace_id=str(r.get("trace_id", "")),
+        span_id=str(r.get("id", "")),
+        parent_id=r.get("parent_id") or None,
+        name=str(d.get("name") or typ),
+        start=iso_to_ns(r.get("started_at")),
+        kind=kind,
+        agent=str(agent) if agent else None,
+        content=content,
+        question=None,
+        first_user=first_user,
+        meta=meta,
+    )
 
 
 def agents_records(path: str | Path) -> list[SpanRecord]:
@@ -133,8 +146,7 @@ def agents_records(path: str | Path) -> list[SpanRecord]:
     return [_record(r) for r in _records(Path(path)) if r.get("object") != "trace"]
 
 
-def load_openai_agents(path: str | Path, *, tool_agent: str | None = None,
-                       skip_invalid: bool = False) -> list[Trace]:
+def load_openai_agents(path: str | Path, *, tool_agent: str | None = None, skip_invalid: bool = False) -> list[Trace]:
     """Import an OpenAI Agents SDK trace export.
 
     Parameters
@@ -154,5 +166,11 @@ def load_openai_agents(path: str | Path, *, tool_agent: str | None = None,
         spans carry none: the message says to record with the OpenInference instrumentation).
     """
     p = Path(path)
-    return spans_to_traces(agents_records(p), source="openai-agents", file=p.name, tool_agent=tool_agent,
-                           skip_invalid=skip_invalid, content_hint=RESPONSE_HINT)
+    return spans_to_traces(
+        agents_records(p),
+        source="openai-agents",
+        file=p.name,
+        tool_agent=tool_agent,
+        skip_invalid=skip_invalid,
+        content_hint=RESPONSE_HINT,
+    )

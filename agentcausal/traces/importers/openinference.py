@@ -76,12 +76,18 @@ def read_console(path: str | Path) -> list[OtlpSpan]:
         if not isinstance(ctx, dict) or "span_id" not in ctx:
             raise TraceFormatError("expected console-exporter spans (objects with context.span_id)", path=str(p))
         parent = sp.get("parent_id")
-        out.append(OtlpSpan(
-            trace_id=norm_id(ctx.get("trace_id")), span_id=norm_id(ctx.get("span_id")),
-            parent_id=norm_id(parent) if parent else None, name=str(sp.get("name", "")),
-            start=iso_to_ns(sp.get("start_time")), attrs=dict(sp.get("attributes") or {}),
-            events=[(str(e.get("name", "")), dict(e.get("attributes") or {})) for e in sp.get("events") or []],
-            resource=dict((sp.get("resource") or {}).get("attributes") or {})))
+        out.append(
+            OtlpSpan(
+                trace_id=norm_id(ctx.get("trace_id")),
+                span_id=norm_id(ctx.get("span_id")),
+                parent_id=norm_id(parent) if parent else None,
+                name=str(sp.get("name", "")),
+                start=iso_to_ns(sp.get("start_time")),
+                attrs=dict(sp.get("attributes") or {}),
+                events=[(str(e.get("name", "")), dict(e.get("attributes") or {})) for e in sp.get("events") or []],
+                resource=dict((sp.get("resource") or {}).get("attributes") or {}),
+            )
+        )
     return out
 
 
@@ -193,8 +199,13 @@ def openinference_record(span: OtlpSpan) -> SpanRecord:
             meta["tool_call_id"] = a.get("tool.id") or a.get("tool_call.id")
     elif k == "AGENT":
         kind = "agent"
-        agent = a.get("agent.name") or a.get("graph.node.id") or a.get("graph.node.name") or \
-            span.name.split(".", 1)[0] or agent
+        agent = (
+            a.get("agent.name")
+            or a.get("graph.node.id")
+            or a.get("graph.node.name")
+            or span.name.split(".", 1)[0]
+            or agent
+        )
         content = _value(a.get("output.value"))
     elif k == "CHAIN":
         kind = "chain"
@@ -203,9 +214,19 @@ def openinference_record(span: OtlpSpan) -> SpanRecord:
         kind = "other"
     if content == REDACTED:
         content = None
-    return SpanRecord(trace_id=span.trace_id, span_id=span.span_id, parent_id=span.parent_id, name=span.name,
-                      start=span.start, kind=kind, agent=str(agent) if agent else None, content=content,
-                      question=_value(a.get("input.value")) or first_user, first_user=first_user, meta=meta)
+    return SpanRecord(
+        trace_id=span.trace_id,
+        span_id=span.span_id,
+        parent_id=span.parent_id,
+        name=span.name,
+        start=span.start,
+        kind=kind,
+        agent=str(agent) if agent else None,
+        content=content,
+        question=_value(a.get("input.value")) or first_user,
+        first_user=first_user,
+        meta=meta,
+    )
 
 
 def span_record(span: OtlpSpan) -> SpanRecord:
@@ -235,8 +256,7 @@ def openinference_records(path: str | Path) -> list[SpanRecord]:
     return [span_record(s) for s in read_console(p)]
 
 
-def load_openinference(path: str | Path, *, tool_agent: str | None = None,
-                       skip_invalid: bool = False) -> list[Trace]:
+def load_openinference(path: str | Path, *, tool_agent: str | None = None, skip_invalid: bool = False) -> list[Trace]:
     """Import OpenInference spans (OTLP JSON or the Python console exporter's stream).
 
     Parameters
@@ -256,5 +276,6 @@ def load_openinference(path: str | Path, *, tool_agent: str | None = None,
         (``OPENINFERENCE_HIDE_OUTPUTS`` or similar: content capture off).
     """
     p = Path(path)
-    return spans_to_traces(openinference_records(p), source="openinference", file=p.name, tool_agent=tool_agent,
-                           skip_invalid=skip_invalid)
+    return spans_to_traces(
+        openinference_records(p), source="openinference", file=p.name, tool_agent=tool_agent, skip_invalid=skip_invalid
+    )

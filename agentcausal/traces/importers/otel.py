@@ -109,11 +109,13 @@ def _event_attr(span: OtlpSpan, event: str, key: str) -> Any:
 
 def _output_text(span: OtlpSpan) -> str | None:
     a = span.attrs
-    for msgs in (_messages(a.get("gen_ai.output.messages")),
-                 _messages(_event_attr(span, "gen_ai.client.inference.operation.details", "gen_ai.output.messages")),
-                 _messages(_event_attr(span, "gen_ai.content.completion", "gen_ai.completion")),
-                 _flattened(a, "gen_ai.completion") or None,
-                 [b if isinstance(b, dict) else {"content": b} for n, b in span.logs if n == "gen_ai.choice"] or None):
+    for msgs in (
+        _messages(a.get("gen_ai.output.messages")),
+        _messages(_event_attr(span, "gen_ai.client.inference.operation.details", "gen_ai.output.messages")),
+        _messages(_event_attr(span, "gen_ai.content.completion", "gen_ai.completion")),
+        _flattened(a, "gen_ai.completion") or None,
+        [b if isinstance(b, dict) else {"content": b} for n, b in span.logs if n == "gen_ai.choice"] or None,
+    ):
         if msgs:
             return "\n".join(t for t in (_msg_text(m) for m in msgs) if t)
     return None
@@ -121,12 +123,18 @@ def _output_text(span: OtlpSpan) -> str | None:
 
 def _first_user(span: OtlpSpan) -> str | None:
     a = span.attrs
-    for msgs in (_messages(a.get("gen_ai.input.messages")),
-                 _messages(_event_attr(span, "gen_ai.client.inference.operation.details", "gen_ai.input.messages")),
-                 _messages(_event_attr(span, "gen_ai.content.prompt", "gen_ai.prompt")),
-                 _flattened(a, "gen_ai.prompt") or None,
-                 [{"role": "user", **(b if isinstance(b, dict) else {"content": b})}
-                  for n, b in span.logs if n == "gen_ai.user.message"] or None):
+    for msgs in (
+        _messages(a.get("gen_ai.input.messages")),
+        _messages(_event_attr(span, "gen_ai.client.inference.operation.details", "gen_ai.input.messages")),
+        _messages(_event_attr(span, "gen_ai.content.prompt", "gen_ai.prompt")),
+        _flattened(a, "gen_ai.prompt") or None,
+        [
+            {"role": "user", **(b if isinstance(b, dict) else {"content": b})}
+            for n, b in span.logs
+            if n == "gen_ai.user.message"
+        ]
+        or None,
+    ):
         for m in msgs or []:
             if m.get("role") == "user":
                 text = _msg_text(m)
@@ -158,18 +166,30 @@ def genai_record(span: OtlpSpan) -> SpanRecord:
     agent = content = None
     if op == "invoke_agent" or tl == "agent" or a.get("ag2.span.type") == "agent":
         kind: SpanKind = "agent"
-        agent = a.get("gen_ai.agent.name") or a.get("traceloop.entity.name") or \
-            (span.name.split(" ", 1)[1].strip() if " " in span.name else span.name)
+        agent = (
+            a.get("gen_ai.agent.name")
+            or a.get("traceloop.entity.name")
+            or (span.name.split(" ", 1)[1].strip() if " " in span.name else span.name)
+        )
         content = _output_text(span)
         if content is None and a.get("traceloop.entity.output") is not None:
             content = message_text(_json(a["traceloop.entity.output"]))
     elif op == "execute_tool" or tl == "tool":
         kind = "tool"
-        res = next((a[k] for k in ("gen_ai.tool.call.result", "gen_ai.tool.call.response", "traceloop.entity.output")
-                    if a.get(k) is not None), None)
+        res = next(
+            (
+                a[k]
+                for k in ("gen_ai.tool.call.result", "gen_ai.tool.call.response", "traceloop.entity.output")
+                if a.get(k) is not None
+            ),
+            None,
+        )
         content = None if res is None else message_text(_json(res)) if not isinstance(res, str) else res
-        for k, mk in (("gen_ai.tool.name", "tool_name"), ("gen_ai.tool.call.id", "tool_call_id"),
-                      ("gen_ai.tool.call.arguments", "tool_arguments")):
+        for k, mk in (
+            ("gen_ai.tool.name", "tool_name"),
+            ("gen_ai.tool.call.id", "tool_call_id"),
+            ("gen_ai.tool.call.arguments", "tool_arguments"),
+        ):
             if a.get(k) is not None:
                 meta[mk] = a[k]
         if "tool_name" not in meta and " " in span.name:
@@ -185,14 +205,24 @@ def genai_record(span: OtlpSpan) -> SpanRecord:
         kind = "chain"
     else:
         kind = "other"
-    return SpanRecord(trace_id=span.trace_id, span_id=span.span_id, parent_id=span.parent_id, name=span.name,
-                      start=span.start, kind=kind, agent=str(agent) if agent else None, content=content,
-                      question=_first_user(span), first_user=_first_user(span) if kind == "llm" else None,
-                      meta=meta)
+    return SpanRecord(
+        trace_id=span.trace_id,
+        span_id=span.span_id,
+        parent_id=span.parent_id,
+        name=span.name,
+        start=span.start,
+        kind=kind,
+        agent=str(agent) if agent else None,
+        content=content,
+        question=_first_user(span),
+        first_user=_first_user(span) if kind == "llm" else None,
+        meta=meta,
+    )
 
 
-def otel_records(path: str | Path, *, logs: str | Path | None = None,
-                 record: Callable[[OtlpSpan], SpanRecord] = genai_record) -> list[SpanRecord]:
+def otel_records(
+    path: str | Path, *, logs: str | Path | None = None, record: Callable[[OtlpSpan], SpanRecord] = genai_record
+) -> list[SpanRecord]:
     """The span records of an OTLP JSON traces file (and its GenAI logs file), before building traces.
 
     ``record`` reads one span (default the GenAI rules; :func:`agentcausal.traces.importers.openinference.span_record`
@@ -211,8 +241,9 @@ def otel_records(path: str | Path, *, logs: str | Path | None = None,
     return [record(s) for s in spans]
 
 
-def load_otel(path: str | Path, *, logs: str | Path | None = None, tool_agent: str | None = None,
-              skip_invalid: bool = False) -> list[Trace]:
+def load_otel(
+    path: str | Path, *, logs: str | Path | None = None, tool_agent: str | None = None, skip_invalid: bool = False
+) -> list[Trace]:
     """Import an OTLP JSON file of OpenTelemetry GenAI spans.
 
     Parameters
@@ -234,5 +265,6 @@ def load_otel(path: str | Path, *, logs: str | Path | None = None, tool_agent: s
         If the file is not OTLP JSON, or a trace has no steps or no content (content capture off).
     """
     p = Path(path)
-    return spans_to_traces(otel_records(p, logs=logs), source="otel", file=p.name, tool_agent=tool_agent,
-                           skip_invalid=skip_invalid)
+    return spans_to_traces(
+        otel_records(p, logs=logs), source="otel", file=p.name, tool_agent=tool_agent, skip_invalid=skip_invalid
+    )

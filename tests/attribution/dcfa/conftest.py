@@ -45,8 +45,11 @@ def kind_of(body: dict[str, Any]) -> str:
     u = user_text(body)
     if "Task 1, mistake steps (MDI)" in u or "1. Minor deviations" in u:
         return "gca"
-    if "Minor deviations found:" in u or "Build a causal graph over all steps" in u or \
-            "Causal-inspired dependency graph: list" in u:
+    if (
+        "Minor deviations found:" in u
+        or "Build a causal graph over all steps" in u
+        or "Causal-inspired dependency graph: list" in u
+    ):
         return "cgc"
     if "Minor deviations: list up to" in u or "Mark the potential mistakes" in u:
         return "mdi"
@@ -56,8 +59,11 @@ def kind_of(body: dict[str, Any]) -> str:
         return "correct"
     if "Continue the run" in u or "Starting from the revised steps" in u or "The run above is partly corrected" in u:
         return "simulation"
-    if "candidates for the decisive error" in u or "candidate decisive errors" in u or \
-            "among the candidate steps above" in u:
+    if (
+        "candidates for the decisive error" in u
+        or "candidate decisive errors" in u
+        or "among the candidate steps above" in u
+    ):
         return "ded"
     if "How likely is it that this answer" in u:
         return "judge"
@@ -67,11 +73,22 @@ def kind_of(body: dict[str, Any]) -> str:
 def is_paper(body: dict[str, Any]) -> bool:
     """Whether the request uses the ``paper`` prompt set."""
     u = user_text(body)
-    return any(m in u for m in ("Task 1, mistake steps", "Build a causal graph over all steps",
-                                "Causal-inspired dependency graph", "Mark the potential mistakes",
-                                "root cause of the failure of the run above", "Correct the run above",
-                                "The run above is partly corrected", "Starting from the revised steps",
-                                "candidate decisive errors", "among the candidate steps above", "How likely is it"))
+    return any(
+        m in u
+        for m in (
+            "Task 1, mistake steps",
+            "Build a causal graph over all steps",
+            "Causal-inspired dependency graph",
+            "Mark the potential mistakes",
+            "root cause of the failure of the run above",
+            "Correct the run above",
+            "The run above is partly corrected",
+            "Starting from the revised steps",
+            "candidate decisive errors",
+            "among the candidate steps above",
+            "How likely is it",
+        )
+    )
 
 
 class DcfaResponder:
@@ -97,10 +114,18 @@ class DcfaResponder:
     named : list of the root-cause step each Simulation named (None = none)
     """
 
-    def __init__(self, *, deviations=((1, "wrong lookup"),), edges=(), hypothesis: int | Callable = 1,
-                 corrected=("",) * 6, outcomes: Mapping[int, str] | None = None, decision: int | None = None,
-                 judgements: Mapping[tuple[int, int], tuple[bool, bool, bool]] | None = None,
-                 probabilities: Mapping[str, float] | None = None):
+    def __init__(
+        self,
+        *,
+        deviations=((1, "wrong lookup"),),
+        edges=(),
+        hypothesis: int | Callable = 1,
+        corrected=("",) * 6,
+        outcomes: Mapping[int, str] | None = None,
+        decision: int | None = None,
+        judgements: Mapping[tuple[int, int], tuple[bool, bool, bool]] | None = None,
+        probabilities: Mapping[str, float] | None = None,
+    ):
         self.deviations = list(deviations)
         self.edges = list(edges)
         self.hypothesis = hypothesis
@@ -122,10 +147,12 @@ class DcfaResponder:
         if _REVISED.search(user_text(body)):
             return revised_through(body)
         shown = shown_steps(body)
-        fixed = [k for k, c in enumerate(self.corrected)
-                 if isinstance(c, str) and c and shown.get(k) == c]
-        fixed += [c["step"] for c in self.corrected if isinstance(c, dict) and c.get("content")
-                  and shown.get(c["step"]) == c["content"]]
+        fixed = [k for k, c in enumerate(self.corrected) if isinstance(c, str) and c and shown.get(k) == c]
+        fixed += [
+            c["step"]
+            for c in self.corrected
+            if isinstance(c, dict) and c.get("content") and shown.get(c["step"]) == c["content"]
+        ]
         return max(fixed, default=-1)
 
     def _links(self) -> list[dict[str, Any]]:
@@ -145,8 +172,16 @@ class DcfaResponder:
             edges = []
             for p, q in self.edges:
                 t, n, s = self.judgements.get((p, q), (True, True, True))
-                edges.append({"source": p, "target": q, "reason": "uses its value", "temporal": t,
-                              "necessary": n, "sufficient": s})
+                edges.append(
+                    {
+                        "source": p,
+                        "target": q,
+                        "reason": "uses its value",
+                        "temporal": t,
+                        "necessary": n,
+                        "sufficient": s,
+                    }
+                )
         else:
             edges = [{"source": p, "target": q} for p, q in self.edges]
         links = '"causes"' in schema
@@ -183,15 +218,24 @@ class DcfaResponder:
             return json.dumps({"probability": self.probabilities.get(m.group(1).strip() if m else "", 0.1)})
         if kind == "ded":
             cands = [int(x) for x in re.findall(r'<step n="(\d+)">', user_text(body))]
-            return json.dumps({"step": self.decision if self.decision is not None else max(cands),
-                               "reason": "its correction fixes the answer"})
+            return json.dumps(
+                {
+                    "step": self.decision if self.decision is not None else max(cands),
+                    "reason": "its correction fixes the answer",
+                }
+            )
         raise AssertionError(f"unexpected prompt: {user_text(body)[:300]}")
 
 
 def make_trace(n: int = 6, tid: str = "examples/arith", step: int = 1) -> Trace:
-    return Trace(id=tid, source="examples", question="What is 6 x 7?", ground_truth="42",
-                 steps=[Step(index=i, agent=f"Agent{i % 3}", content=f"content of step {i}") for i in range(n)],
-                 label=Label(agent=f"Agent{step % 3}", step=step))
+    return Trace(
+        id=tid,
+        source="examples",
+        question="What is 6 x 7?",
+        ground_truth="42",
+        steps=[Step(index=i, agent=f"Agent{i % 3}", content=f"content of step {i}") for i in range(n)],
+        label=Label(agent=f"Agent{step % 3}", step=step),
+    )
 
 
 @pytest.fixture

@@ -34,16 +34,21 @@ def test_validate_edges_needs_a_step():
 
 
 def test_validate_deviations_keeps_first_in_range():
-    v = validate_deviations([(2, " late "), (2, "again"), (8, "x"), (0, "early"), (1, "third")], n_steps=4,
-                            max_deviations=2, max_reason_chars=3)
+    v = validate_deviations(
+        [(2, " late "), (2, "again"), (8, "x"), (0, "early"), (1, "third")],
+        n_steps=4,
+        max_deviations=2,
+        max_reason_chars=3,
+    )
     assert v.deviations == ((2, "lat"), (0, "ear"))
     assert v.dropped._asdict() == {"out_of_range": 1, "duplicates": 1, "over_limit": 1}
 
 
 # ------------------------------------------------------------------ calls
 def test_gca_joint_is_two_calls_and_validates_the_graph(fake_server, make_gateway, wrong_lookup_at_step_1):
-    fake_server.responder = r = DcfaResponder(deviations=[(1, "wrong lookup"), (9, "bogus")],
-                                              edges=[(1, 2), (2, 1), (3, 3), (1, 2), (2, 7)], hypothesis=1)
+    fake_server.responder = r = DcfaResponder(
+        deviations=[(1, "wrong lookup"), (9, "bogus")], edges=[(1, 2), (2, 1), (3, 3), (1, 2), (2, 7)], hypothesis=1
+    )
     gw = make_gateway(fake_server)
     out = run_gca(wrong_lookup_at_step_1, gw, small())
     assert r.calls == ["gca", "hg"]

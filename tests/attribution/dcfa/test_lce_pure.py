@@ -15,12 +15,15 @@ def _steps(n):
 
 
 # ------------------------------------------------------------------ splice
-@pytest.mark.parametrize("i, expected", [
-    (-1, ["o0", "o1", "o2", "o3"]),
-    (0, ["c0", "o1", "o2", "o3"]),
-    (2, ["c0", "c1", "c2", "o3"]),
-    (3, ["c0", "c1", "c2", "c3"]),
-])
+@pytest.mark.parametrize(
+    "i, expected",
+    [
+        (-1, ["o0", "o1", "o2", "o3"]),
+        (0, ["c0", "o1", "o2", "o3"]),
+        (2, ["c0", "c1", "c2", "o3"]),
+        (3, ["c0", "c1", "c2", "c3"]),
+    ],
+)
 def test_splice_takes_corrected_through_i_and_original_after(i, expected):
     out = splice(_steps(4), ["c0", "c1", "c2", "c3"], i)
     assert [s.content for s in out] == expected
@@ -204,6 +207,7 @@ def test_search_rounded_tie_goes_outward():
     assert bidirectional_search(g, 0, Recorder(s), max_iterations=1, ties="lower").path[0].step == 2
     s2 = {**s, 2: 0.5004, 4: 0.5001}
     assert bidirectional_search(g, 0, Recorder(s2), max_iterations=1, decimals=None).path[0].step == 2
+
     # backward, the lower step wins a tie
     def tied(idx):
         return {i: CandidateScore(0.4, 0.0, 0.4) for i in idx}

@@ -42,19 +42,36 @@ def _requests(fake_server, kind: str) -> list[str]:
 
 
 # ------------------------------------------------------------------ GCA
-def test_mdi_and_cgc_see_the_log_only_and_ask_the_released_instructions(fake_server, make_gateway,
-                                                                       wrong_lookup_at_step_1):
+def test_mdi_and_cgc_see_the_log_only_and_ask_the_released_instructions(
+    fake_server, make_gateway, wrong_lookup_at_step_1
+):
     fake_server.responder = r = DcfaResponder(**CHAIN)
     a = run_dcfa(wrong_lookup_at_step_1, make_gateway(fake_server), DcfaSettings())
     assert r.calls[:3] == ["mdi", "cgc", "hg"]  # split, as the released code calls them
     (mdi,), (cgc,), (hg,) = _requests(fake_server, "mdi"), _requests(fake_server, "cgc"), _requests(fake_server, "hg")
-    for crit in ("Data input error", "Faulty assumption or shortcut", "Core function execution failure",
-                 "Unproductive loop or action", "5. Other", "Mark more than one step", "Example."):
+    for crit in (
+        "Data input error",
+        "Faulty assumption or shortcut",
+        "Core function execution failure",
+        "Unproductive loop or action",
+        "5. Other",
+        "Mark more than one step",
+        "Example.",
+    ):
         assert crit in mdi
     assert "<question>" not in mdi and "<question>" not in cgc and "<answer>" not in mdi + cgc
     assert "- step 1: wrong lookup" in cgc and "- step 2: copies it" in cgc  # MDI's reasons reach CGC
-    for crit in ("temporality", "precondition", "influence", "mistake -> mistake", "normal -> mistake",
-                 "mistake -> normal", "Within an agent", "Across agents", "one entry for every step 0 to 5"):
+    for crit in (
+        "temporality",
+        "precondition",
+        "influence",
+        "mistake -> mistake",
+        "normal -> mistake",
+        "mistake -> normal",
+        "Within an agent",
+        "Across agents",
+        "one entry for every step 0 to 5",
+    ):
         assert crit in cgc
     # the cause/effect lists are the graph HG sees, with the question and the truth
     assert "<question>What is 6 x 7?</question>" in hg and "<answer>42</answer>" in hg
@@ -66,8 +83,9 @@ def test_mdi_and_cgc_see_the_log_only_and_ask_the_released_instructions(fake_ser
 
 
 # ------------------------------------------------------------------ LCE
-def test_each_candidate_has_its_own_named_simulation_and_one_without_a_root_cause(fake_server, make_gateway,
-                                                                                 wrong_lookup_at_step_1):
+def test_each_candidate_has_its_own_named_simulation_and_one_without_a_root_cause(
+    fake_server, make_gateway, wrong_lookup_at_step_1
+):
     fake_server.responder = r = DcfaResponder(**CHAIN)
     a = run_dcfa(wrong_lookup_at_step_1, make_gateway(fake_server), DcfaSettings())
     sims = _requests(fake_server, "simulation")
@@ -81,15 +99,20 @@ def test_each_candidate_has_its_own_named_simulation_and_one_without_a_root_caus
     # every candidate scored (0, then 2, 3, then 4) was named once; causes were searched first
     assert sorted(x for x in r.named if x is not None) == [0, 2, 3, 4]
     ev = a.details["lce"]["evaluated"]
-    assert [(e["direction"], e["step"]) for e in ev] == [("backward", 0), ("forward", 2), ("forward", 3),
-                                                         ("forward", 4)]
+    assert [(e["direction"], e["step"]) for e in ev] == [
+        ("backward", 0),
+        ("forward", 2),
+        ("forward", 3),
+        ("forward", 4),
+    ]
     assert all(e["s_prev"] is not None for e in ev) and a.step == 2
 
 
 def test_delta_s_is_rounded_to_three_decimals_before_acceptance(fake_server, make_gateway, wrong_lookup_at_step_1):
     fake_server.embedder = cosine_embedder
-    base = dict(edges=[(1, 2)], hypothesis=1, corrected=["", "fix 1", "fix 2", "", "", ""],
-                outcomes={1: "c0.5", 2: "c0.5004"})  # ΔS(2) = 0.5004 - 0.5 = 0.0004
+    base = dict(
+        edges=[(1, 2)], hypothesis=1, corrected=["", "fix 1", "fix 2", "", "", ""], outcomes={1: "c0.5", 2: "c0.5004"}
+    )  # ΔS(2) = 0.5004 - 0.5 = 0.0004
     fake_server.responder = DcfaResponder(**base)
     a = run_dcfa(wrong_lookup_at_step_1, make_gateway(fake_server), DcfaSettings())
     (move,) = a.details["lce"]["evaluated"]
@@ -107,8 +130,11 @@ def test_no_step_is_scored_twice_in_one_search(fake_server, make_gateway, wrong_
     # hypothesis 3; causes {0, 1, 2} -> 2 (largest ΔS); the causes of 2 are {1}, already scored: the search stops
     fake_server.embedder = cosine_embedder
     fake_server.responder = r = DcfaResponder(
-        edges=[(0, 3), (1, 3), (1, 2), (2, 3)], hypothesis=3, corrected=[f"fix {k}" for k in range(6)],
-        outcomes={-1: "c0", 0: "c0", 1: "c0.2", 2: "c0.9", 3: "c0.95"})
+        edges=[(0, 3), (1, 3), (1, 2), (2, 3)],
+        hypothesis=3,
+        corrected=[f"fix {k}" for k in range(6)],
+        outcomes={-1: "c0", 0: "c0", 1: "c0.2", 2: "c0.9", 3: "c0.95"},
+    )
     a = run_dcfa(wrong_lookup_at_step_1, make_gateway(fake_server, cache=False), DcfaSettings())
     lce = a.details["lce"]
     assert [m["step"] for m in lce["path"]] == [2] and lce["stopped"]["backward"] == "all_evaluated"
@@ -123,8 +149,11 @@ def test_at_most_five_moves_per_direction(fake_server, make_gateway):
     trace = make_trace(n=9)
     fake_server.embedder = cosine_embedder
     fake_server.responder = r = DcfaResponder(
-        edges=[(i, i + 1) for i in range(8)], hypothesis=0, corrected=[f"fix {k}" for k in range(9)],
-        outcomes={k: f"c{0.1 * (k + 1):.1f}" for k in range(-1, 9)})
+        edges=[(i, i + 1) for i in range(8)],
+        hypothesis=0,
+        corrected=[f"fix {k}" for k in range(9)],
+        outcomes={k: f"c{0.1 * (k + 1):.1f}" for k in range(-1, 9)},
+    )
     a = run_dcfa(trace, make_gateway(fake_server, cache=False), DcfaSettings())
     lce = a.details["lce"]
     assert [m["step"] for m in lce["path"]] == [1, 2, 3, 4, 5] and lce["stopped"]["forward"] == "max_iterations"
@@ -132,10 +161,15 @@ def test_at_most_five_moves_per_direction(fake_server, make_gateway):
     assert len(_requests(fake_server, "simulation")) == 10  # S(i) and S(i-1) for each of the 5 candidates
 
 
-@pytest.mark.parametrize("source, setting, expected", [
-    ("Algorithm-Generated", "auto", "algorithm_generated"), ("Hand-Crafted", "auto", "hand_crafted"),
-    ("otel", "auto", "algorithm_generated"), ("otel", "hand_crafted", "hand_crafted"),
-])
+@pytest.mark.parametrize(
+    "source, setting, expected",
+    [
+        ("Algorithm-Generated", "auto", "algorithm_generated"),
+        ("Hand-Crafted", "auto", "hand_crafted"),
+        ("otel", "auto", "algorithm_generated"),
+        ("otel", "hand_crafted", "hand_crafted"),
+    ],
+)
 def test_correct_variant_follows_the_subset(fake_server, make_gateway, source, setting, expected):
     trace = make_trace().model_copy(update={"source": source})
     fake_server.responder = DcfaResponder(**CHAIN)
@@ -152,15 +186,17 @@ def test_correct_variant_follows_the_subset(fake_server, make_gateway, source, s
 
 
 # ------------------------------------------------------------------ DED
-def test_ded_sees_each_candidates_simulation_and_mdi_reasons_and_the_flagged_hypothesis(fake_server, make_gateway,
-                                                                                       wrong_lookup_at_step_1):
+def test_ded_sees_each_candidates_simulation_and_mdi_reasons_and_the_flagged_hypothesis(
+    fake_server, make_gateway, wrong_lookup_at_step_1
+):
     fake_server.responder = DcfaResponder(**CHAIN)
     a = run_dcfa(wrong_lookup_at_step_1, make_gateway(fake_server), DcfaSettings())
     (ded,) = _requests(fake_server, "ded")
     assert "- step 1 (Agent1): " + HYPOTHESIS_FLAG in ded
     assert "  mistake reason (MDI): wrong lookup" in ded and "  mistake reason (MDI): copies it" in ded
-    assert ("- step 2 (Agent2): when this step was corrected (Simulation): correcting through step 2 changes the "
-            "answer") in ded
+    assert (
+        "- step 2 (Agent2): when this step was corrected (Simulation): correcting through step 2 changes the answer"
+    ) in ded
     # every candidate's text (the released code's dict.update kept only the last one's), no graph
     assert '<step n="1">' in ded and '<step n="2">' in ded and '<step n="0">' not in ded
     assert "Causal graph" not in ded and "->" not in ded.split("Example.")[0]
@@ -170,10 +206,10 @@ def test_ded_sees_each_candidates_simulation_and_mdi_reasons_and_the_flagged_hyp
     assert a.details["lce"]["decision"]["skipped"] is False
 
 
-def test_ded_is_always_called_and_may_answer_outside_the_candidates(fake_server, make_gateway,
-                                                                   wrong_lookup_at_step_1):
-    fake_server.responder = r = DcfaResponder(edges=[(1, 2)], hypothesis=1, corrected=["", "a", "b", "", "", ""],
-                                              decision=4)
+def test_ded_is_always_called_and_may_answer_outside_the_candidates(fake_server, make_gateway, wrong_lookup_at_step_1):
+    fake_server.responder = r = DcfaResponder(
+        edges=[(1, 2)], hypothesis=1, corrected=["", "a", "b", "", "", ""], decision=4
+    )
     a = run_dcfa(wrong_lookup_at_step_1, make_gateway(fake_server), DcfaSettings())
     assert r.count("ded") == 1 and a.details["lce"]["candidates"] == [1]  # one candidate: still asked
     assert a.step == 4 and a.details["lce"]["decision"]["off_candidates"] is True
@@ -186,8 +222,10 @@ def test_ded_is_always_called_and_may_answer_outside_the_candidates(fake_server,
 # ------------------------------------------------------------------ previews
 def _preview(trace, method="dcfa", **settings):
     """Call -> the user message of each call (the system message is the shared one)."""
-    return {p.call: "\n".join(m["content"] for m in p.messages if m["role"] == "user")
-            for p in attribution_previews(trace, method, settings)}
+    return {
+        p.call: "\n".join(m["content"] for m in p.messages if m["role"] == "user")
+        for p in attribution_previews(trace, method, settings)
+    }
 
 
 def _who_and_when(root: Path, subset: str, stem: str):
@@ -234,8 +272,18 @@ def test_preview_of_all_at_once_and_binary_search_has_no_step_numbers(who_and_wh
 
 
 def test_small_preview_keeps_its_short_prompts():
-    p = _preview(make_trace(), **{"prompts": "small", "mdi_cgc": "joint", "cgc": "edges", "simulation": "equations",
-                                  "ded": "equations", "max_deviations": 5, "max_edges": 10})
+    p = _preview(
+        make_trace(),
+        **{
+            "prompts": "small",
+            "mdi_cgc": "joint",
+            "cgc": "edges",
+            "simulation": "equations",
+            "ded": "equations",
+            "max_deviations": 5,
+            "max_edges": 10,
+        },
+    )
     assert list(p) == ["MDI+CGC", "HG", "Correct", "Simulation S(i)", "Simulation S(i-1)", "DED"]
     assert "list up to 5 steps" in p["MDI+CGC"] and "Steps 0 to i above are revised" in p["Simulation S(i)"]
 
@@ -243,8 +291,23 @@ def test_small_preview_keeps_its_short_prompts():
 def test_cli_show_prompts_prints_the_calls_and_makes_no_request(capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    assert main(["attribute", "data/examples", "-m", "dcfa", "-m", "all_at_once", "--routing", "paper",
-                 "--dry-run", "--show-prompts"]) == 0
+    assert (
+        main(
+            [
+                "attribute",
+                "data/examples",
+                "-m",
+                "dcfa",
+                "-m",
+                "all_at_once",
+                "--routing",
+                "paper",
+                "--dry-run",
+                "--show-prompts",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert out.count("##### ") == 2 and "=== dcfa · MDI (stage dcfa.gca) ===" in out
     assert "=== dcfa · DED (stage dcfa.lce) ===" in out and "=== all_at_once · All-at-One" not in out

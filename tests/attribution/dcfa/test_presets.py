@@ -11,10 +11,10 @@ from agentcausal.cli import main
 from tests.attribution.dcfa.conftest import DcfaResponder, kind_of, make_trace, small, user_text
 
 
-def test_equations_cgc_keeps_only_edges_whose_three_judgements_hold(fake_server, make_gateway,
-                                                                    wrong_lookup_at_step_1):
-    fake_server.responder = r = DcfaResponder(edges=[(0, 1), (1, 2), (1, 3)], hypothesis=1,
-                                              judgements={(1, 3): (True, False, True)})
+def test_equations_cgc_keeps_only_edges_whose_three_judgements_hold(fake_server, make_gateway, wrong_lookup_at_step_1):
+    fake_server.responder = r = DcfaResponder(
+        edges=[(0, 1), (1, 2), (1, 3)], hypothesis=1, judgements={(1, 3): (True, False, True)}
+    )
     out = run_gca(wrong_lookup_at_step_1, make_gateway(fake_server), DcfaSettings(cgc="equations", mdi_cgc="joint"))
     assert r.calls == ["gca", "hg"]  # judgements come in the one reply: no extra calls
     assert sorted(out.graph.edges()) == [(0, 1), (1, 2)] and out.dropped_edges.not_causal == 1
@@ -37,8 +37,9 @@ def test_small_keeps_todays_wording_and_caps(fake_server, make_gateway, wrong_lo
 
 
 def test_paper_budgets_come_from_the_profile(fake_server, make_gateway, wrong_lookup_at_step_1):
-    fake_server.responder = DcfaResponder(edges=[(1, 2)], hypothesis=1, corrected=["", "a", "b", "", "", ""],
-                                          outcomes={1: "42"})
+    fake_server.responder = DcfaResponder(
+        edges=[(1, 2)], hypothesis=1, corrected=["", "a", "b", "", "", ""], outcomes={1: "42"}
+    )
     gw = make_gateway(fake_server)
     run_dcfa(wrong_lookup_at_step_1, gw, DcfaSettings())
     from agentcausal.settings import completion_budget
@@ -64,8 +65,12 @@ def test_cap_keeps_edges_closest_to_the_hypothesis(fake_server, make_gateway):
 def test_no_ground_truth_dcfa_never_sees_the_answer(fake_server, make_gateway, wrong_lookup_at_step_1):
     # "42" is the truth; the judge rates outcome "42" likely, others unlikely
     fake_server.responder = r = DcfaResponder(
-        edges=[(1, 2)], hypothesis=1, corrected=["", "fix 1", "fix 2", "", "", ""],
-        outcomes={-1: "41", 1: "40", 2: "42"}, probabilities={"42": 0.9, "40": 0.2, "41": 0.1})
+        edges=[(1, 2)],
+        hypothesis=1,
+        corrected=["", "fix 1", "fix 2", "", "", ""],
+        outcomes={-1: "41", 1: "40", 2: "42"},
+        probabilities={"42": 0.9, "40": 0.2, "41": 0.1},
+    )
     a = run_method(wrong_lookup_at_step_1, "dcfa", make_gateway(fake_server), {"with_ground_truth": False})
     for b in fake_server.chat_requests:
         assert "<answer>" not in user_text(b) and "42</" not in user_text(b).replace("<data>42</data>", "")
@@ -87,8 +92,15 @@ def test_cli_refuses_a_method_that_cannot_run_without_truth(capsys, monkeypatch)
     class NeedsTruth(BaseModel):
         k: int = 1
 
-    register(MethodSpec(name="needs_truth_demo", run=lambda t, g, s: None, settings_model=NeedsTruth,
-                        prompt_version="x", stages=("baseline",)))
+    register(
+        MethodSpec(
+            name="needs_truth_demo",
+            run=lambda t, g, s: None,
+            settings_model=NeedsTruth,
+            prompt_version="x",
+            stages=("baseline",),
+        )
+    )
     monkeypatch.chdir(Path(__file__).resolve().parents[3])
     try:
         assert main(["attribute", "data/examples", "-m", "needs_truth_demo", "--no-ground-truth", "--dry-run"]) == 2
@@ -111,7 +123,12 @@ def test_each_prompt_set_takes_only_the_variants_it_has():
         resolve(DcfaSettings, PRESETS, "paper", {"cgc": "edges"})
     paper, s = DcfaSettings(), small()
     assert (paper.mdi_cgc, paper.cgc, paper.simulation, paper.ded, paper.search_order) == (
-        "split", "code", "code", "code", "causes_first")
+        "split",
+        "code",
+        "code",
+        "code",
+        "causes_first",
+    )
     assert (paper.delta_s_decimals, paper.search_ties, paper.revisit, paper.max_iterations) == (3, "outward", False, 5)
     # small keeps its short prompts; the search rules are the paper's
     assert (s.mdi_cgc, s.cgc, s.simulation, s.ded) == ("joint", "edges", "equations", "equations")

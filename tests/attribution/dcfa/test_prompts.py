@@ -27,8 +27,12 @@ def test_corrected_trace_model_names_steps_in_range():
     entry = schema["$defs"]["CorrectedStep"]["properties"]
     assert (entry["step"]["minimum"], entry["step"]["maximum"], entry["content"]["maxLength"]) == (0, 2, 50)
     assert m(steps=[{"step": 0, "content": "x" * 80}]).steps[0].content == "x" * 80  # advisory: the caller cuts
-    assert "maxLength" not in prompts.corrected_trace_model(3, None).model_json_schema()["$defs"]["CorrectedStep"][
-        "properties"]["content"]
+    assert (
+        "maxLength"
+        not in prompts.corrected_trace_model(3, None).model_json_schema()["$defs"]["CorrectedStep"]["properties"][
+            "content"
+        ]
+    )
 
 
 def test_decision_model_is_an_enum_of_candidates():
@@ -39,11 +43,14 @@ def test_decision_model_is_an_enum_of_candidates():
         m(step=3, reason="r")
 
 
-@pytest.mark.parametrize("factory, args", [
-    (prompts.hypothesis_model, (0, 100)),
-    (prompts.corrected_trace_model, (0, 100)),
-    (ded.decision_model, ((), 100)),
-])
+@pytest.mark.parametrize(
+    "factory, args",
+    [
+        (prompts.hypothesis_model, (0, 100)),
+        (prompts.corrected_trace_model, (0, 100)),
+        (ded.decision_model, ((), 100)),
+    ],
+)
 def test_model_factories_reject_empty(factory, args):
     with pytest.raises(ValueError):
         factory(*args)

@@ -12,9 +12,20 @@ def _attribution(**details):
         "edges": [[0, 1], [1, 2], [2, 4]],
         "deviations": [{"step": 1, "reason": "r"}],
         "hypothesis": {"step": 1, "agent": 'Web"Surfer', "reason": "h"},
-        "lce": {"path": [{"direction": "forward", "iteration": 1, "pivot": 1, "step": 2, "s": 0.9,
-                          "delta_s": 0.4, "accepted": True}],
-                "scores": [{"step": 1, "s": 0.5}, {"step": 2, "s": 0.9}]},
+        "lce": {
+            "path": [
+                {
+                    "direction": "forward",
+                    "iteration": 1,
+                    "pivot": 1,
+                    "step": 2,
+                    "s": 0.9,
+                    "delta_s": 0.4,
+                    "accepted": True,
+                }
+            ],
+            "scores": [{"step": 1, "s": 0.5}, {"step": 2, "s": 0.9}],
+        },
         "final": {"step": 2, "agent": "Assistant", "reason": "f"},
     }
     base.update(details)
@@ -40,8 +51,11 @@ def test_mermaid_gca_only_has_no_search_links():
 
 
 def test_mermaid_long_trace_shows_only_involved_steps():
-    text = dependency_graph_mermaid(_attribution(n_steps=100, edges=[[10, 50]], deviations=[], lce=None,
-                                                 hypothesis={"step": 10}, final={"step": 10}))
+    text = dependency_graph_mermaid(
+        _attribution(
+            n_steps=100, edges=[[10, 50]], deviations=[], lce=None, hypothesis={"step": 10}, final={"step": 10}
+        )
+    )
     nodes = [line for line in text.splitlines() if '["' in line]
     assert len(nodes) == 2
 

@@ -20,13 +20,26 @@ def run(base_url: str) -> None:
     from crewai import LLM, Agent, Crew, Process, Task
 
     llm = LLM(model="openai/fake-model", base_url=base_url, api_key="test-key")
-    researcher = Agent(role="researcher", goal="Find the facts. RESEARCHER", backstory="A careful researcher.",
-                       llm=llm, allow_delegation=False, verbose=False)
-    writer = Agent(role="writer", goal="Write the answer. WRITER", backstory="A concise writer.", llm=llm,
-                   allow_delegation=False, verbose=False)
+    researcher = Agent(
+        role="researcher",
+        goal="Find the facts. RESEARCHER",
+        backstory="A careful researcher.",
+        llm=llm,
+        allow_delegation=False,
+        verbose=False,
+    )
+    writer = Agent(
+        role="writer",
+        goal="Write the answer. WRITER",
+        backstory="A concise writer.",
+        llm=llm,
+        allow_delegation=False,
+        verbose=False,
+    )
     find = Task(description=QUESTION, expected_output="the host city", agent=researcher)
-    answer = Task(description="Answer the question in one sentence.", expected_output="one sentence",
-                  agent=writer, context=[find])
+    answer = Task(
+        description="Answer the question in one sentence.", expected_output="one sentence", agent=writer, context=[find]
+    )
     Crew(agents=[researcher, writer], tasks=[find, answer], process=Process.sequential, verbose=False).kickoff()
 
 

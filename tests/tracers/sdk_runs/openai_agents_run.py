@@ -34,8 +34,9 @@ async def run(base_url: str) -> None:
     from agents import Agent, OpenAIChatCompletionsModel, Runner, trace
     from openai import AsyncOpenAI
 
-    model = OpenAIChatCompletionsModel(model="fake-model", openai_client=AsyncOpenAI(base_url=base_url,
-                                                                                   api_key="test-key"))
+    model = OpenAIChatCompletionsModel(
+        model="fake-model", openai_client=AsyncOpenAI(base_url=base_url, api_key="test-key")
+    )
     planner = Agent(name="planner", instructions="You plan the research. PLANNER", model=model)
     writer = Agent(name="writer", instructions="You write the final answer. WRITER", model=model)
     with trace("olympics team"):

@@ -38,22 +38,43 @@ Sydney.
 
 
 def _mad_rows():
-    ann = {k: 0 for k in ("1.1", "1.2", "1.3", "1.4", "1.5", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6",
-                          "3.1", "3.2", "3.3")}
+    ann = {
+        k: 0 for k in ("1.1", "1.2", "1.3", "1.4", "1.5", "2.1", "2.2", "2.3", "2.4", "2.5", "2.6", "3.1", "3.2", "3.3")
+    }
     return [
-        {"mas_name": "AG2", "llm_name": "gpt-4o", "benchmark_name": "GSM-Plus", "trace_id": 7,
-         "trace": {"key": "k7", "index": 7, "trajectory": AG2_LOG}, "mast_annotation": {**ann, "3.2": 1}},
-        {"mas_name": "Magentic", "llm_name": "gpt-4o", "benchmark_name": "GAIA", "trace_id": 8,
-         "trace": {"key": "k8", "index": 8, "trajectory": AGENTCHAT_LOG},
-         "mast_annotation": {**ann, "1.3": 1, "3.3": 1}},
-        {"mas_name": "ChatDev", "llm_name": "gpt-4o", "benchmark_name": "ProgramDev", "trace_id": 9,
-         "trace": {"key": "k9", "index": 9, "trajectory": "first block\n\nsecond block"}, "mast_annotation": ann},
+        {
+            "mas_name": "AG2",
+            "llm_name": "gpt-4o",
+            "benchmark_name": "GSM-Plus",
+            "trace_id": 7,
+            "trace": {"key": "k7", "index": 7, "trajectory": AG2_LOG},
+            "mast_annotation": {**ann, "3.2": 1},
+        },
+        {
+            "mas_name": "Magentic",
+            "llm_name": "gpt-4o",
+            "benchmark_name": "GAIA",
+            "trace_id": 8,
+            "trace": {"key": "k8", "index": 8, "trajectory": AGENTCHAT_LOG},
+            "mast_annotation": {**ann, "1.3": 1, "3.3": 1},
+        },
+        {
+            "mas_name": "ChatDev",
+            "llm_name": "gpt-4o",
+            "benchmark_name": "ProgramDev",
+            "trace_id": 9,
+            "trace": {"key": "k9", "index": 9, "trajectory": "first block\n\nsecond block"},
+            "mast_annotation": ann,
+        },
     ]
 
 
 def test_split_trajectory_headers():
-    assert split_trajectory(AG2_LOG) == [("user_proxy", "What is 17 * 3?"), ("Solver", "17 * 3 = 41"),
-                                         ("Checker", "Looks right. TERMINATE")]
+    assert split_trajectory(AG2_LOG) == [
+        ("user_proxy", "What is 17 * 3?"),
+        ("Solver", "17 * 3 = 41"),
+        ("Checker", "Looks right. TERMINATE"),
+    ]
     assert [a for a, _ in split_trajectory(AGENTCHAT_LOG)] == ["user", "planner", "researcher"]
 
 
@@ -70,20 +91,37 @@ def test_load_mast(tmp_path):
         load_mast(tmp_path, which="full")
 
 
-TAU_TRAJ = [{"role": "system", "content": "policy", "index": 1},
-            {"role": "user", "content": "How many t-shirt options?", "index": 2},
-            {"role": "assistant", "content": None, "index": 3, "tool_calls": [
-                {"id": "c", "type": "function", "function": {"name": "list_all_product_types", "arguments": "{}"}}]},
-            {"role": "tool", "name": "list_all_product_types", "content": "{...}", "index": 4},
-            {"role": "assistant", "content": "There are 11 options.", "index": 5}]
+TAU_TRAJ = [
+    {"role": "system", "content": "policy", "index": 1},
+    {"role": "user", "content": "How many t-shirt options?", "index": 2},
+    {
+        "role": "assistant",
+        "content": None,
+        "index": 3,
+        "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": "list_all_product_types", "arguments": "{}"}}
+        ],
+    },
+    {"role": "tool", "name": "list_all_product_types", "content": "{...}", "index": 4},
+    {"role": "assistant", "content": "There are 11 options.", "index": 5},
+]
 
 
 def test_load_agentrx_folder(tmp_path):
-    labels = {"trajectory_id": "2", "failure_summary": "counted unavailable items",
-              "failures": [{"failure_id": "F2", "step_number": 5, "step_reason": "counted 11, 10 available",
-                            "failure_category": "Misinterpretation of tool output"},
-                           {"failure_id": "F1", "step_number": 3, "step_reason": "x", "failure_category": "Other"}],
-              "root_cause_failure_id": "F2"}
+    labels = {
+        "trajectory_id": "2",
+        "failure_summary": "counted unavailable items",
+        "failures": [
+            {
+                "failure_id": "F2",
+                "step_number": 5,
+                "step_reason": "counted 11, 10 available",
+                "failure_category": "Misinterpretation of tool output",
+            },
+            {"failure_id": "F1", "step_number": 3, "step_reason": "x", "failure_category": "Other"},
+        ],
+        "root_cause_failure_id": "F2",
+    }
     traj = {"trajectory_id": "2", "traj": TAU_TRAJ, "info": {"task": {"outputs": ["10"]}}}
     (tmp_path / "tau_retail.jsonl").write_text(json.dumps(labels) + "\n")
     (tmp_path / "tau_retail_dataset.jsonl").write_text(json.dumps(traj) + "\n")
@@ -96,10 +134,15 @@ def test_load_agentrx_folder(tmp_path):
 
 
 def test_agentrx_root_defaults_to_earliest_and_missing_messages(tmp_path):
-    row = {"trajectory_id": "m1", "failures": [{"step_number": 3}, {"step_number": 2}],
-           "messages": [{"source": "Orchestrator", "content": "plan", "role": "assistant"},
-                        {"source": "WebSurfer", "content": "clicked", "role": "assistant"},
-                        {"source": "Orchestrator", "content": "done", "role": "assistant"}]}
+    row = {
+        "trajectory_id": "m1",
+        "failures": [{"step_number": 3}, {"step_number": 2}],
+        "messages": [
+            {"source": "Orchestrator", "content": "plan", "role": "assistant"},
+            {"source": "WebSurfer", "content": "clicked", "role": "assistant"},
+            {"source": "Orchestrator", "content": "done", "role": "assistant"},
+        ],
+    }
     f = tmp_path / "one.jsonl"
     f.write_text(json.dumps(row) + "\n")
     assert detect_format(f) == "agentrx"
@@ -113,8 +156,14 @@ def test_agentrx_root_defaults_to_earliest_and_missing_messages(tmp_path):
 
 def test_fetch_offline_says_where_to_copy(tmp_path):
     with pytest.raises(DatasetError, match="by hand"):
-        fetch_files("mast", "mcemri/MAST-Data", ["x.json"], tmp_path / "d", timeout_s=2,
-                    base_url="http://127.0.0.1:9/{repo}/{file}")
+        fetch_files(
+            "mast",
+            "mcemri/MAST-Data",
+            ["x.json"],
+            tmp_path / "d",
+            timeout_s=2,
+            base_url="http://127.0.0.1:9/{repo}/{file}",
+        )
     assert not (tmp_path / "d").exists()
 
 

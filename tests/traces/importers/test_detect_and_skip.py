@@ -36,8 +36,20 @@ def test_who_and_when_like_json_still_gets_the_field_message(tmp_path):
 
 def test_batch_wrapper_is_classified_by_its_records(tmp_path):
     f = tmp_path / "batch.json"
-    f.write_text(json.dumps({"data": [{"object": "trace.span", "id": "span_1", "trace_id": "trace_1",
-                                       "span_data": {"type": "agent", "name": "a"}}]}))
+    f.write_text(
+        json.dumps(
+            {
+                "data": [
+                    {
+                        "object": "trace.span",
+                        "id": "span_1",
+                        "trace_id": "trace_1",
+                        "span_data": {"type": "agent", "name": "a"},
+                    }
+                ]
+            }
+        )
+    )
     assert detect_format(f) == "openai-agents"
 
 
@@ -70,8 +82,12 @@ def test_scan_imports_names_every_invalid_input(mixed):
 
 def test_import_skip_invalid_prints_each_skipped_input(mixed, tmp_path, capsys):
     good, off, alien, broken = mixed
-    assert main(["import", str(good), str(off), str(alien), str(broken), "-o", str(tmp_path / "o.jsonl"),
-                 "--skip-invalid"]) == 0
+    assert (
+        main(
+            ["import", str(good), str(off), str(alien), str(broken), "-o", str(tmp_path / "o.jsonl"), "--skip-invalid"]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     assert "skipping 3 invalid trace input(s)" in err
     assert all(str(p) in err for p in (off, alien, broken))
@@ -90,8 +106,22 @@ def test_attribute_skip_invalid_records_imported_skips_in_run_json(mixed, tmp_pa
     monkeypatch.setattr("agentcausal.cli.attribute._print_run", lambda run_dir: 0)
     good, off, alien, broken = mixed
     run = tmp_path / "run"
-    assert main(["attribute", str(good), str(off), str(alien), str(broken), "--no-ground-truth", "--skip-invalid",
-                 "--out", str(run)]) == 0
+    assert (
+        main(
+            [
+                "attribute",
+                str(good),
+                str(off),
+                str(alien),
+                str(broken),
+                "--no-ground-truth",
+                "--skip-invalid",
+                "--out",
+                str(run),
+            ]
+        )
+        == 0
+    )
     from agentcausal.runs.plan import read_plan
 
     plan = read_plan(calls["plan"])  # the plan.json the run reads: run.json takes "skipped" from it

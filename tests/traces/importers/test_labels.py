@@ -12,8 +12,10 @@ from agentcausal.traces.model import Step, Trace
 
 
 def _trace(tid="t1"):
-    steps = [Step(index=i, agent=a, content=c, metadata={"span_id": f"{i:016x}"})
-             for i, (a, c) in enumerate([("planner", "p"), ("coder", "c"), ("checker", "k")])]
+    steps = [
+        Step(index=i, agent=a, content=c, metadata={"span_id": f"{i:016x}"})
+        for i, (a, c) in enumerate([("planner", "p"), ("coder", "c"), ("checker", "k")])
+    ]
     return Trace(id=tid, question="q", ground_truth="", steps=steps)
 
 
@@ -24,8 +26,13 @@ def _labels(tmp_path, *rows):
 
 
 def test_step_and_agent(tmp_path):
-    (t,) = apply_labels([_trace()], _labels(tmp_path, {"id": "t1", "ground_truth": "42", "mistake_step": "1",
-                                                       "mistake_agent": "Coder", "mistake_reason": "typo"}))
+    (t,) = apply_labels(
+        [_trace()],
+        _labels(
+            tmp_path,
+            {"id": "t1", "ground_truth": "42", "mistake_step": "1", "mistake_agent": "Coder", "mistake_reason": "typo"},
+        ),
+    )
     assert (t.ground_truth, t.label.step, t.label.agent, t.label.reason) == ("42", 1, "Coder", "typo")
 
 
@@ -34,11 +41,14 @@ def test_span_id_gives_step_and_agent(tmp_path):
     assert (t.label.step, t.label.agent, t.ground_truth) == (2, "checker", "")
 
 
-@pytest.mark.parametrize("row, msg", [
-    ({"trace_id": "t1", "mistake_step": 5}, "out of range"),
-    ({"trace_id": "t1", "mistake_span_id": "ffffffffffffffff"}, "no step's span"),
-    ({"trace_id": "t1", "mistake_step": 0, "mistake_span_id": "0000000000000001"}, "is not the step"),
-])
+@pytest.mark.parametrize(
+    "row, msg",
+    [
+        ({"trace_id": "t1", "mistake_step": 5}, "out of range"),
+        ({"trace_id": "t1", "mistake_span_id": "ffffffffffffffff"}, "no step's span"),
+        ({"trace_id": "t1", "mistake_step": 0, "mistake_span_id": "0000000000000001"}, "is not the step"),
+    ],
+)
 def test_bad_labels(tmp_path, row, msg):
     with pytest.raises(TraceFormatError, match=msg):
         apply_labels([_trace()], _labels(tmp_path, row))

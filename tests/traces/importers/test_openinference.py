@@ -62,10 +62,18 @@ def test_otlp_json(tmp_path):
 def test_hidden_outputs_refused(tmp_path):
     objs = []
     for k, name in (("AGENT", "A"), ("LLM", "chat")):
-        objs.append(json.dumps({"name": name, "context": {"trace_id": "0x" + "1" * 32, "span_id": f"0x{len(objs) + 1:016x}"},
-                                "parent_id": "0x0000000000000001" if objs else None,
-                                "start_time": "2024-05-08T21:46:11.480777Z",
-                                "attributes": {"openinference.span.kind": k, "input.value": QUESTION}}, indent=4))
+        objs.append(
+            json.dumps(
+                {
+                    "name": name,
+                    "context": {"trace_id": "0x" + "1" * 32, "span_id": f"0x{len(objs) + 1:016x}"},
+                    "parent_id": "0x0000000000000001" if objs else None,
+                    "start_time": "2024-05-08T21:46:11.480777Z",
+                    "attributes": {"openinference.span.kind": k, "input.value": QUESTION},
+                },
+                indent=4,
+            )
+        )
     f = tmp_path / "hidden.txt"
     f.write_text("".join(objs))
     with pytest.raises(TraceFormatError, match="content capture was off"):
@@ -73,10 +81,18 @@ def test_hidden_outputs_refused(tmp_path):
 
 
 def test_langgraph_node_names_agent(tmp_path):
-    span = {"name": "ChatOpenAI", "context": {"trace_id": "0x" + "2" * 32, "span_id": "0x" + "3" * 16},
-            "parent_id": None, "start_time": "2024-05-08T21:46:11Z",
-            "attributes": {"openinference.span.kind": "LLM", "metadata": json.dumps({"langgraph_node": "critic"}),
-                           "output.value": "looks wrong", "input.value": QUESTION}}
+    span = {
+        "name": "ChatOpenAI",
+        "context": {"trace_id": "0x" + "2" * 32, "span_id": "0x" + "3" * 16},
+        "parent_id": None,
+        "start_time": "2024-05-08T21:46:11Z",
+        "attributes": {
+            "openinference.span.kind": "LLM",
+            "metadata": json.dumps({"langgraph_node": "critic"}),
+            "output.value": "looks wrong",
+            "input.value": QUESTION,
+        },
+    }
     f = tmp_path / "lg.txt"
     f.write_text(json.dumps(span))
     (t,) = load_openinference(f)

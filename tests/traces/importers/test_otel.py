@@ -61,31 +61,80 @@ def _kv(d):
 
 
 def _doc(spans):
-    return {"resourceSpans": [{"resource": {"attributes": _kv({"service.name": "mas"})},
-                               "scopeSpans": [{"scope": {"name": "x"}, "spans": spans}]}]}
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": _kv({"service.name": "mas"})},
+                "scopeSpans": [{"scope": {"name": "x"}, "spans": spans}],
+            }
+        ]
+    }
 
 
 def _span(sid, parent, name, start, attrs, events=()):
-    return {"traceId": "5b8efff798038103d269b633813fc60c", "spanId": sid, "parentSpanId": parent, "name": name,
-            "kind": 1, "startTimeUnixNano": str(start), "endTimeUnixNano": str(start + 10),
-            "attributes": _kv(attrs), "events": list(events), "status": {"code": 0}}
+    return {
+        "traceId": "5b8efff798038103d269b633813fc60c",
+        "spanId": sid,
+        "parentSpanId": parent,
+        "name": name,
+        "kind": 1,
+        "startTimeUnixNano": str(start),
+        "endTimeUnixNano": str(start + 10),
+        "attributes": _kv(attrs),
+        "events": list(events),
+        "status": {"code": 0},
+    }
 
 
 def test_log_events_layout(tmp_path):
     """v1.28-1.36: content sits in log records of a separate logs file, joined by span id."""
-    spans = [_span("aa00000000000001", "", "invoke_agent Coder", 100, {"gen_ai.operation.name": "invoke_agent",
-                                                                       "gen_ai.agent.name": "Coder"}),
-             _span("aa00000000000002", "aa00000000000001", "chat m", 101, {"gen_ai.operation.name": "chat"})]
+    spans = [
+        _span(
+            "aa00000000000001",
+            "",
+            "invoke_agent Coder",
+            100,
+            {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "Coder"},
+        ),
+        _span("aa00000000000002", "aa00000000000001", "chat m", 101, {"gen_ai.operation.name": "chat"}),
+    ]
     (tmp_path / "t.json").write_text(json.dumps(_doc(spans)))
     body_user = {"kvlistValue": {"values": [{"key": "content", "value": {"stringValue": QUESTION}}]}}
-    body_choice = {"kvlistValue": {"values": [
-        {"key": "index", "value": {"intValue": "0"}},
-        {"key": "message", "value": {"kvlistValue": {"values": [
-            {"key": "content", "value": {"stringValue": ANSWER}}]}}}]}}
-    logs = {"resourceLogs": [{"scopeLogs": [{"logRecords": [
-        {"timeUnixNano": "101", "spanId": "aa00000000000002", "eventName": "gen_ai.user.message", "body": body_user},
-        {"timeUnixNano": "102", "spanId": "aa00000000000002", "body": body_choice,
-         "attributes": _kv({"event.name": "gen_ai.choice"})}]}]}]}
+    body_choice = {
+        "kvlistValue": {
+            "values": [
+                {"key": "index", "value": {"intValue": "0"}},
+                {
+                    "key": "message",
+                    "value": {"kvlistValue": {"values": [{"key": "content", "value": {"stringValue": ANSWER}}]}},
+                },
+            ]
+        }
+    }
+    logs = {
+        "resourceLogs": [
+            {
+                "scopeLogs": [
+                    {
+                        "logRecords": [
+                            {
+                                "timeUnixNano": "101",
+                                "spanId": "aa00000000000002",
+                                "eventName": "gen_ai.user.message",
+                                "body": body_user,
+                            },
+                            {
+                                "timeUnixNano": "102",
+                                "spanId": "aa00000000000002",
+                                "body": body_choice,
+                                "attributes": _kv({"event.name": "gen_ai.choice"}),
+                            },
+                        ]
+                    }
+                ]
+            }
+        ]
+    }
     (tmp_path / "l.json").write_text(json.dumps(logs))
     with pytest.raises(TraceFormatError, match="content capture"):
         load_otel(tmp_path / "t.json")
@@ -97,34 +146,79 @@ def test_log_events_layout(tmp_path):
 def test_openllmetry_flattened(tmp_path):
     spans = [
         _span("bb00000000000001", "", "team.workflow", 100, {"traceloop.span.kind": "workflow"}),
-        _span("bb00000000000002", "bb00000000000001", "Planner.agent", 101,
-              {"traceloop.span.kind": "agent", "traceloop.entity.name": "Planner"}),
-        _span("bb00000000000003", "bb00000000000002", "openai.chat", 102, {
-            "llm.request.type": "chat", "gen_ai.prompt.0.role": "system", "gen_ai.prompt.0.content": "be brief",
-            "gen_ai.prompt.1.role": "user", "gen_ai.prompt.1.content": QUESTION,
-            "gen_ai.completion.0.role": "assistant", "gen_ai.completion.0.content": "",
-            "gen_ai.completion.0.tool_calls.0.name": "calc", "gen_ai.completion.0.tool_calls.0.arguments": "{}"}),
-        _span("bb00000000000004", "bb00000000000002", "calc.tool", 103,
-              {"traceloop.span.kind": "tool", "traceloop.entity.output": "42"}),
+        _span(
+            "bb00000000000002",
+            "bb00000000000001",
+            "Planner.agent",
+            101,
+            {"traceloop.span.kind": "agent", "traceloop.entity.name": "Planner"},
+        ),
+        _span(
+            "bb00000000000003",
+            "bb00000000000002",
+            "openai.chat",
+            102,
+            {
+                "llm.request.type": "chat",
+                "gen_ai.prompt.0.role": "system",
+                "gen_ai.prompt.0.content": "be brief",
+                "gen_ai.prompt.1.role": "user",
+                "gen_ai.prompt.1.content": QUESTION,
+                "gen_ai.completion.0.role": "assistant",
+                "gen_ai.completion.0.content": "",
+                "gen_ai.completion.0.tool_calls.0.name": "calc",
+                "gen_ai.completion.0.tool_calls.0.arguments": "{}",
+            },
+        ),
+        _span(
+            "bb00000000000004",
+            "bb00000000000002",
+            "calc.tool",
+            103,
+            {"traceloop.span.kind": "tool", "traceloop.entity.output": "42"},
+        ),
         # an agent span with no LLM below it is the step itself, named by the span-name suffix
-        _span("bb00000000000005", "bb00000000000001", "invoke_agent Checker", 104, {
-            "gen_ai.operation.name": "invoke_agent",
-            "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text",
-                                                                                  "content": "ok"}]}])}),
+        _span(
+            "bb00000000000005",
+            "bb00000000000001",
+            "invoke_agent Checker",
+            104,
+            {
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.output.messages": json.dumps(
+                    [{"role": "assistant", "parts": [{"type": "text", "content": "ok"}]}]
+                ),
+            },
+        ),
     ]
     (tmp_path / "t.json").write_text(json.dumps(_doc(spans)))
     t = load_otel(tmp_path / "t.json")[0]
     assert [(s.agent, s.role, s.content) for s in t.steps] == [
-        ("Planner", "assistant", "tool call calc({})"), ("Planner", "tool", "42"), ("Checker", "assistant", "ok")]
+        ("Planner", "assistant", "tool call calc({})"),
+        ("Planner", "tool", "42"),
+        ("Checker", "assistant", "ok"),
+    ]
     assert t.question == QUESTION
 
 
 def test_ties_parent_first_then_span_id(tmp_path):
-    spans = [_span("cc00000000000003", "cc00000000000001", "chat", 100,
-                   {"gen_ai.operation.name": "chat", "gen_ai.output.messages": '[{"role":"assistant","content":"b"}]'}),
-             _span("cc00000000000002", "cc00000000000001", "chat", 100,
-                   {"gen_ai.operation.name": "chat", "gen_ai.output.messages": '[{"role":"assistant","content":"a"}]'}),
-             _span("cc00000000000001", "", "invoke_agent A", 100, {"gen_ai.operation.name": "invoke_agent"})]
+    spans = [
+        _span(
+            "cc00000000000003",
+            "cc00000000000001",
+            "chat",
+            100,
+            {"gen_ai.operation.name": "chat", "gen_ai.output.messages": '[{"role":"assistant","content":"b"}]'},
+        ),
+        _span(
+            "cc00000000000002",
+            "cc00000000000001",
+            "chat",
+            100,
+            {"gen_ai.operation.name": "chat", "gen_ai.output.messages": '[{"role":"assistant","content":"a"}]'},
+        ),
+        _span("cc00000000000001", "", "invoke_agent A", 100, {"gen_ai.operation.name": "invoke_agent"}),
+    ]
     (tmp_path / "t.json").write_text(json.dumps(_doc(spans)))
     t = load_otel(tmp_path / "t.json")[0]
     assert [(s.agent, s.content) for s in t.steps] == [("A", "a"), ("A", "b")]
@@ -141,17 +235,31 @@ def test_inference_details_event_and_response_key(tmp_path):
     `response` as in the docs example."""
     out = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": ANSWER}]}])
     inp = json.dumps([{"role": "user", "parts": [{"type": "text", "content": QUESTION}]}])
-    ev = {"name": "gen_ai.client.inference.operation.details", "timeUnixNano": "101",
-          "attributes": _kv({"gen_ai.output.messages": out, "gen_ai.input.messages": inp})}
-    spans = [_span("dd00000000000001", "", "invoke_agent Writer", 100, {"gen_ai.operation.name": "invoke_agent",
-                                                                        "gen_ai.agent.name": "Writer"}),
-             _span("dd00000000000002", "dd00000000000001", "chat m", 101, {"gen_ai.operation.name": "chat"}, [ev]),
-             _span("dd00000000000003", "dd00000000000001", "execute_tool calc", 102,
-                   {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.call.response": "4"})]
+    ev = {
+        "name": "gen_ai.client.inference.operation.details",
+        "timeUnixNano": "101",
+        "attributes": _kv({"gen_ai.output.messages": out, "gen_ai.input.messages": inp}),
+    }
+    spans = [
+        _span(
+            "dd00000000000001",
+            "",
+            "invoke_agent Writer",
+            100,
+            {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "Writer"},
+        ),
+        _span("dd00000000000002", "dd00000000000001", "chat m", 101, {"gen_ai.operation.name": "chat"}, [ev]),
+        _span(
+            "dd00000000000003",
+            "dd00000000000001",
+            "execute_tool calc",
+            102,
+            {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.call.response": "4"},
+        ),
+    ]
     (tmp_path / "t.json").write_text(json.dumps(_doc(spans)))
     t = load_otel(tmp_path / "t.json")[0]
-    assert [(s.agent, s.role, s.content) for s in t.steps] == [("Writer", "assistant", ANSWER),
-                                                               ("Writer", "tool", "4")]
+    assert [(s.agent, s.role, s.content) for s in t.steps] == [("Writer", "assistant", ANSWER), ("Writer", "tool", "4")]
     assert t.question == QUESTION and t.steps[1].metadata["tool_name"] == "calc"
 
 

@@ -17,8 +17,10 @@ def test_span_id_in_results_and_report(tmp_path):
     f = tmp_path / "run.json"
     f.write_text(json.dumps(otlp_json(genai_spans())))
     (t,) = load_otel(f)
-    atts = [Attribution(trace_id=t.id, method="all_at_once", step=2, agent="researcher"),
-            Attribution(trace_id=t.id, method="dcfa", step=None, error="boom")]
+    atts = [
+        Attribution(trace_id=t.id, method="all_at_once", step=2, agent="researcher"),
+        Attribution(trace_id=t.id, method="dcfa", step=None, error="boom"),
+    ]
     run = tmp_path / "r"
     save_run(atts, [t], run)
     df = load_results(run).set_index("method")
@@ -31,8 +33,14 @@ def test_span_id_in_results_and_report(tmp_path):
 def test_mast_modes_beside_blamed_step(tmp_path):
     from agentcausal.traces.importers.mast import parse_mast_row
 
-    t = parse_mast_row({"mas_name": "AG2", "trace_id": 1, "trace": {"trajectory": "a (to b):\nhi\nb (to a):\nno"},
-                        "mast_annotation": {"3.2": 1, "1.1": 0}})
+    t = parse_mast_row(
+        {
+            "mas_name": "AG2",
+            "trace_id": 1,
+            "trace": {"trajectory": "a (to b):\nhi\nb (to a):\nno"},
+            "mast_annotation": {"3.2": 1, "1.1": 0},
+        }
+    )
     run = tmp_path / "r"
     save_run([Attribution(trace_id=t.id, method="all_at_once", step=1, agent="b")], [t], run)
     md = report_run(run).markdown
