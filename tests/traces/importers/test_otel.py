@@ -4,10 +4,12 @@ content layout (v1.27 span events, v1.28-1.36 log events, v1.37 attributes, Open
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from agentcausal.exceptions import TraceFormatError
+from agentcausal.traces.importers import scan_imports
 from agentcausal.traces.importers.otel import load_otel
 from agentcausal_fakes.spans import ANSWER, QUESTION, genai_spans, otlp_json
 from tests.traces.importers.conftest import check_run
@@ -278,3 +280,15 @@ def test_files_sharing_a_trace_id_merge_without_repeating_spans(tmp_path):
     ids = [s.metadata["span_id"] for s in merged[0].steps]
     assert len(ids) == len(set(ids))
     check_run(merged[0])
+
+
+def test_the_shipped_example_reads_as_the_readme_says():
+    """data/otel/failed_run.json (the README's file for a first run): one unlabelled trace, id starting 5b8e,
+    the planner, the researcher's tool result and reply, and the writer, each with its span id."""
+    path = Path(__file__).resolve().parents[3] / "data" / "otel" / "failed_run.json"
+    scan = scan_imports([path])
+    assert not scan.invalid and len(scan.traces) == 1
+    t = scan.traces[0]
+    assert "5b8e" in t.id and t.label is None
+    assert [s.agent for s in t.steps] == ["planner", "researcher", "researcher", "writer"]
+    assert all(s.metadata.get("span_id") for s in t.steps) and "54" in t.steps[2].content
