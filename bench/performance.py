@@ -10,30 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import REPO, RESULTS_DIR, md_table
-from bench.scale import DEFAULT_MEMORY_TRACES, DEFAULT_PLAN
+from bench.scale import COLUMNS, DEFAULT_MEMORY_TRACES, DEFAULT_PLAN
 
 __all__ = ["DOC", "scale_targets", "is_full_run", "performance_markdown", "write_performance_doc"]
 
 DOC = REPO / "docs" / "performance.md"
 COMMAND = ".venv/bin/python -m bench"
-ROW_COLUMNS = [
-    "runner",
-    "traces",
-    "method",
-    "concurrency",
-    "latency_s",
-    "requests",
-    "peak_in_flight",
-    "wall_s",
-    "bound_s",
-    "ratio",
-    "cpu_ms_per_request",
-    "rerun_s",
-    "rerun_requests",
-    "rerun_fraction",
-    "rss_mb",
-    "rows_ok",
-]
+#: the columns docs/performance.md shows: scale.json's, less the chunk size and the failed-row count
+ROW_COLUMNS = [c for c in COLUMNS if c not in ("chunk_size", "failed_rows")]
 #: memory-pair limits of issue 22 item 3: the large corpus's peak over the small one's, and its peak in MB
 MEMORY_GROWTH, MEMORY_MB = 1.2, 1024
 
