@@ -3,11 +3,14 @@ profiles and the synthetic traces are test doubles: :mod:`agentcausal_fakes`).""
 
 from __future__ import annotations
 
+import atexit
 import datetime as dt
 import json
 import os
 import platform
+import shutil
 import subprocess
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +25,17 @@ REPO = Path(__file__).resolve().parents[1]
 
 #: share of Algorithm-Generated traces in the bench corpus (the development split has 84 of 123)
 ALGORITHM_GENERATED_SHARE = 0.68
+
+
+def scratch_dir(prefix: str) -> Path:
+    """A new folder under the system's temporary directory, removed when this process exits.
+
+    Set ``AGENTCAUSAL_BENCH_KEEP=1`` to keep it for inspection. A process killed by a signal leaves it behind.
+    """
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    if os.environ.get("AGENTCAUSAL_BENCH_KEEP") != "1":
+        atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 def who_and_when_dir() -> Path | None:

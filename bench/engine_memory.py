@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
@@ -24,7 +23,7 @@ from typing import Any
 
 from agentcausal_fakes.profiles import profiles_toml
 from agentcausal_fakes.synthetic import synthetic_traces
-from bench.common import machine
+from bench.common import machine, scratch_dir
 from bench.server import ServerProcess
 
 __all__ = ["memory_row", "main"]
@@ -86,7 +85,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--latency-ms", type=float, default=0.0)
     p.add_argument("--out", default=None, help="write the payload as JSON here")
     args = p.parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="agentcausal-bench-memory-"))
+    work = scratch_dir("agentcausal-bench-memory-")
     rows = []
     with ServerProcess(latency_s=args.latency_ms / 1000) as server:
         for n in args.sizes:

@@ -24,9 +24,10 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from bench.common import scratch_dir  # imports neither Prefect nor a model
 
 __all__ = ["main"]
 
@@ -37,7 +38,7 @@ OPT_IN = ("scale", "alarm")
 
 def _env() -> None:
     """Prefect and hub settings before anything imports them (as tests/conftest.py does)."""
-    os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="agentcausal-bench-prefect-"))
+    os.environ.setdefault("PREFECT_HOME", str(scratch_dir("agentcausal-bench-prefect-")))
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import os
 import resource
-import tempfile
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -47,7 +46,7 @@ from typing import Any
 
 from agentcausal_fakes.profiles import profiles_toml
 from agentcausal_fakes.synthetic import iter_synthetic_traces
-from bench.common import md_table
+from bench.common import md_table, scratch_dir
 from bench.server import ServerProcess
 
 __all__ = ["scale_row", "run_scale", "scale_markdown", "DEFAULT_PLAN", "DEFAULT_MEMORY_TRACES", "COLUMNS"]
@@ -399,7 +398,7 @@ def run_scale(
     """
     from bench.throughput import _prefect_warmup
 
-    work = work or Path(tempfile.mkdtemp(prefix="agentcausal-bench-scale-"))
+    work = work or scratch_dir("agentcausal-bench-scale-")
     corpora = {}
     sizes = sorted({n for _, n in plan} | set(memory_traces))
     with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as child:  # rss_mb: the flow's alone

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import os
 import statistics
-import tempfile
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -45,7 +44,7 @@ from agentcausal.traces.jsonl import write_jsonl
 from agentcausal.traces.model import Attribution, Trace
 from agentcausal_fakes.profiles import bench_gateway, profiles_toml
 from agentcausal_fakes.synthetic import synthetic_traces
-from bench.common import md_table
+from bench.common import md_table, scratch_dir
 from bench.server import ServerProcess
 
 __all__ = ["library_run", "flow_run", "lce_economy", "run_throughput"]
@@ -302,7 +301,7 @@ def run_throughput(
     dict with keys ``throughput``, ``cache_reuse``, ``lce_economy`` (JSON-able); ``lce_economy`` holds
     ``preset`` and its economy at the top level and the others under ``other_presets``.
     """
-    work = Path(tempfile.mkdtemp(prefix="agentcausal-bench-"))
+    work = scratch_dir("agentcausal-bench-")
     rows: list[dict[str, Any]] = []
     cache_rows: list[dict[str, Any]] = []
     dcfa_atts: list[Attribution] = []

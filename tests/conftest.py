@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
 # Prefect settings must be in place before prefect is first imported (FACTS.md:
 # the ephemeral API took 9-19 s to start here and timed out at the default 20 s).
-os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="agentcausal-prefect-"))
+if "PREFECT_HOME" not in os.environ:  # a folder of our own, removed when the session ends
+    os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="agentcausal-prefect-")
+    atexit.register(shutil.rmtree, os.environ["PREFECT_HOME"], ignore_errors=True)
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
