@@ -159,7 +159,7 @@ class FakeOpenAIServer:
                 self._send(401, {"error": {"message": "Invalid API Key", "type": "authentication_error", "code": 401}})
                 return True
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 if not self.path.rstrip("/").endswith("/health") and self._refused():
                     return
                 if self.path.rstrip("/").endswith("/models"):
@@ -169,7 +169,7 @@ class FakeOpenAIServer:
                 else:
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 body["_path"] = self.path

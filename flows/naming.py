@@ -40,14 +40,14 @@ log = logging.getLogger(__name__)
 def _params() -> dict[str, Any]:
     try:
         return dict(flow_run.parameters or {})
-    except Exception:  # noqa: BLE001 - outside a flow run
+    except Exception:  # outside a flow run
         return {}
 
 
 def _deployment_name() -> str | None:
     try:
         return deployment.name
-    except Exception:  # noqa: BLE001
+    except Exception:
         return None
 
 
@@ -141,6 +141,6 @@ def add_run_tags(
         with get_client(sync_client=True) as client:
             fr = client.read_flow_run(flow_run.id)
             client.update_flow_run(flow_run.id, tags=sorted(set(fr.tags or []) | set(tags)))
-    except Exception as exc:  # noqa: BLE001 - tags are a convenience; the run goes on
+    except Exception as exc:  # tags are a convenience; the run goes on
         log.debug("could not tag flow run: %s", exc)
     return tags

@@ -160,7 +160,7 @@ def load_specs(path: str | Path | None = None, *, check: bool = True) -> list[De
             fl = load_flow(s)
             try:
                 fl.validate_parameters(dict(s.parameters))
-            except Exception as exc:  # noqa: BLE001 - Prefect raises ParameterTypeError / SignatureMismatchError
+            except Exception as exc:  # Prefect raises ParameterTypeError / SignatureMismatchError
                 raise ConfigError(
                     f"deployment {s.name!r}: parameters do not fit flow {fl.name!r}: {exc}", path=str(p)
                 ) from exc

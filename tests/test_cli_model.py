@@ -26,7 +26,7 @@ def models_server():
     """A /v1/models endpoint reporting vLLM's ``max_model_len`` for one model (test double)."""
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             body = json.dumps({"data": [{"id": "big", "max_model_len": 32768}, {"id": "plain"}]}).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")

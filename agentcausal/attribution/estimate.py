@@ -297,6 +297,6 @@ def add_trace(est: Estimator, trace: Trace, resolved: Mapping[str, Mapping[str, 
         note = _HOW.get(m, "calls not modelled: not estimated")
         try:
             calls = attribution_calls(trace, m, st, profiles)
-        except Exception as exc:  # noqa: BLE001 (an estimate never stops a run: the trace is counted, not sized)
+        except Exception as exc:  # an estimate never stops a run: the trace is counted, not sized
             calls, note = [], f"not estimated for some traces ({type(exc).__name__}: {str(exc)[:120]})"
         est.add(m, calls, note=note)

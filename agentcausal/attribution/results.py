@@ -355,7 +355,7 @@ def load_results(path: str | Path, *, without: Sequence[str] = ()) -> pd.DataFra
     try:
         names = pq.read_schema(p).names
         df = pd.read_parquet(p, columns=[c for c in names if c not in set(without)])
-    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a torn or empty file
+    except Exception as exc:  # pyarrow raises several types for a torn or empty file
         raise RunFileError(
             f"not a readable Parquet file ({p.stat().st_size} bytes; torn or empty?): "
             f"{type(exc).__name__}: {str(exc)[:200]}",
@@ -426,6 +426,6 @@ def read_attribution_summary(run_dir: str | Path) -> AttributionSummary:
     try:
         overall = pd.read_csv(acc)
         rows = pd.read_parquet(d / "results.parquet", columns=["trace_id", "method", "status", "error"])
-    except Exception as exc:  # noqa: BLE001 - pandas/pyarrow raise several types for a torn file
+    except Exception as exc:  # pandas/pyarrow raise several types for a torn file
         raise RunFileError(f"unreadable run file: {type(exc).__name__}: {str(exc)[:200]}", path=str(d)) from exc
     return AttributionSummary(overall, rows[rows["error"].notna()].reset_index(drop=True))

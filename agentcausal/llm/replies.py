@@ -78,7 +78,7 @@ def _truncate(limit: int):
     return cut
 
 
-def ShortText(max_chars: int, description: str | None = None) -> Any:  # noqa: N802 (a type factory)
+def ShortText(max_chars: int, description: str | None = None) -> Any:  # a type factory
     """``str`` annotated with ``maxLength = max_chars`` and truncation on validation.
 
     Parameters

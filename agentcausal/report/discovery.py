@@ -467,7 +467,7 @@ def load_scored(run_dir: str | Path) -> pd.DataFrame:
         )
     try:
         return pd.read_parquet(p)
-    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for a torn or empty file
+    except Exception as exc:  # pyarrow raises several types for a torn or empty file
         raise RunFileError(f"not a readable Parquet file (torn or empty?): {type(exc).__name__}", path=str(p)) from exc
 
 

@@ -141,7 +141,7 @@ def draw_graph_png(pred: CausalGraph, true: CausalGraph | None, path: str | Path
     pos: dict[Any, Any]  # node -> (x, y)
     try:
         pos = nx.nx_agraph.graphviz_layout(g, prog="dot")
-    except Exception:  # noqa: BLE001 - graphviz is optional
+    except Exception:  # graphviz is optional
         pos = nx.kamada_kawai_layout(g) if len(g) > 1 else nx.circular_layout(g)
     fig, ax = plt.subplots(figsize=(2 + 0.6 * len(g), 1.5 + 0.45 * len(g)))
     nx.draw_networkx_nodes(g, pos, ax=ax, node_color="white", edgecolors="black", node_size=900)

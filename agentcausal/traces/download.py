@@ -55,7 +55,7 @@ def download(url: str, *, name: str, timeout_s: float, offline_hint: str, to: Pa
         If the download (or writing ``to``) fails: offline, blocked, HTTP error.
     """
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # noqa: S310 (fixed https URL)
+        with urllib.request.urlopen(url, timeout=timeout_s) as resp:  # fixed https URL
             blob = resp.read()
         if to is not None:
             to.write_bytes(blob)

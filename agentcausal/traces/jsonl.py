@@ -38,7 +38,7 @@ class TraceScan(NamedTuple):
 
     traces: list[Trace]
     invalid: list[TraceFormatError]
-    origins: list[str] = []  # noqa: RUF012 - a NamedTuple default, never mutated
+    origins: list[str] = []  # a NamedTuple default, never mutated
 
     def skipped(self) -> list[dict[str, str | None]]:
         """The invalid inputs as JSON-ready records ``{"path", "field", "error"}`` (for ``run.json``)."""

@@ -179,7 +179,7 @@ def test_a_failed_algorithm_debate_runs_the_fallback_algorithm(fake_server, make
     assert res.mdm is not None
 
 
-def CausalGraph_from(data):  # noqa: N802 - a helper named for what it returns
+def CausalGraph_from(data):  # a helper named for what it returns
     from agentcausal.discovery.graphs.graph import CausalGraph
 
     return CausalGraph.model_validate(data)

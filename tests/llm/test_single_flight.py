@@ -66,7 +66,7 @@ def run_threads(fn, n: int) -> list:
         start.wait()
         try:
             out[i] = fn(i)
-        except BaseException as exc:  # noqa: BLE001 - re-raised below
+        except BaseException as exc:  # re-raised below
             errors.append(exc)
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(n)]

@@ -64,7 +64,7 @@ def test_serve_registers_deployments_and_runs_a_triggered_flow_run(scripted_serv
                     try:
                         dep = client.read_deployment_by_name("attribute/tiny")
                         break
-                    except Exception:  # noqa: BLE001 - not registered yet
+                    except Exception:  # not registered yet
                         time.sleep(1)
             assert dep.schedules and dep.schedules[0].schedule.cron == "0 0 1 1 *"
             run = run_deployment("attribute/tiny", timeout=240)
@@ -131,7 +131,7 @@ def test_shipped_nightly_deployment_reads_the_who_and_when_setting(scripted_serv
                     try:
                         client.read_deployment_by_name("attribute/who-and-when-nightly")
                         break
-                    except Exception:  # noqa: BLE001 - not registered yet
+                    except Exception:  # not registered yet
                         time.sleep(1)
             run = run_deployment(
                 "attribute/who-and-when-nightly", parameters={"out_dir": str(tmp_path / "run")}, timeout=300

@@ -149,7 +149,7 @@ def hill_climb(
                 max_indegree=settings.max_parents,
                 expert_knowledge=ExpertKnowledge(forbidden_edges=sorted(forbidden), required_edges=sorted(required)),
             )
-    except Exception as exc:  # noqa: BLE001 - pgmpy raises plain exceptions
+    except Exception as exc:  # pgmpy raises plain exceptions
         raise AlgorithmError("ils_csl", f"hill climbing failed: {type(exc).__name__}: {exc}") from exc
     return CausalGraph.from_edges(ds.variables, [(str(a), str(b)) for a, b in dag.edges()])
 

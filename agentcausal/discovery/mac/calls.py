@@ -126,7 +126,7 @@ def budget(gw: Gateway, stage: str, need: int) -> int:
     if callable(getter):
         try:
             ceiling = getter(stage)
-        except Exception:  # noqa: BLE001 - an unrouted stage fails later, at the call, with its own error
+        except Exception:  # an unrouted stage fails later, at the call, with its own error
             ceiling = None
     return int(min(need, ceiling)) if ceiling else int(need)
 

@@ -244,7 +244,7 @@ def coder_prompt_fields(ds: Dataset, choice: AlgorithmChoice) -> dict[str, Any]:
 def _load_matrix(raw: bytes, d: int) -> np.ndarray:
     try:
         a = np.load(io.BytesIO(raw), allow_pickle=False)
-    except Exception as exc:  # noqa: BLE001 - any unreadable file is the script's fault
+    except Exception as exc:  # any unreadable file is the script's fault
         raise SandboxError(f"adjacency.npy unreadable: {exc}") from exc
     if a.shape != (d, d):
         raise SandboxError(f"adjacency has shape {a.shape}, expected ({d}, {d})")

@@ -336,7 +336,7 @@ def _worker(
     warnings.simplefilter("ignore")
     try:
         conn.send(("ok",) + _execute(data, choice))
-    except BaseException as exc:  # noqa: BLE001 - reported to the parent
+    except BaseException as exc:  # reported to the parent
         conn.send(("error", f"{type(exc).__name__}: {exc}", traceback.format_exc(limit=4)))
     finally:
         conn.close()

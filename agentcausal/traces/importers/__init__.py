@@ -228,7 +228,7 @@ def detect_format(path: str | Path) -> str:
 def detect_formats(
     paths: Sequence[str | Path],
     format: str = "auto",
-    *,  # noqa: A002
+    *,
     unrecognised: list[TraceFormatError] | None = None,
 ) -> list[tuple[Path, str]]:
     """Each file to read with its format: a Who&When folder stays whole (``who-and-when``); any other
@@ -275,7 +275,7 @@ def detect_formats(
     return out
 
 
-def _detect_one(p: Path, format: str, unrecognised: list[TraceFormatError] | None) -> str | None:  # noqa: A002
+def _detect_one(p: Path, format: str, unrecognised: list[TraceFormatError] | None) -> str | None:
     """``format`` (checked by :func:`_unrefused`) or the detected format; a refusal goes to ``unrecognised``
     when given (None returned), else it is raised."""
     try:
@@ -290,7 +290,7 @@ def _detect_one(p: Path, format: str, unrecognised: list[TraceFormatError] | Non
         return None
 
 
-def _unrefused(p: Path, format: str) -> bool:  # noqa: A002
+def _unrefused(p: Path, format: str) -> bool:
     """True, or TraceFormatError when ``--format`` names a non-native format for a file that may not be
     read (FIFO, device, symlink loop, over the size limit): never opened. Native formats are named by
     their loader (and ``--skip-invalid`` can skip them)."""
@@ -341,7 +341,7 @@ def _content_hint(fmt: str) -> dict[str, str]:
 def scan_imports(
     paths: Sequence[str | Path],
     format: str = "auto",
-    *,  # noqa: A002
+    *,
     logs: str | Path | None = None,
     tool_agent: str | None = None,
 ) -> ImportScan:
@@ -428,7 +428,7 @@ def import_file(
     path: str | Path,
     format: str = "auto",
     *,
-    logs: str | Path | None = None,  # noqa: A002
+    logs: str | Path | None = None,
     tool_agent: str | None = None,
     skip_invalid: bool = False,
 ) -> list[Trace]:
@@ -457,7 +457,7 @@ def import_file(
 def import_traces(
     paths: Sequence[str | Path],
     format: str = "auto",
-    *,  # noqa: A002
+    *,
     logs: str | Path | None = None,
     tool_agent: str | None = None,
     skip_invalid: bool = False,

@@ -20,16 +20,16 @@ def main() -> None:
     items: list[dict] = []
 
     class Collect(TracingProcessor):
-        def on_trace_start(self, trace) -> None:  # noqa: ANN001
+        def on_trace_start(self, trace) -> None:
             pass
 
-        def on_trace_end(self, trace) -> None:  # noqa: ANN001
+        def on_trace_end(self, trace) -> None:
             items.append(trace.export())
 
-        def on_span_start(self, span) -> None:  # noqa: ANN001
+        def on_span_start(self, span) -> None:
             pass
 
-        def on_span_end(self, span) -> None:  # noqa: ANN001
+        def on_span_end(self, span) -> None:
             items.append(span.export())
 
         def shutdown(self) -> None:

@@ -21,7 +21,7 @@ def tracer_provider(out_file: str, endpoint: str | None, project: str | None):
     from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
 
     provider = TracerProvider(resource=Resource.create({"openinference.project.name": project or "default"}))
-    out = open(out_file, "w", encoding="utf-8")  # noqa: SIM115 - closed at exit by the provider's shutdown
+    out = open(out_file, "w", encoding="utf-8")  # closed at exit by the provider's shutdown
     provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=out)))
     if endpoint:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
