@@ -4,6 +4,9 @@
 
     agentcausal demo            # attribution (3 baselines + DCFA) and discovery (MAC + statistical)
     agentcausal demo --quick    # a few-minute smoke run of every stage
+
+An ``--out`` that already holds a demo run is refused unless ``--resume`` (run again into it, finished
+items reused) or ``--force`` (start over) is given, as for ``attribute`` and ``discover``.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import argparse
 import os
 import sys
 import time
+from pathlib import Path
 
 from agentcausal.cli.settings_options import (
     add_model_arguments,
@@ -37,6 +41,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--quick", action="store_true", help="a smaller smoke selection (a few minutes)")
     p.add_argument("--out", default=None, metavar="DIR", help="run folder (default runs/demo-<timestamp>)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--resume",
+        action="store_true",
+        help="--out holds a demo run: run the demo again into it; finished items are reused from the results store",
+    )
+    mode.add_argument(
+        "--force",
+        action="store_true",
+        help="--out holds a demo run: delete its contents and start over (the results store still answers "
+        "finished items; add --refresh to recompute them)",
+    )
     add_settings_arguments(p)
     add_model_arguments(p)
     p.add_argument(
@@ -100,8 +116,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     # start-up cost: loads pydantic, which `agentcausal --help` and every other verb would pay at import
-    from agentcausal.cli.run_folder_options import starting_prefect
+    from agentcausal.cli.run_folder_options import claim_run_folder, starting_prefect
 
+    # the demo's two run folders, locked until the command ends; a run in either: --resume, --force or refused
+    for sub, planned in (("attribution", plan.trace_paths), ("discovery", plan.datasets)):
+        if planned:
+            claim_run_folder(args, Path(plan.out_dir) / sub)
     starting_prefect()
     from flows.demo import (
         demo,  # start-up cost (Prefect, ~1 s): the CLI is the one library package that reaches up to flows

@@ -146,3 +146,24 @@ def test_heartbeat_prints_items_calls_and_tokens_on_its_interval():
     assert len(lines) >= 3
     assert lines[0].startswith("attribute: heartbeat: 4/10 items done (40%)")
     assert lines[0].endswith("4 LLM calls, 125 tokens so far")
+
+
+def test_demo_out_on_an_earlier_demo_refuses_unless_resume_or_force(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "demo"
+    (out / "attribution").mkdir(parents=True)
+    (out / "attribution" / "run.json").write_text('{"rows": {"total": 1}}')
+    (out / "attribution" / "report.md").write_text("old report")
+    args = ["demo", "--quick", "--out", str(out), "--who-and-when", str(tmp_path / "absent"), "--no-progress"]
+    import flows.demo
+
+    ran = []
+    monkeypatch.setattr(flows.demo, "demo", lambda **kw: ran.append(kw) or {})
+    assert main(args) == BAD_INPUT
+    err = capsys.readouterr().err
+    assert str(out / "attribution") in err and "--resume" in err and "--force" in err
+    assert (out / "attribution" / "report.md").read_text() == "old report" and ran == []
+
+    assert main([*args, "--resume"]) == 0 and len(ran) == 1  # run again into it: the earlier files stay
+    assert (out / "attribution" / "report.md").read_text() == "old report"
+    assert main([*args, "--force"]) == 0 and len(ran) == 2  # start over: the earlier run's files are gone
+    assert not (out / "attribution" / "report.md").exists()
