@@ -180,7 +180,9 @@ def accuracy(df: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
     substring rule) (each ``*_acc`` a fraction in [0, 1] over labelled rows, NaN when none,
     beside its raw count ``*_k`` of correct rows: ``step_acc = step_k / labelled``, so 53.17 %
     reads as 67/126), undetermined, failed (rows with an error: content failures and failures
-    of the run), degraded (a fallback answer, counted in the accuracy), reused (served from a
+    of the run), not_run (rows the run did not compute: held back by ``--max-cost`` or stopped by
+    the circuit breaker; left out of ``labelled`` and of every accuracy, since nothing was
+    attributed), degraded (a fallback answer, counted in the accuracy), reused (served from a
     cache in this run).
 
     Examples
@@ -196,7 +198,8 @@ def accuracy(df: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
     method_ranks = _method_ranks(df)
     for key, g in df.groupby(keys, sort=True, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
-        lab = g[g["true_step"].notna()]
+        held = g["status"].eq("not_run") if "status" in g else pd.Series(False, index=g.index)
+        lab = g[g["true_step"].notna() & ~held]
         n_lab = len(lab)
 
         def count(col: str, lab: pd.DataFrame = lab) -> int:
@@ -223,7 +226,8 @@ def accuracy(df: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
                     for x in ("acc", "k")
                 },
                 "undetermined": int(g["undetermined"].sum()),
-                "failed": int(g["error"].notna().sum()),
+                "failed": int((g["error"].notna() & ~held).sum()),
+                "not_run": int(held.sum()),
                 "degraded": int((g["status"] == "degraded").sum()) if "status" in g else 0,
                 "reused": int(g["reused"].astype(bool).sum()) if "reused" in g else 0,
             }
@@ -241,6 +245,7 @@ def accuracy(df: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
         *[f"{m}_{x}" for m in BEYOND_EXACT for x in ("acc", "k")],
         "undetermined",
         "failed",
+        "not_run",
         "degraded",
         "reused",
     ]

@@ -33,7 +33,8 @@ ACCURACY_COLUMNS = (
 #: how every column is computed (printed above the tables)
 ACCURACY_NOTE = (
     "Counts over the labelled traces, k/n (percent). step (exact): the blamed 0-based step equals the annotated "
-    "one; agent: names equal after normalisation; undetermined answers and failed methods count as wrong. "
+    "one; agent: names equal after normalisation; undetermined answers and failed methods count as wrong; rows "
+    "not run (--max-cost, circuit breaker) are left out and counted under not_run. "
     "Hit@1/3/5: the blamed step within ±1/±3/±5 steps of the annotated one (DCFA's released evaluate.py; agent "
     "not compared). top-3: the annotated step among a ranking method's first three candidates (DCFA, ECHO); "
     "single-answer methods are not ranked. Who&When substring rule: the rule of Who&When's released evaluate.py "
@@ -65,7 +66,8 @@ def accuracy_display(df: pd.DataFrame, by: tuple[str, ...] = ()) -> pd.DataFrame
     Returns
     -------
     DataFrame with method, *by, n, labelled, one column per metric of :data:`ACCURACY_COLUMNS` present
-    (top-3 only when some method ranks; ``not ranked`` for the others), undetermined, failed, degraded, reused.
+    (top-3 only when some method ranks; ``not ranked`` for the others), undetermined, failed, not_run (only
+    when some row was not run), degraded, reused.
 
     Examples
     --------
@@ -87,7 +89,7 @@ def accuracy_display(df: pd.DataFrame, by: tuple[str, ...] = ()) -> pd.DataFrame
             ("not ranked" if key == "top3" and pd.isna(k) and n else _cell(k, int(n or 0)))
             for k, n in zip(df[col], df["labelled"])
         ]
-    for c in ("undetermined", "failed", "degraded", "reused"):
-        if c in df:
+    for c in ("undetermined", "failed", "not_run", "degraded", "reused"):
+        if c in df and (c != "not_run" or bool(df[c].fillna(0).gt(0).any())):  # not_run: only when some row was
             out[c] = df[c]
     return out.reset_index(drop=True)

@@ -85,6 +85,22 @@ def test_hand_computed_accuracy(four_labelled_traces, predictions):
     ]
 
 
+def test_rows_not_run_are_left_out_of_the_accuracy_and_counted_apart(four_labelled_traces):
+    A = Attribution
+    atts = [
+        A(trace_id="AG/1", method="m", step=1, agent="Excel_Expert"),  # right
+        A(trace_id="AG/2", method="m", step=3, agent="x"),  # wrong
+        A(trace_id="HC/1", method="m", step=None, error="EndpointDownError: down", status="not_run"),
+        A(trace_id="HC/2", method="m", step=None, error="BudgetExceeded: --max-cost", status="not_run"),
+    ]
+    ev = evaluate_frame(results_frame(atts, four_labelled_traces))
+    row = ev.overall.set_index("method").loc["m"]
+    assert (row["n"], row["labelled"], row["step_k"], row["failed"], row["not_run"]) == (4, 2, 1, 0, 2)
+    assert row["step_acc"] == pytest.approx(1 / 2)  # over the two rows computed, not 1/4
+    text = accuracy_text(ev)
+    assert "1/2 (50.0%)" in text and "not_run" in text
+
+
 def test_unlabelled_traces_are_kept_but_not_scored(four_labelled_traces):
     t = Trace(id="U/1", question="q", ground_truth="a", steps=[Step(index=0, agent="A", content="")])
     df = results_frame([Attribution(trace_id="U/1", method="m", step=0, agent="A")], [t])
