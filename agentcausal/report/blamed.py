@@ -330,9 +330,14 @@ def blamed_markdown(results: pd.DataFrame, *, max_rows: int = 500, report_html: 
     )
 
 
-def blamed_html(results: pd.DataFrame) -> str:
+def blamed_html(results: pd.DataFrame, *, note: str = "") -> str:
     """The "Blamed steps" section at the top of ``report.html``: a sortable, filterable table whose trace ids link
     to the traces' sections.
+
+    Parameters
+    ----------
+    results : results frame, the rows to list (``report.html`` passes the traces it shows)
+    note : str, a sentence appended to the section's note (e.g. how many traces are left out)
 
     Returns
     -------
@@ -408,5 +413,5 @@ def blamed_html(results: pd.DataFrame) -> str:
         + (" and span id" if show_span else "")
         + ", the confidence (only where the method defines one: "
         "DCFA's S of the trace corrected through the step, ECHO's consensus support), the reason, the verbatim "
-        "evidence and the fix. Click a trace for its steps.</p>" + table
+        "evidence and the fix. Click a trace for its steps." + html.escape(note) + "</p>" + table
     )

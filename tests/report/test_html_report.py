@@ -191,6 +191,19 @@ def test_attribution_report_without_corpus_lists_blamed_steps(attribution_run, t
     assert len([1 for _ in tree.find("tr", class_="blamed")]) >= 3
 
 
+def test_report_html_caps_the_blamed_table_at_the_traces_it_shows(attribution_run, monkeypatch):
+    import agentcausal.report.attribution as report_mod
+
+    monkeypatch.setattr(report_mod, "MAX_SHOWN_TRACES", 2)
+    report_run(attribution_run)
+    tree = parse((attribution_run / "report.html").read_text())
+    table = parse((attribution_run / "report.html").read_text().split('id="blamed"', 1)[1].split("</table>", 1)[0])
+    listed = {t for _, t in table.find("a")}
+    assert listed == {"ww/1", "ww/2"}  # the first two traces by id, each method's row; ww/3 left out
+    note = next(t for _, t in tree.find("p", class_="note") if "decisive step" in t)
+    assert "first 2 of 3 traces" in note and "results.parquet" in note
+
+
 def _outcomes() -> list[DiscoveryOutcome]:
     asia_true = CausalGraph.from_edges(["A", "S", "T", "L"], [("A", "T"), ("S", "L"), ("T", "L")])
     cancer_true = CausalGraph.from_edges(["P", "S", "C"], [("P", "C"), ("S", "C")])
