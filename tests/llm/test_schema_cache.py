@@ -70,6 +70,7 @@ def _record(method: str, make_gateway, tmp_path, monkeypatch, *, label: str, jso
             run_method(trace, method, gw)
         bodies = [json.dumps(r, sort_keys=True) for r in srv.chat_requests]
     assert bodies, "the method sent no request"
+    assert payloads, "no cache key went through the spy: patched where the gateway does not look it up"
     return sorted(bodies), sorted(payloads)  # DCFA runs stages in parallel: order varies
 
 
@@ -87,16 +88,19 @@ def _record(method: str, make_gateway, tmp_path, monkeypatch, *, label: str, jso
 def test_cached_models_and_schemas_send_the_same_requests_and_keys(
     method, json_mode, make_gateway, tmp_path, monkeypatch
 ):
+    rebuilt: list[str] = []
+
+    def rebuild(model):
+        rebuilt.append(model.__name__)
+        return model.model_json_schema(), json.dumps(model.model_json_schema())
+
     with monkeypatch.context() as m:  # before: schema rebuilt on every call, field types rebuilt per model
-        m.setattr(
-            gateway_mod,
-            "_reply_schema",
-            lambda model: (model.model_json_schema(), json.dumps(model.model_json_schema())),
-        )
+        m.setattr(gateway_mod, "_reply_schema", rebuild)
         for mod in (all_at_once, a2p, echo):
             m.setattr(mod, "enum_choice", baseline_prompts.enum_choice.__wrapped__)
         _clear_model_caches()
         before = _record(method, make_gateway, tmp_path, m, label="before", json_mode=json_mode)
+    assert rebuilt, "no schema went through the stand-in: patched where the gateway does not look it up"
     _clear_model_caches()
     after = _record(method, make_gateway, tmp_path, monkeypatch, label="after", json_mode=json_mode)
     assert after[0] == before[0]
@@ -194,6 +198,7 @@ def test_a_schema_template_with_a_validation_context_sends_the_per_shape_models_
                     )
                     assert out.agent in agents and 0 <= out.step < len(t)
             runs.append(([json.dumps(r, sort_keys=True) for r in srv.chat_requests], payloads))
+        assert payloads, "no cache key went through the spy"
     assert runs[0] == runs[1]
     with pytest.raises(ValidationError, match="agent must be one of"):
         _TemplateVerdict.model_validate_json(
