@@ -9,21 +9,14 @@ One code path for all three.
 
 Around each call the gateway adds:
 
-* **Disk cache** (:mod:`agentcausal.llm.reply_cache`, default ``cache/llm/``):
-  key = sha256 of (base URL, model, messages, sampling parameters, JSON schema);
-  for embedded profiles the word ``embedded`` (plus the GGUF path when
-  ``model_path`` is set) stands for the base URL, since the port changes every
-  run. The API key never enters the key. Only complete, valid replies are
+* **Disk cache** (:mod:`agentcausal.llm.reply_cache`, default ``cache/llm/``), keyed by
+  :func:`agentcausal.llm.dialect.cache_key` (never the API key). Only complete, valid replies are
   stored (diskcache writes are atomic), so a crash leaves nothing half-written.
   Records are JSON, never unpickled, each with a checksum of its content and
   key; one that fails its check is dropped, counted (:attr:`Gateway.cache_dropped`,
   :meth:`Gateway.cache_notice`) and asked again. ``refresh=True`` bypasses reads
   of earlier entries but still writes, and moves an unreadable SQLite file aside.
-  A repeat index (``sample > 0``) enters the key and the request (``seed``).
-* **Dialects**: the completion cap goes under the profile's
-  ``token_cap_param``; ``temperature`` only where allowed;
-  ``reasoning_effort`` and ``extra_body`` where set (see
-  :class:`~agentcausal.llm.profiles.Profile`). A visible ``<think>…</think>``
+* **Dialects**: request parameters per profile (:mod:`agentcausal.llm.dialect`). A visible ``<think>…</think>``
   block at the start of a reply (a reasoning model served without a
   reasoning parser) is removed before the reply is parsed or cached
   (:func:`agentcausal.llm.replies.strip_reasoning`).
@@ -36,11 +29,7 @@ Around each call the gateway adds:
   sharing the cache folder (a POSIX record lock per key on
   ``<cache>/locks/keys.lock``: one system call when nobody else holds the key);
   after the wait the cache is read again.
-* **Concurrency limit** per profile, in-process (a semaphore sized by the
-  profile's ``max_concurrency``); profiles naming one ``limit_group`` share one
-  semaphore of the group's size. A slot is held for one client call, its
-  retries and backoff included, and released however it ends. Prefect's global
-  concurrency limits cost about 1 s per acquisition here: too slow per call.
+* **Concurrency limit** per profile or ``limit_group`` (:mod:`agentcausal.llm.limits`).
 * **Request bodies** are plain dicts sent with the ``openai`` client's own
   ``post`` (its retries, errors and auth; documented for undocumented endpoints),
   not through ``chat.completions.create``, whose type-directed transform walked
@@ -63,14 +52,11 @@ Around each call the gateway adds:
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import json
 import logging
-import re
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -79,20 +65,16 @@ import numpy as np
 import openai
 from pydantic import BaseModel, ValidationError
 
-from agentcausal.exceptions import (
-    ConfigError,
-    EndpointUnreachableError,
-    LLMCallError,
-    StructuredOutputError,
-)
-from agentcausal.llm import local
+from agentcausal.exceptions import ConfigError, EndpointUnreachableError, LLMCallError, StructuredOutputError
+from agentcausal.llm import dialect, local
+from agentcausal.llm.limits import Timer, count_request, requests_sent, semaphore
 from agentcausal.llm.profiles import Profile, ProfileSet, load_profiles
 from agentcausal.llm.replies import strip_reasoning
 from agentcausal.llm.reply_cache import CorruptRecord, ReplyCache, decode_vector, encode_vector, thread_flights
 from agentcausal.llm.usage import StageUsage, UsageLedger
 from agentcausal.llm.window import check_prompt_window
 
-__all__ = ["Gateway", "Message", "cache_key"]
+__all__ = ["Gateway", "Message"]
 
 log = logging.getLogger(__name__)
 
@@ -100,161 +82,8 @@ Message = dict[str, str]
 T = TypeVar("T", bound=BaseModel)
 R = TypeVar("R")
 
-_SEMAPHORES: dict[tuple, threading.BoundedSemaphore] = {}
-_SEM_LOCK = threading.Lock()
-_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
-
-
-def _semaphore(profiles: ProfileSet, profile: Profile, base_url: str) -> threading.BoundedSemaphore:
-    """The process-wide slot pool of a profile, or of its ``limit_group``.
-
-    Keyed by the profile (name, URL, model, size), so two profiles on one
-    endpoint each keep their own limit; profiles naming one ``limit_group``
-    share a pool of the group's size (:meth:`ProfileSet.limit_group_size`).
-    """
-    if profile.limit_group is not None:
-        size = profiles.limit_group_size(profile.limit_group)
-        key: tuple = ("group", profile.limit_group, size)
-    else:
-        size = profile.max_concurrency
-        key = ("profile", profile.name, base_url, profile.model, size)
-    with _SEM_LOCK:
-        if key not in _SEMAPHORES:
-            _SEMAPHORES[key] = threading.BoundedSemaphore(size)
-        return _SEMAPHORES[key]
-
-
-@dataclasses.dataclass
-class _Timer:
-    """Seconds one logical call spent waiting (for a slot or an identical call in flight) and in requests."""
-
-    wait: float = 0.0
-    request: float = 0.0
-    requests: int = 0  # HTTP requests sent, the client's own retries included
-
-
-_SENT = threading.local()  # HTTP requests sent by this thread (an httpx request hook counts them)
-
-
-def _count_request(_request: Any) -> None:
-    _SENT.n = getattr(_SENT, "n", 0) + 1
-
-
 #: what ``chat.completions.create`` puts in its request options: the bearer key
 _POST_OPTIONS: openai.RequestOptions = {"security": {"bearer_auth": True}}
-
-_SCHEMAS: weakref.WeakKeyDictionary[type[BaseModel], tuple[dict[str, Any], str]] = weakref.WeakKeyDictionary()
-_SCHEMAS_LOCK = threading.Lock()
-
-
-def _reply_schema(reply_model: type[BaseModel]) -> tuple[dict[str, Any], str]:
-    """``reply_model``'s JSON schema and its ``json.dumps`` text, built once per model class.
-
-    A model class's schema never changes, and building it costs about a millisecond of
-    CPU per call (pydantic); every structured call used to rebuild it. Held weakly, so a
-    class built per trace shape goes when its method's cache lets it go. The dict is shared:
-    callers only read it (it goes into the request and the cache key as it is).
-    """
-    hit = _SCHEMAS.get(reply_model)
-    if hit is None:
-        schema = reply_model.model_json_schema()
-        hit = (schema, json.dumps(schema))
-        with _SCHEMAS_LOCK:
-            _SCHEMAS[reply_model] = hit
-    return hit
-
-
-def cache_key(base_url: str, model: str, payload: dict[str, Any]) -> str:
-    """sha256 hex of (base URL, model, request payload); never includes an API key.
-
-    Parameters
-    ----------
-    base_url : str
-        The profile's base URL (``"embedded"`` for the packaged server, so the
-        key does not change with the port it happens to bind).
-    model : str
-    payload : dict
-        Messages, sampling parameters and schema, JSON-serialisable.
-    """
-    blob = json.dumps({"base_url": base_url, "model": model, **payload}, sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(blob.encode()).hexdigest()
-
-
-def _repair_prompt(error: str, truncated: bool) -> str:
-    """The user turn that sends a validation error back for repair (the instructor-style reask)."""
-    head = (
-        "Your reply was cut off before the JSON object was complete. Reply again with a shorter, "
-        "complete JSON object (keep text fields brief)."
-        if truncated
-        else "Your reply did not validate against the required JSON schema."
-    )
-    return f"{head}\nValidation error:\n{error[:1500]}\nReply again with only the corrected JSON object."
-
-
-def _cache_identity(profile: Profile) -> str:
-    """What stands for the endpoint in a cache key: the base URL, plus the GGUF for embedded profiles.
-
-    The embedded server binds a different port each run, so ``"embedded"`` (not
-    the port) enters the key; a profile that serves its own ``model_path`` adds it,
-    so two GGUF files under one model name never share cached replies. The embedded
-    server's reproducible mode (``Profile.reproducible``) computes other numbers than
-    its fast mode, so it adds ``+reproducible``: a reproducible run never reuses a
-    reply the fast mode drew, and a fresh cache and a warm one give the same rows.
-    """
-    if not profile.is_embedded:
-        return profile.base_url
-    ident = f"embedded:{profile.model_path}" if profile.model_path else profile.base_url
-    return ident + ("+reproducible" if profile.reproducible else "")
-
-
-def _chat_params(
-    profile: Profile, max_tokens: int | None, temperature: float | None, sample: int
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Request parameters in the profile's dialect, and what of them enters the cache key.
-
-    Returns ``(params, key_extra)``: ``params`` go into the request (and the
-    cache key); ``key_extra`` holds what changes the result without being sent
-    (``sample`` when the endpoint takes no seed). A profile's ``extra_body``
-    fields (e.g. Qwen3's thinking switch) join the params at the top of the
-    request's JSON, as the ``openai`` client's ``extra_body`` would put them.
-    With the defaults (dialect ``max_tokens``, temperature allowed, ``sample=0``) the params are exactly
-    ``{"temperature": t, "max_tokens": n}``, so cache keys written before
-    these settings existed still match.
-    """
-    if sample < 0:
-        raise ValueError(f"sample must be >= 0, got {sample}")
-    params: dict[str, Any] = {}
-    if profile.temperature_allowed:
-        params["temperature"] = float(profile.temperature if temperature is None else temperature)
-    elif temperature is not None and temperature != profile.temperature:
-        log.debug("profile %s takes no temperature; ignoring temperature=%s", profile.name, temperature)
-    cap = max_tokens
-    if profile.hidden_reasoning_counts:
-        cap = profile.max_output_tokens  # the method's cap sizes the visible answer; reasoning needs headroom
-    elif cap is not None and profile.max_output_tokens is not None:
-        cap = min(cap, profile.max_output_tokens)
-    if cap is not None:
-        params[profile.token_cap_param] = cap
-    if profile.reasoning_effort is not None:
-        params["reasoning_effort"] = profile.reasoning_effort
-    if profile.extra_body:
-        params.update(profile.extra_body)  # fields outside OpenAI's schema, at the top of the body
-    key_extra: dict[str, Any] = {}
-    if sample > 0:
-        if profile.seed_supported:
-            params["seed"] = sample
-        else:
-            key_extra["sample"] = sample
-    return params, key_extra
-
-
-def _extract_json(text: str) -> str:
-    """Strip code fences and surrounding prose from a JSON reply."""
-    t = _FENCE.sub("", text.strip()).strip()
-    if t.startswith("{") or t.startswith("["):
-        return t
-    start, end = t.find("{"), t.rfind("}")
-    return t[start : end + 1] if 0 <= start < end else t
 
 
 class Gateway:
@@ -375,10 +204,10 @@ class Gateway:
         Raises UnknownStageError (see ProfileSet) when the stage is not routed.
         """
         p = self.profile_for(stage)
-        dialect: dict[str, Any] = {"json_mode": p.json_mode, "max_output_tokens": p.max_output_tokens}
+        shape: dict[str, Any] = {"json_mode": p.json_mode, "max_output_tokens": p.max_output_tokens}
         if p.kind == "chat":
-            dialect.update(_chat_params(p, None, None, 0)[0])
-        return [self.model_for(stage), p.context_window, _cache_identity(p), dialect]
+            shape.update(dialect.chat_params(p, None, None, 0)[0])
+        return [self.model_for(stage), p.context_window, dialect.cache_identity(p), shape]
 
     def _base_url(self, profile: Profile) -> str:
         if profile.is_embedded:
@@ -399,13 +228,13 @@ class Gateway:
                     api_key=api_key,
                     timeout=profile.timeout_s,
                     max_retries=self.max_retries,
-                    http_client=openai.DefaultHttpxClient(event_hooks={"request": [_count_request]}),
+                    http_client=openai.DefaultHttpxClient(event_hooks={"request": [count_request]}),
                 )
             return self._clients[key], base_url
 
     # ------------------------------------------------------------------- cache
     @contextlib.contextmanager
-    def _single_flight(self, key: str, timer: _Timer) -> Iterator[None]:
+    def _single_flight(self, key: str, timer: Timer) -> Iterator[None]:
         """Serialise identical requests: a second caller waits for the first, then reads the cache.
 
         Threads of this process (every gateway on this cache folder) wait on a
@@ -490,7 +319,7 @@ class Gateway:
                 self._fresh.add(key)
 
     # -------------------------------------------------------------------- chat
-    def _call(self, stage: str, profile: Profile, fn: Callable[[openai.OpenAI], R], timer: _Timer) -> R:
+    def _call(self, stage: str, profile: Profile, fn: Callable[[openai.OpenAI], R], timer: Timer) -> R:
         """Run one client call holding a slot of the profile's limit; map openai errors to ours.
 
         The ``openai`` client has already retried (with backoff and jitter) when
@@ -499,12 +328,12 @@ class Gateway:
         flight never exceed the limit) and released however the call ends.
         """
         client, base_url = self._client(profile)
-        sem = _semaphore(self.profiles, profile, base_url)
+        sem = semaphore(self.profiles, profile, base_url)
         t0 = time.perf_counter()
         sem.acquire()
         t1 = time.perf_counter()
         timer.wait += t1 - t0
-        sent = getattr(_SENT, "n", 0)
+        sent = requests_sent()
         try:
             return fn(client)
         except openai.APITimeoutError as exc:
@@ -521,10 +350,10 @@ class Gateway:
         finally:
             sem.release()
             timer.request += time.perf_counter() - t1
-            timer.requests += getattr(_SENT, "n", 0) - sent
+            timer.requests += requests_sent() - sent
 
     def _request(
-        self, stage: str, profile: Profile, messages: list[Message], params: dict[str, Any], timer: _Timer
+        self, stage: str, profile: Profile, messages: list[Message], params: dict[str, Any], timer: Timer
     ) -> tuple[str, str | None, int, int]:
         """One chat completion request: (text, finish_reason, prompt_tokens, completion_tokens).
 
@@ -547,7 +376,7 @@ class Gateway:
         u = data.get("usage") or {}
         return text, choice.get("finish_reason"), int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0)
 
-    def _record(self, stage: str, item: str | None, profile: Profile, timer: _Timer, **kw: int) -> None:
+    def _record(self, stage: str, item: str | None, profile: Profile, timer: Timer, **kw: int) -> None:
         pt, ct = kw.get("prompt_tokens", 0), kw.get("completion_tokens", 0)
         cost = pt / 1000 * profile.price_prompt_per_1k + ct / 1000 * profile.price_completion_per_1k
         self.usage.record(
@@ -605,9 +434,11 @@ class Gateway:
         """
         profile = self._routed(stage, "chat")
         msgs = [dict(m) for m in messages]
-        params, key_extra = _chat_params(profile, max_tokens, temperature, sample)
-        key = cache_key(_cache_identity(profile), profile.model, {"messages": msgs, "params": params, **key_extra})
-        timer = _Timer()
+        params, key_extra = dialect.chat_params(profile, max_tokens, temperature, sample)
+        key = dialect.cache_key(
+            dialect.cache_identity(profile), profile.model, {"messages": msgs, "params": params, **key_extra}
+        )
+        timer = Timer()
         with self._single_flight(key, timer):  # identical calls in flight wait for the first
             hit = self._cached_text(key)
             if hit is not None:
@@ -674,12 +505,12 @@ class Gateway:
         profile = self._routed(stage, "chat")
         name = reply_model.__name__
         if schema is None:
-            schema, schema_text = _reply_schema(reply_model)
+            schema, schema_text = dialect.reply_schema(reply_model)
         else:
             name = schema.get("title") or name
             schema_text = json.dumps(schema) if profile.json_mode != "json_schema" else ""
         msgs = [dict(m) for m in messages]
-        params, key_extra = _chat_params(profile, max_tokens, temperature, sample)
+        params, key_extra = dialect.chat_params(profile, max_tokens, temperature, sample)
         if profile.json_mode == "json_schema":
             params["response_format"] = {
                 "type": "json_schema",
@@ -693,17 +524,17 @@ class Gateway:
                     "content": "Reply with one JSON object that satisfies this JSON schema:\n" + schema_text,
                 }
             ]
-        key = cache_key(
-            _cache_identity(profile),
+        key = dialect.cache_key(
+            dialect.cache_identity(profile),
             profile.model,
             {"messages": msgs, "params": params, "schema": schema, **key_extra},
         )
-        timer = _Timer()
+        timer = Timer()
         with self._single_flight(key, timer):  # identical calls in flight wait for the first
             hit = self._cached_text(key)
             if hit is not None:
                 try:
-                    out = reply_model.model_validate_json(_extract_json(hit), context=context)
+                    out = reply_model.model_validate_json(dialect.extract_json(hit), context=context)
                     self._record(stage, item, profile, timer, cache_hits=1, run_hits=self._run_hit(key))
                     return out
                 except ValidationError:
@@ -729,7 +560,7 @@ class Gateway:
                 pt_total += pt
                 ct_total += ct
                 try:
-                    out = reply_model.model_validate_json(_extract_json(raw), context=context)
+                    out = reply_model.model_validate_json(dialect.extract_json(raw), context=context)
                 except ValidationError as exc:
                     err = str(exc)
                     truncated = finish == "length"
@@ -744,7 +575,7 @@ class Gateway:
                     )
                     convo = msgs + [
                         {"role": "assistant", "content": raw},
-                        {"role": "user", "content": _repair_prompt(err, truncated)},
+                        {"role": "user", "content": dialect.repair_prompt(err, truncated)},
                     ]
                     continue
                 self._cache_set(key, {"text": raw})
@@ -786,9 +617,9 @@ class Gateway:
             If the local embedder's model cannot be loaded.
         """
         profile = self._routed(stage, "embedding")
-        timer = _Timer()
-        ident = _cache_identity(profile)
-        keys = [cache_key(ident, profile.model, {"embed": t}) for t in texts]
+        timer = Timer()
+        ident = dialect.cache_identity(profile)
+        keys = [dialect.cache_key(ident, profile.model, {"embed": t}) for t in texts]
         vecs: list[np.ndarray | None] = [self._cached_vector(k) for k in keys]
         hits = sum(v is not None for v in vecs)
         requests = pt = 0
@@ -830,7 +661,7 @@ class Gateway:
         )
         return arr
 
-    def _embed_request(self, stage: str, profile: Profile, todo: list[str], timer: _Timer) -> tuple[np.ndarray, int]:
+    def _embed_request(self, stage: str, profile: Profile, todo: list[str], timer: Timer) -> tuple[np.ndarray, int]:
         """Embed ``todo`` with one request (or the in-process embedder): (vectors (n, dim), prompt tokens)."""
         if profile.is_local_embedder:
             t0 = time.perf_counter()
