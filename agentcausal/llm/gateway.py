@@ -1,46 +1,31 @@
 """The one LLM gateway: chat, structured replies and embeddings for every stage.
 
-Every call names a *stage* (``dcfa.gca``, ``dcfa.lce``, ``dcfa.embed``,
-``mac.debate``, ``mac.coder``, ``baseline`` ...). The active routing
-(:mod:`agentcausal.llm.profiles`) maps it to a profile, and the call goes
-through the ``openai`` client to that OpenAI-compatible endpoint: a commercial
-API, vLLM, or the embedded llama.cpp server (:mod:`agentcausal.llm.local`).
-One code path for all three.
+Every call names a *stage* (``dcfa.gca``, ``dcfa.embed``, ``mac.debate``, ``baseline`` ...); the
+routing (:mod:`agentcausal.llm.profiles`) maps it to a profile, and the call goes through the ``openai``
+client to that OpenAI-compatible endpoint: a commercial API, vLLM, or the embedded llama.cpp server
+(:mod:`agentcausal.llm.local`). One code path for all three. Around each call: the disk cache and one
+paid call per prompt (:mod:`~agentcausal.llm.gateway_cache`), parameters per dialect and the cache key
+(:mod:`~agentcausal.llm.dialect`), the concurrency limit per profile (:mod:`~agentcausal.llm.limits`),
+embeddings (:mod:`~agentcausal.llm.embedding`), and:
 
-Around each call the gateway adds:
-
-* **Disk cache** (default ``cache/llm/``) and **one paid call per prompt** (identical requests in
-  flight wait for the first, across threads and processes): :mod:`agentcausal.llm.gateway_cache`.
-* **Dialects**: request parameters per profile (:mod:`agentcausal.llm.dialect`). A visible ``<think>…</think>``
-  block at the start of a reply (a reasoning model served without a
-  reasoning parser) is removed before the reply is parsed or cached
+* **Retries**: the ``openai`` client's exponential backoff with jitter on 429, 5xx, timeouts and
+  connection errors (``max_retries``; it honours ``Retry-After``), holding one slot of the profile's
+  limit throughout. After the last retry: :class:`EndpointUnreachableError`.
+* **Request bodies**: plain dicts sent with the client's ``post`` (its retries, errors and auth), not
+  ``chat.completions.create``, whose type-directed transform cost about 0.5 ms of CPU per request. A
+  leading visible ``<think>…</think>`` block is removed before a reply is parsed or cached
   (:func:`agentcausal.llm.replies.strip_reasoning`).
-* **Retries**: the ``openai`` client's own exponential backoff with jitter on
-  429, 5xx, timeouts and connection errors (``max_retries`` per gateway; it
-  honours ``Retry-After``). After the last retry: :class:`EndpointUnreachableError`.
-* **Concurrency limit** per profile or ``limit_group`` (:mod:`agentcausal.llm.limits`).
-* **Request bodies** are plain dicts sent with the ``openai`` client's own
-  ``post`` (its retries, errors and auth; documented for undocumented endpoints),
-  not through ``chat.completions.create``, whose type-directed transform walked
-  every message and the schema on each call (about 0.5 ms of CPU per request);
-  the body is the same JSON. The reply is read from its JSON.
-* **Structured replies**: the pydantic model's JSON schema is sent as
-  ``response_format`` (``json_schema``, or ``json_object`` with the schema in
-  the prompt); the reply is validated; an invalid reply is sent back with the
-  validation error for repair, up to ``max_repairs`` times, then
-  :class:`StructuredOutputError` carries the raw text. We wrote this loop
-  instead of using instructor because it must share the cache key, usage
-  accounting and ``json_schema`` mode that llama.cpp's and vLLM's servers
-  support, and instructor's default tool-calling modes are not supported by
-  llama.cpp's server.
-* **Token and time accounting** per stage and per item in :attr:`Gateway.usage`:
-  time waiting (for a slot or for an identical call in flight) and time in
-  requests are kept apart; a cache hit has no request time.
+* **Structured replies**: the model's JSON schema goes as ``response_format`` (``json_schema``, or
+  ``json_object`` with the schema in the prompt); an invalid reply goes back with its validation error
+  up to ``max_repairs`` times, then :class:`StructuredOutputError` carries the raw text. Not instructor:
+  this loop shares the cache key, usage accounting and the ``json_schema`` mode of llama.cpp's and
+  vLLM's servers, and llama.cpp's server lacks instructor's default tool calling.
+* **Accounting** per stage and item (:attr:`Gateway.usage`): tokens, and time waiting (for a slot or
+  an identical call in flight) apart from time in requests; a cache hit has no request time.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import threading
@@ -49,17 +34,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-import numpy as np
 import openai
 from pydantic import BaseModel, ValidationError
 
 from agentcausal.exceptions import ConfigError, EndpointUnreachableError, LLMCallError, StructuredOutputError
 from agentcausal.llm import dialect, local
+from agentcausal.llm.embedding import EmbeddingMixin
 from agentcausal.llm.gateway_cache import GatewayCache
 from agentcausal.llm.limits import Timer, count_request, requests_sent, semaphore
 from agentcausal.llm.profiles import Profile, ProfileSet, load_profiles
 from agentcausal.llm.replies import strip_reasoning
-from agentcausal.llm.reply_cache import ReplyCache, encode_vector, thread_flights
+from agentcausal.llm.reply_cache import ReplyCache, thread_flights
 from agentcausal.llm.usage import StageUsage, UsageLedger
 from agentcausal.llm.window import check_prompt_window
 
@@ -75,7 +60,7 @@ R = TypeVar("R")
 _POST_OPTIONS: openai.RequestOptions = {"security": {"bearer_auth": True}}
 
 
-class Gateway(GatewayCache):
+class Gateway(EmbeddingMixin, GatewayCache):
     """Routes, caches, retries and counts every LLM and embedding call.
 
     Parameters
@@ -496,88 +481,6 @@ class Gateway(GatewayCache):
                 stage, item, profile, timer, requests=timer.requests, prompt_tokens=pt_total, completion_tokens=ct_total
             )
             raise StructuredOutputError(stage, reply_model.__name__, raw, attempts, err)
-
-    # -------------------------------------------------------------- embeddings
-    def embed(self, stage: str, texts: Sequence[str], *, item: str | None = None) -> np.ndarray:
-        """Embed texts, each cached on disk by (base URL, model, text).
-
-        Parameters
-        ----------
-        stage : str, an embedding stage (e.g. ``dcfa.embed``)
-        texts : sequence of str, length n
-        item : str, optional
-
-        Returns
-        -------
-        ndarray of shape (n, dim), float32, rows L2-normalised (so a dot product is a cosine).
-
-        Raises
-        ------
-        UnknownStageError, MissingAPIKeyError, EndpointUnreachableError, LLMCallError
-        ConfigError
-            If the stage is routed to a chat profile.
-        ModelFileError
-            If the local embedder's model cannot be loaded.
-        """
-        profile = self._routed(stage, "embedding")
-        timer = Timer()
-        ident = dialect.cache_identity(profile)
-        keys = [dialect.cache_key(ident, profile.model, {"embed": t}) for t in texts]
-        vecs: list[np.ndarray | None] = [self._cached_vector(k) for k in keys]
-        hits = sum(v is not None for v in vecs)
-        requests = pt = 0
-        if hits < len(texts):
-            # one flight per set of missing texts: identical batches in flight wait for the first
-            batch = list(dict.fromkeys(k for k, v in zip(keys, vecs) if v is None))  # first-seen order
-            flight = hashlib.sha256(("embed-batch\n" + "\n".join(sorted(batch))).encode()).hexdigest()
-            with self._single_flight(flight, timer):
-                found = {k: self._cached_vector(k) for k in batch}
-                todo_keys = [k for k in batch if found[k] is None]
-                if todo_keys:
-                    first = {k: t for k, t in zip(keys, texts)}
-                    todo = [first[k] for k in todo_keys]  # each distinct text once
-                    try:
-                        new, pt = self._embed_request(stage, profile, todo, timer)
-                    except (EndpointUnreachableError, LLMCallError):
-                        self._record(stage, item, profile, timer, requests=timer.requests)
-                        raise
-                    requests = max(1, timer.requests)  # the in-process embedder counts as one
-                    for k, v in zip(todo_keys, new):
-                        found[k] = v
-                        self._cache_set(k, encode_vector(v))
-            vecs = [v if v is not None else found[k] for k, v in zip(keys, vecs)]
-            requested = set(todo_keys)
-            hits = sum(k not in requested for k in keys)  # texts served by the cache, after the wait too
-        arr = np.vstack([np.asarray(v, dtype=np.float32) for v in vecs]) if vecs else np.zeros((0, 0), np.float32)
-        norms = np.linalg.norm(arr, axis=1, keepdims=True) if arr.size else 1.0
-        arr = (arr / np.where(norms == 0, 1.0, norms)).astype(np.float32, copy=False)  # float32 when empty too
-        served = [k for k in keys if k not in requested] if hits < len(texts) else keys
-        self._record(
-            stage,
-            item,
-            profile,
-            timer,
-            requests=requests,
-            prompt_tokens=pt,
-            cache_hits=hits,
-            run_hits=sum(self._run_hit(k) for k in served),
-        )
-        return arr
-
-    def _embed_request(self, stage: str, profile: Profile, todo: list[str], timer: Timer) -> tuple[np.ndarray, int]:
-        """Embed ``todo`` with one request (or the in-process embedder): (vectors (n, dim), prompt tokens)."""
-        if profile.is_local_embedder:
-            t0 = time.perf_counter()
-            try:
-                return np.asarray(local.local_embedder(profile.model)(todo), dtype=np.float32), 0
-            finally:
-                timer.request += time.perf_counter() - t0
-        resp = self._call(stage, profile, lambda c: c.embeddings.create(model=profile.model, input=todo), timer)
-        if len(resp.data) != len(todo):
-            raise LLMCallError(profile.name, stage, None, f"asked for {len(todo)} embeddings, got {len(resp.data)}")
-        resp.data.sort(key=lambda d: d.index)
-        new = np.array([d.embedding for d in resp.data], dtype=np.float32)
-        return new, (resp.usage.prompt_tokens if resp.usage else 0)
 
     def max_output_tokens(self, stage: str) -> int | None:
         """The completion-token ceiling of the profile serving ``stage`` (``None`` = no ceiling).
