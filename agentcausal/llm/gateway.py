@@ -1,98 +1,54 @@
 """The one LLM gateway: chat, structured replies and embeddings for every stage.
 
-Every call names a *stage* (``dcfa.gca``, ``dcfa.lce``, ``dcfa.embed``,
-``mac.debate``, ``mac.coder``, ``baseline`` ...). The active routing
-(:mod:`agentcausal.llm.profiles`) maps it to a profile, and the call goes
-through the ``openai`` client to that OpenAI-compatible endpoint: a commercial
-API, vLLM, or the embedded llama.cpp server (:mod:`agentcausal.llm.local`).
-One code path for all three.
+Every call names a *stage* (``dcfa.gca``, ``dcfa.embed``, ``mac.debate``, ``baseline`` ...); the
+routing (:mod:`agentcausal.llm.profiles`) maps it to a profile, and the call goes through the ``openai``
+client to that OpenAI-compatible endpoint: a commercial API, vLLM, or the embedded llama.cpp server
+(:mod:`agentcausal.llm.local`). One code path for all three. Around each call: the disk cache and one
+paid call per prompt (:mod:`~agentcausal.llm.gateway_cache`), parameters per dialect and the cache key
+(:mod:`~agentcausal.llm.dialect`), the concurrency limit per profile (:mod:`~agentcausal.llm.limits`),
+embeddings (:mod:`~agentcausal.llm.embedding`), and:
 
-Around each call the gateway adds:
-
-* **Disk cache** (:mod:`agentcausal.llm.reply_cache`, default ``cache/llm/``):
-  key = sha256 of (base URL, model, messages, sampling parameters, JSON schema);
-  for embedded profiles the word ``embedded`` (plus the GGUF path when
-  ``model_path`` is set) stands for the base URL, since the port changes every
-  run. The API key never enters the key. Only complete, valid replies are
-  stored (diskcache writes are atomic), so a crash leaves nothing half-written.
-  Records are JSON, never unpickled, each with a checksum of its content and
-  key; one that fails its check is dropped, counted (:attr:`Gateway.cache_dropped`,
-  :meth:`Gateway.cache_notice`) and asked again. ``refresh=True`` bypasses reads
-  of earlier entries but still writes, and moves an unreadable SQLite file aside.
-  A repeat index (``sample > 0``) enters the key and the request (``seed``).
-* **Dialects**: the completion cap goes under the profile's
-  ``token_cap_param``; ``temperature`` only where allowed;
-  ``reasoning_effort`` and ``extra_body`` where set (see
-  :class:`~agentcausal.llm.profiles.Profile`). A visible ``<think>…</think>``
-  block at the start of a reply (a reasoning model served without a
-  reasoning parser) is removed before the reply is parsed or cached
+* **Retries**: the ``openai`` client's exponential backoff with jitter on 429, 5xx, timeouts and
+  connection errors (``max_retries``; it honours ``Retry-After``), holding one slot of the profile's
+  limit throughout. After the last retry: :class:`EndpointUnreachableError`.
+* **Request bodies**: plain dicts sent with the client's ``post`` (its retries, errors and auth), not
+  ``chat.completions.create``, whose type-directed transform cost about 0.5 ms of CPU per request. A
+  leading visible ``<think>…</think>`` block is removed before a reply is parsed or cached
   (:func:`agentcausal.llm.replies.strip_reasoning`).
-* **Retries**: the ``openai`` client's own exponential backoff with jitter on
-  429, 5xx, timeouts and connection errors (``max_retries`` per gateway; it
-  honours ``Retry-After``). After the last retry: :class:`EndpointUnreachableError`.
-* **One paid call per prompt**: identical requests in flight (chat, structured
-  and embedding batches) wait for the first, across threads (a lock per cache
-  key, shared by every gateway of the process on one cache folder) and processes
-  sharing the cache folder (a POSIX record lock per key on
-  ``<cache>/locks/keys.lock``: one system call when nobody else holds the key);
-  after the wait the cache is read again.
-* **Concurrency limit** per profile, in-process (a semaphore sized by the
-  profile's ``max_concurrency``); profiles naming one ``limit_group`` share one
-  semaphore of the group's size. A slot is held for one client call, its
-  retries and backoff included, and released however it ends. Prefect's global
-  concurrency limits cost about 1 s per acquisition here: too slow per call.
-* **Request bodies** are plain dicts sent with the ``openai`` client's own
-  ``post`` (its retries, errors and auth; documented for undocumented endpoints),
-  not through ``chat.completions.create``, whose type-directed transform walked
-  every message and the schema on each call (about 0.5 ms of CPU per request);
-  the body is the same JSON. The reply is read from its JSON.
-* **Structured replies**: the pydantic model's JSON schema is sent as
-  ``response_format`` (``json_schema``, or ``json_object`` with the schema in
-  the prompt); the reply is validated; an invalid reply is sent back with the
-  validation error for repair, up to ``max_repairs`` times, then
-  :class:`StructuredOutputError` carries the raw text. We wrote this loop
-  instead of using instructor because it must share the cache key, usage
-  accounting and ``json_schema`` mode that llama.cpp's and vLLM's servers
-  support, and instructor's default tool-calling modes are not supported by
-  llama.cpp's server.
-* **Token and time accounting** per stage and per item in :attr:`Gateway.usage`:
-  time waiting (for a slot or for an identical call in flight) and time in
-  requests are kept apart; a cache hit has no request time.
+* **Structured replies**: the model's JSON schema goes as ``response_format`` (``json_schema``, or
+  ``json_object`` with the schema in the prompt); an invalid reply goes back with its validation error
+  up to ``max_repairs`` times, then :class:`StructuredOutputError` carries the raw text. Not instructor:
+  this loop shares the cache key, usage accounting and the ``json_schema`` mode of llama.cpp's and
+  vLLM's servers, and llama.cpp's server lacks instructor's default tool calling.
+* **Accounting** per stage and item (:attr:`Gateway.usage`): tokens, and time waiting (for a slot or
+  an identical call in flight) apart from time in requests; a cache hit has no request time.
 """
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import hashlib
 import json
 import logging
-import re
 import threading
 import time
-import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-import numpy as np
 import openai
 from pydantic import BaseModel, ValidationError
 
-from agentcausal.exceptions import (
-    ConfigError,
-    EndpointUnreachableError,
-    LLMCallError,
-    StructuredOutputError,
-)
-from agentcausal.llm import local
+from agentcausal.exceptions import ConfigError, EndpointUnreachableError, LLMCallError, StructuredOutputError
+from agentcausal.llm import dialect, local
+from agentcausal.llm.embedding import EmbeddingMixin
+from agentcausal.llm.gateway_cache import GatewayCache
+from agentcausal.llm.limits import Timer, count_request, requests_sent, semaphore
 from agentcausal.llm.profiles import Profile, ProfileSet, load_profiles
 from agentcausal.llm.replies import strip_reasoning
-from agentcausal.llm.reply_cache import CorruptRecord, ReplyCache, decode_vector, encode_vector, thread_flights
+from agentcausal.llm.reply_cache import ReplyCache, thread_flights
 from agentcausal.llm.usage import StageUsage, UsageLedger
 from agentcausal.llm.window import check_prompt_window
 
-__all__ = ["Gateway", "Message", "cache_key"]
+__all__ = ["Gateway", "Message"]
 
 log = logging.getLogger(__name__)
 
@@ -100,164 +56,11 @@ Message = dict[str, str]
 T = TypeVar("T", bound=BaseModel)
 R = TypeVar("R")
 
-_SEMAPHORES: dict[tuple, threading.BoundedSemaphore] = {}
-_SEM_LOCK = threading.Lock()
-_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
-
-
-def _semaphore(profiles: ProfileSet, profile: Profile, base_url: str) -> threading.BoundedSemaphore:
-    """The process-wide slot pool of a profile, or of its ``limit_group``.
-
-    Keyed by the profile (name, URL, model, size), so two profiles on one
-    endpoint each keep their own limit; profiles naming one ``limit_group``
-    share a pool of the group's size (:meth:`ProfileSet.limit_group_size`).
-    """
-    if profile.limit_group is not None:
-        size = profiles.limit_group_size(profile.limit_group)
-        key: tuple = ("group", profile.limit_group, size)
-    else:
-        size = profile.max_concurrency
-        key = ("profile", profile.name, base_url, profile.model, size)
-    with _SEM_LOCK:
-        if key not in _SEMAPHORES:
-            _SEMAPHORES[key] = threading.BoundedSemaphore(size)
-        return _SEMAPHORES[key]
-
-
-@dataclasses.dataclass
-class _Timer:
-    """Seconds one logical call spent waiting (for a slot or an identical call in flight) and in requests."""
-
-    wait: float = 0.0
-    request: float = 0.0
-    requests: int = 0  # HTTP requests sent, the client's own retries included
-
-
-_SENT = threading.local()  # HTTP requests sent by this thread (an httpx request hook counts them)
-
-
-def _count_request(_request: Any) -> None:
-    _SENT.n = getattr(_SENT, "n", 0) + 1
-
-
 #: what ``chat.completions.create`` puts in its request options: the bearer key
 _POST_OPTIONS: openai.RequestOptions = {"security": {"bearer_auth": True}}
 
-_SCHEMAS: weakref.WeakKeyDictionary[type[BaseModel], tuple[dict[str, Any], str]] = weakref.WeakKeyDictionary()
-_SCHEMAS_LOCK = threading.Lock()
 
-
-def _reply_schema(reply_model: type[BaseModel]) -> tuple[dict[str, Any], str]:
-    """``reply_model``'s JSON schema and its ``json.dumps`` text, built once per model class.
-
-    A model class's schema never changes, and building it costs about a millisecond of
-    CPU per call (pydantic); every structured call used to rebuild it. Held weakly, so a
-    class built per trace shape goes when its method's cache lets it go. The dict is shared:
-    callers only read it (it goes into the request and the cache key as it is).
-    """
-    hit = _SCHEMAS.get(reply_model)
-    if hit is None:
-        schema = reply_model.model_json_schema()
-        hit = (schema, json.dumps(schema))
-        with _SCHEMAS_LOCK:
-            _SCHEMAS[reply_model] = hit
-    return hit
-
-
-def cache_key(base_url: str, model: str, payload: dict[str, Any]) -> str:
-    """sha256 hex of (base URL, model, request payload); never includes an API key.
-
-    Parameters
-    ----------
-    base_url : str
-        The profile's base URL (``"embedded"`` for the packaged server, so the
-        key does not change with the port it happens to bind).
-    model : str
-    payload : dict
-        Messages, sampling parameters and schema, JSON-serialisable.
-    """
-    blob = json.dumps({"base_url": base_url, "model": model, **payload}, sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(blob.encode()).hexdigest()
-
-
-def _repair_prompt(error: str, truncated: bool) -> str:
-    """The user turn that sends a validation error back for repair (the instructor-style reask)."""
-    head = (
-        "Your reply was cut off before the JSON object was complete. Reply again with a shorter, "
-        "complete JSON object (keep text fields brief)."
-        if truncated
-        else "Your reply did not validate against the required JSON schema."
-    )
-    return f"{head}\nValidation error:\n{error[:1500]}\nReply again with only the corrected JSON object."
-
-
-def _cache_identity(profile: Profile) -> str:
-    """What stands for the endpoint in a cache key: the base URL, plus the GGUF for embedded profiles.
-
-    The embedded server binds a different port each run, so ``"embedded"`` (not
-    the port) enters the key; a profile that serves its own ``model_path`` adds it,
-    so two GGUF files under one model name never share cached replies. The embedded
-    server's reproducible mode (``Profile.reproducible``) computes other numbers than
-    its fast mode, so it adds ``+reproducible``: a reproducible run never reuses a
-    reply the fast mode drew, and a fresh cache and a warm one give the same rows.
-    """
-    if not profile.is_embedded:
-        return profile.base_url
-    ident = f"embedded:{profile.model_path}" if profile.model_path else profile.base_url
-    return ident + ("+reproducible" if profile.reproducible else "")
-
-
-def _chat_params(
-    profile: Profile, max_tokens: int | None, temperature: float | None, sample: int
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Request parameters in the profile's dialect, and what of them enters the cache key.
-
-    Returns ``(params, key_extra)``: ``params`` go into the request (and the
-    cache key); ``key_extra`` holds what changes the result without being sent
-    (``sample`` when the endpoint takes no seed). A profile's ``extra_body``
-    fields (e.g. Qwen3's thinking switch) join the params at the top of the
-    request's JSON, as the ``openai`` client's ``extra_body`` would put them.
-    With the defaults (dialect ``max_tokens``, temperature allowed, ``sample=0``) the params are exactly
-    ``{"temperature": t, "max_tokens": n}``, so cache keys written before
-    these settings existed still match.
-    """
-    if sample < 0:
-        raise ValueError(f"sample must be >= 0, got {sample}")
-    params: dict[str, Any] = {}
-    if profile.temperature_allowed:
-        params["temperature"] = float(profile.temperature if temperature is None else temperature)
-    elif temperature is not None and temperature != profile.temperature:
-        log.debug("profile %s takes no temperature; ignoring temperature=%s", profile.name, temperature)
-    cap = max_tokens
-    if profile.hidden_reasoning_counts:
-        cap = profile.max_output_tokens  # the method's cap sizes the visible answer; reasoning needs headroom
-    elif cap is not None and profile.max_output_tokens is not None:
-        cap = min(cap, profile.max_output_tokens)
-    if cap is not None:
-        params[profile.token_cap_param] = cap
-    if profile.reasoning_effort is not None:
-        params["reasoning_effort"] = profile.reasoning_effort
-    if profile.extra_body:
-        params.update(profile.extra_body)  # fields outside OpenAI's schema, at the top of the body
-    key_extra: dict[str, Any] = {}
-    if sample > 0:
-        if profile.seed_supported:
-            params["seed"] = sample
-        else:
-            key_extra["sample"] = sample
-    return params, key_extra
-
-
-def _extract_json(text: str) -> str:
-    """Strip code fences and surrounding prose from a JSON reply."""
-    t = _FENCE.sub("", text.strip()).strip()
-    if t.startswith("{") or t.startswith("["):
-        return t
-    start, end = t.find("{"), t.rfind("}")
-    return t[start : end + 1] if 0 <= start < end else t
-
-
-class Gateway:
+class Gateway(EmbeddingMixin, GatewayCache):
     """Routes, caches, retries and counts every LLM and embedding call.
 
     Parameters
@@ -375,10 +178,10 @@ class Gateway:
         Raises UnknownStageError (see ProfileSet) when the stage is not routed.
         """
         p = self.profile_for(stage)
-        dialect: dict[str, Any] = {"json_mode": p.json_mode, "max_output_tokens": p.max_output_tokens}
+        shape: dict[str, Any] = {"json_mode": p.json_mode, "max_output_tokens": p.max_output_tokens}
         if p.kind == "chat":
-            dialect.update(_chat_params(p, None, None, 0)[0])
-        return [self.model_for(stage), p.context_window, _cache_identity(p), dialect]
+            shape.update(dialect.chat_params(p, None, None, 0)[0])
+        return [self.model_for(stage), p.context_window, dialect.cache_identity(p), shape]
 
     def _base_url(self, profile: Profile) -> str:
         if profile.is_embedded:
@@ -399,98 +202,12 @@ class Gateway:
                     api_key=api_key,
                     timeout=profile.timeout_s,
                     max_retries=self.max_retries,
-                    http_client=openai.DefaultHttpxClient(event_hooks={"request": [_count_request]}),
+                    http_client=openai.DefaultHttpxClient(event_hooks={"request": [count_request]}),
                 )
             return self._clients[key], base_url
 
-    # ------------------------------------------------------------------- cache
-    @contextlib.contextmanager
-    def _single_flight(self, key: str, timer: _Timer) -> Iterator[None]:
-        """Serialise identical requests: a second caller waits for the first, then reads the cache.
-
-        Threads of this process (every gateway on this cache folder) wait on a
-        lock per key; processes sharing the cache folder wait on a record lock
-        per key (:meth:`ReplyCache.process_lock`; the OS releases it if the holder
-        dies). Without it, two methods or two runs sending the same prompt at the
-        same moment would both miss the cache and pay twice. Time spent here
-        counts as wait time.
-        """
-        t0 = time.perf_counter()
-        with self._flights_lock:
-            entry = self._flights.setdefault(key, [threading.Lock(), 0])
-            entry[1] += 1
-        try:
-            with entry[0], self._cache.process_lock(key) if self._cache is not None else contextlib.nullcontext():
-                timer.wait += time.perf_counter() - t0
-                yield
-        finally:
-            with self._flights_lock:
-                entry[1] -= 1
-                if entry[1] == 0:
-                    self._flights.pop(key, None)
-
-    def _cache_get(self, key: str) -> dict[str, Any] | None:
-        """The checked cached value (a JSON object), or None; under ``refresh`` only entries this gateway wrote."""
-        if self._cache is None or (self.refresh and key not in self._fresh):
-            return None
-        return self._cache.get(key)
-
-    def _cached_text(self, key: str) -> str | None:
-        """The reply text cached under ``key``, or None (a record without text is dropped as corrupt)."""
-        hit = self._cache_get(key)
-        if hit is None or self._cache is None:  # a hit comes from the cache
-            return None
-        if not isinstance(hit.get("text"), str):
-            self._cache.drop(key, "a reply record without text")
-            return None
-        return hit["text"]
-
-    def _cached_vector(self, key: str) -> np.ndarray | None:
-        """The embedding cached under ``key``, or None (a record that is no vector is dropped as corrupt)."""
-        hit = self._cache_get(key)
-        if hit is None or self._cache is None:  # a hit comes from the cache
-            return None
-        try:
-            return decode_vector(hit)
-        except CorruptRecord as exc:
-            self._cache.drop(key, str(exc))
-            return None
-
-    @property
-    def cache_dropped(self) -> int:
-        """Cache records that failed their check (bit flip, torn file, pickled or misfiled entry), dropped and
-        asked again since this gateway opened its cache; 0 without a cache."""
-        return self._cache.dropped if self._cache is not None else 0
-
-    def cache_notice(self) -> str | None:
-        """One console line when records were dropped (how many, why, where), else None.
-
-        Example: ``LLM reply cache cache/llm/cache.db: 2 records failed their check and were
-        dropped and asked again (checksum mismatch: 1, undecodable (error): 1)``.
-        """
-        if not self.cache_dropped or self._cache is None:  # no cache: nothing dropped
-            return None
-        why = ", ".join(f"{r}: {n}" for r, n in self._cache.drop_reasons.most_common())
-        return (
-            f"LLM reply cache {self._cache.path}: {self.cache_dropped} record(s) failed their check and were "
-            f"dropped and asked again ({why})"
-        )
-
-    def _run_hit(self, key: str) -> int:
-        """1 when a cache hit was served by an entry this gateway wrote (an identical call earlier
-        in this run, or one in flight that this call waited for), else 0: such a hit is not reuse
-        of an earlier run's result."""
-        with self._lock:
-            return int(key in self._fresh)
-
-    def _cache_set(self, key: str, value: dict[str, Any]) -> None:
-        if self._cache is not None:
-            self._cache.set(key, value)
-            with self._lock:
-                self._fresh.add(key)
-
     # -------------------------------------------------------------------- chat
-    def _call(self, stage: str, profile: Profile, fn: Callable[[openai.OpenAI], R], timer: _Timer) -> R:
+    def _call(self, stage: str, profile: Profile, fn: Callable[[openai.OpenAI], R], timer: Timer) -> R:
         """Run one client call holding a slot of the profile's limit; map openai errors to ours.
 
         The ``openai`` client has already retried (with backoff and jitter) when
@@ -499,12 +216,12 @@ class Gateway:
         flight never exceed the limit) and released however the call ends.
         """
         client, base_url = self._client(profile)
-        sem = _semaphore(self.profiles, profile, base_url)
+        sem = semaphore(self.profiles, profile, base_url)
         t0 = time.perf_counter()
         sem.acquire()
         t1 = time.perf_counter()
         timer.wait += t1 - t0
-        sent = getattr(_SENT, "n", 0)
+        sent = requests_sent()
         try:
             return fn(client)
         except openai.APITimeoutError as exc:
@@ -521,10 +238,10 @@ class Gateway:
         finally:
             sem.release()
             timer.request += time.perf_counter() - t1
-            timer.requests += getattr(_SENT, "n", 0) - sent
+            timer.requests += requests_sent() - sent
 
     def _request(
-        self, stage: str, profile: Profile, messages: list[Message], params: dict[str, Any], timer: _Timer
+        self, stage: str, profile: Profile, messages: list[Message], params: dict[str, Any], timer: Timer
     ) -> tuple[str, str | None, int, int]:
         """One chat completion request: (text, finish_reason, prompt_tokens, completion_tokens).
 
@@ -547,7 +264,7 @@ class Gateway:
         u = data.get("usage") or {}
         return text, choice.get("finish_reason"), int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0)
 
-    def _record(self, stage: str, item: str | None, profile: Profile, timer: _Timer, **kw: int) -> None:
+    def _record(self, stage: str, item: str | None, profile: Profile, timer: Timer, **kw: int) -> None:
         pt, ct = kw.get("prompt_tokens", 0), kw.get("completion_tokens", 0)
         cost = pt / 1000 * profile.price_prompt_per_1k + ct / 1000 * profile.price_completion_per_1k
         self.usage.record(
@@ -605,9 +322,11 @@ class Gateway:
         """
         profile = self._routed(stage, "chat")
         msgs = [dict(m) for m in messages]
-        params, key_extra = _chat_params(profile, max_tokens, temperature, sample)
-        key = cache_key(_cache_identity(profile), profile.model, {"messages": msgs, "params": params, **key_extra})
-        timer = _Timer()
+        params, key_extra = dialect.chat_params(profile, max_tokens, temperature, sample)
+        key = dialect.cache_key(
+            dialect.cache_identity(profile), profile.model, {"messages": msgs, "params": params, **key_extra}
+        )
+        timer = Timer()
         with self._single_flight(key, timer):  # identical calls in flight wait for the first
             hit = self._cached_text(key)
             if hit is not None:
@@ -674,12 +393,12 @@ class Gateway:
         profile = self._routed(stage, "chat")
         name = reply_model.__name__
         if schema is None:
-            schema, schema_text = _reply_schema(reply_model)
+            schema, schema_text = dialect.reply_schema(reply_model)
         else:
             name = schema.get("title") or name
             schema_text = json.dumps(schema) if profile.json_mode != "json_schema" else ""
         msgs = [dict(m) for m in messages]
-        params, key_extra = _chat_params(profile, max_tokens, temperature, sample)
+        params, key_extra = dialect.chat_params(profile, max_tokens, temperature, sample)
         if profile.json_mode == "json_schema":
             params["response_format"] = {
                 "type": "json_schema",
@@ -693,17 +412,17 @@ class Gateway:
                     "content": "Reply with one JSON object that satisfies this JSON schema:\n" + schema_text,
                 }
             ]
-        key = cache_key(
-            _cache_identity(profile),
+        key = dialect.cache_key(
+            dialect.cache_identity(profile),
             profile.model,
             {"messages": msgs, "params": params, "schema": schema, **key_extra},
         )
-        timer = _Timer()
+        timer = Timer()
         with self._single_flight(key, timer):  # identical calls in flight wait for the first
             hit = self._cached_text(key)
             if hit is not None:
                 try:
-                    out = reply_model.model_validate_json(_extract_json(hit), context=context)
+                    out = reply_model.model_validate_json(dialect.extract_json(hit), context=context)
                     self._record(stage, item, profile, timer, cache_hits=1, run_hits=self._run_hit(key))
                     return out
                 except ValidationError:
@@ -729,7 +448,7 @@ class Gateway:
                 pt_total += pt
                 ct_total += ct
                 try:
-                    out = reply_model.model_validate_json(_extract_json(raw), context=context)
+                    out = reply_model.model_validate_json(dialect.extract_json(raw), context=context)
                 except ValidationError as exc:
                     err = str(exc)
                     truncated = finish == "length"
@@ -744,7 +463,7 @@ class Gateway:
                     )
                     convo = msgs + [
                         {"role": "assistant", "content": raw},
-                        {"role": "user", "content": _repair_prompt(err, truncated)},
+                        {"role": "user", "content": dialect.repair_prompt(err, truncated)},
                     ]
                     continue
                 self._cache_set(key, {"text": raw})
@@ -762,88 +481,6 @@ class Gateway:
                 stage, item, profile, timer, requests=timer.requests, prompt_tokens=pt_total, completion_tokens=ct_total
             )
             raise StructuredOutputError(stage, reply_model.__name__, raw, attempts, err)
-
-    # -------------------------------------------------------------- embeddings
-    def embed(self, stage: str, texts: Sequence[str], *, item: str | None = None) -> np.ndarray:
-        """Embed texts, each cached on disk by (base URL, model, text).
-
-        Parameters
-        ----------
-        stage : str, an embedding stage (e.g. ``dcfa.embed``)
-        texts : sequence of str, length n
-        item : str, optional
-
-        Returns
-        -------
-        ndarray of shape (n, dim), float32, rows L2-normalised (so a dot product is a cosine).
-
-        Raises
-        ------
-        UnknownStageError, MissingAPIKeyError, EndpointUnreachableError, LLMCallError
-        ConfigError
-            If the stage is routed to a chat profile.
-        ModelFileError
-            If the local embedder's model cannot be loaded.
-        """
-        profile = self._routed(stage, "embedding")
-        timer = _Timer()
-        ident = _cache_identity(profile)
-        keys = [cache_key(ident, profile.model, {"embed": t}) for t in texts]
-        vecs: list[np.ndarray | None] = [self._cached_vector(k) for k in keys]
-        hits = sum(v is not None for v in vecs)
-        requests = pt = 0
-        if hits < len(texts):
-            # one flight per set of missing texts: identical batches in flight wait for the first
-            batch = list(dict.fromkeys(k for k, v in zip(keys, vecs) if v is None))  # first-seen order
-            flight = hashlib.sha256(("embed-batch\n" + "\n".join(sorted(batch))).encode()).hexdigest()
-            with self._single_flight(flight, timer):
-                found = {k: self._cached_vector(k) for k in batch}
-                todo_keys = [k for k in batch if found[k] is None]
-                if todo_keys:
-                    first = {k: t for k, t in zip(keys, texts)}
-                    todo = [first[k] for k in todo_keys]  # each distinct text once
-                    try:
-                        new, pt = self._embed_request(stage, profile, todo, timer)
-                    except (EndpointUnreachableError, LLMCallError):
-                        self._record(stage, item, profile, timer, requests=timer.requests)
-                        raise
-                    requests = max(1, timer.requests)  # the in-process embedder counts as one
-                    for k, v in zip(todo_keys, new):
-                        found[k] = v
-                        self._cache_set(k, encode_vector(v))
-            vecs = [v if v is not None else found[k] for k, v in zip(keys, vecs)]
-            requested = set(todo_keys)
-            hits = sum(k not in requested for k in keys)  # texts served by the cache, after the wait too
-        arr = np.vstack([np.asarray(v, dtype=np.float32) for v in vecs]) if vecs else np.zeros((0, 0), np.float32)
-        norms = np.linalg.norm(arr, axis=1, keepdims=True) if arr.size else 1.0
-        arr = (arr / np.where(norms == 0, 1.0, norms)).astype(np.float32, copy=False)  # float32 when empty too
-        served = [k for k in keys if k not in requested] if hits < len(texts) else keys
-        self._record(
-            stage,
-            item,
-            profile,
-            timer,
-            requests=requests,
-            prompt_tokens=pt,
-            cache_hits=hits,
-            run_hits=sum(self._run_hit(k) for k in served),
-        )
-        return arr
-
-    def _embed_request(self, stage: str, profile: Profile, todo: list[str], timer: _Timer) -> tuple[np.ndarray, int]:
-        """Embed ``todo`` with one request (or the in-process embedder): (vectors (n, dim), prompt tokens)."""
-        if profile.is_local_embedder:
-            t0 = time.perf_counter()
-            try:
-                return np.asarray(local.local_embedder(profile.model)(todo), dtype=np.float32), 0
-            finally:
-                timer.request += time.perf_counter() - t0
-        resp = self._call(stage, profile, lambda c: c.embeddings.create(model=profile.model, input=todo), timer)
-        if len(resp.data) != len(todo):
-            raise LLMCallError(profile.name, stage, None, f"asked for {len(todo)} embeddings, got {len(resp.data)}")
-        resp.data.sort(key=lambda d: d.index)
-        new = np.array([d.embedding for d in resp.data], dtype=np.float32)
-        return new, (resp.usage.prompt_tokens if resp.usage else 0)
 
     def max_output_tokens(self, stage: str) -> int | None:
         """The completion-token ceiling of the profile serving ``stage`` (``None`` = no ceiling).

@@ -25,7 +25,7 @@ from agentcausal.exceptions import (
     UnknownStageError,
 )
 from agentcausal.llm import Gateway, Profile, ProfileSet
-from agentcausal.llm.gateway import cache_key
+from agentcausal.llm.dialect import cache_key
 from agentcausal_fakes.fake_openai import FakeOpenAIServer
 from tests.conftest import fake_profiles as _profiles
 

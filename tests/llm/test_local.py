@@ -231,10 +231,10 @@ def test_default_threads_leaves_one_core_free(monkeypatch):
 
 def test_reproducible_and_fast_embedded_modes_never_share_cached_replies():
     # the two serving modes compute different numbers: a reply one drew must not be served to the other
-    from agentcausal.llm import gateway, load_profiles
+    from agentcausal.llm import dialect, load_profiles
 
     profile = load_profiles().profile_for("dcfa.gca")
     assert profile.is_embedded and profile.reproducible  # the shipped default
     fast = profile.model_copy(update={"reproducible": False})
-    assert gateway._cache_identity(profile) != gateway._cache_identity(fast)
-    assert gateway._cache_identity(fast) == "embedded"  # fast mode's keys as before
+    assert dialect.cache_identity(profile) != dialect.cache_identity(fast)
+    assert dialect.cache_identity(fast) == "embedded"  # fast mode's keys as before

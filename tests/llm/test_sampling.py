@@ -5,7 +5,7 @@ from __future__ import annotations
 import diskcache
 from pydantic import BaseModel
 
-from agentcausal.llm.gateway import cache_key
+from agentcausal.llm.dialect import cache_key
 
 PICK = '{"step": 1, "agent": "A"}'
 

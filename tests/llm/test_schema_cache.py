@@ -1,6 +1,6 @@
 """Reply models and their JSON schemas are built once, and caching them changes no request body or cache key.
 
-The gateway keeps each reply model's schema per class (``gateway._reply_schema``) and
+The gateway keeps each reply model's schema per class (``dialect.reply_schema``) and
 ``enum_choice`` its field type per value tuple. Here the same traces run through each
 method twice, once with those caches bypassed and every method's model cache cleared (the
 code before them) and once as shipped, against the fake server; the request bodies it
@@ -14,6 +14,7 @@ import json
 import pytest
 from pydantic import ValidationError, ValidationInfo, model_validator
 
+import agentcausal.llm.dialect as dialect_mod
 import agentcausal.llm.gateway as gateway_mod
 from agentcausal.attribution import a2p, all_at_once, baseline_prompts, binary_search, echo, step_by_step
 from agentcausal.attribution.dcfa import ded as dcfa_ded
@@ -57,19 +58,20 @@ def _clear_model_caches() -> None:
 def _record(method: str, make_gateway, tmp_path, monkeypatch, *, label: str, json_mode: str) -> tuple[list, list]:
     """(sorted request bodies, sorted cache-key payloads) of ``method`` on three synthetic traces."""
     payloads: list[str] = []
-    real_key = gateway_mod.cache_key
+    real_key = dialect_mod.cache_key
 
     def spy(base_url, model, payload):
         payloads.append(json.dumps([model, payload], sort_keys=True))
         return real_key(base_url, model, payload)
 
-    monkeypatch.setattr(gateway_mod, "cache_key", spy)
+    monkeypatch.setattr(dialect_mod, "cache_key", spy)
     with FakeOpenAIServer(responder=BenchResponder()) as srv:
         gw = make_gateway(srv, cache_dir=tmp_path / f"cache-{label}", json_mode=json_mode, context_window=128000)
         for trace in synthetic_traces(3, seed=1):
             run_method(trace, method, gw)
         bodies = [json.dumps(r, sort_keys=True) for r in srv.chat_requests]
     assert bodies, "the method sent no request"
+    assert payloads, "no cache key went through the spy: patched where the gateway does not look it up"
     return sorted(bodies), sorted(payloads)  # DCFA runs stages in parallel: order varies
 
 
@@ -87,16 +89,19 @@ def _record(method: str, make_gateway, tmp_path, monkeypatch, *, label: str, jso
 def test_cached_models_and_schemas_send_the_same_requests_and_keys(
     method, json_mode, make_gateway, tmp_path, monkeypatch
 ):
+    rebuilt: list[str] = []
+
+    def rebuild(model):
+        rebuilt.append(model.__name__)
+        return model.model_json_schema(), json.dumps(model.model_json_schema())
+
     with monkeypatch.context() as m:  # before: schema rebuilt on every call, field types rebuilt per model
-        m.setattr(
-            gateway_mod,
-            "_reply_schema",
-            lambda model: (model.model_json_schema(), json.dumps(model.model_json_schema())),
-        )
+        m.setattr(dialect_mod, "reply_schema", rebuild)
         for mod in (all_at_once, a2p, echo):
             m.setattr(mod, "enum_choice", baseline_prompts.enum_choice.__wrapped__)
         _clear_model_caches()
         before = _record(method, make_gateway, tmp_path, m, label="before", json_mode=json_mode)
+    assert rebuilt, "no schema went through the stand-in: patched where the gateway does not look it up"
     _clear_model_caches()
     after = _record(method, make_gateway, tmp_path, monkeypatch, label="after", json_mode=json_mode)
     assert after[0] == before[0]
@@ -108,8 +113,8 @@ def test_reply_model_and_schema_are_built_once_per_shape():
     first = all_at_once.reply_model(("Coder", "WebSurfer"), 4, True, None)
     assert all_at_once.reply_model(("Coder", "WebSurfer"), 4, True, None) is first
     assert all_at_once.reply_model(("WebSurfer", "Coder"), 4, True, None) is not first
-    schema, text = gateway_mod._reply_schema(first)
-    assert gateway_mod._reply_schema(first)[0] is schema
+    schema, text = dialect_mod.reply_schema(first)
+    assert dialect_mod.reply_schema(first)[0] is schema
     assert schema == first.model_json_schema() and text == json.dumps(first.model_json_schema())
 
 
@@ -118,12 +123,12 @@ def test_shared_enum_type_keeps_each_models_own_schema():
     agents = ("Coder", "Assistant")
     _clear_model_caches()
     forced, loose = (all_at_once.reply_model(agents, 3, f, None) for f in (True, False))
-    gateway_mod._reply_schema(forced)
-    got = gateway_mod._reply_schema(loose)[0]
+    dialect_mod.reply_schema(forced)
+    got = dialect_mod.reply_schema(loose)[0]
     _clear_model_caches()
     fresh = all_at_once.reply_model.__wrapped__(agents, 3, False, None).model_json_schema()
     assert json.dumps(got) == json.dumps(fresh)
-    assert got["properties"]["agent"] != gateway_mod._reply_schema(forced)[0]["properties"]["agent"]
+    assert got["properties"]["agent"] != dialect_mod.reply_schema(forced)[0]["properties"]["agent"]
 
 
 # ---------------------------------------------- a schema template instead of a model per shape
@@ -166,11 +171,11 @@ def test_a_schema_template_with_a_validation_context_sends_the_per_shape_models_
     template = all_at_once.reply_model(("X",), 1, True, None).model_json_schema()
     traces = synthetic_traces(12, seed=3)
     runs = []
-    real_key = gateway_mod.cache_key
+    real_key = dialect_mod.cache_key
     for variant in ("per shape", "template"):
         payloads: list[str] = []
         monkeypatch.setattr(
-            gateway_mod,
+            dialect_mod,
             "cache_key",
             lambda b, m, p: (
                 payloads.append(json.dumps(p, sort_keys=True))  # noqa: B023 (this variant only)
@@ -194,6 +199,7 @@ def test_a_schema_template_with_a_validation_context_sends_the_per_shape_models_
                     )
                     assert out.agent in agents and 0 <= out.step < len(t)
             runs.append(([json.dumps(r, sort_keys=True) for r in srv.chat_requests], payloads))
+        assert payloads, "no cache key went through the spy"
     assert runs[0] == runs[1]
     with pytest.raises(ValidationError, match="agent must be one of"):
         _TemplateVerdict.model_validate_json(

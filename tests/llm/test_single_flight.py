@@ -16,7 +16,7 @@ import pytest
 
 from agentcausal.exceptions import EndpointUnreachableError
 from agentcausal.llm import Gateway, Profile, ProfileSet
-from agentcausal.llm.gateway import _semaphore
+from agentcausal.llm.limits import semaphore
 from agentcausal_fakes.fake_openai import FakeOpenAIServer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -150,8 +150,8 @@ def test_two_profiles_in_one_limit_group_never_exceed_the_group_size():
         assert srv.max_in_flight <= 3
         assert srv.count == 16 + 3  # the faulted requests were retried
         # every slot came back, retries and backoff included
-        sem = _semaphore(profiles, a, srv.base_url)
-        assert sem is _semaphore(profiles, b, srv.base_url)
+        sem = semaphore(profiles, a, srv.base_url)
+        assert sem is semaphore(profiles, b, srv.base_url)
         assert all(sem.acquire(blocking=False) for _ in range(3)) and not sem.acquire(blocking=False)
         for _ in range(3):
             sem.release()
@@ -166,7 +166,7 @@ def test_failed_calls_release_their_slots():
         for i in range(3):
             with pytest.raises(EndpointUnreachableError):
                 gw.chat("baseline", [{"role": "user", "content": f"q{i}"}])
-        sem = _semaphore(profiles, p, srv.base_url)
+        sem = semaphore(profiles, p, srv.base_url)
         assert sem.acquire(blocking=False) and sem.acquire(blocking=False)
         sem.release()
         sem.release()
@@ -178,7 +178,7 @@ def test_two_profiles_on_one_endpoint_keep_their_own_limits():
     small = Profile(name="small", base_url=url, model="m", max_concurrency=1)
     big = Profile(name="big", base_url=url, model="m", max_concurrency=5)
     profiles = ProfileSet(profiles={"small": small, "big": big}, routings={"default": {"default": "small"}})
-    assert _semaphore(profiles, small, url) is not _semaphore(profiles, big, url)
+    assert semaphore(profiles, small, url) is not semaphore(profiles, big, url)
 
 
 def test_limit_group_size_defaults_to_the_largest_member_limit_and_is_read_from_the_file(tmp_path):
