@@ -129,7 +129,7 @@ def test_sigkill_of_a_discover_run_mid_algorithm_leaves_no_worker(tmp_path):
     args = [
         "discover",
         "--dataset",
-        "child",
+        "alarm",
         "--method",
         "exact_search",
         "--n",
@@ -139,7 +139,8 @@ def test_sigkill_of_a_discover_run_mid_algorithm_leaves_no_worker(tmp_path):
         "--out",
         str(tmp_path / "run"),
         "--no-progress",
-    ]  # Exact Search on Child: minutes
+    ]  # Exact Search on Alarm (37 nodes): still running after 3 min here, far past GRACE_S. On Child it ended
+    # in under 30 s, so its worker, orphaned without PR_SET_PDEATHSIG, finished within the grace and passed
     with open(tmp_path / "run.log", "w") as log:
         proc = subprocess.Popen(
             [sys.executable, "-c", CLI, *args], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True

@@ -315,6 +315,36 @@ def _execute(data: np.ndarray, choice: AlgorithmChoice) -> tuple[np.ndarray, str
     raise AlgorithmError(str(choice), "unknown algorithm parameters")  # pragma: no cover
 
 
+def _die_with_parent() -> None:  # pragma: no cover - runs in a child
+    """End this worker the moment the run's process dies, kill -9 included.
+
+    The worker's parent is the forkserver, not the run's process, and the forkserver cannot notice the run's
+    death while a worker lives: every forked process inherits the write end of the forkserver's "alive" pipe.
+    So the worker watches the run's process itself through multiprocessing's parent sentinel (readable once
+    the run's process is gone), on a daemon thread, and exits; ``PR_SET_PDEATHSIG`` then ends it too should
+    the forkserver die first.
+    """
+    import ctypes
+    import multiprocessing
+    import multiprocessing.connection
+    import os
+    import signal
+
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    parent = multiprocessing.parent_process()
+    if parent is None or parent.sentinel is None:
+        return
+
+    def watch(sentinel: int) -> None:
+        multiprocessing.connection.wait([sentinel])
+        os._exit(1)
+
+    threading.Thread(target=watch, args=(parent.sentinel,), name="die-with-run", daemon=True).start()
+
+
 def _worker(
     conn, data: np.ndarray, choice: AlgorithmChoice, die_with_parent: bool = False
 ) -> None:  # pragma: no cover - runs in a child
@@ -322,14 +352,8 @@ def _worker(
     import traceback
     import warnings
 
-    if die_with_parent:  # the forkserver (single-threaded) exits with the run's process: kill -9 leaves no worker
-        try:
-            import ctypes
-            import signal
-
-            ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            pass
+    if die_with_parent:
+        _die_with_parent()
 
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
