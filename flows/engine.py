@@ -19,7 +19,8 @@ from prefect.utilities.annotations import quote
 
 from agentcausal.report.artifacts import self_contained_markdown
 from agentcausal.runs.budget import BudgetGate  # --max-cost
-from agentcausal.runs.engine import REUSED_LISTED, RunEngine, RunHalf, RunSummary, drive, gateway_for
+from agentcausal.runs.engine import REUSED_LISTED, RunEngine, RunSummary, drive, gateway_for
+from agentcausal.runs.half import RunHalf
 from agentcausal.runs.heartbeat import meter_for
 from agentcausal.runs.lock import run_folder_lock
 from agentcausal.runs.plan import Plan

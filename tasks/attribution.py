@@ -8,7 +8,8 @@ from prefect.cache_policies import NO_CACHE
 from agentcausal.attribution.jobs import ATTRIBUTION
 from agentcausal.records import RunRecord
 from agentcausal.report.attribution import RunReport, report_run
-from agentcausal.runs.engine import Chunk, run_chunk
+from agentcausal.runs.engine import run_chunk
+from agentcausal.runs.half import Chunk
 from tasks.chunks import CHUNK_TASK, chunk_run_name, retry_transport, unquoted
 
 __all__ = ["attribute_chunk", "evaluate_run"]

@@ -1,7 +1,7 @@
 """What every chunk task shares: the retry rule, the task-run name, and the chunk as the runner delivers it.
 
 A chunk task (one per half: :mod:`tasks.attribution`, :mod:`tasks.discovery`) runs the jobs of one
-:class:`~agentcausal.runs.engine.Chunk` and stores each record in the results store as it finishes
+:class:`~agentcausal.runs.half.Chunk` and stores each record in the results store as it finishes
 (:func:`agentcausal.runs.engine.run_chunk`). Prefect's own result persistence and task cache are off
 (``NO_CACHE``, ``persist_result=False``): the results store is the one store of finished records, read
 before anything is submitted (ARCHITECTURE.md, "Caching"). Within a run Prefect retries a chunk only
@@ -15,7 +15,7 @@ from typing import Any
 from prefect.runtime import task_run
 
 from agentcausal.exceptions import EndpointUnreachableError, LLMCallError
-from agentcausal.runs.engine import Chunk
+from agentcausal.runs.half import Chunk
 
 __all__ = ["retry_transport", "chunk_run_name", "unquoted", "CHUNK_TASK"]
 

@@ -13,7 +13,7 @@ import pytest
 from agentcausal.cli import build_parser, main
 from agentcausal.cli.settings_options import apply_model_arguments
 from agentcausal.exceptions import ConfigError
-from agentcausal.llm.command_line import cli_profiles_toml, server_context_window
+from agentcausal.llm.cli_profile import cli_profiles_toml, server_context_window
 from agentcausal.llm.profiles import load_profiles
 from agentcausal.settings import RunSettings
 from tests.ops.conftest import scripted_responder

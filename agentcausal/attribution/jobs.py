@@ -24,8 +24,9 @@ from agentcausal.attribution.results import ResultsWriter
 from agentcausal.llm import Gateway
 from agentcausal.records import ResultStatus, RunRecord, failure_fields
 from agentcausal.repeats import mark_repeat, with_sample
-from agentcausal.runs.engine import DEFAULT_CHUNK_SIZE, Job, gateway_for
+from agentcausal.runs.engine import DEFAULT_CHUNK_SIZE, gateway_for
 from agentcausal.runs.envelope import run_enveloped
+from agentcausal.runs.half import Job
 from agentcausal.runs.items import load_trace_item
 from agentcausal.runs.plan import Plan
 from agentcausal.runs.scheduling import item_workers, routed_limits
@@ -152,7 +153,7 @@ class _AttributionSink:
 
 
 class AttributionHalf:
-    """The attribution half of the run engine (:class:`agentcausal.runs.engine.RunHalf`): a job is one
+    """The attribution half of the run engine (:class:`agentcausal.runs.half.RunHalf`): a job is one
     method on one trace (repeat r); its key is :func:`~agentcausal.attribution.cache_key.attribution_key`;
     a task loads the trace from its plan item and runs :func:`run_method` (repeat r sends ``sample=r``,
     :mod:`agentcausal.repeats`); results are scored into ``results.parquet`` against the current labels."""

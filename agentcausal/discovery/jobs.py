@@ -34,8 +34,9 @@ from agentcausal.discovery.rounds import base_method
 from agentcausal.exceptions import AgentCausalError, ConfigError
 from agentcausal.llm import Gateway
 from agentcausal.records import RunRecord, failure_fields
-from agentcausal.runs.engine import Job, gateway_for
+from agentcausal.runs.engine import gateway_for
 from agentcausal.runs.envelope import run_enveloped
+from agentcausal.runs.half import Job
 from agentcausal.runs.items import check_file_item
 from agentcausal.runs.plan import Plan, PlanItem
 from agentcausal.settings import RunSettings
@@ -170,7 +171,7 @@ class _DiscoverySink:
 
 
 class DiscoveryHalf:
-    """The discovery half of the run engine (:class:`agentcausal.runs.engine.RunHalf`): a job is one method
+    """The discovery half of the run engine (:class:`agentcausal.runs.half.RunHalf`): a job is one method
     on one dataset item and seed (LLM methods once per repeat, and only on the plan's ``llm_datasets``);
     its key is :func:`~agentcausal.discovery.cache_key.discovery_key`; a task loads the dataset from its
     plan item (file hash checked) and runs :func:`run_discovery`; outcomes are scored against the current

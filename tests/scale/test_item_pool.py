@@ -103,7 +103,7 @@ def test_chunks_survive_the_dask_round_trip():
 
     from prefect.utilities.annotations import quote
 
-    from agentcausal.runs.engine import Chunk, Job
+    from agentcausal.runs.half import Chunk, Job
     from agentcausal.runs.plan import Plan, PlanItem
     from agentcausal.settings import RunSettings
     from tasks.chunks import unquoted

@@ -7,7 +7,8 @@ import time
 import pytest
 
 from agentcausal.exceptions import EndpointUnreachableError, ResultStoreError
-from agentcausal.runs.engine import Job, RunEngine, drive
+from agentcausal.runs.engine import RunEngine, drive
+from agentcausal.runs.half import Job
 from agentcausal.runs.plan import MethodPlan, Plan, PlanItem
 from agentcausal.runs.scheduling import chunked, run_items
 from agentcausal.runs.store import ResultStore
