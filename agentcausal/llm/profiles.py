@@ -11,8 +11,8 @@ Resolution rule for a stage (documented choice): the exact stage name, then
 ``embed`` for stages ending in ``.embed``, then ``default``. Anything else is
 an :class:`~agentcausal.exceptions.UnknownStageError`.
 
-Routings written from a command line (``--base-url/--model``, ``--route``) are
-built in :mod:`agentcausal.llm.command_line`.
+Routings written from a command line are built in :mod:`agentcausal.llm.cli_profile`
+(``--base-url/--model``) and :mod:`agentcausal.llm.command_line` (``--route``).
 
 Concurrency limits are per profile (``max_concurrency``). Profiles that name
 the same ``limit_group`` (e.g. a chat and an embedding profile served by one
