@@ -23,11 +23,9 @@ exits 0 without starting a model, making a request or needing an API key.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
-import typing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +38,7 @@ from agentcausal.cli.import_traces import (
     uses_importer,
 )
 from agentcausal.cli.input_options import add_input_arguments, apply_input_arguments
+from agentcausal.cli.method_sets import parse_bool_sets, parse_sets
 from agentcausal.cli.run_folder_options import (
     add_run_folder_arguments,
     apply_run_folder_arguments,
@@ -65,16 +64,16 @@ from agentcausal.cli.spend_options import (
     run_check,
     spent_before,
 )
-from agentcausal.exceptions import AgentCausalError, ConfigError, TraceFormatError
+from agentcausal.exceptions import ConfigError, TraceFormatError
 from agentcausal.runs.folder import default_run_dir, load_run_meta, run_kind
-from agentcausal.settings import parse_bool, routing_preset
+from agentcausal.settings import routing_preset
 
 if TYPE_CHECKING:
     from agentcausal.attribution.evaluate import Evaluation
     from agentcausal.attribution.results import AttributionSummary
     from agentcausal.traces.model import Trace
 
-__all__ = ["register", "cmd_attribute", "cmd_evaluate", "parse_sets", "parse_bool_sets"]
+__all__ = ["register", "cmd_attribute", "cmd_evaluate"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -181,61 +180,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run folder written by `attribute` (holds results.parquet and run.json), e.g. runs/dcfa5",
     )
     e.set_defaults(func=cmd_evaluate)
-
-
-def parse_sets(items: list[str]) -> dict[str, dict[str, Any]]:
-    """``["m.field=value", ...]`` as ``{"m": {"field": value}}``; values parsed as JSON, else kept as text.
-
-    Raises
-    ------
-    ConfigError
-        If an item is not ``METHOD.FIELD=VALUE``.
-
-    Examples
-    --------
-    >>> parse_sets(["step_by_step.on_no_yes=last_step", "all_at_once.max_tokens=200"])
-    {'step_by_step': {'on_no_yes': 'last_step'}, 'all_at_once': {'max_tokens': 200}}
-    """
-    out: dict[str, dict[str, Any]] = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        method, dot, field = key.partition(".")
-        if not sep or not dot or not method or not field:
-            raise ConfigError(f"--set expects METHOD.FIELD=VALUE, got {item!r}")
-        try:
-            value: Any = json.loads(raw)
-        except json.JSONDecodeError:
-            value = raw
-        out.setdefault(method, {})[field] = value
-    return out
-
-
-def parse_bool_sets(sets: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """``--set`` values of boolean method settings parsed by :func:`agentcausal.settings.parse_bool`.
-
-    ``dcfa.x=Yes`` and ``dcfa.x=off`` become True and False; anything but
-    true/false, 1/0, yes/no, on/off (any case) is refused naming the setting,
-    instead of pydantic's looser reading (``"t"``, ``"y"``). Settings of unknown
-    methods and non-boolean fields pass unchanged.
-
-    Raises
-    ------
-    ConfigError
-        If a boolean setting has another value.
-    """
-    from agentcausal.attribution.registry import get_method  # start-up cost (see cmd_attribute)
-
-    out = {m: dict(v) for m, v in sets.items()}
-    for method, values in out.items():
-        try:
-            fields = get_method(method).settings_model.model_fields
-        except AgentCausalError:
-            continue  # resolve_methods names the unknown method
-        for field, value in values.items():
-            ann = fields[field].annotation if field in fields else None
-            if ann is bool or (bool in typing.get_args(ann) and value is not None):
-                values[field] = parse_bool(value, name=f"--set {method}.{field}")
-    return out
 
 
 def cmd_attribute(args: argparse.Namespace) -> int:

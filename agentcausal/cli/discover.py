@@ -20,15 +20,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-import typing
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from agentcausal.cli import quiet_task_failures
-from agentcausal.cli.attribute import parse_sets
 from agentcausal.cli.input_options import add_input_arguments, apply_input_arguments
+from agentcausal.cli.method_sets import discover_sets
 from agentcausal.cli.run_folder_options import (
     add_run_folder_arguments,
     apply_run_folder_arguments,
@@ -56,7 +55,7 @@ from agentcausal.cli.spend_options import (
 )
 from agentcausal.exceptions import ConfigError, DatasetError, InvalidDatasetsError
 from agentcausal.runs.folder import default_run_dir, load_run_meta
-from agentcausal.settings import parse_bool, preset_values, routing_preset
+from agentcausal.settings import preset_values, routing_preset
 
 __all__ = ["register", "cmd_discover", "build_config", "check_datasets"]
 
@@ -246,7 +245,7 @@ def build_config(args: argparse.Namespace, preset: str | None = None):
         "llm_scd": llm_scd.LLMSCDSettings,
         "ils_csl": ils_csl.ILSCSLSettings,
     }
-    sets = _discover_sets(getattr(args, "sets", None) or [], models)
+    sets = discover_sets(getattr(args, "sets", None) or [], models)
     values.update(sets.get("mac", {}))
     try:
         mac = mac_settings.MACSettings(**values)
@@ -264,34 +263,6 @@ def build_config(args: argparse.Namespace, preset: str | None = None):
         )
     except ValidationError as exc:
         raise ConfigError(f"invalid MAC option: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from exc
-
-
-def _discover_sets(items: list[str], models: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """``--set METHOD.FIELD=VALUE`` of ``discover`` as ``{method: {field: value}}``, names checked up front.
-
-    Raises
-    ------
-    ConfigError
-        On a malformed item, a method other than those of ``models``, an unknown field (the
-        message lists the valid ones) or a boolean setting with another value.
-    """
-    sets = parse_sets(items)
-    for method, values in sets.items():
-        if method not in models:
-            raise ConfigError(
-                f"--set {method}.{next(iter(values))}: discover settings belong to {', '.join(models)} "
-                "(mac covers mac_single, dcm_only, mdm_only and llm_zero_shot)"
-            )
-        fields = models[method].model_fields
-        for field, value in values.items():
-            if method == "mac" and field == "executor":
-                raise ConfigError("--set mac.executor: use --executor (it checks the sandbox)")
-            if field not in fields:
-                raise ConfigError(f"--set {method}.{field}: unknown field; valid: {', '.join(fields)}")
-            ann = fields[field].annotation
-            if ann is bool or (bool in typing.get_args(ann) and value is not None):
-                values[field] = parse_bool(value, name=f"--set {method}.{field}")
-    return sets
 
 
 def _expand(datasets: list[str]) -> list[str]:
