@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,10 +42,10 @@ from agentcausal.cli.run_folder_options import (
     add_run_folder_arguments,
     apply_run_folder_arguments,
     claim_run_folder,
-    failed_rows_exit,
     run_name_meta,
     starting_prefect,
 )
+from agentcausal.cli.run_output import print_attribution_run, print_discovery_report
 from agentcausal.cli.runner_options import add_runner_arguments
 from agentcausal.cli.settings_options import (
     add_model_arguments,
@@ -60,17 +59,14 @@ from agentcausal.cli.spend_options import (
     add_spend_arguments,
     check_spend_arguments,
     print_estimate,
-    print_spend,
     run_check,
     spent_before,
 )
 from agentcausal.exceptions import ConfigError, TraceFormatError
-from agentcausal.runs.folder import default_run_dir, load_run_meta, run_kind
+from agentcausal.runs.folder import default_run_dir, run_kind
 from agentcausal.settings import routing_preset
 
 if TYPE_CHECKING:
-    from agentcausal.attribution.evaluate import Evaluation
-    from agentcausal.attribution.results import AttributionSummary
     from agentcausal.traces.model import Trace
 
 __all__ = ["register", "cmd_attribute", "cmd_evaluate"]
@@ -301,7 +297,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         meta={**({"model": model_facts} if model_facts else {}), **run_name_meta(args)} or None,
         chunk_size=args.chunk_size,
     )
-    return _print_run(str(run_dir))
+    return print_attribution_run(str(run_dir))
 
 
 def _imported(args: argparse.Namespace) -> bool:
@@ -370,94 +366,6 @@ def _remove_new_run_folder(run_dir: Path) -> None:
         pass
 
 
-#: ``EndpointUnreachableError: profile 'P': endpoint URL unreachable after retries: CAUSE`` in a row's error
-_UNREACHABLE = re.compile(
-    r"EndpointUnreachableError: profile '([^']*)': endpoint (\S+) unreachable after retries: (.*)"
-)
-
-
-def unreachable_summary(failures: Any, rows: int) -> str | None:
-    """One line when every one of ``rows`` rows failed because its endpoint was unreachable, else None.
-
-    Parameters
-    ----------
-    failures : DataFrame with ``error`` (and ``status``), :attr:`Evaluation.failures`
-    rows : number of (trace, method) rows of the run
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> f = pd.DataFrame({"status": ["failed"], "error": [
-    ...     "EndpointUnreachableError: profile 'cli': endpoint http://h:9/v1 unreachable after retries: refused"]})
-    >>> unreachable_summary(f, 1)
-    'endpoint unreachable: cli at http://h:9/v1 — refused (all 1 row(s) failed; nothing was cached)'
-    >>> unreachable_summary(f, 2) is None
-    True
-    """
-    if rows < 1 or len(failures) != rows or "error" not in failures:
-        return None
-    hits = [_UNREACHABLE.search(str(e)) for e in failures["error"]]
-    first = hits[0]
-    if first is None or not all(hits):
-        return None
-    return (
-        f"endpoint unreachable: {first.group(1)} at {first.group(2)} — {first.group(3).strip()} "
-        f"(all {rows} row(s) failed; nothing was cached)"
-    )
-
-
-def _print_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool = False) -> int:
-    """Print the accuracy table of a run folder: as the flow's report step wrote it (``evaluate=False``: the run
-    is evaluated and reported once, by the flow) or evaluated and reported again (``agentcausal evaluate``)."""
-    from agentcausal.attribution.results import (  # start-up cost (see cmd_attribute)
-        load_results,
-        read_attribution_summary,
-    )
-    from agentcausal.report.attribution import accuracy_text, report_run  # (the same)
-    from agentcausal.report.blamed import console_summary  # (the same)
-
-    shown: Evaluation | AttributionSummary
-    if evaluate:
-        rep = report_run(run_dir)
-        shown, path = rep.evaluation, rep.path
-    else:
-        shown, path = read_attribution_summary(run_dir), Path(run_dir) / "report.md"
-    overall, failures = shown.overall, shown.failures
-    print(console_summary(load_results(run_dir), accuracy_text(shown), run_dir))  # unlabelled: the blamed steps
-    st: dict[Any, int] = failures["status"].value_counts().to_dict() if "status" in failures and len(failures) else {}
-    if st.get("not_run", 0) and "error" in failures:  # the circuit breaker's not_run rows are failures (exit 4)
-        down = int(
-            (failures["status"].eq("not_run") & failures["error"].astype(str).str.startswith("EndpointDownError")).sum()
-        )
-        st = {**st, "not_run": st["not_run"] - down, "failed": st.get("failed", 0) + down}
-    if st.get("not_run", 0):  # held back by --max-cost: not failures
-        print(
-            f"\n{st['not_run']} (trace, method) pairs not run (budget: --max-cost); the same command with --resume "
-            "and a higher --max-cost runs them."
-        )
-    if len(failures) - st.get("not_run", 0):
-        print(
-            f"\n{len(failures) - st.get('not_run', 0)} failed (trace, method) pairs; see the report."
-            + (
-                f" {st.get('failed', 0)} failed in this run (not cached; the next run retries them)."
-                if st.get("failed", 0)
-                else ""
-            )
-            + (
-                f" {st.get('content_failed', 0)} content failures (cached; --retry-failed recomputes them)."
-                if st.get("content_failed", 0)
-                else ""
-            )
-        )
-    print_spend(run_dir)  # the actual spend beside the estimate (run.json)
-    print(f"\nrun folder: {run_dir}\nreport:     {path}")
-    if not exit_on_unreachable:  # `evaluate`: a report of a run, not the run
-        return 0
-
-    line = unreachable_summary(failures, int(overall["n"].sum())) if "n" in overall else None
-    return failed_rows_exit(load_run_meta(run_dir), unit="(trace, method) row", unreachable=line)
-
-
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """Handler of ``agentcausal evaluate``.
 
@@ -474,19 +382,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     if not run_dir.is_dir():
         raise ConfigError(f"no such run folder: {run_dir}")
-    from agentcausal.report.discovery import summary_text, write_report  # start-up cost (see cmd_attribute
-
     if run_kind(run_dir) == "discover":
         print(
             f"agentcausal: {run_dir} is a discovery run; re-reporting it as "
             f"`agentcausal discover --report {run_dir}` does",
             file=sys.stderr,
         )
-        files = write_report(str(run_dir))
-        print(summary_text(files.frame))
-        print(f"\nrun folder: {files.run_dir}\nreport:     {files.report}")
+        print_discovery_report(str(run_dir))
         return 0
-    return _print_run(str(run_dir), exit_on_unreachable=False, evaluate=True)
+    return print_attribution_run(str(run_dir), exit_on_unreachable=False, evaluate=True)
 
 
 def _stages(methods: list[str], resolved: dict[str, dict[str, Any]]) -> set[str]:

@@ -32,10 +32,10 @@ from agentcausal.cli.run_folder_options import (
     add_run_folder_arguments,
     apply_run_folder_arguments,
     claim_run_folder,
-    failed_rows_exit,
     run_name_meta,
     starting_prefect,
 )
+from agentcausal.cli.run_output import print_discovery_report, print_discovery_run
 from agentcausal.cli.runner_options import add_runner_arguments
 from agentcausal.cli.settings_options import (
     add_model_arguments,
@@ -49,12 +49,11 @@ from agentcausal.cli.spend_options import (
     add_spend_arguments,
     check_spend_arguments,
     print_estimate,
-    print_spend,
     run_check,
     spent_before,
 )
 from agentcausal.exceptions import ConfigError, DatasetError, InvalidDatasetsError
-from agentcausal.runs.folder import default_run_dir, load_run_meta
+from agentcausal.runs.folder import default_run_dir
 from agentcausal.settings import preset_values, routing_preset
 
 __all__ = ["register", "cmd_discover", "build_config", "check_datasets"]
@@ -363,7 +362,6 @@ def cmd_discover(args: argparse.Namespace) -> int:
     from agentcausal.discovery.registry import method_stages, resolve_methods, with_anonymise
     from agentcausal.discovery.rounds import expand_rounds
     from agentcausal.llm.preview import render_previews
-    from agentcausal.report.discovery import load_scored, summary_text, write_report
     from agentcausal.runs.plan import write_plan
     from agentcausal.runs.store import ResultStore
 
@@ -371,9 +369,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
         if not (Path(args.report) / "outcomes.jsonl").is_file():
             raise ConfigError(f"{args.report} holds no outcomes.jsonl (not a discover run folder)")
         score_run(args.report, reversal_cost=args.shd_reversal)
-        files = write_report(args.report, reversal_cost=args.shd_reversal)
-        print(summary_text(files.frame, reversal_cost=args.shd_reversal))
-        print(f"\nrun folder: {files.run_dir}\nreport:     {files.report}")
+        print_discovery_report(args.report, reversal_cost=args.shd_reversal)
         return 0
     if not args.datasets:
         raise ConfigError("name at least one --dataset (e.g. --dataset earthquake, or --dataset main)")
@@ -464,19 +460,4 @@ def cmd_discover(args: argparse.Namespace) -> int:
         progress=not args.no_progress and sys.stderr.isatty(),
         runner=None if runner.kind.value == "thread" and runner.max_workers is None else runner,
     )
-    frame = load_scored(run_dir)
-    print(summary_text(frame, reversal_cost=args.shd_reversal))
-    held = frame["status"] == "not_run" if "status" in frame else frame["error"] != frame["error"]
-    held &= ~frame["error"].astype(str).str.startswith("EndpointDownError")  # the circuit breaker's: failures
-    failed = frame[(frame["error"] != "") & ~held]
-    if len(failed):
-        print(f"\n{len(failed)} failed runs; see the report.")
-    if held.any():  # held back by --max-cost: not failures
-        print(
-            f"\n{int(held.sum())} runs not run (budget: --max-cost); the same command with --resume and a higher "
-            "--max-cost runs them."
-        )
-    print_spend(run_dir)  # the actual spend beside the estimate (run.json)
-    print(f"\nrun folder: {run_dir}\nreport:     {Path(run_dir) / 'report.md'}")
-
-    return failed_rows_exit(load_run_meta(run_dir), unit="(dataset, seed, method) run")
+    return print_discovery_run(run_dir, reversal_cost=args.shd_reversal)
