@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentcausal.cli import quiet_task_failures
+from agentcausal.cli.dataset_checks import check_datasets, expand_datasets
 from agentcausal.cli.input_options import add_input_arguments, apply_input_arguments
 from agentcausal.cli.method_sets import discover_sets
 from agentcausal.cli.run_folder_options import (
@@ -52,11 +53,11 @@ from agentcausal.cli.spend_options import (
     run_check,
     spent_before,
 )
-from agentcausal.exceptions import ConfigError, DatasetError, InvalidDatasetsError
+from agentcausal.exceptions import ConfigError
 from agentcausal.runs.folder import default_run_dir
 from agentcausal.settings import preset_values, routing_preset
 
-__all__ = ["register", "cmd_discover", "build_config", "check_datasets"]
+__all__ = ["register", "cmd_discover", "build_config"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -264,86 +265,6 @@ def build_config(args: argparse.Namespace, preset: str | None = None):
         raise ConfigError(f"invalid MAC option: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from exc
 
 
-def _expand(datasets: list[str]) -> list[str]:
-    from agentcausal.discovery.data.datasets import BENCHMARKS, MAIN_BENCHMARKS  # start-up cost (see cmd_discover)
-
-    out: list[str] = []
-    for d in datasets:
-        for x in {"main": MAIN_BENCHMARKS, "all": BENCHMARKS}.get(d.lower(), (d,)):
-            if x not in out:
-                out.append(x)
-    return out
-
-
-def check_datasets(
-    specs: list[str], *, skip_invalid: bool = False, loaded: dict[str, Any] | None = None
-) -> tuple[list[str], list[dict[str, Any]]]:
-    """Validate every dataset before any work: benchmark names, and each user dataset read in full.
-
-    User datasets are loaded as the flow will load them (same names, same
-    checks), so what passes here does not fail later for its data.
-
-    Parameters
-    ----------
-    specs : dataset specs (benchmark names, ``.csv``/``.parquet`` paths, ``DATA::META``)
-    skip_invalid : print the invalid user datasets and go on with the rest, instead of refusing
-    loaded : a dict to fill with spec -> Dataset for the user datasets read here (so the plan reads none again)
-
-    Returns
-    -------
-    (valid specs, skipped) where skipped holds ``{"dataset", "file", "column", "error"}`` records.
-
-    Raises
-    ------
-    DatasetError
-        On an unknown benchmark name, two specs naming one file, an invalid user
-        dataset (without ``skip_invalid``; :class:`InvalidDatasetsError` lists each
-        when several are), or when ``skip_invalid`` leaves no dataset.
-    """
-    from agentcausal.discovery.data.datasets import BENCHMARKS, load_spec  # start-up cost (see cmd_discover)
-    from agentcausal.discovery.data.user_data import missing_summary, unique_dataset_names  # (the same)
-
-    for s in specs:
-        user = "::" in s or Path(s).suffix.lower() in (".csv", ".parquet", ".pq")
-        key = s.lower().replace("-", "_")
-        if not user and key not in BENCHMARKS and key not in ("auto", "autompg"):
-            raise DatasetError(
-                f"unknown dataset; choose from {', '.join(BENCHMARKS)}, 'main', 'all', "
-                "or a .csv/.parquet path (with its .json metadata beside it, or DATA::META)",
-                name=s,
-            )
-    names = unique_dataset_names(specs)
-    errors: dict[str, DatasetError] = {}
-    for s in specs:
-        if "::" in s or Path(s).suffix.lower() in (".csv", ".parquet", ".pq"):
-            try:
-                ds = load_spec(s, name=names[s])
-            except DatasetError as exc:
-                errors[s] = exc
-                continue
-            if loaded is not None:
-                loaded[s] = ds
-            if missing_summary(ds):  # rows dropped for a missing value (--drop-missing): said, and in run.json
-                print(f"agentcausal: note: {missing_summary(ds)}", file=sys.stderr)
-            if ds.true_graph is None:
-                print(
-                    f'agentcausal: note: {names[s]} has no true graph (no "true_edges" in its metadata): '
-                    "SHD, NHD and F1 are shown as -",
-                    file=sys.stderr,
-                )
-    if errors and not skip_invalid:
-        raise next(iter(errors.values())) if len(errors) == 1 else InvalidDatasetsError(list(errors.values()))
-    if errors:
-        print(f"agentcausal: skipping {len(errors)} invalid dataset(s):", file=sys.stderr)
-        for e in errors.values():
-            print(f"  {e}", file=sys.stderr)
-    valid = [s for s in specs if s not in errors]
-    if not valid:
-        raise DatasetError("no valid dataset to run", name=", ".join(specs))
-    skipped = [{"dataset": s, "file": e.file, "column": e.column, "error": str(e)} for s, e in errors.items()]
-    return valid, skipped
-
-
 def cmd_discover(args: argparse.Namespace) -> int:
     """Handler of ``agentcausal discover``: check inputs, plan the run into its folder, run the flow, print the table.
 
@@ -380,12 +301,12 @@ def cmd_discover(args: argparse.Namespace) -> int:
     apply_threads(args)
     apply_input_arguments(args)
     check_spend_arguments(args)
-    datasets = _expand(args.datasets)
+    datasets = expand_datasets(args.datasets)
     methods = with_anonymise(resolve_methods(args.methods or ["mac"]), args.anonymise or ["none"])
     methods = expand_rounds(methods, args.rounds or [])  # --rounds 1 2 3: "mac (rounds 1)", ... (paper §4.3)
     llm_datasets = args.llm_datasets
     if llm_datasets:
-        unknown = [d for d in _expand(llm_datasets) if d not in datasets]
+        unknown = [d for d in expand_datasets(llm_datasets) if d not in datasets]
         if unknown:
             raise ConfigError(f"--llm-dataset {', '.join(unknown)} is not among the --dataset values")
     loaded: dict[str, Any] = {}
@@ -407,7 +328,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
         repeats=args.repeats,
         anonymise=args.anonymise or [],
         seeds=args.seeds,  # [] = not asked: names as they are
-        llm_datasets=_expand(llm_datasets) if llm_datasets else None,
+        llm_datasets=expand_datasets(llm_datasets) if llm_datasets else None,
         skipped=skipped if args.skip_invalid else None,
         loaded=loaded,
     )  # user datasets as the check read them: not read again

@@ -59,7 +59,7 @@ def parse_bool_sets(sets: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]
     ConfigError
         If a boolean setting has another value.
     """
-    from agentcausal.attribution.registry import get_method  # start-up cost (see cli.attribute.cmd_attribute)
+    from agentcausal.attribution.registry import get_method  # start-up cost (see attribute.cmd_attribute)
 
     out = {m: dict(v) for m, v in sets.items()}
     for method, values in out.items():

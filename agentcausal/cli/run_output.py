@@ -61,7 +61,7 @@ def unreachable_summary(failures: Any, rows: int) -> str | None:
 def print_attribution_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool = False) -> int:
     """Print the accuracy table of a run folder: as the flow's report step wrote it (``evaluate=False``: the run
     is evaluated and reported once, by the flow) or evaluated and reported again (``agentcausal evaluate``)."""
-    from agentcausal.attribution.results import (  # start-up cost (see cli.attribute.cmd_attribute)
+    from agentcausal.attribution.results import (  # start-up cost (see attribute.cmd_attribute)
         load_results,
         read_attribution_summary,
     )
@@ -108,7 +108,7 @@ def print_attribution_run(run_dir: str, *, exit_on_unreachable: bool = True, eva
 def print_discovery_run(run_dir: str, *, reversal_cost: Literal[1, 2] = 1) -> int:
     """Print the SHD / NHD / F1 table of a discovery run folder as the flow scored it, its failed runs and those
     held back by ``--max-cost``, the spend and the run folder; the exit status."""
-    from agentcausal.report.discovery import load_scored, summary_text  # start-up cost (see cli.discover)
+    from agentcausal.report.discovery import load_scored, summary_text  # start-up cost (see discover.cmd_discover)
 
     frame = load_scored(run_dir)
     print(summary_text(frame, reversal_cost=reversal_cost))
@@ -128,7 +128,7 @@ def print_discovery_run(run_dir: str, *, reversal_cost: Literal[1, 2] = 1) -> in
 def print_discovery_report(run_dir: str, *, reversal_cost: Literal[1, 2] = 1) -> None:
     """Write a scored discovery run folder's report again and print its table and where it is
     (``agentcausal discover --report``, ``agentcausal evaluate`` of a discovery run)."""
-    from agentcausal.report.discovery import summary_text, write_report  # start-up cost (see cli.discover)
+    from agentcausal.report.discovery import summary_text, write_report  # start-up cost (see discover.cmd_discover)
 
     files = write_report(run_dir, reversal_cost=reversal_cost)
     print(summary_text(files.frame, reversal_cost=reversal_cost))
