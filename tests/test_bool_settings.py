@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agentcausal.cli import main
-from agentcausal.cli.attribute import parse_bool_sets, parse_sets
+from agentcausal.cli.method_sets import parse_bool_sets, parse_sets
 from agentcausal.demo_selection import examples_dir
 from agentcausal.exceptions import ConfigError
 from agentcausal.settings import RunSettings, parse_bool

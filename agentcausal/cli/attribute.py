@@ -23,11 +23,8 @@ exits 0 without starting a model, making a request or needing an API key.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import re
 import sys
-import typing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,14 +37,15 @@ from agentcausal.cli.import_traces import (
     uses_importer,
 )
 from agentcausal.cli.input_options import add_input_arguments, apply_input_arguments
+from agentcausal.cli.method_sets import parse_bool_sets, parse_sets
 from agentcausal.cli.run_folder_options import (
     add_run_folder_arguments,
     apply_run_folder_arguments,
     claim_run_folder,
-    failed_rows_exit,
     run_name_meta,
     starting_prefect,
 )
+from agentcausal.cli.run_output import print_attribution_run, print_discovery_report
 from agentcausal.cli.runner_options import add_runner_arguments
 from agentcausal.cli.settings_options import (
     add_model_arguments,
@@ -61,20 +59,17 @@ from agentcausal.cli.spend_options import (
     add_spend_arguments,
     check_spend_arguments,
     print_estimate,
-    print_spend,
     run_check,
     spent_before,
 )
-from agentcausal.exceptions import AgentCausalError, ConfigError, TraceFormatError
-from agentcausal.runs.folder import default_run_dir, load_run_meta, run_kind
-from agentcausal.settings import parse_bool, routing_preset
+from agentcausal.exceptions import ConfigError, TraceFormatError
+from agentcausal.runs.folder import default_run_dir, run_kind
+from agentcausal.settings import routing_preset
 
 if TYPE_CHECKING:
-    from agentcausal.attribution.evaluate import Evaluation
-    from agentcausal.attribution.results import AttributionSummary
     from agentcausal.traces.model import Trace
 
-__all__ = ["register", "cmd_attribute", "cmd_evaluate", "parse_sets", "parse_bool_sets"]
+__all__ = ["register", "cmd_attribute", "cmd_evaluate"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -181,61 +176,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run folder written by `attribute` (holds results.parquet and run.json), e.g. runs/dcfa5",
     )
     e.set_defaults(func=cmd_evaluate)
-
-
-def parse_sets(items: list[str]) -> dict[str, dict[str, Any]]:
-    """``["m.field=value", ...]`` as ``{"m": {"field": value}}``; values parsed as JSON, else kept as text.
-
-    Raises
-    ------
-    ConfigError
-        If an item is not ``METHOD.FIELD=VALUE``.
-
-    Examples
-    --------
-    >>> parse_sets(["step_by_step.on_no_yes=last_step", "all_at_once.max_tokens=200"])
-    {'step_by_step': {'on_no_yes': 'last_step'}, 'all_at_once': {'max_tokens': 200}}
-    """
-    out: dict[str, dict[str, Any]] = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        method, dot, field = key.partition(".")
-        if not sep or not dot or not method or not field:
-            raise ConfigError(f"--set expects METHOD.FIELD=VALUE, got {item!r}")
-        try:
-            value: Any = json.loads(raw)
-        except json.JSONDecodeError:
-            value = raw
-        out.setdefault(method, {})[field] = value
-    return out
-
-
-def parse_bool_sets(sets: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """``--set`` values of boolean method settings parsed by :func:`agentcausal.settings.parse_bool`.
-
-    ``dcfa.x=Yes`` and ``dcfa.x=off`` become True and False; anything but
-    true/false, 1/0, yes/no, on/off (any case) is refused naming the setting,
-    instead of pydantic's looser reading (``"t"``, ``"y"``). Settings of unknown
-    methods and non-boolean fields pass unchanged.
-
-    Raises
-    ------
-    ConfigError
-        If a boolean setting has another value.
-    """
-    from agentcausal.attribution.registry import get_method  # start-up cost (see cmd_attribute)
-
-    out = {m: dict(v) for m, v in sets.items()}
-    for method, values in out.items():
-        try:
-            fields = get_method(method).settings_model.model_fields
-        except AgentCausalError:
-            continue  # resolve_methods names the unknown method
-        for field, value in values.items():
-            ann = fields[field].annotation if field in fields else None
-            if ann is bool or (bool in typing.get_args(ann) and value is not None):
-                values[field] = parse_bool(value, name=f"--set {method}.{field}")
-    return out
 
 
 def cmd_attribute(args: argparse.Namespace) -> int:
@@ -357,7 +297,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         meta={**({"model": model_facts} if model_facts else {}), **run_name_meta(args)} or None,
         chunk_size=args.chunk_size,
     )
-    return _print_run(str(run_dir))
+    return print_attribution_run(str(run_dir))
 
 
 def _imported(args: argparse.Namespace) -> bool:
@@ -426,94 +366,6 @@ def _remove_new_run_folder(run_dir: Path) -> None:
         pass
 
 
-#: ``EndpointUnreachableError: profile 'P': endpoint URL unreachable after retries: CAUSE`` in a row's error
-_UNREACHABLE = re.compile(
-    r"EndpointUnreachableError: profile '([^']*)': endpoint (\S+) unreachable after retries: (.*)"
-)
-
-
-def unreachable_summary(failures: Any, rows: int) -> str | None:
-    """One line when every one of ``rows`` rows failed because its endpoint was unreachable, else None.
-
-    Parameters
-    ----------
-    failures : DataFrame with ``error`` (and ``status``), :attr:`Evaluation.failures`
-    rows : number of (trace, method) rows of the run
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> f = pd.DataFrame({"status": ["failed"], "error": [
-    ...     "EndpointUnreachableError: profile 'cli': endpoint http://h:9/v1 unreachable after retries: refused"]})
-    >>> unreachable_summary(f, 1)
-    'endpoint unreachable: cli at http://h:9/v1 — refused (all 1 row(s) failed; nothing was cached)'
-    >>> unreachable_summary(f, 2) is None
-    True
-    """
-    if rows < 1 or len(failures) != rows or "error" not in failures:
-        return None
-    hits = [_UNREACHABLE.search(str(e)) for e in failures["error"]]
-    first = hits[0]
-    if first is None or not all(hits):
-        return None
-    return (
-        f"endpoint unreachable: {first.group(1)} at {first.group(2)} — {first.group(3).strip()} "
-        f"(all {rows} row(s) failed; nothing was cached)"
-    )
-
-
-def _print_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool = False) -> int:
-    """Print the accuracy table of a run folder: as the flow's report step wrote it (``evaluate=False``: the run
-    is evaluated and reported once, by the flow) or evaluated and reported again (``agentcausal evaluate``)."""
-    from agentcausal.attribution.results import (  # start-up cost (see cmd_attribute)
-        load_results,
-        read_attribution_summary,
-    )
-    from agentcausal.report.attribution import accuracy_text, report_run  # (the same)
-    from agentcausal.report.blamed import console_summary  # (the same)
-
-    shown: Evaluation | AttributionSummary
-    if evaluate:
-        rep = report_run(run_dir)
-        shown, path = rep.evaluation, rep.path
-    else:
-        shown, path = read_attribution_summary(run_dir), Path(run_dir) / "report.md"
-    overall, failures = shown.overall, shown.failures
-    print(console_summary(load_results(run_dir), accuracy_text(shown), run_dir))  # unlabelled: the blamed steps
-    st: dict[Any, int] = failures["status"].value_counts().to_dict() if "status" in failures and len(failures) else {}
-    if st.get("not_run", 0) and "error" in failures:  # the circuit breaker's not_run rows are failures (exit 4)
-        down = int(
-            (failures["status"].eq("not_run") & failures["error"].astype(str).str.startswith("EndpointDownError")).sum()
-        )
-        st = {**st, "not_run": st["not_run"] - down, "failed": st.get("failed", 0) + down}
-    if st.get("not_run", 0):  # held back by --max-cost: not failures
-        print(
-            f"\n{st['not_run']} (trace, method) pairs not run (budget: --max-cost); the same command with --resume "
-            "and a higher --max-cost runs them."
-        )
-    if len(failures) - st.get("not_run", 0):
-        print(
-            f"\n{len(failures) - st.get('not_run', 0)} failed (trace, method) pairs; see the report."
-            + (
-                f" {st.get('failed', 0)} failed in this run (not cached; the next run retries them)."
-                if st.get("failed", 0)
-                else ""
-            )
-            + (
-                f" {st.get('content_failed', 0)} content failures (cached; --retry-failed recomputes them)."
-                if st.get("content_failed", 0)
-                else ""
-            )
-        )
-    print_spend(run_dir)  # the actual spend beside the estimate (run.json)
-    print(f"\nrun folder: {run_dir}\nreport:     {path}")
-    if not exit_on_unreachable:  # `evaluate`: a report of a run, not the run
-        return 0
-
-    line = unreachable_summary(failures, int(overall["n"].sum())) if "n" in overall else None
-    return failed_rows_exit(load_run_meta(run_dir), unit="(trace, method) row", unreachable=line)
-
-
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """Handler of ``agentcausal evaluate``.
 
@@ -530,19 +382,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     if not run_dir.is_dir():
         raise ConfigError(f"no such run folder: {run_dir}")
-    from agentcausal.report.discovery import summary_text, write_report  # start-up cost (see cmd_attribute
-
     if run_kind(run_dir) == "discover":
         print(
             f"agentcausal: {run_dir} is a discovery run; re-reporting it as "
             f"`agentcausal discover --report {run_dir}` does",
             file=sys.stderr,
         )
-        files = write_report(str(run_dir))
-        print(summary_text(files.frame))
-        print(f"\nrun folder: {files.run_dir}\nreport:     {files.report}")
+        print_discovery_report(str(run_dir))
         return 0
-    return _print_run(str(run_dir), exit_on_unreachable=False, evaluate=True)
+    return print_attribution_run(str(run_dir), exit_on_unreachable=False, evaluate=True)
 
 
 def _stages(methods: list[str], resolved: dict[str, dict[str, Any]]) -> set[str]:

@@ -20,23 +20,23 @@ from __future__ import annotations
 
 import argparse
 import sys
-import typing
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from agentcausal.cli import quiet_task_failures
-from agentcausal.cli.attribute import parse_sets
+from agentcausal.cli.dataset_checks import check_datasets, expand_datasets
 from agentcausal.cli.input_options import add_input_arguments, apply_input_arguments
+from agentcausal.cli.method_sets import discover_sets
 from agentcausal.cli.run_folder_options import (
     add_run_folder_arguments,
     apply_run_folder_arguments,
     claim_run_folder,
-    failed_rows_exit,
     run_name_meta,
     starting_prefect,
 )
+from agentcausal.cli.run_output import print_discovery_report, print_discovery_run
 from agentcausal.cli.runner_options import add_runner_arguments
 from agentcausal.cli.settings_options import (
     add_model_arguments,
@@ -50,15 +50,14 @@ from agentcausal.cli.spend_options import (
     add_spend_arguments,
     check_spend_arguments,
     print_estimate,
-    print_spend,
     run_check,
     spent_before,
 )
-from agentcausal.exceptions import ConfigError, DatasetError, InvalidDatasetsError
-from agentcausal.runs.folder import default_run_dir, load_run_meta
-from agentcausal.settings import parse_bool, preset_values, routing_preset
+from agentcausal.exceptions import ConfigError
+from agentcausal.runs.folder import default_run_dir
+from agentcausal.settings import preset_values, routing_preset
 
-__all__ = ["register", "cmd_discover", "build_config", "check_datasets"]
+__all__ = ["register", "cmd_discover", "build_config"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -246,7 +245,7 @@ def build_config(args: argparse.Namespace, preset: str | None = None):
         "llm_scd": llm_scd.LLMSCDSettings,
         "ils_csl": ils_csl.ILSCSLSettings,
     }
-    sets = _discover_sets(getattr(args, "sets", None) or [], models)
+    sets = discover_sets(getattr(args, "sets", None) or [], models)
     values.update(sets.get("mac", {}))
     try:
         mac = mac_settings.MACSettings(**values)
@@ -264,114 +263,6 @@ def build_config(args: argparse.Namespace, preset: str | None = None):
         )
     except ValidationError as exc:
         raise ConfigError(f"invalid MAC option: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from exc
-
-
-def _discover_sets(items: list[str], models: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """``--set METHOD.FIELD=VALUE`` of ``discover`` as ``{method: {field: value}}``, names checked up front.
-
-    Raises
-    ------
-    ConfigError
-        On a malformed item, a method other than those of ``models``, an unknown field (the
-        message lists the valid ones) or a boolean setting with another value.
-    """
-    sets = parse_sets(items)
-    for method, values in sets.items():
-        if method not in models:
-            raise ConfigError(
-                f"--set {method}.{next(iter(values))}: discover settings belong to {', '.join(models)} "
-                "(mac covers mac_single, dcm_only, mdm_only and llm_zero_shot)"
-            )
-        fields = models[method].model_fields
-        for field, value in values.items():
-            if method == "mac" and field == "executor":
-                raise ConfigError("--set mac.executor: use --executor (it checks the sandbox)")
-            if field not in fields:
-                raise ConfigError(f"--set {method}.{field}: unknown field; valid: {', '.join(fields)}")
-            ann = fields[field].annotation
-            if ann is bool or (bool in typing.get_args(ann) and value is not None):
-                values[field] = parse_bool(value, name=f"--set {method}.{field}")
-    return sets
-
-
-def _expand(datasets: list[str]) -> list[str]:
-    from agentcausal.discovery.data.datasets import BENCHMARKS, MAIN_BENCHMARKS  # start-up cost (see cmd_discover)
-
-    out: list[str] = []
-    for d in datasets:
-        for x in {"main": MAIN_BENCHMARKS, "all": BENCHMARKS}.get(d.lower(), (d,)):
-            if x not in out:
-                out.append(x)
-    return out
-
-
-def check_datasets(
-    specs: list[str], *, skip_invalid: bool = False, loaded: dict[str, Any] | None = None
-) -> tuple[list[str], list[dict[str, Any]]]:
-    """Validate every dataset before any work: benchmark names, and each user dataset read in full.
-
-    User datasets are loaded as the flow will load them (same names, same
-    checks), so what passes here does not fail later for its data.
-
-    Parameters
-    ----------
-    specs : dataset specs (benchmark names, ``.csv``/``.parquet`` paths, ``DATA::META``)
-    skip_invalid : print the invalid user datasets and go on with the rest, instead of refusing
-    loaded : a dict to fill with spec -> Dataset for the user datasets read here (so the plan reads none again)
-
-    Returns
-    -------
-    (valid specs, skipped) where skipped holds ``{"dataset", "file", "column", "error"}`` records.
-
-    Raises
-    ------
-    DatasetError
-        On an unknown benchmark name, two specs naming one file, an invalid user
-        dataset (without ``skip_invalid``; :class:`InvalidDatasetsError` lists each
-        when several are), or when ``skip_invalid`` leaves no dataset.
-    """
-    from agentcausal.discovery.data.datasets import BENCHMARKS, load_spec  # start-up cost (see cmd_discover)
-    from agentcausal.discovery.data.user_data import missing_summary, unique_dataset_names  # (the same)
-
-    for s in specs:
-        user = "::" in s or Path(s).suffix.lower() in (".csv", ".parquet", ".pq")
-        key = s.lower().replace("-", "_")
-        if not user and key not in BENCHMARKS and key not in ("auto", "autompg"):
-            raise DatasetError(
-                f"unknown dataset; choose from {', '.join(BENCHMARKS)}, 'main', 'all', "
-                "or a .csv/.parquet path (with its .json metadata beside it, or DATA::META)",
-                name=s,
-            )
-    names = unique_dataset_names(specs)
-    errors: dict[str, DatasetError] = {}
-    for s in specs:
-        if "::" in s or Path(s).suffix.lower() in (".csv", ".parquet", ".pq"):
-            try:
-                ds = load_spec(s, name=names[s])
-            except DatasetError as exc:
-                errors[s] = exc
-                continue
-            if loaded is not None:
-                loaded[s] = ds
-            if missing_summary(ds):  # rows dropped for a missing value (--drop-missing): said, and in run.json
-                print(f"agentcausal: note: {missing_summary(ds)}", file=sys.stderr)
-            if ds.true_graph is None:
-                print(
-                    f'agentcausal: note: {names[s]} has no true graph (no "true_edges" in its metadata): '
-                    "SHD, NHD and F1 are shown as -",
-                    file=sys.stderr,
-                )
-    if errors and not skip_invalid:
-        raise next(iter(errors.values())) if len(errors) == 1 else InvalidDatasetsError(list(errors.values()))
-    if errors:
-        print(f"agentcausal: skipping {len(errors)} invalid dataset(s):", file=sys.stderr)
-        for e in errors.values():
-            print(f"  {e}", file=sys.stderr)
-    valid = [s for s in specs if s not in errors]
-    if not valid:
-        raise DatasetError("no valid dataset to run", name=", ".join(specs))
-    skipped = [{"dataset": s, "file": e.file, "column": e.column, "error": str(e)} for s, e in errors.items()]
-    return valid, skipped
 
 
 def cmd_discover(args: argparse.Namespace) -> int:
@@ -392,7 +283,6 @@ def cmd_discover(args: argparse.Namespace) -> int:
     from agentcausal.discovery.registry import method_stages, resolve_methods, with_anonymise
     from agentcausal.discovery.rounds import expand_rounds
     from agentcausal.llm.preview import render_previews
-    from agentcausal.report.discovery import load_scored, summary_text, write_report
     from agentcausal.runs.plan import write_plan
     from agentcausal.runs.store import ResultStore
 
@@ -400,9 +290,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
         if not (Path(args.report) / "outcomes.jsonl").is_file():
             raise ConfigError(f"{args.report} holds no outcomes.jsonl (not a discover run folder)")
         score_run(args.report, reversal_cost=args.shd_reversal)
-        files = write_report(args.report, reversal_cost=args.shd_reversal)
-        print(summary_text(files.frame, reversal_cost=args.shd_reversal))
-        print(f"\nrun folder: {files.run_dir}\nreport:     {files.report}")
+        print_discovery_report(args.report, reversal_cost=args.shd_reversal)
         return 0
     if not args.datasets:
         raise ConfigError("name at least one --dataset (e.g. --dataset earthquake, or --dataset main)")
@@ -413,12 +301,12 @@ def cmd_discover(args: argparse.Namespace) -> int:
     apply_threads(args)
     apply_input_arguments(args)
     check_spend_arguments(args)
-    datasets = _expand(args.datasets)
+    datasets = expand_datasets(args.datasets)
     methods = with_anonymise(resolve_methods(args.methods or ["mac"]), args.anonymise or ["none"])
     methods = expand_rounds(methods, args.rounds or [])  # --rounds 1 2 3: "mac (rounds 1)", ... (paper §4.3)
     llm_datasets = args.llm_datasets
     if llm_datasets:
-        unknown = [d for d in _expand(llm_datasets) if d not in datasets]
+        unknown = [d for d in expand_datasets(llm_datasets) if d not in datasets]
         if unknown:
             raise ConfigError(f"--llm-dataset {', '.join(unknown)} is not among the --dataset values")
     loaded: dict[str, Any] = {}
@@ -440,7 +328,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
         repeats=args.repeats,
         anonymise=args.anonymise or [],
         seeds=args.seeds,  # [] = not asked: names as they are
-        llm_datasets=_expand(llm_datasets) if llm_datasets else None,
+        llm_datasets=expand_datasets(llm_datasets) if llm_datasets else None,
         skipped=skipped if args.skip_invalid else None,
         loaded=loaded,
     )  # user datasets as the check read them: not read again
@@ -493,19 +381,4 @@ def cmd_discover(args: argparse.Namespace) -> int:
         progress=not args.no_progress and sys.stderr.isatty(),
         runner=None if runner.kind.value == "thread" and runner.max_workers is None else runner,
     )
-    frame = load_scored(run_dir)
-    print(summary_text(frame, reversal_cost=args.shd_reversal))
-    held = frame["status"] == "not_run" if "status" in frame else frame["error"] != frame["error"]
-    held &= ~frame["error"].astype(str).str.startswith("EndpointDownError")  # the circuit breaker's: failures
-    failed = frame[(frame["error"] != "") & ~held]
-    if len(failed):
-        print(f"\n{len(failed)} failed runs; see the report.")
-    if held.any():  # held back by --max-cost: not failures
-        print(
-            f"\n{int(held.sum())} runs not run (budget: --max-cost); the same command with --resume and a higher "
-            "--max-cost runs them."
-        )
-    print_spend(run_dir)  # the actual spend beside the estimate (run.json)
-    print(f"\nrun folder: {run_dir}\nreport:     {Path(run_dir) / 'report.md'}")
-
-    return failed_rows_exit(load_run_meta(run_dir), unit="(dataset, seed, method) run")
+    return print_discovery_run(run_dir, reversal_cost=args.shd_reversal)

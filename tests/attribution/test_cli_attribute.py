@@ -4,7 +4,7 @@ import pytest
 
 from agentcausal.attribution.results import results_frame, save_results
 from agentcausal.cli import main
-from agentcausal.cli.attribute import parse_sets
+from agentcausal.cli.method_sets import parse_sets
 from agentcausal.exceptions import ConfigError
 from agentcausal.traces.model import Attribution, Label, Step, Trace
 

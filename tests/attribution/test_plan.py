@@ -328,7 +328,7 @@ def test_imported_corpus_records_its_source_and_labels_files(tmp_path, capsys, m
         return kw["out_dir"]
 
     monkeypatch.setattr(flows.attribute, "run_attribute", fake_run)
-    monkeypatch.setattr("agentcausal.cli.attribute._print_run", lambda run_dir: 0)
+    monkeypatch.setattr("agentcausal.cli.attribute.print_attribution_run", lambda run_dir: 0)
     run = tmp_path / "run"
     assert main(["attribute", str(f), "--labels", str(labels), "-m", "all_at_once", "--out", str(run)]) == 0
     from agentcausal.runs.plan import read_plan

@@ -309,7 +309,7 @@ def test_cli_refuses_every_bad_dataset_on_one_line(tmp_path, capsys):
 
 
 def test_cli_check_skip_invalid_lists_what_it_leaves_out(tmp_path, capsys):
-    from agentcausal.cli.discover import check_datasets
+    from agentcausal.cli.dataset_checks import check_datasets
 
     good_a, good_b, bad = _two_folders(tmp_path)
     valid, skipped = check_datasets([str(good_a), str(bad), str(good_b)], skip_invalid=True)

@@ -101,7 +101,7 @@ def test_out_on_an_existing_run_refuses_unless_resume_or_force(fake_server, tmp_
 
     ran = {}
     monkeypatch.setattr(flows.attribute, "run_attribute", lambda *a, **kw: ran.update(kw) or kw["out_dir"])
-    monkeypatch.setattr("agentcausal.cli.attribute._print_run", lambda run_dir, **kw: 0)
+    monkeypatch.setattr("agentcausal.cli.attribute.print_attribution_run", lambda run_dir, **kw: 0)
     assert main(_args(fake_server, tmp_path, run_dir, "--force", "--name", "nightly")) == 0
     assert not (run_dir / "report.md").exists() and not (run_dir / "plots").exists()
     assert (run_dir / "plan.json").is_file() and ran["meta"]["name"] == "nightly"

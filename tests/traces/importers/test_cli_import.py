@@ -54,7 +54,7 @@ def _no_flow(monkeypatch):
     import flows.attribute
 
     monkeypatch.setattr(flows.attribute, "run_attribute", fake_run)
-    monkeypatch.setattr("agentcausal.cli.attribute._print_run", lambda run_dir: 0)
+    monkeypatch.setattr("agentcausal.cli.attribute.print_attribution_run", lambda run_dir: 0)
     return calls
 
 

@@ -103,7 +103,7 @@ def test_attribute_skip_invalid_records_imported_skips_in_run_json(mixed, tmp_pa
     import flows.attribute
 
     monkeypatch.setattr(flows.attribute, "run_attribute", fake_run)
-    monkeypatch.setattr("agentcausal.cli.attribute._print_run", lambda run_dir: 0)
+    monkeypatch.setattr("agentcausal.cli.attribute.print_attribution_run", lambda run_dir: 0)
     good, off, alien, broken = mixed
     run = tmp_path / "run"
     assert (

@@ -1,0 +1,152 @@
+"""What ``agentcausal attribute``, ``evaluate`` and ``discover`` print once a run is done, and their exit status.
+
+The table of the run folder (accuracy, or SHD / NHD / F1), the rows held back by ``--max-cost`` (not
+failures: the same command with ``--resume`` runs them), the failed rows, the actual spend, the run
+folder and its report; the exit status from ``run.json``
+(:func:`agentcausal.cli.run_folder_options.failed_rows_exit`).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from agentcausal.cli.run_folder_options import failed_rows_exit
+from agentcausal.cli.spend_options import print_spend
+from agentcausal.runs.folder import load_run_meta
+
+if TYPE_CHECKING:
+    from agentcausal.attribution.evaluate import Evaluation
+    from agentcausal.attribution.results import AttributionSummary
+
+__all__ = ["print_attribution_run", "print_discovery_run", "print_discovery_report", "unreachable_summary"]
+
+#: ``EndpointUnreachableError: profile 'P': endpoint URL unreachable after retries: CAUSE`` in a row's error
+_UNREACHABLE = re.compile(
+    r"EndpointUnreachableError: profile '([^']*)': endpoint (\S+) unreachable after retries: (.*)"
+)
+
+
+def unreachable_summary(failures: Any, rows: int) -> str | None:
+    """One line when every one of ``rows`` rows failed because its endpoint was unreachable, else None.
+
+    Parameters
+    ----------
+    failures : DataFrame with ``error`` (and ``status``), :attr:`Evaluation.failures`
+    rows : number of (trace, method) rows of the run
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> f = pd.DataFrame({"status": ["failed"], "error": [
+    ...     "EndpointUnreachableError: profile 'cli': endpoint http://h:9/v1 unreachable after retries: refused"]})
+    >>> unreachable_summary(f, 1)
+    'endpoint unreachable: cli at http://h:9/v1 — refused (all 1 row(s) failed; nothing was cached)'
+    >>> unreachable_summary(f, 2) is None
+    True
+    """
+    if rows < 1 or len(failures) != rows or "error" not in failures:
+        return None
+    hits = [_UNREACHABLE.search(str(e)) for e in failures["error"]]
+    first = hits[0]
+    if first is None or not all(hits):
+        return None
+    return (
+        f"endpoint unreachable: {first.group(1)} at {first.group(2)} — {first.group(3).strip()} "
+        f"(all {rows} row(s) failed; nothing was cached)"
+    )
+
+
+def print_attribution_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool = False) -> int:
+    """Print the accuracy table of a run folder: as the flow's report step wrote it (``evaluate=False``: the run
+    is evaluated and reported once, by the flow) or evaluated and reported again (``agentcausal evaluate``)."""
+    from agentcausal.attribution.results import (  # start-up cost (see attribute.cmd_attribute)
+        load_results,
+        read_attribution_summary,
+    )
+    from agentcausal.report.attribution import accuracy_text, report_run  # (the same)
+    from agentcausal.report.blamed import console_summary  # (the same)
+
+    shown: Evaluation | AttributionSummary
+    if evaluate:
+        rep = report_run(run_dir)
+        shown, path = rep.evaluation, rep.path
+    else:
+        shown, path = read_attribution_summary(run_dir), Path(run_dir) / "report.md"
+    overall, failures = shown.overall, shown.failures
+    print(console_summary(load_results(run_dir), accuracy_text(shown), run_dir))  # unlabelled: the blamed steps
+    st: dict[Any, int] = failures["status"].value_counts().to_dict() if "status" in failures and len(failures) else {}
+    if st.get("not_run", 0) and "error" in failures:  # the circuit breaker's not_run rows are failures (exit 4)
+        down = int((failures["status"].eq("not_run") & _breaker_stopped(failures["error"])).sum())
+        st = {**st, "not_run": st["not_run"] - down, "failed": st.get("failed", 0) + down}
+    if st.get("not_run", 0):  # held back by --max-cost: not failures
+        _print_not_run(st["not_run"], "(trace, method) pairs")
+    if len(failures) - st.get("not_run", 0):
+        print(
+            f"\n{len(failures) - st.get('not_run', 0)} failed (trace, method) pairs; see the report."
+            + (
+                f" {st.get('failed', 0)} failed in this run (not cached; the next run retries them)."
+                if st.get("failed", 0)
+                else ""
+            )
+            + (
+                f" {st.get('content_failed', 0)} content failures (cached; --retry-failed recomputes them)."
+                if st.get("content_failed", 0)
+                else ""
+            )
+        )
+    print_spend(run_dir)  # the actual spend beside the estimate (run.json)
+    _print_run_folder(run_dir, path)
+    if not exit_on_unreachable:  # `evaluate`: a report of a run, not the run
+        return 0
+
+    line = unreachable_summary(failures, int(overall["n"].sum())) if "n" in overall else None
+    return failed_rows_exit(load_run_meta(run_dir), unit="(trace, method) row", unreachable=line)
+
+
+def print_discovery_run(run_dir: str, *, reversal_cost: Literal[1, 2] = 1) -> int:
+    """Print the SHD / NHD / F1 table of a discovery run folder as the flow scored it, its failed runs and those
+    held back by ``--max-cost``, the spend and the run folder; the exit status."""
+    from agentcausal.report.discovery import load_scored, summary_text  # start-up cost (see discover.cmd_discover)
+
+    frame = load_scored(run_dir)
+    print(summary_text(frame, reversal_cost=reversal_cost))
+    held = frame["status"] == "not_run" if "status" in frame else frame["error"] != frame["error"]
+    held &= ~_breaker_stopped(frame["error"])  # the circuit breaker's: failures
+    failed = frame[(frame["error"] != "") & ~held]
+    if len(failed):
+        print(f"\n{len(failed)} failed runs; see the report.")
+    if held.any():  # held back by --max-cost: not failures
+        _print_not_run(int(held.sum()), "runs")
+    print_spend(run_dir)  # the actual spend beside the estimate (run.json)
+    _print_run_folder(run_dir, Path(run_dir) / "report.md")
+
+    return failed_rows_exit(load_run_meta(run_dir), unit="(dataset, seed, method) run")
+
+
+def print_discovery_report(run_dir: str, *, reversal_cost: Literal[1, 2] = 1) -> None:
+    """Write a scored discovery run folder's report again and print its table and where it is
+    (``agentcausal discover --report``, ``agentcausal evaluate`` of a discovery run)."""
+    from agentcausal.report.discovery import summary_text, write_report  # start-up cost (see discover.cmd_discover)
+
+    files = write_report(run_dir, reversal_cost=reversal_cost)
+    print(summary_text(files.frame, reversal_cost=reversal_cost))
+    _print_run_folder(files.run_dir, files.report)
+
+
+def _breaker_stopped(errors: Any) -> Any:
+    """Which rows' ``errors`` (a Series) are the circuit breaker's ``EndpointDownError`` (failures, not budget)."""
+    return errors.astype(str).str.startswith("EndpointDownError")
+
+
+def _print_not_run(count: int, rows: str) -> None:
+    """The line for ``count`` ``rows`` held back by ``--max-cost``."""
+    print(
+        f"\n{count} {rows} not run (budget: --max-cost); the same command with --resume and a higher --max-cost "
+        "runs them."
+    )
+
+
+def _print_run_folder(run_dir: str | Path, report: str | Path) -> None:
+    print(f"\nrun folder: {run_dir}\nreport:     {report}")
