@@ -469,7 +469,8 @@ def _print_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool
         load_results,
         read_attribution_summary,
     )
-    from agentcausal.report.attribution import accuracy_text, report_run  # (the same)
+    from agentcausal.report.attribution import report_run  # (the same)
+    from agentcausal.report.attribution_tables import accuracy_text
     from agentcausal.report.blamed import console_summary  # (the same)
 
     shown: Evaluation | AttributionSummary
