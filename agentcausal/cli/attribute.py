@@ -531,7 +531,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     if not run_dir.is_dir():
         raise ConfigError(f"no such run folder: {run_dir}")
-    from agentcausal.report.discovery import summary_text, write_report  # start-up cost (see cmd_attribute
+    from agentcausal.report.discovery import write_report  # start-up cost (see cmd_attribute
+    from agentcausal.report.discovery_tables import summary_text
 
     if run_kind(run_dir) == "discover":
         print(

@@ -392,7 +392,9 @@ def cmd_discover(args: argparse.Namespace) -> int:
     from agentcausal.discovery.registry import method_stages, resolve_methods, with_anonymise
     from agentcausal.discovery.rounds import expand_rounds
     from agentcausal.llm.preview import render_previews
-    from agentcausal.report.discovery import load_scored, summary_text, write_report
+    from agentcausal.report.discovery import write_report
+    from agentcausal.report.discovery_load import load_scored
+    from agentcausal.report.discovery_tables import summary_text
     from agentcausal.runs.plan import write_plan
     from agentcausal.runs.store import ResultStore
 
