@@ -11,7 +11,7 @@ from prefect import flow
 from agentcausal.attribution.jobs import ATTRIBUTION
 from agentcausal.attribution.plan import plan_attribution
 from agentcausal.report.artifacts import corpus_label
-from agentcausal.report.attribution import table_records
+from agentcausal.report.attribution_tables import table_records
 from agentcausal.runs.folder import default_run_dir
 from agentcausal.runs.plan import Plan, as_plan
 from agentcausal.settings import RunSettings

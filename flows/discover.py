@@ -11,7 +11,7 @@ from prefect import flow
 from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.jobs import DISCOVERY
 from agentcausal.discovery.plan import plan_discovery
-from agentcausal.report.discovery import table_records
+from agentcausal.report.discovery_tables import table_records
 from agentcausal.runs.folder import default_run_dir
 from agentcausal.runs.plan import Plan, as_plan
 from agentcausal.settings import RunSettings

@@ -72,6 +72,7 @@ def test_evaluate_rereports_a_discovery_run(tmp_path, monkeypatch, capsys):
     import pandas as pd
 
     import agentcausal.report.discovery as disc
+    import agentcausal.report.discovery_tables as disc_tables
 
     run = tmp_path / "disc"
     run.mkdir()
@@ -87,7 +88,7 @@ def test_evaluate_rereports_a_discovery_run(tmp_path, monkeypatch, capsys):
         return Files()
 
     monkeypatch.setattr(disc, "write_report", fake_write_report)
-    monkeypatch.setattr(disc, "summary_text", lambda frame, **kw: "SUMMARY TABLE")
+    monkeypatch.setattr(disc_tables, "summary_text", lambda frame, **kw: "SUMMARY TABLE")
     assert main(["evaluate", str(run)]) == 0
     out, err = capsys.readouterr()
     assert seen["run_dir"] == str(run) and "SUMMARY TABLE" in out

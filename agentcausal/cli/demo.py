@@ -88,8 +88,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from agentcausal.demo_selection import demo_selection
     from agentcausal.discovery.config import DiscoveryConfig
     from agentcausal.discovery.registry import method_stages
-    from agentcausal.report.attribution import accuracy_text
-    from agentcausal.report.discovery import load_scored, summary_text
+    from agentcausal.report.attribution_tables import accuracy_text
+    from agentcausal.report.discovery_load import load_scored
+    from agentcausal.report.discovery_tables import summary_text
 
     if args.threads is not None and args.threads < 1:
         raise ConfigError(f"--threads must be at least 1, got {args.threads}")

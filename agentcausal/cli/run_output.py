@@ -65,7 +65,8 @@ def print_attribution_run(run_dir: str, *, exit_on_unreachable: bool = True, eva
         load_results,
         read_attribution_summary,
     )
-    from agentcausal.report.attribution import accuracy_text, report_run  # (the same)
+    from agentcausal.report.attribution import report_run  # (the same)
+    from agentcausal.report.attribution_tables import accuracy_text  # (the same)
     from agentcausal.report.blamed import console_summary  # (the same)
 
     shown: Evaluation | AttributionSummary
@@ -108,7 +109,8 @@ def print_attribution_run(run_dir: str, *, exit_on_unreachable: bool = True, eva
 def print_discovery_run(run_dir: str, *, reversal_cost: Literal[1, 2] = 1) -> int:
     """Print the SHD / NHD / F1 table of a discovery run folder as the flow scored it, its failed runs and those
     held back by ``--max-cost``, the spend and the run folder; the exit status."""
-    from agentcausal.report.discovery import load_scored, summary_text  # start-up cost (see discover.cmd_discover)
+    from agentcausal.report.discovery_load import load_scored  # start-up cost (see discover.cmd_discover)
+    from agentcausal.report.discovery_tables import summary_text  # (the same)
 
     frame = load_scored(run_dir)
     print(summary_text(frame, reversal_cost=reversal_cost))
@@ -128,7 +130,8 @@ def print_discovery_run(run_dir: str, *, reversal_cost: Literal[1, 2] = 1) -> in
 def print_discovery_report(run_dir: str, *, reversal_cost: Literal[1, 2] = 1) -> None:
     """Write a scored discovery run folder's report again and print its table and where it is
     (``agentcausal discover --report``, ``agentcausal evaluate`` of a discovery run)."""
-    from agentcausal.report.discovery import summary_text, write_report  # start-up cost (see discover.cmd_discover)
+    from agentcausal.report.discovery import write_report  # start-up cost (see discover.cmd_discover)
+    from agentcausal.report.discovery_tables import summary_text  # (the same)
 
     files = write_report(run_dir, reversal_cost=reversal_cost)
     print(summary_text(files.frame, reversal_cost=reversal_cost))

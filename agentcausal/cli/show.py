@@ -81,11 +81,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(text or "no result rows" + (f" for method(s) {', '.join(args.methods)}" if args.methods else ""))
         return 0
     # start-up cost: loads openai, pandas, pydantic, which `agentcausal --help` and every other verb would pay at import
-    from agentcausal.report.attribution import _run_traces
+    from agentcausal.report.attribution_load import run_traces
     from agentcausal.report.trace_view import find_trace, trace_view_text
 
     tid = find_trace(list(results["trace_id"].astype(str)), args.trace)
-    trace = _run_traces(
+    trace = run_traces(
         Path(args.run_dir), load_run_meta(args.run_dir), results[results["trace_id"].astype(str) == tid]
     ).get(tid)
     recorded = str(results.loc[results["trace_id"].astype(str) == tid, "trace_hash"].iloc[0] or "")

@@ -1,4 +1,4 @@
-"""Markdown and HTML report and printable tables of a failure-attribution run.
+"""The markdown and HTML report of a failure-attribution run: ``report.md`` and ``report.html``.
 
 Both reports open on the blamed steps (:mod:`agentcausal.report.blamed`), with the
 run's settings folded. :func:`markdown_report` then renders an
@@ -6,7 +6,11 @@ run's settings folded. :func:`markdown_report` then renders an
 per trace length and the step-error histogram, each only when some trace is
 labelled (:mod:`agentcausal.report.accuracy`: counts ``k/n`` beside percentages,
 exact match, Hit@k, top-3, Who&When's rule); cost per trace and per stage; failed
-traces with their errors. :func:`accuracy_text` is the table the CLI prints.
+traces with their errors. :func:`write_report` adds the DCFA paper's tables
+(:mod:`agentcausal.report.attribution_paper_tables`), the plots and DCFA's dependency
+graphs, and the per-trace parts of ``report.html`` for the traces it shows
+(:mod:`agentcausal.report.attribution_load`). The tables themselves, and the one the
+CLI prints: :mod:`agentcausal.report.attribution_tables`.
 
 References
 ----------
@@ -19,48 +23,25 @@ import html
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import pandas as pd
 
 from agentcausal.attribution.evaluate import Evaluation, evaluate_frame
-from agentcausal.attribution.paper_tables import (
-    WHO_WHEN_LEVELS,
-    accuracy_by_level,
-    accuracy_over_repeats,
-    dcfa_accuracy,
-    gca_only_accuracy,
-    graph_stats,
-    lce_diagnostics,
-    lce_effect,
-    outside_levels,
-    signed_step_error_histogram,
-)
-from agentcausal.attribution.results import AttributionSummary, load_results
-from agentcausal.exceptions import AgentCausalError
+from agentcausal.attribution.results import load_results
 from agentcausal.report.accuracy import ACCURACY_NOTE, accuracy_display, has_labels
+from agentcausal.report.attribution_load import run_traces, shown_rows
+from agentcausal.report.attribution_paper_tables import paper_tables_markdown
+from agentcausal.report.attribution_tables import evaluation_tables, markdown_table
 from agentcausal.report.blamed import blamed_html, blamed_markdown
 from agentcausal.report.dcfa import dependency_graph_edge_table, dependency_graph_mermaid
-from agentcausal.report.html import attribution_tables, facts_markdown, html_table, readable_value, write_html_report
+from agentcausal.report.html import facts_markdown, html_table, readable_value, write_html_report
 from agentcausal.report.plots import attribution_figures, figures_markdown
 from agentcausal.report.traces_html import per_trace_html, trace_sections_html
 from agentcausal.runs.folder import atomic_write_text, load_run_meta
-from agentcausal.runs.items import load_trace_item
-from agentcausal.runs.plan import PLAN_FILE, read_plan
-from agentcausal.traces.io import load_traces
 from agentcausal.traces.model import Attribution, Trace
 
-__all__ = [
-    "RunReport",
-    "markdown_table",
-    "markdown_report",
-    "accuracy_text",
-    "write_report",
-    "report_run",
-    "table_records",
-    "paper_tables_markdown",
-    "MAX_SHOWN_TRACES",
-]
+__all__ = ["RunReport", "markdown_report", "dependency_graphs_markdown", "write_report", "report_run"]
 
 
 class RunReport(NamedTuple):
@@ -76,76 +57,6 @@ class RunReport(NamedTuple):
     evaluation: Evaluation
     markdown: str
     path: Path
-
-
-_PCT = ("step_acc", "agent_acc", "both_acc")
-
-
-def _fmt(v: Any, col: str) -> str:  # v: a frame cell
-    if v is None or (isinstance(v, float) and pd.isna(v)):
-        return "–"
-    if col in _PCT:
-        return f"{100 * float(v):.1f}%"
-    if isinstance(v, float):
-        return f"{v:,.1f}" if abs(v) >= 1 or v == 0 else f"{v:.3f}"
-    return str(v).replace("|", "\\|").replace("\n", " ")
-
-
-def markdown_table(df: pd.DataFrame, *, index: bool = False) -> str:
-    """A DataFrame as a GitHub markdown table (accuracy columns as percentages).
-
-    Parameters
-    ----------
-    df : DataFrame
-    index : bool, include the index as the first column
-
-    Returns
-    -------
-    str; ``"(none)"`` for an empty frame.
-    """
-    if index:
-        df = df.reset_index()
-    if df.empty:
-        return "(none)"
-    cols = [str(c) for c in df.columns]
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for row in df.itertuples(index=False):
-        lines.append("| " + " | ".join(_fmt(v, c) for v, c in zip(row, cols)) + " |")
-    return "\n".join(lines)
-
-
-def accuracy_text(ev: Evaluation | AttributionSummary) -> str:
-    """The overall accuracy table as plain text for a terminal: each metric ``k/n (x%)``
-    (:func:`~agentcausal.report.accuracy.accuracy_display`).
-
-    Parameters
-    ----------
-    ev : Evaluation, or the AttributionSummary of a run folder (only ``overall`` is shown)
-
-    Returns
-    -------
-    str
-    """
-    shown = accuracy_display(ev.overall)
-    short = {
-        "step (exact)": "step",
-        "step and agent": "both",
-        "Hit@1 (±1 step)": "Hit@1 ±1",
-        "Hit@3 (±3)": "Hit@3 ±3",
-        "Hit@5 (±5)": "Hit@5 ±5",
-        "top-3 (candidates)": "top-3",
-    }
-    ww = [c for c in shown.columns if "Who&When" in c]  # in the reports, for comparing with published numbers
-    text = (
-        shown.drop(columns=ww + [c for c in ("degraded", "reused") if c in shown and not shown[c].any()])
-        .rename(columns=short)
-        .to_string(index=False)
-    )
-    return text + (
-        "\n(k/n over labelled traces; Who&When's substring rule and the per-subset tables are in the report)"
-        if ww
-        else ""
-    )
 
 
 def _split_facts(meta: Mapping[str, object]) -> tuple[dict[str, object], dict[str, object]]:
@@ -338,6 +249,7 @@ def write_report(
     meta : see :func:`markdown_report`
     results : the results frame (for the per-trace table and sections); None leaves them out
     traces : trace id -> Trace, for the step text in the per-trace sections
+    run_meta : the run's ``run.json`` (the paper tables' ``speaker_mismatch``)
 
     Returns
     -------
@@ -356,7 +268,7 @@ def write_report(
     lead: list[str] = []
     sections: list[str] = []
     if results is not None and not results.empty:
-        shown = _shown_rows(results)  # the blamed table too: a page of 48,000 rows weighed about 110 MB
+        shown = shown_rows(results)  # the blamed table too: a page of 48,000 rows weighed about 110 MB
         cut = (
             f" The first {shown['trace_id'].nunique():,} of {results['trace_id'].nunique():,} traces are shown "
             "here; every row is in results.parquet."
@@ -371,7 +283,7 @@ def write_report(
             trace_sections_html(shown, traces),
         ]
 
-    tables = attribution_tables(ev)  # accuracy (4 tables: only with labels), cost, failures
+    tables = evaluation_tables(ev)  # accuracy (4 tables: only with labels), cost, failures
     if labelled:
         lead += [
             f"<h2>Accuracy</h2><p class='note'>{html.escape(ACCURACY_NOTE)}</p>{html_table(tables[0][1])}",
@@ -391,38 +303,6 @@ def write_report(
 
 def _later_tables(tables: list[tuple[str, pd.DataFrame]]) -> list[str]:
     return [f"<h2>{html.escape(h)}</h2>{html_table(df)}" for h, df in tables]
-
-
-#: traces the HTML report shows row by row and step by step at most (a report of a large corpus stays readable
-#: and its writing stays in bounded memory; every row is in results.parquet)
-MAX_SHOWN_TRACES = 500
-
-
-def _shown_rows(results: pd.DataFrame) -> pd.DataFrame:
-    """The rows of the first :data:`MAX_SHOWN_TRACES` traces (by id), every method's."""
-    ids = results["trace_id"].drop_duplicates()
-    if len(ids) <= MAX_SHOWN_TRACES:
-        return results
-    return results[results["trace_id"].isin(set(ids.sort_values().head(MAX_SHOWN_TRACES)))]
-
-
-def _run_traces(run_dir: Path, meta: Mapping[str, object], results: pd.DataFrame) -> dict[str, Trace]:
-    """The traces the report shows (:func:`_shown_rows`), read from the run's plan items (by path and offset,
-    hash checked; :mod:`agentcausal.runs.items`) or, for a run folder without a plan, from its corpus paths
-    (best effort: {} when they are gone or unreadable)."""
-    wanted = set(_shown_rows(results)["trace_id"].astype(str))  # only the traces the report shows
-    plan_file = run_dir / PLAN_FILE
-    if plan_file.is_file():
-        try:
-            return {i.id: load_trace_item(i) for i in read_plan(plan_file).iter_items() if i.id in wanted}
-        except (AgentCausalError, OSError, ValueError):
-            pass  # changed since the run: the corpus as it is now, below
-    corpus = meta.get("corpus")
-    paths = [corpus] if isinstance(corpus, str) else list(corpus) if isinstance(corpus, (list, tuple)) else []
-    try:
-        return {t.id: t for t in load_traces([str(p) for p in paths]) if t.id in wanted}
-    except (AgentCausalError, OSError, ValueError):
-        return {}
 
 
 def report_run(run_dir: str | Path) -> RunReport:
@@ -452,118 +332,6 @@ def report_run(run_dir: str | Path) -> RunReport:
         shown["corpus"] = [str(s.get("path")) for s in plan["sources"] if isinstance(s, Mapping)]
     shown["run folder"] = str(run_dir)
     path = write_report(
-        ev, run_dir, meta=shown, results=results, traces=_run_traces(Path(run_dir), meta, results), run_meta=meta
+        ev, run_dir, meta=shown, results=results, traces=run_traces(Path(run_dir), meta, results), run_meta=meta
     )
     return RunReport(ev, path.read_text(encoding="utf-8"), path)
-
-
-def table_records(df: pd.DataFrame) -> list[dict[str, object]]:
-    """Rows as JSON-friendly dicts (NaN as None, accuracies rounded), e.g. for a UI table artifact.
-
-    Parameters
-    ----------
-    df : DataFrame
-
-    Returns
-    -------
-    list of dict
-    """
-    out = []
-    for rec in df.to_dict(orient="records"):
-        out.append(
-            {
-                str(k): (
-                    None if isinstance(v, float) and pd.isna(v) else (round(float(v), 4) if isinstance(v, float) else v)
-                )
-                for k, v in rec.items()
-            }
-        )
-    return out
-
-
-def paper_tables_markdown(df: pd.DataFrame, meta: dict[str, Any] | None = None) -> str:
-    """The DCFA paper's tables (:mod:`agentcausal.attribution.paper_tables`) as markdown sections (empty ones left
-    out), for ``report.md``."""
-    parts: list[str] = []
-    acc = dcfa_accuracy(df)
-    if len(acc):
-        shown = acc.assign(
-            **{
-                "step accuracy (agent and step)": [
-                    f"{100 * a:.2f}% ({k}/{n})"
-                    for a, k, n in zip(acc["agent_and_step_acc"], acc["agent_and_step_k"], acc["n"])
-                ],
-                "step-only accuracy": [
-                    f"{100 * a:.2f}% ({k}/{n})" for a, k, n in zip(acc["step_acc"], acc["step_k"], acc["n"])
-                ],
-            }
-        )[["method", "subset", "n", "step accuracy (agent and step)", "step-only accuracy"]]
-        parts += [
-            "## Step accuracy as the DCFA paper reports it (Table 1)",
-            "",
-            '"Step accuracy (agent and step)" is what DCFA\'s released `evaluate.py` computes and calls step '
-            "accuracy: the labelled step and the labelled agent both right (the agent as the first word of "
-            "the prediction, compared exactly), over every labelled trace of the subset in this run. "
-            "Step-only accuracy is the step alone. Undetermined and failed rows count as wrong.",
-            "",
-            markdown_table(shown),
-            "",
-        ]
-    lv = accuracy_by_level(df)
-    if len(lv):
-        out = outside_levels(df)
-        parts += [
-            "## Step-only accuracy by trace-length level (Hand-Crafted, Figure 3)",
-            "",
-            "Levels of the released `evaluate_in_different_length.py`: "
-            + ", ".join(f"{n} {lo}-{hi} steps" for lo, hi, n in WHO_WHEN_LEVELS)
-            + f". Traces of a length in no level: {out} (left out, as there). Undetermined rows count as wrong "
-            "here; the released script leaves them out of n.",
-            "",
-            markdown_table(lv),
-            "",
-        ]
-    if (df["method"] == "dcfa").any():
-        g = gca_only_accuracy(df)
-        g = g.assign(
-            **{
-                "w/o LCE (step only)": [
-                    f"{100 * a:.2f}% ({k}/{n})" for a, k, n in zip(g["gca_step_acc"], g["gca_step_k"], g["n"])
-                ],
-                "DCFA (step only)": [
-                    f"{100 * a:.2f}% ({k}/{n})" for a, k, n in zip(g["dcfa_step_acc"], g["dcfa_step_k"], g["n"])
-                ],
-            }
-        )
-        parts += [
-            "## DCFA without LCE (from the stored GCA hypothesis)",
-            "",
-            markdown_table(g[["subset", "n", "w/o LCE (step only)", "DCFA (step only)"]]),
-            "",
-            "## What LCE did (step level)",
-            "",
-            markdown_table(lce_effect(df)),
-            "",
-            "## LCE diagnostics (means per trace that ran LCE)",
-            "",
-            markdown_table(lce_diagnostics(df)),
-            "",
-        ]
-    gs = graph_stats(df)
-    if len(gs):
-        parts += ["## Dependency graphs: edges per trace", "", markdown_table(gs), ""]
-    parts += ["## Predicted − labelled step", "", markdown_table(signed_step_error_histogram(df), index=True), ""]
-    rep = accuracy_over_repeats(df)
-    if len(rep) and rep["repeats"].max() > 1:
-        parts += ["## Accuracy over repeats (mean ± sample std)", "", markdown_table(rep), ""]
-    mism = (meta or {}).get("speaker_mismatch") or []
-    if mism:
-        parts += [
-            f"## Labelled agent is not the speaker of the labelled step ({len(mism)} traces)",
-            "",
-            "These cannot score on agent level from the step alone.",
-            "",
-            markdown_table(pd.DataFrame(mism)),
-            "",
-        ]
-    return "\n".join(["", *parts]) if parts else ""

@@ -235,7 +235,7 @@ def console_summary(results: pd.DataFrame, accuracy: str, run_dir: str | Path = 
     Parameters
     ----------
     results : the run's results frame (``results.parquet``)
-    accuracy : the accuracy table as text (:func:`~agentcausal.report.attribution.accuracy_text`)
+    accuracy : the accuracy table as text (:func:`~agentcausal.report.attribution_tables.accuracy_text`)
     run_dir : the run folder, named in the hint to ``agentcausal show``
 
     Returns

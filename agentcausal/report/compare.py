@@ -68,7 +68,7 @@ from agentcausal.report.agreement import (
     run_differences,
     with_repeat,
 )
-from agentcausal.report.discovery import load_scored
+from agentcausal.report.discovery_load import load_scored
 from agentcausal.runs.folder import load_run_meta
 
 __all__ = ["Comparison", "compare_runs", "load_run_frame", "mcnemar_exact", "wilcoxon_paired", "run_kind", "frame_rows"]

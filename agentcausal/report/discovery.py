@@ -1,16 +1,14 @@
-"""Tables, graph drawings and the markdown report of a causal-discovery run.
+"""The markdown and HTML report of a causal-discovery run: ``report.md``, ``report.html`` and the files beside.
 
-* the scored frame (:func:`agentcausal.discovery.evaluate.outcomes_frame`, ``results.parquet``) is read, never
-  recomputed here, apart from :func:`write_report`, which scores a saved run first.
-* :func:`summary_table`: mean ± std over seeds per dataset and method.
-* :func:`summary_text`: the SHD / NHD / F1 table the CLI prints.
-* the graphs, each predicted graph against the truth (Mermaid, PNG, SVG, DOT):
-  :mod:`agentcausal.report.discovery_graphs`.
-* :func:`write_report`: ``results.parquet``,
-  ``outcomes.jsonl``, ``run.json``, ``graphs/*.png`` and ``report.md``.
+* :func:`markdown_report`: ``report.md``'s sections: the run's facts and notes, rows dropped for missing values,
+  the summary table (:mod:`agentcausal.report.discovery_tables`), the memorisation control, cost, how DCM ran
+  its algorithm (:func:`executor_lines`), failures, degraded runs, then per dataset and method the first
+  seed's graph against the truth (:mod:`agentcausal.report.discovery_graphs`) with its debates.
+* :func:`write_report`: from a scored run folder (``results.parquet``, :mod:`agentcausal.report.discovery_load`;
+  ``outcomes.jsonl``, ``run.json``): ``summary.csv``, ``graphs/*``, ``report.md``, ``report.html``, the plots
+  and the MAC paper's analyses (:mod:`agentcausal.report.discovery_analyses`).
 
-Every table states its conventions (:data:`~agentcausal.discovery.graphs.metrics.SHD_CONVENTION`,
-:data:`~agentcausal.discovery.graphs.metrics.METRICS_FOOTER`).
+The scored frame is read, never recomputed here.
 
 References
 ----------
@@ -21,16 +19,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, NamedTuple, cast
+from typing import Any, Literal, NamedTuple
 
 import pandas as pd
 
 from agentcausal.discovery.evaluate import run_notes
 from agentcausal.discovery.graphs.metrics import METRIC_COLUMNS, METRICS_FOOTER, SHD_CONVENTION
 from agentcausal.discovery.outcome import DiscoveryOutcome, load_outcomes
-from agentcausal.discovery.registry import LLM_METHODS, STATISTICAL_METHODS
-from agentcausal.discovery.rounds import base_method, file_stem, rounds_variant, split_rounds
-from agentcausal.exceptions import RunFileError
+from agentcausal.discovery.registry import STATISTICAL_METHODS
+from agentcausal.discovery.rounds import base_method, file_stem
 from agentcausal.report.discovery_analyses import analyses_report
 from agentcausal.report.discovery_graphs import (
     draw_graph_png,
@@ -39,169 +36,27 @@ from agentcausal.report.discovery_graphs import (
     graphs_html,
     write_graph_outputs,
 )
+from agentcausal.report.discovery_load import load_scored
+from agentcausal.report.discovery_tables import (
+    REUSED_NOTE,
+    SECONDS_NOTE,
+    memorisation_text,
+    summary_table,
+    summary_text,
+    table_records,
+)
 from agentcausal.report.html import facts_markdown, html_table, write_html_report
 from agentcausal.report.plots import discovery_figures, figures_markdown
 from agentcausal.runs.folder import atomic_path, atomic_write_text, load_run_meta
 
 __all__ = [
-    "summary_table",
-    "summary_text",
     "markdown_report",
-    "memorisation_text",
     "write_report",
-    "load_scored",
-    "table_records",
     "RunFiles",
     "executor_lines",
-    "IDENTICAL_NOTE",
+    "config_for_methods",
+    "missing_values_lines",
 ]
-
-_METRICS = (*METRIC_COLUMNS, "precision", "recall")
-
-
-def _identical_samples(g: pd.DataFrame) -> bool:
-    """Two or more LLM samples, every one the same graph, none drawn above temperature 0: their std is 0
-    because the samples are one answer repeated (the MAC paper's temperature 0), not because the method is
-    stable."""
-    ok = g[g["error"] == ""]
-    if len(ok) < 2 or base_method(str(g["method"].iloc[0])) not in LLM_METHODS:
-        return False
-    temps = ok["temperature"] if "temperature" in ok else pd.Series([float("nan")] * len(ok))
-    return ok["edges"].nunique() == 1 and bool(((temps.isna()) | (temps == 0)).all())
-
-
-#: what the note after an LLM method's row says (and why)
-IDENTICAL_NOTE = "identical samples: std not informative"
-IDENTICAL_EXPLAINED = (
-    f"{IDENTICAL_NOTE}: every sample of that LLM method was the same graph at temperature 0 "
-    "(the profile's, as in the MAC paper), so its std is 0 by construction; a preset's "
-    "sampling_temperature (e.g. --preset small, or --set mac.sampling_temperature=0.7) draws "
-    "distinct samples when a run asks for several."
-)
-
-
-def summary_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Mean and std over seeds of SHD, NHD, F1 (and skeleton F1) per dataset and method.
-
-    Returns
-    -------
-    DataFrame indexed by (dataset, method) with columns ``<metric>_mean``,
-    ``<metric>_std``, ``runs``, ``errors`` and ``identical_samples`` (an LLM method whose two or
-    more samples were all the same graph at temperature 0: its std says nothing, see
-    :data:`IDENTICAL_NOTE`).
-    """
-    if df.empty:
-        return pd.DataFrame()
-    # rows grouped by dataset (in order of first appearance), methods in order of first appearance
-    df = df.assign(
-        dataset=pd.Categorical(df["dataset"], categories=list(dict.fromkeys(df["dataset"]))),
-        method=pd.Categorical(df["method"], categories=list(dict.fromkeys(df["method"]))),
-    )
-    g = df.groupby(["dataset", "method"], sort=True, observed=True)
-    out = g[list(_METRICS)].agg(["mean", "std"])
-    out.columns = [f"{a}_{b}" for a, b in out.columns]  # type: ignore[str-unpack]  # (metric, statistic) pairs
-    out["runs"] = g.size()
-    out["errors"] = g["error"].apply(lambda s: int((s != "").sum()))
-    if "status" in df:
-        out["degraded"] = g["status"].apply(lambda s: int((s == "degraded").sum()))
-        out["reused"] = g["reused"].apply(lambda s: int(s.astype(bool).sum()))
-    same = {k: _identical_samples(part) for k, part in g} if "edges" in df else {}
-    out["identical_samples"] = [bool(same.get(k, False)) for k in out.index]
-    out["seconds_mean"] = g["seconds"].mean()
-    out["n"] = g["n"].agg(lambda s: "/".join(str(int(v)) for v in dict.fromkeys(s)))
-    return out
-
-
-#: what the "s" column measures
-SECONDS_NOTE = (
-    "s: mean wall time of the method per run in seconds, timed around the whole method call: for a "
-    "statistical algorithm it includes starting its worker process (often more than the algorithm "
-    "itself on a small dataset), for an LLM method the waits for the endpoint; a reused run shows the "
-    "time it took when computed."
-)
-#: what the "reused" column counts
-REUSED_NOTE = "reused: runs taken from an earlier run's results (cache), which cost this run nothing."
-
-
-def _cell(mean: float, std: float, digits: int) -> str:
-    if pd.isna(mean):
-        return "–"
-    s = f"{mean:.{digits}f}"
-    return s if pd.isna(std) or std == 0 else f"{s}±{std:.{digits}f}"
-
-
-def summary_text(df: pd.DataFrame, *, reversal_cost: int = 1) -> str:
-    """The SHD / NHD / F1 table as fixed-width text, one row per (dataset, method), with the conventions.
-
-    Parameters
-    ----------
-    df : DataFrame from :func:`outcomes_frame`
-    reversal_cost : int, only for the caption
-
-    Returns
-    -------
-    str
-    """
-    if df.empty:
-        return "(no results)"
-    s = summary_table(df)
-    digits = {"shd": 1, "shd2": 1, "nhd": 3, "f1": 2, "skeleton_f1": 2}
-    lines = [
-        f"{'dataset':<11} {'n':>6} {'method':<14} "
-        + " ".join(f"{h:>11}" for h in METRIC_COLUMNS.values())
-        + f" {'s':>6} {'runs':>4} {'reused':>6}"
-    ]
-    for key, r in s.iterrows():
-        ds, m = cast(tuple[str, str], key)  # a two-level index: (dataset, method)
-        err = f"  ({r['errors']} failed)" if r["errors"] else ""
-        err += f"  ({int(r['degraded'])} degraded)" if r.get("degraded", 0) else ""
-        err += f"  ({IDENTICAL_NOTE})" if r.get("identical_samples", False) else ""
-        cells = " ".join(f"{_cell(r[f'{k}_mean'], r[f'{k}_std'], digits[k]):>11}" for k in METRIC_COLUMNS)
-        reused = int(r["reused"]) if "reused" in r and pd.notna(r["reused"]) else 0
-        lines.append(f"{ds:<11} {r['n']:>6} {m:<14} {cells} {r.seconds_mean:>6.1f} {int(r.runs):>4} {reused:>6}{err}")
-    caption = (
-        METRICS_FOOTER
-        if reversal_cost == 1
-        else f"{SHD_CONVENTION[reversal_cost]} in the SHD column. " + METRICS_FOOTER
-    )
-    lines.append(
-        f"{caption} n: rows of data. Mean±std over seeds. {SECONDS_NOTE} {REUSED_NOTE}"
-        + (f" {IDENTICAL_EXPLAINED}" if bool(s.get("identical_samples", pd.Series(dtype=bool)).any()) else "")
-    )
-    return "\n".join(lines)
-
-
-def memorisation_text(df: pd.DataFrame) -> str:
-    """Memorisation control: each LLM method's mean SHD / F1 per anonymise mode, side by side.
-
-    Methods named ``m@names`` / ``m@all`` (:func:`agentcausal.discovery.registry.with_anonymise`) are
-    grouped with ``m``; columns ``none``, ``names``, ``all``. Empty string when no method was anonymised.
-    """
-    if df.empty or not df["method"].str.contains("@").any():
-        return ""
-    plain = [split_rounds(str(m)) for m in df["method"]]  # "mac@names (rounds 2)": mac (rounds 2), names
-    d = df.assign(
-        base=[b.partition("@")[0] if r is None else rounds_variant(b.partition("@")[0], r) for b, r in plain],
-        mode=[b.partition("@")[2] or "none" for b, _ in plain],
-    )
-    d = d[d["base"].isin(set(d.loc[d["mode"] != "none", "base"]))]
-    g = d.groupby(["dataset", "n", "base", "mode"], sort=False)[["shd", "f1"]].mean()
-    modes = [m for m in ("none", "names", "all") if m in set(d["mode"])]
-    lines = [f"{'dataset':<11} {'n':>6} {'method':<14} " + " ".join(f"{m:>13}" for m in modes)]
-    for (ds, n, base), _ in d.groupby(["dataset", "n", "base"], sort=False):
-        cells = []
-        for m in modes:
-            if (ds, n, base, m) in g.index:
-                r = g.loc[(ds, n, base, m)]  # type: ignore[index]  # a four-level index
-                cells.append(f"{r.shd:.1f} / {r.f1:.2f}" if not pd.isna(r.shd) else "–")
-            else:
-                cells.append("")
-        lines.append(f"{ds:<11} {n:>6} {base:<14} " + " ".join(f"{c:>13}" for c in cells))
-    lines.append(
-        "Cells: mean SHD / F1 over seeds. none: as is; names: neutral variable ids, descriptions kept; "
-        "all: ids only (descriptions, state names and domain dropped)."
-    )
-    return "\n".join(lines)
 
 
 def _debate_lines(o: DiscoveryOutcome) -> list[str]:
@@ -449,28 +304,6 @@ class RunFiles(NamedTuple):
     report: Path
 
 
-def load_scored(run_dir: str | Path) -> pd.DataFrame:
-    """The scored frame of a discovery run folder (``results.parquet``, written by the run or by
-    :func:`agentcausal.discovery.evaluate.score_run`).
-
-    Raises
-    ------
-    RunFileError
-        If the file is missing or unreadable.
-    """
-    p = Path(run_dir) / "results.parquet"
-    if not p.is_file():
-        raise RunFileError(
-            "no results.parquet here: the outcomes are not scored "
-            "(`agentcausal discover --report RUN_DIR` scores them)",
-            path=str(p),
-        )
-    try:
-        return pd.read_parquet(p)
-    except Exception as exc:  # pyarrow raises several types for a torn or empty file
-        raise RunFileError(f"not a readable Parquet file (torn or empty?): {type(exc).__name__}", path=str(p)) from exc
-
-
 def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw: bool = True) -> RunFiles:
     """Report a scored run: ``summary.csv``, ``graphs/*.png``, ``report.md``, ``report.html`` and the plots
     (``shd.png``, ``stage_cost.png``), from its ``results.parquet`` and ``outcomes.jsonl``.
@@ -548,28 +381,3 @@ def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw:
         ],
     )
     return RunFiles(run, df, run / "report.md")
-
-
-def table_records(df: pd.DataFrame) -> list[dict[str, Any]]:
-    """Summary rows as JSON-able dicts (for a Prefect table artifact)."""
-    s = summary_table(df)
-    if s.empty:
-        return []
-    out = []
-    for key, r in s.iterrows():
-        ds, m = cast(tuple[str, str], key)  # a two-level index: (dataset, method)
-        digits = {"shd": 2, "shd2": 2, "nhd": 3, "f1": 2, "skeleton_f1": 2}
-        out.append(
-            {
-                "dataset": ds,
-                "n": r["n"],
-                "method": m,
-                **{h: _cell(r[f"{k}_mean"], r[f"{k}_std"], digits[k]) for k, h in METRIC_COLUMNS.items()},
-                "runs": int(r.runs),
-                "errors": int(r.errors),
-                "reused": int(r["reused"]) if "reused" in r else 0,
-                "note": IDENTICAL_NOTE if r.get("identical_samples", False) else "",
-                "seconds": round(float(r.seconds_mean), 2),
-            }
-        )
-    return out

@@ -16,21 +16,16 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
-from agentcausal.report.accuracy import accuracy_display
 from agentcausal.report.plots import Figure
 from agentcausal.report.svg import SVG_CSS
-
-if TYPE_CHECKING:
-    from agentcausal.attribution.evaluate import Evaluation
 
 __all__ = [
     "html_report",
     "write_html_report",
-    "attribution_tables",
     "human_number",
     "html_table",
     "facts_table",
@@ -402,25 +397,3 @@ def write_html_report(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(html_report(title, meta, figures, tables, sections=sections, lead=lead), encoding="utf-8")
     return path
-
-
-def attribution_tables(ev: Evaluation) -> list[tuple[str, pd.DataFrame]]:
-    """The tables of an attribution :class:`~agentcausal.attribution.evaluate.Evaluation`, in report order.
-
-    Parameters
-    ----------
-    ev : Evaluation
-
-    Returns
-    -------
-    list of (heading, DataFrame).
-    """
-    return [
-        ("Accuracy", accuracy_display(ev.overall)),
-        ("Per subset", accuracy_display(ev.by_subset, ("subset",))),
-        ("Per trace length (steps)", accuracy_display(ev.by_length, ("length_bucket",))),
-        ("|predicted step − true step|", ev.step_error_hist.reset_index()),
-        ("Cost per trace (means)", ev.cost_per_trace),
-        ("Cost per stage", ev.cost_by_stage),
-        (f"Failed traces ({len(ev.failures)})", ev.failures),
-    ]

@@ -6,7 +6,8 @@ import pytest
 from agentcausal.attribution.evaluate import agent_match, evaluate_frame, step_match
 from agentcausal.attribution.results import load_results, results_frame, save_results
 from agentcausal.exceptions import TraceFormatError
-from agentcausal.report.attribution import accuracy_text, markdown_report, write_report
+from agentcausal.report.attribution import markdown_report, write_report
+from agentcausal.report.attribution_tables import accuracy_text
 from agentcausal.traces.model import Attribution, Label, Step, Trace
 
 

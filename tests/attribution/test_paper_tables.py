@@ -17,7 +17,7 @@ from agentcausal.attribution.paper_tables import (
     who_when_level,
 )
 from agentcausal.attribution.results import results_frame
-from agentcausal.report.attribution import paper_tables_markdown
+from agentcausal.report.attribution_paper_tables import paper_tables_markdown
 from agentcausal.traces.model import Attribution, Label, Step, Trace
 
 

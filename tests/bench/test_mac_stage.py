@@ -6,7 +6,7 @@ from agentcausal.discovery.evaluate import outcomes_frame
 from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.graphs.metrics import METRIC_COLUMNS, METRICS_FOOTER, evaluate_graph
 from agentcausal.discovery.outcome import DiscoveryOutcome
-from agentcausal.report.discovery import summary_text, table_records
+from agentcausal.report.discovery_tables import summary_text, table_records
 from bench.mac_stage import _summary
 
 

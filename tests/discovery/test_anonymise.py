@@ -12,7 +12,8 @@ from agentcausal.discovery.evaluate import outcomes_frame
 from agentcausal.discovery.jobs import run_discovery
 from agentcausal.discovery.registry import resolve_methods, with_anonymise
 from agentcausal.exceptions import ConfigError
-from agentcausal.report.discovery import markdown_report, memorisation_text
+from agentcausal.report.discovery import markdown_report
+from agentcausal.report.discovery_tables import memorisation_text
 from tests.discovery.conftest import mac_responder
 
 

@@ -22,7 +22,7 @@ from agentcausal.discovery.llm.llm_scd import LLMSCDSettings
 from agentcausal.discovery.llm.react import ReActSettings
 from agentcausal.discovery.registry import method_stages, resolve_methods
 from agentcausal.llm.gateway import Gateway
-from agentcausal.report.discovery import summary_text
+from agentcausal.report.discovery_tables import summary_text
 from tests.discovery.conftest import mac_responder, reply_kind
 
 NAMES = ("earthquake", "asia")

@@ -43,7 +43,7 @@ def test_llm_baselines_on_earthquake_with_the_embedded_model(tmp_path):
     from agentcausal.discovery.evaluate import outcomes_frame
     from agentcausal.discovery.llm import ils_csl, llm_scd, react
     from agentcausal.llm import Gateway
-    from agentcausal.report.discovery import summary_text
+    from agentcausal.report.discovery_tables import summary_text
 
     gw = Gateway.from_settings(cache_dir=tmp_path / "llm")
     ds = load_dataset("earthquake", n=1000, seed=0)

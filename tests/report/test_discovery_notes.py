@@ -5,17 +5,11 @@ from __future__ import annotations
 
 import json
 
-from agentcausal.discovery.evaluate import outcomes_frame, score_run
+from agentcausal.discovery.evaluate import outcomes_frame, run_notes, score_run
 from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.outcome import DiscoveryOutcome, save_outcomes
-from agentcausal.report.discovery import (
-    IDENTICAL_NOTE,
-    executor_lines,
-    run_notes,
-    summary_table,
-    summary_text,
-    write_report,
-)
+from agentcausal.report.discovery import executor_lines, write_report
+from agentcausal.report.discovery_tables import IDENTICAL_NOTE, summary_table, summary_text
 
 
 def save_run(outcomes, run_dir, meta):

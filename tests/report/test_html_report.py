@@ -192,9 +192,9 @@ def test_attribution_report_without_corpus_lists_blamed_steps(attribution_run, t
 
 
 def test_report_html_caps_the_blamed_table_at_the_traces_it_shows(attribution_run, monkeypatch):
-    import agentcausal.report.attribution as report_mod
+    import agentcausal.report.attribution_load as shown
 
-    monkeypatch.setattr(report_mod, "MAX_SHOWN_TRACES", 2)
+    monkeypatch.setattr(shown, "MAX_SHOWN_TRACES", 2)  # read by shown_rows at each call
     report_run(attribution_run)
     tree = parse((attribution_run / "report.html").read_text())
     table = parse((attribution_run / "report.html").read_text().split('id="blamed"', 1)[1].split("</table>", 1)[0])

@@ -11,7 +11,8 @@ from agentcausal.discovery.evaluate import outcomes_frame, score_run
 from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.outcome import DiscoveryOutcome, save_outcomes
 from agentcausal.report.attribution import report_run
-from agentcausal.report.discovery import SECONDS_NOTE, config_for_methods, summary_text, table_records, write_report
+from agentcausal.report.discovery import config_for_methods, write_report
+from agentcausal.report.discovery_tables import SECONDS_NOTE, summary_text, table_records
 from agentcausal.report.html import facts_markdown, readable_value
 from agentcausal.traces.model import Attribution, Label, Step, Trace
 
