@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from agentcausal.attribution.cache_key import attribution_keyer
-from agentcausal.attribution.paper_tables import speaker_mismatches
+from agentcausal.attribution.paper_tables import speaker_mismatch
 from agentcausal.attribution.registry import get_method, method_settings, usage_item
 from agentcausal.attribution.results import ResultsWriter
 from agentcausal.llm import Gateway
@@ -31,7 +31,7 @@ from agentcausal.runs.items import load_trace_item
 from agentcausal.runs.plan import Plan
 from agentcausal.runs.scheduling import item_workers, routed_limits
 from agentcausal.settings import RunSettings, gateway_preset
-from agentcausal.traces.model import Attribution, Trace
+from agentcausal.traces.model import Attribution, Trace, TraceFacts
 
 __all__ = ["failed_attribution", "run_method", "AttributionHalf", "ATTRIBUTION"]
 
@@ -123,23 +123,27 @@ def run_method(
 
 
 class _AttributionSink:
-    """``results.parquet`` of an attribution run, each record scored against its trace as it is now."""
+    """``results.parquet`` of an attribution run, each record scored against its trace's label as the plan pass
+    read it (:attr:`PlanItem.facts <agentcausal.runs.plan.PlanItem.facts>`)."""
 
     def __init__(self, plan: Plan, run_dir: Path) -> None:
         self.plan = plan
         self.writer = ResultsWriter(run_dir / "results.parquet")
         self.models: dict[str, dict[str, str]] = {}
         self.mismatches: list[dict[str, Any]] = []
-        self._trace: Trace | None = None
+        self._facts: tuple[str, TraceFacts] | None = None  # the current item's id and facts
 
     def add(self, job: Job, record: RunRecord) -> None:
-        if self._trace is None or self._trace.id != job.item.id:  # jobs come item by item: one trace at a time
-            self._trace = load_trace_item(job.item)
-            self.mismatches += speaker_mismatches([self._trace])
+        if self._facts is None or self._facts[0] != job.item.id:  # jobs come item by item: one trace at a time
+            # the plan's facts of the trace (taken when the plan pass read it); a plan without them: read it again
+            facts = job.item.facts or load_trace_item(job.item).facts()
+            self._facts = (job.item.id, facts)
+            if (m := speaker_mismatch(job.item.id, facts)) is not None:
+                self.mismatches.append(m)
         if record.models and job.method not in self.models:
             self.models[job.method] = dict(record.models)
         assert isinstance(record, Attribution)  # the records of the attribution half
-        self.writer.add(record, self._trace)
+        self.writer.add(record, self._facts[1])
 
     def close(self) -> dict[str, Any]:
         self.writer.close()

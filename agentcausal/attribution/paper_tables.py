@@ -41,7 +41,7 @@ from typing import Any
 import pandas as pd
 
 from agentcausal.repeats import mean_std, repeat_of
-from agentcausal.traces.model import Trace, normalise_agent
+from agentcausal.traces.model import Trace, TraceFacts, normalise_agent
 
 __all__ = [
     "WHO_WHEN_LEVELS",
@@ -56,6 +56,7 @@ __all__ = [
     "graph_stats",
     "signed_step_error_histogram",
     "accuracy_over_repeats",
+    "speaker_mismatch",
     "speaker_mismatches",
 ]
 
@@ -384,19 +385,21 @@ def accuracy_over_repeats(df: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def speaker_mismatches(traces: Sequence[Trace]) -> list[dict[str, Any]]:
-    """Labelled traces whose labelled agent is not the speaker of the labelled step.
+def speaker_mismatch(trace_id: str, facts: TraceFacts) -> dict[str, Any] | None:
+    """``{trace_id, step, labelled_agent, speaker}`` when the labelled agent is not the speaker of the labelled
+    step (names as in the trace; compared after :func:`~agentcausal.traces.model.normalise_agent`), else None."""
+    if facts.label_step is None or facts.label_speaker is None or facts.label_agent is None:
+        return None
+    if normalise_agent(facts.label_speaker) == normalise_agent(facts.label_agent):
+        return None
+    return {
+        "trace_id": trace_id,
+        "step": facts.label_step,
+        "labelled_agent": facts.label_agent,
+        "speaker": facts.label_speaker,
+    }
 
-    Returns
-    -------
-    list of {trace_id, step, labelled_agent, speaker} (names as in the trace; compared after
-    :func:`~agentcausal.traces.model.normalise_agent`).
-    """
-    out = []
-    for t in traces:
-        if t.label is None or t.label.step is None or not 0 <= t.label.step < len(t):
-            continue
-        speaker = t.steps[t.label.step].agent
-        if normalise_agent(speaker) != normalise_agent(t.label.agent):
-            out.append({"trace_id": t.id, "step": t.label.step, "labelled_agent": t.label.agent, "speaker": speaker})
-    return out
+
+def speaker_mismatches(traces: Sequence[Trace]) -> list[dict[str, Any]]:
+    """The labelled traces whose labelled agent is not the speaker of the labelled step (:func:`speaker_mismatch`)."""
+    return [m for t in traces if (m := speaker_mismatch(t.id, t.facts())) is not None]

@@ -153,8 +153,11 @@ def attribute_plan(
             path = absolute_path(x.path)  # absolute: run.json read from any directory names the file
             if path not in file_hash:
                 file_hash[path] = sha256_file(path) if Path(path).is_file() else None
+            facts = t.facts()
             writer.add(
-                PlanItem(id=t.id, path=path, offset=x.offset, sha256=t.content_hash(), file_sha256=file_hash[path])
+                PlanItem(
+                    id=t.id, path=path, offset=x.offset, sha256=facts.sha256, file_sha256=file_hash[path], facts=facts
+                )
             )
             add_trace(estimator, t, {m: resolved[m] for m in mplans}, profiles)
         _refuse(invalid, skip_invalid, wanted, found, seen_ids, writer.count, paths)

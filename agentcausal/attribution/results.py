@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from agentcausal.attribution.evaluate import agent_match, length_bucket, step_match
 from agentcausal.exceptions import RunFileError, TraceFormatError
 from agentcausal.runs.folder import atomic_path, write_run_meta
-from agentcausal.traces.model import Attribution, Trace
+from agentcausal.traces.model import Attribution, Trace, TraceFacts
 
 __all__ = [
     "RESULT_COLUMNS",
@@ -110,16 +110,15 @@ OPTIONAL_COLUMNS = [
 ]
 
 
-def _row(a: Attribution, t: Trace | None) -> dict[str, object]:
-    label = t.label if t is not None else None
-    labelled = label is not None
-    true_step = label.step if label is not None else None
-    true_agent = label.agent if label is not None else None
+def _row(a: Attribution, t: TraceFacts | None) -> dict[str, object]:
+    true_step = t.label_step if t is not None else None
+    true_agent = t.label_agent if t is not None else None
+    labelled = true_step is not None
     tot: dict[str, float] = {}
     for u in a.usage.values():
         for k, v in u.items():
             tot[k] = tot.get(k, 0) + v
-    n = len(t) if t is not None else 0
+    n = t.n_steps if t is not None else 0
     # seconds in requests vs waiting for an endpoint slot (StageUsage request_seconds / wait_seconds when
     # the gateway records them; before that, ``seconds`` is the time in calls, waiting included)
     request_s = sum(float(u.get("request_seconds", u.get("seconds", 0.0))) for u in a.usage.values())
@@ -154,7 +153,7 @@ def _row(a: Attribution, t: Trace | None) -> dict[str, object]:
         "models_json": json.dumps(a.models, sort_keys=True),
         "usage_json": json.dumps(a.usage, sort_keys=True),
         "details_json": json.dumps(a.details, sort_keys=True, default=str),
-        "trace_hash": t.content_hash() if t is not None else "",
+        "trace_hash": t.sha256 if t is not None else "",
         "status": "content_failed" if a.error and a.status == "complete" else a.status,  # a method-recorded error
         "status_detail": a.status_detail,
         "reused": a.reused,
@@ -165,10 +164,10 @@ def _row(a: Attribution, t: Trace | None) -> dict[str, object]:
         "run_completion_tokens": spent * int(tot.get("completion_tokens", 0)),
         "run_request_seconds": spent * request_s,
         "run_cost_usd": spent * float(tot.get("cost_usd", 0.0)),
-        "span_id": t.steps[a.step].metadata.get("span_id")
-        if t is not None and a.step is not None and 0 <= a.step < n
+        "span_id": t.span_ids[a.step]
+        if t is not None and a.step is not None and 0 <= a.step < len(t.span_ids)
         else None,
-        "failure_modes": "; ".join(t.metadata.get("failure_modes") or []) or None if t is not None else None,
+        "failure_modes": t.failure_modes if t is not None else None,
         **_result_columns(a),
     }
 
@@ -206,7 +205,7 @@ def results_frame(attributions: Sequence[Attribution], traces: Sequence[Trace] |
     for a in attributions:
         if a.trace_id not in by_id:
             raise TraceFormatError(f"attribution for unknown trace {a.trace_id!r}")
-        rows.append(_row(a, by_id[a.trace_id]))
+        rows.append(_row(a, by_id[a.trace_id].facts()))
     return _frame(rows)
 
 
@@ -304,9 +303,9 @@ class ResultsWriter:
         self._tmp = self._atomic.__enter__()
         self._writer: pq.ParquetWriter | None = None
 
-    def add(self, attribution: Attribution, trace: Trace) -> None:
-        """Score one attribution against ``trace`` (its label as it is now)."""
-        self._pending.append(_row(attribution, trace))
+    def add(self, attribution: Attribution, trace: Trace | TraceFacts) -> None:
+        """Score one attribution against ``trace`` (a Trace, or its :class:`TraceFacts` read earlier)."""
+        self._pending.append(_row(attribution, trace.facts() if isinstance(trace, Trace) else trace))
         if len(self._pending) >= self.batch:
             self._flush()
 

@@ -60,6 +60,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentcausal.exceptions import AgentCausalError, MissingAPIKeyError, RunFileError
 from agentcausal.llm.profiles import ProfileSet, load_profiles
 from agentcausal.runs.folder import atomic_path, atomic_write_text
+from agentcausal.traces.model import TraceFacts
 
 __all__ = [
     "SourceFile",
@@ -148,6 +149,9 @@ class PlanItem(BaseModel):
         or ``DATA::META``)
     n : int or None, rows (discover)
     d : int or None, variables (discover)
+    facts : TraceFacts or None, what scoring the trace's results reads (attribute: label, length, subset,
+        span ids), taken when the plan was built so that writing the results reads no trace again; None in
+        a plan written without them (its traces are read again to score)
     """
 
     model_config = ConfigDict(frozen=True)
@@ -160,6 +164,7 @@ class PlanItem(BaseModel):
     spec: str | None = None
     n: int | None = None
     d: int | None = None
+    facts: TraceFacts | None = None
 
     def content_hash(self) -> str:
         """``sha256``: for a trace, what :meth:`Trace.content_hash` gave when the plan was built (so an item

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from agentcausal.records import RunRecord
 from agentcausal.traces.text import clean_text
 
-__all__ = ["Step", "Label", "Trace", "Attribution", "Candidate", "CorrectedAction", "normalise_agent"]
+__all__ = ["Step", "Label", "Trace", "TraceFacts", "Attribution", "Candidate", "CorrectedAction", "normalise_agent"]
 
 
 def _drop_trailing_parenthetical(name: str) -> str:
@@ -181,6 +181,51 @@ class Trace(BaseModel):
             ensure_ascii=False,
         )
         return hashlib.sha256(payload.encode()).hexdigest()
+
+    def facts(self) -> TraceFacts:
+        """What scoring an attribution of this trace reads (:class:`TraceFacts`)."""
+        lab = self.label
+        return TraceFacts(
+            sha256=self.content_hash(),
+            source=self.source,
+            n_steps=len(self.steps),
+            label_agent=lab.agent if lab is not None else None,
+            label_step=lab.step if lab is not None else None,
+            label_speaker=self.steps[lab.step].agent if lab is not None else None,
+            span_ids=tuple(None if (v := s.metadata.get("span_id")) is None else str(v) for s in self.steps)
+            if any(s.metadata.get("span_id") for s in self.steps)
+            else (),
+            failure_modes="; ".join(self.metadata.get("failure_modes") or []) or None,
+        )
+
+
+class TraceFacts(BaseModel):
+    """What scoring an attribution of a trace reads, taken from the trace once (:meth:`Trace.facts`).
+
+    A run's plan keeps them per item (:class:`agentcausal.runs.plan.PlanItem`), so writing the scored
+    results reads no trace again.
+
+    Attributes
+    ----------
+    sha256 : str, :meth:`Trace.content_hash`
+    source : str, the trace's subset or origin
+    n_steps : int, its number of steps
+    label_agent, label_step : the label's agent and 0-based step; both None for an unlabelled trace
+    label_speaker : str or None, the agent of the labelled step as the trace names it
+    span_ids : tuple of (str or None), each step's ``span_id`` (imported traces); empty when no step has one
+    failure_modes : str or None, the trace's annotated failure modes joined by ``"; "`` (MAST)
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    sha256: str
+    source: str = ""
+    n_steps: int = Field(ge=0)
+    label_agent: str | None = None
+    label_step: int | None = Field(default=None, ge=0)
+    label_speaker: str | None = None
+    span_ids: tuple[str | None, ...] = ()
+    failure_modes: str | None = None
 
 
 class Candidate(BaseModel):

@@ -59,7 +59,10 @@ def test_attribute_dry_run_every_method_and_routing(method, routing, capsys, mon
     monkeypatch.setattr(gateway.Gateway, "__init__", forbidden)
     plan = _dry(["attribute", "data/examples", "-m", method, "--routing", routing, "--dry-run"], capsys)
     assert plan["kind"] == "attribute" and plan["repeats"] == 1
-    assert {"id", "path", "offset", "sha256", "file_sha256"} == set(plan["items"][0]) and len(plan["items"]) == 4
+    assert {"id", "path", "offset", "sha256", "file_sha256", "facts"} == set(plan["items"][0]) and len(
+        plan["items"]
+    ) == 4
+    assert all(i["facts"]["sha256"] == i["sha256"] and i["facts"]["n_steps"] > 0 for i in plan["items"])
     assert plan["item_count"] == 4
     assert all(Path(i["path"]).is_file() and Path(i["path"]).parent == ROOT / "data/examples" for i in plan["items"])
     m = plan["methods"][method]

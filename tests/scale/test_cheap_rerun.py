@@ -9,8 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+import agentcausal.attribution.jobs as jobs_mod
 import agentcausal.runs.engine as engine_mod
 from agentcausal.settings import RunSettings
+from agentcausal.traces.io import load_traces
 from tests.ops.conftest import EXAMPLES, REPLIES, write_profiles
 
 CORPUS = [str(EXAMPLES / "wrong_unit_at_step_2.json"), str(EXAMPLES / "bad_plan_at_step_0.json")]
@@ -63,12 +65,32 @@ def test_finished_corpus_reruns_without_task_runs_or_requests(fake_server, setti
     assert first > 0
     spy_chunk = Spy(fa.attribute_chunk)
     monkeypatch.setattr(fa, "attribute_chunk", spy_chunk)
-    run2 = fa.attribute(
-        CORPUS, methods=["all_at_once", "binary_search"], settings=settings, out_dir=str(tmp_path / "r2"), chunk_size=1
-    )
+
+    def no_reread(item):
+        raise AssertionError(f"trace {item.id} read again to score it: the plan holds its facts")
+
+    with monkeypatch.context() as m:  # scoring the rerun reads the plan's facts of each trace, no trace file
+        m.setattr(jobs_mod, "load_trace_item", no_reread)
+        run2 = fa.attribute(
+            CORPUS,
+            methods=["all_at_once", "binary_search"],
+            settings=settings,
+            out_dir=str(tmp_path / "r2"),
+            chunk_size=1,
+        )
     assert fake_server.count == first and spy_chunk.methods == []
     a, b = _frame(run1), _frame(run2)
     assert not a["reused"].any() and b["reused"].all()
+    traces = {t.id: t for t in load_traces(CORPUS)}  # the facts scored as the traces themselves score
+    for r in b.itertuples():
+        t = traces[r.trace_id]
+        assert (r.n_steps, r.true_step, r.true_agent, r.subset, r.trace_hash) == (
+            len(t),
+            t.label.step,
+            t.label.agent,
+            t.source,
+            t.content_hash(),
+        )
     paid = ["reused"] + [c for c in a.columns if c.startswith("run_")]  # what this run paid: nothing now
     assert (b["run_requests"] == 0).all()
     pd.testing.assert_frame_equal(a.drop(columns=paid), b.drop(columns=paid))
