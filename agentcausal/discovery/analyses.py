@@ -1,6 +1,6 @@
 """The MAC paper's analyses of a discovery run: the rounds sweep, mean ranks, win/tie/loss counts, cost multiples.
 
-All four read the scored frame (:func:`agentcausal.report.discovery.outcomes_frame`: one row per
+All four read the scored frame (:func:`agentcausal.discovery.evaluate.outcomes_frame`: one row per
 (dataset, seed, method), metric cells NaN where a run failed or has no true graph; degraded runs are
 scored as they returned), optionally with a ``backbone`` column when several runs (one per backbone
 LLM) are stacked (:func:`stack_backbones`). Each result carries its ``n`` and the SHD convention it

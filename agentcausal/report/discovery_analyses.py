@@ -196,7 +196,7 @@ def analyses_report(
 
     Parameters
     ----------
-    df : scored frame (:func:`agentcausal.report.discovery.outcomes_frame`)
+    df : scored frame (:func:`agentcausal.discovery.evaluate.outcomes_frame`)
     outcomes : the run's ``DiscoveryOutcome`` records (their usage, for the cost table)
     run_dir : the run folder (``rounds.png`` is written into it)
     meta : the run's ``run.json`` (the prices and their dates, :func:`price_notes`), optional
@@ -317,7 +317,7 @@ def backbone_rank_sections(frames: Mapping[str, pd.DataFrame], *, heading: str =
 
     Parameters
     ----------
-    frames : backbone label -> scored frame of that run (:func:`agentcausal.report.discovery.outcomes_frame`)
+    frames : backbone label -> scored frame of that run (:func:`agentcausal.discovery.evaluate.outcomes_frame`)
     heading : markdown heading level
 
     Returns
