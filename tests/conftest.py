@@ -48,6 +48,18 @@ def fake_profiles(base_url: str, **overrides: object) -> ProfileSet:
     )
 
 
+@pytest.fixture(autouse=True)
+def _environment_restored():
+    """Each test ends with the environment it began with: the CLI run in-process sets variables for the
+    processes it starts (``AGENTCAUSAL_PROFILE_EMBEDDED_THREADS``, the heartbeat's), which a later test's
+    subprocess would otherwise inherit. Fixtures of a wider scope set theirs before this snapshot."""
+    saved = dict(os.environ)
+    yield
+    if dict(os.environ) != saved:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 @pytest.fixture
 def fake_server():
     """A started FakeOpenAIServer (test double); push replies with ``fake_server.push(...)``."""

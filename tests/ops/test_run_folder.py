@@ -156,6 +156,8 @@ def test_demo_out_on_an_earlier_demo_refuses_unless_resume_or_force(tmp_path, ca
     args = ["demo", "--quick", "--out", str(out), "--who-and-when", str(tmp_path / "absent"), "--no-progress"]
     import flows.demo
 
+    # demo sets the embedded model's threads in the environment (setdefault): keep it out of later tests' env
+    monkeypatch.setenv("AGENTCAUSAL_PROFILE_EMBEDDED_THREADS", "1")
     ran = []
     monkeypatch.setattr(flows.demo, "demo", lambda **kw: ran.append(kw) or {})
     assert main(args) == BAD_INPUT
