@@ -110,15 +110,14 @@ OPTIONAL_COLUMNS = [
 ]
 
 
-def _row(a: Attribution, t: TraceFacts | None) -> dict[str, object]:
-    true_step = t.label_step if t is not None else None
-    true_agent = t.label_agent if t is not None else None
+def _row(a: Attribution, t: TraceFacts) -> dict[str, object]:
+    true_step, true_agent = t.label_step, t.label_agent
     labelled = true_step is not None
     tot: dict[str, float] = {}
     for u in a.usage.values():
         for k, v in u.items():
             tot[k] = tot.get(k, 0) + v
-    n = t.n_steps if t is not None else 0
+    n = t.n_steps
     # seconds in requests vs waiting for an endpoint slot (StageUsage request_seconds / wait_seconds when
     # the gateway records them; before that, ``seconds`` is the time in calls, waiting included)
     request_s = sum(float(u.get("request_seconds", u.get("seconds", 0.0))) for u in a.usage.values())
@@ -127,7 +126,7 @@ def _row(a: Attribution, t: TraceFacts | None) -> dict[str, object]:
     return {
         "trace_id": a.trace_id,
         "method": a.method,
-        "subset": (t.source if t is not None else "") or a.trace_id.split("/", 1)[0],
+        "subset": t.source or a.trace_id.split("/", 1)[0],
         "n_steps": n,
         "length_bucket": length_bucket(n) if n else "",
         "true_step": true_step,
@@ -153,7 +152,7 @@ def _row(a: Attribution, t: TraceFacts | None) -> dict[str, object]:
         "models_json": json.dumps(a.models, sort_keys=True),
         "usage_json": json.dumps(a.usage, sort_keys=True),
         "details_json": json.dumps(a.details, sort_keys=True, default=str),
-        "trace_hash": t.sha256 if t is not None else "",
+        "trace_hash": t.sha256,
         "status": "content_failed" if a.error and a.status == "complete" else a.status,  # a method-recorded error
         "status_detail": a.status_detail,
         "reused": a.reused,
@@ -164,10 +163,8 @@ def _row(a: Attribution, t: TraceFacts | None) -> dict[str, object]:
         "run_completion_tokens": spent * int(tot.get("completion_tokens", 0)),
         "run_request_seconds": spent * request_s,
         "run_cost_usd": spent * float(tot.get("cost_usd", 0.0)),
-        "span_id": t.span_ids[a.step]
-        if t is not None and a.step is not None and 0 <= a.step < len(t.span_ids)
-        else None,
-        "failure_modes": t.failure_modes if t is not None else None,
+        "span_id": t.span_ids[a.step] if a.step is not None and 0 <= a.step < len(t.span_ids) else None,
+        "failure_modes": t.failure_modes,
         **_result_columns(a),
     }
 
@@ -290,7 +287,7 @@ class ResultsWriter:
     >>> t = Trace(id="x/1", question="q", ground_truth="a", label=Label(agent="A", step=0),
     ...           steps=[Step(index=0, agent="A", content="")])
     >>> w = ResultsWriter(pathlib.Path(tempfile.mkdtemp()) / "results.parquet")
-    >>> w.add(Attribution(trace_id="x/1", method="m", step=0, agent="A"), t); w.close().name
+    >>> w.add(Attribution(trace_id="x/1", method="m", step=0, agent="A"), t.facts()); w.close().name
     'results.parquet'
     """
 
@@ -303,9 +300,9 @@ class ResultsWriter:
         self._tmp = self._atomic.__enter__()
         self._writer: pq.ParquetWriter | None = None
 
-    def add(self, attribution: Attribution, trace: Trace | TraceFacts) -> None:
-        """Score one attribution against ``trace`` (a Trace, or its :class:`TraceFacts` read earlier)."""
-        self._pending.append(_row(attribution, trace.facts() if isinstance(trace, Trace) else trace))
+    def add(self, attribution: Attribution, facts: TraceFacts) -> None:
+        """Score one attribution against its trace's facts (:meth:`Trace.facts`, or a plan item's)."""
+        self._pending.append(_row(attribution, facts))
         if len(self._pending) >= self.batch:
             self._flush()
 
