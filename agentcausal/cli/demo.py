@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+from agentcausal.cli.run_folder_options import add_resume_arguments, claim_run_folder, starting_prefect
 from agentcausal.cli.settings_options import (
     add_model_arguments,
     add_settings_arguments,
@@ -41,18 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--quick", action="store_true", help="a smaller smoke selection (a few minutes)")
     p.add_argument("--out", default=None, metavar="DIR", help="run folder (default runs/demo-<timestamp>)")
-    mode = p.add_mutually_exclusive_group()
-    mode.add_argument(
-        "--resume",
-        action="store_true",
-        help="--out holds a demo run: run the demo again into it; finished items are reused from the results store",
-    )
-    mode.add_argument(
-        "--force",
-        action="store_true",
-        help="--out holds a demo run: delete its contents and start over (the results store still answers "
-        "finished items; add --refresh to recompute them)",
-    )
+    add_resume_arguments(p)
     add_settings_arguments(p)
     add_model_arguments(p)
     p.add_argument(
@@ -116,9 +106,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f"{len(plan.datasets)} datasets; routing {settings.routing!r}, preset {preset!r}",
         file=sys.stderr,
     )
-    # start-up cost: loads pydantic, which `agentcausal --help` and every other verb would pay at import
-    from agentcausal.cli.run_folder_options import claim_run_folder, starting_prefect
-
     # the demo's two run folders, locked until the command ends; a run in either: --resume, --force or refused
     for sub, planned in (("attribution", plan.trace_paths), ("discovery", plan.datasets)):
         if planned:

@@ -37,6 +37,7 @@ __all__ = [
     "add_run_folder_arguments",
     "apply_run_folder_arguments",
     "claim_run_folder",
+    "add_resume_arguments",
     "holds_run",
     "run_name_meta",
     "starting_prefect",
@@ -66,19 +67,7 @@ def add_run_folder_arguments(p: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="a name for the run: kept in run.json and used as the Prefect flow-run name",
     )
-    mode = g.add_mutually_exclusive_group()
-    mode.add_argument(
-        "--resume",
-        action="store_true",
-        help="--out holds a run: run the plan again into it; finished items are reused from the "
-        "results store, only new or changed items are computed (a nightly job's mode)",
-    )
-    mode.add_argument(
-        "--force",
-        action="store_true",
-        help="--out holds a run: delete its contents and start over (the results store still "
-        "answers finished items; add --refresh to recompute them)",
-    )
+    add_resume_arguments(g)
     g.add_argument(
         "--breaker-after",
         type=int,
@@ -97,6 +86,24 @@ def add_run_folder_arguments(p: argparse.ArgumentParser) -> None:
         f"(default {heartbeat_interval():g}, or ${HEARTBEAT_ENV}; 0 = off)",
     )
     p.epilog = epilog()
+
+
+def add_resume_arguments(g: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """Add ``--resume`` and ``--force`` (one or the other): what to do with an ``--out`` that holds a run
+    (:func:`claim_run_folder` reads them)."""
+    mode = g.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--resume",
+        action="store_true",
+        help="--out holds a run: run the plan again into it; finished items are reused from the "
+        "results store, only new or changed items are computed (a nightly job's mode)",
+    )
+    mode.add_argument(
+        "--force",
+        action="store_true",
+        help="--out holds a run: delete its contents and start over (the results store still "
+        "answers finished items; add --refresh to recompute them)",
+    )
 
 
 def apply_run_folder_arguments(args: argparse.Namespace, settings: RunSettings) -> RunSettings:
