@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from agentcausal.exceptions import EndpointDownError
+from agentcausal.exceptions import AgentCausalError, EndpointDownError
 from agentcausal.llm import Gateway
 from agentcausal.records import RunRecord
 from agentcausal.runs.breaker import breaker_for, method_profiles
@@ -52,7 +52,7 @@ from agentcausal.runs.budget import (  # --max-cost / --max-tokens, spend
     record_cost,
     record_tokens,
 )
-from agentcausal.runs.folder import write_run_meta
+from agentcausal.runs.folder import load_run_meta, write_run_meta
 from agentcausal.runs.half import Chunk, Job, RecordSink, RunHalf
 from agentcausal.runs.heartbeat import meter_for
 from agentcausal.runs.plan import Plan, write_plan
@@ -68,6 +68,7 @@ __all__ = [
     "drive",
     "gateway_for",
     "result_store",
+    "spent_in",
     "REUSED_LISTED",
 ]
 
@@ -103,6 +104,16 @@ def result_store(settings: RunSettings, kind: str, model: type[RunRecord]) -> Re
 @functools.lru_cache(maxsize=8)
 def _store(cache_dir: str, kind: str, model: type[RunRecord]) -> ResultStore:
     return ResultStore(cache_dir, kind, model)
+
+
+def spent_in(run_dir: str | Path) -> float:
+    """USD a run folder's invocations spent so far: its ``run.json``'s ``spend.run_total_usd`` (0 without a readable
+    one). Reported beside an invocation's own spend; never counted against its cap."""
+    try:
+        spend = load_run_meta(run_dir).get("spend")
+        return float(spend.get("run_total_usd") or 0.0) if isinstance(spend, dict) else 0.0
+    except (AgentCausalError, OSError, ValueError, TypeError):
+        return 0.0
 
 
 def run_chunk(half: RunHalf, chunk: Chunk) -> list[RunRecord | None] | None:
@@ -327,6 +338,10 @@ class RunEngine:
         RunSummary
         """
         d = Path(run_dir)
+        if not self.spend.before:  # not given (a flow called from Python): the folder's earlier invocations
+            self.spend.before = spent_in(d)
+            if self.budget is not None:
+                self.budget.spent_before = self.spend.before
         write_plan(self.plan, d)  # plan.json (and its items, when the plan held them in memory) beside the results
         meta = dict(meta or {})
         sink = self.half.sink(self.plan, d, meta)

@@ -483,3 +483,39 @@ def test_discover_max_cost_holds_back_runs_and_resume_finishes_them(fake_server,
     assert not (rows["status"] == "not_run").any() and len(rows) == 6
     assert fake_server.count == first + len(held)
     assert set(requests_by_prompt(fake_server).values()) == {1}  # no prompt paid twice
+
+
+def test_a_flow_called_nightly_with_a_cap_reports_the_folders_total_and_refuses_an_unpriced_route(
+    fake_server, tmp_path
+):
+    """What a deployment does: the flow from Python, the same run folder every night, a cap per night."""
+    from agentcausal.exceptions import ConfigError
+    from agentcausal.settings import RunSettings
+    from flows.attribute import run_attribute
+
+    fake_server.responder = scripted_responder
+    corpus = _synthetic_corpus(tmp_path / "traces.jsonl", 4)
+    out, cache = tmp_path / "run", tmp_path / "cache"
+    unpriced = RunSettings(
+        profiles_path=_unpriced_profiles(tmp_path / "u.toml", fake_server.base_url), cache_dir=str(cache)
+    )
+    with pytest.raises(ConfigError, match=r"no price for profile\(s\) fake \(baseline\)"):
+        run_attribute([str(corpus)], ["all_at_once"], settings=unpriced, out_dir=str(out), max_cost=1.0)
+    assert fake_server.count == 0
+    settings = RunSettings(
+        profiles_path=_priced_profiles(tmp_path / "p.toml", fake_server.base_url), cache_dir=str(cache)
+    )
+    nights = []
+    for _ in range(3):
+        run_attribute([str(corpus)], ["all_at_once"], settings=settings, out_dir=str(out), max_cost=5.0)
+        nights.append(json.loads((out / "run.json").read_text())["spend"])
+    rows = pd.read_parquet(out / "results.parquet")
+    paid = [n["actual"]["total"]["usd"] for n in nights]
+    assert all(p > 0 for p in paid)  # each night computes under its own cap: a fixed cap never stops the folder
+    assert [n["budget"]["not_run"] for n in nights][-1] == 0 and (rows["status"] == "complete").all()
+    assert all(p <= 5.0 + rows["cost_usd"].max() for p in paid)
+    for before, night in zip([0.0, *[n["run_total_usd"] for n in nights]], nights, strict=False):
+        assert night["before_usd"] == pytest.approx(before)  # the folder's total, read from its run.json
+        assert night["budget"]["spent_before_usd"] == pytest.approx(before)
+    assert nights[-1]["run_total_usd"] == pytest.approx(rows["cost_usd"].sum(), rel=1e-4)
+    assert set(requests_by_prompt(fake_server).values()) == {1}  # nothing paid twice
