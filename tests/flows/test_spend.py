@@ -294,6 +294,9 @@ def test_dry_run_prints_the_estimate_offline(tmp_path, capsys):
         == 0
     )
     assert "below the estimate's high end" in capsys.readouterr().err
+    argv = ["attribute", str(EXAMPLES), "-m", "all_at_once", "--profiles", prof, "--dry-run", "--max-tokens", "10"]
+    assert main(argv) == 0
+    assert "--max-tokens 10 tokens is below the estimate's high end" in capsys.readouterr().err
 
 
 def test_dry_run_check_exits_2_on_a_missing_key_and_an_unreachable_endpoint(tmp_path, capsys, monkeypatch, fake_server):
@@ -429,6 +432,9 @@ def test_bad_spend_options_are_one_line(capsys):
     assert main(["attribute", str(EXAMPLES), "--check"]) == 2
     assert "--check goes with --dry-run" in capsys.readouterr().err
     assert main(["discover", "--dataset", "cancer", "--max-cost", "nan"]) == 2
+    capsys.readouterr()
+    assert main(["attribute", str(EXAMPLES), "--max-tokens", "-5"]) == 2
+    assert "--max-tokens must be a non-negative number of tokens" in capsys.readouterr().err
 
 
 def _zero_shot_graph(body):
