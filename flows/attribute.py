@@ -43,10 +43,12 @@ def attribute(
     chunk_size: int | None = None,
     max_cost: float | None = None,
     spent_before_usd: float = 0.0,
+    max_tokens: int | None = None,
 ) -> str:
     """Every planned (trace, method) pair; the run folder. ``plan``: a Plan, its dict or its ``plan.json``; None:
-    built from the other arguments (:func:`agentcausal.attribution.plan.plan_attribution`). ``max_cost``: USD for
-    the run folder with ``spent_before_usd`` (its earlier invocations), jobs past it ``not_run`` (:mod:`agentcausal.runs.budget`)."""
+    built from the other arguments (:func:`agentcausal.attribution.plan.plan_attribution`). ``max_cost`` (USD) and
+    ``max_tokens``: caps on this invocation, jobs past them ``not_run`` (:class:`agentcausal.runs.budget.BudgetGate`);
+    ``spent_before_usd``: what the run folder's earlier invocations spent (reported beside it)."""
     settings = settings or RunSettings.from_env()
     paths = naming.corpus_paths(paths, settings)  # empty: the Who&When folder of the settings, resolved now
     run_dir, subject = out_dir or default_run_dir("attribute"), corpus_label(paths)
@@ -77,6 +79,7 @@ def attribute(
         meta={**(meta or {}), "corpus": [str(Path(p).resolve()) for p in paths]},
         max_cost=max_cost,
         spent_before_usd=spent_before_usd,
+        max_tokens=max_tokens,
     )
     report = evaluate_run(run_dir)
     naming.add_run_tags(plan.methods, settings, preset=plan.preset, subsets=set(report.evaluation.by_subset["subset"]))

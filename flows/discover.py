@@ -41,10 +41,12 @@ def discover(
     chunk_size: int | None = None,
     max_cost: float | None = None,
     spent_before_usd: float = 0.0,
+    max_tokens: int | None = None,
 ) -> str:
     """Every planned (dataset, seed, method) run; the run folder. ``plan``: a Plan, its dict or its ``plan.json``;
-    None: built from the other arguments (:func:`agentcausal.discovery.plan.plan_discovery`). ``max_cost``: USD for
-    the run folder with ``spent_before_usd`` (its earlier invocations), jobs past it ``not_run`` (:mod:`agentcausal.runs.budget`)."""
+    None: built from the other arguments (:func:`agentcausal.discovery.plan.plan_discovery`). ``max_cost`` (USD) and
+    ``max_tokens``: caps on this invocation, jobs past them ``not_run`` (:class:`agentcausal.runs.budget.BudgetGate`);
+    ``spent_before_usd``: what the run folder's earlier invocations spent (reported beside it)."""
     settings = settings or RunSettings.from_env()
     plan = as_plan(plan) or plan_discovery(
         datasets, methods, settings, config=config, seeds=seeds, n=n, repeats=repeats, llm_datasets=llm_datasets
@@ -63,6 +65,7 @@ def discover(
         meta={**(meta or {}), "reversal_cost": reversal_cost},
         max_cost=max_cost,
         spent_before_usd=spent_before_usd,
+        max_tokens=max_tokens,
     )
     files = report_discovery(run_dir, reversal_cost)
     publish_report(

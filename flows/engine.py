@@ -62,6 +62,7 @@ def run_engine(
     meta: Mapping[str, Any],
     max_cost: float | None = None,
     spent_before_usd: float = 0.0,
+    max_tokens: int | None = None,
 ) -> RunSummary:
     """Run ``plan`` through the engine with ``task`` as the chunk task; write the run folder; its summary.
 
@@ -75,8 +76,10 @@ def run_engine(
     subject : the corpus or datasets, for artifact keys
     bar : show a tqdm bar
     meta : facts for ``run.json`` beside the engine's
-    max_cost : USD or None, ``--max-cost``: chunks past it are held back as ``not_run`` (:mod:`agentcausal.runs.budget`)
-    spent_before_usd : USD the run folder's earlier invocations spent (``--resume``), counted against ``max_cost``
+    max_cost : USD or None, ``--max-cost`` for this invocation: chunks past it are held back as ``not_run``
+        (:class:`agentcausal.runs.budget.BudgetGate`; a routed profile without a price: ConfigError, nothing sent)
+    spent_before_usd : USD the run folder's earlier invocations spent (``--resume``), reported beside this one's
+    max_tokens : int or None, ``--max-tokens``: the same cap on prompt + completion tokens
     """
     kind, unit = half.kind, UNITS[half.kind]
     engine = RunEngine(
@@ -84,14 +87,11 @@ def run_engine(
         plan,
         settings,
         chunk_size=chunk_size,
-        budget=None if max_cost is None else BudgetGate.from_plan(plan, max_cost, spent_before_usd),
+        budget=None
+        if max_cost is None and max_tokens is None
+        else BudgetGate.from_plan(plan, max_cost, spent_before_usd, max_tokens=max_tokens),
     )
     engine.spend.before = spent_before_usd
-    if engine.budget is not None and engine.budget.unpriced:
-        print(
-            f"{kind}: --max-cost cannot weigh {', '.join(engine.budget.unpriced)}: a routed stage's price is "
-            "unknown (no price in its profile), so its calls count as $0 against the cap"
-        )
     shown = RunProgress(
         engine.total,
         0,
@@ -126,8 +126,8 @@ def run_engine(
         )
     if engine.budget is not None and engine.budget.refused_jobs:
         print(
-            f"{kind}: {engine.budget.refused_jobs} of {summary.rows} {unit}s not run (budget: --max-cost "
-            f"${max_cost:g}); the same command with --resume and a higher --max-cost runs them"
+            f"{kind}: {engine.budget.refused_jobs} of {summary.rows} {unit}s not run (budget: "
+            f"{engine.budget.describe()}); the next invocation with --resume computes them"
         )
     return summary
 

@@ -59,6 +59,7 @@ from agentcausal.cli.spend_options import (
     add_spend_arguments,
     check_spend_arguments,
     print_estimate,
+    refuse_unpriced_cap,
     run_check,
     spent_before,
 )
@@ -236,6 +237,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         require_truth=not args.no_ground_truth,
         **_provenance(args, imported),
     )
+    refuse_unpriced_cap(args, settings.profiles_path, settings.routing, _stages(methods, resolved))  # a blind cap
     if args.dry_run:  # no model, no request, no key, nothing written; the same refusals as a run
         if args.show_prompts:
             from agentcausal.attribution.previews import show_prompts  # start-up cost (see cmd_attribute)
@@ -255,7 +257,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
             attribute_plan(args.paths, traces=corpus, keep_items=SHOWN_ITEMS, **plan_args), skipped, args
         )
         print(plan.dumps())
-        print_estimate(plan, args.max_cost)  # stderr: stdout stays one JSON object
+        print_estimate(plan, args.max_cost, max_tokens=args.max_tokens)  # stderr: stdout stays one JSON object
         return run_check(settings.profiles_path, settings.routing, _stages(methods, resolved)) if args.check else 0
     stages = _stages(methods, resolved)
     settings.check_routes(stages)
@@ -291,6 +293,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         out_dir=str(run_dir),
         plan=str(plan_file),
         max_cost=args.max_cost,
+        max_tokens=args.max_tokens,
         spent_before_usd=spent_before(args),
         progress=not args.no_progress and sys.stderr.isatty(),
         runner=runner_choice_from_args(args),

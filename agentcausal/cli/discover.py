@@ -50,6 +50,7 @@ from agentcausal.cli.spend_options import (
     add_spend_arguments,
     check_spend_arguments,
     print_estimate,
+    refuse_unpriced_cap,
     run_check,
     spent_before,
 )
@@ -338,9 +339,10 @@ def cmd_discover(args: argparse.Namespace) -> int:
         )  # instructions whole, data blocks cut
         return 0
     stages = {st for m in methods for st in method_stages(m, config)}
+    refuse_unpriced_cap(args, settings.profiles_path, settings.routing, stages)  # a blind cap: before any request
     if args.dry_run:
         print(plan.dumps())
-        print_estimate(plan, args.max_cost)  # stderr: stdout stays one JSON object
+        print_estimate(plan, args.max_cost, max_tokens=args.max_tokens)  # stderr: stdout stays one JSON object
         return run_check(settings.profiles_path, settings.routing, stages) if args.check else 0
     settings.check_routes(stages)
     ResultStore(settings.cache_dir, "discover", DiscoveryOutcome).close()  # an unreadable store: one line, now
@@ -371,6 +373,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
         reversal_cost=args.shd_reversal,
         chunk_size=args.chunk_size,
         max_cost=args.max_cost,
+        max_tokens=args.max_tokens,
         spent_before_usd=spent_before(args),
         meta={
             **({"missing_values": dropped} if dropped else {}),

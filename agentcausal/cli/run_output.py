@@ -1,7 +1,7 @@
 """What ``agentcausal attribute``, ``evaluate`` and ``discover`` print once a run is done, and their exit status.
 
-The table of the run folder (accuracy, or SHD / NHD / F1), the rows held back by ``--max-cost`` (not
-failures: the same command with ``--resume`` runs them), the failed rows, the actual spend, the run
+The table of the run folder (accuracy, or SHD / NHD / F1), the rows held back by ``--max-cost`` or
+``--max-tokens`` (not failures: the next invocation with ``--resume`` runs them), the failed rows, the actual spend, the run
 folder and its report; the exit status from ``run.json``
 (:func:`agentcausal.cli.run_folder_options.failed_rows_exit`).
 """
@@ -144,10 +144,10 @@ def _breaker_stopped(errors: Any) -> Any:
 
 
 def _print_not_run(count: int, rows: str) -> None:
-    """The line for ``count`` ``rows`` held back by ``--max-cost``."""
+    """The line for ``count`` ``rows`` held back by ``--max-cost`` / ``--max-tokens`` (caps on one invocation)."""
     print(
-        f"\n{count} {rows} not run (budget: --max-cost); the same command with --resume and a higher --max-cost "
-        "runs them."
+        f"\n{count} {rows} not run (budget: the cap of this invocation); the next invocation with --resume into "
+        "the same --out runs them under its own cap, reusing what is done."
     )
 
 

@@ -1,11 +1,13 @@
-"""Command-line options for spend (``attribute``, ``discover``): ``--max-cost``, ``--resume``, ``--check``, and
-what they print.
+"""Command-line options for spend (``attribute``, ``discover``): ``--max-cost``, ``--max-tokens``, ``--resume``,
+``--check``, and what they print.
 
-* ``--max-cost USD``: the run engine holds back the jobs that would pass it (``not_run (budget)``,
-  :mod:`agentcausal.runs.budget`); ``--resume`` with ``--out RUN_DIR`` continues that run folder later (the
-  results store and the LLM reply cache answer what was paid for, so no call is paid twice). The cap is the
-  run folder's in total: a resumed run counts what its earlier invocations spent (``run.json``'s
-  ``spend.run_total_usd``), so finishing the rest takes a higher ``--max-cost``.
+* ``--max-cost USD`` / ``--max-tokens N``: caps on **this invocation** (a night's): the run engine admits jobs
+  by their expected cost and the spend measured so far, and holds back the rest as ``not_run (budget)``
+  (:class:`agentcausal.runs.budget.BudgetGate`), so a run stops within one job's cost of the cap; the
+  next invocation with ``--resume`` and ``--out RUN_DIR`` computes them (the results store and the LLM
+  reply cache answer what was paid for, so no call is paid twice). What the run folder spent in all its
+  invocations (``run.json``'s ``spend.run_total_usd``) is printed beside the cap. ``--max-cost`` with a
+  routed profile that has no price is refused before anything is sent (:func:`refuse_unpriced_cap`).
 * ``--dry-run`` prints the plan as JSON on stdout and the estimate table on stderr, offline;
   ``--dry-run --check`` also probes each routed endpoint and its key (``GET <base_url>/models``, a short
   timeout) and exits 2 with one line per missing key, refused key or unreachable endpoint.
@@ -32,6 +34,7 @@ __all__ = [
     "print_estimate",
     "probe_endpoints",
     "print_spend",
+    "refuse_unpriced_cap",
     "spent_before",
 ]
 
@@ -40,17 +43,27 @@ CHECK_TIMEOUT_S = 5.0
 
 
 def add_spend_arguments(p: argparse.ArgumentParser) -> None:
-    """Add ``--max-cost``, ``--check`` and (unless the verb has it already) ``--resume`` to a verb's parser."""
+    """Add ``--max-cost``, ``--max-tokens``, ``--check`` and (unless the verb has it already) ``--resume`` to a verb's
+    parser."""
     g = p.add_argument_group("spend")
     g.add_argument(
         "--max-cost",
         type=float,
         default=None,
         metavar="USD",
-        help="stop submitting jobs when the spend so far plus the estimate of the jobs in flight would "
-        "pass USD (priced by the routed profiles; for the run folder in total, earlier --resume "
-        "invocations included); the rest are marked 'not_run (budget)' and not cached, so the same "
-        "command with --resume and a higher --max-cost runs them",
+        help="spend at most about USD in this invocation: a job is submitted while the spend so far plus the "
+        "expected cost of the jobs in flight and its own stays within USD (expected: the mean measured cost "
+        "per job of its method, before one the estimate's midpoint), so the run stops within one job's cost "
+        "of the cap; the rest are marked 'not_run (budget)' and not cached, so the next --resume into the "
+        "same --out runs them. Refused (exit 2, nothing sent) when a routed profile has no price",
+    )
+    g.add_argument(
+        "--max-tokens",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the same cap on prompt + completion tokens of this invocation (as the endpoints report them); "
+        "works without prices",
     )
     g.add_argument(
         "--check",
@@ -73,16 +86,43 @@ def check_spend_arguments(args: argparse.Namespace) -> None:
     Raises
     ------
     ConfigError
-        If ``--max-cost`` is not a non-negative number, or ``--check`` comes without ``--dry-run``.
+        If ``--max-cost`` or ``--max-tokens`` is not a non-negative number, or ``--check`` comes without
+        ``--dry-run``.
     """
     mc = getattr(args, "max_cost", None)
     if mc is not None and (not math.isfinite(mc) or mc < 0):
         raise ConfigError(f"--max-cost must be a non-negative number of USD, got {mc:g}")
+    mt = getattr(args, "max_tokens", None)
+    if mt is not None and mt < 0:
+        raise ConfigError(f"--max-tokens must be a non-negative number of tokens, got {mt}")
     if getattr(args, "check", False) and not getattr(args, "dry_run", False):
         raise ConfigError("--check goes with --dry-run (a run checks its endpoints itself)")
 
 
-def print_estimate(plan: Any, max_cost: float | None = None, *, file: Any = None) -> None:
+def refuse_unpriced_cap(
+    args: argparse.Namespace, profiles_path: str | None, routing: str, stages: Iterable[str]
+) -> None:
+    """With ``--max-cost``: refuse, before anything is sent, a run whose ``stages`` route to a profile without a
+    price (an embedded or local model is priced at $0; a dated price of 0 is a free tier).
+
+    Raises
+    ------
+    ConfigError
+        One line naming each unpriced profile with its stages, how to price it, and ``--max-tokens``
+        (:func:`agentcausal.runs.budget.blind_cap_message`); also if the profiles file or routing does not exist.
+    """
+    if getattr(args, "max_cost", None) is None:
+        return
+    # start-up cost: loads openai, pydantic, which `agentcausal --help` and every other verb would pay at import
+    from agentcausal.llm.profiles import load_profiles
+    from agentcausal.runs.budget import refuse_blind_cap
+
+    refuse_blind_cap(load_profiles(profiles_path, routing), stages, f"routing {routing!r}")
+
+
+def print_estimate(
+    plan: Any, max_cost: float | None = None, *, max_tokens: int | None = None, file: Any = None
+) -> None:
     """The plan's estimate table (and how it compares with ``--max-cost``) on ``file`` (default stderr)."""
 
     out = file or sys.stderr
@@ -91,21 +131,25 @@ def print_estimate(plan: Any, max_cost: float | None = None, *, file: Any = None
         print("estimate: none for this plan", file=out)
         return
     print(estimate_table(est), file=out)
-    if max_cost is not None:
-        usd = est["total"].get("usd") or est["total"].get("usd_known_part")
-        if usd is None:
+    for flag, cap, high, shown in (
+        ("--max-cost", max_cost, (est["total"].get("usd") or [None, None])[1], lambda v: f"${v:g}"),
+        (
+            "--max-tokens",
+            max_tokens,
+            est["total"]["prompt_tokens"][1] + est["total"]["completion_tokens"][1],
+            lambda v: f"{int(v):,} tokens",
+        ),
+    ):
+        if cap is None or high is None:  # a price unknown: --max-cost was refused before the estimate
+            continue
+        if high > cap:
             print(
-                f"--max-cost ${max_cost:g}: the price of every stage is unknown; the gate counts only reported costs",
-                file=out,
-            )
-        elif usd[1] > max_cost:
-            print(
-                f"--max-cost ${max_cost:g} is below the estimate's high end (${usd[1]:,.4f}): the run may stop "
-                "early and mark the rest 'not_run (budget)'",
+                f"{flag} {shown(cap)} is below the estimate's high end ({shown(high)}): this invocation may stop "
+                "early and mark the rest 'not_run (budget)' for the next one",
                 file=out,
             )
         else:
-            print(f"--max-cost ${max_cost:g} covers the estimate's high end (${usd[1]:,.4f})", file=out)
+            print(f"{flag} {shown(cap)} covers the estimate's high end ({shown(high)})", file=out)
 
 
 def probe_endpoints(
@@ -182,7 +226,8 @@ def run_check(profiles_path: str | None, routing: str, stages: Iterable[str]) ->
 
 def spent_before(args: argparse.Namespace) -> float:
     """USD the run folder of ``--resume`` spent in its earlier invocations (``run.json``'s ``run_total_usd``; 0
-    without ``--resume`` or a readable ``run.json``): ``--max-cost`` counts it."""
+    without ``--resume`` or a readable ``run.json``): reported beside this invocation's spend, not counted
+    against ``--max-cost``."""
     if not getattr(args, "resume", False) or not getattr(args, "out", None):
         return 0.0
     try:

@@ -41,12 +41,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from agentcausal.exceptions import EndpointDownError
+from agentcausal.exceptions import AgentCausalError, EndpointDownError
 from agentcausal.llm import Gateway
 from agentcausal.records import RunRecord
 from agentcausal.runs.breaker import breaker_for, method_profiles
-from agentcausal.runs.budget import BudgetGate, SpendTally, not_run_record, record_cost  # --max-cost, spend
-from agentcausal.runs.folder import write_run_meta
+from agentcausal.runs.budget import (  # --max-cost / --max-tokens, spend
+    BudgetGate,
+    SpendTally,
+    not_run_record,
+    record_cost,
+    record_tokens,
+)
+from agentcausal.runs.folder import load_run_meta, write_run_meta
 from agentcausal.runs.half import Chunk, Job, RecordSink, RunHalf
 from agentcausal.runs.heartbeat import meter_for
 from agentcausal.runs.plan import Plan, write_plan
@@ -62,6 +68,7 @@ __all__ = [
     "drive",
     "gateway_for",
     "result_store",
+    "spent_in",
     "REUSED_LISTED",
 ]
 
@@ -97,6 +104,16 @@ def result_store(settings: RunSettings, kind: str, model: type[RunRecord]) -> Re
 @functools.lru_cache(maxsize=8)
 def _store(cache_dir: str, kind: str, model: type[RunRecord]) -> ResultStore:
     return ResultStore(cache_dir, kind, model)
+
+
+def spent_in(run_dir: str | Path) -> float:
+    """USD a run folder's invocations spent so far: its ``run.json``'s ``spend.run_total_usd`` (0 without a readable
+    one). Reported beside an invocation's own spend; never counted against its cap."""
+    try:
+        spend = load_run_meta(run_dir).get("spend")
+        return float(spend.get("run_total_usd") or 0.0) if isinstance(spend, dict) else 0.0
+    except (AgentCausalError, OSError, ValueError, TypeError):
+        return 0.0
 
 
 def run_chunk(half: RunHalf, chunk: Chunk) -> list[RunRecord | None] | None:
@@ -170,8 +187,10 @@ class RunEngine:
         task per job); None: the half's ``default_chunk_size``, or more where a method would otherwise have
         over :data:`~agentcausal.runs.scheduling.MAX_CHUNKS` chunks
     on_progress : callable or None, called with the number of jobs newly done (reused or finished)
-    budget : BudgetGate or None, ``--max-cost`` (:mod:`agentcausal.runs.budget`): :func:`drive` asks it before each
-        chunk; with one, a method's default chunk is one job (up to MAX_CHUNKS chunks), so the gate acts per job
+    budget : BudgetGate or None, ``--max-cost`` / ``--max-tokens`` (:class:`agentcausal.runs.budget.BudgetGate`: this
+        invocation's cap, jobs admitted by their expected cost and the measured spend): :func:`drive` asks it
+        before each chunk; with one, a method's default chunk is one job (up to MAX_CHUNKS chunks), so the gate
+        acts per job
 
     Raises
     ------
@@ -277,6 +296,7 @@ class RunEngine:
     def done(self, chunk: Chunk, result: list[RunRecord | None] | BaseException | None) -> None:
         """Take a finished chunk's answer: its unstored records (None: every record stored), or the failure
         left after its retries."""
+        self._settle(chunk, result)  # --max-cost / --max-tokens: what it spent
         if isinstance(result, EndpointDownError):  # the circuit breaker (of this process or a worker's) is open
             self.breaker.trip(result)
             self._not_run(chunk, result)
@@ -289,23 +309,24 @@ class RunEngine:
             for key, rec in zip(chunk.keys, result, strict=True):
                 if rec is not None:
                     self.unstored[key] = rec
-        if self.budget is not None:  # its spend: the cost of the records it stored this run (None: failed)
-            self.budget.settle(
-                chunk,
-                None
-                if isinstance(result, BaseException)
-                else sum(
-                    record_cost(s.record)
-                    for s in self.store.get_many(list(chunk.keys))
-                    if s is not None and s.stored_at >= self.started
-                ),
-            )
         self._progress(len(chunk.jobs))
+
+    def _settle(self, chunk: Chunk, result: list[RunRecord | None] | BaseException | None) -> None:
+        """The budget gate learns what each job of a finished chunk measured: its record of this run (stored, or
+        the chunk's answer); a job without one (failed) counts its expected cost."""
+        if self.budget is None:
+            return
+        answered = result if isinstance(result, list) else [None] * len(chunk.keys)
+        stored = self.store.get_many([k for k, r in zip(chunk.keys, answered, strict=True) if r is None])
+        fresh = [s.record for s in stored if s is not None and s.stored_at >= self.started]
+        fresh += [r for r in answered if r is not None and r.status != "failed"]
+        self.budget.settle(chunk, [(record_cost(r), record_tokens(r)) for r in fresh])
 
     def hold_back(self, chunk: Chunk) -> None:
         """A chunk the budget refused: each job gets a ``not_run`` record (never stored)."""
+        cap = self.budget.describe() if self.budget is not None else "the spend cap"
         for job, key in zip(chunk.jobs, chunk.keys, strict=True):
-            self.unstored[key] = not_run_record(self.half, job, self.budget.max_cost if self.budget else 0.0)
+            self.unstored[key] = not_run_record(self.half, job, cap)
         self._progress(len(chunk.jobs))
 
     def finish(self, run_dir: str | Path, meta: Mapping[str, Any] | None = None) -> RunSummary:
@@ -317,6 +338,10 @@ class RunEngine:
         RunSummary
         """
         d = Path(run_dir)
+        if not self.spend.before:  # not given (a flow called from Python): the folder's earlier invocations
+            self.spend.before = spent_in(d)
+            if self.budget is not None:
+                self.budget.spent_before = self.spend.before
         write_plan(self.plan, d)  # plan.json (and its items, when the plan held them in memory) beside the results
         meta = dict(meta or {})
         sink = self.half.sink(self.plan, d, meta)
