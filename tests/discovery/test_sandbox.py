@@ -460,3 +460,18 @@ np.save("adjacency.npy", (g.G.graph != 0).astype(int))
     assert res.returncode == 0 and res.killed_for == "", res.stderr[-2000:]
     assert res.stdout.split() == ["PC", "5", "FCI", "5", "GES", "5", "LINGAM", "5", "EXACT", "5", "JOBLIB", "6"]
     assert np.load(__import__("io").BytesIO(res.outputs["adjacency.npy"])).shape == (5, 5)
+
+
+def test_memory_accounting_says_which_limit_applies(monkeypatch, tmp_path):
+    monkeypatch.setattr(sandbox, "cgroup_v2", lambda: None)
+    assert sandbox.memory_accounting().startswith("the 50 ms watchdog (no writable cgroup v2")
+    monkeypatch.setattr(sandbox, "cgroup_v2", lambda: tmp_path)
+    assert sandbox.memory_accounting().startswith(f"cgroup v2 memory.max under {tmp_path}")
+
+
+@needs_sandbox
+def test_each_result_says_which_memory_limit_applied():
+    res = run_sandboxed("print('ok')", timeout_s=30)
+    assert res.returncode == 0 and res.memory_limit in ("the watchdog", "cgroup v2 memory.max and the watchdog")
+    if sandbox.cgroup_v2() is None:  # no cgroup can be made here (one that can may still refuse the limits)
+        assert res.memory_limit == "the watchdog"
