@@ -241,15 +241,18 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     if args.dry_run:  # no model, no request, no key, nothing written; the same refusals as a run
         if args.show_prompts:
             from agentcausal.attribution.previews import show_prompts  # start-up cost (see cmd_attribute)
+            from agentcausal.traces.display import visible
 
             print(
-                show_prompts(
-                    _prompt_traces(args),
-                    resolved,
-                    ids=args.ids,
-                    profiles_path=settings.profiles_path,
-                    routing=settings.routing,
-                )
+                visible(
+                    show_prompts(
+                        _prompt_traces(args),
+                        resolved,
+                        ids=args.ids,
+                        profiles_path=settings.profiles_path,
+                        routing=settings.routing,
+                    )
+                )  # the prompts as sent, their control and bidi characters shown (\x1b, \u202e)
             )
             return 0
         corpus, skipped = _imported_traces(args) if imported else (None, [])

@@ -39,6 +39,7 @@ from agentcausal.report.html import facts_markdown, html_table, readable_value, 
 from agentcausal.report.plots import attribution_figures, figures_markdown
 from agentcausal.report.traces_html import per_trace_html, trace_sections_html
 from agentcausal.runs.folder import atomic_write_text, load_run_meta
+from agentcausal.traces.display import visible
 from agentcausal.traces.model import Attribution, Trace
 
 __all__ = ["RunReport", "markdown_report", "dependency_graphs_markdown", "write_report", "report_run"]
@@ -264,7 +265,8 @@ def write_report(
     blamed = blamed_markdown(results) if results is not None else ""
     labelled = has_labels(ev.overall)
     paper = paper_tables_markdown(results, dict(run_meta or {})) if results is not None and labelled else ""
-    atomic_write_text(p, markdown_report(ev, meta=meta, lead=blamed) + paper + figures_markdown(figs) + graphs)
+    md = markdown_report(ev, meta=meta, lead=blamed) + paper + figures_markdown(figs) + graphs
+    atomic_write_text(p, visible(md))  # trace text: control and bidi characters shown as \x1b, \u202e
     lead: list[str] = []
     sections: list[str] = []
     if results is not None and not results.empty:
@@ -295,8 +297,8 @@ def write_report(
         meta or {},
         figs,
         [],
-        sections=[*sections, *_later_tables(tables[2:] if labelled else tables[4:])],
-        lead=lead,
+        sections=[visible(s) for s in [*sections, *_later_tables(tables[2:] if labelled else tables[4:])]],
+        lead=[visible(s) for s in lead],
     )
     return p
 

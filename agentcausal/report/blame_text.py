@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from agentcausal.traces.display import visible
+
 __all__ = ["one_line", "fix_text"]
 
 
@@ -18,12 +20,13 @@ def _na(v: Any) -> bool:
 
 
 def one_line(text: Any, width: int | None = None) -> str:
-    """``text`` on one line (runs of whitespace as one space), cut to ``width`` characters with "…".
+    """``text`` on one line (runs of whitespace as one space), cut to ``width`` characters with "…"; control and
+    bidi characters shown escaped first (:func:`agentcausal.traces.display.visible`: ``\\x1b``, ``\\u202e``).
 
-    >>> one_line("a\\n  b c", 4), one_line("short", 10), one_line(None)
-    ('a b…', 'short', '')
+    >>> one_line("a\\n  b c", 4), one_line("short", 10), one_line(None), one_line("a\\x1b[2J\\rb")
+    ('a b…', 'short', '', 'a\\\\x1b[2J\\\\x0db')
     """
-    s = "" if _na(text) else " ".join(str(text).split())
+    s = "" if _na(text) else " ".join(visible(str(text)).split())
     if width is not None and len(s) > width:
         return s[: max(width - 1, 0)] + "…"
     return s

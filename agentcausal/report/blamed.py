@@ -30,6 +30,7 @@ from agentcausal.repeats import repeat_of
 from agentcausal.report.blame_text import fix_text, one_line
 from agentcausal.report.html import html_table
 from agentcausal.report.traces_html import trace_anchor
+from agentcausal.traces.display import visible
 
 __all__ = ["blamed_frame", "blamed_text", "blamed_markdown", "blamed_html", "console_summary", "REASON_CHARS"]
 
@@ -225,7 +226,7 @@ def blamed_text(
             lines.append(fmt(cells) + "  " + one_line(r.reason, room))
     if len(df) > len(shown):
         lines.append(f"… {len(df) - len(shown)} more row(s): see the report, or `agentcausal show RUN`")
-    return "\n".join(lines)
+    return visible("\n".join(lines))  # trace and LLM text: control and bidi characters shown, never sent raw
 
 
 def console_summary(results: pd.DataFrame, accuracy: str, run_dir: str | Path = "RUN") -> str:

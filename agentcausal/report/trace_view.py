@@ -19,6 +19,7 @@ import pandas as pd
 from agentcausal.exceptions import ConfigError
 from agentcausal.report.blame_text import one_line
 from agentcausal.report.blamed import blamed_frame
+from agentcausal.traces.display import visible
 from agentcausal.traces.model import Trace
 
 __all__ = ["find_trace", "trace_view_text"]
@@ -55,7 +56,7 @@ def find_trace(trace_ids: Sequence[str], wanted: str) -> str:
 
 def _wrap(text: str, width: int, indent: str, max_lines: int | None) -> list[str]:
     lines: list[str] = []
-    for para in str(text).splitlines() or [""]:
+    for para in visible(str(text)).splitlines() or [""]:  # before splitting: a \r is shown, not a line break
         lines += textwrap.wrap(para, width=max(width - len(indent), 20), replace_whitespace=False) or [""]
     if max_lines is not None and len(lines) > max_lines:
         lines = lines[:max_lines]
@@ -200,4 +201,4 @@ def trace_view_text(
     for r in unplaced:
         out.append(f"no step blamed by {r.method}" + (f": {one_line(r.reason, width - 30)}" if r.reason else ""))
     out += ["", "► blamed by a method" + ("   ✓ annotated decisive step" if true_step is not None else "")]
-    return "\n".join(out)
+    return visible("\n".join(out))

@@ -41,6 +41,7 @@ from typing import Any, NamedTuple
 
 from agentcausal.exceptions import ConfigError, TraceStoreError
 from agentcausal.tracers.blame import LABEL, blamed_spans, evaluation_name
+from agentcausal.traces.display import visible
 from agentcausal.traces.importers._otlp import OtlpSpan
 from agentcausal.traces.importers._spans import SpanRecord, iso_to_ns, spans_to_traces
 from agentcausal.traces.importers.openinference import span_record
@@ -336,7 +337,7 @@ def span_annotations(blame: Any) -> list[dict[str, Any]]:
                 "span_id": b.span_id,
                 "name": evaluation_name(b.method),
                 "annotator_kind": ANNOTATOR_KIND,
-                "result": {"label": LABEL, "score": b.confidence, "explanation": b.explanation},
+                "result": {"label": LABEL, "score": b.confidence, "explanation": visible(b.explanation)},
                 "metadata": meta,
                 "identifier": blame.run + (f"/repeat-{b.repeat}" if b.repeat else ""),
             }

@@ -9,7 +9,8 @@ Who&When holds failed multi-agent runs, one JSON object per file, in two subsets
   (``"Orchestrator (thought)"`` gives ``"Orchestrator"``); step 0 is the human query.
 
 ``mistake_step`` is a string holding a **0-based** index into ``history``
-(ASCII digits only: ``"²"`` or ``"٣"`` is refused, as is a number too long to be a step).
+(ASCII digits only: ``"²"`` or ``"٣"`` is refused, as is a number too long to be a step); a JSON number
+is read too when it is whole (``2`` or ``2.0``), never ``2.5`` or ``true``.
 Text fields are normalised at load (:mod:`agentcausal.traces.text`): lone
 surrogates become U+FFFD, ``null`` content is empty, a list of text parts is
 joined, any other content type is refused naming the file and step. A step
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import re
 import shutil
 import tempfile
@@ -105,6 +107,26 @@ def agent_of(entry: dict[str, Any]) -> str:
 _STEP = re.compile(r"-?[0-9]{1,9}")
 
 
+def _step_text(raw: Any) -> tuple[str | None, str]:
+    """``mistake_step`` as digits, or (None, why not). Who&When writes a string (``"2"``); a JSON number is read
+    too when it is whole (``2``, ``2.0``: the same number in JSON), never a fraction, a boolean or another type."""
+    expected = 'expected a 0-based step index, a string of ASCII digits as Who&When writes it ("2") or a whole number'
+    if isinstance(raw, str):
+        text = raw.strip()
+        return (text, "") if _STEP.fullmatch(text) else (None, f"{raw[:40]!r} is not a step index ({expected})")
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        kind = (
+            "a boolean"
+            if isinstance(raw, bool)
+            else f"a JSON {'object' if isinstance(raw, dict) else 'array' if isinstance(raw, list) else type(raw).__name__}"
+        )
+        return None, f"{kind} is not a step index ({expected})"
+    if isinstance(raw, float) and not (math.isfinite(raw) and raw.is_integer()):
+        return None, f"{raw!r} is not a whole step index ({expected})"
+    text = str(int(raw))
+    return (text, "") if _STEP.fullmatch(text) else (None, f"{text[:40]} is not a step index ({expected})")
+
+
 def _field(problems: list[TraceFormatError], fn: Any, value: Any, field: str, **kw: Any) -> str:
     try:
         return fn(value, field=field, **kw)
@@ -168,18 +190,9 @@ def parse_who_and_when(data: dict[str, Any], trace_id: str, *, source: str = "",
     if "mistake_step" in data and data["mistake_step"] not in (None, ""):
         raw = data["mistake_step"]
         step = None
-        text = (
-            raw.strip()
-            if isinstance(raw, str)
-            else str(raw)
-            if isinstance(raw, int) and not isinstance(raw, bool)
-            else None
-        )
-        if text is None or not _STEP.fullmatch(text):
-            shown = raw[:40] if isinstance(raw, str) else type(raw).__name__ if text is None else text[:40]
-            problems.append(
-                TraceFormatError(f"{shown!r} is not a step index (ASCII digits, 0-based)", field="mistake_step")
-            )
+        text, why = _step_text(raw)
+        if text is None:
+            problems.append(TraceFormatError(why, field="mistake_step"))
         else:
             step = int(text)
             if not 0 <= step < len(history):

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import tempfile
 from pathlib import Path
 
 import numpy as np
+import psutil
 import pytest
 
 from agentcausal.discovery.mac import executor, sandbox
 from agentcausal.discovery.mac.executor import coder_usage, read_result, resolve_executor, validate_adjacency
 from agentcausal.discovery.mac.sandbox import run_sandboxed, sandbox_available
 from agentcausal.discovery.mac.sandbox_command import seccomp_filter
+from agentcausal.discovery.mac.sandbox_watch import PIPE_BYTES, kernel_bytes
 from agentcausal.exceptions import ConfigError, SandboxError
 
 needs_sandbox = pytest.mark.skipif(sandbox_available() is not None, reason=f"{sandbox_available()}")
@@ -460,3 +463,34 @@ np.save("adjacency.npy", (g.G.graph != 0).astype(int))
     assert res.returncode == 0 and res.killed_for == "", res.stderr[-2000:]
     assert res.stdout.split() == ["PC", "5", "FCI", "5", "GES", "5", "LINGAM", "5", "EXACT", "5", "JOBLIB", "6"]
     assert np.load(__import__("io").BytesIO(res.outputs["adjacency.npy"])).shape == (5, 5)
+
+
+def test_memory_accounting_says_which_limit_applies(monkeypatch, tmp_path):
+    monkeypatch.setattr(sandbox, "cgroup_v2", lambda: None)
+    assert sandbox.memory_accounting().startswith("the 50 ms watchdog (no writable cgroup v2")
+    monkeypatch.setattr(sandbox, "cgroup_v2", lambda: tmp_path)
+    assert sandbox.memory_accounting().startswith(f"cgroup v2 memory.max under {tmp_path}")
+
+
+@needs_sandbox
+def test_each_result_says_which_memory_limit_applied():
+    res = run_sandboxed("print('ok')", timeout_s=30)
+    assert res.returncode == 0 and res.memory_limit in ("the watchdog", "cgroup v2 memory.max and the watchdog")
+    if sandbox.cgroup_v2() is None:  # no cgroup can be made here (one that can may still refuse the limits)
+        assert res.memory_limit == "the watchdog"
+
+
+def test_kernel_bytes_counts_each_open_pipe_once():
+    me = [psutil.Process()]
+    before = kernel_bytes(me)
+    tables = next(int(ln.split()[1]) * 1024 for ln in open("/proc/self/status") if ln.startswith("VmPTE:"))
+    assert before >= tables > 0  # page tables count too
+    fds = [fd for _ in range(10) for fd in os.pipe()]
+    dups = [os.dup(fds[0]) for _ in range(5)]  # the same pipe again: counted once
+    try:
+        grown = kernel_bytes(me) - before  # page tables may grow by a page meanwhile: less than one pipe
+        assert 10 * PIPE_BYTES <= grown < 11 * PIPE_BYTES
+    finally:
+        for fd in fds + dups:
+            os.close(fd)
+    assert abs(kernel_bytes(me) - before) < PIPE_BYTES

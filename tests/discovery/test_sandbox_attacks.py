@@ -233,8 +233,8 @@ def test_unix_sockets_on_disk_and_abstract_are_unreachable():
     script = textwrap.dedent(f"""
         import socket
         for addr in ({str(path)!r}, {name!r}):
-            s = socket.socket(socket.AF_UNIX)
             try:
+                s = socket.socket(socket.AF_UNIX)  # refused: no socket of any family
                 s.connect(addr)
                 print('CONNECTED', repr(addr))
             except OSError as e:
@@ -500,13 +500,19 @@ def sys_(label, nr, *args):
     print(label, r, ctypes.get_errno() if r < 0 else 0, flush=True)
 for label, nr, args in {calls!r}:
     sys_(label, nr, *args)
-for fam in (40, 17, 38, 3, 9):  # AF_VSOCK, AF_PACKET, AF_ALG, AF_AX25, AF_X25
+for fam in (40, 17, 38, 3, 9, 1, 2, 10, 16):  # AF_VSOCK, AF_PACKET, AF_ALG, AF_AX25, AF_X25, Unix, IPv4, IPv6, netlink
     try:
         socket.socket(fam, socket.SOCK_DGRAM).close()
         print('SOCKET', fam, 'OPEN')
     except OSError as e:
         print('SOCKET', fam, e.errno)
-s = socket.socket(socket.AF_UNIX); s.close(); print('UNIX-OK')
+try:
+    socket.socketpair()
+    print('SOCKETPAIR OPEN')
+except OSError as e:
+    print('SOCKETPAIR', e.errno)
+r, w = os.pipe()
+print('PIPE-OK', os.write(w, b'x'), os.read(r, 1) == b'x', flush=True)
 import threading, subprocess
 t = threading.Thread(target=print, args=('THREAD-OK',)); t.start(); t.join()
 print('SUBPROCESS', subprocess.run(['true']).returncode, flush=True)
@@ -530,16 +536,23 @@ def test_seccomp_refuses_what_a_causal_learn_script_never_needs():
         ("mount", _nr("mount"), (b"none", b"/tmp", b"tmpfs", 0, None)),
         ("perf", _nr("perf_event_open"), (None, 0, -1, -1, 0)),
         ("vm_read", _nr("process_vm_readv"), (1, None, 0, None, 0, 0)),
+        ("vmsplice", _nr("vmsplice"), (1, None, 0, 0)),
+        ("splice", _nr("splice"), (0, None, 1, None, 1, 0)),
+        ("tee", _nr("tee"), (0, 1, 1, 0)),
+        ("inotify", _nr("inotify_init1"), (0,)),
+        ("setpipe", _nr("fcntl"), (1, 1031, 1 << 20)),  # F_SETPIPE_SZ on stdout
     ]
     res = run_sandboxed(SECCOMP_PROBE.format(calls=calls, keyctl=_nr("keyctl")), timeout_s=30)
-    out = dict((ln.split()[0], ln.split()[1:]) for ln in res.stdout.splitlines() if ln.split()[0] not in ("SOCKET",))
+    out = dict((ln.split()[0], ln.split()[1:]) for ln in res.stdout.splitlines() if ln.split()[0] != "SOCKET")
     assert out["MODE"] == ["2"]
     for label, _, _ in calls:
         want = errno.ENOSYS if label == "clone3" else errno.EPERM
         assert out[label] == ["-1", str(want)], (label, res.stdout)
     sockets = {ln.split()[1]: ln.split()[2] for ln in res.stdout.splitlines() if ln.startswith("SOCKET ")}
-    assert sockets == {str(f): str(errno.EAFNOSUPPORT) for f in (40, 17, 38, 3, 9)}
-    assert "UNIX-OK" in out and "THREAD-OK" in out and out["SUBPROCESS"] == ["0"]  # what a script needs still works
+    assert sockets == {str(f): str(errno.EPERM) for f in (40, 17, 38, 3, 9, 1, 2, 10, 16)}  # no socket at all
+    assert out["SOCKETPAIR"] == [str(errno.EPERM)]
+    # what a script needs still works: pipes, threads, subprocesses
+    assert out["PIPE-OK"] == ["1", "True"] and "THREAD-OK" in out and out["SUBPROCESS"] == ["0"]
     assert "X32-SURVIVED" not in res.stdout and res.returncode in (-signal.SIGSYS, 128 + signal.SIGSYS)
 
 
@@ -635,6 +648,112 @@ def test_unlinked_file_flood_counts_against_the_cap():
         "(" + next(ln for ln in res.stdout.splitlines() if ln.startswith("LISTED "))[7:].replace("] [", "], [") + ")"
     )
     assert sandbox_dir == ["script.py"] and "b" not in tmp_dir and shm_dir == []
+
+
+#: the issue's probe: 24 processes, each filling socket pairs (or pipes) without reading them, then holding them
+BUFFER_FLOOD = """
+import os, socket, sys, time
+KIND = {kind!r}
+def fill():
+    held, n = [], 0
+    try:
+        while True:
+            if KIND == 'socket':
+                a, b = socket.socketpair()
+                a.setblocking(False)
+                send = a.send
+            else:
+                a, b = os.pipe()
+                os.set_blocking(b, False)
+                send = lambda blob, fd=b: os.write(fd, blob)
+            held.append((a, b))
+            try:
+                while True:
+                    send(b'x' * 65536)
+            except BlockingIOError:
+                pass
+            n += 1
+    except OSError as e:
+        print('STOPPED', os.getpid(), n, e.errno, flush=True)
+    time.sleep({hold})
+for i in range(24):
+    if os.fork() == 0:
+        fill()
+        os._exit(0)
+for i in range(24):
+    os.wait()
+print('ALL-DONE', flush=True)
+"""
+
+
+def _stopped(stdout: str) -> list[tuple[int, int]]:
+    """(buffers filled, errno) of each process of :data:`BUFFER_FLOOD`."""
+    return [(int(ln.split()[2]), int(ln.split()[3])) for ln in stdout.splitlines() if ln.startswith("STOPPED ")]
+
+
+def test_socket_buffer_flood_is_stopped_before_a_byte():
+    """Socket buffers are kernel memory no RSS shows (24 processes held 640 MiB under a 256 MiB cap): no socket
+    can be made at all, so every process stops at its first socketpair."""
+    res = run_sandboxed(BUFFER_FLOOD.format(kind="socket", hold=1), timeout_s=60, memory_mb=256)
+    assert res.returncode == 0 and "ALL-DONE" in res.stdout, res.stderr[-500:]
+    assert _stopped(res.stdout) == [(0, errno.EPERM)] * 24
+    control = subprocess.run(
+        [sys.executable, "-c", "import socket; a, b = socket.socketpair(); print('MADE')"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert control.stdout.strip() == "MADE"  # only the sandbox refuses it
+
+
+def test_pipe_buffer_flood_counts_as_memory_and_is_killed_at_the_cap():
+    """Pipes stay (a script's subprocesses need them): each open pipe counts as its 16 pages (F_SETPIPE_SZ is
+    refused, so none holds more); 24 processes filling pipes up to their file limit pass a 128 MiB cap."""
+    res = run_sandboxed(BUFFER_FLOOD.format(kind="pipe", hold=30), timeout_s=60, memory_mb=128)
+    assert res.killed_for == "memory" and not res.timed_out, (res.stdout[-300:], res.stderr[-300:])
+    assert "ALL-DONE" not in res.stdout and "128 MiB" in res.stderr
+
+
+def _sandbox_folders(base: Path) -> list[Path]:
+    return sorted(base.glob("agentcausal-sandbox-*"))
+
+
+def test_no_host_folder_or_process_is_left_after_kill_9_of_the_parent():
+    """The parent dies mid-run: the wrapper's parent-death signal ends the sandbox and removes its host folder."""
+    base = _world_dir()  # the parent's TMPDIR: reachable by the sandbox uid, watched for leftovers
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from agentcausal.discovery.mac.sandbox import run_sandboxed\n"
+            "run_sandboxed(\"import time\\nprint('RUNNING', flush=True)\\ntime.sleep(120)\", timeout_s=150)",
+        ],
+        env={**os.environ, "TMPDIR": str(base), "PYTHONPATH": str(REPO)},
+    )
+    try:
+        deadline = time.monotonic() + 60
+        script = None
+        while time.monotonic() < deadline and script is None:
+            time.sleep(0.2)
+            for p in psutil.Process(parent.pid).children(recursive=True):
+                try:
+                    if "script.py" in p.cmdline() and p.name().startswith("python"):
+                        script = p
+                except psutil.Error:
+                    pass
+        assert script is not None and _sandbox_folders(base), "the sandboxed script never started"
+        tree = psutil.Process(parent.pid).children(recursive=True)
+        parent.kill()
+        parent.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and (_sandbox_folders(base) or any(p.is_running() for p in tree)):
+            time.sleep(0.1)
+        assert _sandbox_folders(base) == []
+        assert [p.pid for p in tree if p.is_running() and p.status() != psutil.STATUS_ZOMBIE] == []
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_directory_flood_stops_at_the_file_cap():

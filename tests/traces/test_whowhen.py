@@ -95,6 +95,31 @@ def test_bad_mistake_step_raises(step):
         parse_who_and_when(_hand_crafted(ground_truth="x", mistake_step=step), "Hand-Crafted/1")
 
 
+@pytest.mark.parametrize("step", ["3", " 3 ", 3, 3.0])
+def test_mistake_step_is_a_digit_string_or_a_whole_json_number(step):
+    t = parse_who_and_when(_hand_crafted(ground_truth="x", mistake_step=step), "Hand-Crafted/1")
+    assert t.label is not None and t.label.step == 3
+
+
+@pytest.mark.parametrize(
+    "step, says",
+    [
+        (2.5, "2.5 is not a whole step index"),
+        (float("nan"), "nan is not a whole step index"),
+        (True, "a boolean is not a step index"),
+        ([2], "a JSON array is not a step index"),
+        ("2.0", "'2.0' is not a step index"),
+        (-1.0, "-1 out of range 0..3"),
+    ],
+)
+def test_a_bad_mistake_step_says_what_is_expected(step, says):
+    with pytest.raises(TraceFormatError) as err:
+        parse_who_and_when(_hand_crafted(ground_truth="x", mistake_step=step), "Hand-Crafted/1")
+    assert err.value.field == "mistake_step" and says in str(err.value) and "float" not in str(err.value)
+    if "range" not in says:
+        assert 'a string of ASCII digits as Who&When writes it ("2") or a whole number' in str(err.value)
+
+
 def test_empty_history_raises():
     with pytest.raises(TraceFormatError, match="history"):
         parse_who_and_when({"question": "q", "history": []}, "x/1")

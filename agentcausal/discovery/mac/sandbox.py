@@ -10,8 +10,10 @@ What a script run by :func:`run_sandboxed` gets, and what it cannot do:
   cannot create further user namespaces (``--disable-userns``).
 * **Namespaces.** New user, network, PID, mount, IPC, UTS and cgroup
   namespaces (``bwrap --unshare-all --unshare-user``), ``--new-session`` (no
-  terminal injection) and ``--die-with-parent`` (and the first process dies
-  with the Python parent, ``PR_SET_PDEATHSIG``). The network namespace has
+  terminal injection) and ``--die-with-parent``. When the Python parent dies
+  (``kill -9`` included) the wrapper shell gets ``SIGTERM``
+  (``PR_SET_PDEATHSIG``), kills bubblewrap, unmounts its tmpfs and removes
+  the host's temporary folder. The network namespace has
   only a down loopback: no TCP/UDP route anywhere, 127.0.0.1 included, and
   no abstract Unix sockets of the host. ``/proc`` is a fresh mount of the new
   PID namespace: no host process, so no ``/proc/<ppid>/environ`` and no
@@ -26,14 +28,18 @@ What a script run by :func:`run_sandboxed` gets, and what it cannot do:
   :data:`agentcausal.discovery.mac.sandbox_command.DENIED_SYSCALLS`)
   answers ``EPERM`` to the calls a causal-learn script never needs: keyrings;
   memory outside the caps (``memfd_create``, System V and POSIX message
-  queues and shared memory); other processes and the kernel (``ptrace``,
+  queues and shared memory); kernel buffers no watchdog sees (``socket`` and
+  ``socketpair`` of every family: socket buffers are kernel memory outside
+  any RSS, and a socket could pass descriptors on; ``vmsplice``, ``splice``,
+  ``tee``, ``inotify_init*``; ``fcntl(F_SETPIPE_SZ)``, so a pipe keeps its
+  default 16 pages); other processes and the kernel (``ptrace``,
   ``process_vm_*``, ``bpf``, ``perf_event_open``, ``userfaultfd``,
   ``io_uring``, handles, modules, ``kexec``, clocks, swap, ``reboot``);
   namespaces and mounts (``unshare``, ``setns``, ``clone`` with a namespace
   flag, the mount API). ``clone3`` answers ``ENOSYS`` (its flags cannot be
-  inspected; the C library falls back to ``clone``); a socket of any family
-  but Unix, IPv4, IPv6 and netlink answers ``EAFNOSUPPORT`` (no ``AF_VSOCK``
-  to a hypervisor, no ``AF_PACKET``, no ``AF_ALG``). A system call of another
+  inspected; the C library falls back to ``clone``). Pipes stay (a script's
+  subprocesses and ``multiprocessing`` with ``fork`` use them; its
+  ``Pipe(duplex=True)``, managers and ``asyncio`` need sockets and fail). A system call of another
   ABI (i386, x32) kills the process. The filter is a deny list: a system call
   newer than the installed libseccomp is allowed.
 * **File system.** A fresh root with read-only binds of only ``/usr`` (and the
@@ -57,15 +63,21 @@ What a script run by :func:`run_sandboxed` gets, and what it cannot do:
 * **Limits.** ``RLIMIT_NPROC`` (at most ``max_processes``, default 300, new
   processes and threads of the sandbox uid beyond those it already runs),
   ``RLIMIT_FSIZE`` (largest file), ``RLIMIT_AS`` (address space per process),
-  ``RLIMIT_NOFILE``, ``RLIMIT_CPU``, no core files. **Memory** (``memory_mb``)
-  is the tree's process memory plus the pages held by its tmpfs: through a
-  cgroup v2 ``memory.max`` where one is writable (the kernel counts every
-  page, kernel memory included) and always through a watchdog that every
-  50 ms sums the tree's resident memory (RSS, confirmed by PSS so pages
-  shared after ``fork`` count once) and the tmpfs's used pages, and kills the
-  tree past the cap (a mapped tmpfs page counts twice: the cap errs low).
-  ``memfd`` and System V memory, which no watchdog sees, are refused by the
-  filter. The watchdog also kills the tree when its tmpfs is full
+  ``RLIMIT_NOFILE`` (open descriptors, so pipes, per process), ``RLIMIT_CPU``,
+  ``RLIMIT_SIGPENDING``, ``RLIMIT_MSGQUEUE``, ``RLIMIT_MEMLOCK``, no core files.
+  **Memory** (``memory_mb``) is every byte the tree pins: its processes'
+  memory, the pages held by its tmpfs, and its kernel buffers. Through a
+  cgroup v2 ``memory.max`` where one is writable (the kernel charges every
+  page, socket and pipe buffers and page tables included) and always through
+  a watchdog that every 50 ms sums the tree's resident memory (RSS, confirmed
+  by PSS so pages shared after ``fork`` count once), the tmpfs's used pages,
+  64 KiB for every distinct pipe or FIFO a process of the tree holds open and
+  each process's page tables (:func:`~agentcausal.discovery.mac.sandbox_watch.kernel_bytes`),
+  and kills the tree past the cap (a mapped tmpfs page counts twice and a
+  pipe counts full: the cap errs low). :func:`memory_accounting` says which
+  applies on this machine; each result's ``memory_limit`` says which applied.
+  ``memfd``, System V memory and sockets, which no watchdog sees, are refused
+  by the filter, and with no socket no descriptor can be passed along. The watchdog also kills the tree when its tmpfs is full
   (``killed_for="disk"``). Captured stdout/stderr: the last ``output_bytes``
   of each are kept. At the timeout, or when a limit trips, the whole tree is
   killed: every descendant by pid, and the namespace's init, whose death kills
@@ -83,9 +95,12 @@ caps memory without one).
 
 Limits that remain: the process cap is counted per uid by the kernel, so
 sandboxes started at the same time share it; CPU time beyond ``RLIMIT_CPU`` is
-not shared fairly; without a cgroup v2, kernel memory (pipe and socket
-buffers, inodes, page tables) is bounded only by the process, file and inode
-caps; the kernel is shared (a kernel exploit escapes any namespace sandbox).
+not shared fairly; without a cgroup v2, small kernel objects the watchdog does
+not count (task structures and kernel stacks, epoll, eventfd and timer
+descriptors, inodes) are bounded only by the process, file and inode caps, and
+a pipe slot filled by ``sendfile`` from a read-only host file refers to the
+host's page cache; a cgroup v1 memory controller is not used; the kernel is
+shared (a kernel exploit escapes any namespace sandbox).
 
 The command line and the seccomp filter are built in :mod:`agentcausal.discovery.mac.sandbox_command`
 (with :class:`~agentcausal.discovery.mac.sandbox_command.SandboxLimits`); the watch over the running tree
@@ -126,6 +141,7 @@ from agentcausal.discovery.mac.sandbox_command import (
 )
 from agentcausal.discovery.mac.sandbox_watch import (
     OutputTail,
+    cgroup_v2,
     final_usage,
     kill_tree,
     make_cgroup,
@@ -136,9 +152,16 @@ from agentcausal.discovery.mac.sandbox_watch import (
 )
 from agentcausal.exceptions import SandboxError
 
-__all__ = ["SandboxResult", "sandbox_available", "run_sandboxed"]
+__all__ = ["SandboxResult", "sandbox_available", "memory_accounting", "run_sandboxed"]
 
 _POLL_S = 0.05
+#: per-process limits a causal-learn script never comes near: queued signals (POSIX timers too), POSIX message
+#: queue bytes (the calls are refused anyway), locked memory
+_SMALL_RLIMITS = (
+    (resource.RLIMIT_SIGPENDING, 256),
+    (resource.RLIMIT_MSGQUEUE, 0),
+    (resource.RLIMIT_MEMLOCK, 64 * 1024),
+)
 
 
 class SandboxResult(NamedTuple):
@@ -152,6 +175,8 @@ class SandboxResult(NamedTuple):
     timed_out : bool, killed at the wall-clock timeout (or the CPU limit)
     seconds : float, wall-clock seconds
     killed_for : str, "" or the limit that stopped the tree ("timeout", "memory", "disk": its file system filled)
+    memory_limit : str, what capped its memory: "cgroup v2 memory.max and the watchdog", or "the watchdog"
+        (no writable cgroup v2 with a memory controller here; :func:`memory_accounting`)
     """
 
     returncode: int
@@ -161,6 +186,7 @@ class SandboxResult(NamedTuple):
     timed_out: bool
     seconds: float
     killed_for: str = ""
+    memory_limit: str = ""
 
 
 # --------------------------------------------------------------------------------------- availability
@@ -226,6 +252,19 @@ def sandbox_available() -> str | None:
     return _cached_probe()
 
 
+def memory_accounting() -> str:
+    """One line saying what caps a sandbox's memory on this machine: a cgroup v2 ``memory.max`` (where a
+    writable cgroup v2 delegates the memory and pids controllers; the kernel then charges every page, socket
+    and pipe buffers and page tables included) and always the watchdog, or the watchdog alone."""
+    parent = cgroup_v2()
+    if parent is not None:
+        return f"cgroup v2 memory.max under {parent} (every page the kernel charges) and the 50 ms watchdog"
+    return (
+        "the 50 ms watchdog (no writable cgroup v2 with the memory and pids controllers here): processes' memory, "
+        "tmpfs pages, 64 KiB per open pipe, page tables; sockets refused"
+    )
+
+
 # --------------------------------------------------------------------------------------- running
 
 
@@ -236,7 +275,8 @@ def _preexec(
 
     def apply() -> None:
         os.setsid()
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: the wrapper dies with this process
+        # PR_SET_PDEATHSIG: when this process dies the wrapper's trap kills the sandbox and removes its folder
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)
         join_new_session_keyring(libc, keyctl_nr)
         if cg is not None:
             try:  # best effort: the watchdog caps memory without it
@@ -252,6 +292,8 @@ def _preexec(
         fsize = limits.file_size_mb * 2**20
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
         resource.setrlimit(resource.RLIMIT_NOFILE, (limits.max_open_files, limits.max_open_files))
+        for rlimit, value in _SMALL_RLIMITS:
+            resource.setrlimit(rlimit, (value, value))
 
     return apply
 
@@ -367,14 +409,16 @@ def _run(
         stderr = err.text()
         if killed_for == "memory":
             stderr += (
-                f"\n[sandbox: killed, the process tree and its files used more than {limits.memory_mb} MiB of memory]"
+                f"\n[sandbox: killed, the process tree, its files and its pipes used more than {limits.memory_mb} MiB "
+                "of memory]"
             )
         elif killed_for == "disk":
             stderr += (
                 f"\n[sandbox: stopped, its {limits.disk_mb} MiB / {limits.max_files} files file system "
                 "(/sandbox, /tmp, /dev/shm) is full]"
             )
-    return SandboxResult(proc.returncode, out.text(), stderr, outputs, timed_out, seconds, killed_for)
+    memory_limit = "cgroup v2 memory.max and the watchdog" if cg is not None else "the watchdog"
+    return SandboxResult(proc.returncode, out.text(), stderr, outputs, timed_out, seconds, killed_for, memory_limit)
 
 
 def run_sandboxed(

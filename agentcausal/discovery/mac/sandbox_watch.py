@@ -1,7 +1,8 @@
 """The sandbox's watch over its process tree: output tails, memory and tmpfs accounting, cgroup v2, the kill.
 
 :func:`agentcausal.discovery.mac.sandbox.run_sandboxed` polls these while a script runs: the tree's
-memory (:func:`over_memory`: an RSS sum confirmed by PSS, plus the pages its tmpfs holds) and the tmpfs's
+memory (:func:`over_memory`: an RSS sum confirmed by PSS, plus the pages its tmpfs holds and its pipes and page
+tables, :func:`kernel_bytes`) and the tmpfs's
 fill (:func:`tmpfs_usage`, :func:`final_usage`), a cgroup v2 ``memory.max``/``pids.max`` where one is
 delegated (:func:`make_cgroup`), and :func:`kill_tree` at a limit or the timeout.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 import subprocess
 import threading
 import time
@@ -25,10 +27,13 @@ __all__ = [
     "OutputTail",
     "TmpfsUsage",
     "over_memory",
+    "kernel_bytes",
+    "PIPE_BYTES",
     "tmpfs_usage",
     "final_usage",
     "kill_tree",
     "make_cgroup",
+    "cgroup_v2",
     "remove_cgroup",
     "tasks_of",
 ]
@@ -98,10 +103,46 @@ def _pss_bytes(procs: list[psutil.Process]) -> int:
     return total
 
 
+#: what one pipe can hold: 16 pages (``F_SETPIPE_SZ`` is refused, so no pipe grows past its default)
+PIPE_BYTES = 16 * 4096
+
+
+def kernel_bytes(procs: list[psutil.Process]) -> int:
+    """Kernel memory the tree pins outside RSS, counted from above: 64 KiB per distinct pipe or FIFO any of its
+    processes holds open (:data:`PIPE_BYTES`, whatever it holds now) plus each process's page tables (``VmPTE``).
+
+    Sockets, memfd, System V memory, vmsplice and inotify are refused by the seccomp filter, so an open file
+    descriptor is the only way to keep a kernel buffer, and no descriptor can be passed to another process.
+    """
+    pipes: set[tuple[int, int]] = set()
+    tables = 0
+    for p in procs:
+        base = f"/proc/{p.pid}"
+        try:
+            names = os.listdir(f"{base}/fd")
+        except OSError:
+            continue
+        for name in names:
+            try:
+                st = os.stat(f"{base}/fd/{name}")
+            except OSError:
+                continue
+            if stat.S_ISFIFO(st.st_mode):
+                pipes.add((st.st_dev, st.st_ino))
+        try:
+            with open(f"{base}/status") as f:
+                tables += next((int(ln.split()[1]) * 1024 for ln in f if ln.startswith("VmPTE:")), 0)
+        except (OSError, ValueError, IndexError):
+            pass
+    return len(pipes) * PIPE_BYTES + tables
+
+
 def over_memory(pid: int, cap: int, tmpfs_bytes: int) -> bool:
-    """True when the tree's memory plus its tmpfs pages exceed ``cap`` bytes: cheap RSS sum first, confirmed by PSS."""
+    """True when the tree's memory plus its tmpfs pages and kernel buffers (:func:`kernel_bytes`) exceed ``cap``
+    bytes: cheap RSS sum first, confirmed by PSS."""
     procs = _tree(pid)
-    return _rss_bytes(procs) + tmpfs_bytes > cap and _pss_bytes(procs) + tmpfs_bytes > cap
+    pinned = tmpfs_bytes + kernel_bytes(procs)
+    return _rss_bytes(procs) + pinned > cap and _pss_bytes(procs) + pinned > cap
 
 
 class TmpfsUsage(NamedTuple):
@@ -156,7 +197,7 @@ def kill_tree(proc: subprocess.Popen) -> None:
         pass
 
 
-def _cgroup_v2() -> Path | None:
+def cgroup_v2() -> Path | None:
     """A writable cgroup v2 directory whose children get memory and pids controllers, or None."""
     try:
         line = next(ln for ln in Path("/proc/self/cgroup").read_text().splitlines() if ln.startswith("0::"))
@@ -176,7 +217,7 @@ def _cgroup_v2() -> Path | None:
 
 
 def make_cgroup(limits: SandboxLimits) -> Path | None:  # pragma: no cover - needs a delegated cgroup v2
-    parent = _cgroup_v2()
+    parent = cgroup_v2()
     if parent is None:
         return None
     cg = parent / f"agentcausal-sandbox-{os.getpid()}-{threading.get_ident()}-{time.monotonic_ns()}"
