@@ -20,14 +20,14 @@ Multi-Agent Systems." ICML 2025. arXiv:2505.00212, section 4.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentcausal.exceptions import StructuredOutputError
 from agentcausal.llm import Gateway
-from agentcausal.llm.dialect import FixedCap
+from agentcausal.llm.dialect import FixedCap, sent_cap
 from agentcausal.settings import completion_budget
 from agentcausal.traces.render import budget_chars
 
@@ -38,6 +38,7 @@ __all__ = [
     "BASELINE_PRESETS",
     "DCFA_PAPER_PRESET",
     "ask_baseline",
+    "baseline_caps",
     "baseline_tokens",
     "trace_budget",
 ]
@@ -175,3 +176,38 @@ def trace_budget(gw: Gateway, settings: BaselineSettings, stage: str = BASELINE_
     if settings.context_tokens is not None:
         window = min(window, settings.context_tokens)
     return budget_chars(window, reserve_tokens=settings.reserve_tokens + baseline_tokens(gw, settings, stage))
+
+
+def baseline_caps(profiles: Any, resolved: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One line per baseline-family method (settings with ``max_tokens``): the completion cap each call sends.
+
+    Parameters
+    ----------
+    profiles : ProfileSet (or Gateway), the active routing
+    resolved : method name -> resolved settings (``resolve_methods``); methods without ``max_tokens``
+        (DCFA's several caps) are left out
+
+    Returns
+    -------
+    list of str, ``"METHOD: STAGE -> PROFILE FIELD=N (how)"``, e.g.
+    ``"step_by_step: baseline -> openai-gpt5 max_completion_tokens=1024 (set, sent as it is; ...)"``.
+
+    Raises
+    ------
+    ConfigError
+        If a set ``max_tokens`` exceeds the routed profile's ``max_output_tokens`` (:func:`~agentcausal.llm.dialect.sent_cap`).
+    UnknownStageError
+        If the stage has no route.
+    """
+    out = []
+    for method, values in resolved.items():
+        if "max_tokens" not in values or "prompts" not in values:
+            continue
+        profile = profiles.profile_for(BASELINE_STAGE)
+        fixed = values["max_tokens"]
+        cap = FixedCap(fixed) if fixed is not None else completion_budget(profiles, BASELINE_STAGE, None)
+        field, value, why = sent_cap(profile, cap)
+        derived = "" if fixed is not None else "; max_tokens unset: derived from the profile's budget"
+        sent = f"{field}={value}" if value is not None else "no cap"
+        out.append(f"{method}: {BASELINE_STAGE} -> {profile.name} {sent} ({why}{derived})")
+    return out

@@ -138,7 +138,7 @@ def sent_cap(profile: Profile, max_tokens: int | None) -> tuple[str, int | None,
     Returns
     -------
     (field, value, why): ``field`` the profile's ``token_cap_param``; ``value`` None when no cap is sent;
-    ``why`` one phrase (``"set: sent as it is"``, ``"profile ceiling: hidden reasoning counts"``, ...).
+    ``why`` one phrase (``"set, sent as it is"``, ``"profile ceiling: hidden reasoning counts against the cap"``, ...).
 
     Raises
     ------
@@ -150,9 +150,9 @@ def sent_cap(profile: Profile, max_tokens: int | None) -> tuple[str, int | None,
     >>> p = Profile(name="r", kind="chat", base_url="http://x/v1", model="m", max_output_tokens=32768,
     ...             token_cap_param="max_completion_tokens", hidden_reasoning_counts=True)
     >>> sent_cap(p, 1024)
-    ('max_completion_tokens', 32768, 'profile ceiling (hidden reasoning counts against the cap)')
+    ('max_completion_tokens', 32768, 'profile ceiling: hidden reasoning counts against the cap')
     >>> sent_cap(p, FixedCap(1024))
-    ('max_completion_tokens', 1024, 'set: sent as it is (hidden reasoning counts against it)')
+    ('max_completion_tokens', 1024, 'set, sent as it is; hidden reasoning counts against it')
     """
     field, ceiling = profile.token_cap_param, profile.max_output_tokens
     if isinstance(max_tokens, FixedCap):
@@ -161,10 +161,10 @@ def sent_cap(profile: Profile, max_tokens: int | None) -> tuple[str, int | None,
                 f"max_tokens={int(max_tokens)} exceeds profile {profile.name}'s max_output_tokens={ceiling}; "
                 f"set max_tokens <= {ceiling} or leave it unset"
             )
-        note = " (hidden reasoning counts against it)" if profile.hidden_reasoning_counts else ""
-        return field, int(max_tokens), "set: sent as it is" + note
+        note = "; hidden reasoning counts against it" if profile.hidden_reasoning_counts else ""
+        return field, int(max_tokens), "set, sent as it is" + note
     if profile.hidden_reasoning_counts:  # the method's cap sizes the visible answer; reasoning needs headroom
-        return field, ceiling, "profile ceiling (hidden reasoning counts against the cap)"
+        return field, ceiling, "profile ceiling: hidden reasoning counts against the cap"
     if max_tokens is not None and ceiling is not None and max_tokens > ceiling:
         return field, ceiling, "method's cap, lowered to the profile ceiling"
     return field, max_tokens, "method's cap" if max_tokens is not None else "none sent"
