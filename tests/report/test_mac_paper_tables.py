@@ -81,3 +81,30 @@ def test_tables_mac_prints_tables_ranks_wins_and_costs_with_n(runs, capsys):
     assert "MAC with Gemini-2.0-Flash is first on 10 and second on 4 of 15" in out
     assert "n: 2 datasets × 2 seeds × 2 backbones" in out  # the mean ranks' sample
     assert "16x to 25x" in out and "| mac | 4 | 1600.00 | 16.00 |" in out  # cost multiple of zero-shot
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_tables_mac_on_two_fake_server_discover_runs(fake_server, tmp_path, capsys):
+    from tests.report.test_discovery_analyses import _any_dataset_responder
+
+    fake_server.responder = _any_dataset_responder()
+    runs = []
+    for name, model in (("gpt", "gpt-4o"), ("r1", "deepseek-ai/DeepSeek-R1")):
+        toml = tmp_path / f"{name}.toml"
+        toml.write_text(
+            f'[profiles.fake]\nkind = "chat"\nbase_url = "{fake_server.base_url}"\nmodel = "{model}"\n'
+            'max_concurrency = 4\ntimeout_s = 5\ncontext_window = 8192\n\n[routings.default]\npreset = "small"\n'
+            'default = "fake"\n'
+        )
+        run = tmp_path / name
+        args = ["discover", "-d", "earthquake", "-m", "mac", "-m", "llm_zero_shot", "-m", "pc", "--n", "200"]
+        args += ["--profiles", str(toml), "--cache-dir", str(tmp_path / f"cache-{name}"), "--out", str(run)]
+        assert main([*args, "--no-progress"]) == 0
+        runs.append(str(run))
+    capsys.readouterr()
+    assert main(["tables", "mac", *runs]) == 0
+    out = capsys.readouterr().out
+    assert "Table 2, GPT-4o, earthquake, mac, SHD" in out and "Table 2, DeepSeek-R1, earthquake, pc, F1" in out
+    assert out.count("(n=1 seeds)") >= 2 * 3 * 3 and "(n=2 backbones)" in out
+    assert "n: 1 datasets × 1 seeds × 2 backbones" in out and "| mac |" in out.split("Fig. 5")[1]
