@@ -126,3 +126,15 @@ def test_tables_dcfa_on_two_fake_server_runs(fake_profiles, tmp_path, capsys):
     assert "GPT-5 (gpt5)" in out and "DeepSeek-R1-671B (r1)" in out and "Step-by-Step dcfa_paper" in out
     rows = pd.read_parquet(Path(runs[0]) / "results.parquet")
     assert json.loads(rows[rows["method"] == "step_by_step"]["settings_json"].iloc[0])["variant"] == "dcfa"
+
+
+def test_console_and_report_accuracy_tables_lead_with_agent_and_step():
+    from agentcausal.attribution.results import AttributionSummary
+    from agentcausal.report.accuracy import accuracy_display
+    from agentcausal.report.attribution_tables import accuracy_text, headline_first
+
+    overall = pd.DataFrame({"method": ["m"], "n": [4], "labelled": [4], "step_k": [2], "agent_k": [3], "both_k": [1]})
+    cols = list(headline_first(accuracy_display(overall)).columns)
+    assert cols.index("step and agent") == cols.index("labelled") + 1 < cols.index("step (exact)")
+    head = accuracy_text(AttributionSummary(overall, pd.DataFrame())).splitlines()[0].split()
+    assert head.index("both") < head.index("step") < head.index("agent")
