@@ -121,8 +121,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--preset",
         default=None,
         metavar="NAME",
-        help="method-settings preset: paper (as the papers define the methods) or small (caps and "
-        "wording for sub-2B models); default: the routing's preset",
+        help="method-settings preset: paper (as the papers define the methods), small (caps and "
+        "wording for sub-2B models) or dcfa_paper (paper, with the three Who&When baselines as DCFA's "
+        "released code runs them for its Table 1); default: the routing's preset",
     )
     p.add_argument(
         "--repeats",
