@@ -187,9 +187,8 @@ def dcfa_tables_text(runs: dict[str, pd.DataFrame]) -> str:
     if cells.empty:
         return "\n".join([*out, "No labelled rows in these runs.", ""])
     avg = table1_averages(cells)
-    methods = [m for m in TABLE1_METHODS if m in set(cells["method"])] + sorted(
-        set(cells["method"]) - set(TABLE1_METHODS)
-    )
+    present = {str(m) for m in cells["method"]}
+    methods = [m for m in TABLE1_METHODS if m in present] + sorted(present - set(TABLE1_METHODS))
     for (sub, truth), g in cells.groupby(["subset", "truth"], sort=False):
         out += [f"## {sub}, {truth}", ""]
         header = ["backbone (run)", *[TABLE1_METHODS.get(m, m) for m in methods]]
@@ -243,6 +242,6 @@ def dcfa_tables_text(runs: dict[str, pd.DataFrame]) -> str:
                 else "- (0/0)"
                 for lv in levels
             ]
-            out.append(f"| {TABLE1_METHODS.get(m, m)} | " + " | ".join(cells_) + " |")
+            out.append(f"| {TABLE1_METHODS.get(str(m), str(m))} | " + " | ".join(cells_) + " |")
         out.append("")
     return "\n".join(out)
