@@ -93,3 +93,18 @@ def test_dcfa_variant_is_refused_where_it_cannot_apply():
 def test_dcfa_paper_leaves_every_other_method_at_paper():
     dcfa, paper = (resolve_methods(["dcfa", "a2p"], preset=p) for p in ("dcfa_paper", "paper"))
     assert dcfa == paper
+
+
+def test_show_prompts_under_dcfa_paper_shows_the_probability_request(capsys, monkeypatch):
+    from pathlib import Path
+
+    from agentcausal.cli import main
+
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    args = ["attribute", "data/examples", "-m", "step_by_step", "--limit", "1", "--dry-run", "--show-prompts"]
+    assert main([*args, "--preset", "dcfa_paper"]) == 0
+    out = capsys.readouterr().out
+    assert "To make rigorous speculations, even a little bit is possible." in out
+    assert "give a score (a float) of the probability that this step contains an error" in out
+    assert main([*args, "--preset", "paper"]) == 0
+    assert "even a little bit" not in capsys.readouterr().out
