@@ -4,7 +4,10 @@
 ``AGENTCAUSAL_<FIELD>`` (e.g. ``AGENTCAUSAL_WHO_AND_WHEN_DIR``) or by a CLI flag. Relative paths are
 relative to the working directory.
 
-**Presets**: ``paper`` (the method as its paper defines it) and ``small`` (sub-2B models). Every
+**Presets**: ``paper`` (the method as its paper defines it), ``small`` (sub-2B models) and ``dcfa_paper``
+(``paper``, with the three Who&When baselines as DCFA's released code runs them for its Table 1:
+github.com/wzhSteve/Dual-view-Causal-driven-Failure-Attribution ``Automated_FA/Lib/utils.py``; a method
+that lists no ``dcfa_paper`` keeps its ``paper`` defaults). Every
 method's settings model (attribution and discovery, beside each method) sits beside a module-level
 ``PRESETS: dict[str, dict[str, Any]]`` giving field values for ``"paper"`` and ``"small"``; a field a
 preset does not list keeps the model default, which is the ``paper`` value. A preset also names the
@@ -196,8 +199,8 @@ class RunSettings(BaseModel):
         )
 
 
-#: the presets every method defines
-PRESET_NAMES = ("paper", "small")
+#: the presets every method takes (``dcfa_paper`` = ``paper`` for a method that does not list it)
+PRESET_NAMES = ("paper", "small", "dcfa_paper")
 
 #: the preset of a routing that names none
 DEFAULT_PRESET = "small"

@@ -43,6 +43,13 @@ for JSON; case is ignored when the agent's name is mapped (both evaluators
 compare case-sensitively, so "orchestrator" would score as a wrong agent
 there).
 
+**``dcfa_paper``** (DCFA's copy of the same ``Automated_FA/Lib/utils.py``,
+github.com/wzhSteve/Dual-view-Causal-driven-Failure-Attribution, which ran DCFA's Table 1): the same
+prompt, sent at temperature 0 (where the profile takes one), and a reply still empty after the
+gateway's repairs sent again, 3 calls in all
+(:class:`~agentcausal.attribution.baseline_settings.WhoWhenSettings`). A set ``max_tokens`` (the code's
+1024) is sent as it is, under ``max_completion_tokens`` on GPT-5 (:class:`~agentcausal.llm.dialect.FixedCap`).
+
 References
 ----------
 Zhang, S. et al. "Which Agent Causes Task Failures and When? On Automated
@@ -70,8 +77,9 @@ from agentcausal.attribution.baseline_prompts import (
 from agentcausal.attribution.baseline_settings import (
     BASELINE_PRESETS,
     BASELINE_STAGE,
-    BaselineSettings,
-    baseline_tokens,
+    DCFA_PAPER_PRESET,
+    WhoWhenSettings,
+    ask_baseline,
     trace_budget,
 )
 from agentcausal.attribution.candidates import single_answer
@@ -140,7 +148,7 @@ class AllAtOnceReply(BaseModel):
     step: int | None = Field(description="Step number of the decisive error; null if undetermined.")
 
 
-class AllAtOnceSettings(BaselineSettings):
+class AllAtOnceSettings(WhoWhenSettings):
     """Settings of All-at-Once (see :class:`~agentcausal.attribution.baseline_settings.BaselineSettings`).
 
     Attributes
@@ -158,7 +166,12 @@ class AllAtOnceSettings(BaselineSettings):
 
 
 #: presets (:mod:`agentcausal.settings`)
-PRESETS = {"paper": {}, "small": {**BASELINE_PRESETS["small"], "reason_chars": 300}}
+PRESETS = {
+    "paper": {},
+    "small": {**BASELINE_PRESETS["small"], "reason_chars": 300},
+    # DCFA's copy of the released code: the same prompt, temperature 0, an empty answer sent again (3 calls)
+    "dcfa_paper": dict(DCFA_PAPER_PRESET),
+}
 
 
 @functools.lru_cache(maxsize=256)
@@ -318,9 +331,7 @@ def run(trace: Trace, gw: Gateway, settings: AllAtOnceSettings) -> Attribution:
     model = reply_model(agent_names(trace), len(trace), settings.prompts == "paper", settings.reason_chars)
     if settings.quote_evidence:  # one more reply field (off in every preset)
         messages, model = ask_evidence(messages), with_evidence(model)
-    reply = gw.structured(
-        BASELINE_STAGE, messages, model, item=usage_item(trace.id, NAME), max_tokens=baseline_tokens(gw, settings)
-    )
+    reply = ask_baseline(gw, settings, messages, model, item=usage_item(trace.id, NAME))
     details: dict[str, object] = {"shortened": list(shortened), "prompt_version": PROMPT_VERSIONS[settings.prompts]}
     if settings.prompts == "paper":
         mapped = map_agent_name(reply.agent, agent_names(trace))

@@ -3,8 +3,14 @@ and the baselines built like them (A2P, ECHO).
 
 * :class:`BaselineSettings`: ``with_ground_truth``, reply cap, context budget (they enter the cache key);
   :data:`BASELINE_PRESETS` their ``paper`` and ``small`` values.
-* :func:`baseline_tokens`: the completion cap of one call; :func:`trace_budget`: characters of trace text
-  one prompt may hold for a stage's context window.
+* :class:`WhoWhenSettings`: the three Who&When baselines' sampling switches, ``temperature`` and
+  ``empty_attempts`` (DCFA's copy of the baselines sends temperature 0 and re-sends a call whose answer
+  is empty, up to three times: ``Automated_FA/Lib/utils.py`` of
+  github.com/wzhSteve/Dual-view-Causal-driven-Failure-Attribution, ``_make_api_call``);
+  :func:`ask_baseline` one structured call under them.
+* :func:`baseline_tokens`: the completion cap of one call (a set ``max_tokens`` is sent as it is, under
+  the dialect's own cap field: :class:`~agentcausal.llm.dialect.FixedCap`); :func:`trace_budget`:
+  characters of trace text one prompt may hold for a stage's context window.
 
 References
 ----------
@@ -14,15 +20,30 @@ Multi-Agent Systems." ICML 2025. arXiv:2505.00212, section 4.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentcausal.exceptions import StructuredOutputError
 from agentcausal.llm import Gateway
+from agentcausal.llm.dialect import FixedCap, sent_cap
 from agentcausal.settings import completion_budget
 from agentcausal.traces.render import budget_chars
 
-__all__ = ["BASELINE_STAGE", "BaselineSettings", "BASELINE_PRESETS", "baseline_tokens", "trace_budget"]
+__all__ = [
+    "BASELINE_STAGE",
+    "BaselineSettings",
+    "WhoWhenSettings",
+    "BASELINE_PRESETS",
+    "DCFA_PAPER_PRESET",
+    "ask_baseline",
+    "baseline_caps",
+    "baseline_tokens",
+    "trace_budget",
+]
+
+T = TypeVar("T", bound=BaseModel)
 
 #: the routed stage name of every baseline call
 BASELINE_STAGE = "baseline"
@@ -39,7 +60,10 @@ class BaselineSettings(BaseModel):
     with_ground_truth : bool, show the correct final answer in the prompt (Who&When's
         "with ground truth" setting)
     max_tokens : int or None, completion cap per call, tokens; None = the profile's budget
-        (:func:`agentcausal.settings.completion_budget`); ``small``: 160
+        (:func:`agentcausal.settings.completion_budget`); ``small``: 160. A number is sent as it is
+        under the profile's cap field (``max_completion_tokens`` on GPT-5, where hidden reasoning
+        counts against it), never raised to the profile's ceiling; one above that ceiling is refused
+        (:class:`~agentcausal.llm.dialect.FixedCap`)
     reserve_tokens : int, tokens of the context window kept for instructions and the reply
     context_tokens : int or None, a tighter context cap than the profile's window (CPU runs); None = the window
     """
@@ -53,13 +77,79 @@ class BaselineSettings(BaseModel):
     context_tokens: int | None = Field(None, ge=512)
 
 
+class WhoWhenSettings(BaselineSettings):
+    """Settings of the three Who&When baselines beyond :class:`BaselineSettings` (enter the cache key).
+
+    Attributes
+    ----------
+    temperature : float or None, sampling temperature of every call; None = the profile's (0 unless
+        the profile sets another; Who&When's code sends none). ``dcfa_paper``: 0, as DCFA's code
+        sends; not sent where the profile takes no temperature (GPT-5)
+    empty_attempts : int, calls made when the answer comes back empty (after the gateway's repairs):
+        1 = no re-send (Who&When's code); ``dcfa_paper``: 3 (DCFA's ``_make_api_call``), 9 for
+        Binary-Search (its segment loop retries the 3-attempt call 3 times)
+    """
+
+    temperature: float | None = Field(None, ge=0.0, le=2.0)
+    empty_attempts: int = Field(1, ge=1, le=9)
+
+
 #: presets of the three baselines (:mod:`agentcausal.settings`); fields not listed keep the ``paper`` defaults
 BASELINE_PRESETS: dict[str, dict[str, Any]] = {"paper": {}, "small": {"prompts": "small", "max_tokens": 160}}
 
+#: the ``dcfa_paper`` preset's values shared by the three (DCFA's ``_make_api_call``: temperature 0, 3 attempts)
+DCFA_PAPER_PRESET: dict[str, Any] = {"temperature": 0.0, "empty_attempts": 3}
+
 
 def baseline_tokens(gw: Gateway, settings: BaselineSettings, stage: str = BASELINE_STAGE) -> int:
-    """Completion cap (tokens) of one baseline call: ``max_tokens``, else the profile's budget."""
-    return completion_budget(gw, stage, settings.max_tokens)
+    """Completion cap (tokens) of one baseline call: ``max_tokens`` as a :class:`~agentcausal.llm.dialect.FixedCap`
+    (sent as it is), else the profile's budget (which the dialect may raise for hidden reasoning)."""
+    if settings.max_tokens is not None:
+        return FixedCap(settings.max_tokens)
+    return completion_budget(gw, stage, None)
+
+
+def ask_baseline(
+    gw: Gateway,
+    settings: BaselineSettings,
+    messages: Sequence[dict[str, str]],
+    reply_model: type[T],
+    *,
+    item: str,
+    stage: str = BASELINE_STAGE,
+) -> T:
+    """One structured baseline call at the settings' cap, temperature and empty-answer attempts.
+
+    Parameters
+    ----------
+    gw : Gateway
+    settings : BaselineSettings (``temperature`` and ``empty_attempts`` read when it is a :class:`WhoWhenSettings`)
+    messages : the chat messages
+    reply_model : the pydantic reply model
+    item : str, the usage item
+    stage : str, the routed stage
+
+    Returns
+    -------
+    An instance of ``reply_model``.
+
+    Raises
+    ------
+    StructuredOutputError
+        When the reply stays invalid, at once if it is not empty, else after ``empty_attempts`` calls.
+    EndpointUnreachableError, LLMCallError
+        From the gateway.
+    """
+    temperature = settings.temperature if isinstance(settings, WhoWhenSettings) else None
+    attempts = settings.empty_attempts if isinstance(settings, WhoWhenSettings) else 1
+    tokens = baseline_tokens(gw, settings, stage)
+    for attempt in range(attempts):
+        try:
+            return gw.structured(stage, messages, reply_model, item=item, max_tokens=tokens, temperature=temperature)
+        except StructuredOutputError as exc:
+            if exc.raw.strip() or attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")  # the loop returns or raises
 
 
 def trace_budget(gw: Gateway, settings: BaselineSettings, stage: str = BASELINE_STAGE) -> int:
@@ -86,3 +176,38 @@ def trace_budget(gw: Gateway, settings: BaselineSettings, stage: str = BASELINE_
     if settings.context_tokens is not None:
         window = min(window, settings.context_tokens)
     return budget_chars(window, reserve_tokens=settings.reserve_tokens + baseline_tokens(gw, settings, stage))
+
+
+def baseline_caps(profiles: Any, resolved: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One line per baseline-family method (settings with ``max_tokens``): the completion cap each call sends.
+
+    Parameters
+    ----------
+    profiles : ProfileSet (or Gateway), the active routing
+    resolved : method name -> resolved settings (``resolve_methods``); methods without ``max_tokens``
+        (DCFA's several caps) are left out
+
+    Returns
+    -------
+    list of str, ``"METHOD: STAGE -> PROFILE FIELD=N (how)"``, e.g.
+    ``"step_by_step: baseline -> openai-gpt5 max_completion_tokens=1024 (set, sent as it is; ...)"``.
+
+    Raises
+    ------
+    ConfigError
+        If a set ``max_tokens`` exceeds the routed profile's ``max_output_tokens`` (:func:`~agentcausal.llm.dialect.sent_cap`).
+    UnknownStageError
+        If the stage has no route.
+    """
+    out = []
+    for method, values in resolved.items():
+        if "max_tokens" not in values or "prompts" not in values:
+            continue
+        profile = profiles.profile_for(BASELINE_STAGE)
+        fixed = values["max_tokens"]
+        cap = FixedCap(fixed) if fixed is not None else completion_budget(profiles, BASELINE_STAGE, None)
+        field, value, why = sent_cap(profile, cap)
+        derived = "" if fixed is not None else "; max_tokens unset: derived from the profile's budget"
+        sent = f"{field}={value}" if value is not None else "no cap"
+        out.append(f"{method}: {BASELINE_STAGE} -> {profile.name} {sent} ({why}{derived})")
+    return out

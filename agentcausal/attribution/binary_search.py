@@ -41,6 +41,13 @@ Under ``paper`` the system message is the source code's own role sentence
 instructions: a guard against text in the trace steering the judge) and a
 one-line task asking for JSON.
 
+**``dcfa_paper``** (DCFA's copy of the same ``Automated_FA/Lib/utils.py``,
+github.com/wzhSteve/Dual-view-Causal-driven-Failure-Attribution, which ran DCFA's Table 1): the same
+prompt, sent at temperature 0 (where the profile takes one), and a reply still empty after the
+gateway's repairs sent again, 9 (its segment loop retries the 3-attempt call 3 times) calls in all
+(:class:`~agentcausal.attribution.baseline_settings.WhoWhenSettings`). A set ``max_tokens`` (the code's
+1024) is sent as it is, under ``max_completion_tokens`` on GPT-5 (:class:`~agentcausal.llm.dialect.FixedCap`).
+
 References
 ----------
 Zhang, S. et al. "Which Agent Causes Task Failures and When? On Automated
@@ -61,8 +68,9 @@ from agentcausal.attribution.baseline_prompts import baseline_messages, reply_te
 from agentcausal.attribution.baseline_settings import (
     BASELINE_PRESETS,
     BASELINE_STAGE,
-    BaselineSettings,
-    baseline_tokens,
+    DCFA_PAPER_PRESET,
+    WhoWhenSettings,
+    ask_baseline,
     trace_budget,
 )
 from agentcausal.attribution.candidates import single_answer
@@ -135,7 +143,7 @@ class PaperHalfChoice(BaseModel):
     reason: str = Field(description="One sentence.")
 
 
-class BinarySearchSettings(BaselineSettings):
+class BinarySearchSettings(WhoWhenSettings):
     """Settings of Binary-Search (see :class:`~agentcausal.attribution.baseline_settings.BaselineSettings`).
 
     Attributes
@@ -151,7 +159,13 @@ class BinarySearchSettings(BaselineSettings):
 
 
 #: presets (:mod:`agentcausal.settings`)
-PRESETS = {"paper": {}, "small": {**BASELINE_PRESETS["small"], "reason_chars": 200}}
+PRESETS = {
+    "paper": {},
+    "small": {**BASELINE_PRESETS["small"], "reason_chars": 200},
+    # DCFA's copy of the released code: the same prompt, temperature 0, an empty answer sent again
+    # (its segment loop retries the 3-attempt call 3 times: 9 calls)
+    "dcfa_paper": {**DCFA_PAPER_PRESET, "empty_attempts": 9},
+}
 
 
 @functools.lru_cache(maxsize=32)
@@ -283,12 +297,8 @@ def run(trace: Trace, gw: Gateway, settings: BinarySearchSettings) -> Attributio
     while hi > lo:
         msgs = build_messages(trace, lo, hi, settings, budget)
         try:
-            reply = gw.structured(
-                BASELINE_STAGE,
-                msgs,
-                choice_model(forced, settings.reason_chars),
-                item=usage_item(trace.id, NAME),
-                max_tokens=baseline_tokens(gw, settings),
+            reply = ask_baseline(
+                gw, settings, msgs, choice_model(forced, settings.reason_chars), item=usage_item(trace.id, NAME)
             )
         except StructuredOutputError:
             if not forced:

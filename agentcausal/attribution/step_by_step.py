@@ -15,6 +15,16 @@ predicted agent (so the agent is always one of the trace's own).
   clearly derail the process)? The reply (:class:`StepErrorVerdict`) says yes
   or no first, then the reason, as the original's "1. Yes/No. 2. Reason:";
   the schema states the same criterion as the prompt.
+* ``variant="dcfa"`` (preset ``dcfa_paper``; :data:`DCFA_TEMPLATE`, as DCFA's copy of the same file,
+  github.com/wzhSteve/Dual-view-Causal-driven-Failure-Attribution ``Automated_FA/Lib/utils.py``,
+  which its Table 1 ran): the same question plus "To make rigorous speculations, even a little bit
+  is possible" and a request for a score of the probability that the step contains an error; the
+  reply (:class:`DcfaStepVerdict`) is yes/no, the score, then the reason, as the original's
+  "1. Yes/No. 2. Score: 3. Reason:". When no step gets a yes (``on_no_yes="max_score"``) the step with
+  the highest score is predicted (the first of equal scores, as ``score_list.index(max(score_list))``)
+  with **no agent**: the released code prints only its step number, so its ``evaluate.py`` scores the
+  agent as wrong (``Unknown_Agent``). The preset also sends temperature 0 and re-sends an empty answer
+  up to three times (:class:`~agentcausal.attribution.baseline_settings.WhoWhenSettings`).
 * ``small`` (:data:`TEMPLATE`): is step ``i`` the decisive error that made the run fail?
 
 Fixed bug of the released code: its question about the most recent step is
@@ -49,6 +59,9 @@ unexpected format; under ``small`` it fails the trace (a content failure).
   and step.
 * ``"last_step"`` (beyond the source): predict the last step and its speaker
   (``details["fallback"]`` is True).
+* ``"max_score"`` (``variant="dcfa"`` only, its ``dcfa_paper`` value): the step of highest error
+  probability among the verdicts that parsed, agent None (``details["fallback"]`` is True,
+  ``details["scores"]`` the scores in step order, None for an unparsable verdict).
 
 References
 ----------
@@ -62,14 +75,15 @@ from __future__ import annotations
 import functools
 from typing import Literal
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field, create_model, model_validator
 
 from agentcausal.attribution.baseline_prompts import baseline_messages, reply_text, task_block
 from agentcausal.attribution.baseline_settings import (
     BASELINE_PRESETS,
     BASELINE_STAGE,
-    BaselineSettings,
-    baseline_tokens,
+    DCFA_PAPER_PRESET,
+    WhoWhenSettings,
+    ask_baseline,
     trace_budget,
 )
 from agentcausal.attribution.candidates import single_answer
@@ -87,9 +101,11 @@ __all__ = [
     "PRESETS",
     "TEMPLATE",
     "PAPER_TEMPLATE",
+    "DCFA_TEMPLATE",
     "PAPER_ROLE",
     "StepVerdict",
     "StepErrorVerdict",
+    "DcfaStepVerdict",
     "StepByStepSettings",
     "verdict_model",
     "build_messages",
@@ -98,7 +114,7 @@ __all__ = [
 
 NAME = "step_by_step"
 #: version of each prompt set
-PROMPT_VERSIONS = {"paper": "step_by_step/paper-3", "small": "step_by_step/2"}
+PROMPT_VERSIONS = {"paper": "step_by_step/paper-3", "small": "step_by_step/2", "dcfa": "step_by_step/dcfa-1"}
 PROMPT_VERSION = "+".join(PROMPT_VERSIONS[k] for k in sorted(PROMPT_VERSIONS))
 
 #: the ``paper`` user message (Who&When's Step-by-Step question); fields: task, trace, i, agent
@@ -109,6 +125,19 @@ PAPER_TEMPLATE = (
     "action (step {i}) contains an error that could hinder the problem-solving process or lead to an "
     "incorrect solution. Answer yes or no, then give a clear explanation for your judgement. Avoid being "
     "overly critical in your evaluation: focus on errors that clearly derail the process."
+)
+
+#: the ``variant="dcfa"`` user message (DCFA's copy of the question: "even a little bit is possible"
+#: and the error probability); fields: task, trace, i, agent
+DCFA_TEMPLATE = (
+    "You are evaluating the correctness of each step in an ongoing multi-agent conversation that aims at "
+    "solving a real-world problem.\n{task}\n\nHere is the conversation history up to the current step:\n"
+    "{trace}\n\nThe most recent step ({i}) was by '{agent}'. Determine whether this most recent agent's "
+    "action (step {i}) contains an error that could hinder the problem-solving process or lead to an "
+    "incorrect solution. To make rigorous speculations, even a little bit is possible. Answer yes or no, "
+    "give a score (a float) of the probability that this step contains an error, and give a clear "
+    "explanation for your judgement. Avoid being overly critical in your evaluation: focus on errors that "
+    "clearly derail the process."
 )
 
 #: the ``paper`` reply's criterion, the same in prompt and schema
@@ -143,13 +172,24 @@ class StepErrorVerdict(BaseModel):
     reason: str = Field(description="A clear explanation for your judgement.")
 
 
-class StepByStepSettings(BaselineSettings):
+class DcfaStepVerdict(BaseModel):
+    """Your verdict on the most recent step shown: yes or no, the probability of an error, then the explanation."""
+
+    error: bool = Field(description=_PAPER_CRITERION)
+    score: float = Field(description="The probability that the most recent step contains an error, as a float.")
+    reason: str = Field(description="A clear explanation for your judgement.")
+
+
+class StepByStepSettings(WhoWhenSettings):
     """Settings of Step-by-Step.
 
     Attributes
     ----------
-    on_no_yes : "undetermined" or "last_step", what to return when no step gets a yes
-        (see the module docstring)
+    variant : "whowhen" or "dcfa", whose copy of the released ``utils.py`` the ``paper`` prompt follows:
+        Who&When's (``paper``) or DCFA's (``dcfa_paper``: "even a little bit is possible" and a score of
+        the error probability per step); ``dcfa`` needs ``prompts="paper"``
+    on_no_yes : "undetermined", "last_step" or "max_score", what to return when no step gets a yes
+        (see the module docstring); ``max_score`` needs ``variant="dcfa"`` (its ``dcfa_paper`` value)
     reason_chars : int or None, the most characters of each verdict's reason (schema ``maxLength``,
         longer text cut); None = no cap (``paper``: Who&When's code asks for "a clear explanation"
         with no length and bounds only the completion); ``small``: 200
@@ -158,21 +198,46 @@ class StepByStepSettings(BaselineSettings):
         Beyond the paper; False in every preset, so what ``paper`` and ``small`` send is unchanged.
     """
 
-    on_no_yes: Literal["undetermined", "last_step"] = "undetermined"
+    variant: Literal["whowhen", "dcfa"] = "whowhen"
+    on_no_yes: Literal["undetermined", "last_step", "max_score"] = "undetermined"
     reason_chars: int | None = Field(None, ge=40)
     quote_evidence: bool = False
 
+    @model_validator(mode="after")
+    def _variant_fits(self) -> "StepByStepSettings":
+        if self.variant == "dcfa" and self.prompts != "paper":
+            raise ValueError("variant='dcfa' needs prompts='paper' (DCFA's copy of the paper prompt)")
+        if self.on_no_yes == "max_score" and self.variant != "dcfa":
+            raise ValueError("on_no_yes='max_score' needs variant='dcfa' (only its verdicts carry a score)")
+        return self
 
-#: presets (:mod:`agentcausal.settings`)
-PRESETS = {"paper": {}, "small": {**BASELINE_PRESETS["small"], "reason_chars": 200}}
+
+#: presets (:mod:`agentcausal.settings`); ``dcfa_paper``: DCFA's copy of the released code
+PRESETS = {
+    "paper": {},
+    "small": {**BASELINE_PRESETS["small"], "reason_chars": 200},
+    "dcfa_paper": {**DCFA_PAPER_PRESET, "variant": "dcfa", "on_no_yes": "max_score"},
+}
+
+
+def prompt_version(settings: StepByStepSettings) -> str:
+    """The version of the prompt ``settings`` send (``dcfa`` for DCFA's variant, else the prompt set's)."""
+    return PROMPT_VERSIONS["dcfa" if settings.variant == "dcfa" else settings.prompts]
 
 
 @functools.lru_cache(maxsize=16)
-def verdict_model(reason_chars: int | None, paper: bool = False) -> type[StepVerdict] | type[StepErrorVerdict]:
+def verdict_model(
+    reason_chars: int | None, paper: bool = False, dcfa: bool = False
+) -> type[StepVerdict] | type[StepErrorVerdict] | type[DcfaStepVerdict]:
     """The verdict model with ``reason`` capped at ``reason_chars`` characters (none when None):
-    :class:`StepErrorVerdict` (``paper``: ``error`` first, the prompt's criterion) or :class:`StepVerdict`."""
-    base: type[StepVerdict] | type[StepErrorVerdict] = StepErrorVerdict if paper else StepVerdict
+    :class:`DcfaStepVerdict` (``dcfa``: yes/no, score, reason), :class:`StepErrorVerdict` (``paper``:
+    ``error`` first, the prompt's criterion) or :class:`StepVerdict`."""
+    base: type[StepVerdict] | type[StepErrorVerdict] | type[DcfaStepVerdict] = (
+        DcfaStepVerdict if dcfa else StepErrorVerdict if paper else StepVerdict
+    )
     reason = (reply_text(reason_chars), Field(description=base.model_fields["reason"].description))
+    if dcfa:
+        return create_model(DcfaStepVerdict.__name__, __base__=DcfaStepVerdict, __doc__=base.__doc__, reason=reason)
     if paper:
         return create_model(StepErrorVerdict.__name__, __base__=StepErrorVerdict, __doc__=base.__doc__, reason=reason)
     return create_model(StepVerdict.__name__, __base__=StepVerdict, __doc__=base.__doc__, reason=reason)
@@ -198,7 +263,7 @@ def build_messages(trace: Trace, i: int, settings: StepByStepSettings, budget: i
         who = speaker(trace.steps[i])
     else:
         shown, who = render_steps(trace.steps[: i + 1], budget), trace.steps[i].agent
-    template = PAPER_TEMPLATE if paper else TEMPLATE
+    template = (DCFA_TEMPLATE if settings.variant == "dcfa" else PAPER_TEMPLATE) if paper else TEMPLATE
     user = template.format(
         task=task_block(trace, settings.with_ground_truth), trace=shown, i=i, agent=escape_data(who).replace("\n", " ")
     )
@@ -234,35 +299,44 @@ def run(trace: Trace, gw: Gateway, settings: StepByStepSettings) -> Attribution:
         From the gateway.
     """
     budget = trace_budget(gw, settings)
+    dcfa = settings.variant == "dcfa"
+    version = prompt_version(settings)
     reasons: list[str] = []
     unparsable: list[int] = []
+    scores: list[float | None] = []
     for i in range(len(trace)):
         msgs, model = (
             build_messages(trace, i, settings, budget),
-            verdict_model(settings.reason_chars, settings.prompts == "paper"),
+            verdict_model(settings.reason_chars, settings.prompts == "paper", dcfa),
         )
         if settings.quote_evidence:  # one more reply field (off in every preset)
             msgs, model = ask_evidence(msgs), with_evidence(model)
         try:
-            reply = gw.structured(
-                BASELINE_STAGE, msgs, model, item=usage_item(trace.id, NAME), max_tokens=baseline_tokens(gw, settings)
-            )
+            reply = ask_baseline(gw, settings, msgs, model, item=usage_item(trace.id, NAME))
         except StructuredOutputError:
             if settings.prompts != "paper":
                 raise
             unparsable.append(i)
             reasons.append("unparsable verdict; taken as no")
+            scores.append(None)
             continue
         reasons.append(reply.reason)
-        if reply.error if isinstance(reply, StepErrorVerdict) else reply.decisive:  # StepErrorVerdict: paper
+        scores.append(reply.score if isinstance(reply, DcfaStepVerdict) else None)
+        if reply.decisive if isinstance(reply, StepVerdict) else reply.error:  # small: decisive; paper, dcfa: error
             return Attribution(
                 trace_id=trace.id,
                 method=NAME,
                 step=i,
                 agent=trace.steps[i].agent,
                 reason=reply.reason,
-                prompt_version=PROMPT_VERSIONS[settings.prompts],
-                details={"asked": i + 1, "verdicts": reasons, "unparsable": unparsable, "fallback": False},
+                prompt_version=version,
+                details={
+                    "asked": i + 1,
+                    "verdicts": reasons,
+                    "unparsable": unparsable,
+                    "fallback": False,
+                    **({"scores": scores} if dcfa else {}),
+                },
                 candidates=single_answer(trace, i),
                 **evidence_fields(getattr(reply, "evidence", None), trace.steps, i, asked=settings.quote_evidence),
             )
@@ -270,8 +344,28 @@ def run(trace: Trace, gw: Gateway, settings: StepByStepSettings) -> Attribution:
         "asked": len(trace),
         "verdicts": reasons,
         "unparsable": unparsable,
-        "fallback": settings.on_no_yes == "last_step",
+        "fallback": settings.on_no_yes in ("last_step", "max_score"),
+        **({"scores": scores} if dcfa else {}),
     }
+    scored = [(sc, i) for i, sc in enumerate(scores) if sc is not None]
+    if settings.on_no_yes == "max_score" and scored:
+        best = max(sc for sc, _ in scored)
+        step = next(i for sc, i in scored if sc == best)  # the first of equal scores, as list.index(max(...))
+        return Attribution(
+            trace_id=trace.id,
+            method=NAME,
+            step=step,
+            agent=None,
+            reason=(
+                f"no step was judged an error; step {step} has the highest error probability ({best:g}); "
+                "no agent, as DCFA's code prints none here"
+            ),
+            prompt_version=version,
+            details=details,
+            evidence_note="no step was judged decisive" if settings.quote_evidence else None,
+        )
+    if settings.on_no_yes == "max_score":
+        details["fallback"] = False  # no verdict parsed: nothing to rank
     if settings.on_no_yes == "last_step":
         last = len(trace) - 1
         return Attribution(
@@ -280,7 +374,7 @@ def run(trace: Trace, gw: Gateway, settings: StepByStepSettings) -> Attribution:
             step=last,
             agent=trace.steps[last].agent,
             reason="no step was judged decisive; fell back to the last step",
-            prompt_version=PROMPT_VERSIONS[settings.prompts],
+            prompt_version=version,
             details=details,
             candidates=single_answer(trace, last),
             evidence_note="no step was judged decisive" if settings.quote_evidence else None,
@@ -291,7 +385,7 @@ def run(trace: Trace, gw: Gateway, settings: StepByStepSettings) -> Attribution:
         step=None,
         agent=None,
         reason="undetermined: no step was judged decisive",
-        prompt_version=PROMPT_VERSIONS[settings.prompts],
+        prompt_version=version,
         details=details,
     )
 

@@ -63,7 +63,7 @@ from agentcausal.cli.spend_options import (
     run_check,
     spent_before,
 )
-from agentcausal.exceptions import ConfigError, TraceFormatError
+from agentcausal.exceptions import AgentCausalError, ConfigError, TraceFormatError, UnknownStageError
 from agentcausal.runs.folder import default_run_dir, run_kind
 from agentcausal.settings import routing_preset
 
@@ -122,8 +122,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--preset",
         default=None,
         metavar="NAME",
-        help="method-settings preset: paper (as the papers define the methods) or small (caps and "
-        "wording for sub-2B models); default: the routing's preset",
+        help="method-settings preset: paper (as the papers define the methods), small (caps and "
+        "wording for sub-2B models) or dcfa_paper (paper, with the three Who&When baselines as DCFA's "
+        "released code runs them for its Table 1); default: the routing's preset",
     )
     p.add_argument(
         "--repeats",
@@ -261,9 +262,11 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         )
         print(plan.dumps())
         print_estimate(plan, args.max_cost, max_tokens=args.max_tokens)  # stderr: stdout stays one JSON object
+        print_caps(resolved, settings)  # stderr: every completion cap the baselines will send
         return run_check(settings.profiles_path, settings.routing, _stages(methods, resolved)) if args.check else 0
     stages = _stages(methods, resolved)
     settings.check_routes(stages)
+    print_caps(resolved, settings, quiet=True)  # a set cap the routed profile cannot honour: refused here
     run_dir = Path(args.out or default_run_dir("attribute"))
     out_existed = run_dir.exists()
     claim_run_folder(args, run_dir)  # locked until the command ends; a run in it: --resume, --force or refused
@@ -409,3 +412,26 @@ def _stages(methods: list[str], resolved: dict[str, dict[str, Any]]) -> set[str]
         for st in get_method(m).stages
         if resolved[m].get("with_ground_truth", True) or not st.endswith(".embed")
     }
+
+
+def print_caps(resolved: dict[str, dict[str, Any]], settings: Any, *, quiet: bool = False) -> None:
+    """The completion cap each baseline call sends, on stderr (none printed when ``quiet``).
+
+    Raises
+    ------
+    ConfigError
+        If a set ``max_tokens`` exceeds the routed profile's ceiling (:func:`~agentcausal.llm.dialect.sent_cap`).
+    """
+    from agentcausal.attribution.baseline_settings import baseline_caps
+    from agentcausal.llm.profiles import load_profiles
+
+    try:
+        profiles = load_profiles(settings.profiles_path, settings.routing)
+    except AgentCausalError:
+        return  # the routing's own refusal comes from the run's checks
+    try:
+        lines = baseline_caps(profiles, resolved)
+    except UnknownStageError:
+        return
+    for line in [] if quiet else (["completion caps sent per call:"] + ["  " + x for x in lines] if lines else []):
+        print(line, file=sys.stderr)

@@ -8,6 +8,11 @@
 * **Dialects** (:func:`chat_params`): the completion cap goes under the profile's
   ``token_cap_param``; ``temperature`` only where allowed; ``reasoning_effort`` and
   ``extra_body`` where set (see :class:`~agentcausal.llm.profiles.Profile`).
+* **Caps** (:func:`sent_cap`): a method's derived cap sizes the visible answer, so a profile whose
+  hidden reasoning counts against the cap gets its ``max_output_tokens`` instead; a cap a user set
+  (:class:`FixedCap`, e.g. the baselines' ``max_tokens=1024``) is sent as it is under the profile's own
+  field (``max_completion_tokens`` for OpenAI's reasoning models, which counts the hidden reasoning),
+  and one above the profile's ``max_output_tokens`` is refused (:class:`~agentcausal.exceptions.ConfigError`).
 * **Structured replies**: each reply model's JSON schema is built once per class
   (:func:`reply_schema`); a reply's JSON is cut out of code fences and prose
   (:func:`extract_json`); an invalid reply goes back with its validation error
@@ -26,12 +31,15 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from agentcausal.exceptions import ConfigError
 from agentcausal.llm.profiles import Profile
 
 __all__ = [
+    "FixedCap",
     "cache_identity",
     "cache_key",
     "chat_params",
+    "sent_cap",
     "extract_json",
     "repair_prompt",
     "reply_schema",
@@ -105,6 +113,63 @@ def cache_identity(profile: Profile) -> str:
     return ident + ("+reproducible" if profile.reproducible else "")
 
 
+class FixedCap(int):
+    """A completion cap (tokens) a user set, to be sent as it is (never raised for hidden reasoning).
+
+    An ``int`` (JSON and arithmetic unchanged); :func:`sent_cap` tells it from a derived cap.
+
+    Examples
+    --------
+    >>> FixedCap(1024) == 1024, isinstance(FixedCap(1024), int)
+    (True, True)
+    """
+
+    __slots__ = ()
+
+
+def sent_cap(profile: Profile, max_tokens: int | None) -> tuple[str, int | None, str]:
+    """The completion cap a call will send: ``(field, value, how it was derived)``.
+
+    Parameters
+    ----------
+    profile : Profile, the routed profile
+    max_tokens : int, FixedCap or None, the method's cap (None: none)
+
+    Returns
+    -------
+    (field, value, why): ``field`` the profile's ``token_cap_param``; ``value`` None when no cap is sent;
+    ``why`` one phrase (``"set, sent as it is"``, ``"profile ceiling: hidden reasoning counts against the cap"``, ...).
+
+    Raises
+    ------
+    ConfigError
+        If a :class:`FixedCap` exceeds the profile's ``max_output_tokens`` (it could not be honoured).
+
+    Examples
+    --------
+    >>> p = Profile(name="r", kind="chat", base_url="http://x/v1", model="m", max_output_tokens=32768,
+    ...             token_cap_param="max_completion_tokens", hidden_reasoning_counts=True)
+    >>> sent_cap(p, 1024)
+    ('max_completion_tokens', 32768, 'profile ceiling: hidden reasoning counts against the cap')
+    >>> sent_cap(p, FixedCap(1024))
+    ('max_completion_tokens', 1024, 'set, sent as it is; hidden reasoning counts against it')
+    """
+    field, ceiling = profile.token_cap_param, profile.max_output_tokens
+    if isinstance(max_tokens, FixedCap):
+        if ceiling is not None and max_tokens > ceiling:
+            raise ConfigError(
+                f"max_tokens={int(max_tokens)} exceeds profile {profile.name}'s max_output_tokens={ceiling}; "
+                f"set max_tokens <= {ceiling} or leave it unset"
+            )
+        note = "; hidden reasoning counts against it" if profile.hidden_reasoning_counts else ""
+        return field, int(max_tokens), "set, sent as it is" + note
+    if profile.hidden_reasoning_counts:  # the method's cap sizes the visible answer; reasoning needs headroom
+        return field, ceiling, "profile ceiling: hidden reasoning counts against the cap"
+    if max_tokens is not None and ceiling is not None and max_tokens > ceiling:
+        return field, ceiling, "method's cap, lowered to the profile ceiling"
+    return field, max_tokens, "method's cap" if max_tokens is not None else "none sent"
+
+
 def chat_params(
     profile: Profile, max_tokens: int | None, temperature: float | None, sample: int
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -117,7 +182,14 @@ def chat_params(
     request's JSON, as the ``openai`` client's ``extra_body`` would put them.
     With the defaults (dialect ``max_tokens``, temperature allowed, ``sample=0``) the params are exactly
     ``{"temperature": t, "max_tokens": n}``, so cache keys written before
-    these settings existed still match.
+    these settings existed still match. The cap is :func:`sent_cap`'s.
+
+    Raises
+    ------
+    ValueError
+        If ``sample`` is negative.
+    ConfigError
+        If a :class:`FixedCap` exceeds the profile's ``max_output_tokens``.
     """
     if sample < 0:
         raise ValueError(f"sample must be >= 0, got {sample}")
@@ -126,13 +198,9 @@ def chat_params(
         params["temperature"] = float(profile.temperature if temperature is None else temperature)
     elif temperature is not None and temperature != profile.temperature:
         log.debug("profile %s takes no temperature; ignoring temperature=%s", profile.name, temperature)
-    cap = max_tokens
-    if profile.hidden_reasoning_counts:
-        cap = profile.max_output_tokens  # the method's cap sizes the visible answer; reasoning needs headroom
-    elif cap is not None and profile.max_output_tokens is not None:
-        cap = min(cap, profile.max_output_tokens)
+    field, cap, _why = sent_cap(profile, max_tokens)
     if cap is not None:
-        params[profile.token_cap_param] = cap
+        params[field] = cap
     if profile.reasoning_effort is not None:
         params["reasoning_effort"] = profile.reasoning_effort
     if profile.extra_body:

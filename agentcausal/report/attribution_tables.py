@@ -2,7 +2,7 @@
 
 * :func:`markdown_table`: a frame as a GitHub markdown table (accuracies as percentages).
 * :func:`accuracy_text`: the overall accuracy table the CLI prints (counts ``k/n`` beside percentages,
-  :mod:`agentcausal.report.accuracy`).
+  :mod:`agentcausal.report.accuracy`), agent-and-step first (:func:`headline_first`), as the report's first table.
 * :func:`table_records`: rows as JSON-friendly dicts, for a Prefect table artifact.
 * :func:`evaluation_tables`: an :class:`~agentcausal.attribution.evaluate.Evaluation`'s accuracy, cost
   and failure tables with their headings, in report order.
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from agentcausal.attribution.evaluate import Evaluation
     from agentcausal.attribution.results import AttributionSummary
 
-__all__ = ["markdown_table", "accuracy_text", "table_records", "evaluation_tables"]
+__all__ = ["markdown_table", "headline_first", "accuracy_text", "table_records", "evaluation_tables"]
 
 _PCT = ("step_acc", "agent_acc", "both_acc")
 
@@ -58,6 +58,17 @@ def markdown_table(df: pd.DataFrame, *, index: bool = False) -> str:
     return "\n".join(lines)
 
 
+def headline_first(shown: pd.DataFrame) -> pd.DataFrame:
+    """An :func:`~agentcausal.report.accuracy.accuracy_display` frame with "step and agent" first among the
+    metrics: the number DCFA's released ``evaluate.py`` reports as step accuracy (its Table 1), then step-only."""
+    cols = list(shown.columns)
+    if "step and agent" not in cols or "step (exact)" not in cols:
+        return shown
+    cols.remove("step and agent")
+    cols.insert(cols.index("step (exact)"), "step and agent")
+    return shown[cols]
+
+
 def accuracy_text(ev: Evaluation | AttributionSummary) -> str:
     """The overall accuracy table as plain text for a terminal: each metric ``k/n (x%)``
     (:func:`~agentcausal.report.accuracy.accuracy_display`).
@@ -70,7 +81,7 @@ def accuracy_text(ev: Evaluation | AttributionSummary) -> str:
     -------
     str
     """
-    shown = accuracy_display(ev.overall)
+    shown = headline_first(accuracy_display(ev.overall))
     short = {
         "step (exact)": "step",
         "step and agent": "both",
@@ -129,7 +140,7 @@ def evaluation_tables(ev: Evaluation) -> list[tuple[str, pd.DataFrame]]:
     labelled), then cost per trace, cost per stage, failed traces.
     """
     return [
-        ("Accuracy", accuracy_display(ev.overall)),
+        ("Accuracy", headline_first(accuracy_display(ev.overall))),
         ("Per subset", accuracy_display(ev.by_subset, ("subset",))),
         ("Per trace length (steps)", accuracy_display(ev.by_length, ("length_bucket",))),
         ("|predicted step − true step|", ev.step_error_hist.reset_index()),
