@@ -1,8 +1,8 @@
 """How many calls each attribution method makes on one trace, and how large they are, with no request made.
 
-:func:`attribution_calls` gives one trace's :class:`~agentcausal.runs.budget.CallPattern` rows of a
+:func:`attribution_calls` gives one trace's :class:`~agentcausal.runs.estimate.CallPattern` rows of a
 method under its resolved settings; :func:`estimate_attribution` sums a corpus into the plan's
-``estimate`` (:class:`~agentcausal.runs.budget.Estimator`). Prompt sizes come from the prompts a run
+``estimate`` (:class:`~agentcausal.runs.estimate.Estimator`). Prompt sizes come from the prompts a run
 sends (the methods' own builders and :mod:`agentcausal.attribution.previews`, traces shortened to the
 routed context windows); an earlier call's reply inside a later prompt is counted at its assumed
 length (:data:`REPLY_TOKENS`). The call patterns:
@@ -39,7 +39,7 @@ from agentcausal.attribution.dcfa.correct import STAGE as LCE_STAGE
 from agentcausal.attribution.dcfa.lce import EMBED_STAGE
 from agentcausal.attribution.dcfa.preview import dcfa_previews
 from agentcausal.attribution.registry import get_method, method_settings
-from agentcausal.runs.budget import CallPattern, Estimator, tokens_of
+from agentcausal.runs.estimate import CallPattern, Estimator, tokens_of
 from agentcausal.traces.model import Trace
 
 __all__ = ["REPLY_TOKENS", "attribution_calls", "estimate_attribution", "add_trace"]

@@ -19,7 +19,7 @@ from typing import Any
 from agentcausal.attribution.estimate import add_trace
 from agentcausal.attribution.registry import get_method, resolve_methods
 from agentcausal.exceptions import InvalidTracesError, TraceFormatError
-from agentcausal.runs.budget import Estimator
+from agentcausal.runs.estimate import Estimator
 from agentcausal.runs.plan import (
     ITEMS_FILE,
     MethodPlan,

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from agentcausal.exceptions import AgentCausalError, ConfigError
-from agentcausal.runs.budget import estimate_table, spend_lines
+from agentcausal.runs.budget import spend_lines
+from agentcausal.runs.estimate import estimate_table
 
 __all__ = [
     "CHECK_TIMEOUT_S",

@@ -1,6 +1,6 @@
 """How many calls each discovery method makes on one dataset (per seed and repeat), with no request made.
 
-:func:`discovery_calls` gives the :class:`~agentcausal.runs.budget.CallPattern` rows of one method on one
+:func:`discovery_calls` gives the :class:`~agentcausal.runs.estimate.CallPattern` rows of one method on one
 dataset; :func:`estimate_discovery` sums a plan's datasets into its ``estimate``. MAC's prompts are the
 ones a run sends (:func:`agentcausal.discovery.mac.preview.mac_method_previews`: the dataset's variables,
 metadata and subset S), an earlier agent's reply inside a later prompt counted at its assumed length
@@ -34,7 +34,7 @@ from agentcausal.discovery.data.datasets import load_spec, metadata_text
 from agentcausal.discovery.mac.preview import mac_method_previews
 from agentcausal.discovery.registry import STATISTICAL_METHODS, mac_settings, split_method
 from agentcausal.discovery.rounds import apply_rounds
-from agentcausal.runs.budget import CallPattern, Estimator, tokens_of
+from agentcausal.runs.estimate import CallPattern, Estimator, tokens_of
 from agentcausal.runs.plan import PlanItem
 
 __all__ = ["REPLY_TOKENS", "discovery_calls", "estimate_discovery"]
@@ -160,7 +160,7 @@ def estimate_discovery(
     llm_datasets: Sequence[str] | None = None,
     loaded: Mapping[str, Dataset] | None = None,
 ) -> dict[str, Any]:
-    """The plan's ``estimate`` (:meth:`agentcausal.runs.budget.Estimator.result`) of a discover run.
+    """The plan's ``estimate`` (:meth:`agentcausal.runs.estimate.Estimator.result`) of a discover run.
 
     Each LLM method's calls are sized on the first seed's data and counted ``len(seeds) x repeats`` times
     (statistical methods: once per seed, no call); an LLM method counts only the datasets it runs on.

@@ -15,7 +15,8 @@ from agentcausal.attribution.estimate import attribution_calls
 from agentcausal.attribution.registry import resolve_methods
 from agentcausal.cli import main
 from agentcausal.llm.profiles import Profile, ProfileSet
-from agentcausal.runs.budget import BudgetGate, CallPattern, Estimator, estimate_table
+from agentcausal.runs.budget import BudgetGate
+from agentcausal.runs.estimate import CallPattern, Estimator, estimate_table
 from agentcausal.traces.model import Step, Trace
 from tests.ops.conftest import requests_by_prompt, scripted_responder
 
