@@ -20,7 +20,18 @@ from agentcausal.exceptions import AgentCausalError, RunFolderBusyError
 
 __all__ = ["main", "build_parser", "console_logging", "quiet_task_failures"]
 
-VERB_MODULES = ["attribute", "discover", "demo", "data", "serve", "compare", "import_traces", "annotate", "show"]
+VERB_MODULES = [
+    "attribute",
+    "discover",
+    "demo",
+    "data",
+    "serve",
+    "compare",
+    "import_traces",
+    "annotate",
+    "show",
+    "cache",
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

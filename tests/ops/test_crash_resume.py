@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -94,10 +95,9 @@ def test_sigkill_mid_corpus_then_rerun_finishes_without_repeating_llm_calls(scri
 
 @pytest.mark.timeout(300)
 def test_result_files_torn_by_a_kill_count_as_missing(scripted_server, profiles_file, tmp_path):
-    """A results store cut short (a kill during its write, a disk that lost its tail) is one line naming the file
-    and what to do; moved aside as it says, the rerun recomputes every row, served by the LLM reply cache, and
-    the records are the same."""
-    from agentcausal.exceptions import ResultStoreError
+    """A results store cut short (a kill during its write, a disk that lost its tail) heals: the next run moves it
+    aside in one line naming the damaged copy, recomputes the rows it lost, served by the LLM reply cache, and the
+    records are the same."""
     from flows.attribute import run_attribute
 
     settings = settings_at(profiles_file, tmp_path / "cache")
@@ -107,6 +107,7 @@ def test_result_files_torn_by_a_kill_count_as_missing(scripted_server, profiles_
     )
     n = scripted_server.count
     from agentcausal.runs.engine import _store, result_store
+    from agentcausal.runs.store import heals_of
     from agentcausal.traces.model import Attribution
 
     handle = result_store(settings, "attribute", Attribution)
@@ -116,14 +117,11 @@ def test_result_files_torn_by_a_kill_count_as_missing(scripted_server, profiles_
     for p in store.parent.glob(store.name + "-*"):  # the journal: gone with the kill
         p.unlink()
     store.write_bytes(store.read_bytes()[: store.stat().st_size // 2])
-    with pytest.raises(ResultStoreError) as exc:
-        run_attribute(corpus, ["all_at_once"], settings=settings, out_dir=str(tmp_path / "r2"))
-    assert str(store) in str(exc.value) and "move it aside" in str(exc.value) and "\n" not in str(exc.value)
-    _store.cache_clear()
-    store.rename(store.with_name(store.name + ".bad"))
     again = pd.read_parquet(
         f"{run_attribute(corpus, ['all_at_once'], settings=settings, out_dir=str(tmp_path / 'r3'))}/results.parquet"
     )
+    (heal,) = heals_of(store)
+    assert heal.damaged.startswith(f"{store}.damaged-") and Path(heal.damaged).is_file()
     assert scripted_server.count == n
     cols = ["trace_id", "pred_step", "pred_agent", "error"]
     pd.testing.assert_frame_equal(
