@@ -27,6 +27,11 @@ from typing import NamedTuple
 
 from agentcausal.exceptions import ConfigError
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: no lock between processes healing at once
+    fcntl = None  # type: ignore[assignment]
+
 __all__ = [
     "Heal",
     "Check",
@@ -39,6 +44,7 @@ __all__ = [
     "header_problem",
     "is_corruption",
     "move_aside",
+    "inode_of",
     "salvage_rows",
 ]
 
@@ -133,22 +139,42 @@ def is_corruption(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.DatabaseError) and ("malformed" in text or "not a database" in text)
 
 
-def move_aside(path: Path) -> Path:
+def inode_of(path: Path) -> int | None:
+    """The inode of ``path``, or None when it is absent (what a heal compares to tell a replaced file)."""
+    try:
+        return os.stat(path).st_ino
+    except FileNotFoundError:
+        return None
+
+
+def move_aside(path: Path, inode: int | None = None) -> Path | None:
     """Rename ``path`` and its ``-wal``/``-shm`` to ``<name>.damaged-<UTC time>[-wal|-shm]``; the new name.
+
+    With ``inode`` (the file found damaged), nothing is moved and None is returned when the file at
+    ``path`` is no longer that one: another process healed it first. Processes healing one file at
+    once are serialised by an ``flock`` on ``<name>.heal-lock`` beside it.
 
     Raises OSError when the file cannot be renamed (the caller says what to do by hand).
     """
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    aside = path.with_name(f"{path.name}.damaged-{stamp}")
-    n = 1
-    while aside.exists():
-        n += 1
-        aside = path.with_name(f"{path.name}.damaged-{stamp}-{n}")
-    os.replace(path, aside)
-    for suffix in ("-wal", "-shm"):
-        with contextlib.suppress(FileNotFoundError):
-            os.replace(f"{path}{suffix}", f"{aside}{suffix}")
-    return aside
+    lock = os.open(f"{path}.heal-lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        if fcntl is not None:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        if inode is not None and inode_of(path) != inode:
+            return None
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        aside = path.with_name(f"{path.name}.damaged-{stamp}")
+        n = 1
+        while aside.exists():
+            n += 1
+            aside = path.with_name(f"{path.name}.damaged-{stamp}-{n}")
+        os.replace(path, aside)
+        for suffix in ("-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.replace(f"{path}{suffix}", f"{aside}{suffix}")
+        return aside
+    finally:
+        os.close(lock)  # releases the flock
 
 
 def salvage_rows(path: Path, table: str, columns: str, order: str) -> Iterator[tuple]:

@@ -66,6 +66,7 @@ from agentcausal.integrity import (
     Heal,
     cache_key,
     header_problem,
+    inode_of,
     integrity_problem,
     is_corruption,
     mac_matches,
@@ -338,7 +339,7 @@ class ReplyCache:
         self.heals: list[Heal] = []
         self._count_lock = threading.Lock()
         self._heal_lock = threading.Lock()
-        self._inode: int | None = None
+        self._inode = inode_of(self.path)  # the file this store uses (a heal elsewhere replaces it)
         try:
             self._cache = self._open()
         except _Damaged as exc:
@@ -354,7 +355,7 @@ class ReplyCache:
                 cache = diskcache.Cache(
                     str(self.directory), size_limit=2**34, disk=ReplyDisk, sqlite_mmap_size=0, sqlite_cache_size=64
                 )
-                self._inode = os.stat(self.path).st_ino
+                self._inode = inode_of(self.path)
                 return cache
             except sqlite3.DatabaseError as exc:
                 if not is_corruption(exc):
@@ -373,17 +374,16 @@ class ReplyCache:
         """Move the damaged ``cache.db`` aside and open a new one holding its readable records that pass their check."""
         with self._heal_lock:
             old = getattr(self, "_cache", None)
-            try:
-                current: int | None = os.stat(self.path).st_ino
-            except FileNotFoundError:
-                current = None
-            if self._inode is not None and current != self._inode:  # healed already by another process or store
+            # another process (or store) healed it already: the file at the path is a new one, use it
+            damaged = None
+            if self._inode is None or inode_of(self.path) == self._inode:
+                try:
+                    damaged = move_aside(self.path, self._inode)
+                except OSError as exc:
+                    raise self._error(f"{reason}; {os.strerror(exc.errno or 0)}") from exc
+            if damaged is None:
                 self._cache = self._open()
                 return
-            try:
-                damaged = move_aside(self.path)
-            except OSError as exc:
-                raise self._error(f"{reason}; {os.strerror(exc.errno or 0)}") from exc
             if old is not None:
                 with contextlib.suppress(Exception):
                     old.close()  # this thread's connection to the damaged copy (others are dropped with the object)

@@ -51,6 +51,7 @@ from agentcausal.integrity import (
     Heal,
     cache_key,
     header_problem,
+    inode_of,
     integrity_problem,
     is_corruption,
     mac_matches,
@@ -207,7 +208,7 @@ class ResultStore(Generic[R]):
         self._heal_lock = threading.Lock()
         self._local = threading.local()
         self._open: list[sqlite3.Connection] = []  # every thread's connection, for close()
-        self._inode: int | None = None
+        self._inode = inode_of(self.path)  # the file this handle uses (a heal elsewhere replaces it)
         problem = header_problem(self.path)
         if problem is not None:
             self._heal(problem)
@@ -256,24 +257,21 @@ class ResultStore(Generic[R]):
     def _heal(self, reason: str) -> None:
         """Move the damaged file aside, start a new store holding its readable rows that pass their check."""
         with self._heal_lock:
-            try:
-                current = os.stat(self.path).st_ino
-            except FileNotFoundError:
-                current = None
             # another process (or handle) healed it already: the file at the path is a new one, use it
-            healed_elsewhere = self._inode is not None and current != self._inode
+            healed_elsewhere = self._inode is not None and inode_of(self.path) != self._inode
             self._local = threading.local()  # every thread opens the file at the path afresh
-            if healed_elsewhere:
-                self._inode = None
+            damaged = None
+            if not healed_elsewhere:
+                try:
+                    damaged = move_aside(self.path, self._inode)
+                except OSError as exc:
+                    raise ResultStoreError(
+                        str(self.path), f"{reason}; it could not be moved aside ({os.strerror(exc.errno or 0)})"
+                    ) from exc
+            self._inode = None
+            if damaged is None:
                 self._create(self._connection())
                 return
-            try:
-                damaged = move_aside(self.path)
-            except OSError as exc:
-                raise ResultStoreError(
-                    str(self.path), f"{reason}; it could not be moved aside ({os.strerror(exc.errno or 0)})"
-                ) from exc
-            self._inode = None
             db = self._connection()
             self._create(db)
             kept = self._salvage(damaged, db)

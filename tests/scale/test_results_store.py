@@ -257,7 +257,7 @@ def test_the_cli_names_a_store_it_cannot_heal_in_one_line_before_any_work(fake_s
     for suffix in ("-wal", "-shm"):
         path.with_name(path.name + suffix).unlink(missing_ok=True)
 
-    def refused(p):
+    def refused(path, inode=None):
         raise PermissionError(errno.EACCES, "Permission denied")
 
     monkeypatch.setattr(store_module, "move_aside", refused)  # a folder the run may not rename in
@@ -278,3 +278,18 @@ def test_the_cli_names_a_store_it_cannot_heal_in_one_line_before_any_work(fake_s
     assert rc == 2 and "Traceback" not in err and str(path) in err and len(err.strip().splitlines()) == 1
     assert "could not be moved aside" in err and "mv " in err
     assert fake_server.count == 0 and not (tmp_path / "run").exists()  # refused before any request or file
+
+
+def test_two_handles_on_one_damaged_store_heal_it_once(tmp_path):
+    store = ResultStore(tmp_path, "attribute", Attribution)
+    keys = _many(store)
+    data = bytearray(store.path.read_bytes())
+    data[len(data) // 2 : len(data) // 2 + 8192] = b"\xff" * 8192
+    store.path.write_bytes(bytes(data))
+    first, second = ResultStore(tmp_path, "attribute", Attribution), ResultStore(tmp_path, "attribute", Attribution)
+    kept = sum(g is not None for g in first.get_many(keys))  # the first to find the damage heals it
+    assert sum(g is not None for g in second.get_many(keys)) == kept  # the second reads the healed store
+    assert len(list(store.path.parent.glob("records.sqlite3.damaged-*[0-9]Z"))) == 1
+    assert len(first.heals) == 1 and second.heals == []
+    first.close()
+    second.close()
