@@ -374,11 +374,8 @@ class ResultStore(Generic[R]):
         found: dict[str, tuple[float, int, str, str]] = {}
         for i in range(0, len(keys), _BATCH):
             part = list(dict.fromkeys(keys[i : i + _BATCH]))
-            rows = self._do(
-                lambda db, part=part: db.execute(
-                    f"SELECT {_COLUMNS} FROM records WHERE key IN ({','.join('?' * len(part))})", part
-                ).fetchall()
-            )
+            query = f"SELECT {_COLUMNS} FROM records WHERE key IN ({','.join('?' * len(part))})"
+            rows = self._do(lambda db: db.execute(query, part).fetchall())  # noqa: B023 - called at once
             found.update((r[0], r[1:]) for r in rows)
         return [None if k not in found else self._decode(k, found[k]) for k in keys]
 
