@@ -20,6 +20,7 @@ import hmac
 import os
 import sqlite3
 import stat
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,6 +36,9 @@ except ImportError:  # pragma: no cover - not POSIX: no lock between processes h
 __all__ = [
     "Heal",
     "Check",
+    "record_heal",
+    "heals_of",
+    "take_heals",
     "integrity_problem",
     "KEY_ENV",
     "KEY_FILE_ENV",
@@ -267,3 +271,25 @@ def integrity_problem(db: sqlite3.Connection) -> str | None:
         return str(exc)
     found = [str(r[0]) for r in rows]
     return None if found == ["ok"] else "; ".join(found)[:300]
+
+
+_HEALS: dict[str, list[Heal]] = {}
+_HEALS_LOCK = threading.Lock()
+
+
+def record_heal(heal: Heal) -> None:
+    """Note a heal made by this process (for the run that reports it: :func:`take_heals`)."""
+    with _HEALS_LOCK:
+        _HEALS.setdefault(heal.path, []).append(heal)
+
+
+def heals_of(path: str | Path) -> list[Heal]:
+    """The heals of the store file ``path`` this process made and no run has reported yet, oldest first."""
+    with _HEALS_LOCK:
+        return list(_HEALS.get(str(Path(path).resolve()), ()))
+
+
+def take_heals(*paths: str | Path) -> list[Heal]:
+    """The heals of ``paths`` not reported yet, oldest first per path; a run reports each once (``run.json``)."""
+    with _HEALS_LOCK:
+        return [h for p in paths for h in _HEALS.pop(str(Path(p).resolve()), [])]

@@ -71,6 +71,7 @@ from agentcausal.integrity import (
     is_corruption,
     mac_matches,
     move_aside,
+    record_heal,
     record_mac,
     salvage_rows,
 )
@@ -389,8 +390,9 @@ class ReplyCache:
                     old.close()  # this thread's connection to the damaged copy (others are dropped with the object)
             self._cache = self._open()
             kept = self._salvage(damaged)
-            heal = Heal(str(self.path), str(damaged), reason, kept)
+            heal = Heal(str(self.path.resolve()), str(damaged), reason, kept)
             self.heals.append(heal)
+            record_heal(heal)
             log.warning("%s", heal.line("LLM reply cache", "the replies it lost are asked again"))
 
     def _salvage(self, damaged: Path) -> int:

@@ -20,9 +20,9 @@ as absent, so the job is recomputed.
 A store file that fails its integrity check (not a database, cut short, malformed pages), at open or
 later, heals: it is moved aside to ``records.sqlite3.damaged-<UTC time>`` (with its ``-wal``/``-shm``),
 the rows still readable in it that pass their check are copied into a new store, and one warning line
-says how many were kept and where the damaged copy is (:attr:`ResultStore.heals`, and
-:func:`heals_of` for every handle of the process); the run recomputes the rest. Only a store that
-cannot be moved aside, or stays locked, is a :class:`~agentcausal.exceptions.ResultStoreError`.
+says how many were kept and where the damaged copy is (:attr:`ResultStore.heals`; ``run.json``
+``store.healed`` through :func:`agentcausal.integrity.take_heals`); the run recomputes the rest. Only
+a store that cannot be moved aside, or stays locked, is a :class:`~agentcausal.exceptions.ResultStoreError`.
 
 What is stored follows the cache rules: only results a later run may reuse (``complete``,
 ``degraded``, ``content_failed``); a ``failed`` record (a transport, 401, rate-limit or timeout
@@ -56,6 +56,7 @@ from agentcausal.integrity import (
     is_corruption,
     mac_matches,
     move_aside,
+    record_heal,
     record_mac,
     salvage_rows,
 )
@@ -68,7 +69,6 @@ __all__ = [
     "ResultStore",
     "Stored",
     "Heal",
-    "heals_of",
     "row_problem",
     "check_store",
 ]
@@ -92,21 +92,6 @@ _COLUMNS = "key, stored, cache_hits_only, sha256, body"
 R = TypeVar("R", bound=RunRecord)
 
 _UNSET: Any = object()
-
-
-_HEALS: dict[str, list[Heal]] = collections.defaultdict(list)
-_HEALS_LOCK = threading.Lock()
-
-
-def heals_of(path: str | Path) -> list[Heal]:
-    """Every heal of the store file ``path`` by any handle of this process, oldest first."""
-    with _HEALS_LOCK:
-        return list(_HEALS.get(str(Path(path).resolve()), ()))
-
-
-def _record_heal(heal: Heal) -> None:
-    with _HEALS_LOCK:
-        _HEALS[heal.path].append(heal)
 
 
 class Stored(NamedTuple, Generic[R]):
@@ -277,7 +262,7 @@ class ResultStore(Generic[R]):
             kept = self._salvage(damaged, db)
             heal = Heal(str(self.path), str(damaged), reason, kept)
             self.heals.append(heal)
-            _record_heal(heal)
+            record_heal(heal)
             log.warning("%s", heal.line("results store", "the records it lost are recomputed"))
 
     def _salvage(self, damaged: Path, db: sqlite3.Connection) -> int:

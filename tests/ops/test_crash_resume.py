@@ -6,6 +6,7 @@ by prompt across both runs. The profile allows one request at a time and each ta
 exactly one request is in flight and every earlier one has been answered (and cached) for at least 0.4 s.
 """
 
+import json
 import os
 import signal
 import subprocess
@@ -107,7 +108,6 @@ def test_result_files_torn_by_a_kill_count_as_missing(scripted_server, profiles_
     )
     n = scripted_server.count
     from agentcausal.runs.engine import _store, result_store
-    from agentcausal.runs.store import heals_of
     from agentcausal.traces.model import Attribution
 
     handle = result_store(settings, "attribute", Attribution)
@@ -120,8 +120,9 @@ def test_result_files_torn_by_a_kill_count_as_missing(scripted_server, profiles_
     again = pd.read_parquet(
         f"{run_attribute(corpus, ['all_at_once'], settings=settings, out_dir=str(tmp_path / 'r3'))}/results.parquet"
     )
-    (heal,) = heals_of(store)
-    assert heal.damaged.startswith(f"{store}.damaged-") and Path(heal.damaged).is_file()
+    (heal,) = json.loads((tmp_path / "r3" / "run.json").read_text())["store"]["healed"]  # the run says so
+    assert heal["path"] == str(store) and heal["damaged"].startswith(f"{store}.damaged-")
+    assert Path(heal["damaged"]).is_file() and heal["reason"].startswith("truncated")
     assert scripted_server.count == n
     cols = ["trace_id", "pred_step", "pred_agent", "error"]
     pd.testing.assert_frame_equal(

@@ -5,6 +5,7 @@ On the fake OpenAI server (test double), the CLI in its own process as a user ru
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sqlite3
@@ -75,6 +76,8 @@ def test_a_truncated_results_store_and_llm_cache_heal_and_only_what_was_lost_is_
     kept = int(re.search(r"(\d+) readable record\(s\) kept", next(ln for ln in lines if "LLM" in ln)).group(1))
     assert scripted_server.count - paid == replies - kept  # every lost row recomputed; only lost replies paid
     pd.testing.assert_frame_equal(_rows(tmp_path / "r1"), _rows(tmp_path / "r2"))
+    healed = json.loads((tmp_path / "r2" / "run.json").read_text())["store"]["healed"]
+    assert sorted(h["path"] for h in healed) == sorted([str(store), str(llm)])  # run.json names them too
 
     with sqlite3.connect(store) as db:  # one row no longer what was stored: named on the console, recomputed
         (key,) = db.execute("SELECT key FROM records LIMIT 1").fetchone()

@@ -8,11 +8,12 @@ import time
 import pytest
 
 from agentcausal.exceptions import EndpointUnreachableError
+from agentcausal.integrity import heals_of
 from agentcausal.runs.engine import RunEngine, drive
 from agentcausal.runs.half import Job
 from agentcausal.runs.plan import MethodPlan, Plan, PlanItem
 from agentcausal.runs.scheduling import chunked, run_items
-from agentcausal.runs.store import ResultStore, heals_of
+from agentcausal.runs.store import ResultStore
 from agentcausal.settings import RunSettings
 from agentcausal.traces.model import Attribution
 
