@@ -415,7 +415,16 @@ class ReplyCache:
         return kept
 
     def _do(self, fn: Callable[[diskcache.Cache], Any]) -> Any:
-        """``fn`` on the cache; SQLite's damage heals it and ``fn`` runs once more on the new one."""
+        """``fn`` on the cache; SQLite's damage heals it and ``fn`` runs once more on the new one.
+
+        A ``cache.db`` another process healed (replaced) since this store opened it is opened again first
+        (one ``stat`` a call), so no write goes into the damaged copy.
+        """
+        now = inode_of(self.path)
+        if now is not None and self._inode is not None and now != self._inode:
+            with self._heal_lock:
+                if inode_of(self.path) != self._inode:
+                    self._cache = self._open()
         for attempt in range(2):
             try:
                 return fn(self._cache)

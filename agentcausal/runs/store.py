@@ -223,6 +223,19 @@ class ResultStore(Generic[R]):
                 self._open.append(db)
         return db
 
+    def _follow(self) -> None:
+        """Use the file now at the path when another process healed (replaced) the one this handle opened.
+
+        Without it this handle's connections would keep writing into the damaged copy. One ``stat`` a call.
+        """
+        now = inode_of(self.path)
+        if now is not None and self._inode is not None and now != self._inode:
+            with self._heal_lock:
+                if inode_of(self.path) != self._inode:
+                    self._local = threading.local()
+                    self._inode = None
+                    self._create(self._connection())
+
     def _do(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
         """``fn`` on this thread's connection; damage heals the store and runs ``fn`` once more on the new one.
 
@@ -304,6 +317,7 @@ class ResultStore(Generic[R]):
             return False
         body = record.model_dump_json(exclude={"reused"})
         row = (key, time.time(), int(cache_hits_only), seal(key, cache_hits_only, body, self.mac_key), body)
+        self._follow()
         self._do(lambda db: db.execute("INSERT OR REPLACE INTO records VALUES (?, ?, ?, ?, ?)", row))
         return True
 
@@ -357,6 +371,7 @@ class ResultStore(Generic[R]):
     def get_many(self, keys: Sequence[str]) -> list[Stored[R] | None]:
         """The records stored under ``keys`` (None where absent or dropped), in order, a few hundred per query."""
         found: dict[str, tuple[float, int, str, str]] = {}
+        self._follow()
         for i in range(0, len(keys), _BATCH):
             part = list(dict.fromkeys(keys[i : i + _BATCH]))
             query = f"SELECT {_COLUMNS} FROM records WHERE key IN ({','.join('?' * len(part))})"

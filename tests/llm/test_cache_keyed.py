@@ -120,3 +120,20 @@ def test_the_key_file_must_be_the_owners_alone(tmp_path, monkeypatch):
     key_file.write_text("")
     with pytest.raises(ConfigError, match="empty"):
         cache_key()
+
+
+def test_the_cli_refuses_an_unsafe_key_file_in_one_line_before_any_work(fake_server, tmp_path, monkeypatch, capsys):
+    from agentcausal.cli import main
+    from tests.ops.conftest import EXAMPLES, write_profiles
+
+    key_file = tmp_path / "cache.key"
+    key_file.write_text(KEY)
+    key_file.chmod(0o640)
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    monkeypatch.setenv(KEY_FILE_ENV, str(key_file))
+    profiles = write_profiles(tmp_path / "p.toml", fake_server.base_url)
+    args = ["attribute", str(EXAMPLES), "--profiles", profiles, "--cache-dir", str(tmp_path / "cache")]
+    rc = main([*args, "--out", str(tmp_path / "run"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "chmod 600" in err and KEY not in err
+    assert fake_server.count == 0 and not (tmp_path / "run").exists()

@@ -347,3 +347,14 @@ def test_a_cache_of_the_pickled_format_is_asked_again_with_a_few_lines_and_a_cou
     assert len([r for r in caplog.records if "failed its check" in r.getMessage()]) == WARNED_DROPS
     assert f"{len(prompts)} record(s)" in gw.cache_notice() and "pickle format" in gw.cache_notice()
     gw.close()
+
+
+def test_a_store_follows_a_cache_another_process_healed(tmp_path):
+    late = ReplyCache(tmp_path / "c")
+    late.set("a" * 64, {"text": "old"})
+    ReplyCache(tmp_path / "c").heal("damaged elsewhere")  # another process moves it aside
+    late.set("b" * 64, {"text": "new"})  # written into the new cache.db, not the moved copy
+    late.close()
+    fresh = ReplyCache(tmp_path / "c")
+    assert fresh.get("b" * 64) == {"text": "new"} and fresh.get("a" * 64) == {"text": "old"}
+    fresh.close()

@@ -294,3 +294,14 @@ def test_two_handles_on_one_damaged_store_heal_it_once(tmp_path):
     assert len(first.heals) == 1 and second.heals == []
     first.close()
     second.close()
+
+
+def test_a_handle_follows_a_store_another_process_healed(tmp_path):
+    late = ResultStore(tmp_path, "attribute", Attribution)
+    late.put("old", _att("old"))
+    ResultStore(tmp_path, "attribute", Attribution).heal("damaged elsewhere")  # another process moves it aside
+    assert late.put("new", _att("new"))  # written into the new file, not the moved copy
+    fresh = ResultStore(tmp_path, "attribute", Attribution)
+    assert fresh.get("new").record == _att("new") and fresh.get("old").record == _att("old")  # "old" was kept
+    late.close()
+    fresh.close()
