@@ -31,6 +31,7 @@ VERB_MODULES = [
     "annotate",
     "show",
     "tables",
+    "cache",
 ]
 
 

@@ -197,9 +197,9 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     # `agentcausal --help` would pay if these were imported with the module (build_parser imports every verb)
     from agentcausal.attribution.plan import attribute_plan
     from agentcausal.attribution.registry import resolve_methods
+    from agentcausal.cli.cache import open_stores
     from agentcausal.cli.endpoints import check_endpoints
     from agentcausal.runs.plan import ITEMS_FILE, SHOWN_ITEMS, write_plan
-    from agentcausal.runs.store import ResultStore
     from agentcausal.traces.model import Attribution
 
     apply_input_arguments(args)
@@ -279,7 +279,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         else:
             paths = list(args.paths)
         plan = _with_skipped(attribute_plan(paths, items_file=run_dir / ITEMS_FILE, **plan_args), skipped, args)
-        ResultStore(settings.cache_dir, "attribute", Attribution).close()  # an unreadable store: one line, now
+        open_stores(settings.cache_dir, "attribute", Attribution)  # a damaged store heals in one line, now
         check_endpoints(settings.profiles_path, settings.routing, stages)  # one line and exit 2 when one is down
         plan_file = write_plan(plan, run_dir)
     except BaseException:

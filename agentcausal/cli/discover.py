@@ -276,6 +276,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
     """
     # start-up cost: the library's run path imports openai and causal-learn (over a second measured), which
     # every other verb and `agentcausal --help` would pay if these were imported with the module
+    from agentcausal.cli.cache import open_stores
     from agentcausal.cli.endpoints import check_endpoints
     from agentcausal.discovery.evaluate import score_run
     from agentcausal.discovery.outcome import DiscoveryOutcome
@@ -285,7 +286,6 @@ def cmd_discover(args: argparse.Namespace) -> int:
     from agentcausal.discovery.rounds import expand_rounds
     from agentcausal.llm.preview import render_previews
     from agentcausal.runs.plan import write_plan
-    from agentcausal.runs.store import ResultStore
 
     if args.report:
         if not (Path(args.report) / "outcomes.jsonl").is_file():
@@ -345,7 +345,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
         print_estimate(plan, args.max_cost, max_tokens=args.max_tokens)  # stderr: stdout stays one JSON object
         return run_check(settings.profiles_path, settings.routing, stages) if args.check else 0
     settings.check_routes(stages)
-    ResultStore(settings.cache_dir, "discover", DiscoveryOutcome).close()  # an unreadable store: one line, now
+    open_stores(settings.cache_dir, "discover", DiscoveryOutcome)  # a damaged store heals in one line, now
     check_endpoints(settings.profiles_path, settings.routing, stages)  # one line and exit 2 when one is down
     run_dir = args.out or default_run_dir("discover")
     claim_run_folder(args, run_dir)  # locked until the command ends; a run in it: --resume, --force or refused

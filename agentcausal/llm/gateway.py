@@ -101,7 +101,7 @@ class Gateway(EmbeddingMixin, GatewayCache):
         self.max_repairs = max_repairs
         self.usage = UsageLedger()
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
-        # raises CorruptStoreError (one line) for an unreadable cache file, unless refresh moves it aside
+        # a damaged cache file heals (moved aside); CorruptStoreError (one line) only when it cannot be moved
         self._cache = ReplyCache(self.cache_dir, refresh=refresh) if self.cache_dir is not None else None
         self._clients: dict[str, openai.OpenAI] = {}
         self._lock = threading.Lock()

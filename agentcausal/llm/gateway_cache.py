@@ -6,10 +6,11 @@ is :class:`~agentcausal.llm.reply_cache.ReplyCache` (default ``cache/llm/``), ke
 
 * **What is stored**: only complete, valid replies (diskcache writes are atomic), so a crash
   leaves nothing half-written. Records are JSON, never unpickled, each with a checksum of its
-  content and key; one that fails its check is dropped, counted (:attr:`GatewayCache.cache_dropped`,
-  :meth:`GatewayCache.cache_notice`) and asked again. ``refresh=True`` bypasses reads of earlier
-  entries but still writes (entries this gateway wrote stay readable), and moves an unreadable
-  SQLite file aside.
+  content and key (and an HMAC with a cache key set, :mod:`agentcausal.integrity`); one that fails
+  its check is dropped, counted (:attr:`GatewayCache.cache_dropped`, :meth:`GatewayCache.cache_notice`),
+  logged and asked again; a damaged ``cache.db`` heals (moved aside, its readable records kept:
+  :class:`~agentcausal.llm.reply_cache.ReplyCache`). ``refresh=True`` bypasses reads of earlier
+  entries but still writes (entries this gateway wrote stay readable).
 * **One paid call per prompt** (:meth:`GatewayCache._single_flight`): identical requests in flight
   (chat, structured and embedding batches) wait for the first, across threads (a lock per cache
   key, shared by every gateway of the process on one cache folder) and processes sharing the
@@ -107,8 +108,8 @@ class GatewayCache:
 
     @property
     def cache_dropped(self) -> int:
-        """Cache records that failed their check (bit flip, torn file, pickled or misfiled entry), dropped and
-        asked again since this gateway opened its cache; 0 without a cache."""
+        """Cache records that failed their check (bit flip, torn file, pickled or misfiled entry, no valid MAC
+        with a cache key), dropped and asked again since this gateway opened its cache; 0 without a cache."""
         return self._cache.dropped if self._cache is not None else 0
 
     def cache_notice(self) -> str | None:

@@ -8,26 +8,26 @@ is a corrupt record, never code or an unbounded read. Each value is a record::
 
     {"v": 1, "key": <cache key>, "sha256": sha256(key + "\\n" + canonical JSON of value), "value": {...}}
 
-so a flipped bit, a torn value file or a record filed under another key fails on read. Such
-a record is dropped (deleted), counted (:attr:`ReplyCache.dropped`, by reason in
-:attr:`ReplyCache.drop_reasons`), logged as one warning line (the first
-:data:`WARNED_DROPS` of a store; the rest at debug level), and read as a miss: the
-caller asks the endpoint again (one request) and stores a good record over it. The
-checksum catches corruption and misfiled records; it is no signature (anyone who can
-write the folder can write a record that checks), but nothing written there runs as code.
+so a flipped bit, a torn value file or a record filed under another key fails on read. With a
+cache key set (:func:`agentcausal.integrity.cache_key`: ``AGENTCAUSAL_CACHE_KEY`` or
+``AGENTCAUSAL_CACHE_KEY_FILE``) each record also carries ``"mac"``, the HMAC-SHA256 of what the
+checksum covers, and a record without a valid one fails too: the checksum catches corruption,
+the MAC a record forged by someone who can write the folder but does not hold the key (records
+written without a key are read without one; switching a key on asks every earlier reply again).
+A failing record is dropped (deleted), counted (:attr:`ReplyCache.dropped`, by reason in
+:attr:`ReplyCache.drop_reasons`), logged as one warning line (the first :data:`WARNED_DROPS` of a
+store; the rest at debug level), and read as a miss: the caller asks the endpoint again (one
+request) and stores a good record over it. Nothing read back runs as code.
 
-A SQLite file that cannot be read (not a database, truncated, malformed pages) raises one
-:class:`~agentcausal.exceptions.CorruptStoreError` whose one-line message names the file
-and what to do; with ``refresh=True`` the file is moved aside and a new cache begins.
+A ``cache.db`` that fails its integrity check (not a database, cut short, malformed pages), at open
+or later, heals: it is moved aside to ``cache.db.damaged-<UTC time>`` (with its ``-wal``/``-shm``),
+the records still readable in it that pass their check are copied into a new ``cache.db``, and one
+warning line says how many were kept and where the damaged copy is (:attr:`ReplyCache.heals`); the
+replies it lost are asked again. Only a file that cannot be moved aside is a
+:class:`~agentcausal.exceptions.CorruptStoreError`, one line naming it and what to do.
 
-**Single flight across processes**: a POSIX record lock per key (``fcntl.lockf`` on one
-byte of ``<cache>/locks/keys.lock``, at an offset read from the key's first 15 hex digits):
-one system call each way when no other process holds the key (about a microsecond, where a
-lock file per key cost about 0.4 ms of CPU), a wait in the kernel when one does, released
-by the OS when the holder dies. Record locks belong to a process, not a thread, so the
-threads of one process are serialised per key first (:func:`thread_flights`, one table per
-cache folder shared by every gateway of the process), and the lock file stays open for the
-life of the process (closing any descriptor of it would drop all the process's locks on it).
+**Single flight across processes**: :mod:`agentcausal.llm.key_locks` (a POSIX record lock per key on
+``<cache>/locks/keys.lock``; threads of a process first wait on a table per cache folder).
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ from __future__ import annotations
 import base64
 import collections
 import contextlib
-import errno
 import hashlib
 import json
 import logging
@@ -44,9 +43,8 @@ import re
 import sqlite3
 import stat
 import threading
-import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,16 +53,28 @@ import numpy as np
 from diskcache.core import MODE_BINARY, MODE_PICKLE, MODE_RAW, UNKNOWN
 
 from agentcausal.exceptions import CorruptStoreError
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - not POSIX: lock files per key prefix (filelock) instead
-    fcntl = None  # type: ignore[assignment]  # not POSIX: checked before each use
+from agentcausal.integrity import (
+    Check,
+    Heal,
+    cache_key,
+    header_problem,
+    inode_of,
+    integrity_problem,
+    is_corruption,
+    mac_matches,
+    move_aside,
+    record_heal,
+    record_mac,
+    salvage_rows,
+)
+from agentcausal.llm.key_locks import _key_lock, thread_flights
 
 __all__ = [
     "ReplyCache",
     "ReplyDisk",
     "CorruptRecord",
+    "check_cache",
+    "record_problem",
     "MAX_RECORD_BYTES",
     "thread_flights",
     "encode_vector",
@@ -79,16 +89,38 @@ RECORD_VERSION = 1
 #: dropped records logged one warning line each; later ones are counted (and logged at debug level)
 WARNED_DROPS = 3
 _VALUE_FILE = re.compile(r"[0-9a-f]{2}/[0-9a-f]{2}/[0-9a-f]{28}\.val")  # diskcache's Disk.filename pattern
-_HEX = re.compile(r"[0-9a-f]{15}")
+
+
+_UNSET = object()
+
+
+class _Damaged(Exception):
+    """``cache.db`` failed its integrity check at open (the reason as message)."""
 
 
 class CorruptRecord(ValueError):
     """A stored record that is not a readable data record (never an OSError: diskcache reads those as a miss)."""
 
 
+def _message(key: str, value: Any) -> str:
+    return f"{key}\n{json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(',', ':'))}"
+
+
 def _digest(key: str, value: Any) -> str:
-    body = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(f"{key}\n{body}".encode()).hexdigest()
+    return hashlib.sha256(_message(key, value).encode()).hexdigest()
+
+
+def record_problem(key: str, rec: Any, mac_key: bytes | None) -> str | None:
+    """Why ``rec`` is no good reply record for ``key`` (with ``mac_key``: no valid MAC either), or None."""
+    if not (isinstance(rec, dict) and rec.get("v") == RECORD_VERSION and isinstance(rec.get("value"), dict)):
+        return "not a reply record"
+    if rec.get("key") != key:
+        return "a record of another key"
+    if rec.get("sha256") != _digest(key, rec["value"]):
+        return "checksum mismatch"
+    if mac_key is not None and not mac_matches(mac_key, _message(key, rec["value"]), rec.get("mac")):
+        return "no valid MAC (written without the cache key, or forged)"
+    return None
 
 
 def encode_vector(vec: np.ndarray) -> dict[str, str]:
@@ -196,224 +228,168 @@ class ReplyDisk(diskcache.JSONDisk):
             super().remove(file_path)
 
 
-# ------------------------------------------------------------------ single flight
-_FLIGHT_TABLES: dict[str, tuple[threading.Lock, dict[str, list]]] = {}
-_LOCK_FILES: dict[str, int] = {}
-_GUARD = threading.Lock()
-
-
-def thread_flights(directory: str | Path | None) -> tuple[threading.Lock, dict[str, list]]:
-    """The process-wide table of keys in flight for a cache folder: (its lock, key -> [lock, waiters]).
-
-    Every gateway of a process on one folder shares it (POSIX record locks do not exclude
-    threads of one process); ``None`` (no cache) gets a table of its own.
-    """
-    if directory is None:
-        return threading.Lock(), {}
-    path = os.path.realpath(directory)
-    with _GUARD:
-        if path not in _FLIGHT_TABLES:
-            _FLIGHT_TABLES[path] = (threading.Lock(), {})
-        return _FLIGHT_TABLES[path]
-
-
-def _lock_fd(folder: Path) -> int:
-    """This process's one descriptor of ``folder/keys.lock`` (opened again if the file was replaced)."""
-    path = os.path.realpath(folder / "keys.lock")
-    with _GUARD:
-        fd = _LOCK_FILES.get(path)
-        if fd is not None and os.fstat(fd).st_nlink == 0:  # the folder was moved or deleted under us
-            fd = None  # the old descriptor stays open: closing it would drop locks other threads hold
-        if fd is None:
-            folder.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
-            _LOCK_FILES[path] = fd
-        return fd
-
-
-@contextlib.contextmanager
-def _key_lock(folder: Path, key: str) -> Iterator[None]:
-    """Hold ``key`` against other processes on the same cache folder (see the module docstring)."""
-    if fcntl is None:  # pragma: no cover - not POSIX
-        import filelock
-
-        folder.mkdir(parents=True, exist_ok=True)
-        with filelock.FileLock(str(folder / f"{key[:3]}.lock")):
-            yield
-        return
-    head = key[:15] if _HEX.fullmatch(key[:15]) else hashlib.sha256(key.encode()).hexdigest()[:15]
-    offset = int(head, 16)  # 60 bits: two keys share a byte about never
-    fd = _lock_fd(folder)
-    while True:
-        try:
-            fcntl.lockf(fd, fcntl.LOCK_EX, 1, offset)
-            break
-        except OSError as exc:
-            # the kernel sees locks per process: thread A of P holds k1 while thread B of P waits for
-            # k2, held by Q, one of whose threads waits for k1. No thread holds two keys, so it passes.
-            if exc.errno != errno.EDEADLK:
-                raise
-            time.sleep(0.002)
-    try:
-        yield
-    finally:
-        fcntl.lockf(fd, fcntl.LOCK_UN, 1, offset)
-
-
 # ------------------------------------------------------------------ the store
-def _header_problem(path: Path) -> str | None:
-    """Why ``path`` is no whole SQLite database by its 100-byte header and size, or None (absent or empty is fine).
-
-    The header's page count (valid when its change counter equals its version-valid-for
-    number) times its page size is the file's size at the last commit or checkpoint; a shorter
-    file lost its tail. Read before the size, and confirmed once after a pause, so a writer
-    extending the file at that moment is not taken for damage.
-    """
-    for attempt in range(2):
-        try:
-            with open(path, "rb") as f:
-                head = f.read(100)
-            size = os.stat(path).st_size
-        except FileNotFoundError:
-            return None
-        if not head:
-            return None
-        if len(head) < 100 or not head.startswith(b"SQLite format 3\x00"):
-            return "not an SQLite database"
-        page = int.from_bytes(head[16:18], "big")
-        page = 65536 if page == 1 else page
-        pages = int.from_bytes(head[28:32], "big")
-        if not (pages and head[24:28] == head[92:96] and size < pages * page):
-            return None
-        if attempt == 0:
-            time.sleep(0.2)
-    return f"truncated: {size} of {pages * page} bytes"
-
-
-def _is_corruption(exc: BaseException) -> bool:
-    """SQLite's "malformed" and "not a database" errors (not "locked" or "busy", which are no damage)."""
-    name = getattr(exc, "sqlite_errorname", "") or ""
-    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
-        return True
-    text = str(exc).lower()
-    return isinstance(exc, sqlite3.DatabaseError) and ("malformed" in text or "not a database" in text)
-
-
 class ReplyCache:
     """The checked, data-only reply store of one cache folder.
 
     Parameters
     ----------
     directory : path, the cache folder (created if absent; ``cache.db`` inside)
-    refresh : bool
-        Move an unreadable ``cache.db`` (with its ``-wal`` and ``-shm`` files) aside to
-        ``cache.db.corrupt-<unix time>`` and start a new one, instead of raising.
+    refresh : bool, kept for callers: a damaged ``cache.db`` heals with or without it
+    key : bytes or None, the key of keyed integrity; default :func:`agentcausal.integrity.cache_key`
 
     Raises
     ------
     CorruptStoreError
-        ``cache.db`` cannot be read (and ``refresh`` is false); also from :meth:`get` and
-        :meth:`set` when SQLite finds damage later.
+        ``cache.db`` is damaged and cannot be moved aside (at open, or from :meth:`get` and :meth:`set`).
+    ConfigError
+        The key file is unsafe or unreadable.
 
     Attributes
     ----------
     path : Path, the SQLite file
     dropped : int, records that failed their check and were dropped since this store opened
     drop_reasons : collections.Counter of why
+    heals : list of :class:`~agentcausal.integrity.Heal` made by this store
     """
 
-    def __init__(self, directory: str | Path, *, refresh: bool = False) -> None:
+    def __init__(self, directory: str | Path, *, refresh: bool = False, key: bytes | None | object = _UNSET) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.path = self.directory / "cache.db"
+        self.mac_key: bytes | None = cache_key() if key is _UNSET else key  # type: ignore[assignment]
         self.dropped = 0
         self.drop_reasons: collections.Counter[str] = collections.Counter()
+        self.heals: list[Heal] = []
         self._count_lock = threading.Lock()
+        self._heal_lock = threading.Lock()
+        self._inode = inode_of(self.path)  # the file this store uses (a heal elsewhere replaces it)
         try:
             self._cache = self._open()
-        except CorruptStoreError:
-            if not refresh:
-                raise
-            aside = self._move_aside()
-            log.warning(
-                "LLM reply cache %s could not be read; moved aside to %s (--refresh), starting a new one",
-                self.path,
-                aside,
-            )
-            self._cache = self._open()
+        except _Damaged as exc:
+            self._heal(str(exc))
 
     def _open(self) -> diskcache.Cache:
-        problem = _header_problem(self.path)
+        problem = header_problem(self.path)
         if problem is None:
             try:
                 # every calling thread holds its own SQLite connection: no memory map and a small page cache each
                 # (diskcache's defaults, a 64 MiB map and 32 MiB cache per connection, grew a run's process with
                 # the corpus: bench/engine_memory.py)
-                return diskcache.Cache(
+                cache = diskcache.Cache(
                     str(self.directory), size_limit=2**34, disk=ReplyDisk, sqlite_mmap_size=0, sqlite_cache_size=64
                 )
+                self._inode = inode_of(self.path)
+                return cache
             except sqlite3.DatabaseError as exc:
-                if not _is_corruption(exc):
+                if not is_corruption(exc):
                     raise
                 problem = str(exc)
-        raise self._error(problem)
+        raise _Damaged(problem)
 
     def _error(self, problem: str) -> CorruptStoreError:
         return CorruptStoreError(
-            f"the LLM reply cache {self.path} cannot be read ({problem}): run again with --refresh, which moves it "
-            f"aside and starts a new cache, or move the folder aside yourself (mv {self.directory} "
-            f"{self.directory}.broken)",
+            f"the LLM reply cache {self.path} is damaged ({problem}) and cannot be moved aside: move the folder "
+            f"aside yourself (mv {self.directory} {self.directory}.broken) and run again",
             path=str(self.path),
         )
 
-    def _move_aside(self) -> Path:
-        stamp = f"corrupt-{int(time.time())}"
-        for suffix in ("", "-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                os.replace(f"{self.path}{suffix}", f"{self.path}{suffix}.{stamp}")
-        return self.path.with_name(f"{self.path.name}.{stamp}")
+    def _heal(self, reason: str) -> None:
+        """Move the damaged ``cache.db`` aside and open a new one holding its readable records that pass their check."""
+        with self._heal_lock:
+            old = getattr(self, "_cache", None)
+            # another process (or store) healed it already: the file at the path is a new one, use it
+            damaged = None
+            if self._inode is None or inode_of(self.path) == self._inode:
+                try:
+                    damaged = move_aside(self.path, self._inode)
+                except OSError as exc:
+                    raise self._error(f"{reason}; {os.strerror(exc.errno or 0)}") from exc
+            if damaged is None:
+                self._cache = self._open()
+                return
+            if old is not None:
+                with contextlib.suppress(Exception):
+                    old.close()  # this thread's connection to the damaged copy (others are dropped with the object)
+            self._cache = self._open()
+            kept = self._salvage(damaged)
+            heal = Heal(str(self.path.resolve()), str(damaged), reason, kept)
+            self.heals.append(heal)
+            record_heal(heal)
+            log.warning("%s", heal.line("LLM reply cache", "the replies it lost are asked again"))
 
-    @contextlib.contextmanager
-    def _damage_is_one_line(self) -> Iterator[None]:
-        """SQLite's damage errors as :class:`CorruptStoreError`; "locked" and the like pass unchanged."""
-        try:
-            yield
-        except sqlite3.DatabaseError as exc:
-            if _is_corruption(exc):
-                raise self._error(str(exc)) from exc
-            raise
+    def _salvage(self, damaged: Path) -> int:
+        """Copy the records of the damaged copy that read and pass their check into the new cache; how many."""
+        kept = 0
+        disk = self._cache.disk
+        for _rowid, key, raw, mode, filename, value in salvage_rows(
+            damaged, "Cache", "key, raw, mode, filename, value", "rowid"
+        ):
+            if not (raw and isinstance(key, str)):
+                continue
+            try:
+                rec = disk.fetch(mode, filename, value, False)
+            except (CorruptRecord, OSError):
+                continue
+            if record_problem(key, rec, self.mac_key) is None:
+                with contextlib.suppress(sqlite3.DatabaseError, diskcache.Timeout):
+                    self._cache.set(key, rec)
+                    kept += 1
+        return kept
+
+    def _do(self, fn: Callable[[diskcache.Cache], Any]) -> Any:
+        """``fn`` on the cache; SQLite's damage heals it and ``fn`` runs once more on the new one.
+
+        A ``cache.db`` another process healed (replaced) since this store opened it is opened again first
+        (one ``stat`` a call), so no write goes into the damaged copy.
+        """
+        now = inode_of(self.path)
+        if now is not None and self._inode is not None and now != self._inode:
+            with self._heal_lock:
+                if inode_of(self.path) != self._inode:
+                    self._cache = self._open()
+        for attempt in range(2):
+            try:
+                return fn(self._cache)
+            except sqlite3.DatabaseError as exc:
+                if not is_corruption(exc):
+                    raise
+                if attempt:
+                    raise self._error(str(exc)) from exc
+                self._heal(str(exc))
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The checked value stored under ``key``, or None (absent, or dropped because it failed its check)."""
         try:
-            with self._damage_is_one_line():
-                rec = self._cache.get(key, default=None)
+            rec = self._do(lambda c: c.get(key, default=None))
         except CorruptRecord as exc:
             self.drop(key, str(exc))
             return None
         if rec is None:
             return None
-        if not (isinstance(rec, dict) and rec.get("v") == RECORD_VERSION and isinstance(rec.get("value"), dict)):
-            self.drop(key, "not a reply record")
-            return None
-        if rec.get("key") != key:
-            self.drop(key, "a record of another key")
-            return None
-        if rec.get("sha256") != _digest(key, rec["value"]):
-            self.drop(key, "checksum mismatch")
+        problem = record_problem(key, rec, self.mac_key)
+        if problem is not None:
+            self.drop(key, problem)
             return None
         return rec["value"]
 
-    def set(self, key: str, value: dict[str, Any]) -> None:
-        """Store ``value`` (a JSON object) under ``key`` with its checksum (atomic: diskcache)."""
+    def seal(self, key: str, value: dict[str, Any]) -> dict[str, Any]:
+        """The record stored for ``value``: version, key, checksum, the MAC with a key, the value."""
         rec = {"v": RECORD_VERSION, "key": key, "sha256": _digest(key, value), "value": value}
-        with self._damage_is_one_line():
-            self._cache.set(key, rec)
+        if self.mac_key is not None:
+            rec["mac"] = record_mac(self.mac_key, _message(key, value))
+        return rec
+
+    def set(self, key: str, value: dict[str, Any]) -> None:
+        """Store ``value`` (a JSON object) under ``key`` with its checksum (and MAC) (atomic: diskcache)."""
+        rec = self.seal(key, value)
+        self._do(lambda c: c.set(key, rec))
 
     def drop(self, key: str, reason: str) -> None:
         """Delete the record under ``key``, count it, and log one line saying why."""
-        with self._damage_is_one_line(), contextlib.suppress(sqlite3.OperationalError, diskcache.Timeout):
-            self._cache.delete(key)  # busy: the good record stored next replaces it anyway
+        with contextlib.suppress(sqlite3.OperationalError, diskcache.Timeout):
+            self._do(lambda c: c.delete(key))  # busy: the good record stored next replaces it anyway
         with self._count_lock:
             self.dropped += 1
             self.drop_reasons[reason] += 1
@@ -434,6 +410,19 @@ class ReplyCache:
         else:
             log.debug("LLM reply cache %s: record %s dropped (%s)", self.path, key[:12], reason)
 
+    def heal(self, reason: str) -> Heal | None:
+        """Move ``cache.db`` aside now (``agentcausal cache repair``), keeping its readable records; the heal made."""
+        before = len(self.heals)
+        self._heal(reason)
+        return self.heals[-1] if len(self.heals) > before else None
+
+    def verify(self) -> int:
+        """Read every record, dropping those that fail their check (as a read would); how many were dropped."""
+        before = self.dropped
+        for key in list(self.iterkeys()):
+            self.get(key)
+        return self.dropped - before
+
     @contextlib.contextmanager
     def process_lock(self, key: str) -> Iterator[None]:
         """Hold ``key`` against other processes on this folder (threads: :func:`thread_flights`)."""
@@ -446,3 +435,35 @@ class ReplyCache:
 
     def close(self) -> None:
         self._cache.close()
+
+
+def check_cache(directory: str | Path, *, key: bytes | None | object = _UNSET) -> Check:
+    """Check a reply cache folder's ``cache.db`` without changing it: SQLite's integrity check, then every
+    record read as :meth:`ReplyCache.get` reads it (data only, checksum, MAC with a key)."""
+    path = Path(directory) / "cache.db"
+    mac_key: bytes | None = cache_key() if key is _UNSET else key  # type: ignore[assignment]
+    damage = header_problem(path)
+    records, failing = 0, collections.Counter[str]()
+    if damage is None:
+        disk = ReplyDisk(str(directory))
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=60.0)
+        try:
+            damage = integrity_problem(db)
+            if damage is None:
+                for k, raw, mode, filename, value in db.execute("SELECT key, raw, mode, filename, value FROM Cache"):
+                    records += 1
+                    try:
+                        if not raw:
+                            raise CorruptRecord("a pickled key")
+                        problem = record_problem(k, disk.fetch(mode, filename, value, False), mac_key)
+                    except CorruptRecord as exc:
+                        problem = str(exc)
+                    except OSError:
+                        problem = "a value file that cannot be read"
+                    if problem is not None:
+                        failing[problem] += 1
+        except sqlite3.DatabaseError as exc:
+            damage = str(exc)
+        finally:
+            db.close()
+    return Check("LLM reply cache", str(path), damage, records, dict(failing))

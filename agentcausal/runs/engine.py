@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from agentcausal.exceptions import AgentCausalError, EndpointDownError
+from agentcausal.integrity import take_heals
 from agentcausal.llm import Gateway
 from agentcausal.records import RunRecord
 from agentcausal.runs.breaker import breaker_for, method_profiles
@@ -383,7 +384,13 @@ class RunEngine:
                     "not_run": summary.not_run,
                 },
                 **({"stopped": summary.stopped} if summary.stopped else {}),
-                "store": {"path": str(self.store.path), "dropped": summary.dropped},
+                "store": {
+                    "path": str(self.store.path),
+                    "dropped": summary.dropped,
+                    "healed": [
+                        h._asdict() for h in take_heals(self.store.path, self.settings.llm_cache_dir / "cache.db")
+                    ],
+                },
             },
         )
         return summary

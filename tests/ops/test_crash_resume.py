@@ -6,11 +6,13 @@ by prompt across both runs. The profile allows one request at a time and each ta
 exactly one request is in flight and every earlier one has been answered (and cached) for at least 0.4 s.
 """
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -94,10 +96,9 @@ def test_sigkill_mid_corpus_then_rerun_finishes_without_repeating_llm_calls(scri
 
 @pytest.mark.timeout(300)
 def test_result_files_torn_by_a_kill_count_as_missing(scripted_server, profiles_file, tmp_path):
-    """A results store cut short (a kill during its write, a disk that lost its tail) is one line naming the file
-    and what to do; moved aside as it says, the rerun recomputes every row, served by the LLM reply cache, and
-    the records are the same."""
-    from agentcausal.exceptions import ResultStoreError
+    """A results store cut short (a kill during its write, a disk that lost its tail) heals: the next run moves it
+    aside in one line naming the damaged copy, recomputes the rows it lost, served by the LLM reply cache, and the
+    records are the same."""
     from flows.attribute import run_attribute
 
     settings = settings_at(profiles_file, tmp_path / "cache")
@@ -116,14 +117,12 @@ def test_result_files_torn_by_a_kill_count_as_missing(scripted_server, profiles_
     for p in store.parent.glob(store.name + "-*"):  # the journal: gone with the kill
         p.unlink()
     store.write_bytes(store.read_bytes()[: store.stat().st_size // 2])
-    with pytest.raises(ResultStoreError) as exc:
-        run_attribute(corpus, ["all_at_once"], settings=settings, out_dir=str(tmp_path / "r2"))
-    assert str(store) in str(exc.value) and "move it aside" in str(exc.value) and "\n" not in str(exc.value)
-    _store.cache_clear()
-    store.rename(store.with_name(store.name + ".bad"))
     again = pd.read_parquet(
         f"{run_attribute(corpus, ['all_at_once'], settings=settings, out_dir=str(tmp_path / 'r3'))}/results.parquet"
     )
+    (heal,) = json.loads((tmp_path / "r3" / "run.json").read_text())["store"]["healed"]  # the run says so
+    assert heal["path"] == str(store) and heal["damaged"].startswith(f"{store}.damaged-")
+    assert Path(heal["damaged"]).is_file() and heal["reason"].startswith("truncated")
     assert scripted_server.count == n
     cols = ["trace_id", "pred_step", "pred_agent", "error"]
     pd.testing.assert_frame_equal(

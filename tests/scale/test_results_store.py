@@ -1,12 +1,14 @@
 """The results store and the engine's resume without Prefect: what is stored, what a rerun reuses, what a
 record that fails its check becomes, and chunks that resume."""
 
+import logging
 import sqlite3
 import time
 
 import pytest
 
-from agentcausal.exceptions import EndpointUnreachableError, ResultStoreError
+from agentcausal.exceptions import EndpointUnreachableError
+from agentcausal.integrity import heals_of
 from agentcausal.runs.engine import RunEngine, drive
 from agentcausal.runs.half import Job
 from agentcausal.runs.plan import MethodPlan, Plan, PlanItem
@@ -65,17 +67,58 @@ def test_a_record_that_fails_its_checksum_is_dropped_counted_and_never_served(st
     assert store.get("k").record == _att("k")
 
 
-def test_a_corrupt_store_file_is_one_line_naming_it(tmp_path):
+def test_a_store_file_that_is_no_database_is_moved_aside_in_one_line_and_a_new_one_begins(tmp_path, caplog):
     store = ResultStore(tmp_path, "attribute", Attribution)
     path = store.path
     store.close()
     path.write_bytes(b"not a database" * 100)
     for suffix in ("-wal", "-shm"):
         path.with_name(path.name + suffix).unlink(missing_ok=True)
-    with pytest.raises(ResultStoreError) as exc:
-        ResultStore(tmp_path / "other", "attribute", Attribution)  # a fresh one opens
-        ResultStore(tmp_path, "attribute", Attribution)
-    assert str(path) in str(exc.value) and "move it aside" in str(exc.value) and "\n" not in str(exc.value)
+    with caplog.at_level(logging.WARNING, logger="agentcausal.runs.store"):
+        healed = ResultStore(tmp_path, "attribute", Attribution)
+    (line,) = [r.getMessage() for r in caplog.records]
+    (aside,) = path.parent.glob("records.sqlite3.damaged-*")
+    assert str(path) in line and str(aside) in line and "not an SQLite database" in line and "\n" not in line
+    assert aside.read_bytes() == b"not a database" * 100  # the damaged copy, kept as it was
+    assert heals_of(path)[-1].damaged == str(aside) and healed.heals == heals_of(path)[-1:]
+    assert len(healed) == 0 and healed.put("k", _att("k")) and healed.get("k").record == _att("k")
+    healed.close()
+
+
+def _many(store, n=3000):
+    for i in range(n):
+        store.put(f"k{i:05d}", _att(f"t{i}").model_copy(update={"reason": "r" * 200}))
+    store.close()
+    for suffix in ("-wal", "-shm"):
+        store.path.with_name(store.path.name + suffix).unlink(missing_ok=True)
+    return [f"k{i:05d}" for i in range(n)]
+
+
+def test_damage_found_after_opening_heals_keeping_every_readable_row(tmp_path):
+    store = ResultStore(tmp_path, "attribute", Attribution)
+    keys = _many(store)
+    data = bytearray(store.path.read_bytes())
+    mid = len(data) // 2
+    data[mid : mid + 8192] = b"\xff" * 8192  # two pages in the middle: the header and the size still right
+    store.path.write_bytes(bytes(data))
+    again = ResultStore(tmp_path, "attribute", Attribution)
+    got = again.get_many(keys)  # SQLite finds the damage here: healed, and the read runs on the new store
+    (heal,) = again.heals
+    assert "malformed" in heal.reason and 0 < heal.kept < len(keys)
+    assert sum(g is not None for g in got) == heal.kept == len(again)
+    assert all(g.record == _att(g.record.trace_id).model_copy(update={"reason": "r" * 200}) for g in got if g)
+    assert again.dropped == 0  # nothing kept fails its check
+    again.close()
+
+
+def test_a_truncated_store_heals_and_keeps_what_its_pages_still_hold(tmp_path):
+    store = ResultStore(tmp_path, "attribute", Attribution)
+    keys = _many(store)
+    store.path.write_bytes(store.path.read_bytes()[: store.path.stat().st_size // 2])
+    again = ResultStore(tmp_path, "attribute", Attribution)
+    (heal,) = again.heals
+    assert heal.reason.startswith("truncated") and heal.kept == len(again) < len(keys)
+    again.close()
 
 
 class ToyHalf:
@@ -201,7 +244,10 @@ def test_chunked_keeps_order_and_sizes():
     assert chunked([4, 9], 0) == [[4], [9]]
 
 
-def test_the_cli_names_a_corrupt_store_in_one_line_before_any_work(fake_server, tmp_path, capsys):
+def test_the_cli_names_a_store_it_cannot_heal_in_one_line_before_any_work(fake_server, tmp_path, capsys, monkeypatch):
+    import errno
+
+    import agentcausal.runs.store as store_module
     from agentcausal.cli import main
     from tests.ops.conftest import EXAMPLES, write_profiles
 
@@ -211,6 +257,11 @@ def test_the_cli_names_a_corrupt_store_in_one_line_before_any_work(fake_server, 
     path.write_bytes(b"\x00garbage" * 512)
     for suffix in ("-wal", "-shm"):
         path.with_name(path.name + suffix).unlink(missing_ok=True)
+
+    def refused(path, inode=None):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(store_module, "move_aside", refused)  # a folder the run may not rename in
     rc = main(
         [
             "attribute",
@@ -226,4 +277,31 @@ def test_the_cli_names_a_corrupt_store_in_one_line_before_any_work(fake_server, 
     )
     err = capsys.readouterr().err
     assert rc == 2 and "Traceback" not in err and str(path) in err and len(err.strip().splitlines()) == 1
+    assert "could not be moved aside" in err and "mv " in err
     assert fake_server.count == 0 and not (tmp_path / "run").exists()  # refused before any request or file
+
+
+def test_two_handles_on_one_damaged_store_heal_it_once(tmp_path):
+    store = ResultStore(tmp_path, "attribute", Attribution)
+    keys = _many(store)
+    data = bytearray(store.path.read_bytes())
+    data[len(data) // 2 : len(data) // 2 + 8192] = b"\xff" * 8192
+    store.path.write_bytes(bytes(data))
+    first, second = ResultStore(tmp_path, "attribute", Attribution), ResultStore(tmp_path, "attribute", Attribution)
+    kept = sum(g is not None for g in first.get_many(keys))  # the first to find the damage heals it
+    assert sum(g is not None for g in second.get_many(keys)) == kept  # the second reads the healed store
+    assert len(list(store.path.parent.glob("records.sqlite3.damaged-*[0-9]Z"))) == 1
+    assert len(first.heals) == 1 and second.heals == []
+    first.close()
+    second.close()
+
+
+def test_a_handle_follows_a_store_another_process_healed(tmp_path):
+    late = ResultStore(tmp_path, "attribute", Attribution)
+    late.put("old", _att("old"))
+    ResultStore(tmp_path, "attribute", Attribution).heal("damaged elsewhere")  # another process moves it aside
+    assert late.put("new", _att("new"))  # written into the new file, not the moved copy
+    fresh = ResultStore(tmp_path, "attribute", Attribution)
+    assert fresh.get("new").record == _att("new") and fresh.get("old").record == _att("old")  # "old" was kept
+    late.close()
+    fresh.close()
