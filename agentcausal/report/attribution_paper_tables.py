@@ -20,21 +20,18 @@ from typing import Any
 import pandas as pd
 
 from agentcausal.attribution.paper_tables import (
-    TABLE1_METHODS,
     WHO_WHEN_LEVELS,
     accuracy_by_level,
     accuracy_over_repeats,
     dcfa_accuracy,
-    fig3_cells,
     gca_only_accuracy,
     graph_stats,
     lce_diagnostics,
     lce_effect,
     outside_levels,
     signed_step_error_histogram,
-    table1_averages,
-    table1_cells,
 )
+from agentcausal.attribution.table1 import TABLE1_METHODS, fig3_cells, table1_averages, table1_cells
 from agentcausal.report.attribution_tables import markdown_table
 
 __all__ = ["paper_tables_markdown", "dcfa_tables_text"]

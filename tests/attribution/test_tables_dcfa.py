@@ -7,8 +7,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agentcausal.attribution.paper_tables import DCFA_TABLE1, table1_averages, table1_backbone, table1_cells
 from agentcausal.attribution.results import results_frame, save_results
+from agentcausal.attribution.table1 import DCFA_TABLE1, table1_averages, table1_backbone, table1_cells
 from agentcausal.cli import main
 from agentcausal.traces.model import Attribution, Label, Step, Trace
 
