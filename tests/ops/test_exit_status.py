@@ -1,7 +1,7 @@
 """Runs that fail say so: a CLI run whose rows failed exits 3 with the count on its last line; one whose endpoint
 dies mid-run is stopped by the circuit breaker and exits 4 naming the endpoint, the rest marked ``not_run``
 and nothing cached for them. A quiet night (a Phoenix window without traces) is exit 0 with one line, nothing
-sent, no run folder left. docs/operations.md shows the exit-code table of ``agentcausal.cli.exit_codes``.
+sent, no run folder left. docs/operations.md and deploy/README.md show the exit-code table of ``agentcausal.cli.exit_codes``.
 Prefect's temporary API in the test process; the fake server (test double)."""
 
 import json
@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_operations_page_shows_the_exit_code_table_of_the_code():
-    text = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
-    assert markdown_table() in text
+    for page in ("docs/operations.md", "deploy/README.md"):
+        assert markdown_table() in (ROOT / page).read_text(encoding="utf-8"), page
     assert {0, 2, 3, 4, 5, 130, 143} <= set(EXIT_CODES)
 
 
