@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from prefect import flow
+from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from agentcausal.attribution.nightly import CORPUS_FILE, merge_corpus, night_summary, read_tonight
@@ -106,8 +106,9 @@ def nightly(
             filter=span_filter,
         )
     tonight = read_tonight(list(paths or []), phoenix=q, format=format, tool_agent=tool_agent)
-    for s in tonight.skipped:
-        print(_skipped_line(s))
+    log = get_run_logger()
+    for s in tonight.skipped:  # a warning: an input left out is something to look at, not progress
+        log.warning(_skipped_line(s))
     written: int | None = None
     written_to: str | None = None
     left_out = 0

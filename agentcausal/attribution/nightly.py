@@ -162,7 +162,8 @@ def merge_corpus(run_dir: str | Path, tonight: Sequence[Trace]) -> NightCorpus:
             changed.append(t.id)
         merged[t.id] = t
     meta = _run_meta(run_dir)
-    rows = meta.get("rows") if isinstance(meta.get("rows"), dict) else {}
+    got = meta.get("rows")
+    rows: dict[str, Any] = got if isinstance(got, dict) else {}
     left_over = int(rows.get("not_run") or 0) + int(rows.get("failed") or 0)
     if old and not (run_dir / "results.parquet").is_file():
         left_over = max(left_over, len(old))  # a corpus without results: the last night stopped before them
