@@ -82,3 +82,20 @@ def test_a_step_without_any_agent_says_so():
     ]
     (trace,) = spans_to_traces(named, source="otel")
     assert "agent_unknown" not in trace.steps[0].metadata and "unknown_agent_steps" not in trace.metadata
+
+
+def test_import_says_which_traces_have_steps_without_an_agent(tmp_path, capsys):
+    from agentcausal.cli import main
+
+    doc = otlp_json(genai_spans())
+    for sp in _spans(doc):  # the agent spans become plain structure: no span names an agent any more
+        for a in sp.get("attributes", []):
+            if a["key"] == "gen_ai.operation.name" and a["value"].get("stringValue") == "invoke_agent":
+                a["value"]["stringValue"] = "workflow"
+        sp["attributes"] = [a for a in sp.get("attributes", []) if a["key"] != "gen_ai.agent.name"]
+        sp["name"] = "step"
+    f = _write(tmp_path, "anonymous.json", doc)
+    assert main(["import", str(f), "-o", str(tmp_path / "o.jsonl")]) == 0
+    err = capsys.readouterr().err
+    tid = _spans(doc)[0]["traceId"]
+    assert "1 trace(s) have steps that no span names an agent for (agent 'unknown'" in err and tid in err
