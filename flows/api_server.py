@@ -19,6 +19,11 @@ A watchdog rather than ``PR_SET_PDEATHSIG``: the parent-death signal fires when 
 the child exits, and Prefect may start its server from a worker thread of the run, which ends long
 before the process does. Normal exits still stop the server through Prefect's ``atexit`` handler.
 
+Its stderr goes to a log file of its own (:attr:`ParentBoundASGIServer.log_path`, a temporary file removed
+when the server stops), not to the run's console: when the run ends, uvicorn's shutdown of a server that
+still has connections open (Prefect's event and log clients) printed a 100-odd-line traceback after a
+successful run. A server that fails to start is still named: the start-up error carries the log's tail.
+
 A server at ``PREFECT_API_URL`` (``prefect server start``, a deployment's) is not touched. Linux and
 macOS (POSIX process groups); elsewhere :func:`install` does nothing.
 """
@@ -28,7 +33,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from typing import Any
+import tempfile
+from pathlib import Path
+from typing import IO, Any
 
 import prefect
 from prefect.server.api.server import SubprocessASGIServer
@@ -60,6 +67,45 @@ class ParentBoundASGIServer(SubprocessASGIServer):
     """Prefect's temporary API server (the same command, settings and start-up checks), started through
     :data:`LAUNCHER` so that it dies with the process that started it."""
 
+    _log: IO[bytes] | None = None
+
+    @property
+    def log_path(self) -> Path | None:
+        """The server's stderr while it runs (None before it starts and after it stops)."""
+        return Path(self._log.name) if self._log is not None else None
+
+    def start(self, timeout: int | None = None) -> None:
+        """Prefect's start (health checked); a failed start carries the server's own last lines.
+
+        Raises
+        ------
+        RuntimeError
+            If the server does not answer in time (Prefect's message, then the server's log tail).
+        """
+        try:
+            super().start(timeout)
+        except RuntimeError as exc:
+            tail = self._log_tail()
+            raise RuntimeError(f"{exc}{' server log: ' + tail if tail else ''}") from exc
+
+    def stop(self) -> None:
+        """Prefect's stop, then the log file is closed and removed (what it holds is the shutdown's noise)."""
+        try:
+            super().stop()
+        finally:
+            log, self._log = self._log, None
+            if log is not None:
+                log.close()
+                Path(log.name).unlink(missing_ok=True)
+
+    def _log_tail(self, chars: int = 3000) -> str:
+        if self._log is None:
+            return ""
+        try:
+            return Path(self._log.name).read_text(encoding="utf-8", errors="replace")[-chars:].strip()
+        except OSError:
+            return ""
+
     def _run_uvicorn_command(self) -> subprocess.Popen[Any]:
         server_env = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
         uvicorn_args = [
@@ -76,9 +122,13 @@ class ParentBoundASGIServer(SubprocessASGIServer):
             "--lifespan",
             "on",
         ]
+        if self._log is None:  # one file for the process's server (a retried port reuses it)
+            self._log = tempfile.NamedTemporaryFile(prefix="agentcausal-prefect-api-", suffix=".log", delete=False)
         return subprocess.Popen(
             args=[sys.executable, "-c", LAUNCHER, str(os.getpid()), repr(WATCH_INTERVAL_S), *uvicorn_args],
             env={**os.environ, **server_env, **get_current_settings().to_environment_variables(exclude_unset=True)},
+            stdout=subprocess.DEVNULL,
+            stderr=self._log,
         )
 
 

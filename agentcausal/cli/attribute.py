@@ -29,10 +29,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentcausal.cli import quiet_task_failures
+from agentcausal.cli.exit_codes import OK
 from agentcausal.cli.import_traces import (
     add_import_arguments,
     import_corpus,
     import_sources,
+    phoenix_query,
     prepare_corpus,
     uses_importer,
 )
@@ -256,7 +258,11 @@ def cmd_attribute(args: argparse.Namespace) -> int:
                 )  # the prompts as sent, their control and bidi characters shown (\x1b, \u202e)
             )
             return 0
-        corpus, skipped = _imported_traces(args) if imported else (None, [])
+        try:
+            corpus, skipped = _imported_traces(args) if imported else (None, [])
+        except NothingNew as quiet:
+            print(quiet)
+            return OK
         plan = _with_skipped(
             attribute_plan(args.paths, traces=corpus, keep_items=SHOWN_ITEMS, **plan_args), skipped, args
         )
@@ -282,6 +288,11 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         open_stores(settings.cache_dir, "attribute", Attribution)  # a damaged store heals in one line, now
         check_endpoints(settings.profiles_path, settings.routing, stages)  # one line and exit 2 when one is down
         plan_file = write_plan(plan, run_dir)
+    except NothingNew as quiet:  # a quiet night: one line, exit 0, the run folder as it was
+        if not out_existed:
+            _remove_new_run_folder(run_dir)
+        print(quiet)
+        return OK
     except BaseException:
         if not out_existed:
             _remove_new_run_folder(run_dir)
@@ -324,12 +335,28 @@ def _imported_traces(args: argparse.Namespace) -> tuple[list[tuple[str, Trace]],
         If no trace is left (every one skipped by ``--skip-invalid``), naming the user's inputs.
     """
     corpus, skipped = import_corpus(args)
+    if not corpus and not skipped and args.from_phoenix and not args.paths:
+        raise NothingNew(_nothing_new_line(args))
     if not corpus:
         raise TraceFormatError(
             "no valid trace to run (every trace was skipped)",
             path=", ".join([*args.paths, *([args.from_phoenix] if args.from_phoenix else [])]),
         )
     return corpus, skipped
+
+
+class NothingNew(Exception):
+    """A Phoenix window (``--from-phoenix``) that selects no trace: a quiet night, not an error (exit 0)."""
+
+
+def _nothing_new_line(args: argparse.Namespace) -> str:
+    """The one line of a Phoenix window without traces: the server, project, window and filter it asked."""
+    q = phoenix_query(args)
+    window = f"since {q.start.isoformat()}" if q.start else "at all"
+    if q.end:
+        window += f" until {q.end.isoformat()}"
+    where = f"Phoenix project {q.project!r} at {q.url}" + (f" (filter {q.filter!r})" if q.filter else "")
+    return f"agentcausal: nothing new {window} in {where}: no trace to attribute, nothing sent"
 
 
 def _with_skipped(plan: Any, skipped: list[dict[str, Any]], args: argparse.Namespace) -> Any:

@@ -216,6 +216,13 @@ def import_corpus(args: argparse.Namespace) -> tuple[list[tuple[str, Trace]], li
         for e in invalid:
             print(f"  {e}", file=sys.stderr)
     check_unique_ids([t for _, t in corpus])
+    unknown = [t.id for _, t in corpus if t.metadata.get("unknown_agent_steps")]
+    if unknown:  # said, not hidden: such a step is blamed on agent "unknown"
+        print(
+            f"agentcausal: {len(unknown)} trace(s) have steps that no span names an agent for (agent 'unknown'; "
+            f"step metadata agent_unknown): {', '.join(unknown[:5])}{' ...' if len(unknown) > 5 else ''}",
+            file=sys.stderr,
+        )
     if args.labels:
         labelled = apply_labels([t for _, t in corpus], read_labels(args.labels))
         corpus = [(o, t) for (o, _), t in zip(corpus, labelled, strict=True)]

@@ -26,7 +26,7 @@ def test_shipped_file_names_real_flows_with_fitting_parameters():
         assert (ROOT / s.entrypoint.split(":")[0]).is_file(), s.entrypoint
         by_flow.setdefault(load_flow(s).name, []).append(s)
         assert s.schedules, f"{s.name} has no schedule"
-    assert set(by_flow) == {"attribute", "discover", "attribute-phoenix"}
+    assert set(by_flow) == {"attribute", "discover", "nightly"}
     nightly = next(s for s in by_flow["attribute"] if s.name == "who-and-when-nightly")
     assert nightly.parameters["methods"] == ["all_at_once", "step_by_step", "binary_search"]
     paper = next(s for s in by_flow["attribute"] if s.name == "dcfa-paper-weekly")

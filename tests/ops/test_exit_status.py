@@ -1,17 +1,46 @@
 """Runs that fail say so: a CLI run whose rows failed exits 3 with the count on its last line; one whose endpoint
 dies mid-run is stopped by the circuit breaker and exits 4 naming the endpoint, the rest marked ``not_run``
-and nothing cached for them. Prefect's temporary API in the test process; the fake server (test double)."""
+and nothing cached for them. A quiet night (a Phoenix window without traces) is exit 0 with one line, nothing
+sent, no run folder left. docs/operations.md and deploy/README.md show the exit-code table of ``agentcausal.cli.exit_codes``.
+Prefect's temporary API in the test process; the fake server (test double)."""
 
 import json
 import threading
 import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from agentcausal.cli import main
-from agentcausal.cli.exit_codes import ENDPOINT_DOWN, FAILED_ROWS
+from agentcausal.cli.exit_codes import ENDPOINT_DOWN, EXIT_CODES, FAILED_ROWS, OK, markdown_table
 from tests.ops.conftest import EXAMPLES, write_profiles
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_operations_page_shows_the_exit_code_table_of_the_code():
+    for page in ("docs/operations.md", "deploy/README.md"):
+        assert markdown_table() in (ROOT / page).read_text(encoding="utf-8"), page
+    assert {0, 2, 3, 4, 5, 130, 143} <= set(EXIT_CODES)
+
+
+def test_a_phoenix_window_without_traces_is_exit_0_with_one_line(monkeypatch, scripted_server, tmp_path, capsys):
+    import agentcausal.tracers.phoenix as phoenix
+
+    asked = []
+    monkeypatch.setattr(phoenix, "load_phoenix", lambda q, **kw: asked.append(q) or [])  # the window holds none
+    profiles = write_profiles(tmp_path / "profiles.toml", scripted_server.base_url)
+    run_dir = tmp_path / "run"
+    argv = ["attribute", "--from-phoenix", "http://127.0.0.1:6006", "--since", "1m", "--no-ground-truth"]
+    argv += ["--profiles", profiles, "--cache-dir", str(tmp_path / "c"), "--out", str(run_dir), "--no-progress"]
+    assert main(argv) == OK
+    out, err = capsys.readouterr()
+    assert len(asked) == 1 and asked[0].start is not None
+    assert out.startswith("agentcausal: nothing new since ") and "'default' at http://127.0.0.1:6006" in out
+    assert out.count("\n") == 1 and not err
+    assert scripted_server.count == 0 and not run_dir.exists()
+    assert main([*argv, "--dry-run"]) == OK and "nothing new since" in capsys.readouterr().out
 
 
 @pytest.mark.slow

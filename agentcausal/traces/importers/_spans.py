@@ -18,7 +18,12 @@ which applies the common rules:
 
 A trace whose step spans carry no content at all (content capture off) is
 invalid: :class:`~agentcausal.exceptions.TraceFormatError` says so, or the
-trace is dropped with ``skip_invalid=True``.
+trace is dropped with ``skip_invalid=True``. So is a structurally broken span
+tree (:func:`tree_defect`), which is named, never guessed at: a span whose
+parent is not in the trace (an incomplete export, a trace still running),
+two different spans under one span id, a cycle of parents. A step no span
+above it names an agent for keeps agent ``unknown`` and says so in its
+metadata (``agent_unknown``) and in the trace's (``unknown_agent_steps``).
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ __all__ = [
     "iso_to_ns",
     "message_text",
     "CONTENT_OFF_HINT",
+    "tree_defect",
 ]
 
 log = logging.getLogger(__name__)
@@ -217,6 +223,57 @@ def _part_text(p: Any) -> str:
     return json.dumps(p, ensure_ascii=False, default=str)
 
 
+def _same_span(a: SpanRecord, b: SpanRecord) -> bool:
+    """Whether two records under one (trace id, span id) are copies of one span (two exports holding it)."""
+    return (a.name, a.start, a.parent_id, a.kind) == (b.name, b.start, b.parent_id, b.kind)
+
+
+def tree_defect(spans: Iterable[SpanRecord], *, clashes: Iterable[str] = ()) -> str | None:
+    """Why one trace's span tree cannot be read as a tree, or None when it can.
+
+    Parameters
+    ----------
+    spans : the trace's span records, one per span id
+    clashes : span ids that two different spans (other name, start, parent or kind) were given
+
+    Returns
+    -------
+    str or None: the first defect found, naming the span ids: two different spans under one id, a
+    span whose parent is not in the trace, or a cycle of parents.
+
+    Examples
+    --------
+    >>> a = SpanRecord("t", "a", None, "root", 1, "agent")
+    >>> b = SpanRecord("t", "b", "gone", "llm", 2, "llm")
+    >>> tree_defect([a, b])
+    "span b's parent gone is not in the trace (an incomplete export, or the trace was still running)"
+    >>> tree_defect([SpanRecord("t", "a", "b", "x", 1, "llm"), SpanRecord("t", "b", "a", "y", 2, "llm")])
+    'spans a, b are each their own ancestor (a cycle of parents)'
+    """
+    clash = sorted(set(clashes))
+    if clash:
+        return f"span id {', '.join(clash[:5])} is given to two different spans"
+    by_id = {s.span_id: s for s in spans}
+    for s in by_id.values():
+        if s.parent_id and s.parent_id not in by_id:
+            return (
+                f"span {s.span_id}'s parent {s.parent_id} is not in the trace (an incomplete export, "
+                "or the trace was still running)"
+            )
+    in_cycle: list[str] = []
+    for s in by_id.values():
+        seen: set[str] = set()
+        cur: SpanRecord | None = s
+        while cur is not None and cur.span_id not in seen:
+            seen.add(cur.span_id)
+            cur = by_id.get(cur.parent_id) if cur.parent_id else None
+        if cur is not None and cur.span_id == s.span_id:
+            in_cycle.append(s.span_id)
+    if in_cycle:
+        return f"spans {', '.join(sorted(in_cycle)[:5])} are each their own ancestor (a cycle of parents)"
+    return None
+
+
 def _order(spans: list[SpanRecord]) -> list[SpanRecord]:
     by_id = {s.span_id: s for s in spans}
     depth: dict[str, int] = {}
@@ -276,17 +333,21 @@ def spans_to_traces(
     Raises
     ------
     TraceFormatError
-        If a trace has no LLM/tool/agent span, or none of its steps carries content
-        (content capture off); all such traces are named in one message (not with
-        ``skip_invalid`` or ``invalid``).
+        If a trace has no LLM/tool/agent span, none of its steps carries content (content
+        capture off), or its span tree is broken (:func:`tree_defect`); all such traces are
+        named in one message (not with ``skip_invalid`` or ``invalid``).
     """
     groups: dict[str, dict[str, SpanRecord]] = {}
+    clashes: dict[str, list[str]] = {}
     dropped = 0
     for s in spans:
         group = groups.setdefault(s.trace_id, {})
         kept = group.get(s.span_id)
         if kept is None:
             group[s.span_id] = s
+            continue
+        if not _same_span(kept, s):
+            clashes.setdefault(s.trace_id, []).append(s.span_id)
             continue
         dropped += 1  # the same span twice (e.g. two exports holding it): keep one
         if kept.content is None and s.content is not None:
@@ -296,6 +357,10 @@ def spans_to_traces(
     out: list[tuple[int, Trace]] = []
     bad: list[tuple[str, str]] = []
     for tid, by_span in groups.items():
+        defect = tree_defect(by_span.values(), clashes=clashes.get(tid, ()))
+        if defect:
+            bad.append((tid, defect))
+            continue
         ordered = _order(list(by_span.values()))
         by_id = {s.span_id: s for s in ordered}
         has_step_below: set[str] = set()
@@ -320,6 +385,8 @@ def spans_to_traces(
             step_meta = {"span_id": s.span_id, "trace_id": s.trace_id, "span_name": s.name, **s.meta}
             if s.content is None:
                 step_meta["content_missing"] = True
+            if not agent:
+                step_meta["agent_unknown"] = True  # no span above it names an agent: said, not hidden
             steps.append(
                 Step(
                     index=i,
@@ -336,6 +403,9 @@ def spans_to_traces(
         meta: dict[str, Any] = {"format": source, "trace_id": tid, "root_span_id": roots[0].span_id if roots else ""}
         if file:
             meta["file"] = file
+        unknown = [st.index for st in steps if st.metadata.get("agent_unknown")]
+        if unknown:
+            meta["unknown_agent_steps"] = unknown
         out.append(
             (
                 ordered[0].start,
