@@ -82,3 +82,44 @@ def test_paper_on_the_fake_server_every_row_that_moved_has_a_confidence(fake_ser
         assert sum(a.confidence is not None for a in rows) > sum(
             a.step in {x["step"] for x in a.details["lce"]["scores"]} for a in rows
         )
+
+
+@pytest.mark.timeout(400)
+def test_attribute_under_paper_on_the_fake_server_gives_every_moved_row_a_confidence(tmp_path):
+    """The same "done when" through ``agentcausal attribute --preset paper`` (Prefect's ephemeral API, the fake
+    server): results.parquet's DCFA rows that accepted a move carry a confidence; a no-op correction none."""
+    import contextlib
+    import io
+    import json
+
+    import pandas as pd
+
+    from agentcausal.cli import main
+    from agentcausal.traces.jsonl import write_jsonl
+    from agentcausal_fakes.fake_openai import FakeOpenAIServer
+
+    corpus = write_jsonl(synthetic_traces(24, seed=3), tmp_path / "traces.jsonl")
+    with FakeOpenAIServer(responder=BenchResponder()) as srv:
+        toml = tmp_path / "profiles.toml"
+        toml.write_text(
+            f'[profiles.fake]\nkind = "chat"\nbase_url = "{srv.base_url}"\nmodel = "fake-model"\n'
+            'max_concurrency = 4\ntimeout_s = 5\ncontext_window = 65536\n\n[profiles.emb]\nkind = "embedding"\n'
+            f'base_url = "{srv.base_url}"\nmodel = "fake-embed"\n\n[routings.default]\ndefault = "fake"\n'
+            'embed = "emb"\n'
+        )
+        args = ["attribute", str(corpus), "-m", "dcfa", "--preset", "paper", "--profiles", str(toml)]
+        args += ["--cache-dir", str(tmp_path / "cache"), "--no-progress", "--out", str(tmp_path / "run")]
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(args) == 0
+    df = pd.read_parquet(tmp_path / "run" / "results.parquet")
+    assert len(df) == 24
+    moved = 0
+    for r in df.itertuples():
+        lce = json.loads(r.details_json)["lce"]
+        changed = r.pred_step in (lce.get("corrected_steps") or ())
+        if not changed:
+            assert pd.isna(r.confidence) and pd.isna(r.corrected_action), r.trace_id
+        elif lce["path"]:
+            moved += 1
+            assert not pd.isna(r.confidence), r.trace_id
+    assert moved >= 2
