@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["EvidenceResponder", "asks_evidence"]
+__all__ = ["EvidenceResponder", "asks_evidence", "add_evidence"]
 
 _BLOCK = re.compile(r'<step n="(\d+)">\n(?:Step \d+ \| [^:\n]*: )?(.*?)\n</step>', re.S)
 _TRACE = re.compile(r"<trace>\n(.*?)\n</trace>", re.S)
@@ -67,16 +67,21 @@ class EvidenceResponder:
         text = self.inner(body)
         if not asks_evidence(body):
             return text
-        reply = json.loads(text)
         self.asked += 1
-        prompt = _user(body)
-        step = reply.get("step")
-        if step is None:  # Step-by-Step's verdict names no step: the step asked about
-            m = _ASKED.search(prompt)
-            step = int(m.group(1) or m.group(2)) if m else None
-        content = _step_text(prompt, int(step)) if step is not None else None
-        if self.mode == "paraphrase" or not content:
-            reply["evidence"] = "the agent clearly got everything wrong here"
-        else:
-            reply["evidence"] = content[: self.chars]
-        return json.dumps(reply)
+        return add_evidence(body, text, mode=self.mode, chars=self.chars)
+
+
+def add_evidence(body: dict[str, Any], text: str, *, mode: str = "verbatim", chars: int = 24) -> str:
+    """The JSON reply ``text`` with an ``evidence`` quote of the step it names (see :class:`EvidenceResponder`)."""
+    reply = json.loads(text)
+    prompt = _user(body)
+    step = reply.get("step")
+    if step is None:  # Step-by-Step's verdict names no step: the step asked about
+        m = _ASKED.search(prompt)
+        step = int(m.group(1) or m.group(2)) if m else None
+    content = _step_text(prompt, int(step)) if step is not None else None
+    if mode == "paraphrase" or not content:
+        reply["evidence"] = "the agent clearly got everything wrong here"
+    else:
+        reply["evidence"] = content[:chars]
+    return json.dumps(reply)

@@ -44,6 +44,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from agentcausal_fakes.evidence import add_evidence, asks_evidence
+
 __all__ = ["BenchResponder", "instance_from_schema", "schema_name", "HANDLED_SCHEMAS"]
 
 _QUESTION = re.compile(r"<question>(.*?)</question>", re.S)
@@ -153,7 +155,9 @@ class BenchResponder:
     its trace, and per question the correct answer once a prompt has shown
     it. So prompts that show only some steps (DED, Binary-Search after its
     first call) or hide the answer (Simulation) stay consistent with the same
-    culprit, whatever order concurrent traces arrive in.
+    culprit, whatever order concurrent traces arrive in. A request whose reply
+    schema asks for ``evidence`` (``quote_evidence``, ``attribute --evidence``) gets a
+    verbatim slice of the step its reply names (:func:`agentcausal_fakes.evidence.add_evidence`).
 
     Parameters
     ----------
@@ -460,7 +464,10 @@ class BenchResponder:
         u = _user(body)
         handler = self._handlers.get(name)
         if handler is not None:
-            return json.dumps(handler(body, u))
+            reply = handler(body, u)
+            if asks_evidence(body) and "evidence" not in reply:  # quote_evidence / --evidence: a verbatim quote
+                return add_evidence(body, json.dumps(reply))
+            return json.dumps(reply)
         schema = _schema(body)
         if schema:
             return json.dumps(instance_from_schema(schema, seed=_h(name, u)))

@@ -19,15 +19,20 @@ A method *ranks* when its candidates come from a ranking (a role other than
 
 ``confidence`` is set only where the method defines a number for its answer:
 
-* **DCFA**: S(i*) of the blamed step i*, clipped to [0, 1]: the score of the
-  counterfactual trace corrected through i* (eq. 10), i.e. how well correcting
-  the blamed step rescues the run, which is what a decisive error is. With the
-  correct answer it is the embedding cosine of the simulated outcome to it;
-  without (``--no-ground-truth``, the ``no_truth`` variant) the judge's
-  probability that the simulated outcome answers the question correctly.
-  Neither is calibrated. None when LCE did not score i* (the GCA hypothesis is
-  never simulated by the search; a DED choice off the candidates; LCE off or
-  failed).
+* **DCFA**: S of the counterfactual trace corrected through the blamed step i*
+  (eq. 10), clipped to [0, 1]: how well correcting the run through i* rescues
+  it. It is read from the simulations LCE already made, under every preset: the
+  earliest simulated T~(m) with m >= i* (T~(i*) itself whenever the search
+  scored i* or i* + 1; else the nearest later one, which carries the corrections
+  up to m too); ``details["confidence_is"]`` names the trace. With the correct
+  answer S is the embedding cosine of the simulated outcome to it; without
+  (``--no-ground-truth``, the ``no_truth`` variant) the judge's probability
+  that the simulated outcome answers the question correctly. Range [0, 1];
+  not calibrated, so not the probability that i* is the decisive error. None
+  when Correct left i* as it was, up to whitespace (no correction proposed, so
+  no fix either), when LCE corrected nothing (no neighbour to score; LCE off or
+  failed), or when no trace corrected through i* was simulated
+  (:mod:`agentcausal.attribution.dcfa.result_fields`).
 * **ECHO**: the consensus support of the blamed step, its share of the total
   consensus weight (``details["support"]``), in [0, 1].
 * All-at-Once, Step-by-Step, Binary-Search, A2P: None. Their replies hold no

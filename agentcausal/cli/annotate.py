@@ -9,10 +9,12 @@
 ``--phoenix`` writes one span annotation per blamed span
 (:func:`agentcausal.tracers.phoenix.annotate_phoenix`); ``--otlp`` writes the
 same results as OTLP JSON log records of ``gen_ai.evaluation.result`` events
-for any OpenTelemetry backend (:mod:`agentcausal.tracers.otlp_export`). Both
-read the run folder's ``results.parquet`` and ``run.json``; rows with nothing to
-annotate (no decisive step, a failed method, a trace without span ids) are
-counted and listed with ``-v``.
+for any OpenTelemetry backend (:mod:`agentcausal.tracers.otlp_export`). Each
+carries the label, the confidence as score where the method has one, the reason,
+the evidence, the fix and the ranked candidates. Both read the run folder's
+``results.parquet`` and ``run.json``; rows with nothing to annotate (no decisive
+step, a failed method, a trace without span ids) and blamed spans Phoenix does not
+hold (skipped; the rest are written) are counted on stderr and listed with ``-v``.
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "annotate",
         help="write a run's blamed spans back: Phoenix span annotations and/or an OTLP JSON file",
         description="Send each blamed span of an attribution run back to the tracer: as a Phoenix span annotation "
-        "(label 'decisive error', score = the method's confidence where it has one, explanation = reason and "
-        "evidence, metadata: method, run, preset, model) and/or as OpenTelemetry GenAI evaluation log records "
+        "(label 'decisive error', score = the method's confidence where it has one, explanation = reason, "
+        "evidence and fix, metadata: method, run, preset, model, evidence, fix, ranked candidates; spans Phoenix "
+        "does not hold are skipped and counted) and/or as OpenTelemetry GenAI evaluation log records "
         "(gen_ai.evaluation.result, keyed by trace and span id) in an OTLP JSON file. Only traces imported from "
         "spans (OTel, OpenInference, Phoenix ...) have span ids to annotate.",
     )
@@ -87,6 +90,15 @@ def cmd_annotate(args: argparse.Namespace) -> int:
             f"{res.written} span annotation(s) written to Phoenix at {args.phoenix} "
             f"(name {', '.join(res.names) or '-'}; identifier {res.identifier})"
         )
+        if res.missing:
+            print(
+                f"agentcausal: {len(res.missing)} blamed span(s) skipped: Phoenix holds no span with that id "
+                "(deleted, or another project's); the rest were written",
+                file=sys.stderr,
+            )
+            if getattr(args, "verbose", False):
+                for u in res.missing:
+                    print(f"  {u['trace_id']} ({u['method']}): span {u['span_id']}", file=sys.stderr)
         unplaced = res.unplaced
     if args.otlp:
         # start-up cost: loads pandas, pydantic, which `agentcausal --help` and every other verb would pay at import

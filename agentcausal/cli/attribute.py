@@ -101,6 +101,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="METHOD.FIELD=VALUE",
         help="a method setting (repeatable), e.g. step_by_step.on_no_yes=last_step; VALUE is JSON or text",
     )
+    p.add_argument(
+        "--evidence",
+        action="store_true",
+        help="every method quotes the blamed step verbatim (quote_evidence=true for each method that has it: one "
+        "more reply field, checked against the step); ECHO quotes without it, binary_search cannot",
+    )
     p.add_argument("--limit", type=int, default=None, help="at most N traces (after --id and --max-steps)")
     p.add_argument(
         "--id",
@@ -213,6 +219,10 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         raise ConfigError(f"no such trace file or folder: {', '.join(missing)}")
     methods = list(dict.fromkeys(args.methods or ["all_at_once"]))
     sets = parse_bool_sets(parse_sets(args.sets))
+    if args.evidence:  # quote_evidence on for every method that has it (in the cache key as the setting is)
+        from agentcausal.attribution.evidence import evidence_sets  # start-up cost (see above)
+
+        sets = evidence_sets(methods, sets)
     if args.limit is not None and args.limit < 1:
         raise ConfigError(f"--limit must be at least 1, got {args.limit}")
     if args.max_steps is not None and args.max_steps < 1:

@@ -45,6 +45,8 @@ from agentcausal.report.html import readable_value
 __all__ = [
     "AgreementStats",
     "AGREEMENT_NOTE",
+    "MIN_INTERVAL_N",
+    "kappa_word",
     "agreement_stats",
     "blamed_pairs",
     "run_agreement",
@@ -57,13 +59,41 @@ __all__ = [
 #: bootstrap resamples and seed (fixed: a report repeats exactly)
 RESAMPLES, SEED, LEVEL = 2000, 0, 0.95
 
+#: below this many pairs an interval is not drawn: the bootstrap of a handful of pairs is not meaningful
+MIN_INTERVAL_N = 10
+
+#: Landis and Koch's words for ranges of κ (upper bounds, inclusive)
+_KAPPA_WORDS = ((0.0, "poor"), (0.2, "slight"), (0.4, "fair"), (0.6, "moderate"), (0.8, "substantial"))
+
+
+def kappa_word(kappa: float) -> str:
+    """Landis and Koch's word for a κ: poor (< 0), slight (0–0.20), fair, moderate, substantial, almost perfect
+    (0.81–1); ``""`` for NaN.
+
+    References
+    ----------
+    Landis, J. R. and Koch, G. G. "The measurement of observer agreement for categorical data." Biometrics 33(1),
+    1977. doi:10.2307/2529310.
+
+    >>> kappa_word(0.05), kappa_word(0.55), kappa_word(0.9), kappa_word(-0.1), kappa_word(float("nan"))
+    ('slight', 'moderate', 'almost perfect', 'poor', '')
+    """
+    if kappa != kappa:
+        return ""
+    if kappa < 0:
+        return "poor"
+    return next((w for hi, w in _KAPPA_WORDS[1:] if kappa <= hi), "almost perfect")
+
+
 #: how the agreement tables are computed (printed above them)
 AGREEMENT_NOTE = (
     "agreement: share of paired traces whose blamed 0-based step is the same, over the pairs where both blamed a "
     f"step (k/n), with a {int(LEVEL * 100)}% percentile bootstrap interval ({RESAMPLES:,} resamples of the pairs); "
     "not compared: pairs where either was undetermined or failed. chance: the agreement expected if both picked "
     "a step at random, mean of 1/(steps of the trace). κ = (agreement − chance) / (1 − chance) "
-    "(Brennan–Prediger form: chance from each trace's own step count)."
+    "(Brennan–Prediger form: chance from each trace's own step count), with Landis and Koch's word for its range "
+    f"(slight 0–0.20, fair, moderate, substantial, almost perfect 0.81–1). With fewer than {MIN_INTERVAL_N} pairs "
+    "no interval is drawn: it would not be meaningful."
 )
 
 

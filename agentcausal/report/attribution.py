@@ -1,7 +1,7 @@
 """The markdown and HTML report of a failure-attribution run: ``report.md`` and ``report.html``.
 
-Both reports open on the blamed steps (:mod:`agentcausal.report.blamed`), with the
-run's settings folded. :func:`markdown_report` then renders an
+Both reports open on the blamed steps (:mod:`agentcausal.report.blamed`), then the
+ranked candidates of the methods that rank (DCFA, ECHO), with the run's settings folded. :func:`markdown_report` then renders an
 :class:`~agentcausal.attribution.evaluate.Evaluation`: accuracy overall, per subset,
 per trace length and the step-error histogram, each only when some trace is
 labelled (:mod:`agentcausal.report.accuracy`: counts ``k/n`` beside percentages,
@@ -32,7 +32,7 @@ from agentcausal.attribution.results import load_results
 from agentcausal.report.accuracy import ACCURACY_NOTE, accuracy_display, has_labels
 from agentcausal.report.attribution_load import run_traces, shown_rows
 from agentcausal.report.attribution_paper_tables import paper_tables_markdown
-from agentcausal.report.attribution_tables import evaluation_tables, markdown_table
+from agentcausal.report.attribution_tables import RANKED_NOTE, evaluation_tables, markdown_table, ranked_candidates
 from agentcausal.report.blamed import blamed_html, blamed_markdown
 from agentcausal.report.dcfa import dependency_graph_edge_table, dependency_graph_mermaid
 from agentcausal.report.html import facts_markdown, html_table, readable_value, write_html_report
@@ -42,7 +42,14 @@ from agentcausal.runs.folder import atomic_write_text, load_run_meta
 from agentcausal.traces.display import visible
 from agentcausal.traces.model import Attribution, Trace
 
-__all__ = ["RunReport", "markdown_report", "dependency_graphs_markdown", "write_report", "report_run"]
+__all__ = [
+    "RunReport",
+    "markdown_report",
+    "ranked_markdown",
+    "dependency_graphs_markdown",
+    "write_report",
+    "report_run",
+]
 
 
 class RunReport(NamedTuple):
@@ -169,6 +176,14 @@ def _cost_this_run_section(ev: Evaluation, meta: Mapping[str, object] | None) ->
     ]
 
 
+def ranked_markdown(ranked: pd.DataFrame, *, max_rows: int = 500) -> str:
+    """The "Ranked candidates" section of ``report.md`` (:func:`~agentcausal.report.attribution_tables.ranked_candidates`)."""
+    more = ["", f"… {len(ranked) - max_rows} more row(s) in `results.parquet`."] if len(ranked) > max_rows else []
+    return "\n".join(
+        [f"## Ranked candidates ({len(ranked)})", "", RANKED_NOTE, "", markdown_table(ranked.head(max_rows)), *more, ""]
+    )
+
+
 def dependency_graphs_markdown(results: pd.DataFrame, *, max_graphs: int = 50) -> str:
     """A markdown section drawing each DCFA attribution's dependency graph (mermaid), like DCFA's Figure 4.
 
@@ -263,6 +278,9 @@ def write_report(
     figs = attribution_figures(ev, d)  # PNGs in the run folder; text charts in report.md, images in report.html
     graphs = dependency_graphs_markdown(results) if results is not None else ""
     blamed = blamed_markdown(results) if results is not None else ""
+    ranked = ranked_candidates(results) if results is not None else pd.DataFrame()
+    if len(ranked):  # after the blamed steps: the other steps each ranking method weighed
+        blamed += "\n" + ranked_markdown(ranked)
     labelled = has_labels(ev.overall)
     paper = paper_tables_markdown(results, dict(run_meta or {})) if results is not None and labelled else ""
     md = markdown_report(ev, meta=meta, lead=blamed) + paper + figures_markdown(figs) + graphs
@@ -278,6 +296,14 @@ def write_report(
             else ""
         )
         lead = [blamed_html(shown, note=cut)]
+        ranked_shown = ranked_candidates(shown)
+        if len(ranked_shown):
+            lead.append(
+                f"<h2>Ranked candidates ({len(ranked_shown)})</h2><p class='note'>{html.escape(RANKED_NOTE)}{cut}</p>"
+                + html_table(
+                    ranked_shown, table_id="ranked-candidates", sortable=True, filterable=len(ranked_shown) > 10
+                )
+            )
         sections = [
             "<h2>Per trace</h2><p class='note'>One row per trace and method; click a header to sort, "
             f"type to filter, click a trace to see its steps.{cut}</p>",

@@ -6,6 +6,8 @@
 * :func:`table_records`: rows as JSON-friendly dicts, for a Prefect table artifact.
 * :func:`evaluation_tables`: an :class:`~agentcausal.attribution.evaluate.Evaluation`'s accuracy, cost
   and failure tables with their headings, in report order.
+* :func:`candidates_text` and :func:`ranked_candidates`: the ranked candidates of the methods that rank
+  (DCFA, ECHO), the blamed step first, for ``report.md`` and ``report.html``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,29 @@ if TYPE_CHECKING:
     from agentcausal.attribution.evaluate import Evaluation
     from agentcausal.attribution.results import AttributionSummary
 
-__all__ = ["markdown_table", "headline_first", "accuracy_text", "table_records", "evaluation_tables"]
+__all__ = [
+    "markdown_table",
+    "headline_first",
+    "accuracy_text",
+    "table_records",
+    "evaluation_tables",
+    "candidates_text",
+    "ranked_candidates",
+    "RANKED_NOTE",
+    "SHOWN_CANDIDATES",
+]
+
+#: candidates shown per row (the rest counted)
+SHOWN_CANDIDATES = 5
+
+#: what the ranked-candidates table shows (above it in both reports)
+RANKED_NOTE = (
+    "Per trace, the steps a ranking method weighed, best first (the blamed step first), each with why it is a "
+    "candidate and its score: DCFA's decision, the GCA hypothesis, the search's accepted pivots and the "
+    "neighbours it evaluated, scored by ΔS(i) = S(i) − S(i−1) (– where LCE did not compute it); ECHO's "
+    f"consensus step and the other voted steps, scored by consensus weight. The first {SHOWN_CANDIDATES} "
+    "are shown; every candidate is in results.parquet (`candidates`). Single-answer methods have none to rank."
+)
 
 _PCT = ("step_acc", "agent_acc", "both_acc")
 
@@ -148,3 +172,59 @@ def evaluation_tables(ev: Evaluation) -> list[tuple[str, pd.DataFrame]]:
         ("Cost per stage", ev.cost_by_stage),
         (f"Failed traces ({len(ev.failures)})", ev.failures),
     ]
+
+
+def candidates_text(cands: Any, k: int = SHOWN_CANDIDATES) -> str:
+    """Ranked candidates (a list of dicts) on one line: ``2 (decision, ΔS +0.921) · 1 (hypothesis) …``.
+
+    >>> candidates_text([{"step": 2, "role": "decision", "score": 0.92, "score_is": "ΔS(i) = …"},
+    ...                  {"step": 1, "role": "hypothesis"}, {"step": 4, "role": "vote", "score": 1.5}], k=2)
+    '2 (decision, ΔS +0.920) · 1 (hypothesis) · … (+1)'
+    """
+    if not isinstance(cands, list) or not cands:
+        return ""
+    out = []
+    for c in cands[:k]:
+        bits = [str(c.get("role") or "")]
+        score = c.get("score")
+        if score is not None and not (isinstance(score, float) and pd.isna(score)):
+            what = str(c.get("score_is") or "")
+            bits.append(f"ΔS {float(score):+.3f}" if what.startswith("ΔS") else f"score {float(score):.3g}")
+        out.append(f"{c.get('step')} ({', '.join(b for b in bits if b)})")
+    return " · ".join(out) + (f" · … (+{len(cands) - k})" if len(cands) > k else "")
+
+
+def ranked_candidates(results: pd.DataFrame, k: int = SHOWN_CANDIDATES) -> pd.DataFrame:
+    """One row per (trace, method) whose method ranks its candidates: trace, method, blamed step, candidates.
+
+    Parameters
+    ----------
+    results : results frame (``results.parquet``; the ``candidates`` column as JSON text or lists)
+    k : candidates shown per row
+
+    Returns
+    -------
+    DataFrame with columns trace, method, step, candidates (text, :func:`candidates_text`), sorted by trace and
+    method; empty when no method ranks (single-answer methods, or a run without the column).
+    """
+    from agentcausal.attribution.candidates import ranks, read_candidates
+
+    cols = ["trace", "method", "step", "candidates"]
+    if "candidates" not in results.columns or results.empty:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for tid, method, step, raw in zip(
+        results["trace_id"], results["method"], results["pred_step"], results["candidates"]
+    ):
+        cands = read_candidates(raw)
+        if ranks(cands):
+            rows.append(
+                {
+                    "trace": str(tid),
+                    "method": str(method),
+                    "step": "–" if pd.isna(step) else str(int(step)),
+                    "candidates": candidates_text(cands, k),
+                }
+            )
+    df = pd.DataFrame(rows, columns=cols)
+    return df.sort_values(["trace", "method"], kind="stable").reset_index(drop=True) if len(df) else df

@@ -1,7 +1,11 @@
 """The pages of a run comparison (:func:`agentcausal.report.compare.compare_runs`): ``compare.md``
-(:func:`comparison_markdown`) and ``compare.html`` (:func:`comparison_html`, :func:`write_comparison_html`):
-the intro, what differs, the agreement of blamed steps, the metrics with their paired tests, cost, the
-flipped and unpaired items.
+(:func:`comparison_markdown`) and ``compare.html`` (:func:`comparison_html`, :func:`write_comparison_html`).
+
+Both lead with what changed: the intro, one line naming the settings that differ (the whole table folded in a
+``<details>`` block), then for attribution runs the agreement of blamed steps with κ and the traces whose
+blamed step changed, then (labelled runs) the metrics with their paired tests and the flipped verdicts; cost
+and the unpaired items last. With fewer than :data:`~agentcausal.report.agreement.MIN_INTERVAL_N` pairs an
+interval cell says it is not meaningful instead of showing one, and κ carries Landis and Koch's word.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from agentcausal.report.agreement import AGREEMENT_NOTE
+from agentcausal.report.agreement import AGREEMENT_NOTE, MIN_INTERVAL_N, kappa_word
 from agentcausal.report.compare import Comparison, frame_rows, load_run_frame
 from agentcausal.report.discovery_analyses import AnalysesReport, backbone_label, backbone_rank_sections
 from agentcausal.report.html import html_table, human_number, page
@@ -177,16 +181,30 @@ def _ci(lo: float, hi: float, pct: bool = True) -> str:
     return f"{_pct(lo)} – {_pct(hi)}" if pct else f"{lo:.2f} – {hi:.2f}"
 
 
+#: an interval cell for fewer than MIN_INTERVAL_N pairs
+_FEW = f"not meaningful (n < {MIN_INTERVAL_N})"
+
+
 def _agreement_cells(r: Any) -> dict[str, str]:
+    few = 0 < int(r.n) < MIN_INTERVAL_N
     return {
         "n": str(int(r.n)),
         "same step": "–" if not r.n else f"{int(r.k)}/{int(r.n)} ({_pct(r.agreement)})",
-        "95% CI": _ci(r.low, r.high),
+        "95% CI": _FEW if few else _ci(r.low, r.high),
         "chance": _pct(r.chance),
-        "κ": "–" if pd.isna(r.kappa) else f"{r.kappa:.2f}",
-        "κ 95% CI": _ci(r.kappa_low, r.kappa_high, False),
+        "κ": "–" if pd.isna(r.kappa) else f"{r.kappa:.2f} ({kappa_word(r.kappa)})",
+        "κ 95% CI": _FEW if few else _ci(r.kappa_low, r.kappa_high, False),
         "not compared": str(int(r.not_compared)),
     }
+
+
+def _differs_line(c: Comparison) -> str:
+    """One line naming what differs (the table itself is folded)."""
+    if not len(c.differs):
+        return _DIFFERS_NONE
+    keys = [f"{r['key']}" if r["what"] == "settings" else f"{r['what']} {r['key']}" for _, r in c.differs.iterrows()]
+    shown = ", ".join(keys[:8]) + (f", … (+{len(keys) - 8})" if len(keys) > 8 else "")
+    return f"Settings that differ ({len(keys)}): {shown}."
 
 
 def _agreement_display(c: Comparison) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -286,17 +304,28 @@ def comparison_markdown(c: Comparison) -> str:
         if _has_labels(c)
         else ["No shared trace is labelled: accuracy is not compared.", ""]
     )
+    folded = (
+        [
+            f"<details><summary>What differs ({len(c.differs)}): the whole table</summary>",
+            "",
+            _md_table(c.differs),
+            "",
+            "</details>",
+            "",
+        ]
+        if len(c.differs)
+        else []
+    )
     return "\n".join(
         [
             f"# Compare {c.run_a.name} (A) with {c.run_b.name} (B)",
             "",
             _intro(c),
             "",
-            f"## What differs ({len(c.differs)})",
-            "",
-            _md_table(c.differs) if len(c.differs) else _DIFFERS_NONE,
+            _differs_line(c),
             "",
             *_unlabelled_md(c),
+            *folded,
             *metrics,
             "## Cost per item (means)",
             "",
@@ -348,9 +377,17 @@ def comparison_html(c: Comparison, base: str | Path | None = None) -> str:
     where = None if base is None else Path(base)
     blocks = [
         f"<p class='note'>{e(_intro(c))}</p>",
-        f"<h2>What differs ({len(c.differs)})</h2>",
-        html_table(c.differs, table_id="differs") if len(c.differs) else f"<p>{e(_DIFFERS_NONE)}</p>",
+        f"<p id='differs-line'>{e(_differs_line(c))}</p>",
     ]
+    folded = (
+        [
+            f"<details><summary>What differs ({len(c.differs)}): the whole table</summary>",
+            html_table(c.differs, table_id="differs"),
+            "</details>",
+        ]
+        if len(c.differs)
+        else []
+    )
     if c.kind == "attribution":
         runs, within = _agreement_display(c)
         changed = _blame_changed_display(c)
@@ -375,6 +412,7 @@ def comparison_html(c: Comparison, base: str | Path | None = None) -> str:
                 cell_html={"trace": links},
             ),
         ]
+    blocks += folded
     if _has_labels(c):
         blocks += [
             "<h2>Metrics</h2>",

@@ -8,9 +8,12 @@ span ids) are listed in :attr:`RunBlame.unplaced` with the reason.
 
 Everything is read through the run folder's public loaders
 (:func:`agentcausal.attribution.results.load_results`, :func:`~agentcausal.runs.folder.load_run_meta`);
-nothing is recomputed. ``confidence``, ``evidence`` and ``candidates`` are read
-when the results carry those columns, and are None otherwise: a score is never
-invented.
+nothing is recomputed. ``confidence``, ``evidence``, ``candidates`` and the fix
+(``corrected_action``: the corrected content of the blamed step and the outcome
+simulated with it) are read when the results carry those columns, and are None
+otherwise: a score is never invented. A DCFA row whose corrector left the
+blamed step as it was has no fix and says so (``fix_note``: "no correction
+proposed").
 """
 
 from __future__ import annotations
@@ -25,10 +28,16 @@ from agentcausal.attribution.results import load_results
 from agentcausal.repeats import repeat_of
 from agentcausal.runs.folder import load_run_meta
 
-__all__ = ["BlamedSpan", "RunBlame", "blamed_spans", "LABEL", "evaluation_name"]
+__all__ = ["BlamedSpan", "RunBlame", "blamed_spans", "LABEL", "NO_CORRECTION", "evaluation_name"]
 
 #: the label every written annotation carries: the span holds the decisive error the method found
 LABEL = "decisive error"
+
+#: ``fix_note`` of a DCFA row whose corrector left the blamed step as it was (up to whitespace)
+NO_CORRECTION = "no correction proposed"
+
+#: characters of the fix's content and outcome in an explanation (the metadata hold them whole)
+FIX_CHARS = 500
 
 
 def evaluation_name(method: str) -> str:
@@ -57,6 +66,12 @@ class BlamedSpan(NamedTuple):
     status : str, ``complete`` or ``degraded``
     models : dict, stage -> model name
     repeat : int, the repeat index (0 for a run without ``--repeats``)
+    fix : dict or None, the corrected action (``step``, ``content``, ``outcome``, ``outcome_score``,
+        ``source``): DCFA's corrected content of the blamed step and the outcome simulated with it, A2P's
+        action and prediction
+    fix_note : str or None, why there is no fix where the method makes one (:data:`NO_CORRECTION`)
+    evidence_note : str or None, why there is no evidence where it was asked for
+    confidence_is : str or None, how the confidence was computed (DCFA: which simulated trace)
     """
 
     trace_id: str
@@ -71,14 +86,35 @@ class BlamedSpan(NamedTuple):
     status: str
     models: dict[str, str]
     repeat: int
+    fix: dict[str, Any] | None = None
+    fix_note: str | None = None
+    evidence_note: str | None = None
+    confidence_is: str | None = None
 
     @property
     def explanation(self) -> str:
-        """The reason, then the quoted evidence when there is one."""
-        text = self.reason.strip()
+        """The reason, then the quoted evidence and the fix (or why there is none), each where there is one."""
+        parts = [self.reason.strip()] if self.reason.strip() else []
         if self.evidence:
-            text += ("\n\n" if text else "") + f"Evidence: \u201c{self.evidence}\u201d"
-        return text
+            parts.append(f"Evidence: \u201c{self.evidence}\u201d")
+        if self.fix:
+            line = f"Fix: step {self.fix.get('step')} \u2192 \u201c{_cut(self.fix.get('content'))}\u201d"
+            if self.fix.get("outcome"):
+                line += f"; simulated outcome with it: \u201c{_cut(self.fix['outcome'])}\u201d"
+            parts.append(line)
+        elif self.fix_note:
+            parts.append(f"Fix: {self.fix_note}.")
+        return "\n\n".join(parts)
+
+    def metadata(self) -> dict[str, Any]:
+        """What a write-back carries beside the label, score and explanation: the evidence, the fix and the
+        ranked candidates (each only when there is one), and how the score was computed."""
+        out: dict[str, Any] = {}
+        for k in ("evidence", "evidence_note", "fix", "fix_note", "candidates", "confidence_is"):
+            v = getattr(self, k)
+            if v is not None:
+                out[k] = v
+        return out
 
     @property
     def model(self) -> str:
@@ -123,6 +159,20 @@ def _opt(row: Any, col: str) -> Any:
     except TypeError:
         pass
     return v
+
+
+def _cut(text: Any, n: int = FIX_CHARS) -> str:
+    s = " ".join(str(text or "").split())
+    return s if len(s) <= n else s[: n - 1] + "\u2026"
+
+
+def _fix_note(method: str, details: Any, step: int, fix: Any) -> str | None:
+    """:data:`NO_CORRECTION` for a DCFA row whose corrector ran and left the blamed step as it was."""
+    if fix or not method.startswith("dcfa") or not isinstance(details, dict):
+        return None
+    lce = details.get("lce")
+    corrected = lce.get("corrected_steps") if isinstance(lce, dict) else None
+    return NO_CORRECTION if isinstance(corrected, list) and step not in corrected else None
 
 
 def _json_col(v: Any) -> Any:
@@ -186,6 +236,9 @@ def blamed_spans(run_dir: str | Path, *, methods: Sequence[str] | None = None) -
             continue
         conf = _opt(row, "confidence")
         cands = _json_col(_opt(row, "candidates"))
+        fix = _json_col(_opt(row, "corrected_action"))
+        fix = fix if isinstance(fix, dict) and fix.get("changed", True) else None
+        how = details.get("confidence_is") if isinstance(details, dict) and conf is not None else None
         blamed.append(
             BlamedSpan(
                 trace_id=str(row.trace_id),
@@ -200,6 +253,10 @@ def blamed_spans(run_dir: str | Path, *, methods: Sequence[str] | None = None) -
                 status=str(row.status),
                 models=_json_col(_opt(row, "models_json")) or {},
                 repeat=repeat,
+                fix=fix,
+                fix_note=_fix_note(str(row.method), details, int(step), fix),
+                evidence_note=_opt(row, "evidence_note") or None,
+                confidence_is=str(how) if how else None,
             )
         )
     preset = meta.get("preset")

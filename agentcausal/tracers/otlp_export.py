@@ -8,8 +8,14 @@ event name ``gen_ai.evaluation.result``, parented to the evaluated span
 * ``gen_ai.evaluation.score.label``: ``decisive error``;
 * ``gen_ai.evaluation.score.value``: the method's confidence, only where it has one
   (conditionally required: "if applicable"; never invented);
-* ``gen_ai.evaluation.explanation``: the reason and the quoted evidence;
-* ``agentcausal.*``: method, run, preset, model, step, agent, status (and repeat when > 0).
+* ``gen_ai.evaluation.explanation``: the reason, the quoted evidence and the fix;
+* ``agentcausal.*``: method, run, preset, model, step, agent, status (and repeat when > 0);
+  where the run has them ``agentcausal.evidence``, ``agentcausal.fix.step``,
+  ``agentcausal.fix.content``, ``agentcausal.fix.outcome``, ``agentcausal.fix.outcome_score``
+  (DCFA's corrected content of the blamed step and the outcome simulated with it),
+  ``agentcausal.fix_note`` ("no correction proposed"), ``agentcausal.candidates`` (the ranked
+  candidates as JSON text) and ``agentcausal.confidence_is`` (how the score was computed): the
+  same fields a Phoenix annotation carries.
 
 The file holds one ``LogsData`` document (OTLP JSON encoding: hex ids, int64 as
 strings, enums as integers), which the OpenTelemetry Collector's ``otlpjsonfile``
@@ -65,6 +71,22 @@ def _kv(items: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"key": k, "value": _value(v)} for k, v in items.items() if v is not None]
 
 
+def _extra(b: Any) -> dict[str, Any]:
+    """The evidence, fix, candidates and score's provenance of a blamed span as ``agentcausal.*`` attributes."""
+    fix = b.fix or {}
+    return {
+        "agentcausal.evidence": b.evidence,
+        "agentcausal.evidence_note": b.evidence_note,
+        "agentcausal.fix.step": fix.get("step"),
+        "agentcausal.fix.content": fix.get("content"),
+        "agentcausal.fix.outcome": fix.get("outcome"),
+        "agentcausal.fix.outcome_score": fix.get("outcome_score"),
+        "agentcausal.fix_note": b.fix_note,
+        "agentcausal.candidates": b.candidates,
+        "agentcausal.confidence_is": b.confidence_is,
+    }
+
+
 def evaluation_logs(blame: Any, *, now_ns: int | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The ``LogsData`` document of a run's blamed spans, and the rows left out.
 
@@ -107,6 +129,7 @@ def evaluation_logs(blame: Any, *, now_ns: int | None = None) -> tuple[dict[str,
             "agentcausal.agent": b.agent,
             "agentcausal.status": b.status,
             "agentcausal.repeat": b.repeat or None,
+            **_extra(b),
         }
         records.append(
             {

@@ -13,11 +13,15 @@ OpenInference spans by ``openinference.span.kind`` (Phoenix returns it as
 **Writing** (:func:`annotate_phoenix`): one span annotation per blamed span
 (:mod:`agentcausal.tracers.blame`): name ``decisive_error.<method>``,
 annotator kind ``LLM``, label ``decisive error``, score = the method's
-confidence where it has one (else none: never invented), explanation = reason
-and quoted evidence, metadata = method, run, preset, model, step, agent,
-trace id, status (and the ranked candidates when the run has them); the run's
-name is the annotation's identifier, so annotating a run again replaces its
-annotations and another run adds its own.
+confidence where it has one (else none: never invented), explanation = reason,
+quoted evidence and the fix (DCFA's corrected content of the blamed step and the
+outcome simulated with it, or "no correction proposed"), metadata = method, run,
+preset, model, step, agent, trace id, status, and where the run has them the
+evidence, the fix, the ranked candidates and how the score was computed; the
+run's name is the annotation's identifier, so annotating a run again replaces
+its annotations and another run adds its own. Blamed spans Phoenix does not hold
+(it answers HTTP 404 for the batch, naming them) are skipped and counted, and
+the rest are written.
 
 Talks to Phoenix through its Python client ``arize-phoenix-client``
 (Apache-2.0; ``pip install 'agentcausal[phoenix]'``); an API key is read from
@@ -330,8 +334,7 @@ def span_annotations(blame: Any) -> list[dict[str, Any]]:
             "status": b.status,
             "source": "agentcausal",
         }
-        if b.candidates is not None:
-            meta["candidates"] = b.candidates
+        meta.update(b.metadata())  # evidence, fix, candidates, confidence_is: each where there is one
         out.append(
             {
                 "span_id": b.span_id,
@@ -354,12 +357,67 @@ class AnnotateResult(NamedTuple):
     names : list of str, the annotation names used
     identifier : str, the run name the annotations carry
     unplaced : list of dict, the rows with nothing to annotate (see :class:`~agentcausal.tracers.blame.RunBlame`)
+    missing : list of dict ``{"trace_id", "method", "repeat", "span_id", "why"}``: blamed spans Phoenix does
+        not hold (skipped; the rest written)
     """
 
     written: int
     names: list[str]
     identifier: str
     unplaced: list[dict[str, Any]]
+    missing: list[dict[str, Any]] = []
+
+
+#: Phoenix's 404 detail for a batch naming span ids it does not hold (``POST /v1/span_annotations``)
+_MISSING_SPANS = re.compile(r"Spans? with IDs? (.+?) (?:do|does) not exist")
+
+
+def _missing_span_ids(exc: BaseException) -> set[str] | None:
+    """The span ids a 404 answer names as missing; None when the answer is no such 404 (or names none)."""
+    import httpx
+
+    if not isinstance(exc, httpx.HTTPStatusError) or exc.response.status_code != 404:
+        return None
+    try:
+        detail = str(exc.response.json().get("detail", ""))
+    except ValueError:
+        detail = exc.response.text
+    m = _MISSING_SPANS.search(detail)
+    ids = {x.strip() for x in m.group(1).split(",") if x.strip()} if m else set()
+    return ids or None
+
+
+def _log_batch(client: Any, url: str, part: list[dict[str, Any]]) -> tuple[int, set[str]]:
+    """Write one batch; (annotations acknowledged, span ids Phoenix does not hold, skipped).
+
+    A 404 that names missing spans is answered by sending the batch again without them; a 404 that names
+    none by sending each annotation alone, so that one unknown span never stops the others.
+    """
+    import httpx
+
+    missing: set[str] = set()
+    while part:
+        try:
+            got = client.spans.log_span_annotations(span_annotations=part, sync=True)
+        except httpx.HTTPStatusError as exc:
+            named = _missing_span_ids(exc)
+            if named is None and exc.response.status_code == 404 and len(part) > 1:
+                results = [_log_batch(client, url, [a]) for a in part]
+                return sum(n for n, _ in results), missing.union(*(m for _, m in results))
+            if named is None:
+                if exc.response.status_code == 404:  # one annotation, its span unknown
+                    return 0, missing | {part[0]["span_id"]}
+                raise _store_error(url, exc, "writing span annotations") from exc
+            missing |= named
+            rest = [a for a in part if a["span_id"] not in named]
+            if len(rest) == len(part):  # the answer named none of ours: do not loop
+                raise _store_error(url, exc, "writing span annotations") from exc
+            part = rest
+            continue
+        except (httpx.HTTPError, ValueError) as exc:
+            raise _store_error(url, exc, "writing span annotations") from exc
+        return len(got or []), missing
+    return 0, missing
 
 
 def annotate_phoenix(
@@ -377,26 +435,36 @@ def annotate_phoenix(
 
     Returns
     -------
-    AnnotateResult
+    AnnotateResult; blamed spans Phoenix does not hold are in ``missing``, every other one is written.
 
     Raises
     ------
     RunFileError
         If the run folder's results cannot be read.
     TraceStoreError
-        If Phoenix cannot be reached or refuses the annotations (e.g. a span id it does not hold).
+        If Phoenix cannot be reached or refuses the annotations for another reason than unknown spans.
     """
     blame = blamed_spans(run_dir, methods=methods)
     anns = span_annotations(blame)
     client = phoenix_client(url, timeout_s=timeout_s)
     written = 0
+    unknown: set[str] = set()
     for i in range(0, len(anns), batch):
-        part = anns[i : i + batch]
-        got = _call(
-            url, "writing span annotations", client.spans.log_span_annotations, span_annotations=part, sync=True
-        )
-        written += len(got or [])
-    return AnnotateResult(written, sorted({a["name"] for a in anns}), blame.run, blame.unplaced)
+        n, gone = _log_batch(client, url, anns[i : i + batch])
+        written += n
+        unknown |= gone
+    missing = [
+        {
+            "trace_id": b.trace_id,
+            "method": b.method,
+            "repeat": b.repeat,
+            "span_id": b.span_id,
+            "why": "Phoenix holds no span with this id",
+        }
+        for b in blame.blamed
+        if b.span_id in unknown
+    ]
+    return AnnotateResult(written, sorted({a["name"] for a in anns}), blame.run, blame.unplaced, missing)
 
 
 def read_annotations(

@@ -90,4 +90,31 @@ def test_compare_unlabelled_runs_agreement_and_changed_traces(tmp_path):
     md = comparison_markdown(c)
     assert "| preset | preset | small | paper |" in md and "| settings | m1.prompts | small | paper |" in md
     assert "| m1 | u/5 | none | 2 (A2) |" in md and "No shared trace is labelled" in md
-    assert "## Metrics" not in md and "McNemar" not in md.split("## What differs")[0]
+    assert "## Metrics" not in md and "McNemar" not in md
+
+
+def test_compare_opens_on_agreement_with_the_settings_folded_and_no_interval_below_ten(tmp_path):
+    """#28 item 6: agreement, κ (with a word) and the changed traces come before the settings, which are one line
+    and a folded table; with n < 10 an interval cell says it is not meaningful instead of drawing one."""
+    from agentcausal.report.compare_pages import comparison_html
+
+    few, many = _traces(6), _traces(12)
+    _save(tmp_path / "a", few, {"m1": [0, 1, 2, 3, 4, 0]}, "small")
+    _save(tmp_path / "b", few, {"m1": [0, 1, 3, 3, 0, 0]}, "paper")
+    md = comparison_markdown(compare_runs(tmp_path / "a", tmp_path / "b"))
+    assert md.index("## Agreement of blamed steps") < md.index("## Blamed step changed") < md.index("<details>")
+    assert "Settings that differ (2): preset preset, m1.prompts." in md.split("## Agreement")[0]
+    row = next(ln for ln in md.splitlines() if ln.startswith("| m1 |"))
+    assert row.count("not meaningful (n < 10)") == 2 and "%" in row.split("|")[3]
+    kappa = (4 / 6 - 0.2) / 0.8
+    assert f"{kappa:.2f} (moderate)" in row
+    html = comparison_html(compare_runs(tmp_path / "a", tmp_path / "b"))
+    assert html.index("Agreement of blamed steps") < html.index("<details><summary>What differs")
+    assert "not meaningful (n &lt; 10)" in html
+
+    _save(tmp_path / "c", many, {"m1": [i % 5 for i in range(12)]}, "small")
+    _save(tmp_path / "d", many, {"m1": [i % 5 if i % 4 else 0 for i in range(12)]}, "small")
+    md = comparison_markdown(compare_runs(tmp_path / "c", tmp_path / "d"))
+    row = next(ln for ln in md.splitlines() if ln.startswith("| m1 |"))
+    assert "not meaningful" not in row and "% – " in row  # n = 12: the interval is drawn
+    assert "Nothing differs" in md and "<details>" not in md

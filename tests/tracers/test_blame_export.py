@@ -141,3 +141,95 @@ def test_unreachable_phoenix_is_one_line(tmp_path, capsys):
     assert main(["import", "--from-phoenix", url, "-o", str(tmp_path / "o.jsonl")]) == 2
     err = capsys.readouterr().err
     assert url in err and "cannot reach Phoenix" in err and err.count("\n") == 1
+
+
+def _dcfa_run(tmp_path, trace, **kw):
+    a = Attribution(
+        trace_id=trace.id,
+        method="dcfa",
+        step=2,
+        agent="researcher",
+        reason=REASON,
+        details={"lce": {"corrected_steps": kw.pop("corrected", [2])}},
+        **kw,
+    )
+    d = tmp_path / "dcfa-run"
+    save_attribution_run([a], [trace], d, {"preset": "paper"})
+    return d
+
+
+def test_fix_flows_into_explanation_metadata_and_otlp(run, tmp_path):
+    from agentcausal.traces.model import CorrectedAction
+
+    _, trace = run
+    fix = CorrectedAction(step=2, content="use  71 C\nat 34 kPa", outcome="71 C", outcome_score=0.9, source="dcfa")
+    (b,) = blamed_spans(_dcfa_run(tmp_path, trace, corrected_action=fix, confidence=0.9)).blamed
+    assert b.explanation == (
+        f"{REASON}\n\nFix: step 2 \u2192 \u201cuse 71 C at 34 kPa\u201d; simulated outcome with it: \u201c71 C\u201d"
+    )
+    assert b.metadata()["fix"]["content"] == "use  71 C\nat 34 kPa" and b.fix_note is None  # whole in the metadata
+    doc, _ = evaluation_logs(blamed_spans(tmp_path / "dcfa-run"), now_ns=1)
+    (rec,) = doc["resourceLogs"][0]["scopeLogs"][0]["logRecords"]
+    attrs = {kv["key"]: kv["value"] for kv in rec["attributes"]}
+    assert attrs["agentcausal.fix.outcome_score"] == {"doubleValue": 0.9} and "agentcausal.fix_note" not in attrs
+
+
+def test_a_step_the_corrector_left_as_it_was_is_no_correction_proposed(run, tmp_path):
+    _, trace = run
+    (b,) = blamed_spans(_dcfa_run(tmp_path, trace, corrected=[3])).blamed
+    assert b.fix is None and b.fix_note == "no correction proposed"
+    assert b.explanation.endswith("Fix: no correction proposed.")
+    (a,) = span_annotations(blamed_spans(tmp_path / "dcfa-run"))
+    assert a["metadata"]["fix_note"] == "no correction proposed" and "fix" not in a["metadata"]
+
+
+class _Store:
+    """A Phoenix client's ``spans`` (test double) that holds some span ids and answers 404 for a batch naming any
+    other one, with or without naming it (older servers name none)."""
+
+    def __init__(self, held, names_missing):
+        self.held, self.names_missing, self.batches = set(held), names_missing, []
+
+    def log_span_annotations(self, *, span_annotations, sync):
+        import httpx
+
+        self.batches.append([a["span_id"] for a in span_annotations])
+        missing = [a["span_id"] for a in span_annotations if a["span_id"] not in self.held]
+        if missing:
+            detail = f"Spans with IDs {', '.join(missing)} do not exist." if self.names_missing else "Span not found"
+            req = httpx.Request("POST", "http://phoenix/v1/span_annotations")
+            resp = httpx.Response(404, json={"detail": detail}, request=req)
+            raise httpx.HTTPStatusError("404", request=req, response=resp)
+        return [{"id": a["span_id"]} for a in span_annotations]
+
+
+@pytest.mark.parametrize("names_missing", [True, False], ids=["named", "unnamed"])
+def test_spans_the_store_lacks_are_skipped_and_the_rest_written(names_missing):
+    from types import SimpleNamespace
+
+    from agentcausal.tracers.phoenix import _log_batch
+
+    store = _Store({"a", "c"}, names_missing)
+    anns = [{"span_id": s} for s in "abcd"]
+    written, missing = _log_batch(SimpleNamespace(spans=store), "http://phoenix", anns)
+    assert (written, missing) == (2, {"b", "d"})
+    # named: the batch again without them; unnamed: one annotation at a time
+    again = [["a", "c"]] if names_missing else [[s] for s in "abcd"]
+    assert store.batches == [list("abcd"), *again]
+
+
+def test_other_store_errors_still_stop_the_write():
+    from types import SimpleNamespace
+
+    import httpx
+
+    from agentcausal.exceptions import TraceStoreError
+    from agentcausal.tracers.phoenix import _log_batch
+
+    class Refusing:
+        def log_span_annotations(self, **_):
+            req = httpx.Request("POST", "http://phoenix/v1/span_annotations")
+            raise httpx.HTTPStatusError("401", request=req, response=httpx.Response(401, text="no", request=req))
+
+    with pytest.raises(TraceStoreError, match="HTTP 401"):
+        _log_batch(SimpleNamespace(spans=Refusing()), "http://phoenix", [{"span_id": "a"}])

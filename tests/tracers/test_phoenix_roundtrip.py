@@ -168,3 +168,101 @@ def test_phoenix_project_holds_an_openai_agents_run(phoenix, tmp_path):
     assert [s.metadata["span_id"] for s in from_file.steps] == [s.metadata["span_id"] for s in t.steps]
     with pytest.raises(Exception, match="no project 'nope'"):
         load_phoenix(PhoenixQuery(phoenix.url, project="nope"))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_write_back_carries_the_fix_and_evidence_and_skips_spans_phoenix_lacks(phoenix, tmp_path, capsys):
+    """#28 item 3: per span the label, the confidence as score, the reason, the evidence, the fix (the corrected
+    content of the blamed step and the outcome simulated with it, or "no correction proposed") and the ranked
+    candidates; a blamed span Phoenix does not hold is skipped and counted, and the others are written."""
+    from agentcausal.attribution.results import save_run
+    from agentcausal.traces.model import Attribution, Candidate, CorrectedAction
+
+    spans = genai_spans() + openinference_spans()
+    sent = {f"{s.context.trace_id:032x}" for s in spans}  # new ids each call: other tests' traces are left alone
+    _send(phoenix.url, spans)
+    window = PhoenixQuery(
+        phoenix.url,
+        start=pd.Timestamp("2024-05-29", tz="UTC").to_pydatetime(),
+        end=pd.Timestamp("2024-05-30", tz="UTC").to_pydatetime(),
+    )
+    import time
+
+    deadline = time.monotonic() + 30
+    while len(mine := [t for t in load_phoenix(window, skip_invalid=True) if t.id in sent]) < 2:
+        assert time.monotonic() < deadline, "Phoenix did not store the spans"
+        time.sleep(0.5)
+    fixed, unfixed = sorted(mine, key=lambda t: t.id)
+    gone = fixed.model_copy(
+        update={
+            "id": "f" * 32,
+            "steps": [
+                s.model_copy(update={"metadata": {**s.metadata, "span_id": f"{i:016x}"}})
+                for i, s in enumerate(fixed.steps)
+            ],
+        }
+    )  # a trace whose spans Phoenix never held (deleted since the run, say)
+    quote = fixed.steps[2].content[:20]
+    fix = CorrectedAction(
+        step=2, content="look up the boiling point at 34 kPa", outcome="71 C", outcome_score=0.8, source="dcfa"
+    )
+    cands = [Candidate(step=2, role="decision", score=0.6, score_is="ΔS"), Candidate(step=1, role="hypothesis")]
+
+    def dcfa(t, step, corrected, **kw):
+        return Attribution(
+            trace_id=t.id,
+            method="dcfa",
+            step=step,
+            agent=t.steps[step].agent,
+            reason=f"step {step} is the decisive error",
+            models={"dcfa.lce": "fake:fake-model"},
+            details={"lce": {"corrected_steps": corrected}, "confidence_is": "S of T~(2)"},
+            **kw,
+        )
+
+    atts = [
+        dcfa(fixed, 2, [2], confidence=0.8, evidence=quote, corrected_action=fix, candidates=cands),
+        dcfa(unfixed, 1, [3], candidates=cands[1:]),  # the corrector left step 1 as it was: no fix
+        dcfa(gone, 2, [2], confidence=0.8, corrected_action=fix),
+    ]
+    run = tmp_path / "night"
+    save_run(atts, [fixed, unfixed, gone], run, {"preset": "paper", "started": "2025-06-01T10:00:00"})
+
+    otlp = tmp_path / "evaluations.otlp.json"
+    assert main(["annotate", str(run), "--phoenix", phoenix.url, "--otlp", str(otlp)]) == 0
+    printed = capsys.readouterr()
+    assert "2 span annotation(s) written" in printed.out
+    assert "1 blamed span(s) skipped: Phoenix holds no span with that id" in printed.err
+
+    got = read_annotations(
+        phoenix.url, "default", [t.steps[s].metadata["span_id"] for t, s in ((fixed, 2), (unfixed, 1))]
+    )
+    by_trace = {a["metadata"]["trace_id"]: a for a in got if a["name"] == "decisive_error.dcfa"}
+    assert set(by_trace) == {fixed.id, unfixed.id}
+    a = by_trace[fixed.id]
+    assert a["result"]["score"] == pytest.approx(0.8) and a["result"]["label"] == "decisive error"
+    assert a["result"]["explanation"] == (
+        f"step 2 is the decisive error\n\nEvidence: \u201c{quote}\u201d\n\n"
+        "Fix: step 2 \u2192 \u201clook up the boiling point at 34 kPa\u201d; simulated outcome with it: \u201c71 C\u201d"
+    )
+    m = a["metadata"]
+    assert m["evidence"] == quote and m["confidence_is"] == "S of T~(2)"
+    assert (m["fix"]["step"], m["fix"]["content"], m["fix"]["outcome"]) == (2, fix.content, "71 C")
+    assert [c["step"] for c in m["candidates"]] == [2, 1]
+    b = by_trace[unfixed.id]
+    assert b["result"]["score"] is None and b["result"]["explanation"].endswith("Fix: no correction proposed.")
+    assert b["metadata"]["fix_note"] == "no correction proposed" and "fix" not in b["metadata"]
+
+    # the OTLP file carries the same fields (the collector has no store to check the spans against: all three)
+    doc = json.loads(otlp.read_text())
+    records = {r["traceId"]: r for r in doc["resourceLogs"][0]["scopeLogs"][0]["logRecords"]}
+    assert len(records) == 3
+    attrs = {kv["key"]: kv["value"] for kv in records[fixed.id]["attributes"]}
+    assert attrs["agentcausal.fix.content"] == {"stringValue": fix.content}
+    assert attrs["agentcausal.fix.outcome"] == {"stringValue": "71 C"}
+    assert attrs["agentcausal.evidence"] == {"stringValue": quote}
+    assert [c["step"] for c in json.loads(attrs["agentcausal.candidates"]["stringValue"])] == [2, 1]
+    assert {kv["key"]: kv["value"] for kv in records[unfixed.id]["attributes"]}["agentcausal.fix_note"] == {
+        "stringValue": "no correction proposed"
+    }

@@ -44,7 +44,7 @@ from agentcausal.llm import Gateway
 from agentcausal.settings import completion_budget
 from agentcausal.traces.model import Trace
 
-__all__ = ["STAGE", "Correction", "normalise_correction", "correct_trace", "lce_budget", "lce_tokens"]
+__all__ = ["STAGE", "Correction", "same_text", "normalise_correction", "correct_trace", "lce_budget", "lce_tokens"]
 
 #: routed stage of Correct, Simulation and DED
 STAGE = "dcfa.lce"
@@ -79,13 +79,23 @@ class Correction(NamedTuple):
     variant: str | None = None
 
 
+def same_text(a: str, b: str) -> bool:
+    """Whether two step contents are the same text once runs of whitespace are read as one space.
+
+    >>> same_text("34 kPa\\n at  the top", " 34 kPa at the top"), same_text("34 kPa", "35 kPa")
+    (True, False)
+    """
+    return a.split() == b.split()
+
+
 def normalise_correction(
     original: Sequence[str], replied: Sequence[tuple[int, str]] | None, *, max_chars: int | None = None
 ) -> Correction:
     """Align a corrector's ``(step, content)`` entries with the original steps, by step number.
 
-    ``""`` (or whitespace) and a copy of the original (ignoring surrounding
-    whitespace) mean "unchanged". A step without an entry is unchanged and
+    ``""`` (or whitespace) and a copy of the original (ignoring whitespace: runs of
+    it compared as one space) mean "unchanged", so a corrector that repeats the step is
+    never taken for a fix. A step without an entry is unchanged and
     listed in ``missing``; a repeated step keeps its first entry; an entry
     out of range is ignored; ``None`` (unparseable) means nothing is corrected.
 
@@ -103,6 +113,8 @@ def normalise_correction(
     --------
     >>> normalise_correction(["a", "b", "c"], [(2, "C"), (0, "")])
     Correction(contents=('a', 'b', 'C'), changed=(2,), fallback=None, missing=(1,), truncated=(), invalid=False, variant=None)
+    >>> normalise_correction(["x  y\\nz"], [(0, " x y z ")]).changed
+    ()
     """
     n = len(original)
     by_step: dict[int, str] = {}
@@ -120,7 +132,7 @@ def normalise_correction(
     contents, changed, truncated = [], [], []
     for i, orig in enumerate(original):
         new = by_step.get(i, "").strip()
-        if not new or new == orig.strip():
+        if not new or same_text(new, orig):
             contents.append(orig)
             continue
         changed.append(i)

@@ -113,6 +113,7 @@ class DcfaDetails(_Record):
     log_answer: str | None = None
     lce: LceRecord | LceFailure | None = None
     final: FinalChoice | None = None
+    confidence_is: str | None = None
 
     def dump(self) -> dict[str, Any]:
         """The record as stored in ``Attribution.details``: the keys set, nested models as dicts."""

@@ -26,7 +26,8 @@ whole outcome), evaluated and path: lists of {direction, iteration, pivot, step,
 delta_s, accepted, error}, visited, stopped, candidates, unscored (candidates whose Simulation
 reply stayed invalid or that Correct gave no content; never accepted, and the row is degraded),
 decision: {step, reason, skipped, off_candidates, and evidence when asked}, error}); ``final`` ({step, agent, reason,
-source: "ded" | "hypothesis"}).
+source: "ded" | "hypothesis"}); ``confidence_is`` (which simulated trace the confidence is the S of, when there
+is one).
 
 The Attribution's ``candidates``, ``confidence``, ``evidence`` and ``corrected_action`` are read
 from these records without another call (:mod:`agentcausal.attribution.dcfa.result_fields`).
@@ -79,7 +80,7 @@ from agentcausal.attribution.dcfa.gca import GcaResult, run_gca
 from agentcausal.attribution.dcfa.gca_validation import graph_edges
 from agentcausal.attribution.dcfa.lce import EMBED_STAGE, LceResult, run_lce
 from agentcausal.attribution.dcfa.prompts import PROMPT_VERSIONS
-from agentcausal.attribution.dcfa.result_fields import dcfa_result_fields
+from agentcausal.attribution.dcfa.result_fields import confidence_is, dcfa_result_fields
 from agentcausal.attribution.dcfa.settings import DcfaSettings
 from agentcausal.attribution.registry import usage_item
 from agentcausal.exceptions import AgentCausalError, StructuredOutputError, is_content_failure
@@ -201,6 +202,9 @@ def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str =
             if not lce.decision.skipped:
                 step, reason, source = lce.decision.step, lce.decision.reason, "ded"
     details.final = FinalChoice(step=step, agent=trace.steps[step].agent, reason=reason, source=source)
+    how = confidence_is(lce, step, settings)
+    if how is not None:
+        details.confidence_is = how
     return Attribution(
         **base,
         step=step,

@@ -110,8 +110,9 @@ __all__ = [
     "judge_messages",
 ]
 
-#: version of each prompt set; bump the one whose prompts or reply models change
-PROMPT_VERSIONS = {"paper": "dcfa-paper-3", "small": "dcfa-small-3"}
+#: version of each prompt set; bump the one whose prompts or reply models change (4: a corrected step that
+#: repeats the original up to whitespace is unchanged; confidence and fix read the nearest simulated trace)
+PROMPT_VERSIONS = {"paper": "dcfa-paper-4", "small": "dcfa-small-4"}
 
 #: enters every cache key and every stored attribution (both sets; the settings name the set used)
 PROMPT_VERSION = "+".join(PROMPT_VERSIONS[k] for k in sorted(PROMPT_VERSIONS))

@@ -13,12 +13,18 @@ those of :mod:`agentcausal.attribution.candidates`:
   when S of T~(h) and T~(h-1) were both simulated for other candidates (one S per
   counterfactual trace), else None. Without LCE (the GCA-only ablation, LCE off
   or failed) the hypothesis is the one answer.
-* ``confidence``: S(i*) clipped to [0, 1] where LCE scored i*, else None.
-* ``corrected_action``: Correct's content for i* (``changed`` False when the
-  corrector left it as it was) and the outcome of the simulation of the trace
-  corrected through i*: under ``simulation="code"`` the one that names i* as the
-  root cause, else T~(i*) (which equals T~(c), c the last changed step <= i*);
-  None when LCE made no correction.
+* ``confidence``: S of the trace corrected through i*, clipped to [0, 1]: the
+  earliest simulated T~(m), m >= i* (:func:`corrected_through`; m = i* whenever
+  the search scored i* or i* + 1, so every pivot the search accepted has one, and
+  the hypothesis whenever an effect was scored), whatever preset. None when
+  Correct left i* as it was (no correction proposed: a copy of the step is not a
+  fix, and its S would be that of other steps' corrections), when LCE corrected
+  nothing, or when no trace corrected through i* was simulated.
+  ``details["confidence_is"]`` says which trace it is. Not calibrated: a rescue
+  score, not the probability that i* is the decisive error.
+* ``corrected_action``: Correct's content for i* and the outcome of that same
+  simulation (``outcome_score`` its raw S); None when Correct left i* as it was
+  (up to whitespace) or LCE made no correction.
 * ``evidence``: DED's quote when DED decided, HG's when the hypothesis was kept
   (``quote_evidence`` only), checked against the blamed step.
 
@@ -35,12 +41,20 @@ from typing import Any
 
 from agentcausal.attribution.candidates import SINGLE_ANSWER
 from agentcausal.attribution.dcfa.gca import GcaResult
-from agentcausal.attribution.dcfa.lce import LceResult, canonical_index
+from agentcausal.attribution.dcfa.lce import LceResult, Simulation
 from agentcausal.attribution.dcfa.settings import DcfaSettings
 from agentcausal.attribution.evidence import evidence_fields
 from agentcausal.traces.model import Candidate, CorrectedAction, Trace
 
-__all__ = ["score_is", "dcfa_candidates", "dcfa_confidence", "dcfa_corrected_action", "dcfa_result_fields"]
+__all__ = [
+    "score_is",
+    "dcfa_candidates",
+    "corrected_through",
+    "confidence_is",
+    "dcfa_confidence",
+    "dcfa_corrected_action",
+    "dcfa_result_fields",
+]
 
 #: characters of a simulated outcome kept in ``corrected_action`` (a bound on the record's size)
 MAX_OUTCOME_CHARS = 2000
@@ -113,39 +127,71 @@ def dcfa_candidates(
     return out
 
 
-def dcfa_confidence(lce: LceResult | None, step: int) -> float | None:
-    """S(i*) of the blamed step clipped to [0, 1], where LCE scored it; else None."""
-    if lce is None or step not in lce.scores:
+def corrected_through(lce: LceResult | None, step: int) -> Simulation | None:
+    """The simulation of a trace corrected through the blamed step that LCE made, or None.
+
+    The earliest simulated T~(m) with m >= ``step``: T~(step) itself (under ``simulation="code"`` the one
+    naming ``step`` first, then the neutral one LCE made as S(step) of candidate step + 1), else the
+    nearest later T~(m), which also carries Correct's changes of steps step + 1..m. Simulations naming
+    another step are never read (naming a root cause steers the outcome). None when Correct left ``step``
+    as it was ("no correction proposed": nothing of it was simulated), or LCE made no correction.
+    """
+    corr = None if lce is None else lce.correction
+    if lce is None or corr is None or step not in corr.changed:
         return None
-    return float(min(1.0, max(0.0, lce.scores[step])))
+    sims = [x for x in lce.simulations if x.through >= step and x.named in (None, step)]
+    return min(sims, key=lambda x: (x.through, x.named is None)) if sims else None
+
+
+def confidence_is(lce: LceResult | None, step: int, settings: DcfaSettings) -> str | None:
+    """How :func:`dcfa_confidence` was computed for this row (stored as ``details["confidence_is"]``), or None."""
+    sim = corrected_through(lce, step)
+    if sim is None:
+        return None
+    s = (
+        "cosine of its simulated outcome to the correct answer"
+        if settings.with_ground_truth
+        else ("a judge's probability that its simulated outcome answers the question correctly")
+    )
+    which = (
+        f"T~({step}), the trace corrected through the blamed step"
+        + (" with it named as the root cause" if sim.named is not None else "")
+        if sim.through == step
+        else f"T~({sim.through}), the nearest simulated trace corrected through the blamed step {step} and on "
+        f"to step {sim.through}"
+    )
+    return f"S of {which} ({s}), clipped to [0, 1]; not calibrated, not a probability of being right"
+
+
+def dcfa_confidence(lce: LceResult | None, step: int) -> float | None:
+    """S of the trace corrected through the blamed step (:func:`corrected_through`) clipped to [0, 1], or None."""
+    sim = corrected_through(lce, step)
+    return None if sim is None else float(min(1.0, max(0.0, sim.s)))
 
 
 def dcfa_corrected_action(lce: LceResult | None, step: int, settings: DcfaSettings) -> CorrectedAction | None:
-    """Correct's content of the blamed step and the simulated outcome with it (module docstring)."""
+    """Correct's content of the blamed step and the simulated outcome with it (module docstring).
+
+    None when LCE made no correction or Correct left the blamed step as it was (up to whitespace): no
+    correction proposed, so no fix.
+    """
     corr = None if lce is None else lce.correction
-    if lce is None or corr is None or not 0 <= step < len(corr.contents):
+    if lce is None or corr is None or not 0 <= step < len(corr.contents) or step not in corr.changed:
         return None
-    sims = lce.simulations
-    through = (
-        step if settings.simulation == "code" and settings.prompts == "paper" else canonical_index(corr.changed, step)
-    )
-    sim = next((x for x in sims if x.through == step and x.named == step), None) or next(
-        (x for x in sims if x.through == through and x.named is None), None
-    )
+    sim = corrected_through(lce, step)
     outcome = None if sim is None else sim.outcome[:MAX_OUTCOME_CHARS]
-    how = "named as the root cause" if sim is not None and sim.named is not None else f"T~({through})"
+    if sim is None:
+        how = "; no simulation of the trace corrected through it"
+    else:
+        named = " with it named as the root cause" if sim.named is not None else ""
+        how = f", then Simulation (eq. 9) of T~({sim.through}), the trace corrected through step {sim.through}{named}"
     return CorrectedAction(
         step=step,
         content=corr.contents[step],
-        changed=step in corr.changed,
+        changed=True,
         outcome=outcome,
         outcome_score=None if sim is None else float(sim.s),
-        source="dcfa: Correct (eq. 8)"
-        + (
-            f", then Simulation (eq. 9) of the trace corrected through step {step}, {how}"
-            if sim
-            else "; no simulation of the trace corrected through it"
-        ),
+        source="dcfa: Correct (eq. 8)" + how,
     )
 
 
@@ -166,7 +212,7 @@ def dcfa_result_fields(
     quote = lce.decision.evidence if source == "ded" and lce is not None else gca.hypothesis_evidence
     return {
         "candidates": dcfa_candidates(trace, gca, lce, step, settings),
-        "confidence": dcfa_confidence(lce, step),
+        "confidence": dcfa_confidence(lce, step),  # how: details["confidence_is"] (confidence_is)
         **evidence_fields(quote, trace.steps, step, asked=settings.quote_evidence),
         "corrected_action": dcfa_corrected_action(lce, step, settings),
     }
