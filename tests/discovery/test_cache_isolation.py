@@ -80,3 +80,34 @@ def test_a_namespaced_view_shares_the_ledger_and_store(fake_server, make_gateway
     fake_server.push('{"a": 2}')
     assert gw.chat("mac.debate", [{"role": "user", "content": "q"}]) == '{"a": 2}'  # not the view's reply
     assert fake_server.count == 2
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_one_discover_run_of_mac_and_its_ablations_pays_each_methods_own_calls(fake_server, tmp_path, capsys):
+    """``discover -m mac -m dcm_only -m mdm_only``: no method's call is served by another's reply (each
+    outcome's requests are its calls, none a cache hit), the server gets exactly their sum, and a
+    ``--refresh`` run on the warm cache pays every method's calls again, the same number each."""
+    from agentcausal.cli import main
+    from agentcausal.discovery.outcome import load_outcomes
+
+    fake_server.responder = mac_responder()
+    toml = tmp_path / "profiles.toml"
+    toml.write_text(
+        f'[profiles.fake]\nkind = "chat"\nbase_url = "{fake_server.base_url}"\nmodel = "fake-model"\n'
+        "max_concurrency = 4\ntimeout_s = 5\ncontext_window = 8192\n\n"
+        '[routings.default]\npreset = "small"\ndefault = "fake"\n'
+    )
+    args = ["discover", "-d", "earthquake", *[a for m in METHODS for a in ("-m", m)], "--n", "300"]
+    args += ["--profiles", str(toml), "--cache-dir", str(tmp_path / "cache"), "--no-progress"]
+    paid = {}
+    for run, extra in (("first", []), ("refreshed", ["--refresh"])):
+        before = fake_server.count
+        assert main([*args, "--out", str(tmp_path / run), *extra]) == 0
+        outs = {o.method: o for o in load_outcomes(tmp_path / run)}
+        assert set(outs) == set(METHODS) and all(o.status == "complete" for o in outs.values())
+        assert all(sum(s.get("cache_hits", 0) for s in o.usage.values()) == 0 for o in outs.values())
+        paid[run] = {m: _requests(o) for m, o in outs.items()}
+        assert fake_server.count - before == sum(paid[run].values())
+    assert paid["first"] == paid["refreshed"] and all(n > 0 for n in paid["first"].values())
+    capsys.readouterr()
