@@ -107,3 +107,20 @@ def test_every_llm_of_paper_runs_at_temperature_0(fake_server, make_gateway):
     ds = load_dataset("earthquake", n=300, seed=0)
     run_mac(make_gateway(fake_server), ds, MACSettings(executor="typed"))
     assert fake_server.chat_requests and {r.get("temperature") for r in fake_server.chat_requests} == {0.0}
+
+
+def test_every_paper_graph_debate_request_states_the_ci_adjacency_principle(fake_server, make_gateway):
+    """App. A.1: two nodes are adjacent iff no set of the others makes them conditionally independent; every
+    graph-mode agent of `paper` (Affirmative, Negative, Judge) is told so, with colliders and acyclicity."""
+    from agentcausal.discovery.mac.paper_prompts import GRAPH_PRINCIPLES
+
+    assert "exactly when no set of the other variables makes them conditionally independent" in GRAPH_PRINCIPLES
+    fake_server.responder = mac_responder()
+    ds = load_dataset("earthquake", n=300, seed=0)
+    run_mac(make_gateway(fake_server), ds, MACSettings(executor="typed", stages="mdm_only"))
+    graph_mode = [r for r in fake_server.chat_requests if "Graph" in r["response_format"]["json_schema"]["name"]]
+    assert len(graph_mode) >= 3  # Affirmative, Negative, Judge
+    for r in graph_mode:
+        text = "\n".join(m["content"] for m in r["messages"])
+        assert "makes them conditionally independent" in text and "Colliders (v-structures)" in text
+        assert "No cycles" in text
