@@ -75,8 +75,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="append",
         dest="datasets",
         metavar="NAME|PATH",
-        help="benchmark (earthquake, cancer, survey, asia, child, sachs, alarm, auto_mpg; 'main' = the "
-        "six of the main table; 'all' = all eight) or a .csv/.parquet file with its .json metadata "
+        help="benchmark (earthquake, cancer, survey, asia, child, sachs, alarm, auto_mpg; 'main' = the MAC "
+        "paper's five of Table 2 (earthquake, cancer, survey, auto_mpg, child) plus asia, which the rank "
+        "tables leave out and name; 'all' = all eight) or a .csv/.parquet file with its .json metadata "
         'beside it (or DATA::META): {"variables": {column: description}, "domain": str, "true_edges": '
         '[[cause, effect], ...] (optional; no true graph -> no SHD/F1), "data_type", "missing_values"} '
         "-- see docs/inputs.md; repeatable",
@@ -137,7 +138,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--timeout", type=float, default=None, help="wall limit of one statistical algorithm, s (default 300)"
     )
     g.add_argument(
-        "--shd-reversal", type=int, choices=(1, 2), default=1, help="SHD cost of a reversed edge (default 1)"
+        "--shd-reversal",
+        type=int,
+        choices=(1, 2),
+        default=1,
+        help="SHD cost of a reversed edge in the SHD column (default 1); the rank tables always rank by the "
+        "MAC paper's SHD (App. B: 2) with this one beside, labelled",
     )
     p.add_argument(
         "--preset",
@@ -153,7 +159,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="METHOD.FIELD=VALUE",
         help="a method setting (repeatable; after the preset and the MAC options above): METHOD is mac "
         "(MAC, mac_single, dcm_only, mdm_only; llm_zero_shot reads mac.max_tokens_scale), react, "
-        "llm_scd or ils_csl, e.g. mac.rounds=2, react.max_steps=6; VALUE is JSON or text",
+        "llm_scd or ils_csl, e.g. mac.rounds=2, react.max_steps=6, llm_scd.sampling=takayama; VALUE is JSON "
+        "or text",
     )
     p.add_argument(
         "--repeats",

@@ -9,7 +9,7 @@ from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.data.dataset_model import Dataset
 from agentcausal.discovery.data.datasets import metadata_text
 from agentcausal.discovery.mac.prompts import PROMPT_VERSIONS
-from agentcausal.discovery.registry import llm_temperature, method_handler, method_stages
+from agentcausal.discovery.registry import cache_namespace, llm_temperature, method_handler, method_stages
 from agentcausal.exceptions import AgentCausalError
 from agentcausal.llm import Gateway
 
@@ -27,7 +27,8 @@ def discovery_key(
     when it is not the profile's (:func:`llm_temperature`), the metadata and
     its prompt text (variable descriptions enter MAC's prompts), the prompt
     version and each stage's routing identity: ``profile:model``, context
-    window, endpoint and dialect, :meth:`~agentcausal.llm.gateway.Gateway.stage_identity`). Statistical
+    window, endpoint and dialect, :meth:`~agentcausal.llm.gateway.Gateway.stage_identity`), and the
+    reply-cache namespace its calls use (:func:`~agentcausal.discovery.registry.cache_namespace`). Statistical
     methods ignore the LLM parts. The true graph is not in the key: the
     outcome is scored outside the cached step, against the current truth.
 
@@ -56,6 +57,8 @@ def discovery_key(
             "prompt_version": PROMPT_VERSIONS[config.mac.prompts] if stages else "",
             "models": models,
             "metadata": [ds.metadata.model_dump(mode="json"), metadata_text(ds)] if stages else None,
+            # the reply-cache namespace its calls read (its own): the record's usage is its own calls'
+            **({"reply_cache": cache_namespace(method)} if stages else {}),
         },
         sort_keys=True,
         default=str,

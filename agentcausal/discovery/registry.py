@@ -65,6 +65,7 @@ __all__ = [
     "llm_temperature",
     "mac_settings",
     "method_handler",
+    "cache_namespace",
 ]
 
 
@@ -327,4 +328,24 @@ def method_handler(
     handler, config = apply_rounds(method, config.resolved())
     if handler not in _HANDLERS:
         raise ConfigError(f"unknown discovery method {method!r}; choose from {', '.join(METHODS)}")
-    return _HANDLERS[handler], config
+    run = _HANDLERS[handler]
+    space = cache_namespace(method)
+
+    def isolated(gw: Gateway | None, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
+        return run(gw.namespaced(space) if gw is not None else None, ds, config, seed, item)
+
+    return isolated, config
+
+
+def cache_namespace(method: str) -> str:
+    """The LLM reply-cache namespace of a method's calls: its full name (``"dcm_only"``, ``"mac (rounds 2)"``).
+
+    Each method (each rounds and anonymised variant too) reads only the replies it cached itself
+    (:meth:`agentcausal.llm.Gateway.namespaced`): ``dcm_only`` never reads the algorithm debate
+    ``mac`` sent first with the same prompt, so its tokens and cost are those of a run of it alone,
+    in one run and under ``--refresh`` alike (MAC arXiv:2407.15073 §4.3-§4.4 cost each method alone).
+
+    >>> cache_namespace("DCM-only")
+    'dcm_only'
+    """
+    return method.strip().lower().replace("-", "_")

@@ -1,7 +1,7 @@
 """Request shaping for the gateway: parameters per dialect, cache identity and key, reply schema, JSON, repair.
 
 * **Cache key** (:func:`cache_key`): sha256 of (base URL, model, messages, sampling parameters,
-  JSON schema); the API key never enters it. For embedded profiles the word ``embedded`` (plus
+  JSON schema, and a caller's ``namespace`` when it has one); the API key never enters it. For embedded profiles the word ``embedded`` (plus
   the GGUF path when ``model_path`` is set, and ``+reproducible`` in the reproducible mode)
   stands for the base URL, since the port changes every run (:func:`cache_identity`). A repeat
   index (``sample > 0``) enters the key, and the request as ``seed`` where the endpoint takes one.
@@ -70,8 +70,8 @@ def reply_schema(reply_model: type[BaseModel]) -> tuple[dict[str, Any], str]:
     return hit
 
 
-def cache_key(base_url: str, model: str, payload: dict[str, Any]) -> str:
-    """sha256 hex of (base URL, model, request payload); never includes an API key.
+def cache_key(base_url: str, model: str, payload: dict[str, Any], namespace: str | None = None) -> str:
+    """sha256 hex of (base URL, model, request payload[, namespace]); never includes an API key.
 
     Parameters
     ----------
@@ -81,8 +81,12 @@ def cache_key(base_url: str, model: str, payload: dict[str, Any]) -> str:
     model : str
     payload : dict
         Messages, sampling parameters and schema, JSON-serialisable.
+    namespace : str or None
+        A caller's own cache space (discovery: the method's name, so one method never reads
+        another's replies); None (default) leaves the key as it was without one.
     """
-    blob = json.dumps({"base_url": base_url, "model": model, **payload}, sort_keys=True, ensure_ascii=False)
+    extra = {} if namespace is None else {"namespace": namespace}
+    blob = json.dumps({"base_url": base_url, "model": model, **payload, **extra}, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 

@@ -26,6 +26,7 @@ embeddings (:mod:`~agentcausal.llm.embedding`), and:
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import threading
@@ -107,6 +108,7 @@ class Gateway(EmbeddingMixin, GatewayCache):
         self._lock = threading.Lock()
         self._flights_lock, self._flights = thread_flights(self.cache_dir)  # keys in flight, per cache folder
         self._fresh: set[str] = set()  # keys written by this gateway (readable under refresh)
+        self.namespace: str | None = None  # a caller's cache space (:meth:`namespaced`); None = none
 
     @classmethod
     def from_settings(
@@ -139,6 +141,31 @@ class Gateway(EmbeddingMixin, GatewayCache):
             max_retries=max_retries,
             max_repairs=max_repairs,
         )
+
+    def namespaced(self, namespace: str) -> "Gateway":
+        """A view of this gateway whose chat and structured replies are cached in their own ``namespace``.
+
+        The view shares everything else (profiles, cache store, clients, usage ledger, keys in flight,
+        the entries written this run): only the cache key differs
+        (:func:`~agentcausal.llm.dialect.cache_key`'s ``namespace``), so a call never reads a reply
+        cached under another namespace, or under none, even within one run and under ``refresh``.
+        Discovery runs each method in its own (``"dcm_only"``), so an ablation pays for its own calls.
+
+        >>> gw = Gateway.from_settings(cache_dir=None)
+        >>> v = gw.namespaced("dcm_only")
+        >>> (v.namespace, gw.namespace, v.usage is gw.usage)
+        ('dcm_only', None, True)
+        """
+        view = copy.copy(self)
+        view.namespace = namespace
+        return view
+
+    def _key(self, profile: Profile, payload: dict[str, Any]) -> str:
+        """The reply-cache key of a chat request; the namespace only where this view has one."""
+        ident = dialect.cache_identity(profile)
+        if self.namespace is None:
+            return dialect.cache_key(ident, profile.model, payload)
+        return dialect.cache_key(ident, profile.model, payload, self.namespace)
 
     # ------------------------------------------------------------------ routing
     def profile_for(self, stage: str) -> Profile:
@@ -323,9 +350,7 @@ class Gateway(EmbeddingMixin, GatewayCache):
         profile = self._routed(stage, "chat")
         msgs = [dict(m) for m in messages]
         params, key_extra = dialect.chat_params(profile, max_tokens, temperature, sample)
-        key = dialect.cache_key(
-            dialect.cache_identity(profile), profile.model, {"messages": msgs, "params": params, **key_extra}
-        )
+        key = self._key(profile, {"messages": msgs, "params": params, **key_extra})
         timer = Timer()
         with self._single_flight(key, timer):  # identical calls in flight wait for the first
             hit = self._cached_text(key)
@@ -412,11 +437,7 @@ class Gateway(EmbeddingMixin, GatewayCache):
                     "content": "Reply with one JSON object that satisfies this JSON schema:\n" + schema_text,
                 }
             ]
-        key = dialect.cache_key(
-            dialect.cache_identity(profile),
-            profile.model,
-            {"messages": msgs, "params": params, "schema": schema, **key_extra},
-        )
+        key = self._key(profile, {"messages": msgs, "params": params, "schema": schema, **key_extra})
         timer = Timer()
         with self._single_flight(key, timer):  # identical calls in flight wait for the first
             hit = self._cached_text(key)

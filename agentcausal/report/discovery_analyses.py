@@ -70,9 +70,12 @@ def markdown_table(df: pd.DataFrame, *, digits: int = 2) -> str:
     return "\n".join(lines)
 
 
-def _headed(df: pd.DataFrame) -> pd.DataFrame:
-    """Metric columns under their report names (``shd`` -> ``SHD``, ``shd_points`` -> ``SHD points``)."""
+def _headed(df: pd.DataFrame, *, ranks: bool = False) -> pd.DataFrame:
+    """Metric columns under their report names (``shd`` -> ``SHD``, ``shd_points`` -> ``SHD points``); in a
+    rank table the two SHDs say how each counts a reversal (:data:`~agentcausal.discovery.analyses.SHD_LABELS`)."""
     names = {**METRIC_COLUMNS, **{f"{k}_points": f"{v} points" for k, v in METRIC_COLUMNS.items()}}
+    if ranks:
+        names.update(A.SHD_LABELS)
     return df.rename(columns=names)
 
 
@@ -120,7 +123,9 @@ def _n_line(a: A.Analysis) -> str:
 
 
 def rank_sections(df: pd.DataFrame, *, heading: str = "##", over: str = "datasets") -> AnalysesReport:
-    """The mean-rank and win/tie/loss sections of a scored frame (no figure), as markdown and HTML.
+    """The rank sections of a scored frame (no figure), as markdown and HTML, by the paper's definitions:
+    mean ranks of MAC and its baselines, the ablations' and variants' ranks apart, "first on k of N", and
+    our pairwise wins / ties / losses; on the paper's datasets (:func:`~agentcausal.discovery.analyses.paper_scope`).
 
     Parameters
     ----------
@@ -135,25 +140,44 @@ def rank_sections(df: pd.DataFrame, *, heading: str = "##", over: str = "dataset
     md: list[str] = []
     parts: list[str] = []
     e = html.escape
-    ranks = A.mean_ranks(df)
+    scoped, scope = A.paper_scope(df)
+
+    def section(title: str, note: str, table: pd.DataFrame) -> None:
+        md.extend([f"{heading} {title}", "", note, "", markdown_table(table), ""])
+        parts.extend([f"<h2>{e(title)}</h2><p class='note'>{e(note)}</p>", html_table(table)])
+
+    ranks = A.mean_ranks(scoped)
     if not ranks.table.empty:
-        title = f"Mean rank over {over} (paper Fig. 2)"
-        note = (
-            f"{_n_line(ranks)} Each point ranks the methods scored there on their mean over seeds; a method's "
-            "mean rank is the mean over the points where it was scored (points)."
+        section(
+            f"Mean rank over {over} (paper Fig. 2)",
+            f"{_n_line(ranks)} MAC and its baselines only ({scope}). Each point ranks them on their mean over "
+            "seeds; a method's mean rank is the mean over the points where it was scored (points).",
+            _headed(ranks.table, ranks=True),
         )
-        md += [f"{heading} {title}", "", note, "", markdown_table(_headed(ranks.table)), ""]
-        parts += [f"<h2>{e(title)}</h2><p class='note'>{e(note)}</p>", html_table(_headed(ranks.table))]
-    wins = A.win_tie_loss(df)
+    variants = A.variant_ranks(scoped)
+    if not variants.table.empty:
+        section(
+            "Ablations and variants, ranked apart (paper §4.3-§4.4)",
+            f"{_n_line(variants)} Each ablation or variant in MAC's place, against the same baselines (MAC "
+            "left out), so none of them moves MAC's rank above.",
+            _headed(variants.table, ranks=True),
+        )
+    firsts = A.first_places(scoped)
+    if not firsts.table.empty:
+        section(
+            "First places: MAC first on k of N points (paper §4.2)",
+            f"{_n_line(firsts)} N = the (dataset, metric) points where the row was scored ({scope}).",
+            firsts.table,
+        )
+    wins = A.win_tie_loss(scoped)
     if not wins.table.empty:
-        title = "MAC against each baseline: wins / ties / losses"
-        note = (
+        section(
+            "MAC against each baseline: wins / ties / losses",
             f"{_n_line(wins)} W/T/L: points where MAC's seed mean is better / equal / worse (lower SHD and "
-            "NHD, higher F1); points: where both were scored. The paper counts first places over its 15 "
-            "points and leaves ties undefined; these are pairwise counts."
+            "NHD, higher F1); points: where both were scored. Our pairwise view; the paper counts first "
+            "places (above).",
+            _headed(wins.table, ranks=True),
         )
-        md += [f"{heading} {title}", "", note, "", markdown_table(_headed(wins.table)), ""]
-        parts += [f"<h2>{e(title)}</h2><p class='note'>{e(note)}</p>", html_table(_headed(wins.table))]
     return AnalysesReport(md, parts, [])
 
 
@@ -257,7 +281,7 @@ def analyses_report(
     ranked = rank_sections(df, heading="###")
     md += ranked.markdown
     parts += ranked.html
-    costs = A.cost_multiples(A.cost_frame(outcomes))
+    costs = A.cost_multiples(A.cost_frame(outcomes))  # every dataset: what the run spent
     if not costs.table.empty:
         note = f"n = {costs.n}; {costs.convention}."
         if A.ZERO_SHOT not in set(costs.table["method"]):
@@ -285,6 +309,7 @@ def analyses_report(
                 "tokens ×": [_fmt(v, "{:.2f}") for v in t["tokens_x"]],
                 "USD/run": [_fmt(v, "{:.4f}") for v in t["cost_usd"]],
                 "USD ×": [_fmt(v, "{:.2f}") for v in t["cost_x"]],
+                "tokens × reference baselines": t["tokens_x_range"],
                 "cached runs": t["cached_runs"],
                 "models": t["models"],
             }

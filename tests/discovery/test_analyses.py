@@ -22,9 +22,9 @@ from tests.discovery.conftest import mac_responder
 
 
 def frame(rows: list[tuple[str, int, str, float, float, float]], reversal_cost: int = 1) -> pd.DataFrame:
-    """A scored frame from (dataset, seed, method, shd, nhd, f1) rows."""
+    """A scored frame from (dataset, seed, method, shd, nhd, f1) rows; the paper's SHD (``shd2``) = ``shd``."""
     df = pd.DataFrame(rows, columns=["dataset", "seed", "method", "shd", "nhd", "f1"])
-    return df.assign(shd_reversal_cost=reversal_cost)
+    return df.assign(shd_reversal_cost=reversal_cost, shd2=df["shd"])
 
 
 #: two datasets x two seeds; mac beats pc on SHD everywhere, ties zero-shot on earthquake
@@ -51,23 +51,26 @@ def test_mean_ranks_rank_seed_means_per_dataset_with_average_ties():
     ranks = res.table.set_index("method")
     # earthquake SHD means: mac 1, pc 3, zero-shot 1 -> mac and zero-shot share ranks 1 and 2 (1.5), pc 3;
     # cancer: zero-shot 0 (1), mac 1 (2), pc 2 (3, its one scored seed)
-    assert ranks.loc["mac", "shd"] == pytest.approx((1.5 + 2) / 2)
-    assert ranks.loc["llm_zero_shot", "shd"] == pytest.approx((1.5 + 1) / 2)
-    assert ranks.loc["pc", "shd"] == 3.0 and (ranks["points"] == 2).all()
+    assert ranks.loc["mac", "shd2"] == pytest.approx((1.5 + 2) / 2)
+    assert ranks.loc["llm_zero_shot", "shd2"] == pytest.approx((1.5 + 1) / 2)
+    assert ranks.loc["pc", "shd2"] == 3.0 and (ranks["points"] == 2).all()
+    assert (ranks["shd"] == ranks["shd2"]).all()  # the reversal-once SHD, ranked beside (equal here)
     # F1 ranks higher first: earthquake mac 0.875 vs zero-shot 0.875 tie -> 1.5 each
     assert ranks.loc["mac", "f1"] == pytest.approx((1.5 + 2) / 2)
-    assert res.n == "2 datasets × 2 seeds" and "reversed edge counts once" in res.convention
+    assert res.n == "2 datasets × 2 seeds" and "reversed edge counts twice" in res.convention
+    assert "beside it, SHD with a reversed edge counted once" in res.convention
     assert list(res.table["method"]) == ["llm_zero_shot", "mac", "pc"]  # sorted by mean SHD rank
 
 
 def test_mean_ranks_over_backbones_make_each_backbone_dataset_pair_a_point():
-    other = TWO_BY_TWO.assign(shd=TWO_BY_TWO["shd"].where(TWO_BY_TWO["method"] != "mac", 9.0))
+    worse = TWO_BY_TWO["shd"].where(TWO_BY_TWO["method"] != "mac", 9.0)
+    other = TWO_BY_TWO.assign(shd=worse, shd2=worse)
     stacked = A.stack_backbones({"gpt-4o": TWO_BY_TWO, "gemini-2.0-flash": other})
     res = A.mean_ranks(stacked)
     assert A.evaluation_points(stacked) == ["backbone", "dataset"]
     assert res.table.set_index("method").loc["mac", "points"] == 4
     # on the second backbone mac is last on both datasets: (1.75 * 2 + 3 * 2) / 4
-    assert res.table.set_index("method").loc["mac", "shd"] == pytest.approx((1.5 + 2 + 3 + 3) / 4)
+    assert res.table.set_index("method").loc["mac", "shd2"] == pytest.approx((1.5 + 2 + 3 + 3) / 4)
     assert res.n == "2 datasets × 2 seeds × 2 backbones"
 
 
@@ -75,9 +78,9 @@ def test_win_tie_loss_counts_mac_against_each_baseline_per_metric():
     res = A.win_tie_loss(TWO_BY_TWO.assign(shd_reversal_cost=2))
     t = res.table.set_index("baseline")
     assert list(t.index) == ["pc", "llm_zero_shot"] and set(res.table["mac"]) == {"mac"}
-    assert t.loc["pc", "shd"] == "2/0/0" and t.loc["pc", "f1"] == "2/0/0"
-    assert t.loc["llm_zero_shot", "shd"] == "0/1/1"  # tie on earthquake (mean 1 each), loss on cancer
-    assert t.loc["llm_zero_shot", "f1"] == "0/1/1" and t.loc["pc", "shd_points"] == 2
+    assert t.loc["pc", "shd2"] == "2/0/0" and t.loc["pc", "f1"] == "2/0/0"
+    assert t.loc["llm_zero_shot", "shd2"] == "0/1/1"  # tie on earthquake (mean 1 each), loss on cancer
+    assert t.loc["llm_zero_shot", "f1"] == "0/1/1" and t.loc["pc", "shd2_points"] == 2
     assert "reversed edge counts twice" in res.convention
 
 
@@ -92,7 +95,66 @@ def test_win_tie_loss_leaves_out_mac_ablations_as_baselines_and_counts_rounds_va
     )
     t = A.win_tie_loss(df).table
     assert list(zip(t["mac"], t["baseline"])) == [("mac (rounds 1)", "ges"), ("mac (rounds 2)", "ges")]
-    assert list(t["shd"]) == ["1/0/0", "0/0/1"]
+    assert list(t["shd2"]) == ["1/0/0", "0/0/1"]
+
+
+def test_mean_rank_ranks_mac_and_its_baselines_only_and_the_ablations_apart():
+    """MAC's rank does not move when ablations and variants join the run: they are ranked apart, each in
+    MAC's place against the same baselines (the paper's Fig. 2 ranks MAC and its nine baselines)."""
+    extra = frame(
+        [
+            (ds, s, m, 0, 0.0, 1.0)  # every ablation and variant perfect everywhere: they would rank first
+            for ds in ("earthquake", "cancer")
+            for s in (0, 1)
+            for m in ("dcm_only", "mdm_only", "mac_single", "mac (rounds 2)", "mac@names", "llm_zero_shot@names")
+        ]
+    )
+    alone = A.mean_ranks(TWO_BY_TWO).table.set_index("method")
+    res = A.mean_ranks(pd.concat([TWO_BY_TWO, extra], ignore_index=True))
+    t = res.table.set_index("method")
+    assert set(t.index) == {"mac", "pc", "llm_zero_shot"}
+    pd.testing.assert_frame_equal(t.sort_index(), alone.sort_index())
+    v = A.variant_ranks(pd.concat([TWO_BY_TWO, extra], ignore_index=True)).table.set_index("method")
+    assert set(v.index) == {"dcm_only", "mdm_only", "mac_single", "mac (rounds 2)", "mac@names"}
+    # each perfect variant: first against pc and zero-shot alone; on earthquake it ties nothing, on cancer
+    # it ties zero-shot (SHD 0 each): (1 + 1.5) / 2
+    assert v.loc["dcm_only", "shd2"] == pytest.approx(1.25) and (v["points"] == 2).all()
+
+
+def test_first_places_count_mac_first_on_k_of_the_dataset_metric_points_per_backbone():
+    res = A.first_places(TWO_BY_TWO)
+    row = res.table.set_index("method").loc["mac"]
+    # earthquake: SHD mac 1 = zero-shot 1 (tie, first), NHD .04 = .04 (tie, first), F1 .875 = .875 (tie, first);
+    # cancer: zero-shot is first on all three, mac second
+    assert (row["first"], row["second"], row["ties"], row["points"]) == (3, 3, 3, 6)
+    assert row["text"] == "first on 3 of 6, second on 3" and "tie for first counts as first" in res.convention
+    stacked = A.first_places(A.stack_backbones({"gpt-4o": TWO_BY_TWO, "r1": TWO_BY_TWO}))
+    assert list(stacked.table["backbone"]) == ["gpt-4o", "r1"] and list(stacked.table["points"]) == [6, 6]
+    # an ablation never takes a first place from mac: ranked in its own row, against the baselines only
+    with_ablation = pd.concat([TWO_BY_TWO, frame([("cancer", 0, "dcm_only", 0, 0, 1.0)])], ignore_index=True)
+    assert A.first_places(with_ablation).table.set_index("method").loc["mac", "first"] == 3
+
+
+def test_the_paper_scope_keeps_its_five_datasets_and_names_the_others():
+    df = pd.concat([TWO_BY_TWO, TWO_BY_TWO.assign(dataset="asia")], ignore_index=True)
+    kept, note = A.paper_scope(df)
+    assert set(kept["dataset"]) == {"earthquake", "cancer"} and "left out: asia (not among the paper's" in note
+    assert "2 of the paper's 5 datasets" in note and "× 3 metrics = 6 per backbone" in note
+    assert "not run: survey, auto_mpg, child" in note
+    user, why = A.paper_scope(TWO_BY_TWO.assign(dataset="mine"))
+    assert len(user) == len(TWO_BY_TWO) and "none of the paper's five" in why
+    out = A.paper_analyses(df)
+    assert out["scope"] == note and out["mean_ranks"].n == "2 datasets × 2 seeds"
+
+
+def test_ranks_use_the_papers_shd_and_show_the_reversal_once_one_beside():
+    # mac reverses an edge (shd 1, shd2 2), pc misses one (shd 1, shd2 1): the paper's SHD puts pc first
+    df = frame([("a", 0, "mac", 1, 0.1, 0.5), ("a", 0, "pc", 1, 0.1, 0.5)]).assign(shd2=[2.0, 1.0])
+    t = A.mean_ranks(df).table.set_index("method")
+    assert t.loc["pc", "shd2"] == 1.0 and t.loc["mac", "shd2"] == 2.0
+    assert t.loc["mac", "shd"] == t.loc["pc", "shd"] == 1.5  # tied under the reversal-once SHD
+    twice = A.mean_ranks(df.assign(shd=df["shd2"], shd_reversal_cost=2).drop(columns="shd2"))
+    assert "shd" not in twice.table and twice.table.set_index("method").loc["pc", "shd2"] == 1.0
 
 
 def test_rounds_curve_reads_the_variants_and_ignores_other_methods():
@@ -127,6 +189,8 @@ def test_cost_multiples_against_zero_shot_in_tokens_and_dollars():
     )
     res = A.cost_multiples(costs)
     t = res.table.set_index("method")
+    assert t.loc["mac", "tokens_x_range"] == f"{2200 / 125:.1f}–{2200 / 125:.1f}"  # zero-shot the one reference
+    assert "llm_zero_shot" in res.convention and "its own cached replies" in res.convention
     assert "pc" not in t.index and t.loc["llm_zero_shot", "tokens_x"] == 1.0
     assert t.loc["mac", "tokens_x"] == pytest.approx(2200 / 125) and t.loc["mac", "cost_x"] == pytest.approx(20.0)
     assert t.loc["mac", "runs"] == 2 and t.loc["mac", "models"] == "fake:m" and res.n == "2 datasets × 1 seeds"

@@ -13,6 +13,7 @@ import pytest
 from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.data.datasets import load_dataset
 from agentcausal.discovery.evaluate import outcomes_frame
+from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.jobs import run_discovery
 from agentcausal.discovery.llm import ils_csl as ils_mod
 from agentcausal.discovery.llm import llm_scd as scd_mod
@@ -21,6 +22,7 @@ from agentcausal.discovery.llm.ils_csl import ILSCSLSettings, hill_climb
 from agentcausal.discovery.llm.llm_scd import LLMSCDSettings
 from agentcausal.discovery.llm.react import ReActSettings
 from agentcausal.discovery.registry import method_stages, resolve_methods
+from agentcausal.exceptions import AlgorithmError
 from agentcausal.llm.gateway import Gateway
 from agentcausal.report.discovery_tables import summary_text
 from tests.discovery.conftest import mac_responder, reply_kind
@@ -111,6 +113,7 @@ def test_react_asks_for_a_final_graph_when_steps_run_out(fake_server, make_gatew
 
 def test_llm_scd_turns_answers_into_a_prior_for_pc(fake_server, make_gateway):
     ds = dataset("earthquake", 0)
+    truth()  # loaded before the first request (see the ILS-CSL test)
     fake_server.responder = oracle
     res = scd_mod.llm_scd(make_gateway(fake_server), ds, LLMSCDSettings(n_samples=2))
     d = ds.d
@@ -133,6 +136,7 @@ def test_llm_scd_turns_answers_into_a_prior_for_pc(fake_server, make_gateway):
 
 def test_ils_csl_supervises_learned_edges_and_iterates(fake_server, make_gateway):
     ds = dataset("asia", 0)
+    truth()  # loaded before the first request: loading it inside the responder can outlast the client's timeout
     fake_server.responder = oracle
     res = ils_mod.ils_csl(make_gateway(fake_server), ds, ILSCSLSettings())
     first = set(res.iterations[0])
@@ -214,3 +218,75 @@ def test_paper_bounds_edge_lists_by_what_a_dag_allows_and_small_keeps_2d(fake_se
         assert {s["properties"]["edges"]["maxItems"] for s in schemas} == {bound}
         assert ("maxLength" in json.dumps(schemas)) is not paper  # ReAct's thought: unbounded under paper
         assert all((b["max_tokens"] == 5000) is paper for b in bodies)  # paper: the profile's budget
+
+
+def test_ils_csl_finishes_on_verdicts_whose_requirements_close_a_cycle(fake_server, make_gateway, monkeypatch):
+    """Each learned edge judged "correct", over searches that learn tub -> either -> xray, then xray -> tub
+    (and smoke -> lung): the three requirements close a cycle pgmpy refuses; the cycle-closing one is
+    dropped, and the real search runs under the rest to the end."""
+    ds = dataset("asia", 0)
+    cyclic = {("tub", "either"), ("either", "xray"), ("xray", "tub")}
+    with pytest.raises(AlgorithmError, match="hill climbing failed"):
+        hill_climb(ds, cyclic, set())  # what made the row fail before
+    real = ils_mod.hill_climb
+    scripted = [
+        [("tub", "either"), ("either", "xray")],
+        [("tub", "either"), ("either", "xray"), ("xray", "tub"), ("smoke", "lung")],  # one more new edge
+    ]
+    seen: list[set] = []
+
+    def search(ds_, required, forbidden, settings):
+        seen.append(set(required))
+        if scripted:
+            return CausalGraph.from_edges(ds_.variables, scripted.pop(0))
+        return real(ds_, required, forbidden, settings)
+
+    monkeypatch.setattr(ils_mod, "hill_climb", search)
+    fake_server.responder = lambda body: json.dumps({"reason": "yes", "verdict": "correct"})
+    res = ils_mod.ils_csl(make_gateway(fake_server), ds, ILSCSLSettings())
+    assert res.dropped == ("xray -> tub",) and res.verdicts["xray -> tub"] == "correct"
+    assert set(res.required) >= {"tub -> either", "either -> xray"} and "xray -> tub" not in res.required
+    assert all(not ils_mod.closes_cycle(r - {e}, e) for r in seen for e in r)  # every search ran acyclic
+    assert {("tub", "either"), ("either", "xray"), ("smoke", "lung")} <= res.graph.directed_edges()
+    assert res.stopped == "no_new_constraint" and len(seen) >= 3  # the real search ran after the drop
+
+
+def test_ils_csl_runs_to_its_own_rule_under_paper_and_small_keeps_its_bound(fake_server, make_gateway):
+    from agentcausal.discovery.registry import method_settings
+
+    assert ILSCSLSettings().max_iterations is None and ils_mod.PRESETS["small"]["max_iterations"] == 2
+    ds = dataset("asia", 0)
+    truth()
+    fake_server.responder = oracle
+    res = ils_mod.ils_csl(make_gateway(fake_server), ds, ILSCSLSettings())
+    assert res.stopped == "no_new_constraint"
+    small = ils_mod.ils_csl(make_gateway(fake_server, cache=False), ds, ILSCSLSettings(max_iterations=1))
+    assert small.stopped == "max_iterations" and len(small.iterations) == 1
+    plan = method_settings("ils_csl", DiscoveryConfig(ils_csl=ILSCSLSettings(**ils_mod.PRESETS["small"])))
+    assert plan["max_iterations"] == 2  # the bound is in the plan
+    assert method_settings("ils_csl", DiscoveryConfig())["max_iterations"] is None
+
+
+def test_llm_scd_asks_at_temperature_0_under_paper_and_takayamas_sampling_is_named(fake_server, make_gateway):
+    """The MAC paper runs every LLM at temperature 0 (§4.1): ``paper``'s LLM-SCD sends temperature 0, one
+    answer per ordered pair; ``sampling=takayama`` is Takayama et al.'s five answers at 0.7."""
+    from agentcausal.discovery.registry import llm_temperature, method_settings
+    from agentcausal.settings import resolve
+
+    paper = resolve(LLMSCDSettings, scd_mod.PRESETS, "paper", {}, name="llm_scd")
+    assert (paper.sampling, paper.temperature, paper.n_samples) == ("mac_paper", 0.0, 1)
+    small = resolve(LLMSCDSettings, scd_mod.PRESETS, "small", {"sampling": "takayama"}, name="llm_scd")
+    assert (small.temperature, small.n_samples) == (0.7, 5)
+    assert LLMSCDSettings(sampling="takayama", temperature=0.3).temperature == 0.3  # a given value stays
+    config = DiscoveryConfig(llm_scd=paper, samples=3)
+    assert llm_temperature("llm_scd", config) == 0.0 and method_settings("llm_scd", config)["temperature_used"] == 0.0
+    ds = dataset("earthquake", 0)
+    truth()
+    fake_server.responder = oracle
+    scd_mod.llm_scd(make_gateway(fake_server), ds, paper)
+    sent = fake_server.chat_requests
+    assert len(sent) == ds.d * (ds.d - 1) and {r["temperature"] for r in sent} == {0.0}
+    before = len(sent)
+    scd_mod.llm_scd(make_gateway(fake_server, cache=False), ds, LLMSCDSettings(sampling="takayama"))
+    sampled = fake_server.chat_requests[before:]
+    assert len(sampled) == 5 * ds.d * (ds.d - 1) and {r["temperature"] for r in sampled} == {0.7}

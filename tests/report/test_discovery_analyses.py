@@ -47,7 +47,7 @@ def test_analyses_report_writes_each_section_with_its_n(tmp_path):
     ]
     df = pd.DataFrame(
         [
-            {"dataset": d, "seed": 0, "method": m, "shd": s, "nhd": n, "f1": f, "shd_reversal_cost": 1}
+            {"dataset": d, "seed": 0, "method": m, "shd": s, "shd2": s, "nhd": n, "f1": f, "shd_reversal_cost": 1}
             for d, m, s, n, f in rows
         ]
     )
@@ -56,13 +56,17 @@ def test_analyses_report_writes_each_section_with_its_n(tmp_path):
     ]
     rep = analyses_report(df, outcomes, tmp_path)
     md = "\n".join(rep.markdown)
-    assert "### Rounds sweep" in md and "### Mean rank over datasets" in md and "wins / ties / losses" in md
+    assert "### Rounds sweep" in md and "wins / ties / losses" in md
     assert "### Cost as a multiple of zero-shot" in md
-    assert md.count("n = 2 datasets × 1 seeds") == 4 and md.count("SHD: a reversed edge counts once") >= 3
+    # rounds, mean ranks (the baselines; no plain mac here), variants ranked apart, first places, W/T/L, cost
+    assert md.count("n = 2 datasets × 1 seeds") == 6 and "SHD: a reversed edge counts once" in md
+    assert md.count("SHD as the paper defines it (App. B, over ordered pairs): a reversed edge counts twice") == 4
+    assert "### Ablations and variants, ranked apart" in md and "### First places: MAC first on k of N" in md
+    assert "| mac (rounds 2) | 6 | 0 | 5 | 6 | first on 6 of 6, second on 0 |" in md  # 5 of them shared
     assert (tmp_path / "rounds.png").stat().st_size > 1000 and rep.figures[0].key == "rounds"
     assert "| mac (rounds 1) | pc | 2/0/0 |" in md and "| mac (rounds 2) | pc | 1/1/0 |" in md  # SHD a, b
-    assert "| mac (rounds 2) | 2 | 1,610 | 14.64 | 0.0010 | 1.00 | 0 | fake:m |" in md  # 1610 / 110 tokens per run
-    assert any("Mean rank over datasets" in h for h in rep.html)
+    assert "| mac (rounds 2) | 2 | 1,610 | 14.64 | 0.0010 | 1.00 | 14.6–14.6 | 0 | fake:m |" in md  # 1610 / 110
+    assert any("Ablations and variants" in h for h in rep.html)
     # nothing to analyse: no section at all
     assert analyses_report(df.iloc[0:0], [], tmp_path).markdown == []
     assert rank_sections(df[df.method == "pc"]).markdown[0].startswith("## Mean rank")

@@ -10,9 +10,21 @@ Ban et al. (arXiv:2311.11689) alternate two steps until nothing changes:
    ``x -> y`` forbidden and ``y -> x`` required; absent -> both directions
    forbidden.
 
-The loop stops when an iteration adds no constraint (or after
-``max_iterations``). Supervising only the learned edges, rather than every
-pair, is what keeps the LLM's work linear in the graph's size.
+The loop stops when an iteration adds no constraint: the paper's own stopping rule, which
+``paper`` follows (``max_iterations=None``; each iteration judges at least one pair not judged
+before, so it ends after at most d(d-1)/2 iterations); ``small`` bounds it (``max_iterations``, shown
+in the plan). Supervising only the learned edges, rather than every pair, is what keeps the LLM's
+work linear in the graph's size.
+
+**Contradictory verdicts.** Each pair is judged once, so a pair never gets both a required and a
+forbidden direction; but verdicts on different pairs can require edges that close a directed cycle
+(``A -> B`` and ``B -> C`` correct, then ``C -> A`` correct), which no DAG search can honour (pgmpy:
+"required_edges create a cycle"). The paper does not say what to do. Here the *cycle-closing*
+requirement is dropped: verdicts are applied in the order they are given (iteration by iteration,
+each iteration's edges in sorted order), and a required edge that would close a cycle among the
+required edges so far is not added (its verdict stays recorded, its other constraint, the
+forbidden direction of a ``reversed``, stays); it is listed in :attr:`ILSCSLResult.dropped`. The
+earlier verdicts win, so the search always runs under an acyclic set of requirements.
 
 The search here is pgmpy's hill climbing (one of the paper's backbones) with
 ``ExpertKnowledge`` carrying the constraints (hard constraints, as the paper's
@@ -48,7 +60,7 @@ from agentcausal.discovery.mac.settings import BASELINE_STAGE
 from agentcausal.exceptions import AlgorithmError
 from agentcausal.llm import Gateway
 
-__all__ = ["ILSCSLSettings", "PRESETS", "ILSCSLResult", "ils_csl", "hill_climb"]
+__all__ = ["ILSCSLSettings", "PRESETS", "ILSCSLResult", "ils_csl", "hill_climb", "closes_cycle"]
 
 
 class ILSCSLSettings(BaseModel):
@@ -56,7 +68,8 @@ class ILSCSLSettings(BaseModel):
 
     Attributes
     ----------
-    max_iterations : int, bound on learn-supervise rounds (the paper iterates until no new constraint)
+    max_iterations : int or None, bound on learn-supervise rounds; None (``paper``) = the paper's own rule,
+        until an iteration adds no constraint (``small``: 2)
     discrete_score : pgmpy score on discrete data ("bdeu", "bic-d" or "k2"); the authors' default
         is BDeu (their code's ``--score bdeu``)
     equivalent_sample_size : float, BDeu's prior strength (equivalent sample size). The paper's text
@@ -78,7 +91,7 @@ class ILSCSLSettings(BaseModel):
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    max_iterations: int = Field(10, ge=1, le=50)
+    max_iterations: int | None = Field(None, ge=1, le=50)
     discrete_score: Literal["bdeu", "bic-d", "k2"] = "bdeu"
     equivalent_sample_size: float = Field(1.0, gt=0)
     max_parents: int | None = Field(3, ge=1)
@@ -86,7 +99,7 @@ class ILSCSLSettings(BaseModel):
     sampling_temperature: float | None = Field(None, ge=0, le=2)
 
 
-#: ``paper`` = the defaults; ``small``: two rounds and short reasons (sub-2B models on CPU)
+#: ``paper`` = the defaults (no iteration bound); ``small``: two rounds and short reasons (sub-2B models on CPU)
 PRESETS: dict[str, dict[str, Any]] = {
     "paper": {},
     "small": {"max_iterations": 2, "reason_chars": 80, "sampling_temperature": 0.7},
@@ -100,7 +113,18 @@ EDGE_TEMPLATE = (
 
 
 class ILSCSLResult(BaseModel):
-    """Per iteration the learned graph; the verdicts and constraints; the final graph."""
+    """Per iteration the learned graph; the verdicts and constraints; the final graph.
+
+    Attributes
+    ----------
+    iterations : the learned graph's edges, one tuple per iteration
+    verdicts : ``"x -> y"`` -> ``correct`` | ``reversed`` | ``absent``, in the order given
+    required, forbidden : the constraints the last search ran under, ``"x -> y"``
+    dropped : required edges left out because they would close a directed cycle among the required
+        edges before them (the earlier verdicts win), in the order met
+    stopped : ``"no_new_constraint"`` (the paper's rule) or ``"max_iterations"``
+    graph : the last learned DAG
+    """
 
     model_config = ConfigDict(frozen=True)
     iterations: tuple[tuple[str, ...], ...]
@@ -108,6 +132,31 @@ class ILSCSLResult(BaseModel):
     required: tuple[str, ...]
     forbidden: tuple[str, ...]
     graph: CausalGraph
+    dropped: tuple[str, ...] = ()
+    stopped: Literal["no_new_constraint", "max_iterations"] = "no_new_constraint"
+
+
+def closes_cycle(required: set[tuple[str, str]], edge: tuple[str, str]) -> bool:
+    """Whether adding ``edge`` (x, y) to the ``required`` edges closes a directed cycle (a path y ~> x).
+
+    >>> closes_cycle({("A", "B"), ("B", "C")}, ("C", "A")), closes_cycle({("A", "B")}, ("A", "C"))
+    (True, False)
+    """
+    x, y = edge
+    if x == y:
+        return True
+    out: dict[str, list[str]] = {}
+    for a, b in required:
+        out.setdefault(a, []).append(b)
+    seen, stack = {y}, [y]
+    while stack:
+        for nxt in out.get(stack.pop(), []):
+            if nxt == x:
+                return True
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return False
 
 
 def hill_climb(
@@ -196,8 +245,19 @@ def ils_csl(
     forbidden: set[tuple[str, str]] = set()
     verdicts: dict[str, str] = {}
     iterations: list[tuple[str, ...]] = []
+    dropped: list[str] = []
+
+    def require(edge: tuple[str, str]) -> None:
+        if closes_cycle(required, edge):
+            dropped.append(f"{edge[0]} -> {edge[1]}")
+        else:
+            required.add(edge)
+
     graph = hill_climb(ds, required, forbidden, settings)
-    for _ in range(settings.max_iterations):
+    stopped: Literal["no_new_constraint", "max_iterations"] = "max_iterations"
+    iteration = 0
+    while settings.max_iterations is None or iteration < settings.max_iterations:
+        iteration += 1
         iterations.append(tuple(graph.edge_strings()))
         new = 0
         for x, y in sorted(graph.directed_edges()):
@@ -211,14 +271,15 @@ def ils_csl(
             verdicts[key] = verdict
             before = len(required) + len(forbidden)
             if verdict == "correct":
-                required.add((x, y))
+                require((x, y))
             elif verdict == "reversed":
                 forbidden.add((x, y))
-                required.add((y, x))
+                require((y, x))
             else:
                 forbidden.update({(x, y), (y, x)})
             new += len(required) + len(forbidden) - before
         if not new:
+            stopped = "no_new_constraint"
             break
         graph = hill_climb(ds, required, forbidden, settings)
     return ILSCSLResult(
@@ -227,4 +288,6 @@ def ils_csl(
         graph=graph,
         required=tuple(f"{a} -> {b}" for a, b in sorted(required)),
         forbidden=tuple(f"{a} -> {b}" for a, b in sorted(forbidden)),
+        dropped=tuple(dropped),
+        stopped=stopped,
     )

@@ -6,7 +6,8 @@ Takayama et al. (arXiv:2402.01454) run in three steps:
 2. *statistical causal prompting*: for every ordered pair ``(x, y)`` the LLM is
    shown the metadata and the SCD result and asked whether ``x`` directly
    causes ``y``; ``n_samples`` answers (at ``temperature``) give a probability
-   ``p(x -> y)``;
+   ``p(x -> y)``; ``paper`` asks once at temperature 0, as the MAC paper runs every LLM
+   (``sampling="mac_paper"``), and ``sampling="takayama"`` is their own five answers at 0.7;
 3. the probabilities become a prior-knowledge matrix (``x -> y`` required
    when ``p >= required_at``, forbidden when ``p <= forbidden_at``, else left
    to the data) and the SCD algorithm runs again under it.
@@ -27,9 +28,9 @@ Approach." arXiv:2402.01454.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agentcausal.discovery.data.dataset_model import Dataset
 from agentcausal.discovery.graphs.graph import CausalGraph
@@ -46,7 +47,7 @@ from agentcausal.discovery.mac.settings import BASELINE_STAGE
 from agentcausal.discovery.statistical.algorithms import default_choice, run_algorithm
 from agentcausal.llm import Gateway
 
-__all__ = ["LLMSCDSettings", "PRESETS", "LLMSCDResult", "llm_scd"]
+__all__ = ["LLMSCDSettings", "PRESETS", "SAMPLINGS", "LLMSCDResult", "llm_scd"]
 
 
 class LLMSCDSettings(BaseModel):
@@ -54,8 +55,14 @@ class LLMSCDSettings(BaseModel):
 
     Attributes
     ----------
-    n_samples : int, answers per ordered pair; ``p(x -> y)`` is the share of "yes"
-    temperature : float, sampling temperature of those answers (None = the profile's)
+    sampling : ``"mac_paper"`` or ``"takayama"``, the named sampling of the pair answers, which sets
+        ``temperature`` and ``n_samples`` where they are not given. ``mac_paper`` (``paper``'s): the MAC
+        paper runs every LLM at temperature 0 (arXiv:2407.15073 §4.1), so one greedy answer per pair
+        (repeated greedy answers only repeat it: p is 0 or 1). ``takayama``: Takayama et al.'s own
+        sampling, ``n_samples=5`` answers at temperature 0.7, p the share of "yes" (arXiv:2402.01454)
+    n_samples : int, answers per ordered pair; ``p(x -> y)`` is the share of "yes" (default: the sampling's)
+    temperature : float or None, sampling temperature of those answers (default: the sampling's;
+        None = the profile's)
     required_at : float, ``p >= required_at`` makes ``x -> y`` required
     forbidden_at : float, ``p <= forbidden_at`` makes ``x -> y`` forbidden
     reason_chars : int or None, ``maxLength`` of the reason the LLM gives before its answer; None = unbounded,
@@ -64,16 +71,33 @@ class LLMSCDSettings(BaseModel):
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    n_samples: int = Field(5, ge=1, le=20)
-    temperature: float | None = Field(0.7, ge=0, le=2)
+    sampling: Literal["mac_paper", "takayama"] = "mac_paper"
+    n_samples: int = Field(1, ge=1, le=20)
+    temperature: float | None = Field(0.0, ge=0, le=2)
     required_at: float = Field(0.95, gt=0.5, le=1)
     forbidden_at: float = Field(0.05, ge=0, lt=0.5)
     reason_chars: int | None = Field(None, ge=20)
     algorithm_timeout_s: float = Field(120.0, gt=0)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _sampling_defaults(cls, data: Any) -> Any:
+        """``temperature`` and ``n_samples`` not given: the named ``sampling``'s (:data:`SAMPLINGS`)."""
+        if isinstance(data, dict):
+            named = SAMPLINGS.get(str(data.get("sampling", "mac_paper")), {})
+            return {**named, **data}
+        return data
+
+
+#: the named samplings of :class:`LLMSCDSettings`: what each sets where not given
+SAMPLINGS: dict[str, dict[str, Any]] = {
+    "mac_paper": {"temperature": 0.0, "n_samples": 1},
+    "takayama": {"temperature": 0.7, "n_samples": 5},
+}
+
 
 #: ``paper`` = the defaults; ``small``: one answer per pair, short reasons (sub-2B models on CPU)
-PRESETS: dict[str, dict[str, Any]] = {"paper": {}, "small": {"n_samples": 1, "reason_chars": 80}}
+PRESETS: dict[str, dict[str, Any]] = {"paper": {}, "small": {"reason_chars": 80}}
 
 PAIR_TEMPLATE = (
     "{metadata}\nA statistical causal discovery algorithm (PC) found on the data:\n{scd}\n"
