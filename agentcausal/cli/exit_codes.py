@@ -20,6 +20,7 @@ __all__ = [
     "ENDPOINT_DOWN",
     "RUN_FOLDER_BUSY",
     "INTERRUPTED",
+    "TERMINATED",
     "EXIT_CODES",
     "epilog",
 ]
@@ -30,7 +31,8 @@ BAD_INPUT = 2  #: bad input or options, refused before any work, in one line (ar
 FAILED_ROWS = 3  #: the run finished, but some rows were not computed: failed, or held back by --max-cost
 ENDPOINT_DOWN = 4  #: an endpoint was dead: the run stopped early (circuit breaker) or every row failed on it
 RUN_FOLDER_BUSY = 5  #: another run is writing the run folder (its lock is held); nothing was done
-INTERRUPTED = 130  #: Ctrl-C; finished steps are cached, rerun to resume
+INTERRUPTED = 130  #: Ctrl-C (SIGINT); finished work is kept, --resume computes the rest
+TERMINATED = 143  #: SIGTERM (a scheduler's stop, a Prefect cancellation); finished work is kept, as for 130
 
 #: status -> meaning, as the help epilog shows them
 EXIT_CODES = {
@@ -41,7 +43,8 @@ EXIT_CODES = {
     "the next run, or --resume, computes them)",
     ENDPOINT_DOWN: "an endpoint was dead: stopped early (circuit breaker) or every row failed on it",
     RUN_FOLDER_BUSY: "the run folder is locked by another run",
-    INTERRUPTED: "interrupted",
+    INTERRUPTED: "interrupted (SIGINT)",
+    TERMINATED: "stopped by SIGTERM (--resume computes the rest)",
 }
 
 
