@@ -206,7 +206,7 @@ def stop_on_signal(
     """While inside: the first of ``signals`` stops the run (:func:`request_stop`, the watchdog armed for
     ``after_s`` seconds) and raises ``raise_(signum)`` in the main thread; a second exits at once
     (:func:`hard_exit`, ``message`` printed). Outside the main thread it does nothing. The previous handlers
-    come back on leaving."""
+    come back on leaving. A signal ignored on entry (SIG_IGN) stays ignored."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -215,7 +215,8 @@ def stop_on_signal(
         _on_signal(signum, message, after_s)
         raise raise_(signum)
 
-    previous = {s: signal.signal(s, handler) for s in signals}
+    # a signal the process was started ignoring (SIGINT of a background job, nohup) stays ignored
+    previous = {s: signal.signal(s, handler) for s in signals if signal.getsignal(s) != signal.SIG_IGN}
     try:
         yield
     finally:
