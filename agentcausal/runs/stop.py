@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import Any
+from typing import Any, TypeVar
 
 from agentcausal.exceptions import AgentCausalError
 
@@ -73,11 +73,14 @@ class StopSignal(KeyboardInterrupt):
 _lock = threading.RLock()
 _event = threading.Event()
 _signal: int | None = None
-_hooks: list[Callable[[], None]] = []
+_hooks: list[Callable[[], object]] = []
 _watchdog: threading.Thread | None = None
 
 
-def on_stop(hook: Callable[[], None]) -> Callable[[], None]:
+H = TypeVar("H", bound=Callable[[], object])
+
+
+def on_stop(hook: H) -> H:
     """Register ``hook`` to run (once per stop, on the thread that requests it) when a stop is requested;
     returns it (usable as a decorator). A hook registered twice runs once."""
     with _lock:

@@ -50,7 +50,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from typing import Annotated, Literal, NamedTuple, Union
+from typing import Annotated, Any, Literal, NamedTuple, Union
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -394,7 +394,8 @@ def stop_workers() -> int:
     for proc in live:
         with contextlib.suppress(Exception):
             proc.join(1)
-    for server in (forkserver._forkserver, resource_tracker._resource_tracker):
+    servers: tuple[Any, ...] = (forkserver._forkserver, resource_tracker._resource_tracker)
+    for server in servers:
         pid = getattr(server, "_pid", None) or getattr(server, "_forkserver_pid", None)
         with contextlib.suppress(Exception):
             if pid:
