@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import signal
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -124,8 +125,12 @@ def run_engine(
         return out
 
     try:
-        with stop.chain_sigterm():  # SIGTERM (a cancellation): workers ended first, then Prefect's own handler
-            drive(engine, submit=submit, result=result)
+        drive(engine, submit=submit, result=result)
+    except BaseException as exc:
+        signum = _signal_of(exc)
+        if signum is not None:  # the run's wait was interrupted: end its workers and items, exit within seconds
+            stop.stop_for_signal(signum)
+        raise
     finally:
         shown.close()
     summary = engine.finish(run_dir, meta)
@@ -186,6 +191,23 @@ def run_dir_of(call: Callable[[], str]) -> str:
         return call()
     except FailedRows as exc:
         return exc.run_dir
+
+
+def _signal_of(exc: BaseException) -> int | None:
+    """The signal behind ``exc``: Prefect's ``TerminationSignal`` (its SIGTERM handler, installed for the flow run:
+    a Prefect cancellation, a scheduler's stop), a ``KeyboardInterrupt`` (SIGINT); None for anything else.
+
+    Prefect's handler stays installed as it is: its runner checks for it before it acknowledges a cancellation,
+    which then ends the flow run Cancelled rather than Crashed."""
+    from prefect.exceptions import TerminationSignal
+
+    if isinstance(exc, TerminationSignal):
+        return int(exc.signal)
+    if isinstance(exc, stop.StopSignal):
+        return exc.signum
+    if isinstance(exc, KeyboardInterrupt):
+        return int(signal.SIGINT)
+    return None
 
 
 def _chunks_run_elsewhere() -> bool:

@@ -6,10 +6,12 @@ pieces that wait check it: the item pool stops waiting for a chunk's items (:cla
 algorithm worker starts. Records already in the results store stay there, so ``--resume`` computes only what
 was not finished (the LLM reply cache repays only the calls that were in flight).
 
-When the stop comes from a signal (:func:`stop_on_signal`), a watchdog thread makes sure the process ends:
+When the stop comes from a signal (:func:`stop_on_signal`, the CLI's handler; :func:`stop_for_signal`, called by
+a flow whose wait Prefect's own SIGTERM handler interrupted), a watchdog thread makes sure the process ends:
 :data:`HARD_EXIT_AFTER_S` seconds later it kills every process this one started (walking the process tree)
 and exits with ``128 + signal`` (143 for SIGTERM, 130 for SIGINT), whatever is still waiting (an HTTP
-request in flight, a thread pool's join at interpreter exit). A second signal does the same at once.
+request in flight); once the main thread is done the process exits at once, without joining the threads of
+items left running. A second signal exits at once.
 
 Only the standard library and psutil here (no Prefect).
 """
@@ -24,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from agentcausal.exceptions import AgentCausalError
 
@@ -41,7 +43,7 @@ __all__ = [
     "kill_descendants",
     "hard_exit",
     "stop_on_signal",
-    "chain_sigterm",
+    "stop_for_signal",
 ]
 
 #: seconds between the first signal and the forced exit (the issue asks for an exit within 10 s)
@@ -187,6 +189,12 @@ def _arm_watchdog(status: int, message: str | None, after_s: float) -> None:
 
         _watchdog = threading.Thread(target=watch, name="stop-watchdog", daemon=True)
         _watchdog.start()
+        # once the main thread is done, exit at once: the interpreter would join the threads of items left
+        # running (an HTTP request in flight). Called before concurrent.futures' own join (registered after it).
+        register = getattr(threading, "_register_atexit", None)
+        if register is not None:
+            with contextlib.suppress(RuntimeError):  # already shutting down
+                register(hard_exit, status, None)
 
 
 def _on_signal(signum: int, message: str | None, after_s: float) -> bool:
@@ -228,29 +236,9 @@ def stop_on_signal(
                 signal.signal(s, h)
 
 
-@contextlib.contextmanager
-def chain_sigterm(*, after_s: float = HARD_EXIT_AFTER_S, message: str | None = None) -> Iterator[None]:
-    """While inside (main thread only): SIGTERM first stops the run (:func:`request_stop`, the watchdog armed),
-    then calls the handler that was installed (a Prefect flow run's, which raises its ``TerminationSignal`` and
-    marks the run cancelled or crashed). For the process of a deployment's flow run, which Prefect cancels with
-    SIGTERM. A second SIGTERM exits at once."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.getsignal(signal.SIGTERM)
-
-    def handler(signum: int, frame: FrameType | None) -> Any:
-        _on_signal(signum, message, after_s)
-        if callable(previous):
-            return previous(signum, frame)
-        if previous == signal.SIG_DFL:
-            hard_exit(exit_status(signum), message)
-        return None
-
-    signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        with contextlib.suppress(ValueError, TypeError):
-            if signal.getsignal(signal.SIGTERM) is handler:
-                signal.signal(signal.SIGTERM, previous)
+def stop_for_signal(signum: int, *, message: str | None = None, after_s: float = HARD_EXIT_AFTER_S) -> None:
+    """A signal reached the run some other way (Prefect's own SIGTERM handler raised its ``TerminationSignal``
+    through the run's wait): stop the run (:func:`request_stop`) and arm the watchdog; no exit now. Calling it
+    again adds nothing."""
+    request_stop(signum)
+    _arm_watchdog(exit_status(signum), message, after_s)
