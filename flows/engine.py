@@ -5,6 +5,11 @@ Wiring shared by the ``attribute`` and ``discover`` flows: the engine
 its chunks to the half's chunk task (at most the engine's window in flight, on the flow's task
 runner: threads or Dask), feeds back each result, keeps a progress bar and artifact, and lists the
 rows this run paid nothing for in a table artifact; :func:`publish_report` adds the report's.
+
+A signal that interrupts the run's wait (Prefect's own SIGTERM handler: a cancellation or a scheduler's stop;
+SIGINT) stops the run (:mod:`agentcausal.runs.stop`: workers killed, items abandoned, exit within seconds);
+finished records stay in the results store. A run with rows not computed ends its flow run **Failed**
+(:func:`ended`, :class:`FailedRows`); its run folder is written all the same.
 """
 
 from __future__ import annotations

@@ -375,14 +375,15 @@ def _worker(
 
 _CTX_LOCK = threading.Lock()
 _CTX: mp.context.ForkServerContext | mp.context.SpawnContext | None = None
-_LIVE: set = set()  # worker processes running now (guarded by _CTX_LOCK)
+_LIVE: set[Any] = set()  # worker processes running now (guarded by _CTX_LOCK)
 
 
 @stop.on_stop
 def stop_workers() -> int:
     """Kill every running algorithm worker, then the forkserver and the resource tracker; returns the workers
-    killed. Their runs end with a transient :class:`AlgorithmError` (nothing stored). A later run starts a new
-    forkserver (a stop request refuses it while the stop holds)."""
+    killed. Their runs raise :class:`~agentcausal.runs.stop.RunStopped` (nothing stored; ``--resume`` runs them).
+    Registered as a stop hook (:func:`agentcausal.runs.stop.on_stop`); after :func:`agentcausal.runs.stop.reset`
+    the next run starts a new forkserver."""
     import multiprocessing.forkserver as forkserver
     import multiprocessing.resource_tracker as resource_tracker
 
