@@ -61,13 +61,14 @@ def test_a_stop_kills_a_running_algorithm_worker_and_its_forkserver(stopped):
 
     from agentcausal.discovery.statistical import algorithms as alg
 
-    data = np.random.default_rng(0).normal(size=(300, 18))  # A* over 18 free nodes: minutes
+    rng = np.random.default_rng(0)  # 24 variables driven by 3 latent factors: A* runs for minutes here
+    data = rng.normal(size=(500, 3)) @ rng.normal(size=(3, 24)) + 0.5 * rng.normal(size=(500, 24))
     choice = alg.ExactSearchParams(max_parents=2)
     errors: list[BaseException] = []
 
     def run() -> None:
         try:
-            alg.run_algorithm(data, [f"x{i}" for i in range(18)], choice, timeout_s=300)
+            alg.run_algorithm(data, [f"x{i}" for i in range(24)], choice, timeout_s=300)
         except BaseException as exc:  # what the run ended with
             errors.append(exc)
 
@@ -79,6 +80,7 @@ def test_a_stop_kills_a_running_algorithm_worker_and_its_forkserver(stopped):
     assert alg._LIVE, "no worker started"
     (worker,) = alg._LIVE
     time.sleep(1)
+    assert worker.is_alive(), "the search ended before the stop"
     server = forkserver._forkserver._forkserver_pid
     assert server and psutil.pid_exists(server)
     t0 = time.monotonic()
