@@ -16,7 +16,7 @@ from agentcausal.runs.folder import default_run_dir
 from agentcausal.runs.plan import Plan, as_plan
 from agentcausal.settings import RunSettings
 from flows import naming
-from flows.engine import publish_report, run_engine
+from flows.engine import ended, publish_report, run_dir_of, run_engine
 from flows.runners import RunnerChoice, with_runner
 from tasks.attribution import attribute_chunk, evaluate_run
 
@@ -48,7 +48,9 @@ def attribute(
     """Every planned (trace, method) pair; the run folder. ``plan``: a Plan, its dict or its ``plan.json``; None:
     built from the other arguments (:func:`agentcausal.attribution.plan.plan_attribution`). ``max_cost`` (USD) and
     ``max_tokens``: caps on this invocation, jobs past them ``not_run`` (:class:`agentcausal.runs.budget.BudgetGate`);
-    ``spent_before_usd``: what the run folder's earlier invocations spent (reported beside it)."""
+    ``spent_before_usd``: what the run folder's earlier invocations spent (reported beside it).
+    With rows not computed (``failed``, ``not_run``) the flow run ends **Failed** (:class:`flows.engine.FailedRows`,
+    its run folder complete) so that a Prefect automation on failed flow runs alerts; else Completed."""
     settings = settings or RunSettings.from_env()
     paths = naming.corpus_paths(paths, settings)  # empty: the Who&When folder of the settings, resolved now
     run_dir, subject = out_dir or default_run_dir("attribute"), corpus_label(paths)
@@ -67,7 +69,7 @@ def attribute(
         run_dir=run_dir,
     )
     naming.add_run_tags(plan.methods, settings, preset=plan.preset)
-    run_engine(
+    summary = run_engine(
         ATTRIBUTION,
         plan,
         settings,
@@ -92,11 +94,14 @@ def attribute(
         report_key="attribution-report",
         markdown=report.markdown,
     )
-    return run_dir
+    return ended("attribute", summary, run_dir)  # type: ignore[return-value]  # Failed when rows were not computed
 
 
 def run_attribute(
     paths: Sequence[str], methods: Sequence[str], *, runner: RunnerChoice | None = None, **kw: Any
 ) -> str:
-    """Plain-Python entry point (CLI, demo): :func:`attribute` with list arguments, on ``runner``'s task runner."""
-    return with_runner(attribute, runner)(paths=[str(p) for p in paths], methods=list(methods), **kw)
+    """Plain-Python entry point (CLI, demo): :func:`attribute` with list arguments, on ``runner``'s task runner; the
+    run folder, also when the flow run ended Failed for rows not computed (the caller reads ``run.json``)."""
+    return run_dir_of(
+        lambda: with_runner(attribute, runner)(paths=[str(p) for p in paths], methods=list(methods), **kw)
+    )

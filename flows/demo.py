@@ -20,6 +20,7 @@ from agentcausal.discovery.mac.settings import MACSettings
 from agentcausal.settings import RunSettings, resolve, routing_preset
 from flows.attribute import attribute
 from flows.discover import discover
+from flows.engine import run_dir_of
 
 __all__ = ["demo"]
 
@@ -42,24 +43,28 @@ def demo(
     config = DiscoveryConfig(mac=resolve(MACSettings, MAC_PRESETS, preset))
     out: dict[str, str] = {}
     if selection.trace_paths:
-        out["attribution"] = attribute(
-            paths=list(selection.trace_paths),
-            methods=list(selection.attribution_methods),
-            settings=settings,
-            out_dir=f"{selection.out_dir}/attribution",
-            progress=progress,
-            preset=preset,
+        out["attribution"] = run_dir_of(  # its rows not computed: the subflow run Failed, the demo goes on
+            lambda: attribute(
+                paths=list(selection.trace_paths),
+                methods=list(selection.attribution_methods),
+                settings=settings,
+                out_dir=f"{selection.out_dir}/attribution",
+                progress=progress,
+                preset=preset,
+            )
         )
     if selection.datasets:
-        out["discovery"] = discover(
-            datasets=list(selection.datasets),
-            methods=[*selection.llm_methods, *selection.statistical_methods],
-            llm_datasets=list(selection.llm_datasets),
-            seeds=list(selection.seeds),
-            n=selection.n,
-            settings=settings,
-            config=config,
-            out_dir=f"{selection.out_dir}/discovery",
-            progress=progress,
+        out["discovery"] = run_dir_of(
+            lambda: discover(
+                datasets=list(selection.datasets),
+                methods=[*selection.llm_methods, *selection.statistical_methods],
+                llm_datasets=list(selection.llm_datasets),
+                seeds=list(selection.seeds),
+                n=selection.n,
+                settings=settings,
+                config=config,
+                out_dir=f"{selection.out_dir}/discovery",
+                progress=progress,
+            )
         )
     return out

@@ -16,7 +16,7 @@ from agentcausal.runs.folder import default_run_dir
 from agentcausal.runs.plan import Plan, as_plan
 from agentcausal.settings import RunSettings
 from flows import naming
-from flows.engine import publish_report, run_engine
+from flows.engine import ended, publish_report, run_dir_of, run_engine
 from flows.runners import RunnerChoice, with_runner
 from tasks.discovery import discover_chunk, report_discovery
 
@@ -46,14 +46,16 @@ def discover(
     """Every planned (dataset, seed, method) run; the run folder. ``plan``: a Plan, its dict or its ``plan.json``;
     None: built from the other arguments (:func:`agentcausal.discovery.plan.plan_discovery`). ``max_cost`` (USD) and
     ``max_tokens``: caps on this invocation, jobs past them ``not_run`` (:class:`agentcausal.runs.budget.BudgetGate`);
-    ``spent_before_usd``: what the run folder's earlier invocations spent (reported beside it)."""
+    ``spent_before_usd``: what the run folder's earlier invocations spent (reported beside it).
+    With rows not computed (``failed``, ``not_run``) the flow run ends **Failed** (:class:`flows.engine.FailedRows`,
+    its run folder complete) so that a Prefect automation on failed flow runs alerts; else Completed."""
     settings = settings or RunSettings.from_env()
     plan = as_plan(plan) or plan_discovery(
         datasets, methods, settings, config=config, seeds=seeds, n=n, repeats=repeats, llm_datasets=llm_datasets
     )
     naming.add_run_tags(plan.methods, settings, preset=plan.preset)
     run_dir, subject = out_dir or default_run_dir("discover"), "+".join(datasets)
-    run_engine(
+    summary = run_engine(
         DISCOVERY,
         plan,
         settings,
@@ -77,7 +79,7 @@ def discover(
         report_key="discovery-report",
         markdown=files.report.read_text(),
     )
-    return run_dir
+    return ended("discover", summary, run_dir)  # type: ignore[return-value]  # Failed when rows were not computed
 
 
 def run_discover(
@@ -90,7 +92,10 @@ def run_discover(
     **kw: Any,
 ) -> str:
     """Plain-Python entry point (CLI, demo): :func:`discover` with list arguments, on ``runner``'s task runner
-    (default: threads; each process runs 3 jobs at once, algorithm runs in worker processes of their own)."""
-    return with_runner(discover, runner)(
-        datasets=list(datasets), methods=list(methods), seeds=[int(s) for s in seeds], n=n, **kw
+    (default: threads; each process runs 3 jobs at once, algorithm runs in worker processes of their own); the run
+    folder, also when the flow run ended Failed for rows not computed (the caller reads ``run.json``)."""
+    return run_dir_of(
+        lambda: with_runner(discover, runner)(
+            datasets=list(datasets), methods=list(methods), seeds=[int(s) for s in seeds], n=n, **kw
+        )
     )

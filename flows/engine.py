@@ -5,22 +5,31 @@ Wiring shared by the ``attribute`` and ``discover`` flows: the engine
 its chunks to the half's chunk task (at most the engine's window in flight, on the flow's task
 runner: threads or Dask), feeds back each result, keeps a progress bar and artifact, and lists the
 rows this run paid nothing for in a table artifact; :func:`publish_report` adds the report's.
+
+A signal that interrupts the run's wait (Prefect's own SIGTERM handler: a cancellation or a scheduler's stop;
+SIGINT) stops the run (:mod:`agentcausal.runs.stop`: workers killed, items abandoned, exit within seconds);
+finished records stay in the results store. A run with rows not computed ends its flow run **Failed**
+(:func:`ended`, :class:`FailedRows`); its run folder is written all the same.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import signal
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from prefect import Task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.states import Failed, State
 from prefect.utilities.annotations import quote
 
 from agentcausal.report.artifacts import self_contained_markdown
+from agentcausal.runs import stop
 from agentcausal.runs.budget import BudgetGate  # --max-cost
 from agentcausal.runs.engine import REUSED_LISTED, RunEngine, RunSummary, drive, gateway_for
-from agentcausal.runs.half import RunHalf
+from agentcausal.runs.half import Chunk, RunHalf
 from agentcausal.runs.heartbeat import meter_for
 from agentcausal.runs.lock import run_folder_lock
 from agentcausal.runs.plan import Plan
@@ -28,7 +37,7 @@ from agentcausal.settings import RunSettings
 from flows import naming
 from flows.progress import RunProgress
 
-__all__ = ["run_engine", "publish_report"]
+__all__ = ["run_engine", "publish_report", "FailedRows", "ended", "run_dir_of"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -104,8 +113,29 @@ def run_engine(
         live=lambda: _in_flight(settings),
     )
     engine.on_progress = shown.advance
+    elsewhere = _chunks_run_elsewhere()
+    sent: dict[int, Chunk] = {}
+
+    def submit(chunk: Chunk) -> Any:
+        fut = task.submit(quote(chunk))
+        if elsewhere:
+            sent[id(fut)] = chunk
+        return fut
+
+    def result(fut: Any) -> Any:
+        out = fut.result(raise_on_failure=False)
+        chunk = sent.pop(id(fut), None)
+        if chunk is not None:  # ran in another process (Dask): its calls and tokens reach the heartbeat from here
+            _count_usage(engine, chunk, out)
+        return out
+
     try:
-        drive(engine, submit=lambda chunk: task.submit(quote(chunk)), result=lambda f: f.result(raise_on_failure=False))
+        drive(engine, submit=submit, result=result)
+    except BaseException as exc:
+        signum = _signal_of(exc)
+        if signum is not None:  # the run's wait was interrupted: end its workers and items, exit within seconds
+            stop.stop_for_signal(signum)
+        raise
     finally:
         shown.close()
     summary = engine.finish(run_dir, meta)
@@ -130,6 +160,84 @@ def run_engine(
             f"{engine.budget.describe()}); the next invocation with --resume computes them"
         )
     return summary
+
+
+class FailedRows(Exception):
+    """A flow run that wrote its run folder but left rows not computed (``failed``, or ``not_run``: the circuit
+    breaker, ``--max-cost``): the exception of its Failed state, so the Prefect UI shows the run Failed and an
+    automation on "flow run failed" alerts on it. ``run_dir``: the run folder (complete: every row is in
+    ``results.parquet``, the ones not computed with their status); the next run computes them."""
+
+    def __init__(self, message: str, run_dir: str) -> None:
+        super().__init__(message)
+        self.run_dir = run_dir
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled with its run folder (Dask, Prefect's result records)
+        return (type(self), (str(self), self.run_dir))
+
+
+def ended(kind: str, summary: RunSummary, run_dir: str) -> str | State[Any]:
+    """A flow's return value: ``run_dir`` when every row was computed, else a Failed state (:class:`FailedRows`)
+    whose message counts the rows not computed."""
+    if not summary.failed and not summary.not_run:
+        return run_dir
+    message = (
+        f"{summary.failed + summary.not_run} of {summary.rows} {UNITS[kind]}s not computed ({summary.failed} failed, "
+        f"{summary.not_run} not run){f': {summary.stopped}' if summary.stopped else ''}; run folder {run_dir}; "
+        "the next run computes them"
+    )
+    return Failed(message=message, data=FailedRows(message, run_dir))
+
+
+def run_dir_of(call: Callable[[], str]) -> str:
+    """The run folder of a flow called in this process, also when it ended Failed for rows not computed
+    (:func:`ended`); any other failure is raised."""
+    try:
+        return call()
+    except FailedRows as exc:
+        return exc.run_dir
+
+
+def _signal_of(exc: BaseException) -> int | None:
+    """The signal behind ``exc``: Prefect's ``TerminationSignal`` (its SIGTERM handler, installed for the flow run:
+    a Prefect cancellation, a scheduler's stop), a ``KeyboardInterrupt`` (SIGINT); None for anything else.
+
+    Prefect's handler stays installed as it is: its runner checks for it before it acknowledges a cancellation,
+    which then ends the flow run Cancelled rather than Crashed."""
+    from prefect.exceptions import TerminationSignal
+
+    if isinstance(exc, TerminationSignal):
+        return int(exc.signal)
+    if isinstance(exc, stop.StopSignal):
+        return exc.signum
+    if isinstance(exc, KeyboardInterrupt):
+        return int(signal.SIGINT)
+    return None
+
+
+def _chunks_run_elsewhere() -> bool:
+    """Whether the flow run's task runner runs chunks in other processes (Dask: anything but Prefect's thread pool),
+    whose usage meters this process cannot read."""
+    from prefect.context import FlowRunContext
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    ctx = FlowRunContext.get()
+    runner = getattr(ctx, "task_runner", None)
+    return runner is not None and not isinstance(runner, ThreadPoolTaskRunner)
+
+
+def _count_usage(engine: RunEngine, chunk: Chunk, out: Any) -> None:
+    """Add to this run's usage meter the LLM calls and tokens of a chunk that ran elsewhere: its records stored by
+    this run (read back from the results store) and those it returned unstored; cache-only records add nothing."""
+    meter = meter_for(engine.half.kind, engine.started)
+    with contextlib.suppress(Exception):  # the heartbeat never fails the run
+        for s in engine.store.get_many(list(chunk.keys)):
+            if s is not None and s.stored_at >= engine.started and not s.cache_hits_only:
+                meter.add(s.record.usage)
+        if isinstance(out, list):
+            for rec in out:
+                if rec is not None and not rec.reused:
+                    meter.add(rec.usage)
 
 
 def _in_flight(settings: RunSettings) -> tuple[int, int]:

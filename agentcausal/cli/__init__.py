@@ -17,6 +17,7 @@ import sys
 from agentcausal import __version__
 from agentcausal.cli.exit_codes import BAD_INPUT, INTERRUPTED, RUN_FOLDER_BUSY
 from agentcausal.exceptions import AgentCausalError, RunFolderBusyError
+from agentcausal.runs import stop
 
 __all__ = ["main", "build_parser", "console_logging", "quiet_task_failures"]
 
@@ -176,18 +177,40 @@ def main(argv: list[str] | None = None) -> int:
             os.environ.setdefault(key, value)
     console_logging(args.verbose)
     quiet_third_party(args.verbose)
+    status = _run_verb(args)
+    if stop.stop_signal() is not None:  # a signal stopped the verb: end now, leaving no process and no wait
+        stop.hard_exit(status)
+    return status
+
+
+#: the last line of a command stopped by SIGINT or SIGTERM
+INTERRUPTED_LINE = "agentcausal: interrupted; finished work is kept: the same command with --resume computes the rest"
+
+
+def _run_verb(args: argparse.Namespace) -> int:
+    """Run the verb; its exit status. SIGTERM and SIGINT stop it (:mod:`agentcausal.runs.stop`): exit 143 / 130
+    within seconds (statistical workers, their forkserver and every process of the command ended), a second
+    signal at once."""
     try:
-        with contextlib.ExitStack() as args.exit_stack:  # what a verb holds until it ends (a run folder's lock)
+        with (
+            stop.stop_on_signal(stop.StopSignal, message=INTERRUPTED_LINE),
+            contextlib.ExitStack() as args.exit_stack,  # what a verb holds until it ends (a run folder's lock)
+        ):
             return int(args.func(args) or 0)
+    except (KeyboardInterrupt, stop.RunStopped) as exc:
+        if isinstance(exc, stop.RunStopped) and not stop.stop_requested():  # pragma: no cover - not raised so
+            raise
+        print(INTERRUPTED_LINE, file=sys.stderr)
+        return stop.exit_status() if stop.stop_signal() is not None else INTERRUPTED
     except RunFolderBusyError as exc:
         print(f"agentcausal: error: {exc}", file=sys.stderr)
         return RUN_FOLDER_BUSY
     except AgentCausalError as exc:
+        if stop.stop_requested():  # a job's error on the way out of a stopped run
+            print(INTERRUPTED_LINE, file=sys.stderr)
+            return stop.exit_status()
         print(f"agentcausal: error: {exc}", file=sys.stderr)
         return BAD_INPUT
-    except KeyboardInterrupt:
-        print("agentcausal: interrupted; finished steps are cached, rerun to resume", file=sys.stderr)
-        return INTERRUPTED
     except BrokenPipeError:  # `... --dry-run | head`: the reader closed stdout; no traceback
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # Python's flush at exit would raise again

@@ -6,9 +6,10 @@ seconds whether or not an item finished::
 
     attribute: heartbeat: 3/10 items done (30%), 4m10s; 45 LLM calls, 12,345 tokens so far
 
-The calls and tokens are those of the jobs this process ran and finished in this run
-(:class:`UsageMeter`, fed by the engine's jobs) plus what its gateway counts for the items still in
-flight. On Dask the workers' calls are not seen by the orchestrator: the line then counts items only.
+The calls and tokens are those of the jobs finished in this run (:class:`UsageMeter`: fed by the engine's
+jobs when they run in this process; on Dask, by the flow as each chunk comes back, from the usage of the records
+it stored) plus what this process's gateway counts for the items still in flight (on Dask the workers' calls in
+flight are not seen: the line counts finished chunks).
 
 The interval is ``$AGENTCAUSAL_HEARTBEAT_S`` (``--heartbeat SECONDS``; default :data:`DEFAULT_HEARTBEAT_S`;
 0 turns it off).

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from agentcausal.exceptions import AgentCausalError
 from agentcausal.records import RunRecord
+from agentcausal.runs import stop
 from agentcausal.runs.store import ResultStore
 
 __all__ = [
@@ -135,6 +136,9 @@ def item_workers(limits: Iterable[int], *, slack: float = ITEM_SLACK, minimum: i
 
 _POOLS: dict[int, ThreadPoolExecutor] = {}
 
+#: seconds between two looks at the stop flag (:mod:`agentcausal.runs.stop`) while a chunk's items run
+_STOP_POLL_S = 0.25
+
 
 _POOLS_LOCK = threading.Lock()
 
@@ -190,6 +194,9 @@ def run_items(
     ------
     AgentCausalError
         The first failure of the run raised by a job, after every job was tried.
+    RunStopped
+        A stop was requested (:mod:`agentcausal.runs.stop`): raised within a quarter second, without waiting
+        for the items in flight; the records they finish are still stored.
     """
 
     def one(job: tuple[str, Callable[[], R]]) -> R | BaseException | None:
@@ -206,13 +213,19 @@ def run_items(
 
     if not jobs:
         return []
-    if workers is None:
-        with ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="chunk") as pool:
-            out = list(pool.map(one, jobs))
-    else:
-        futures = [item_pool(workers).submit(one, job) for job in jobs]
-        wait(futures)  # every job tried before anything is raised
-        out = [f.result() for f in futures]
+    own = ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="chunk") if workers is None else None
+    pool = own or item_pool(workers or 1)
+    futures = [pool.submit(one, job) for job in jobs]
+    try:
+        while wait(futures, timeout=_STOP_POLL_S).not_done:  # every job tried before anything is raised
+            if stop.stop_requested():  # SIGTERM, SIGINT, a cancellation: leave the items in flight behind
+                for f in futures:
+                    f.cancel()
+                raise stop.RunStopped("chunk")
+    finally:
+        if own is not None:
+            own.shutdown(wait=not stop.stop_requested(), cancel_futures=True)
+    out = [f.result() for f in futures]
     failures = [r for r in out if isinstance(r, BaseException)]
     if failures:
         raise failures[0]

@@ -37,8 +37,10 @@ def _schedule(n: int, seed: int = 0) -> list:
 
 def _run(corpus: str, settings: RunSettings, out: Path) -> pd.DataFrame:
     from flows.attribute import attribute
+    from flows.engine import run_dir_of
 
-    run_dir = attribute([corpus], methods=METHODS, settings=settings, out_dir=str(out))
+    # rows failed: the flow run ends Failed (flows.engine.FailedRows), its run folder written all the same
+    run_dir = run_dir_of(lambda: attribute([corpus], methods=METHODS, settings=settings, out_dir=str(out)))
     return pd.read_parquet(Path(run_dir) / "results.parquet").sort_values(["trace_id", "method"]).reset_index(drop=True)
 
 

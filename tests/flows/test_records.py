@@ -79,10 +79,15 @@ def test_same_content_traces_keep_their_own_records_on_first_run_and_rerun(cases
 @pytest.mark.timeout(300)
 def test_transient_401_is_not_cached_and_the_next_run_retries_it(cases, settings, fake_server, tmp_path):
     from flows.attribute import attribute
+    from flows.engine import run_dir_of
 
     fake_server.inject(401)
-    df1 = _rows(
-        attribute([str(cases / "t3.json")], methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / "r1"))
+    df1 = _rows(  # a row failed: the flow run ends Failed (flows.engine.FailedRows), its run folder written
+        run_dir_of(
+            lambda: attribute(
+                [str(cases / "t3.json")], methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / "r1")
+            )
+        )
     )
     assert df1.loc[0, "status"] == "failed" and "401" in df1.loc[0, "error"] and fake_server.count == 1
 
@@ -177,18 +182,21 @@ def test_algorithm_timeout_is_not_cached(settings, tmp_path):
     from agentcausal.discovery.outcome import DiscoveryOutcome
     from agentcausal.runs.store import ResultStore
     from flows.discover import discover
+    from flows.engine import run_dir_of
 
     config = DiscoveryConfig(algorithm_timeout_s=0.5)
     for k in (1, 2):
         df = pd.read_parquet(
             Path(
-                discover(
-                    ["child"],
-                    methods=["exact_search"],
-                    n=300,
-                    config=config,
-                    settings=settings,
-                    out_dir=str(tmp_path / f"r{k}"),
+                run_dir_of(  # its row failed: the flow run ends Failed (flows.engine.FailedRows), its folder written
+                    lambda: discover(
+                        ["child"],
+                        methods=["exact_search"],
+                        n=300,
+                        config=config,
+                        settings=settings,
+                        out_dir=str(tmp_path / f"r{k}"),  # noqa: B023 (called at once)
+                    )
                 )
             )
             / "results.parquet"

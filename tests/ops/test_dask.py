@@ -1,12 +1,14 @@
 """Scale-out with Dask: a 2-worker LocalCluster run of the ``attribute`` flow against the fake server (test
 double) gives the same records as a thread-pool run, and the disk caches written by worker processes serve
-later runs in other processes (Prefect persisted results and the gateway's LLM reply cache)."""
+later runs in other processes (Prefect persisted results and the gateway's LLM reply cache); the heartbeat counts
+the calls and tokens of the chunks the workers ran."""
 
 import shutil
 
 import pandas as pd
 import pytest
 
+from agentcausal.runs import heartbeat
 from tests.ops.conftest import EXAMPLES, METHODS, requests_by_prompt, settings_at
 
 KEY = ["trace_id", "method"]
@@ -83,6 +85,11 @@ def test_dask_two_workers_match_thread_pool_and_share_caches(scripted_server, pr
         assert len(dask) == 4 * len(METHODS) and not dask.duplicated(KEY).any()
         pd.testing.assert_frame_equal(thread[KEY + SAME], dask[KEY + SAME])
         assert (dask["requests"] > 0).all()
+        # the heartbeat's calls and tokens on Dask: the chunks ran in the workers, the flow counted them as they
+        # came back (the meter of the latest attribute run in this process)
+        meter = next(m for (kind, _), m in reversed(heartbeat._meters.items()) if kind == "attribute")
+        assert meter.calls == dask["calls"].sum() > 0
+        assert meter.tokens == (dask["prompt_tokens"] + dask["completion_tokens"]).sum() > 0
 
         # 3. the LLM reply cache written by the test process in run 1 (copied, without Prefect results): the
         #    tasks run in the worker processes and every LLM call is a cache hit

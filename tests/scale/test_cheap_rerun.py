@@ -170,11 +170,16 @@ def test_a_401_inside_a_chunk_fails_one_row_and_the_next_run_repeats_only_it(
     fake_server, settings, tmp_path, monkeypatch
 ):
     import flows.attribute as fa
+    from flows.engine import run_dir_of
 
     monkeypatch.setattr(engine_mod, "chunk_length", lambda n, size: size)  # one chunk of both traces
     fake_server.inject(401)  # the first request: not retried (retry_transport), never cached
-    r1 = _frame(
-        fa.attribute(CORPUS, methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / "r1"), chunk_size=2)
+    r1 = _frame(  # a row failed: the flow run ends Failed (flows.engine.FailedRows), its run folder written
+        run_dir_of(
+            lambda: fa.attribute(
+                CORPUS, methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / "r1"), chunk_size=2
+            )
+        )
     )
     assert sorted(r1["status"]) == ["complete", "failed"] and fake_server.count == 2
     ok = r1.loc[r1.status == "complete", "trace_id"].item()

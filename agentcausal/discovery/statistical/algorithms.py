@@ -31,7 +31,9 @@ causal-learn preloaded, so a run starts in milliseconds) with its stdout sent
 to ``/dev/null`` (``fci`` prints even with ``verbose=False``); a run past its
 timeout is killed and raises :class:`AlgorithmError`. A worker dies with the
 forkserver (a parent-death signal), which exits when the run's process does, so
-a run killed with ``kill -9`` leaves no algorithm running.
+a run killed with ``kill -9`` leaves no algorithm running. A stop request (SIGTERM, SIGINT, a Prefect
+cancellation: :mod:`agentcausal.runs.stop`) kills every running worker, the forkserver and
+multiprocessing's resource tracker at once (:func:`stop_workers`), and no new worker starts.
 
 References
 ----------
@@ -41,17 +43,21 @@ Le et al. "Multi-Agent Causal Discovery Using Large Language Models." arXiv:2407
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
+import os
+import signal
 import threading
 import time
 from collections.abc import Callable
-from typing import Annotated, Literal, NamedTuple, Union
+from typing import Annotated, Any, Literal, NamedTuple, Union
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.exceptions import AlgorithmError
+from agentcausal.runs import stop
 
 __all__ = [
     "ALGORITHMS",
@@ -67,6 +73,7 @@ __all__ = [
     "scored_exact_search",
     "parse_choice",
     "run_algorithm",
+    "stop_workers",
 ]
 
 ALGORITHMS = ("pc", "fci", "ges", "exact_search", "direct_lingam")
@@ -368,6 +375,35 @@ def _worker(
 
 _CTX_LOCK = threading.Lock()
 _CTX: mp.context.ForkServerContext | mp.context.SpawnContext | None = None
+_LIVE: set[Any] = set()  # worker processes running now (guarded by _CTX_LOCK)
+
+
+@stop.on_stop
+def stop_workers() -> int:
+    """Kill every running algorithm worker, then the forkserver and the resource tracker; returns the workers
+    killed. Their runs raise :class:`~agentcausal.runs.stop.RunStopped` (nothing stored; ``--resume`` runs them).
+    Registered as a stop hook (:func:`agentcausal.runs.stop.on_stop`); after :func:`agentcausal.runs.stop.reset`
+    the next run starts a new forkserver."""
+    import multiprocessing.forkserver as forkserver
+    import multiprocessing.resource_tracker as resource_tracker
+
+    with _CTX_LOCK:
+        live = list(_LIVE)
+    for proc in live:
+        with contextlib.suppress(Exception):
+            proc.kill()
+    for proc in live:
+        with contextlib.suppress(Exception):
+            proc.join(1)
+    servers: tuple[Any, ...] = (forkserver._forkserver, resource_tracker._resource_tracker)
+    for server in servers:
+        pid = getattr(server, "_pid", None) or getattr(server, "_forkserver_pid", None)
+        with contextlib.suppress(Exception):
+            if pid:
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            server._stop()  # closes its pipe, reaps it, forgets it
+    return len(live)
 
 
 def _context() -> mp.context.ForkServerContext | mp.context.SpawnContext:
@@ -412,24 +448,34 @@ def run_algorithm(
     data = np.ascontiguousarray(np.asarray(data, dtype=np.float64))
     if data.ndim != 2 or data.shape[1] != len(variables):
         raise AlgorithmError(name, f"data shape {data.shape} does not match {len(variables)} variables")
+    if stop.stop_requested():
+        raise stop.RunStopped(name)
     ctx = _context()
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_worker, args=(child, data, choice, ctx.get_start_method() == "forkserver"), daemon=True)
     t0 = time.perf_counter()
-    proc.start()
+    with _CTX_LOCK:
+        proc.start()
+        _LIVE.add(proc)
     child.close()
     try:
+        if stop.stop_requested():  # asked while it started: stop_workers may have missed it
+            proc.kill()
         if not parent.poll(timeout_s):
             raise AlgorithmError(name, f"timed out after {timeout_s:g} s (worker killed)", transient=True)
         try:
             msg = parent.recv()
         except EOFError as exc:
+            if stop.stop_requested():
+                raise stop.RunStopped(name) from exc
             raise AlgorithmError(name, f"worker died (exit code {proc.exitcode})", transient=True) from exc
     finally:
         if proc.is_alive():
             proc.kill()
         proc.join(5)
         parent.close()
+        with _CTX_LOCK:
+            _LIVE.discard(proc)
     seconds = time.perf_counter() - t0
     if msg[0] != "ok":
         raise AlgorithmError(name, f"failed: {msg[1]}")
