@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.states import Failed
 
 from agentcausal.attribution.nightly import CORPUS_FILE, merge_corpus, night_summary, read_tonight
 from agentcausal.exceptions import ConfigError
@@ -28,6 +29,7 @@ from agentcausal.tracers.phoenix import PhoenixQuery, annotate_phoenix, parse_wh
 from agentcausal.traces.jsonl import write_jsonl
 from flows import naming
 from flows.attribute import attribute
+from flows.engine import FailedRows, run_dir_of
 
 __all__ = ["nightly", "OTLP_FILE"]
 
@@ -81,7 +83,10 @@ def nightly(
 
     Returns
     -------
-    dict, :func:`agentcausal.attribution.nightly.night_summary` with ``run_dir``.
+    dict, :func:`agentcausal.attribution.nightly.night_summary` with ``run_dir``; a night with failed rows
+    (transport, key, timeout) ends its flow run Failed instead (:class:`flows.engine.FailedRows`, after the
+    write-back and the artifacts), so an automation on failed flow runs alerts. Rows held back by ``max_cost``
+    (``not_run``) leave the night Completed: the cap is the night's budget, and the next night computes them.
 
     Raises
     ------
@@ -124,16 +129,22 @@ def nightly(
             )
         else:
             corpus_file = write_jsonl(corpus.traces, Path(out_dir) / CORPUS_FILE)
-            attribute(
-                paths=[str(corpus_file)],
-                methods=list(methods),
-                settings=settings,
-                out_dir=out_dir,
-                with_ground_truth=with_ground_truth,
-                preset=preset,
-                chunk_size=chunk_size,
-                max_cost=max_cost,
-                meta={**({"phoenix": q.describe()} if q else {}), "skipped_tonight": tonight.skipped, **(meta or {})},
+            run_dir_of(  # rows not computed end the subflow Failed; the night still writes back what it has
+                lambda: attribute(
+                    paths=[str(corpus_file)],
+                    methods=list(methods),
+                    settings=settings,
+                    out_dir=out_dir,
+                    with_ground_truth=with_ground_truth,
+                    preset=preset,
+                    chunk_size=chunk_size,
+                    max_cost=max_cost,
+                    meta={
+                        **({"phoenix": q.describe()} if q else {}),
+                        "skipped_tonight": tonight.skipped,
+                        **(meta or {}),
+                    },
+                )
             )
             if mode == "phoenix" and target:
                 res = annotate_phoenix(out_dir, target)
@@ -150,6 +161,9 @@ def nightly(
         + ", ".join(f"{k} {v}" for k, v in summary.items() if v is not None and k not in ("written_to",))
         + (f" (written to {written_to})" if written_to else "")
     )
+    if summary.get("failed"):  # the UI tells the truth: an automation on failed flow runs alerts
+        message = f"{summary['failed']} row(s) failed tonight; run folder {out_dir}; the next night computes them"
+        return Failed(message=message, data=FailedRows(message, out_dir))  # type: ignore[return-value]
     return {**summary, "run_dir": out_dir}
 
 
