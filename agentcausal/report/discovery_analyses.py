@@ -1,6 +1,6 @@
 """The MAC paper's analyses in a discovery report: the rounds plot and the rank, win-count and cost tables.
 
-Computations live in :mod:`agentcausal.discovery.analyses`; this module draws
+Computations live in :mod:`agentcausal.discovery.ranks` and :mod:`agentcausal.discovery.analyses`; this module draws
 and writes them: :func:`rounds_png` (SHD and F1 against rounds, Fig. 4),
 :func:`analyses_report` (every section as markdown, HTML fragments and
 :class:`~agentcausal.report.plots.Figure` records, for ``report.md`` and
@@ -24,6 +24,8 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from agentcausal.discovery import analyses as A
+from agentcausal.discovery import ranks as R
+from agentcausal.discovery import scope as S
 from agentcausal.discovery.graphs.metrics import METRIC_COLUMNS
 from agentcausal.report.html import html_table
 from agentcausal.report.plots import Figure, _plt, _save, text_bars
@@ -72,10 +74,10 @@ def markdown_table(df: pd.DataFrame, *, digits: int = 2) -> str:
 
 def _headed(df: pd.DataFrame, *, ranks: bool = False) -> pd.DataFrame:
     """Metric columns under their report names (``shd`` -> ``SHD``, ``shd_points`` -> ``SHD points``); in a
-    rank table the two SHDs say how each counts a reversal (:data:`~agentcausal.discovery.analyses.SHD_LABELS`)."""
+    rank table the two SHDs say how each counts a reversal (:data:`~agentcausal.discovery.ranks.SHD_LABELS`)."""
     names = {**METRIC_COLUMNS, **{f"{k}_points": f"{v} points" for k, v in METRIC_COLUMNS.items()}}
     if ranks:
-        names.update(A.SHD_LABELS)
+        names.update(R.SHD_LABELS)
     return df.rename(columns=names)
 
 
@@ -118,14 +120,14 @@ def _fmt(v: Any, pattern: str) -> str:
     return "-" if v is None or pd.isna(v) else pattern.format(v)
 
 
-def _n_line(a: A.Analysis) -> str:
+def _n_line(a: S.Analysis) -> str:
     return f"n = {a.n}; {a.convention}."
 
 
 def rank_sections(df: pd.DataFrame, *, heading: str = "##", over: str = "datasets") -> AnalysesReport:
     """The rank sections of a scored frame (no figure), as markdown and HTML, by the paper's definitions:
     mean ranks of MAC and its baselines, the ablations' and variants' ranks apart, "first on k of N", and
-    our pairwise wins / ties / losses; on the paper's datasets (:func:`~agentcausal.discovery.analyses.paper_scope`).
+    our pairwise wins / ties / losses; on the paper's datasets (:func:`~agentcausal.discovery.scope.paper_scope`).
 
     Parameters
     ----------
@@ -140,13 +142,13 @@ def rank_sections(df: pd.DataFrame, *, heading: str = "##", over: str = "dataset
     md: list[str] = []
     parts: list[str] = []
     e = html.escape
-    scoped, scope = A.paper_scope(df)
+    scoped, scope = S.paper_scope(df)
 
     def section(title: str, note: str, table: pd.DataFrame) -> None:
         md.extend([f"{heading} {title}", "", note, "", markdown_table(table), ""])
         parts.extend([f"<h2>{e(title)}</h2><p class='note'>{e(note)}</p>", html_table(table)])
 
-    ranks = A.mean_ranks(scoped)
+    ranks = R.mean_ranks(scoped)
     if not ranks.table.empty:
         section(
             f"Mean rank over {over} (paper Fig. 2)",
@@ -154,7 +156,7 @@ def rank_sections(df: pd.DataFrame, *, heading: str = "##", over: str = "dataset
             "seeds; a method's mean rank is the mean over the points where it was scored (points).",
             _headed(ranks.table, ranks=True),
         )
-    variants = A.variant_ranks(scoped)
+    variants = R.variant_ranks(scoped)
     if not variants.table.empty:
         section(
             "Ablations and variants, ranked apart (paper §4.3-§4.4)",
@@ -162,14 +164,14 @@ def rank_sections(df: pd.DataFrame, *, heading: str = "##", over: str = "dataset
             "left out), so none of them moves MAC's rank above.",
             _headed(variants.table, ranks=True),
         )
-    firsts = A.first_places(scoped)
+    firsts = R.first_places(scoped)
     if not firsts.table.empty:
         section(
             "First places: MAC first on k of N points (paper §4.2)",
             f"{_n_line(firsts)} N = the (dataset, metric) points where the row was scored ({scope}).",
             firsts.table,
         )
-    wins = A.win_tie_loss(scoped)
+    wins = R.win_tie_loss(scoped)
     if not wins.table.empty:
         section(
             "MAC against each baseline: wins / ties / losses",
@@ -349,4 +351,4 @@ def backbone_rank_sections(frames: Mapping[str, pd.DataFrame], *, heading: str =
     -------
     AnalysesReport (markdown and HTML, no figure).
     """
-    return rank_sections(A.stack_backbones(frames), heading=heading, over="backbones and datasets")
+    return rank_sections(S.stack_backbones(frames), heading=heading, over="backbones and datasets")

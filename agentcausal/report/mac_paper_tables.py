@@ -1,9 +1,10 @@
 """The MAC paper's tables over several discovery runs (one backbone each): what ``agentcausal tables mac RUN...`` prints.
 
-Built on :mod:`agentcausal.discovery.analyses` (its public functions: :func:`~agentcausal.discovery.analyses.mean_ranks`,
-:func:`~agentcausal.discovery.analyses.win_tie_loss`, :func:`~agentcausal.discovery.analyses.cost_multiples`, whose
-definitions that module documents); this module only lays the numbers out as the paper's tables and names,
-for every cell, the published number it corresponds to (:func:`published_cell`).
+Built on :mod:`agentcausal.discovery.ranks` and :mod:`agentcausal.discovery.analyses` (their public functions:
+:func:`~agentcausal.discovery.ranks.mean_ranks`, :func:`~agentcausal.discovery.ranks.win_tie_loss`,
+:func:`~agentcausal.discovery.analyses.cost_multiples`, whose definitions those modules document); this module
+only lays the numbers out as the paper's tables and names, for every cell, the published number it corresponds
+to (:func:`published_cell`).
 
 * **Table 1** is the paper's qualitative comparison of approaches (§1): nothing to compute; said so.
 * **Table 2** (§4.2): per backbone, each method (MAC and its baselines) × dataset × SHD / NHD / F1 as
@@ -30,6 +31,8 @@ import numpy as np
 import pandas as pd
 
 from agentcausal.discovery import analyses as A
+from agentcausal.discovery import ranks as R
+from agentcausal.discovery import scope as S
 from agentcausal.discovery.rounds import base_method
 
 __all__ = [
@@ -50,7 +53,7 @@ PAPER_DATASETS = ("earthquake", "cancer", "survey", "auto_mpg", "child")
 #: MAC's ablations (Table 3 and §4.4's single-agent variant); never in Table 2's ranking
 ABLATIONS = ("mac_single", "dcm_only", "mdm_only")
 #: the metrics, in the paper's order
-METRICS = A.RANKED_METRICS
+METRICS = S.RANKED_METRICS
 
 _STATED = {  # the values the paper's text states, by (backbone, dataset, method)
     ("Gemini-2.0-Flash", "earthquake", "mac"): {"shd": 0.0, "nhd": 0.0, "f1": 1.00},
@@ -185,7 +188,7 @@ def _block(cells: pd.DataFrame, table: str, backbone: str, unit: str) -> list[st
     return [*out, ""]
 
 
-def _analysis(a: A.Analysis) -> list[str]:
+def _analysis(a: S.Analysis) -> list[str]:
     t = a.table
     if t.empty:
         return ["(no rows)", ""]
@@ -241,10 +244,10 @@ def mac_tables_text(frames: Mapping[str, pd.DataFrame], costs: Mapping[str, pd.D
                 "",
                 *_block(over_backbones(cells), table, "over backbones", "backbones"),
             ]
-    stacked = A.stack_backbones(dict(frames))
+    stacked = S.stack_backbones(dict(frames))
     ranked = stacked[stacked["method"].isin(main_methods)] if len(stacked) else stacked
     out += ["## Fig. 2: mean ranks over backbones × datasets (analyses.mean_ranks)", ""]
-    out += _analysis(A.mean_ranks(ranked))
+    out += _analysis(R.mean_ranks(ranked))
     out += [
         "Published (§4.2, Fig. 2): MAC's mean rank "
         + ", ".join(f"{m.upper()} {v:.1f}" for m, v in _MEAN_RANK.items())
@@ -255,7 +258,7 @@ def mac_tables_text(frames: Mapping[str, pd.DataFrame], costs: Mapping[str, pd.D
     ]
     for label in labels:
         f = frames[label]
-        out += [f"### {label}", "", *_analysis(A.win_tie_loss(f[f["method"].isin(main_methods)]))]
+        out += [f"### {label}", "", *_analysis(R.win_tie_loss(f[f["method"].isin(main_methods)]))]
         paper = mac_backbone(label)
         first = _FIRST_ON.get(paper or "")
         out += [

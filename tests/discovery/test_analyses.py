@@ -10,6 +10,8 @@ import pandas as pd
 import pytest
 
 from agentcausal.discovery import analyses as A
+from agentcausal.discovery import ranks as R
+from agentcausal.discovery import scope as S
 from agentcausal.discovery.cache_key import discovery_key
 from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.data.datasets import load_dataset
@@ -47,7 +49,7 @@ TWO_BY_TWO = frame(
 
 
 def test_mean_ranks_rank_seed_means_per_dataset_with_average_ties():
-    res = A.mean_ranks(TWO_BY_TWO)
+    res = R.mean_ranks(TWO_BY_TWO)
     ranks = res.table.set_index("method")
     # earthquake SHD means: mac 1, pc 3, zero-shot 1 -> mac and zero-shot share ranks 1 and 2 (1.5), pc 3;
     # cancer: zero-shot 0 (1), mac 1 (2), pc 2 (3, its one scored seed)
@@ -65,9 +67,9 @@ def test_mean_ranks_rank_seed_means_per_dataset_with_average_ties():
 def test_mean_ranks_over_backbones_make_each_backbone_dataset_pair_a_point():
     worse = TWO_BY_TWO["shd"].where(TWO_BY_TWO["method"] != "mac", 9.0)
     other = TWO_BY_TWO.assign(shd=worse, shd2=worse)
-    stacked = A.stack_backbones({"gpt-4o": TWO_BY_TWO, "gemini-2.0-flash": other})
-    res = A.mean_ranks(stacked)
-    assert A.evaluation_points(stacked) == ["backbone", "dataset"]
+    stacked = S.stack_backbones({"gpt-4o": TWO_BY_TWO, "gemini-2.0-flash": other})
+    res = R.mean_ranks(stacked)
+    assert S.evaluation_points(stacked) == ["backbone", "dataset"]
     assert res.table.set_index("method").loc["mac", "points"] == 4
     # on the second backbone mac is last on both datasets: (1.75 * 2 + 3 * 2) / 4
     assert res.table.set_index("method").loc["mac", "shd2"] == pytest.approx((1.5 + 2 + 3 + 3) / 4)
@@ -75,7 +77,7 @@ def test_mean_ranks_over_backbones_make_each_backbone_dataset_pair_a_point():
 
 
 def test_win_tie_loss_counts_mac_against_each_baseline_per_metric():
-    res = A.win_tie_loss(TWO_BY_TWO.assign(shd_reversal_cost=2))
+    res = R.win_tie_loss(TWO_BY_TWO.assign(shd_reversal_cost=2))
     t = res.table.set_index("baseline")
     assert list(t.index) == ["pc", "llm_zero_shot"] and set(res.table["mac"]) == {"mac"}
     assert t.loc["pc", "shd2"] == "2/0/0" and t.loc["pc", "f1"] == "2/0/0"
@@ -93,7 +95,7 @@ def test_win_tie_loss_leaves_out_mac_ablations_as_baselines_and_counts_rounds_va
             ("a", 0, "ges", 2, 0.2, 0.7),
         ]
     )
-    t = A.win_tie_loss(df).table
+    t = R.win_tie_loss(df).table
     assert list(zip(t["mac"], t["baseline"])) == [("mac (rounds 1)", "ges"), ("mac (rounds 2)", "ges")]
     assert list(t["shd2"]) == ["1/0/0", "0/0/1"]
 
@@ -109,12 +111,12 @@ def test_mean_rank_ranks_mac_and_its_baselines_only_and_the_ablations_apart():
             for m in ("dcm_only", "mdm_only", "mac_single", "mac (rounds 2)", "mac@names", "llm_zero_shot@names")
         ]
     )
-    alone = A.mean_ranks(TWO_BY_TWO).table.set_index("method")
-    res = A.mean_ranks(pd.concat([TWO_BY_TWO, extra], ignore_index=True))
+    alone = R.mean_ranks(TWO_BY_TWO).table.set_index("method")
+    res = R.mean_ranks(pd.concat([TWO_BY_TWO, extra], ignore_index=True))
     t = res.table.set_index("method")
     assert set(t.index) == {"mac", "pc", "llm_zero_shot"}
     pd.testing.assert_frame_equal(t.sort_index(), alone.sort_index())
-    v = A.variant_ranks(pd.concat([TWO_BY_TWO, extra], ignore_index=True)).table.set_index("method")
+    v = R.variant_ranks(pd.concat([TWO_BY_TWO, extra], ignore_index=True)).table.set_index("method")
     assert set(v.index) == {"dcm_only", "mdm_only", "mac_single", "mac (rounds 2)", "mac@names"}
     # each perfect variant: first against pc and zero-shot alone; on earthquake it ties nothing, on cancer
     # it ties zero-shot (SHD 0 each): (1 + 1.5) / 2
@@ -122,26 +124,26 @@ def test_mean_rank_ranks_mac_and_its_baselines_only_and_the_ablations_apart():
 
 
 def test_first_places_count_mac_first_on_k_of_the_dataset_metric_points_per_backbone():
-    res = A.first_places(TWO_BY_TWO)
+    res = R.first_places(TWO_BY_TWO)
     row = res.table.set_index("method").loc["mac"]
     # earthquake: SHD mac 1 = zero-shot 1 (tie, first), NHD .04 = .04 (tie, first), F1 .875 = .875 (tie, first);
     # cancer: zero-shot is first on all three, mac second
     assert (row["first"], row["second"], row["ties"], row["points"]) == (3, 3, 3, 6)
     assert row["text"] == "first on 3 of 6, second on 3" and "tie for first counts as first" in res.convention
-    stacked = A.first_places(A.stack_backbones({"gpt-4o": TWO_BY_TWO, "r1": TWO_BY_TWO}))
+    stacked = R.first_places(S.stack_backbones({"gpt-4o": TWO_BY_TWO, "r1": TWO_BY_TWO}))
     assert list(stacked.table["backbone"]) == ["gpt-4o", "r1"] and list(stacked.table["points"]) == [6, 6]
     # an ablation never takes a first place from mac: ranked in its own row, against the baselines only
     with_ablation = pd.concat([TWO_BY_TWO, frame([("cancer", 0, "dcm_only", 0, 0, 1.0)])], ignore_index=True)
-    assert A.first_places(with_ablation).table.set_index("method").loc["mac", "first"] == 3
+    assert R.first_places(with_ablation).table.set_index("method").loc["mac", "first"] == 3
 
 
 def test_the_paper_scope_keeps_its_five_datasets_and_names_the_others():
     df = pd.concat([TWO_BY_TWO, TWO_BY_TWO.assign(dataset="asia")], ignore_index=True)
-    kept, note = A.paper_scope(df)
+    kept, note = S.paper_scope(df)
     assert set(kept["dataset"]) == {"earthquake", "cancer"} and "left out: asia (not among the paper's" in note
     assert "2 of the paper's 5 datasets" in note and "× 3 metrics = 6 per backbone" in note
     assert "not run: survey, auto_mpg, child" in note
-    user, why = A.paper_scope(TWO_BY_TWO.assign(dataset="mine"))
+    user, why = S.paper_scope(TWO_BY_TWO.assign(dataset="mine"))
     assert len(user) == len(TWO_BY_TWO) and "none of the paper's five" in why
     out = A.paper_analyses(df)
     assert out["scope"] == note and out["mean_ranks"].n == "2 datasets × 2 seeds"
@@ -150,10 +152,10 @@ def test_the_paper_scope_keeps_its_five_datasets_and_names_the_others():
 def test_ranks_use_the_papers_shd_and_show_the_reversal_once_one_beside():
     # mac reverses an edge (shd 1, shd2 2), pc misses one (shd 1, shd2 1): the paper's SHD puts pc first
     df = frame([("a", 0, "mac", 1, 0.1, 0.5), ("a", 0, "pc", 1, 0.1, 0.5)]).assign(shd2=[2.0, 1.0])
-    t = A.mean_ranks(df).table.set_index("method")
+    t = R.mean_ranks(df).table.set_index("method")
     assert t.loc["pc", "shd2"] == 1.0 and t.loc["mac", "shd2"] == 2.0
     assert t.loc["mac", "shd"] == t.loc["pc", "shd"] == 1.5  # tied under the reversal-once SHD
-    twice = A.mean_ranks(df.assign(shd=df["shd2"], shd_reversal_cost=2).drop(columns="shd2"))
+    twice = R.mean_ranks(df.assign(shd=df["shd2"], shd_reversal_cost=2).drop(columns="shd2"))
     assert "shd" not in twice.table and twice.table.set_index("method").loc["pc", "shd2"] == 1.0
 
 
