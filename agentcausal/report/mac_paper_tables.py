@@ -56,11 +56,11 @@ ABLATIONS = ("mac_single", "dcm_only", "mdm_only")
 METRICS = S.RANKED_METRICS
 
 _STATED = {  # the values the paper's text states, by (backbone, dataset, method)
-    ("Gemini-2.0-Flash", "earthquake", "mac"): {"shd": 0.0, "nhd": 0.0, "f1": 1.00},
-    **{(b, "earthquake", "exact_search"): {"shd": 0.0, "nhd": 0.0, "f1": 1.00} for b, _ in MAC_BACKBONES},
+    ("Gemini-2.0-Flash", "earthquake", "mac"): {"shd2": 0.0, "nhd": 0.0, "f1": 1.00},
+    **{(b, "earthquake", "exact_search"): {"shd2": 0.0, "nhd": 0.0, "f1": 1.00} for b, _ in MAC_BACKBONES},
 }
 _FIRST_ON = {"Gemini-2.0-Flash": (10, 4), "DeepSeek-R1": (9, 5), "GPT-4o": (7, 7)}
-_MEAN_RANK = {"shd": 2.0, "nhd": 1.6, "f1": 1.4}
+_MEAN_RANK = {"shd2": 2.0, "nhd": 1.6, "f1": 1.4}
 
 
 def mac_backbone(label: str) -> str | None:
@@ -78,12 +78,21 @@ def mac_backbone(label: str) -> str | None:
     return None
 
 
+def metric_name(metric: str) -> str:
+    """A metric as the MAC paper names it: its SHD is ours ``shd2`` (a reversed edge counts twice).
+
+    >>> metric_name("shd2"), metric_name("shd"), metric_name("f1")
+    ('SHD', 'SHD (reversal once)', 'F1')
+    """
+    return {"shd2": "SHD", "shd": "SHD (reversal once)"}.get(metric, metric.upper())
+
+
 def published_cell(table: str, backbone: str, dataset: str, method: str, metric: str) -> str:
     """Which published number a Table 2 / Table 3 cell corresponds to, and its value where the text states one.
 
     >>> published_cell("Table 2", "Gemini-2.0-Flash", "earthquake", "mac", "f1")
     'Table 2, Gemini-2.0-Flash, earthquake, mac, F1: 1.00 (stated in §4.2)'
-    >>> published_cell("Table 2", "fake:fake-model (r)", "asia", "pc", "shd")
+    >>> published_cell("Table 2", "fake:fake-model (r)", "asia", "pc", "shd2")
     "none: asia is not one of the paper's five datasets"
     """
     paper_backbone = mac_backbone(backbone) or (backbone if backbone in dict(MAC_BACKBONES) else None)
@@ -93,7 +102,7 @@ def published_cell(table: str, backbone: str, dataset: str, method: str, metric:
         return f"none: {table} is per backbone; the paper averages over backbones only in its mean ranks (Fig. 2)"
     if paper_backbone is None:
         return f"none: {backbone} is not one of the paper's backbones (GPT-4o, Gemini-2.0-Flash, DeepSeek-R1)"
-    where = f"{table}, {paper_backbone}, {dataset}, {method}, {metric.upper()}"
+    where = f"{table}, {paper_backbone}, {dataset}, {method}, {metric_name(metric)}"
     stated = _STATED.get((paper_backbone or "", dataset, method), {}).get(metric)
     return f"{where}: {stated:.2f} (stated in §4.2)" if stated is not None else f"{where} (value in the table image)"
 
@@ -172,7 +181,7 @@ def _block(cells: pd.DataFrame, table: str, backbone: str, unit: str) -> list[st
         set(cells["dataset"]) - set(PAPER_DATASETS)
     )
     methods = list(dict.fromkeys(cells["method"]))
-    head = ["method", *[f"{d} {m.upper()}" for d in datasets for m in METRICS]]
+    head = ["method", *[f"{d} {metric_name(m)}" for d in datasets for m in METRICS]]
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     by = {(r["dataset"], r["method"], r["metric"]): r for r in cells.to_dict("records")}
     for m in methods:
@@ -184,7 +193,7 @@ def _block(cells: pd.DataFrame, table: str, backbone: str, unit: str) -> list[st
         out.append("| " + " | ".join(row) + " |")
     out += ["", "Published cells:"]
     for (d, m, metric), _r in by.items():
-        out.append(f"- {m}, {d}, {metric.upper()}: {published_cell(table, backbone, d, m, metric)}")
+        out.append(f"- {m}, {d}, {metric_name(metric)}: {published_cell(table, backbone, d, m, metric)}")
     return [*out, ""]
 
 
@@ -246,19 +255,20 @@ def mac_tables_text(frames: Mapping[str, pd.DataFrame], costs: Mapping[str, pd.D
             ]
     stacked = S.stack_backbones(dict(frames))
     ranked = stacked[stacked["method"].isin(main_methods)] if len(stacked) else stacked
-    out += ["## Fig. 2: mean ranks over backbones × datasets (analyses.mean_ranks)", ""]
+    out += ["## Fig. 2: mean ranks over backbones × datasets (ranks.mean_ranks)", ""]
     out += _analysis(R.mean_ranks(ranked))
     out += [
         "Published (§4.2, Fig. 2): MAC's mean rank "
-        + ", ".join(f"{m.upper()} {v:.1f}" for m, v in _MEAN_RANK.items())
+        + ", ".join(f"{metric_name(m)} {v:.1f}" for m, v in _MEAN_RANK.items())
         + " over the paper's 5 datasets × 3 backbones, among MAC and its nine baselines.",
         "",
-        "## §4.2 win counts per backbone (analyses.win_tie_loss)",
+        "## §4.2 first on k of N per backbone (ranks.first_places; pairwise win/tie/loss beside: ranks.win_tie_loss)",
         "",
     ]
     for label in labels:
         f = frames[label]
-        out += [f"### {label}", "", *_analysis(R.win_tie_loss(f[f["method"].isin(main_methods)]))]
+        main = f[f["method"].isin(main_methods)]
+        out += [f"### {label}", "", *_analysis(R.first_places(main)), *_analysis(R.win_tie_loss(main))]
         paper = mac_backbone(label)
         first = _FIRST_ON.get(paper or "")
         out += [

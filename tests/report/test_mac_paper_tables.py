@@ -51,10 +51,10 @@ def test_cells_are_seed_means_with_n_and_average_over_backbones(runs):
 
     frames = {"gpt": load_scored(runs[0]), "gem": load_scored(runs[1])}
     cells = table_cells(frames, ["mac"])
-    gem = cells[(cells["backbone"] == "gem") & (cells["dataset"] == "earthquake") & (cells["metric"] == "shd")].iloc[0]
+    gem = cells[(cells["backbone"] == "gem") & (cells["dataset"] == "earthquake") & (cells["metric"] == "shd2")].iloc[0]
     assert gem["n"] == 2 and gem["mean"] > 0 and gem["std"] > 0  # one seed wrong, one right
     avg = over_backbones(cells)
-    a = avg[(avg["dataset"] == "earthquake") & (avg["metric"] == "shd")].iloc[0]
+    a = avg[(avg["dataset"] == "earthquake") & (avg["metric"] == "shd2")].iloc[0]
     assert a["n"] == 2 and a["mean"] == pytest.approx(gem["mean"] / 2)
 
 
@@ -62,7 +62,7 @@ def test_published_cells_name_their_place_and_stated_values():
     assert published_cell("Table 2", "openai-gpt4o:gpt-4o (r)", "child", "mac", "nhd") == (
         "Table 2, GPT-4o, child, mac, NHD (value in the table image)"
     )
-    assert published_cell("Table 2", "x:gemini-2.0-flash (r)", "earthquake", "exact_search", "shd").endswith(
+    assert published_cell("Table 2", "x:gemini-2.0-flash (r)", "earthquake", "exact_search", "shd2").endswith(
         ": 0.00 (stated in §4.2)"
     )
     assert published_cell("Table 2", "fake:fake-model (r)", "cancer", "mac", "f1").startswith("none: ")
