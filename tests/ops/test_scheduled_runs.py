@@ -44,7 +44,8 @@ def test_nightly_template_computes_only_added_and_changed_traces(scripted_server
     run_dir = tmp_path / "runs" / "my-traces-nightly"
     settings = RunSettings(profiles_path=profiles_file, cache_dir=str(tmp_path / "cache"))
     flow = load_flow(spec)
-    run = {**params, "paths": [str(folder)], "out_dir": str(run_dir), "settings": settings}
+    # the fake profile has no price: the template's max_cost over it is refused (tests/flows/test_spend.py)
+    run = {**params, "paths": [str(folder)], "out_dir": str(run_dir), "settings": settings, "max_cost": None}
 
     flow(**run)
     first = len(scripted_server.chat_requests)
