@@ -3,7 +3,7 @@
 What the ``my-traces-nightly`` (a folder of any supported format) and ``my-phoenix-nightly`` (a Phoenix
 project and window) deployments of ``deploy/prefect.yaml`` run. Unattended by default: every unreadable file
 and invalid trace is skipped and named (one line each, counted, listed in the artifact), and a night with
-nothing new sends nothing. Wiring only: the loop's library half is :mod:`agentcausal.attribution.nightly`,
+nothing new sends nothing. Wiring only: the loop's library half is :mod:`agentcausal.tracers.nightly`,
 the run is the ``attribute`` flow (a subflow), the write-back :func:`agentcausal.tracers.phoenix.annotate_phoenix`
 or :func:`agentcausal.tracers.otlp_export.write_evaluation_logs`.
 
@@ -20,10 +20,10 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.states import Failed
 
-from agentcausal.attribution.nightly import CORPUS_FILE, merge_corpus, night_summary, read_tonight
 from agentcausal.exceptions import ConfigError
 from agentcausal.runs.lock import run_folder_lock
 from agentcausal.settings import RunSettings
+from agentcausal.tracers.nightly import CORPUS_FILE, merge_corpus, night_summary, read_tonight
 from agentcausal.tracers.otlp_export import write_evaluation_logs
 from agentcausal.tracers.phoenix import PhoenixQuery, annotate_phoenix, parse_when
 from agentcausal.traces.jsonl import write_jsonl
@@ -83,7 +83,7 @@ def nightly(
 
     Returns
     -------
-    dict, :func:`agentcausal.attribution.nightly.night_summary` with ``run_dir``; a night with failed rows
+    dict, :func:`agentcausal.tracers.nightly.night_summary` with ``run_dir``; a night with failed rows
     (transport, key, timeout) ends its flow run Failed instead (:class:`flows.engine.FailedRows`, after the
     write-back and the artifacts), so an automation on failed flow runs alerts. Rows held back by ``max_cost``
     (``not_run``) leave the night Completed: the cap is the night's budget, and the next night computes them.

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from agentcausal.attribution.nightly import CORPUS_FILE, merge_corpus, night_summary, read_tonight
+from agentcausal.tracers.nightly import CORPUS_FILE, merge_corpus, night_summary, read_tonight
 from agentcausal.traces.jsonl import write_jsonl
 from agentcausal_fakes.spans import genai_spans, otlp_json
 
