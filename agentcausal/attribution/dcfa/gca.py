@@ -248,7 +248,7 @@ def run_gca(trace: Trace, gw: Gateway, settings: DcfaSettings, *, item: str | No
             prompts.mdi_messages(
                 trace.question, trace.steps, max_deviations=s.max_deviations, budget=budget, style=style
             ),
-            prompts.mdi_model(s.max_deviations, s.max_reason_chars),
+            prompts.mdi_model(s.max_deviations, s.max_reason_chars, style),
             item=item,
             max_tokens=gca_tokens,
         )
@@ -285,7 +285,7 @@ def run_gca(trace: Trace, gw: Gateway, settings: DcfaSettings, *, item: str | No
                 style=style,
                 cgc=s.cgc,
             ),
-            prompts.gca_joint_model(s.max_deviations, s.max_edges, s.max_reason_chars, judged, links_mode),
+            prompts.gca_joint_model(s.max_deviations, s.max_edges, s.max_reason_chars, judged, links_mode, style),
             item=item,
             max_tokens=gca_tokens,
         )

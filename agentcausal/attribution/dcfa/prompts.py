@@ -354,13 +354,18 @@ def _reason(max_chars: int | None, description: str = "one sentence") -> Any:
     return ShortText(max_chars, description)
 
 
+#: MDI's reason field as each prompt set asks it: ``paper`` the released prompt's detailed reason
+#: (``event_extraction.txt``, :data:`~agentcausal.attribution.dcfa.paper_prompts.MDI_TASK`), ``small`` one sentence
+_DEVIATION_REASON = {
+    "paper": ("A mistake step with a detailed reason.", "a detailed reason why this step is a mistake"),
+    "small": (Deviation.__doc__, "one sentence: what is wrong in this step"),
+}
+
+
 @functools.lru_cache(maxsize=64)
-def _deviation_model(max_reason_chars: int | None) -> type[Deviation]:
-    return create_model(
-        "Deviation",
-        __base__=Deviation,
-        reason=(_reason(max_reason_chars, "one sentence: what is wrong in this step"), ...),
-    )
+def _deviation_model(max_reason_chars: int | None, style: str = "paper") -> type[Deviation]:
+    doc, reason = _DEVIATION_REASON[style]
+    return create_model("Deviation", __base__=Deviation, __doc__=doc, reason=(_reason(max_reason_chars, reason), ...))
 
 
 def _list_of(item: type) -> Any:
@@ -390,6 +395,7 @@ def gca_joint_model(
     max_reason_chars: int | None,
     judged: bool = False,
     links: bool = False,
+    style: str = "paper",
 ) -> type[DeviationsAndGraph] | type[DeviationsAndLinks]:
     """Reply model of MDI + CGC with advisory ``maxItems``/``maxLength`` (see module docstring).
 
@@ -400,12 +406,14 @@ def gca_joint_model(
     judged : bool, edges carry the CGC judgements (:class:`JudgedEdge`, ``cgc="equations"``)
     links : bool, the graph is the cause/effect lists of every step (:class:`DeviationsAndLinks`,
         ``cgc="code"``; ``judged`` is then ignored)
+    style : "paper" (each deviation's reason a detailed one, as MDI's released prompt asks) or
+        "small" (one sentence)
 
     Returns
     -------
     a subclass of :class:`DeviationsAndGraph` or :class:`DeviationsAndLinks` (cached per argument tuple).
     """
-    dev = _deviation_model(max_reason_chars)
+    dev = _deviation_model(max_reason_chars, style)
     devs: tuple[Any, Any] = (_list_of(dev), Field(default_factory=list, json_schema_extra=_items(max_deviations)))
     if links:
         return create_model(
@@ -424,9 +432,9 @@ def gca_joint_model(
 
 
 @functools.lru_cache(maxsize=64)
-def mdi_model(max_deviations: int | None, max_reason_chars: int | None) -> type[DeviationsReply]:
-    """Reply model of MDI alone (advisory caps as in :func:`gca_joint_model`)."""
-    dev = _deviation_model(max_reason_chars)
+def mdi_model(max_deviations: int | None, max_reason_chars: int | None, style: str = "paper") -> type[DeviationsReply]:
+    """Reply model of MDI alone (advisory caps and ``style`` as in :func:`gca_joint_model`)."""
+    dev = _deviation_model(max_reason_chars, style)
     return create_model(
         "DeviationsReply",
         __base__=DeviationsReply,

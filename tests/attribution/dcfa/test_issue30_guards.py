@@ -9,7 +9,7 @@ import pytest
 
 from agentcausal.attribution.dcfa import DcfaSettings, run_dcfa
 from agentcausal.attribution.dcfa.paper_prompts import MDI_TASK
-from agentcausal.attribution.dcfa.prompts import mdi_model
+from agentcausal.attribution.dcfa.prompts import gca_joint_model, mdi_model
 from tests.attribution.dcfa.conftest import DcfaResponder
 from tests.attribution.dcfa.test_paper_procedure import cosine_embedder
 
@@ -35,12 +35,15 @@ def test_the_tie_rule_setting_reaches_the_search_through_run_lce(
     assert [m["step"] for m in lce["path"]][:1] == [pivot]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 30: MDI's reply schema says 'one sentence' where MDI_TASK asks a detailed reason (B owns "
-    "attribution/dcfa/prompts.py; delete this marker with the fix)",
-)
-def test_mdi_reply_schema_asks_the_detailed_reason_the_prompt_asks():
+@pytest.mark.parametrize("joint", [False, True])
+def test_mdi_reply_schema_asks_the_detailed_reason_the_prompt_asks(joint):
     assert "a detailed reason" in MDI_TASK
-    schema = json.dumps(mdi_model(None, None).model_json_schema())
-    assert "one sentence" not in schema
+    model = gca_joint_model(None, None, None, False, True) if joint else mdi_model(None, None)
+    schema = json.dumps(model.model_json_schema())
+    assert "one sentence" not in schema and "short reason" not in schema
+    assert "a detailed reason" in schema
+
+
+def test_small_mdi_reply_schema_keeps_its_one_sentence():
+    for model in (mdi_model(5, 120, "small"), gca_joint_model(5, 10, 120, style="small")):
+        assert "one sentence" in json.dumps(model.model_json_schema())
