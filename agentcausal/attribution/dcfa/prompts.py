@@ -111,8 +111,9 @@ __all__ = [
 ]
 
 #: version of each prompt set; bump the one whose prompts or reply models change (4: a corrected step that
-#: repeats the original up to whitespace is unchanged; confidence and fix read the nearest simulated trace)
-PROMPT_VERSIONS = {"paper": "dcfa-paper-4", "small": "dcfa-small-4"}
+#: repeats the original up to whitespace is unchanged; confidence and fix read the nearest simulated trace;
+#: paper 5: Hand-Crafted Correct rewrites every step, no "" for unchanged)
+PROMPT_VERSIONS = {"paper": "dcfa-paper-5", "small": "dcfa-small-4"}
 
 #: enters every cache key and every stored attribution (both sets; the settings name the set used)
 PROMPT_VERSION = "+".join(PROMPT_VERSIONS[k] for k in sorted(PROMPT_VERSIONS))
@@ -495,9 +496,11 @@ def hypothesis_model(n_steps: int, max_reason_chars: int | None, log_answer: boo
 
 
 @functools.lru_cache(maxsize=256)
-def corrected_trace_model(n_steps: int, max_chars: int | None) -> type[CorrectedTraceReply]:
+def corrected_trace_model(n_steps: int, max_chars: int | None, rewrite_all: bool = False) -> type[CorrectedTraceReply]:
     """Reply model of Correct: a list of ``{step, content}``, ``step`` in ``0 .. n_steps - 1``
-    (schema bounds), ``content`` with advisory ``maxLength`` (None = none).
+    (schema bounds), ``content`` with advisory ``maxLength`` (None = none); ``content`` ``""``
+    means unchanged, or, with ``rewrite_all`` (the Hand-Crafted variant), every step's content is
+    its rewrite with the redundant content removed.
 
     Entries are matched to steps by number, never by position
     (:func:`agentcausal.attribution.dcfa.correct.normalise_correction`), so a
@@ -513,19 +516,22 @@ def corrected_trace_model(n_steps: int, max_chars: int | None) -> type[Corrected
     if n_steps < 1:
         raise ValueError(f"n_steps must be >= 1, got {n_steps}")
     extra: JsonDict | None = None if max_chars is None else {"maxLength": max_chars}
+    content = "the step as corrected, redundant content removed; never empty" if rewrite_all else None
     entry = create_model(
         "CorrectedStep",
         __base__=CorrectedStep,
         step=(int, Field(ge=0, le=n_steps - 1, description="0-based step number")),
-        content=(str, Field(description='corrected content; "" = unchanged', json_schema_extra=extra)),
+        content=(str, Field(description=content or 'corrected content; "" = unchanged', json_schema_extra=extra)),
     )
+    listing = "every step rewritten" if rewrite_all else '"" = unchanged'
+
     return create_model(
         "CorrectedTraceReply",
         __base__=CorrectedTraceReply,
         steps=(
             _list_of(entry),
             Field(
-                description=f'one entry per step 0 to {n_steps - 1}: {{step, content}}; "" = unchanged',
+                description=f"one entry per step 0 to {n_steps - 1}: {{step, content}}; {listing}",
                 json_schema_extra={"maxItems": n_steps},
             ),
         ),
@@ -789,8 +795,8 @@ def correct_messages(
         if variant not in pp.CORRECT_TASKS:
             raise ValueError(f"unknown Correct variant {variant!r}; choose from {sorted(pp.CORRECT_TASKS)}")
         inputs = [_question(question), truth_line(truth), _mistakes_input(deviations), _graph_input(graph)]
-        task = pp.CORRECT_TASKS[variant] + "\n" + pp.CORRECT_FORMAT.format(last=last, max_chars=chars)
-        return paper_messages(steps, budget, inputs, task, pp.CORRECT_EXAMPLE)
+        task = pp.CORRECT_TASKS[variant] + "\n" + pp.CORRECT_FORMATS[variant].format(last=last, max_chars=chars)
+        return paper_messages(steps, budget, inputs, task, pp.CORRECT_EXAMPLES[variant])
     tail = CORRECT_TEMPLATE.format(
         truth=delimit("answer", truth) if truth is not None else "not given",
         deviations=format_deviations(deviations),

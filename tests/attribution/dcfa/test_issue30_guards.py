@@ -10,7 +10,7 @@ import pytest
 from agentcausal.attribution.dcfa import DcfaSettings, run_dcfa
 from agentcausal.attribution.dcfa.paper_prompts import MDI_TASK
 from agentcausal.attribution.dcfa.prompts import gca_joint_model, mdi_model
-from tests.attribution.dcfa.conftest import DcfaResponder
+from tests.attribution.dcfa.conftest import DcfaResponder, kind_of, make_trace, shown_steps, user_text
 from tests.attribution.dcfa.test_paper_procedure import cosine_embedder
 
 
@@ -47,3 +47,27 @@ def test_mdi_reply_schema_asks_the_detailed_reason_the_prompt_asks(joint):
 def test_small_mdi_reply_schema_keeps_its_one_sentence():
     for model in (mdi_model(5, 120, "small"), gca_joint_model(5, 10, 120, style="small")):
         assert "one sentence" in json.dumps(model.model_json_schema())
+
+
+def test_hand_crafted_correct_rewrites_every_step_and_the_prefix_is_the_compressed_one(fake_server, make_gateway):
+    # the released Hand-Crafted prompt returns every event with its redundant content removed, and
+    # T~(i) = modified[:i+1] + original[i+1:]: step 0, with nothing to correct, is the compressed text
+    trace = make_trace().model_copy(update={"source": "Hand-Crafted"})
+    compressed = ["short 0", "fixed 1", "short 2", "short 3", "short 4", "short 5"]
+    fake_server.responder = DcfaResponder(edges=[(0, 1), (1, 2)], hypothesis=1, corrected=compressed)
+    a = run_dcfa(trace, make_gateway(fake_server), DcfaSettings())
+    (body,) = [b for b in fake_server.chat_requests if kind_of(b) == "correct"]
+    text, schema = user_text(body), json.dumps(body.get("response_format", {}))
+    assert "never leave a content empty" in text and 'content "" when' not in text
+    assert '\\"\\" = unchanged' not in schema and "every step rewritten" in schema
+    assert a.details["lce"]["correct_variant"] == "hand_crafted"
+    sims = [shown_steps(b) for b in fake_server.chat_requests if kind_of(b) == "simulation"]
+    assert sims and all(s[0] == "short 0" for s in sims if s.get(1) == "fixed 1")
+
+
+def test_algorithm_generated_correct_keeps_the_empty_content_for_unchanged(fake_server, make_gateway):
+    fake_server.responder = DcfaResponder(edges=[(0, 1)], hypothesis=1, corrected=["", "fixed 1", "", "", "", ""])
+    run_dcfa(make_trace(), make_gateway(fake_server), DcfaSettings())
+    (body,) = [b for b in fake_server.chat_requests if kind_of(b) == "correct"]
+    assert 'content "" when the step needs no change' in user_text(body)
+    assert '\\"\\" = unchanged' in json.dumps(body.get("response_format", {}))
