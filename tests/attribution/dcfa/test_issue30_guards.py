@@ -71,3 +71,33 @@ def test_algorithm_generated_correct_keeps_the_empty_content_for_unchanged(fake_
     (body,) = [b for b in fake_server.chat_requests if kind_of(b) == "correct"]
     assert 'content "" when the step needs no change' in user_text(body)
     assert '\\"\\" = unchanged' in json.dumps(body.get("response_format", {}))
+
+
+@pytest.mark.parametrize("checks", ["code", "strict"])
+def test_paper_cgc_keeps_and_follows_backward_and_self_links_as_the_released_code(
+    fake_server, make_gateway, wrong_lookup_at_step_1, checks
+):
+    # (3, 1) is written as step 1's cause 3 and step 3's effect 1 (against time), (1, 1) as a self-link,
+    # (2, 9) out of range: the released search takes 1 and 3 as candidates of the hypothesis 1 (not yet
+    # visited), and skips 9 (no corrected content) without a call
+    fake_server.responder = DcfaResponder(
+        edges=[(3, 1), (1, 1), (2, 9)], hypothesis=1, corrected=["", "fix 1", "", "fix 3", "", ""]
+    )
+    a = run_dcfa(wrong_lookup_at_step_1, make_gateway(fake_server, cache=False), DcfaSettings(link_checks=checks))
+    dropped = a.details["dropped_edges"]
+    scored = sorted({e["step"] for e in a.details["lce"]["evaluated"]})
+    links = {e["step"]: e for e in a.details["links"]}
+    assert dropped["out_of_range"] == 2  # step 2's effect 9 and step 9's entry
+    if checks == "code":
+        assert (dropped["backward"], dropped["self_loops"]) == (0, 0)
+        assert links[1]["causes"] == [1, 3] and links[3]["effects"] == [1]
+        assert scored == [1, 3]
+    else:
+        assert (dropped["backward"], dropped["self_loops"]) == (2, 2)
+        assert scored == []
+
+
+def test_small_keeps_the_strict_link_checks():
+    from tests.attribution.dcfa.conftest import small
+
+    assert small().link_checks == "strict" and DcfaSettings().link_checks == "code"
