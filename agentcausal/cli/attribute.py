@@ -452,7 +452,7 @@ def _stages(methods: list[str], resolved: dict[str, dict[str, Any]]) -> set[str]
 
 
 def print_caps(resolved: dict[str, dict[str, Any]], settings: Any, *, quiet: bool = False) -> None:
-    """The completion cap each baseline call sends, on stderr (none printed when ``quiet``).
+    """The completion cap each baseline and DCFA call sends, on stderr (none printed when ``quiet``).
 
     Raises
     ------
@@ -460,6 +460,7 @@ def print_caps(resolved: dict[str, dict[str, Any]], settings: Any, *, quiet: boo
         If a set ``max_tokens`` exceeds the routed profile's ceiling (:func:`~agentcausal.llm.dialect.sent_cap`).
     """
     from agentcausal.attribution.baseline_settings import baseline_caps
+    from agentcausal.attribution.dcfa.caps import dcfa_caps
     from agentcausal.llm.profiles import load_profiles
 
     try:
@@ -468,6 +469,7 @@ def print_caps(resolved: dict[str, dict[str, Any]], settings: Any, *, quiet: boo
         return  # the routing's own refusal comes from the run's checks
     try:
         lines = baseline_caps(profiles, resolved)
+        lines += dcfa_caps(profiles, resolved)  # DCFA's per-call caps, derived ones marked
     except UnknownStageError:
         return
     for line in [] if quiet else (["completion caps sent per call:"] + ["  " + x for x in lines] if lines else []):

@@ -2,7 +2,11 @@
 
 The reply names each step by number: a list of ``{step, content}``
 (``content`` ``""`` meaning "unchanged", so unchanged steps cost no decode
-tokens and keep their full text). Entries are matched to steps by number,
+tokens and keep their full text; under the Hand-Crafted variant every step
+is asked for, rewritten with its redundant content removed, as the released
+prompt returns every event so, and the corrected prefix of a counterfactual
+trace is then the compressed one: a step whose only change is the removal
+counts as changed, a ``""`` still keeps the original). Entries are matched to steps by number,
 never by position, so a missing entry leaves its step unchanged and an extra
 or repeated one can never shift the others (:func:`normalise_correction`
 records missing, repeated and out-of-range entries). A step is "changed"
@@ -220,7 +224,7 @@ def correct_trace(
         reply = gw.structured(
             STAGE,
             messages,
-            prompts.corrected_trace_model(n, settings.max_corrected_step_chars),
+            prompts.corrected_trace_model(n, settings.max_corrected_step_chars, variant == "hand_crafted"),
             item=item or trace.id,
             max_tokens=max_tokens,
         )

@@ -22,9 +22,10 @@ Three processes over the whole trace:
   - ``"edges"`` (``small``): the prompt states the criteria, the reply lists edges.
 
   What the model returns is validated (:mod:`agentcausal.attribution.dcfa.gca_validation`:
-  ``validate_edges``, ``validate_links``): self-loops, links against time (p >= q; the
-  temporality criterion, eq. 3), out-of-range steps and duplicates are dropped
-  and counted. The graph is a ``networkx.DiGraph`` over all steps 0..N-1 (V is
+  ``validate_edges``, ``validate_links``): out-of-range steps and duplicates are dropped and
+  counted; self-links and links against time (the temporality criterion, eq. 3) are kept under
+  ``link_checks="code"`` (``paper``: the released code follows them) and dropped and counted under
+  ``"strict"`` (``small``). The graph is a ``networkx.DiGraph`` over all steps 0..N-1 (V is
   every step, section 4.1.2);
 * **HG** (hypothesis generation, eq. 7): the hypothesised decisive step and
   its reason (and, under ``paper``, the log's final answer as the released
@@ -239,6 +240,7 @@ def run_gca(trace: Trace, gw: Gateway, settings: DcfaSettings, *, item: str | No
     item = item or trace.id
     style = s.prompts
     judged, links_mode = s.cgc == "equations", s.cgc == "code"
+    strict = s.link_checks == "strict"
     gca_tokens, hg_tokens = gca_budgets(gw, s)
     budget = trace_budget(gw, STAGE, s, max(gca_tokens, hg_tokens))
     graph_reply: prompts.DeviationsAndGraph | prompts.DeviationsAndLinks | prompts.EdgesReply | prompts.CausalListsReply
@@ -248,7 +250,7 @@ def run_gca(trace: Trace, gw: Gateway, settings: DcfaSettings, *, item: str | No
             prompts.mdi_messages(
                 trace.question, trace.steps, max_deviations=s.max_deviations, budget=budget, style=style
             ),
-            prompts.mdi_model(s.max_deviations, s.max_reason_chars),
+            prompts.mdi_model(s.max_deviations, s.max_reason_chars, style),
             item=item,
             max_tokens=gca_tokens,
         )
@@ -285,7 +287,7 @@ def run_gca(trace: Trace, gw: Gateway, settings: DcfaSettings, *, item: str | No
                 style=style,
                 cgc=s.cgc,
             ),
-            prompts.gca_joint_model(s.max_deviations, s.max_edges, s.max_reason_chars, judged, links_mode),
+            prompts.gca_joint_model(s.max_deviations, s.max_edges, s.max_reason_chars, judged, links_mode, style),
             item=item,
             max_tokens=gca_tokens,
         )
@@ -298,7 +300,7 @@ def run_gca(trace: Trace, gw: Gateway, settings: DcfaSettings, *, item: str | No
     judgements: tuple[dict, ...] = ()
     links: tuple[StepLinks, ...] = ()
     if isinstance(graph_reply, (prompts.DeviationsAndLinks, prompts.CausalListsReply)):  # links_mode
-        lv = validate_links(((e.step, e.causes, e.effects) for e in graph_reply.steps), n)
+        lv = validate_links(((e.step, e.causes, e.effects) for e in graph_reply.steps), n, strict=strict)
         graph, links = GraphValidation(lv.graph, lv.dropped), lv.links
     else:
         not_causal = 0
@@ -307,7 +309,7 @@ def run_gca(trace: Trace, gw: Gateway, settings: DcfaSettings, *, item: str | No
             pairs, judgements, not_causal = _judged(cast(list[prompts.JudgedEdge], graph_reply.edges))
         else:
             pairs = [(e.source, e.target) for e in graph_reply.edges]
-        v = validate_edges(pairs, n)  # HG sees every valid edge; the cap applies to the searched graph
+        v = validate_edges(pairs, n, strict=strict)  # HG sees every valid edge; the cap applies to the searched graph
         graph = GraphValidation(v.graph, v.dropped._replace(not_causal=not_causal))
     shown = list(links) if links else graph_edges(graph.graph)
     paper = style == "paper"

@@ -1,6 +1,17 @@
 """GCA's checks of what the model returned (:mod:`agentcausal.attribution.dcfa.gca`): CGC's edges and links
-and MDI's deviations validated against the trace (self-loops, links against time, out-of-range steps and
-duplicates dropped and counted), and the ``max_edges`` cap that keeps the edges closest to the hypothesis.
+and MDI's deviations validated against the trace, and the ``max_edges`` cap that keeps the edges closest to
+the hypothesis.
+
+CGC's rules, each counted in :class:`DroppedEdges` when it drops a link (setting ``link_checks``):
+
+* out of range (an end outside 0..N-1): always dropped. The released code's search takes such a
+  link as a candidate, finds no corrected content for it and skips it without a call, so the search
+  is the same; HG and Correct here see only steps of the trace.
+* duplicate (a link already kept): always dropped (the released code gathers candidates in a set).
+* self-link and link against time (a cause at or after its step, an effect at or before it, eq. 3):
+  kept under ``link_checks="code"`` (``paper``), as the released code follows whatever the lists
+  name (a self-link makes the hypothesis, not yet visited, its own candidate); dropped under
+  ``"strict"`` (``small``: temporality is one of the prompt's own criteria).
 
 References
 ----------
@@ -66,7 +77,7 @@ class GraphValidation(NamedTuple):
 
     Attributes
     ----------
-    graph : networkx.DiGraph over nodes 0..n_steps-1, edges p -> q with p < q
+    graph : networkx.DiGraph over nodes 0..n_steps-1, edges p -> q (p < q when ``strict``)
     dropped : DroppedEdges
     """
 
@@ -86,7 +97,8 @@ class LinksValidation(NamedTuple):
 
     Attributes
     ----------
-    links : tuple of StepLinks, one per step the reply named, in step order (causes < step < effects)
+    links : tuple of StepLinks, one per step the reply named, in step order (causes < step < effects
+        when validated ``strict``)
     graph : networkx.DiGraph over nodes 0..n_steps-1, the union of every kept link
     dropped : DroppedEdges, counted per listed link (``duplicates``: repeated within one list or
         one step named twice; a link given in both lists is one edge, not a duplicate)
@@ -97,13 +109,15 @@ class LinksValidation(NamedTuple):
     dropped: DroppedEdges
 
 
-def validate_edges(edges: Iterable[tuple[int, int]], n_steps: int, *, max_edges: int | None = None) -> GraphValidation:
-    """Keep the edges that satisfy temporality and lie in range; count the rest.
+def validate_edges(
+    edges: Iterable[tuple[int, int]], n_steps: int, *, max_edges: int | None = None, strict: bool = True
+) -> GraphValidation:
+    """Keep the edges that lie in range (and, when ``strict``, satisfy temporality); count the rest.
 
     Rules, in order (an edge is counted under the first rule it breaks):
-    out of range (either end not in 0..n_steps-1), self-loop (p == q),
-    backward (p > q, eq. 3), duplicate (already kept), capped (``max_edges``
-    edges already kept).
+    out of range (either end not in 0..n_steps-1), self-loop (p == q) and
+    backward (p > q, eq. 3) when ``strict``, duplicate (already kept), capped
+    (``max_edges`` edges already kept).
 
     Parameters
     ----------
@@ -112,6 +126,7 @@ def validate_edges(edges: Iterable[tuple[int, int]], n_steps: int, *, max_edges:
     max_edges : int or None, keep at most this many valid edges (first ones win);
         later valid edges are counted under ``capped`` (DCFA itself caps by closeness
         to the hypothesis instead, :func:`cap_edges`)
+    strict : bool, drop self-loops and backward edges (False = keep them, ``link_checks="code"``)
 
     Returns
     -------
@@ -140,9 +155,9 @@ def validate_edges(edges: Iterable[tuple[int, int]], n_steps: int, *, max_edges:
     for p, q in edges:
         if not (0 <= p < n_steps and 0 <= q < n_steps):
             oor += 1
-        elif p == q:
+        elif strict and p == q:
             loops += 1
-        elif p > q:
+        elif strict and p > q:
             back += 1
         elif g.has_edge(p, q):
             dup += 1
@@ -193,18 +208,23 @@ def cap_edges(graph: nx.DiGraph, hypothesis: int, max_edges: int | None) -> tupl
     return out, len(edges) - len(keep)
 
 
-def validate_links(entries: Iterable[tuple[int, Iterable[int], Iterable[int]]], n_steps: int) -> LinksValidation:
-    """Validate a ``cgc="code"`` reply: per step, the earlier steps that cause it and the later steps it causes.
+def validate_links(
+    entries: Iterable[tuple[int, Iterable[int], Iterable[int]]], n_steps: int, *, strict: bool = True
+) -> LinksValidation:
+    """Validate a ``cgc="code"`` reply: per step, the steps that cause it and the steps it causes.
 
     Each listed link is checked on its own: out of range (either end not in 0..n_steps-1, or the
-    entry's own step out of range: all its links), self-loop, against time (a cause at or after the
-    step, an effect at or before it: eq. 3) or repeated in one list (and an entry for a step already
-    given: all its links). The union of the kept links is the graph E.
+    entry's own step out of range: all its links), self-loop and against time (a cause at or after
+    the step, an effect at or before it: eq. 3) when ``strict``, or repeated in one list (and an
+    entry for a step already given: all its links). The union of the kept links is the graph E
+    (a cause k of step s is the edge k -> s, an effect j the edge s -> j, whatever their order).
 
     Parameters
     ----------
     entries : iterable of (step, causes, effects), as the model returned them
     n_steps : int
+    strict : bool, drop self-links and links against time (False = keep them, as the released code
+        follows them: ``link_checks="code"``)
 
     Returns
     -------
@@ -220,6 +240,8 @@ def validate_links(entries: Iterable[tuple[int, Iterable[int], Iterable[int]]], 
     >>> v = validate_links([(1, [0, 1], [3, 0]), (3, [1], []), (9, [0], [])], n_steps=4)
     >>> v.links, sorted(v.graph.edges()), v.dropped.backward, v.dropped.self_loops, v.dropped.out_of_range
     ((StepLinks(step=1, causes=(0,), effects=(3,)), StepLinks(step=3, causes=(1,), effects=())), [(0, 1), (1, 3)], 1, 1, 1)
+    >>> validate_links([(1, [0, 1], [3, 0])], n_steps=4, strict=False).links
+    (StepLinks(step=1, causes=(0, 1), effects=(0, 3)),)
     """
     if n_steps < 1:
         raise ValueError(f"n_steps must be >= 1, got {n_steps}")
@@ -240,9 +262,9 @@ def validate_links(entries: Iterable[tuple[int, Iterable[int], Iterable[int]]], 
             for x in xs:
                 if not 0 <= x < n_steps:
                     oor += 1
-                elif x == step:
+                elif strict and x == step:
                     loops += 1
-                elif (x > step) if name == "causes" else (x < step):
+                elif strict and ((x > step) if name == "causes" else (x < step)):
                     back += 1
                 elif x in lists[name]:
                     dup += 1

@@ -55,8 +55,8 @@ __all__ = [
     "HG_TASK",
     "HG_EXAMPLE",
     "CORRECT_TASKS",
-    "CORRECT_FORMAT",
-    "CORRECT_EXAMPLE",
+    "CORRECT_FORMATS",
+    "CORRECT_EXAMPLES",
     "SIMULATION_TASK",
     "NEUTRAL_SIMULATION_TASK",
 ]
@@ -210,17 +210,34 @@ CORRECT_TASKS = {
     ),
 }
 
-#: Correct's reply format (ours: entries by step number, "" = unchanged); fields: last, max_chars
-CORRECT_FORMAT = (
-    'Reply with one entry per step 0 to {last} in "steps", each {{"step": its number, "content": the corrected '
-    'content{max_chars}}}, with content "" when the step needs no change.'
-)
+#: Correct's reply format per variant (ours: entries by step number); fields: last, max_chars.
+#: Algorithm-Generated: "" = unchanged (the same trace as repeating the step, in fewer tokens);
+#: Hand-Crafted: every step rewritten, as the released prompt returns every event with its redundant
+#: content removed, so the corrected prefix of a counterfactual trace is the compressed one
+CORRECT_FORMATS = {
+    "algorithm_generated": (
+        'Reply with one entry per step 0 to {last} in "steps", each {{"step": its number, "content": the '
+        'corrected content{max_chars}}}, with content "" when the step needs no change.'
+    ),
+    "hand_crafted": (
+        'Reply with one entry per step 0 to {last} in "steps", each {{"step": its number, "content": the step '
+        "as corrected, with its redundant content removed{max_chars}}}. Give every step its rewritten content, "
+        "a step with nothing to correct too: never leave a content empty."
+    ),
+}
 
-#: our own example of Correct's reply (the released prompts show only the output format)
-CORRECT_EXAMPLE = (
-    "Example of the reply for a run of two steps whose step 1 needed a correction: "
-    '{"steps": [{"step": 0, "content": ""}, {"step": 1, "content": "The library opens at 9:00 on Sundays."}]}'
-)
+#: our own examples of Correct's reply per variant (the released prompts show only the output format)
+CORRECT_EXAMPLES = {
+    "algorithm_generated": (
+        "Example of the reply for a run of two steps whose step 1 needed a correction: "
+        '{"steps": [{"step": 0, "content": ""}, {"step": 1, "content": "The library opens at 9:00 on Sundays."}]}'
+    ),
+    "hand_crafted": (
+        "Example of the reply for a run of two steps whose step 1 needed a correction: "
+        '{"steps": [{"step": 0, "content": "I will look up the library\'s Sunday opening hours."}, '
+        '{"step": 1, "content": "The library opens at 9:00 on Sundays."}]}'
+    ),
+}
 
 # ------------------------------------------------------------------ Simulation (simulation_outcome.txt)
 #: Simulation as the released code asks it, for S(i) (a root cause named) and S(i-1) (none); no fields

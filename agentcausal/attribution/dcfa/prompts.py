@@ -111,8 +111,9 @@ __all__ = [
 ]
 
 #: version of each prompt set; bump the one whose prompts or reply models change (4: a corrected step that
-#: repeats the original up to whitespace is unchanged; confidence and fix read the nearest simulated trace)
-PROMPT_VERSIONS = {"paper": "dcfa-paper-4", "small": "dcfa-small-4"}
+#: repeats the original up to whitespace is unchanged; confidence and fix read the nearest simulated trace;
+#: paper 5: Hand-Crafted Correct rewrites every step, no "" for unchanged)
+PROMPT_VERSIONS = {"paper": "dcfa-paper-5", "small": "dcfa-small-4"}
 
 #: enters every cache key and every stored attribution (both sets; the settings name the set used)
 PROMPT_VERSION = "+".join(PROMPT_VERSIONS[k] for k in sorted(PROMPT_VERSIONS))
@@ -354,13 +355,18 @@ def _reason(max_chars: int | None, description: str = "one sentence") -> Any:
     return ShortText(max_chars, description)
 
 
+#: MDI's reason field as each prompt set asks it: ``paper`` the released prompt's detailed reason
+#: (``event_extraction.txt``, :data:`~agentcausal.attribution.dcfa.paper_prompts.MDI_TASK`), ``small`` one sentence
+_DEVIATION_REASON = {
+    "paper": ("A mistake step with a detailed reason.", "a detailed reason why this step is a mistake"),
+    "small": (Deviation.__doc__, "one sentence: what is wrong in this step"),
+}
+
+
 @functools.lru_cache(maxsize=64)
-def _deviation_model(max_reason_chars: int | None) -> type[Deviation]:
-    return create_model(
-        "Deviation",
-        __base__=Deviation,
-        reason=(_reason(max_reason_chars, "one sentence: what is wrong in this step"), ...),
-    )
+def _deviation_model(max_reason_chars: int | None, style: str = "paper") -> type[Deviation]:
+    doc, reason = _DEVIATION_REASON[style]
+    return create_model("Deviation", __base__=Deviation, __doc__=doc, reason=(_reason(max_reason_chars, reason), ...))
 
 
 def _list_of(item: type) -> Any:
@@ -390,6 +396,7 @@ def gca_joint_model(
     max_reason_chars: int | None,
     judged: bool = False,
     links: bool = False,
+    style: str = "paper",
 ) -> type[DeviationsAndGraph] | type[DeviationsAndLinks]:
     """Reply model of MDI + CGC with advisory ``maxItems``/``maxLength`` (see module docstring).
 
@@ -400,12 +407,14 @@ def gca_joint_model(
     judged : bool, edges carry the CGC judgements (:class:`JudgedEdge`, ``cgc="equations"``)
     links : bool, the graph is the cause/effect lists of every step (:class:`DeviationsAndLinks`,
         ``cgc="code"``; ``judged`` is then ignored)
+    style : "paper" (each deviation's reason a detailed one, as MDI's released prompt asks) or
+        "small" (one sentence)
 
     Returns
     -------
     a subclass of :class:`DeviationsAndGraph` or :class:`DeviationsAndLinks` (cached per argument tuple).
     """
-    dev = _deviation_model(max_reason_chars)
+    dev = _deviation_model(max_reason_chars, style)
     devs: tuple[Any, Any] = (_list_of(dev), Field(default_factory=list, json_schema_extra=_items(max_deviations)))
     if links:
         return create_model(
@@ -424,9 +433,9 @@ def gca_joint_model(
 
 
 @functools.lru_cache(maxsize=64)
-def mdi_model(max_deviations: int | None, max_reason_chars: int | None) -> type[DeviationsReply]:
-    """Reply model of MDI alone (advisory caps as in :func:`gca_joint_model`)."""
-    dev = _deviation_model(max_reason_chars)
+def mdi_model(max_deviations: int | None, max_reason_chars: int | None, style: str = "paper") -> type[DeviationsReply]:
+    """Reply model of MDI alone (advisory caps and ``style`` as in :func:`gca_joint_model`)."""
+    dev = _deviation_model(max_reason_chars, style)
     return create_model(
         "DeviationsReply",
         __base__=DeviationsReply,
@@ -487,9 +496,11 @@ def hypothesis_model(n_steps: int, max_reason_chars: int | None, log_answer: boo
 
 
 @functools.lru_cache(maxsize=256)
-def corrected_trace_model(n_steps: int, max_chars: int | None) -> type[CorrectedTraceReply]:
+def corrected_trace_model(n_steps: int, max_chars: int | None, rewrite_all: bool = False) -> type[CorrectedTraceReply]:
     """Reply model of Correct: a list of ``{step, content}``, ``step`` in ``0 .. n_steps - 1``
-    (schema bounds), ``content`` with advisory ``maxLength`` (None = none).
+    (schema bounds), ``content`` with advisory ``maxLength`` (None = none); ``content`` ``""``
+    means unchanged, or, with ``rewrite_all`` (the Hand-Crafted variant), every step's content is
+    its rewrite with the redundant content removed.
 
     Entries are matched to steps by number, never by position
     (:func:`agentcausal.attribution.dcfa.correct.normalise_correction`), so a
@@ -505,19 +516,22 @@ def corrected_trace_model(n_steps: int, max_chars: int | None) -> type[Corrected
     if n_steps < 1:
         raise ValueError(f"n_steps must be >= 1, got {n_steps}")
     extra: JsonDict | None = None if max_chars is None else {"maxLength": max_chars}
+    content = "the step as corrected, redundant content removed; never empty" if rewrite_all else None
     entry = create_model(
         "CorrectedStep",
         __base__=CorrectedStep,
         step=(int, Field(ge=0, le=n_steps - 1, description="0-based step number")),
-        content=(str, Field(description='corrected content; "" = unchanged', json_schema_extra=extra)),
+        content=(str, Field(description=content or 'corrected content; "" = unchanged', json_schema_extra=extra)),
     )
+    listing = "every step rewritten" if rewrite_all else '"" = unchanged'
+
     return create_model(
         "CorrectedTraceReply",
         __base__=CorrectedTraceReply,
         steps=(
             _list_of(entry),
             Field(
-                description=f'one entry per step 0 to {n_steps - 1}: {{step, content}}; "" = unchanged',
+                description=f"one entry per step 0 to {n_steps - 1}: {{step, content}}; {listing}",
                 json_schema_extra={"maxItems": n_steps},
             ),
         ),
@@ -781,8 +795,8 @@ def correct_messages(
         if variant not in pp.CORRECT_TASKS:
             raise ValueError(f"unknown Correct variant {variant!r}; choose from {sorted(pp.CORRECT_TASKS)}")
         inputs = [_question(question), truth_line(truth), _mistakes_input(deviations), _graph_input(graph)]
-        task = pp.CORRECT_TASKS[variant] + "\n" + pp.CORRECT_FORMAT.format(last=last, max_chars=chars)
-        return paper_messages(steps, budget, inputs, task, pp.CORRECT_EXAMPLE)
+        task = pp.CORRECT_TASKS[variant] + "\n" + pp.CORRECT_FORMATS[variant].format(last=last, max_chars=chars)
+        return paper_messages(steps, budget, inputs, task, pp.CORRECT_EXAMPLES[variant])
     tail = CORRECT_TEMPLATE.format(
         truth=delimit("answer", truth) if truth is not None else "not given",
         deviations=format_deviations(deviations),

@@ -189,9 +189,9 @@ def bidirectional_search(
     ``evaluate`` call (so their simulations run concurrently); the one with the
     largest rounded ΔS becomes the pivot if that ΔS is > 0, ties broken by
     ``ties``; otherwise, with no (new) neighbours, or after ``max_iterations``
-    iterations, the direction stops. Edges point from an earlier to a later
-    step (validated), so each direction moves monotonically and ends even
-    without the cap.
+    iterations, the direction stops. Without ``revisit`` a step is scored at
+    most once, so a direction ends within N moves even on a graph with links
+    against time (kept under ``link_checks="code"``).
 
     Parameters
     ----------

@@ -64,6 +64,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "prompts": "small",
         "mdi_cgc": "joint",
         "cgc": "edges",
+        "link_checks": "strict",
         "simulation": "equations",
         "ded": "equations",
         "max_iterations": 3,
@@ -113,6 +114,10 @@ class DcfaSettings(BaseModel):
     mdi_cgc : "split" (released code: MDI, then CGC) or "joint" (the text: one call)
     cgc : "code" (cause/effect lists of every step), "equations" (each proposed edge judged on
         eqs. 3 to 5, kept when all three hold) or "edges" (a plain edge list, ``small``)
+    link_checks : "code" (the released code: CGC's self-links and links against time are kept and
+        followed) or "strict" (dropped and counted, temporality being the prompt's own criterion);
+        out-of-range and repeated links are dropped under both
+        (:mod:`~agentcausal.attribution.dcfa.gca_validation`). ``small``: "strict".
     correct_variant : "auto", "algorithm_generated" or "hand_crafted" (:func:`correct_variant_for`)
     simulation : "code" or "equations" (module docstring); ``small`` prompts have only the neutral one
     search_order : "causes_first" (released code) or "successors_first" (Algorithm 2)
@@ -165,6 +170,7 @@ class DcfaSettings(BaseModel):
     use_lce: bool = True
     mdi_cgc: Literal["split", "joint"] = "split"
     cgc: Literal["code", "equations", "edges"] = "code"
+    link_checks: Literal["code", "strict"] = "code"
     correct_variant: Literal["auto", "algorithm_generated", "hand_crafted"] = "auto"
     simulation: Literal["code", "equations"] = "code"
     search_order: Literal["causes_first", "successors_first"] = "causes_first"
