@@ -146,19 +146,14 @@ def inputs(tmp_path_factory) -> dict[str, str]:
     return {"attribute": str(write_jsonl([_trace()], d / "trace.jsonl")), "discover": _dataset(d)}
 
 
-class _Valid:
+def _valid() -> BenchResponder:
     """Valid first replies for every reply schema (the bench's; Step-by-Step says "decisive" at once)."""
-
-    def __init__(self) -> None:
-        self.bench = BenchResponder(hazard=1.0)
-
-    def __call__(self, body: dict[str, Any]) -> str:
-        return self.bench(body)
+    return BenchResponder(hazard=1.0)
 
 
 @pytest.fixture
 def server():
-    with FakeOpenAIServer(responder=_Valid()) as srv:
+    with FakeOpenAIServer(responder=_valid()) as srv:
         yield srv
 
 
@@ -205,6 +200,8 @@ def test_the_parsers_offer_exactly_the_registered_methods():
     assert _offered("discover") == set(DISCOVERY_METHODS) | {"statistical"}
     assert resolve_methods(["statistical"]) == list(STATISTICAL_METHODS)
     assert set(LLM_METHODS) | set(STATISTICAL_METHODS) == set(DISCOVERY_METHODS)
+    declared = {*INVALID_REPLY_FALLBACK, *RUN_FAILURE_FALLBACK, *((h, m) for h, m, _ in KEY_EXEMPT if m != "*")}
+    assert declared <= set(CASES), f"exemptions name methods no registry holds: {declared - set(CASES)}"
 
 
 # ---------------------------------------------------------------- (a) a complete record with its half's fields
@@ -273,12 +270,16 @@ def test_b_replies_invalid_after_every_repair_give_a_stored_content_failure(
     stored = engine.store.get(chunk.keys[0])
     assert stored is not None
     rec = stored.record
-    assert _requests(server) > 0 and "never JSON" not in json.dumps(rec.model_dump(exclude={"error", "details"}))
+    assert _requests(server) > 0  # the invalid text is never taken for an answer:
+    assert "never JSON" not in json.dumps(rec.model_dump(exclude={"error", "details", "status_detail"}))
     if (kind, method) in INVALID_REPLY_FALLBACK:
-        assert rec.status == "degraded" and "invalid" in (rec.status_detail or ""), (rec.status, rec.status_detail)
-        assert rec.graph is not None  # the fallback's answer
+        fallback = DiscoveryConfig.model_validate(plan.config).mac.fallback_algorithm
+        assert rec.status == "degraded" and rec.graph is not None, (rec.status, rec.error)
+        assert "still invalid" in (rec.status_detail or "") and f"ran {fallback}" in rec.status_detail
     else:
         assert rec.status == "content_failed" and "still invalid" in (rec.error or ""), (rec.status, rec.error)
+        answer = rec.step if kind == "attribute" else rec.graph
+        assert answer is None, answer
 
 
 #: HTTP 500s injected: more than any method's requests with the client's retries
@@ -288,7 +289,7 @@ FAULTS = 5000
 def _fail_from(server: FakeOpenAIServer, first_failing: int) -> None:
     """From chat request ``first_failing`` (1-based) on, every request gets HTTP 500 (the client's retries
     included): the replies before it are valid."""
-    valid = _Valid()
+    valid = _valid()
     served = [0]
 
     def respond(body: dict[str, Any]) -> str:
