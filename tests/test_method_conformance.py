@@ -324,6 +324,7 @@ def test_b_a_transport_failure_raises_out_of_the_job_and_is_never_stored(kind, m
         else:  # only a declared fallback may come back instead of the failure, and then it is not stored
             assert (kind, method) in RUN_FAILURE_FALLBACK and first_failing > 1, (first_failing, unstored)
             assert unstored is not None and unstored[0] is not None and unstored[0].status == "degraded"
+            assert not _half(kind).storable(unstored[0])  # the half itself refuses to cache it
         assert 0 < len(server.faults) < FAULTS, "the failure was never reached"
         assert engine.store.get(chunk.keys[0]) is None and len(engine.store) == 0, first_failing
 
