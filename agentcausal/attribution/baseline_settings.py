@@ -25,6 +25,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentcausal.attribution.evidence import EVIDENCE_TOKENS
 from agentcausal.exceptions import StructuredOutputError
 from agentcausal.llm import Gateway
 from agentcausal.llm.dialect import FixedCap, sent_cap
@@ -40,6 +41,7 @@ __all__ = [
     "ask_baseline",
     "baseline_caps",
     "baseline_tokens",
+    "evidence_allowance",
     "trace_budget",
 ]
 
@@ -101,11 +103,24 @@ BASELINE_PRESETS: dict[str, dict[str, Any]] = {"paper": {}, "small": {"prompts":
 DCFA_PAPER_PRESET: dict[str, Any] = {"temperature": 0.0, "empty_attempts": 3}
 
 
+def evidence_allowance(settings: Any) -> int:
+    """Tokens added to a set ``max_tokens`` when the method quotes evidence (``quote_evidence``), else 0.
+
+    >>> from types import SimpleNamespace as N
+    >>> evidence_allowance(N(quote_evidence=True)) > 0, evidence_allowance(N(quote_evidence=False)), evidence_allowance(N())
+    (True, 0, 0)
+    """
+    return EVIDENCE_TOKENS if getattr(settings, "quote_evidence", False) else 0
+
+
 def baseline_tokens(gw: Gateway, settings: BaselineSettings, stage: str = BASELINE_STAGE) -> int:
     """Completion cap (tokens) of one baseline call: ``max_tokens`` as a :class:`~agentcausal.llm.dialect.FixedCap`
-    (sent as it is), else the profile's budget (which the dialect may raise for hidden reasoning)."""
+    (sent as it is), else the profile's budget (which the dialect may raise for hidden reasoning). ``max_tokens``
+    caps the method's own reply: with ``quote_evidence`` on, the evidence field's allowance
+    (:data:`~agentcausal.attribution.evidence.EVIDENCE_TOKENS`) is added, so asking for a quote never cuts the
+    reply it is asked of."""
     if settings.max_tokens is not None:
-        return FixedCap(settings.max_tokens)
+        return FixedCap(settings.max_tokens + evidence_allowance(settings))
     return completion_budget(gw, stage, None)
 
 
@@ -205,9 +220,11 @@ def baseline_caps(profiles: Any, resolved: Mapping[str, Mapping[str, Any]]) -> l
             continue
         profile = profiles.profile_for(BASELINE_STAGE)
         fixed = values["max_tokens"]
-        cap = FixedCap(fixed) if fixed is not None else completion_budget(profiles, BASELINE_STAGE, None)
+        extra = EVIDENCE_TOKENS if values.get("quote_evidence") else 0
+        cap = FixedCap(fixed + extra) if fixed is not None else completion_budget(profiles, BASELINE_STAGE, None)
         field, value, why = sent_cap(profile, cap)
         derived = "" if fixed is not None else "; max_tokens unset: derived from the profile's budget"
+        derived += f"; max_tokens {fixed} + {extra} for the evidence quote" if fixed is not None and extra else ""
         sent = f"{field}={value}" if value is not None else "no cap"
         out.append(f"{method}: {BASELINE_STAGE} -> {profile.name} {sent} ({why}{derived})")
     return out

@@ -32,6 +32,7 @@ from agentcausal.llm.replies import ShortText
 
 __all__ = [
     "EVIDENCE_CHARS",
+    "EVIDENCE_TOKENS",
     "MIN_CHARS",
     "EVIDENCE_REQUEST",
     "EvidenceCheck",
@@ -47,6 +48,10 @@ M = TypeVar("M", bound=BaseModel)
 
 #: ``maxLength`` of the evidence field (a longer quote is cut, which keeps it a substring)
 EVIDENCE_CHARS = 300
+
+#: completion tokens a reply's ``evidence`` field may take on top of a method's set ``max_tokens``: the quote
+#: (EVIDENCE_CHARS characters, about 4 to a token), its key and quotes, and a margin for escapes
+EVIDENCE_TOKENS = EVIDENCE_CHARS // 4 + 40
 
 #: a shorter quote is no evidence (a letter or a word fragment is a substring of almost any step)
 MIN_CHARS = 4

@@ -72,3 +72,25 @@ def test_evidence_run_on_the_fake_server_quotes_every_blamed_step(tmp_path):
     assert plain["evidence"].isna().all() and plain["evidence_note"].isna().all()
     # the setting is in the cache key: the plain run computed its rows, it did not reuse the quoted ones
     assert not plain["reused"].any()
+
+
+def test_a_set_reply_cap_grows_by_the_quotes_allowance_so_asking_for_evidence_cuts_no_reply(tmp_path):
+    """Under ``small`` (All-at-Once ``max_tokens=160``) ``--evidence`` sends 160 + EVIDENCE_TOKENS: the quote is
+    an extra field, and a reply cut at the method's own cap would be lost whole."""
+    from agentcausal.attribution.evidence import EVIDENCE_TOKENS
+
+    sent = {}
+    for evidence in (False, True):
+        with FakeOpenAIServer(responder=BenchResponder()) as srv:
+            toml = tmp_path / f"p{evidence}.toml"
+            toml.write_text(
+                f'[profiles.fake]\nkind = "chat"\nbase_url = "{srv.base_url}"\nmodel = "fake-model"\n'
+                'max_concurrency = 1\ntimeout_s = 5\ncontext_window = 8192\n\n[routings.default]\ndefault = "fake"\n'
+                'preset = "small"\n'
+            )
+            args = ["attribute", str(EXAMPLES), "-m", "all_at_once", "--limit", "1", "--profiles", str(toml)]
+            args += ["--cache-dir", str(tmp_path / f"c{evidence}"), "--out", str(tmp_path / f"r{evidence}")]
+            with contextlib.redirect_stdout(io.StringIO()):
+                assert main([*args, *(["--evidence"] if evidence else [])]) == 0
+            sent[evidence] = {r.get("max_tokens") or r.get("max_completion_tokens") for r in srv.chat_requests}
+    assert sent[False] == {160} and sent[True] == {160 + EVIDENCE_TOKENS}
