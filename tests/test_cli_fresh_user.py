@@ -258,6 +258,24 @@ def test_failed_task_runs_reach_the_console_in_one_line():
     assert "Traceback" in stream.getvalue()
 
 
+def test_prefects_crash_line_of_a_run_we_stopped_is_left_out(monkeypatch):
+    """SIGTERM stops a run (exit 143, one line of ours); Prefect's "Crash detected!" for it is not printed too,
+    while the same line of a real crash (no stop asked) is."""
+    import logging
+
+    from agentcausal import cli
+
+    def record() -> logging.LogRecord:
+        return logging.LogRecord(
+            "prefect.flow_runs", logging.ERROR, __file__, 1, "Crash detected! Execution was interrupted", None, None
+        )
+
+    monkeypatch.setattr(cli.stop, "stop_requested", lambda: False)
+    assert cli.OneLineTaskFailures().filter(record())
+    monkeypatch.setattr(cli.stop, "stop_requested", lambda: True)
+    assert not cli.OneLineTaskFailures().filter(record())
+
+
 def test_quiet_task_failures_is_off_with_verbose_and_added_once():
     import io
     import logging

@@ -131,7 +131,8 @@ TASK_RUN_LOGGERS = ("prefect.task_runs", "prefect.flow_runs")
 
 
 class OneLineTaskFailures(logging.Filter):
-    """Console filter: a failed task run in one line, without its traceback; Prefect's repeat of it dropped.
+    """Console filter: a failed task run in one line, without its traceback; Prefect's repeat of it dropped, and
+    Prefect's "Crash detected!" of a run a signal stopped (the CLI says it stopped, with its exit status).
 
     Prefect logs a failed task run twice at ERROR: "Task run failed with exception: …" with
     the chained tracebacks, then "Finished in state Failed(…)". The run's summary table and
@@ -145,6 +146,8 @@ class OneLineTaskFailures(logging.Filter):
             return True
         msg = record.getMessage()
         if msg.startswith("Finished in state Failed") or msg.startswith("Finished in state Crashed"):
+            return False
+        if msg.startswith("Crash detected") and stop.stop_requested():  # our stop, said in one line of ours
             return False
         if record.exc_info or record.exc_text or "\n" in msg:
             record.msg, record.args = msg.split("\n", 1)[0], None
