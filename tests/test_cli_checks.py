@@ -82,3 +82,12 @@ def test_discover_takes_threads_like_attribute(capsys, monkeypatch):
     import os
 
     assert os.environ.get("AGENTCAUSAL_PROFILE_EMBEDDED_THREADS") == "1"
+
+
+def test_discover_refuses_attributions_dcfa_paper_preset(capsys):
+    """``dcfa_paper`` changes only attribution's baselines: ``discover --preset dcfa_paper`` is refused by name."""
+    from agentcausal.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["discover", "-d", "asia", "-m", "pc", "--preset", "dcfa_paper", "--dry-run"])
+    assert exc.value.code == 2 and "invalid choice: 'dcfa_paper'" in capsys.readouterr().err

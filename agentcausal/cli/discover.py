@@ -148,8 +148,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--preset",
         default=None,
-        metavar="NAME",
-        help="method-settings preset: paper or small; default: the routing's preset",
+        choices=["paper", "small"],
+        help="method-settings preset: paper or small (dcfa_paper is attribution's: the Who&When baselines as "
+        "DCFA ran them); default: the routing's preset",
     )
     p.add_argument(
         "--set",
