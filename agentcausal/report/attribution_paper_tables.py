@@ -182,7 +182,13 @@ def dcfa_tables_text(runs: dict[str, pd.DataFrame]) -> str:
         "",
     ]
     if cells.empty:
-        return "\n".join([*out, "No labelled rows in these runs.", ""])
+        return "\n".join(
+            [
+                *out,
+                "No labelled rows in these runs: Table 1 scores runs over labelled traces (Who&When, or --labels FILE; docs/inputs.md#labels).",
+                "",
+            ]
+        )
     avg = table1_averages(cells)
     present = {str(m) for m in cells["method"]}
     methods = [m for m in TABLE1_METHODS if m in present] + sorted(present - set(TABLE1_METHODS))
