@@ -452,7 +452,7 @@ def main(argv: list[str] | None = None) -> int:
     with FakeOpenAIServer(
         responder=BenchResponder(),
         latency_s=latency_ms / 1000,
-        faults=schedule,
+        faults=schedule,  # type: ignore[arg-type]  # a None entry: that request is answered normally
         timeout_sleep_s=timeout + TIMEOUT_MARGIN_S,
     ) as srv:
         prof = _profiles(work / "soak.toml", srv.base_url, args.concurrency, "soak-faulty", timeout)
