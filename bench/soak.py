@@ -217,6 +217,32 @@ def paid_twice(bodies: list[dict[str, Any]], faulted: list[bool]) -> dict[str, i
     }
 
 
+def repeats(bodies: list[dict[str, Any]], faulted: list[bool], starts: list[int]) -> list[dict[str, Any]]:
+    """Each answered request whose body an earlier answered request had: both indices (arrival order), the CLI
+    start (1-based) each came in (``starts``: the server's request count at each start), path and schema."""
+    first: dict[str, int] = {}
+    out = []
+    for i, (b, f) in enumerate(zip(bodies, faulted)):
+        if f:
+            continue
+        k = _key(b)
+        if k in first:
+            j = first[k]
+            out.append(
+                {
+                    "first": j,
+                    "again": i,
+                    "first_start": sum(1 for c in starts if c <= j),
+                    "again_start": sum(1 for c in starts if c <= i),
+                    "path": b.get("_path", ""),
+                    "schema": (b.get("response_format") or {}).get("json_schema", {}).get("name", ""),
+                }
+            )
+        else:
+            first[k] = i
+    return out
+
+
 def compare_rows(soak: pd.DataFrame, clean: pd.DataFrame) -> dict[str, Any]:
     """Row-for-row comparison on :data:`ANSWER`: equal, row counts, and the differing rows (both sides)."""
 
@@ -272,7 +298,8 @@ def _run_clean(cli: _Cli, server: FakeOpenAIServer) -> dict[str, Any]:
 def _kill(proc: subprocess.Popen, sig: int, server: FakeOpenAIServer) -> dict[str, Any]:
     """Signal the CLI's pid; wait for its exit; then check that no process recorded before the signal lives."""
     before = _tree(proc.pid)
-    in_flight = server.in_flight
+    with server._lock:
+        in_flight, at_signal = server.in_flight, server.count
     t0 = time.monotonic()
     os.kill(proc.pid, sig)
     try:
@@ -282,6 +309,7 @@ def _kill(proc: subprocess.Popen, sig: int, server: FakeOpenAIServer) -> dict[st
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(10)
     exit_s = time.monotonic() - t0
+    at_exit = server.count
     deadline = time.monotonic() + LEFTOVER_WAIT_S
     while _alive(before) and time.monotonic() < deadline:
         time.sleep(0.25)
@@ -296,6 +324,8 @@ def _kill(proc: subprocess.Popen, sig: int, server: FakeOpenAIServer) -> dict[st
         "processes_before_cmd": sorted(cmd[:80] for cmd in before.values()),
         "left_after_10s": [f"{pid} {cmd}" for pid, cmd in sorted(left.items())],
         "in_flight_at_signal": in_flight,
+        "requests_at_signal": at_signal,
+        "requests_at_exit": at_exit,
     }
 
 
@@ -306,8 +336,10 @@ def _run_soak(cli: _Cli, server: FakeOpenAIServer, minutes: float, every: float,
     exits: list[dict[str, Any]] = []
     sig_next = signal.SIGKILL
     rc: int | None = None
+    start_counts: list[int] = []
     while cli.starts < max_starts:
         started = time.monotonic()
+        start_counts.append(server.count)
         proc = cli.start(resume=cli.starts > 0)
         kill_at = started + every
         rc = _wait(proc, kill_at if kill_at < stop_killing else None)
@@ -337,6 +369,7 @@ def _run_soak(cli: _Cli, server: FakeOpenAIServer, minutes: float, every: float,
         "kills": kills,
         "exits": exits,
         "finished": rc == 0,
+        "requests_at_starts": start_counts,
     }
 
 
@@ -388,6 +421,8 @@ def _markdown(p: dict[str, Any]) -> str:
                     "processes": k["processes_before"],
                     "left": len(k["left_after_10s"]),
                     "in flight": k["in_flight_at_signal"],
+                    "requests at signal": k.get("requests_at_signal"),
+                    "at exit": k.get("requests_at_exit"),
                 }
                 for i, k in enumerate(kills)
             ]
@@ -395,6 +430,15 @@ def _markdown(p: dict[str, Any]) -> str:
         "## Exits without a kill",
         "",
         md_table([{"start": e["start"], "at s": e["at_s"], "exit": e["rc"]} for e in s["exits"]]),
+    ]
+    lines += [
+        "## Answered twice",
+        "",
+        "Each answered soak request whose JSON body an earlier answered one had: arrival indices, the CLI start "
+        "of each, and the first one's index minus the server's request count at the signal that ended its run "
+        "(negative: it arrived before the signal, e.g. -1 = the last request before it).",
+        "",
+        md_table(req["repeats"]),
     ]
     if cmp_["differences"]:
         lines += ["## Differing rows (first 50)", "", md_table(cmp_["differences"])]
@@ -484,6 +528,10 @@ def main(argv: list[str] | None = None) -> int:
     req_soak = paid_twice(soak_bodies, faulted)
     req_clean = paid_twice(clean_bodies, [False] * len(clean_bodies))
     allowance = sum(k["in_flight_at_signal"] for k in soak["kills"])
+    again = repeats(soak_bodies, faulted, soak["requests_at_starts"])
+    for r in again:  # where the first answer came relative to the kill that ended its run (None: no kill)
+        kill = next((k for k in soak["kills"] if k["start"] == r["first_start"]), None)
+        r["first_minus_count_at_signal"] = None if kill is None else r["first"] - kill["requests_at_signal"]
     payload = {
         "config": {
             "minutes": args.minutes,
@@ -510,6 +558,7 @@ def main(argv: list[str] | None = None) -> int:
             "soak": req_soak,
             "clean": req_clean,
             "allowance_in_flight_at_kills": allowance,
+            "repeats": again,
             "paid_twice_within_allowance": req_soak["paid_twice"] - req_clean["paid_twice"] <= allowance,
         },
         "processes_left_after_kills": sum(len(k["left_after_10s"]) for k in soak["kills"]),
