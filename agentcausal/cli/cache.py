@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from agentcausal.cli.exit_codes import FAILED_ROWS, OK
+from agentcausal.exceptions import ConfigError
 
 __all__ = ["register", "cmd_cache", "open_stores", "DAMAGED"]
 
@@ -75,6 +76,8 @@ def cmd_cache(args: argparse.Namespace) -> int:
     from agentcausal.settings import RunSettings
 
     cache_dir = Path(RunSettings.from_env(cache_dir=args.cache_dir).cache_dir)
+    if not cache_dir.is_dir():
+        raise ConfigError(f"no cache folder {cache_dir} (--cache-dir, AGENTCAUSAL_CACHE_DIR)")
     key = cache_key()  # an unsafe key file: one line, exit 2
     kinds = _result_kinds()
     stores = [k for k in sorted({*kinds, *(p.name for p in (cache_dir / "results").glob("*") if p.is_dir())})]

@@ -118,3 +118,10 @@ def test_cache_repair_heals_and_drops_by_hand(tmp_path):
     assert len(repair.stdout.strip().splitlines()) == 2
     again = _cli("cache", "check", "--cache-dir", str(cache))
     assert again.returncode == 0 and "ok, 4 records" in again.stdout and "ok, 0 records" in again.stdout
+
+
+def test_cache_check_of_a_folder_that_is_not_there_is_bad_input(tmp_path, capsys):
+    from agentcausal.cli import main
+
+    assert main(["cache", "check", "--cache-dir", str(tmp_path / "nowhere")]) == 2
+    assert "no cache folder" in capsys.readouterr().err
