@@ -420,7 +420,7 @@ def spend_line(spend: Mapping[str, Any]) -> str:
         money = fmt_range(*usd, money=True) if usd is not None else "price unknown"
         line += (
             f"; estimate {money}, {fmt_range(*est['requests'])} requests (chars/4 tokens, assumed reply "
-            "lengths, nothing reused)"
+            "lengths, as if no reply were cached)"
         )
     b = spend.get("budget")
     if b:
