@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import hashlib
 import hmac
@@ -22,9 +23,9 @@ import sqlite3
 import stat
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from agentcausal.exceptions import ConfigError
 
@@ -40,6 +41,7 @@ __all__ = [
     "heals_of",
     "take_heals",
     "integrity_problem",
+    "check_file",
     "KEY_ENV",
     "KEY_FILE_ENV",
     "cache_key",
@@ -271,6 +273,45 @@ def integrity_problem(db: sqlite3.Connection) -> str | None:
         return str(exc)
     found = [str(r[0]) for r in rows]
     return None if found == ["ok"] else "; ".join(found)[:300]
+
+
+def check_file(
+    what: str,
+    path: Path,
+    sql: str,
+    row_problem: Callable[[tuple[Any, ...]], str | None],
+) -> Check:
+    """Check one SQLite store file without changing it: its header (:func:`header_problem`), SQLite's
+    :func:`integrity_problem`, then each row of ``sql`` through ``row_problem`` (a row -> what is wrong, or None).
+
+    Parameters
+    ----------
+    what : the store as the report names it ("results store", "LLM reply cache")
+    path : the SQLite file, opened read-only
+    sql : the SELECT whose rows are checked
+    row_problem : one row's problem; raising ``sqlite3.DatabaseError`` reports the file as damaged
+
+    Returns
+    -------
+    :class:`Check`: the damage (None when the file reads), the rows read and the failing ones by problem.
+    """
+    damage = header_problem(path)
+    records, failing = 0, collections.Counter[str]()
+    if damage is None:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=60.0)
+        try:
+            damage = integrity_problem(db)
+            if damage is None:
+                for row in db.execute(sql):
+                    records += 1
+                    problem = row_problem(row)
+                    if problem is not None:
+                        failing[problem] += 1
+        except sqlite3.DatabaseError as exc:
+            damage = str(exc)
+        finally:
+            db.close()
+    return Check(what, str(path), damage, records, dict(failing))
 
 
 _HEALS: dict[str, list[Heal]] = {}

@@ -57,9 +57,9 @@ from agentcausal.integrity import (
     Check,
     Heal,
     cache_key,
+    check_file,
     header_problem,
     inode_of,
-    integrity_problem,
     is_corruption,
     mac_matches,
     move_aside,
@@ -440,30 +440,19 @@ class ReplyCache:
 def check_cache(directory: str | Path, *, key: bytes | None | object = _UNSET) -> Check:
     """Check a reply cache folder's ``cache.db`` without changing it: SQLite's integrity check, then every
     record read as :meth:`ReplyCache.get` reads it (data only, checksum, MAC with a key)."""
-    path = Path(directory) / "cache.db"
     mac_key: bytes | None = cache_key() if key is _UNSET else key  # type: ignore[assignment]
-    damage = header_problem(path)
-    records, failing = 0, collections.Counter[str]()
-    if damage is None:
-        disk = ReplyDisk(str(directory))
-        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=60.0)
+    disk = ReplyDisk(str(directory))
+
+    def problem(row: tuple[Any, ...]) -> str | None:
+        k, raw, mode, filename, value = row
         try:
-            damage = integrity_problem(db)
-            if damage is None:
-                for k, raw, mode, filename, value in db.execute("SELECT key, raw, mode, filename, value FROM Cache"):
-                    records += 1
-                    try:
-                        if not raw:
-                            raise CorruptRecord("a pickled key")
-                        problem = record_problem(k, disk.fetch(mode, filename, value, False), mac_key)
-                    except CorruptRecord as exc:
-                        problem = str(exc)
-                    except OSError:
-                        problem = "a value file that cannot be read"
-                    if problem is not None:
-                        failing[problem] += 1
-        except sqlite3.DatabaseError as exc:
-            damage = str(exc)
-        finally:
-            db.close()
-    return Check("LLM reply cache", str(path), damage, records, dict(failing))
+            if not raw:
+                raise CorruptRecord("a pickled key")
+            return record_problem(k, disk.fetch(mode, filename, value, False), mac_key)
+        except CorruptRecord as exc:
+            return str(exc)
+        except OSError:
+            return "a value file that cannot be read"
+
+    sql = "SELECT key, raw, mode, filename, value FROM Cache"
+    return check_file("LLM reply cache", Path(directory) / "cache.db", sql, problem)

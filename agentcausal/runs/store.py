@@ -50,9 +50,9 @@ from agentcausal.integrity import (
     Check,
     Heal,
     cache_key,
+    check_file,
     header_problem,
     inode_of,
-    integrity_problem,
     is_corruption,
     mac_matches,
     move_aside,
@@ -400,22 +400,10 @@ class ResultStore(Generic[R]):
 def check_store(path: str | Path, *, key: bytes | None = _UNSET) -> Check:
     """Check a results store file without changing it: SQLite's integrity check, then every row's checksum
     (and MAC, with a key); the schema of each record is checked when a run reads it."""
-    path = Path(path)
     mac_key = cache_key() if key is _UNSET else key
-    damage = header_problem(path)
-    records, failing = 0, collections.Counter[str]()
-    if damage is None:
-        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=60.0)
-        try:
-            damage = integrity_problem(db)
-            if damage is None:
-                for k, _stored, flag, sealed, body in db.execute(f"SELECT {_COLUMNS} FROM records"):
-                    records += 1
-                    problem = row_problem(k, bool(flag), sealed, body, mac_key) if isinstance(k, str) else "no key"
-                    if problem is not None:
-                        failing[problem] += 1
-        except sqlite3.DatabaseError as exc:
-            damage = str(exc)
-        finally:
-            db.close()
-    return Check("results store", str(path), damage, records, dict(failing))
+
+    def problem(row: tuple[Any, ...]) -> str | None:
+        k, _stored, flag, sealed, body = row
+        return row_problem(k, bool(flag), sealed, body, mac_key) if isinstance(k, str) else "no key"
+
+    return check_file("results store", Path(path), f"SELECT {_COLUMNS} FROM records", problem)
