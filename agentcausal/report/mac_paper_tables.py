@@ -26,6 +26,7 @@ Tables 1-3, Figs. 2 and 5.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -111,6 +112,15 @@ def _backbone_of(label: str) -> str:
     return mac_backbone(label) or label
 
 
+def _summary(v: pd.Series) -> dict[str, Any]:
+    """A cell's mean, sample std (NaN below two values: one seed or backbone has no spread to show) and n."""
+    return {
+        "mean": float(v.mean()) if len(v) else np.nan,
+        "std": float(v.std(ddof=1)) if len(v) > 1 else np.nan,
+        "n": len(v),
+    }
+
+
 def table_cells(frames: Mapping[str, pd.DataFrame], methods: Sequence[str] | None = None) -> pd.DataFrame:
     """Mean ± sample std over seeds per (backbone, dataset, method, metric), with n.
 
@@ -137,9 +147,7 @@ def table_cells(frames: Mapping[str, pd.DataFrame], methods: Sequence[str] | Non
                         "dataset": ds,
                         "method": m,
                         "metric": metric,
-                        "mean": float(v.mean()) if len(v) else np.nan,
-                        "std": float(v.std(ddof=1)) if len(v) > 1 else np.nan,
-                        "n": len(v),
+                        **_summary(v),
                     }
                 )
     return pd.DataFrame(rows, columns=["backbone", "dataset", "method", "metric", "mean", "std", "n"])
@@ -160,9 +168,7 @@ def over_backbones(cells: pd.DataFrame) -> pd.DataFrame:
                 "dataset": ds,
                 "method": m,
                 "metric": metric,
-                "mean": float(v.mean()) if len(v) else np.nan,
-                "std": float(v.std(ddof=1)) if len(v) > 1 else np.nan,
-                "n": len(v),
+                **_summary(v),
             }
         )
     return pd.DataFrame(rows, columns=["dataset", "method", "metric", "mean", "std", "n"])
