@@ -104,12 +104,13 @@ def norm_id(value: Any) -> str:
     'abcdef0123456789'
     >>> norm_id("q83vASNFZ4k=")
     'abcdef0123456789'
+    >>> norm_id("0XmPtb2Rh3ilN23oGOClrw==")  # base64 that begins like a hex prefix
+    'd1798fb5bd918778a5376de818e0a5af'
     """
     s = str(value or "").strip()
-    if s.lower().startswith("0x"):
-        s = s[2:]
-    if re.fullmatch(r"[0-9a-fA-F]+", s) and len(s) in (16, 32):
-        return s.lower()
+    bare = s[2:] if s.lower().startswith("0x") else s  # a base64 id may begin with "0X" too: hex only if hex after it
+    if re.fullmatch(r"[0-9a-fA-F]+", bare) and len(bare) in (16, 32):
+        return bare.lower()
     try:
         raw = base64.b64decode(s, validate=True)
     except (binascii.Error, ValueError):

@@ -39,6 +39,21 @@ def test_collector_lines_and_base64_ids(tmp_path):
         check_run(t)
 
 
+@pytest.mark.parametrize("size", [8, 16])
+def test_base64_ids_that_begin_like_a_hex_prefix_decode(size):
+    """Base64 of random bytes begins with ``0x``/``0X`` about once in 2,000 ids: decoded, never cut as hex."""
+    import base64
+
+    from agentcausal.traces.importers._spans import norm_id
+
+    ids = [bytes([b0, b1]) + bytes(range(size - 2)) for b0 in range(256) for b1 in range(256)]
+    prefixed = [raw for raw in ids if base64.b64encode(raw)[:2].lower() == b"0x"]
+    assert prefixed  # the case exists at this size
+    for raw in prefixed:
+        assert norm_id(base64.b64encode(raw).decode()) == raw.hex()
+        assert norm_id("0x" + raw.hex()) == raw.hex()
+
+
 def test_tool_agent_option(tmp_path):
     f = tmp_path / "run.json"
     f.write_text(json.dumps(otlp_json(genai_spans())))
