@@ -187,3 +187,66 @@ def test_path_check_catches_a_moved_module(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     assert missing_repo_paths(page) == ["agentcausal/no_such_module.py"]
+
+
+#: ARCHITECTURE.md is a map: one line per module (small siblings share one), this many lines at most
+MAX_ARCHITECTURE_LINES = 150
+SECTION = re.compile(r"^## .*?((?:`[\w/]+/`(?:, )?)+)\s*$")
+
+
+def unmapped_modules(page: Path, root: Path) -> list[str]:
+    """Modules of ``agentcausal/``, ``flows/`` and ``tasks/`` (``__init__``/``__main__`` aside) that ``page`` does not
+    name under the section of their package: a ``## ... — `pkg/``` heading, the module written in a code span
+    as its path below that package (``dcfa/gca.py`` also matches a line under it that opens with ``- `dcfa/```)."""
+    sections: dict[str, list[str]] = {}
+    current: list[str] = []
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if m := SECTION.match(line):
+            current = []
+            for pkg in re.findall(r"`([\w/]+/)`", m.group(1)):
+                sections.setdefault(pkg, current)
+        elif line.startswith("## "):
+            current = []
+        else:
+            current.append(line)
+    missing = []
+    for path in sorted(
+        p.relative_to(root).as_posix() for top in ("agentcausal", "flows", "tasks") for p in (root / top).rglob("*.py")
+    ):
+        if path.endswith(("__init__.py", "__main__.py")):
+            continue
+        pkg = max((s for s in sections if path.startswith(s)), key=len, default=None)
+        if pkg is None:
+            missing.append(path)
+            continue
+        rel = path[len(pkg) :]
+        head, _, name = rel.rpartition("/")
+        lines = sections[pkg]
+        if head:  # a module of a sub-package: on a line that opens with that sub-package
+            lines = [ln for ln in lines if ln.startswith(f"- `{head}/`") or f"`{head}/{name}`" in ln]
+        if not any(re.search(rf"(?<![\w/]){re.escape(name)}`|`{re.escape(pkg + rel)}`", ln) for ln in lines):
+            missing.append(path)
+    return missing
+
+
+def test_architecture_is_a_map_of_every_module() -> None:
+    page = ROOT / "ARCHITECTURE.md"
+    lines = page.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= MAX_ARCHITECTURE_LINES, f"ARCHITECTURE.md has {len(lines)} lines; it is a map"
+    assert unmapped_modules(page, ROOT) == []
+
+
+def test_map_check_catches_a_module_left_out(tmp_path: Path) -> None:
+    (tmp_path / "agentcausal" / "runs").mkdir(parents=True)
+    (tmp_path / "flows").mkdir()
+    (tmp_path / "tasks").mkdir()
+    for f in ("engine.py", "store.py", "new_part.py"):
+        (tmp_path / "agentcausal" / "runs" / f).write_text("")
+    (tmp_path / "flows" / "attribute.py").write_text("")
+    page = tmp_path / "ARCHITECTURE.md"
+    page.write_text(
+        "## The engine — `agentcausal/runs/`\n- `engine.py` — the loop; `store.py` — the store.\n"
+        "## Prefect — `tasks/`, `flows/`\n- `flows/attribute.py` — wiring.\n",
+        encoding="utf-8",
+    )
+    assert unmapped_modules(page, tmp_path) == ["agentcausal/runs/new_part.py"]
