@@ -58,6 +58,30 @@ def unreachable_summary(failures: Any, rows: int) -> str | None:
     )
 
 
+def _print_failures(status_counts: dict[Any, int], rows: int, unit: str = "(trace, method) pairs") -> None:
+    """The rows with an error (``unit``), by what a rerun does with them: failed in this run (not cached,
+    rows not computed: exit 3) apart from content failures (the method ran and gave no valid answer: cached,
+    exit 0) and degraded rows.
+
+    >>> _print_failures({"failed": 1, "content_failed": 2}, 3)
+    <BLANKLINE>
+    1 (trace, method) pairs failed in this run (not cached; the next run retries them).
+    2 (trace, method) pairs have no valid answer: content failures, cached (--retry-failed recomputes them); see the report.
+    """
+    failed, content = status_counts.get("failed", 0), status_counts.get("content_failed", 0)
+    other = rows - failed - content
+    lines = [
+        f"{failed} {unit} failed in this run (not cached; the next run retries them)." if failed else "",
+        f"{content} {unit} have no valid answer: content failures, cached (--retry-failed recomputes them);"
+        " see the report."
+        if content
+        else "",
+        f"{other} more {unit} with an error; see the report." if other > 0 else "",
+    ]
+    if any(lines):
+        print("\n" + "\n".join(ln for ln in lines if ln))
+
+
 def print_attribution_run(run_dir: str, *, exit_on_unreachable: bool = True, evaluate: bool = False) -> int:
     """Print the accuracy table of a run folder: as the flow's report step wrote it (``evaluate=False``: the run
     is evaluated and reported once, by the flow) or evaluated and reported again (``agentcausal evaluate``)."""
@@ -83,20 +107,7 @@ def print_attribution_run(run_dir: str, *, exit_on_unreachable: bool = True, eva
         st = {**st, "not_run": st["not_run"] - down, "failed": st.get("failed", 0) + down}
     if st.get("not_run", 0):  # held back by --max-cost: not failures
         _print_not_run(st["not_run"], "(trace, method) pairs")
-    if len(failures) - st.get("not_run", 0):
-        print(
-            f"\n{len(failures) - st.get('not_run', 0)} failed (trace, method) pairs; see the report."
-            + (
-                f" {st.get('failed', 0)} failed in this run (not cached; the next run retries them)."
-                if st.get("failed", 0)
-                else ""
-            )
-            + (
-                f" {st.get('content_failed', 0)} content failures (cached; --retry-failed recomputes them)."
-                if st.get("content_failed", 0)
-                else ""
-            )
-        )
+    _print_failures(st, len(failures) - st.get("not_run", 0))
     print_spend(run_dir)  # the actual spend beside the estimate (run.json)
     _print_run_folder(run_dir, path)
     if not exit_on_unreachable:  # `evaluate`: a report of a run, not the run
@@ -117,8 +128,8 @@ def print_discovery_run(run_dir: str, *, reversal_cost: Literal[1, 2] = 1) -> in
     held = frame["status"] == "not_run" if "status" in frame else frame["error"] != frame["error"]
     held &= ~_breaker_stopped(frame["error"])  # the circuit breaker's: failures
     failed = frame[(frame["error"] != "") & ~held]
-    if len(failed):
-        print(f"\n{len(failed)} failed runs; see the report.")
+    st = failed["status"].value_counts().to_dict() if "status" in failed else {"failed": len(failed)}
+    _print_failures(st, len(failed), unit="(dataset, seed, method) runs")
     if held.any():  # held back by --max-cost: not failures
         _print_not_run(int(held.sum()), "runs")
     print_spend(run_dir)  # the actual spend beside the estimate (run.json)
