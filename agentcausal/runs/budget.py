@@ -93,14 +93,10 @@ def not_run_record(half: Any, job: Any, cap: str) -> Any:
 
     ``cap``: the cap as the gate says it (:meth:`BudgetGate.describe`).
     """
-    rec = half.failed(
-        job,
-        BudgetExceeded(
-            f"not run: {cap} reached before this job; the next invocation (--resume into the same run folder) "
-            "computes it"
-        ),
-    )
-    return rec.model_copy(update={"status": "not_run", "status_detail": "budget"})
+    why = f"not run: {cap} reached before this job; the next invocation (--resume into the same run folder) computes it"
+    rec = half.failed(job, BudgetExceeded(why))
+    # the reason as people read it: a job held back is no error, so no exception class before it
+    return rec.model_copy(update={"status": "not_run", "status_detail": "budget", "error": why})
 
 
 def record_cost(record: Any) -> float:

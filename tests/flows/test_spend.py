@@ -351,6 +351,7 @@ def test_max_cost_per_night_stops_within_one_jobs_cost_and_the_next_night_contin
     held = rows[rows["status"] == "not_run"]
     assert status == _held_back_status() and 0 < len(done1) < n and len(held) == n - len(done1)
     assert set(held["status_detail"]) == {"budget"}
+    assert held["error"].str.startswith("not run: --max-cost").all()  # a reason, not an exception class
     job_cost = rows.loc[rows["status"] == "complete", "cost_usd"]
     spent = meta["spend"]["actual"]["total"]["usd"]
     assert spent == pytest.approx(job_cost.sum(), rel=1e-4)
