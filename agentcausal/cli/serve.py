@@ -34,6 +34,8 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from agentcausal.cli import exit_codes
+
 __all__ = ["register", "serve_local", "cmd_serve"]
 
 
@@ -94,7 +96,7 @@ def _register_serve(subparsers: argparse._SubParsersAction) -> None:
         "--list",
         action="store_true",
         help="check the file and every deployment's inputs, list deployments and schedules, exit "
-        "(exit 1 when an input is missing)",
+        "(exit 2, bad input, when an active deployment's input is missing)",
     )
     p.set_defaults(func=cmd_serve)
 
@@ -126,14 +128,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 if not c.exists and active:
                     missing.append(f"{s.name}: {c.value}")
         if missing:
+            hint = (
+                " (set AGENTCAUSAL_WHO_AND_WHEN_DIR or run `agentcausal data fetch who-and-when` for the Who&When corpus)"
+                if any("who_and_when" in m for m in missing)
+                else ""
+            )
             print(
-                f"agentcausal: error: {len(missing)} deployment input(s) missing: {'; '.join(missing)} "
-                "(set AGENTCAUSAL_WHO_AND_WHEN_DIR or run `agentcausal data fetch who-and-when` for the "
-                "Who&When corpus)",
+                f"agentcausal: error: {len(missing)} deployment input(s) missing: {'; '.join(missing)}{hint}",
                 file=sys.stderr,
             )
-            return 1
-        return 0
+            return exit_codes.BAD_INPUT
+        return exit_codes.OK
     fs.serve(path, only=args.only, limit=args.limit)
     return 0
 

@@ -131,7 +131,7 @@ def test_empty_paths_resolve_from_the_who_and_when_setting_and_serve_list_checks
     assert corpus_paths(["x"], None) == ["x"]
     (check,) = check_inputs(specs["who-and-when-nightly"])
     assert check.value == str(ww) and not check.exists
-    assert main(["serve", "--list"]) == 1
+    assert main(["serve", "--list"]) == 2  # bad input: nothing would run
     captured = capsys.readouterr()
     assert f"corpus {ww}: MISSING" in captured.out and "who-and-when-nightly" in captured.err
     assert "dataset asia: ok" in captured.out
