@@ -15,6 +15,7 @@ import os
 import sys
 
 from agentcausal import __version__
+from agentcausal.cli import exit_codes
 from agentcausal.cli.exit_codes import BAD_INPUT, INTERRUPTED, RUN_FOLDER_BUSY
 from agentcausal.exceptions import AgentCausalError, RunFolderBusyError
 from agentcausal.runs import stop
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="agentcausal",
         description="LLM agents on causal questions: DCFA failure attribution and MAC causal discovery, "
         "as cached, retryable Prefect pipelines.",
+        epilog=exit_codes.epilog() + " `agentcausal VERB --help` for a verb's options.",
     )
     parser.add_argument("--version", action="version", version=f"agentcausal {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")

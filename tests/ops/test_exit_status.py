@@ -25,6 +25,14 @@ def test_operations_page_shows_the_exit_code_table_of_the_code():
     assert {0, 2, 3, 4, 5, 130, 143} <= set(EXIT_CODES)
 
 
+def test_top_level_help_lists_every_exit_status(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps the epilog
+    assert all(f"{code} {' '.join(meaning.split())}" in text for code, meaning in EXIT_CODES.items())
+
+
 def test_a_phoenix_window_without_traces_is_exit_0_with_one_line(monkeypatch, scripted_server, tmp_path, capsys):
     import agentcausal.tracers.phoenix as phoenix
 
