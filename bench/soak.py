@@ -52,10 +52,10 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import psutil
 
 from agentcausal.traces.jsonl import write_jsonl
 from agentcausal_fakes.fake_openai import FakeOpenAIServer
+from agentcausal_fakes.processes import alive, process_tree, reap
 from agentcausal_fakes.responders import BenchResponder
 from agentcausal_fakes.synthetic import synthetic_traces
 from bench.common import REPO, RESULTS_DIR, machine, md_table, scratch_dir, write_result
@@ -146,47 +146,6 @@ class _Cli:
 
     def last_lines(self, n: int = 3) -> list[str]:
         return (self.logs / f"{self.starts:03d}.log").read_text(errors="replace").splitlines()[-n:]
-
-
-def _tree(pid: int) -> dict[int, str]:
-    """The live processes under ``pid``: its descendants and the rest of its session, with their command lines."""
-    found: set[int] = set()
-    try:
-        found.update(p.pid for p in psutil.Process(pid).children(recursive=True))
-    except psutil.Error:
-        pass
-    for p in psutil.process_iter(["pid"]):
-        try:
-            if p.pid != pid and os.getsid(p.pid) == pid:
-                found.add(p.pid)
-        except (OSError, psutil.Error):
-            pass
-    out = {}
-    for q in found:
-        try:
-            out[q] = " ".join(psutil.Process(q).cmdline())[:160]
-        except psutil.Error:
-            pass
-    return out
-
-
-def _alive(pids) -> list[int]:
-    alive = []
-    for pid in pids:
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                alive.append(pid)
-        except psutil.Error:
-            pass
-    return alive
-
-
-def _kill_all(pids) -> None:
-    for pid in _alive(pids):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def _requests(server: FakeOpenAIServer) -> list[dict[str, Any]]:
@@ -297,7 +256,7 @@ def _run_clean(cli: _Cli, server: FakeOpenAIServer) -> dict[str, Any]:
 
 def _kill(proc: subprocess.Popen, sig: int, server: FakeOpenAIServer) -> dict[str, Any]:
     """Signal the CLI's pid; wait for its exit; then check that no process recorded before the signal lives."""
-    before = _tree(proc.pid)
+    before = process_tree(proc.pid)
     with server._lock:
         in_flight, at_signal = server.in_flight, server.count
     t0 = time.monotonic()
@@ -311,11 +270,11 @@ def _kill(proc: subprocess.Popen, sig: int, server: FakeOpenAIServer) -> dict[st
     exit_s = time.monotonic() - t0
     at_exit = server.count
     deadline = time.monotonic() + LEFTOVER_WAIT_S
-    while _alive(before) and time.monotonic() < deadline:
+    while alive(before) and time.monotonic() < deadline:
         time.sleep(0.25)
-    left = {pid: before[pid] for pid in _alive(before)}
-    left.update(_tree(proc.pid))
-    _kill_all(left)
+    left = {pid: before[pid] for pid in alive(before)}
+    left.update(process_tree(proc.pid))
+    reap(left)
     return {
         "signal": signal.Signals(sig).name,
         "rc": rc,

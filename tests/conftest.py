@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 
@@ -18,6 +19,13 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+# The signal tests send SIGINT to the commands they start. A background job of a non-interactive shell
+# (`pytest … &` in a script) starts with SIGINT ignored, an ignored signal stays ignored across exec, and the CLI
+# keeps it ignored on purpose (nohup): give the session Python's own handler, so its children start with SIGINT's
+# default whatever shell started the tests.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 import pytest
 

@@ -198,11 +198,14 @@ def _arm_watchdog(status: int, message: str | None, after_s: float) -> None:
 
 
 def _on_signal(signum: int, message: str | None, after_s: float) -> bool:
-    """The first signal: stop and arm the watchdog (True); a later one: exit now."""
-    status = exit_status(signum)
-    if not request_stop(signum):
+    """The first signal: arm the watchdog, then stop (True); a later one: exit now.
+
+    The watchdog is armed before the stop hooks run: a hook that blocks (a lock the interrupted main thread
+    holds) costs at most :data:`HOOKS_WAIT_S` of the watchdog's ``after_s``, never adds to it."""
+    if stop_requested():
         hard_exit(exit_status(), message)
-    _arm_watchdog(status, message, after_s)
+    _arm_watchdog(exit_status(signum), message, after_s)
+    request_stop(signum)
     return True
 
 
@@ -240,5 +243,5 @@ def stop_for_signal(signum: int, *, message: str | None = None, after_s: float =
     """A signal reached the run some other way (Prefect's own SIGTERM handler raised its ``TerminationSignal``
     through the run's wait): stop the run (:func:`request_stop`) and arm the watchdog; no exit now. Calling it
     again adds nothing."""
+    _arm_watchdog(exit_status(signum), message, after_s)  # first: the hooks' wait counts against it
     request_stop(signum)
-    _arm_watchdog(exit_status(signum), message, after_s)

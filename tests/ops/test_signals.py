@@ -21,6 +21,7 @@ import psutil
 import pytest
 
 from agentcausal.runs import stop
+from agentcausal_fakes.processes import alive, process_tree, reap
 from tests.ops.conftest import EXAMPLES, METHODS, requests_by_prompt, write_profiles
 
 CLI = "import sys; from agentcausal.cli import main; sys.exit(main(sys.argv[1:]))"
@@ -88,7 +89,7 @@ def test_a_stop_kills_a_running_algorithm_worker_and_its_forkserver(stopped):
     t.join(10)
     assert not t.is_alive() and time.monotonic() - t0 < 5
     assert isinstance(errors[0], stop.RunStopped)
-    assert not worker.is_alive() and not _alive([server])
+    assert not worker.is_alive() and not alive([server])
     with pytest.raises(stop.RunStopped):  # no new worker while the stop holds
         alg.run_algorithm(data[:, :3], ["a", "b", "c"], alg.PCParams())
 
@@ -105,6 +106,37 @@ with stop.stop_on_signal(stop.StopSignal, message="stopped", after_s=float(sys.a
         print("unwinding", flush=True)
         time.sleep(600)  # stuck on the way out: the watchdog ends it
 """
+
+
+BLOCKED_HOOK = """
+import os, sys, threading, time
+from agentcausal.runs import stop
+held = threading.Lock()
+held.acquire()  # the main thread holds it, as a signal may interrupt it inside a lock a stop hook needs
+def hook():
+    print("watchdog armed" if stop._watchdog is not None else "watchdog not armed", flush=True)
+    held.acquire()  # and blocks for good
+stop.on_stop(hook)
+with stop.stop_on_signal(stop.StopSignal, message="stopped"):
+    try:
+        print("ready", flush=True)
+        time.sleep(600)
+    except stop.StopSignal:
+        time.sleep(600)
+"""
+
+
+def test_the_watchdog_is_armed_before_a_stop_hook_runs():
+    """A hook that blocks (on a lock the interrupted main thread holds) costs at most HOOKS_WAIT_S inside the
+    watchdog's HARD_EXIT_AFTER_S, never on top of it: the process ends within the 10 s a stop may take."""
+    proc = subprocess.Popen([sys.executable, "-c", BLOCKED_HOOK], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.stdout.readline().strip() == "watchdog armed"
+        assert proc.wait(timeout=10) == 143
+    finally:
+        proc.kill()
 
 
 @pytest.mark.parametrize("second", [False, True], ids=["watchdog", "second-signal"])
@@ -125,48 +157,6 @@ def test_a_signal_ends_the_process_with_128_plus_signal_whatever_waits(second):
         proc.kill()
 
 
-def _tree(pid: int) -> dict[int, str]:
-    """The live processes under ``pid`` (its descendants and the rest of its session), with their command lines."""
-    out: dict[int, str] = {}
-    try:
-        kids = psutil.Process(pid).children(recursive=True)
-    except psutil.Error:
-        kids = []
-    for p in kids:
-        out[p.pid] = ""
-    for p in psutil.process_iter(["pid"]):
-        try:
-            if p.pid != pid and os.getsid(p.pid) == pid:
-                out[p.pid] = ""
-        except (ProcessLookupError, PermissionError, psutil.Error):
-            pass
-    for q in list(out):
-        try:
-            out[q] = " ".join(psutil.Process(q).cmdline())[:160]
-        except psutil.Error:
-            out.pop(q)
-    return out
-
-
-def _alive(pids) -> list[int]:
-    alive = []
-    for pid in pids:
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                alive.append(pid)
-        except psutil.NoSuchProcess:
-            pass
-    return alive
-
-
-def _reap(pids) -> None:
-    for pid in _alive(pids):  # leave the machine clean whatever the verdict
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
 def _lock_free(run_dir: Path) -> bool:
     lock = run_dir / ".lock"
     if not lock.exists():
@@ -184,28 +174,32 @@ def _start(args: list[str], log: Path) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     with open(log, "w") as fh:
         return subprocess.Popen(
-            [sys.executable, "-c", CLI, *args], env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True
+            [sys.executable, "-c", CLI, *args],
+            env=env,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
 
 def _stop_and_check(proc: subprocess.Popen, sig: int, log: Path, run_dir: Path) -> dict[int, str]:
     """Send ``sig`` to the CLI; assert it exits within STOP_WITHIN_S with 128 + sig, leaving no process, the run
     folder unlocked and one line saying so. Returns the processes it had."""
-    started = _tree(proc.pid)
+    started = process_tree(proc.pid)
     t0 = time.monotonic()
     os.kill(proc.pid, sig)
     try:
         status = proc.wait(timeout=STOP_WITHIN_S)
     except subprocess.TimeoutExpired:
-        left = _tree(proc.pid)
+        left = process_tree(proc.pid)
         os.killpg(proc.pid, signal.SIGKILL)
-        _reap(started)
+        reap(started)
         pytest.fail(f"still running {STOP_WITHIN_S:g} s after {sig.name}; processes {left}")
     took = time.monotonic() - t0
     time.sleep(0.5)  # a killed child's exit is seen by psutil a moment later
-    left = {pid: started[pid] for pid in _alive(started)}
-    left.update(_tree(proc.pid))
-    _reap(left)
+    left = {pid: started[pid] for pid in alive(started)}
+    left.update(process_tree(proc.pid))
+    reap(left)
     assert status == STATUS[sig], (status, log.read_text()[-3000:])
     assert not left, f"processes of the stopped run still alive {took:.1f} s after {sig.name}: {left}"
     assert _lock_free(run_dir), "the run folder is still locked"
@@ -224,7 +218,7 @@ def _wait_for(cond, proc: subprocess.Popen, log: Path, what: str, timeout: float
 
 def _forkserver_worker(pid: int) -> bool:
     """Whether an algorithm worker (a child of the forkserver) runs under ``pid``."""
-    procs = _tree(pid)
+    procs = process_tree(pid)
     servers = {p for p, cmd in procs.items() if "multiprocessing.forkserver" in cmd}
     for p in procs:
         try:
@@ -392,14 +386,14 @@ def test_cancelling_a_deployments_flow_run_ends_it_and_the_next_run_finishes(scr
                     time.sleep(1)
             run = run_deployment("attribute/slow", timeout=0)
             _wait_for(lambda: scripted_server.count >= 3, serve, tmp_path / "serve.log", "the flow run's LLM calls")
-            started = _tree(serve.pid)  # the flow run's process and its children
+            started = process_tree(serve.pid)  # the flow run's process and its children
             assert started, "the flow run has no process of its own"
             t0 = time.monotonic()
             client.set_flow_run_state(run.id, Cancelling(), force=True)
-            while _alive(started) and time.monotonic() - t0 < STOP_WITHIN_S:
+            while alive(started) and time.monotonic() - t0 < STOP_WITHIN_S:
                 time.sleep(0.1)
             took = time.monotonic() - t0
-            left = {pid: started[pid] for pid in _alive(started)}
+            left = {pid: started[pid] for pid in alive(started)}
             assert not left, f"processes of the cancelled flow run alive {took:.1f} s after the cancel: {left}"
             deadline = time.monotonic() + 30
             while not client.read_flow_run(run.id).state.is_final() and time.monotonic() < deadline:
@@ -421,4 +415,4 @@ def test_cancelling_a_deployments_flow_run_ends_it_and_the_next_run_finishes(scr
             serve.wait(timeout=30)
         except subprocess.TimeoutExpired:
             os.killpg(serve.pid, signal.SIGKILL)
-        _reap(started)
+        reap(started)
