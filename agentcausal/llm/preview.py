@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-__all__ = ["PromptPreview", "placeholder", "render_previews"]
+from agentcausal.llm.dialect import sent_cap
+
+__all__ = ["PromptPreview", "placeholder", "render_previews", "cap_line"]
 
 #: a line that opens a delimited data block on its own (``<trace>``, ``<step n="3">``), and one that closes it
 _OPEN = re.compile(r"^<([A-Za-z_][\w-]*)(?:\s[^>]*)?>\s*$")
@@ -124,3 +126,21 @@ def render_previews(previews: Sequence[PromptPreview], *, max_lines: int = 8) ->
             block += [f"--- {m.get('role', '?')} ---", _elide(str(m.get("content", "")), max_lines)]
         parts.append("\n".join(block))
     return "\n\n".join(parts)
+
+
+def cap_line(method: str, call: str, profiles: Any, stage: str, cap: int, how: str) -> str:
+    """One line of the dry run's ``completion caps sent per call:`` list: the cap a call will send.
+
+    ``"METHOD: STAGE CALL -> PROFILE FIELD=N (HOW; as the dialect sends it)"``, the field and value as the
+    routed profile's dialect sends ``cap`` (:func:`agentcausal.llm.dialect.sent_cap`; ``no cap`` when it
+    sends none). ``profiles``: a ProfileSet or Gateway.
+
+    Raises
+    ------
+    UnknownStageError
+        If ``stage`` has no route.
+    """
+    profile = profiles.profile_for(stage)
+    field, value, why = sent_cap(profile, cap)
+    sent = f"{field}={value}" if value is not None else "no cap"
+    return f"{method}: {stage} {call} -> {profile.name} {sent} ({how}; {why})"

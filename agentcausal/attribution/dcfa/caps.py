@@ -17,7 +17,7 @@ from typing import Any
 from agentcausal.attribution.dcfa.correct import STAGE as LCE_STAGE
 from agentcausal.attribution.dcfa.gca import STAGE as GCA_STAGE
 from agentcausal.attribution.dcfa.settings import DcfaGcaOnlySettings, DcfaSettings
-from agentcausal.llm.dialect import sent_cap
+from agentcausal.llm.preview import cap_line
 from agentcausal.settings import FALLBACK_MAX_OUTPUT_TOKENS, completion_budget
 
 __all__ = ["dcfa_caps"]
@@ -36,13 +36,6 @@ def _budget(profiles: Any, stage: str, fixed: int | None, setting: str) -> tuple
         cap,
         f"derived: no max_output_tokens on the profile: min({FALLBACK_MAX_OUTPUT_TOKENS}, context_window {ctx} // 4)",
     )
-
-
-def _line(method: str, call: str, profiles: Any, stage: str, cap: int, how: str) -> str:
-    profile = profiles.profile_for(stage)
-    field, value, why = sent_cap(profile, cap)
-    sent = f"{field}={value}" if value is not None else "no cap"
-    return f"{method}: {stage} {call} -> {profile.name} {sent} ({how}; {why})"
 
 
 def _settings_of(method: str, values: Mapping[str, Any]) -> DcfaSettings | None:
@@ -82,9 +75,9 @@ def dcfa_caps(profiles: Any, resolved: Mapping[str, Mapping[str, Any]]) -> list[
         if fixed_gca is None and s.gca_tokens is not None:
             how = "derived from max_deviations, max_edges and max_reason_chars (DcfaSettings.gca_tokens)"
         calls = ["MDI", "CGC"] if s.mdi_cgc == "split" else ["MDI+CGC"]
-        out += [_line(method, c, profiles, GCA_STAGE, gca, how) for c in calls]
+        out += [cap_line(method, c, profiles, GCA_STAGE, gca, how) for c in calls]
         out.append(
-            _line(method, "HG", profiles, GCA_STAGE, *_budget(profiles, GCA_STAGE, s.hg_max_tokens, "hg_max_tokens"))
+            cap_line(method, "HG", profiles, GCA_STAGE, *_budget(profiles, GCA_STAGE, s.hg_max_tokens, "hg_max_tokens"))
         )
         if not s.use_lce:
             continue
@@ -95,14 +88,14 @@ def dcfa_caps(profiles: Any, resolved: Mapping[str, Mapping[str, Any]]) -> list[
                 f"derived per trace: steps x (max_corrected_step_chars {s.max_corrected_step_chars} // 3 + 12) + 64, "
                 f"at most {top} (a third of context_window {ctx}); the largest shown"
             )
-            out.append(_line(method, "Correct", profiles, LCE_STAGE, top, how))
+            out.append(cap_line(method, "Correct", profiles, LCE_STAGE, top, how))
         else:
             cap, how = _budget(profiles, LCE_STAGE, s.correct_max_tokens, "correct_max_tokens")
-            out.append(_line(method, "Correct", profiles, LCE_STAGE, cap, how))
+            out.append(cap_line(method, "Correct", profiles, LCE_STAGE, cap, how))
         stages = [("Simulation", s.simulation_max_tokens, "simulation_max_tokens")]
         stages.append(("DED", s.ded_max_tokens, "ded_max_tokens"))
         if not s.with_ground_truth:
             stages.append(("judge", s.judge_max_tokens, "judge_max_tokens"))
         for call, fixed, name in stages:
-            out.append(_line(method, call, profiles, LCE_STAGE, *_budget(profiles, LCE_STAGE, fixed, name)))
+            out.append(cap_line(method, call, profiles, LCE_STAGE, *_budget(profiles, LCE_STAGE, fixed, name)))
     return out

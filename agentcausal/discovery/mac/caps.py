@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from agentcausal.discovery.mac.calls import graph_reply_tokens
 from agentcausal.discovery.mac.prompts import max_graph_edges
 from agentcausal.discovery.mac.settings import CODER_STAGE, DEBATE_STAGE, MACSettings
-from agentcausal.llm.dialect import sent_cap
+from agentcausal.llm.preview import cap_line
 from agentcausal.settings import FALLBACK_MAX_OUTPUT_TOKENS, completion_budget
 
 __all__ = ["mac_caps"]
@@ -65,13 +65,6 @@ def _graph_fixed(s: MACSettings, variables: Mapping[str, Sequence[str]]) -> tupl
     )
 
 
-def _line(method: str, call: str, profiles: Any, stage: str, cap: int, how: str) -> str:
-    profile = profiles.profile_for(stage)
-    field, value, why = sent_cap(profile, cap)
-    sent = f"{field}={value}" if value is not None else "no cap"
-    return f"{method}: {stage} {call} -> {profile.name} {sent} ({how}; {why})"
-
-
 def mac_caps(
     profiles: Any, resolved: Mapping[str, Mapping[str, Any]], variables: Mapping[str, Sequence[str]] | None = None
 ) -> list[str]:
@@ -105,18 +98,18 @@ def mac_caps(
         debaters = ["Affirmative"] if s.single_agent else ["Affirmative", "Negative"]
         if s.stages in ("full", "dcm_only"):
             cap, how = _cap(profiles, DEBATE_STAGE, s.algorithm_max_tokens, scale, "algorithm_max_tokens")
-            out += [_line(method, f"DCM {who}", profiles, DEBATE_STAGE, cap, how) for who in debaters]
+            out += [cap_line(method, f"DCM {who}", profiles, DEBATE_STAGE, cap, how) for who in debaters]
             if not s.single_agent:
                 cap, how = _cap(profiles, DEBATE_STAGE, s.verdict_max_tokens, scale, "verdict_max_tokens")
-                out.append(_line(method, "DCM Judge", profiles, DEBATE_STAGE, cap, how))
+                out.append(cap_line(method, "DCM Judge", profiles, DEBATE_STAGE, cap, how))
             if s.executor == "coding":
                 cap, how = _cap(profiles, CODER_STAGE, s.coder_max_tokens, scale, "coder_max_tokens")
-                out.append(_line(method, "DCM coder", profiles, CODER_STAGE, cap, how))
+                out.append(cap_line(method, "DCM coder", profiles, CODER_STAGE, cap, how))
         if s.stages in ("full", "mdm_only"):
             fixed, derived = _graph_fixed(s, variables or {})
             cap, how = _cap(profiles, DEBATE_STAGE, fixed, scale, "graph_max_tokens", derived)
-            out += [_line(method, f"MDM {who}", profiles, DEBATE_STAGE, cap, how) for who in debaters]
+            out += [cap_line(method, f"MDM {who}", profiles, DEBATE_STAGE, cap, how) for who in debaters]
             if not s.single_agent:
                 cap, how = _cap(profiles, DEBATE_STAGE, s.verdict_max_tokens, scale, "verdict_max_tokens")
-                out.append(_line(method, "MDM Judge", profiles, DEBATE_STAGE, cap, how))
+                out.append(cap_line(method, "MDM Judge", profiles, DEBATE_STAGE, cap, how))
     return out
