@@ -87,4 +87,5 @@ def test_cli_attribute_runs_a2p_and_echo(fake_server, fake_profiles, tmp_path, c
     assert sorted(res["method"].unique()) == ["a2p", "echo"] and len(res) == 8
     assert res["error"].isna().all() and res["pred_step"].notna().all()
     assert fake_server.count == 4 * (1 + 2)  # A2P one call, ECHO two per trace
-    assert all(("<answer>" in r["messages"][1]["content"]) is (not truth) for r in fake_server.chat_requests)
+    reqs = fake_server.chat_requests
+    assert reqs and all(("<answer>" in r["messages"][1]["content"]) is (not truth) for r in reqs)

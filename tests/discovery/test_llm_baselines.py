@@ -217,7 +217,7 @@ def test_paper_bounds_edge_lists_by_what_a_dag_allows_and_small_keeps_2d(fake_se
         schemas = [b["response_format"]["json_schema"]["schema"] for b in bodies]
         assert {s["properties"]["edges"]["maxItems"] for s in schemas} == {bound}
         assert ("maxLength" in json.dumps(schemas)) is not paper  # ReAct's thought: unbounded under paper
-        assert all((b["max_tokens"] == 5000) is paper for b in bodies)  # paper: the profile's budget
+        assert bodies and all((b["max_tokens"] == 5000) is paper for b in bodies)  # paper: the profile's budget
 
 
 def test_ils_csl_finishes_on_verdicts_whose_requirements_close_a_cycle(fake_server, make_gateway, monkeypatch):

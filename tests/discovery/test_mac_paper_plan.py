@@ -82,7 +82,7 @@ def test_show_prompts_renders_each_mac_agent_with_role_principles_procedure_and_
     blocks = [b for b in out.split("\n=== ") if b.strip()]
     headers = [b.lstrip("= ").splitlines()[0] for b in blocks]
     assert [h.split(" · ")[1].split(" (")[0] for h in headers] == calls  # pc has no prompt: not shown
-    assert all(h.startswith(f"{method} on earthquake · ") and "(stage mac." in h for h in headers)
+    assert headers and all(h.startswith(f"{method} on earthquake · ") and "(stage mac." in h for h in headers)
     for b in blocks:
         if "debug a failed script" in b:
             assert "# Execution result" in b and placeholder("the sandbox (the script's error)") in b

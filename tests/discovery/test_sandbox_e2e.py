@@ -87,7 +87,7 @@ def test_hostile_coder_leaks_no_key_into_any_file(fake_server, tmp_path, monkeyp
     ]
     assert len(coder) == 2  # the hostile script ran, failed, and its stderr went back for a second attempt
     assert "LEAK" in coder[1]["messages"][-1]["content"]
-    assert all(b["_auth"] == f"Bearer {secret}" for b in coder)  # the key was in use by the parent
+    assert coder and all(b["_auth"] == f"Bearer {secret}" for b in coder)  # the key was in use by the parent
     assert secret not in printed.out + printed.err
     assert secret not in str([b["messages"] for b in fake_server.chat_requests])
     for root in (out, cache, Path(os.environ["PREFECT_HOME"])):

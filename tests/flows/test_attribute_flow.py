@@ -113,7 +113,9 @@ def test_cli_attribute_runs_flow_and_prints_table(fake_server, fake_settings, tm
     out = capsys.readouterr().out
     assert "all_at_once" in out and "Hit@1 ±1" in out and str(tmp_path / "run") in out
     assert fake_server.count == 2
-    assert all("<answer>" not in r["messages"][1]["content"] for r in fake_server.chat_requests)
+    assert fake_server.chat_requests and all(
+        "<answer>" not in r["messages"][1]["content"] for r in fake_server.chat_requests
+    )
 
 
 @pytest.mark.timeout(240)

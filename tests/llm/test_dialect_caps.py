@@ -78,7 +78,7 @@ def test_step_by_step_max_tokens_reaches_gpt5_as_max_completion_tokens():
             gw.close()
         sent = [r.get("max_completion_tokens") for r in srv.chat_requests]
         assert sent == [1024, 1024, 32768, 32768]
-        assert all("max_tokens" not in r and "temperature" not in r for r in srv.chat_requests)
+        assert srv.chat_requests and all("max_tokens" not in r and "temperature" not in r for r in srv.chat_requests)
 
 
 def test_dry_run_shows_every_baseline_cap_and_a_run_refuses_one_it_cannot_honour(tmp_path, capsys, monkeypatch):

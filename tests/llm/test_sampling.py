@@ -64,7 +64,7 @@ def test_each_sample_is_its_own_request_with_seed_and_cached_apart(fake_server, 
     got = [gw.chat("baseline", user("x"), sample=r, temperature=0.7) for r in (0, 1, 2)]
     assert got == ["s0", "s1", "s2"]
     assert [r.get("seed") for r in fake_server.chat_requests] == [None, 1, 2]
-    assert all(r["temperature"] == 0.7 for r in fake_server.chat_requests)
+    assert fake_server.chat_requests and all(r["temperature"] == 0.7 for r in fake_server.chat_requests)
     # each repeat is served from the cache the second time
     assert [gw.chat("baseline", user("x"), sample=r, temperature=0.7) for r in (0, 1, 2)] == got
     assert fake_server.count == 3
@@ -75,7 +75,7 @@ def test_sample_is_cached_apart_even_where_no_seed_is_sent(fake_server, make_gat
     gw = make_gateway(fake_server, seed_supported=False)
     assert gw.chat("baseline", user("x"), sample=1) == "s1"
     assert gw.chat("baseline", user("x"), sample=2) == "s2"
-    assert all("seed" not in r for r in fake_server.chat_requests)
+    assert fake_server.chat_requests and all("seed" not in r for r in fake_server.chat_requests)
 
 
 def test_temperature_none_uses_the_profiles_temperature(fake_server, make_gateway):

@@ -105,7 +105,7 @@ def test_each_candidate_has_its_own_named_simulation_and_one_without_a_root_caus
         ("forward", 3),
         ("forward", 4),
     ]
-    assert all(e["s_prev"] is not None for e in ev) and a.step == 2
+    assert ev and all(e["s_prev"] is not None for e in ev) and a.step == 2
 
 
 def test_delta_s_is_rounded_to_three_decimals_before_acceptance(fake_server, make_gateway, wrong_lookup_at_step_1):
