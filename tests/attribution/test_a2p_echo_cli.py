@@ -59,6 +59,7 @@ def test_dry_run_plans_a2p_and_echo_in_both_presets(fake_profiles, capsys):
         assert (plan["methods"]["echo"]["settings"]["max_candidates"] is None) is (preset == "paper")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize("truth", [[], ["--no-ground-truth"]], ids=["with_truth", "no_truth"])
 def test_cli_attribute_runs_a2p_and_echo(fake_server, fake_profiles, tmp_path, capsys, truth):

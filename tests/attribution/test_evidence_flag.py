@@ -50,6 +50,7 @@ def test_evidence_flag_is_in_the_plan_settings(capsys):
     assert "quote_evidence" not in quoted["binary_search"]["settings"]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_evidence_run_on_the_fake_server_quotes_every_blamed_step(tmp_path):
     with FakeOpenAIServer(responder=BenchResponder()) as srv:

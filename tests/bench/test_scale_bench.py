@@ -10,6 +10,7 @@ from bench.performance import is_full_run, performance_markdown, scale_targets
 from bench.scale import COLUMNS, run_scale
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_scale_bench_rows_on_a_tiny_corpus(tmp_path):
     res = run_scale(
@@ -42,6 +43,7 @@ def test_scale_bench_rows_on_a_tiny_corpus(tmp_path):
     assert not is_full_run(res)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_scale_bench_dask_row_runs_chunks_on_two_workers_started_before_timing(tmp_path):
     """The Dask row: chunk tasks on 2 local worker processes started (and their imports warmed) before the timed
@@ -65,6 +67,7 @@ def test_scale_bench_dask_row_runs_chunks_on_two_workers_started_before_timing(t
     assert row["cpu_ms_per_request"] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_memory_pair_runs_each_size_in_a_fresh_process(tmp_path):
     res = run_scale(

@@ -328,6 +328,7 @@ def test_invalid_datasets_error_lists_each():
     assert [e.column for e in err.errors] == ["K", None]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_cli_skip_invalid_runs_the_rest_with_distinct_names(tmp_path, capsys):
     good_a, good_b, bad = _two_folders(tmp_path)

@@ -49,6 +49,7 @@ def earthquake():
     return load_dataset("earthquake", n=300, seed=0)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize(
     "caps",

@@ -428,6 +428,7 @@ def test_sandbox_output_is_redacted_in_every_encoding(monkeypatch):
     assert text.count("[REDACTED:SANDBOX_TEST_API_KEY") >= len(forms)
 
 
+@pytest.mark.slow
 @needs_sandbox
 @pytest.mark.timeout(300)
 def test_every_pool_algorithm_runs_under_the_seccomp_filter_and_tmpfs():

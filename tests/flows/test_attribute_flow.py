@@ -42,6 +42,7 @@ def fake_settings(fake_server, tmp_path):
     return RunSettings(profiles_path=str(toml), cache_dir=str(tmp_path / "cache"))
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_attribute_flow_writes_run_and_reuses_cache(fake_server, fake_settings, tmp_path):
     from flows.attribute import attribute
@@ -118,6 +119,7 @@ def test_cli_attribute_runs_flow_and_prints_table(fake_server, fake_settings, tm
     )
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_cli_repeats_send_sample_and_store_the_plan(fake_server, fake_settings, tmp_path, capsys):
     from agentcausal.cli import main
@@ -149,6 +151,7 @@ def test_cli_repeats_send_sample_and_store_the_plan(fake_server, fake_settings, 
     assert meta["plan"]["methods"]["all_at_once"]["settings"]["prompts"] == "small"
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_lce_transport_failure_keeps_the_hypothesis_and_is_not_cached(fake_server, fake_settings, tmp_path):
     """GCA answers; every LCE request fails in transport: the row is the GCA hypothesis, marked degraded,

@@ -107,6 +107,7 @@ def canonical(df: pd.DataFrame) -> dict:
     return {"columns": cols, "rows": rows}
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_demo_results_equal_the_golden_copy(fake_server, tmp_path):
     from agentcausal.demo_selection import DemoSelection

@@ -36,6 +36,7 @@ def fake_settings(fake_server, tmp_path):
     return RunSettings(profiles_path=str(toml), cache_dir=str(tmp_path / "cache"))
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_discover_flow_writes_run_and_reuses_cache(fake_server, fake_settings, tmp_path):
     from flows.discover import discover
@@ -89,6 +90,7 @@ def test_flow_rejects_unknown_method_before_any_call(fake_server, fake_settings,
     assert fake_server.count == 0
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_cli_discover_prints_table_and_checks_inputs(fake_server, fake_settings, tmp_path, capsys):
     from agentcausal.cli import main

@@ -64,6 +64,7 @@ def chunks(monkeypatch):
     return seen
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_both_halves_run_through_one_engine_and_rerun_for_nothing(settings, fake_server, chunks, tmp_path):
     from flows.attribute import attribute
@@ -128,6 +129,7 @@ def test_both_halves_run_through_one_engine_and_rerun_for_nothing(settings, fake
     assert json.loads((tmp_path / "d2" / "run.json").read_text())["rows"]["from_store"] == len(want)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_a_stored_record_that_fails_its_check_is_recomputed_and_reported(settings, fake_server, tmp_path):
     """One flipped value in the results store: the rerun drops that record (never serves it), computes it

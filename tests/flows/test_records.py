@@ -58,6 +58,7 @@ def _rows(run_dir: str) -> pd.DataFrame:
     return pd.read_parquet(Path(run_dir) / "results.parquet").sort_values(["trace_id", "method"]).reset_index(drop=True)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_same_content_traces_keep_their_own_records_on_first_run_and_rerun(cases, settings, fake_server, tmp_path):
     from flows.attribute import attribute
@@ -76,6 +77,7 @@ def test_same_content_traces_keep_their_own_records_on_first_run_and_rerun(cases
     assert fake_server.count == 1  # identical prompts: one paid request
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_transient_401_is_not_cached_and_the_next_run_retries_it(cases, settings, fake_server, tmp_path):
     from flows.attribute import attribute
@@ -99,6 +101,7 @@ def test_transient_401_is_not_cached_and_the_next_run_retries_it(cases, settings
     assert not df2.loc[0, "reused"] and df2.loc[0, "run_requests"] == 1
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_content_failure_is_cached_and_marked_and_retry_failed_recomputes_it(settings, fake_server, tmp_path):
     from flows.attribute import attribute
@@ -142,6 +145,7 @@ def test_content_failure_is_cached_and_marked_and_retry_failed_recomputes_it(set
     assert fake_server.count == n3 and (df4["status"] == "complete").all() and df4["reused"].all()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_discovery_is_scored_against_the_current_truth(cases, settings, tmp_path):
     from flows.discover import discover
@@ -175,6 +179,7 @@ def test_discovery_is_scored_against_the_current_truth(cases, settings, tmp_path
     assert df1.loc[0, "skeleton_f1"] != df2.loc[0, "skeleton_f1"]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_algorithm_timeout_is_not_cached(settings, tmp_path):
     """Exact Search on Child (20 variables) takes minutes (FACTS.md), so a 0.5 s timeout always fires, however

@@ -7,6 +7,7 @@ import pytest
 from tests.ops.conftest import EXAMPLES, METHODS, settings_at
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_attribute_run_creates_progress_table_and_report_artifacts(scripted_server, profiles_file, tmp_path):
     from prefect.client.orchestration import get_client

@@ -94,6 +94,7 @@ def test_sigkill_mid_corpus_then_rerun_finishes_without_repeating_llm_calls(scri
     assert set(by["step_by_step"]["pred_step"]) == {0} and set(by["binary_search"]["pred_step"]) == {0}
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_result_files_torn_by_a_kill_count_as_missing(scripted_server, profiles_file, tmp_path):
     """A results store cut short (a kill during its write, a disk that lost its tail) heals: the next run moves it

@@ -31,6 +31,7 @@ def _changed(path):
     path.write_text(json.dumps(trace))
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_nightly_template_computes_only_added_and_changed_traces(scripted_server, profiles_file, tmp_path, capsys):
     (spec,) = [s for s in load_specs(DEFAULT_FILE) if s.name == "my-traces-nightly"]

@@ -92,6 +92,7 @@ def test_a_truncated_results_store_and_llm_cache_heal_and_only_what_was_lost_is_
     assert ok.returncode == 0 and ok.stdout.count(": ok, ") == 2, ok.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_cache_repair_heals_and_drops_by_hand(tmp_path):
     from agentcausal.llm.reply_cache import ReplyCache

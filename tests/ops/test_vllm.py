@@ -69,6 +69,7 @@ def _launch(exe, *extra, timeout_s="30", script=SCRIPT):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_launch_script_waits_for_health_then_prints_the_profile_override(stand_in_vllm):
     proc = _launch(stand_in_vllm, "--max-num-seqs", "64")
@@ -91,6 +92,7 @@ def test_launch_script_waits_for_health_then_prints_the_profile_override(stand_i
         proc.wait(timeout=20)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_reasoning_model_preset_is_served_with_its_reasoning_parser_for_its_profile(stand_in_vllm):
     proc = _launch(stand_in_vllm, "deepseek-r1-32b", script=SCRIPT.with_name("serve_model.sh"))
@@ -119,6 +121,7 @@ def test_serve_model_without_a_known_preset_says_which_exist():
     assert proc.returncode == 2 and "qwen3-coder-30b|deepseek-r1-32b|qwen3-235b|deepseek-r1" in proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_launch_script_fails_when_vllm_exits(stand_in_vllm):
     proc = _launch(stand_in_vllm, "--fail")

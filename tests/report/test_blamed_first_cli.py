@@ -85,6 +85,7 @@ def runs(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_console_lists_blamed_step_agent_span_confidence_and_reason(runs):
     run, printed = runs["a"]
@@ -100,6 +101,7 @@ def test_console_lists_blamed_step_agent_span_confidence_and_reason(runs):
     assert {t.id for t in runs["traces"]} == set(df["trace_id"])
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_show_prints_one_trace_with_evidence_and_fix(runs, capsys):
     run, _ = runs["a"]
@@ -120,6 +122,7 @@ def test_show_prints_one_trace_with_evidence_and_fix(runs, capsys):
     assert main(["show", str(run), "no-such-trace"]) == 2
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_reports_open_on_the_blamed_steps(runs):
     run, _ = runs["a"]
@@ -133,6 +136,7 @@ def test_reports_open_on_the_blamed_steps(runs):
     assert tree.find("tr", class_="blame") and tree.find("mark")  # beside the blamed step: reason, evidence, fix
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_compare_unlabelled_runs_with_different_presets(runs, capsys):
     a, _ = runs["a"]

@@ -84,6 +84,7 @@ def _any_dataset_responder():
     return respond
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_discover_rounds_sweep_writes_the_paper_analyses(fake_server, tmp_path, capsys):
     from agentcausal.cli import main

@@ -54,6 +54,7 @@ def _frame(run_dir) -> pd.DataFrame:
     return pd.read_parquet(Path(run_dir) / "results.parquet").sort_values(KEY).reset_index(drop=True)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_finished_corpus_reruns_without_task_runs_or_requests(fake_server, settings, tmp_path, monkeypatch):
     import flows.attribute as fa
@@ -111,6 +112,7 @@ def test_finished_corpus_reruns_without_task_runs_or_requests(fake_server, setti
     assert not c[c.method == "step_by_step"]["reused"].any()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_retry_failed_recomputes_content_failures_and_chunks_match_items(fake_server, settings, tmp_path, monkeypatch):
     import flows.attribute as fa
@@ -141,6 +143,7 @@ def test_retry_failed_recomputes_content_failures_and_chunks_match_items(fake_se
     pd.testing.assert_frame_equal(r[cols], items[cols])
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_finished_discovery_reruns_without_task_runs(fake_server, tmp_path, monkeypatch):
     import flows.discover as fd
@@ -165,6 +168,7 @@ def test_finished_discovery_reruns_without_task_runs(fake_server, tmp_path, monk
     assert (a["shd"] == b.loc[a.index, "shd"]).all() and (a["seconds"] == b.loc[a.index, "seconds"]).all()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_a_401_inside_a_chunk_fails_one_row_and_the_next_run_repeats_only_it(
     fake_server, settings, tmp_path, monkeypatch

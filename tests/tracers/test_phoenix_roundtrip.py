@@ -151,6 +151,7 @@ def test_phoenix_round_trip(phoenix, tmp_path, capsys):
         assert attrs["agentcausal.step"].int_value == 2
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_phoenix_project_holds_an_openai_agents_run(phoenix, tmp_path):
     """A real OpenAI Agents SDK run, instrumented with OpenInference and exported to Phoenix over OTLP/HTTP into

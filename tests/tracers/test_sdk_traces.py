@@ -28,6 +28,7 @@ def _crew_responder(body: dict) -> str:
     return f"Thought: I now know the final answer\nFinal Answer: {answer}"
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_openai_agents_openinference_spans_import(tmp_path):
     out = tmp_path / "agents-spans.txt"
@@ -44,6 +45,7 @@ def test_openai_agents_openinference_spans_import(tmp_path):
     assert all(len(s.metadata["span_id"]) == 16 and s.metadata["trace_id"] == t.id for s in t.steps)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_crewai_openinference_spans_import(tmp_path):
     out = tmp_path / "crew-spans.txt"
@@ -58,6 +60,7 @@ def test_crewai_openinference_spans_import(tmp_path):
     assert all(s.metadata["span_name"] == "ChatCompletion" for s in t.steps)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_openai_agents_own_export_is_read_not_as_who_and_when(tmp_path, capsys):
     out = tmp_path / "agents-export.json"

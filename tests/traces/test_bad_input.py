@@ -242,6 +242,7 @@ def test_cli_skip_invalid_with_nothing_valid_is_refused(tmp_path, capsys):
     assert "no valid trace" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_cli_skip_invalid_runs_the_rest_and_records_skipped(mixed_folder, fake_server, tmp_path, capsys):
     def responder(body):  # name an agent the schema's enum offers (the trace's own agents)

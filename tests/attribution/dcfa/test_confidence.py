@@ -84,6 +84,7 @@ def test_paper_on_the_fake_server_every_row_that_moved_has_a_confidence(fake_ser
         )
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_attribute_under_paper_on_the_fake_server_gives_every_moved_row_a_confidence(tmp_path):
     """The same "done when" through ``agentcausal attribute --preset paper`` (Prefect's ephemeral API, the fake

@@ -14,6 +14,7 @@ from agentcausal.traces.importers import import_traces
 from agentcausal_fakes.spans import genai_spans, otlp_json
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_attribute_imported_otel_no_ground_truth(fake_server, tmp_path):
     fake_server.responder = lambda body: json.dumps(
