@@ -9,7 +9,7 @@ plan, jobs and cache keys look their methods up by name.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Generic, Protocol, TypeVar
 
 from agentcausal.exceptions import ConfigError
@@ -28,7 +28,7 @@ T = TypeVar("T", bound=NamedSpec)
 
 
 class MethodTable(Generic[T]):
-    """Method specs by name, in the order listed.
+    """Method specs by name, in the order listed; iterating gives the names.
 
     Parameters
     ----------
@@ -54,6 +54,12 @@ class MethodTable(Generic[T]):
 
     def __contains__(self, name: object) -> bool:
         return name in self.specs
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.specs)
+
+    def __len__(self) -> int:
+        return len(self.specs)
 
     def __getitem__(self, name: str) -> T:
         """The spec called ``name``.

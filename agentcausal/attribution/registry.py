@@ -18,7 +18,16 @@ from agentcausal.exceptions import ConfigError
 from agentcausal.methods import MethodTable
 from agentcausal.settings import resolve
 
-__all__ = ["MethodSpec", "METHODS", "get_method", "method_names", "usage_item", "method_settings", "resolve_methods", "evidence_sets"]
+__all__ = [
+    "MethodSpec",
+    "METHODS",
+    "get_method",
+    "method_names",
+    "usage_item",
+    "method_settings",
+    "resolve_methods",
+    "evidence_sets",
+]
 
 #: every attribution method, in the order ``attribute --help`` lists them
 METHODS: MethodTable[MethodSpec[Any]] = MethodTable(
