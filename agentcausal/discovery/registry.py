@@ -149,28 +149,17 @@ def _zero_shot(gw: Any, ds: Dataset, config: DiscoveryConfig, seed: int, item: s
     return res.graph, {"dropped": list(res.dropped), "sample": sample, "temperature": t}
 
 
-def _react(gw: Any, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
-    sample = sample_index(seed, config.repeat)
-    t = llm_temperature("react", config)
-    res = react_discovery(gw, ds, config.react, item=item, sample=sample, temperature=t)
-    return res.graph, {**res.model_dump(mode="json", exclude={"graph"}), "sample": sample, "temperature": t}
+def _baseline(fn: Callable[..., Any], field: Literal["react", "llm_scd", "ils_csl"]) -> Handler:
+    """The handler of a baseline with settings of its own (``config.<field>``); ``llm_scd`` samples at its
+    own ``temperature`` by design, so it is not passed one."""
 
+    def run(gw: Any, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
+        sample, t = sample_index(seed, config.repeat), llm_temperature(field, config)
+        kw = {} if field == "llm_scd" else {"temperature": t}
+        res = fn(gw, ds, getattr(config, field), item=item, sample=sample, **kw)
+        return res.graph, {**res.model_dump(mode="json", exclude={"graph"}), "sample": sample, "temperature": t}
 
-def _llm_scd(gw: Any, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
-    sample = sample_index(seed, config.repeat)
-    res = llm_scd(gw, ds, config.llm_scd, item=item, sample=sample)
-    return res.graph, {
-        **res.model_dump(mode="json", exclude={"graph"}),
-        "sample": sample,
-        "temperature": config.llm_scd.temperature,
-    }
-
-
-def _ils_csl(gw: Any, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
-    sample = sample_index(seed, config.repeat)
-    t = llm_temperature("ils_csl", config)
-    res = ils_csl(gw, ds, config.ils_csl, item=item, sample=sample, temperature=t)
-    return res.graph, {**res.model_dump(mode="json", exclude={"graph"}), "sample": sample, "temperature": t}
+    return run
 
 
 #: every discovery method, in the order ``discover --help`` lists them
@@ -183,9 +172,9 @@ METHODS: MethodTable[DiscoverySpec] = MethodTable(
         DiscoverySpec("dcm_only", _mac("dcm_only"), "mac", runs_dcm=True, has_rounds=True, mac={"stages": "dcm_only"}),
         DiscoverySpec("mdm_only", _mac("mdm_only"), "mac", has_rounds=True, mac={"stages": "mdm_only"}),
         DiscoverySpec("llm_zero_shot", _zero_shot, "baseline"),
-        DiscoverySpec("react", _react, "baseline", settings_field="react"),
-        DiscoverySpec("llm_scd", _llm_scd, "baseline", settings_field="llm_scd"),
-        DiscoverySpec("ils_csl", _ils_csl, "baseline", settings_field="ils_csl"),
+        DiscoverySpec("react", _baseline(react_discovery, "react"), "baseline", settings_field="react"),
+        DiscoverySpec("llm_scd", _baseline(llm_scd, "llm_scd"), "baseline", settings_field="llm_scd"),
+        DiscoverySpec("ils_csl", _baseline(ils_csl, "ils_csl"), "baseline", settings_field="ils_csl"),
     ),
 )
 
@@ -197,15 +186,12 @@ def _checked(name: str) -> MethodVariant:
     if v.anonymise not in ANONYMISE_MODES:
         raise ConfigError(f"unknown anonymise mode in {name!r}; choose from {', '.join(ANONYMISE_MODES)}")
     if v.anonymise != "none" and not spec.llm:
-        llm = ", ".join(m for m in METHODS.names() if METHODS[m].llm)
+        llm = ", ".join(m for m in METHODS if METHODS[m].llm)
         raise ConfigError(f"{name!r}: anonymising only applies to LLM methods ({llm})")
     if v.rounds is not None and not spec.has_rounds:
-        raise ConfigError(f"{name!r}: only {', '.join(_rounds_methods())} have debate rounds")
+        rounds = ", ".join(m for m in METHODS if METHODS[m].has_rounds)
+        raise ConfigError(f"{name!r}: only {rounds} have debate rounds")
     return v
-
-
-def _rounds_methods() -> list[str]:
-    return [m for m in METHODS.names() if METHODS[m].has_rounds]
 
 
 def variant(method: str | MethodVariant) -> MethodVariant:

@@ -164,9 +164,9 @@ def memorisation_text(df: pd.DataFrame) -> str:
     -------
     str, fixed-width text; empty when no method was anonymised.
     """
-    if df.empty or not df["method"].str.contains("@").any():
-        return ""
     variants = [MethodVariant.parse(str(m)) for m in df["method"]]  # "mac@names (rounds 2)": mac (rounds 2), names
+    if all(v.anonymise == "none" for v in variants):
+        return ""
     d = df.assign(base=[v.plain for v in variants], mode=[v.anonymise for v in variants])
     d = d[d["base"].isin(set(d.loc[d["mode"] != "none", "base"]))]
     g = d.groupby(["dataset", "n", "base", "mode"], sort=False)[["shd", "f1"]].mean()
