@@ -1,10 +1,9 @@
 """The method table both halves share: typed method specs listed explicitly, looked up by name.
 
-Each half lists its methods in one :class:`MethodTable`, built from the specs its method modules define
-and import explicitly (:data:`agentcausal.attribution.registry.METHODS`,
-:data:`agentcausal.discovery.registry.METHODS`); nothing registers itself at import. The table sits in
-each half, not above both, because the halves are independent (``.importlinter``) and each half's
-plan, jobs and cache keys look their methods up by name.
+Each half lists its methods in one :class:`MethodTable` of the specs its method modules define, imported
+explicitly (:data:`agentcausal.attribution.registry.METHODS`, :data:`agentcausal.discovery.registry.METHODS`);
+nothing registers itself at import. A table sits in each half, not above both, because the halves are
+independent (``.importlinter``) and each half's plan, jobs and cache keys look their methods up by name.
 """
 
 from __future__ import annotations
@@ -14,26 +13,19 @@ from typing import Generic, Protocol, TypeVar
 
 from agentcausal.exceptions import ConfigError
 
-__all__ = ["NamedSpec", "MethodTable"]
+__all__ = ["MethodTable"]
 
 
-class NamedSpec(Protocol):
-    """What a table holds: a spec with a ``name``."""
-
+class _Named(Protocol):
     @property
     def name(self) -> str: ...
 
 
-T = TypeVar("T", bound=NamedSpec)
+T = TypeVar("T", bound=_Named)
 
 
 class MethodTable(Generic[T]):
-    """Method specs by name, in the order listed; iterating gives the names.
-
-    Parameters
-    ----------
-    half : str, the half's word in errors (``attribution``, ``discovery``)
-    specs : the specs, each name once
+    """Method specs by name, in the order listed (``half``: the half's word in errors); iterating gives the names.
 
     Raises
     ------
@@ -49,7 +41,6 @@ class MethodTable(Generic[T]):
             self.specs[s.name] = s
 
     def names(self) -> list[str]:
-        """The method names, in the order listed."""
         return list(self.specs)
 
     def __contains__(self, name: object) -> bool:
@@ -62,12 +53,7 @@ class MethodTable(Generic[T]):
         return len(self.specs)
 
     def __getitem__(self, name: str) -> T:
-        """The spec called ``name``.
-
-        Raises
-        ------
-        ConfigError on an unknown name; the message lists the known ones.
-        """
+        """The spec called ``name``; ConfigError naming the known methods when there is none."""
         if name not in self.specs:
             raise ConfigError(f"unknown {self.half} method {name!r}; choose from: {', '.join(self.specs)}")
         return self.specs[name]

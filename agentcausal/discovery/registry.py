@@ -1,4 +1,4 @@
-"""Discovery methods by name: one dispatch table, checked up front, and the settings each method runs with.
+"""Discovery methods by name: one explicit table of typed specs, checked up front, and the settings each runs with.
 
 ==================  ===========================================================
 method              what runs
@@ -17,6 +17,7 @@ method              what runs
 ``ils_csl``         hill climbing with iterative LLM edge supervision (Ban et al., arXiv:2311.11689)
 ``m@names``         LLM method ``m`` with neutral variable ids (memorisation control,
 ``m@all``           :mod:`agentcausal.discovery.data.anonymise`); ``m@all`` also drops the metadata
+``m (rounds r)``    MAC method ``m`` with ``r`` debate rounds (the rounds sweep, §4.3, Fig. 4)
 ==================  ===========================================================
 
 :data:`METHODS` lists every method's :class:`DiscoverySpec` (its handler and family flags);
