@@ -42,13 +42,7 @@ def method_names() -> list[str]:
 
 
 def get_method(name: str) -> MethodSpec[Any]:
-    """The method called ``name``.
-
-    Raises
-    ------
-    ConfigError
-        If no such method exists; the message lists the valid names.
-    """
+    """The method called ``name``; ConfigError naming the valid ones when there is none."""
     return METHODS[name]
 
 
@@ -125,13 +119,12 @@ def resolve_methods(
     for name in dict.fromkeys(methods):
         spec = get_method(name)
         values = dict(settings.get(name, {}))
-        has_truth = "with_ground_truth" in spec.settings_model.model_fields
         if with_ground_truth is False and spec.needs_labels:
             raise ConfigError(f"method {name} cannot run without ground truth (drop --no-ground-truth or the method)")
-        if with_ground_truth is not None and has_truth:
+        if spec.needs_labels:
+            values.pop("with_ground_truth", None)
+        elif with_ground_truth is not None:
             values["with_ground_truth"] = with_ground_truth
-        if "with_ground_truth" in values and not has_truth:
-            values.pop("with_ground_truth")
         out[name] = resolve(spec.settings_model, spec.presets, preset, values, name=name).model_dump(mode="json")
     return out
 

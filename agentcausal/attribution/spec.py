@@ -1,10 +1,5 @@
-"""What an attribution method is: a typed spec (:class:`MethodSpec`), and the usage item it books calls under.
-
-A method is a plain function ``run(trace, gateway, settings) -> Attribution`` plus a frozen pydantic
-settings model and a prompt version; each method module defines its spec, and
-:data:`agentcausal.attribution.registry.METHODS` lists them. The settings and the prompt version enter
-every cache key and are stored with every result.
-"""
+"""What an attribution method is (:class:`MethodSpec`, defined by each method module and listed in
+:data:`agentcausal.attribution.registry.METHODS`), and the usage item it books its calls under."""
 
 from __future__ import annotations
 
@@ -25,7 +20,8 @@ S = TypeVar("S", bound=BaseModel)
 
 @dataclass(frozen=True)
 class MethodSpec(Generic[S]):
-    """One attribution method.
+    """One attribution method: a plain function, a frozen settings model and a prompt version (the settings
+    and the prompt version enter every cache key and are stored with every result).
 
     Attributes
     ----------
