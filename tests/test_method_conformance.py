@@ -45,7 +45,7 @@ from agentcausal.discovery.jobs import DISCOVERY
 from agentcausal.discovery.mac.prompts import PROMPT_VERSIONS
 from agentcausal.discovery.mac.settings import MACSettings
 from agentcausal.discovery.plan import plan_discovery
-from agentcausal.discovery.registry import LLM_METHODS, METHODS, STATISTICAL_METHODS, method_stages, resolve_methods
+from agentcausal.discovery.registry import METHODS, method_stages, resolve_methods
 from agentcausal.exceptions import AgentCausalError
 from agentcausal.records import RunRecord
 from agentcausal.runs.engine import RunEngine, run_chunk
@@ -60,6 +60,8 @@ from agentcausal_fakes.responders import BenchResponder
 
 ATTRIBUTION_METHODS = method_names()
 DISCOVERY_METHODS = list(METHODS)
+LLM_METHODS = [m for m in METHODS if METHODS[m].llm]
+STATISTICAL_METHODS = [m for m in METHODS if not METHODS[m].llm]
 CASES = [("attribute", m) for m in ATTRIBUTION_METHODS] + [("discover", m) for m in DISCOVERY_METHODS]
 LLM_CASES = [c for c in CASES if c[0] == "attribute" or c[1] in LLM_METHODS]
 IDS = [f"{h}:{m}" for h, m in CASES]
@@ -198,7 +200,7 @@ def _offered(verb: str) -> set[str]:
 def test_the_parsers_offer_exactly_the_registered_methods():
     assert _offered("attribute") == set(ATTRIBUTION_METHODS)
     assert _offered("discover") == set(DISCOVERY_METHODS) | {"statistical"}
-    assert resolve_methods(["statistical"]) == list(STATISTICAL_METHODS)
+    assert [v.name for v in resolve_methods(["statistical"])] == STATISTICAL_METHODS
     assert set(LLM_METHODS) | set(STATISTICAL_METHODS) == set(DISCOVERY_METHODS)
     declared = {*INVALID_REPLY_FALLBACK, *RUN_FAILURE_FALLBACK, *((h, m) for h, m, _ in KEY_EXEMPT if m != "*")}
     assert declared <= set(CASES), f"exemptions name methods no registry holds: {declared - set(CASES)}"

@@ -66,7 +66,7 @@ from agentcausal.attribution.baseline_prompts import (
 from agentcausal.attribution.baseline_settings import BASELINE_STAGE, BaselineSettings, baseline_tokens, trace_budget
 from agentcausal.attribution.candidates import single_answer
 from agentcausal.attribution.evidence import ask_evidence, evidence_fields, with_evidence
-from agentcausal.attribution.registry import MethodSpec, register, usage_item
+from agentcausal.attribution.spec import MethodSpec, usage_item
 from agentcausal.llm import Gateway
 from agentcausal.traces.model import Attribution, CorrectedAction, Trace
 from agentcausal.traces.render import render_steps_info
@@ -297,13 +297,11 @@ def run(trace: Trace, gw: Gateway, settings: A2PSettings) -> Attribution:
     )
 
 
-SPEC = register(
-    MethodSpec(
-        name=NAME,
-        run=run,
-        settings_model=A2PSettings,
-        prompt_version=PROMPT_VERSION,
-        stages=(BASELINE_STAGE,),
-        presets=PRESETS,
-    )
+SPEC = MethodSpec(
+    name=NAME,
+    run=run,
+    settings_model=A2PSettings,
+    prompt_version=PROMPT_VERSION,
+    stages=(BASELINE_STAGE,),
+    presets=PRESETS,
 )

@@ -84,7 +84,7 @@ from agentcausal.attribution.baseline_settings import (
 )
 from agentcausal.attribution.candidates import single_answer
 from agentcausal.attribution.evidence import ask_evidence, evidence_fields, with_evidence
-from agentcausal.attribution.registry import MethodSpec, register, usage_item
+from agentcausal.attribution.spec import MethodSpec, usage_item
 from agentcausal.llm import Gateway
 from agentcausal.traces.model import Attribution, Trace, normalise_agent
 from agentcausal.traces.render import render_conversation, render_steps_info
@@ -352,13 +352,11 @@ def run(trace: Trace, gw: Gateway, settings: AllAtOnceSettings) -> Attribution:
     )
 
 
-SPEC = register(
-    MethodSpec(
-        name=NAME,
-        run=run,
-        settings_model=AllAtOnceSettings,
-        prompt_version=PROMPT_VERSION,
-        stages=(BASELINE_STAGE,),
-        presets=PRESETS,
-    )
+SPEC = MethodSpec(
+    name=NAME,
+    run=run,
+    settings_model=AllAtOnceSettings,
+    prompt_version=PROMPT_VERSION,
+    stages=(BASELINE_STAGE,),
+    presets=PRESETS,
 )

@@ -74,7 +74,7 @@ from agentcausal.attribution.baseline_settings import (
     trace_budget,
 )
 from agentcausal.attribution.candidates import single_answer
-from agentcausal.attribution.registry import MethodSpec, register, usage_item
+from agentcausal.attribution.spec import MethodSpec, usage_item
 from agentcausal.exceptions import StructuredOutputError
 from agentcausal.llm import Gateway
 from agentcausal.traces.model import Attribution, Trace
@@ -338,13 +338,11 @@ def run(trace: Trace, gw: Gateway, settings: BinarySearchSettings) -> Attributio
     )
 
 
-SPEC = register(
-    MethodSpec(
-        name=NAME,
-        run=run,
-        settings_model=BinarySearchSettings,
-        prompt_version=PROMPT_VERSION,
-        stages=(BASELINE_STAGE,),
-        presets=PRESETS,
-    )
+SPEC = MethodSpec(
+    name=NAME,
+    run=run,
+    settings_model=BinarySearchSettings,
+    prompt_version=PROMPT_VERSION,
+    stages=(BASELINE_STAGE,),
+    presets=PRESETS,
 )

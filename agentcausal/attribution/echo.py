@@ -96,7 +96,7 @@ from agentcausal.attribution.echo_consensus import Vote, consensus
 from agentcausal.attribution.echo_context import global_view, hierarchical_view
 from agentcausal.attribution.echo_settings import ANALYSTS, PRESETS, AnalystName, EchoSettings
 from agentcausal.attribution.evidence import evidence_fields
-from agentcausal.attribution.registry import MethodSpec, register, usage_item
+from agentcausal.attribution.spec import MethodSpec, usage_item
 from agentcausal.llm import Gateway
 from agentcausal.traces.model import Attribution, Trace
 from agentcausal.traces.render import escape_data, render_steps_info
@@ -445,13 +445,11 @@ def run(trace: Trace, gw: Gateway, settings: EchoSettings) -> Attribution:
     )
 
 
-SPEC = register(
-    MethodSpec(
-        name=NAME,
-        run=run,
-        settings_model=EchoSettings,
-        prompt_version=PROMPT_VERSION,
-        stages=(BASELINE_STAGE,),
-        presets=PRESETS,
-    )
+SPEC = MethodSpec(
+    name=NAME,
+    run=run,
+    settings_model=EchoSettings,
+    prompt_version=PROMPT_VERSION,
+    stages=(BASELINE_STAGE,),
+    presets=PRESETS,
 )

@@ -16,14 +16,15 @@ marks and whitespace are ignored.
 
 ECHO's analysts give evidence without any extra field (its panel reply has one);
 it goes through the same check. ``attribute --evidence`` turns ``quote_evidence`` on
-for every method of the run that has the setting (:func:`evidence_sets`).
+for every method of the run that has the setting
+(:func:`agentcausal.attribution.registry.evidence_sets`).
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel, Field, create_model
@@ -40,7 +41,6 @@ __all__ = [
     "ask_evidence",
     "check_evidence",
     "evidence_fields",
-    "evidence_sets",
 ]
 
 #: a reply model
@@ -180,37 +180,3 @@ def evidence_fields(quote: str | None, steps: Sequence[Any], step: int | None, *
         return {"evidence": None, "evidence_note": "no blamed step to quote"}
     chk = check_evidence(quote, steps[step].content, step)
     return {"evidence": chk.evidence, "evidence_note": chk.note}
-
-
-def evidence_sets(methods: Sequence[str], sets: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """``--set`` values with ``quote_evidence`` on for every method that has the setting (``attribute --evidence``).
-
-    A value given with ``--set METHOD.quote_evidence=…`` is kept. Methods without the setting are left as they
-    are: ECHO quotes without it (its panel's reply has the field), Binary-Search names a half, never a step.
-
-    Parameters
-    ----------
-    methods : the run's method names
-    sets : method -> field -> value (``--set``; not changed)
-
-    Returns
-    -------
-    dict, a copy of ``sets`` with ``quote_evidence=True`` added where the method's settings have the field.
-
-    Raises
-    ------
-    ConfigError
-        If a method is unknown.
-
-    Examples
-    --------
-    >>> evidence_sets(["all_at_once", "binary_search"], {"all_at_once": {"max_tokens": 200}})
-    {'all_at_once': {'max_tokens': 200, 'quote_evidence': True}}
-    """
-    from agentcausal.attribution.registry import get_method  # the registry imports the methods, which import this
-
-    out = {m: dict(v) for m, v in sets.items()}
-    for m in methods:
-        if "quote_evidence" in get_method(m).settings_model.model_fields:
-            out.setdefault(m, {}).setdefault("quote_evidence", True)
-    return out

@@ -1,125 +1,49 @@
-"""Attribution methods by name: one dispatch table, checked up front, and the resolution of their settings.
+"""Attribution methods by name: one explicit table (:data:`METHODS`), checked up front, and their settings.
 
-A method is a plain function ``run(trace, gateway, settings) -> Attribution``
-plus a frozen pydantic settings model and a prompt version. The settings and
-the prompt version enter every cache key and are stored with every result.
-
-* :func:`get_method`, :func:`method_names`: the table;
-* :func:`resolve_methods`, :func:`method_settings`: names and settings checked up front, presets applied;
-* :func:`usage_item`: the usage-ledger item a method books its calls under (``"<trace id>::<method>"``),
-  so two methods running at once on one trace in one process do not mix their token counts.
-
-Modules register their method at import; :func:`get_method` imports the known
-modules on first use, so ``get_method("dcfa")`` works without importing DCFA
-by hand.
+* :data:`METHODS`, :func:`get_method`, :func:`method_names`: the table, each method module's spec
+  (:class:`~agentcausal.attribution.spec.MethodSpec`) imported explicitly;
+* :func:`resolve_methods`, :func:`method_settings`: names and settings checked up front, presets applied.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pydantic import BaseModel
 
+from agentcausal.attribution import a2p, all_at_once, binary_search, dcfa, echo, step_by_step
+from agentcausal.attribution.spec import MethodSpec, usage_item
 from agentcausal.exceptions import ConfigError
-from agentcausal.llm import Gateway
+from agentcausal.methods import MethodTable
 from agentcausal.settings import resolve
-from agentcausal.traces.model import Attribution, Trace
 
 __all__ = [
     "MethodSpec",
-    "register",
+    "METHODS",
     "get_method",
     "method_names",
-    "KNOWN_MODULES",
     "usage_item",
     "method_settings",
     "resolve_methods",
+    "evidence_sets",
 ]
 
-#: modules that define methods; imported lazily by get_method / method_names
-KNOWN_MODULES = [
-    "agentcausal.attribution.all_at_once",
-    "agentcausal.attribution.step_by_step",
-    "agentcausal.attribution.binary_search",
-    "agentcausal.attribution.dcfa",
-    "agentcausal.attribution.a2p",
-    "agentcausal.attribution.echo",
-]
-
-_REGISTRY: dict[str, "MethodSpec[Any]"] = {}
-
-#: a method's settings model
-S = TypeVar("S", bound=BaseModel)
-
-
-@dataclass(frozen=True)
-class MethodSpec(Generic[S]):
-    """One attribution method.
-
-    Attributes
-    ----------
-    name : str, the CLI and results name (``all_at_once``, ``dcfa`` ...)
-    run : callable (trace, gateway, settings) -> Attribution; must not raise for a
-        method-level failure it can describe (it may raise AgentCausalError)
-    settings_model : frozen pydantic model class with defaults for every field
-    prompt_version : str
-    stages : tuple of stage names the method calls (for routing checks and reports)
-    presets : mapping preset name -> settings field values (the settings module's ``PRESETS``;
-        :mod:`agentcausal.settings`); empty = every preset is the model defaults
-    """
-
-    name: str
-    run: Callable[[Trace, Gateway, S], Attribution]
-    settings_model: type[S]
-    prompt_version: str
-    stages: tuple[str, ...]
-    presets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-
-
-def register(spec: MethodSpec[S]) -> MethodSpec[S]:
-    _REGISTRY[spec.name] = spec
-    return spec
-
-
-def _load_all() -> None:
-    for mod in KNOWN_MODULES:
-        try:
-            importlib.import_module(mod)
-        except ModuleNotFoundError as exc:
-            if exc.name != mod:
-                raise
+#: every attribution method, in the order ``attribute --help`` lists them
+METHODS: MethodTable[MethodSpec[Any]] = MethodTable(
+    "attribution",
+    (all_at_once.SPEC, step_by_step.SPEC, binary_search.SPEC, dcfa.DCFA, dcfa.DCFA_GCA_ONLY, a2p.SPEC, echo.SPEC),
+)
 
 
 def method_names() -> list[str]:
-    """Names of all registered methods, sorted."""
-    _load_all()
-    return sorted(_REGISTRY)
+    """Names of all attribution methods, sorted."""
+    return sorted(METHODS.names())
 
 
 def get_method(name: str) -> MethodSpec[Any]:
-    """The method called ``name``.
-
-    Raises
-    ------
-    ConfigError
-        If no such method exists; the message lists the valid names.
-    """
-    _load_all()
-    if name not in _REGISTRY:
-        raise ConfigError(f"unknown attribution method {name!r}; choose from: {', '.join(sorted(_REGISTRY))}")
-    return _REGISTRY[name]
-
-
-def usage_item(trace_id: str, method: str) -> str:
-    """Usage-ledger item key of one (trace, method) run: ``"<trace_id>::<method>"``.
-
-    >>> usage_item("Hand-Crafted/20", "all_at_once")
-    'Hand-Crafted/20::all_at_once'
-    """
-    return f"{trace_id}::{method}"
+    """The method called ``name``; ConfigError naming the valid ones when there is none."""
+    return METHODS[name]
 
 
 def method_settings(
@@ -195,12 +119,43 @@ def resolve_methods(
     for name in dict.fromkeys(methods):
         spec = get_method(name)
         values = dict(settings.get(name, {}))
-        has_truth = "with_ground_truth" in spec.settings_model.model_fields
-        if with_ground_truth is False and not has_truth:
+        if with_ground_truth is False and spec.needs_labels:
             raise ConfigError(f"method {name} cannot run without ground truth (drop --no-ground-truth or the method)")
-        if with_ground_truth is not None and has_truth:
+        if spec.needs_labels:
+            values.pop("with_ground_truth", None)
+        elif with_ground_truth is not None:
             values["with_ground_truth"] = with_ground_truth
-        if "with_ground_truth" in values and not has_truth:
-            values.pop("with_ground_truth")
         out[name] = resolve(spec.settings_model, spec.presets, preset, values, name=name).model_dump(mode="json")
+    return out
+
+
+def evidence_sets(methods: Sequence[str], sets: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``--set`` values with ``quote_evidence`` on for every method that has the setting (``attribute --evidence``).
+
+    A value given with ``--set METHOD.quote_evidence=…`` is kept. Methods without the setting are left as they
+    are: ECHO quotes without it (its panel's reply has the field), Binary-Search names a half, never a step.
+
+    Parameters
+    ----------
+    methods : the run's method names
+    sets : method -> field -> value (``--set``; not changed)
+
+    Returns
+    -------
+    dict, a copy of ``sets`` with ``quote_evidence=True`` added where the method's settings have the field.
+
+    Raises
+    ------
+    ConfigError
+        If a method is unknown.
+
+    Examples
+    --------
+    >>> evidence_sets(["all_at_once", "binary_search"], {"all_at_once": {"max_tokens": 200}})
+    {'all_at_once': {'max_tokens': 200, 'quote_evidence': True}}
+    """
+    out = {m: dict(v) for m, v in sets.items()}
+    for m in methods:
+        if "quote_evidence" in get_method(m).settings_model.model_fields:
+            out.setdefault(m, {}).setdefault("quote_evidence", True)
     return out

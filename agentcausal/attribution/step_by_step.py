@@ -88,7 +88,7 @@ from agentcausal.attribution.baseline_settings import (
 )
 from agentcausal.attribution.candidates import single_answer
 from agentcausal.attribution.evidence import ask_evidence, evidence_fields, with_evidence
-from agentcausal.attribution.registry import MethodSpec, register, usage_item
+from agentcausal.attribution.spec import MethodSpec, usage_item
 from agentcausal.exceptions import StructuredOutputError
 from agentcausal.llm import Gateway
 from agentcausal.traces.model import Attribution, Trace
@@ -390,13 +390,11 @@ def run(trace: Trace, gw: Gateway, settings: StepByStepSettings) -> Attribution:
     )
 
 
-SPEC = register(
-    MethodSpec(
-        name=NAME,
-        run=run,
-        settings_model=StepByStepSettings,
-        prompt_version=PROMPT_VERSION,
-        stages=(BASELINE_STAGE,),
-        presets=PRESETS,
-    )
+SPEC = MethodSpec(
+    name=NAME,
+    run=run,
+    settings_model=StepByStepSettings,
+    prompt_version=PROMPT_VERSION,
+    stages=(BASELINE_STAGE,),
+    presets=PRESETS,
 )

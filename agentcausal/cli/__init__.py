@@ -1,6 +1,7 @@
 """The ``agentcausal`` command line: one entry point, one module per verb.
 
-Each verb module in this package defines ``register(subparsers)``. Verbs that
+Each verb module in this package defines ``register(subparsers)``; :func:`build_parser` imports each
+explicitly, in the order ``agentcausal --help`` lists them. Verbs that
 run a pipeline import ``flows`` lazily inside their handler: the CLI is the one
 library module that reaches up to the Prefect layer, and only when run.
 """
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import logging
 import os
 import sys
@@ -22,20 +22,6 @@ from agentcausal.runs import stop
 
 __all__ = ["main", "build_parser", "console_logging", "quiet_task_failures"]
 
-VERB_MODULES = [
-    "attribute",
-    "discover",
-    "demo",
-    "data",
-    "serve",
-    "compare",
-    "import_traces",
-    "annotate",
-    "show",
-    "tables",
-    "cache",
-]
-
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -47,14 +33,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"agentcausal {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
-    for name in VERB_MODULES:
-        try:
-            mod = importlib.import_module(f"agentcausal.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"agentcausal.cli.{name}":
-                continue
-            raise
-        mod.register(sub)
+    from agentcausal.cli import (
+        annotate,
+        attribute,
+        cache,
+        compare,
+        data,
+        demo,
+        discover,
+        import_traces,
+        serve,
+        show,
+        tables,
+    )
+
+    for verb in (attribute, discover, demo, data, serve, compare, import_traces, annotate, show, tables, cache):
+        verb.register(sub)
     for verb_parser in sub.choices.values():  # -v after the verb too; SUPPRESS keeps a -v given before it
         verb_parser.add_argument(
             "-v",

@@ -220,7 +220,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     methods = list(dict.fromkeys(args.methods or ["all_at_once"]))
     sets = parse_bool_sets(parse_sets(args.sets))
     if args.evidence:  # quote_evidence on for every method that has it (in the cache key as the setting is)
-        from agentcausal.attribution.evidence import evidence_sets  # start-up cost (see above)
+        from agentcausal.attribution.registry import evidence_sets  # start-up cost (see above)
 
         sets = evidence_sets(methods, sets)
     if args.limit is not None and args.limit < 1:

@@ -223,12 +223,10 @@ def build_config(args: argparse.Namespace, preset: str | None = None):
     from agentcausal.discovery.llm import ils_csl, llm_scd, react
     from agentcausal.discovery.mac import settings as mac_settings
     from agentcausal.discovery.mac.executor import resolve_executor
+    from agentcausal.discovery.registry import METHODS, resolve_methods
 
-    # only MAC, mac_single and dcm_only run an executor: refuse or say "fallback" only for them
-    uses_dcm = any(
-        m.lower().replace("-", "_").partition("@")[0] in ("mac", "mac_single", "dcm_only")
-        for m in (getattr(args, "methods", None) or ["mac"])
-    )
+    # only the methods that run DCM run an executor: refuse or say "fallback" only for them
+    uses_dcm = any(METHODS[v.base].runs_dcm for v in resolve_methods(getattr(args, "methods", None) or ["mac"]))
     values = preset_values(getattr(mac_settings, "PRESETS", {}), preset) if preset else {}
     # --executor given, else the preset's (small: typed), else auto
     requested = getattr(args, "executor", None) or values.get("executor", "auto")
@@ -290,8 +288,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
     from agentcausal.discovery.outcome import DiscoveryOutcome
     from agentcausal.discovery.plan import discover_plan
     from agentcausal.discovery.previews import discover_previews
-    from agentcausal.discovery.registry import method_stages, resolve_methods, with_anonymise
-    from agentcausal.discovery.rounds import expand_rounds
+    from agentcausal.discovery.registry import expand_rounds, method_stages, resolve_methods, with_anonymise
     from agentcausal.llm.preview import render_previews
     from agentcausal.runs.plan import write_plan
 
@@ -373,7 +370,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
     }  # rows left out for missing values
     run_discover(
         datasets,
-        methods,
+        [m.name for m in methods],  # the flow's parameter: the display names
         seeds=args.seeds,
         n=args.n,
         settings=settings,

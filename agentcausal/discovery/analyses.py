@@ -8,7 +8,7 @@ an :class:`~agentcausal.discovery.scope.Analysis`; the rankings are :mod:`agentc
 * :func:`cost_multiples` (§4.4, Fig. 5): each LLM method's mean tokens and dollars per run as a
   multiple of the paper's reference baselines' (:data:`COST_REFERENCES`: the four LLM baselines, the
   paper's "16× to 25× more tokens than standard baselines"; zero-shot first). Each method's calls read
-  only its own cached replies (:func:`agentcausal.discovery.registry.cache_namespace`), so an
+  only its own cached replies (:func:`agentcausal.discovery.registry.method_handler`), so an
   ablation's cost is that of a run of it alone.
 * :func:`paper_analyses`: all of them (rankings included) on the paper's scope, in one dict.
 
@@ -27,8 +27,8 @@ import pandas as pd
 
 from agentcausal.discovery.graphs.metrics import SHD_CONVENTION
 from agentcausal.discovery.ranks import first_places, mean_ranks, variant_ranks, win_tie_loss
-from agentcausal.discovery.rounds import split_rounds
 from agentcausal.discovery.scope import Analysis, paper_scope, sample_size
+from agentcausal.discovery.variants import MethodVariant
 
 __all__ = [
     "ROUNDS_METRICS",
@@ -74,11 +74,11 @@ def rounds_curve(df: pd.DataFrame, metrics: Sequence[str] = ROUNDS_METRICS) -> A
     >>> rounds_curve(df).table[["method", "rounds", "shd"]].values.tolist()
     [['mac', 1, 2.0], ['mac', 2, 1.0]]
     """
-    split = [split_rounds(str(m)) for m in df["method"]] if not df.empty else []
+    split = [MethodVariant.parse(str(m)) for m in df["method"]] if not df.empty else []
     d = (
         df.assign(
-            base=pd.Series([b for b, _ in split], index=df.index),
-            rounds=pd.Series([r for _, r in split], index=df.index),
+            base=pd.Series([v.with_rounds(None).name for v in split], index=df.index),
+            rounds=pd.Series([v.rounds for v in split], index=df.index),
         )
         if len(split)
         else df
@@ -162,7 +162,7 @@ def cost_multiples(
     paper's reference baselines' (§4.4: "16× to 25× more tokens than standard baselines").
 
     Each method's calls read only the replies it cached itself
-    (:func:`agentcausal.discovery.registry.cache_namespace`), so in one run with ``mac`` and its
+    (:func:`agentcausal.discovery.registry.method_handler`), so in one run with ``mac`` and its
     ablations each one's tokens are those of a run of it alone.
 
     Parameters

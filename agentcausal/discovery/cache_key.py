@@ -9,7 +9,7 @@ from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.data.dataset_model import Dataset
 from agentcausal.discovery.data.datasets import metadata_text
 from agentcausal.discovery.mac.prompts import PROMPT_VERSIONS
-from agentcausal.discovery.registry import cache_namespace, llm_temperature, method_handler, method_stages
+from agentcausal.discovery.registry import MethodVariant, llm_temperature, method_handler, method_stages, variant
 from agentcausal.exceptions import AgentCausalError
 from agentcausal.llm import Gateway
 
@@ -17,18 +17,18 @@ __all__ = ["discovery_key"]
 
 
 def discovery_key(
-    ds: Dataset, method: str, config: DiscoveryConfig, gw: Gateway | None = None, *, seed: int = 0
+    ds: Dataset, method: str | MethodVariant, config: DiscoveryConfig, gw: Gateway | None = None, *, seed: int = 0
 ) -> str:
     """Cache key of one outcome: what determines it and nothing else.
 
     sha256 of (``joblib.hash`` of the data array, column names and data type;
-    dataset name and the run seed; method; the config, its executor resolved
+    dataset name and the run seed; the method's display name; the config, its executor resolved
     (never ``auto``); for LLM methods the sampling temperature the run uses
     when it is not the profile's (:func:`llm_temperature`), the metadata and
     its prompt text (variable descriptions enter MAC's prompts), the prompt
     version and each stage's routing identity: ``profile:model``, context
     window, endpoint and dialect, :meth:`~agentcausal.llm.gateway.Gateway.stage_identity`), and the
-    reply-cache namespace its calls use (:func:`~agentcausal.discovery.registry.cache_namespace`). Statistical
+    reply-cache namespace its calls use (the display name, :func:`~agentcausal.discovery.registry.method_handler`). Statistical
     methods ignore the LLM parts. The true graph is not in the key: the
     outcome is scored outside the cached step, against the current truth.
 
@@ -36,8 +36,9 @@ def discovery_key(
     ------
     ConfigError on an unknown method.
     """
-    config = method_handler(method, config)[1]  # an unknown method: ConfigError; the executor here, never "auto"
-    stages = method_stages(method, config)
+    v = variant(method)  # an unknown method: ConfigError
+    config = method_handler(v, config)[1]  # the executor here, never "auto"
+    stages = method_stages(v, config)
     models = {}
     for s in stages:
         try:
@@ -49,16 +50,16 @@ def discovery_key(
             "data": ds.content_hash(),
             "dataset": ds.name,
             "seed": seed,
-            "method": method,
+            "method": v.name,
             "config": config.model_dump(mode="json", exclude={"executor_fallback", "samples"})
             if stages
             else {"timeout": config.algorithm_timeout_s},
-            **({"temperature": t} if (t := llm_temperature(method, config)) is not None else {}),
+            **({"temperature": t} if (t := llm_temperature(v, config)) is not None else {}),
             "prompt_version": PROMPT_VERSIONS[config.mac.prompts] if stages else "",
             "models": models,
             "metadata": [ds.metadata.model_dump(mode="json"), metadata_text(ds)] if stages else None,
             # the reply-cache namespace its calls read (its own): the record's usage is its own calls'
-            **({"reply_cache": cache_namespace(method)} if stages else {}),
+            **({"reply_cache": v.name} if stages else {}),
         },
         sort_keys=True,
         default=str,

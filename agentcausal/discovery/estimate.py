@@ -32,8 +32,7 @@ from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.data.dataset_model import Dataset
 from agentcausal.discovery.data.datasets import load_spec, metadata_text
 from agentcausal.discovery.mac.preview import mac_method_previews
-from agentcausal.discovery.registry import STATISTICAL_METHODS, mac_settings, split_method
-from agentcausal.discovery.rounds import apply_rounds
+from agentcausal.discovery.registry import METHODS, MethodVariant, mac_settings, variant
 from agentcausal.runs.estimate import CallPattern, Estimator, tokens_of
 from agentcausal.runs.plan import PlanItem
 
@@ -74,10 +73,9 @@ def _debate(previews: Sequence[Any], prefix: str, settings: Any, reply: int) -> 
     return out
 
 
-def _mac(method: str, ds: Dataset, config: DiscoveryConfig, seed: int) -> list[CallPattern]:
-    base, _ = split_method(method)
-    settings = mac_settings(base, apply_rounds(method, config)[1])
-    previews = mac_method_previews(method, ds, settings, seed=seed, executor=settings.executor)
+def _mac(v: MethodVariant, ds: Dataset, config: DiscoveryConfig, seed: int) -> list[CallPattern]:
+    settings = mac_settings(v, config)
+    previews = mac_method_previews(v.name, ds, settings, seed=seed, executor=settings.executor)
     graph_reply = REPLY_TOKENS["graph_per_variable"] * ds.d
     out = _debate(previews, "DCM algorithm debate", settings, REPLY_TOKENS["algorithm"])
     mdm = _debate(previews, "MDM graph debate", settings, graph_reply)
@@ -109,7 +107,9 @@ def _meta(ds: Dataset) -> int:
     return tokens_of([{"content": metadata_text(ds)}]) + 150  # the baselines' instructions around it
 
 
-def discovery_calls(method: str, ds: Dataset, config: DiscoveryConfig, *, seed: int = 0) -> list[CallPattern]:
+def discovery_calls(
+    method: str | MethodVariant, ds: Dataset, config: DiscoveryConfig, *, seed: int = 0
+) -> list[CallPattern]:
     """One dataset's calls of ``method`` for one seed and repeat (see the module docstring).
 
     Raises
@@ -117,12 +117,12 @@ def discovery_calls(method: str, ds: Dataset, config: DiscoveryConfig, *, seed: 
     ConfigError
         On an unknown method.
     """
-    base, _ = split_method(method)
-    d = ds.d
-    if base in STATISTICAL_METHODS:
+    v = variant(method)
+    base, d = v.base, ds.d
+    if not METHODS[base].llm:
         return []
-    if base in ("mac", "mac_single", "dcm_only", "mdm_only"):
-        return _mac(method, ds, config, seed)
+    if METHODS[base].family == "mac":
+        return _mac(v, ds, config, seed)
     meta = _meta(ds)
     if base == "llm_zero_shot":
         return [CallPattern(_BASELINE, "zero-shot graph", 1, 1, meta, REPLY_TOKENS["graph_per_variable"] * d)]
@@ -150,7 +150,7 @@ _HOW = {
 
 def estimate_discovery(
     items: Sequence[PlanItem],
-    methods: Sequence[str],
+    methods: Sequence[MethodVariant],
     config: DiscoveryConfig,
     profiles: Any,
     *,
@@ -172,20 +172,20 @@ def estimate_discovery(
     for item in items:
         ds: Dataset | None = None
         for m in methods:
-            base, _ = split_method(m)
-            if base in STATISTICAL_METHODS:
-                stat.add(m, [], note="no LLM call")
+            spec = METHODS[m.base]
+            if not spec.llm:
+                stat.add(m.name, [], note="no LLM call")
                 continue
             if wanted is not None and item.id not in wanted:
                 continue
-            note = _HOW.get(base, _HOW["mac"] if base in ("mac_single", "dcm_only", "mdm_only") else None)
+            note = _HOW.get(m.base, _HOW["mac"] if spec.family == "mac" else None)
             try:
                 if ds is None:
                     ds = (loaded or {}).get(item.spec or "") or load_spec(item.spec or item.path, n=n, seed=seeds[0])
                 calls = discovery_calls(m, ds, config, seed=seeds[0])
             except Exception as exc:  # an estimate never stops a run: the job is counted, not sized
                 calls, note = [], f"not estimated on {item.id} ({type(exc).__name__}: {str(exc)[:120]})"
-            est.add(m, calls, note=note)
+            est.add(m.name, calls, note=note)
     out = est.result()
     for m, r in stat.result()["methods"].items():
         out["methods"][m] = r

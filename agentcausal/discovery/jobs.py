@@ -29,8 +29,7 @@ from agentcausal.discovery.data.datasets import load_spec
 from agentcausal.discovery.evaluate import run_notes, score_run
 from agentcausal.discovery.mac.prompts import PROMPT_VERSIONS
 from agentcausal.discovery.outcome import DiscoveryOutcome, degradation, save_outcomes
-from agentcausal.discovery.registry import DCM_METHODS, LLM_METHODS, method_handler, method_stages
-from agentcausal.discovery.rounds import base_method
+from agentcausal.discovery.registry import METHODS, MethodVariant, method_handler, method_stages, variant
 from agentcausal.exceptions import AgentCausalError, ConfigError
 from agentcausal.llm import Gateway
 from agentcausal.records import RunRecord, failure_fields
@@ -54,7 +53,7 @@ def usage_item(dataset: str, seed: int, method: str) -> str:
 
 
 def run_discovery(
-    method: str,
+    method: str | MethodVariant,
     ds: Dataset,
     gw: Gateway | None = None,
     config: DiscoveryConfig = DiscoveryConfig(),
@@ -66,7 +65,8 @@ def run_discovery(
 
     Parameters
     ----------
-    method : one of :data:`METHODS`
+    method : a method variant, or its name (``mac``, ``pc``, ``mac@names (rounds 2)``; checked by
+        :func:`~agentcausal.discovery.registry.variant`)
     ds : Dataset
     gw : Gateway, required for LLM methods (None is fine for statistical ones)
     config : DiscoveryConfig
@@ -85,11 +85,12 @@ def run_discovery(
     AgentCausalError when ``raise_transient`` is set and the failure is not a content failure
     (EndpointUnreachableError, LLMCallError, an AlgorithmError timeout ...).
     """
-    handler, config = method_handler(method, config)  # an unknown method: ConfigError; "auto": the executor here
-    stages = method_stages(method, config)
+    v = variant(method)  # an unknown method: ConfigError
+    handler, config = method_handler(v, config)  # "auto": the executor here
+    stages = method_stages(v, config)
     if stages and gw is None:
-        raise ConfigError(f"method {method!r} calls an LLM; pass a gateway")
-    item = usage_item(ds.name, seed, method)
+        raise ConfigError(f"method {v.name!r} calls an LLM; pass a gateway")
+    item = usage_item(ds.name, seed, v.name)
     env = run_enveloped(
         lambda: handler(gw, ds, config, seed, item),
         gw=gw,
@@ -101,7 +102,7 @@ def run_discovery(
         dataset=ds.name,
         seed=seed,
         n=ds.n,
-        method=method,
+        method=v.name,
         true_graph=ds.true_graph,
         prompt_version=PROMPT_VERSIONS[config.mac.prompts] if stages else "",
         data_hash=ds.content_hash(),
@@ -109,9 +110,9 @@ def run_discovery(
     )
     if env.error is not None:
         return DiscoveryOutcome(**common, **failure_fields(env.error, max_chars=2000))
-    assert env.result is not None, f"{method} returned None"  # a method returns (graph, details) or raises
+    assert env.result is not None, f"{v.name} returned None"  # a method returns (graph, details) or raises
     graph, details = env.result
-    if config.executor_fallback and base_method(method) in DCM_METHODS:
+    if config.executor_fallback and METHODS[v.base].runs_dcm:
         details = {**details, "executor_fallback": config.executor_fallback}
     detail = degradation(details)
     return DiscoveryOutcome(
@@ -133,6 +134,11 @@ def _load(item: PlanItem, plan: Plan, seed: int) -> Dataset:
     """A dataset item, its file's sha256 checked first (:func:`agentcausal.runs.items.check_file_item`)."""
     check_file_item(item)
     return load_spec(item.spec or item.id, n=plan.n or 1000, seed=seed, name=item.id)
+
+
+def _llm(method: str) -> bool:
+    """True when the plan's method (a display name) calls an LLM."""
+    return METHODS[variant(method).base].llm
 
 
 class _DiscoverySink:
@@ -184,7 +190,7 @@ class DiscoveryHalf:
     def _methods(self, plan: Plan, item: PlanItem) -> Iterator[str]:
         llm_only = None if plan.llm_datasets is None else set(plan.llm_datasets)
         for m in plan.methods:
-            if base_method(m) not in LLM_METHODS or llm_only is None or item.id in llm_only:
+            if not _llm(m) or llm_only is None or item.id in llm_only:
                 yield m
 
     def job_counts(self, plan: Plan) -> dict[str, int]:
@@ -196,7 +202,7 @@ class DiscoveryHalf:
     def jobs(self, plan: Plan) -> Iterator[Job]:
         for item in plan.iter_items():  # dataset-major, methods in the order asked, then seed and repeat
             for m in self._methods(plan, item):
-                reps = range(plan.repeats) if base_method(m) in LLM_METHODS else (0,)
+                reps = range(plan.repeats) if _llm(m) else (0,)
                 for seed in plan.seeds or [0]:
                     for r in reps:
                         yield Job(item, m, seed=seed, repeat=r)
@@ -204,10 +210,7 @@ class DiscoveryHalf:
     def submission_order(self, plan: Plan) -> Iterator[Job]:
         """LLM methods first, so the long debates start while the statistical baselines run."""
         jobs = list(self.jobs(plan))
-        return iter(
-            [j for j in jobs if base_method(j.method) in LLM_METHODS]
-            + [j for j in jobs if base_method(j.method) not in LLM_METHODS]
-        )
+        return iter([j for j in jobs if _llm(j.method)] + [j for j in jobs if not _llm(j.method)])
 
     def keyer(self, plan: Plan, settings: RunSettings) -> Callable[[Job], str]:
         data: dict[tuple[str, int], Dataset] = {}

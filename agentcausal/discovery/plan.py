@@ -18,8 +18,7 @@ from agentcausal.discovery.data.dataset_model import Dataset
 from agentcausal.discovery.data.datasets import BENCHMARKS, data_dir, load_dataset, load_spec
 from agentcausal.discovery.data.user_data import unique_dataset_names
 from agentcausal.discovery.estimate import estimate_discovery
-from agentcausal.discovery.registry import DCM_METHODS, method_settings, method_stages, resolve_methods
-from agentcausal.discovery.rounds import base_method
+from agentcausal.discovery.registry import METHODS, MethodVariant, method_settings, method_stages, resolve_methods
 from agentcausal.runs.plan import (
     MethodPlan,
     Plan,
@@ -81,7 +80,7 @@ def _dataset_item(spec: str, n: int, name: str, loaded: Dataset | None = None) -
 
 def discover_plan(
     datasets: Sequence[str],
-    methods: Sequence[str],
+    methods: Sequence[MethodVariant],
     *,
     config: DiscoveryConfig,
     preset: str,
@@ -100,7 +99,8 @@ def discover_plan(
     Parameters
     ----------
     datasets : dataset names or paths (expanded)
-    methods : discovery method names (resolved)
+    methods : the method variants (:func:`~agentcausal.discovery.registry.resolve_methods`); the plan names
+        each by its display name
     config : DiscoveryConfig, stored in the plan as the run's config, its executor resolved and
         ``samples`` = seeds x repeats (above 1 the LLM methods sample at their ``sampling_temperature``)
     preset : str, the preset MAC's settings were resolved with
@@ -129,7 +129,7 @@ def discover_plan(
         stages = list(method_stages(m, config))
         all_stages += stages
         params = profile_params(profiles, stages)
-        mplans[m] = MethodPlan(
+        mplans[m.name] = MethodPlan(
             preset=preset,
             variant="default",
             settings=_with_temperature(method_settings(m, config), params),
@@ -188,7 +188,7 @@ def plan_discovery(
     names = resolve_methods(methods)
     if config.mac.executor == "auto":  # a Python caller's default (the CLI resolves and says it itself)
         config = config.resolved()
-        if config.executor_fallback and any(base_method(m) in DCM_METHODS for m in names):
+        if config.executor_fallback and any(METHODS[m.base].runs_dcm for m in names):
             print(config.executor_fallback)
     return discover_plan(
         list(datasets),

@@ -16,8 +16,7 @@ from agentcausal.discovery.data.anonymise import anonymise
 from agentcausal.discovery.data.dataset_model import Dataset
 from agentcausal.discovery.data.datasets import load_spec
 from agentcausal.discovery.mac.preview import mac_method_previews
-from agentcausal.discovery.registry import mac_settings, split_method
-from agentcausal.discovery.rounds import apply_rounds
+from agentcausal.discovery.registry import METHODS, MethodVariant, mac_settings
 from agentcausal.llm.preview import PromptPreview
 
 __all__ = ["discover_previews"]
@@ -25,7 +24,7 @@ __all__ = ["discover_previews"]
 
 def discover_previews(
     datasets: Sequence[str],
-    methods: Sequence[str],
+    methods: Sequence[MethodVariant],
     config: Any,
     *,
     n: int = 1000,
@@ -37,7 +36,7 @@ def discover_previews(
     Parameters
     ----------
     datasets : dataset specs (benchmark names or paths)
-    methods : method names of the run (rounds variants and ``@mode`` anonymised ones included)
+    methods : the run's method variants (rounds and anonymised ones included)
     config : DiscoveryConfig (its ``mac`` settings, resolved per method as the run resolves them)
     n, seed : rows and seed of a benchmark sample (the subset S is drawn with ``seed``)
     loaded : spec -> Dataset already read (user datasets)
@@ -55,13 +54,12 @@ def discover_previews(
     for spec in datasets:
         ds = (loaded or {}).get(spec) or load_spec(spec, n=n, seed=seed)
         for m in methods:
-            base, mode = split_method(m)
-            if base not in ("mac", "mac_single", "dcm_only", "mdm_only"):
+            if METHODS[m.base].family != "mac":
                 continue
-            shown = anonymise(ds, mode)[0] if mode != "none" else ds
-            settings = mac_settings(base, apply_rounds(m, config)[1])
+            shown = anonymise(ds, m.anonymise)[0] if m.anonymise != "none" else ds
+            settings = mac_settings(m, config)
             out += [
-                p._replace(method=f"{m} on {ds.name}")
-                for p in mac_method_previews(m, shown, settings, seed=seed, executor=settings.executor)
+                p._replace(method=f"{m.name} on {ds.name}")
+                for p in mac_method_previews(m.name, shown, settings, seed=seed, executor=settings.executor)
             ]
     return out

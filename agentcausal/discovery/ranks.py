@@ -34,7 +34,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from agentcausal.discovery.rounds import base_method
+from agentcausal.discovery.registry import MethodVariant
 from agentcausal.discovery.scope import (
     HIGHER_IS_BETTER,
     MAC_METHODS,
@@ -76,7 +76,7 @@ def _baselines(df: pd.DataFrame) -> list[str]:
 def _variants(df: pd.DataFrame) -> list[str]:
     """Every method ranked apart: ablations, rounds and anonymised variants of MAC and of its ablations."""
     methods = list(dict.fromkeys(df["method"])) if "method" in df and not df.empty else []
-    return [m for m in methods if base_method(m) in MAC_METHODS and m != "mac"]
+    return [m for m in methods if MethodVariant.parse(m).base in MAC_METHODS and m != "mac"]
 
 
 def _with_paper_shd(df: pd.DataFrame) -> tuple[pd.DataFrame, tuple[str, ...]]:
@@ -261,7 +261,7 @@ def first_places(df: pd.DataFrame, metrics: Sequence[str] = RANKED_METRICS) -> A
 
 
 def _is_mac(method: str) -> bool:
-    return base_method(method) == "mac"
+    return MethodVariant.parse(method).base == "mac"
 
 
 def win_tie_loss(df: pd.DataFrame, metrics: Sequence[str] = RANKED_METRICS) -> Analysis:

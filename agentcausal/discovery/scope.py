@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from agentcausal.discovery.rounds import base_method
+from agentcausal.discovery.registry import METHODS, MethodVariant
 
 __all__ = [
     "RANKED_METRICS",
@@ -51,9 +51,9 @@ RANKED_METRICS = ("shd2", "nhd", "f1")
 #: metrics where a larger value is better (the others: smaller is better)
 HIGHER_IS_BETTER = frozenset({"f1", "skeleton_f1", "precision", "recall"})
 #: methods that are MAC or one of its ablations (never a baseline of MAC)
-MAC_METHODS = ("mac", "mac_single", "dcm_only", "mdm_only")
+MAC_METHODS = tuple(m for m in METHODS.names() if METHODS[m].family == "mac")
 #: MAC's ablations (§4.3, §4.4): ranked apart from MAC and its baselines
-ABLATIONS = ("mac_single", "dcm_only", "mdm_only")
+ABLATIONS = MAC_METHODS[1:]
 #: the paper's nine baselines (§4.1): five statistical, four LLM-based
 PAPER_BASELINES = ("pc", "fci", "exact_search", "ges", "direct_lingam", "llm_zero_shot", "react", "llm_scd", "ils_csl")
 #: the paper's five datasets (§4.1, Table 2); with three metrics, its 15 evaluation points per backbone
@@ -119,7 +119,7 @@ def paper_methods(df: pd.DataFrame) -> list[str]:
     ['mac', 'pc']
     """
     methods = list(dict.fromkeys(df["method"])) if "method" in df and not df.empty else []
-    return [m for m in methods if m == "mac" or (m == base_method(m) and m not in MAC_METHODS and "@" not in m)]
+    return [m for m in methods if m == "mac" or (MethodVariant.parse(m) == MethodVariant(m) and m not in MAC_METHODS)]
 
 
 def paper_scope(df: pd.DataFrame) -> tuple[pd.DataFrame, str]:

@@ -26,8 +26,7 @@ import pandas as pd
 from agentcausal.discovery.evaluate import run_notes
 from agentcausal.discovery.graphs.metrics import METRIC_COLUMNS, METRICS_FOOTER, SHD_CONVENTION
 from agentcausal.discovery.outcome import DiscoveryOutcome, load_outcomes
-from agentcausal.discovery.registry import STATISTICAL_METHODS
-from agentcausal.discovery.rounds import base_method, file_stem
+from agentcausal.discovery.registry import METHODS, MethodVariant
 from agentcausal.report.discovery_analyses import analyses_report
 from agentcausal.report.discovery_graphs import (
     draw_graph_png,
@@ -85,9 +84,6 @@ def _debate_lines(o: DiscoveryOutcome) -> list[str]:
     return out
 
 
-_MAC_VARIANTS = ("mac", "mac_single", "dcm_only", "mdm_only", "llm_zero_shot")  # read config.mac
-
-
 def config_for_methods(config: Mapping[str, Any], methods: Sequence[str]) -> dict[str, Any]:
     """The part of a run's ``config`` (a dumped ``DiscoveryConfig``) that the given methods read.
 
@@ -105,12 +101,12 @@ def config_for_methods(config: Mapping[str, Any], methods: Sequence[str]) -> dic
     -------
     dict, the kept keys in the config's order.
     """
-    bases = {base_method(str(m)) for m in methods}  # "mac@names (rounds 2)" reads config.mac
-    keep = {"repeat"}
-    if bases & set(_MAC_VARIANTS):
+    bases = {MethodVariant.parse(str(m)).base for m in methods}  # "mac@names (rounds 2)" reads config.mac
+    specs = [METHODS[b] for b in bases if b in METHODS]
+    keep = {"repeat"} | {s.settings_field for s in specs if s.settings_field}
+    if any(s.reads_mac for s in specs):
         keep |= {"mac", "executor_fallback"}
-    keep |= bases & {"react", "llm_scd", "ils_csl"}
-    if bases & set(STATISTICAL_METHODS):
+    if any(not s.llm for s in specs):
         keep.add("algorithm_timeout_s")
     return {k: v for k, v in config.items() if k in keep and v not in ("", None)}
 
@@ -215,7 +211,7 @@ def markdown_report(
             continue
         lines += [f"### {ds} / {m} (seed {o.seed})", ""]
         lines += _debate_lines(o)
-        png = Path(graphs_dir) / f"{ds}__{file_stem(m)}.png"
+        png = Path(graphs_dir) / f"{ds}__{MethodVariant.parse(m).file_stem}.png"
         lines += [
             "",
             f"![{ds} {m}]({png.as_posix()})",
@@ -333,7 +329,7 @@ def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw:
                 draw_graph_png(
                     o.graph,
                     o.true_graph,
-                    run / "graphs" / f"{o.dataset}__{file_stem(o.method)}.png",
+                    run / "graphs" / f"{o.dataset}__{MethodVariant.parse(o.method).file_stem}.png",
                     title=f"{o.dataset} / {o.method} (seed {o.seed})",
                 )
     md = markdown_report(df, outcomes, meta, reversal_cost=reversal_cost)

@@ -11,7 +11,7 @@ from typing import Any
 
 from agentcausal.discovery.graphs.graph import CausalGraph, Mark
 from agentcausal.discovery.outcome import DiscoveryOutcome
-from agentcausal.discovery.rounds import file_stem
+from agentcausal.discovery.variants import MethodVariant
 from agentcausal.report.graph_files import edge_rows, write_graph_files
 from agentcausal.report.svg import SvgEdge, graph_layout, legend_html, render_svg
 
@@ -272,7 +272,9 @@ def write_graph_outputs(outcomes: Sequence[DiscoveryOutcome], run_dir: str | Pat
     truths: set[str] = set()
     for o in outcomes:
         if o.graph is not None:
-            out += write_graph_files(o.graph, g / f"{o.dataset}__{file_stem(o.method)}__seed{o.seed}")
+            out += write_graph_files(
+                o.graph, g / f"{o.dataset}__{MethodVariant.parse(o.method).file_stem}__seed{o.seed}"
+            )
         if o.true_graph is not None and o.dataset not in truths:
             truths.add(o.dataset)
             out += write_graph_files(o.true_graph, g / f"{o.dataset}__truth")

@@ -22,8 +22,7 @@ from typing import Any, cast
 import pandas as pd
 
 from agentcausal.discovery.graphs.metrics import METRIC_COLUMNS, METRICS_FOOTER, SHD_CONVENTION
-from agentcausal.discovery.registry import LLM_METHODS
-from agentcausal.discovery.rounds import base_method, rounds_variant, split_rounds
+from agentcausal.discovery.registry import METHODS, MethodVariant
 
 __all__ = [
     "summary_table",
@@ -43,7 +42,8 @@ def _identical_samples(g: pd.DataFrame) -> bool:
     because the samples are one answer repeated (the MAC paper's temperature 0), not because the method is
     stable."""
     ok = g[g["error"] == ""]
-    if len(ok) < 2 or base_method(str(g["method"].iloc[0])) not in LLM_METHODS:
+    base = MethodVariant.parse(str(g["method"].iloc[0])).base
+    if len(ok) < 2 or base not in METHODS or not METHODS[base].llm:
         return False
     temps = ok["temperature"] if "temperature" in ok else pd.Series([float("nan")] * len(ok))
     return ok["edges"].nunique() == 1 and bool(((temps.isna()) | (temps == 0)).all())
@@ -164,13 +164,10 @@ def memorisation_text(df: pd.DataFrame) -> str:
     -------
     str, fixed-width text; empty when no method was anonymised.
     """
-    if df.empty or not df["method"].str.contains("@").any():
+    variants = [MethodVariant.parse(str(m)) for m in df["method"]]  # "mac@names (rounds 2)": mac (rounds 2), names
+    if all(v.anonymise == "none" for v in variants):
         return ""
-    plain = [split_rounds(str(m)) for m in df["method"]]  # "mac@names (rounds 2)": mac (rounds 2), names
-    d = df.assign(
-        base=[b.partition("@")[0] if r is None else rounds_variant(b.partition("@")[0], r) for b, r in plain],
-        mode=[b.partition("@")[2] or "none" for b, _ in plain],
-    )
+    d = df.assign(base=[v.plain for v in variants], mode=[v.anonymise for v in variants])
     d = d[d["base"].isin(set(d.loc[d["mode"] != "none", "base"]))]
     g = d.groupby(["dataset", "n", "base", "mode"], sort=False)[["shd", "f1"]].mean()
     modes = [m for m in ("none", "names", "all") if m in set(d["mode"])]

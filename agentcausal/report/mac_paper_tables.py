@@ -34,7 +34,7 @@ import pandas as pd
 from agentcausal.discovery import analyses as A
 from agentcausal.discovery import ranks as R
 from agentcausal.discovery import scope as S
-from agentcausal.discovery.rounds import base_method
+from agentcausal.discovery.variants import MethodVariant
 
 __all__ = [
     "MAC_BACKBONES",
@@ -52,7 +52,7 @@ MAC_BACKBONES = (("GPT-4o", "gpt-4o"), ("Gemini-2.0-Flash", "gemini-2.0-flash"),
 #: the paper's five datasets (§4.1), as the dataset loader names them
 PAPER_DATASETS = ("earthquake", "cancer", "survey", "auto_mpg", "child")
 #: MAC's ablations (Table 3 and §4.4's single-agent variant); never in Table 2's ranking
-ABLATIONS = ("mac_single", "dcm_only", "mdm_only")
+ABLATIONS = S.ABLATIONS
 #: the metrics, in the paper's order
 METRICS = S.RANKED_METRICS
 
@@ -236,9 +236,9 @@ def mac_tables_text(frames: Mapping[str, pd.DataFrame], costs: Mapping[str, pd.D
         "",
     ]
     main_methods = sorted(
-        {str(m) for f in frames.values() for m in f["method"] if base_method(str(m)) not in ABLATIONS}
+        {str(m) for f in frames.values() for m in f["method"] if MethodVariant.parse(str(m)).base not in ABLATIONS}
     )
-    main_methods = [m for m in main_methods if " (rounds " not in m]
+    main_methods = [m for m in main_methods if MethodVariant.parse(m).rounds is None]
     abl = [m for m in ("mac", *ABLATIONS) if any((f["method"] == m).any() for f in frames.values())]
     for table, methods, title in (
         ("Table 2", main_methods, "MAC and its baselines (§4.2)"),

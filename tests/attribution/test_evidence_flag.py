@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agentcausal.attribution.evidence import evidence_sets
+from agentcausal.attribution.registry import evidence_sets
 from agentcausal.cli import main
 from agentcausal.exceptions import ConfigError
 from agentcausal_fakes.fake_openai import FakeOpenAIServer

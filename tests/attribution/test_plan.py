@@ -156,7 +156,9 @@ def test_discover_dry_run(routing, capsys):
 
 def test_discover_dry_run_shows_each_variant_and_baseline_as_it_runs(capsys):
     from agentcausal.discovery.config import DiscoveryConfig
-    from agentcausal.discovery.registry import LLM_METHODS, mac_settings
+    from agentcausal.discovery.registry import METHODS, mac_settings
+
+    LLM_METHODS = [m for m in METHODS if METHODS[m].llm]
 
     plan = _dry(
         [

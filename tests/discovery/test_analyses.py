@@ -17,8 +17,15 @@ from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.data.datasets import load_dataset
 from agentcausal.discovery.jobs import run_discovery
 from agentcausal.discovery.mac import MACSettings
-from agentcausal.discovery.registry import method_settings, resolve_methods, split_method
-from agentcausal.discovery.rounds import apply_rounds, base_method, expand_rounds, split_rounds
+from agentcausal.discovery.registry import (
+    MethodVariant,
+    expand_rounds,
+    mac_settings,
+    method_handler,
+    method_settings,
+    resolve_methods,
+    variant,
+)
 from agentcausal.exceptions import ConfigError
 from tests.discovery.conftest import mac_responder
 
@@ -204,7 +211,7 @@ def test_cost_multiples_against_zero_shot_in_tokens_and_dollars():
 
 
 def test_rounds_variants_are_named_checked_and_expanded():
-    assert expand_rounds(["mac", "mac@names", "mac_single", "llm_zero_shot", "pc"], [1, 2, 2]) == [
+    assert [v.name for v in expand_rounds(["mac", "mac@names", "mac_single", "llm_zero_shot", "pc"], [1, 2, 2])] == [
         "mac (rounds 1)",
         "mac (rounds 2)",
         "mac@names (rounds 1)",
@@ -213,15 +220,19 @@ def test_rounds_variants_are_named_checked_and_expanded():
         "llm_zero_shot",
         "pc",
     ]
-    assert expand_rounds(["mac"], [3]) == ["mac"] and expand_rounds(["mac"], []) == ["mac"]
+    assert expand_rounds(["mac"], [3]) == [MethodVariant("mac")] == expand_rounds(["mac"], [])
     with pytest.raises(ConfigError, match="1-5"):
         expand_rounds(["mac"], [1, 6])
     with pytest.raises(ConfigError, match="debate rounds"):
-        split_rounds("pc (rounds 2)")
-    assert split_method("mac@names (rounds 2)") == ("mac", "names") and base_method("dcm_only (rounds 4)") == "dcm_only"
-    assert resolve_methods(["MAC (rounds 2)", "mac@none (rounds 3)"]) == ["mac (rounds 2)", "mac (rounds 3)"]
-    name, config = apply_rounds("mdm_only (rounds 4)", DiscoveryConfig())
-    assert name == "mdm_only" and config.mac.rounds == 4
+        variant("pc (rounds 2)")
+    assert variant("mac@names (rounds 2)") == MethodVariant("mac", "names", 2)
+    assert MethodVariant.parse("dcm_only (rounds 4)").base == "dcm_only"
+    assert [v.name for v in resolve_methods(["MAC (rounds 2)", "mac@none (rounds 3)"])] == [
+        "mac (rounds 2)",
+        "mac (rounds 3)",
+    ]
+    config = method_handler("mdm_only (rounds 4)", DiscoveryConfig())[1]
+    assert config.mac.rounds == 4 and mac_settings("mdm_only (rounds 4)", DiscoveryConfig()).stages == "mdm_only"
     assert method_settings("mac (rounds 3)", DiscoveryConfig())["rounds"] == 3
 
 

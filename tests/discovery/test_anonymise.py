@@ -43,7 +43,7 @@ def test_modes_hide_names_then_all_metadata(earthquake):
 
 
 def test_method_variants_resolve_and_expand():
-    assert with_anonymise(["mac", "llm_zero_shot", "pc"], ["none", "names", "all"]) == [
+    assert [v.name for v in with_anonymise(["mac", "llm_zero_shot", "pc"], ["none", "names", "all"])] == [
         "mac",
         "mac@names",
         "mac@all",
@@ -52,7 +52,7 @@ def test_method_variants_resolve_and_expand():
         "llm_zero_shot@all",
         "pc",
     ]
-    assert resolve_methods(["mac@names", "mac@none"]) == ["mac@names", "mac"]
+    assert [v.name for v in resolve_methods(["mac@names", "mac@none"])] == ["mac@names", "mac"]
     with pytest.raises(ConfigError, match="only applies to LLM"):
         resolve_methods(["pc@names"])
     with pytest.raises(ConfigError, match="anonymise mode"):

@@ -10,7 +10,7 @@ from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.data.datasets import load_dataset
 from agentcausal.discovery.jobs import run_discovery
 from agentcausal.discovery.mac import MACSettings
-from agentcausal.discovery.registry import cache_namespace
+from agentcausal.discovery.registry import variant
 from agentcausal.llm import dialect
 from tests.discovery.conftest import mac_responder
 
@@ -66,9 +66,9 @@ def test_the_namespace_enters_the_key_only_when_given():
     payload = {"messages": [{"role": "user", "content": "hi"}], "params": {"temperature": 0.0}}
     plain = dialect.cache_key("http://x/v1", "m", payload)
     assert plain == dialect.cache_key("http://x/v1", "m", payload, None)  # attribution's keys: unchanged
-    keys = {dialect.cache_key("http://x/v1", "m", payload, cache_namespace(m)) for m in METHODS}
+    keys = {dialect.cache_key("http://x/v1", "m", payload, variant(m).name) for m in METHODS}
     assert len(keys) == 3 and plain not in keys
-    assert cache_namespace("mac (rounds 2)") != cache_namespace("mac")
+    assert variant("mac (rounds 2)").name != variant("mac").name
 
 
 def test_a_namespaced_view_shares_the_ledger_and_store(fake_server, make_gateway):

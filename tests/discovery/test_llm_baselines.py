@@ -74,7 +74,7 @@ def oracle(body: dict) -> str:
 
 
 def test_methods_are_registered_with_the_baseline_stage():
-    assert resolve_methods(["react", "llm_scd", "ils_csl"]) == ["react", "llm_scd", "ils_csl"]
+    assert [v.name for v in resolve_methods(["react", "llm_scd", "ils_csl"])] == ["react", "llm_scd", "ils_csl"]
     for m in ("react", "llm_scd", "ils_csl"):
         assert method_stages(m, DiscoveryConfig()) == ("mac.baseline",)
     for mod, paper in ((react_mod, "2210.03629"), (scd_mod, "2402.01454"), (ils_mod, "2311.11689")):

@@ -182,7 +182,8 @@ def test_run_discovery_records_statistical_llm_and_failed_methods(fake_server, m
 
 
 def test_resolve_methods_and_cache_keys(fake_server, make_gateway, earthquake):
-    assert resolve_methods(["statistical", "mac", "pc"]) == ["pc", "fci", "ges", "exact_search", "direct_lingam", "mac"]
+    names = [v.name for v in resolve_methods(["statistical", "mac", "pc"])]
+    assert names == ["pc", "fci", "ges", "exact_search", "direct_lingam", "mac"]
     with pytest.raises(ConfigError, match="choose from"):
         resolve_methods(["magic"])
     gw = make_gateway(fake_server)

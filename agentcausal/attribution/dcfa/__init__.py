@@ -1,6 +1,6 @@
 """DCFA: Dual-view Causal-inspired Failure Attribution (GCA + LCE).
 
-Registers two methods in :mod:`agentcausal.attribution.registry`:
+Defines two methods (listed in :data:`agentcausal.attribution.registry.METHODS`):
 
 * ``dcfa``: GCA (MDI + CGC, then HG) and LCE (Correct, Simulation, search, DED);
 * ``dcfa_gca_only``: the "w/o LCE" ablation (settings default ``use_lce=False``).
@@ -67,7 +67,7 @@ from functools import partial
 from agentcausal.attribution.dcfa.method import STAGES, run_dcfa
 from agentcausal.attribution.dcfa.prompts import PROMPT_VERSION
 from agentcausal.attribution.dcfa.settings import PRESETS, DcfaGcaOnlySettings, DcfaSettings
-from agentcausal.attribution.registry import MethodSpec, register
+from agentcausal.attribution.spec import MethodSpec
 
 __all__ = [
     "DcfaSettings",
@@ -81,25 +81,21 @@ __all__ = [
 ]
 
 #: the full method
-DCFA = register(
-    MethodSpec(
-        name="dcfa",
-        run=partial(run_dcfa, method="dcfa"),
-        settings_model=DcfaSettings,
-        prompt_version=PROMPT_VERSION,
-        stages=STAGES,
-        presets=PRESETS,
-    )
+DCFA = MethodSpec(
+    name="dcfa",
+    run=partial(run_dcfa, method="dcfa"),
+    settings_model=DcfaSettings,
+    prompt_version=PROMPT_VERSION,
+    stages=STAGES,
+    presets=PRESETS,
 )
 
 #: the "w/o LCE" ablation
-DCFA_GCA_ONLY = register(
-    MethodSpec(
-        name="dcfa_gca_only",
-        run=partial(run_dcfa, method="dcfa_gca_only"),
-        settings_model=DcfaGcaOnlySettings,
-        prompt_version=PROMPT_VERSION,
-        stages=STAGES[:1],
-        presets=PRESETS,
-    )
+DCFA_GCA_ONLY = MethodSpec(
+    name="dcfa_gca_only",
+    run=partial(run_dcfa, method="dcfa_gca_only"),
+    settings_model=DcfaGcaOnlySettings,
+    prompt_version=PROMPT_VERSION,
+    stages=STAGES[:1],
+    presets=PRESETS,
 )

@@ -50,7 +50,7 @@ transport, 401, timeout), which the ``attribute`` task returns without caching
 ``"LCE failed (run)"`` accordingly.
 
 Every call is booked under the ledger item ``"<trace id>::<method>"``
-(:func:`agentcausal.attribution.registry.usage_item`), so ``dcfa`` and
+(:func:`agentcausal.attribution.spec.usage_item`), so ``dcfa`` and
 ``dcfa_gca_only`` running at once on one trace do not count each other's calls;
 the run envelope (:func:`agentcausal.attribution.jobs.run_method`) stamps the
 record's usage, seconds, settings and the ``profile:model`` of each stage.
@@ -82,7 +82,7 @@ from agentcausal.attribution.dcfa.lce import EMBED_STAGE, LceResult, run_lce
 from agentcausal.attribution.dcfa.prompts import PROMPT_VERSIONS
 from agentcausal.attribution.dcfa.result_fields import confidence_is, dcfa_result_fields
 from agentcausal.attribution.dcfa.settings import DcfaSettings
-from agentcausal.attribution.registry import usage_item
+from agentcausal.attribution.spec import usage_item
 from agentcausal.exceptions import AgentCausalError, StructuredOutputError, is_content_failure
 from agentcausal.llm import Gateway
 from agentcausal.traces.model import Attribution, Trace

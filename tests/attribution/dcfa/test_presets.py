@@ -87,29 +87,23 @@ def test_cli_refuses_a_method_that_cannot_run_without_truth(capsys, monkeypatch)
 
     from pydantic import BaseModel
 
-    from agentcausal.attribution.registry import MethodSpec, register
+    from agentcausal.attribution.registry import METHODS, MethodSpec
 
     class NeedsTruth(BaseModel):
         k: int = 1
 
-    register(
-        MethodSpec(
-            name="needs_truth_demo",
-            run=lambda t, g, s: None,
-            settings_model=NeedsTruth,
-            prompt_version="x",
-            stages=("baseline",),
-        )
+    spec = MethodSpec(
+        name="needs_truth_demo",
+        run=lambda t, g, s: None,
+        settings_model=NeedsTruth,
+        prompt_version="x",
+        stages=("baseline",),
     )
+    monkeypatch.setitem(METHODS.specs, spec.name, spec)
     monkeypatch.chdir(Path(__file__).resolve().parents[3])
-    try:
-        assert main(["attribute", "data/examples", "-m", "needs_truth_demo", "--no-ground-truth", "--dry-run"]) == 2
-        err = capsys.readouterr().err.strip()
-        assert "needs_truth_demo cannot run without ground truth" in err and len(err.splitlines()) == 1
-    finally:
-        from agentcausal.attribution import registry
-
-        registry._REGISTRY.pop("needs_truth_demo", None)
+    assert main(["attribute", "data/examples", "-m", "needs_truth_demo", "--no-ground-truth", "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "needs_truth_demo cannot run without ground truth" in err and len(err.splitlines()) == 1
 
 
 def test_each_prompt_set_takes_only_the_variants_it_has():
