@@ -1,6 +1,12 @@
-"""Prefect's temporary API server, bound to the process that started it: it never outlives its run.
+"""The API server Prefect asks for without ``PREFECT_API_URL``: the shared local one, or a temporary one bound to
+its run.
 
-Without ``PREFECT_API_URL`` Prefect starts a temporary ("ephemeral") API server for the process, a
+**Shared** (the default, :mod:`flows.shared_api`): :meth:`ParentBoundASGIServer.start` asks for the local server
+the commands under the same ``PREFECT_HOME`` share, started by the first of them and ended by its own idle
+timeout, and points Prefect's clients at it; nothing is started when one is running. ``AGENTCAUSAL_SHARED_API=0``
+turns this off; a lease of another Prefect version or other server settings is left to its own commands. Then:
+
+**Temporary.** Without ``PREFECT_API_URL`` Prefect starts a temporary ("ephemeral") API server for the process, a
 ``uvicorn`` child process (``prefect.server.api.server.SubprocessASGIServer``), and stops it at exit
 (``atexit``). A run killed with ``kill -9`` (or SIGTERM, the OOM killer, a CI timeout) never runs its
 ``atexit`` handlers, so the server was left behind, listening, about 250 MB each.
@@ -35,11 +41,13 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import prefect
 from prefect.server.api.server import SubprocessASGIServer
-from prefect.settings import get_current_settings
+from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, get_current_settings
+
+from flows import shared_api
 
 __all__ = ["WATCH_INTERVAL_S", "ParentBoundASGIServer", "install", "LAUNCHER"]
 
@@ -63,11 +71,25 @@ runpy.run_module("uvicorn", run_name="__main__", alter_sys=True)
 """
 
 
+class _LeasedServer:
+    """Stands for the shared server's process where Prefect expects its own child (``server_process``): Prefect's
+    clients only check that there is one; stopping it is left to the server's idle timeout."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.returncode = pid, None
+
+    def poll(self) -> None:
+        return None
+
+
 class ParentBoundASGIServer(SubprocessASGIServer):
-    """Prefect's temporary API server (the same command, settings and start-up checks), started through
-    :data:`LAUNCHER` so that it dies with the process that started it."""
+    """The shared local API server when :func:`flows.shared_api.enabled`, else Prefect's temporary API server (the
+    same command, settings and start-up checks) started through :data:`LAUNCHER` so that it dies with the process
+    that started it."""
 
     _log: IO[bytes] | None = None
+    #: the shared server's lease while this process uses it (None: a temporary server of its own, or none yet)
+    shared: shared_api.Lease | None = None
 
     @property
     def log_path(self) -> Path | None:
@@ -75,13 +97,29 @@ class ParentBoundASGIServer(SubprocessASGIServer):
         return Path(self._log.name) if self._log is not None else None
 
     def start(self, timeout: int | None = None) -> None:
-        """Prefect's start (health checked); a failed start carries the server's own last lines.
+        """The shared server (started if none runs), else Prefect's start (health checked); a failed start
+        carries the server's own last lines.
 
         Raises
         ------
         RuntimeError
             If the server does not answer in time (Prefect's message, then the server's log tail).
+        ConfigError
+            If ``AGENTCAUSAL_SHARED_API`` or ``AGENTCAUSAL_SHARED_API_IDLE_S`` is invalid.
         """
+        if not self.running and shared_api.enabled():
+            env = self._server_env()
+            lease = shared_api.acquire(
+                Path(get_current_settings().home),
+                key=shared_api.server_key(prefect.__version__, env),
+                env=env,
+                startup_timeout_s=float(timeout or PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()),
+                idle_s=shared_api.idle_seconds(),
+            )
+            if lease is not None:
+                self.port, self.shared, self.running = lease.port, lease, True
+                self.server_process = cast("subprocess.Popen[Any]", _LeasedServer(lease.pid))  # Prefect asserts one
+                return
         try:
             super().start(timeout)
         except RuntimeError as exc:
@@ -89,7 +127,10 @@ class ParentBoundASGIServer(SubprocessASGIServer):
             raise RuntimeError(f"{exc}{' server log: ' + tail if tail else ''}") from exc
 
     def stop(self) -> None:
-        """Prefect's stop, then the log file is closed and removed (what it holds is the shutdown's noise)."""
+        """Prefect's stop, then the log file is closed and removed (what it holds is the shutdown's noise).
+        The shared server is left running for the next command (it ends by its idle timeout)."""
+        if self.shared is not None:
+            self.shared, self.server_process = None, None
         try:
             super().stop()
         finally:
@@ -126,10 +167,15 @@ class ParentBoundASGIServer(SubprocessASGIServer):
             self._log = tempfile.NamedTemporaryFile(prefix="agentcausal-prefect-api-", suffix=".log", delete=False)
         return subprocess.Popen(
             args=[sys.executable, "-c", LAUNCHER, str(os.getpid()), repr(WATCH_INTERVAL_S), *uvicorn_args],
-            env={**os.environ, **server_env, **get_current_settings().to_environment_variables(exclude_unset=True)},
+            env={**self._server_env(), **server_env},
             stdout=subprocess.DEVNULL,
             stderr=self._log,
         )
+
+    @staticmethod
+    def _server_env() -> dict[str, str]:
+        """The environment a server is started with: this process's, with its Prefect settings."""
+        return {**os.environ, **get_current_settings().to_environment_variables(exclude_unset=True)}
 
 
 def install() -> SubprocessASGIServer | None:

@@ -17,8 +17,9 @@ What workers share
 * **Prefect API.** Task runs are reported from the worker processes. With
   no ``PREFECT_API_URL`` Prefect would start one temporary API server per
   worker process (each with its own database, about 10 s each); the Dask
-  runner here starts the flow process's temporary server once and hands its
-  URL to the workers instead. For a remote cluster set ``PREFECT_API_URL``
+  runner here asks for the flow process's server once (the shared local one,
+  :mod:`flows.shared_api`, or a temporary one) and hands its URL to the
+  workers instead. For a remote cluster set ``PREFECT_API_URL``
   to a server every worker can reach (``prefect server start``).
 * **Caches.** The LLM reply cache (diskcache under ``<cache_dir>/llm``,
   SQLite in WAL mode) and Prefect's persisted task results
@@ -50,7 +51,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from agentcausal.exceptions import ConfigError
 from flows import api_server
 
-api_server.install()  # the temporary Prefect API server dies with this process, kill -9 included
+api_server.install()  # the shared local API server, or a temporary one that dies with this process (kill -9 too)
 
 __all__ = [
     "RunnerKind",

@@ -31,6 +31,22 @@ import pytest
 
 from agentcausal.llm import Gateway, Profile, ProfileSet
 from agentcausal_fakes.fake_openai import FakeOpenAIServer
+from flows import shared_api  # no Prefect import
+
+# One Prefect API server for the session (flows.shared_api): the first flow run, in this process or in a CLI
+# subprocess, starts it under PREFECT_HOME and every later one reuses it; stopped at exit if this session started
+# it (registered after the rmtree above, so it runs before). Tests of the temporary server set
+# AGENTCAUSAL_SHARED_API=0 for their runs.
+_API_LEASED_BEFORE = shared_api.read_lease(Path(os.environ["PREFECT_HOME"]))
+
+
+def _stop_session_api(home: Path = Path(os.environ["PREFECT_HOME"])) -> None:
+    lease = shared_api.read_lease(home)
+    if lease is not None and (_API_LEASED_BEFORE is None or lease.pid != _API_LEASED_BEFORE.pid):
+        shared_api.stop(home)
+
+
+atexit.register(_stop_session_api)
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 WHO_AND_WHEN = Path(os.environ.get("AGENTCAUSAL_WHO_AND_WHEN_DIR", SHARED / "data" / "who_and_when"))

@@ -202,15 +202,33 @@ def run_name_meta(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def starting_prefect() -> None:
-    """Say on stderr that Prefect is starting (its import and temporary API take 20-40 s here, silently)."""
+    """Say on stderr that Prefect is starting (its import, and an API server to start, take 20-40 s here, silently).
+
+    Names the API the run will use: ``PREFECT_API_URL``'s, the shared local server's (``flows.shared_api``) when
+    one is leased under ``PREFECT_HOME``, or the one about to start.
+
+    Raises
+    ------
+    ConfigError
+        If ``AGENTCAUSAL_SHARED_API`` or ``AGENTCAUSAL_SHARED_API_IDLE_S`` is invalid (before Prefect starts).
+    """
+    from flows import shared_api  # no Prefect import: the lease is read as a file
+
     url = os.environ.get("PREFECT_API_URL")
-    print(
-        f"agentcausal: starting Prefect (API at {url})…"
-        if url
-        else "agentcausal: starting Prefect (its temporary API server takes a while to start)…",
-        file=sys.stderr,
-        flush=True,
-    )
+    if url:
+        where = f"API at {url}"
+    elif shared_api.enabled():
+        idle = shared_api.idle_seconds()
+        home = Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect")
+        lease = shared_api.read_lease(home)
+        where = (
+            f"the shared local API server at {lease.api_url}"
+            if lease is not None and lease.server_alive()
+            else f"and its local API server, which later commands reuse until it is idle for {idle:g} s"
+        )
+    else:
+        where = "its temporary API server takes a while to start"
+    print(f"agentcausal: starting Prefect ({where})…", file=sys.stderr, flush=True)
 
 
 def failed_rows_exit(run_meta: dict[str, Any], *, unit: str, unreachable: str | None = None) -> int:

@@ -1,10 +1,11 @@
 """No orphans: the ``attribute`` CLI killed with SIGKILL in the middle of a run leaves no process behind.
 
-The CLI runs (on the thread runner, and on a local Dask cluster) without ``PREFECT_API_URL``, so it starts
-Prefect's temporary API server itself (a ``uvicorn`` child, through :mod:`flows.api_server`). The test waits until the run is sending LLM requests to the fake
-server (test double), records every process the CLI has started (its descendants, and everything in its
-session), kills only the CLI's own process with SIGKILL, and checks that, after a short grace period, none of
-them is alive (a zombie waiting for its new parent to reap it counts as gone).
+The CLI runs (on the thread runner, and on a local Dask cluster) without ``PREFECT_API_URL`` and with
+``AGENTCAUSAL_SHARED_API=0``, so it starts Prefect's temporary API server itself (a ``uvicorn`` child, through
+:mod:`flows.api_server`). The test waits until the run is sending LLM requests to the fake server (test double),
+records every process the CLI has started (its descendants, and everything in its session), kills only the CLI's
+own process with SIGKILL, and checks that, after a short grace period, none of them is alive (a zombie waiting for
+its new parent to reap it counts as gone).
 """
 
 import os
@@ -72,7 +73,8 @@ def test_sigkill_of_a_run_leaves_no_process_of_it(runner, scripted_server, tmp_p
         pytest.importorskip("prefect_dask")
     scripted_server.latency_s = 0.5
     profiles = write_profiles(tmp_path / "profiles.toml", scripted_server.base_url, max_concurrency=1)
-    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}  # the run starts its own API server
+    # the run starts its own temporary API server, not the shared one
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"} | {"AGENTCAUSAL_SHARED_API": "0"}
     args = [
         "attribute",
         str(EXAMPLES),
@@ -125,7 +127,7 @@ def test_sigkill_of_a_run_leaves_no_process_of_it(runner, scripted_server, tmp_p
 @pytest.mark.slow
 @pytest.mark.timeout(400)
 def test_sigkill_of_a_discover_run_mid_algorithm_leaves_no_worker(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"} | {"AGENTCAUSAL_SHARED_API": "0"}
     args = [
         "discover",
         "--dataset",

@@ -2,7 +2,8 @@
 Prefect cancellation of a deployment's flow run, end the run within 10 s, leave no process of it, release its
 run folder, and a ``--resume`` (a second flow run) finishes the rest without asking a finished call again.
 
-The CLI runs in a session of its own without ``PREFECT_API_URL`` (it starts Prefect's temporary API server).
+The CLI runs in a session of its own without ``PREFECT_API_URL`` and with ``AGENTCAUSAL_SHARED_API=0`` (it starts
+Prefect's temporary API server, which must end with it).
 Its processes are found by walking the process tree from the CLI's pid (and its session) just before the
 signal; after the exit none may be alive. The fake server (test double) answers the LLM calls.
 """
@@ -171,7 +172,7 @@ def _lock_free(run_dir: Path) -> bool:
 
 
 def _start(args: list[str], log: Path) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"} | {"AGENTCAUSAL_SHARED_API": "0"}
     with open(log, "w") as fh:
         return subprocess.Popen(
             [sys.executable, "-c", CLI, *args],
