@@ -36,6 +36,7 @@ macOS (POSIX process groups); elsewhere :func:`install` does nothing.
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -108,14 +109,18 @@ class ParentBoundASGIServer(SubprocessASGIServer):
             If ``AGENTCAUSAL_SHARED_API`` or ``AGENTCAUSAL_SHARED_API_IDLE_S`` is invalid.
         """
         if not self.running and shared_api.enabled():
-            env = self._server_env()
-            lease = shared_api.acquire(
-                Path(get_current_settings().home),
-                key=shared_api.server_key(prefect.__version__, env),
-                env=env,
-                startup_timeout_s=float(timeout or PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()),
-                idle_s=shared_api.idle_seconds(),
-            )
+            env, home = self._server_env(), Path(get_current_settings().home)
+            try:
+                lease = shared_api.acquire(
+                    home,
+                    key=shared_api.server_key(prefect.__version__, env),
+                    env=env,
+                    startup_timeout_s=float(timeout or PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()),
+                    idle_s=shared_api.idle_seconds(),
+                )
+            except OSError as exc:  # PREFECT_HOME without room for the lease: a temporary server of its own
+                logging.getLogger(__name__).warning("no shared Prefect API server under %s (%s)", home, exc)
+                lease = None
             if lease is not None:
                 self.port, self.shared, self.running = lease.port, lease, True
                 self.server_process = cast("subprocess.Popen[Any]", _LeasedServer(lease.pid))  # Prefect asserts one

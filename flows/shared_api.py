@@ -469,7 +469,9 @@ def serve(home: str, fd: int, idle_s: float) -> None:
 
 
 def _main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m flows.shared_api", description=__doc__.split("\n", 1)[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m flows.shared_api", description="The shared local Prefect API server: its lease, or stop it."
+    )
     parser.add_argument("action", choices=["status", "stop"])
     parser.add_argument("--home", default=os.environ.get("PREFECT_HOME", str(Path.home() / ".prefect")))
     args = parser.parse_args(argv)

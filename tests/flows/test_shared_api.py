@@ -7,6 +7,7 @@ interpreter that runs a one-task Prefect flow through :mod:`flows.api_server`, a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
@@ -108,8 +109,9 @@ needs_proc = pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason=
 
 
 @needs_proc
+@pytest.mark.slow  # three interpreters that import Prefect and run a flow
 @pytest.mark.timeout(600)
-def test_commands_share_one_server_and_a_set_api_url_is_left_alone(tmp_path):
+def test_commands_share_one_server_and_a_set_api_url_is_left_alone(tmp_path, capsys):
     home, other_home = tmp_path / "home", tmp_path / "other-home"
     env = _env(home, **{shared_api.IDLE_ENV: "300"})
     try:
@@ -121,6 +123,13 @@ def test_commands_share_one_server_and_a_set_api_url_is_left_alone(tmp_path):
         assert second == first  # the same server, not a second one
         assert _servers(home) == [lease.pid] and shared_api.read_lease(home).pid == lease.pid
         assert _flow_runs(lease.api_url) == 2  # both commands' runs in its database
+        assert shared_api._main(["status", "--home", str(home)]) == 0
+        assert json.loads(capsys.readouterr().out) | {"clients": None} == {
+            **dataclasses.asdict(lease),
+            "clients": None,
+            "api_url": lease.api_url,
+            "alive": True,
+        }
 
         # a user's PREFECT_API_URL (here: that server) is used as it is; no lease, no server under the command's home
         third = _run(COMMAND, _env(other_home, PREFECT_API_URL=lease.api_url))
@@ -235,3 +244,10 @@ def test_the_console_names_the_api_the_run_will_use(tmp_path, monkeypatch, capsy
     monkeypatch.setenv(shared_api.ENABLED_ENV, "maybe")
     with pytest.raises(ConfigError, match="AGENTCAUSAL_SHARED_API"):
         starting_prefect()  # before Prefect starts: the CLI's one line and exit 2
+
+
+def test_status_and_stop_from_the_command_line_without_a_server(tmp_path, capsys):
+    assert shared_api._main(["status", "--home", str(tmp_path)]) == 1
+    assert capsys.readouterr().out.strip() == "null"
+    assert shared_api._main(["stop", "--home", str(tmp_path)]) == 0
+    assert "no shared Prefect API server running" in capsys.readouterr().out
