@@ -143,15 +143,19 @@ def test_commands_share_one_server_and_a_set_api_url_is_left_alone(tmp_path, cap
 
 @needs_proc
 @pytest.mark.timeout(400)
-def test_the_server_ends_itself_once_its_last_client_has_been_gone_for_the_idle_timeout(tmp_path):
+def test_commands_started_together_share_one_server_which_ends_once_idle(tmp_path):
     home = tmp_path / "home"
-    got = _run(ACQUIRE_AND_EXIT, _env(home), str(home), "2")  # the client exits at once
+    cmd = [sys.executable, "-c", ACQUIRE_AND_EXIT, str(home), "2"]  # each client exits at once
+    procs = [subprocess.Popen(cmd, env=_env(home), stdout=subprocess.PIPE, text=True, cwd=REPO) for _ in range(2)]
+    got = [json.loads(p.communicate(timeout=300)[0].strip().splitlines()[-1]) for p in procs]
     lease = shared_api.read_lease(home)
     try:
-        assert got["healthy"] and lease is not None and lease.pid == got["pid"] and lease.idle_s == 2
+        assert got[0] == got[1] and got[0]["healthy"]  # the second waited on the lock and found the first's server
+        assert lease is not None and lease.pid == got[0]["pid"] and lease.idle_s == 2
+        assert {pid for pid, _ in lease.clients} == {p.pid for p in procs}
         assert _wait_gone(lease.pid, lease.pid_start, 120), "the idle server did not end"
         assert shared_api.read_lease(home) is None  # its lease went with it: the next command starts a new one
-        assert not shared_api.healthy(got["url"], timeout=2)
+        assert not shared_api.healthy(got[0]["url"], timeout=2)
     finally:
         shared_api.stop(home)
 
