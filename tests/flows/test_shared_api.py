@@ -142,6 +142,7 @@ def test_commands_share_one_server_and_a_set_api_url_is_left_alone(tmp_path, cap
 
 
 @needs_proc
+@pytest.mark.slow  # starts a Prefect API server
 @pytest.mark.timeout(400)
 def test_commands_started_together_share_one_server_which_ends_once_idle(tmp_path):
     home = tmp_path / "home"
@@ -161,6 +162,7 @@ def test_commands_started_together_share_one_server_which_ends_once_idle(tmp_pat
 
 
 @needs_proc
+@pytest.mark.slow  # starts a Prefect API server
 @pytest.mark.timeout(400)
 @pytest.mark.parametrize("stale", ["dead pid", "port not answering"])
 def test_a_stale_lease_is_replaced_by_a_new_server(stale, tmp_path):
