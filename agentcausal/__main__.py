@@ -2,6 +2,6 @@
 
 import sys
 
-from agentcausal.cli import main
+from agentcausal_cli import main
 
 sys.exit(main())

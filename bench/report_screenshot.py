@@ -27,7 +27,7 @@ def make_run(work: Path) -> Path:
     import contextlib
     import io
 
-    from agentcausal.cli import main
+    from agentcausal_cli import main
     from agentcausal_fakes.evidence import EvidenceResponder
     from agentcausal_fakes.fake_openai import FakeOpenAIServer
     from agentcausal_fakes.responders import BenchResponder

@@ -210,7 +210,7 @@ def runner_choice_from_args(args: Any) -> RunnerChoice:
 
     Parameters
     ----------
-    args : argparse.Namespace from a parser set up by ``agentcausal.cli.runner_options.add_runner_arguments``
+    args : argparse.Namespace from a parser set up by ``agentcausal_cli.runner_options.add_runner_arguments``
 
     Returns
     -------

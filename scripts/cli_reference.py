@@ -100,7 +100,7 @@ def _verb_section(name: str, parser: argparse.ArgumentParser, summary: str, leve
 def render() -> str:
     """The whole page as the parsers define it today."""
     os.environ["COLUMNS"] = str(WIDTH)  # argparse wraps usage at the terminal width otherwise
-    from agentcausal.cli import build_parser
+    from agentcausal_cli import build_parser
 
     root = build_parser()
     verbs = _subparsers(root)

@@ -1,4 +1,4 @@
-"""Size rules of the house, checked by scripts/lint.sh: a module of agentcausal/, flows/ or tasks/ holds at
+"""Size rules of the house, checked by scripts/lint.sh: a module of agentcausal/, agentcausal_cli/, flows/ or tasks/ holds at
 most MAX_MODULE_LINES lines and a function (docstring included) at most MAX_FUNCTION_LINES; the prompt-text
 modules are exempt from the module rule (their length is the papers' prompts). Exit 1 naming each breach.
 
@@ -11,7 +11,7 @@ import ast
 import sys
 from pathlib import Path
 
-PACKAGES = ("agentcausal", "flows", "tasks")
+PACKAGES = ("agentcausal", "agentcausal_cli", "flows", "tasks")
 MAX_MODULE_LINES = 500
 #: today's longest function is 156 lines: the rule stops growth; lower it as functions are split
 MAX_FUNCTION_LINES = 160

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from agentcausal.cli import main
-from agentcausal.cli.method_sets import parse_bool_sets, parse_sets
 from agentcausal.demo_selection import examples_dir
 from agentcausal.exceptions import ConfigError
 from agentcausal.settings import RunSettings, parse_bool
+from agentcausal_cli import main
+from agentcausal_cli.method_sets import parse_bool_sets, parse_sets
 
 EXAMPLES = str(examples_dir())
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from agentcausal.cli import main
 from agentcausal.demo_selection import examples_dir
 from agentcausal.exceptions import ConfigError, MissingAPIKeyError
 from agentcausal.settings import RunSettings
+from agentcausal_cli import main
 
 EXAMPLE = str(examples_dir() / "wrong_unit_at_step_2.json")
 
@@ -62,8 +62,8 @@ def test_dry_run_into_a_closed_pipe_ends_without_a_traceback():
 
 
 def test_chunk_size_help_states_the_flows_default():
-    from agentcausal.cli import build_parser
     from agentcausal.runs.engine import DEFAULT_CHUNK_SIZE
+    from agentcausal_cli import build_parser
 
     sub = next(a for a in build_parser()._actions if a.dest == "command" or getattr(a, "choices", None))
     text = sub.choices["attribute"].format_help()
@@ -72,7 +72,7 @@ def test_chunk_size_help_states_the_flows_default():
 
 def test_discover_takes_threads_like_attribute(capsys, monkeypatch):
     """`discover --threads N` checks N and hands it to the embedded profile, as `attribute --threads` does."""
-    from agentcausal.cli import main
+    from agentcausal_cli import main
 
     monkeypatch.setenv("AGENTCAUSAL_PROFILE_EMBEDDED_THREADS", "")  # restored (removed) after the test
     monkeypatch.delenv("AGENTCAUSAL_PROFILE_EMBEDDED_THREADS")
@@ -86,7 +86,7 @@ def test_discover_takes_threads_like_attribute(capsys, monkeypatch):
 
 def test_discover_refuses_attributions_dcfa_paper_preset(capsys):
     """``dcfa_paper`` changes only attribution's baselines: ``discover --preset dcfa_paper`` is refused by name."""
-    from agentcausal.cli import main
+    from agentcausal_cli import main
 
     with pytest.raises(SystemExit) as exc:
         main(["discover", "-d", "asia", "-m", "pc", "--preset", "dcfa_paper", "--dry-run"])

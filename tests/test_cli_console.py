@@ -18,7 +18,7 @@ if sys.argv[1] == "prefect-first":  # a console handler already there, as Prefec
     h = logging.StreamHandler(sys.stderr)
     h.setFormatter(logging.Formatter("%(levelname)s | %(name)s - %(message)s"))
     logging.getLogger().addHandler(h)
-from agentcausal.cli import console_logging
+from agentcausal_cli import console_logging
 console_logging(verbose=sys.argv[2] == "-v")
 run_logger = logging.getLogger("prefect.flow_runs")
 run_logger.setLevel(logging.INFO)  # PREFECT_LOGGING_LEVEL=INFO: INFO records are made (for the API)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentcausal.cli import build_parser, main
+from agentcausal_cli import build_parser, main
 
 
 def test_verbose_after_the_verb_is_accepted():
@@ -192,7 +192,7 @@ def test_dry_run_skips_the_endpoint_check(tmp_path, capsys):
 
 
 def test_endpoint_check_accepts_any_http_answer_and_skips_embedded(tmp_path):
-    from agentcausal.cli.endpoints import check_endpoints
+    from agentcausal_cli.endpoints import check_endpoints
     from agentcausal_fakes.fake_openai import FakeOpenAIServer
 
     assert check_endpoints(None, "default", {"baseline", "dcfa.embed"}) == []  # embedded and local: not checked
@@ -243,7 +243,7 @@ def test_failed_task_runs_reach_the_console_in_one_line():
     import io
     import logging
 
-    from agentcausal.cli import OneLineTaskFailures
+    from agentcausal_cli import OneLineTaskFailures
 
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
@@ -263,7 +263,7 @@ def test_prefects_crash_line_of_a_run_we_stopped_is_left_out(monkeypatch):
     while the same line of a real crash (no stop asked) is."""
     import logging
 
-    from agentcausal import cli
+    import agentcausal_cli as cli
 
     def record() -> logging.LogRecord:
         return logging.LogRecord(
@@ -280,7 +280,7 @@ def test_quiet_task_failures_is_off_with_verbose_and_added_once():
     import io
     import logging
 
-    from agentcausal.cli import OneLineTaskFailures, quiet_task_failures
+    from agentcausal_cli import OneLineTaskFailures, quiet_task_failures
 
     root = logging.getLogger()
     handler = logging.StreamHandler(io.StringIO())
@@ -320,7 +320,7 @@ def test_run_whose_endpoint_drops_every_request_exits_4_naming_it(tmp_path, caps
             ]
         )
     err = capsys.readouterr().err
-    assert rc == 4  # agentcausal.cli.exit_codes.ENDPOINT_DOWN
+    assert rc == 4  # agentcausal_cli.exit_codes.ENDPOINT_DOWN
     assert "Traceback" not in err
     lines = err.strip().splitlines()
     assert lines[-2].startswith(f"agentcausal: error: endpoint unreachable: cli at {url}")

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from agentcausal.cli import build_parser, main
-from agentcausal.cli.settings_options import apply_model_arguments
 from agentcausal.exceptions import ConfigError
 from agentcausal.llm.cli_profile import cli_profiles_toml, server_context_window
 from agentcausal.llm.profiles import load_profiles
 from agentcausal.settings import RunSettings
+from agentcausal_cli import build_parser, main
+from agentcausal_cli.settings_options import apply_model_arguments
 from tests.ops.conftest import scripted_responder
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "data" / "examples" / "wrong_unit_at_step_2.json"
@@ -160,7 +160,7 @@ def test_route_over_a_routing_shows_each_stages_route_in_the_dry_run(models_serv
 
 
 def test_a_model_id_on_an_endpoint_takes_the_dialect_of_its_profile_and_not_its_key(tmp_path):
-    from agentcausal.cli.settings_options import settings_from_args
+    from agentcausal_cli.settings_options import settings_from_args
 
     args = build_parser().parse_args(
         [
@@ -254,7 +254,7 @@ def test_route_with_base_url_sends_one_stage_to_a_second_endpoint(fake_server, t
 
 
 def test_route_help_names_every_stage_the_methods_call():
-    from agentcausal.cli.settings_options import ROUTE_STAGES, route_stages
+    from agentcausal_cli.settings_options import ROUTE_STAGES, route_stages
 
     assert sorted(ROUTE_STAGES) == route_stages()
     text = build_parser().parse_args(["attribute", "x"])  # noqa: F841 (the parser builds without the registries)

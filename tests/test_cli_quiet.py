@@ -4,7 +4,7 @@ import logging
 
 import pytest
 
-from agentcausal.cli import QUIET_ENV, quiet_third_party
+from agentcausal_cli import QUIET_ENV, quiet_third_party
 
 
 @pytest.fixture

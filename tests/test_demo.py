@@ -55,7 +55,7 @@ def test_quick_demo_runs_every_stage_on_the_embedded_model(tmp_path):
 
 
 def test_demo_refuses_zero_threads_before_any_work(capsys):
-    from agentcausal.cli import main
+    from agentcausal_cli import main
 
     assert main(["demo", "--threads", "0"]) == 2
     assert "--threads must be at least 1" in capsys.readouterr().err

@@ -149,7 +149,7 @@ COMMANDS = [(p, c) for p in PAGES for c in shell_commands(p)]
 
 @pytest.mark.parametrize("page,command", COMMANDS, ids=[f"{p.name}: {c[:60]}" for p, c in COMMANDS])
 def test_every_shown_command_parses(page: Path, command: str) -> None:
-    from agentcausal.cli import build_parser
+    from agentcausal_cli import build_parser
 
     try:
         build_parser().parse_args(shlex.split(command))
@@ -199,7 +199,7 @@ SECTION = re.compile(r"^## .*?((?:`[\w/]+/`(?:, )?)+)\s*$")
 
 
 def unmapped_modules(page: Path, root: Path) -> list[str]:
-    """Modules of ``agentcausal/``, ``flows/`` and ``tasks/`` (``__init__``/``__main__`` aside) that ``page`` does not
+    """Modules of ``agentcausal/``, ``agentcausal_cli/``, ``flows/`` and ``tasks/`` (``__init__``/``__main__`` aside) that ``page`` does not
     name under the section of their package: a ``## ... — `pkg/``` heading, the module written in a code span
     as its path below that package (``dcfa/gca.py`` also matches a line under it that opens with ``- `dcfa/```)."""
     sections: dict[str, list[str]] = {}
@@ -215,7 +215,7 @@ def unmapped_modules(page: Path, root: Path) -> list[str]:
             current.append(line)
     missing = []
     for path in sorted(
-        p.relative_to(root).as_posix() for top in ("agentcausal", "flows", "tasks") for p in (root / top).rglob("*.py")
+        p.relative_to(root).as_posix() for top in ("agentcausal", "agentcausal_cli", "flows", "tasks") for p in (root / top).rglob("*.py")
     ):
         if path.endswith(("__init__.py", "__main__.py")):
             continue

@@ -1,7 +1,7 @@
 """The import contracts of ``.importlinter`` hold, and they bite: a planted import breaks them.
 
 Runs import-linter (``lint-imports``, as scripts/lint.sh does) on the checkout, then on a copy of the three
-packages with one import planted per contract.
+packages with one import planted per contract (the command line counted among them).
 """
 
 from __future__ import annotations
@@ -37,7 +37,9 @@ def test_contracts_hold_on_the_checkout() -> None:
 @pytest.mark.parametrize(
     ("module", "planted", "contract"),
     [
-        ("agentcausal/traces/model.py", "import flows.engine", "Three layers"),
+        ("agentcausal/traces/model.py", "import flows.engine", "Four layers"),
+        ("agentcausal/report/blamed.py", "import agentcausal_cli.show", "Four layers"),
+        ("flows/engine.py", "import agentcausal_cli.run_output", "Four layers"),
         ("agentcausal/report/blamed.py", "import prefect", "never imports Prefect"),
         ("agentcausal/runs/store.py", "import agentcausal.attribution.jobs", "run engine imports neither"),
         ("agentcausal/discovery/outcome.py", "import agentcausal.report.discovery", "halves import neither"),
@@ -45,7 +47,7 @@ def test_contracts_hold_on_the_checkout() -> None:
     ],
 )
 def test_a_planted_import_breaks_its_contract(tmp_path: Path, module: str, planted: str, contract: str) -> None:
-    for name in ("agentcausal", "flows", "tasks"):
+    for name in ("agentcausal", "agentcausal_cli", "flows", "tasks"):
         shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / ".importlinter", tmp_path / ".importlinter")
     target = tmp_path / module

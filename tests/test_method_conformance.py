@@ -38,7 +38,6 @@ from pydantic import BaseModel
 from agentcausal.attribution.jobs import ATTRIBUTION
 from agentcausal.attribution.plan import plan_attribution
 from agentcausal.attribution.registry import get_method, method_names
-from agentcausal.cli import build_parser
 from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.data.datasets import load_spec
 from agentcausal.discovery.jobs import DISCOVERY
@@ -54,6 +53,7 @@ from agentcausal.runs.plan import Plan
 from agentcausal.settings import RunSettings
 from agentcausal.traces.jsonl import write_jsonl
 from agentcausal.traces.model import Label, Step, Trace
+from agentcausal_cli import build_parser
 from agentcausal_fakes.fake_openai import FakeOpenAIServer
 from agentcausal_fakes.profiles import profiles_toml
 from agentcausal_fakes.responders import BenchResponder

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agentcausal.cli import main
+from agentcausal_cli import main
 from agentcausal_fakes.responders import BenchResponder
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -3,10 +3,10 @@
 import pytest
 
 from agentcausal.attribution.results import results_frame, save_results
-from agentcausal.cli import main
-from agentcausal.cli.method_sets import parse_sets
 from agentcausal.exceptions import ConfigError
 from agentcausal.traces.model import Attribution, Label, Step, Trace
+from agentcausal_cli import main
+from agentcausal_cli.method_sets import parse_sets
 
 
 def test_parse_sets_json_and_text():

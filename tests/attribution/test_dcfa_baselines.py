@@ -98,7 +98,7 @@ def test_dcfa_paper_leaves_every_other_method_at_paper():
 def test_show_prompts_under_dcfa_paper_shows_the_probability_request(capsys, monkeypatch):
     from pathlib import Path
 
-    from agentcausal.cli import main
+    from agentcausal_cli import main
 
     monkeypatch.chdir(Path(__file__).resolve().parents[2])
     args = ["attribute", "data/examples", "-m", "step_by_step", "--limit", "1", "--dry-run", "--show-prompts"]

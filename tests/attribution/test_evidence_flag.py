@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from agentcausal.attribution.registry import evidence_sets
-from agentcausal.cli import main
 from agentcausal.exceptions import ConfigError
+from agentcausal_cli import main
 from agentcausal_fakes.fake_openai import FakeOpenAIServer
 from agentcausal_fakes.responders import BenchResponder
 

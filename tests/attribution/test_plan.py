@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from agentcausal.attribution.registry import method_names
-from agentcausal.cli import main
+from agentcausal_cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 ROUTINGS = ["default", "embedded-1_5b", "paper", "openai"]
@@ -333,7 +333,7 @@ def test_imported_corpus_records_its_source_and_labels_files(tmp_path, capsys, m
         return kw["out_dir"]
 
     monkeypatch.setattr(flows.attribute, "run_attribute", fake_run)
-    monkeypatch.setattr("agentcausal.cli.attribute.print_attribution_run", lambda run_dir: 0)
+    monkeypatch.setattr("agentcausal_cli.attribute.print_attribution_run", lambda run_dir: 0)
     run = tmp_path / "run"
     assert main(["attribute", str(f), "--labels", str(labels), "-m", "all_at_once", "--out", str(run)]) == 0
     from agentcausal.runs.plan import read_plan

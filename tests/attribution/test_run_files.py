@@ -7,13 +7,13 @@ import pandas as pd
 import pytest
 
 from agentcausal.attribution.results import load_results, results_frame, save_run
-from agentcausal.cli import main
 from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.outcome import DiscoveryOutcome, load_outcomes
 from agentcausal.discovery.outcome import save_outcomes as save_discovery_run
 from agentcausal.exceptions import RunFileError
 from agentcausal.runs.folder import atomic_path, load_run_meta
 from agentcausal.traces.model import Attribution, Label, Step, Trace
+from agentcausal_cli import main
 
 TRACE = Trace(
     id="x/1",

@@ -9,8 +9,8 @@ import pytest
 
 from agentcausal.attribution.results import results_frame, save_results
 from agentcausal.attribution.table1 import DCFA_TABLE1, table1_averages, table1_backbone, table1_cells
-from agentcausal.cli import main
 from agentcausal.traces.model import Attribution, Label, Step, Trace
+from agentcausal_cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 

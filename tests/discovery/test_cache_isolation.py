@@ -88,8 +88,8 @@ def test_one_discover_run_of_mac_and_its_ablations_pays_each_methods_own_calls(f
     """``discover -m mac -m dcm_only -m mdm_only``: no method's call is served by another's reply (each
     outcome's requests are its calls, none a cache hit), the server gets exactly their sum, and a
     ``--refresh`` run on the warm cache pays every method's calls again, the same number each."""
-    from agentcausal.cli import main
     from agentcausal.discovery.outcome import load_outcomes
+    from agentcausal_cli import main
 
     fake_server.responder = mac_responder()
     toml = tmp_path / "profiles.toml"

@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agentcausal.cli import main
 from agentcausal.discovery.data.datasets import load_spec, load_user_dataset
 from agentcausal.discovery.data.user_data import DatasetChecks, unique_dataset_names
 from agentcausal.exceptions import ConfigError, DatasetError, InvalidDatasetsError
+from agentcausal_cli import main
 
 CASES = Path(__file__).resolve().parents[2].parent / "shared" / "cases"
 
@@ -309,7 +309,7 @@ def test_cli_refuses_every_bad_dataset_on_one_line(tmp_path, capsys):
 
 
 def test_cli_check_skip_invalid_lists_what_it_leaves_out(tmp_path, capsys):
-    from agentcausal.cli.dataset_checks import check_datasets
+    from agentcausal_cli.dataset_checks import check_datasets
 
     good_a, good_b, bad = _two_folders(tmp_path)
     valid, skipped = check_datasets([str(good_a), str(bad), str(good_b)], skip_invalid=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agentcausal.cli import main
+from agentcausal_cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 

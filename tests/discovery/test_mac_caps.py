@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import re
 
-from agentcausal.cli import main
 from agentcausal.discovery.mac.calls import completion_cap
 from agentcausal.discovery.mac.caps import mac_caps
 from agentcausal.discovery.mac.mdm import graph_budget
 from agentcausal.discovery.mac.settings import DEBATE_STAGE, PRESETS, MACSettings
 from agentcausal.llm import Gateway
+from agentcausal_cli import main
 from tests.conftest import fake_profiles
 
 VARIABLES = {"tiny": ["a", "b", "c"], "wide": [f"VARIABLE_{i}" for i in range(20)]}

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from agentcausal.cli import main
 from agentcausal.discovery.mac.settings import PAPER_UNSPECIFIED, PRESETS
 from agentcausal.llm.preview import placeholder
+from agentcausal_cli import main
 
 #: every setting that caps a completion, a reason, an edge list or the orderings
 BOUNDS = (

@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 
-from agentcausal.cli.dataset_checks import check_datasets
+from agentcausal_cli.dataset_checks import check_datasets
 
 
 def _write(tmp_path, meta):

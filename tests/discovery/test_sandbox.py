@@ -258,10 +258,10 @@ def test_resolve_executor(monkeypatch):
 def test_cli_refuses_coding_and_marks_auto_fallback(monkeypatch, capsys):
     import argparse
 
-    from agentcausal.cli import main
-    from agentcausal.cli.discover import build_config
     from agentcausal.discovery.cache_key import discovery_key
     from agentcausal.discovery.config import DiscoveryConfig
+    from agentcausal_cli import main
+    from agentcausal_cli.discover import build_config
 
     monkeypatch.setattr(executor, "sandbox_available", lambda: "bubblewrap missing")
     assert main(["discover", "--dataset", "asia", "--method", "mac", "--executor", "coding"]) == 2
@@ -285,7 +285,7 @@ def test_cli_executor_default_is_the_presets(monkeypatch, capsys):
     """No --executor: paper resolves auto (here: typed, said once); small keeps typed and says nothing."""
     import argparse
 
-    from agentcausal.cli.discover import build_config
+    from agentcausal_cli.discover import build_config
 
     monkeypatch.setattr(executor, "sandbox_available", lambda: "bubblewrap missing")
     args = argparse.Namespace(

@@ -44,7 +44,7 @@ def _files_containing(root: Path, needle: bytes) -> list[str]:
 @pytest.mark.slow  # a Prefect flow run: 30 s to 2 min on 2 shared cores
 @pytest.mark.timeout(300)
 def test_hostile_coder_leaks_no_key_into_any_file(fake_server, tmp_path, monkeypatch, capsys):
-    from agentcausal.cli import main
+    from agentcausal_cli import main
 
     secret = f"sk-e2e-{random.randrange(10**12):012d}-secret"
     monkeypatch.setenv(KEY_ENV, secret)

@@ -91,7 +91,7 @@ def test_flow_rejects_unknown_method_before_any_call(fake_server, fake_settings,
 
 
 def test_cli_attribute_runs_flow_and_prints_table(fake_server, fake_settings, tmp_path, capsys):
-    from agentcausal.cli import main
+    from agentcausal_cli import main
 
     rc = main(
         [
@@ -122,7 +122,7 @@ def test_cli_attribute_runs_flow_and_prints_table(fake_server, fake_settings, tm
 @pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_cli_repeats_send_sample_and_store_the_plan(fake_server, fake_settings, tmp_path, capsys):
-    from agentcausal.cli import main
+    from agentcausal_cli import main
 
     rc = main(
         [

@@ -93,7 +93,7 @@ def test_flow_rejects_unknown_method_before_any_call(fake_server, fake_settings,
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_cli_discover_prints_table_and_checks_inputs(fake_server, fake_settings, tmp_path, capsys):
-    from agentcausal.cli import main
+    from agentcausal_cli import main
 
     out = tmp_path / "cli"
     rc = main(

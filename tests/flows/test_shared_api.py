@@ -228,7 +228,7 @@ def test_a_stop_without_a_server_stops_nothing(tmp_path):
 
 
 def test_the_console_names_the_api_the_run_will_use(tmp_path, monkeypatch, capsys):
-    from agentcausal.cli.run_folder_options import starting_prefect
+    from agentcausal_cli.run_folder_options import starting_prefect
 
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
     monkeypatch.delenv(shared_api.ENABLED_ENV, raising=False)

@@ -13,11 +13,11 @@ import pytest
 
 from agentcausal.attribution.estimate import attribution_calls
 from agentcausal.attribution.registry import resolve_methods
-from agentcausal.cli import main
 from agentcausal.llm.profiles import Profile, ProfileSet
 from agentcausal.runs.budget import BudgetGate
 from agentcausal.runs.estimate import CallPattern, Estimator, estimate_table
 from agentcausal.traces.model import Step, Trace
+from agentcausal_cli import main
 from tests.ops.conftest import requests_by_prompt, scripted_responder
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "data" / "examples"
@@ -241,10 +241,10 @@ def test_an_unpriced_profile_refuses_a_dollar_cap_naming_it():
 
 
 def _held_back_status() -> int:
-    """The exit status of a run that held jobs back: rows not computed (``agentcausal.cli.exit_codes``, where the
+    """The exit status of a run that held jobs back: rows not computed (``agentcausal_cli.exit_codes``, where the
     CLI has its exit statuses), else 0."""
     try:
-        from agentcausal.cli.exit_codes import FAILED_ROWS
+        from agentcausal_cli.exit_codes import FAILED_ROWS
     except ImportError:
         return 0
     return FAILED_ROWS

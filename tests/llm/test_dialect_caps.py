@@ -82,7 +82,7 @@ def test_step_by_step_max_tokens_reaches_gpt5_as_max_completion_tokens():
 
 
 def test_dry_run_shows_every_baseline_cap_and_a_run_refuses_one_it_cannot_honour(tmp_path, capsys, monkeypatch):
-    from agentcausal.cli import main
+    from agentcausal_cli import main
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")  # refused before any request
     traces = tmp_path / "t.jsonl"

@@ -102,7 +102,7 @@ def test_serve_local_cli_serves_until_interrupted(monkeypatch):
         [
             sys.executable,
             "-c",
-            "import sys; from agentcausal.cli import main; sys.exit(main())",
+            "import sys; from agentcausal_cli import main; sys.exit(main())",
             "serve-local",
             "--slots",
             "1",

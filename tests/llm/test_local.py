@@ -12,9 +12,9 @@ import textwrap
 
 import pytest
 
-from agentcausal.cli import build_parser
 from agentcausal.exceptions import ModelFileError
 from agentcausal.llm import Profile, local, packaged
+from agentcausal_cli import build_parser
 
 PART_BYTES = [b"GGUF" + b"a" * 3000, b"b" * 5000, b"c" * 17]
 

@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 CHILD = """
 import os, signal, sys
-from agentcausal.cli import main
+from agentcausal_cli import main
 from agentcausal.llm import local
 
 class SignalDuringBanner:

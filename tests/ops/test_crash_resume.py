@@ -24,7 +24,7 @@ KILL_AT_REQUEST = 7
 
 
 def _cli(args, env, log):
-    code = "import sys; from agentcausal.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from agentcausal_cli import main; sys.exit(main(sys.argv[1:]))"
     return subprocess.Popen(
         [sys.executable, "-c", code, *args], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
     )

@@ -35,7 +35,7 @@ def _frame(run_dir):
 def test_dask_two_workers_match_thread_pool_and_share_caches(scripted_server, profiles_file, tmp_path, capsys):
     from distributed import Client, LocalCluster
 
-    from agentcausal.cli import main
+    from agentcausal_cli import main
     from flows.attribute import run_attribute
     from flows.runners import RunnerChoice, RunnerKind
 

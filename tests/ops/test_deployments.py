@@ -86,7 +86,7 @@ def test_missing_file_is_config_error(tmp_path):
 
 
 def test_cli_serve_list_prints_every_deployment(capsys, tmp_path, monkeypatch):
-    from agentcausal.cli import main
+    from agentcausal_cli import main
 
     monkeypatch.setenv("AGENTCAUSAL_WHO_AND_WHEN_DIR", str(tmp_path))  # an existing folder: every input there
     assert main(["serve", "--list"]) == 0
@@ -99,7 +99,7 @@ def test_cli_serve_list_prints_every_deployment(capsys, tmp_path, monkeypatch):
 def test_cli_serve_without_api_url_explains_how_to_start_a_server(capsys):
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    from agentcausal.cli import main
+    from agentcausal_cli import main
 
     with temporary_settings(updates={PREFECT_API_URL: None}):
         assert main(["serve", "--only", "who-and-when-nightly"]) == 2
@@ -116,8 +116,8 @@ def test_serve_without_api_url_raises():
 
 
 def test_empty_paths_resolve_from_the_who_and_when_setting_and_serve_list_checks_inputs(tmp_path, monkeypatch, capsys):
-    from agentcausal.cli import main
     from agentcausal.settings import RunSettings
+    from agentcausal_cli import main
     from flows.naming import corpus_paths
     from flows.serve import check_inputs
 

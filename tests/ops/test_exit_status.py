@@ -1,7 +1,7 @@
 """Runs that fail say so: a CLI run whose rows failed exits 3 with the count on its last line; one whose endpoint
 dies mid-run is stopped by the circuit breaker and exits 4 naming the endpoint, the rest marked ``not_run``
 and nothing cached for them. A quiet night (a Phoenix window without traces) is exit 0 with one line, nothing
-sent, no run folder left. docs/operations.md and deploy/README.md show the exit-code table of ``agentcausal.cli.exit_codes``.
+sent, no run folder left. docs/operations.md and deploy/README.md show the exit-code table of ``agentcausal_cli.exit_codes``.
 Prefect's temporary API in the test process; the fake server (test double)."""
 
 import json
@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agentcausal.cli import main
-from agentcausal.cli.exit_codes import ENDPOINT_DOWN, EXIT_CODES, FAILED_ROWS, OK, markdown_table
+from agentcausal_cli import main
+from agentcausal_cli.exit_codes import ENDPOINT_DOWN, EXIT_CODES, FAILED_ROWS, OK, markdown_table
 from tests.ops.conftest import EXAMPLES, write_profiles
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -30,7 +30,7 @@ def test_cli_run_logs_to_the_api_quietly_with_name_tags_and_keys(scripted_server
     api.start(timeout=180)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_LOGGING")}
     env.update(PREFECT_API_URL=api.api_url)
-    code = "import sys; from agentcausal.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from agentcausal_cli import main; sys.exit(main(sys.argv[1:]))"
     proc = subprocess.run(
         [
             sys.executable,

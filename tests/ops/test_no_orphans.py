@@ -20,7 +20,7 @@ import pytest
 from tests.ops.conftest import EXAMPLES, METHODS, write_profiles
 
 GRACE_S = 30.0  # the watchdogs poll every 0.5 s; interpreters shut down slowly on a loaded machine
-CLI = "import sys; from agentcausal.cli import main; sys.exit(main(sys.argv[1:]))"
+CLI = "import sys; from agentcausal_cli import main; sys.exit(main(sys.argv[1:]))"
 
 
 def _alive(pids):

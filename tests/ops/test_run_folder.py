@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from agentcausal.cli import main
-from agentcausal.cli.exit_codes import BAD_INPUT, EXIT_CODES, RUN_FOLDER_BUSY
 from agentcausal.exceptions import RunFolderBusyError
 from agentcausal.runs.lock import LOCK_FILE, lock_holder, run_folder_lock
+from agentcausal_cli import main
+from agentcausal_cli.exit_codes import BAD_INPUT, EXIT_CODES, RUN_FOLDER_BUSY
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "data" / "examples"
 
@@ -101,7 +101,7 @@ def test_out_on_an_existing_run_refuses_unless_resume_or_force(fake_server, tmp_
 
     ran = {}
     monkeypatch.setattr(flows.attribute, "run_attribute", lambda *a, **kw: ran.update(kw) or kw["out_dir"])
-    monkeypatch.setattr("agentcausal.cli.attribute.print_attribution_run", lambda run_dir, **kw: 0)
+    monkeypatch.setattr("agentcausal_cli.attribute.print_attribution_run", lambda run_dir, **kw: 0)
     assert main(_args(fake_server, tmp_path, run_dir, "--force", "--name", "nightly")) == 0
     assert not (run_dir / "report.md").exists() and not (run_dir / "plots").exists()
     assert (run_dir / "plan.json").is_file() and ran["meta"]["name"] == "nightly"

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from agentcausal.cli.runner_options import add_runner_arguments
 from agentcausal.exceptions import ConfigError
+from agentcausal_cli.runner_options import add_runner_arguments
 from flows.runners import (
     RunnerChoice,
     RunnerKind,
@@ -73,7 +73,7 @@ def test_runner_choice_rejects_address_for_threads():
 
 
 def test_cli_attribute_rejects_runner_options_before_any_call(fake_server, tmp_path):
-    from agentcausal.cli import main
+    from agentcausal_cli import main
 
     rc = main(["attribute", str(EXAMPLES), "--dask-address", "tcp://h:1", "--cache-dir", str(tmp_path)])
     assert rc == 2 and fake_server.count == 0

@@ -17,12 +17,12 @@ import sys
 import pandas as pd
 import pytest
 
-from agentcausal.cli import main
 from agentcausal.settings import RunSettings
+from agentcausal_cli import main
 from flows.serve import DEFAULT_FILE, load_flow, load_specs
 from tests.ops.conftest import EXAMPLES
 
-CLI = "import sys; from agentcausal.cli import main; sys.exit(main(sys.argv[1:]))"
+CLI = "import sys; from agentcausal_cli import main; sys.exit(main(sys.argv[1:]))"
 
 
 def _changed(path):

@@ -45,7 +45,7 @@ def test_serve_registers_deployments_and_runs_a_triggered_flow_run(scripted_serv
         )
     )
     env = dict(os.environ, PREFECT_API_URL=api.api_url, PREFECT_RUNNER_POLL_FREQUENCY="1")
-    code = "import sys; from agentcausal.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from agentcausal_cli import main; sys.exit(main(sys.argv[1:]))"
     with open(tmp_path / "serve.log", "w") as log:
         proc = subprocess.Popen(
             [sys.executable, "-c", code, "serve", "--file", str(spec)],
@@ -110,7 +110,7 @@ def test_shipped_nightly_deployment_reads_the_who_and_when_setting(scripted_serv
         AGENTCAUSAL_PROFILES=profiles_file,
         AGENTCAUSAL_CACHE_DIR=str(tmp_path / "cache"),
     )
-    code = "import sys; from agentcausal.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from agentcausal_cli import main; sys.exit(main(sys.argv[1:]))"
     with open(tmp_path / "serve.log", "w") as log:
         proc = subprocess.Popen(
             [sys.executable, "-c", code, "serve", "--only", "attribute/who-and-when-nightly"],

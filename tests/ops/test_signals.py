@@ -25,7 +25,7 @@ from agentcausal.runs import stop
 from agentcausal_fakes.processes import alive, process_tree, reap
 from tests.ops.conftest import EXAMPLES, METHODS, requests_by_prompt, write_profiles
 
-CLI = "import sys; from agentcausal.cli import main; sys.exit(main(sys.argv[1:]))"
+CLI = "import sys; from agentcausal_cli import main; sys.exit(main(sys.argv[1:]))"
 STOP_WITHIN_S = 10.0
 STATUS = {signal.SIGTERM: 143, signal.SIGINT: 130}
 

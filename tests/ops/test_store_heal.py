@@ -122,7 +122,7 @@ def test_cache_repair_heals_and_drops_by_hand(tmp_path):
 
 
 def test_cache_check_of_a_folder_that_is_not_there_is_bad_input(tmp_path, capsys):
-    from agentcausal.cli import main
+    from agentcausal_cli import main
 
     assert main(["cache", "check", "--cache-dir", str(tmp_path / "nowhere")]) == 2
     assert "no cache folder" in capsys.readouterr().err

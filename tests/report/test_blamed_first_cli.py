@@ -12,8 +12,8 @@ import re
 import pandas as pd
 import pytest
 
-from agentcausal.cli import main
 from agentcausal.traces.importers import import_traces
+from agentcausal_cli import main
 from agentcausal_fakes.evidence import EvidenceResponder
 from agentcausal_fakes.spans import genai_spans, openinference_spans, otlp_json
 from tests.report.test_html_report import parse

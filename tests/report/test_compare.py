@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from agentcausal.attribution.results import save_run
-from agentcausal.cli import main
 from agentcausal.discovery.evaluate import score_run
 from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.outcome import DiscoveryOutcome, save_outcomes
 from agentcausal.report.compare import compare_runs, mcnemar_exact
 from agentcausal.traces.model import Attribution, Label, Step, Trace
+from agentcausal_cli import main
 
 
 def save_discovery(outcomes, run_dir, meta):

@@ -87,7 +87,7 @@ def _any_dataset_responder():
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_discover_rounds_sweep_writes_the_paper_analyses(fake_server, tmp_path, capsys):
-    from agentcausal.cli import main
+    from agentcausal_cli import main
 
     fake_server.responder = _any_dataset_responder()
     toml = tmp_path / "profiles.toml"

@@ -4,11 +4,11 @@ several backbones, every cell with its n and the published number it corresponds
 
 import pytest
 
-from agentcausal.cli import main
 from agentcausal.discovery.evaluate import score_run
 from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.outcome import DiscoveryOutcome, save_outcomes
 from agentcausal.report.mac_paper_tables import over_backbones, published_cell, table_cells
+from agentcausal_cli import main
 
 TRUE = CausalGraph.from_edges("ABC", [("A", "B"), ("B", "C")])
 WRONG = CausalGraph.from_edges("ABC", [("C", "A")])

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from agentcausal.attribution.results import save_run
-from agentcausal.cli import main
 from agentcausal.traces.jsonl import write_jsonl
 from agentcausal.traces.model import Attribution, Candidate, CorrectedAction, Step, Trace
+from agentcausal_cli import main
 
 
 def _run(tmp_path):

@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 
 from agentcausal.attribution.results import save_run
-from agentcausal.cli import main
 from agentcausal.report.attribution import report_run
 from agentcausal.tracers.blame import blamed_spans
 from agentcausal.tracers.phoenix import span_annotations
@@ -18,6 +17,7 @@ from agentcausal.traces.display import BIDI_CONTROLS, visible, visible_html
 from agentcausal.traces.io import load_traces
 from agentcausal.traces.jsonl import write_jsonl
 from agentcausal.traces.model import Attribution, Step, Trace
+from agentcausal_cli import main
 
 #: ESC sequences (clear screen, an OSC 8 link), NUL, a carriage return overwriting the line, a right-to-left override
 HOSTILE = "ok\x1b[2J\x1b]8;;http://evil\x07link\x1b]8;;\x07 NUL\x00 back\rover \u202eevil"

@@ -248,7 +248,7 @@ def test_the_cli_names_a_store_it_cannot_heal_in_one_line_before_any_work(fake_s
     import errno
 
     import agentcausal.runs.store as store_module
-    from agentcausal.cli import main
+    from agentcausal_cli import main
     from tests.ops.conftest import EXAMPLES, write_profiles
 
     store = ResultStore(tmp_path / "cache", "attribute", Attribution)

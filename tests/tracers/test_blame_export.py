@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 
 from agentcausal.attribution.results import save_run as save_attribution_run
-from agentcausal.cli import main
 from agentcausal.tracers.blame import blamed_spans
 from agentcausal.tracers.otlp_export import evaluation_logs
 from agentcausal.tracers.phoenix import span_annotations
 from agentcausal.traces.importers import import_traces
 from agentcausal.traces.model import Attribution
+from agentcausal_cli import main
 from agentcausal_fakes.spans import genai_spans, otlp_json
 
 REASON = "took the summit pressure for the boiling point"

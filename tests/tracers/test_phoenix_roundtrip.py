@@ -12,8 +12,8 @@ import json
 import pandas as pd
 import pytest
 
-from agentcausal.cli import main
 from agentcausal.tracers.phoenix import PhoenixQuery, load_phoenix, read_annotations
+from agentcausal_cli import main
 from agentcausal_fakes.fake_openai import FakeOpenAIServer
 from agentcausal_fakes.spans import QUESTION, genai_spans, openinference_spans
 from tests.tracers.conftest import run_sdk

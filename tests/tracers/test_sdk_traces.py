@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from agentcausal.cli import main
 from agentcausal.traces.importers import detect_format, import_traces
+from agentcausal_cli import main
 from agentcausal_fakes.fake_openai import FakeOpenAIServer
 from tests.tracers.conftest import run_sdk
 

@@ -8,12 +8,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agentcausal.cli import main
 from agentcausal.exceptions import InvalidTracesError, TraceFormatError
 from agentcausal.traces.io import load_traces, scan_traces
 from agentcausal.traces.jsonl import read_jsonl, write_jsonl
 from agentcausal.traces.text import clean_text, content_text
 from agentcausal.traces.whowhen import UNKNOWN_AGENT, load_who_and_when, load_who_and_when_file, parse_who_and_when
+from agentcausal_cli import main
 
 CASES = Path(__file__).resolve().parents[2].parent / "shared" / "cases"
 EXAMPLES = Path(__file__).resolve().parents[2] / "data" / "examples"

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from agentcausal.cli import main
 from agentcausal.exceptions import ContextWindowError, InputFileError, TraceFormatError, is_content_failure
 from agentcausal.input_files import MAX_INT_DIGITS, input_refusal, loads_json, read_input_bytes
 from agentcausal.traces.io import scan_traces
+from agentcausal_cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 

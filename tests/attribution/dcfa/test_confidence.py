@@ -95,8 +95,8 @@ def test_attribute_under_paper_on_the_fake_server_gives_every_moved_row_a_confid
 
     import pandas as pd
 
-    from agentcausal.cli import main
     from agentcausal.traces.jsonl import write_jsonl
+    from agentcausal_cli import main
     from agentcausal_fakes.fake_openai import FakeOpenAIServer
 
     corpus = write_jsonl(synthetic_traces(24, seed=3), tmp_path / "traces.jsonl")

@@ -10,7 +10,7 @@ import pytest
 
 from agentcausal.attribution.dcfa import DcfaSettings, run_dcfa
 from agentcausal.attribution.dcfa.caps import dcfa_caps
-from agentcausal.cli import main
+from agentcausal_cli import main
 from tests.attribution.dcfa.conftest import DcfaResponder, kind_of, small
 
 ROOT = Path(__file__).resolve().parents[3]

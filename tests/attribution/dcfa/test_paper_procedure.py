@@ -13,7 +13,7 @@ import pytest
 from agentcausal.attribution.dcfa import DcfaSettings, run_dcfa
 from agentcausal.attribution.dcfa.ded import HYPOTHESIS_FLAG
 from agentcausal.attribution.previews import attribution_previews
-from agentcausal.cli import main
+from agentcausal_cli import main
 from tests.attribution.dcfa.conftest import DcfaResponder, kind_of, make_trace, small, user_text
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -7,7 +7,7 @@ import pytest
 from agentcausal.attribution.dcfa import DcfaSettings, run_dcfa
 from agentcausal.attribution.dcfa.gca import run_gca
 from agentcausal.attribution.jobs import run_method
-from agentcausal.cli import main
+from agentcausal_cli import main
 from tests.attribution.dcfa.conftest import DcfaResponder, kind_of, make_trace, small, user_text
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agentcausal.cli import main
 from agentcausal.traces.importers import import_traces
+from agentcausal_cli import main
 from agentcausal_fakes.spans import genai_spans, otlp_json
 
 

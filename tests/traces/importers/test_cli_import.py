@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from agentcausal.cli import main
 from agentcausal.traces.jsonl import read_jsonl
+from agentcausal_cli import main
 from agentcausal_fakes.spans import QUESTION, genai_spans, otlp_json
 from tests.traces.importers.conftest import check_run
 
@@ -54,7 +54,7 @@ def _no_flow(monkeypatch):
     import flows.attribute
 
     monkeypatch.setattr(flows.attribute, "run_attribute", fake_run)
-    monkeypatch.setattr("agentcausal.cli.attribute.print_attribution_run", lambda run_dir: 0)
+    monkeypatch.setattr("agentcausal_cli.attribute.print_attribution_run", lambda run_dir: 0)
     return calls
 
 

@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from agentcausal.cli import main
 from agentcausal.exceptions import DatasetError, TraceFormatError
 from agentcausal.traces.importers import detect_format, import_traces
 from agentcausal.traces.importers._fetch import fetch_files
 from agentcausal.traces.importers.agentrx import load_agentrx
 from agentcausal.traces.importers.mast import load_mast, split_trajectory
+from agentcausal_cli import main
 
 AG2_LOG = """user_proxy (to chat_manager):
 

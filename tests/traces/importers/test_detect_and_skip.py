@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from agentcausal.cli import main
 from agentcausal.exceptions import InvalidTracesError, TraceFormatError
 from agentcausal.traces.importers import FORMATS, detect_format, import_traces, scan_imports
+from agentcausal_cli import main
 from agentcausal_fakes.spans import genai_spans, otlp_json
 
 
@@ -103,7 +103,7 @@ def test_attribute_skip_invalid_records_imported_skips_in_run_json(mixed, tmp_pa
     import flows.attribute
 
     monkeypatch.setattr(flows.attribute, "run_attribute", fake_run)
-    monkeypatch.setattr("agentcausal.cli.attribute.print_attribution_run", lambda run_dir: 0)
+    monkeypatch.setattr("agentcausal_cli.attribute.print_attribution_run", lambda run_dir: 0)
     good, off, alien, broken = mixed
     run = tmp_path / "run"
     assert (

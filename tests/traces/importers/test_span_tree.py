@@ -85,7 +85,7 @@ def test_a_step_without_any_agent_says_so():
 
 
 def test_import_says_which_traces_have_steps_without_an_agent(tmp_path, capsys):
-    from agentcausal.cli import main
+    from agentcausal_cli import main
 
     doc = otlp_json(genai_spans())
     for sp in _spans(doc):  # the agent spans become plain structure: no span names an agent any more

@@ -1,9 +1,9 @@
 """The ``agentcausal`` command line: one entry point, one module per verb.
 
 Each verb module in this package defines ``register(subparsers)``; :func:`build_parser` imports each
-explicitly, in the order ``agentcausal --help`` lists them. Verbs that
-run a pipeline import ``flows`` lazily inside their handler: the CLI is the one
-library module that reaches up to the Prefect layer, and only when run.
+explicitly, in the order ``agentcausal --help`` lists them. The command line is the application layer, above
+``flows`` (``.importlinter``): verbs that run a pipeline import ``flows`` inside their handler, so ``agentcausal
+--help`` and the checks before a run never pay Prefect's start-up.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import os
 import sys
 
 from agentcausal import __version__
-from agentcausal.cli import exit_codes
-from agentcausal.cli.exit_codes import BAD_INPUT, INTERRUPTED, RUN_FOLDER_BUSY
 from agentcausal.exceptions import AgentCausalError, RunFolderBusyError
 from agentcausal.runs import stop
+from agentcausal_cli import exit_codes
+from agentcausal_cli.exit_codes import BAD_INPUT, INTERRUPTED, RUN_FOLDER_BUSY
 
 __all__ = ["main", "build_parser", "console_logging", "quiet_task_failures"]
 
@@ -33,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"agentcausal {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
-    from agentcausal.cli import (
+    from agentcausal_cli import (
         annotate,
         attribute,
         cache,

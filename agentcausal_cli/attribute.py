@@ -28,9 +28,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentcausal.cli import quiet_task_failures
-from agentcausal.cli.exit_codes import OK
-from agentcausal.cli.import_traces import (
+from agentcausal.exceptions import AgentCausalError, ConfigError, TraceFormatError, UnknownStageError
+from agentcausal.runs.folder import default_run_dir, run_kind
+from agentcausal.settings import routing_preset
+from agentcausal_cli import quiet_task_failures
+from agentcausal_cli.exit_codes import OK
+from agentcausal_cli.import_traces import (
     add_import_arguments,
     import_corpus,
     import_sources,
@@ -38,18 +41,18 @@ from agentcausal.cli.import_traces import (
     prepare_corpus,
     uses_importer,
 )
-from agentcausal.cli.input_options import add_input_arguments, apply_input_arguments
-from agentcausal.cli.method_sets import parse_bool_sets, parse_sets
-from agentcausal.cli.run_folder_options import (
+from agentcausal_cli.input_options import add_input_arguments, apply_input_arguments
+from agentcausal_cli.method_sets import parse_bool_sets, parse_sets
+from agentcausal_cli.run_folder_options import (
     add_run_folder_arguments,
     apply_run_folder_arguments,
     claim_run_folder,
     run_name_meta,
     starting_prefect,
 )
-from agentcausal.cli.run_output import print_attribution_run, print_discovery_report
-from agentcausal.cli.runner_options import add_runner_arguments
-from agentcausal.cli.settings_options import (
+from agentcausal_cli.run_output import print_attribution_run, print_discovery_report
+from agentcausal_cli.runner_options import add_runner_arguments
+from agentcausal_cli.settings_options import (
     add_model_arguments,
     add_settings_arguments,
     add_threads_argument,
@@ -57,7 +60,7 @@ from agentcausal.cli.settings_options import (
     apply_threads,
     settings_from_args,
 )
-from agentcausal.cli.spend_options import (
+from agentcausal_cli.spend_options import (
     add_spend_arguments,
     check_spend_arguments,
     print_estimate,
@@ -65,9 +68,6 @@ from agentcausal.cli.spend_options import (
     run_check,
     spent_before,
 )
-from agentcausal.exceptions import AgentCausalError, ConfigError, TraceFormatError, UnknownStageError
-from agentcausal.runs.folder import default_run_dir, run_kind
-from agentcausal.settings import routing_preset
 
 if TYPE_CHECKING:
     from agentcausal.traces.model import Trace
@@ -205,10 +205,10 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     # `agentcausal --help` would pay if these were imported with the module (build_parser imports every verb)
     from agentcausal.attribution.plan import attribute_plan
     from agentcausal.attribution.registry import resolve_methods
-    from agentcausal.cli.cache import open_stores
-    from agentcausal.cli.endpoints import check_endpoints
     from agentcausal.runs.plan import ITEMS_FILE, SHOWN_ITEMS, write_plan
     from agentcausal.traces.model import Attribution
+    from agentcausal_cli.cache import open_stores
+    from agentcausal_cli.endpoints import check_endpoints
 
     apply_input_arguments(args)
     check_spend_arguments(args)
@@ -308,7 +308,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
             _remove_new_run_folder(run_dir)
         raise
     starting_prefect()
-    # start-up cost (Prefect, ~1 s): the CLI is the one library package that reaches up to flows
+    # start-up cost (Prefect, ~1 s): imported when a run starts
     from flows.attribute import run_attribute
     from flows.runners import runner_choice_from_args  # (the same)
 
@@ -337,7 +337,7 @@ def _imported(args: argparse.Namespace) -> bool:
 
 def _imported_traces(args: argparse.Namespace) -> tuple[list[tuple[str, Trace]], list[dict[str, Any]]]:
     """The traces of an imported corpus, read in memory by its importer, and the inputs ``--skip-invalid`` left
-    out (:func:`agentcausal.cli.import_traces.import_corpus`).
+    out (:func:`agentcausal_cli.import_traces.import_corpus`).
 
     Raises
     ------

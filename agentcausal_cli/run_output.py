@@ -3,7 +3,7 @@
 The table of the run folder (accuracy, or SHD / NHD / F1), the rows held back by ``--max-cost`` or
 ``--max-tokens`` (not failures: the next invocation with ``--resume`` runs them), the failed rows, the actual spend, the run
 folder and its report; the exit status from ``run.json``
-(:func:`agentcausal.cli.run_folder_options.failed_rows_exit`).
+(:func:`agentcausal_cli.run_folder_options.failed_rows_exit`).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from agentcausal.cli.run_folder_options import failed_rows_exit
-from agentcausal.cli.spend_options import print_spend
 from agentcausal.runs.folder import load_run_meta
+from agentcausal_cli.run_folder_options import failed_rows_exit
+from agentcausal_cli.spend_options import print_spend
 
 if TYPE_CHECKING:
     from agentcausal.attribution.evaluate import Evaluation

@@ -25,20 +25,23 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agentcausal.cli import quiet_task_failures
-from agentcausal.cli.dataset_checks import check_datasets, expand_datasets
-from agentcausal.cli.input_options import add_input_arguments, apply_input_arguments
-from agentcausal.cli.method_sets import discover_sets
-from agentcausal.cli.run_folder_options import (
+from agentcausal.exceptions import ConfigError
+from agentcausal.runs.folder import default_run_dir
+from agentcausal.settings import preset_values, routing_preset
+from agentcausal_cli import quiet_task_failures
+from agentcausal_cli.dataset_checks import check_datasets, expand_datasets
+from agentcausal_cli.input_options import add_input_arguments, apply_input_arguments
+from agentcausal_cli.method_sets import discover_sets
+from agentcausal_cli.run_folder_options import (
     add_run_folder_arguments,
     apply_run_folder_arguments,
     claim_run_folder,
     run_name_meta,
     starting_prefect,
 )
-from agentcausal.cli.run_output import print_discovery_report, print_discovery_run
-from agentcausal.cli.runner_options import add_runner_arguments
-from agentcausal.cli.settings_options import (
+from agentcausal_cli.run_output import print_discovery_report, print_discovery_run
+from agentcausal_cli.runner_options import add_runner_arguments
+from agentcausal_cli.settings_options import (
     add_model_arguments,
     add_settings_arguments,
     add_threads_argument,
@@ -46,7 +49,7 @@ from agentcausal.cli.settings_options import (
     apply_threads,
     settings_from_args,
 )
-from agentcausal.cli.spend_options import (
+from agentcausal_cli.spend_options import (
     add_spend_arguments,
     check_spend_arguments,
     print_estimate,
@@ -54,9 +57,6 @@ from agentcausal.cli.spend_options import (
     run_check,
     spent_before,
 )
-from agentcausal.exceptions import ConfigError
-from agentcausal.runs.folder import default_run_dir
-from agentcausal.settings import preset_values, routing_preset
 
 __all__ = ["register", "cmd_discover", "build_config"]
 
@@ -282,8 +282,6 @@ def cmd_discover(args: argparse.Namespace) -> int:
     """
     # start-up cost: the library's run path imports openai and causal-learn (over a second measured), which
     # every other verb and `agentcausal --help` would pay if these were imported with the module
-    from agentcausal.cli.cache import open_stores
-    from agentcausal.cli.endpoints import check_endpoints
     from agentcausal.discovery.evaluate import score_run
     from agentcausal.discovery.outcome import DiscoveryOutcome
     from agentcausal.discovery.plan import discover_plan
@@ -291,6 +289,8 @@ def cmd_discover(args: argparse.Namespace) -> int:
     from agentcausal.discovery.registry import expand_rounds, method_stages, resolve_methods, with_anonymise
     from agentcausal.llm.preview import render_previews
     from agentcausal.runs.plan import write_plan
+    from agentcausal_cli.cache import open_stores
+    from agentcausal_cli.endpoints import check_endpoints
 
     if args.report:
         if not (Path(args.report) / "outcomes.jsonl").is_file():
@@ -357,7 +357,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
     claim_run_folder(args, run_dir)  # locked until the command ends; a run in it: --resume, --force or refused
     plan_file = write_plan(plan, run_dir)
     starting_prefect()
-    # start-up cost (Prefect, ~1 s): the CLI is the one library package that reaches up to flows
+    # start-up cost (Prefect, ~1 s): imported when a run starts
     from flows.discover import run_discover
     from flows.runners import runner_choice_from_args  # (the same)
 

@@ -17,15 +17,15 @@ import sys
 import time
 from pathlib import Path
 
-from agentcausal.cli.run_folder_options import add_resume_arguments, claim_run_folder, starting_prefect
-from agentcausal.cli.settings_options import (
+from agentcausal.exceptions import ConfigError
+from agentcausal.settings import preset_values, routing_preset
+from agentcausal_cli.run_folder_options import add_resume_arguments, claim_run_folder, starting_prefect
+from agentcausal_cli.settings_options import (
     add_model_arguments,
     add_settings_arguments,
     apply_model_arguments,
     settings_from_args,
 )
-from agentcausal.exceptions import ConfigError
-from agentcausal.settings import preset_values, routing_preset
 
 __all__ = ["register", "cmd_demo"]
 
@@ -112,7 +112,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             claim_run_folder(args, Path(plan.out_dir) / sub)
     starting_prefect()
     from flows.demo import (
-        demo,  # start-up cost (Prefect, ~1 s): the CLI is the one library package that reaches up to flows
+        demo,  # start-up cost (Prefect, ~1 s): imported when a run starts
     )
 
     t0 = time.time()

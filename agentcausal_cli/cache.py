@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from agentcausal.cli.exit_codes import FAILED_ROWS, OK
 from agentcausal.exceptions import ConfigError
+from agentcausal_cli.exit_codes import FAILED_ROWS, OK
 
 __all__ = ["register", "cmd_cache", "open_stores", "DAMAGED"]
 

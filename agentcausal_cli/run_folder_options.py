@@ -26,11 +26,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentcausal.cli.exit_codes import ENDPOINT_DOWN, FAILED_ROWS, OK, epilog
 from agentcausal.exceptions import ConfigError, RunFolderExistsError
 from agentcausal.runs.heartbeat import HEARTBEAT_ENV, heartbeat_interval
 from agentcausal.runs.lock import LOCK_FILE, run_folder_lock
 from agentcausal.settings import DEFAULT_BREAKER_AFTER, RunSettings
+from agentcausal_cli.exit_codes import ENDPOINT_DOWN, FAILED_ROWS, OK, epilog
 
 __all__ = [
     "RUN_FILES",
@@ -139,7 +139,7 @@ def holds_run(run_dir: str | Path) -> bool:
 def claim_run_folder(args: argparse.Namespace, run_dir: str | Path) -> Path:
     """Lock ``run_dir`` for this command and apply ``--resume``/``--force`` to a run already in it.
 
-    The lock is held until the command ends (``args.exit_stack``, set by :func:`agentcausal.cli.main`);
+    The lock is held until the command ends (``args.exit_stack``, set by :func:`agentcausal_cli.main`);
     a folder this call created is removed again when the command fails (a refusal leaves nothing).
 
     Returns
@@ -177,7 +177,7 @@ _stack: contextlib.ExitStack | None = None
 
 
 def _fallback_stack() -> contextlib.ExitStack:
-    """A stack closed at exit, for a handler called without :func:`agentcausal.cli.main`."""
+    """A stack closed at exit, for a handler called without :func:`agentcausal_cli.main`."""
     global _stack
     if _stack is None:
         import atexit
@@ -244,8 +244,8 @@ def failed_rows_exit(run_meta: dict[str, Any], *, unit: str, unreachable: str | 
 
     Returns
     -------
-    :data:`~agentcausal.cli.exit_codes.OK`, :data:`~agentcausal.cli.exit_codes.FAILED_ROWS` or
-    :data:`~agentcausal.cli.exit_codes.ENDPOINT_DOWN`
+    :data:`~agentcausal_cli.exit_codes.OK`, :data:`~agentcausal_cli.exit_codes.FAILED_ROWS` or
+    :data:`~agentcausal_cli.exit_codes.ENDPOINT_DOWN`
 
     Examples
     --------

@@ -34,7 +34,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from agentcausal.cli import exit_codes
+from agentcausal_cli import exit_codes
 
 __all__ = ["register", "serve_local", "cmd_serve"]
 
@@ -110,7 +110,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         If the file is invalid (unknown flow, parameters the flow rejects, bad cron), a name in
         ``--only`` is unknown, or (when serving) ``PREFECT_API_URL`` is not set.
     """
-    from flows import serve as fs  # the CLI is the one library module that reaches up to flows
+    from flows import serve as fs  # start-up cost (Prefect): imported when serving
 
     path = args.file or fs.default_file()
     specs = fs.load_specs(path)
