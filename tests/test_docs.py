@@ -162,7 +162,7 @@ def test_the_readme_shows_commands_to_check() -> None:
 
 
 REPO_PATH = re.compile(
-    r"`((?:agentcausal|agentcausal_fakes|flows|tasks|scripts|deploy|tests|bench|data|docs|requirements)"
+    r"`((?:agentcausal|agentcausal_cli|agentcausal_fakes|flows|tasks|scripts|deploy|tests|bench|data|docs|requirements)"
     r"/[\w./-]*)`"
 )
 
