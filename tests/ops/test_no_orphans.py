@@ -17,21 +17,11 @@ import time
 import psutil
 import pytest
 
+from agentcausal_fakes.processes import alive
 from tests.ops.conftest import EXAMPLES, METHODS, write_profiles
 
 GRACE_S = 30.0  # the watchdogs poll every 0.5 s; interpreters shut down slowly on a loaded machine
 CLI = "import sys; from agentcausal_cli import main; sys.exit(main(sys.argv[1:]))"
-
-
-def _alive(pids):
-    out = []
-    for pid in pids:
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                out.append(pid)
-        except psutil.NoSuchProcess:
-            pass
-    return out
 
 
 def _cmd(pid):
@@ -113,9 +103,9 @@ def test_sigkill_of_a_run_leaves_no_process_of_it(runner, scripted_server, tmp_p
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
     deadline = time.monotonic() + GRACE_S
-    while (_alive(started) or _in_session(proc.pid)) and time.monotonic() < deadline:
+    while (alive(started) or _in_session(proc.pid)) and time.monotonic() < deadline:
         time.sleep(0.2)
-    left = {pid: started.get(pid, "") for pid in _alive(started) + _in_session(proc.pid)}
+    left = {pid: started.get(pid, "") for pid in alive(started) + _in_session(proc.pid)}
     for pid in left:  # leave the machine clean whatever the verdict
         try:
             os.kill(pid, signal.SIGKILL)
@@ -166,9 +156,9 @@ def test_sigkill_of_a_discover_run_mid_algorithm_leaves_no_worker(tmp_path):
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
     deadline = time.monotonic() + GRACE_S
-    while (_alive(started) or _in_session(proc.pid)) and time.monotonic() < deadline:
+    while (alive(started) or _in_session(proc.pid)) and time.monotonic() < deadline:
         time.sleep(0.2)
-    left = {pid: started.get(pid, "") for pid in _alive(started) + _in_session(proc.pid)}
+    left = {pid: started.get(pid, "") for pid in alive(started) + _in_session(proc.pid)}
     for pid in left:
         try:
             os.kill(pid, signal.SIGKILL)
