@@ -29,7 +29,8 @@ core), ``cpu_s`` (those CPU seconds), ``rerun_s`` and ``rerun_requests`` (the se
 wall_s``, ``rss_mb`` (peak resident memory of the flow's process during the row: Linux's
 ``VmHWM`` reset before the row through ``/proc/self/clear_refs``; elsewhere the process's
 peak so far, said in ``rss_scope``), ``rows_ok`` (the run's Parquet holds every trace once
-under its own id and no ``failed`` row, on both runs) and ``failed_rows``. The server and the
+under its own id and no ``failed`` row, on both runs), ``failed_rows``, and where it ran: ``cpus`` and the 1-minute
+load average at the row's start (``load_avg_1``) and end (``load_avg_1_at_end``). The server and the
 corpus generator never count: they are other processes.
 """
 
@@ -75,6 +76,8 @@ COLUMNS = [
     "rss_mb",
     "rows_ok",
     "failed_rows",
+    "cpus",
+    "load_avg_1",
 ]
 
 
@@ -227,6 +230,7 @@ def scale_row(
             profiles_path=str(toml), cache_dir=str((work / f"cache-{label}").resolve()), routing="default"
         )
         times, stats, ok, cpu = [], [], [], 0.0
+        load_start = round(os.getloadavg()[0], 2)
         scope = _reset_peak_rss()
         for rep in ("first", "rerun") if rerun else ("first",):
             server.reset()
@@ -270,6 +274,9 @@ def scale_row(
         "rss_scope": scope,
         "rows_ok": all(o for o, _ in ok) and not any(f for _, f in ok),
         "failed_rows": sum(f for _, f in ok),
+        "cpus": os.cpu_count(),
+        "load_avg_1": load_start,
+        "load_avg_1_at_end": round(os.getloadavg()[0], 2),
     }
 
 
