@@ -59,12 +59,13 @@ section 4.1 (All-at-Once); code github.com/ag2ai/Agents_Failure_Attribution (MIT
 
 from __future__ import annotations
 
+import copy
 import functools
 import re
 from collections.abc import Sequence
-from typing import NamedTuple, cast
+from typing import Any, NamedTuple, cast
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field, ValidationError, ValidationInfo, create_model, field_validator
 
 from agentcausal.attribution.baseline_prompts import (
     agent_names,
@@ -102,6 +103,8 @@ __all__ = [
     "Prompt",
     "build_messages",
     "reply_model",
+    "ReplyShape",
+    "reply_shape",
     "map_agent_name",
     "run",
 ]
@@ -174,48 +177,149 @@ PRESETS = {
 }
 
 
-@functools.lru_cache(maxsize=256)
 def reply_model(
     agents: tuple[str, ...], n_steps: int, forced: bool, reason_chars: int | None = None
 ) -> type[AllAtOnceReply]:
     """The reply model of one trace. ``forced`` (``paper``): ``agent`` free text, then ``step`` bounded
     to ``0..n_steps-1``, then ``reason``, all required (the original's reply order); otherwise
     ``agent`` an enum of ``agents`` and agent and step may be null; ``reason`` carries
-    ``maxLength = reason_chars`` (none when None)."""
-    reason = (reply_text(reason_chars), Field(description=AllAtOnceReply.model_fields["reason"].description))
-    if forced:  # not a subclass (the original's field order) but the same fields, agent and step required
-        return cast(
-            type[AllAtOnceReply],
-            create_model(
-                "AllAtOnceReply",
-                __doc__=AllAtOnceReply.__doc__,
-                agent=(
-                    str,
-                    Field(
-                        description="Name of the agent who made the mistake directly responsible for the "
-                        "wrong solution, as the conversation shows it."
-                    ),
+    ``maxLength = reason_chars`` (none when None). One class per distinct shape (cached): ``paper``'s
+    depends on the step count only, ``small``'s on the agents (:func:`reply_shape` sends its schema
+    without a class per trace)."""
+    return _forced_model(n_steps, reason_chars) if forced else _choice_model(agents, reason_chars)
+
+
+def _reason_field(reason_chars: int | None) -> Any:
+    return (reply_text(reason_chars), Field(description=AllAtOnceReply.model_fields["reason"].description))
+
+
+@functools.lru_cache(maxsize=256)
+def _forced_model(n_steps: int, reason_chars: int | None) -> type[AllAtOnceReply]:
+    # not a subclass (the original's field order) but the same fields, agent and step required
+    return cast(
+        type[AllAtOnceReply],
+        create_model(
+            "AllAtOnceReply",
+            __doc__=AllAtOnceReply.__doc__,
+            agent=(
+                str,
+                Field(
+                    description="Name of the agent who made the mistake directly responsible for the "
+                    "wrong solution, as the conversation shows it."
                 ),
-                step=(
-                    int,
-                    Field(
-                        ge=0,
-                        le=max(n_steps - 1, 0),
-                        description="Step number of that agent's first mistake, counted from 0.",
-                    ),
-                ),
-                reason=(reply_text(reason_chars), Field(description="The reason for your prediction.")),
             ),
-        )
+            step=(
+                int,
+                Field(
+                    ge=0,
+                    le=max(n_steps - 1, 0),
+                    description="Step number of that agent's first mistake, counted from 0.",
+                ),
+            ),
+            reason=(reply_text(reason_chars), Field(description="The reason for your prediction.")),
+        ),
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _choice_model(agents: tuple[str, ...], reason_chars: int | None) -> type[AllAtOnceReply]:
     agent_t = enum_choice(agents)
     return create_model(
         "AllAtOnceReply",
         __base__=AllAtOnceReply,
-        reason=reason,
+        reason=_reason_field(reason_chars),
         agent=(
             agent_t | None,
             Field(description="Name of the agent who made the decisive error, as shown; null if undetermined."),
         ),
+    )
+
+
+#: stands for the agents in the ``small`` schema template (no agent is named so: a NUL is not in a name)
+_AGENTS_SLOT = "\x00agents"
+
+
+@functools.lru_cache(maxsize=64)
+def _choice_template(reason_chars: int | None) -> dict[str, Any]:
+    """``small``'s reply schema with :data:`_AGENTS_SLOT` as the one agent (built once per cap)."""
+    return _choice_model((_AGENTS_SLOT,), reason_chars).model_json_schema()
+
+
+def _with_agents(node: Any, agents: list[str]) -> Any:
+    """A copy of a schema template with the slot's enum replaced by ``agents`` (the rest copied as it is)."""
+    if isinstance(node, dict):
+        if node.get("enum") == [_AGENTS_SLOT]:
+            return {k: (list(agents) if k == "enum" else copy.deepcopy(v)) for k, v in node.items()}
+        return {k: _with_agents(v, agents) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_with_agents(v, agents) for v in node]
+    return node
+
+
+class _AnyAgentReply(AllAtOnceReply):
+    """``small``'s reply checked against the agents of the validation context (``{"agents": (...)}``); an invalid
+    reply is validated again by the trace's own model (:func:`reply_model`), so its error reads as that model's."""
+
+    @field_validator("agent")
+    @classmethod
+    def _one_of_the_agents(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and value not in (info.context or {}).get("agents", ()):
+            raise ValueError("not an agent of the trace")  # replaced by the trace model's error below
+        return value
+
+    @classmethod
+    def model_validate_json(
+        cls,
+        json_data: str | bytes | bytearray,
+        *,
+        strict: bool | None = None,
+        extra: Any = None,
+        context: Any | None = None,
+        by_alias: bool | None = None,
+        by_name: bool | None = None,
+    ) -> Any:
+        kw: dict[str, Any] = dict(strict=strict, extra=extra, by_alias=by_alias, by_name=by_name)
+        try:
+            return super().model_validate_json(json_data, context=context, **kw)
+        except ValidationError:
+            agents, reason_chars = (context or {}).get("agents", ()), getattr(cls, "_reason_chars", None)
+            return _choice_model(tuple(agents), reason_chars).model_validate_json(json_data, **kw)
+
+
+@functools.lru_cache(maxsize=64)
+def _any_agent_model(reason_chars: int | None) -> type[AllAtOnceReply]:
+    model = create_model("AllAtOnceReply", __base__=_AnyAgentReply, reason=_reason_field(reason_chars))
+    model._reason_chars = reason_chars  # type: ignore[attr-defined]  # read by model_validate_json's fallback
+    return model
+
+
+class ReplyShape(NamedTuple):
+    """What :meth:`~agentcausal.llm.gateway.Gateway.structured` gets for one trace: the reply model, and the
+    JSON schema and validation context to send with it (None: the model's own)."""
+
+    model: type[AllAtOnceReply]
+    schema: dict[str, Any] | None
+    context: Any
+
+
+def reply_shape(agents: tuple[str, ...], n_steps: int, forced: bool, reason_chars: int | None = None) -> ReplyShape:
+    """The reply of one trace as :func:`reply_model` defines it, without a pydantic class per trace.
+
+    ``paper`` (``forced``): :func:`reply_model` itself (one class per step count). ``small``: one class per
+    ``reason_chars`` that reads the agents from the validation context, and the schema of
+    ``reply_model(agents, ...)`` copied from a template (equal to it, so requests and cache keys are
+    unchanged); building a class and its schema per trace cost about 2 ms of CPU per call.
+
+    >>> shape = reply_shape(("Coder", "WebSurfer"), 4, False)
+    >>> shape.schema == reply_model(("Coder", "WebSurfer"), 4, False).model_json_schema()
+    True
+    >>> shape.model.model_validate_json('{"reason": "r", "agent": "Coder", "step": 1}', context=shape.context).agent
+    'Coder'
+    """
+    if forced:
+        return ReplyShape(reply_model(agents, n_steps, True, reason_chars), None, None)
+    return ReplyShape(
+        _any_agent_model(reason_chars), _with_agents(_choice_template(reason_chars), list(agents)), {"agents": agents}
     )
 
 
@@ -328,10 +432,12 @@ def run(trace: Trace, gw: Gateway, settings: AllAtOnceSettings) -> Attribution:
     3
     """
     messages, shortened = build_messages(trace, settings, trace_budget(gw, settings))
-    model = reply_model(agent_names(trace), len(trace), settings.prompts == "paper", settings.reason_chars)
-    if settings.quote_evidence:  # one more reply field (off in every preset)
-        messages, model = ask_evidence(messages), with_evidence(model)
-    reply = ask_baseline(gw, settings, messages, model, item=usage_item(trace.id, NAME))
+    agents, forced = agent_names(trace), settings.prompts == "paper"
+    model, schema, context = reply_shape(agents, len(trace), forced, settings.reason_chars)
+    if settings.quote_evidence:  # one more reply field (off in every preset): the trace's own model
+        messages, schema, context = ask_evidence(messages), None, None
+        model = with_evidence(reply_model(agents, len(trace), forced, settings.reason_chars))
+    reply = ask_baseline(gw, settings, messages, model, item=usage_item(trace.id, NAME), schema=schema, context=context)
     details: dict[str, object] = {"shortened": list(shortened), "prompt_version": PROMPT_VERSIONS[settings.prompts]}
     if settings.prompts == "paper":
         mapped = map_agent_name(reply.agent, agent_names(trace))

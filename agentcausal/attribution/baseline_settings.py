@@ -132,6 +132,8 @@ def ask_baseline(
     *,
     item: str,
     stage: str = BASELINE_STAGE,
+    schema: dict[str, Any] | None = None,
+    context: Any = None,
 ) -> T:
     """One structured baseline call at the settings' cap, temperature and empty-answer attempts.
 
@@ -143,6 +145,8 @@ def ask_baseline(
     reply_model : the pydantic reply model
     item : str, the usage item
     stage : str, the routed stage
+    schema, context : the JSON schema to send instead of ``reply_model``'s own and the validation context
+        (:meth:`~agentcausal.llm.gateway.Gateway.structured`); None: the model's schema, no context
 
     Returns
     -------
@@ -160,7 +164,16 @@ def ask_baseline(
     tokens = baseline_tokens(gw, settings, stage)
     for attempt in range(attempts):
         try:
-            return gw.structured(stage, messages, reply_model, item=item, max_tokens=tokens, temperature=temperature)
+            return gw.structured(
+                stage,
+                messages,
+                reply_model,
+                item=item,
+                max_tokens=tokens,
+                temperature=temperature,
+                schema=schema,
+                context=context,
+            )
         except StructuredOutputError as exc:
             if exc.raw.strip() or attempt == attempts - 1:
                 raise

@@ -27,7 +27,10 @@ from agentcausal_fakes.synthetic import synthetic_traces
 MODEL_CACHES = (
     [
         a2p.reply_model,
-        all_at_once.reply_model,
+        all_at_once._forced_model,
+        all_at_once._choice_model,
+        all_at_once._choice_template,
+        all_at_once._any_agent_model,
         binary_search.choice_model,
         echo.scan_model,
         echo.panel_model,
@@ -112,7 +115,8 @@ def test_reply_model_and_schema_are_built_once_per_shape():
     _clear_model_caches()
     first = all_at_once.reply_model(("Coder", "WebSurfer"), 4, True, None)
     assert all_at_once.reply_model(("Coder", "WebSurfer"), 4, True, None) is first
-    assert all_at_once.reply_model(("WebSurfer", "Coder"), 4, True, None) is not first
+    assert all_at_once.reply_model(("WebSurfer", "Coder"), 4, False, None) is not first
+    assert all_at_once.reply_model(("Coder", "WebSurfer"), 5, True, None) is not first
     schema, text = dialect_mod.reply_schema(first)
     assert dialect_mod.reply_schema(first)[0] is schema
     assert schema == first.model_json_schema() and text == json.dumps(first.model_json_schema())
@@ -126,7 +130,7 @@ def test_shared_enum_type_keeps_each_models_own_schema():
     dialect_mod.reply_schema(forced)
     got = dialect_mod.reply_schema(loose)[0]
     _clear_model_caches()
-    fresh = all_at_once.reply_model.__wrapped__(agents, 3, False, None).model_json_schema()
+    fresh = all_at_once._choice_model.__wrapped__(agents, None).model_json_schema()
     assert json.dumps(got) == json.dumps(fresh)
     assert got["properties"]["agent"] != dialect_mod.reply_schema(forced)[0]["properties"]["agent"]
 
