@@ -131,7 +131,7 @@ class ThreadProfiles:
         self._hook()
 
     def stop(self) -> None:
-        threading.setprofile(None)  # type: ignore[arg-type]  # None removes the hook
+        threading.setprofile(None)  # None removes the hook
         self.profiles[0].disable()  # this thread's; the others end with their threads
 
     def snapshot(self) -> dict[Func, Entry]:
@@ -141,7 +141,7 @@ class ThreadProfiles:
             profiles = list(self.profiles)
         for prof in profiles:
             prof.snapshot_stats()
-            for func, (cc, nc, tt, ct, callers) in prof.stats.items():  # type: ignore[attr-defined]
+            for func, (cc, nc, tt, ct, callers) in prof.stats.items():
                 have = out.get(func)
                 if have is None:
                     out[func] = [cc, nc, tt, ct, dict(callers)]
