@@ -15,7 +15,7 @@ Each method gets two runs on fresh caches:
 * **profiled** (a spawned process of its own, on this process's Prefect API): ``cProfile`` on every
   thread (one profiler per thread, timer ``time.thread_time``: CPU, not wall), enabled before the
   warm-up and read before and after the run, so only the run counts. Inflated by the profiler (about
-  3x); read it for shares, not absolute costs. Reported per phase (:data:`PHASES`): CPU ms per
+  3-5x); read it for shares, not absolute costs. Reported per phase (:data:`PHASES`): CPU ms per
   request of the phase's entry functions, and the top functions by self time inside the phase
   (a function called from several phases is split by its callers' times, as gprof does).
 
@@ -397,12 +397,14 @@ def profile_markdown(stored: dict[str, Any]) -> str:
         "# Client CPU per LLM request (bench/profile.py)\n\n"
         "The `attribute` flow on the thread runner against the fake server (latency 0 unless said): "
         "`cpu_ms_per_request` = the flow's process CPU (every thread; plan and report included) / requests. "
-        "Phases come from a separate profiled run (cProfile on every thread, CPU time; about 3x inflated: "
+        "Phases come from a separate profiled run (cProfile on every thread, CPU time; 3-5x inflated: "
         "read the shares). The machine is shared with other work: each row carries the load average.\n"
     ]
     for label, res in stored.items():
         m = res.get("machine", {})
         out.append(f"\n## {label}\n\ncommit {m.get('commit')}, {m.get('when')}, {m.get('cpus')} CPUs\n\n")
+        if res.get("note"):
+            out.append(f"{res['note']}\n\n")
         out.append(md_table(res["rows"]))
         for prof in res.get("profiles", []):
             out.append(
