@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 
 from agentcausal.discovery.config import DiscoveryConfig
-from agentcausal.discovery.data.dataset_model import Dataset
+from agentcausal.discovery.data.dataset_model import Dataset, DatasetHeader
 from agentcausal.discovery.data.datasets import metadata_text
 from agentcausal.discovery.mac.prompts import PROMPT_VERSIONS
 from agentcausal.discovery.registry import MethodVariant, llm_temperature, method_handler, method_stages, variant
 from agentcausal.exceptions import AgentCausalError
 from agentcausal.llm import Gateway
 
-__all__ = ["discovery_key"]
+__all__ = ["discovery_key", "planned_key"]
 
 
 def discovery_key(
@@ -36,6 +37,32 @@ def discovery_key(
     ------
     ConfigError on an unknown method.
     """
+    return planned_key(ds.content_hash(), ds.name, lambda: ds, method, config, gw, seed=seed)
+
+
+def planned_key(
+    data_hash: str,
+    name: str,
+    header: Callable[[], Dataset | DatasetHeader],
+    method: str | MethodVariant,
+    config: DiscoveryConfig,
+    gw: Gateway | None = None,
+    *,
+    seed: int = 0,
+) -> str:
+    """:func:`discovery_key` from a dataset's hash and name (a plan item's: no row sampled).
+
+    Parameters
+    ----------
+    data_hash : :meth:`Dataset.content_hash` of the rows the job runs on
+    name : the dataset's name
+    header : called for an LLM method only: the dataset (or its header) whose metadata enters the key
+    method, config, gw, seed : as :func:`discovery_key`
+
+    Raises
+    ------
+    ConfigError on an unknown method; DatasetError from ``header``.
+    """
     v = variant(method)  # an unknown method: ConfigError
     config = method_handler(v, config)[1]  # the executor here, never "auto"
     stages = method_stages(v, config)
@@ -45,10 +72,11 @@ def discovery_key(
             models[s] = gw.stage_identity(s) if gw is not None else ["none", 0]
         except AgentCausalError:
             models[s] = ["unrouted", 0]
+    about = header() if stages else None
     blob = json.dumps(
         {
-            "data": ds.content_hash(),
-            "dataset": ds.name,
+            "data": data_hash,
+            "dataset": name,
             "seed": seed,
             "method": v.name,
             "config": config.model_dump(mode="json", exclude={"executor_fallback", "samples"})
@@ -57,7 +85,7 @@ def discovery_key(
             **({"temperature": t} if (t := llm_temperature(v, config)) is not None else {}),
             "prompt_version": PROMPT_VERSIONS[config.mac.prompts] if stages else "",
             "models": models,
-            "metadata": [ds.metadata.model_dump(mode="json"), metadata_text(ds)] if stages else None,
+            "metadata": [about.metadata.model_dump(mode="json"), metadata_text(about)] if about is not None else None,
             # the reply-cache namespace its calls read (its own): the record's usage is its own calls'
             **({"reply_cache": v.name} if stages else {}),
         },

@@ -18,19 +18,20 @@ Le et al. "Multi-Agent Causal Discovery Using Large Language Models." arXiv:2407
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-from agentcausal.discovery.cache_key import discovery_key
+from agentcausal.discovery.cache_key import discovery_key, planned_key
 from agentcausal.discovery.config import DiscoveryConfig
-from agentcausal.discovery.data.dataset_model import Dataset
-from agentcausal.discovery.data.datasets import load_spec
-from agentcausal.discovery.evaluate import run_notes, score_run
+from agentcausal.discovery.data.dataset_model import Dataset, DatasetHeader
+from agentcausal.discovery.data.datasets import load_header, load_spec
+from agentcausal.discovery.evaluate import ScoredWriter, truth_notes
+from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.mac.prompts import PROMPT_VERSIONS
-from agentcausal.discovery.outcome import DiscoveryOutcome, degradation, save_outcomes
+from agentcausal.discovery.outcome import DiscoveryOutcome, OutcomesWriter, degradation
 from agentcausal.discovery.registry import METHODS, MethodVariant, method_handler, method_stages, variant
-from agentcausal.exceptions import AgentCausalError, ConfigError
+from agentcausal.exceptions import AgentCausalError, ConfigError, ItemChangedError
 from agentcausal.llm import Gateway
 from agentcausal.records import RunRecord, failure_fields
 from agentcausal.runs.engine import gateway_for
@@ -120,6 +121,8 @@ def run_discovery(
     )
 
 
+T = TypeVar("T")
+
 #: discovery jobs one process runs at once (algorithm runs are worker processes of their own)
 DISCOVER_WORKERS = 3
 
@@ -131,9 +134,16 @@ def _config(plan: Plan, repeat: int) -> DiscoveryConfig:
 
 
 def _load(item: PlanItem, plan: Plan, seed: int) -> Dataset:
-    """A dataset item, its file's sha256 checked first (:func:`agentcausal.runs.items.check_file_item`)."""
+    """A dataset item's rows for ``seed``, its file's sha256 checked first
+    (:func:`agentcausal.runs.items.check_file_item`)."""
     check_file_item(item)
     return load_spec(item.spec or item.id, n=plan.n or 1000, seed=seed, name=item.id)
+
+
+def _header(item: PlanItem) -> DatasetHeader:
+    """A dataset item without its rows (a network: no row sampled), its file's sha256 checked first."""
+    check_file_item(item)
+    return load_header(item.spec or item.id, name=item.id)
 
 
 def _llm(method: str) -> bool:
@@ -141,27 +151,59 @@ def _llm(method: str) -> bool:
     return METHODS[variant(method).base].llm
 
 
+class _Last(Generic[T]):
+    """The value of the last key asked for (jobs come item by item: one dataset held at a time)."""
+
+    def __init__(self, load: Callable[[Job], T], key: Callable[[Job], Hashable]) -> None:
+        self.load, self.key = load, key
+        self._last: tuple[Hashable, T] | None = None
+
+    def __call__(self, job: Job) -> T:
+        k = self.key(job)
+        if self._last is None or self._last[0] != k:
+            self._last = (k, self.load(job))
+        return self._last[1]
+
+
 class _DiscoverySink:
-    """``outcomes.jsonl`` and the scored ``results.parquet`` of a discovery run, against the current truth."""
+    """``outcomes.jsonl`` and the scored ``results.parquet`` of a discovery run, each outcome written and
+    scored against the current truth as it comes (the truth read from the item's network or file, one
+    item at a time), then let go."""
 
     def __init__(self, plan: Plan, run_dir: Path, reversal_cost: int) -> None:
-        self.plan, self.run_dir, self.reversal_cost = plan, run_dir, reversal_cost
-        self.outcomes: list[DiscoveryOutcome] = []  # a discovery run is small: datasets x seeds x methods
-        self.truth: dict[str, Any] = {}
+        self.plan, self.reversal_cost = plan, reversal_cost
+        self.outcomes = OutcomesWriter(run_dir)
+        self.scored = ScoredWriter(run_dir / "results.parquet", reversal_cost=reversal_cost)  # type: ignore[arg-type]
+        self.models: dict[str, str] = {}
+        self.untrue: dict[str, None] = {}  # datasets without a true graph, in order
+        self._truth: tuple[str, CausalGraph | None] | None = None  # the current item's id and true graph
+
+    def _true_graph(self, job: Job, record: DiscoveryOutcome) -> CausalGraph | None:
+        if self._truth is None or self._truth[0] != job.item.id:  # jobs come item by item
+            try:  # scored against the truth of now, not of when it was cached
+                truth = _header(job.item).true_graph
+            except AgentCausalError:
+                truth = record.true_graph
+            self._truth = (job.item.id, truth)
+        return self._truth[1]
 
     def add(self, job: Job, record: RunRecord) -> None:
-        if job.item.id not in self.truth:  # scored against the truth of now, not of when it was cached
-            try:
-                self.truth[job.item.id] = _load(job.item, self.plan, job.seed).true_graph
-            except AgentCausalError:
-                self.truth[job.item.id] = getattr(record, "true_graph", None)
         assert isinstance(record, DiscoveryOutcome)  # the records of the discovery half
-        self.outcomes.append(record.model_copy(update={"true_graph": self.truth[job.item.id], "dataset": job.item.id}))
+        out = record.model_copy(update={"true_graph": self._true_graph(job, record), "dataset": job.item.id})
+        try:
+            self.outcomes.add(out)
+            self.scored.add(out)
+        except BaseException:
+            self.outcomes.abort()
+            self.scored.abort()
+            raise
+        self.models.update(out.models)
+        if out.true_graph is None:
+            self.untrue[out.dataset] = None
 
     def close(self) -> dict[str, Any]:
-        save_outcomes(self.outcomes, self.run_dir)
-        score_run(self.run_dir, reversal_cost=self.reversal_cost)  # type: ignore[arg-type]  # run.json: 1 or 2
-        models = {s: m for o in self.outcomes for s, m in o.models.items()}
+        self.outcomes.close()
+        self.scored.close()
         return {
             "datasets": [i.spec or i.id for i in self.plan.iter_items()],
             "methods": list(self.plan.methods),
@@ -169,9 +211,9 @@ class _DiscoverySink:
             "seeds": self.plan.seeds,
             "n": self.plan.n,
             "config": self.plan.config,
-            "models": dict(sorted(models.items())),
+            "models": dict(sorted(self.models.items())),
             "reversal_cost": self.reversal_cost,
-            "notes": run_notes(self.outcomes),
+            "notes": truth_notes(self.untrue),
             **({"skipped": self.plan.skipped} if self.plan.skipped is not None else {}),
         }
 
@@ -179,9 +221,10 @@ class _DiscoverySink:
 class DiscoveryHalf:
     """The discovery half of the run engine (:class:`agentcausal.runs.half.RunHalf`): a job is one method
     on one dataset item and seed (LLM methods once per repeat, and only on the plan's ``llm_datasets``);
-    its key is :func:`~agentcausal.discovery.cache_key.discovery_key`; a task loads the dataset from its
-    plan item (file hash checked) and runs :func:`run_discovery`; outcomes are scored against the current
-    true graph."""
+    its key is :func:`~agentcausal.discovery.cache_key.discovery_key` from the plan item's data hash
+    (:func:`~agentcausal.discovery.cache_key.planned_key`: the orchestrator samples no row); a task samples
+    the dataset's rows once from its plan item (file and data hash checked) and runs :func:`run_discovery`;
+    outcomes are scored as they come against the current true graph, read from the network or file."""
 
     kind = "discover"
     record_type = DiscoveryOutcome
@@ -208,31 +251,48 @@ class DiscoveryHalf:
                         yield Job(item, m, seed=seed, repeat=r)
 
     def submission_order(self, plan: Plan) -> Iterator[Job]:
-        """LLM methods first, so the long debates start while the statistical baselines run."""
-        jobs = list(self.jobs(plan))
-        return iter([j for j in jobs if _llm(j.method)] + [j for j in jobs if not _llm(j.method)])
+        """LLM methods first, so the long debates start while the statistical baselines run (two passes
+        over the plan's items)."""
+        yield from (j for j in self.jobs(plan) if _llm(j.method))
+        yield from (j for j in self.jobs(plan) if not _llm(j.method))
 
     def keyer(self, plan: Plan, settings: RunSettings) -> Callable[[Job], str]:
-        data: dict[tuple[str, int], Dataset] = {}
-        keys: dict[Job, str] = {}
+        """The key of a job from its plan item's data hash (no row sampled; only an LLM method's key reads
+        the dataset's metadata); a plan without the hashes samples the rows again, one dataset at a time."""
+        header = _Last(lambda j: _header(j.item), lambda j: j.item.id)
+        rows = _Last(lambda j: _load(j.item, plan, j.seed), lambda j: (j.item.id, j.seed))
 
         def key(job: Job) -> str:
-            if job not in keys:
-                if (job.item.id, job.seed) not in data:
-                    data[(job.item.id, job.seed)] = _load(job.item, plan, job.seed)
-                config = _config(plan, job.repeat)
-                gw = gateway_for(settings) if method_stages(job.method, config) else None
-                keys[job] = "discover-" + discovery_key(
-                    data[(job.item.id, job.seed)], job.method, config, gw, seed=job.seed
-                )
-            return keys[job]
+            config = _config(plan, job.repeat)
+            gw = gateway_for(settings) if method_stages(job.method, config) else None
+            planned = job.item.data_hash(job.seed)
+            if planned is None:
+                return "discover-" + discovery_key(rows(job), job.method, config, gw, seed=job.seed)
+            return "discover-" + planned_key(
+                planned, job.item.id, lambda: header(job), job.method, config, gw, seed=job.seed
+            )
 
         return key
 
     def run(self, job: Job, plan: Plan, settings: RunSettings) -> DiscoveryOutcome:
+        """Sample the job's rows (once) and run its method on them.
+
+        Raises
+        ------
+        ItemChangedError
+            If the dataset file changed since the plan was built, or the rows hash to another value than the
+            plan's (then the job's key would not describe its data).
+        """
         config = _config(plan, job.repeat)
         gw = gateway_for(settings) if method_stages(job.method, config) else None
         ds = _load(job.item, plan, job.seed)
+        planned = job.item.data_hash(job.seed)
+        if planned is not None and (got := ds.content_hash()) != planned:
+            raise ItemChangedError(
+                job.item.id,
+                job.item.path,
+                f"the rows of seed {job.seed} hash to {got[:12]}…, not the plan's {planned[:12]}…",
+            )
         out = run_discovery(job.method, ds, gw, config, seed=job.seed, raise_transient=True)
         if gw is not None and plan.repeats == 1:  # the record holds its usage now (repeats share the item)
             gw.usage.release(usage_item(ds.name, job.seed, job.method))

@@ -4,7 +4,7 @@ A MAC run that fell back after a failed stage (coding executor to typed, an inva
 reply) is ``status="degraded"`` (:func:`degradation` says why). The outcome's ``true_graph`` is the
 truth when it was scored; the cache key holds no truth, and a run folder is scored against the
 current truth. A run folder holds every outcome of a run in ``outcomes.jsonl``
-(:func:`save_outcomes`, :func:`load_outcomes`).
+(:class:`OutcomesWriter` line by line, :func:`save_outcomes`; :func:`iter_outcomes`, :func:`load_outcomes`).
 
 References
 ----------
@@ -13,7 +13,7 @@ Le et al. "Multi-Agent Causal Discovery Using Large Language Models." arXiv:2407
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +22,9 @@ from pydantic import ConfigDict
 from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.exceptions import RunFileError
 from agentcausal.records import RunRecord
-from agentcausal.runs.folder import atomic_write_text, write_run_meta
+from agentcausal.runs.folder import atomic_path, write_run_meta
 
-__all__ = ["DiscoveryOutcome", "degradation", "save_outcomes", "load_outcomes"]
+__all__ = ["DiscoveryOutcome", "degradation", "save_outcomes", "load_outcomes", "iter_outcomes", "OutcomesWriter"]
 
 
 class DiscoveryOutcome(RunRecord):
@@ -98,31 +98,75 @@ def save_outcomes(
     Path of the run folder.
     """
     run = Path(run_dir)
-    run.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(run / "outcomes.jsonl", "".join(o.model_dump_json() + "\n" for o in outcomes))
+    writer = OutcomesWriter(run)
+    for o in outcomes:
+        writer.add(o)
+    writer.close()
     if meta is not None:
         write_run_meta(run, meta)
     return run
 
 
 def load_outcomes(run_dir: str | Path) -> list[DiscoveryOutcome]:
-    """Read ``outcomes.jsonl`` back.
+    """Read ``outcomes.jsonl`` back (:func:`iter_outcomes` as a list).
 
     Raises
     ------
     RunFileError
         If the file is missing or a line is not a valid outcome (torn by a kill); names the file and line.
     """
+    return list(iter_outcomes(run_dir))
+
+
+def iter_outcomes(run_dir: str | Path) -> Iterator[DiscoveryOutcome]:
+    """The outcomes of ``outcomes.jsonl``, one line at a time.
+
+    Raises
+    ------
+    RunFileError
+        If the file is missing (before the first outcome) or a line is not a valid outcome (torn by a kill);
+        names the file and line.
+    """
     path = Path(run_dir) / "outcomes.jsonl"
     if not path.is_file():
         raise RunFileError("no outcomes.jsonl here; is this a run folder from `agentcausal discover`?", path=str(path))
-    out = []
-    for i, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-        if line.strip():
-            try:
-                out.append(DiscoveryOutcome.model_validate_json(line))
-            except ValueError as exc:
-                raise RunFileError(
-                    f"line {i} is not a valid outcome (torn?): {str(exc)[:200]}", path=str(path)
-                ) from exc
-    return out
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for i, line in enumerate(fh, 1):
+            if line.strip():
+                try:
+                    yield DiscoveryOutcome.model_validate_json(line)
+                except ValueError as exc:
+                    raise RunFileError(
+                        f"line {i} is not a valid outcome (torn?): {str(exc)[:200]}", path=str(path)
+                    ) from exc
+
+
+class OutcomesWriter:
+    """``outcomes.jsonl`` written one outcome at a time (full records, one JSON line each); the file appears
+    (atomically) when :meth:`close` is called.
+
+    Parameters
+    ----------
+    run_dir : the run folder (created)
+    """
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.path = Path(run_dir) / "outcomes.jsonl"
+        self._atomic = atomic_path(self.path)
+        self._fh = self._atomic.__enter__().open("w", encoding="utf-8")
+
+    def add(self, outcome: DiscoveryOutcome) -> None:
+        """Write one outcome's line."""
+        self._fh.write(outcome.model_dump_json() + "\n")
+
+    def close(self) -> Path:
+        """Move the file into place; its path."""
+        self._fh.close()
+        self._atomic.__exit__(None, None, None)
+        return self.path
+
+    def abort(self) -> None:
+        """Stop without a file (the temporary one removed; an earlier ``outcomes.jsonl`` stays)."""
+        self._fh.close()
+        stop = RuntimeError("writing stopped")
+        self._atomic.__exit__(RuntimeError, stop, None)

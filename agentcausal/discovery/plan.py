@@ -49,9 +49,9 @@ def _with_temperature(settings: dict[str, Any], params: Mapping[str, Mapping[str
     return {**settings, "temperature_used": t, "temperature_from": "profile" if t is not None else "not sent"}
 
 
-def _dataset_item(spec: str, n: int, name: str, loaded: Dataset | None = None) -> PlanItem:
-    """n, d and a file hash of a dataset, from metadata where that is cheap (bnlearn: the descriptions);
-    ``loaded``: the user dataset as the CLI's check already read it (not read again)."""
+def _dataset_item(spec: str, n: int, name: str, seeds: Sequence[int], loaded: Dataset | None = None) -> PlanItem:
+    """n, d, a file hash of a dataset and the content hash of each seed's rows (a network sampled once per
+    seed, here only); ``loaded``: the user dataset as the CLI's check already read it (not read again)."""
     key = spec.lower().replace("-", "_")
     if key in ("auto", "autompg"):
         key = "auto_mpg"
@@ -61,10 +61,19 @@ def _dataset_item(spec: str, n: int, name: str, loaded: Dataset | None = None) -
         d = len(json.loads(desc_path.read_text()).get("variables", {}))
         bif = root / "bnlearn" / f"{key}.bif.gz"
         if bif.is_file():
-            return PlanItem(id=key, path=absolute_path(bif), sha256=sha256_file(bif), spec=key, n=n, d=d)
+            hashes = tuple((s, load_dataset(key, n=n, seed=s).content_hash()) for s in dict.fromkeys(seeds))
+            return PlanItem(
+                id=key, path=absolute_path(bif), sha256=sha256_file(bif), spec=key, n=n, d=d, data_hashes=hashes
+            )
         ds = load_dataset(key, n=n)  # auto_mpg: a small CSV, every row
         return PlanItem(
-            id=key, path=absolute_path(desc_path), sha256=sha256_file(desc_path), spec=key, n=int(ds.data.shape[0]), d=d
+            id=key,
+            path=absolute_path(desc_path),
+            sha256=sha256_file(desc_path),
+            spec=key,
+            n=int(ds.data.shape[0]),
+            d=d,
+            data_hashes=_same_rows(ds, seeds),
         )
     data_path = spec.split("::", 1)[0]
     ds = loaded if loaded is not None else load_spec(spec, name=name)
@@ -75,7 +84,14 @@ def _dataset_item(spec: str, n: int, name: str, loaded: Dataset | None = None) -
         spec=spec,
         n=int(ds.data.shape[0]),
         d=len(ds.variables),
+        data_hashes=_same_rows(ds, seeds),
     )
+
+
+def _same_rows(ds: Dataset, seeds: Sequence[int]) -> tuple[tuple[int, str], ...]:
+    """A dataset whose rows no seed changes (Auto MPG, a user table): one content hash for every seed."""
+    h = ds.content_hash()
+    return tuple((s, h) for s in dict.fromkeys(seeds))
 
 
 def discover_plan(
@@ -137,7 +153,7 @@ def discover_plan(
             profile_params=params,
         )
     names = unique_dataset_names(list(datasets))  # two <folder>/data.csv get distinct names
-    items = [_dataset_item(d, n, names[d], (loaded or {}).get(d)) for d in datasets]
+    items = [_dataset_item(d, n, names[d], seeds, (loaded or {}).get(d)) for d in datasets]
     llm = None
     if llm_datasets is not None:
         wanted = {d.lower() for d in llm_datasets}

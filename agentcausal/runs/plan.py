@@ -152,6 +152,9 @@ class PlanItem(BaseModel):
     facts : TraceFacts or None, what scoring the trace's results reads (attribute: label, length, subset,
         span ids), taken when the plan was built so that writing the results reads no trace again; None in
         a plan written without them (its traces are read again to score)
+    data_hashes : tuple of (seed, hash) pairs or None, the content hash of the rows each seed's jobs run on
+        (discover: ``Dataset.content_hash``), taken when the plan was built so that keying a job samples no
+        data; None in a plan written without them (the rows are sampled again to key)
     """
 
     model_config = ConfigDict(frozen=True)
@@ -165,6 +168,11 @@ class PlanItem(BaseModel):
     n: int | None = None
     d: int | None = None
     facts: TraceFacts | None = None
+    data_hashes: tuple[tuple[int, str], ...] | None = None
+
+    def data_hash(self, seed: int) -> str | None:
+        """The content hash of seed ``seed``'s rows as the plan took it (None: not in the plan)."""
+        return dict(self.data_hashes).get(seed) if self.data_hashes is not None else None
 
     def content_hash(self) -> str:
         """``sha256``: for a trace, what :meth:`Trace.content_hash` gave when the plan was built (so an item
@@ -279,7 +287,9 @@ class Plan(BaseModel):
         if self.kind == "attribute":
             for k in ("anonymise", "seeds", "n", "config", "llm_datasets"):
                 out.pop(k, None)
-            out["items"] = [{k: v for k, v in it.items() if k not in ("n", "d", "spec")} for it in out["items"]]
+            out["items"] = [
+                {k: v for k, v in it.items() if k not in ("n", "d", "spec", "data_hashes")} for it in out["items"]
+            ]
         else:
             out["items"] = [{k: v for k, v in it.items() if k not in ("file_sha256", "offset")} for it in out["items"]]
             if not out.get("anonymise"):  # not asked: the names as they are, ``--anonymise``'s default

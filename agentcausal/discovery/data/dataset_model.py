@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agentcausal.discovery.graphs.graph import CausalGraph
 
-__all__ = ["DataType", "VariableInfo", "DatasetMetadata", "Dataset"]
+__all__ = ["DataType", "VariableInfo", "DatasetMetadata", "Dataset", "DatasetHeader"]
 
 DataType = Literal["discrete", "continuous"]
 
@@ -81,5 +81,25 @@ class Dataset:
         """``joblib.hash`` of the data array and the column names: the cache key of results on this data."""
         return joblib.hash((np.ascontiguousarray(self.data), tuple(self.variables), self.data_type))
 
+    def header(self) -> DatasetHeader:
+        """The dataset without its rows."""
+        return DatasetHeader(self.name, self.variables, self.data_type, self.metadata, self.true_graph)
+
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame(self.data, columns=list(self.variables))
+
+
+@dataclass(frozen=True, eq=False)
+class DatasetHeader:
+    """A dataset without its rows: what an LLM method's cache key and the scoring of a run read.
+
+    Attributes
+    ----------
+    name, variables, data_type, metadata, true_graph : as :class:`Dataset`'s
+    """
+
+    name: str
+    variables: tuple[str, ...]
+    data_type: DataType
+    metadata: DatasetMetadata
+    true_graph: CausalGraph | None = None

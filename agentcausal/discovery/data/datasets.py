@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agentcausal.discovery.data.dataset_model import Dataset, DatasetMetadata, VariableInfo
+from agentcausal.discovery.data.dataset_model import Dataset, DatasetHeader, DatasetMetadata, VariableInfo
 from agentcausal.discovery.data.user_data import DatasetChecks, read_user_dataset
 from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.exceptions import DatasetError
@@ -49,6 +49,7 @@ __all__ = [
     "load_dataset",
     "load_user_dataset",
     "load_spec",
+    "load_header",
     "metadata_text",
     "sample_rows",
 ]
@@ -112,21 +113,14 @@ def _bif_model(name: str):
     return reader, model
 
 
-def _load_bnlearn(name: str, n: int, seed: int) -> Dataset:
+def _network_header(name: str) -> tuple[DatasetHeader, dict[str, tuple[str, ...]]]:
+    """A network's variables, metadata and true graph from its BIF file and descriptions, and each
+    variable's states (no row sampled)."""
     with _SAMPLE_LOCK:
         reader, model = _bif_model(name)
         variables = tuple(reader.variable_names)
         states = {v: tuple(reader.variable_states[v]) for v in variables}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            df = model.simulate(n_samples=n, seed=seed, show_progress=False)
-    cols = []
-    for v in variables:
-        codes = {s: i for i, s in enumerate(states[v])}
-        col = df[v].astype(str).map(codes)
-        if col.isna().any():
-            raise DatasetError(f"sampled states of {v} not in the BIF states {states[v]}", name=name)
-        cols.append(col.to_numpy(dtype=np.float64))
+        edges = sorted(model.edges())
     desc = _read_descriptions(name)
     missing = set(variables) - set(desc["variables"])
     if missing:
@@ -137,14 +131,31 @@ def _load_bnlearn(name: str, n: int, seed: int) -> Dataset:
         source=desc.get("source", ""),
         variables={v: VariableInfo(description=desc["variables"][v], states=states[v]) for v in variables},
     )
-    true = CausalGraph.from_edges(variables, sorted(model.edges()))
+    true = CausalGraph.from_edges(variables, edges)
+    return DatasetHeader(name, variables, "discrete", meta, true), states
+
+
+def _load_bnlearn(name: str, n: int, seed: int) -> Dataset:
+    head, states = _network_header(name)
+    with _SAMPLE_LOCK:
+        _, model = _bif_model(name)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            df = model.simulate(n_samples=n, seed=seed, show_progress=False)
+    cols = []
+    for v in head.variables:
+        codes = {s: i for i, s in enumerate(states[v])}
+        col = df[v].astype(str).map(codes)
+        if col.isna().any():
+            raise DatasetError(f"sampled states of {v} not in the BIF states {states[v]}", name=name)
+        cols.append(col.to_numpy(dtype=np.float64))
     return Dataset(
         name=name,
-        variables=variables,
+        variables=head.variables,
         data=np.column_stack(cols),
         data_type="discrete",
-        metadata=meta,
-        true_graph=true,
+        metadata=head.metadata,
+        true_graph=head.true_graph,
         seed=seed,
     )
 
@@ -276,12 +287,27 @@ def load_spec(spec: str, n: int = 1000, seed: int = 0, *, name: str | None = Non
     return load_dataset(spec, n=n, seed=seed)
 
 
-def metadata_text(ds: Dataset, *, with_states: bool = True) -> str:
+def load_header(spec: str, *, name: str | None = None) -> DatasetHeader:
+    """A dataset named on the command line without its rows (:func:`load_spec`'s variables, metadata and
+    true graph): a bnlearn network's from its BIF file and descriptions, no row sampled; Auto MPG and a
+    user dataset's from their files as :func:`load_spec` reads them.
+
+    Raises
+    ------
+    DatasetError as :func:`load_spec`.
+    """
+    key = spec.lower().replace("-", "_")
+    if "::" not in spec and key in BNLEARN_NETWORKS:
+        return _network_header(key)[0]
+    return load_spec(spec, name=name).header()
+
+
+def metadata_text(ds: Dataset | DatasetHeader, *, with_states: bool = True) -> str:
     """The metadata I as short lines: the domain, then ``- name: description [states]``.
 
     Parameters
     ----------
-    ds : Dataset
+    ds : Dataset or DatasetHeader
     with_states : bool, list the states of discrete variables
 
     Returns
