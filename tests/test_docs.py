@@ -215,7 +215,9 @@ def unmapped_modules(page: Path, root: Path) -> list[str]:
             current.append(line)
     missing = []
     for path in sorted(
-        p.relative_to(root).as_posix() for top in ("agentcausal", "agentcausal_cli", "flows", "tasks") for p in (root / top).rglob("*.py")
+        p.relative_to(root).as_posix()
+        for top in ("agentcausal", "agentcausal_cli", "flows", "tasks")
+        for p in (root / top).rglob("*.py")
     ):
         if path.endswith(("__init__.py", "__main__.py")):
             continue
