@@ -53,7 +53,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     Raises
     ------
     ConfigError
-        If the folder is missing, or TRACE names no trace or several.
+        If the folder is missing, a ``--method`` did not run in it, or TRACE names no trace or several.
     RunFileError
         If the folder's ``results.parquet`` is missing or unreadable.
     """
@@ -75,6 +75,12 @@ def cmd_show(args: argparse.Namespace) -> int:
         )
     results = load_results(args.run_dir)
     if args.methods:
+        ran = sorted(set(results["method"].astype(str)))
+        unknown = [m for m in args.methods if m not in ran]
+        if unknown:
+            raise ConfigError(
+                f"no method {', '.join(repr(m) for m in unknown)} in this run; its methods: {', '.join(ran) or 'none'}"
+            )
         results = results[results["method"].isin(args.methods)]
     if args.trace is None:
         text = blamed_text(results, width=args.width, max_rows=10**9)

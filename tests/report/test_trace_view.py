@@ -70,3 +70,11 @@ def test_show_refuses_ambiguous_and_unknown_traces_and_discovery_runs(tmp_path, 
     (tmp_path / "disc" / "outcomes.jsonl").write_text("")
     assert main(["show", str(tmp_path / "disc")]) == 2
     assert "is a discovery run" in capsys.readouterr().err
+
+
+def test_show_refuses_a_method_the_run_did_not_run(tmp_path, capsys):
+    run, _ = _run(tmp_path)
+    for argv in (["show", str(run), "--method", "dcfaa"], ["show", str(run), "ww/1", "--method", "dcfaa"]):
+        assert main(argv) == 2  # a typo is named, not taken for an empty run or a missing trace
+        err = capsys.readouterr().err
+        assert "no method 'dcfaa' in this run; its methods: " in err and "dcfa" in err.split("its methods: ")[1]
