@@ -100,7 +100,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``import`` verb."""
     p = subparsers.add_parser(
         "import",
-        help="convert recorded traces (OTel GenAI, OpenInference, AG2, LangSmith) into Trace JSONL",
+        help="convert recorded traces (OTel GenAI, OpenInference, OpenAI Agents SDK, AG2, LangSmith, Who&When, "
+        "MAST, AgentRx) into Trace JSONL",
         description="Import trace files into our Trace JSONL; prints id, steps and agents per trace.",
     )
     p.add_argument("paths", nargs="*", metavar="PATH", help="trace file(s) or folder(s) (or --from-phoenix)")

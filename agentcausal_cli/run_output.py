@@ -163,4 +163,6 @@ def _print_not_run(count: int, rows: str) -> None:
 
 
 def _print_run_folder(run_dir: str | Path, report: str | Path) -> None:
-    print(f"\nrun folder: {run_dir}\nreport:     {report}")
+    html = Path(report).with_suffix(".html")
+    also = f"\n            {html} (one file: open it in a browser)" if html.is_file() else ""
+    print(f"\nrun folder: {run_dir}\nreport:     {report}{also}")

@@ -398,16 +398,27 @@ def spend_lines(spend: Mapping[str, Any]) -> list[str]:
             shown = (fmt_range(*usd, money=True) if usd is not None else "price unknown") if e else "-"
             reqs = fmt_range(*e["requests"]) if e.get("requests") else "-"
             out.append(
-                f"  {m}: ${a['usd']:,.4f}, {a['requests']:,} requests this run; estimate {shown}, {reqs} requests"
+                f"  {m}: ${a['usd']:,.4f}, {_requests(a['requests'])} this run; estimate {shown}, "
+                f"{_requests(reqs) if reqs != '-' else '-'}"
             )
     return out
+
+
+def _requests(n: int | str) -> str:
+    """``n`` requests, singular for one (``n``: a count, or a range as :func:`fmt_range` writes it).
+
+    >>> _requests(1), _requests(1200), _requests("1-3")
+    ('1 request', '1,200 requests', '1-3 requests')
+    """
+    shown = f"{n:,}" if isinstance(n, int) else str(n)
+    return f"{shown} request" + ("" if shown == "1" else "s")
 
 
 def spend_line(spend: Mapping[str, Any]) -> str:
     """One console line: the actual spend beside the estimate (``run.json``'s ``spend``)."""
     a = spend["actual"]["total"]
     line = (
-        f"spend: ${a['usd']:,.4f} this run ({a['requests']:,} requests, {a['prompt_tokens']:,} prompt + "
+        f"spend: ${a['usd']:,.4f} this run ({_requests(a['requests'])}, {a['prompt_tokens']:,} prompt + "
         f"{a['completion_tokens']:,} completion tokens as the endpoint reported, priced by the profiles)"
     )
     est = (spend.get("estimate") or {}).get("total")
@@ -415,7 +426,7 @@ def spend_line(spend: Mapping[str, Any]) -> str:
         usd = est.get("usd")
         money = fmt_range(*usd, money=True) if usd is not None else "price unknown"
         line += (
-            f"; estimate {money}, {fmt_range(*est['requests'])} requests (chars/4 tokens, assumed reply "
+            f"; estimate {money}, {_requests(fmt_range(*est['requests']))} (chars/4 tokens, assumed reply "
             "lengths, as if no reply were cached)"
         )
     b = spend.get("budget")

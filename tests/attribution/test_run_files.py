@@ -157,3 +157,4 @@ def test_evaluate_says_which_failures_a_rerun_retries(tmp_path, capsys):
     assert "1 (trace, method) pairs failed in this run (not cached; the next run retries them)" in out
     assert "1 (trace, method) pairs have no valid answer: content failures, cached (--retry-failed" in out
     assert "2 failed" not in out  # a content failure is an answer the method could not give, not a failed row
+    assert f"report:     {tmp_path / 'report.md'}\n            {tmp_path / 'report.html'} (one file" in out
