@@ -478,7 +478,10 @@ def _main(argv: list[str] | None = None) -> int:
     lease = read_lease(Path(args.home))
     if args.action == "status":
         alive = lease is not None and lease.server_alive()
-        print(json.dumps({**dataclasses.asdict(lease), "api_url": lease.api_url, "alive": alive} if lease else None))
+        if lease is None:  # a sentence, not JSON's null
+            print(f"no shared Prefect API server running (no lease under {args.home})")
+            return 1
+        print(json.dumps({**dataclasses.asdict(lease), "api_url": lease.api_url, "alive": alive}))
         return 0 if alive else 1
     pid = stop(Path(args.home))
     print(f"stopped the shared Prefect API server (pid {pid})" if pid else "no shared Prefect API server running")

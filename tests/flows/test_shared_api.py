@@ -254,6 +254,6 @@ def test_the_console_names_the_api_the_run_will_use(tmp_path, monkeypatch, capsy
 
 def test_status_and_stop_from_the_command_line_without_a_server(tmp_path, capsys):
     assert shared_api._main(["status", "--home", str(tmp_path)]) == 1
-    assert capsys.readouterr().out.strip() == "null"
+    assert capsys.readouterr().out.strip() == f"no shared Prefect API server running (no lease under {tmp_path})"
     assert shared_api._main(["stop", "--home", str(tmp_path)]) == 0
     assert "no shared Prefect API server running" in capsys.readouterr().out
