@@ -247,9 +247,11 @@ def console_summary(results: pd.DataFrame, accuracy: str, run_dir: str | Path = 
     unlabelled = results["true_step"].isna()
     if unlabelled.any():
         n = int(unlabelled.sum())
+        traces = int(results.loc[unlabelled, "trace_id"].nunique()) if "trace_id" in results else n
+        methods = int(results.loc[unlabelled, "method"].nunique()) if "method" in results else 1
+        count = f"{traces} unlabelled trace{'s' if traces != 1 else ''} x {methods} method{'s' if methods != 1 else ''}"
         parts += [
-            f"Blamed steps ({n} unlabelled row(s); `agentcausal show {run_dir} TRACE` for one trace's steps, "
-            "evidence and fix):",
+            f"Blamed steps ({count}; `agentcausal show {run_dir} TRACE` for one trace's steps, evidence and fix):",
             blamed_text(results, only_unlabelled=True),
         ]
     if (~unlabelled).any():
