@@ -17,6 +17,7 @@ Le et al. "Multi-Agent Causal Discovery Using Large Language Models." arXiv:2407
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any, cast
 
 import pandas as pd
@@ -101,6 +102,9 @@ SECONDS_NOTE = (
 #: what the "reused" column counts
 REUSED_NOTE = "reused: runs taken from an earlier run's results (cache), which cost this run nothing."
 
+#: characters per line of the legend under the fixed-width table (the table itself is about 110 wide)
+LEGEND_WIDTH = 110
+
 
 def _cell(mean: float, std: float, digits: int) -> str:
     if pd.isna(mean):
@@ -143,10 +147,10 @@ def summary_text(df: pd.DataFrame, *, reversal_cost: int = 1) -> str:
         if reversal_cost == 1
         else f"{SHD_CONVENTION[reversal_cost]} in the SHD column. " + METRICS_FOOTER
     )
-    lines.append(
-        f"{caption} n: rows of data. Mean±std over seeds. {SECONDS_NOTE} {REUSED_NOTE}"
-        + (f" {IDENTICAL_EXPLAINED}" if bool(s.get("identical_samples", pd.Series(dtype=bool)).any()) else "")
+    legend = f"{caption} n: rows of data. Mean±std over seeds. {SECONDS_NOTE} {REUSED_NOTE}" + (
+        f" {IDENTICAL_EXPLAINED}" if bool(s.get("identical_samples", pd.Series(dtype=bool)).any()) else ""
     )
+    lines.append(textwrap.fill(legend, width=LEGEND_WIDTH, break_on_hyphens=False))  # a terminal's width, not one line
     return "\n".join(lines)
 
 

@@ -56,7 +56,9 @@ def test_identical_temperature_zero_samples_are_flagged_not_silent():
     assert flagged == {"llm_zero_shot"}
     text = summary_text(outcomes_frame(outs))
     row = next(line for line in text.splitlines() if "llm_zero_shot" in line)
-    assert IDENTICAL_NOTE in row and "temperature 0" in text.splitlines()[-1]
+    legend = text.splitlines()[len(summary_table(outcomes_frame(outs))) + 1 :]  # after the header and the rows
+    assert IDENTICAL_NOTE in row and "temperature 0" in " ".join(legend)
+    assert len(legend) > 1 and max(map(len, legend)) <= 110  # wrapped to a terminal's width, not one long line
     one = summary_text(outcomes_frame(outs[:1]))
     assert IDENTICAL_NOTE not in one  # a single sample has no std to qualify
 
