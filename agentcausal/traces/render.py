@@ -55,6 +55,7 @@ __all__ = [
     "delimit",
     "shorten",
     "render_step",
+    "step_label",
     "render_steps",
     "render_steps_info",
     "speaker",
@@ -306,8 +307,18 @@ def render_step(step: Step, content: str | None = None) -> str:
     str, with agent name and content escaped (:func:`escape_data`).
     """
     body = step.content if content is None else content
-    agent = escape_data(step.agent).replace("\n", " ")
-    return _STEP_OPEN.format(n=step.index) + f"Step {step.index} | {agent}: {escape_data(body)}" + _STEP_CLOSE
+    return _STEP_OPEN.format(n=step.index) + step_label(step) + escape_data(body) + _STEP_CLOSE
+
+
+def step_label(step: Step) -> str:
+    """The label a rendered step opens with, before its content: ``"Step 3 | coder: "`` (agent escaped).
+
+    A model that rewrites a step sometimes copies it back (:func:`agentcausal.attribution.dcfa.correct.normalise_correction`).
+
+    >>> step_label(Step(index=3, agent="coder", content="x"))
+    'Step 3 | coder: '
+    """
+    return f"Step {step.index} | {escape_data(step.agent).replace(chr(10), ' ')}: "
 
 
 def _overhead(steps: Sequence[Step], fmt: Callable[[Step, str], str] = render_step) -> int:

@@ -47,6 +47,7 @@ from agentcausal.exceptions import StructuredOutputError
 from agentcausal.llm import Gateway
 from agentcausal.settings import completion_budget
 from agentcausal.traces.model import Trace
+from agentcausal.traces.render import step_label
 
 __all__ = ["STAGE", "Correction", "same_text", "normalise_correction", "correct_trace", "lce_budget", "lce_tokens"]
 
@@ -93,13 +94,19 @@ def same_text(a: str, b: str) -> bool:
 
 
 def normalise_correction(
-    original: Sequence[str], replied: Sequence[tuple[int, str]] | None, *, max_chars: int | None = None
+    original: Sequence[str],
+    replied: Sequence[tuple[int, str]] | None,
+    *,
+    max_chars: int | None = None,
+    labels: Sequence[str] = (),
 ) -> Correction:
     """Align a corrector's ``(step, content)`` entries with the original steps, by step number.
 
-    ``""`` (or whitespace) and a copy of the original (ignoring whitespace: runs of
-    it compared as one space) mean "unchanged", so a corrector that repeats the step is
-    never taken for a fix. A step without an entry is unchanged and
+    An entry that opens with the step's label as the prompt rendered it (``labels[i]``,
+    :func:`agentcausal.traces.render.step_label`: ``"Step 1 | researcher: "``) has it removed: the label is
+    our rendering, not the step's content. Then ``""`` (or whitespace) and a copy of the original
+    (ignoring whitespace: runs of it compared as one space) mean "unchanged", so a corrector that
+    repeats the step, label or not, is never taken for a fix. A step without an entry is unchanged and
     listed in ``missing``; a repeated step keeps its first entry; an entry
     out of range is ignored; ``None`` (unparseable) means nothing is corrected.
 
@@ -108,6 +115,7 @@ def normalise_correction(
     original : sequence of str, length N, the original step contents
     replied : sequence of (step, content) or None, the corrector's entries
     max_chars : int or None, cut each *changed* content to this length (after the comparison)
+    labels : sequence of str, each step's rendered label (empty: none removed)
 
     Returns
     -------
@@ -118,6 +126,8 @@ def normalise_correction(
     >>> normalise_correction(["a", "b", "c"], [(2, "C"), (0, "")])
     Correction(contents=('a', 'b', 'C'), changed=(2,), fallback=None, missing=(1,), truncated=(), invalid=False, variant=None)
     >>> normalise_correction(["x  y\\nz"], [(0, " x y z ")]).changed
+    ()
+    >>> normalise_correction(["55 kPa"], [(0, "Step 0 | r: 55 kPa")], labels=["Step 0 | r: "]).changed
     ()
     """
     n = len(original)
@@ -136,6 +146,9 @@ def normalise_correction(
     contents, changed, truncated = [], [], []
     for i, orig in enumerate(original):
         new = by_step.get(i, "").strip()
+        label = labels[i].strip() if i < len(labels) else ""
+        if label and new.startswith(label):
+            new = new[len(label) :].strip()
         if not new or same_text(new, orig):
             contents.append(orig)
             continue
@@ -220,6 +233,7 @@ def correct_trace(
         variant=variant or "algorithm_generated",
     )
     original = [s.content for s in trace.steps]
+    labels = [step_label(s) for s in trace.steps]  # as the prompt showed them: a copied label is no content
     try:
         reply = gw.structured(
             STAGE,
@@ -229,15 +243,18 @@ def correct_trace(
             max_tokens=max_tokens,
         )
     except StructuredOutputError as exc:
-        return _fallback(original, exc.raw, settings)._replace(variant=variant)
+        return _fallback(original, exc.raw, settings, labels)._replace(variant=variant)
     return normalise_correction(
-        original, [(e.step, e.content) for e in reply.steps], max_chars=settings.max_corrected_step_chars
+        original,
+        [(e.step, e.content) for e in reply.steps],
+        max_chars=settings.max_corrected_step_chars,
+        labels=labels,
     )._replace(variant=variant)
 
 
-def _fallback(original: Sequence[str], raw: str, settings: DcfaSettings) -> Correction:
+def _fallback(original: Sequence[str], raw: str, settings: DcfaSettings, labels: Sequence[str] = ()) -> Correction:
     steps = _lenient_steps(raw)
-    out = normalise_correction(original, steps, max_chars=settings.max_corrected_step_chars)
+    out = normalise_correction(original, steps, max_chars=settings.max_corrected_step_chars, labels=labels)
     how = out.fallback if out.fallback == "unparseable" else "invalid reply, read leniently"
     if out.fallback not in (None, "unparseable"):  # readable entries, some of them ignored
         how = f"{how}; {out.fallback}"

@@ -112,8 +112,9 @@ __all__ = [
 
 #: version of each prompt set; bump the one whose prompts or reply models change (4: a corrected step that
 #: repeats the original up to whitespace is unchanged; confidence and fix read the nearest simulated trace;
-#: paper 5: Hand-Crafted Correct rewrites every step, no "" for unchanged)
-PROMPT_VERSIONS = {"paper": "dcfa-paper-5", "small": "dcfa-small-4"}
+#: paper 5: Hand-Crafted Correct rewrites every step, no "" for unchanged; paper 6 / small 5: a corrected step
+#: that opens with the prompt's own "Step i | agent: " label has it removed before the comparison)
+PROMPT_VERSIONS = {"paper": "dcfa-paper-6", "small": "dcfa-small-5"}
 
 #: enters every cache key and every stored attribution (both sets; the settings name the set used)
 PROMPT_VERSION = "+".join(PROMPT_VERSIONS[k] for k in sorted(PROMPT_VERSIONS))

@@ -12,7 +12,7 @@ from agentcausal.attribution.dcfa import DcfaSettings, run_dcfa
 from agentcausal.attribution.dcfa.details import DcfaDetails
 from agentcausal_fakes.responders import BenchResponder
 from agentcausal_fakes.synthetic import synthetic_traces
-from tests.attribution.dcfa.conftest import DcfaResponder, make_trace, small
+from tests.attribution.dcfa.conftest import DcfaResponder, kind_of, make_trace, small, user_text
 
 #: 0 -> 1 -> 2 -> 4, 1 -> 3; hypothesis 1; correcting through step 2 gives the right answer
 CHAIN = dict(
@@ -58,6 +58,19 @@ def test_a_fix_equal_to_the_step_is_no_correction_proposed(fake_server, make_gat
     assert a.step == 1 and 1 not in a.details["lce"]["corrected_steps"]
     assert a.corrected_action is None  # never a fix
     assert a.confidence is None and "confidence_is" not in a.details  # never 1.00 (nor any number) for it
+
+
+@pytest.mark.parametrize("preset", ["small", "paper"])
+def test_a_fix_that_copies_the_prompts_step_label_back_is_no_correction(fake_server, make_gateway, preset):
+    # a small model copies step 1 back as the prompt showed it, "Step 1 | Agent1: " label included
+    echoed = ["", "Step 1 | Agent1: content of step 1", "Step 2 | Agent2: fixed 2", "", "fixed 4", ""]
+    fake_server.responder = DcfaResponder(**{**CHAIN, "corrected": echoed, "decision": 1})
+    settings = small() if preset == "small" else DcfaSettings()
+    a = run_dcfa(make_trace(), make_gateway(fake_server), settings)
+    assert a.step == 1 and 1 not in a.details["lce"]["corrected_steps"] and 2 in a.details["lce"]["corrected_steps"]
+    assert a.corrected_action is None and a.confidence is None  # no fix proposed, so none reported
+    sims = [b for b in fake_server.chat_requests if kind_of(b) == "simulation"]
+    assert sims and not any("Agent2: Step 2 | Agent2:" in user_text(b) for b in sims)  # the label is not content
 
 
 @pytest.mark.parametrize("truth", [True, False], ids=["with_truth", "no_truth"])
