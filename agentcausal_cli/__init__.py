@@ -13,6 +13,7 @@ import contextlib
 import logging
 import os
 import sys
+from typing import NoReturn
 
 from agentcausal import __version__
 from agentcausal.exceptions import AgentCausalError, RunFolderBusyError
@@ -23,8 +24,19 @@ from agentcausal_cli.exit_codes import BAD_INPUT, INTERRUPTED, RUN_FOLDER_BUSY
 __all__ = ["main", "build_parser", "console_logging", "quiet_task_failures"]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+class OneLineErrors(argparse.ArgumentParser):
+    """argparse's parser whose usage errors are one line (``agentcausal VERB: error: …``) and a pointer to
+    ``--help``, not the whole usage block first; the exit status stays argparse's 2."""
+
+    #: the verbs' parsers by name (the top-level parser's; empty for a verb's)
+    verbs: dict[str, argparse.ArgumentParser] = {}
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (`{self.prog} --help` lists the options)\n")
+
+
+def build_parser() -> OneLineErrors:
+    parser = OneLineErrors(
         prog="agentcausal",
         description="LLM agents on causal questions: DCFA failure attribution and MAC causal discovery, "
         "as cached, retryable Prefect pipelines.",
@@ -32,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"agentcausal {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
-    sub = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", required=True, parser_class=OneLineErrors)
     from agentcausal_cli import (
         annotate,
         attribute,
@@ -57,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
             default=argparse.SUPPRESS,
             help="log at INFO level (also accepted before the verb)",
         )
+    parser.verbs = dict(sub.choices)
     return parser
 
 
@@ -170,7 +183,9 @@ def quiet_task_failures(verbose: bool) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # the verb's own usage error, not the top level's (`attribute --methd`)
+        parser.verbs[args.verb].error(f"unrecognized arguments: {' '.join(extra)}")
     for key, value in PREFECT_DEFAULTS.items():
         if not (key == "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL" and args.verbose):
             os.environ.setdefault(key, value)

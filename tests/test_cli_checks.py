@@ -91,3 +91,20 @@ def test_discover_refuses_attributions_dcfa_paper_preset(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["discover", "-d", "asia", "-m", "pc", "--preset", "dcfa_paper", "--dry-run"])
     assert exc.value.code == 2 and "invalid choice: 'dcfa_paper'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["attribute", "x", "--resume", "--force"], "agentcausal attribute: error: argument --force: not allowed"),
+        (["attribute", "--methd", "x"], "agentcausal attribute: error: unrecognized arguments: --methd"),
+        (["cache"], "agentcausal cache: error: the following arguments are required: action"),
+        ([], "agentcausal: error: the following arguments are required: VERB"),
+    ],
+)
+def test_a_usage_error_is_one_line_naming_the_verb_and_exit_2(argv, says, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.splitlines() == [err.strip()] and err.startswith(says) and "--help` lists the options" in err
