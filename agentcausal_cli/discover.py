@@ -348,7 +348,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(plan.dumps())
         print_estimate(plan, args.max_cost, max_tokens=args.max_tokens)  # stderr: stdout stays one JSON object
-        print_mac_caps(plan, settings, loaded, n=args.n, seed=args.seeds[0])  # stderr: every MAC call's cap
+        print_mac_caps(plan, settings, loaded)  # stderr: every MAC call's cap
         return run_check(settings.profiles_path, settings.routing, stages) if args.check else 0
     settings.check_routes(stages)
     open_stores(settings.cache_dir, "discover", DiscoveryOutcome)  # a damaged store heals in one line, now
@@ -393,10 +393,10 @@ def cmd_discover(args: argparse.Namespace) -> int:
     return print_discovery_run(run_dir, reversal_cost=args.shd_reversal)
 
 
-def print_mac_caps(plan: Any, settings: Any, loaded: dict[str, Any], *, n: int, seed: int) -> None:
+def print_mac_caps(plan: Any, settings: Any, loaded: dict[str, Any]) -> None:
     """The completion cap every MAC call of ``plan`` sends, one line per call kind, on stderr
     (:func:`agentcausal.discovery.mac.caps.mac_caps`); nothing when the plan runs no MAC method."""
-    from agentcausal.discovery.data.datasets import load_spec  # start-up cost (see cmd_discover)
+    from agentcausal.discovery.data.datasets import load_header  # start-up cost (see cmd_discover)
     from agentcausal.discovery.mac.caps import mac_caps  # (the same)
     from agentcausal.llm.profiles import load_profiles  # (the same)
 
@@ -407,7 +407,7 @@ def print_mac_caps(plan: Any, settings: Any, loaded: dict[str, Any], *, n: int, 
     variables: dict[str, list[str]] = {}
     for item in plan.iter_items():
         try:
-            ds = loaded.get(item.spec or "") or load_spec(item.spec or item.path, n=n, seed=seed)
+            ds = loaded.get(item.spec or "") or load_header(item.spec or item.path)  # no row sampled
             variables[item.id] = list(ds.variables)
         except Exception:  # the dry run never fails on a cap listing: that dataset is left out of the sizing
             continue
