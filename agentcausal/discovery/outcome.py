@@ -22,7 +22,7 @@ from pydantic import ConfigDict
 from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.exceptions import RunFileError
 from agentcausal.records import RunRecord
-from agentcausal.runs.folder import atomic_path, write_run_meta
+from agentcausal.runs.folder import atomic_path, model_lines, write_run_meta
 
 __all__ = ["DiscoveryOutcome", "degradation", "save_outcomes", "load_outcomes", "iter_outcomes", "OutcomesWriter"]
 
@@ -131,14 +131,7 @@ def iter_outcomes(run_dir: str | Path) -> Iterator[DiscoveryOutcome]:
     if not path.is_file():
         raise RunFileError("no outcomes.jsonl here; is this a run folder from `agentcausal discover`?", path=str(path))
     with path.open(encoding="utf-8", errors="replace") as fh:
-        for i, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    yield DiscoveryOutcome.model_validate_json(line)
-                except ValueError as exc:
-                    raise RunFileError(
-                        f"line {i} is not a valid outcome (torn?): {str(exc)[:200]}", path=str(path)
-                    ) from exc
+        yield from model_lines(fh, DiscoveryOutcome, "a valid outcome", path)
 
 
 class OutcomesWriter:

@@ -18,9 +18,11 @@ import datetime as dt
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel
 
 from agentcausal.exceptions import RunFileError
 
@@ -136,3 +138,24 @@ def run_kind(run_dir: str | Path) -> Literal["attribute", "discover"]:
 def default_run_dir(kind: Literal["attribute", "discover", "demo"], out_root: str | Path = "runs") -> str:
     """``<out_root>/<kind>-YYYYmmdd-HHMMSS``, the run folder of a run not told where to write."""
     return str(Path(out_root) / f"{kind}-{dt.datetime.now():%Y%m%d-%H%M%S}")
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def model_lines(lines: Iterable[str], model: type[M], what: str, path: str | Path) -> Iterator[M]:
+    """One ``model`` per non-blank JSON line of a run file (``plan.items.jsonl``, ``outcomes.jsonl``), as read.
+
+    Raises
+    ------
+    RunFileError
+        On a line that is not a ``model`` (a file torn by a kill), naming the file and the line: ``line N is
+        not WHAT (torn?): …``.
+    """
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            yield model.model_validate_json(line)
+        except ValueError as exc:
+            raise RunFileError(f"line {i} is not {what} (torn?): {str(exc)[:200]}", path=str(path)) from exc

@@ -59,7 +59,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentcausal.exceptions import AgentCausalError, MissingAPIKeyError, RunFileError
 from agentcausal.llm.profiles import ProfileSet, load_profiles
-from agentcausal.runs.folder import atomic_path, atomic_write_text
+from agentcausal.runs.folder import atomic_path, atomic_write_text, model_lines
 from agentcausal.traces.model import TraceFacts
 
 __all__ = [
@@ -250,13 +250,7 @@ class Plan(BaseModel):
         except OSError as exc:
             raise RunFileError(f"cannot read the plan's items: {exc.strerror or exc}", path=str(path)) from exc
         with fh:
-            for n, line in enumerate(fh, 1):
-                try:
-                    yield PlanItem.model_validate_json(line)
-                except ValueError as exc:
-                    raise RunFileError(
-                        f"line {n} is not a plan item (torn?): {str(exc)[:200]}", path=str(path)
-                    ) from exc
+            yield from model_lines(fh, PlanItem, "a plan item", path)
 
     def header(self) -> "Plan":
         """This plan without its in-memory items (what a task receives: methods, settings, config)."""
