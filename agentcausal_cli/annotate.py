@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from agentcausal.exceptions import ConfigError
@@ -80,6 +81,8 @@ def cmd_annotate(args: argparse.Namespace) -> int:
 
     if not args.phoenix and not args.otlp:
         raise ConfigError("say where to write: --phoenix URL and/or --otlp FILE")
+    if not Path(args.run_dir).is_dir():
+        raise ConfigError(f"no such run folder: {args.run_dir}")  # as `show` says it
     unplaced: list[dict[str, Any]] = []
     if args.phoenix:
         # start-up cost: loads pandas, pydantic, which `agentcausal --help` and every other verb would pay at import

@@ -108,3 +108,9 @@ def test_a_usage_error_is_one_line_naming_the_verb_and_exit_2(argv, says, capsys
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert err.splitlines() == [err.strip()] and err.startswith(says) and "--help` lists the options" in err
+
+
+@pytest.mark.parametrize("verb", [["show"], ["annotate", "--otlp", "out.json"]])
+def test_a_missing_run_folder_reads_the_same_for_show_and_annotate(verb, tmp_path, capsys):
+    assert main([verb[0], str(tmp_path / "nope"), *verb[1:]]) == 2
+    assert capsys.readouterr().err.strip() == f"agentcausal: error: no such run folder: {tmp_path / 'nope'}"
