@@ -311,9 +311,7 @@ def render_step(step: Step, content: str | None = None) -> str:
 
 
 def step_label(step: Step) -> str:
-    """The label a rendered step opens with, before its content: ``"Step 3 | coder: "`` (agent escaped).
-
-    A model that rewrites a step sometimes copies it back (:func:`agentcausal.attribution.dcfa.correct.normalise_correction`).
+    """The label a rendered step opens with, before its content (agent escaped); a model may copy it back.
 
     >>> step_label(Step(index=3, agent="coder", content="x"))
     'Step 3 | coder: '
