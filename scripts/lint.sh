@@ -12,5 +12,5 @@ echo "agentcausal lint: import contracts (.importlinter)..."
 .venv/bin/lint-imports --no-cache --no-logo
 echo "agentcausal lint: size rules (scripts/size_rules.py)..."
 .venv/bin/python scripts/size_rules.py
-echo "agentcausal lint: mypy (agentcausal/, flows/, tasks/)..."
+echo "agentcausal lint: mypy (agentcausal/, agentcausal_cli/, flows/, tasks/)..."
 .venv/bin/python -m mypy --show-traceback
