@@ -13,7 +13,7 @@ import contextlib
 import logging
 import os
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from agentcausal import __version__
 from agentcausal.exceptions import AgentCausalError, RunFolderBusyError
@@ -28,8 +28,9 @@ class OneLineErrors(argparse.ArgumentParser):
     """argparse's parser whose usage errors are one line (``agentcausal VERB: error: …``) and a pointer to
     ``--help``, not the whole usage block first; the exit status stays argparse's 2."""
 
-    #: the verbs' parsers by name (the top-level parser's; empty for a verb's)
-    verbs: dict[str, argparse.ArgumentParser] = {}
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.verbs: dict[str, argparse.ArgumentParser] = {}  # the verbs' parsers by name (the top level's only)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (`{self.prog} --help` lists the options)\n")

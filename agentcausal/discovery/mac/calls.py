@@ -119,19 +119,18 @@ def graph_reply_tokens(variables: Sequence[str], *, max_edges: int, reason_chars
     return 16 + math.ceil(max_edges * per_edge / CHARS_PER_TOKEN)
 
 
-def budget(gw: Gateway, stage: str, need: int) -> int:
-    """``need`` bounded by the profile's ``max_output_tokens`` (``Gateway.max_output_tokens(stage)``), if any."""
+def budget(gw: Gateway | Any, stage: str, need: int) -> int:
+    """``need`` bounded by the profile's ``max_output_tokens`` (``Gateway.max_output_tokens(stage)``, or the routed
+    profile's for a ProfileSet: the dry run's listing), if any."""
     getter = getattr(gw, "max_output_tokens", None)
-    ceiling = None
-    if callable(getter):
-        try:
-            ceiling = getter(stage)
-        except Exception:  # an unrouted stage fails later, at the call, with its own error
-            ceiling = None
+    try:
+        ceiling = getter(stage) if callable(getter) else gw.profile_for(stage).max_output_tokens
+    except Exception:  # an unrouted stage fails later, at the call, with its own error
+        ceiling = None
     return int(min(need, ceiling)) if ceiling else int(need)
 
 
-def completion_cap(gw: Gateway, stage: str, fixed: int | None, *, scale: float = 1.0) -> int:
+def completion_cap(gw: Gateway | Any, stage: str, fixed: int | None, *, scale: float = 1.0) -> int:
     """Completion cap (tokens) of one MAC or LLM-baseline call.
 
     Parameters

@@ -19,11 +19,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agentcausal.discovery.mac.calls import graph_reply_tokens
+from agentcausal.discovery.mac.calls import completion_cap, graph_reply_tokens
 from agentcausal.discovery.mac.prompts import max_graph_edges
 from agentcausal.discovery.mac.settings import CODER_STAGE, DEBATE_STAGE, MACSettings
 from agentcausal.llm.preview import cap_line
-from agentcausal.settings import FALLBACK_MAX_OUTPUT_TOKENS, completion_budget
+from agentcausal.settings import FALLBACK_MAX_OUTPUT_TOKENS
 
 __all__ = ["mac_caps"]
 
@@ -31,22 +31,21 @@ __all__ = ["mac_caps"]
 def _cap(
     profiles: Any, stage: str, fixed: int | None, scale: float, setting: str, label: str | None = None
 ) -> tuple[int, str]:
-    """(cap, how) of one call as :func:`~agentcausal.discovery.mac.calls.completion_cap` computes it; ``label``
-    says where ``fixed`` came from (default ``SETTING=VALUE``)."""
+    """(cap, how) of one call: the cap :func:`~agentcausal.discovery.mac.calls.completion_cap` gives it, and where
+    it came from (``label`` says where ``fixed`` came from; default ``SETTING=VALUE``)."""
+    cap = completion_cap(profiles, stage, fixed, scale=scale)
     profile = profiles.profile_for(stage)
     if fixed is None:
-        cap = completion_budget(profiles, stage, None)
         if profile.max_output_tokens is not None:
             return cap, f"{setting} unset: the profile's max_output_tokens"
         return cap, (
             f"{setting} unset, no max_output_tokens on the profile: "
             f"min({FALLBACK_MAX_OUTPUT_TOKENS}, context_window {profile.context_window} // 4)"
         )
-    want = max(16, int(fixed * scale))
     how = (label or f"{setting}={fixed}") + (f" x max_tokens_scale {scale:g}" if scale != 1 else "")
-    if profile.max_output_tokens is not None and profile.max_output_tokens < want:
-        return int(profile.max_output_tokens), how + f", bounded by max_output_tokens {profile.max_output_tokens}"
-    return want, how
+    if cap < max(16, int(fixed * scale)):
+        how += f", bounded by max_output_tokens {profile.max_output_tokens}"
+    return cap, how
 
 
 def _graph_fixed(s: MACSettings, variables: Mapping[str, Sequence[str]]) -> tuple[int | None, str | None]:
