@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -756,6 +757,38 @@ def test_no_host_folder_or_process_is_left_after_kill_9_of_the_parent():
         if parent.poll() is None:
             parent.kill()
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_the_callers_other_tasks_leave_the_sandbox_its_process_budget():
+    """Tasks of the caller's uid started while a sandbox runs (another run, another sandbox) take nothing from its
+    process budget: its script can still fork, and its wrapper can still fork to copy the output out."""
+    script = textwrap.dedent("""
+        import os, time
+        time.sleep(4)
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+        open('out.txt', 'w').write('forked')
+        """)
+    others: list[subprocess.Popen] = []
+
+    def crowd() -> None:  # more tasks of the caller's uid than the sandbox's whole budget, after it started
+        time.sleep(1)
+        others.extend(subprocess.Popen(["sleep", "30"]) for _ in range(30))
+
+    starter = threading.Thread(target=crowd)
+    starter.start()
+    try:
+        res = run_sandboxed(script, output_names=("out.txt",), timeout_s=30, limits=SandboxLimits(max_processes=20))
+    finally:
+        starter.join()
+        for p in others:
+            p.kill()
+            p.wait()
+    assert len(others) == 30
+    assert res.returncode == 0, res.stderr
+    assert res.outputs.get("out.txt") == b"forked", res.stderr
 
 
 def test_directory_flood_stops_at_the_file_cap():

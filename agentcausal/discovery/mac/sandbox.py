@@ -61,7 +61,9 @@ What a script run by :func:`run_sandboxed` gets, and what it cannot do:
 * **Environment.** Empty but for ``PATH``, ``HOME``/``TMPDIR`` (``/tmp``),
   ``LANG``, single-thread BLAS settings and ``MPLBACKEND``; ``python -I -B``.
 * **Limits.** ``RLIMIT_NPROC`` (at most ``max_processes``, default 300, new
-  processes and threads of the sandbox uid beyond those it already runs),
+  processes and threads: as root, of the sandbox uid beyond those it already
+  runs; not root, of the sandbox's own user namespace, set by ``prlimit`` on
+  bubblewrap so the wrapper's cleanup never runs short of forks),
   ``RLIMIT_FSIZE`` (largest file), ``RLIMIT_AS`` (address space per process),
   ``RLIMIT_NOFILE`` (open descriptors, so pipes, per process), ``RLIMIT_CPU``,
   ``RLIMIT_SIGPENDING``, ``RLIMIT_MSGQUEUE``, ``RLIMIT_MEMLOCK``, no core files.
@@ -200,7 +202,7 @@ def _probe() -> str | None:
         for tool in ("setpriv", "unshare", "mount"):
             if shutil.which(tool, path="/usr/bin:/bin:/usr/sbin:/sbin") is None:
                 return f"running as root needs {tool!r} (util-linux) to drop privileges; not found"
-    for tool in ("unshare", "mount"):
+    for tool in ("unshare", "mount", "prlimit"):
         if shutil.which(tool, path="/usr/bin:/bin:/usr/sbin:/sbin") is None:
             return f"the sandbox needs {tool!r} (util-linux) for its private tmpfs; not found"
     filt = seccomp_filter()
@@ -268,8 +270,27 @@ def memory_accounting() -> str:
 # --------------------------------------------------------------------------------------- running
 
 
+#: tasks of a non-root sandbox's user namespace that are not the script's: the wrapper shell, bubblewrap, its init
+_WRAPPER_TASKS = 3
+
+
+def _task_budget(limits: SandboxLimits, root: bool) -> int:
+    """The ``RLIMIT_NPROC`` of one sandbox.
+
+    As root the limit is set on the whole chain (root's wrapper is exempt) and the kernel counts every
+    task of the sandbox uid on the machine, so ``max_processes`` is allowed beyond those running now.
+    Not root, ``prlimit`` sets it on bubblewrap alone inside the sandbox's own user namespace, where the
+    kernel counts that namespace's tasks: ``max_processes`` plus the wrapper shell, bubblewrap and its
+    init (:data:`_WRAPPER_TASKS`). The user's other processes, concurrent sandboxes included, never
+    take from it, and the wrapper's cleanup always has the forks it needs.
+    """
+    if root:
+        return limits.max_processes + tasks_of(SANDBOX_UID)
+    return limits.max_processes + _WRAPPER_TASKS
+
+
 def _preexec(
-    limits: SandboxLimits, cpu_s: int, cg: Path | None, nproc: int, keyctl_nr: int
+    limits: SandboxLimits, cpu_s: int, cg: Path | None, nproc: int | None, keyctl_nr: int
 ):  # pragma: no cover - in the child
     libc = ctypes.CDLL(None, use_errno=True)
 
@@ -288,7 +309,8 @@ def _preexec(
         resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+        if nproc is not None:  # not root: prlimit sets it on bubblewrap (see _task_budget)
+            resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
         fsize = limits.file_size_mb * 2**20
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
         resource.setrlimit(resource.RLIMIT_NOFILE, (limits.max_open_files, limits.max_open_files))
@@ -344,12 +366,17 @@ def _run(
             (ro / name).write_bytes(blob)
             os.chmod(ro / name, 0o444)
             ro_files[name] = ro / name
+        nproc = _task_budget(limits, root)
         cmd = sandbox_command(
-            bwrap, host_tmp, ro_files, [sys.executable, "-I", "-B", "script.py"], limits, output_names
+            bwrap,
+            host_tmp,
+            ro_files,
+            [sys.executable, "-I", "-B", "script.py"],
+            limits,
+            output_names,
+            nproc=None if root else nproc,
         )
         cg = make_cgroup(limits)
-        # the kernel counts every task of the uid on the machine: allow max_processes beyond those running now
-        nproc = limits.max_processes + tasks_of(SANDBOX_UID if root else os.getuid())
         t0 = time.perf_counter()
         try:
             proc = subprocess.Popen(
@@ -358,7 +385,7 @@ def _run(
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                preexec_fn=_preexec(limits, cpu_s, cg, nproc, filt.keyctl_nr),
+                preexec_fn=_preexec(limits, cpu_s, cg, nproc if root else None, filt.keyctl_nr),
                 cwd="/",
             )
         except (OSError, subprocess.SubprocessError) as exc:

@@ -150,7 +150,7 @@ class SandboxLimits(NamedTuple):
     ----------
     memory_mb : int, memory of the whole process tree plus the pages of its tmpfs, MiB; also the
         address-space limit of each process
-    max_processes : int, new processes and threads of the sandbox uid (RLIMIT_NPROC above the current count)
+    max_processes : int, new processes and threads of the sandbox (RLIMIT_NPROC; see the module docstring)
     file_size_mb : int, largest file the script may write, MiB (RLIMIT_FSIZE); also the largest output read back
     disk_mb : int, size of the one writable file system (``/sandbox``, ``/tmp``, ``/dev/shm``), MiB
     max_files : int, files and directories it may hold (tmpfs ``nr_inodes``)
@@ -340,9 +340,13 @@ def sandbox_command(
     argv: list[str],
     limits: SandboxLimits,
     output_names: tuple[str, ...] = (),
+    nproc: int | None = None,
 ) -> list[str]:
     """The full command line: unshare (a private mount namespace; a user namespace when not root) running the
-    wrapper shell, which runs [root: setpriv] bwrap ... argv."""
+    wrapper shell, which runs [root: setpriv | not root: prlimit --nproc] bwrap ... argv.
+
+    ``nproc`` (not root; None = none): the ``RLIMIT_NPROC`` set by ``prlimit`` on bubblewrap alone, so the
+    wrapper shell (its cleanup forks ``umount`` and ``rmdir``) never shares the sandbox's task budget."""
     root = os.geteuid() == 0
     uid, gid = (SANDBOX_UID, SANDBOX_UID) if root else (os.getuid(), os.getgid())
     staged: list[tuple[str, str]] = []  # (host path, staging mount point)
@@ -372,6 +376,8 @@ def sandbox_command(
             "--bounding-set=-all",
             "--",
         ]
+    elif nproc is not None:
+        cmd += ["prlimit", f"--nproc={nproc}:{nproc}", "--"]
     cmd += [bwrap, "--unshare-all", "--unshare-user"]
     if _bwrap_supports_disable_userns(bwrap):
         cmd += ["--disable-userns"]
