@@ -2,7 +2,8 @@
 
 Repeat r = 0 is the ordinary run (its requests and keys are exactly those of a
 run without repeats); repeat r > 0 sends ``sample=r`` with every chat and
-structured request (:class:`SampledGateway`), which the gateway keeps apart in
+structured request (the method's :class:`~agentcausal.llm.call.LLMCall`, built by
+:func:`agentcausal.attribution.jobs.run_method`), which the gateway keeps apart in
 its cache and sends as ``seed=r`` where the endpoint takes one, at the
 profile's temperature. Reports give mean ± standard deviation over repeats
 (:func:`mean_std`), as the DCFA paper's Table 4 does over its runs.
@@ -14,49 +15,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["SampledGateway", "with_sample", "mark_repeat", "repeat_of", "mean_std"]
-
-
-class SampledGateway:
-    """A gateway view whose chat and structured requests carry ``sample=r``.
-
-    Every other attribute is the wrapped gateway's (usage ledger, routing, cache).
-
-    Parameters
-    ----------
-    gw : Gateway
-    sample : int >= 1, the repeat index
-    """
-
-    def __init__(self, gw: Any, sample: int) -> None:
-        if sample < 1:
-            raise ValueError(f"sample must be >= 1 for a sampled view, got {sample}")
-        self._gw = gw
-        self.sample = sample
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._gw, name)
-
-    def chat(self, *args: Any, **kwargs: Any) -> Any:
-        kwargs.setdefault("sample", self.sample)
-        return self._gw.chat(*args, **kwargs)
-
-    def structured(self, *args: Any, **kwargs: Any) -> Any:
-        kwargs.setdefault("sample", self.sample)
-        return self._gw.structured(*args, **kwargs)
-
-
-def with_sample(gw: Any, repeat: int) -> Any:
-    """``gw`` itself for repeat 0, else a :class:`SampledGateway` sending ``sample=repeat``.
-
-    Raises
-    ------
-    ValueError
-        If ``repeat`` is negative.
-    """
-    if repeat < 0:
-        raise ValueError(f"repeat must be >= 0, got {repeat}")
-    return gw if repeat == 0 else SampledGateway(gw, repeat)
+__all__ = ["mark_repeat", "repeat_of", "mean_std"]
 
 
 def mark_repeat(attribution: Any, repeat: int) -> Any:

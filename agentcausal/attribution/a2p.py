@@ -66,8 +66,8 @@ from agentcausal.attribution.baseline_prompts import (
 from agentcausal.attribution.baseline_settings import BASELINE_STAGE, BaselineSettings, baseline_tokens, trace_budget
 from agentcausal.attribution.candidates import single_answer
 from agentcausal.attribution.evidence import ask_evidence, evidence_fields, with_evidence
-from agentcausal.attribution.spec import MethodSpec, usage_item
-from agentcausal.llm import Gateway
+from agentcausal.attribution.spec import MethodSpec
+from agentcausal.llm import LLMCall
 from agentcausal.traces.model import Attribution, CorrectedAction, Trace
 from agentcausal.traces.render import render_steps_info
 
@@ -233,13 +233,13 @@ def build_messages(
     ), rendered.shortened
 
 
-def run(trace: Trace, gw: Gateway, settings: A2PSettings) -> Attribution:
+def run(trace: Trace, call: LLMCall, settings: A2PSettings) -> Attribution:
     """Attribute one trace with A2P.
 
     Parameters
     ----------
     trace : Trace, n steps
-    gw : Gateway; calls stage ``baseline`` once
+    call : LLMCall, the run's call context; calls stage ``baseline`` once
     settings : A2PSettings
 
     Returns
@@ -254,14 +254,12 @@ def run(trace: Trace, gw: Gateway, settings: A2PSettings) -> Attribution:
     StructuredOutputError, EndpointUnreachableError, LLMCallError
         From the gateway (:func:`~agentcausal.attribution.jobs.run_method` turns them into an error record).
     """
-    messages, shortened = build_messages(trace, settings, trace_budget(gw, settings))
+    messages, shortened = build_messages(trace, settings, trace_budget(call, settings))
     forced = settings.prompts == "paper"
     model = reply_model(agent_names(trace), len(trace), forced, settings.field_chars)
     if settings.quote_evidence:  # one more reply field (off in every preset)
         messages, model = ask_evidence(messages), with_evidence(model)
-    reply = gw.structured(
-        BASELINE_STAGE, messages, model, item=usage_item(trace.id, NAME), max_tokens=baseline_tokens(gw, settings)
-    )
+    reply = call.structured(BASELINE_STAGE, messages, model, max_tokens=baseline_tokens(call, settings))
     version = PROMPT_VERSIONS[settings.prompts]
     details: dict[str, object] = {
         "abduction": reply.abduction,

@@ -85,8 +85,8 @@ from agentcausal.attribution.baseline_settings import (
 )
 from agentcausal.attribution.candidates import single_answer
 from agentcausal.attribution.evidence import ask_evidence, evidence_fields, with_evidence
-from agentcausal.attribution.spec import MethodSpec, usage_item
-from agentcausal.llm import Gateway
+from agentcausal.attribution.spec import MethodSpec
+from agentcausal.llm import LLMCall
 from agentcausal.traces.model import Attribution, Trace, normalise_agent
 from agentcausal.traces.render import render_conversation, render_steps_info
 
@@ -404,13 +404,13 @@ def map_agent_name(name: str | None, agents: Sequence[str]) -> str | None:
     return None
 
 
-def run(trace: Trace, gw: Gateway, settings: AllAtOnceSettings) -> Attribution:
+def run(trace: Trace, call: LLMCall, settings: AllAtOnceSettings) -> Attribution:
     """Attribute one trace with All-at-Once.
 
     Parameters
     ----------
     trace : Trace, n steps
-    gw : Gateway; calls stage ``baseline`` once
+    call : LLMCall, the run's call context; calls stage ``baseline`` once
     settings : AllAtOnceSettings
 
     Returns
@@ -431,13 +431,13 @@ def run(trace: Trace, gw: Gateway, settings: AllAtOnceSettings) -> Attribution:
     >>> run_method(trace, "all_at_once", gw).step  # doctest: +SKIP
     3
     """
-    messages, shortened = build_messages(trace, settings, trace_budget(gw, settings))
+    messages, shortened = build_messages(trace, settings, trace_budget(call, settings))
     agents, forced = agent_names(trace), settings.prompts == "paper"
     model, schema, context = reply_shape(agents, len(trace), forced, settings.reason_chars)
     if settings.quote_evidence:  # one more reply field (off in every preset): the trace's own model
         messages, schema, context = ask_evidence(messages), None, None
         model = with_evidence(reply_model(agents, len(trace), forced, settings.reason_chars))
-    reply = ask_baseline(gw, settings, messages, model, item=usage_item(trace.id, NAME), schema=schema, context=context)
+    reply = ask_baseline(call, settings, messages, model, schema=schema, context=context)
     details: dict[str, object] = {"shortened": list(shortened), "prompt_version": PROMPT_VERSIONS[settings.prompts]}
     if settings.prompts == "paper":
         mapped = map_agent_name(reply.agent, agent_names(trace))

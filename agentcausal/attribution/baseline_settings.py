@@ -21,13 +21,14 @@ Multi-Agent Systems." ICML 2025. arXiv:2505.00212, section 4.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentcausal.attribution.evidence import EVIDENCE_TOKENS
 from agentcausal.exceptions import StructuredOutputError
-from agentcausal.llm import Gateway
+from agentcausal.llm import LLMCall, Routing
 from agentcausal.llm.dialect import FixedCap, sent_cap
 from agentcausal.settings import completion_budget
 from agentcausal.traces.render import budget_chars
@@ -113,7 +114,7 @@ def evidence_allowance(settings: Any) -> int:
     return EVIDENCE_TOKENS if getattr(settings, "quote_evidence", False) else 0
 
 
-def baseline_tokens(gw: Gateway, settings: BaselineSettings, stage: str = BASELINE_STAGE) -> int:
+def baseline_tokens(gw: Routing, settings: BaselineSettings, stage: str = BASELINE_STAGE) -> int:
     """Completion cap (tokens) of one baseline call: ``max_tokens`` as a :class:`~agentcausal.llm.dialect.FixedCap`
     (sent as it is), else the profile's budget (which the dialect may raise for hidden reasoning). ``max_tokens``
     caps the method's own reply: with ``quote_evidence`` on, the evidence field's allowance
@@ -125,12 +126,11 @@ def baseline_tokens(gw: Gateway, settings: BaselineSettings, stage: str = BASELI
 
 
 def ask_baseline(
-    gw: Gateway,
+    call: LLMCall,
     settings: BaselineSettings,
     messages: Sequence[dict[str, str]],
     reply_model: type[T],
     *,
-    item: str,
     stage: str = BASELINE_STAGE,
     schema: dict[str, Any] | None = None,
     context: Any = None,
@@ -139,11 +139,11 @@ def ask_baseline(
 
     Parameters
     ----------
-    gw : Gateway
-    settings : BaselineSettings (``temperature`` and ``empty_attempts`` read when it is a :class:`WhoWhenSettings`)
+    call : LLMCall, the run's call context (its usage item and sample)
+    settings : BaselineSettings (``temperature``, which replaces the call's when set, and ``empty_attempts`` read
+        when it is a :class:`WhoWhenSettings`)
     messages : the chat messages
     reply_model : the pydantic reply model
-    item : str, the usage item
     stage : str, the routed stage
     schema, context : the JSON schema to send instead of ``reply_model``'s own and the validation context
         (:meth:`~agentcausal.llm.gateway.Gateway.structured`); None: the model's schema, no context
@@ -161,31 +161,24 @@ def ask_baseline(
     """
     temperature = settings.temperature if isinstance(settings, WhoWhenSettings) else None
     attempts = settings.empty_attempts if isinstance(settings, WhoWhenSettings) else 1
-    tokens = baseline_tokens(gw, settings, stage)
+    tokens = baseline_tokens(call, settings, stage)
+    if temperature is not None:
+        call = replace(call, temperature=temperature)
     for attempt in range(attempts):
         try:
-            return gw.structured(
-                stage,
-                messages,
-                reply_model,
-                item=item,
-                max_tokens=tokens,
-                temperature=temperature,
-                schema=schema,
-                context=context,
-            )
+            return call.structured(stage, messages, reply_model, max_tokens=tokens, schema=schema, context=context)
         except StructuredOutputError as exc:
             if exc.raw.strip() or attempt == attempts - 1:
                 raise
     raise AssertionError("unreachable")  # the loop returns or raises
 
 
-def trace_budget(gw: Gateway, settings: BaselineSettings, stage: str = BASELINE_STAGE) -> int:
+def trace_budget(gw: Routing, settings: BaselineSettings, stage: str = BASELINE_STAGE) -> int:
     """Characters of trace text one prompt may hold for ``stage``.
 
     Parameters
     ----------
-    gw : Gateway
+    gw : Gateway, LLMCall or ProfileSet, the routing
     settings : BaselineSettings
     stage : str
 

@@ -74,9 +74,9 @@ from agentcausal.attribution.baseline_settings import (
     trace_budget,
 )
 from agentcausal.attribution.candidates import single_answer
-from agentcausal.attribution.spec import MethodSpec, usage_item
+from agentcausal.attribution.spec import MethodSpec
 from agentcausal.exceptions import StructuredOutputError
-from agentcausal.llm import Gateway
+from agentcausal.llm import LLMCall
 from agentcausal.traces.model import Attribution, Trace
 from agentcausal.traces.render import render_conversation, render_steps
 
@@ -269,13 +269,13 @@ def build_messages(
     )
 
 
-def run(trace: Trace, gw: Gateway, settings: BinarySearchSettings) -> Attribution:
+def run(trace: Trace, call: LLMCall, settings: BinarySearchSettings) -> Attribution:
     """Attribute one trace with Binary-Search.
 
     Parameters
     ----------
     trace : Trace, n steps
-    gw : Gateway; calls stage ``baseline`` about ``ceil(log2 n)`` times
+    call : LLMCall, the run's call context; calls stage ``baseline`` about ``ceil(log2 n)`` times
     settings : BinarySearchSettings
 
     Returns
@@ -289,7 +289,7 @@ def run(trace: Trace, gw: Gateway, settings: BinarySearchSettings) -> Attributio
     StructuredOutputError, EndpointUnreachableError, LLMCallError
         From the gateway.
     """
-    budget = trace_budget(gw, settings)
+    budget = trace_budget(call, settings)
     lo, hi = 0, len(trace) - 1
     path: list[dict[str, object]] = []
     reason = "single-step trace"
@@ -297,9 +297,7 @@ def run(trace: Trace, gw: Gateway, settings: BinarySearchSettings) -> Attributio
     while hi > lo:
         msgs = build_messages(trace, lo, hi, settings, budget)
         try:
-            reply = ask_baseline(
-                gw, settings, msgs, choice_model(forced, settings.reason_chars), item=usage_item(trace.id, NAME)
-            )
+            reply = ask_baseline(call, settings, msgs, choice_model(forced, settings.reason_chars))
         except StructuredOutputError:
             if not forced:
                 raise

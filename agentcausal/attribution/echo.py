@@ -96,8 +96,8 @@ from agentcausal.attribution.echo_consensus import Vote, consensus
 from agentcausal.attribution.echo_context import global_view, hierarchical_view
 from agentcausal.attribution.echo_settings import ANALYSTS, PRESETS, AnalystName, EchoSettings
 from agentcausal.attribution.evidence import evidence_fields
-from agentcausal.attribution.spec import MethodSpec, usage_item
-from agentcausal.llm import Gateway
+from agentcausal.attribution.spec import MethodSpec
+from agentcausal.llm import LLMCall
 from agentcausal.traces.model import Attribution, Trace
 from agentcausal.traces.render import escape_data, render_steps_info
 
@@ -308,13 +308,13 @@ def panel_messages(
     return baseline_messages("Give each analyst's vote on the decisive error.", user)
 
 
-def run(trace: Trace, gw: Gateway, settings: EchoSettings) -> Attribution:
+def run(trace: Trace, call: LLMCall, settings: EchoSettings) -> Attribution:
     """Attribute one trace with ECHO: scan, hierarchical context, panel, consensus.
 
     Parameters
     ----------
     trace : Trace, n steps
-    gw : Gateway; calls stage ``baseline`` twice (once when the ``small`` scan finds no valid candidate)
+    call : LLMCall, the run's call context; calls stage ``baseline`` twice (once when the ``small`` scan finds no valid candidate)
     settings : EchoSettings
 
     Returns
@@ -333,15 +333,13 @@ def run(trace: Trace, gw: Gateway, settings: EchoSettings) -> Attribution:
     n = len(trace)
     forced = settings.prompts == "paper"
     version = PROMPT_VERSIONS[settings.prompts]
-    budget = trace_budget(gw, settings)
-    tokens = baseline_tokens(gw, settings)
-    item = usage_item(trace.id, NAME)
+    budget = trace_budget(call, settings)
+    tokens = baseline_tokens(call, settings)
     k = min(n, settings.max_candidates or n)
-    scan = gw.structured(
+    scan = call.structured(
         BASELINE_STAGE,
         scan_messages(trace, settings, budget, k),
         scan_model(n, k, forced, settings.field_chars),
-        item=item,
         max_tokens=tokens,
     )
     cands: dict[int, str] = {}
@@ -377,12 +375,8 @@ def run(trace: Trace, gw: Gateway, settings: EchoSettings) -> Attribution:
     model = panel_model(
         agent_names(trace), tuple(s for s, _ in candidates), tuple(settings.analysts), forced, settings.field_chars
     )
-    reply = gw.structured(
-        BASELINE_STAGE,
-        panel_messages(trace, settings, budget, scan.overview, candidates),
-        model,
-        item=item,
-        max_tokens=tokens,
+    reply = call.structured(
+        BASELINE_STAGE, panel_messages(trace, settings, budget, scan.overview, candidates), model, max_tokens=tokens
     )
     votes = [
         Vote(a, getattr(reply, a).step, getattr(reply, a).agent, getattr(reply, a).confidence)

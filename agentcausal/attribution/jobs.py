@@ -21,9 +21,9 @@ from agentcausal.attribution.cache_key import attribution_keyer
 from agentcausal.attribution.paper_tables import speaker_mismatch
 from agentcausal.attribution.registry import get_method, method_settings, usage_item
 from agentcausal.attribution.results import ResultsWriter
-from agentcausal.llm import Gateway
+from agentcausal.llm import Gateway, LLMCall
 from agentcausal.records import ResultStatus, RunRecord, failure_fields
-from agentcausal.repeats import mark_repeat, with_sample
+from agentcausal.repeats import mark_repeat
 from agentcausal.runs.engine import DEFAULT_CHUNK_SIZE, gateway_for
 from agentcausal.runs.envelope import run_enveloped
 from agentcausal.runs.half import Job
@@ -61,6 +61,7 @@ def run_method(
     gw: Gateway,
     settings: BaseModel | Mapping[str, Any] | None = None,
     *,
+    repeat: int = 0,
     raise_transient: bool = False,
 ) -> Attribution:
     """Run one registered attribution method on one trace; never raises for a method failure.
@@ -72,6 +73,8 @@ def run_method(
     gw : Gateway
     settings : the method's settings (instance, used as it is; or mapping over the preset the gateway's routing
         names, :func:`agentcausal.settings.gateway_preset`); None = that preset (or the model defaults)
+    repeat : int >= 0, the repeat index: the method's :class:`~agentcausal.llm.call.LLMCall` sends it as every
+        request's ``sample`` (0: the ordinary requests; :mod:`agentcausal.repeats`)
     raise_transient : bool, re-raise every failure that is not a content failure
         (:func:`~agentcausal.exceptions.is_content_failure`: transport, 401, rate limit,
         timeout ...) instead of recording it, so an orchestrator retries it and never caches it
@@ -94,14 +97,17 @@ def run_method(
     ------
     ConfigError
         If the method is unknown or the settings are invalid (a setup error, not a trace failure).
+    ValueError
+        If ``repeat`` is negative.
     AgentCausalError
         Only with ``raise_transient=True``: a failure that is not a content failure
         (e.g. EndpointUnreachableError, LLMCallError, a transient AlgorithmError).
     """
     spec = get_method(method)
     st = method_settings(spec.settings_model, settings, spec.presets, gateway_preset(gw))  # routing's preset
+    call = LLMCall(gw, item=usage_item(trace.id, method), sample=repeat)
     env = run_enveloped(
-        lambda: spec.run(trace, gw, st),
+        lambda: spec.run(trace, call, st),
         gw=gw,
         stages=spec.stages,
         usage_items=(trace.id, usage_item(trace.id, method)),
@@ -187,8 +193,9 @@ class AttributionHalf:
         out = run_method(
             load_trace_item(job.item),
             job.method,
-            with_sample(gw, job.repeat),
+            gw,
             plan.methods[job.method].settings,
+            repeat=job.repeat,
             raise_transient=True,
         )
         if plan.repeats == 1:  # the record holds its usage now; repeats share the ledger item, so keep it then

@@ -9,7 +9,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from agentcausal.llm import Gateway
+from agentcausal.llm import LLMCall
 from agentcausal.traces.model import Attribution, Trace
 
 __all__ = ["MethodSpec", "usage_item"]
@@ -26,8 +26,9 @@ class MethodSpec(Generic[S]):
     Attributes
     ----------
     name : str, the CLI and results name (``all_at_once``, ``dcfa`` ...)
-    run : callable (trace, gateway, settings) -> Attribution; must not raise for a
-        method-level failure it can describe (it may raise AgentCausalError)
+    run : callable (trace, call, settings) -> Attribution, ``call`` the run's
+        :class:`~agentcausal.llm.call.LLMCall` (its usage item ``"<trace id>::<method>"``, its sample the repeat
+        index); must not raise for a method-level failure it can describe (it may raise AgentCausalError)
     settings_model : frozen pydantic model class with defaults for every field
     prompt_version : str
     stages : tuple of stage names the method calls (for routing checks and reports); every
@@ -37,7 +38,7 @@ class MethodSpec(Generic[S]):
     """
 
     name: str
-    run: Callable[[Trace, Gateway, S], Attribution]
+    run: Callable[[Trace, LLMCall, S], Attribution]
     settings_model: type[S]
     prompt_version: str
     stages: tuple[str, ...]

@@ -88,9 +88,9 @@ from agentcausal.attribution.baseline_settings import (
 )
 from agentcausal.attribution.candidates import single_answer
 from agentcausal.attribution.evidence import ask_evidence, evidence_fields, with_evidence
-from agentcausal.attribution.spec import MethodSpec, usage_item
+from agentcausal.attribution.spec import MethodSpec
 from agentcausal.exceptions import StructuredOutputError
-from agentcausal.llm import Gateway
+from agentcausal.llm import LLMCall
 from agentcausal.traces.model import Attribution, Trace
 from agentcausal.traces.render import escape_data, render_conversation, render_steps, speaker
 
@@ -275,13 +275,13 @@ def build_messages(trace: Trace, i: int, settings: StepByStepSettings, budget: i
     return baseline_messages(instruction, user, PAPER_ROLE if settings.prompts == "paper" else None)
 
 
-def run(trace: Trace, gw: Gateway, settings: StepByStepSettings) -> Attribution:
+def run(trace: Trace, call: LLMCall, settings: StepByStepSettings) -> Attribution:
     """Attribute one trace with Step-by-Step.
 
     Parameters
     ----------
     trace : Trace, n steps
-    gw : Gateway; calls stage ``baseline`` up to n times
+    call : LLMCall, the run's call context; calls stage ``baseline`` up to n times
     settings : StepByStepSettings
 
     Returns
@@ -298,7 +298,7 @@ def run(trace: Trace, gw: Gateway, settings: StepByStepSettings) -> Attribution:
     EndpointUnreachableError, LLMCallError
         From the gateway.
     """
-    budget = trace_budget(gw, settings)
+    budget = trace_budget(call, settings)
     dcfa = settings.variant == "dcfa"
     version = prompt_version(settings)
     reasons: list[str] = []
@@ -312,7 +312,7 @@ def run(trace: Trace, gw: Gateway, settings: StepByStepSettings) -> Attribution:
         if settings.quote_evidence:  # one more reply field (off in every preset)
             msgs, model = ask_evidence(msgs), with_evidence(model)
         try:
-            reply = ask_baseline(gw, settings, msgs, model, item=usage_item(trace.id, NAME))
+            reply = ask_baseline(call, settings, msgs, model)
         except StructuredOutputError:
             if settings.prompts != "paper":
                 raise

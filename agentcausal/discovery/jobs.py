@@ -28,11 +28,19 @@ from agentcausal.discovery.data.dataset_model import Dataset, DatasetHeader
 from agentcausal.discovery.data.datasets import load_header, load_spec
 from agentcausal.discovery.evaluate import ScoredWriter, truth_notes
 from agentcausal.discovery.graphs.graph import CausalGraph
+from agentcausal.discovery.mac.calls import sample_index
 from agentcausal.discovery.mac.prompts import PROMPT_VERSIONS
 from agentcausal.discovery.outcome import DiscoveryOutcome, OutcomesWriter, degradation
-from agentcausal.discovery.registry import METHODS, MethodVariant, method_handler, method_stages, variant
+from agentcausal.discovery.registry import (
+    METHODS,
+    MethodVariant,
+    llm_temperature,
+    method_handler,
+    method_stages,
+    variant,
+)
 from agentcausal.exceptions import AgentCausalError, ConfigError, ItemChangedError
-from agentcausal.llm import Gateway
+from agentcausal.llm import Gateway, LLMCall
 from agentcausal.records import RunRecord, failure_fields
 from agentcausal.runs.engine import gateway_for
 from agentcausal.runs.envelope import run_enveloped
@@ -69,7 +77,10 @@ def run_discovery(
     method : a method variant, or its name (``mac``, ``pc``, ``mac@names (rounds 2)``; checked by
         :func:`~agentcausal.discovery.registry.variant`)
     ds : Dataset
-    gw : Gateway, required for LLM methods (None is fine for statistical ones)
+    gw : Gateway, required for LLM methods (None is fine for statistical ones); an LLM method's calls go through
+        an :class:`~agentcausal.llm.call.LLMCall` of the usage item :func:`usage_item`, the sample index of
+        (``seed``, ``config.repeat``) (:func:`~agentcausal.discovery.mac.calls.sample_index`) and the method's
+        temperature (:func:`~agentcausal.discovery.registry.llm_temperature`)
     config : DiscoveryConfig
     seed : int, the dataset seed (also draws MAC's subset S)
     raise_transient : re-raise a failure that is not a content failure
@@ -92,8 +103,11 @@ def run_discovery(
     if stages and gw is None:
         raise ConfigError(f"method {v.name!r} calls an LLM; pass a gateway")
     item = usage_item(ds.name, seed, v.name)
+    call = None
+    if stages and gw is not None:
+        call = LLMCall(gw, item=item, sample=sample_index(seed, config.repeat), temperature=llm_temperature(v, config))
     env = run_enveloped(
-        lambda: handler(gw, ds, config, seed, item),
+        lambda: handler(call, ds, config, seed),
         gw=gw,
         stages=stages,
         usage_items=(item,),

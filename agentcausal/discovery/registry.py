@@ -34,7 +34,7 @@ Le et al. "Multi-Agent Causal Discovery Using Large Language Models." arXiv:2407
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -47,14 +47,13 @@ from agentcausal.discovery.llm.llm_scd import llm_scd
 from agentcausal.discovery.llm.react import PAPER_UNSPECIFIED as REACT_PAPER_UNSPECIFIED
 from agentcausal.discovery.llm.react import react_discovery
 from agentcausal.discovery.llm.zero_shot import llm_zero_shot
-from agentcausal.discovery.mac.calls import sample_index
 from agentcausal.discovery.mac.pipeline import run_mac
 from agentcausal.discovery.mac.settings import BASELINE_STAGE, CODER_STAGE, DEBATE_STAGE, MACSettings, unspecified_notes
 from agentcausal.discovery.mac.settings import PAPER_UNSPECIFIED as MAC_PAPER_UNSPECIFIED
 from agentcausal.discovery.statistical.algorithms import ALGORITHMS, default_choice, run_algorithm
 from agentcausal.discovery.variants import ROUNDS_RANGE, MethodVariant
 from agentcausal.exceptions import ConfigError
-from agentcausal.llm import Gateway
+from agentcausal.llm import LLMCall
 from agentcausal.methods import MethodTable
 
 __all__ = [
@@ -72,8 +71,8 @@ __all__ = [
     "method_handler",
 ]
 
-#: a method's handler: ``(gw, dataset, config, seed, item) -> (graph, details)``
-Handler = Callable[[Gateway | None, Dataset, DiscoveryConfig, int, str], tuple[CausalGraph, dict[str, Any]]]
+#: a method's handler: ``(call, dataset, config, seed) -> (graph, details)``; ``call`` None for a statistical method
+Handler = Callable[[LLMCall | None, Dataset, DiscoveryConfig, int], tuple[CausalGraph, dict[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -83,8 +82,9 @@ class DiscoverySpec:
     Attributes
     ----------
     name : str, the CLI and results name (``pc``, ``mac``, ``react`` ...)
-    run : the handler ``(gw, dataset, config, seed, item) -> (graph, details)``; ``gw`` is None for a
-        statistical method
+    run : the handler ``(call, dataset, config, seed) -> (graph, details)``: ``call`` the run's
+        :class:`~agentcausal.llm.call.LLMCall` (usage item, sample index, temperature), None for a statistical
+        method
     family : ``statistical`` (data only, no LLM), ``mac`` (MAC and its ablations: debate stage, reads
         ``config.mac``) or ``baseline`` (an LLM baseline of MAC §4.1: the baseline stage)
     runs_dcm : it runs DCM, so an executor (``mac.executor``)
@@ -117,7 +117,7 @@ class DiscoverySpec:
 
 
 def _statistical(method: str) -> Handler:
-    def run(gw: Gateway | None, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
+    def run(call: LLMCall | None, ds: Dataset, config: DiscoveryConfig, seed: int):
         choice = default_choice(method, ds.data_type, ds.d)
         res = run_algorithm(ds.data, ds.variables, choice, timeout_s=config.algorithm_timeout_s)
         return res.graph, {"choice": choice.model_dump(mode="json")}
@@ -125,40 +125,36 @@ def _statistical(method: str) -> Handler:
     return run
 
 
+def _sampled(call: LLMCall | None) -> tuple[LLMCall, dict[str, Any]]:
+    """An LLM method's call context, and the sample index and temperature its record keeps."""
+    assert call is not None, "an LLM method runs with a call context"  # run_discovery builds one
+    return call, {"sample": call.sample, "temperature": call.temperature}
+
+
 def _mac(method: str) -> Handler:
-    def run(gw: Any, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
-        sample = sample_index(seed, config.repeat)
-        t = llm_temperature(method, config)
-        res = run_mac(gw, ds, mac_settings(method, config), seed=seed, item=item, sample=sample, temperature=t)
-        return res.graph, {**res.model_dump(mode="json", exclude={"graph"}), "sample": sample, "temperature": t}
+    def run(call: LLMCall | None, ds: Dataset, config: DiscoveryConfig, seed: int):
+        call, sampled = _sampled(call)
+        res = run_mac(call, ds, mac_settings(method, config), seed=seed)
+        return res.graph, {**res.model_dump(mode="json", exclude={"graph"}), **sampled}
 
     return run
 
 
-def _zero_shot(gw: Any, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
-    sample = sample_index(seed, config.repeat)
-    t = llm_temperature("llm_zero_shot", config)
-    res = llm_zero_shot(
-        gw,
-        ds,
-        item=item,
-        max_tokens_scale=config.mac.max_tokens_scale,
-        edges_per_variable=config.mac.edges_per_variable,
-        sample=sample,
-        temperature=t,
-    )
-    return res.graph, {"dropped": list(res.dropped), "sample": sample, "temperature": t}
+def _zero_shot(call: LLMCall | None, ds: Dataset, config: DiscoveryConfig, seed: int):
+    call, sampled = _sampled(call)
+    mac = config.mac
+    res = llm_zero_shot(call, ds, max_tokens_scale=mac.max_tokens_scale, edges_per_variable=mac.edges_per_variable)
+    return res.graph, {"dropped": list(res.dropped), **sampled}
 
 
-def _baseline(fn: Callable[..., Any], field: Literal["react", "llm_scd", "ils_csl"]) -> Handler:
+def _baseline(fn: Callable[[LLMCall, Dataset, Any], Any], field: Literal["react", "llm_scd", "ils_csl"]) -> Handler:
     """The handler of a baseline with settings of its own (``config.<field>``); ``llm_scd`` samples at its
-    own ``temperature`` by design, so it is not passed one."""
+    own ``temperature`` by design (the call's, :func:`llm_temperature`, is that one)."""
 
-    def run(gw: Any, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
-        sample, t = sample_index(seed, config.repeat), llm_temperature(field, config)
-        kw = {} if field == "llm_scd" else {"temperature": t}
-        res = fn(gw, ds, getattr(config, field), item=item, sample=sample, **kw)
-        return res.graph, {**res.model_dump(mode="json", exclude={"graph"}), "sample": sample, "temperature": t}
+    def run(call: LLMCall | None, ds: Dataset, config: DiscoveryConfig, seed: int):
+        call, sampled = _sampled(call)
+        res = fn(call, ds, getattr(config, field))
+        return res.graph, {**res.model_dump(mode="json", exclude={"graph"}), **sampled}
 
     return run
 
@@ -359,7 +355,7 @@ def llm_temperature(method: str | MethodVariant, config: DiscoveryConfig) -> flo
 
 def method_handler(method: str | MethodVariant, config: DiscoveryConfig) -> tuple[Handler, DiscoveryConfig]:
     """The handler of a method (``mac``, ``pc``, ``mac@names``, ``mac (rounds 2)`` ...) and the config it runs
-    with (a rounds variant's ``mac.rounds`` applied, the executor resolved): ``(gw, dataset, config, seed, item)
+    with (a rounds variant's ``mac.rounds`` applied, the executor resolved): ``(call, dataset, config, seed)
     -> (graph, details)``.
 
     The handler's LLM calls read and write the reply-cache namespace of the variant's display name
@@ -376,12 +372,12 @@ def method_handler(method: str | MethodVariant, config: DiscoveryConfig) -> tupl
     v = variant(method)
     run, mode = METHODS[v.base].run, v.anonymise
 
-    def handler(gw: Gateway | None, ds: Dataset, config: DiscoveryConfig, seed: int, item: str):
-        gw = gw.namespaced(v.name) if gw is not None else None
+    def handler(call: LLMCall | None, ds: Dataset, config: DiscoveryConfig, seed: int):
+        call = replace(call, gateway=call.gateway.namespaced(v.name)) if call is not None else None
         if mode == "none":
-            return run(gw, ds, config, seed, item)
+            return run(call, ds, config, seed)
         anon, back = anonymise(ds, mode)
-        graph, details = run(gw, anon, config, seed, item)
+        graph, details = run(call, anon, config, seed)
         return restore_names(graph, back, ds.variables), {**details, "anonymise": {"mode": mode, "ids": back}}
 
     return handler, _config(v, config)

@@ -12,6 +12,7 @@ from agentcausal.attribution.dcfa import DcfaSettings, run_dcfa
 from agentcausal.attribution.evidence import check_evidence
 from agentcausal.attribution.jobs import run_method
 from agentcausal.attribution.results import results_frame
+from agentcausal.llm import LLMCall
 from agentcausal_fakes.evidence import EvidenceResponder, asks_evidence
 from tests.attribution.dcfa.conftest import DcfaResponder, kind_of, make_trace, small
 
@@ -27,7 +28,7 @@ CHAIN = dict(
 
 def test_dcfa_candidates_confidence_and_fix_come_from_what_lce_computed(fake_server, make_gateway):
     fake_server.responder = DcfaResponder(**CHAIN)
-    a = run_dcfa(make_trace(), make_gateway(fake_server), small())
+    a = run_dcfa(make_trace(), LLMCall(make_gateway(fake_server)), small())
     lce = a.details["lce"]
     scores = {x["step"]: x["s"] for x in lce["scores"]}
     # DED chose 2; then the GCA hypothesis; then the neighbours evaluated and not accepted, by ΔS (all 0: by step)
@@ -58,7 +59,7 @@ def test_dcfa_candidates_confidence_and_fix_come_from_what_lce_computed(fake_ser
 
 def test_dcfa_paper_candidates_name_their_own_simulations(fake_server, make_gateway):
     fake_server.responder = DcfaResponder(**{**CHAIN, "decision": 2})
-    a = run_dcfa(make_trace(), make_gateway(fake_server), DcfaSettings())
+    a = run_dcfa(make_trace(), LLMCall(make_gateway(fake_server)), DcfaSettings())
     lce = a.details["lce"]
     assert a.step == 2 and a.candidates[0].role == "decision"
     named = {o["step"]: o["outcome"] for o in lce["outcomes"] if o["named"] == 2}
@@ -82,7 +83,7 @@ def test_dcfa_lce_failure_keeps_no_confidence(fake_server, make_gateway):
         return DcfaResponder(**CHAIN)(body)
 
     fake_server.responder = responder
-    a = run_dcfa(make_trace(), make_gateway(fake_server, max_retries=0), small())
+    a = run_dcfa(make_trace(), LLMCall(make_gateway(fake_server, max_retries=0)), small())
     assert a.status == "degraded" and "error" in a.details["lce"] and a.step == 1
     assert a.confidence is None and a.corrected_action is None
     assert [(c.step, c.role) for c in a.candidates] == [(1, "answer")]
@@ -100,7 +101,7 @@ def test_dcfa_quote_evidence_asks_hg_and_ded_and_keeps_a_verbatim_quote(fake_ser
 
 def test_dcfa_paraphrased_evidence_is_dropped_and_marked(fake_server, make_gateway):
     fake_server.responder = EvidenceResponder(DcfaResponder(**CHAIN), mode="paraphrase")
-    a = run_dcfa(make_trace(), make_gateway(fake_server), small(quote_evidence=True))
+    a = run_dcfa(make_trace(), LLMCall(make_gateway(fake_server)), small(quote_evidence=True))
     assert a.evidence is None and a.evidence_note.startswith(f"dropped: the quote is not in step {a.step}")
 
 
@@ -180,7 +181,7 @@ def test_a2p_corrected_action_is_its_own_action_and_prediction(fake_server, make
 def test_results_columns_carry_the_richer_result(fake_server, make_gateway):
     fake_server.responder = DcfaResponder(**CHAIN)
     trace = make_trace()
-    a = run_dcfa(trace, make_gateway(fake_server), small())
+    a = run_dcfa(trace, LLMCall(make_gateway(fake_server)), small())
     df = results_frame([a], [trace])
     row = df.iloc[0]
     assert row["confidence"] == pytest.approx(a.confidence)

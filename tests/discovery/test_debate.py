@@ -12,6 +12,7 @@ from agentcausal.discovery.mac.prompts import AlgorithmContext, AlgorithmProposa
 from agentcausal.discovery.mac.settings import PRESETS, MACSettings
 from agentcausal.discovery.statistical.algorithms import GESParams, PCParams
 from agentcausal.exceptions import StructuredOutputError
+from agentcausal.llm import LLMCall
 from agentcausal.settings import resolve
 from tests.discovery.conftest import mac_responder, reply_kind
 
@@ -34,7 +35,7 @@ def roles(server) -> list[tuple[str, str]]:
 
 def test_algorithm_debate_affirmative_negative_judge(fake_server, make_gateway):
     fake_server.responder = mac_responder(affirmative_algo="pc", negative_algo="ges", algo_winner="B")
-    d = debate_algorithm(make_gateway(fake_server), ACTX, SMALL)
+    d = debate_algorithm(LLMCall(make_gateway(fake_server)), ACTX, SMALL)
     assert [r for _, r in roles(fake_server)] == ["Affirmative", "Negative", "Judge"]
     assert d.affirmative.choice == PCParams(indep_test="chisq")
     assert d.negative.choice == GESParams(score_func="local_score_BDeu")
@@ -45,15 +46,15 @@ def test_algorithm_debate_affirmative_negative_judge(fake_server, make_gateway):
 
 def test_single_agent_makes_one_call(fake_server, make_gateway):
     fake_server.responder = mac_responder()
-    d = debate_algorithm(make_gateway(fake_server), ACTX, MACSettings(single_agent=True))
+    d = debate_algorithm(LLMCall(make_gateway(fake_server)), ACTX, MACSettings(single_agent=True))
     assert fake_server.count == 1 and d.negative is None and d.verdict.winner == "affirmative"
-    g = debate_graph(make_gateway(fake_server), GCTX, MACSettings(single_agent=True))
+    g = debate_graph(LLMCall(make_gateway(fake_server)), GCTX, MACSettings(single_agent=True))
     assert fake_server.count == 2 and g.winning.edges == (("Burglary", "Alarm"),)
 
 
 def test_graph_debate_judge_votes_decide_the_winner(fake_server, make_gateway):
     fake_server.responder = mac_responder(votes=("B", "B", "A"))
-    d = debate_graph(make_gateway(fake_server), GCTX, SMALL)
+    d = debate_graph(LLMCall(make_gateway(fake_server)), GCTX, SMALL)
     assert [r for _, r in roles(fake_server)] == ["Affirmative", "Negative", "Judge"]
     assert d.verdict.winner == "negative" and d.verdict.votes == {"skeleton": "B", "colliders": "B", "directions": "A"}
     assert d.winning.edges == (("Alarm", "Burglary"),)
@@ -64,19 +65,19 @@ def test_graph_debate_judge_votes_decide_the_winner(fake_server, make_gateway):
 
 def test_graph_debate_tie_goes_to_the_affirmative(fake_server, make_gateway):
     fake_server.responder = mac_responder(votes=("A", "B", "tie"))
-    assert debate_graph(make_gateway(fake_server), GCTX).verdict.winner == "affirmative"
+    assert debate_graph(LLMCall(make_gateway(fake_server)), GCTX).verdict.winner == "affirmative"
 
 
 def test_equal_proposals_skip_the_judge(fake_server, make_gateway):
     edges = (("Burglary", "Alarm"),)
     fake_server.responder = mac_responder(affirmative_edges=edges, negative_edges=edges)
-    d = debate_graph(make_gateway(fake_server), GCTX)
+    d = debate_graph(LLMCall(make_gateway(fake_server)), GCTX)
     assert fake_server.count == 2 and d.verdict.reason == "no disagreement"
 
 
 def test_rounds_add_revisions_before_one_judge(fake_server, make_gateway):
     fake_server.responder = mac_responder()
-    d = debate_graph(make_gateway(fake_server, cache=False), GCTX, SMALL.model_copy(update={"rounds": 3}))
+    d = debate_graph(LLMCall(make_gateway(fake_server, cache=False)), GCTX, SMALL.model_copy(update={"rounds": 3}))
     assert [r for _, r in roles(fake_server)] == ["Affirmative", "Negative"] * 3 + ["Judge"]
     assert len(d.rounds) == 3
     revise_prompt = fake_server.chat_requests[2]["messages"][1]["content"]
@@ -86,7 +87,7 @@ def test_rounds_add_revisions_before_one_judge(fake_server, make_gateway):
 def test_invalid_negative_is_recorded_and_the_affirmative_wins(fake_server, make_gateway):
     ok = json.dumps({"edges": [{"cause": "Burglary", "effect": "Alarm"}]})
     fake_server.push(ok, "not json", "still not json", "nope")
-    d = debate_graph(make_gateway(fake_server), GCTX, SMALL)
+    d = debate_graph(LLMCall(make_gateway(fake_server)), GCTX, SMALL)
     assert d.verdict.winner == "affirmative" and d.negative is None
     assert "Negative reply invalid" in d.notes[0]
 
@@ -94,7 +95,7 @@ def test_invalid_negative_is_recorded_and_the_affirmative_wins(fake_server, make
 def test_invalid_affirmative_raises(fake_server, make_gateway):
     fake_server.push("x", "y", "z")
     with pytest.raises(StructuredOutputError):
-        debate_graph(make_gateway(fake_server), GCTX)
+        debate_graph(LLMCall(make_gateway(fake_server)), GCTX)
 
 
 def test_graph_schema_names_only_known_variables():
@@ -127,8 +128,8 @@ def test_graph_disagreements_lists_skeleton_collider_and_direction_differences()
 def test_paper_prompts_give_each_agent_role_goal_principles_procedure_and_output_format(fake_server, make_gateway):
     fake_server.responder = mac_responder(affirmative_algo="pc", negative_algo="ges", algo_winner="B")
     gw = make_gateway(fake_server, cache=False)
-    debate_algorithm(gw, ACTX)  # MACSettings() is the paper preset
-    debate_graph(gw, GCTX, MACSettings(rounds=2))
+    debate_algorithm(LLMCall(gw), ACTX)  # MACSettings() is the paper preset
+    debate_graph(LLMCall(gw), GCTX, MACSettings(rounds=2))
     assert [r for _, r in roles(fake_server)] == ["Affirmative", "Negative", "Judge"] + [
         "Affirmative",
         "Negative",
@@ -161,8 +162,8 @@ def _props(body) -> list[str]:
 def test_paper_reply_schemas_put_reasons_before_decisions_and_bound_nothing_the_paper_lacks(fake_server, make_gateway):
     fake_server.responder = mac_responder()
     gw = make_gateway(fake_server, max_output_tokens=7000)
-    debate_algorithm(gw, ACTX)
-    debate_graph(gw, GCTX)
+    debate_algorithm(LLMCall(gw), ACTX)
+    debate_graph(LLMCall(gw), GCTX)
     b = fake_server.chat_requests
     assert _props(b[0])[0] == "reason" and _props(b[2]) == ["reason", "winner"]
     assert _props(b[3]) == ["reasoning", "edges"] and _props(b[5]) == ["reason", "skeleton", "colliders", "directions"]
@@ -174,8 +175,8 @@ def test_paper_reply_schemas_put_reasons_before_decisions_and_bound_nothing_the_
     assert {r["max_tokens"] for r in b} == {7000}  # every call: the profile's budget
     # the small set keeps its caps: 120 / 100 tokens, 240-character reasons, 2 d edges, answer first
     fake_server.requests.clear()
-    debate_algorithm(gw, ACTX, SMALL)
-    debate_graph(gw, GCTX, SMALL)
+    debate_algorithm(LLMCall(gw), ACTX, SMALL)
+    debate_graph(LLMCall(gw), GCTX, SMALL)
     b = fake_server.chat_requests
     assert [r["max_tokens"] for r in b[:3]] == [120, 120, 100] and b[-1]["max_tokens"] == 100
     assert _props(b[0])[0] == "algorithm" and _props(b[3]) == ["edges"]
@@ -186,7 +187,7 @@ def test_paper_reply_schemas_put_reasons_before_decisions_and_bound_nothing_the_
 def test_judge_overall_rule_under_both_sets(fake_server, make_gateway):
     fake_server.responder = mac_responder(votes=("B", "A", "A"))
     for settings in (MACSettings(judge_rule="overall"), SMALL.model_copy(update={"judge_rule": "overall"})):
-        d = debate_graph(make_gateway(fake_server, cache=False), GCTX, settings)
+        d = debate_graph(LLMCall(make_gateway(fake_server, cache=False)), GCTX, settings)
         assert d.verdict.votes == {"overall": "B"} and d.verdict.winner == "negative"
     judge_paper = fake_server.chat_requests[2]["messages"][1]["content"]
     assert '"winner": "A", "B" or "tie"' in judge_paper

@@ -23,6 +23,7 @@ from agentcausal.discovery.llm.llm_scd import LLMSCDSettings
 from agentcausal.discovery.llm.react import ReActSettings
 from agentcausal.discovery.registry import method_stages, resolve_methods
 from agentcausal.exceptions import AlgorithmError
+from agentcausal.llm import LLMCall
 from agentcausal.llm.gateway import Gateway
 from agentcausal.report.discovery_tables import summary_text
 from tests.discovery.conftest import mac_responder, reply_kind
@@ -106,7 +107,7 @@ def test_react_asks_for_a_final_graph_when_steps_run_out(fake_server, make_gatew
         if reply_kind(body)[0] == "ReActStepReply"
         else json.dumps({"edges": [{"cause": "Burglary", "effect": "Alarm"}]})
     )
-    res = react_mod.react_discovery(make_gateway(fake_server), ds, ReActSettings(max_steps=2))
+    res = react_mod.react_discovery(LLMCall(make_gateway(fake_server)), ds, ReActSettings(max_steps=2))
     assert not res.finished and len(res.steps) == 2 and fake_server.count == 3
     assert res.graph.directed_edges() == {("Burglary", "Alarm")}
 
@@ -115,7 +116,7 @@ def test_llm_scd_turns_answers_into_a_prior_for_pc(fake_server, make_gateway):
     ds = dataset("earthquake", 0)
     truth()  # loaded before the first request (see the ILS-CSL test)
     fake_server.responder = oracle
-    res = scd_mod.llm_scd(make_gateway(fake_server), ds, LLMSCDSettings(n_samples=2))
+    res = scd_mod.llm_scd(LLMCall(make_gateway(fake_server)), ds, LLMSCDSettings(n_samples=2))
     d = ds.d
     samples = 2 if "sample" in inspect.signature(Gateway.structured).parameters else 1  # else cache hits
     assert fake_server.count == d * (d - 1) * samples
@@ -138,7 +139,7 @@ def test_ils_csl_supervises_learned_edges_and_iterates(fake_server, make_gateway
     ds = dataset("asia", 0)
     truth()  # loaded before the first request: loading it inside the responder can outlast the client's timeout
     fake_server.responder = oracle
-    res = ils_mod.ils_csl(make_gateway(fake_server), ds, ILSCSLSettings())
+    res = ils_mod.ils_csl(LLMCall(make_gateway(fake_server)), ds, ILSCSLSettings())
     first = set(res.iterations[0])
     asked = [
         re.search(r"proposes the edge (\w+ -> \w+)", r["messages"][1]["content"]).group(1)
@@ -243,7 +244,7 @@ def test_ils_csl_finishes_on_verdicts_whose_requirements_close_a_cycle(fake_serv
 
     monkeypatch.setattr(ils_mod, "hill_climb", search)
     fake_server.responder = lambda body: json.dumps({"reason": "yes", "verdict": "correct"})
-    res = ils_mod.ils_csl(make_gateway(fake_server), ds, ILSCSLSettings())
+    res = ils_mod.ils_csl(LLMCall(make_gateway(fake_server)), ds, ILSCSLSettings())
     assert res.dropped == ("xray -> tub",) and res.verdicts["xray -> tub"] == "correct"
     assert set(res.required) >= {"tub -> either", "either -> xray"} and "xray -> tub" not in res.required
     assert all(not ils_mod.closes_cycle(r - {e}, e) for r in seen for e in r)  # every search ran acyclic
@@ -258,9 +259,9 @@ def test_ils_csl_runs_to_its_own_rule_under_paper_and_small_keeps_its_bound(fake
     ds = dataset("asia", 0)
     truth()
     fake_server.responder = oracle
-    res = ils_mod.ils_csl(make_gateway(fake_server), ds, ILSCSLSettings())
+    res = ils_mod.ils_csl(LLMCall(make_gateway(fake_server)), ds, ILSCSLSettings())
     assert res.stopped == "no_new_constraint"
-    small = ils_mod.ils_csl(make_gateway(fake_server, cache=False), ds, ILSCSLSettings(max_iterations=1))
+    small = ils_mod.ils_csl(LLMCall(make_gateway(fake_server, cache=False)), ds, ILSCSLSettings(max_iterations=1))
     assert small.stopped == "max_iterations" and len(small.iterations) == 1
     plan = method_settings("ils_csl", DiscoveryConfig(ils_csl=ILSCSLSettings(**ils_mod.PRESETS["small"])))
     assert plan["max_iterations"] == 2  # the bound is in the plan
@@ -283,10 +284,10 @@ def test_llm_scd_asks_at_temperature_0_under_paper_and_takayamas_sampling_is_nam
     ds = dataset("earthquake", 0)
     truth()
     fake_server.responder = oracle
-    scd_mod.llm_scd(make_gateway(fake_server), ds, paper)
+    scd_mod.llm_scd(LLMCall(make_gateway(fake_server)), ds, paper)
     sent = fake_server.chat_requests
     assert len(sent) == ds.d * (ds.d - 1) and {r["temperature"] for r in sent} == {0.0}
     before = len(sent)
-    scd_mod.llm_scd(make_gateway(fake_server, cache=False), ds, LLMSCDSettings(sampling="takayama"))
+    scd_mod.llm_scd(LLMCall(make_gateway(fake_server, cache=False)), ds, LLMSCDSettings(sampling="takayama"))
     sampled = fake_server.chat_requests[before:]
     assert len(sampled) == 5 * ds.d * (ds.d - 1) and {r["temperature"] for r in sampled} == {0.7}

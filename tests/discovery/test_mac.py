@@ -16,6 +16,7 @@ from agentcausal.discovery.mac.sandbox import sandbox_available
 from agentcausal.discovery.mac.settings import PRESETS
 from agentcausal.discovery.registry import resolve_methods
 from agentcausal.exceptions import ConfigError
+from agentcausal.llm import LLMCall
 from tests.discovery.conftest import mac_responder, reply_kind
 
 needs_sandbox = pytest.mark.skipif(sandbox_available() is not None, reason=f"{sandbox_available()}")
@@ -30,7 +31,7 @@ def earthquake():
 
 def test_full_mac_runs_dcm_fusion_mdm_and_outputs_a_dag(fake_server, make_gateway, earthquake):
     fake_server.responder = mac_responder(affirmative_edges=CYCLIC)
-    res = run_mac(make_gateway(fake_server), earthquake, MACSettings(executor="typed"), seed=0)
+    res = run_mac(LLMCall(make_gateway(fake_server)), earthquake, MACSettings(executor="typed"), seed=0)
     kinds = [reply_kind(r) for r in fake_server.chat_requests]
     assert [k for k, _ in kinds] == ["AlgorithmProposalReply"] * 2 + ["AlgorithmVerdictReply"] + [
         "GraphProposal"
@@ -48,12 +49,12 @@ def test_full_mac_runs_dcm_fusion_mdm_and_outputs_a_dag(fake_server, make_gatewa
 def test_ablations_call_only_their_stages(fake_server, make_gateway, earthquake):
     fake_server.responder = mac_responder()
     gw = make_gateway(fake_server, cache=False)
-    dcm = run_mac(gw, earthquake, MACSettings(stages="dcm_only", executor="typed"))
+    dcm = run_mac(LLMCall(gw), earthquake, MACSettings(stages="dcm_only", executor="typed"))
     assert fake_server.count == 3 and dcm.mdm is None and dcm.graph == dcm.dcm.execution.graph
-    mdm = run_mac(gw, earthquake, MACSettings(stages="mdm_only"))
+    mdm = run_mac(LLMCall(gw), earthquake, MACSettings(stages="mdm_only"))
     assert fake_server.count == 6 and mdm.dcm is None and mdm.fusion == ()
     assert "<data_graph>" not in fake_server.chat_requests[3]["messages"][1]["content"]
-    single = run_mac(gw, earthquake, MACSettings(single_agent=True, executor="typed"))
+    single = run_mac(LLMCall(gw), earthquake, MACSettings(single_agent=True, executor="typed"))
     assert fake_server.count == 8 and single.mdm.debate.negative is None
 
 
@@ -69,7 +70,7 @@ def test_coding_executor_runs_llm_code_in_the_sandbox(fake_server, make_gateway,
     from agentcausal.discovery.statistical.algorithms import PCParams
 
     exe = ex.execute_coding(
-        make_gateway(fake_server), earthquake, PCParams(indep_test="chisq"), MACSettings(executor="coding")
+        LLMCall(make_gateway(fake_server)), earthquake, PCParams(indep_test="chisq"), MACSettings(executor="coding")
     )
     assert exe.mode == "coding" and exe.fallback_reason == "" and len(exe.attempts) == 1
     typed = ex.execute_typed(earthquake, exe.choice)
@@ -83,7 +84,7 @@ def test_coding_executor_feeds_tracebacks_back_then_falls_back_to_typed(fake_ser
     from agentcausal.discovery.statistical.algorithms import PCParams
 
     exe = ex.execute_coding(
-        make_gateway(fake_server),
+        LLMCall(make_gateway(fake_server)),
         earthquake,
         PCParams(indep_test="chisq"),
         MACSettings(executor="coding", coding_attempts=2),
@@ -99,7 +100,7 @@ def test_coding_executor_feeds_tracebacks_back_then_falls_back_to_typed(fake_ser
     # the small set: its own wording, the code field only, 600 tokens
     fake_server.requests.clear()
     small = MACSettings(**{**PRESETS["small"], "executor": "coding", "coding_attempts": 1})
-    ex.execute_coding(make_gateway(fake_server), earthquake, PCParams(indep_test="chisq"), small)
+    ex.execute_coding(LLMCall(make_gateway(fake_server)), earthquake, PCParams(indep_test="chisq"), small)
     body = fake_server.chat_requests[0]
     assert body["messages"][1]["content"].startswith("Write a Python script") and body["max_tokens"] == 600
     assert list(body["response_format"]["json_schema"]["schema"]["properties"]) == ["code"]
@@ -157,7 +158,7 @@ def test_coding_executor_falls_back_when_the_sandbox_is_unavailable(fake_server,
     monkeypatch.setattr(ex, "sandbox_available", lambda: "no namespaces here")
     from agentcausal.discovery.statistical.algorithms import PCParams
 
-    exe = ex.execute_coding(make_gateway(fake_server), earthquake, PCParams(indep_test="chisq"))
+    exe = ex.execute_coding(LLMCall(make_gateway(fake_server)), earthquake, PCParams(indep_test="chisq"))
     assert exe.mode == "typed" and exe.fallback_reason == "sandbox unavailable: no namespaces here"
     assert fake_server.count == 0
 

@@ -15,6 +15,7 @@ from agentcausal.discovery.mac import MACSettings, run_mac
 from agentcausal.discovery.mac import prompts as P
 from agentcausal.discovery.mac.calls import graph_reply_tokens, sample_index
 from agentcausal.discovery.mac.settings import PRESETS
+from agentcausal.llm import LLMCall
 from agentcausal.llm.gateway import Gateway
 from agentcausal.llm.profiles import Profile
 from tests.discovery.conftest import mac_responder, reply_kind, with_required_reasons
@@ -129,7 +130,7 @@ def test_graph_budget_follows_d_names_and_reasons_and_fits_alarm(fake_server, ma
 
     fake_server.responder = respond
     res = run_mac(
-        make_gateway(fake_server), alarm, small.model_copy(update={"stages": "mdm_only", "single_agent": True})
+        LLMCall(make_gateway(fake_server)), alarm, small.model_copy(update={"stages": "mdm_only", "single_agent": True})
     )
     sent = fake_server.chat_requests[0]["max_tokens"]
     assert sent == graph_reply_tokens(alarm.variables, max_edges=2 * alarm.d, reason_chars=60)
@@ -146,7 +147,11 @@ def test_graph_budget_follows_d_names_and_reasons_and_fits_alarm(fake_server, ma
 @pytest.mark.skipif("max_output_tokens" not in Profile.model_fields, reason="Profile has no max_output_tokens yet")
 def test_graph_budget_is_bounded_by_the_profile_ceiling(fake_server, make_gateway, alarm):
     fake_server.responder = mac_responder(affirmative_edges=(("HR", "CO"),))
-    run_mac(make_gateway(fake_server, max_output_tokens=900), alarm, MACSettings(stages="mdm_only", single_agent=True))
+    run_mac(
+        LLMCall(make_gateway(fake_server, max_output_tokens=900)),
+        alarm,
+        MACSettings(stages="mdm_only", single_agent=True),
+    )
     assert fake_server.chat_requests[0]["max_tokens"] == 900
 
 
@@ -174,7 +179,7 @@ def test_a_failed_algorithm_debate_runs_the_fallback_algorithm(fake_server, make
         return "not json" if name == "AlgorithmProposalReply" else good(body)
 
     fake_server.responder = respond
-    res = run_mac(make_gateway(fake_server, cache=False), earthquake, MACSettings(fallback_algorithm="ges"))
+    res = run_mac(LLMCall(make_gateway(fake_server, cache=False)), earthquake, MACSettings(fallback_algorithm="ges"))
     assert res.dcm.execution.choice.algorithm == "ges" and "ran ges" in res.dcm.debate.notes[0]
     assert res.mdm is not None
 
@@ -205,7 +210,7 @@ def test_graph_replies_carry_reasons_that_the_negative_and_the_judge_read(fake_s
         [("Alarm", "Burglary")],
         {"skeleton": "A", "colliders": "tie", "directions": "B", "reason": "even"},
     )
-    res = run_mac(make_gateway(fake_server), earthquake, MACSettings(stages="mdm_only"))
+    res = run_mac(LLMCall(make_gateway(fake_server)), earthquake, MACSettings(stages="mdm_only"))
     reqs = fake_server.chat_requests
     schema = reqs[0]["response_format"]["json_schema"]["schema"]
     assert "reason" in json.dumps(schema)
@@ -230,7 +235,7 @@ def test_tie_break_setting(fake_server, make_gateway, earthquake, tie_break, aff
     fake_server.responder = _reasoned(
         aff, neg, {"skeleton": "tie", "colliders": "tie", "directions": "tie", "reason": "even"}
     )
-    res = run_mac(make_gateway(fake_server), earthquake, MACSettings(stages="mdm_only", tie_break=tie_break))
+    res = run_mac(LLMCall(make_gateway(fake_server)), earthquake, MACSettings(stages="mdm_only", tie_break=tie_break))
     assert res.mdm.debate.verdict.winner == winner
 
 
@@ -239,7 +244,9 @@ def test_overall_judge_rule_and_edges_without_reasons(fake_server, make_gateway,
         [("Burglary", "Alarm")], [("Alarm", "Burglary")], {"winner": "B", "reason": "B is right"}
     )
     res = run_mac(
-        make_gateway(fake_server), earthquake, MACSettings(stages="mdm_only", judge_rule="overall", edge_reason_chars=0)
+        LLMCall(make_gateway(fake_server)),
+        earthquake,
+        MACSettings(stages="mdm_only", judge_rule="overall", edge_reason_chars=0),
     )
     names = [reply_kind(r)[0] for r in fake_server.chat_requests]
     assert names[-1] == "GraphOverallVerdictReply" and res.mdm.debate.verdict.winner == "negative"

@@ -17,6 +17,7 @@ from agentcausal.discovery.mac import settings as mac_settings
 from agentcausal.discovery.mac.fusion import meta_fusion
 from agentcausal.discovery.registry import METHODS
 from agentcausal.exceptions import AgentCausalError
+from agentcausal.llm import LLMCall
 from agentcausal.settings import resolve
 from tests.attribution.test_fidelity_tables import check_function, rows, settings_of
 from tests.discovery.conftest import mac_responder
@@ -94,7 +95,7 @@ def test_the_pipeline_passes_the_presets_ordering_bound_to_meta_fusion(fake_serv
     monkeypatch.setattr(pipeline_mod, "meta_fusion", spy)
     fake_server.responder = mac_responder()
     ds = load_dataset("earthquake", n=300, seed=0)
-    run_mac(make_gateway(fake_server), ds, MACSettings(executor="typed"))
+    run_mac(LLMCall(make_gateway(fake_server)), ds, MACSettings(executor="typed"))
     assert seen == [None]
 
 
@@ -105,7 +106,7 @@ def test_every_llm_of_paper_runs_at_temperature_0(fake_server, make_gateway):
     assert llm_scd.LLMSCDSettings().temperature == 0.0 and llm_scd.LLMSCDSettings().sampling == "mac_paper"
     fake_server.responder = mac_responder()
     ds = load_dataset("earthquake", n=300, seed=0)
-    run_mac(make_gateway(fake_server), ds, MACSettings(executor="typed"))
+    run_mac(LLMCall(make_gateway(fake_server)), ds, MACSettings(executor="typed"))
     assert fake_server.chat_requests and {r.get("temperature") for r in fake_server.chat_requests} == {0.0}
 
 
@@ -117,7 +118,7 @@ def test_every_paper_graph_debate_request_states_the_ci_adjacency_principle(fake
     assert "exactly when no set of the other variables makes them conditionally independent" in GRAPH_PRINCIPLES
     fake_server.responder = mac_responder()
     ds = load_dataset("earthquake", n=300, seed=0)
-    run_mac(make_gateway(fake_server), ds, MACSettings(executor="typed", stages="mdm_only"))
+    run_mac(LLMCall(make_gateway(fake_server)), ds, MACSettings(executor="typed", stages="mdm_only"))
     graph_mode = [r for r in fake_server.chat_requests if "Graph" in r["response_format"]["json_schema"]["name"]]
     assert len(graph_mode) >= 3  # Affirmative, Negative, Judge
     for r in graph_mode:

@@ -8,7 +8,8 @@ Defines two methods (listed in :data:`agentcausal.attribution.registry.METHODS`)
 A plain call, without Prefect::
 
     from agentcausal.attribution.dcfa import DcfaSettings, run_dcfa
-    attribution = run_dcfa(trace, gateway, DcfaSettings())
+    from agentcausal.llm import LLMCall
+    attribution = run_dcfa(trace, LLMCall(gateway, item=trace.id), DcfaSettings())
 
 From the command line (the ``attribute`` flow; settings with ``--set``)::
 

@@ -44,7 +44,7 @@ from agentcausal.attribution.dcfa import prompts
 from agentcausal.attribution.dcfa.gca import GcaResult, trace_budget
 from agentcausal.attribution.dcfa.settings import DcfaSettings, correct_variant_for
 from agentcausal.exceptions import StructuredOutputError
-from agentcausal.llm import Gateway
+from agentcausal.llm import LLMCall, Routing
 from agentcausal.settings import completion_budget
 from agentcausal.traces.model import Trace
 from agentcausal.traces.render import step_label
@@ -179,7 +179,7 @@ def _lenient_steps(raw: str) -> list[tuple[int, str]] | None:
     return out
 
 
-def _correct_max_tokens(n: int, settings: DcfaSettings, gw: Gateway) -> int:
+def _correct_max_tokens(n: int, settings: DcfaSettings, gw: Routing) -> int:
     """``correct_max_tokens``; else derived from ``max_corrected_step_chars`` when set (about 1 token
     per 3 characters + 12 per entry, plus 64, at most a third of the window); else the profile's budget."""
     if settings.correct_max_tokens is not None:
@@ -190,18 +190,15 @@ def _correct_max_tokens(n: int, settings: DcfaSettings, gw: Gateway) -> int:
     return completion_budget(gw, STAGE, None)
 
 
-def correct_trace(
-    trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSettings, *, item: str | None = None
-) -> Correction:
+def correct_trace(trace: Trace, gca: GcaResult, call: LLMCall, settings: DcfaSettings) -> Correction:
     """Correct(Ŷ, T, T^e, R^e, G): a corrected version of the whole trace (eq. 8).
 
     Parameters
     ----------
     trace : Trace, N steps
     gca : GcaResult, deviations and graph
-    gw : Gateway; stage ``dcfa.lce``
+    call : LLMCall, the run's call context; stage ``dcfa.lce``
     settings : DcfaSettings (``correct_variant``, ``max_corrected_step_chars``, ``correct_max_tokens``)
-    item : str or None, usage item; None = ``trace.id``
 
     Returns
     -------
@@ -218,7 +215,7 @@ def correct_trace(
     DCFA section 4.2.1, eq. 8; appendix L, Figure 11.
     """
     n = len(trace)
-    max_tokens = _correct_max_tokens(n, settings, gw)
+    max_tokens = _correct_max_tokens(n, settings, call)
     truth = trace.ground_truth if settings.with_ground_truth else None
     variant = correct_variant_for(settings.correct_variant, trace.source) if settings.prompts == "paper" else None
     messages = prompts.correct_messages(
@@ -228,18 +225,17 @@ def correct_trace(
         gca.deviations,
         gca.search_graph_input,
         max_chars=settings.max_corrected_step_chars,
-        budget=lce_budget(gw, settings, n),
+        budget=lce_budget(call, settings, n),
         style=settings.prompts,
         variant=variant or "algorithm_generated",
     )
     original = [s.content for s in trace.steps]
     labels = [step_label(s) for s in trace.steps]  # as the prompt showed them: a copied label is no content
     try:
-        reply = gw.structured(
+        reply = call.structured(
             STAGE,
             messages,
             prompts.corrected_trace_model(n, settings.max_corrected_step_chars, variant == "hand_crafted"),
-            item=item or trace.id,
             max_tokens=max_tokens,
         )
     except StructuredOutputError as exc:
@@ -261,14 +257,14 @@ def _fallback(original: Sequence[str], raw: str, settings: DcfaSettings, labels:
     return out._replace(fallback=how, invalid=True)
 
 
-def lce_budget(gw: Gateway, settings: DcfaSettings, n: int) -> int:
+def lce_budget(gw: Routing, settings: DcfaSettings, n: int) -> int:
     """Character budget of the trace block in every ``dcfa.lce`` prompt of an N-step trace
     (one budget for Correct, Simulation and DED, so their prompts share prefixes)."""
     biggest = max(_correct_max_tokens(n, settings, gw), *lce_tokens(gw, settings))
     return trace_budget(gw, STAGE, settings, biggest)
 
 
-def lce_tokens(gw: Gateway, settings: DcfaSettings) -> tuple[int, int, int]:
+def lce_tokens(gw: Routing, settings: DcfaSettings) -> tuple[int, int, int]:
     """Completion caps (tokens) of Simulation, DED and the no-truth judge: the settings, else
     the profile's budget (:func:`agentcausal.settings.completion_budget`)."""
     return (

@@ -47,7 +47,7 @@ from agentcausal.attribution.dcfa.correct import STAGE, lce_budget, lce_tokens
 from agentcausal.attribution.dcfa.gca_validation import graph_edges
 from agentcausal.attribution.dcfa.settings import DcfaSettings
 from agentcausal.attribution.evidence import ask_evidence, with_evidence
-from agentcausal.llm import Gateway, Message
+from agentcausal.llm import LLMCall, Message
 from agentcausal.traces.model import Step, Trace
 from agentcausal.traces.render import delimit, escape_data
 
@@ -315,10 +315,8 @@ def decide(
     candidates: Sequence[DedCandidate],
     graph: nx.DiGraph,
     deviations: Sequence[tuple[int, str]],
-    gw: Gateway,
+    call: LLMCall,
     settings: DcfaSettings,
-    *,
-    item: str | None = None,
 ) -> Decision:
     """DED(Ŷ, T^c, G): the decisive error among the candidate steps.
 
@@ -328,9 +326,8 @@ def decide(
     candidates : sequence of DedCandidate, {hypothesis} ∪ accepted pivots (0-based)
     graph : networkx.DiGraph, the dependency graph (shown under ``ded="equations"`` and ``small``)
     deviations : MDI's (step, reason) pairs (their reasons are shown under ``ded="code"``)
-    gw : Gateway; stage ``dcfa.lce``
+    call : LLMCall, the run's call context; stage ``dcfa.lce``
     settings : DcfaSettings (``ded``, ``prompts``, ``ded_max_tokens``, ``max_reason_chars``)
-    item : str or None, usage item; None = ``trace.id``
 
     Returns
     -------
@@ -363,7 +360,7 @@ def decide(
         truth,
         [trace.steps[c] for c in steps],
         graph_edges(graph),
-        budget=lce_budget(gw, settings, len(trace)),
+        budget=lce_budget(call, settings, len(trace)),
         style=settings.prompts,
         variant=settings.ded,
         reasons=reasons,
@@ -372,7 +369,7 @@ def decide(
     model = decision_model(tuple(steps), settings.max_reason_chars, len(trace) if code else None)
     if settings.quote_evidence:  # one more reply field (off in every preset): agentcausal.attribution.evidence
         msgs, model = ask_evidence(msgs), with_evidence(model)
-    reply = gw.structured(STAGE, msgs, model, item=item or trace.id, max_tokens=lce_tokens(gw, settings)[1])
+    reply = call.structured(STAGE, msgs, model, max_tokens=lce_tokens(call, settings)[1])
     step = int(reply.step)
     return Decision(
         step,

@@ -40,7 +40,7 @@ graph LCE searches, after HG: the edges closest to the hypothesis are kept
 two calls, then HG; ``"joint"`` (the paper's appendix L and eq. 15) asks MDI
 and CGC in one call, then HG. Under ``paper`` MDI and CGC see the log only,
 not the question, as the released code sends them. All calls use stage
-``dcfa.gca`` with the usage item ``item`` (default ``trace.id``).
+``dcfa.gca`` through the run's :class:`~agentcausal.llm.call.LLMCall` (its usage item).
 
 References
 ----------
@@ -72,7 +72,7 @@ from agentcausal.attribution.dcfa.gca_validation import (
 from agentcausal.attribution.dcfa.prompts import StepLinks
 from agentcausal.attribution.dcfa.settings import DcfaSettings
 from agentcausal.attribution.evidence import ask_evidence, with_evidence
-from agentcausal.llm import Gateway
+from agentcausal.llm import LLMCall, Routing
 from agentcausal.settings import completion_budget
 from agentcausal.traces.model import Trace
 from agentcausal.traces.render import budget_chars
@@ -158,7 +158,7 @@ class GcaResult(NamedTuple):
         return tuple(self.neighbours(step, "forward"))
 
 
-def trace_budget(gw: Gateway, stage: str, settings: DcfaSettings, max_tokens: int) -> int:
+def trace_budget(gw: Routing, stage: str, settings: DcfaSettings, max_tokens: int) -> int:
     """Character budget of the trace block in a ``stage`` prompt.
 
     One budget per stage (not per call), so the calls of a stage render the
@@ -166,7 +166,7 @@ def trace_budget(gw: Gateway, stage: str, settings: DcfaSettings, max_tokens: in
 
     Parameters
     ----------
-    gw : Gateway, for the stage's context window (tokens)
+    gw : Gateway, LLMCall or ProfileSet, for the stage's context window (tokens)
     stage : str
     settings : DcfaSettings, ``reserve_tokens``
     max_tokens : int, the largest completion cap among the stage's calls
@@ -178,7 +178,7 @@ def trace_budget(gw: Gateway, stage: str, settings: DcfaSettings, max_tokens: in
     return budget_chars(gw.profile_for(stage).context_window, reserve_tokens=settings.reserve_tokens + max_tokens)
 
 
-def gca_budgets(gw: Gateway, settings: DcfaSettings) -> tuple[int, int]:
+def gca_budgets(gw: Routing, settings: DcfaSettings) -> tuple[int, int]:
     """Completion caps (tokens) of the MDI/CGC call and of HG: the settings, else the
     profile's budget (:func:`agentcausal.settings.completion_budget`)."""
     return (completion_budget(gw, STAGE, settings.gca_tokens), completion_budget(gw, STAGE, settings.hg_max_tokens))
@@ -209,15 +209,14 @@ def _judged(raw_edges: Sequence[prompts.JudgedEdge]) -> tuple[list[tuple[int, in
     return kept, tuple(records), failed
 
 
-def run_gca(trace: Trace, gw: Gateway, settings: DcfaSettings, *, item: str | None = None) -> GcaResult:
+def run_gca(trace: Trace, call: LLMCall, settings: DcfaSettings) -> GcaResult:
     """Run MDI, CGC and HG on one trace (Algorithm 1).
 
     Parameters
     ----------
     trace : Trace, N steps, 0-based
-    gw : Gateway; calls go to stage ``dcfa.gca``
+    call : LLMCall, the run's call context; calls go to stage ``dcfa.gca``
     settings : DcfaSettings (``prompts``, ``with_ground_truth``, ``mdi_cgc``, ``cgc``, caps and budgets)
-    item : str or None, the usage-ledger item of every call; None = ``trace.id``
 
     Returns
     -------
@@ -237,21 +236,19 @@ def run_gca(trace: Trace, gw: Gateway, settings: DcfaSettings, *, item: str | No
     """
     n = len(trace)
     s = settings
-    item = item or trace.id
     style = s.prompts
     judged, links_mode = s.cgc == "equations", s.cgc == "code"
     strict = s.link_checks == "strict"
-    gca_tokens, hg_tokens = gca_budgets(gw, s)
-    budget = trace_budget(gw, STAGE, s, max(gca_tokens, hg_tokens))
+    gca_tokens, hg_tokens = gca_budgets(call, s)
+    budget = trace_budget(call, STAGE, s, max(gca_tokens, hg_tokens))
     graph_reply: prompts.DeviationsAndGraph | prompts.DeviationsAndLinks | prompts.EdgesReply | prompts.CausalListsReply
     if s.mdi_cgc == "split":
-        mdi = gw.structured(
+        mdi = call.structured(
             STAGE,
             prompts.mdi_messages(
                 trace.question, trace.steps, max_deviations=s.max_deviations, budget=budget, style=style
             ),
             prompts.mdi_model(s.max_deviations, s.max_reason_chars, style),
-            item=item,
             max_tokens=gca_tokens,
         )
         devs = validate_deviations(
@@ -260,7 +257,7 @@ def run_gca(trace: Trace, gw: Gateway, settings: DcfaSettings, *, item: str | No
             max_deviations=s.max_deviations,
             max_reason_chars=s.max_reason_chars,
         )
-        graph_reply = gw.structured(
+        graph_reply = call.structured(
             STAGE,
             prompts.cgc_messages(
                 trace.question,
@@ -272,11 +269,10 @@ def run_gca(trace: Trace, gw: Gateway, settings: DcfaSettings, *, item: str | No
                 cgc=s.cgc,
             ),
             prompts.cgc_model(s.max_edges, judged, s.max_reason_chars, links_mode),
-            item=item,
             max_tokens=gca_tokens,
         )
     else:
-        graph_reply = gw.structured(
+        graph_reply = call.structured(
             STAGE,
             prompts.gca_joint_messages(
                 trace.question,
@@ -288,7 +284,6 @@ def run_gca(trace: Trace, gw: Gateway, settings: DcfaSettings, *, item: str | No
                 cgc=s.cgc,
             ),
             prompts.gca_joint_model(s.max_deviations, s.max_edges, s.max_reason_chars, judged, links_mode, style),
-            item=item,
             max_tokens=gca_tokens,
         )
         devs = validate_deviations(
@@ -325,7 +320,7 @@ def run_gca(trace: Trace, gw: Gateway, settings: DcfaSettings, *, item: str | No
     hg_model = prompts.hypothesis_model(n, s.max_reason_chars, paper)
     if s.quote_evidence:  # one more reply field (off in every preset): agentcausal.attribution.evidence
         hg_msgs, hg_model = ask_evidence(hg_msgs), with_evidence(hg_model)
-    hyp = gw.structured(STAGE, hg_msgs, hg_model, item=item, max_tokens=hg_tokens)
+    hyp = call.structured(STAGE, hg_msgs, hg_model, max_tokens=hg_tokens)
     search_graph, capped = cap_edges(graph.graph, hyp.step, s.max_edges)
     return GcaResult(
         deviations=devs.deviations,

@@ -75,7 +75,7 @@ from agentcausal.attribution.dcfa.gca import GcaResult
 from agentcausal.attribution.dcfa.search import CandidateScore, SearchResult, bidirectional_search
 from agentcausal.attribution.dcfa.settings import DcfaSettings
 from agentcausal.exceptions import StructuredOutputError
-from agentcausal.llm import Gateway
+from agentcausal.llm import LLMCall
 from agentcausal.traces.model import Step, Trace
 
 __all__ = [
@@ -207,11 +207,10 @@ class CounterfactualScorer:
     ----------
     trace : Trace
     gca : GcaResult
-    gw : Gateway (thread-safe); Simulation on ``dcfa.lce``, Enc on ``dcfa.embed``
+    call : LLMCall, the run's call context (thread-safe); Simulation on ``dcfa.lce``, Enc on ``dcfa.embed``
     settings : DcfaSettings (``simulation``, ``prompts``, ``with_ground_truth``, ...)
     pool : ThreadPoolExecutor or None; None evaluates sequentially
-    correct : callable (trace, gca, gw, settings, item=...) -> Correction; default :func:`correct_trace`
-    item : str or None, usage item; None = ``trace.id``
+    correct : callable (trace, gca, call, settings) -> Correction; default :func:`correct_trace`
 
     Attributes
     ----------
@@ -223,14 +222,12 @@ class CounterfactualScorer:
         self,
         trace: Trace,
         gca: GcaResult,
-        gw: Gateway,
+        call: LLMCall,
         settings: DcfaSettings,
         pool: ThreadPoolExecutor | None = None,
-        correct: Callable[..., Correction] = correct_trace,
-        item: str | None = None,
+        correct: Callable[[Trace, GcaResult, LLMCall, DcfaSettings], Correction] = correct_trace,
     ) -> None:
-        self.trace, self.gca, self.gw, self.settings, self.pool = trace, gca, gw, settings, pool
-        self.item = item or trace.id
+        self.trace, self.gca, self.call, self.settings, self.pool = trace, gca, call, settings, pool
         self._correct = correct
         self._correction: Correction | None = None
         self._memo: dict[str, Simulation | StructuredOutputError] = {}
@@ -259,7 +256,7 @@ class CounterfactualScorer:
     def _ensure_correction(self) -> Correction:
         with self._lock:
             if self._correction is None:
-                self._correction = self._correct(self.trace, self.gca, self.gw, self.settings, item=self.item)
+                self._correction = self._correct(self.trace, self.gca, self.call, self.settings)
             return self._correction
 
     def _request(self, through: int, named: int | None) -> _Request:
@@ -276,7 +273,7 @@ class CounterfactualScorer:
             steps,
             through,
             truth=truth,
-            budget=lce_budget(self.gw, s, len(self.trace)),
+            budget=lce_budget(self.call, s, len(self.trace)),
             style=s.prompts,
             variant=s.simulation,
             root=root,
@@ -287,7 +284,7 @@ class CounterfactualScorer:
         s = self.settings
         model = prompts.simulation_model(s.prompts, s.simulation)
         try:
-            reply = self.gw.structured(STAGE, req.messages, model, item=self.item, max_tokens=lce_tokens(self.gw, s)[0])
+            reply = self.call.structured(STAGE, req.messages, model, max_tokens=lce_tokens(self.call, s)[0])
         except StructuredOutputError as exc:
             return exc
         outcome = str(reply.outcome).strip()
@@ -297,12 +294,11 @@ class CounterfactualScorer:
         return outcome, reason
 
     def _judge(self, outcome: str) -> float:
-        reply = self.gw.structured(
+        reply = self.call.structured(
             STAGE,
             prompts.judge_messages(self.trace.question, outcome),
             prompts.JudgeReply,
-            item=self.item,
-            max_tokens=lce_tokens(self.gw, self.settings)[2],
+            max_tokens=lce_tokens(self.call, self.settings)[2],
         )
         return float(reply.probability)
 
@@ -312,10 +308,10 @@ class CounterfactualScorer:
             return list(self.pool.map(self._judge, outcomes)) if self.pool else [self._judge(o) for o in outcomes]
         flat = [o.replace("\n", " ") for o in outcomes]  # as the released code embeds every text
         if self._truth is None:
-            vecs = self.gw.embed(EMBED_STAGE, [self.trace.ground_truth.replace("\n", " "), *flat], item=self.item)
+            vecs = self.call.embed(EMBED_STAGE, [self.trace.ground_truth.replace("\n", " "), *flat])
             self._truth, vecs = vecs[0], vecs[1:]
         else:
-            vecs = self.gw.embed(EMBED_STAGE, flat, item=self.item)
+            vecs = self.call.embed(EMBED_STAGE, flat)
         return [float(np.clip(np.dot(v, self._truth), -1.0, 1.0)) for v in vecs]
 
     def _run(self, requests: Sequence[_Request]) -> None:
@@ -402,16 +398,15 @@ class CounterfactualScorer:
         return out
 
 
-def run_lce(trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSettings, *, item: str | None = None) -> LceResult:
+def run_lce(trace: Trace, gca: GcaResult, call: LLMCall, settings: DcfaSettings) -> LceResult:
     """Refine GCA's hypothesis by counterfactual-inspired search and DED (Algorithm 2).
 
     Parameters
     ----------
     trace : Trace
     gca : GcaResult
-    gw : Gateway
+    call : LLMCall, the run's call context
     settings : DcfaSettings (the search rules, ``max_workers`` and the LCE caps)
-    item : str or None, usage item of every call; None = ``trace.id``
 
     Returns
     -------
@@ -431,7 +426,7 @@ def run_lce(trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSettings, *
     s = settings
     order = ("backward", "forward") if s.search_order == "causes_first" else ("forward", "backward")
     with ThreadPoolExecutor(max_workers=s.max_workers, thread_name_prefix="dcfa-sim") as pool:
-        scorer = CounterfactualScorer(trace, gca, gw, s, pool, item=item)
+        scorer = CounterfactualScorer(trace, gca, call, s, pool)
         cap = s.max_iterations if s.max_iterations is not None else len(trace)
         search = bidirectional_search(
             gca.neighbours,
@@ -445,6 +440,6 @@ def run_lce(trace: Trace, gca: GcaResult, gw: Gateway, settings: DcfaSettings, *
         )
     cands = [DedCandidate(gca.hypothesis_step, None, True)]
     cands += [DedCandidate(m.step, scorer.reasons.get(m.step)) for m in search.path if m.step != gca.hypothesis_step]
-    decision = decide(trace, cands, gca.lce_graph, gca.deviations, gw, s, item=item)
+    decision = decide(trace, cands, gca.lce_graph, gca.deviations, call, s)
     candidates = tuple(sorted({gca.hypothesis_step, *(m.step for m in search.path)}))  # the steps of cands
     return LceResult(search, candidates, decision, scorer.correction, tuple(scorer.simulations), scorer.scores)

@@ -49,8 +49,8 @@ transport, 401, timeout), which the ``attribute`` task returns without caching
 (so a plain rerun recomputes it); ``status_detail`` starts ``"LCE failed (content)"`` or
 ``"LCE failed (run)"`` accordingly.
 
-Every call is booked under the ledger item ``"<trace id>::<method>"``
-(:func:`agentcausal.attribution.spec.usage_item`), so ``dcfa`` and
+Every call is booked under the call context's ledger item, ``"<trace id>::<method>"`` in a run
+(:func:`agentcausal.attribution.spec.usage_item`, set by :func:`agentcausal.attribution.jobs.run_method`), so ``dcfa`` and
 ``dcfa_gca_only`` running at once on one trace do not count each other's calls;
 the run envelope (:func:`agentcausal.attribution.jobs.run_method`) stamps the
 record's usage, seconds, settings and the ``profile:model`` of each stage.
@@ -82,9 +82,8 @@ from agentcausal.attribution.dcfa.lce import EMBED_STAGE, LceResult, run_lce
 from agentcausal.attribution.dcfa.prompts import PROMPT_VERSIONS
 from agentcausal.attribution.dcfa.result_fields import confidence_is, dcfa_result_fields
 from agentcausal.attribution.dcfa.settings import DcfaSettings
-from agentcausal.attribution.spec import usage_item
 from agentcausal.exceptions import AgentCausalError, StructuredOutputError, is_content_failure
-from agentcausal.llm import Gateway
+from agentcausal.llm import LLMCall
 from agentcausal.traces.model import Attribution, Trace
 
 __all__ = ["STAGES", "run_dcfa"]
@@ -135,13 +134,14 @@ def _lce_details(lce: LceResult) -> LceRecord:
     )
 
 
-def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str = "dcfa") -> Attribution:
+def run_dcfa(trace: Trace, call: LLMCall, settings: DcfaSettings, *, method: str = "dcfa") -> Attribution:
     """Attribute one failed trace with DCFA (GCA, then LCE unless ``settings.use_lce`` is False).
 
     Parameters
     ----------
     trace : Trace, N steps, 0-based
-    gw : Gateway; stages ``dcfa.gca``, ``dcfa.lce``, ``dcfa.embed``; usage item ``"<trace id>::<method>"``
+    call : LLMCall, the run's call context (usage item ``"<trace id>::<method>"`` in a run); stages ``dcfa.gca``,
+        ``dcfa.lce``, ``dcfa.embed``
     settings : DcfaSettings
     method : str, the name stored in the Attribution (``dcfa`` or ``dcfa_gca_only``)
 
@@ -162,7 +162,6 @@ def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str =
     ----------
     DCFA section 4; appendix K, Algorithms 1 and 2.
     """
-    item = usage_item(trace.id, method)
     base = dict(trace_id=trace.id, method=method, prompt_version=PROMPT_VERSIONS[settings.prompts])
     details = DcfaDetails(
         n_steps=len(trace),
@@ -174,7 +173,7 @@ def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str =
         variant=settings.variant,
     )
     try:
-        gca = run_gca(trace, gw, settings, item=item)
+        gca = run_gca(trace, call, settings)
     except StructuredOutputError as exc:
         return Attribution(**base, error=f"GCA: {exc}", details=details.dump())
     for k, v in _gca_details(trace, gca).items():
@@ -185,7 +184,7 @@ def run_dcfa(trace: Trace, gw: Gateway, settings: DcfaSettings, *, method: str =
     lce: LceResult | None = None
     if settings.use_lce:
         try:
-            lce = run_lce(trace, gca, gw, settings, item=item)
+            lce = run_lce(trace, gca, call, settings)
         except AgentCausalError as exc:  # endpoint, invalid/empty reply, context overflow: keep GCA's answer
             # "run": a failure of the run (transport, 401, timeout), which an orchestrator must not cache
             cause = "content" if is_content_failure(exc) else "run"

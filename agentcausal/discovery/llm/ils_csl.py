@@ -55,10 +55,10 @@ from agentcausal.discovery.llm.baseline_prompts import (
     reasoned_answer_model,
     reasoned_answer_tokens,
 )
-from agentcausal.discovery.mac.calls import completion_cap, structured
+from agentcausal.discovery.mac.calls import completion_cap
 from agentcausal.discovery.mac.settings import BASELINE_STAGE
 from agentcausal.exceptions import AlgorithmError
-from agentcausal.llm import Gateway
+from agentcausal.llm import LLMCall
 
 __all__ = ["ILSCSLSettings", "PRESETS", "ILSCSLResult", "ils_csl", "hill_climb", "closes_cycle"]
 
@@ -203,25 +203,14 @@ def hill_climb(
     return CausalGraph.from_edges(ds.variables, [(str(a), str(b)) for a, b in dag.edges()])
 
 
-def ils_csl(
-    gw: Gateway,
-    ds: Dataset,
-    settings: ILSCSLSettings = ILSCSLSettings(),
-    *,
-    item: str | None = None,
-    sample: int = 0,
-    temperature: float | None = None,
-) -> ILSCSLResult:
+def ils_csl(call: LLMCall, ds: Dataset, settings: ILSCSLSettings = ILSCSLSettings()) -> ILSCSLResult:
     """Run ILS-CSL on one dataset.
 
     Parameters
     ----------
-    gw : Gateway (stage ``mac.baseline``)
+    call : LLMCall, the run's call context (usage item, sample index, temperature; stage ``mac.baseline``)
     ds : Dataset
     settings : ILSCSLSettings
-    item : str, optional; usage-accounting id
-    sample : int, the LLM sample index
-    temperature : float or None, sampling temperature of every call (None = the profile's)
 
     Returns
     -------
@@ -239,7 +228,7 @@ def ils_csl(
     model = reasoned_answer_model(
         "EdgeVerdictReply", "verdict", ("correct", "reversed", "absent"), settings.reason_chars
     )
-    cap = completion_cap(gw, BASELINE_STAGE, reasoned_answer_tokens(settings.reason_chars))
+    cap = completion_cap(call, BASELINE_STAGE, reasoned_answer_tokens(settings.reason_chars))
     meta = metadata_block(ds)
     required: set[tuple[str, str]] = set()
     forbidden: set[tuple[str, str]] = set()
@@ -265,9 +254,8 @@ def ils_csl(
             if key in verdicts or f"{y} -> {x}" in verdicts:
                 continue
             msgs = baseline_messages(EDGE_TEMPLATE.format(metadata=meta, x=x, y=y))
-            verdict = structured(
-                gw, BASELINE_STAGE, msgs, model, item=item, max_tokens=cap, sample=sample, temperature=temperature
-            ).verdict
+            reply: Any = call.structured(BASELINE_STAGE, msgs, model, max_tokens=cap)
+            verdict = reply.verdict
             verdicts[key] = verdict
             before = len(required) + len(forbidden)
             if verdict == "correct":

@@ -28,6 +28,7 @@ Approach." arXiv:2402.01454.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -42,10 +43,10 @@ from agentcausal.discovery.llm.baseline_prompts import (
     reasoned_answer_tokens,
 )
 from agentcausal.discovery.mac import prompts as P
-from agentcausal.discovery.mac.calls import completion_cap, structured
+from agentcausal.discovery.mac.calls import completion_cap
 from agentcausal.discovery.mac.settings import BASELINE_STAGE
 from agentcausal.discovery.statistical.algorithms import default_choice, run_algorithm
-from agentcausal.llm import Gateway
+from agentcausal.llm import LLMCall
 
 __all__ = ["LLMSCDSettings", "PRESETS", "SAMPLINGS", "LLMSCDResult", "llm_scd"]
 
@@ -117,19 +118,15 @@ class LLMSCDResult(BaseModel):
     graph: CausalGraph
 
 
-def llm_scd(
-    gw: Gateway, ds: Dataset, settings: LLMSCDSettings = LLMSCDSettings(), *, item: str | None = None, sample: int = 0
-) -> LLMSCDResult:
+def llm_scd(call: LLMCall, ds: Dataset, settings: LLMSCDSettings = LLMSCDSettings()) -> LLMSCDResult:
     """Run LLM-SCD on one dataset.
 
     Parameters
     ----------
-    gw : Gateway (stage ``mac.baseline``)
+    call : LLMCall, the run's call context (stage ``mac.baseline``); answer ``k`` of a pair is sent as
+        sample ``call.sample * n_samples + k`` at ``settings.temperature`` (by design, whatever the call's)
     ds : Dataset
     settings : LLMSCDSettings
-    item : str, optional; usage-accounting id
-    sample : int, the LLM sample index of this run; answer ``k`` of a pair uses
-        ``sample * n_samples + k``
 
     Returns
     -------
@@ -147,7 +144,7 @@ def llm_scd(
     base = default_choice("pc", ds.data_type, ds.d)
     first = run_algorithm(ds.data, ds.variables, base, timeout_s=settings.algorithm_timeout_s).graph
     model = reasoned_answer_model("PairReply", "answer", ("yes", "no"), settings.reason_chars)
-    cap = completion_cap(gw, BASELINE_STAGE, reasoned_answer_tokens(settings.reason_chars))
+    cap = completion_cap(call, BASELINE_STAGE, reasoned_answer_tokens(settings.reason_chars))
     meta = metadata_block(ds)
     scd = P.delimit("scd_result", edges_text(first.edge_strings()))
     probs: dict[str, float] = {}
@@ -160,16 +157,8 @@ def llm_scd(
             msgs = baseline_messages(PAIR_TEMPLATE.format(metadata=meta, scd=scd, x=x, y=y))
             yes = 0
             for k in range(settings.n_samples):
-                reply = structured(
-                    gw,
-                    BASELINE_STAGE,
-                    msgs,
-                    model,
-                    item=item,
-                    max_tokens=cap,
-                    sample=sample * settings.n_samples + k,
-                    temperature=settings.temperature,
-                )
+                answer = replace(call, sample=call.sample * settings.n_samples + k, temperature=settings.temperature)
+                reply: Any = answer.structured(BASELINE_STAGE, msgs, model, max_tokens=cap)
                 yes += reply.answer == "yes"
             p = yes / settings.n_samples
             probs[f"{x} -> {y}"] = p

@@ -33,11 +33,11 @@ from agentcausal.discovery.data.dataset_model import Dataset
 from agentcausal.discovery.graphs.graph import CausalGraph, RepairedGraph, repair_to_dag
 from agentcausal.discovery.llm.baseline_prompts import baseline_messages, data_summary, graph_answer, metadata_block
 from agentcausal.discovery.mac import prompts as P
-from agentcausal.discovery.mac.calls import completion_cap, structured
+from agentcausal.discovery.mac.calls import completion_cap
 from agentcausal.discovery.mac.settings import BASELINE_STAGE
 from agentcausal.discovery.statistical.algorithms import ALGORITHMS, default_choice, run_algorithm
 from agentcausal.exceptions import AgentCausalError
-from agentcausal.llm import Gateway
+from agentcausal.llm import LLMCall
 from agentcausal.llm.replies import ShortText
 
 __all__ = ["ReActSettings", "PRESETS", "PAPER_UNSPECIFIED", "ReActResult", "react_discovery"]
@@ -191,25 +191,14 @@ def _observe(ds: Dataset, reply: Any, settings: ReActSettings) -> str:
     return "error: unknown action"
 
 
-def react_discovery(
-    gw: Gateway,
-    ds: Dataset,
-    settings: ReActSettings = ReActSettings(),
-    *,
-    item: str | None = None,
-    sample: int = 0,
-    temperature: float | None = None,
-) -> ReActResult:
+def react_discovery(call: LLMCall, ds: Dataset, settings: ReActSettings = ReActSettings()) -> ReActResult:
     """Run the ReAct agent on one dataset.
 
     Parameters
     ----------
-    gw : Gateway (stage ``mac.baseline``)
+    call : LLMCall, the run's call context (usage item, sample index, temperature; stage ``mac.baseline``)
     ds : Dataset
     settings : ReActSettings
-    item : str, optional; usage-accounting id
-    sample : int, the LLM sample index
-    temperature : float or None, sampling temperature of every call (None = the profile's)
 
     Returns
     -------
@@ -228,7 +217,7 @@ def react_discovery(
     need = settings.step_max_tokens
     if need is None and settings.thought_chars is not None and answer.max_tokens is not None:
         need = settings.thought_chars // 3 + 60 + answer.max_tokens
-    cap = completion_cap(gw, BASELINE_STAGE, need)
+    cap = completion_cap(call, BASELINE_STAGE, need)
     steps: list[ReActStep] = []
 
     def prompt(tail: str) -> list[dict[str, str]]:
@@ -246,9 +235,7 @@ def react_discovery(
         return baseline_messages(body + tail)
 
     for _ in range(settings.max_steps):
-        reply = structured(
-            gw, BASELINE_STAGE, prompt(STEP), model, item=item, max_tokens=cap, sample=sample, temperature=temperature
-        )
+        reply: Any = call.structured(BASELINE_STAGE, prompt(STEP), model, max_tokens=cap)
         if reply.action == "finish":
             edges = [(e.cause, e.effect) for e in reply.edges]
             steps.append(ReActStep(thought=reply.thought, action="finish", args={"edges": len(edges)}))
@@ -262,15 +249,8 @@ def react_discovery(
         steps.append(
             ReActStep(thought=reply.thought, action=reply.action, args=args, observation=_observe(ds, reply, settings))
         )
-    reply = structured(
-        gw,
-        BASELINE_STAGE,
-        prompt(FINAL),
-        answer.model,
-        item=item,
-        sample=sample,
-        temperature=temperature,
-        max_tokens=completion_cap(gw, BASELINE_STAGE, answer.max_tokens),
+    reply = call.structured(
+        BASELINE_STAGE, prompt(FINAL), answer.model, max_tokens=completion_cap(call, BASELINE_STAGE, answer.max_tokens)
     )
     rep = repair_to_dag(ds.variables, [(e.cause, e.effect) for e in reply.edges])
     return ReActResult(steps=tuple(steps), graph=rep.graph, dropped=rep.dropped, finished=False)

@@ -1,11 +1,10 @@
-"""How MAC and the LLM discovery baselines call the gateway: the sample index and completion budgets.
+"""How MAC and the LLM discovery baselines size their calls: the sample index and completion budgets.
 
-* :func:`structured` passes the LLM *sample index* (``sample``) to
-  ``Gateway.structured``: sample 0 keeps the cache keys of a single answer, a
-  sample > 0 is cached apart and sent as the request's ``seed`` where the
-  profile allows. ``discover`` uses the data seed as the sample index, so
-  methods whose prompt does not depend on the data (zero-shot, MDM-only) still
-  get an independent answer per seed.
+* :func:`sample_index` is the LLM *sample index* of one (data seed, repeat), which ``discover`` puts in the
+  method's :class:`~agentcausal.llm.call.LLMCall`: sample 0 keeps the cache keys of a single answer, a
+  sample > 0 is cached apart and sent as the request's ``seed`` where the profile allows. The data seed is
+  the sample index, so methods whose prompt does not depend on the data (zero-shot, MDM-only) still get an
+  independent answer per seed.
 * :func:`graph_reply_tokens` is the completion budget a graph reply needs,
   from the number of variables, the length of their names and the reply schema
   (per-edge reasons included); :func:`budget` bounds it by the profile's
@@ -17,17 +16,13 @@
 
 from __future__ import annotations
 
-import functools
-import inspect
 import math
 from collections.abc import Sequence
-from typing import Any
 
-from agentcausal.llm import Gateway
+from agentcausal.llm import Routing
 from agentcausal.settings import completion_budget
 
 __all__ = [
-    "structured",
     "sample_index",
     "graph_reply_tokens",
     "budget",
@@ -58,40 +53,6 @@ def sample_index(seed: int, repeat: int = 0) -> int:
     return seed + repeat * REPEAT_STRIDE
 
 
-@functools.lru_cache(maxsize=16)
-def _accepts(cls: type[Any], name: str) -> bool:
-    try:
-        return name in inspect.signature(cls.structured).parameters
-    except (TypeError, ValueError, AttributeError):
-        return False
-
-
-def structured(
-    gw: Gateway,
-    stage: str,
-    messages: Sequence[dict[str, str]],
-    reply_model: type,
-    *,
-    item: str | None,
-    max_tokens: int,
-    sample: int = 0,
-    temperature: float | None = None,
-) -> Any:
-    """``gw.structured`` with the sample index and temperature (each dropped for a gateway without it).
-
-    Raises
-    ------
-    whatever ``Gateway.structured`` raises (StructuredOutputError, EndpointUnreachableError, ...).
-    """
-    kwargs: dict[str, Any] = {}
-    # type(gw) is hashable: mypy checks Hashable against the instances' __hash__
-    if sample and _accepts(type(gw), "sample"):  # type: ignore[arg-type]  # see above
-        kwargs["sample"] = sample
-    if temperature is not None and _accepts(type(gw), "temperature"):  # type: ignore[arg-type]  # as above
-        kwargs["temperature"] = temperature
-    return gw.structured(stage, messages, reply_model, item=item, max_tokens=max_tokens, **kwargs)
-
-
 def graph_reply_tokens(variables: Sequence[str], *, max_edges: int, reason_chars: int) -> int:
     """Completion tokens a graph reply of up to ``max_edges`` edges can need.
 
@@ -119,9 +80,9 @@ def graph_reply_tokens(variables: Sequence[str], *, max_edges: int, reason_chars
     return 16 + math.ceil(max_edges * per_edge / CHARS_PER_TOKEN)
 
 
-def budget(gw: Gateway | Any, stage: str, need: int) -> int:
-    """``need`` bounded by the profile's ``max_output_tokens`` (``Gateway.max_output_tokens(stage)``, or the routed
-    profile's for a ProfileSet: the dry run's listing), if any."""
+def budget(gw: Routing, stage: str, need: int) -> int:
+    """``need`` bounded by the profile's ``max_output_tokens`` (``max_output_tokens(stage)`` of a Gateway or an
+    LLMCall, or the routed profile's for a ProfileSet: the dry run's listing), if any."""
     getter = getattr(gw, "max_output_tokens", None)
     try:
         ceiling = getter(stage) if callable(getter) else gw.profile_for(stage).max_output_tokens
@@ -130,12 +91,12 @@ def budget(gw: Gateway | Any, stage: str, need: int) -> int:
     return int(min(need, ceiling)) if ceiling else int(need)
 
 
-def completion_cap(gw: Gateway | Any, stage: str, fixed: int | None, *, scale: float = 1.0) -> int:
+def completion_cap(gw: Routing, stage: str, fixed: int | None, *, scale: float = 1.0) -> int:
     """Completion cap (tokens) of one MAC or LLM-baseline call.
 
     Parameters
     ----------
-    gw : Gateway
+    gw : Gateway, LLMCall or ProfileSet, the routing
     stage : str, the routed stage
     fixed : int or None, the fixed or derived cap of the settings (``small``); None = no cap of the method's
         own (``paper``): the profile's budget, :func:`agentcausal.settings.completion_budget` (its

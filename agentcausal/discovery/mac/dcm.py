@@ -22,7 +22,7 @@ from agentcausal.discovery.mac.prompts import AlgorithmContext
 from agentcausal.discovery.mac.settings import MACSettings
 from agentcausal.discovery.statistical.algorithms import default_choice
 from agentcausal.exceptions import StructuredOutputError
-from agentcausal.llm import Gateway
+from agentcausal.llm import LLMCall
 
 __all__ = ["DCMResult", "algorithm_context", "debate_coding_module"]
 
@@ -48,26 +48,17 @@ def algorithm_context(ds: Dataset, settings: MACSettings, seed: int) -> Algorith
 
 
 def debate_coding_module(
-    gw: Gateway,
-    ds: Dataset,
-    settings: MACSettings = MACSettings(),
-    *,
-    seed: int = 0,
-    item: str | None = None,
-    sample: int = 0,
-    temperature: float | None = None,
+    call: LLMCall, ds: Dataset, settings: MACSettings = MACSettings(), *, seed: int = 0
 ) -> DCMResult:
     """Run DCM: algorithm debate, then the executor on the full data.
 
     Parameters
     ----------
-    gw : Gateway (stages ``mac.debate`` and, in coding mode, ``mac.coder``)
+    call : LLMCall, the run's call context, the debate's and the coder's (stages ``mac.debate`` and, in coding
+        mode, ``mac.coder``)
     ds : Dataset
     settings : MACSettings
     seed : int, draws the subset S
-    item : str, optional; usage-accounting id
-    sample : int, the LLM sample index (the debate's and the coder's)
-    temperature : float or None, sampling temperature (None = the profile's)
 
     Returns
     -------
@@ -82,9 +73,7 @@ def debate_coding_module(
     UnknownStageError, EndpointUnreachableError, LLMCallError from the gateway.
     """
     try:
-        debate = debate_algorithm(
-            gw, algorithm_context(ds, settings, seed), settings, item=item, sample=sample, temperature=temperature
-        )
+        debate = debate_algorithm(call, algorithm_context(ds, settings, seed), settings)
     except StructuredOutputError as exc:
         choice = default_choice(settings.fallback_algorithm, ds.data_type, ds.d)
         note = f"algorithm debate gave no valid proposal ({str(exc)[:120]}); ran {settings.fallback_algorithm}"
@@ -96,5 +85,5 @@ def debate_coding_module(
         )
     win = debate.winning
     assert isinstance(win, ProposedAlgorithm)
-    execution = execute(gw, ds, win.choice, settings, item=item, sample=sample, temperature=temperature)
+    execution = execute(call, ds, win.choice, settings)
     return DCMResult(debate=debate, execution=execution)

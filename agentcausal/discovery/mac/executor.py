@@ -37,12 +37,12 @@ from pydantic import BaseModel, ConfigDict
 from agentcausal.discovery.data.dataset_model import Dataset
 from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.mac import prompts as P
-from agentcausal.discovery.mac.calls import completion_cap, structured
+from agentcausal.discovery.mac.calls import completion_cap
 from agentcausal.discovery.mac.sandbox import run_sandboxed, sandbox_available
 from agentcausal.discovery.mac.settings import CODER_STAGE, MACSettings
 from agentcausal.discovery.statistical.algorithms import EXACT_SEARCH_SUPERGRAPH_ABOVE, AlgorithmChoice, run_algorithm
 from agentcausal.exceptions import AlgorithmError, ConfigError, SandboxError, StructuredOutputError
-from agentcausal.llm import Gateway
+from agentcausal.llm import LLMCall
 from agentcausal.redact import redact
 
 __all__ = [
@@ -366,27 +366,18 @@ def resolve_executor(requested: str) -> tuple[Literal["typed", "coding"], str]:
 
 
 def execute_coding(
-    gw: Gateway,
-    ds: Dataset,
-    choice: AlgorithmChoice,
-    settings: MACSettings = MACSettings(),
-    *,
-    item: str | None = None,
-    sample: int = 0,
-    temperature: float | None = None,
+    call: LLMCall, ds: Dataset, choice: AlgorithmChoice, settings: MACSettings = MACSettings()
 ) -> Execution:
     """The Causal Coding Executor: LLM-written causal-learn code in the sandbox, typed fallback.
 
     Parameters
     ----------
-    gw : Gateway, the ``mac.coder`` stage is used
+    call : LLMCall, the run's call context (a repeat's sample index gets its own script); the ``mac.coder``
+        stage is used
     ds : Dataset (the full data is written to ``data.npy``)
     choice : AlgorithmChoice, the algorithm DCM chose
     settings : MACSettings (prompts, coding_attempts, coder_max_tokens, sandbox limits, algorithm_timeout_s for
         the fallback)
-    item : str, optional
-    sample : int, the LLM sample index (a repeat gets its own script)
-    temperature : float or None, sampling temperature (None = the profile's)
 
     Returns
     -------
@@ -408,14 +399,12 @@ def execute_coding(
     style = settings.prompts
     msgs = P.coder_messages(style, **coder_prompt_fields(ds, choice))
     reply_model = P.code_model(style)
-    cap = completion_cap(gw, CODER_STAGE, settings.coder_max_tokens, scale=settings.max_tokens_scale)
+    cap = completion_cap(call, CODER_STAGE, settings.coder_max_tokens, scale=settings.max_tokens_scale)
     attempts: list[CodingAttempt] = []
     total = 0.0
     for _ in range(settings.coding_attempts):
         try:
-            reply = structured(
-                gw, CODER_STAGE, msgs, reply_model, item=item, sample=sample, temperature=temperature, max_tokens=cap
-            )
+            reply: Any = call.structured(CODER_STAGE, msgs, reply_model, max_tokens=cap)
         except StructuredOutputError as exc:
             attempts.append(
                 CodingAttempt(code=redact(exc.raw[:4000]), ok=False, error=redact(f"invalid reply: {exc.errors[:300]}"))
@@ -462,16 +451,7 @@ def execute_coding(
     )
 
 
-def execute(
-    gw: Gateway,
-    ds: Dataset,
-    choice: AlgorithmChoice,
-    settings: MACSettings = MACSettings(),
-    *,
-    item: str | None = None,
-    sample: int = 0,
-    temperature: float | None = None,
-) -> Execution:
+def execute(call: LLMCall, ds: Dataset, choice: AlgorithmChoice, settings: MACSettings = MACSettings()) -> Execution:
     """Dispatch on ``settings.executor``: "typed", "coding", or "auto" (coding where the sandbox
     works here, else typed: :func:`resolve_executor`).
 
@@ -481,7 +461,7 @@ def execute(
     """
     mode = resolve_executor("auto")[0] if settings.executor == "auto" else settings.executor
     if mode == "coding":
-        return execute_coding(gw, ds, choice, settings, item=item, sample=sample, temperature=temperature)
+        return execute_coding(call, ds, choice, settings)
     if mode != "typed":  # pragma: no cover - the settings model forbids it
         raise AlgorithmError("executor", f"unknown executor {settings.executor!r}")
     return execute_typed(ds, choice, timeout_s=settings.algorithm_timeout_s)

@@ -65,7 +65,7 @@ from agentcausal.discovery.data.dataset_model import Dataset
 from agentcausal.discovery.data.datasets import metadata_text
 from agentcausal.discovery.graphs.graph import repair_to_dag
 from agentcausal.discovery.mac import prompts as P
-from agentcausal.discovery.mac.calls import completion_cap, graph_reply_tokens, structured
+from agentcausal.discovery.mac.calls import completion_cap, graph_reply_tokens
 from agentcausal.discovery.mac.debate_model import (
     Debate,
     DebateRound,
@@ -79,7 +79,7 @@ from agentcausal.discovery.mac.prompts import AlgorithmContext, GraphContext
 from agentcausal.discovery.mac.settings import DEBATE_STAGE, MACSettings
 from agentcausal.discovery.statistical.algorithms import default_choice
 from agentcausal.exceptions import StructuredOutputError
-from agentcausal.llm import Gateway
+from agentcausal.llm import LLMCall
 
 __all__ = [
     "debate_algorithm",
@@ -142,18 +142,8 @@ def to_choice(reply: Any, data_type: str, d: int) -> ProposedAlgorithm:
     return ProposedAlgorithm(choice=base.model_copy(update=update), reason=reply.reason, notes=tuple(notes))
 
 
-def _call(
-    gw: Gateway,
-    messages: list[dict[str, str]],
-    model: type,
-    max_tokens: int,
-    item: str | None,
-    sample: int = 0,
-    temperature: float | None = None,
-):
-    return structured(
-        gw, DEBATE_STAGE, messages, model, item=item, sample=sample, temperature=temperature, max_tokens=max_tokens
-    )
+def _call(call: LLMCall, messages: list[dict[str, str]], model: type[BaseModel], max_tokens: int) -> Any:
+    return call.structured(DEBATE_STAGE, messages, model, max_tokens=max_tokens)
 
 
 def _run(
@@ -209,24 +199,17 @@ def _same(a: Proposal, b: Proposal) -> bool:
 
 
 def debate_algorithm(
-    gw: Gateway,
+    call: LLMCall,
     ctx: AlgorithmContext,
     settings: MACSettings = MACSettings(),
-    *,
-    item: str | None = None,
-    sample: int = 0,
-    temperature: float | None = None,
 ) -> Debate:
     """MDM in algorithm mode over (V, I, S): choose one algorithm and its parameters from the pool.
 
     Parameters
     ----------
-    gw : Gateway, the ``mac.debate`` stage is used
+    call : LLMCall, the run's call context (usage item, sample index, temperature); the ``mac.debate`` stage is used
     ctx : AlgorithmContext
     settings : MACSettings (prompts, rounds, single_agent, reason_chars, algorithm/verdict_max_tokens)
-    item : str, optional; dataset id for usage accounting
-    sample : int, the LLM sample index (0 = the single-answer cache keys)
-    temperature : float or None, sampling temperature of every call (None = the profile's)
 
     Returns
     -------
@@ -245,21 +228,21 @@ def debate_algorithm(
     proposal = P.algorithm_proposal_model(style, settings.reason_chars)
     verdict_model = P.algorithm_verdict_model(style, settings.reason_chars)
     scale = settings.max_tokens_scale
-    cap = completion_cap(gw, DEBATE_STAGE, settings.algorithm_max_tokens, scale=scale)
-    judge_cap = completion_cap(gw, DEBATE_STAGE, settings.verdict_max_tokens, scale=scale)
+    cap = completion_cap(call, DEBATE_STAGE, settings.algorithm_max_tokens, scale=scale)
+    judge_cap = completion_cap(call, DEBATE_STAGE, settings.verdict_max_tokens, scale=scale)
 
     def propose(own: Proposal | None, other: Proposal | None) -> Proposal:
         first = own is None or other is None
         msgs = P.algorithm_messages(style, "affirmative" if first else "revise", ctx, own=own, other=other)
-        return to_choice(_call(gw, msgs, proposal, cap, item, sample, temperature), ctx.data_type, d)
+        return to_choice(_call(call, msgs, proposal, cap), ctx.data_type, d)
 
     def counter(aff: Proposal) -> Proposal:
         msgs = P.algorithm_messages(style, "negative", ctx, own=aff)
-        return to_choice(_call(gw, msgs, proposal, cap, item, sample, temperature), ctx.data_type, d)
+        return to_choice(_call(call, msgs, proposal, cap), ctx.data_type, d)
 
     def judge(a: Proposal, b: Proposal) -> Verdict:
         msgs = P.algorithm_messages(style, "judge", ctx, own=a, other=b)
-        reply = _call(gw, msgs, verdict_model, judge_cap, item, sample, temperature)
+        reply = _call(call, msgs, verdict_model, judge_cap)
         return Verdict(winner="affirmative" if reply.winner == "A" else "negative", reason=reply.reason)
 
     return _run(propose, counter, judge, settings, "algorithm")
@@ -340,25 +323,18 @@ def graph_budget(variables: Sequence[str], settings: MACSettings) -> int | None:
 
 
 def debate_graph(
-    gw: Gateway,
+    call: LLMCall,
     ctx: GraphContext,
     settings: MACSettings = MACSettings(),
-    *,
-    item: str | None = None,
-    sample: int = 0,
-    temperature: float | None = None,
 ) -> Debate:
     """MDM in graph mode over (V, I ∪ I_c): propose, counter-propose and judge a causal graph.
 
     Parameters
     ----------
-    gw : Gateway, the ``mac.debate`` stage is used
+    call : LLMCall, the run's call context (usage item, sample index, temperature); the ``mac.debate`` stage is used
     ctx : GraphContext (evidence = Meta Fusion sentences, empty for MDM-only)
     settings : MACSettings (prompts, rounds, single_agent, edge_reason_chars, edges_per_variable, judge_rule,
         tie_break, graph/verdict_max_tokens)
-    item : str, optional
-    sample : int, the LLM sample index (0 = the single-answer cache keys)
-    temperature : float or None, sampling temperature of every call (None = the profile's)
 
     Returns
     -------
@@ -381,8 +357,8 @@ def debate_graph(
     )
     verdict_model = P.graph_verdict_model(style, settings.reason_chars, settings.judge_rule)
     scale = settings.max_tokens_scale
-    cap = completion_cap(gw, DEBATE_STAGE, graph_budget(ctx.variables, settings), scale=scale)
-    judge_cap = completion_cap(gw, DEBATE_STAGE, settings.verdict_max_tokens, scale=scale)
+    cap = completion_cap(call, DEBATE_STAGE, graph_budget(ctx.variables, settings), scale=scale)
+    judge_cap = completion_cap(call, DEBATE_STAGE, settings.verdict_max_tokens, scale=scale)
     kw: dict[str, Any] = dict(with_reason=rc != 0, judge_rule=settings.judge_rule)
 
     def parse(reply: BaseModel) -> ProposedGraph:
@@ -396,18 +372,16 @@ def debate_graph(
     def propose(own: Proposal | None, other: Proposal | None) -> Proposal:
         first = own is None or other is None
         msgs = P.graph_messages(style, "affirmative" if first else "revise", ctx, own=own, other=other, **kw)
-        return parse(_call(gw, msgs, model, cap, item, sample, temperature))
+        return parse(_call(call, msgs, model, cap))
 
     def counter(aff: Proposal) -> Proposal:
-        return parse(
-            _call(gw, P.graph_messages(style, "negative", ctx, own=aff, **kw), model, cap, item, sample, temperature)
-        )
+        return parse(_call(call, P.graph_messages(style, "negative", ctx, own=aff, **kw), model, cap))
 
     def judge(a: Proposal, b: Proposal) -> Verdict:
         assert isinstance(a, ProposedGraph) and isinstance(b, ProposedGraph)
         dis = "\n".join(graph_disagreements(a.edges, b.edges)) or "(none)"
         msgs = P.graph_messages(style, "judge", ctx, own=a, other=b, disagreements=dis, **kw)
-        reply = _call(gw, msgs, verdict_model, judge_cap, item, sample, temperature)
+        reply = _call(call, msgs, verdict_model, judge_cap)
         if settings.judge_rule == "overall":
             votes = {"overall": reply.winner}
         else:
@@ -430,26 +404,19 @@ def debate_graph(
 
 
 def refine_graph(
-    gw: Gateway,
+    call: LLMCall,
     ds: Dataset,
     evidence: Sequence[str] = (),
     settings: MACSettings = MACSettings(),
-    *,
-    item: str | None = None,
-    sample: int = 0,
-    temperature: float | None = None,
 ) -> MDMResult:
     """Stage 2 of MAC (alg. 3): MDM in graph mode over (V, I ∪ I_c), then validation to a DAG.
 
     Parameters
     ----------
-    gw : Gateway (stage ``mac.debate``)
+    call : LLMCall, the run's call context (stage ``mac.debate``)
     ds : Dataset (variables and metadata; the data itself is not shown)
     evidence : sentences of Meta Fusion (I_c); empty for the MDM-only ablation
     settings : MACSettings
-    item : str, optional
-    sample : int, the LLM sample index
-    temperature : float or None, sampling temperature (None = the profile's)
 
     Returns
     -------
@@ -461,7 +428,7 @@ def refine_graph(
     UnknownStageError, EndpointUnreachableError, LLMCallError from the gateway.
     """
     ctx = GraphContext(variables=ds.variables, metadata=metadata_text(ds), evidence=tuple(evidence))
-    debate = debate_graph(gw, ctx, settings, item=item, sample=sample, temperature=temperature)
+    debate = debate_graph(call, ctx, settings)
     win = debate.winning
     assert isinstance(win, ProposedGraph)
     repaired = repair_to_dag(ds.variables, win.edges)

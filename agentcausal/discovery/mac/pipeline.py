@@ -26,7 +26,7 @@ from agentcausal.discovery.mac.fusion import meta_fusion
 from agentcausal.discovery.mac.mdm import refine_graph
 from agentcausal.discovery.mac.settings import MACSettings
 from agentcausal.exceptions import StructuredOutputError
-from agentcausal.llm import Gateway
+from agentcausal.llm import LLMCall
 
 __all__ = ["MACResult", "run_mac"]
 
@@ -46,28 +46,16 @@ class MACResult(BaseModel):
     degraded: str | None = None
 
 
-def run_mac(
-    gw: Gateway,
-    ds: Dataset,
-    settings: MACSettings = MACSettings(),
-    *,
-    seed: int = 0,
-    item: str | None = None,
-    sample: int = 0,
-    temperature: float | None = None,
-) -> MACResult:
+def run_mac(call: LLMCall, ds: Dataset, settings: MACSettings = MACSettings(), *, seed: int = 0) -> MACResult:
     """Run MAC (or an ablation, per ``settings.stages`` and ``settings.single_agent``) on one dataset.
 
     Parameters
     ----------
-    gw : Gateway (stages ``mac.debate``, ``mac.coder``)
+    call : LLMCall, the run's call context (stages ``mac.debate``, ``mac.coder``): ``discover`` sends the
+        sample index of (data seed, repeat) and ``sampling_temperature`` when a run asks for several samples
     ds : Dataset
     settings : MACSettings
     seed : int, draws the subset S of the algorithm debate
-    item : str, optional; usage-accounting id
-    sample : int, the LLM sample index (``discover`` passes the data seed)
-    temperature : float or None, sampling temperature of every call (None = the profile's;
-        ``discover`` passes ``sampling_temperature`` when a run asks for several samples)
 
     Returns
     -------
@@ -82,19 +70,19 @@ def run_mac(
     Examples
     --------
     >>> from agentcausal.discovery.data.datasets import load_dataset      # doctest: +SKIP
-    >>> res = run_mac(gw, load_dataset("earthquake"), MACSettings())  # doctest: +SKIP
+    >>> res = run_mac(LLMCall(gw), load_dataset("earthquake"), MACSettings())  # doctest: +SKIP
     >>> res.graph.is_dag()                                           # doctest: +SKIP
     True
     """
     if settings.stages == "mdm_only":
-        mdm = refine_graph(gw, ds, (), settings, item=item, sample=sample, temperature=temperature)
+        mdm = refine_graph(call, ds, (), settings)
         return MACResult(graph=mdm.graph, mdm=mdm)
-    dcm = debate_coding_module(gw, ds, settings, seed=seed, item=item, sample=sample, temperature=temperature)
+    dcm = debate_coding_module(call, ds, settings, seed=seed)
     if settings.stages == "dcm_only":
         return MACResult(graph=dcm.execution.graph, dcm=dcm)
     sentences = tuple(meta_fusion(dcm.execution.graph, max_orderings=settings.max_orderings))
     try:
-        mdm = refine_graph(gw, ds, sentences, settings, item=item, sample=sample, temperature=temperature)
+        mdm = refine_graph(call, ds, sentences, settings)
     except StructuredOutputError as exc:
         return MACResult(
             graph=dcm.execution.graph,

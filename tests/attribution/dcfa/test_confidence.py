@@ -10,6 +10,7 @@ import pytest
 
 from agentcausal.attribution.dcfa import DcfaSettings, run_dcfa
 from agentcausal.attribution.dcfa.details import DcfaDetails
+from agentcausal.llm import LLMCall
 from agentcausal_fakes.responders import BenchResponder
 from agentcausal_fakes.synthetic import synthetic_traces
 from tests.attribution.dcfa.conftest import DcfaResponder, kind_of, make_trace, small, user_text
@@ -27,7 +28,7 @@ CHAIN = dict(
 def test_paper_hypothesis_kept_after_a_move_has_the_confidence_of_its_own_corrected_trace(fake_server, make_gateway):
     # paper: the search moves 1 -> 2 (ΔS(2) > 0), then DED keeps the hypothesis 1, which the search never scored
     fake_server.responder = DcfaResponder(**{**CHAIN, "decision": 1})
-    a = run_dcfa(make_trace(), make_gateway(fake_server), DcfaSettings())
+    a = run_dcfa(make_trace(), LLMCall(make_gateway(fake_server)), DcfaSettings())
     lce = DcfaDetails.read(a.details).lce
     assert [m.step for m in lce.path] == [2] and a.step == 1 and 1 not in {x["step"] for x in lce.scores}
     # S(T~(1)) exists all the same: the neutral simulation made as S(i-1) of candidate 2
@@ -42,7 +43,7 @@ def test_paper_hypothesis_kept_after_a_move_has_the_confidence_of_its_own_correc
 
 def test_pivot_chosen_by_ded_keeps_the_named_simulation(fake_server, make_gateway):
     fake_server.responder = DcfaResponder(**{**CHAIN, "decision": 2})
-    a = run_dcfa(make_trace(), make_gateway(fake_server), DcfaSettings())
+    a = run_dcfa(make_trace(), LLMCall(make_gateway(fake_server)), DcfaSettings())
     named = a.details["lce"]["path"][0]
     assert a.step == 2 and a.confidence == pytest.approx(min(1.0, max(0.0, named["s"])))
     assert "named as the root cause" in a.details["confidence_is"] and a.corrected_action.outcome == "42"
@@ -54,7 +55,7 @@ def test_a_fix_equal_to_the_step_is_no_correction_proposed(fake_server, make_gat
     echoed = ["", "content   of\n step 1 ", "fixed 2", "", "fixed 4", ""]
     fake_server.responder = DcfaResponder(**{**CHAIN, "corrected": echoed, "decision": 1})
     settings = small() if preset == "small" else DcfaSettings()
-    a = run_dcfa(make_trace(), make_gateway(fake_server), settings)
+    a = run_dcfa(make_trace(), LLMCall(make_gateway(fake_server)), settings)
     assert a.step == 1 and 1 not in a.details["lce"]["corrected_steps"]
     assert a.corrected_action is None  # never a fix
     assert a.confidence is None and "confidence_is" not in a.details  # never 1.00 (nor any number) for it
@@ -66,7 +67,7 @@ def test_a_fix_that_copies_the_prompts_step_label_back_is_no_correction(fake_ser
     echoed = ["", "Step 1 | Agent1: content of step 1", "Step 2 | Agent2: fixed 2", "", "fixed 4", ""]
     fake_server.responder = DcfaResponder(**{**CHAIN, "corrected": echoed, "decision": 1})
     settings = small() if preset == "small" else DcfaSettings()
-    a = run_dcfa(make_trace(), make_gateway(fake_server), settings)
+    a = run_dcfa(make_trace(), LLMCall(make_gateway(fake_server)), settings)
     assert a.step == 1 and 1 not in a.details["lce"]["corrected_steps"] and 2 in a.details["lce"]["corrected_steps"]
     assert a.corrected_action is None and a.confidence is None  # no fix proposed, so none reported
     sims = [b for b in fake_server.chat_requests if kind_of(b) == "simulation"]
@@ -79,7 +80,7 @@ def test_paper_on_the_fake_server_every_row_that_moved_has_a_confidence(fake_ser
     blamed step the corrector left as it was is reported as no correction (no fix, no confidence)."""
     fake_server.responder = BenchResponder()
     gw = make_gateway(fake_server, context_window=65536)
-    rows = [run_dcfa(t, gw, DcfaSettings(with_ground_truth=truth)) for t in synthetic_traces(40, seed=3)]
+    rows = [run_dcfa(t, LLMCall(gw), DcfaSettings(with_ground_truth=truth)) for t in synthetic_traces(40, seed=3)]
     moved = [a for a in rows if a.details["lce"]["path"]]
     # with the truth the search accepts moves here, so the assertion below can fail (without it every simulated
     # outcome of the fake server is wrong, ΔS is 0 and nothing moves: only the no-op rule is checked)

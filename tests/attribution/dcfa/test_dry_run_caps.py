@@ -10,6 +10,7 @@ import pytest
 
 from agentcausal.attribution.dcfa import DcfaSettings, run_dcfa
 from agentcausal.attribution.dcfa.caps import dcfa_caps
+from agentcausal.llm import LLMCall
 from agentcausal_cli import main
 from tests.attribution.dcfa.conftest import DcfaResponder, kind_of, small
 
@@ -67,7 +68,7 @@ def test_the_listed_caps_are_the_caps_the_calls_send(fake_server, make_gateway, 
         edges=[(0, 1), (1, 2)], hypothesis=1, corrected=["", "fix 1", "fix 2"] + [""] * 3
     )
     gw = make_gateway(fake_server, cache=False)
-    run_dcfa(wrong_lookup_at_step_1, gw, settings)
+    run_dcfa(wrong_lookup_at_step_1, LLMCall(gw), settings)
     listed = {}
     for line in dcfa_caps(gw, {"dcfa": settings.model_dump(mode="json")}):
         m = re.match(r"dcfa: dcfa\.\w+ ([\w+]+) -> \S+ max_\w+=(\d+)", line)

@@ -8,6 +8,7 @@ import pytest
 from agentcausal.attribution.dcfa.gca import run_gca
 from agentcausal.attribution.dcfa.gca_validation import DroppedEdges, graph_edges, validate_deviations, validate_edges
 from agentcausal.exceptions import StructuredOutputError
+from agentcausal.llm import LLMCall
 from tests.attribution.dcfa.conftest import DcfaResponder, kind_of, small, user_text
 
 
@@ -50,7 +51,7 @@ def test_gca_joint_is_two_calls_and_validates_the_graph(fake_server, make_gatewa
         deviations=[(1, "wrong lookup"), (9, "bogus")], edges=[(1, 2), (2, 1), (3, 3), (1, 2), (2, 7)], hypothesis=1
     )
     gw = make_gateway(fake_server)
-    out = run_gca(wrong_lookup_at_step_1, gw, small())
+    out = run_gca(wrong_lookup_at_step_1, LLMCall(gw), small())
     assert r.calls == ["gca", "hg"]
     assert out.deviations == ((1, "wrong lookup"),)
     assert graph_edges(out.graph) == [(1, 2)]
@@ -70,7 +71,7 @@ def test_gca_joint_is_two_calls_and_validates_the_graph(fake_server, make_gatewa
 
 def test_gca_split_makes_three_calls(fake_server, make_gateway, wrong_lookup_at_step_1):
     fake_server.responder = r = DcfaResponder(edges=[(1, 3)], hypothesis=3)
-    out = run_gca(wrong_lookup_at_step_1, make_gateway(fake_server), small(mdi_cgc="split"))
+    out = run_gca(wrong_lookup_at_step_1, LLMCall(make_gateway(fake_server)), small(mdi_cgc="split"))
     assert r.calls == ["mdi", "cgc", "hg"]
     assert "- step 1: wrong lookup" in user_text(fake_server.chat_requests[1])
     assert graph_edges(out.graph) == [(1, 3)] and out.hypothesis_step == 3
@@ -79,7 +80,7 @@ def test_gca_split_makes_three_calls(fake_server, make_gateway, wrong_lookup_at_
 def test_gca_hypothesis_out_of_range_is_repaired(fake_server, make_gateway, wrong_lookup_at_step_1):
     replies = iter([json.dumps({"step": 6, "reason": "x"}), json.dumps({"step": 5, "reason": "y"})])
     fake_server.responder = DcfaResponder(hypothesis=lambda body: next(replies))
-    out = run_gca(wrong_lookup_at_step_1, make_gateway(fake_server), small())
+    out = run_gca(wrong_lookup_at_step_1, LLMCall(make_gateway(fake_server)), small())
     assert out.hypothesis_step == 5
     assert [kind_of(b) for b in fake_server.chat_requests] == ["gca", "hg", "hg"]
 
@@ -87,4 +88,4 @@ def test_gca_hypothesis_out_of_range_is_repaired(fake_server, make_gateway, wron
 def test_gca_raises_when_hypothesis_stays_invalid(fake_server, make_gateway, wrong_lookup_at_step_1):
     fake_server.responder = DcfaResponder(hypothesis=lambda body: json.dumps({"step": 99, "reason": "x"}))
     with pytest.raises(StructuredOutputError, match="HypothesisReply"):
-        run_gca(wrong_lookup_at_step_1, make_gateway(fake_server), small())
+        run_gca(wrong_lookup_at_step_1, LLMCall(make_gateway(fake_server)), small())

@@ -10,6 +10,7 @@ import pytest
 from agentcausal.attribution.dcfa import DcfaSettings, run_dcfa
 from agentcausal.attribution.dcfa.paper_prompts import MDI_TASK
 from agentcausal.attribution.dcfa.prompts import gca_joint_model, mdi_model
+from agentcausal.llm import LLMCall
 from tests.attribution.dcfa.conftest import DcfaResponder, kind_of, make_trace, shown_steps, user_text
 from tests.attribution.dcfa.test_paper_procedure import cosine_embedder
 
@@ -28,7 +29,9 @@ def test_the_tie_rule_setting_reaches_the_search_through_run_lce(
         corrected=["", "fix 1", "fix 2", "fix 3", "", ""],
         outcomes={-1: "c0", 0: "c0.1", 1: "c0.2", 2: "c0.5", 3: "c0.8"},
     )
-    a = run_dcfa(wrong_lookup_at_step_1, make_gateway(fake_server, cache=False), DcfaSettings(search_ties=ties))
+    a = run_dcfa(
+        wrong_lookup_at_step_1, LLMCall(make_gateway(fake_server, cache=False)), DcfaSettings(search_ties=ties)
+    )
     lce = a.details["lce"]
     scored = {e["step"]: e["delta_s"] for e in lce["evaluated"] if e["direction"] == "forward"}
     assert scored[2] == pytest.approx(scored[3], abs=5e-4)  # the tie the rule decides
@@ -55,7 +58,7 @@ def test_hand_crafted_correct_rewrites_every_step_and_the_prefix_is_the_compress
     trace = make_trace().model_copy(update={"source": "Hand-Crafted"})
     compressed = ["short 0", "fixed 1", "short 2", "short 3", "short 4", "short 5"]
     fake_server.responder = DcfaResponder(edges=[(0, 1), (1, 2)], hypothesis=1, corrected=compressed)
-    a = run_dcfa(trace, make_gateway(fake_server), DcfaSettings())
+    a = run_dcfa(trace, LLMCall(make_gateway(fake_server)), DcfaSettings())
     (body,) = [b for b in fake_server.chat_requests if kind_of(b) == "correct"]
     text, schema = user_text(body), json.dumps(body.get("response_format", {}))
     assert "never leave a content empty" in text and 'content "" when' not in text
@@ -67,7 +70,7 @@ def test_hand_crafted_correct_rewrites_every_step_and_the_prefix_is_the_compress
 
 def test_algorithm_generated_correct_keeps_the_empty_content_for_unchanged(fake_server, make_gateway):
     fake_server.responder = DcfaResponder(edges=[(0, 1)], hypothesis=1, corrected=["", "fixed 1", "", "", "", ""])
-    run_dcfa(make_trace(), make_gateway(fake_server), DcfaSettings())
+    run_dcfa(make_trace(), LLMCall(make_gateway(fake_server)), DcfaSettings())
     (body,) = [b for b in fake_server.chat_requests if kind_of(b) == "correct"]
     assert 'content "" when the step needs no change' in user_text(body)
     assert '\\"\\" = unchanged' in json.dumps(body.get("response_format", {}))
@@ -83,7 +86,9 @@ def test_paper_cgc_keeps_and_follows_backward_and_self_links_as_the_released_cod
     fake_server.responder = DcfaResponder(
         edges=[(3, 1), (1, 1), (2, 9)], hypothesis=1, corrected=["", "fix 1", "", "fix 3", "", ""]
     )
-    a = run_dcfa(wrong_lookup_at_step_1, make_gateway(fake_server, cache=False), DcfaSettings(link_checks=checks))
+    a = run_dcfa(
+        wrong_lookup_at_step_1, LLMCall(make_gateway(fake_server, cache=False)), DcfaSettings(link_checks=checks)
+    )
     dropped = a.details["dropped_edges"]
     scored = sorted({e["step"] for e in a.details["lce"]["evaluated"]})
     links = {e["step"]: e for e in a.details["links"]}

@@ -10,6 +10,7 @@ from agentcausal.attribution.dcfa import DcfaSettings, run_dcfa
 from agentcausal.attribution.dcfa.details import DcfaDetails
 from agentcausal.attribution.jobs import run_method
 from agentcausal.attribution.registry import get_method
+from agentcausal.llm import LLMCall
 from agentcausal.report.dcfa import dependency_graph_mermaid
 from tests.attribution.dcfa.conftest import DcfaResponder, kind_of, revised_through, small, user_text
 
@@ -39,7 +40,7 @@ def test_search_moves_forward_to_the_step_that_fixes_the_answer(
 ):
     fake_server.responder = r = chain_responder
     gw = make_gateway(fake_server)
-    a = run_dcfa(wrong_lookup_at_step_1, gw, small())
+    a = run_dcfa(wrong_lookup_at_step_1, LLMCall(gw), small())
     lce = a.details["lce"]
     s1 = _cos(gw, "40", "42")
     s_orig = _cos(gw, "41", "42")
@@ -67,7 +68,7 @@ def test_search_moves_forward_to_the_step_that_fixes_the_answer(
 
 def test_each_counterfactual_is_simulated_once(fake_server, make_gateway, chain_responder, wrong_lookup_at_step_1):
     fake_server.responder = r = chain_responder
-    run_dcfa(wrong_lookup_at_step_1, make_gateway(fake_server, cache=False), small())
+    run_dcfa(wrong_lookup_at_step_1, LLMCall(make_gateway(fake_server, cache=False)), small())
     # S(3) = S(2) and S(0) = S(-1) are reused, not re-simulated; nothing twice even without a disk cache
     assert sorted(r.simulated) == [-1, 1, 2, 4]
 
@@ -89,7 +90,7 @@ def test_neighbours_are_simulated_concurrently(fake_server, make_gateway, chain_
         return chain_responder(body)
 
     fake_server.responder = responder
-    run_dcfa(wrong_lookup_at_step_1, make_gateway(fake_server, timeout_s=30.0), small())
+    run_dcfa(wrong_lookup_at_step_1, LLMCall(make_gateway(fake_server, timeout_s=30.0)), small())
     assert waited == ["together", "together"]
 
 
@@ -97,7 +98,7 @@ def test_simulation_prompts_share_prefix_and_hide_truth(
     fake_server, make_gateway, chain_responder, wrong_lookup_at_step_1
 ):
     fake_server.responder = chain_responder
-    run_dcfa(wrong_lookup_at_step_1, make_gateway(fake_server), small())
+    run_dcfa(wrong_lookup_at_step_1, LLMCall(make_gateway(fake_server)), small())
     sims = {revised_through(b): user_text(b) for b in fake_server.chat_requests if kind_of(b) == "simulation"}
     assert sims and all("<answer>" not in u for u in sims.values())
     assert "fixed 1" in sims[1] and "fixed 2" not in sims[1] and "content of step 2" in sims[1]
@@ -111,7 +112,7 @@ def test_simulation_prompts_share_prefix_and_hide_truth(
 
 def test_simulation_may_see_truth_before_the_steps(fake_server, make_gateway, chain_responder, wrong_lookup_at_step_1):
     fake_server.responder = chain_responder
-    run_dcfa(wrong_lookup_at_step_1, make_gateway(fake_server), small(simulation_sees_truth=True))
+    run_dcfa(wrong_lookup_at_step_1, LLMCall(make_gateway(fake_server)), small(simulation_sees_truth=True))
     u = next(user_text(b) for b in fake_server.chat_requests if kind_of(b) == "simulation")
     assert u.index("<answer>42</answer>") < u.index("<trace>")
 
@@ -137,7 +138,7 @@ def test_hypothesis_at_trace_ends(fake_server, make_gateway, wrong_lookup_at_ste
     # correcting through step 3 or through step 5 gives the truth; every other prefix gives "wrong"
     outcomes = {3: "42", 5: "42"}
     fake_server.responder = DcfaResponder(edges=edges, hypothesis=hyp, corrected=corrected, outcomes=outcomes)
-    a = run_dcfa(wrong_lookup_at_step_1, make_gateway(fake_server), small())
+    a = run_dcfa(wrong_lookup_at_step_1, LLMCall(make_gateway(fake_server)), small())
     lce = a.details["lce"]
     assert lce["visited"] == expected_visited
     direction = "forward" if hyp == 0 else "backward"
@@ -192,7 +193,7 @@ def test_correct_reply_that_skips_a_step(fake_server, make_gateway, wrong_lookup
     fake_server.responder = r = DcfaResponder(
         edges=[(1, 3)], hypothesis=1, corrected=entries, outcomes={-1: "1", 1: "2", 3: "42"}
     )
-    a = run_dcfa(wrong_lookup_at_step_1, make_gateway(fake_server), preset_settings())
+    a = run_dcfa(wrong_lookup_at_step_1, LLMCall(make_gateway(fake_server)), preset_settings())
     assert r.count("correct") == 1
     lce = a.details["lce"]
     assert lce["corrected_steps"] == [1, 3] and lce["correct_missing"] == [2, 4, 5]
@@ -210,7 +211,7 @@ def test_long_step_echoed_verbatim_is_not_a_correction(fake_server, make_gateway
     fake_server.responder = DcfaResponder(
         edges=[(1, 2)], hypothesis=1, corrected=["", "fix 1", long, "", "", ""], outcomes={-1: "1", 1: "42"}
     )
-    a = run_dcfa(trace, make_gateway(fake_server), small())  # small caps corrected steps at 300 characters
+    a = run_dcfa(trace, LLMCall(make_gateway(fake_server)), small())  # small caps corrected steps at 300 characters
     lce = a.details["lce"]
     assert lce["corrected_steps"] == [1] and lce["correct_truncated"] == []
     # T~(2) equals T~(1): step 2 was not simulated with a cut copy of itself
@@ -225,7 +226,7 @@ def test_invalid_simulation_falls_back_to_hypothesis(fake_server, make_gateway, 
         return "no json here" if kind_of(body) == "simulation" else base(body)
 
     fake_server.responder = responder
-    a = run_dcfa(wrong_lookup_at_step_1, make_gateway(fake_server), small())
+    a = run_dcfa(wrong_lookup_at_step_1, LLMCall(make_gateway(fake_server)), small())
     assert a.step == 1 and a.error is None and a.details["final"]["source"] == "hypothesis"
     # the candidate that could not be scored is skipped (as the released code skips it), never accepted
     lce = a.details["lce"]
@@ -267,7 +268,7 @@ def test_trace_text_cannot_close_the_trace_block(fake_server, make_gateway, wron
         }
     )
     fake_server.responder = DcfaResponder(hypothesis=1)
-    run_dcfa(evil, make_gateway(fake_server), small())
+    run_dcfa(evil, LLMCall(make_gateway(fake_server)), small())
     for b in fake_server.chat_requests:
         assert user_text(b).count("</trace>") == 1
 
@@ -282,7 +283,7 @@ def test_mermaid_of_a_run_shows_agents_roles_and_search(
     fake_server, make_gateway, chain_responder, wrong_lookup_at_step_1
 ):
     fake_server.responder = chain_responder
-    a = run_dcfa(wrong_lookup_at_step_1, make_gateway(fake_server), small())
+    a = run_dcfa(wrong_lookup_at_step_1, LLMCall(make_gateway(fake_server)), small())
     text = dependency_graph_mermaid(a)
     assert 's0["τ0 · Agent0' in text and 's5["τ5 · Agent2"]' in text
     assert "  class s1 hypothesis" in text and "  class s2 decisive" in text
@@ -310,8 +311,8 @@ def test_scorer_rejects_out_of_range_indices(fake_server, make_gateway, wrong_lo
 
     fake_server.responder = DcfaResponder(**CHAIN)
     gw = make_gateway(fake_server)
-    gca = run_gca(wrong_lookup_at_step_1, gw, small())
-    scorer = CounterfactualScorer(wrong_lookup_at_step_1, gca, gw, small())
+    gca = run_gca(wrong_lookup_at_step_1, LLMCall(gw), small())
+    scorer = CounterfactualScorer(wrong_lookup_at_step_1, gca, LLMCall(gw), small())
     with pytest.raises(ValueError, match="outside 0..5"):
         scorer([6])
     with pytest.raises(ValueError, match="outside 0..5"):
@@ -326,7 +327,7 @@ def test_decide_needs_candidates(fake_server, make_gateway, wrong_lookup_at_step
     from agentcausal.attribution.dcfa.ded import decide
 
     with pytest.raises(ValueError, match="at least one candidate"):
-        decide(wrong_lookup_at_step_1, [], nx.DiGraph(), (), make_gateway(fake_server), small())
+        decide(wrong_lookup_at_step_1, [], nx.DiGraph(), (), LLMCall(make_gateway(fake_server)), small())
 
 
 def test_unreachable_endpoint_propagates_for_retry(fake_server, make_gateway, wrong_lookup_at_step_1):
@@ -334,7 +335,7 @@ def test_unreachable_endpoint_propagates_for_retry(fake_server, make_gateway, wr
 
     fake_server.inject(500, 500)
     with pytest.raises(EndpointUnreachableError):
-        run_dcfa(wrong_lookup_at_step_1, make_gateway(fake_server, max_retries=1), small())
+        run_dcfa(wrong_lookup_at_step_1, LLMCall(make_gateway(fake_server, max_retries=1)), small())
 
 
 def _preset(preset: str, **overrides):

@@ -13,6 +13,7 @@ import pytest
 from agentcausal.attribution.dcfa import DcfaSettings, run_dcfa
 from agentcausal.attribution.dcfa.ded import HYPOTHESIS_FLAG
 from agentcausal.attribution.previews import attribution_previews
+from agentcausal.llm import LLMCall
 from agentcausal_cli import main
 from tests.attribution.dcfa.conftest import DcfaResponder, kind_of, make_trace, small, user_text
 
@@ -46,7 +47,7 @@ def test_mdi_and_cgc_see_the_log_only_and_ask_the_released_instructions(
     fake_server, make_gateway, wrong_lookup_at_step_1
 ):
     fake_server.responder = r = DcfaResponder(**CHAIN)
-    a = run_dcfa(wrong_lookup_at_step_1, make_gateway(fake_server), DcfaSettings())
+    a = run_dcfa(wrong_lookup_at_step_1, LLMCall(make_gateway(fake_server)), DcfaSettings())
     assert r.calls[:3] == ["mdi", "cgc", "hg"]  # split, as the released code calls them
     (mdi,), (cgc,), (hg,) = _requests(fake_server, "mdi"), _requests(fake_server, "cgc"), _requests(fake_server, "hg")
     for crit in (
@@ -87,7 +88,7 @@ def test_each_candidate_has_its_own_named_simulation_and_one_without_a_root_caus
     fake_server, make_gateway, wrong_lookup_at_step_1
 ):
     fake_server.responder = r = DcfaResponder(**CHAIN)
-    a = run_dcfa(wrong_lookup_at_step_1, make_gateway(fake_server), DcfaSettings())
+    a = run_dcfa(wrong_lookup_at_step_1, LLMCall(make_gateway(fake_server)), DcfaSettings())
     sims = _requests(fake_server, "simulation")
     s2 = next(u for u in sims if "Root-cause step: step 2" in u)
     assert "Root-cause step: step 2 (Agent2); the steps it directly affects: 4." in s2
@@ -114,7 +115,7 @@ def test_delta_s_is_rounded_to_three_decimals_before_acceptance(fake_server, mak
         edges=[(1, 2)], hypothesis=1, corrected=["", "fix 1", "fix 2", "", "", ""], outcomes={1: "c0.5", 2: "c0.5004"}
     )  # ΔS(2) = 0.5004 - 0.5 = 0.0004
     fake_server.responder = DcfaResponder(**base)
-    a = run_dcfa(wrong_lookup_at_step_1, make_gateway(fake_server), DcfaSettings())
+    a = run_dcfa(wrong_lookup_at_step_1, LLMCall(make_gateway(fake_server)), DcfaSettings())
     (move,) = a.details["lce"]["evaluated"]
     assert move["step"] == 2 and move["delta_s"] == pytest.approx(0.0004, abs=1e-6) and not move["accepted"]
     assert a.details["lce"]["path"] == [] and a.details["lce"]["candidates"] == [1]
@@ -122,7 +123,9 @@ def test_delta_s_is_rounded_to_three_decimals_before_acceptance(fake_server, mak
     assert '<step n="1">' in ded and '<step n="2">' not in ded  # DED saw the hypothesis alone
     # raw floats (the text's version): the same ΔS is a move
     fake_server.responder = DcfaResponder(**base)
-    b = run_dcfa(wrong_lookup_at_step_1, make_gateway(fake_server, cache=False), DcfaSettings(delta_s_decimals=None))
+    b = run_dcfa(
+        wrong_lookup_at_step_1, LLMCall(make_gateway(fake_server, cache=False)), DcfaSettings(delta_s_decimals=None)
+    )
     assert [m["step"] for m in b.details["lce"]["path"]] == [2]
 
 
@@ -135,7 +138,7 @@ def test_no_step_is_scored_twice_in_one_search(fake_server, make_gateway, wrong_
         corrected=[f"fix {k}" for k in range(6)],
         outcomes={-1: "c0", 0: "c0", 1: "c0.2", 2: "c0.9", 3: "c0.95"},
     )
-    a = run_dcfa(wrong_lookup_at_step_1, make_gateway(fake_server, cache=False), DcfaSettings())
+    a = run_dcfa(wrong_lookup_at_step_1, LLMCall(make_gateway(fake_server, cache=False)), DcfaSettings())
     lce = a.details["lce"]
     assert [m["step"] for m in lce["path"]] == [2] and lce["stopped"]["backward"] == "all_evaluated"
     steps = [e["step"] for e in lce["evaluated"]]
@@ -154,7 +157,7 @@ def test_at_most_five_moves_per_direction(fake_server, make_gateway):
         corrected=[f"fix {k}" for k in range(9)],
         outcomes={k: f"c{0.1 * (k + 1):.1f}" for k in range(-1, 9)},
     )
-    a = run_dcfa(trace, make_gateway(fake_server, cache=False), DcfaSettings())
+    a = run_dcfa(trace, LLMCall(make_gateway(fake_server, cache=False)), DcfaSettings())
     lce = a.details["lce"]
     assert [m["step"] for m in lce["path"]] == [1, 2, 3, 4, 5] and lce["stopped"]["forward"] == "max_iterations"
     assert sorted(x for x in r.named if x is not None) == [1, 2, 3, 4, 5]  # step 6 never simulated
@@ -173,7 +176,7 @@ def test_at_most_five_moves_per_direction(fake_server, make_gateway):
 def test_correct_variant_follows_the_subset(fake_server, make_gateway, source, setting, expected):
     trace = make_trace().model_copy(update={"source": source})
     fake_server.responder = DcfaResponder(**CHAIN)
-    a = run_dcfa(trace, make_gateway(fake_server), DcfaSettings(correct_variant=setting))
+    a = run_dcfa(trace, LLMCall(make_gateway(fake_server)), DcfaSettings(correct_variant=setting))
     (correct,) = _requests(fake_server, "correct")
     assert a.details["lce"]["correct_variant"] == expected
     assert "factual elements" in correct and "<answer>42</answer>" in correct and "- step 1: wrong lookup" in correct
@@ -190,7 +193,7 @@ def test_ded_sees_each_candidates_simulation_and_mdi_reasons_and_the_flagged_hyp
     fake_server, make_gateway, wrong_lookup_at_step_1
 ):
     fake_server.responder = DcfaResponder(**CHAIN)
-    a = run_dcfa(wrong_lookup_at_step_1, make_gateway(fake_server), DcfaSettings())
+    a = run_dcfa(wrong_lookup_at_step_1, LLMCall(make_gateway(fake_server)), DcfaSettings())
     (ded,) = _requests(fake_server, "ded")
     assert "- step 1 (Agent1): " + HYPOTHESIS_FLAG in ded
     assert "  mistake reason (MDI): wrong lookup" in ded and "  mistake reason (MDI): copies it" in ded
@@ -210,12 +213,12 @@ def test_ded_is_always_called_and_may_answer_outside_the_candidates(fake_server,
     fake_server.responder = r = DcfaResponder(
         edges=[(1, 2)], hypothesis=1, corrected=["", "a", "b", "", "", ""], decision=4
     )
-    a = run_dcfa(wrong_lookup_at_step_1, make_gateway(fake_server), DcfaSettings())
+    a = run_dcfa(wrong_lookup_at_step_1, LLMCall(make_gateway(fake_server)), DcfaSettings())
     assert r.count("ded") == 1 and a.details["lce"]["candidates"] == [1]  # one candidate: still asked
     assert a.step == 4 and a.details["lce"]["decision"]["off_candidates"] is True
     # the text's version (and small): an enum of the candidates, skipped with one
     fake_server.responder = r2 = DcfaResponder(edges=[(1, 2)], hypothesis=1, corrected=["", "a", "b", "", "", ""])
-    b = run_dcfa(wrong_lookup_at_step_1, make_gateway(fake_server), small())
+    b = run_dcfa(wrong_lookup_at_step_1, LLMCall(make_gateway(fake_server)), small())
     assert r2.count("ded") == 0 and b.details["lce"]["decision"]["skipped"] is True
 
 

@@ -7,6 +7,7 @@ import pytest
 from agentcausal.attribution.dcfa import DcfaSettings, run_dcfa
 from agentcausal.attribution.dcfa.gca import run_gca
 from agentcausal.attribution.jobs import run_method
+from agentcausal.llm import LLMCall
 from agentcausal_cli import main
 from tests.attribution.dcfa.conftest import DcfaResponder, kind_of, make_trace, small, user_text
 
@@ -15,7 +16,9 @@ def test_equations_cgc_keeps_only_edges_whose_three_judgements_hold(fake_server,
     fake_server.responder = r = DcfaResponder(
         edges=[(0, 1), (1, 2), (1, 3)], hypothesis=1, judgements={(1, 3): (True, False, True)}
     )
-    out = run_gca(wrong_lookup_at_step_1, make_gateway(fake_server), DcfaSettings(cgc="equations", mdi_cgc="joint"))
+    out = run_gca(
+        wrong_lookup_at_step_1, LLMCall(make_gateway(fake_server)), DcfaSettings(cgc="equations", mdi_cgc="joint")
+    )
     assert r.calls == ["gca", "hg"]  # judgements come in the one reply: no extra calls
     assert sorted(out.graph.edges()) == [(0, 1), (1, 2)] and out.dropped_edges.not_causal == 1
     rec = {(j["source"], j["target"]): j for j in out.edge_judgements}
@@ -29,7 +32,7 @@ def test_equations_cgc_keeps_only_edges_whose_three_judgements_hold(fake_server,
 
 def test_small_keeps_todays_wording_and_caps(fake_server, make_gateway, wrong_lookup_at_step_1):
     fake_server.responder = DcfaResponder(edges=[(0, 1)], hypothesis=1)
-    run_gca(wrong_lookup_at_step_1, make_gateway(fake_server), small())
+    run_gca(wrong_lookup_at_step_1, LLMCall(make_gateway(fake_server)), small())
     gca_prompt = user_text(fake_server.chat_requests[0])
     assert "list up to 5 steps" in gca_prompt and "up to 10 edges" in gca_prompt
     assert "the first step whose mistake made the final answer wrong" in user_text(fake_server.chat_requests[1])
@@ -41,7 +44,7 @@ def test_paper_budgets_come_from_the_profile(fake_server, make_gateway, wrong_lo
         edges=[(1, 2)], hypothesis=1, corrected=["", "a", "b", "", "", ""], outcomes={1: "42"}
     )
     gw = make_gateway(fake_server)
-    run_dcfa(wrong_lookup_at_step_1, gw, DcfaSettings())
+    run_dcfa(wrong_lookup_at_step_1, LLMCall(gw), DcfaSettings())
     from agentcausal.settings import completion_budget
 
     expected = completion_budget(gw, "dcfa.gca", None)
@@ -54,7 +57,7 @@ def test_cap_keeps_edges_closest_to_the_hypothesis(fake_server, make_gateway):
     trace = make_trace(n=8)
     edges = [(0, 1), (1, 2), (5, 6), (6, 7), (4, 5)]
     fake_server.responder = DcfaResponder(edges=edges, hypothesis=5, corrected=[""] * 8)
-    a = run_dcfa(trace, make_gateway(fake_server), small(max_edges=2))
+    a = run_dcfa(trace, LLMCall(make_gateway(fake_server)), small(max_edges=2))
     assert a.details["edges"] == [list(e) for e in sorted(edges)]  # HG saw every valid edge
     assert sorted(map(tuple, a.details["search_edges"])) == [(4, 5), (5, 6)]
     assert a.details["dropped_edges"]["capped"] == 3 and a.details["dropped_edges"]["duplicates"] == 0
