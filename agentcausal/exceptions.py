@@ -7,7 +7,10 @@ a clear message and record the failure without parsing strings.
 
 from __future__ import annotations
 
+from typing import Any, ClassVar, Literal
+
 __all__ = [
+    "FailureKind",
     "AgentCausalError",
     "CompareError",
     "ConfigError",
@@ -38,12 +41,30 @@ __all__ = [
     "is_content_failure",
 ]
 
+#: what kind of failure an error is, as a record stores it (:class:`agentcausal.records.Failure`): endpoint gave up after
+#: retries, circuit breaker open on it, other HTTP error, reply invalid after repairs, prompt over the window, input ...
+FailureKind = (
+    Literal["endpoint_unreachable", "endpoint_down", "http_error", "invalid_reply", "context_window", "input"]
+    | Literal["algorithm", "sandbox", "config", "budget", "other"]
+)
+
 
 class AgentCausalError(Exception):
-    """Base class of every error raised on purpose by agentcausal."""
+    """Base class of every error raised on purpose by agentcausal.
+
+    Attributes
+    ----------
+    failure_kind : FailureKind, ``other`` unless a class names its own (``class E(AgentCausalError, kind="input")``)
+    """
+
+    failure_kind: ClassVar[FailureKind] = "other"
+
+    def __init_subclass__(cls, *, kind: FailureKind | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.failure_kind = kind if kind is not None else cls.failure_kind  # a subclass keeps its parent's
 
 
-class ConfigError(AgentCausalError):
+class ConfigError(AgentCausalError, kind="config"):
     """A settings or profiles file is missing or malformed.
 
     Attributes
@@ -93,7 +114,7 @@ class MissingAPIKeyError(ConfigError):
         self.env_var = env_var
 
 
-class EndpointUnreachableError(AgentCausalError):
+class EndpointUnreachableError(AgentCausalError, kind="endpoint_unreachable"):
     """An endpoint refused or timed out on every retry."""
 
     def __init__(self, profile: str, base_url: str, cause: str) -> None:
@@ -103,7 +124,7 @@ class EndpointUnreachableError(AgentCausalError):
         self.cause = cause
 
 
-class LLMCallError(AgentCausalError):
+class LLMCallError(AgentCausalError, kind="http_error"):
     """An endpoint answered with a non-retryable error (e.g. 400, 401, 404)."""
 
     def __init__(self, profile: str, stage: str, status: int | None, detail: str) -> None:
@@ -114,7 +135,7 @@ class LLMCallError(AgentCausalError):
         self.detail = detail
 
 
-class StructuredOutputError(AgentCausalError):
+class StructuredOutputError(AgentCausalError, kind="invalid_reply"):
     """A reply still failed validation against its pydantic model after all repair attempts.
 
     Attributes
@@ -141,7 +162,7 @@ class StructuredOutputError(AgentCausalError):
         self.errors = errors
 
 
-class ModelFileError(AgentCausalError):
+class ModelFileError(AgentCausalError, kind="config"):
     """A model file is missing, incomplete or fails its sha256 check."""
 
     def __init__(self, message: str, *, path: str | None = None) -> None:
@@ -149,7 +170,7 @@ class ModelFileError(AgentCausalError):
         self.path = path
 
 
-class TraceFormatError(AgentCausalError):
+class TraceFormatError(AgentCausalError, kind="input"):
     """A trace file cannot be read as a Who&When or agentcausal trace.
 
     Attributes
@@ -204,7 +225,7 @@ class RunFileError(TraceFormatError):
         super().__init__(message, path=path)
 
 
-class ItemChangedError(AgentCausalError):
+class ItemChangedError(AgentCausalError, kind="input"):
     """An input of a run plan no longer matches the plan: its file changed (or went away) since the plan was built.
 
     Attributes
@@ -239,7 +260,7 @@ class ResultStoreError(AgentCausalError):
         self.detail = detail
 
 
-class DatasetError(AgentCausalError):
+class DatasetError(AgentCausalError, kind="input"):
     """A dataset or its metadata is missing or malformed.
 
     Attributes
@@ -278,7 +299,7 @@ class InvalidDatasetsError(DatasetError):
         self.errors = list(errors)
 
 
-class AlgorithmError(AgentCausalError):
+class AlgorithmError(AgentCausalError, kind="algorithm"):
     """A causal-discovery algorithm failed, timed out, or got invalid parameters.
 
     Attributes
@@ -295,11 +316,11 @@ class AlgorithmError(AgentCausalError):
         self.transient = transient
 
 
-class SandboxError(AgentCausalError):
+class SandboxError(AgentCausalError, kind="sandbox"):
     """LLM-written code could not run in the sandbox, or the sandbox is unavailable."""
 
 
-class InputFileError(AgentCausalError):
+class InputFileError(AgentCausalError, kind="input"):
     """An input file may not be read: not a regular file, a symlink loop or out of its tree, over the size
     limit, not UTF-8, or JSON nested too deeply or holding a too-long integer (:mod:`agentcausal.input_files`).
 
@@ -315,7 +336,7 @@ class InputFileError(AgentCausalError):
         self.detail = detail
 
 
-class ContextWindowError(AgentCausalError):
+class ContextWindowError(AgentCausalError, kind="context_window"):
     """A prompt would not fit the routed model's context window, so it was not sent: a property of the item.
 
     Attributes
@@ -454,7 +475,7 @@ class RunFolderBusyError(AgentCausalError):
         return (type(self), (self.path, self.pid))
 
 
-class EndpointDownError(AgentCausalError):
+class EndpointDownError(AgentCausalError, kind="endpoint_down"):
     """The run's circuit breaker is open: an endpoint failed ``failures`` requests in a row (refused, 5xx or
     timed out after the client's retries), so the run stops sending work to it (:mod:`agentcausal.runs.breaker`).
 

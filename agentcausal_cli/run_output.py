@@ -8,10 +8,11 @@ folder and its report; the exit status from ``run.json``
 
 from __future__ import annotations
 
-import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from agentcausal.records import read_failures
 from agentcausal.runs.folder import load_run_meta
 from agentcausal_cli.run_folder_options import failed_rows_exit
 from agentcausal_cli.spend_options import print_spend
@@ -22,40 +23,45 @@ if TYPE_CHECKING:
 
 __all__ = ["print_attribution_run", "print_discovery_run", "print_discovery_report", "unreachable_summary"]
 
-#: ``EndpointUnreachableError: profile 'P': endpoint URL unreachable after retries: CAUSE`` in a row's error
-_UNREACHABLE = re.compile(
-    r"EndpointUnreachableError: profile '([^']*)': endpoint (\S+) unreachable after retries: (.*)"
-)
 
+def unreachable_summary(run_meta: Mapping[str, Any]) -> str | None:
+    """One line when every row of a run failed because its endpoint was unreachable, else None.
 
-def unreachable_summary(failures: Any, rows: int) -> str | None:
-    """One line when every one of ``rows`` rows failed because its endpoint was unreachable, else None.
+    Read from ``run.json``'s rows and failure tally (:func:`agentcausal.records.read_failures`): the
+    ``endpoint_unreachable`` kind's rows, profile, endpoint and cause; a run folder without a tally gives None.
 
     Parameters
     ----------
-    failures : DataFrame with ``error`` (and ``status``), :attr:`Evaluation.failures`
-    rows : number of (trace, method) rows of the run
+    run_meta : the run's ``run.json``
 
     Examples
     --------
-    >>> import pandas as pd
-    >>> f = pd.DataFrame({"status": ["failed"], "error": [
-    ...     "EndpointUnreachableError: profile 'cli': endpoint http://h:9/v1 unreachable after retries: refused"]})
-    >>> unreachable_summary(f, 1)
+    >>> meta = {"rows": {"total": 1}, "failures": {"endpoint_unreachable": {
+    ...     "rows": 1, "profile": "cli", "endpoint": "http://h:9/v1", "cause": "refused"}}}
+    >>> unreachable_summary(meta)
     'endpoint unreachable: cli at http://h:9/v1 — refused (all 1 row(s) failed; nothing was cached)'
-    >>> unreachable_summary(f, 2) is None
+    >>> unreachable_summary({**meta, "rows": {"total": 2}}) is None
     True
     """
-    if rows < 1 or len(failures) != rows or "error" not in failures:
-        return None
-    hits = [_UNREACHABLE.search(str(e)) for e in failures["error"]]
-    first = hits[0]
-    if first is None or not all(hits):
+    rows = run_meta.get("rows")
+    total = int(rows.get("total", 0) or 0) if isinstance(rows, Mapping) else 0
+    down = read_failures(run_meta).get("endpoint_unreachable")
+    if total < 1 or down is None or down.rows != total:
         return None
     return (
-        f"endpoint unreachable: {first.group(1)} at {first.group(2)} — {first.group(3).strip()} "
-        f"(all {rows} row(s) failed; nothing was cached)"
+        f"endpoint unreachable: {down.profile} at {down.endpoint} — {(down.cause or '').strip()} "
+        f"(all {total} row(s) failed; nothing was cached)"
     )
+
+
+def _breaker_rows(run_meta: Mapping[str, Any], not_run: int) -> int:
+    """How many of a run's ``not_run`` rows the circuit breaker stopped (failures), not ``--max-cost`` (held back):
+    the ``endpoint_down`` kind of ``run.json``'s failure tally; a run folder without one, all of them when the
+    breaker stopped the run (``stopped``), else none."""
+    if "failures" not in run_meta:
+        return not_run if run_meta.get("stopped") else 0
+    down = read_failures(run_meta).get("endpoint_down")
+    return min(not_run, down.rows) if down is not None else 0
 
 
 def _print_failures(status_counts: dict[Any, int], rows: int, unit: str = "(trace, method) pairs") -> None:
@@ -99,11 +105,11 @@ def print_attribution_run(run_dir: str, *, exit_on_unreachable: bool = True, eva
         shown, path = rep.evaluation, rep.path
     else:
         shown, path = read_attribution_summary(run_dir), Path(run_dir) / "report.md"
-    overall, failures = shown.overall, shown.failures
+    failures = shown.failures
     print(console_summary(load_results(run_dir), accuracy_text(shown), run_dir))  # unlabelled: the blamed steps
     st: dict[Any, int] = failures["status"].value_counts().to_dict() if "status" in failures and len(failures) else {}
-    if st.get("not_run", 0) and "error" in failures:  # the circuit breaker's not_run rows are failures (exit 4)
-        down = int((failures["status"].eq("not_run") & _breaker_stopped(failures["error"])).sum())
+    if st.get("not_run", 0):  # the circuit breaker's not_run rows are failures (exit 4)
+        down = _breaker_rows(load_run_meta(run_dir), st["not_run"])
         st = {**st, "not_run": st["not_run"] - down, "failed": st.get("failed", 0) + down}
     if st.get("not_run", 0):  # held back by --max-cost: not failures
         _print_not_run(st["not_run"], "(trace, method) pairs")
@@ -112,9 +118,8 @@ def print_attribution_run(run_dir: str, *, exit_on_unreachable: bool = True, eva
     _print_run_folder(run_dir, path)
     if not exit_on_unreachable:  # `evaluate`: a report of a run, not the run
         return 0
-
-    line = unreachable_summary(failures, int(overall["n"].sum())) if "n" in overall else None
-    return failed_rows_exit(load_run_meta(run_dir), unit="(trace, method) row", unreachable=line)
+    meta = load_run_meta(run_dir)
+    return failed_rows_exit(meta, unit="(trace, method) row", unreachable=unreachable_summary(meta))
 
 
 def print_discovery_run(run_dir: str, *, reversal_cost: Literal[1, 2] = 1) -> int:
@@ -123,19 +128,21 @@ def print_discovery_run(run_dir: str, *, reversal_cost: Literal[1, 2] = 1) -> in
     from agentcausal.report.discovery_load import load_scored  # start-up cost (see discover.cmd_discover)
     from agentcausal.report.discovery_tables import summary_text  # (the same)
 
-    frame = load_scored(run_dir)
+    frame, meta = load_scored(run_dir), load_run_meta(run_dir)
     print(summary_text(frame, reversal_cost=reversal_cost))
-    held = frame["status"] == "not_run" if "status" in frame else frame["error"] != frame["error"]
-    held &= ~_breaker_stopped(frame["error"])  # the circuit breaker's: failures
-    failed = frame[(frame["error"] != "") & ~held]
-    st = failed["status"].value_counts().to_dict() if "status" in failed else {"failed": len(failed)}
-    _print_failures(st, len(failed), unit="(dataset, seed, method) runs")
-    if held.any():  # held back by --max-cost: not failures
-        _print_not_run(int(held.sum()), "runs")
+    errors = frame[frame["error"] != ""]
+    st = errors["status"].value_counts().to_dict() if "status" in errors else {"failed": len(errors)}
+    not_run = st.pop("not_run", 0)
+    held = not_run - _breaker_rows(meta, not_run)  # held back by --max-cost; the circuit breaker's are failures
+    if not_run - held:
+        st["not_run"] = not_run - held
+    _print_failures(st, len(errors) - held, unit="(dataset, seed, method) runs")
+    if held:  # held back by --max-cost: not failures
+        _print_not_run(held, "runs")
     print_spend(run_dir)  # the actual spend beside the estimate (run.json)
     _print_run_folder(run_dir, Path(run_dir) / "report.md")
 
-    return failed_rows_exit(load_run_meta(run_dir), unit="(dataset, seed, method) run")
+    return failed_rows_exit(meta, unit="(dataset, seed, method) run")
 
 
 def print_discovery_report(run_dir: str, *, reversal_cost: Literal[1, 2] = 1) -> None:
@@ -147,11 +154,6 @@ def print_discovery_report(run_dir: str, *, reversal_cost: Literal[1, 2] = 1) ->
     files = write_report(run_dir, reversal_cost=reversal_cost)
     print(summary_text(files.frame, reversal_cost=reversal_cost))
     _print_run_folder(files.run_dir, files.report)
-
-
-def _breaker_stopped(errors: Any) -> Any:
-    """Which rows' ``errors`` (a Series) are the circuit breaker's ``EndpointDownError`` (failures, not budget)."""
-    return errors.astype(str).str.startswith("EndpointDownError")
 
 
 def _print_not_run(count: int, rows: str) -> None:

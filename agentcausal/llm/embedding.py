@@ -1,12 +1,13 @@
-"""The gateway's embedding calls: :meth:`EmbeddingMixin.embed`, a mixin of :class:`~agentcausal.llm.gateway.Gateway`.
+"""The gateway's embeddings: :class:`Embedder`, held by :class:`~agentcausal.llm.gateway.Gateway` (``gw.embedder``).
 
 Each text is cached on its own under :func:`~agentcausal.llm.dialect.cache_key` of (endpoint
 identity, model, text); the texts the cache lacks go out as one batch (each distinct text
 once), and identical batches in flight wait for the first (one flight per set of missing
 texts). A profile with ``is_local_embedder`` embeds in-process
 (:func:`agentcausal.llm.local.local_embedder`); every other profile is asked through the
-``openai`` client's ``embeddings`` endpoint, holding a slot of the profile's limit. Rows come
-back L2-normalised, float32.
+``openai`` client's ``embeddings`` endpoint, holding a slot of the profile's limit (the
+gateway's client call). Rows come back L2-normalised, float32. The gateway routes the stage and
+records the call's usage once.
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from agentcausal.exceptions import EndpointUnreachableError, LLMCallError
+from agentcausal.exceptions import LLMCallError
 from agentcausal.llm import dialect, local
 from agentcausal.llm.gateway_cache import GatewayCache
 from agentcausal.llm.limits import Timer
@@ -28,69 +29,79 @@ from agentcausal.llm.reply_cache import encode_vector
 if TYPE_CHECKING:
     import openai
 
-__all__ = ["EmbeddingMixin"]
+__all__ = ["Embedded", "Embedder"]
 
-R = TypeVar("R")
+#: the gateway's client call: (stage, profile, fn on the client, timer) -> fn's result, one slot of the
+#: profile's limit held, openai's errors mapped to EndpointUnreachableError / LLMCallError
+ClientCall = Callable[[str, Profile, Callable[["openai.OpenAI"], Any], Timer], Any]
 
 
-class EmbeddingMixin(GatewayCache):
-    """Embeddings for :class:`~agentcausal.llm.gateway.Gateway`, which provides routing, calls and accounting."""
+class Embedded(NamedTuple):
+    """One embedding call: the vectors and what it cost (for the gateway's usage record).
 
-    if TYPE_CHECKING:  # defined by Gateway
+    Attributes
+    ----------
+    vectors : ndarray of shape (n, dim), float32, rows L2-normalised
+    requests : int, requests sent (the in-process embedder counts as one)
+    prompt_tokens : int, as the endpoint reports them
+    cache_hits : int, texts served by the cache (after a wait for an identical batch too)
+    run_hits : int, those of ``cache_hits`` on entries written this run
+    """
 
-        def _routed(self, stage: str, kind: str) -> Profile: ...
+    vectors: np.ndarray
+    requests: int
+    prompt_tokens: int
+    cache_hits: int
+    run_hits: int
 
-        def _call(self, stage: str, profile: Profile, fn: Callable[[openai.OpenAI], R], timer: Timer) -> R: ...
 
-        def _record(self, stage: str, item: str | None, profile: Profile, timer: Timer, **kw: int) -> None: ...
+class Embedder:
+    """Embeds texts through a reply cache and the gateway's client call.
 
-    def embed(self, stage: str, texts: Sequence[str], *, item: str | None = None) -> np.ndarray:
-        """Embed texts, each cached on disk by (base URL, model, text).
+    Parameters
+    ----------
+    cache : GatewayCache, the gateway's reply cache (vectors are cached beside replies)
+    call : the gateway's client call (:meth:`Gateway._call <agentcausal.llm.gateway.Gateway._call>`)
+    """
 
-        Parameters
-        ----------
-        stage : str, an embedding stage (e.g. ``dcfa.embed``)
-        texts : sequence of str, length n
-        item : str, optional
+    def __init__(self, cache: GatewayCache, call: ClientCall) -> None:
+        self.cache = cache
+        self.call = call
+
+    def embed(self, stage: str, profile: Profile, texts: Sequence[str], timer: Timer) -> Embedded:
+        """Embed ``texts`` (length n) for ``stage`` on ``profile`` (an embedding profile), each cached on its own.
 
         Returns
         -------
-        ndarray of shape (n, dim), float32, rows L2-normalised (so a dot product is a cosine).
+        Embedded, vectors of shape (n, dim); ``timer`` holds the wait and request seconds and requests sent.
 
         Raises
         ------
-        UnknownStageError, MissingAPIKeyError, EndpointUnreachableError, LLMCallError
-        ConfigError
-            If the stage is routed to a chat profile.
+        MissingAPIKeyError, EndpointUnreachableError, LLMCallError
         ModelFileError
             If the local embedder's model cannot be loaded.
         """
-        profile = self._routed(stage, "embedding")
-        timer = Timer()
+        cache = self.cache
         ident = dialect.cache_identity(profile)
         keys = [dialect.cache_key(ident, profile.model, {"embed": t}) for t in texts]
-        vecs: list[np.ndarray | None] = [self._cached_vector(k) for k in keys]
+        vecs: list[np.ndarray | None] = [cache.vector(k) for k in keys]
         hits = sum(v is not None for v in vecs)
         requests = pt = 0
         if hits < len(texts):
             # one flight per set of missing texts: identical batches in flight wait for the first
             batch = list(dict.fromkeys(k for k, v in zip(keys, vecs) if v is None))  # first-seen order
             flight = hashlib.sha256(("embed-batch\n" + "\n".join(sorted(batch))).encode()).hexdigest()
-            with self._single_flight(flight, timer):
-                found = {k: self._cached_vector(k) for k in batch}
+            with cache.single_flight(flight, timer):
+                found = {k: cache.vector(k) for k in batch}
                 todo_keys = [k for k in batch if found[k] is None]
                 if todo_keys:
                     first = {k: t for k, t in zip(keys, texts)}
                     todo = [first[k] for k in todo_keys]  # each distinct text once
-                    try:
-                        new, pt = self._embed_request(stage, profile, todo, timer)
-                    except (EndpointUnreachableError, LLMCallError):
-                        self._record(stage, item, profile, timer, requests=timer.requests)
-                        raise
+                    new, pt = self._request(stage, profile, todo, timer)
                     requests = max(1, timer.requests)  # the in-process embedder counts as one
                     for k, v in zip(todo_keys, new):
                         found[k] = v
-                        self._cache_set(k, encode_vector(v))
+                        cache.put(k, encode_vector(v))
             vecs = [v if v is not None else found[k] for k, v in zip(keys, vecs)]
             requested = set(todo_keys)
             hits = sum(k not in requested for k in keys)  # texts served by the cache, after the wait too
@@ -98,19 +109,9 @@ class EmbeddingMixin(GatewayCache):
         norms = np.linalg.norm(arr, axis=1, keepdims=True) if arr.size else 1.0
         arr = (arr / np.where(norms == 0, 1.0, norms)).astype(np.float32, copy=False)  # float32 when empty too
         served = [k for k in keys if k not in requested] if hits < len(texts) else keys
-        self._record(
-            stage,
-            item,
-            profile,
-            timer,
-            requests=requests,
-            prompt_tokens=pt,
-            cache_hits=hits,
-            run_hits=sum(self._run_hit(k) for k in served),
-        )
-        return arr
+        return Embedded(arr, requests, pt, hits, sum(cache.run_hit(k) for k in served))
 
-    def _embed_request(self, stage: str, profile: Profile, todo: list[str], timer: Timer) -> tuple[np.ndarray, int]:
+    def _request(self, stage: str, profile: Profile, todo: list[str], timer: Timer) -> tuple[np.ndarray, int]:
         """Embed ``todo`` with one request (or the in-process embedder): (vectors (n, dim), prompt tokens)."""
         if profile.is_local_embedder:
             t0 = time.perf_counter()
@@ -118,7 +119,7 @@ class EmbeddingMixin(GatewayCache):
                 return np.asarray(local.local_embedder(profile.model)(todo), dtype=np.float32), 0
             finally:
                 timer.request += time.perf_counter() - t0
-        resp = self._call(stage, profile, lambda c: c.embeddings.create(model=profile.model, input=todo), timer)
+        resp = self.call(stage, profile, lambda c: c.embeddings.create(model=profile.model, input=todo), timer)
         if len(resp.data) != len(todo):
             raise LLMCallError(profile.name, stage, None, f"asked for {len(todo)} embeddings, got {len(resp.data)}")
         resp.data.sort(key=lambda d: d.index)

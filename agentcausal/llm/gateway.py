@@ -3,46 +3,47 @@
 Every call names a *stage* (``dcfa.gca``, ``dcfa.embed``, ``mac.debate``, ``baseline`` ...); the
 routing (:mod:`agentcausal.llm.profiles`) maps it to a profile, and the call goes through the ``openai``
 client to that OpenAI-compatible endpoint: a commercial API, vLLM, or the embedded llama.cpp server
-(:mod:`agentcausal.llm.local`). One code path for all three. Around each call: the disk cache and one
-paid call per prompt (:mod:`~agentcausal.llm.gateway_cache`), parameters per dialect and the cache key
-(:mod:`~agentcausal.llm.dialect`), the concurrency limit per profile (:mod:`~agentcausal.llm.limits`),
-embeddings (:mod:`~agentcausal.llm.embedding`), and:
+(:mod:`agentcausal.llm.local`). One code path for all three. The gateway holds its reply cache (disk cache,
+one paid call per prompt, entries written this run: :class:`~agentcausal.llm.gateway_cache.GatewayCache`,
+``gw.cache``) and its embedder (:class:`~agentcausal.llm.embedding.Embedder`, ``gw.embedder``); around each
+call: parameters per dialect and the cache key (:mod:`~agentcausal.llm.dialect`), the concurrency limit per
+profile (:mod:`~agentcausal.llm.limits`), and:
 
-* **Retries**: the ``openai`` client's exponential backoff with jitter on 429, 5xx, timeouts and
-  connection errors (``max_retries``; it honours ``Retry-After``), holding one slot of the profile's
-  limit throughout. After the last retry: :class:`EndpointUnreachableError`.
+* **Retries**: the ``openai`` client's backoff with jitter on 429, 5xx, timeouts and connection errors
+  (``max_retries``, ``Retry-After``), one slot of the limit held; then :class:`EndpointUnreachableError`.
 * **Request bodies**: plain dicts sent with the client's ``post`` (its retries, errors and auth), not
   ``chat.completions.create``, whose type-directed transform cost about 0.5 ms of CPU per request. A
   leading visible ``<think>…</think>`` block is removed before a reply is parsed or cached
   (:func:`agentcausal.llm.replies.strip_reasoning`).
+* **One completion core** (:meth:`Gateway._complete`) under :meth:`Gateway.chat` and
+  :meth:`Gateway.structured`: single flight, cache read, request(s), cache write, one usage record.
 * **Structured replies** (:mod:`~agentcausal.llm.structured`): the model's JSON schema goes as
   ``response_format``; an invalid reply goes back with its validation error up to ``max_repairs`` times,
   then :class:`~agentcausal.exceptions.StructuredOutputError` carries the raw text.
-* **Accounting** per stage and item (:attr:`Gateway.usage`): tokens, and time waiting (for a slot or
-  an identical call in flight) apart from time in requests; a cache hit has no request time.
+* **Accounting** per stage and item (:attr:`Gateway.usage`): one record per call (hit, answer or failure):
+  tokens, and time waiting (for a slot or an identical call in flight) apart from time in requests.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-import threading
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
 import openai
+from pydantic import BaseModel, ValidationError
 
-from agentcausal.exceptions import ConfigError, EndpointUnreachableError, LLMCallError
-from agentcausal.llm import dialect, local
-from agentcausal.llm.embedding import EmbeddingMixin
+from agentcausal.exceptions import ConfigError, EndpointUnreachableError, LLMCallError, StructuredOutputError
+from agentcausal.llm import dialect
+from agentcausal.llm.embedding import Embedder
 from agentcausal.llm.gateway_cache import GatewayCache
-from agentcausal.llm.limits import Timer, count_request, requests_sent, semaphore
+from agentcausal.llm.limits import EndpointClients, Timer
 from agentcausal.llm.profiles import Profile, ProfileSet, load_profiles
 from agentcausal.llm.replies import strip_reasoning
-from agentcausal.llm.reply_cache import ReplyCache, thread_flights
-from agentcausal.llm.structured import StructuredMixin
+from agentcausal.llm.structured import repair_turns, structured_request
 from agentcausal.llm.usage import StageUsage, UsageLedger
 from agentcausal.llm.window import check_prompt_window
 
@@ -52,12 +53,14 @@ log = logging.getLogger(__name__)
 
 Message = dict[str, str]
 R = TypeVar("R")
+T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 
 #: what ``chat.completions.create`` puts in its request options: the bearer key
 _POST_OPTIONS: openai.RequestOptions = {"security": {"bearer_auth": True}}
 
 
-class Gateway(EmbeddingMixin, StructuredMixin, GatewayCache):
+class Gateway:
     """Routes, caches, retries and counts every LLM and embedding call.
 
     Parameters
@@ -74,6 +77,13 @@ class Gateway(EmbeddingMixin, StructuredMixin, GatewayCache):
         Retries of one request on 429, 5xx, timeouts and connection errors.
     max_repairs : int
         Extra attempts for a structured reply that fails validation.
+
+    Attributes
+    ----------
+    usage : UsageLedger, one record per call (:mod:`agentcausal.llm.usage`)
+    cache : GatewayCache, the reply cache (shared by :meth:`namespaced` views)
+    clients : EndpointClients, a client per endpoint and the call through it (limit held, errors mapped)
+    embedder : Embedder, embeddings through ``cache`` and this gateway's client call
 
     Examples
     --------
@@ -93,17 +103,13 @@ class Gateway(EmbeddingMixin, StructuredMixin, GatewayCache):
         max_repairs: int = 2,
     ) -> None:
         self.profiles = profiles
-        self.refresh = refresh
         self.max_retries = max_retries
         self.max_repairs = max_repairs
         self.usage = UsageLedger()
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
-        # a damaged cache file heals (moved aside); CorruptStoreError (one line) only when it cannot be moved
-        self._cache = ReplyCache(self.cache_dir, refresh=refresh) if self.cache_dir is not None else None
-        self._clients: dict[str, openai.OpenAI] = {}
-        self._lock = threading.Lock()
-        self._flights_lock, self._flights = thread_flights(self.cache_dir)  # keys in flight, per cache folder
-        self._fresh: set[str] = set()  # keys written by this gateway (readable under refresh)
+        self.cache = GatewayCache(self.cache_dir, refresh=refresh)
+        self.clients = EndpointClients(profiles, max_retries)
+        self.embedder = Embedder(self.cache, self._call)
         self.namespace: str | None = None  # a caller's cache space (:meth:`namespaced`); None = none
 
     @classmethod
@@ -138,19 +144,28 @@ class Gateway(EmbeddingMixin, StructuredMixin, GatewayCache):
             max_repairs=max_repairs,
         )
 
+    @property
+    def refresh(self) -> bool:
+        """Read only reply-cache entries written this run (the cache's; settable, for every view)."""
+        return self.cache.refresh
+
+    @refresh.setter
+    def refresh(self, value: bool) -> None:
+        self.cache.refresh = value
+
     def namespaced(self, namespace: str) -> "Gateway":
         """A view of this gateway whose chat and structured replies are cached in their own ``namespace``.
 
-        The view shares everything else (profiles, cache store, clients, usage ledger, keys in flight,
-        the entries written this run): only the cache key differs
+        The view shares everything else (profiles, the reply cache with its keys in flight and the entries
+        written this run, the embedder, clients, usage ledger): only the cache key differs
         (:func:`~agentcausal.llm.dialect.cache_key`'s ``namespace``), so a call never reads a reply
         cached under another namespace, or under none, even within one run and under ``refresh``.
         Discovery runs each method in its own (``"dcm_only"``), so an ablation pays for its own calls.
 
         >>> gw = Gateway.from_settings(cache_dir=None)
         >>> v = gw.namespaced("dcm_only")
-        >>> (v.namespace, gw.namespace, v.usage is gw.usage)
-        ('dcm_only', None, True)
+        >>> (v.namespace, gw.namespace, v.usage is gw.usage, v.cache is gw.cache)
+        ('dcm_only', None, True, True)
         """
         view = copy.copy(self)
         view.namespace = namespace
@@ -163,7 +178,6 @@ class Gateway(EmbeddingMixin, StructuredMixin, GatewayCache):
             return dialect.cache_key(ident, profile.model, payload)
         return dialect.cache_key(ident, profile.model, payload, self.namespace)
 
-    # ------------------------------------------------------------------ routing
     def profile_for(self, stage: str) -> Profile:
         """The profile serving ``stage``. Raises UnknownStageError (see ProfileSet)."""
         return self.profiles.profile_for(stage)
@@ -179,11 +193,8 @@ class Gateway(EmbeddingMixin, StructuredMixin, GatewayCache):
         return profile
 
     def model_for(self, stage: str) -> str:
-        """``"profile:model"`` label of the stage, for records and cache keys of results.
-
-        An embedded profile serving its own ``model_path`` gets ``@<file name>``
-        appended, so results from two GGUF files never share a label.
-        """
+        """``"profile:model"`` label of the stage, for records and cache keys of results; an embedded profile
+        serving its own ``model_path`` gets ``@<file name>`` appended (two GGUF files never share a label)."""
         p = self.profile_for(stage)
         label = f"{p.name}:{p.model}"
         return f"{label}@{Path(p.model_path).name}" if p.is_embedded and p.model_path else label
@@ -206,62 +217,10 @@ class Gateway(EmbeddingMixin, StructuredMixin, GatewayCache):
             shape.update(dialect.chat_params(p, None, None, 0)[0])
         return [self.model_for(stage), p.context_window, dialect.cache_identity(p), shape]
 
-    def _base_url(self, profile: Profile) -> str:
-        if profile.is_embedded:
-            return local.ensure_embedded_server(profile)
-        return profile.base_url
-
-    def _client(self, profile: Profile) -> tuple[openai.OpenAI, str]:
-        base_url = self._base_url(profile)
-        key = f"{profile.name}|{base_url}"
-        with self._lock:
-            if key not in self._clients:
-                if profile.is_embedded:
-                    api_key = local.embedded_api_key(base_url)  # the server's per-process key
-                else:
-                    api_key = profile.api_key()
-                self._clients[key] = openai.OpenAI(
-                    base_url=base_url,
-                    api_key=api_key,
-                    timeout=profile.timeout_s,
-                    max_retries=self.max_retries,
-                    http_client=openai.DefaultHttpxClient(event_hooks={"request": [count_request]}),
-                )
-            return self._clients[key], base_url
-
-    # -------------------------------------------------------------------- chat
     def _call(self, stage: str, profile: Profile, fn: Callable[[openai.OpenAI], R], timer: Timer) -> R:
-        """Run one client call holding a slot of the profile's limit; map openai errors to ours.
-
-        The ``openai`` client has already retried (with backoff and jitter) when
-        an error reaches here, so a retryable error means the endpoint stayed
-        unavailable. The slot is held through those retries (so requests in
-        flight never exceed the limit) and released however the call ends.
-        """
-        client, base_url = self._client(profile)
-        sem = semaphore(self.profiles, profile, base_url)
-        t0 = time.perf_counter()
-        sem.acquire()
-        t1 = time.perf_counter()
-        timer.wait += t1 - t0
-        sent = requests_sent()
-        try:
-            return fn(client)
-        except openai.APITimeoutError as exc:
-            cause = f"stage {stage!r}: timed out after {profile.timeout_s:g} s ({self.max_retries} retries)"
-            raise EndpointUnreachableError(profile.name, base_url, cause) from exc
-        except openai.APIConnectionError as exc:
-            cause = f"stage {stage!r}: connection failed ({self.max_retries} retries): {exc}"
-            raise EndpointUnreachableError(profile.name, base_url, cause) from exc
-        except (openai.RateLimitError, openai.InternalServerError) as exc:
-            cause = f"stage {stage!r}: HTTP {exc.status_code} ({self.max_retries} retries): {str(exc)[:300]}"
-            raise EndpointUnreachableError(profile.name, base_url, cause) from exc
-        except openai.APIStatusError as exc:
-            raise LLMCallError(profile.name, stage, exc.status_code, str(exc)[:500]) from exc
-        finally:
-            sem.release()
-            timer.request += time.perf_counter() - t1
-            timer.requests += requests_sent() - sent
+        """One client call holding a slot of the profile's limit, openai's errors as ours
+        (:meth:`EndpointClients.call <agentcausal.llm.limits.EndpointClients.call>`)."""
+        return self.clients.call(stage, profile, fn, timer)
 
     def _request(
         self, stage: str, profile: Profile, messages: list[Message], params: dict[str, Any], timer: Timer
@@ -288,20 +247,79 @@ class Gateway(EmbeddingMixin, StructuredMixin, GatewayCache):
         return text, choice.get("finish_reason"), int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0)
 
     def _record(self, stage: str, item: str | None, profile: Profile, timer: Timer, **kw: int) -> None:
-        pt, ct = kw.get("prompt_tokens", 0), kw.get("completion_tokens", 0)
+        """The one usage record of a call (``kw``: the :class:`StageUsage` counts), priced by the profile."""
+        pt, ct, t = kw.get("prompt_tokens", 0), kw.get("completion_tokens", 0), timer.request
         cost = pt / 1000 * profile.price_prompt_per_1k + ct / 1000 * profile.price_completion_per_1k
-        self.usage.record(
-            stage,
-            item,
-            StageUsage(
-                calls=1,
-                seconds=timer.request,
-                request_seconds=timer.request,
-                wait_seconds=timer.wait,
-                cost_usd=cost,
-                **kw,
-            ),
-        )
+        u = StageUsage(calls=1, seconds=t, request_seconds=t, wait_seconds=timer.wait, cost_usd=cost, **kw)
+        self.usage.record(stage, item, u)
+
+    def _complete(
+        self,
+        stage: str,
+        item: str | None,
+        profile: Profile,
+        key: str,
+        messages: list[Message],
+        params: dict[str, Any],
+        parse: Callable[[str], T],
+        *,
+        repairs: int = 0,
+        reply_model: str = "",
+        max_tokens: int | None = None,
+    ) -> T:
+        """The completion core of :meth:`chat` and :meth:`structured`: one call, cached, one usage record.
+
+        Under the single flight of ``key``: a cached reply that ``parse`` accepts is the answer (a cache
+        hit); else up to ``1 + repairs`` requests, each reply given to ``parse`` (a ``ValidationError``
+        sends the reply back with its error, :func:`~agentcausal.llm.structured.repair_turns`); the first
+        reply it accepts is cached (its text) and returned. The call's usage is recorded once, whether it
+        is a hit, an answer or a failure of the endpoint (the tokens and requests it spent). Raises
+        StructuredOutputError when ``parse`` refused every reply (``reply_model`` names what it had to
+        satisfy); :meth:`_request`'s errors pass through.
+        """
+        timer = Timer()
+        with self.cache.single_flight(key, timer):  # identical calls in flight wait for the first
+            hit = self.cache.text(key)
+            if hit is not None:
+                try:
+                    out = parse(hit)
+                except ValidationError:
+                    pass  # reply model changed since: ask again
+                else:
+                    self._record(stage, item, profile, timer, cache_hits=1, run_hits=self.cache.run_hit(key))
+                    return out
+            convo, pt, ct, raw, err = messages, 0, 0, "", ""
+
+            def spent() -> None:  # the record of a call that sent requests: what they cost so far
+                self._record(
+                    stage, item, profile, timer, requests=timer.requests, prompt_tokens=pt, completion_tokens=ct
+                )
+
+            for attempt in range(1 + repairs):
+                try:
+                    raw, finish, p, c = self._request(stage, profile, convo, params, timer)
+                except (EndpointUnreachableError, LLMCallError):
+                    spent()
+                    raise
+                pt, ct = pt + p, ct + c
+                try:
+                    out = parse(raw)
+                except ValidationError as exc:
+                    truncated = finish == "length"
+                    err = (
+                        f"reply cut off at max_tokens={max_tokens} (finish_reason=length); {exc}"
+                        if truncated
+                        else str(exc)
+                    )
+                    log.info("stage=%s invalid %s reply (attempt %d): %s", stage, reply_model, attempt + 1, err[:200])
+                    convo = repair_turns(messages, raw, err, truncated)
+                    continue
+                self.cache.put(key, {"text": raw})
+                spent()
+                log.debug("stage=%s profile=%s prompt_tokens=%d completion_tokens=%d", stage, profile.name, pt, ct)
+                return out
+            spent()
+            raise StructuredOutputError(stage, reply_model, raw, 1 + repairs, err)
 
     def chat(
         self,
@@ -347,34 +365,134 @@ class Gateway(EmbeddingMixin, StructuredMixin, GatewayCache):
         msgs = [dict(m) for m in messages]
         params, key_extra = dialect.chat_params(profile, max_tokens, temperature, sample)
         key = self._key(profile, {"messages": msgs, "params": params, **key_extra})
+        return self._complete(stage, item, profile, key, msgs, params, str)
+
+    def structured(
+        self,
+        stage: str,
+        messages: Sequence[Message],
+        reply_model: type[M],
+        *,
+        item: str | None = None,
+        max_tokens: int | None = None,
+        sample: int = 0,
+        temperature: float | None = None,
+        schema: dict[str, Any] | None = None,
+        context: Any = None,
+    ) -> M:
+        """A chat completion validated against a pydantic model, repaired on failure, cached.
+
+        Parameters
+        ----------
+        stage, messages, item, max_tokens, sample, temperature
+            As in :meth:`chat`.
+        reply_model : pydantic model class; its JSON schema is sent with the request,
+            and its docstring and field descriptions are what the model reads.
+        schema : dict, optional
+            The JSON schema to send (and key) instead of ``reply_model``'s own: a per-call
+            variant of one template (an enum of this trace's agents, a bound on its steps), so a
+            method whose reply shape varies per item need not build a pydantic class and its
+            schema per shape (about 1-2 ms of CPU each). ``reply_model`` must then enforce the
+            same constraints, reading them from ``context``; the dict is only read. Its ``title``
+            names it in ``response_format`` (else the class name).
+        context : optional
+            pydantic's validation context for ``reply_model.model_validate_json`` (every reply,
+            cached ones included), e.g. the agents and step count a ``schema`` was built for.
+
+        Returns
+        -------
+        An instance of ``reply_model``.
+
+        Raises
+        ------
+        StructuredOutputError
+            The reply is still invalid after ``max_repairs`` repair attempts;
+            carries the last raw text, the attempt count and the error.
+            Each repair request sends the original messages, the last invalid
+            reply and its validation error (not every earlier attempt: prompts
+            stay short on small local models); a reply cut off at
+            ``max_tokens`` is asked again for a shorter object.
+        UnknownStageError, MissingAPIKeyError, EndpointUnreachableError, LLMCallError
+        ConfigError
+            If the stage is routed to an embedding profile.
+        """
+        profile = self._routed(stage, "chat")
+        req = structured_request(profile, [dict(m) for m in messages], reply_model, schema)
+        params, key_extra = dialect.chat_params(profile, max_tokens, temperature, sample)
+        params["response_format"] = req.response_format
+        key = self._key(profile, {"messages": req.messages, "params": params, "schema": req.schema, **key_extra})
+
+        def parse(text: str) -> M:
+            return reply_model.model_validate_json(dialect.extract_json(text), context=context)
+
+        return self._complete(
+            stage,
+            item,
+            profile,
+            key,
+            req.messages,
+            params,
+            parse,
+            repairs=self.max_repairs,
+            reply_model=reply_model.__name__,
+            max_tokens=max_tokens,
+        )
+
+    def embed(self, stage: str, texts: Sequence[str], *, item: str | None = None) -> np.ndarray:
+        """Embed texts, each cached on disk by (base URL, model, text) (:class:`~agentcausal.llm.embedding.Embedder`).
+
+        Parameters
+        ----------
+        stage : str, an embedding stage (e.g. ``dcfa.embed``)
+        texts : sequence of str, length n
+        item : str, optional
+
+        Returns
+        -------
+        ndarray of shape (n, dim), float32, rows L2-normalised (so a dot product is a cosine).
+
+        Raises
+        ------
+        UnknownStageError, MissingAPIKeyError, EndpointUnreachableError, LLMCallError
+        ConfigError
+            If the stage is routed to a chat profile.
+        ModelFileError
+            If the local embedder's model cannot be loaded.
+        """
+        profile = self._routed(stage, "embedding")
         timer = Timer()
-        with self._single_flight(key, timer):  # identical calls in flight wait for the first
-            hit = self._cached_text(key)
-            if hit is not None:
-                self._record(stage, item, profile, timer, cache_hits=1, run_hits=self._run_hit(key))
-                return hit
-            try:
-                text, _finish, pt, ct = self._request(stage, profile, msgs, params, timer)
-            except (EndpointUnreachableError, LLMCallError):
-                self._record(stage, item, profile, timer, requests=timer.requests)  # time and requests spent
-                raise
-            self._cache_set(key, {"text": text})
-            self._record(stage, item, profile, timer, requests=timer.requests, prompt_tokens=pt, completion_tokens=ct)
-            log.debug("stage=%s profile=%s prompt_tokens=%d completion_tokens=%d", stage, profile.name, pt, ct)
-            return text
+        try:
+            out = self.embedder.embed(stage, profile, texts, timer)
+        except (EndpointUnreachableError, LLMCallError):
+            self._record(stage, item, profile, timer, requests=timer.requests)
+            raise
+        self._record(
+            stage,
+            item,
+            profile,
+            timer,
+            requests=out.requests,
+            prompt_tokens=out.prompt_tokens,
+            cache_hits=out.cache_hits,
+            run_hits=out.run_hits,
+        )
+        return out.vectors
 
     def max_output_tokens(self, stage: str) -> int | None:
-        """The completion-token ceiling of the profile serving ``stage`` (``None`` = no ceiling).
-
-        Methods under the ``paper`` preset derive their completion budgets from
-        it instead of fixed token counts. Raises UnknownStageError (see ProfileSet).
-        """
+        """The completion-token ceiling of the profile serving ``stage`` (``None`` = no ceiling), from which methods
+        under the ``paper`` preset derive their completion budgets. Raises UnknownStageError (see ProfileSet)."""
         return self.profile_for(stage).max_output_tokens
+
+    @property
+    def cache_dropped(self) -> int:
+        """Reply-cache records that failed their check, dropped and asked again (:attr:`GatewayCache.dropped`)."""
+        return self.cache.dropped
+
+    def cache_notice(self) -> str | None:
+        """One console line when reply-cache records were dropped, else None (:meth:`GatewayCache.notice`)."""
+        return self.cache.notice()
 
     def close(self) -> None:
         """Close HTTP clients and the disk cache."""
-        for c in self._clients.values():
-            c.close()
-        self._clients.clear()
-        if self._cache is not None:
-            self._cache.close()
+        self.clients.close()
+        self.cache.close()

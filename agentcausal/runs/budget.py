@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 
-class BudgetExceeded(AgentCausalError):
+class BudgetExceeded(AgentCausalError, kind="budget"):
     """The spend cap (``--max-cost`` / ``--max-tokens``) left no room for this job (its record is ``not_run``,
     ``status_detail="budget"``)."""
 

@@ -44,7 +44,7 @@ from typing import Any, TypeVar
 from agentcausal.exceptions import AgentCausalError, EndpointDownError
 from agentcausal.integrity import take_heals
 from agentcausal.llm import Gateway
-from agentcausal.records import RunRecord
+from agentcausal.records import FailureTally, RunRecord
 from agentcausal.runs.breaker import breaker_for, method_profiles
 from agentcausal.runs.budget import (  # --max-cost / --max-tokens, spend
     BudgetGate,
@@ -158,6 +158,7 @@ class RunSummary:
     failed : int, rows whose status is ``failed`` (not stored; the next run computes them again)
     not_run : int, rows whose status is ``not_run`` (the circuit breaker stopped the run first; not stored)
     stopped : str or None, why the run stopped early (the circuit breaker's message)
+    failures : FailureTally, rows by failure kind with the fields of each kind's first (``run.json``'s ``failures``)
     dropped : int, stored rows that failed their checksum or schema (recomputed)
     reused_rows : list of dict, the first :data:`REUSED_LISTED` reused rows (``id``, ``method``, ``status``)
     wall_seconds : float
@@ -170,6 +171,7 @@ class RunSummary:
     failed: int = 0
     not_run: int = 0
     stopped: str | None = None
+    failures: FailureTally = field(default_factory=FailureTally)
     dropped: int = 0
     reused_rows: list[dict[str, Any]] = field(default_factory=list)
     wall_seconds: float = 0.0
@@ -384,6 +386,7 @@ class RunEngine:
                     "not_run": summary.not_run,
                 },
                 **({"stopped": summary.stopped} if summary.stopped else {}),
+                "failures": summary.failures.facts(),
                 "store": {
                     "path": str(self.store.path),
                     "dropped": summary.dropped,
@@ -410,6 +413,7 @@ class RunEngine:
             summary.rows += 1
             summary.failed += rec.status == "failed"
             summary.not_run += rec.status == "not_run"
+            summary.failures.add(rec)
             if rec.reused:
                 summary.reused += 1
                 if len(summary.reused_rows) < REUSED_LISTED:

@@ -74,7 +74,7 @@ def test_the_namespace_enters_the_key_only_when_given():
 def test_a_namespaced_view_shares_the_ledger_and_store(fake_server, make_gateway):
     gw = make_gateway(fake_server)
     view = gw.namespaced("dcm_only")
-    assert view.usage is gw.usage and view._cache is gw._cache and gw.namespace is None
+    assert view.usage is gw.usage and view.cache is gw.cache and gw.namespace is None
     fake_server.push('{"a": 1}')
     view.chat("mac.debate", [{"role": "user", "content": "q"}])
     fake_server.push('{"a": 2}')

@@ -261,7 +261,7 @@ def test_api_key_never_enters_cache_keys_files_or_logs(fake_server, monkeypatch,
     gw.structured("baseline", user("x"), Pick)
     gw.chat("baseline", user("y"))
     gw.embed("dcfa.embed", ["some text"])
-    keys = list(gw._cache.iterkeys())
+    keys = list(gw.cache.store.iterkeys())
     gw.close()
     # the key was really used, so its absence below means something
     assert fake_server.requests[0]["_auth"] == f"Bearer {SECRET}"

@@ -45,4 +45,4 @@ def test_identical_calls_in_flight_make_one_request(fake_server, make_gateway):
     assert fake_server.count == 1
     assert out == [Pick(step=1, agent="A")] * 4
     assert gw.usage.by_stage()["baseline"].cache_hits == 3
-    assert gw._flights == {}  # no lock left behind
+    assert gw.cache.keys_in_flight == 0  # no lock left behind

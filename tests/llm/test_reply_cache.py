@@ -204,7 +204,7 @@ def test_a_truncated_sqlite_file_is_moved_aside_in_one_line_and_a_new_cache_begi
     (line,) = _heal_lines(caplog)
     (aside,) = cache.glob("cache.db.damaged-*")
     assert str(db) in line and str(aside) in line and "truncated" in line and "readable record(s) kept" in line
-    assert gw._cache.heals[0].damaged == str(aside)
+    assert gw.cache.store.heals[0].damaged == str(aside)
     assert gw.chat("baseline", [{"role": "user", "content": "q1"}]).startswith("r q1")
     assert fake_server.count == sent + 1  # lost, so asked again
     gw.close()

@@ -125,7 +125,7 @@ def test_identical_embedding_calls_from_many_threads_make_one_request(tmp_path):
         assert all((v == vecs[0]).all() for v in vecs)
         u = gw.usage.by_stage("t")["dcfa.embed"]
         assert (u.calls, u.requests, u.cache_hits) == (24, 1, 46)
-        assert gw._flights == {}
+        assert gw.cache.keys_in_flight == 0
         gw.close()
 
 

@@ -10,6 +10,7 @@ import pytest
 from agentcausal.attribution.jobs import ATTRIBUTION
 from agentcausal.attribution.plan import plan_attribution
 from agentcausal.exceptions import EndpointDownError, EndpointUnreachableError, LLMCallError
+from agentcausal.records import read_failures
 from agentcausal.runs.breaker import CircuitBreaker
 from agentcausal.runs.engine import RunEngine, drive, run_chunk
 from agentcausal.runs.folder import load_run_meta
@@ -50,6 +51,14 @@ def test_dead_endpoint_stops_the_run_and_marks_the_rest_not_run(fake_server, tmp
     assert len(not_run) == summary.not_run
     assert not_run["error"].str.startswith("EndpointDownError: endpoint down: fake at").all()
     assert set(df["status"]) == {"failed", "not_run"}
+    kinds = read_failures(meta)  # run.json's typed tally: what the command line reads
+    assert kinds["endpoint_down"].rows == summary.not_run and kinds["endpoint_down"].profile == "fake"
+    unreachable = kinds["endpoint_unreachable"]
+    assert (unreachable.rows, unreachable.profile, unreachable.endpoint) == (
+        summary.failed,
+        "fake",
+        fake_server.base_url,
+    )
 
     fake_server.faults.clear()  # the endpoint is back: the next run computes every row, nothing was cached
     summary2 = _run(settings, tmp_path, "r2")
