@@ -32,13 +32,13 @@ WATCH = (
     "_transform",
     "create_model",
     "model_json_schema",
-    "_single_flight",
+    "single_flight",
     "httpx2/_client.py:9",
     "httpx/_client.py:9",
     "reply_model",
     "structured",
-    "_cache_get",
-    "_cache_set",
+    "gateway_cache.py:1",
+    "gateway_cache.py:135(put)",
     "_post",
 )
 

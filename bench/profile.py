@@ -73,14 +73,14 @@ PHASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "  cache (read, single flight, write)": (
         (
-            "agentcausal/llm/gateway_cache.py:_single_flight",
-            "agentcausal/llm/gateway_cache.py:_cached_text",
-            "agentcausal/llm/gateway_cache.py:_cache_set",
-            "agentcausal/llm/gateway_cache.py:_run_hit",
+            "agentcausal/llm/gateway_cache.py:single_flight",
+            "agentcausal/llm/gateway_cache.py:text",
+            "agentcausal/llm/gateway_cache.py:put",
+            "agentcausal/llm/gateway_cache.py:run_hit",
         ),
         (),
     ),
-    "  cache write": (("agentcausal/llm/gateway_cache.py:_cache_set",), ()),
+    "  cache write": (("agentcausal/llm/gateway_cache.py:put",), ()),
     "  record (usage, envelope, results store)": (
         (
             "agentcausal/llm/gateway.py:_record",

@@ -39,7 +39,7 @@ class DiscoveryOutcome(RunRecord):
     data_hash : str, ``joblib.hash`` of the data and columns
 
     The fields every record holds (``method``, ``prompt_version``, ``models``, ``usage``, ``seconds``,
-    ``error``, ``details``, ``status``, ``status_detail``, ``reused``) are :class:`RunRecord`'s;
+    ``error``, ``details``, ``status``, ``status_detail``, ``failure``, ``reused``) are :class:`RunRecord`'s;
     ``details`` holds the algorithm parameters, or the MAC debates and fusion sentences.
     """
 

@@ -299,7 +299,7 @@ class Attribution(RunRecord):
     corrected_action : CorrectedAction or None, the blamed step corrected and the outcome with it
 
     The fields every record holds (``method``, ``prompt_version``, ``models``, ``usage``, ``seconds``,
-    ``error``, ``details``, ``status``, ``status_detail``, ``reused``) are :class:`RunRecord`'s.
+    ``error``, ``details``, ``status``, ``status_detail``, ``failure``, ``reused``) are :class:`RunRecord`'s.
     """
 
     trace_id: str
