@@ -79,7 +79,7 @@ def cmd_tables(args: argparse.Namespace) -> int:
         print(dcfa_tables_text(frames))
         return 0
     from agentcausal.discovery.analyses import cost_frame
-    from agentcausal.discovery.outcome import load_outcomes
+    from agentcausal.discovery.outcome import iter_outcomes
     from agentcausal.report.discovery_analyses import backbone_label
     from agentcausal.report.discovery_load import load_scored
 
@@ -88,7 +88,7 @@ def cmd_tables(args: argparse.Namespace) -> int:
     for label, r in zip(labels, runs):
         frames[label] = load_scored(r)
         try:
-            costs[label] = cost_frame(load_outcomes(r))
+            costs[label] = cost_frame(iter_outcomes(r))
         except RunFileError:
             pass  # scored without outcomes.jsonl: no cost table for this run
     from agentcausal.report.mac_paper_tables import mac_tables_text

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -160,7 +161,14 @@ def discovery_row(n: int, server: ServerProcess, concurrency: int, work: Path) -
     server.reset()
     with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as child:
         row = child.submit(_discover_run, listing, n, server.base_url, concurrency, str(work)).result()
-    return {**row, "requests": server.stats()["requests"], "concurrency": concurrency, "latency_s": server.latency_s}
+    load = [round(x, 2) for x in os.getloadavg()]  # the machine is shared: how busy it was as this row ended
+    return {
+        **row,
+        "requests": server.stats()["requests"],
+        "concurrency": concurrency,
+        "latency_s": server.latency_s,
+        "load_avg_1_5_15": load,
+    }
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

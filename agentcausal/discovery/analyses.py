@@ -36,6 +36,8 @@ __all__ = [
     "COST_REFERENCES",
     "rounds_curve",
     "cost_frame",
+    "cost_row",
+    "COST_COLUMNS",
     "cost_multiples",
     "paper_analyses",
 ]
@@ -104,55 +106,56 @@ def rounds_curve(df: pd.DataFrame, metrics: Sequence[str] = ROUNDS_METRICS) -> A
     return Analysis(table.reset_index(drop=True), sample_size(d), _convention(df))
 
 
+#: the columns of :func:`cost_frame`, one :func:`cost_row` each
+COST_COLUMNS = (
+    "dataset",
+    "seed",
+    "method",
+    "prompt_tokens",
+    "completion_tokens",
+    "tokens",
+    "cost_usd",
+    "calls",
+    "requests",
+    "cache_hits",
+    "models",
+)
+
+
+def cost_row(o: Any) -> dict[str, Any]:
+    """One outcome's row of :func:`cost_frame` (reads ``dataset``, ``seed``, ``method``, ``usage``, ``models``)."""
+    u = list((o.usage or {}).values())
+    pt = sum(float(s.get("prompt_tokens", 0) or 0) for s in u)
+    ct = sum(float(s.get("completion_tokens", 0) or 0) for s in u)
+    return {
+        "dataset": o.dataset,
+        "seed": o.seed,
+        "method": o.method,
+        "prompt_tokens": pt,
+        "completion_tokens": ct,
+        "tokens": pt + ct,
+        "cost_usd": sum(float(s.get("cost_usd", 0) or 0) for s in u),
+        "calls": sum(float(s.get("calls", 0) or 0) for s in u),
+        "requests": sum(float(s.get("requests", 0) or 0) for s in u),
+        "cache_hits": sum(float(s.get("cache_hits", 0) or 0) for s in u),
+        "models": "; ".join(sorted(set((o.models or {}).values()))),
+    }
+
+
 def cost_frame(outcomes: Iterable[Any]) -> pd.DataFrame:
     """Tokens and dollars of each outcome: what it cost when it was computed (a reused run included).
 
     Parameters
     ----------
-    outcomes : ``DiscoveryOutcome`` records (``usage``: stage -> token and cost totals; ``models``)
+    outcomes : ``DiscoveryOutcome`` records (``usage``: stage -> token and cost totals; ``models``), read once
 
     Returns
     -------
     DataFrame with columns dataset, seed, method, prompt_tokens, completion_tokens, tokens, cost_usd,
     calls (logical LLM calls), requests (sent), cache_hits (calls the LLM cache served: 0 tokens, 0 dollars),
-    models (``"profile:model"`` of each stage, ``; ``-joined).
+    models (``"profile:model"`` of each stage, ``; ``-joined) (:data:`COST_COLUMNS`, a :func:`cost_row` each).
     """
-    rows = []
-    for o in outcomes:
-        u = list((o.usage or {}).values())
-        pt = sum(float(s.get("prompt_tokens", 0) or 0) for s in u)
-        ct = sum(float(s.get("completion_tokens", 0) or 0) for s in u)
-        rows.append(
-            {
-                "dataset": o.dataset,
-                "seed": o.seed,
-                "method": o.method,
-                "prompt_tokens": pt,
-                "completion_tokens": ct,
-                "tokens": pt + ct,
-                "cost_usd": sum(float(s.get("cost_usd", 0) or 0) for s in u),
-                "calls": sum(float(s.get("calls", 0) or 0) for s in u),
-                "requests": sum(float(s.get("requests", 0) or 0) for s in u),
-                "cache_hits": sum(float(s.get("cache_hits", 0) or 0) for s in u),
-                "models": "; ".join(sorted(set((o.models or {}).values()))),
-            }
-        )
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "dataset",
-            "seed",
-            "method",
-            "prompt_tokens",
-            "completion_tokens",
-            "tokens",
-            "cost_usd",
-            "calls",
-            "requests",
-            "cache_hits",
-            "models",
-        ],
-    )
+    return pd.DataFrame([cost_row(o) for o in outcomes], columns=list(COST_COLUMNS))
 
 
 def cost_multiples(

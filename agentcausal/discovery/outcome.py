@@ -124,12 +124,16 @@ def iter_outcomes(run_dir: str | Path) -> Iterator[DiscoveryOutcome]:
     Raises
     ------
     RunFileError
-        If the file is missing (before the first outcome) or a line is not a valid outcome (torn by a kill);
-        names the file and line.
+        If the file is missing (at the call, before any outcome is read) or a line is not a valid outcome
+        (torn by a kill, as that line is reached); names the file and line.
     """
     path = Path(run_dir) / "outcomes.jsonl"
     if not path.is_file():
         raise RunFileError("no outcomes.jsonl here; is this a run folder from `agentcausal discover`?", path=str(path))
+    return _outcome_lines(path)
+
+
+def _outcome_lines(path: Path) -> Iterator[DiscoveryOutcome]:
     with path.open(encoding="utf-8", errors="replace") as fh:
         yield from model_lines(fh, DiscoveryOutcome, "a valid outcome", path)
 

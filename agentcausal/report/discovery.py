@@ -7,6 +7,11 @@
 * :func:`write_report`: from a scored run folder (``results.parquet``, :mod:`agentcausal.report.discovery_load`;
   ``outcomes.jsonl``, ``run.json``): ``summary.csv``, ``graphs/*``, ``report.md``, ``report.html``, the plots
   and the MAC paper's analyses (:mod:`agentcausal.report.discovery_analyses`).
+* :class:`OutcomeDigest`: what the report keeps of the outcomes, read in one pass. Each outcome is counted into
+  the stage totals and cost rows and its graph files written; the first seed of each (dataset, method) is drawn
+  and rendered as it first appears; then the outcome is dropped. Kept: per (dataset, method) its first seed's
+  graphs (:class:`~agentcausal.report.discovery_graphs.FirstSeed`) and markdown section, per (method, stage)
+  the usage totals, per outcome one row of cost scalars, and the datasets without a true graph.
 
 The scored frame is read, never recomputed here.
 
@@ -17,23 +22,25 @@ Le et al. "Multi-Agent Causal Discovery Using Large Language Models." arXiv:2407
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
 import pandas as pd
 
-from agentcausal.discovery.evaluate import run_notes
+from agentcausal.discovery.analyses import COST_COLUMNS, cost_row
+from agentcausal.discovery.evaluate import truth_notes
 from agentcausal.discovery.graphs.metrics import METRIC_COLUMNS, METRICS_FOOTER, SHD_CONVENTION
-from agentcausal.discovery.outcome import DiscoveryOutcome, load_outcomes
+from agentcausal.discovery.outcome import DiscoveryOutcome, iter_outcomes
 from agentcausal.discovery.registry import METHODS, MethodVariant
 from agentcausal.report.discovery_analyses import analyses_report
 from agentcausal.report.discovery_graphs import (
+    FirstSeed,
+    GraphOutputs,
     draw_graph_png,
     edge_table_markdown,
     graph_mermaid,
     graphs_html,
-    write_graph_outputs,
 )
 from agentcausal.report.discovery_load import load_scored
 from agentcausal.report.discovery_tables import (
@@ -45,12 +52,15 @@ from agentcausal.report.discovery_tables import (
     table_records,
 )
 from agentcausal.report.html import facts_markdown, html_table, write_html_report
-from agentcausal.report.plots import discovery_figures, figures_markdown
+from agentcausal.report.plots import StageUsage, discovery_figures, figures_markdown
 from agentcausal.runs.folder import atomic_path, atomic_write_text, load_run_meta
 
 __all__ = [
     "markdown_report",
     "write_report",
+    "OutcomeDigest",
+    "debate_lines",
+    "graph_section",
     "RunFiles",
     "executor_lines",
     "config_for_methods",
@@ -58,7 +68,9 @@ __all__ = [
 ]
 
 
-def _debate_lines(o: DiscoveryOutcome) -> list[str]:
+def debate_lines(o: DiscoveryOutcome) -> list[str]:
+    """Markdown lines of an outcome's MAC records: DCM's debate and what it ran, Meta Fusion's sentences,
+    MDM's verdict and what it dropped, the debates' notes (none for other methods)."""
     d = o.details or {}
     out = []
     dcm = d.get("dcm")
@@ -82,6 +94,99 @@ def _debate_lines(o: DiscoveryOutcome) -> list[str]:
     for note in (dcm or {}).get("debate", {}).get("notes", []) + (mdm or {}).get("debate", {}).get("notes", []):
         out.append(f"- note: {note}")
     return out
+
+
+def _png_name(o: DiscoveryOutcome) -> str:
+    return f"{o.dataset}__{MethodVariant.parse(o.method).file_stem}.png"
+
+
+def graph_section(o: DiscoveryOutcome, graphs_dir: str = "graphs") -> list[str]:
+    """``report.md``'s lines for one outcome with a graph: its heading, debates, PNG link, edge table and Mermaid
+    source (``graphs_dir``: the PNGs' folder, relative to the report)."""
+    assert o.graph is not None
+    png = Path(graphs_dir) / _png_name(o)
+    return [
+        f"### {o.dataset} / {o.method} (seed {o.seed})",
+        "",
+        *debate_lines(o),
+        "",
+        f"![{o.dataset} {o.method}]({png.as_posix()})",
+        "",
+        edge_table_markdown(o.graph, o.true_graph),
+        "",
+        "```mermaid",
+        graph_mermaid(o.graph, o.true_graph),
+        "```",
+        "",
+    ]
+
+
+class OutcomeDigest:
+    """A run's outcomes as its report needs them, taken one at a time (:meth:`add`, :meth:`read`).
+
+    Parameters
+    ----------
+    run_dir : the run folder, where the graph files go (``graphs/*.dot`` / ``.csv`` of every outcome with a
+        graph, ``graphs/<dataset>__<method>.png`` of the first seed with one when ``draw``); None writes nothing
+    draw : bool, draw the PNGs (first seed with a graph of each dataset and method)
+    graphs_dir : folder of the PNGs relative to the report, for the markdown links
+
+    Attributes
+    ----------
+    first : (dataset, method) -> FirstSeed, the first outcome of each, in order of appearance
+    sections : list of str, ``report.md``'s graph lines (first seeds that have a graph), in the same order
+    stage_usage : StageUsage, tokens and seconds per (method, stage)
+    outcomes : int, how many were read
+    """
+
+    def __init__(self, run_dir: str | Path | None = None, *, draw: bool = False, graphs_dir: str = "graphs") -> None:
+        self.run_dir = Path(run_dir) if run_dir is not None else None
+        self.draw = draw and self.run_dir is not None
+        self.graphs_dir = graphs_dir
+        self.first: dict[tuple[str, str], FirstSeed] = {}
+        self.sections: list[str] = []
+        self.stage_usage = StageUsage()
+        self.outcomes = 0
+        self._cost_rows: list[dict[str, Any]] = []
+        self._untrue: dict[str, None] = {}
+        self._drawn: set[tuple[str, str]] = set()
+        self._files = GraphOutputs(self.run_dir) if self.run_dir is not None else None
+
+    def add(self, o: DiscoveryOutcome) -> None:
+        """Take one outcome: count it, write its graph files, draw and render it when it is the first of its
+        dataset and method."""
+        self.outcomes += 1
+        key = (o.dataset, o.method)
+        if o.true_graph is None:
+            self._untrue.setdefault(o.dataset)
+        if key not in self.first:
+            self.first[key] = FirstSeed.of(o)
+            if o.graph is not None:
+                self.sections += graph_section(o, self.graphs_dir)
+        if self.draw and o.graph is not None and key not in self._drawn:
+            assert self.run_dir is not None
+            self._drawn.add(key)
+            title = f"{o.dataset} / {o.method} (seed {o.seed})"
+            draw_graph_png(o.graph, o.true_graph, self.run_dir / "graphs" / _png_name(o), title=title)
+        if self._files is not None:
+            self._files.add(o)
+        self.stage_usage.add(o)
+        self._cost_rows.append(cost_row(o))
+
+    def read(self, outcomes: Iterable[DiscoveryOutcome]) -> OutcomeDigest:
+        """Take every outcome of ``outcomes`` (e.g. :func:`~agentcausal.discovery.outcome.iter_outcomes`); self."""
+        for o in outcomes:
+            self.add(o)
+        return self
+
+    def notes(self) -> list[str]:
+        """:func:`~agentcausal.discovery.evaluate.run_notes` of the outcomes read: each dataset without a true
+        graph."""
+        return truth_notes(self._untrue)
+
+    def costs(self) -> pd.DataFrame:
+        """:func:`~agentcausal.discovery.analyses.cost_frame` of the outcomes read."""
+        return pd.DataFrame(self._cost_rows, columns=list(COST_COLUMNS))
 
 
 def config_for_methods(config: Mapping[str, Any], methods: Sequence[str]) -> dict[str, Any]:
@@ -144,7 +249,7 @@ def missing_values_lines(meta: Mapping[str, Any]) -> list[str]:
 
 def markdown_report(
     df: pd.DataFrame,
-    outcomes: Sequence[DiscoveryOutcome],
+    outcomes: Iterable[DiscoveryOutcome],
     meta: Mapping[str, Any],
     *,
     reversal_cost: int = 1,
@@ -155,7 +260,7 @@ def markdown_report(
     Parameters
     ----------
     df : DataFrame from :func:`outcomes_frame`
-    outcomes : the outcomes (for graphs and debate records)
+    outcomes : the outcomes (for graphs and debate records), read once
     meta : run metadata (datasets, methods, seeds, n, settings, models, wall time)
     reversal_cost : int, for the caption
     graphs_dir : folder of the PNGs, relative to the report
@@ -164,8 +269,14 @@ def markdown_report(
     -------
     str, markdown.
     """
+    digest = OutcomeDigest(graphs_dir=graphs_dir).read(outcomes)
+    return _markdown(df, digest, meta, reversal_cost=reversal_cost)
+
+
+def _markdown(df: pd.DataFrame, digest: OutcomeDigest, meta: Mapping[str, Any], *, reversal_cost: int) -> str:
+    """:func:`markdown_report` from the outcomes' digest (its notes and graph sections)."""
     lines = ["# Causal discovery run", "", *facts_markdown(_shown_meta(meta))]
-    notes = list(dict.fromkeys([*(meta.get("notes") or []), *run_notes(outcomes)]))
+    notes = list(dict.fromkeys([*(meta.get("notes") or []), *digest.notes()]))
     if notes:
         lines += ["", "## Notes", "", *[f"- {n}" for n in notes]]
     lines += missing_values_lines(meta)
@@ -202,27 +313,8 @@ def markdown_report(
         "",
         "Legend: solid correct; `reversed`; `extra` (not in the truth); `missing` (true edge not found).",
         "",
+        *digest.sections,
     ]
-    first_seed: dict[tuple[str, str], DiscoveryOutcome] = {}
-    for o in outcomes:
-        first_seed.setdefault((o.dataset, o.method), o)
-    for (ds, m), o in first_seed.items():
-        if o.graph is None:
-            continue
-        lines += [f"### {ds} / {m} (seed {o.seed})", ""]
-        lines += _debate_lines(o)
-        png = Path(graphs_dir) / f"{ds}__{MethodVariant.parse(m).file_stem}.png"
-        lines += [
-            "",
-            f"![{ds} {m}]({png.as_posix()})",
-            "",
-            edge_table_markdown(o.graph, o.true_graph),
-            "",
-            "```mermaid",
-            graph_mermaid(o.graph, o.true_graph),
-            "```",
-            "",
-        ]
     return "\n".join(lines)
 
 
@@ -316,28 +408,17 @@ def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw:
     RunFiles(run_dir, frame, report)
     """
     run = Path(run_dir)
-    outcomes = load_outcomes(run)
+    outcomes = iter_outcomes(run)  # read once, below
     meta = load_run_meta(run)
     df = load_scored(run)
     with atomic_path(run / "summary.csv") as tmp:
         summary_table(df).to_csv(tmp)
-    if draw:
-        done: set[tuple[str, str]] = set()
-        for o in outcomes:
-            if o.graph is not None and (o.dataset, o.method) not in done:
-                done.add((o.dataset, o.method))
-                draw_graph_png(
-                    o.graph,
-                    o.true_graph,
-                    run / "graphs" / f"{o.dataset}__{MethodVariant.parse(o.method).file_stem}.png",
-                    title=f"{o.dataset} / {o.method} (seed {o.seed})",
-                )
-    md = markdown_report(df, outcomes, meta, reversal_cost=reversal_cost)
-    figs = discovery_figures(df, outcomes, run)  # PNGs in the run folder; text charts in report.md
-    paper = analyses_report(df, outcomes, run, meta)  # the MAC paper's analyses: rounds plot, ranks, wins, cost
+    digest = OutcomeDigest(run, draw=draw).read(outcomes)  # one pass: PNGs and graph files as each outcome comes
+    md = _markdown(df, digest, meta, reversal_cost=reversal_cost)
+    figs = discovery_figures(df, (), run, stage_usage=digest.stage_usage.frame())  # PNGs; text charts in report.md
+    paper = analyses_report(df, (), run, meta, costs=digest.costs())  # the MAC paper's analyses: rounds, ranks, cost
     figs += paper.figures
     atomic_write_text(run / "report.md", md + "\n".join(["", *paper.markdown]) + figures_markdown(figs))
-    write_graph_outputs(outcomes, run)
     shown = (
         "dataset",
         "seed",
@@ -371,7 +452,7 @@ def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw:
         sections=[
             conventions,
             *paper.html,
-            graphs_html(outcomes),
+            graphs_html(digest.first.values()),
             "<h2>Runs</h2>",
             html_table(runs, table_id="runs", sortable=True, filterable=True),
         ],

@@ -215,7 +215,12 @@ def price_notes(meta: Mapping[str, Any] | None) -> list[str]:
 
 
 def analyses_report(
-    df: pd.DataFrame, outcomes: Iterable[Any], run_dir: str | Path, meta: Mapping[str, Any] | None = None
+    df: pd.DataFrame,
+    outcomes: Iterable[Any],
+    run_dir: str | Path,
+    meta: Mapping[str, Any] | None = None,
+    *,
+    costs: pd.DataFrame | None = None,
 ) -> AnalysesReport:
     """Every analysis section of a discovery run: the rounds sweep (plot and table), mean ranks,
     win/tie/loss counts, cost multiples. Sections with nothing to show are left out.
@@ -223,9 +228,11 @@ def analyses_report(
     Parameters
     ----------
     df : scored frame (:func:`agentcausal.discovery.evaluate.outcomes_frame`)
-    outcomes : the run's ``DiscoveryOutcome`` records (their usage, for the cost table)
+    outcomes : the run's ``DiscoveryOutcome`` records (their usage, for the cost table); not read when ``costs``
+        is given
     run_dir : the run folder (``rounds.png`` is written into it)
     meta : the run's ``run.json`` (the prices and their dates, :func:`price_notes`), optional
+    costs : :func:`~agentcausal.discovery.analyses.cost_frame` of the outcomes, when already built
 
     Returns
     -------
@@ -283,12 +290,12 @@ def analyses_report(
     ranked = rank_sections(df, heading="###")
     md += ranked.markdown
     parts += ranked.html
-    costs = A.cost_multiples(A.cost_frame(outcomes))  # every dataset: what the run spent
-    if not costs.table.empty:
-        note = f"n = {costs.n}; {costs.convention}."
-        if A.ZERO_SHOT not in set(costs.table["method"]):
+    multiples = A.cost_multiples(A.cost_frame(outcomes) if costs is None else costs)  # every dataset: what it spent
+    if not multiples.table.empty:
+        note = f"n = {multiples.n}; {multiples.convention}."
+        if A.ZERO_SHOT not in set(multiples.table["method"]):
             note += f" {A.ZERO_SHOT} did not run: no multiples (run it beside the others to get them)."
-        if (costs.table["cached_runs"] > 0).any():
+        if (multiples.table["cached_runs"] > 0).any():
             note += (
                 " Cached runs: runs with calls the LLM cache served (an identical earlier request), which "
                 "count 0 tokens here; rerun with --refresh and an empty cache for a full count."
@@ -300,9 +307,9 @@ def analyses_report(
             else " Prices: each profile's price_prompt_per_1k / price_completion_per_1k (and prices_as_of) in the "
             "profiles file; this run's plan does not record them."
         )
-        if not (costs.table["cost_usd"] > 0).any():
+        if not (multiples.table["cost_usd"] > 0).any():
             note += " No profile of this run has prices: dollars are 0."
-        t = costs.table
+        t = multiples.table
         table = pd.DataFrame(
             {
                 "method": t["method"],

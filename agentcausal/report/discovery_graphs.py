@@ -5,9 +5,9 @@ files (correct, reversed, extra and missing edges marked alike in every form).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from agentcausal.discovery.graphs.graph import CausalGraph, Mark
 from agentcausal.discovery.outcome import DiscoveryOutcome
@@ -15,7 +15,31 @@ from agentcausal.discovery.variants import MethodVariant
 from agentcausal.report.graph_files import edge_rows, write_graph_files
 from agentcausal.report.svg import SvgEdge, graph_layout, legend_html, render_svg
 
-__all__ = ["graph_mermaid", "edge_table_markdown", "draw_graph_png", "graphs_html", "write_graph_outputs"]
+__all__ = [
+    "graph_mermaid",
+    "edge_table_markdown",
+    "draw_graph_png",
+    "graphs_html",
+    "write_graph_outputs",
+    "GraphOutputs",
+    "FirstSeed",
+]
+
+
+class FirstSeed(NamedTuple):
+    """What :func:`graphs_html` reads of an outcome: the first seed of a (dataset, method), without its debates."""
+
+    dataset: str
+    method: str
+    seed: int
+    graph: CausalGraph | None
+    true_graph: CausalGraph | None
+    error: str | None
+
+    @classmethod
+    def of(cls, o: DiscoveryOutcome) -> FirstSeed:
+        """The record of outcome ``o``."""
+        return cls(o.dataset, o.method, o.seed, o.graph, o.true_graph, o.error)
 
 
 def _mid(name: str) -> str:
@@ -198,7 +222,7 @@ def _svg_edges(pred: CausalGraph, true: CausalGraph | None) -> list[Any]:
     return out
 
 
-def graphs_html(outcomes: Sequence[DiscoveryOutcome]) -> str:
+def graphs_html(outcomes: Iterable[DiscoveryOutcome | FirstSeed]) -> str:
     """Per dataset, the true graph and each method's graph (first seed) as inline SVG, sharing one layout.
 
     The layout is the true graph's (:func:`agentcausal.report.svg.graph_layout`), or that of all
@@ -208,7 +232,7 @@ def graphs_html(outcomes: Sequence[DiscoveryOutcome]) -> str:
 
     Parameters
     ----------
-    outcomes : DiscoveryOutcome records
+    outcomes : DiscoveryOutcome records, or their :class:`FirstSeed` records (the first per dataset and method)
 
     Returns
     -------
@@ -217,7 +241,7 @@ def graphs_html(outcomes: Sequence[DiscoveryOutcome]) -> str:
     import html as _html
 
     e = _html.escape
-    first: dict[str, dict[str, DiscoveryOutcome]] = {}
+    first: dict[str, dict[str, DiscoveryOutcome | FirstSeed]] = {}
     for o in outcomes:
         first.setdefault(o.dataset, {}).setdefault(o.method, o)
     parts = ["<h2>Graphs (first seed)</h2>", legend_html()]
@@ -252,8 +276,9 @@ def graphs_html(outcomes: Sequence[DiscoveryOutcome]) -> str:
     return "\n".join(parts)
 
 
-def write_graph_outputs(outcomes: Sequence[DiscoveryOutcome], run_dir: str | Path) -> list[Path]:
-    """Every discovered graph (and each dataset's true graph) as DOT and edge-list CSV under ``graphs/``.
+def write_graph_outputs(outcomes: Iterable[DiscoveryOutcome], run_dir: str | Path) -> list[Path]:
+    """Every discovered graph (and each dataset's true graph) as DOT and edge-list CSV under ``graphs/``
+    (:class:`GraphOutputs`, one outcome at a time).
 
     Files: ``graphs/<dataset>__<method>__seed<seed>.dot`` / ``.csv`` and
     ``graphs/<dataset>__truth.dot`` / ``.csv`` (see :mod:`agentcausal.report.graph_files`).
@@ -267,15 +292,25 @@ def write_graph_outputs(outcomes: Sequence[DiscoveryOutcome], run_dir: str | Pat
     -------
     list of the written paths.
     """
-    g = Path(run_dir) / "graphs"
-    out: list[Path] = []
-    truths: set[str] = set()
-    for o in outcomes:
+    files = GraphOutputs(run_dir)
+    return [p for o in outcomes for p in files.add(o)]
+
+
+class GraphOutputs:
+    """:func:`write_graph_outputs` as outcomes come: :meth:`add` writes one outcome's graph files (and its
+    dataset's truth the first time); only the names of the datasets whose truth is written are kept."""
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.folder = Path(run_dir) / "graphs"
+        self._truths: set[str] = set()
+
+    def add(self, o: DiscoveryOutcome) -> list[Path]:
+        """Write the files of outcome ``o``; their paths."""
+        out: list[Path] = []
         if o.graph is not None:
-            out += write_graph_files(
-                o.graph, g / f"{o.dataset}__{MethodVariant.parse(o.method).file_stem}__seed{o.seed}"
-            )
-        if o.true_graph is not None and o.dataset not in truths:
-            truths.add(o.dataset)
-            out += write_graph_files(o.true_graph, g / f"{o.dataset}__truth")
-    return out
+            stem = f"{o.dataset}__{MethodVariant.parse(o.method).file_stem}__seed{o.seed}"
+            out += write_graph_files(o.graph, self.folder / stem)
+        if o.true_graph is not None and o.dataset not in self._truths:
+            self._truths.add(o.dataset)
+            out += write_graph_files(o.true_graph, self.folder / f"{o.dataset}__truth")
+        return out

@@ -41,6 +41,8 @@ __all__ = [
     "stage_cost_png",
     "shd_png",
     "discovery_stage_usage",
+    "StageUsage",
+    "SHD_BARS_MAX_DATASETS",
     "attribution_figures",
     "discovery_figures",
     "figures_markdown",
@@ -286,8 +288,17 @@ def stage_cost_png(cost: pd.DataFrame, path: str | Path) -> Path:
     return _save(fig, path)
 
 
+#: above this many datasets ``shd.png`` is a box per method over the datasets, not a bar group per dataset (whose
+#: figure grew with the datasets: 1,000 of them drew a 130,450-pixel-wide image)
+SHD_BARS_MAX_DATASETS = 40
+
+
 def shd_png(results: pd.DataFrame, path: str | Path) -> Path:
     """Structural Hamming distance per dataset and method, mean ± std over seeds (lower is better).
+
+    Up to :data:`SHD_BARS_MAX_DATASETS` datasets: a bar group per dataset, one bar per method. Above: one box per
+    method over the datasets' seed means (the figure grows with methods, not datasets; every dataset's value is in
+    ``summary.csv`` and in the text chart).
 
     Parameters
     ----------
@@ -305,7 +316,16 @@ def shd_png(results: pd.DataFrame, path: str | Path) -> Path:
     """
     plt = _plt()
     g = results.dropna(subset=["shd"]).groupby(["dataset", "method"], sort=False)["shd"]
-    mean, std = g.mean().unstack("method"), g.std().unstack("method")
+    mean = g.mean().unstack("method")
+    if len(mean.index) > SHD_BARS_MAX_DATASETS:
+        fig, ax = plt.subplots(figsize=(4.5 + 0.8 * len(mean.columns), 3.4))
+        methods = [str(c) for c in mean.columns]
+        ax.boxplot([mean[c].dropna().to_numpy() for c in mean.columns], tick_labels=methods)
+        ax.set_ylim(bottom=0)
+        ax.set_ylabel("SHD (lower is better)")
+        ax.set_title(f"SHD by method over {len(mean.index)} datasets (each a mean over seeds)", fontsize=10)
+        return _save(fig, path)
+    std = g.std().unstack("method")
     fig, ax = plt.subplots(figsize=(4.5 + 1.3 * max(1, len(mean.index)), 3.4))
     _grouped_bars(ax, mean, ylabel="SHD (lower is better)", yerr=std, value_fmt="%.1f")
     ax.set_ylim(bottom=0)
@@ -314,8 +334,33 @@ def shd_png(results: pd.DataFrame, path: str | Path) -> Path:
     return _save(fig, path)
 
 
+class StageUsage:
+    """Tokens and seconds per (method, stage), summed over discovery outcomes as they come (:meth:`add`), for
+    :func:`discovery_stage_usage` and a report that reads its outcomes once."""
+
+    KEYS = ("calls", "requests", "prompt_tokens", "completion_tokens", "seconds")
+
+    def __init__(self, outcomes: Iterable[Any] = ()) -> None:
+        self._acc: dict[tuple[str, str], dict[str, float]] = {}
+        for o in outcomes:
+            self.add(o)
+
+    def add(self, o: Any) -> None:
+        """Count one outcome (reads ``method``, ``usage`` and ``seconds``)."""
+        usage = o.usage or {"(no LLM)": {"seconds": o.seconds}}
+        for stage, u in usage.items():
+            d = self._acc.setdefault((o.method, stage), dict.fromkeys(self.KEYS, 0.0))
+            for k in self.KEYS:
+                d[k] += float(u.get(k, 0) or 0)
+
+    def frame(self) -> pd.DataFrame:
+        """The totals: columns method, stage, calls, requests, prompt_tokens, completion_tokens, seconds."""
+        rows = [{"method": m, "stage": s, **d} for (m, s), d in sorted(self._acc.items())]
+        return pd.DataFrame(rows, columns=["method", "stage", *self.KEYS])
+
+
 def discovery_stage_usage(outcomes: Iterable[Any]) -> pd.DataFrame:
-    """Tokens and seconds per (method, stage) summed over discovery outcomes.
+    """Tokens and seconds per (method, stage) summed over discovery outcomes (:class:`StageUsage`).
 
     Parameters
     ----------
@@ -327,16 +372,7 @@ def discovery_stage_usage(outcomes: Iterable[Any]) -> pd.DataFrame:
     -------
     DataFrame with columns method, stage, calls, requests, prompt_tokens, completion_tokens, seconds.
     """
-    acc: dict[tuple[str, str], dict[str, float]] = {}
-    keys = ("calls", "requests", "prompt_tokens", "completion_tokens", "seconds")
-    for o in outcomes:
-        usage = o.usage or {"(no LLM)": {"seconds": o.seconds}}
-        for stage, u in usage.items():
-            d = acc.setdefault((o.method, stage), dict.fromkeys(keys, 0.0))
-            for k in keys:
-                d[k] += float(u.get(k, 0) or 0)
-    rows = [{"method": m, "stage": s, **d} for (m, s), d in sorted(acc.items())]
-    return pd.DataFrame(rows, columns=["method", "stage", *keys])
+    return StageUsage(outcomes).frame()
 
 
 def _try(figs: list[Figure], key: str, title: str, text: str, draw: Any, run_dir: Path) -> None:
@@ -401,14 +437,18 @@ def attribution_figures(ev: Any, run_dir: str | Path) -> list[Figure]:
     return figs
 
 
-def discovery_figures(results: pd.DataFrame, outcomes: Iterable[Any], run_dir: str | Path) -> list[Figure]:
+def discovery_figures(
+    results: pd.DataFrame, outcomes: Iterable[Any], run_dir: str | Path, *, stage_usage: pd.DataFrame | None = None
+) -> list[Figure]:
     """Draw every plot of a discovery run into its folder.
 
     Parameters
     ----------
     results : DataFrame from ``agentcausal.discovery.evaluate.outcomes_frame``
-    outcomes : the ``DiscoveryOutcome`` records (for tokens and seconds by stage)
+    outcomes : the ``DiscoveryOutcome`` records (for tokens and seconds by stage); not read when
+        ``stage_usage`` is given
     run_dir : the run folder
+    stage_usage : :func:`discovery_stage_usage` of the outcomes, when already summed (:class:`StageUsage`)
 
     Returns
     -------
@@ -426,7 +466,7 @@ def discovery_figures(results: pd.DataFrame, outcomes: Iterable[Any], run_dir: s
         lambda p: shd_png(results, p) if len(ok) else None,
         run,
     )
-    c = discovery_stage_usage(outcomes)
+    c = discovery_stage_usage(outcomes) if stage_usage is None else stage_usage
     _try(
         figs,
         "stage_cost",
