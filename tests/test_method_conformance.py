@@ -457,14 +457,15 @@ def test_c_every_setting_changes_the_cache_key(kind, method, inputs, settings, t
         bases = [dict(plan.methods[method].settings), model().model_dump(mode="json")]
         changed = _changed_keys(model, list(model.model_fields), bases, key_of)
     else:
-        config = dict(plan.config or {})
+        config = plan.run_config().model_dump(mode="json")
         wanted = _discovery_settings(method)
         for section in dict.fromkeys(s for s, _ in wanted):
             model = type(getattr(BASE_CONFIG, section)) if section else DiscoveryConfig
 
             def key_of(values: dict[str, Any], section: str | None = section) -> str:
                 cfg = {**config, section: values} if section else values
-                return half.keyer(plan.model_copy(update={"config": cfg}), settings)(job)
+                typed = DiscoveryConfig.model_validate(cfg)  # as plan.json reads it back
+                return half.keyer(plan.model_copy(update={"config": typed}), settings)(job)
 
             fields = [f for s, f in wanted if s == section]
             sub = _changed_keys(model, fields, [config[section] if section else config], key_of, section)
