@@ -313,20 +313,22 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     from flows.runners import runner_choice_from_args  # (the same)
 
     quiet_task_failures(getattr(args, "verbose", False))  # Prefect's handlers exist now
-    run_attribute(
-        paths,
-        list(resolved),
-        settings=settings,
+    from agentcausal.runs.options import RunOptions  # (the same)
+
+    options = RunOptions(
         out_dir=str(run_dir),
-        plan=str(plan_file),
+        chunk_size=args.chunk_size,
         max_cost=args.max_cost,
         max_tokens=args.max_tokens,
         spent_before_usd=spent_before(args),
         progress=not args.no_progress and sys.stderr.isatty(),
-        runner=runner_choice_from_args(args),
-        meta={**({"model": model_facts} if model_facts else {}), **run_name_meta(args)} or None,
-        chunk_size=args.chunk_size,
+        meta={
+            **({"model": model_facts} if model_facts else {}),
+            **run_name_meta(args),
+            "corpus": [str(Path(p).resolve()) for p in paths],
+        },
     )
+    run_attribute(str(plan_file), options, settings=settings, runner=runner_choice_from_args(args))
     return print_attribution_run(str(run_dir))
 
 

@@ -288,6 +288,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
     from agentcausal.discovery.previews import discover_previews
     from agentcausal.discovery.registry import expand_rounds, method_stages, resolve_methods, with_anonymise
     from agentcausal.llm.preview import render_previews
+    from agentcausal.runs.options import RunOptions
     from agentcausal.runs.plan import write_plan
     from agentcausal_cli.cache import open_stores
     from agentcausal_cli.endpoints import check_endpoints
@@ -368,26 +369,24 @@ def cmd_discover(args: argparse.Namespace) -> int:
         for ds in loaded.values()
         if ds.extra.get("rows_dropped_missing")
     }  # rows left out for missing values
-    run_discover(
-        datasets,
-        [m.name for m in methods],  # the flow's parameter: the display names
-        seeds=args.seeds,
-        n=args.n,
-        settings=settings,
-        plan=str(plan_file),
+    options = RunOptions(
         out_dir=run_dir,
-        reversal_cost=args.shd_reversal,
         chunk_size=args.chunk_size,
         max_cost=args.max_cost,
         max_tokens=args.max_tokens,
         spent_before_usd=spent_before(args),
+        progress=not args.no_progress and sys.stderr.isatty(),
         meta={
             **({"missing_values": dropped} if dropped else {}),
             **({"model": model_facts} if model_facts else {}),
             **run_name_meta(args),
-        }
-        or None,
-        progress=not args.no_progress and sys.stderr.isatty(),
+        },
+    )
+    run_discover(
+        str(plan_file),
+        options,
+        settings=settings,
+        reversal_cost=args.shd_reversal,
         runner=None if runner.kind.value == "thread" and runner.max_workers is None else runner,
     )
     return print_discovery_run(run_dir, reversal_cost=args.shd_reversal)

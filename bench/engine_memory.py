@@ -30,6 +30,9 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from agentcausal.attribution.plan_model import AttributionRequest
+from agentcausal.discovery.plan_model import DiscoveryRequest
+from agentcausal.runs.options import RunOptions
 from agentcausal_fakes.profiles import profiles_toml
 from agentcausal_fakes.synthetic import synthetic_traces
 from bench.common import machine, scratch_dir
@@ -60,7 +63,11 @@ def _flow_run(corpus: str, n: int, base_url: str, concurrency: int, work: str) -
     toml = profiles_toml(Path(work) / f"profiles-{n}.toml", base_url, concurrency, model=f"mem-{n}-{time.time_ns()}")
     settings = RunSettings(profiles_path=str(toml), cache_dir=str(Path(work) / f"cache-{n}"))
     t0 = time.perf_counter()
-    run_dir = run_attribute([corpus], ["all_at_once"], settings=settings, out_dir=str(Path(work) / f"run-{n}"))
+    run_dir = run_attribute(
+        AttributionRequest(paths=[corpus], methods=["all_at_once"]),
+        RunOptions(out_dir=str(Path(work) / f"run-{n}")),
+        settings=settings,
+    )
     wall = time.perf_counter() - t0
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     df = pd.read_parquet(Path(run_dir) / "results.parquet", columns=["trace_id", "status"])
@@ -135,7 +142,11 @@ def _discover_run(listing: str, n: int, base_url: str, concurrency: int, work: s
     toml = profiles_toml(Path(work) / f"profiles-d{n}.toml", base_url, concurrency, model=f"mem-d{n}-{time.time_ns()}")
     settings = RunSettings(profiles_path=str(toml), cache_dir=str(Path(work) / f"cache-d{n}"))
     t0 = time.perf_counter()
-    run_dir = run_discover(datasets, ["llm_zero_shot"], settings=settings, out_dir=str(Path(work) / f"run-d{n}"))
+    run_dir = run_discover(
+        DiscoveryRequest(datasets=datasets, methods=["llm_zero_shot"]),
+        RunOptions(out_dir=str(Path(work) / f"run-d{n}")),
+        settings=settings,
+    )
     wall = time.perf_counter() - t0
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     df = pd.read_parquet(Path(run_dir) / "results.parquet", columns=["dataset", "status"])

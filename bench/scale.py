@@ -45,6 +45,8 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from agentcausal.attribution.plan_model import AttributionRequest
+from agentcausal.runs.options import RunOptions
 from agentcausal_fakes.profiles import profiles_toml
 from agentcausal_fakes.synthetic import iter_synthetic_traces
 from bench.common import md_table, scratch_dir
@@ -236,11 +238,9 @@ def scale_row(
             server.reset()
             c0, t0 = _cpu_s(cluster.pids if cluster else ()), time.perf_counter()
             run_dir = run_attribute(
-                [str(corpus_file)],
-                [method],
+                AttributionRequest(paths=[str(corpus_file)], methods=[method]),
+                RunOptions(chunk_size=chunk_size, out_dir=str(work / f"run-{label}-{rep}")),
                 settings=settings,
-                chunk_size=chunk_size,
-                out_dir=str(work / f"run-{label}-{rep}"),
                 runner=choice,
             )
             times.append(time.perf_counter() - t0)

@@ -40,6 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from agentcausal.attribution.jobs import run_method
+from agentcausal.attribution.plan_model import AttributionRequest
+from agentcausal.runs.options import RunOptions
 from agentcausal.traces.jsonl import write_jsonl
 from agentcausal.traces.model import Attribution, Trace
 from agentcausal_fakes.profiles import bench_gateway, profiles_toml
@@ -175,7 +177,10 @@ def flow_run(
     out = work / f"run-{label}-{time.time_ns()}"
     cpu0, t0 = time.process_time(), time.perf_counter()
     run_dir = run_attribute(
-        [str(corpus_file)], [method], settings=settings, runner=RunnerChoice(max_workers=concurrency), out_dir=str(out)
+        AttributionRequest(paths=[str(corpus_file)], methods=[method]),
+        RunOptions(out_dir=str(out)),
+        settings=settings,
+        runner=RunnerChoice(max_workers=concurrency),
     )
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     df = pd.read_parquet(Path(run_dir) / "results.parquet")

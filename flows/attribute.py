@@ -1,73 +1,76 @@
-"""The ``attribute`` flow: the run engine over a trace corpus as chunk tasks, then the report (:mod:`flows.engine`)."""
+"""The ``attribute`` flow: the run engine over a trace corpus as chunk tasks, then the report (:mod:`flows.engine`).
+
+Its input is an :class:`~agentcausal.attribution.plan_model.AttributionPlan` (built by the CLI, written to the run
+folder) and the :class:`~agentcausal.runs.options.RunOptions` of the invocation; a scheduled deployment gives an
+:class:`~agentcausal.attribution.plan_model.AttributionRequest` instead, planned at the start of the flow run
+(:func:`plan_request`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from prefect import flow
 
 from agentcausal.attribution.jobs import ATTRIBUTION
 from agentcausal.attribution.plan import plan_attribution
+from agentcausal.attribution.plan_model import AttributionPlan, AttributionRequest
 from agentcausal.report.artifacts import corpus_label
 from agentcausal.report.attribution_tables import table_records
 from agentcausal.runs.folder import default_run_dir
-from agentcausal.runs.plan import Plan, as_plan
+from agentcausal.runs.options import RunOptions
+from agentcausal.runs.plan import as_plan
 from agentcausal.settings import RunSettings
 from flows import naming
 from flows.engine import ended, publish_report, run_dir_of, run_engine
 from flows.runners import RunnerChoice, with_runner
 from tasks.attribution import attribute_chunk, evaluate_run
 
-__all__ = ["attribute", "run_attribute"]
+__all__ = ["attribute", "run_attribute", "plan_request"]
+
+
+def plan_request(request: AttributionRequest, settings: RunSettings, run_dir: str) -> tuple[AttributionPlan, list[str]]:
+    """The plan of ``request`` in ``run_dir`` (its items in ``plan.items.jsonl``), and the corpus it read: the
+    request's paths resolved (empty: the Who&When folder of ``settings``).
+
+    Raises
+    ------
+    ConfigError, TraceFormatError
+        As :func:`agentcausal.attribution.plan.plan_attribution`.
+    """
+    paths = naming.corpus_paths(request.paths, settings)  # empty: the Who&When folder of the settings, resolved now
+    plan = plan_attribution(request.model_copy(update={"paths": paths}), settings, run_dir=run_dir)
+    return plan, [str(Path(p).resolve()) for p in paths]
 
 
 @flow(name="attribute", log_prints=True, flow_run_name=naming.attribute_run_name)
 def attribute(
-    paths: list[str],
-    methods: list[str] = ["all_at_once"],  # noqa: B006 (Prefect copies parameters)
-    method_settings: dict[str, dict[str, Any]] | None = None,
+    plan: AttributionPlan | AttributionRequest | str,
+    run: RunOptions | None = None,
     settings: RunSettings | None = None,
-    limit: int | None = None,
-    ids: list[str] | None = None,
-    max_steps: int | None = None,
-    with_ground_truth: bool | None = None,
-    out_dir: str | None = None,
-    progress: bool = False,
-    skip_invalid: bool = False,
-    meta: dict[str, Any] | None = None,
-    preset: str | None = None,
-    repeats: int = 1,
-    plan: Plan | dict[str, Any] | str | None = None,
-    chunk_size: int | None = None,
-    max_cost: float | None = None,
-    spent_before_usd: float = 0.0,
-    max_tokens: int | None = None,
 ) -> str:
-    """Every planned (trace, method) pair; the run folder. ``plan``: a Plan, its dict or its ``plan.json``; None:
-    built from the other arguments (:func:`agentcausal.attribution.plan.plan_attribution`). ``max_cost`` (USD) and
-    ``max_tokens``: caps on this invocation, jobs past them ``not_run`` (:class:`agentcausal.runs.budget.BudgetGate`);
-    ``spent_before_usd``: what the run folder's earlier invocations spent (reported beside it).
+    """Every planned (trace, method) pair; the run folder.
+
+    Parameters
+    ----------
+    plan : AttributionPlan (or the path of its ``plan.json``), or an AttributionRequest planned here
+        (:func:`plan_request`)
+    run : RunOptions, the run folder, caps (``max_cost`` USD, ``max_tokens``: jobs past them ``not_run``,
+        :class:`agentcausal.runs.budget.BudgetGate`), chunk size, progress, ``run.json`` extras; None: the defaults
+    settings : RunSettings, where and how (routing, caches, ``refresh``); None: from the environment
+
     With rows not computed (``failed``, ``not_run``) the flow run ends **Failed** (:class:`flows.engine.FailedRows`,
-    its run folder complete) so that a Prefect automation on failed flow runs alerts; else Completed."""
+    its run folder complete) so that a Prefect automation on failed flow runs alerts; else Completed.
+    """
     settings = settings or RunSettings.from_env()
-    paths = naming.corpus_paths(paths, settings)  # empty: the Who&When folder of the settings, resolved now
-    run_dir, subject = out_dir or default_run_dir("attribute"), corpus_label(paths)
-    plan = as_plan(plan) or plan_attribution(
-        paths,
-        methods,
-        settings,
-        method_settings=method_settings,
-        ids=ids,
-        limit=limit,
-        max_steps=max_steps,
-        with_ground_truth=with_ground_truth,
-        skip_invalid=skip_invalid,
-        preset=preset,
-        repeats=max(1, repeats),
-        run_dir=run_dir,
-    )
+    run = run or RunOptions()
+    run_dir = run.out_dir or default_run_dir("attribute")
+    if isinstance(plan, AttributionRequest):
+        plan, corpus = plan_request(plan, settings, run_dir)
+    else:
+        plan = as_plan(plan, AttributionPlan)
+        corpus = list(run.meta.get("corpus") or dict.fromkeys(i.path for i in plan.iter_items()))
+    subject = corpus_label(corpus)
     naming.add_run_tags(plan.methods, settings, preset=plan.preset)
     summary = run_engine(
         ATTRIBUTION,
@@ -75,13 +78,13 @@ def attribute(
         settings,
         attribute_chunk,
         run_dir,
-        chunk_size=chunk_size,
+        chunk_size=run.chunk_size,
         subject=subject,
-        bar=progress,
-        meta={**(meta or {}), "corpus": [str(Path(p).resolve()) for p in paths]},
-        max_cost=max_cost,
-        spent_before_usd=spent_before_usd,
-        max_tokens=max_tokens,
+        bar=run.progress,
+        meta={**{k: v for k, v in run.meta.items() if k != "corpus"}, "corpus": corpus},
+        max_cost=run.max_cost,
+        spent_before_usd=run.spent_before_usd,
+        max_tokens=run.max_tokens,
     )
     report = evaluate_run(run_dir)
     naming.add_run_tags(plan.methods, settings, preset=plan.preset, subsets=set(report.evaluation.by_subset["subset"]))
@@ -98,10 +101,12 @@ def attribute(
 
 
 def run_attribute(
-    paths: Sequence[str], methods: Sequence[str], *, runner: RunnerChoice | None = None, **kw: Any
+    plan: AttributionPlan | AttributionRequest | str,
+    run: RunOptions | None = None,
+    *,
+    settings: RunSettings | None = None,
+    runner: RunnerChoice | None = None,
 ) -> str:
-    """Plain-Python entry point (CLI, demo): :func:`attribute` with list arguments, on ``runner``'s task runner; the
-    run folder, also when the flow run ended Failed for rows not computed (the caller reads ``run.json``)."""
-    return run_dir_of(
-        lambda: with_runner(attribute, runner)(paths=[str(p) for p in paths], methods=list(methods), **kw)
-    )
+    """Plain-Python entry point (CLI, demo, benchmarks): :func:`attribute` on ``runner``'s task runner; the run
+    folder, also when the flow run ended Failed for rows not computed (the caller reads ``run.json``)."""
+    return run_dir_of(lambda: with_runner(attribute, runner)(plan=plan, run=run, settings=settings))

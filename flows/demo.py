@@ -13,10 +13,13 @@ from __future__ import annotations
 
 from prefect import flow
 
+from agentcausal.attribution.plan_model import AttributionRequest
 from agentcausal.demo_selection import DemoSelection
 from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.mac.settings import PRESETS as MAC_PRESETS
 from agentcausal.discovery.mac.settings import MACSettings
+from agentcausal.discovery.plan_model import DiscoveryRequest
+from agentcausal.runs.options import RunOptions
 from agentcausal.settings import RunSettings, resolve, routing_preset
 from flows.attribute import attribute
 from flows.discover import discover
@@ -45,26 +48,26 @@ def demo(
     if selection.trace_paths:
         out["attribution"] = run_dir_of(  # its rows not computed: the subflow run Failed, the demo goes on
             lambda: attribute(
-                paths=list(selection.trace_paths),
-                methods=list(selection.attribution_methods),
+                plan=AttributionRequest(
+                    paths=list(selection.trace_paths), methods=list(selection.attribution_methods), preset=preset
+                ),
+                run=RunOptions(out_dir=f"{selection.out_dir}/attribution", progress=progress),
                 settings=settings,
-                out_dir=f"{selection.out_dir}/attribution",
-                progress=progress,
-                preset=preset,
             )
         )
     if selection.datasets:
         out["discovery"] = run_dir_of(
             lambda: discover(
-                datasets=list(selection.datasets),
-                methods=[*selection.llm_methods, *selection.statistical_methods],
-                llm_datasets=list(selection.llm_datasets),
-                seeds=list(selection.seeds),
-                n=selection.n,
+                plan=DiscoveryRequest(
+                    datasets=list(selection.datasets),
+                    methods=[*selection.llm_methods, *selection.statistical_methods],
+                    llm_datasets=list(selection.llm_datasets),
+                    seeds=list(selection.seeds),
+                    n=selection.n,
+                    config=config,
+                ),
+                run=RunOptions(out_dir=f"{selection.out_dir}/discovery", progress=progress),
                 settings=settings,
-                config=config,
-                out_dir=f"{selection.out_dir}/discovery",
-                progress=progress,
             )
         )
     return out

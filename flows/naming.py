@@ -95,21 +95,39 @@ def subject(default: str) -> str:
     return _deployment_name() or default
 
 
+def _field(obj: Any, name: str) -> Any:
+    """Field ``name`` of a parameter as the flow run holds it: a model, its JSON dict, or neither (None)."""
+    if isinstance(obj, dict):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
 def _given_name(p: dict[str, Any]) -> str | None:
-    """The run's own name (``--name``: ``meta["name"]``), if it has one."""
-    meta = p.get("meta")
+    """The run's own name (``--name``: ``meta["name"]`` of its run options), if it has one."""
+    meta = _field(p.get("run"), "meta")
     name = meta.get("name") if isinstance(meta, dict) else None
     return str(name) if name else None
 
 
+def _methods(plan: Any) -> list[str]:
+    """The method names of a plan (its ``methods`` mapping) or a request (its ``methods`` list)."""
+    return list(_field(plan, "methods") or [])
+
+
 def attribute_run_name() -> str:
     """``flow_run_name`` of the ``attribute`` flow: the run's ``--name`` (``meta["name"]``), else
-    ``<deployment or corpus> · <methods> · <routing>``."""
+    ``<deployment or corpus> · <methods> · <routing>`` (the corpus of a built plan: its ``meta["corpus"]``)."""
     p = _params()
     if name := _given_name(p):
         return name
-    label = corpus_label(p.get("paths") or [who_and_when_dir(p.get("settings"))])
-    return run_name(subject(label), p.get("methods") or [], _routing(p.get("settings")))
+    plan, meta = p.get("plan"), _field(p.get("run"), "meta") or {}
+    if meta.get("corpus"):
+        paths = list(meta["corpus"])
+    elif _field(plan, "kind") is None and plan is not None and not isinstance(plan, str):  # a request
+        paths = _field(plan, "paths") or [who_and_when_dir(p.get("settings"))]
+    else:  # a plan without its corpus named
+        paths = []
+    return run_name(subject(corpus_label(paths)), _methods(plan), _routing(p.get("settings")))
 
 
 def discover_run_name() -> str:
@@ -118,8 +136,8 @@ def discover_run_name() -> str:
     p = _params()
     if name := _given_name(p):
         return name
-    label = "+".join(p.get("datasets") or []) or "datasets"
-    return run_name(subject(label), p.get("methods") or [], _routing(p.get("settings")))
+    label = "+".join(_field(p.get("plan"), "datasets") or []) or "datasets"
+    return run_name(subject(label), _methods(p.get("plan")), _routing(p.get("settings")))
 
 
 def key(kind: str, default_subject: str) -> str:

@@ -20,8 +20,10 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.states import Failed
 
+from agentcausal.attribution.plan_model import AttributionRequest
 from agentcausal.exceptions import ConfigError
 from agentcausal.runs.lock import run_folder_lock
+from agentcausal.runs.options import RunOptions
 from agentcausal.settings import RunSettings
 from agentcausal.tracers.nightly import CORPUS_FILE, merge_corpus, night_summary, read_tonight
 from agentcausal.tracers.otlp_export import write_evaluation_logs
@@ -129,23 +131,17 @@ def nightly(
             )
         else:
             corpus_file = write_jsonl(corpus.traces, Path(out_dir) / CORPUS_FILE)
-            run_dir_of(  # rows not computed end the subflow Failed; the night still writes back what it has
-                lambda: attribute(
-                    paths=[str(corpus_file)],
-                    methods=list(methods),
-                    settings=settings,
-                    out_dir=out_dir,
-                    with_ground_truth=with_ground_truth,
-                    preset=preset,
-                    chunk_size=chunk_size,
-                    max_cost=max_cost,
-                    meta={
-                        **({"phoenix": q.describe()} if q else {}),
-                        "skipped_tonight": tonight.skipped,
-                        **(meta or {}),
-                    },
-                )
+            request = AttributionRequest(
+                paths=[str(corpus_file)], methods=list(methods), with_ground_truth=with_ground_truth, preset=preset
             )
+            options = RunOptions(
+                out_dir=out_dir,
+                chunk_size=chunk_size,
+                max_cost=max_cost,
+                meta={**({"phoenix": q.describe()} if q else {}), "skipped_tonight": tonight.skipped, **(meta or {})},
+            )
+            # rows not computed end the subflow Failed; the night still writes back what it has
+            run_dir_of(lambda: attribute(plan=request, run=options, settings=settings))
             if mode == "phoenix" and target:
                 res = annotate_phoenix(out_dir, target)
                 written, written_to, left_out = res.written, target, len(res.unplaced)

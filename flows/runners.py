@@ -10,7 +10,7 @@ that from the two CLI options ``--runner {thread,dask}`` and
 
     run = with_runner(attribute, RunnerChoice(kind="dask"))          # a local cluster, one per flow run
     run = with_runner(attribute, RunnerChoice(kind="dask", dask_address="tcp://10.0.0.5:8786"))
-    run_dir = run(paths=["data/examples"], methods=["all_at_once"])
+    run_dir = run(plan=AttributionRequest(paths=["data/examples"], methods=["all_at_once"]))
 
 What workers share
 ------------------

@@ -194,9 +194,9 @@ class InputCheck(NamedTuple):
 def check_inputs(spec: DeploymentSpec) -> list[InputCheck]:
     """The inputs a deployment's runs will read, resolved as at run time, and whether each exists.
 
-    ``attribute`` deployments: each of ``paths``, or, when ``paths`` is empty, the
-    Who&When folder of the deployment's ``settings`` or of this environment
-    (``AGENTCAUSAL_WHO_AND_WHEN_DIR``). ``discover`` deployments: each dataset is a
+    ``attribute`` deployments: each of its request's ``plan.paths`` (``nightly``: ``paths``), or, when they are
+    empty, the Who&When folder of the deployment's ``settings`` or of this environment
+    (``AGENTCAUSAL_WHO_AND_WHEN_DIR``). ``discover`` deployments: each of ``plan.datasets`` is a
     known benchmark name, or a data file with its ``.json`` metadata (``DATA::META`` pairs too).
     Relative paths are relative to the working directory (the repository root when served).
 
@@ -209,10 +209,13 @@ def check_inputs(spec: DeploymentSpec) -> list[InputCheck]:
     list of InputCheck (empty for a flow without file inputs).
     """
     p = spec.parameters
+    raw = p.get("plan")
+    request: dict[str, Any] = raw if isinstance(raw, dict) else {}  # a request (a plan.json path: no inputs)
     out: list[InputCheck] = []
-    if "paths" in p or spec.function == "attribute":
-        note = "" if p.get("paths") else "paths empty: the Who&When folder, AGENTCAUSAL_WHO_AND_WHEN_DIR"
-        for path in corpus_paths(p.get("paths"), p.get("settings")):
+    if "paths" in p or "paths" in request or spec.function == "attribute":
+        paths = p.get("paths") or request.get("paths")  # nightly: ``paths``; attribute: its request's
+        note = "" if paths else "paths empty: the Who&When folder, AGENTCAUSAL_WHO_AND_WHEN_DIR"
+        for path in corpus_paths(paths, p.get("settings")):
             out.append(
                 InputCheck(
                     spec.name,
@@ -222,7 +225,7 @@ def check_inputs(spec: DeploymentSpec) -> list[InputCheck]:
                     note if Path(path).exists() else (note + "; " if note else "") + "not found",
                 )
             )
-    for ds in p.get("datasets") or []:
+    for ds in request.get("datasets") or []:
         if "::" in ds:
             files = ds.split("::", 1)
         elif Path(ds).suffix.lower() in (".csv", ".parquet", ".pq"):

@@ -37,6 +37,7 @@ from pydantic import BaseModel
 
 from agentcausal.attribution.jobs import ATTRIBUTION
 from agentcausal.attribution.plan import plan_attribution
+from agentcausal.attribution.plan_model import AttributionRequest
 from agentcausal.attribution.registry import get_method, method_names
 from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.data.datasets import load_spec
@@ -44,6 +45,7 @@ from agentcausal.discovery.jobs import DISCOVERY
 from agentcausal.discovery.mac.prompts import PROMPT_VERSIONS
 from agentcausal.discovery.mac.settings import MACSettings
 from agentcausal.discovery.plan import plan_discovery
+from agentcausal.discovery.plan_model import DiscoveryRequest
 from agentcausal.discovery.registry import METHODS, method_stages, resolve_methods
 from agentcausal.exceptions import AgentCausalError
 from agentcausal.records import RunRecord
@@ -175,8 +177,10 @@ def _half(kind: str) -> RunHalf:
 
 def _plan(kind: str, method: str, inputs: dict[str, str], settings: RunSettings, run_dir: Path) -> Plan:
     if kind == "attribute":
-        return plan_attribution([inputs[kind]], [method], settings, run_dir=run_dir)
-    return plan_discovery([inputs[kind]], [method], settings, config=BASE_CONFIG, n=200)
+        return plan_attribution(AttributionRequest(paths=[inputs[kind]], methods=[method]), settings, run_dir=run_dir)
+    return plan_discovery(
+        DiscoveryRequest(datasets=[inputs[kind]], methods=[method], config=BASE_CONFIG, n=200), settings
+    )
 
 
 def _job(kind: str, plan: Plan) -> Job:
@@ -453,14 +457,15 @@ def test_c_every_setting_changes_the_cache_key(kind, method, inputs, settings, t
         bases = [dict(plan.methods[method].settings), model().model_dump(mode="json")]
         changed = _changed_keys(model, list(model.model_fields), bases, key_of)
     else:
-        config = dict(plan.config or {})
+        config = plan.run_config().model_dump(mode="json")
         wanted = _discovery_settings(method)
         for section in dict.fromkeys(s for s, _ in wanted):
             model = type(getattr(BASE_CONFIG, section)) if section else DiscoveryConfig
 
             def key_of(values: dict[str, Any], section: str | None = section) -> str:
                 cfg = {**config, section: values} if section else values
-                return half.keyer(plan.model_copy(update={"config": cfg}), settings)(job)
+                typed = DiscoveryConfig.model_validate(cfg)  # as plan.json reads it back
+                return half.keyer(plan.model_copy(update={"config": typed}), settings)(job)
 
             fields = [f for s, f in wanted if s == section]
             sub = _changed_keys(model, fields, [config[section] if section else config], key_of, section)

@@ -17,13 +17,13 @@ from types import SimpleNamespace
 from typing import Any
 
 from agentcausal.attribution.estimate import add_trace
+from agentcausal.attribution.plan_model import AttributionPlan, AttributionRequest
 from agentcausal.attribution.registry import get_method, resolve_methods
 from agentcausal.exceptions import InvalidTracesError, TraceFormatError
 from agentcausal.runs.estimate import Estimator
 from agentcausal.runs.plan import (
     ITEMS_FILE,
     MethodPlan,
-    Plan,
     PlanItem,
     PlanWriter,
     SourceFile,
@@ -92,7 +92,7 @@ def attribute_plan(
     require_truth: bool = False,
     items_file: str | Path | None = None,
     keep_items: int | None = None,
-) -> Plan:
+) -> AttributionPlan:
     """The plan of ``agentcausal attribute``, its items streamed into ``items_file`` (or kept in memory).
 
     Parameters
@@ -114,7 +114,7 @@ def attribute_plan(
 
     Returns
     -------
-    Plan
+    AttributionPlan
 
     Raises
     ------
@@ -168,7 +168,7 @@ def attribute_plan(
         writer.abort()
         raise
     return writer.close(
-        kind="attribute",
+        AttributionPlan,
         routing=routing,
         preset=preset,
         methods=mplans,
@@ -210,43 +210,38 @@ def _refuse(
         raise TraceFormatError("no valid trace to run", path=", ".join(str(p) for p in paths))
 
 
-def plan_attribution(
-    paths: Sequence[str],
-    methods: Sequence[str],
-    settings: RunSettings,
-    *,
-    method_settings: Mapping[str, Mapping[str, Any]] | None = None,
-    with_ground_truth: bool | None = None,
-    preset: str | None = None,
-    run_dir: str | Path,
-    **selection: Any,
-) -> Plan:
-    """What a Python caller of the ``attribute`` flow gets without a plan: methods resolved under the
-    preset (``preset``, else the routing's), the plan's items streamed into ``<run_dir>/plan.items.jsonl``.
+def plan_attribution(request: AttributionRequest, settings: RunSettings, *, run_dir: str | Path) -> AttributionPlan:
+    """The plan of an attribution request (what a scheduled ``attribute`` flow run is given): methods resolved
+    under the preset (the request's, else the routing's), the plan's items streamed into
+    ``<run_dir>/plan.items.jsonl``.
 
     Parameters
     ----------
-    paths, methods : the corpus and the method names
+    request : AttributionRequest, its ``paths`` already resolved (an empty ``paths`` is the flow's to fill)
     settings : RunSettings (routing, profiles file)
-    method_settings, with_ground_truth, preset : as :func:`~agentcausal.attribution.registry.resolve_methods`
     run_dir : the run folder
-    selection : ``ids``, ``limit``, ``max_steps``, ``repeats``, ``skip_invalid`` of :func:`attribute_plan`
 
     Raises
     ------
     ConfigError, TraceFormatError
         As :func:`~agentcausal.attribution.registry.resolve_methods` and :func:`attribute_plan`.
     """
-    preset = preset or routing_preset(settings.profiles_path, settings.routing)
-    resolved = resolve_methods(methods, method_settings, with_ground_truth=with_ground_truth, preset=preset)
+    preset = request.preset or routing_preset(settings.profiles_path, settings.routing)
+    resolved = resolve_methods(
+        request.methods, request.method_settings, with_ground_truth=request.with_ground_truth, preset=preset
+    )
     Path(run_dir).mkdir(parents=True, exist_ok=True)
     return attribute_plan(
-        paths,
+        request.paths,
         list(resolved),
         resolved=resolved,
         preset=preset,
         routing=settings.routing,
         profiles_path=settings.profiles_path,
         items_file=Path(run_dir) / ITEMS_FILE,
-        **selection,
+        ids=request.ids,
+        limit=request.limit,
+        max_steps=request.max_steps,
+        repeats=request.repeats,
+        skip_invalid=request.skip_invalid,
     )

@@ -31,6 +31,7 @@ from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.mac.calls import sample_index
 from agentcausal.discovery.mac.prompts import PROMPT_VERSIONS
 from agentcausal.discovery.outcome import DiscoveryOutcome, OutcomesWriter, degradation
+from agentcausal.discovery.plan_model import DiscoveryPlan
 from agentcausal.discovery.registry import (
     METHODS,
     MethodVariant,
@@ -141,9 +142,22 @@ T = TypeVar("T")
 DISCOVER_WORKERS = 3
 
 
+def _discovery(plan: Plan) -> DiscoveryPlan:
+    """``plan`` as the discovery plan it is (the engine hands a half the plan by its shared type).
+
+    Raises
+    ------
+    ConfigError
+        If it is another half's plan.
+    """
+    if not isinstance(plan, DiscoveryPlan):
+        raise ConfigError(f"the discovery half runs a discover plan, not a {plan.kind} plan")
+    return plan
+
+
 def _config(plan: Plan, repeat: int) -> DiscoveryConfig:
     """The run's config (the plan's), repeat ``repeat`` of it (in the key and in MAC's samples)."""
-    config = DiscoveryConfig.model_validate(plan.config or {})
+    config = _discovery(plan).run_config()
     return config if repeat == 0 else config.model_copy(update={"repeat": repeat})
 
 
@@ -151,7 +165,7 @@ def _load(item: PlanItem, plan: Plan, seed: int) -> Dataset:
     """A dataset item's rows for ``seed``, its file's sha256 checked first
     (:func:`agentcausal.runs.items.check_file_item`)."""
     check_file_item(item)
-    return load_spec(item.spec or item.id, n=plan.n or 1000, seed=seed, name=item.id)
+    return load_spec(item.spec or item.id, n=_discovery(plan).n or 1000, seed=seed, name=item.id)
 
 
 def _header(item: PlanItem) -> DatasetHeader:
@@ -185,7 +199,7 @@ class _DiscoverySink:
     item at a time), then let go."""
 
     def __init__(self, plan: Plan, run_dir: Path, reversal_cost: int) -> None:
-        self.plan, self.reversal_cost = plan, reversal_cost
+        self.plan, self.reversal_cost = _discovery(plan), reversal_cost
         self.outcomes = OutcomesWriter(run_dir)
         self.scored = ScoredWriter(run_dir / "results.parquet", reversal_cost=reversal_cost)  # type: ignore[arg-type]
         self.models: dict[str, str] = {}
@@ -224,7 +238,7 @@ class _DiscoverySink:
             "llm_datasets": self.plan.llm_datasets,
             "seeds": self.plan.seeds,
             "n": self.plan.n,
-            "config": self.plan.config,
+            "config": None if self.plan.config is None else self.plan.config.model_dump(mode="json"),
             "models": dict(sorted(self.models.items())),
             "reversal_cost": self.reversal_cost,
             "notes": truth_notes(self.untrue),
@@ -245,7 +259,8 @@ class DiscoveryHalf:
     default_chunk_size = 1  # a discovery job runs for seconds to minutes: one task run each
 
     def _methods(self, plan: Plan, item: PlanItem) -> Iterator[str]:
-        llm_only = None if plan.llm_datasets is None else set(plan.llm_datasets)
+        llm = _discovery(plan).llm_datasets
+        llm_only = None if llm is None else set(llm)
         for m in plan.methods:
             if not _llm(m) or llm_only is None or item.id in llm_only:
                 yield m
@@ -260,7 +275,7 @@ class DiscoveryHalf:
         for item in plan.iter_items():  # dataset-major, methods in the order asked, then seed and repeat
             for m in self._methods(plan, item):
                 reps = range(plan.repeats) if _llm(m) else (0,)
-                for seed in plan.seeds or [0]:
+                for seed in _discovery(plan).seeds or [0]:
                     for r in reps:
                         yield Job(item, m, seed=seed, repeat=r)
 

@@ -18,10 +18,10 @@ from agentcausal.discovery.data.dataset_model import Dataset
 from agentcausal.discovery.data.datasets import BENCHMARKS, data_dir, load_dataset, load_spec
 from agentcausal.discovery.data.user_data import unique_dataset_names
 from agentcausal.discovery.estimate import estimate_discovery
+from agentcausal.discovery.plan_model import DiscoveryPlan, DiscoveryRequest
 from agentcausal.discovery.registry import METHODS, MethodVariant, method_settings, method_stages, resolve_methods
 from agentcausal.runs.plan import (
     MethodPlan,
-    Plan,
     PlanItem,
     absolute_path,
     missing_keys,
@@ -109,7 +109,7 @@ def discover_plan(
     llm_datasets: Sequence[str] | None = None,
     skipped: Sequence[dict[str, Any]] | None = None,
     loaded: Mapping[str, Dataset] | None = None,
-) -> Plan:
+) -> DiscoveryPlan:
     """The plan of ``agentcausal discover``.
 
     Parameters
@@ -131,7 +131,7 @@ def discover_plan(
 
     Returns
     -------
-    Plan with items carrying ``spec``, ``n`` and ``d``; ``llm_datasets`` as item ids.
+    DiscoveryPlan with items carrying ``spec``, ``n`` and ``d``; ``llm_datasets`` as item ids.
 
     Raises
     ------
@@ -161,8 +161,7 @@ def discover_plan(
     estimate = estimate_discovery(
         items, list(methods), config, profiles, seeds=list(seeds), repeats=repeats, n=n, llm_datasets=llm, loaded=loaded
     )
-    return Plan(
-        kind="discover",
+    return DiscoveryPlan(
         routing=routing,
         preset=preset,
         items=items,
@@ -171,7 +170,7 @@ def discover_plan(
         repeats=repeats,
         seeds=list(seeds),
         n=n,
-        config=config.model_dump(mode="json"),
+        config=DiscoveryConfig.model_validate(config.model_dump(mode="json")),  # as plan.json reads it back
         llm_datasets=llm,
         missing_keys=missing_keys(profiles, all_stages),
         anonymise=list(anonymise),
@@ -180,41 +179,31 @@ def discover_plan(
     )
 
 
-def plan_discovery(
-    datasets: Sequence[str],
-    methods: Sequence[str],
-    settings: RunSettings,
-    *,
-    config: DiscoveryConfig | None = None,
-    seeds: Sequence[int] = (0,),
-    n: int = 1000,
-    repeats: int = 1,
-    llm_datasets: Sequence[str] | None = None,
-) -> Plan:
-    """What a Python caller of the ``discover`` flow gets without a plan: the methods resolved, the config's
-    executor resolved (``auto``: the coding agent where the sandbox works, else typed, said in one line),
-    MAC's settings under the routing's preset.
+def plan_discovery(request: DiscoveryRequest, settings: RunSettings) -> DiscoveryPlan:
+    """The plan of a discovery request (what a scheduled ``discover`` flow run is given): the methods resolved,
+    the config's executor resolved (``auto``: the coding agent where the sandbox works, else typed, said in one
+    line), MAC's settings under the routing's preset.
 
     Raises
     ------
     ConfigError, DatasetError
         On an unknown method or dataset.
     """
-    config = config or DiscoveryConfig()
-    names = resolve_methods(methods)
+    config = request.config or DiscoveryConfig()
+    names = resolve_methods(request.methods)
     if config.mac.executor == "auto":  # a Python caller's default (the CLI resolves and says it itself)
         config = config.resolved()
         if config.executor_fallback and any(METHODS[m.base].runs_dcm for m in names):
             print(config.executor_fallback)
     return discover_plan(
-        list(datasets),
+        list(request.datasets),
         names,
         config=config,
         routing=settings.routing,
         preset=routing_preset(settings.profiles_path, settings.routing),
         profiles_path=settings.profiles_path,
-        n=n,
-        repeats=max(1, repeats),
-        seeds=list(seeds),
-        llm_datasets=llm_datasets,
+        n=request.n,
+        repeats=request.repeats,
+        seeds=list(request.seeds),
+        llm_datasets=request.llm_datasets,
     )

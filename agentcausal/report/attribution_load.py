@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from agentcausal.attribution.plan_model import AttributionPlan
 from agentcausal.exceptions import AgentCausalError
 from agentcausal.runs.items import load_trace_item
 from agentcausal.runs.plan import PLAN_FILE, read_plan
@@ -63,7 +64,9 @@ def run_traces(run_dir: Path, meta: Mapping[str, object], results: pd.DataFrame)
     plan_file = run_dir / PLAN_FILE
     if plan_file.is_file():
         try:
-            return {i.id: load_trace_item(i) for i in read_plan(plan_file).iter_items() if i.id in wanted}
+            return {
+                i.id: load_trace_item(i) for i in read_plan(plan_file, AttributionPlan).iter_items() if i.id in wanted
+            }
         except (AgentCausalError, OSError, ValueError):
             pass  # changed since the run: the corpus as it is now, below
     corpus = meta.get("corpus")

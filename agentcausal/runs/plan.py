@@ -1,6 +1,9 @@
 """The run plan: what a run will do, readable before it spends anything (``--dry-run``), streamed.
 
-One schema for both verbs (:class:`Plan`, the header, and its :class:`PlanItem` lines)::
+One schema for both verbs (:class:`Plan`, the header's shared fields, and its :class:`PlanItem` lines); each
+half's plan is a typed subclass (:class:`agentcausal.attribution.plan_model.AttributionPlan`,
+:class:`agentcausal.discovery.plan_model.DiscoveryPlan`: the discovery ``config`` a ``DiscoveryConfig``), and
+:data:`agentcausal.plans.AnyPlan` reads either by ``kind``::
 
     {"kind": "attribute" | "discover",
      "routing": NAME, "preset": NAME,
@@ -23,7 +26,8 @@ Items are a stream: a builder hands each one to a :class:`PlanWriter` as it is r
 validated, which writes it as one line of ``plan.items.jsonl`` in the run folder (and the header to
 ``plan.json`` when the corpus is done), or, for ``--dry-run``, counts them and keeps the first
 :data:`SHOWN_ITEMS`. :meth:`Plan.iter_items` reads them back one at a time; no part of the run holds
-the list (:func:`read_plan`, :func:`write_plan`).
+the list (:func:`read_plan`, :func:`write_plan`). ``plan.json`` holds the half's fields in the order shown above
+(:data:`FIELD_ORDER`); one written before the plans were split (the other half's fields, null) still loads.
 
 An attribute item's ``path`` is the file its trace was read from, ``offset`` the byte offset of its
 line in a JSONL file, ``sha256`` the trace's content hash
@@ -53,11 +57,12 @@ import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import Self
 
-from agentcausal.exceptions import AgentCausalError, MissingAPIKeyError, RunFileError
+from agentcausal.exceptions import AgentCausalError, ConfigError, MissingAPIKeyError, RunFileError
 from agentcausal.llm.profiles import ProfileSet, load_profiles
 from agentcausal.runs.folder import atomic_path, atomic_write_text, model_lines
 from agentcausal.traces.model import TraceFacts
@@ -72,6 +77,7 @@ __all__ = [
     "PlanWriter",
     "SHOWN_ITEMS",
     "PLAN_FILE",
+    "FIELD_ORDER",
     "ITEMS_FILE",
     "as_plan",
     "read_plan",
@@ -203,18 +209,53 @@ class MethodPlan(BaseModel):
     profile_params: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
+#: the order of a plan's fields in ``plan.json`` and ``--dry-run`` (both halves' fields; each plan has its own)
+FIELD_ORDER = (
+    "kind",
+    "routing",
+    "preset",
+    "item_count",
+    "items",
+    "items_file",
+    "methods",
+    "repeats",
+    "seeds",
+    "n",
+    "config",
+    "llm_datasets",
+    "missing_keys",
+    "sources",
+    "labels",
+    "anonymise",
+    "skipped",
+    "estimate",
+)
+
+
+def _ordered(d: dict[str, Any]) -> dict[str, Any]:
+    """``d`` with its keys in :data:`FIELD_ORDER` (any other key after them)."""
+    rank = {k: i for i, k in enumerate(FIELD_ORDER)}
+    return dict(sorted(d.items(), key=lambda kv: rank.get(kv[0], len(rank))))
+
+
 class Plan(BaseModel):
-    """What a run will do: the header of a plan, with its items in memory or in a file.
+    """What a run will do: the header of a plan, with its items in memory or in a file; the fields both halves'
+    plans share (:class:`agentcausal.attribution.plan_model.AttributionPlan`,
+    :class:`agentcausal.discovery.plan_model.DiscoveryPlan`; :data:`agentcausal.plans.AnyPlan` reads either by
+    ``kind``).
 
     See the module docstring for the JSON shape. ``items`` holds the items of a plan built in memory
     (or the first of a dry run); ``items_file`` names the file a run's items are streamed from
     (:meth:`iter_items` reads whichever the plan has). ``item_count`` counts them either way.
-    ``config`` is the run-wide configuration of discover (a ``DiscoveryConfig`` as JSON), and
-    ``llm_datasets`` the dataset ids LLM methods run on (None: every one); ``skipped`` the invalid inputs
-    ``--skip-invalid`` left out (``{"path", "field", "error"}`` or ``{"dataset", "file", "column", "error"}``).
+    ``skipped`` lists the invalid inputs ``--skip-invalid`` left out (``{"path", "field", "error"}`` or
+    ``{"dataset", "file", "column", "error"}``). A key of the other half's plan in a ``plan.json`` (a null
+    ``seeds`` in an attribute plan written before the plans were split) is ignored.
     """
 
-    kind: Literal["attribute", "discover"]
+    #: item fields the half's items never carry, left out of :meth:`to_json_dict`
+    ITEM_FIELDS_NOT_SHOWN: ClassVar[tuple[str, ...]] = ()
+
+    kind: str
     routing: str | None = None
     preset: str | None = None
     item_count: int = 0
@@ -222,14 +263,7 @@ class Plan(BaseModel):
     items_file: str | None = None
     methods: dict[str, MethodPlan]
     repeats: int = Field(1, ge=1)
-    seeds: list[int] | None = None
-    n: int | None = None
-    config: dict[str, Any] | None = None
-    llm_datasets: list[str] | None = None
     missing_keys: list[str] = Field(default_factory=list)
-    sources: list[SourceFile] | None = None
-    labels: SourceFile | None = None
-    anonymise: list[str] | None = None
     skipped: list[dict[str, Any]] | None = None
     estimate: dict[str, Any] | None = None
 
@@ -252,47 +286,32 @@ class Plan(BaseModel):
         with fh:
             yield from model_lines(fh, PlanItem, "a plan item", path)
 
-    def header(self) -> "Plan":
+    def header(self) -> Self:
         """This plan without its in-memory items (what a task receives: methods, settings, config)."""
         return self.model_copy(update={"items": []}) if self.items else self
 
     def to_json_dict(self, *, shown: int = SHOWN_ITEMS) -> dict[str, Any]:
-        """The plan as one JSON-friendly dict, with its first ``shown`` items (item ``n``/``d``/``spec``,
-        ``seeds``, ``n``, ``config``, ``llm_datasets`` and ``anonymise`` only for discover;
-        ``file_sha256``/``offset`` only for attribute; ``sources`` and ``labels`` only for an imported
-        corpus; ``items_file`` only for a plan on disk)."""
+        """The plan as one JSON-friendly dict, with its first ``shown`` items (the item fields of the plan's
+        half only); ``sources``, ``labels``, ``items_file``, ``skipped`` and ``estimate`` only when set."""
         out = self.model_dump(mode="json", exclude={"items"})
         first: list[dict[str, Any]] = []
         for it in self.iter_items():
             if len(first) >= shown:
                 break
-            first.append(it.model_dump(mode="json"))
-        out = {
-            "kind": out.pop("kind"),
-            "routing": out.pop("routing"),
-            "preset": out.pop("preset"),
-            "item_count": out.pop("item_count"),
-            "items": first,
-            **out,
-        }
+            d = it.model_dump(mode="json")
+            first.append({k: v for k, v in d.items() if k not in self.ITEM_FIELDS_NOT_SHOWN})
+        out["items"] = first
         for k in ("sources", "labels", "items_file", "skipped", "estimate"):
             if out.get(k) is None:
                 out.pop(k, None)
-        if self.kind == "attribute":
-            for k in ("anonymise", "seeds", "n", "config", "llm_datasets"):
-                out.pop(k, None)
-            out["items"] = [
-                {k: v for k, v in it.items() if k not in ("n", "d", "spec", "data_hashes")} for it in out["items"]
-            ]
-        else:
-            out["items"] = [{k: v for k, v in it.items() if k not in ("file_sha256", "offset")} for it in out["items"]]
-            if not out.get("anonymise"):  # not asked: the names as they are, ``--anonymise``'s default
-                out["anonymise"] = ["none"]
-        return out
+        return _ordered(out)
 
     def dumps(self) -> str:
         """One JSON object (what ``--dry-run`` prints): the header, the item count and the first items."""
         return json.dumps(self.to_json_dict(), indent=2, sort_keys=False)
+
+
+P = TypeVar("P", bound=Plan)
 
 
 class PlanWriter:
@@ -328,14 +347,14 @@ class PlanWriter:
         if self._fh is not None:
             self._fh.write(item.model_dump_json(exclude_none=True) + "\n")
 
-    def close(self, **header: Any) -> Plan:
-        """Finish the items file; the plan with ``header``'s fields and these items (in the file, or the
-        first ones in memory for a dry run)."""
+    def close(self, model: type[P], **header: Any) -> P:
+        """Finish the items file; the plan (a ``model``: the half's plan type) with ``header``'s fields and
+        these items (in the file, or the first ones in memory for a dry run)."""
         if self._fh is not None and self._atomic is not None:  # both or neither
             self._fh.close()
             self._atomic.__exit__(None, None, None)
-            return Plan(**header, item_count=self.count, items_file=str(self.path))
-        return Plan(**header, item_count=self.count, items=self.first)
+            return model(**header, item_count=self.count, items_file=str(self.path))
+        return model(**header, item_count=self.count, items=self.first)
 
     def abort(self) -> None:
         """Drop a half-written items file (the build was refused)."""
@@ -357,36 +376,45 @@ def write_plan(plan: Plan, run_dir: str | Path) -> Path:
         atomic_write_text(items, "".join(i.model_dump_json(exclude_none=True) + "\n" for i in plan.items))
         plan = plan.model_copy(update={"items": [], "items_file": str(items.resolve()), "item_count": len(plan.items)})
     p = d / PLAN_FILE
-    atomic_write_text(p, plan.model_dump_json(indent=1, exclude={"items"}) + "\n")
+    header = _ordered(plan.model_dump(mode="json", exclude={"items"}))
+    atomic_write_text(p, json.dumps(header, indent=1, ensure_ascii=False) + "\n")
     return p
 
 
-def as_plan(plan: Plan | Mapping[str, Any] | str | Path | None) -> Plan | None:
-    """A plan given to a flow as it came: a Plan, its JSON dict, or the path of its ``plan.json``; None stays None.
+def as_plan(plan: P | Mapping[str, Any] | str | Path, model: type[P]) -> P:
+    """A plan given to a flow as it came: a ``model``, its JSON dict, or the path of its ``plan.json``.
 
     Raises
     ------
     RunFileError
-        If a path names no readable plan.
+        If a path names no readable plan of that half.
+    ConfigError
+        If a plan or dict given is not a ``model`` (the other half's plan, or no plan).
     """
-    if plan is None or isinstance(plan, Plan):
+    if isinstance(plan, model):
         return plan
     if isinstance(plan, (str, Path)):
-        return read_plan(plan)
-    return Plan.model_validate(dict(plan))
+        return read_plan(plan, model)
+    if isinstance(plan, Plan):
+        raise ConfigError(f"a {plan.kind} plan where a {model.__name__} was expected")
+    try:
+        return model.model_validate(dict(plan))
+    except ValueError as exc:
+        raise ConfigError(f"not a {model.__name__}: {str(exc)[:200]}") from exc
 
 
-def read_plan(path: str | Path) -> Plan:
-    """The plan whose header is the file ``path`` (``plan.json``), its items streamed from its items file.
+def read_plan(path: str | Path, model: type[P]) -> P:
+    """The plan whose header is the file ``path`` (``plan.json``) as a ``model`` (the half's plan type), its
+    items streamed from its items file (:func:`agentcausal.plans.read_any_plan` reads either half's).
 
     Raises
     ------
     RunFileError
-        If the file is missing or not a plan header.
+        If the file is missing or not a plan header of that half.
     """
     p = Path(path)
     try:
-        return Plan.model_validate_json(p.read_text(encoding="utf-8"))
+        return model.model_validate_json(p.read_text(encoding="utf-8"))
     except OSError as exc:
         raise RunFileError(f"cannot read the run plan: {exc.strerror or exc}", path=str(p)) from exc
     except ValueError as exc:

@@ -328,17 +328,17 @@ def test_imported_corpus_records_its_source_and_labels_files(tmp_path, capsys, m
     assert dry["labels"] == {"path": str(labels), "sha256": sha[labels], "format": "labels"}
     calls = {}
 
-    def fake_run(paths, methods, **kw):
-        calls.update(kw)
-        return kw["out_dir"]
+    def fake_run(plan, run, **kw):  # the plan.json, the run options
+        calls.update(plan=plan, **kw)
+        return run.out_dir
 
     monkeypatch.setattr(flows.attribute, "run_attribute", fake_run)
     monkeypatch.setattr("agentcausal_cli.attribute.print_attribution_run", lambda run_dir: 0)
     run = tmp_path / "run"
     assert main(["attribute", str(f), "--labels", str(labels), "-m", "all_at_once", "--out", str(run)]) == 0
-    from agentcausal.runs.plan import read_plan
+    from agentcausal.plans import read_any_plan
 
-    plan = read_plan(calls["plan"]).to_json_dict()  # the plan.json the run reads; what run.json stores as "plan"
+    plan = read_any_plan(calls["plan"]).to_json_dict()  # the plan.json the run reads; what run.json stores as "plan"
     assert plan["items"][0]["path"] == str(run / "traces.jsonl")  # the run reads the imported copy
     assert plan["sources"] == dry["sources"] and plan["labels"] == dry["labels"]
     # a corpus that is not imported has neither key

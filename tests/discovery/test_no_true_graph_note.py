@@ -4,6 +4,8 @@ import json
 
 import numpy as np
 
+from agentcausal.discovery.plan_model import DiscoveryRequest
+from agentcausal.runs.options import RunOptions
 from agentcausal_cli.dataset_checks import check_datasets
 
 
@@ -34,10 +36,9 @@ def test_the_flow_writes_the_note_into_run_json_and_report_md(tmp_path):
 
     spec = _write(tmp_path, {"domain": "toy", "variables": {"a": "first", "b": "second"}})
     run = discover(
-        datasets=[spec],
-        methods=["pc"],
+        DiscoveryRequest(datasets=[spec], methods=["pc"]),
+        RunOptions(out_dir=str(tmp_path / "run")),
         settings=RunSettings(cache_dir=str(tmp_path / "cache")),
-        out_dir=str(tmp_path / "run"),
     )
     notes = json.loads((tmp_path / "run" / "run.json").read_text())["notes"]
     assert len(notes) == 1 and "no true graph" in notes[0]

@@ -7,6 +7,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from agentcausal.attribution.plan_model import AttributionRequest
+from agentcausal.runs.options import RunOptions
 from agentcausal.settings import RunSettings
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "data" / "examples"
@@ -49,7 +51,11 @@ def test_attribute_flow_writes_run_and_reuses_cache(fake_server, fake_settings, 
 
     corpus = [str(EXAMPLES / "wrong_unit_at_step_2.json"), str(EXAMPLES / "bad_plan_at_step_0.json")]
     methods = ["all_at_once", "step_by_step", "binary_search"]
-    run1 = attribute(corpus, methods=methods, settings=fake_settings, out_dir=str(tmp_path / "run1"))
+    run1 = attribute(
+        AttributionRequest(paths=corpus, methods=methods),
+        RunOptions(out_dir=str(tmp_path / "run1")),
+        settings=fake_settings,
+    )
     first = fake_server.count
     # all_at_once 1 + step_by_step 1 (first yes at step 0) + binary_search ceil(log2 n) per trace
     assert first == 2 * (1 + 1) + 3 + 2
@@ -62,7 +68,11 @@ def test_attribute_flow_writes_run_and_reuses_cache(fake_server, fake_settings, 
     assert "## Accuracy" in report and "all_at_once" in report
 
     # second run, new run folder: every attribution comes from Prefect's persisted cache
-    run2 = attribute(corpus, methods=methods, settings=fake_settings, out_dir=str(tmp_path / "run2"))
+    run2 = attribute(
+        AttributionRequest(paths=corpus, methods=methods),
+        RunOptions(out_dir=str(tmp_path / "run2")),
+        settings=fake_settings,
+    )
     assert fake_server.count == first, "second run made LLM requests"
     df2 = pd.read_parquet(Path(run2) / "results.parquet")
     # identical records (same seconds, requests > 0): the task did not rerun, not even from the LLM cache
@@ -74,7 +84,9 @@ def test_attribute_flow_writes_run_and_reuses_cache(fake_server, fake_settings, 
 
     # changing a setting changes the key: all_at_once reruns (served by the LLM cache or the server)
     run3 = attribute(
-        corpus, methods=["all_at_once"], with_ground_truth=False, settings=fake_settings, out_dir=str(tmp_path / "run3")
+        AttributionRequest(paths=corpus, methods=["all_at_once"], with_ground_truth=False),
+        RunOptions(out_dir=str(tmp_path / "run3")),
+        settings=fake_settings,
     )
     df3 = pd.read_parquet(Path(run3) / "results.parquet")
     assert fake_server.count == first + 2
@@ -86,7 +98,11 @@ def test_flow_rejects_unknown_method_before_any_call(fake_server, fake_settings,
     from flows.attribute import attribute
 
     with pytest.raises(ConfigError, match="unknown attribution method"):
-        attribute.fn([str(EXAMPLES)], methods=["nope"], settings=fake_settings, out_dir=str(tmp_path / "r"))
+        attribute.fn(
+            AttributionRequest(paths=[str(EXAMPLES)], methods=["nope"]),
+            RunOptions(out_dir=str(tmp_path / "r")),
+            settings=fake_settings,
+        )
     assert fake_server.count == 0
 
 
@@ -175,7 +191,13 @@ def test_lce_transport_failure_keeps_the_hypothesis_and_is_not_cached(fake_serve
     )
     corpus = [str(EXAMPLES / "wrong_unit_at_step_2.json")]
     df = pd.read_parquet(
-        Path(attribute(corpus, methods=["dcfa"], settings=fake_settings, out_dir=str(tmp_path / "r1")))
+        Path(
+            attribute(
+                AttributionRequest(paths=corpus, methods=["dcfa"]),
+                RunOptions(out_dir=str(tmp_path / "r1")),
+                settings=fake_settings,
+            )
+        )
         / "results.parquet"
     )
     row = df.iloc[0]
@@ -184,5 +206,9 @@ def test_lce_transport_failure_keeps_the_hypothesis_and_is_not_cached(fake_serve
     assert details["final"]["source"] == "hypothesis" and details["lce"]["cause"] == "run"
     assert row["pred_step"] == details["hypothesis"]["step"]
     lce_asked = sum(kind_of(b) == "correct" for b in fake_server.chat_requests)
-    attribute(corpus, methods=["dcfa"], settings=fake_settings, out_dir=str(tmp_path / "r2"))
+    attribute(
+        AttributionRequest(paths=corpus, methods=["dcfa"]),
+        RunOptions(out_dir=str(tmp_path / "r2")),
+        settings=fake_settings,
+    )
     assert sum(kind_of(b) == "correct" for b in fake_server.chat_requests) > lce_asked  # not served from cache

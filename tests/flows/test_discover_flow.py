@@ -10,6 +10,8 @@ import pandas as pd
 import pytest
 
 from agentcausal.discovery.mac.sandbox import sandbox_available
+from agentcausal.discovery.plan_model import DiscoveryRequest
+from agentcausal.runs.options import RunOptions
 from agentcausal.settings import RunSettings
 from tests.discovery.conftest import mac_responder
 
@@ -41,14 +43,10 @@ def fake_settings(fake_server, tmp_path):
 def test_discover_flow_writes_run_and_reuses_cache(fake_server, fake_settings, tmp_path):
     from flows.discover import discover
 
-    kw = dict(
-        datasets=["earthquake"],
-        methods=["mac", "llm_zero_shot", "pc", "ges"],
-        seeds=[0, 1],
-        n=300,
-        settings=fake_settings,
+    request = DiscoveryRequest(
+        datasets=["earthquake"], methods=["mac", "llm_zero_shot", "pc", "ges"], seeds=[0, 1], n=300
     )
-    run1 = discover(**kw, out_dir=str(tmp_path / "run1"))
+    run1 = discover(request, RunOptions(out_dir=str(tmp_path / "run1")), settings=fake_settings)
     first = fake_server.count
     # mac: 6 debate calls and (where the sandbox works) one coder call per seed; zero-shot 1 per seed
     # (each seed is its own LLM sample)
@@ -71,7 +69,7 @@ def test_discover_flow_writes_run_and_reuses_cache(fake_server, fake_settings, t
     assert (Path(run1) / "summary.csv").is_file() and (Path(run1) / "outcomes.jsonl").is_file()
 
     # second run: every outcome comes from Prefect's persisted cache (same seconds, no new requests)
-    run2 = discover(**kw, out_dir=str(tmp_path / "run2"))
+    run2 = discover(request, RunOptions(out_dir=str(tmp_path / "run2")), settings=fake_settings)
     assert fake_server.count == first
     df2 = pd.read_parquet(Path(run2) / "results.parquet")
     key = ["method", "seed"]
@@ -86,7 +84,11 @@ def test_flow_rejects_unknown_method_before_any_call(fake_server, fake_settings,
     from flows.discover import discover
 
     with pytest.raises(ConfigError, match="unknown discovery method"):
-        discover.fn(["earthquake"], methods=["nope"], settings=fake_settings, out_dir=str(tmp_path / "r"))
+        discover.fn(
+            DiscoveryRequest(datasets=["earthquake"], methods=["nope"]),
+            RunOptions(out_dir=str(tmp_path / "r")),
+            settings=fake_settings,
+        )
     assert fake_server.count == 0
 
 

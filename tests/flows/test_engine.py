@@ -17,9 +17,12 @@ import pytest
 
 import tasks.attribution
 import tasks.discovery
+from agentcausal.attribution.plan_model import AttributionRequest
 from agentcausal.discovery.data.datasets import BENCHMARKS
+from agentcausal.discovery.plan_model import DiscoveryRequest
+from agentcausal.plans import read_any_plan
 from agentcausal.runs import engine
-from agentcausal.runs.plan import read_plan
+from agentcausal.runs.options import RunOptions
 from agentcausal.settings import RunSettings
 from agentcausal_fakes.responders import BenchResponder, schema_name
 
@@ -71,20 +74,18 @@ def test_both_halves_run_through_one_engine_and_rerun_for_nothing(settings, fake
     from flows.discover import discover
 
     att = attribute(
-        [str(EXAMPLES)], methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / "a1"), chunk_size=2
+        AttributionRequest(paths=[str(EXAMPLES)], methods=["all_at_once"]),
+        RunOptions(out_dir=str(tmp_path / "a1"), chunk_size=2),
+        settings=settings,
     )
     disc = discover(
-        list(BENCHMARKS),
-        methods=["pc", "llm_zero_shot"],
-        seeds=[0, 1],
-        n=200,
+        DiscoveryRequest(datasets=list(BENCHMARKS), methods=["pc", "llm_zero_shot"], seeds=[0, 1], n=200),
+        RunOptions(out_dir=str(tmp_path / "d1"), chunk_size=4),
         settings=settings,
-        out_dir=str(tmp_path / "d1"),
-        chunk_size=4,
     )
     assert {k for k, _, _ in chunks} == {"attribute", "discover"}
     assert max(n for k, _, n in chunks if k == "discover") > 1  # discover ran chunks of several jobs
-    n_traces = read_plan(Path(att) / "plan.json").item_count
+    n_traces = read_any_plan(Path(att) / "plan.json").item_count
     assert sum(n for k, _, n in chunks if k == "attribute") == n_traces
 
     a = pd.read_parquet(Path(att) / "results.parquet")
@@ -105,7 +106,9 @@ def test_both_halves_run_through_one_engine_and_rerun_for_nothing(settings, fake
     a2 = pd.read_parquet(
         Path(
             attribute(
-                [str(EXAMPLES)], methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / "a2"), chunk_size=2
+                AttributionRequest(paths=[str(EXAMPLES)], methods=["all_at_once"]),
+                RunOptions(out_dir=str(tmp_path / "a2"), chunk_size=2),
+                settings=settings,
             )
         )
         / "results.parquet"
@@ -113,13 +116,9 @@ def test_both_halves_run_through_one_engine_and_rerun_for_nothing(settings, fake
     d2 = pd.read_parquet(
         Path(
             discover(
-                list(BENCHMARKS),
-                methods=["pc", "llm_zero_shot"],
-                seeds=[0, 1],
-                n=200,
+                DiscoveryRequest(datasets=list(BENCHMARKS), methods=["pc", "llm_zero_shot"], seeds=[0, 1], n=200),
+                RunOptions(out_dir=str(tmp_path / "d2"), chunk_size=4),
                 settings=settings,
-                out_dir=str(tmp_path / "d2"),
-                chunk_size=4,
             )
         )
         / "results.parquet"
@@ -140,7 +139,13 @@ def test_a_stored_record_that_fails_its_check_is_recomputed_and_reported(setting
 
     corpus = [str(EXAMPLES / "wrong_unit_at_step_2.json"), str(EXAMPLES / "bad_plan_at_step_0.json")]
     first = pd.read_parquet(
-        Path(attribute(corpus, methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / "r1")))
+        Path(
+            attribute(
+                AttributionRequest(paths=corpus, methods=["all_at_once"]),
+                RunOptions(out_dir=str(tmp_path / "r1")),
+                settings=settings,
+            )
+        )
         / "results.parquet"
     )
     n = fake_server.count
@@ -152,7 +157,11 @@ def test_a_stored_record_that_fails_its_check_is_recomputed_and_reported(setting
     )  # valid JSON, a valid record: only its checksum tells
     db.commit()
     db.close()
-    run = attribute(corpus, methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / "r2"))
+    run = attribute(
+        AttributionRequest(paths=corpus, methods=["all_at_once"]),
+        RunOptions(out_dir=str(tmp_path / "r2")),
+        settings=settings,
+    )
     again = pd.read_parquet(Path(run) / "results.parquet").set_index("trace_id")
     meta = json.loads((Path(run) / "run.json").read_text())
     assert meta["store"]["dropped"] == 1 and meta["rows"]["from_store"] == 1 and fake_server.count == n

@@ -15,6 +15,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from agentcausal.attribution.plan_model import AttributionRequest
+from agentcausal.runs.options import RunOptions
 from agentcausal.settings import RunSettings
 from agentcausal.traces.jsonl import write_jsonl
 from agentcausal_fakes.fake_openai import FakeOpenAIServer
@@ -40,7 +42,11 @@ def _run(corpus: str, settings: RunSettings, out: Path) -> pd.DataFrame:
     from flows.engine import run_dir_of
 
     # rows failed: the flow run ends Failed (flows.engine.FailedRows), its run folder written all the same
-    run_dir = run_dir_of(lambda: attribute([corpus], methods=METHODS, settings=settings, out_dir=str(out)))
+    run_dir = run_dir_of(
+        lambda: attribute(
+            AttributionRequest(paths=[corpus], methods=METHODS), RunOptions(out_dir=str(out)), settings=settings
+        )
+    )
     return pd.read_parquet(Path(run_dir) / "results.parquet").sort_values(["trace_id", "method"]).reset_index(drop=True)
 
 

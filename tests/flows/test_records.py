@@ -12,8 +12,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from agentcausal.attribution.plan_model import AttributionRequest
 from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.graphs.graph import CausalGraph
+from agentcausal.discovery.plan_model import DiscoveryRequest
+from agentcausal.runs.options import RunOptions
 from agentcausal.settings import RunSettings
 
 CASES = Path(__file__).resolve().parents[3] / "shared" / "cases"
@@ -65,7 +68,13 @@ def test_same_content_traces_keep_their_own_records_on_first_run_and_rerun(cases
 
     corpus = [str(cases / "dup_content_traces")]
     for k in (1, 2):
-        df = _rows(attribute(corpus, methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / f"r{k}")))
+        df = _rows(
+            attribute(
+                AttributionRequest(paths=corpus, methods=["all_at_once"]),
+                RunOptions(out_dir=str(tmp_path / f"r{k}")),
+                settings=settings,
+            )
+        )
         assert len(df) == 2 and df["trace_id"].nunique() == 2, df[["trace_id", "true_step"]]
         labels = dict(zip(df["trace_id"].str.rsplit("/", n=1).str[-1], zip(df["true_step"], df["true_agent"])))
         assert labels == {"copyA": (0, "Math_Expert"), "copyB": (1, "Check_Expert")}
@@ -87,14 +96,20 @@ def test_transient_401_is_not_cached_and_the_next_run_retries_it(cases, settings
     df1 = _rows(  # a row failed: the flow run ends Failed (flows.engine.FailedRows), its run folder written
         run_dir_of(
             lambda: attribute(
-                [str(cases / "t3.json")], methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / "r1")
+                AttributionRequest(paths=[str(cases / "t3.json")], methods=["all_at_once"]),
+                RunOptions(out_dir=str(tmp_path / "r1")),
+                settings=settings,
             )
         )
     )
     assert df1.loc[0, "status"] == "failed" and "401" in df1.loc[0, "error"] and fake_server.count == 1
 
     df2 = _rows(
-        attribute([str(cases / "t3.json")], methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / "r2"))
+        attribute(
+            AttributionRequest(paths=[str(cases / "t3.json")], methods=["all_at_once"]),
+            RunOptions(out_dir=str(tmp_path / "r2")),
+            settings=settings,
+        )
     )
     assert fake_server.count == 2 and df2.loc[0, "requests"] == 1  # retried, not replayed
     assert df2.loc[0, "status"] == "complete" and df2.loc[0, "pred_step"] == 0 and pd.isna(df2.loc[0, "error"])
@@ -112,14 +127,14 @@ def test_content_failure_is_cached_and_marked_and_retry_failed_recomputes_it(set
         _good(body) if "HalfChoice" not in json.dumps(body["response_format"]) else "never JSON"
     )
     methods = ["all_at_once", "binary_search"]
-    run = dict(methods=methods, settings=settings)
-    df1 = _rows(attribute(corpus, **run, out_dir=str(tmp_path / "r1")))
+    request = AttributionRequest(paths=corpus, methods=methods)
+    df1 = _rows(attribute(request, RunOptions(out_dir=str(tmp_path / "r1")), settings=settings))
     bs1 = df1[df1.method == "binary_search"]
     assert (bs1["status"] == "content_failed").all() and bs1["error"].str.startswith("StructuredOutputError").all()
     n1 = fake_server.count
 
     # a plain rerun reuses everything, the content failures included, marked as such
-    df2 = _rows(attribute(corpus, **run, out_dir=str(tmp_path / "r2")))
+    df2 = _rows(attribute(request, RunOptions(out_dir=str(tmp_path / "r2")), settings=settings))
     assert fake_server.count == n1 and df2["reused"].all() and (df2["run_requests"] == 0).all()
     assert df2["status"].tolist() == df1["status"].tolist()
     report = (tmp_path / "r2" / "report.md").read_text()
@@ -129,9 +144,8 @@ def test_content_failure_is_cached_and_marked_and_retry_failed_recomputes_it(set
     fake_server.responder = _good
     df3 = _rows(
         attribute(
-            corpus,
-            methods=methods,
-            out_dir=str(tmp_path / "r3"),
+            AttributionRequest(paths=corpus, methods=methods),
+            RunOptions(out_dir=str(tmp_path / "r3")),
             settings=settings.model_copy(update={"retry_failed": True}),
         )
     )
@@ -141,7 +155,7 @@ def test_content_failure_is_cached_and_marked_and_retry_failed_recomputes_it(set
     assert fake_server.count > n1
     n3 = fake_server.count
     # the recomputed records replaced the old ones under the same keys: a plain run reuses them
-    df4 = _rows(attribute(corpus, **run, out_dir=str(tmp_path / "r4")))
+    df4 = _rows(attribute(request, RunOptions(out_dir=str(tmp_path / "r4")), settings=settings))
     assert fake_server.count == n3 and (df4["status"] == "complete").all() and df4["reused"].all()
 
 
@@ -156,11 +170,25 @@ def test_discovery_is_scored_against_the_current_truth(cases, settings, tmp_path
     shutil.copy(cases / "stale_truth" / "meta_before.json", work / "chain.json")
     spec = str(work / "chain.csv")
     df1 = pd.read_parquet(
-        Path(discover([spec], methods=["pc"], settings=settings, out_dir=str(tmp_path / "r1"))) / "results.parquet"
+        Path(
+            discover(
+                DiscoveryRequest(datasets=[spec], methods=["pc"]),
+                RunOptions(out_dir=str(tmp_path / "r1")),
+                settings=settings,
+            )
+        )
+        / "results.parquet"
     )
     shutil.copy(cases / "stale_truth" / "meta_after.json", work / "chain.json")
     df2 = pd.read_parquet(
-        Path(discover([spec], methods=["pc"], settings=settings, out_dir=str(tmp_path / "r2"))) / "results.parquet"
+        Path(
+            discover(
+                DiscoveryRequest(datasets=[spec], methods=["pc"]),
+                RunOptions(out_dir=str(tmp_path / "r2")),
+                settings=settings,
+            )
+        )
+        / "results.parquet"
     )
     before = json.loads((cases / "stale_truth" / "meta_before.json").read_text())["true_edges"]
     after = json.loads((cases / "stale_truth" / "meta_after.json").read_text())["true_edges"]
@@ -195,12 +223,9 @@ def test_algorithm_timeout_is_not_cached(settings, tmp_path):
             Path(
                 run_dir_of(  # its row failed: the flow run ends Failed (flows.engine.FailedRows), its folder written
                     lambda: discover(
-                        ["child"],
-                        methods=["exact_search"],
-                        n=300,
-                        config=config,
+                        DiscoveryRequest(datasets=["child"], methods=["exact_search"], n=300, config=config),
+                        RunOptions(out_dir=str(tmp_path / f"r{k}")),  # noqa: B023 (called at once)
                         settings=settings,
-                        out_dir=str(tmp_path / f"r{k}"),  # noqa: B023 (called at once)
                     )
                 )
             )

@@ -12,10 +12,12 @@ import pandas as pd
 import pytest
 
 from agentcausal.attribution.estimate import attribution_calls
+from agentcausal.attribution.plan_model import AttributionRequest
 from agentcausal.attribution.registry import resolve_methods
 from agentcausal.llm.profiles import Profile, ProfileSet
 from agentcausal.runs.budget import BudgetGate
 from agentcausal.runs.estimate import CallPattern, Estimator, estimate_table
+from agentcausal.runs.options import RunOptions
 from agentcausal.traces.model import Step, Trace
 from agentcausal_cli import main
 from tests.ops.conftest import requests_by_prompt, scripted_responder
@@ -508,14 +510,22 @@ def test_a_flow_called_nightly_with_a_cap_reports_the_folders_total_and_refuses_
         profiles_path=_unpriced_profiles(tmp_path / "u.toml", fake_server.base_url), cache_dir=str(cache)
     )
     with pytest.raises(ConfigError, match=r"no price for profile\(s\) fake \(baseline\)"):
-        run_attribute([str(corpus)], ["all_at_once"], settings=unpriced, out_dir=str(out), max_cost=1.0)
+        run_attribute(
+            AttributionRequest(paths=[str(corpus)], methods=["all_at_once"]),
+            RunOptions(out_dir=str(out), max_cost=1.0),
+            settings=unpriced,
+        )
     assert fake_server.count == 0
     settings = RunSettings(
         profiles_path=_priced_profiles(tmp_path / "p.toml", fake_server.base_url), cache_dir=str(cache)
     )
     nights = []
     for _ in range(3):
-        run_attribute([str(corpus)], ["all_at_once"], settings=settings, out_dir=str(out), max_cost=5.0)
+        run_attribute(
+            AttributionRequest(paths=[str(corpus)], methods=["all_at_once"]),
+            RunOptions(out_dir=str(out), max_cost=5.0),
+            settings=settings,
+        )
         nights.append(json.loads((out / "run.json").read_text())["spend"])
     rows = pd.read_parquet(out / "results.parquet")
     paid = [n["actual"]["total"]["usd"] for n in nights]

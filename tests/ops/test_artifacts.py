@@ -4,6 +4,8 @@ name and tags."""
 
 import pytest
 
+from agentcausal.attribution.plan_model import AttributionRequest
+from agentcausal.runs.options import RunOptions
 from tests.ops.conftest import EXAMPLES, METHODS, settings_at
 
 
@@ -16,10 +18,9 @@ def test_attribute_run_creates_progress_table_and_report_artifacts(scripted_serv
     from flows.attribute import attribute
 
     state = attribute(
-        [str(EXAMPLES)],
-        methods=METHODS[:2],
+        AttributionRequest(paths=[str(EXAMPLES)], methods=METHODS[:2]),
+        RunOptions(out_dir=str(tmp_path / "run")),
         settings=settings_at(profiles_file, tmp_path / "c"),
-        out_dir=str(tmp_path / "run"),
         return_state=True,
     )
     assert state.is_completed()

@@ -9,6 +9,8 @@ import pytest
 
 from agentcausal.attribution.jobs import ATTRIBUTION
 from agentcausal.attribution.plan import plan_attribution
+from agentcausal.attribution.plan_model import AttributionRequest
+from agentcausal.discovery.plan_model import DiscoveryRequest
 from agentcausal.exceptions import EndpointDownError, EndpointUnreachableError, LLMCallError
 from agentcausal.records import read_failures
 from agentcausal.runs.breaker import CircuitBreaker
@@ -21,7 +23,11 @@ JOBS = 4 * 10  # 4 example traces x 10 repeats of all_at_once (one request each 
 
 
 def _run(settings, tmp_path, name):
-    plan = plan_attribution([str(EXAMPLES)], ["all_at_once"], settings, repeats=10, run_dir=tmp_path / name)
+    plan = plan_attribution(
+        AttributionRequest(paths=[str(EXAMPLES)], methods=["all_at_once"], repeats=10),
+        settings,
+        run_dir=tmp_path / name,
+    )
     engine = RunEngine(ATTRIBUTION, plan, settings, chunk_size=1)
     with ThreadPoolExecutor(2) as pool:
         drive(
@@ -97,7 +103,10 @@ def test_methods_not_routed_to_the_dead_endpoint_go_on(fake_server, tmp_path):
     profiles = write_profiles(tmp_path / "profiles.toml", fake_server.base_url, max_concurrency=2)
     settings = RunSettings(profiles_path=profiles, cache_dir=str(tmp_path / "cache"), breaker_after=2)
     seeds = list(range(6))
-    plan = plan_discovery(["cancer", "earthquake"], ["llm_zero_shot", "pc"], settings, seeds=seeds, n=200)
+    plan = plan_discovery(
+        DiscoveryRequest(datasets=["cancer", "earthquake"], methods=["llm_zero_shot", "pc"], seeds=seeds, n=200),
+        settings,
+    )
     engine = RunEngine(DISCOVERY, plan, settings, chunk_size=1)
     with ThreadPoolExecutor(2) as pool:
         drive(

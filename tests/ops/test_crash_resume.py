@@ -17,6 +17,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from agentcausal.attribution.plan_model import AttributionRequest
+from agentcausal.runs.options import RunOptions
 from tests.ops.conftest import EXAMPLES, METHODS, prompt_key, requests_by_prompt, settings_at, write_profiles
 
 LATENCY_S = 0.6
@@ -105,7 +107,7 @@ def test_result_files_torn_by_a_kill_count_as_missing(scripted_server, profiles_
     settings = settings_at(profiles_file, tmp_path / "cache")
     corpus = [str(EXAMPLES / "wrong_unit_at_step_2.json"), str(EXAMPLES / "bad_plan_at_step_0.json")]
     first = pd.read_parquet(
-        f"{run_attribute(corpus, ['all_at_once'], settings=settings, out_dir=str(tmp_path / 'r1'))}/results.parquet"
+        f"{run_attribute(AttributionRequest(paths=corpus, methods=['all_at_once']), RunOptions(out_dir=str(tmp_path / 'r1')), settings=settings)}/results.parquet"
     )
     n = scripted_server.count
     from agentcausal.runs.engine import _store, result_store
@@ -119,7 +121,7 @@ def test_result_files_torn_by_a_kill_count_as_missing(scripted_server, profiles_
         p.unlink()
     store.write_bytes(store.read_bytes()[: store.stat().st_size // 2])
     again = pd.read_parquet(
-        f"{run_attribute(corpus, ['all_at_once'], settings=settings, out_dir=str(tmp_path / 'r3'))}/results.parquet"
+        f"{run_attribute(AttributionRequest(paths=corpus, methods=['all_at_once']), RunOptions(out_dir=str(tmp_path / 'r3')), settings=settings)}/results.parquet"
     )
     (heal,) = json.loads((tmp_path / "r3" / "run.json").read_text())["store"]["healed"]  # the run says so
     assert heal["path"] == str(store) and heal["damaged"].startswith(f"{store}.damaged-")

@@ -8,7 +8,9 @@ import shutil
 import pandas as pd
 import pytest
 
+from agentcausal.attribution.plan_model import AttributionRequest
 from agentcausal.runs import heartbeat
+from agentcausal.runs.options import RunOptions
 from tests.ops.conftest import EXAMPLES, METHODS, requests_by_prompt, settings_at
 
 KEY = ["trace_id", "method"]
@@ -44,7 +46,9 @@ def test_dask_two_workers_match_thread_pool_and_share_caches(scripted_server, pr
 
     # 1. thread pool, caches in A
     thread_dir = run_attribute(
-        corpus, METHODS, settings=settings_at(profiles_file, tmp_path / "A"), out_dir=str(tmp_path / "thread")
+        AttributionRequest(paths=corpus, methods=METHODS),
+        RunOptions(out_dir=str(tmp_path / "thread")),
+        settings=settings_at(profiles_file, tmp_path / "A"),
     )
     n_thread = scripted_server.count
     once = requests_by_prompt(scripted_server)
@@ -95,10 +99,9 @@ def test_dask_two_workers_match_thread_pool_and_share_caches(scripted_server, pr
         #    tasks run in the worker processes and every LLM call is a cache hit
         shutil.copytree(tmp_path / "A" / "llm", tmp_path / "C" / "llm")
         run3 = run_attribute(
-            corpus,
-            METHODS,
+            AttributionRequest(paths=corpus, methods=METHODS),
+            RunOptions(out_dir=str(tmp_path / "dask3")),
             settings=settings_at(profiles_file, tmp_path / "C"),
-            out_dir=str(tmp_path / "dask3"),
             runner=RunnerChoice(kind=RunnerKind.DASK, dask_address=cluster.scheduler_address),
         )
         assert scripted_server.count == 2 * n_thread
@@ -110,10 +113,9 @@ def test_dask_two_workers_match_thread_pool_and_share_caches(scripted_server, pr
     # 4. a new local cluster (made by the runner, 2 workers) reuses B's results store written by the old
     #    workers: no request, identical records (same seconds and requests: the tasks did not rerun)
     run4 = run_attribute(
-        corpus,
-        METHODS,
+        AttributionRequest(paths=corpus, methods=METHODS),
+        RunOptions(out_dir=str(tmp_path / "dask4")),
         settings=settings_at(profiles_file, tmp_path / "B"),
-        out_dir=str(tmp_path / "dask4"),
         runner=RunnerChoice(kind=RunnerKind.DASK, n_workers=2),
     )
     assert scripted_server.count == 2 * n_thread

@@ -14,7 +14,7 @@ GOOD = """
 deployments:
   - name: tiny
     entrypoint: flows/attribute.py:attribute
-    parameters: {paths: ["data/examples"], methods: ["all_at_once"], limit: 1}
+    parameters: {plan: {paths: ["data/examples"], methods: ["all_at_once"], limit: 1}}
     schedules: [{cron: "*/5 * * * *"}]
 """
 
@@ -28,12 +28,18 @@ def test_shipped_file_names_real_flows_with_fitting_parameters():
         assert s.schedules, f"{s.name} has no schedule"
     assert set(by_flow) == {"attribute", "discover", "nightly"}
     nightly = next(s for s in by_flow["attribute"] if s.name == "who-and-when-nightly")
-    assert nightly.parameters["methods"] == ["all_at_once", "step_by_step", "binary_search"]
+    assert nightly.parameters["plan"]["methods"] == ["all_at_once", "step_by_step", "binary_search"]
     paper = next(s for s in by_flow["attribute"] if s.name == "dcfa-paper-weekly")
     assert paper.parameters["settings"]["routing"] == "paper" and not paper.schedules[0].active
-    # the parameters become the flow's typed arguments (RunSettings from the mapping)
+    # the parameters become the flow's typed arguments (RunSettings from the mapping, a request to plan from)
     validated = load_flow(paper).validate_parameters(dict(paper.parameters))
     assert type(validated["settings"]).__name__ == "RunSettings" and validated["settings"].routing == "paper"
+    assert type(validated["plan"]).__name__ == "AttributionRequest" and validated["plan"].methods == [
+        "dcfa",
+        "all_at_once",
+    ]
+    weekly = by_flow["discover"][0]
+    assert type(load_flow(weekly).validate_parameters(dict(weekly.parameters))["plan"]).__name__ == "DiscoveryRequest"
 
 
 def test_runner_deployments_carry_schedules_parameters_and_module_entrypoints():
@@ -43,7 +49,7 @@ def test_runner_deployments_carry_schedules_parameters_and_module_entrypoints():
     nightly = next(d for d in deps if d.name == "who-and-when-nightly")
     assert nightly.entrypoint == "flows.attribute.attribute"
     assert nightly.schedules[0].schedule.cron == "0 2 * * *" and nightly.schedules[0].active
-    assert nightly.parameters["paths"] == []  # resolved from the settings when the run starts
+    assert nightly.parameters["plan"]["paths"] == []  # resolved from the settings when the run starts
     only = runner_deployments(load_specs(DEFAULT_FILE), only=["discover/bnlearn-weekly"])
     assert [d.name for d in only] == ["bnlearn-weekly"]
 
@@ -124,7 +130,7 @@ def test_empty_paths_resolve_from_the_who_and_when_setting_and_serve_list_checks
     ww = tmp_path / "ww"
     monkeypatch.setenv("AGENTCAUSAL_WHO_AND_WHEN_DIR", str(ww))
     specs = {s.name: s for s in load_specs(DEFAULT_FILE)}
-    assert specs["who-and-when-nightly"].parameters["paths"] == []
+    assert specs["who-and-when-nightly"].parameters["plan"]["paths"] == []
     # at run time: the environment's folder, also under a deployment `settings` mapping naming only the routing
     assert corpus_paths([], RunSettings.model_validate({"routing": "paper"})) == [str(ww)]
     assert corpus_paths([], RunSettings(who_and_when_dir="elsewhere")) == ["elsewhere"]
@@ -140,7 +146,7 @@ def test_empty_paths_resolve_from_the_who_and_when_setting_and_serve_list_checks
     bad = tmp_path / "p.yaml"
     bad.write_text(
         GOOD + "  - name: d\n    entrypoint: flows/discover.py:discover\n"
-        "    parameters: {datasets: [nosuchnet, missing.csv]}\n"
+        "    parameters: {plan: {datasets: [nosuchnet, missing.csv]}}\n"
     )
     checks = [c for s in load_specs(bad) for c in check_inputs(s)]
     assert [(c.value, c.exists) for c in checks if c.kind == "dataset"] == [

@@ -6,6 +6,8 @@ import pytest
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.objects import StateType
 
+from agentcausal.attribution.plan_model import AttributionRequest
+from agentcausal.runs.options import RunOptions
 from flows.attribute import attribute, run_attribute
 from flows.engine import FailedRows
 from tests.ops.conftest import EXAMPLES, settings_at, write_profiles
@@ -19,7 +21,12 @@ def test_failed_rows_end_the_flow_run_failed_and_a_clean_rerun_completed(scripte
     scripted_server.api_key = "right"  # every chat request without it: HTTP 401, a row not computed
     settings = settings_at(write_profiles(tmp_path / "profiles.toml", scripted_server.base_url), tmp_path / "c")
     out = str(tmp_path / "run")
-    state = attribute(paths=[TRACE], methods=["all_at_once"], settings=settings, out_dir=out, return_state=True)
+    state = attribute(
+        AttributionRequest(paths=[TRACE], methods=["all_at_once"]),
+        RunOptions(out_dir=out),
+        settings=settings,
+        return_state=True,
+    )
     assert state.is_failed(), state
     assert state.message.startswith("1 of 1 (trace, method) results not computed (1 failed, 0 not run); run folder")
     exc = state.result(raise_on_failure=False)
@@ -28,9 +35,19 @@ def test_failed_rows_end_the_flow_run_failed_and_a_clean_rerun_completed(scripte
     with get_client(sync_client=True) as client:  # what the UI and an automation see
         recorded = client.read_flow_run(state.state_details.flow_run_id).state
     assert recorded.type is StateType.FAILED and recorded.message == state.message
-    assert run_attribute([TRACE], ["all_at_once"], settings=settings, out_dir=out) == out  # the CLI's entry: the folder
+    assert (
+        run_attribute(
+            AttributionRequest(paths=[TRACE], methods=["all_at_once"]), RunOptions(out_dir=out), settings=settings
+        )
+        == out
+    )  # the CLI's entry: the folder
 
     scripted_server.api_key = None  # the key fixed: the next run computes the row and completes
-    state = attribute(paths=[TRACE], methods=["all_at_once"], settings=settings, out_dir=out, return_state=True)
+    state = attribute(
+        AttributionRequest(paths=[TRACE], methods=["all_at_once"]),
+        RunOptions(out_dir=out),
+        settings=settings,
+        return_state=True,
+    )
     assert state.is_completed(), state
     assert state.result() == out

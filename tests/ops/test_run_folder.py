@@ -100,7 +100,9 @@ def test_out_on_an_existing_run_refuses_unless_resume_or_force(fake_server, tmp_
     import flows.attribute  # --force: the folder emptied before the run; the run itself not needed here
 
     ran = {}
-    monkeypatch.setattr(flows.attribute, "run_attribute", lambda *a, **kw: ran.update(kw) or kw["out_dir"])
+    monkeypatch.setattr(
+        flows.attribute, "run_attribute", lambda plan, run, **kw: ran.update(run.model_dump()) or run.out_dir
+    )
     monkeypatch.setattr("agentcausal_cli.attribute.print_attribution_run", lambda run_dir, **kw: 0)
     assert main(_args(fake_server, tmp_path, run_dir, "--force", "--name", "nightly")) == 0
     assert not (run_dir / "report.md").exists() and not (run_dir / "plots").exists()

@@ -16,9 +16,8 @@ deployments:
   - name: tiny
     entrypoint: flows/attribute.py:attribute
     parameters:
-      paths: ["{trace}"]
-      methods: ["all_at_once"]
-      out_dir: "{out}"
+      plan: {{paths: ["{trace}"], methods: ["all_at_once"]}}
+      run: {{out_dir: "{out}"}}
       settings: {{profiles_path: "{profiles}", cache_dir: "{cache}"}}
     schedules:
       - cron: "0 0 1 1 *"
@@ -134,7 +133,7 @@ def test_shipped_nightly_deployment_reads_the_who_and_when_setting(scripted_serv
                     except Exception:  # not registered yet
                         time.sleep(1)
             run = run_deployment(
-                "attribute/who-and-when-nightly", parameters={"out_dir": str(tmp_path / "run")}, timeout=300
+                "attribute/who-and-when-nightly", parameters={"run": {"out_dir": str(tmp_path / "run")}}, timeout=300
             )
         assert run.state.is_completed(), (run.state, (tmp_path / "serve.log").read_text()[-3000:])
         assert run.name.startswith("who-and-when-nightly · all_at_once+step_by_step+binary_search")

@@ -11,6 +11,9 @@ import pytest
 
 import agentcausal.attribution.jobs as jobs_mod
 import agentcausal.runs.engine as engine_mod
+from agentcausal.attribution.plan_model import AttributionRequest
+from agentcausal.discovery.plan_model import DiscoveryRequest
+from agentcausal.runs.options import RunOptions
 from agentcausal.settings import RunSettings
 from agentcausal.traces.io import load_traces
 from tests.ops.conftest import EXAMPLES, REPLIES, write_profiles
@@ -60,7 +63,9 @@ def test_finished_corpus_reruns_without_task_runs_or_requests(fake_server, setti
     import flows.attribute as fa
 
     run1 = fa.attribute(
-        CORPUS, methods=["all_at_once", "binary_search"], settings=settings, out_dir=str(tmp_path / "r1"), chunk_size=1
+        AttributionRequest(paths=CORPUS, methods=["all_at_once", "binary_search"]),
+        RunOptions(out_dir=str(tmp_path / "r1"), chunk_size=1),
+        settings=settings,
     )
     first = fake_server.count
     assert first > 0
@@ -73,11 +78,9 @@ def test_finished_corpus_reruns_without_task_runs_or_requests(fake_server, setti
     with monkeypatch.context() as m:  # scoring the rerun reads the plan's facts of each trace, no trace file
         m.setattr(jobs_mod, "load_trace_item", no_reread)
         run2 = fa.attribute(
-            CORPUS,
-            methods=["all_at_once", "binary_search"],
+            AttributionRequest(paths=CORPUS, methods=["all_at_once", "binary_search"]),
+            RunOptions(out_dir=str(tmp_path / "r2"), chunk_size=1),
             settings=settings,
-            out_dir=str(tmp_path / "r2"),
-            chunk_size=1,
         )
     assert fake_server.count == first and spy_chunk.methods == []
     a, b = _frame(run1), _frame(run2)
@@ -98,11 +101,9 @@ def test_finished_corpus_reruns_without_task_runs_or_requests(fake_server, setti
 
     # one method more: only that method is submitted, and only its requests are made
     run3 = fa.attribute(
-        CORPUS,
-        methods=["all_at_once", "binary_search", "step_by_step"],
+        AttributionRequest(paths=CORPUS, methods=["all_at_once", "binary_search", "step_by_step"]),
+        RunOptions(out_dir=str(tmp_path / "r3"), chunk_size=1),
         settings=settings,
-        out_dir=str(tmp_path / "r3"),
-        chunk_size=1,
     )
     assert spy_chunk.methods == ["step_by_step", "step_by_step"]
     new = fake_server.chat_requests[first:]
@@ -123,21 +124,37 @@ def test_retry_failed_recomputes_content_failures_and_chunks_match_items(fake_se
     monkeypatch.setattr(fa, "attribute_chunk", spy)
 
     fake_server.responder = lambda body: "no JSON here"
-    run1 = attribute(CORPUS, methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / "r1"), chunk_size=4)
+    run1 = attribute(
+        AttributionRequest(paths=CORPUS, methods=["all_at_once"]),
+        RunOptions(out_dir=str(tmp_path / "r1"), chunk_size=4),
+        settings=settings,
+    )
     assert set(_frame(run1)["status"]) == {"content_failed"} and spy.methods == ["all_at_once"] * 2
     fake_server.responder = _responder
-    plain = attribute(CORPUS, methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / "r2"), chunk_size=4)
+    plain = attribute(
+        AttributionRequest(paths=CORPUS, methods=["all_at_once"]),
+        RunOptions(out_dir=str(tmp_path / "r2"), chunk_size=4),
+        settings=settings,
+    )
     p = _frame(plain)
     assert set(p["status"]) == {"content_failed"} and p["reused"].all()  # a plain rerun reuses them
     n = fake_server.count
     retry = settings.model_copy(update={"retry_failed": True})
-    run3 = attribute(CORPUS, methods=["all_at_once"], settings=retry, out_dir=str(tmp_path / "r3"), chunk_size=4)
+    run3 = attribute(
+        AttributionRequest(paths=CORPUS, methods=["all_at_once"]),
+        RunOptions(out_dir=str(tmp_path / "r3"), chunk_size=4),
+        settings=retry,
+    )
     r = _frame(run3)
     assert set(r["status"]) == {"complete"} and not r["reused"].any() and fake_server.count == n + 2
     # per-item tasks on a fresh cache give the same rows as the chunk tasks
     fresh = settings.model_copy(update={"cache_dir": str(tmp_path / "cache2")})
     items = _frame(
-        attribute(CORPUS, methods=["all_at_once"], settings=fresh, out_dir=str(tmp_path / "r4"), chunk_size=1)
+        attribute(
+            AttributionRequest(paths=CORPUS, methods=["all_at_once"]),
+            RunOptions(out_dir=str(tmp_path / "r4"), chunk_size=1),
+            settings=fresh,
+        )
     )
     cols = ["trace_id", "method", "pred_step", "pred_agent", "status", "requests"]
     pd.testing.assert_frame_equal(r[cols], items[cols])
@@ -155,12 +172,20 @@ def test_finished_discovery_reruns_without_task_runs(fake_server, tmp_path, monk
         profiles_path=write_profiles(tmp_path / "profiles.toml", fake_server.base_url),
         cache_dir=str(tmp_path / "cache"),
     )
-    kw = dict(datasets=["earthquake"], seeds=[0], n=300, settings=settings)
-    run1 = fd.discover(methods=["llm_zero_shot", "pc"], out_dir=str(tmp_path / "r1"), **kw)
+    kw = dict(datasets=["earthquake"], seeds=[0], n=300)
+    run1 = fd.discover(
+        DiscoveryRequest(methods=["llm_zero_shot", "pc"], **kw),
+        RunOptions(out_dir=str(tmp_path / "r1")),
+        settings=settings,
+    )
     first = fake_server.count
     spy = Spy(fd.discover_chunk)
     monkeypatch.setattr(fd, "discover_chunk", spy)
-    run2 = fd.discover(methods=["llm_zero_shot", "pc", "ges"], out_dir=str(tmp_path / "r2"), **kw)
+    run2 = fd.discover(
+        DiscoveryRequest(methods=["llm_zero_shot", "pc", "ges"], **kw),
+        RunOptions(out_dir=str(tmp_path / "r2")),
+        settings=settings,
+    )
     assert spy.methods == ["ges"] and fake_server.count == first
     a = pd.read_parquet(Path(run1) / "results.parquet").set_index("method")
     b = pd.read_parquet(Path(run2) / "results.parquet").set_index("method")
@@ -181,14 +206,20 @@ def test_a_401_inside_a_chunk_fails_one_row_and_the_next_run_repeats_only_it(
     r1 = _frame(  # a row failed: the flow run ends Failed (flows.engine.FailedRows), its run folder written
         run_dir_of(
             lambda: fa.attribute(
-                CORPUS, methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / "r1"), chunk_size=2
+                AttributionRequest(paths=CORPUS, methods=["all_at_once"]),
+                RunOptions(out_dir=str(tmp_path / "r1"), chunk_size=2),
+                settings=settings,
             )
         )
     )
     assert sorted(r1["status"]) == ["complete", "failed"] and fake_server.count == 2
     ok = r1.loc[r1.status == "complete", "trace_id"].item()
     r2 = _frame(
-        fa.attribute(CORPUS, methods=["all_at_once"], settings=settings, out_dir=str(tmp_path / "r2"), chunk_size=2)
+        fa.attribute(
+            AttributionRequest(paths=CORPUS, methods=["all_at_once"]),
+            RunOptions(out_dir=str(tmp_path / "r2"), chunk_size=2),
+            settings=settings,
+        )
     )
     assert set(r2["status"]) == {"complete"} and fake_server.count == 3  # only the failed trace asked again
     assert r2.set_index("trace_id")["reused"].to_dict() == {t: t == ok for t in r2["trace_id"]}

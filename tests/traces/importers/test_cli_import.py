@@ -47,9 +47,9 @@ def test_import_content_off_refused_or_skipped(tmp_path, capsys):
 def _no_flow(monkeypatch):
     calls = {}
 
-    def fake_run(paths, methods, **kw):
-        calls["paths"], calls["kw"] = paths, kw
-        return kw["out_dir"]
+    def fake_run(plan, run, **kw):  # the plan.json, the run options
+        calls["paths"], calls["kw"] = run.meta["corpus"], {"plan": plan, **kw}
+        return run.out_dir
 
     import flows.attribute
 

@@ -96,9 +96,9 @@ def test_import_skip_invalid_prints_each_skipped_input(mixed, tmp_path, capsys):
 def test_attribute_skip_invalid_records_imported_skips_in_run_json(mixed, tmp_path, monkeypatch):
     calls = {}
 
-    def fake_run(paths, methods, **kw):
-        calls.update(paths=paths, **kw)
-        return kw["out_dir"]
+    def fake_run(plan, run, **kw):  # the plan.json, the run options
+        calls.update(plan=plan, paths=run.meta["corpus"], **kw)
+        return run.out_dir
 
     import flows.attribute
 
@@ -122,9 +122,10 @@ def test_attribute_skip_invalid_records_imported_skips_in_run_json(mixed, tmp_pa
         )
         == 0
     )
+    from agentcausal.attribution.plan_model import AttributionPlan
     from agentcausal.runs.plan import read_plan
 
-    plan = read_plan(calls["plan"])  # the plan.json the run reads: run.json takes "skipped" from it
+    plan = read_plan(calls["plan"], AttributionPlan)  # the plan.json the run reads: run.json takes "skipped" from it
     skipped = plan.skipped
     assert sorted(s["path"] for s in skipped) == sorted([str(off), str(alien), str(broken)])
     assert all(s["error"] for s in skipped)
