@@ -75,7 +75,7 @@ def load_trace_item(item: PlanItem) -> Trace:
     """
     iid, path = item.id, str(item.path)
     checked = item.file_sha256 is not None  # the file holds the bytes the plan pass read, validated and hashed
-    if checked:
+    if item.file_sha256 is not None:
         _check_file(iid, path, item.file_sha256)
     try:
         if item.offset is not None:
