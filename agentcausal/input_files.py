@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -242,20 +241,19 @@ def _parse_int(text: str) -> int:
 
 
 def _depth_over(value: Any, max_depth: int) -> bool:
-    """True when ``value`` nests lists and objects deeper than ``max_depth`` (iteratively: no recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        v, d = stack.pop()
-        children: Iterable[Any]
-        if isinstance(v, dict):
-            children = v.values()
-        elif isinstance(v, list):
-            children = v
-        else:
-            continue
-        if d > max_depth:
+    """True when ``value`` nests lists and objects deeper than ``max_depth`` (one level at a time: no recursion)."""
+    level = [value] if isinstance(value, (dict, list)) else []
+    depth = 1
+    while level:
+        if depth > max_depth:
             return True
-        stack.extend((c, d + 1) for c in children if isinstance(c, (dict, list)))
+        below: list[Any] = []
+        for v in level:
+            for c in v.values() if isinstance(v, dict) else v:
+                if isinstance(c, (dict, list)):
+                    below.append(c)
+        level = below
+        depth += 1
     return False
 
 

@@ -46,6 +46,11 @@ __all__ = ["PHASES", "ThreadProfiles", "phase_table", "run_profile", "main"]
 #: is inclusive (its callees), so nested phases are listed under their parent with a leading ``  ``.
 PHASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "plan": (("agentcausal/attribution/plan.py:plan_attribution",), ()),
+    "  scan (read, validate, hash)": (
+        ("agentcausal/traces/io.py:iter_traces", "agentcausal/traces/model.py:facts"),
+        (),
+    ),
+    "  estimate": (("agentcausal/attribution/estimate.py:add_trace",), ()),
     "submit (Prefect task runs)": (
         ("prefect/task_engine.py:run_task_sync", "prefect/tasks.py:submit"),
         ("agentcausal/runs/engine.py:run_chunk", "tasks/attribution.py:evaluate_run"),
@@ -101,6 +106,10 @@ PHASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ),
         (),
     ),
+    "  finish (records read back, results.parquet)": (("agentcausal/runs/engine.py:finish",), ()),
+    "  evaluate, report.md and report.html": (("agentcausal/report/attribution.py:report_run",), ()),
+    "    plots": (("agentcausal/report/plots.py:attribution_figures",), ()),
+    "  artifacts": (("flows/engine.py:publish_report",), ()),
 }
 
 Func = tuple[str, int, str]  # pstats' (file, line, function)
@@ -224,7 +233,8 @@ def phase_table(stats: dict[Func, Entry], requests: int, top: int = 8) -> list[d
             roots = {}
             for f in found:
                 t = sum(e[3] * parent.get(c, 0.0) for c, e in stats[f][4].items() if c not in found)
-                roots[f] = min(1.0, t / stats[f][3]) if stats[f][3] > 0 else 0.0
+                passed = min(1.0, t / stats[f][3]) if stats[f][3] > 0 else 0.0
+                roots[f] = max(passed, parent.get(f, 0.0))  # one of the parent's own entry functions: its share
         else:
             roots = dict.fromkeys(found, 1.0)
         share = _phase_shares(stats, roots, cut)

@@ -30,6 +30,7 @@ Multi-agent Systems" (code github.com/wzhSteve/Dual-view-Causal-driven-Failure-A
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -274,11 +275,28 @@ def attribution_calls(
     ConfigError
         If the method is unknown or its settings do not validate.
     """
-    spec = get_method(method)
     fn = _PATTERNS.get(method)
     if fn is None or len(trace) == 0:
+        get_method(method)  # an unknown method is refused all the same
         return []
-    return fn(trace, method_settings(spec.settings_model, dict(settings or {})), profiles)
+    return fn(trace, _validated(method, settings), profiles)
+
+
+#: (method, settings as canonical JSON) -> the validated settings model (frozen): a plan validates each method's
+#: settings once, not once per trace
+_VALIDATED: dict[tuple[str, str], Any] = {}
+
+
+def _validated(method: str, settings: Mapping[str, Any] | None) -> Any:
+    values = dict(settings or {})
+    key = (method, json.dumps(values, sort_keys=True, default=repr))
+    hit = _VALIDATED.get(key)
+    if hit is None:
+        hit = method_settings(get_method(method).settings_model, values)
+        if len(_VALIDATED) >= 256:
+            _VALIDATED.clear()
+        _VALIDATED[key] = hit
+    return hit
 
 
 def estimate_attribution(

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import pandas as pd
@@ -163,13 +163,18 @@ def length_bucket(n_steps: int) -> str:
     return LENGTH_BUCKETS[-1][2]
 
 
-def accuracy(df: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
+def accuracy(
+    df: pd.DataFrame, by: Sequence[str] = (), *, method_ranks: Mapping[str, bool] | None = None
+) -> pd.DataFrame:
     """Step, agent and both-correct accuracy per method (and per ``by`` columns).
 
     Parameters
     ----------
     df : results frame (:func:`results_frame`)
     by : extra grouping columns, e.g. ``["subset"]`` or ``["length_bucket"]``
+    method_ranks : method -> whether its candidates in ``df`` come from a ranking
+        (:func:`~agentcausal.attribution.candidates.ranks`); None: read from ``df`` here (a caller grouping one
+        frame several ways reads it once)
 
     Returns
     -------
@@ -195,7 +200,7 @@ def accuracy(df: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
     """
     keys = ["method", *by]
     out = []
-    method_ranks = _method_ranks(df)
+    method_ranks = _method_ranks(df) if method_ranks is None else method_ranks
     for key, g in df.groupby(keys, sort=True, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
         held = g["status"].eq("not_run") if "status" in g else pd.Series(False, index=g.index)
@@ -421,10 +426,11 @@ def evaluate_frame(df: pd.DataFrame) -> Evaluation:
         .reset_index()
     )
     failures = df[df["error"].notna()][["trace_id", "method", "status", "error"]].reset_index(drop=True)
+    ranked = _method_ranks(df)  # read once for the three groupings
     return Evaluation(
-        overall=accuracy(df),
-        by_subset=accuracy(df, ["subset"]),
-        by_length=accuracy(df, ["length_bucket"]),
+        overall=accuracy(df, method_ranks=ranked),
+        by_subset=accuracy(df, ["subset"], method_ranks=ranked),
+        by_length=accuracy(df, ["length_bucket"], method_ranks=ranked),
         step_error_hist=step_error_histogram(df),
         cost_per_trace=cost,
         cost_by_stage=usage_by_stage(df),

@@ -134,6 +134,7 @@ def attribute_plan(
     seen_ids: list[str] = []  # only with ``ids``: the hint of an unknown id names a few real ones
     no_truth: list[str] = []
     file_hash: dict[str, str | None] = {}
+    abs_paths: dict[str, str] = {}  # absolute (run.json read from any directory names the file), once per file
     try:
         for x in _scanned(paths, traces):
             if isinstance(x, TraceFormatError):
@@ -150,7 +151,7 @@ def attribute_plan(
                 continue
             if require_truth and not t.ground_truth.strip():
                 no_truth.append(t.id)
-            path = absolute_path(x.path)  # absolute: run.json read from any directory names the file
+            path = abs_paths.get(x.path) or abs_paths.setdefault(x.path, absolute_path(x.path))
             if path not in file_hash:
                 file_hash[path] = sha256_file(path) if Path(path).is_file() else None
             facts = t.facts()

@@ -4,9 +4,11 @@ The CLI (or a half's plan builder for a Python caller) reads and validates the c
 stream, and writes each trace into the plan as a :class:`~agentcausal.runs.plan.PlanItem`: its id,
 the file it is read from (and, in a JSONL file, the byte offset of its line), the trace's content
 hash and the file's sha256. A task then loads only its own item with :func:`load_trace_item`: one
-line of a JSONL file (or one Who&When file) is read and parsed, the file's sha256 is checked (hashed
-once per process and file version) and the trace's content hash is checked against the plan. Nothing
-else of the corpus is read, and nothing of it is kept: the caller drops the trace when its item is done.
+line of a JSONL file (or one Who&When file) is read and parsed, and the file's sha256 is checked (hashed
+once per process and file version). The file holding the plan's bytes, what the plan pass checked of
+them (nesting, integer digits) and the trace's content hash are not computed again; an item without a
+file sha256 has its trace's content hash checked against the plan instead. Nothing else of the corpus
+is read, and nothing of it is kept: the caller drops the trace when its item is done.
 
 A file that changed since the plan, or went away, is one
 :class:`~agentcausal.exceptions.ItemChangedError` naming the item.
@@ -68,15 +70,16 @@ def load_trace_item(item: PlanItem) -> Trace:
     Raises
     ------
     ItemChangedError
-        If the file cannot be read, its bytes or the trace's content hash differ from the plan, or the
-        line at the item's offset no longer holds the item's trace.
+        If the file cannot be read, its bytes differ from the plan (or, for an item without a file sha256, the
+        trace's content hash does), or the line at the item's offset no longer holds the item's trace.
     """
     iid, path = item.id, str(item.path)
+    checked = item.file_sha256 is not None  # the file holds the bytes the plan pass read, validated and hashed
     if item.file_sha256 is not None:
         _check_file(iid, path, item.file_sha256)
     try:
         if item.offset is not None:
-            t = read_jsonl_line(path, item.offset)
+            t = read_jsonl_line(path, item.offset, checked=checked)
             if t.id != iid:
                 raise ItemChangedError(iid, path, f"the line at byte {item.offset} holds trace {t.id!r}")
         else:  # a Who&When file: the id comes from the corpus it was read with (the plan holds it)
@@ -86,7 +89,7 @@ def load_trace_item(item: PlanItem) -> Trace:
         raise
     except AgentCausalError as exc:
         raise ItemChangedError(iid, path, f"no longer a valid trace file ({exc})") from exc
-    if t.content_hash() != item.sha256:
+    if not checked and t.content_hash() != item.sha256:  # bytes unchecked: the trace's own hash is checked
         raise ItemChangedError(
             iid, path, f"trace content hash {t.content_hash()[:12]}… is not the plan's {item.sha256[:12]}…"
         )

@@ -201,8 +201,6 @@ def run_items(
 
     def one(job: tuple[str, Callable[[], R]]) -> R | BaseException | None:
         key, fn = job
-        if store.get(key, not_before=not_before) is not None:
-            return None
         try:
             rec = fn()
         except AgentCausalError as exc:
@@ -213,9 +211,13 @@ def run_items(
 
     if not jobs:
         return []
-    own = ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="chunk") if workers is None else None
+    # the chunk's stored records in one query: a job with one stored at or after not_before is not run again
+    stored = store.get_many([key for key, _ in jobs])
+    done = [s is not None and (not_before is None or s.stored_at >= not_before) for s in stored]
+    todo = [job for job, d in zip(jobs, done, strict=True) if not d]
+    own = ThreadPoolExecutor(max_workers=max(1, len(todo)), thread_name_prefix="chunk") if workers is None else None
     pool = own or item_pool(workers or 1)
-    futures = [pool.submit(one, job) for job in jobs]
+    futures = [pool.submit(one, job) for job in todo]
     try:
         while wait(futures, timeout=_STOP_POLL_S).not_done:  # every job tried before anything is raised
             if stop.stop_requested():  # SIGTERM, SIGINT, a cancellation: leave the items in flight behind
@@ -225,7 +227,8 @@ def run_items(
     finally:
         if own is not None:
             own.shutdown(wait=not stop.stop_requested(), cancel_futures=True)
-    out = [f.result() for f in futures]
+    results = iter([f.result() for f in futures])
+    out = [None if d else next(results) for d in done]
     failures = [r for r in out if isinstance(r, BaseException)]
     if failures:
         raise failures[0]

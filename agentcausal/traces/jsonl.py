@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from agentcausal.exceptions import InputFileError, InvalidTracesError, TraceFormatError
 from agentcausal.input_files import input_refusal, loads_json, max_input_bytes
 from agentcausal.traces.model import Trace
-from agentcausal.traces.text import content_text, optional_text
+from agentcausal.traces.text import clean_text, content_text, optional_text
 
 __all__ = ["TraceScan", "iter_jsonl", "read_jsonl_line", "read_jsonl", "write_jsonl", "raise_all"]
 
@@ -73,11 +73,14 @@ def _normalise_record(obj: object) -> dict:
         for i, st in enumerate(out["steps"]):
             if isinstance(st, dict):
                 st = dict(st)
-                for key in ("agent", "role"):
-                    if key in st:
-                        st[key] = norm(optional_text, st[key], f"steps[{i}].{key}")
-                if "content" in st:
-                    st["content"] = norm(content_text, st["content"], f"steps[{i}].content")
+                for key in ("agent", "role", "content"):
+                    if key not in st:
+                        continue
+                    v = st[key]
+                    if type(v) is str:  # the common case: a string, cleaned as both text rules clean it
+                        st[key] = clean_text(v)
+                    else:
+                        st[key] = norm(content_text if key == "content" else optional_text, v, f"steps[{i}].{key}")
             steps.append(st)
         out["steps"] = steps
     if problems:
@@ -88,8 +91,11 @@ def _normalise_record(obj: object) -> dict:
 _NO_QUESTION = "not a Trace: question: missing or empty: every method is asked about the task the agents were given"
 
 
-def _parse_jsonl_line(line: str | bytes, path: Path, where: str, *, require_question: bool) -> Trace:
-    """One line of our Trace JSONL as a Trace (depth and digit limits of :func:`loads_json`).
+def _parse_jsonl_line(
+    line: str | bytes, path: Path, where: str, *, require_question: bool, checked: bool = False
+) -> Trace:
+    """One line of our Trace JSONL as a Trace (depth and digit limits of :func:`loads_json`; ``checked``: the
+    line's bytes already passed them, so plain ``json.loads`` reads them to the same value).
 
     Raises
     ------
@@ -98,7 +104,7 @@ def _parse_jsonl_line(line: str | bytes, path: Path, where: str, *, require_ques
         and ``where``.
     """
     try:
-        t = Trace.model_validate(_normalise_record(loads_json(line)))
+        t = Trace.model_validate(_normalise_record(json.loads(line) if checked else loads_json(line)))
         if require_question and not t.question.strip():
             raise TraceFormatError(_NO_QUESTION)
         return t
@@ -175,8 +181,11 @@ def iter_jsonl(
                 yield start, exc
 
 
-def read_jsonl_line(path: str | Path, offset: int) -> Trace:
+def read_jsonl_line(path: str | Path, offset: int, *, checked: bool = False) -> Trace:
     """The trace on the line of our Trace JSONL that starts at byte ``offset`` (see :func:`iter_jsonl`).
+
+    ``checked``: the file's bytes are known to be those :func:`iter_jsonl` read (a plan item whose file sha256
+    matched), so the line's nesting and integer digits are not checked again.
 
     Raises
     ------
@@ -197,7 +206,7 @@ def read_jsonl_line(path: str | Path, offset: int) -> Trace:
         line = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise TraceFormatError(f"not UTF-8 text (byte {offset + exc.start})", path=str(p)) from exc
-    return _parse_jsonl_line(line, p, f"byte {offset}", require_question=False)
+    return _parse_jsonl_line(line, p, f"byte {offset}", require_question=False, checked=checked)
 
 
 def _scan_jsonl(path: Path, *, root: Path | None = None, require_question: bool = False) -> TraceScan:

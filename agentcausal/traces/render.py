@@ -216,7 +216,7 @@ def escape_data(text: str) -> str:
     >>> escape_data("<\\u200b/step>") == "&lt;\\u200b/step>"
     True
     """
-    if not _OPENER_RE.search(text):
+    if (text.isascii() and "<" not in text) or not _OPENER_RE.search(text):  # every other opener is non-ASCII
         return text
     out: list[str] = []
     last = 0
@@ -319,18 +319,24 @@ def step_label(step: Step) -> str:
     return f"Step {step.index} | {escape_data(step.agent).replace(chr(10), ' ')}: "
 
 
-def _overhead(steps: Sequence[Step], fmt: Callable[[Step, str], str] = render_step) -> int:
-    return len(_TRACE_OPEN) + len(_TRACE_CLOSE) + sum(len(fmt(s, "")) for s in steps)
+def _step_head(step: Step) -> str:
+    """What :func:`render_step` puts before the step's escaped content."""
+    return _STEP_OPEN.format(n=step.index) + step_label(step)
 
 
-def _render_block(steps: Sequence[Step], budget_chars: int | None, fmt: Callable[[Step, str], str]) -> RenderedSteps:
-    """The ``<trace>`` block of ``fmt(step, content)`` per step, contents capped to fit ``budget_chars``."""
+def _render_block(
+    steps: Sequence[Step], budget_chars: int | None, head: Callable[[Step], str], tail: str
+) -> RenderedSteps:
+    """The ``<trace>`` block of ``head(step) + escape_data(content) + tail`` per step, contents capped to fit
+    ``budget_chars`` (each content and each head made once)."""
     if not steps:
         raise ValueError("cannot render an empty list of steps")
     contents = [s.content for s in steps]
     # escaping lengthens content a little; budget on escaped lengths
-    lengths = [len(escape_data(c)) for c in contents]
-    overhead = _overhead(steps, fmt)
+    escaped = [escape_data(c) for c in contents]
+    lengths = [len(e) for e in escaped]
+    heads = [head(s) for s in steps]
+    overhead = len(_TRACE_OPEN) + len(_TRACE_CLOSE) + sum(len(h) for h in heads) + len(tail) * len(steps)
     shortened: list[int] = []
     omitted = 0
     if budget_chars is not None and overhead + sum(lengths) > budget_chars:
@@ -344,18 +350,14 @@ def _render_block(steps: Sequence[Step], budget_chars: int | None, fmt: Callable
             else:
                 hi = mid - 1
         cap = lo
-        new_contents = []
-        for s, c, n in zip(steps, contents, lengths):
+        for j, (s, c, n) in enumerate(zip(steps, contents, lengths)):
             if n > cap:
                 # shorten the raw text so escaped output stays near the cap
                 short = shorten(c, max(MIN_STEP_CHARS, cap - (n - len(c))))
                 shortened.append(s.index)
                 omitted += len(c) - (len(short) - len(_marker_of(short)))
-                new_contents.append(short)
-            else:
-                new_contents.append(c)
-        contents = new_contents
-    text = _TRACE_OPEN + "".join(fmt(s, c) for s, c in zip(steps, contents)) + _TRACE_CLOSE
+                escaped[j] = escape_data(short)
+    text = _TRACE_OPEN + "".join(h + e + tail for h, e in zip(heads, escaped)) + _TRACE_CLOSE
     return RenderedSteps(text=text, shortened=tuple(shortened), omitted_chars=omitted)
 
 
@@ -395,7 +397,7 @@ def render_steps_info(steps: Sequence[Step], budget_chars: int | None = None) ->
     </step>
     </trace>
     """
-    return _render_block(steps, budget_chars, render_step)
+    return _render_block(steps, budget_chars, _step_head, _STEP_CLOSE)
 
 
 def speaker(step: Step, full_role: bool = True) -> str:
@@ -463,12 +465,11 @@ def render_conversation(
     Step 1 - B: ok
     """
 
-    def fmt(step: Step, content: str) -> str:
+    def head(step: Step) -> str:
         who = escape_data(speaker(step, full_roles)).replace("\n", " ")
-        head = f"Step {step.index} - " if numbered else ""
-        return f"{head}{who}: {escape_data(content)}\n"
+        return f"{f'Step {step.index} - ' if numbered else ''}{who}: "
 
-    return _render_block(steps, budget_chars, fmt)
+    return _render_block(steps, budget_chars, head, "\n")
 
 
 _MARKER_RE = re.compile(r"\[… \d+ chars omitted …\]")

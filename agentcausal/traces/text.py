@@ -52,6 +52,8 @@ def clean_text(text: str) -> str:
     >>> clean_text("ok \\ud800 end")
     'ok \\ufffd end'
     """
+    if text.isascii():  # no surrogate can be there: the common case, without a regex scan
+        return text
     return _LONE_SURROGATE.sub("\ufffd", text) if _LONE_SURROGATE.search(text) else text
 
 

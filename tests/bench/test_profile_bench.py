@@ -75,3 +75,16 @@ def test_phase_table_on_a_hand_made_call_graph(monkeypatch):
     inner_top = {t["function"]: t["ms_per_request"] for t in rows["  inner"]["top_self"]}
     assert inner_top["a/lib.py:1(lib)"] == pytest.approx(1000 * 2.0 / 2)
     assert rows["total (every thread)"]["cpu_ms_per_request"] == pytest.approx(1000 * 9.0 / 2)
+
+
+def test_a_nested_phase_may_name_one_of_its_parents_entry_functions(monkeypatch):
+    first, second = _f("a/run.py", "first"), _f("a/run.py", "second")
+    stats = {first: [1, 1, 3.0, 3.0, {}], second: [1, 1, 1.0, 1.0, {}]}
+    monkeypatch.setattr(
+        bp,
+        "PHASES",
+        {"both": (("a/run.py:first", "a/run.py:second"), ()), "  first alone": (("a/run.py:first",), ())},
+    )
+    rows = {r["phase"]: r for r in bp.phase_table(stats, requests=1, top=2)}
+    assert rows["both"]["cpu_ms_per_request"] == pytest.approx(4000.0)
+    assert rows["  first alone"]["cpu_ms_per_request"] == pytest.approx(3000.0)
