@@ -36,13 +36,16 @@ def mirrored_package(folder: Path, repo: Path = REPO) -> Path | None:
     return repo.joinpath(TOP.get(first, f"agentcausal/{first}"), *rest)
 
 
+def _kept(path: Path) -> bool:
+    return not any(part == "__pycache__" or part.startswith(".") for part in path.parts)
+
+
 def folders_under_tests(repo: Path = REPO) -> list[Path]:
-    """Every folder under ``repo/tests``, ``__pycache__`` and hidden folders left out, sorted."""
-    return sorted(
-        p
-        for p in (repo / "tests").rglob("*")
-        if p.is_dir() and not any(part == "__pycache__" or part.startswith(".") for part in p.parts)
-    )
+    """Every folder under ``repo/tests`` that holds a file, ``__pycache__`` and hidden folders left out, sorted.
+
+    A folder left with nothing but ``__pycache__`` (a checkout from before a move: git leaves it) is no folder."""
+    files = [p for p in (repo / "tests").rglob("*") if p.is_file() and _kept(p.relative_to(repo))]
+    return sorted({parent for f in files for parent in f.parents if (repo / "tests") in parent.parents})
 
 
 def layout_offenders(repo: Path = REPO) -> list[str]:
@@ -72,6 +75,9 @@ def test_a_folder_that_mirrors_nothing_is_named(tmp_path: Path) -> None:
         (tmp_path / folder).mkdir(parents=True)
         (tmp_path / folder / "__init__.py").write_text("")
     (tmp_path / "tests/runs/__init__.py").unlink()
+    (tmp_path / "tests/runs/test_x.py").write_text("")
+    (tmp_path / "tests/scale/__pycache__").mkdir(parents=True)  # left behind by a move: not a folder of tests
+    (tmp_path / "tests/scale/__pycache__/test_x.cpython-311.pyc").write_text("")
     assert layout_offenders(tmp_path) == [
         "tests/bench: mirrors no package (bench is not one)",
         "tests/ops: mirrors no package (agentcausal/ops is not one)",
