@@ -5,7 +5,7 @@ person: 0 means every row was computed, or there was nothing new to compute (a `
 window without traces: one line says so); 3 and 4 mean the run folder was written but some rows were
 not (the last line printed says how many); 2 and 5 mean nothing ran; 130 and 143 mean a signal stopped
 it (the next run resumes). docs/operations.md shows the same table (:func:`markdown_table`, checked by
-``tests/ops/test_exit_status.py``).
+``tests/cli/test_exit_status.py``).
 
 Content failures (a reply still invalid after every repair, an algorithm failing on the data) are
 results: they are cached, reported and counted, but do not change the status; rows that were not

@@ -20,7 +20,7 @@ from agentcausal.runs.estimate import CallPattern, Estimator, estimate_table
 from agentcausal.runs.options import RunOptions
 from agentcausal.traces.model import Step, Trace
 from agentcausal_cli import main
-from tests.ops.conftest import requests_by_prompt, scripted_responder
+from tests.conftest import requests_by_prompt, scripted_responder
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "data" / "examples"
 

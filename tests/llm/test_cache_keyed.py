@@ -124,7 +124,7 @@ def test_the_key_file_must_be_the_owners_alone(tmp_path, monkeypatch):
 
 def test_the_cli_refuses_an_unsafe_key_file_in_one_line_before_any_work(fake_server, tmp_path, monkeypatch, capsys):
     from agentcausal_cli import main
-    from tests.ops.conftest import EXAMPLES, write_profiles
+    from tests.conftest import EXAMPLES, write_profiles
 
     key_file = tmp_path / "cache.key"
     key_file.write_text(KEY)

@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from agentcausal_fakes.processes import alive
-from tests.ops.conftest import EXAMPLES, METHODS, write_profiles
+from tests.conftest import EXAMPLES, METHODS, write_profiles
 
 GRACE_S = 30.0  # the watchdogs poll every 0.5 s; interpreters shut down slowly on a loaded machine
 CLI = "import sys; from agentcausal_cli import main; sys.exit(main(sys.argv[1:]))"

@@ -17,7 +17,7 @@ from agentcausal.runs.breaker import CircuitBreaker
 from agentcausal.runs.engine import RunEngine, drive, run_chunk
 from agentcausal.runs.folder import load_run_meta
 from agentcausal.settings import RunSettings
-from tests.ops.conftest import EXAMPLES, scripted_responder, write_profiles
+from tests.conftest import EXAMPLES, scripted_responder, write_profiles
 
 JOBS = 4 * 10  # 4 example traces x 10 repeats of all_at_once (one request each when the endpoint answers)
 

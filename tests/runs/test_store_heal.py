@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.ops.conftest import EXAMPLES, write_profiles
+from tests.conftest import EXAMPLES, write_profiles
 
 REPO = Path(__file__).resolve().parents[2]
 COLS = ["trace_id", "method", "pred_step", "pred_agent", "error"]

@@ -10,7 +10,7 @@ from agentcausal.attribution.plan_model import AttributionRequest
 from agentcausal.runs.options import RunOptions
 from flows.attribute import attribute, run_attribute
 from flows.engine import FailedRows
-from tests.ops.conftest import EXAMPLES, settings_at, write_profiles
+from tests.conftest import EXAMPLES, settings_at, write_profiles
 
 TRACE = str(EXAMPLES / "wrong_unit_at_step_2.json")
 

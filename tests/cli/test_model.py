@@ -16,9 +16,9 @@ from agentcausal.llm.profiles import load_profiles
 from agentcausal.settings import RunSettings
 from agentcausal_cli import build_parser, main
 from agentcausal_cli.settings_options import apply_model_arguments
-from tests.ops.conftest import scripted_responder
+from tests.conftest import scripted_responder
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "data" / "examples" / "wrong_unit_at_step_2.json"
+EXAMPLE = Path(__file__).resolve().parents[2] / "data" / "examples" / "wrong_unit_at_step_2.json"
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ import pytest
 
 from agentcausal.runs import stop
 from agentcausal_fakes.processes import alive, process_tree, reap
-from tests.ops.conftest import EXAMPLES, METHODS, requests_by_prompt, write_profiles
+from tests.conftest import EXAMPLES, METHODS, requests_by_prompt, write_profiles
 
 CLI = "import sys; from agentcausal_cli import main; sys.exit(main(sys.argv[1:]))"
 STOP_WITHIN_S = 10.0

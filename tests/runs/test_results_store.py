@@ -249,7 +249,7 @@ def test_the_cli_names_a_store_it_cannot_heal_in_one_line_before_any_work(fake_s
 
     import agentcausal.runs.store as store_module
     from agentcausal_cli import main
-    from tests.ops.conftest import EXAMPLES, write_profiles
+    from tests.conftest import EXAMPLES, write_profiles
 
     store = ResultStore(tmp_path / "cache", "attribute", Attribution)
     path = store.path

@@ -11,7 +11,7 @@ import pytest
 from agentcausal.attribution.plan_model import AttributionRequest
 from agentcausal.runs import heartbeat
 from agentcausal.runs.options import RunOptions
-from tests.ops.conftest import EXAMPLES, METHODS, requests_by_prompt, settings_at
+from tests.conftest import EXAMPLES, METHODS, requests_by_prompt, settings_at
 
 KEY = ["trace_id", "method"]
 SAME = [

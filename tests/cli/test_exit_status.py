@@ -14,7 +14,7 @@ import pytest
 
 from agentcausal_cli import main
 from agentcausal_cli.exit_codes import ENDPOINT_DOWN, EXIT_CODES, FAILED_ROWS, OK, markdown_table
-from tests.ops.conftest import EXAMPLES, write_profiles
+from tests.conftest import EXAMPLES, write_profiles
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -52,7 +52,7 @@ def test_dry_run_into_a_closed_pipe_ends_without_a_traceback():
     import sys
     from pathlib import Path
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     cmd = (
         f"{sys.executable} -m agentcausal attribute data/examples --method all_at_once --method dcfa "
         f"--dry-run | true"

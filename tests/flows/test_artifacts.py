@@ -6,7 +6,7 @@ import pytest
 
 from agentcausal.attribution.plan_model import AttributionRequest
 from agentcausal.runs.options import RunOptions
-from tests.ops.conftest import EXAMPLES, METHODS, settings_at
+from tests.conftest import EXAMPLES, METHODS, settings_at
 
 
 @pytest.mark.slow

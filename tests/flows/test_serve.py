@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.ops.conftest import EXAMPLES
+from tests.conftest import EXAMPLES
 
 TINY = """
 deployments:

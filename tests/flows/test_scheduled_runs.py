@@ -20,7 +20,7 @@ import pytest
 from agentcausal.settings import RunSettings
 from agentcausal_cli import main
 from flows.serve import DEFAULT_FILE, load_flow, load_specs
-from tests.ops.conftest import EXAMPLES
+from tests.conftest import EXAMPLES
 
 CLI = "import sys; from agentcausal_cli import main; sys.exit(main(sys.argv[1:]))"
 
@@ -88,7 +88,7 @@ def test_unattended_cli_run_says_prefect_is_starting_beats_and_carries_its_name(
     from prefect.server.api.server import SubprocessASGIServer
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    from tests.ops.conftest import write_profiles
+    from tests.conftest import write_profiles
 
     scripted_server.latency_s = 0.5  # 4 traces, one request at a time: about 2 s of LLM calls
     profiles = write_profiles(tmp_path / "profiles.toml", scripted_server.base_url, max_concurrency=1)

@@ -16,7 +16,7 @@ from agentcausal.discovery.plan_model import DiscoveryRequest
 from agentcausal.runs.options import RunOptions
 from agentcausal.settings import RunSettings
 from agentcausal.traces.io import load_traces
-from tests.ops.conftest import EXAMPLES, REPLIES, write_profiles
+from tests.conftest import EXAMPLES, REPLIES, write_profiles
 
 CORPUS = [str(EXAMPLES / "wrong_unit_at_step_2.json"), str(EXAMPLES / "bad_plan_at_step_0.json")]
 KEY = ["trace_id", "method"]

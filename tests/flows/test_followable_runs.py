@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.ops.conftest import EXAMPLES
+from tests.conftest import EXAMPLES
 
 
 @pytest.mark.slow

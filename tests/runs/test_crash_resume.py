@@ -19,7 +19,7 @@ import pytest
 
 from agentcausal.attribution.plan_model import AttributionRequest
 from agentcausal.runs.options import RunOptions
-from tests.ops.conftest import EXAMPLES, METHODS, prompt_key, requests_by_prompt, settings_at, write_profiles
+from tests.conftest import EXAMPLES, METHODS, prompt_key, requests_by_prompt, settings_at, write_profiles
 
 LATENCY_S = 0.6
 KILL_AT_REQUEST = 7
