@@ -162,7 +162,9 @@ def load_specs(path: str | Path | None = None, *, check: bool = True) -> list[De
                 fl.validate_parameters(dict(s.parameters))
             except Exception as exc:  # Prefect raises ParameterTypeError / SignatureMismatchError
                 raise ConfigError(
-                    f"deployment {s.name!r}: parameters do not fit flow {fl.name!r}: {exc}", path=str(p)
+                    f"deployment {s.name!r}: parameters do not fit flow {fl.name!r}: {exc}"
+                    + _regroup_hint(fl.name, dict(s.parameters)),
+                    path=str(p),
                 ) from exc
             for sch in s.schedules:
                 try:
@@ -170,6 +172,29 @@ def load_specs(path: str | Path | None = None, *, check: bool = True) -> list[De
                 except (ValueError, ValidationError) as exc:
                     raise ConfigError(f"deployment {s.name!r}: bad schedule {sch.cron!r}: {exc}", path=str(p)) from exc
     return specs
+
+
+def _regroup_hint(flow: str, parameters: dict[str, Any]) -> str:
+    """Where a flat parameter of ``attribute``/``discover`` now belongs (``plan.<key>`` or ``run.<key>``), as a
+    sentence to append to the error; ``""`` when no given key is such a field."""
+    from agentcausal.attribution.plan_model import AttributionRequest
+    from agentcausal.discovery.plan_model import DiscoveryRequest
+    from agentcausal.runs.options import RunOptions
+
+    request = {"attribute": AttributionRequest, "discover": DiscoveryRequest}.get(flow)
+    if request is None:
+        return ""
+    moves = [
+        f"{k} -> plan.{k}" if k in request.model_fields else f"{k} -> run.{k}"
+        for k in parameters
+        if k not in ("plan", "run", "settings") and (k in request.model_fields or k in RunOptions.model_fields)
+    ]
+    if not moves:
+        return ""
+    return (
+        f"; flow {flow!r} takes `plan:` (what to run) and `run:` (where, caps) mappings, "
+        f"as in deploy/prefect.yaml: move {', '.join(moves)}"
+    )
 
 
 class InputCheck(NamedTuple):

@@ -153,3 +153,18 @@ def test_empty_paths_resolve_from_the_who_and_when_setting_and_serve_list_checks
         ("nosuchnet", False),
         ("missing.csv", False),
     ]
+
+
+def test_a_deployment_with_the_flat_parameters_says_where_each_one_moves(tmp_path):
+    """A prefect.yaml written for the flat ``attribute`` parameters is rejected naming ``plan.`` and ``run.``."""
+    f = tmp_path / "prefect.yaml"
+    f.write_text(
+        "deployments:\n  - name: old\n    entrypoint: flows/attribute.py:attribute\n"
+        '    parameters:\n      paths: ["traces"]\n      methods: ["all_at_once"]\n      out_dir: runs/x\n'
+        "      max_cost: 2.0\n"
+    )
+    with pytest.raises(ConfigError) as err:
+        load_specs(f)
+    msg = str(err.value)
+    assert "paths -> plan.paths" in msg and "methods -> plan.methods" in msg
+    assert "out_dir -> run.out_dir" in msg and "max_cost -> run.max_cost" in msg

@@ -61,7 +61,7 @@ def test_cli_run_logs_to_the_api_quietly_with_name_tags_and_keys(scripted_server
         named = client.read_flow_runs(
             flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=["examples · all_at_once · default"]))
         )
-        (run,) = [r for r in named if str(tmp_path / "run") in str(r.parameters.get("out_dir"))]
+        (run,) = [r for r in named if str(tmp_path / "run") in str((r.parameters.get("run") or {}).get("out_dir"))]
         assert {"method:all_at_once", "routing:default"} <= set(run.tags)
         logs = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run.id])))
         assert any(log.level == 20 for log in logs)  # INFO reached the API

@@ -334,9 +334,8 @@ deployments:
   - name: slow
     entrypoint: flows/attribute.py:attribute
     parameters:
-      paths: ["{traces}"]
-      methods: {methods}
-      out_dir: "{out}"
+      plan: {{paths: ["{traces}"], methods: {methods}}}
+      run: {{out_dir: "{out}"}}
       settings: {{profiles_path: "{profiles}", cache_dir: "{cache}"}}
 """
 
