@@ -14,8 +14,10 @@ flow's parameters and deployment from ``prefect.runtime``:
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from prefect.client.orchestration import get_client
@@ -109,9 +111,35 @@ def _given_name(p: dict[str, Any]) -> str | None:
     return str(name) if name else None
 
 
+def _header(plan: Any) -> Any:
+    """A ``plan`` parameter as its fields: the path of a ``plan.json`` read as its header (small: a plan's items
+    live in their own file), anything else as it is; ``{}`` for a path that cannot be read (naming never fails)."""
+    if isinstance(plan, (str, Path)):
+        try:
+            return json.loads(Path(plan).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+    return plan
+
+
 def _methods(plan: Any) -> list[str]:
-    """The method names of a plan (its ``methods`` mapping) or a request (its ``methods`` list)."""
-    return list(_field(plan, "methods") or [])
+    """The method names of a plan (its ``methods`` mapping), a request (its ``methods`` list) or the path of a
+    ``plan.json``."""
+    return list(_field(_header(plan), "methods") or [])
+
+
+def _datasets(plan: Any) -> list[str]:
+    """The dataset names of a discovery request, or of a plan's items (a plan given as a model or a path)."""
+    if names := _field(plan, "datasets"):
+        return list(names)
+    from agentcausal.discovery.plan_model import DiscoveryPlan
+    from agentcausal.runs.plan import as_plan
+
+    try:
+        built = as_plan(plan, DiscoveryPlan)
+        return list(dict.fromkeys(i.spec or i.id for i in built.iter_items()))
+    except Exception:  # not a readable discovery plan: the run is still named
+        return []
 
 
 def attribute_run_name() -> str:
@@ -136,7 +164,7 @@ def discover_run_name() -> str:
     p = _params()
     if name := _given_name(p):
         return name
-    label = "+".join(_field(p.get("plan"), "datasets") or []) or "datasets"
+    label = "+".join(_datasets(p.get("plan"))) or "datasets"
     return run_name(subject(label), _methods(p.get("plan")), _routing(p.get("settings")))
 
 

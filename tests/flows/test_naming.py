@@ -1,0 +1,41 @@
+"""Flow-run names (flows/naming.py) of runs given a plan as the CLI gives it: the path of its plan.json."""
+
+import pytest
+
+from agentcausal.attribution.plan import plan_attribution
+from agentcausal.attribution.plan_model import AttributionRequest
+from agentcausal.discovery.plan import plan_discovery
+from agentcausal.discovery.plan_model import DiscoveryRequest
+from agentcausal.runs.plan import write_plan
+from agentcausal.settings import RunSettings
+from flows import naming
+from tests.conftest import EXAMPLES
+
+
+@pytest.fixture
+def params(monkeypatch):
+    given: dict = {}
+    monkeypatch.setattr(naming, "_params", lambda: dict(given))
+    monkeypatch.setattr(naming, "_deployment_name", lambda: None)
+    return given
+
+
+def test_an_attribution_run_given_its_plan_file_is_named_by_its_methods(params, tmp_path):
+    settings = RunSettings(routing="default")
+    plan = plan_attribution(
+        AttributionRequest(paths=[str(EXAMPLES)], methods=["all_at_once", "binary_search"]), settings, run_dir=tmp_path
+    )
+    params.update(plan=str(write_plan(plan, tmp_path)), run={"meta": {"corpus": [str(EXAMPLES)]}}, settings=settings)
+    assert naming.attribute_run_name() == "examples · all_at_once+binary_search · default"
+
+
+def test_a_discovery_run_given_its_plan_file_is_named_by_its_datasets_and_methods(params, tmp_path):
+    settings = RunSettings(routing="default")
+    plan = plan_discovery(DiscoveryRequest(datasets=["asia", "sachs"], methods=["pc"], seeds=[0, 1]), settings)
+    params.update(plan=str(write_plan(plan, tmp_path)), settings=settings)
+    assert naming.discover_run_name() == "asia+sachs · pc · default"
+
+
+def test_an_unreadable_plan_path_still_names_the_run(params, tmp_path):
+    params.update(plan=str(tmp_path / "gone.json"), settings=RunSettings(routing="default"))
+    assert "no-method" in naming.discover_run_name() and naming.attribute_run_name()
