@@ -181,13 +181,14 @@ def _regroup_hint(flow: str, parameters: dict[str, Any]) -> str:
     from agentcausal.discovery.plan_model import DiscoveryRequest
     from agentcausal.runs.options import RunOptions
 
-    request = {"attribute": AttributionRequest, "discover": DiscoveryRequest}.get(flow)
-    if request is None:
+    requests: dict[str, type[BaseModel]] = {"attribute": AttributionRequest, "discover": DiscoveryRequest}
+    if flow not in requests:
         return ""
+    plan_keys, run_keys = set(requests[flow].model_fields), set(RunOptions.model_fields)
     moves = [
-        f"{k} -> plan.{k}" if k in request.model_fields else f"{k} -> run.{k}"
+        f"{k} -> plan.{k}" if k in plan_keys else f"{k} -> run.{k}"
         for k in parameters
-        if k not in ("plan", "run", "settings") and (k in request.model_fields or k in RunOptions.model_fields)
+        if k not in ("plan", "run", "settings") and (k in plan_keys or k in run_keys)
     ]
     if not moves:
         return ""
