@@ -86,7 +86,7 @@ def attribute(
         spent_before_usd=run.spent_before_usd,
         max_tokens=run.max_tokens,
     )
-    report = evaluate_run(run_dir)
+    report = evaluate_run(run_dir, None if settings.refresh else settings.cache_dir)  # refresh: every figure drawn
     naming.add_run_tags(plan.methods, settings, preset=plan.preset, subsets=set(report.evaluation.by_subset["subset"]))
     publish_report(
         subject,

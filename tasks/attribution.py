@@ -28,6 +28,6 @@ def attribute_chunk(chunk: Chunk) -> list[RunRecord | None] | None:
 
 
 @task(name="evaluate-run")
-def evaluate_run(run_dir: str) -> RunReport:
-    """Accuracy tables and ``report.md`` of a run folder."""
-    return report_run(run_dir)
+def evaluate_run(run_dir: str, cache_dir: str | None = None) -> RunReport:
+    """Accuracy tables and ``report.md`` of a run folder (figures of unchanged tables from ``cache_dir``)."""
+    return report_run(run_dir, cache_dir=cache_dir)

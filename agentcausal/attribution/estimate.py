@@ -31,7 +31,7 @@ Multi-agent Systems" (code github.com/wzhSteve/Dual-view-Causal-driven-Failure-A
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from agentcausal.attribution import a2p, all_at_once, binary_search, echo, step_by_step
@@ -43,7 +43,7 @@ from agentcausal.attribution.registry import get_method, method_settings
 from agentcausal.runs.estimate import CallPattern, Estimator, tokens_of
 from agentcausal.traces.model import Trace
 
-__all__ = ["REPLY_TOKENS", "attribution_calls", "estimate_attribution", "add_trace"]
+__all__ = ["REPLY_TOKENS", "attribution_calls", "estimate_attribution", "add_trace", "add_calls", "trace_calls"]
 
 #: assumed completion tokens of one reply, per call (a typical structured reply of that call; a method's
 #: completion cap, where it sets one, bounds it). Correct's reply is the corrected trace: sized per trace.
@@ -309,12 +309,28 @@ def estimate_attribution(
     return est
 
 
-def add_trace(est: Estimator, trace: Trace, resolved: Mapping[str, Mapping[str, Any]], profiles: Any) -> None:
-    """Add one trace's calls of every method to ``est``."""
+def trace_calls(
+    trace: Trace, resolved: Mapping[str, Mapping[str, Any]], profiles: Any
+) -> dict[str, tuple[list[CallPattern], str]]:
+    """One trace's calls of every method with how they were counted: method -> (calls, note). A method whose
+    estimate fails has no calls and a note saying why (an estimate never stops a run)."""
+    out: dict[str, tuple[list[CallPattern], str]] = {}
     for m, st in resolved.items():
         note = _HOW.get(m, "calls not modelled: not estimated")
         try:
             calls = attribution_calls(trace, m, st, profiles)
         except Exception as exc:  # an estimate never stops a run: the trace is counted, not sized
             calls, note = [], f"not estimated for some traces ({type(exc).__name__}: {str(exc)[:120]})"
-        est.add(m, calls, note=note)
+        out[m] = (calls, note)
+    return out
+
+
+def add_calls(est: Estimator, calls: Mapping[str, tuple[Sequence[CallPattern], str]]) -> None:
+    """Add one trace's :func:`trace_calls` to ``est``."""
+    for m, (c, note) in calls.items():
+        est.add(m, c, note=note)
+
+
+def add_trace(est: Estimator, trace: Trace, resolved: Mapping[str, Mapping[str, Any]], profiles: Any) -> None:
+    """Add one trace's calls of every method to ``est``."""
+    add_calls(est, trace_calls(trace, resolved, profiles))

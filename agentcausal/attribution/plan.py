@@ -16,10 +16,11 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from agentcausal.attribution.estimate import add_trace
+from agentcausal.attribution.estimate import add_calls, trace_calls
 from agentcausal.attribution.plan_model import AttributionPlan, AttributionRequest
 from agentcausal.attribution.registry import get_method, resolve_methods
-from agentcausal.exceptions import InvalidTracesError, TraceFormatError
+from agentcausal.attribution.scan_cache import ScanCache, TraceSummary
+from agentcausal.exceptions import CorruptStoreError, InvalidTracesError, TraceFormatError
 from agentcausal.runs.estimate import Estimator
 from agentcausal.runs.plan import (
     ITEMS_FILE,
@@ -36,7 +37,7 @@ from agentcausal.runs.plan import (
 )
 from agentcausal.settings import RunSettings, routing_preset
 from agentcausal.traces.importers.labels import require_ground_truth
-from agentcausal.traces.io import ScannedTrace, iter_traces
+from agentcausal.traces.io import ReusedTrace, ScannedTrace, iter_traces
 from agentcausal.traces.model import Trace
 
 __all__ = ["attribute_plan", "method_plans", "plan_attribution"]
@@ -66,11 +67,25 @@ def method_plans(
 
 
 def _scanned(
-    paths: Sequence[str], traces: Sequence[tuple[str, Trace]] | None
-) -> Iterable[ScannedTrace | TraceFormatError]:
+    paths: Sequence[str], traces: Sequence[tuple[str, Trace]] | None, scan: ScanCache | None
+) -> Iterable[ScannedTrace | ReusedTrace | TraceFormatError]:
     if traces is None:
-        return iter_traces(list(paths))
+        return iter_traces(list(paths), reuse=scan.reuse if scan is not None else None)
     return (ScannedTrace(t, str(p), None) for p, t in traces)
+
+
+def _scan_cache(
+    scan_dir: str | Path | None, refresh: bool, resolved: Mapping[str, Any], profiles: Any
+) -> ScanCache | None:
+    if scan_dir is None:
+        return None
+    try:
+        return ScanCache(
+            scan_dir, context={"resolved": resolved, "profiles": profiles.model_dump(mode="json")}, refresh=refresh
+        )
+    except (CorruptStoreError, OSError) as exc:  # never stops a plan: every file is read
+        print(f"agentcausal: plan-scan cache {scan_dir} not used ({exc}): every trace file is read", file=sys.stderr)
+        return None
 
 
 def attribute_plan(
@@ -92,6 +107,8 @@ def attribute_plan(
     require_truth: bool = False,
     items_file: str | Path | None = None,
     keep_items: int | None = None,
+    scan_dir: str | Path | None = None,
+    refresh: bool = False,
 ) -> AttributionPlan:
     """The plan of ``agentcausal attribute``, its items streamed into ``items_file`` (or kept in memory).
 
@@ -111,6 +128,9 @@ def attribute_plan(
     items_file : where the items are written, one line each (``plan.items.jsonl`` of the run folder);
         None keeps them in memory
     keep_items : items kept in memory at most when there is no file (a dry run shows the first)
+    scan_dir : folder of the plan-scan cache (:mod:`agentcausal.attribution.scan_cache`): an unchanged JSONL
+        file is planned from what an earlier plan read of it; None reads every file
+    refresh : read no plan-scan record (store what is read)
 
     Returns
     -------
@@ -135,32 +155,54 @@ def attribute_plan(
     no_truth: list[str] = []
     file_hash: dict[str, str | None] = {}
     abs_paths: dict[str, str] = {}  # absolute (run.json read from any directory names the file), once per file
+    chosen = {m: resolved[m] for m in mplans}
+    scan = _scan_cache(scan_dir, refresh, chosen, profiles) if traces is None else None
     try:
-        for x in _scanned(paths, traces):
+        for x in _scanned(paths, traces, scan):
             if isinstance(x, TraceFormatError):
                 invalid.append(x)
+                if scan is not None and x.path:
+                    scan.spoil(x.path)
                 continue
-            t = x.trace
+            tid = x.id if isinstance(x, ReusedTrace) else x.trace.id
+            summary = x.summary if isinstance(x, ReusedTrace) else None
             if wanted is not None:
                 if len(seen_ids) < 1000:
-                    seen_ids.append(t.id)
-                if t.id not in wanted:
+                    seen_ids.append(tid)
+                if tid not in wanted:
+                    _spoil(scan, x)
                     continue
-                found.add(t.id)
-            if (max_steps is not None and len(t) > max_steps) or (limit is not None and writer.count >= limit):
+                found.add(tid)
+            n_steps = summary.facts.n_steps if summary is not None else len(x.trace)  # type: ignore[union-attr]
+            if (max_steps is not None and n_steps > max_steps) or (limit is not None and writer.count >= limit):
+                _spoil(scan, x)
                 continue
-            if require_truth and not t.ground_truth.strip():
-                no_truth.append(t.id)
+            if summary is None:
+                t = x.trace  # type: ignore[union-attr]
+                summary = TraceSummary(t.facts(), bool(t.ground_truth.strip()), trace_calls(t, chosen, profiles))
+                if scan is not None:
+                    scan.record(x.path, tid, x.offset, summary)
+            if require_truth and not summary.has_truth:
+                no_truth.append(tid)
             path = abs_paths.get(x.path) or abs_paths.setdefault(x.path, absolute_path(x.path))
             if path not in file_hash:
-                file_hash[path] = sha256_file(path) if Path(path).is_file() else None
-            facts = t.facts()
+                known = scan.file_sha256.get(x.path) if scan is not None else None
+                file_hash[path] = known or (sha256_file(path) if Path(path).is_file() else None)
+            facts = summary.facts
             writer.add(
                 PlanItem(
-                    id=t.id, path=path, offset=x.offset, sha256=facts.sha256, file_sha256=file_hash[path], facts=facts
+                    id=tid, path=path, offset=x.offset, sha256=facts.sha256, file_sha256=file_hash[path], facts=facts
                 )
             )
-            add_trace(estimator, t, {m: resolved[m] for m in mplans}, profiles)
+            add_calls(estimator, summary.calls)
+        if scan is not None:
+            scan.flush()
+            if scan.reused_files:
+                print(
+                    f"agentcausal: plan: {scan.reused_files} unchanged trace file(s) planned from the plan-scan cache "
+                    f"(not parsed again)",
+                    file=sys.stderr,
+                )
         _refuse(invalid, skip_invalid, wanted, found, seen_ids, writer.count, paths)
         if no_truth:
             stand_ins = [SimpleNamespace(id=i, ground_truth="") for i in no_truth]  # the two fields it reads
@@ -168,6 +210,9 @@ def attribute_plan(
     except BaseException:
         writer.abort()
         raise
+    finally:
+        if scan is not None:
+            scan.close()
     return writer.close(
         AttributionPlan,
         routing=routing,
@@ -180,6 +225,12 @@ def attribute_plan(
         labels=labels,
         skipped=[{"path": e.path, "field": e.field, "error": e.detail} for e in invalid] if skip_invalid else None,
     )
+
+
+def _spoil(scan: ScanCache | None, x: ScannedTrace | ReusedTrace) -> None:
+    """A trace left out of the plan: its file (read, not reused) is not planned whole, so not stored."""
+    if scan is not None and isinstance(x, ScannedTrace):
+        scan.spoil(x.path)
 
 
 def _refuse(
@@ -245,4 +296,6 @@ def plan_attribution(request: AttributionRequest, settings: RunSettings, *, run_
         max_steps=request.max_steps,
         repeats=request.repeats,
         skip_invalid=request.skip_invalid,
+        scan_dir=Path(settings.cache_dir) / "plan-scan",
+        refresh=settings.refresh,
     )

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import html
 import json
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
@@ -29,18 +30,22 @@ import pandas as pd
 
 from agentcausal.attribution.evaluate import Evaluation, evaluate_frame
 from agentcausal.attribution.results import load_results
+from agentcausal.exceptions import CorruptStoreError
 from agentcausal.report.accuracy import ACCURACY_NOTE, accuracy_display, has_labels
 from agentcausal.report.attribution_load import run_traces, shown_rows
 from agentcausal.report.attribution_paper_tables import paper_tables_markdown
 from agentcausal.report.attribution_tables import RANKED_NOTE, evaluation_tables, markdown_table, ranked_candidates
 from agentcausal.report.blamed import blamed_html, blamed_markdown
 from agentcausal.report.dcfa import dependency_graph_edge_table, dependency_graph_mermaid
+from agentcausal.report.figure_cache import FigureCache
 from agentcausal.report.html import facts_markdown, html_table, readable_value, write_html_report
 from agentcausal.report.plots import attribution_figures, figures_markdown
 from agentcausal.report.traces_html import per_trace_html, trace_sections_html
 from agentcausal.runs.folder import atomic_write_text, load_run_meta
 from agentcausal.traces.display import visible
 from agentcausal.traces.model import Attribution, Trace
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "RunReport",
@@ -249,6 +254,7 @@ def write_report(
     results: pd.DataFrame | None = None,
     traces: Mapping[str, Trace] | None = None,
     run_meta: Mapping[str, object] | None = None,
+    figure_cache: FigureCache | None = None,
 ) -> Path:
     """Write ``report.md``, ``report.html``, the PNG plots and ``accuracy.csv`` into a run folder.
 
@@ -266,6 +272,7 @@ def write_report(
     results : the results frame (for the per-trace table and sections); None leaves them out
     traces : trace id -> Trace, for the step text in the per-trace sections
     run_meta : the run's ``run.json`` (the paper tables' ``speaker_mismatch``)
+    figure_cache : PNGs kept by the tables they draw (:mod:`agentcausal.report.figure_cache`); None: drawn
 
     Returns
     -------
@@ -275,7 +282,9 @@ def write_report(
     d.mkdir(parents=True, exist_ok=True)
     ev.overall.to_csv(d / "accuracy.csv", index=False)
     p = d / "report.md"
-    figs = attribution_figures(ev, d)  # PNGs in the run folder; text charts in report.md, images in report.html
+    figs = attribution_figures(
+        ev, d, cache=figure_cache
+    )  # PNGs in the run folder; text charts in report.md, images in report.html
     graphs = dependency_graphs_markdown(results) if results is not None else ""
     blamed = blamed_markdown(results) if results is not None else ""
     ranked = ranked_candidates(results) if results is not None else pd.DataFrame()
@@ -333,12 +342,14 @@ def _later_tables(tables: list[tuple[str, pd.DataFrame]]) -> list[str]:
     return [f"<h2>{html.escape(h)}</h2>{html_table(df)}" for h, df in tables]
 
 
-def report_run(run_dir: str | Path) -> RunReport:
+def report_run(run_dir: str | Path, *, cache_dir: str | Path | None = None) -> RunReport:
     """Evaluate a run folder from its ``results.parquet`` and write ``report.md`` and ``accuracy.csv``.
 
     Parameters
     ----------
     run_dir : folder written by the ``attribute`` flow
+    cache_dir : the run's cache root: figures drawn from unchanged tables are copied from
+        ``<cache_dir>/figures`` (:mod:`agentcausal.report.figure_cache`); None draws every figure
 
     Returns
     -------
@@ -359,7 +370,28 @@ def report_run(run_dir: str | Path) -> RunReport:
     if isinstance(plan, Mapping) and plan.get("sources"):  # an imported corpus: its files, not the run's copy
         shown["corpus"] = [str(s.get("path")) for s in plan["sources"] if isinstance(s, Mapping)]
     shown["run folder"] = str(run_dir)
-    path = write_report(
-        ev, run_dir, meta=shown, results=results, traces=run_traces(Path(run_dir), meta, results), run_meta=meta
-    )
+    figures = _figure_cache(cache_dir)
+    try:
+        path = write_report(
+            ev,
+            run_dir,
+            meta=shown,
+            results=results,
+            traces=run_traces(Path(run_dir), meta, results),
+            run_meta=meta,
+            figure_cache=figures,
+        )
+    finally:
+        if figures is not None:
+            figures.close()
     return RunReport(ev, path.read_text(encoding="utf-8"), path)
+
+
+def _figure_cache(cache_dir: str | Path | None) -> FigureCache | None:
+    if cache_dir is None:
+        return None
+    try:
+        return FigureCache(Path(cache_dir) / "figures")
+    except (CorruptStoreError, OSError) as exc:  # a report is never stopped by its figure cache
+        log.warning("figure cache under %s not used (%s): figures are drawn", cache_dir, exc)
+        return None

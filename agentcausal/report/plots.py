@@ -28,9 +28,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import pandas as pd
+
+from agentcausal.report.figure_cache import Figure, FigureCache, add_figure
 
 __all__ = [
     "Figure",
@@ -50,23 +52,6 @@ __all__ = [
 
 #: order of the trace-length buckets on the x axis (``agentcausal.attribution.evaluate.LENGTH_BUCKETS``)
 _BUCKET_ORDER = ("1-10", "11-30", "31-60", "61+")
-
-
-class Figure(NamedTuple):
-    """One drawn figure of a run.
-
-    Attributes
-    ----------
-    key : str, short stable name (also the PNG file stem)
-    title : str
-    path : Path of the PNG, or None when there was nothing to draw
-    text : str, the same data as a text bar chart (for markdown)
-    """
-
-    key: str
-    title: str
-    path: Path | None
-    text: str
 
 
 def _plt() -> Any:
@@ -375,21 +360,14 @@ def discovery_stage_usage(outcomes: Iterable[Any]) -> pd.DataFrame:
     return StageUsage(outcomes).frame()
 
 
-def _try(figs: list[Figure], key: str, title: str, text: str, draw: Any, run_dir: Path) -> None:
-    path = run_dir / f"{key}.png"
-    try:
-        figs.append(Figure(key, title, draw(path), text))
-    except (ValueError, KeyError, TypeError, IndexError):  # nothing to draw (empty or all-NaN frame)
-        figs.append(Figure(key, title, None, text))
-
-
-def attribution_figures(ev: Any, run_dir: str | Path) -> list[Figure]:
+def attribution_figures(ev: Any, run_dir: str | Path, *, cache: FigureCache | None = None) -> list[Figure]:
     """Draw every plot of an attribution run into its folder.
 
     Parameters
     ----------
     ev : ``agentcausal.attribution.evaluate.Evaluation``
     run_dir : the run folder (PNG files go straight into it)
+    cache : figures kept by the tables they draw (:mod:`agentcausal.report.figure_cache`); None: drawn
 
     Returns
     -------
@@ -399,7 +377,7 @@ def attribution_figures(ev: Any, run_dir: str | Path) -> list[Figure]:
     run = Path(run_dir)
     figs: list[Figure] = []
     bl = ev.by_length[ev.by_length["labelled"] > 0]
-    _try(
+    add_figure(
         figs,
         "accuracy_by_length",
         "Step accuracy by trace length",
@@ -411,18 +389,22 @@ def attribution_figures(ev: Any, run_dir: str | Path) -> list[Figure]:
         ),
         lambda p: accuracy_by_length_png(ev.by_length, p) if len(bl) else None,
         run,
+        ev.by_length,
+        cache=cache,
     )
     h = ev.step_error_hist
-    _try(
+    add_figure(
         figs,
         "step_error",
         "|predicted step − true step| (traces)",
         text_histograms({str(m): list(h.loc[m]) for m in h.index}, [str(c) for c in h.columns]),
         lambda p: step_error_png(h, p) if len(h) else None,
         run,
+        h,
+        cache=cache,
     )
     c = ev.cost_by_stage
-    _try(
+    add_figure(
         figs,
         "stage_cost",
         "Tokens by stage (prompt + completion, run total)",
@@ -433,6 +415,8 @@ def attribution_figures(ev: Any, run_dir: str | Path) -> list[Figure]:
         ),
         lambda p: stage_cost_png(c, p) if len(c) else None,
         run,
+        c,
+        cache=cache,
     )
     return figs
 
@@ -458,7 +442,7 @@ def discovery_figures(
     figs: list[Figure] = []
     ok = results.dropna(subset=["shd"]) if "shd" in results else results
     mean = ok.groupby(["dataset", "method"], sort=False)["shd"].mean() if len(ok) else pd.Series(dtype=float)
-    _try(
+    add_figure(
         figs,
         "shd",
         "SHD by dataset and method (mean over seeds; lower is better)",
@@ -467,7 +451,7 @@ def discovery_figures(
         run,
     )
     c = discovery_stage_usage(outcomes) if stage_usage is None else stage_usage
-    _try(
+    add_figure(
         figs,
         "stage_cost",
         "Seconds by stage (run total)",

@@ -37,16 +37,24 @@ Zhang, S. et al. "Which Agent Causes Task Failures and When?" ICML 2025. arXiv:2
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from agentcausal.exceptions import TraceFormatError
 from agentcausal.traces.jsonl import TraceScan, iter_jsonl, raise_all
 from agentcausal.traces.model import Trace
 from agentcausal.traces.whowhen import SUBSETS, load_who_and_when_file, who_and_when_files
 
-__all__ = ["ScannedTrace", "iter_traces", "scan_traces", "load_traces", "check_unique_ids", "select_traces"]
+__all__ = [
+    "ReusedTrace",
+    "ScannedTrace",
+    "iter_traces",
+    "scan_traces",
+    "load_traces",
+    "check_unique_ids",
+    "select_traces",
+]
 
 
 LOOSE = "examples"  # the source of a loose Who&When .json file (outside a subset folder)
@@ -103,6 +111,28 @@ def _loose_ids(files: Sequence[Path]) -> dict[Path, str]:
             depth[f] += 1
 
 
+class ReusedTrace(NamedTuple):
+    """One trace of an unchanged JSONL file, not parsed: what an earlier scan kept of it (see ``reuse``).
+
+    Attributes
+    ----------
+    id : str, the trace's id
+    path : str, the file
+    offset : int, the byte offset of its line
+    summary : what the ``reuse`` callable returned for it
+    """
+
+    id: str
+    path: str
+    offset: int
+    summary: Any
+
+
+#: ``reuse(file, root)`` of :func:`iter_traces`: the (id, offset, summary) of every trace of an unchanged
+#: JSONL file, in file order, or None to read the file
+Reuse = Callable[[Path, Path | None], Sequence[tuple[str, int, Any]] | None]
+
+
 class ScannedTrace(NamedTuple):
     """One valid trace of a corpus, where it was read from.
 
@@ -118,7 +148,9 @@ class ScannedTrace(NamedTuple):
     offset: int | None
 
 
-def iter_traces(paths: Sequence[str | Path]) -> Iterator[ScannedTrace | TraceFormatError]:
+def iter_traces(
+    paths: Sequence[str | Path], *, reuse: Reuse | None = None
+) -> Iterator[ScannedTrace | ReusedTrace | TraceFormatError]:
     """Every trace of the given paths one at a time, or the error of an invalid input, in corpus order.
 
     One trace is parsed at a time (a JSONL file line by line), so a corpus is never held whole. A later
@@ -130,10 +162,14 @@ def iter_traces(paths: Sequence[str | Path]) -> Iterator[ScannedTrace | TraceFor
     Parameters
     ----------
     paths : sequence of paths (folders, ``.json``, ``.jsonl``)
+    reuse : called with each JSONL file and the folder it was found in (None: named directly); where it
+        returns the (id, offset, summary) of the file's traces, those come as :class:`ReusedTrace` (the
+        duplicate-id rule still holds) and the file is not read. None: every file is read.
 
     Yields
     ------
-    ScannedTrace, or TraceFormatError naming the file (and line or field) of an invalid input
+    ScannedTrace (ReusedTrace from ``reuse``), or TraceFormatError naming the file (and line or field) of an
+    invalid input
 
     Raises
     ------
@@ -153,6 +189,15 @@ def iter_traces(paths: Sequence[str | Path]) -> Iterator[ScannedTrace | TraceFor
     first: dict[str, str] = {}
     for f, subset, root in found:
         origin = str(f)
+        hit = reuse(f, root) if reuse is not None and subset is None else None
+        if hit is not None:
+            for tid, at, summary in hit:
+                if tid in first:
+                    yield TraceFormatError(f"duplicate trace id {tid!r} (first read from {first[tid]})", path=origin)
+                else:
+                    first[tid] = origin
+                    yield ReusedTrace(tid, origin, at, summary)
+            continue
         if subset is None:
             scanned: Iterable[tuple[int | None, Trace | TraceFormatError]] = iter_jsonl(
                 f, root=root, require_question=True
@@ -197,7 +242,7 @@ def scan_traces(paths: Sequence[str | Path]) -> TraceScan:
     for x in iter_traces(paths):
         if isinstance(x, TraceFormatError):
             errors.append(x)
-        else:
+        elif isinstance(x, ScannedTrace):  # no ``reuse``: every trace is read
             traces.append(x.trace)
             origins.append(x.path)
     return TraceScan(traces, errors, origins)
