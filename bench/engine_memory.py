@@ -12,8 +12,8 @@ under 1 GB. Also prints the wall time, requests and whether every trace came bac
 
 ``--half discover``: the sizes are numbers of datasets, each a small user table (three continuous
 variables, 100 rows, its metadata file; written by another process), run with ``llm_zero_shot`` (one
-call per dataset, no algorithm worker process) and seed 0; a row also gives the peak before the report
-step (``peak_rss_before_report_mb``: the plan, the jobs and the run folder's files)::
+call per dataset, no algorithm worker process) and seed 0. A row of either half also gives the peak before the
+report step (``peak_rss_before_report_mb``: the plan, the jobs and the run folder's files)::
 
     python -m bench.engine_memory 500 5000 --half discover --out bench/results/discovery_memory.json
 """
@@ -54,12 +54,21 @@ def _flow_run(corpus: str, n: int, base_url: str, concurrency: int, work: str) -
     """One flow run in this (fresh) process; its peak resident memory."""
     import pandas as pd
 
+    import tasks.attribution
     from agentcausal.settings import RunSettings
     from bench.throughput import _prefect_warmup
     from flows.attribute import run_attribute
 
     warm = _prefect_warmup()
     rss_warm = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    before_report: list[float] = []
+    report_run = tasks.attribution.report_run
+
+    def measured(*a: Any, **k: Any) -> Any:  # the peak of the run itself: plan, jobs, run folder
+        before_report.append(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        return report_run(*a, **k)
+
+    tasks.attribution.report_run = measured  # type: ignore[assignment]  # this child process only
     toml = profiles_toml(Path(work) / f"profiles-{n}.toml", base_url, concurrency, model=f"mem-{n}-{time.time_ns()}")
     settings = RunSettings(profiles_path=str(toml), cache_dir=str(Path(work) / f"cache-{n}"))
     t0 = time.perf_counter()
@@ -74,6 +83,7 @@ def _flow_run(corpus: str, n: int, base_url: str, concurrency: int, work: str) -
     return {
         "traces": n,
         "peak_rss_mb": round(rss, 1),
+        "peak_rss_before_report_mb": round(before_report[0], 1) if before_report else None,
         "rss_after_prefect_start_mb": round(rss_warm, 1),
         "wall_s": round(wall, 1),
         "prefect_start_s": round(warm, 1),
@@ -206,7 +216,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "target": "ratio <= 1.2 and largest <= 1024 MB",
         "holds": bool(last / first <= 1.2 and last <= 1024),
     }
-    if args.half == "discover":  # the run without its report step (plan, jobs, run folder)
+    if all(r.get("peak_rss_before_report_mb") for r in rows):  # the run without its report step
         before = [r["peak_rss_before_report_mb"] for r in rows]
         payload["ratio_before_report"] = round(before[-1] / before[0], 3) if all(before) else None
     print(json.dumps({k: v for k, v in payload.items() if k != "rows"}))
