@@ -46,11 +46,29 @@ def _params() -> dict[str, Any]:
         return {}
 
 
+#: deployment name (None: not a deployment run) by flow-run id: ``prefect.runtime.deployment.name`` asks the API on
+#: every access (the flow run, then its deployment), and a run reads it for its name, each artifact key and its
+#: subject; a run's deployment never changes, so it is asked once per run (bounded: a long-lived server process)
+_DEPLOYMENTS: dict[str, str | None] = {}
+_DEPLOYMENTS_MAX = 1024
+
+
 def _deployment_name() -> str | None:
     try:
-        return deployment.name
+        run_id = str(flow_run.id) if flow_run.id else None
+    except Exception:  # outside a flow run
+        run_id = None
+    if run_id is not None and run_id in _DEPLOYMENTS:
+        return _DEPLOYMENTS[run_id]
+    try:
+        name = deployment.name
     except Exception:
-        return None
+        return None  # not remembered: a failed lookup is asked again
+    if run_id is not None:
+        if len(_DEPLOYMENTS) >= _DEPLOYMENTS_MAX:
+            _DEPLOYMENTS.clear()
+        _DEPLOYMENTS[run_id] = name
+    return name
 
 
 def _routing(settings: Any) -> str:

@@ -39,3 +39,36 @@ def test_a_discovery_run_given_its_plan_file_is_named_by_its_datasets_and_method
 def test_an_unreadable_plan_path_still_names_the_run(params, tmp_path):
     params.update(plan=str(tmp_path / "gone.json"), settings=RunSettings(routing="default"))
     assert "no-method" in naming.discover_run_name() and naming.attribute_run_name()
+
+
+class _Runtime:
+    """A stand-in for ``prefect.runtime.flow_run`` / ``deployment`` that counts the deployment lookups."""
+
+    def __init__(self, run_id: str | None, name: str | None) -> None:
+        self.id, self._name, self.lookups = run_id, name, 0
+
+    @property
+    def name(self) -> str | None:
+        self.lookups += 1
+        return self._name
+
+
+def test_the_deployment_name_is_asked_once_per_flow_run(monkeypatch):
+    runtime = _Runtime("run-1", "nightly")
+    monkeypatch.setattr(naming, "_DEPLOYMENTS", {})
+    monkeypatch.setattr(naming, "flow_run", runtime)
+    monkeypatch.setattr(naming, "deployment", runtime)
+    assert [naming.subject("corpus") for _ in range(3)] == ["nightly"] * 3
+    assert runtime.lookups == 1
+    runtime.id, runtime._name = "run-2", None  # another run, not from a deployment: asked again, then remembered
+    assert [naming.subject("corpus") for _ in range(2)] == ["corpus"] * 2
+    assert runtime.lookups == 2
+
+
+def test_outside_a_flow_run_the_deployment_name_is_not_remembered(monkeypatch):
+    runtime = _Runtime(None, None)
+    monkeypatch.setattr(naming, "_DEPLOYMENTS", {})
+    monkeypatch.setattr(naming, "flow_run", runtime)
+    monkeypatch.setattr(naming, "deployment", runtime)
+    assert naming.subject("corpus") == naming.subject("corpus") == "corpus"
+    assert runtime.lookups == 2 and naming._DEPLOYMENTS == {}
