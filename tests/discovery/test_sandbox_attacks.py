@@ -719,6 +719,13 @@ def _sandbox_folders(base: Path) -> list[Path]:
     return sorted(base.glob("agentcausal-sandbox-*"))
 
 
+def _cmdline(p: psutil.Process) -> str:
+    try:
+        return " ".join(p.cmdline())[:200]
+    except psutil.Error:
+        return "?"
+
+
 def test_no_host_folder_or_process_is_left_after_kill_9_of_the_parent():
     """The parent dies mid-run: the wrapper's parent-death signal ends the sandbox and removes its host folder."""
     base = _world_dir()  # the parent's TMPDIR: reachable by the sandbox uid, watched for leftovers
@@ -751,8 +758,11 @@ def test_no_host_folder_or_process_is_left_after_kill_9_of_the_parent():
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and (_sandbox_folders(base) or any(p.is_running() for p in tree)):
             time.sleep(0.1)
-        assert _sandbox_folders(base) == []
-        assert [p.pid for p in tree if p.is_running() and p.status() != psutil.STATUS_ZOMBIE] == []
+        left = _sandbox_folders(base)
+        running = [(p.pid, _cmdline(p)) for p in tree if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+        # on a failure, say what was left: the folder's remaining entries and the processes still running
+        assert left == [], ([(str(d), sorted(str(x.relative_to(d)) for x in d.rglob("*"))) for d in left], running)
+        assert running == []
     finally:
         if parent.poll() is None:
             parent.kill()
