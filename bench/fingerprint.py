@@ -10,8 +10,9 @@ depend on the clock:
 
 * ``results.parquet``: every column but the clock, ``reused`` and per-row usage, rows sorted by (trace,
   method), each value as JSON; beside it the run's sums of requests and tokens (an identical call is paid
-  once, by whichever row asks first, so only the sums are compared; they can still move by a few tokens
-  where the fake server's responder sees traces in another order);
+  once, by whichever row asks first, so only the sums are compared; they can still move by a request or a
+  few tokens where traces running at once embed overlapping texts or the fake server's responder sees them
+  in another order);
 * ``report.md``: without its cost sections and its timing and path lines (``seconds``, the run folder).
 
 Two trees give the same fingerprint when a change left every record, score and report line as it was.

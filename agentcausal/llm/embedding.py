@@ -5,8 +5,8 @@ identity, model, text); the texts the cache lacks go out as one batch (each dist
 once), and identical batches in flight wait for the first (one flight per set of missing
 texts). A profile with ``is_local_embedder`` embeds in-process
 (:func:`agentcausal.llm.local.local_embedder`); every other profile is asked through the
-``openai`` client's ``embeddings`` endpoint, holding a slot of the profile's limit (the
-gateway's client call). Rows come back L2-normalised, float32. The gateway routes the stage and
+endpoint's ``/embeddings`` route, holding a slot of the profile's limit (the gateway's
+:meth:`~agentcausal.llm.limits.EndpointClients.post`). Rows come back L2-normalised, float32. The gateway routes the stage and
 records the call's usage once.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -26,14 +26,11 @@ from agentcausal.llm.limits import Timer
 from agentcausal.llm.profiles import Profile
 from agentcausal.llm.reply_cache import encode_vector
 
-if TYPE_CHECKING:
-    import openai
-
 __all__ = ["Embedded", "Embedder"]
 
-#: the gateway's client call: (stage, profile, fn on the client, timer) -> fn's result, one slot of the
-#: profile's limit held, openai's errors mapped to EndpointUnreachableError / LLMCallError
-ClientCall = Callable[[str, Profile, Callable[["openai.OpenAI"], Any], Timer], Any]
+#: the gateway's request: (stage, profile, path, JSON body, timer) -> the reply's JSON object, one slot of the
+#: profile's limit held, errors as EndpointUnreachableError / LLMCallError
+Post = Callable[[str, Profile, str, dict[str, Any], Timer], dict[str, Any]]
 
 
 class Embedded(NamedTuple):
@@ -56,17 +53,17 @@ class Embedded(NamedTuple):
 
 
 class Embedder:
-    """Embeds texts through a reply cache and the gateway's client call.
+    """Embeds texts through a reply cache and the gateway's requests.
 
     Parameters
     ----------
     cache : GatewayCache, the gateway's reply cache (vectors are cached beside replies)
-    call : the gateway's client call (:meth:`Gateway._call <agentcausal.llm.gateway.Gateway._call>`)
+    post : the gateway's request (:meth:`EndpointClients.post <agentcausal.llm.limits.EndpointClients.post>`)
     """
 
-    def __init__(self, cache: GatewayCache, call: ClientCall) -> None:
+    def __init__(self, cache: GatewayCache, post: Post) -> None:
         self.cache = cache
-        self.call = call
+        self.post = post
 
     def embed(self, stage: str, profile: Profile, texts: Sequence[str], timer: Timer) -> Embedded:
         """Embed ``texts`` (length n) for ``stage`` on ``profile`` (an embedding profile), each cached on its own.
@@ -119,9 +116,17 @@ class Embedder:
                 return np.asarray(local.local_embedder(profile.model)(todo), dtype=np.float32), 0
             finally:
                 timer.request += time.perf_counter() - t0
-        resp = self.call(stage, profile, lambda c: c.embeddings.create(model=profile.model, input=todo), timer)
-        if len(resp.data) != len(todo):
-            raise LLMCallError(profile.name, stage, None, f"asked for {len(todo)} embeddings, got {len(resp.data)}")
-        resp.data.sort(key=lambda d: d.index)
-        new = np.array([d.embedding for d in resp.data], dtype=np.float32)
-        return new, (resp.usage.prompt_tokens if resp.usage else 0)
+        resp = self.post(stage, profile, "/embeddings", {"model": profile.model, "input": todo}, timer)
+        data = resp.get("data")
+        if not isinstance(data, list) or len(data) != len(todo):
+            got = len(data) if isinstance(data, list) else 0
+            raise LLMCallError(profile.name, stage, None, f"asked for {len(todo)} embeddings, got {got}")
+        try:
+            rows = sorted(data, key=lambda d: int(d["index"]))
+            new = np.array([d["embedding"] for d in rows], dtype=np.float32)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise LLMCallError(profile.name, stage, None, f"embeddings reply malformed: {exc}") from exc
+        if new.ndim != 2 or new.shape[0] != len(todo):
+            raise LLMCallError(profile.name, stage, None, f"embeddings reply has shape {new.shape}")
+        usage = resp.get("usage")
+        return new, int(usage.get("prompt_tokens") or 0) if isinstance(usage, dict) else 0

@@ -1,19 +1,20 @@
 """The one LLM gateway: chat, structured replies and embeddings for every stage.
 
 Every call names a *stage* (``dcfa.gca``, ``dcfa.embed``, ``mac.debate``, ``baseline`` ...); the
-routing (:mod:`agentcausal.llm.profiles`) maps it to a profile, and the call goes through the ``openai``
-client to that OpenAI-compatible endpoint: a commercial API, vLLM, or the embedded llama.cpp server
+routing (:mod:`agentcausal.llm.profiles`) maps it to a profile, and the call goes as JSON over HTTP
+(:class:`~agentcausal.llm.limits.Endpoint`) to that OpenAI-compatible endpoint: a commercial API, vLLM, or
+the embedded llama.cpp server
 (:mod:`agentcausal.llm.local`). One code path for all three. The gateway holds its reply cache (disk cache,
 one paid call per prompt, entries written this run: :class:`~agentcausal.llm.gateway_cache.GatewayCache`,
 ``gw.cache``) and its embedder (:class:`~agentcausal.llm.embedding.Embedder`, ``gw.embedder``); around each
 call: parameters per dialect and the cache key (:mod:`~agentcausal.llm.dialect`), the concurrency limit per
 profile (:mod:`~agentcausal.llm.limits`), and:
 
-* **Retries**: the ``openai`` client's backoff with jitter on 429, 5xx, timeouts and connection errors
-  (``max_retries``, ``Retry-After``), one slot of the limit held; then :class:`EndpointUnreachableError`.
-* **Request bodies**: plain dicts sent with the client's ``post`` (its retries, errors and auth), not
-  ``chat.completions.create``, whose type-directed transform cost about 0.5 ms of CPU per request. A
-  leading visible ``<think>…</think>`` block is removed before a reply is parsed or cached
+* **Retries**: the ``openai`` client's policy (:class:`~agentcausal.llm.limits.RetryPolicy`): backoff with
+  jitter on 408, 409, 429, 5xx, timeouts and connection errors (``max_retries``, ``Retry-After``), one slot
+  of the limit held; then :class:`EndpointUnreachableError`.
+* **Request bodies**: plain dicts sent as JSON, the reply read as JSON; a leading visible
+  ``<think>…</think>`` block is removed before a reply is parsed or cached
   (:func:`agentcausal.llm.replies.strip_reasoning`).
 * **One completion core** (:meth:`Gateway._complete`) under :meth:`Gateway.chat` and
   :meth:`Gateway.structured`: single flight, cache read, request(s), cache write, one usage record.
@@ -33,7 +34,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
-import openai
 from pydantic import BaseModel, ValidationError
 
 from agentcausal.exceptions import ConfigError, EndpointUnreachableError, LLMCallError, StructuredOutputError
@@ -52,12 +52,8 @@ __all__ = ["Gateway", "Message"]
 log = logging.getLogger(__name__)
 
 Message = dict[str, str]
-R = TypeVar("R")
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
-
-#: what ``chat.completions.create`` puts in its request options: the bearer key
-_POST_OPTIONS: openai.RequestOptions = {"security": {"bearer_auth": True}}
 
 
 class Gateway:
@@ -109,7 +105,7 @@ class Gateway:
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.cache = GatewayCache(self.cache_dir, refresh=refresh)
         self.clients = EndpointClients(profiles, max_retries)
-        self.embedder = Embedder(self.cache, self._call)
+        self.embedder = Embedder(self.cache, self.clients.post)
         self.namespace: str | None = None  # a caller's cache space (:meth:`namespaced`); None = none
 
     @classmethod
@@ -217,25 +213,18 @@ class Gateway:
             shape.update(dialect.chat_params(p, None, None, 0)[0])
         return [self.model_for(stage), p.context_window, dialect.cache_identity(p), shape]
 
-    def _call(self, stage: str, profile: Profile, fn: Callable[[openai.OpenAI], R], timer: Timer) -> R:
-        """One client call holding a slot of the profile's limit, openai's errors as ours
-        (:meth:`EndpointClients.call <agentcausal.llm.limits.EndpointClients.call>`)."""
-        return self.clients.call(stage, profile, fn, timer)
-
     def _request(
         self, stage: str, profile: Profile, messages: list[Message], params: dict[str, Any], timer: Timer
     ) -> tuple[str, str | None, int, int]:
         """One chat completion request: (text, finish_reason, prompt_tokens, completion_tokens).
 
-        The body goes out as it is through the client's ``post`` (retries, errors and the
-        bearer key as ``chat.completions.create`` sends them), and the reply is read as JSON.
+        The body goes out as it is (:meth:`EndpointClients.post <agentcausal.llm.limits.EndpointClients.post>`:
+        the limit's slot held, retries, errors as ours), and the reply is read as JSON.
         """
         check_prompt_window(stage, profile, messages)  # over the window: refused for the item, never sent
         body = {"model": profile.model, "messages": messages, **params}
-        data = self._call(
-            stage, profile, lambda c: c.post("/chat/completions", body=body, cast_to=dict, options=_POST_OPTIONS), timer
-        )
-        choices = data.get("choices") if isinstance(data, dict) else None
+        data = self.clients.post(stage, profile, "/chat/completions", body, timer)
+        choices = data.get("choices")
         if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
             raise LLMCallError(profile.name, stage, None, "reply has no choices")
         choice = choices[0]

@@ -212,14 +212,15 @@ def test_a_schema_template_with_a_validation_context_sends_the_per_shape_models_
 
 
 def test_requests_through_post_send_what_chat_completions_create_sent(make_gateway, tmp_path, monkeypatch):
-    """The gateway sends chat bodies with the client's ``post`` (no per-call SDK transform): every request the
-    fake server receives (body, path, bearer key) equals what ``chat.completions.create`` sent, for structured
-    replies in both JSON modes, a repeat index (seed) and a plain chat."""
+    """The gateway sends chat bodies as plain JSON (no SDK): every request the fake server receives (body, path,
+    bearer key) equals what the ``openai`` client's ``chat.completions.create`` sends, for structured replies in
+    both JSON modes, a repeat index (seed) and a plain chat."""
+    import openai  # the reference only: the gateway does not use it
 
-    def through_create(self, stage, profile, messages, params, timer):  # the gateway's request before the change
-        resp = self._call(
-            stage, profile, lambda c: c.chat.completions.create(model=profile.model, messages=messages, **params), timer
-        )
+    def through_create(self, stage, profile, messages, params, timer):  # the same request through the SDK
+        ep = self.clients.endpoint(profile)
+        client = openai.OpenAI(base_url=ep.base_url, api_key=ep.api_key, max_retries=0)
+        resp = client.chat.completions.create(model=profile.model, messages=messages, **params)
         choice = resp.choices[0]
         u = resp.usage
         return choice.message.content or "", choice.finish_reason, u.prompt_tokens, u.completion_tokens
