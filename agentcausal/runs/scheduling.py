@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from agentcausal.exceptions import AgentCausalError
@@ -157,6 +157,26 @@ def item_pool(workers: int) -> ThreadPoolExecutor:
         return pool
 
 
+def _countdown(futures: Sequence[Future[Any]]) -> threading.Event:
+    """An event set once every future is done (one callback each; waiting on it costs one lock, not a waiter
+    installed on every future as ``concurrent.futures.wait`` does at each poll)."""
+    done = threading.Event()
+    left = [len(futures)]
+    lock = threading.Lock()
+
+    def one_more(_: Future[Any]) -> None:
+        with lock:
+            left[0] -= 1
+            if left[0] == 0:
+                done.set()
+
+    if not futures:
+        done.set()
+    for f in futures:
+        f.add_done_callback(one_more)
+    return done
+
+
 def run_items(
     jobs: Sequence[tuple[str, Callable[[], R]]],
     store: ResultStore,
@@ -218,8 +238,9 @@ def run_items(
     own = ThreadPoolExecutor(max_workers=max(1, len(todo)), thread_name_prefix="chunk") if workers is None else None
     pool = own or item_pool(workers or 1)
     futures = [pool.submit(one, job) for job in todo]
+    all_done = _countdown(futures)
     try:
-        while wait(futures, timeout=_STOP_POLL_S).not_done:  # every job tried before anything is raised
+        while not all_done.wait(_STOP_POLL_S):  # every job tried before anything is raised
             if stop.stop_requested():  # SIGTERM, SIGINT, a cancellation: leave the items in flight behind
                 for f in futures:
                     f.cancel()
