@@ -159,11 +159,14 @@ class Endpoint:
     timeout_s: float
     max_retries: int
     pool_size: int = 10
-    pool: urllib3.PoolManager = dataclasses.field(init=False, repr=False)
+    pool: urllib3.HTTPConnectionPool = dataclasses.field(init=False, repr=False)
+    _prefix: str = dataclasses.field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.base_url = self.base_url.rstrip("/")
-        self.pool = urllib3.PoolManager(
+        self._prefix = urllib3.util.parse_url(self.base_url).path or ""
+        self.pool = urllib3.connection_from_url(
+            self.base_url,
             maxsize=max(1, self.pool_size),
             timeout=urllib3.Timeout(connect=self.timeout_s, read=self.timeout_s),
             retries=retry_policy(self.max_retries),
@@ -187,7 +190,7 @@ class Endpoint:
             The reply is not a JSON object.
         """
         count_request()
-        r = self.pool.request("POST", self.base_url + path, body=json.dumps(body).encode())
+        r = self.pool.urlopen("POST", self._prefix + path, body=json.dumps(body).encode())
         if r.status >= 400:
             raise HTTPStatusError(r.status, r.data.decode("utf-8", "replace"))
         data = json.loads(r.data)
@@ -196,7 +199,7 @@ class Endpoint:
         return data
 
     def close(self) -> None:
-        self.pool.clear()
+        self.pool.close()
 
 
 class HTTPStatusError(Exception):
