@@ -81,7 +81,7 @@ def run_engine(
     plan, settings : what runs, and where (routing, caches, ``refresh``, ``retry_failed``)
     task : the half's chunk task (:func:`tasks.attribution.attribute_chunk`, :func:`tasks.discovery.discover_chunk`)
     run_dir : the run folder
-    chunk_size : jobs per chunk task at most (None: the half's default)
+    chunk_size : jobs per chunk task at most (None: the half's default, its ``remote_chunk_size`` on Dask)
     subject : the corpus or datasets, for artifact keys
     bar : show a tqdm bar
     meta : facts for ``run.json`` beside the engine's
@@ -91,11 +91,13 @@ def run_engine(
     max_tokens : int or None, ``--max-tokens``: the same cap on prompt + completion tokens
     """
     kind, unit = half.kind, UNITS[half.kind]
+    elsewhere = _chunks_run_elsewhere()
     engine = RunEngine(
         half,
         plan,
         settings,
         chunk_size=chunk_size,
+        remote=elsewhere,
         budget=None
         if max_cost is None and max_tokens is None
         else BudgetGate.from_plan(plan, max_cost, spent_before_usd, max_tokens=max_tokens),
@@ -113,7 +115,6 @@ def run_engine(
         live=lambda: _in_flight(settings),
     )
     engine.on_progress = shown.advance
-    elsewhere = _chunks_run_elsewhere()
     sent: dict[int, Chunk] = {}
 
     def submit(chunk: Chunk) -> Any:

@@ -171,6 +171,7 @@ class AttributionHalf:
     kind = "attribute"
     record_type = Attribution
     default_chunk_size = DEFAULT_CHUNK_SIZE
+    remote_chunk_size = 100  # Dask: 4x fewer task runs (bench: 13-17 -> 7-8 ms of CPU per request at 2,000 traces)
 
     def job_counts(self, plan: Plan) -> dict[str, int]:
         return {m: plan.item_count * plan.repeats for m in plan.methods}

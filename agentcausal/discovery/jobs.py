@@ -257,6 +257,7 @@ class DiscoveryHalf:
     kind = "discover"
     record_type = DiscoveryOutcome
     default_chunk_size = 1  # a discovery job runs for seconds to minutes: one task run each
+    remote_chunk_size = 1
 
     def _methods(self, plan: Plan, item: PlanItem) -> Iterator[str]:
         llm = _discovery(plan).llm_datasets

@@ -187,8 +187,9 @@ class RunEngine:
     settings : RunSettings (``refresh``: nothing reused; ``retry_failed``: stored ``content_failed`` and
         ``degraded`` records computed again)
     chunk_size : int or None, jobs per chunk at most (fewer when a method has under 8 chunks' worth; 1 = one
-        task per job); None: the half's ``default_chunk_size``, or more where a method would otherwise have
-        over :data:`~agentcausal.runs.scheduling.MAX_CHUNKS` chunks
+        task per job); None: the half's ``default_chunk_size`` (``remote_chunk_size`` when ``remote``), or more
+        where a method would otherwise have over :data:`~agentcausal.runs.scheduling.MAX_CHUNKS` chunks
+    remote : bool, chunks run in other processes (Dask workers)
     on_progress : callable or None, called with the number of jobs newly done (reused or finished)
     budget : BudgetGate or None, ``--max-cost`` / ``--max-tokens`` (:class:`agentcausal.runs.budget.BudgetGate`: this
         invocation's cap, jobs admitted by their expected cost and the measured spend): :func:`drive` asks it
@@ -210,6 +211,7 @@ class RunEngine:
         chunk_size: int | None = None,
         on_progress: Callable[[int], None] | None = None,
         budget: BudgetGate | None = None,
+        remote: bool = False,
     ) -> None:
         self.half, self.plan, self.settings = half, plan, settings
         self.header = plan.header()
@@ -219,7 +221,7 @@ class RunEngine:
         counts = half.job_counts(plan)
         self.total = sum(counts.values())
         self.budget, self.spend = budget, SpendTally()  # the --max-cost gate; what this run paid
-        default = 1 if budget is not None else half.default_chunk_size
+        default = 1 if budget is not None else half.remote_chunk_size if remote else half.default_chunk_size
         self.chunk_len = {
             m: chunk_length(n, chunk_size or max(default, -(-n // MAX_CHUNKS))) for m, n in counts.items()
         }

@@ -124,7 +124,7 @@ def test_a_truncated_store_heals_and_keeps_what_its_pages_still_hold(tmp_path):
 class ToyHalf:
     """A half whose jobs answer from a dict: what ran is recorded, status per item id."""
 
-    kind, record_type, default_chunk_size = "attribute", Attribution, 2
+    kind, record_type, default_chunk_size, remote_chunk_size = "attribute", Attribution, 2, 2
 
     def __init__(self, status=None):
         self.status, self.ran, self.rows = dict(status or {}), [], []
@@ -210,6 +210,16 @@ def test_the_engine_reuses_stored_runs_missing_and_retries_failed_statuses(tmp_p
     fresh = ToyHalf()
     _run(fresh, plan, settings.model_copy(update={"refresh": True}), tmp_path, "r4")
     assert sorted(fresh.ran) == ["t0", "t1", "t2", "t3"] and not any(r for _, _, r in fresh.rows)
+
+
+def test_chunks_take_the_halfs_remote_size_where_they_run_in_other_processes(tmp_path):
+    settings = RunSettings(cache_dir=str(tmp_path / "cache"))
+    half = ToyHalf()
+    half.default_chunk_size, half.remote_chunk_size = 2, 5
+    plan = _plan(80)
+    assert RunEngine(half, plan, settings).chunk_len == {"m": 2}
+    assert RunEngine(half, plan, settings, remote=True).chunk_len == {"m": 5}
+    assert RunEngine(half, plan, settings, chunk_size=3, remote=True).chunk_len == {"m": 3}  # the run's own size
 
 
 def test_chunk_stores_each_item_and_a_retry_repeats_only_the_failed_one(store):
