@@ -1,27 +1,62 @@
-"""The method table both halves share: typed method specs listed explicitly, looked up by name.
+"""What a method of either half is (:class:`MethodSpec`), and a half's methods by name (:class:`MethodTable`).
 
-Each half lists its methods in one :class:`MethodTable` of the specs its method modules define, imported
-explicitly (:data:`agentcausal.attribution.registry.METHODS`, :data:`agentcausal.discovery.registry.METHODS`);
-nothing registers itself at import. A table sits in each half, not above both, because the halves are
-independent (``.importlinter``) and each half's plan, jobs and cache keys look their methods up by name.
+Each half subclasses :class:`MethodSpec` for its own run signature
+(:class:`~agentcausal.attribution.spec.AttributionSpec`, :class:`~agentcausal.discovery.spec.DiscoverySpec`).
+Every method of both halves is listed once, explicitly, in :mod:`agentcausal.registry`, the one table above
+both halves; nothing registers itself at import. The halves never import that registry (``.importlinter``):
+their callers (the command line, the flows and tasks, the reports) hand them the specs or their half's table.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import Generic, Protocol, TypeVar
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
 
 from agentcausal.exceptions import ConfigError
 
-__all__ = ["MethodTable"]
+__all__ = ["MethodSpec", "MethodTable"]
 
 
-class _Named(Protocol):
+@dataclass(frozen=True, kw_only=True, eq=False)
+class MethodSpec:
+    """One method of either half: what runs, with which settings and prompts, calling which stages, needing what.
+
+    Attributes
+    ----------
+    name : str, the CLI and results name (``all_at_once``, ``mac`` ...)
+    run : the method's callable (its signature is its half's: each half's subclass narrows it)
+    settings_model : frozen pydantic model class of its settings (every field has a default); None for a method
+        with no settings model of its own (a statistical discovery method: its wall limit only)
+    prompt_version : str, every prompt set's version joined with ``+`` (a record stores the one it used);
+        empty for a method without prompts
+    stages : tuple of the LLM stages it may call (for routing checks, cache keys and reports); empty = no LLM
+    presets : mapping preset name -> settings field values (:mod:`agentcausal.settings`); empty = every preset
+        is the model defaults
+    needs_labels : True when it cannot run without the input's label (attribution: the trace's ground truth)
+    needs_data : True when it reads a dataset's rows (discovery), not only its metadata
+
+    A spec compares by identity: one object per method, listed once.
+    """
+
+    name: str
+    run: Callable[..., Any]
+    settings_model: type[BaseModel] | None
+    prompt_version: str
+    stages: tuple[str, ...]
+    presets: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    needs_labels: bool = False
+    needs_data: bool = False
+
     @property
-    def name(self) -> str: ...
+    def needs_llm(self) -> bool:
+        """True when it calls an LLM (it has a stage)."""
+        return bool(self.stages)
 
 
-T = TypeVar("T", bound=_Named)
+T = TypeVar("T", bound=MethodSpec)
 
 
 class MethodTable(Generic[T]):

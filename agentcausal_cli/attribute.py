@@ -70,6 +70,7 @@ from agentcausal_cli.spend_options import (
 )
 
 if TYPE_CHECKING:
+    from agentcausal.attribution.spec import AttributionSpec
     from agentcausal.traces.model import Trace
 
 __all__ = ["register", "cmd_attribute", "cmd_evaluate"]
@@ -203,8 +204,9 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     """
     # start-up cost: the library's run path imports openai (about 0.8 s measured), which every other verb and
     # `agentcausal --help` would pay if these were imported with the module (build_parser imports every verb)
+    from agentcausal.attribution.method_settings import resolve_methods
     from agentcausal.attribution.plan import attribute_plan
-    from agentcausal.attribution.registry import resolve_methods
+    from agentcausal.registry import ATTRIBUTION_METHODS
     from agentcausal.runs.plan import ITEMS_FILE, SHOWN_ITEMS, write_plan
     from agentcausal.traces.model import Attribution
     from agentcausal_cli.cache import open_stores
@@ -220,9 +222,9 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     methods = list(dict.fromkeys(args.methods or ["all_at_once"]))
     sets = parse_bool_sets(parse_sets(args.sets))
     if args.evidence:  # quote_evidence on for every method that has it (in the cache key as the setting is)
-        from agentcausal.attribution.registry import evidence_sets  # start-up cost (see above)
+        from agentcausal.attribution.method_settings import evidence_sets  # start-up cost (see above)
 
-        sets = evidence_sets(methods, sets)
+        sets = evidence_sets(ATTRIBUTION_METHODS, methods, sets)
     if args.limit is not None and args.limit < 1:
         raise ConfigError(f"--limit must be at least 1, got {args.limit}")
     if args.max_steps is not None and args.max_steps < 1:
@@ -234,10 +236,11 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     settings = apply_run_folder_arguments(args, settings)
     preset = args.preset or routing_preset(settings.profiles_path, settings.routing)
     with_truth = False if args.no_ground_truth else None
-    resolved = resolve_methods(methods, sets, with_ground_truth=with_truth, preset=preset)  # fail fast
+    resolved = resolve_methods(ATTRIBUTION_METHODS, methods, sets, with_ground_truth=with_truth, preset=preset)
+    specs = [ATTRIBUTION_METHODS[m] for m in methods]
     imported = _imported(args)
     plan_args = dict(
-        methods=methods,
+        methods=specs,
         resolved=resolved,
         preset=preset,
         routing=settings.routing,
@@ -250,7 +253,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         require_truth=not args.no_ground_truth,
         **_provenance(args, imported),
     )
-    refuse_unpriced_cap(args, settings.profiles_path, settings.routing, _stages(methods, resolved))  # a blind cap
+    refuse_unpriced_cap(args, settings.profiles_path, settings.routing, _stages(specs, resolved))  # a blind cap
     if args.dry_run:  # no model, no request, no key, nothing written; the same refusals as a run
         if args.show_prompts:
             from agentcausal.attribution.previews import show_prompts  # start-up cost (see cmd_attribute)
@@ -260,6 +263,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
                 visible(
                     show_prompts(
                         _prompt_traces(args),
+                        specs,
                         resolved,
                         ids=args.ids,
                         profiles_path=settings.profiles_path,
@@ -279,8 +283,8 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         print(plan.dumps())
         print_estimate(plan, args.max_cost, max_tokens=args.max_tokens)  # stderr: stdout stays one JSON object
         print_caps(resolved, settings)  # stderr: every completion cap the baselines will send
-        return run_check(settings.profiles_path, settings.routing, _stages(methods, resolved)) if args.check else 0
-    stages = _stages(methods, resolved)
+        return run_check(settings.profiles_path, settings.routing, _stages(specs, resolved)) if args.check else 0
+    stages = _stages(specs, resolved)
     settings.check_routes(stages)
     print_caps(resolved, settings, quiet=True)  # a set cap the routed profile cannot honour: refused here
     run_dir = Path(args.out or default_run_dir("attribute"))
@@ -441,15 +445,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return print_attribution_run(str(run_dir), exit_on_unreachable=False, evaluate=True)
 
 
-def _stages(methods: list[str], resolved: dict[str, dict[str, Any]]) -> set[str]:
+def _stages(specs: list[AttributionSpec[Any]], resolved: dict[str, dict[str, Any]]) -> set[str]:
     """The stages the run calls (a no-truth run scores with a judge, not the embedder)."""
-    from agentcausal.attribution.registry import get_method  # start-up cost (see cmd_attribute)
-
     return {
         st
-        for m in methods
-        for st in get_method(m).stages
-        if resolved[m].get("with_ground_truth", True) or not st.endswith(".embed")
+        for spec in specs
+        for st in spec.stages
+        if resolved[spec.name].get("with_ground_truth", True) or not st.endswith(".embed")
     }
 
 

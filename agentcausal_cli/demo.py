@@ -73,11 +73,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     """Handler of ``agentcausal demo``: plan, run the demo flow, print both tables."""
     # start-up cost: the library's run path imports openai and causal-learn (over a second measured), which
     # every other verb and `agentcausal --help` would pay if these were imported with the module
-    from agentcausal.attribution.registry import get_method
     from agentcausal.attribution.results import read_attribution_summary
     from agentcausal.demo_selection import demo_selection
     from agentcausal.discovery.config import DiscoveryConfig
-    from agentcausal.discovery.registry import method_stages
+    from agentcausal.discovery.method_settings import method_stages
+    from agentcausal.registry import ATTRIBUTION_METHODS, DISCOVERY_METHODS
     from agentcausal.report.attribution_tables import accuracy_text
     from agentcausal.report.discovery_load import load_scored
     from agentcausal.report.discovery_tables import summary_text
@@ -95,8 +95,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     plan = demo_selection(settings.who_and_when_dir, quick=args.quick, out_dir=args.out)
 
     settings.check_routes(
-        {st for m in plan.attribution_methods for st in get_method(m).stages}
-        | {st for m in plan.llm_methods for st in method_stages(m, DiscoveryConfig())}
+        {st for m in plan.attribution_methods for st in ATTRIBUTION_METHODS[m].stages}
+        | {st for m in plan.llm_methods for st in method_stages(DISCOVERY_METHODS[m], DiscoveryConfig())}
     )
     for note in plan.notes:
         print(f"note: {note}", file=sys.stderr)

@@ -223,10 +223,12 @@ def build_config(args: argparse.Namespace, preset: str | None = None):
     from agentcausal.discovery.llm import ils_csl, llm_scd, react
     from agentcausal.discovery.mac import settings as mac_settings
     from agentcausal.discovery.mac.executor import resolve_executor
-    from agentcausal.discovery.registry import METHODS, resolve_methods
+    from agentcausal.discovery.variants import resolve_methods
+    from agentcausal.registry import DISCOVERY_METHODS
 
     # only the methods that run DCM run an executor: refuse or say "fallback" only for them
-    uses_dcm = any(METHODS[v.base].runs_dcm for v in resolve_methods(getattr(args, "methods", None) or ["mac"]))
+    names = getattr(args, "methods", None) or ["mac"]
+    uses_dcm = any(v.spec.runs_dcm for v in resolve_methods(DISCOVERY_METHODS, names))
     values = preset_values(getattr(mac_settings, "PRESETS", {}), preset) if preset else {}
     # --executor given, else the preset's (small: typed), else auto
     requested = getattr(args, "executor", None) or values.get("executor", "auto")
@@ -283,11 +285,13 @@ def cmd_discover(args: argparse.Namespace) -> int:
     # start-up cost: the library's run path imports openai and causal-learn (over a second measured), which
     # every other verb and `agentcausal --help` would pay if these were imported with the module
     from agentcausal.discovery.evaluate import score_run
+    from agentcausal.discovery.method_settings import method_stages
     from agentcausal.discovery.outcome import DiscoveryOutcome
     from agentcausal.discovery.plan import discover_plan
     from agentcausal.discovery.previews import discover_previews
-    from agentcausal.discovery.registry import expand_rounds, method_stages, resolve_methods, with_anonymise
+    from agentcausal.discovery.variants import expand_rounds, resolve_methods, with_anonymise
     from agentcausal.llm.preview import render_previews
+    from agentcausal.registry import DISCOVERY_METHODS
     from agentcausal.runs.options import RunOptions
     from agentcausal.runs.plan import write_plan
     from agentcausal_cli.cache import open_stores
@@ -309,7 +313,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
     apply_input_arguments(args)
     check_spend_arguments(args)
     datasets = expand_datasets(args.datasets)
-    methods = with_anonymise(resolve_methods(args.methods or ["mac"]), args.anonymise or ["none"])
+    methods = with_anonymise(resolve_methods(DISCOVERY_METHODS, args.methods or ["mac"]), args.anonymise or ["none"])
     methods = expand_rounds(methods, args.rounds or [])  # --rounds 1 2 3: "mac (rounds 1)", ... (paper §4.3)
     llm_datasets = args.llm_datasets
     if llm_datasets:
@@ -344,7 +348,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
             render_previews(discover_previews(datasets, methods, config, n=args.n, seed=args.seeds[0], loaded=loaded))
         )  # instructions whole, data blocks cut
         return 0
-    stages = {st for m in methods for st in method_stages(m, config)}
+    stages = {st for m in methods for st in method_stages(m.spec, config)}
     refuse_unpriced_cap(args, settings.profiles_path, settings.routing, stages)  # a blind cap: before any request
     if args.dry_run:
         print(plan.dumps())

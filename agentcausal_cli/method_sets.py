@@ -59,12 +59,12 @@ def parse_bool_sets(sets: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]
     ConfigError
         If a boolean setting has another value.
     """
-    from agentcausal.attribution.registry import get_method  # start-up cost (see attribute.cmd_attribute)
+    from agentcausal.registry import ATTRIBUTION_METHODS  # start-up cost (see attribute.cmd_attribute)
 
     out = {m: dict(v) for m, v in sets.items()}
     for method, values in out.items():
         try:
-            fields = get_method(method).settings_model.model_fields
+            fields = ATTRIBUTION_METHODS[method].settings_model.model_fields
         except AgentCausalError:
             continue  # resolve_methods names the unknown method
         for field, value in values.items():

@@ -59,20 +59,18 @@ def settings_from_args(args: argparse.Namespace, **overrides: object) -> RunSett
     )
 
 
-#: the stages a ``--route`` may name besides ``default`` and ``embed`` (checked against the method registries
+#: the stages a ``--route`` may name besides ``default`` and ``embed`` (checked against the method registry
 #: by :func:`route_stages`; listed here so ``--help`` needs no import of the methods)
 ROUTE_STAGES = ("dcfa.gca", "dcfa.lce", "dcfa.embed", "baseline", "mac.debate", "mac.coder", "mac.baseline")
 
 
 def route_stages() -> list[str]:
-    """Every LLM stage a method calls: the attribution registry's and the discovery stages (sorted)."""
+    """Every LLM stage a method of either half may call (sorted)."""
     # start-up cost: loads networkx, openai, pandas, pydantic, which `agentcausal --help` and every other verb would pay at import
-    from agentcausal.attribution.registry import get_method, method_names
-    from agentcausal.discovery.mac.settings import BASELINE_STAGE, CODER_STAGE, DEBATE_STAGE
+    from agentcausal.registry import ATTRIBUTION_METHODS, DISCOVERY_METHODS
 
-    return sorted(
-        {st for m in method_names() for st in get_method(m).stages} | {DEBATE_STAGE, CODER_STAGE, BASELINE_STAGE}
-    )
+    tables = (ATTRIBUTION_METHODS.specs, DISCOVERY_METHODS.specs)
+    return sorted({st for specs in tables for spec in specs.values() for st in spec.stages})
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:

@@ -67,6 +67,8 @@ def run_alarm(
     from agentcausal.discovery.jobs import run_discovery
     from agentcausal.discovery.llm import ils_csl, llm_scd, react
     from agentcausal.discovery.mac import settings as mac_settings
+    from agentcausal.discovery.variants import variant
+    from agentcausal.registry import DISCOVERY_METHODS
     from agentcausal.settings import RunSettings, resolve
 
     config = DiscoveryConfig(
@@ -93,7 +95,7 @@ def run_alarm(
     gw = settings.gateway()
     try:
         for m in methods:
-            out = run_discovery(m, ds, gw, config, seed=seed)
+            out = run_discovery(variant(DISCOVERY_METHODS, m), ds, gw, config, seed=seed)
             tot = {
                 k: int(sum(u.get(k, 0) for u in out.usage.values()))
                 for k in ("requests", "cache_hits", "prompt_tokens", "completion_tokens")

@@ -21,7 +21,8 @@ from typing import Any
 
 from agentcausal.attribution.evaluate import agent_match, step_match
 from agentcausal.attribution.jobs import run_method
-from agentcausal.attribution.registry import method_names, resolve_methods
+from agentcausal.attribution.method_settings import resolve_methods
+from agentcausal.registry import ATTRIBUTION_METHODS
 from agentcausal.settings import RunSettings
 from agentcausal.traces.model import Trace
 from bench.common import REPO, md_table
@@ -81,17 +82,17 @@ def run_embedded(
     cache hits, prompt and completion tokens, predicted and true step, step/agent correct, error)
     and ``summary`` per method (means per trace, accuracies).
     """
-    methods = list(methods or method_names())
+    methods = list(methods or sorted(ATTRIBUTION_METHODS))
     rs = RunSettings.from_env(cache_dir=str(cache_dir))
     preset = embedded_preset(preset, rs)
-    settings = resolve_methods(methods, preset=preset)
+    settings = resolve_methods(ATTRIBUTION_METHODS, methods, preset=preset)
     gw = rs.gateway()  # replies under <cache_dir>/llm
     rows: list[dict[str, Any]] = []
     try:
         for t in traces:
             for m in methods:
                 t0 = time.perf_counter()
-                a = run_method(t, m, gw, settings.get(m))
+                a = run_method(t, ATTRIBUTION_METHODS[m], gw, settings.get(m))
                 wall = time.perf_counter() - t0
                 tot = {
                     k: sum(u.get(k, 0) for u in a.usage.values())

@@ -199,10 +199,14 @@ def _mac_run(gw, dataset: str):
     from agentcausal.discovery.data.datasets import load_dataset
     from agentcausal.discovery.jobs import run_discovery
     from agentcausal.discovery.mac import settings as mac_settings
+    from agentcausal.discovery.variants import variant
+    from agentcausal.registry import DISCOVERY_METHODS
     from agentcausal.settings import preset_values
 
     mac = mac_settings.MACSettings(**{**preset_values(mac_settings.PRESETS, "small"), "executor": "typed"})
-    out = run_discovery("mac", load_dataset(dataset, n=1000, seed=0), gw, DiscoveryConfig(mac=mac), seed=0)
+    out = run_discovery(
+        variant(DISCOVERY_METHODS, "mac"), load_dataset(dataset, n=1000, seed=0), gw, DiscoveryConfig(mac=mac), seed=0
+    )
     edges = sorted(map(list, out.graph.directed_edges())) if out.graph is not None else None
     return {f"mac/{dataset}": [edges, out.status]}
 
@@ -224,6 +228,7 @@ def methods(
 
     from agentcausal.attribution.jobs import run_method
     from agentcausal.llm import Gateway, load_profiles, local
+    from agentcausal.registry import ATTRIBUTION_METHODS
     from agentcausal.traces.io import load_traces
 
     os.environ["AGENTCAUSAL_PROFILE_EMBEDDED_REPRODUCIBLE"] = "true" if reproducible else "false"
@@ -243,7 +248,7 @@ def methods(
 
     Gateway._request = logged
     traces = load_traces([ROOT / "data" / "examples" / n for n in EXAMPLES])
-    pairs = [(m, t) for m in METHODS for t in traces]
+    pairs = [(ATTRIBUTION_METHODS[m], t) for m in METHODS for t in traces]
     record = []
     for i in range(runs):
         with tempfile.TemporaryDirectory() as tmp:

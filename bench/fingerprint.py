@@ -89,7 +89,7 @@ def fingerprint(traces: int = 40, log=print) -> dict[str, Any]:
     ``AGENTCAUSAL_BENCH_KEEP=1``).
     """
     from agentcausal.attribution.plan_model import AttributionRequest
-    from agentcausal.attribution.registry import METHODS
+    from agentcausal.registry import ATTRIBUTION_METHODS
     from agentcausal.runs.options import RunOptions
     from agentcausal.settings import RunSettings
     from agentcausal_fakes.profiles import profiles_toml
@@ -101,7 +101,7 @@ def fingerprint(traces: int = 40, log=print) -> dict[str, Any]:
     work = scratch_dir("agentcausal-bench-fingerprint-")
     corpus = work / "corpus.jsonl"
     _write_corpus(traces, corpus)
-    methods = METHODS.names()
+    methods = ATTRIBUTION_METHODS.names()
     log(f"  Prefect temporary API up in {_prefect_warmup():.1f} s; {traces} traces x {len(methods)} methods")
     out: dict[str, Any] = {"traces": traces, "methods": methods}
     with ServerProcess(latency_s=0.0) as server:

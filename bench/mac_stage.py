@@ -24,6 +24,8 @@ from agentcausal.discovery.data.datasets import MAIN_BENCHMARKS, load_dataset
 from agentcausal.discovery.graphs.metrics import METRIC_COLUMNS, METRICS_FOOTER, evaluate_graph
 from agentcausal.discovery.jobs import run_discovery
 from agentcausal.discovery.statistical.algorithms import ALGORITHMS, EXACT_SEARCH_SUPERGRAPH_ABOVE
+from agentcausal.discovery.variants import variant
+from agentcausal.registry import DISCOVERY_METHODS
 from bench.common import md_table
 
 __all__ = ["ANCHORS", "run_mac_stage", "mac_markdown"]
@@ -94,7 +96,7 @@ def run_mac_stage(
     work = sorted(((name, seed, ds, alg) for name, seed, ds in loaded for alg in algorithms), key=lambda w: -w[2].d)
 
     def one(name: str, seed: int, ds, alg: str) -> tuple[dict[str, Any], Any]:
-        out = run_discovery(alg, ds, config=config, seed=seed)
+        out = run_discovery(variant(DISCOVERY_METHODS, alg), ds, config=config, seed=seed)
         row: dict[str, Any] = {
             "dataset": name,
             "seed": seed,

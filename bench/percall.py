@@ -23,6 +23,7 @@ import time
 from typing import Any
 
 from agentcausal.attribution.jobs import run_method
+from agentcausal.registry import ATTRIBUTION_METHODS
 from agentcausal_fakes.profiles import bench_gateway
 from agentcausal_fakes.synthetic import synthetic_traces
 from bench.common import RESULTS_DIR, machine
@@ -45,16 +46,16 @@ WATCH = (
 
 def measure(method: str, n: int, seed: int = 0, stats_regex: str | None = None) -> dict[str, Any]:
     """One method's per-call row (see the module docstring); prints the profile's watched functions."""
-    traces = synthetic_traces(n, seed=seed)
+    traces, spec = synthetic_traces(n, seed=seed), ATTRIBUTION_METHODS[method]
     with ServerProcess(latency_s=0.0) as server, tempfile.TemporaryDirectory() as cache:
         gw = bench_gateway(server.base_url, 1, cache + "/warm", model="percall", preset="paper")
-        run_method(traces[0], method, gw)  # warm: imports, HTTP connection (a different cache below)
+        run_method(traces[0], spec, gw)  # warm: imports, HTTP connection (a different cache below)
         gw.close()
         server.reset()
         gw = bench_gateway(server.base_url, 1, cache + "/plain", model="percall", preset="paper")
         cpu0, wall0 = time.process_time(), time.perf_counter()
         for t in traces:
-            run_method(t, method, gw)
+            run_method(t, spec, gw)
         cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
         gw.close()
         requests = server.stats()["requests"]
@@ -63,7 +64,7 @@ def measure(method: str, n: int, seed: int = 0, stats_regex: str | None = None) 
         pcpu0 = time.process_time()
         prof.enable()
         for t in traces:
-            run_method(t, method, gw)
+            run_method(t, spec, gw)
         prof.disable()
         pcpu = time.process_time() - pcpu0
         gw.close()

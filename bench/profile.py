@@ -92,7 +92,7 @@ PHASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "agentcausal/runs/store.py:put",
             "agentcausal/runs/envelope.py:stamp",
             "agentcausal/runs/envelope.py:usage_added",
-            "agentcausal/attribution/registry.py:method_settings",
+            "agentcausal/attribution/method_settings.py:method_settings",
             "pydantic/main.py:model_copy",
             "pydantic/main.py:model_dump",
         ),

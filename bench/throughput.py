@@ -41,6 +41,7 @@ from typing import Any
 
 from agentcausal.attribution.jobs import run_method
 from agentcausal.attribution.plan_model import AttributionRequest
+from agentcausal.registry import ATTRIBUTION_METHODS
 from agentcausal.runs.options import RunOptions
 from agentcausal.traces.jsonl import write_jsonl
 from agentcausal.traces.model import Attribution, Trace
@@ -88,7 +89,7 @@ def library_run(
     gw = bench_gateway(server.base_url, concurrency, cache_dir, model=f"bench-{label}", preset=preset)
     cpu0, t0 = time.process_time(), time.perf_counter()
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="bench") as pool:
-        atts = list(pool.map(lambda t: run_method(t, method, gw), traces))
+        atts = list(pool.map(lambda t: run_method(t, ATTRIBUTION_METHODS[method], gw), traces))
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     gw.close()
     row = _row("library", method, concurrency, wall, server, atts, len(traces), cpu)

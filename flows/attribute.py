@@ -12,9 +12,9 @@ from pathlib import Path
 
 from prefect import flow
 
-from agentcausal.attribution.jobs import ATTRIBUTION
 from agentcausal.attribution.plan import plan_attribution
 from agentcausal.attribution.plan_model import AttributionPlan, AttributionRequest
+from agentcausal.registry import ATTRIBUTION, ATTRIBUTION_METHODS
 from agentcausal.report.artifacts import corpus_label
 from agentcausal.report.attribution_tables import table_records
 from agentcausal.runs.folder import default_run_dir
@@ -39,7 +39,7 @@ def plan_request(request: AttributionRequest, settings: RunSettings, run_dir: st
         As :func:`agentcausal.attribution.plan.plan_attribution`.
     """
     paths = naming.corpus_paths(request.paths, settings)  # empty: the Who&When folder of the settings, resolved now
-    plan = plan_attribution(request.model_copy(update={"paths": paths}), settings, run_dir=run_dir)
+    plan = plan_attribution(request.model_copy(update={"paths": paths}), settings, ATTRIBUTION_METHODS, run_dir=run_dir)
     return plan, [str(Path(p).resolve()) for p in paths]
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from prefect import flow
 
-from agentcausal.discovery.jobs import DISCOVERY
 from agentcausal.discovery.plan import plan_discovery
 from agentcausal.discovery.plan_model import DiscoveryPlan, DiscoveryRequest
+from agentcausal.registry import DISCOVERY, DISCOVERY_METHODS
 from agentcausal.report.discovery_tables import table_records
 from agentcausal.runs.folder import default_run_dir
 from agentcausal.runs.options import RunOptions
@@ -52,7 +52,7 @@ def discover(
     run = run or RunOptions()
     if isinstance(plan, DiscoveryRequest):
         datasets = list(plan.datasets)
-        plan = plan_discovery(plan, settings)
+        plan = plan_discovery(plan, settings, DISCOVERY_METHODS)
     else:
         plan = as_plan(plan, DiscoveryPlan)
         datasets = [i.spec or i.id for i in plan.iter_items()]

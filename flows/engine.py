@@ -77,7 +77,7 @@ def run_engine(
 
     Parameters
     ----------
-    half : the half (:data:`agentcausal.attribution.jobs.ATTRIBUTION`, :data:`agentcausal.discovery.jobs.DISCOVERY`)
+    half : the half (:data:`agentcausal.registry.ATTRIBUTION`, :data:`agentcausal.registry.DISCOVERY`)
     plan, settings : what runs, and where (routing, caches, ``refresh``, ``retry_failed``)
     task : the half's chunk task (:func:`tasks.attribution.attribute_chunk`, :func:`tasks.discovery.discover_chunk`)
     run_dir : the run folder

@@ -5,8 +5,8 @@ from __future__ import annotations
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from agentcausal.attribution.jobs import ATTRIBUTION
 from agentcausal.records import RunRecord
+from agentcausal.registry import ATTRIBUTION
 from agentcausal.report.attribution import RunReport, report_run
 from agentcausal.runs.engine import run_chunk
 from agentcausal.runs.half import Chunk

@@ -5,8 +5,8 @@ from __future__ import annotations
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from agentcausal.discovery.jobs import DISCOVERY
 from agentcausal.records import RunRecord
+from agentcausal.registry import DISCOVERY
 from agentcausal.report.discovery import RunFiles, write_report
 from agentcausal.runs.engine import run_chunk
 from agentcausal.runs.half import Chunk

@@ -43,6 +43,8 @@ def test_contracts_hold_on_the_checkout() -> None:
         ("agentcausal/report/blamed.py", "import prefect", "never imports Prefect"),
         ("agentcausal/runs/store.py", "import agentcausal.attribution.jobs", "run engine imports neither"),
         ("agentcausal/discovery/outcome.py", "import agentcausal.report.discovery", "halves import neither"),
+        ("agentcausal/attribution/plan.py", "import agentcausal.registry", "halves import neither"),
+        ("agentcausal/discovery/jobs.py", "import agentcausal.registry", "halves import neither"),
         ("agentcausal/attribution/evaluate.py", "import agentcausal.discovery.outcome", "independent"),
     ],
 )

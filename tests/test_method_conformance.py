@@ -1,9 +1,9 @@
 """Every registered method of both halves passes one set of checks, in the spirit of scikit-learn's
 ``check_estimator``, in-process on the fake OpenAI-compatible server (test double), no Prefect.
 
-The methods are the registries' (``agentcausal.attribution.registry.method_names``,
-``agentcausal.discovery.registry.METHODS``), which must be exactly what ``agentcausal attribute --help`` and
-``agentcausal discover --help`` offer. For each method, through its half's own job functions
+The methods are the registry's (``agentcausal.registry.ATTRIBUTION_METHODS`` and ``DISCOVERY_METHODS``), which
+must be exactly what ``agentcausal attribute --help`` and ``agentcausal discover --help`` offer, each spec
+declaring what it needs consistently with how it runs. For each method, through its half's own job functions
 (``half.run``, ``half.keyer``) and the run engine's (``RunEngine``, ``run_chunk``):
 
 (a) on a 3-step trace or a 4-variable dataset (n = 200) with valid first replies, its record is ``complete``
@@ -35,24 +35,25 @@ import pandas as pd
 import pytest
 from pydantic import BaseModel
 
-from agentcausal.attribution.jobs import ATTRIBUTION
 from agentcausal.attribution.plan import plan_attribution
 from agentcausal.attribution.plan_model import AttributionRequest
-from agentcausal.attribution.registry import get_method, method_names
 from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.data.datasets import load_spec
-from agentcausal.discovery.jobs import DISCOVERY
 from agentcausal.discovery.mac.prompts import PROMPT_VERSIONS
 from agentcausal.discovery.mac.settings import MACSettings
+from agentcausal.discovery.method_settings import method_stages
 from agentcausal.discovery.plan import plan_discovery
 from agentcausal.discovery.plan_model import DiscoveryRequest
-from agentcausal.discovery.registry import METHODS, method_stages, resolve_methods
+from agentcausal.discovery.scope import MAC_METHODS
+from agentcausal.discovery.statistical.algorithms import ALGORITHMS
+from agentcausal.discovery.variants import resolve_methods, variant
 from agentcausal.exceptions import AgentCausalError
 from agentcausal.records import RunRecord
+from agentcausal.registry import ATTRIBUTION, ATTRIBUTION_METHODS, DISCOVERY, DISCOVERY_METHODS
 from agentcausal.runs.engine import RunEngine, run_chunk
 from agentcausal.runs.half import Job, RunHalf
 from agentcausal.runs.plan import Plan
-from agentcausal.settings import RunSettings
+from agentcausal.settings import PRESET_NAMES, RunSettings, resolve
 from agentcausal.traces.jsonl import write_jsonl
 from agentcausal.traces.model import Label, Step, Trace
 from agentcausal_cli import build_parser
@@ -60,11 +61,9 @@ from agentcausal_fakes.fake_openai import FakeOpenAIServer
 from agentcausal_fakes.profiles import profiles_toml
 from agentcausal_fakes.responders import BenchResponder
 
-ATTRIBUTION_METHODS = method_names()
-DISCOVERY_METHODS = list(METHODS)
-LLM_METHODS = [m for m in METHODS if METHODS[m].llm]
-STATISTICAL_METHODS = [m for m in METHODS if not METHODS[m].llm]
-CASES = [("attribute", m) for m in ATTRIBUTION_METHODS] + [("discover", m) for m in DISCOVERY_METHODS]
+LLM_METHODS = [m for m in DISCOVERY_METHODS if DISCOVERY_METHODS[m].needs_llm]
+STATISTICAL_METHODS = [m for m in DISCOVERY_METHODS if not DISCOVERY_METHODS[m].needs_llm]
+CASES = [("attribute", m) for m in sorted(ATTRIBUTION_METHODS)] + [("discover", m) for m in DISCOVERY_METHODS]
 LLM_CASES = [c for c in CASES if c[0] == "attribute" or c[1] in LLM_METHODS]
 IDS = [f"{h}:{m}" for h, m in CASES]
 LLM_IDS = [f"{h}:{m}" for h, m in LLM_CASES]
@@ -177,9 +176,12 @@ def _half(kind: str) -> RunHalf:
 
 def _plan(kind: str, method: str, inputs: dict[str, str], settings: RunSettings, run_dir: Path) -> Plan:
     if kind == "attribute":
-        return plan_attribution(AttributionRequest(paths=[inputs[kind]], methods=[method]), settings, run_dir=run_dir)
+        request = AttributionRequest(paths=[inputs[kind]], methods=[method])
+        return plan_attribution(request, settings, ATTRIBUTION_METHODS, run_dir=run_dir)
     return plan_discovery(
-        DiscoveryRequest(datasets=[inputs[kind]], methods=[method], config=BASE_CONFIG, n=200), settings
+        DiscoveryRequest(datasets=[inputs[kind]], methods=[method], config=BASE_CONFIG, n=200),
+        settings,
+        DISCOVERY_METHODS,
     )
 
 
@@ -204,10 +206,31 @@ def _offered(verb: str) -> set[str]:
 def test_the_parsers_offer_exactly_the_registered_methods():
     assert _offered("attribute") == set(ATTRIBUTION_METHODS)
     assert _offered("discover") == set(DISCOVERY_METHODS) | {"statistical"}
-    assert [v.name for v in resolve_methods(["statistical"])] == STATISTICAL_METHODS
+    assert [v.name for v in resolve_methods(DISCOVERY_METHODS, ["statistical"])] == STATISTICAL_METHODS
     assert set(LLM_METHODS) | set(STATISTICAL_METHODS) == set(DISCOVERY_METHODS)
     declared = {*INVALID_REPLY_FALLBACK, *RUN_FAILURE_FALLBACK, *((h, m) for h, m, _ in KEY_EXEMPT if m != "*")}
     assert declared <= set(CASES), f"exemptions name methods no registry holds: {declared - set(CASES)}"
+
+
+@pytest.mark.parametrize(("kind", "method"), CASES, ids=IDS)
+def test_each_spec_declares_what_it_runs_with_and_needs(kind, method):
+    spec = (ATTRIBUTION_METHODS if kind == "attribute" else DISCOVERY_METHODS)[method]
+    assert spec.name == method and callable(spec.run)
+    assert bool(spec.prompt_version) == spec.needs_llm  # every prompt set versioned; no LLM, no prompt
+    if spec.settings_model is not None:
+        assert spec.settings_model.model_config.get("frozen"), spec.settings_model
+        assert set(spec.presets) <= set(PRESET_NAMES)
+        for name in PRESET_NAMES:
+            resolve(spec.settings_model, spec.presets, name)  # every preset validates
+    if kind == "attribute":
+        assert spec.needs_llm and spec.settings_model is not None and not spec.needs_data
+        assert spec.needs_labels == ("with_ground_truth" not in spec.settings_model.model_fields)
+        return
+    assert not spec.needs_labels  # outcomes are scored outside the method
+    assert (spec.family == "statistical") == (method in ALGORITHMS) == (not spec.needs_llm)
+    assert (spec.family == "mac") == (method in MAC_METHODS)
+    assert (spec.settings_model is None) == (not spec.needs_llm)
+    assert spec.needs_data == (method not in ("mdm_only", "llm_zero_shot")), "only those two read no rows"
 
 
 # ---------------------------------------------------------------- (a) a complete record with its half's fields
@@ -217,7 +240,7 @@ def _requests(server: FakeOpenAIServer) -> int:
 
 def _check_attribution(rec: RunRecord, method: str, plan: Plan, server: FakeOpenAIServer) -> None:
     trace = _trace()
-    spec = get_method(method)
+    spec = ATTRIBUTION_METHODS[method]
     assert rec.status == "complete" and rec.error is None and rec.status_detail is None, (rec.status, rec.error)
     assert rec.trace_id == trace.id and rec.method == method and not rec.reused
     assert isinstance(rec.step, int) and 0 <= rec.step < len(trace), rec.step
@@ -233,7 +256,7 @@ def _check_attribution(rec: RunRecord, method: str, plan: Plan, server: FakeOpen
 def _check_discovery(rec: RunRecord, method: str, plan: Plan, server: FakeOpenAIServer, spec: str) -> None:
     ds = load_spec(spec)
     config = DiscoveryConfig.model_validate(plan.config)
-    stages = method_stages(method, config)
+    stages = method_stages(DISCOVERY_METHODS[method], config)
     assert rec.status == "complete" and rec.error is None and rec.status_detail is None, (rec.status, rec.error)
     assert (rec.dataset, rec.seed, rec.n, rec.method) == (ds.name, 0, 200, method) and not rec.reused
     assert rec.graph is not None and tuple(rec.graph.nodes) == tuple(ds.variables)
@@ -424,11 +447,11 @@ def _changed_keys(
 
 def _discovery_settings(method: str) -> list[tuple[str | None, str]]:
     """The (section, field) pairs of DiscoveryConfig a discovery method runs with: the fields its plan shows
-    (``registry.method_settings``: a sub-model's or the config's own), and for an LLM method the repeat index
+    (``method_settings.method_settings``: a sub-model's or the config's own), and for an LLM method the repeat index
     and the run's sample count."""
-    from agentcausal.discovery.registry import method_settings
+    from agentcausal.discovery.method_settings import method_settings
 
-    shown = method_settings(method, BASE_CONFIG)
+    shown = method_settings(variant(DISCOVERY_METHODS, method), BASE_CONFIG)
     derived = {"paper_unspecified", "temperature_used"}  # computed from the fields below, not settings
     if method in STATISTICAL_METHODS:
         return [(None, k) for k in shown if k not in derived]
@@ -446,7 +469,7 @@ def test_c_every_setting_changes_the_cache_key(kind, method, inputs, settings, t
     job = _job(kind, plan)
     changed: dict[str, bool] = {}
     if kind == "attribute":
-        model = get_method(method).settings_model
+        model = ATTRIBUTION_METHODS[method].settings_model
 
         def key_of(values: dict[str, Any]) -> str:
             mp = plan.methods[method].model_copy(update={"settings": values})

@@ -1,4 +1,5 @@
 """Failure attribution: the Who&When baselines, DCFA, and evaluation.
 
-Methods are looked up by name in :mod:`agentcausal.attribution.registry`.
+Each method module defines its :class:`~agentcausal.attribution.spec.AttributionSpec`; they are listed, and
+looked up by name, in :data:`agentcausal.registry.ATTRIBUTION_METHODS` (which this package never imports).
 """

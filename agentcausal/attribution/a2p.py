@@ -66,7 +66,7 @@ from agentcausal.attribution.baseline_prompts import (
 from agentcausal.attribution.baseline_settings import BASELINE_STAGE, BaselineSettings, baseline_tokens, trace_budget
 from agentcausal.attribution.candidates import single_answer
 from agentcausal.attribution.evidence import ask_evidence, evidence_fields, with_evidence
-from agentcausal.attribution.spec import MethodSpec
+from agentcausal.attribution.spec import AttributionSpec
 from agentcausal.llm import LLMCall
 from agentcausal.traces.model import Attribution, CorrectedAction, Trace
 from agentcausal.traces.render import render_steps_info
@@ -295,7 +295,7 @@ def run(trace: Trace, call: LLMCall, settings: A2PSettings) -> Attribution:
     )
 
 
-SPEC = MethodSpec(
+SPEC = AttributionSpec(
     name=NAME,
     run=run,
     settings_model=A2PSettings,

@@ -85,7 +85,7 @@ from agentcausal.attribution.baseline_settings import (
 )
 from agentcausal.attribution.candidates import single_answer
 from agentcausal.attribution.evidence import ask_evidence, evidence_fields, with_evidence
-from agentcausal.attribution.spec import MethodSpec
+from agentcausal.attribution.spec import AttributionSpec
 from agentcausal.llm import LLMCall
 from agentcausal.traces.model import Attribution, Trace, normalise_agent
 from agentcausal.traces.render import render_conversation, render_steps_info
@@ -458,7 +458,7 @@ def run(trace: Trace, call: LLMCall, settings: AllAtOnceSettings) -> Attribution
     )
 
 
-SPEC = MethodSpec(
+SPEC = AttributionSpec(
     name=NAME,
     run=run,
     settings_model=AllAtOnceSettings,

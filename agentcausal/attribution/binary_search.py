@@ -74,7 +74,7 @@ from agentcausal.attribution.baseline_settings import (
     trace_budget,
 )
 from agentcausal.attribution.candidates import single_answer
-from agentcausal.attribution.spec import MethodSpec
+from agentcausal.attribution.spec import AttributionSpec
 from agentcausal.exceptions import StructuredOutputError
 from agentcausal.llm import LLMCall
 from agentcausal.traces.model import Attribution, Trace
@@ -336,7 +336,7 @@ def run(trace: Trace, call: LLMCall, settings: BinarySearchSettings) -> Attribut
     )
 
 
-SPEC = MethodSpec(
+SPEC = AttributionSpec(
     name=NAME,
     run=run,
     settings_model=BinarySearchSettings,

@@ -16,7 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agentcausal.attribution.registry import get_method, method_settings
+from agentcausal.attribution.method_settings import method_settings
+from agentcausal.attribution.spec import AttributionSpec
 from agentcausal.exceptions import AgentCausalError
 from agentcausal.llm import Gateway
 from agentcausal.runs.plan import PlanItem
@@ -27,7 +28,11 @@ __all__ = ["attribution_key", "attribution_keyer"]
 
 
 def attribution_key(
-    trace: Trace | PlanItem, method: str, settings: BaseModel | Mapping[str, Any] | None, gw: Gateway, repeat: int = 0
+    trace: Trace | PlanItem,
+    spec: AttributionSpec[Any],
+    settings: BaseModel | Mapping[str, Any] | None,
+    gw: Gateway,
+    repeat: int = 0,
 ) -> str:
     """Cache key of one attribution: what determines its result and nothing else.
 
@@ -35,7 +40,7 @@ def attribution_key(
     ----------
     trace : Trace or its PlanItem (its id and :meth:`~agentcausal.traces.model.Trace.content_hash`; not the
         label, which no method sees: scoring reads the current trace's label, never a cached one)
-    method : str
+    spec : AttributionSpec, the method
     settings : the method settings (validated against the method's model first)
     gw : Gateway, for the model serving each of the method's stages
     repeat : int, the repeat index (``--repeats``); 0 leaves the key as it was without repeats
@@ -50,9 +55,9 @@ def attribution_key(
     Raises
     ------
     ConfigError
-        If the method is unknown or the settings are invalid.
+        If the settings are invalid.
     """
-    return attribution_keyer(gw)(trace, method, settings, repeat)
+    return attribution_keyer(gw)(trace, spec, settings, repeat)
 
 
 def attribution_keyer(gw: Gateway) -> Callable[..., str]:
@@ -61,24 +66,23 @@ def attribution_keyer(gw: Gateway) -> Callable[..., str]:
 
     Returns
     -------
-    callable (trace or plan item, method, settings, repeat=0) -> str, the same key :func:`attribution_key` gives
+    callable (trace or plan item, spec, settings, repeat=0) -> str, the same key :func:`attribution_key` gives
 
     Raises
     ------
     ConfigError
-        If the method is unknown or the settings are invalid (on the call).
+        If the settings are invalid (on the call).
     """
     parts: dict[tuple[str, str], dict[str, Any]] = {}
 
-    def method_part(method: str, settings: BaseModel | Mapping[str, Any] | None) -> dict[str, Any]:
+    def method_part(spec: AttributionSpec[Any], settings: BaseModel | Mapping[str, Any] | None) -> dict[str, Any]:
         memo = (
-            method,
+            spec.name,
             settings.model_dump_json()
             if isinstance(settings, BaseModel)
             else json.dumps(settings, sort_keys=True, default=str),
         )
         if memo not in parts:
-            spec = get_method(method)
             st = method_settings(spec.settings_model, settings, spec.presets, gateway_preset(gw)).model_dump(
                 mode="json"
             )
@@ -88,13 +92,16 @@ def attribution_keyer(gw: Gateway) -> Callable[..., str]:
                     models[stage] = gw.stage_identity(stage)
                 except AgentCausalError:
                     models[stage] = ["unrouted", 0]
-            parts[memo] = {"method": method, "settings": st, "prompt_version": spec.prompt_version, "models": models}
+            parts[memo] = {"method": spec.name, "settings": st, "prompt_version": spec.prompt_version, "models": models}
         return parts[memo]
 
     def key(
-        trace: Trace | PlanItem, method: str, settings: BaseModel | Mapping[str, Any] | None, repeat: int = 0
+        trace: Trace | PlanItem,
+        spec: AttributionSpec[Any],
+        settings: BaseModel | Mapping[str, Any] | None,
+        repeat: int = 0,
     ) -> str:
-        payload = {"trace_id": trace.id, "trace": trace.content_hash(), **method_part(method, settings)}
+        payload = {"trace_id": trace.id, "trace": trace.content_hash(), **method_part(spec, settings)}
         if repeat:
             payload["repeat"] = repeat
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()

@@ -96,7 +96,7 @@ from agentcausal.attribution.echo_consensus import Vote, consensus
 from agentcausal.attribution.echo_context import global_view, hierarchical_view
 from agentcausal.attribution.echo_settings import ANALYSTS, PRESETS, AnalystName, EchoSettings
 from agentcausal.attribution.evidence import evidence_fields
-from agentcausal.attribution.spec import MethodSpec
+from agentcausal.attribution.spec import AttributionSpec
 from agentcausal.llm import LLMCall
 from agentcausal.traces.model import Attribution, Trace
 from agentcausal.traces.render import escape_data, render_steps_info
@@ -439,7 +439,7 @@ def run(trace: Trace, call: LLMCall, settings: EchoSettings) -> Attribution:
     )
 
 
-SPEC = MethodSpec(
+SPEC = AttributionSpec(
     name=NAME,
     run=run,
     settings_model=EchoSettings,

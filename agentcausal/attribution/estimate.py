@@ -39,7 +39,8 @@ from agentcausal.attribution.baseline_settings import BASELINE_STAGE, trace_budg
 from agentcausal.attribution.dcfa.correct import STAGE as LCE_STAGE
 from agentcausal.attribution.dcfa.lce import EMBED_STAGE
 from agentcausal.attribution.dcfa.preview import dcfa_previews
-from agentcausal.attribution.registry import get_method, method_settings
+from agentcausal.attribution.method_settings import method_settings
+from agentcausal.attribution.spec import AttributionSpec
 from agentcausal.runs.estimate import CallPattern, Estimator, tokens_of
 from agentcausal.traces.model import Trace
 
@@ -255,14 +256,14 @@ _HOW = {
 
 
 def attribution_calls(
-    trace: Trace, method: str, settings: Mapping[str, Any] | None = None, profiles: Any | None = None
+    trace: Trace, spec: AttributionSpec[Any], settings: Mapping[str, Any] | None = None, profiles: Any | None = None
 ) -> list[CallPattern]:
-    """One trace's calls of ``method`` (see the module docstring).
+    """One trace's calls of the method ``spec`` (see the module docstring).
 
     Parameters
     ----------
     trace : Trace, n steps
-    method : a registered attribution method
+    spec : AttributionSpec, the method
     settings : its resolved settings (as the plan holds them); None: its defaults
     profiles : the routed ProfileSet (context budgets); None: traces unshortened
 
@@ -273,13 +274,12 @@ def attribution_calls(
     Raises
     ------
     ConfigError
-        If the method is unknown or its settings do not validate.
+        If its settings do not validate.
     """
-    fn = _PATTERNS.get(method)
+    fn = _PATTERNS.get(spec.name)
     if fn is None or len(trace) == 0:
-        get_method(method)  # an unknown method is refused all the same
         return []
-    return fn(trace, _validated(method, settings), profiles)
+    return fn(trace, _validated(spec, settings), profiles)
 
 
 #: (method, settings as canonical JSON) -> the validated settings model (frozen): a plan validates each method's
@@ -287,12 +287,12 @@ def attribution_calls(
 _VALIDATED: dict[tuple[str, str], Any] = {}
 
 
-def _validated(method: str, settings: Mapping[str, Any] | None) -> Any:
+def _validated(spec: AttributionSpec[Any], settings: Mapping[str, Any] | None) -> Any:
     values = dict(settings or {})
-    key = (method, json.dumps(values, sort_keys=True, default=repr))
+    key = (spec.name, json.dumps(values, sort_keys=True, default=repr))
     hit = _VALIDATED.get(key)
     if hit is None:
-        hit = method_settings(get_method(method).settings_model, values)
+        hit = method_settings(spec.settings_model, values)
         if len(_VALIDATED) >= 256:
             _VALIDATED.clear()
         _VALIDATED[key] = hit
@@ -300,25 +300,32 @@ def _validated(method: str, settings: Mapping[str, Any] | None) -> Any:
 
 
 def estimate_attribution(
-    traces: Iterable[Trace], resolved: Mapping[str, Mapping[str, Any]], profiles: Any, *, repeats: int = 1
+    traces: Iterable[Trace],
+    methods: Sequence[AttributionSpec[Any]],
+    resolved: Mapping[str, Mapping[str, Any]],
+    profiles: Any,
+    *,
+    repeats: int = 1,
 ) -> Estimator:
     """An :class:`Estimator` fed with every trace's calls of every method (call ``add_trace`` for more)."""
     est = Estimator(profiles, times=repeats)
     for t in traces:
-        add_trace(est, t, resolved, profiles)
+        add_trace(est, t, methods, resolved, profiles)
     return est
 
 
 def trace_calls(
-    trace: Trace, resolved: Mapping[str, Mapping[str, Any]], profiles: Any
+    trace: Trace, methods: Sequence[AttributionSpec[Any]], resolved: Mapping[str, Mapping[str, Any]], profiles: Any
 ) -> dict[str, tuple[list[CallPattern], str]]:
-    """One trace's calls of every method with how they were counted: method -> (calls, note). A method whose
-    estimate fails has no calls and a note saying why (an estimate never stops a run)."""
+    """One trace's calls of every method (``resolved``: each one's settings) with how they were counted: method
+    -> (calls, note). A method whose estimate fails has no calls and a note saying why (an estimate never stops
+    a run)."""
     out: dict[str, tuple[list[CallPattern], str]] = {}
-    for m, st in resolved.items():
+    for spec in methods:
+        m = spec.name
         note = _HOW.get(m, "calls not modelled: not estimated")
         try:
-            calls = attribution_calls(trace, m, st, profiles)
+            calls = attribution_calls(trace, spec, resolved[m], profiles)
         except Exception as exc:  # an estimate never stops a run: the trace is counted, not sized
             calls, note = [], f"not estimated for some traces ({type(exc).__name__}: {str(exc)[:120]})"
         out[m] = (calls, note)
@@ -331,6 +338,12 @@ def add_calls(est: Estimator, calls: Mapping[str, tuple[Sequence[CallPattern], s
         est.add(m, c, note=note)
 
 
-def add_trace(est: Estimator, trace: Trace, resolved: Mapping[str, Mapping[str, Any]], profiles: Any) -> None:
+def add_trace(
+    est: Estimator,
+    trace: Trace,
+    methods: Sequence[AttributionSpec[Any]],
+    resolved: Mapping[str, Mapping[str, Any]],
+    profiles: Any,
+) -> None:
     """Add one trace's calls of every method to ``est``."""
-    add_calls(est, trace_calls(trace, resolved, profiles))
+    add_calls(est, trace_calls(trace, methods, resolved, profiles))

@@ -17,7 +17,7 @@ marks and whitespace are ignored.
 ECHO's analysts give evidence without any extra field (its panel reply has one);
 it goes through the same check. ``attribute --evidence`` turns ``quote_evidence`` on
 for every method of the run that has the setting
-(:func:`agentcausal.attribution.registry.evidence_sets`).
+(:func:`agentcausal.attribution.method_settings.evidence_sets`).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Attribution jobs: one registered method on one trace, in the run envelope, as one record; the attribution
-half of the run engine (:data:`ATTRIBUTION`).
+"""Attribution jobs: one method on one trace, in the run envelope, as one record; the attribution half of the
+run engine (:class:`AttributionHalf`, built with its method table in :mod:`agentcausal.registry`).
 
 :func:`run_method` runs a method and returns an :class:`~agentcausal.traces.model.Attribution` with
 seconds, usage, models and settings filled in. A content failure (a reply still invalid after all
@@ -18,10 +18,12 @@ from typing import Any
 from pydantic import BaseModel
 
 from agentcausal.attribution.cache_key import attribution_keyer
+from agentcausal.attribution.method_settings import method_settings
 from agentcausal.attribution.paper_tables import speaker_mismatch
-from agentcausal.attribution.registry import get_method, method_settings, usage_item
 from agentcausal.attribution.results import ResultsWriter
+from agentcausal.attribution.spec import AttributionSpec, usage_item
 from agentcausal.llm import Gateway, LLMCall
+from agentcausal.methods import MethodTable
 from agentcausal.records import ResultStatus, RunRecord, failure_fields
 from agentcausal.repeats import mark_repeat
 from agentcausal.runs.engine import DEFAULT_CHUNK_SIZE, gateway_for
@@ -33,7 +35,7 @@ from agentcausal.runs.scheduling import item_workers, routed_limits
 from agentcausal.settings import RunSettings, gateway_preset
 from agentcausal.traces.model import Attribution, Trace, TraceFacts
 
-__all__ = ["failed_attribution", "run_method", "AttributionHalf", "ATTRIBUTION"]
+__all__ = ["failed_attribution", "run_method", "AttributionHalf"]
 
 
 def failed_attribution(
@@ -57,19 +59,19 @@ def failed_attribution(
 
 def run_method(
     trace: Trace,
-    method: str,
+    spec: AttributionSpec[Any],
     gw: Gateway,
     settings: BaseModel | Mapping[str, Any] | None = None,
     *,
     repeat: int = 0,
     raise_transient: bool = False,
 ) -> Attribution:
-    """Run one registered attribution method on one trace; never raises for a method failure.
+    """Run one attribution method on one trace; never raises for a method failure.
 
     Parameters
     ----------
     trace : Trace
-    method : str, a registered name (``all_at_once``, ``step_by_step``, ``binary_search``, ``dcfa`` ...)
+    spec : AttributionSpec, the method (``ATTRIBUTION_METHODS["all_at_once"]``, :mod:`agentcausal.registry`)
     gw : Gateway
     settings : the method's settings (instance, used as it is; or mapping over the preset the gateway's routing
         names, :func:`agentcausal.settings.gateway_preset`); None = that preset (or the model defaults)
@@ -85,7 +87,7 @@ def run_method(
     registered one when the method sets none), stamped here once with ``trace_id``, ``method``,
     ``settings`` (validated, as a dict) and the envelope's ``models`` (stage -> ``profile:model``),
     ``usage`` (stage -> totals added during this run, from the ledger items ``trace.id`` and
-    :func:`~agentcausal.attribution.registry.usage_item`), ``seconds`` and ``reused`` (every LLM
+    :func:`~agentcausal.attribution.spec.usage_item`), ``seconds`` and ``reused`` (every LLM
     call a cache hit on an entry an earlier run wrote: this run sent no request; a hit on an entry
     this run wrote, an identical call of another trace or one merged in flight, is not reuse).
     When the method raised an :class:`AgentCausalError`, ``step`` and ``agent`` are None,
@@ -96,14 +98,14 @@ def run_method(
     Raises
     ------
     ConfigError
-        If the method is unknown or the settings are invalid (a setup error, not a trace failure).
+        If the settings are invalid (a setup error, not a trace failure).
     ValueError
         If ``repeat`` is negative.
     AgentCausalError
         Only with ``raise_transient=True``: a failure that is not a content failure
         (e.g. EndpointUnreachableError, LLMCallError, a transient AlgorithmError).
     """
-    spec = get_method(method)
+    method = spec.name
     st = method_settings(spec.settings_model, settings, spec.presets, gateway_preset(gw))  # routing's preset
     call = LLMCall(gw, item=usage_item(trace.id, method), sample=repeat)
     env = run_enveloped(
@@ -163,15 +165,19 @@ class _AttributionSink:
 
 
 class AttributionHalf:
-    """The attribution half of the run engine (:class:`agentcausal.runs.half.RunHalf`): a job is one
-    method on one trace (repeat r); its key is :func:`~agentcausal.attribution.cache_key.attribution_key`;
-    a task loads the trace from its plan item and runs :func:`run_method` (repeat r sends ``sample=r``,
-    :mod:`agentcausal.repeats`); results are scored into ``results.parquet`` against the current labels."""
+    """The attribution half of the run engine (:class:`agentcausal.runs.half.RunHalf`) over ``methods``, the
+    table the plan's method names are looked up in: a job is one method on one trace (repeat r); its key is
+    :func:`~agentcausal.attribution.cache_key.attribution_key`; a task loads the trace from its plan item and
+    runs :func:`run_method` (repeat r sends ``sample=r``, :mod:`agentcausal.repeats`); results are scored into
+    ``results.parquet`` against the current labels."""
 
     kind = "attribute"
     record_type = Attribution
     default_chunk_size = DEFAULT_CHUNK_SIZE
     remote_chunk_size = 100  # Dask: 4x fewer task runs (bench: 13-17 -> 7-8 ms of CPU per request at 2,000 traces)
+
+    def __init__(self, methods: MethodTable[AttributionSpec[Any]]) -> None:
+        self.methods = methods
 
     def job_counts(self, plan: Plan) -> dict[str, int]:
         return {m: plan.item_count * plan.repeats for m in plan.methods}
@@ -187,13 +193,15 @@ class AttributionHalf:
 
     def keyer(self, plan: Plan, settings: RunSettings) -> Callable[[Job], str]:
         keys = attribution_keyer(gateway_for(settings))
-        return lambda job: "attribute-" + keys(job.item, job.method, plan.methods[job.method].settings, job.repeat)
+        return lambda job: (
+            "attribute-" + keys(job.item, self.methods[job.method], plan.methods[job.method].settings, job.repeat)
+        )
 
     def run(self, job: Job, plan: Plan, settings: RunSettings) -> Attribution:
         gw = gateway_for(settings)
         out = run_method(
             load_trace_item(job.item),
-            job.method,
+            self.methods[job.method],
             gw,
             plan.methods[job.method].settings,
             repeat=job.repeat,
@@ -215,7 +223,3 @@ class AttributionHalf:
 
     def sink(self, plan: Plan, run_dir: Path, meta: Mapping[str, Any]) -> _AttributionSink:
         return _AttributionSink(plan, run_dir)
-
-
-#: the attribution half of the run engine
-ATTRIBUTION = AttributionHalf()

@@ -17,10 +17,12 @@ from types import SimpleNamespace
 from typing import Any
 
 from agentcausal.attribution.estimate import add_calls, trace_calls
+from agentcausal.attribution.method_settings import resolve_methods
 from agentcausal.attribution.plan_model import AttributionPlan, AttributionRequest
-from agentcausal.attribution.registry import get_method, resolve_methods
 from agentcausal.attribution.scan_cache import ScanCache, TraceSummary
+from agentcausal.attribution.spec import AttributionSpec
 from agentcausal.exceptions import CorruptStoreError, InvalidTracesError, TraceFormatError
+from agentcausal.methods import MethodTable
 from agentcausal.runs.estimate import Estimator
 from agentcausal.runs.plan import (
     ITEMS_FILE,
@@ -44,19 +46,17 @@ __all__ = ["attribute_plan", "method_plans", "plan_attribution"]
 
 
 def method_plans(
-    methods: Sequence[str], resolved: Mapping[str, Mapping[str, Any]], preset: str, profiles: Any
+    methods: Sequence[AttributionSpec[Any]], resolved: Mapping[str, Mapping[str, Any]], preset: str, profiles: Any
 ) -> tuple[dict[str, MethodPlan], list[str]]:
     """Each method as it will run (settings, stages with their models, what the profile applies), and every
     stage the run calls (the no-truth DCFA scores with a judge, not the embedder)."""
     stages_all: list[str] = []
     out = {}
-    for m in methods:
-        st = dict(resolved[m])
-        stages = [
-            s for s in get_method(m).stages if st.get("with_ground_truth") is not False or not s.endswith(".embed")
-        ]
+    for spec in methods:
+        st = dict(resolved[spec.name])
+        stages = [s for s in spec.stages if st.get("with_ground_truth") is not False or not s.endswith(".embed")]
         stages_all += stages
-        out[m] = MethodPlan(
+        out[spec.name] = MethodPlan(
             preset=preset,
             variant="with_truth" if st.get("with_ground_truth", True) else "no_truth",
             settings=st,
@@ -90,7 +90,7 @@ def _scan_cache(
 
 def attribute_plan(
     paths: Sequence[str],
-    methods: Sequence[str] = (),
+    methods: Sequence[AttributionSpec[Any]] = (),
     *,
     resolved: Mapping[str, Mapping[str, Any]],
     preset: str,
@@ -115,8 +115,8 @@ def attribute_plan(
     Parameters
     ----------
     paths : trace folders/files as given
-    methods : method names
-    resolved : method -> resolved settings (:func:`agentcausal.attribution.registry.resolve_methods`)
+    methods : the methods, in order (specs of :data:`agentcausal.registry.ATTRIBUTION_METHODS`)
+    resolved : method -> resolved settings (:func:`agentcausal.attribution.method_settings.resolve_methods`)
     preset : str, the preset the settings were resolved with
     routing, profiles_path : the routing and profiles file
     ids, limit, max_steps : the trace selection (as :func:`agentcausal.traces.io.select_traces`)
@@ -142,7 +142,7 @@ def attribute_plan(
         On a malformed trace input (each invalid one named, unless ``skip_invalid``), unknown ``ids``
         or no valid trace at all.
     ConfigError
-        On an unknown routing or method, or (``require_truth``) selected traces without ground truth.
+        On an unknown routing, or (``require_truth``) selected traces without ground truth.
     """
     profiles = routed_profiles(profiles_path, routing)
     mplans, stages = method_plans(methods, resolved, preset, profiles)
@@ -179,7 +179,9 @@ def attribute_plan(
                 continue
             if summary is None:
                 t = x.trace  # type: ignore[union-attr]
-                summary = TraceSummary(t.facts(), bool(t.ground_truth.strip()), trace_calls(t, chosen, profiles))
+                summary = TraceSummary(
+                    t.facts(), bool(t.ground_truth.strip()), trace_calls(t, methods, chosen, profiles)
+                )
                 if scan is not None:
                     scan.record(x.path, tid, x.offset, summary)
             if require_truth and not summary.has_truth:
@@ -262,7 +264,13 @@ def _refuse(
         raise TraceFormatError("no valid trace to run", path=", ".join(str(p) for p in paths))
 
 
-def plan_attribution(request: AttributionRequest, settings: RunSettings, *, run_dir: str | Path) -> AttributionPlan:
+def plan_attribution(
+    request: AttributionRequest,
+    settings: RunSettings,
+    methods: MethodTable[AttributionSpec[Any]],
+    *,
+    run_dir: str | Path,
+) -> AttributionPlan:
     """The plan of an attribution request (what a scheduled ``attribute`` flow run is given): methods resolved
     under the preset (the request's, else the routing's), the plan's items streamed into
     ``<run_dir>/plan.items.jsonl``.
@@ -271,21 +279,22 @@ def plan_attribution(request: AttributionRequest, settings: RunSettings, *, run_
     ----------
     request : AttributionRequest, its ``paths`` already resolved (an empty ``paths`` is the flow's to fill)
     settings : RunSettings (routing, profiles file)
+    methods : the table the request's methods are looked up in (:data:`agentcausal.registry.ATTRIBUTION_METHODS`)
     run_dir : the run folder
 
     Raises
     ------
     ConfigError, TraceFormatError
-        As :func:`~agentcausal.attribution.registry.resolve_methods` and :func:`attribute_plan`.
+        As :func:`~agentcausal.attribution.method_settings.resolve_methods` and :func:`attribute_plan`.
     """
     preset = request.preset or routing_preset(settings.profiles_path, settings.routing)
     resolved = resolve_methods(
-        request.methods, request.method_settings, with_ground_truth=request.with_ground_truth, preset=preset
+        methods, request.methods, request.method_settings, with_ground_truth=request.with_ground_truth, preset=preset
     )
     Path(run_dir).mkdir(parents=True, exist_ok=True)
     return attribute_plan(
         request.paths,
-        list(resolved),
+        [methods[m] for m in resolved],
         resolved=resolved,
         preset=preset,
         routing=settings.routing,

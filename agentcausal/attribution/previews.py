@@ -17,7 +17,8 @@ Examples
 --------
 >>> from agentcausal.traces.model import Step, Trace
 >>> t = Trace(id="t/1", question="q?", ground_truth="a", steps=[Step(index=0, agent="A", content="x")])
->>> [p.call for p in attribution_previews(t, "all_at_once", {})]
+>>> from agentcausal.attribution.all_at_once import SPEC
+>>> [p.call for p in attribution_previews(t, SPEC, {})]
 ['All-at-Once']
 """
 
@@ -30,7 +31,8 @@ from agentcausal.attribution import a2p, all_at_once, binary_search, echo, step_
 from agentcausal.attribution.baseline_settings import BASELINE_STAGE, trace_budget
 from agentcausal.attribution.dcfa.preview import dcfa_previews
 from agentcausal.attribution.evidence import ask_evidence
-from agentcausal.attribution.registry import get_method, method_settings
+from agentcausal.attribution.method_settings import method_settings
+from agentcausal.attribution.spec import AttributionSpec
 from agentcausal.exceptions import AgentCausalError, ConfigError
 from agentcausal.llm.preview import PromptPreview, render_previews
 from agentcausal.llm.profiles import load_profiles
@@ -111,14 +113,14 @@ PREVIEWS: dict[str, Callable[[Trace, Any, Any | None, str], list[PromptPreview]]
 
 
 def attribution_previews(
-    trace: Trace, method: str, settings: Mapping[str, Any] | None = None, profiles: Any | None = None
+    trace: Trace, spec: AttributionSpec[Any], settings: Mapping[str, Any] | None = None, profiles: Any | None = None
 ) -> list[PromptPreview]:
-    """The previews of every call ``method`` makes on ``trace``.
+    """The previews of every call the method ``spec`` makes on ``trace``.
 
     Parameters
     ----------
     trace : Trace
-    method : str, a registered attribution method with a preview (:data:`PREVIEWS`)
+    spec : AttributionSpec, a method with a preview (:data:`PREVIEWS`)
     settings : mapping of the method's settings (resolved, as the plan holds them); None = its defaults
     profiles : a :class:`~agentcausal.llm.profiles.ProfileSet` (or Gateway) for the context budgets;
         None = traces unshortened
@@ -130,9 +132,9 @@ def attribution_previews(
     Raises
     ------
     ConfigError
-        If the method is unknown, has no preview, or the settings do not validate.
+        If the method has no preview, or the settings do not validate.
     """
-    spec = get_method(method)
+    method = spec.name
     if method not in PREVIEWS:
         raise ConfigError(f"no prompt preview for method {method!r}; methods with one: {', '.join(sorted(PREVIEWS))}")
     s = method_settings(spec.settings_model, dict(settings or {}))
@@ -145,6 +147,7 @@ def attribution_previews(
 
 def show_prompts(
     traces: Sequence[Trace],
+    methods: Sequence[AttributionSpec[Any]],
     resolved: Mapping[str, Mapping[str, Any]],
     *,
     ids: Sequence[str] | None = None,
@@ -157,7 +160,8 @@ def show_prompts(
     Parameters
     ----------
     traces : the corpus, in order
-    resolved : method -> resolved settings (:func:`~agentcausal.attribution.registry.resolve_methods`)
+    methods : the methods shown, in order
+    resolved : method -> resolved settings (:func:`~agentcausal.attribution.method_settings.resolve_methods`)
     ids : trace ids to show (``--id``); None = the first trace
     profiles_path, routing : the profiles file and routing, for the context budgets a run uses;
         a routing that cannot be read gives unshortened traces (said in the header)
@@ -184,10 +188,11 @@ def show_prompts(
         profiles, note = None, f"traces unshortened (routing not readable: {exc})"
     parts = []
     for t in chosen:
-        for method, st in resolved.items():
+        for spec in methods:
+            st = resolved[spec.name]
             head = (
-                f"##### {method} on {t.id} ({len(t)} steps, source {t.source or '-'}); preset prompts "
+                f"##### {spec.name} on {t.id} ({len(t)} steps, source {t.source or '-'}); preset prompts "
                 f"{st.get('prompts', '-')}; {note}; no request made"
             )
-            parts += [head, render_previews(attribution_previews(t, method, st, profiles), max_lines=max_lines)]
+            parts += [head, render_previews(attribution_previews(t, spec, st, profiles), max_lines=max_lines)]
     return "\n\n".join(parts)

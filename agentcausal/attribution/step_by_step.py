@@ -88,7 +88,7 @@ from agentcausal.attribution.baseline_settings import (
 )
 from agentcausal.attribution.candidates import single_answer
 from agentcausal.attribution.evidence import ask_evidence, evidence_fields, with_evidence
-from agentcausal.attribution.spec import MethodSpec
+from agentcausal.attribution.spec import AttributionSpec
 from agentcausal.exceptions import StructuredOutputError
 from agentcausal.llm import LLMCall
 from agentcausal.traces.model import Attribution, Trace
@@ -390,7 +390,7 @@ def run(trace: Trace, call: LLMCall, settings: StepByStepSettings) -> Attributio
     )
 
 
-SPEC = MethodSpec(
+SPEC = AttributionSpec(
     name=NAME,
     run=run,
     settings_model=StepByStepSettings,

@@ -8,7 +8,7 @@ an :class:`~agentcausal.discovery.scope.Analysis`; the rankings are :mod:`agentc
 * :func:`cost_multiples` (§4.4, Fig. 5): each LLM method's mean tokens and dollars per run as a
   multiple of the paper's reference baselines' (:data:`COST_REFERENCES`: the four LLM baselines, the
   paper's "16× to 25× more tokens than standard baselines"; zero-shot first). Each method's calls read
-  only its own cached replies (:func:`agentcausal.discovery.registry.method_handler`), so an
+  only its own cached replies (:func:`agentcausal.discovery.method_settings.method_handler`), so an
   ablation's cost is that of a run of it alone.
 * :func:`paper_analyses`: all of them (rankings included) on the paper's scope, in one dict.
 
@@ -165,7 +165,7 @@ def cost_multiples(
     paper's reference baselines' (§4.4: "16× to 25× more tokens than standard baselines").
 
     Each method's calls read only the replies it cached itself
-    (:func:`agentcausal.discovery.registry.method_handler`), so in one run with ``mac`` and its
+    (:func:`agentcausal.discovery.method_settings.method_handler`), so in one run with ``mac`` and its
     ablations each one's tokens are those of a run of it alone.
 
     Parameters

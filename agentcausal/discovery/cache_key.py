@@ -10,7 +10,8 @@ from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.data.dataset_model import Dataset, DatasetHeader
 from agentcausal.discovery.data.datasets import metadata_text
 from agentcausal.discovery.mac.prompts import PROMPT_VERSIONS
-from agentcausal.discovery.registry import MethodVariant, llm_temperature, method_handler, method_stages, variant
+from agentcausal.discovery.method_settings import llm_temperature, method_handler, method_stages
+from agentcausal.discovery.variants import RunVariant
 from agentcausal.exceptions import AgentCausalError
 from agentcausal.llm import Gateway
 
@@ -18,7 +19,7 @@ __all__ = ["discovery_key", "planned_key"]
 
 
 def discovery_key(
-    ds: Dataset, method: str | MethodVariant, config: DiscoveryConfig, gw: Gateway | None = None, *, seed: int = 0
+    ds: Dataset, method: RunVariant, config: DiscoveryConfig, gw: Gateway | None = None, *, seed: int = 0
 ) -> str:
     """Cache key of one outcome: what determines it and nothing else.
 
@@ -29,13 +30,9 @@ def discovery_key(
     its prompt text (variable descriptions enter MAC's prompts), the prompt
     version and each stage's routing identity: ``profile:model``, context
     window, endpoint and dialect, :meth:`~agentcausal.llm.gateway.Gateway.stage_identity`), and the
-    reply-cache namespace its calls use (the display name, :func:`~agentcausal.discovery.registry.method_handler`). Statistical
+    reply-cache namespace its calls use (the display name, :func:`~agentcausal.discovery.method_settings.method_handler`). Statistical
     methods ignore the LLM parts. The true graph is not in the key: the
     outcome is scored outside the cached step, against the current truth.
-
-    Raises
-    ------
-    ConfigError on an unknown method.
     """
     return planned_key(ds.content_hash(), ds.name, lambda: ds, method, config, gw, seed=seed)
 
@@ -44,7 +41,7 @@ def planned_key(
     data_hash: str,
     name: str,
     header: Callable[[], Dataset | DatasetHeader],
-    method: str | MethodVariant,
+    method: RunVariant,
     config: DiscoveryConfig,
     gw: Gateway | None = None,
     *,
@@ -61,11 +58,10 @@ def planned_key(
 
     Raises
     ------
-    ConfigError on an unknown method; DatasetError from ``header``.
+    DatasetError from ``header``.
     """
-    v = variant(method)  # an unknown method: ConfigError
-    config = method_handler(v, config)[1]  # the executor here, never "auto"
-    stages = method_stages(v, config)
+    config = method_handler(method, config)[1]  # the executor here, never "auto"
+    stages = method_stages(method.spec, config)
     models = {}
     for s in stages:
         try:
@@ -78,16 +74,16 @@ def planned_key(
             "data": data_hash,
             "dataset": name,
             "seed": seed,
-            "method": v.name,
+            "method": method.name,
             "config": config.model_dump(mode="json", exclude={"executor_fallback", "samples"})
             if stages
             else {"timeout": config.algorithm_timeout_s},
-            **({"temperature": t} if (t := llm_temperature(v, config)) is not None else {}),
+            **({"temperature": t} if (t := llm_temperature(method.spec, config)) is not None else {}),
             "prompt_version": PROMPT_VERSIONS[config.mac.prompts] if stages else "",
             "models": models,
             "metadata": [about.metadata.model_dump(mode="json"), metadata_text(about)] if about is not None else None,
             # the reply-cache namespace its calls read (its own): the record's usage is its own calls'
-            **({"reply_cache": v.name} if stages else {}),
+            **({"reply_cache": method.name} if stages else {}),
         },
         sort_keys=True,
         default=str,

@@ -32,7 +32,8 @@ from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.data.dataset_model import Dataset
 from agentcausal.discovery.data.datasets import load_spec, metadata_text
 from agentcausal.discovery.mac.preview import mac_method_previews
-from agentcausal.discovery.registry import METHODS, MethodVariant, mac_settings, variant
+from agentcausal.discovery.method_settings import mac_settings
+from agentcausal.discovery.variants import RunVariant
 from agentcausal.runs.estimate import CallPattern, Estimator, tokens_of
 from agentcausal.runs.plan import PlanItem
 
@@ -73,7 +74,7 @@ def _debate(previews: Sequence[Any], prefix: str, settings: Any, reply: int) -> 
     return out
 
 
-def _mac(v: MethodVariant, ds: Dataset, config: DiscoveryConfig, seed: int) -> list[CallPattern]:
+def _mac(v: RunVariant, ds: Dataset, config: DiscoveryConfig, seed: int) -> list[CallPattern]:
     settings = mac_settings(v, config)
     previews = mac_method_previews(v.name, ds, settings, seed=seed, executor=settings.executor)
     graph_reply = REPLY_TOKENS["graph_per_variable"] * ds.d
@@ -107,21 +108,12 @@ def _meta(ds: Dataset) -> int:
     return tokens_of([{"content": metadata_text(ds)}]) + 150  # the baselines' instructions around it
 
 
-def discovery_calls(
-    method: str | MethodVariant, ds: Dataset, config: DiscoveryConfig, *, seed: int = 0
-) -> list[CallPattern]:
-    """One dataset's calls of ``method`` for one seed and repeat (see the module docstring).
-
-    Raises
-    ------
-    ConfigError
-        On an unknown method.
-    """
-    v = variant(method)
+def discovery_calls(v: RunVariant, ds: Dataset, config: DiscoveryConfig, *, seed: int = 0) -> list[CallPattern]:
+    """One dataset's calls of the method variant ``v`` for one seed and repeat (see the module docstring)."""
     base, d = v.base, ds.d
-    if not METHODS[base].llm:
+    if not v.spec.needs_llm:
         return []
-    if METHODS[base].family == "mac":
+    if v.spec.family == "mac":
         return _mac(v, ds, config, seed)
     meta = _meta(ds)
     if base == "llm_zero_shot":
@@ -150,7 +142,7 @@ _HOW = {
 
 def estimate_discovery(
     items: Sequence[PlanItem],
-    methods: Sequence[MethodVariant],
+    methods: Sequence[RunVariant],
     config: DiscoveryConfig,
     profiles: Any,
     *,
@@ -172,8 +164,8 @@ def estimate_discovery(
     for item in items:
         ds: Dataset | None = None
         for m in methods:
-            spec = METHODS[m.base]
-            if not spec.llm:
+            spec = m.spec
+            if not spec.needs_llm:
                 stat.add(m.name, [], note="no LLM call")
                 continue
             if wanted is not None and item.id not in wanted:

@@ -1,5 +1,6 @@
 """Discovery jobs: one method on one dataset and seed, in the run envelope, as one :class:`DiscoveryOutcome`;
-the discovery half of the run engine (:data:`DISCOVERY`).
+the discovery half of the run engine (:class:`DiscoveryHalf`, built with its method table in
+:mod:`agentcausal.registry`).
 
 :func:`run_discovery` never raises for a content failure (a reply still
 invalid after all repairs, an algorithm failing on the data): the
@@ -30,18 +31,14 @@ from agentcausal.discovery.evaluate import ScoredWriter, truth_notes
 from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.mac.calls import sample_index
 from agentcausal.discovery.mac.prompts import PROMPT_VERSIONS
+from agentcausal.discovery.method_settings import llm_temperature, method_handler, method_stages
 from agentcausal.discovery.outcome import DiscoveryOutcome, OutcomesWriter, degradation
 from agentcausal.discovery.plan_model import DiscoveryPlan
-from agentcausal.discovery.registry import (
-    METHODS,
-    MethodVariant,
-    llm_temperature,
-    method_handler,
-    method_stages,
-    variant,
-)
+from agentcausal.discovery.spec import DiscoverySpec
+from agentcausal.discovery.variants import RunVariant, variant
 from agentcausal.exceptions import AgentCausalError, ConfigError, ItemChangedError
 from agentcausal.llm import Gateway, LLMCall
+from agentcausal.methods import MethodTable
 from agentcausal.records import RunRecord, failure_fields
 from agentcausal.runs.engine import gateway_for
 from agentcausal.runs.envelope import run_enveloped
@@ -50,7 +47,7 @@ from agentcausal.runs.items import check_file_item
 from agentcausal.runs.plan import Plan, PlanItem
 from agentcausal.settings import RunSettings
 
-__all__ = ["run_discovery", "usage_item", "DiscoveryHalf", "DISCOVERY", "DISCOVER_WORKERS"]
+__all__ = ["run_discovery", "usage_item", "DiscoveryHalf", "DISCOVER_WORKERS"]
 
 
 def usage_item(dataset: str, seed: int, method: str) -> str:
@@ -63,7 +60,7 @@ def usage_item(dataset: str, seed: int, method: str) -> str:
 
 
 def run_discovery(
-    method: str | MethodVariant,
+    method: RunVariant,
     ds: Dataset,
     gw: Gateway | None = None,
     config: DiscoveryConfig = DiscoveryConfig(),
@@ -75,13 +72,13 @@ def run_discovery(
 
     Parameters
     ----------
-    method : a method variant, or its name (``mac``, ``pc``, ``mac@names (rounds 2)``; checked by
-        :func:`~agentcausal.discovery.registry.variant`)
+    method : RunVariant, the method variant (``mac``, ``pc``, ``mac@names (rounds 2)``, checked by
+        :func:`~agentcausal.discovery.variants.variant`)
     ds : Dataset
     gw : Gateway, required for LLM methods (None is fine for statistical ones); an LLM method's calls go through
         an :class:`~agentcausal.llm.call.LLMCall` of the usage item :func:`usage_item`, the sample index of
         (``seed``, ``config.repeat``) (:func:`~agentcausal.discovery.mac.calls.sample_index`) and the method's
-        temperature (:func:`~agentcausal.discovery.registry.llm_temperature`)
+        temperature (:func:`~agentcausal.discovery.method_settings.llm_temperature`)
     config : DiscoveryConfig
     seed : int, the dataset seed (also draws MAC's subset S)
     raise_transient : re-raise a failure that is not a content failure
@@ -94,19 +91,20 @@ def run_discovery(
 
     Raises
     ------
-    ConfigError on an unknown method, or an LLM method without a gateway.
+    ConfigError on an LLM method without a gateway.
     AgentCausalError when ``raise_transient`` is set and the failure is not a content failure
     (EndpointUnreachableError, LLMCallError, an AlgorithmError timeout ...).
     """
-    v = variant(method)  # an unknown method: ConfigError
-    handler, config = method_handler(v, config)  # "auto": the executor here
-    stages = method_stages(v, config)
+    handler, config = method_handler(method, config)  # "auto": the executor here
+    stages = method_stages(method.spec, config)
     if stages and gw is None:
-        raise ConfigError(f"method {v.name!r} calls an LLM; pass a gateway")
-    item = usage_item(ds.name, seed, v.name)
+        raise ConfigError(f"method {method.name!r} calls an LLM; pass a gateway")
+    item = usage_item(ds.name, seed, method.name)
     call = None
     if stages and gw is not None:
-        call = LLMCall(gw, item=item, sample=sample_index(seed, config.repeat), temperature=llm_temperature(v, config))
+        call = LLMCall(
+            gw, item=item, sample=sample_index(seed, config.repeat), temperature=llm_temperature(method.spec, config)
+        )
     env = run_enveloped(
         lambda: handler(call, ds, config, seed),
         gw=gw,
@@ -118,7 +116,7 @@ def run_discovery(
         dataset=ds.name,
         seed=seed,
         n=ds.n,
-        method=v.name,
+        method=method.name,
         true_graph=ds.true_graph,
         prompt_version=PROMPT_VERSIONS[config.mac.prompts] if stages else "",
         data_hash=ds.content_hash(),
@@ -126,9 +124,9 @@ def run_discovery(
     )
     if env.error is not None:
         return DiscoveryOutcome(**common, **failure_fields(env.error, max_chars=2000))
-    assert env.result is not None, f"{v.name} returned None"  # a method returns (graph, details) or raises
+    assert env.result is not None, f"{method.name} returned None"  # a method returns (graph, details) or raises
     graph, details = env.result
-    if config.executor_fallback and METHODS[v.base].runs_dcm:
+    if config.executor_fallback and method.spec.runs_dcm:
         details = {**details, "executor_fallback": config.executor_fallback}
     detail = degradation(details)
     return DiscoveryOutcome(
@@ -172,11 +170,6 @@ def _header(item: PlanItem) -> DatasetHeader:
     """A dataset item without its rows (a network: no row sampled), its file's sha256 checked first."""
     check_file_item(item)
     return load_header(item.spec or item.id, name=item.id)
-
-
-def _llm(method: str) -> bool:
-    """True when the plan's method (a display name) calls an LLM."""
-    return METHODS[variant(method).base].llm
 
 
 class _Last(Generic[T]):
@@ -252,18 +245,30 @@ class DiscoveryHalf:
     its key is :func:`~agentcausal.discovery.cache_key.discovery_key` from the plan item's data hash
     (:func:`~agentcausal.discovery.cache_key.planned_key`: the orchestrator samples no row); a task samples
     the dataset's rows once from its plan item (file and data hash checked) and runs :func:`run_discovery`;
-    outcomes are scored as they come against the current true graph, read from the network or file."""
+    outcomes are scored as they come against the current true graph, read from the network or file. The plan's
+    method names are looked up in ``methods``."""
 
     kind = "discover"
     record_type = DiscoveryOutcome
     default_chunk_size = 1  # a discovery job runs for seconds to minutes: one task run each
     remote_chunk_size = 1
 
+    def __init__(self, methods: MethodTable[DiscoverySpec]) -> None:
+        self.methods = methods
+
+    def _variant(self, method: str) -> RunVariant:
+        """The plan's method (a display name) as its checked variant."""
+        return variant(self.methods, method)
+
+    def _llm(self, method: str) -> bool:
+        """True when the plan's method calls an LLM."""
+        return self._variant(method).spec.needs_llm
+
     def _methods(self, plan: Plan, item: PlanItem) -> Iterator[str]:
         llm = _discovery(plan).llm_datasets
         llm_only = None if llm is None else set(llm)
         for m in plan.methods:
-            if not _llm(m) or llm_only is None or item.id in llm_only:
+            if not self._llm(m) or llm_only is None or item.id in llm_only:
                 yield m
 
     def job_counts(self, plan: Plan) -> dict[str, int]:
@@ -275,7 +280,7 @@ class DiscoveryHalf:
     def jobs(self, plan: Plan) -> Iterator[Job]:
         for item in plan.iter_items():  # dataset-major, methods in the order asked, then seed and repeat
             for m in self._methods(plan, item):
-                reps = range(plan.repeats) if _llm(m) else (0,)
+                reps = range(plan.repeats) if self._llm(m) else (0,)
                 for seed in _discovery(plan).seeds or [0]:
                     for r in reps:
                         yield Job(item, m, seed=seed, repeat=r)
@@ -283,8 +288,8 @@ class DiscoveryHalf:
     def submission_order(self, plan: Plan) -> Iterator[Job]:
         """LLM methods first, so the long debates start while the statistical baselines run (two passes
         over the plan's items)."""
-        yield from (j for j in self.jobs(plan) if _llm(j.method))
-        yield from (j for j in self.jobs(plan) if not _llm(j.method))
+        yield from (j for j in self.jobs(plan) if self._llm(j.method))
+        yield from (j for j in self.jobs(plan) if not self._llm(j.method))
 
     def keyer(self, plan: Plan, settings: RunSettings) -> Callable[[Job], str]:
         """The key of a job from its plan item's data hash (no row sampled; only an LLM method's key reads
@@ -293,14 +298,12 @@ class DiscoveryHalf:
         rows = _Last(lambda j: _load(j.item, plan, j.seed), lambda j: (j.item.id, j.seed))
 
         def key(job: Job) -> str:
-            config = _config(plan, job.repeat)
-            gw = gateway_for(settings) if method_stages(job.method, config) else None
+            config, v = _config(plan, job.repeat), self._variant(job.method)
+            gw = gateway_for(settings) if method_stages(v.spec, config) else None
             planned = job.item.data_hash(job.seed)
             if planned is None:
-                return "discover-" + discovery_key(rows(job), job.method, config, gw, seed=job.seed)
-            return "discover-" + planned_key(
-                planned, job.item.id, lambda: header(job), job.method, config, gw, seed=job.seed
-            )
+                return "discover-" + discovery_key(rows(job), v, config, gw, seed=job.seed)
+            return "discover-" + planned_key(planned, job.item.id, lambda: header(job), v, config, gw, seed=job.seed)
 
         return key
 
@@ -313,8 +316,8 @@ class DiscoveryHalf:
             If the dataset file changed since the plan was built, or the rows hash to another value than the
             plan's (then the job's key would not describe its data).
         """
-        config = _config(plan, job.repeat)
-        gw = gateway_for(settings) if method_stages(job.method, config) else None
+        config, v = _config(plan, job.repeat), self._variant(job.method)
+        gw = gateway_for(settings) if method_stages(v.spec, config) else None
         ds = _load(job.item, plan, job.seed)
         planned = job.item.data_hash(job.seed)
         if planned is not None and (got := ds.content_hash()) != planned:
@@ -323,7 +326,7 @@ class DiscoveryHalf:
                 job.item.path,
                 f"the rows of seed {job.seed} hash to {got[:12]}…, not the plan's {planned[:12]}…",
             )
-        out = run_discovery(job.method, ds, gw, config, seed=job.seed, raise_transient=True)
+        out = run_discovery(v, ds, gw, config, seed=job.seed, raise_transient=True)
         if gw is not None and plan.repeats == 1:  # the record holds its usage now (repeats share the item)
             gw.usage.release(usage_item(ds.name, job.seed, job.method))
         return out
@@ -345,7 +348,3 @@ class DiscoveryHalf:
 
     def sink(self, plan: Plan, run_dir: Path, meta: Mapping[str, Any]) -> _DiscoverySink:
         return _DiscoverySink(plan, run_dir, int(meta.get("reversal_cost", 1)))
-
-
-#: the discovery half of the run engine
-DISCOVERY = DiscoveryHalf()

@@ -18,8 +18,11 @@ from agentcausal.discovery.data.dataset_model import Dataset
 from agentcausal.discovery.data.datasets import BENCHMARKS, data_dir, load_dataset, load_spec
 from agentcausal.discovery.data.user_data import unique_dataset_names
 from agentcausal.discovery.estimate import estimate_discovery
+from agentcausal.discovery.method_settings import method_settings, method_stages
 from agentcausal.discovery.plan_model import DiscoveryPlan, DiscoveryRequest
-from agentcausal.discovery.registry import METHODS, MethodVariant, method_settings, method_stages, resolve_methods
+from agentcausal.discovery.spec import DiscoverySpec
+from agentcausal.discovery.variants import RunVariant, resolve_methods
+from agentcausal.methods import MethodTable
 from agentcausal.runs.plan import (
     MethodPlan,
     PlanItem,
@@ -96,7 +99,7 @@ def _same_rows(ds: Dataset, seeds: Sequence[int]) -> tuple[tuple[int, str], ...]
 
 def discover_plan(
     datasets: Sequence[str],
-    methods: Sequence[MethodVariant],
+    methods: Sequence[RunVariant],
     *,
     config: DiscoveryConfig,
     preset: str,
@@ -115,7 +118,7 @@ def discover_plan(
     Parameters
     ----------
     datasets : dataset names or paths (expanded)
-    methods : the method variants (:func:`~agentcausal.discovery.registry.resolve_methods`); the plan names
+    methods : the method variants (:func:`~agentcausal.discovery.variants.resolve_methods`); the plan names
         each by its display name
     config : DiscoveryConfig, stored in the plan as the run's config, its executor resolved and
         ``samples`` = seeds x repeats (above 1 the LLM methods sample at their ``sampling_temperature``)
@@ -142,7 +145,7 @@ def discover_plan(
     all_stages: list[str] = []
     mplans = {}
     for m in methods:
-        stages = list(method_stages(m, config))
+        stages = list(method_stages(m.spec, config))
         all_stages += stages
         params = profile_params(profiles, stages)
         mplans[m.name] = MethodPlan(
@@ -179,10 +182,13 @@ def discover_plan(
     )
 
 
-def plan_discovery(request: DiscoveryRequest, settings: RunSettings) -> DiscoveryPlan:
-    """The plan of a discovery request (what a scheduled ``discover`` flow run is given): the methods resolved,
-    the config's executor resolved (``auto``: the coding agent where the sandbox works, else typed, said in one
-    line), MAC's settings under the routing's preset.
+def plan_discovery(
+    request: DiscoveryRequest, settings: RunSettings, methods: MethodTable[DiscoverySpec]
+) -> DiscoveryPlan:
+    """The plan of a discovery request (what a scheduled ``discover`` flow run is given): the methods resolved
+    in ``methods`` (:data:`agentcausal.registry.DISCOVERY_METHODS`), the config's executor resolved (``auto``:
+    the coding agent where the sandbox works, else typed, said in one line), MAC's settings under the routing's
+    preset.
 
     Raises
     ------
@@ -190,10 +196,10 @@ def plan_discovery(request: DiscoveryRequest, settings: RunSettings) -> Discover
         On an unknown method or dataset.
     """
     config = request.config or DiscoveryConfig()
-    names = resolve_methods(request.methods)
+    names = resolve_methods(methods, request.methods)
     if config.mac.executor == "auto":  # a Python caller's default (the CLI resolves and says it itself)
         config = config.resolved()
-        if config.executor_fallback and any(METHODS[m.base].runs_dcm for m in names):
+        if config.executor_fallback and any(m.spec.runs_dcm for m in names):
             print(config.executor_fallback)
     return discover_plan(
         list(request.datasets),

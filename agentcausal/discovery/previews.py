@@ -16,7 +16,8 @@ from agentcausal.discovery.data.anonymise import anonymise
 from agentcausal.discovery.data.dataset_model import Dataset
 from agentcausal.discovery.data.datasets import load_spec
 from agentcausal.discovery.mac.preview import mac_method_previews
-from agentcausal.discovery.registry import METHODS, MethodVariant, mac_settings
+from agentcausal.discovery.method_settings import mac_settings
+from agentcausal.discovery.variants import RunVariant
 from agentcausal.llm.preview import PromptPreview
 
 __all__ = ["discover_previews"]
@@ -24,7 +25,7 @@ __all__ = ["discover_previews"]
 
 def discover_previews(
     datasets: Sequence[str],
-    methods: Sequence[MethodVariant],
+    methods: Sequence[RunVariant],
     config: Any,
     *,
     n: int = 1000,
@@ -54,7 +55,7 @@ def discover_previews(
     for spec in datasets:
         ds = (loaded or {}).get(spec) or load_spec(spec, n=n, seed=seed)
         for m in methods:
-            if METHODS[m.base].family != "mac":
+            if m.spec.family != "mac":
                 continue
             shown = anonymise(ds, m.anonymise)[0] if m.anonymise != "none" else ds
             settings = mac_settings(m, config)

@@ -34,7 +34,6 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from agentcausal.discovery.registry import MethodVariant
 from agentcausal.discovery.scope import (
     HIGHER_IS_BETTER,
     MAC_METHODS,
@@ -44,6 +43,7 @@ from agentcausal.discovery.scope import (
     paper_methods,
     sample_size,
 )
+from agentcausal.discovery.variants import MethodVariant
 
 __all__ = [
     "BESIDE_METRICS",

@@ -32,7 +32,8 @@ from agentcausal.discovery.analyses import COST_COLUMNS, cost_row
 from agentcausal.discovery.evaluate import truth_notes
 from agentcausal.discovery.graphs.metrics import METRIC_COLUMNS, METRICS_FOOTER, SHD_CONVENTION
 from agentcausal.discovery.outcome import DiscoveryOutcome, iter_outcomes
-from agentcausal.discovery.registry import METHODS, MethodVariant
+from agentcausal.discovery.variants import MethodVariant
+from agentcausal.registry import DISCOVERY_METHODS
 from agentcausal.report.discovery_analyses import analyses_report
 from agentcausal.report.discovery_graphs import (
     FirstSeed,
@@ -207,11 +208,11 @@ def config_for_methods(config: Mapping[str, Any], methods: Sequence[str]) -> dic
     dict, the kept keys in the config's order.
     """
     bases = {MethodVariant.parse(str(m)).base for m in methods}  # "mac@names (rounds 2)" reads config.mac
-    specs = [METHODS[b] for b in bases if b in METHODS]
+    specs = [DISCOVERY_METHODS[b] for b in bases if b in DISCOVERY_METHODS]
     keep = {"repeat"} | {s.settings_field for s in specs if s.settings_field}
     if any(s.reads_mac for s in specs):
         keep |= {"mac", "executor_fallback"}
-    if any(not s.llm for s in specs):
+    if any(not s.needs_llm for s in specs):
         keep.add("algorithm_timeout_s")
     return {k: v for k, v in config.items() if k in keep and v not in ("", None)}
 

@@ -23,7 +23,8 @@ from typing import Any, cast
 import pandas as pd
 
 from agentcausal.discovery.graphs.metrics import METRIC_COLUMNS, METRICS_FOOTER, SHD_CONVENTION
-from agentcausal.discovery.registry import METHODS, MethodVariant
+from agentcausal.discovery.variants import MethodVariant
+from agentcausal.registry import DISCOVERY_METHODS
 
 __all__ = [
     "summary_table",
@@ -44,7 +45,7 @@ def _identical_samples(g: pd.DataFrame) -> bool:
     stable."""
     ok = g[g["error"] == ""]
     base = MethodVariant.parse(str(g["method"].iloc[0])).base
-    if len(ok) < 2 or base not in METHODS or not METHODS[base].llm:
+    if len(ok) < 2 or base not in DISCOVERY_METHODS or not DISCOVERY_METHODS[base].needs_llm:
         return False
     temps = ok["temperature"] if "temperature" in ok else pd.Series([float("nan")] * len(ok))
     return ok["edges"].nunique() == 1 and bool(((temps.isna()) | (temps == 0)).all())
@@ -157,7 +158,7 @@ def summary_text(df: pd.DataFrame, *, reversal_cost: int = 1) -> str:
 def memorisation_text(df: pd.DataFrame) -> str:
     """Memorisation control: each LLM method's mean SHD / F1 per anonymise mode, side by side.
 
-    Methods named ``m@names`` / ``m@all`` (:func:`agentcausal.discovery.registry.with_anonymise`) are
+    Methods named ``m@names`` / ``m@all`` (:func:`agentcausal.discovery.variants.with_anonymise`) are
     grouped with ``m``; columns ``none``, ``names``, ``all``.
 
     Parameters

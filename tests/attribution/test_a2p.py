@@ -7,7 +7,8 @@ import pytest
 
 from agentcausal.attribution.a2p import PRESETS, A2PSettings
 from agentcausal.attribution.jobs import run_method
-from agentcausal.attribution.registry import resolve_methods
+from agentcausal.attribution.method_settings import resolve_methods
+from agentcausal.registry import ATTRIBUTION_METHODS
 from agentcausal.settings import resolve
 from agentcausal.traces.io import load_traces
 from agentcausal.traces.model import Label, Step, Trace
@@ -68,9 +69,9 @@ def test_a2p_runs_on_examples(fake_server, make_gateway, preset, truth):
     assert traces
     fake_server.responder = _responder
     gw = make_gateway(fake_server)
-    settings = resolve_methods(["a2p"], preset=preset, with_ground_truth=truth)["a2p"]
+    settings = resolve_methods(ATTRIBUTION_METHODS, ["a2p"], preset=preset, with_ground_truth=truth)["a2p"]
     for t in traces:
-        a = run_method(t, "a2p", gw, settings)
+        a = run_method(t, ATTRIBUTION_METHODS["a2p"], gw, settings)
         assert a.error is None and a.status == "complete"
         assert (a.step, a.agent) == (len(t) - 1, t.steps[-1].agent)
         assert a.details["reverses_failure"] is True and "metres" in a.details["action"]
@@ -87,7 +88,7 @@ def test_a2p_runs_on_examples(fake_server, make_gateway, preset, truth):
 
 def test_a2p_paper_forces_one_bounded_choice(fake_server, make_gateway):
     fake_server.push(_reply(None, None), _reply("Agent1", 9), _reply("Agent0", 3))
-    a = run_method(_trace(), "a2p", make_gateway(fake_server))
+    a = run_method(_trace(), ATTRIBUTION_METHODS["a2p"], make_gateway(fake_server))
     schema = _schema(fake_server.chat_requests[0])
     assert set(schema["required"]) >= {"agent", "step", "abduction", "action", "prediction"}
     assert schema["properties"]["step"]["maximum"] == 5 and schema["properties"]["step"]["minimum"] == 0
@@ -97,8 +98,8 @@ def test_a2p_paper_forces_one_bounded_choice(fake_server, make_gateway):
 @pytest.mark.parametrize("preset", ["paper", "small"])
 def test_a2p_agent_not_in_trace_is_repaired(fake_server, make_gateway, preset):
     fake_server.push(_reply("James Bond", 3), _reply("Agent0", 3))
-    settings = resolve_methods(["a2p"], preset=preset)["a2p"]
-    a = run_method(_trace(), "a2p", make_gateway(fake_server), settings)
+    settings = resolve_methods(ATTRIBUTION_METHODS, ["a2p"], preset=preset)["a2p"]
+    a = run_method(_trace(), ATTRIBUTION_METHODS["a2p"], make_gateway(fake_server), settings)
     schema = json.dumps(_schema(fake_server.chat_requests[0]))
     assert "James Bond" not in schema and "Agent2" in schema
     assert fake_server.count == 2 and (a.agent, a.step) == ("Agent0", 3)
@@ -107,18 +108,18 @@ def test_a2p_agent_not_in_trace_is_repaired(fake_server, make_gateway, preset):
 def test_a2p_small_undetermined_out_of_range_and_speaker(fake_server, make_gateway):
     fake_server.push(_reply(None, None), _reply("Agent1", 99), _reply(None, 2))
     gw = make_gateway(fake_server, cache=False)
-    a = run_method(_trace(), "a2p", gw, SMALL)
+    a = run_method(_trace(), ATTRIBUTION_METHODS["a2p"], gw, SMALL)
     assert (a.step, a.agent, a.error) == (None, None, None)
-    b = run_method(_trace(), "a2p", gw, SMALL)
+    b = run_method(_trace(), ATTRIBUTION_METHODS["a2p"], gw, SMALL)
     assert b.step is None and b.details["invalid_step"] == 99
-    c = run_method(_trace(), "a2p", gw, SMALL)
+    c = run_method(_trace(), ATTRIBUTION_METHODS["a2p"], gw, SMALL)
     assert (c.step, c.agent) == (2, "Agent2")  # the step's speaker when no agent is named
     schema = _schema(fake_server.chat_requests[0])
     assert schema["properties"]["abduction"]["maxLength"] == 240
 
 
 def test_a2p_presets():
-    paper, small = (resolve_methods(["a2p"], preset=p)["a2p"] for p in ("paper", "small"))
+    paper, small = (resolve_methods(ATTRIBUTION_METHODS, ["a2p"], preset=p)["a2p"] for p in ("paper", "small"))
     assert paper["max_tokens"] is None and paper["prompts"] == "paper"  # budget from the profile
     assert small["max_tokens"] == 384 and small["prompts"] == "small" and small["field_chars"] == 240
     assert paper["field_chars"] is None  # A2P's code has no character bound
@@ -132,5 +133,5 @@ def test_a2p_one_agent_trace_keeps_an_enum(fake_server, make_gateway):
         steps=[Step(index=i, agent="Solo", content=f"s{i}") for i in range(3)],
     )
     fake_server.push(_reply("Solo", 1))
-    a = run_method(t, "a2p", make_gateway(fake_server))
+    a = run_method(t, ATTRIBUTION_METHODS["a2p"], make_gateway(fake_server))
     assert _schema(fake_server.chat_requests[0])["properties"]["agent"]["enum"] == ["Solo"] and a.agent == "Solo"

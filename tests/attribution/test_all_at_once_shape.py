@@ -11,6 +11,7 @@ from pydantic import ValidationError
 import agentcausal.llm.dialect as dialect_mod
 from agentcausal.attribution import all_at_once
 from agentcausal.attribution.jobs import run_method
+from agentcausal.registry import ATTRIBUTION_METHODS
 from agentcausal_fakes.fake_openai import FakeOpenAIServer
 from agentcausal_fakes.responders import BenchResponder
 from agentcausal_fakes.synthetic import synthetic_traces
@@ -108,10 +109,15 @@ def test_small_preset_sends_and_keys_what_the_model_per_trace_sent(json_mode, ma
                     all_at_once.reply_model(agents, n, forced, rc), None, None
                 ),
             )
-            return run_method(trace, "all_at_once", gw, small)
+            return run_method(trace, ATTRIBUTION_METHODS["all_at_once"], gw, small)
 
     before = _sent(per_trace, make_gateway, tmp_path, monkeypatch, "before", json_mode)
     after = _sent(
-        lambda t, gw: run_method(t, "all_at_once", gw, small), make_gateway, tmp_path, monkeypatch, "after", json_mode
+        lambda t, gw: run_method(t, ATTRIBUTION_METHODS["all_at_once"], gw, small),
+        make_gateway,
+        tmp_path,
+        monkeypatch,
+        "after",
+        json_mode,
     )
     assert after == before

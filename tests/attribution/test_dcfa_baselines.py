@@ -10,8 +10,9 @@ import json
 import pytest
 
 from agentcausal.attribution.jobs import run_method
-from agentcausal.attribution.registry import resolve_methods
+from agentcausal.attribution.method_settings import resolve_methods
 from agentcausal.exceptions import ConfigError
+from agentcausal.registry import ATTRIBUTION_METHODS
 from agentcausal.traces.model import Label, Step, Trace
 
 
@@ -27,7 +28,7 @@ def _trace(n: int = 5) -> Trace:
 
 
 def _dcfa(method: str) -> dict:
-    return resolve_methods([method], preset="dcfa_paper")[method]
+    return resolve_methods(ATTRIBUTION_METHODS, [method], preset="dcfa_paper")[method]
 
 
 def _user(req) -> str:
@@ -37,7 +38,7 @@ def _user(req) -> str:
 def test_step_by_step_dcfa_falls_back_to_the_highest_error_probability(fake_server, make_gateway):
     scores = [0.1, 0.4, 0.7, 0.7, 0.2]  # a tie at the top: the first, as score_list.index(max(score_list))
     fake_server.push(*(json.dumps({"error": False, "score": s, "reason": "looks fine"}) for s in scores))
-    a = run_method(_trace(), "step_by_step", make_gateway(fake_server), _dcfa("step_by_step"))
+    a = run_method(_trace(), ATTRIBUTION_METHODS["step_by_step"], make_gateway(fake_server), _dcfa("step_by_step"))
     assert (a.step, a.agent, a.error) == (2, None, None)  # no agent: DCFA's code prints only the step
     assert a.details["fallback"] is True and a.details["scores"] == scores
     assert fake_server.count == 5 and a.prompt_version == "step_by_step/dcfa-1"
@@ -52,13 +53,13 @@ def test_step_by_step_dcfa_stops_at_the_first_yes(fake_server, make_gateway):
         json.dumps({"error": False, "score": 0.9, "reason": "r"}),
         json.dumps({"error": True, "score": 0.3, "reason": "wrong handoff"}),
     )
-    a = run_method(_trace(), "step_by_step", make_gateway(fake_server), _dcfa("step_by_step"))
+    a = run_method(_trace(), ATTRIBUTION_METHODS["step_by_step"], make_gateway(fake_server), _dcfa("step_by_step"))
     assert (a.step, a.agent) == (1, "Agent1") and a.details["fallback"] is False and fake_server.count == 2
 
 
 def test_step_by_step_whowhen_keeps_its_prompt_and_no_score(fake_server, make_gateway):
     fake_server.responder = lambda body: json.dumps({"error": False, "reason": "fine"})
-    a = run_method(_trace(3), "step_by_step", make_gateway(fake_server))  # paper = Who&When's code
+    a = run_method(_trace(3), ATTRIBUTION_METHODS["step_by_step"], make_gateway(fake_server))  # paper = Who&When's code
     assert a.step is None and "scores" not in a.details
     assert "even a little bit" not in _user(fake_server.chat_requests[0])
     assert "score" not in json.dumps(fake_server.chat_requests[0]["response_format"])
@@ -68,10 +69,10 @@ def test_empty_answers_are_sent_again_under_dcfa_paper(fake_server, make_gateway
     # the gateway repairs an invalid reply twice (3 requests per call); an empty answer then re-sends the call
     gw = make_gateway(fake_server, cache=False)
     fake_server.push(*[""] * 3, json.dumps({"agent": "Agent0", "step": 3, "reason": "r"}))
-    a = run_method(_trace(), "all_at_once", gw, _dcfa("all_at_once"))
+    a = run_method(_trace(), ATTRIBUTION_METHODS["all_at_once"], gw, _dcfa("all_at_once"))
     assert (a.step, a.agent, a.error) == (3, "Agent0", None) and fake_server.count == 4
     fake_server.push(*[""] * 3)
-    b = run_method(_trace(), "all_at_once", gw)  # paper (Who&When's code): no re-send
+    b = run_method(_trace(), ATTRIBUTION_METHODS["all_at_once"], gw)  # paper (Who&When's code): no re-send
     assert b.error is not None and fake_server.count == 7
 
 
@@ -79,19 +80,23 @@ def test_binary_search_dcfa_sends_temperature_zero_and_retries(fake_server, make
     s = _dcfa("binary_search")
     assert (s["temperature"], s["empty_attempts"]) == (0.0, 9)
     fake_server.responder = lambda body: json.dumps({"half": "upper half", "reason": "r"})
-    a = run_method(_trace(4), "binary_search", make_gateway(fake_server), s)
+    a = run_method(_trace(4), ATTRIBUTION_METHODS["binary_search"], make_gateway(fake_server), s)
     assert a.step == 0 and all(r["temperature"] == 0.0 for r in fake_server.chat_requests)
 
 
 def test_dcfa_variant_is_refused_where_it_cannot_apply():
     with pytest.raises(ConfigError, match="variant"):
-        resolve_methods(["step_by_step"], settings={"step_by_step": {"variant": "dcfa"}}, preset="small")
+        resolve_methods(
+            ATTRIBUTION_METHODS, ["step_by_step"], settings={"step_by_step": {"variant": "dcfa"}}, preset="small"
+        )
     with pytest.raises(ConfigError, match="max_score"):
-        resolve_methods(["step_by_step"], settings={"step_by_step": {"on_no_yes": "max_score"}}, preset="paper")
+        resolve_methods(
+            ATTRIBUTION_METHODS, ["step_by_step"], settings={"step_by_step": {"on_no_yes": "max_score"}}, preset="paper"
+        )
 
 
 def test_dcfa_paper_leaves_every_other_method_at_paper():
-    dcfa, paper = (resolve_methods(["dcfa", "a2p"], preset=p) for p in ("dcfa_paper", "paper"))
+    dcfa, paper = (resolve_methods(ATTRIBUTION_METHODS, ["dcfa", "a2p"], preset=p) for p in ("dcfa_paper", "paper"))
     assert dcfa == paper
 
 

@@ -9,7 +9,8 @@ import pytest
 from agentcausal.attribution.echo_consensus import Vote, consensus
 from agentcausal.attribution.echo_settings import ANALYSTS, PRESETS, EchoSettings
 from agentcausal.attribution.jobs import run_method
-from agentcausal.attribution.registry import resolve_methods
+from agentcausal.attribution.method_settings import resolve_methods
+from agentcausal.registry import ATTRIBUTION_METHODS
 from agentcausal.settings import resolve
 from agentcausal.traces.io import load_traces
 from agentcausal.traces.model import Label, Step, Trace
@@ -80,11 +81,11 @@ def test_echo_runs_on_examples(fake_server, make_gateway, preset, truth):
     traces = load_traces([EXAMPLES])
     fake_server.responder = Responder()
     gw = make_gateway(fake_server)
-    settings = resolve_methods(["echo"], preset=preset, with_ground_truth=truth)["echo"]
+    settings = resolve_methods(ATTRIBUTION_METHODS, ["echo"], preset=preset, with_ground_truth=truth)["echo"]
     m = len(settings["analysts"])
     assert m == (6 if preset == "paper" else 3)
     for t in traces:
-        a = run_method(t, "echo", gw, settings)
+        a = run_method(t, ATTRIBUTION_METHODS["echo"], gw, settings)
         assert a.error is None and a.status == "complete"
         last = len(t) - 1
         # confidence-weighted: (m-1) x 0.4 for the scan's first candidate against 0.9 for step 0
@@ -132,10 +133,10 @@ def test_consensus_rule_pinned():
 
 @pytest.mark.parametrize("preset", ["paper", "small"])
 def test_echo_agent_not_in_trace_is_repaired(fake_server, make_gateway, preset):
-    settings = resolve_methods(["echo"], preset=preset)["echo"]
+    settings = resolve_methods(ATTRIBUTION_METHODS, ["echo"], preset=preset)["echo"]
     names = settings["analysts"]
     fake_server.push(_scan(3, 1), _panel(names, 3, "James Bond"), _panel(names, 3, "Agent0"))
-    a = run_method(_trace(), "echo", make_gateway(fake_server), settings)
+    a = run_method(_trace(), ATTRIBUTION_METHODS["echo"], make_gateway(fake_server), settings)
     schema = json.dumps(_schema(fake_server.chat_requests[1]))
     assert "James Bond" not in schema and "Agent2" in schema
     assert fake_server.count == 3 and (a.step, a.agent) == (3, "Agent0")
@@ -144,7 +145,7 @@ def test_echo_agent_not_in_trace_is_repaired(fake_server, make_gateway, preset):
 def test_echo_panel_steps_are_the_candidates(fake_server, make_gateway):
     names = list(ANALYSTS)
     fake_server.push(_scan(4, 1), _panel(names, 2, "Agent2"), _panel(names, 1, "Agent1"))
-    a = run_method(_trace(), "echo", make_gateway(fake_server))
+    a = run_method(_trace(), ATTRIBUTION_METHODS["echo"], make_gateway(fake_server))
     assert fake_server.count == 3 and a.step == 1  # step 2 is no candidate: repaired
     step_schema = json.dumps(_schema(fake_server.chat_requests[1])["$defs"])
     assert '"enum": [4, 1]' in step_schema
@@ -153,7 +154,7 @@ def test_echo_panel_steps_are_the_candidates(fake_server, make_gateway):
 def test_echo_paper_scan_bounds_steps(fake_server, make_gateway):
     names = list(ANALYSTS)
     fake_server.push(_scan(9), _scan(), _scan(2), _panel(names, 2, "Agent2"))
-    a = run_method(_trace(), "echo", make_gateway(fake_server))
+    a = run_method(_trace(), ATTRIBUTION_METHODS["echo"], make_gateway(fake_server))
     scan = _schema(fake_server.chat_requests[0])
     assert scan["properties"]["candidates"]["minItems"] == 1
     assert a.step == 2 and fake_server.count == 4
@@ -162,11 +163,11 @@ def test_echo_paper_scan_bounds_steps(fake_server, make_gateway):
 def test_echo_small_undetermined(fake_server, make_gateway):
     gw = make_gateway(fake_server, cache=False)
     fake_server.push(_scan(99))
-    a = run_method(_trace(), "echo", gw, SMALL)
+    a = run_method(_trace(), ATTRIBUTION_METHODS["echo"], gw, SMALL)
     assert (a.step, a.agent, a.error) == (None, None, None)
     assert a.details["invalid_candidates"] == [99] and fake_server.count == 1  # no panel call
     fake_server.push(_scan(2, 4), _panel(SMALL["analysts"], None, None))
-    b = run_method(_trace(), "echo", gw, SMALL)
+    b = run_method(_trace(), ATTRIBUTION_METHODS["echo"], gw, SMALL)
     assert b.step is None and "no analyst vote" in b.reason
 
 
@@ -180,7 +181,7 @@ def test_echo_hierarchical_context(fake_server, make_gateway):
     t = _trace(14, content=body)
     names = list(ANALYSTS)
     fake_server.push(_scan(7), _panel(names, 7, "Agent1"))
-    a = run_method(t, "echo", make_gateway(fake_server))
+    a = run_method(t, ATTRIBUTION_METHODS["echo"], make_gateway(fake_server))
     assert a.step == 7
     user = _user(fake_server.chat_requests[1])
     window = user[user.index("Candidate step 7") :]
@@ -197,7 +198,7 @@ def test_echo_hierarchical_context(fake_server, make_gateway):
 
 
 def test_echo_presets():
-    paper, small = (resolve_methods(["echo"], preset=p)["echo"] for p in ("paper", "small"))
+    paper, small = (resolve_methods(ATTRIBUTION_METHODS, ["echo"], preset=p)["echo"] for p in ("paper", "small"))
     assert paper["max_tokens"] is None and paper["max_candidates"] is None and len(paper["analysts"]) == 6
     assert (paper["l1_radius"], paper["l2_radius"], paper["l3_radius"]) == (1, 3, 6)  # ECHO's layers
     assert small["max_tokens"] == 384 and small["max_candidates"] == 3 and small["prompts"] == "small"
@@ -205,14 +206,14 @@ def test_echo_presets():
     from agentcausal.exceptions import ConfigError
 
     with pytest.raises(ConfigError, match="distinct"):
-        resolve_methods(["echo"], {"echo": {"analysts": ["balanced", "balanced"]}})
+        resolve_methods(ATTRIBUTION_METHODS, ["echo"], {"echo": {"analysts": ["balanced", "balanced"]}})
 
 
 def test_echo_panel_keeps_the_candidates_that_fit(fake_server, make_gateway):
     names = list(ANALYSTS)
     t = _trace(20, content=lambda i: f"step {i} " + "words " * 300)
     fake_server.push(_scan(*range(19, 9, -1)), _panel(names, 19, "Agent1"))
-    a = run_method(t, "echo", make_gateway(fake_server, context_window=4096))
+    a = run_method(t, ATTRIBUTION_METHODS["echo"], make_gateway(fake_server, context_window=4096))
     kept, over = a.details["candidates"], a.details["candidates_over_budget"]
     assert 1 <= len(kept) < 10 and [c["step"] for c in kept] + over == list(range(19, 9, -1))  # scan order kept
     assert a.step == 19 and len(_user(fake_server.chat_requests[1])) < 4096 * 4

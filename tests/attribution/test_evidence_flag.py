@@ -12,8 +12,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from agentcausal.attribution.registry import evidence_sets
+from agentcausal.attribution.method_settings import evidence_sets
 from agentcausal.exceptions import ConfigError
+from agentcausal.registry import ATTRIBUTION_METHODS
 from agentcausal_cli import main
 from agentcausal_fakes.fake_openai import FakeOpenAIServer
 from agentcausal_fakes.responders import BenchResponder
@@ -23,7 +24,7 @@ METHODS = ["all_at_once", "step_by_step", "a2p", "dcfa", "binary_search"]
 
 
 def test_evidence_sets_turns_the_setting_on_where_a_method_has_it_and_keeps_an_explicit_value():
-    sets = evidence_sets(METHODS, {"a2p": {"quote_evidence": False}})
+    sets = evidence_sets(ATTRIBUTION_METHODS, METHODS, {"a2p": {"quote_evidence": False}})
     assert sets == {
         "all_at_once": {"quote_evidence": True},
         "step_by_step": {"quote_evidence": True},
@@ -31,7 +32,7 @@ def test_evidence_sets_turns_the_setting_on_where_a_method_has_it_and_keeps_an_e
         "dcfa": {"quote_evidence": True},
     }  # binary_search has no such setting: left out
     with pytest.raises(ConfigError):
-        evidence_sets(["no_such_method"], {})
+        evidence_sets(ATTRIBUTION_METHODS, ["no_such_method"], {})
 
 
 def _plan(extra, capsys):

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agentcausal.attribution.registry import get_method
 from agentcausal.exceptions import AgentCausalError
+from agentcausal.registry import ATTRIBUTION_METHODS
 from agentcausal.settings import resolve
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "fidelity"
@@ -45,7 +45,7 @@ def settings_of(cell: str) -> list[tuple[str, str, object]]:
 
 def check_setting(method: str, field: str, value: object) -> None:
     """Raise when ``method.field=value`` is not a setting ``--set`` takes."""
-    spec = get_method(method)
+    spec = ATTRIBUTION_METHODS[method]
     if field not in spec.settings_model.model_fields:
         raise AssertionError(f"{method} has no setting {field!r}")
     resolve(spec.settings_model, spec.presets, None, {field: value}, name=method)

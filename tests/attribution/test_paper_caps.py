@@ -6,14 +6,15 @@ import pytest
 
 from agentcausal.attribution import a2p, all_at_once, binary_search, echo, echo_context, step_by_step
 from agentcausal.attribution.dcfa import DcfaSettings, ded, prompts
-from agentcausal.attribution.registry import get_method, resolve_methods
+from agentcausal.attribution.method_settings import resolve_methods
+from agentcausal.registry import ATTRIBUTION_METHODS
 from agentcausal.settings import resolve
 
 LONG = "x" * 5000
 
 
 def _settings(method, preset):
-    spec = get_method(method)
+    spec = ATTRIBUTION_METHODS[method]
     return resolve(spec.settings_model, spec.presets, preset)
 
 
@@ -64,7 +65,7 @@ def test_dcfa_paper_reasons_and_outcome_have_no_cap():
     assert not any("maxLength" in json.dumps(m.model_json_schema()) for m in schemas)
     hyp = prompts.hypothesis_model(5, None)(step=1, reason=LONG)
     assert len(hyp.reason) == 5000
-    small = resolve_methods(["dcfa"], preset="small")["dcfa"]
+    small = resolve_methods(ATTRIBUTION_METHODS, ["dcfa"], preset="small")["dcfa"]
     assert small["max_reason_chars"] == 120
     assert "maxLength" in json.dumps(prompts.hypothesis_model(5, 120).model_json_schema())
 
@@ -91,8 +92,8 @@ def test_paper_system_message_is_the_source_codes_own(method, fake_server, make_
         steps=[Step(index=i, agent=f"A{i % 2}", content=f"step {i}") for i in range(4)],
     )
     gw = make_gateway(fake_server, cache=False)
-    run_method(trace, method, gw)
-    run_method(trace, method, gw, {"prompts": "small"})
+    run_method(trace, ATTRIBUTION_METHODS[method], gw)
+    run_method(trace, ATTRIBUTION_METHODS[method], gw, {"prompts": "small"})
     systems = [r["messages"][0]["content"] for r in fake_server.chat_requests]
     assert systems[0].startswith(mod.PAPER_ROLE + " ")
     assert systems[-1].startswith("You find the decisive error")

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from agentcausal.attribution.registry import method_names
+from agentcausal.registry import ATTRIBUTION_METHODS
 from agentcausal_cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,7 +49,7 @@ def _no_keys(monkeypatch):
 
 
 @pytest.mark.parametrize("routing", ROUTINGS)
-@pytest.mark.parametrize("method", method_names())
+@pytest.mark.parametrize("method", sorted(ATTRIBUTION_METHODS))
 def test_attribute_dry_run_every_method_and_routing(method, routing, capsys, monkeypatch):
     import agentcausal.llm.gateway as gateway
 
@@ -81,11 +81,9 @@ def test_attribute_dry_run_every_method_and_routing(method, routing, capsys, mon
 
 def test_every_small_cap_is_pinned_and_paper_adds_no_numeric_cap():
     """Every numeric field ``small`` sets is a listed cap, and ``paper`` sets no number of its own."""
-    from agentcausal.attribution.registry import get_method
-
-    assert set(SMALL_CAPS) == set(method_names())
-    for method in method_names():
-        spec = get_method(method)
+    assert set(SMALL_CAPS) == set(ATTRIBUTION_METHODS)
+    for method in sorted(ATTRIBUTION_METHODS):
+        spec = ATTRIBUTION_METHODS[method]
         small_numbers = {k for k, v in spec.presets["small"].items() if isinstance(v, int) and not isinstance(v, bool)}
         assert small_numbers <= set(SMALL_CAPS[method]) | {"max_tokens"}, (method, small_numbers)
         assert not [k for k, v in spec.presets.get("paper", {}).items() if isinstance(v, int)], method
@@ -156,9 +154,11 @@ def test_discover_dry_run(routing, capsys):
 
 def test_discover_dry_run_shows_each_variant_and_baseline_as_it_runs(capsys):
     from agentcausal.discovery.config import DiscoveryConfig
-    from agentcausal.discovery.registry import METHODS, mac_settings
+    from agentcausal.discovery.method_settings import mac_settings
+    from agentcausal.discovery.variants import variant
+    from agentcausal.registry import DISCOVERY_METHODS
 
-    LLM_METHODS = [m for m in METHODS if METHODS[m].llm]
+    LLM_METHODS = [m for m in DISCOVERY_METHODS if DISCOVERY_METHODS[m].needs_llm]
 
     plan = _dry(
         [
@@ -193,7 +193,7 @@ def test_discover_dry_run_shows_each_variant_and_baseline_as_it_runs(capsys):
     )
     for m in ("mac", "mac_single", "dcm_only", "mdm_only"):  # what the run hands run_mac
         assert s[m] == mac_settings(
-            m,
+            variant(DISCOVERY_METHODS, m),
             DiscoveryConfig(mac=DiscoveryConfig.model_fields["mac"].annotation(**{k: v for k, v in s["mac"].items()})),
         ).model_dump(mode="json")
     for m in ("react", "llm_scd", "ils_csl"):

@@ -3,9 +3,9 @@
 import pytest
 
 from agentcausal.attribution.previews import PREVIEWS, attribution_previews, show_prompts
-from agentcausal.attribution.registry import method_names
 from agentcausal.exceptions import ConfigError
 from agentcausal.llm.preview import PromptPreview, placeholder, render_previews
+from agentcausal.registry import ATTRIBUTION_METHODS
 from agentcausal.traces.model import Step, Trace
 
 
@@ -42,27 +42,29 @@ def test_render_previews_elides_data_blocks_only():
 
 @pytest.mark.parametrize("method", sorted(PREVIEWS))
 def test_every_method_previews_under_both_presets(method):
-    from agentcausal.attribution.registry import resolve_methods
+    from agentcausal.attribution.method_settings import resolve_methods
 
     for preset in ("paper", "small"):
-        settings = resolve_methods([method], preset=preset)[method]
-        previews = attribution_previews(_trace(), method, settings)
+        settings = resolve_methods(ATTRIBUTION_METHODS, [method], preset=preset)[method]
+        previews = attribution_previews(_trace(), ATTRIBUTION_METHODS[method], settings)
         assert previews and all(p.method == method and p.messages for p in previews)
         assert all(m["role"] in ("system", "user") for p in previews for m in p.messages)
 
 
 def test_every_registered_method_has_a_preview():
-    assert set(method_names()) <= set(PREVIEWS)
+    assert set(ATTRIBUTION_METHODS) <= set(PREVIEWS)
 
 
 def test_show_prompts_picks_the_first_trace_or_the_ids_and_refuses_unknown_ids():
-    from agentcausal.attribution.registry import resolve_methods
+    from agentcausal.attribution.method_settings import resolve_methods
 
     t1, t2 = _trace(), _trace().model_copy(update={"id": "t/2"})
-    resolved = resolve_methods(["binary_search"], preset="paper")
-    assert "on t/1 " in show_prompts([t1, t2], resolved) and "on t/2 " not in show_prompts([t1, t2], resolved)
-    assert "on t/2 " in show_prompts([t1, t2], resolved, ids=["t/2"])
+    resolved = resolve_methods(ATTRIBUTION_METHODS, ["binary_search"], preset="paper")
+    specs = [ATTRIBUTION_METHODS["binary_search"]]
+    assert "on t/1 " in show_prompts([t1, t2], specs, resolved)
+    assert "on t/2 " not in show_prompts([t1, t2], specs, resolved)
+    assert "on t/2 " in show_prompts([t1, t2], specs, resolved, ids=["t/2"])
     with pytest.raises(ConfigError, match="no trace with id t/9"):
-        show_prompts([t1], resolved, ids=["t/9"])
+        show_prompts([t1], specs, resolved, ids=["t/9"])
     with pytest.raises(ConfigError, match="unknown attribution method"):
-        attribution_previews(t1, "nope")
+        attribution_previews(t1, ATTRIBUTION_METHODS["nope"])

@@ -13,6 +13,7 @@ from agentcausal.attribution.evidence import check_evidence
 from agentcausal.attribution.jobs import run_method
 from agentcausal.attribution.results import results_frame
 from agentcausal.llm import LLMCall
+from agentcausal.registry import ATTRIBUTION_METHODS
 from agentcausal_fakes.evidence import EvidenceResponder, asks_evidence
 from tests.attribution.dcfa.conftest import DcfaResponder, kind_of, make_trace, small
 
@@ -71,7 +72,7 @@ def test_dcfa_paper_candidates_name_their_own_simulations(fake_server, make_gate
 
 def test_dcfa_without_lce_is_a_single_answer_without_confidence(fake_server, make_gateway):
     fake_server.responder = DcfaResponder(**CHAIN)
-    a = run_method(make_trace(), "dcfa_gca_only", make_gateway(fake_server))
+    a = run_method(make_trace(), ATTRIBUTION_METHODS["dcfa_gca_only"], make_gateway(fake_server))
     assert [(c.step, c.role, c.score_is) for c in a.candidates] == [(1, "answer", SINGLE_ANSWER)]
     assert a.confidence is None and a.corrected_action is None and not ranks(a.candidates)
 
@@ -92,7 +93,9 @@ def test_dcfa_lce_failure_keeps_no_confidence(fake_server, make_gateway):
 @pytest.mark.parametrize("settings", [small, DcfaSettings], ids=["small", "paper"])
 def test_dcfa_quote_evidence_asks_hg_and_ded_and_keeps_a_verbatim_quote(fake_server, make_gateway, settings):
     fake_server.responder = r = EvidenceResponder(DcfaResponder(**CHAIN))
-    a = run_method(make_trace(), "dcfa", make_gateway(fake_server), settings(quote_evidence=True))  # stamps settings
+    a = run_method(
+        make_trace(), ATTRIBUTION_METHODS["dcfa"], make_gateway(fake_server), settings(quote_evidence=True)
+    )  # stamps settings
     asked = [kind_of(b) for b in fake_server.chat_requests if asks_evidence(b)]
     assert set(asked) == {"hg", "ded"} and r.asked == len(asked)
     assert a.evidence and a.evidence in make_trace().steps[a.step].content and a.evidence_note is None
@@ -106,10 +109,10 @@ def test_dcfa_paraphrased_evidence_is_dropped_and_marked(fake_server, make_gatew
 
 
 def test_quote_evidence_is_off_in_every_preset():
-    from agentcausal.attribution.registry import get_method
+    from agentcausal.registry import ATTRIBUTION_METHODS
 
     for m in ("all_at_once", "step_by_step", "a2p", "dcfa", "dcfa_gca_only"):
-        spec = get_method(m)
+        spec = ATTRIBUTION_METHODS[m]
         assert spec.settings_model().quote_evidence is False
         assert all(not p.get("quote_evidence") for p in spec.presets.values())
 
@@ -120,16 +123,18 @@ def _all_at_once_reply(step=3, agent="Agent0"):
 
 @pytest.mark.parametrize("preset", ["paper", "small"])
 def test_baseline_single_answer_no_confidence_and_evidence_only_when_asked(fake_server, make_gateway, preset):
-    from agentcausal.attribution.registry import resolve_methods
+    from agentcausal.attribution.method_settings import resolve_methods
 
     trace = make_trace()
     fake_server.responder = EvidenceResponder(lambda body: _all_at_once_reply())
-    plain = resolve_methods(["all_at_once"], {}, preset=preset)["all_at_once"]
-    a = run_method(trace, "all_at_once", make_gateway(fake_server), plain)
+    plain = resolve_methods(ATTRIBUTION_METHODS, ["all_at_once"], {}, preset=preset)["all_at_once"]
+    a = run_method(trace, ATTRIBUTION_METHODS["all_at_once"], make_gateway(fake_server), plain)
     assert [(c.step, c.role) for c in a.candidates] == [(3, "answer")] and a.confidence is None
     assert a.evidence is None and not any(asks_evidence(b) for b in fake_server.chat_requests)
-    asked = resolve_methods(["all_at_once"], {"all_at_once": {"quote_evidence": True}}, preset=preset)["all_at_once"]
-    b = run_method(trace, "all_at_once", make_gateway(fake_server), asked)
+    asked = resolve_methods(
+        ATTRIBUTION_METHODS, ["all_at_once"], {"all_at_once": {"quote_evidence": True}}, preset=preset
+    )["all_at_once"]
+    b = run_method(trace, ATTRIBUTION_METHODS["all_at_once"], make_gateway(fake_server), asked)
     assert asks_evidence(fake_server.chat_requests[-1])
     assert b.evidence == trace.steps[3].content[:24] and b.settings != a.settings  # the setting is in the key
 
@@ -150,7 +155,7 @@ def test_step_by_step_quotes_the_step_it_judged(fake_server, make_gateway):
         return json.dumps({**verdict, "reason": f"step {i}"})
 
     fake_server.responder = EvidenceResponder(responder)
-    a = run_method(trace, "step_by_step", make_gateway(fake_server), {"quote_evidence": True})
+    a = run_method(trace, ATTRIBUTION_METHODS["step_by_step"], make_gateway(fake_server), {"quote_evidence": True})
     assert a.step == 2 and a.evidence == trace.steps[2].content[:24]
 
 
@@ -158,7 +163,7 @@ def test_echo_confidence_is_the_consensus_support_and_candidates_its_votes(fake_
     from tests.attribution.test_echo import Responder, _trace
 
     fake_server.responder = Responder()
-    a = run_method(_trace(), "echo", make_gateway(fake_server))
+    a = run_method(_trace(), ATTRIBUTION_METHODS["echo"], make_gateway(fake_server))
     scores = {int(k): v for k, v in a.details["scores"].items()}
     assert a.confidence == pytest.approx(a.details["support"]) and 0 <= a.confidence <= 1
     assert a.candidates[0].step == a.step and a.candidates[0].role == "consensus"
@@ -172,7 +177,7 @@ def test_a2p_corrected_action_is_its_own_action_and_prediction(fake_server, make
     from tests.attribution.test_a2p import _responder, _trace
 
     fake_server.responder = _responder
-    a = run_method(_trace(), "a2p", make_gateway(fake_server))
+    a = run_method(_trace(), ATTRIBUTION_METHODS["a2p"], make_gateway(fake_server))
     fix = a.corrected_action
     assert fix.step == a.step and fix.content == "read metres, not feet" and "answer becomes 42" in fix.outcome
     assert "not simulated" in fix.source and a.confidence is None
@@ -204,6 +209,8 @@ def test_previews_show_the_evidence_request_where_it_is_sent():
     ask = EVIDENCE_REQUEST.split(":")[0]
     trace = make_trace()
     for method, asked in (("all_at_once", {"All-at-Once"}), ("dcfa", {"HG", "DED"})):
-        on = attribution_previews(trace, method, {"quote_evidence": True})
+        on = attribution_previews(trace, ATTRIBUTION_METHODS[method], {"quote_evidence": True})
         assert {p.call for p in on if ask in p.messages[-1]["content"]} == asked
-        assert not any(ask in m["content"] for p in attribution_previews(trace, method) for m in p.messages)
+        assert not any(
+            ask in m["content"] for p in attribution_previews(trace, ATTRIBUTION_METHODS[method]) for m in p.messages
+        )

@@ -6,9 +6,10 @@ import json
 import pytest
 
 import agentcausal.traces.io as traces_io
+from agentcausal.attribution.method_settings import resolve_methods
 from agentcausal.attribution.plan import attribute_plan
-from agentcausal.attribution.registry import resolve_methods
 from agentcausal.exceptions import TraceFormatError
+from agentcausal.registry import ATTRIBUTION_METHODS
 from agentcausal.traces.jsonl import write_jsonl
 from agentcausal_fakes.synthetic import iter_synthetic_traces
 
@@ -28,10 +29,10 @@ def parsed(monkeypatch):
 
 
 def _plan(paths, tmp_path, methods=("all_at_once", "step_by_step"), name="plan", **kw):
-    resolved = resolve_methods(list(methods), with_ground_truth=True, preset="paper")
+    resolved = resolve_methods(ATTRIBUTION_METHODS, list(methods), with_ground_truth=True, preset="paper")
     plan = attribute_plan(
         [str(p) for p in paths],
-        list(resolved),
+        [ATTRIBUTION_METHODS[m] for m in resolved],
         resolved=resolved,
         preset="paper",
         routing="default",

@@ -9,6 +9,7 @@ import pytest
 
 from agentcausal.attribution.cache_key import attribution_key
 from agentcausal.attribution.jobs import failed_attribution, run_method
+from agentcausal.discovery.variants import variant
 from agentcausal.exceptions import (
     AlgorithmError,
     DatasetError,
@@ -18,6 +19,7 @@ from agentcausal.exceptions import (
     TraceFormatError,
     is_content_failure,
 )
+from agentcausal.registry import ATTRIBUTION_METHODS, DISCOVERY_METHODS
 from agentcausal.traces.io import load_traces
 
 CASES = Path(__file__).resolve().parents[3] / "shared" / "cases"
@@ -55,22 +57,26 @@ def test_a_401_is_raised_for_a_retry_not_recorded(fake_server, make_gateway, t3)
     fake_server.inject(401)
     gw = make_gateway(fake_server)
     with pytest.raises(LLMCallError):
-        run_method(t3, "all_at_once", gw, raise_transient=True)
+        run_method(t3, ATTRIBUTION_METHODS["all_at_once"], gw, raise_transient=True)
     fake_server.inject(401)
-    a = run_method(t3, "all_at_once", gw)  # a plain call records it, marked failed (never to be cached)
+    a = run_method(
+        t3, ATTRIBUTION_METHODS["all_at_once"], gw
+    )  # a plain call records it, marked failed (never to be cached)
     assert a.status == "failed" and a.status_detail == "LLMCallError" and a.step is None
 
 
 def test_reply_invalid_after_repairs_is_a_marked_content_failure(fake_server, make_gateway, t3):
     fake_server.responder = lambda body: "no JSON here"
-    a = run_method(t3, "all_at_once", make_gateway(fake_server), raise_transient=True)
+    a = run_method(t3, ATTRIBUTION_METHODS["all_at_once"], make_gateway(fake_server), raise_transient=True)
     assert a.status == "content_failed" and a.error.startswith("StructuredOutputError") and not a.reused
 
 
 def test_all_calls_from_the_llm_cache_mark_the_row_reused(fake_server, make_gateway, t3):
     fake_server.responder = lambda body: ALL_AT_ONCE
-    first = run_method(t3, "all_at_once", make_gateway(fake_server))
-    again = run_method(t3, "all_at_once", make_gateway(fake_server))  # a later run, same cache folder
+    first = run_method(t3, ATTRIBUTION_METHODS["all_at_once"], make_gateway(fake_server))
+    again = run_method(
+        t3, ATTRIBUTION_METHODS["all_at_once"], make_gateway(fake_server)
+    )  # a later run, same cache folder
     assert first.status == "complete" and not first.reused and first.usage["baseline"]["requests"] == 1
     assert again.reused and again.usage["baseline"]["requests"] == 0 and fake_server.count == 1
 
@@ -81,10 +87,14 @@ def test_same_content_different_ids_have_different_keys(fake_server, make_gatewa
     a, b = load_traces([CASES / "dup_content_traces"])
     assert a.content_hash() == b.content_hash() and a.id != b.id
     gw = make_gateway(fake_server)
-    assert attribution_key(a, "all_at_once", None, gw) != attribution_key(b, "all_at_once", None, gw)
+    assert attribution_key(a, ATTRIBUTION_METHODS["all_at_once"], None, gw) != attribution_key(
+        b, ATTRIBUTION_METHODS["all_at_once"], None, gw
+    )
     # the label is not in the key (no method sees it): relabelling keeps the cached record
     relabelled = a.model_copy(update={"label": b.label})
-    assert attribution_key(a, "all_at_once", None, gw) == attribution_key(relabelled, "all_at_once", None, gw)
+    assert attribution_key(a, ATTRIBUTION_METHODS["all_at_once"], None, gw) == attribution_key(
+        relabelled, ATTRIBUTION_METHODS["all_at_once"], None, gw
+    )
 
 
 def test_identical_requests_within_one_run_are_not_reused(fake_server, make_gateway):
@@ -98,12 +108,14 @@ def test_identical_requests_within_one_run_are_not_reused(fake_server, make_gate
     fake_server.responder = lambda body: ALL_AT_ONCE
     gw = make_gateway(fake_server)
     with ThreadPoolExecutor(2) as pool:
-        rows = list(pool.map(lambda t: run_method(t, "all_at_once", gw), [a, b]))
-    rows.append(run_method(a, "all_at_once", gw))  # once more, after both finished
+        rows = list(pool.map(lambda t: run_method(t, ATTRIBUTION_METHODS["all_at_once"], gw), [a, b]))
+    rows.append(run_method(a, ATTRIBUTION_METHODS["all_at_once"], gw))  # once more, after both finished
     assert fake_server.count == 1  # one request served all three
     assert [r.reused for r in rows] == [False, False, False]
     assert sum(r.usage["baseline"]["run_hits"] for r in rows) == 2
-    later = [run_method(t, "all_at_once", make_gateway(fake_server)) for t in (a, b)]  # an earlier run's cache
+    later = [
+        run_method(t, ATTRIBUTION_METHODS["all_at_once"], make_gateway(fake_server)) for t in (a, b)
+    ]  # an earlier run's cache
     assert [r.reused for r in later] == [True, True] and fake_server.count == 1
 
 
@@ -133,9 +145,14 @@ def test_two_dialects_of_one_model_never_share_a_result(fake_server, make_gatewa
         max_output_tokens=64,
         extra_body={"chat_template_kwargs": {"enable_thinking": False}},
     )
-    keys = [attribution_key(trace, "all_at_once", None, g) for g in (think, nothink, same, effort, capped)]
+    keys = [
+        attribution_key(trace, ATTRIBUTION_METHODS["all_at_once"], None, g)
+        for g in (think, nothink, same, effort, capped)
+    ]
     assert keys[0] != keys[1] and keys[1] == keys[2] and keys[3] not in keys[:3] and keys[4] not in keys[:4]
-    dkeys = [discovery_key(ds, "mac", DiscoveryConfig(), g) for g in (think, nothink, same)]
+    dkeys = [discovery_key(ds, variant(DISCOVERY_METHODS, "mac"), DiscoveryConfig(), g) for g in (think, nothink, same)]
     assert dkeys[0] != dkeys[1] and dkeys[1] == dkeys[2]
     # statistical methods send nothing to a model: one key whatever the routing
-    assert discovery_key(ds, "pc", DiscoveryConfig(), think) == discovery_key(ds, "pc", DiscoveryConfig(), nothink)
+    assert discovery_key(ds, variant(DISCOVERY_METHODS, "pc"), DiscoveryConfig(), think) == discovery_key(
+        ds, variant(DISCOVERY_METHODS, "pc"), DiscoveryConfig(), nothink
+    )

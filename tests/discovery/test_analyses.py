@@ -17,16 +17,10 @@ from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.data.datasets import load_dataset
 from agentcausal.discovery.jobs import run_discovery
 from agentcausal.discovery.mac import MACSettings
-from agentcausal.discovery.registry import (
-    MethodVariant,
-    expand_rounds,
-    mac_settings,
-    method_handler,
-    method_settings,
-    resolve_methods,
-    variant,
-)
+from agentcausal.discovery.method_settings import mac_settings, method_handler, method_settings
+from agentcausal.discovery.variants import MethodVariant, expand_rounds, resolve_methods, variant
 from agentcausal.exceptions import ConfigError
+from agentcausal.registry import DISCOVERY_METHODS
 from tests.discovery.conftest import mac_responder
 
 
@@ -211,7 +205,8 @@ def test_cost_multiples_against_zero_shot_in_tokens_and_dollars():
 
 
 def test_rounds_variants_are_named_checked_and_expanded():
-    assert [v.name for v in expand_rounds(["mac", "mac@names", "mac_single", "llm_zero_shot", "pc"], [1, 2, 2])] == [
+    methods = resolve_methods(DISCOVERY_METHODS, ["mac", "mac@names", "mac_single", "llm_zero_shot", "pc"])
+    assert [v.name for v in expand_rounds(methods, [1, 2, 2])] == [
         "mac (rounds 1)",
         "mac (rounds 2)",
         "mac@names (rounds 1)",
@@ -220,20 +215,23 @@ def test_rounds_variants_are_named_checked_and_expanded():
         "llm_zero_shot",
         "pc",
     ]
-    assert expand_rounds(["mac"], [3]) == [MethodVariant("mac")] == expand_rounds(["mac"], [])
+    mac = [variant(DISCOVERY_METHODS, "mac")]
+    assert expand_rounds(mac, [3]) == mac == expand_rounds(mac, [])
     with pytest.raises(ConfigError, match="1-5"):
-        expand_rounds(["mac"], [1, 6])
+        expand_rounds(mac, [1, 6])
     with pytest.raises(ConfigError, match="debate rounds"):
-        variant("pc (rounds 2)")
-    assert variant("mac@names (rounds 2)") == MethodVariant("mac", "names", 2)
+        variant(DISCOVERY_METHODS, "pc (rounds 2)")
+    v = variant(DISCOVERY_METHODS, "mac@names (rounds 2)")
+    assert (v.base, v.anonymise, v.rounds, v.spec) == ("mac", "names", 2, DISCOVERY_METHODS["mac"])
     assert MethodVariant.parse("dcm_only (rounds 4)").base == "dcm_only"
-    assert [v.name for v in resolve_methods(["MAC (rounds 2)", "mac@none (rounds 3)"])] == [
+    assert [v.name for v in resolve_methods(DISCOVERY_METHODS, ["MAC (rounds 2)", "mac@none (rounds 3)"])] == [
         "mac (rounds 2)",
         "mac (rounds 3)",
     ]
-    config = method_handler("mdm_only (rounds 4)", DiscoveryConfig())[1]
-    assert config.mac.rounds == 4 and mac_settings("mdm_only (rounds 4)", DiscoveryConfig()).stages == "mdm_only"
-    assert method_settings("mac (rounds 3)", DiscoveryConfig())["rounds"] == 3
+    mdm4 = variant(DISCOVERY_METHODS, "mdm_only (rounds 4)")
+    config = method_handler(mdm4, DiscoveryConfig())[1]
+    assert config.mac.rounds == 4 and mac_settings(mdm4, DiscoveryConfig()).stages == "mdm_only"
+    assert method_settings(variant(DISCOVERY_METHODS, "mac (rounds 3)"), DiscoveryConfig())["rounds"] == 3
 
 
 @pytest.fixture(scope="module")
@@ -245,12 +243,21 @@ def test_each_rounds_value_is_its_own_row_and_cache_key(fake_server, make_gatewa
     fake_server.responder = mac_responder()
     gw = make_gateway(fake_server)
     config = DiscoveryConfig(mac=MACSettings(executor="typed"))
-    keys = {r: discovery_key(earthquake, f"mac (rounds {r})", config, gw) for r in (1, 2, 3)}
-    assert len(set(keys.values())) == 3 and keys[1] != discovery_key(earthquake, "mac", config, gw)
+    keys = {
+        r: discovery_key(earthquake, variant(DISCOVERY_METHODS, f"mac (rounds {r})"), config, gw) for r in (1, 2, 3)
+    }
+    assert len(set(keys.values())) == 3 and keys[1] != discovery_key(
+        earthquake, variant(DISCOVERY_METHODS, "mac"), config, gw
+    )
     # the variant's key does not depend on the run's own mac.rounds
     assert keys[2] == discovery_key(
-        earthquake, "mac (rounds 2)", config.model_copy(update={"mac": config.mac.model_copy(update={"rounds": 5})}), gw
+        earthquake,
+        variant(DISCOVERY_METHODS, "mac (rounds 2)"),
+        config.model_copy(update={"mac": config.mac.model_copy(update={"rounds": 5})}),
+        gw,
     )
-    out = run_discovery("mdm_only (rounds 2)", earthquake, make_gateway(fake_server, cache=False), config)
+    out = run_discovery(
+        variant(DISCOVERY_METHODS, "mdm_only (rounds 2)"), earthquake, make_gateway(fake_server, cache=False), config
+    )
     assert out.method == "mdm_only (rounds 2)" and out.status == "complete"
     assert len(out.details["mdm"]["debate"]["rounds"]) == 2

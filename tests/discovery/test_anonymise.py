@@ -10,8 +10,9 @@ from agentcausal.discovery.data.anonymise import anonymise
 from agentcausal.discovery.data.datasets import load_dataset, metadata_text
 from agentcausal.discovery.evaluate import outcomes_frame
 from agentcausal.discovery.jobs import run_discovery
-from agentcausal.discovery.registry import resolve_methods, with_anonymise
+from agentcausal.discovery.variants import resolve_methods, variant, with_anonymise
 from agentcausal.exceptions import ConfigError
+from agentcausal.registry import DISCOVERY_METHODS
 from agentcausal.report.discovery import markdown_report
 from agentcausal.report.discovery_tables import memorisation_text
 from tests.discovery.conftest import mac_responder
@@ -43,7 +44,12 @@ def test_modes_hide_names_then_all_metadata(earthquake):
 
 
 def test_method_variants_resolve_and_expand():
-    assert [v.name for v in with_anonymise(["mac", "llm_zero_shot", "pc"], ["none", "names", "all"])] == [
+    assert [
+        v.name
+        for v in with_anonymise(
+            resolve_methods(DISCOVERY_METHODS, ["mac", "llm_zero_shot", "pc"]), ["none", "names", "all"]
+        )
+    ] == [
         "mac",
         "mac@names",
         "mac@all",
@@ -52,11 +58,11 @@ def test_method_variants_resolve_and_expand():
         "llm_zero_shot@all",
         "pc",
     ]
-    assert [v.name for v in resolve_methods(["mac@names", "mac@none"])] == ["mac@names", "mac"]
+    assert [v.name for v in resolve_methods(DISCOVERY_METHODS, ["mac@names", "mac@none"])] == ["mac@names", "mac"]
     with pytest.raises(ConfigError, match="only applies to LLM"):
-        resolve_methods(["pc@names"])
+        resolve_methods(DISCOVERY_METHODS, ["pc@names"])
     with pytest.raises(ConfigError, match="anonymise mode"):
-        resolve_methods(["mac@blur"])
+        resolve_methods(DISCOVERY_METHODS, ["mac@blur"])
 
 
 def test_llm_methods_run_once_per_mode_scored_on_real_names(fake_server, make_gateway, earthquake):
@@ -70,7 +76,8 @@ def test_llm_methods_run_once_per_mode_scored_on_real_names(fake_server, make_ga
     fake_server.responder = respond
     gw = make_gateway(fake_server)
     outs = [
-        run_discovery(m, earthquake, gw, seed=0) for m in with_anonymise(["llm_zero_shot"], ["none", "names", "all"])
+        run_discovery(m, earthquake, gw, seed=0)
+        for m in with_anonymise(resolve_methods(DISCOVERY_METHODS, ["llm_zero_shot"]), ["none", "names", "all"])
     ]
     assert [o.method for o in outs] == ["llm_zero_shot", "llm_zero_shot@names", "llm_zero_shot@all"]
     assert fake_server.count == 3
@@ -79,7 +86,9 @@ def test_llm_methods_run_once_per_mode_scored_on_real_names(fake_server, make_ga
     v3, v4 = earthquake.variables[2], earthquake.variables[3]
     assert outs[1].graph.nodes == earthquake.variables and outs[1].graph.directed_edges() == {(v3, v4)}
     assert outs[1].details["anonymise"]["mode"] == "names"
-    assert len({discovery_key(earthquake, o.method, DiscoveryConfig(), gw) for o in outs}) == 3
+    assert (
+        len({discovery_key(earthquake, variant(DISCOVERY_METHODS, o.method), DiscoveryConfig(), gw) for o in outs}) == 3
+    )
     df = outcomes_frame(outs)
     mem = memorisation_text(df)
     header = mem.splitlines()[0].split()

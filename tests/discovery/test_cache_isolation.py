@@ -10,8 +10,9 @@ from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.data.datasets import load_dataset
 from agentcausal.discovery.jobs import run_discovery
 from agentcausal.discovery.mac import MACSettings
-from agentcausal.discovery.registry import variant
+from agentcausal.discovery.variants import variant
 from agentcausal.llm import dialect
+from agentcausal.registry import DISCOVERY_METHODS
 from tests.discovery.conftest import mac_responder
 
 METHODS = ("mac", "dcm_only", "mdm_only")
@@ -34,7 +35,12 @@ def _tokens(outcome) -> int:
 def _alone(fake_server, make_gateway, tmp_path, ds, method) -> tuple[int, int]:
     """Requests the fake server received, and the tokens recorded, for ``method`` alone on an empty cache."""
     before = fake_server.count
-    out = run_discovery(method, ds, make_gateway(fake_server, cache_dir=tmp_path / f"alone-{method}"), CONFIG)
+    out = run_discovery(
+        variant(DISCOVERY_METHODS, method),
+        ds,
+        make_gateway(fake_server, cache_dir=tmp_path / f"alone-{method}"),
+        CONFIG,
+    )
     assert out.status == "complete", out.error
     return fake_server.count - before, _tokens(out)
 
@@ -48,7 +54,7 @@ def test_each_method_in_one_run_pays_what_it_pays_alone(fake_server, make_gatewa
     gw = make_gateway(fake_server, cache_dir=tmp_path / "one-run")
     gw.refresh = refresh  # --refresh: earlier entries unread; this run's own still readable, per method only
     before = fake_server.count
-    outs = {m: run_discovery(m, earthquake, gw, CONFIG) for m in METHODS}
+    outs = {m: run_discovery(variant(DISCOVERY_METHODS, m), earthquake, gw, CONFIG) for m in METHODS}
     assert fake_server.count - before == sum(n for n, _ in alone.values())
     for m, out in outs.items():
         assert out.status == "complete" and not out.reused
@@ -56,7 +62,9 @@ def test_each_method_in_one_run_pays_what_it_pays_alone(fake_server, make_gatewa
     # a second run of the same methods on the same cache reads each method's own replies back
     again = fake_server.count
     outs2 = {
-        m: run_discovery(m, earthquake, make_gateway(fake_server, cache_dir=tmp_path / "one-run"), CONFIG)
+        m: run_discovery(
+            variant(DISCOVERY_METHODS, m), earthquake, make_gateway(fake_server, cache_dir=tmp_path / "one-run"), CONFIG
+        )
         for m in METHODS
     }
     assert fake_server.count == again and all(o.reused for o in outs2.values())
@@ -66,9 +74,9 @@ def test_the_namespace_enters_the_key_only_when_given():
     payload = {"messages": [{"role": "user", "content": "hi"}], "params": {"temperature": 0.0}}
     plain = dialect.cache_key("http://x/v1", "m", payload)
     assert plain == dialect.cache_key("http://x/v1", "m", payload, None)  # attribution's keys: unchanged
-    keys = {dialect.cache_key("http://x/v1", "m", payload, variant(m).name) for m in METHODS}
+    keys = {dialect.cache_key("http://x/v1", "m", payload, variant(DISCOVERY_METHODS, m).name) for m in METHODS}
     assert len(keys) == 3 and plain not in keys
-    assert variant("mac (rounds 2)").name != variant("mac").name
+    assert variant(DISCOVERY_METHODS, "mac (rounds 2)").name != variant(DISCOVERY_METHODS, "mac").name
 
 
 def test_a_namespaced_view_shares_the_ledger_and_store(fake_server, make_gateway):

@@ -8,6 +8,8 @@ import pytest
 from agentcausal.discovery.cache_key import discovery_key, planned_key
 from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.data.datasets import load_header, load_spec
+from agentcausal.discovery.variants import variant
+from agentcausal.registry import DISCOVERY_METHODS
 
 
 @pytest.mark.parametrize("method", ["pc", "llm_zero_shot", "mac@names (rounds 2)"])
@@ -17,10 +19,16 @@ def test_the_planned_key_is_the_key_of_the_sampled_rows(name, method):
     config = DiscoveryConfig()
     head = load_header(name)
     assert head.metadata == ds.metadata and head.variables == ds.variables and head.true_graph == ds.true_graph
-    want = discovery_key(ds, method, config, seed=3)
-    assert planned_key(ds.content_hash(), ds.name, lambda: head, method, config, seed=3) == want
-    assert planned_key(ds.content_hash(), ds.name, lambda: head, method, config, seed=4) != want
-    assert planned_key("0" * 32, ds.name, lambda: head, method, config, seed=3) != want
+    want = discovery_key(ds, variant(DISCOVERY_METHODS, method), config, seed=3)
+    assert (
+        planned_key(ds.content_hash(), ds.name, lambda: head, variant(DISCOVERY_METHODS, method), config, seed=3)
+        == want
+    )
+    assert (
+        planned_key(ds.content_hash(), ds.name, lambda: head, variant(DISCOVERY_METHODS, method), config, seed=4)
+        != want
+    )
+    assert planned_key("0" * 32, ds.name, lambda: head, variant(DISCOVERY_METHODS, method), config, seed=3) != want
 
 
 def test_a_statistical_key_reads_no_metadata():
@@ -28,6 +36,6 @@ def test_a_statistical_key_reads_no_metadata():
         raise AssertionError("the header was read")
 
     ds = load_spec("cancer", n=120, seed=0)
-    assert planned_key(ds.content_hash(), "cancer", no_header, "pc", DiscoveryConfig()) == discovery_key(
-        ds, "pc", DiscoveryConfig()
-    )
+    assert planned_key(
+        ds.content_hash(), "cancer", no_header, variant(DISCOVERY_METHODS, "pc"), DiscoveryConfig()
+    ) == discovery_key(ds, variant(DISCOVERY_METHODS, "pc"), DiscoveryConfig())

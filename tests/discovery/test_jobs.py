@@ -15,11 +15,11 @@ from agentcausal.discovery.data import datasets
 from agentcausal.discovery.data.datasets import load_spec
 from agentcausal.discovery.evaluate import outcomes_frame
 from agentcausal.discovery.graphs.graph import CausalGraph
-from agentcausal.discovery.jobs import DISCOVERY
 from agentcausal.discovery.outcome import DiscoveryOutcome, load_outcomes
 from agentcausal.discovery.plan import plan_discovery
 from agentcausal.discovery.plan_model import DiscoveryRequest
 from agentcausal.exceptions import ItemChangedError
+from agentcausal.registry import DISCOVERY, DISCOVERY_METHODS
 from agentcausal.settings import RunSettings
 
 
@@ -49,7 +49,9 @@ def _no_sampling(monkeypatch):
 
 def test_the_plan_holds_each_seeds_data_hash(user_csv, settings):
     plan = plan_discovery(
-        DiscoveryRequest(datasets=["cancer", "auto_mpg", user_csv], methods=["pc"], seeds=[0, 3], n=150), settings
+        DiscoveryRequest(datasets=["cancer", "auto_mpg", user_csv], methods=["pc"], seeds=[0, 3], n=150),
+        settings,
+        DISCOVERY_METHODS,
     )
     for item in plan.iter_items():
         for seed in (0, 3):
@@ -61,7 +63,9 @@ def test_the_plan_holds_each_seeds_data_hash(user_csv, settings):
 
 def test_the_orchestrator_keys_every_job_from_the_plan_without_sampling(user_csv, settings, monkeypatch):
     plan = plan_discovery(
-        DiscoveryRequest(datasets=["cancer", user_csv], methods=["pc", "llm_zero_shot"], seeds=[0, 1], n=150), settings
+        DiscoveryRequest(datasets=["cancer", user_csv], methods=["pc", "llm_zero_shot"], seeds=[0, 1], n=150),
+        settings,
+        DISCOVERY_METHODS,
     )
     unhashed = plan.model_copy(update={"items": [i.model_copy(update={"data_hashes": None}) for i in plan.items]})
     sampled = DISCOVERY.keyer(unhashed, settings)  # a plan written without the hashes: rows sampled to key
@@ -76,7 +80,9 @@ def test_the_orchestrator_keys_every_job_from_the_plan_without_sampling(user_csv
 
 
 def test_a_job_refuses_rows_that_are_not_the_plans(settings):
-    plan = plan_discovery(DiscoveryRequest(datasets=["cancer"], methods=["pc"], seeds=[0], n=150), settings)
+    plan = plan_discovery(
+        DiscoveryRequest(datasets=["cancer"], methods=["pc"], seeds=[0], n=150), settings, DISCOVERY_METHODS
+    )
     item = plan.items[0].model_copy(update={"data_hashes": ((0, "0" * 32),)})
     job = next(DISCOVERY.jobs(plan.model_copy(update={"items": [item]})))
     with pytest.raises(ItemChangedError, match="rows of seed 0 hash to"):
@@ -85,7 +91,9 @@ def test_a_job_refuses_rows_that_are_not_the_plans(settings):
 
 def test_the_sink_scores_each_outcome_as_it_comes_against_the_networks_truth(user_csv, settings, tmp_path, monkeypatch):
     plan = plan_discovery(
-        DiscoveryRequest(datasets=["cancer", user_csv], methods=["pc", "ges"], seeds=[0, 1], n=150), settings
+        DiscoveryRequest(datasets=["cancer", user_csv], methods=["pc", "ges"], seeds=[0, 1], n=150),
+        settings,
+        DISCOVERY_METHODS,
     )
     cancer = load_spec("cancer", n=150)
     stale = CausalGraph.from_edges(cancer.variables, [])  # what the records were scored against when cached

@@ -21,10 +21,12 @@ from agentcausal.discovery.llm import react as react_mod
 from agentcausal.discovery.llm.ils_csl import ILSCSLSettings, hill_climb
 from agentcausal.discovery.llm.llm_scd import LLMSCDSettings
 from agentcausal.discovery.llm.react import ReActSettings
-from agentcausal.discovery.registry import method_stages, resolve_methods
+from agentcausal.discovery.method_settings import method_stages
+from agentcausal.discovery.variants import resolve_methods, variant
 from agentcausal.exceptions import AlgorithmError
 from agentcausal.llm import LLMCall
 from agentcausal.llm.gateway import Gateway
+from agentcausal.registry import DISCOVERY_METHODS
 from agentcausal.report.discovery_tables import summary_text
 from tests.discovery.conftest import mac_responder, reply_kind
 
@@ -75,9 +77,13 @@ def oracle(body: dict) -> str:
 
 
 def test_methods_are_registered_with_the_baseline_stage():
-    assert [v.name for v in resolve_methods(["react", "llm_scd", "ils_csl"])] == ["react", "llm_scd", "ils_csl"]
+    assert [v.name for v in resolve_methods(DISCOVERY_METHODS, ["react", "llm_scd", "ils_csl"])] == [
+        "react",
+        "llm_scd",
+        "ils_csl",
+    ]
     for m in ("react", "llm_scd", "ils_csl"):
-        assert method_stages(m, DiscoveryConfig()) == ("mac.baseline",)
+        assert method_stages(DISCOVERY_METHODS[m], DiscoveryConfig()) == ("mac.baseline",)
     for mod, paper in ((react_mod, "2210.03629"), (scd_mod, "2402.01454"), (ils_mod, "2311.11689")):
         assert paper in mod.__doc__ and "docs/baselines.md" in mod.__doc__
         assert set(mod.PRESETS) >= {"paper", "small"}
@@ -88,7 +94,7 @@ def test_methods_are_registered_with_the_baseline_stage():
 def test_react_uses_its_tools_and_sees_their_observations(fake_server, make_gateway):
     ds = dataset("earthquake", 0)
     fake_server.responder = oracle
-    out = run_discovery("react", ds, make_gateway(fake_server), seed=0)
+    out = run_discovery(variant(DISCOVERY_METHODS, "react"), ds, make_gateway(fake_server), seed=0)
     assert out.error is None and [s["action"] for s in out.details["steps"]] == [
         "summary",
         "test",
@@ -180,7 +186,7 @@ def test_earthquake_and_asia_seeds_0_1_with_mac_in_one_table(fake_server, make_g
         ils_csl=ILSCSLSettings(**ils_mod.PRESETS[preset]),
     )
     outs = [
-        run_discovery(m, dataset(name, s), gw, config, seed=s)
+        run_discovery(variant(DISCOVERY_METHODS, m), dataset(name, s), gw, config, seed=s)
         for name in NAMES
         for s in (0, 1)
         for m in ("react", "llm_scd", "ils_csl", "mac")
@@ -213,7 +219,7 @@ def test_paper_bounds_edge_lists_by_what_a_dag_allows_and_small_keeps_2d(fake_se
     for config, bound, paper in ((DiscoveryConfig(), 28, True), (small, 16, False)):
         fake_server.requests.clear()
         for m in ("llm_zero_shot", "react"):
-            assert run_discovery(m, asia, gw, config, seed=0).error is None
+            assert run_discovery(variant(DISCOVERY_METHODS, m), asia, gw, config, seed=0).error is None
         bodies = fake_server.chat_requests
         schemas = [b["response_format"]["json_schema"]["schema"] for b in bodies]
         assert {s["properties"]["edges"]["maxItems"] for s in schemas} == {bound}
@@ -253,7 +259,7 @@ def test_ils_csl_finishes_on_verdicts_whose_requirements_close_a_cycle(fake_serv
 
 
 def test_ils_csl_runs_to_its_own_rule_under_paper_and_small_keeps_its_bound(fake_server, make_gateway):
-    from agentcausal.discovery.registry import method_settings
+    from agentcausal.discovery.method_settings import method_settings
 
     assert ILSCSLSettings().max_iterations is None and ils_mod.PRESETS["small"]["max_iterations"] == 2
     ds = dataset("asia", 0)
@@ -263,15 +269,17 @@ def test_ils_csl_runs_to_its_own_rule_under_paper_and_small_keeps_its_bound(fake
     assert res.stopped == "no_new_constraint"
     small = ils_mod.ils_csl(LLMCall(make_gateway(fake_server, cache=False)), ds, ILSCSLSettings(max_iterations=1))
     assert small.stopped == "max_iterations" and len(small.iterations) == 1
-    plan = method_settings("ils_csl", DiscoveryConfig(ils_csl=ILSCSLSettings(**ils_mod.PRESETS["small"])))
+    plan = method_settings(
+        variant(DISCOVERY_METHODS, "ils_csl"), DiscoveryConfig(ils_csl=ILSCSLSettings(**ils_mod.PRESETS["small"]))
+    )
     assert plan["max_iterations"] == 2  # the bound is in the plan
-    assert method_settings("ils_csl", DiscoveryConfig())["max_iterations"] is None
+    assert method_settings(variant(DISCOVERY_METHODS, "ils_csl"), DiscoveryConfig())["max_iterations"] is None
 
 
 def test_llm_scd_asks_at_temperature_0_under_paper_and_takayamas_sampling_is_named(fake_server, make_gateway):
     """The MAC paper runs every LLM at temperature 0 (§4.1): ``paper``'s LLM-SCD sends temperature 0, one
     answer per ordered pair; ``sampling=takayama`` is Takayama et al.'s five answers at 0.7."""
-    from agentcausal.discovery.registry import llm_temperature, method_settings
+    from agentcausal.discovery.method_settings import llm_temperature, method_settings
     from agentcausal.settings import resolve
 
     paper = resolve(LLMSCDSettings, scd_mod.PRESETS, "paper", {}, name="llm_scd")
@@ -280,7 +288,10 @@ def test_llm_scd_asks_at_temperature_0_under_paper_and_takayamas_sampling_is_nam
     assert (small.temperature, small.n_samples) == (0.7, 5)
     assert LLMSCDSettings(sampling="takayama", temperature=0.3).temperature == 0.3  # a given value stays
     config = DiscoveryConfig(llm_scd=paper, samples=3)
-    assert llm_temperature("llm_scd", config) == 0.0 and method_settings("llm_scd", config)["temperature_used"] == 0.0
+    assert (
+        llm_temperature(DISCOVERY_METHODS["llm_scd"], config) == 0.0
+        and method_settings(variant(DISCOVERY_METHODS, "llm_scd"), config)["temperature_used"] == 0.0
+    )
     ds = dataset("earthquake", 0)
     truth()
     fake_server.responder = oracle

@@ -14,9 +14,10 @@ from agentcausal.discovery.mac import MACSettings, run_mac
 from agentcausal.discovery.mac import executor as ex
 from agentcausal.discovery.mac.sandbox import sandbox_available
 from agentcausal.discovery.mac.settings import PRESETS
-from agentcausal.discovery.registry import resolve_methods
+from agentcausal.discovery.variants import resolve_methods, variant
 from agentcausal.exceptions import ConfigError
 from agentcausal.llm import LLMCall
+from agentcausal.registry import DISCOVERY_METHODS
 from tests.discovery.conftest import mac_responder, reply_kind
 
 needs_sandbox = pytest.mark.skipif(sandbox_available() is not None, reason=f"{sandbox_available()}")
@@ -118,16 +119,18 @@ def test_default_config_runs_the_coding_agent_where_the_sandbox_works(fake_serve
     """No executor named (a Python caller, the scheduled deployment): DCM's coder writes the script."""
     fake_server.responder = mac_responder(code=CODE_PC)
     assert MACSettings().executor == "auto" and DiscoveryConfig().resolved().mac.executor == "coding"
-    out = run_discovery("dcm_only", earthquake, make_gateway(fake_server), DiscoveryConfig(), seed=0)
+    out = run_discovery(
+        variant(DISCOVERY_METHODS, "dcm_only"), earthquake, make_gateway(fake_server), DiscoveryConfig(), seed=0
+    )
     assert [k for k, _ in map(reply_kind, fake_server.chat_requests)][-1] == "CodeReply"
     assert out.details["dcm"]["execution"]["mode"] == "coding" and out.status == "complete"
     assert out.models["mac.coder"] == "fake:fake-model" and "executor_fallback" not in out.details
     # the key names the executor that runs, the same as when it is asked for by name
-    assert discovery_key(earthquake, "mac", DiscoveryConfig()) == discovery_key(
-        earthquake, "mac", DiscoveryConfig(mac=MACSettings(executor="coding"))
+    assert discovery_key(earthquake, variant(DISCOVERY_METHODS, "mac"), DiscoveryConfig()) == discovery_key(
+        earthquake, variant(DISCOVERY_METHODS, "mac"), DiscoveryConfig(mac=MACSettings(executor="coding"))
     )
-    assert discovery_key(earthquake, "mac", DiscoveryConfig()) != discovery_key(
-        earthquake, "mac", DiscoveryConfig(mac=MACSettings(executor="typed"))
+    assert discovery_key(earthquake, variant(DISCOVERY_METHODS, "mac"), DiscoveryConfig()) != discovery_key(
+        earthquake, variant(DISCOVERY_METHODS, "mac"), DiscoveryConfig(mac=MACSettings(executor="typed"))
     )
 
 
@@ -138,7 +141,9 @@ def test_default_config_runs_typed_and_says_why_where_the_sandbox_cannot(
     fake_server.responder = mac_responder()
     config = DiscoveryConfig().resolved()
     assert config.mac.executor == "typed" and "no namespaces here" in config.executor_fallback
-    out = run_discovery("mac", earthquake, make_gateway(fake_server), DiscoveryConfig(), seed=0)
+    out = run_discovery(
+        variant(DISCOVERY_METHODS, "mac"), earthquake, make_gateway(fake_server), DiscoveryConfig(), seed=0
+    )
     assert "CodeReply" not in [k for k, _ in map(reply_kind, fake_server.chat_requests)]
     assert out.details["executor_fallback"] == config.executor_fallback and "mac.coder" not in out.models
     assert out.details["dcm"]["execution"]["mode"] == "typed" and out.status == "complete"
@@ -146,12 +151,12 @@ def test_default_config_runs_typed_and_says_why_where_the_sandbox_cannot(
 
 def test_small_preset_keeps_the_typed_executor():
     from agentcausal.discovery.mac.settings import PRESETS
-    from agentcausal.discovery.registry import method_settings, method_stages
+    from agentcausal.discovery.method_settings import method_settings, method_stages
 
     small = DiscoveryConfig(mac=MACSettings(**PRESETS["small"]))
-    assert small.resolved() is small and method_stages("mac", small) == ("mac.debate",)
-    assert method_settings("mac", small)["executor"] == "typed"
-    assert method_settings("mac", DiscoveryConfig())["executor"] in ("coding", "typed")
+    assert small.resolved() is small and method_stages(DISCOVERY_METHODS["mac"], small) == ("mac.debate",)
+    assert method_settings(variant(DISCOVERY_METHODS, "mac"), small)["executor"] == "typed"
+    assert method_settings(variant(DISCOVERY_METHODS, "mac"), DiscoveryConfig())["executor"] in ("coding", "typed")
 
 
 def test_coding_executor_falls_back_when_the_sandbox_is_unavailable(fake_server, make_gateway, earthquake, monkeypatch):
@@ -166,38 +171,46 @@ def test_coding_executor_falls_back_when_the_sandbox_is_unavailable(fake_server,
 def test_run_discovery_records_statistical_llm_and_failed_methods(fake_server, make_gateway, earthquake):
     fake_server.responder = mac_responder()
     gw = make_gateway(fake_server)
-    pc = run_discovery("pc", earthquake, None, seed=0)
+    pc = run_discovery(variant(DISCOVERY_METHODS, "pc"), earthquake, None, seed=0)
     assert pc.error is None and pc.details["choice"]["indep_test"] == "chisq" and pc.models == {}
-    zs = run_discovery("llm_zero_shot", earthquake, gw, seed=0)
+    zs = run_discovery(variant(DISCOVERY_METHODS, "llm_zero_shot"), earthquake, gw, seed=0)
     assert zs.graph.directed_edges() == {("Burglary", "Alarm")} and zs.models == {"mac.baseline": "fake:fake-model"}
     assert zs.usage["mac.baseline"]["requests"] == 1
-    mac = run_discovery("mac", earthquake, gw, seed=0)
+    mac = run_discovery(variant(DISCOVERY_METHODS, "mac"), earthquake, gw, seed=0)
     assert mac.error is None and mac.details["dcm"]["debate"]["verdict"]["winner"] == "affirmative"
     fake_server.responder = lambda body: "garbage"
-    bad = run_discovery("mdm_only", earthquake, make_gateway(fake_server, cache=False), seed=0)
+    bad = run_discovery(
+        variant(DISCOVERY_METHODS, "mdm_only"), earthquake, make_gateway(fake_server, cache=False), seed=0
+    )
     assert bad.graph is None and bad.error.startswith("StructuredOutputError")
     with pytest.raises(ConfigError, match="pass a gateway"):
-        run_discovery("mac", earthquake, None)
+        run_discovery(variant(DISCOVERY_METHODS, "mac"), earthquake, None)
     with pytest.raises(ConfigError, match="unknown discovery method"):
-        run_discovery("notears", earthquake, gw)
+        run_discovery(variant(DISCOVERY_METHODS, "notears"), earthquake, gw)
 
 
 def test_resolve_methods_and_cache_keys(fake_server, make_gateway, earthquake):
-    names = [v.name for v in resolve_methods(["statistical", "mac", "pc"])]
+    names = [v.name for v in resolve_methods(DISCOVERY_METHODS, ["statistical", "mac", "pc"])]
     assert names == ["pc", "fci", "ges", "exact_search", "direct_lingam", "mac"]
     with pytest.raises(ConfigError, match="choose from"):
-        resolve_methods(["magic"])
+        resolve_methods(DISCOVERY_METHODS, ["magic"])
     gw = make_gateway(fake_server)
     cfg = DiscoveryConfig()
-    k = discovery_key(earthquake, "mac", cfg, gw, seed=0)
-    assert k == discovery_key(load_dataset("earthquake", n=500, seed=0), "mac", cfg, gw, seed=0)
-    assert k != discovery_key(earthquake, "mac", cfg, gw, seed=1)
-    assert k != discovery_key(earthquake, "mac", DiscoveryConfig(mac=MACSettings(rounds=2)), gw, seed=0)
-    assert k != discovery_key(load_dataset("earthquake", n=500, seed=1), "mac", cfg, gw, seed=0)
+    k = discovery_key(earthquake, variant(DISCOVERY_METHODS, "mac"), cfg, gw, seed=0)
+    assert k == discovery_key(
+        load_dataset("earthquake", n=500, seed=0), variant(DISCOVERY_METHODS, "mac"), cfg, gw, seed=0
+    )
+    assert k != discovery_key(earthquake, variant(DISCOVERY_METHODS, "mac"), cfg, gw, seed=1)
+    assert k != discovery_key(
+        earthquake, variant(DISCOVERY_METHODS, "mac"), DiscoveryConfig(mac=MACSettings(rounds=2)), gw, seed=0
+    )
+    assert k != discovery_key(
+        load_dataset("earthquake", n=500, seed=1), variant(DISCOVERY_METHODS, "mac"), cfg, gw, seed=0
+    )
     # statistical keys ignore the LLM settings
-    assert discovery_key(earthquake, "pc", cfg, gw) == discovery_key(
-        earthquake, "pc", DiscoveryConfig(mac=MACSettings(rounds=2)), None
+    assert discovery_key(earthquake, variant(DISCOVERY_METHODS, "pc"), cfg, gw) == discovery_key(
+        earthquake, variant(DISCOVERY_METHODS, "pc"), DiscoveryConfig(mac=MACSettings(rounds=2)), None
     )
     with pytest.raises(ConfigError):
-        discovery_key(earthquake, "nope", cfg)
+        discovery_key(earthquake, variant(DISCOVERY_METHODS, "nope"), cfg)
     json.dumps(k)

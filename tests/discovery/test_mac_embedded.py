@@ -10,6 +10,8 @@ from agentcausal.discovery.data.datasets import load_dataset
 from agentcausal.discovery.jobs import run_discovery
 from agentcausal.discovery.mac import MACSettings
 from agentcausal.discovery.mac.settings import PRESETS
+from agentcausal.discovery.variants import variant
+from agentcausal.registry import DISCOVERY_METHODS
 
 #: MAC's small preset (short prompts, fixed caps, the typed executor); the library defaults are ``paper``
 SMALL_MAC = MACSettings(**PRESETS["small"])
@@ -22,7 +24,7 @@ def test_mac_on_earthquake_with_the_embedded_model(tmp_path):
 
     gw = Gateway.from_settings(cache_dir=tmp_path / "llm")
     ds = load_dataset("earthquake", n=1000, seed=0)
-    out = run_discovery("mac", ds, gw, DiscoveryConfig(mac=SMALL_MAC), seed=0)
+    out = run_discovery(variant(DISCOVERY_METHODS, "mac"), ds, gw, DiscoveryConfig(mac=SMALL_MAC), seed=0)
     assert out.error is None, out.error
     assert out.prompt_version == "mac-2026-11-v6"  # the small set
     assert out.graph is not None and out.graph.is_dag()
@@ -53,7 +55,10 @@ def test_llm_baselines_on_earthquake_with_the_embedded_model(tmp_path):
         llm_scd=llm_scd.LLMSCDSettings(**llm_scd.PRESETS["small"]),
         ils_csl=ils_csl.ILSCSLSettings(**ils_csl.PRESETS["small"]),
     )
-    outs = [run_discovery(m, ds, gw, config, seed=0) for m in ("react", "llm_scd", "ils_csl", "mac")]
+    outs = [
+        run_discovery(variant(DISCOVERY_METHODS, m), ds, gw, config, seed=0)
+        for m in ("react", "llm_scd", "ils_csl", "mac")
+    ]
     for o in outs:
         assert o.graph is not None and o.error is None, (o.method, o.error)
     table = summary_text(outcomes_frame(outs))

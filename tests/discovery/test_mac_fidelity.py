@@ -15,9 +15,11 @@ from agentcausal.discovery.mac import MACSettings, run_mac
 from agentcausal.discovery.mac import prompts as P
 from agentcausal.discovery.mac.calls import graph_reply_tokens, sample_index
 from agentcausal.discovery.mac.settings import PRESETS
+from agentcausal.discovery.variants import variant
 from agentcausal.llm import LLMCall
 from agentcausal.llm.gateway import Gateway
 from agentcausal.llm.profiles import Profile
+from agentcausal.registry import DISCOVERY_METHODS
 from tests.discovery.conftest import mac_responder, reply_kind, with_required_reasons
 
 gateway_has_sample = pytest.mark.skipif(
@@ -35,12 +37,14 @@ def earthquake():
 def test_two_seeds_make_two_requests_for_zero_shot_and_a_repeat_one_more(fake_server, make_gateway, earthquake):
     fake_server.responder = mac_responder()
     gw = make_gateway(fake_server)
-    a = run_discovery("llm_zero_shot", earthquake, gw, seed=0)
-    b = run_discovery("llm_zero_shot", earthquake, gw, seed=1)  # same prompt: only the sample index differs
+    a = run_discovery(variant(DISCOVERY_METHODS, "llm_zero_shot"), earthquake, gw, seed=0)
+    b = run_discovery(
+        variant(DISCOVERY_METHODS, "llm_zero_shot"), earthquake, gw, seed=1
+    )  # same prompt: only the sample index differs
     assert fake_server.count == 2 and (a.details["sample"], b.details["sample"]) == (0, 1)
-    run_discovery("llm_zero_shot", earthquake, gw, seed=1)
+    run_discovery(variant(DISCOVERY_METHODS, "llm_zero_shot"), earthquake, gw, seed=1)
     assert fake_server.count == 2  # the same (seed, repeat) is a cache hit
-    run_discovery("llm_zero_shot", earthquake, gw, DiscoveryConfig(repeat=1), seed=1)
+    run_discovery(variant(DISCOVERY_METHODS, "llm_zero_shot"), earthquake, gw, DiscoveryConfig(repeat=1), seed=1)
     assert fake_server.count == 3
     seeds_sent = [r.get("seed") for r in fake_server.chat_requests]
     assert seeds_sent[1] == 1 and seeds_sent[2] == sample_index(1, 1)
@@ -50,9 +54,9 @@ def test_two_seeds_make_two_requests_for_zero_shot_and_a_repeat_one_more(fake_se
 def test_mdm_only_gets_an_independent_sample_per_seed(fake_server, make_gateway, earthquake):
     fake_server.responder = mac_responder()
     gw = make_gateway(fake_server)
-    run_discovery("mdm_only", earthquake, gw, seed=0)
+    run_discovery(variant(DISCOVERY_METHODS, "mdm_only"), earthquake, gw, seed=0)
     n0 = fake_server.count
-    run_discovery("mdm_only", earthquake, gw, seed=1)
+    run_discovery(variant(DISCOVERY_METHODS, "mdm_only"), earthquake, gw, seed=1)
     assert n0 > 0 and fake_server.count == 2 * n0
 
 
@@ -68,41 +72,47 @@ def test_two_seeds_under_small_send_two_requests_at_a_sampling_temperature(
     gw = make_gateway(fake_server)
     mac = resolve(MACSettings, PRESETS, "small")
     config = DiscoveryConfig(mac=mac, samples=2)  # seeds 0 and 1, as the discover flow sets it
-    outs = [run_discovery(method, earthquake, gw, config, seed=0)]
+    outs = [run_discovery(variant(DISCOVERY_METHODS, method), earthquake, gw, config, seed=0)]
     n0 = fake_server.count
-    outs.append(run_discovery(method, earthquake, gw, config, seed=1))
+    outs.append(run_discovery(variant(DISCOVERY_METHODS, method), earthquake, gw, config, seed=1))
     bodies = fake_server.chat_requests
     assert n0 >= 1 and len(bodies) == 2 * n0  # the same prompts: only sample and seed differ
     assert {b["temperature"] for b in bodies} == {mac.sampling_temperature} and mac.sampling_temperature > 0
     assert [b.get("seed") for b in bodies] == [None] * n0 + [1] * n0
     assert [o.details["temperature"] for o in outs] == [mac.sampling_temperature] * 2
     # a single-sample run keeps the profile's temperature (0): the paper's setting, and the old cache keys
-    run_discovery(method, earthquake, gw, DiscoveryConfig(mac=mac), seed=2)
+    run_discovery(variant(DISCOVERY_METHODS, method), earthquake, gw, DiscoveryConfig(mac=mac), seed=2)
     assert fake_server.chat_requests[-1]["temperature"] == 0
 
 
 def test_the_sampling_temperature_enters_the_key_and_the_plan(fake_server, make_gateway, earthquake):
     from agentcausal.discovery.llm import react
-    from agentcausal.discovery.registry import method_settings
+    from agentcausal.discovery.method_settings import method_settings
 
     gw = make_gateway(fake_server)
     small = DiscoveryConfig(mac=MACSettings(**PRESETS["small"]), react=react.ReActSettings(**react.PRESETS["small"]))
     for m in ("mac", "llm_zero_shot", "react"):
-        one, two, three = (discovery_key(earthquake, m, small.model_copy(update={"samples": k}), gw) for k in (1, 2, 3))
+        one, two, three = (
+            discovery_key(earthquake, variant(DISCOVERY_METHODS, m), small.model_copy(update={"samples": k}), gw)
+            for k in (1, 2, 3)
+        )
         assert one != two == three  # the temperature the samples select is keyed, not the count
-        assert method_settings(m, small)["temperature_used"] is None
-        assert method_settings(m, small.model_copy(update={"samples": 2}))["temperature_used"] == 0.7
+        assert method_settings(variant(DISCOVERY_METHODS, m), small)["temperature_used"] is None
+        assert (
+            method_settings(variant(DISCOVERY_METHODS, m), small.model_copy(update={"samples": 2}))["temperature_used"]
+            == 0.7
+        )
     # paper: the profile's temperature (0) whatever the count, so keys do not change with it
     paper = DiscoveryConfig()
-    assert discovery_key(earthquake, "mac", paper, gw) == discovery_key(
-        earthquake, "mac", paper.model_copy(update={"samples": 5}), gw
+    assert discovery_key(earthquake, variant(DISCOVERY_METHODS, "mac"), paper, gw) == discovery_key(
+        earthquake, variant(DISCOVERY_METHODS, "mac"), paper.model_copy(update={"samples": 5}), gw
     )
 
 
 def test_repeat_enters_the_cache_key_and_sample_indices_are_distinct(fake_server, make_gateway, earthquake):
     gw = make_gateway(fake_server)
-    assert discovery_key(earthquake, "mac", DiscoveryConfig(), gw, seed=0) != discovery_key(
-        earthquake, "mac", DiscoveryConfig(repeat=1), gw, seed=0
+    assert discovery_key(earthquake, variant(DISCOVERY_METHODS, "mac"), DiscoveryConfig(), gw, seed=0) != discovery_key(
+        earthquake, variant(DISCOVERY_METHODS, "mac"), DiscoveryConfig(repeat=1), gw, seed=0
     )
     idx = {sample_index(s, r) for s in range(5) for r in range(3)}
     assert len(idx) == 15 and sample_index(0) == 0
@@ -163,7 +173,7 @@ def test_a_failed_mdm_keeps_the_dcm_graph_marked_degraded(fake_server, make_gate
         return "not json" if name == "GraphProposal" else good(body)
 
     fake_server.responder = respond
-    out = run_discovery("mac", earthquake, make_gateway(fake_server, cache=False), seed=0)
+    out = run_discovery(variant(DISCOVERY_METHODS, "mac"), earthquake, make_gateway(fake_server, cache=False), seed=0)
     assert out.error is None and out.graph is not None
     assert out.graph == CausalGraph_from(out.details["dcm"]["execution"]["graph"])
     assert "MDM failed" in out.details["degraded"]

@@ -15,9 +15,9 @@ from agentcausal.discovery.mac import MACSettings, run_mac
 from agentcausal.discovery.mac import pipeline as pipeline_mod
 from agentcausal.discovery.mac import settings as mac_settings
 from agentcausal.discovery.mac.fusion import meta_fusion
-from agentcausal.discovery.registry import METHODS
 from agentcausal.exceptions import AgentCausalError
 from agentcausal.llm import LLMCall
+from agentcausal.registry import DISCOVERY_METHODS
 from agentcausal.settings import resolve
 from tests.attribution.test_fidelity_tables import check_function, rows, settings_of
 from tests.discovery.conftest import mac_responder
@@ -54,7 +54,7 @@ def test_every_row_of_the_mac_table_names_existing_settings_methods_and_function
         for dotted in re.findall(r"`(agentcausal\.[\w.]+)`", r[3] + r[4]):
             check_function(dotted)
         for m in re.findall(r"methods? `(\w+)`(?:, `(\w+)`)?", r[3]):
-            assert {x for x in m if x} <= set(METHODS), m
+            assert {x for x in m if x} <= set(DISCOVERY_METHODS), m
     # every setting that switches `paper` to another reading of the text has its row
     assert {"mac.rounds", "mac.judge_rule", "mac.max_orderings", "mac.executor", "llm_scd.sampling"} <= named
     assert {"ils_csl.max_iterations", "mac.sampling_temperature", "mac.stages", "mac.single_agent"} <= named

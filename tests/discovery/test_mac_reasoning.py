@@ -18,7 +18,9 @@ from agentcausal.discovery.config import DiscoveryConfig
 from agentcausal.discovery.data.datasets import load_dataset
 from agentcausal.discovery.jobs import run_discovery
 from agentcausal.discovery.mac import MACSettings
+from agentcausal.discovery.variants import variant
 from agentcausal.llm import Gateway
+from agentcausal.registry import DISCOVERY_METHODS
 from agentcausal_fakes.fake_openai import FakeOpenAIServer
 from tests.conftest import fake_profiles
 from tests.discovery.conftest import mac_responder, reply_kind
@@ -72,7 +74,7 @@ def test_mac_paper_completes_on_a_reasoning_model_with_3000_hidden_tokens(earthq
     ) as srv:
         gw = Gateway(fake_profiles(srv.base_url, **DIALECT), cache_dir=tmp_path / "llm", max_retries=1)
         config = DiscoveryConfig(mac=MACSettings(**caps))  # the paper preset, the executor that works here
-        out = run_discovery("mac", earthquake, gw, config, seed=0)
+        out = run_discovery(variant(DISCOVERY_METHODS, "mac"), earthquake, gw, config, seed=0)
         gw.close()
         bodies = srv.chat_requests
     kinds = [reply_kind(b)[0] for b in bodies]

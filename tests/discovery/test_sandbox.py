@@ -17,7 +17,9 @@ from agentcausal.discovery.mac.executor import coder_usage, read_result, resolve
 from agentcausal.discovery.mac.sandbox import run_sandboxed, sandbox_available
 from agentcausal.discovery.mac.sandbox_command import seccomp_filter
 from agentcausal.discovery.mac.sandbox_watch import PIPE_BYTES, kernel_bytes
+from agentcausal.discovery.variants import variant
 from agentcausal.exceptions import ConfigError, SandboxError
+from agentcausal.registry import DISCOVERY_METHODS
 
 needs_sandbox = pytest.mark.skipif(sandbox_available() is not None, reason=f"{sandbox_available()}")
 
@@ -278,7 +280,9 @@ def test_cli_refuses_coding_and_marks_auto_fallback(monkeypatch, capsys):
     from agentcausal.discovery.data.datasets import load_dataset
 
     ds = load_dataset("earthquake", n=100, seed=0)
-    assert discovery_key(ds, "mac", config) == discovery_key(ds, "mac", DiscoveryConfig(mac=config.mac))
+    assert discovery_key(ds, variant(DISCOVERY_METHODS, "mac"), config) == discovery_key(
+        ds, variant(DISCOVERY_METHODS, "mac"), DiscoveryConfig(mac=config.mac)
+    )
 
 
 def test_cli_executor_default_is_the_presets(monkeypatch, capsys):
@@ -316,9 +320,9 @@ def test_auto_fallback_is_marked_in_the_rows_that_run_dcm(fake_server, make_gate
         mac=MACSettings(executor="typed"), executor_fallback="executor auto: the coding sandbox cannot run here (x)"
     )
     gw = make_gateway(fake_server)
-    dcm = run_discovery("dcm_only", ds, gw, config)
+    dcm = run_discovery(variant(DISCOVERY_METHODS, "dcm_only"), ds, gw, config)
     assert dcm.error is None and dcm.details["executor_fallback"] == config.executor_fallback
-    assert "executor_fallback" not in run_discovery("pc", ds, None, config).details
+    assert "executor_fallback" not in run_discovery(variant(DISCOVERY_METHODS, "pc"), ds, None, config).details
 
 
 def test_redact_replaces_profile_keys_and_secret_named_variables(monkeypatch, tmp_path):

@@ -12,7 +12,9 @@ from agentcausal.discovery.data.dataset_model import DatasetMetadata, VariableIn
 from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.jobs import run_discovery
 from agentcausal.discovery.outcome import degradation
+from agentcausal.discovery.variants import variant
 from agentcausal.exceptions import AlgorithmError
+from agentcausal.registry import DISCOVERY_METHODS
 
 
 @pytest.fixture(scope="module")
@@ -27,14 +29,16 @@ def child_dataset():
 def test_algorithm_timeout_is_raised_for_a_retry_or_recorded_as_failed(child_dataset):
     config = DiscoveryConfig(algorithm_timeout_s=0.5)
     with pytest.raises(AlgorithmError) as info:
-        run_discovery("exact_search", child_dataset, None, config, raise_transient=True)
+        run_discovery(variant(DISCOVERY_METHODS, "exact_search"), child_dataset, None, config, raise_transient=True)
     assert info.value.transient and "timed out" in str(info.value)
-    out = run_discovery("exact_search", child_dataset, None, config)
+    out = run_discovery(variant(DISCOVERY_METHODS, "exact_search"), child_dataset, None, config)
     assert out.status == "failed" and out.status_detail == "AlgorithmError" and out.graph is None
 
 
 def test_a_complete_statistical_run_is_complete_and_not_reused(collider_dataset):
-    out = run_discovery("pc", collider_dataset, None, DiscoveryConfig(), raise_transient=True)
+    out = run_discovery(
+        variant(DISCOVERY_METHODS, "pc"), collider_dataset, None, DiscoveryConfig(), raise_transient=True
+    )
     assert out.status == "complete" and out.graph is not None and not out.reused
 
 
@@ -53,11 +57,19 @@ def test_metadata_is_in_the_key_of_llm_methods_and_the_truth_in_no_key(collider_
     retruthed = dataclasses.replace(collider_dataset, true_graph=CausalGraph.from_edges("XYZ", [("Z", "Y")]))
     config = DiscoveryConfig()
     for method in ("mac", "llm_zero_shot"):
-        assert discovery_key(collider_dataset, method, config, gw) != discovery_key(edited, method, config, gw)
-        assert discovery_key(collider_dataset, method, config, gw) == discovery_key(retruthed, method, config, gw)
+        assert discovery_key(collider_dataset, variant(DISCOVERY_METHODS, method), config, gw) != discovery_key(
+            edited, variant(DISCOVERY_METHODS, method), config, gw
+        )
+        assert discovery_key(collider_dataset, variant(DISCOVERY_METHODS, method), config, gw) == discovery_key(
+            retruthed, variant(DISCOVERY_METHODS, method), config, gw
+        )
     # statistical methods never read the metadata: their cached graph stays valid
-    assert discovery_key(collider_dataset, "pc", config) == discovery_key(edited, "pc", config)
-    assert discovery_key(collider_dataset, "pc", config) == discovery_key(retruthed, "pc", config)
+    assert discovery_key(collider_dataset, variant(DISCOVERY_METHODS, "pc"), config) == discovery_key(
+        edited, variant(DISCOVERY_METHODS, "pc"), config
+    )
+    assert discovery_key(collider_dataset, variant(DISCOVERY_METHODS, "pc"), config) == discovery_key(
+        retruthed, variant(DISCOVERY_METHODS, "pc"), config
+    )
 
 
 def test_mac_fallbacks_are_degraded():
@@ -96,7 +108,7 @@ def test_every_unreadable_mac_reply_gives_a_marked_row(fake_server, make_gateway
 
     fake_server.responder = respond
     out = run_discovery(
-        "mac",
+        variant(DISCOVERY_METHODS, "mac"),
         load_dataset("earthquake", n=300, seed=0),
         make_gateway(fake_server),
         DiscoveryConfig(mac=MACSettings(executor="typed")),

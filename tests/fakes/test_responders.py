@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from agentcausal.attribution.jobs import run_method
-from agentcausal.attribution.registry import method_names
 from agentcausal.discovery.mac import prompts as mac_prompts
+from agentcausal.registry import ATTRIBUTION_METHODS
 from agentcausal.traces.model import Label, Step, Trace
 from agentcausal_fakes.responders import HANDLED_SCHEMAS, BenchResponder, instance_from_schema
 
@@ -35,11 +35,11 @@ def _usage(att):
     return calls, requests
 
 
-@pytest.mark.parametrize("method", method_names())
+@pytest.mark.parametrize("method", sorted(ATTRIBUTION_METHODS))
 def test_every_method_gets_valid_replies_first_time(fake_server, make_gateway, method):
     fake_server.responder = responder = BenchResponder()
     gw = make_gateway(fake_server, cache=False)
-    att = run_method(_trace(), method, gw)
+    att = run_method(_trace(), ATTRIBUTION_METHODS[method], gw)
     calls, requests = _usage(att)
     assert att.error is None
     assert calls > 0
@@ -71,7 +71,7 @@ def test_split_gca_and_every_dcfa_stage_are_handled(fake_server, make_gateway):
         ("echo", ECHO_PRESETS["small"]),
     ]:
         for k in range(6):  # several traces, so DED (needs two candidates) is reached
-            att = run_method(_trace(5 + k, f"bench/t{k}"), method, gw, settings)
+            att = run_method(_trace(5 + k, f"bench/t{k}"), ATTRIBUTION_METHODS[method], gw, settings)
             calls, requests = _usage(att)
             assert att.error is None and requests == calls
         seen |= set(responder.counts)
@@ -83,7 +83,7 @@ def test_replies_repeat_exactly(fake_server, make_gateway):
     for _ in range(2):
         fake_server.responder = BenchResponder()
         gw = make_gateway(fake_server, cache=False)
-        a = run_method(_trace(), "dcfa", gw)
+        a = run_method(_trace(), ATTRIBUTION_METHODS["dcfa"], gw)
         outs.append((a.step, a.details["deviations"], a.details["edges"], a.details["lce"]["scores"]))
     assert outs[0] == outs[1]
 

@@ -6,6 +6,7 @@ from agentcausal.attribution.plan import plan_attribution
 from agentcausal.attribution.plan_model import AttributionRequest
 from agentcausal.discovery.plan import plan_discovery
 from agentcausal.discovery.plan_model import DiscoveryRequest
+from agentcausal.registry import ATTRIBUTION_METHODS, DISCOVERY_METHODS
 from agentcausal.runs.plan import write_plan
 from agentcausal.settings import RunSettings
 from flows import naming
@@ -23,7 +24,10 @@ def params(monkeypatch):
 def test_an_attribution_run_given_its_plan_file_is_named_by_its_methods(params, tmp_path):
     settings = RunSettings(routing="default")
     plan = plan_attribution(
-        AttributionRequest(paths=[str(EXAMPLES)], methods=["all_at_once", "binary_search"]), settings, run_dir=tmp_path
+        AttributionRequest(paths=[str(EXAMPLES)], methods=["all_at_once", "binary_search"]),
+        settings,
+        ATTRIBUTION_METHODS,
+        run_dir=tmp_path,
     )
     params.update(plan=str(write_plan(plan, tmp_path)), run={"meta": {"corpus": [str(EXAMPLES)]}}, settings=settings)
     assert naming.attribute_run_name() == "examples · all_at_once+binary_search · default"
@@ -31,7 +35,9 @@ def test_an_attribution_run_given_its_plan_file_is_named_by_its_methods(params, 
 
 def test_a_discovery_run_given_its_plan_file_is_named_by_its_datasets_and_methods(params, tmp_path):
     settings = RunSettings(routing="default")
-    plan = plan_discovery(DiscoveryRequest(datasets=["asia", "sachs"], methods=["pc"], seeds=[0, 1]), settings)
+    plan = plan_discovery(
+        DiscoveryRequest(datasets=["asia", "sachs"], methods=["pc"], seeds=[0, 1]), settings, DISCOVERY_METHODS
+    )
     params.update(plan=str(write_plan(plan, tmp_path)), settings=settings)
     assert naming.discover_run_name() == "asia+sachs · pc · default"
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from agentcausal.attribution.all_at_once import SPEC
 from agentcausal.attribution.plan import attribute_plan
 from agentcausal.exceptions import ItemChangedError
 from agentcausal.runs import items as run_items
@@ -18,7 +19,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "data" / "examples"
 
 def _plan(paths):
     return attribute_plan(
-        [str(p) for p in paths], ["all_at_once"], resolved={"all_at_once": {}}, preset="paper", routing="default"
+        [str(p) for p in paths], [SPEC], resolved={"all_at_once": {}}, preset="paper", routing="default"
     )
 
 

@@ -40,7 +40,7 @@ def stopped():
 def test_a_stop_ends_a_chunk_wait_without_waiting_for_its_items(stopped, tmp_path):
     import threading
 
-    from agentcausal.attribution.jobs import ATTRIBUTION
+    from agentcausal.registry import ATTRIBUTION
     from agentcausal.runs.engine import result_store
     from agentcausal.runs.scheduling import run_items
     from agentcausal.settings import RunSettings

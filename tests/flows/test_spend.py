@@ -12,9 +12,11 @@ import pandas as pd
 import pytest
 
 from agentcausal.attribution.estimate import attribution_calls
+from agentcausal.attribution.method_settings import resolve_methods
 from agentcausal.attribution.plan_model import AttributionRequest
-from agentcausal.attribution.registry import resolve_methods
+from agentcausal.discovery.variants import variant
 from agentcausal.llm.profiles import Profile, ProfileSet
+from agentcausal.registry import ATTRIBUTION_METHODS, DISCOVERY_METHODS
 from agentcausal.runs.budget import BudgetGate
 from agentcausal.runs.estimate import CallPattern, Estimator, estimate_table
 from agentcausal.runs.options import RunOptions
@@ -35,8 +37,8 @@ def _trace(n: int, chars: int = 200) -> Trace:
 
 
 def _calls(method: str, trace: Trace, **sets) -> list[CallPattern]:
-    resolved = resolve_methods([method], {method: sets} if sets else None, preset="paper")
-    return attribution_calls(trace, method, resolved[method], None)
+    resolved = resolve_methods(ATTRIBUTION_METHODS, [method], {method: sets} if sets else None, preset="paper")
+    return attribution_calls(trace, ATTRIBUTION_METHODS[method], resolved[method], None)
 
 
 def _span(calls: list[CallPattern], stage: str | None = None) -> tuple[float, float]:
@@ -117,15 +119,17 @@ def test_mac_debate_rounds_and_single_agent():
     cfg = DiscoveryConfig().resolved()
     for r in (1, 3):
         c = cfg.model_copy(update={"mac": cfg.mac.model_copy(update={"rounds": r, "executor": "typed"})})
-        calls = discovery_calls("mac", ds, c)
+        calls = discovery_calls(variant(DISCOVERY_METHODS, "mac"), ds, c)
         neg = [x for x in calls if x.call.endswith("Negative")]
         assert [(x.low, x.high) for x in neg] == [(1, r), (1, r)]  # DCM's and MDM's debates
         assert not any("coder" in x.call for x in calls)  # the typed executor asks no coder
     single = discovery_calls(
-        "mac_single", ds, cfg.model_copy(update={"mac": cfg.mac.model_copy(update={"executor": "typed"})})
+        variant(DISCOVERY_METHODS, "mac_single"),
+        ds,
+        cfg.model_copy(update={"mac": cfg.mac.model_copy(update={"executor": "typed"})}),
     )
     assert _span(single) == (2, 2)  # one Affirmative per debate
-    assert discovery_calls("pc", ds, cfg) == []
+    assert discovery_calls(variant(DISCOVERY_METHODS, "pc"), ds, cfg) == []
 
 
 def _chunk(method: str = "m", jobs: int = 1):

@@ -15,6 +15,7 @@ from agentcausal.exceptions import ConfigError
 from agentcausal.llm import Gateway
 from agentcausal.llm.dialect import FixedCap, chat_params, sent_cap
 from agentcausal.llm.profiles import Profile
+from agentcausal.registry import ATTRIBUTION_METHODS
 from agentcausal.traces.model import Label, Step, Trace
 from agentcausal_fakes.fake_openai import FakeOpenAIServer
 from tests.conftest import fake_profiles
@@ -72,8 +73,10 @@ def test_step_by_step_max_tokens_reaches_gpt5_as_max_completion_tokens():
         srv.responder = lambda body: json.dumps({"error": False, "reason": "fine"})
         gw = Gateway(fake_profiles(srv.base_url, **GPT5), cache_dir=None)
         try:
-            run_method(TRACE, "step_by_step", gw, {"max_tokens": 1024})
-            run_method(TRACE, "step_by_step", gw, {"with_ground_truth": False})  # unset: the profile's budget
+            run_method(TRACE, ATTRIBUTION_METHODS["step_by_step"], gw, {"max_tokens": 1024})
+            run_method(
+                TRACE, ATTRIBUTION_METHODS["step_by_step"], gw, {"with_ground_truth": False}
+            )  # unset: the profile's budget
         finally:
             gw.close()
         sent = [r.get("max_completion_tokens") for r in srv.chat_requests]

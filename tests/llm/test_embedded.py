@@ -21,6 +21,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from agentcausal.llm import Gateway, load_profiles, local
+from agentcausal.registry import ATTRIBUTION_METHODS
 
 pytestmark = pytest.mark.slow
 
@@ -163,7 +164,7 @@ def test_two_runs_on_fresh_caches_give_the_same_replies_and_rows(tmp_path, monke
         with ThreadPoolExecutor(2) as pool:
             rows = [
                 (a.method, a.trace_id, a.step, a.agent, a.status)
-                for a in pool.map(lambda mt, gw=gw: run_method(mt[1], mt[0], gw), pairs)
+                for a in pool.map(lambda mt, gw=gw: run_method(mt[1], ATTRIBUTION_METHODS[mt[0]], gw), pairs)
             ]
         gw.close()
         cache = ReplyCache(tmp_path / f"llm-{i}")

@@ -20,6 +20,7 @@ from agentcausal.attribution import a2p, all_at_once, baseline_prompts, binary_s
 from agentcausal.attribution.dcfa import ded as dcfa_ded
 from agentcausal.attribution.dcfa import prompts as dcfa_prompts
 from agentcausal.attribution.jobs import run_method
+from agentcausal.registry import ATTRIBUTION_METHODS
 from agentcausal_fakes.fake_openai import FakeOpenAIServer
 from agentcausal_fakes.responders import BenchResponder
 from agentcausal_fakes.synthetic import synthetic_traces
@@ -71,7 +72,7 @@ def _record(method: str, make_gateway, tmp_path, monkeypatch, *, label: str, jso
     with FakeOpenAIServer(responder=BenchResponder()) as srv:
         gw = make_gateway(srv, cache_dir=tmp_path / f"cache-{label}", json_mode=json_mode, context_window=128000)
         for trace in synthetic_traces(3, seed=1):
-            run_method(trace, method, gw)
+            run_method(trace, ATTRIBUTION_METHODS[method], gw)
         bodies = [json.dumps(r, sort_keys=True) for r in srv.chat_requests]
     assert bodies, "the method sent no request"
     assert payloads, "no cache key went through the spy: patched where the gateway does not look it up"
@@ -227,7 +228,7 @@ def test_requests_through_post_send_what_chat_completions_create_sent(make_gatew
 
     def calls(gw) -> None:
         for t in synthetic_traces(2, seed=5):
-            run_method(t, "all_at_once", gw)
+            run_method(t, ATTRIBUTION_METHODS["all_at_once"], gw)
         gw.chat("baseline", [{"role": "user", "content": "plain"}], max_tokens=12, sample=2)
 
     seen = []

@@ -7,12 +7,12 @@ from concurrent.futures import ThreadPoolExecutor
 import pandas as pd
 import pytest
 
-from agentcausal.attribution.jobs import ATTRIBUTION
 from agentcausal.attribution.plan import plan_attribution
 from agentcausal.attribution.plan_model import AttributionRequest
 from agentcausal.discovery.plan_model import DiscoveryRequest
 from agentcausal.exceptions import EndpointDownError, EndpointUnreachableError, LLMCallError
 from agentcausal.records import read_failures
+from agentcausal.registry import ATTRIBUTION, ATTRIBUTION_METHODS, DISCOVERY_METHODS
 from agentcausal.runs.breaker import CircuitBreaker
 from agentcausal.runs.engine import RunEngine, drive, run_chunk
 from agentcausal.runs.folder import load_run_meta
@@ -26,6 +26,7 @@ def _run(settings, tmp_path, name):
     plan = plan_attribution(
         AttributionRequest(paths=[str(EXAMPLES)], methods=["all_at_once"], repeats=10),
         settings,
+        ATTRIBUTION_METHODS,
         run_dir=tmp_path / name,
     )
     engine = RunEngine(ATTRIBUTION, plan, settings, chunk_size=1)
@@ -96,8 +97,8 @@ def test_breaker_setting_from_the_environment(monkeypatch):
 
 
 def test_methods_not_routed_to_the_dead_endpoint_go_on(fake_server, tmp_path):
-    from agentcausal.discovery.jobs import DISCOVERY
     from agentcausal.discovery.plan import plan_discovery
+    from agentcausal.registry import DISCOVERY
 
     fake_server.inject(*[503] * 10_000)  # the LLM baseline's endpoint is dead; PC needs none
     profiles = write_profiles(tmp_path / "profiles.toml", fake_server.base_url, max_concurrency=2)
@@ -106,6 +107,7 @@ def test_methods_not_routed_to_the_dead_endpoint_go_on(fake_server, tmp_path):
     plan = plan_discovery(
         DiscoveryRequest(datasets=["cancer", "earthquake"], methods=["llm_zero_shot", "pc"], seeds=seeds, n=200),
         settings,
+        DISCOVERY_METHODS,
     )
     engine = RunEngine(DISCOVERY, plan, settings, chunk_size=1)
     with ThreadPoolExecutor(2) as pool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agentcausal.attribution import estimate
+from agentcausal.attribution.all_at_once import SPEC
 from agentcausal.attribution.plan import attribute_plan
 from agentcausal.exceptions import InputFileError, ItemChangedError
 from agentcausal.input_files import loads_json
@@ -29,7 +30,7 @@ def _corpus(tmp_path, n=3):
 
 
 def _plan(path):
-    return attribute_plan([str(path)], ["all_at_once"], resolved={"all_at_once": {}}, preset="paper", routing="default")
+    return attribute_plan([str(path)], [SPEC], resolved={"all_at_once": {}}, preset="paper", routing="default")
 
 
 def test_an_item_of_an_unchanged_file_is_read_without_hashing_its_trace_again(tmp_path, monkeypatch):

@@ -13,6 +13,7 @@ import pytest
 
 from agentcausal.exceptions import ContextWindowError, InputFileError, TraceFormatError, is_content_failure
 from agentcausal.input_files import MAX_INT_DIGITS, input_refusal, loads_json, read_input_bytes
+from agentcausal.registry import ATTRIBUTION_METHODS
 from agentcausal.traces.io import scan_traces
 from agentcausal_cli import main
 
@@ -240,7 +241,7 @@ def test_no_method_sends_a_prompt_over_the_window(fake_server, make_gateway, met
         steps=[Step(index=i, agent=f"A{i % 2}", content=f"step {i} " + "data " * 20_000) for i in range(6)],
     )
     fake_server.responder = lambda body: "{}"  # never a valid reply: every method stops early
-    a = run_method(trace, method, make_gateway(fake_server))
+    a = run_method(trace, ATTRIBUTION_METHODS[method], make_gateway(fake_server))
     for body in fake_server.chat_requests:
         assert prompt_size(body["messages"])[0] <= 8192, method
     assert a.status in ("content_failed", "degraded", "complete"), a
@@ -269,7 +270,7 @@ def test_a_many_step_trace_over_the_window_is_refused_for_its_item(fake_server, 
         steps=[Step(index=i, agent=f"A{i % 2}", content=f"step {i} ok") for i in range(20_000)],
     )
     fake_server.responder = lambda body: "{}"
-    a = run_method(trace, method, make_gateway(fake_server))
+    a = run_method(trace, ATTRIBUTION_METHODS[method], make_gateway(fake_server))
     assert fake_server.count == 0
     assert a.status == "content_failed" and "ContextWindowError" in a.error and "8,192-token" in a.error
 

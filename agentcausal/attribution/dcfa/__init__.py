@@ -1,6 +1,6 @@
 """DCFA: Dual-view Causal-inspired Failure Attribution (GCA + LCE).
 
-Defines two methods (listed in :data:`agentcausal.attribution.registry.METHODS`):
+Defines two methods (listed in :data:`agentcausal.registry.ATTRIBUTION_METHODS`):
 
 * ``dcfa``: GCA (MDI + CGC, then HG) and LCE (Correct, Simulation, search, DED);
 * ``dcfa_gca_only``: the "w/o LCE" ablation (settings default ``use_lce=False``).
@@ -68,7 +68,7 @@ from functools import partial
 from agentcausal.attribution.dcfa.method import STAGES, run_dcfa
 from agentcausal.attribution.dcfa.prompts import PROMPT_VERSION
 from agentcausal.attribution.dcfa.settings import PRESETS, DcfaGcaOnlySettings, DcfaSettings
-from agentcausal.attribution.spec import MethodSpec
+from agentcausal.attribution.spec import AttributionSpec
 
 __all__ = [
     "DcfaSettings",
@@ -82,7 +82,7 @@ __all__ = [
 ]
 
 #: the full method
-DCFA = MethodSpec(
+DCFA = AttributionSpec(
     name="dcfa",
     run=partial(run_dcfa, method="dcfa"),
     settings_model=DcfaSettings,
@@ -92,7 +92,7 @@ DCFA = MethodSpec(
 )
 
 #: the "w/o LCE" ablation
-DCFA_GCA_ONLY = MethodSpec(
+DCFA_GCA_ONLY = AttributionSpec(
     name="dcfa_gca_only",
     run=partial(run_dcfa, method="dcfa_gca_only"),
     settings_model=DcfaGcaOnlySettings,

@@ -9,8 +9,8 @@ import pytest
 from agentcausal.attribution.dcfa import DcfaSettings, run_dcfa
 from agentcausal.attribution.dcfa.details import DcfaDetails
 from agentcausal.attribution.jobs import run_method
-from agentcausal.attribution.registry import get_method
 from agentcausal.llm import LLMCall
+from agentcausal.registry import ATTRIBUTION_METHODS
 from agentcausal.report.dcfa import dependency_graph_mermaid
 from tests.attribution.dcfa.conftest import DcfaResponder, kind_of, revised_through, small, user_text
 
@@ -119,7 +119,7 @@ def test_simulation_may_see_truth_before_the_steps(fake_server, make_gateway, ch
 
 def test_hypothesis_without_neighbours_skips_correct_and_ded(fake_server, make_gateway, wrong_lookup_at_step_1):
     fake_server.responder = r = DcfaResponder(edges=[(2, 3)], hypothesis=1)
-    a = run_method(wrong_lookup_at_step_1, "dcfa", make_gateway(fake_server), small())
+    a = run_method(wrong_lookup_at_step_1, ATTRIBUTION_METHODS["dcfa"], make_gateway(fake_server), small())
     assert r.calls == ["gca", "hg"]
     assert a.step == 1 and a.details["final"]["source"] == "hypothesis"
     assert a.details["lce"]["decision"]["skipped"] is True and a.details["lce"]["corrected_steps"] is None
@@ -148,18 +148,18 @@ def test_hypothesis_at_trace_ends(fake_server, make_gateway, wrong_lookup_at_ste
 def test_gca_only_ablation_makes_no_lce_calls(fake_server, make_gateway, chain_responder, wrong_lookup_at_step_1):
     fake_server.responder = r = chain_responder
     gw = make_gateway(fake_server)
-    a = run_method(wrong_lookup_at_step_1, "dcfa_gca_only", gw)
+    a = run_method(wrong_lookup_at_step_1, ATTRIBUTION_METHODS["dcfa_gca_only"], gw)
     assert r.calls == ["mdi", "cgc", "hg"]  # paper: MDI and CGC are two calls, as the released code makes them
     assert a.method == "dcfa_gca_only" and a.step == 1 and a.error is None
     assert a.details["lce"] is None and a.details["final"]["source"] == "hypothesis"
     assert set(a.usage) == {"dcfa.gca"} and a.settings["use_lce"] is False
-    assert get_method("dcfa_gca_only").settings_model().use_lce is False
-    assert get_method("dcfa").settings_model().use_lce is True
+    assert ATTRIBUTION_METHODS["dcfa_gca_only"].settings_model().use_lce is False
+    assert ATTRIBUTION_METHODS["dcfa"].settings_model().use_lce is True
 
 
 def test_usage_models_and_record_per_stage(fake_server, make_gateway, chain_responder, wrong_lookup_at_step_1):
     fake_server.responder = chain_responder
-    a = run_method(wrong_lookup_at_step_1, "dcfa", make_gateway(fake_server))
+    a = run_method(wrong_lookup_at_step_1, ATTRIBUTION_METHODS["dcfa"], make_gateway(fake_server))
     assert set(a.usage) == {"dcfa.gca", "dcfa.lce", "dcfa.embed"}
     assert a.usage["dcfa.gca"]["requests"] == 3  # MDI, CGC, HG
     # Correct; two simulations per candidate 0, 2, 3, 4 (S(i) naming i, S(i-1) naming none), one of them
@@ -177,10 +177,14 @@ def test_usage_models_and_record_per_stage(fake_server, make_gateway, chain_resp
 
 def test_second_run_is_served_from_cache(fake_server, make_gateway, chain_responder, wrong_lookup_at_step_1, tmp_path):
     fake_server.responder = chain_responder
-    first = run_method(wrong_lookup_at_step_1, "dcfa", make_gateway(fake_server, cache_dir=tmp_path / "c"))
+    first = run_method(
+        wrong_lookup_at_step_1, ATTRIBUTION_METHODS["dcfa"], make_gateway(fake_server, cache_dir=tmp_path / "c")
+    )
     n = fake_server.count
     assert n > 0
-    second = run_method(wrong_lookup_at_step_1, "dcfa", make_gateway(fake_server, cache_dir=tmp_path / "c"))
+    second = run_method(
+        wrong_lookup_at_step_1, ATTRIBUTION_METHODS["dcfa"], make_gateway(fake_server, cache_dir=tmp_path / "c")
+    )
     assert fake_server.count == n  # 0 new requests, embeddings included
     assert second.step == first.step and second.details == first.details
     assert second.usage["dcfa.lce"]["requests"] == 0 and second.usage["dcfa.lce"]["cache_hits"] == 9
@@ -238,7 +242,9 @@ def test_lce_endpoint_error_after_gca_keeps_the_hypothesis(fake_server, make_gat
     # GCA succeeds; every LCE request gets HTTP 500: the row keeps GCA's hypothesis, marked degraded
     fake_server.responder = DcfaResponder(edges=[(1, 2)], hypothesis=1, corrected=["", "a", "b", "", "", ""])
     fake_server.inject("ok", "ok", *[500] * 20)  # MDI+CGC and HG answer; Correct onwards get HTTP 500
-    a = run_method(wrong_lookup_at_step_1, "dcfa", make_gateway(fake_server, max_retries=0), small())
+    a = run_method(
+        wrong_lookup_at_step_1, ATTRIBUTION_METHODS["dcfa"], make_gateway(fake_server, max_retries=0), small()
+    )
     assert a.error is None and a.step == 1 and a.agent == "Agent1"
     assert a.details["final"]["source"] == "hypothesis" and a.details["lce"]["error"]
     assert a.status == "degraded" and "LCE failed" in a.status_detail
@@ -246,14 +252,14 @@ def test_lce_endpoint_error_after_gca_keeps_the_hypothesis(fake_server, make_gat
 
 def test_gca_failure_gives_an_error_attribution(fake_server, make_gateway, wrong_lookup_at_step_1):
     fake_server.responder = DcfaResponder(hypothesis=lambda body: "nope")
-    a = run_method(wrong_lookup_at_step_1, "dcfa", make_gateway(fake_server))
+    a = run_method(wrong_lookup_at_step_1, ATTRIBUTION_METHODS["dcfa"], make_gateway(fake_server))
     assert a.step is None and "GCA" in a.error and a.status == "content_failed"
     assert "flowchart LR" in dependency_graph_mermaid(a)
 
 
 def test_split_gca_runs_end_to_end(fake_server, make_gateway, chain_responder, wrong_lookup_at_step_1):
     fake_server.responder = r = chain_responder
-    a = run_method(wrong_lookup_at_step_1, "dcfa", make_gateway(fake_server), {"mdi_cgc": "joint"})
+    a = run_method(wrong_lookup_at_step_1, ATTRIBUTION_METHODS["dcfa"], make_gateway(fake_server), {"mdi_cgc": "joint"})
     assert r.calls[:2] == ["gca", "hg"] and a.step == 2
     assert a.details["gca_calls"] == "joint"
 
@@ -299,7 +305,9 @@ def test_concurrent_methods_on_one_trace_count_their_own_calls(
     fake_server.latency_s = 0.05
     gw = make_gateway(fake_server, cache=False)
     with ThreadPoolExecutor(2) as pool:
-        full, ablation = pool.map(lambda m: run_method(wrong_lookup_at_step_1, m, gw), ["dcfa", "dcfa_gca_only"])
+        full, ablation = pool.map(
+            lambda m: run_method(wrong_lookup_at_step_1, ATTRIBUTION_METHODS[m], gw), ["dcfa", "dcfa_gca_only"]
+        )
     assert full.usage["dcfa.gca"]["calls"] == 3 and ablation.usage["dcfa.gca"]["calls"] == 3
     assert set(ablation.usage) == {"dcfa.gca"}
     assert gw.usage.by_stage()["dcfa.gca"].calls == 6
@@ -354,7 +362,7 @@ def test_unreadable_correct_reply_degrades_the_row(fake_server, make_gateway, wr
     # Correct's reply stays invalid after every repair: LCE runs on what could be read, the row is degraded
     # (a content failure: cached and marked), never a crashed task
     fake_server.responder = _unreadable("correct", DcfaResponder(**CHAIN), reply)
-    a = run_method(wrong_lookup_at_step_1, "dcfa", make_gateway(fake_server), _preset(preset))
+    a = run_method(wrong_lookup_at_step_1, ATTRIBUTION_METHODS["dcfa"], make_gateway(fake_server), _preset(preset))
     lce = a.details["lce"]
     assert a.error is None and a.step is not None
     assert lce["correct_invalid"] is True and isinstance(lce["correct_fallback"], str)
@@ -383,7 +391,7 @@ def test_every_unreadable_stage_gives_a_marked_row(
     fake_server.responder = _unreadable(kind, DcfaResponder(**CHAIN))
     a = run_method(
         wrong_lookup_at_step_1,
-        "dcfa",
+        ATTRIBUTION_METHODS["dcfa"],
         make_gateway(fake_server),
         _preset(preset, mdi_cgc="split" if split else "joint"),
     )
@@ -394,5 +402,10 @@ def test_every_unreadable_stage_gives_a_marked_row(
 @pytest.mark.parametrize("preset", ["small", "paper"])
 def test_unreadable_no_truth_judge_gives_a_marked_row(fake_server, make_gateway, wrong_lookup_at_step_1, preset):
     fake_server.responder = _unreadable("judge", DcfaResponder(**CHAIN))
-    a = run_method(wrong_lookup_at_step_1, "dcfa", make_gateway(fake_server), _preset(preset, with_ground_truth=False))
+    a = run_method(
+        wrong_lookup_at_step_1,
+        ATTRIBUTION_METHODS["dcfa"],
+        make_gateway(fake_server),
+        _preset(preset, with_ground_truth=False),
+    )
     assert a.status == "degraded" and a.error is None, (a.status, a.status_detail)

@@ -14,6 +14,7 @@ from agentcausal.attribution.dcfa import DcfaSettings, run_dcfa
 from agentcausal.attribution.dcfa.ded import HYPOTHESIS_FLAG
 from agentcausal.attribution.previews import attribution_previews
 from agentcausal.llm import LLMCall
+from agentcausal.registry import ATTRIBUTION_METHODS
 from agentcausal_cli import main
 from tests.attribution.dcfa.conftest import DcfaResponder, kind_of, make_trace, small, user_text
 
@@ -227,7 +228,7 @@ def _preview(trace, method="dcfa", **settings):
     """Call -> the user message of each call (the system message is the shared one)."""
     return {
         p.call: "\n".join(m["content"] for m in p.messages if m["role"] == "user")
-        for p in attribution_previews(trace, method, settings)
+        for p in attribution_previews(trace, ATTRIBUTION_METHODS[method], settings)
     }
 
 

@@ -8,6 +8,7 @@ from agentcausal.attribution.dcfa import DcfaSettings, run_dcfa
 from agentcausal.attribution.dcfa.gca import run_gca
 from agentcausal.attribution.jobs import run_method
 from agentcausal.llm import LLMCall
+from agentcausal.registry import ATTRIBUTION_METHODS
 from agentcausal_cli import main
 from tests.attribution.dcfa.conftest import DcfaResponder, kind_of, make_trace, small, user_text
 
@@ -74,7 +75,9 @@ def test_no_ground_truth_dcfa_never_sees_the_answer(fake_server, make_gateway, w
         outcomes={-1: "41", 1: "40", 2: "42"},
         probabilities={"42": 0.9, "40": 0.2, "41": 0.1},
     )
-    a = run_method(wrong_lookup_at_step_1, "dcfa", make_gateway(fake_server), {"with_ground_truth": False})
+    a = run_method(
+        wrong_lookup_at_step_1, ATTRIBUTION_METHODS["dcfa"], make_gateway(fake_server), {"with_ground_truth": False}
+    )
     for b in fake_server.chat_requests:
         assert "<answer>" not in user_text(b) and "42</" not in user_text(b).replace("<data>42</data>", "")
     assert not [x for x in fake_server.requests if x["_path"].endswith("/embeddings")]  # no truth to embed
@@ -90,19 +93,21 @@ def test_cli_refuses_a_method_that_cannot_run_without_truth(capsys, monkeypatch)
 
     from pydantic import BaseModel
 
-    from agentcausal.attribution.registry import METHODS, MethodSpec
+    from agentcausal.attribution.spec import AttributionSpec
+    from agentcausal.registry import ATTRIBUTION_METHODS
 
     class NeedsTruth(BaseModel):
         k: int = 1
 
-    spec = MethodSpec(
+    spec = AttributionSpec(
         name="needs_truth_demo",
         run=lambda t, g, s: None,
         settings_model=NeedsTruth,
         prompt_version="x",
         stages=("baseline",),
+        needs_labels=True,
     )
-    monkeypatch.setitem(METHODS.specs, spec.name, spec)
+    monkeypatch.setitem(ATTRIBUTION_METHODS.specs, spec.name, spec)
     monkeypatch.chdir(Path(__file__).resolve().parents[3])
     assert main(["attribute", "data/examples", "-m", "needs_truth_demo", "--no-ground-truth", "--dry-run"]) == 2
     err = capsys.readouterr().err.strip()

@@ -1,8 +1,9 @@
-"""Attribution methods by name: one explicit table (:data:`METHODS`), checked up front, and their settings.
+"""Attribution methods' settings, checked up front: presets applied, names looked up in the table a caller
+hands in (:data:`agentcausal.registry.ATTRIBUTION_METHODS`).
 
-* :data:`METHODS`, :func:`get_method`, :func:`method_names`: the table, each method module's spec
-  (:class:`~agentcausal.attribution.spec.MethodSpec`) imported explicitly;
-* :func:`resolve_methods`, :func:`method_settings`: names and settings checked up front, presets applied.
+* :func:`method_settings`: one method's settings validated against its settings model;
+* :func:`resolve_methods`: a run's method names and settings checked, presets applied;
+* :func:`evidence_sets`: ``attribute --evidence`` as ``--set`` values.
 """
 
 from __future__ import annotations
@@ -12,38 +13,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agentcausal.attribution import a2p, all_at_once, binary_search, dcfa, echo, step_by_step
-from agentcausal.attribution.spec import MethodSpec, usage_item
+from agentcausal.attribution.spec import AttributionSpec
 from agentcausal.exceptions import ConfigError
 from agentcausal.methods import MethodTable
 from agentcausal.settings import resolve
 
-__all__ = [
-    "MethodSpec",
-    "METHODS",
-    "get_method",
-    "method_names",
-    "usage_item",
-    "method_settings",
-    "resolve_methods",
-    "evidence_sets",
-]
-
-#: every attribution method, in the order ``attribute --help`` lists them
-METHODS: MethodTable[MethodSpec[Any]] = MethodTable(
-    "attribution",
-    (all_at_once.SPEC, step_by_step.SPEC, binary_search.SPEC, dcfa.DCFA, dcfa.DCFA_GCA_ONLY, a2p.SPEC, echo.SPEC),
-)
-
-
-def method_names() -> list[str]:
-    """Names of all attribution methods, sorted."""
-    return sorted(METHODS.names())
-
-
-def get_method(name: str) -> MethodSpec[Any]:
-    """The method called ``name``; ConfigError naming the valid ones when there is none."""
-    return METHODS[name]
+__all__ = ["method_settings", "resolve_methods", "evidence_sets"]
 
 
 def method_settings(
@@ -81,6 +56,7 @@ def method_settings(
 
 
 def resolve_methods(
+    table: MethodTable[AttributionSpec[Any]],
     methods: Sequence[str],
     settings: Mapping[str, Mapping[str, Any]] | None = None,
     *,
@@ -91,6 +67,7 @@ def resolve_methods(
 
     Parameters
     ----------
+    table : the attribution methods (:data:`agentcausal.registry.ATTRIBUTION_METHODS`)
     methods : method names, in order (duplicates dropped)
     settings : optional mapping method -> field values (``--set``; win over the preset)
     with_ground_truth : bool or None; when given, overrides ``with_ground_truth``
@@ -117,7 +94,7 @@ def resolve_methods(
         raise ConfigError(f"settings given for methods that are not run: {', '.join(extra)}")
     out: dict[str, dict[str, Any]] = {}
     for name in dict.fromkeys(methods):
-        spec = get_method(name)
+        spec = table[name]
         values = dict(settings.get(name, {}))
         if with_ground_truth is False and spec.needs_labels:
             raise ConfigError(f"method {name} cannot run without ground truth (drop --no-ground-truth or the method)")
@@ -129,7 +106,9 @@ def resolve_methods(
     return out
 
 
-def evidence_sets(methods: Sequence[str], sets: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+def evidence_sets(
+    table: MethodTable[AttributionSpec[Any]], methods: Sequence[str], sets: Mapping[str, Mapping[str, Any]]
+) -> dict[str, dict[str, Any]]:
     """``--set`` values with ``quote_evidence`` on for every method that has the setting (``attribute --evidence``).
 
     A value given with ``--set METHOD.quote_evidence=…`` is kept. Methods without the setting are left as they
@@ -137,6 +116,7 @@ def evidence_sets(methods: Sequence[str], sets: Mapping[str, Mapping[str, Any]])
 
     Parameters
     ----------
+    table : the attribution methods (:data:`agentcausal.registry.ATTRIBUTION_METHODS`)
     methods : the run's method names
     sets : method -> field -> value (``--set``; not changed)
 
@@ -151,11 +131,12 @@ def evidence_sets(methods: Sequence[str], sets: Mapping[str, Mapping[str, Any]])
 
     Examples
     --------
-    >>> evidence_sets(["all_at_once", "binary_search"], {"all_at_once": {"max_tokens": 200}})
+    >>> from agentcausal.registry import ATTRIBUTION_METHODS
+    >>> evidence_sets(ATTRIBUTION_METHODS, ["all_at_once", "binary_search"], {"all_at_once": {"max_tokens": 200}})
     {'all_at_once': {'max_tokens': 200, 'quote_evidence': True}}
     """
     out = {m: dict(v) for m, v in sets.items()}
     for m in methods:
-        if "quote_evidence" in get_method(m).settings_model.model_fields:
+        if "quote_evidence" in table[m].settings_model.model_fields:
             out.setdefault(m, {}).setdefault("quote_evidence", True)
     return out
