@@ -129,6 +129,19 @@ def scale_targets(payload: dict[str, Any]) -> list[dict[str, Any]]:
                 "held": None,
             }
         )
+    dmem = list(payload.get("discovery_memory_rows") or [])
+    if len(dmem) >= 2:
+        small, large = min(dmem, key=lambda r: r["datasets"]), max(dmem, key=lambda r: r["datasets"])
+        growth = large["peak_rss_mb"] / small["peak_rss_mb"] if small["peak_rss_mb"] else float("inf")
+        out.append(
+            {
+                "target": f"memory: discover's peak RSS at {large['datasets']:,} datasets <= {MEMORY_GROWTH} x its "
+                f"peak at {small['datasets']:,}",
+                "rows": 2,
+                "worst": f"{large['peak_rss_mb']:.0f} MB / {small['peak_rss_mb']:.0f} MB = {growth:.2f}",
+                "held": growth <= MEMORY_GROWTH and all(r["rows_ok"] for r in dmem),
+            }
+        )
     return out
 
 
@@ -244,6 +257,12 @@ def performance_markdown(scale: dict[str, Any] | None, percall: dict[str, Any] |
                 "run only; rss_mb is that process's peak):\n"
             )
             parts.append(md_table(scale["memory_rows"], ROW_COLUMNS))
+        if scale.get("discovery_memory_rows"):
+            parts.append(
+                "\nThe discovery memory pair: `discover` with `llm_zero_shot` over small user tables (latency 0), "
+                "each size in a fresh process of its own (peak_rss_mb is that process's peak):\n"
+            )
+            parts.append(md_table(scale["discovery_memory_rows"]))
         parts.append(
             "\n### Targets\n\n"
             + md_table(

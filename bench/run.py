@@ -104,6 +104,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "none: skip it)",
     )
     p.add_argument(
+        "--scale-memory-datasets",
+        type=int,
+        nargs="*",
+        default=[100, 1000],
+        help="--only scale: numbers of datasets of the discovery memory pair, each in a fresh process (default "
+        "100 1000; none: skip it)",
+    )
+    p.add_argument(
         "--scale-memory-latency-ms",
         type=float,
         default=200.0,
@@ -289,6 +297,7 @@ def main(argv: list[str] | None = None) -> int:
             dask_workers=args.dask_workers,
             memory_traces=args.scale_memory_traces,
             memory_latency_s=args.scale_memory_latency_ms / 1000,
+            memory_datasets=args.scale_memory_datasets,
             on_row=save_scale,
         )
         timings["scale"] = round(time.perf_counter() - t0, 1)

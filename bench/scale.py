@@ -58,6 +58,8 @@ __all__ = ["scale_row", "run_scale", "scale_markdown", "DEFAULT_PLAN", "DEFAULT_
 DEFAULT_PLAN = (("all_at_once", 2000), ("dcfa", 500))
 #: corpus sizes of the memory pair (issue 22 item 3)
 DEFAULT_MEMORY_TRACES = (5000, 50000)
+#: numbers of datasets of the discovery half's memory pair (issue 29 item 6)
+DEFAULT_MEMORY_DATASETS = (100, 1000)
 
 COLUMNS = [
     "runner",
@@ -380,6 +382,7 @@ def run_scale(
     dask_workers: int = 2,
     memory_traces: Sequence[int] = DEFAULT_MEMORY_TRACES,
     memory_latency_s: float = 0.2,
+    memory_datasets: Sequence[int] = DEFAULT_MEMORY_DATASETS,
     work: Path | None = None,
     log=print,
     on_row=None,
@@ -396,12 +399,16 @@ def run_scale(
     dask_workers : local Dask worker processes of the ``dask`` row
     memory_traces : corpus sizes of the memory pair (all_at_once, highest concurrency); empty: none
     memory_latency_s : the memory pair's latency per request, seconds
+    memory_datasets : numbers of datasets of the discovery half's memory pair (``discover`` with
+        ``llm_zero_shot`` over small user tables, each size in a fresh process: :func:`bench.engine_memory.discovery_row`);
+        empty: none
     work : scratch folder (default: a new temporary folder)
     on_row : callable or None, called with the payload so far after each row (partial results on disk)
 
     Returns
     -------
-    dict with ``rows`` and ``memory_rows`` (see :data:`COLUMNS`), ``prefect_api_start_s`` and the plan
+    dict with ``rows`` and ``memory_rows`` (see :data:`COLUMNS`), ``discovery_memory_rows``, ``memory_ratios``
+    (each half's largest peak over its smallest; target <= 1.2), ``prefect_api_start_s`` and the plan
     """
     from bench.throughput import _prefect_warmup
 
@@ -424,6 +431,9 @@ def run_scale(
         "dask_workers": dask_workers,
         "memory_traces": list(memory_traces),
         "memory_latency_s": memory_latency_s,
+        "memory_datasets": list(memory_datasets),
+        "discovery_memory_rows": [],
+        "memory_ratios": {},
     }
 
     def done(row: dict[str, Any], into: str) -> None:
@@ -462,6 +472,20 @@ def run_scale(
             for n in memory_traces:
                 label = f"memory-n{n}-{time.time_ns()}"
                 done(memory_row(corpora[n][0], corpora[n][1], max(concurrencies), server, work, label), "memory_rows")
+        peaks = [r["rss_mb"] for r in payload["memory_rows"]]
+        payload["memory_ratios"]["attribute"] = round(peaks[-1] / peaks[0], 3)
+    if memory_datasets:
+        from bench.engine_memory import discovery_row
+
+        with ServerProcess(latency_s=0.0) as server:
+            for n in memory_datasets:
+                row = discovery_row(n, server, max(concurrencies), work)
+                payload["discovery_memory_rows"].append(row)
+                if on_row is not None:
+                    on_row({**payload, "partial": True})
+                log(f"  discover memory: {n} datasets, peak {row['peak_rss_mb']} MB, rows ok {row['rows_ok']}")
+        peaks = [r["peak_rss_mb"] for r in payload["discovery_memory_rows"]]
+        payload["memory_ratios"]["discover"] = round(peaks[-1] / peaks[0], 3)
     return payload
 
 
@@ -478,6 +502,19 @@ def scale_markdown(payload: dict[str, Any], machine: dict[str, Any]) -> str:
         + (
             "\nMemory pair (each in a fresh process):\n\n" + md_table(payload["memory_rows"], COLUMNS)
             if payload.get("memory_rows")
+            else ""
+        )
+        + (
+            "\nDiscovery memory pair (`discover`, `llm_zero_shot` over small user tables, latency 0, each in a fresh "
+            "process; peak resident memory of the flow's process):\n\n" + md_table(payload["discovery_memory_rows"])
+            if payload.get("discovery_memory_rows")
+            else ""
+        )
+        + (
+            "\nLargest peak over smallest (target <= 1.2): "
+            + ", ".join(f"{half} {ratio}" for half, ratio in payload["memory_ratios"].items())
+            + "\n"
+            if payload.get("memory_ratios")
             else ""
         )
     )

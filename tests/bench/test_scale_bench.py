@@ -20,6 +20,7 @@ def test_scale_bench_rows_on_a_tiny_corpus(tmp_path):
         chunk_sizes=[None, 4],
         runners=("thread",),
         memory_traces=(),
+        memory_datasets=(),
         work=tmp_path,
         log=lambda *a: None,
     )
@@ -56,6 +57,7 @@ def test_scale_bench_dask_row_runs_chunks_on_two_workers_started_before_timing(t
         runners=("dask",),
         dask_workers=2,
         memory_traces=(),
+        memory_datasets=(),
         work=tmp_path,
         log=lambda *a: None,
     )
@@ -77,10 +79,15 @@ def test_memory_pair_runs_each_size_in_a_fresh_process(tmp_path):
         runners=("thread",),
         memory_traces=(6, 12),
         memory_latency_s=0.01,
+        memory_datasets=(2, 4),
         work=tmp_path,
         log=lambda *a: None,
     )
     assert res["rows"] == []
+    d_small, d_large = res["discovery_memory_rows"]
+    assert (d_small["datasets"], d_large["datasets"]) == (2, 4) and d_small["rows_ok"] and d_large["rows_ok"]
+    assert set(res["memory_ratios"]) == {"attribute", "discover"}
+    assert res["memory_ratios"]["discover"] == round(d_large["peak_rss_mb"] / d_small["peak_rss_mb"], 3)
     small, large = res["memory_rows"]
     assert (small["traces"], large["traces"]) == (6, 12)
     for r in (small, large):
@@ -89,6 +96,7 @@ def test_memory_pair_runs_each_size_in_a_fresh_process(tmp_path):
         assert r["rss_mb"] > 50 and r["cpu_ms_per_request"] > 0 and r["rerun_s"] is None
     memory = [t for t in scale_targets(res) if t["target"].startswith("memory")]
     assert memory[0]["held"] is not None and "12 traces" in memory[0]["target"]
+    assert memory[1]["held"] is not None and "4 datasets" in memory[1]["target"]
     json.dumps(res)  # the payload is JSON (scale.json)
 
 
