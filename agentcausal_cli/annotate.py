@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from agentcausal.exceptions import ConfigError
+from agentcausal_cli.method_sets import add_method_argument
 
 __all__ = ["register", "cmd_annotate"]
 
@@ -50,14 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="the Phoenix server holding the spans, e.g. http://127.0.0.1:6006 (API key: PHOENIX_API_KEY)",
     )
     p.add_argument("--otlp", default=None, metavar="FILE", help="OTLP JSON logs file to write (one LogsData document)")
-    p.add_argument(
-        "--method",
-        "-m",
-        action="append",
-        dest="methods",
-        metavar="NAME",
-        help="only this method's results (repeatable; default all)",
-    )
+    add_method_argument(p, "only this method's results (repeatable; default all)")
     p.set_defaults(func=cmd_annotate)
 
 

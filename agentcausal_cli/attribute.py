@@ -42,12 +42,12 @@ from agentcausal_cli.import_traces import (
     uses_importer,
 )
 from agentcausal_cli.input_options import add_input_arguments, apply_input_arguments
-from agentcausal_cli.method_sets import parse_bool_sets, parse_sets
+from agentcausal_cli.method_sets import add_method_argument, parse_bool_sets, parse_sets
 from agentcausal_cli.run_folder_options import (
     add_run_folder_arguments,
     apply_run_folder_arguments,
     claim_run_folder,
-    run_name_meta,
+    run_options,
     starting_prefect,
 )
 from agentcausal_cli.run_output import print_attribution_run, print_discovery_report
@@ -66,7 +66,6 @@ from agentcausal_cli.spend_options import (
     print_estimate,
     refuse_unpriced_cap,
     run_check,
-    spent_before,
 )
 
 if TYPE_CHECKING:
@@ -85,13 +84,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Trace *.jsonl) as a cached Prefect flow; write results.parquet and report.md to a run folder.",
     )
     p.add_argument("paths", nargs="*", metavar="PATH", help="trace folder(s) or file(s) (or --from-phoenix URL)")
-    p.add_argument(
-        "--method",
-        "-m",
-        action="append",
-        dest="methods",
-        metavar="NAME",
-        help="method to run (repeatable): all_at_once, step_by_step, binary_search, a2p, echo, dcfa, "
+    add_method_argument(
+        p,
+        "method to run (repeatable): all_at_once, step_by_step, binary_search, a2p, echo, dcfa, "
         "dcfa_gca_only (default: all_at_once)",
     )
     p.add_argument(
@@ -317,21 +312,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     from flows.runners import runner_choice_from_args  # (the same)
 
     quiet_task_failures(getattr(args, "verbose", False))  # Prefect's handlers exist now
-    from agentcausal.runs.options import RunOptions  # (the same)
-
-    options = RunOptions(
-        out_dir=str(run_dir),
-        chunk_size=args.chunk_size,
-        max_cost=args.max_cost,
-        max_tokens=args.max_tokens,
-        spent_before_usd=spent_before(args),
-        progress=not args.no_progress and sys.stderr.isatty(),
-        meta={
-            **({"model": model_facts} if model_facts else {}),
-            **run_name_meta(args),
-            "corpus": [str(Path(p).resolve()) for p in paths],
-        },
-    )
+    options = run_options(args, run_dir, model_facts, corpus=[str(Path(p).resolve()) for p in paths])
     run_attribute(str(plan_file), options, settings=settings, runner=runner_choice_from_args(args))
     return print_attribution_run(str(run_dir))
 

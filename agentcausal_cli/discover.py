@@ -31,12 +31,12 @@ from agentcausal.settings import preset_values, routing_preset
 from agentcausal_cli import quiet_task_failures
 from agentcausal_cli.dataset_checks import check_datasets, expand_datasets
 from agentcausal_cli.input_options import add_input_arguments, apply_input_arguments
-from agentcausal_cli.method_sets import discover_sets
+from agentcausal_cli.method_sets import add_method_argument, discover_sets
 from agentcausal_cli.run_folder_options import (
     add_run_folder_arguments,
     apply_run_folder_arguments,
     claim_run_folder,
-    run_name_meta,
+    run_options,
     starting_prefect,
 )
 from agentcausal_cli.run_output import print_discovery_report, print_discovery_run
@@ -55,7 +55,6 @@ from agentcausal_cli.spend_options import (
     print_estimate,
     refuse_unpriced_cap,
     run_check,
-    spent_before,
 )
 
 __all__ = ["register", "cmd_discover", "build_config"]
@@ -82,13 +81,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         '[[cause, effect], ...] (optional; no true graph -> no SHD/F1), "data_type", "missing_values"} '
         "-- see docs/inputs.md; repeatable",
     )
-    p.add_argument(
-        "--method",
-        "-m",
-        action="append",
-        dest="methods",
-        metavar="NAME",
-        help="mac, mac_single, dcm_only, mdm_only, llm_zero_shot, react, llm_scd, ils_csl, pc, fci, ges, "
+    add_method_argument(
+        p,
+        "mac, mac_single, dcm_only, mdm_only, llm_zero_shot, react, llm_scd, ils_csl, pc, fci, ges, "
         "exact_search, "
         "direct_lingam, or 'statistical' (the five); repeatable (default: mac)",
     )
@@ -292,7 +287,6 @@ def cmd_discover(args: argparse.Namespace) -> int:
     from agentcausal.discovery.variants import expand_rounds, resolve_methods, with_anonymise
     from agentcausal.llm.preview import render_previews
     from agentcausal.registry import DISCOVERY_METHODS
-    from agentcausal.runs.options import RunOptions
     from agentcausal.runs.plan import write_plan
     from agentcausal_cli.cache import open_stores
     from agentcausal_cli.endpoints import check_endpoints
@@ -373,19 +367,7 @@ def cmd_discover(args: argparse.Namespace) -> int:
         for ds in loaded.values()
         if ds.extra.get("rows_dropped_missing")
     }  # rows left out for missing values
-    options = RunOptions(
-        out_dir=run_dir,
-        chunk_size=args.chunk_size,
-        max_cost=args.max_cost,
-        max_tokens=args.max_tokens,
-        spent_before_usd=spent_before(args),
-        progress=not args.no_progress and sys.stderr.isatty(),
-        meta={
-            **({"missing_values": dropped} if dropped else {}),
-            **({"model": model_facts} if model_facts else {}),
-            **run_name_meta(args),
-        },
-    )
+    options = run_options(args, run_dir, model_facts, **({"missing_values": dropped} if dropped else {}))
     run_discover(
         str(plan_file),
         options,

@@ -1,5 +1,6 @@
 """``--set METHOD.FIELD=VALUE`` of ``agentcausal attribute`` and ``agentcausal discover``: method settings
-read from the command line, boolean ones parsed strictly (:func:`agentcausal.settings.parse_bool`).
+read from the command line, boolean ones parsed strictly (:func:`agentcausal.settings.parse_bool`); and
+``--method``/``-m NAME`` of every verb that takes method names (:func:`add_method_argument`).
 
 ::
 
@@ -9,6 +10,7 @@ read from the command line, boolean ones parsed strictly (:func:`agentcausal.set
 
 from __future__ import annotations
 
+import argparse
 import json
 import typing
 from typing import Any
@@ -16,7 +18,20 @@ from typing import Any
 from agentcausal.exceptions import AgentCausalError, ConfigError
 from agentcausal.settings import parse_bool
 
-__all__ = ["parse_sets", "parse_bool_sets", "discover_sets"]
+__all__ = ["add_method_argument", "parse_sets", "parse_bool_sets", "discover_sets"]
+
+
+def add_method_argument(p: argparse.ArgumentParser, what: str) -> None:
+    """Add ``--method``/``-m NAME`` (repeatable, into ``args.methods``; None when not given) with help ``what``.
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser()
+    >>> add_method_argument(p, "method to run (repeatable)")
+    >>> p.parse_args(["-m", "dcfa", "--method", "a2p"]).methods, p.parse_args([]).methods
+    (['dcfa', 'a2p'], None)
+    """
+    p.add_argument("--method", "-m", action="append", dest="methods", metavar="NAME", help=what)
 
 
 def parse_sets(items: list[str]) -> dict[str, dict[str, Any]]:

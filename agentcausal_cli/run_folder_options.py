@@ -24,13 +24,17 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentcausal.exceptions import ConfigError, RunFolderExistsError
 from agentcausal.runs.heartbeat import HEARTBEAT_ENV, heartbeat_interval
 from agentcausal.runs.lock import LOCK_FILE, run_folder_lock
 from agentcausal.settings import DEFAULT_BREAKER_AFTER, RunSettings
 from agentcausal_cli.exit_codes import ENDPOINT_DOWN, FAILED_ROWS, OK, epilog
+from agentcausal_cli.spend_options import spent_before
+
+if TYPE_CHECKING:
+    from agentcausal.runs.options import RunOptions
 
 __all__ = [
     "RUN_FILES",
@@ -39,7 +43,7 @@ __all__ = [
     "claim_run_folder",
     "add_resume_arguments",
     "holds_run",
-    "run_name_meta",
+    "run_options",
     "starting_prefect",
     "failed_rows_exit",
 ]
@@ -195,10 +199,26 @@ def _remove_if_only_lock(d: Path) -> None:
             d.rmdir()
 
 
-def run_name_meta(args: argparse.Namespace) -> dict[str, Any]:
-    """``{"name": NAME}`` for ``run.json`` (and the flow-run name) when ``--name`` was given, else empty."""
+def run_options(
+    args: argparse.Namespace, run_dir: str | Path, model_facts: dict[str, object], **meta: Any
+) -> RunOptions:
+    """The :class:`~agentcausal.runs.options.RunOptions` of a pipeline verb (``attribute``, ``discover``) in
+    ``run_dir``: ``--chunk-size``, ``--max-cost``, ``--max-tokens``, what a ``--resume`` folder spent before
+    (:func:`~agentcausal_cli.spend_options.spent_before`), a progress bar on a terminal unless ``--no-progress``,
+    and ``run.json``'s extra fields: ``meta``, ``model`` (the ``--base-url``/``--route`` facts, when any) and
+    ``name`` (``--name``, which also names the Prefect flow run)."""
+    from agentcausal.runs.options import RunOptions  # start-up cost: pydantic, paid when a run starts
+
     name = getattr(args, "run_name", None)
-    return {"name": name.strip()} if name else {}
+    return RunOptions(
+        out_dir=str(run_dir),
+        chunk_size=args.chunk_size,
+        max_cost=args.max_cost,
+        max_tokens=args.max_tokens,
+        spent_before_usd=spent_before(args),
+        progress=not args.no_progress and sys.stderr.isatty(),
+        meta={**meta, **({"model": model_facts} if model_facts else {}), **({"name": name.strip()} if name else {})},
+    )
 
 
 def starting_prefect() -> None:

@@ -17,6 +17,7 @@ import argparse
 
 from agentcausal.exceptions import ConfigError
 from agentcausal.runs.folder import load_run_meta, run_kind
+from agentcausal_cli.method_sets import add_method_argument
 
 __all__ = ["register", "cmd_show"]
 
@@ -34,14 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "trace", metavar="TRACE", nargs="?", default=None, help="trace id, or a part of one naming a single trace"
     )
-    p.add_argument(
-        "--method",
-        "-m",
-        action="append",
-        dest="methods",
-        metavar="NAME",
-        help="only this method's results (repeatable; default all)",
-    )
+    add_method_argument(p, "only this method's results (repeatable; default all)")
     p.add_argument("--full", action="store_true", help="every step's whole content (default: one line per step)")
     p.add_argument("--width", type=int, default=None, help="line width (default: the terminal's)")
     p.set_defaults(func=cmd_show)

@@ -56,17 +56,18 @@ from typing import Any
 from pydantic import BaseModel, Field, create_model
 
 from agentcausal.attribution.baseline_prompts import (
+    Prompt,
     agent_names,
     baseline_messages,
+    bounded_step,
     decisive_verdict,
     enum_choice,
-    reply_text,
     task_block,
+    text_fields,
 )
-from agentcausal.attribution.baseline_settings import BASELINE_STAGE, BaselineSettings, baseline_tokens, trace_budget
+from agentcausal.attribution.baseline_settings import BaselineSettings, ask_baseline, baseline_spec, trace_budget
 from agentcausal.attribution.candidates import single_answer
-from agentcausal.attribution.evidence import ask_evidence, evidence_fields, with_evidence
-from agentcausal.attribution.spec import AttributionSpec
+from agentcausal.attribution.evidence import evidence_fields
 from agentcausal.llm import LLMCall
 from agentcausal.traces.model import Attribution, CorrectedAction, Trace
 from agentcausal.traces.render import render_steps_info
@@ -174,19 +175,13 @@ def reply_model(agents: tuple[str, ...], n_steps: int, forced: bool, field_chars
     Reasoning fields carry ``maxLength = field_chars`` (none when None).
     """
     agent_t = enum_choice(agents)
+    text = text_fields(A2PReply, field_chars, "abduction", "action", "prediction", "reason")
     # field definitions as dict[str, Any]: a **dict of tuples does not match create_model's typed keywords
-    text: dict[str, Any] = {
-        name: (reply_text(field_chars), Field(description=A2PReply.model_fields[name].description))
-        for name in ("abduction", "action", "prediction", "reason")
-    }
     who: dict[str, Any]
     if forced:
         who = {
             "agent": (agent_t, Field(description="Name of the agent who made the decisive error, as shown.")),
-            "step": (
-                int,
-                Field(ge=0, le=max(n_steps - 1, 0), description="Step number where the decisive error first occurred."),
-            ),
+            "step": bounded_step(n_steps, "Step number where the decisive error first occurred."),
         }
     else:
         who = {
@@ -199,9 +194,7 @@ def reply_model(agents: tuple[str, ...], n_steps: int, forced: bool, field_chars
     return create_model("A2PReply", __base__=A2PReply, **text, **who)
 
 
-def build_messages(
-    trace: Trace, settings: A2PSettings, budget: int | None
-) -> tuple[list[dict[str, str]], tuple[int, ...]]:
+def build_messages(trace: Trace, settings: A2PSettings, budget: int | None) -> Prompt:
     """The chat messages for one trace and the 0-based steps the budget shortened.
 
     Parameters
@@ -212,7 +205,7 @@ def build_messages(
 
     Returns
     -------
-    (messages, shortened)
+    Prompt(messages, shortened)
     """
     rendered = render_steps_info(trace.steps, budget)
     template = PAPER_TEMPLATE if settings.prompts == "paper" else TEMPLATE
@@ -225,12 +218,13 @@ def build_messages(
         h_max=max(settings.horizon_min, settings.horizon_max),
         outcome=outcome,
     )
-    return baseline_messages(
+    instruction = (
         "Abduct the root cause, define the corrective action, predict its outcome, then name "
-        "the agent and the step of the decisive error.",
-        user,
-        PAPER_ROLE if settings.prompts == "paper" else None,
-    ), rendered.shortened
+        "the agent and the step of the decisive error."
+    )
+    return Prompt(
+        baseline_messages(instruction, user, PAPER_ROLE if settings.prompts == "paper" else None), rendered.shortened
+    )
 
 
 def run(trace: Trace, call: LLMCall, settings: A2PSettings) -> Attribution:
@@ -257,9 +251,7 @@ def run(trace: Trace, call: LLMCall, settings: A2PSettings) -> Attribution:
     messages, shortened = build_messages(trace, settings, trace_budget(call, settings))
     forced = settings.prompts == "paper"
     model = reply_model(agent_names(trace), len(trace), forced, settings.field_chars)
-    if settings.quote_evidence:  # one more reply field (off in every preset)
-        messages, model = ask_evidence(messages), with_evidence(model)
-    reply = call.structured(BASELINE_STAGE, messages, model, max_tokens=baseline_tokens(call, settings))
+    reply = ask_baseline(call, settings, messages, model)  # with quote_evidence, one more reply field
     version = PROMPT_VERSIONS[settings.prompts]
     details: dict[str, object] = {
         "abduction": reply.abduction,
@@ -295,11 +287,4 @@ def run(trace: Trace, call: LLMCall, settings: A2PSettings) -> Attribution:
     )
 
 
-SPEC = AttributionSpec(
-    name=NAME,
-    run=run,
-    settings_model=A2PSettings,
-    prompt_version=PROMPT_VERSION,
-    stages=(BASELINE_STAGE,),
-    presets=PRESETS,
-)
+SPEC = baseline_spec(NAME, run, A2PSettings, PRESETS, PROMPT_VERSION)

@@ -68,24 +68,26 @@ from typing import Any, NamedTuple, cast
 from pydantic import BaseModel, Field, ValidationError, ValidationInfo, create_model, field_validator
 
 from agentcausal.attribution.baseline_prompts import (
+    Prompt,
     agent_names,
     baseline_messages,
+    bounded_step,
     decisive_verdict,
     enum_choice,
     reply_text,
     task_block,
+    text_fields,
 )
 from agentcausal.attribution.baseline_settings import (
     BASELINE_PRESETS,
-    BASELINE_STAGE,
     DCFA_PAPER_PRESET,
     WhoWhenSettings,
     ask_baseline,
+    baseline_spec,
     trace_budget,
 )
 from agentcausal.attribution.candidates import single_answer
-from agentcausal.attribution.evidence import ask_evidence, evidence_fields, with_evidence
-from agentcausal.attribution.spec import AttributionSpec
+from agentcausal.attribution.evidence import evidence_fields
 from agentcausal.llm import LLMCall
 from agentcausal.traces.model import Attribution, Trace, normalise_agent
 from agentcausal.traces.render import render_conversation, render_steps_info
@@ -189,10 +191,6 @@ def reply_model(
     return _forced_model(n_steps, reason_chars) if forced else _choice_model(agents, reason_chars)
 
 
-def _reason_field(reason_chars: int | None) -> Any:
-    return (reply_text(reason_chars), Field(description=AllAtOnceReply.model_fields["reason"].description))
-
-
 @functools.lru_cache(maxsize=256)
 def _forced_model(n_steps: int, reason_chars: int | None) -> type[AllAtOnceReply]:
     # not a subclass (the original's field order) but the same fields, agent and step required
@@ -208,14 +206,7 @@ def _forced_model(n_steps: int, reason_chars: int | None) -> type[AllAtOnceReply
                     "wrong solution, as the conversation shows it."
                 ),
             ),
-            step=(
-                int,
-                Field(
-                    ge=0,
-                    le=max(n_steps - 1, 0),
-                    description="Step number of that agent's first mistake, counted from 0.",
-                ),
-            ),
+            step=bounded_step(n_steps, "Step number of that agent's first mistake, counted from 0."),
             reason=(reply_text(reason_chars), Field(description="The reason for your prediction.")),
         ),
     )
@@ -227,7 +218,7 @@ def _choice_model(agents: tuple[str, ...], reason_chars: int | None) -> type[All
     return create_model(
         "AllAtOnceReply",
         __base__=AllAtOnceReply,
-        reason=_reason_field(reason_chars),
+        **text_fields(AllAtOnceReply, reason_chars, "reason"),
         agent=(
             agent_t | None,
             Field(description="Name of the agent who made the decisive error, as shown; null if undetermined."),
@@ -288,7 +279,9 @@ class _AnyAgentReply(AllAtOnceReply):
 
 @functools.lru_cache(maxsize=64)
 def _any_agent_model(reason_chars: int | None) -> type[AllAtOnceReply]:
-    model = create_model("AllAtOnceReply", __base__=_AnyAgentReply, reason=_reason_field(reason_chars))
+    model = create_model(
+        "AllAtOnceReply", __base__=_AnyAgentReply, **text_fields(AllAtOnceReply, reason_chars, "reason")
+    )
     model._reason_chars = reason_chars  # type: ignore[attr-defined]  # read by model_validate_json's fallback
     return model
 
@@ -321,13 +314,6 @@ def reply_shape(agents: tuple[str, ...], n_steps: int, forced: bool, reason_char
     return ReplyShape(
         _any_agent_model(reason_chars), _with_agents(_choice_template(reason_chars), list(agents)), {"agents": agents}
     )
-
-
-class Prompt(NamedTuple):
-    """Chat messages and the 0-based steps the budget shortened."""
-
-    messages: list[dict[str, str]]
-    shortened: tuple[int, ...]
 
 
 def build_messages(trace: Trace, settings: AllAtOnceSettings, budget: int | None) -> Prompt:
@@ -434,9 +420,8 @@ def run(trace: Trace, call: LLMCall, settings: AllAtOnceSettings) -> Attribution
     messages, shortened = build_messages(trace, settings, trace_budget(call, settings))
     agents, forced = agent_names(trace), settings.prompts == "paper"
     model, schema, context = reply_shape(agents, len(trace), forced, settings.reason_chars)
-    if settings.quote_evidence:  # one more reply field (off in every preset): the trace's own model
-        messages, schema, context = ask_evidence(messages), None, None
-        model = with_evidence(reply_model(agents, len(trace), forced, settings.reason_chars))
+    if settings.quote_evidence:  # one more reply field (off in every preset), added to the trace's own model
+        model, schema, context = reply_model(agents, len(trace), forced, settings.reason_chars), None, None
     reply = ask_baseline(call, settings, messages, model, schema=schema, context=context)
     details: dict[str, object] = {"shortened": list(shortened), "prompt_version": PROMPT_VERSIONS[settings.prompts]}
     if settings.prompts == "paper":
@@ -458,11 +443,4 @@ def run(trace: Trace, call: LLMCall, settings: AllAtOnceSettings) -> Attribution
     )
 
 
-SPEC = AttributionSpec(
-    name=NAME,
-    run=run,
-    settings_model=AllAtOnceSettings,
-    prompt_version=PROMPT_VERSION,
-    stages=(BASELINE_STAGE,),
-    presets=PRESETS,
-)
+SPEC = baseline_spec(NAME, run, AllAtOnceSettings, PRESETS, PROMPT_VERSION)

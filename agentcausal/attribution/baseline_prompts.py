@@ -1,9 +1,12 @@
 """Prompt pieces and reply checks shared by the Who&When baselines and the baselines built like them.
 
 * :func:`system_prompt`, :func:`baseline_messages`, :func:`task_block`: the short instructions and the
-  delimited question (and, with ground truth, the correct answer).
-* :func:`reply_text`, :func:`enum_choice`, :func:`agent_names`: the types of a reply's fields.
-* :func:`decisive_verdict`: the decisive error a reply names, checked against the trace.
+  delimited question (and, with ground truth, the correct answer); :class:`Prompt` the messages of a
+  full-trace call and the steps the budget shortened.
+* :func:`reply_text`, :func:`enum_choice`, :func:`agent_names`, :func:`bounded_step`: the types of a reply's
+  fields; :func:`text_fields` and :func:`capped_reply` a reply model's text fields capped.
+* :func:`decisive_verdict`: the decisive error a reply names, checked against the trace;
+  :func:`undetermined` the record of a run that names none.
 
 References
 ----------
@@ -14,23 +17,31 @@ Multi-Agent Systems." ICML 2025. arXiv:2505.00212, section 4.
 from __future__ import annotations
 
 import functools
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple, TypeVar
 
-from pydantic import WithJsonSchema
+from pydantic import BaseModel, Field, WithJsonSchema, create_model
 
 from agentcausal.llm.replies import ShortText
-from agentcausal.traces.model import Trace
+from agentcausal.traces.model import Attribution, Trace
 from agentcausal.traces.render import DATA_NOTICE, delimit
 
 __all__ = [
     "agent_names",
+    "bounded_step",
+    "capped_reply",
     "enum_choice",
     "reply_text",
+    "text_fields",
+    "Prompt",
     "system_prompt",
     "baseline_messages",
     "decisive_verdict",
     "task_block",
+    "undetermined",
 ]
+
+#: a reply model
+M = TypeVar("M", bound=BaseModel)
 
 _ROLE = (
     "You find the decisive error in a failed multi-agent run: the step whose mistake, "
@@ -58,6 +69,40 @@ def reply_text(max_chars: int | None) -> Any:
     False
     """
     return str if max_chars is None else ShortText(max_chars)
+
+
+def text_fields(model: type[BaseModel], max_chars: int | None, *names: str) -> dict[str, Any]:
+    """``create_model`` definitions of ``model``'s text fields ``names``: typed :func:`reply_text` of ``max_chars``,
+    each with the description ``model`` gives it.
+
+    Examples
+    --------
+    >>> from pydantic import BaseModel, Field
+    >>> class R(BaseModel):
+    ...     reason: str = Field(description="Why.")
+    >>> create_model("R", __base__=R, **text_fields(R, 5, "reason"))(reason="abcdefgh").reason
+    'abcde'
+    """
+    return {n: (reply_text(max_chars), Field(description=model.model_fields[n].description)) for n in names}
+
+
+def capped_reply(model: type[M], max_chars: int | None, *names: str) -> type[M]:
+    """``model`` with its text fields ``names`` capped at ``max_chars`` characters (:func:`text_fields`; None: no
+    cap), its name and docstring kept (the schema's title and description are ``model``'s)."""
+    return create_model(model.__name__, __base__=model, __doc__=model.__doc__, **text_fields(model, max_chars, *names))
+
+
+def bounded_step(n_steps: int, description: str) -> Any:
+    """A required reply field (``create_model`` definition) of a step number in ``0..n_steps-1`` (schema
+    ``minimum``/``maximum``): a forced choice (``paper`` presets), an out-of-range step goes through the
+    gateway's repair loop.
+
+    Examples
+    --------
+    >>> create_model("R", step=bounded_step(3, "Step."))(step=2).step
+    2
+    """
+    return (int, Field(ge=0, le=max(n_steps - 1, 0), description=description))
 
 
 def agent_names(trace: Trace) -> tuple[str, ...]:
@@ -113,6 +158,21 @@ def decisive_verdict(
     if step is not None and agent is None:
         agent = trace.steps[step].agent
     return step, agent
+
+
+class Prompt(NamedTuple):
+    """Chat messages and the 0-based steps the budget shortened."""
+
+    messages: list[dict[str, str]]
+    shortened: tuple[int, ...]
+
+
+def undetermined(trace: Trace, method: str, version: str, reason: str, details: dict[str, Any]) -> Attribution:
+    """The Attribution of a run that names no decisive error: ``step``, ``agent`` and ``candidates`` None,
+    ``reason`` saying why (``prompt_version`` ``version``, ``details`` as the method records them)."""
+    return Attribution(
+        trace_id=trace.id, method=method, step=None, agent=None, reason=reason, prompt_version=version, details=details
+    )
 
 
 def baseline_messages(instruction: str, user: str, role: str | None = None) -> list[dict[str, str]]:

@@ -7,7 +7,8 @@ and the baselines built like them (A2P, ECHO).
   ``empty_attempts`` (DCFA's copy of the baselines sends temperature 0 and re-sends a call whose answer
   is empty, up to three times: ``Automated_FA/Lib/utils.py`` of
   github.com/wzhSteve/Dual-view-Causal-driven-Failure-Attribution, ``_make_api_call``);
-  :func:`ask_baseline` one structured call under them.
+  :func:`ask_baseline` one structured call under them (and, with ``quote_evidence``, the evidence request).
+* :func:`baseline_spec`: the spec of a baseline-family method (its one stage, ``baseline``).
 * :func:`baseline_tokens`: the completion cap of one call (a set ``max_tokens`` is sent as it is, under
   the dialect's own cap field: :class:`~agentcausal.llm.dialect.FixedCap`); :func:`trace_budget`:
   characters of trace text one prompt may hold for a stage's context window.
@@ -20,17 +21,19 @@ Multi-Agent Systems." ICML 2025. arXiv:2505.00212, section 4.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentcausal.attribution.evidence import EVIDENCE_TOKENS
+from agentcausal.attribution.evidence import EVIDENCE_TOKENS, ask_evidence, with_evidence
+from agentcausal.attribution.spec import AttributionSpec
 from agentcausal.exceptions import StructuredOutputError
 from agentcausal.llm import LLMCall, Routing
 from agentcausal.llm.dialect import FixedCap, sent_cap
 from agentcausal.settings import completion_budget
+from agentcausal.traces.model import Attribution, Trace
 from agentcausal.traces.render import budget_chars
 
 __all__ = [
@@ -41,12 +44,15 @@ __all__ = [
     "DCFA_PAPER_PRESET",
     "ask_baseline",
     "baseline_caps",
+    "baseline_spec",
     "baseline_tokens",
     "evidence_allowance",
     "trace_budget",
 ]
 
 T = TypeVar("T", bound=BaseModel)
+#: a method's settings model
+S = TypeVar("S", bound=BaseModel)
 
 #: the routed stage name of every baseline call
 BASELINE_STAGE = "baseline"
@@ -137,20 +143,25 @@ def ask_baseline(
 ) -> T:
     """One structured baseline call at the settings' cap, temperature and empty-answer attempts.
 
+    With ``quote_evidence`` on (a setting beyond the papers, off in every preset) the call asks for evidence:
+    :func:`~agentcausal.attribution.evidence.ask_evidence` on the messages,
+    :func:`~agentcausal.attribution.evidence.with_evidence` on ``reply_model``.
+
     Parameters
     ----------
     call : LLMCall, the run's call context (its usage item and sample)
     settings : BaselineSettings (``temperature``, which replaces the call's when set, and ``empty_attempts`` read
-        when it is a :class:`WhoWhenSettings`)
+        when it is a :class:`WhoWhenSettings`; ``quote_evidence`` where the settings have it)
     messages : the chat messages
     reply_model : the pydantic reply model
     stage : str, the routed stage
     schema, context : the JSON schema to send instead of ``reply_model``'s own and the validation context
-        (:meth:`~agentcausal.llm.gateway.Gateway.structured`); None: the model's schema, no context
+        (:meth:`~agentcausal.llm.gateway.Gateway.structured`); None: the model's schema, no context (always
+        None with ``quote_evidence``: the evidence field is added to the model's own schema)
 
     Returns
     -------
-    An instance of ``reply_model``.
+    An instance of ``reply_model`` (of its subclass with ``evidence`` when asked).
 
     Raises
     ------
@@ -162,6 +173,8 @@ def ask_baseline(
     temperature = settings.temperature if isinstance(settings, WhoWhenSettings) else None
     attempts = settings.empty_attempts if isinstance(settings, WhoWhenSettings) else 1
     tokens = baseline_tokens(call, settings, stage)
+    if getattr(settings, "quote_evidence", False):
+        messages, reply_model = ask_evidence(messages), with_evidence(reply_model)
     if temperature is not None:
         call = replace(call, temperature=temperature)
     for attempt in range(attempts):
@@ -171,6 +184,25 @@ def ask_baseline(
             if exc.raw.strip() or attempt == attempts - 1:
                 raise
     raise AssertionError("unreachable")  # the loop returns or raises
+
+
+def baseline_spec(
+    name: str,
+    run: Callable[[Trace, LLMCall, S], Attribution],
+    settings_model: type[S],
+    presets: Mapping[str, Mapping[str, Any]],
+    prompt_version: str,
+) -> AttributionSpec[S]:
+    """The :class:`~agentcausal.attribution.spec.AttributionSpec` of a baseline-family method: every call it makes
+    is routed as :data:`BASELINE_STAGE`."""
+    return AttributionSpec(
+        name=name,
+        run=run,
+        settings_model=settings_model,
+        prompt_version=prompt_version,
+        stages=(BASELINE_STAGE,),
+        presets=presets,
+    )
 
 
 def trace_budget(gw: Routing, settings: BaselineSettings, stage: str = BASELINE_STAGE) -> int:

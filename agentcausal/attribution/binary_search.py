@@ -62,19 +62,18 @@ import hashlib
 import random
 from typing import Literal, NamedTuple
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field
 
-from agentcausal.attribution.baseline_prompts import baseline_messages, reply_text, task_block
+from agentcausal.attribution.baseline_prompts import baseline_messages, capped_reply, task_block, undetermined
 from agentcausal.attribution.baseline_settings import (
     BASELINE_PRESETS,
-    BASELINE_STAGE,
     DCFA_PAPER_PRESET,
     WhoWhenSettings,
     ask_baseline,
+    baseline_spec,
     trace_budget,
 )
 from agentcausal.attribution.candidates import single_answer
-from agentcausal.attribution.spec import AttributionSpec
 from agentcausal.exceptions import StructuredOutputError
 from agentcausal.llm import LLMCall
 from agentcausal.traces.model import Attribution, Trace
@@ -172,11 +171,7 @@ PRESETS = {
 def choice_model(forced: bool, reason_chars: int | None) -> type[HalfChoice] | type[PaperHalfChoice]:
     """The reply model of one halving: :class:`PaperHalfChoice` (``paper``) or :class:`HalfChoice`,
     with ``reason`` capped at ``reason_chars`` characters (none when None)."""
-    base: type[HalfChoice] | type[PaperHalfChoice] = PaperHalfChoice if forced else HalfChoice
-    reason = (reply_text(reason_chars), Field(description=base.model_fields["reason"].description))
-    if forced:
-        return create_model(PaperHalfChoice.__name__, __base__=PaperHalfChoice, __doc__=base.__doc__, reason=reason)
-    return create_model(HalfChoice.__name__, __base__=HalfChoice, __doc__=base.__doc__, reason=reason)
+    return capped_reply(PaperHalfChoice if forced else HalfChoice, reason_chars, "reason")
 
 
 def random_half(trace_id: str, lo: int, hi: int, seed: int) -> str:
@@ -313,15 +308,8 @@ def run(trace: Trace, call: LLMCall, settings: BinarySearchSettings) -> Attribut
             reason = reply.reason
             path.append({"segment": [lo, hi], "part": part, "reason": reason, "random": False})
         if part == "undetermined":
-            return Attribution(
-                trace_id=trace.id,
-                method=NAME,
-                step=None,
-                agent=None,
-                reason=f"undetermined in steps {lo}-{hi}: {reason}",
-                prompt_version=PROMPT_VERSIONS[settings.prompts],
-                details={"path": path},
-            )
+            why = f"undetermined in steps {lo}-{hi}: {reason}"
+            return undetermined(trace, NAME, PROMPT_VERSIONS[settings.prompts], why, {"path": path})
         s = split(lo, hi)
         lo, hi = s.first if part == "first" else s.second
     return Attribution(
@@ -336,11 +324,4 @@ def run(trace: Trace, call: LLMCall, settings: BinarySearchSettings) -> Attribut
     )
 
 
-SPEC = AttributionSpec(
-    name=NAME,
-    run=run,
-    settings_model=BinarySearchSettings,
-    prompt_version=PROMPT_VERSION,
-    stages=(BASELINE_STAGE,),
-    presets=PRESETS,
-)
+SPEC = baseline_spec(NAME, run, BinarySearchSettings, PRESETS, PROMPT_VERSION)

@@ -86,17 +86,18 @@ from pydantic import BaseModel, Field, create_model
 from agentcausal.attribution.baseline_prompts import (
     agent_names,
     baseline_messages,
+    bounded_step,
     enum_choice,
-    reply_text,
     task_block,
+    text_fields,
+    undetermined,
 )
-from agentcausal.attribution.baseline_settings import BASELINE_STAGE, baseline_tokens, trace_budget
+from agentcausal.attribution.baseline_settings import ask_baseline, baseline_spec, trace_budget
 from agentcausal.attribution.candidates import echo_candidates
 from agentcausal.attribution.echo_consensus import Vote, consensus
 from agentcausal.attribution.echo_context import global_view, hierarchical_view
 from agentcausal.attribution.echo_settings import ANALYSTS, PRESETS, AnalystName, EchoSettings
 from agentcausal.attribution.evidence import evidence_fields
-from agentcausal.attribution.spec import AttributionSpec
 from agentcausal.llm import LLMCall
 from agentcausal.traces.model import Attribution, Trace
 from agentcausal.traces.render import escape_data, render_steps_info
@@ -198,21 +199,14 @@ class EchoPanelReply(BaseModel):
 @functools.lru_cache(maxsize=256)
 def scan_model(n_steps: int, k: int, forced: bool, field_chars: int | None) -> type[EchoScan]:
     """The scan reply model: 1..k candidates; ``forced`` (``paper``) bounds steps to ``0..n_steps-1``."""
-    step_f = (
-        (int, Field(ge=0, le=max(n_steps - 1, 0), description="Step number."))
-        if forced
-        else (int, Field(description="Step number."))
-    )
+    step_f = bounded_step(n_steps, "Step number.") if forced else (int, Field(description="Step number."))
     cand = create_model(
-        "EchoCandidate",
-        __base__=EchoCandidate,
-        step=step_f,
-        reason=(reply_text(field_chars), Field(description=EchoCandidate.model_fields["reason"].description)),
+        "EchoCandidate", __base__=EchoCandidate, step=step_f, **text_fields(EchoCandidate, field_chars, "reason")
     )
     return create_model(
         "EchoScan",
         __base__=EchoScan,
-        overview=(reply_text(field_chars), Field(description=EchoScan.model_fields["overview"].description)),
+        **text_fields(EchoScan, field_chars, "overview"),
         candidates=(
             list[cand],
             Field(min_length=1 if forced else 0, max_length=k, description="Candidate steps, most likely first."),
@@ -237,8 +231,7 @@ def panel_model(
     vote = create_model(
         "EchoVote",
         __base__=EchoVote,
-        hypothesis=(reply_text(field_chars), Field(description=EchoVote.model_fields["hypothesis"].description)),
-        evidence=(reply_text(field_chars), Field(description=EchoVote.model_fields["evidence"].description)),
+        **text_fields(EchoVote, field_chars, "hypothesis", "evidence"),
         step=(
             step_t,
             Field(
@@ -334,13 +327,9 @@ def run(trace: Trace, call: LLMCall, settings: EchoSettings) -> Attribution:
     forced = settings.prompts == "paper"
     version = PROMPT_VERSIONS[settings.prompts]
     budget = trace_budget(call, settings)
-    tokens = baseline_tokens(call, settings)
     k = min(n, settings.max_candidates or n)
-    scan = call.structured(
-        BASELINE_STAGE,
-        scan_messages(trace, settings, budget, k),
-        scan_model(n, k, forced, settings.field_chars),
-        max_tokens=tokens,
+    scan = ask_baseline(
+        call, settings, scan_messages(trace, settings, budget, k), scan_model(n, k, forced, settings.field_chars)
     )
     cands: dict[int, str] = {}
     invalid: list[int] = []
@@ -363,21 +352,11 @@ def run(trace: Trace, call: LLMCall, settings: EchoSettings) -> Attribution:
     if len(listed) > len(candidates):
         details["candidates_over_budget"] = [s for s, _ in listed[len(candidates) :]]
     if not candidates:
-        return Attribution(
-            trace_id=trace.id,
-            method=NAME,
-            step=None,
-            agent=None,
-            reason="undetermined: the scan listed no valid candidate step",
-            prompt_version=version,
-            details=details,
-        )
+        return undetermined(trace, NAME, version, "undetermined: the scan listed no valid candidate step", details)
     model = panel_model(
         agent_names(trace), tuple(s for s, _ in candidates), tuple(settings.analysts), forced, settings.field_chars
     )
-    reply = call.structured(
-        BASELINE_STAGE, panel_messages(trace, settings, budget, scan.overview, candidates), model, max_tokens=tokens
-    )
+    reply = ask_baseline(call, settings, panel_messages(trace, settings, budget, scan.overview, candidates), model)
     votes = [
         Vote(a, getattr(reply, a).step, getattr(reply, a).agent, getattr(reply, a).confidence)
         for a in settings.analysts
@@ -439,11 +418,4 @@ def run(trace: Trace, call: LLMCall, settings: EchoSettings) -> Attribution:
     )
 
 
-SPEC = AttributionSpec(
-    name=NAME,
-    run=run,
-    settings_model=EchoSettings,
-    prompt_version=PROMPT_VERSION,
-    stages=(BASELINE_STAGE,),
-    presets=PRESETS,
-)
+SPEC = baseline_spec(NAME, run, EchoSettings, PRESETS, PROMPT_VERSION)

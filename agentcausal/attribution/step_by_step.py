@@ -75,20 +75,19 @@ from __future__ import annotations
 import functools
 from typing import Literal
 
-from pydantic import BaseModel, Field, create_model, model_validator
+from pydantic import BaseModel, Field, model_validator
 
-from agentcausal.attribution.baseline_prompts import baseline_messages, reply_text, task_block
+from agentcausal.attribution.baseline_prompts import baseline_messages, capped_reply, task_block, undetermined
 from agentcausal.attribution.baseline_settings import (
     BASELINE_PRESETS,
-    BASELINE_STAGE,
     DCFA_PAPER_PRESET,
     WhoWhenSettings,
     ask_baseline,
+    baseline_spec,
     trace_budget,
 )
 from agentcausal.attribution.candidates import single_answer
-from agentcausal.attribution.evidence import ask_evidence, evidence_fields, with_evidence
-from agentcausal.attribution.spec import AttributionSpec
+from agentcausal.attribution.evidence import evidence_fields
 from agentcausal.exceptions import StructuredOutputError
 from agentcausal.llm import LLMCall
 from agentcausal.traces.model import Attribution, Trace
@@ -232,15 +231,7 @@ def verdict_model(
     """The verdict model with ``reason`` capped at ``reason_chars`` characters (none when None):
     :class:`DcfaStepVerdict` (``dcfa``: yes/no, score, reason), :class:`StepErrorVerdict` (``paper``:
     ``error`` first, the prompt's criterion) or :class:`StepVerdict`."""
-    base: type[StepVerdict] | type[StepErrorVerdict] | type[DcfaStepVerdict] = (
-        DcfaStepVerdict if dcfa else StepErrorVerdict if paper else StepVerdict
-    )
-    reason = (reply_text(reason_chars), Field(description=base.model_fields["reason"].description))
-    if dcfa:
-        return create_model(DcfaStepVerdict.__name__, __base__=DcfaStepVerdict, __doc__=base.__doc__, reason=reason)
-    if paper:
-        return create_model(StepErrorVerdict.__name__, __base__=StepErrorVerdict, __doc__=base.__doc__, reason=reason)
-    return create_model(StepVerdict.__name__, __base__=StepVerdict, __doc__=base.__doc__, reason=reason)
+    return capped_reply(DcfaStepVerdict if dcfa else StepErrorVerdict if paper else StepVerdict, reason_chars, "reason")
 
 
 def build_messages(trace: Trace, i: int, settings: StepByStepSettings, budget: int | None) -> list[dict[str, str]]:
@@ -304,15 +295,10 @@ def run(trace: Trace, call: LLMCall, settings: StepByStepSettings) -> Attributio
     reasons: list[str] = []
     unparsable: list[int] = []
     scores: list[float | None] = []
+    model = verdict_model(settings.reason_chars, settings.prompts == "paper", dcfa)
     for i in range(len(trace)):
-        msgs, model = (
-            build_messages(trace, i, settings, budget),
-            verdict_model(settings.reason_chars, settings.prompts == "paper", dcfa),
-        )
-        if settings.quote_evidence:  # one more reply field (off in every preset)
-            msgs, model = ask_evidence(msgs), with_evidence(model)
-        try:
-            reply = ask_baseline(call, settings, msgs, model)
+        try:  # with quote_evidence, one more reply field (ask_baseline)
+            reply = ask_baseline(call, settings, build_messages(trace, i, settings, budget), model)
         except StructuredOutputError:
             if settings.prompts != "paper":
                 raise
@@ -379,22 +365,7 @@ def run(trace: Trace, call: LLMCall, settings: StepByStepSettings) -> Attributio
             candidates=single_answer(trace, last),
             evidence_note="no step was judged decisive" if settings.quote_evidence else None,
         )
-    return Attribution(
-        trace_id=trace.id,
-        method=NAME,
-        step=None,
-        agent=None,
-        reason="undetermined: no step was judged decisive",
-        prompt_version=version,
-        details=details,
-    )
+    return undetermined(trace, NAME, version, "undetermined: no step was judged decisive", details)
 
 
-SPEC = AttributionSpec(
-    name=NAME,
-    run=run,
-    settings_model=StepByStepSettings,
-    prompt_version=PROMPT_VERSION,
-    stages=(BASELINE_STAGE,),
-    presets=PRESETS,
-)
+SPEC = baseline_spec(NAME, run, StepByStepSettings, PRESETS, PROMPT_VERSION)
