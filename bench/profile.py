@@ -67,7 +67,7 @@ PHASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ),
         (),
     ),
-    "  request (HTTP through the SDK)": (("agentcausal/llm/gateway.py:_call",), ()),
+    "  request (HTTP)": (("agentcausal/llm/limits.py:post",), ()),
     "  parse": (
         (
             "pydantic/main.py:model_validate_json",

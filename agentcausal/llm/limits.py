@@ -177,7 +177,7 @@ class Endpoint:
             },
         )
 
-    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    def post_json(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """POST ``body`` as JSON to ``base_url + path``, retried by the policy; the reply's JSON object.
 
         Raises
@@ -270,7 +270,7 @@ class EndpointClients:
         timer.wait += t1 - t0
         sent = requests_sent()
         try:
-            return ep.post(path, body)
+            return ep.post_json(path, body)
         except MaxRetryError as exc:
             err = exc.reason
             timed_out = isinstance(err, TimeoutError | urllib3.exceptions.TimeoutError)
