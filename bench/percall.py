@@ -34,7 +34,7 @@ WATCH = (
     "create_model",
     "model_json_schema",
     "single_flight",
-    "limits.py:250(post)",
+    "(post_json)",
     "connectionpool.py",
     "reply_model",
     "structured",
