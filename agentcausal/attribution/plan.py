@@ -16,7 +16,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from agentcausal.attribution.estimate import add_calls, trace_calls
+from agentcausal.attribution.estimate import TraceCalls, add_calls
 from agentcausal.attribution.method_settings import resolve_methods
 from agentcausal.attribution.plan_model import AttributionPlan, AttributionRequest
 from agentcausal.attribution.scan_cache import ScanCache, TraceSummary
@@ -156,6 +156,7 @@ def attribute_plan(
     file_hash: dict[str, str | None] = {}
     abs_paths: dict[str, str] = {}  # absolute (run.json read from any directory names the file), once per file
     chosen = {m: resolved[m] for m in mplans}
+    counted = TraceCalls(methods, chosen, profiles)  # each method's settings validated, and budget taken, once
     scan = _scan_cache(scan_dir, refresh, chosen, profiles) if traces is None else None
     try:
         for x in _scanned(paths, traces, scan):
@@ -179,9 +180,7 @@ def attribute_plan(
                 continue
             if summary is None:
                 t = x.trace  # type: ignore[union-attr]
-                summary = TraceSummary(
-                    t.facts(), bool(t.ground_truth.strip()), trace_calls(t, methods, chosen, profiles)
-                )
+                summary = TraceSummary(t.facts(), bool(t.ground_truth.strip()), counted(t))
                 if scan is not None:
                     scan.record(x.path, tid, x.offset, summary)
             if require_truth and not summary.has_truth:
