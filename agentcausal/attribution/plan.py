@@ -10,6 +10,7 @@ listed in the plan's ``skipped``.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -24,6 +25,7 @@ from agentcausal.attribution.spec import AttributionSpec
 from agentcausal.exceptions import CorruptStoreError, InvalidTracesError, TraceFormatError
 from agentcausal.methods import MethodTable
 from agentcausal.runs.estimate import Estimator
+from agentcausal.runs.items import remember_file_sha256
 from agentcausal.runs.plan import (
     ITEMS_FILE,
     MethodPlan,
@@ -187,8 +189,8 @@ def attribute_plan(
                 no_truth.append(tid)
             path = abs_paths.get(x.path) or abs_paths.setdefault(x.path, absolute_path(x.path))
             if path not in file_hash:
-                known = scan.file_sha256.get(x.path) if scan is not None else None
-                file_hash[path] = known or (sha256_file(path) if Path(path).is_file() else None)
+                known = (scan.file_sha256.get(x.path), scan.file_stat.get(x.path)) if scan is not None else None
+                file_hash[path] = _file_sha256(path, known)
             facts = summary.facts
             writer.add(
                 PlanItem(
@@ -226,6 +228,24 @@ def attribute_plan(
         labels=labels,
         skipped=[{"path": e.path, "field": e.field, "error": e.detail} for e in invalid] if skip_invalid else None,
     )
+
+
+def _file_sha256(path: str, known: tuple[str | None, os.stat_result | None] | None) -> str | None:
+    """The sha256 of an item's file (``known``: what the plan-scan cache hashed, and the file's stat before), or
+    None when it is no file; kept for this process's items (:func:`~agentcausal.runs.items.remember_file_sha256`)
+    while the file stays the version that was hashed, so a task in this process does not hash it again."""
+    sha, before = known if known is not None else (None, None)
+    if sha is None:
+        if not Path(path).is_file():
+            return None
+        try:
+            before = os.stat(path)
+        except OSError:
+            before = None
+        sha = sha256_file(path)
+    if before is not None:
+        remember_file_sha256(path, sha, before)
+    return sha
 
 
 def _spoil(scan: ScanCache | None, x: ScannedTrace | ReusedTrace) -> None:
