@@ -11,6 +11,7 @@ formats are :mod:`agentcausal.traces.io`'s.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
@@ -91,6 +92,8 @@ def _normalise_record(obj: object) -> dict:
 
 #: bytes read from a JSONL file at a time while scanning it (lines of a few KB each: one read per many lines)
 _READ_BUFFER = 1 << 20
+#: bytes read first for one line read back by its offset (a longer line is read on)
+_LINE_READ = 1 << 14
 
 _NO_QUESTION = "not a Trace: question: missing or empty: every method is asked about the task the agents were given"
 
@@ -229,9 +232,7 @@ def read_jsonl_line(path: str | Path, offset: int, *, checked: bool = False) -> 
     if why is not None:
         raise TraceFormatError(why, path=str(p))
     try:
-        with p.open("rb") as fh:
-            fh.seek(offset)
-            raw = fh.readline(max_input_bytes() + 1)
+        raw = _line_at(p, offset, max_input_bytes() + 1)
     except OSError as exc:
         raise TraceFormatError(f"cannot read: {exc.strerror or exc}", path=str(p)) from exc
     try:
@@ -239,6 +240,36 @@ def read_jsonl_line(path: str | Path, offset: int, *, checked: bool = False) -> 
     except UnicodeDecodeError as exc:
         raise TraceFormatError(f"not UTF-8 text (byte {offset + exc.start})", path=str(p)) from exc
     return _parse_jsonl_line(line, p, f"byte {offset}", require_question=False, checked=checked)
+
+
+def _line_at(p: Path, offset: int, limit: int) -> bytes:
+    """The bytes of the line that starts at byte ``offset``, as ``readline(limit)`` reads them there (through the
+    newline, to the end of the file, or ``limit`` bytes), read with ``pread``: :data:`_LINE_READ` bytes first (one
+    read for most lines), twice as many each time after.
+
+    Raises
+    ------
+    OSError
+        If the file cannot be opened or read.
+    """
+    fd = os.open(p, os.O_RDONLY)
+    try:
+        parts: list[bytes] = []
+        got, size = 0, _LINE_READ
+        while got < limit:
+            raw = os.pread(fd, min(size, limit - got), offset + got)
+            end = raw.find(b"\n")
+            if end >= 0:
+                parts.append(raw[: end + 1])
+                break
+            if not raw:  # the end of the file
+                break
+            parts.append(raw)
+            got += len(raw)
+            size *= 2
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+    finally:
+        os.close(fd)
 
 
 def _scan_jsonl(path: Path, *, root: Path | None = None, require_question: bool = False) -> TraceScan:

@@ -11,7 +11,7 @@ import pytest
 
 from agentcausal.exceptions import TraceFormatError
 from agentcausal.input_files import loads_json
-from agentcausal.traces.jsonl import _normalise_record, _parse_jsonl_line, _read_fast, iter_jsonl
+from agentcausal.traces.jsonl import _line_at, _normalise_record, _parse_jsonl_line, _read_fast, iter_jsonl
 from agentcausal.traces.model import Trace
 
 ODD = [
@@ -165,3 +165,17 @@ def test_what_the_fast_reading_leaves_is_read_as_before(tmp_path):
         f"{f}: line 6: not JSON: nested deeper than 64 levels",
         f"{f}: line 7: not JSON: Expecting property name enclosed in double quotes at column 2",
     ]
+
+
+@pytest.mark.parametrize("limit", [5, 16_384, 70_000, 1 << 20])
+def test_a_line_read_back_by_its_offset_is_what_readline_reads_there(tmp_path, limit):
+    parts = [b"short\n", b"\n", b"x" * 100_000 + b"\n", b"w" * 16_383 + b"\n", b"z" * 16_384 + b"\n", b"no newline"]
+    data = b"".join(parts)
+    f = tmp_path / "lines.jsonl"
+    f.write_bytes(data)
+    starts = [sum(len(p) for p in parts[:i]) for i in range(len(parts))]
+    for offset in [*starts, 3, starts[2] + 50_000, len(data) - 1, len(data), len(data) + 10]:
+        with f.open("rb") as fh:
+            fh.seek(offset)
+            want = fh.readline(limit)
+        assert _line_at(f, offset, limit) == want, offset
