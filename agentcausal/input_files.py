@@ -46,6 +46,7 @@ __all__ = [
     "read_input_bytes",
     "read_input_text",
     "loads_json",
+    "within_json_limits",
     "read_json_file",
 ]
 
@@ -120,7 +121,7 @@ def input_refusal(
     >>> input_refusal("/dev/zero")
     'a character device, not a regular file'
     """
-    p = Path(path)
+    p = path if isinstance(path, Path) else Path(path)
     try:
         lst = os.lstat(p)
     except FileNotFoundError:
@@ -255,6 +256,54 @@ def _depth_over(value: Any, max_depth: int) -> bool:
         level = below
         depth += 1
     return False
+
+
+#: the smallest magnitude of an integer of more than :data:`MAX_INT_DIGITS` digits
+_INT_TOO_LONG = 10**MAX_INT_DIGITS
+
+
+def within_json_limits(value: Any, max_depth: int = MAX_JSON_DEPTH) -> bool:
+    """Whether a value another JSON parser gave (``pydantic_core.from_json``) is within :func:`loads_json`'s
+    limits: nesting at most ``max_depth`` levels (counted as :func:`loads_json` counts them, empty arrays and
+    objects included) and no integer of more than :data:`MAX_INT_DIGITS` digits.
+
+    Parameters
+    ----------
+    value : the parsed value (dicts, lists, str, int, float, bool, None)
+    max_depth : the deepest nesting accepted
+
+    Returns
+    -------
+    bool; False for a value :func:`loads_json` would refuse. One level at a time, no recursion.
+
+    Examples
+    --------
+    >>> within_json_limits([[1]]), within_json_limits([[1]], max_depth=1), within_json_limits([10**4300])
+    (True, False, False)
+    """
+    if type(value) is int:
+        return -_INT_TOO_LONG < value < _INT_TOO_LONG
+    level = [value] if isinstance(value, (dict, list)) else []
+    depth = 1
+    while level:
+        if depth > max_depth:
+            return False
+        below: list[Any] = []
+        for v in level:
+            for c in v.values() if isinstance(v, dict) else v:
+                t = type(c)  # the exact types first: a parser gives no others, and a string is the common case
+                if t is str:
+                    continue
+                if t is dict or t is list:
+                    below.append(c)
+                elif t is int:
+                    if not -_INT_TOO_LONG < c < _INT_TOO_LONG:
+                        return False
+                elif isinstance(c, (dict, list)):
+                    below.append(c)
+        level = below
+        depth += 1
+    return True
 
 
 def loads_json(text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH) -> Any:

@@ -44,7 +44,15 @@ from agentcausal.attribution.spec import AttributionSpec
 from agentcausal.runs.estimate import CallPattern, Estimator, tokens_of
 from agentcausal.traces.model import Trace
 
-__all__ = ["REPLY_TOKENS", "attribution_calls", "estimate_attribution", "add_trace", "add_calls", "trace_calls"]
+__all__ = [
+    "REPLY_TOKENS",
+    "TraceCalls",
+    "attribution_calls",
+    "estimate_attribution",
+    "add_trace",
+    "add_calls",
+    "trace_calls",
+]
 
 #: assumed completion tokens of one reply, per call (a typical structured reply of that call; a method's
 #: completion cap, where it sets one, bounds it). Correct's reply is the corrected trace: sized per trace.
@@ -77,18 +85,18 @@ def _baseline_budget(profiles: Any, s: Any) -> int | None:
         return None
 
 
-def _all_at_once(trace: Trace, s: Any, profiles: Any) -> list[CallPattern]:
-    p = tokens_of(all_at_once.build_messages(trace, s, _baseline_budget(profiles, s)).messages)
+def _all_at_once(trace: Trace, s: Any, profiles: Any, b: int | None) -> list[CallPattern]:
+    p = tokens_of(all_at_once.build_messages(trace, s, b).messages)
     return [CallPattern(BASELINE_STAGE, "All-at-Once", 1, 1, p, _reply("All-at-Once", s.max_tokens))]
 
 
-def _a2p(trace: Trace, s: Any, profiles: Any) -> list[CallPattern]:
-    p = tokens_of(a2p.build_messages(trace, s, _baseline_budget(profiles, s))[0])
+def _a2p(trace: Trace, s: Any, profiles: Any, b: int | None) -> list[CallPattern]:
+    p = tokens_of(a2p.build_messages(trace, s, b)[0])
     return [CallPattern(BASELINE_STAGE, "A2P", 1, 1, p, _reply("A2P", s.max_tokens))]
 
 
-def _step_by_step(trace: Trace, s: Any, profiles: Any) -> list[CallPattern]:
-    n, b = len(trace), _baseline_budget(profiles, s)
+def _step_by_step(trace: Trace, s: Any, profiles: Any, b: int | None) -> list[CallPattern]:
+    n = len(trace)
     first = tokens_of(step_by_step.build_messages(trace, 0, s, b))
     last = tokens_of(step_by_step.build_messages(trace, n - 1, s, b)) if n > 1 else first
     return [
@@ -107,11 +115,10 @@ def _halvings(n: int, larger: bool) -> list[int]:
     return out
 
 
-def _binary_search(trace: Trace, s: Any, profiles: Any) -> list[CallPattern]:
+def _binary_search(trace: Trace, s: Any, profiles: Any, b: int | None) -> list[CallPattern]:
     n = len(trace)
     if n < 2:
         return []
-    b = _baseline_budget(profiles, s)
     full = tokens_of(binary_search.build_messages(trace, 0, n - 1, s, b))
     half_len = (n + 1) // 2
     half = tokens_of(binary_search.build_messages(trace, 0, half_len - 1, s, b)) if half_len > 1 else None
@@ -135,8 +142,8 @@ def _binary_search(trace: Trace, s: Any, profiles: Any) -> list[CallPattern]:
     ]
 
 
-def _echo(trace: Trace, s: Any, profiles: Any) -> list[CallPattern]:
-    n, b = len(trace), _baseline_budget(profiles, s)
+def _echo(trace: Trace, s: Any, profiles: Any, b: int | None) -> list[CallPattern]:
+    n = len(trace)
     k = min(n, s.max_candidates or n)
     scan = tokens_of(echo.scan_messages(trace, s, b, k))
     cap = echo.panel_capacity(b)
@@ -166,7 +173,7 @@ def _echo(trace: Trace, s: Any, profiles: Any) -> list[CallPattern]:
     ]
 
 
-def _dcfa(trace: Trace, s: Any, profiles: Any) -> list[CallPattern]:
+def _dcfa(trace: Trace, s: Any, profiles: Any, b: int | None) -> list[CallPattern]:
     n = len(trace)
     previews = dcfa_previews(trace, s, profiles)
     size = {p.call: tokens_of(p.messages) for p in previews}
@@ -255,6 +262,78 @@ _HOW = {
 }
 
 
+#: the methods whose prompts hold the trace within the baselines' trace budget (:func:`_baseline_budget`)
+_BUDGETED = frozenset({"all_at_once", "a2p", "step_by_step", "binary_search", "echo"})
+
+
+class TraceCalls:
+    """:func:`trace_calls` for one plan: what each method's estimate needs besides the trace (its validated
+    settings, the baselines' trace budget under the routed profiles) taken once, not once per trace.
+
+    Parameters
+    ----------
+    methods : the methods, in order (specs)
+    resolved : method -> resolved settings (as the plan holds them; None: the method's defaults)
+    profiles : the routed ProfileSet (context budgets); None: traces unshortened
+
+    Calling it with a trace gives what :func:`trace_calls` gives; :meth:`calls` what :func:`attribution_calls`
+    gives. A method whose settings do not validate fails the same way on every trace, as it would there.
+    """
+
+    def __init__(
+        self,
+        methods: Sequence[AttributionSpec[Any]],
+        resolved: Mapping[str, Mapping[str, Any] | None],
+        profiles: Any,
+    ) -> None:
+        self.methods = list(methods)
+        self.resolved = resolved
+        self.profiles = profiles
+        self._ready: dict[str, tuple[Any, int | None] | Exception] = {}
+
+    def _prepared(self, spec: AttributionSpec[Any], settings: Mapping[str, Any] | None) -> tuple[Any, int | None]:
+        got = self._ready.get(spec.name)
+        if got is None:
+            try:
+                st = _validated(spec, settings)
+                got = (st, _baseline_budget(self.profiles, st) if spec.name in _BUDGETED else None)
+            except Exception as exc:  # raised again, for each trace, as a trace's own estimate would raise it
+                got = exc
+            self._ready[spec.name] = got
+        if isinstance(got, Exception):
+            raise got.with_traceback(None)
+        return got
+
+    def calls(self, trace: Trace, spec: AttributionSpec[Any]) -> list[CallPattern]:
+        """One trace's calls of the method ``spec`` (:func:`attribution_calls`).
+
+        Raises
+        ------
+        ConfigError
+            If its settings do not validate.
+        KeyError
+            If ``resolved`` has no settings for it.
+        """
+        settings = self.resolved[spec.name]
+        fn = _PATTERNS.get(spec.name)
+        if fn is None or len(trace) == 0:
+            return []
+        st, budget = self._prepared(spec, settings)
+        return fn(trace, st, self.profiles, budget)
+
+    def __call__(self, trace: Trace) -> dict[str, tuple[list[CallPattern], str]]:
+        out: dict[str, tuple[list[CallPattern], str]] = {}
+        for spec in self.methods:
+            m = spec.name
+            note = _HOW.get(m, "calls not modelled: not estimated")
+            try:
+                calls = self.calls(trace, spec)
+            except Exception as exc:  # an estimate never stops a run: the trace is counted, not sized
+                calls, note = [], f"not estimated for some traces ({type(exc).__name__}: {str(exc)[:120]})"
+            out[m] = (calls, note)
+        return out
+
+
 def attribution_calls(
     trace: Trace, spec: AttributionSpec[Any], settings: Mapping[str, Any] | None = None, profiles: Any | None = None
 ) -> list[CallPattern]:
@@ -276,10 +355,7 @@ def attribution_calls(
     ConfigError
         If its settings do not validate.
     """
-    fn = _PATTERNS.get(spec.name)
-    if fn is None or len(trace) == 0:
-        return []
-    return fn(trace, _validated(spec, settings), profiles)
+    return TraceCalls([spec], {spec.name: settings}, profiles).calls(trace, spec)
 
 
 #: (method, settings as canonical JSON) -> the validated settings model (frozen): a plan validates each method's
@@ -309,8 +385,9 @@ def estimate_attribution(
 ) -> Estimator:
     """An :class:`Estimator` fed with every trace's calls of every method (call ``add_trace`` for more)."""
     est = Estimator(profiles, times=repeats)
+    counted = TraceCalls(methods, resolved, profiles)
     for t in traces:
-        add_trace(est, t, methods, resolved, profiles)
+        add_calls(est, counted(t))
     return est
 
 
@@ -319,17 +396,8 @@ def trace_calls(
 ) -> dict[str, tuple[list[CallPattern], str]]:
     """One trace's calls of every method (``resolved``: each one's settings) with how they were counted: method
     -> (calls, note). A method whose estimate fails has no calls and a note saying why (an estimate never stops
-    a run)."""
-    out: dict[str, tuple[list[CallPattern], str]] = {}
-    for spec in methods:
-        m = spec.name
-        note = _HOW.get(m, "calls not modelled: not estimated")
-        try:
-            calls = attribution_calls(trace, spec, resolved[m], profiles)
-        except Exception as exc:  # an estimate never stops a run: the trace is counted, not sized
-            calls, note = [], f"not estimated for some traces ({type(exc).__name__}: {str(exc)[:120]})"
-        out[m] = (calls, note)
-    return out
+    a run). A plan counts its traces with one :class:`TraceCalls`."""
+    return TraceCalls(methods, resolved, profiles)(trace)
 
 
 def add_calls(est: Estimator, calls: Mapping[str, tuple[Sequence[CallPattern], str]]) -> None:

@@ -193,9 +193,15 @@ class AttributionHalf:
 
     def keyer(self, plan: Plan, settings: RunSettings) -> Callable[[Job], str]:
         keys = attribution_keyer(gateway_for(settings))
-        return lambda job: (
-            "attribute-" + keys(job.item, self.methods[job.method], plan.methods[job.method].settings, job.repeat)
-        )
+        by_method: dict[str, Callable[..., str]] = {}  # the method's part of the key made once per plan, not per job
+
+        def key(job: Job) -> str:
+            k = by_method.get(job.method)
+            if k is None:
+                k = by_method[job.method] = keys.bound(self.methods[job.method], plan.methods[job.method].settings)
+            return "attribute-" + k(job.item, job.repeat)
+
+        return key
 
     def run(self, job: Job, plan: Plan, settings: RunSettings) -> Attribution:
         gw = gateway_for(settings)

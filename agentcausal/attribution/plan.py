@@ -10,13 +10,14 @@ listed in the plan's ``skipped``.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from agentcausal.attribution.estimate import add_calls, trace_calls
+from agentcausal.attribution.estimate import TraceCalls, add_calls
 from agentcausal.attribution.method_settings import resolve_methods
 from agentcausal.attribution.plan_model import AttributionPlan, AttributionRequest
 from agentcausal.attribution.scan_cache import ScanCache, TraceSummary
@@ -24,6 +25,7 @@ from agentcausal.attribution.spec import AttributionSpec
 from agentcausal.exceptions import CorruptStoreError, InvalidTracesError, TraceFormatError
 from agentcausal.methods import MethodTable
 from agentcausal.runs.estimate import Estimator
+from agentcausal.runs.items import remember_file_sha256
 from agentcausal.runs.plan import (
     ITEMS_FILE,
     MethodPlan,
@@ -156,6 +158,7 @@ def attribute_plan(
     file_hash: dict[str, str | None] = {}
     abs_paths: dict[str, str] = {}  # absolute (run.json read from any directory names the file), once per file
     chosen = {m: resolved[m] for m in mplans}
+    counted = TraceCalls(methods, chosen, profiles)  # each method's settings validated, and budget taken, once
     scan = _scan_cache(scan_dir, refresh, chosen, profiles) if traces is None else None
     try:
         for x in _scanned(paths, traces, scan):
@@ -179,17 +182,15 @@ def attribute_plan(
                 continue
             if summary is None:
                 t = x.trace  # type: ignore[union-attr]
-                summary = TraceSummary(
-                    t.facts(), bool(t.ground_truth.strip()), trace_calls(t, methods, chosen, profiles)
-                )
+                summary = TraceSummary(t.facts(), bool(t.ground_truth.strip()), counted(t))
                 if scan is not None:
                     scan.record(x.path, tid, x.offset, summary)
             if require_truth and not summary.has_truth:
                 no_truth.append(tid)
             path = abs_paths.get(x.path) or abs_paths.setdefault(x.path, absolute_path(x.path))
             if path not in file_hash:
-                known = scan.file_sha256.get(x.path) if scan is not None else None
-                file_hash[path] = known or (sha256_file(path) if Path(path).is_file() else None)
+                known = (scan.file_sha256.get(x.path), scan.file_stat.get(x.path)) if scan is not None else None
+                file_hash[path] = _file_sha256(path, known)
             facts = summary.facts
             writer.add(
                 PlanItem(
@@ -227,6 +228,24 @@ def attribute_plan(
         labels=labels,
         skipped=[{"path": e.path, "field": e.field, "error": e.detail} for e in invalid] if skip_invalid else None,
     )
+
+
+def _file_sha256(path: str, known: tuple[str | None, os.stat_result | None] | None) -> str | None:
+    """The sha256 of an item's file (``known``: what the plan-scan cache hashed, and the file's stat before), or
+    None when it is no file; kept for this process's items (:func:`~agentcausal.runs.items.remember_file_sha256`)
+    while the file stays the version that was hashed, so a task in this process does not hash it again."""
+    sha, before = known if known is not None else (None, None)
+    if sha is None:
+        if not Path(path).is_file():
+            return None
+        try:
+            before = os.stat(path)
+        except OSError:
+            before = None
+        sha = sha256_file(path)
+    if before is not None:
+        remember_file_sha256(path, sha, before)
+    return sha
 
 
 def _spoil(scan: ScanCache | None, x: ScannedTrace | ReusedTrace) -> None:

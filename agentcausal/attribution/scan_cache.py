@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -97,6 +98,7 @@ class ScanCache:
     Attributes
     ----------
     file_sha256 : str path -> sha256 of each file hashed here (the plan's ``file_sha256``, not hashed twice)
+    file_stat : str path -> the file's ``os.stat`` taken before it was hashed (the version that hash is of)
     reused_files, stored_files : int, files planned from a record / stored this plan
 
     Use :meth:`reuse` as :func:`agentcausal.traces.io.iter_traces`'s ``reuse``; :meth:`record` each trace
@@ -112,6 +114,7 @@ class ScanCache:
         self.context = hashlib.sha256(blob.encode()).hexdigest()[:32]
         self.refresh = refresh
         self.file_sha256: dict[str, str] = {}
+        self.file_stat: dict[str, os.stat_result] = {}
         self.reused_files = 0
         self.stored_files = 0
         self._path: str | None = None  # the file being recorded
@@ -142,10 +145,16 @@ class ScanCache:
         if self.store is None or input_refusal(f, root=root, limit=2**62) is not None:
             return None  # refused by name where it is read
         try:
+            before: os.stat_result | None = os.stat(f)
+        except OSError:
+            before = None
+        try:
             sha = sha256_file(f)
         except OSError:
             return None
         self.file_sha256[str(f)] = sha
+        if before is not None:
+            self.file_stat[str(f)] = before
         self._stat[str(f)] = _stat_of(f)
         if self.refresh:
             return None

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agentcausal.exceptions import ContextWindowError, InputFileError, TraceFormatError, is_content_failure
-from agentcausal.input_files import MAX_INT_DIGITS, input_refusal, loads_json, read_input_bytes
+from agentcausal.input_files import MAX_INT_DIGITS, input_refusal, loads_json, read_input_bytes, within_json_limits
 from agentcausal.registry import ATTRIBUTION_METHODS
 from agentcausal.traces.io import scan_traces
 from agentcausal_cli import main
@@ -201,6 +201,39 @@ def test_loads_json_limits():
     assert loads_json("-" + "9" * MAX_INT_DIGITS) < 0
     with pytest.raises(InputFileError, match="digits"):
         loads_json("9" * (MAX_INT_DIGITS + 1))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 64 + "]" * 64,
+        "[" * 65 + "]" * 65,
+        '{"a": ' * 63 + "{}" + "}" * 63,
+        '{"a": ' * 64 + "{}" + "}" * 64,
+        '{"a": ' * 64 + "1" + "}" * 64,
+        '{"a": ' * 65 + "1" + "}" * 65,
+        "[" * 63 + "[1, {}, [], 2.5, null, true]" + "]" * 63,
+        '{"a": [{"b": "x"}, -' + "9" * MAX_INT_DIGITS + "]}",
+        '{"a": [{"b": "x"}, -' + "9" * (MAX_INT_DIGITS + 1) + "]}",
+        "9" * (MAX_INT_DIGITS + 1),
+        '"text"',
+    ],
+)
+def test_within_json_limits_refuses_what_loads_json_refuses(text):
+    """What another parser read is judged as :func:`loads_json` judges the text (the fast trace reading relies on
+    it): the same nesting and integer-digit limits, empty arrays and objects counted."""
+    old = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)  # json.loads reads the long integers; loads_json counts their digits itself
+    try:
+        value = json.loads(text)
+        try:
+            loads_json(text)
+            accepted = True
+        except InputFileError:
+            accepted = False
+    finally:
+        sys.set_int_max_str_digits(old)
+    assert within_json_limits(value) is accepted
 
 
 # ---- prompts over the routed model's window -------------------------------------------------------------------
