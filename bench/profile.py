@@ -50,7 +50,7 @@ PHASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("agentcausal/traces/io.py:iter_traces", "agentcausal/traces/model.py:facts"),
         (),
     ),
-    "  estimate": (("agentcausal/attribution/estimate.py:add_trace",), ()),
+    "  estimate": (("agentcausal/attribution/estimate.py:__call__",), ()),
     "submit (Prefect task runs)": (
         ("prefect/task_engine.py:run_task_sync", "prefect/tasks.py:submit"),
         ("agentcausal/runs/engine.py:run_chunk", "tasks/attribution.py:evaluate_run"),

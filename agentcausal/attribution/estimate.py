@@ -1,8 +1,8 @@
 """How many calls each attribution method makes on one trace, and how large they are, with no request made.
 
 :func:`attribution_calls` gives one trace's :class:`~agentcausal.runs.estimate.CallPattern` rows of a
-method under its resolved settings; :func:`estimate_attribution` sums a corpus into the plan's
-``estimate`` (:class:`~agentcausal.runs.estimate.Estimator`). Prompt sizes come from the prompts a run
+method under its resolved settings; :class:`TraceCalls` every method's for one trace, which the plan
+adds to its ``estimate`` (:class:`~agentcausal.runs.estimate.Estimator`, :func:`add_calls`). Prompt sizes come from the prompts a run
 sends (the methods' own builders and :mod:`agentcausal.attribution.previews`, traces shortened to the
 routed context windows); an earlier call's reply inside a later prompt is counted at its assumed
 length (:data:`REPLY_TOKENS`). The call patterns:
@@ -31,7 +31,7 @@ Multi-agent Systems" (code github.com/wzhSteve/Dual-view-Causal-driven-Failure-A
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentcausal.attribution import a2p, all_at_once, binary_search, echo, step_by_step
@@ -48,10 +48,7 @@ __all__ = [
     "REPLY_TOKENS",
     "TraceCalls",
     "attribution_calls",
-    "estimate_attribution",
-    "add_trace",
     "add_calls",
-    "trace_calls",
 ]
 
 #: assumed completion tokens of one reply, per call (a typical structured reply of that call; a method's
@@ -375,43 +372,7 @@ def _validated(spec: AttributionSpec[Any], settings: Mapping[str, Any] | None) -
     return hit
 
 
-def estimate_attribution(
-    traces: Iterable[Trace],
-    methods: Sequence[AttributionSpec[Any]],
-    resolved: Mapping[str, Mapping[str, Any]],
-    profiles: Any,
-    *,
-    repeats: int = 1,
-) -> Estimator:
-    """An :class:`Estimator` fed with every trace's calls of every method (call ``add_trace`` for more)."""
-    est = Estimator(profiles, times=repeats)
-    counted = TraceCalls(methods, resolved, profiles)
-    for t in traces:
-        add_calls(est, counted(t))
-    return est
-
-
-def trace_calls(
-    trace: Trace, methods: Sequence[AttributionSpec[Any]], resolved: Mapping[str, Mapping[str, Any]], profiles: Any
-) -> dict[str, tuple[list[CallPattern], str]]:
-    """One trace's calls of every method (``resolved``: each one's settings) with how they were counted: method
-    -> (calls, note). A method whose estimate fails has no calls and a note saying why (an estimate never stops
-    a run). A plan counts its traces with one :class:`TraceCalls`."""
-    return TraceCalls(methods, resolved, profiles)(trace)
-
-
 def add_calls(est: Estimator, calls: Mapping[str, tuple[Sequence[CallPattern], str]]) -> None:
-    """Add one trace's :func:`trace_calls` to ``est``."""
+    """Add one trace's calls (a :class:`TraceCalls` result: method -> (calls, note)) to ``est``."""
     for m, (c, note) in calls.items():
         est.add(m, c, note=note)
-
-
-def add_trace(
-    est: Estimator,
-    trace: Trace,
-    methods: Sequence[AttributionSpec[Any]],
-    resolved: Mapping[str, Mapping[str, Any]],
-    profiles: Any,
-) -> None:
-    """Add one trace's calls of every method to ``est``."""
-    add_calls(est, trace_calls(trace, methods, resolved, profiles))

@@ -3,7 +3,7 @@ next night over a corpus that only grew) plans those files without parsing them 
 
 Of one trace a plan needs its id, the byte offset of its line, its :class:`~agentcausal.traces.model.TraceFacts`
 (the content hash and the number of steps among them), whether it has a ground truth, and each method's
-estimated calls (:func:`agentcausal.attribution.estimate.trace_calls`). :class:`ScanCache` keeps these per file
+estimated calls (:class:`agentcausal.attribution.estimate.TraceCalls`). :class:`ScanCache` keeps these per file
 under
 
 * the file's sha256 (any changed byte reads the file again; a file written to while it was read is not
