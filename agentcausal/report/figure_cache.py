@@ -12,6 +12,7 @@ figures are drawn.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import logging
 from collections.abc import Callable, Sequence
@@ -49,6 +50,7 @@ class Figure(NamedTuple):
     text: str
 
 
+@functools.cache  # importlib.metadata scans the installed distributions: once per process, not per figure
 def _matplotlib_version() -> str:
     try:
         return version("matplotlib")
