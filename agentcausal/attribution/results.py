@@ -112,6 +112,11 @@ OPTIONAL_COLUMNS = [
 ]
 
 
+#: ``json.dumps(value, sort_keys=True)`` and the same with ``default=str``, their encoders made once
+_SORTED = json.JSONEncoder(sort_keys=True)
+_SORTED_ANY = json.JSONEncoder(sort_keys=True, default=str)
+
+
 def _row(a: Attribution, t: TraceFacts) -> dict[str, object]:
     true_step, true_agent = t.label_step, t.label_agent
     labelled = true_step is not None
@@ -125,6 +130,8 @@ def _row(a: Attribution, t: TraceFacts) -> dict[str, object]:
     request_s = sum(float(u.get("request_seconds", u.get("seconds", 0.0))) for u in a.usage.values())
     wait_s = sum(float(u.get("wait_seconds", 0.0)) for u in a.usage.values())
     spent = 0 if a.reused else 1  # a reused record cost this run nothing; its usage is the original cost
+    step_ok = labelled and step_match(a.step, true_step)
+    agent_ok = labelled and agent_match(a.agent, true_agent)
     return {
         "trace_id": a.trace_id,
         "method": a.method,
@@ -135,9 +142,9 @@ def _row(a: Attribution, t: TraceFacts) -> dict[str, object]:
         "true_agent": true_agent,
         "pred_step": a.step,
         "pred_agent": a.agent,
-        "step_correct": step_match(a.step, true_step) if labelled else None,
-        "agent_correct": agent_match(a.agent, true_agent) if labelled else None,
-        "both_correct": (step_match(a.step, true_step) and agent_match(a.agent, true_agent)) if labelled else None,
+        "step_correct": step_ok if labelled else None,
+        "agent_correct": agent_ok if labelled else None,
+        "both_correct": (step_ok and agent_ok) if labelled else None,
         "abs_step_error": abs(a.step - true_step) if true_step is not None and a.step is not None else None,
         "undetermined": a.error is None and a.step is None,
         "error": a.error,
@@ -150,10 +157,10 @@ def _row(a: Attribution, t: TraceFacts) -> dict[str, object]:
         "completion_tokens": int(tot.get("completion_tokens", 0)),
         "cost_usd": float(tot.get("cost_usd", 0.0)),
         "prompt_version": a.prompt_version,
-        "settings_json": json.dumps(a.settings, sort_keys=True, default=str),
-        "models_json": json.dumps(a.models, sort_keys=True),
-        "usage_json": json.dumps(a.usage, sort_keys=True),
-        "details_json": json.dumps(a.details, sort_keys=True, default=str),
+        "settings_json": _SORTED_ANY.encode(a.settings),
+        "models_json": _SORTED.encode(a.models),
+        "usage_json": _SORTED.encode(a.usage),
+        "details_json": _SORTED_ANY.encode(a.details),
         "trace_hash": t.sha256,
         "status": "content_failed" if a.error and a.status == "complete" else a.status,  # a method-recorded error
         "status_detail": a.status_detail,
