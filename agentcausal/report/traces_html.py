@@ -20,7 +20,7 @@ import html
 import json
 import re
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any
 
 import pandas as pd
 
@@ -45,7 +45,8 @@ def _records(df: pd.DataFrame, columns: tuple[str, ...]) -> list[dict[str, Any]]
     """The rows of ``df`` sorted by trace and method, as dicts of the ``columns`` it has (``to_dict``; the columns
     are str)."""
     rows = df[[c for c in columns if c in df.columns]].sort_values(["trace_id", "method"])
-    return cast(list[dict[str, Any]], rows.to_dict(orient="records"))
+    names = [str(c) for c in rows.columns]  # a column at a time (to_dict boxes every cell on its own)
+    return [dict(zip(names, values)) for values in zip(*(rows[c].tolist() for c in rows.columns))]
 
 
 #: the results columns :func:`per_trace_frame` reads
