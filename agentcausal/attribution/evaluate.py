@@ -25,7 +25,7 @@ beside its raw count of hits over the labelled rows:
 
 :func:`evaluate_frame` computes every table from a results frame
 (:mod:`agentcausal.attribution.results`: one scored row per trace and method), so a run folder
-can be re-evaluated without the traces.
+can be re-evaluated without the traces; its cost tables are :mod:`agentcausal.attribution.costs`.
 
 References
 ----------
@@ -36,7 +36,6 @@ section 3 (metrics: agent-level and step-level accuracy).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
@@ -44,6 +43,7 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from agentcausal.attribution.candidates import ranks, read_candidates, top_k_hit
+from agentcausal.attribution.costs import cost_this_run, usage_by_stage
 from agentcausal.traces.model import normalise_agent
 
 __all__ = [
@@ -58,8 +58,8 @@ __all__ = [
     "length_bucket",
     "accuracy",
     "step_error_histogram",
-    "usage_by_stage",
-    "cost_this_run",
+    "row_hits",
+    "candidate_hits",
     "evaluate_frame",
 ]
 
@@ -200,6 +200,8 @@ def accuracy(
     """
     keys = ["method", *by]
     out = []
+    if "ww_step_hit" not in df.columns:  # a caller grouping one frame several ways adds them once (evaluate_frame)
+        df = row_hits(df)
     method_ranks = _method_ranks(df) if method_ranks is None else method_ranks
     for key, g in df.groupby(keys, sort=True, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
@@ -264,7 +266,10 @@ BEYOND_EXACT = ("hit1", "hit3", "hit5", "top3", "ww_step", "ww_agent")
 
 
 def _method_ranks(df: pd.DataFrame) -> dict[str, bool]:
-    """Per method, whether its candidates come from a ranking (:func:`~agentcausal.attribution.candidates.ranks`)."""
+    """Per method, whether its candidates come from a ranking (:func:`~agentcausal.attribution.candidates.ranks`;
+    the ``ranks`` column of :func:`row_hits` when the frame has it)."""
+    if "ranks" in df.columns:
+        return {str(m): bool(v) for m, v in df.groupby("method", sort=False)["ranks"].any().items()}
     if "candidates" not in df.columns:
         return {}
     return {
@@ -272,39 +277,59 @@ def _method_ranks(df: pd.DataFrame) -> dict[str, bool]:
     }
 
 
+def _cell(v: Any) -> Any:
+    """A frame cell: None for a missing value."""
+    return None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else v
+
+
+def candidate_hits(candidates: Any, true_step: Any) -> tuple[bool, bool]:
+    """(whether a row's candidates come from a ranking, whether its labelled step is among the first
+    :data:`TOP_K`), read from one ``candidates`` cell (JSON text, list or missing) and its ``true_step``."""
+    cands = read_candidates(candidates)
+    t = _cell(true_step)
+    return ranks(cands), t is not None and top_k_hit(cands, t, TOP_K)
+
+
+def row_hits(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with each row's hits beyond exact match, read once for every grouping of :func:`accuracy`:
+    ``ww_step_hit`` and ``ww_agent_hit`` (Who&When's substring rule; a failed row never hits) and, when ``df``
+    has ``candidates`` and lacks them, ``ranks`` and ``top3_hit`` (:func:`candidate_hits`).
+
+    Parameters
+    ----------
+    df : results frame (missing columns read as missing values)
+
+    Returns
+    -------
+    DataFrame, a new frame (``df`` is not changed).
+    """
+
+    def col(name: str) -> list[Any]:
+        return [_cell(v) for v in df[name]] if name in df else [None] * len(df)
+
+    ok = df["error"].isna().tolist() if "error" in df else [True] * len(df)
+    step, agent = col("true_step"), col("true_agent")
+    extra: dict[str, list[bool]] = {
+        "ww_step_hit": [bool(o) and whowhen_step_match(p, t) for o, p, t in zip(ok, col("pred_step"), step)],
+        "ww_agent_hit": [bool(o) and whowhen_agent_match(p, t) for o, p, t in zip(ok, col("pred_agent"), agent)],
+    }
+    if "candidates" in df and "ranks" not in df:
+        hits = [candidate_hits(c, t) for c, t in zip(df["candidates"], step)]
+        extra["ranks"] = [r for r, _ in hits]
+        extra["top3_hit"] = [h for _, h in hits]
+    return df.assign(**extra)
+
+
 def _beyond_exact(lab: pd.DataFrame, *, ranked: bool) -> dict[str, int | None]:
-    """Hit counts beyond exact match over labelled rows (top3 None unless the method ranks)."""
+    """Hit counts beyond exact match over labelled rows (top3 None unless the method ranks), from the row hits of
+    :func:`row_hits`."""
     err = lab["abs_step_error"] if "abs_step_error" in lab else pd.Series(dtype="float")
     out: dict[str, int | None] = {
         f"hit{k}": int((err.notna() & (err.astype("Float64") <= w).fillna(False)).sum()) for k, w in HIT_WINDOWS.items()
     }
-    ok = lab["error"].isna() if "error" in lab else pd.Series(True, index=lab.index)
-    out["top3"] = (
-        int(
-            sum(
-                top_k_hit(read_candidates(c), t, TOP_K)
-                for c, t in zip(lab["candidates"], lab["true_step"])
-                if not pd.isna(t)
-            )
-        )
-        if ranked and "candidates" in lab
-        else None
-    )
-
-    def opt(v: Any) -> Any:  # a frame cell: None for a missing value
-        return None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else v
-
-    def col(name: str) -> pd.Series:
-        return lab[name] if name in lab else pd.Series([None] * len(lab), index=lab.index, dtype="object")
-
-    out["ww_step"] = int(
-        sum(bool(o) and whowhen_step_match(opt(p), opt(t)) for o, p, t in zip(ok, col("pred_step"), col("true_step")))
-    )
-    out["ww_agent"] = int(
-        sum(
-            bool(o) and whowhen_agent_match(opt(p), opt(t)) for o, p, t in zip(ok, col("pred_agent"), col("true_agent"))
-        )
-    )
+    out["top3"] = int(lab["top3_hit"].sum()) if ranked and "top3_hit" in lab else None
+    out["ww_step"] = int(lab["ww_step_hit"].sum())
+    out["ww_agent"] = int(lab["ww_agent_hit"].sum())
     return out
 
 
@@ -334,69 +359,15 @@ def step_error_histogram(df: pd.DataFrame, max_bin: int = 5) -> pd.DataFrame:
     return pd.DataFrame.from_dict(rows, orient="index", columns=cols).rename_axis("method")
 
 
-def usage_by_stage(df: pd.DataFrame) -> pd.DataFrame:
-    """Tokens, calls and seconds per (method, stage), as totals and per-trace means.
-
-    Parameters
-    ----------
-    df : results frame (reads ``usage_json``)
-
-    Returns
-    -------
-    DataFrame with columns method, stage, traces, calls, requests, cache_hits, prompt_tokens,
-    completion_tokens, seconds, prompt_tokens_per_trace, completion_tokens_per_trace, seconds_per_trace,
-    request_seconds (time inside requests; the time in calls where the gateway does not split it
-    off) and wait_seconds (time waiting for an endpoint slot, 0 where not recorded).
-    """
-    acc: dict[tuple[str, str], dict[str, float]] = {}
-    n_traces = df.groupby("method")["trace_id"].nunique().to_dict()
-    for method, blob in zip(df["method"], df["usage_json"]):
-        for stage, u in json.loads(blob or "{}").items():
-            d = acc.setdefault((method, stage), {})
-            for k in ("calls", "requests", "cache_hits", "prompt_tokens", "completion_tokens", "seconds"):
-                d[k] = d.get(k, 0) + float(u.get(k, 0))
-            # time inside requests vs waiting for an endpoint slot (time in calls where the gateway does not split)
-            d["request_seconds"] = d.get("request_seconds", 0) + float(u.get("request_seconds", u.get("seconds", 0)))
-            d["wait_seconds"] = d.get("wait_seconds", 0) + float(u.get("wait_seconds", 0))
-    rows = []
-    for (method, stage), d in sorted(acc.items()):
-        n = n_traces.get(method, 1) or 1
-        rows.append(
-            {
-                "method": method,
-                "stage": stage,
-                "traces": n,
-                **{k: d[k] for k in d},
-                "prompt_tokens_per_trace": d["prompt_tokens"] / n,
-                "completion_tokens_per_trace": d["completion_tokens"] / n,
-                "seconds_per_trace": d["seconds"] / n,
-            }
-        )
-    cols = [
-        "method",
-        "stage",
-        "traces",
-        "calls",
-        "requests",
-        "cache_hits",
-        "prompt_tokens",
-        "completion_tokens",
-        "seconds",
-        "prompt_tokens_per_trace",
-        "completion_tokens_per_trace",
-        "seconds_per_trace",
-        "request_seconds",
-        "wait_seconds",
-    ]
-    return pd.DataFrame(rows, columns=cols)
-
-
-def evaluate_frame(df: pd.DataFrame) -> Evaluation:
+def evaluate_frame(df: pd.DataFrame, *, cost_by_stage: pd.DataFrame | None = None) -> Evaluation:
     """Every evaluation table from a results frame.
 
     Parameters
     ----------
-    df : results frame (:func:`agentcausal.attribution.results.results_frame` or ``load_results``)
+    df : results frame (:func:`agentcausal.attribution.results.results_frame` or ``load_results``); the hits of
+        :func:`row_hits` are read from it when it has them (a report that read ``candidates`` a batch at a time)
+    cost_by_stage : :func:`~agentcausal.attribution.costs.usage_by_stage` of the rows, when already summed
+        (:class:`~agentcausal.attribution.costs.StageTotals`); None: from ``df``'s ``usage_json``
 
     Returns
     -------
@@ -426,72 +397,15 @@ def evaluate_frame(df: pd.DataFrame) -> Evaluation:
         .reset_index()
     )
     failures = df[df["error"].notna()][["trace_id", "method", "status", "error"]].reset_index(drop=True)
-    ranked = _method_ranks(df)  # read once for the three groupings
+    hits = row_hits(df)  # read once for the three groupings
+    ranked = _method_ranks(hits)
     return Evaluation(
-        overall=accuracy(df, method_ranks=ranked),
-        by_subset=accuracy(df, ["subset"], method_ranks=ranked),
-        by_length=accuracy(df, ["length_bucket"], method_ranks=ranked),
+        overall=accuracy(hits, method_ranks=ranked),
+        by_subset=accuracy(hits, ["subset"], method_ranks=ranked),
+        by_length=accuracy(hits, ["length_bucket"], method_ranks=ranked),
         step_error_hist=step_error_histogram(df),
         cost_per_trace=cost,
-        cost_by_stage=usage_by_stage(df),
+        cost_by_stage=usage_by_stage(df) if cost_by_stage is None else cost_by_stage,
         failures=failures,
         cost_this_run=cost_this_run(df),
     )
-
-
-def cost_this_run(df: pd.DataFrame) -> pd.DataFrame:
-    """What this run spent beside what its records cost when computed, per method (totals).
-
-    A reused row (read from the results store, or every LLM call a cache hit) cost
-    this run nothing: its ``run_*`` columns are 0 and its original usage is
-    what the first run paid. Request seconds are time inside HTTP requests
-    (``request_seconds`` of the gateway's usage, or the time in calls where
-    the gateway does not split off the wait for an endpoint slot).
-
-    Parameters
-    ----------
-    df : results frame
-
-    Returns
-    -------
-    DataFrame with columns method, rows, reused, degraded, requests_this_run, requests_original,
-    prompt_tokens_this_run, prompt_tokens_original, completion_tokens_this_run,
-    completion_tokens_original, request_s_this_run, request_s_original, cost_usd_this_run, cost_usd_original.
-    """
-    rows = []
-    for method, g in df.groupby("method", sort=True):
-        rows.append(
-            {
-                "method": method,
-                "rows": len(g),
-                "reused": int(g["reused"].astype(bool).sum()),
-                "degraded": int((g["status"] == "degraded").sum()),
-                "requests_this_run": int(g["run_requests"].sum()),
-                "requests_original": int(g["requests"].sum()),
-                "prompt_tokens_this_run": int(g["run_prompt_tokens"].sum()),
-                "prompt_tokens_original": int(g["prompt_tokens"].sum()),
-                "completion_tokens_this_run": int(g["run_completion_tokens"].sum()),
-                "completion_tokens_original": int(g["completion_tokens"].sum()),
-                "request_s_this_run": float(g["run_request_seconds"].sum()),
-                "request_s_original": float(g["request_seconds"].sum()),
-                "cost_usd_this_run": float(g["run_cost_usd"].sum()),
-                "cost_usd_original": float(g["cost_usd"].sum()),
-            }
-        )
-    cols = [
-        "method",
-        "rows",
-        "reused",
-        "degraded",
-        "requests_this_run",
-        "requests_original",
-        "prompt_tokens_this_run",
-        "prompt_tokens_original",
-        "completion_tokens_this_run",
-        "completion_tokens_original",
-        "request_s_this_run",
-        "request_s_original",
-        "cost_usd_this_run",
-        "cost_usd_original",
-    ]
-    return pd.DataFrame(rows, columns=cols)

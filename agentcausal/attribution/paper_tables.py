@@ -77,8 +77,10 @@ _TOKEN = re.compile(r"\s*(\w+)")
 
 
 def _details(blob: Any) -> dict[str, Any]:
+    if not isinstance(blob, (str, bytes, bytearray)) or not blob:  # nothing to parse (a report keeps DCFA's only)
+        return {}
     try:
-        return json.loads(blob or "{}")
+        return json.loads(blob)
     except (TypeError, ValueError):
         return {}
 
@@ -359,13 +361,14 @@ def signed_step_error_histogram(df: pd.DataFrame, max_bin: int = 5) -> pd.DataFr
 
 
 def accuracy_over_repeats(df: pd.DataFrame) -> pd.DataFrame:
-    """Step and agent accuracy per method as mean ± sample std over repeats (``details["repeat"]``).
+    """Step and agent accuracy per method as mean ± sample std over repeats (``details["repeat"]``, or the frame's
+    ``repeat`` column when it has one).
 
     Returns
     -------
     DataFrame: method, repeats, step_acc_mean, step_acc_std, agent_acc_mean, agent_acc_std.
     """
-    d = df.assign(repeat=[repeat_of(_details(b)) for b in df["details_json"]])
+    d = df if "repeat" in df.columns else df.assign(repeat=[repeat_of(_details(b)) for b in df["details_json"]])
     rows = []
     for m, g in d.groupby("method", sort=True):
         per = [(_step_acc(h), _step_acc(h, "agent_correct")) for _, h in g.groupby("repeat", sort=True)]

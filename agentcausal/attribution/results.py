@@ -4,7 +4,8 @@
 of a run, :data:`RESULT_COLUMNS`); :class:`ResultsWriter` writes the file a batch of rows at a time
 (what a run writes, so a corpus of any size is written in the memory of one batch); :func:`save_run`
 writes a whole folder at once; :func:`load_results` reads it back (old files' missing columns
-filled in); :func:`read_attribution_summary` reads back what a report step wrote.
+filled in), :func:`iter_results` the same a batch of rows at a time; :func:`read_attribution_summary` reads back
+what a report step wrote.
 
 References
 ----------
@@ -15,7 +16,7 @@ Multi-Agent Systems." ICML 2025. arXiv:2505.00212, section 3.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -36,6 +37,7 @@ __all__ = [
     "ResultsWriter",
     "save_run",
     "load_results",
+    "iter_results",
     "AttributionSummary",
     "read_attribution_summary",
 ]
@@ -110,6 +112,11 @@ OPTIONAL_COLUMNS = [
 ]
 
 
+#: ``json.dumps(value, sort_keys=True)`` and the same with ``default=str``, their encoders made once
+_SORTED = json.JSONEncoder(sort_keys=True)
+_SORTED_ANY = json.JSONEncoder(sort_keys=True, default=str)
+
+
 def _row(a: Attribution, t: TraceFacts) -> dict[str, object]:
     true_step, true_agent = t.label_step, t.label_agent
     labelled = true_step is not None
@@ -123,6 +130,8 @@ def _row(a: Attribution, t: TraceFacts) -> dict[str, object]:
     request_s = sum(float(u.get("request_seconds", u.get("seconds", 0.0))) for u in a.usage.values())
     wait_s = sum(float(u.get("wait_seconds", 0.0)) for u in a.usage.values())
     spent = 0 if a.reused else 1  # a reused record cost this run nothing; its usage is the original cost
+    step_ok = labelled and step_match(a.step, true_step)
+    agent_ok = labelled and agent_match(a.agent, true_agent)
     return {
         "trace_id": a.trace_id,
         "method": a.method,
@@ -133,9 +142,9 @@ def _row(a: Attribution, t: TraceFacts) -> dict[str, object]:
         "true_agent": true_agent,
         "pred_step": a.step,
         "pred_agent": a.agent,
-        "step_correct": step_match(a.step, true_step) if labelled else None,
-        "agent_correct": agent_match(a.agent, true_agent) if labelled else None,
-        "both_correct": (step_match(a.step, true_step) and agent_match(a.agent, true_agent)) if labelled else None,
+        "step_correct": step_ok if labelled else None,
+        "agent_correct": agent_ok if labelled else None,
+        "both_correct": (step_ok and agent_ok) if labelled else None,
         "abs_step_error": abs(a.step - true_step) if true_step is not None and a.step is not None else None,
         "undetermined": a.error is None and a.step is None,
         "error": a.error,
@@ -148,10 +157,10 @@ def _row(a: Attribution, t: TraceFacts) -> dict[str, object]:
         "completion_tokens": int(tot.get("completion_tokens", 0)),
         "cost_usd": float(tot.get("cost_usd", 0.0)),
         "prompt_version": a.prompt_version,
-        "settings_json": json.dumps(a.settings, sort_keys=True, default=str),
-        "models_json": json.dumps(a.models, sort_keys=True),
-        "usage_json": json.dumps(a.usage, sort_keys=True),
-        "details_json": json.dumps(a.details, sort_keys=True, default=str),
+        "settings_json": _SORTED_ANY.encode(a.settings),
+        "models_json": _SORTED.encode(a.models),
+        "usage_json": _SORTED.encode(a.usage),
+        "details_json": _SORTED_ANY.encode(a.details),
         "trace_hash": t.sha256,
         "status": "content_failed" if a.error and a.status == "complete" else a.status,  # a method-recorded error
         "status_detail": a.status_detail,
@@ -324,6 +333,23 @@ class ResultsWriter:
         return self.path
 
 
+def _results_file(path: str | Path) -> Path:
+    p = Path(path)
+    if p.is_dir():
+        p = p / "results.parquet"
+    if not p.is_file():
+        raise RunFileError("no results.parquet here; is this a run folder from `agentcausal attribute`?", path=str(p))
+    return p
+
+
+def _unreadable(p: Path, exc: Exception) -> RunFileError:
+    return RunFileError(
+        f"not a readable Parquet file ({p.stat().st_size} bytes; torn or empty?): "
+        f"{type(exc).__name__}: {str(exc)[:200]}",
+        path=str(p),
+    )
+
+
 def load_results(path: str | Path, *, without: Sequence[str] = ()) -> pd.DataFrame:
     """Read a results frame from a Parquet file or a run folder holding ``results.parquet``.
 
@@ -343,20 +369,52 @@ def load_results(path: str | Path, *, without: Sequence[str] = ()) -> pd.DataFra
         If no results file is found, it cannot be read as Parquet (empty, torn by a kill)
         or it lacks the result columns; the message names the file.
     """
-    p = Path(path)
-    if p.is_dir():
-        p = p / "results.parquet"
-    if not p.is_file():
-        raise RunFileError("no results.parquet here; is this a run folder from `agentcausal attribute`?", path=str(p))
+    p = _results_file(path)
     try:
         names = pq.read_schema(p).names
         df = pd.read_parquet(p, columns=[c for c in names if c not in set(without)])
     except Exception as exc:  # pyarrow raises several types for a torn or empty file
-        raise RunFileError(
-            f"not a readable Parquet file ({p.stat().st_size} bytes; torn or empty?): "
-            f"{type(exc).__name__}: {str(exc)[:200]}",
-            path=str(p),
-        ) from exc
+        raise _unreadable(p, exc) from exc
+    return _complete(df, p, without)
+
+
+def iter_results(path: str | Path, *, without: Sequence[str] = (), rows: int = 1000) -> Iterator[pd.DataFrame]:
+    """A results frame a batch of rows at a time (what :func:`load_results` reads whole), so a report of a run of
+    any size reads it in the memory of one batch.
+
+    Parameters
+    ----------
+    path : file or run folder
+    without : columns not to read
+    rows : rows per batch at most
+
+    Yields
+    ------
+    DataFrame, each with :func:`load_results`' columns and dtypes, in the file's row order.
+
+    Raises
+    ------
+    RunFileError
+        As :func:`load_results` (on the first batch, or on the batch where the file turns out torn).
+    """
+    p = _results_file(path)
+    try:
+        pf = pq.ParquetFile(p)
+        columns = [c for c in pf.schema_arrow.names if c not in set(without)]
+        empty = True
+        for batch in pf.iter_batches(batch_size=rows, columns=columns):
+            empty = False
+            yield _complete(batch.to_pandas(), p, without)
+        if empty:  # no row: the file's columns all the same
+            yield _complete(pf.schema_arrow.empty_table().select(columns).to_pandas(), p, without)
+    except RunFileError:
+        raise
+    except Exception as exc:  # pyarrow raises several types for a torn or empty file
+        raise _unreadable(p, exc) from exc
+
+
+def _complete(df: pd.DataFrame, p: Path, without: Sequence[str]) -> pd.DataFrame:
+    """A frame read from a results file with the columns older files lack filled in and text in Arrow strings."""
     missing = [c for c in _CORE_COLUMNS if c not in df.columns and c not in without]
     if missing:
         raise RunFileError(f"results file lacks columns {', '.join(missing)}", path=str(p))

@@ -11,11 +11,11 @@ others), and Who&When's published substring rule, labelled as such.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
-__all__ = ["ACCURACY_COLUMNS", "ACCURACY_NOTE", "accuracy_display", "has_labels"]
+__all__ = ["ACCURACY_COLUMNS", "ACCURACY_NOTE", "accuracy_display", "AccuracyDisplays", "has_labels"]
 
 #: (frame prefix, display name) of the accuracy columns, in table order
 ACCURACY_COLUMNS = (
@@ -93,3 +93,27 @@ def accuracy_display(df: pd.DataFrame, by: tuple[str, ...] = ()) -> pd.DataFrame
         if c in df and (c != "not_run" or bool(df[c].fillna(0).gt(0).any())):  # not_run: only when some row was
             out[c] = df[c]
     return out.reset_index(drop=True)
+
+
+class AccuracyDisplays(NamedTuple):
+    """The three accuracy tables of an evaluation as text cells (:func:`accuracy_display`), made once for both
+    reports.
+
+    Attributes
+    ----------
+    overall, by_subset, by_length : DataFrame, of ``Evaluation.overall``, ``by_subset`` (by ``subset``) and
+        ``by_length`` (by ``length_bucket``)
+    """
+
+    overall: pd.DataFrame
+    by_subset: pd.DataFrame
+    by_length: pd.DataFrame
+
+    @classmethod
+    def of(cls, ev: Any) -> AccuracyDisplays:
+        """The displays of an :class:`~agentcausal.attribution.evaluate.Evaluation`."""
+        return cls(
+            accuracy_display(ev.overall),
+            accuracy_display(ev.by_subset, ("subset",)),
+            accuracy_display(ev.by_length, ("length_bucket",)),
+        )

@@ -28,14 +28,13 @@ from typing import NamedTuple
 
 import pandas as pd
 
-from agentcausal.attribution.evaluate import Evaluation, evaluate_frame
-from agentcausal.attribution.results import load_results
+from agentcausal.attribution.evaluate import Evaluation
 from agentcausal.exceptions import CorruptStoreError
-from agentcausal.report.accuracy import ACCURACY_NOTE, accuracy_display, has_labels
-from agentcausal.report.attribution_load import run_traces, shown_rows
+from agentcausal.report.accuracy import ACCURACY_NOTE, AccuracyDisplays, has_labels
+from agentcausal.report.attribution_load import MAX_GRAPHS, MAX_RANKED_ROWS, ResultsDigest, shown_traces
 from agentcausal.report.attribution_paper_tables import paper_tables_markdown
 from agentcausal.report.attribution_tables import RANKED_NOTE, evaluation_tables, markdown_table, ranked_candidates
-from agentcausal.report.blamed import blamed_html, blamed_markdown
+from agentcausal.report.blamed import blamed_frame, blamed_html, blamed_markdown
 from agentcausal.report.dcfa import dependency_graph_edge_table, dependency_graph_mermaid
 from agentcausal.report.figure_cache import FigureCache
 from agentcausal.report.html import facts_markdown, html_table, readable_value, write_html_report
@@ -84,7 +83,12 @@ def _split_facts(meta: Mapping[str, object]) -> tuple[dict[str, object], dict[st
 
 
 def markdown_report(
-    ev: Evaluation, *, title: str = "Failure attribution", meta: Mapping[str, object] | None = None, lead: str = ""
+    ev: Evaluation,
+    *,
+    title: str = "Failure attribution",
+    meta: Mapping[str, object] | None = None,
+    lead: str = "",
+    shown: AccuracyDisplays | None = None,
 ) -> str:
     """The whole evaluation as one markdown document: the run's facts, ``lead`` (the blamed steps), the accuracy
     tables (only when some trace is labelled), cost, failed traces.
@@ -98,6 +102,7 @@ def markdown_report(
         (:func:`~agentcausal.report.html.facts_markdown`) folded in a ``<details>`` block after ``lead``
     lead : markdown placed before the accuracy tables (the blamed steps,
         :func:`~agentcausal.report.blamed.blamed_markdown`)
+    shown : the accuracy tables as text when already made (:class:`~agentcausal.report.accuracy.AccuracyDisplays`)
 
     Returns
     -------
@@ -119,21 +124,22 @@ def markdown_report(
             "</details>",
         ]
     if has_labels(ev.overall):
+        shown = AccuracyDisplays.of(ev) if shown is None else shown
         parts += [
             "",
             "## Accuracy",
             "",
             ACCURACY_NOTE,
             "",
-            markdown_table(accuracy_display(ev.overall)),
+            markdown_table(shown.overall),
             "",
             "## Per subset",
             "",
-            markdown_table(accuracy_display(ev.by_subset, ("subset",))),
+            markdown_table(shown.by_subset),
             "",
             "## Per trace length (steps)",
             "",
-            markdown_table(accuracy_display(ev.by_length, ("length_bucket",))),
+            markdown_table(shown.by_length),
             "",
             "## |predicted step − true step|",
             "",
@@ -181,11 +187,13 @@ def _cost_this_run_section(ev: Evaluation, meta: Mapping[str, object] | None) ->
     ]
 
 
-def ranked_markdown(ranked: pd.DataFrame, *, max_rows: int = 500) -> str:
-    """The "Ranked candidates" section of ``report.md`` (:func:`~agentcausal.report.attribution_tables.ranked_candidates`)."""
-    more = ["", f"… {len(ranked) - max_rows} more row(s) in `results.parquet`."] if len(ranked) > max_rows else []
+def ranked_markdown(ranked: pd.DataFrame, *, max_rows: int = 500, total: int | None = None) -> str:
+    """The "Ranked candidates" section of ``report.md`` (:func:`~agentcausal.report.attribution_tables.ranked_candidates`;
+    ``total``: the rows in all when ``ranked`` holds only the first ones, None: ``len(ranked)``)."""
+    total = len(ranked) if total is None else total
+    more = ["", f"… {total - max_rows} more row(s) in `results.parquet`."] if total > max_rows else []
     return "\n".join(
-        [f"## Ranked candidates ({len(ranked)})", "", RANKED_NOTE, "", markdown_table(ranked.head(max_rows)), *more, ""]
+        [f"## Ranked candidates ({total})", "", RANKED_NOTE, "", markdown_table(ranked.head(max_rows)), *more, ""]
     )
 
 
@@ -251,10 +259,11 @@ def write_report(
     run_dir: str | Path,
     *,
     meta: Mapping[str, object] | None = None,
-    results: pd.DataFrame | None = None,
+    results: pd.DataFrame | ResultsDigest | None = None,
     traces: Mapping[str, Trace] | None = None,
     run_meta: Mapping[str, object] | None = None,
     figure_cache: FigureCache | None = None,
+    trace_hashes: Mapping[str, str] | None = None,
 ) -> Path:
     """Write ``report.md``, ``report.html``, the PNG plots and ``accuracy.csv`` into a run folder.
 
@@ -269,10 +278,14 @@ def write_report(
     ev : Evaluation
     run_dir : folder
     meta : see :func:`markdown_report`
-    results : the results frame (for the per-trace table and sections); None leaves them out
+    results : the results (for the blamed steps, the per-trace table and sections): a frame, or the
+        :class:`~agentcausal.report.attribution_load.ResultsDigest` a report reading ``results.parquet`` a batch at a
+        time keeps of it; None leaves them out
     traces : trace id -> Trace, for the step text in the per-trace sections
     run_meta : the run's ``run.json`` (the paper tables' ``speaker_mismatch``)
     figure_cache : PNGs kept by the tables they draw (:mod:`agentcausal.report.figure_cache`); None: drawn
+    trace_hashes : trace id -> content hash of a trace of ``traces`` known without hashing it
+        (:class:`~agentcausal.report.attribution_load.ShownTraces`)
 
     Returns
     -------
@@ -285,26 +298,32 @@ def write_report(
     figs = attribution_figures(
         ev, d, cache=figure_cache
     )  # PNGs in the run folder; text charts in report.md, images in report.html
-    graphs = dependency_graphs_markdown(results) if results is not None else ""
-    blamed = blamed_markdown(results) if results is not None else ""
-    ranked = ranked_candidates(results) if results is not None else pd.DataFrame()
-    if len(ranked):  # after the blamed steps: the other steps each ranking method weighed
-        blamed += "\n" + ranked_markdown(ranked)
+    digest = ResultsDigest.of_frame(results) if isinstance(results, pd.DataFrame) else results
     labelled = has_labels(ev.overall)
-    paper = paper_tables_markdown(results, dict(run_meta or {})) if results is not None and labelled else ""
-    md = markdown_report(ev, meta=meta, lead=blamed) + paper + figures_markdown(figs) + graphs
+    blamed, graphs, paper = "", "", ""
+    shown_blamed = None
+    if digest is not None:
+        graphs = dependency_graphs_markdown(digest.graphs, max_graphs=MAX_GRAPHS)
+        shown_blamed = blamed_frame(digest.shown)  # the first rows of every view: report.md lists the first of them
+        blamed = blamed_markdown(digest.shown, blamed=shown_blamed, whole=digest.blamed)
+        if digest.ranked_total:  # after the blamed steps: the other steps each ranking method weighed
+            blamed += "\n" + ranked_markdown(digest.ranked, max_rows=MAX_RANKED_ROWS, total=digest.ranked_total)
+        if labelled:
+            paper = paper_tables_markdown(digest.scores, dict(run_meta or {}))
+    shown_accuracy = AccuracyDisplays.of(ev)  # both reports' accuracy tables, made once
+    md = markdown_report(ev, meta=meta, lead=blamed, shown=shown_accuracy) + paper + figures_markdown(figs) + graphs
     atomic_write_text(p, visible(md))  # trace text: control and bidi characters shown as \x1b, \u202e
     lead: list[str] = []
     sections: list[str] = []
-    if results is not None and not results.empty:
-        shown = shown_rows(results)  # the blamed table too: a page of 48,000 rows weighed about 110 MB
+    if digest is not None and digest.rows:
+        shown = digest.shown  # the blamed table too: a page of 48,000 rows weighed about 110 MB
         cut = (
-            f" The first {shown['trace_id'].nunique():,} of {results['trace_id'].nunique():,} traces are shown "
+            f" The first {len(digest.shown_ids):,} of {digest.traces:,} traces are shown "
             "here; every row is in results.parquet."
-            if len(shown) < len(results)
+            if len(digest.shown_ids) < digest.traces
             else ""
         )
-        lead = [blamed_html(shown, note=cut)]
+        lead = [blamed_html(shown, note=cut, blamed=shown_blamed)]
         ranked_shown = ranked_candidates(shown)
         if len(ranked_shown):
             lead.append(
@@ -317,10 +336,10 @@ def write_report(
             "<h2>Per trace</h2><p class='note'>One row per trace and method; click a header to sort, "
             f"type to filter, click a trace to see its steps.{cut}</p>",
             per_trace_html(shown),
-            trace_sections_html(shown, traces),
+            trace_sections_html(shown, traces, hashes=trace_hashes),
         ]
 
-    tables = evaluation_tables(ev)  # accuracy (4 tables: only with labels), cost, failures
+    tables = evaluation_tables(ev, shown_accuracy)  # accuracy (4 tables: only with labels), cost, failures
     if labelled:
         lead += [
             f"<h2>Accuracy</h2><p class='note'>{html.escape(ACCURACY_NOTE)}</p>{html_table(tables[0][1])}",
@@ -361,8 +380,8 @@ def report_run(run_dir: str | Path, *, cache_dir: str | Path | None = None) -> R
         If the folder holds no valid ``results.parquet``.
     """
     meta = load_run_meta(run_dir)
-    results = load_results(run_dir, without=("settings_json", "models_json"))  # never shown
-    ev = evaluate_frame(results)
+    digest = ResultsDigest.read(run_dir)  # a batch of rows at a time: what the report needs of every row kept
+    ev = digest.evaluation()
     shown: dict[str, object] = {
         k: meta[k] for k in ("corpus", "methods", "routing", "models", "traces", "started", "wall_seconds") if k in meta
     }
@@ -371,15 +390,17 @@ def report_run(run_dir: str | Path, *, cache_dir: str | Path | None = None) -> R
         shown["corpus"] = [str(s.get("path")) for s in plan["sources"] if isinstance(s, Mapping)]
     shown["run folder"] = str(run_dir)
     figures = _figure_cache(cache_dir)
+    traces = shown_traces(Path(run_dir), meta, digest.shown_ids)
     try:
         path = write_report(
             ev,
             run_dir,
             meta=shown,
-            results=results,
-            traces=run_traces(Path(run_dir), meta, results),
+            results=digest,
+            traces=traces,
             run_meta=meta,
             figure_cache=figures,
+            trace_hashes=traces.hashes,
         )
     finally:
         if figures is not None:

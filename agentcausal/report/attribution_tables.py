@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from agentcausal.report.accuracy import accuracy_display
+from agentcausal.report.accuracy import AccuracyDisplays, accuracy_display
 
 if TYPE_CHECKING:
     from agentcausal.attribution.evaluate import Evaluation
@@ -30,6 +30,7 @@ __all__ = [
     "evaluation_tables",
     "candidates_text",
     "ranked_candidates",
+    "ranked_row",
     "RANKED_NOTE",
     "SHOWN_CANDIDATES",
 ]
@@ -151,22 +152,24 @@ def table_records(df: pd.DataFrame) -> list[dict[str, object]]:
     return out
 
 
-def evaluation_tables(ev: Evaluation) -> list[tuple[str, pd.DataFrame]]:
+def evaluation_tables(ev: Evaluation, shown: AccuracyDisplays | None = None) -> list[tuple[str, pd.DataFrame]]:
     """The tables of an attribution :class:`~agentcausal.attribution.evaluate.Evaluation`, in report order.
 
     Parameters
     ----------
     ev : Evaluation
+    shown : its accuracy tables as text when already made (:class:`~agentcausal.report.accuracy.AccuracyDisplays`)
 
     Returns
     -------
     list of (heading, DataFrame): 7 tables, the first 4 accuracy (meaningful only when some trace is
     labelled), then cost per trace, cost per stage, failed traces.
     """
+    shown = AccuracyDisplays.of(ev) if shown is None else shown
     return [
-        ("Accuracy", headline_first(accuracy_display(ev.overall))),
-        ("Per subset", accuracy_display(ev.by_subset, ("subset",))),
-        ("Per trace length (steps)", accuracy_display(ev.by_length, ("length_bucket",))),
+        ("Accuracy", headline_first(shown.overall)),
+        ("Per subset", shown.by_subset),
+        ("Per trace length (steps)", shown.by_length),
         ("|predicted step − true step|", ev.step_error_hist.reset_index()),
         ("Cost per trace (means)", ev.cost_per_trace),
         ("Cost per stage", ev.cost_by_stage),
@@ -194,6 +197,18 @@ def candidates_text(cands: Any, k: int = SHOWN_CANDIDATES) -> str:
     return " · ".join(out) + (f" · … (+{len(cands) - k})" if len(cands) > k else "")
 
 
+def ranked_row(
+    trace_id: Any, method: Any, step: Any, cands: list[dict[str, Any]], k: int = SHOWN_CANDIDATES
+) -> dict[str, str]:
+    """One row of :func:`ranked_candidates`: a ranking method's candidates (read, as dicts) on one trace."""
+    return {
+        "trace": str(trace_id),
+        "method": str(method),
+        "step": "–" if pd.isna(step) else str(int(step)),
+        "candidates": candidates_text(cands, k),
+    }
+
+
 def ranked_candidates(results: pd.DataFrame, k: int = SHOWN_CANDIDATES) -> pd.DataFrame:
     """One row per (trace, method) whose method ranks its candidates: trace, method, blamed step, candidates.
 
@@ -218,13 +233,6 @@ def ranked_candidates(results: pd.DataFrame, k: int = SHOWN_CANDIDATES) -> pd.Da
     ):
         cands = read_candidates(raw)
         if ranks(cands):
-            rows.append(
-                {
-                    "trace": str(tid),
-                    "method": str(method),
-                    "step": "–" if pd.isna(step) else str(int(step)),
-                    "candidates": candidates_text(cands, k),
-                }
-            )
+            rows.append(ranked_row(tid, method, step, cands or [], k))
     df = pd.DataFrame(rows, columns=cols)
     return df.sort_values(["trace", "method"], kind="stable").reset_index(drop=True) if len(df) else df

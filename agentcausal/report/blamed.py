@@ -22,7 +22,7 @@ import json
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
@@ -32,7 +32,15 @@ from agentcausal.report.html import html_table
 from agentcausal.report.traces_html import trace_anchor
 from agentcausal.traces.display import visible
 
-__all__ = ["blamed_frame", "blamed_text", "blamed_markdown", "blamed_html", "console_summary", "REASON_CHARS"]
+__all__ = [
+    "blamed_frame",
+    "BlamedWhole",
+    "blamed_text",
+    "blamed_markdown",
+    "blamed_html",
+    "console_summary",
+    "REASON_CHARS",
+]
 
 #: characters of a reason shown in a report table (longer ones cut with "…")
 REASON_CHARS = 160
@@ -146,6 +154,36 @@ def blamed_frame(results: pd.DataFrame) -> pd.DataFrame:
     for c in ("agent", "span_id", "evidence", "evidence_note", "true_agent", "failure_modes"):
         df[c] = df[c].astype(object).where(df[c].notna(), None)
     return df
+
+
+class BlamedWhole(NamedTuple):
+    """What ``report.md``'s blamed-steps section says of every row of a run, not only of the rows it lists.
+
+    Attributes
+    ----------
+    rows : int, rows in all
+    span : bool, some row has a span id
+    truth : bool, some row has an annotated step
+    repeat : bool, some row is a repeat above 0
+    modes : bool, some row has failure modes (MAST)
+    """
+
+    rows: int
+    span: bool
+    truth: bool
+    repeat: bool
+    modes: bool
+
+    @classmethod
+    def of(cls, df: pd.DataFrame) -> BlamedWhole:
+        """The facts of a :func:`blamed_frame` of every row."""
+        return cls(
+            rows=len(df),
+            span=bool(df["span_id"].notna().any()),
+            truth=bool(df["true_step"].notna().any()),
+            repeat=bool((df["repeat"] > 0).any()),
+            modes=bool(df["failure_modes"].notna().any()),
+        )
 
 
 def _conf(v: Any) -> str:
@@ -263,21 +301,36 @@ def _md(v: Any) -> str:
     return str(v).replace("|", "\\|").replace("\n", " ")
 
 
-def blamed_markdown(results: pd.DataFrame, *, max_rows: int = 500, report_html: str | None = "report.html") -> str:
+def blamed_markdown(
+    results: pd.DataFrame,
+    *,
+    max_rows: int = 500,
+    report_html: str | None = "report.html",
+    blamed: pd.DataFrame | None = None,
+    whole: BlamedWhole | None = None,
+) -> str:
     """The "Blamed steps" section of ``report.md``: per trace and method the blamed step, agent, span id,
     confidence, reason (cut with "…"), evidence and fix; trace ids link to their sections in ``report_html``.
+
+    Parameters
+    ----------
+    results : results frame
+    max_rows : rows listed at most (the rest counted)
+    report_html : the HTML report the trace ids link into, or None
+    blamed : :func:`blamed_frame` of ``results`` when already made (not made again)
+    whole : the facts of every row of the run when ``results`` holds only its first rows (a report reading
+        ``results.parquet`` a batch at a time passes the rows of its first traces, which hold the first
+        ``max_rows``); None: ``results`` is every row
 
     Returns
     -------
     str, ``""`` for an empty frame.
     """
-    df = blamed_frame(results)
-    if df.empty:
+    df = blamed_frame(results) if blamed is None else blamed
+    whole = BlamedWhole.of(df) if whole is None else whole
+    if df.empty or not whole.rows:
         return ""
-    show_span = bool(df["span_id"].notna().any())
-    show_true = bool(df["true_step"].notna().any())
-    show_repeat = bool((df["repeat"] > 0).any())
-    show_modes = bool(df["failure_modes"].notna().any())
+    show_span, show_true, show_repeat, show_modes = whole.span, whole.truth, whole.repeat, whole.modes
     head = [
         "trace",
         "method",
@@ -312,7 +365,7 @@ def blamed_markdown(results: pd.DataFrame, *, max_rows: int = 500, report_html: 
             *([_md(r.failure_modes or "")] if show_modes else []),
         ]
         lines.append("| " + " | ".join(cells) + " |")
-    more = ["", f"… {len(df) - max_rows} more row(s) in `results.parquet`."] if len(df) > max_rows else []
+    more = ["", f"… {whole.rows - max_rows} more row(s) in `results.parquet`."] if whole.rows > max_rows else []
     return "\n".join(
         [
             "## Blamed steps",
@@ -333,7 +386,7 @@ def blamed_markdown(results: pd.DataFrame, *, max_rows: int = 500, report_html: 
     )
 
 
-def blamed_html(results: pd.DataFrame, *, note: str = "") -> str:
+def blamed_html(results: pd.DataFrame, *, note: str = "", blamed: pd.DataFrame | None = None) -> str:
     """The "Blamed steps" section at the top of ``report.html``: a sortable, filterable table whose trace ids link
     to the traces' sections.
 
@@ -341,12 +394,13 @@ def blamed_html(results: pd.DataFrame, *, note: str = "") -> str:
     ----------
     results : results frame, the rows to list (``report.html`` passes the traces it shows)
     note : str, a sentence appended to the section's note (e.g. how many traces are left out)
+    blamed : :func:`blamed_frame` of ``results`` when already made (not made again)
 
     Returns
     -------
     str, HTML (``""`` for an empty frame).
     """
-    df = blamed_frame(results)
+    df = blamed_frame(results) if blamed is None else blamed
     if df.empty:
         return ""
     e = html.escape

@@ -1,9 +1,9 @@
 """A run's PNG figures kept by what they draw, so a rerun whose tables did not change copies its figures
 instead of drawing them (and never imports matplotlib).
 
-A figure's key is the sha256 of its name, the tables it is drawn from (:func:`pandas.util.hash_pandas_object`
-of each, with its column names and dtypes), the matplotlib version and :data:`FIGURE_VERSION`: the same
-tables draw the same bytes (``savefig`` writes no date), so a hit is the file a draw would write. "Nothing to
+A figure's key is the sha256 of its name, the tables it is drawn from, cut to the columns it draws by the caller
+(:func:`pandas.util.hash_pandas_object` of each, with its column names and dtypes), the matplotlib version and
+:data:`FIGURE_VERSION`: the same tables draw the same bytes (``savefig`` writes no date), so a hit is the file a draw would write. "Nothing to
 draw" is kept too. Storage: a :class:`~agentcausal.llm.reply_cache.ReplyCache` folder (``<cache_dir>/figures``:
 data-only records, each checked on read), the PNG as base64. A store that fails is logged once and the
 figures are drawn.
@@ -12,6 +12,7 @@ figures are drawn.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import logging
 from collections.abc import Callable, Sequence
@@ -49,6 +50,7 @@ class Figure(NamedTuple):
     text: str
 
 
+@functools.cache  # importlib.metadata scans the installed distributions: once per process, not per figure
 def _matplotlib_version() -> str:
     try:
         return version("matplotlib")

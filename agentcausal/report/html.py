@@ -111,6 +111,8 @@ def human_number(v: Any, *, digits: int = 3) -> str:
 
 def _cell(v: Any, col: str) -> tuple[str, str]:
     """(text, css class) of a table cell."""
+    if type(v) is str and col not in _PCT:  # the common case of text tables: the text itself
+        return v, ""
     if col in _PCT:
         try:
             return ("–" if v is None or pd.isna(v) else f"{100 * float(v):.1f}%"), "num"

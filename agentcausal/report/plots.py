@@ -360,6 +360,17 @@ def discovery_stage_usage(outcomes: Iterable[Any]) -> pd.DataFrame:
     return StageUsage(outcomes).frame()
 
 
+#: the columns of ``Evaluation.by_length`` and ``cost_by_stage`` that :func:`accuracy_by_length_png` and
+#: :func:`stage_cost_png` draw: a figure is kept by these (a rerun whose rows were reused, or whose calls were cache
+#: hits, draws the same pictures and copies them)
+LENGTH_DRAWN = ("method", "length_bucket", "labelled", "step_acc", "agent_acc")
+STAGE_DRAWN = ("method", "stage", "prompt_tokens", "completion_tokens", "seconds")
+
+
+def _drawn(table: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    return table[[c for c in columns if c in table.columns]]
+
+
 def attribution_figures(ev: Any, run_dir: str | Path, *, cache: FigureCache | None = None) -> list[Figure]:
     """Draw every plot of an attribution run into its folder.
 
@@ -367,7 +378,8 @@ def attribution_figures(ev: Any, run_dir: str | Path, *, cache: FigureCache | No
     ----------
     ev : ``agentcausal.attribution.evaluate.Evaluation``
     run_dir : the run folder (PNG files go straight into it)
-    cache : figures kept by the tables they draw (:mod:`agentcausal.report.figure_cache`); None: drawn
+    cache : figures kept by the columns they draw (:mod:`agentcausal.report.figure_cache`; :data:`LENGTH_DRAWN`,
+        the step-error histogram, :data:`STAGE_DRAWN`); None: drawn
 
     Returns
     -------
@@ -389,7 +401,7 @@ def attribution_figures(ev: Any, run_dir: str | Path, *, cache: FigureCache | No
         ),
         lambda p: accuracy_by_length_png(ev.by_length, p) if len(bl) else None,
         run,
-        ev.by_length,
+        _drawn(ev.by_length, LENGTH_DRAWN),
         cache=cache,
     )
     h = ev.step_error_hist
@@ -415,7 +427,7 @@ def attribution_figures(ev: Any, run_dir: str | Path, *, cache: FigureCache | No
         ),
         lambda p: stage_cost_png(c, p) if len(c) else None,
         run,
-        c,
+        _drawn(c, STAGE_DRAWN),
         cache=cache,
     )
     return figs

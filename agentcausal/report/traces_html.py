@@ -20,7 +20,7 @@ import html
 import json
 import re
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any
 
 import pandas as pd
 
@@ -41,9 +41,53 @@ def trace_anchor(trace_id: str) -> str:
     return "t-" + re.sub(r"[^A-Za-z0-9_-]", "-", str(trace_id))
 
 
-def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
-    """The rows of ``df`` as dicts by column name (``to_dict(orient="records")``; the columns are str)."""
-    return cast(list[dict[str, Any]], df.to_dict(orient="records"))
+def _records(df: pd.DataFrame, columns: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The rows of ``df`` sorted by trace and method, as dicts of the ``columns`` it has (``to_dict``; the columns
+    are str)."""
+    rows = df[[c for c in columns if c in df.columns]].sort_values(["trace_id", "method"])
+    names = [str(c) for c in rows.columns]  # a column at a time (to_dict boxes every cell on its own)
+    return [dict(zip(names, values)) for values in zip(*(rows[c].tolist() for c in rows.columns))]
+
+
+#: the results columns :func:`per_trace_frame` reads
+_TABLE_COLUMNS = (
+    "trace_id",
+    "subset",
+    "n_steps",
+    "method",
+    "pred_step",
+    "pred_agent",
+    "true_step",
+    "true_agent",
+    "error",
+    "step_correct",
+    "agent_correct",
+    "confidence",
+    "reason",
+    "prompt_tokens",
+    "completion_tokens",
+    "seconds",
+    "cost_usd",
+)
+#: the results columns :func:`trace_sections_html` reads
+_SECTION_COLUMNS = (
+    "trace_id",
+    "method",
+    "trace_hash",
+    "subset",
+    "n_steps",
+    "true_step",
+    "true_agent",
+    "pred_step",
+    "pred_agent",
+    "error",
+    "confidence",
+    "reason",
+    "evidence",
+    "evidence_note",
+    "corrected_action",
+    "details_json",
+)
 
 
 def _na(v: Any) -> bool:
@@ -77,7 +121,7 @@ def per_trace_frame(results: pd.DataFrame) -> pd.DataFrame:
     tokens (prompt + completion), seconds, and cost (USD) when a profile has prices.
     """
     rows = []
-    for r in _records(results.sort_values(["trace_id", "method"])):
+    for r in _records(results, _TABLE_COLUMNS):
         err = None if _na(r.get("error")) else r.get("error")
         rows.append(
             {
@@ -233,7 +277,9 @@ def _dcfa_attribution(r: Mapping[str, Any]) -> Attribution | None:
     )
 
 
-def trace_sections_html(results: pd.DataFrame, traces: Mapping[str, Trace] | None = None) -> str:
+def trace_sections_html(
+    results: pd.DataFrame, traces: Mapping[str, Trace] | None = None, *, hashes: Mapping[str, str] | None = None
+) -> str:
     """One ``<section>`` per trace: its steps with the blamed ones highlighted, then DCFA's graphs.
 
     Parameters
@@ -241,6 +287,8 @@ def trace_sections_html(results: pd.DataFrame, traces: Mapping[str, Trace] | Non
     results : results frame (``results.parquet``)
     traces : trace id -> Trace, for the step text; a trace not given (or whose content hash differs
         from the one recorded in ``results``) shows only the blamed and annotated steps, without text
+    hashes : trace id -> the content hash of the trace given, where known without hashing it (read from its
+        plan item, :class:`~agentcausal.report.attribution_load.ShownTraces`); the others are hashed
 
     Returns
     -------
@@ -257,14 +305,17 @@ def trace_sections_html(results: pd.DataFrame, traces: Mapping[str, Trace] | Non
         "green: the annotated decisive step), then each DCFA method's dependency graph (yellow: minor deviation; "
         "orange: GCA hypothesis; red: final decisive step; dashed orange: accepted LCE moves with ΔS).</p>",
     ]
+    hashes = hashes or {}
     by_trace: dict[str, list[dict[str, Any]]] = {}  # one to_dict for the frame: per-group pandas calls cost ~10 ms each
-    for r in _records(results.sort_values(["trace_id", "method"])):
+    for r in _records(results, _SECTION_COLUMNS):
         by_trace.setdefault(r["trace_id"], []).append(r)
     for tid, recs in by_trace.items():
         first = recs[0]
         t = traces.get(str(tid))
-        if t is not None and first.get("trace_hash") and t.content_hash() != first.get("trace_hash"):
-            t = None
+        if t is not None and first.get("trace_hash"):
+            known = hashes.get(str(tid))
+            if (known if known is not None else t.content_hash()) != first.get("trace_hash"):
+                t = None
         blamed: dict[int, list[str]] = {}
         blame_rows: dict[int, list[Mapping[str, Any]]] = {}
         for r in recs:

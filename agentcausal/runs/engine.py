@@ -411,7 +411,8 @@ class RunEngine:
                 if s is None:  # dropped (failed its check) since it was stored, or never finished
                     rec = self.half.failed(job, RuntimeError("no record of this job in the results store"))
                 else:
-                    rec = s.record.model_copy(update={"reused": s.stored_at < self.started or s.cache_hits_only})
+                    reused = s.stored_at < self.started or s.cache_hits_only
+                    rec = s.record if reused == s.record.reused else s.record.model_copy(update={"reused": reused})
             summary.rows += 1
             summary.failed += rec.status == "failed"
             summary.not_run += rec.status == "not_run"

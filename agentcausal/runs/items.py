@@ -28,7 +28,7 @@ from agentcausal.traces.jsonl import read_jsonl_line
 from agentcausal.traces.model import Trace
 from agentcausal.traces.whowhen import SUBSETS, load_who_and_when_file
 
-__all__ = ["load_trace_item", "check_file_item", "remember_file_sha256", "clear_cache"]
+__all__ = ["load_trace_item", "check_file", "check_file_item", "remember_file_sha256", "clear_cache"]
 
 
 _hash_lock = threading.Lock()
@@ -82,7 +82,15 @@ def remember_file_sha256(path: str, sha256: str, before: os.stat_result) -> None
             _store(path, _version(now), sha256)
 
 
-def _check_file(iid: str, path: str, sha: str, p: Path | None = None) -> None:
+def check_file(iid: str, path: str, sha: str, p: Path | None = None) -> None:
+    """Check that item ``iid``'s file ``path`` still has the plan's sha256 ``sha`` (hashed once per process and file
+    version; ``p``: ``path`` as a Path, when the caller has one).
+
+    Raises
+    ------
+    ItemChangedError
+        If the file is gone or its bytes differ from the plan.
+    """
     try:
         st = (p or Path(path)).stat()
     except OSError as exc:
@@ -114,7 +122,7 @@ def load_trace_item(item: PlanItem) -> Trace:
     p = Path(path)  # once: each use below takes it as it is
     checked = item.file_sha256 is not None  # the file holds the bytes the plan pass read, validated and hashed
     if item.file_sha256 is not None:
-        _check_file(iid, path, item.file_sha256, p)
+        check_file(iid, path, item.file_sha256, p)
     try:
         if item.offset is not None:
             t = read_jsonl_line(p, item.offset, checked=checked)
@@ -145,7 +153,7 @@ def check_file_item(item: PlanItem) -> None:
     ItemChangedError
         If the file is gone or its bytes differ from the plan.
     """
-    _check_file(item.id, str(item.path), item.sha256)
+    check_file(item.id, str(item.path), item.sha256)
 
 
 def clear_cache() -> None:

@@ -11,6 +11,7 @@ Failure Attribution of LLM Multi-Agent Systems." ICML 2025. arXiv:2505.00212.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import unicodedata
@@ -41,6 +42,7 @@ def _drop_trailing_parenthetical(name: str) -> str:
 
 
 _IGNORED = str.maketrans("", "", " \t\n_-*`~")
+_EMPHASIS = str.maketrans("", "", "*`~")
 
 
 def normalise_agent(name: str | None) -> str:
@@ -71,8 +73,13 @@ def normalise_agent(name: str | None) -> str:
     """
     if not name:
         return ""
+    return _canonical_agent(name)
+
+
+@functools.lru_cache(maxsize=4096)  # a run compares the same few names on every row
+def _canonical_agent(name: str) -> str:
     text = unicodedata.normalize("NFKC", name).strip().strip("\"'")
-    text = _drop_trailing_parenthetical(text.translate(str.maketrans("", "", "*`~")).strip())
+    text = _drop_trailing_parenthetical(text.translate(_EMPHASIS).strip())
     return text.casefold().translate(_IGNORED)
 
 

@@ -111,3 +111,22 @@ def test_unlabelled_rows_leave_accuracy_out_of_the_report():
 def test_whowhen_rules_as_published():
     assert whowhen_step_match(12, 2) and whowhen_step_match(21, 1) and not whowhen_step_match(2, 12)
     assert whowhen_agent_match("WebSurfer (thought)", "WebSurfer") and not whowhen_agent_match("Web", "WebSurfer")
+
+
+def test_row_hits_read_once_score_as_the_candidates_do(frame):
+    """A report reading results.parquet a batch at a time keeps each row's hits, not its candidates: the same tables."""
+    from agentcausal.attribution.costs import StageTotals, usage_by_stage
+    from agentcausal.attribution.evaluate import candidate_hits
+
+    hits = [candidate_hits(c, t) for c, t in zip(frame["candidates"], frame["true_step"])]
+    slim = frame.drop(columns=["candidates", "usage_json"]).assign(
+        ranks=[r for r, _ in hits], top3_hit=[h for _, h in hits]
+    )
+    totals = StageTotals()
+    for m, blob in zip(frame["method"], frame["usage_json"]):
+        totals.add(m, blob)
+    stages = totals.frame(frame.groupby("method")["trace_id"].nunique().to_dict())
+    pd.testing.assert_frame_equal(stages, usage_by_stage(frame))
+    whole, kept = evaluate_frame(frame), evaluate_frame(slim, cost_by_stage=stages)
+    for name, table in whole._asdict().items():
+        pd.testing.assert_frame_equal(getattr(kept, name), table, obj=name)

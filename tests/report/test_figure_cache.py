@@ -13,13 +13,21 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 DRAWS = ("accuracy_by_length_png", "step_error_png", "stage_cost_png")
 
 
-def _evaluation(tokens=300):
+def _evaluation(tokens=300, reused=False):
     steps = [Step(index=k, agent=f"A{k % 2}", content=f"step {k}") for k in range(6)]
     t = Trace(id="x/0", question="q", ground_truth="a", label=Label(agent="A1", step=1), steps=steps)
-    usage = {"baseline": {"calls": 1, "requests": 1, "prompt_tokens": tokens, "completion_tokens": 20, "seconds": 1}}
-    return evaluate_frame(
-        results_frame([Attribution(trace_id="x/0", method="m", step=1, agent="A1", usage=usage)], [t])
-    )
+    usage = {
+        "baseline": {
+            "calls": 1,
+            "requests": 0 if reused else 1,
+            "cache_hits": 1 if reused else 0,
+            "prompt_tokens": tokens,
+            "completion_tokens": 20,
+            "seconds": 1,
+        }
+    }
+    att = Attribution(trace_id="x/0", method="m", step=1, agent="A1", usage=usage, reused=reused)
+    return evaluate_frame(results_frame([att], [t]))
 
 
 def _no_drawing(monkeypatch):
@@ -39,6 +47,18 @@ def test_unchanged_tables_copy_the_same_pngs_without_drawing(tmp_path, monkeypat
     assert cache.reused == 3
     assert [f.path.read_bytes() for f in again] == [f.path.read_bytes() for f in first]
     assert [f.text for f in again] == [f.text for f in first]
+
+
+def test_a_rerun_of_reused_rows_copies_the_pictures_it_would_draw(tmp_path, monkeypatch):
+    # the tables' reused and request counts changed; the columns the figures draw did not
+    cache = FigureCache(tmp_path / "figures")
+    first = plots.attribution_figures(_evaluation(), tmp_path / "a", cache=cache)
+    rerun = _evaluation(reused=True)
+    assert rerun.by_length["reused"].sum() == 1 and rerun.cost_by_stage["requests"].sum() == 0
+    _no_drawing(monkeypatch)
+    again = plots.attribution_figures(rerun, tmp_path / "b", cache=cache)
+    assert cache.reused == 3
+    assert [f.path.read_bytes() for f in again] == [f.path.read_bytes() for f in first]
 
 
 def test_a_changed_table_is_drawn_again(tmp_path, monkeypatch):
