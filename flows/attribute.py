@@ -22,7 +22,7 @@ from agentcausal.runs.options import RunOptions
 from agentcausal.runs.plan import as_plan
 from agentcausal.settings import RunSettings
 from flows import naming
-from flows.engine import ended, publish_report, run_dir_of, run_engine
+from flows.engine import ended, frozen_heap, publish_report, run_dir_of, run_engine
 from flows.runners import RunnerChoice, with_runner
 from tasks.attribution import attribute_chunk, evaluate_run
 
@@ -62,42 +62,45 @@ def attribute(
     With rows not computed (``failed``, ``not_run``) the flow run ends **Failed** (:class:`flows.engine.FailedRows`,
     its run folder complete) so that a Prefect automation on failed flow runs alerts; else Completed.
     """
-    settings = settings or RunSettings.from_env()
-    run = run or RunOptions()
-    run_dir = run.out_dir or default_run_dir("attribute")
-    if isinstance(plan, AttributionRequest):
-        plan, corpus = plan_request(plan, settings, run_dir)
-    else:
-        plan = as_plan(plan, AttributionPlan)
-        corpus = list(run.meta.get("corpus") or dict.fromkeys(i.path for i in plan.iter_items()))
-    subject = corpus_label(corpus)
-    naming.add_run_tags(plan.methods, settings, preset=plan.preset)
-    summary = run_engine(
-        ATTRIBUTION,
-        plan,
-        settings,
-        attribute_chunk,
-        run_dir,
-        chunk_size=run.chunk_size,
-        subject=subject,
-        bar=run.progress,
-        meta={**{k: v for k, v in run.meta.items() if k != "corpus"}, "corpus": corpus},
-        max_cost=run.max_cost,
-        spent_before_usd=run.spent_before_usd,
-        max_tokens=run.max_tokens,
-    )
-    report = evaluate_run(run_dir, None if settings.refresh else settings.cache_dir)  # refresh: every figure drawn
-    naming.add_run_tags(plan.methods, settings, preset=plan.preset, subsets=set(report.evaluation.by_subset["subset"]))
-    publish_report(
-        subject,
-        run_dir,
-        table_key="attribution-accuracy",
-        table=table_records(report.evaluation.overall),
-        table_description="Step, agent and both-correct accuracy per method",
-        report_key="attribution-report",
-        markdown=report.markdown,
-    )
-    return ended("attribute", summary, run_dir)  # type: ignore[return-value]  # Failed when rows were not computed
+    with frozen_heap():  # the objects alive at the start left out of full collections (flows/engine.py)
+        settings = settings or RunSettings.from_env()
+        run = run or RunOptions()
+        run_dir = run.out_dir or default_run_dir("attribute")
+        if isinstance(plan, AttributionRequest):
+            plan, corpus = plan_request(plan, settings, run_dir)
+        else:
+            plan = as_plan(plan, AttributionPlan)
+            corpus = list(run.meta.get("corpus") or dict.fromkeys(i.path for i in plan.iter_items()))
+        subject = corpus_label(corpus)
+        naming.add_run_tags(plan.methods, settings, preset=plan.preset)
+        summary = run_engine(
+            ATTRIBUTION,
+            plan,
+            settings,
+            attribute_chunk,
+            run_dir,
+            chunk_size=run.chunk_size,
+            subject=subject,
+            bar=run.progress,
+            meta={**{k: v for k, v in run.meta.items() if k != "corpus"}, "corpus": corpus},
+            max_cost=run.max_cost,
+            spent_before_usd=run.spent_before_usd,
+            max_tokens=run.max_tokens,
+        )
+        report = evaluate_run(run_dir, None if settings.refresh else settings.cache_dir)  # refresh: every figure drawn
+        naming.add_run_tags(
+            plan.methods, settings, preset=plan.preset, subsets=set(report.evaluation.by_subset["subset"])
+        )
+        publish_report(
+            subject,
+            run_dir,
+            table_key="attribution-accuracy",
+            table=table_records(report.evaluation.overall),
+            table_description="Step, agent and both-correct accuracy per method",
+            report_key="attribution-report",
+            markdown=report.markdown,
+        )
+        return ended("attribute", summary, run_dir)  # type: ignore[return-value]  # Failed when rows were not computed
 
 
 def run_attribute(

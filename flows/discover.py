@@ -20,7 +20,7 @@ from agentcausal.runs.options import RunOptions
 from agentcausal.runs.plan import as_plan
 from agentcausal.settings import RunSettings
 from flows import naming
-from flows.engine import ended, publish_report, run_dir_of, run_engine
+from flows.engine import ended, frozen_heap, publish_report, run_dir_of, run_engine
 from flows.runners import RunnerChoice, with_runner
 from tasks.discovery import discover_chunk, report_discovery
 
@@ -48,41 +48,42 @@ def discover(
     With rows not computed (``failed``, ``not_run``) the flow run ends **Failed** (:class:`flows.engine.FailedRows`,
     its run folder complete) so that a Prefect automation on failed flow runs alerts; else Completed.
     """
-    settings = settings or RunSettings.from_env()
-    run = run or RunOptions()
-    if isinstance(plan, DiscoveryRequest):
-        datasets = list(plan.datasets)
-        plan = plan_discovery(plan, settings, DISCOVERY_METHODS)
-    else:
-        plan = as_plan(plan, DiscoveryPlan)
-        datasets = [i.spec or i.id for i in plan.iter_items()]
-    naming.add_run_tags(plan.methods, settings, preset=plan.preset)
-    run_dir, subject = run.out_dir or default_run_dir("discover"), "+".join(datasets)
-    summary = run_engine(
-        DISCOVERY,
-        plan,
-        settings,
-        discover_chunk,
-        run_dir,
-        chunk_size=run.chunk_size,
-        subject=subject,
-        bar=run.progress,
-        meta={**run.meta, "reversal_cost": reversal_cost},
-        max_cost=run.max_cost,
-        spent_before_usd=run.spent_before_usd,
-        max_tokens=run.max_tokens,
-    )
-    files = report_discovery(run_dir, reversal_cost)
-    publish_report(
-        subject,
-        run_dir,
-        table_key="discovery-metrics",
-        table=table_records(files.frame),
-        table_description=f"SHD / NHD / F1 per dataset and method (SHD reversal cost {reversal_cost})",
-        report_key="discovery-report",
-        markdown=files.report.read_text(),
-    )
-    return ended("discover", summary, run_dir)  # type: ignore[return-value]  # Failed when rows were not computed
+    with frozen_heap():  # the objects alive at the start left out of full collections (flows/engine.py)
+        settings = settings or RunSettings.from_env()
+        run = run or RunOptions()
+        if isinstance(plan, DiscoveryRequest):
+            datasets = list(plan.datasets)
+            plan = plan_discovery(plan, settings, DISCOVERY_METHODS)
+        else:
+            plan = as_plan(plan, DiscoveryPlan)
+            datasets = [i.spec or i.id for i in plan.iter_items()]
+        naming.add_run_tags(plan.methods, settings, preset=plan.preset)
+        run_dir, subject = run.out_dir or default_run_dir("discover"), "+".join(datasets)
+        summary = run_engine(
+            DISCOVERY,
+            plan,
+            settings,
+            discover_chunk,
+            run_dir,
+            chunk_size=run.chunk_size,
+            subject=subject,
+            bar=run.progress,
+            meta={**run.meta, "reversal_cost": reversal_cost},
+            max_cost=run.max_cost,
+            spent_before_usd=run.spent_before_usd,
+            max_tokens=run.max_tokens,
+        )
+        files = report_discovery(run_dir, reversal_cost)
+        publish_report(
+            subject,
+            run_dir,
+            table_key="discovery-metrics",
+            table=table_records(files.frame),
+            table_description=f"SHD / NHD / F1 per dataset and method (SHD reversal cost {reversal_cost})",
+            report_key="discovery-report",
+            markdown=files.report.read_text(),
+        )
+        return ended("discover", summary, run_dir)  # type: ignore[return-value]  # Failed when rows were not computed
 
 
 def run_discover(

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import signal
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from prefect import Task
@@ -37,9 +38,31 @@ from agentcausal.settings import RunSettings
 from flows import naming
 from flows.progress import RunProgress
 
-__all__ = ["run_engine", "publish_report", "FailedRows", "ended", "run_dir_of"]
-
 F = TypeVar("F", bound=Callable[..., Any])
+
+__all__ = ["run_engine", "publish_report", "FailedRows", "ended", "run_dir_of", "frozen_heap"]
+
+
+@contextlib.contextmanager
+def frozen_heap() -> Iterator[None]:
+    """Run a flow's body with the objects alive at its start set aside from the cyclic garbage collector.
+
+    A flow process holds about 400,000 objects before its run makes any (modules, Prefect's client, settings
+    and models); a full collection walked every one of them, 0.25-0.3 s of CPU each time (two per 2,000-trace
+    run, charged to whatever allocated next). :func:`gc.freeze` moves them to the permanent generation for the
+    run, so a collection walks only what the run made; :func:`gc.unfreeze` when the run ends hands them back, so
+    a long-lived process (``serve``, the nightly loop) still collects what it drops. A flow inside a frozen one
+    (``demo``'s subflows) runs as it is. bench: a 2,000-trace rerun 2.15 -> 1.13 s.
+    """
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
 
 #: what one job of each half is called in progress lines and artifacts
 UNITS = {"attribute": "(trace, method) result", "discover": "(dataset, seed, method) run"}
