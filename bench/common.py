@@ -8,6 +8,7 @@ import datetime as dt
 import json
 import os
 import platform
+import resource
 import shutil
 import subprocess
 import tempfile
@@ -18,7 +19,16 @@ from typing import Any
 from agentcausal.traces.model import Trace
 from agentcausal_fakes.synthetic import synthetic_traces
 
-__all__ = ["RESULTS_DIR", "who_and_when_dir", "bench_corpus", "machine", "write_result", "md_table"]
+__all__ = [
+    "RESULTS_DIR",
+    "who_and_when_dir",
+    "bench_corpus",
+    "machine",
+    "write_result",
+    "md_table",
+    "reset_peak_rss",
+    "peak_rss_mb",
+]
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 REPO = Path(__file__).resolve().parents[1]
@@ -122,3 +132,28 @@ def write_result(name: str, payload: dict[str, Any], markdown: str, out_dir: Pat
     j.write_text(json.dumps(payload, indent=2, default=str) + "\n")
     m.write_text(markdown)
     return j, m
+
+
+def reset_peak_rss() -> str:
+    """Reset this process's peak RSS to its current RSS where Linux allows; the scope ``rss_mb`` then has."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return "row"
+    except OSError:
+        return "process so far"
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory, MB (``VmHWM``; else ``ru_maxrss``).
+
+    ``VmHWM`` starts again at ``exec``; ``ru_maxrss`` does not (Linux keeps the largest of the process's
+    images, so a child spawned from a large parent reports the parent's peak when its own is smaller)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) / 1024, 1)  # kB
+    except OSError:
+        pass
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)  # KiB on Linux

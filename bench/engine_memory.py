@@ -1,7 +1,8 @@
 """Peak memory of the ``attribute`` flow's process at two corpus sizes (issue 22, item 3), and of the ``discover``
 flow's at two numbers of datasets (issue 29, item 6), on the fake server.
 
-Each size runs in a fresh process (spawned, so ``ru_maxrss`` is that run's peak alone): Prefect's
+Each size runs in a fresh process (spawned; its ``VmHWM`` is that run's peak alone, where ``ru_maxrss``
+would keep a larger parent's): Prefect's
 temporary API started first (its server is a process of its own and not counted), then the
 ``attribute`` flow with All-at-Once over :func:`agentcausal_fakes.synthetic.synthetic_traces` written as one JSONL
 file (by another process), against the fake OpenAI server (test double, :mod:`bench.server`, its
@@ -23,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import time
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
@@ -35,7 +35,7 @@ from agentcausal.discovery.plan_model import DiscoveryRequest
 from agentcausal.runs.options import RunOptions
 from agentcausal_fakes.profiles import profiles_toml
 from agentcausal_fakes.synthetic import synthetic_traces
-from bench.common import machine, scratch_dir
+from bench.common import machine, peak_rss_mb, scratch_dir
 from bench.server import ServerProcess
 
 __all__ = ["memory_row", "discovery_row", "main"]
@@ -60,12 +60,12 @@ def _flow_run(corpus: str, n: int, base_url: str, concurrency: int, work: str) -
     from flows.attribute import run_attribute
 
     warm = _prefect_warmup()
-    rss_warm = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rss_warm = peak_rss_mb()
     before_report: list[float] = []
     report_run = tasks.attribution.report_run
 
     def measured(*a: Any, **k: Any) -> Any:  # the peak of the run itself: plan, jobs, run folder
-        before_report.append(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        before_report.append(peak_rss_mb())
         return report_run(*a, **k)
 
     tasks.attribution.report_run = measured  # type: ignore[assignment]  # this child process only
@@ -78,7 +78,7 @@ def _flow_run(corpus: str, n: int, base_url: str, concurrency: int, work: str) -
         settings=settings,
     )
     wall = time.perf_counter() - t0
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    rss = peak_rss_mb()
     df = pd.read_parquet(Path(run_dir) / "results.parquet", columns=["trace_id", "status"])
     return {
         "traces": n,
@@ -139,12 +139,12 @@ def _discover_run(listing: str, n: int, base_url: str, concurrency: int, work: s
     from flows.discover import run_discover
 
     warm = _prefect_warmup()
-    rss_warm = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rss_warm = peak_rss_mb()
     before_report: list[float] = []
     write_report = tasks.discovery.write_report
 
     def measured(*a: Any, **k: Any) -> Any:  # the peak of the run itself: plan, jobs, run folder
-        before_report.append(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        before_report.append(peak_rss_mb())
         return write_report(*a, **k)
 
     tasks.discovery.write_report = measured  # this child process only
@@ -158,7 +158,7 @@ def _discover_run(listing: str, n: int, base_url: str, concurrency: int, work: s
         settings=settings,
     )
     wall = time.perf_counter() - t0
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    rss = peak_rss_mb()
     df = pd.read_parquet(Path(run_dir) / "results.parquet", columns=["dataset", "status"])
     return {
         "datasets": n,

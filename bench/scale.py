@@ -37,7 +37,6 @@ corpus generator never count: they are other processes.
 from __future__ import annotations
 
 import os
-import resource
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -49,7 +48,7 @@ from agentcausal.attribution.plan_model import AttributionRequest
 from agentcausal.runs.options import RunOptions
 from agentcausal_fakes.profiles import profiles_toml
 from agentcausal_fakes.synthetic import iter_synthetic_traces
-from bench.common import md_table, scratch_dir
+from bench.common import md_table, peak_rss_mb, reset_peak_rss, scratch_dir
 from bench.server import ServerProcess
 
 __all__ = ["scale_row", "run_scale", "scale_markdown", "DEFAULT_PLAN", "DEFAULT_MEMORY_TRACES", "COLUMNS"]
@@ -86,28 +85,6 @@ COLUMNS = [
 
 
 # ------------------------------------------------------------------ measuring
-def _reset_peak_rss() -> str:
-    """Reset this process's peak RSS to its current RSS where Linux allows; the scope ``rss_mb`` then has."""
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return "row"
-    except OSError:
-        return "process so far"
-
-
-def _peak_rss_mb() -> float:
-    """This process's peak resident memory, MB (``VmHWM``; else ``ru_maxrss``)."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return round(int(line.split()[1]) / 1024, 1)  # kB
-    except OSError:
-        pass
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)  # KiB on Linux
-
-
 def _cpu_s(pids: Sequence[int] = ()) -> float:
     """CPU seconds of this process plus the processes ``pids`` (Dask workers), user and system."""
     total = time.process_time()
@@ -235,7 +212,7 @@ def scale_row(
         )
         times, stats, ok, cpu = [], [], [], 0.0
         load_start = round(os.getloadavg()[0], 2)
-        scope = _reset_peak_rss()
+        scope = reset_peak_rss()
         for rep in ("first", "rerun") if rerun else ("first",):
             server.reset()
             c0, t0 = _cpu_s(cluster.pids if cluster else ()), time.perf_counter()
@@ -272,7 +249,7 @@ def scale_row(
         "rerun_s": round(times[1], 2) if rerun else None,
         "rerun_requests": stats[1]["requests"] if rerun else None,
         "rerun_fraction": round(times[1] / times[0], 3) if rerun else None,
-        "rss_mb": _peak_rss_mb(),
+        "rss_mb": peak_rss_mb(),
         "rss_scope": scope,
         "rows_ok": all(o for o, _ in ok) and not any(f for _, f in ok),
         "failed_rows": sum(f for _, f in ok),
