@@ -14,6 +14,7 @@ from prefect import flow
 from agentcausal.discovery.plan import plan_discovery
 from agentcausal.discovery.plan_model import DiscoveryPlan, DiscoveryRequest
 from agentcausal.registry import DISCOVERY, DISCOVERY_METHODS
+from agentcausal.report.artifacts import corpus_label
 from agentcausal.report.discovery_tables import table_records
 from agentcausal.runs.folder import default_run_dir
 from agentcausal.runs.options import RunOptions
@@ -58,7 +59,7 @@ def discover(
             plan = as_plan(plan, DiscoveryPlan)
             datasets = [i.spec or i.id for i in plan.iter_items()]
         naming.add_run_tags(plan.methods, settings, preset=plan.preset)
-        run_dir, subject = run.out_dir or default_run_dir("discover"), "+".join(datasets)
+        run_dir, subject = run.out_dir or default_run_dir("discover"), corpus_label(datasets, default="datasets")
         summary = run_engine(
             DISCOVERY,
             plan,

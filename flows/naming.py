@@ -182,7 +182,7 @@ def discover_run_name() -> str:
     p = _params()
     if name := _given_name(p):
         return name
-    label = "+".join(_datasets(p.get("plan"))) or "datasets"
+    label = corpus_label(_datasets(p.get("plan")), default="datasets")
     return run_name(subject(label), _methods(p.get("plan")), _routing(p.get("settings")))
 
 

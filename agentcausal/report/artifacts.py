@@ -34,18 +34,25 @@ def slugify(text: str, *, max_len: int = 60) -> str:
     return s[:max_len].rstrip("-") or "run"
 
 
-def corpus_label(paths: Sequence[str] | str | None) -> str:
-    """A short name for a corpus: the last path part of each path (without ``.json``/``.jsonl``), joined by ``+``.
+def corpus_label(paths: Sequence[str] | str | None, *, default: str = "corpus", limit: int = 3) -> str:
+    """A short name for a corpus (or a run's datasets): the last path part of each path (without
+    ``.json``/``.jsonl``), joined by ``+``; past ``limit`` names, the first ``limit`` and how many more (a flow
+    run's name and an artifact key stay short whatever the number of files).
 
     Examples
     --------
     >>> corpus_label(["data/who_and_when"]), corpus_label(["a/x.jsonl", "b/y"]), corpus_label([])
     ('who_and_when', 'x+y', 'corpus')
+    >>> corpus_label([f"d/ds{i}.csv" for i in range(1000)], default="datasets")
+    'ds0.csv+ds1.csv+ds2.csv+997 more'
     """
     if isinstance(paths, str):
         paths = [paths]
     names = [Path(str(p).rstrip("/\\")).name.removesuffix(".jsonl").removesuffix(".json") for p in (paths or [])]
-    return "+".join(n for n in names if n) or "corpus"
+    names = [n for n in names if n]
+    if len(names) > limit:
+        return "+".join(names[:limit]) + f"+{len(names) - limit} more"
+    return "+".join(names) or default
 
 
 def run_name(subject: str, methods: Iterable[str], routing: str | None) -> str:

@@ -42,6 +42,15 @@ def test_a_discovery_run_given_its_plan_file_is_named_by_its_datasets_and_method
     assert naming.discover_run_name() == "asia+sachs · pc · default"
 
 
+def test_a_run_over_many_datasets_or_files_has_a_short_name(params):
+    datasets = [f"/data/tables/ds{i}.csv" for i in range(1000)]
+    params.update(plan=DiscoveryRequest(datasets=datasets, methods=["pc"], seeds=[0]), settings=RunSettings())
+    assert naming.discover_run_name() == "ds0.csv+ds1.csv+ds2.csv+997 more · pc · default"
+    files = [f"/corpus/part{i}.jsonl" for i in range(40)]
+    params.update(plan=AttributionRequest(paths=files, methods=["all_at_once"]), run={"meta": {}})
+    assert naming.attribute_run_name() == "part0+part1+part2+37 more · all_at_once · default"
+
+
 def test_an_unreadable_plan_path_still_names_the_run(params, tmp_path):
     params.update(plan=str(tmp_path / "gone.json"), settings=RunSettings(routing="default"))
     assert "no-method" in naming.discover_run_name() and naming.attribute_run_name()
