@@ -50,7 +50,8 @@ def _every(label: str, sel: list[dict], test, show) -> dict[str, Any]:
 
 
 def scale_targets(payload: dict[str, Any]) -> list[dict[str, Any]]:
-    """Issue 22 item 5's targets (and item 3's memory pair) against a ``scale.json`` payload.
+    """Issue 22 item 5's targets (and item 3's memory pair), and issue 31's client CPU per request, against a
+    ``scale.json`` payload.
 
     Returns one dict per target: ``target``, ``rows`` (how many rows it applies to), ``worst`` (the
     value and row that decide it), ``held`` (True, False, or None when no row measured it).
@@ -88,6 +89,18 @@ def scale_targets(payload: dict[str, Any]) -> list[dict[str, Any]]:
             1.2,
         ),
         _worst("rerun <= 5 % of the first run", rows, "rerun_fraction", 0.05),
+        _worst(
+            "client CPU <= 2 ms per request, threads, 2,000 traces (issue 31)",
+            [r for r in thread if r["traces"] == 2000],
+            "cpu_ms_per_request",
+            2.0,
+        ),
+        _worst(
+            "client CPU <= 4 ms per request on Dask, 2,000 traces (issue 31)",
+            [r for r in rows if str(r.get("runner", "")).startswith("dask") and r["traces"] == 2000],
+            "cpu_ms_per_request",
+            4.0,
+        ),
         _every(
             "rerun sends 0 requests",
             rows,

@@ -193,10 +193,10 @@ def scale_section(path: Path = Path(__file__).with_name("results") / "scale.json
     import json
 
     how = (
-        f"**Scale** (opt-in, about 20 minutes: `{COMMAND} --only scale`): the `attribute` flow on 2,000 and 500 "
+        f"**Scale** (opt-in, about 15 minutes: `{COMMAND} --only scale`): the `attribute` flow on 2,000 and 500 "
         "synthetic traces at 1 s and 200 ms per request, on threads and on a Dask cluster started before timing, "
-        "and a 5,000 / 50,000 memory pair; `docs/performance.md` has the rows, their targets (issue 22) and the "
-        "per-call CPU, generated from `bench/results/`."
+        "a 5,000 / 50,000 memory pair and the `discover` flow's over 100 / 1,000 datasets; `docs/performance.md` "
+        "has the rows, their targets (issues 22, 29 and 31) and the per-call CPU, generated from `bench/results/`."
     )
     if not path.is_file():
         return how + "\n"
