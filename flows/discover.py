@@ -74,7 +74,7 @@ def discover(
             spent_before_usd=run.spent_before_usd,
             max_tokens=run.max_tokens,
         )
-        files = report_discovery(run_dir, reversal_cost)
+        files = report_discovery(run_dir, reversal_cost, None if settings.refresh else settings.cache_dir)
         publish_report(
             subject,
             run_dir,

@@ -29,6 +29,6 @@ def discover_chunk(chunk: Chunk) -> list[RunRecord | None] | None:
 
 
 @task(name="report-discovery")
-def report_discovery(run_dir: str, reversal_cost: int = 1) -> RunFiles:
-    """``summary.csv``, graphs and ``report.md`` of a scored run folder."""
-    return write_report(run_dir, reversal_cost=reversal_cost)  # type: ignore[arg-type]  # 1 or 2 (run.json)
+def report_discovery(run_dir: str, reversal_cost: int = 1, cache_dir: str | None = None) -> RunFiles:
+    """``summary.csv``, graphs and ``report.md`` of a scored run folder (graph PNGs kept under ``cache_dir``)."""
+    return write_report(run_dir, reversal_cost=reversal_cost, cache_dir=cache_dir)  # type: ignore[arg-type]  # 1 or 2

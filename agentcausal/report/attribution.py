@@ -29,14 +29,13 @@ from typing import NamedTuple
 import pandas as pd
 
 from agentcausal.attribution.evaluate import Evaluation
-from agentcausal.exceptions import CorruptStoreError
 from agentcausal.report.accuracy import ACCURACY_NOTE, AccuracyDisplays, has_labels
 from agentcausal.report.attribution_load import MAX_GRAPHS, MAX_RANKED_ROWS, ResultsDigest, shown_traces
 from agentcausal.report.attribution_paper_tables import paper_tables_markdown
 from agentcausal.report.attribution_tables import RANKED_NOTE, evaluation_tables, markdown_table, ranked_candidates
 from agentcausal.report.blamed import blamed_frame, blamed_html, blamed_markdown
 from agentcausal.report.dcfa import dependency_graph_edge_table, dependency_graph_mermaid
-from agentcausal.report.figure_cache import FigureCache
+from agentcausal.report.figure_cache import FigureCache, figure_cache_under
 from agentcausal.report.html import facts_markdown, html_table, readable_value, write_html_report
 from agentcausal.report.plots import attribution_figures, figures_markdown
 from agentcausal.report.traces_html import per_trace_html, trace_sections_html
@@ -389,7 +388,7 @@ def report_run(run_dir: str | Path, *, cache_dir: str | Path | None = None) -> R
     if isinstance(plan, Mapping) and plan.get("sources"):  # an imported corpus: its files, not the run's copy
         shown["corpus"] = [str(s.get("path")) for s in plan["sources"] if isinstance(s, Mapping)]
     shown["run folder"] = str(run_dir)
-    figures = _figure_cache(cache_dir)
+    figures = figure_cache_under(cache_dir)
     traces = shown_traces(Path(run_dir), meta, digest.shown_ids)
     try:
         path = write_report(
@@ -406,13 +405,3 @@ def report_run(run_dir: str | Path, *, cache_dir: str | Path | None = None) -> R
         if figures is not None:
             figures.close()
     return RunReport(ev, path.read_text(encoding="utf-8"), path)
-
-
-def _figure_cache(cache_dir: str | Path | None) -> FigureCache | None:
-    if cache_dir is None:
-        return None
-    try:
-        return FigureCache(Path(cache_dir) / "figures")
-    except (CorruptStoreError, OSError) as exc:  # a report is never stopped by its figure cache
-        log.warning("figure cache under %s not used (%s): figures are drawn", cache_dir, exc)
-        return None

@@ -38,7 +38,7 @@ from agentcausal.report.discovery_analyses import analyses_report
 from agentcausal.report.discovery_graphs import (
     FirstSeed,
     GraphOutputs,
-    draw_graph_png,
+    draw_graph_png_kept,
     edge_table_markdown,
     graph_mermaid,
     graphs_html,
@@ -52,6 +52,7 @@ from agentcausal.report.discovery_tables import (
     summary_text,
     table_records,
 )
+from agentcausal.report.figure_cache import FigureCache, figure_cache_under
 from agentcausal.report.html import facts_markdown, html_table, write_html_report
 from agentcausal.report.plots import StageUsage, discovery_figures, figures_markdown
 from agentcausal.runs.folder import atomic_path, atomic_write_text, load_run_meta
@@ -131,6 +132,7 @@ class OutcomeDigest:
         graph, ``graphs/<dataset>__<method>.png`` of the first seed with one when ``draw``); None writes nothing
     draw : bool, draw the PNGs (first seed with a graph of each dataset and method)
     graphs_dir : folder of the PNGs relative to the report, for the markdown links
+    figures : FigureCache or None, where a PNG of the same drawing is copied from instead of drawn
 
     Attributes
     ----------
@@ -140,9 +142,17 @@ class OutcomeDigest:
     outcomes : int, how many were read
     """
 
-    def __init__(self, run_dir: str | Path | None = None, *, draw: bool = False, graphs_dir: str = "graphs") -> None:
+    def __init__(
+        self,
+        run_dir: str | Path | None = None,
+        *,
+        draw: bool = False,
+        graphs_dir: str = "graphs",
+        figures: FigureCache | None = None,
+    ) -> None:
         self.run_dir = Path(run_dir) if run_dir is not None else None
         self.draw = draw and self.run_dir is not None
+        self.figures = figures
         self.graphs_dir = graphs_dir
         self.first: dict[tuple[str, str], FirstSeed] = {}
         self.sections: list[str] = []
@@ -168,7 +178,8 @@ class OutcomeDigest:
             assert self.run_dir is not None
             self._drawn.add(key)
             title = f"{o.dataset} / {o.method} (seed {o.seed})"
-            draw_graph_png(o.graph, o.true_graph, self.run_dir / "graphs" / _png_name(o), title=title)
+            png = self.run_dir / "graphs" / _png_name(o)
+            draw_graph_png_kept(o.graph, o.true_graph, png, title=title, cache=self.figures)
         if self._files is not None:
             self._files.add(o)
         self.stage_usage.add(o)
@@ -393,7 +404,9 @@ class RunFiles(NamedTuple):
     report: Path
 
 
-def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw: bool = True) -> RunFiles:
+def write_report(
+    run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw: bool = True, cache_dir: str | Path | None = None
+) -> RunFiles:
     """Report a scored run: ``summary.csv``, ``graphs/*.png``, ``report.md``, ``report.html`` and the plots
     (``shd.png``, ``stage_cost.png``), from its ``results.parquet`` and ``outcomes.jsonl``.
 
@@ -403,6 +416,8 @@ def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw:
         (:func:`agentcausal.discovery.evaluate.score_run`)
     reversal_cost : 1 or 2, the SHD convention the frame was scored with (for the report's text)
     draw : bool, draw PNGs (first seed of each dataset and method)
+    cache_dir : the run's cache root: a graph PNG of the same drawing as a run before is copied from
+        ``<cache_dir>/figures`` (:mod:`agentcausal.report.figure_cache`); None draws every one
 
     Returns
     -------
@@ -414,7 +429,12 @@ def write_report(run_dir: str | Path, *, reversal_cost: Literal[1, 2] = 1, draw:
     df = load_scored(run)
     with atomic_path(run / "summary.csv") as tmp:
         summary_table(df).to_csv(tmp)
-    digest = OutcomeDigest(run, draw=draw).read(outcomes)  # one pass: PNGs and graph files as each outcome comes
+    figures = figure_cache_under(cache_dir) if draw else None
+    try:  # one pass: PNGs and graph files as each outcome comes
+        digest = OutcomeDigest(run, draw=draw, figures=figures).read(outcomes)
+    finally:
+        if figures is not None:
+            figures.close()
     md = _markdown(df, digest, meta, reversal_cost=reversal_cost)
     figs = discovery_figures(df, (), run, stage_usage=digest.stage_usage.frame())  # PNGs; text charts in report.md
     paper = analyses_report(df, (), run, meta, costs=digest.costs())  # the MAC paper's analyses: rounds, ranks, cost

@@ -25,7 +25,7 @@ import pandas as pd
 from agentcausal.exceptions import CorruptStoreError
 from agentcausal.llm.reply_cache import ReplyCache
 
-__all__ = ["FIGURE_VERSION", "Figure", "FigureCache", "add_figure", "cached_draw"]
+__all__ = ["FIGURE_VERSION", "Figure", "FigureCache", "figure_cache_under", "add_figure", "cached_draw"]
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +102,18 @@ class FigureCache:
     def close(self) -> None:
         if self.store is not None:
             self.store.close()
+
+
+def figure_cache_under(cache_dir: str | Path | None) -> FigureCache | None:
+    """The figure cache of the cache root ``cache_dir`` (``<cache_dir>/figures``); None for None, or where it
+    cannot be opened (logged: a report is never stopped by its figure cache, it draws every figure)."""
+    if cache_dir is None:
+        return None
+    try:
+        return FigureCache(Path(cache_dir) / "figures")
+    except (CorruptStoreError, OSError) as exc:
+        log.warning("figure cache under %s not used (%s): figures are drawn", cache_dir, exc)
+        return None
 
 
 def cached_draw(

@@ -85,6 +85,41 @@ def test_write_report_reads_the_outcomes_once_and_draws_each_first_graph(tmp_pat
     assert "untrue__truth.dot" not in dots and len(dots) == 12  # 11 graphs, 1 truth
 
 
+def test_a_second_report_copies_the_graph_pngs_it_drew_and_draws_a_changed_graph(tmp_path, monkeypatch):
+    from agentcausal.report import discovery_graphs
+
+    drawn: list[str] = []
+    draw = discovery_graphs.draw_graph_png
+
+    def counted(pred, true, path, *, title=""):
+        drawn.append(title)
+        return draw(pred, true, path, title=title)
+
+    monkeypatch.setattr(discovery_graphs, "draw_graph_png", counted)
+    cache = tmp_path / "cache"
+    runs = [tmp_path / "first", tmp_path / "second", tmp_path / "changed"]
+    outs = _outcomes()
+    changed = [
+        o.model_copy(update={"graph": CausalGraph.from_edges(V, [("C", "A")])})
+        if (o.dataset, o.method, o.seed) == ("chain", "llm_zero_shot", 0)
+        else o
+        for o in outs
+    ]
+    for run, these in zip(runs, (outs, outs, changed), strict=True):
+        save_outcomes(these, run, {"methods": ["pc", "llm_zero_shot"]})
+        score_run(run)
+    write_report(runs[0], cache_dir=cache)
+    assert len(drawn) == 4
+    write_report(runs[1], cache_dir=cache)
+    assert len(drawn) == 4  # the same four drawings: copied
+    for png in (runs[0] / "graphs").glob("*.png"):
+        assert (runs[1] / "graphs" / png.name).read_bytes() == png.read_bytes()
+    write_report(runs[2], cache_dir=cache)
+    assert drawn[4:] == ["chain / llm_zero_shot (seed 0)"]  # only the graph that changed is drawn again
+    write_report(runs[2])  # no cache: every graph drawn
+    assert len(drawn) == 9
+
+
 def test_shd_png_does_not_widen_past_the_bar_limit(tmp_path):
     def frame(datasets: int) -> pd.DataFrame:
         rows = [
