@@ -416,7 +416,7 @@ def write_report(
         (:func:`agentcausal.discovery.evaluate.score_run`)
     reversal_cost : 1 or 2, the SHD convention the frame was scored with (for the report's text)
     draw : bool, draw PNGs (first seed of each dataset and method)
-    cache_dir : the run's cache root: a graph PNG of the same drawing as a run before is copied from
+    cache_dir : the run's cache root: a graph PNG or plot of the same drawing as a run before is copied from
         ``<cache_dir>/figures`` (:mod:`agentcausal.report.figure_cache`); None draws every one
 
     Returns
@@ -432,11 +432,12 @@ def write_report(
     figures = figure_cache_under(cache_dir) if draw else None
     try:  # one pass: PNGs and graph files as each outcome comes
         digest = OutcomeDigest(run, draw=draw, figures=figures).read(outcomes)
+        md = _markdown(df, digest, meta, reversal_cost=reversal_cost)
+        usage = digest.stage_usage.frame()
+        figs = discovery_figures(df, (), run, stage_usage=usage, cache=figures)  # PNGs; text charts in report.md
     finally:
         if figures is not None:
             figures.close()
-    md = _markdown(df, digest, meta, reversal_cost=reversal_cost)
-    figs = discovery_figures(df, (), run, stage_usage=digest.stage_usage.frame())  # PNGs; text charts in report.md
     paper = analyses_report(df, (), run, meta, costs=digest.costs())  # the MAC paper's analyses: rounds, ranks, cost
     figs += paper.figures
     atomic_write_text(run / "report.md", md + "\n".join(["", *paper.markdown]) + figures_markdown(figs))

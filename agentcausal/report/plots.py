@@ -434,7 +434,12 @@ def attribution_figures(ev: Any, run_dir: str | Path, *, cache: FigureCache | No
 
 
 def discovery_figures(
-    results: pd.DataFrame, outcomes: Iterable[Any], run_dir: str | Path, *, stage_usage: pd.DataFrame | None = None
+    results: pd.DataFrame,
+    outcomes: Iterable[Any],
+    run_dir: str | Path,
+    *,
+    stage_usage: pd.DataFrame | None = None,
+    cache: FigureCache | None = None,
 ) -> list[Figure]:
     """Draw every plot of a discovery run into its folder.
 
@@ -445,6 +450,7 @@ def discovery_figures(
         ``stage_usage`` is given
     run_dir : the run folder
     stage_usage : :func:`discovery_stage_usage` of the outcomes, when already summed (:class:`StageUsage`)
+    cache : FigureCache or None: a plot drawn before from the same columns is copied, not drawn
 
     Returns
     -------
@@ -461,6 +467,8 @@ def discovery_figures(
         text_bars([f"{d} · {m}" for d, m in mean.index], list(mean), fmt="{:.1f}"),
         lambda p: shd_png(results, p) if len(ok) else None,
         run,
+        _drawn(results, ("dataset", "method", "shd")),  # what shd_png reads
+        cache=cache,
     )
     c = discovery_stage_usage(outcomes) if stage_usage is None else stage_usage
     add_figure(
@@ -470,6 +478,8 @@ def discovery_figures(
         text_bars([f"{m} · {s}" for m, s in zip(c["method"], c["stage"])], list(c["seconds"]), fmt="{:.1f} s"),
         lambda p: stage_cost_png(c, p) if len(c) else None,
         run,
+        _drawn(c, STAGE_DRAWN),
+        cache=cache,
     )
     return figs
 

@@ -12,6 +12,7 @@ from agentcausal.discovery.evaluate import run_notes, score_run
 from agentcausal.discovery.graphs.graph import CausalGraph
 from agentcausal.discovery.outcome import DiscoveryOutcome, load_outcomes, save_outcomes
 from agentcausal.report import discovery as report_discovery
+from agentcausal.report import plots
 from agentcausal.report.discovery import OutcomeDigest, write_report
 from agentcausal.report.plots import SHD_BARS_MAX_DATASETS, discovery_stage_usage, shd_png
 
@@ -96,6 +97,12 @@ def test_a_second_report_copies_the_graph_pngs_it_drew_and_draws_a_changed_graph
         return draw(pred, true, path, title=title)
 
     monkeypatch.setattr(discovery_graphs, "draw_graph_png", counted)
+    plotted: list[str] = []
+    for name in ("shd_png", "stage_cost_png"):
+        real = getattr(plots, name)
+        monkeypatch.setattr(
+            plots, name, lambda frame, path, real=real, name=name: (plotted.append(name), real(frame, path))[1]
+        )
     cache = tmp_path / "cache"
     runs = [tmp_path / "first", tmp_path / "second", tmp_path / "changed"]
     outs = _outcomes()
@@ -109,13 +116,15 @@ def test_a_second_report_copies_the_graph_pngs_it_drew_and_draws_a_changed_graph
         save_outcomes(these, run, {"methods": ["pc", "llm_zero_shot"]})
         score_run(run)
     write_report(runs[0], cache_dir=cache)
-    assert len(drawn) == 4
+    assert len(drawn) == 4 and plotted == ["shd_png", "stage_cost_png"]
     write_report(runs[1], cache_dir=cache)
-    assert len(drawn) == 4  # the same four drawings: copied
+    assert len(drawn) == 4 and len(plotted) == 2  # the same four drawings and two plots: copied
+    assert (runs[1] / "shd.png").read_bytes() == (runs[0] / "shd.png").read_bytes()
     for png in (runs[0] / "graphs").glob("*.png"):
         assert (runs[1] / "graphs" / png.name).read_bytes() == png.read_bytes()
     write_report(runs[2], cache_dir=cache)
     assert drawn[4:] == ["chain / llm_zero_shot (seed 0)"]  # only the graph that changed is drawn again
+    assert plotted[2:] == ["shd_png"]  # its SHD changed; the stage costs did not
     write_report(runs[2])  # no cache: every graph drawn
     assert len(drawn) == 9
 
