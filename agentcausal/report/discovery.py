@@ -434,7 +434,7 @@ def write_report(
         digest = OutcomeDigest(run, draw=draw, figures=figures).read(outcomes)
         md = _markdown(df, digest, meta, reversal_cost=reversal_cost)
         usage = digest.stage_usage.frame()
-        figs = discovery_figures(df, (), run, stage_usage=usage, cache=figures)  # PNGs; text charts in report.md
+        figs = discovery_figures(df, usage, run, cache=figures)  # PNGs; text charts in report.md
     finally:
         if figures is not None:
             figures.close()

@@ -434,22 +434,15 @@ def attribution_figures(ev: Any, run_dir: str | Path, *, cache: FigureCache | No
 
 
 def discovery_figures(
-    results: pd.DataFrame,
-    outcomes: Iterable[Any],
-    run_dir: str | Path,
-    *,
-    stage_usage: pd.DataFrame | None = None,
-    cache: FigureCache | None = None,
+    results: pd.DataFrame, stage_usage: pd.DataFrame, run_dir: str | Path, *, cache: FigureCache | None = None
 ) -> list[Figure]:
     """Draw every plot of a discovery run into its folder.
 
     Parameters
     ----------
     results : DataFrame from ``agentcausal.discovery.evaluate.outcomes_frame``
-    outcomes : the ``DiscoveryOutcome`` records (for tokens and seconds by stage); not read when
-        ``stage_usage`` is given
+    stage_usage : tokens and seconds per (method, stage): :func:`discovery_stage_usage` (or :class:`StageUsage`)
     run_dir : the run folder
-    stage_usage : :func:`discovery_stage_usage` of the outcomes, when already summed (:class:`StageUsage`)
     cache : FigureCache or None: a plot drawn before from the same columns is copied, not drawn
 
     Returns
@@ -470,7 +463,7 @@ def discovery_figures(
         _drawn(results, ("dataset", "method", "shd")),  # what shd_png reads
         cache=cache,
     )
-    c = discovery_stage_usage(outcomes) if stage_usage is None else stage_usage
+    c = stage_usage
     add_figure(
         figs,
         "stage_cost",

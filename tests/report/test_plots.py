@@ -115,7 +115,7 @@ def test_shd_png_and_discovery_figures(tmp_path):
     usage = discovery_stage_usage(outcomes)
     assert usage.set_index(["method", "stage"]).loc[("pc", "(no LLM)"), "seconds"] == 1.5
     assert usage.set_index(["method", "stage"]).loc[("mac", "mac.debate"), "prompt_tokens"] == 100
-    figs = discovery_figures(df, outcomes, tmp_path)
+    figs = discovery_figures(df, usage, tmp_path)
     assert [f.key for f in figs] == ["shd", "stage_cost"] and all(f.path.is_file() for f in figs)
     assert "asia · pc" in figs[0].text and "3.0" in figs[0].text  # mean of 2 and 4
 
