@@ -402,7 +402,9 @@ class _Activity:
 
 
 def _idle_watch(home: Path, idle_s: float, activity: _Activity, server: Any) -> None:
-    """Set ``server.should_exit`` once, for ``idle_s`` seconds, no client has been alive and nothing open."""
+    """Set ``server.should_exit`` once, for ``idle_s`` seconds, no client has been alive and nothing open; then
+    also where ``home`` is gone (a temporary ``PREFECT_HOME`` removed: no command can find this server any more),
+    and if the watch fails: a server is never left unwatched."""
     me = os.getpid()
     clients: set[tuple[int, str]] = set()
     busy_at = time.monotonic()
@@ -415,22 +417,27 @@ def _idle_watch(home: Path, idle_s: float, activity: _Activity, server: Any) -> 
         clients.difference_update({c for c in clients if not _alive(*c)})
         return bool(clients) or activity.open > 0
 
-    while not server.should_exit:
-        time.sleep(interval)
-        now = time.monotonic()
-        if busy():
-            busy_at = now
-        if now - max(busy_at, activity.last) < idle_s:
-            continue
-        with _locked(home):  # a command asking for the server now either registered already, or finds no lease
+    try:
+        while not server.should_exit:
+            time.sleep(interval)
+            now = time.monotonic()
             if busy():
                 busy_at = now
+            if now - max(busy_at, activity.last) < idle_s:
                 continue
-            _release(home)
+            if not home.is_dir():
+                break
+            with _locked(home):  # a command asking for the server now either registered already, or finds no lease
+                if busy():
+                    busy_at = now
+                    continue
+                _release(home)
+            break
+    finally:
         server.should_exit = True
-    hard = threading.Timer(STOP_GRACE_S, os._exit, args=(0,))
-    hard.daemon = True
-    hard.start()
+        hard = threading.Timer(STOP_GRACE_S, os._exit, args=(0,))  # the hard stop, should uvicorn hang
+        hard.daemon = True
+        hard.start()
 
 
 def _release(home: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -159,6 +160,17 @@ def test_commands_started_together_share_one_server_which_ends_once_idle(tmp_pat
         assert not shared_api.healthy(got[0]["url"], timeout=2)
     finally:
         shared_api.stop(home)
+
+
+@needs_proc
+@pytest.mark.slow  # starts a Prefect API server
+def test_a_server_whose_home_was_removed_ends_once_idle(tmp_path):
+    home = tmp_path / "home"  # a temporary PREFECT_HOME, removed by its command as it ends (as the bench's are)
+    got = _run(ACQUIRE_AND_EXIT, _env(home), str(home), "5")
+    lease = shared_api.read_lease(home)
+    assert got["healthy"] and lease is not None
+    shutil.rmtree(home)
+    assert _wait_gone(lease.pid, lease.pid_start, 120), "a server whose home is gone was left running"
 
 
 @needs_proc
