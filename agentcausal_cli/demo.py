@@ -111,12 +111,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
         if planned:
             claim_run_folder(args, Path(plan.out_dir) / sub)
     starting_prefect()
+    from flows.api_server import unwatched_heartbeats_off
     from flows.demo import (
         demo,  # start-up cost (Prefect, ~1 s): imported when a run starts
     )
 
     t0 = time.time()
-    dirs = demo(selection=plan, settings=settings, progress=not args.no_progress and sys.stderr.isatty(), preset=preset)
+    with unwatched_heartbeats_off():
+        progress = not args.no_progress and sys.stderr.isatty()
+        dirs = demo(selection=plan, settings=settings, progress=progress, preset=preset)
     if "attribution" in dirs:
         print("\n== Failure attribution (Who&When metrics; exact step match) ==")
         print(accuracy_text(read_attribution_summary(dirs["attribution"])))  # as the flow evaluated it

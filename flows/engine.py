@@ -36,6 +36,7 @@ from agentcausal.runs.lock import run_folder_lock
 from agentcausal.runs.plan import Plan
 from agentcausal.settings import RunSettings
 from flows import naming
+from flows.api_server import unwatched_heartbeats_off
 from flows.progress import RunProgress
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -215,11 +216,13 @@ def ended(kind: str, summary: RunSummary, run_dir: str) -> str | State[Any]:
 
 def run_dir_of(call: Callable[[], str]) -> str:
     """The run folder of a flow called in this process, also when it ended Failed for rows not computed
-    (:func:`ended`); any other failure is raised."""
-    try:
-        return call()
-    except FailedRows as exc:
-        return exc.run_dir
+    (:func:`ended`); any other failure is raised. Prefect's flow-run heartbeats are off where nobody asked for
+    them (:func:`flows.api_server.unwatched_heartbeats_off`)."""
+    with unwatched_heartbeats_off():
+        try:
+            return call()
+        except FailedRows as exc:
+            return exc.run_dir
 
 
 def _signal_of(exc: BaseException) -> int | None:
