@@ -36,7 +36,7 @@ macOS (POSIX process groups); elsewhere :func:`install` does nothing.
 **Flow-run heartbeats** (:func:`unwatched_heartbeats_off`): Prefect emits a heartbeat event per flow run every
 ``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` seconds (default 180) for an automation that marks runs whose process
 died (Prefect's "detect zombie flows", which asks users to set that variable). Its sync flow engine joins the
-heartbeat thread at every flow's end, and the thread sleeps in whole seconds, so each flow waited up to a
+heartbeat thread at every flow's end, and the thread sleeps in whole seconds, so each flow waits up to a
 second after its last work (Prefect 3.9.1). On the servers of this module, with no frequency set by the user,
 flows run without them.
 """
@@ -219,10 +219,9 @@ def unwatched_heartbeats_off() -> Iterator[None]:
 
     Off when ``PREFECT_API_URL`` is unset (the flows report to the shared local server or a temporary one) and
     no ``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` is set (environment or Prefect profile); anything else is left as
-    it is. Prefect's zombie-flow detection asks for that variable, so a user who relies on heartbeats keeps
-    them; without it each flow's end waited for the heartbeat thread's one-second sleep (a 2,000-trace run at
-    200 ms per request 9.1 -> 8.3 s; a fully cached rerun 1.1 or 2.1 s, whichever tick it crossed, -> about
-    1 s: ``bench/README.md``, "Where a rerun's second goes").
+    it is. Heartbeats serve Prefect's zombie-flow detection, which asks for that variable, so a user who relies
+    on them keeps them. With them on, Prefect's sync engine joins its heartbeat thread, which sleeps in whole
+    seconds, at every flow's end: up to a second per flow (``bench/README.md``, "Where a rerun's second goes").
     """
     settings = get_current_settings()
     if settings.api.url is not None or "heartbeat_frequency" in settings.flows.model_fields_set:
