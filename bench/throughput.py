@@ -134,9 +134,18 @@ _WARM = None
 
 
 def _prefect_warmup() -> float:
-    """Start Prefect's temporary API with a trivial flow; seconds it took."""
+    """Start Prefect's temporary API with a trivial flow; seconds it took.
+
+    The server is a temporary one of this process (``AGENTCAUSAL_SHARED_API=0`` unless set), bound to it
+    (:func:`flows.api_server.install`): a bench stopped by a signal leaves no API server behind.
+    """
     global _WARM
+    os.environ.setdefault("AGENTCAUSAL_SHARED_API", "0")
     from prefect import flow
+
+    from flows import api_server
+
+    api_server.install()
 
     @flow(name="bench-warmup")
     def warmup() -> int:
