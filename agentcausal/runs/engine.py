@@ -78,8 +78,8 @@ __all__ = [
 #: eighth of a method's jobs). A Prefect task run costs the flow's process about 13 ms of CPU (engine, state
 #: changes, logs) whatever it holds, while a chunk's items share one item pool however the jobs are cut
 #: (:mod:`agentcausal.runs.scheduling`): 2,000 traces at 100 per chunk run 20 task runs, not 80 (measured per
-#: thread at concurrency 64: 1.05-1.29 -> 0.44-0.53 s of CPU in Prefect's task threads and event loop,
-#: about 0.4 ms per request)
+#: thread at concurrency 64, five pairs: 1.40-1.63 -> 0.54-0.86 s of CPU in Prefect's task threads and event
+#: loop, 0.3-0.5 ms per request)
 DEFAULT_CHUNK_SIZE = 100
 
 #: reused rows listed by name in a run's summary (the count is always given)
