@@ -57,7 +57,7 @@ from agentcausal.runs.folder import load_run_meta, write_run_meta
 from agentcausal.runs.half import Chunk, Job, RecordSink, RunHalf
 from agentcausal.runs.heartbeat import meter_for
 from agentcausal.runs.plan import Plan, write_plan
-from agentcausal.runs.scheduling import MAX_CHUNKS, chunk_length, run_items
+from agentcausal.runs.scheduling import MAX_CHUNKS, chunk_length, item_pools_held, run_items
 from agentcausal.runs.store import RETRIED_STATUSES, ResultStore
 from agentcausal.settings import RunSettings
 
@@ -459,17 +459,18 @@ def drive(
         chunk, _ = in_flight.pop(id(fut))
         engine.done(chunk, result(fut))
 
-    for chunk in engine.chunks():
-        while len(in_flight) >= window:
-            collect()
-        if engine.budget is not None:  # --max-cost: wait for the chunks in flight, then submit or hold back
-            while in_flight and not engine.budget.fits(chunk):
+    with item_pools_held():  # the item threads end with the last run of the process, and their store connections
+        for chunk in engine.chunks():
+            while len(in_flight) >= window:
                 collect()
-            if not engine.budget.admit(chunk):
-                engine.hold_back(chunk)
-                continue
-        fut = submit(chunk)
-        in_flight[id(fut)] = (chunk, fut)
-        fut.add_done_callback(finished.put)  # type: ignore[attr-defined]  # a Prefect future
-    while in_flight:
-        collect()
+            if engine.budget is not None:  # --max-cost: wait for the chunks in flight, then submit or hold back
+                while in_flight and not engine.budget.fits(chunk):
+                    collect()
+                if not engine.budget.admit(chunk):
+                    engine.hold_back(chunk)
+                    continue
+            fut = submit(chunk)
+            in_flight[id(fut)] = (chunk, fut)
+            fut.add_done_callback(finished.put)  # type: ignore[attr-defined]  # a Prefect future
+        while in_flight:
+            collect()

@@ -120,3 +120,48 @@ def test_chunks_survive_the_dask_round_trip():
     )
     for wrapped in (quote(chunk), pickle.loads(pickle.dumps(quote(chunk))), (chunk,), [chunk], chunk):
         assert unquoted(wrapped) == chunk
+
+
+def _item_threads(workers: int) -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith(f"items{workers}_")]
+
+
+def _jobs(prefix: str, n: int):
+    return [
+        (f"{prefix}{i}", lambda i=i: Attribution(trace_id=f"{prefix}{i}", method="m", step=0, agent="A"))
+        for i in range(n)
+    ]
+
+
+def test_the_last_run_ends_the_item_threads_and_their_store_connections(tmp_path):
+    """A pool that outlived its run kept every item thread and its SQLite connection to each store it used."""
+    from agentcausal.runs.scheduling import item_pools_held
+
+    store = ResultStore(tmp_path, "attribute", Attribution)
+    try:
+        with item_pools_held():
+            with item_pools_held():  # a second run of the process, ending first: the pool stays for the other
+                assert run_items(_jobs("a", 12), store, workers=7) == [None] * 12
+            assert _item_threads(7)
+            assert run_items(_jobs("b", 12), store, workers=7) == [None] * 12
+            used = {t for t, _ in store._open}
+            assert len(used - {threading.current_thread()}) >= 2  # item threads held connections of their own
+        assert _item_threads(7) == []
+        assert [t for t, _ in store._open] == [threading.current_thread()]  # the caller's own connection stays
+        assert store.get("b3").record.trace_id == "b3"  # the store still answers, and a new run gets new threads
+        with item_pools_held():
+            assert run_items(_jobs("c", 3), store, workers=7) == [None] * 3
+    finally:
+        store.close()
+
+
+def test_a_run_ended_by_an_exception_does_not_wait_for_its_items():
+    from agentcausal.runs.scheduling import item_pools_held
+
+    hold = threading.Event()
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt), item_pools_held():
+        item_pool(3).submit(hold.wait, 10)
+        raise KeyboardInterrupt
+    assert time.monotonic() - t0 < 5
+    hold.set()
