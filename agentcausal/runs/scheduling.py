@@ -172,8 +172,8 @@ def item_pools_held() -> Iterator[None]:
     carry (and its collector to walk). When the last holder ends normally, the pools' threads end, which closes
     their reply-cache connections, and the results stores close the connections of ended threads
     (:func:`~agentcausal.runs.store.close_ended_connections`); the next run starts threads afresh. A holder that
-    ends by an exception (a stop, a signal) does not wait for the items still in flight. Chunks run in other
-    processes (Dask workers) keep their pools for the worker's life.
+    ends by an exception, or once a stop was requested (:mod:`agentcausal.runs.stop`), does not wait for the
+    items still in flight. Chunks run in other processes (Dask workers) keep their pools for the worker's life.
     """
     with _POOLS_LOCK:
         _LEASES[0] += 1
@@ -188,9 +188,10 @@ def item_pools_held() -> Iterator[None]:
             pools = list(_POOLS.values()) if last else []
             if last:
                 _POOLS.clear()
+        wait = ok and not stop.stop_requested()  # a stop leaves the items in flight behind (run_items)
         for pool in pools:
-            pool.shutdown(wait=ok, cancel_futures=not ok)
-        if last and ok:
+            pool.shutdown(wait=wait, cancel_futures=not wait)
+        if last and wait:
             close_ended_connections()
 
 

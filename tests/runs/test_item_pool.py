@@ -165,3 +165,17 @@ def test_a_run_ended_by_an_exception_does_not_wait_for_its_items():
         raise KeyboardInterrupt
     assert time.monotonic() - t0 < 5
     hold.set()
+
+
+def test_a_run_that_ends_after_a_stop_does_not_wait_for_its_items(monkeypatch):
+    """A stop (a cancellation) ends the chunks without their items in flight; the run's end does not wait for them."""
+    from agentcausal.runs import stop
+    from agentcausal.runs.scheduling import item_pools_held
+
+    hold = threading.Event()
+    t0 = time.monotonic()
+    with item_pools_held():
+        item_pool(3).submit(hold.wait, 10)
+        monkeypatch.setattr(stop, "stop_requested", lambda: True)
+    assert time.monotonic() - t0 < 5
+    hold.set()
