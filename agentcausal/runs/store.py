@@ -215,7 +215,8 @@ class ResultStore(Generic[R]):
     def _connection(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
         if db is None:
-            # autocommit (one write, one transaction); other threads may close it (close() at the end of a run)
+            # autocommit (one write, one transaction); another thread may close it: close(), or close_ended() once this
+            # thread has ended
             db = sqlite3.connect(self.path, timeout=60.0, isolation_level=None, check_same_thread=False)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
