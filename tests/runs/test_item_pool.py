@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from agentcausal.llm import Profile, ProfileSet
-from agentcausal.runs.scheduling import item_pool, item_workers, routed_limits, run_items
+from agentcausal.runs.scheduling import item_pool, item_pools_held, item_workers, routed_limits, run_items
 from agentcausal.runs.store import ResultStore
 from agentcausal.traces.model import Attribution
 
@@ -135,8 +135,6 @@ def _jobs(prefix: str, n: int):
 
 def test_the_last_run_ends_the_item_threads_and_their_store_connections(tmp_path):
     """A pool that outlived its run kept every item thread and its SQLite connection to each store it used."""
-    from agentcausal.runs.scheduling import item_pools_held
-
     store = ResultStore(tmp_path, "attribute", Attribution)
     try:
         with item_pools_held():
@@ -156,8 +154,6 @@ def test_the_last_run_ends_the_item_threads_and_their_store_connections(tmp_path
 
 
 def test_a_run_ended_by_an_exception_does_not_wait_for_its_items():
-    from agentcausal.runs.scheduling import item_pools_held
-
     hold = threading.Event()
     t0 = time.monotonic()
     with pytest.raises(KeyboardInterrupt), item_pools_held():
@@ -170,7 +166,6 @@ def test_a_run_ended_by_an_exception_does_not_wait_for_its_items():
 def test_a_run_that_ends_after_a_stop_does_not_wait_for_its_items(monkeypatch):
     """A stop (a cancellation) ends the chunks without their items in flight; the run's end does not wait for them."""
     from agentcausal.runs import stop
-    from agentcausal.runs.scheduling import item_pools_held
 
     hold = threading.Event()
     t0 = time.monotonic()
