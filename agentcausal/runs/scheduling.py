@@ -167,8 +167,8 @@ def item_pools_held() -> Iterator[None]:
     """Hold the process's item pools for one run; when the last run holding them ends, shut them down.
 
     An item thread keeps an SQLite connection to every store it used (the reply cache's, the results store's),
-    with its page cache and statements, for as long as it lives: a pool that outlived its run kept about 0.2 MB
-    per thread and store, 50-60 MB per finished run at concurrency 64, for every later run of the process to
+    with its page cache and statements, for as long as it lives: about 0.2 MB per thread and store, 50-60 MB
+    per run at concurrency 64 that a pool outliving its run would leave for every later run of the process to
     carry (and its collector to walk). When the last holder ends normally, the pools' threads end, which closes
     their reply-cache connections, and the results stores close the connections of ended threads
     (:func:`~agentcausal.runs.store.close_ended_connections`); the next run starts threads afresh. A holder that
