@@ -116,11 +116,14 @@ def apply_run_folder_arguments(args: argparse.Namespace, settings: RunSettings) 
     Raises
     ------
     ConfigError
-        If ``--breaker-after`` or ``--heartbeat`` is negative, or ``--name`` is empty.
+        If ``--breaker-after``, ``--heartbeat`` or ``--chunk-size`` is negative, or ``--name`` is empty.
     """
     name = getattr(args, "run_name", None)
     if name is not None and not name.strip():
         raise ConfigError("--name must not be empty")
+    chunk = getattr(args, "chunk_size", None)
+    if chunk is not None and chunk < 0:
+        raise ConfigError(f"--chunk-size must be 0 (the default) or a positive number of jobs per task, got {chunk}")
     beat = getattr(args, "heartbeat", None)
     if beat is not None:
         if not beat >= 0:

@@ -19,6 +19,8 @@ EXAMPLE = str(examples_dir() / "wrong_unit_at_step_2.json")
         (["attribute", EXAMPLE, "-m", "dcfa", "--routing", "paper"], "$OPENAI_API_KEY, which is not set"),
         (["attribute", EXAMPLE, "--limit", "-1"], "--limit must be at least 1"),
         (["attribute", EXAMPLE, "--max-steps", "0"], "--max-steps must be at least 1"),
+        (["attribute", EXAMPLE, "--chunk-size", "-3"], "--chunk-size must be 0 (the default) or a positive"),
+        (["discover", "--dataset", "earthquake", "--chunk-size", "-1"], "--chunk-size must be 0 (the default)"),
         (["discover", "--dataset", "earthquake", "-m", "mac", "--routing", "paper"], "$OPENAI_API_KEY"),
         (["demo", "--routing", "nope"], "unknown routing 'nope'"),
     ],
