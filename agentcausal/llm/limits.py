@@ -29,6 +29,7 @@ import threading
 import time
 from typing import Any
 
+import orjson
 import urllib3
 from urllib3.exceptions import InvalidHeader, MaxRetryError, NewConnectionError
 from urllib3.response import BaseHTTPResponse
@@ -190,16 +191,33 @@ class Endpoint:
             The reply is not a JSON object.
         """
         count_request()
-        r = self.pool.urlopen("POST", self._prefix + path, body=json.dumps(body).encode())
+        r = self.pool.urlopen("POST", self._prefix + path, body=_json_body(body))
         if r.status >= 400:
             raise HTTPStatusError(r.status, r.data.decode("utf-8", "replace"))
-        data = json.loads(r.data)
+        data = _json_reply(r.data)
         if not isinstance(data, dict):
             raise ValueError(f"reply is {type(data).__name__}, not a JSON object")
         return data
 
     def close(self) -> None:
         self.pool.close()
+
+
+def _json_body(body: dict[str, Any]) -> bytes:
+    """``body`` as JSON bytes: orjson (UTF-8, about a tenth of ``json.dumps``' CPU for a 9 KB prompt), or
+    ``json.dumps`` where orjson refuses the value (a lone surrogate in a text, a key that is not a string)."""
+    try:
+        return orjson.dumps(body)
+    except TypeError:  # orjson.JSONEncodeError is one
+        return json.dumps(body).encode()
+
+
+def _json_reply(raw: bytes) -> Any:
+    """A reply's JSON: orjson, or ``json.loads`` where orjson refuses it (``NaN``, ``Infinity``). Raises ValueError."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return json.loads(raw)
 
 
 class HTTPStatusError(Exception):

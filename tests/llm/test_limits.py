@@ -3,6 +3,7 @@ object fails."""
 
 from __future__ import annotations
 
+import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -12,7 +13,7 @@ from urllib3.util.retry import RequestHistory
 
 from agentcausal.exceptions import EndpointUnreachableError, LLMCallError
 from agentcausal.llm import Gateway
-from agentcausal.llm.limits import RetryPolicy, retry_policy
+from agentcausal.llm.limits import RetryPolicy, _json_body, retry_policy
 from agentcausal_fakes.fake_openai import FakeOpenAIServer
 from tests.conftest import fake_profiles
 
@@ -82,6 +83,53 @@ def test_a_reply_that_is_not_a_json_object_is_an_llm_call_error(body):
         gw = Gateway(fake_profiles(f"http://127.0.0.1:{srv.server_port}/v1"), cache_dir=None, max_retries=0)
         with pytest.raises(LLMCallError, match="not a JSON object|not JSON"):
             gw.chat("baseline", [{"role": "user", "content": "x"}])
+        gw.close()
+    finally:
+        srv.shutdown()
+
+
+def _serve(body: bytes) -> tuple[ThreadingHTTPServer, list[bytes]]:
+    """A server answering every POST with ``body``; the request bodies it got."""
+    got: list[bytes] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            got.append(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv, got
+
+
+def test_a_prompt_goes_out_as_utf8_json_the_server_reads_back_to_the_same_text():
+    text = 'naïve → 因果 \\ "quoted"\n'
+    srv, got = _serve(b'{"choices": [{"message": {"content": "ok"}}]}')
+    try:
+        gw = Gateway(fake_profiles(f"http://127.0.0.1:{srv.server_port}/v1"), cache_dir=None, max_retries=0)
+        assert gw.chat("baseline", [{"role": "user", "content": text}]) == "ok"
+        gw.close()
+    finally:
+        srv.shutdown()
+    assert json.loads(got[0])["messages"][0]["content"] == text
+
+
+def test_a_body_orjson_refuses_goes_as_json_dumps_writes_it():
+    body = {"model": "m", "extra_body": {1: "an int key"}}  # orjson takes only str keys
+    assert json.loads(_json_body(body)) == {"model": "m", "extra_body": {"1": "an int key"}}
+
+
+def test_a_reply_with_a_nan_that_python_reads_is_read():
+    srv, _ = _serve(b'{"choices": [{"message": {"content": "ok"}}], "score": NaN}')
+    try:
+        gw = Gateway(fake_profiles(f"http://127.0.0.1:{srv.server_port}/v1"), cache_dir=None, max_retries=0)
+        assert gw.chat("baseline", [{"role": "user", "content": "x"}]) == "ok"
         gw.close()
     finally:
         srv.shutdown()
