@@ -33,6 +33,7 @@ _HEX = re.compile(r"[0-9a-f]{15}")
 
 _FLIGHT_TABLES: dict[str, tuple[threading.Lock, dict[str, list]]] = {}
 _LOCK_FILES: dict[str, int] = {}
+_RESOLVED: dict[str, str] = {}  # a lock folder as given -> its lock file's real path
 _GUARD = threading.Lock()
 
 
@@ -52,8 +53,14 @@ def thread_flights(directory: str | Path | None) -> tuple[threading.Lock, dict[s
 
 
 def _lock_fd(folder: Path) -> int:
-    """This process's one descriptor of ``folder/keys.lock`` (opened again if the file was replaced)."""
-    path = os.path.realpath(folder / "keys.lock")
+    """This process's one descriptor of ``folder/keys.lock`` (opened again if the file was replaced).
+
+    A folder is resolved (``os.path.realpath``, a system call per path component) once per process, not per key.
+    """
+    given = str(folder)
+    path = _RESOLVED.get(given)
+    if path is None:
+        path = _RESOLVED[given] = os.path.realpath(folder / "keys.lock")
     with _GUARD:
         fd = _LOCK_FILES.get(path)
         if fd is not None and os.fstat(fd).st_nlink == 0:  # the folder was moved or deleted under us

@@ -85,6 +85,8 @@ log = logging.getLogger(__name__)
 
 #: the largest record read back, bytes (stored or decompressed); larger is a corrupt record
 MAX_RECORD_BYTES = 64 * 2**20
+#: the reply cache's size limit in bytes; past it, the records stored first are evicted when a store opens
+SIZE_LIMIT_BYTES = 2**34
 RECORD_VERSION = 1
 #: dropped records logged one warning line each; later ones are counted (and logged at debug level)
 WARNED_DROPS = 3
@@ -275,10 +277,18 @@ class ReplyCache:
             try:
                 # every calling thread holds its own SQLite connection: no memory map and a small page cache each
                 # (diskcache's defaults, a 64 MiB map and 32 MiB cache per connection, grew a run's process with
-                # the corpus: bench/engine_memory.py)
+                # the corpus: bench/engine_memory.py). The size limit is kept at each open, not at each write
+                # (cull_limit 0): a write is then 4 SQL statements, not 7
                 cache = diskcache.Cache(
-                    str(self.directory), size_limit=2**34, disk=ReplyDisk, sqlite_mmap_size=0, sqlite_cache_size=64
+                    str(self.directory),
+                    size_limit=SIZE_LIMIT_BYTES,
+                    cull_limit=0,
+                    disk=ReplyDisk,
+                    sqlite_mmap_size=0,
+                    sqlite_cache_size=64,
                 )
+                with contextlib.suppress(diskcache.Timeout):  # another process is writing: its own open culled
+                    cache.cull()
                 self._inode = inode_of(self.path)
                 return cache
             except sqlite3.DatabaseError as exc:

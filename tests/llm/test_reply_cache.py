@@ -358,3 +358,24 @@ def test_a_store_follows_a_cache_another_process_healed(tmp_path):
     fresh = ReplyCache(tmp_path / "c")
     assert fresh.get("b" * 64) == {"text": "new"} and fresh.get("a" * 64) == {"text": "old"}
     fresh.close()
+
+
+def test_a_write_never_evicts_and_an_open_past_the_size_limit_evicts_the_oldest(tmp_path, monkeypatch):
+    import agentcausal.llm.reply_cache as rc
+
+    store = ReplyCache(tmp_path / "c")
+    for i in range(40):
+        store.set(f"{i:064x}", {"text": "x" * 2000})
+    store.close()
+    stored = ReplyCache(tmp_path / "c")._cache.volume()
+    monkeypatch.setattr(rc, "SIZE_LIMIT_BYTES", stored)  # what the 40 records take: the open evicts nothing
+    store = ReplyCache(tmp_path / "c")
+    for i in range(40, 50):  # written past the limit: kept until the next open
+        store.set(f"{i:064x}", {"text": "x" * 2000})
+    assert store._cache.volume() > stored
+    assert all(store.get(f"{i:064x}") is not None for i in range(50))
+    store.close()
+    reopened = ReplyCache(tmp_path / "c")
+    assert reopened._cache.volume() <= stored
+    assert reopened.get(f"{0:064x}") is None  # the first stored went first
+    assert reopened.get(f"{49:064x}") is not None
