@@ -5,8 +5,10 @@ written as one JSONL file, against the fake OpenAI server (test double,
 :mod:`bench.server`) in a child process with a fixed latency per request, one profile
 with ``max_concurrency = c`` shared by chat and embedding requests (a new model label per
 row, so no row reads another's LLM cache). Prefect's temporary API is started before any
-row by a warm-up flow (timed apart, ``prefect_api_start_s``). Then the same flow again on
-the same cache folder (a fully cached rerun).
+row by a warm-up flow (timed apart, ``prefect_api_start_s``). Every row runs in a fresh process of
+its own on that API (:func:`fresh_row`), warmed by an untimed 10-trace flow, so no row carries
+the heap, threads or Dask clients of the rows before it. Then the same flow again on the same
+cache folder (a fully cached rerun, in the same process).
 
 Rows (issue 22 item 5), from ``plan`` (method, traces), ``latencies_s`` and ``concurrencies``:
 every method at the first latency and every concurrency, and at the other latencies the
@@ -51,7 +53,7 @@ from agentcausal_fakes.synthetic import iter_synthetic_traces
 from bench.common import md_table, peak_rss_mb, reset_peak_rss, scratch_dir
 from bench.server import ServerProcess
 
-__all__ = ["scale_row", "run_scale", "scale_markdown", "DEFAULT_PLAN", "DEFAULT_MEMORY_TRACES", "COLUMNS"]
+__all__ = ["scale_row", "fresh_row", "run_scale", "scale_markdown", "DEFAULT_PLAN", "DEFAULT_MEMORY_TRACES", "COLUMNS"]
 
 #: (method, traces) of the full benchmark (issue 22 item 5)
 DEFAULT_PLAN = (("all_at_once", 2000), ("dcfa", 500))
@@ -259,6 +261,45 @@ def scale_row(
     }
 
 
+def _fresh_row(
+    api_url: str,
+    latency_s: float,
+    corpus_file: Path,
+    ids: list[str],
+    method: str,
+    concurrency: int,
+    work: Path,
+    kwargs: dict[str, Any],
+) -> dict[str, Any]:  # pragma: no cover - runs in a fresh child process
+    """One :func:`scale_row` in this (fresh) process on the parent's Prefect API, with a fake server of its own at
+    ``latency_s``, after an untimed 10-trace flow on its own cache (imports, Prefect's client, HTTP connections), as
+    a user's command warms up before its corpus."""
+    os.environ["PREFECT_API_URL"] = api_url  # before Prefect is imported here
+    warm_file = work / f"warm-{kwargs['label']}.jsonl"
+    warm_ids = _write_corpus(10, warm_file)
+    with ServerProcess(latency_s=latency_s) as server:
+        scale_row(warm_file, warm_ids, "all_at_once", concurrency, server, work, label=f"warm-{kwargs['label']}")
+        return {**scale_row(corpus_file, ids, method, concurrency, server, work, **kwargs), "pid": os.getpid()}
+
+
+def fresh_row(
+    latency_s: float, corpus_file: Path, ids: list[str], method: str, concurrency: int, work: Path, **kwargs: Any
+) -> dict[str, Any]:
+    """:func:`scale_row` (``kwargs``: its keywords) in a fresh process of its own on this process's Prefect API,
+    warmed by a 10-trace flow first; the row's ``rss_mb`` is that process's peak, ``pid`` its process id.
+
+    A row run in this process would carry the earlier rows' heap, threads and Dask clients (its CPU and memory
+    then depend on the rows before it); a user's command starts afresh.
+    """
+    from prefect.server.api.server import SubprocessASGIServer
+
+    api_url = SubprocessASGIServer().api_url  # started by the warm-up flow (a per-process singleton)
+    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as child:
+        return child.submit(
+            _fresh_row, api_url, latency_s, corpus_file, ids, method, concurrency, work, kwargs
+        ).result()
+
+
 def _memory_row(
     api_url: str,
     corpus_file: Path,
@@ -424,26 +465,21 @@ def run_scale(
             f"requests), peak {row['peak_in_flight']}, rss {row['rss_mb']} MB, rows ok {row['rows_ok']}"
         )
 
-    rows = plan_rows(plan, latencies_s, concurrencies, chunk_sizes, runners)
-    for lat in dict.fromkeys(r[0] for r in rows):
-        with ServerProcess(latency_s=lat) as server:
-            for _, method, n, c, cs, rn in (r for r in rows if r[0] == lat):
-                label = f"{method}-n{n}-c{c}-l{int(lat * 1000)}-k{cs or 0}-{rn}-{time.time_ns()}"
-                done(
-                    scale_row(
-                        corpora[n][0],
-                        corpora[n][1],
-                        method,
-                        c,
-                        server,
-                        work,
-                        chunk_size=cs,
-                        label=label,
-                        runner=rn,
-                        dask_workers=dask_workers,
-                    ),
-                    "rows",
-                )
+    for lat, method, n, c, cs, rn in plan_rows(plan, latencies_s, concurrencies, chunk_sizes, runners):
+        label = f"{method}-n{n}-c{c}-l{int(lat * 1000)}-k{cs or 0}-{rn}-{time.time_ns()}"
+        row = fresh_row(
+            lat,
+            corpora[n][0],
+            corpora[n][1],
+            method,
+            c,
+            work,
+            chunk_size=cs,
+            label=label,
+            runner=rn,
+            dask_workers=dask_workers,
+        )
+        done(row, "rows")
     if memory_traces:
         with ServerProcess(latency_s=memory_latency_s) as server:
             for n in memory_traces:

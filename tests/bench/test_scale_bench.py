@@ -1,8 +1,9 @@
 """The scale benchmark's code path on a tiny corpus (not timed): every field, the concurrency limit held at the
-fake server (test double), every trace back once under its own id, a fully cached rerun with no request, the Dask
+fake server (test double), every trace back once under its own id, a fully cached rerun with no request, each row in a fresh process, the Dask
 row on a cluster started before timing, the memory pair in processes of their own, and docs/performance.md."""
 
 import json
+import os
 
 import pytest
 
@@ -39,6 +40,7 @@ def test_scale_bench_rows_on_a_tiny_corpus(tmp_path):
         assert r["bound_s"] > 0 and r["ratio"] > 0 and r["rss_mb"] > 0
         assert r["cpu_ms_per_request"] > 0 and r["cpu_s"] > 0
         assert r["rss_scope"] == "row"  # Linux: the peak is reset before each row
+    assert len({r["pid"] for r in rows} | {os.getpid()}) == len(rows) + 1  # each row in a fresh process
     doc = performance_markdown({**res, "argv": ["--only", "scale"]}, None)
     assert "A reduced run" in doc and "### Targets" in doc and "| ratio <= 1.10 at 1 s" in doc
     assert not is_full_run(res)
