@@ -4,6 +4,7 @@ profiles and the synthetic traces are test doubles: :mod:`agentcausal_fakes`).""
 from __future__ import annotations
 
 import atexit
+import contextlib
 import datetime as dt
 import json
 import os
@@ -12,7 +13,7 @@ import resource
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from agentcausal.traces.model import Trace
 from agentcausal_fakes.synthetic import synthetic_traces
 
 __all__ = [
+    "on_parent_api",
     "RESULTS_DIR",
     "who_and_when_dir",
     "bench_corpus",
@@ -157,3 +159,19 @@ def peak_rss_mb() -> float:
     except OSError:
         pass
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)  # KiB on Linux
+
+
+@contextlib.contextmanager
+def on_parent_api(api_url: str) -> Iterator[None]:
+    """Run this fresh bench process's flows on the parent's temporary Prefect API at ``api_url``, as a command runs
+    on an API this project started: without flow-run heartbeats.
+
+    Call it before Prefect is imported here. With ``PREFECT_API_URL`` set, :func:`flows.api_server.unwatched_heartbeats_off`
+    takes the API for the user's and keeps Prefect's heartbeats, whose thread every flow joins at its end (up to
+    a second per flow, ``bench/README.md``, "Where a rerun's second goes").
+    """
+    os.environ["PREFECT_API_URL"] = api_url
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
+    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        yield

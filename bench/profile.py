@@ -38,7 +38,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from bench.common import RESULTS_DIR, machine, md_table, scratch_dir
+from bench.common import RESULTS_DIR, machine, md_table, on_parent_api, scratch_dir
 
 __all__ = ["PHASES", "ThreadProfiles", "phase_table", "run_profile", "main"]
 
@@ -304,7 +304,13 @@ def _profiled(
     api_url: str, method: str, n: int, concurrency: int, base_url: str, latency_s: float, work: str, top: int
 ) -> dict[str, Any]:  # pragma: no cover - runs in a spawned process
     """The profiled run in this (fresh) process on the parent's Prefect API and fake server."""
-    os.environ["PREFECT_API_URL"] = api_url  # before Prefect is imported here
+    with on_parent_api(api_url):
+        return _profiled_here(method, n, concurrency, base_url, latency_s, work, top)
+
+
+def _profiled_here(
+    method: str, n: int, concurrency: int, base_url: str, latency_s: float, work: str, top: int
+) -> dict[str, Any]:  # pragma: no cover - runs in a spawned process
     profiles = ThreadProfiles()
     profiles.start()
     from bench.scale import scale_row

@@ -50,7 +50,7 @@ from agentcausal.attribution.plan_model import AttributionRequest
 from agentcausal.runs.options import RunOptions
 from agentcausal_fakes.profiles import profiles_toml
 from agentcausal_fakes.synthetic import iter_synthetic_traces
-from bench.common import md_table, peak_rss_mb, reset_peak_rss, scratch_dir
+from bench.common import md_table, on_parent_api, peak_rss_mb, reset_peak_rss, scratch_dir
 from bench.server import ServerProcess
 
 __all__ = ["scale_row", "fresh_row", "run_scale", "scale_markdown", "DEFAULT_PLAN", "DEFAULT_MEMORY_TRACES", "COLUMNS"]
@@ -274,10 +274,9 @@ def _fresh_row(
     """One :func:`scale_row` in this (fresh) process on the parent's Prefect API, with a fake server of its own at
     ``latency_s``, after an untimed 10-trace flow on its own cache (imports, Prefect's client, HTTP connections), as
     a user's command warms up before its corpus."""
-    os.environ["PREFECT_API_URL"] = api_url  # before Prefect is imported here
     warm_file = work / f"warm-{kwargs['label']}.jsonl"
     warm_ids = _write_corpus(10, warm_file)
-    with ServerProcess(latency_s=latency_s) as server:
+    with on_parent_api(api_url), ServerProcess(latency_s=latency_s) as server:
         scale_row(warm_file, warm_ids, "all_at_once", concurrency, server, work, label=f"warm-{kwargs['label']}")
         return {**scale_row(corpus_file, ids, method, concurrency, server, work, **kwargs), "pid": os.getpid()}
 
@@ -312,7 +311,6 @@ def _memory_row(
 ) -> dict[str, Any]:  # pragma: no cover - runs in a fresh child process
     """One memory-pair row in this (fresh) process, on the parent's Prefect API: first run only (the rest of the
     Prefect settings come with the parent's environment)."""
-    os.environ["PREFECT_API_URL"] = api_url  # before Prefect is imported here
 
     class _Server:  # the parent's server: only its URL and latency are needed here; counts come from the parent
         def __init__(self) -> None:
@@ -324,16 +322,17 @@ def _memory_row(
         def stats(self) -> dict[str, Any]:
             return {"requests": 0, "max_in_flight": 0}
 
-    return scale_row(
-        corpus_file,
-        ids,
-        "all_at_once",
-        concurrency,
-        _Server(),
-        work,  # type: ignore[arg-type]
-        label=label,
-        rerun=False,
-    )
+    with on_parent_api(api_url):
+        return scale_row(
+            corpus_file,
+            ids,
+            "all_at_once",
+            concurrency,
+            _Server(),
+            work,  # type: ignore[arg-type]
+            label=label,
+            rerun=False,
+        )
 
 
 def memory_row(

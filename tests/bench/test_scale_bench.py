@@ -134,3 +134,17 @@ def test_targets_name_the_worst_row_and_judge_each_target():
         next(t for t in scale_targets({"rows": rows, "memory_rows": mem}) if t["target"].startswith("memory"))["held"]
         is False
     )
+
+
+def test_a_bench_child_on_the_parents_api_runs_flows_without_heartbeats(monkeypatch):
+    """With PREFECT_API_URL set, the product keeps Prefect's flow heartbeats (a user's server); a bench child on the
+    bench's own temporary API turns them off, as the product does on the APIs it starts."""
+    from prefect.settings import get_current_settings
+
+    from bench.common import on_parent_api
+
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")  # restored after the test
+    assert get_current_settings().flows.heartbeat_frequency is not None
+    with on_parent_api("http://127.0.0.1:9/api"):
+        assert get_current_settings().flows.heartbeat_frequency is None
+        assert get_current_settings().api.url == "http://127.0.0.1:9/api"
