@@ -64,30 +64,6 @@ def test_exhausted_retries_count_every_attempt_and_raise_unreachable():
         gw.close()
 
 
-@pytest.mark.parametrize("body", [b"[1, 2]", b"<html>busy</html>"])
-def test_a_reply_that_is_not_a_json_object_is_an_llm_call_error(body):
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    try:
-        gw = Gateway(fake_profiles(f"http://127.0.0.1:{srv.server_port}/v1"), cache_dir=None, max_retries=0)
-        with pytest.raises(LLMCallError, match="not a JSON object|not JSON"):
-            gw.chat("baseline", [{"role": "user", "content": "x"}])
-        gw.close()
-    finally:
-        srv.shutdown()
-
-
 def _serve(body: bytes) -> tuple[ThreadingHTTPServer, list[bytes]]:
     """A server answering every POST with ``body``; the request bodies it got."""
     got: list[bytes] = []
@@ -106,6 +82,18 @@ def _serve(body: bytes) -> tuple[ThreadingHTTPServer, list[bytes]]:
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv, got
+
+
+@pytest.mark.parametrize("body", [b"[1, 2]", b"<html>busy</html>"])
+def test_a_reply_that_is_not_a_json_object_is_an_llm_call_error(body):
+    srv, _ = _serve(body)
+    try:
+        gw = Gateway(fake_profiles(f"http://127.0.0.1:{srv.server_port}/v1"), cache_dir=None, max_retries=0)
+        with pytest.raises(LLMCallError, match="not a JSON object|not JSON"):
+            gw.chat("baseline", [{"role": "user", "content": "x"}])
+        gw.close()
+    finally:
+        srv.shutdown()
 
 
 def test_a_prompt_goes_out_as_utf8_json_the_server_reads_back_to_the_same_text():
