@@ -13,7 +13,9 @@ import resource
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from agentcausal_fakes.synthetic import synthetic_traces
 
 __all__ = [
     "on_parent_api",
+    "in_fresh_process",
     "RESULTS_DIR",
     "who_and_when_dir",
     "bench_corpus",
@@ -175,3 +178,19 @@ def on_parent_api(api_url: str) -> Iterator[None]:
 
     with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
         yield
+
+
+def _on_api(api_url: str, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:  # pragma: no cover - in the child
+    with on_parent_api(api_url):
+        return fn(*args)
+
+
+def in_fresh_process(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` in a fresh (spawned) process on this process's temporary Prefect API (:func:`on_parent_api`),
+    which a warm-up flow must have started; its return value. ``fn`` and ``args`` must pickle (``fn`` a module's
+    own function); an exception in the child is raised here."""
+    from prefect.server.api.server import SubprocessASGIServer
+
+    api_url = SubprocessASGIServer().api_url  # a per-process singleton
+    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as child:
+        return child.submit(_on_api, api_url, fn, args).result()

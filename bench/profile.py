@@ -33,12 +33,10 @@ import json
 import os
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from bench.common import RESULTS_DIR, machine, md_table, on_parent_api, scratch_dir
+from bench.common import RESULTS_DIR, in_fresh_process, machine, md_table, scratch_dir
 
 __all__ = ["PHASES", "ThreadProfiles", "phase_table", "run_profile", "main"]
 
@@ -301,16 +299,9 @@ def measured_row(method: str, n: int, concurrency: int, server: Any, work: Path)
 
 
 def _profiled(
-    api_url: str, method: str, n: int, concurrency: int, base_url: str, latency_s: float, work: str, top: int
-) -> dict[str, Any]:  # pragma: no cover - runs in a spawned process
-    """The profiled run in this (fresh) process on the parent's Prefect API and fake server."""
-    with on_parent_api(api_url):
-        return _profiled_here(method, n, concurrency, base_url, latency_s, work, top)
-
-
-def _profiled_here(
     method: str, n: int, concurrency: int, base_url: str, latency_s: float, work: str, top: int
 ) -> dict[str, Any]:  # pragma: no cover - runs in a spawned process
+    """The profiled run in this (fresh) process on the parent's Prefect API and fake server."""
     profiles = ThreadProfiles()
     profiles.start()
     from bench.scale import scale_row
@@ -346,14 +337,8 @@ def _profiled_here(
 
 def profiled_phases(method: str, n: int, concurrency: int, server: Any, work: Path, top: int) -> dict[str, Any]:
     """The profiled run in a fresh process (see the module docstring): phases per request and the run's CPU."""
-    from prefect.server.api.server import SubprocessASGIServer
-
-    api_url = SubprocessASGIServer().api_url  # started by the warm-up flow (a per-process singleton)
     server.reset()
-    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as child:
-        out = child.submit(
-            _profiled, api_url, method, n, concurrency, server.base_url, server.latency_s, str(work), top
-        ).result()
+    out = in_fresh_process(_profiled, method, n, concurrency, server.base_url, server.latency_s, str(work), top)
     # HTTP requests of the profiled stretch: calls of the gateway's request hook (the warm-up's are not in it)
     requests = sum(e[1] for f, e in out["stats"].items() if _matches(f, ("agentcausal/llm/limits.py:count_request",)))
     return {

@@ -50,7 +50,7 @@ from agentcausal.attribution.plan_model import AttributionRequest
 from agentcausal.runs.options import RunOptions
 from agentcausal_fakes.profiles import profiles_toml
 from agentcausal_fakes.synthetic import iter_synthetic_traces
-from bench.common import md_table, on_parent_api, peak_rss_mb, reset_peak_rss, scratch_dir
+from bench.common import in_fresh_process, md_table, peak_rss_mb, reset_peak_rss, scratch_dir
 from bench.server import ServerProcess
 
 __all__ = ["scale_row", "fresh_row", "run_scale", "scale_markdown", "DEFAULT_PLAN", "DEFAULT_MEMORY_TRACES", "COLUMNS"]
@@ -262,7 +262,6 @@ def scale_row(
 
 
 def _fresh_row(
-    api_url: str,
     latency_s: float,
     corpus_file: Path,
     ids: list[str],
@@ -271,12 +270,12 @@ def _fresh_row(
     work: Path,
     kwargs: dict[str, Any],
 ) -> dict[str, Any]:  # pragma: no cover - runs in a fresh child process
-    """One :func:`scale_row` in this (fresh) process on the parent's Prefect API, with a fake server of its own at
-    ``latency_s``, after an untimed 10-trace flow on its own cache (imports, Prefect's client, HTTP connections), as
-    a user's command warms up before its corpus."""
+    """One :func:`scale_row` in this (fresh) process, with a fake server of its own at ``latency_s``, after an
+    untimed 10-trace flow on its own cache (imports, Prefect's client, HTTP connections), as a user's command warms
+    up before its corpus."""
     warm_file = work / f"warm-{kwargs['label']}.jsonl"
     warm_ids = _write_corpus(10, warm_file)
-    with on_parent_api(api_url), ServerProcess(latency_s=latency_s) as server:
+    with ServerProcess(latency_s=latency_s) as server:
         scale_row(warm_file, warm_ids, "all_at_once", concurrency, server, work, label=f"warm-{kwargs['label']}")
         return {**scale_row(corpus_file, ids, method, concurrency, server, work, **kwargs), "pid": os.getpid()}
 
@@ -284,23 +283,17 @@ def _fresh_row(
 def fresh_row(
     latency_s: float, corpus_file: Path, ids: list[str], method: str, concurrency: int, work: Path, **kwargs: Any
 ) -> dict[str, Any]:
-    """:func:`scale_row` (``kwargs``: its keywords) in a fresh process of its own on this process's Prefect API,
-    warmed by a 10-trace flow first; the row's ``rss_mb`` is that process's peak, ``pid`` its process id.
+    """:func:`scale_row` (``kwargs``: its keywords) in a fresh process of its own on this process's Prefect API
+    (:func:`bench.common.in_fresh_process`), warmed by a 10-trace flow first; the row's ``rss_mb`` is that
+    process's peak, ``pid`` its process id.
 
     A row run in this process would carry the earlier rows' heap, threads and Dask clients (its CPU and memory
     then depend on the rows before it); a user's command starts afresh.
     """
-    from prefect.server.api.server import SubprocessASGIServer
-
-    api_url = SubprocessASGIServer().api_url  # started by the warm-up flow (a per-process singleton)
-    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as child:
-        return child.submit(
-            _fresh_row, api_url, latency_s, corpus_file, ids, method, concurrency, work, kwargs
-        ).result()
+    return in_fresh_process(_fresh_row, latency_s, corpus_file, ids, method, concurrency, work, kwargs)
 
 
 def _memory_row(
-    api_url: str,
     corpus_file: Path,
     ids: list[str],
     concurrency: int,
@@ -309,8 +302,8 @@ def _memory_row(
     work: Path,
     label: str,
 ) -> dict[str, Any]:  # pragma: no cover - runs in a fresh child process
-    """One memory-pair row in this (fresh) process, on the parent's Prefect API: first run only (the rest of the
-    Prefect settings come with the parent's environment)."""
+    """One memory-pair row in this (fresh) process: first run only (the rest of the Prefect settings come with the
+    parent's environment)."""
 
     class _Server:  # the parent's server: only its URL and latency are needed here; counts come from the parent
         def __init__(self) -> None:
@@ -322,17 +315,16 @@ def _memory_row(
         def stats(self) -> dict[str, Any]:
             return {"requests": 0, "max_in_flight": 0}
 
-    with on_parent_api(api_url):
-        return scale_row(
-            corpus_file,
-            ids,
-            "all_at_once",
-            concurrency,
-            _Server(),
-            work,  # type: ignore[arg-type]
-            label=label,
-            rerun=False,
-        )
+    return scale_row(
+        corpus_file,
+        ids,
+        "all_at_once",
+        concurrency,
+        _Server(),
+        work,  # type: ignore[arg-type]
+        label=label,
+        rerun=False,
+    )
 
 
 def memory_row(
@@ -340,14 +332,8 @@ def memory_row(
 ) -> dict[str, Any]:
     """A memory-pair row: the flow in a fresh process of its own on this process's Prefect API (first run only);
     ``rss_mb`` is that process's peak, the server's counts are read here."""
-    from prefect.server.api.server import SubprocessASGIServer
-
-    api_url = SubprocessASGIServer().api_url  # started by the warm-up flow (a per-process singleton)
     server.reset()
-    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as child:
-        row = child.submit(
-            _memory_row, api_url, corpus_file, ids, concurrency, server.base_url, server.latency_s, work, label
-        ).result()
+    row = in_fresh_process(_memory_row, corpus_file, ids, concurrency, server.base_url, server.latency_s, work, label)
     stats = server.stats()
     row.update(requests=stats["requests"], peak_in_flight=stats["max_in_flight"])
     bound = stats["requests"] * server.latency_s / row["concurrency"]
