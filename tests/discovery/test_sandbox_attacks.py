@@ -291,6 +291,28 @@ def test_fork_bomb_is_capped_at_300_processes():
     assert int(err) == errno.EAGAIN and 0 < int(forked) < 300
 
 
+def _tasks_of_the_sandbox_uid() -> dict[int, str]:
+    uid = SANDBOX_UID if os.geteuid() == 0 else os.getuid()
+    found = {}
+    for p in psutil.process_iter(["uids", "name", "status"]):
+        if p.info["uids"] is not None and p.info["uids"].real == uid:
+            found[p.pid] = f"{p.info['name']} ({p.info['status']})"
+    return found
+
+
+def test_every_process_of_a_sandbox_is_reaped_when_it_returns():
+    """No process of a finished sandbox is left, not even a zombie for the machine's init to reap later: as root
+    a leftover of the sandbox uid would count against the next sandbox's RLIMIT_NPROC until it was reaped, and
+    lend that sandbox its place once reaped (a fork bomb then got past ``max_processes``)."""
+    script = "import os\nif os.fork() == 0:\n    os.execv('/usr/bin/sleep', ['sleep', '30'])\nprint('STARTED')"
+    before = _tasks_of_the_sandbox_uid()
+    for _ in range(3):
+        res = run_sandboxed(script, timeout_s=30)
+        assert res.returncode == 0 and "STARTED" in res.stdout, res.stderr
+        left = {pid: what for pid, what in _tasks_of_the_sandbox_uid().items() if pid not in before}
+        assert left == {}
+
+
 def test_memory_of_the_whole_tree_is_capped():
     script = textwrap.dedent("""
         import os, time

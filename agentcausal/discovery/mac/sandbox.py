@@ -10,10 +10,15 @@ What a script run by :func:`run_sandboxed` gets, and what it cannot do:
   cannot create further user namespaces (``--disable-userns``).
 * **Namespaces.** New user, network, PID, mount, IPC, UTS and cgroup
   namespaces (``bwrap --unshare-all --unshare-user``), ``--new-session`` (no
-  terminal injection) and ``--die-with-parent``. When the Python parent dies
-  (``kill -9`` included) the wrapper shell gets ``SIGTERM``
-  (``PR_SET_PDEATHSIG``), kills bubblewrap, unmounts its tmpfs and removes
-  the host's temporary folder. The network namespace has
+  terminal injection) and ``--die-with-parent``. The wrapper shell is the
+  init of a PID namespace of its own (``unshare --pid --fork``), so every
+  process of a sandbox, bubblewrap's own init included, is dead and reaped
+  when :func:`run_sandboxed` returns: no zombie is left for the machine's
+  init to reap later, where it would count against the sandbox uid's
+  ``RLIMIT_NPROC`` until then. When the Python parent dies (``kill -9``
+  included) ``unshare`` gets ``SIGKILL`` (``PR_SET_PDEATHSIG``), the wrapper
+  shell ``SIGTERM`` (``--kill-child``); it kills bubblewrap, unmounts its
+  tmpfs and removes the host's temporary folder. The network namespace has
   only a down loopback: no TCP/UDP route anywhere, 127.0.0.1 included, and
   no abstract Unix sockets of the host. ``/proc`` is a fresh mount of the new
   PID namespace: no host process, so no ``/proc/<ppid>/environ`` and no
@@ -270,8 +275,9 @@ def memory_accounting() -> str:
 # --------------------------------------------------------------------------------------- running
 
 
-#: tasks of a non-root sandbox's user namespace that are not the script's: the wrapper shell, bubblewrap, its init
-_WRAPPER_TASKS = 3
+#: tasks of a non-root sandbox's user namespace that are not the script's: unshare (waiting on its forked child),
+#: the wrapper shell, bubblewrap, its init
+_WRAPPER_TASKS = 4
 
 
 def _task_budget(limits: SandboxLimits, root: bool) -> int:
@@ -280,8 +286,8 @@ def _task_budget(limits: SandboxLimits, root: bool) -> int:
     As root the limit is set on the whole chain (root's wrapper is exempt) and the kernel counts every
     task of the sandbox uid on the machine, so ``max_processes`` is allowed beyond those running now.
     Not root, ``prlimit`` sets it on bubblewrap alone inside the sandbox's own user namespace, where the
-    kernel counts that namespace's tasks: ``max_processes`` plus the wrapper shell, bubblewrap and its
-    init (:data:`_WRAPPER_TASKS`). The user's other processes, concurrent sandboxes included, never
+    kernel counts that namespace's tasks: ``max_processes`` plus ``unshare``, the wrapper shell, bubblewrap
+    and its init (:data:`_WRAPPER_TASKS`). The user's other processes, concurrent sandboxes included, never
     take from it, and the wrapper's cleanup always has the forks it needs.
     """
     if root:
@@ -296,8 +302,9 @@ def _preexec(
 
     def apply() -> None:
         os.setsid()
-        # PR_SET_PDEATHSIG: when this process dies the wrapper's trap kills the sandbox and removes its folder
-        libc.prctl(1, signal.SIGTERM, 0, 0, 0)
+        # PR_SET_PDEATHSIG: when this process dies, unshare dies (it blocks SIGTERM while it waits) and its
+        # --kill-child sends the wrapper SIGTERM, whose trap kills the sandbox and removes its folder
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)
         join_new_session_keyring(libc, keyctl_nr)
         if cg is not None:
             try:  # best effort: the watchdog caps memory without it

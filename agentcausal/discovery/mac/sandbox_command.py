@@ -1,7 +1,8 @@
 """The sandbox's command line and its seccomp filter: what :func:`agentcausal.discovery.mac.sandbox.run_sandboxed`
 starts (see :mod:`agentcausal.discovery.mac.sandbox` for the isolation as a whole).
 
-:func:`sandbox_command` builds ``unshare`` (a private mount namespace) running a wrapper shell that mounts
+:func:`sandbox_command` builds ``unshare`` (a private mount namespace, and a PID namespace whose init is the
+wrapper shell, so every process of the sandbox is reaped before ``unshare`` exits) running a wrapper shell that mounts
 the one size- and inode-capped tmpfs, runs bubblewrap (``[root: setpriv] bwrap ... argv``) and copies the
 requested outputs out; :func:`seccomp_filter` compiles :data:`DENIED_SYSCALLS` to BPF with libseccomp
 (``pyseccomp``); :func:`join_new_session_keyring` gives the child an empty session keyring.
@@ -267,8 +268,8 @@ def _wrapper_script(
     The copies happen after bubblewrap returned, so every process of the sandbox's PID
     namespace is dead; only regular files are copied, never through a symlink.
 
-    When the Python parent dies (``kill -9`` included) the shell gets SIGTERM (its parent-death
-    signal) and its trap kills bubblewrap, unmounts what it mounted and removes the host folder by
+    When the Python parent dies (``kill -9`` included) the shell gets SIGTERM (``unshare``'s
+    ``--kill-child``) and its trap kills bubblewrap, unmounts what it mounted and removes the host folder by
     name (:func:`_cleanup_function`): no temporary folder is left behind.
     """
     q = shlex.quote
@@ -359,7 +360,9 @@ def sandbox_command(
             staged.append((rp, src))
         binds += ["--ro-bind", src, dest]
     fs = host_tmp / "fs"
-    cmd = ["unshare", "--mount", "--propagation", "private"]
+    # --pid --fork: the wrapper shell is its namespace's init, so bubblewrap's init, which bubblewrap's monitor
+    # leaves unreaped when it exits, is reaped by the kernel as the shell exits, not later by the machine's init
+    cmd = ["unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child=TERM"]
     if not root:  # mounting the tmpfs needs a mount namespace of our own user namespace
         cmd += ["--user", "--map-root-user"]
     wrapper = _wrapper_script(
