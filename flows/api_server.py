@@ -54,12 +54,13 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 import prefect
+import prefect.context
 from prefect.server.api.server import SubprocessASGIServer
 from prefect.settings import (
     PREFECT_FLOWS_HEARTBEAT_FREQUENCY,
     PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
+    Settings,
     get_current_settings,
-    temporary_settings,
 )
 
 from flows import shared_api
@@ -223,9 +224,27 @@ def unwatched_heartbeats_off() -> Iterator[None]:
     on them keeps them. With them on, Prefect's sync engine joins its heartbeat thread, which sleeps in whole
     seconds, at every flow's end: up to a second per flow (``bench/README.md``, "Where a rerun's second goes").
     """
-    settings = get_current_settings()
+    context = prefect.context.get_settings_context()
+    settings = context.settings
     if settings.api.url is not None or "heartbeat_frequency" in settings.flows.model_fields_set:
         yield
         return
-    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+    with prefect.context.SettingsContext(profile=context.profile, settings=_without_heartbeats(settings)):
         yield
+
+
+#: (the settings, the ``PREFECT_*`` environment, the same settings without heartbeats): the last one made
+_WITHOUT_HEARTBEATS: list[tuple[Settings, tuple[tuple[str, str], ...], Settings]] = []
+
+
+def _without_heartbeats(settings: Settings) -> Settings:
+    """``settings`` with ``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` unset, made once per settings object and ``PREFECT_*``
+    environment (Prefect's ``copy_with_update`` validates every setting again and reads the environment: about
+    0.1 s of CPU, paid by every flow run before)."""
+    env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("PREFECT_")))
+    for base, base_env, off in list(_WITHOUT_HEARTBEATS):
+        if base is settings and base_env == env:
+            return off
+    off = settings.copy_with_update(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None})
+    _WITHOUT_HEARTBEATS[:] = [(settings, env, off)]
+    return off

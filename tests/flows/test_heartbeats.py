@@ -48,3 +48,14 @@ def _probe() -> str:
 
 def test_a_flow_run_through_run_dir_of_sends_none():
     assert run_dir_of(_probe) == "None"
+
+
+def test_the_settings_without_them_are_made_once_per_settings_and_environment(monkeypatch):
+    with unwatched_heartbeats_off():
+        first = get_current_settings()
+    with unwatched_heartbeats_off():
+        assert get_current_settings() is first  # not validated again for every flow run
+    monkeypatch.setenv("PREFECT_FLOWS_DEFAULT_RETRIES", "3")  # Prefect reads the environment when it copies settings
+    with unwatched_heartbeats_off():
+        again = get_current_settings()
+        assert again is not first and again.flows.default_retries == 3 and again.flows.heartbeat_frequency is None
