@@ -174,7 +174,9 @@ class AttributionHalf:
     kind = "attribute"
     record_type = Attribution
     default_chunk_size = DEFAULT_CHUNK_SIZE
-    remote_chunk_size = DEFAULT_CHUNK_SIZE  # Dask as threads (each task run costs a worker about 0.1 s of CPU)
+    #: Dask as threads: each task run costs a worker about 0.1 s of CPU and the flow's process about 0.04 s, but fewer
+    #: chunks leave workers idle on a larger cluster (bench/README.md, "Dask: where a chunk's CPU goes")
+    remote_chunk_size = DEFAULT_CHUNK_SIZE
 
     def __init__(self, methods: MethodTable[AttributionSpec[Any]]) -> None:
         self.methods = methods
