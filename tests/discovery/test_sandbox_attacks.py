@@ -291,16 +291,14 @@ def test_fork_bomb_is_capped_at_300_processes():
     assert int(err) == errno.EAGAIN and 0 < int(forked) < 300
 
 
-def _sandbox_leftovers(sleeper_arg: str) -> dict[int, str]:
-    """Processes of the sandbox uid that a sandbox started: bubblewrap, or the script's sleeper."""
+def _bubblewraps() -> dict[int, str]:
+    """Bubblewrap processes of the sandbox uid, zombies included: pid -> status."""
     uid = SANDBOX_UID if os.geteuid() == 0 else os.getuid()
-    found = {}
-    for p in psutil.process_iter(["uids", "name", "status", "cmdline"]):
-        if p.info["uids"] is None or p.info["uids"].real != uid:
-            continue
-        if p.info["name"] == "bwrap" or (p.info["cmdline"] or [""])[-1] == sleeper_arg:
-            found[p.pid] = f"{p.info['name']} ({p.info['status']})"
-    return found
+    return {
+        p.pid: p.info["status"]
+        for p in psutil.process_iter(["uids", "name", "status"])
+        if p.info["name"] == "bwrap" and p.info["uids"] is not None and p.info["uids"].real == uid
+    }
 
 
 def test_every_process_of_a_sandbox_is_reaped_when_it_returns():
@@ -309,12 +307,12 @@ def test_every_process_of_a_sandbox_is_reaped_when_it_returns():
     lend that sandbox its place once reaped (a fork bomb then got past ``max_processes``)."""
     arg = f"{random.randrange(10**6)}.25"
     script = f"import os\nif os.fork() == 0:\n    os.execv('/usr/bin/sleep', ['sleep', {arg!r}])\nprint('STARTED')"
-    before = _sandbox_leftovers(arg)
+    before = _bubblewraps()
     for _ in range(3):
         res = run_sandboxed(script, timeout_s=30)
         assert res.returncode == 0 and "STARTED" in res.stdout, res.stderr
-        left = {pid: what for pid, what in _sandbox_leftovers(arg).items() if pid not in before}
-        assert left == {}
+        left = {pid: status for pid, status in _bubblewraps().items() if pid not in before}
+        assert (left, _alive_sleepers(arg)) == ({}, [])
 
 
 def test_memory_of_the_whole_tree_is_capped():
