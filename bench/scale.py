@@ -276,7 +276,9 @@ def _fresh_row(
     warm_file = work / f"warm-{kwargs['label']}.jsonl"
     warm_ids = _write_corpus(10, warm_file)
     with ServerProcess(latency_s=latency_s) as server:
-        scale_row(warm_file, warm_ids, "all_at_once", concurrency, server, work, label=f"warm-{kwargs['label']}")
+        scale_row(
+            warm_file, warm_ids, "all_at_once", concurrency, server, work, label=f"warm-{kwargs['label']}", rerun=False
+        )
         return {**scale_row(corpus_file, ids, method, concurrency, server, work, **kwargs), "pid": os.getpid()}
 
 
