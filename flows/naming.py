@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from prefect.client.orchestration import get_client
+from prefect.context import FlowRunContext
 from prefect.runtime import deployment, flow_run
 
 from agentcausal.report.artifacts import artifact_key, corpus_label, run_name, run_tags
@@ -48,12 +49,18 @@ def _params() -> dict[str, Any]:
 
 #: deployment name (None: not a deployment run) by flow-run id: ``prefect.runtime.deployment.name`` asks the API on
 #: every access (the flow run, then its deployment), and a run reads it for its name, each artifact key and its
-#: subject; a run's deployment never changes, so it is asked once per run (bounded: a long-lived server process)
+#: subject; a run's deployment never changes, so it is asked once per run (bounded: a long-lived server process).
+#: A flow run whose context says it has no deployment (every run of the CLI, a nightly loop or a Python call) asks
+#: nothing: Prefect's lookup does not read the context and fetches the flow run with a client of its own, a TLS
+#: context and a round trip to the API (about 25 ms of the flow's process each)
 _DEPLOYMENTS: dict[str, str | None] = {}
 _DEPLOYMENTS_MAX = 1024
 
 
 def _deployment_name() -> str | None:
+    ctx = FlowRunContext.get()
+    if ctx is not None and ctx.flow_run is not None and ctx.flow_run.deployment_id is None:
+        return None  # the running flow run's own record: not a deployment run, nothing to ask the API
     try:
         run_id = str(flow_run.id) if flow_run.id else None
     except Exception:  # outside a flow run

@@ -1,6 +1,7 @@
 """Flow-run names (flows/naming.py) of runs given a plan as the CLI gives it: the path of its plan.json."""
 
 import pytest
+from prefect import flow
 
 from agentcausal.attribution.plan import plan_attribution
 from agentcausal.attribution.plan_model import AttributionRequest
@@ -10,6 +11,7 @@ from agentcausal.registry import ATTRIBUTION_METHODS, DISCOVERY_METHODS
 from agentcausal.runs.plan import write_plan
 from agentcausal.settings import RunSettings
 from flows import naming
+from flows.engine import run_dir_of
 from tests.conftest import EXAMPLES
 
 
@@ -87,3 +89,16 @@ def test_outside_a_flow_run_the_deployment_name_is_not_remembered(monkeypatch):
     monkeypatch.setattr(naming, "deployment", runtime)
     assert naming.subject("corpus") == naming.subject("corpus") == "corpus"
     assert runtime.lookups == 2 and naming._DEPLOYMENTS == {}
+
+
+@flow(name="naming-probe")
+def _subject_probe() -> str:
+    return naming.subject("corpus")
+
+
+def test_a_flow_run_without_a_deployment_asks_the_api_nothing(monkeypatch):
+    runtime = _Runtime("run-1", "not a deployment of this run")
+    monkeypatch.setattr(naming, "_DEPLOYMENTS", {})
+    monkeypatch.setattr(naming, "deployment", runtime)
+    assert run_dir_of(_subject_probe) == "corpus"  # its FlowRunContext says: no deployment
+    assert runtime.lookups == 0
