@@ -52,7 +52,7 @@ def _params() -> dict[str, Any]:
 #: subject; a run's deployment never changes, so it is asked once per run (bounded: a long-lived server process).
 #: A flow run whose context says it has no deployment (every run of the CLI, a nightly loop or a Python call) asks
 #: nothing: Prefect's lookup does not read the context and fetches the flow run with a client of its own, a TLS
-#: context and a round trip to the API (about 25 ms of the flow's process each)
+#: context and a round trip to the API (measured on a cached rerun: about 60 ms of CPU and 0.1 s of wall time)
 _DEPLOYMENTS: dict[str, str | None] = {}
 _DEPLOYMENTS_MAX = 1024
 
