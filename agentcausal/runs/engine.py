@@ -88,6 +88,12 @@ REUSED_LISTED = 1000
 #: jobs looked up in the store per query, and records read back per query at the end
 _BATCH = 256
 
+#: seconds between two progress reports of the jobs the results store answers while the plan is read (pass 1):
+#: a rerun answers thousands in a fraction of a second, and each report is a line and an update of the run's
+#: progress artifact (a round trip to the Prefect API on the flow's main thread); the count also goes out before
+#: each chunk is handed to the drive loop and when the plan has been read
+REUSED_REPORT_EVERY_S = 1.0
+
 F = TypeVar("F")
 
 
@@ -233,6 +239,7 @@ class RunEngine:
         self.on_progress = on_progress
         self.unstored: dict[str, RunRecord] = {}  # records no store holds: fallbacks after a run failure, failures
         self.from_store = 0
+        self._unreported, self._reported_at = 0, time.monotonic()  # jobs the store answered, not yet reported
         self._dropped_before = self.store.dropped
         self.breaker = breaker_for(half.kind, self.started, settings.breaker_after)  # runs/breaker.py
 
@@ -248,12 +255,20 @@ class RunEngine:
 
     def chunks(self) -> Iterator[Chunk]:
         """The chunks to run, cut from the jobs the store cannot answer, as the plan is read (pass 1); once the
-        circuit breaker is open on an endpoint a method uses, none of that method's: their jobs get ``not_run``."""
+        circuit breaker is open on an endpoint a method uses, none of that method's: their jobs get ``not_run``.
+        The jobs the store answers go to ``on_progress`` before each chunk, at the end, and in between at most
+        every :data:`REUSED_REPORT_EVERY_S` seconds."""
         for chunk in self._cut():
+            self._report_reused()  # before the drive loop may wait for a chunk
             if not self.breaker.blocks(method_profiles(self.header, chunk.method)):
                 yield chunk
             else:
                 self._not_run(chunk, self.breaker.error)  # type: ignore[arg-type]  # blocks: error is set
+        self._report_reused()
+
+    def _report_reused(self) -> None:
+        n, self._unreported, self._reported_at = self._unreported, 0, time.monotonic()
+        self._progress(n)
 
     def _not_run(self, chunk: Chunk, error: EndpointDownError) -> None:
         for job, key in zip(chunk.jobs, chunk.keys, strict=True):
@@ -290,7 +305,9 @@ class RunEngine:
                 yield self._chunk(job.method, pending)
                 buffers[job.method] = []
         self.from_store += reused
-        self._progress(reused)
+        self._unreported += reused
+        if time.monotonic() - self._reported_at >= REUSED_REPORT_EVERY_S:
+            self._report_reused()
 
     def _chunk(self, method: str, pending: list[tuple[Job, str]]) -> Chunk:
         return Chunk(

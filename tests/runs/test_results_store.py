@@ -315,3 +315,17 @@ def test_a_handle_follows_a_store_another_process_healed(tmp_path):
     assert fresh.get("new").record == _att("new") and fresh.get("old").record == _att("old")  # "old" was kept
     late.close()
     fresh.close()
+
+
+def test_a_rerun_reports_the_jobs_the_store_answers_in_one_step_not_one_per_batch(tmp_path):
+    settings = RunSettings(cache_dir=str(tmp_path / "cache"))
+    plan = _plan(600)  # three batches of the plan read against the store
+    _run(ToyHalf(), plan, settings, tmp_path, "first")
+    steps: list[int] = []
+    rerun = RunEngine(ToyHalf(), plan, settings, chunk_size=2, on_progress=steps.append)
+    assert list(rerun.chunks()) == [] and steps == [600]  # one line and one artifact update, not three
+    half = ToyHalf()
+    partly = RunEngine(half, _plan(610), settings, chunk_size=2, on_progress=steps.append)
+    steps.clear()
+    chunks = list(partly.chunks())  # t600-t609 are new: what the store answered goes out before their first chunk
+    assert len(chunks) == 5 and sum(steps) == 600 and len(steps) < 3
