@@ -134,36 +134,21 @@ def _warm_worker() -> int:
 
 
 class _StandingCluster:
-    """A local Dask cluster of ``n`` worker processes on loopback, started and warmed before the timed call.
+    """A local Dask cluster of ``n`` worker processes on loopback, started and warmed before the timed call."""
 
-    Its scheduler runs in a process of its own, as a standing cluster's does (``dask scheduler``), so the
-    row's CPU (the flow's process and the workers) does not count the scheduler's work; ``in_process_scheduler``
-    runs it in this process instead (:class:`distributed.LocalCluster`).
-    """
-
-    def __init__(self, n: int, threads_per_worker: int = 4, *, in_process_scheduler: bool = False) -> None:
+    def __init__(self, n: int, threads_per_worker: int = 4) -> None:
         import dask
         from distributed import Client, LocalCluster
-        from distributed.deploy.subprocess import SubprocessCluster
 
         with dask.config.set({"distributed.worker.daemon": False}):  # as flows.runners starts one
-            if in_process_scheduler:
-                self.cluster = LocalCluster(
-                    n_workers=n,
-                    threads_per_worker=threads_per_worker,
-                    processes=True,
-                    host="127.0.0.1",
-                    dashboard_address="127.0.0.1:0",
-                )
-            else:
-                self.cluster = SubprocessCluster(
-                    host="127.0.0.1",
-                    n_workers=n,
-                    threads_per_worker=threads_per_worker,
-                    dashboard_address=None,
-                )
+            self.cluster = LocalCluster(
+                n_workers=n,
+                threads_per_worker=threads_per_worker,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address="127.0.0.1:0",
+            )
         self.client = Client(self.cluster)
-        self.client.wait_for_workers(n, timeout=120)
         self.pids = list(self.client.run(_warm_worker).values())
 
     @property
@@ -510,8 +495,7 @@ def scale_markdown(payload: dict[str, Any], machine: dict[str, Any]) -> str:
         "# Scale: the attribute flow on synthetic corpora\n\n"
         f"Machine: {machine['cpus']} cores, load average {machine['load_avg_1_5_15']} at the end, commit "
         f"{machine['commit']}, {machine['when']}. Fake server in a child process; bound = requests x latency / "
-        "concurrency; ratio = wall / bound; CPU = the client's processes' CPU per request (on Dask the flow's and the "
-        "workers', not the scheduler's, which runs in a process of its own); rerun = the same flow "
+        "concurrency; ratio = wall / bound; CPU = the client's processes' CPU per request; rerun = the same flow "
         "again on the same cache folder; rss = peak resident memory of the flow's process during the row. The "
         f"temporary Prefect API start ({payload.get('prefect_api_start_s')} s) is not in any row.\n\n"
         + md_table(payload["rows"], COLUMNS)
