@@ -71,6 +71,7 @@ __all__ = [
     "result_store",
     "spent_in",
     "REUSED_LISTED",
+    "REUSED_REPORT_EVERY_S",
 ]
 
 #: jobs per chunk task by default (``--chunk-size``; :func:`~agentcausal.runs.scheduling.chunk_length` keeps at
