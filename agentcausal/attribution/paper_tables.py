@@ -2,7 +2,8 @@
 
 Every function reads a results frame (:func:`agentcausal.attribution.results.results_frame`,
 one row per trace, method and repeat); DCFA's record is read from ``details_json``
-(see :mod:`agentcausal.attribution.dcfa.method`).
+(see :mod:`agentcausal.attribution.dcfa.method`): its JSON text, or the record already parsed
+(:func:`with_parsed_details`, so that a caller of several tables parses each record once).
 
 * :func:`dcfa_accuracy`: the DCFA paper's "step accuracy" as its released
   ``evaluate.py`` computes it, agent **and** step right (Table 1), beside
@@ -56,6 +57,7 @@ __all__ = [
     "lce_diagnostics",
     "graph_stats",
     "signed_step_error_histogram",
+    "with_parsed_details",
     "accuracy_over_repeats",
     "speaker_mismatch",
     "speaker_mismatches",
@@ -77,12 +79,23 @@ _TOKEN = re.compile(r"\s*(\w+)")
 
 
 def _details(blob: Any) -> dict[str, Any]:
+    if isinstance(blob, dict):  # parsed already (with_parsed_details)
+        return blob
     if not isinstance(blob, (str, bytes, bytearray)) or not blob:  # nothing to parse (a report keeps DCFA's only)
         return {}
     try:
         return json.loads(blob)
     except (TypeError, ValueError):
         return {}
+
+
+def with_parsed_details(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with each ``details_json`` cell parsed into its dict once ({} where empty or not JSON), for a caller
+    that reads several of these tables from one frame (a DCFA record is several KB of JSON); ``df`` itself is
+    unchanged. A frame without the column is returned as it is."""
+    if "details_json" not in df.columns:
+        return df
+    return df.assign(details_json=[_details(b) for b in df["details_json"]])
 
 
 def who_when_level(n_steps: int) -> str | None:
@@ -192,8 +205,10 @@ def outside_levels(df: pd.DataFrame, subset: str | None = "Hand-Crafted") -> int
     return int(d.loc[[who_when_level(int(n)) is None for n in d["n_steps"]], "trace_id"].nunique())
 
 
-def _dcfa_rows(df: pd.DataFrame, method: str = "dcfa") -> list[tuple[pd.Series, dict[str, Any]]]:
-    return [(r, _details(r["details_json"])) for _, r in df[df["method"] == method].iterrows()]
+def _dcfa_rows(df: pd.DataFrame, method: str = "dcfa") -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    cols = [c for c in ("subset", "true_step", "step_correct", "details_json") if c in df.columns]
+    rows = df.loc[df["method"] == method, cols]
+    return [(r, _details(r["details_json"])) for r in rows.to_dict("records")]
 
 
 def gca_only_accuracy(df: pd.DataFrame, method: str = "dcfa") -> pd.DataFrame:

@@ -30,6 +30,7 @@ from agentcausal.attribution.paper_tables import (
     lce_effect,
     outside_levels,
     signed_step_error_histogram,
+    with_parsed_details,
 )
 from agentcausal.attribution.table1 import TABLE1_METHODS, fig3_cells, table1_averages, table1_cells
 from agentcausal.report.attribution_tables import markdown_table
@@ -50,6 +51,7 @@ def paper_tables_markdown(df: pd.DataFrame, meta: dict[str, Any] | None = None) 
     str, the sections (empty ones left out), opening with a newline.
     """
     parts: list[str] = []
+    df = with_parsed_details(df)  # four of the tables read DCFA's record: each parsed once
     acc = dcfa_accuracy(df)
     if len(acc):
         shown = acc.assign(

@@ -1,5 +1,8 @@
 """The DCFA paper's tables from a hand-built results frame (no LLM)."""
 
+import json
+
+import pandas as pd
 import pytest
 
 from agentcausal.attribution.paper_tables import (
@@ -15,6 +18,7 @@ from agentcausal.attribution.paper_tables import (
     signed_step_error_histogram,
     speaker_mismatches,
     who_when_level,
+    with_parsed_details,
 )
 from agentcausal.attribution.results import results_frame
 from agentcausal.report.attribution_paper_tables import paper_tables_markdown
@@ -143,3 +147,19 @@ def test_speaker_mismatch_flagged_in_report(frame):
     assert mism == [{"trace_id": "h/9", "step": 1, "labelled_agent": "A0", "speaker": "A1"}]
     md = paper_tables_markdown(df, {"speaker_mismatch": mism})
     assert "not the speaker of the labelled step (1 traces)" in md and "DCFA without LCE" in md
+
+
+def test_parsed_details_give_the_same_tables_and_the_report_parses_each_record_once(frame, monkeypatch):
+    import agentcausal.attribution.paper_tables as paper_tables
+
+    df, _ = frame
+    parsed = with_parsed_details(df)
+    assert isinstance(df["details_json"].iloc[0], str)  # the caller's frame is left as it was
+    for table in (gca_only_accuracy, lce_effect, lce_diagnostics, graph_stats, accuracy_over_repeats):
+        pd.testing.assert_frame_equal(table(parsed), table(df))
+    loads = []
+    counting = type("Json", (), {"loads": staticmethod(lambda s: loads.append(s) or json.loads(s))})
+    monkeypatch.setattr(paper_tables, "json", counting)
+    text = paper_tables_markdown(df)
+    assert "What LCE did" in text and "LCE diagnostics" in text and "edges per trace" in text
+    assert len(loads) == len(df)  # four tables read DCFA's record: one parse of each
