@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 import pandas as pd
@@ -95,7 +95,7 @@ def with_parsed_details(df: pd.DataFrame) -> pd.DataFrame:
     unchanged. A frame without the column is returned as it is."""
     if "details_json" not in df.columns:
         return df
-    return df.assign(details_json=[_details(b) for b in df["details_json"]])
+    return df.assign(details_json=pd.Series([_details(b) for b in df["details_json"]], index=df.index, dtype=object))
 
 
 def who_when_level(n_steps: int) -> str | None:
@@ -205,7 +205,7 @@ def outside_levels(df: pd.DataFrame, subset: str | None = "Hand-Crafted") -> int
     return int(d.loc[[who_when_level(int(n)) is None for n in d["n_steps"]], "trace_id"].nunique())
 
 
-def _dcfa_rows(df: pd.DataFrame, method: str = "dcfa") -> list[tuple[dict[str, Any], dict[str, Any]]]:
+def _dcfa_rows(df: pd.DataFrame, method: str = "dcfa") -> list[tuple[dict[Hashable, Any], dict[str, Any]]]:
     cols = [c for c in ("subset", "true_step", "step_correct", "details_json") if c in df.columns]
     rows = df.loc[df["method"] == method, cols]
     return [(r, _details(r["details_json"])) for r in rows.to_dict("records")]

@@ -215,7 +215,9 @@ class ResultsDigest:
             if rows:  # a row's cells by column (a DataFrame row of mixed dtypes is built cell by cell: ~0.1 ms each)
                 cols = b[list(_GRAPH_COLUMNS)].take(rows)
                 for i, r in zip(rows, cols.to_dict("records")):
-                    self._graphs.append((str(r["trace_id"]), str(methods[i]), seq[i], r))
+                    self._graphs.append(
+                        (str(r["trace_id"]), str(methods[i]), seq[i], {str(c): v for c, v in r.items()})
+                    )
             self._graphs = _first(self._graphs, 2 * MAX_GRAPHS, MAX_GRAPHS)
 
     def _candidates(self, b: pd.DataFrame, part: pd.DataFrame, seq: range, methods: list[Any]) -> None:
