@@ -21,7 +21,8 @@ With ``memory_traces`` (e.g. 5,000 and 50,000), all_at_once at the highest concu
 ``memory_latency_s`` once per size, each in a fresh process of its own (first run only):
 the memory pair, whose ``rss_mb`` is that process's peak.
 
-Per row: ``runner``, ``traces``, ``method``, ``concurrency``, ``chunk_size``, ``latency_s``,
+Per row: ``runner``, ``traces``, ``method``, ``concurrency``, ``chunk_size`` (jobs per chunk task, as the run's
+``run.json`` records it: on Dask the engine sizes it by the cluster's workers), ``latency_s``,
 ``requests`` (at the server), ``peak_in_flight`` (the server's peak of requests in flight),
 ``wall_s`` (the flow call, first run), ``bound_s = requests x latency / concurrency`` (a
 lower bound of the wall time), ``ratio = wall_s / bound_s``, ``cpu_ms_per_request`` (CPU of
@@ -47,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from agentcausal.attribution.plan_model import AttributionRequest
+from agentcausal.runs.folder import load_run_meta
 from agentcausal.runs.options import RunOptions
 from agentcausal_fakes.profiles import profiles_toml
 from agentcausal_fakes.synthetic import iter_synthetic_traces
@@ -212,7 +214,7 @@ def scale_row(
         settings = RunSettings(
             profiles_path=str(toml), cache_dir=str((work / f"cache-{label}").resolve()), routing="default"
         )
-        times, stats, ok, cpu = [], [], [], 0.0
+        times, stats, ok, cpu, used = [], [], [], 0.0, None
         load_start = round(os.getloadavg()[0], 2)
         scope = reset_peak_rss()
         for rep in ("first", "rerun") if rerun else ("first",):
@@ -227,6 +229,7 @@ def scale_row(
             times.append(time.perf_counter() - t0)
             if rep == "first":
                 cpu = _cpu_s(cluster.pids if cluster else ()) - c0
+                used = (load_run_meta(run_dir).get("chunk_size") or {}).get(method)  # the engine's choice
             stats.append(server.stats())
             ok.append(_rows_ok(run_dir, ids))
     finally:
@@ -239,7 +242,7 @@ def scale_row(
         "traces": len(ids),
         "method": method,
         "concurrency": concurrency,
-        "chunk_size": chunk_size or DEFAULT_CHUNK_SIZE,
+        "chunk_size": used or chunk_size or DEFAULT_CHUNK_SIZE,
         "latency_s": server.latency_s,
         "requests": req,
         "peak_in_flight": max(s["max_in_flight"] for s in stats),

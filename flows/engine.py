@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from prefect import Task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.states import Failed, State
+from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
 from agentcausal.report.artifacts import self_contained_markdown
@@ -38,6 +39,7 @@ from agentcausal.settings import RunSettings
 from flows import naming
 from flows.api_server import unwatched_heartbeats_off
 from flows.progress import RunProgress
+from flows.runners import dask_workers
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -115,13 +117,15 @@ def run_engine(
     max_tokens : int or None, ``--max-tokens``: the same cap on prompt + completion tokens
     """
     kind, unit = half.kind, UNITS[half.kind]
-    elsewhere = _chunks_run_elsewhere()
+    runner = _task_runner()
+    elsewhere = runner is not None and not isinstance(runner, ThreadPoolTaskRunner)  # Dask: other processes
     engine = RunEngine(
         half,
         plan,
         settings,
         chunk_size=chunk_size,
         remote=elsewhere,
+        workers=functools.partial(dask_workers, runner) if elsewhere else None,  # asked at the first chunk
         budget=None
         if max_cost is None and max_tokens is None
         else BudgetGate.from_plan(plan, max_cost, spent_before_usd, max_tokens=max_tokens),
@@ -242,15 +246,12 @@ def _signal_of(exc: BaseException) -> int | None:
     return None
 
 
-def _chunks_run_elsewhere() -> bool:
-    """Whether the flow run's task runner runs chunks in other processes (Dask: anything but Prefect's thread pool),
+def _task_runner() -> TaskRunner[Any] | None:
+    """The flow run's task runner: Prefect's thread pool runs chunks in this process; any other (Dask) in processes
     whose usage meters this process cannot read."""
     from prefect.context import FlowRunContext
-    from prefect.task_runners import ThreadPoolTaskRunner
 
-    ctx = FlowRunContext.get()
-    runner = getattr(ctx, "task_runner", None)
-    return runner is not None and not isinstance(runner, ThreadPoolTaskRunner)
+    return getattr(FlowRunContext.get(), "task_runner", None)
 
 
 def _count_usage(engine: RunEngine, chunk: Chunk, out: Any) -> None:

@@ -58,6 +58,7 @@ __all__ = [
     "RunnerChoice",
     "SharedAPIDaskTaskRunner",  # noqa: F822 (module __getattr__)
     "task_runner",
+    "dask_workers",
     "with_runner",
     "runner_choice_from_args",
 ]
@@ -144,6 +145,18 @@ def _shared_api_dask_runner() -> type:
 
     SharedAPIDaskTaskRunner.__qualname__ = "SharedAPIDaskTaskRunner"  # pickled by reference: this module's name
     return SharedAPIDaskTaskRunner
+
+
+def dask_workers(runner: Any) -> int | None:
+    """The worker processes of a Dask task runner's cluster, as its scheduler counts them now (asking starts the
+    runner's local cluster, as its first task would); None for another runner, an empty cluster, or a scheduler
+    that does not answer. An adaptive cluster is counted as it stands when asked."""
+    if not hasattr(type(runner), "client"):  # not a DaskTaskRunner
+        return None
+    try:
+        return len(runner.client.nthreads()) or None
+    except Exception:  # the chunks still run, in chunks of the smallest size
+        return None
 
 
 def __getattr__(name: str) -> Any:  # ``from flows.runners import SharedAPIDaskTaskRunner`` imports Dask then

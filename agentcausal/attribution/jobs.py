@@ -174,9 +174,10 @@ class AttributionHalf:
     kind = "attribute"
     record_type = Attribution
     default_chunk_size = DEFAULT_CHUNK_SIZE
-    #: Dask as threads: each task run costs a worker about 0.1 s of CPU and the flow's process about 0.04 s, but fewer
-    #: chunks leave workers idle on a larger cluster (bench/README.md, "Dask: where a chunk's CPU goes")
-    remote_chunk_size = DEFAULT_CHUNK_SIZE
+    #: Dask: each task run costs a worker about 0.1 s of CPU and the flow's process about 0.04 s, so about four
+    #: chunks per worker, as few as a cluster's workers can share (at least 100 jobs), and at most 400, so that a
+    #: progress step (a remote chunk's end) stays small on a large corpus (bench/README.md, "Dask: chunks by workers")
+    remote_chunk_range = (DEFAULT_CHUNK_SIZE, 4 * DEFAULT_CHUNK_SIZE)
 
     def __init__(self, methods: MethodTable[AttributionSpec[Any]]) -> None:
         self.methods = methods

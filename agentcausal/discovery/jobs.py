@@ -251,7 +251,7 @@ class DiscoveryHalf:
     kind = "discover"
     record_type = DiscoveryOutcome
     default_chunk_size = 1  # a discovery job runs for seconds to minutes: one task run each
-    remote_chunk_size = 1
+    remote_chunk_range = (1, 1)
 
     def __init__(self, methods: MethodTable[DiscoverySpec]) -> None:
         self.methods = methods

@@ -12,7 +12,7 @@ engine's chunks to Prefect tasks and publishes artifacts::
 1. **Resume** (:meth:`RunEngine.chunks`, in the orchestrating process): the plan's items are read
    one at a time (:meth:`agentcausal.runs.plan.Plan.iter_items`); each job's cache key is looked up
    in the results store (:mod:`agentcausal.runs.store`, a few hundred keys per query). A stored
-   record is reused; the others are cut into chunks of one method (:func:`agentcausal.runs.scheduling.chunk_length`)
+   record is reused; the others are cut into chunks of one method (:func:`agentcausal.runs.scheduling.chunk_lengths`)
    as they come, so the first tasks start while the plan is still being read.
 2. **Run** (:func:`run_chunk`, in a task: a thread, a Dask worker or a plain call): each job of a chunk
    loads its own item, runs its method in the envelope (the half's ``run``) on the process's item pool
@@ -57,7 +57,7 @@ from agentcausal.runs.folder import load_run_meta, write_run_meta
 from agentcausal.runs.half import Chunk, Job, RecordSink, RunHalf
 from agentcausal.runs.heartbeat import meter_for
 from agentcausal.runs.plan import Plan, write_plan
-from agentcausal.runs.scheduling import MAX_CHUNKS, chunk_length, item_pools_held, run_items
+from agentcausal.runs.scheduling import chunk_lengths, item_pools_held, run_items
 from agentcausal.runs.store import RETRIED_STATUSES, ResultStore
 from agentcausal.settings import RunSettings
 
@@ -74,13 +74,11 @@ __all__ = [
     "REUSED_REPORT_EVERY_S",
 ]
 
-#: jobs per chunk task by default (``--chunk-size``; :func:`~agentcausal.runs.scheduling.chunk_length` keeps at
-#: least 8 chunks per method, so small corpora keep one task run per job, and a progress line at least every
-#: eighth of a method's jobs). A Prefect task run costs the flow's process about 13 ms of CPU (engine, state
-#: changes, logs) whatever it holds, while a chunk's items share one item pool however the jobs are cut
-#: (:mod:`agentcausal.runs.scheduling`): 2,000 traces at 100 per chunk run 20 task runs, not 80 (measured per
-#: thread at concurrency 64, five pairs: 1.40-1.63 -> 0.54-0.86 s of CPU in Prefect's task threads and event
-#: loop, 0.3-0.5 ms per request)
+#: jobs per chunk task by default (``--chunk-size``; at least 8 chunks per method: a small corpus keeps a task run
+#: per job, a progress line comes at least every eighth of a method's jobs). A Prefect task run costs the flow's
+#: process about 13 ms of CPU whatever it holds, while a chunk's items share one item pool however the jobs are cut
+#: (:mod:`agentcausal.runs.scheduling`): 2,000 traces at 100 per chunk run 20 task runs, not 80 (concurrency 64,
+#: five pairs: 1.40-1.63 -> 0.54-0.86 s of CPU in Prefect's task threads and event loop, 0.3-0.5 ms per request)
 DEFAULT_CHUNK_SIZE = 100
 
 #: reused rows listed by name in a run's summary (the count is always given)
@@ -198,15 +196,14 @@ class RunEngine:
     plan : Plan (its items in memory or in its items file)
     settings : RunSettings (``refresh``: nothing reused; ``retry_failed``: stored ``content_failed`` and
         ``degraded`` records computed again)
-    chunk_size : int or None, jobs per chunk at most (fewer when a method has under 8 chunks' worth; 1 = one
-        task per job); None: the half's ``default_chunk_size`` (``remote_chunk_size`` when ``remote``), or more
-        where a method would otherwise have over :data:`~agentcausal.runs.scheduling.MAX_CHUNKS` chunks
-    remote : bool, chunks run in other processes (Dask workers)
+    chunk_size : int or None, jobs per chunk at most (1: a task per job); None or 0: from the half's sizes
+        (:func:`~agentcausal.runs.scheduling.chunk_lengths`)
+    remote : bool, chunks run in other processes (Dask workers); ``workers``: how many (None: unknown), asked at
+        the first chunk cut, so a run the results store answers whole never asks (asking may start a cluster)
     on_progress : callable or None, called with the number of jobs newly done (reused or finished)
     budget : BudgetGate or None, ``--max-cost`` / ``--max-tokens`` (:class:`agentcausal.runs.budget.BudgetGate`: this
         invocation's cap, jobs admitted by their expected cost and the measured spend): :func:`drive` asks it
-        before each chunk; with one, a method's default chunk is one job (up to MAX_CHUNKS chunks), so the gate
-        acts per job
+        before each chunk; with one, a default chunk is one job (up to MAX_CHUNKS chunks): the gate acts per job
 
     Raises
     ------
@@ -224,25 +221,32 @@ class RunEngine:
         on_progress: Callable[[int], None] | None = None,
         budget: BudgetGate | None = None,
         remote: bool = False,
+        workers: Callable[[], int | None] | None = None,
     ) -> None:
         self.half, self.plan, self.settings = half, plan, settings
         self.header = plan.header()
         self.started = time.time()
         self.store = result_store(settings, half.kind, half.record_type)
         self.keyer = half.keyer(plan, settings)
-        counts = half.job_counts(plan)
-        self.total = sum(counts.values())
+        self._counts = half.job_counts(plan)
+        self.total = sum(self._counts.values())
         self.budget, self.spend = budget, SpendTally()  # the --max-cost gate; what this run paid
-        default = 1 if budget is not None else half.remote_chunk_size if remote else half.default_chunk_size
-        self.chunk_len = {
-            m: chunk_length(n, chunk_size or max(default, -(-n // MAX_CHUNKS))) for m, n in counts.items()
-        }
+        self._chunk_size, self._remote, self._workers = chunk_size, remote, workers
         self.on_progress = on_progress
         self.unstored: dict[str, RunRecord] = {}  # records no store holds: fallbacks after a run failure, failures
         self.from_store = 0
         self._unreported, self._reported_at = 0, time.monotonic()  # jobs the store answered, not yet reported
         self._dropped_before = self.store.dropped
         self.breaker = breaker_for(half.kind, self.started, settings.breaker_after)  # runs/breaker.py
+
+    @functools.cached_property
+    def chunk_len(self) -> dict[str, int]:
+        """Jobs per chunk of each method (worked out when the first chunk is cut, or asked for)."""
+        remote = self._remote and self.budget is None and not self._chunk_size  # with a budget: a job per chunk
+        default = 1 if self.budget is not None else self.half.default_chunk_size
+        bounds = self.half.remote_chunk_range if remote else None
+        workers = self._workers() if bounds and self._workers is not None else None
+        return chunk_lengths(self._counts, self._chunk_size, default, remote=bounds, workers=workers)
 
     @property
     def window(self) -> int:
@@ -401,6 +405,7 @@ class RunEngine:
                 "refresh": self.settings.refresh,
                 "profiles": str(self.settings.profiles_path or "packaged"),
                 "retry_failed": self.settings.retry_failed,
+                "chunk_size": self.__dict__.get("chunk_len"),  # jobs per chunk task by method; None: no chunk ran
                 "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(self.started)),
                 "wall_seconds": summary.wall_seconds,
                 "rows": {
@@ -466,9 +471,8 @@ def drive(
     submit : callable Chunk -> future; the future must have ``add_done_callback(fn)`` calling ``fn(future)``
         (a Prefect future, a :class:`concurrent.futures.Future`)
     result : callable future -> the chunk's return value, or the exception it ended with (never raises)
-    window : chunks in flight at most (default :attr:`RunEngine.window`)
+    window : chunks in flight at most (default :attr:`RunEngine.window`, worked out at the first chunk)
     """
-    window = window or engine.window
     finished: queue.SimpleQueue[Any] = queue.SimpleQueue()
     in_flight: dict[int, tuple[Chunk, F]] = {}
 
@@ -479,6 +483,7 @@ def drive(
 
     with item_pools_held():  # the item threads end with the last run of the process, and their store connections
         for chunk in engine.chunks():
+            window = window or engine.window
             while len(in_flight) >= window:
                 collect()
             if engine.budget is not None:  # --max-cost: wait for the chunks in flight, then submit or hold back

@@ -90,13 +90,15 @@ class RunHalf(Protocol):
     kind : str, ``attribute`` or ``discover`` (the results store's folder, the run's kind)
     record_type : the half's record class (a :class:`~agentcausal.records.RunRecord`)
     default_chunk_size : int, jobs per chunk task when the run names none
-    remote_chunk_size : int, the same where chunks run in other processes (Dask), where each task run costs
-        Prefect about 0.1 s of CPU to rebuild its settings and context
+    remote_chunk_range : (int, int), jobs per chunk task where chunks run in other processes (Dask), where each
+        task run costs Prefect about 0.1 s of CPU to rebuild its settings and context: at least the first, at most
+        the second, about :data:`~agentcausal.runs.scheduling.REMOTE_CHUNKS_PER_WORKER` chunks per worker between
+        (:func:`~agentcausal.runs.scheduling.remote_chunk_size`)
     """
 
     kind: str
     default_chunk_size: int
-    remote_chunk_size: int
+    remote_chunk_range: tuple[int, int]
 
     @property
     def record_type(self) -> type[RunRecord]:  # read-only, so a half may name a RunRecord subclass

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -31,6 +31,9 @@ from agentcausal.runs.store import ResultStore, close_ended_connections
 __all__ = [
     "MIN_CHUNKS",
     "MAX_CHUNKS",
+    "REMOTE_CHUNKS_PER_WORKER",
+    "remote_chunk_size",
+    "chunk_lengths",
     "run_items",
     "chunked",
     "chunk_length",
@@ -51,6 +54,55 @@ MIN_CHUNKS = 8
 #: the orchestrator keeps a little for every task run (measured: about 40 KB per Prefect task run in the
 #: flow's process, so a corpus's memory would grow with its chunks), and thousands of task runs make no map
 MAX_CHUNKS = 400
+
+
+#: chunks per worker process a method's jobs are cut into where chunks run in other processes (Dask), within the
+#: half's bounds (:func:`remote_chunk_size`): a worker rebuilds Prefect's context, and opens API clients with their
+#: TLS contexts, for each task run (about 0.1 s of CPU), while the chunks of one worker share its item pool; four
+#: keep every thread of a default worker (4) busy with a chunk of its own
+REMOTE_CHUNKS_PER_WORKER = 4
+
+
+def remote_chunk_size(n_jobs: int, workers: int | None, smallest: int, largest: int) -> int:
+    """Jobs per chunk of a method's ``n_jobs`` where chunks run on ``workers`` other processes: about
+    :data:`REMOTE_CHUNKS_PER_WORKER` chunks per worker, within ``[smallest, largest]`` (``largest`` keeps a progress
+    step, which comes as a remote chunk ends, small on a large corpus); ``smallest`` when the count is unknown.
+
+    >>> remote_chunk_size(2000, 2, 100, 400), remote_chunk_size(2000, 10, 100, 400), remote_chunk_size(50000, 2, 100, 400)
+    (250, 100, 400)
+    >>> remote_chunk_size(2000, None, 100, 400), remote_chunk_size(300, 2, 1, 1)
+    (100, 1)
+    """
+    if not workers:
+        return smallest
+    return max(smallest, min(largest, -(-n_jobs // (REMOTE_CHUNKS_PER_WORKER * workers))))
+
+
+def chunk_lengths(
+    counts: Mapping[str, int],
+    chunk_size: int | None,
+    default: int,
+    *,
+    remote: tuple[int, int] | None = None,
+    workers: int | None = None,
+) -> dict[str, int]:
+    """Jobs per chunk of each method of ``counts`` (method -> its jobs): ``chunk_size`` when given (0 or None: not
+    given), else ``default`` or, with ``remote`` (where chunks run in other processes: the half's smallest and largest),
+    :func:`remote_chunk_size` for ``workers``, made larger where a method would have over :data:`MAX_CHUNKS` chunks;
+    then smaller where a method has under :data:`MIN_CHUNKS` chunks' worth (:func:`chunk_length`).
+
+    >>> chunk_lengths({"a": 2000, "b": 60}, None, 100, remote=(100, 400), workers=2)
+    {'a': 250, 'b': 8}
+    >>> chunk_lengths({"a": 2000}, 25, 100), chunk_lengths({"a": 100_000}, 0, 100)
+    ({'a': 25}, {'a': 250})
+    """
+
+    def size(n: int) -> int:
+        if chunk_size:
+            return chunk_size
+        return max(remote_chunk_size(n, workers, *remote) if remote else default, -(-n // MAX_CHUNKS))
+
+    return {m: chunk_length(n, size(n)) for m, n in counts.items()}
 
 
 def chunk_length(n_jobs: int, chunk_size: int, min_chunks: int = MIN_CHUNKS) -> int:

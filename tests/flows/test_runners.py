@@ -12,6 +12,7 @@ from flows.runners import (
     RunnerChoice,
     RunnerKind,
     SharedAPIDaskTaskRunner,
+    dask_workers,
     runner_choice_from_args,
     task_runner,
     with_runner,
@@ -102,3 +103,6 @@ def test_dask_local_cluster_listens_on_loopback_only():
         assert all(w.startswith("tcp://127.0.0.1:") for w in cluster.scheduler_info["workers"])
         http = [sock.getsockname()[0] for sock in cluster.scheduler.http_server._sockets.values()]
         assert http and set(http) == {"127.0.0.1"}  # the dashboard's HTTP server too
+        with task_runner(RunnerChoice(kind=RunnerKind.DASK, dask_address=cluster.scheduler_address)) as runner:
+            assert dask_workers(runner) == 1  # what a remote run's chunk size follows
+    assert dask_workers(task_runner()) is None

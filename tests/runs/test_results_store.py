@@ -124,7 +124,7 @@ def test_a_truncated_store_heals_and_keeps_what_its_pages_still_hold(tmp_path):
 class ToyHalf:
     """A half whose jobs answer from a dict: what ran is recorded, status per item id."""
 
-    kind, record_type, default_chunk_size, remote_chunk_size = "attribute", Attribution, 2, 2
+    kind, record_type, default_chunk_size, remote_chunk_range = "attribute", Attribution, 2, (2, 2)
 
     def __init__(self, status=None):
         self.status, self.ran, self.rows = dict(status or {}), [], []
@@ -215,11 +215,40 @@ def test_the_engine_reuses_stored_runs_missing_and_retries_failed_statuses(tmp_p
 def test_chunks_take_the_halfs_remote_size_where_they_run_in_other_processes(tmp_path):
     settings = RunSettings(cache_dir=str(tmp_path / "cache"))
     half = ToyHalf()
-    half.default_chunk_size, half.remote_chunk_size = 2, 5
-    plan = _plan(80)
+    half.default_chunk_size, half.remote_chunk_range = 2, (5, 20)
+    plan = _plan(400)
     assert RunEngine(half, plan, settings).chunk_len == {"m": 2}
-    assert RunEngine(half, plan, settings, remote=True).chunk_len == {"m": 5}
-    assert RunEngine(half, plan, settings, chunk_size=3, remote=True).chunk_len == {"m": 3}  # the run's own size
+    assert RunEngine(half, plan, settings, remote=True).chunk_len == {"m": 5}  # workers unknown: the smallest
+    for workers, size in ((None, 5), (2, 20), (8, 13), (40, 5)):  # about four chunks a worker, within (5, 20)
+        assert RunEngine(half, plan, settings, remote=True, workers=lambda w=workers: w).chunk_len == {"m": size}
+    asked = []
+    engine = RunEngine(half, plan, settings, chunk_size=3, remote=True, workers=lambda: asked.append(1) or 2)
+    assert engine.chunk_len == {"m": 3} and not asked  # the run's own size: the cluster is not asked
+    assert RunEngine(half, plan, settings, chunk_size=0, remote=True, workers=lambda: 2).chunk_len == {
+        "m": 20
+    }  # 0: the default
+
+
+def test_a_run_the_store_answers_whole_never_asks_for_the_workers(tmp_path):
+    settings = RunSettings(cache_dir=str(tmp_path / "cache"))
+    plan = _plan(6)
+    _run(ToyHalf(), plan, settings, tmp_path, "first")
+    asked = []
+    for name, run_plan in (("again", plan), ("grown", _plan(9))):
+        half = ToyHalf()
+        engine = RunEngine(half, run_plan, settings, remote=True, workers=lambda n=name: asked.append(n) or 2)
+        submitted: list = []
+        drive(engine, submit=lambda c, s=submitted: s.append(c) or _done(c), result=lambda f: None)
+        assert bool(submitted) == (name == "grown")  # three new jobs to run
+    assert asked == ["grown"]  # asking may start a cluster: only a run with chunks to run asks, once
+
+
+def _done(value):
+    from concurrent.futures import Future
+
+    fut: Future = Future()
+    fut.set_result(value)
+    return fut
 
 
 def test_chunk_stores_each_item_and_a_retry_repeats_only_the_failed_one(store):
