@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import agentcausal.attribution.jobs as jobs_mod
-import agentcausal.runs.engine as engine_mod
+import agentcausal.runs.scheduling as scheduling
 from agentcausal.attribution.plan_model import AttributionRequest
 from agentcausal.discovery.plan_model import DiscoveryRequest
 from agentcausal.runs.options import RunOptions
@@ -119,7 +119,7 @@ def test_retry_failed_recomputes_content_failures_and_chunks_match_items(fake_se
     import flows.attribute as fa
     from flows.attribute import attribute
 
-    monkeypatch.setattr(engine_mod, "chunk_length", lambda n, size: size)  # chunks even of a 2-trace corpus
+    monkeypatch.setattr(scheduling, "chunk_length", lambda n, size: size)  # chunks even of a 2-trace corpus
     spy = Spy(fa.attribute_chunk)
     monkeypatch.setattr(fa, "attribute_chunk", spy)
 
@@ -201,7 +201,7 @@ def test_a_401_inside_a_chunk_fails_one_row_and_the_next_run_repeats_only_it(
     import flows.attribute as fa
     from flows.engine import run_dir_of
 
-    monkeypatch.setattr(engine_mod, "chunk_length", lambda n, size: size)  # one chunk of both traces
+    monkeypatch.setattr(scheduling, "chunk_length", lambda n, size: size)  # one chunk of both traces
     fake_server.inject(401)  # the first request: not retried (retry_transport), never cached
     r1 = _frame(  # a row failed: the flow run ends Failed (flows.engine.FailedRows), its run folder written
         run_dir_of(
