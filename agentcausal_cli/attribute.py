@@ -165,9 +165,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         metavar="N",
         help="traces per Prefect task (default 100, on threads; on --runner dask about 4 tasks per worker the "
-        "cluster has at the start, 100 to 400 traces each; fewer when a method has under 8 chunks' worth, more when it would have "
-        "over 400 chunks); 1 = a task run per (trace, method); each trace is stored on its own either way, and the "
-        "items of every chunk share one pool of threads",
+        "cluster has at the start, 100 to 400 traces each; fewer when a method has under 8 chunks' worth, more "
+        "when it would have over 400 chunks); 1 = a task run per (trace, method); each trace is stored on its own "
+        "either way, and the items of every chunk share one pool of threads",
     )
     add_spend_arguments(p)  # after the run-folder options: it adds --resume only where they did not
     p.set_defaults(func=cmd_attribute)

@@ -107,7 +107,8 @@ def run_engine(
     plan, settings : what runs, and where (routing, caches, ``refresh``, ``retry_failed``)
     task : the half's chunk task (:func:`tasks.attribution.attribute_chunk`, :func:`tasks.discovery.discover_chunk`)
     run_dir : the run folder
-    chunk_size : jobs per chunk task at most (None: the half's default, its ``remote_chunk_size`` on Dask)
+    chunk_size : jobs per chunk task at most (None: the half's default; on Dask its ``remote_chunk_range`` for the
+        cluster's workers, :func:`agentcausal.runs.scheduling.chunk_lengths`)
     subject : the corpus or datasets, for artifact keys
     bar : show a tqdm bar
     meta : facts for ``run.json`` beside the engine's
